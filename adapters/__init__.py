@@ -1,0 +1,1 @@
+"""Glue between customobj objectives / metrics and LightGBM / XGBoost."""

@@ -1,0 +1,274 @@
+"""The objective protocol, per-dataset preparation, and composition (sums and scalings).
+
+An objective is a small immutable object. Its public methods take ``(scores, labels, group)``;
+adapters and the OLE booster call the ``*_prepared`` variants with a :class:`Prepared` built once
+per dataset, so validation, dtype conversion and label-only precomputation (pairs, ideal DCGs,
+...) happen once, not every boosting round.
+
+Subclasses implement:
+
+- ``_state(prep)``: label-only precomputation for this objective (default ``None``); cached in
+  ``prep`` under the objective, so equal objectives share it.
+- ``_grad_hess(scores, prep, state, out_grad, out_hess)``: *add* this objective's gradient and
+  diagonal hessian into the (zeroed or partially filled) float64 output arrays.
+- ``_loss(scores, prep, state) -> float``.
+- ``_pair_couplings(scores, prep, state) -> (i, j, c)`` for pairwise / listwise objectives.
+
+Weights: ``weight`` is per row. Pointwise terms are multiplied by ``w_i``; pairwise terms by
+the pair weight ``(w_i + w_j) / 2`` (equal to the query weight when weights are per query).
+Hessians are never negative; where the true second derivative vanishes or does not exist the
+objective documents its surrogate.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._validation import as_labels, as_scores, as_weight
+from ..groups import Groups, as_groups
+
+__all__ = ["Objective", "Prepared", "Sum", "Scaled"]
+
+
+class Prepared:
+    """Validated, converted training data plus each objective's label-only state.
+
+    Build with ``objective.prepare(labels, group, weight)``; it may be reused with any
+    scores of the same rows (and by any objective: states are cached per objective).
+    """
+
+    __slots__ = ("labels", "groups", "weight", "_states")
+
+    def __init__(self, labels, groups, weight):
+        self.labels = labels
+        self.groups = groups
+        self.weight = weight
+        self._states = {}
+
+    @property
+    def ptr(self):
+        return self.groups.ptr
+
+    @property
+    def n_rows(self):
+        return self.labels.shape[0]
+
+    def state_for(self, objective):
+        key = objective._cache_key()
+        if key not in self._states:
+            self._states[key] = objective._state(self)
+        return self._states[key]
+
+    @classmethod
+    def build(cls, labels, group, weight=None, *, integer_labels=False):
+        y = as_labels(labels, integer=integer_labels)
+        g = as_groups(group, y.shape[0]) if group is not None else Groups.from_sizes([y.shape[0]])
+        w = as_weight(weight, y.shape[0])
+        return cls(y, g, w)
+
+
+class Objective:
+    """Base class of every customobj objective (see module docstring for the protocol)."""
+
+    #: True when the loss has pair terms (``pair_couplings`` returns arrays, not ``None``).
+    pairwise = False
+    #: True when labels must be integer grades (McRank, ERR-based LambdaRank).
+    integer_labels = False
+    #: Number of raw score columns per row (McRank: one per grade).
+    n_outputs = 1
+    #: True when ``group`` matters (pairwise / listwise); pointwise objectives ignore it.
+    needs_group = False
+
+    # --- identity --------------------------------------------------------------------------------
+    def _params(self):
+        """Tuple of (name, value) of the options; used for repr, equality and state caching."""
+        return tuple(sorted((k, v) for k, v in vars(self).items() if not k.startswith("_")))
+
+    def _cache_key(self):
+        def freeze(v):
+            if isinstance(v, np.ndarray):
+                return ("nd", v.shape, v.tobytes())
+            return v
+        return (type(self).__name__,) + tuple((k, freeze(v)) for k, v in self._params())
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self._params() if not isinstance(v, np.ndarray))
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self._cache_key() == other._cache_key()
+
+    def __hash__(self):
+        return hash(self._cache_key())
+
+    # --- preparation -----------------------------------------------------------------------------
+    def prepare(self, labels, group=None, weight=None):
+        """Validate and convert the data once; returns a :class:`Prepared` for the ``*_prepared`` calls."""
+        if group is None and self.needs_group:
+            raise ValueError(f"{type(self).__name__} is a ranking objective and needs group= (query sizes)")
+        prep = Prepared.build(labels, group, weight, integer_labels=self.integer_labels)
+        self.check_prepared(prep)
+        return prep
+
+    def check_prepared(self, prep):
+        """Objective-specific checks on the data (override to reject labels it cannot use)."""
+        if self.integer_labels and prep.labels.size and np.any(prep.labels != np.floor(prep.labels)):
+            raise ValueError(f"{type(self).__name__} needs integer grades in labels")
+        prep.state_for(self)
+
+    def _state(self, prep):
+        return None
+
+    def _check_scores(self, scores, prep):
+        return as_scores(scores, prep.n_rows, allow_2d=self.n_outputs > 1)
+
+    # --- public API ------------------------------------------------------------------------------
+    def grad_hess(self, scores, labels, group=None, weight=None):
+        """Gradient ``dL/ds`` and diagonal hessian (float64, ``hess >= 0``)."""
+        return self.grad_hess_prepared(scores, self.prepare(labels, group, weight))
+
+    def loss(self, scores, labels, group=None, weight=None):
+        """The exact loss of SPEC.md (a sum over rows / pairs / queries)."""
+        return self.loss_prepared(scores, self.prepare(labels, group, weight))
+
+    def pair_couplings(self, scores, labels, group=None):
+        """``(i, j, c)``: row pairs and their hessian couplings ``h_ij``; ``None`` for pointwise losses."""
+        return self.pair_couplings_prepared(scores, self.prepare(labels, group))
+
+    def grad_hess_prepared(self, scores, prep, out_grad=None, out_hess=None):
+        s = self._check_scores(scores, prep)
+        shape = s.shape
+        if out_grad is None:
+            out_grad = np.zeros(shape, dtype=np.float64)
+        else:
+            out_grad[...] = 0.0
+        if out_hess is None:
+            out_hess = np.zeros(shape, dtype=np.float64)
+        else:
+            out_hess[...] = 0.0
+        self._grad_hess(s, prep, prep.state_for(self), out_grad, out_hess)
+        return out_grad, out_hess
+
+    def loss_prepared(self, scores, prep):
+        s = self._check_scores(scores, prep)
+        return float(self._loss(s, prep, prep.state_for(self)))
+
+    def pair_couplings_prepared(self, scores, prep):
+        if not self.pairwise:
+            return None
+        s = self._check_scores(scores, prep)
+        return self._pair_couplings(s, prep, prep.state_for(self))
+
+    # --- to implement ----------------------------------------------------------------------------
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _loss(self, scores, prep, state):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _pair_couplings(self, scores, prep, state):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # --- composition -----------------------------------------------------------------------------
+    def __add__(self, other):
+        if not isinstance(other, Objective):
+            return NotImplemented
+        return Sum(self, other)
+
+    def __mul__(self, factor):
+        if isinstance(factor, bool) or not isinstance(factor, numbers.Real):
+            return NotImplemented
+        return Scaled(self, factor)
+
+    __rmul__ = __mul__
+
+
+def _merge_flags(parts):
+    outputs = {p.n_outputs for p in parts}
+    if len(outputs) != 1:
+        raise ValueError("cannot add objectives with different numbers of outputs (e.g. McRank and a ranker)")
+    return outputs.pop()
+
+
+class Sum(Objective):
+    """``a + b + ...``: gradients, hessians, losses and couplings add."""
+
+    def __init__(self, *parts):
+        flat = []
+        for p in parts:
+            if not isinstance(p, Objective):
+                raise TypeError(f"Sum parts must be objectives, got {type(p).__name__}")
+            flat.extend(p.parts if isinstance(p, Sum) else [p])
+        if not flat:
+            raise ValueError("Sum needs at least one objective")
+        self.n_outputs = _merge_flags(flat)
+        self.parts = tuple(flat)
+        self.pairwise = any(p.pairwise for p in flat)
+        self.integer_labels = any(p.integer_labels for p in flat)
+        self.needs_group = any(p.needs_group for p in flat)
+
+    def _params(self):
+        return (("parts", self.parts),)
+
+    def __repr__(self):
+        return " + ".join(repr(p) for p in self.parts)
+
+    def check_prepared(self, prep):
+        for p in self.parts:
+            p.check_prepared(prep)
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        for p in self.parts:
+            p._grad_hess(scores, prep, prep.state_for(p), out_grad, out_hess)
+
+    def _loss(self, scores, prep, state):
+        return sum(p._loss(scores, prep, prep.state_for(p)) for p in self.parts)
+
+    def _pair_couplings(self, scores, prep, state):
+        pieces = [p._pair_couplings(scores, prep, prep.state_for(p)) for p in self.parts if p.pairwise]
+        return tuple(np.concatenate(arrs) for arrs in zip(*pieces))
+
+
+class Scaled(Objective):
+    """``factor * objective`` (``factor >= 0`` keeps the hessian non-negative)."""
+
+    def __init__(self, objective, factor):
+        if not isinstance(objective, Objective):
+            raise TypeError(f"objective must be an Objective, got {type(objective).__name__}")
+        if isinstance(factor, bool) or not isinstance(factor, numbers.Real) or not np.isfinite(factor):
+            raise TypeError(f"factor must be a finite real number, got {factor!r}")
+        if factor < 0:
+            raise ValueError(f"factor must be >= 0 so the hessian stays non-negative, got {factor}")
+        if isinstance(objective, Scaled):
+            factor, objective = factor * objective.factor, objective.objective
+        self.objective = objective
+        self.factor = float(factor)
+        self.n_outputs = objective.n_outputs
+        self.pairwise = objective.pairwise
+        self.integer_labels = objective.integer_labels
+        self.needs_group = objective.needs_group
+
+    def _params(self):
+        return (("factor", self.factor), ("objective", self.objective))
+
+    def __repr__(self):
+        return f"{self.factor!r} * {self.objective!r}"
+
+    def check_prepared(self, prep):
+        self.objective.check_prepared(prep)
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        # Children add into the outputs; scale only what this child contributes.
+        g = np.zeros_like(out_grad)
+        h = np.zeros_like(out_hess)
+        self.objective._grad_hess(scores, prep, prep.state_for(self.objective), g, h)
+        out_grad += self.factor * g
+        out_hess += self.factor * h
+
+    def _loss(self, scores, prep, state):
+        return self.factor * self.objective._loss(scores, prep, prep.state_for(self.objective))
+
+    def _pair_couplings(self, scores, prep, state):
+        i, j, c = self.objective._pair_couplings(scores, prep, prep.state_for(self.objective))
+        return i, j, self.factor * c
