@@ -1,0 +1,92 @@
+"""The objective protocol: preparation once per dataset, composition, validation at the boundary."""
+import numpy as np
+import pytest
+
+from customobj import Groups, SquaredError
+from customobj.objectives import Scaled, Sum
+
+
+def data():
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 3, 12).astype(float)
+    s = rng.normal(size=12)
+    w = rng.uniform(0.5, 2.0, 12)
+    return s, y, [5, 4, 3], w
+
+
+def test_squared_error_formulas_and_weights():
+    s, y, g, w = data()
+    grad, hess = SquaredError().grad_hess(s, y, g, weight=w)
+    assert np.allclose(grad, w * (s - y)) and np.allclose(hess, w)
+    assert SquaredError().loss(s, y, g, weight=w) == pytest.approx(0.5 * np.sum(w * (s - y) ** 2))
+    assert SquaredError().pair_couplings(s, y, g) is None
+
+
+def test_group_is_optional_for_pointwise():
+    s, y, _, _ = data()
+    grad, _ = SquaredError().grad_hess(s, y)
+    assert np.allclose(grad, s - y)
+
+
+def test_sum_and_scale_add_everything():
+    s, y, g, w = data()
+    a = SquaredError()
+    combo = 2.0 * a + a * 0.5
+    assert isinstance(combo, Sum) and all(isinstance(p, Scaled) for p in combo.parts)
+    grad, hess = combo.grad_hess(s, y, g, weight=w)
+    g1, h1 = a.grad_hess(s, y, g, weight=w)
+    assert np.allclose(grad, 2.5 * g1) and np.allclose(hess, 2.5 * h1)
+    assert combo.loss(s, y, g, weight=w) == pytest.approx(2.5 * a.loss(s, y, g, weight=w))
+    nested = (a + a) + (a + a)
+    assert len(nested.parts) == 4
+    assert (0.5 * (2.0 * a)).factor == 1.0
+
+
+def test_prepared_is_reused_and_outputs_buffers_are_overwritten():
+    s, y, g, w = data()
+    obj = SquaredError()
+    prep = obj.prepare(y, Groups.from_sizes(g), w)
+    out_g = np.full(12, 99.0)
+    out_h = np.full(12, 99.0)
+    grad, hess = obj.grad_hess_prepared(s, prep, out_g, out_h)
+    assert grad is out_g and hess is out_h
+    assert np.allclose(grad, w * (s - y))
+    # float32 and int scores are converted once at the boundary
+    grad32, _ = obj.grad_hess_prepared(s.astype(np.float32), prep)
+    assert grad32.dtype == np.float64 and np.allclose(grad32, w * (s.astype(np.float32) - y))
+
+
+def test_equality_and_hash_follow_options():
+    assert SquaredError() == SquaredError()
+    assert hash(SquaredError()) == hash(SquaredError())
+    assert SquaredError() + SquaredError() == SquaredError() + SquaredError()
+    assert repr(2 * SquaredError()) == "2.0 * SquaredError()"
+
+
+@pytest.mark.parametrize(
+    "call, exc, msg",
+    [
+        (lambda o: o.grad_hess([1.0, 2.0], [1.0]), ValueError, "labels has 1 rows but data has 2 rows|scores has 2 rows but data has 1 rows"),
+        (lambda o: o.grad_hess([1.0, np.inf], [1.0, 0.0]), ValueError, "scores must be finite; found inf at position 1"),
+        (lambda o: o.grad_hess([1.0, 2.0], [1.0, np.nan]), ValueError, "labels must be finite"),
+        (lambda o: o.grad_hess([1.0, 2.0], [1.0, 0.0], [3]), ValueError, "group sizes sum to 3 but data has 2 rows"),
+        (lambda o: o.grad_hess([1.0, 2.0], [1.0, 0.0], weight=[1.0, -1.0]), ValueError, "weight must be non-negative"),
+        (lambda o: o.grad_hess(np.array(["a", "b"]), [1.0, 0.0]), TypeError, "scores must be numeric"),
+        (lambda o: o.grad_hess(np.array([1, None], dtype=object), [1.0, 0.0]), TypeError, "dtype object"),
+        (lambda o: 2 * o + 3, TypeError, "unsupported operand"),
+        (lambda o: -1.0 * o, ValueError, "factor must be >= 0"),
+    ],
+)
+def test_bad_input_is_named(call, exc, msg):
+    with pytest.raises(exc, match=msg):
+        call(SquaredError())
+
+
+def test_read_only_and_strided_inputs_work():
+    s, y, g, _ = data()
+    s_ro = s.copy()
+    s_ro.setflags(write=False)
+    wide = np.zeros((12, 2))
+    wide[:, 0] = y
+    grad, _ = SquaredError().grad_hess(s_ro, wide[:, 0], g)
+    assert np.allclose(grad, s - y)
