@@ -1,0 +1,331 @@
+"""Ranking metrics (SPEC.md section 4), computed per query by numba kernels and averaged.
+
+Every function takes ``(scores, labels, group, ...)``: ``group`` is a ``Groups``, a sizes array or a
+list of sizes. It returns the mean over queries (a float), or with ``per_query=True`` a float64
+array with one value per query.
+
+Shared conventions
+------------------
+* Ranking: rows sorted by descending score with a stable sort, so equal scores keep row order
+  (LightGBM's ``std::stable_sort`` convention). ``ties="pessimistic"`` puts the lower label first
+  among equal scores instead (the worst case for the ranker).
+* Queries of size 0 are excluded from every mean. In ``per_query`` output they hold the
+  ``empty`` value where the metric has one, 0.0 otherwise.
+* ``empty`` (NDCG, MAP, MRR): the value of a query the metric cannot normalise (IDCG = 0, or no
+  relevant document). Default 1.0 = LightGBM's convention for ``ndcg`` and ``map``; 0.0 is the
+  TREC convention; ``"exclude"`` drops such queries from the mean (they are NaN in ``per_query``
+  output - the only NaN these functions ever return, and only when asked to exclude).
+* A mean over no query at all (no rows, or every query excluded) is a ``ValueError``.
+"""
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from functools import partial
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from customobj import _metric_kernels as K
+from customobj._validation import as_1d_float, as_labels, as_scores, check_choice, check_int
+from customobj.groups import as_groups
+
+__all__ = [
+    "ndcg",
+    "dcg",
+    "ndcg_mpboost",
+    "err",
+    "average_precision",
+    "reciprocal_rank",
+    "precision_at_percent",
+    "misordered_pairs",
+    "Metric",
+    "get_metric",
+    "METRIC_NAMES",
+]
+
+_WHOLE_LIST = 2**62  # k=None: larger than any query
+_TIES = ("stable", "pessimistic")
+
+
+# ------------------------------------------------------------------------------------------------
+# boundary helpers
+# ------------------------------------------------------------------------------------------------
+def _inputs(scores, labels, group, *, integer=False):
+    s = as_scores(scores)
+    y = as_labels(labels, s.shape[0], integer=integer)
+    g = as_groups(group, s.shape[0])
+    return s, y, g
+
+
+def _k(k):
+    k = check_int(k, "k", minimum=1, allow_none=True)
+    return _WHOLE_LIST if k is None else k
+
+
+def _ties(ties):
+    return check_choice(ties, "ties", _TIES) == "pessimistic"
+
+
+def _empty(empty):
+    if isinstance(empty, str):
+        check_choice(empty, "empty", {"exclude"})
+        return None
+    if isinstance(empty, bool) or not isinstance(empty, (int, float, np.integer, np.floating)):
+        raise TypeError(f"empty must be a number (e.g. 1.0 or 0.0) or 'exclude', got {type(empty).__name__}")
+    if not np.isfinite(empty):
+        raise ValueError(f"empty must be finite, got {empty}")
+    return float(empty)
+
+
+def _discounts(ptr, kind):
+    """disc[r] for rank r = 0, 1, ...: 1/log2(r+2), or MPBoost's 1 then 1/log2(r+1)."""
+    m = max(1, int(np.diff(ptr).max(initial=0)))
+    r = np.arange(m, dtype=np.float64)
+    if kind == "mpboost":
+        disc = np.ones(m)
+        disc[1:] = 1.0 / np.log2(r[1:] + 1.0)
+        return disc
+    return 1.0 / np.log2(r + 2.0)
+
+
+def _row_gains(labels, gain):
+    """Per-row gain: 2**y - 1, or ``gain[y]`` for a gain table indexed by integer grade."""
+    if gain is None:
+        return np.exp2(labels) - 1.0
+    table = as_1d_float(gain, "gain")
+    if table.size == 0:
+        raise ValueError("gain table must not be empty")
+    if table.min() < 0:
+        raise ValueError(f"gain table must be non-negative; found {table.min()}")
+    if labels.size and np.any(labels != np.floor(labels)):
+        raise ValueError("labels must be integer grades when a gain table is given")
+    if labels.size and labels.max() >= table.size:
+        raise ValueError(
+            f"gain table has {table.size} entries (grades 0..{table.size - 1}) but labels reach {labels.max():g}"
+        )
+    return np.ascontiguousarray(table[labels.astype(np.int64)])
+
+
+def _reduce(values, status, empty, per_query):
+    """Apply the ``empty`` policy (a float, or None for "exclude"); return per-query values or the mean."""
+    if empty is None:
+        include = status == K.STATUS_OK
+        values[~include] = np.nan
+    else:
+        include = status != K.STATUS_EMPTY_GROUP
+        values[status != K.STATUS_OK] = empty
+    if per_query:
+        return values
+    if not np.any(include):
+        raise ValueError(
+            "no query to average over (no non-empty query, or every query was excluded by empty='exclude')"
+        )
+    return float(values[include].mean())
+
+
+def _run_dcg(scores, labels, group, k, gain, ties, disc_kind, normalize):
+    s, y, g = _inputs(scores, labels, group, integer=gain is not None)
+    gains = _row_gains(y, gain)
+    disc = _discounts(g.ptr, disc_kind)
+    values = np.empty(g.n_groups)
+    status = np.empty(g.n_groups, dtype=np.int64)
+    K.dcg_all(s, gains, y, g.ptr, disc, _k(k), _ties(ties), normalize, values, status)
+    return values, status
+
+
+# ------------------------------------------------------------------------------------------------
+# graded metrics
+# ------------------------------------------------------------------------------------------------
+def ndcg(scores, labels, group, k=10, *, empty=1.0, gain=None, ties="stable", per_query=False):
+    """NDCG@k = DCG@k / IDCG@k, DCG@k = sum_{r<=k} G(y_(r)) / log2(1 + r) (Jarvelin & Kekalainen 2002).
+
+    ``G(y) = 2**y - 1`` by default, or ``gain[y]`` for a table indexed by integer grade (LightGBM's
+    ``label_gain``; IDCG then sorts by gain, the true maximum). ``k=None`` uses the whole list.
+    Queries with IDCG = 0 (no positive gain) score ``empty``. Matches LightGBM's ``ndcg@k``.
+    """
+    e = _empty(empty)
+    values, status = _run_dcg(scores, labels, group, k, gain, ties, "standard", True)
+    return _reduce(values, status, e, per_query)
+
+
+def dcg(scores, labels, group, k=10, *, gain=None, ties="stable", per_query=False):
+    """DCG@k = sum_{r<=k} G(y_(r)) / log2(1 + r), unnormalised; ``G``, ``k``, ``ties`` as in :func:`ndcg`."""
+    values, status = _run_dcg(scores, labels, group, k, gain, ties, "standard", False)
+    return _reduce(values, status, 0.0, per_query)
+
+
+def ndcg_mpboost(scores, labels, group, k=10, *, empty=1.0, ties="stable", per_query=False):
+    """MPBoost's NDCG (Zhu et al. 2009, sec. 5.2): N(n) = Z_n sum_{j<=n} (2^{r(j)} - 1) / d(j),
+    d(1) = 1 and d(j) = log2(j) for j > 1, with Z_n making the ideal list score 1.
+
+    Positions 1 and 2 are both undiscounted. IDCG = 0 queries score ``empty`` as in :func:`ndcg`.
+    """
+    e = _empty(empty)
+    values, status = _run_dcg(scores, labels, group, k, None, ties, "mpboost", True)
+    return _reduce(values, status, e, per_query)
+
+
+def err(scores, labels, group, k=None, *, max_grade=None, ties="stable", per_query=False):
+    """ERR@k = sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i), R = (2^y - 1) / 2^max_grade
+    (Chapelle, Metzler, Zhang & Grinspan 2009).
+
+    ``max_grade`` defaults to the largest label in ``labels`` (all data, not per query) and must be
+    at least that. An all-zero query scores 0 (ERR is not normalised, so it needs no ``empty``).
+    """
+    s, y, g = _inputs(scores, labels, group)
+    top = float(y.max()) if y.size else 0.0
+    if max_grade is None:
+        max_grade = top
+    else:
+        if isinstance(max_grade, bool) or not isinstance(max_grade, (int, float, np.integer, np.floating)):
+            raise TypeError(f"max_grade must be a number, got {type(max_grade).__name__}")
+        if not np.isfinite(max_grade) or max_grade < top:
+            raise ValueError(f"max_grade must be finite and >= the largest label ({top:g}), got {max_grade}")
+    prob = (np.exp2(y) - 1.0) / np.exp2(float(max_grade))
+    values = np.empty(g.n_groups)
+    status = np.empty(g.n_groups, dtype=np.int64)
+    K.err_all(s, y, prob, g.ptr, _k(k), _ties(ties), values, status)
+    return _reduce(values, status, 0.0, per_query)
+
+
+# ------------------------------------------------------------------------------------------------
+# binary-relevance metrics (relevant = label > 0)
+# ------------------------------------------------------------------------------------------------
+def _run_binary(scores, labels, group, k, empty, ties, per_query, which):
+    e = _empty(empty)
+    s, y, g = _inputs(scores, labels, group)
+    values = np.empty(g.n_groups)
+    status = np.empty(g.n_groups, dtype=np.int64)
+    K.binary_relevance_all(s, y, g.ptr, _k(k), _ties(ties), which, values, status)
+    return _reduce(values, status, e, per_query)
+
+
+def average_precision(scores, labels, group, k=None, *, empty=1.0, ties="stable", per_query=False):
+    """MAP: mean over queries of AP@k = sum_{r<=k, y_(r)>0} P@r / min(R, k), R = #{y > 0} in the query.
+
+    ``k=None`` is the whole list (denominator R). Queries without a relevant document score
+    ``empty``: 1.0 by default as in LightGBM's ``map@k``; pass 0.0 for the TREC convention or
+    ``"exclude"``.
+    """
+    return _run_binary(scores, labels, group, k, empty, ties, per_query, 0)
+
+
+def reciprocal_rank(scores, labels, group, k=None, *, empty=1.0, ties="stable", per_query=False):
+    """MRR: mean over queries of 1 / (rank of the first row with y > 0); 0 if it is below rank k.
+
+    Queries without a relevant document score ``empty`` (1.0 by default, like :func:`average_precision`).
+    """
+    return _run_binary(scores, labels, group, k, empty, ties, per_query, 1)
+
+
+# ------------------------------------------------------------------------------------------------
+# pairwise metrics
+# ------------------------------------------------------------------------------------------------
+def precision_at_percent(scores, labels, group, percent=100):
+    """QBRank's precision at K% (Zheng et al. 2007, sec. 5): take every within-query pair with
+    different labels, sort by |s_x - s_y| descending, return the fraction correctly ordered
+    (higher label, strictly higher score) among the top ``ceil(K% * n_pairs)`` pairs.
+
+    One number over all pairs of all queries, so there is no ``per_query``. Pairs are listed in
+    (query, row i, row j > i) order and the sort is stable, so ties in |s| keep that order.
+    Tied scores count as wrong, so precision@100% = 1 - ``misordered_pairs(...)[1]``. With no
+    pair at all (every query has a single label) the result is 1.0: nothing was misordered.
+    """
+    s, y, g = _inputs(scores, labels, group)
+    if isinstance(percent, bool) or not isinstance(percent, (int, float, np.integer, np.floating)):
+        raise TypeError(f"percent must be a number in (0, 100], got {type(percent).__name__}")
+    if not (0 < percent <= 100):
+        raise ValueError(f"percent must be in (0, 100], got {percent}")
+    m = int(K.count_label_pairs(y, g.ptr))
+    if m == 0:
+        return 1.0
+    abs_diff = np.empty(m)
+    correct = np.empty(m, dtype=np.bool_)
+    K.fill_pair_margins(s, y, g.ptr, abs_diff, correct)
+    # Exact decimal arithmetic: 10% of 30 pairs is 3 pairs, not ceil(3.0000000000000004) = 4.
+    n_top = max(1, math.ceil(Fraction(str(float(percent))) * m / 100))
+    return float(K.top_fraction_correct(abs_diff, correct, n_top))
+
+
+def misordered_pairs(scores, labels, group, *, per_query=False):
+    """Mis-ordered pairs (Zhu et al. 2009, eq. 16): pairs with y_i > y_j but s_i <= s_j.
+
+    Each unordered pair with different labels counts once. Returns ``(count, fraction)`` with
+    fraction = count / (pairs with different labels), 0.0 when there is no such pair; with
+    ``per_query=True`` returns ``(counts, fractions)`` arrays (int64, float64), one entry per query.
+    """
+    s, y, g = _inputs(scores, labels, group)
+    bad = np.empty(g.n_groups, dtype=np.int64)
+    total = np.empty(g.n_groups, dtype=np.int64)
+    K.misordered_all(s, y, g.ptr, bad, total)
+    if per_query:
+        frac = np.zeros(g.n_groups)
+        has = total > 0
+        frac[has] = bad[has] / total[has]
+        return bad, frac
+    n_bad, n_total = int(bad.sum()), int(total.sum())
+    return n_bad, (n_bad / n_total if n_total else 0.0)
+
+
+def _misordered_fraction(scores, labels, group):
+    return misordered_pairs(scores, labels, group)[1]
+
+
+# ------------------------------------------------------------------------------------------------
+# name resolver
+# ------------------------------------------------------------------------------------------------
+class Metric(NamedTuple):
+    """A metric by name: ``func(scores, labels, group) -> float``."""
+
+    name: str
+    func: Callable
+    higher_is_better: bool
+
+
+METRIC_NAMES = """\
+Metric names (case-insensitive):
+  ndcg@K          NDCG at K (LightGBM convention: all-zero queries score 1); "ndcg" = whole list
+  dcg@K, dcg      DCG at K / whole list
+  ndcg_mpboost@K  MPBoost's NDCG variant (position 1 and 2 undiscounted); "ndcg_mpboost" = whole list
+  err@K, err      expected reciprocal rank at K / whole list
+  map, map@K      mean average precision (relevant: label > 0)
+  mrr, mrr@K      mean reciprocal rank (relevant: label > 0)
+  precision@P%    QBRank's precision at P% of pairs sorted by |score difference|, 0 < P <= 100
+  misordered      fraction of mis-ordered pairs (lower is better)"""
+
+_RANKED = {
+    "ndcg": ndcg,
+    "dcg": dcg,
+    "ndcg_mpboost": ndcg_mpboost,
+    "err": err,
+    "map": average_precision,
+    "mrr": reciprocal_rank,
+}
+_RANKED_RE = re.compile(r"^(ndcg_mpboost|ndcg|dcg|err|map|mrr)(?:@(\d+))?$")
+_PRECISION_RE = re.compile(r"^precision@(\d+(?:\.\d+)?)%$")
+
+
+def get_metric(name) -> Metric:
+    """Resolve a metric name such as ``"ndcg@10"``, ``"err"``, ``"precision@10%"`` or ``"misordered"``."""
+    if not isinstance(name, str):
+        raise TypeError(f"metric name must be a string, got {type(name).__name__}")
+    key = name.strip().lower()
+    m = _RANKED_RE.match(key)
+    if m:
+        base, k = m.group(1), m.group(2)
+        kk = None if k is None else int(k)
+        if kk == 0:
+            raise ValueError(f"metric {name!r}: the cut-off K must be >= 1")
+        canonical = base if kk is None else f"{base}@{kk}"
+        return Metric(canonical, partial(_RANKED[base], k=kk), True)
+    m = _PRECISION_RE.match(key)
+    if m:
+        p = float(m.group(1))
+        if not (0 < p <= 100):
+            raise ValueError(f"metric {name!r}: the percentage must be in (0, 100]")
+        return Metric(f"precision@{m.group(1)}%", partial(precision_at_percent, percent=p), True)
+    if key == "misordered":
+        return Metric("misordered", _misordered_fraction, False)
+    raise ValueError(f"unknown metric {name!r}.\n{METRIC_NAMES}")
