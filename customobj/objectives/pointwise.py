@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import as_1d_float, as_scores, check_int, check_positive
 from .base import Objective
 from . import _pointwise_kernels as K
 
-__all__ = ["SquaredError"]
+__all__ = ["SquaredError", "Logistic", "SquaredHinge", "McRank"]
 
 _EMPTY = np.zeros(0, dtype=np.float64)
 
@@ -30,3 +31,173 @@ class SquaredError(Objective):
     def _loss(self, scores, prep, state):
         w, use_w = _weights(prep)
         return K.squared_error_loss(scores, prep.labels, w, use_w)
+
+
+def _binary_labels(labels):
+    """Map ``{-1, +1}`` labels to ``{0, 1}`` (``{0, 1}`` pass through; other values are rejected later)."""
+    if labels is None:
+        return labels
+    y = as_1d_float(labels, "labels")
+    if y.size and y.min() < 0:
+        if not np.all((y == -1.0) | (y == 1.0)):
+            bad = int(np.flatnonzero((y != -1.0) & (y != 1.0))[0])
+            raise ValueError(
+                f"labels must be binary, {{0, 1}} or {{-1, +1}}; found {y[bad]} at row {bad} among -1 labels"
+            )
+        return (y > 0).astype(np.float64)
+    return y
+
+
+class _BinaryObjective(Objective):
+    """Shared label handling of the two-class losses: ``t = 2 y - 1`` with ``y`` in ``{0, 1}``.
+
+    ``prepare`` also accepts ``{-1, +1}`` labels and maps them to ``{0, 1}``. Inside a ``Sum`` the
+    labels reach ``Prepared`` unmapped, so there pass ``{0, 1}``.
+    """
+
+    def prepare(self, labels, group=None, weight=None):
+        return super().prepare(_binary_labels(labels), group, weight)
+
+    def check_prepared(self, prep):
+        y = prep.labels
+        bad = np.flatnonzero((y != 0.0) & (y != 1.0))
+        if bad.size:
+            k = int(bad[0])
+            raise ValueError(f"{type(self).__name__} needs binary labels {{0, 1}} or {{-1, +1}}; found {y[k]} at row {k}")
+        super().check_prepared(prep)
+
+    def _row_weights(self, prep, state):
+        if state is not None:
+            return state, True
+        return _weights(prep)
+
+
+class Logistic(_BinaryObjective):
+    """``L = sum_i w_i log(1 + exp(-2 t_i sigma s_i))``, ``t`` in ``{-1, +1}``: MART's two-class
+    logistic loss (Burges 2010, sec. 6; Friedman 2001).
+
+    grad ``-u`` with ``u = 2 t sigma / (1 + exp(2 t sigma s))``, hess ``|u| (2 sigma - |u|)``
+    (computed as ``4 sigma^2 p (1 - p)`` so it stays finite and >= 0 for any score).
+
+    Parameters
+    ----------
+    sigma : float > 0
+        Sigmoid steepness.
+    balanced : bool
+        Burges 2010, sec. 6.1: multiply each row's weight by ``1 / n_pos`` (positive rows) or
+        ``1 / n_neg`` (negative rows), where ``n_pos`` / ``n_neg`` count the rows of the whole
+        prepared data set (not per query; user weights are not summed). User weights still multiply.
+    """
+
+    def __init__(self, *, sigma=1.0, balanced=False):
+        self.sigma = check_positive(sigma, "sigma")
+        if not isinstance(balanced, (bool, np.bool_)):
+            raise TypeError(f"balanced must be True or False, got {balanced!r}")
+        self.balanced = bool(balanced)
+
+    def _state(self, prep):
+        if not self.balanced:
+            return None
+        pos = prep.labels > 0.5
+        n_pos = int(pos.sum())
+        n_neg = prep.n_rows - n_pos
+        w = np.where(pos, 1.0 / max(n_pos, 1), 1.0 / max(n_neg, 1))
+        if prep.weight is not None:
+            w = w * prep.weight
+        return np.ascontiguousarray(w, dtype=np.float64)
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        w, use_w = self._row_weights(prep, state)
+        K.logistic_grad_hess(scores, prep.labels, w, use_w, self.sigma, out_grad, out_hess)
+
+    def _loss(self, scores, prep, state):
+        w, use_w = self._row_weights(prep, state)
+        return K.logistic_loss(scores, prep.labels, w, use_w, self.sigma)
+
+
+class SquaredHinge(_BinaryObjective):
+    """``L = sum_i w_i C max(0, 1 - t_i s_i)^2``, ``t`` in ``{-1, +1}``: the L2-SVM loss of
+    Chapelle (2007 slides), trained in the primal.
+
+    grad ``-2 C t max(0, 1 - t s)``; hess ``2 C [t s < 1]`` (Chapelle's generalised Hessian: the
+    loss is not twice differentiable at ``t s = 1``, where the hessian is taken as 0).
+    """
+
+    def __init__(self, *, C=1.0):
+        self.C = check_positive(C, "C")
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        w, use_w = _weights(prep)
+        K.squared_hinge_grad_hess(scores, prep.labels, w, use_w, self.C, out_grad, out_hess)
+
+    def _loss(self, scores, prep, state):
+        w, use_w = _weights(prep)
+        return K.squared_hinge_loss(scores, prep.labels, w, use_w, self.C)
+
+
+class McRank(Objective):
+    """``L = -sum_i w_i log p_{i, y_i}``, ``p_i = softmax(f_i)`` over ``K`` outputs per row: McRank,
+    ranking by multiclass classification (Li, Burges, Wu 2007; analysed by Xia et al.).
+
+    Scores, grad and hess have shape ``(n, K)``: grad ``p_k - [y == k]``, hess ``p_k (1 - p_k)``
+    (the diagonal, as LightGBM / XGBoost multiclass take it). The softmax subtracts each row's
+    maximum, so any finite scores work. Rank with :meth:`predict_relevance`, the expected grade.
+
+    Parameters
+    ----------
+    n_classes : int >= 2 or None
+        ``K``. Given, ``n_outputs == K`` at once and labels above ``K - 1`` are rejected. ``None``:
+        ``K = max(max label + 1, 2)`` is inferred by the first ``prepare`` and then kept
+        (``n_outputs`` is ``None`` until then, so adapters that need ``num_class`` before seeing
+        data should pass ``n_classes``); a later data set with a grade ``>= K`` raises ValueError.
+    """
+
+    integer_labels = True
+
+    def __init__(self, *, n_classes=None):
+        self.n_classes = check_int(n_classes, "n_classes", minimum=2, allow_none=True)
+        self._inferred = None
+
+    @property
+    def n_outputs(self):
+        return self.n_classes if self.n_classes is not None else self._inferred
+
+    def check_prepared(self, prep):
+        super().check_prepared(prep)
+        top = int(prep.labels.max()) if prep.labels.size else 0
+        if self.n_classes is not None:
+            if top >= self.n_classes:
+                raise ValueError(f"labels has grade {top} but McRank(n_classes={self.n_classes}) allows 0..{self.n_classes - 1}")
+        elif self._inferred is None:
+            self._inferred = max(top + 1, 2)
+        elif top >= self._inferred:
+            raise ValueError(
+                f"labels has grade {top} but this McRank inferred n_classes={self._inferred} from earlier data; "
+                "pass n_classes= explicitly"
+            )
+
+    def _check_scores(self, scores, prep):
+        k = self.n_outputs
+        s = as_scores(scores, prep.n_rows, allow_2d=True)
+        if s.ndim != 2 or s.shape[1] != k:
+            raise ValueError(f"scores must have shape (n_rows, {k}) for McRank with {k} classes, got {s.shape}")
+        return s
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        w, use_w = _weights(prep)
+        K.mcrank_grad_hess(scores, prep.labels, w, use_w, out_grad, out_hess)
+
+    def _loss(self, scores, prep, state):
+        w, use_w = _weights(prep)
+        return K.mcrank_loss(scores, prep.labels, w, use_w)
+
+    def predict_relevance(self, raw_scores):
+        """Expected grade ``sum_k k p_k`` of each row (the McRank ranking score), shape ``(n,)``."""
+        s = as_scores(raw_scores, allow_2d=True, name="raw_scores")
+        if s.ndim != 2:
+            raise ValueError(f"raw_scores must have shape (n_rows, n_classes), got {s.shape}")
+        if self.n_outputs is not None and s.shape[1] != self.n_outputs:
+            raise ValueError(f"raw_scores has {s.shape[1]} columns but McRank has {self.n_outputs} classes")
+        out = np.empty(s.shape[0], dtype=np.float64)
+        K.mcrank_expected_grade(s, out)
+        return out

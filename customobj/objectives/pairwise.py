@@ -1,0 +1,384 @@
+"""Pairwise losses (SPEC.md section 2): terms on score differences ``d = s_i - s_j`` of row pairs.
+
+Label pairs are every ``(i, j)`` of one query with ``y_i > y_j``, each once. They depend on the
+labels only, so each objective's state (built once per data set) holds the rows of each query
+sorted by label; the kernels walk those blocks per query (in parallel over queries, whose rows
+are disjoint) instead of materialising millions of pairs. The explicit pair list is built only
+when ``pair_couplings`` asks for it, and then cached. Explicit pairs (``QBRank(pairs=...)``,
+``PreferencePairs``) may cross queries and are summed serially.
+
+Pair weights: ``(w_i + w_j) / 2`` from the row weights, times any per-pair weight.
+"""
+from __future__ import annotations
+
+import numbers
+import sys
+
+import numpy as np
+
+from .._validation import as_1d_float, as_pairs, check_choice, check_nonnegative, check_positive
+from .base import Objective
+from . import _pairwise_kernels as PK
+from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
+
+__all__ = ["RankNet", "RankSVM", "MPBoost", "QBRank", "PreferencePairs"]
+
+_EMPTY = np.zeros(0, dtype=np.float64)
+_EMPTY_I = np.zeros(0, dtype=np.int64)
+
+
+def _weights(prep):
+    return (prep.weight, True) if prep.weight is not None else (_EMPTY, False)
+
+
+def _no_pairs():
+    return _EMPTY_I.copy(), _EMPTY_I.copy(), _EMPTY.copy()
+
+
+class _LabelPairs:
+    """Label-only pair structure of a prepared data set: rows of each query by decreasing label."""
+
+    __slots__ = ("order", "lower", "n_pairs", "_lists")
+
+    def __init__(self, labels, ptr):
+        n = labels.shape[0]
+        self.order = np.empty(n, dtype=np.int64)
+        self.lower = np.empty(n, dtype=np.int64)
+        PK.label_order_kernel(labels, ptr, self.order, self.lower)
+        ends = np.repeat(ptr[1:], np.diff(ptr))  # end of each sorted position's query
+        self.n_pairs = int((ends - self.lower).sum())
+        self._lists = {}
+
+    def pair_list(self, labels, ptr, theta_mode, p):
+        """``(i, j, theta)`` arrays of every label pair (built on first use, then cached; read-only)."""
+        key = (theta_mode, p)
+        if key not in self._lists:
+            pi = np.empty(self.n_pairs, dtype=np.int64)
+            pj = np.empty(self.n_pairs, dtype=np.int64)
+            th = np.empty(self.n_pairs, dtype=np.float64)
+            PK.label_pair_list_kernel(labels, ptr, self.order, self.lower, theta_mode, p, pi, pj, th)
+            for arr in (pi, pj, th):
+                arr.setflags(write=False)  # shared by every later call: callers must not sort in place
+            self._lists[key] = (pi, pj, th)
+        return self._lists[key]
+
+
+class _LabelPairLoss(Objective):
+    """Sum of ``scale * phi(s_i - s_j; theta_ij)`` over the label pairs of every query."""
+
+    pairwise = True
+    needs_group = True
+
+    def _spec(self):  # -> (kind, theta_mode, p, scale)
+        raise NotImplementedError
+
+    def _state(self, prep):
+        return _LabelPairs(prep.labels, prep.ptr)
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        kind, mode, p, scale = self._spec()
+        w, use_w = _weights(prep)
+        PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, state.order, state.lower, w, use_w,
+                                          kind, mode, p, scale, 1.0, out_grad, out_hess)
+
+    def _loss(self, scores, prep, state):
+        kind, mode, p, scale = self._spec()
+        w, use_w = _weights(prep)
+        return PK.label_pairs_loss(scores, prep.labels, prep.ptr, state.order, state.lower, w, use_w,
+                                   kind, mode, p, scale)
+
+    def _pair_couplings(self, scores, prep, state):
+        kind, mode, p, scale = self._spec()
+        w, use_w = _weights(prep)
+        pi, pj, th = state.pair_list(prep.labels, prep.ptr, mode, p)
+        c = np.empty(pi.size, dtype=np.float64)
+        PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, kind, scale, c)
+        return pi, pj, c
+
+
+class RankNet(_LabelPairLoss):
+    """``L = sum_q sum_{y_i > y_j} log(1 + exp(-sigma (s_i - s_j)))``: RankNet's cross entropy on
+    label pairs (Burges 2010, sec. 2), the gradient of LambdaMART without ``|dZ|``.
+
+    ``a = dL/ds_i = -sigma rho``, ``rho = 1 / (1 + exp(sigma d))``; coupling
+    ``h_ij = sigma^2 rho (1 - rho)``. Evaluated without overflow for any finite ``sigma d``.
+    """
+
+    def __init__(self, *, sigma=1.0):
+        self.sigma = check_positive(sigma, "sigma")
+
+    def _spec(self):
+        return PK.LOGISTIC, PK.THETA_CONST, self.sigma, 1.0
+
+
+class RankSVM(_LabelPairLoss):
+    """``L = sum_q sum_{y_i > y_j} max(0, margin - (s_i - s_j))^2``: the primal RankSVM with squared
+    hinge of Chapelle (2007 slides), on the label pairs of each query.
+
+    ``a = -2 max(0, margin - d)``; coupling ``2 [d < margin]`` (generalised Hessian; 0 at the kink).
+    """
+
+    def __init__(self, *, margin=1.0):
+        self.margin = check_nonnegative(margin, "margin")
+
+    def _spec(self):
+        return PK.SQ_HINGE, PK.THETA_CONST, self.margin, 1.0
+
+
+_DDF = {"binary": PK.THETA_CONST, "ldd": PK.THETA_LDD, "logdd": PK.THETA_LOGDD, "logitdd": PK.THETA_LOGITDD}
+
+
+class MPBoost(_LabelPairLoss):
+    """``L = sum_q sum_{r_i > r_j} exp(-D_ij (s_i - s_j))``: MPBoost's exponential loss with a directed
+    distance function ``D_ij = dist(r_i, r_j)`` (Zhu, Chen, Yang, Liu 2009), every pair once.
+
+    ``ddf``: ``"binary"`` (``D = 1``), ``"ldd"`` (``alpha (r_i - r_j)``), ``"logdd"``
+    (``log(1 + lam |r_i - r_j|)``) or ``"logitdd"`` (``1 / (1 + exp(-beta |r_i - r_j|))``); only
+    the parameter of the chosen DDF is used. ``a = -D e``, coupling ``D^2 e`` with
+    ``e = exp(-D d)``. GentleBoost's per-round normalisation rescales the loss only, so it is left
+    to the booster.
+
+    Overflow guard: the exponent ``x = -D d`` is clipped at ``EXP_CLIP = 50``. Beyond it the loss
+    continues along its tangent, ``e^50 (1 + x - 50)``, so loss and gradient stay consistent and
+    finite (``a = -D e^50``), and the hessian keeps the curvature at the clip, ``D^2 e^50``.
+    """
+
+    def __init__(self, *, ddf="binary", alpha=1.0, lam=1.0, beta=1.0):
+        self.ddf = check_choice(ddf, "ddf", set(_DDF))
+        self.alpha = check_positive(alpha, "alpha")
+        self.lam = check_positive(lam, "lam")
+        self.beta = check_positive(beta, "beta")
+
+    def _spec(self):
+        p = {"binary": 1.0, "ldd": self.alpha, "logdd": self.lam, "logitdd": self.beta}[self.ddf]
+        return PK.EXPONENTIAL, _DDF[self.ddf], p, 1.0
+
+
+# --- explicit preference pairs --------------------------------------------------------------------------
+def _check_pairs_option(pairs, name="pairs"):
+    """Shape/type checks that do not need the data (row bounds are checked at ``prepare``)."""
+    arr = as_pairs(pairs, sys.maxsize, name=name)
+    arr.setflags(write=False)
+    return arr
+
+
+def _pairs_in_range(pairs, n, name="pairs"):
+    if pairs.size and pairs.max() >= n:
+        k = int(np.flatnonzero((pairs >= n).any(axis=1))[0])
+        raise ValueError(f"{name}[{k}] = {pairs[k].tolist()} points outside the data (rows 0..{n - 1})")
+
+
+class PreferencePairs(Objective):
+    """``L = sum_k v_k 1/2 max(0, margin - (s_{i_k} - s_{j_k}))^2`` over explicit pairs ``(i_k, j_k)``,
+    row ``i_k`` preferred to ``j_k`` (any queries): QBRank's preference term as a standalone
+    objective, and with ``margin = 0`` Chapelle's graph regulariser (2007 slides, web spam).
+
+    The factor 1/2 matches QBRank, so ``QBRank(w=w, pairs=P, labeled="none") == w * PreferencePairs(P,
+    margin=1.0)``; the slides' ``Omega = sum max(0, s_j - s_i)^2`` is ``2 * PreferencePairs(edges)``.
+    ``a = -max(0, margin - d)``, coupling ``[d < margin]`` (0 at the kink). ``v_k`` is ``weight[k]``
+    (default 1) times ``(w_i + w_j) / 2`` when row weights are given. Add it to another objective
+    (``SquaredHinge() + lam * PreferencePairs(edges)``); it ignores labels and groups.
+    """
+
+    pairwise = True
+    needs_group = False
+
+    def __init__(self, pairs, *, margin=0.0, weight=None):
+        self.pairs = _check_pairs_option(pairs)
+        self.margin = check_nonnegative(margin, "margin")
+        if weight is not None:
+            weight = as_1d_float(weight, "weight", n=self.pairs.shape[0])
+            if weight.size and weight.min() < 0:
+                raise ValueError(f"weight must be non-negative; found {weight.min()} at pair {int(np.argmin(weight))}")
+            weight.setflags(write=False)
+        self.weight = weight
+
+    def _state(self, prep):
+        _pairs_in_range(self.pairs, prep.n_rows)
+        pi = np.ascontiguousarray(self.pairs[:, 0])
+        pj = np.ascontiguousarray(self.pairs[:, 1])
+        theta = np.full(pi.size, self.margin)
+        return pi, pj, theta
+
+    def _args(self, prep, state):
+        w, use_w = _weights(prep)
+        pw, use_pw = (self.weight, True) if self.weight is not None else (_EMPTY, False)
+        pi, pj, theta = state
+        return pi, pj, theta, pw, use_pw, w, use_w
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        PK.pair_list_grad_hess(scores, *self._args(prep, state), PK.SQ_HINGE, 0.5, 1.0, out_grad, out_hess)
+
+    def _loss(self, scores, prep, state):
+        return PK.pair_list_loss(scores, *self._args(prep, state), PK.SQ_HINGE, 0.5)
+
+    def _pair_couplings(self, scores, prep, state):
+        args = self._args(prep, state)
+        c = np.empty(args[0].size, dtype=np.float64)
+        PK.pair_list_couplings(scores, *args, PK.SQ_HINGE, 0.5, c)
+        return args[0].copy(), args[1].copy(), c
+
+
+_LABELED = ("all", "none", "single_label_queries")
+
+
+class QBRank(Objective):
+    """``R = w sum_pairs 1/2 max(0, s_j - s_i + tau_ij)^2 + (1 - w) sum_labeled 1/2 (y_z - s_z)^2``:
+    QBRank (Zheng, Zha, Zhang, Chapelle, Chen, Sun, NIPS 2007), preference pairs plus labelled rows.
+
+    Parameters
+    ----------
+    w : float in [0, 1]
+        Weight of the preference part; ``1 - w`` weighs the squared error on labelled rows.
+    margin : "grade" or float >= 0
+        ``tau_ij``. ``"grade"``: ``y_i - y_j`` for label pairs and 1.0 for explicit ``pairs`` (the
+        paper's defaults); a float: that margin for every pair.
+    hessian : "exact" or "upper_bound"
+        ``"exact"``: the diagonal of the true Hessian; an active pair (``d < tau``) adds
+        ``w v`` to both rows and has coupling ``h_ij = w v`` (``v`` the pair weight), an inactive
+        pair adds nothing. ``"upper_bound"``: the paper's bound, which replaces each active pair's
+        block ``w v [[1, -1], [-1, 1]]`` by ``w v diag(2, 2)``: both rows get ``hess += 2 w v`` and,
+        the bound being diagonal, there is no coupling, so ``pair_couplings`` returns three empty
+        arrays (with the OLE rule ``L'' = sum h - 2 sum h_ij`` this reproduces the bound exactly).
+        The bound is taken at the current scores: pairs inactive now add nothing.
+    pairs : (m, 2) int array or None
+        Explicit preferences, row ``pairs[k, 0]`` preferred to ``pairs[k, 1]``; rows may lie in
+        different queries (clicks, editorial preferences).
+    labeled : "all", "none", "single_label_queries" or bool mask of length n
+        Rows of the squared-error term. ``"single_label_queries"`` keeps the rows of queries whose
+        rows all share one label (including one-row queries): they give no label pairs, the
+        paper's set ``L``.
+    label_pairs : bool or None
+        Whether the label pairs of each query (``y_i > y_j``) join the preference part. ``None``
+        (default): only when ``pairs`` is not given, so explicit pairs *replace* label pairs;
+        ``True`` adds them to explicit pairs; ``False`` uses explicit pairs only (with neither,
+        QBRank is GBT on the labelled rows, as the paper notes). Groups are needed only for label
+        pairs and ``labeled="single_label_queries"``.
+
+    A row may appear in many pairs and as a labelled row; contributions add. Row weights scale
+    squared-error terms by ``w_z`` and pair terms by ``(w_i + w_j) / 2``. The paper's line search
+    for ``s_m`` and shrinkage belong to the booster.
+    """
+
+    pairwise = True
+
+    def __init__(self, *, w=0.5, margin="grade", hessian="exact", pairs=None, labeled="all", label_pairs=None):
+        if isinstance(w, bool) or not isinstance(w, numbers.Real):
+            raise TypeError(f"w must be a real number in [0, 1], got {type(w).__name__}")
+        if not 0.0 <= w <= 1.0:
+            raise ValueError(f"w must be in [0, 1], got {w!r}")
+        self.w = float(w)
+        if isinstance(margin, str):
+            check_choice(margin, "margin", {"grade"})
+            self.margin = margin
+        else:
+            self.margin = check_nonnegative(margin, "margin")
+        self.hessian = check_choice(hessian, "hessian", {"exact", "upper_bound"})
+        self.pairs = None if pairs is None else _check_pairs_option(pairs)
+        if isinstance(labeled, str):
+            self.labeled = check_choice(labeled, "labeled", set(_LABELED))
+        else:
+            mask = np.asarray(labeled)
+            if mask.dtype != np.bool_ or mask.ndim != 1:
+                raise TypeError(f"labeled must be one of {list(_LABELED)} or a 1-D boolean mask, got {labeled!r}")
+            mask = mask.copy()
+            mask.setflags(write=False)
+            self.labeled = mask
+        if label_pairs is not None and not isinstance(label_pairs, (bool, np.bool_)):
+            raise TypeError(f"label_pairs must be True, False or None, got {label_pairs!r}")
+        self.label_pairs = None if label_pairs is None else bool(label_pairs)
+
+    @property
+    def _use_label_pairs(self):
+        return self.pairs is None if self.label_pairs is None else self.label_pairs
+
+    @property
+    def needs_group(self):
+        return self._use_label_pairs or (isinstance(self.labeled, str) and self.labeled == "single_label_queries")
+
+    def _theta(self):
+        if self.margin == "grade":
+            return PK.THETA_DIFF, 0.0, 1.0
+        return PK.THETA_CONST, self.margin, self.margin
+
+    def _labeled_mask(self, prep):
+        n = prep.n_rows
+        if not isinstance(self.labeled, str):
+            if self.labeled.shape[0] != n:
+                raise ValueError(f"labeled mask has {self.labeled.shape[0]} entries but data has {n} rows")
+            return self.labeled
+        if self.labeled == "all":
+            return np.ones(n, dtype=bool)
+        if self.labeled == "none":
+            return np.zeros(n, dtype=bool)
+        sizes = prep.groups.sizes
+        starts = prep.ptr[:-1][sizes > 0]
+        mask = np.zeros(n, dtype=bool)
+        if starts.size:
+            single = np.minimum.reduceat(prep.labels, starts) == np.maximum.reduceat(prep.labels, starts)
+            mask = np.repeat(single, sizes[sizes > 0])
+        return mask
+
+    def _state(self, prep):
+        mode, p, explicit_tau = self._theta()
+        lp = _LabelPairs(prep.labels, prep.ptr) if self._use_label_pairs else None
+        ex = None
+        if self.pairs is not None:
+            _pairs_in_range(self.pairs, prep.n_rows)
+            ex = (np.ascontiguousarray(self.pairs[:, 0]), np.ascontiguousarray(self.pairs[:, 1]),
+                  np.full(self.pairs.shape[0], explicit_tau))
+        lab_w = None
+        mask = self._labeled_mask(prep)
+        if self.w < 1.0 and mask.any():
+            lab_w = (1.0 - self.w) * mask.astype(np.float64)
+            if prep.weight is not None:
+                lab_w *= prep.weight
+        return lp, ex, lab_w
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        lp, ex, lab_w = state
+        mode, p, _ = self._theta()
+        w, use_w = _weights(prep)
+        scale = 0.5 * self.w
+        hmul = 2.0 if self.hessian == "upper_bound" else 1.0
+        if lp is not None and self.w > 0.0:
+            PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, lp.order, lp.lower, w, use_w,
+                                              PK.SQ_HINGE, mode, p, scale, hmul, out_grad, out_hess)
+        if ex is not None and self.w > 0.0:
+            PK.pair_list_grad_hess(scores, *ex, _EMPTY, False, w, use_w, PK.SQ_HINGE, scale, hmul,
+                                   out_grad, out_hess)
+        if lab_w is not None:
+            squared_error_grad_hess(scores, prep.labels, lab_w, True, out_grad, out_hess)
+
+    def _loss(self, scores, prep, state):
+        lp, ex, lab_w = state
+        mode, p, _ = self._theta()
+        w, use_w = _weights(prep)
+        scale = 0.5 * self.w
+        total = 0.0
+        if lp is not None:
+            total += PK.label_pairs_loss(scores, prep.labels, prep.ptr, lp.order, lp.lower, w, use_w,
+                                         PK.SQ_HINGE, mode, p, scale)
+        if ex is not None:
+            total += PK.pair_list_loss(scores, *ex, _EMPTY, False, w, use_w, PK.SQ_HINGE, scale)
+        if lab_w is not None:
+            total += squared_error_loss(scores, prep.labels, lab_w, True)
+        return total
+
+    def _pair_couplings(self, scores, prep, state):
+        if self.hessian == "upper_bound":
+            return _no_pairs()
+        lp, ex, _ = state
+        mode, p, _ = self._theta()
+        w, use_w = _weights(prep)
+        pieces = []
+        if lp is not None:
+            pieces.append(lp.pair_list(prep.labels, prep.ptr, mode, p))
+        if ex is not None:
+            pieces.append(ex)
+        if not pieces:
+            return _no_pairs()
+        pi, pj, th = (np.concatenate(a) for a in zip(*pieces))
+        c = np.empty(pi.size, dtype=np.float64)
+        PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, PK.SQ_HINGE, 0.5 * self.w, c)
+        return pi, pj, c
