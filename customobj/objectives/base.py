@@ -186,6 +186,8 @@ class Objective:
 
 def _merge_flags(parts):
     outputs = {p.n_outputs for p in parts}
+    if len(outputs) > 1 and None in outputs:
+        outputs.discard(None)  # an McRank that has not seen labels yet takes the other parts' K
     if len(outputs) != 1:
         raise ValueError("cannot add objectives with different numbers of outputs (e.g. McRank and a ranker)")
     return outputs.pop()
@@ -202,11 +204,16 @@ class Sum(Objective):
             flat.extend(p.parts if isinstance(p, Sum) else [p])
         if not flat:
             raise ValueError("Sum needs at least one objective")
-        self.n_outputs = _merge_flags(flat)
+        _merge_flags(flat)
         self.parts = tuple(flat)
         self.pairwise = any(p.pairwise for p in flat)
         self.integer_labels = any(p.integer_labels for p in flat)
         self.needs_group = any(p.needs_group for p in flat)
+
+    @property
+    def n_outputs(self):
+        # Read from the parts on demand: McRank(n_classes=None) learns K only at prepare time.
+        return _merge_flags(self.parts)
 
     def _params(self):
         return (("parts", self.parts),)
@@ -244,10 +251,13 @@ class Scaled(Objective):
             factor, objective = factor * objective.factor, objective.objective
         self.objective = objective
         self.factor = float(factor)
-        self.n_outputs = objective.n_outputs
         self.pairwise = objective.pairwise
         self.integer_labels = objective.integer_labels
         self.needs_group = objective.needs_group
+
+    @property
+    def n_outputs(self):
+        return self.objective.n_outputs
 
     def _params(self):
         return (("factor", self.factor), ("objective", self.objective))
