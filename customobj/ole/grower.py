@@ -1,0 +1,292 @@
+"""One regression tree, grown leaf by leaf (best-first) or level by level (breadth-first).
+
+The Python loop keeps per-leaf bookkeeping; histograms, pair histograms, split search and
+partitioning are numba kernels. Rows of a leaf are ``order[start:end]`` and its in-node pairs
+``pi/pj/pc[pstart:pend]``; a split reorders both ranges in place (LightGBM's data partition).
+Leaves are numbered like LightGBM: splitting leaf ``l`` keeps ``l`` for the left child and gives
+the right child the next free index, so the arrays export directly to a LightGBM model string.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+from numba import njit
+
+from .histogram import build_row_hist
+from .pairhist import build_pair_hist, coupling_row_hist, partition_pairs, sum_couplings
+from .splitting import RES_SIZE, find_best_split, node_hessian
+
+__all__ = ["GrowParams", "grow_tree", "partition_rows"]
+
+
+class GrowParams:
+    __slots__ = ("criterion", "num_leaves", "min_data_in_leaf", "min_sum_hessian_in_leaf",
+                 "lambda_l2", "max_depth", "growth", "leaf_solver", "learning_rate")
+
+    def __init__(self, **kw):
+        for k in self.__slots__:
+            setattr(self, k, kw[k])
+
+
+@njit(cache=True)
+def partition_rows(bins, order, start, end, feature, tbin, nan_bin, nan_left, go_left, tmp):
+    """Stable partition of ``order[start:end]`` into [left | right]; marks ``go_left[row]``."""
+    nl = 0
+    for k in range(start, end):
+        r = order[k]
+        b = np.int64(bins[r, feature])
+        left = nan_left if b == nan_bin else b <= tbin
+        go_left[r] = left
+        if left:
+            tmp[nl] = r
+            nl += 1
+    m = nl
+    for k in range(start, end):
+        r = order[k]
+        if not go_left[r]:
+            tmp[m] = r
+            m += 1
+    for k in range(end - start):
+        order[start + k] = tmp[k]
+    return nl
+
+
+@njit(cache=True)
+def _row_sums(order, grad, hess):
+    g = 0.0
+    h = 0.0
+    for k in range(order.shape[0]):
+        g += grad[order[k]]
+        h += hess[order[k]]
+    return g, h
+
+
+@njit(cache=True)
+def leaf_coupling_matrix(leaf_of_row, pi, pj, pc, n_leaves, out):
+    """``out[a, b]`` += pair couplings between leaves ``a`` and ``b`` (each pair counted in both orders)."""
+    for k in range(pi.shape[0]):
+        a = leaf_of_row[pi[k]]
+        b = leaf_of_row[pj[k]]
+        out[a, b] += pc[k]
+        out[b, a] += pc[k]
+
+
+class _Leaf:
+    __slots__ = ("start", "end", "pstart", "pend", "depth", "G", "H", "N", "C", "hist", "phist", "rhist",
+                 "res", "parent", "is_left")
+
+
+class _Ctx:
+    """Per-fit buffers shared by every tree (binned data, scratch arrays)."""
+
+    def __init__(self, bins, mapper):
+        self.bins = bins
+        self.n_bins = mapper.n_bins
+        self.offsets = mapper.offsets
+        self.n_slots = mapper.n_slots
+        self.mapper = mapper
+        n = bins.shape[0]
+        self.go_left = np.zeros(n, dtype=np.bool_)
+        self.tmp_rows = np.empty(n, dtype=np.int64)
+        self.row_coupling = np.zeros(n, dtype=np.float64)
+        self.tmp_pairs = None
+
+    def pair_scratch(self, m):
+        if self.tmp_pairs is None or self.tmp_pairs[0].shape[0] < m:
+            self.tmp_pairs = (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.float64))
+        return self.tmp_pairs
+
+
+def _can_split(leaf, p):
+    if p.max_depth > 0 and leaf.depth >= p.max_depth:
+        return False
+    return leaf.N >= 2 * p.min_data_in_leaf
+
+
+def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
+    """Grow one tree on rows ``rows`` (int64) with optional in-bag pairs ``(pi, pj, pc)``.
+
+    Returns ``(tree, order, leaf_ranges)``: ``tree`` a dict of LightGBM-style arrays (leaf values
+    already multiplied by the learning rate).
+    """
+    crit = p.criterion
+    use_pairs = crit == 2 and pairs is not None and pairs[0].shape[0] > 0
+    order = np.array(rows, dtype=np.int64, copy=True)
+    if use_pairs:
+        pi, pj, pc = pairs
+        ctx.pair_scratch(pi.shape[0])
+    else:
+        pi = pj = np.zeros(0, np.int64)
+        pc = np.zeros(0, np.float64)
+    dummy_phist = np.zeros((2, 1))
+    dummy_rhist = np.zeros(1)
+
+    def coupling_hist(leaf):
+        return coupling_row_hist(ctx.bins, order, leaf.start, leaf.end, pi, pj, pc, leaf.pstart, leaf.pend,
+                                 ctx.offsets, ctx.n_slots, ctx.row_coupling)
+
+    def search(leaf):
+        leaf.res = np.zeros(RES_SIZE)
+        if leaf.hist is None:
+            return
+        ph = leaf.phist if use_pairs else dummy_phist
+        rh = leaf.rhist if use_pairs else dummy_rhist
+        find_best_split(leaf.hist, ph, rh, use_pairs, crit, ctx.n_bins, ctx.offsets, feature_mask,
+                        leaf.G, leaf.H, leaf.N, leaf.C, p.lambda_l2, float(p.min_data_in_leaf),
+                        p.min_sum_hessian_in_leaf, leaf.res)
+
+    root = _Leaf()
+    root.start, root.end = 0, order.shape[0]
+    root.pstart, root.pend = 0, pi.shape[0]
+    root.depth, root.parent, root.is_left = 0, -1, True
+    root.G, root.H = _row_sums(order, grad, hess)
+    root.N = float(order.shape[0])
+    root.C = sum_couplings(pc, 0, pc.shape[0]) if use_pairs else 0.0
+    root.hist = root.phist = root.rhist = None
+    if p.num_leaves > 1 and _can_split(root, p):
+        root.hist = build_row_hist(ctx.bins, order, 0, order.shape[0], grad, hess, ctx.offsets, ctx.n_slots)
+        if use_pairs:
+            root.phist = build_pair_hist(ctx.bins, pi, pj, pc, 0, pi.shape[0], ctx.offsets, ctx.n_bins, ctx.n_slots)
+            root.rhist = coupling_hist(root)
+    search(root)
+    leaves = [root]
+    nodes = {k: [] for k in ("split_feature", "threshold_bin", "threshold", "default_left", "left_child",
+                             "right_child", "split_gain", "internal_value", "internal_weight", "internal_count")}
+    queue = deque([0])
+
+    def leaf_value(leaf):
+        d = node_hessian(crit, leaf.G, leaf.H, leaf.N, leaf.C) if crit == 2 else leaf.H
+        den = d + p.lambda_l2
+        return -leaf.G / den if den > 0 else 0.0
+
+    while len(leaves) < p.num_leaves:
+        if p.growth == "best_first":
+            cand = [(l.res[0], -k) for k, l in enumerate(leaves) if l.res[0] > 0]
+            if not cand:
+                break
+            idx = -max(cand)[1]
+        else:
+            idx = None
+            while queue:
+                k = queue.popleft()
+                if leaves[k].res[0] > 0:
+                    idx = k
+                    break
+            if idx is None:
+                break
+        leaf = leaves[idx]
+        res = leaf.res
+        f, tbin, nan_left = int(res[1]), int(res[2]), bool(res[3] > 0.5)
+        nb = int(ctx.n_bins[f])
+        thr = ctx.mapper.threshold(f, tbin)
+        has_nan_here = leaf.hist[ctx.offsets[f] + nb, 2] > 0
+        if not has_nan_here:
+            nan_left = 0.0 <= thr  # no NaN seen here: send NaN where 0 goes (LightGBM maps NaN to 0)
+        nl = partition_rows(ctx.bins, order, leaf.start, leaf.end, f, tbin, nb, nan_left, ctx.go_left, ctx.tmp_rows)
+        node_id = len(leaves) - 1
+        new_idx = len(leaves)
+        if leaf.parent >= 0:
+            key = "left_child" if leaf.is_left else "right_child"
+            nodes[key][leaf.parent] = node_id
+        nodes["split_feature"].append(f)
+        nodes["threshold_bin"].append(tbin)
+        nodes["threshold"].append(thr)
+        nodes["default_left"].append(bool(nan_left))
+        nodes["left_child"].append(~idx)
+        nodes["right_child"].append(~new_idx)
+        nodes["split_gain"].append(float(res[0]))
+        nodes["internal_value"].append(leaf_value(leaf) * p.learning_rate)
+        nodes["internal_weight"].append(leaf.H)
+        nodes["internal_count"].append(int(leaf.N))
+
+        left, right = _Leaf(), _Leaf()
+        left.start, left.end = leaf.start, leaf.start + nl
+        right.start, right.end = leaf.start + nl, leaf.end
+        left.G, left.H, left.N, left.C = res[4], res[5], res[6], res[7]
+        right.G, right.H, right.N, right.C = res[8], res[9], res[10], res[11]
+        for child, is_left in ((left, True), (right, False)):
+            child.depth, child.parent, child.is_left = leaf.depth + 1, node_id, is_left
+            child.hist = child.phist = child.rhist = None
+        if use_pairs:
+            ti, tj, tc = ctx.tmp_pairs
+            npl, npr = partition_pairs(pi, pj, pc, leaf.pstart, leaf.pend, ctx.go_left, ti, tj, tc)
+            left.pstart, left.pend = leaf.pstart, leaf.pstart + npl
+            right.pstart, right.pend = leaf.pstart + npl, leaf.pstart + npl + npr
+        else:
+            left.pstart = left.pend = right.pstart = right.pend = 0
+        n_after = len(leaves) + 1
+        need = [n_after < p.num_leaves and _can_split(c, p) for c in (left, right)]
+        if any(need):
+            small, large = (left, right) if left.N <= right.N else (right, left)
+            small.hist = build_row_hist(ctx.bins, order, small.start, small.end, grad, hess, ctx.offsets, ctx.n_slots)
+            leaf.hist -= small.hist
+            large.hist = leaf.hist
+            if use_pairs:
+                _child_pair_hists(ctx, pi, pj, pc, leaf, left, right, need)
+                for child, nd in zip((left, right), need):
+                    if nd:
+                        child.rhist = coupling_hist(child)
+        leaf.hist = leaf.phist = leaf.rhist = None
+        for child, nd in zip((left, right), need):
+            if not nd:
+                child.hist = child.phist = child.rhist = None
+            search(child)
+        leaves[idx] = left
+        leaves.append(right)
+        queue.extend([idx, new_idx])
+
+    tree = {k: v for k, v in nodes.items()}
+    tree["num_leaves"] = len(leaves)
+    tree["leaf_value"] = [leaf_value(l) for l in leaves]
+    tree["leaf_weight"] = [float(l.H) for l in leaves]
+    tree["leaf_count"] = [int(l.N) for l in leaves]
+    ranges = [(l.start, l.end) for l in leaves]
+    if p.leaf_solver == "joint" and len(leaves) > 1:
+        tree["leaf_value"] = _joint_leaf_values(leaves, order, ranges, pairs, p)
+    tree["leaf_value"] = [v * p.learning_rate for v in tree["leaf_value"]]
+    return tree, order, ranges
+
+
+def _child_pair_hists(ctx, pi, pj, pc, parent, left, right, need):
+    """Pair histograms of the children: direct, or parent - small child - split pairs when cheaper."""
+    n_l = left.pend - left.pstart
+    n_r = right.pend - right.pstart
+    n_x = parent.pend - right.pend
+    args = (ctx.offsets, ctx.n_bins, ctx.n_slots)
+    small, large = (left, right) if n_l <= n_r else (right, left)
+    n_small, n_large = min(n_l, n_r), max(n_l, n_r)
+    need_large = need[0] if large is left else need[1]
+    if need_large and n_small + n_x < n_large:
+        small.phist = build_pair_hist(ctx.bins, pi, pj, pc, small.pstart, small.pend, *args)
+        cross = build_pair_hist(ctx.bins, pi, pj, pc, right.pend, parent.pend, *args)
+        parent.phist -= small.phist
+        parent.phist -= cross
+        large.phist = parent.phist
+    else:
+        for child, nd in zip((left, right), need):
+            if nd:
+                child.phist = build_pair_hist(ctx.bins, pi, pj, pc, child.pstart, child.pend, *args)
+
+
+def _joint_leaf_values(leaves, order, ranges, pairs, p):
+    """One Newton step for all leaf values at once: (A + lambda I) v = -G, minimum-norm solution.
+
+    ``A[a, a] = sum_{i in a} h_i - 2 sum_{pairs inside a} c``, ``A[a, b] = -sum_{pairs across a, b} c``.
+    """
+    L = len(leaves)
+    A = np.zeros((L, L))
+    for a, l in enumerate(leaves):
+        A[a, a] = l.H
+    b = -np.array([l.G for l in leaves])
+    if pairs is not None and pairs[0].shape[0] > 0:
+        leaf_of_row = np.full(int(order.max()) + 1 if order.size else 0, -1, dtype=np.int64)
+        for a, (s, e) in enumerate(ranges):
+            leaf_of_row[order[s:e]] = a
+        pi, pj, pc = pairs
+        M = np.zeros((L, L))
+        leaf_coupling_matrix(leaf_of_row, pi, pj, pc, L, M)
+        A -= M
+    A += p.lambda_l2 * np.eye(L)
+    v, *_ = np.linalg.lstsq(A, b, rcond=1e-10)
+    return [float(x) for x in v]

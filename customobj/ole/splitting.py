@@ -1,0 +1,141 @@
+"""Best split of a node from its histograms, under the SE, WSE or OLE criterion (SPEC.md section 5).
+
+For a child with gradient sum ``G``, hessian sum ``H``, row count ``N`` and in-child pair
+coupling ``C`` the criterion's score is ``G^2 / (D + lambda_l2)`` with the denominator
+
+- SE:  ``D = N`` (least squares on ``-g``, unweighted; Friedman);
+- WSE: ``D = H`` (LightGBM / XGBoost);
+- OLE: ``D = H - 2 C``, the exact second derivative of the loss when every row of the child
+  moves together (Xia, Zhai, Wang): pairs inside the child no longer change the loss.
+
+gain = score(left) + score(right) - score(parent); a split needs gain > 0 (LightGBM's rule),
+``min_data_in_leaf`` rows and ``min_sum_hessian_in_leaf`` of leaf hessian (``H`` for SE/WSE, the
+OLE hessian for OLE) on both sides. A child whose OLE hessian is zero (up to rounding) scores 0:
+without curvature a Newton step cannot reduce the loss.
+"""
+from __future__ import annotations
+
+from numba import njit
+
+__all__ = ["CRITERIA", "find_best_split", "node_hessian", "RES_SIZE"]
+
+CRITERIA = {"se": 0, "wse": 1, "ole": 2}
+RES_SIZE = 12
+# Relative size below which H - 2C counts as zero curvature (cancellation leaves ~1e-16 * H).
+_REL_ZERO = 1e-9
+
+
+@njit(cache=True)
+def node_hessian(criterion, G, H, N, C):
+    """The denominator D of the criterion (before lambda_l2)."""
+    if criterion == 0:
+        return N
+    if criterion == 1:
+        return H
+    d = H - 2.0 * C
+    if d <= _REL_ZERO * H:
+        return 0.0
+    return d
+
+
+@njit(cache=True)
+def _score(G, D, lam):
+    den = D + lam
+    if den <= 0.0:
+        return 0.0
+    return G * G / den
+
+
+@njit(cache=True)
+def find_best_split(hist, phist, rhist, use_pairs, criterion, n_bins, offsets, feature_mask,
+                    G, H, N, C, lam, min_data, min_hess, res):
+    """Fill ``res`` = [gain, feature, bin, nan_left, GL, HL, NL, CL, GR, HR, NR, CR]; gain <= 0: none.
+
+    ``hist``: (slots, 3) row histogram [g, h, count]; with ``use_pairs``, ``phist`` (2, slots) the
+    pair histogram [hi, nanp] and ``rhist`` (slots,) the in-node coupling row histogram
+    (pairhist.py): ``lo = rhist - hi - nanp``.
+    """
+    res[:] = 0.0
+    res[0] = -1.0
+    res[1] = -1.0
+    parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
+    best = 0.0
+    found = False
+    for f in range(n_bins.shape[0]):
+        if not feature_mask[f]:
+            continue
+        nb = n_bins[f]
+        if nb < 2:
+            continue
+        off = offsets[f]
+        g_nan = hist[off + nb, 0]
+        h_nan = hist[off + nb, 1]
+        n_nan = hist[off + nb, 2]
+        lo_tot = 0.0
+        nanp_tot = 0.0
+        c_nn = 0.0
+        if use_pairs:
+            for b in range(nb):
+                lo_tot += rhist[off + b] - phist[0, off + b] - phist[1, off + b]
+                nanp_tot += phist[1, off + b]
+            c_nn = phist[0, off + nb]
+        n_dir = 2 if n_nan > 0 else 1
+        for d in range(n_dir):
+            nan_left = d == 1
+            gl = 0.0
+            hl = 0.0
+            nl = 0.0
+            if nan_left:
+                gl = g_nan
+                hl = h_nan
+                nl = n_nan
+            c_hi = 0.0
+            c_lo = 0.0
+            c_np = 0.0
+            for t in range(nb - 1):
+                gl += hist[off + t, 0]
+                hl += hist[off + t, 1]
+                nl += hist[off + t, 2]
+                if use_pairs:
+                    c_hi += phist[0, off + t]
+                    c_np += phist[1, off + t]
+                    c_lo += rhist[off + t] - phist[0, off + t] - phist[1, off + t]
+                nr = N - nl
+                if nl < min_data or nr < min_data:
+                    continue
+                gr = G - gl
+                hr = H - hl
+                cl = 0.0
+                cr = 0.0
+                if use_pairs:
+                    if nan_left:
+                        cl = c_hi + c_np + c_nn
+                        cr = lo_tot - c_lo
+                    else:
+                        cl = c_hi
+                        cr = (lo_tot - c_lo) + (nanp_tot - c_np) + c_nn
+                dl = node_hessian(criterion, gl, hl, nl, cl)
+                dr = node_hessian(criterion, gr, hr, nr, cr)
+                ml = hl if criterion < 2 else dl
+                mr = hr if criterion < 2 else dr
+                if ml < min_hess or mr < min_hess:
+                    continue
+                gain = _score(gl, dl, lam) + _score(gr, dr, lam) - parent
+                if gain > best:
+                    best = gain
+                    found = True
+                    res[0] = gain
+                    res[1] = f
+                    res[2] = t
+                    res[3] = 1.0 if nan_left else 0.0
+                    res[4] = gl
+                    res[5] = hl
+                    res[6] = nl
+                    res[7] = cl
+                    res[8] = gr
+                    res[9] = hr
+                    res[10] = nr
+                    res[11] = cr
+    if not found:
+        res[0] = 0.0
+    return found

@@ -1,0 +1,305 @@
+"""customobj.ole: split search vs a brute-force NumPy reference, the paper's theorems, FD hessians."""
+import json
+
+import numpy as np
+import pytest
+
+from customobj import Logistic, McRank, MPBoost, RankNet, SquaredError
+from customobj.ole import TreeBooster
+from customobj.ole.binning import BinMapper
+from customobj.ole.histogram import build_row_hist
+from customobj.ole.pairhist import build_pair_hist, coupling_row_hist
+from customobj.ole.splitting import CRITERIA, RES_SIZE, find_best_split
+
+QUIET = dict(verbose=False)
+
+
+def make_rank_data(seed, n_queries=12, q_size=25, n_features=4, nan_frac=0.05, n_values=40):
+    rng = np.random.default_rng(seed)
+    n = n_queries * q_size
+    X = np.round(rng.normal(size=(n, n_features)) * n_values / 6) / 10  # few distinct values: exact bins
+    X[rng.random(X.shape) < nan_frac] = np.nan
+    y = rng.integers(0, 3, n).astype(float)
+    return X, y, [q_size] * n_queries
+
+
+def tree_dicts(model):
+    return json.loads(model.to_json())["trees"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Brute-force reference: every feature, threshold and NaN side, sums over explicit row / pair masks.
+# ------------------------------------------------------------------------------------------------
+def reference_best_split(bins, n_bins, rows, grad, hess, pairs, criterion, lam=0.0, min_data=1, min_hess=0.0):
+    pi, pj, pc = pairs
+    in_node = np.zeros(bins.shape[0], bool)
+    in_node[rows] = True
+    keep = in_node[pi] & in_node[pj]
+    pi, pj, pc = pi[keep], pj[keep], pc[keep]
+
+    def denom(g, h, n, c):
+        if criterion == "se":
+            return n
+        if criterion == "wse":
+            return h
+        d = h - 2 * c
+        return d if d > 1e-9 * h else 0.0
+
+    def score(g, d):
+        return g * g / (d + lam) if d + lam > 0 else 0.0
+
+    G, H, N, C = grad[rows].sum(), hess[rows].sum(), len(rows), pc.sum()
+    parent = score(G, denom(G, H, N, C))
+    best = (0.0, None)
+    for f in range(bins.shape[1]):
+        nb = n_bins[f]
+        b = bins[:, f].astype(np.int64)
+        for nan_left in (False, True):
+            if nan_left and not np.any(b[rows] == nb):
+                continue
+            for t in range(nb - 1):
+                left = np.where(b == nb, nan_left, b <= t)
+                L = rows[left[rows]]
+                R = rows[~left[rows]]
+                if len(L) < min_data or len(R) < min_data:
+                    continue
+                cl = pc[left[pi] & left[pj]].sum()
+                cr = pc[~left[pi] & ~left[pj]].sum()
+                dl = denom(grad[L].sum(), hess[L].sum(), len(L), cl)
+                dr = denom(grad[R].sum(), hess[R].sum(), len(R), cr)
+                ml, mr = (hess[L].sum(), hess[R].sum()) if criterion != "ole" else (dl, dr)
+                if ml < min_hess or mr < min_hess:
+                    continue
+                gain = score(grad[L].sum(), dl) + score(grad[R].sum(), dr) - parent
+                if gain > best[0] * (1 + 1e-12) + 1e-15:
+                    best = (gain, (f, t, nan_left, L, R, cl, cr))
+    return best
+
+
+def kernel_best_split(mapper, bins, rows, grad, hess, pairs, criterion, lam=0.0, min_data=1, min_hess=0.0):
+    pi, pj, pc = pairs
+    in_node = np.zeros(bins.shape[0], bool)
+    in_node[rows] = True
+    keep = in_node[pi] & in_node[pj]
+    pi, pj, pc = (np.ascontiguousarray(a[keep]) for a in (pi, pj, pc))
+    order = np.asarray(rows, dtype=np.int64)
+    hist = build_row_hist(bins, order, 0, order.size, grad, hess, mapper.offsets, mapper.n_slots)
+    phist = build_pair_hist(bins, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins, mapper.n_slots)
+    rhist = coupling_row_hist(bins, order, 0, order.size, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_slots,
+                              np.zeros(bins.shape[0]))
+    res = np.zeros(RES_SIZE)
+    mask = np.ones(bins.shape[1], dtype=np.bool_)
+    find_best_split(hist, phist, rhist, criterion == "ole", CRITERIA[criterion], mapper.n_bins, mapper.offsets, mask,
+                    grad[order].sum(), hess[order].sum(), float(order.size), pc.sum(), lam, float(min_data),
+                    min_hess, res)
+    return res
+
+
+def ranknet_setup(seed, **kw):
+    X, y, group = make_rank_data(seed, **kw)
+    obj = RankNet(sigma=1.3)
+    rng = np.random.default_rng(seed + 100)
+    s = rng.normal(size=y.size)
+    g, h = obj.grad_hess(s, y, group)
+    pairs = obj.pair_couplings(s, y, group)
+    pairs = tuple(np.ascontiguousarray(a) for a in pairs)
+    return X, y, group, obj, s, g, h, pairs
+
+
+@pytest.mark.parametrize("criterion", ["se", "wse", "ole"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_split_kernel_matches_brute_force(criterion, seed):
+    X, y, group, obj, s, g, h, pairs = ranknet_setup(seed)
+    mapper = BinMapper.fit(X, 255)
+    bins = mapper.bins(X)
+    rng = np.random.default_rng(seed)
+    # the root, and a sub-node whose rows have pairs leaving the node (they keep their full weight)
+    for rows in (np.arange(y.size), np.sort(rng.choice(y.size, y.size // 2, replace=False))):
+        ref_gain, ref = reference_best_split(bins, mapper.n_bins, rows, g, h, pairs, criterion, lam=0.5, min_data=3)
+        res = kernel_best_split(mapper, bins, rows, g, h, pairs, criterion, lam=0.5, min_data=3)
+        assert ref is not None
+        f, t, nan_left, L, R, cl, cr = ref
+        assert res[0] == pytest.approx(ref_gain, rel=1e-9)
+        assert (int(res[1]), int(res[2])) == (f, t)
+        assert res[6] == len(L) and res[10] == len(R)
+        if criterion == "ole":
+            assert res[7] == pytest.approx(cl, rel=1e-9, abs=1e-12)
+            assert res[11] == pytest.approx(cr, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("make_obj", [lambda: RankNet(sigma=0.7), lambda: MPBoost(ddf="ldd", alpha=0.5)])
+def test_ole_node_hessian_is_exact_second_derivative(make_obj):
+    """H - 2C of each child equals d^2 L / d o^2 when all rows of the child move by o (central FD)."""
+    X, y, group = make_rank_data(3)
+    obj = make_obj()
+    s = np.random.default_rng(4).normal(size=y.size)
+    g, h = obj.grad_hess(s, y, group)
+    pairs = tuple(np.ascontiguousarray(a) for a in obj.pair_couplings(s, y, group))
+    mapper = BinMapper.fit(X, 255)
+    bins = mapper.bins(X)
+    rng = np.random.default_rng(5)
+    for rows in (np.arange(y.size), np.sort(rng.choice(y.size, 2 * y.size // 3, replace=False))):
+        res = kernel_best_split(mapper, bins, rows, g, h, pairs, "ole", min_data=5)
+        f, t, nan_left = int(res[1]), int(res[2]), res[3] > 0.5
+        b = bins[rows, f].astype(int)
+        left = np.where(b == mapper.n_bins[f], nan_left, b <= t)
+        eps = 1e-3
+        for side, H, C, G in ((rows[left], res[5], res[7], res[4]), (rows[~left], res[9], res[11], res[8])):
+            e = np.zeros(y.size)
+            e[side] = 1.0
+            L = lambda o: obj.loss(s + o * e, y, group)
+            fd2 = (L(eps) - 2 * L(0.0) + L(-eps)) / eps**2
+            fd1 = (L(eps) - L(-eps)) / (2 * eps)
+            assert H - 2 * C == pytest.approx(fd2, rel=1e-5)
+            assert G == pytest.approx(fd1, rel=1e-6)
+            # the WSE hessian overstates it whenever pairs sit inside the child
+            assert H > fd2 * (1 + 1e-3)
+
+
+def node_rows(tree, X):
+    """Rows reaching each internal node (traversing with real thresholds and default_left)."""
+    out = {}
+
+    def walk(node, rows):
+        out[node] = rows
+        f, thr, dl = tree["split_feature"][node], tree["threshold"][node], tree["default_left"][node]
+        x = X[rows, f]
+        left = np.where(np.isnan(x), dl, x <= thr)
+        for child, part in ((tree["left_child"][node], rows[left]), (tree["right_child"][node], rows[~left])):
+            if child >= 0:
+                walk(child, part)
+    if tree["num_leaves"] > 1:
+        walk(0, np.arange(X.shape[0]))
+    return out
+
+
+def leaf_rows(tree, X):
+    leaf = np.zeros(X.shape[0], dtype=int)
+    for node, rows in node_rows(tree, X).items():
+        f, thr, dl = tree["split_feature"][node], tree["threshold"][node], tree["default_left"][node]
+        x = X[rows, f]
+        left = np.where(np.isnan(x), dl, x <= thr)
+        for child, part in ((tree["left_child"][node], rows[left]), (tree["right_child"][node], rows[~left])):
+            if child < 0:
+                leaf[part] = ~child
+    return leaf
+
+
+@pytest.mark.parametrize("growth", ["best_first", "breadth_first"])
+def test_grown_ole_tree_matches_brute_force_at_every_node(growth):
+    """Partitioning, histogram subtraction (rows and pairs) and leaf values checked node by node."""
+    X, y, group, obj, s, g, h, pairs = ranknet_setup(7, n_queries=10, q_size=30)
+    lam = 0.3
+    model = TreeBooster(obj, criterion="ole", num_leaves=8, n_estimators=1, learning_rate=1.0, lambda_l2=lam,
+                        min_data_in_leaf=4, growth=growth, **QUIET).fit(X, y, group, init_score=s)
+    tree = tree_dicts(model)[0]
+    mapper = BinMapper.fit(X, 255)
+    bins = mapper.bins(X)
+    assert tree["num_leaves"] == 8
+    for node, rows in node_rows(tree, X).items():
+        ref_gain, ref = reference_best_split(bins, mapper.n_bins, rows, g, h, pairs, "ole", lam=lam, min_data=4)
+        assert tree["split_gain"][node] == pytest.approx(ref_gain, rel=1e-8)
+        assert tree["split_feature"][node] == ref[0]
+        assert tree["threshold_bin"][node] == ref[1]
+    leaf = leaf_rows(tree, X)
+    pi, pj, pc = pairs
+    for k in range(tree["num_leaves"]):
+        in_leaf = leaf == k
+        C = pc[in_leaf[pi] & in_leaf[pj]].sum()
+        expect = -g[in_leaf].sum() / (h[in_leaf].sum() - 2 * C + lam)
+        assert tree["leaf_value"][k] == pytest.approx(expect, rel=1e-9)
+        assert tree["leaf_count"][k] == in_leaf.sum()
+
+
+def test_breadth_first_grows_level_by_level():
+    X, y, group, obj, s, g, h, pairs = ranknet_setup(8)
+    tree = tree_dicts(TreeBooster(obj, num_leaves=4, n_estimators=1, growth="breadth_first", min_data_in_leaf=5,
+                                  **QUIET).fit(X, y, group))[0]
+    # root split, then its left child, then its right child: a complete depth-2 tree
+    assert tree["num_leaves"] == 4
+    assert tree["left_child"][0] >= 0 and tree["right_child"][0] >= 0
+
+
+def test_max_depth_limits_depth():
+    X, y, group, obj, *_ = ranknet_setup(9)
+    model = TreeBooster(obj, num_leaves=31, max_depth=2, n_estimators=2, min_data_in_leaf=2, **QUIET).fit(X, y, group)
+    for t in tree_dicts(model):
+        assert t["num_leaves"] <= 4
+
+
+@pytest.mark.parametrize("lam", [0.0, 1.0])
+def test_theorem2_squared_error_se_wse_ole_identical(lam):
+    X, _, _ = make_rank_data(11, n_queries=10, q_size=30)
+    y = np.random.default_rng(1).uniform(0, 4, size=X.shape[0])
+    trees = [tree_dicts(TreeBooster(SquaredError(), criterion=c, num_leaves=7, n_estimators=3, lambda_l2=lam,
+                                    min_data_in_leaf=5, **QUIET).fit(X, y)) for c in ("se", "wse", "ole")]
+    assert trees[0] == trees[1] == trees[2]
+    assert trees[0][0]["num_leaves"] == 7
+
+
+@pytest.mark.parametrize("make_obj", [lambda: Logistic(), lambda: McRank()])
+def test_theorem1_pointwise_wse_equals_ole(make_obj):
+    X, y, group = make_rank_data(12, n_queries=10, q_size=30)
+    if isinstance(make_obj(), Logistic):
+        y = (y > 0).astype(float)
+    trees = [tree_dicts(TreeBooster(make_obj(), criterion=c, num_leaves=6, n_estimators=2, min_data_in_leaf=5,
+                                    **QUIET).fit(X, y)) for c in ("wse", "ole")]
+    assert trees[0] == trees[1]
+
+
+def test_pairwise_ole_and_wse_trees_differ():
+    X, y, group, obj, *_ = ranknet_setup(13)
+    t_wse = tree_dicts(TreeBooster(obj, criterion="wse", num_leaves=8, n_estimators=2, min_data_in_leaf=5,
+                                   **QUIET).fit(X, y, group))
+    t_ole = tree_dicts(TreeBooster(obj, criterion="ole", num_leaves=8, n_estimators=2, min_data_in_leaf=5,
+                                   **QUIET).fit(X, y, group))
+    assert t_wse != t_ole
+
+
+def test_joint_solver_is_newton_step_on_leaf_values():
+    """joint: the leaf values minimise the second-order model of the exact loss over the tree's leaves."""
+    X, y, group, obj, s, g, h, pairs = ranknet_setup(14)
+    lam = 0.2
+    model = TreeBooster(obj, num_leaves=5, n_estimators=1, learning_rate=1.0, lambda_l2=lam, leaf_solver="joint",
+                        min_data_in_leaf=5, **QUIET).fit(X, y, group, init_score=s)
+    tree = tree_dicts(model)[0]
+    leaf = leaf_rows(tree, X)
+    P = np.eye(tree["num_leaves"])[leaf]            # rows x leaves
+    Hrow = np.diag(h)
+    pi, pj, pc = pairs
+    np.add.at(Hrow, (pi, pj), -pc)
+    np.add.at(Hrow, (pj, pi), -pc)
+    A = P.T @ Hrow @ P + lam * np.eye(P.shape[1])
+    v = np.linalg.solve(A, -P.T @ g)
+    np.testing.assert_allclose(tree["leaf_value"], v, rtol=1e-8, atol=1e-12)
+
+
+def test_mcrank_grows_one_tree_per_class_per_round():
+    X, y, group = make_rank_data(15)
+    model = TreeBooster(McRank(), num_leaves=4, n_estimators=3, min_data_in_leaf=5, **QUIET).fit(
+        X, y, group, eval_set=[(X, y)], eval_group=[group])
+    assert len(model.trees_) == 9 and model.tree_class_ == [0, 1, 2] * 3
+    raw = model.predict(X)
+    assert raw.shape == (y.size, 3)
+    p = np.exp(raw - raw.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    np.testing.assert_allclose(model.predict(X, raw_score=False), p @ np.arange(3))
+    assert len(model.evals_result_["valid_0"]["ndcg@10"]) == 3
+
+
+def test_line_search_finds_the_exact_step():
+    X, y, group, obj, s, g, h, pairs = ranknet_setup(16)
+    model = TreeBooster(obj, num_leaves=6, n_estimators=1, learning_rate=1.0, line_search=True, min_data_in_leaf=5,
+                        **QUIET).fit(X, y, group, init_score=s)
+    t = model.predict(X)
+    L = lambda rho: obj.loss(s + rho * t, y, group)
+    eps = 1e-4
+    assert (L(1 + eps) - L(1 - eps)) / (2 * eps) == pytest.approx(0.0, abs=1e-6 * abs(L(1.0)))
+    plain = TreeBooster(obj, num_leaves=6, n_estimators=1, learning_rate=1.0, min_data_in_leaf=5, **QUIET).fit(
+        X, y, group, init_score=s)
+    assert L(1.0) < obj.loss(s + plain.predict(X), y, group)
+    # squared error: the leaf Newton step is already the exact minimiser, rho = 1
+    y2 = np.random.default_rng(0).uniform(0, 3, y.size)
+    a = TreeBooster(SquaredError(), num_leaves=6, n_estimators=2, line_search=True, **QUIET).fit(X, y2)
+    b = TreeBooster(SquaredError(), num_leaves=6, n_estimators=2, **QUIET).fit(X, y2)
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-10, atol=1e-12)

@@ -1,0 +1,171 @@
+"""customobj.ole: LightGBM equivalence and export, persistence, reproducibility, API behaviour."""
+import json
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+
+from customobj import McRank, RankNet, SquaredError
+from customobj.ole import TreeBooster
+
+QUIET = dict(verbose=False)
+
+
+def rank_data(seed, n_queries=20, q_size=30, n_features=5, nan_frac=0.05):
+    rng = np.random.default_rng(seed)
+    n = n_queries * q_size
+    X = rng.normal(size=(n, n_features))
+    X[rng.random(X.shape) < nan_frac] = np.nan
+    y = rng.integers(0, 3, n).astype(float)
+    return X, y, [q_size] * n_queries
+
+
+def test_wse_squared_error_first_tree_equals_lightgbm():
+    rng = np.random.default_rng(0)
+    n = 800
+    X = rng.integers(0, 25, size=(n, 6)).astype(float)  # < max_bin distinct values: both binnings exact
+    y = X[:, 0] * 0.3 + 2 * np.sin(X[:, 1]) + X[:, 2] * X[:, 3] / 100 + rng.uniform(0, 1, n) + 2.0
+    params = dict(num_leaves=11, min_data_in_leaf=15, lambda_l2=0.5)
+    ours = TreeBooster(SquaredError(), criterion="wse", n_estimators=1, learning_rate=0.1, **params, **QUIET).fit(X, y)
+    ref = lgb.train(dict(objective="regression", boost_from_average=False, min_data_in_bin=1, max_bin=255,
+                         learning_rate=0.1, verbose=-1, num_threads=1, feature_pre_filter=False, **params),
+                    lgb.Dataset(X, y), num_boost_round=1)
+    t_ref = ref.dump_model()["tree_info"][0]["tree_structure"]
+    t_ours = ours.to_lightgbm().dump_model()["tree_info"][0]["tree_structure"]
+
+    def walk(node):  # (feature, sorted leaf values...) in split order, ignoring threshold encodings
+        if "leaf_value" in node:
+            return [("leaf", node["leaf_value"], node["leaf_count"])]
+        return [("split", node["split_feature"], node["split_index"])] + walk(node["left_child"]) + walk(node["right_child"])
+
+    a, b = walk(t_ref), walk(t_ours)
+    assert len(a) == len(b) == 2 * 11 - 1  # the leaf budget is used up: no tie / gain-sign accidents
+    for x, z in zip(a, b):
+        assert x[0] == z[0] and x[2] == z[2]
+        if x[0] == "split":
+            assert x[1] == z[1]
+        else:
+            assert x[1] == pytest.approx(z[1], rel=1e-6)  # LightGBM's gradients are float32
+    # and the same partition of the training rows
+    np.testing.assert_array_equal(ref.predict(X, pred_leaf=True), ours.to_lightgbm().predict(X, pred_leaf=True))
+    np.testing.assert_allclose(ref.predict(X), ours.predict(X), rtol=1e-6)
+
+
+@pytest.mark.parametrize("make_obj,crit", [(lambda: RankNet(), "ole"), (lambda: McRank(), "wse"),
+                                           (lambda: SquaredError(), "se")])
+def test_to_lightgbm_predicts_the_same(make_obj, crit):
+    X, y, group = rank_data(1)
+    model = TreeBooster(make_obj(), criterion=crit, num_leaves=9, n_estimators=6, min_data_in_leaf=5,
+                        **QUIET).fit(X, y, group)
+    booster = model.to_lightgbm()
+    Xt, _, _ = rank_data(2, nan_frac=0.2)
+    Xt[:7, :] = np.nan
+    ours = model.predict(Xt)
+    theirs = booster.predict(Xt, raw_score=True)
+    np.testing.assert_allclose(theirs, ours, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(booster.predict(Xt, raw_score=True, num_iteration=3), model.predict(Xt, num_iteration=3),
+                               atol=1e-6)
+
+
+def test_to_lightgbm_single_leaf_trees():
+    X, y, group = rank_data(3)
+    model = TreeBooster(SquaredError(), num_leaves=1, n_estimators=3, **QUIET).fit(X, y)
+    np.testing.assert_allclose(model.to_lightgbm().predict(X), model.predict(X), atol=1e-12)
+    np.testing.assert_allclose(model.predict(X), np.full(len(y), model.predict(X)[0]))
+
+
+def test_save_load_round_trip_is_exact(tmp_path):
+    X, y, group = rank_data(4)
+    model = TreeBooster(RankNet(sigma=2.0), num_leaves=7, n_estimators=4, min_data_in_leaf=5, **QUIET).fit(
+        X, y, group, eval_set=[(X, y)], eval_group=[group], early_stopping_rounds=10)
+    path = tmp_path / "m.json"
+    model.save(path)
+    loaded = TreeBooster.load(path)
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    assert loaded.to_json() == model.to_json()
+    assert loaded.objective == RankNet(sigma=2.0)
+    assert loaded.best_iteration_ == model.best_iteration_
+    assert json.loads(path.read_text())["version"] == 1
+    bad = json.loads(path.read_text())
+    bad["version"] = 99
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="version"):
+        TreeBooster.load(tmp_path / "bad.json")
+
+
+def test_same_seed_same_model_for_any_thread_count():
+    rng = np.random.default_rng(5)
+    n_q, q = 700, 30  # > one histogram block of rows and of pairs
+    X = rng.normal(size=(n_q * q, 4))
+    X[rng.random(X.shape) < 0.02] = np.nan
+    y = rng.integers(0, 3, n_q * q).astype(float)
+    group = [q] * n_q
+    kw = dict(num_leaves=7, n_estimators=2, bagging_fraction=0.8, feature_fraction=0.75, random_state=3, **QUIET)
+    a = TreeBooster(RankNet(), n_jobs=1, **kw).fit(X, y, group).to_json()
+    b = TreeBooster(RankNet(), n_jobs=2, **kw).fit(X, y, group).to_json()
+    ja, jb = json.loads(a), json.loads(b)
+    ja["params"].pop("n_jobs"), jb["params"].pop("n_jobs")
+    assert ja == jb
+    c = json.loads(TreeBooster(RankNet(), n_jobs=2, **{**kw, "random_state": 4}).fit(X, y, group).to_json())
+    assert c["trees"] != ja["trees"]
+
+
+def test_staged_predict_importances_and_early_stopping():
+    X, y, group = rank_data(6)
+    Xv, yv, gv = rank_data(7)
+    model = TreeBooster(RankNet(), num_leaves=5, n_estimators=30, learning_rate=0.3, min_data_in_leaf=5,
+                        importance_type="gain", **QUIET)
+    model.fit(X, y, group, eval_set=[(Xv, yv)], eval_group=[gv], eval_metric=["ndcg@5", "map"],
+              early_stopping_rounds=3)
+    hist = model.evals_result_["valid_0"]
+    assert set(hist) == {"ndcg@5", "map"} and len(hist["ndcg@5"]) == model.n_iterations_
+    best = model.best_iteration_
+    assert hist["ndcg@5"][best - 1] == max(hist["ndcg@5"])
+    assert model.n_iterations_ <= 30
+    stages = list(model.staged_predict(Xv))
+    assert len(stages) == model.n_iterations_
+    for it in (1, best, model.n_iterations_):
+        np.testing.assert_allclose(stages[it - 1], model.predict(Xv, num_iteration=it), atol=1e-12)
+    np.testing.assert_allclose(model.predict(Xv), stages[best - 1], atol=1e-12)
+    gain = model.feature_importances_
+    assert gain.shape == (5,) and gain.sum() == pytest.approx(sum(sum(t["split_gain"]) for t in model.trees_))
+    model.importance_type = "split"
+    assert model.feature_importances_.sum() == sum(t["num_leaves"] - 1 for t in model.trees_)
+
+
+def test_callback_stops_training():
+    X, y, group = rank_data(8)
+    seen = []
+
+    def cb(booster, it, evals):
+        seen.append(it)
+        return it == 2
+
+    model = TreeBooster(RankNet(), n_estimators=10, num_leaves=4, min_data_in_leaf=5, **QUIET).fit(
+        X, y, group, callbacks=[cb])
+    assert seen == [0, 1, 2] and model.n_iterations_ == 3
+
+
+def test_bad_arguments_raise():
+    X, y, group = rank_data(9)
+    with pytest.raises(ValueError, match="criterion"):
+        TreeBooster(RankNet(), criterion="gini")
+    with pytest.raises(ValueError, match="growth"):
+        TreeBooster(RankNet(), growth="depth_first")
+    with pytest.raises(ValueError, match="leaf_solver"):
+        TreeBooster(RankNet(), leaf_solver="exact")
+    with pytest.raises(TypeError, match="objective"):
+        TreeBooster("lambdarank")
+    with pytest.raises(ValueError, match="num_leaves"):
+        TreeBooster(RankNet(), num_leaves=0)
+    with pytest.raises(ValueError, match="group"):
+        TreeBooster(RankNet(), **QUIET).fit(X, y)
+    with pytest.raises(ValueError, match="2-D"):
+        TreeBooster(RankNet(), **QUIET).fit(X[:, 0], y, group)
+    with pytest.raises(ValueError, match="not fitted"):
+        TreeBooster(RankNet()).predict(X)
+    model = TreeBooster(RankNet(), n_estimators=1, **QUIET).fit(X, y, group)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :3])
+    with pytest.raises(ValueError, match="eval_set"):
+        TreeBooster(RankNet(), **QUIET).fit(X, y, group, early_stopping_rounds=2)
