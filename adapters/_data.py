@@ -1,0 +1,90 @@
+"""Pieces shared by the LightGBM and XGBoost adapters: objective checks, per-dataset state."""
+from __future__ import annotations
+
+import numpy as np
+
+from customobj.groups import Groups
+from customobj.objectives.base import Objective
+
+__all__ = ["require_objective", "TrainState", "prepare_state", "rows_weight", "ranking_scores", "check_outputs"]
+
+
+def require_objective(objective, where):
+    if not isinstance(objective, Objective):
+        raise TypeError(
+            f"{where} expects a customobj objective (e.g. customobj.LambdaRank()), got {type(objective).__name__}"
+        )
+    return objective
+
+
+class TrainState:
+    """Everything an adapter needs per training set, built once: the prepared data and
+    reusable output buffers (so a boosting round allocates nothing of size n)."""
+
+    __slots__ = ("prep", "grad", "hess", "out_grad", "out_hess", "scores")
+
+    def __init__(self, prep, shape, out_dtype, out_order="C"):
+        self.prep = prep
+        self.grad = np.zeros(shape, dtype=np.float64)
+        self.hess = np.zeros(shape, dtype=np.float64)
+        # What the library receives. LightGBM casts to float32 anyway and reads (n, K) column by
+        # column, so a Fortran-ordered float32 buffer reaches it without a further copy.
+        self.out_grad = np.zeros(shape, dtype=out_dtype, order=out_order)
+        self.out_hess = np.zeros(shape, dtype=out_dtype, order=out_order)
+        self.scores = np.zeros(shape, dtype=np.float64)  # float64 copy of the library's scores
+
+
+def prepare_state(objective, labels, ptr, weight, *, library, group_hint, out_dtype, out_order="C"):
+    """Validate and prepare one training set; ``ptr`` is None when the data has no query groups."""
+    name = type(objective).__name__
+    if ptr is None and objective.needs_group:
+        raise ValueError(
+            f"{name} is a group-wise (ranking) objective but the {library} training data has no query "
+            f"groups: {group_hint}"
+        )
+    labels = np.asarray(labels)
+    groups = Groups.from_ptr(ptr, labels.shape[0]) if ptr is not None else None
+    prep = objective.prepare(labels, groups, weight)
+    k = objective.n_outputs
+    shape = (prep.n_rows,) if k == 1 else (prep.n_rows, k)
+    return TrainState(prep, shape, out_dtype, out_order)
+
+
+def rows_weight(weight, ptr, n_rows):
+    """Row weights from a library's weight field: ``None`` when absent; per-query weights
+    (XGBoost's ranking convention, one weight per group) are repeated over the query's rows."""
+    if weight is None:
+        return None
+    w = np.asarray(weight, dtype=np.float64)
+    if w.size == 0:
+        return None
+    if w.shape[0] == n_rows:
+        return w
+    if ptr is not None and w.shape[0] == len(ptr) - 1:
+        return np.repeat(w, np.diff(np.asarray(ptr, dtype=np.int64)))
+    raise ValueError(f"weight has {w.shape[0]} entries; expected one per row ({n_rows}) or per query")
+
+
+def check_outputs(objective, preds, library, hint):
+    """Raise when the library's score shape does not match the objective's number of outputs."""
+    k = objective.n_outputs
+    got = 1 if preds.ndim == 1 else preds.shape[1]
+    if got != k:
+        raise ValueError(
+            f"{type(objective).__name__} has {k} output(s) per row but {library} passed scores of shape "
+            f"{preds.shape}; {hint}"
+        )
+
+
+def ranking_scores(preds):
+    """One ranking score per row: the margin itself, or for (n, K) multiclass margins the
+    expected grade ``sum_k k p_k`` under their softmax (McRank's ranking score, SPEC.md sec. 1)."""
+    preds = np.asarray(preds, dtype=np.float64)
+    if preds.ndim == 1:
+        return preds
+    if preds.ndim == 2 and preds.shape[1] == 1:
+        return preds[:, 0]
+    z = preds - preds.max(axis=1, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(axis=1, keepdims=True)
+    return z @ np.arange(preds.shape[1], dtype=np.float64)

@@ -1,0 +1,166 @@
+"""adapters.xgboost_objective / xgboost_params / xgboost_metric / xgboost_early_stopping."""
+import numpy as np
+import pytest
+
+import adapters  # before xgboost: sets the OpenMP wait policy
+
+import xgboost as xgb
+
+import customobj
+from customobj.metrics import get_metric
+
+P = dict(tree_method="hist", max_depth=3, eta=0.3, nthread=2)
+
+
+@pytest.fixture(scope="module")
+def small():
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(5, 26, size=60)
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, 6))
+    y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.5, size=n) + 0.5), 0, 2)
+    return X, y, sizes
+
+
+def _train(obj, dtrain, rounds, params=P, **kw):
+    return xgb.train(adapters.xgboost_params(obj, params), dtrain, rounds, obj=adapters.xgboost_objective(obj), **kw)
+
+
+def test_objective_reads_dmatrix_and_prepares_once(small, monkeypatch):
+    X, y, sizes = small
+    obj = customobj.RankNet()
+    calls = []
+    real = type(obj).prepare
+    monkeypatch.setattr(type(obj), "prepare", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    f = adapters.xgboost_objective(obj)
+    seen = []
+
+    def spy(preds, dtrain):
+        g, h = f(preds, dtrain)
+        seen.append((preds.copy(), g.copy(), h.copy()))
+        return g, h
+
+    dtrain = xgb.DMatrix(X, y, group=sizes)
+    xgb.train(adapters.xgboost_params(obj, P), dtrain, 4, obj=spy)
+    assert len(calls) == 1 and len(seen) == 4
+    for preds, g, h in seen:
+        want_g, want_h = obj.grad_hess(preds.astype(np.float64), y, sizes)
+        np.testing.assert_allclose(g, want_g, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(h, want_h, rtol=1e-6, atol=1e-7)
+
+
+def test_qid_gives_the_same_groups(small):
+    X, y, sizes = small
+    qid = np.repeat(np.arange(len(sizes)), sizes)
+    a = _train(customobj.RankNet(), xgb.DMatrix(X, y, group=sizes), 5)
+    b = _train(customobj.RankNet(), xgb.DMatrix(X, y, qid=qid), 5)
+    np.testing.assert_allclose(a.predict(xgb.DMatrix(X)), b.predict(xgb.DMatrix(X)))
+
+
+def test_group_wise_objective_without_groups_is_a_clear_error(small):
+    X, y, _ = small
+    with pytest.raises(ValueError, match="no query groups"):
+        _train(customobj.RankNet(), xgb.DMatrix(X, y), 1)
+
+
+def test_squared_error_equals_native_with_row_weights(small):
+    X, y, _ = small
+    w = np.random.default_rng(3).uniform(0.2, 3.0, len(y))
+    d = xgb.DMatrix(X, y, weight=w)
+    native = xgb.train(dict(P, objective="reg:squarederror", base_score=0.0), d, 8)
+    ours = _train(customobj.SquaredError(), d, 8)
+    np.testing.assert_allclose(ours.predict(d), native.predict(d), atol=1e-6)
+
+
+def test_per_query_weights_are_spread_over_rows(small):
+    X, y, sizes = small
+    wq = np.random.default_rng(4).uniform(0.5, 2.0, len(sizes))
+    obj = customobj.RankNet()
+    f = adapters.xgboost_objective(obj)
+    d = xgb.DMatrix(X, y, group=sizes, weight=wq)
+    s = np.random.default_rng(0).normal(size=len(y)).astype(np.float32)
+    g, h = f(s, d)
+    want_g, want_h = obj.grad_hess(s.astype(np.float64), y, sizes, weight=np.repeat(wq, sizes))
+    np.testing.assert_allclose(g, want_g, rtol=1e-6, atol=1e-7)
+
+
+def test_base_score_left_alone_if_set_and_pointwise_needs_zero(small):
+    X, y, _ = small
+    assert adapters.xgboost_params(customobj.SquaredError())["base_score"] == 0.0
+    assert adapters.xgboost_params(customobj.SquaredError(), {"base_score": 1.5})["base_score"] == 1.5
+    d = xgb.DMatrix(X, y)
+    seen = []
+    f = adapters.xgboost_objective(customobj.SquaredError())
+    xgb.train(dict(P, base_score=1.5, disable_default_eval_metric=1), d, 1,
+              obj=lambda p, dm: (seen.append(p.copy()), f(p, dm))[1])
+    np.testing.assert_allclose(seen[0], 1.5)
+
+
+def test_model_adaptation_from_base_margin(small):
+    X, y, sizes = small
+    obj = customobj.RankNet()
+    whole = _train(obj, xgb.DMatrix(X, y, group=sizes), 10)
+    base = _train(obj, xgb.DMatrix(X, y, group=sizes), 5)
+    margin = base.predict(xgb.DMatrix(X), output_margin=True)
+    seen = []
+    f = adapters.xgboost_objective(obj)
+    more = xgb.train(adapters.xgboost_params(obj, P), xgb.DMatrix(X, y, group=sizes, base_margin=margin), 5,
+                     obj=lambda p, dm: (seen.append(p.copy()), f(p, dm))[1])
+    np.testing.assert_allclose(seen[0], margin, rtol=1e-6)
+    combined = more.predict(xgb.DMatrix(X, base_margin=margin), output_margin=True)
+    np.testing.assert_allclose(combined, whole.predict(xgb.DMatrix(X), output_margin=True), atol=1e-4)
+
+
+def test_multiclass_mcrank(small):
+    X, y, sizes = small
+    obj = customobj.McRank(n_classes=3)
+    assert adapters.xgboost_params(obj)["num_class"] == 3
+    booster = _train(obj, xgb.DMatrix(X, y), 10)
+    raw = booster.predict(xgb.DMatrix(X), output_margin=True)
+    assert raw.shape == (len(y), 3)
+    assert obj.loss(raw, y) < obj.loss(np.zeros((len(y), 3)), y) * 0.8
+    with pytest.raises(ValueError, match="n_classes"):
+        adapters.xgboost_params(customobj.McRank())
+    with pytest.raises(ValueError, match="num_class"):
+        xgb.train(dict(P, disable_default_eval_metric=1), xgb.DMatrix(X, y), 1,
+                  obj=adapters.xgboost_objective(customobj.McRank(n_classes=3)))
+
+
+def test_metric_values_and_evals_result(small):
+    X, y, sizes = small
+    d = xgb.DMatrix(X, y, group=sizes)
+    m = adapters.xgboost_metric("ndcg@10", "err@10", "precision@100%", "misordered")
+    assert m.maximize is False  # direction of the last name
+    res = {}
+    booster = _train(customobj.RankNet(), d, 5, evals=[(d, "train")], custom_metric=m, evals_result=res,
+                     verbose_eval=False)
+    s = booster.predict(d, output_margin=True)
+    for name, value in m(s, d):
+        assert value == pytest.approx(get_metric(name).func(s, y, sizes), rel=1e-5)
+        assert res["train"][name][-1] == pytest.approx(value, rel=1e-5)
+        assert len(res["train"][name]) == 5
+
+
+@pytest.mark.parametrize("name", ["err@5", "misordered"])
+def test_early_stopping_helper_direction(small, name):
+    X, y, sizes = small
+    yv = np.random.default_rng(5).permutation(y)
+    dv = xgb.DMatrix(X, yv, group=sizes)
+    res = {}
+    booster = _train(customobj.RankNet(), xgb.DMatrix(X, y, group=sizes), 40, evals=[(dv, "v")],
+                     custom_metric=adapters.xgboost_metric(name), evals_result=res, verbose_eval=False,
+                     callbacks=[adapters.xgboost_early_stopping(4, name)])
+    curve = np.array(res["v"][name])
+    best = np.argmax(curve) if get_metric(name).higher_is_better else np.argmin(curve)
+    assert booster.best_iteration == best
+
+
+def test_sklearn_regressor_pointwise_only(small):
+    X, y, _ = small
+    reg = xgb.XGBRegressor(n_estimators=8, max_depth=3, base_score=0.0, n_jobs=2,
+                           objective=adapters.xgboost_sklearn_objective(customobj.SquaredError())).fit(X, y)
+    native = xgb.XGBRegressor(n_estimators=8, max_depth=3, base_score=0.0, n_jobs=2,
+                              objective="reg:squarederror").fit(X, y)
+    np.testing.assert_allclose(reg.predict(X), native.predict(X), atol=1e-6)
+    with pytest.raises(ValueError, match="query groups"):
+        adapters.xgboost_sklearn_objective(customobj.RankNet())
