@@ -1,5 +1,10 @@
 """customobj objectives: the losses of the five papers (see SPEC.md sections 1-3)."""
 from .base import Objective, Prepared, Scaled, Sum
 from .pointwise import SquaredError
+from .pointwise import Logistic, McRank, SquaredHinge
+from .pairwise import MPBoost, PreferencePairs, QBRank, RankNet, RankSVM
+from .listwise import LambdaRank, StructuredDCG
 
 __all__ = ["Objective", "Prepared", "Sum", "Scaled", "SquaredError"]
+__all__ += ["Logistic", "SquaredHinge", "McRank", "RankNet", "RankSVM", "QBRank", "MPBoost", "PreferencePairs"]
+__all__ += ["LambdaRank", "StructuredDCG"]

@@ -1,0 +1,201 @@
+"""Listwise objectives (SPEC.md section 3): LambdaRank / LambdaMART and structured-output DCG."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_choice, check_int, check_positive
+from .base import Objective
+from . import _lambdarank_kernels as LK
+from . import _structured_kernels as SK
+
+__all__ = ["LambdaRank", "StructuredDCG"]
+
+_EMPTY = np.zeros(0, dtype=np.float64)
+_METRICS = {"ndcg": LK.NDCG, "err": LK.ERR, "map": LK.MAP, "mrr": LK.MRR}
+_NO_CUTOFF = np.iinfo(np.int64).max // 4
+
+
+def _weights(prep):
+    return (prep.weight, True) if prep.weight is not None else (_EMPTY, False)
+
+
+def _max_query_size(prep):
+    sizes = prep.groups.sizes
+    return int(sizes.max()) if sizes.size else 0
+
+
+def _check_gain(gain):
+    if gain is None:
+        return None
+    if isinstance(gain, (str, bytes)) or np.ndim(gain) != 1:
+        raise TypeError("gain must be a 1-D sequence of per-grade gains (LightGBM's label_gain)")
+    try:
+        arr = np.asarray(gain, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"gain must hold real numbers: {exc}") from None
+    if arr.size == 0:
+        raise ValueError("gain must have one entry per grade, got an empty sequence")
+    if not np.all(np.isfinite(arr)) or arr.min() < 0:
+        raise ValueError("gain entries must be finite and >= 0")
+    if np.any(np.diff(arr) < 0):
+        raise ValueError("gain must be non-decreasing in the grade (a better grade never gains less)")
+    return tuple(float(v) for v in arr)
+
+
+class LambdaRank(Objective):
+    """LambdaRank / LambdaMART gradients (Burges 2010, sections 3, 4 and 7).
+
+    Per query, rows sorted by current score (stable, ties by row order); for each pair with
+    ``y_i > y_j``, ``rho = 1/(1 + exp(sigma (s_i - s_j)))``::
+
+        lambda_ij = sigma |dZ_ij| rho          grad_i -= lambda_ij,  grad_j += lambda_ij
+        h_ij      = sigma^2 |dZ_ij| rho (1 - rho)   added to hess_i and hess_j
+
+    where ``|dZ_ij|`` is the change of ``metric`` when ``i`` and ``j`` swap rank positions:
+
+    - ``"ndcg"``: ``|G(y_i) - G(y_j)| |D(r_i) - D(r_j)| / IDCG@k``, ``D(r) = 1/log2(1 + r)`` for
+      ``r <= k`` else 0, ``G`` = ``gain[y]`` (LightGBM's ``label_gain``) or ``2^y - 1``.
+      Queries with ``IDCG@k = 0`` contribute nothing.
+    - ``"err"``: Burges' O(n^2) swap formula (sec. 3), ``R_i = G(y_i) / (1 + G(y_max))``
+      (``= (2^y_i - 1) / 2^y_max`` for the default gain), ``y_max`` the largest training label;
+      with ``k``, ERR@k.
+    - ``"map"``, ``"mrr"``: change of average precision / reciprocal rank, relevance ``y > 0``;
+      with ``k``, AP@k normalised by ``min(#relevant, k)`` and RR@k.
+
+    ``grad`` is the derivative of Burges' utility
+    ``C = sum_pairs w_ij |dZ_ij| log(1 + exp(-sigma (s_i - s_j)))`` with ``|dZ|`` frozen at the
+    current sort (what :meth:`loss` returns); pair weight ``w_ij = (w_i + w_j) / 2``.
+
+    Options (keyword-only):
+
+    - ``k``: metric cutoff (``None``: the whole list).
+    - ``sigma``: sigmoid steepness (LightGBM's ``sigmoid``).
+    - ``truncation``: LightGBM's ``lambdarank_truncation_level``: only pairs with at least one
+      row ranked in the top ``truncation`` positions. Note: LightGBM also uses it as the cutoff
+      of IDCG; here the cutoff of the metric (IDCG and ``D``) is ``k`` alone.
+    - ``gain``: per-grade gain table (``metric`` ndcg or err; labels must be integer grades below
+      ``len(gain)``).
+    - ``norm``: LightGBM's ``lambdarank_norm`` (``rank_objective.hpp``): when the query's scores
+      are not all equal each ``|dZ|`` is divided by ``0.01 + |s_i - s_j|``, and the query's
+      gradients and hessians are multiplied by ``log2(1 + S) / S`` with ``S = sum_pairs 2 lambda_ij``
+      (unweighted). :meth:`loss` applies the same frozen factors, so ``grad`` stays its derivative.
+      Default ``False`` (LightGBM's default is ``True``).
+    """
+
+    pairwise = True
+    needs_group = True
+
+    def __init__(self, *, metric="ndcg", k=None, sigma=1.0, truncation=None, gain=None, norm=False):
+        self.metric = check_choice(metric, "metric", set(_METRICS))
+        self.k = check_int(k, "k", minimum=1, allow_none=True)
+        self.sigma = check_positive(sigma, "sigma")
+        self.truncation = check_int(truncation, "truncation", minimum=1, allow_none=True)
+        if not isinstance(norm, (bool, np.bool_)):
+            raise TypeError(f"norm must be True or False, got {type(norm).__name__}")
+        self.norm = bool(norm)
+        self.gain = _check_gain(gain)
+        if self.gain is not None and self.metric not in ("ndcg", "err"):
+            raise ValueError(f"gain applies to metric 'ndcg' or 'err', not {self.metric!r}")
+
+    @property
+    def integer_labels(self):
+        return self.metric == "err" or self.gain is not None
+
+    def check_prepared(self, prep):
+        if self.gain is not None and prep.labels.size and prep.labels.max() >= len(self.gain):
+            raise ValueError(
+                f"labels go up to {prep.labels.max():g} but gain has only {len(self.gain)} entries "
+                "(one per grade 0, 1, ...)"
+            )
+        super().check_prepared(prep)
+
+    def _row_gain(self, y):
+        if self.gain is not None:
+            return np.asarray(self.gain, dtype=np.float64)[y.astype(np.int64)]
+        return np.exp2(y) - 1.0
+
+    def _state(self, prep):
+        y = prep.labels
+        ptr = prep.ptr
+        k = self.k if self.k is not None else _NO_CUTOFF
+        sizes = prep.groups.sizes
+        disc = np.zeros(1, dtype=np.float64)
+        if self.metric == "ndcg":
+            row_gain = self._row_gain(y)
+            disc = LK.discount_table(_max_query_size(prep), k)
+            idcg = LK.ideal_dcg(row_gain, ptr, disc)
+            qnorm = np.zeros_like(idcg)
+            np.divide(1.0, idcg, out=qnorm, where=idcg > 0)
+        elif self.metric == "err":
+            g = self._row_gain(y)
+            top = g.max() if g.size else 0.0
+            row_gain = g / (1.0 + top)  # < 1, so every T_i = 1 - R_i > 0 in Burges' formula
+            qnorm = np.ones(sizes.size)
+        else:
+            row_gain = (y > 0).astype(np.float64)
+            n_rel = np.bincount(np.repeat(np.arange(sizes.size), sizes), weights=row_gain, minlength=sizes.size)
+            if self.metric == "map":
+                n_rel = np.minimum(n_rel, k)
+                qnorm = np.zeros(sizes.size)
+                np.divide(1.0, n_rel, out=qnorm, where=n_rel > 0)
+            else:
+                qnorm = (n_rel > 0).astype(np.float64)
+        return {
+            "row_gain": np.ascontiguousarray(row_gain, dtype=np.float64),
+            "qnorm": np.ascontiguousarray(qnorm, dtype=np.float64),
+            "disc": disc,
+        }
+
+    def _args(self, prep, state):
+        w, use_w = _weights(prep)
+        k = self.k if self.k is not None else _NO_CUTOFF
+        trunc = self.truncation if self.truncation is not None else _NO_CUTOFF
+        return (prep.ptr, state["row_gain"], state["qnorm"], state["disc"], _METRICS[self.metric],
+                k, trunc, self.sigma, self.norm, w, use_w)
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        LK.lambdarank_grad_hess(scores, *self._args(prep, state), out_grad, out_hess)
+
+    def _loss(self, scores, prep, state):
+        return LK.lambdarank_loss(scores, *self._args(prep, state))
+
+    def _pair_couplings(self, scores, prep, state):
+        return LK.lambdarank_couplings(scores, *self._args(prep, state))
+
+
+class StructuredDCG(Objective):
+    """Structured-output ranking with a DCG@k loss (Chapelle 2007 slides, "Ranking application").
+
+    Per query, ``A(r) = max(k + 1 - r, 0)`` and ``Delta(pi) = DCG@k(ideal) - DCG@k(pi)``::
+
+        R_q(s) = max_pi [ Delta(pi) + sum_i s_i (A(pi_i) - A(pi*_i)) ]
+
+    with ``pi*`` the ideal ranking that makes the loss smallest (label descending, ties by current
+    score descending, then row order) and gains ``2^y - 1``. The max is an exact rectangular
+    assignment of rows to the ``min(k, n)`` scored positions (shortest augmenting path, O(k^2 n)
+    per query). ``grad_i = A(pi_hat_i) - A(pi*_i)`` (a subgradient; ``pi*`` is used whenever it
+    attains the max, so queries with zero loss get zero gradient). The true hessian is 0: the
+    objective uses the constant surrogate ``hess`` (Friedman's least-squares boosting, as on the
+    slide). Loss ``sum_q w_q R_q`` with ``w_q`` the mean row weight of the query.
+
+    Not pairwise: the surrogate hessian is a constant diagonal, so there are no pair couplings.
+    """
+
+    needs_group = True
+
+    def __init__(self, *, k=10, hess=1.0):
+        self.k = check_int(k, "k", minimum=1)
+        self.hess = check_positive(hess, "hess")
+
+    def _state(self, prep):
+        return {"row_gain": np.exp2(prep.labels) - 1.0}
+
+    def _args(self, prep, state):
+        w, use_w = _weights(prep)
+        return prep.ptr, state["row_gain"], self.k, w, use_w
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        SK.structured_dcg_grad_hess(scores, *self._args(prep, state), self.hess, out_grad, out_hess)
+
+    def _loss(self, scores, prep, state):
+        return SK.structured_dcg_loss(scores, *self._args(prep, state))
