@@ -1,0 +1,307 @@
+"""Method names of ``customobj compare``: one parser for every backend.
+
+Grammar (whitespace around every token is ignored)::
+
+    method    := backend ":" target [ "(" options ")" ] [ "[" criterion "]" ]
+    options   := key "=" value ( "," key "=" value )*
+    value     := int | float | true/false | none | 'quoted' | "quoted" | bare-word
+
+``backend`` is ``lgb`` (LightGBM), ``xgb`` (XGBoost), ``cb`` (CatBoost, optional extra) or ``ole``
+(customobj's own booster, :class:`customobj.ole.TreeBooster`). ``target`` is either a native
+objective of the library (``lgb:lambdarank``, ``xgb:rank:ndcg``, ``cb:YetiRank``) or the class
+name of a customobj objective (``lgb:LambdaRank``, ``xgb:MPBoost(ddf=logdd,lam=3)``). Names are
+case-sensitive because ``lgb:lambdarank`` (LightGBM's) and ``lgb:LambdaRank`` (ours) differ.
+Options of a native method are passed to the library as parameters; options of a customobj
+objective are its keyword arguments. ``criterion`` (``ole``/``wse``/``se``, default ``ole``) is the
+split criterion of the ``ole`` backend and is rejected elsewhere. Values are parsed without
+``eval``.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+__all__ = [
+    "BACKENDS",
+    "NATIVE",
+    "CRITERIA",
+    "MethodSpec",
+    "parse_method",
+    "parse_methods",
+    "split_methods",
+    "parse_value",
+    "objective_names",
+    "build_objective",
+    "valid_names_help",
+]
+
+BACKENDS = {
+    "lgb": "LightGBM",
+    "xgb": "XGBoost",
+    "cb": "CatBoost (optional extra: pip install 'customobj[catboost]')",
+    "ole": "customobj.ole.TreeBooster",
+}
+
+#: Native ranking / regression objectives per backend (the library's own spelling).
+NATIVE = {
+    "lgb": ("lambdarank", "rank_xendcg", "regression"),
+    "xgb": ("rank:ndcg", "rank:pairwise"),
+    "cb": ("YetiRank", "PairLogit", "YetiRankPairwise", "PairLogitPairwise"),
+    "ole": (),
+}
+
+#: Backends that train a customobj objective.
+CUSTOM_BACKENDS = ("lgb", "xgb", "ole")
+
+CRITERIA = ("ole", "wse", "se")
+
+# Objective classes that are building blocks, not losses one can train from graded labels alone.
+_NOT_TRAINABLE = frozenset({"Objective", "Prepared", "Sum", "Scaled"})
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_INT = re.compile(r"[+-]?\d+\Z")
+_FLOAT = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|nan)\Z", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A parsed method name. ``native`` tells a library objective from a customobj one."""
+
+    backend: str
+    target: str
+    native: bool
+    options: tuple = field(default=())  # ((key, value), ...) in the order given
+    criterion: str | None = None
+
+    @property
+    def kwargs(self):
+        return dict(self.options)
+
+    @property
+    def label(self):
+        """Canonical spelling: no whitespace, options as parsed, the ole criterion always shown."""
+        text = f"{self.backend}:{self.target}"
+        if self.options:
+            text += "(" + ",".join(f"{k}={_format_value(v)}" for k, v in self.options) + ")"
+        if self.criterion is not None:
+            text += f"[{self.criterion}]"
+        return text
+
+    def __str__(self):
+        return self.label
+
+
+def _format_value(v):
+    if isinstance(v, bool) or v is None:
+        return str(v).lower()
+    if isinstance(v, str) and (not _KEY.match(v) or v.lower() in ("true", "false", "none", "null")):
+        return repr(v)
+    return str(v)
+
+
+def objective_names():
+    """Class names of the customobj objectives available right now (sorted)."""
+    from .. import objectives
+
+    names = []
+    for name in getattr(objectives, "__all__", ()):
+        cls = getattr(objectives, name, None)
+        if name in _NOT_TRAINABLE or not isinstance(cls, type):
+            continue
+        if issubclass(cls, objectives.Objective):
+            names.append(name)
+    return sorted(names)
+
+
+def valid_names_help():
+    lines = ["valid method names are BACKEND:TARGET[(key=value,...)][[criterion]] with"]
+    lines.append("  backends: " + ", ".join(f"{b} ({d})" for b, d in BACKENDS.items()))
+    for b, natives in NATIVE.items():
+        if natives:
+            lines.append(f"  native {b} objectives: " + ", ".join(f"{b}:{n}" for n in natives))
+    objs = objective_names()
+    lines.append("  customobj objectives (with lgb, xgb or ole): " + (", ".join(objs) or "(none importable)"))
+    lines.append("  criteria (ole backend only): " + ", ".join(CRITERIA))
+    lines.append("  e.g. lgb:lambdarank, xgb:rank:ndcg, lgb:LambdaRank, xgb:MPBoost(ddf=logdd,lam=3), "
+                 "ole:RankNet(sigma=2)[se]")
+    return "\n".join(lines)
+
+
+def _error(text, why, suggest_from=()):
+    msg = f"invalid method {text!r}: {why}"
+    close = difflib.get_close_matches(why.split("'")[1] if "'" in why else "", list(suggest_from), n=3)
+    if close:
+        msg += f" (did you mean {', '.join(close)}?)"
+    return ValueError(msg + "\n" + valid_names_help())
+
+
+def _split_top(text, sep, what):
+    """Split on ``sep`` outside parentheses, brackets and quotes; reject unbalanced input."""
+    parts, quote, start = [], None, 0
+    closing = {")": "(", "]": "["}
+    stack = []
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([":
+            stack.append(ch)
+        elif ch in ")]":
+            if not stack or stack[-1] != closing[ch]:
+                raise ValueError(f"unbalanced {ch!r} at position {i} in {what} {text!r}")
+            stack.pop()
+        elif ch == sep and not stack:
+            parts.append(text[start:i])
+            start = i + 1
+    if quote:
+        raise ValueError(f"unterminated quote {quote} in {what} {text!r}")
+    if stack:
+        raise ValueError(f"unclosed {stack[-1]!r} in {what} {text!r}")
+    parts.append(text[start:])
+    return parts
+
+
+def split_methods(text):
+    """Split a comma-separated method list, keeping commas inside ``(...)`` and ``[...]``."""
+    if not isinstance(text, str):
+        raise TypeError(f"methods must be a string, got {type(text).__name__}")
+    parts = [p.strip() for p in _split_top(text, ",", "method list")]
+    if not any(parts):
+        raise ValueError("the method list is empty\n" + valid_names_help())
+    empty = [i for i, p in enumerate(parts) if not p]
+    if empty:
+        raise ValueError(f"empty method name at position {empty[0] + 1} in {text!r} (stray comma?)")
+    return parts
+
+
+def parse_value(text):
+    """``'3'`` -> 3, ``'0.5'``/``'1e-3'`` -> float, ``true``/``false`` -> bool, ``none`` -> None,
+    quoted text -> the text inside, anything else -> the stripped string. Never evaluates code."""
+    t = text.strip()
+    if not t:
+        raise ValueError("empty value")
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"":
+        return t[1:-1]
+    low = t.lower()
+    if low == "true":
+        return True
+    if low == "false":
+        return False
+    if low in ("none", "null"):
+        return None
+    if _INT.match(t):
+        return int(t)
+    if _FLOAT.match(t):
+        return float(t)
+    if any(ch in t for ch in "()[]=,'\""):
+        raise ValueError(f"cannot parse value {t!r}; quote strings that hold brackets, '=' or ','")
+    return t
+
+
+def _parse_options(body, text):
+    body = body.strip()
+    if not body:
+        return ()
+    options, seen = [], set()
+    for item in _split_top(body, ",", "options of"):
+        item = item.strip()
+        if not item:
+            raise _error(text, "empty option (stray comma in the parentheses)")
+        if "=" not in item:
+            raise _error(text, f"option {item!r} must look like key=value")
+        key, value = (s.strip() for s in item.split("=", 1))
+        if not _KEY.match(key):
+            raise _error(text, f"option name {key!r} is not an identifier")
+        if key in seen:
+            raise _error(text, f"option {key!r} given twice")
+        seen.add(key)
+        try:
+            options.append((key, parse_value(value)))
+        except ValueError as exc:
+            raise _error(text, f"option {key!r}: {exc}") from None
+    return tuple(options)
+
+
+def parse_method(text):
+    """Parse one method name into a :class:`MethodSpec`; ``ValueError`` listing valid names if bad."""
+    if not isinstance(text, str):
+        raise TypeError(f"method name must be a string, got {type(text).__name__}")
+    raw = text
+    s = text.strip()
+    if not s:
+        raise _error(raw, "empty name")
+    try:
+        _split_top(s, "\0", "method")  # balance check only
+    except ValueError as exc:
+        raise _error(raw, str(exc)) from None
+
+    criterion = None
+    if s.endswith("]"):
+        open_at = s.rfind("[")
+        criterion = s[open_at + 1:-1].strip()
+        s = s[:open_at].rstrip()
+        if criterion not in CRITERIA:
+            raise _error(raw, f"criterion '{criterion}' is not one of {', '.join(CRITERIA)}", CRITERIA)
+    options = ()
+    if s.endswith(")"):
+        open_at = s.find("(")
+        options = _parse_options(s[open_at + 1:-1], raw)
+        s = s[:open_at].rstrip()
+    if any(ch in s for ch in "()[]"):
+        raise _error(raw, "options '(...)' must come before the criterion '[...]', each at most once")
+
+    if ":" not in s:
+        raise _error(raw, f"missing backend prefix; use one of {', '.join(b + ':' for b in BACKENDS)}")
+    backend, target = (p.strip() for p in s.split(":", 1))
+    target = re.sub(r"\s*:\s*", ":", target)  # 'rank : ndcg' -> 'rank:ndcg'
+    if backend not in BACKENDS:
+        raise _error(raw, f"unknown backend '{backend}'", BACKENDS)
+    if not target:
+        raise _error(raw, "missing objective after the backend")
+
+    if target in NATIVE[backend]:
+        native = True
+    elif backend in CUSTOM_BACKENDS and target in objective_names():
+        native = False
+    else:
+        candidates = list(NATIVE[backend]) + (objective_names() if backend in CUSTOM_BACKENDS else [])
+        why = f"'{target}' is neither a native {backend} objective nor a customobj objective"
+        if not NATIVE[backend]:
+            why = f"'{target}' is not a customobj objective (the {backend} backend trains those only)"
+        elif backend not in CUSTOM_BACKENDS:
+            why = f"'{target}' is not a native {backend} objective (customobj objectives need lgb, xgb or ole)"
+        raise _error(raw, why, candidates)
+
+    if backend == "ole":
+        criterion = criterion or "ole"
+    elif criterion is not None:
+        raise _error(raw, f"a criterion '[{criterion}]' only applies to the ole backend")
+    return MethodSpec(backend, target, native, options, criterion)
+
+
+def parse_methods(text_or_list):
+    """Parse a comma-separated string (or a list of names); labels must be unique."""
+    names = split_methods(text_or_list) if isinstance(text_or_list, str) else list(text_or_list)
+    specs = [parse_method(n) for n in names]
+    labels = [s.label for s in specs]
+    dup = sorted({lab for lab in labels if labels.count(lab) > 1})
+    if dup:
+        raise ValueError(f"method(s) listed twice: {', '.join(dup)}")
+    return specs
+
+
+def build_objective(spec):
+    """Instantiate the customobj objective of ``spec``; bad options become a ``ValueError``."""
+    if spec.native:
+        raise ValueError(f"{spec.label} is a native {BACKENDS[spec.backend]} objective, not a customobj one")
+    from .. import objectives
+
+    cls = getattr(objectives, spec.target)
+    try:
+        return cls(**spec.kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"invalid options for {spec.label}: {exc}") from None

@@ -1,0 +1,285 @@
+"""Train one method on one fold and return its scores and validation curve.
+
+Every trainer gets the same :class:`Settings` (rounds, leaves, learning rate, seed, threads, early
+stopping patience on the validation fold) and records validation NDCG@10 per round with the
+library's own recorder: LightGBM ``record_evaluation``, XGBoost ``evals_result``, CatBoost
+``get_evals_result``, ``TreeBooster.evals_result_``. LightGBM and XGBoost use their native
+``ndcg@10`` (exponential gain ``2**y - 1``, queries without relevant rows count 1.0 -- the
+convention of :mod:`customobj.metrics`); multi-output objectives (McRank) use the adapters' metric.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .methods import BACKENDS, build_objective
+
+__all__ = ["Settings", "Split", "TrainResult", "train", "warm_up", "catboost_available"]
+
+CURVE_METRIC = "ndcg@10"
+
+
+@dataclass(frozen=True)
+class Settings:
+    rounds: int = 100
+    num_leaves: int = 31
+    learning_rate: float = 0.1
+    seed: int = 0
+    jobs: int = 2
+    early_stopping: int = 20  # patience in rounds; 0 disables early stopping
+
+
+@dataclass
+class Split:
+    """Dense features, graded labels and query sizes of one part of a fold."""
+
+    X: np.ndarray
+    y: np.ndarray
+    sizes: np.ndarray
+
+    @classmethod
+    def from_data(cls, data):
+        X, y, group = (data.X, data.y, data.group) if hasattr(data, "X") else data
+        if group is None:
+            raise ValueError("the data has no query information (qid: tokens or a LightGBM .query file)")
+        sizes = np.asarray(group.sizes if hasattr(group, "sizes") else group, dtype=np.int64)
+        X = np.ascontiguousarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
+        return cls(X, np.ascontiguousarray(y, dtype=np.float64), sizes)
+
+    @property
+    def ptr(self):
+        return np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+
+    @property
+    def qid(self):
+        return np.repeat(np.arange(self.sizes.size, dtype=np.int64), self.sizes)
+
+
+@dataclass
+class TrainResult:
+    test_scores: np.ndarray
+    valid_scores: np.ndarray
+    curve: np.ndarray  # validation NDCG@10 after each trained round
+    best_round: int  # number of rounds kept (1-based)
+    rounds_trained: int
+    train_time: float  # seconds, data set construction + training, prediction excluded
+
+
+def catboost_available():
+    try:
+        import catboost  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _ranking_score(obj, raw):
+    """Scores to rank by: the raw margin, or the objective's own mapping for multi-output losses."""
+    raw = np.asarray(raw, dtype=np.float64)
+    if raw.ndim == 2 and raw.shape[1] > 1:
+        for name in ("predict_relevance", "ranking_scores"):
+            fn = getattr(obj, name, None)
+            if callable(fn):
+                return np.asarray(fn(raw), dtype=np.float64)
+        # SPEC.md section 1: McRank ranks by the expected grade under the softmax.
+        z = raw - raw.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        return p @ np.arange(raw.shape[1], dtype=np.float64)
+    return raw.reshape(-1)
+
+
+def _adapter(module, name):
+    """``adapters.<name>``, or from its submodule while the package does not re-export it yet."""
+    import importlib
+
+    import adapters
+
+    fn = getattr(adapters, name, None)
+    return fn if fn is not None else getattr(importlib.import_module(f"adapters.{module}"), name)
+
+
+def _objective(spec, train_):
+    """The customobj objective of ``spec``, its number of outputs settled on the training labels."""
+    obj = build_objective(spec)
+    if obj.n_outputs is None:  # McRank without n_classes infers K from the first data it sees
+        obj.prepare(train_.y, train_.sizes)
+    return obj
+
+
+# --- LightGBM -------------------------------------------------------------------------------------
+def _train_lgb(spec, st, train_, valid, test):
+    import lightgbm as lgb
+
+    obj = None
+    params = {
+        "num_leaves": st.num_leaves, "learning_rate": st.learning_rate, "seed": st.seed,
+        "deterministic": True, "force_row_wise": True, "num_threads": st.jobs, "verbosity": -1,
+        "metric": "ndcg", "eval_at": [10],
+    }
+    feval = None
+    if spec.native:
+        params["objective"] = spec.target
+        params.update(spec.kwargs)
+    else:
+        obj = _objective(spec, train_)
+        params["objective"] = _adapter("lightgbm", "lightgbm_objective")(obj)
+        if obj.n_outputs > 1:
+            params["num_class"] = obj.n_outputs
+            params["metric"] = "None"
+            feval = _adapter("metrics", "lightgbm_metric")(CURVE_METRIC)
+    start = time.perf_counter()
+    dtrain = lgb.Dataset(train_.X, train_.y, group=train_.sizes, free_raw_data=False)
+    dvalid = lgb.Dataset(valid.X, valid.y, group=valid.sizes, reference=dtrain)
+    record = {}
+    callbacks = [lgb.record_evaluation(record)]
+    if st.early_stopping > 0:
+        callbacks.append(lgb.early_stopping(st.early_stopping, first_metric_only=True, verbose=False))
+    booster = lgb.train(params, dtrain, num_boost_round=st.rounds, valid_sets=[dvalid],
+                        valid_names=["valid"], feval=feval, callbacks=callbacks)
+    elapsed = time.perf_counter() - start
+    curve = np.asarray(next(iter(record["valid"].values())), dtype=np.float64)
+    # lgb.train keeps only the best rounds of an early-stopped model; the record has them all.
+    best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
+    predict = lambda X: _ranking_score(obj, booster.predict(X, num_iteration=best, raw_score=True))  # noqa: E731
+    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(curve.size), elapsed)
+
+
+# --- XGBoost --------------------------------------------------------------------------------------
+def _train_xgb(spec, st, train_, valid, test):
+    import xgboost as xgb
+
+    obj = None
+    params = {
+        # Leaf-wise growth with a leaf budget, as LightGBM, so num_leaves means the same thing.
+        "tree_method": "hist", "grow_policy": "lossguide", "max_leaves": st.num_leaves, "max_depth": 0,
+        "eta": st.learning_rate, "seed": st.seed, "nthread": st.jobs, "verbosity": 0,
+        "eval_metric": CURVE_METRIC, "disable_default_eval_metric": 1,
+    }
+    kwargs = {}
+    if spec.native:
+        params["objective"] = spec.target
+        params.update(spec.kwargs)
+    else:
+        obj = _objective(spec, train_)
+        kwargs["obj"] = _adapter("xgboost", "xgboost_objective")(obj)
+        # base_score=0 (pointwise terms see the true margin, as with LightGBM), num_class for McRank.
+        params = _adapter("xgboost", "xgboost_params")(obj, params)
+        if obj.n_outputs > 1:
+            params.pop("eval_metric")
+            kwargs["custom_metric"] = _adapter("metrics", "xgboost_metric")(CURVE_METRIC)
+            kwargs["maximize"] = True
+    start = time.perf_counter()
+    dtrain = xgb.DMatrix(train_.X, label=train_.y, group=train_.sizes, nthread=st.jobs)
+    dvalid = xgb.DMatrix(valid.X, label=valid.y, group=valid.sizes, nthread=st.jobs)
+    record = {}
+    booster = xgb.train(params, dtrain, num_boost_round=st.rounds, evals=[(dvalid, "valid")],
+                        evals_result=record, verbose_eval=False,
+                        early_stopping_rounds=st.early_stopping or None, **kwargs)
+    elapsed = time.perf_counter() - start
+    curve = np.asarray(next(iter(record["valid"].values())), dtype=np.float64)
+    trained = booster.num_boosted_rounds()
+    best = booster.best_iteration + 1 if st.early_stopping > 0 else trained
+
+    def predict(X):
+        raw = booster.predict(xgb.DMatrix(X, nthread=st.jobs), output_margin=True, iteration_range=(0, best))
+        return _ranking_score(obj, raw)
+
+    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(trained), elapsed)
+
+
+# --- CatBoost -------------------------------------------------------------------------------------
+def _train_cb(spec, st, train_, valid, test):
+    try:
+        import catboost
+    except ImportError:
+        raise RuntimeError(f"{spec.label} needs CatBoost, an optional extra: pip install 'customobj[catboost]'") from None
+    metric = "NDCG:top=10;type=Exp"
+    params = {
+        "loss_function": spec.target, "iterations": st.rounds, "learning_rate": st.learning_rate,
+        # CatBoost grows symmetric trees: depth d has 2**d leaves, the closest to num_leaves.
+        "depth": max(1, min(16, round(math.log2(max(st.num_leaves, 2))))),
+        "random_seed": st.seed, "thread_count": st.jobs, "eval_metric": metric,
+        "verbose": False, "allow_writing_files": False,
+    }
+    if st.early_stopping > 0:
+        params.update(od_type="Iter", od_wait=st.early_stopping, use_best_model=True)
+    else:
+        params["use_best_model"] = False
+    params.update(spec.kwargs)
+    start = time.perf_counter()
+    pool_train = catboost.Pool(train_.X, train_.y, group_id=train_.qid)
+    pool_valid = catboost.Pool(valid.X, valid.y, group_id=valid.qid)
+    model = catboost.CatBoost(params)
+    model.fit(pool_train, eval_set=pool_valid)
+    elapsed = time.perf_counter() - start
+    results = model.get_evals_result()["validation"]
+    key = next(k for k in results if k.startswith("NDCG"))
+    curve = np.asarray(results[key], dtype=np.float64)
+    best = model.tree_count_
+    predict = lambda X: np.asarray(model.predict(X, prediction_type="RawFormulaVal"), dtype=np.float64)  # noqa: E731
+    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(curve.size), elapsed)
+
+
+# --- customobj.ole.TreeBooster --------------------------------------------------------------------
+def _ole_booster(spec, st, obj, rounds):
+    from ..ole import TreeBooster
+
+    return TreeBooster(obj, criterion=spec.criterion, num_leaves=st.num_leaves, learning_rate=st.learning_rate,
+                       n_estimators=rounds, random_state=st.seed, n_jobs=st.jobs, verbose=False)
+
+
+def _train_ole(spec, st, train_, valid, test):
+    obj = _objective(spec, train_)
+    model = _ole_booster(spec, st, obj, st.rounds)
+    start = time.perf_counter()
+    model.fit(train_.X, train_.y, train_.sizes, eval_set=[(valid.X, valid.y)], eval_group=[valid.sizes],
+              eval_metric=CURVE_METRIC, early_stopping_rounds=st.early_stopping or None)
+    elapsed = time.perf_counter() - start
+    curve = _first_curve(model.evals_result_)
+    best = getattr(model, "best_iteration_", None)
+    trained = curve.size if curve.size else st.rounds
+    best = int(best) if best else trained
+    predict = lambda X: _ranking_score(obj, model.predict(X, num_iteration=best))  # noqa: E731
+    return TrainResult(predict(test.X), predict(valid.X), curve, best, int(trained), elapsed)
+
+
+def _first_curve(record):
+    """The first metric list of an ``evals_result_``-style nested dict (or a plain list)."""
+    node = record
+    while isinstance(node, dict):
+        if not node:
+            return np.zeros(0)
+        node = next(iter(node.values()))
+    return np.asarray(node, dtype=np.float64)
+
+
+_TRAINERS = {"lgb": _train_lgb, "xgb": _train_xgb, "cb": _train_cb, "ole": _train_ole}
+assert set(_TRAINERS) == set(BACKENDS)
+
+
+def train(spec, settings, train_, valid, test):
+    """Train ``spec`` on ``train_`` with early stopping on ``valid``; score ``valid`` and ``test``."""
+    return _TRAINERS[spec.backend](spec, settings, train_, valid, test)
+
+
+def warm_up(spec, settings):
+    """Compile the numba code a customobj method uses on tiny data, so timings exclude the JIT."""
+    if spec.native:
+        return
+    rng = np.random.default_rng(0)
+    sizes = np.array([5, 6, 4], dtype=np.int64)
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, 3))
+    y = rng.integers(0, 3, size=n).astype(np.float64)
+    y[:3] = [0.0, 1.0, 2.0]
+    tiny = Split(X, y, sizes)
+    obj = _objective(spec, tiny)
+    shape = (n,) if obj.n_outputs == 1 else (n, obj.n_outputs)
+    obj.grad_hess(rng.normal(size=shape), y, sizes)
+    if spec.backend == "ole":
+        booster = _ole_booster(spec, settings, obj, 2)
+        booster.fit(X, y, sizes, eval_set=[(X, y)], eval_group=[sizes], eval_metric=CURVE_METRIC)

@@ -1,0 +1,165 @@
+"""``customobj compare`` end to end, with tiny settings (small synthetic data, a few rounds)."""
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+from customobj.cli import main as cli_main
+from customobj.compare import command
+from customobj.compare.report import RESULT_COLUMNS, TEST_METRICS, mean_curve, paired_comparison
+
+TINY = ["--synthetic-queries", "60", "--synthetic-docs", "10", "--rounds", "6", "--num-leaves", "7",
+        "--early-stopping", "3", "--quiet"]
+METHODS = ("lgb:lambdarank,xgb:rank:ndcg,cb:YetiRank,lgb:LambdaRank(truncation=10),"
+           "xgb:MPBoost(ddf=logdd,lam=3),lgb:McRank,ole:RankNet[ole],ole:RankNet(sigma=2)[wse]")
+LABELS = ["lgb:lambdarank", "xgb:rank:ndcg", "cb:YetiRank", "lgb:LambdaRank(truncation=10)",
+          "xgb:MPBoost(ddf=logdd,lam=3)", "lgb:McRank", "ole:RankNet[ole]", "ole:RankNet(sigma=2)[wse]"]
+
+
+def _read_csv(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("compare")
+    code = cli_main(["compare", *TINY, "--folds", "1,2", "--methods", METHODS,
+                     "--baseline", "lgb:LambdaRank( truncation = 10 )", "--out", str(out)])
+    return code, out
+
+
+def test_end_to_end_files(tiny_run):
+    code, out = tiny_run
+    assert code == 0
+    rows = _read_csv(out / "results.csv")
+    assert list(rows[0]) == list(RESULT_COLUMNS)
+    assert sorted((r["method"], r["fold"]) for r in rows) == sorted((m, f) for m in LABELS for f in ("1", "2"))
+    for r in rows:
+        for col, _ in TEST_METRICS:
+            v = float(r[col])
+            assert math.isfinite(v) and 0.0 <= v <= 1.0, (r["method"], col, v)
+        assert 1 <= int(r["best_round"]) <= int(r["rounds_trained"]) <= 6
+        assert float(r["train_time_s"]) > 0
+
+    summary = _read_csv(out / "summary.csv")
+    assert [s["method"] for s in summary] == LABELS
+    assert all(s["n_folds"] == "2" for s in summary)
+    for s in summary:
+        vals = [float(r["ndcg@10"]) for r in rows if r["method"] == s["method"]]
+        assert float(s["ndcg@10_mean"]) == pytest.approx(np.mean(vals))
+        assert float(s["ndcg@10_std"]) == pytest.approx(np.std(vals))
+
+    paired = _read_csv(out / "paired.csv")
+    assert [p["method"] for p in paired] == [m for m in LABELS if m != "lgb:LambdaRank(truncation=10)"]
+    assert all(p["baseline"] == "lgb:LambdaRank(truncation=10)" for p in paired)
+    n_test_queries = 2 * 12  # 60 queries in 5 parts; each fold tests on one part
+    assert all(int(p["n_queries"]) == n_test_queries for p in paired)
+    assert all(int(p["wins"]) + int(p["losses"]) + int(p["ties"]) == n_test_queries for p in paired)
+
+    data = json.loads((out / "results.json").read_text())
+    assert data["methods"] == LABELS and data["folds"] == [1, 2]
+    assert data["baseline"] == "lgb:LambdaRank(truncation=10)"
+    assert data["settings"]["rounds"] == 6 and data["settings"]["early_stopping"] == 3
+    assert len(data["results"]) == 2 * len(LABELS)
+    for m in LABELS:
+        per_fold = data["curves"][m]["per_fold"]
+        assert len(per_fold) == 2
+        res = [r for r in data["results"] if r["method"] == m]
+        for curve, r in zip(per_fold, res):
+            assert len(curve) == r["rounds_trained"]
+            assert all(0.0 <= v <= 1.0 for v in curve)
+    assert (out / "curves.png").stat().st_size > 10_000
+
+
+def test_recorded_curves_agree_with_customobj_metric(tiny_run):
+    """The libraries' validation NDCG@10 at the kept round equals customobj.metrics.ndcg on the
+    validation predictions (same gain, same convention for queries without relevant rows)."""
+    _, out = tiny_run
+    data = json.loads((out / "results.json").read_text())
+    for r in data["results"]:
+        if r["method"].startswith("cb:"):
+            continue  # CatBoost's own NDCG implementation, only checked to be in [0, 1]
+        fold_index = data["folds"].index(r["fold"])
+        curve = data["curves"][r["method"]]["per_fold"][fold_index]
+        assert curve[r["best_round"] - 1] == pytest.approx(r["valid_ndcg@10"], abs=1e-5), r["method"]
+
+
+def test_reproducible_from_seed(tmp_path, tiny_run):
+    _, first = tiny_run
+    methods = "lgb:lambdarank,xgb:rank:ndcg,cb:YetiRank,ole:RankNet[ole]"
+    code = command.main([*TINY, "--folds", "1,2", "--methods", methods, "--no-plot", "--out", str(tmp_path)])
+    assert code == 0
+    assert not (tmp_path / "curves.png").exists()
+    again = {(r["method"], r["fold"]): r for r in _read_csv(tmp_path / "results.csv")}
+    for r in _read_csv(first / "results.csv"):
+        if (r["method"], r["fold"]) in again:
+            for col, _ in TEST_METRICS:
+                assert r[col] == again[(r["method"], r["fold"])][col], (r["method"], col)
+
+
+def test_letor_one_fold(data_dir, tmp_path, capsys):
+    code = cli_main(["compare", "--letor", str(data_dir / "mq2008"), "--folds", "1", "--rounds", "3",
+                     "--methods", "lgb:lambdarank, xgb:RankNet", "--out", str(tmp_path), "--no-plot"])
+    assert code == 0
+    rows = _read_csv(tmp_path / "results.csv")
+    assert [(r["method"], r["fold"]) for r in rows] == [("lgb:lambdarank", "1"), ("xgb:RankNet", "1")]
+    assert all(0 < float(r["ndcg@10"]) <= 1 for r in rows)
+    printed = capsys.readouterr().out
+    assert "NDCG@10" in printed and "paired comparison with lgb:lambdarank" in printed
+    assert "156 queries" in printed  # MQ2008 Fold1 test queries
+
+
+def test_train_valid_test_files(data_dir, tmp_path):
+    fold = data_dir / "mq2008" / "Fold1"
+    code = command.main(["--train", str(fold / "vali.txt.gz"), "--valid", str(fold / "test.txt.gz"),
+                         "--test", str(fold / "test.txt.gz"), "--rounds", "2", "--methods", "lgb:regression",
+                         "--out", str(tmp_path), "--no-plot", "--quiet"])
+    assert code == 0
+    assert [r["fold"] for r in _read_csv(tmp_path / "results.csv")] == ["1"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--methods", "lgb:Nope"], "invalid method 'lgb:Nope'"),
+    (["--methods", "lgb:RankNet(bogus=1)"], "invalid options for lgb:RankNet(bogus=1)"),
+    (["--methods", "lgb:lambdarank", "--baseline", "xgb:rank:ndcg"], "--baseline xgb:rank:ndcg is not one of"),
+    (["--letor", "/nonexistent/dir"], "no such directory"),
+    (["--train", "a.txt"], "missing --valid, --test"),
+    (["--folds", "6"], "synthetic data has folds 1..5"),
+    (["--methods", "lgb:Logistic", "--synthetic-queries", "20"], "lgb:Logistic cannot train on fold 1"),
+    (["--letor", "x", "--train", "a", "--valid", "b", "--test", "c"], "not both"),
+])
+def test_bad_arguments_exit_2(argv, message, tmp_path, capsys):
+    code = cli_main(["compare", *argv, "--out", str(tmp_path), "--quiet"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "customobj compare: error:" in err and message in err
+
+
+@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--learning-rate", "-1"], ["--folds", "a"],
+                                  ["--jobs", "x"], ["--early-stopping", "-1"], ["--bogus"]])
+def test_bad_option_values_are_argparse_errors(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli_main(["compare", *argv])
+    assert info.value.code == 2
+    assert "error" in capsys.readouterr().err
+
+
+def test_mean_curve_and_paired_helpers():
+    np.testing.assert_allclose(mean_curve([[0.1, 0.2, 0.3], [0.3, 0.4]]), [0.2, 0.3])
+    per_query = {"a": np.array([0.5, 0.6, 0.7, 0.8]), "b": np.array([0.6, 0.7, 0.8, 0.95])}
+    (p,) = paired_comparison(per_query, ["a", "b"], "a")
+    assert p["mean_diff_ndcg@10"] == pytest.approx(0.1125)
+    assert (p["wins"], p["losses"], p["ties"]) == (4, 0, 0)
+    assert 0 < p["ttest_p"] < 0.05 and 0 < p["wilcoxon_p"] <= 0.2
+    (same,) = paired_comparison({"a": per_query["a"], "c": per_query["a"].copy()}, ["a", "c"], "a")
+    assert math.isnan(same["wilcoxon_p"]) and same["ties"] == 4
+
+
+def test_missing_catboost_is_a_clear_error(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(command, "catboost_available", lambda: False)
+    code = command.main(["--methods", "lgb:lambdarank,cb:YetiRank", "--out", str(tmp_path), "--quiet"])
+    assert code == 2
+    assert "cb:YetiRank needs CatBoost, an optional extra: pip install 'customobj[catboost]'" in capsys.readouterr().err
