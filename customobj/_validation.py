@@ -19,7 +19,20 @@ __all__ = [
     "check_positive",
     "check_nonnegative",
     "check_choice",
+    "check_int",
+    "check_pair_budget",
+    "SCORE_LIMIT",
+    "MAX_PAIRS",
 ]
+
+#: Largest ``|score|`` an objective accepts. Margins this large mean a diverged model; beyond it
+#: squared losses (and products with weights) would overflow to inf, which no kernel may return.
+SCORE_LIMIT = 1e100
+
+#: Largest number of row pairs a function may materialise as arrays (``pair_couplings``,
+#: ``label_pairs``, ``precision_at_percent``, ...): 32 bytes a pair, so about 3.2 GB. One query of
+#: 20,000 rows has up to 2e8 pairs; gradients and losses never materialise pairs and are not limited.
+MAX_PAIRS = 100_000_000
 
 
 def _to_numpy(x, name):
@@ -63,9 +76,18 @@ def as_1d_float(x, name, *, n=None, finite=True, allow_2d=False):
     return arr
 
 
-def as_scores(scores, n=None, *, allow_2d=False, name="scores"):
-    """Scores (raw margins): finite float64."""
-    return as_1d_float(scores, name, n=n, allow_2d=allow_2d)
+def as_scores(scores, n=None, *, allow_2d=False, name="scores", max_abs=None):
+    """Scores (raw margins): finite float64; with ``max_abs``, ``|scores| <= max_abs`` too."""
+    s = as_1d_float(scores, name, n=n, allow_2d=allow_2d)
+    if max_abs is not None and s.size:
+        flat = s.ravel()
+        pos = int(np.argmax(np.abs(flat)))
+        if abs(flat[pos]) > max_abs:
+            raise ValueError(
+                f"{name} must satisfy |{name}| <= {max_abs:g}; found {flat[pos]:g} at position {pos} "
+                "(margins this large mean the model diverged: lower the learning rate)"
+            )
+    return s
 
 
 def as_labels(labels, n=None, *, integer=False, name="labels"):
@@ -95,22 +117,37 @@ def as_weight(weight, n, *, name="weight"):
 
 
 def as_pairs(pairs, n, *, name="pairs"):
-    """Explicit preference pairs: an ``(m, 2)`` int64 array, row ``pairs[k, 0]`` preferred to ``pairs[k, 1]``."""
+    """Explicit preference pairs: an ``(m, 2)`` int64 array, row ``pairs[k, 0]`` preferred to ``pairs[k, 1]``.
+
+    ``n`` is the number of rows (indices must lie in ``0..n-1``); ``None`` checks only ``>= 0``
+    (for options given before the data is known).
+    """
     arr = _to_numpy(pairs, name)
     if arr.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise ValueError(f"{name} must have shape (m, 2) (preferred row, other row), got {arr.shape}")
     if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)):
-            raise TypeError(f"{name} must hold integer row indices")
+        flat = arr.ravel()
+        bad = np.flatnonzero(~np.isfinite(flat) | (flat != np.floor(flat)) | (np.abs(flat) > 2.0**62))
+        if bad.size:
+            k = int(bad[0]) // 2
+            raise TypeError(f"{name} must hold integer row indices; found {flat[bad[0]]} in {name}[{k}]")
     elif arr.dtype.kind == "b":
         raise TypeError(f"{name} must hold integer row indices, got booleans")
+    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} holds a row index above the int64 range")
     arr = np.ascontiguousarray(arr, dtype=np.int64)
-    bad = np.flatnonzero((arr < 0).any(axis=1) | (arr >= n).any(axis=1))
-    if bad.size:
-        k = int(bad[0])
-        raise ValueError(f"{name}[{k}] = {arr[k].tolist()} points outside the data (rows 0..{n - 1})")
+    if n is None:
+        bad = np.flatnonzero((arr < 0).any(axis=1))
+        if bad.size:
+            k = int(bad[0])
+            raise ValueError(f"{name}[{k}] = {arr[k].tolist()} holds a negative row index (rows are 0, 1, ...)")
+    else:
+        bad = np.flatnonzero((arr < 0).any(axis=1) | (arr >= n).any(axis=1))
+        if bad.size:
+            k = int(bad[0])
+            raise ValueError(f"{name}[{k}] = {arr[k].tolist()} points outside the data (rows 0..{n - 1})")
     same = np.flatnonzero(arr[:, 0] == arr[:, 1])
     if same.size:
         k = int(same[0])
@@ -154,3 +191,13 @@ def check_int(value, name, *, minimum=None, allow_none=False):
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return int(value)
+
+
+def check_pair_budget(n_pairs, what, *, hint=""):
+    """Raise ``ValueError`` before materialising more than :data:`MAX_PAIRS` row pairs."""
+    if n_pairs > MAX_PAIRS:
+        raise ValueError(
+            f"{what} would materialise {n_pairs:,} row pairs (about {n_pairs * 32 / 1e9:.1f} GB), more than "
+            f"customobj._validation.MAX_PAIRS = {MAX_PAIRS:,}{'; ' + hint if hint else ''}"
+        )
+    return int(n_pairs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from customobj import _metric_kernels as K
-from customobj._validation import as_labels, as_scores
+from customobj._validation import as_labels, as_scores, check_pair_budget
 from customobj.groups import as_groups
 from customobj.metrics import _discounts, _empty, _k, _row_gains, ndcg
 
@@ -32,6 +32,8 @@ def best_linear_combination(s1, s2, labels, group, k=10, *, empty=1.0, gain=None
     alpha whose ranking the scores determine; at alpha = 0 and 1 ties in s2 / s1 count as in ndcg().
 
     Cost: O(sum_q n_q^2) crossings, and one O(n_q log n_q) evaluation per crossing of query q.
+    Inputs whose work ``sum_q n_q^2 (n_q - 1) / 2`` exceeds :data:`MAX_WORK` (1e10, about one query
+    of 2,700 rows) raise ``ValueError`` instead of running for hours.
     """
     a = as_scores(s1, name="s1")
     b = as_scores(s2, a.shape[0], name="s2")
@@ -39,6 +41,7 @@ def best_linear_combination(s1, s2, labels, group, k=10, *, empty=1.0, gain=None
     g = as_groups(group, a.shape[0])
     e = _empty(empty)
     kk = _k(k)
+    _check_work(g)
     gains = _row_gains(y, gain)
     disc = _discounts(g.ptr, "standard")
 
@@ -48,6 +51,25 @@ def best_linear_combination(s1, s2, labels, group, k=10, *, empty=1.0, gain=None
     # Report the metric itself at alpha (same arithmetic as any caller's check).
     value = ndcg(alpha * a + (1.0 - alpha) * b, y, g, k, empty=empty, gain=gain)
     return alpha, value
+
+
+#: Largest ``sum_q n_q * n_q (n_q - 1) / 2`` (crossings times the cost of one evaluation) accepted.
+MAX_WORK = 1e10
+
+
+def _check_work(g):
+    sizes = g.sizes.astype(np.float64)
+    pairs = sizes * (sizes - 1.0) / 2.0
+    check_pair_budget(int(pairs.sum()), "best_linear_combination",
+                      hint="evaluate on fewer rows per query")
+    work = float((pairs * sizes).sum())
+    if work > MAX_WORK:
+        q = int(np.argmax(pairs * sizes))
+        raise ValueError(
+            f"best_linear_combination needs about {work:.2g} operations (O(sum_q n_q^3); the largest "
+            f"query, group {q}, has {int(sizes[q])} rows), more than customobj.combine.MAX_WORK = "
+            f"{MAX_WORK:g}; evaluate on fewer rows per query"
+        )
 
 
 def _candidate_curve(a, b, gains, g, disc, kk, e):

@@ -98,6 +98,9 @@ class Groups:
             raise ValueError(f"qid must be 1-D, got shape {qid.shape}")
         if qid.dtype == object:
             raise TypeError("qid has dtype object; pass integer or string query ids as a typed array")
+        if qid.dtype.kind == "f" and qid.size and not np.all(np.isfinite(qid)):
+            row = int(np.flatnonzero(~np.isfinite(qid))[0])
+            raise ValueError(f"qid must be finite; found {qid[row]} at row {row}")
         if n_rows is not None and qid.size != n_rows:
             raise ValueError(f"qid has {qid.size} rows but data has {n_rows} rows")
         if qid.size == 0:

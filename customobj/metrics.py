@@ -28,7 +28,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from customobj import _metric_kernels as K
-from customobj._validation import as_1d_float, as_labels, as_scores, check_choice, check_int
+from customobj._validation import as_1d_float, as_labels, as_scores, check_choice, check_int, check_pair_budget
 from customobj.groups import as_groups
 
 __all__ = [
@@ -173,8 +173,9 @@ def err(scores, labels, group, k=None, *, max_grade=None, ties="stable", per_que
 
     ``max_grade`` defaults to the largest label in ``labels`` (all data, not per query) and must be
     at least that. An all-zero query scores 0 (ERR is not normalised, so it needs no ``empty``).
+    Labels must be integer grades (0, 1, 2, ...): ERR's stopping probabilities are defined per grade.
     """
-    s, y, g = _inputs(scores, labels, group)
+    s, y, g = _inputs(scores, labels, group, integer=True)
     top = float(y.max()) if y.size else 0.0
     if max_grade is None:
         max_grade = top
@@ -238,9 +239,18 @@ def precision_at_percent(scores, labels, group, percent=100):
         raise TypeError(f"percent must be a number in (0, 100], got {type(percent).__name__}")
     if not (0 < percent <= 100):
         raise ValueError(f"percent must be in (0, 100], got {percent}")
+    if percent == 100:
+        # Every pair counts: no sort, so no pair list (a 20,000-row query has 2e8 pairs).
+        bad = np.empty(g.n_groups, dtype=np.int64)
+        total = np.empty(g.n_groups, dtype=np.int64)
+        K.misordered_all(s, y, g.ptr, bad, total)
+        m = int(total.sum())
+        return (m - int(bad.sum())) / m if m else 1.0
     m = int(K.count_label_pairs(y, g.ptr))
     if m == 0:
         return 1.0
+    check_pair_budget(m, f"precision_at_percent(percent={percent})",
+                      hint="percent=100 needs no pair list; otherwise evaluate on fewer rows per query")
     abs_diff = np.empty(m)
     correct = np.empty(m, dtype=np.bool_)
     K.fill_pair_margins(s, y, g.ptr, abs_diff, correct)

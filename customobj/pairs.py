@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._validation import as_labels, check_int
+from ._validation import as_labels, check_int, check_pair_budget
 from .groups import as_groups
 
 __all__ = ["label_pairs", "count_label_pairs"]
@@ -117,6 +117,7 @@ def label_pairs(labels, group, *, max_pairs_per_query=None, seed=0):
     counts = count_pairs_kernel(y, g.ptr)
     cap_arr = -1 if cap is None else cap
     total = int(counts.sum()) if cap is None else int(np.minimum(counts, cap).sum())
+    check_pair_budget(total, "label_pairs", hint="pass max_pairs_per_query= to sample a fixed number per query")
     out_i = np.empty(total, dtype=np.int64)
     out_j = np.empty(total, dtype=np.int64)
     out_d = np.empty(total, dtype=np.float64)

@@ -13,6 +13,12 @@ Subclasses implement:
   diagonal hessian into the (zeroed or partially filled) float64 output arrays.
 - ``_loss(scores, prep, state) -> float``.
 - ``_pair_couplings(scores, prep, state) -> (i, j, c)`` for pairwise / listwise objectives.
+- ``_convert_labels(y) -> y`` (optional): map the user's labels to the non-negative grades the
+  kernels use, before validation (``Logistic``: ``{-1, +1} -> {0, 1}``). ``Sum`` and ``Scaled``
+  apply their parts' conversions in turn, so a converting part works inside a sum too.
+
+Scores must be finite with ``|s| <= SCORE_LIMIT`` (1e100, see ``customobj._validation``), so no
+kernel overflows; margins that large mean the model diverged.
 
 Weights: ``weight`` is per row. Pointwise terms are multiplied by ``w_i``; pairwise terms by
 the pair weight ``(w_i + w_j) / 2`` (equal to the query weight when weights are per query).
@@ -25,7 +31,7 @@ import numbers
 
 import numpy as np
 
-from .._validation import as_labels, as_scores, as_weight
+from .._validation import SCORE_LIMIT, as_1d_float, as_labels, as_scores, as_weight
 from ..groups import Groups, as_groups
 
 __all__ = ["Objective", "Prepared", "Sum", "Scaled"]
@@ -107,6 +113,7 @@ class Objective:
         """Validate and convert the data once; returns a :class:`Prepared` for the ``*_prepared`` calls."""
         if group is None and self.needs_group:
             raise ValueError(f"{type(self).__name__} is a ranking objective and needs group= (query sizes)")
+        labels = self._convert_labels(as_1d_float(labels, "labels"))
         prep = Prepared.build(labels, group, weight, integer_labels=self.integer_labels)
         self.check_prepared(prep)
         return prep
@@ -117,11 +124,24 @@ class Objective:
             raise ValueError(f"{type(self).__name__} needs integer grades in labels")
         prep.state_for(self)
 
+    def _convert_labels(self, labels):
+        """Labels (finite float64, 1-D) as the grades this objective's kernels use; default: unchanged."""
+        return labels
+
     def _state(self, prep):
         return None
 
     def _check_scores(self, scores, prep):
-        return as_scores(scores, prep.n_rows, allow_2d=self.n_outputs > 1)
+        return as_scores(scores, prep.n_rows, allow_2d=self.n_outputs > 1, max_abs=SCORE_LIMIT)
+
+    @staticmethod
+    def _check_out(out, shape, name):
+        if not isinstance(out, np.ndarray) or out.dtype != np.float64 or out.shape != shape \
+                or not out.flags.c_contiguous or not out.flags.writeable:
+            got = f"{type(out).__name__}" if not isinstance(out, np.ndarray) else \
+                f"{out.dtype} array of shape {out.shape}" + ("" if out.flags.writeable else " (read-only)")
+            raise ValueError(f"{name} must be a writable C-contiguous float64 array of shape {shape}, got {got}")
+        return out
 
     # --- public API ------------------------------------------------------------------------------
     def grad_hess(self, scores, labels, group=None, weight=None):
@@ -142,11 +162,11 @@ class Objective:
         if out_grad is None:
             out_grad = np.zeros(shape, dtype=np.float64)
         else:
-            out_grad[...] = 0.0
+            self._check_out(out_grad, shape, "out_grad")[...] = 0.0
         if out_hess is None:
             out_hess = np.zeros(shape, dtype=np.float64)
         else:
-            out_hess[...] = 0.0
+            self._check_out(out_hess, shape, "out_hess")[...] = 0.0
         self._grad_hess(s, prep, prep.state_for(self), out_grad, out_hess)
         return out_grad, out_hess
 
@@ -225,6 +245,11 @@ class Sum(Objective):
         for p in self.parts:
             p.check_prepared(prep)
 
+    def _convert_labels(self, labels):
+        for p in self.parts:
+            labels = p._convert_labels(labels)
+        return labels
+
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         for p in self.parts:
             p._grad_hess(scores, prep, prep.state_for(p), out_grad, out_hess)
@@ -267,6 +292,9 @@ class Scaled(Objective):
 
     def check_prepared(self, prep):
         self.objective.check_prepared(prep)
+
+    def _convert_labels(self, labels):
+        return self.objective._convert_labels(labels)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         # Children add into the outputs; scale only what this child contributes.

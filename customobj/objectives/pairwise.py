@@ -12,11 +12,10 @@ Pair weights: ``(w_i + w_j) / 2`` from the row weights, times any per-pair weigh
 from __future__ import annotations
 
 import numbers
-import sys
 
 import numpy as np
 
-from .._validation import as_1d_float, as_pairs, check_choice, check_nonnegative, check_positive
+from .._validation import as_1d_float, as_pairs, check_choice, check_nonnegative, check_pair_budget, check_positive
 from .base import Objective
 from . import _pairwise_kernels as PK
 from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
@@ -53,6 +52,10 @@ class _LabelPairs:
         """``(i, j, theta)`` arrays of every label pair (built on first use, then cached; read-only)."""
         key = (theta_mode, p)
         if key not in self._lists:
+            # Gradients and losses walk the pairs without storing them; only this list is O(pairs).
+            check_pair_budget(self.n_pairs, "pair_couplings",
+                              hint="gradients and losses do not materialise pairs and still work; "
+                                   "split very large queries or subsample rows per query")
             pi = np.empty(self.n_pairs, dtype=np.int64)
             pj = np.empty(self.n_pairs, dtype=np.int64)
             th = np.empty(self.n_pairs, dtype=np.float64)
@@ -157,7 +160,7 @@ class MPBoost(_LabelPairLoss):
 # --- explicit preference pairs --------------------------------------------------------------------------
 def _check_pairs_option(pairs, name="pairs"):
     """Shape/type checks that do not need the data (row bounds are checked at ``prepare``)."""
-    arr = as_pairs(pairs, sys.maxsize, name=name)
+    arr = as_pairs(pairs, None, name=name)
     arr.setflags(write=False)
     return arr
 

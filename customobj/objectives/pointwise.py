@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import as_1d_float, as_scores, check_int, check_positive
+from .._validation import SCORE_LIMIT, as_scores, check_int, check_positive
 from .base import Objective
 from . import _pointwise_kernels as K
 
@@ -33,11 +33,8 @@ class SquaredError(Objective):
         return K.squared_error_loss(scores, prep.labels, w, use_w)
 
 
-def _binary_labels(labels):
+def _binary_labels(y):
     """Map ``{-1, +1}`` labels to ``{0, 1}`` (``{0, 1}`` pass through; other values are rejected later)."""
-    if labels is None:
-        return labels
-    y = as_1d_float(labels, "labels")
     if y.size and y.min() < 0:
         if not np.all((y == -1.0) | (y == 1.0)):
             bad = int(np.flatnonzero((y != -1.0) & (y != 1.0))[0])
@@ -51,12 +48,12 @@ def _binary_labels(labels):
 class _BinaryObjective(Objective):
     """Shared label handling of the two-class losses: ``t = 2 y - 1`` with ``y`` in ``{0, 1}``.
 
-    ``prepare`` also accepts ``{-1, +1}`` labels and maps them to ``{0, 1}``. Inside a ``Sum`` the
-    labels reach ``Prepared`` unmapped, so there pass ``{0, 1}``.
+    ``prepare`` also accepts ``{-1, +1}`` labels and maps them to ``{0, 1}`` (also inside a ``Sum``,
+    whose other parts then see the ``{0, 1}`` labels).
     """
 
-    def prepare(self, labels, group=None, weight=None):
-        return super().prepare(_binary_labels(labels), group, weight)
+    def _convert_labels(self, labels):
+        return _binary_labels(labels)
 
     def check_prepared(self, prep):
         y = prep.labels
@@ -178,7 +175,7 @@ class McRank(Objective):
 
     def _check_scores(self, scores, prep):
         k = self.n_outputs
-        s = as_scores(scores, prep.n_rows, allow_2d=True)
+        s = as_scores(scores, prep.n_rows, allow_2d=True, max_abs=SCORE_LIMIT)
         if s.ndim != 2 or s.shape[1] != k:
             raise ValueError(f"scores must have shape (n_rows, {k}) for McRank with {k} classes, got {s.shape}")
         return s
