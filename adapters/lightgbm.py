@@ -30,6 +30,8 @@ import weakref
 
 import numpy as np
 
+from customobj.groups import as_groups
+
 from ._data import check_outputs, prepare_state, require_objective, rows_weight
 
 __all__ = ["lightgbm_objective", "lightgbm_sklearn_objective", "LightGBMObjective"]
@@ -137,8 +139,7 @@ def lightgbm_sklearn_objective(objective):
         else:
             ptr = None
             if group is not None and len(group) > 0:
-                sizes = np.asarray(group, dtype=np.int64)
-                ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+                ptr = as_groups(group, len(y_true)).ptr
             state = _new_state(obj, y_true, ptr, weight)
             try:
                 ref = weakref.ref(y_true, lambda _r, k=key: forget(k))

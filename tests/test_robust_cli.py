@@ -76,9 +76,7 @@ def test_letor_dir_without_folds(tmp_path, capsys):
 
 @pytest.mark.parametrize("method", [
     "lgb:RankNet",
-    pytest.param("lgb:lambdarank", marks=pytest.mark.xfail(
-        reason="compare._check_labels skips native methods: LightGBM rejects the label only once training "
-               "runs (exit code 1)", strict=False)),
+    "lgb:lambdarank",
 ])
 def test_negative_labels_rejected_before_training(tmp_path, capsys, method):
     train, vali, test = _files(tmp_path, "-1 qid:3 1:0.5\n")

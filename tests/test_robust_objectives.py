@@ -299,13 +299,9 @@ def test_bit_identical_across_thread_counts(obj):
         if a[3] is not None:
             for x, z in zip(a[3], other[3]):
                 np.testing.assert_array_equal(x, z)
-        if type(obj).__name__ not in ("LambdaRank", "StructuredDCG"):  # see the xfail test below
-            assert a[2] == other[2]
+        assert a[2] == other[2]
 
 
-@pytest.mark.xfail(reason="listwise losses end with per_query.sum() inside a parallel=True kernel, which numba "
-                          "turns into a parallel reduction (thread-dependent rounding); fix: sum per_query "
-                          "in a serial range loop", strict=False)
 @pytest.mark.parametrize("obj", _listwise(), ids=repr)
 def test_listwise_loss_bit_identical_across_thread_counts(obj):
     rng = np.random.default_rng(4)

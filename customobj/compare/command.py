@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._validation import as_labels
 from . import report
 from .methods import build_objective, parse_method, parse_methods, split_methods, valid_names_help
 from .trainers import Settings, Split, catboost_available, train, warm_up
@@ -203,6 +204,11 @@ def _check_methods(args):
 
 def _check_labels(specs, folds):
     """Let each customobj objective check the training labels now (e.g. Logistic wants 0/1 labels)."""
+    for fold, tr, _, _ in folds:
+        try:
+            as_labels(tr.y, name="labels")
+        except ValueError as exc:
+            raise UsageError(f"fold {fold}: {exc}") from None
     for spec in specs:
         if spec.native:
             continue

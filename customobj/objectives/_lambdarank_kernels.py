@@ -274,7 +274,11 @@ def lambdarank_loss(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma,
         per_query[q] = _query_pass(LOSS, scores, row_gain, start, n, qnorm[q], disc, metric, kk,
                                    min(kk, trunc), sigma, norm, weights, use_weights,
                                    no_f, no_f, 0, no_i, no_i, no_f)
-    return per_query.sum()
+    # A serial sum: per_query.sum() here would become a thread-dependent parallel reduction.
+    total = 0.0
+    for q in range(nq):
+        total += per_query[q]
+    return total
 
 
 @njit(cache=True, parallel=True)

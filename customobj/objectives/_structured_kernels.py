@@ -166,4 +166,8 @@ def structured_dcg_loss(scores, ptr, row_gain, k, weights, use_weights):
             continue
         loss, hat, star = _query(scores[start:stop], row_gain[start:stop], k)
         per_query[q] = _query_weight(weights, use_weights, start, stop) * loss
-    return per_query.sum()
+    # A serial sum: per_query.sum() here would become a thread-dependent parallel reduction.
+    total = 0.0
+    for q in range(nq):
+        total += per_query[q]
+    return total
