@@ -336,10 +336,10 @@ class QBRank(Objective):
             lab_w = (1.0 - self.w) * mask.astype(np.float64)
             if prep.weight is not None:
                 lab_w *= prep.weight
-        return lp, ex, lab_w
+        return lp, ex, lab_w, {}  # the dict caches the concatenated pair list for pair_couplings
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        lp, ex, lab_w = state
+        lp, ex, lab_w, _ = state
         mode, p, _ = self._theta()
         w, use_w = _weights(prep)
         scale = 0.5 * self.w
@@ -354,7 +354,7 @@ class QBRank(Objective):
             squared_error_grad_hess(scores, prep.labels, lab_w, True, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
-        lp, ex, lab_w = state
+        lp, ex, lab_w, _ = state
         mode, p, _ = self._theta()
         w, use_w = _weights(prep)
         scale = 0.5 * self.w
@@ -371,17 +371,22 @@ class QBRank(Objective):
     def _pair_couplings(self, scores, prep, state):
         if self.hessian == "upper_bound":
             return _no_pairs()
-        lp, ex, _ = state
+        lp, ex, _, cache = state
         mode, p, _ = self._theta()
         w, use_w = _weights(prep)
-        pieces = []
-        if lp is not None:
-            pieces.append(lp.pair_list(prep.labels, prep.ptr, mode, p))
-        if ex is not None:
-            pieces.append(ex)
-        if not pieces:
+        if "pairs" not in cache:
+            # Label-only, so built once: LineSearch asks for couplings at every Newton step.
+            pieces = []
+            if lp is not None:
+                pieces.append(lp.pair_list(prep.labels, prep.ptr, mode, p))
+            if ex is not None:
+                pieces.append(ex)
+            cache["pairs"] = tuple(np.concatenate(a) for a in zip(*pieces)) if pieces else None
+            for arr in cache["pairs"] or ():
+                arr.setflags(write=False)  # shared across calls: callers must not sort it in place
+        if cache["pairs"] is None:
             return _no_pairs()
-        pi, pj, th = (np.concatenate(a) for a in zip(*pieces))
+        pi, pj, th = cache["pairs"]
         c = np.empty(pi.size, dtype=np.float64)
         PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, PK.SQ_HINGE, 0.5 * self.w, c)
         return pi, pj, c
