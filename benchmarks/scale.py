@@ -1,0 +1,234 @@
+"""Scale benchmark: time per round, the custom objective's share of it, and peak memory, at
+MSLR-WEB30K size (31,500 queries x ~120 rows x 136 features = ~3.8M rows) or a small size.
+
+Every method runs in its own subprocess, so its peak RSS (``VmHWM``: data generation, Dataset
+construction and training together) is its own. Methods:
+
+- ``lgb-native``: LightGBM ``lambdarank`` (truncation 30, lambdarank_norm);
+- ``lgb-custom``: LightGBM + ``LambdaRank(truncation=30, norm=True)`` via ``adapters.lightgbm_objective``;
+- ``xgb-native``: XGBoost ``rank:ndcg`` (top-32 pairs per row, both normalisations);
+- ``xgb-custom``: XGBoost + ``LambdaRank(truncation=32, norm=True)`` via ``adapters.xgboost_objective``;
+- ``ole``: ``customobj.ole.TreeBooster(LambdaRank(truncation=30), criterion="ole")`` (its OLE tree
+  builder in place of the library's; time per tree).
+
+Same 31 leaves, 255 bins, learning rate 0.1 and ``--threads`` for all. "obj s/round" is the time
+spent inside the custom objective callable (wrapped and timed) per round; "share" divides it by
+the round time. Round 1 (which also prepares the per-dataset objective state) is reported apart.
+The raw features are freed once the library has binned them (``free_raw_data``, ``del X``).
+
+    python benchmarks/scale.py --size small --rounds 20
+    python benchmarks/scale.py --size web30k --rounds 3 --methods lgb-native lgb-custom
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]  # "adapters" = the package
+
+SIZES = {"small": 2_000, "web30k": 31_500}  # queries; ~120 rows each, 136 features
+METHODS = ("lgb-native", "lgb-custom", "xgb-native", "xgb-custom", "ole")
+BASELINE = {"lgb-custom": "lgb-native", "xgb-custom": "xgb-native", "ole": "lgb-native"}
+
+
+def status_mb(field):
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Timed:
+    """Wraps an adapter callable, recording the seconds of each call."""
+
+    def __init__(self, fn):
+        self.fn, self.calls = fn, []
+
+    def __deepcopy__(self, memo):  # lightgbm.train deep-copies params
+        return self
+
+    def __call__(self, *args):
+        t = time.perf_counter()
+        out = self.fn(*args)
+        self.calls.append(time.perf_counter() - t)
+        return out
+
+
+def _warm_up(method, threads):
+    """Compile the numba kernels on tiny data so compilation is not timed as round 1."""
+    import adapters
+    import customobj
+    from customobj.data import synthetic
+
+    X, y, g = synthetic(20, 20, 5, seed=1)
+    if method == "lgb-custom":
+        import lightgbm as lgb
+        obj = adapters.lightgbm_objective(customobj.LambdaRank(truncation=30, norm=True))
+        lgb.train(dict(objective=obj, verbose=-1, num_threads=threads), lgb.Dataset(X, y, group=g), 1)
+    elif method == "xgb-custom":
+        import xgboost as xgb
+        lr = customobj.LambdaRank(truncation=32, norm=True)
+        xgb.train(adapters.xgboost_params(lr, {"nthread": threads}), xgb.DMatrix(X, y, group=g), 1,
+                  obj=adapters.xgboost_objective(lr))
+    elif method == "ole":
+        from customobj.ole import TreeBooster
+        TreeBooster(customobj.LambdaRank(truncation=30), n_estimators=1, num_leaves=4, min_data_in_leaf=2,
+                    n_jobs=threads, verbose=False).fit(X, y, g)
+
+
+def run_method(method, args):
+    import adapters  # noqa: F401  before lightgbm / xgboost: OMP_WAIT_POLICY=passive
+    import customobj
+    from customobj.data import synthetic
+
+    _warm_up(method, args.threads)
+    t0 = time.perf_counter()
+    data = synthetic(SIZES[args.size], 120, args.features, seed=0)
+    X, y, group = data
+    del data
+    n_rows = int(X.shape[0])
+    res = {"method": method, "rows": n_rows, "queries": int(len(group)), "gen_s": time.perf_counter() - t0,
+           "rss_data_mb": status_mb("VmRSS")}
+    stamps = []
+    timed = None
+    t0 = time.perf_counter()
+    if method.startswith("lgb"):
+        import lightgbm as lgb
+        params = dict(num_leaves=31, max_bin=255, learning_rate=0.1, num_threads=args.threads, verbose=-1,
+                      min_data_in_leaf=20, metric="None")
+        ds = lgb.Dataset(X, y, group=group, free_raw_data=True, params={"max_bin": 255, "verbose": -1}).construct()
+        del X
+        gc.collect()
+        res["construct_s"] = time.perf_counter() - t0
+        if method == "lgb-native":
+            params.update(objective="lambdarank", lambdarank_truncation_level=30, lambdarank_norm=True)
+        else:
+            timed = Timed(adapters.lightgbm_objective(customobj.LambdaRank(truncation=30, norm=True)))
+            params.update(objective=timed)
+        stamps.append(time.perf_counter())
+        lgb.train(params, ds, args.rounds, callbacks=[lambda env: stamps.append(time.perf_counter())])
+    elif method.startswith("xgb"):
+        import xgboost as xgb
+        params = dict(tree_method="hist", max_leaves=31, grow_policy="lossguide", max_depth=0, eta=0.1,
+                      max_bin=255, nthread=args.threads, base_score=0.0, disable_default_eval_metric=1)
+        dtrain = xgb.QuantileDMatrix(X, y, group=group, max_bin=255)
+        del X
+        gc.collect()
+        res["construct_s"] = time.perf_counter() - t0
+
+        class Stamp(xgb.callback.TrainingCallback):
+            def after_iteration(self, model, epoch, evals_log):
+                stamps.append(time.perf_counter())
+                return False
+
+        obj = None
+        if method == "xgb-native":
+            params.update(objective="rank:ndcg")
+        else:
+            lr = customobj.LambdaRank(truncation=32, norm=True)
+            params = adapters.xgboost_params(lr, params)
+            obj = timed = Timed(adapters.xgboost_objective(lr))
+        stamps.append(time.perf_counter())
+        xgb.train(params, dtrain, args.rounds, obj=obj, callbacks=[Stamp()])
+    elif method == "ole":
+        from customobj.ole import TreeBooster
+        res["construct_s"] = 0.0  # binning happens inside fit (in round 1 below)
+        booster = TreeBooster(customobj.LambdaRank(truncation=30), criterion="ole", n_estimators=args.rounds,
+                              num_leaves=31, max_bin=255, min_data_in_leaf=20, learning_rate=0.1,
+                              n_jobs=args.threads, verbose=False)
+        stamps.append(time.perf_counter())
+        booster.fit(X, y, group, eval_metric=None,
+                    callbacks=[lambda b, it, ev: stamps.append(time.perf_counter()) and False])
+    else:
+        raise ValueError(f"unknown method {method!r}")
+    rounds = list(_diffs(stamps))
+    res["rounds"] = len(rounds)
+    res["round1_s"] = rounds[0] if rounds else float("nan")
+    later = rounds[1:] if len(rounds) > 1 else rounds
+    res["round_s"] = sum(later) / len(later) if later else float("nan")
+    if timed is not None and timed.calls:
+        calls = timed.calls[1:] if len(timed.calls) > 1 else timed.calls
+        res["obj_round1_s"] = timed.calls[0]
+        res["obj_s"] = sum(calls) / len(calls)
+        res["obj_share"] = res["obj_s"] / res["round_s"]
+    res["peak_mb"] = status_mb("VmHWM")
+    return res
+
+
+def _diffs(stamps):
+    for a, b in zip(stamps[:-1], stamps[1:]):
+        yield b - a
+
+
+def _fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", choices=sorted(SIZES), default="small")
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--features", type=int, default=136)
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per method")
+    ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--worker", choices=METHODS, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(run_method(args.worker, args)), flush=True)
+        return
+
+    results = {}
+    for m in args.methods:
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", m, "--size", args.size, "--rounds",
+               str(args.rounds), "--threads", str(args.threads), "--features", str(args.features)]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            print(f"{m}: timed out after {args.timeout:.0f} s", file=sys.stderr)
+            continue
+        if out.returncode != 0:
+            print(f"{m}: failed (exit {out.returncode})\n{out.stderr[-3000:]}", file=sys.stderr)
+            continue
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        # ru_maxrss of the children (KiB) agrees with VmHWM unless an earlier child was larger.
+        after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        r["children_maxrss_mb"] = after / 1024 if after > before else None
+        results[m] = r
+        print(f"done {m}: {r['round_s']:.3f} s/round, peak {r['peak_mb'] / 1024:.2f} GB", file=sys.stderr, flush=True)
+
+    any_r = next(iter(results.values()), None)
+    if any_r is None:
+        sys.exit("no method finished")
+    print(f"\nsize={args.size}: {any_r['rows']:,} rows x {args.features} features, {any_r['queries']:,} queries; "
+          f"{args.rounds} rounds, {args.threads} threads, 31 leaves, 255 bins")
+    head = (f"{'method':<11} {'construct s':>11} {'round1 s':>9} {'s/round':>8} {'obj s/round':>11} {'share':>6} "
+            f"{'peak GB':>8} {'x time':>7} {'x peak':>7}")
+    print(head)
+    print("-" * len(head))
+    for m, r in results.items():
+        base = results.get(BASELINE.get(m))
+        xt = r["round_s"] / base["round_s"] if base else None
+        xp = r["peak_mb"] / base["peak_mb"] if base else None
+        print(f"{m:<11} {r['construct_s']:>11.2f} {r['round1_s']:>9.3f} {r['round_s']:>8.3f} "
+              f"{_fmt(r.get('obj_s'), '11.3f'):>11} {_fmt(r.get('obj_share'), '6.1%'):>6} "
+              f"{r['peak_mb'] / 1024:>8.2f} {_fmt(xt, '7.2f'):>7} {_fmt(xp, '7.2f'):>7}")
+    print("x time / x peak: against lgb-native (lgb-custom, ole) or xgb-native (xgb-custom). "
+          "ole's round 1 includes binning.")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""adapters.dask: query-aligned partitions, the straddling-query error, and distributed training
+on a 2-worker LocalCluster reaching the single-machine NDCG@10 on MQ2008 Fold1."""
+import os
+
+import numpy as np
+import pytest
+
+import adapters  # noqa: F401  (thread environment before lightgbm / xgboost load)
+
+da = pytest.importorskip("dask.array")
+pytest.importorskip("dask.dataframe")  # xgboost.dask needs it (and pyarrow)
+distributed = pytest.importorskip("distributed")
+
+import lightgbm as lgb  # noqa: E402
+import xgboost as xgb  # noqa: E402
+
+import customobj  # noqa: E402
+from adapters import dask as ad  # noqa: E402
+from customobj.metrics import ndcg  # noqa: E402
+
+ROUNDS = 30
+
+
+def _sizes_to_qid(sizes, ids=None):
+    ids = np.arange(len(sizes)) if ids is None else np.asarray(ids)
+    return np.repeat(ids, sizes)
+
+
+def _check_aligned(parts, sizes):
+    ptr = np.concatenate(([0], np.cumsum(sizes)))
+    rows = np.array(parts.X.chunks[0])
+    assert set(np.cumsum(rows)) <= set(ptr.tolist())  # every cut is a query boundary
+    assert parts.y.chunks[0] == parts.X.chunks[0] == parts.qid.chunks[0]
+    assert len(parts.group.chunks[0]) == len(rows)
+    for g, r in zip(parts.group.to_delayed().ravel(), rows):
+        assert int(np.sum(g.compute())) == r  # each group chunk = that partition's own queries
+    qid = parts.qid.compute()
+    assert np.all(np.diff(qid) >= 0)
+    np.testing.assert_array_equal(np.bincount(qid), np.asarray(sizes)[np.asarray(sizes) > 0])
+
+
+@pytest.mark.parametrize("npartitions", [1, 3, 7, 50])
+def test_repartition_by_query_cuts_at_query_boundaries(npartitions):
+    rng = np.random.default_rng(npartitions)
+    sizes = rng.integers(1, 30, 20)
+    n = int(sizes.sum())
+    X = rng.standard_normal((n, 4))
+    y = rng.integers(0, 3, n).astype(float)
+    w = rng.random(n)
+    # Dask input chunked without regard to queries; query ids contiguous but not increasing.
+    ids = rng.permutation(1000)[:20]
+    parts = ad.repartition_by_query(da.from_array(X, chunks=(17, 2)), da.from_array(y, chunks=13),
+                                    da.from_array(_sizes_to_qid(sizes, ids), chunks=29), npartitions, weight=w)
+    assert parts.npartitions == min(npartitions, 20)
+    _check_aligned(parts, sizes)
+    np.testing.assert_array_equal(parts.X.compute(), X)
+    np.testing.assert_array_equal(parts.y.compute(), y)
+    np.testing.assert_array_equal(parts.weight.compute(), w)
+    # Query sizes give the same partitions as query ids.
+    by_group = ad.repartition_by_query(X, y, sizes, npartitions)
+    assert by_group.X.chunks == parts.X.chunks
+
+
+def test_repartition_by_query_balances_and_skips_empty_queries():
+    sizes = np.array([5, 0, 5, 5, 0, 5])
+    X, y = np.zeros((20, 2)), np.zeros(20)
+    parts = ad.repartition_by_query(X, y, sizes, 2, kind="group")
+    assert parts.X.chunks[0] == (10, 10)
+    _check_aligned(parts, sizes)
+    np.testing.assert_array_equal(parts.group.compute(), [5, 5, 5, 5])
+
+
+def test_repartition_by_query_accepts_a_dask_dataframe():
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    sizes = np.array([3, 4, 2, 6])
+    X = np.arange(30.0).reshape(15, 2)
+    ddf = dd.from_pandas(pd.DataFrame(X, columns=["a", "b"]), npartitions=4)
+    parts = ad.repartition_by_query(ddf, dd.from_pandas(pd.Series(np.arange(15.0)), npartitions=3), sizes, 2)
+    _check_aligned(parts, sizes)
+    np.testing.assert_array_equal(parts.X.compute(), X)
+
+
+def test_query_straddling_user_partitions_is_a_value_error():
+    sizes = np.array([4, 4, 4])
+    X = da.from_array(np.zeros((12, 3)), chunks=(6, 3))  # cut in the middle of query 1
+    y = np.zeros(12)
+    with pytest.raises(ValueError, match=r"query 1 \(rows 4..7\) straddles partitions 0 and 1"):
+        ad.query_partitions(X, y, _sizes_to_qid(sizes))
+    with pytest.raises(ValueError, match="straddles"):
+        ad.query_partitions(X, y, sizes)
+    # LightGBM-style group chunks must hold each partition's own queries.
+    X_ok = da.from_array(np.zeros((12, 3)), chunks=(8, 3))
+    with pytest.raises(ValueError, match="group chunk 0 sums to 4 rows but partition 0 of X has 8"):
+        ad.query_partitions(X_ok, y, da.from_array(sizes, chunks=((1, 2),)))
+    parts = ad.query_partitions(X_ok, y, da.from_array(sizes, chunks=((2, 1),)))
+    _check_aligned(parts, sizes)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (np.array([0, 0, 1, 1, 0, 0]), "not contiguous"),
+    (np.array([3, 3]), "sum to 6 but the data has 7 rows"),
+])
+def test_query_layout_errors(bad, match):
+    n = 6 if match == "not contiguous" else 7
+    with pytest.raises(ValueError, match=match):
+        ad.repartition_by_query(np.zeros((n, 2)), np.zeros(n), bad, 2)
+
+
+def test_bad_npartitions_and_shapes():
+    with pytest.raises(ValueError, match="npartitions"):
+        ad.repartition_by_query(np.zeros((4, 2)), np.zeros(4), [4], 0)
+    with pytest.raises(ValueError, match="y has 3 rows but X has 4"):
+        ad.repartition_by_query(np.zeros((4, 2)), np.zeros(3), [4], 1)
+
+
+# ------------------------------------------------------------------------------------------------
+# distributed training
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def client():
+    # Separate processes: LightGBM's network is one per process, so threads cannot host two workers.
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=40)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def mq2008(mq2008_fold1):
+    # Features on a grid of 32 levels: with fewer distinct values than max_bin every worker
+    # (XGBoost's merged sketch, LightGBM's per-worker bin finding) gets the single-machine bins,
+    # so what is compared is the training itself, not the libraries' distributed binning.
+    out = {}
+    for name in ("train", "test"):
+        X, y, g = mq2008_fold1[name]
+        out[name] = (np.round(np.asarray(X, dtype=np.float64) * 31) / 31, np.asarray(y), np.asarray(g))
+    return out
+
+
+OBJECTIVES = [pytest.param(lambda: customobj.LambdaRank(), id="LambdaRank"),
+              pytest.param(lambda: customobj.QBRank(), id="QBRank")]
+
+
+@pytest.mark.parametrize("make", OBJECTIVES)
+def test_xgboost_dask_matches_single_machine(client, mq2008, make):
+    (X, y, g), (Xt, yt, gt) = mq2008["train"], mq2008["test"]
+    obj = make()
+    params = dict(tree_method="hist", max_leaves=15, grow_policy="lossguide", max_depth=0, eta=0.1, nthread=1)
+    local = xgb.train(adapters.xgboost_params(obj, params), xgb.DMatrix(X, y, group=g), ROUNDS,
+                      obj=adapters.xgboost_objective(obj))
+    out = ad.train_xgboost(client, dict(params, eval_metric="ndcg@10"), X, y, g, obj, num_boost_round=ROUNDS,
+                           evals=[(Xt, yt, gt, "test")])
+    assert len(out["history"]["test"]["ndcg@10"]) == ROUNDS
+    single = ndcg(local.predict(xgb.DMatrix(Xt)), yt, gt, 10)
+    dist = ndcg(out["booster"].predict(xgb.DMatrix(Xt)), yt, gt, 10)
+    print(f"xgboost {type(obj).__name__}: single {single:.4f} dask {dist:.4f}")
+    assert abs(dist - single) < 0.005, (single, dist)
+
+
+@pytest.mark.parametrize("make", OBJECTIVES)
+def test_lightgbm_dask_matches_single_machine(client, mq2008, make):
+    (X, y, g), (Xt, yt, gt) = mq2008["train"], mq2008["test"]
+    obj = make()
+    # min_data_in_bin=1: LightGBM merges rare values by per-worker counts otherwise (bins differ).
+    params = dict(num_leaves=15, learning_rate=0.1, min_data_in_leaf=20, min_data_in_bin=1, verbose=-1)
+    local = lgb.LGBMRanker(objective=adapters.lightgbm_sklearn_objective(obj), n_estimators=ROUNDS,
+                           n_jobs=1, **params).fit(X, y, group=g)
+    model = ad.train_lightgbm(client, dict(params, metric="ndcg", eval_at=[10]), X, y, g, obj,
+                              num_boost_round=ROUNDS, eval_set=[(Xt, yt, gt)])
+    assert len(model.evals_result_["valid_0"]["ndcg@10"]) == ROUNDS
+    single = ndcg(local.predict(Xt), yt, gt, 10)
+    dist = ndcg(model.to_local().predict(Xt), yt, gt, 10)
+    print(f"lightgbm {type(obj).__name__}: single {single:.4f} dask {dist:.4f}")
+    assert abs(dist - single) < 0.005, (single, dist)
+
+
+def _recording_objective(obj, folder):
+    inner = adapters.lightgbm_sklearn_objective(obj)
+
+    def record(y_true, y_pred, weight, group):
+        path = os.path.join(folder, f"{os.getpid()}.npz")
+        if not os.path.exists(path):  # first round only
+            np.savez(path, y=np.asarray(y_true), group=np.asarray(group))
+        return inner(y_true, y_pred, weight, group)
+
+    return record
+
+
+def test_each_lightgbm_worker_sees_whole_queries(client, mq2008, tmp_path):
+    """The workers' objective calls together see every training query whole, exactly once."""
+    X, y, g = mq2008["train"]
+    parts = ad.scatter_by_query(client, X, y, g, 2)
+    model = lgb.DaskLGBMRanker(client=client, objective=_recording_objective(customobj.LambdaRank(), str(tmp_path)),
+                               n_estimators=1, verbose=-1)
+    model.fit(parts.X, parts.y, group=parts.group)
+    seen = sorted(tmp_path.glob("*.npz"))
+    assert len(seen) == 2  # both workers trained
+    ptr = np.concatenate(([0], np.cumsum(g)))
+    want = sorted(tuple(y[a:b]) for a, b in zip(ptr[:-1], ptr[1:]))
+    got = []
+    for f in seen:
+        rec = np.load(f)
+        wptr = np.concatenate(([0], np.cumsum(rec["group"])))
+        assert wptr[-1] == rec["y"].shape[0]
+        got += [tuple(rec["y"][a:b]) for a, b in zip(wptr[:-1], wptr[1:])]
+    assert sorted(got) == want
+
+
+def test_train_with_user_partitions_checks_them(client, mq2008):
+    X, y, g = mq2008["train"]
+    qid = _sizes_to_qid(g)
+    Xd = da.from_array(X, chunks=(X.shape[0] // 2 + 1, X.shape[1]))  # arbitrary cut
+    with pytest.raises(ValueError, match="straddles partitions 0 and 1"):
+        ad.train_xgboost(client, {}, Xd, y, qid, customobj.LambdaRank(), num_boost_round=1)
+    with pytest.raises(ValueError, match="straddles partitions 0 and 1"):
+        ad.train_lightgbm(client, {}, Xd, y, qid, customobj.LambdaRank(), num_boost_round=1)
