@@ -16,9 +16,8 @@ LightGBM's group sizes (one Dask chunk of sizes per partition, as ``DaskLGBMRank
 Checked on xgboost 3.2, lightgbm 4.7, dask/distributed 2026.8. Notes:
 - XGBoost: ``DaskDMatrix`` refuses ``qid`` with ``weight`` ("per-group weight is not
   implemented"), so :func:`train_xgboost` has no weights. The objective is shipped as
-  :class:`XGBoostWorkerObjective`, which pickles the customobj objective only and builds the
-  per-DMatrix adapter state on the worker (``adapters.xgboost_objective`` holds weak references,
-  which do not pickle).
+  ``adapters.xgboost_objective(objective)``, which pickles the customobj objective only and
+  builds its per-DMatrix state on the worker.
 - LightGBM: the objective goes through ``adapters.lightgbm_sklearn_objective`` (the Dask
   estimators are the scikit-learn ones, called as ``f(y_true, y_pred, weight, group)`` with the
   worker's local query sizes). LightGBM's network is one per process: run workers as separate
@@ -51,37 +50,9 @@ __all__ = [
     "QueryPartitions",
     "train_xgboost",
     "train_lightgbm",
-    "XGBoostWorkerObjective",
 ]
 
 configure_threads()
-
-
-class XGBoostWorkerObjective:
-    """``adapters.xgboost_objective(objective)`` that can travel to Dask workers.
-
-    Only the customobj objective is pickled; each process builds its own adapter (and so its own
-    per-DMatrix preparation) on first call.
-    """
-
-    def __init__(self, objective):
-        self.objective = require_objective(objective, "XGBoostWorkerObjective")
-        self._fn = None
-
-    def __getstate__(self):
-        return {"objective": self.objective}
-
-    def __setstate__(self, state):
-        self.objective = state["objective"]
-        self._fn = None
-
-    def __repr__(self):
-        return f"XGBoostWorkerObjective({self.objective!r})"
-
-    def __call__(self, preds, dtrain):
-        if self._fn is None:
-            self._fn = xgboost_objective(self.objective)
-        return self._fn(preds, dtrain)
 
 
 def _n_workers(client):
@@ -140,7 +111,7 @@ def train_xgboost(client, params, X, y, qid_or_group, objective, *, num_boost_ro
         dev.append((xgb_dask.DaskDMatrix(client, pe.X, pe.y, qid=pe.qid), name))
     return xgb_dask.train(
         client, xgboost_params(objective, params), dtrain, num_boost_round,
-        evals=dev or None, obj=XGBoostWorkerObjective(objective), **train_kwargs,
+        evals=dev or None, obj=xgboost_objective(objective), **train_kwargs,
     )
 
 

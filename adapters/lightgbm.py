@@ -87,6 +87,14 @@ class LightGBMObjective:
     def __repr__(self):
         return f"lightgbm_objective({self.objective!r})"
 
+    def __getstate__(self):
+        # The per-dataset cache holds weak references (not picklable) and is rebuilt where the
+        # callable lands, e.g. on a Dask worker: only the objective travels.
+        return {"objective": self.objective}
+
+    def __setstate__(self, state):
+        self.__init__(state["objective"])
+
     def __deepcopy__(self, memo):
         # lightgbm.train deep-copies params; sharing the per-Dataset cache is what we want.
         return self

@@ -22,7 +22,7 @@ and, unlike LightGBM's estimators, XGBoost's scikit-learn objective signature
 cannot be passed through XGBRegressor either. Use ``xgboost.train`` with a ``DMatrix(group=...)``
 or ``DMatrix(qid=...)``. Pointwise objectives work with XGBRegressor through
 :func:`xgboost_sklearn_objective`.
-``xgboost.dask.train(obj=...)`` silently splits queries across workers; not supported here.
+``xgboost.dask.train(obj=...)`` silently splits queries across workers: use ``adapters.dask.train_xgboost``, which aligns partitions to whole queries.
 """
 from __future__ import annotations
 
@@ -73,6 +73,14 @@ class XGBoostObjective:
 
     def __repr__(self):
         return f"xgboost_objective({self.objective!r})"
+
+    def __getstate__(self):
+        # The per-dataset cache holds weak references (not picklable) and is rebuilt where the
+        # callable lands, e.g. on a Dask worker: only the objective travels.
+        return {"objective": self.objective}
+
+    def __setstate__(self, state):
+        self.__init__(state["objective"])
 
     def state_for(self, dtrain):
         state = self._states.get(dtrain)
