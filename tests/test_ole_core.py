@@ -8,7 +8,7 @@ from customobj import Logistic, McRank, MPBoost, RankNet, SquaredError
 from customobj.ole import TreeBooster
 from customobj.ole.binning import BinMapper
 from customobj.ole.histogram import build_row_hist
-from customobj.ole.pairhist import build_pair_hist, coupling_row_hist
+from customobj.ole.pairhist import build_pair_hist
 from customobj.ole.splitting import CRITERIA, RES_SIZE, find_best_split
 
 QUIET = dict(verbose=False)
@@ -84,12 +84,10 @@ def kernel_best_split(mapper, bins, rows, grad, hess, pairs, criterion, lam=0.0,
     pi, pj, pc = (np.ascontiguousarray(a[keep]) for a in (pi, pj, pc))
     order = np.asarray(rows, dtype=np.int64)
     hist = build_row_hist(bins, order, 0, order.size, grad, hess, mapper.offsets, mapper.n_slots)
-    phist = build_pair_hist(bins, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins, mapper.n_slots)
-    rhist = coupling_row_hist(bins, order, 0, order.size, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_slots,
-                              np.zeros(bins.shape[0]))
+    ph = build_pair_hist(bins, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins, mapper.n_slots)
     res = np.zeros(RES_SIZE)
     mask = np.ones(bins.shape[1], dtype=np.bool_)
-    find_best_split(hist, phist, rhist, criterion == "ole", CRITERIA[criterion], mapper.n_bins, mapper.offsets, mask,
+    find_best_split(hist, ph, criterion == "ole", CRITERIA[criterion], mapper.n_bins, mapper.offsets, mask,
                     grad[order].sum(), hess[order].sum(), float(order.size), pc.sum(), lam, float(min_data),
                     min_hess, res)
     return res
@@ -303,3 +301,71 @@ def test_line_search_finds_the_exact_step():
     a = TreeBooster(SquaredError(), num_leaves=6, n_estimators=2, line_search=True, **QUIET).fit(X, y2)
     b = TreeBooster(SquaredError(), num_leaves=6, n_estimators=2, **QUIET).fit(X, y2)
     np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-10, atol=1e-12)
+
+
+def reference_pair_hist(bins, n_bins, offsets, pi, pj, pc):
+    """[hi, nanp, R] per slot straight from the definitions, one pair and feature at a time."""
+    out = np.zeros((int(offsets[-1]), 3))
+    for f in range(bins.shape[1]):
+        nb, off = int(n_bins[f]), int(offsets[f])
+        for a, b, c in zip(pi, pj, pc):
+            x, z = int(bins[a, f]), int(bins[b, f])
+            out[off + x, 2] += c
+            out[off + z, 2] += c
+            if x < nb and z < nb or x == z == nb:
+                out[off + max(x, z), 0] += c
+            else:
+                out[off + min(x, z), 1] += c
+    return out
+
+
+@pytest.mark.parametrize("nan_frac", [0.0, 0.1])
+@pytest.mark.parametrize("chunk_rows", [2, 7, 256])
+def test_pair_hist_matches_definition(nan_frac, chunk_rows, monkeypatch):
+    """Chunked per-row accumulation == per-pair definition, with NaN, tiny chunks and several blocks."""
+    from customobj.ole import pairhist
+    X, y, group = make_rank_data(11, n_queries=6, q_size=20, n_features=5, nan_frac=nan_frac)
+    obj = RankNet()
+    s = np.random.default_rng(12).normal(size=y.size)
+    pi, pj, pc = obj.pair_couplings(s, y, group)
+    # pairs out of query order and a repeated pair: chunks must not rely on locality
+    perm = np.random.default_rng(13).permutation(pi.size)
+    pi = np.concatenate([pi[perm], pi[:1]]).astype(np.int32)
+    pj = np.concatenate([pj[perm], pj[:1]]).astype(np.int32)
+    pc = np.concatenate([pc[perm], pc[:1]])
+    mapper = BinMapper.fit(X, 255)
+    bins = mapper.bins(X)
+    assert mapper.has_nan.any() == (nan_frac > 0)
+    ref = reference_pair_hist(bins, mapper.n_bins, mapper.offsets, pi, pj, pc)
+    scratch = pairhist.PairScratch(bins.shape[0], bins.shape[1], mapper.has_nan.any(), chunk_rows=chunk_rows)
+    for block in (10**9, 37):  # one block, and several blocks summed in order
+        monkeypatch.setattr(pairhist, "_BLOCK_PAIRS", block)
+        for lo, hi in ((0, pi.size), (5, pi.size // 2)):
+            got = build_pair_hist(bins, pi, pj, pc, lo, hi, mapper.offsets, mapper.n_bins, mapper.n_slots, scratch)
+            want = ref if (lo, hi) == (0, pi.size) else reference_pair_hist(
+                bins, mapper.n_bins, mapper.offsets, pi[lo:hi], pj[lo:hi], pc[lo:hi])
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+        assert np.all(scratch.loc == -1)  # the row -> slot maps are left clean for the next call
+
+
+def test_partition_pairs_is_stable_three_way():
+    from customobj.ole.pairhist import partition_pairs
+    rng = np.random.default_rng(21)
+    n, m = 50, 400
+    go_left = rng.random(n) < 0.4
+    pi = rng.integers(0, n, m).astype(np.int32)
+    pj = rng.integers(0, n, m).astype(np.int32)
+    pc = rng.random(m)
+    start, end = 30, 350
+    ti, tj, tc = np.empty(m, np.int32), np.empty(m, np.int32), np.empty(m)
+    a, b, c = pi.copy(), pj.copy(), pc.copy()
+    nl, nr = partition_pairs(a, b, c, start, end, go_left, ti, tj, tc)
+    side = np.where(go_left[pi[start:end]] & go_left[pj[start:end]], 0,
+                    np.where(~go_left[pi[start:end]] & ~go_left[pj[start:end]], 1, 2))
+    order = np.argsort(side, kind="stable") + start
+    assert (nl, nr) == ((side == 0).sum(), (side == 1).sum())
+    np.testing.assert_array_equal(a[start:end], pi[order])
+    np.testing.assert_array_equal(b[start:end], pj[order])
+    np.testing.assert_array_equal(c[start:end], pc[order])
+    np.testing.assert_array_equal(a[:start], pi[:start])
+    np.testing.assert_array_equal(a[end:], pi[end:])

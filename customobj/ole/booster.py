@@ -199,7 +199,7 @@ class TreeBooster:
                 grad, hess = obj.grad_hess_prepared(scores, prep)
                 pairs = None
                 if need_pairs:
-                    pairs = self._pairs(obj.pair_couplings_prepared(scores, prep), in_bag)
+                    pairs = self._pairs(obj.pair_couplings_prepared(scores, prep), in_bag, n)
                 new_trees = []
                 for k in range(K):
                     g = grad if K == 1 else np.ascontiguousarray(grad[:, k])
@@ -281,15 +281,23 @@ class TreeBooster:
         tree["internal_value"] = [v * rho for v in tree["internal_value"]]
 
     @staticmethod
-    def _pairs(couplings, in_bag):
+    def _pairs(couplings, in_bag, n_rows):
+        """In-bag pairs with nonzero coupling as fresh (int32 rows, int32 rows, float64) arrays.
+
+        Fresh because the grower reorders them in place; int32 halves the index traffic of the
+        pair partition and histograms (int64 only beyond 2**31 rows).
+        """
         pi, pj, pc = couplings
-        pi = np.asarray(pi, dtype=np.int64)
-        pj = np.asarray(pj, dtype=np.int64)
+        pi = np.asarray(pi)
+        pj = np.asarray(pj)
         pc = np.asarray(pc, dtype=np.float64)
+        index = np.int32 if n_rows < 2**31 - 1 else np.int64
         keep = pc > 0  # zero couplings change no hessian; skip their histogram work
         if in_bag is not None:
             keep &= in_bag[pi] & in_bag[pj]
-        return (np.ascontiguousarray(pi[keep]), np.ascontiguousarray(pj[keep]), np.ascontiguousarray(pc[keep]))
+        if keep.all():
+            return pi.astype(index), pj.astype(index), np.array(pc, dtype=np.float64, copy=True)
+        return pi[keep].astype(index), pj[keep].astype(index), pc[keep]
 
     def _prepare_evals(self, eval_set, eval_group, eval_metric, F):
         if eval_set is None:

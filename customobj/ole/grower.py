@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from .histogram import build_row_hist
-from .pairhist import build_pair_hist, coupling_row_hist, partition_pairs, sum_couplings
+from .pairhist import PairScratch, build_pair_hist, partition_pairs, sum_couplings
 from .splitting import RES_SIZE, find_best_split, node_hessian
 
 __all__ = ["GrowParams", "grow_tree", "partition_rows"]
@@ -73,7 +73,7 @@ def leaf_coupling_matrix(leaf_of_row, pi, pj, pc, n_leaves, out):
 
 
 class _Leaf:
-    __slots__ = ("start", "end", "pstart", "pend", "depth", "G", "H", "N", "C", "hist", "phist", "rhist",
+    __slots__ = ("start", "end", "pstart", "pend", "depth", "G", "H", "N", "C", "hist", "phist",
                  "res", "parent", "is_left")
 
 
@@ -89,13 +89,19 @@ class _Ctx:
         n = bins.shape[0]
         self.go_left = np.zeros(n, dtype=np.bool_)
         self.tmp_rows = np.empty(n, dtype=np.int64)
-        self.row_coupling = np.zeros(n, dtype=np.float64)
         self.tmp_pairs = None
+        self.hist_scratch = None
 
-    def pair_scratch(self, m):
-        if self.tmp_pairs is None or self.tmp_pairs[0].shape[0] < m:
-            self.tmp_pairs = (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.float64))
+    def pair_scratch(self, m, index_dtype):
+        if self.tmp_pairs is None or self.tmp_pairs[0].shape[0] < m or self.tmp_pairs[0].dtype != index_dtype:
+            self.tmp_pairs = (np.empty(m, index_dtype), np.empty(m, index_dtype), np.empty(m, np.float64))
+        if self.hist_scratch is None:
+            self.hist_scratch = PairScratch(self.bins.shape[0], self.bins.shape[1], bool(self.mapper.has_nan.any()))
         return self.tmp_pairs
+
+    def pair_hist(self, pi, pj, pc, start, end):
+        return build_pair_hist(self.bins, pi, pj, pc, start, end, self.offsets, self.n_bins, self.n_slots,
+                               self.hist_scratch)
 
 
 def _can_split(leaf, p):
@@ -115,24 +121,18 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
     order = np.array(rows, dtype=np.int64, copy=True)
     if use_pairs:
         pi, pj, pc = pairs
-        ctx.pair_scratch(pi.shape[0])
+        ctx.pair_scratch(pi.shape[0], pi.dtype)
     else:
         pi = pj = np.zeros(0, np.int64)
         pc = np.zeros(0, np.float64)
-    dummy_phist = np.zeros((2, 1))
-    dummy_rhist = np.zeros(1)
-
-    def coupling_hist(leaf):
-        return coupling_row_hist(ctx.bins, order, leaf.start, leaf.end, pi, pj, pc, leaf.pstart, leaf.pend,
-                                 ctx.offsets, ctx.n_slots, ctx.row_coupling)
+    dummy_phist = np.zeros((1, 3))
 
     def search(leaf):
         leaf.res = np.zeros(RES_SIZE)
         if leaf.hist is None:
             return
         ph = leaf.phist if use_pairs else dummy_phist
-        rh = leaf.rhist if use_pairs else dummy_rhist
-        find_best_split(leaf.hist, ph, rh, use_pairs, crit, ctx.n_bins, ctx.offsets, feature_mask,
+        find_best_split(leaf.hist, ph, use_pairs, crit, ctx.n_bins, ctx.offsets, feature_mask,
                         leaf.G, leaf.H, leaf.N, leaf.C, p.lambda_l2, float(p.min_data_in_leaf),
                         p.min_sum_hessian_in_leaf, leaf.res)
 
@@ -143,12 +143,11 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
     root.G, root.H = _row_sums(order, grad, hess)
     root.N = float(order.shape[0])
     root.C = sum_couplings(pc, 0, pc.shape[0]) if use_pairs else 0.0
-    root.hist = root.phist = root.rhist = None
+    root.hist = root.phist = None
     if p.num_leaves > 1 and _can_split(root, p):
         root.hist = build_row_hist(ctx.bins, order, 0, order.shape[0], grad, hess, ctx.offsets, ctx.n_slots)
         if use_pairs:
-            root.phist = build_pair_hist(ctx.bins, pi, pj, pc, 0, pi.shape[0], ctx.offsets, ctx.n_bins, ctx.n_slots)
-            root.rhist = coupling_hist(root)
+            root.phist = ctx.pair_hist(pi, pj, pc, 0, pi.shape[0])
     search(root)
     leaves = [root]
     nodes = {k: [] for k in ("split_feature", "threshold_bin", "threshold", "default_left", "left_child",
@@ -207,7 +206,7 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
         right.G, right.H, right.N, right.C = res[8], res[9], res[10], res[11]
         for child, is_left in ((left, True), (right, False)):
             child.depth, child.parent, child.is_left = leaf.depth + 1, node_id, is_left
-            child.hist = child.phist = child.rhist = None
+            child.hist = child.phist = None
         if use_pairs:
             ti, tj, tc = ctx.tmp_pairs
             npl, npr = partition_pairs(pi, pj, pc, leaf.pstart, leaf.pend, ctx.go_left, ti, tj, tc)
@@ -224,13 +223,10 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
             large.hist = leaf.hist
             if use_pairs:
                 _child_pair_hists(ctx, pi, pj, pc, leaf, left, right, need)
-                for child, nd in zip((left, right), need):
-                    if nd:
-                        child.rhist = coupling_hist(child)
-        leaf.hist = leaf.phist = leaf.rhist = None
+        leaf.hist = leaf.phist = None
         for child, nd in zip((left, right), need):
             if not nd:
-                child.hist = child.phist = child.rhist = None
+                child.hist = child.phist = None
             search(child)
         leaves[idx] = left
         leaves.append(right)
@@ -253,20 +249,19 @@ def _child_pair_hists(ctx, pi, pj, pc, parent, left, right, need):
     n_l = left.pend - left.pstart
     n_r = right.pend - right.pstart
     n_x = parent.pend - right.pend
-    args = (ctx.offsets, ctx.n_bins, ctx.n_slots)
     small, large = (left, right) if n_l <= n_r else (right, left)
     n_small, n_large = min(n_l, n_r), max(n_l, n_r)
     need_large = need[0] if large is left else need[1]
     if need_large and n_small + n_x < n_large:
-        small.phist = build_pair_hist(ctx.bins, pi, pj, pc, small.pstart, small.pend, *args)
-        cross = build_pair_hist(ctx.bins, pi, pj, pc, right.pend, parent.pend, *args)
+        small.phist = ctx.pair_hist(pi, pj, pc, small.pstart, small.pend)
+        cross = ctx.pair_hist(pi, pj, pc, right.pend, parent.pend)
         parent.phist -= small.phist
         parent.phist -= cross
         large.phist = parent.phist
     else:
         for child, nd in zip((left, right), need):
             if nd:
-                child.phist = build_pair_hist(ctx.bins, pi, pj, pc, child.pstart, child.pend, *args)
+                child.phist = ctx.pair_hist(pi, pj, pc, child.pstart, child.pend)
 
 
 def _joint_leaf_values(leaves, order, ranges, pairs, p):

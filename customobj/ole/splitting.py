@@ -47,13 +47,12 @@ def _score(G, D, lam):
 
 
 @njit(cache=True)
-def find_best_split(hist, phist, rhist, use_pairs, criterion, n_bins, offsets, feature_mask,
+def find_best_split(hist, ph, use_pairs, criterion, n_bins, offsets, feature_mask,
                     G, H, N, C, lam, min_data, min_hess, res):
     """Fill ``res`` = [gain, feature, bin, nan_left, GL, HL, NL, CL, GR, HR, NR, CR]; gain <= 0: none.
 
-    ``hist``: (slots, 3) row histogram [g, h, count]; with ``use_pairs``, ``phist`` (2, slots) the
-    pair histogram [hi, nanp] and ``rhist`` (slots,) the in-node coupling row histogram
-    (pairhist.py): ``lo = rhist - hi - nanp``.
+    ``hist``: (slots, 3) row histogram [g, h, count]; with ``use_pairs``, ``ph`` (slots, 3) the
+    pair histogram [hi, nanp, R] (pairhist.py): ``lo = R - hi - nanp``.
     """
     res[:] = 0.0
     res[0] = -1.0
@@ -76,9 +75,9 @@ def find_best_split(hist, phist, rhist, use_pairs, criterion, n_bins, offsets, f
         c_nn = 0.0
         if use_pairs:
             for b in range(nb):
-                lo_tot += rhist[off + b] - phist[0, off + b] - phist[1, off + b]
-                nanp_tot += phist[1, off + b]
-            c_nn = phist[0, off + nb]
+                lo_tot += ph[off + b, 2] - ph[off + b, 0] - ph[off + b, 1]
+                nanp_tot += ph[off + b, 1]
+            c_nn = ph[off + nb, 0]
         n_dir = 2 if n_nan > 0 else 1
         for d in range(n_dir):
             nan_left = d == 1
@@ -97,9 +96,9 @@ def find_best_split(hist, phist, rhist, use_pairs, criterion, n_bins, offsets, f
                 hl += hist[off + t, 1]
                 nl += hist[off + t, 2]
                 if use_pairs:
-                    c_hi += phist[0, off + t]
-                    c_np += phist[1, off + t]
-                    c_lo += rhist[off + t] - phist[0, off + t] - phist[1, off + t]
+                    c_hi += ph[off + t, 0]
+                    c_np += ph[off + t, 1]
+                    c_lo += ph[off + t, 2] - ph[off + t, 0] - ph[off + t, 1]
                 nr = N - nl
                 if nl < min_data or nr < min_data:
                     continue
