@@ -16,7 +16,7 @@ FORMAT = "customobj.ole.TreeBooster"
 FORMAT_VERSION = 1
 _PARAMS = ("criterion", "num_leaves", "learning_rate", "n_estimators", "max_bin", "min_data_in_leaf",
            "min_sum_hessian_in_leaf", "lambda_l2", "max_depth", "growth", "feature_fraction", "bagging_fraction",
-           "random_state", "n_jobs", "leaf_solver", "line_search", "importance_type", "verbose")
+           "random_state", "leaf_solver", "line_search", "importance_type", "verbose")
 _TREE_KEYS = {"split_feature": int, "threshold_bin": int, "threshold": float, "default_left": bool,
               "left_child": int, "right_child": int, "split_gain": float, "internal_value": float,
               "internal_weight": float, "internal_count": int, "leaf_value": float, "leaf_weight": float,
