@@ -90,3 +90,27 @@ def test_read_only_and_strided_inputs_work():
     wide[:, 0] = y
     grad, _ = SquaredError().grad_hess(s_ro, wide[:, 0], g)
     assert np.allclose(grad, s - y)
+
+
+@pytest.mark.parametrize("make", [
+    lambda co: co.RankNet(), lambda co: co.LambdaRank(truncation=5), lambda co: co.SquaredError(),
+    lambda co: 0.5 * co.QBRank() + co.SquaredError() + 2.0 * co.RankNet(sigma=2.0),
+])
+def test_grad_hess_couplings_equals_separate_calls(make):
+    import customobj as co
+
+    obj = make(co)
+    rng = np.random.default_rng(11)
+    y = rng.integers(0, 3, 40).astype(float)
+    s = rng.normal(size=40)
+    prep = obj.prepare(y, [15, 1, 24])
+    g, h, c = obj.grad_hess_couplings_prepared(s, prep)
+    g2, h2 = obj.grad_hess_prepared(s, prep)
+    c2 = obj.pair_couplings_prepared(s, prep)
+    np.testing.assert_allclose(g, g2, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(h, h2, rtol=1e-12, atol=1e-14)
+    if c2 is None:
+        assert c is None
+    else:
+        for a, b in zip(c, c2):
+            np.testing.assert_array_equal(a, b)

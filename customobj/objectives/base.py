@@ -158,7 +158,11 @@ class Objective:
 
     def grad_hess_prepared(self, scores, prep, out_grad=None, out_hess=None):
         s = self._check_scores(scores, prep)
-        shape = s.shape
+        out_grad, out_hess = self._zeroed_outputs(s.shape, out_grad, out_hess)
+        self._grad_hess(s, prep, prep.state_for(self), out_grad, out_hess)
+        return out_grad, out_hess
+
+    def _zeroed_outputs(self, shape, out_grad, out_hess):
         if out_grad is None:
             out_grad = np.zeros(shape, dtype=np.float64)
         else:
@@ -167,7 +171,6 @@ class Objective:
             out_hess = np.zeros(shape, dtype=np.float64)
         else:
             self._check_out(out_hess, shape, "out_hess")[...] = 0.0
-        self._grad_hess(s, prep, prep.state_for(self), out_grad, out_hess)
         return out_grad, out_hess
 
     def loss_prepared(self, scores, prep):
@@ -179,6 +182,24 @@ class Objective:
             return None
         s = self._check_scores(scores, prep)
         return self._pair_couplings(s, prep, prep.state_for(self))
+
+    def grad_hess_couplings_prepared(self, scores, prep, out_grad=None, out_hess=None):
+        """``(grad, hess, couplings)`` in one call; ``couplings`` is ``None`` for pointwise losses.
+
+        The OLE booster needs both every round. Objectives whose kernels can produce them in one
+        pass (sharing the per-query sort) override ``_grad_hess_couplings``.
+        """
+        s = self._check_scores(scores, prep)
+        if not self.pairwise:
+            return (*self.grad_hess_prepared(s, prep, out_grad, out_hess), None)
+        grad, hess = self._zeroed_outputs(s.shape, out_grad, out_hess)
+        couplings = self._grad_hess_couplings(s, prep, prep.state_for(self), grad, hess)
+        return grad, hess, couplings
+
+    def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
+        """Add grad/hess into the outputs and return ``(i, j, c)``; override to fuse the passes."""
+        self._grad_hess(scores, prep, state, out_grad, out_hess)
+        return self._pair_couplings(scores, prep, state)
 
     # --- to implement ----------------------------------------------------------------------------
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):  # pragma: no cover - abstract
@@ -261,6 +282,15 @@ class Sum(Objective):
         pieces = [p._pair_couplings(scores, prep, prep.state_for(p)) for p in self.parts if p.pairwise]
         return tuple(np.concatenate(arrs) for arrs in zip(*pieces))
 
+    def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
+        pieces = []
+        for p in self.parts:
+            if p.pairwise:
+                pieces.append(p._grad_hess_couplings(scores, prep, prep.state_for(p), out_grad, out_hess))
+            else:
+                p._grad_hess(scores, prep, prep.state_for(p), out_grad, out_hess)
+        return tuple(np.concatenate(arrs) for arrs in zip(*pieces))
+
 
 class Scaled(Objective):
     """``factor * objective`` (``factor >= 0`` keeps the hessian non-negative)."""
@@ -309,4 +339,12 @@ class Scaled(Objective):
 
     def _pair_couplings(self, scores, prep, state):
         i, j, c = self.objective._pair_couplings(scores, prep, prep.state_for(self.objective))
+        return i, j, self.factor * c
+
+    def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
+        g = np.zeros_like(out_grad)
+        h = np.zeros_like(out_hess)
+        i, j, c = self.objective._grad_hess_couplings(scores, prep, prep.state_for(self.objective), g, h)
+        out_grad += self.factor * g
+        out_hess += self.factor * h
         return i, j, self.factor * c
