@@ -74,12 +74,19 @@ class Timed:
 
 
 def best_of(repeat, run):
-    times, extra = [], None
+    """Best wall seconds of ``repeat`` runs, the process CPU seconds of that run, and its result.
+
+    CPU seconds (all threads) are the steadier number on a shared machine: a descheduled OpenMP
+    worker stalls its whole team, which inflates wall time but not CPU time.
+    """
+    best, extra = None, None
     for _ in range(repeat):
-        t = time.perf_counter()
+        c, t = time.process_time(), time.perf_counter()
         extra = run()
-        times.append(time.perf_counter() - t)
-    return min(times), extra
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+        if best is None or wall < best[0]:
+            best = (wall, cpu)
+    return best[0], best[1], extra
 
 
 def bench_lightgbm(data, args):
@@ -101,10 +108,11 @@ def bench_lightgbm(data, args):
 
     run_custom()  # compile numba kernels, prepare once: not what we measure
     timed.clear()
-    t_nat, m_nat = best_of(args.repeat, run_native)
-    t_cus, m_cus = best_of(args.repeat, run_custom)
+    t_nat, c_nat, m_nat = best_of(args.repeat, run_native)
+    t_cus, c_cus, m_cus = best_of(args.repeat, run_custom)
     f = timed[-1]
     return dict(library="lightgbm", native="lambdarank", t_native=t_nat, t_custom=t_cus, ratio=t_cus / t_nat,
+                cpu_native=c_nat, cpu_custom=c_cus,
                 objective_s=f.total, kernel_s=f.kernel, overhead_s=f.total - f.kernel, calls=f.calls,
                 ndcg10_native=ndcg(m_nat.predict(X), y, group, 10), ndcg10_custom=ndcg(m_cus.predict(X), y, group, 10))
 
@@ -129,11 +137,12 @@ def bench_xgboost(data, args):
 
     run_custom()
     timed.clear()
-    t_nat, m_nat = best_of(args.repeat, run_native)
-    t_cus, m_cus = best_of(args.repeat, run_custom)
+    t_nat, c_nat, m_nat = best_of(args.repeat, run_native)
+    t_cus, c_cus, m_cus = best_of(args.repeat, run_custom)
     f = timed[-1]
     dx = xgb.DMatrix(X)
     return dict(library="xgboost", native="rank:ndcg", t_native=t_nat, t_custom=t_cus, ratio=t_cus / t_nat,
+                cpu_native=c_nat, cpu_custom=c_cus,
                 objective_s=f.total, kernel_s=f.kernel, overhead_s=f.total - f.kernel, calls=f.calls,
                 ndcg10_native=ndcg(m_nat.predict(dx, output_margin=True), y, group, 10),
                 ndcg10_custom=ndcg(m_cus.predict(dx, output_margin=True), y, group, 10))
@@ -141,7 +150,8 @@ def bench_xgboost(data, args):
 
 def report(r, label=""):
     print(f"{r['library']:8s} {label}custom LambdaRank {r['t_custom']:7.2f} s | native {r['native']:10s} "
-          f"{r['t_native']:7.2f} s | ratio {r['ratio']:.3f}x")
+          f"{r['t_native']:7.2f} s | ratio {r['ratio']:.3f}x | CPU s custom {r['cpu_custom']:.2f} "
+          f"native {r['cpu_native']:.2f} ratio {r['cpu_custom'] / r['cpu_native']:.3f}x")
     print(f"         objective {r['objective_s']:.2f} s over {r['calls']} rounds: kernel {r['kernel_s']:.2f} s, "
           f"adapter overhead {r['overhead_s'] * 1e3:.1f} ms ({1e3 * r['overhead_s'] / max(r['calls'], 1):.2f} ms/round)"
           f" | train NDCG@10 native {r['ndcg10_native']:.4f}, custom {r['ndcg10_custom']:.4f}")
@@ -158,8 +168,12 @@ def main(argv=None):
     ap.add_argument("--only", choices=["lightgbm", "xgboost"])
     ap.add_argument("--threads-demo", action="store_true",
                     help="also run XGBoost in a child process with OMP_WAIT_POLICY=active")
+    ap.add_argument("--numba-threads", type=int, default=None,
+                    help="numba threads for the custom objective (default: numba's default)")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.numba_threads is not None:
+        __import__("numba").set_num_threads(args.numba_threads)
 
     data = synthetic(args.queries, args.docs, args.features, seed=0)
     results = []
@@ -167,7 +181,7 @@ def main(argv=None):
         print(f"data: {data.X.shape[0]} rows, {len(data.group)} queries, {data.X.shape[1]} features; "
               f"{args.rounds} rounds, 31 leaves, {args.threads} threads; "
               f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, numba threads "
-              f"{__import__('numba').get_num_threads()}")
+              f"{__import__('numba').get_num_threads()}, load avg {os.getloadavg()[0]:.1f}")
     if args.only in (None, "lightgbm"):
         results.append(bench_lightgbm(data, args))
     if args.only in (None, "xgboost"):
@@ -183,6 +197,8 @@ def main(argv=None):
         cmd = [sys.executable, __file__, "--json", "--only", "xgboost", "--queries", str(args.queries),
                "--docs", str(args.docs), "--features", str(args.features), "--rounds", str(args.rounds),
                "--threads", str(args.threads), "--repeat", str(args.repeat)]
+        if args.numba_threads is not None:
+            cmd += ["--numba-threads", str(args.numba_threads)]
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
         for r in json.loads(out.stdout.strip().splitlines()[-1]):
             report(r, label="[OMP_WAIT_POLICY=active] ")

@@ -2,6 +2,8 @@
 
 Per objective: ``grad_hess_prepared`` (median of ``--repeat`` calls on a prepared data set, the
 per-round cost inside a booster), full ``grad_hess`` (validation + label-only state + kernel),
+for pairwise objectives gradients plus couplings as two calls and as one fused
+``grad_hess_couplings_prepared`` (the OLE booster's per-tree call),
 and the first call in a fresh Python process (import + loading the cached numba compile + one
 full ``grad_hess``). Every objective runs once in this process first, so its numba cache exists.
 
@@ -168,14 +170,25 @@ def main(argv=None):
             obj.grad_hess_prepared(s, prep, out_g, out_h)
             t_prep, c_prep = median_time(lambda: obj.grad_hess_prepared(s, prep, out_g, out_h), args.repeat)
             t_full, _ = median_time(lambda: obj.grad_hess(s, labels, sizes), max(3, args.repeat // 2))
+            t_sep = t_fused = float("nan")
+            if obj.pairwise:  # what the OLE booster needs every tree: gradients and couplings
+                def separate():
+                    obj.grad_hess_prepared(s, prep, out_g, out_h)
+                    obj.pair_couplings_prepared(s, prep)
+                separate()
+                t_sep, _ = median_time(separate, max(3, args.repeat // 2))
+                t_fused, _ = median_time(lambda: obj.grad_hess_couplings_prepared(s, prep, out_g, out_h),
+                                         max(3, args.repeat // 2))
             fc, note = (float("nan"), "skipped") if args.no_first_call else first_call(name, expr, path)
-            rows.append((expr, t_prep * 1e3, c_prep * 1e3, t_full * 1e3, fc, compile_s, note))
+            rows.append((expr, t_prep * 1e3, c_prep * 1e3, t_full * 1e3, t_sep * 1e3, t_fused * 1e3, fc, compile_s,
+                         note))
             print(f"  {expr:<45} {t_prep * 1e3:9.1f} ms", flush=True)
     print()
-    print(f"{'objective':<42} {'prepared ms':>11} {'(cpu ms)':>9} {'full ms':>8} {'first call s':>12}"
-          "  [first call in this run s] (fresh process notes)")
-    for expr, tp, cp, tf, fc, cs, note in rows:
-        print(f"{expr:<42} {tp:11.1f} {cp:9.1f} {tf:8.1f} {fc:12.2f}  [{cs:.2f}] ({note})")
+    print(f"{'objective':<42} {'prepared ms':>11} {'(cpu ms)':>9} {'full ms':>8} {'g+c sep ms':>10} "
+          f"{'fused ms':>8} {'first call s':>12}  [first call in this run s] (fresh process notes)")
+    for expr, tp, cp, tf, ts, tu, fc, cs, note in rows:
+        print(f"{expr:<42} {tp:11.1f} {cp:9.1f} {tf:8.1f} {ts:10.1f} {tu:8.1f} {fc:12.2f}  [{cs:.2f}] ({note})")
+    print("g+c sep: grad_hess_prepared + pair_couplings_prepared; fused: grad_hess_couplings_prepared")
     print(f"median of {args.repeat} calls (full grad_hess: of {max(3, args.repeat // 2)}); load avg now "
           f"{os.getloadavg()[0]:.1f}")
 

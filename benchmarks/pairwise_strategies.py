@@ -2,7 +2,7 @@
 
 Compares (a) a direct O(n_q^2) double loop with a label test per candidate pair, (b) the
 label-sorted block loop used by customobj (serial and prange over queries), and (c) a
-materialised pair list. Run: python benchmarks/bench_pairwise_kernels.py [n_queries] [rows]
+materialised pair list. Run: python benchmarks/pairwise_strategies.py [n_queries] [rows]
 """
 import sys
 import time

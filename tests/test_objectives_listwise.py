@@ -517,3 +517,83 @@ def test_hypothesis_lambdas_are_balanced_finite_and_nonnegative():
         assert np.isfinite(obj.loss(s, y, sizes))
 
     check()
+
+
+# ---------------------------------------------------------------- fused grad + couplings ----------
+def _separate_and_fused(obj, s, y, sizes, w=None):
+    prep = obj.prepare(y, sizes, w)
+    g, h = obj.grad_hess_prepared(s, prep)
+    i, j, c = obj.pair_couplings_prepared(s, prep)
+    fg, fh, (fi, fj, fc) = obj.grad_hess_couplings_prepared(s, prep)
+    return (g, h, i, j, c), (fg, fh, fi, fj, fc)
+
+
+@pytest.mark.parametrize("opts", [
+    {}, {"truncation": 3}, {"k": 4, "norm": True}, {"sigma": 2.5, "norm": True, "truncation": 2},
+    {"gain": [0.0, 1.0, 3.0, 7.0, 15.0, 31.0]},
+    {"metric": "err", "truncation": 3}, {"metric": "map", "norm": True}, {"metric": "mrr", "k": 3},
+], ids=repr)
+@pytest.mark.parametrize("scale", [1.0, 1e3])  # 1e3: exp table underflows, general pair loop
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fused_grad_hess_couplings_equal_separate_calls(opts, scale, weighted):
+    rng = np.random.default_rng(11)
+    s, y, sizes = random_queries(rng, n_queries=40, max_size=25, tie_scores=True)
+    s = s * scale
+    w = rng.uniform(0.5, 1.5, size=len(s)) if weighted else None
+    sep, fused = _separate_and_fused(LambdaRank(**opts), s, y, sizes, w)
+    for a, b in zip(sep, fused):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def test_fused_couplings_keep_pair_order_and_add_into_outputs():
+    rng = np.random.default_rng(12)
+    s, y, sizes = random_queries(rng, n_queries=30, max_size=20)
+    obj = LambdaRank(truncation=4)
+    prep = obj.prepare(y, sizes)
+    out_g, out_h = np.full(len(s), 7.0), np.full(len(s), 7.0)  # zeroed by the call
+    g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, prep, out_g, out_h)
+    assert g is out_g and h is out_h
+    rg, rh = obj.grad_hess_prepared(s, prep)
+    assert np.array_equal(g, rg) and np.array_equal(h, rh)
+    # grouped by query, then by the upper row's sorted position
+    ptr = Groups.from_sizes(sizes).ptr
+    q = np.searchsorted(ptr, i, side="right") - 1
+    assert np.all(np.diff(q) >= 0) and np.array_equal(q, np.searchsorted(ptr, j, side="right") - 1)
+    for qq in np.unique(q):
+        rows = np.arange(ptr[qq], ptr[qq + 1])
+        pos = np.empty(len(s), dtype=np.int64)
+        pos[rows[np.argsort(-s[rows], kind="mergesort")]] = np.arange(rows.size)
+        upper = np.minimum(pos[i[q == qq]], pos[j[q == qq]])
+        assert np.all(np.diff(upper) >= 0) and upper.max() < 4
+    # the base-class fallback (separate calls) gives the same result
+    from customobj.objectives.base import Objective
+    fi, fj, fc = Objective._grad_hess_couplings(obj, s, prep, prep.state_for(obj), np.zeros(len(s)), np.zeros(len(s)))
+    assert np.array_equal(fi, i) and np.array_equal(fj, j) and np.array_equal(fc, c)
+
+
+def test_fused_inside_sum_and_scaled():
+    rng = np.random.default_rng(13)
+    s, y, sizes = random_queries(rng, n_queries=10, max_size=12)
+    obj = 0.5 * LambdaRank(truncation=3) + LambdaRank(metric="err")
+    sep, fused = _separate_and_fused(obj, s, y, sizes)
+    for a, b in zip(sep, fused):
+        assert np.array_equal(a, b)
+
+
+def test_fused_bit_identical_across_thread_counts():
+    import numba
+    rng = np.random.default_rng(14)
+    s, y, sizes = random_queries(rng, n_queries=70, max_size=30)  # several BLOCKs of queries
+    obj = LambdaRank(truncation=5, norm=True)
+    prep = obj.prepare(y, sizes)
+    saved = numba.get_num_threads()
+    runs = []
+    try:
+        for t in (1, numba.config.NUMBA_NUM_THREADS):
+            numba.set_num_threads(t)
+            g, h, cpl = obj.grad_hess_couplings_prepared(s, prep)
+            runs.append((g, h) + tuple(cpl))
+    finally:
+        numba.set_num_threads(saved)
+    for a, b in zip(*runs):
+        assert np.array_equal(a, b)

@@ -160,7 +160,11 @@ class LambdaRank(Objective):
         return LK.lambdarank_loss(scores, *self._args(prep, state))
 
     def _pair_couplings(self, scores, prep, state):
-        return LK.lambdarank_couplings(scores, *self._args(prep, state))
+        return LK.lambdarank_couplings(scores, *self._args(prep, state), False, _EMPTY, _EMPTY)
+
+    def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
+        # One sort per query and one pair pass for gradients, hessians and couplings.
+        return LK.lambdarank_couplings(scores, *self._args(prep, state), True, out_grad, out_hess)
 
 
 class StructuredDCG(Objective):
