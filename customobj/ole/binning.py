@@ -11,7 +11,7 @@ every bin holds about ``n / max_bin`` rows and equal values never straddle a bou
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 __all__ = ["BinMapper"]
 
@@ -51,11 +51,35 @@ def _bin_matrix(X, bounds, bound_ptr, out):
         nb = bound_ptr[j + 1] - lo
         ub = bounds[lo:lo + nb]
         for i in range(n):
-            x = X[i, j]
+            x = np.float64(X[i, j])
             if np.isnan(x):
                 out[i, j] = nb
             else:
                 out[i, j] = np.searchsorted(ub, x, side="left")
+
+
+_BIN_BLOCK = 512
+
+
+@njit(cache=True, parallel=True)
+def _bin_matrix_fm(X, bounds, bound_ptr, out):
+    # row blocks in parallel: each block reads its rows of X once (row-major input) and writes
+    # short runs of every feature's column; the mapping is elementwise, so any split is exact
+    n, f = X.shape
+    n_blocks = (n + _BIN_BLOCK - 1) // _BIN_BLOCK
+    for blk in prange(n_blocks):
+        i0 = blk * _BIN_BLOCK
+        i1 = min(n, i0 + _BIN_BLOCK)
+        for j in range(f):
+            lo = bound_ptr[j]
+            nb = bound_ptr[j + 1] - lo
+            ub = bounds[lo:lo + nb]
+            for i in range(i0, i1):
+                x = np.float64(X[i, j])
+                if np.isnan(x):
+                    out[j, i] = nb
+                else:
+                    out[j, i] = np.searchsorted(ub, x, side="left")
 
 
 class BinMapper:
@@ -82,13 +106,26 @@ class BinMapper:
 
     @classmethod
     def fit(cls, X, max_bin):
-        bounds = [_feature_bounds(X[:, j], max_bin) for j in range(X.shape[1])]
-        has_nan = np.isnan(X).any(axis=0) if X.size else np.zeros(X.shape[1], dtype=bool)
-        return cls(bounds, has_nan)
+        bounds, has_nan = [], []
+        for j in range(X.shape[1]):
+            # float64 per column (float32 input converts exactly), never a float64 copy of all of X
+            col = np.asarray(X[:, j], dtype=np.float64)
+            bounds.append(_feature_bounds(col, max_bin))
+            has_nan.append(bool(np.isnan(col).any()))
+        return cls(bounds, np.array(has_nan, dtype=np.bool_))
+
+    def _dtype(self):
+        return np.uint8 if int(self.n_bins.max(initial=0)) <= 255 else np.uint16
+
+    def bins_feature_major(self, X):
+        """Bins as a (features, rows) matrix: each feature's column contiguous (histograms, partitions)."""
+        out = np.empty((X.shape[1], X.shape[0]), dtype=self._dtype())
+        if X.size:
+            _bin_matrix_fm(X, self._flat, self._ptr, out)
+        return out
 
     def bins(self, X):
-        dtype = np.uint8 if int(self.n_bins.max(initial=0)) <= 255 else np.uint16
-        out = np.empty(X.shape, dtype=dtype)
+        out = np.empty(X.shape, dtype=self._dtype())
         _bin_matrix(X, self._flat, self._ptr, out)
         return out
 

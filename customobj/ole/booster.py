@@ -15,14 +15,14 @@ import numpy as np
 
 from .._validation import check_choice, check_int, check_nonnegative, check_positive
 from .binning import BinMapper
-from .grower import GrowParams, _Ctx, grow_tree
+from .grower import GrowParams, _Ctx, add_leaf_values, grow_tree
 from .predictor import PackedTrees, add_tree_bins, predict_raw
 from .splitting import CRITERIA
 
 __all__ = ["TreeBooster"]
 
 
-def _as_matrix(X, name="X", n_features=None):
+def _as_matrix(X, name="X", n_features=None, keep_float32=False):
     if hasattr(X, "tocsr") and hasattr(X, "nnz"):
         raise TypeError(f"{name} must be a dense 2-D array, got a scipy.sparse matrix; use .toarray()")
     if hasattr(X, "to_numpy") and not isinstance(X, np.ndarray):
@@ -34,6 +34,8 @@ def _as_matrix(X, name="X", n_features=None):
         raise ValueError(f"{name} must be 2-D (rows x features), got shape {arr.shape}")
     if n_features is not None and arr.shape[1] != n_features:
         raise ValueError(f"{name} has {arr.shape[1]} features but the model was trained on {n_features}")
+    if keep_float32 and arr.dtype == np.float32:
+        return np.ascontiguousarray(arr)  # binning converts exactly per value; no float64 copy of X
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
@@ -148,7 +150,7 @@ class TreeBooster:
         if self.objective is None:
             raise ValueError("this TreeBooster has no objective (loaded from a file?): cannot fit")
         obj = self.objective
-        X = _as_matrix(X)
+        X = _as_matrix(X, keep_float32=True)
         n, F = X.shape
         prep = obj.prepare(y, group, sample_weight)
         K = obj.n_outputs
@@ -174,10 +176,12 @@ class TreeBooster:
         self._packed = None
         with _Threads(self.n_jobs):
             mapper = BinMapper.fit(X, self.max_bin)
-            bins = mapper.bins(X)
+            bins_fm = mapper.bins_feature_major(X)
             self.bin_mapper_ = mapper
             self.feature_infos_ = _feature_infos(X)
-            ctx = _Ctx(bins, mapper)
+            del X  # only the bins are needed from here on (the caller's array may still be alive)
+            bins = bins_fm.T  # (rows, features) view for tree traversal on bins
+            ctx = _Ctx(bins_fm, mapper)
             params = self._grow_params()
             rng = np.random.default_rng(self.random_state)
             need_pairs = obj.pairwise and (self.criterion == "ole" or self.leaf_solver == "joint")
@@ -196,24 +200,38 @@ class TreeBooster:
                     m = max(1, int(round(self.feature_fraction * F)))
                     mask[:] = False
                     mask[rng.choice(F, size=m, replace=False)] = True
-                grad, hess = obj.grad_hess_prepared(scores, prep)
-                pairs = None
+                pairs = p = None  # drop the previous round's pair arrays before new ones exist
                 if need_pairs:
-                    pairs = self._pairs(obj.pair_couplings_prepared(scores, prep), in_bag, n)
+                    # the previous round's pairs (and a large partition scratch) go first: the
+                    # objective's (int64, int64, float64) couplings and their int32 copy are the peak
+                    ctx.release_pair_scratch()
+                    # one per-query pass for gradients, hessians and couplings where the objective fuses them
+                    grad, hess, couplings = obj.grad_hess_couplings_prepared(scores, prep)
+                    pairs = self._pairs(couplings, in_bag, n)
+                    del couplings
+                else:
+                    grad, hess = obj.grad_hess_prepared(scores, prep)
                 new_trees = []
                 for k in range(K):
                     g = grad if K == 1 else np.ascontiguousarray(grad[:, k])
                     h = hess if K == 1 else np.ascontiguousarray(hess[:, k])
                     # grow_tree reorders the pair arrays in place; later classes need the original set
                     p = pairs if (pairs is None or K == 1) else tuple(a.copy() for a in pairs)
-                    tree, _, _ = grow_tree(ctx, g, h, rows, p, mask, params)
+                    tree, order, ranges = grow_tree(ctx, g, h, rows, p, mask, params)
                     self.trees_.append(tree)
                     self.tree_class_.append(k)
-                    new_trees.append((k, tree))
-                for k, tree in new_trees:
+                    new_trees.append((k, tree, order, ranges))
+                for k, tree, order, ranges in new_trees:
                     if self.line_search:
                         self._line_search(obj, prep, scores, k, tree, bins, mapper.n_bins)
-                    add_tree_bins(bins, mapper.n_bins, tree, scores if K == 1 else scores[:, k])
+                    out = scores if K == 1 else scores[:, k]
+                    if in_bag is None:  # every row sits in a leaf's range: no traversal needed
+                        starts = np.array([r[0] for r in ranges], dtype=np.int64)
+                        ends = np.array([r[1] for r in ranges], dtype=np.int64)
+                        add_leaf_values(order, starts, ends, np.asarray(tree["leaf_value"], np.float64), out)
+                    else:
+                        add_tree_bins(bins, mapper.n_bins, tree, out)
+                new_trees = [(k, tree) for k, tree, _, _ in new_trees]
                 self._packed = None
                 stop = self._evaluate(evals, new_trees, it)
                 if evals:

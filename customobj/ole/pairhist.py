@@ -18,7 +18,9 @@ pair's ``c`` to a dense per-row, per-feature accumulator ``A[row, f]`` of the ro
 pair's larger bin (``c * [bi < bj]`` to ``j``, the rest to ``i``: a branch-free loop over the
 features that vectorises), then each touched row scatters its accumulated sums into the histogram
 once. Pairs come query by query, so a chunk touches few rows and each row's scatter serves all of
-its pairs. The result is exact (a sum regrouped by row); work is cut into blocks and chunks that
+its pairs. A row's bins are copied into a contiguous per-chunk tile when it enters the chunk, so
+the bins can stay feature-major (no row-major copy of the bin matrix): rows of a query are
+adjacent, so those copies read a few cache lines per feature per chunk. The result is exact (a sum regrouped by row); work is cut into blocks and chunks that
 depend only on the pairs, so results do not depend on the thread count.
 
 Pairs live per node in a contiguous range of the pair arrays and are partitioned with the rows;
@@ -54,10 +56,16 @@ class PairScratch:
         self.nanacc = np.empty((_MAX_BLOCKS, chunk_rows if any_nan else 0, n_features), dtype=np.float64)
         self.rsum = np.empty((_MAX_BLOCKS, chunk_rows), dtype=np.float64)
         self.any_nan = bool(any_nan)
+        self.tile = None  # (blocks, chunk_rows, features) bins of the chunk's rows, dtype of the bins
+
+    def tile_for(self, bins):
+        if self.tile is None or self.tile.dtype != bins.dtype or self.tile.shape[2] != bins.shape[1]:
+            self.tile = np.empty((_MAX_BLOCKS, self.rows.shape[1], bins.shape[1]), dtype=bins.dtype)
+        return self.tile
 
 
 @njit(cache=True)
-def _pair_block(bins, pi, pj, pc, lo, hi, offsets, n_bins, any_nan, loc, rows, acc, nanacc, rsum, out):
+def _pair_block(bins, pi, pj, pc, lo, hi, offsets, n_bins, any_nan, loc, rows, acc, nanacc, rsum, tile, out):
     n_feat = bins.shape[1]
     cap = rows.shape[0]
     k = lo
@@ -77,6 +85,8 @@ def _pair_block(bins, pi, pj, pc, lo, hi, offsets, n_bins, any_nan, loc, rows, a
                 loc[a] = sa
                 rows[sa] = a
                 rsum[sa] = 0.0
+                for f in range(n_feat):  # the row's bins, contiguous for the pair loops below
+                    tile[sa, f] = bins[a, f]
                 for f in range(n_feat):
                     acc[sa, f] = 0.0
                 if any_nan:
@@ -89,6 +99,8 @@ def _pair_block(bins, pi, pj, pc, lo, hi, offsets, n_bins, any_nan, loc, rows, a
                 loc[b] = sb
                 rows[sb] = b
                 rsum[sb] = 0.0
+                for f in range(n_feat):  # the row's bins, contiguous for the pair loops below
+                    tile[sb, f] = bins[b, f]
                 for f in range(n_feat):
                     acc[sb, f] = 0.0
                 if any_nan:
@@ -100,14 +112,14 @@ def _pair_block(bins, pi, pj, pc, lo, hi, offsets, n_bins, any_nan, loc, rows, a
             # 2-D indexing rather than row views: views cost a reference-count update each
             if not any_nan:
                 for f in range(n_feat):
-                    cb = c if bins[a, f] < bins[b, f] else 0.0
+                    cb = c if tile[sa, f] < tile[sb, f] else 0.0
                     acc[sb, f] += cb
                     acc[sa, f] += c - cb
             else:
                 for f in range(n_feat):
                     top = n_bins[f]
-                    x = np.int64(bins[a, f])
-                    y = np.int64(bins[b, f])
+                    x = np.int64(tile[sa, f])
+                    y = np.int64(tile[sb, f])
                     # larger bin NaN, smaller not: the pair goes to nanp at the smaller row's bin
                     to_nb = c if (x < y and y == top) else 0.0
                     to_na = c if (y < x and x == top) else 0.0
@@ -123,27 +135,27 @@ def _pair_block(bins, pi, pj, pc, lo, hi, offsets, n_bins, any_nan, loc, rows, a
             r = rsum[s]
             if any_nan:
                 for f in range(n_feat):
-                    slot = offsets[f] + np.int64(bins[row, f])
+                    slot = offsets[f] + np.int64(tile[s, f])
                     out[slot, 0] += acc[s, f]
                     out[slot, 1] += nanacc[s, f]
                     out[slot, 2] += r
             else:
                 for f in range(n_feat):
-                    slot = offsets[f] + np.int64(bins[row, f])
+                    slot = offsets[f] + np.int64(tile[s, f])
                     out[slot, 0] += acc[s, f]
                     out[slot, 2] += r
 
 
 @njit(cache=True, parallel=True)
 def _pair_parallel(bins, pi, pj, pc, start, end, offsets, n_bins, any_nan, n_blocks, loc, rows, acc, nanacc,
-                   rsum, buf):
+                   rsum, tile, buf):
     n = end - start
     for b in prange(n_blocks):
         lo = start + (n * b) // n_blocks
         hi = start + (n * (b + 1)) // n_blocks
         buf[b, :, :] = 0.0
         _pair_block(bins, pi, pj, pc, lo, hi, offsets, n_bins, any_nan, loc[b], rows[b], acc[b], nanacc[b],
-                    rsum[b], buf[b])
+                    rsum[b], tile[b], buf[b])
 
 
 @njit(cache=True)
@@ -154,20 +166,25 @@ def _reduce_blocks(buf, n_blocks, out):
 
 
 def build_pair_hist(bins, pi, pj, pc, start, end, offsets, n_bins, n_slots, scratch=None):
-    """Pair histogram ``(n_slots, 3)`` = [hi, nanp, R] of pairs ``start:end`` (see the module docstring)."""
+    """Pair histogram ``(n_slots, 3)`` = [hi, nanp, R] of pairs ``start:end`` (see the module docstring).
+
+    ``bins``: (rows, features), any strides: the grower passes the transposed feature-major matrix,
+    and each row's bins are copied once per chunk into a contiguous tile.
+    """
     if scratch is None:
         scratch = PairScratch(bins.shape[0], bins.shape[1], True)
     s = scratch
+    tile = s.tile_for(bins)
     nb = n_blocks_for(end - start, block=_BLOCK_PAIRS, max_blocks=_MAX_BLOCKS)
     out = np.empty((n_slots, PH_CHANNELS), dtype=np.float64)
     if nb == 1:
         out[:] = 0.0
         _pair_block(bins, pi, pj, pc, start, end, offsets, n_bins, s.any_nan, s.loc[0], s.rows[0], s.acc[0],
-                    s.nanacc[0], s.rsum[0], out)
+                    s.nanacc[0], s.rsum[0], tile[0], out)
         return out
     buf = np.empty((nb, n_slots, PH_CHANNELS), dtype=np.float64)
     _pair_parallel(bins, pi, pj, pc, start, end, offsets, n_bins, s.any_nan, nb, s.loc, s.rows, s.acc,
-                   s.nanacc, s.rsum, buf)
+                   s.nanacc, s.rsum, tile, buf)
     _reduce_blocks(buf, nb, out)
     return out
 

@@ -15,9 +15,10 @@ without curvature a Newton step cannot reduce the loss.
 """
 from __future__ import annotations
 
-from numba import njit
+import numpy as np
+from numba import njit, prange
 
-__all__ = ["CRITERIA", "find_best_split", "node_hessian", "RES_SIZE"]
+__all__ = ["CRITERIA", "find_best_split", "find_best_split_parallel", "node_hessian", "RES_SIZE"]
 
 CRITERIA = {"se": 0, "wse": 1, "ole": 2}
 RES_SIZE = 12
@@ -47,6 +48,85 @@ def _score(G, D, lam):
 
 
 @njit(cache=True)
+def _best_in_feature(f, hist, ph, use_pairs, criterion, n_bins, offsets, G, H, N, C, lam, min_data, min_hess,
+                     parent, res):
+    """Best split of feature ``f`` with gain > 0 into ``res`` (same layout as find_best_split); its gain, else 0."""
+    best = 0.0
+    nb = n_bins[f]
+    if nb < 2:
+        return 0.0
+    off = offsets[f]
+    g_nan = hist[off + nb, 0]
+    h_nan = hist[off + nb, 1]
+    n_nan = hist[off + nb, 2]
+    lo_tot = 0.0
+    nanp_tot = 0.0
+    c_nn = 0.0
+    if use_pairs:
+        for b in range(nb):
+            lo_tot += ph[off + b, 2] - ph[off + b, 0] - ph[off + b, 1]
+            nanp_tot += ph[off + b, 1]
+        c_nn = ph[off + nb, 0]
+    n_dir = 2 if n_nan > 0 else 1
+    for d in range(n_dir):
+        nan_left = d == 1
+        gl = 0.0
+        hl = 0.0
+        nl = 0.0
+        if nan_left:
+            gl = g_nan
+            hl = h_nan
+            nl = n_nan
+        c_hi = 0.0
+        c_lo = 0.0
+        c_np = 0.0
+        for t in range(nb - 1):
+            gl += hist[off + t, 0]
+            hl += hist[off + t, 1]
+            nl += hist[off + t, 2]
+            if use_pairs:
+                c_hi += ph[off + t, 0]
+                c_np += ph[off + t, 1]
+                c_lo += ph[off + t, 2] - ph[off + t, 0] - ph[off + t, 1]
+            nr = N - nl
+            if nl < min_data or nr < min_data:
+                continue
+            gr = G - gl
+            hr = H - hl
+            cl = 0.0
+            cr = 0.0
+            if use_pairs:
+                if nan_left:
+                    cl = c_hi + c_np + c_nn
+                    cr = lo_tot - c_lo
+                else:
+                    cl = c_hi
+                    cr = (lo_tot - c_lo) + (nanp_tot - c_np) + c_nn
+            dl = node_hessian(criterion, gl, hl, nl, cl)
+            dr = node_hessian(criterion, gr, hr, nr, cr)
+            ml = hl if criterion < 2 else dl
+            mr = hr if criterion < 2 else dr
+            if ml < min_hess or mr < min_hess:
+                continue
+            gain = _score(gl, dl, lam) + _score(gr, dr, lam) - parent
+            if gain > best:
+                best = gain
+                res[0] = gain
+                res[1] = f
+                res[2] = t
+                res[3] = 1.0 if nan_left else 0.0
+                res[4] = gl
+                res[5] = hl
+                res[6] = nl
+                res[7] = cl
+                res[8] = gr
+                res[9] = hr
+                res[10] = nr
+                res[11] = cr
+    return best
+
+
+@njit(cache=True)
 def find_best_split(hist, ph, use_pairs, criterion, n_bins, offsets, feature_mask,
                     G, H, N, C, lam, min_data, min_hess, res):
     """Fill ``res`` = [gain, feature, bin, nan_left, GL, HL, NL, CL, GR, HR, NR, CR]; gain <= 0: none.
@@ -60,81 +140,40 @@ def find_best_split(hist, ph, use_pairs, criterion, n_bins, offsets, feature_mas
     parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
     best = 0.0
     found = False
+    tmp = np.zeros(res.shape[0])
     for f in range(n_bins.shape[0]):
-        if not feature_mask[f]:
-            continue
-        nb = n_bins[f]
-        if nb < 2:
-            continue
-        off = offsets[f]
-        g_nan = hist[off + nb, 0]
-        h_nan = hist[off + nb, 1]
-        n_nan = hist[off + nb, 2]
-        lo_tot = 0.0
-        nanp_tot = 0.0
-        c_nn = 0.0
-        if use_pairs:
-            for b in range(nb):
-                lo_tot += ph[off + b, 2] - ph[off + b, 0] - ph[off + b, 1]
-                nanp_tot += ph[off + b, 1]
-            c_nn = ph[off + nb, 0]
-        n_dir = 2 if n_nan > 0 else 1
-        for d in range(n_dir):
-            nan_left = d == 1
-            gl = 0.0
-            hl = 0.0
-            nl = 0.0
-            if nan_left:
-                gl = g_nan
-                hl = h_nan
-                nl = n_nan
-            c_hi = 0.0
-            c_lo = 0.0
-            c_np = 0.0
-            for t in range(nb - 1):
-                gl += hist[off + t, 0]
-                hl += hist[off + t, 1]
-                nl += hist[off + t, 2]
-                if use_pairs:
-                    c_hi += ph[off + t, 0]
-                    c_np += ph[off + t, 1]
-                    c_lo += ph[off + t, 2] - ph[off + t, 0] - ph[off + t, 1]
-                nr = N - nl
-                if nl < min_data or nr < min_data:
-                    continue
-                gr = G - gl
-                hr = H - hl
-                cl = 0.0
-                cr = 0.0
-                if use_pairs:
-                    if nan_left:
-                        cl = c_hi + c_np + c_nn
-                        cr = lo_tot - c_lo
-                    else:
-                        cl = c_hi
-                        cr = (lo_tot - c_lo) + (nanp_tot - c_np) + c_nn
-                dl = node_hessian(criterion, gl, hl, nl, cl)
-                dr = node_hessian(criterion, gr, hr, nr, cr)
-                ml = hl if criterion < 2 else dl
-                mr = hr if criterion < 2 else dr
-                if ml < min_hess or mr < min_hess:
-                    continue
-                gain = _score(gl, dl, lam) + _score(gr, dr, lam) - parent
-                if gain > best:
-                    best = gain
-                    found = True
-                    res[0] = gain
-                    res[1] = f
-                    res[2] = t
-                    res[3] = 1.0 if nan_left else 0.0
-                    res[4] = gl
-                    res[5] = hl
-                    res[6] = nl
-                    res[7] = cl
-                    res[8] = gr
-                    res[9] = hr
-                    res[10] = nr
-                    res[11] = cr
+        tmp[0] = 0.0
+        gain = _best_in_feature(f, hist, ph, use_pairs, criterion, n_bins, offsets, G, H, N, C, lam, min_data,
+                                min_hess, parent, tmp) if feature_mask[f] else 0.0
+        if gain > best:
+            best = gain
+            found = True
+            res[:] = tmp
     if not found:
         res[0] = 0.0
+    return found
+
+
+@njit(cache=True, parallel=True)
+def find_best_split_parallel(hist, ph, use_pairs, criterion, n_bins, offsets, feature_mask,
+                             G, H, N, C, lam, min_data, min_hess, res):
+    """``find_best_split`` with the features searched in parallel; the same result for any thread
+    count (per-feature bests, then the first strictly best feature in order, as the serial scan)."""
+    n_feat = n_bins.shape[0]
+    parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
+    per = np.zeros((n_feat, res.shape[0]))
+    gains = np.zeros(n_feat)
+    for f in prange(n_feat):
+        if feature_mask[f]:
+            gains[f] = _best_in_feature(f, hist, ph, use_pairs, criterion, n_bins, offsets, G, H, N, C, lam,
+                                        min_data, min_hess, parent, per[f])
+    res[:] = 0.0
+    res[1] = -1.0
+    best = 0.0
+    found = False
+    for f in range(n_feat):
+        if gains[f] > best:
+            best = gains[f]
+            found = True
+            res[:] = per[f]
     return found

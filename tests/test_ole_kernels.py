@@ -1,0 +1,231 @@
+"""customobj.ole fast kernels vs obvious NumPy references: feature-major bins, col-wise row
+histograms with ordered gradients, column partitions; the fused gradient/coupling call per round."""
+import numpy as np
+import pytest
+
+from customobj import LambdaRank, RankNet
+from customobj.ole import TreeBooster
+from customobj.ole.binning import BinMapper
+from customobj.ole.grower import partition_rows
+from customobj.ole.histogram import build_row_hist_fm, gather_gh
+
+
+def make_X(seed, n=157, n_features=6, nan_frac=0.1, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, n_features))
+    X[:, 0] = np.round(X[:, 0])  # few distinct values: long runs of equal bins
+    X[:, 1] = 0.5  # constant feature: a single bin
+    X[rng.random(X.shape) < nan_frac] = np.nan
+    return X.astype(dtype)
+
+
+def reference_hist(bins, rows, grad, hess, mapper):
+    out = np.zeros((mapper.n_slots, 3))
+    for r in rows:
+        for f in range(bins.shape[1]):
+            s = mapper.offsets[f] + int(bins[r, f])
+            out[s] += (grad[r], hess[r], 1.0)
+    return out
+
+
+@pytest.mark.parametrize("max_bin", [4, 255, 300])
+def test_feature_major_bins_equal_row_major_transposed(max_bin):
+    X = make_X(0, n=1200 if max_bin == 300 else 157)
+    X[:, 2] = np.arange(X.shape[0])  # many distinct values: uint16 bins when max_bin > 255
+    mapper = BinMapper.fit(X, max_bin)
+    fm = mapper.bins_feature_major(X)
+    assert fm.shape == (X.shape[1], X.shape[0])
+    assert fm.dtype == mapper.bins(X).dtype
+    np.testing.assert_array_equal(fm, mapper.bins(X).T)
+
+
+def test_float32_input_bins_like_its_exact_float64_copy():
+    X32 = make_X(1, dtype=np.float32)
+    X64 = X32.astype(np.float64)
+    m32, m64 = BinMapper.fit(X32, 16), BinMapper.fit(X64, 16)
+    for a, b in zip(m32.bounds, m64.bounds):
+        assert a.dtype == np.float64
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(m32.has_nan, m64.has_nan)
+    np.testing.assert_array_equal(m32.bins_feature_major(X32), m64.bins_feature_major(X64))
+
+
+def test_float32_fit_gives_the_float64_model():
+    X32 = make_X(2, n=240, nan_frac=0.05, dtype=np.float32)
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 3, 240).astype(float)
+    kw = dict(n_estimators=3, num_leaves=5, min_data_in_leaf=5, verbose=False)
+    a = TreeBooster(RankNet(), **kw).fit(X32, y, [24] * 10).to_json()
+    b = TreeBooster(RankNet(), **kw).fit(X32.astype(np.float64), y, [24] * 10).to_json()
+    assert a == b
+
+
+@pytest.mark.parametrize("max_bin", [32, 400])
+@pytest.mark.parametrize("subset", ["all", "run", "sparse", "tiny", "empty"])
+def test_colwise_hist_matches_reference(subset, max_bin):
+    n = 300
+    X = make_X(3, n=n)
+    X[:, 3] = np.arange(n) * 0.5  # 297 distinct values: uint16 bins when max_bin=400
+    X[:3, 3] = np.nan
+    mapper = BinMapper.fit(X, max_bin)
+    bins = mapper.bins(X)
+    fm = mapper.bins_feature_major(X)
+    assert fm.dtype == (np.uint16 if max_bin == 400 else np.uint8)
+    rng = np.random.default_rng(3)
+    grad, hess = rng.normal(size=n), rng.random(n)
+    rows = {"all": np.arange(n), "run": np.arange(50, 121), "sparse": np.sort(rng.choice(n, 77, replace=False)),
+            "tiny": np.array([5, 9, 100]), "empty": np.zeros(0, np.int64)}[subset].astype(np.int64)
+    # the node sits inside a longer order array, as in the grower
+    order = np.concatenate([[7, 3], rows, [1]]).astype(np.int64)
+    got = build_row_hist_fm(fm, order, 2, 2 + rows.size, grad, hess, mapper.offsets, mapper.n_slots)
+    want = reference_hist(bins, rows, grad, hess, mapper)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(got[:, 2], want[:, 2])
+
+
+@pytest.mark.parametrize("max_bin", [8, 300])
+def test_pair_hist_reads_feature_major_bins_through_the_transposed_view(max_bin):
+    from customobj.ole.pairhist import PairScratch, build_pair_hist
+    from customobj.pairs import label_pairs
+    X = make_X(6, n=400, n_features=5)
+    X[:, 2] = np.arange(400)  # 300 bins at max_bin=300: uint16
+    mapper = BinMapper.fit(X, max_bin)
+    rm, fm = mapper.bins(X), mapper.bins_feature_major(X)
+    y = np.random.default_rng(6).integers(0, 3, 400).astype(float)
+    pi, pj, _ = label_pairs(y, [40] * 10)
+    pc = np.random.default_rng(7).random(pi.size)
+    args = (pi.astype(np.int32), pj.astype(np.int32), pc, 0, pi.size, mapper.offsets, mapper.n_bins, mapper.n_slots)
+    want = build_pair_hist(rm, *args, PairScratch(400, 5, True, chunk_rows=16))
+    got = build_pair_hist(fm.T, *args, PairScratch(400, 5, True, chunk_rows=16))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_gather_gh_orders_and_sums():
+    order = np.array([4, 0, 2, 3], dtype=np.int64)
+    grad, hess = np.arange(5.0), np.arange(5.0) * 10
+    out = np.empty((2, 2))
+    G, H = gather_gh(order, 1, 3, grad, hess, out)
+    np.testing.assert_array_equal(out, [[0.0, 0.0], [2.0, 20.0]])
+    assert (G, H) == (2.0, 20.0)
+
+
+@pytest.mark.parametrize("nan_left", [False, True])
+def test_partition_rows_on_a_column_is_stable(nan_left):
+    rng = np.random.default_rng(4)
+    col = rng.integers(0, 6, 50).astype(np.uint8)  # bin 5 = NaN slot
+    order = np.concatenate([[49], np.sort(rng.choice(np.arange(1, 49), 30, replace=False)), [0]]).astype(np.int64)
+    before = order.copy()
+    go_left = np.zeros(50, dtype=np.bool_)
+    nl = partition_rows(col, order, 1, 31, 2, 5, nan_left, go_left, np.empty(50, np.int64))
+    node = before[1:31]
+    left = np.where(col[node] == 5, nan_left, col[node] <= 2)
+    np.testing.assert_array_equal(order[1:1 + nl], node[left])
+    np.testing.assert_array_equal(order[1 + nl:31], node[~left])
+    assert order[0] == 49 and order[31] == 0
+    np.testing.assert_array_equal(go_left[node], left)
+
+
+def test_ole_booster_calls_the_fused_gradient_coupling_pass_once_per_round(monkeypatch):
+    X = make_X(5, n=200, nan_frac=0.0)
+    y = np.random.default_rng(5).integers(0, 3, 200).astype(float)
+    obj = LambdaRank(truncation=10)
+    calls = {"fused": 0, "couplings": 0}
+    fused = type(obj).grad_hess_couplings_prepared
+
+    def spy(self, *a, **k):
+        calls["fused"] += 1
+        return fused(self, *a, **k)
+
+    def no_separate(self, *a, **k):  # pragma: no cover - failing path
+        calls["couplings"] += 1
+        raise AssertionError("separate pair_couplings_prepared call")
+
+    monkeypatch.setattr(type(obj), "grad_hess_couplings_prepared", spy)
+    monkeypatch.setattr(type(obj), "pair_couplings_prepared", no_separate)
+    TreeBooster(obj, n_estimators=4, num_leaves=4, min_data_in_leaf=5, verbose=False).fit(X, y, [20] * 10)
+    assert calls == {"fused": 4, "couplings": 0}
+
+
+@pytest.mark.parametrize("criterion", ["se", "wse", "ole"])
+def test_parallel_split_search_equals_serial(criterion):
+    import numba
+    from customobj.ole.pairhist import build_pair_hist
+    from customobj.ole.splitting import CRITERIA, RES_SIZE, find_best_split, find_best_split_parallel
+    from customobj.pairs import label_pairs
+    X = make_X(8, n=300, n_features=9)
+    X[:, 4] = X[:, 3]  # duplicate feature: equal gains, the first one must win
+    mapper = BinMapper.fit(X, 16)
+    fm = mapper.bins_feature_major(X)
+    rng = np.random.default_rng(8)
+    y = rng.integers(0, 3, 300).astype(float)
+    grad, hess = rng.normal(size=300), rng.random(300) + 0.1
+    pi, pj, _ = label_pairs(y, [30] * 10)
+    pc = rng.random(pi.size) * 0.05
+    order = np.arange(300, dtype=np.int64)
+    hist = build_row_hist_fm(fm, order, 0, 300, grad, hess, mapper.offsets, mapper.n_slots)
+    ph = build_pair_hist(fm.T, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins, mapper.n_slots)
+    mask = np.ones(9, dtype=np.bool_)
+    mask[7] = False
+    args = (hist, ph, criterion == "ole", CRITERIA[criterion], mapper.n_bins, mapper.offsets, mask,
+            grad.sum(), hess.sum(), 300.0, pc.sum(), 0.5, 5.0, 1e-3)
+    want, got = np.zeros(RES_SIZE), np.zeros(RES_SIZE)
+    assert find_best_split(*args, want)
+    saved = numba.get_num_threads()
+    try:
+        for threads in sorted({1, numba.config.NUMBA_NUM_THREADS}):
+            numba.set_num_threads(threads)
+            got[:] = 7.0
+            assert find_best_split_parallel(*args, got)
+            np.testing.assert_array_equal(got, want)
+    finally:
+        numba.set_num_threads(saved)
+    assert want[1] != 4  # the duplicate never beats its twin
+
+
+@pytest.mark.parametrize("criterion", ["wse", "ole"])
+def test_score_update_from_leaf_ranges_equals_tree_traversal(criterion):
+    from customobj.ole.grower import _Ctx, add_leaf_values, grow_tree
+    from customobj.ole.predictor import add_tree_bins
+    X = make_X(9, n=360, n_features=5, nan_frac=0.15)
+    y = np.random.default_rng(9).integers(0, 3, 360).astype(float)
+    obj = RankNet()
+    booster = TreeBooster(obj, criterion=criterion, num_leaves=9, min_data_in_leaf=4, verbose=False)
+    mapper = BinMapper.fit(X, 16)
+    fm = mapper.bins_feature_major(X)
+    prep = obj.prepare(y, [36] * 10, None)
+    grad, hess, (pi, pj, pc) = obj.grad_hess_couplings_prepared(np.zeros(360), prep)
+    pairs = TreeBooster._pairs((pi, pj, pc), None, 360)
+    tree, order, ranges = grow_tree(_Ctx(fm, mapper), grad, hess, np.arange(360, dtype=np.int64), pairs,
+                                    np.ones(5, np.bool_), booster._grow_params())
+    assert tree["num_leaves"] == 9
+    want, got = np.full(360, 0.25), np.full(360, 0.25)
+    add_tree_bins(fm.T, mapper.n_bins, tree, want)
+    add_leaf_values(order, np.array([r[0] for r in ranges]), np.array([r[1] for r in ranges]),
+                    np.asarray(tree["leaf_value"]), got)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.sort(order), np.arange(360))
+
+
+def test_partition_rows_with_many_blocks_is_stable():
+    rng = np.random.default_rng(10)
+    n = 150_000  # several parallel row blocks
+    col = rng.integers(0, 9, n).astype(np.uint8)
+    order = np.sort(rng.choice(n, 120_000, replace=False)).astype(np.int64)
+    node = order.copy()
+    go_left = np.zeros(n, dtype=np.bool_)
+    nl = partition_rows(col, order, 0, order.size, 3, 8, True, go_left, np.empty(n, np.int64))
+    left = np.where(col[node] == 8, True, col[node] <= 3)
+    assert nl == left.sum()
+    np.testing.assert_array_equal(order[:nl], node[left])
+    np.testing.assert_array_equal(order[nl:], node[~left])
+
+
+def test_ole_model_does_not_depend_on_the_pair_bin_layout(monkeypatch):
+    import customobj.ole.grower as grower
+    X = make_X(11, n=300, n_features=5, nan_frac=0.1)
+    y = np.random.default_rng(11).integers(0, 3, 300).astype(float)
+    kw = dict(criterion="ole", n_estimators=3, num_leaves=6, min_data_in_leaf=5, verbose=False)
+    row_major = TreeBooster(LambdaRank(truncation=10), **kw).fit(X, y, [30] * 10).to_json()
+    monkeypatch.setattr(grower, "_ROW_MAJOR_COPY_BYTES", 0)  # large-data path: transposed view only
+    view = TreeBooster(LambdaRank(truncation=10), **kw).fit(X, y, [30] * 10).to_json()
+    assert view == row_major
