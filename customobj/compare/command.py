@@ -23,7 +23,7 @@ __all__ = ["add_arguments", "run", "main", "DEFAULT_METHODS"]
 #: adapters, and the OLE booster with the OLE and WSE split criteria (sized for ~2 min on 2 cores).
 DEFAULT_METHODS = ("lgb:lambdarank,xgb:rank:ndcg,lgb:LambdaRank,lgb:QBRank,xgb:RankNet,"
                    "ole:LambdaRank[ole],ole:LambdaRank[wse]")
-#: Built-in synthetic data used when no data is given (LETOR-like: graded labels 0-2).
+#: Built-in synthetic data used when no data is given (customobj.data.synthetic: LETOR-like, grades 0-4).
 SYNTHETIC_QUERIES = 1000
 SYNTHETIC_DOCS = 20
 SYNTHETIC_FEATURES = 20
