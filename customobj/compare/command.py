@@ -35,34 +35,24 @@ class UsageError(ValueError):
     """Bad arguments or data: reported without a traceback, exit code 2."""
 
 
-def _positive_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return v
+def _number(convert, ok, what):
+    """An argparse ``type=``: ``convert`` the text, then require ``ok(value)`` (``what`` names it)."""
+
+    def parse(text):
+        try:
+            v = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not ok(v):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {v}")
+        return v
+
+    return parse
 
 
-def _nonnegative_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
-    return v
-
-
-def _positive_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (v > 0 and np.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
-    return v
+_positive_int = _number(int, lambda v: v >= 1, "a positive integer")
+_nonnegative_int = _number(int, lambda v: v >= 0, "an integer >= 0")
+_positive_float = _number(float, lambda v: v > 0 and np.isfinite(v), "a positive finite number")
 
 
 def _folds(text):
