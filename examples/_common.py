@@ -26,6 +26,7 @@ if str(REPO) not in sys.path:  # run as `python examples/x.py` from anywhere, wi
 import adapters  # noqa: E402  (before lightgbm / xgboost: sets the OpenMP wait policy)
 import customobj as co  # noqa: E402
 from customobj.data import load_letor_folds  # noqa: E402
+from customobj.compare.trainers import Split as _BaseSplit  # noqa: E402
 
 __all__ = [
     "REPO", "Split", "Fold", "make_parser", "parse", "iter_folds", "progress", "lgb_params", "train_lightgbm",
@@ -84,13 +85,9 @@ def _fold_list(spec):
 # ------------------------------------------------------------------------------------------------
 # data
 # ------------------------------------------------------------------------------------------------
-@dataclass
-class Split:
-    """One part of a fold: dense features, graded labels and query sizes."""
-
-    X: np.ndarray
-    y: np.ndarray
-    sizes: np.ndarray
+class Split(_BaseSplit):
+    """One part of a fold: dense float32 features, float64 labels and int64 query sizes
+    (``customobj.compare``'s split, plus query sub-setting for the scripts)."""
 
     @classmethod
     def from_letor(cls, d):
@@ -98,19 +95,13 @@ class Split:
                    np.asarray(d.group, dtype=np.int64))
 
     @property
-    def ptr(self):
-        return np.concatenate(([0], np.cumsum(self.sizes))).astype(np.int64)
-
-    @property
     def n_queries(self):
         return int(self.sizes.size)
 
     def queries(self, idx):
         """The sub-split made of the queries ``idx`` (in that order)."""
-        ptr = self.ptr
-        idx = np.asarray(idx, dtype=np.int64)
-        rows = np.concatenate([np.arange(ptr[q], ptr[q + 1]) for q in idx]) if idx.size else np.zeros(0, np.int64)
-        return Split(self.X[rows], self.y[rows], self.sizes[idx].copy())
+        rows, groups = co.Groups.from_sizes(self.sizes).subset(idx)
+        return Split(self.X[rows], self.y[rows], groups.sizes)
 
     def head(self, max_rows):
         """The first queries holding at most ``max_rows`` rows (at least one query)."""
