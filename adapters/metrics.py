@@ -54,21 +54,33 @@ def _evaluate(metrics, preds, labels, groups):
     return [(m.name, float(m.func(s, labels, groups)), m.higher_is_better) for m in metrics]
 
 
-class _LightGBMMetric:
+class _PerDatasetData:
+    """Labels and query groups read once per Dataset / DMatrix (weakly keyed)."""
+
+    _what = "training data"
+
     def __init__(self, metrics):
         self.metrics = metrics
-        self._data = weakref.WeakKeyDictionary()  # Dataset -> (labels float64, Groups)
+        self._data = weakref.WeakKeyDictionary()  # Dataset / DMatrix -> (labels float64, Groups)
+
+    def data_for(self, data):
+        hit = self._data.get(data)
+        if hit is None:
+            labels = np.asarray(data.get_label(), dtype=np.float64)
+            groups = _groups_or_error(self._boundaries(data), labels.shape[0], self._what)
+            hit = self._data[data] = (labels, groups)
+        return hit
+
+
+class _LightGBMMetric(_PerDatasetData):
+    _what = "LightGBM Dataset"
+
+    @staticmethod
+    def _boundaries(dataset):
+        return dataset.get_field("group")
 
     def __repr__(self):
         return f"lightgbm_metric({', '.join(repr(m.name) for m in self.metrics)})"
-
-    def data_for(self, dataset):
-        hit = self._data.get(dataset)
-        if hit is None:
-            labels = np.asarray(dataset.get_label(), dtype=np.float64)
-            groups = _groups_or_error(dataset.get_field("group"), labels.shape[0], "LightGBM Dataset")
-            hit = self._data[dataset] = (labels, groups)
-        return hit
 
     def __call__(self, preds, eval_data):
         from .lightgbm import _SCORE_OFFSETS  # corrections made by adapters.callbacks.LineSearch
@@ -107,24 +119,21 @@ def lightgbm_sklearn_metric(*names):
     return eval_metric
 
 
-class _XGBoostMetric:
+class _XGBoostMetric(_PerDatasetData):
+    _what = "XGBoost DMatrix"
+
+    @staticmethod
+    def _boundaries(dmat):
+        return dmat.get_uint_info("group_ptr")
+
     def __init__(self, metrics):
-        self.metrics = metrics
-        self._data = weakref.WeakKeyDictionary()  # DMatrix -> (labels, Groups)
+        super().__init__(metrics)
         #: Direction of the last metric: what ``xgboost.train(maximize=...)`` should get.
         self.maximize = metrics[-1].higher_is_better
         self.names = tuple(m.name for m in metrics)
 
     def __repr__(self):
         return f"xgboost_metric({', '.join(repr(n) for n in self.names)})"
-
-    def data_for(self, dmat):
-        hit = self._data.get(dmat)
-        if hit is None:
-            labels = np.asarray(dmat.get_label(), dtype=np.float64)
-            groups = _groups_or_error(dmat.get_uint_info("group_ptr"), labels.shape[0], "XGBoost DMatrix")
-            hit = self._data[dmat] = (labels, groups)
-        return hit
 
     def __call__(self, preds, dmat):
         labels, groups = self.data_for(dmat)
