@@ -68,14 +68,14 @@ def run_one(mode, args):
     if mode == "lightgbm":
         import lightgbm as lgb
         params = dict(objective="lambdarank", num_leaves=31, max_bin=255, learning_rate=0.1, num_threads=args.threads,
-                      lambdarank_truncation_level=30, min_data_in_leaf=20, verbose=-1, lambdarank_norm=False)
+                      lambdarank_truncation_level=args.truncation, min_data_in_leaf=20, verbose=-1, lambdarank_norm=False)
         before = rss_mb()
         ds = lgb.Dataset(X, y, group=group, params={"max_bin": 255, "verbose": -1}).construct()
         lgb.train(params, ds, num_boost_round=args.rounds, callbacks=[clock.tick])
     else:
         from customobj.objectives import LambdaRank
         from customobj.ole import TreeBooster
-        obj = LambdaRank(metric="ndcg", truncation=30)
+        obj = LambdaRank(metric="ndcg", truncation=args.truncation)
         kw = dict(criterion=mode, num_leaves=31, max_bin=255, learning_rate=0.1, n_jobs=args.threads, verbose=False)
         # warm-up on a slice: loads / compiles the numba kernels outside the measured run
         m = int(np.sum(group[:20]))
@@ -86,6 +86,9 @@ def run_one(mode, args):
     res.update(per_tree_s=wall, cpu_per_tree_s=cpu)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     res.update(rss_before_mb=before, peak_rss_mb=peak, peak_delta_mb=peak - before)
+    if mode != "lightgbm":  # what OLE's extra work scales with: pairs per row of round 1 (after the peak was read)
+        _, _, pc = obj.pair_couplings(np.zeros(X.shape[0]), y, group)
+        res["pairs_per_row"] = float(np.count_nonzero(pc)) / X.shape[0]
     return res
 
 
@@ -96,6 +99,8 @@ def main():
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--query-size", type=int, default=120)
     ap.add_argument("--features", type=int, default=136)
+    ap.add_argument("--truncation", type=int, default=30,
+                    help="LambdaRank truncation level (pairs need a row in the top T): sets the pairs per row")
     ap.add_argument("--threads", type=int, default=2,
                     help="threads for every learner (1: CPU times free of OpenMP spin-waiting on a busy machine)")
     ap.add_argument("--repeat", type=int, default=1, help="interleaved runs per learner; best of each is reported")
@@ -108,11 +113,12 @@ def main():
         for mode in ("lightgbm", "wse", "ole"):
             cmd = [sys.executable, __file__, "--mode", mode, "--rounds", str(args.rounds), "--queries",
                    str(args.queries), "--query-size", str(args.query_size), "--features", str(args.features),
-                   "--threads", str(args.threads)]
+                   "--threads", str(args.threads), "--truncation", str(args.truncation)]
             proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
             r = json.loads(proc.stdout.strip().splitlines()[-1])
+            density = f"  {r['pairs_per_row']:.1f} pairs/row" if "pairs_per_row" in r else ""
             print(f"{mode:9s} per tree {r['per_tree_s']:.3f} s wall, {r['cpu_per_tree_s']:.3f} s CPU  "
-                  f"peak RSS delta {r['peak_delta_mb']:.0f} MB", flush=True)
+                  f"peak RSS delta {r['peak_delta_mb']:.0f} MB{density}", flush=True)
             if mode in out:  # best of the repeats
                 for key in ("per_tree_s", "cpu_per_tree_s", "peak_delta_mb"):
                     r[key] = min(r[key], out[mode][key])

@@ -81,6 +81,10 @@ def test_colwise_hist_matches_reference(subset, max_bin):
     want = reference_hist(bins, rows, grad, hess, mapper)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(got[:, 2], want[:, 2])
+    # known counts (the cached root counts) are copied, and the sums are the same bits
+    known = build_row_hist_fm(fm, order, 2, 2 + rows.size, grad, hess, mapper.offsets, mapper.n_slots,
+                              counts=want[:, 2].copy())
+    np.testing.assert_array_equal(known, got)
 
 
 @pytest.mark.parametrize("max_bin", [8, 300])
@@ -194,8 +198,9 @@ def test_score_update_from_leaf_ranges_equals_tree_traversal(criterion):
     fm = mapper.bins_feature_major(X)
     prep = obj.prepare(y, [36] * 10, None)
     grad, hess, (pi, pj, pc) = obj.grad_hess_couplings_prepared(np.zeros(360), prep)
-    pairs = TreeBooster._pairs((pi, pj, pc), None, 360)
-    tree, order, ranges = grow_tree(_Ctx(fm, mapper), grad, hess, np.arange(360, dtype=np.int64), pairs,
+    ctx = _Ctx(fm, mapper)
+    pairs = ctx.load_pairs((pi, pj, pc), None)
+    tree, order, ranges = grow_tree(ctx, grad, hess, np.arange(360, dtype=np.int64), pairs,
                                     np.ones(5, np.bool_), booster._grow_params())
     assert tree["num_leaves"] == 9
     want, got = np.full(360, 0.25), np.full(360, 0.25)
@@ -204,6 +209,28 @@ def test_score_update_from_leaf_ranges_equals_tree_traversal(criterion):
                     np.asarray(tree["leaf_value"]), got)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.sort(order), np.arange(360))
+
+
+@pytest.mark.parametrize("m", [200, 300_000])  # 300,000: several parallel blocks
+def test_load_pairs_keeps_positive_in_bag_couplings_and_reuses_its_buffer(m):
+    from customobj.ole.grower import _Ctx
+    X = make_X(3, n=50, n_features=2)
+    mapper = BinMapper.fit(X, 8)
+    ctx = _Ctx(mapper.bins_feature_major(X), mapper)
+    rng = np.random.default_rng(3)
+    pi, pj = rng.integers(0, 50, m), rng.integers(0, 50, m)
+    pc = np.where(rng.random(m) < 0.3, 0.0, rng.random(m))
+    in_bag = rng.random(50) < 0.7
+    for bag in (None, in_bag):
+        keep = pc > 0 if bag is None else (pc > 0) & bag[pi] & bag[pj]
+        a, b, c = ctx.load_pairs((pi, pj, pc), bag)
+        assert a.dtype == b.dtype == np.int32
+        np.testing.assert_array_equal(a, pi[keep])
+        np.testing.assert_array_equal(b, pj[keep])
+        np.testing.assert_array_equal(c, pc[keep])
+    first = ctx.in_pairs[0]
+    ctx.load_pairs((pi[:100], pj[:100], pc[:100]), None)
+    assert ctx.in_pairs[0] is first  # a smaller round refills the same memory
 
 
 def test_partition_rows_with_many_blocks_is_stable():

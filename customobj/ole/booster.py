@@ -202,12 +202,12 @@ class TreeBooster:
                     mask[rng.choice(F, size=m, replace=False)] = True
                 pairs = p = None  # drop the previous round's pair arrays before new ones exist
                 if need_pairs:
-                    # the previous round's pairs (and a large partition scratch) go first: the
-                    # objective's (int64, int64, float64) couplings and their int32 copy are the peak
-                    ctx.release_pair_scratch()
+                    # large pair buffers go first: the objective's (int64, int64, float64) couplings
+                    # plus the compacted int32 pairs are the peak
+                    ctx.release_pair_buffers()
                     # one per-query pass for gradients, hessians and couplings where the objective fuses them
                     grad, hess, couplings = obj.grad_hess_couplings_prepared(scores, prep)
-                    pairs = self._pairs(couplings, in_bag, n)
+                    pairs = ctx.load_pairs(couplings, in_bag)
                     del couplings
                 else:
                     grad, hess = obj.grad_hess_prepared(scores, prep)
@@ -297,25 +297,6 @@ class TreeBooster:
                 break
         tree["leaf_value"] = [v * rho for v in tree["leaf_value"]]
         tree["internal_value"] = [v * rho for v in tree["internal_value"]]
-
-    @staticmethod
-    def _pairs(couplings, in_bag, n_rows):
-        """In-bag pairs with nonzero coupling as fresh (int32 rows, int32 rows, float64) arrays.
-
-        Fresh because the grower reorders them in place; int32 halves the index traffic of the
-        pair partition and histograms (int64 only beyond 2**31 rows).
-        """
-        pi, pj, pc = couplings
-        pi = np.asarray(pi)
-        pj = np.asarray(pj)
-        pc = np.asarray(pc, dtype=np.float64)
-        index = np.int32 if n_rows < 2**31 - 1 else np.int64
-        keep = pc > 0  # zero couplings change no hessian; skip their histogram work
-        if in_bag is not None:
-            keep &= in_bag[pi] & in_bag[pj]
-        if keep.all():
-            return pi.astype(index), pj.astype(index), np.array(pc, dtype=np.float64, copy=True)
-        return pi[keep].astype(index), pj[keep].astype(index), pc[keep]
 
     def _prepare_evals(self, eval_set, eval_group, eval_metric, F):
         if eval_set is None:

@@ -98,16 +98,20 @@ def gather_gh(order, start, end, grad, hess, out):
 
 
 _GROUP = 4  # features per pass
+_NO_COUNTS = np.zeros(0)
 
 
 @njit(cache=True, parallel=True)
-def _hist_fm(bins_fm, order, start, end, gh, offsets, out):
+def _hist_fm(bins_fm, order, start, end, gh, offsets, counts, out):
     # Four features per pass over the node's rows: the row index and (g, h) are loaded once for
     # four bins, and the four features' accumulators are independent add chains (one feature
     # alone stalls on consecutive rows hitting the same bin). Each group's accumulators (<= 4 x 256
     # slots x 4 x 8 B) stay in L1. Unsigned indices skip numba's negative-index wraparound. A
-    # short last group repeats its last feature (same sums, written twice).
+    # short last group repeats its last feature (same sums, written twice). With known per-slot
+    # ``counts`` (size n_slots) the count channel is copied instead: one add in three less per
+    # row and feature, ~30% of the pass.
     n_feat = bins_fm.shape[0]
+    count_rows = counts.shape[0] == 0
     n = end - start
     ghf = gh.ravel()
     two = uint64(2)
@@ -125,27 +129,46 @@ def _hist_fm(bins_fm, order, start, end, gh, offsets, out):
         c1 = bins_fm[f1]
         c2 = bins_fm[f2]
         c3 = bins_fm[f3]
-        for k in range(n):
-            r = uint64(order[start + k])
-            kk = uint64(2 * k)
-            g = ghf[kk]
-            h = ghf[kk + one]
-            s0 = uint64(c0[r]) << two
-            s1 = uint64(c1[r]) << two
-            s2 = uint64(c2[r]) << two
-            s3 = uint64(c3[r]) << two
-            a0[s0] += g
-            a0[s0 + one] += h
-            a0[s0 + two] += 1.0
-            a1[s1] += g
-            a1[s1 + one] += h
-            a1[s1 + two] += 1.0
-            a2[s2] += g
-            a2[s2 + one] += h
-            a2[s2 + two] += 1.0
-            a3[s3] += g
-            a3[s3 + one] += h
-            a3[s3 + two] += 1.0
+        if count_rows:
+            for k in range(n):
+                r = uint64(order[start + k])
+                kk = uint64(2 * k)
+                g = ghf[kk]
+                h = ghf[kk + one]
+                s0 = uint64(c0[r]) << two
+                s1 = uint64(c1[r]) << two
+                s2 = uint64(c2[r]) << two
+                s3 = uint64(c3[r]) << two
+                a0[s0] += g
+                a0[s0 + one] += h
+                a0[s0 + two] += 1.0
+                a1[s1] += g
+                a1[s1 + one] += h
+                a1[s1 + two] += 1.0
+                a2[s2] += g
+                a2[s2 + one] += h
+                a2[s2 + two] += 1.0
+                a3[s3] += g
+                a3[s3 + one] += h
+                a3[s3 + two] += 1.0
+        else:
+            for k in range(n):
+                r = uint64(order[start + k])
+                kk = uint64(2 * k)
+                g = ghf[kk]
+                h = ghf[kk + one]
+                s0 = uint64(c0[r]) << two
+                s1 = uint64(c1[r]) << two
+                s2 = uint64(c2[r]) << two
+                s3 = uint64(c3[r]) << two
+                a0[s0] += g
+                a0[s0 + one] += h
+                a1[s1] += g
+                a1[s1 + one] += h
+                a2[s2] += g
+                a2[s2 + one] += h
+                a3[s3] += g
+                a3[s3 + one] += h
         for q in range(_GROUP):
             f = min(f0 + q, n_feat - 1)
             acc = a0 if q == 0 else (a1 if q == 1 else (a2 if q == 2 else a3))
@@ -153,13 +176,14 @@ def _hist_fm(bins_fm, order, start, end, gh, offsets, out):
             for s in range(offsets[f + 1] - lo):
                 out[lo + s, 0] = acc[4 * s]
                 out[lo + s, 1] = acc[4 * s + 1]
-                out[lo + s, 2] = acc[4 * s + 2]
+                out[lo + s, 2] = acc[4 * s + 2] if count_rows else counts[lo + s]
 
 
-def build_row_hist_fm(bins_fm, order, start, end, grad, hess, offsets, n_slots, gh=None, out=None):
+def build_row_hist_fm(bins_fm, order, start, end, grad, hess, offsets, n_slots, gh=None, out=None, counts=None):
     """Histogram (n_slots, 3) = [sum g, sum h, count] of rows ``order[start:end]``, feature-major bins.
 
-    ``gh``: optional (>= end - start, 2) float64 scratch for the ordered gradients.
+    ``gh``: optional (>= end - start, 2) float64 scratch for the ordered gradients. ``counts``:
+    the count channel when already known (the root's, the same every round without bagging).
     """
     n = end - start
     if gh is None or gh.shape[0] < n:
@@ -171,5 +195,5 @@ def build_row_hist_fm(bins_fm, order, start, end, grad, hess, offsets, n_slots, 
     if bins_fm.shape[0] == 0:
         out[:] = 0.0
         return out
-    _hist_fm(bins_fm, order, start, end, gh, offsets, out)
+    _hist_fm(bins_fm, order, start, end, gh, offsets, _NO_COUNTS if counts is None else counts, out)
     return out

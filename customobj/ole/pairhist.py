@@ -23,8 +23,9 @@ the bins can stay feature-major (no row-major copy of the bin matrix): rows of a
 adjacent, so those copies read a few cache lines per feature per chunk. The result is exact (a sum regrouped by row); work is cut into blocks and chunks that
 depend only on the pairs, so results do not depend on the thread count.
 
-Pairs live per node in a contiguous range of the pair arrays and are partitioned with the rows;
-pairs split across the two children leave the node's list.
+Pairs live per node in a contiguous range of one of two pair buffers and are partitioned with the
+rows into the other buffer (``partition_pairs``); pairs split across the two children leave the
+node's list.
 """
 from __future__ import annotations
 
@@ -33,10 +34,10 @@ from numba import njit, prange
 
 from .histogram import n_blocks_for
 
-__all__ = ["PairScratch", "build_pair_hist", "partition_pairs", "sum_couplings", "PH_CHANNELS"]
+__all__ = ["PairScratch", "build_pair_hist", "compact_pairs", "partition_pairs", "sum_couplings", "PH_CHANNELS"]
 
 PH_CHANNELS = 3
-_BLOCK_PAIRS = 65536
+_BLOCK_PAIRS = 16384
 _MAX_BLOCKS = 8
 # Rows per chunk: bigger chunks cut fewer queries in two (fewer row scatters) while A (rows x
 # features float64, 1024 x 136 x 8 B = 1.1 MB) still sits in L2; 1024 measured ~20% faster than
@@ -189,48 +190,102 @@ def build_pair_hist(bins, pi, pj, pc, start, end, offsets, n_bins, n_slots, scra
     return out
 
 
-@njit(cache=True)
-def partition_pairs(pi, pj, pc, start, end, go_left, tmp_i, tmp_j, tmp_c):
-    """Reorder pairs ``start:end`` stably as [both left | both right | split]; returns (n_left, n_right).
+_PART_BLOCK = 65536
+_PART_MAX_BLOCKS = 16
 
-    One pass: both-left pairs are compacted in place, both-right pairs fill the scratch from the
-    front and split pairs from the back (reversed on the way back). ``go_left[r]``: row ``r``'s side.
+
+@njit(cache=True, parallel=True)
+def partition_pairs(pi, pj, pc, start, end, go_left, oi, oj, oc):
+    """Copy pairs ``start:end`` of ``(pi, pj, pc)`` to the same range of ``(oi, oj, oc)``, stably
+    ordered as [both left | both right | split]; returns (n_left, n_right).
+
+    Out of place so that blocks of pairs (their number depends only on the range size) are
+    counted and then placed in parallel; the grower ping-pongs between two pair buffers, one per
+    tree depth parity, so nothing is copied back. ``go_left[r]``: row ``r``'s side.
     """
-    nl = 0
-    nr = 0
-    nx = 0
-    last = end - start - 1
-    for k in range(start, end):
-        a = pi[k]
-        b = pj[k]
-        la = go_left[a]
-        lb = go_left[b]
-        if la and lb:
-            pi[start + nl] = a
-            pj[start + nl] = b
-            pc[start + nl] = pc[k]
-            nl += 1
-        elif (not la) and (not lb):
-            tmp_i[nr] = a
-            tmp_j[nr] = b
-            tmp_c[nr] = pc[k]
-            nr += 1
-        else:
-            tmp_i[last - nx] = a
-            tmp_j[last - nx] = b
-            tmp_c[last - nx] = pc[k]
-            nx += 1
-    m = start + nl
-    for k in range(nr):
-        pi[m + k] = tmp_i[k]
-        pj[m + k] = tmp_j[k]
-        pc[m + k] = tmp_c[k]
-    m += nr
-    for k in range(nx):
-        pi[m + k] = tmp_i[last - k]
-        pj[m + k] = tmp_j[last - k]
-        pc[m + k] = tmp_c[last - k]
-    return nl, nr
+    n = end - start
+    nb = max(1, min(_PART_MAX_BLOCKS, n // _PART_BLOCK))
+    cnt = np.zeros((nb, 2), dtype=np.int64)
+    for b in prange(nb):
+        lo = start + (n * b) // nb
+        hi = start + (n * (b + 1)) // nb
+        nl = 0
+        nr = 0
+        for k in range(lo, hi):  # branch-free: the sides are random, mispredictions dominated
+            la = np.int64(go_left[pi[k]])
+            lb = np.int64(go_left[pj[k]])
+            nl += la & lb
+            nr += 1 - (la | lb)
+        cnt[b, 0] = nl
+        cnt[b, 1] = nr
+    tl = 0
+    tr = 0
+    for b in range(nb):
+        tl += cnt[b, 0]
+        tr += cnt[b, 1]
+    for b in prange(nb):
+        lo = start + (n * b) // nb
+        hi = start + (n * (b + 1)) // nb
+        bl = 0
+        br = 0
+        for q in range(b):
+            bl += cnt[q, 0]
+            br += cnt[q, 1]
+        ml = start + bl
+        mr = start + tl + br
+        mx = start + tl + tr + (lo - start - bl - br)
+        for k in range(lo, hi):
+            a = pi[k]
+            c = pj[k]
+            la = np.int64(go_left[a])
+            lb = np.int64(go_left[c])
+            is_l = la & lb
+            is_r = 1 - (la | lb)
+            d = ml if is_l else (mr if is_r else mx)
+            ml += is_l
+            mr += is_r
+            mx += 1 - is_l - is_r
+            oi[d] = a
+            oj[d] = c
+            oc[d] = pc[k]
+    return tl, tr
+
+
+@njit(cache=True, parallel=True)
+def compact_pairs(pi, pj, pc, in_bag, use_bag, oi, oj, oc):
+    """Copy the pairs with coupling > 0 (and both rows in the bag when ``use_bag``) to the front of
+    ``(oi, oj, oc)`` in their order, converting the index dtype on the way; returns how many were
+    kept. Blocks of pairs (their number depends only on the pair count) are counted, then copied,
+    in parallel."""
+    n = pc.shape[0]
+    nb = max(1, min(_PART_MAX_BLOCKS, n // _PART_BLOCK))
+    cnt = np.zeros(nb, dtype=np.int64)
+    for b in prange(nb):
+        m = 0
+        for k in range((n * b) // nb, (n * (b + 1)) // nb):
+            keep = pc[k] > 0.0  # zero couplings change no hessian; skip their histogram work
+            if use_bag:
+                keep = keep and in_bag[pi[k]] and in_bag[pj[k]]
+            m += 1 if keep else 0
+        cnt[b] = m
+    for b in prange(nb):
+        m = 0
+        for q in range(b):
+            m += cnt[q]
+        for k in range((n * b) // nb, (n * (b + 1)) // nb):
+            c = pc[k]
+            keep = c > 0.0
+            if use_bag:
+                keep = keep and in_bag[pi[k]] and in_bag[pj[k]]
+            if keep:
+                oi[m] = pi[k]
+                oj[m] = pj[k]
+                oc[m] = c
+                m += 1
+    total = 0
+    for b in range(nb):
+        total += cnt[b]
+    return total
 
 
 @njit(cache=True)
