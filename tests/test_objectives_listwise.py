@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from customobj import Groups, LambdaRank, StructuredDCG
+from customobj import Groups, LambdaRank, RankNet, StructuredDCG
 
 METRICS = ["ndcg", "err", "map", "mrr"]
 
@@ -569,6 +569,32 @@ def test_fused_couplings_keep_pair_order_and_add_into_outputs():
     from customobj.objectives.base import Objective
     fi, fj, fc = Objective._grad_hess_couplings(obj, s, prep, prep.state_for(obj), np.zeros(len(s)), np.zeros(len(s)))
     assert np.array_equal(fi, i) and np.array_equal(fj, j) and np.array_equal(fc, c)
+
+
+@pytest.mark.parametrize("metric", ["ndcg", "err"])
+def test_fused_couplings_written_into_a_pair_buffer(metric):
+    # the OLE booster hands LambdaRank a reusable int32 buffer: same pairs, same bits, no allocation
+    rng = np.random.default_rng(15)
+    s, y, sizes = random_queries(rng, n_queries=30, max_size=20)
+    obj = LambdaRank(metric=metric, truncation=6)
+    prep = obj.prepare(y, sizes)
+    g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, prep)
+    store = (np.full(10_000, -1, np.int32), np.full(10_000, -1, np.int32), np.full(10_000, -1.0))
+    asked = []
+
+    def pair_buffer(m):
+        asked.append(m)
+        return tuple(a[:m] for a in store)
+
+    bg, bh, (bi, bj, bc) = obj.grad_hess_couplings_prepared(s, prep, pair_buffer=pair_buffer)
+    assert asked == [i.size] and bi.dtype == np.int32 and np.shares_memory(bc, store[2])
+    assert np.array_equal(bg, g) and np.array_equal(bh, h)
+    assert np.array_equal(bi, i) and np.array_equal(bj, j) and np.array_equal(bc, c)
+    assert np.all(store[2][i.size:] == -1.0)  # nothing written past the pairs
+    # objectives that cannot count first ignore the buffer
+    other = RankNet()
+    _, _, (oi, _, _) = other.grad_hess_couplings_prepared(s, other.prepare(y, sizes), pair_buffer=pair_buffer)
+    assert len(asked) == 1 and oi.dtype == np.int64
 
 
 def test_fused_inside_sum_and_scaled():

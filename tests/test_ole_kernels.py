@@ -231,6 +231,16 @@ def test_load_pairs_keeps_positive_in_bag_couplings_and_reuses_its_buffer(m):
     first = ctx.in_pairs[0]
     ctx.load_pairs((pi[:100], pj[:100], pc[:100]), None)
     assert ctx.in_pairs[0] is first  # a smaller round refills the same memory
+    # pairs an objective wrote into the buffer are used in place, and bagging compacts them there
+    keep = (pc > 0) & in_bag[pi] & in_bag[pj]
+    for bag in (None, in_bag):
+        bi, bj, bc = ctx.pair_buffer(m)
+        bi[:], bj[:], bc[:] = pi, pj, pc
+        a, b, c = ctx.load_pairs((bi, bj, bc), bag)
+        assert np.shares_memory(c, ctx.in_pairs[2])
+        want = np.ones(m, bool) if bag is None else keep
+        np.testing.assert_array_equal(a, pi[want])
+        np.testing.assert_array_equal(c, pc[want])
 
 
 def test_partition_rows_with_many_blocks_is_stable():

@@ -395,17 +395,15 @@ def lambdarank_loss(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma,
 
 
 @njit(cache=True, parallel=True)
-def lambdarank_couplings(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
-                         weights, use_weights, with_grad, out_grad, out_hess):
-    """``(i, j, c)`` of every pair with nonzero ``|dZ|``, grouped by query and by upper position;
-    with ``with_grad`` also adds the gradients and hessians (one pair pass: GRAD_FILL)."""
+def lambdarank_pair_offsets(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
+                            weights, use_weights, order):
+    """Sorts every query into ``order`` (rows by score) and returns the offsets of each query's
+    pairs with nonzero ``|dZ|`` (size n_queries + 1; the last is the pair count)."""
     nq = ptr.size - 1
     no_i = np.zeros(0, dtype=np.int64)
     no_f = np.zeros(0, dtype=np.float64)
-    nb = (nq + BLOCK - 1) // BLOCK
-    order = np.empty(ptr[nq], dtype=np.int64)
     counts = np.zeros(nq + 1, dtype=np.int64)
-    for blk in prange(nb):
+    for blk in prange((nq + BLOCK - 1) // BLOCK):
         q0 = blk * BLOCK
         q1 = min(nq, q0 + BLOCK)
         F, I = _block_scratch(ptr, q0, q1)
@@ -420,13 +418,19 @@ def lambdarank_couplings(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, s
             counts[q + 1] = int(_query_pass(COUNT, scores, row_gain, n, qnorm[q], disc, metric, kk,
                                             min(kk, trunc), sigma, norm, weights, use_weights, no_f, no_f,
                                             0, no_i, no_i, no_f, o, F, I[1], I[2]))
-    offsets = np.cumsum(counts)
-    m = offsets[-1]
-    out_i = np.empty(m, dtype=np.int64)
-    out_j = np.empty(m, dtype=np.int64)
-    out_c = np.empty(m, dtype=np.float64)
+    return np.cumsum(counts)
+
+
+@njit(cache=True, parallel=True)
+def lambdarank_pair_fill(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
+                         weights, use_weights, with_grad, out_grad, out_hess, order, offsets,
+                         out_i, out_j, out_c):
+    """Writes query ``q``'s pairs (rows, coupling) to ``out_*[offsets[q]:offsets[q + 1]]`` (any
+    integer dtype for the rows); with ``with_grad`` also adds the gradients and hessians (one
+    pair pass: GRAD_FILL). ``order`` and ``offsets`` come from ``lambdarank_pair_offsets``."""
+    nq = ptr.size - 1
     mode = GRAD_FILL if with_grad else FILL
-    for blk in prange(nb):
+    for blk in prange((nq + BLOCK - 1) // BLOCK):
         q0 = blk * BLOCK
         q1 = min(nq, q0 + BLOCK)
         F, I = _block_scratch(ptr, q0, q1)
@@ -439,4 +443,20 @@ def lambdarank_couplings(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, s
             _query_pass(mode, scores, row_gain, n, qnorm[q], disc, metric, kk, min(kk, trunc), sigma,
                         norm, weights, use_weights, out_grad, out_hess, offsets[q], out_i, out_j, out_c,
                         order[start:start + n], F, I[1], I[2])
+
+
+@njit(cache=True)
+def lambdarank_couplings(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
+                         weights, use_weights, with_grad, out_grad, out_hess):
+    """``(i, j, c)`` of every pair with nonzero ``|dZ|``, grouped by query and by upper position;
+    with ``with_grad`` also adds the gradients and hessians (one pair pass: GRAD_FILL)."""
+    order = np.empty(ptr[ptr.size - 1], dtype=np.int64)
+    offsets = lambdarank_pair_offsets(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
+                                      weights, use_weights, order)
+    m = offsets[-1]
+    out_i = np.empty(m, dtype=np.int64)
+    out_j = np.empty(m, dtype=np.int64)
+    out_c = np.empty(m, dtype=np.float64)
+    lambdarank_pair_fill(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm, weights,
+                         use_weights, with_grad, out_grad, out_hess, order, offsets, out_i, out_j, out_c)
     return out_i, out_j, out_c

@@ -183,23 +183,30 @@ class Objective:
         s = self._check_scores(scores, prep)
         return self._pair_couplings(s, prep, prep.state_for(self))
 
-    def grad_hess_couplings_prepared(self, scores, prep, out_grad=None, out_hess=None):
+    def grad_hess_couplings_prepared(self, scores, prep, out_grad=None, out_hess=None, *, pair_buffer=None):
         """``(grad, hess, couplings)`` in one call; ``couplings`` is ``None`` for pointwise losses.
 
         The OLE booster needs both every round. Objectives whose kernels can produce them in one
-        pass (sharing the per-query sort) override ``_grad_hess_couplings``.
+        pass (sharing the per-query sort) override ``_grad_hess_couplings``. ``pair_buffer``: an
+        optional callable ``m -> (i, j, c)`` returning writable arrays of length ``m`` (any
+        integer dtype for the rows); objectives that count their pairs before writing them
+        (LambdaRank) fill those instead of allocating, and return them. Others ignore it.
         """
         s = self._check_scores(scores, prep)
         if not self.pairwise:
             return (*self.grad_hess_prepared(s, prep, out_grad, out_hess), None)
         grad, hess = self._zeroed_outputs(s.shape, out_grad, out_hess)
-        couplings = self._grad_hess_couplings(s, prep, prep.state_for(self), grad, hess)
+        couplings = self._grad_hess_couplings_into(s, prep, prep.state_for(self), grad, hess, pair_buffer)
         return grad, hess, couplings
 
     def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
         """Add grad/hess into the outputs and return ``(i, j, c)``; override to fuse the passes."""
         self._grad_hess(scores, prep, state, out_grad, out_hess)
         return self._pair_couplings(scores, prep, state)
+
+    def _grad_hess_couplings_into(self, scores, prep, state, out_grad, out_hess, pair_buffer):
+        """``_grad_hess_couplings`` writing the pairs into ``pair_buffer``; by default unused."""
+        return self._grad_hess_couplings(scores, prep, state, out_grad, out_hess)
 
     # --- to implement ----------------------------------------------------------------------------
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):  # pragma: no cover - abstract

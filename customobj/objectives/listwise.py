@@ -166,6 +166,16 @@ class LambdaRank(Objective):
         # One sort per query and one pair pass for gradients, hessians and couplings.
         return LK.lambdarank_couplings(scores, *self._args(prep, state), True, out_grad, out_hess)
 
+    def _grad_hess_couplings_into(self, scores, prep, state, out_grad, out_hess, pair_buffer):
+        if pair_buffer is None:
+            return self._grad_hess_couplings(scores, prep, state, out_grad, out_hess)
+        args = self._args(prep, state)
+        order = np.empty(scores.shape[0], dtype=np.int64)
+        offsets = LK.lambdarank_pair_offsets(scores, *args, order)
+        out_i, out_j, out_c = pair_buffer(int(offsets[-1]))
+        LK.lambdarank_pair_fill(scores, *args, True, out_grad, out_hess, order, offsets, out_i, out_j, out_c)
+        return out_i, out_j, out_c
+
 
 class StructuredDCG(Objective):
     """Structured-output ranking with a DCG@k loss (Chapelle 2007 slides, "Ranking application").

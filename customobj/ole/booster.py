@@ -206,7 +206,7 @@ class TreeBooster:
                     # plus the compacted int32 pairs are the peak
                     ctx.release_pair_buffers()
                     # one per-query pass for gradients, hessians and couplings where the objective fuses them
-                    grad, hess, couplings = obj.grad_hess_couplings_prepared(scores, prep)
+                    grad, hess, couplings = obj.grad_hess_couplings_prepared(scores, prep, pair_buffer=ctx.pair_buffer)
                     pairs = ctx.load_pairs(couplings, in_bag)
                     del couplings
                 else:

@@ -161,17 +161,38 @@ class _Ctx:
             if buf is not None and sum(a.nbytes for a in buf) > _ROW_MAJOR_COPY_BYTES:
                 setattr(self, name, None)
 
-    def load_pairs(self, couplings, in_bag):
-        """The objective's couplings as the round's pairs: in-bag, coupling > 0, int32 row indices
-        (int64 only beyond 2**31 rows: half the index traffic of partitions and histograms)."""
-        pi, pj, pc = (np.asarray(a) for a in couplings)
-        pc = np.asarray(pc, dtype=np.float64)
-        index = np.int32 if self.go_left.shape[0] < 2**31 - 1 else np.int64
-        m = pc.shape[0]
+    def _index_dtype(self):
+        # int32 rows halve the index traffic of pair partitions and histograms (int64 beyond 2**31 rows)
+        return np.int32 if self.go_left.shape[0] < 2**31 - 1 else np.int64
+
+    def _input_buffer(self, m):
+        index = self._index_dtype()
         buf = self.in_pairs
         if buf is None or buf[0].shape[0] < m or buf[0].dtype != index:
             c = _capacity(m)
             buf = self.in_pairs = (np.empty(c, index), np.empty(c, index), np.empty(c, np.float64))
+        return buf
+
+    def pair_buffer(self, m):
+        """``m`` pairs' worth of the reusable input buffer: an objective that counts its pairs first
+        (``grad_hess_couplings_prepared(pair_buffer=...)``) writes them straight into it."""
+        return tuple(a[:m] for a in self._input_buffer(m))
+
+    def load_pairs(self, couplings, in_bag):
+        """The objective's couplings as the round's pairs: in-bag, coupling > 0, in the input buffer.
+
+        Pairs the objective wrote into ``pair_buffer`` are used where they are (zero couplings
+        there only cost histogram work); only bagging compacts them, in place.
+        """
+        pi, pj, pc = (np.asarray(a) for a in couplings)
+        buf = self.in_pairs
+        in_place = buf is not None and pc.shape[0] > 0 and np.may_share_memory(pc, buf[2])
+        if in_place and in_bag is None:
+            return pi, pj, pc
+        pc = np.asarray(pc, dtype=np.float64)
+        m = pc.shape[0]
+        if not in_place:
+            buf = self._input_buffer(m)
         use_bag = in_bag is not None
         bag = in_bag if use_bag else np.zeros(0, dtype=np.bool_)
         k = compact_pairs(pi, pj, pc, bag, use_bag, *buf)

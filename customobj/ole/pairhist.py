@@ -255,26 +255,17 @@ def partition_pairs(pi, pj, pc, start, end, go_left, oi, oj, oc):
 def compact_pairs(pi, pj, pc, in_bag, use_bag, oi, oj, oc):
     """Copy the pairs with coupling > 0 (and both rows in the bag when ``use_bag``) to the front of
     ``(oi, oj, oc)`` in their order, converting the index dtype on the way; returns how many were
-    kept. Blocks of pairs (their number depends only on the pair count) are counted, then copied,
-    in parallel."""
+    kept. Blocks of pairs (their number depends only on the pair count) are copied in parallel,
+    each to its own offset; blocks then close the gaps, which only dropped pairs leave."""
     n = pc.shape[0]
     nb = max(1, min(_PART_MAX_BLOCKS, n // _PART_BLOCK))
     cnt = np.zeros(nb, dtype=np.int64)
     for b in prange(nb):
-        m = 0
-        for k in range((n * b) // nb, (n * (b + 1)) // nb):
-            keep = pc[k] > 0.0  # zero couplings change no hessian; skip their histogram work
-            if use_bag:
-                keep = keep and in_bag[pi[k]] and in_bag[pj[k]]
-            m += 1 if keep else 0
-        cnt[b] = m
-    for b in prange(nb):
-        m = 0
-        for q in range(b):
-            m += cnt[q]
-        for k in range((n * b) // nb, (n * (b + 1)) // nb):
+        lo = (n * b) // nb
+        m = lo
+        for k in range(lo, (n * (b + 1)) // nb):
             c = pc[k]
-            keep = c > 0.0
+            keep = c > 0.0  # zero couplings change no hessian; skip their histogram work
             if use_bag:
                 keep = keep and in_bag[pi[k]] and in_bag[pj[k]]
             if keep:
@@ -282,8 +273,15 @@ def compact_pairs(pi, pj, pc, in_bag, use_bag, oi, oj, oc):
                 oj[m] = pj[k]
                 oc[m] = c
                 m += 1
-    total = 0
-    for b in range(nb):
+        cnt[b] = m - lo
+    total = cnt[0]
+    for b in range(1, nb):
+        lo = (n * b) // nb
+        if total != lo:  # forward moves: the destination never passes the source
+            for t in range(cnt[b]):
+                oi[total + t] = oi[lo + t]
+                oj[total + t] = oj[lo + t]
+                oc[total + t] = oc[lo + t]
         total += cnt[b]
     return total
 
