@@ -79,6 +79,8 @@ class Objective:
 
     #: True when the loss has pair terms (``pair_couplings`` returns arrays, not ``None``).
     pairwise = False
+    #: True when ``grad_hess_couplings_prepared`` writes its pairs into a given ``pair_buffer``.
+    writes_pair_buffer = False
     #: True when labels must be integer grades (McRank, ERR-based LambdaRank).
     integer_labels = False
     #: Number of raw score columns per row (McRank: one per grade).

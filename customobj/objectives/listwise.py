@@ -166,6 +166,8 @@ class LambdaRank(Objective):
         # One sort per query and one pair pass for gradients, hessians and couplings.
         return LK.lambdarank_couplings(scores, *self._args(prep, state), True, out_grad, out_hess)
 
+    writes_pair_buffer = True
+
     def _grad_hess_couplings_into(self, scores, prep, state, out_grad, out_hess, pair_buffer):
         if pair_buffer is None:
             return self._grad_hess_couplings(scores, prep, state, out_grad, out_hess)

@@ -202,9 +202,10 @@ class TreeBooster:
                     mask[rng.choice(F, size=m, replace=False)] = True
                 pairs = p = None  # drop the previous round's pair arrays before new ones exist
                 if need_pairs:
-                    # large pair buffers go first: the objective's (int64, int64, float64) couplings
-                    # plus the compacted int32 pairs are the peak
-                    ctx.release_pair_buffers()
+                    if not obj.writes_pair_buffer:
+                        # large pair buffers go first: the objective's own (int64, int64, float64)
+                        # couplings plus the compacted int32 pairs would be the peak
+                        ctx.release_pair_buffers()
                     # one per-query pass for gradients, hessians and couplings where the objective fuses them
                     grad, hess, couplings = obj.grad_hess_couplings_prepared(scores, prep, pair_buffer=ctx.pair_buffer)
                     pairs = ctx.load_pairs(couplings, in_bag)

@@ -110,8 +110,9 @@ _ROW_MAJOR_COPY_BYTES = 256 * 2**20
 
 def _capacity(m):
     """Pair-buffer size for ``m`` pairs: headroom, as the pair count drifts from round to round
-    (a buffer that grows every round would refill fresh memory, paying its page faults)."""
-    return m + m // 4 + 1024
+    (a buffer that grows every round would refill fresh memory, paying its page faults); less of
+    it for buffers of hundreds of MB."""
+    return m + (m // 4 if 16 * m <= _ROW_MAJOR_COPY_BYTES else m // 16) + 1024
 
 
 class _Leaf:
