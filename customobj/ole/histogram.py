@@ -129,46 +129,31 @@ def _hist_fm(bins_fm, order, start, end, gh, offsets, counts, out):
         c1 = bins_fm[f1]
         c2 = bins_fm[f2]
         c3 = bins_fm[f3]
-        if count_rows:
-            for k in range(n):
-                r = uint64(order[start + k])
-                kk = uint64(2 * k)
-                g = ghf[kk]
-                h = ghf[kk + one]
-                s0 = uint64(c0[r]) << two
-                s1 = uint64(c1[r]) << two
-                s2 = uint64(c2[r]) << two
-                s3 = uint64(c3[r]) << two
-                a0[s0] += g
-                a0[s0 + one] += h
+        for k in range(n):  # count_rows is loop-invariant: LLVM unswitches the loop on it
+            r = uint64(order[start + k])
+            kk = uint64(2 * k)
+            g = ghf[kk]
+            h = ghf[kk + one]
+            s0 = uint64(c0[r]) << two
+            s1 = uint64(c1[r]) << two
+            s2 = uint64(c2[r]) << two
+            s3 = uint64(c3[r]) << two
+            a0[s0] += g
+            a0[s0 + one] += h
+            if count_rows:
                 a0[s0 + two] += 1.0
-                a1[s1] += g
-                a1[s1 + one] += h
+            a1[s1] += g
+            a1[s1 + one] += h
+            if count_rows:
                 a1[s1 + two] += 1.0
-                a2[s2] += g
-                a2[s2 + one] += h
+            a2[s2] += g
+            a2[s2 + one] += h
+            if count_rows:
                 a2[s2 + two] += 1.0
-                a3[s3] += g
-                a3[s3 + one] += h
+            a3[s3] += g
+            a3[s3 + one] += h
+            if count_rows:
                 a3[s3 + two] += 1.0
-        else:
-            for k in range(n):
-                r = uint64(order[start + k])
-                kk = uint64(2 * k)
-                g = ghf[kk]
-                h = ghf[kk + one]
-                s0 = uint64(c0[r]) << two
-                s1 = uint64(c1[r]) << two
-                s2 = uint64(c2[r]) << two
-                s3 = uint64(c3[r]) << two
-                a0[s0] += g
-                a0[s0 + one] += h
-                a1[s1] += g
-                a1[s1 + one] += h
-                a2[s2] += g
-                a2[s2 + one] += h
-                a3[s3] += g
-                a3[s3 + one] += h
         for q in range(_GROUP):
             f = min(f0 + q, n_feat - 1)
             acc = a0 if q == 0 else (a1 if q == 1 else (a2 if q == 2 else a3))
