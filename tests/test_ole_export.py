@@ -168,3 +168,21 @@ def test_bad_arguments_raise():
         model.predict(X[:, :3])
     with pytest.raises(ValueError, match="eval_set"):
         TreeBooster(RankNet(), **QUIET).fit(X, y, group, early_stopping_rounds=2)
+
+
+@pytest.mark.parametrize("bagging_fraction", [1.0, 0.7])
+def test_pairs_written_in_place_give_the_same_model_as_compacted_pairs(bagging_fraction):
+    # LambdaRank writes its couplings into the booster's pair buffer; 1.0 * LambdaRank (a Scaled
+    # wrapper) returns fresh arrays that the booster compacts: both paths must grow the same trees.
+    from customobj import LambdaRank
+    rng = np.random.default_rng(8)
+    n_q, q = 300, 25
+    X = rng.normal(size=(n_q * q, 5))
+    y = rng.integers(0, 4, n_q * q).astype(float)
+    group = [q] * n_q
+    kw = dict(num_leaves=9, n_estimators=3, bagging_fraction=bagging_fraction, random_state=2, **QUIET)
+    direct = LambdaRank(truncation=5)
+    assert direct.writes_pair_buffer and not (1.0 * direct).writes_pair_buffer
+    a = json.loads(TreeBooster(direct, **kw).fit(X, y, group).to_json())["trees"]
+    b = json.loads(TreeBooster(1.0 * LambdaRank(truncation=5), **kw).fit(X, y, group).to_json())["trees"]
+    assert a == b
