@@ -186,3 +186,19 @@ def test_pairs_written_in_place_give_the_same_model_as_compacted_pairs(bagging_f
     a = json.loads(TreeBooster(direct, **kw).fit(X, y, group).to_json())["trees"]
     b = json.loads(TreeBooster(1.0 * LambdaRank(truncation=5), **kw).fit(X, y, group).to_json())["trees"]
     assert a == b
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_feature_infos_are_the_training_value_ranges(dtype):
+    # taken from the binning pass (no extra pass over X); an all-NaN column is "none" (LightGBM)
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(600, 9)).astype(dtype)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[:, 4] = np.nan
+    X[:, 7] = 3.0
+    model = TreeBooster(RankNet(), num_leaves=4, n_estimators=1, n_jobs=2, **QUIET)
+    model.fit(X, rng.integers(0, 3, 600).astype(float), [30] * 20)
+    want = ["none" if np.all(np.isnan(c)) else f"[{float(np.nanmin(c))!r}:{float(np.nanmax(c))!r}]" for c in X.T]
+    assert model.feature_infos_ == want
+    assert model.feature_infos_[4] == "none" and model.feature_infos_[7] == "[3.0:3.0]"
+    np.testing.assert_allclose(model.to_lightgbm().predict(X), model.predict(X), rtol=1e-6, atol=1e-6)

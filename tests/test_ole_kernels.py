@@ -39,6 +39,19 @@ def test_feature_major_bins_equal_row_major_transposed(max_bin):
     np.testing.assert_array_equal(fm, mapper.bins(X).T)
 
 
+@pytest.mark.parametrize("n_bounds", [1, 2, 15, 16, 17, 33, 255, 400])
+def test_bin_lookup_is_searchsorted(n_bounds):
+    from customobj.ole.binning import BinMapper
+    rng = np.random.default_rng(n_bounds)
+    bounds = np.append(np.sort(rng.choice(np.arange(-500, 500) / 8.0, n_bounds - 1, replace=False)), np.inf)
+    mapper = BinMapper([bounds], [True])
+    x = np.concatenate([bounds[:-1], np.nextafter(bounds[:-1], np.inf), np.nextafter(bounds[:-1], -np.inf),
+                        rng.uniform(-80, 80, 500), [-np.inf, np.inf, np.nan, 1e300, -1e300]])[:, None]
+    want = np.where(np.isnan(x[:, 0]), n_bounds, np.searchsorted(bounds, x[:, 0], side="left"))
+    np.testing.assert_array_equal(mapper.bins(x)[:, 0], want)
+    np.testing.assert_array_equal(mapper.bins_feature_major(x)[0], want)
+
+
 def test_float32_input_bins_like_its_exact_float64_copy():
     X32 = make_X(1, dtype=np.float32)
     X64 = X32.astype(np.float64)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numbers
 
+import numba
 import numpy as np
 
 from .._validation import check_choice, check_int, check_nonnegative, check_positive
@@ -39,14 +40,9 @@ def _as_matrix(X, name="X", n_features=None, keep_float32=False):
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
-def _feature_infos(X):
+def _feature_infos(value_range):
     """LightGBM's ``feature_infos`` entries: ``[min:max]`` of the training values, ``none`` if all NaN."""
-    out = []
-    for j in range(X.shape[1]):
-        col = X[:, j]
-        col = col[~np.isnan(col)]
-        out.append("none" if col.size == 0 else f"[{float(col.min())!r}:{float(col.max())!r}]")
-    return out
+    return ["none" if np.isnan(lo) else f"[{lo!r}:{hi!r}]" for lo, hi in value_range]
 
 
 class _Threads:
@@ -56,13 +52,11 @@ class _Threads:
         self.n_jobs = n_jobs
 
     def __enter__(self):
-        import numba
         self.saved = numba.get_num_threads()
         if self.n_jobs is not None:
             numba.set_num_threads(max(1, min(int(self.n_jobs), numba.config.NUMBA_NUM_THREADS)))
 
     def __exit__(self, *exc):
-        import numba
         numba.set_num_threads(self.saved)
 
 
@@ -175,10 +169,10 @@ class TreeBooster:
         self.best_iteration_ = None
         self._packed = None
         with _Threads(self.n_jobs):
-            mapper = BinMapper.fit(X, self.max_bin)
+            mapper = BinMapper.fit(X, self.max_bin, n_jobs=numba.get_num_threads())
             bins_fm = mapper.bins_feature_major(X)
             self.bin_mapper_ = mapper
-            self.feature_infos_ = _feature_infos(X)
+            self.feature_infos_ = _feature_infos(mapper.value_range)
             del X  # only the bins are needed from here on (the caller's array may still be alive)
             bins = bins_fm.T  # (rows, features) view for tree traversal on bins
             ctx = _Ctx(bins_fm, mapper)
