@@ -50,7 +50,9 @@ def _feature_bounds(col, max_bin):
 # search (np.searchsorted, or a hand-written branch-free one, which LLVM turns back into branches)
 # mispredicts about every step on quantile bounds and ran 2.2x slower.
 _LEVEL = 16
-_FIT_COLUMNS = 4  # columns copied together by BinMapper.fit (4 x rows x 8 B per thread)
+# BinMapper.fit copies a few columns at a time per thread: up to 4, within _FIT_BLOCK_BYTES
+_FIT_COLUMNS = 4
+_FIT_BLOCK_BYTES = 64 * 2**20
 
 
 def _coarse_bounds(bounds_list):
@@ -142,13 +144,15 @@ class BinMapper:
         """Bounds of every column of ``X``; ``n_jobs`` threads work on separate columns (NumPy's
         sorts release the GIL), the result does not depend on it."""
 
+        width = int(max(1, min(_FIT_COLUMNS, _FIT_BLOCK_BYTES // max(1, 8 * X.shape[0]))))
+
         def columns(j0):
             # a few columns at a time, float64 (float32 input converts exactly) and contiguous: one
             # pass over the rows' cache lines per block, never a float64 copy of all of X
-            cols = np.array(X[:, j0:j0 + _FIT_COLUMNS], dtype=np.float64, order="F")
+            cols = np.array(X[:, j0:j0 + width], dtype=np.float64, order="F")
             return [(*_feature_bounds(c, max_bin), bool(np.isnan(c).any())) for c in cols.T]
 
-        starts = range(0, X.shape[1], _FIT_COLUMNS)
+        starts = range(0, X.shape[1], width)
         if n_jobs > 1 and len(starts) > 1:
             with ThreadPoolExecutor(min(n_jobs, len(starts))) as pool:
                 parts = list(pool.map(columns, starts))
