@@ -39,6 +39,25 @@ def test_feature_major_bins_equal_row_major_transposed(max_bin):
     np.testing.assert_array_equal(fm, mapper.bins(X).T)
 
 
+@pytest.mark.parametrize("kind", ["few", "many", "ties", "signed_zero", "nan"])
+def test_feature_bounds_match_an_np_unique_reference(kind):
+    from customobj.ole.binning import _feature_bounds, _midpoint
+    rng = np.random.default_rng(4)
+    col = {"few": rng.integers(0, 7, 5000).astype(float), "many": rng.lognormal(size=5000),
+           "ties": np.round(rng.normal(size=5000), 2), "signed_zero": np.array([0.0, -0.0, 1.0, -0.0, 2.0] * 50),
+           "nan": np.where(rng.random(5000) < 0.3, np.nan, rng.normal(size=5000))}[kind]
+    vals = col[~np.isnan(col)]
+    uniq, counts = np.unique(vals, return_counts=True)
+    cum = np.cumsum(counts)
+    cuts = np.arange(uniq.size - 1) if uniq.size <= 64 else np.unique(
+        np.searchsorted(cum, cum[-1] * np.arange(1, 64) / 64, side="left"))
+    cuts = cuts[cuts < uniq.size - 1]
+    want = [_midpoint(uniq[k], uniq[k + 1]) for k in cuts] + [np.inf]
+    bounds, (lo, hi) = _feature_bounds(col, 64)
+    np.testing.assert_array_equal(bounds, want)
+    assert (lo, hi) == (uniq[0], uniq[-1])
+
+
 @pytest.mark.parametrize("n_bounds", [1, 2, 15, 16, 17, 33, 255, 400])
 def test_bin_lookup_is_searchsorted(n_bounds):
     from customobj.ole.binning import BinMapper

@@ -28,15 +28,20 @@ def _midpoint(a, b):
 
 def _feature_bounds(col, max_bin):
     """Upper bounds of the value bins of one column (NaN removed), and its (min, max) (NaN if empty)."""
-    vals = col[~np.isnan(col)]
+    vals = col[~np.isnan(col)]  # a copy: sorted in place (np.unique would copy it once more)
     if vals.size == 0:
         return np.array([np.inf]), (np.nan, np.nan)
-    uniq, counts = np.unique(vals, return_counts=True)
+    vals.sort()
+    new = np.empty(vals.size, dtype=np.bool_)
+    new[0] = True
+    np.not_equal(vals[1:], vals[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    uniq = vals[starts]
     if uniq.size <= max_bin:
         cuts = np.arange(uniq.size - 1)
     else:
         # Greedy quantiles: close a bin once it reaches the next multiple of n / max_bin rows.
-        cum = np.cumsum(counts)
+        cum = np.append(starts[1:], vals.size)  # rows with a value <= uniq[k]
         targets = cum[-1] * np.arange(1, max_bin) / max_bin
         cuts = np.unique(np.searchsorted(cum, targets, side="left"))
         cuts = cuts[cuts < uniq.size - 1]
