@@ -10,6 +10,7 @@ every bin holds about ``n / max_bin`` rows and equal values never straddle a bou
 """
 from __future__ import annotations
 
+import ctypes
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -48,6 +49,15 @@ def _feature_bounds(col, max_bin):
     bounds = [_midpoint(uniq[k], uniq[k + 1]) for k in cuts]
     bounds.append(np.inf)
     return np.asarray(bounds, dtype=np.float64), (float(uniq[0]), float(uniq[-1]))
+
+
+def _trim_thread_arenas():
+    """Return the worker threads' freed column copies to the OS (glibc keeps them in per-thread
+    arenas: +0.3 GB of resident memory for the rest of a WEB30K-sized fit); no-op elsewhere."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 # Bin lookup: a two-level count of the bounds below x, over every _LEVEL-th bound and then within
@@ -161,6 +171,7 @@ class BinMapper:
         if n_jobs > 1 and len(starts) > 1:
             with ThreadPoolExecutor(min(n_jobs, len(starts))) as pool:
                 parts = list(pool.map(columns, starts))
+            _trim_thread_arenas()
         else:
             parts = [columns(j0) for j0 in starts]
         found = [r for part in parts for r in part]
