@@ -16,7 +16,7 @@ from numba import njit, prange
 
 from .histogram import build_row_hist_fm
 from .pairhist import PairScratch, build_pair_hist, compact_pairs, partition_pairs, sum_couplings
-from .splitting import RES_SIZE, find_best_split_parallel, node_hessian
+from .splitting import RES_SIZE, find_best_split, find_best_split_parallel, node_hessian
 
 __all__ = ["GrowParams", "add_leaf_values", "grow_tree", "partition_rows"]
 
@@ -30,7 +30,69 @@ class GrowParams:
             setattr(self, k, kw[k])
 
 
+@njit(cache=True)
+def _mark_rows(col, order, lo, hi, tbin, nan_bin, nan_left, go_left):
+    """Marks ``go_left[row]`` for ``order[lo:hi]``; returns how many go left."""
+    c = 0
+    for k in range(lo, hi):
+        r = order[k]
+        v = np.int64(col[r])
+        left = nan_left if v == nan_bin else v <= tbin
+        go_left[r] = left
+        if left:
+            c += 1
+    return c
+
+
+@njit(cache=True)
+def _place_rows(order, lo, hi, go_left, tmp, ml, mr):
+    """Copies ``order[lo:hi]`` to ``tmp``: left rows from ``ml`` on, right rows from ``mr`` on."""
+    for k in range(lo, hi):
+        r = order[k]
+        if go_left[r]:
+            tmp[ml] = r
+            ml += 1
+        else:
+            tmp[mr] = r
+            mr += 1
+
+
+# Below this many rows a node is partitioned without a parallel region: waking the thread team
+# costs ~2 us when OpenMP threads spin but ~95 us when they sleep (OMP_WAIT_POLICY=passive, which
+# ``adapters`` sets), more than partitioning a small node.
+PARALLEL_ROWS = 32768
+
+
 @njit(cache=True, parallel=True)
+def _partition_rows_parallel(col, order, start, end, tbin, nan_bin, nan_left, go_left, tmp):
+    n = end - start
+    n_blocks = max(1, min(16, n // PARALLEL_ROWS))
+    counts = np.zeros(n_blocks, dtype=np.int64)
+    for b in prange(n_blocks):
+        counts[b] = _mark_rows(col, order, start + (n * b) // n_blocks, start + (n * (b + 1)) // n_blocks,
+                               tbin, nan_bin, nan_left, go_left)
+    nl = 0
+    for b in range(n_blocks):
+        nl += counts[b]
+    for b in prange(n_blocks):
+        lo = start + (n * b) // n_blocks
+        ml = 0
+        for q in range(b):
+            ml += counts[q]
+        _place_rows(order, lo, start + (n * (b + 1)) // n_blocks, go_left, tmp, ml, nl + (lo - start) - ml)
+    for k in prange(n):
+        order[start + k] = tmp[k]
+    return nl
+
+
+@njit(cache=True)
+def _partition_rows_serial(col, order, start, end, tbin, nan_bin, nan_left, go_left, tmp):
+    nl = _mark_rows(col, order, start, end, tbin, nan_bin, nan_left, go_left)
+    _place_rows(order, start, end, go_left, tmp, 0, nl)
+    order[start:end] = tmp[:end - start]
+    return nl
+
+
 def partition_rows(col, order, start, end, tbin, nan_bin, nan_left, go_left, tmp):
     """Stable partition of ``order[start:end]`` into [left | right] by the split feature's bins ``col``
     (one row of the feature-major bin matrix); marks ``go_left[row]``; returns the left count.
@@ -38,42 +100,8 @@ def partition_rows(col, order, start, end, tbin, nan_bin, nan_left, go_left, tmp
     Row blocks (their number depends only on the node size) are marked and counted in parallel,
     then each block copies its rows to its offsets: the same order for any thread count.
     """
-    n = end - start
-    n_blocks = max(1, min(16, n // 32768))
-    counts = np.zeros(n_blocks, dtype=np.int64)
-    for b in prange(n_blocks):
-        lo = start + (n * b) // n_blocks
-        hi = start + (n * (b + 1)) // n_blocks
-        c = 0
-        for k in range(lo, hi):
-            r = order[k]
-            v = np.int64(col[r])
-            left = nan_left if v == nan_bin else v <= tbin
-            go_left[r] = left
-            if left:
-                c += 1
-        counts[b] = c
-    nl = 0
-    for b in range(n_blocks):
-        nl += counts[b]
-    for b in prange(n_blocks):
-        lo = start + (n * b) // n_blocks
-        hi = start + (n * (b + 1)) // n_blocks
-        ml = 0
-        for q in range(b):
-            ml += counts[q]
-        mr = nl + (lo - start) - ml
-        for k in range(lo, hi):
-            r = order[k]
-            if go_left[r]:
-                tmp[ml] = r
-                ml += 1
-            else:
-                tmp[mr] = r
-                mr += 1
-    for k in prange(n):
-        order[start + k] = tmp[k]
-    return nl
+    run = _partition_rows_parallel if end - start >= 2 * PARALLEL_ROWS else _partition_rows_serial
+    return run(col, order, start, end, tbin, nan_bin, nan_left, go_left, tmp)
 
 
 @njit(cache=True)
@@ -106,6 +134,7 @@ def add_leaf_values(order, starts, ends, values, out):
 
 
 _ROW_MAJOR_COPY_BYTES = 256 * 2**20
+PARALLEL_SLOTS = 32768  # histogram slots from which the split search runs in parallel
 
 
 def _capacity(m):
@@ -242,15 +271,16 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
         pi = pj = np.zeros(0, np.int64)
         pc = np.zeros(0, np.float64)
     dummy_phist = np.zeros((1, 3))
+    # a split search over few slots is cheaper than waking the thread team (see PARALLEL_ROWS)
+    find = find_best_split_parallel if ctx.n_slots >= PARALLEL_SLOTS else find_best_split
 
     def search(leaf):
         leaf.res = np.zeros(RES_SIZE)
         if leaf.hist is None:
             return
         ph = leaf.phist if use_pairs else dummy_phist
-        find_best_split_parallel(leaf.hist, ph, use_pairs, crit, ctx.n_bins, ctx.offsets, feature_mask,
-                        leaf.G, leaf.H, leaf.N, leaf.C, p.lambda_l2, float(p.min_data_in_leaf),
-                        p.min_sum_hessian_in_leaf, leaf.res)
+        find(leaf.hist, ph, use_pairs, crit, ctx.n_bins, ctx.offsets, feature_mask, leaf.G, leaf.H, leaf.N,
+             leaf.C, p.lambda_l2, float(p.min_data_in_leaf), p.min_sum_hessian_in_leaf, leaf.res)
 
     root = _Leaf()
     root.start, root.end = 0, order.shape[0]

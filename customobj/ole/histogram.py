@@ -101,8 +101,8 @@ _GROUP = 4  # features per pass
 _NO_COUNTS = np.zeros(0)
 
 
-@njit(cache=True, parallel=True)
-def _hist_fm(bins_fm, order, start, end, gh, offsets, counts, out):
+@njit(cache=True)
+def _hist_group(bins_fm, order, start, end, gh, offsets, counts, out, grp):
     # Four features per pass over the node's rows: the row index and (g, h) are loaded once for
     # four bins, and the four features' accumulators are independent add chains (one feature
     # alone stalls on consecutive rows hitting the same bin). Each group's accumulators (<= 4 x 256
@@ -116,52 +116,69 @@ def _hist_fm(bins_fm, order, start, end, gh, offsets, counts, out):
     ghf = gh.ravel()
     two = uint64(2)
     one = uint64(1)
-    for grp in prange((n_feat + _GROUP - 1) // _GROUP):
-        f0 = _GROUP * grp
-        f1 = min(f0 + 1, n_feat - 1)
-        f2 = min(f0 + 2, n_feat - 1)
-        f3 = min(f0 + 3, n_feat - 1)
-        a0 = np.zeros((offsets[f0 + 1] - offsets[f0]) * 4)
-        a1 = np.zeros((offsets[f1 + 1] - offsets[f1]) * 4)
-        a2 = np.zeros((offsets[f2 + 1] - offsets[f2]) * 4)
-        a3 = np.zeros((offsets[f3 + 1] - offsets[f3]) * 4)
-        c0 = bins_fm[f0]
-        c1 = bins_fm[f1]
-        c2 = bins_fm[f2]
-        c3 = bins_fm[f3]
-        for k in range(n):  # count_rows is loop-invariant: LLVM unswitches the loop on it
-            r = uint64(order[start + k])
-            kk = uint64(2 * k)
-            g = ghf[kk]
-            h = ghf[kk + one]
-            s0 = uint64(c0[r]) << two
-            s1 = uint64(c1[r]) << two
-            s2 = uint64(c2[r]) << two
-            s3 = uint64(c3[r]) << two
-            a0[s0] += g
-            a0[s0 + one] += h
-            if count_rows:
-                a0[s0 + two] += 1.0
-            a1[s1] += g
-            a1[s1 + one] += h
-            if count_rows:
-                a1[s1 + two] += 1.0
-            a2[s2] += g
-            a2[s2 + one] += h
-            if count_rows:
-                a2[s2 + two] += 1.0
-            a3[s3] += g
-            a3[s3 + one] += h
-            if count_rows:
-                a3[s3 + two] += 1.0
-        for q in range(_GROUP):
-            f = min(f0 + q, n_feat - 1)
-            acc = a0 if q == 0 else (a1 if q == 1 else (a2 if q == 2 else a3))
-            lo = offsets[f]
-            for s in range(offsets[f + 1] - lo):
-                out[lo + s, 0] = acc[4 * s]
-                out[lo + s, 1] = acc[4 * s + 1]
-                out[lo + s, 2] = acc[4 * s + 2] if count_rows else counts[lo + s]
+    f0 = _GROUP * grp
+    f1 = min(f0 + 1, n_feat - 1)
+    f2 = min(f0 + 2, n_feat - 1)
+    f3 = min(f0 + 3, n_feat - 1)
+    a0 = np.zeros((offsets[f0 + 1] - offsets[f0]) * 4)
+    a1 = np.zeros((offsets[f1 + 1] - offsets[f1]) * 4)
+    a2 = np.zeros((offsets[f2 + 1] - offsets[f2]) * 4)
+    a3 = np.zeros((offsets[f3 + 1] - offsets[f3]) * 4)
+    c0 = bins_fm[f0]
+    c1 = bins_fm[f1]
+    c2 = bins_fm[f2]
+    c3 = bins_fm[f3]
+    for k in range(n):  # count_rows is loop-invariant: LLVM unswitches the loop on it
+        r = uint64(order[start + k])
+        kk = uint64(2 * k)
+        g = ghf[kk]
+        h = ghf[kk + one]
+        s0 = uint64(c0[r]) << two
+        s1 = uint64(c1[r]) << two
+        s2 = uint64(c2[r]) << two
+        s3 = uint64(c3[r]) << two
+        a0[s0] += g
+        a0[s0 + one] += h
+        if count_rows:
+            a0[s0 + two] += 1.0
+        a1[s1] += g
+        a1[s1 + one] += h
+        if count_rows:
+            a1[s1 + two] += 1.0
+        a2[s2] += g
+        a2[s2 + one] += h
+        if count_rows:
+            a2[s2 + two] += 1.0
+        a3[s3] += g
+        a3[s3 + one] += h
+        if count_rows:
+            a3[s3 + two] += 1.0
+    for q in range(_GROUP):
+        f = min(f0 + q, n_feat - 1)
+        acc = a0 if q == 0 else (a1 if q == 1 else (a2 if q == 2 else a3))
+        lo = offsets[f]
+        for s in range(offsets[f + 1] - lo):
+            out[lo + s, 0] = acc[4 * s]
+            out[lo + s, 1] = acc[4 * s + 1]
+            out[lo + s, 2] = acc[4 * s + 2] if count_rows else counts[lo + s]
+
+
+@njit(cache=True, parallel=True)
+def _hist_fm(bins_fm, order, start, end, gh, offsets, counts, out):
+    for grp in prange((bins_fm.shape[0] + _GROUP - 1) // _GROUP):
+        _hist_group(bins_fm, order, start, end, gh, offsets, counts, out, grp)
+
+
+@njit(cache=True)
+def _hist_fm_serial(bins_fm, order, start, end, gh, offsets, counts, out):
+    for grp in range((bins_fm.shape[0] + _GROUP - 1) // _GROUP):
+        _hist_group(bins_fm, order, start, end, gh, offsets, counts, out, grp)
+
+
+# Below this many (row, feature) updates a histogram is built without a parallel region: waking
+# the thread team costs ~2 us when OpenMP threads spin but ~95 us when they sleep
+# (OMP_WAIT_POLICY=passive, which ``adapters`` sets), about a 65k-update histogram's time.
+PARALLEL_UPDATES = 65536
 
 
 def build_row_hist_fm(bins_fm, order, start, end, grad, hess, offsets, n_slots, gh=None, out=None, counts=None):
@@ -180,5 +197,6 @@ def build_row_hist_fm(bins_fm, order, start, end, grad, hess, offsets, n_slots, 
     if bins_fm.shape[0] == 0:
         out[:] = 0.0
         return out
-    _hist_fm(bins_fm, order, start, end, gh, offsets, _NO_COUNTS if counts is None else counts, out)
+    run = _hist_fm if n * bins_fm.shape[0] >= PARALLEL_UPDATES else _hist_fm_serial
+    run(bins_fm, order, start, end, gh, offsets, _NO_COUNTS if counts is None else counts, out)
     return out
