@@ -97,8 +97,9 @@ def partition_rows(col, order, start, end, tbin, nan_bin, nan_left, go_left, tmp
     """Stable partition of ``order[start:end]`` into [left | right] by the split feature's bins ``col``
     (one row of the feature-major bin matrix); marks ``go_left[row]``; returns the left count.
 
-    Row blocks (their number depends only on the node size) are marked and counted in parallel,
-    then each block copies its rows to its offsets: the same order for any thread count.
+    Nodes of at least ``2 * PARALLEL_ROWS`` rows are cut into row blocks (their number depends
+    only on the node size), marked and counted in parallel, then each block copies its rows to its
+    offsets; smaller nodes take one serial pass. The same order either way, for any thread count.
     """
     run = _partition_rows_parallel if end - start >= 2 * PARALLEL_ROWS else _partition_rows_serial
     return run(col, order, start, end, tbin, nan_bin, nan_left, go_left, tmp)
