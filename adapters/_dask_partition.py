@@ -287,7 +287,7 @@ def query_partitions(X, y, qid_or_group, *, weight=None, kind="auto"):
         raise ValueError(
             f"query {q} (rows {int(ptr[q])}..{int(ptr[q + 1]) - 1}) straddles partitions {part} and "
             f"{part + 1} of X: each worker would compute a ranking gradient from part of the query. "
-            "Repartition with adapters.dask.repartition_by_query (or pass npartitions=)"
+            "Repartition with customobj.adapters.dask.repartition_by_query (or pass npartitions=)"
         )
     return _assemble(X, y, weight, ptr, row_chunks)
 

@@ -9,7 +9,7 @@ its speed. XGBoost with a parallel numba objective measured 3.4x slower on 2 cor
 
 The wait policy is read once, when an OpenMP runtime is loaded, so it must be in the
 environment before ``lightgbm`` / ``xgboost`` / numba's OpenMP pool are first loaded.
-``configure_threads`` (run by ``import adapters``) sets it with ``os.environ.setdefault``, so a
+``configure_threads`` (run by ``import customobj.adapters``) sets it with ``os.environ.setdefault``, so a
 value the user chose always wins; if the libraries were imported earlier it warns instead.
 Set ``CUSTOMOBJ_KEEP_OMP_ENV=1`` to leave the environment untouched.
 """
@@ -40,9 +40,9 @@ def configure_threads():
         os.environ.setdefault(key, value)
     if late and not user_set:
         warnings.warn(
-            f"{' and '.join(late)} was imported before adapters, so its OpenMP runtime already read "
+            f"{' and '.join(late)} was imported before customobj.adapters, so its OpenMP runtime already read "
             "OMP_WAIT_POLICY; spinning threads may slow custom objectives on few cores. Import "
-            "adapters first, or set OMP_WAIT_POLICY=passive in the environment.",
+            "customobj.adapters first, or set OMP_WAIT_POLICY=passive in the environment.",
             RuntimeWarning,
             stacklevel=3,
         )

@@ -1,7 +1,7 @@
 """LightGBM callbacks: :class:`LineSearch`, the step-size rule of QBRank (SPEC.md section 6).
 
 Learning curves need no callback of ours: ``lightgbm.record_evaluation`` records what
-``adapters.lightgbm_metric`` computes.
+``customobj.adapters.lightgbm_metric`` computes.
 """
 from __future__ import annotations
 
@@ -59,8 +59,8 @@ class LineSearch:
     Scores LightGBM cannot see: LightGBM's own training and validation scores keep the trees as
     built (``set_leaf_output`` changes the model, not those buffers). So this callback
     - keeps the corrected training scores and stores ``corrected - LightGBM's`` as a score offset
-      that :func:`adapters.lightgbm_objective` adds to ``preds`` every round (the objective must
-      be an ``adapters.lightgbm_objective``) and :func:`adapters.lightgbm_metric` adds too;
+      that :func:`customobj.adapters.lightgbm_objective` adds to ``preds`` every round (the objective must
+      be an ``customobj.adapters.lightgbm_objective``) and :func:`customobj.adapters.lightgbm_metric` adds too;
     - does the same for each validation set whose raw features it has (``valid_X``, in the order
       of ``valid_sets`` without the training set, or the Dataset's own ``data`` when built with
       ``free_raw_data=False``);

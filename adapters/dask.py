@@ -16,9 +16,9 @@ LightGBM's group sizes (one Dask chunk of sizes per partition, as ``DaskLGBMRank
 Checked on xgboost 3.2, lightgbm 4.7, dask/distributed 2026.8. Notes:
 - XGBoost: ``DaskDMatrix`` refuses ``qid`` with ``weight`` ("per-group weight is not
   implemented"), so :func:`train_xgboost` has no weights. The objective is shipped as
-  ``adapters.xgboost_objective(objective)``, which pickles the customobj objective only and
+  ``customobj.adapters.xgboost_objective(objective)``, which pickles the customobj objective only and
   builds its per-DMatrix state on the worker.
-- LightGBM: the objective goes through ``adapters.lightgbm_sklearn_objective`` (the Dask
+- LightGBM: the objective goes through ``customobj.adapters.lightgbm_sklearn_objective`` (the Dask
   estimators are the scikit-learn ones, called as ``f(y_true, y_pred, weight, group)`` with the
   worker's local query sizes). LightGBM's network is one per process: run workers as separate
   processes (``LocalCluster(processes=True)``, ``dask worker`` processes).
@@ -91,7 +91,7 @@ def train_xgboost(client, params, X, y, qid_or_group, objective, *, num_boost_ro
     cut into ``npartitions`` (default: number of workers) partitions of whole queries.
     ``evals``: ``[(X, y, qid_or_group, name), ...]`` aligned the same way; evaluate with a native
     metric, e.g. ``params["eval_metric"] = "ndcg@10"`` (XGBoost reduces it over workers).
-    ``params`` are completed by :func:`adapters.xgboost_params` (``base_score=0``, no default metric).
+    ``params`` are completed by :func:`customobj.adapters.xgboost_params` (``base_score=0``, no default metric).
     Other keyword arguments go to ``xgboost.dask.train``. Returns its ``{"booster", "history"}``.
     """
     import xgboost.dask as xgb_dask

@@ -20,7 +20,7 @@ What LightGBM does and does not do for a custom objective (checked on 4.7):
   ``(n, K)`` (a flat array would be read class-major without complaint).
 - with a custom objective there is no boost-from-average: start from ``init_score`` if needed.
 
-Line search (``adapters.callbacks.LineSearch``) rescales leaves after LightGBM has updated its
+Line search (``customobj.adapters.callbacks.LineSearch``) rescales leaves after LightGBM has updated its
 own training scores; the corrections are kept as a per-Dataset score offset in ``_SCORE_OFFSETS``
 that this objective adds to ``preds`` every round.
 """

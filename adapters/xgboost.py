@@ -22,7 +22,7 @@ and, unlike LightGBM's estimators, XGBoost's scikit-learn objective signature
 cannot be passed through XGBRegressor either. Use ``xgboost.train`` with a ``DMatrix(group=...)``
 or ``DMatrix(qid=...)``. Pointwise objectives work with XGBRegressor through
 :func:`xgboost_sklearn_objective`.
-``xgboost.dask.train(obj=...)`` silently splits queries across workers: use ``adapters.dask.train_xgboost``, which aligns partitions to whole queries.
+``xgboost.dask.train(obj=...)`` silently splits queries across workers: use ``customobj.adapters.dask.train_xgboost``, which aligns partitions to whole queries.
 """
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def xgboost_sklearn_objective(objective):
         raise ValueError(
             f"{type(obj).__name__} needs query groups, which XGBoost's scikit-learn estimators never pass "
             "to a custom objective (and XGBRanker rejects callables): use xgboost.train with "
-            "adapters.xgboost_objective and a DMatrix built with group= or qid="
+            "customobj.adapters.xgboost_objective and a DMatrix built with group= or qid="
         )
     last = []  # [(labels, weight, state)] of the previous call
 

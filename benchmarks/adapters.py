@@ -24,11 +24,11 @@ import subprocess
 import sys
 import time
 
-# This file is named adapters.py: drop its folder from the path so "import adapters" finds the package.
+# Scripts put their own folder first on sys.path; drop it so nothing here shadows an installed module.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
-import adapters  # noqa: E402  first: sets OMP_WAIT_POLICY=passive before lightgbm / xgboost load
+from customobj import adapters  # noqa: E402  first: sets OMP_WAIT_POLICY=passive before lightgbm / xgboost load
 
 import lightgbm as lgb  # noqa: E402
 import numpy as np  # noqa: E402

@@ -5,9 +5,9 @@ Every method runs in its own subprocess, so its peak RSS (``VmHWM``: data genera
 construction and training together) is its own. Methods:
 
 - ``lgb-native``: LightGBM ``lambdarank`` (truncation 30, lambdarank_norm);
-- ``lgb-custom``: LightGBM + ``LambdaRank(truncation=30, norm=True)`` via ``adapters.lightgbm_objective``;
+- ``lgb-custom``: LightGBM + ``LambdaRank(truncation=30, norm=True)`` via ``customobj.adapters.lightgbm_objective``;
 - ``xgb-native``: XGBoost ``rank:ndcg`` (top-32 pairs per row, both normalisations);
-- ``xgb-custom``: XGBoost + ``LambdaRank(truncation=32, norm=True)`` via ``adapters.xgboost_objective``;
+- ``xgb-custom``: XGBoost + ``LambdaRank(truncation=32, norm=True)`` via ``customobj.adapters.xgboost_objective``;
 - ``ole``: ``customobj.ole.TreeBooster(LambdaRank(truncation=30), criterion="ole")`` (its OLE tree
   builder in place of the library's; time per tree).
 
@@ -31,7 +31,7 @@ import sys
 import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]  # "adapters" = the package
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]  # nothing here shadows an installed module
 
 SIZES = {"small": 2_000, "web30k": 31_500}  # queries; ~120 rows each, 136 features
 METHODS = ("lgb-native", "lgb-custom", "xgb-native", "xgb-custom", "ole")
@@ -64,7 +64,7 @@ class Timed:
 
 def _warm_up(method, threads):
     """Compile the numba kernels on tiny data so compilation is not timed as round 1."""
-    import adapters
+    from customobj import adapters
     import customobj
     from customobj.data import synthetic
 
@@ -85,7 +85,7 @@ def _warm_up(method, threads):
 
 
 def run_method(method, args):
-    import adapters  # noqa: F401  before lightgbm / xgboost: OMP_WAIT_POLICY=passive
+    from customobj import adapters  # noqa: F401  before lightgbm / xgboost: OMP_WAIT_POLICY=passive
     import customobj
     from customobj.data import synthetic
 

@@ -3,17 +3,22 @@
 Objectives (``customobj.LambdaRank``, ``QBRank``, ...) live in :mod:`customobj.objectives`;
 metrics in :mod:`customobj.metrics`; LETOR loading and the synthetic generator in
 :mod:`customobj.data`; the OLE tree booster in :mod:`customobj.ole`. Nothing is compiled at import
-time: numba kernels compile (or load from the on-disk cache) on first use.
+time: numba kernels compile (or load from the on-disk cache) on first use. The cache lives in a
+per-user folder, never inside the installed package (see :mod:`customobj._numba_cache`).
 """
-from ._version import __version__
-from . import data, metrics
-from .combine import best_linear_combination
-from .data import load_letor, load_letor_folds, synthetic
-from .groups import Groups, as_groups
-from .pairs import label_pairs
-from .objectives import *  # noqa: F401,F403  (the objective classes are the public API)
-from .objectives import __all__ as _objective_names
-from .ole import TreeBooster
+from . import _numba_cache
+
+_numba_cache.install()  # before any kernel module runs its @njit(cache=True) decorators
+
+from ._version import __version__  # noqa: E402
+from . import data, metrics  # noqa: E402
+from .combine import best_linear_combination  # noqa: E402
+from .data import load_letor, load_letor_folds, synthetic  # noqa: E402
+from .groups import Groups, as_groups  # noqa: E402
+from .pairs import label_pairs  # noqa: E402
+from .objectives import *  # noqa: F401,F403,E402  (the objective classes are the public API)
+from .objectives import __all__ as _objective_names  # noqa: E402
+from .ole import TreeBooster  # noqa: E402
 
 __all__ = [
     "__version__", "Groups", "as_groups", "label_pairs", "data", "metrics",

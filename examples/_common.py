@@ -2,7 +2,7 @@
 
 Every script builds its parser with :func:`make_parser`, reads folds with :func:`iter_folds`
 (``Split`` objects: dense float32 ``X``, float64 ``y``, int64 query ``sizes``), trains through the
-``adapters`` (LightGBM / XGBoost) or ``customobj.ole.TreeBooster``, turns models into per-round
+``customobj.adapters`` (LightGBM / XGBoost) or ``customobj.ole.TreeBooster``, turns models into per-round
 test scores with the ``staged_*`` helpers, and prints / saves its tables with :func:`emit_table`.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as `python examples/x.py` from anywhere, without installing
     sys.path.insert(0, str(REPO))
 
-import adapters  # noqa: E402  (before lightgbm / xgboost: sets the OpenMP wait policy)
+from customobj import adapters  # noqa: E402  (before lightgbm / xgboost: sets the OpenMP wait policy)
 import customobj as co  # noqa: E402
 from customobj.data import load_letor_folds  # noqa: E402
 from customobj.compare.trainers import Split as _BaseSplit  # noqa: E402
@@ -161,9 +161,9 @@ def lgb_params(args, **overrides):
 
 
 def train_lightgbm(objective, train, rounds, params, *, init_score=None, line_search=None, valid=()):
-    """``lightgbm.train`` with a customobj objective (through ``adapters``) or a native one (a string).
+    """``lightgbm.train`` with a customobj objective (through ``customobj.adapters``) or a native one (a string).
 
-    ``line_search``: shrinkage ``eta`` for :class:`adapters.LineSearch` (QBRank's step rule; the tree
+    ``line_search``: shrinkage ``eta`` for :class:`customobj.adapters.LineSearch` (QBRank's step rule; the tree
     is then built with ``learning_rate=1`` and rescaled by ``eta * rho``). Returns the Booster.
     """
     import lightgbm as lgb
@@ -182,7 +182,7 @@ def train_lightgbm(objective, train, rounds, params, *, init_score=None, line_se
 
 
 def train_xgboost(objective, train, rounds, args, **params):
-    """``xgboost.train`` with a customobj objective through ``adapters.xgboost_objective``."""
+    """``xgboost.train`` with a customobj objective through ``customobj.adapters.xgboost_objective``."""
     import xgboost as xgb
 
     base = {"tree_method": "hist", "max_leaves": 31, "grow_policy": "lossguide", "max_depth": 0, "eta": 0.1,

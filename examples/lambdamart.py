@@ -2,7 +2,7 @@
 optimal linear combination of two rankers, on LETOR MQ2008 / OHSUMED with LightGBM trees.
 
 1. RankNet vs LambdaRank with NDCG, ERR and MAP as the measure (customobj objectives through
-   ``adapters.lightgbm_objective``) vs LightGBM's native ``lambdarank``; 31 leaves, rate 0.1,
+   ``customobj.adapters.lightgbm_objective``) vs LightGBM's native ``lambdarank``; 31 leaves, rate 0.1,
    rounds chosen on the validation NDCG@10; test NDCG@1/3/10, ERR@10 and MAP.
 2. Model adaptation (sec. 7): the training queries are split in halves A and B. A base
    LambdaMART model is trained on A; the adapted model continues from its scores on B

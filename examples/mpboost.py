@@ -5,7 +5,7 @@ functions BINARY, LDD (alpha), LOGDD (lam), LOGITDD (beta), trained two ways:
 - "stumps": the paper's GentleBoost with decision stumps = ``customobj.ole.TreeBooster`` with
   2 leaves, learning rate 1, the exact pairwise (OLE) split gain and the joint Newton step of
   the two leaves (the stump's weighted least-squares fit of Algorithm 1), 2 x --rounds rounds;
-- "trees": 31-leaf LightGBM trees with ``adapters.lightgbm_objective(MPBoost(...))``, rate 0.1.
+- "trees": 31-leaf LightGBM trees with ``customobj.adapters.lightgbm_objective(MPBoost(...))``, rate 0.1.
 For each learner and DDF the parameter and the number of rounds T are chosen on the validation
 fold by NDCG@5 (the paper's criterion); the table shows test NDCG@1..10 with the paper's NDCG
 variant (``ndcg_mpboost``) and the fraction of mis-ordered test pairs. The plot shows NDCG@k and

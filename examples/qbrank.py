@@ -8,7 +8,7 @@ Compares, with 20-leaf LightGBM trees, shrinkage eta = 0.05, w = 0.5 and tau = g
 - RankSVM: a linear RankSVM trained in the primal by truncated Newton (Chapelle's slides),
   regularisation chosen on the validation fold.
 Both QBRank hessian modes ("exact" diagonal, the paper's "upper_bound"), and line search on / off
-(on: learning_rate 1 and the step ``eta * rho`` of ``adapters.LineSearch``; off: learning_rate eta).
+(on: learning_rate 1 and the step ``eta * rho`` of ``customobj.adapters.LineSearch``; off: learning_rate eta).
 Reports precision at K% (K = 10..100) and DCG@5 on the test fold after the last round, and plots
 test DCG@5 against rounds. The paper's data (a commercial search engine's) is not public: LETOR
 MQ2008 / OHSUMED stand in for it, so the numbers are not comparable with the paper's.

@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-import adapters  # noqa: F401  (thread environment before lightgbm / xgboost load)
+from customobj import adapters  # noqa: F401  (thread environment before lightgbm / xgboost load)
 
 da = pytest.importorskip("dask.array")
 pytest.importorskip("dask.dataframe")  # xgboost.dask needs it (and pyarrow)
@@ -15,7 +15,7 @@ import lightgbm as lgb  # noqa: E402
 import xgboost as xgb  # noqa: E402
 
 import customobj  # noqa: E402
-from adapters import dask as ad  # noqa: E402
+from customobj.adapters import dask as ad  # noqa: E402
 from customobj.metrics import ndcg  # noqa: E402
 
 ROUNDS = 30

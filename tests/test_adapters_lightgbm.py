@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-import adapters  # before lightgbm: sets the OpenMP wait policy
+from customobj import adapters  # before lightgbm: sets the OpenMP wait policy
 
 import lightgbm as lgb
 
@@ -257,8 +257,8 @@ def _fresh_python(code, **env):
 
 
 def test_import_sets_passive_wait_policy_unless_user_chose():
-    code = "import os, adapters; print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('KMP_BLOCKTIME'))"
+    code = "import os, customobj.adapters; print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('KMP_BLOCKTIME'))"
     assert _fresh_python(code).stdout.split() == ["passive", "0"]
     assert _fresh_python(code, OMP_WAIT_POLICY="active").stdout.split() == ["active", "0"]
-    late = _fresh_python("import lightgbm, adapters")
-    assert "imported before adapters" in late.stderr
+    late = _fresh_python("import lightgbm, customobj.adapters")
+    assert "imported before customobj.adapters" in late.stderr

@@ -3,7 +3,7 @@ objective learning something through both libraries. Few rounds and small trees.
 import numpy as np
 import pytest
 
-import adapters  # before lightgbm / xgboost: sets the OpenMP wait policy
+from customobj import adapters  # before lightgbm / xgboost: sets the OpenMP wait policy
 
 import lightgbm as lgb
 import xgboost as xgb
@@ -128,7 +128,7 @@ def test_every_objective_beats_random(mq, random_ndcg, library):
             model = xgb.train(adapters.xgboost_params(obj, XGB), xgb.DMatrix(tr.X, y, group=tr.group), 15,
                               obj=adapters.xgboost_objective(obj))
             raw = model.predict(xgb.DMatrix(te.X), output_margin=True)
-        from adapters._data import ranking_scores
+        from customobj.adapters._data import ranking_scores
 
         results[repr(obj)] = mean_ndcg10(ranking_scores(raw), te)
     worst = min(results.values())

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-import adapters  # before xgboost: sets the OpenMP wait policy
+from customobj import adapters  # before xgboost: sets the OpenMP wait policy
 
 import xgboost as xgb
 

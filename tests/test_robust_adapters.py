@@ -7,7 +7,7 @@ import pytest
 
 import customobj as co
 
-adapters = pytest.importorskip("adapters")
+adapters = pytest.importorskip("customobj.adapters")
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
 

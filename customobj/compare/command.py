@@ -220,7 +220,7 @@ def run(args):
     say = (lambda *a: None) if args.quiet else print
     # adapters sets OMP_WAIT_POLICY=passive unless the user chose one; it must be imported before
     # lightgbm/xgboost load OpenMP, or spinning threads slow the Python objectives on a busy machine.
-    import adapters  # noqa: F401
+    from customobj import adapters  # noqa: F401
     try:
         specs, baseline = _check_methods(args)
         folds, data_desc = _load_folds(args)

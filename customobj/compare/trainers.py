@@ -96,7 +96,7 @@ def _adapter(module, name):
     """``adapters.<name>``, or from its submodule while the package does not re-export it yet."""
     import importlib
 
-    import adapters
+    from customobj import adapters
 
     fn = getattr(adapters, name, None)
     return fn if fn is not None else getattr(importlib.import_module(f"adapters.{module}"), name)

@@ -59,7 +59,7 @@ def _place_rows(order, lo, hi, go_left, tmp, ml, mr):
 
 # Below this many rows a node is partitioned without a parallel region: waking the thread team
 # costs ~2 us when OpenMP threads spin but ~95 us when they sleep (OMP_WAIT_POLICY=passive, which
-# ``adapters`` sets), more than partitioning a small node.
+# ``customobj.adapters`` sets), more than partitioning a small node.
 PARALLEL_ROWS = 32768
 
 

@@ -177,7 +177,7 @@ def _hist_fm_serial(bins_fm, order, start, end, gh, offsets, counts, out):
 
 # Below this many (row, feature) updates a histogram is built without a parallel region: waking
 # the thread team costs ~2 us when OpenMP threads spin but ~95 us when they sleep
-# (OMP_WAIT_POLICY=passive, which ``adapters`` sets), about a 65k-update histogram's time.
+# (OMP_WAIT_POLICY=passive, which ``customobj.adapters`` sets), about a 65k-update histogram's time.
 PARALLEL_UPDATES = 65536
 
 
