@@ -5,7 +5,7 @@ positions ``a < b`` with different gains, ``|dZ|`` is the change of the metric w
 swap positions, computed in O(1) from per-query prefix arrays (so a query costs O(n^2), never
 O(n^3)):
 
-- NDCG: ``|g_a - g_b| |D_a - D_b| / IDCG@k`` with ``D`` zero beyond ``k``.
+- NDCG: ``|g_a - g_b| |D_a - D_b| / IDCG@k`` with ``D`` zero beyond ``k`` (or not: DISCOUNT_FULL).
 - ERR: Burges' sec. 3 formula with ``P[a] = prod_{m<a} T_m`` and ``A[a]`` = ERR summed up to ``a``.
 - MAP: prefix counts ``C`` of relevant rows and prefix sums ``S`` of ``1/rank`` over relevant rows.
 - MRR: only the first (and second) relevant position matter.
@@ -40,6 +40,18 @@ def discount_table(n, k):
     for r in range(min(n, k)):
         d[r] = 1.0 / np.log2(2.0 + r)
     return d
+
+
+#: The pair loop's ``D`` (``qnorm`` is ``1/IDCG@k`` under both; upper rows are always in the top k).
+#: AT_K: ``D = 0`` beyond ``k`` for both rows (``|dZ|`` = exact change of NDCG@k; the default).
+#: FULL: the lower row keeps its untruncated ``D`` (LightGBM's lambdarank, XGBoost's rank:ndcg).
+DISCOUNT_AT_K, DISCOUNT_FULL = 0, 1
+
+
+@njit(cache=True)
+def pair_discount_table(n, k, discount):
+    """The pair loop's ``D`` for queries of at most ``n`` rows under convention ``discount``."""
+    return discount_table(n, k if discount == DISCOUNT_AT_K else n)
 
 
 @njit(cache=True)
@@ -223,12 +235,14 @@ def _ndcg_pairs(mode, n, lim, qn, disc, sigma, norm, spread, g, s, w, e, lg, lh,
 
 
 @njit(cache=True)
-def _query_pass(mode, scores, row_gain, n, qn, disc, metric, kk, lim, sigma, norm, weights,
+def _query_pass(mode, scores, row_gain, n, qn, disc, metric, kk, lim, sigma, norm, hess_scale, weights,
                 use_weights, out_grad, out_hess, at, out_i, out_j, out_c, order, F, li, lj):
     """All pairs of one query whose sorted rows are ``order[:n]``. ``mode`` GRAD adds into
     ``out_grad/out_hess``; LOSS returns the query's utility; COUNT returns the number of pairs
     with nonzero ``|dZ|``; FILL writes them (rows, coupling) from offset ``at``; GRAD_FILL does
-    both GRAD and FILL. ``F`` is float scratch (``_NF`` rows of at least ``n``). The ``|dZ|``
+    both GRAD and FILL. Hessians and couplings are multiplied by ``hess_scale`` (1 but for
+    XGBoost's convention, see ``_parity.py``), once per row, outside the pair loop.
+    ``F`` is float scratch (``_NF`` rows of at least ``n``). The ``|dZ|
     formulas of ERR/MAP/MRR sit in the loop on purpose: as a separate function (even inlined)
     the ERR/MAP passes ran 4-6x slower.
     """
@@ -326,13 +340,14 @@ def _query_pass(mode, scores, row_gain, n, qn, disc, metric, kk, lim, sigma, nor
     factor = 1.0
     if norm and sum_lambda > 0.0:
         factor = np.log2(1.0 + sum_lambda) / sum_lambda
+    hfactor = factor * hess_scale
     if grad:
         for r in range(n):
             out_grad[order[r]] += factor * lg[r]
-            out_hess[order[r]] += factor * lh[r]
+            out_hess[order[r]] += hfactor * lh[r]
     if fill:
         for t in range(at, at + count):
-            out_c[t] *= factor
+            out_c[t] *= hfactor
     return total * factor
 
 
@@ -346,7 +361,7 @@ def _block_scratch(ptr, q0, q1):
 
 @njit(cache=True, parallel=True)
 def lambdarank_grad_hess(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
-                         weights, use_weights, out_grad, out_hess):
+                         hess_scale, weights, use_weights, out_grad, out_hess):
     nq = ptr.size - 1
     no_i = np.zeros(0, dtype=np.int64)
     no_f = np.zeros(0, dtype=np.float64)
@@ -362,13 +377,13 @@ def lambdarank_grad_hess(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, s
             kk = min(k, n)
             _sort_query(scores, start, n, F[_NF - 1], I[0])
             _query_pass(GRAD, scores, row_gain, n, qnorm[q], disc, metric, kk, min(kk, trunc), sigma,
-                        norm, weights, use_weights, out_grad, out_hess, 0, no_i, no_i, no_f,
+                        norm, hess_scale, weights, use_weights, out_grad, out_hess, 0, no_i, no_i, no_f,
                         I[0], F, I[1], I[2])
 
 
 @njit(cache=True, parallel=True)
 def lambdarank_loss(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
-                    weights, use_weights):
+                    hess_scale, weights, use_weights):
     nq = ptr.size - 1
     no_i = np.zeros(0, dtype=np.int64)
     no_f = np.zeros(0, dtype=np.float64)
@@ -385,8 +400,8 @@ def lambdarank_loss(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma,
             kk = min(k, n)
             _sort_query(scores, start, n, F[_NF - 1], I[0])
             per_query[q] = _query_pass(LOSS, scores, row_gain, n, qnorm[q], disc, metric, kk,
-                                       min(kk, trunc), sigma, norm, weights, use_weights, no_f, no_f,
-                                       0, no_i, no_i, no_f, I[0], F, I[1], I[2])
+                                       min(kk, trunc), sigma, norm, hess_scale, weights, use_weights,
+                                       no_f, no_f, 0, no_i, no_i, no_f, I[0], F, I[1], I[2])
     # A serial sum: per_query.sum() here would become a thread-dependent parallel reduction.
     total = 0.0
     for q in range(nq):
@@ -396,7 +411,7 @@ def lambdarank_loss(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma,
 
 @njit(cache=True, parallel=True)
 def lambdarank_pair_offsets(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
-                            weights, use_weights, order):
+                            hess_scale, weights, use_weights, order):
     """Sorts every query into ``order`` (rows by score) and returns the offsets of each query's
     pairs with nonzero ``|dZ|`` (size n_queries + 1; the last is the pair count)."""
     nq = ptr.size - 1
@@ -416,14 +431,14 @@ def lambdarank_pair_offsets(scores, ptr, row_gain, qnorm, disc, metric, k, trunc
             o = order[start:start + n]
             _sort_query(scores, start, n, F[_NF - 1], o)
             counts[q + 1] = int(_query_pass(COUNT, scores, row_gain, n, qnorm[q], disc, metric, kk,
-                                            min(kk, trunc), sigma, norm, weights, use_weights, no_f, no_f,
-                                            0, no_i, no_i, no_f, o, F, I[1], I[2]))
+                                            min(kk, trunc), sigma, norm, hess_scale, weights, use_weights,
+                                            no_f, no_f, 0, no_i, no_i, no_f, o, F, I[1], I[2]))
     return np.cumsum(counts)
 
 
 @njit(cache=True, parallel=True)
 def lambdarank_pair_fill(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
-                         weights, use_weights, with_grad, out_grad, out_hess, order, offsets,
+                         hess_scale, weights, use_weights, with_grad, out_grad, out_hess, order, offsets,
                          out_i, out_j, out_c):
     """Writes query ``q``'s pairs (rows, coupling) to ``out_*[offsets[q]:offsets[q + 1]]`` (any
     integer dtype for the rows); with ``with_grad`` also adds the gradients and hessians (one
@@ -441,22 +456,23 @@ def lambdarank_pair_fill(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, s
                 continue
             kk = min(k, n)
             _query_pass(mode, scores, row_gain, n, qnorm[q], disc, metric, kk, min(kk, trunc), sigma,
-                        norm, weights, use_weights, out_grad, out_hess, offsets[q], out_i, out_j, out_c,
-                        order[start:start + n], F, I[1], I[2])
+                        norm, hess_scale, weights, use_weights, out_grad, out_hess, offsets[q], out_i, out_j,
+                        out_c, order[start:start + n], F, I[1], I[2])
 
 
 @njit(cache=True)
 def lambdarank_couplings(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
-                         weights, use_weights, with_grad, out_grad, out_hess):
+                         hess_scale, weights, use_weights, with_grad, out_grad, out_hess):
     """``(i, j, c)`` of every pair with nonzero ``|dZ|``, grouped by query and by upper position;
     with ``with_grad`` also adds the gradients and hessians (one pair pass: GRAD_FILL)."""
     order = np.empty(ptr[ptr.size - 1], dtype=np.int64)
     offsets = lambdarank_pair_offsets(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
-                                      weights, use_weights, order)
+                                      hess_scale, weights, use_weights, order)
     m = offsets[-1]
     out_i = np.empty(m, dtype=np.int64)
     out_j = np.empty(m, dtype=np.int64)
     out_c = np.empty(m, dtype=np.float64)
-    lambdarank_pair_fill(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm, weights,
-                         use_weights, with_grad, out_grad, out_hess, order, offsets, out_i, out_j, out_c)
+    lambdarank_pair_fill(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm, hess_scale,
+                         weights, use_weights, with_grad, out_grad, out_hess, order, offsets,
+                         out_i, out_j, out_c)
     return out_i, out_j, out_c

@@ -1,11 +1,14 @@
 """Listwise objectives (SPEC.md section 3): LambdaRank / LambdaMART and structured-output DCG."""
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import numpy as np
 
 from .._validation import check_choice, check_int, check_positive
 from .base import Objective
 from . import _lambdarank_kernels as LK
+from . import _parity as P
 from . import _structured_kernels as SK
 
 __all__ = ["LambdaRank", "StructuredDCG"]
@@ -80,12 +83,18 @@ class LambdaRank(Objective):
       gradients and hessians are multiplied by ``log2(1 + S) / S`` with ``S = sum_pairs 2 lambda_ij``
       (unweighted). :meth:`loss` applies the same frozen factors, so ``grad`` stays its derivative.
       Default ``False`` (LightGBM's default is ``True``).
+    - ``convention``: ``"customobj"`` (default, as above), ``"lightgbm"`` or ``"xgboost"``: NDCG
+      the way that library computes it (the lower row of a pair keeps its untruncated ``D``;
+      XGBoost doubles the hessian; weights per query). Start from :meth:`like_lightgbm` /
+      :meth:`like_xgboost`; see ``docs/parity.md``.
     """
 
     pairwise = True
     needs_group = True
 
-    def __init__(self, *, metric="ndcg", k=None, sigma=1.0, truncation=None, gain=None, norm=False):
+    def __init__(self, *, metric: str = "ndcg", k: int | None = None, sigma: float = 1.0,
+                 truncation: int | None = None, gain: Sequence[float] | None = None, norm: bool = False,
+                 convention: str = P.DEFAULT_CONVENTION) -> None:
         self.metric = check_choice(metric, "metric", set(_METRICS))
         self.k = check_int(k, "k", minimum=1, allow_none=True)
         self.sigma = check_positive(sigma, "sigma")
@@ -96,6 +105,60 @@ class LambdaRank(Objective):
         self.gain = _check_gain(gain)
         if self.gain is not None and self.metric not in ("ndcg", "err"):
             raise ValueError(f"gain applies to metric 'ndcg' or 'err', not {self.metric!r}")
+        self.convention = P.check_convention(convention, self.metric)
+
+    @classmethod
+    def like_lightgbm(cls, **lightgbm_params: Any) -> LambdaRank:
+        """The LambdaRank that trains the same model as LightGBM's ``objective="lambdarank"``.
+
+        Parameters
+        ----------
+        **lightgbm_params
+            LightGBM's own names and defaults: ``lambdarank_truncation_level`` (30),
+            ``lambdarank_norm`` (True), ``sigmoid`` (1.0), ``label_gain`` (``2^i - 1``); also
+            ``objective="lambdarank"``. Anything else raises ``ValueError``.
+
+        Returns
+        -------
+        LambdaRank
+            ``k`` = truncation level, ``convention="lightgbm"``; through
+            ``customobj.adapters.lightgbm_objective`` the trees equal the native ones
+            (``deterministic=True``) up to LightGBM's sigmoid table (docs/parity.md).
+
+        Examples
+        --------
+        >>> import customobj
+        >>> customobj.LambdaRank.like_lightgbm(lambdarank_truncation_level=10)
+        LambdaRank(convention='lightgbm', gain=None, k=10, metric='ndcg', norm=True, sigma=1.0, truncation=None)
+        """
+        return cls(**P.lightgbm_options(lightgbm_params))
+
+    @classmethod
+    def like_xgboost(cls, **xgboost_params: Any) -> LambdaRank:
+        """The LambdaRank that trains the same model as XGBoost's ``objective="rank:ndcg"``.
+
+        Parameters
+        ----------
+        **xgboost_params
+            XGBoost's own names and defaults: ``lambdarank_pair_method`` ("topk"; "mean" samples
+            pairs at random and raises ``ValueError``), ``lambdarank_num_pair_per_sample`` (32),
+            ``lambdarank_normalization`` and ``lambdarank_score_normalization`` (True, both or
+            neither), ``ndcg_exp_gain`` (True), ``lambdarank_unbiased`` (must be False); also
+            ``objective="rank:ndcg"``. Anything else raises ``ValueError``.
+
+        Returns
+        -------
+        LambdaRank
+            ``k`` = pairs per sample, ``sigma=1``, ``convention="xgboost"``; train it with
+            ``customobj.adapters.xgboost_objective`` and ``xgboost_params`` (docs/parity.md).
+
+        Examples
+        --------
+        >>> import customobj
+        >>> customobj.LambdaRank.like_xgboost(lambdarank_num_pair_per_sample=8)
+        LambdaRank(convention='xgboost', gain=None, k=8, metric='ndcg', norm=True, sigma=1.0, truncation=None)
+        """
+        return cls(**P.xgboost_options(xgboost_params))
 
     @property
     def integer_labels(self):
@@ -126,6 +189,8 @@ class LambdaRank(Objective):
             idcg = LK.ideal_dcg(row_gain, ptr, disc)
             qnorm = np.zeros_like(idcg)
             np.divide(1.0, idcg, out=qnorm, where=idcg > 0)
+            if self.convention != P.DEFAULT_CONVENTION:  # IDCG@k above; the pairs' D may go beyond k
+                disc = LK.pair_discount_table(_max_query_size(prep), k, P.CONVENTIONS[self.convention].discount)
         elif self.metric == "err":
             g = self._row_gain(y)
             top = g.max() if g.size else 0.0
@@ -144,14 +209,15 @@ class LambdaRank(Objective):
             "row_gain": np.ascontiguousarray(row_gain, dtype=np.float64),
             "qnorm": np.ascontiguousarray(qnorm, dtype=np.float64),
             "disc": disc,
+            "weight": P.convention_weights(prep, self.convention),
         }
 
     def _args(self, prep, state):
-        w, use_w = _weights(prep)
+        w, use_w = _weights(prep) if state["weight"] is None else (state["weight"], True)
         k = self.k if self.k is not None else _NO_CUTOFF
         trunc = self.truncation if self.truncation is not None else _NO_CUTOFF
         return (prep.ptr, state["row_gain"], state["qnorm"], state["disc"], _METRICS[self.metric],
-                k, trunc, self.sigma, self.norm, w, use_w)
+                k, trunc, self.sigma, self.norm, P.CONVENTIONS[self.convention].hess_scale, w, use_w)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         LK.lambdarank_grad_hess(scores, *self._args(prep, state), out_grad, out_hess)
