@@ -30,12 +30,15 @@ computes ``rho`` in float32 and floors ``rho (1 - rho)`` at 1e-16; both sum pair
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 import numpy as np
 
 from .._validation import check_int, check_positive
 from . import _lambdarank_kernels as LK
+
+if TYPE_CHECKING:
+    from .base import Prepared
 
 __all__ = ["Convention", "CONVENTIONS", "DEFAULT_CONVENTION", "check_convention", "convention_weights",
            "lightgbm_options", "xgboost_options"]
@@ -91,7 +94,7 @@ def check_convention(convention: str, metric: str) -> str:
     return convention
 
 
-def convention_weights(prep: Any, convention: str) -> np.ndarray | None:
+def convention_weights(prep: Prepared, convention: str) -> np.ndarray | None:
     """Row weights the kernels use under ``convention``; ``None``: ``prep.weight`` as it is.
 
     Raises ``ValueError`` when the convention needs per-query weights and a query's rows differ.
