@@ -12,6 +12,7 @@ checks in :mod:`.inputs`, eval sets / early stopping / ``score`` in :mod:`.evalu
 """
 from __future__ import annotations
 
+import copy
 import numbers
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
@@ -92,6 +93,9 @@ class TreeBooster(BaseEstimator):
         1-based best round when ``early_stopping_rounds`` was given (``predict`` uses it), else None.
     evals_result_ : dict
         ``{"valid_0": {"ndcg@10": [...]}}``, one value per round.
+    objective_ : Objective
+        The objective trained with: a copy of ``objective`` (``LambdaRank()`` for None), so ``fit``
+        never changes its parameters.
     trees_, tree_class_, n_outputs_, bin_mapper_, feature_infos_
         The fitted trees, the output column of each, outputs per row, the binning, LightGBM's
         feature ranges.
@@ -165,6 +169,9 @@ class TreeBooster(BaseEstimator):
         return grow_params(self._validated_params())
 
     def _resolved_objective(self):
+        fitted = getattr(self, "objective_", None)
+        if fitted is not None:
+            return fitted
         return self.objective if self.objective is not None else default_objective()
 
     # --- training --------------------------------------------------------------------------------
@@ -206,7 +213,8 @@ class TreeBooster(BaseEstimator):
         self
         """
         p = self._validated_params()
-        obj = p["objective"]
+        # a copy: fit must not change its parameters (McRank infers its class count on first use)
+        obj = copy.deepcopy(p["objective"])
         X_in = X
         X = as_matrix(X, keep_float32=True, for_fit=True)
         n, F = X.shape
@@ -237,6 +245,7 @@ class TreeBooster(BaseEstimator):
 
         # everything is checked: from here on the estimator's fitted state is replaced
         check_feature_names(self, X_in, reset=True)
+        self.objective_ = obj
         self.trees_, self.tree_class_ = [], []
         self.n_outputs_ = K
         self.evals_result_ = {ev.name: {m.name: [] for m in ev.metrics} for ev in evals}
