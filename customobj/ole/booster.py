@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import os
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numba
@@ -21,6 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from .._validation import as_scores, check_int
 from ..groups import Groups
 from .binning import BinMapper
 from .evaluation import SCORE_METRIC, EarlyStopping, prepare_evals, ranking_score, score_queries
@@ -229,12 +231,9 @@ class TreeBooster(BaseEstimator):
         shape = (n,) if K == 1 else (n, K)
         scores = np.zeros(shape, dtype=np.float64)
         if init_score is not None:
-            from .._validation import as_scores
             scores += as_scores(init_score, n, allow_2d=K > 1, name="init_score").reshape(shape)
-        if early_stopping_rounds is not None and (isinstance(early_stopping_rounds, bool)
-                                                  or not isinstance(early_stopping_rounds, numbers.Integral)
-                                                  or early_stopping_rounds < 1):
-            raise ValueError(f"early_stopping_rounds must be an integer >= 1 or None, got {early_stopping_rounds!r}")
+        early_stopping_rounds = check_int(early_stopping_rounds, "early_stopping_rounds", minimum=1,
+                                          allow_none=True)
         evals = prepare_evals(eval_set, eval_group, eval_qid, eval_metric, F, K)
         if early_stopping_rounds is not None and not evals:
             raise ValueError("early_stopping_rounds needs an eval_set")
@@ -374,13 +373,14 @@ class TreeBooster(BaseEstimator):
         return imp.astype(np.int64) if split else imp
 
     # --- persistence -----------------------------------------------------------------------------
-    def save(self, path) -> None:
+    def save(self, path: Union[str, os.PathLike]) -> None:
         """Write the model as versioned JSON (exact: floats round-trip)."""
         from .export import save_json
         save_json(self, path)
 
     @classmethod
-    def load(cls, path) -> "TreeBooster":
+    def load(cls, path: Union[str, os.PathLike]) -> "TreeBooster":
+        """Read a model written by :meth:`save`."""
         from .export import load_json
         return load_json(cls, path)
 
