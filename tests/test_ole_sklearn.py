@@ -121,6 +121,15 @@ def test_qid_trains_the_same_model_as_group(data):
     assert a.to_json() == b.to_json()
 
 
+def test_eval_qid_equals_eval_group(data):
+    X, y, g, qid = data
+    kw = dict(eval_metric=["ndcg@5", "map"], early_stopping_rounds=2)
+    a = TreeBooster(co.RankNet(), **SMALL).fit(X, y, g, eval_set=[(X, y)], eval_group=[g], **kw)
+    b = TreeBooster(co.RankNet(), **SMALL).fit(X, y, qid=qid, eval_set=[(X, y)], eval_qid=[qid], **kw)
+    assert a.evals_result_ == b.evals_result_ and a.best_iteration_ == b.best_iteration_
+    assert len(a.evals_result_["valid_0"]["map"]) == a.n_iterations_
+
+
 def test_score_is_ndcg_at_10_per_query(fitted, data):
     X, y, g, qid = data
     want = co.metrics.ndcg(fitted.predict(X), y, g, k=10)
@@ -194,6 +203,13 @@ def test_grid_search_with_group_kfold(data):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
     assert search.best_params_ == search.cv_results_["params"][int(np.argmax(search.cv_results_["mean_test_score"]))]
     assert search.best_estimator_.n_features_in_ == X.shape[1]
+
+
+def test_without_routing_score_says_how_to_route_qid(data):
+    X, y, _, qid = data
+    search = GridSearchCV(TreeBooster(**SMALL), {"num_leaves": [2]}, cv=GroupKFold(3), error_score="raise")
+    with pytest.raises(ValueError, match=r"enable metadata routing .* set_score_request\(qid=True\)"):
+        search.fit(X, y, groups=qid, qid=qid)  # legacy mode: qid reaches fit only
 
 
 def test_routing_refuses_a_qid_that_score_did_not_request(data):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import customobj as co
 from customobj.data import synthetic
@@ -183,3 +185,28 @@ def test_pointwise_objective_needs_no_queries(data):
     X, y, g = data
     pred = TreeBooster(co.SquaredError(), n_estimators=3, verbose=False).fit(X, y).predict(X)
     assert np.all(np.isfinite(pred)) and np.ptp(pred) > 0
+
+
+_HOSTILE_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
+    st.sampled_from([[1], [], {}, (), np.array([1.0, 4.0]), np.int64(-1), np.float32("nan"), "ole", "joint",
+                     b"split", 1j, co.RankNet(), object()]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.sampled_from(sorted(TreeBooster().get_params())), value=_HOSTILE_VALUES)
+def test_any_option_value_is_accepted_or_refused_by_name(name, value):
+    """Every value of every option: a model, or TypeError/ValueError naming the option (no other error)."""
+    try:
+        model = TreeBooster(**{name: value})
+    except (TypeError, ValueError) as exc:
+        assert name in str(exc)
+        # the same value through set_params is refused by fit, with the same error, before any work
+        late = TreeBooster(co.RankNet(), n_estimators=1, verbose=False).set_params(**{name: value})
+        with pytest.raises(type(exc)) as again:
+            late.fit(np.zeros((2, 1)), np.zeros(2), [2])
+        assert str(again.value) == str(exc) and not hasattr(late, "trees_")
+    else:
+        assert model.get_params()[name] is value  # stored unmodified
