@@ -246,7 +246,7 @@ def _objective_from_spec(spec, n_outputs, where):
     from ..objectives.base import Objective
     name = spec["class"]
     cls = getattr(objectives, name, None) if name in objectives.__all__ else None
-    if not (isinstance(cls, type) and issubclass(cls, Objective)):
+    if not (isinstance(cls, type) and issubclass(cls, Objective)) or cls is Objective:  # the abstract base
         return None
     try:
         obj = cls(**spec["params"])
