@@ -7,6 +7,7 @@ import pytest
 
 from customobj import LambdaRank, McRank, RankNet, SquaredError
 from customobj.ole import TreeBooster
+from customobj.ole import model_file
 from customobj.ole.predictor import ZERO_THRESHOLD
 
 QUIET = dict(verbose=False)
@@ -105,15 +106,18 @@ def test_to_lightgbm_predicts_exactly_what_predict_does_after_early_stopping(obj
 
 
 def test_tiny_thresholds_and_values_export_exactly():
-    # values within LightGBM's zero threshold on both sides of 0: tiny thresholds in the trees
+    # training keeps bounds out of [-1e-35f, 1e-35f) (next test); a model file may still hold tiny
+    # thresholds (written before, or by hand): put some on both sides of 0 and export
     rng = np.random.default_rng(11)
     X = rng.choice([0.0, 1e-40, 2e-40, -1e-40, 3e-36, 1.0, 2.0, np.nan], size=(400, 3))
-    y = (np.abs(np.nan_to_num(X[:, 0])) * 1e40 + np.nan_to_num(X[:, 1]) + rng.normal(0, 0.1, 400)) % 4
+    y = (np.nan_to_num(X[:, 1]) + rng.normal(0, 0.3, 400)) % 4
     model = TreeBooster(SquaredError(), criterion="wse", num_leaves=8, n_estimators=5, min_data_in_leaf=2, **QUIET)
-    model.fit(X, y)
-    thresholds = np.concatenate([t["threshold"] for t in model.trees_])
-    assert np.any((np.abs(thresholds) < 1e-35) & (thresholds != 0))
-    assert_lightgbm_equal(model, X)
+    d = json.loads(model.fit(X, y).to_json())
+    tiny = [5e-41, -1e-40, 0.0, -0.0, ZERO_THRESHOLD, -ZERO_THRESHOLD, 2e-36, np.nextafter(-ZERO_THRESHOLD, -1)]
+    for k, t in enumerate(d["trees"]):
+        t["threshold"] = [tiny[(k + i) % len(tiny)] for i in range(len(t["threshold"]))]
+    tweaked = model_file.loads(TreeBooster, json.dumps(d))
+    assert_lightgbm_equal(tweaked, X)
 
 
 def test_infinite_feature_values_and_minus_infinity_threshold_export_exactly():
@@ -287,3 +291,19 @@ def test_feature_infos_are_the_training_value_ranges(dtype):
     assert model.feature_infos_ == want
     assert model.feature_infos_[4] == "none" and model.feature_infos_[7] == "[3.0:3.0]"
     np.testing.assert_allclose(model.to_lightgbm().predict(X), model.predict(X), rtol=1e-6, atol=1e-6)
+
+
+def test_values_within_the_zero_threshold_train_as_zero():
+    # LightGBM's semantics everywhere: training bins |x| <= 1e-35f with 0, so the model fitted on X
+    # is the model fitted on X with those values set to 0, and predict() agrees with training
+    rng = np.random.default_rng(13)
+    X = rng.choice([0.0, 1e-40, -1e-40, 2e-36, 3e-35, -3e-35, 1.0, np.nan], size=(300, 2))
+    y = (np.nan_to_num(X[:, 0]) * 1e35 + np.nan_to_num(X[:, 1]) + rng.normal(0, 0.1, 300)) % 3
+    kw = dict(criterion="wse", num_leaves=6, n_estimators=3, min_data_in_leaf=2, **QUIET)
+    model = TreeBooster(SquaredError(), **kw).fit(X, y)
+    zeroed = np.where(np.abs(X) <= ZERO_THRESHOLD, 0.0, X)
+    assert not np.array_equal(np.nan_to_num(zeroed), np.nan_to_num(X))
+    assert model.to_json() == TreeBooster(SquaredError(), **kw).fit(zeroed, y).to_json()
+    thresholds = np.concatenate([t["threshold"] for t in model.trees_])
+    assert not np.any((thresholds >= -ZERO_THRESHOLD) & (thresholds < ZERO_THRESHOLD))
+    assert_lightgbm_equal(model, X)
