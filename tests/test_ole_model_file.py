@@ -223,7 +223,7 @@ HOSTILE = {
     "not_a_model": (_set(["format"], "something else"), "is not a customobj.ole.TreeBooster model file"),
     "nan_token": (b'{"format": NaN}', "not valid JSON (NaN is not valid JSON"),
     "truncated": (None, "the file is damaged or truncated"),
-    "empty_file": (b"", "not valid JSON (Expecting value at line 1 column 1)"),
+    "empty_file": (b"", "not valid JSON (Expecting value: line 1 column 1 (char 0)); the file is damaged"),
     "not_utf8": (b"\xff\xfe{}", "not a UTF-8 text file"),
     "top_level_list": (b"[1, 2]", "must hold a JSON object, got list"),
     "duplicate_key": (b'{"version": 2, "version": 1}', "the key 'version' appears twice"),
@@ -323,3 +323,16 @@ def test_unknown_objective_class_loads_without_objective(tmp_path):
 def test_missing_file_is_an_os_error(tmp_path):
     with pytest.raises(FileNotFoundError):
         TreeBooster.load(tmp_path / "nope.json")
+
+
+def test_numpy_scalar_hyperparameters_are_saved_as_plain_values(fitted, tmp_path):
+    # scikit-learn's parameter grids hand numpy scalars to set_params; verbose is often written 0 / 1
+    model = copy.deepcopy(fitted[0])
+    model.num_leaves, model.learning_rate, model.verbose = np.int64(5), np.float32(0.5), 0
+    model.save(tmp_path / "m.json")
+    params = json.loads((tmp_path / "m.json").read_text())["params"]
+    assert (params["num_leaves"], params["learning_rate"], params["verbose"]) == (5, 0.5, False)
+    assert type(params["num_leaves"]) is int and type(params["verbose"]) is bool
+    model.num_leaves = 5.5
+    with pytest.raises(ValueError, match=r"model: params.num_leaves = 5.5 must be int"):
+        model.save(tmp_path / "m.json")

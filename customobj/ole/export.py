@@ -29,7 +29,7 @@ _DEFAULT_LEFT = 2  # decision_type bit 1
 _JSON_SPECIAL = re.compile(r'[",:\[\]{}]')
 
 
-def lightgbm_feature_names(names, n_features):
+def lightgbm_feature_names(names: list[str] | None, n_features: int) -> list[str]:
     """LightGBM's names for the features: ``names`` with whitespace as ``_``, or ``Column_j``."""
     if names is None:
         return [f"Column_{j}" for j in range(n_features)]
@@ -74,7 +74,7 @@ def _tree_block(index, t, shrinkage):
     return "\n".join(lines)
 
 
-def lightgbm_model_string(model, num_iteration=None) -> str:
+def lightgbm_model_string(model, num_iteration: int | None = None) -> str:
     """LightGBM text model (``lightgbm.Booster(model_str=...)``) of the trees ``predict()`` uses, raw scores.
 
     ``num_iteration``: as for ``TreeBooster.predict`` (None: ``best_iteration_`` if early stopping

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 import re
+
+import numpy as np
 
 from .._io import atomic_write_text
 from .tree_schema import check_tree, is_finite_number, is_number, tree_to_record
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "SUPPORTED_VERSIONS", "to_dict", "dumps", "save", "loads", "load"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "SUPPORTED_VERSIONS", "to_dict", "dumps", "save", "check_record", "from_record",
+           "loads", "load"]
 
 FORMAT = "customobj.ole.TreeBooster"
 FORMAT_VERSION = 2
@@ -33,7 +37,8 @@ SUPPORTED_VERSIONS = (1, 2)
 #: Largest number of outputs per row a file may declare (McRank: grades); predict allocates rows x K.
 MAX_OUTPUTS = 65536
 
-#: The saved hyperparameters (``n_jobs`` is not saved: it never changes the model) and their JSON types.
+#: The saved hyperparameters (``n_jobs`` is not saved: it never changes the model) and their JSON types;
+#: those in ``_NULLABLE`` may also be null.
 PARAM_TYPES = {"criterion": str, "num_leaves": int, "learning_rate": float, "n_estimators": int, "max_bin": int,
                "min_data_in_leaf": int, "min_sum_hessian_in_leaf": float, "lambda_l2": float, "max_depth": int,
                "growth": str, "feature_fraction": float, "bagging_fraction": float, "random_state": int,
@@ -41,6 +46,7 @@ PARAM_TYPES = {"criterion": str, "num_leaves": int, "learning_rate": float, "n_e
 _COMMON_KEYS = ("format", "version", "params", "objective", "n_features", "n_outputs", "feature_infos",
                 "best_iteration", "evals_result", "tree_class", "trees")
 _KEYS = {1: _COMMON_KEYS, 2: _COMMON_KEYS + ("feature_names",)}
+_NULLABLE = {"random_state"}
 _SCALARS = (bool, int, float, str, type(None))
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _INFO = re.compile(r"\[([^:\[\]\s]+):([^:\[\]\s]+)\]")
@@ -51,7 +57,7 @@ def _fail(where, message):
 
 
 # --- writing ---------------------------------------------------------------------------------------
-def _n_features(model):
+def _n_features(model) -> int | None:
     n = getattr(model, "n_features_in_", None)
     return getattr(model, "n_features_", None) if n is None else n
 
@@ -64,6 +70,24 @@ def _objective_spec(obj):
     return {"class": type(obj).__name__, "repr": repr(obj), "params": params if simple else None}
 
 
+def _param_value(key, v):
+    """A hyperparameter as a plain JSON value (numpy scalars from a parameter grid included)."""
+    want = PARAM_TYPES[key]
+    if v is None:
+        return v
+    if isinstance(v, bool) or isinstance(v, np.bool_):
+        return bool(v) if want is bool else v
+    if want is int and isinstance(v, numbers.Integral):
+        return int(v)
+    if want is float and isinstance(v, numbers.Real):
+        return float(v)
+    if want is bool and isinstance(v, numbers.Integral):  # verbose=0 / 1, as scikit-learn users write it
+        return bool(v)
+    if want is str and isinstance(v, str):
+        return str(v)
+    return v  # the schema check names it
+
+
 def _history_value(v):
     v = float(v)
     if math.isfinite(v):
@@ -72,13 +96,17 @@ def _history_value(v):
 
 
 def to_dict(model) -> dict:
-    """The model as a validated version-2 record (plain JSON values). Raises if it is not fitted."""
+    """The model as a validated version-2 record of plain JSON values.
+
+    Raises ``ValueError`` if the model is not fitted or holds something a file may not (a NaN leaf
+    value, a malformed tree): what ``save`` would write is always what ``load`` accepts.
+    """
     model._check_fitted()
     names = getattr(model, "feature_names_in_", None)
     d = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
-        "params": {k: getattr(model, k) for k in PARAM_TYPES},
+        "params": {k: _param_value(k, getattr(model, k)) for k in PARAM_TYPES},
         "objective": _objective_spec(model.objective),
         "n_features": int(_n_features(model)),
         "n_outputs": int(model.n_outputs_),
@@ -95,12 +123,34 @@ def to_dict(model) -> dict:
 
 
 def dumps(model) -> str:
-    """The model file's text (one line of strict JSON, keys sorted: the same model gives the same bytes)."""
+    """The model file's text: one line of strict JSON, keys sorted (the same model gives the same bytes)."""
     return json.dumps(to_dict(model), sort_keys=True, allow_nan=False)
 
 
-def save(model, path) -> None:
-    """Serialise and validate first, then replace ``path`` atomically (a failed save changes nothing)."""
+def save(model, path: str | os.PathLike) -> None:
+    """Write ``model`` to ``path``: serialise and validate first, then replace the file atomically.
+
+    Parameters
+    ----------
+    model : TreeBooster
+        A fitted model.
+    path : str or os.PathLike
+        The file; its folder must exist. A failed save (unfitted model, full disk, interrupted
+        process) leaves a previous file at ``path`` intact.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from customobj import SquaredError
+    >>> from customobj.data import synthetic
+    >>> from customobj.ole import TreeBooster, model_file
+    >>> d = synthetic(n_queries=5, docs_per_query=10, n_features=3)
+    >>> model = TreeBooster(SquaredError(), n_estimators=2, verbose=False).fit(d.X, d.y)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.json")
+    >>> model_file.save(model, path)
+    >>> model_file.load(TreeBooster, path).to_json() == model.to_json()
+    True
+    """
     atomic_write_text(path, dumps(model))
 
 
@@ -128,7 +178,7 @@ def _check_int(v, where, lo, hi=None):
     return v
 
 
-def _check_params(params, where):
+def _check_params(params, where) -> None:
     if type(params) is not dict:
         _fail(where, f"must be an object, got {type(params).__name__}")
     for key in PARAM_TYPES:
@@ -139,6 +189,8 @@ def _check_params(params, where):
         _fail(where, f"has an unknown hyperparameter {extra[0]!r}")
     for key, want in PARAM_TYPES.items():
         v = params[key]
+        if v is None and key in _NULLABLE:
+            continue
         ok = _is_int(v) if want is int else is_finite_number(v) if want is float else type(v) is want
         if not ok:
             _fail(f"{where}.{key}", f"= {v!r} must be {'a finite number' if want is float else want.__name__}")
@@ -188,7 +240,7 @@ def _check_history(evals, n_iterations, where):
                     _fail(f"{w}[{i}]", f"= {v!r} must be a number or one of {sorted(_NONFINITE)}")
 
 
-def check_record(d, source) -> list:
+def check_record(d: object, source: str) -> list:
     """Validate a model record (parsed JSON) against its version's schema; returns the checked trees.
 
     Every violation raises ``ValueError`` naming ``source`` and the field.
@@ -265,9 +317,8 @@ def _set_fitted(model, name, value):
     setattr(model, name, value)
 
 
-def from_record(cls, d, source):
+def from_record(cls: type, d: dict, source: str):
     """A fitted ``cls`` from a parsed model file, after :func:`check_record`."""
-    import numpy as np
     trees = check_record(d, source)
     objective = _objective_from_spec(d["objective"], d["n_outputs"], f"{source}: objective")
     try:
@@ -292,20 +343,35 @@ def from_record(cls, d, source):
     return model
 
 
-def loads(cls, text, source="<string>"):
-    """Parse and validate model-file text; ``source`` names it in error messages."""
+def loads(cls: type, text: str, source: str = "<string>"):
+    """A fitted ``cls`` from model-file text; ``source`` names it in error messages."""
     try:
         d = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-                         "the file is damaged or truncated") from None
+        raise ValueError(f"{source}: not valid JSON ({exc}); the file is damaged or truncated") from None
     except (ValueError, RecursionError) as exc:
         raise ValueError(f"{source}: not valid JSON ({exc})") from None
     return from_record(cls, d, source)
 
 
-def load(cls, path):
-    """Read, validate and rebuild a model file (``ValueError`` naming the file and field if invalid)."""
+def load(cls: type, path: str | os.PathLike):
+    """Read, validate and rebuild a model file.
+
+    Parameters
+    ----------
+    cls : type
+        ``TreeBooster`` (or a subclass): built with the saved hyperparameters.
+    path : str or os.PathLike
+        A file written by :func:`save` (format version 1 or 2).
+
+    Raises
+    ------
+    ValueError
+        The file is not valid JSON, not UTF-8, of another version, or breaks the schema; the
+        message starts with the path and names the field (``trees[3].left_child[5] = ...``).
+    FileNotFoundError
+        No such file.
+    """
     source = os.fspath(path)
     with open(source, "rb") as fh:
         raw = fh.read()

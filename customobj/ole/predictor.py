@@ -28,7 +28,7 @@ class PackedTrees:
     :func:`customobj.ole.tree_schema.check_structure`).
     """
 
-    def __init__(self, trees):
+    def __init__(self, trees: list[dict]) -> None:
         self.n_trees = len(trees)
         n_nodes = [len(t["split_feature"]) for t in trees]
         n_leaves = [len(t["leaf_value"]) for t in trees]
@@ -95,7 +95,8 @@ def _predict_raw(X, feature, threshold, default_left, left, right, leaf_value, n
             out[i, tree_col[t]] += leaf_value[leaf_ptr[t] + leaf]
 
 
-def predict_raw(X, packed, tree_col, n_cols, t0, t1):
+def predict_raw(X: np.ndarray, packed: PackedTrees, tree_col: np.ndarray, n_cols: int, t0: int,
+                t1: int) -> np.ndarray:
     """Sum of trees ``t0:t1`` on raw float64 features; tree ``t`` adds to column ``tree_col[t]``."""
     if not 0 <= t0 <= t1 <= packed.n_trees:
         raise ValueError(f"tree range {t0}:{t1} is outside the {packed.n_trees} trees")
@@ -132,7 +133,7 @@ def _add_tree_bins(bins, n_bins, feature, tbin, default_left, left, right, leaf_
             node = nxt
 
 
-def add_tree_bins(bins, n_bins, tree, out):
+def add_tree_bins(bins: np.ndarray, n_bins: np.ndarray, tree: dict, out: np.ndarray) -> None:
     """``out += tree(bins)`` for binned rows (the training set); ``tree`` comes from the grower."""
     _add_tree_bins(bins, n_bins, np.asarray(tree["split_feature"], np.int64),
                    np.asarray(tree["threshold_bin"], np.int64), np.asarray(tree["default_left"], np.bool_),

@@ -40,7 +40,7 @@ def _threshold_to_json(v):
 _CONVERT = {"int": int, "count": int, "float": float, "bool": bool, "threshold": _threshold_to_json}
 
 
-def tree_to_record(tree):
+def tree_to_record(tree: dict) -> dict:
     """A grown tree (lists that may hold numpy scalars) as plain JSON values, ``num_leaves`` first."""
     out = {"num_leaves": int(tree["num_leaves"])}
     for key, kind in {**NODE_FIELDS, **LEAF_FIELDS}.items():
@@ -61,12 +61,13 @@ def _is_int(v):
     return type(v) is int  # bool is an int subclass: a JSON true is not a node index
 
 
-def is_number(v):
+def is_number(v: object) -> bool:
     """A float, or an int that converts to one (10**400 would overflow); NaN and +-inf included."""
     return type(v) is float or (type(v) is int and abs(v) < 2**1023)
 
 
-def is_finite_number(v):
+def is_finite_number(v: object) -> bool:
+    """A finite :func:`is_number`."""
     return is_number(v) and math.isfinite(v)
 
 
@@ -119,7 +120,7 @@ def _check_list(values, kind, length, where, field):
     return arr
 
 
-def check_structure(left, right, n_leaves, where):
+def check_structure(left: np.ndarray, right: np.ndarray, n_leaves: int, where: str) -> None:
     """Child indices in range, and every node and leaf reached from the root exactly once.
 
     Vectorised (no Python loop over nodes): in-degrees by ``bincount``, then reachability by
@@ -131,8 +132,9 @@ def check_structure(left, right, n_leaves, where):
         if bad.size:
             i = int(bad[0])
             what = "points back to the root" if child[i] == 0 else "is out of range"
+            nodes = f"1..{n_nodes - 1} or " if n_nodes > 1 else ""
             _fail(where, f".{field}[{i}]", f"= {int(child[i])} {what} (tree has {n_nodes} internal nodes and "
-                  f"{n_leaves} leaves: children are 1..{n_nodes - 1} or -1..-{n_leaves})")
+                  f"{n_leaves} leaves: children are {nodes}-1..-{n_leaves})")
     if n_nodes == 0:
         return
     children = np.concatenate([left, right])
@@ -155,7 +157,7 @@ def check_structure(left, right, n_leaves, where):
         _fail(where, "", f"has node {int(cut_off[0])} in a cycle that the root does not reach")
 
 
-def check_tree(tree, where, n_features):
+def check_tree(tree: object, where: str, n_features: int) -> dict:
     """Validate one tree record (a dict of JSON values); ``where`` like ``"model.json: trees[3]"``.
 
     Returns the record with numpy arrays for the node and leaf fields.
