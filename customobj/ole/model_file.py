@@ -211,7 +211,7 @@ def _check_objective(spec, where):
 
 def _check_infos(infos, n_features, where):
     if type(infos) is not list or len(infos) != n_features:
-        _fail(where, f"must be a list of {n_features} strings")
+        _fail(where, f"must be a list of n_features = {n_features} strings")
     for j, s in enumerate(infos):
         m = _INFO.fullmatch(s) if type(s) is str else None
         ok = s == "none"
@@ -268,16 +268,16 @@ def check_record(d: object, source: str) -> list:
     names = d.get("feature_names")
     if names is not None and (type(names) is not list or len(names) != F
                               or not all(type(s) is str and s for s in names)):
-        _fail(at + "feature_names", f"must be null or a list of {F} non-empty strings")
+        _fail(at + "feature_names", f"must be null or a list of n_features = {F} non-empty strings")
     _check_infos(d["feature_infos"], F, at + "feature_infos")
     trees, tree_class = d["trees"], d["tree_class"]
     if type(trees) is not list or len(trees) % K:
         _fail(at + "trees", f"must be a list whose length is a multiple of n_outputs = {K}")
     if type(tree_class) is not list or len(tree_class) != len(trees):
-        _fail(at + "tree_class", f"must be a list of {len(trees) if type(trees) is list else '?'} integers")
+        _fail(at + "tree_class", f"must be a list of {len(trees)} integers (one per entry of trees)")
     for t, k in enumerate(tree_class):  # round r holds trees r*K .. r*K+K-1, one per output, in order
         if not _is_int(k) or k != t % K:
-            _fail(f"{at}tree_class[{t}]", f"= {k!r} must be {t % K} (tree {t} of a model with {K} outputs)")
+            _fail(f"{at}tree_class[{t}]", f"= {k!r} must be {t % K} (tree {t} of a model with n_outputs = {K})")
     n_iter = len(trees) // K
     best = d["best_iteration"]
     if best is not None:

@@ -16,7 +16,9 @@ import math
 
 import numpy as np
 
-__all__ = ["INFINITE", "is_number", "is_finite_number", "NODE_FIELDS", "LEAF_FIELDS", "TREE_FIELDS", "check_tree",
+from .._validation import SCORE_LIMIT
+
+__all__ = ["INFINITE", "MAGNITUDE_LIMITS", "is_number", "is_finite_number", "NODE_FIELDS", "LEAF_FIELDS", "TREE_FIELDS", "check_tree",
            "check_structure", "tree_to_record"]
 
 #: Per internal node: field -> kind ("int", "count" = int >= 0, "float" = finite float, "bool",
@@ -36,6 +38,12 @@ def _threshold_to_json(v):
     v = float(v)
     return ("Infinity" if v > 0 else "-Infinity") if math.isinf(v) else v
 
+
+#: Largest magnitude per float field: leaf values (Newton steps; the objectives refuse scores beyond
+#: SCORE_LIMIT) so that a prediction, a sum over trees, stays finite; the others so that sums over
+#: nodes (feature importances) do.
+MAGNITUDE_LIMITS = {"leaf_value": SCORE_LIMIT, "internal_value": SCORE_LIMIT, "split_gain": 1e300,
+                    "internal_weight": 1e300, "leaf_weight": 1e300}
 
 _CONVERT = {"int": int, "count": int, "float": float, "bool": bool, "threshold": _threshold_to_json}
 
@@ -75,7 +83,7 @@ def _is_bool(v):
     return type(v) is bool
 
 
-def _check_list(values, kind, length, where, field):
+def _check_list(values, kind, length, where, field, what_length):
     """Type, length and finiteness of one field; returns it as a numpy array.
 
     The common all-valid case runs at C speed (``map(type, ...)``, ``min``/``max``, numpy); the
@@ -84,7 +92,7 @@ def _check_list(values, kind, length, where, field):
     if type(values) is not list:
         _fail(where, field, f"must be a list, got {type(values).__name__}")
     if len(values) != length:
-        _fail(where, field, f"has {len(values)} entries but must have {length}")
+        _fail(where, field, f"has {len(values)} entries but must have {length} ({what_length})")
     types = set(map(type, values))
     if kind in ("int", "count"):
         if not types <= {int}:
@@ -175,9 +183,15 @@ def check_tree(tree: object, where: str, n_features: int) -> dict:
         _fail(where, ".num_leaves", f"= {L!r} must be an integer >= 1")
     out = {"num_leaves": L}
     for key, kind in NODE_FIELDS.items():
-        out[key] = _check_list(tree[key], kind, L - 1, where, f".{key}")
+        out[key] = _check_list(tree[key], kind, L - 1, where, f".{key}", "num_leaves - 1")
     for key, kind in LEAF_FIELDS.items():
-        out[key] = _check_list(tree[key], kind, L, where, f".{key}")
+        out[key] = _check_list(tree[key], kind, L, where, f".{key}", "num_leaves")
+    for key, limit in MAGNITUDE_LIMITS.items():
+        big = np.flatnonzero(np.abs(out[key]) > limit)
+        if big.size:
+            i = int(big[0])
+            _fail(where, f".{key}[{i}]", f"= {float(out[key][i])!r} exceeds {limit:g} in magnitude (sums of such values "
+                  "would overflow)")
     feat = out["split_feature"]
     bad = np.flatnonzero((feat < 0) | (feat >= n_features))
     if bad.size:
