@@ -221,7 +221,10 @@ HOSTILE = {
     "version_99": (_set(["version"], 99), "version = 99 is not supported; this customobj reads versions 1, 2"),
     "version_string": (_set(["version"], "2"), "version = '2' is not supported"),
     "not_a_model": (_set(["format"], "something else"), "is not a customobj.ole.TreeBooster model file"),
-    "nan_token": (b'{"format": NaN}', "not valid JSON (NaN is not valid JSON"),
+    # json.dumps writes Python's bare NaN / Infinity tokens: parsed, then refused naming the field
+    "nan_token": (_set(["trees", 0, "leaf_value", 0], math.nan), "trees[0].leaf_value[0] = nan must be a finite"),
+    "infinity_token": (_set(["trees", 0, "leaf_value", 0], math.inf), "trees[0].leaf_value[0] = inf must be a finite"),
+    "nan_threshold": (_set(["trees", 0, "threshold", 0], math.nan), "trees[0].threshold[0] = nan must be a number"),
     "truncated": (None, "the file is damaged or truncated"),
     "empty_file": (b"", "not valid JSON (Expecting value: line 1 column 1 (char 0)); the file is damaged"),
     "not_utf8": (b"\xff\xfe{}", "not a UTF-8 text file"),

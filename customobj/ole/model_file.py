@@ -1,6 +1,6 @@
 """``TreeBooster`` model files: a versioned JSON schema, checked in full on every load and save.
 
-A model file is one JSON object (strict JSON: no ``NaN`` tokens, no duplicate keys)::
+A model file is one JSON object, written as strict JSON (no ``NaN`` tokens), without duplicate keys::
 
     {"format": "customobj.ole.TreeBooster", "version": 2,
      "params": {...}, "objective": {"class": ..., "params": ..., "repr": ...} | null,
@@ -161,10 +161,6 @@ def _no_duplicates(pairs):
         dup = next(k for k in keys if keys.count(k) > 1)
         raise ValueError(f"the key {dup!r} appears twice in one object")
     return dict(pairs)
-
-
-def _reject_constant(token):
-    raise ValueError(f"{token} is not valid JSON (store non-finite numbers as strings)")
 
 
 def _is_int(v):
@@ -346,7 +342,9 @@ def from_record(cls: type, d: dict, source: str):
 def loads(cls: type, text: str, source: str = "<string>"):
     """A fitted ``cls`` from model-file text; ``source`` names it in error messages."""
     try:
-        d = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+        # Python's bare NaN / Infinity tokens parse as floats, so that the schema check names the
+        # field holding one (every field that needs a finite number refuses them)
+        d = json.loads(text, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{source}: not valid JSON ({exc}); the file is damaged or truncated") from None
     except (ValueError, RecursionError) as exc:
