@@ -134,6 +134,10 @@ def test_failed_saves_leave_the_previous_file_intact(fitted, tmp_path, monkeypat
     with pytest.raises(ValueError, match=r"trees\[1\]\.leaf_value\[2\] = nan must be a finite number"):
         broken.save(path)
     assert _folder_state(tmp_path) == before
+    del broken.trees_[0]["threshold"]
+    with pytest.raises(ValueError, match=r"model: trees\[0\] is missing the field 'threshold'"):
+        broken.save(path)
+    assert _folder_state(tmp_path) == before
 
     real_fdopen = os.fdopen
 
@@ -210,7 +214,8 @@ HOSTILE = {
                            r"trees[1].left_child[2] = 1000000 is out of range (tree has 5 internal nodes"),
     "split_feature_out_of_range": (_set(["trees", 0, "split_feature", 0], 10**7),
                                    "trees[0].split_feature[0] = 10000000 is out of range (the model has 4 features"),
-    "child_back_to_root": (_set(["trees", 2, "right_child", 3], 0), "trees[2].right_child[3] = 0 points back to the root"),
+    "child_back_to_root": (_set(["trees", 2, "right_child", 3], 0),
+                           "trees[2].right_child[3] = 0 points back to the root"),
     "cycle": (_cycle, "trees[0] has node 1 in a cycle that the root does not reach"),
     "child_twice": (_same_child_twice, ("trees[0] has ", "every node and leaf must be reached exactly once")),
     "wrong_tree_class": (_set(["tree_class", 1], 5), "tree_class[1] = 5 must be 0"),
@@ -231,13 +236,15 @@ HOSTILE = {
     "top_level_list": (b"[1, 2]", "must hold a JSON object, got list"),
     "duplicate_key": (b'{"version": 2, "version": 1}', "the key 'version' appears twice"),
     "threshold_string": (_set(["trees", 0, "threshold", 1], "abc"), "trees[0].threshold[1] = 'abc' must be a number"),
-    "threshold_nan_string": (_set(["trees", 0, "threshold", 1], "NaN"), "trees[0].threshold[1] = 'NaN' must be a number"),
+    "threshold_nan_string": (_set(["trees", 0, "threshold", 1], "NaN"),
+                             "trees[0].threshold[1] = 'NaN' must be a number"),
     "huge_leaf_value": (_set(["trees", 0, "leaf_value", 1], 10**400), "trees[0].leaf_value[1] = 1000000000000"),
     "bool_child": (_set(["trees", 0, "left_child", 0], True), "trees[0].left_child[0] = True must be an integer"),
     "negative_count": (_set(["trees", 0, "leaf_count", 0], -1), "trees[0].leaf_count[0] = -1 must be a non-negative"),
     "huge_leaf": (_set(["trees", 1, "leaf_value", 0], 1e308), "trees[1].leaf_value[0] = 1e+308 exceeds 1e+100"),
     "huge_gain": (_set(["trees", 0, "split_gain", 0], 1.7e308), "trees[0].split_gain[0] = 1.7e+308 exceeds 1e+300"),
-    "num_leaves_short": (_set(["trees", 0, "num_leaves"], 5), "trees[0].split_feature has 5 entries but must have 4 (num_leaves - 1)"),
+    "num_leaves_short": (_set(["trees", 0, "num_leaves"], 5),
+                         "trees[0].split_feature has 5 entries but must have 4 (num_leaves - 1)"),
     "num_leaves_zero": (_set(["trees", 0, "num_leaves"], 0), "trees[0].num_leaves = 0 must be an integer >= 1"),
     "n_features_zero": (_set(["n_features"], 0), "n_features = 0 must be an integer >= 1"),
     "n_outputs_huge": (_set(["n_outputs"], 10**9), "n_outputs = 1000000000 must be an integer in 1..65536"),
@@ -245,10 +252,12 @@ HOSTILE = {
     "feature_info_injection": (_set(["feature_infos", 0], "[0:1]\nTree=9"), "feature_infos[0] = '[0:1]\\nTree=9'"),
     "feature_names_length": (_set(["feature_names"], ["a"]), "feature_names must be null or a list of n_features = 4"),
     "best_iteration_too_large": (_set(["best_iteration"], 4), "best_iteration = 4 must be an integer in 1..3"),
-    "history_length": (_set(["evals_result", "valid_0", "ndcg@10"], [0.5]), "evals_result.valid_0.ndcg@10 must be a list of 3"),
+    "history_length": (_set(["evals_result", "valid_0", "ndcg@10"], [0.5]),
+                       "evals_result.valid_0.ndcg@10 must be a list of 3"),
     "param_type": (_set(["params", "num_leaves"], "31"), "params.num_leaves = '31' must be int"),
     "param_missing": (_delete(["params", "max_bin"]), "params is missing the hyperparameter 'max_bin'"),
-    "objective_bad_options": (_set(["objective", "params", "sigma"], -1.0), "objective.params are not valid options of RankNet"),
+    "objective_bad_options": (_set(["objective", "params", "sigma"], -1.0),
+                              "objective.params are not valid options of RankNet"),
     "objective_outputs": (_set(["objective"], {"class": "McRank", "params": {"n_classes": 5}, "repr": ""}),
                           "McRank(n_classes=5) has 5 outputs per row but n_outputs = 1"),
 }

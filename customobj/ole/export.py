@@ -100,4 +100,5 @@ def lightgbm_model_string(model, num_iteration: int | None = None) -> str:
         "",
         "",
     ]
-    return "\n".join(header) + "".join(blocks) + "end of trees\n\nparameters:\nend of parameters\n\npandas_categorical:null\n"
+    tail = "end of trees\n\nparameters:\nend of parameters\n\npandas_categorical:null\n"
+    return "\n".join(header) + "".join(blocks) + tail

@@ -62,10 +62,16 @@ def _n_features(model) -> int | None:
     return getattr(model, "n_features_", None) if n is None else n
 
 
+def _check_fitted(model):
+    if _n_features(model) is None or getattr(model, "trees_", None) is None:
+        name = type(model).__name__
+        raise ValueError(f"this {name} is not fitted yet: call fit() or {name}.load()")
+
+
 def _objective_spec(obj):
     if obj is None:
         return None
-    params = dict(obj._params())
+    params = {k: v.item() if isinstance(v, np.generic) else v for k, v in obj._params()}
     simple = all(isinstance(v, _SCALARS) for v in params.values())
     return {"class": type(obj).__name__, "repr": repr(obj), "params": params if simple else None}
 
@@ -88,6 +94,15 @@ def _param_value(key, v):
     return v  # the schema check names it
 
 
+def _tree_record(tree, k):
+    try:
+        return tree_to_record(tree)
+    except KeyError as exc:
+        raise ValueError(f"model: trees[{k}] is missing the field {exc.args[0]!r}") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"model: trees[{k}] cannot be written: {exc}") from None
+
+
 def _history_value(v):
     v = float(v)
     if math.isfinite(v):
@@ -101,7 +116,7 @@ def to_dict(model) -> dict:
     Raises ``ValueError`` if the model is not fitted or holds something a file may not (a NaN leaf
     value, a malformed tree): what ``save`` would write is always what ``load`` accepts.
     """
-    model._check_fitted()
+    _check_fitted(model)
     names = getattr(model, "feature_names_in_", None)
     d = {
         "format": FORMAT,
@@ -116,7 +131,7 @@ def to_dict(model) -> dict:
         "evals_result": {str(name): {str(m): [_history_value(v) for v in vals] for m, vals in hist.items()}
                          for name, hist in model.evals_result_.items()},
         "tree_class": [int(k) for k in model.tree_class_],
-        "trees": [tree_to_record(t) for t in model.trees_],
+        "trees": [_tree_record(t, k) for k, t in enumerate(model.trees_)],
     }
     check_record(d, "model")  # never write what load would refuse
     return d

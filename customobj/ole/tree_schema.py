@@ -18,8 +18,8 @@ import numpy as np
 
 from .._validation import SCORE_LIMIT
 
-__all__ = ["INFINITE", "MAGNITUDE_LIMITS", "is_number", "is_finite_number", "NODE_FIELDS", "LEAF_FIELDS", "TREE_FIELDS", "check_tree",
-           "check_structure", "tree_to_record"]
+__all__ = ["INFINITE", "MAGNITUDE_LIMITS", "is_number", "is_finite_number", "NODE_FIELDS", "LEAF_FIELDS",
+           "TREE_FIELDS", "check_tree", "check_structure", "tree_to_record"]
 
 #: Per internal node: field -> kind ("int", "count" = int >= 0, "float" = finite float, "bool",
 #: "threshold" = finite float or an infinite one written as a string: a feature holding -inf gives
@@ -190,8 +190,8 @@ def check_tree(tree: object, where: str, n_features: int) -> dict:
         big = np.flatnonzero(np.abs(out[key]) > limit)
         if big.size:
             i = int(big[0])
-            _fail(where, f".{key}[{i}]", f"= {float(out[key][i])!r} exceeds {limit:g} in magnitude (sums of such values "
-                  "would overflow)")
+            _fail(where, f".{key}[{i}]", f"= {float(out[key][i])!r} exceeds {limit:g} in magnitude "
+                  "(sums of such values would overflow)")
     feat = out["split_feature"]
     bad = np.flatnonzero((feat < 0) | (feat >= n_features))
     if bad.size:
