@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit, prange
 
+from .predictor import ZERO_THRESHOLD
+
 __all__ = ["BinMapper"]
 
 
@@ -27,9 +29,19 @@ def _midpoint(a, b):
     return m
 
 
+def _off_zero(m):
+    """Move a bound out of ``[-Z, Z)`` (``Z = ZERO_THRESHOLD``) so values read as 0 bin with 0."""
+    if 0 <= m < ZERO_THRESHOLD:
+        return ZERO_THRESHOLD
+    if -ZERO_THRESHOLD <= m < 0:
+        return float(np.nextafter(-ZERO_THRESHOLD, -np.inf))
+    return m
+
+
 def _feature_bounds(col, max_bin):
     """Upper bounds of the value bins of one column (NaN removed), and its (min, max) (NaN if empty)."""
     vals = col[~np.isnan(col)]  # a copy: sorted in place (np.unique would copy it once more)
+    vals[np.abs(vals) <= ZERO_THRESHOLD] = 0  # |x| <= Z is 0 to LightGBM and to predict(): train so too
     if vals.size == 0:
         return np.array([np.inf]), (np.nan, np.nan)
     vals.sort()
@@ -46,7 +58,7 @@ def _feature_bounds(col, max_bin):
         targets = cum[-1] * np.arange(1, max_bin) / max_bin
         cuts = np.unique(np.searchsorted(cum, targets, side="left"))
         cuts = cuts[cuts < uniq.size - 1]
-    bounds = [_midpoint(uniq[k], uniq[k + 1]) for k in cuts]
+    bounds = [_off_zero(_midpoint(uniq[k], uniq[k + 1])) for k in cuts]
     bounds.append(np.inf)
     return np.asarray(bounds, dtype=np.float64), (float(uniq[0]), float(uniq[-1]))
 

@@ -372,27 +372,41 @@ class TreeBooster(BaseEstimator):
             np.add.at(imp, f, w)
         return imp.astype(np.int64) if split else imp
 
-    # --- persistence -----------------------------------------------------------------------------
-    def save(self, path: Union[str, os.PathLike]) -> None:
-        """Write the model as versioned JSON (exact: floats round-trip)."""
-        from .export import save_json
-        save_json(self, path)
+    # ------------------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model as a versioned JSON file (docs/model-files.md); floats round-trip exactly.
+
+        The model is serialised and validated first and the file is replaced atomically: a failed
+        save (unfitted model, full disk, ...) leaves the previous file intact.
+        """
+        from .model_file import save
+        save(self, path)
 
     @classmethod
-    def load(cls, path: Union[str, os.PathLike]) -> "TreeBooster":
-        """Read a model written by :meth:`save`."""
-        from .export import load_json
-        return load_json(cls, path)
+    def load(cls, path: str | os.PathLike) -> "TreeBooster":
+        """Read a model file written by :meth:`save` (format versions 1 and 2).
+
+        Every field is checked before use; a damaged or hostile file raises ``ValueError`` naming
+        the file and the field (e.g. ``trees[3].left_child[5]``).
+        """
+        from .model_file import load
+        return load(cls, path)
 
     def to_json(self) -> str:
-        from .export import to_json_string
-        return to_json_string(self)
+        """The text :meth:`save` writes."""
+        from .model_file import dumps
+        return dumps(self)
 
-    def to_lightgbm_string(self) -> str:
+    def to_lightgbm_string(self, num_iteration: int | None = None) -> str:
+        """LightGBM text model of the trees ``predict(num_iteration=num_iteration)`` uses (raw scores)."""
         from .export import lightgbm_model_string
-        return lightgbm_model_string(self)
+        return lightgbm_model_string(self, num_iteration)
 
-    def to_lightgbm(self):
-        """The model as a ``lightgbm.Booster`` predicting the same raw scores."""
+    def to_lightgbm(self, num_iteration: int | None = None) -> "lightgbm.Booster":
+        """The model as a ``lightgbm.Booster`` whose raw scores equal ``predict(X, num_iteration)`` on any X.
+
+        Exports the first ``best_iteration_`` rounds after early stopping (``num_iteration=`` to
+        choose), with the feature names the model was fitted with.
+        """
         import lightgbm
-        return lightgbm.Booster(model_str=self.to_lightgbm_string())
+        return lightgbm.Booster(model_str=self.to_lightgbm_string(num_iteration))

@@ -1,17 +1,34 @@
 """Tree traversal: on raw features (``x <= threshold`` left, NaN -> default side, as LightGBM)
-and on bins (training-set score updates). All trees are packed in flat arrays."""
+and on bins (training-set score updates). All trees are packed in flat arrays.
+
+Raw-feature prediction reads ``|x| <= ZERO_THRESHOLD`` as 0, as LightGBM's dense prediction does,
+so that a model exported with ``to_lightgbm()`` predicts the same on every input. The packed
+arrays are checked (child indices, acyclic trees, feature indices) before any kernel sees them:
+``trees_`` is a public attribute, and a bad index would make the kernel read out of bounds or loop.
+"""
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["PackedTrees", "predict_raw", "add_tree_bins"]
+from .tree_schema import check_structure
+
+__all__ = ["ZERO_THRESHOLD", "PackedTrees", "predict_raw", "add_tree_bins"]
+
+#: LightGBM's ``kZeroThreshold`` (``1e-35f``, a float32 literal: 1.0000000180025095e-35). Its
+#: dense prediction turns every feature value with ``|x| <= kZeroThreshold`` into 0 before the
+#: trees see it; this predictor does the same.
+ZERO_THRESHOLD = float(np.float32(1e-35))
 
 
 class PackedTrees:
-    """Node and leaf arrays of many trees, concatenated; ``node_ptr``/``leaf_ptr`` delimit trees."""
+    """Node and leaf arrays of many trees, concatenated; ``node_ptr``/``leaf_ptr`` delimit trees.
 
-    def __init__(self, trees):
+    Raises ``ValueError`` naming the tree when one is malformed (see
+    :func:`customobj.ole.tree_schema.check_structure`).
+    """
+
+    def __init__(self, trees: list[dict]) -> None:
         self.n_trees = len(trees)
         n_nodes = [len(t["split_feature"]) for t in trees]
         n_leaves = [len(t["leaf_value"]) for t in trees]
@@ -22,6 +39,10 @@ class PackedTrees:
 
         def cat(key, dtype):
             parts = [np.asarray(t[key], dtype=dtype) for t in trees]
+            for k, part in enumerate(parts):
+                if part.shape != ((n_nodes if key in _NODE_KEYS else n_leaves)[k],):
+                    raise ValueError(f"trees_[{k}].{key} has shape {part.shape}: expected one entry per "
+                                     f"{'internal node' if key in _NODE_KEYS else 'leaf'}")
             return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
         self.feature = cat("split_feature", np.int64)
@@ -31,6 +52,18 @@ class PackedTrees:
         self.left = cat("left_child", np.int64)
         self.right = cat("right_child", np.int64)
         self.leaf_value = cat("leaf_value", np.float64)
+        for k in range(self.n_trees):
+            if n_leaves[k] != n_nodes[k] + 1:
+                raise ValueError(f"trees_[{k}] has {n_nodes[k]} internal nodes and {n_leaves[k]} leaves: "
+                                 "a tree has one leaf more than internal nodes")
+            a, b = self.node_ptr[k], self.node_ptr[k + 1]
+            check_structure(self.left[a:b], self.right[a:b], n_leaves[k], f"trees_[{k}]")
+        if self.feature.size and self.feature.min() < 0:
+            raise ValueError(f"trees_ has a negative split_feature {int(self.feature.min())}")
+        self.n_features_used = int(self.feature.max()) + 1 if self.feature.size else 0
+
+
+_NODE_KEYS = ("split_feature", "threshold", "threshold_bin", "default_left", "left_child", "right_child")
 
 
 @njit(cache=True)
@@ -43,6 +76,8 @@ def _leaf_raw(x, feature, threshold, default_left, left, right, n0, n1):
         if np.isnan(v):
             go_left = default_left[n0 + node]
         else:
+            if abs(v) <= ZERO_THRESHOLD:
+                v = 0.0
             go_left = v <= threshold[n0 + node]
         nxt = left[n0 + node] if go_left else right[n0 + node]
         if nxt < 0:
@@ -60,8 +95,16 @@ def _predict_raw(X, feature, threshold, default_left, left, right, leaf_value, n
             out[i, tree_col[t]] += leaf_value[leaf_ptr[t] + leaf]
 
 
-def predict_raw(X, packed, tree_col, n_cols, t0, t1):
+def predict_raw(X: np.ndarray, packed: PackedTrees, tree_col: np.ndarray, n_cols: int, t0: int,
+                t1: int) -> np.ndarray:
     """Sum of trees ``t0:t1`` on raw float64 features; tree ``t`` adds to column ``tree_col[t]``."""
+    if not 0 <= t0 <= t1 <= packed.n_trees:
+        raise ValueError(f"tree range {t0}:{t1} is outside the {packed.n_trees} trees")
+    if packed.n_features_used > X.shape[1]:
+        raise ValueError(f"the trees split on feature {packed.n_features_used - 1} but X has {X.shape[1]} features")
+    tree_col = np.asarray(tree_col, dtype=np.int64)
+    if tree_col.shape != (packed.n_trees,) or (tree_col.size and not 0 <= tree_col.min() <= tree_col.max() < n_cols):
+        raise ValueError(f"tree_col must give each of the {packed.n_trees} trees an output column in 0..{n_cols - 1}")
     out = np.zeros((X.shape[0], n_cols), dtype=np.float64)
     if t1 > t0:
         _predict_raw(X, packed.feature, packed.threshold, packed.default_left, packed.left, packed.right,
@@ -90,8 +133,8 @@ def _add_tree_bins(bins, n_bins, feature, tbin, default_left, left, right, leaf_
             node = nxt
 
 
-def add_tree_bins(bins, n_bins, tree, out):
-    """``out += tree(bins)`` for binned rows (the training set)."""
+def add_tree_bins(bins: np.ndarray, n_bins: np.ndarray, tree: dict, out: np.ndarray) -> None:
+    """``out += tree(bins)`` for binned rows (the training set); ``tree`` comes from the grower."""
     _add_tree_bins(bins, n_bins, np.asarray(tree["split_feature"], np.int64),
                    np.asarray(tree["threshold_bin"], np.int64), np.asarray(tree["default_left"], np.bool_),
                    np.asarray(tree["left_child"], np.int64), np.asarray(tree["right_child"], np.int64),
