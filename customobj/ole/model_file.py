@@ -350,7 +350,6 @@ def from_record(cls: type, d: dict, source: str):
     model.tree_class_ = list(d["tree_class"])
     model.trees_ = [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in t.items()} for t in trees]
     model.bin_mapper_ = None
-    model._packed = None
     return model
 
 
