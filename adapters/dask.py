@@ -37,7 +37,7 @@ from ._dask_partition import (
     repartition_by_query,
     scatter_by_query,
 )
-from ._data import require_objective
+from ._data import known_outputs, require_objective
 from .lightgbm import lightgbm_sklearn_objective
 from .xgboost import xgboost_objective, xgboost_params
 
@@ -74,7 +74,7 @@ def _aligned(client, X, y, qid_or_group, npartitions, weight, kind):
 
 
 def _check_single_output(objective, library):
-    if objective.n_outputs != 1:
+    if known_outputs(objective, f"the Dask path of {library}") != 1:
         raise ValueError(
             f"{type(objective).__name__} has {objective.n_outputs} outputs per row; the Dask ranking "
             f"path of {library} trains one score per row"
