@@ -48,7 +48,11 @@ PREFIX = "co_"
 def lookup_metric(name: str) -> Metric:
     """``customobj.metrics.get_metric`` that also accepts the reported form ``"co_ndcg@10"``."""
     if isinstance(name, str) and name.strip().lower().startswith(PREFIX):
-        name = name.strip()[len(PREFIX):]
+        bare = name.strip()[len(PREFIX):]
+        try:
+            return get_metric(bare)
+        except ValueError as exc:  # name what the caller wrote, not the stripped form
+            raise ValueError(str(exc).replace(repr(bare), repr(name), 1)) from None
     return get_metric(name)
 
 
