@@ -193,22 +193,22 @@ class LightGBMObjective:
         state = self._states.get(dataset)
         if state is None or not state.stamp.matches(fields):
             state = _new_state(self.objective, fields[0], _dataset_ptr(dataset), fields[1])
-            state.stamp = Stamp(fields, identity=True, pin=True)  # arrays owned by the Dataset: no leak
+            state.stamp = Stamp(fields, by="identity")  # arrays owned by the Dataset: no leak
             self._states[dataset] = state
         return state
 
     def _sklearn_state(self, y_true, weight, group) -> TrainState:
         key = id(y_true)
         hit = self._by_labels.get(key)
-        fields = (y_true, weight, group)
-        if hit is not None and hit[0]() is y_true and hit[1].stamp.matches(fields):
+        if hit is not None and hit[0]() is y_true and hit[1].stamp.matches((weight, group)):
             return hit[1]
         ptr = None
         if group is not None and len(group) > 0:
             ptr = as_groups(group, len(y_true)).ptr
         state = _new_state(self.objective, y_true, ptr, weight)
-        # Not pinned: the entry lives as long as y_true (the weakref below), which it must not hold.
-        state.stamp = Stamp(fields, identity=True)
+        # y_true is not kept (the entry lives as long as y_true, through the weakref below, so its
+        # id cannot be reused meanwhile); weight and group are the Dataset's own arrays.
+        state.stamp = Stamp((weight, group), by="identity")
         try:
             ref = weakref.ref(y_true, functools.partial(_forget_labels, self._by_labels, key))
         except TypeError:  # not weak-referenceable (a plain list): not cached
@@ -221,7 +221,7 @@ class LightGBMObjective:
         from the scikit-learn estimators; returns float32 ``(grad, hess)``."""
         if _is_dataset(second):
             state = self.state_for(second)
-            _note_trained(state.stamp.pinned[0], self.objective, "train")
+            _note_trained(state.stamp.arrays[0], self.objective, "train")
             preds = _check_preds(self.objective, first)
             return _grad_hess(self.objective, state, preds, _SCORE_OFFSETS.get(second))
         if not isinstance(second, np.ndarray):

@@ -136,7 +136,7 @@ class LightGBMMetric(_PerDatasetData):
 
     @staticmethod
     def _stamp(fields):
-        return Stamp(fields, identity=True, pin=True)  # the Dataset's own arrays: no leak
+        return Stamp(fields, by="identity")  # the Dataset's own arrays: no leak
 
     def __repr__(self) -> str:
         return f"lightgbm_metric({', '.join(repr(m.name) for m in self.metrics)})"
@@ -209,7 +209,7 @@ class XGBoostMetric(_PerDatasetData):
 
     @staticmethod
     def _stamp(fields):
-        return Stamp(fields, identity=False)  # views of XGBoost's buffers: hashed, never kept
+        return Stamp(fields, by="content")  # views of XGBoost's buffers: hashed, never kept
 
     def __init__(self, metrics):
         super().__init__(metrics)

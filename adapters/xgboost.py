@@ -124,7 +124,7 @@ class XGBoostObjective:
         if state is None or not state.stamp.matches(fields):
             ptr = _dmatrix_ptr(dtrain)
             state = _new_state(self.objective, dtrain.get_label(), ptr, dtrain.get_weight())
-            state.stamp = Stamp(fields, identity=False)  # views of XGBoost's buffers: hashed, never kept
+            state.stamp = Stamp(fields, by="content")  # views of XGBoost's buffers: hashed, never kept
             self._states[dtrain] = state
         return state
 

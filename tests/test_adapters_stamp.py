@@ -14,28 +14,30 @@ def test_sample_hash_sees_sampled_rows_length_and_dtype():
     a = np.arange(10 * SAMPLE_ROWS, dtype=np.float32)
     h = sample_hash(a)
     b = a.copy()
-    b[0] += 1  # row 0 is always sampled
+    b[-1] += 1  # the last row is always sampled
     assert sample_hash(b) != h
     c = a.copy()
-    c[-1] += 1  # so is the last row
+    c[-1 - 10] += 1  # and every 10th row before it (10 * SAMPLE_ROWS rows)
     assert sample_hash(c) != h
     assert sample_hash(a[:-1]) != h
     assert sample_hash(a.astype(np.float64)) != h
     assert sample_hash(a.copy()) == h
-    assert sample_hash(None) is None and sample_hash(np.empty(0)) == (0, "<f8")
+    assert sample_hash(None) is None and sample_hash(np.empty(0)) == (0, "d")
 
 
 def test_stamp_identity_and_hashes():
     a, w = np.arange(5.0), np.ones(5)
-    pinned = Stamp((a, w, None), identity=True, pin=True)
+    pinned = Stamp((a, w, None), by="identity")
     assert pinned.matches((a, w, None))
     assert not pinned.matches((a.copy(), w, None))  # same values, another array: LightGBM's set_label
     assert not pinned.matches((a, w, np.array([5])))
-    by_value = Stamp((a, w, None), identity=False)
+    by_value = Stamp((a, w, None), by="content")
     assert by_value.matches((a.copy(), w.copy(), None))  # XGBoost: fresh views every call
     b = a.copy()
     b[0] = 7
     assert not by_value.matches((b, w, None))
+    with pytest.raises(ValueError, match="by must be"):
+        Stamp((a,), by="id")
 
 
 @pytest.mark.parametrize("c_api", [True, False])
