@@ -18,7 +18,7 @@ from .metrics import lookup_metric
 __all__ = ["LineSearch", "require_customobj_training"]
 
 
-def require_customobj_training(env, callback) -> object:
+def require_customobj_training(env: object, callback: object) -> object:
     """The customobj objective a LightGBM training runs through :func:`customobj.adapters.lightgbm_objective`
     with ``lightgbm.train``, checked for a callback that changes trees by that objective's loss
     (``LineSearch``, ``ExactLeaves``). Call it at the callback's first call.
@@ -209,7 +209,7 @@ class LineSearch:
                 tr.scores = scores_before(ds, X)
             self._valid.append(tr)
 
-    def __call__(self, env):
+    def __call__(self, env: object) -> None:
         from .lightgbm import _SCORE_OFFSETS
 
         booster = env.model

@@ -112,8 +112,9 @@ def _check_single_output(objective, library):
         )
 
 
-def train_xgboost(client, params, X, y, qid_or_group, objective, *, num_boost_round=10,
-                  npartitions=None, evals=None, kind="auto", **train_kwargs):
+def train_xgboost(client: object, params: dict | None, X: object, y: object, qid_or_group: object,
+                  objective: object, *, num_boost_round: int = 10, npartitions: int | None = None,
+                  evals: list | None = None, kind: str = "auto", **train_kwargs: object) -> dict:
     """Train ``xgboost.dask`` with a customobj ``objective`` on query-aligned partitions.
 
     ``X``, ``y``: numpy or Dask (array / DataFrame); ``qid_or_group``: per-row query ids
@@ -154,8 +155,10 @@ def train_xgboost(client, params, X, y, qid_or_group, objective, *, num_boost_ro
     )
 
 
-def train_lightgbm(client, params, X, y, qid_or_group, objective, *, num_boost_round=100,
-                   npartitions=None, weight=None, eval_set=None, kind="auto", **fit_kwargs):
+def train_lightgbm(client: object, params: dict | None, X: object, y: object, qid_or_group: object,
+                   objective: object, *, num_boost_round: int = 100, npartitions: int | None = None,
+                   weight: object = None, eval_set: list | None = None, kind: str = "auto",
+                   **fit_kwargs: object) -> object:
     """Train ``lightgbm.DaskLGBMRanker`` with a customobj ``objective`` on query-aligned partitions.
 
     Data arguments as in :func:`train_xgboost`, plus per-row ``weight`` (customobj applies it:
@@ -195,7 +198,7 @@ def train_lightgbm(client, params, X, y, qid_or_group, objective, *, num_boost_r
     return model.fit(parts.X, parts.y, group=parts.group, sample_weight=parts.weight, **fit)
 
 
-def lightgbm_history(model, eval_set, *metrics: str) -> dict:
+def lightgbm_history(model: object, eval_set: list, *metrics: str) -> dict:
     """Validation curve of a LightGBM model after every round, on whole validation data.
 
     ``lightgbm.dask`` records each worker's own part of the validation data (and cannot stop

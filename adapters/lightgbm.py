@@ -113,7 +113,7 @@ def _note_trained(labels, objective, api):
     _TRAINED_BY[key] = (ref, TrainedBy(objective, api))
 
 
-def trained_objective(env, who: str) -> TrainedBy:
+def trained_objective(env: object, who: str) -> TrainedBy:
     """The customobj objective this LightGBM training runs, for a callback that needs it.
 
     ``env`` is the ``lightgbm.callback.CallbackEnv`` of an after-iteration callback (the
@@ -186,7 +186,7 @@ class LightGBMObjective:
         # lightgbm.train and scikit-learn's clone deep-copy params; sharing the caches is what we want.
         return self
 
-    def state_for(self, dataset) -> TrainState:
+    def state_for(self, dataset: object) -> TrainState:
         """The prepared data and buffers of ``dataset`` (built on first use and after its labels,
         weights or groups changed)."""
         fields = lightgbm_fields(dataset)
@@ -216,7 +216,8 @@ class LightGBMObjective:
         self._by_labels[key] = (ref, state)
         return state
 
-    def __call__(self, first, second, weight=None, group=None):
+    def __call__(self, first: np.ndarray, second: object, weight: np.ndarray | None = None,
+                 group: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(preds, train_data)`` from ``lightgbm.train``, or ``(y_true, y_pred, weight, group)``
         from the scikit-learn estimators; returns float32 ``(grad, hess)``."""
         if _is_dataset(second):

@@ -61,7 +61,7 @@ def metric_key(name: str) -> str:
     return PREFIX + lookup_metric(name).name
 
 
-def resolve_metrics(names) -> tuple:
+def resolve_metrics(names: tuple) -> tuple:
     """``lookup_metric`` for each name (at least one); errors name the bad one."""
     if len(names) == 1 and isinstance(names[0], (list, tuple)):
         names = tuple(names[0])
@@ -141,7 +141,8 @@ class LightGBMMetric(_PerDatasetData):
     def __repr__(self) -> str:
         return f"lightgbm_metric({', '.join(repr(m.name) for m in self.metrics)})"
 
-    def __call__(self, first, second, weight=None, group=None) -> list:
+    def __call__(self, first: np.ndarray, second: object, weight: np.ndarray | None = None,
+                 group: np.ndarray | None = None) -> list:
         """``(preds, eval_data)`` from ``lightgbm.train`` or ``(y_true, y_pred, weight, group)``
         from the scikit-learn estimators."""
         if isinstance(second, np.ndarray):  # scikit-learn: labels and sizes come as arrays
@@ -219,7 +220,7 @@ class XGBoostMetric(_PerDatasetData):
     def __repr__(self) -> str:
         return f"xgboost_metric({', '.join(repr(m.name) for m in self.metrics)})"
 
-    def __call__(self, preds, dmat) -> list:
+    def __call__(self, preds: np.ndarray, dmat: object) -> list:
         labels, groups = self.data_for(dmat)
         return [(name, value) for name, value, _ in _evaluate(self.metrics, preds, labels, groups)]
 
@@ -247,7 +248,7 @@ def xgboost_metric(*names: str) -> XGBoostMetric:
 
 
 def xgboost_early_stopping(rounds: int, metric: str, *, data_name: str | None = None, save_best: bool = False,
-                           min_delta: float = 0.0):
+                           min_delta: float = 0.0) -> object:
     """``xgboost.callback.EarlyStopping`` watching one customobj metric (``"ndcg@10"`` or
     ``"co_ndcg@10"``) of :func:`xgboost_metric` in its right direction."""
     import xgboost

@@ -116,7 +116,7 @@ class XGBoostObjective:
     def __deepcopy__(self, memo: dict) -> "XGBoostObjective":
         return self  # scikit-learn's clone deep-copies params; the caches are per data set
 
-    def state_for(self, dtrain) -> TrainState:
+    def state_for(self, dtrain: object) -> TrainState:
         """The prepared data and buffers of ``dtrain`` (built on first use and after its labels,
         weights or groups changed)."""
         fields = xgboost_fields(dtrain)
@@ -142,7 +142,8 @@ class XGBoostObjective:
         self._last = (y.copy(), None if w is None else w.copy(), state)
         return state
 
-    def __call__(self, first, second, sample_weight=None):
+    def __call__(self, first: np.ndarray, second: object,
+                 sample_weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(preds, dtrain)`` from ``xgboost.train``, or ``(y_true, y_pred, sample_weight=...)``
         from the scikit-learn estimators; returns float32 ``(grad, hess)``."""
         if _is_dmatrix(second):
@@ -156,11 +157,17 @@ class XGBoostObjective:
 
 
 def xgboost_objective(objective: Objective) -> XGBoostObjective:
-    """Wrap a customobj objective for ``xgboost.train(params, dtrain, obj=...)``.
+    """Wrap a customobj objective for ``xgboost.train(params, dtrain, obj=...)`` (and, pointwise
+    objectives, ``XGBRegressor(objective=...)``); see :class:`XGBoostObjective`.
 
+    Examples
+    --------
+    >>> import xgboost, customobj
+    >>> from customobj.adapters import xgboost_objective, xgboost_params
+    >>> d = customobj.data.synthetic(20, 10, 5)
     >>> obj = customobj.RankNet()
-    >>> booster = xgboost.train(xgboost_params(obj, {"tree_method": "hist"}), dtrain, 100,
-    ...                         obj=xgboost_objective(obj))
+    >>> booster = xgboost.train(xgboost_params(obj, {"tree_method": "hist"}),
+    ...                         xgboost.DMatrix(d.X, d.y, group=d.group), 5, obj=xgboost_objective(obj))
     """
     return XGBoostObjective(objective)
 
