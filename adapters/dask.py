@@ -134,7 +134,13 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
         raise TypeError("train_xgboost builds obj= from objective; do not pass obj")
     stops = train_kwargs.get("early_stopping_rounds") or any(
         _is_early_stopping_callback(cb) for cb in train_kwargs.get("callbacks") or ())
-    if stops and (train_kwargs.get("custom_metric") is not None or train_kwargs.get("feval") is not None):
+    custom = train_kwargs.get("custom_metric") is not None or train_kwargs.get("feval") is not None
+    if evals and not (params or {}).get("eval_metric") and not custom:
+        raise ValueError(
+            "train_xgboost: evals= records no history without a metric (customobj objectives turn XGBoost's "
+            "default metric off): set params['eval_metric'], e.g. 'ndcg@10'"
+        )
+    if stops and custom:
         raise ValueError(
             "train_xgboost: early stopping on a custom_metric would stop each worker on its own queries (the "
             "workers could stop at different rounds and hang): stop on a native metric instead, "

@@ -309,3 +309,10 @@ def test_parquet_files_of_whole_queries_keep_their_partitions(tmp_path):
     parts = ad.query_partitions(df[[f"f{j}" for j in range(5)]], df["label"], df["qid"])
     _check_aligned(parts, sizes)
     np.testing.assert_array_equal(parts.X.compute(), X)
+
+
+def test_xgboost_evals_without_a_metric_is_refused():
+    """The old docs snippet: evals= without eval_metric trained and recorded an empty history."""
+    X, y, g = np.zeros((10, 2)), np.zeros(10), [5, 5]
+    with pytest.raises(ValueError, match=r"records no history.*params\['eval_metric'\]"):
+        ad.train_xgboost(None, {"tree_method": "hist"}, X, y, g, customobj.LambdaRank(), evals=[(X, y, g, "valid")])
