@@ -122,8 +122,7 @@ def trained_objective(env: object, who: str) -> TrainedBy:
     :func:`lightgbm_objective`: a callback that changes trees by a customobj loss would then work
     on a loss the booster never sees. Used by :class:`customobj.adapters.callbacks.LineSearch`.
     """
-    fix = ("train with params['objective'] = customobj.adapters.lightgbm_objective(<the customobj objective>) "
-           "(or LGBMRanker(objective=...) with it)")
+    fix = "train with params['objective'] = customobj.adapters.lightgbm_objective(<the customobj objective>)"
     native = env.params.get("objective", "none") if env.params else "none"
     if isinstance(native, str) and native.strip().lower() not in ("none", "custom"):
         raise TypeError(
