@@ -221,6 +221,12 @@ class XGBoostMetric(_PerDatasetData):
         return f"xgboost_metric({', '.join(repr(m.name) for m in self.metrics)})"
 
     def __call__(self, preds: np.ndarray, dmat: object) -> list:
+        if not hasattr(dmat, "get_uint_info"):
+            raise TypeError(
+                "xgboost_metric is custom_metric for xgboost.train, called as f(preds, dmatrix); got a "
+                f"{type(dmat).__name__} second argument (XGBoost's scikit-learn eval_metric passes no query "
+                "groups: train with xgboost.train and a DMatrix built with group= or qid=)"
+            )
         labels, groups = self.data_for(dmat)
         return [(name, value) for name, value, _ in _evaluate(self.metrics, preds, labels, groups)]
 

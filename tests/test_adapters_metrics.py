@@ -107,3 +107,9 @@ def test_sklearn_convention_needs_query_sizes(small):
     assert f(y, s, None, g)[0][1] == pytest.approx(ndcg(s, y, g, 10))
     with pytest.raises(ValueError, match="query groups"):
         f(y, s, None, None)
+
+
+def test_xgboost_metric_outside_xgboost_train_is_a_clear_type_error(small):
+    _, y, _ = small
+    with pytest.raises(TypeError, match=r"custom_metric for xgboost.train.*ndarray"):
+        adapters.xgboost_metric("ndcg@10")(y, np.zeros(len(y)))
