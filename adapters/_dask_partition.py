@@ -64,7 +64,10 @@ def _as_dask_array(a, name, two_d):
     if a is None:
         return None
     if _is_dask(a) and not isinstance(a, da.Array):  # dask DataFrame / Series
-        a = a.to_dask_array(lengths=True)
+        # Not lengths=True: dask-expr may fuse small partitions (read_parquet of small files) once
+        # the graph is optimised, and the lengths it computes then disagree with the array's
+        # partitions ("2 != 4"); the chunk sizes are computed below from the array itself.
+        a = a.to_dask_array()
     elif not _is_dask(a):
         a = np.asarray(a)
         a = da.from_array(a, chunks=(a.shape[0],) + a.shape[1:])

@@ -6,10 +6,12 @@ import numpy as np
 from customobj.groups import Groups
 from customobj.objectives.base import Objective
 
-__all__ = ["require_objective", "TrainState", "prepare_state", "rows_weight", "ranking_scores", "check_outputs"]
+__all__ = ["require_objective", "TrainState", "prepare_state", "rows_weight", "ranking_scores", "check_outputs",
+           "known_outputs"]
 
 
-def require_objective(objective, where):
+def require_objective(objective: object, where: str) -> Objective:
+    """``objective`` itself when it is a customobj objective; TypeError naming ``where`` otherwise."""
     if not isinstance(objective, Objective):
         raise TypeError(
             f"{where} expects a customobj objective (e.g. customobj.LambdaRank()), got {type(objective).__name__}"
@@ -17,14 +19,29 @@ def require_objective(objective, where):
     return objective
 
 
+def known_outputs(objective: Objective, where: str) -> int:
+    """The objective's number of outputs per row; ValueError saying what to do while it is unknown
+    (McRank without ``n_classes`` before it has seen labels)."""
+    k = objective.n_outputs
+    if k is None:
+        name = type(objective).__name__
+        raise ValueError(
+            f"{where}: {name} does not know its number of classes yet, so the number of outputs per row "
+            f"(num_class) cannot be set: pass {name}(n_classes=K) with K = highest grade + 1, or call "
+            f".prepare(labels) on the training labels first (K is then inferred from them)"
+        )
+    return k
+
+
 class TrainState:
     """Everything an adapter needs per training set, built once: the prepared data and
     reusable output buffers (so a boosting round allocates nothing of size n)."""
 
-    __slots__ = ("prep", "grad", "hess", "out_grad", "out_hess", "scores")
+    __slots__ = ("prep", "grad", "hess", "out_grad", "out_hess", "scores", "stamp")
 
     def __init__(self, prep, shape, out_dtype, out_order="C"):
         self.prep = prep
+        self.stamp = None  # adapters._stamp.Stamp of the fields it was built from
         self.grad = np.zeros(shape, dtype=np.float64)
         self.hess = np.zeros(shape, dtype=np.float64)
         # What the library receives. LightGBM casts to float32 anyway and reads (n, K) column by
@@ -45,7 +62,7 @@ def prepare_state(objective, labels, ptr, weight, *, library, group_hint, out_dt
     labels = np.asarray(labels)
     groups = Groups.from_ptr(ptr, labels.shape[0]) if ptr is not None else None
     prep = objective.prepare(labels, groups, weight)
-    k = objective.n_outputs
+    k = known_outputs(objective, library)
     shape = (prep.n_rows,) if k == 1 else (prep.n_rows, k)
     return TrainState(prep, shape, out_dtype, out_order)
 
@@ -67,7 +84,7 @@ def rows_weight(weight, ptr, n_rows):
 
 def check_outputs(objective, preds, library, hint):
     """Raise when the library's score shape does not match the objective's number of outputs."""
-    k = objective.n_outputs
+    k = known_outputs(objective, library)
     got = 1 if preds.ndim == 1 else preds.shape[1]
     if got != k:
         raise ValueError(

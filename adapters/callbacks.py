@@ -10,11 +10,39 @@ import warnings
 import numpy as np
 
 from customobj.groups import Groups
-from customobj.metrics import get_metric
 
 from ._data import ranking_scores, require_objective
+from .lightgbm import trained_objective
+from .metrics import lookup_metric
 
-__all__ = ["LineSearch"]
+__all__ = ["LineSearch", "require_customobj_training"]
+
+
+def require_customobj_training(env: object, callback: object) -> object:
+    """The customobj objective a LightGBM training runs through :func:`customobj.adapters.lightgbm_objective`
+    with ``lightgbm.train``, checked for a callback that changes trees by that objective's loss
+    (``LineSearch``, ``ExactLeaves``). Call it at the callback's first call.
+
+    Raises TypeError when the booster trains a native objective, a custom objective that is not
+    a customobj adapter, or runs through the scikit-learn estimators (LightGBM does not hand their
+    objective the Dataset, so score corrections cannot reach it); ValueError when the objective
+    differs from ``callback.objective``.
+    """
+    who = type(callback).__name__
+    trained = trained_objective(env, who)
+    if trained.api != "train":
+        raise TypeError(
+            f"{who} works with lightgbm.train only: through LGBMRanker / LGBMRegressor LightGBM does not "
+            f"hand the objective its Dataset, so the score corrections {who} makes cannot reach it; train "
+            "with lightgbm.train(params={'objective': customobj.adapters.lightgbm_objective(...)}, ...)"
+        )
+    mine = getattr(callback, "objective", None)
+    if mine is not None and trained.objective != mine:
+        raise ValueError(
+            f"{who} was given {mine!r} but the booster trains {trained.objective!r}: pass {who} the "
+            "objective given to lightgbm_objective"
+        )
+    return trained.objective
 
 
 def _raw_features(dataset):
@@ -80,6 +108,11 @@ class LineSearch:
     max_iter, tol : Newton iterations and relative tolerance on ``rho``.
 
     Attributes ``rhos``, ``loss``, ``loss_unscaled`` hold one entry per round.
+    Refused at the first call (TypeError, before any tree changes): a native objective
+    (``"objective": "lambdarank"``: the trees would be rescaled by a loss the booster never
+    sees), a custom objective that is not ``lightgbm_objective``, or training through the
+    scikit-learn estimators (see :func:`require_customobj_training`); an objective other than the
+    one being trained is a ValueError.
     Not supported: ``lightgbm.cv``; training continued from ``init_model`` works (earlier trees
     are taken as they are).
     """
@@ -176,13 +209,14 @@ class LineSearch:
                 tr.scores = scores_before(ds, X)
             self._valid.append(tr)
 
-    def __call__(self, env):
+    def __call__(self, env: object) -> None:
         from .lightgbm import _SCORE_OFFSETS
 
         booster = env.model
         k = booster.num_model_per_iteration()
         it = booster.current_iteration() - 1
         if self._train is None:
+            require_customobj_training(env, self)  # before any tree is changed
             self._start(booster, it, k)
         leaves = self._tree_output(booster, self.X, it, k)
         values = []
@@ -234,7 +268,7 @@ class LineSearch:
             data_name, metric_name = tuple(entry)[:2]
             tr = by_name.get(data_name)
             try:
-                metric = get_metric(metric_name)
+                metric = lookup_metric(metric_name)  # customobj's co_ names and LightGBM's ndcg@k / map@k
             except ValueError:
                 metric = None
             if tr is None or tr.scores is None or metric is None:

@@ -11,7 +11,21 @@ XGBoost's ``group_ptr`` (from the dense, increasing ``qid`` codes given to ``Das
 LightGBM's group sizes (one Dask chunk of sizes per partition, as ``DaskLGBMRanker`` wants).
 
 - :func:`train_xgboost` -> ``{"booster": xgboost.Booster, "history": {...}}`` (as ``xgboost.dask.train``);
-- :func:`train_lightgbm` -> a fitted ``lightgbm.DaskLGBMRanker`` (``.to_local()`` gives an ``LGBMRanker``).
+- :func:`train_lightgbm` -> a fitted ``lightgbm.DaskLGBMRanker`` (``.to_local()`` gives an ``LGBMRanker``);
+- :func:`lightgbm_history` -> the per-round validation curve of a LightGBM model on whole
+  validation data, computed on the client.
+
+Early stopping and histories (checked on lightgbm 4.7, xgboost 3.2):
+- XGBoost reduces its native metrics (``params["eval_metric"]``) over the workers, so every
+  worker sees the same curve: ``early_stopping_rounds=`` works and ``history`` is the curve of
+  all validation queries. A Python ``custom_metric`` (:func:`customobj.adapters.xgboost_metric`)
+  is evaluated by each worker on its own queries only: :func:`train_xgboost` refuses it together
+  with early stopping (the workers could stop at different rounds).
+- LightGBM evaluates each worker's own part of the validation data and does not reduce the
+  values: with ``lightgbm.early_stopping`` the workers stop at different rounds and training
+  hangs, and ``evals_result_`` is one worker's partial curve. :func:`train_lightgbm` refuses early
+  stopping before anything runs; train a fixed number of rounds and choose the round with
+  :func:`lightgbm_history`, which scores every round on all validation queries.
 
 Checked on xgboost 3.2, lightgbm 4.7, dask/distributed 2026.8. Notes:
 - XGBoost: ``DaskDMatrix`` refuses ``qid`` with ``weight`` ("per-group weight is not
@@ -37,7 +51,7 @@ from ._dask_partition import (
     repartition_by_query,
     scatter_by_query,
 )
-from ._data import require_objective
+from ._data import known_outputs, require_objective
 from .lightgbm import lightgbm_sklearn_objective
 from .xgboost import xgboost_objective, xgboost_params
 
@@ -50,9 +64,26 @@ __all__ = [
     "QueryPartitions",
     "train_xgboost",
     "train_lightgbm",
+    "lightgbm_history",
 ]
 
 configure_threads()
+
+
+#: LightGBM's parameter names (and aliases) that turn early stopping on.
+_LGB_EARLY_STOPPING = ("early_stopping_round", "early_stopping_rounds", "early_stopping", "n_iter_no_change")
+
+_LGB_NO_EARLY_STOPPING = (
+    "lightgbm.dask cannot stop early: each worker evaluates only its own validation queries, the workers "
+    "stop at different rounds and training hangs. Train a fixed num_boost_round with eval_set=, then "
+    "customobj.adapters.dask.lightgbm_history(model, eval_set, 'ndcg@10') gives the curve on all validation "
+    "queries: predict with num_iteration = its best round. Or use train_xgboost(..., early_stopping_rounds=) "
+    "with params['eval_metric'] (XGBoost reduces its metrics over the workers)"
+)
+
+
+def _is_early_stopping_callback(cb):
+    return "earlystopping" in type(cb).__name__.lower().replace("_", "")
 
 
 def _n_workers(client):
@@ -74,15 +105,16 @@ def _aligned(client, X, y, qid_or_group, npartitions, weight, kind):
 
 
 def _check_single_output(objective, library):
-    if objective.n_outputs != 1:
+    if known_outputs(objective, f"the Dask path of {library}") != 1:
         raise ValueError(
             f"{type(objective).__name__} has {objective.n_outputs} outputs per row; the Dask ranking "
             f"path of {library} trains one score per row"
         )
 
 
-def train_xgboost(client, params, X, y, qid_or_group, objective, *, num_boost_round=10,
-                  npartitions=None, evals=None, kind="auto", **train_kwargs):
+def train_xgboost(client: object, params: dict | None, X: object, y: object, qid_or_group: object,
+                  objective: object, *, num_boost_round: int = 10, npartitions: int | None = None,
+                  evals: list | None = None, kind: str = "auto", **train_kwargs: object) -> dict:
     """Train ``xgboost.dask`` with a customobj ``objective`` on query-aligned partitions.
 
     ``X``, ``y``: numpy or Dask (array / DataFrame); ``qid_or_group``: per-row query ids
@@ -100,6 +132,20 @@ def train_xgboost(client, params, X, y, qid_or_group, objective, *, num_boost_ro
     _check_single_output(objective, "XGBoost")
     if "obj" in train_kwargs:
         raise TypeError("train_xgboost builds obj= from objective; do not pass obj")
+    stops = train_kwargs.get("early_stopping_rounds") or any(
+        _is_early_stopping_callback(cb) for cb in train_kwargs.get("callbacks") or ())
+    custom = train_kwargs.get("custom_metric") is not None or train_kwargs.get("feval") is not None
+    if evals and not (params or {}).get("eval_metric") and not custom:
+        raise ValueError(
+            "train_xgboost: evals= records no history without a metric (customobj objectives turn XGBoost's "
+            "default metric off): set params['eval_metric'], e.g. 'ndcg@10'"
+        )
+    if stops and custom:
+        raise ValueError(
+            "train_xgboost: early stopping on a custom_metric would stop each worker on its own queries (the "
+            "workers could stop at different rounds and hang): stop on a native metric instead, "
+            "params['eval_metric'] = 'ndcg@10', which XGBoost reduces over the workers"
+        )
     parts = _aligned(client, X, y, qid_or_group, npartitions, None, kind)
     dtrain = xgb_dask.DaskDMatrix(client, parts.X, parts.y, qid=parts.qid)
     dev = []
@@ -115,8 +161,10 @@ def train_xgboost(client, params, X, y, qid_or_group, objective, *, num_boost_ro
     )
 
 
-def train_lightgbm(client, params, X, y, qid_or_group, objective, *, num_boost_round=100,
-                   npartitions=None, weight=None, eval_set=None, kind="auto", **fit_kwargs):
+def train_lightgbm(client: object, params: dict | None, X: object, y: object, qid_or_group: object,
+                   objective: object, *, num_boost_round: int = 100, npartitions: int | None = None,
+                   weight: object = None, eval_set: list | None = None, kind: str = "auto",
+                   **fit_kwargs: object) -> object:
     """Train ``lightgbm.DaskLGBMRanker`` with a customobj ``objective`` on query-aligned partitions.
 
     Data arguments as in :func:`train_xgboost`, plus per-row ``weight`` (customobj applies it:
@@ -125,6 +173,9 @@ def train_lightgbm(client, params, X, y, qid_or_group, objective, *, num_boost_r
     ``eval_set``...), passed to the estimator; ``objective`` must not be among them.
     ``eval_set``: ``[(X, y, qid_or_group), ...]``. Other keyword arguments go to ``fit``.
     Returns the fitted ``DaskLGBMRanker`` (``.to_local()`` for a plain ``LGBMRanker``).
+    Early stopping (a ``lightgbm.early_stopping`` callback, ``early_stopping_round`` and its
+    aliases) is refused with a ValueError before training: it hangs lightgbm.dask (module
+    docstring); use :func:`lightgbm_history` to choose the round.
     """
     from lightgbm import DaskLGBMRanker
 
@@ -133,6 +184,9 @@ def train_lightgbm(client, params, X, y, qid_or_group, objective, *, num_boost_r
     params = dict(params or {})
     if "objective" in params:
         raise TypeError("train_lightgbm takes the customobj objective as objective=, not in params")
+    if any(params.get(k) not in (None, 0) and not (isinstance(params.get(k), int) and params[k] < 0)
+           for k in _LGB_EARLY_STOPPING) or any(_is_early_stopping_callback(cb) for cb in fit_kwargs.get("callbacks") or ()):
+        raise ValueError(_LGB_NO_EARLY_STOPPING)
     params.setdefault("verbose", -1)
     parts = _aligned(client, X, y, qid_or_group, npartitions, weight, kind)
     fit = dict(fit_kwargs)
@@ -148,3 +202,54 @@ def train_lightgbm(client, params, X, y, qid_or_group, objective, *, num_boost_r
     model = DaskLGBMRanker(client=client, objective=lightgbm_sklearn_objective(objective),
                            n_estimators=num_boost_round, **params)
     return model.fit(parts.X, parts.y, group=parts.group, sample_weight=parts.weight, **fit)
+
+
+def lightgbm_history(model: object, eval_set: list, *metrics: str) -> dict:
+    """Validation curve of a LightGBM model after every round, on whole validation data.
+
+    ``lightgbm.dask`` records each worker's own part of the validation data (and cannot stop
+    early, see the module docstring); this scores the finished model round by round on the
+    client: tree ``i``'s raw output is added to the running score, then every metric is taken
+    over all queries. Cost: one pass over the validation rows per round.
+
+    Parameters
+    ----------
+    model : a fitted ``DaskLGBMRanker`` / ``LGBMRanker`` / ``lightgbm.Booster``.
+    eval_set : ``[(X, y, qid_or_group), ...]`` (numpy or Dask; brought to the client).
+    *metrics : customobj metric names (default ``"ndcg@10"``).
+
+    Returns
+    -------
+    dict
+        ``{"valid_0": {"co_ndcg@10": [...], ...}, ...}`` (the shape of ``evals_result_``), one
+        value per round; the best round of a higher-is-better curve ``c`` is ``argmax(c) + 1``.
+    """
+    import numpy as np
+
+    from customobj.groups import Groups
+
+    from ._dask_partition import _to_numpy_1d
+    from .metrics import PREFIX, resolve_metrics
+
+    found = resolve_metrics(metrics or ("ndcg@10",))
+    booster = getattr(model, "booster_", model)  # estimators (Dask or not) hold a lightgbm.Booster
+    rounds = booster.current_iteration()
+    k = booster.num_model_per_iteration()
+    if k != 1:
+        raise ValueError(f"lightgbm_history ranks one score per row; the model has {k} outputs per row")
+    out = {}
+    for idx, item in enumerate(eval_set):
+        if len(item) != 3:
+            raise ValueError("eval_set entries must be (X, y, qid_or_group)")
+        X, y, layout = item
+        X = np.asarray(X.compute() if _is_dask(X) else X)
+        y = np.asarray(_to_numpy_1d(y, "y"), dtype=np.float64)
+        groups = Groups.from_ptr(query_ptr(layout, y.shape[0])[0], y.shape[0])
+        scores = np.zeros(y.shape[0], dtype=np.float64)
+        curves = {PREFIX + m.name: [] for m in found}
+        for i in range(rounds):
+            scores += booster.predict(X, start_iteration=i, num_iteration=1, raw_score=True)
+            for m in found:
+                curves[PREFIX + m.name].append(float(m.func(scores, y, groups)))
+        out[f"valid_{idx}"] = curves
+    return out

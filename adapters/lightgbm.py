@@ -1,15 +1,17 @@
 """customobj objectives as LightGBM 4.x custom objectives.
 
-``lightgbm_objective(obj)`` is for ``lightgbm.train(params={"objective": f})`` (and
-``Booster.update(fobj=f)``): LightGBM calls ``f(preds, train_data)``. Labels, weights and query
-boundaries are read from the Dataset once (``get_label``, ``get_weight``, ``get_field("group")``)
-and prepared once per Dataset (a weak-keyed cache: nothing keeps a Dataset alive).
+``lightgbm_objective(obj)`` works with both of LightGBM's APIs (one picklable callable,
+:class:`LightGBMObjective`):
 
-``lightgbm_sklearn_objective(obj)`` is for ``LGBMRanker`` / ``LGBMRegressor`` /
-``LGBMClassifier(objective=f)``: a plain 4-parameter function ``f(y_true, y_pred, weight, group)``
-(the estimators pick their calling convention by counting parameters; ``*args`` would never
-receive ``group``). Preparation is cached on the identity of the label array LightGBM passes
-(the same object every round).
+- ``lightgbm.train(params={"objective": f})`` (and ``Booster.update(fobj=f)``): LightGBM calls
+  ``f(preds, train_data)``. Labels, weights and query boundaries are read from the Dataset and
+  prepared once per Dataset (a weak-keyed cache: nothing keeps a Dataset alive), and prepared
+  again when ``set_label`` / ``set_weight`` / ``set_group`` changed them (``adapters._stamp``).
+- ``LGBMRanker`` / ``LGBMRegressor`` / ``LGBMClassifier(objective=f)``: the estimators count the
+  parameters of ``f``; four (``*args`` would count as one and never receive ``group``), so they
+  call ``f(y_true, y_pred, weight, group)``. Preparation is cached on the identity of the label
+  array LightGBM passes (the same object every round). ``lightgbm_sklearn_objective`` is the
+  same thing under its older name.
 
 What LightGBM does and does not do for a custom objective (checked on 4.7):
 - ``preds`` are float64 raw scores that already include ``init_score``; the buffer is reused
@@ -26,15 +28,19 @@ that this objective adds to ``preds`` every round.
 """
 from __future__ import annotations
 
+import functools
 import weakref
+from typing import NamedTuple
 
 import numpy as np
 
 from customobj.groups import as_groups
+from customobj.objectives.base import Objective
 
-from ._data import check_outputs, prepare_state, require_objective, rows_weight
+from ._data import TrainState, check_outputs, known_outputs, prepare_state, require_objective, rows_weight
+from ._stamp import Stamp, lightgbm_fields
 
-__all__ = ["lightgbm_objective", "lightgbm_sklearn_objective", "LightGBMObjective"]
+__all__ = ["lightgbm_objective", "lightgbm_sklearn_objective", "LightGBMObjective", "TrainedBy", "trained_objective"]
 
 #: Dataset -> float64 array added to LightGBM's training scores (written by LineSearch).
 _SCORE_OFFSETS = weakref.WeakKeyDictionary()
@@ -63,7 +69,7 @@ def _grad_hess(objective, state, preds, offset=None):
 
 def _check_preds(objective, preds):
     preds = np.asarray(preds)
-    k = objective.n_outputs
+    k = known_outputs(objective, "LightGBM")
     check_outputs(objective, preds, "LightGBM", _CLASS_HINT.format(k=k))
     return preds
 
@@ -77,87 +83,191 @@ def _new_state(objective, labels, ptr, weight):
     )
 
 
+class TrainedBy(NamedTuple):
+    """Which customobj objective trained on a LightGBM training set, through which API."""
+
+    objective: Objective
+    api: str  # "train" (lightgbm.train: the objective sees the Dataset) or "sklearn" (LGBMRanker & co.)
+
+
+#: id(label array of a training Dataset) -> (weakref to it, TrainedBy): written by every call of a
+#: LightGBMObjective, read by callbacks that must know the objective (see trained_objective).
+_TRAINED_BY = {}
+
+
+def _forget_trained(key, ref):
+    hit = _TRAINED_BY.get(key)
+    if hit is not None and hit[0] is ref:
+        del _TRAINED_BY[key]
+
+
+def _note_trained(labels, objective, api):
+    key = id(labels)
+    hit = _TRAINED_BY.get(key)
+    if hit is not None and hit[0]() is labels and hit[1].objective is objective and hit[1].api == api:
+        return  # the usual case: the same training, round after round (one dict lookup)
+    try:
+        ref = weakref.ref(labels, functools.partial(_forget_trained, key))
+    except TypeError:  # not weak-referenceable: nothing to record
+        return
+    _TRAINED_BY[key] = (ref, TrainedBy(objective, api))
+
+
+def trained_objective(env: object, who: str) -> TrainedBy:
+    """The customobj objective this LightGBM training runs, for a callback that needs it.
+
+    ``env`` is the ``lightgbm.callback.CallbackEnv`` of an after-iteration callback (the
+    objective has run once by then). Raises TypeError, naming ``who``, when the booster trains a
+    native objective (``"objective": "lambdarank"``) or a custom objective that is not a
+    :func:`lightgbm_objective`: a callback that changes trees by a customobj loss would then work
+    on a loss the booster never sees. Used by :class:`customobj.adapters.callbacks.LineSearch`.
+    """
+    fix = "train with params['objective'] = customobj.adapters.lightgbm_objective(<the customobj objective>)"
+    native = env.params.get("objective", "none") if env.params else "none"
+    if isinstance(native, str) and native.strip().lower() not in ("none", "custom"):
+        raise TypeError(
+            f"{who} needs the booster to train a customobj objective, but it trains LightGBM's native "
+            f"objective {native!r}, whose gradients {who} would not match: {fix}"
+        )
+    labels = env.model.train_set.get_label() if env.model.train_set is not None else None
+    hit = _TRAINED_BY.get(id(labels)) if labels is not None else None
+    if hit is None or hit[0]() is not labels:
+        raise TypeError(
+            f"{who} needs the booster to train a customobj objective, but its custom objective is not a "
+            f"customobj adapter (no lightgbm_objective has run on its training Dataset): {fix}"
+        )
+    return hit[1]
+
+
+def _is_dataset(data):
+    return hasattr(data, "get_field") and hasattr(data, "get_label")
+
+
 class LightGBMObjective:
-    """``f(preds, train_data) -> (grad, hess)`` for ``lightgbm.train``; see the module docstring."""
+    """A customobj objective as a LightGBM objective, for both of LightGBM's calling conventions.
 
-    def __init__(self, objective):
+    - ``lightgbm.train(params={"objective": f})`` / ``Booster.update(fobj=f)``: ``f(preds, train_data)``;
+      labels, weights and query boundaries are read from the Dataset and prepared once per Dataset
+      (weakly keyed), rebuilt when ``set_label`` / ``set_weight`` / ``set_group`` changed them.
+    - ``LGBMRanker`` / ``LGBMRegressor`` / ``LGBMClassifier(objective=f)``: ``f(y_true, y_pred, weight,
+      group)`` (the estimators count the parameters: four, so they pass the query sizes); prepared
+      once per label array LightGBM hands over (the same object every round). With LGBMRegressor /
+      LGBMClassifier ``group`` is None, so only pointwise objectives (and McRank with
+      LGBMClassifier) work there; a ranking objective raises a ValueError saying so.
+
+    The second argument tells the two apart: a Dataset, or the score array. Pickles (objective
+    only: per-dataset state is rebuilt where it is unpickled), so estimators using it pickle too.
+    """
+
+    def __init__(self, objective: Objective):
         self.objective = require_objective(objective, "lightgbm_objective")
-        self._states = weakref.WeakKeyDictionary()
+        self._states = weakref.WeakKeyDictionary()  # Dataset -> TrainState
+        self._by_labels = {}  # id(y_true) -> (weakref to y_true, TrainState): scikit-learn calls
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"lightgbm_objective({self.objective!r})"
 
-    def __getstate__(self):
-        # The per-dataset cache holds weak references (not picklable) and is rebuilt where the
-        # callable lands, e.g. on a Dask worker: only the objective travels.
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.objective == self.objective
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.objective))
+
+    def __getstate__(self) -> dict:
+        # The per-dataset caches hold weak references (not picklable) and are rebuilt where the
+        # callable lands (a Dask worker, a loaded model): only the objective travels.
         return {"objective": self.objective}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict) -> None:
         self.__init__(state["objective"])
 
-    def __deepcopy__(self, memo):
-        # lightgbm.train deep-copies params; sharing the per-Dataset cache is what we want.
+    def __deepcopy__(self, memo: dict) -> "LightGBMObjective":
+        # lightgbm.train and scikit-learn's clone deep-copy params; sharing the caches is what we want.
         return self
 
-    def state_for(self, dataset):
-        """The prepared data and buffers of ``dataset`` (built on first use)."""
+    def state_for(self, dataset: object) -> TrainState:
+        """The prepared data and buffers of ``dataset`` (built on first use and after its labels,
+        weights or groups changed)."""
+        fields = lightgbm_fields(dataset)
         state = self._states.get(dataset)
-        if state is None:
-            ptr = _dataset_ptr(dataset)
-            state = _new_state(self.objective, dataset.get_label(), ptr, dataset.get_weight())
+        if state is None or not state.stamp.matches(fields):
+            state = _new_state(self.objective, fields[0], _dataset_ptr(dataset), fields[1])
+            state.stamp = Stamp(fields, by="identity")  # arrays owned by the Dataset: no leak
             self._states[dataset] = state
         return state
 
-    def __call__(self, preds, train_data):
-        state = self.state_for(train_data)
-        preds = _check_preds(self.objective, preds)
-        return _grad_hess(self.objective, state, preds, _SCORE_OFFSETS.get(train_data))
+    def _sklearn_state(self, y_true, weight, group) -> TrainState:
+        key = id(y_true)
+        hit = self._by_labels.get(key)
+        if hit is not None and hit[0]() is y_true and hit[1].stamp.matches((weight, group)):
+            return hit[1]
+        ptr = None
+        if group is not None and len(group) > 0:
+            ptr = as_groups(group, len(y_true)).ptr
+        state = _new_state(self.objective, y_true, ptr, weight)
+        # y_true is not kept (the entry lives as long as y_true, through the weakref below, so its
+        # id cannot be reused meanwhile); weight and group are the Dataset's own arrays.
+        state.stamp = Stamp((weight, group), by="identity")
+        try:
+            ref = weakref.ref(y_true, functools.partial(_forget_labels, self._by_labels, key))
+        except TypeError:  # not weak-referenceable (a plain list): not cached
+            return state
+        self._by_labels[key] = (ref, state)
+        return state
+
+    def __call__(self, first: np.ndarray, second: object, weight: np.ndarray | None = None,
+                 group: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(preds, train_data)`` from ``lightgbm.train``, or ``(y_true, y_pred, weight, group)``
+        from the scikit-learn estimators; returns float32 ``(grad, hess)``."""
+        if _is_dataset(second):
+            state = self.state_for(second)
+            _note_trained(state.stamp.arrays[0], self.objective, "train")
+            preds = _check_preds(self.objective, first)
+            return _grad_hess(self.objective, state, preds, _SCORE_OFFSETS.get(second))
+        if not isinstance(second, np.ndarray):
+            raise TypeError(
+                "lightgbm_objective is called as f(preds, train_data) by lightgbm.train or f(y_true, y_pred, "
+                f"weight, group) by LGBMRanker / LGBMRegressor; got a {type(second).__name__} second argument"
+            )
+        state = self._sklearn_state(first, weight, group)
+        _note_trained(first, self.objective, "sklearn")
+        return _grad_hess(self.objective, state, _check_preds(self.objective, second))
 
 
-def lightgbm_objective(objective):
-    """Wrap a customobj objective for ``lightgbm.train(params={"objective": ...})``.
+def _forget_labels(cache, key, ref):
+    hit = cache.get(key)
+    if hit is not None and hit[0] is ref:
+        del cache[key]
 
-    >>> params = {"objective": lightgbm_objective(customobj.LambdaRank()), "metric": "None"}
-    >>> booster = lightgbm.train(params, lightgbm.Dataset(X, y, group=sizes), 100)
 
-    Multi-output objectives (McRank with ``K`` grades) need ``params["num_class"] = K``.
+def lightgbm_objective(objective: Objective) -> LightGBMObjective:
+    """Wrap a customobj objective for LightGBM: ``lightgbm.train`` and the scikit-learn estimators.
+
+    Parameters
+    ----------
+    objective : customobj objective
+        The loss to train (``customobj.LambdaRank()``, ``customobj.QBRank()``, ...).
+
+    Returns
+    -------
+    LightGBMObjective
+        A picklable callable taking either calling convention (see :class:`LightGBMObjective`).
+        Multi-output objectives (McRank with ``K`` grades) need ``params["num_class"] = K``.
+
+    Examples
+    --------
+    >>> import lightgbm, customobj
+    >>> from customobj.adapters import lightgbm_objective
+    >>> d = customobj.data.synthetic(20, 10, 5)
+    >>> params = {"objective": lightgbm_objective(customobj.LambdaRank()), "verbose": -1}
+    >>> booster = lightgbm.train(params, lightgbm.Dataset(d.X, d.y, group=d.group), 5)
+    >>> ranker = lightgbm.LGBMRanker(objective=lightgbm_objective(customobj.LambdaRank()), n_estimators=5,
+    ...                              verbose=-1).fit(d.X, d.y, group=d.group)
     """
     return LightGBMObjective(objective)
 
 
-def lightgbm_sklearn_objective(objective):
-    """Wrap a customobj objective for the scikit-learn estimators (``LGBMRanker(objective=f)``).
-
-    Returns a plain function ``f(y_true, y_pred, weight, group)``: LGBMRanker then passes the
-    query sizes given to ``fit(group=...)``. With LGBMRegressor / LGBMClassifier ``group`` is
-    None, so only pointwise objectives (and McRank with LGBMClassifier) work there; a ranking
-    objective raises a ValueError saying so.
-    """
-    obj = require_objective(objective, "lightgbm_sklearn_objective")
-    cache = {}  # id(y_true) -> (weakref to y_true, id(weight), id(group), state)
-
-    def forget(key):
-        cache.pop(key, None)
-
-    def objective_function(y_true, y_pred, weight, group):
-        key = id(y_true)
-        hit = cache.get(key)
-        if hit is not None and hit[0]() is y_true and hit[1] == id(weight) and hit[2] == id(group):
-            state = hit[3]
-        else:
-            ptr = None
-            if group is not None and len(group) > 0:
-                ptr = as_groups(group, len(y_true)).ptr
-            state = _new_state(obj, y_true, ptr, weight)
-            try:
-                ref = weakref.ref(y_true, lambda _r, k=key: forget(k))
-            except TypeError:  # not weak-referenceable (plain list): no caching
-                return _grad_hess(obj, state, _check_preds(obj, y_pred))
-            cache[key] = (ref, id(weight), id(group), state)
-        return _grad_hess(obj, state, _check_preds(obj, y_pred))
-
-    objective_function.objective = obj
-    objective_function.__name__ = f"customobj_{type(obj).__name__}"
-    objective_function.__qualname__ = objective_function.__name__
-    objective_function.__doc__ = f"LightGBM scikit-learn objective for {obj!r}."
-    return objective_function
+def lightgbm_sklearn_objective(objective: Objective) -> LightGBMObjective:
+    """The same as :func:`lightgbm_objective` (kept for existing code): its result works with
+    ``LGBMRanker`` / ``LGBMRegressor`` / ``LGBMClassifier(objective=...)`` and ``lightgbm.train``."""
+    return LightGBMObjective(require_objective(objective, "lightgbm_sklearn_objective"))

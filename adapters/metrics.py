@@ -1,12 +1,20 @@
-"""customobj metrics (``customobj.metrics.get_metric`` names) as LightGBM ``feval`` and XGBoost
-``custom_metric``.
+"""customobj metrics (``customobj.metrics.get_metric`` names) as LightGBM ``feval`` /
+``eval_metric`` and XGBoost ``custom_metric``.
 
 Names: ``"ndcg@10"``, ``"err@10"``, ``"map"``, ``"mrr"``, ``"precision@100%"``, ``"misordered"``,
 ``"ndcg_mpboost@5"``, ... (see ``customobj.metrics.METRIC_NAMES``). Each metric is the mean over
 the queries of the evaluated data, read from the Dataset / DMatrix query boundaries (prepared once
-per data set). Multiclass margins ``(n, K)`` (McRank) are ranked by their expected grade.
+per data set, again after ``set_label`` / ``set_group``). Multiclass margins ``(n, K)`` (McRank)
+are ranked by their expected grade.
 
-Learning curves: these factories feed LightGBM's ``record_evaluation`` / ``evals_result`` and
+Reported names carry the prefix :data:`PREFIX` (``"co_ndcg@10"``): LightGBM and XGBoost have
+their own ``ndcg@10`` with other conventions, and one name for both would interleave two curves
+under one key of ``record_evaluation`` / ``evals_result``. (``co_`` and not ``customobj:``:
+XGBoost parses ``name:value`` out of its evaluation strings.) Everything here that takes a metric
+name accepts both forms (``"ndcg@10"`` or ``"co_ndcg@10"``); :func:`metric_key` gives the key
+to read a history with.
+
+Learning curves: these factories feed LightGBM's ``record_evaluation`` / ``evals_result_`` and
 XGBoost's ``evals_result``; nothing else records them.
 
 Early stopping direction:
@@ -14,7 +22,7 @@ Early stopping direction:
   uses it. Nothing to do.
 - XGBoost: ``custom_metric`` returns only ``(name, value)``; the direction is the single
   ``maximize=`` argument of ``xgboost.train`` (or ``EarlyStopping(maximize=...)``), and by default
-  XGBoost guesses it from the name (it would minimise ``err@10``). Pass
+  XGBoost guesses it from the name (it would minimise ``co_err@10``). Pass
   ``maximize=m.maximize`` (the direction of the last name, which XGBoost's early stopping watches),
   or use :func:`xgboost_early_stopping` to stop on any one of the names.
 """
@@ -25,20 +33,41 @@ import weakref
 import numpy as np
 
 from customobj.groups import Groups
-from customobj.metrics import get_metric
+from customobj.metrics import Metric, get_metric
 
 from ._data import ranking_scores
+from ._stamp import Stamp, lightgbm_fields, xgboost_fields
 
-__all__ = ["lightgbm_metric", "lightgbm_sklearn_metric", "xgboost_metric", "xgboost_early_stopping", "resolve_metrics"]
+__all__ = ["lightgbm_metric", "lightgbm_sklearn_metric", "xgboost_metric", "xgboost_early_stopping", "resolve_metrics",
+           "metric_key", "lookup_metric", "PREFIX"]
+
+#: Prefix of every metric name the adapters report (see the module docstring).
+PREFIX = "co_"
 
 
-def resolve_metrics(names):
-    """``get_metric`` for each name (at least one); errors name the bad one."""
+def lookup_metric(name: str) -> Metric:
+    """``customobj.metrics.get_metric`` that also accepts the reported form ``"co_ndcg@10"``."""
+    if isinstance(name, str) and name.strip().lower().startswith(PREFIX):
+        bare = name.strip()[len(PREFIX):]
+        try:
+            return get_metric(bare)
+        except ValueError as exc:  # name what the caller wrote, not the stripped form
+            raise ValueError(str(exc).replace(repr(bare), repr(name), 1)) from None
+    return get_metric(name)
+
+
+def metric_key(name: str) -> str:
+    """The name under which the adapters report metric ``name``: ``metric_key("NDCG@10") == "co_ndcg@10"``."""
+    return PREFIX + lookup_metric(name).name
+
+
+def resolve_metrics(names: tuple) -> tuple:
+    """``lookup_metric`` for each name (at least one); errors name the bad one."""
     if len(names) == 1 and isinstance(names[0], (list, tuple)):
         names = tuple(names[0])
     if not names:
         raise ValueError("give at least one metric name, e.g. 'ndcg@10'")
-    return tuple(get_metric(n) for n in names)
+    return tuple(lookup_metric(n) for n in names)
 
 
 def _groups_or_error(ptr, n_rows, what):
@@ -51,111 +80,187 @@ def _groups_or_error(ptr, n_rows, what):
 
 def _evaluate(metrics, preds, labels, groups):
     s = ranking_scores(preds)
-    return [(m.name, float(m.func(s, labels, groups)), m.higher_is_better) for m in metrics]
+    return [(PREFIX + m.name, float(m.func(s, labels, groups)), m.higher_is_better) for m in metrics]
 
 
 class _PerDatasetData:
-    """Labels and query groups read once per Dataset / DMatrix (weakly keyed)."""
+    """Labels and query groups read once per Dataset / DMatrix (weakly keyed), read again when
+    the data's labels or groups changed (``adapters._stamp``). Pickles without the cache."""
 
     _what = "training data"
 
     def __init__(self, metrics):
-        self.metrics = metrics
-        self._data = weakref.WeakKeyDictionary()  # Dataset / DMatrix -> (labels float64, Groups)
+        self.metrics = tuple(metrics)
+        self._data = weakref.WeakKeyDictionary()  # Dataset / DMatrix -> (Stamp, labels float64, Groups)
+
+    def __getstate__(self) -> dict:
+        return {"metrics": self.metrics}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["metrics"])
+
+    def __deepcopy__(self, memo: dict):
+        # LGBMModel.fit deep-copies eval_metric; the cache is per data set, so sharing it is right.
+        return self
+
+    @property
+    def names(self) -> tuple:
+        """The reported names, ``("co_ndcg@10", ...)``: the keys of the recorded histories."""
+        return tuple(PREFIX + m.name for m in self.metrics)
 
     def data_for(self, data):
+        fields = self._fields(data)
         hit = self._data.get(data)
-        if hit is None:
+        if hit is None or not hit[0].matches(fields):
             labels = np.asarray(data.get_label(), dtype=np.float64)
             groups = _groups_or_error(self._boundaries(data), labels.shape[0], self._what)
-            hit = self._data[data] = (labels, groups)
-        return hit
+            hit = self._data[data] = (self._stamp(fields), labels, groups)
+        return hit[1], hit[2]
 
 
-class _LightGBMMetric(_PerDatasetData):
+class LightGBMMetric(_PerDatasetData):
+    """customobj metrics for LightGBM, in both calling conventions: ``feval(preds, eval_data)``
+    of ``lightgbm.train`` and ``eval_metric(y_true, y_pred, weight, group)`` of the scikit-learn
+    estimators (four parameters, so LGBMRanker passes the query sizes). Results are
+    ``[(name, value, is_higher_better), ...]`` with names ``co_<metric>``."""
+
     _what = "LightGBM Dataset"
 
     @staticmethod
     def _boundaries(dataset):
         return dataset.get_field("group")
 
-    def __repr__(self):
+    @staticmethod
+    def _fields(dataset):
+        return lightgbm_fields(dataset, weight=False)
+
+    @staticmethod
+    def _stamp(fields):
+        return Stamp(fields, by="identity")  # the Dataset's own arrays: no leak
+
+    def __repr__(self) -> str:
         return f"lightgbm_metric({', '.join(repr(m.name) for m in self.metrics)})"
 
-    def __call__(self, preds, eval_data):
+    def __call__(self, first: np.ndarray, second: object, weight: np.ndarray | None = None,
+                 group: np.ndarray | None = None) -> list:
+        """``(preds, eval_data)`` from ``lightgbm.train`` or ``(y_true, y_pred, weight, group)``
+        from the scikit-learn estimators."""
+        if isinstance(second, np.ndarray):  # scikit-learn: labels and sizes come as arrays
+            labels = np.asarray(first, dtype=np.float64)
+            ptr = None
+            if group is not None and len(group) > 0:
+                ptr = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
+            return _evaluate(self.metrics, second, labels, _groups_or_error(ptr, labels.shape[0], "evaluation data"))
         from .lightgbm import _SCORE_OFFSETS  # corrections made by adapters.callbacks.LineSearch
 
-        labels, groups = self.data_for(eval_data)
-        offset = _SCORE_OFFSETS.get(eval_data)
+        labels, groups = self.data_for(second)
+        offset = _SCORE_OFFSETS.get(second)
+        preds = first
         if offset is not None:
             preds = np.asarray(preds) + offset
         return _evaluate(self.metrics, preds, labels, groups)
 
 
-def lightgbm_metric(*names):
-    """``feval`` for ``lightgbm.train(..., feval=...)``: a list of ``(name, value, is_higher_better)``.
+def lightgbm_metric(*names: str) -> LightGBMMetric:
+    """customobj metrics as LightGBM ``feval`` (``lightgbm.train``) or ``eval_metric`` (``LGBMRanker.fit``).
 
-    >>> lightgbm.train(params | {"metric": "None"}, dtrain, 100, valid_sets=[dvalid],
-    ...                feval=lightgbm_metric("ndcg@10", "err@10"),
-    ...                callbacks=[lightgbm.early_stopping(20), lightgbm.record_evaluation(curves)])
+    Parameters
+    ----------
+    *names : str
+        Metric names (``"ndcg@10"``, ``"err@10"``, ``"map"``, ... or their reported form ``"co_ndcg@10"``).
+
+    Returns
+    -------
+    LightGBMMetric
+        A picklable callable; results are named ``co_<metric>`` (``curves["valid"]["co_ndcg@10"]``).
+
+    Examples
+    --------
+    >>> import lightgbm, customobj
+    >>> from customobj.adapters import lightgbm_metric, lightgbm_objective
+    >>> d = customobj.data.synthetic(20, 10, 5)
+    >>> dtrain = lightgbm.Dataset(d.X, d.y, group=d.group)
+    >>> curves = {}
+    >>> booster = lightgbm.train({"objective": lightgbm_objective(customobj.LambdaRank()), "metric": "None",
+    ...                           "verbose": -1}, dtrain, 5, valid_sets=[dtrain], valid_names=["train"],
+    ...                          feval=lightgbm_metric("ndcg@10"), callbacks=[lightgbm.record_evaluation(curves)])
+    >>> len(curves["train"]["co_ndcg@10"])
+    5
     """
-    return _LightGBMMetric(resolve_metrics(names))
+    return LightGBMMetric(resolve_metrics(names))
 
 
-def lightgbm_sklearn_metric(*names):
-    """``eval_metric`` for ``LGBMRanker.fit``: a plain ``f(y_true, y_pred, weight, group)``."""
-    metrics = resolve_metrics(names)
-
-    def eval_metric(y_true, y_pred, weight, group):
-        labels = np.asarray(y_true, dtype=np.float64)
-        if group is None or len(group) == 0:
-            ptr = None
-        else:
-            ptr = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
-        groups = _groups_or_error(ptr, labels.shape[0], "evaluation data")
-        return _evaluate(metrics, y_pred, labels, groups)
-
-    eval_metric.metrics = metrics
-    return eval_metric
+def lightgbm_sklearn_metric(*names: str) -> LightGBMMetric:
+    """The same as :func:`lightgbm_metric` (kept for existing code): ``eval_metric`` for ``LGBMRanker.fit``."""
+    return LightGBMMetric(resolve_metrics(names))
 
 
-class _XGBoostMetric(_PerDatasetData):
+class XGBoostMetric(_PerDatasetData):
+    """customobj metrics as XGBoost ``custom_metric(preds, dmat) -> [(name, value), ...]``."""
+
     _what = "XGBoost DMatrix"
 
     @staticmethod
     def _boundaries(dmat):
         return dmat.get_uint_info("group_ptr")
 
+    @staticmethod
+    def _fields(dmat):
+        return xgboost_fields(dmat, weight=False)
+
+    @staticmethod
+    def _stamp(fields):
+        return Stamp(fields, by="content")  # views of XGBoost's buffers: hashed, never kept
+
     def __init__(self, metrics):
         super().__init__(metrics)
         #: Direction of the last metric: what ``xgboost.train(maximize=...)`` should get.
-        self.maximize = metrics[-1].higher_is_better
-        self.names = tuple(m.name for m in metrics)
+        self.maximize = self.metrics[-1].higher_is_better
 
-    def __repr__(self):
-        return f"xgboost_metric({', '.join(repr(n) for n in self.names)})"
+    def __repr__(self) -> str:
+        return f"xgboost_metric({', '.join(repr(m.name) for m in self.metrics)})"
 
-    def __call__(self, preds, dmat):
+    def __call__(self, preds: np.ndarray, dmat: object) -> list:
+        if not hasattr(dmat, "get_uint_info"):
+            raise TypeError(
+                "xgboost_metric is custom_metric for xgboost.train, called as f(preds, dmatrix); got a "
+                f"{type(dmat).__name__} second argument (XGBoost's scikit-learn eval_metric passes no query "
+                "groups: train with xgboost.train and a DMatrix built with group= or qid=)"
+            )
         labels, groups = self.data_for(dmat)
         return [(name, value) for name, value, _ in _evaluate(self.metrics, preds, labels, groups)]
 
 
-def xgboost_metric(*names):
-    """``custom_metric`` for ``xgboost.train``: a list of ``(name, value)``.
+def xgboost_metric(*names: str) -> XGBoostMetric:
+    """``custom_metric`` for ``xgboost.train``: a list of ``(name, value)``, names ``co_<metric>``.
 
     The returned callable has ``.maximize`` (direction of the last name) for ``xgboost.train(maximize=...)``.
     With a custom objective XGBoost hands the metric raw margins; with a native objective it hands
     transformed predictions, which for ``rank:*`` and ``reg:squarederror`` are the margins too.
+
+    Examples
+    --------
+    >>> import xgboost, customobj
+    >>> from customobj.adapters import xgboost_metric
+    >>> d = customobj.data.synthetic(20, 10, 5)
+    >>> dtrain = xgboost.DMatrix(d.X, d.y, group=d.group)
+    >>> m, hist = xgboost_metric("ndcg@10"), {}
+    >>> booster = xgboost.train({"objective": "rank:ndcg"}, dtrain, 5, evals=[(dtrain, "train")],
+    ...                         custom_metric=m, maximize=m.maximize, evals_result=hist, verbose_eval=False)
+    >>> len(hist["train"]["co_ndcg@10"])
+    5
     """
-    return _XGBoostMetric(resolve_metrics(names))
+    return XGBoostMetric(resolve_metrics(names))
 
 
-def xgboost_early_stopping(rounds, metric, *, data_name=None, save_best=False, min_delta=0.0):
-    """``xgboost.callback.EarlyStopping`` watching one customobj metric in its right direction."""
+def xgboost_early_stopping(rounds: int, metric: str, *, data_name: str | None = None, save_best: bool = False,
+                           min_delta: float = 0.0) -> object:
+    """``xgboost.callback.EarlyStopping`` watching one customobj metric (``"ndcg@10"`` or
+    ``"co_ndcg@10"``) of :func:`xgboost_metric` in its right direction."""
     import xgboost
 
     m = resolve_metrics((metric,))[0]
     return xgboost.callback.EarlyStopping(
-        rounds=rounds, metric_name=m.name, data_name=data_name, maximize=m.higher_is_better,
+        rounds=rounds, metric_name=PREFIX + m.name, data_name=data_name, maximize=m.higher_is_better,
         save_best=save_best, min_delta=min_delta,
     )

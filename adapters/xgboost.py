@@ -26,12 +26,14 @@ or ``DMatrix(qid=...)``. Pointwise objectives work with XGBRegressor through
 """
 from __future__ import annotations
 
-import inspect
 import weakref
 
 import numpy as np
 
-from ._data import check_outputs, prepare_state, require_objective, rows_weight
+from customobj.objectives.base import Objective
+
+from ._data import TrainState, check_outputs, known_outputs, prepare_state, require_objective, rows_weight
+from ._stamp import Stamp, xgboost_fields
 
 __all__ = ["xgboost_objective", "xgboost_params", "xgboost_sklearn_objective", "XGBoostObjective"]
 
@@ -56,7 +58,7 @@ def _grad_hess(objective, state, preds):
     preds = np.asarray(preds)
     if preds.ndim == 2 and objective.n_outputs == 1 and preds.shape[1] == 1:
         preds = preds[:, 0]
-    check_outputs(objective, preds, "XGBoost", f"set params num_class={objective.n_outputs}")
+    check_outputs(objective, preds, "XGBoost", f"set params num_class={known_outputs(objective, 'XGBoost')}")
     np.copyto(state.scores, preds, casting="same_kind")
     objective.grad_hess_prepared(state.scores, state.prep, state.grad, state.hess)
     np.copyto(state.out_grad, state.grad, casting="same_kind")
@@ -64,47 +66,113 @@ def _grad_hess(objective, state, preds):
     return state.out_grad, state.out_hess
 
 
+_SKLEARN_GROUPS = (
+    "{name} needs query groups, which XGBoost's scikit-learn estimators never pass to a custom objective "
+    "(and XGBRanker rejects callables): use xgboost.train with customobj.adapters.xgboost_objective and a "
+    "DMatrix built with group= or qid="
+)
+
+
+def _is_dmatrix(data):
+    return hasattr(data, "get_uint_info") and hasattr(data, "get_label")
+
+
 class XGBoostObjective:
-    """``f(preds, dtrain) -> (grad, hess)`` for ``xgboost.train(obj=f)``; see the module docstring."""
+    """A customobj objective as an XGBoost objective, for both of XGBoost's calling conventions.
 
-    def __init__(self, objective):
+    - ``xgboost.train(obj=f)``: ``f(preds, dtrain)``; labels, weights and query offsets are read
+      from the DMatrix and prepared once per DMatrix (weakly keyed), again when ``set_label`` /
+      ``set_weight`` / ``set_group`` changed them (a sample hash of XGBoost's buffers, see
+      ``adapters._stamp``).
+    - ``XGBRegressor`` / ``XGBClassifier(objective=f)``: ``f(y_true, y_pred, sample_weight=...)``;
+      pointwise objectives only (no query groups reach it). XGBoost hands a fresh label array
+      every round, so the previous round's labels and weights are compared (O(n), like the score copy).
+
+    The second argument tells the two apart: a DMatrix, or the score array. Pickles (objective only).
+    """
+
+    def __init__(self, objective: Objective):
         self.objective = require_objective(objective, "xgboost_objective")
-        self._states = weakref.WeakKeyDictionary()
+        self._states = weakref.WeakKeyDictionary()  # DMatrix -> TrainState
+        self._last = None  # scikit-learn calls: (labels copy, weight copy or None, TrainState)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"xgboost_objective({self.objective!r})"
 
-    def __getstate__(self):
-        # The per-dataset cache holds weak references (not picklable) and is rebuilt where the
-        # callable lands, e.g. on a Dask worker: only the objective travels.
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.objective == self.objective
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.objective))
+
+    def __getstate__(self) -> dict:
+        # The per-dataset caches hold weak references (not picklable) and are rebuilt where the
+        # callable lands (a Dask worker, a loaded model): only the objective travels.
         return {"objective": self.objective}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict) -> None:
         self.__init__(state["objective"])
 
-    def state_for(self, dtrain):
+    def __deepcopy__(self, memo: dict) -> "XGBoostObjective":
+        return self  # scikit-learn's clone deep-copies params; the caches are per data set
+
+    def state_for(self, dtrain: object) -> TrainState:
+        """The prepared data and buffers of ``dtrain`` (built on first use and after its labels,
+        weights or groups changed)."""
+        fields = xgboost_fields(dtrain)
         state = self._states.get(dtrain)
-        if state is None:
+        if state is None or not state.stamp.matches(fields):
             ptr = _dmatrix_ptr(dtrain)
             state = _new_state(self.objective, dtrain.get_label(), ptr, dtrain.get_weight())
+            state.stamp = Stamp(fields, by="content")  # views of XGBoost's buffers: hashed, never kept
             self._states[dtrain] = state
         return state
 
-    def __call__(self, preds, dtrain):
-        return _grad_hess(self.objective, self.state_for(dtrain), preds)
+    def _sklearn_state(self, y_true, sample_weight) -> TrainState:
+        if self.objective.needs_group:
+            raise ValueError(_SKLEARN_GROUPS.format(name=type(self.objective).__name__))
+        y = np.asarray(y_true)
+        w = None if sample_weight is None or np.size(sample_weight) == 0 else np.asarray(sample_weight)
+        last = self._last
+        if last is not None and np.array_equal(last[0], y) and (
+            (w is None and last[1] is None) or (w is not None and last[1] is not None and np.array_equal(last[1], w))
+        ):
+            return last[2]
+        state = _new_state(self.objective, y, None, w)
+        self._last = (y.copy(), None if w is None else w.copy(), state)
+        return state
+
+    def __call__(self, first: np.ndarray, second: object,
+                 sample_weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(preds, dtrain)`` from ``xgboost.train``, or ``(y_true, y_pred, sample_weight=...)``
+        from the scikit-learn estimators; returns float32 ``(grad, hess)``."""
+        if _is_dmatrix(second):
+            return _grad_hess(self.objective, self.state_for(second), first)
+        if not isinstance(second, np.ndarray):
+            raise TypeError(
+                "xgboost_objective is called as f(preds, dtrain) by xgboost.train or f(y_true, y_pred, "
+                f"sample_weight=...) by XGBRegressor; got a {type(second).__name__} second argument"
+            )
+        return _grad_hess(self.objective, self._sklearn_state(first, sample_weight), second)
 
 
-def xgboost_objective(objective):
-    """Wrap a customobj objective for ``xgboost.train(params, dtrain, obj=...)``.
+def xgboost_objective(objective: Objective) -> XGBoostObjective:
+    """Wrap a customobj objective for ``xgboost.train(params, dtrain, obj=...)`` (and, pointwise
+    objectives, ``XGBRegressor(objective=...)``); see :class:`XGBoostObjective`.
 
+    Examples
+    --------
+    >>> import xgboost, customobj
+    >>> from customobj.adapters import xgboost_objective, xgboost_params
+    >>> d = customobj.data.synthetic(20, 10, 5)
     >>> obj = customobj.RankNet()
-    >>> booster = xgboost.train(xgboost_params(obj, {"tree_method": "hist"}), dtrain, 100,
-    ...                         obj=xgboost_objective(obj))
+    >>> booster = xgboost.train(xgboost_params(obj, {"tree_method": "hist"}),
+    ...                         xgboost.DMatrix(d.X, d.y, group=d.group), 5, obj=xgboost_objective(obj))
     """
     return XGBoostObjective(objective)
 
 
-def xgboost_params(objective, params=None):
+def xgboost_params(objective: Objective, params: dict | None = None) -> dict:
     """A copy of ``params`` completed for a custom objective: ``base_score=0`` unless set (so
     pointwise terms see the true margin), ``num_class=K`` for multi-output objectives, and
     ``disable_default_eval_metric`` (the default metric would evaluate a meaningless objective)."""
@@ -112,12 +180,7 @@ def xgboost_params(objective, params=None):
     out = dict(params or {})
     out.setdefault("base_score", 0.0)
     out.setdefault("disable_default_eval_metric", 1)
-    k = objective.n_outputs
-    if k is None:
-        raise ValueError(
-            f"{type(objective).__name__} does not know its number of outputs yet: pass n_classes= "
-            "so that num_class can be set before training"
-        )
+    k = known_outputs(objective, "xgboost_params")
     if k > 1:
         if out.get("num_class", k) != k:
             raise ValueError(f"{type(objective).__name__} has {k} outputs but params num_class={out['num_class']}")
@@ -125,36 +188,20 @@ def xgboost_params(objective, params=None):
     return out
 
 
-def xgboost_sklearn_objective(objective):
-    """A ``(y_true, y_pred, sample_weight)`` objective for XGBRegressor / XGBClassifier.
+def xgboost_sklearn_objective(objective: Objective) -> XGBoostObjective:
+    """A ``(y_true, y_pred, sample_weight)`` objective for XGBRegressor / XGBClassifier: the same
+    picklable callable as :func:`xgboost_objective`, refusing at once objectives that need query
+    groups (XGBoost's estimators pass none; see the module docstring).
 
-    Pointwise objectives only (see the module docstring: XGBoost's estimators pass no query
-    groups). Preparation is reused while the labels and weights stay the same.
+    Examples
+    --------
+    >>> import xgboost, customobj
+    >>> from customobj.adapters import xgboost_sklearn_objective
+    >>> d = customobj.data.synthetic(20, 10, 5)
+    >>> model = xgboost.XGBRegressor(n_estimators=5, base_score=0.0,
+    ...                              objective=xgboost_sklearn_objective(customobj.SquaredError())).fit(d.X, d.y)
     """
     obj = require_objective(objective, "xgboost_sklearn_objective")
     if obj.needs_group:
-        raise ValueError(
-            f"{type(obj).__name__} needs query groups, which XGBoost's scikit-learn estimators never pass "
-            "to a custom objective (and XGBRanker rejects callables): use xgboost.train with "
-            "customobj.adapters.xgboost_objective and a DMatrix built with group= or qid="
-        )
-    last = []  # [(labels, weight, state)] of the previous call
-
-    def objective_function(y_true, y_pred, sample_weight=None):
-        # XGBoost hands a fresh label array every round, so identity cannot key a cache:
-        # compare with the previous round's data instead (O(n), like the score copy).
-        y = np.asarray(y_true)
-        w = None if sample_weight is None or np.size(sample_weight) == 0 else np.asarray(sample_weight)
-        if last and np.array_equal(last[0][0], y) and (
-            (w is None and last[0][1] is None) or (w is not None and last[0][1] is not None and np.array_equal(last[0][1], w))
-        ):
-            state = last[0][2]
-        else:
-            state = _new_state(obj, y, None, w)
-            last[:] = [(y.copy(), None if w is None else w.copy(), state)]
-        return _grad_hess(obj, state, y_pred)
-
-    objective_function.objective = obj
-    objective_function.__name__ = f"customobj_{type(obj).__name__}"
-    objective_function.__signature__ = inspect.signature(objective_function)
-    return objective_function
+        raise ValueError(_SKLEARN_GROUPS.format(name=type(obj).__name__))
+    return XGBoostObjective(obj)

@@ -216,3 +216,103 @@ def test_train_with_user_partitions_checks_them(client, mq2008):
         ad.train_xgboost(client, {}, Xd, y, qid, customobj.LambdaRank(), num_boost_round=1)
     with pytest.raises(ValueError, match="straddles partitions 0 and 1"):
         ad.train_lightgbm(client, {}, Xd, y, qid, customobj.LambdaRank(), num_boost_round=1)
+
+
+# ------------------------------------------------------------------------------------------------
+# early stopping and histories (the flows of docs/distributed.md, small)
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_ranking():
+    train = customobj.data.synthetic(80, 15, 6, seed=0)
+    valid = customobj.data.synthetic(40, 15, 6, seed=1)
+    return train, valid
+
+
+def test_documented_xgboost_flow_records_a_history_and_stops_early(client, small_ranking):
+    train, valid = small_ranking
+    out = ad.train_xgboost(client, {"tree_method": "hist", "max_leaves": 7, "eta": 0.3, "eval_metric": "ndcg@10"},
+                           train.X, train.y, train.group, customobj.LambdaRank(), num_boost_round=60,
+                           evals=[(valid.X, valid.y, valid.group, "valid")], early_stopping_rounds=3,
+                           verbose_eval=False)
+    curve = out["history"]["valid"]["ndcg@10"]
+    assert 0 < len(curve) < 60  # stopped early, both workers at the same round (no hang)
+    assert out["booster"].best_iteration == int(np.argmax(curve))
+
+
+def test_documented_lightgbm_flow_history_covers_all_validation_queries(client, small_ranking):
+    train, valid = small_ranking
+    model = ad.train_lightgbm(client, {"num_leaves": 7, "learning_rate": 0.2, "min_data_in_leaf": 5},
+                              train.X, train.y, train.group, customobj.QBRank(), num_boost_round=8)
+    history = ad.lightgbm_history(model, [(valid.X, valid.y, valid.group)], "ndcg@10", "co_err@10")
+    curve = history["valid_0"]["co_ndcg@10"]
+    assert len(curve) == 8 and len(history["valid_0"]["co_err@10"]) == 8
+    ranker = model.to_local()
+    for i in (1, 8):  # round i of the history is the model cut after i rounds, on every query
+        want = ndcg(ranker.predict(valid.X, num_iteration=i, raw_score=True), valid.y, valid.group, 10)
+        assert curve[i - 1] == pytest.approx(want, abs=1e-9)
+
+
+def test_lightgbm_history_of_a_local_model_and_bad_eval_set(small_ranking):
+    train, valid = small_ranking
+    ranker = lgb.LGBMRanker(objective=adapters.lightgbm_objective(customobj.LambdaRank()), n_estimators=4,
+                            num_leaves=7, verbose=-1, n_jobs=1).fit(train.X, train.y, group=train.group)
+    qid = np.repeat(np.arange(len(valid.group)), valid.group)  # per-row ids work as well as sizes
+    curve = ad.lightgbm_history(ranker, [(valid.X, valid.y, qid)])["valid_0"]["co_ndcg@10"]
+    assert len(curve) == 4
+    assert curve[-1] == pytest.approx(ndcg(ranker.predict(valid.X, raw_score=True), valid.y, valid.group, 10))
+    with pytest.raises(ValueError, match=r"eval_set entries must be \(X, y, qid_or_group\)"):
+        ad.lightgbm_history(ranker, [(valid.X, valid.y)])
+
+
+@pytest.mark.parametrize("how", [
+    dict(fit={"callbacks": [lgb.early_stopping(5)]}),
+    dict(params={"early_stopping_round": 5}),
+    dict(params={"n_iter_no_change": 5}),
+    dict(params={"early_stopping_rounds": 5}),
+])
+def test_lightgbm_early_stopping_is_refused_before_training(how):
+    X, y, g = np.zeros((10, 2)), np.zeros(10), [5, 5]
+    # client=None: the refusal comes before anything touches the cluster or the data
+    with pytest.raises(ValueError, match="lightgbm.dask cannot stop early.*lightgbm_history.*train_xgboost"):
+        ad.train_lightgbm(None, how.get("params", {}), X, y, g, customobj.LambdaRank(), **how.get("fit", {}))
+
+
+def test_xgboost_early_stopping_on_a_custom_metric_is_refused():
+    X, y, g = np.zeros((10, 2)), np.zeros(10), [5, 5]
+    with pytest.raises(ValueError, match="early stopping on a custom_metric.*eval_metric"):
+        ad.train_xgboost(None, {}, X, y, g, customobj.LambdaRank(), early_stopping_rounds=3,
+                         custom_metric=adapters.xgboost_metric("ndcg@10"))
+    with pytest.raises(ValueError, match="early stopping on a custom_metric"):
+        ad.train_xgboost(None, {}, X, y, g, customobj.LambdaRank(), custom_metric=adapters.xgboost_metric("ndcg@10"),
+                         callbacks=[adapters.xgboost_early_stopping(3, "ndcg@10")])
+
+
+def test_mcrank_without_classes_says_what_to_do():
+    X, y, g = np.zeros((10, 2)), np.zeros(10), [5, 5]
+    with pytest.raises(ValueError, match=r"McRank\(n_classes=K\).*prepare\(labels\)"):
+        ad.train_lightgbm(None, {}, X, y, g, customobj.McRank())
+
+
+def test_parquet_files_of_whole_queries_keep_their_partitions(tmp_path):
+    """dask-expr fuses small files into fewer partitions per column projection; the partitions
+    are read from the array itself, so X, y and qid agree and whole queries stay whole."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    sizes = np.array([30, 20, 25, 25, 40, 10])
+    qid = np.repeat(np.arange(6), sizes)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(qid.size, 5))
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(5)]).assign(label=rng.integers(0, 3, qid.size), qid=qid)
+    for i, cut in enumerate([(0, 50), (50, 100), (100, 150)]):  # three files of whole queries
+        frame.iloc[cut[0]:cut[1]].to_parquet(tmp_path / f"part-{i}.parquet")
+    df = dd.read_parquet(str(tmp_path / "*.parquet"))
+    parts = ad.query_partitions(df[[f"f{j}" for j in range(5)]], df["label"], df["qid"])
+    _check_aligned(parts, sizes)
+    np.testing.assert_array_equal(parts.X.compute(), X)
+
+
+def test_xgboost_evals_without_a_metric_is_refused():
+    """The old docs snippet: evals= without eval_metric trained and recorded an empty history."""
+    X, y, g = np.zeros((10, 2)), np.zeros(10), [5, 5]
+    with pytest.raises(ValueError, match=r"records no history.*params\['eval_metric'\]"):
+        ad.train_xgboost(None, {"tree_method": "hist"}, X, y, g, customobj.LambdaRank(), evals=[(X, y, g, "valid")])

@@ -128,7 +128,8 @@ def test_sklearn_ranker_matches_train(small):
     X, y, sizes = small
     obj = customobj.RankNet()
     fn = adapters.lightgbm_sklearn_objective(obj)
-    assert list(inspect.signature(fn).parameters) == ["y_true", "y_pred", "weight", "group"]
+    # Four parameters: LightGBM's estimators then pass the query sizes (they count parameters).
+    assert len(inspect.signature(fn).parameters) == 4
     kw = dict(n_estimators=8, num_leaves=7, learning_rate=0.2, min_child_samples=10, verbose=-1, n_jobs=2,
               deterministic=True, force_row_wise=True)
     ranker = lgb.LGBMRanker(objective=fn, **kw).fit(X, y, group=sizes)
@@ -151,12 +152,13 @@ def test_metric_values_flags_and_record_evaluation(small):
     s = booster.predict(X, raw_score=True)
     got = feval(s, ds)
     flags = {name: hib for name, _, hib in got}
-    assert flags["misordered"] is False and flags["ndcg@10"] is True and flags["err@10"] is True
+    assert flags["co_misordered"] is False and flags["co_ndcg@10"] is True and flags["co_err@10"] is True
     for name, value, _ in got:
-        assert value == pytest.approx(get_metric(name).func(s, y, sizes))
+        assert name.startswith("co_")
+        assert value == pytest.approx(get_metric(name[3:]).func(s, y, sizes))
         assert curves["train"][name][-1] == pytest.approx(value)
         assert len(curves["train"][name]) == 6
-    assert curves["train"]["misordered"][-1] == pytest.approx(misordered_pairs(s, y, sizes)[1])
+    assert curves["train"]["co_misordered"][-1] == pytest.approx(misordered_pairs(s, y, sizes)[1])
 
 
 def test_early_stopping_uses_metric_direction(small):
@@ -169,7 +171,7 @@ def test_early_stopping_uses_metric_direction(small):
         booster = lgb.train(dict(P, objective=adapters.lightgbm_objective(customobj.RankNet())), _ds(small), 40,
                             valid_sets=[dv], feval=adapters.lightgbm_metric(name),
                             callbacks=[lgb.early_stopping(5, verbose=False), lgb.record_evaluation(curves)])
-        curve = np.array(curves["valid_0"][name])
+        curve = np.array(curves["valid_0"][adapters.metric_key(name)])
         best = np.argmax(curve) if get_metric(name).higher_is_better else np.argmin(curve)
         assert booster.best_iteration == best + 1
 
@@ -231,7 +233,7 @@ def test_line_search_keeps_evaluation_consistent(small):
     Xv = X + rng.normal(scale=0.1, size=X.shape)
     ls, booster, curves = _line_search_run(small, customobj.QBRank(), valid=(Xv, y, sizes), shrinkage=0.5)
     final = ndcg(booster.predict(Xv, raw_score=True), y, sizes, 10)
-    assert curves["v"]["ndcg@10"][-1] == pytest.approx(final)
+    assert curves["v"]["co_ndcg@10"][-1] == pytest.approx(final)
 
 
 def test_line_search_warns_for_metrics_it_cannot_correct(small):
@@ -262,3 +264,104 @@ def test_import_sets_passive_wait_policy_unless_user_chose():
     assert _fresh_python(code, OMP_WAIT_POLICY="active").stdout.split() == ["active", "0"]
     late = _fresh_python("import lightgbm, customobj.adapters")
     assert "imported before customobj.adapters" in late.stderr
+
+
+# --- one callable for lightgbm.train and the scikit-learn estimators; pickling -----------------
+KW = dict(n_estimators=6, num_leaves=7, learning_rate=0.2, min_child_samples=10, verbose=-1, n_jobs=1,
+          deterministic=True, force_row_wise=True)
+
+
+def _split(data, n_queries):
+    X, y, sizes = data
+    cut = int(np.sum(sizes[:n_queries]))
+    return (X[:cut], y[:cut], sizes[:n_queries]), (X[cut:], y[cut:], sizes[n_queries:])
+
+
+def test_lightgbm_objective_and_metric_work_in_lgbmranker_with_early_stopping(small):
+    (X, y, g), (Xv, yv, gv) = _split(small, 40)
+    obj = customobj.LambdaRank()
+    ranker = lgb.LGBMRanker(objective=adapters.lightgbm_objective(obj), **dict(KW, n_estimators=60))
+    ranker.fit(X, y, group=g, eval_X=(Xv,), eval_y=(yv,), eval_group=[gv], eval_at=[10],
+               eval_metric=adapters.lightgbm_metric("ndcg@10"), callbacks=[lgb.early_stopping(5, verbose=False)])
+    hist = ranker.evals_result_["valid_0"]
+    assert set(hist) == {"ndcg@10", "co_ndcg@10"}  # LightGBM's and customobj's curves kept apart
+    assert len(hist["co_ndcg@10"]) == len(hist["ndcg@10"]) > 0
+    assert 0 < ranker.best_iteration_ < 60
+    best = ranker.best_iteration_  # the fitted model keeps the trees up to the best round
+    assert hist["co_ndcg@10"][best - 1] == pytest.approx(ndcg(ranker.predict(Xv, raw_score=True), yv, gv, 10))
+    # The same callable as lightgbm.train's objective trains the same model.
+    booster = lgb.train(dict(P, num_leaves=7, learning_rate=0.2, min_data_in_leaf=10,
+                             objective=adapters.lightgbm_objective(obj)), lgb.Dataset(X, y, group=g), 3)
+    same = lgb.LGBMRanker(objective=adapters.lightgbm_objective(obj), **dict(KW, n_estimators=3)).fit(X, y, group=g)
+    np.testing.assert_allclose(same.predict(X, raw_score=True), booster.predict(X, raw_score=True), atol=1e-9)
+
+
+def test_lightgbm_objective_rejects_a_second_argument_of_the_wrong_kind():
+    with pytest.raises(TypeError, match=r"f\(preds, train_data\).*f\(y_true, y_pred, weight, group\).*list"):
+        adapters.lightgbm_objective(customobj.RankNet())(np.zeros(3), [0.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize("dump", ["pickle", "joblib"])
+def test_fitted_estimators_pickle_and_predict_the_same(small, tmp_path, dump):
+    import pickle
+
+    import joblib
+
+    X, y, sizes = small
+    ranker = lgb.LGBMRanker(objective=adapters.lightgbm_objective(customobj.LambdaRank()), **KW).fit(
+        X, y, group=sizes, eval_X=(X,), eval_y=(y,), eval_group=[sizes], eval_metric=adapters.lightgbm_metric("ndcg@10"))
+    reg = lgb.LGBMRegressor(objective=adapters.lightgbm_sklearn_objective(customobj.SquaredError()), **KW).fit(X, y)
+    for model in (ranker, reg):
+        path = tmp_path / f"{type(model).__name__}.bin"
+        if dump == "pickle":
+            path.write_bytes(pickle.dumps(model))
+            back = pickle.loads(path.read_bytes())
+        else:
+            joblib.dump(model, path)
+            back = joblib.load(path)
+        np.testing.assert_array_equal(back.predict(X), model.predict(X))
+        assert back.objective == model.objective  # the customobj objective travelled
+    # The loaded objective trains again (its per-dataset state is rebuilt where it lands).
+    again = pickle.loads(pickle.dumps(ranker)).fit(X, y, group=sizes)
+    np.testing.assert_allclose(again.predict(X), ranker.predict(X), atol=1e-12)
+
+
+# --- caches notice set_label / set_weight / set_group ------------------------------------------
+def _grad(f, ds, preds):
+    g, h = f(preds, ds)
+    return g.copy(), h.copy()
+
+
+def test_objective_follows_set_label_set_weight_set_group(small):
+    X, y, sizes = small
+    obj = customobj.RankNet()
+    f = adapters.lightgbm_objective(obj)
+    ds = _ds(small, params={"verbosity": -1}).construct()
+    s = np.random.default_rng(0).normal(size=len(y))
+    g0, _ = _grad(f, ds, s)
+    np.testing.assert_allclose(g0, obj.grad_hess(s, y, sizes)[0].astype(np.float32), rtol=1e-6, atol=1e-7)
+    y2 = y[::-1].copy()
+    ds.set_label(y2)
+    g1, _ = _grad(f, ds, s)
+    np.testing.assert_allclose(g1, obj.grad_hess(s, y2, sizes)[0].astype(np.float32), rtol=1e-6, atol=1e-7)
+    w = np.linspace(0.5, 2.0, len(y))
+    ds.set_weight(w)
+    g2, _ = _grad(f, ds, s)
+    np.testing.assert_allclose(g2, obj.grad_hess(s, y2, sizes, weight=w)[0].astype(np.float32), rtol=1e-5, atol=1e-7)
+    sizes2 = np.array([len(y) // 2, len(y) - len(y) // 2])
+    ds.set_group(sizes2)
+    g3, _ = _grad(f, ds, s)
+    np.testing.assert_allclose(g3, obj.grad_hess(s, y2, sizes2, weight=w)[0].astype(np.float32), rtol=1e-5, atol=1e-7)
+
+
+def test_training_after_set_label_uses_the_new_labels(small):
+    X, y, sizes = small
+    y2 = np.random.default_rng(9).permutation(y)
+    f = adapters.lightgbm_objective(customobj.RankNet())
+    ds = _ds(small, free_raw_data=False)
+    lgb.train(dict(P, objective=f), ds, 3)
+    ds.set_label(y2)
+    reused = lgb.train(dict(P, objective=f), ds, 3)
+    fresh = lgb.train(dict(P, objective=adapters.lightgbm_objective(customobj.RankNet())),
+                      lgb.Dataset(X, y2, group=sizes), 3)
+    np.testing.assert_allclose(reused.predict(X), fresh.predict(X), atol=1e-9)

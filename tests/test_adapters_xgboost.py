@@ -136,7 +136,8 @@ def test_metric_values_and_evals_result(small):
                      verbose_eval=False)
     s = booster.predict(d, output_margin=True)
     for name, value in m(s, d):
-        assert value == pytest.approx(get_metric(name).func(s, y, sizes), rel=1e-5)
+        assert name.startswith("co_")  # never the key of XGBoost's own ndcg@10
+        assert value == pytest.approx(get_metric(name[3:]).func(s, y, sizes), rel=1e-5)
         assert res["train"][name][-1] == pytest.approx(value, rel=1e-5)
         assert len(res["train"][name]) == 5
 
@@ -150,7 +151,7 @@ def test_early_stopping_helper_direction(small, name):
     booster = _train(customobj.RankNet(), xgb.DMatrix(X, y, group=sizes), 40, evals=[(dv, "v")],
                      custom_metric=adapters.xgboost_metric(name), evals_result=res, verbose_eval=False,
                      callbacks=[adapters.xgboost_early_stopping(4, name)])
-    curve = np.array(res["v"][name])
+    curve = np.array(res["v"][adapters.metric_key(name)])
     best = np.argmax(curve) if get_metric(name).higher_is_better else np.argmin(curve)
     assert booster.best_iteration == best
 
@@ -164,3 +165,74 @@ def test_sklearn_regressor_pointwise_only(small):
     np.testing.assert_allclose(reg.predict(X), native.predict(X), atol=1e-6)
     with pytest.raises(ValueError, match="query groups"):
         adapters.xgboost_sklearn_objective(customobj.RankNet())
+
+
+# --- scikit-learn estimators, pickling ----------------------------------------------------------
+@pytest.mark.parametrize("factory", [adapters.xgboost_sklearn_objective, adapters.xgboost_objective])
+def test_fitted_xgbregressor_pickles_and_predicts_the_same(small, tmp_path, factory):
+    import pickle
+
+    import joblib
+
+    X, y, _ = small
+    reg = xgb.XGBRegressor(n_estimators=6, max_depth=3, base_score=0.0, n_jobs=1,
+                           objective=factory(customobj.SquaredError())).fit(X, y, sample_weight=np.linspace(0.5, 2, len(y)))
+    back = pickle.loads(pickle.dumps(reg))
+    np.testing.assert_array_equal(back.predict(X), reg.predict(X))
+    joblib.dump(reg, tmp_path / "reg.joblib")
+    loaded = joblib.load(tmp_path / "reg.joblib")
+    np.testing.assert_array_equal(loaded.predict(X), reg.predict(X))
+    assert loaded.objective == reg.objective
+    loaded.fit(X, y, sample_weight=np.linspace(0.5, 2, len(y)))  # trains again after loading
+    np.testing.assert_allclose(loaded.predict(X), reg.predict(X), atol=1e-6)
+
+
+def test_xgboost_objective_in_xgbregressor_refuses_ranking_objectives(small):
+    X, y, _ = small
+    with pytest.raises(ValueError, match="never pass to a custom objective.*xgboost.train"):
+        xgb.XGBRegressor(n_estimators=2, objective=adapters.xgboost_objective(customobj.RankNet())).fit(X, y)
+    with pytest.raises(TypeError, match=r"f\(preds, dtrain\).*list"):
+        adapters.xgboost_objective(customobj.SquaredError())(np.zeros(3), [1.0, 2.0, 3.0])
+
+
+# --- caches notice set_label / set_weight / set_group ------------------------------------------
+def test_objective_follows_dmatrix_set_label_set_weight_set_group(small):
+    X, y, sizes = small
+    obj = customobj.RankNet()
+    f = adapters.xgboost_objective(obj)
+    d = xgb.DMatrix(X, y, group=sizes)
+    s = np.random.default_rng(0).normal(size=len(y)).astype(np.float32)
+
+    def check(labels, groups, weight=None):
+        g, _ = f(s, d)
+        want = obj.grad_hess(s.astype(np.float64), labels, groups, weight=weight)[0].astype(np.float32)
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+
+    check(y, sizes)
+    y2 = y[::-1].copy()
+    d.set_label(y2)
+    check(y2, sizes)
+    sizes2 = np.array([len(y) // 2, len(y) - len(y) // 2])
+    d.set_group(sizes2)
+    check(y2, sizes2)
+    wq = np.array([0.5, 2.0])  # XGBoost's ranking weights: one per query
+    d.set_weight(wq)
+    check(y2, sizes2, weight=np.repeat(wq, sizes2))
+
+
+def test_training_after_dmatrix_set_label_uses_the_new_labels(small):
+    X, y, sizes = small
+    y2 = np.random.default_rng(9).permutation(y)
+    obj = customobj.RankNet()
+    d = xgb.DMatrix(X, y, group=sizes)
+    f = adapters.xgboost_objective(obj)
+    xgb.train(adapters.xgboost_params(obj, P), d, 2, obj=f)
+    d.set_label(y2)
+    reused = xgb.train(adapters.xgboost_params(obj, P), d, 2, obj=f)
+    fresh = _train(customobj.RankNet(), xgb.DMatrix(X, y2, group=sizes), 2)
+    np.testing.assert_allclose(reused.predict(xgb.DMatrix(X)), fresh.predict(xgb.DMatrix(X)), atol=1e-6)
+
+
+def test_xgboost_params_says_how_to_give_mcrank_its_classes():
+    with pytest.raises(ValueError, match=r"McRank\(n_classes=K\).*prepare\(labels\)"):
+        adapters.xgboost_params(customobj.McRank())

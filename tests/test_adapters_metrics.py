@@ -1,0 +1,115 @@
+"""adapters.metrics: co_ names that never collide with the libraries' own metrics, name lookup in
+both forms, caches that follow set_label / set_group, pickling."""
+import pickle
+
+import numpy as np
+import pytest
+
+from customobj import adapters  # before lightgbm / xgboost: sets the OpenMP wait policy
+
+import lightgbm as lgb
+import xgboost as xgb
+
+import customobj
+from customobj.adapters.metrics import lookup_metric
+from customobj.metrics import ndcg
+
+P = dict(num_leaves=7, learning_rate=0.2, min_data_in_leaf=10, verbose=-1, num_threads=1, deterministic=True,
+         force_row_wise=True)
+
+
+@pytest.fixture(scope="module")
+def small():
+    d = customobj.data.synthetic(40, 15, 5, seed=3)
+    return d.X, d.y, np.asarray(d.group)
+
+
+def test_names_carry_the_prefix_and_lookups_take_both_forms():
+    assert adapters.PREFIX == "co_"
+    assert adapters.metric_key("NDCG@10") == adapters.metric_key("co_ndcg@10") == "co_ndcg@10"
+    assert lookup_metric("co_err@5").name == lookup_metric("err@5").name == "err@5"
+    assert adapters.lightgbm_metric("ndcg@10", "co_map").names == ("co_ndcg@10", "co_map")
+    assert adapters.xgboost_metric("misordered").names == ("co_misordered",)
+    with pytest.raises(ValueError, match="unknown metric 'co_nope'"):
+        adapters.lightgbm_metric("co_nope")
+
+
+def test_record_evaluation_keeps_native_and_customobj_ndcg_apart(small):
+    """The issue: both named ndcg@10 interleaved two curves under one key."""
+    X, y, g = small
+    ds = lgb.Dataset(X, y, group=g)
+    curves = {}
+    lgb.train(dict(P, objective=adapters.lightgbm_objective(customobj.LambdaRank()), metric="ndcg", eval_at=[10]),
+              ds, 5, valid_sets=[ds], valid_names=["t"], feval=adapters.lightgbm_metric("ndcg@10"),
+              callbacks=[lgb.record_evaluation(curves)])
+    assert set(curves["t"]) == {"ndcg@10", "co_ndcg@10"}
+    assert len(curves["t"]["ndcg@10"]) == len(curves["t"]["co_ndcg@10"]) == 5
+
+
+def test_xgboost_evals_result_keeps_native_and_customobj_ndcg_apart(small):
+    X, y, g = small
+    d = xgb.DMatrix(X, y, group=g)
+    res = {}
+    m = adapters.xgboost_metric("ndcg@10")
+    xgb.train({"objective": "rank:ndcg", "eval_metric": "ndcg@10", "nthread": 1}, d, 4, evals=[(d, "t")],
+              custom_metric=m, maximize=m.maximize, evals_result=res, verbose_eval=False,
+              callbacks=[adapters.xgboost_early_stopping(10, "co_ndcg@10")])
+    assert set(res["t"]) == {"ndcg@10", "co_ndcg@10"} and len(res["t"]["co_ndcg@10"]) == 4
+
+
+def test_lightgbm_metric_follows_set_label_and_set_group(small):
+    X, y, g = small
+    ds = lgb.Dataset(X, y, group=g, params={"verbosity": -1}).construct()
+    f = adapters.lightgbm_metric("ndcg@10")
+    s = np.random.default_rng(1).normal(size=len(y))
+    assert f(s, ds)[0][1] == pytest.approx(ndcg(s, y, g, 10))
+    y2 = np.random.default_rng(2).permutation(y)
+    ds.set_label(y2)
+    assert f(s, ds)[0][1] == pytest.approx(ndcg(s, y2, g, 10))
+    g2 = np.array([len(y) // 3, len(y) - len(y) // 3])
+    ds.set_group(g2)
+    assert f(s, ds)[0][1] == pytest.approx(ndcg(s, y2, g2, 10))
+
+
+def test_xgboost_metric_follows_set_label_and_set_group(small):
+    X, y, g = small
+    d = xgb.DMatrix(X, y, group=g)
+    f = adapters.xgboost_metric("ndcg@10")
+    s = np.random.default_rng(1).normal(size=len(y)).astype(np.float32)
+    assert f(s, d)[0][1] == pytest.approx(ndcg(s, y, g, 10))
+    y2 = np.random.default_rng(2).permutation(y)
+    d.set_label(y2)
+    assert f(s, d)[0][1] == pytest.approx(ndcg(s, y2, g, 10))
+    g2 = np.array([len(y) // 3, len(y) - len(y) // 3])
+    d.set_group(g2)
+    assert f(s, d)[0][1] == pytest.approx(ndcg(s, y2, g2, 10))
+
+
+def test_metrics_pickle_and_work_after_loading(small):
+    X, y, g = small
+    s = np.random.default_rng(1).normal(size=len(y))
+    ds = lgb.Dataset(X, y, group=g, params={"verbosity": -1}).construct()
+    lm = adapters.lightgbm_metric("ndcg@10", "err@10")
+    lm(s, ds)  # fills the per-dataset cache, which must not travel
+    back = pickle.loads(pickle.dumps(lm))
+    assert back(s, ds) == lm(s, ds)
+    xm = adapters.xgboost_metric("map")
+    d = xgb.DMatrix(X, y, group=g)
+    xm(s.astype(np.float32), d)
+    xback = pickle.loads(pickle.dumps(xm))
+    assert xback(s.astype(np.float32), d) == xm(s.astype(np.float32), d) and xback.maximize is True
+
+
+def test_sklearn_convention_needs_query_sizes(small):
+    X, y, g = small
+    f = adapters.lightgbm_sklearn_metric("ndcg@10")
+    s = np.random.default_rng(1).normal(size=len(y))
+    assert f(y, s, None, g)[0][1] == pytest.approx(ndcg(s, y, g, 10))
+    with pytest.raises(ValueError, match="query groups"):
+        f(y, s, None, None)
+
+
+def test_xgboost_metric_outside_xgboost_train_is_a_clear_type_error(small):
+    _, y, _ = small
+    with pytest.raises(TypeError, match=r"custom_metric for xgboost.train.*ndarray"):
+        adapters.xgboost_metric("ndcg@10")(y, np.zeros(len(y)))
