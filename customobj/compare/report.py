@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import warnings
@@ -15,10 +16,14 @@ __all__ = [
     "paired_comparison",
     "format_table",
     "format_paired",
-    "write_csv",
-    "write_json",
-    "plot_curves",
+    "csv_text",
+    "json_text",
+    "read_results",
+    "render_files",
+    "curves_png",
     "mean_curve",
+    "RESULTS_SCHEMA",
+    "RESULTS_SCHEMA_VERSION",
 ]
 
 #: (column, metric name for customobj.metrics.get_metric) of the test-set table.
@@ -143,12 +148,19 @@ def format_paired(paired):
 
 
 # --- files ----------------------------------------------------------------------------------------
-def write_csv(path, rows, columns):
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (_csv_value(v)) for k, v in r.items()})
+#: Version of the layout of results.json (its "schema_version" field). Readers check it.
+RESULTS_SCHEMA = "customobj-compare-results"
+RESULTS_SCHEMA_VERSION = 1
+
+
+def csv_text(rows, columns) -> str:
+    """CSV of ``rows`` (dicts) with ``columns``; non-finite floats are empty cells."""
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\r\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: (_csv_value(v)) for k, v in r.items()})
+    return buf.getvalue()
 
 
 def _csv_value(v):
@@ -172,10 +184,48 @@ def _json_clean(obj):
     return obj
 
 
-def write_json(path, payload):
-    with open(path, "w") as fh:
-        json.dump(_json_clean(payload), fh, indent=1, allow_nan=False)
-        fh.write("\n")
+def json_text(payload) -> str:
+    """results.json: ``payload`` as strict JSON, led by the schema name and version."""
+    doc = {"schema": RESULTS_SCHEMA, "schema_version": RESULTS_SCHEMA_VERSION, **payload}
+    return json.dumps(_json_clean(doc), indent=1, allow_nan=False) + "\n"
+
+
+def read_results(path) -> dict:
+    """Read a results.json back, checking its schema and version (``ValueError`` naming the file)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
+        raise ValueError(f"{path}: not a customobj compare results file (schema must be {RESULTS_SCHEMA!r})")
+    version = doc.get("schema_version")
+    if version != RESULTS_SCHEMA_VERSION:
+        raise ValueError(f"{path}: schema_version {version!r} is not supported (this customobj reads "
+                         f"{RESULTS_SCHEMA_VERSION})")
+    for key, kind in (("methods", list), ("folds", list), ("results", list), ("summary", list),
+                      ("paired", list), ("curves", dict), ("settings", dict)):
+        if not isinstance(doc.get(key), kind):
+            raise ValueError(f"{path}: field {key!r} must be a JSON {'array' if kind is list else 'object'}")
+    return doc
+
+
+def render_files(rows, summary, paired, payload, *, curves=None, title="") -> dict:
+    """Every result file as bytes, serialised before any is written (a failure here touches nothing).
+
+    ``payload`` is the run description of results.json (the tables are added to it); ``curves``
+    (method -> per-fold curves) draws curves.png, ``None`` skips the plot.
+    """
+    summary_cols = ["method", "n_folds"] + [k for k in (summary[0] if summary else {}) if k not in ("method", "n_folds")]
+    files = {
+        "results.csv": csv_text(rows, RESULT_COLUMNS).encode(),
+        "summary.csv": csv_text(summary, summary_cols).encode(),
+        "paired.csv": csv_text(paired, PAIRED_COLUMNS).encode(),
+        "results.json": json_text({**payload, "results": rows, "summary": summary, "paired": paired}).encode(),
+    }
+    if curves is not None:
+        files["curves.png"] = curves_png(curves, title)
+    return files
 
 
 def mean_curve(curves):
@@ -188,8 +238,8 @@ def mean_curve(curves):
     return np.mean([c[:n] for c in curves], axis=0)
 
 
-def plot_curves(path, curves_by_method, title):
-    """One line per method: validation NDCG@10 against boosting rounds (folds averaged)."""
+def curves_png(curves_by_method, title) -> bytes:
+    """PNG of one line per method: validation NDCG@10 against boosting rounds (folds averaged)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -209,5 +259,9 @@ def plot_curves(path, curves_by_method, title):
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png")
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
