@@ -42,6 +42,12 @@ _OTHER_FORMATS = (
 )
 
 
+#: Average line length (bytes) below which the row arrays are sized by an exact count of data lines
+#: rather than by newlines (32 bytes of row arrays per newline: this caps them at the file's size).
+#: LETOR lines are hundreds of bytes long, so real files keep the fast count.
+SHORT_LINE = 32
+
+
 def read_bytes(path: str) -> bytes:
     """The file's text as bytes: gzip is detected from the content, other binary formats refused."""
     with open(path, "rb") as fh:
@@ -103,7 +109,10 @@ def parse_file(path, *, n_features=None, query_file=None) -> Parsed:
     path = os.fspath(path)
     raw = read_bytes(path)
     buf = np.frombuffer(raw, dtype=np.uint8)
-    n_rows_max, n_colons = _p.count_bytes(buf)
+    n_newlines, n_colons = _p.count_bytes(buf)
+    n_rows_max = n_newlines + 1
+    if n_rows_max > buf.size // SHORT_LINE:  # short lines on average: count the data lines exactly
+        n_rows_max = _p.count_data_lines(buf)
     limit = -1 if n_features is None else n_features
     cap = 1024
     while True:

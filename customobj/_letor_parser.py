@@ -55,26 +55,39 @@ def _is_end(c):
 
 @njit(cache=True)
 def count_bytes(buf):
-    """(data lines, b':' bytes): upper bounds for the rows and the stored values of the buffer.
+    """(number of b'\\n', number of b':') in the buffer: upper bounds for rows and stored values."""
+    nl = 0
+    colon = 0
+    for i in range(buf.size):
+        c = buf[i]
+        if c == 10:
+            nl += 1
+        elif c == 58:
+            colon += 1
+    return nl, colon
 
-    A data line is one whose first non-blank byte is neither ``#`` nor the newline, i.e. exactly
-    the lines ``parse_letor`` turns into rows (or rejects). Counting these rather than newlines
-    keeps a file of blank lines from sizing 32 bytes of row arrays per newline.
+
+@njit(cache=True)
+def count_data_lines(buf):
+    """Lines whose first non-blank byte is neither ``#`` nor the newline: exactly the lines
+    ``parse_letor`` turns into rows (or rejects).
+
+    Sizing the row arrays by newlines costs 32 bytes per newline, so a file of blank lines would
+    ask for 32x its size; the caller uses this exact count when lines are short. It is not the
+    default: this branchy loop takes ~8x as long as ``count_bytes`` (about 4 ms vs 0.5 ms on
+    MQ2008 Fold1 train, 5.9 MB).
     """
     rows = 0
-    colon = 0
     at_start = True  # no non-blank byte seen yet on this line
     for i in range(buf.size):
         c = buf[i]
         if c == 10:
             at_start = True
-        elif c == 58:
-            colon += 1
-        if at_start and c != 10 and not _is_space(c):
+        elif at_start and not _is_space(c):
             at_start = False
             if c != 35:
                 rows += 1
-    return rows, colon
+    return rows
 
 
 @njit(cache=True)
