@@ -195,6 +195,10 @@ def load_letor_folds(path: str | os.PathLike, folds: Iterable[int] | None = None
         if isinstance(folds, (str, bytes)) or not isinstance(folds, Iterable):
             raise TypeError(f"folds must be a list of fold numbers, got {type(folds).__name__}")
         folds = [check_int(f, "folds[]", minimum=1) for f in folds]
+        if not folds:
+            raise ValueError("folds must name at least one fold (or be None for every fold present)")
+        if len(set(folds)) != len(folds):
+            raise ValueError(f"folds lists a fold more than once: {folds}")
     sparse, n_features, max_features = _check_reader_options(sparse, n_features, max_features)
     present = sorted(int(m.group(1)) for d in root.iterdir()
                      if d.is_dir() and (m := re.fullmatch(r"Fold(\d+)", d.name)))

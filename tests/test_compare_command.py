@@ -156,6 +156,21 @@ def test_a_failed_write_leaves_the_previous_file(tmp_path, monkeypatch):
     assert (out / "results.csv").read_bytes() == b"old\n" and (out / "results.json").exists()
 
 
+def test_a_failing_run_is_status_1_naming_method_and_fold(tmp_path, capsys, monkeypatch):
+    calls = []
+
+    def fail_on_fold_2(spec, settings, tr, va, te):
+        calls.append(spec.label)
+        raise ValueError("the library gave up\non two lines")
+
+    monkeypatch.setattr(command, "train", fail_on_fold_2)  # the real runs; the 2-round trial is untouched
+    code = cli_main(["compare", *TINY, "--folds", "2", "--methods", "lgb:lambdarank", "--out", str(tmp_path / "o")])
+    assert code == 1 and calls == ["lgb:lambdarank"]
+    assert capsys.readouterr().err == ("customobj compare: error: lgb:lambdarank on fold 2 failed: ValueError: "
+                                       "the library gave up; on two lines\n")
+    assert not (tmp_path / "o").exists()
+
+
 def test_read_results_checks_the_schema(tmp_path):
     path = tmp_path / "results.json"
     for text, msg in [("[1]", "not a customobj compare results file"),

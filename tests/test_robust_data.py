@@ -226,6 +226,8 @@ GROUP_ERRORS = [
     (lambda: load_letor("x.txt", query_file=1.5), TypeError, r"query_file must be a str or os.PathLike"),
     (lambda: load_letor_folds(".", folds=1), TypeError, r"folds must be a list of fold numbers, got int"),
     (lambda: load_letor_folds(".", folds=[0]), ValueError, r"folds\[\] must be >= 1"),
+    (lambda: load_letor_folds(".", folds=[]), ValueError, r"folds must name at least one fold"),
+    (lambda: load_letor_folds(".", folds=[1, 1]), ValueError, r"folds lists a fold more than once: \[1, 1\]"),
     (lambda: synthetic(max_grade=2000), ValueError, r"max_grade must be <= 30 \(customobj.data.MAX_SYNTHETIC_GRADE\)"),
     (lambda: synthetic(max_grade=0), ValueError, r"max_grade must be >= 1"),
     (lambda: synthetic(seed=-1), ValueError, r"seed must be >= 0, got -1"),

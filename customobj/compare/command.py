@@ -192,8 +192,10 @@ def _load_folds(args):
         if args.folds:
             raise UsageError("--folds applies to --letor and synthetic data, not to --train/--valid/--test")
         for n, f in zip(names, files):
-            if not Path(f).is_file():
+            if not Path(f).exists():
                 raise UsageError(f"{n}: no such file: {f}")
+            if not Path(f).is_file():
+                raise UsageError(f"{n} {f}: not a file")
         splits = [_check_split(_read_file(n, f, load_letor), f"{n} {f}") for n, f in zip(names, files)]
         width = max(s.X.shape[1] for s in splits)
         return [(1, *(_pad(s, width) for s in splits))], f"files {args.train}, {args.valid}, {args.test}"
@@ -222,7 +224,10 @@ def _load_folds(args):
 
 # --- checks before training -----------------------------------------------------------------------
 def _method_error(exc):
+    """One line: the parser's first line (its ValueError goes on to list every valid name)."""
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "option '" in first:  # a bad option value: the names were fine
+        return UsageError(first)
     return UsageError(f"{first} (customobj compare --help lists the valid names)")
 
 

@@ -22,6 +22,10 @@ import difflib
 import math
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..objectives import Objective
 
 __all__ = [
     "BACKENDS",
@@ -101,7 +105,7 @@ def _format_value(v):
     return str(v)
 
 
-def objective_names():
+def objective_names() -> list[str]:
     """Class names of the customobj objectives available right now (sorted)."""
     from .. import objectives
 
@@ -115,7 +119,7 @@ def objective_names():
     return sorted(names)
 
 
-def valid_names_help():
+def valid_names_help() -> str:
     lines = ["valid method names are BACKEND:TARGET[(key=value,...)][[criterion]] with"]
     lines.append("  backends: " + ", ".join(f"{b} ({d})" for b, d in BACKENDS.items()))
     for b, natives in NATIVE.items():
@@ -166,7 +170,7 @@ def _split_top(text, sep, what):
     return parts
 
 
-def split_methods(text: str) -> list:
+def split_methods(text: str) -> list[str]:
     """Split a comma-separated method list, keeping commas inside ``(...)`` and ``[...]``."""
     if not isinstance(text, str):
         raise TypeError(f"methods must be a string, got {type(text).__name__}")
@@ -183,7 +187,7 @@ def split_methods(text: str) -> list:
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
 
-def parse_value(text: str):
+def parse_value(text: str) -> int | float | bool | str | None:
     """``'3'`` -> 3, ``'0.5'``/``'1e-3'`` -> float, ``true``/``false`` -> bool, ``none`` -> None,
     quoted text -> the text inside, anything else -> the stripped string. Never evaluates code.
 
@@ -300,7 +304,7 @@ def parse_method(text: str) -> MethodSpec:
     return MethodSpec(backend, target, native, options, criterion)
 
 
-def parse_methods(text_or_list) -> list:
+def parse_methods(text_or_list: str | list[str]) -> list[MethodSpec]:
     """Parse a comma-separated string (or a list of names); labels must be unique."""
     names = split_methods(text_or_list) if isinstance(text_or_list, str) else list(text_or_list)
     specs = [parse_method(n) for n in names]
@@ -311,7 +315,7 @@ def parse_methods(text_or_list) -> list:
     return specs
 
 
-def build_objective(spec: MethodSpec):
+def build_objective(spec: MethodSpec) -> Objective:
     """Instantiate the customobj objective of ``spec``; bad options become a ``ValueError`` naming it."""
     if spec.native:
         raise ValueError(f"{spec.label} is a native {BACKENDS[spec.backend]} objective, not a customobj one")

@@ -48,7 +48,7 @@ def check_folder(out: Path, *, overwrite: bool) -> Path:
     return out
 
 
-def write_results(out: Path, contents: dict, *, overwrite: bool) -> list:
+def write_results(out: Path, contents: dict[str, bytes], *, overwrite: bool) -> list[str]:
     """Write ``{name: bytes}`` into ``out`` atomically; with ``overwrite``, remove result files of an
     earlier run that this run does not write (a curves.png left from a run with a plot), last."""
     try:

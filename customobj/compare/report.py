@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import math
+import os
 import warnings
 
 import numpy as np
@@ -42,7 +43,7 @@ PAIRED_COLUMNS = ("method", "baseline", "n_queries", "mean_diff_ndcg@10", "wins"
                   "wilcoxon_p", "ttest_p")
 
 
-def evaluate(scores, split):
+def evaluate(scores: np.ndarray, split) -> tuple[dict, np.ndarray]:
     """Test metrics of one fold (means over queries) and the per-query NDCG@10 for the paired test."""
     from ..metrics import get_metric, ndcg
 
@@ -51,7 +52,7 @@ def evaluate(scores, split):
     return row, per_query
 
 
-def summarize(rows, methods):
+def summarize(rows: list[dict], methods: list[str]) -> list[dict]:
     """Mean and std (over folds, ``ddof=0``) of every numeric column, per method in the given order."""
     out = []
     numeric = [c for c in RESULT_COLUMNS if c not in ("method", "fold")]
@@ -80,7 +81,7 @@ def _safe_p(test, diff):
     return p
 
 
-def paired_comparison(per_query, methods, baseline):
+def paired_comparison(per_query: dict, methods: list[str], baseline: str) -> list[dict]:
     """Each method against ``baseline`` on test NDCG@10 per query, pooled over folds.
 
     ``per_query[method]`` is the concatenation over folds (same fold order for every method), so
@@ -114,7 +115,7 @@ def _render(header, body, align):
     return "\n".join([line(header), rule, *(line(r) for r in body)])
 
 
-def format_table(summary):
+def format_table(summary: list[dict]) -> str:
     """Methods x (test metrics mean±std over folds, time, rounds)."""
     header = ["method", *(c.upper() for c, _ in TEST_METRICS), "time s", "rounds"]
     body = []
@@ -135,7 +136,7 @@ def _p(x):
     return "n/a" if not np.isfinite(x) else (f"{x:.2e}" if x < 1e-3 else f"{x:.4f}")
 
 
-def format_paired(paired):
+def format_paired(paired: list[dict]) -> str:
     if not paired:
         return ""
     base = paired[0]["baseline"]
@@ -153,7 +154,7 @@ RESULTS_SCHEMA = "customobj-compare-results"
 RESULTS_SCHEMA_VERSION = 1
 
 
-def csv_text(rows, columns) -> str:
+def csv_text(rows: list[dict], columns) -> str:
     """CSV of ``rows`` (dicts) with ``columns``; non-finite floats are empty cells."""
     buf = io.StringIO(newline="")
     w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\r\n")
@@ -184,13 +185,13 @@ def _json_clean(obj):
     return obj
 
 
-def json_text(payload) -> str:
+def json_text(payload: dict) -> str:
     """results.json: ``payload`` as strict JSON, led by the schema name and version."""
     doc = {"schema": RESULTS_SCHEMA, "schema_version": RESULTS_SCHEMA_VERSION, **payload}
     return json.dumps(_json_clean(doc), indent=1, allow_nan=False) + "\n"
 
 
-def read_results(path) -> dict:
+def read_results(path: str | os.PathLike) -> dict:
     """Read a results.json back, checking its schema and version (``ValueError`` naming the file)."""
     try:
         with open(path, encoding="utf-8") as fh:
@@ -210,7 +211,8 @@ def read_results(path) -> dict:
     return doc
 
 
-def render_files(rows, summary, paired, payload, *, curves=None, title="") -> dict:
+def render_files(rows: list[dict], summary: list[dict], paired: list[dict], payload: dict, *,
+                 curves: dict | None = None, title: str = "") -> dict[str, bytes]:
     """Every result file as bytes, serialised before any is written (a failure here touches nothing).
 
     ``payload`` is the run description of results.json (the tables are added to it); ``curves``
@@ -228,7 +230,7 @@ def render_files(rows, summary, paired, payload, *, curves=None, title="") -> di
     return files
 
 
-def mean_curve(curves):
+def mean_curve(curves) -> np.ndarray:
     """Average of per-fold curves up to the shortest one (early stopping ends folds at different
     rounds; averaging over whichever folds are left would make steps where a fold drops out)."""
     curves = [np.asarray(c, dtype=np.float64) for c in curves if len(c)]
@@ -238,7 +240,7 @@ def mean_curve(curves):
     return np.mean([c[:n] for c in curves], axis=0)
 
 
-def curves_png(curves_by_method, title) -> bytes:
+def curves_png(curves_by_method: dict, title: str) -> bytes:
     """PNG of one line per method: validation NDCG@10 against boosting rounds (folds averaged)."""
     import matplotlib
 

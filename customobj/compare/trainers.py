@@ -41,7 +41,7 @@ class Split:
     sizes: np.ndarray
 
     @classmethod
-    def from_data(cls, data):
+    def from_data(cls, data) -> Split:
         X, y, group = (data.X, data.y, data.group) if hasattr(data, "X") else data
         if group is None:
             raise ValueError("the data has no query information (qid: tokens or a LightGBM .query file)")
@@ -68,7 +68,7 @@ class TrainResult:
     train_time: float  # seconds, data set construction + training, prediction excluded
 
 
-def catboost_available():
+def catboost_available() -> bool:
     try:
         import catboost  # noqa: F401
     except ImportError:
