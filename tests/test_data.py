@@ -269,6 +269,17 @@ def test_synthetic_label_skew_and_sizes():
         synthetic(10.5)
 
 
+def test_synthetic_grade_limit_is_usable():
+    """max_grade = MAX_SYNTHETIC_GRADE works (it used to fail inside np.quantile from 2000 on) and
+    one above is refused by name."""
+    from customobj.data import MAX_SYNTHETIC_GRADE
+
+    d = synthetic(30, 10, 3, max_grade=MAX_SYNTHETIC_GRADE, grade_ratio=1.0)
+    assert d.y.min() == 0 and d.y.max() == MAX_SYNTHETIC_GRADE and np.all(d.y == np.floor(d.y))
+    with pytest.raises(ValueError, match=rf"max_grade must be <= {MAX_SYNTHETIC_GRADE}"):
+        synthetic(30, 10, 3, max_grade=MAX_SYNTHETIC_GRADE + 1)
+
+
 def _mean_ndcg(y, s, group, k=10):
     out, p = [], 0
     for g in group:

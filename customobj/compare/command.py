@@ -319,9 +319,9 @@ def run(args: argparse.Namespace) -> int:
 
     rows, curves, per_query = [], {lab: [] for lab in labels}, {lab: [] for lab in labels}
     bar = _progress(len(folds) * len(specs), args.quiet)
+    start = time.perf_counter()  # wall time includes the trial runs (numba compilation), as it always did
     try:
         _warm_up(specs, settings, _sample(folds[0][1]), bar)
-        start = time.perf_counter()
         for fold, tr, va, te in folds:
             for spec in specs:
                 bar.set_description(f"fold {fold} {spec.label}")
