@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import stat
 import zlib
 from typing import NamedTuple
 
@@ -50,6 +51,8 @@ SHORT_LINE = 32
 
 def read_bytes(path: str) -> bytes:
     """The file's text as bytes: gzip is detected from the content, other binary formats refused."""
+    if not stat.S_ISREG(os.stat(path).st_mode):  # before open: a FIFO blocks there, /dev/zero never ends
+        raise ValueError(f"{path}: not a regular file (a folder, device or pipe); load_letor reads files")
     with open(path, "rb") as fh:
         raw = fh.read()
     if raw[:2] == b"\x1f\x8b":

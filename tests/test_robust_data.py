@@ -55,6 +55,25 @@ def test_other_file_formats_are_named(tmp_path, magic, name):
         load_letor(path)
 
 
+def test_folders_devices_and_pipes_are_refused_before_reading(tmp_path):
+    """A FIFO would block open() and /dev/zero would be read forever: run in a subprocess with a timeout."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    code = ("import sys\nfrom customobj.data import load_letor\n"
+            "for p in sys.argv[1:]:\n"
+            "    try:\n        load_letor(p)\n    except ValueError as exc:\n        print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(fifo), "/dev/zero", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0 and len(lines) == 3, out.stderr
+    for line, path in zip(lines, [str(fifo), "/dev/zero", str(tmp_path)]):
+        assert line == f"{path}: not a regular file (a folder, device or pipe); load_letor reads files"
+
+
 def test_labels_and_feature_values_kept_as_written(tmp_path):
     """Negative and large grades are data (the losses check what they accept); NaN is a missing
     feature value and inf is kept; a value beyond float32's range becomes inf like numpy's cast."""
