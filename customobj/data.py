@@ -124,8 +124,8 @@ def load_letor(path: str | os.PathLike, *, sparse: bool = False, n_features: int
 
     What is checked (``ValueError`` naming the file, and the line and column of the token):
     the path is a regular file (not a folder, device or pipe) of plain text (ASCII/UTF-8, a
-    byte-order mark is skipped) or gzip -- other formats and NUL bytes are refused; it holds at least one data line (blank and ``#`` comment lines are the
-    only lines skipped); every label is a finite number; a ``qid`` is an integer of at most 18
+    byte-order mark is skipped) or gzip -- other formats and NUL bytes are refused; it holds at
+    least one data line (blank and ``#`` comment lines are the only lines skipped); every label is a finite number; a ``qid`` is an integer of at most 18
     digits directly after the label, on every line or on none; feature indices are integers
     ``1..2**31-2``, each at most once per line; values are numbers. Labels are returned as written
     (negative or large grades included): which grades a loss accepts is checked by the loss.

@@ -159,8 +159,9 @@ def _check_split(split, where):
     bad = np.flatnonzero(~np.isfinite(y) | (y < 0) | (y > MAX_GRADE) | (y != np.floor(y)))
     if bad.size:
         r = int(bad[0])
-        raise UsageError(f"{where}: labels must be non-negative integer grades 0..{MAX_GRADE} (LightGBM's NDCG "
-                         f"has {MAX_GRADE + 1} label gains, XGBoost's needs integers); found {y[r]:g} at row {r} (0-based)")
+        raise UsageError(f"{where}: labels must be non-negative integer grades 0..{MAX_GRADE} (LightGBM's "
+                         f"NDCG has {MAX_GRADE + 1} label gains, XGBoost's needs integers); "
+                         f"found {y[r]:g} at row {r} (0-based)")
     inf = np.isinf(split.X)
     if inf.any():
         r, c = (int(v) for v in np.argwhere(inf)[0])
@@ -329,7 +330,8 @@ def run(args: argparse.Namespace) -> int:
                     with stderr_held():
                         result = train(spec, settings, tr, va, te)
                 except Exception as exc:  # noqa: BLE001 - say which run failed, then stop
-                    raise RunError(f"{spec.label} on fold {fold} failed: {type(exc).__name__}: {one_line(exc)}") from None
+                    raise RunError(f"{spec.label} on fold {fold} failed: "
+                                   f"{type(exc).__name__}: {one_line(exc)}") from None
                 metrics, pq = report.evaluate(result.test_scores, te)
                 valid_ndcg = report.evaluate(result.valid_scores, va)[0]["ndcg@10"]
                 rows.append({"method": spec.label, "fold": fold, **metrics, "valid_ndcg@10": valid_ndcg,

@@ -218,7 +218,8 @@ def render_files(rows: list[dict], summary: list[dict], paired: list[dict], payl
     ``payload`` is the run description of results.json (the tables are added to it); ``curves``
     (method -> per-fold curves) draws curves.png, ``None`` skips the plot.
     """
-    summary_cols = ["method", "n_folds"] + [k for k in (summary[0] if summary else {}) if k not in ("method", "n_folds")]
+    first = summary[0] if summary else {}
+    summary_cols = ["method", "n_folds"] + [k for k in first if k not in ("method", "n_folds")]
     files = {
         "results.csv": csv_text(rows, RESULT_COLUMNS).encode(),
         "summary.csv": csv_text(summary, summary_cols).encode(),
