@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+import customobj.adapters  # noqa: F401  (before any lightgbm import, as the CLI does; else a warning joins stderr)
 import customobj
 from customobj import cli
 

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+import customobj.adapters  # noqa: F401  (before any lightgbm import, as the CLI does; else a warning joins stderr)
 from customobj.cli import main as cli_main
 from customobj.compare import command
 from customobj.compare.report import (
