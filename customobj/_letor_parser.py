@@ -43,6 +43,17 @@ MAX_INDEX = 2 ** 31 - 2
 
 
 @njit(cache=True)
+def _is_space(c):
+    return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
+
+
+@njit(cache=True)
+def _is_end(c):
+    # a number or token may end at whitespace, a newline or a comment
+    return c == 32 or c == 9 or c == 13 or c == 11 or c == 12 or c == 10 or c == 35
+
+
+@njit(cache=True)
 def count_bytes(buf):
     """(number of b'\\n', number of b':') in the buffer: upper bounds for rows and stored values."""
     nl = 0
@@ -57,14 +68,26 @@ def count_bytes(buf):
 
 
 @njit(cache=True)
-def _is_space(c):
-    return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
+def count_data_lines(buf):
+    """Lines whose first non-blank byte is neither ``#`` nor the newline: exactly the lines
+    ``parse_letor`` turns into rows (or rejects).
 
-
-@njit(cache=True)
-def _is_end(c):
-    # a number or token may end at whitespace, a newline or a comment
-    return c == 32 or c == 9 or c == 13 or c == 11 or c == 12 or c == 10 or c == 35
+    Sizing the row arrays by newlines costs 32 bytes per newline, so a file of blank lines would
+    ask for 32x its size; the caller uses this exact count when lines are short. It is not the
+    default: this branchy loop takes ~8x as long as ``count_bytes`` (about 4 ms vs 0.5 ms on
+    MQ2008 Fold1 train, 5.9 MB).
+    """
+    rows = 0
+    at_start = True  # no non-blank byte seen yet on this line
+    for i in range(buf.size):
+        c = buf[i]
+        if c == 10:
+            at_start = True
+        elif at_start and not _is_space(c):
+            at_start = False
+            if c != 35:
+                rows += 1
+    return rows
 
 
 @njit(cache=True)
@@ -198,12 +221,13 @@ def parse_letor(buf, max_rows, max_nnz, index_limit, fb_cap):
     """Parse the whole buffer into CSR arrays.
 
     ``index_limit`` >= 0 makes a feature index above it an error (INDEX_TOO_LARGE); -1: no limit.
-    Returns (labels, qids, indptr, indices, values, row_line, n_rows, nnz, max_index, has_qid,
-    fallback, n_fb, err_code, err_line); arrays are sized by the upper bounds and valid up to
+    Returns (labels, qids, indptr, indices, values, row_line, n_rows, nnz, max_index, max_pos, has_qid,
+    fallback, n_fb, err_code, err_line, err_pos); arrays are sized by the upper bounds and valid up to
     ``n_rows`` / ``nnz``. ``fallback[k] = (kind, position, start, end, line)`` for the first
     ``min(n_fb, fb_cap)`` tokens Python must parse; when ``n_fb > fb_cap`` call again with a larger
     cap. (A fixed-size table keeps array re-binding out of the hot loop, which costs 2x here.)
-    ``has_qid`` is -1 when no data line was seen, else 0/1.
+    ``has_qid`` is -1 when no data line was seen, else 0/1. ``err_pos`` is the byte offset of the
+    token in error (for the column in the message), ``max_pos`` that of the largest feature index.
     """
     n = buf.size
     labels = np.empty(max_rows, dtype=np.float64)
@@ -217,6 +241,8 @@ def parse_letor(buf, max_rows, max_nnz, index_limit, fb_cap):
     row = 0
     nnz = 0
     max_index = 0
+    max_pos = -1
+    err_pos = -1
     has_qid = -1
     line = 0
     i = 0
@@ -237,9 +263,11 @@ def parse_letor(buf, max_rows, max_nnz, index_limit, fb_cap):
         v, j, st = _parse_number(buf, i, n)
         if st == _NUM_BAD or (st == _NUM_SPECIAL and not _is_special_word(buf, i, j)):
             err = BAD_LABEL
+            err_pos = i
             break
         if st == _NUM_SPECIAL:
             err = LABEL_NOT_FINITE
+            err_pos = i
             break
         if st == _NUM_FALLBACK:
             if n_fb < fb_cap:
@@ -251,15 +279,19 @@ def parse_letor(buf, max_rows, max_nnz, index_limit, fb_cap):
         first_token = True
         line_has_qid = 0
         row_max = -1
+        first_pos = -1  # where the first token after the label starts (qid errors point there)
         while True:
             while i < n and _is_space(buf[i]):
                 i += 1
+            if first_token:
+                first_pos = i
             if i >= n or buf[i] == 10 or buf[i] == 35:
                 break
             if first_token and i + 4 <= n and buf[i] == 113 and buf[i + 1] == 105 and buf[i + 2] == 100 and buf[i + 3] == 58:
                 q, j, ok = _parse_int(buf, i + 4, n)
                 if not ok or (j < n and not _is_end(buf[j])):
                     err = BAD_QID
+                    err_pos = i
                     break
                 qids[row] = q
                 line_has_qid = 1
@@ -274,6 +306,7 @@ def parse_letor(buf, max_rows, max_nnz, index_limit, fb_cap):
                 if idx <= MAX_INDEX:
                     idx = idx * 10 + (buf[j] - 48)
                 j += 1
+            err_pos = i  # set for every error below; OK overrides nothing
             if j == i or j >= n or buf[j] != 58:
                 err = BAD_INDEX
                 break
@@ -292,6 +325,7 @@ def parse_letor(buf, max_rows, max_nnz, index_limit, fb_cap):
             v, k, st = _parse_number(buf, j + 1, n)
             if st == _NUM_BAD or (st == _NUM_SPECIAL and not _is_special_word(buf, j + 1, k)):
                 err = BAD_VALUE
+                err_pos = j + 1
                 break
             if st == _NUM_FALLBACK or st == _NUM_SPECIAL:
                 if n_fb < fb_cap:
@@ -302,6 +336,7 @@ def parse_letor(buf, max_rows, max_nnz, index_limit, fb_cap):
             nnz += 1
             if idx > max_index:
                 max_index = idx
+                max_pos = i
             i = k
         if err != OK:
             break
@@ -309,24 +344,24 @@ def parse_letor(buf, max_rows, max_nnz, index_limit, fb_cap):
             has_qid = line_has_qid
         elif has_qid == 1 and line_has_qid == 0:
             err = MISSING_QID
+            err_pos = first_pos
             break
         elif has_qid == 0 and line_has_qid == 1:
             err = UNEXPECTED_QID
+            err_pos = first_pos
             break
         row += 1
         indptr[row] = nnz
         while i < n and buf[i] != 10:  # rest of the line is a comment (or nothing)
             i += 1
         i += 1
-    return (labels, qids, indptr, indices, values, row_line, row, nnz, max_index, has_qid,
-            fallback, n_fb, err, line)
+    return (labels, qids, indptr, indices, values, row_line, row, nnz, max_index, max_pos, has_qid,
+            fallback, n_fb, err, line, err_pos)
 
 
 @njit(cache=True)
-def csr_to_dense(indptr, indices, values, n_rows, n_cols):
-    """Dense float32 (n_rows, n_cols) matrix from CSR arrays; absent entries are 0."""
-    out = np.zeros((n_rows, n_cols), dtype=np.float32)
-    for r in range(n_rows):
+def csr_fill_dense(indptr, indices, values, out):
+    """Write CSR rows into the zeroed dense matrix ``out`` (allocated by the caller, who checks its size)."""
+    for r in range(out.shape[0]):
         for p in range(indptr[r], indptr[r + 1]):
             out[r, indices[p]] = values[p]
-    return out

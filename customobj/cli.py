@@ -1,91 +1,55 @@
 """The ``customobj`` command: ``--version``, ``info`` (environment report) and ``compare``.
 
-``compare`` lives in ``customobj.compare.command`` (``add_arguments(parser)``, ``run(args) -> int``);
-it is imported only when that subcommand runs, so ``customobj --version`` stays fast.
+Exit status: 0 on success, 2 for a usage error (bad arguments or bad input data, found before any
+training), 1 for a failure while running, 130 when interrupted (Ctrl-C). Every failure prints
+exactly one line on stderr, ``customobj[ compare]: error: <what>``, and no traceback; set the
+environment variable ``CUSTOMOBJ_DEBUG=1`` to let unexpected exceptions raise with their traceback.
+``compare`` lives in ``customobj.compare.command`` (``add_arguments(parser)``, ``run(args) -> int``)
+and is imported only when that subcommand runs.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import platform
 import sys
-from importlib import metadata
-
-import numpy as np
-from numba import njit, prange
+import tempfile
+from typing import Iterator, NoReturn, Sequence
 
 from ._version import __version__
 
-__all__ = ["main", "environment_info"]
+__all__ = ["main", "environment_info", "UsageError", "RunError", "EXIT_OK", "EXIT_RUNTIME", "EXIT_USAGE",
+           "EXIT_INTERRUPTED", "DEBUG_ENV"]
 
-_PACKAGES = ["customobj", "numpy", "numba", "lightgbm", "xgboost", "scipy", "scikit-learn"]
-_OPTIONAL_PACKAGES = ["catboost", "dask", "distributed", "pandas"]
-_THREAD_ENV_PREFIXES = ("OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "NUMBA_", "TBB_")
-_COMPARE_MODULE = "customobj.compare.command"
-
-
-@njit(parallel=True, cache=True)
-def _tiny_parallel_sum(x):
-    # Run once so numba picks (and reports) its threading layer.
-    total = 0.0
-    for i in prange(x.size):
-        total += x[i]
-    return total
+EXIT_OK = 0
+EXIT_RUNTIME = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+#: Set to 1 to see the traceback of an unexpected exception instead of the one-line message.
+DEBUG_ENV = "CUSTOMOBJ_DEBUG"
 
 
-def _version_of(dist):
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
+class UsageError(ValueError):
+    """Bad arguments or input data: one line on stderr, exit status 2."""
 
 
-def _numba_threading():
-    import numba
-
-    info = {
-        "configured_layer": numba.config.THREADING_LAYER,
-        "num_threads": int(numba.config.NUMBA_NUM_THREADS),
-    }
-    try:
-        _tiny_parallel_sum(np.ones(8))
-        info["threading_layer"] = numba.threading_layer()
-    except Exception as exc:  # report, never crash an environment report
-        info["threading_layer"] = f"unavailable ({type(exc).__name__}: {exc})"
-    available = []
-    for name, module in (("tbb", "numba.np.ufunc.tbbpool"), ("omp", "numba.np.ufunc.omppool"),
-                         ("workqueue", "numba.np.ufunc.workqueue")):
-        try:
-            __import__(module)
-            available.append(name)
-        except Exception:
-            pass
-    info["available_layers"] = available
-    return info
+class RunError(RuntimeError):
+    """A failure while running (a training run, writing results): one line on stderr, exit status 1."""
 
 
-def environment_info():
-    """Versions, numba threading and CPU/thread environment as a plain dict."""
-    packages = {name: _version_of(name) or "not installed" for name in _PACKAGES}
-    for name in _OPTIONAL_PACKAGES:
-        v = _version_of(name)
-        if v is not None:
-            packages[name] = v
-    packages["customobj"] = packages["customobj"] if packages["customobj"] != "not installed" else __version__
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        affinity = None
-    return {
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "packages": packages,
-        "numba": _numba_threading(),
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": affinity,
-        "thread_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_THREAD_ENV_PREFIXES)},
-    }
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, with errors raised as :class:`UsageError` (one line) instead of usage + exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def environment_info() -> dict:
+    """Versions, numba threading and CPU/thread environment as a plain dict (``customobj info``)."""
+    from ._environment import environment_info as info
+
+    return info()
 
 
 def _print_info(info):
@@ -115,58 +79,108 @@ def _cmd_info(args, extra):
         print(json.dumps(info, indent=2))
     else:
         _print_info(info)
-    return 0
-
-
-def _load_compare():
-    """The compare module, or None when it is not part of this build yet."""
-    try:
-        import importlib
-
-        return importlib.import_module(_COMPARE_MODULE)
-    except ImportError as exc:
-        if exc.name in (_COMPARE_MODULE, "customobj.compare"):
-            return None
-        raise
+    return EXIT_OK
 
 
 def _cmd_compare(args, extra):
-    module = _load_compare()
-    if module is None:
-        print("customobj compare is not built yet in this version (customobj.compare.command is missing).")
-        return 0
-    parser = argparse.ArgumentParser(prog="customobj compare",
-                                     description="Compare ranking objectives on LETOR or synthetic data.")
-    module.add_arguments(parser)
-    return int(module.run(parser.parse_args(extra)) or 0)
+    from .compare import command
+
+    parser = ArgumentParser(prog="customobj compare",
+                            description="Compare ranking objectives on LETOR or synthetic data.")
+    command.add_arguments(parser)
+    return int(command.run(parser.parse_args(extra)) or 0)
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(prog="customobj",
-                                     description="Learning-to-rank objectives for LightGBM / XGBoost.")
+def build_parser() -> ArgumentParser:
+    """The top-level parser (``compare``'s own options are parsed by the compare module)."""
+    parser = ArgumentParser(prog="customobj", description="Learning-to-rank objectives for LightGBM / XGBoost.")
     parser.add_argument("--version", action="version", version=f"customobj {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{info,compare}")
     p_info = sub.add_parser("info", help="print package versions, numba threading and CPU settings")
     p_info.add_argument("--json", action="store_true", help="print the report as JSON")
     p_info.set_defaults(handler=_cmd_info)
-    # compare's own options (and its --help) are parsed by the compare module's parser
     p_cmp = sub.add_parser("compare", add_help=False, help="compare objectives (customobj compare --help)")
     p_cmp.set_defaults(handler=_cmd_compare)
     return parser
 
 
-def main(argv=None):
-    """Entry point of the ``customobj`` console script; returns the exit code."""
-    parser = build_parser()
-    args, extra = parser.parse_known_args(sys.argv[1:] if argv is None else list(argv))
-    handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help()
-        return 2
-    if extra and handler is not _cmd_compare:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    return handler(args, extra)
+@contextlib.contextmanager
+def stderr_held() -> Iterator[None]:
+    """Hold what is written to file descriptor 2 while the block runs: replay it if the block
+    succeeds, drop it if the block raises (its exception is then reported in one line).
+
+    LightGBM's C++ code prints ``[LightGBM] [Fatal] ...`` straight to descriptor 2 before raising
+    the same text as an exception; without this, a failure would print two messages.
+    """
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no descriptor 2 to hold: run as is
+        yield
+        return
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            if ok:
+                held.seek(0)
+                data = held.read()
+                if data:
+                    os.write(2, data)
+
+
+def one_line(text: str) -> str:
+    """Collapse a (possibly multi-line) message into one line."""
+    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip()) or "(no message)"
+
+
+def _fail(prog, message, code):
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``customobj`` console script; returns the exit status (see the module doc).
+
+    ``--help`` and ``--version`` print and raise ``SystemExit(0)`` as argparse does.
+    """
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    prog = "customobj"
+    try:
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        handler = getattr(args, "handler", None)
+        if handler is _cmd_compare:
+            prog = "customobj compare"
+        elif extra:
+            raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see {prog} --help)")
+        elif handler is None:
+            parser.print_help()
+            raise UsageError("a command is required: info or compare")
+        return handler(args, extra)
+    except UsageError as exc:
+        return _fail(prog, exc, EXIT_USAGE)
+    except RunError as exc:
+        return _fail(prog, exc, EXIT_RUNTIME)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the one-line rule; CUSTOMOBJ_DEBUG=1 shows the traceback
+        if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            raise
+        return _fail(prog, f"{type(exc).__name__}: {exc}", EXIT_RUNTIME)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # ``python -m customobj.cli`` runs this file as __main__: use the module's own classes, which
+    # customobj.compare raises, not this copy's.
+    from customobj.cli import main as _main
+
+    sys.exit(_main())

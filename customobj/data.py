@@ -6,19 +6,21 @@ parser (``customobj._letor_parser``); ``load_letor_folds`` reads a ``Fold1..Fold
 """
 from __future__ import annotations
 
-import gzip
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
+from . import _letor_files as _f
 from . import _letor_parser as _p
 from ._validation import check_int, check_nonnegative
 
-__all__ = ["LetorData", "LetorFold", "load_letor", "load_letor_folds", "synthetic"]
+__all__ = ["LetorData", "LetorFold", "load_letor", "load_letor_folds", "synthetic", "MAX_DENSE_FEATURES",
+           "MAX_SYNTHETIC_GRADE", "MAX_SYNTHETIC_SCALE"]
 
 
 class _LetorFields(NamedTuple):
@@ -68,203 +70,106 @@ class LetorFold(NamedTuple):
     test: LetorData
 
 
-_ERRORS = {
-    _p.BAD_LABEL: "the label is not a number",
-    _p.BAD_QID: "bad qid token (expected qid:<integer>)",
-    _p.MISSING_QID: "line has no qid but earlier lines have one",
-    _p.UNEXPECTED_QID: "line has a qid but earlier lines have none",
-    _p.BAD_INDEX: "bad feature token (expected <index>:<value>; a qid must directly follow the label)",
-    _p.BAD_VALUE: "feature value is not a number",
-    _p.DUPLICATE_INDEX: "the same feature index appears twice",
-    _p.INDEX_TOO_LARGE: "feature index exceeds n_features",
-    _p.INDEX_ZERO: "feature index 0 (LETOR feature indices start at 1)",
-    _p.LABEL_NOT_FINITE: "the label must be finite",
-}
+#: Default ``max_features`` of :func:`load_letor` / :func:`load_letor_folds`: the widest dense ``X``
+#: they build. Real LETOR sets have 46 (MQ2008) to 700 (Yahoo!) features; a wider dense matrix comes
+#: from a stray or corrupt feature index (one line with index 2,000,000,000 would ask for 8 GB per
+#: row) or from data meant to stay sparse. Pass ``sparse=True`` or a larger ``max_features=``.
+MAX_DENSE_FEATURES = 100_000
 
 
-def _read_bytes(path):
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise ValueError(f"{path}: not a valid gzip file ({exc})") from None
-    if raw[:3] == b"\xef\xbb\xbf":  # UTF-8 byte-order mark written by some editors
-        raw = raw[3:]
-    return raw
+def _check_path(path, name):
+    if isinstance(path, (bytes, bytearray)) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a str or os.PathLike, got {type(path).__name__}")
+    return os.fspath(path)
 
 
-def _line_text(buf, line):
-    """The text of 1-based ``line`` (for error messages), shortened."""
-    lines = bytes(buf).split(b"\n", line)
-    text = lines[line - 1] if len(lines) >= line else b""
-    text = text.decode("utf-8", "replace").rstrip("\r")
-    return text if len(text) <= 80 else text[:77] + "..."
+def _check_bool(value, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    return bool(value)
 
 
-class _Parsed(NamedTuple):
-    path: str
-    labels: np.ndarray
-    indptr: np.ndarray
-    indices: np.ndarray
-    values: np.ndarray
-    max_index: int
-    group: object
-    qid: object
+def _check_reader_options(sparse, n_features, max_features):
+    sparse = _check_bool(sparse, "sparse")
+    n_features = check_int(n_features, "n_features", minimum=0, allow_none=True)
+    max_features = check_int(max_features, "max_features", minimum=1)
+    if n_features is not None and n_features > _p.MAX_INDEX:
+        raise ValueError(f"n_features must be <= {_p.MAX_INDEX} (int32 column indices), got {n_features}")
+    return sparse, n_features, max_features
 
 
-def _parse_file(path, *, n_features=None, query_file=None):
-    path = os.fspath(path)
-    raw = _read_bytes(path)
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    n_newlines, n_colons = _p.count_bytes(buf)
-    limit = -1 if n_features is None else n_features
-    cap = 1024
-    while True:
-        (labels, qids, indptr, indices, values, row_line, n_rows, nnz, max_index, has_qid,
-         fallback, n_fb, err, err_line) = _p.parse_letor(buf, n_newlines + 1, n_colons, limit, cap)
-        if err != _p.OK:
-            what = _ERRORS[err]
-            if err == _p.INDEX_TOO_LARGE:
-                what = f"feature index exceeds n_features={n_features}" if n_features is not None else \
-                    f"feature index above the supported maximum {_p.MAX_INDEX}"
-            raise ValueError(f"{path}: line {err_line}: {what}: {_line_text(buf, err_line)!r}")
-        if n_fb <= cap:
-            break
-        cap = int(n_fb)  # many tokens need Python's float: parse again with room for all of them
-    if n_fb:
-        _apply_fallback(path, raw, fallback[:n_fb], labels, values)
-    labels = labels[:n_rows].copy()
-    row_line = row_line[:n_rows]
-    indptr = indptr[: n_rows + 1].copy()
-    indices = indices[:nnz].copy()
-    values = values[:nnz].copy()
-    qid = group = None
-    side_file = _find_query_file(path) if query_file is None else os.fspath(query_file)
-    if has_qid == 1:
-        qid = qids[:n_rows].copy()
-        group = _groups_from_qid(path, qid, row_line)
-        if query_file is not None:
-            raise ValueError(f"{path} has qid: tokens; do not pass query_file= as well")
-        if side_file is not None:
-            sizes = _read_query_file(side_file, n_rows)
-            if not np.array_equal(sizes, group):
-                raise ValueError(f"{path}: query sizes from the qid: tokens disagree with {side_file}")
-    elif side_file is not None:
-        group = _read_query_file(side_file, n_rows)
-        qid = np.repeat(np.arange(group.size, dtype=np.int64), group)
-    elif n_rows == 0:
-        group = np.zeros(0, dtype=np.int64)
-        qid = np.zeros(0, dtype=np.int64)
-    return _Parsed(path, labels, indptr, indices, values, int(max_index), group, qid)
+def _check_width(parsed, n_rows, width, n_features, max_features):
+    """The memory guard of a dense ``X``, naming what set its width: the widest file's largest
+    index (with file, line and column) or ``n_features=``."""
+    widest = max(parsed, key=lambda p: p.max_index)
+    because = (f"n_features={n_features}" if n_features is not None and n_features > widest.max_index
+               else f"{widest.max_where}: feature index {widest.max_index}")
+    _f.check_dense(n_rows, width, max_features=max_features, because=because)
 
 
-def _apply_fallback(path, raw, fallback, labels, values):
-    """Parse with Python's ``float`` the tokens the kernel left (long mantissas, big exponents, words)."""
-    kind, pos, start, end, line = fallback.T
-    plain = kind < _p.FB_SPECIAL  # decimal tokens the kernel already validated
-    for label, mask in ((True, plain & (kind == _p.FB_LABEL)), (False, plain & (kind == _p.FB_VALUE))):
-        if mask.any():
-            parsed = np.array([float(raw[a:b]) for a, b in zip(start[mask].tolist(), end[mask].tolist())])
-            if label:
-                bad = np.flatnonzero(~np.isfinite(parsed))
-                if bad.size:  # e.g. 1e400
-                    k = np.flatnonzero(mask)[bad[0]]
-                    token = raw[start[k]:end[k]].decode("utf-8", "replace")
-                    raise ValueError(f"{path}: line {line[k]}: the label must be finite, got {token!r}")
-                labels[pos[mask]] = parsed
-            else:
-                with np.errstate(over="ignore"):  # beyond float32 range: inf, as the kernel's cast
-                    values[pos[mask]] = parsed.astype(np.float32)
-    special = ~plain  # nan / inf feature values (the kernel checked the words)
-    if special.any():
-        values[pos[special]] = [float(raw[a:b]) for a, b in zip(start[special].tolist(), end[special].tolist())]
+def _finish(parsed, width, sparse):
+    return LetorData(_f.to_matrix(parsed, width, sparse), parsed.labels, parsed.group, qid=parsed.qid)
 
 
-def _groups_from_qid(path, qid, row_line):
-    if qid.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.concatenate(([0], np.flatnonzero(qid[1:] != qid[:-1]) + 1))
-    firsts = qid[starts]
-    order = np.argsort(firsts, kind="stable")
-    repeat = firsts[order][1:] == firsts[order][:-1]
-    if repeat.any():
-        # among repeated blocks, report the earliest one in the file
-        later = order[1:][repeat]
-        block = int(later.min())
-        earlier = int(order[np.searchsorted(firsts[order], firsts[block])])
-        raise ValueError(
-            f"{path}: line {row_line[starts[block]]}: qid {int(firsts[block])} reappears after another query "
-            f"(first seen at line {row_line[starts[earlier]]}); rows of a query must be contiguous: "
-            "sort the file by qid (a stable sort keeps each query's row order)"
-        )
-    return np.diff(np.append(starts, qid.size)).astype(np.int64)
-
-
-def _find_query_file(path):
-    base = path[:-3] if path.endswith(".gz") else path
-    for cand in dict.fromkeys((path + ".query", base + ".query", base + ".query.gz")):
-        if os.path.isfile(cand):
-            return cand
-    return None
-
-
-def _read_query_file(qpath, n_rows):
-    text = _read_bytes(qpath).decode("ascii", "replace")
-    sizes = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        s = line.strip()
-        if not s:
-            continue
-        if not s.isdigit():
-            raise ValueError(f"{qpath}: line {lineno}: expected a non-negative query size, got {s!r}")
-        sizes.append(int(s))
-    sizes = np.asarray(sizes, dtype=np.int64)
-    if int(sizes.sum()) != n_rows:
-        raise ValueError(f"{qpath}: query sizes sum to {int(sizes.sum())} but the data file has {n_rows} rows")
-    return sizes
-
-
-def _finish(parsed, n_cols, sparse):
-    n_rows = parsed.labels.size
-    if sparse:
-        import scipy.sparse as sp
-
-        X = sp.csr_matrix((parsed.values, parsed.indices, parsed.indptr), shape=(n_rows, n_cols))
-        if not X.has_sorted_indices:
-            X.sort_indices()
-    else:
-        X = _p.csr_to_dense(parsed.indptr, parsed.indices, parsed.values, n_rows, n_cols)
-    return LetorData(X, parsed.labels, parsed.group, qid=parsed.qid)
-
-
-def load_letor(path, *, sparse=False, n_features=None, query_file=None):
+def load_letor(path: str | os.PathLike, *, sparse: bool = False, n_features: int | None = None,
+               query_file: str | os.PathLike | None = None,
+               max_features: int = MAX_DENSE_FEATURES) -> LetorData:
     """Read a LETOR / SVMlight ranking file (plain or gzip) into ``LetorData(X, y, group)``.
 
     Lines are ``<label> [qid:<q>] <j>:<v> ... [# comment]``; feature ``j`` (1-based, as in LETOR)
     goes to column ``j - 1``; absent features are 0 in the dense matrix and absent from the CSR one.
-    Blank and comment-only lines are ignored; anything else malformed raises ``ValueError`` naming the
-    file and the 1-based line. Queries come from the ``qid:`` tokens (each query's rows must be
-    contiguous) or, for files without qids, from a LightGBM query file: ``query_file=`` or
-    ``<path>.query[.gz]`` beside the data (``rank.train.gz`` also finds ``rank.train.query[.gz]``).
+    Queries come from the ``qid:`` tokens (each query's rows must be contiguous) or, for files
+    without qids, from a LightGBM query file: ``query_file=`` or ``<path>.query[.gz]`` beside the
+    data (``rank.train.gz`` also finds ``rank.train.query[.gz]``).
+
+    What is checked (``ValueError`` naming the file, and the line and column of the token):
+    the path is a regular file (not a folder, device or pipe) of plain text (ASCII/UTF-8, a
+    byte-order mark is skipped) or gzip -- other formats and NUL bytes are refused; it holds at
+    least one data line (blank and ``#`` comment lines are the only lines skipped); every label is a finite number; a ``qid`` is an integer of at most 18
+    digits directly after the label, on every line or on none; feature indices are integers
+    ``1..2**31-2``, each at most once per line; values are numbers. Labels are returned as written
+    (negative or large grades included): which grades a loss accepts is checked by the loss.
+    Feature values ``nan`` (missing, for LightGBM, XGBoost and ``TreeBooster``) and ``inf`` are
+    kept, and finite values beyond float32's range become ``±inf`` as numpy's cast makes them.
 
     Parameters
     ----------
-    path : str or path-like. ``.gz`` is detected from the content.
-    sparse : return ``X`` as a float32 ``scipy.sparse.csr_matrix`` instead of a dense float32 array.
-    n_features : width of ``X``; a larger index in the file is an error. Default: the largest index.
-    query_file : explicit LightGBM query file (one query size a line).
+    path : str or os.PathLike
+        The file; gzip is detected from the content.
+    sparse : bool, default False
+        Return ``X`` as a float32 ``scipy.sparse.csr_matrix`` instead of a dense float32 array.
+    n_features : int, optional
+        Width of ``X``; a larger index in the file is an error. Default: the largest index.
+    query_file : str or os.PathLike, optional
+        Explicit LightGBM query file (one query size a line).
+    max_features : int, default MAX_DENSE_FEATURES (100,000)
+        Widest dense ``X`` to build. A wider one (from the file's largest index or ``n_features``)
+        is a ``ValueError`` that gives its size, before anything is allocated; a dense ``X`` larger
+        than the machine's RAM is a ``MemoryError``. Ignored when ``sparse=True``.
 
     Returns
     -------
-    LetorData with ``X`` float32, ``y`` float64, ``group`` int64 query sizes (or ``None`` without
-    any query information) and the per-row ``qid`` attribute. Values equal ``float(token)`` (cast to
-    float32 for ``X``).
+    LetorData
+        ``X`` float32, ``y`` float64, ``group`` int64 query sizes (or ``None`` without any query
+        information) and the per-row ``qid`` attribute. Values equal ``float(token)`` (cast to
+        float32 for ``X``).
+
+    Examples
+    --------
+    >>> import customobj as co
+    >>> train = co.data.load_letor("../shared/data/mq2008/Fold1/train.txt.gz")  # doctest: +SKIP
+    >>> train.X.shape, len(train.group)  # doctest: +SKIP
+    ((9630, 46), 471)
     """
-    n_features = check_int(n_features, "n_features", minimum=0, allow_none=True)
-    parsed = _parse_file(path, n_features=n_features, query_file=query_file)
-    return _finish(parsed, parsed.max_index if n_features is None else n_features, sparse)
+    path = _check_path(path, "path")
+    if query_file is not None:
+        query_file = _check_path(query_file, "query_file")
+    sparse, n_features, max_features = _check_reader_options(sparse, n_features, max_features)
+    parsed = _f.parse_file(path, n_features=n_features, query_file=query_file)
+    width = parsed.max_index if n_features is None else n_features
+    if not sparse:
+        _check_width([parsed], parsed.labels.size, width, n_features, max_features)
+    return _finish(parsed, width, sparse)
 
 
 def _split_file(folder, name):
@@ -274,15 +179,27 @@ def _split_file(folder, name):
     return None
 
 
-def load_letor_folds(path, folds=None, *, sparse=False, n_features=None):
+def load_letor_folds(path: str | os.PathLike, folds: Iterable[int] | None = None, *, sparse: bool = False,
+                     n_features: int | None = None, max_features: int = MAX_DENSE_FEATURES) -> list[LetorFold]:
     """Read ``<path>/Fold<k>/{train,vali,test}.txt[.gz]`` into a list of ``LetorFold``.
 
     ``folds``: fold numbers to read (default: every ``Fold<k>`` present, in order). Within a fold the
     three splits share one width (the largest feature index of the three, or ``n_features``).
+    ``sparse``, ``n_features`` and ``max_features`` and every check on the files are as in
+    :func:`load_letor`.
     """
-    root = Path(path)
+    root = Path(_check_path(path, "path"))
     if not root.is_dir():
         raise ValueError(f"{root} is not a directory")
+    if folds is not None:
+        if isinstance(folds, (str, bytes)) or not isinstance(folds, Iterable):
+            raise TypeError(f"folds must be a list of fold numbers, got {type(folds).__name__}")
+        folds = [check_int(f, "folds[]", minimum=1) for f in folds]
+        if not folds:
+            raise ValueError("folds must name at least one fold (or be None for every fold present)")
+        if len(set(folds)) != len(folds):
+            raise ValueError(f"folds lists a fold more than once: {folds}")
+    sparse, n_features, max_features = _check_reader_options(sparse, n_features, max_features)
     present = sorted(int(m.group(1)) for d in root.iterdir()
                      if d.is_dir() and (m := re.fullmatch(r"Fold(\d+)", d.name)))
     layout = f"expected {root}/Fold<k>/{{train,vali,test}}.txt[.gz]"
@@ -292,11 +209,9 @@ def load_letor_folds(path, folds=None, *, sparse=False, n_features=None):
             raise ValueError(f"no Fold<k> subfolders in {root}{hint}; {layout}")
         folds = present
     else:
-        folds = [check_int(f, "folds[]", minimum=1) for f in folds]
         missing = [f for f in folds if f not in present]
         if missing:
             raise ValueError(f"fold(s) {missing} not found in {root} (present: {present}); {layout}")
-    n_features = check_int(n_features, "n_features", minimum=0, allow_none=True)
     out = []
     for k in folds:
         folder = root / f"Fold{k}"
@@ -304,8 +219,11 @@ def load_letor_folds(path, folds=None, *, sparse=False, n_features=None):
         lacking = [name for name, f in files.items() if f is None]
         if lacking:
             raise ValueError(f"{folder} lacks {', '.join(n + '.txt[.gz]' for n in lacking)}; {layout}")
-        parsed = {name: _parse_file(f, n_features=n_features) for name, f in files.items()}
+        parsed = {name: _f.parse_file(f, n_features=n_features) for name, f in files.items()}
         width = n_features if n_features is not None else max(p.max_index for p in parsed.values())
+        if not sparse:  # the three matrices are held together: check their total size
+            rows = sum(p.labels.size for p in parsed.values())
+            _check_width(list(parsed.values()), rows, width, n_features, max_features)
         out.append(LetorFold(k, *(_finish(parsed[name], width, sparse) for name in ("train", "vali", "test"))))
     return out
 
@@ -349,8 +267,35 @@ def _synthetic_fill(X, ptr, kinds, qshift, cols, qeff, eps):
     return s
 
 
-def synthetic(n_queries=200, docs_per_query=40, n_features=20, *, seed=0, max_grade=4, noise=0.5,
-              query_effect=0.5, feature_shift=0.3, min_docs=None, grade_ratio=0.45):
+#: Largest ``max_grade`` of :func:`synthetic`: LightGBM's default ``label_gain`` covers grades
+#: 0..30 and exponential gains ``2**y - 1`` of XGBoost's NDCG stop at 31.
+MAX_SYNTHETIC_GRADE = 30
+#: Largest ``noise``, ``query_effect`` and ``feature_shift`` of :func:`synthetic`. The relevance
+#: terms are of order 1, so a scale of 1e6 already leaves grades that are pure noise; larger ones
+#: would also push float32 features toward overflow.
+MAX_SYNTHETIC_SCALE = 1e6
+
+
+def _check_scale(value, name):
+    v = check_nonnegative(value, name)
+    if v > MAX_SYNTHETIC_SCALE:
+        raise ValueError(f"{name} must be <= {MAX_SYNTHETIC_SCALE:g} (customobj.data.MAX_SYNTHETIC_SCALE), got {value}")
+    return v
+
+
+def _check_synthetic_memory(n_rows, n_features):
+    """MemoryError before drawing anything when X (float32) and the float64 row arrays exceed RAM."""
+    nbytes = n_rows * (4 * n_features + 40)
+    memory = _f.physical_memory()
+    if memory is not None and nbytes > memory:
+        raise MemoryError(
+            f"synthetic data of {n_rows:,.0f} rows x {n_features:,} features needs about {nbytes / 1e9:.3g} GB, "
+            f"more than this machine's {memory / 1e9:.3g} GB of RAM: lower n_queries, docs_per_query or n_features")
+
+
+def synthetic(n_queries: int = 200, docs_per_query: float = 40, n_features: int = 20, *, seed: int = 0,
+              max_grade: int = 4, noise: float = 0.5, query_effect: float = 0.5, feature_shift: float = 0.3,
+              min_docs: int | None = None, grade_ratio: float = 0.45) -> LetorData:
     """Deterministic LETOR-like ranking data: ``LetorData(X float32, y float64 grades, group)``.
 
     Query sizes are ``min_docs + Poisson(lam)`` with ``lam`` gamma-distributed around
@@ -362,28 +307,48 @@ def synthetic(n_queries=200, docs_per_query=40, n_features=20, *, seed=0, max_gr
     proportions ``grade_ratio**g`` (normalised): most rows 0, few ``max_grade``, and some queries
     without any relevant row, as in real data. Features also get a per-query shift
     ``N(0, feature_shift)`` and three kinds of marginals. Same arguments give the same bytes.
+
+    Every argument is checked first (``TypeError`` / ``ValueError`` naming it): ``n_queries``,
+    ``n_features``, ``min_docs`` integers >= 1; ``docs_per_query`` a finite number >= ``min_docs``;
+    ``seed`` an integer >= 0; ``max_grade`` an integer in ``1..MAX_SYNTHETIC_GRADE`` (30);
+    ``noise``, ``query_effect``, ``feature_shift`` in ``[0, MAX_SYNTHETIC_SCALE]`` (1e6);
+    ``grade_ratio`` in ``(0, 1]``. Data larger than the machine's RAM is a ``MemoryError``
+    raised before anything is drawn.
+
+    Examples
+    --------
+    >>> from customobj.data import synthetic
+    >>> d = synthetic(20, 10, 5, seed=1)
+    >>> d.X.shape[1], len(d.group), int(d.y.max()) <= 4
+    (5, 20, True)
     """
     n_queries = check_int(n_queries, "n_queries", minimum=1)
     n_features = check_int(n_features, "n_features", minimum=1)
+    seed = check_int(seed, "seed", minimum=0)
     max_grade = check_int(max_grade, "max_grade", minimum=1)
+    if max_grade > MAX_SYNTHETIC_GRADE:
+        raise ValueError(f"max_grade must be <= {MAX_SYNTHETIC_GRADE} (customobj.data.MAX_SYNTHETIC_GRADE), "
+                         f"got {max_grade}")
     docs = check_nonnegative(docs_per_query, "docs_per_query")
     if min_docs is None:
         min_docs = 2 if docs >= 2 else 1
     min_docs = check_int(min_docs, "min_docs", minimum=1)
     if docs < min_docs:
         raise ValueError(f"docs_per_query must be >= min_docs={min_docs}, got {docs_per_query}")
-    noise = check_nonnegative(noise, "noise")
-    query_effect = check_nonnegative(query_effect, "query_effect")
-    feature_shift = check_nonnegative(feature_shift, "feature_shift")
+    noise = _check_scale(noise, "noise")
+    query_effect = _check_scale(query_effect, "query_effect")
+    feature_shift = _check_scale(feature_shift, "feature_shift")
     grade_ratio = check_nonnegative(grade_ratio, "grade_ratio")
     if not 0 < grade_ratio <= 1:
         raise ValueError(f"grade_ratio must be in (0, 1], got {grade_ratio}")
+    _check_synthetic_memory(n_queries * docs, n_features)
     rng = np.random.default_rng(seed)
     lam = (docs - min_docs) * rng.gamma(4.0, 0.25, n_queries)
     sizes = (min_docs + rng.poisson(lam)).astype(np.int64)
     ptr = np.zeros(n_queries + 1, dtype=np.int64)
     np.cumsum(sizes, out=ptr[1:])
     n = int(ptr[-1])
+    _check_synthetic_memory(n, n_features)  # the Poisson draw can exceed the mean
     cols = rng.permutation(n_features)[np.arange(8) % n_features].astype(np.int64)
     kinds = rng.integers(0, 3, n_features).astype(np.int64)
     qeff = rng.normal(0.0, query_effect, n_queries)
@@ -392,7 +357,9 @@ def synthetic(n_queries=200, docs_per_query=40, n_features=20, *, seed=0, max_gr
     eps = rng.normal(0.0, noise, n)
     s = _synthetic_fill(X, ptr, kinds, qshift, cols, qeff, eps)
     props = grade_ratio ** np.arange(max_grade + 1)
-    cuts = np.quantile(s, np.cumsum(props / props.sum())[:-1]) if n else np.zeros(max_grade)
+    # cumulative proportions can round a hair above 1, which np.quantile refuses
+    levels = np.minimum(np.cumsum(props / props.sum())[:-1], 1.0)
+    cuts = np.quantile(s, levels) if n else np.zeros(max_grade)
     y = np.searchsorted(cuts, s, side="right").astype(np.float64)
     qid = np.repeat(np.arange(n_queries, dtype=np.int64), sizes)
     return LetorData(X, y, sizes, qid=qid)

@@ -3,10 +3,10 @@ import json
 import shutil
 import subprocess
 import sys
-import types
 
 import pytest
 
+import customobj.adapters  # noqa: F401  (before any lightgbm import, as the CLI does; else a warning joins stderr)
 import customobj
 from customobj import cli
 
@@ -50,52 +50,82 @@ def test_info_json(capsys, monkeypatch):
     assert info["cpu_count"] >= 1
 
 
-def test_no_command_prints_help(capsys):
+def test_no_command_prints_help_and_one_error_line(capsys):
     assert cli.main([]) == 2
-    assert "info" in capsys.readouterr().out
+    out = capsys.readouterr()
+    assert "info" in out.out
+    assert out.err == "customobj: error: a command is required: info or compare\n"
 
 
 def test_unknown_option_is_an_error(capsys):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["info", "--no-such-flag"])
-    assert exc.value.code == 2
-    assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
-
-
-def test_compare_not_built_yet(capsys, monkeypatch):
-    # None in sys.modules makes the import fail exactly like a missing module
-    monkeypatch.setitem(sys.modules, "customobj.compare.command", None)
-    assert cli.main(["compare", "--rounds", "3"]) == 0
-    assert "not built yet" in capsys.readouterr().out
+    assert cli.main(["info", "--no-such-flag"]) == 2
+    assert capsys.readouterr().err == "customobj: error: unrecognized arguments: --no-such-flag (see customobj --help)\n"
 
 
 def test_compare_hands_arguments_to_the_compare_module(monkeypatch):
-    seen = {}
-    fake = types.ModuleType("customobj.compare.command")
+    from customobj.compare import command
 
-    def add_arguments(parser):
-        parser.add_argument("--rounds", type=int, default=10)
-        parser.add_argument("--quiet", action="store_true")
+    seen = {}
 
     def run(args):
         seen["args"] = args
         return 3
 
-    fake.add_arguments, fake.run = add_arguments, run
-    monkeypatch.setitem(sys.modules, "customobj.compare.command", fake)
+    monkeypatch.setattr(command, "run", run)
     assert cli.main(["compare", "--rounds", "7", "--quiet"]) == 3
-    assert seen["args"].rounds == 7 and seen["args"].quiet
+    assert seen["args"].rounds == 7 and seen["args"].quiet and not seen["args"].overwrite
     with pytest.raises(SystemExit) as exc:
         cli.main(["compare", "--help"])
     assert exc.value.code == 0
 
 
-def test_compare_import_error_of_a_dependency_is_not_hidden(monkeypatch):
-    import importlib
+@pytest.mark.parametrize("raised, code, line", [
+    (cli.UsageError("bad input\nsecond line"), 2, "customobj compare: error: bad input; second line"),
+    (cli.RunError("the run failed"), 1, "customobj compare: error: the run failed"),
+    (MemoryError("cannot allocate 16 GB"), 1, "customobj compare: error: MemoryError: cannot allocate 16 GB"),
+    (KeyError("x"), 1, "customobj compare: error: KeyError: 'x'"),
+    (KeyboardInterrupt(), 130, "customobj compare: interrupted"),
+])
+def test_every_failure_is_one_stderr_line(monkeypatch, capsys, raised, code, line):
+    from customobj.compare import command
 
-    def broken(name):
-        raise ModuleNotFoundError("No module named 'some_dependency'", name="some_dependency")
+    def run(args):
+        raise raised
 
-    monkeypatch.setattr(importlib, "import_module", broken)
-    with pytest.raises(ModuleNotFoundError, match="some_dependency"):
+    monkeypatch.setattr(command, "run", run)
+    monkeypatch.delenv(cli.DEBUG_ENV, raising=False)
+    assert cli.main(["compare"]) == code
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_debug_env_shows_the_traceback(monkeypatch):
+    from customobj.compare import command
+
+    def run(args):
+        raise KeyError("x")
+
+    monkeypatch.setattr(command, "run", run)
+    monkeypatch.setenv(cli.DEBUG_ENV, "1")
+    with pytest.raises(KeyError):
         cli.main(["compare"])
+
+
+def test_stderr_held_replays_on_success_and_drops_on_failure(capfd):
+    import os
+
+    with cli.stderr_held():
+        os.write(2, b"a native warning\n")
+    assert capfd.readouterr().err == "a native warning\n"
+    with pytest.raises(RuntimeError):
+        with cli.stderr_held():
+            os.write(2, b"[LightGBM] [Fatal] the same text as the exception\n")
+            raise RuntimeError("boom")
+    assert capfd.readouterr().err == ""
+
+
+def test_environment_info_lives_outside_the_cli():
+    from customobj import _environment
+
+    assert "_tiny_parallel_sum" not in vars(cli)  # the numba probe kernel is not defined in cli.py
+    assert callable(_environment._tiny_parallel_sum)
+    assert cli.environment_info()["numba"]["num_threads"] >= 1

@@ -6,9 +6,17 @@ import math
 import numpy as np
 import pytest
 
+import customobj.adapters  # noqa: F401  (before any lightgbm import, as the CLI does; else a warning joins stderr)
 from customobj.cli import main as cli_main
 from customobj.compare import command
-from customobj.compare.report import RESULT_COLUMNS, TEST_METRICS, mean_curve, paired_comparison
+from customobj.compare.report import (
+    RESULT_COLUMNS,
+    RESULTS_SCHEMA_VERSION,
+    TEST_METRICS,
+    mean_curve,
+    paired_comparison,
+    read_results,
+)
 
 TINY = ["--synthetic-queries", "60", "--synthetic-docs", "10", "--rounds", "6", "--num-leaves", "7",
         "--early-stopping", "3", "--quiet"]
@@ -59,7 +67,8 @@ def test_end_to_end_files(tiny_run):
     assert all(int(p["n_queries"]) == n_test_queries for p in paired)
     assert all(int(p["wins"]) + int(p["losses"]) + int(p["ties"]) == n_test_queries for p in paired)
 
-    data = json.loads((out / "results.json").read_text())
+    data = read_results(out / "results.json")
+    assert data["schema_version"] == RESULTS_SCHEMA_VERSION
     assert data["methods"] == LABELS and data["folds"] == [1, 2]
     assert data["baseline"] == "lgb:LambdaRank(truncation=10)"
     assert data["settings"]["rounds"] == 6 and data["settings"]["early_stopping"] == 3
@@ -100,6 +109,81 @@ def test_reproducible_from_seed(tmp_path, tiny_run):
                 assert r[col] == again[(r["method"], r["fold"])][col], (r["method"], col)
 
 
+def test_existing_results_need_overwrite_and_survive_a_failed_run(tiny_run, tmp_path, capsys, monkeypatch):
+    """A folder with results is refused without --overwrite; with it, a run that fails (here: drawing
+    the plot, after training) leaves every earlier file byte for byte; a successful one replaces them
+    and removes the curves.png it does not draw."""
+    import shutil
+
+    from customobj.compare import report
+
+    _, first = tiny_run
+    out = tmp_path / "results"
+    shutil.copytree(first, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    argv = ["compare", *TINY, "--folds", "1", "--methods", "lgb:lambdarank", "--out", str(out)]
+    capsys.readouterr()
+    assert cli_main(argv) == 2
+    assert capsys.readouterr().err == (f"customobj compare: error: --out {out} already holds compare results "
+                                       "(results.csv, summary.csv, paired.csv, curves.png, results.json); "
+                                       "pass --overwrite to replace them, or choose another --out\n")
+
+    def broken_plot(curves, title):
+        raise RuntimeError("no display")
+
+    monkeypatch.setattr(report, "curves_png", broken_plot)
+    assert cli_main([*argv, "--overwrite"]) == 1
+    assert "RuntimeError: no display" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # nothing lost, no temporary left
+
+    assert cli_main([*argv, "--overwrite", "--no-plot"]) == 0
+    assert f"wrote results.csv, summary.csv, paired.csv, results.json to {out.resolve()}" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == ["paired.csv", "results.csv", "results.json", "summary.csv"]
+    assert read_results(out / "results.json")["methods"] == ["lgb:lambdarank"]
+
+
+def test_a_failed_write_leaves_the_previous_file(tmp_path, monkeypatch):
+    from customobj.compare import output
+
+    out = tmp_path / "o"
+    output.write_results(out, {"results.csv": b"old\n", "results.json": b"{}\n"}, overwrite=False)
+
+    def full_disk(path, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(output, "atomic_write_bytes", full_disk)
+    with pytest.raises(command.RunError, match=r"could not write the results to .*No space left on device"):
+        output.write_results(out, {"results.csv": b"new\n"}, overwrite=True)
+    assert (out / "results.csv").read_bytes() == b"old\n" and (out / "results.json").exists()
+
+
+def test_a_failing_run_is_status_1_naming_method_and_fold(tmp_path, capsys, monkeypatch):
+    calls = []
+
+    def fail_on_fold_2(spec, settings, tr, va, te):
+        calls.append(spec.label)
+        raise ValueError("the library gave up\non two lines")
+
+    monkeypatch.setattr(command, "train", fail_on_fold_2)  # the real runs; the 2-round trial is untouched
+    code = cli_main(["compare", *TINY, "--folds", "2", "--methods", "lgb:lambdarank", "--out", str(tmp_path / "o")])
+    assert code == 1 and calls == ["lgb:lambdarank"]
+    assert capsys.readouterr().err == ("customobj compare: error: lgb:lambdarank on fold 2 failed: ValueError: "
+                                       "the library gave up; on two lines\n")
+    assert not (tmp_path / "o").exists()
+
+
+def test_read_results_checks_the_schema(tmp_path):
+    path = tmp_path / "results.json"
+    for text, msg in [("[1]", "not a customobj compare results file"),
+                      ('{"schema": "customobj-compare-results", "schema_version": 99}', "schema_version 99 is not supported"),
+                      ('{"schema": "customobj-compare-results", "schema_version": 1, "methods": "x"}',
+                       "field 'methods' must be a JSON array"),
+                      ("{", "not valid JSON")]:
+        path.write_text(text)
+        with pytest.raises(ValueError, match=msg):
+            read_results(path)
+
+
 def test_letor_one_fold(data_dir, tmp_path, capsys):
     code = cli_main(["compare", "--letor", str(data_dir / "mq2008"), "--folds", "1", "--rounds", "3",
                      "--methods", "lgb:lambdarank, xgb:RankNet", "--out", str(tmp_path), "--no-plot"])
@@ -124,6 +208,8 @@ def test_train_valid_test_files(data_dir, tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["--methods", "lgb:Nope"], "invalid method 'lgb:Nope'"),
     (["--methods", "lgb:RankNet(bogus=1)"], "invalid options for lgb:RankNet(bogus=1)"),
+    (["--methods", "lgb:lambdarank(lambdarank_truncation_level=-5)"],
+     "lgb:lambdarank(lambdarank_truncation_level=-5) fails on the first"),
     (["--methods", "lgb:lambdarank", "--baseline", "xgb:rank:ndcg"], "--baseline xgb:rank:ndcg is not one of"),
     (["--letor", "/nonexistent/dir"], "no such directory"),
     (["--train", "a.txt"], "missing --valid, --test"),
@@ -132,19 +218,19 @@ def test_train_valid_test_files(data_dir, tmp_path):
     (["--letor", "x", "--train", "a", "--valid", "b", "--test", "c"], "not both"),
 ])
 def test_bad_arguments_exit_2(argv, message, tmp_path, capsys):
-    code = cli_main(["compare", *argv, "--out", str(tmp_path), "--quiet"])
+    code = cli_main(["compare", *argv, "--out", str(tmp_path), "--quiet", "--synthetic-queries", "40",
+                     "--synthetic-docs", "10", "--rounds", "2"])
     assert code == 2
     err = capsys.readouterr().err
-    assert "customobj compare: error:" in err and message in err
+    assert err.startswith("customobj compare: error:") and message in err and len(err.splitlines()) == 1, err
 
 
 @pytest.mark.parametrize("argv", [["--rounds", "0"], ["--learning-rate", "-1"], ["--folds", "a"],
                                   ["--jobs", "x"], ["--early-stopping", "-1"], ["--bogus"]])
 def test_bad_option_values_are_argparse_errors(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        cli_main(["compare", *argv])
-    assert info.value.code == 2
-    assert "error" in capsys.readouterr().err
+    assert cli_main(["compare", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("customobj compare: error: ") and err.endswith("(see customobj compare --help)\n")
 
 
 def test_mean_curve_and_paired_helpers():
@@ -161,5 +247,5 @@ def test_mean_curve_and_paired_helpers():
 def test_missing_catboost_is_a_clear_error(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(command, "catboost_available", lambda: False)
     code = command.main(["--methods", "lgb:lambdarank,cb:YetiRank", "--out", str(tmp_path), "--quiet"])
-    assert code == 2
+    assert code == 2 and not any(tmp_path.iterdir())
     assert "cb:YetiRank needs CatBoost, an optional extra: pip install 'customobj[catboost]'" in capsys.readouterr().err

@@ -62,6 +62,40 @@ def test_parse_value(text, value):
     assert got == value and type(got) is type(value)
 
 
+@pytest.mark.parametrize("text, message", [
+    ("9223372036854775808", "outside the 64-bit range"),
+    ("-9223372036854775809", "outside the 64-bit range"),
+    ("1180591620717411303424", "outside the 64-bit range"),
+    ("1" * 5000, "outside the 64-bit range"),  # refused before building a 5000-digit int
+    ("1e999", "'1e999' is not finite"),
+    ("nan", "'nan' is not finite"),
+    ("-inf", "'-inf' is not finite"),
+])
+def test_parse_value_checks_numbers_as_python_values(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_value(text)
+    assert parse_value("9223372036854775807") == 2**63 - 1 and parse_value("-9223372036854775808") == -(2**63)
+
+
+def test_out_of_range_option_names_the_method():
+    with pytest.raises(ValueError, match=r"invalid method 'lgb:LambdaRank\(k=1180591620717411303424\)': option 'k'"):
+        parse_method("lgb:LambdaRank(k=1180591620717411303424)")
+
+
+def test_build_objective_reports_any_constructor_failure_on_one_line(monkeypatch):
+    from customobj import objectives
+
+    def explode(**kwargs):
+        raise OverflowError("Python int too large\nto convert to C long")
+
+    spec = parse_method("lgb:RankNet(sigma=2)")
+    monkeypatch.setattr(objectives, "RankNet", explode)
+    with pytest.raises(ValueError) as info:
+        build_objective(spec)
+    assert str(info.value) == ("invalid options for lgb:RankNet(sigma=2): OverflowError: Python int too large; "
+                               "to convert to C long")
+
+
 def test_parse_value_never_evaluates():
     assert parse_value("__import__") == "__import__"
     with pytest.raises(ValueError, match="cannot parse value"):

@@ -167,16 +167,16 @@ ERROR_CASES = [
 @pytest.mark.parametrize("text,line,message", [c[1:] for c in ERROR_CASES], ids=[c[0] for c in ERROR_CASES])
 def test_malformed_lines(tmp_path, text, line, message):
     path = write(tmp_path, "bad.txt", text)
-    with pytest.raises(ValueError, match=f"bad.txt: line {line}: .*{message}"):
+    with pytest.raises(ValueError, match=rf"bad.txt: line {line}(, column \d+)?: .*{message}"):
         load_letor(path)
 
 
 def test_n_features_too_small(tmp_path):
     path = write(tmp_path, "w.txt", "1 qid:1 1:1\n0 qid:1 4:1\n")
-    with pytest.raises(ValueError, match="w.txt: line 2: feature index exceeds n_features=3"):
+    with pytest.raises(ValueError, match="w.txt: line 2, column 9: feature index exceeds n_features=3"):
         load_letor(path, n_features=3)
     assert load_letor(path).X.shape == (2, 4)
-    with pytest.raises(ValueError, match="w.txt: line 1: feature index exceeds n_features=0"):
+    with pytest.raises(ValueError, match="w.txt: line 1, column 9: feature index exceeds n_features=0"):
         load_letor(path, n_features=0)
     assert load_letor(write(tmp_path, "nf.txt", "1 qid:1\n0 qid:1 # no features\n"), n_features=0).X.shape == (2, 0)
 
@@ -209,11 +209,22 @@ def test_bom_and_broken_gzip(tmp_path):
         load_letor(broken)
 
 
-def test_empty_and_comment_only_files(tmp_path):
-    d = load_letor(write(tmp_path, "e.txt", "# nothing\n\n   \n"))
-    assert d.X.shape == (0, 0) and d.y.size == 0 and d.group.size == 0
-    d = load_letor(write(tmp_path, "e2.txt", ""), n_features=5)
-    assert d.X.shape == (0, 5)
+@pytest.mark.parametrize("text", ["", "# nothing\n\n   \n", "\n" * 1000, "   # only a comment"])
+@pytest.mark.parametrize("compress", [False, True], ids=["plain", "gzip"])
+def test_empty_and_comment_only_files_are_refused(tmp_path, text, compress):
+    path = write(tmp_path, "e.txt.gz" if compress else "e.txt", text, compress=compress)
+    with pytest.raises(ValueError, match=r"e\.txt(\.gz)?: no data rows \(the file is empty or holds only blank"):
+        load_letor(path, n_features=5)
+
+
+def test_empty_split_in_folds_names_the_file(tmp_path):
+    fold = tmp_path / "Fold1"
+    fold.mkdir()
+    write(fold, "train.txt", "1 qid:1 1:1\n")
+    write(fold, "vali.txt", "# emptied by a failed copy\n")
+    write(fold, "test.txt", "0 qid:2 1:1\n")
+    with pytest.raises(ValueError, match=r"vali\.txt: no data rows"):
+        load_letor_folds(tmp_path)
 
 
 def test_letordata_tuple_behaviour(tmp_path):
@@ -256,6 +267,17 @@ def test_synthetic_label_skew_and_sizes():
         synthetic(10, 3, 3, min_docs=4)
     with pytest.raises(TypeError, match="n_queries"):
         synthetic(10.5)
+
+
+def test_synthetic_grade_limit_is_usable():
+    """max_grade = MAX_SYNTHETIC_GRADE works (it used to fail inside np.quantile from 2000 on) and
+    one above is refused by name."""
+    from customobj.data import MAX_SYNTHETIC_GRADE
+
+    d = synthetic(30, 10, 3, max_grade=MAX_SYNTHETIC_GRADE, grade_ratio=1.0)
+    assert d.y.min() == 0 and d.y.max() == MAX_SYNTHETIC_GRADE and np.all(d.y == np.floor(d.y))
+    with pytest.raises(ValueError, match=rf"max_grade must be <= {MAX_SYNTHETIC_GRADE}"):
+        synthetic(30, 10, 3, max_grade=MAX_SYNTHETIC_GRADE + 1)
 
 
 def _mean_ndcg(y, s, group, k=10):

@@ -1,8 +1,9 @@
 """``customobj compare``: train many rankers on the same folds and compare them.
 
 ``methods`` parses method names, ``trainers`` trains one method on one fold, ``report`` builds the
-tables, the paired test, the CSV/JSON files and the learning-curve plot, and ``command`` wires it
-all to the command line (``add_arguments(parser)``, ``run(args) -> int``).
+tables, the paired test, the serialised CSV/JSON files and the learning-curve plot, ``output``
+checks the ``--out`` folder before training and writes the files atomically, and ``command``
+wires it all to the command line (``add_arguments(parser)``, ``run(args) -> int``).
 """
 from .methods import MethodSpec, parse_method, parse_methods, split_methods
 

@@ -1,7 +1,11 @@
 """``customobj compare``: train several rankers on the same folds and compare them on the test folds.
 
-``add_arguments(parser)`` fills an argparse (sub)parser, ``run(args) -> int`` does the work (0 on
-success, 2 for bad arguments or data, 1 when a training run fails). ``main(argv)`` runs it alone.
+``add_arguments(parser)`` fills an argparse (sub)parser, ``run(args) -> int`` does the work: it
+checks everything it can before training (methods and their options on a sample of the data,
+the output folder, the data files, the labels) and raises :class:`customobj.cli.UsageError`
+(exit status 2) for what is wrong there, :class:`customobj.cli.RunError` (exit status 1) when a
+training run or writing the results fails. ``customobj.cli.main`` turns both into one line on
+stderr; ``main(argv)`` runs the subcommand alone through it.
 """
 from __future__ import annotations
 
@@ -9,15 +13,16 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
-from .._validation import as_labels
-from . import report
+from ..cli import RunError, UsageError, one_line, stderr_held
+from . import output, report
 from .methods import build_objective, parse_method, parse_methods, split_methods, valid_names_help
 from .trainers import Settings, Split, catboost_available, train, warm_up
 
-__all__ = ["add_arguments", "run", "main", "DEFAULT_METHODS"]
+__all__ = ["add_arguments", "run", "main", "DEFAULT_METHODS", "MAX_GRADE", "UsageError", "RunError"]
 
 #: Default method set: native rankers of both libraries, customobj objectives through both
 #: adapters, and the OLE booster with the OLE and WSE split criteria (sized for ~2 min on 2 cores).
@@ -29,10 +34,13 @@ SYNTHETIC_DOCS = 20
 SYNTHETIC_FEATURES = 20
 SYNTHETIC_FOLDS = "1,2,3,4,5"
 N_PARTS = 5  # synthetic folds rotate 5 query parts as LETOR does: 3 train, 1 validation, 1 test
-
-
-class UsageError(ValueError):
-    """Bad arguments or data: reported without a traceback, exit code 2."""
+#: Largest relevance grade compare accepts: LightGBM's NDCG (the validation curve of every lgb method)
+#: has 31 default label gains (grades 0..30) and XGBoost's wants integer grades too.
+MAX_GRADE = 30
+#: Seeds, rounds and patience go to the libraries as 32-bit C ints.
+INT32_MAX = 2**31 - 1
+MAX_LEAVES = 131072  # LightGBM's upper limit of num_leaves
+MAX_JOBS = 1024
 
 
 def _number(convert, ok, what):
@@ -50,8 +58,10 @@ def _number(convert, ok, what):
     return parse
 
 
-_positive_int = _number(int, lambda v: v >= 1, "a positive integer")
-_nonnegative_int = _number(int, lambda v: v >= 0, "an integer >= 0")
+_positive_int = _number(int, lambda v: 1 <= v <= INT32_MAX, f"a positive integer <= {INT32_MAX}")
+_nonnegative_int = _number(int, lambda v: 0 <= v <= INT32_MAX, f"an integer in 0..{INT32_MAX}")
+_leaves = _number(int, lambda v: 2 <= v <= MAX_LEAVES, f"an integer in 2..{MAX_LEAVES}")
+_jobs = _number(int, lambda v: 1 <= v <= MAX_JOBS, f"an integer in 1..{MAX_JOBS}")
 _positive_float = _number(float, lambda v: v > 0 and np.isfinite(v), "a positive finite number")
 
 
@@ -65,7 +75,7 @@ def _folds(text):
     return folds
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``compare`` options to an argparse parser (or subparser)."""
     parser.description = (
         "Train ranking methods on the same folds with early stopping on the validation part and compare "
@@ -88,17 +98,21 @@ def add_arguments(parser):
                    help=f"comma-separated method names (default: {DEFAULT_METHODS})")
     m.add_argument("--baseline", metavar="NAME", help="method of the paired comparison (default: the first)")
     m.add_argument("--rounds", type=_positive_int, default=200, help="maximum boosting rounds (default 200)")
-    m.add_argument("--num-leaves", type=_positive_int, default=31, help="leaves per tree (default 31)")
+    m.add_argument("--num-leaves", type=_leaves, default=31, help="leaves per tree (default 31)")
     m.add_argument("--learning-rate", type=_positive_float, default=0.1, help="shrinkage (default 0.1)")
     m.add_argument("--early-stopping", type=_nonnegative_int, default=20, metavar="N",
                    help="stop after N rounds without validation NDCG@10 gain, for every method (0 = off; default 20)")
-    m.add_argument("--seed", type=int, default=0, help="seed of the data and of every library (default 0)")
-    m.add_argument("--jobs", type=_positive_int, default=2, help="training threads (default 2)")
+    m.add_argument("--seed", type=_nonnegative_int, default=0,
+                   help="seed of the data and of every library (default 0)")
+    m.add_argument("--jobs", type=_jobs, default=2, help="training threads (default 2)")
     o = parser.add_argument_group("output")
     o.add_argument("--out", default="compare-results", metavar="DIR",
-                   help="folder for results.csv, summary.csv, paired.csv, results.json, curves.png (default ./compare-results)")
+                   help="folder for " + ", ".join(output.RESULT_FILES) + " (default ./compare-results)")
+    o.add_argument("--overwrite", action="store_true",
+                   help="replace the results of an earlier run in --out (without it, such a folder is refused)")
     o.add_argument("--no-plot", action="store_true", help="do not draw curves.png")
-    o.add_argument("--quiet", action="store_true", help="no progress bar, no tables on the terminal")
+    o.add_argument("--quiet", action="store_true",
+                   help="no progress bar, no tables on the terminal (the folder written is still printed)")
     return parser
 
 
@@ -111,7 +125,10 @@ def _synthetic_folds(args, folds):
         raise UsageError(f"--folds: the synthetic data has folds 1..{N_PARTS}, got {bad}")
     if args.synthetic_queries < N_PARTS:
         raise UsageError(f"--synthetic-queries must be >= {N_PARTS} (one part per fold)")
-    data = Split.from_data(synthetic(args.synthetic_queries, args.synthetic_docs, SYNTHETIC_FEATURES, seed=args.seed))
+    try:
+        data = Split.from_data(synthetic(args.synthetic_queries, args.synthetic_docs, SYNTHETIC_FEATURES, seed=args.seed))
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"synthetic data: {exc}") from None
     # Shuffle queries once (seeded), cut into 5 parts, rotate like LETOR: parts k..k+2 train, k+3 vali, k+4 test.
     order = np.random.default_rng(args.seed).permutation(data.sizes.size)
     parts = np.array_split(order, N_PARTS)
@@ -136,57 +153,105 @@ def _pad(split, width):
     return split
 
 
+def _check_split(split, where):
+    """Labels are integer grades 0..MAX_GRADE and features finite or NaN (missing), before any training."""
+    y = split.y
+    bad = np.flatnonzero(~np.isfinite(y) | (y < 0) | (y > MAX_GRADE) | (y != np.floor(y)))
+    if bad.size:
+        r = int(bad[0])
+        raise UsageError(f"{where}: labels must be non-negative integer grades 0..{MAX_GRADE} (LightGBM's "
+                         f"NDCG has {MAX_GRADE + 1} label gains, XGBoost's needs integers); "
+                         f"found {y[r]:g} at row {r} (0-based)")
+    inf = np.isinf(split.X)
+    if inf.any():
+        r, c = (int(v) for v in np.argwhere(inf)[0])
+        raise UsageError(f"{where}: feature {c + 1} of row {r} (0-based) is {split.X[r, c]}; XGBoost refuses "
+                         "infinite features: use a finite value, or NaN for a missing one")
+    return split
+
+
+def _read_file(option, path, load):
+    try:
+        return Split.from_data(load(path))
+    except (ValueError, TypeError, OSError) as exc:
+        text = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
+        raise UsageError(f"{option} {text}") from None
+
+
 def _load_folds(args):
-    """[(fold, train, valid, test)] as Splits, and a one-line description of the data."""
+    """[(fold, train, valid, test)] as checked Splits, and a one-line description of the data."""
     from ..data import load_letor, load_letor_folds
 
     files = [args.train, args.valid, args.test]
     if args.letor and any(files):
         raise UsageError("give either --letor DIR or --train/--valid/--test FILE, not both")
     if any(files):
+        names = ("--train", "--valid", "--test")
         if not all(files):
-            missing = [n for n, f in zip(("--train", "--valid", "--test"), files) if not f]
+            missing = [n for n, f in zip(names, files) if not f]
             raise UsageError(f"--train, --valid and --test go together; missing {', '.join(missing)}")
         if args.folds:
             raise UsageError("--folds applies to --letor and synthetic data, not to --train/--valid/--test")
-        for f in files:
+        for n, f in zip(names, files):
+            if not Path(f).exists():
+                raise UsageError(f"{n}: no such file: {f}")
             if not Path(f).is_file():
-                raise UsageError(f"no such file: {f}")
-        splits = []
-        for f in files:
-            try:
-                splits.append(Split.from_data(load_letor(f)))
-            except ValueError as exc:
-                raise UsageError(f"{f}: {exc}") from None
+                raise UsageError(f"{n} {f}: not a file")
+        splits = [_check_split(_read_file(n, f, load_letor), f"{n} {f}") for n, f in zip(names, files)]
         width = max(s.X.shape[1] for s in splits)
         return [(1, *(_pad(s, width) for s in splits))], f"files {args.train}, {args.valid}, {args.test}"
     if args.letor:
         root = Path(args.letor)
         if not root.is_dir():
             raise UsageError(f"--letor: no such directory: {root}")
-        folds = load_letor_folds(root, args.folds)
-        return ([(f.fold, *(Split.from_data(d) for d in (f.train, f.vali, f.test))) for f in folds],
-                f"LETOR folds in {root}")
+        try:
+            folds = load_letor_folds(root, args.folds)
+        except (ValueError, TypeError, OSError) as exc:
+            raise UsageError(f"--letor {exc}") from None
+        out = []
+        for f in folds:
+            parts = []
+            for name, d in (("train", f.train), ("vali", f.vali), ("test", f.test)):
+                where = f"--letor {root}/Fold{f.fold}/{name}"
+                try:
+                    split = Split.from_data(d)
+                except ValueError as exc:
+                    raise UsageError(f"{where}: {exc}") from None
+                parts.append(_check_split(split, where))
+            out.append((f.fold, *parts))
+        return out, f"LETOR folds in {root}"
     return _synthetic_folds(args, args.folds or _folds(SYNTHETIC_FOLDS))
 
 
-# --- run ------------------------------------------------------------------------------------------
+# --- checks before training -----------------------------------------------------------------------
+def _method_error(exc):
+    """One line: the parser's first line (its ValueError goes on to list every valid name)."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "option '" in first:  # a bad option value: the names were fine
+        return UsageError(first)
+    return UsageError(f"{first} (customobj compare --help lists the valid names)")
+
+
 def _check_methods(args):
-    specs = parse_methods(split_methods(args.methods))
+    try:
+        specs = parse_methods(split_methods(args.methods))
+    except (ValueError, TypeError) as exc:
+        raise _method_error(exc) from None
     for s in specs:
         if s.backend == "cb" and not catboost_available():
             raise UsageError(f"{s.label} needs CatBoost, an optional extra: pip install 'customobj[catboost]'")
         if not s.native:
-            build_objective(s)  # bad options fail now, not after an hour of training
-        if s.backend == "ole":
             try:
-                from ..ole import TreeBooster  # noqa: F401
-            except ImportError as exc:
-                raise UsageError(f"{s.label} needs customobj.ole.TreeBooster, which is not available: {exc}") from None
+                build_objective(s)  # bad options fail now, not after an hour of training
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise UsageError(one_line(exc)) from None
     labels = [s.label for s in specs]
     baseline = labels[0]
     if args.baseline:
-        baseline = parse_method(args.baseline).label
+        try:
+            baseline = parse_method(args.baseline).label
+        except (ValueError, TypeError) as exc:
+            raise _method_error(exc) from None
         if baseline not in labels:
             raise UsageError(f"--baseline {baseline} is not one of --methods: {', '.join(labels)}")
     return specs, baseline
@@ -194,19 +259,42 @@ def _check_methods(args):
 
 def _check_labels(specs, folds):
     """Let each customobj objective check the training labels now (e.g. Logistic wants 0/1 labels)."""
-    for fold, tr, _, _ in folds:
-        try:
-            as_labels(tr.y, name="labels")
-        except ValueError as exc:
-            raise UsageError(f"fold {fold}: {exc}") from None
     for spec in specs:
         if spec.native:
             continue
         for fold, tr, _, _ in folds:
             try:
                 build_objective(spec).prepare(tr.y, tr.sizes)
-            except ValueError as exc:
-                raise UsageError(f"{spec.label} cannot train on fold {fold}: {exc}") from None
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise UsageError(f"{spec.label} cannot train on fold {fold}: {one_line(exc)}") from None
+
+
+#: Rows of the training data each method trains on for two rounds before the real runs. LightGBM
+#: drops every feature of a smaller sample (a split needs min_data_in_leaf = 20 rows on each side)
+#: and the custom-objective path then stops on an internal check.
+SAMPLE_ROWS = 500
+
+
+def _sample(split):
+    """Whole queries from the start of a training split, up to about SAMPLE_ROWS rows."""
+    ends = np.cumsum(split.sizes)
+    k = min(int(np.searchsorted(ends, SAMPLE_ROWS)) + 1, split.sizes.size)
+    n = int(ends[k - 1])
+    return Split(split.X[:n], split.y[:n], split.sizes[:k])
+
+
+def _warm_up(specs, settings, sample, bar):
+    """Train every method for two rounds on ``sample``: compiles the numba code outside the timings and
+    makes bad options of native methods (which only the library can judge) fail before the real runs."""
+    for spec in specs:
+        bar.set_description(f"checking {spec.label}")
+        try:
+            with stderr_held():
+                warm_up(spec, settings, sample)
+        except Exception as exc:  # noqa: BLE001 - any failure here is about this method and its options
+            raise UsageError(f"{spec.label} fails on the first {sample.sizes.size} queries of the training data "
+                             f"(a 2-round trial before the real runs): "
+                             f"{type(exc).__name__}: {one_line(exc)}") from None
 
 
 def _progress(total, quiet):
@@ -215,39 +303,35 @@ def _progress(total, quiet):
     return tqdm(total=total, file=sys.stderr, disable=quiet, unit="run", dynamic_ncols=True, leave=False)
 
 
-def run(args):
-    """Run the comparison described by parsed ``args``; returns the process exit code."""
+def run(args: argparse.Namespace) -> int:
+    """Run the comparison described by parsed ``args``; returns 0 (errors are raised, see the module doc)."""
     say = (lambda *a: None) if args.quiet else print
     # adapters sets OMP_WAIT_POLICY=passive unless the user chose one; it must be imported before
     # lightgbm/xgboost load OpenMP, or spinning threads slow the Python objectives on a busy machine.
     from customobj import adapters  # noqa: F401
-    try:
-        specs, baseline = _check_methods(args)
-        folds, data_desc = _load_folds(args)
-        _check_labels(specs, folds)
-    except (UsageError, ValueError, TypeError) as exc:
-        print(f"customobj compare: error: {exc}", file=sys.stderr)
-        return 2
+
+    specs, baseline = _check_methods(args)
+    out = output.check_folder(Path(args.out), overwrite=args.overwrite)
+    folds, data_desc = _load_folds(args)
+    _check_labels(specs, folds)
     settings = Settings(rounds=args.rounds, num_leaves=args.num_leaves, learning_rate=args.learning_rate,
                         seed=args.seed, jobs=args.jobs, early_stopping=args.early_stopping)
     labels = [s.label for s in specs]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
 
     rows, curves, per_query = [], {lab: [] for lab in labels}, {lab: [] for lab in labels}
-    start = time.perf_counter()
     bar = _progress(len(folds) * len(specs), args.quiet)
-    where = ""
+    start = time.perf_counter()  # wall time includes the trial runs (numba compilation), as it always did
     try:
-        for spec in specs:  # compile the numba code once, outside the timings
-            where = f"{spec.label} (compiling on tiny data)"
-            bar.set_description(f"compiling {spec.label}")
-            warm_up(spec, settings)
+        _warm_up(specs, settings, _sample(folds[0][1]), bar)
         for fold, tr, va, te in folds:
             for spec in specs:
-                where = f"{spec.label} on fold {fold}"
                 bar.set_description(f"fold {fold} {spec.label}")
-                result = train(spec, settings, tr, va, te)
+                try:
+                    with stderr_held():
+                        result = train(spec, settings, tr, va, te)
+                except Exception as exc:  # noqa: BLE001 - say which run failed, then stop
+                    raise RunError(f"{spec.label} on fold {fold} failed: "
+                                   f"{type(exc).__name__}: {one_line(exc)}") from None
                 metrics, pq = report.evaluate(result.test_scores, te)
                 valid_ndcg = report.evaluate(result.valid_scores, va)[0]["ndcg@10"]
                 rows.append({"method": spec.label, "fold": fold, **metrics, "valid_ndcg@10": valid_ndcg,
@@ -256,43 +340,39 @@ def run(args):
                 curves[spec.label].append(result.curve)
                 per_query[spec.label].append(pq)
                 bar.update(1)
-    except Exception as exc:  # noqa: BLE001 - report which run failed, then stop
+    finally:
         bar.close()
-        print(f"customobj compare: error: {where} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    bar.close()
     wall = time.perf_counter() - start
 
     summary = report.summarize(rows, labels)
     pooled = {lab: np.concatenate(v) for lab, v in per_query.items()}
     paired = report.paired_comparison(pooled, labels, baseline)
-    report.write_csv(out / "results.csv", rows, report.RESULT_COLUMNS)
-    summary_cols = ["method", "n_folds"] + [k for k in summary[0] if k not in ("method", "n_folds")]
-    report.write_csv(out / "summary.csv", summary, summary_cols)
-    report.write_csv(out / "paired.csv", paired, report.PAIRED_COLUMNS)
     config = {k: v for k, v in vars(args).items() if isinstance(v, (str, int, float, bool, list, type(None)))}
-    report.write_json(out / "results.json", {
-        "data": data_desc, "folds": [f[0] for f in folds], "methods": labels, "baseline": baseline,
-        "settings": vars(settings), "arguments": config, "wall_time_s": wall,
-        "results": rows, "summary": summary, "paired": paired,
-        "curves": {lab: {"metric": "valid ndcg@10", "per_fold": c} for lab, c in curves.items()},
-    })
-    if not args.no_plot:
-        report.plot_curves(out / "curves.png", curves,
-                           f"Validation NDCG@10 — {data_desc}, folds {','.join(str(f[0]) for f in folds)}")
-    say(f"data: {data_desc}; folds {','.join(str(f[0]) for f in folds)}; "
-        f"{len(specs)} methods; wall time {wall:.1f} s")
+    fold_list = ",".join(str(f[0]) for f in folds)
+    contents = report.render_files(
+        rows, summary, paired, {
+            "data": data_desc, "folds": [f[0] for f in folds], "methods": labels, "baseline": baseline,
+            "settings": vars(settings), "arguments": config, "wall_time_s": wall,
+            "curves": {lab: {"metric": "valid ndcg@10", "per_fold": c} for lab, c in curves.items()},
+        },
+        curves=None if args.no_plot else curves,
+        title=f"Validation NDCG@10 — {data_desc}, folds {fold_list}")
+    written = output.write_results(out, contents, overwrite=args.overwrite)
+    say(f"data: {data_desc}; folds {fold_list}; {len(specs)} methods; wall time {wall:.1f} s")
     say(report.format_table(summary))
     if paired:
         say()
         say(report.format_paired(paired))
-    say(f"\nwrote {out}/results.csv, summary.csv, paired.csv, results.json" + ("" if args.no_plot else ", curves.png"))
+        say()
+    print(f"wrote {', '.join(written)} to {out.resolve()}")
     return 0
 
 
-def main(argv=None):
-    parser = add_arguments(argparse.ArgumentParser(prog="customobj compare"))
-    return run(parser.parse_args(argv))
+def main(argv: Sequence[str] | None = None) -> int:
+    """``customobj compare`` alone (``python -m customobj.compare.command``), with the CLI's error rules."""
+    from ..cli import main as cli_main
+
+    return cli_main(["compare", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,8 +19,13 @@ split criterion of the ``ole`` backend and is rejected elsewhere. Values are par
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..objectives import Objective
 
 __all__ = [
     "BACKENDS",
@@ -100,7 +105,7 @@ def _format_value(v):
     return str(v)
 
 
-def objective_names():
+def objective_names() -> list[str]:
     """Class names of the customobj objectives available right now (sorted)."""
     from .. import objectives
 
@@ -114,7 +119,7 @@ def objective_names():
     return sorted(names)
 
 
-def valid_names_help():
+def valid_names_help() -> str:
     lines = ["valid method names are BACKEND:TARGET[(key=value,...)][[criterion]] with"]
     lines.append("  backends: " + ", ".join(f"{b} ({d})" for b, d in BACKENDS.items()))
     for b, natives in NATIVE.items():
@@ -165,7 +170,7 @@ def _split_top(text, sep, what):
     return parts
 
 
-def split_methods(text):
+def split_methods(text: str) -> list[str]:
     """Split a comma-separated method list, keeping commas inside ``(...)`` and ``[...]``."""
     if not isinstance(text, str):
         raise TypeError(f"methods must be a string, got {type(text).__name__}")
@@ -178,9 +183,17 @@ def split_methods(text):
     return parts
 
 
-def parse_value(text):
+#: Integer option values must fit a signed 64-bit integer (every library and kernel stores them so).
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+
+def parse_value(text: str) -> int | float | bool | str | None:
     """``'3'`` -> 3, ``'0.5'``/``'1e-3'`` -> float, ``true``/``false`` -> bool, ``none`` -> None,
-    quoted text -> the text inside, anything else -> the stripped string. Never evaluates code."""
+    quoted text -> the text inside, anything else -> the stripped string. Never evaluates code.
+
+    Numbers are checked as Python values: an integer outside the signed 64-bit range, or a float
+    that is not finite (``nan``, ``inf``, ``1e999``), is a ``ValueError``.
+    """
     t = text.strip()
     if not t:
         raise ValueError("empty value")
@@ -194,9 +207,17 @@ def parse_value(text):
     if low in ("none", "null"):
         return None
     if _INT.match(t):
-        return int(t)
+        if len(t.lstrip("+-")) > 25:  # no need to build a huge int to know it is out of range
+            raise ValueError(f"integer {t[:20]}... is outside the 64-bit range")
+        v = int(t)
+        if not INT_MIN <= v <= INT_MAX:
+            raise ValueError(f"integer {v} is outside the 64-bit range [{INT_MIN}, {INT_MAX}]")
+        return v
     if _FLOAT.match(t):
-        return float(t)
+        v = float(t)
+        if not math.isfinite(v):
+            raise ValueError(f"number {t!r} is not finite")
+        return v
     if any(ch in t for ch in "()[]=,'\""):
         raise ValueError(f"cannot parse value {t!r}; quote strings that hold brackets, '=' or ','")
     return t
@@ -226,7 +247,7 @@ def _parse_options(body, text):
     return tuple(options)
 
 
-def parse_method(text):
+def parse_method(text: str) -> MethodSpec:
     """Parse one method name into a :class:`MethodSpec`; ``ValueError`` listing valid names if bad."""
     if not isinstance(text, str):
         raise TypeError(f"method name must be a string, got {type(text).__name__}")
@@ -283,7 +304,7 @@ def parse_method(text):
     return MethodSpec(backend, target, native, options, criterion)
 
 
-def parse_methods(text_or_list):
+def parse_methods(text_or_list: str | list[str]) -> list[MethodSpec]:
     """Parse a comma-separated string (or a list of names); labels must be unique."""
     names = split_methods(text_or_list) if isinstance(text_or_list, str) else list(text_or_list)
     specs = [parse_method(n) for n in names]
@@ -294,8 +315,8 @@ def parse_methods(text_or_list):
     return specs
 
 
-def build_objective(spec):
-    """Instantiate the customobj objective of ``spec``; bad options become a ``ValueError``."""
+def build_objective(spec: MethodSpec) -> Objective:
+    """Instantiate the customobj objective of ``spec``; bad options become a ``ValueError`` naming it."""
     if spec.native:
         raise ValueError(f"{spec.label} is a native {BACKENDS[spec.backend]} objective, not a customobj one")
     from .. import objectives
@@ -303,5 +324,7 @@ def build_objective(spec):
     cls = getattr(objectives, spec.target)
     try:
         return cls(**spec.kwargs)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"invalid options for {spec.label}: {exc}") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        # one line whatever the constructor raised (numba's messages span many lines)
+        text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        raise ValueError(f"invalid options for {spec.label}: {type(exc).__name__}: {text}") from None

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
+import os
 import warnings
 
 import numpy as np
@@ -15,10 +17,14 @@ __all__ = [
     "paired_comparison",
     "format_table",
     "format_paired",
-    "write_csv",
-    "write_json",
-    "plot_curves",
+    "csv_text",
+    "json_text",
+    "read_results",
+    "render_files",
+    "curves_png",
     "mean_curve",
+    "RESULTS_SCHEMA",
+    "RESULTS_SCHEMA_VERSION",
 ]
 
 #: (column, metric name for customobj.metrics.get_metric) of the test-set table.
@@ -37,7 +43,7 @@ PAIRED_COLUMNS = ("method", "baseline", "n_queries", "mean_diff_ndcg@10", "wins"
                   "wilcoxon_p", "ttest_p")
 
 
-def evaluate(scores, split):
+def evaluate(scores: np.ndarray, split) -> tuple[dict, np.ndarray]:
     """Test metrics of one fold (means over queries) and the per-query NDCG@10 for the paired test."""
     from ..metrics import get_metric, ndcg
 
@@ -46,7 +52,7 @@ def evaluate(scores, split):
     return row, per_query
 
 
-def summarize(rows, methods):
+def summarize(rows: list[dict], methods: list[str]) -> list[dict]:
     """Mean and std (over folds, ``ddof=0``) of every numeric column, per method in the given order."""
     out = []
     numeric = [c for c in RESULT_COLUMNS if c not in ("method", "fold")]
@@ -75,7 +81,7 @@ def _safe_p(test, diff):
     return p
 
 
-def paired_comparison(per_query, methods, baseline):
+def paired_comparison(per_query: dict, methods: list[str], baseline: str) -> list[dict]:
     """Each method against ``baseline`` on test NDCG@10 per query, pooled over folds.
 
     ``per_query[method]`` is the concatenation over folds (same fold order for every method), so
@@ -109,7 +115,7 @@ def _render(header, body, align):
     return "\n".join([line(header), rule, *(line(r) for r in body)])
 
 
-def format_table(summary):
+def format_table(summary: list[dict]) -> str:
     """Methods x (test metrics mean±std over folds, time, rounds)."""
     header = ["method", *(c.upper() for c, _ in TEST_METRICS), "time s", "rounds"]
     body = []
@@ -130,7 +136,7 @@ def _p(x):
     return "n/a" if not np.isfinite(x) else (f"{x:.2e}" if x < 1e-3 else f"{x:.4f}")
 
 
-def format_paired(paired):
+def format_paired(paired: list[dict]) -> str:
     if not paired:
         return ""
     base = paired[0]["baseline"]
@@ -143,12 +149,19 @@ def format_paired(paired):
 
 
 # --- files ----------------------------------------------------------------------------------------
-def write_csv(path, rows, columns):
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (_csv_value(v)) for k, v in r.items()})
+#: Version of the layout of results.json (its "schema_version" field). Readers check it.
+RESULTS_SCHEMA = "customobj-compare-results"
+RESULTS_SCHEMA_VERSION = 1
+
+
+def csv_text(rows: list[dict], columns) -> str:
+    """CSV of ``rows`` (dicts) with ``columns``; non-finite floats are empty cells."""
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\r\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: (_csv_value(v)) for k, v in r.items()})
+    return buf.getvalue()
 
 
 def _csv_value(v):
@@ -172,13 +185,53 @@ def _json_clean(obj):
     return obj
 
 
-def write_json(path, payload):
-    with open(path, "w") as fh:
-        json.dump(_json_clean(payload), fh, indent=1, allow_nan=False)
-        fh.write("\n")
+def json_text(payload: dict) -> str:
+    """results.json: ``payload`` as strict JSON, led by the schema name and version."""
+    doc = {"schema": RESULTS_SCHEMA, "schema_version": RESULTS_SCHEMA_VERSION, **payload}
+    return json.dumps(_json_clean(doc), indent=1, allow_nan=False) + "\n"
 
 
-def mean_curve(curves):
+def read_results(path: str | os.PathLike) -> dict:
+    """Read a results.json back, checking its schema and version (``ValueError`` naming the file)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
+        raise ValueError(f"{path}: not a customobj compare results file (schema must be {RESULTS_SCHEMA!r})")
+    version = doc.get("schema_version")
+    if version != RESULTS_SCHEMA_VERSION:
+        raise ValueError(f"{path}: schema_version {version!r} is not supported (this customobj reads "
+                         f"{RESULTS_SCHEMA_VERSION})")
+    for key, kind in (("methods", list), ("folds", list), ("results", list), ("summary", list),
+                      ("paired", list), ("curves", dict), ("settings", dict)):
+        if not isinstance(doc.get(key), kind):
+            raise ValueError(f"{path}: field {key!r} must be a JSON {'array' if kind is list else 'object'}")
+    return doc
+
+
+def render_files(rows: list[dict], summary: list[dict], paired: list[dict], payload: dict, *,
+                 curves: dict | None = None, title: str = "") -> dict[str, bytes]:
+    """Every result file as bytes, serialised before any is written (a failure here touches nothing).
+
+    ``payload`` is the run description of results.json (the tables are added to it); ``curves``
+    (method -> per-fold curves) draws curves.png, ``None`` skips the plot.
+    """
+    first = summary[0] if summary else {}
+    summary_cols = ["method", "n_folds"] + [k for k in first if k not in ("method", "n_folds")]
+    files = {
+        "results.csv": csv_text(rows, RESULT_COLUMNS).encode(),
+        "summary.csv": csv_text(summary, summary_cols).encode(),
+        "paired.csv": csv_text(paired, PAIRED_COLUMNS).encode(),
+        "results.json": json_text({**payload, "results": rows, "summary": summary, "paired": paired}).encode(),
+    }
+    if curves is not None:
+        files["curves.png"] = curves_png(curves, title)
+    return files
+
+
+def mean_curve(curves) -> np.ndarray:
     """Average of per-fold curves up to the shortest one (early stopping ends folds at different
     rounds; averaging over whichever folds are left would make steps where a fold drops out)."""
     curves = [np.asarray(c, dtype=np.float64) for c in curves if len(c)]
@@ -188,8 +241,8 @@ def mean_curve(curves):
     return np.mean([c[:n] for c in curves], axis=0)
 
 
-def plot_curves(path, curves_by_method, title):
-    """One line per method: validation NDCG@10 against boosting rounds (folds averaged)."""
+def curves_png(curves_by_method: dict, title: str) -> bytes:
+    """PNG of one line per method: validation NDCG@10 against boosting rounds (folds averaged)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -209,5 +262,9 @@ def plot_curves(path, curves_by_method, title):
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png")
+    finally:
+        plt.close(fig)
+    return buf.getvalue()

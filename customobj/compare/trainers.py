@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .methods import BACKENDS, build_objective
+from .methods import BACKENDS, MethodSpec, build_objective
 
 __all__ = ["Settings", "Split", "TrainResult", "train", "warm_up", "catboost_available"]
 
@@ -41,7 +41,7 @@ class Split:
     sizes: np.ndarray
 
     @classmethod
-    def from_data(cls, data):
+    def from_data(cls, data) -> Split:
         X, y, group = (data.X, data.y, data.group) if hasattr(data, "X") else data
         if group is None:
             raise ValueError("the data has no query information (qid: tokens or a LightGBM .query file)")
@@ -68,7 +68,7 @@ class TrainResult:
     train_time: float  # seconds, data set construction + training, prediction excluded
 
 
-def catboost_available():
+def catboost_available() -> bool:
     try:
         import catboost  # noqa: F401
     except ImportError:
@@ -92,16 +92,6 @@ def _ranking_score(obj, raw):
     return raw.reshape(-1)
 
 
-def _adapter(module, name):
-    """``adapters.<name>``, or from its submodule while the package does not re-export it yet."""
-    import importlib
-
-    from customobj import adapters
-
-    fn = getattr(adapters, name, None)
-    return fn if fn is not None else getattr(importlib.import_module(f"adapters.{module}"), name)
-
-
 def _objective(spec, train_):
     """The customobj objective of ``spec``, its number of outputs settled on the training labels."""
     obj = build_objective(spec)
@@ -113,6 +103,8 @@ def _objective(spec, train_):
 # --- LightGBM -------------------------------------------------------------------------------------
 def _train_lgb(spec, st, train_, valid, test):
     import lightgbm as lgb
+
+    from ..adapters import lightgbm_metric, lightgbm_objective
 
     obj = None
     params = {
@@ -126,11 +118,11 @@ def _train_lgb(spec, st, train_, valid, test):
         params.update(spec.kwargs)
     else:
         obj = _objective(spec, train_)
-        params["objective"] = _adapter("lightgbm", "lightgbm_objective")(obj)
+        params["objective"] = lightgbm_objective(obj)
         if obj.n_outputs > 1:
             params["num_class"] = obj.n_outputs
             params["metric"] = "None"
-            feval = _adapter("metrics", "lightgbm_metric")(CURVE_METRIC)
+            feval = lightgbm_metric(CURVE_METRIC)
     start = time.perf_counter()
     dtrain = lgb.Dataset(train_.X, train_.y, group=train_.sizes, free_raw_data=False)
     dvalid = lgb.Dataset(valid.X, valid.y, group=valid.sizes, reference=dtrain)
@@ -152,6 +144,8 @@ def _train_lgb(spec, st, train_, valid, test):
 def _train_xgb(spec, st, train_, valid, test):
     import xgboost as xgb
 
+    from ..adapters import xgboost_metric, xgboost_objective, xgboost_params
+
     obj = None
     params = {
         # Leaf-wise growth with a leaf budget, as LightGBM, so num_leaves means the same thing.
@@ -165,12 +159,12 @@ def _train_xgb(spec, st, train_, valid, test):
         params.update(spec.kwargs)
     else:
         obj = _objective(spec, train_)
-        kwargs["obj"] = _adapter("xgboost", "xgboost_objective")(obj)
+        kwargs["obj"] = xgboost_objective(obj)
         # base_score=0 (pointwise terms see the true margin, as with LightGBM), num_class for McRank.
-        params = _adapter("xgboost", "xgboost_params")(obj, params)
+        params = xgboost_params(obj, params)
         if obj.n_outputs > 1:
             params.pop("eval_metric")
-            kwargs["custom_metric"] = _adapter("metrics", "xgboost_metric")(CURVE_METRIC)
+            kwargs["custom_metric"] = xgboost_metric(CURVE_METRIC)
             kwargs["maximize"] = True
     start = time.perf_counter()
     dtrain = xgb.DMatrix(train_.X, label=train_.y, group=train_.sizes, nthread=st.jobs)
@@ -261,25 +255,17 @@ _TRAINERS = {"lgb": _train_lgb, "xgb": _train_xgb, "cb": _train_cb, "ole": _trai
 assert set(_TRAINERS) == set(BACKENDS)
 
 
-def train(spec, settings, train_, valid, test):
+def train(spec: MethodSpec, settings: Settings, train_: Split, valid: Split, test: Split) -> TrainResult:
     """Train ``spec`` on ``train_`` with early stopping on ``valid``; score ``valid`` and ``test``."""
     return _TRAINERS[spec.backend](spec, settings, train_, valid, test)
 
 
-def warm_up(spec, settings):
-    """Compile the numba code a customobj method uses on tiny data, so timings exclude the JIT."""
-    if spec.native:
-        return
-    rng = np.random.default_rng(0)
-    sizes = np.array([5, 6, 4], dtype=np.int64)
-    n = int(sizes.sum())
-    X = rng.normal(size=(n, 3))
-    y = rng.integers(0, 3, size=n).astype(np.float64)
-    y[:3] = [0.0, 1.0, 2.0]
-    tiny = Split(X, y, sizes)
-    obj = _objective(spec, tiny)
-    shape = (n,) if obj.n_outputs == 1 else (n, obj.n_outputs)
-    obj.grad_hess(rng.normal(size=shape), y, sizes)
-    if spec.backend == "ole":
-        booster = _ole_booster(spec, settings, obj, 2)
-        booster.fit(X, y, sizes, eval_set=[(X, y)], eval_group=[sizes], eval_metric=CURVE_METRIC)
+def warm_up(spec: MethodSpec, settings: Settings, sample: Split) -> None:
+    """Train ``spec`` for two rounds on ``sample`` (a few queries of the real training data).
+
+    This compiles the numba code of customobj methods, so the timings exclude the JIT, and runs
+    every method's whole path (adapters, library parameters) once, so that options only the
+    library can judge fail in seconds rather than after the other methods trained.
+    """
+    tiny = replace(settings, rounds=2, early_stopping=0)
+    train(spec, tiny, sample, sample, sample)
