@@ -109,7 +109,8 @@ def _to_numpy(x: Any, name: str) -> np.ndarray:
     if arr.dtype == object:
         if arr.size and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr.ravel()):
             big = max(arr.ravel(), key=abs)
-            raise ValueError(f"{name} holds {big}, beyond the int64 range (|value| < 2**63)")
+            if abs(big) >= 2**63:
+                raise ValueError(f"{name} holds {big}, beyond the int64 range (|value| < 2**63)")
         raise TypeError(f"{name} has dtype object; pass a numeric array (float or int)")
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")

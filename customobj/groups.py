@@ -28,7 +28,8 @@ def _int_array(values, name, *, minimum=None, maximum=MAX_ROWS):
             isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr.ravel()):
         # Python ints beyond uint64: name the value instead of the dtype.
         big = max(arr.ravel(), key=abs)
-        raise ValueError(f"{name} holds {big}, more than customobj allows (at most {maximum})")
+        if abs(big) >= 2**63:
+            raise ValueError(f"{name} holds {big}, more than customobj allows (at most {maximum})")
     if arr.dtype == object or arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be an array of integers, got dtype {arr.dtype}")
     if arr.dtype.kind == "b":

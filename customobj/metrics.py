@@ -203,7 +203,7 @@ def err(scores: ArrayLike, labels: ArrayLike, group: GroupLike, k: Optional[int]
         max_grade = check_real(max_grade, "max_grade")
         if not top <= max_grade <= EXP_GAIN_MAX_LABEL:
             raise ValueError(
-                f"max_grade must be finite, >= the largest label ({top:g}) and <= {EXP_GAIN_MAX_LABEL} "
+                f"max_grade must be finite and >= the largest label ({top:g}), and at most {EXP_GAIN_MAX_LABEL} "
                 f"(2**max_grade must stay finite), got {max_grade}"
             )
     prob = (np.exp2(y) - 1.0) / np.exp2(float(max_grade))
@@ -263,7 +263,7 @@ def precision_at_percent(scores: ArrayLike, labels: ArrayLike, group: GroupLike,
     s, y, g = _inputs(scores, labels, group)
     if isinstance(percent, bool) or not isinstance(percent, (int, float, np.integer, np.floating)):
         raise TypeError(f"percent must be a number in (0, 100], got {type(percent).__name__}")
-    percent = check_real(percent, "percent")
+    check_real(percent, "percent")  # refuses ints beyond the float range; the value is kept for messages
     if not (0 < percent <= 100):
         raise ValueError(f"percent must be in (0, 100], got {percent}")
     if percent == 100:
@@ -354,8 +354,10 @@ def get_metric(name: str) -> Metric:
     if m:
         base, k = m.group(1), m.group(2)
         kk = None if k is None else int(k)
-        if kk is not None and not 1 <= kk <= MAX_ROWS:
-            raise ValueError(f"metric {name!r}: the cut-off K must be in 1..{MAX_ROWS} (drop @K for the whole list)")
+        if kk == 0:
+            raise ValueError(f"metric {name!r}: the cut-off K must be >= 1")
+        if kk is not None and kk > MAX_ROWS:
+            raise ValueError(f"metric {name!r}: the cut-off K must be <= {MAX_ROWS} (drop @K for the whole list)")
         canonical = base if kk is None else f"{base}@{kk}"
         return Metric(canonical, partial(_RANKED[base], k=kk), True)
     m = _PRECISION_RE.match(key)
