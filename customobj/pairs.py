@@ -127,6 +127,6 @@ def label_pairs(labels: Any, group: Union[Groups, Any], *, max_pairs_per_query: 
     out_i = np.empty(total, dtype=np.int64)
     out_j = np.empty(total, dtype=np.int64)
     out_d = np.empty(total, dtype=np.float64)
-    written = fill_pairs_kernel(y, g.ptr, counts, cap_arr, seed & 0xFFFFFFFFFFFFFFFF, out_i, out_j, out_d)
+    written = fill_pairs_kernel(y, g.ptr, counts, cap_arr, np.uint64(seed), out_i, out_j, out_d)
     assert written == total
     return out_i, out_j, out_d
