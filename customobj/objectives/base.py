@@ -222,6 +222,7 @@ class Objective:
 
     def pair_couplings_prepared(self, scores, prep):
         if not self.pairwise:
+            prep.state_for(self)  # the labels must still suit this objective
             return None
         s = self._check_scores(scores, prep)
         return self._pair_couplings(s, prep, prep.state_for(self))
