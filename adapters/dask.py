@@ -75,9 +75,11 @@ def _aligned(client, X, y, qid_or_group, npartitions, weight, kind):
 
 def _check_single_output(objective, library):
     if objective.n_outputs != 1:
+        k = objective.n_outputs
+        has = "one output per grade (learnt from the labels)" if k is None else f"{k} outputs per row"
         raise ValueError(
-            f"{type(objective).__name__} has {objective.n_outputs} outputs per row; the Dask ranking "
-            f"path of {library} trains one score per row"
+            f"{type(objective).__name__} has {has}; the Dask ranking path of {library} trains one score "
+            "per row: use a single-output objective (LambdaRank, RankNet, QBRank, ...)"
         )
 
 
