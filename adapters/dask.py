@@ -107,8 +107,8 @@ def _aligned(client, X, y, qid_or_group, npartitions, weight, kind):
 def _check_single_output(objective, library):
     if known_outputs(objective, f"the Dask path of {library}") != 1:
         raise ValueError(
-            f"{type(objective).__name__} has {objective.n_outputs} outputs per row; the Dask ranking "
-            f"path of {library} trains one score per row"
+            f"{type(objective).__name__} has {objective.n_outputs} outputs per row; the Dask ranking path of "
+            f"{library} trains one score per row: use a single-output objective (LambdaRank, RankNet, QBRank, ...)"
         )
 
 

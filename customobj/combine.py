@@ -8,17 +8,20 @@ crossings and sweeping the merged step changes of all queries.
 """
 from __future__ import annotations
 
+from typing import Any, Optional, Tuple, Union
+
 import numpy as np
 
 from customobj import _metric_kernels as K
 from customobj._validation import as_labels, as_scores, check_pair_budget
-from customobj.groups import as_groups
+from customobj.groups import Groups, as_groups
 from customobj.metrics import _discounts, _empty, _k, _row_gains, ndcg
 
 __all__ = ["best_linear_combination"]
 
 
-def best_linear_combination(s1, s2, labels, group, k=10, *, empty=1.0, gain=None):
+def best_linear_combination(s1: Any, s2: Any, labels: Any, group: Union[Groups, Any], k: Optional[int] = 10, *,
+                            empty: Union[float, str] = 1.0, gain: Optional[Any] = None) -> Tuple[float, float]:
     """Return ``(alpha, ndcg)`` maximising the mean NDCG@k of ``alpha*s1 + (1-alpha)*s2``, alpha in [0, 1].
 
     The candidates are alpha = 0, alpha = 1 and the midpoint of every interval between consecutive

@@ -6,19 +6,30 @@ accepts a ``Groups``, a sizes array (LightGBM's convention) or a list of sizes, 
 from __future__ import annotations
 
 import numbers
+from typing import Optional
 
 import numpy as np
+
+from ._validation import MAX_ROWS
 
 __all__ = ["Groups", "as_groups"]
 
 
-def _int_array(values, name):
+def _int_array(values, name, *, minimum=None, maximum=MAX_ROWS):
+    """``values`` as a 1-D int64 array, each checked to lie in ``[minimum, maximum]`` *before* the cast
+    (an unsigned or float value beyond int64 would otherwise wrap or be undefined)."""
     if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
         values = values.to_numpy()
     try:
         arr = np.asarray(values)
     except Exception as exc:
         raise TypeError(f"{name} could not be converted to an array: {exc}") from None
+    if arr.dtype == object and arr.size and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr.ravel()):
+        # Python ints beyond uint64: name the value instead of the dtype.
+        big = max(arr.ravel(), key=abs)
+        if abs(big) >= 2**63:
+            raise ValueError(f"{name} holds {big}, more than customobj allows (at most {maximum})")
     if arr.dtype == object or arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be an array of integers, got dtype {arr.dtype}")
     if arr.dtype.kind == "b":
@@ -29,6 +40,16 @@ def _int_array(values, name):
         bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.floor(arr)))
         if bad.size:
             raise TypeError(f"{name} must hold integers; found {arr[bad[0]]} at position {int(bad[0])}")
+    if arr.size:
+        # Compared in the input's own dtype (or float64), never after a wrapping cast.
+        if minimum is not None and arr.min() < minimum:
+            q = int(np.argmin(arr))
+            raise ValueError(f"{name} must be >= {minimum}; found {arr[q]} at position {q}")
+        if maximum is not None and arr.max() > maximum:
+            q = int(np.argmax(arr))
+            raise ValueError(
+                f"{name} must be <= {maximum} (customobj._validation.MAX_ROWS); found {arr[q]} at position {q}"
+            )
     return arr.astype(np.int64)
 
 
@@ -47,13 +68,13 @@ class Groups:
 
     __slots__ = ("_ptr",)
 
-    def __init__(self, ptr):
-        ptr = _int_array(ptr, "ptr")
+    def __init__(self, ptr) -> None:
+        ptr = _int_array(ptr, "ptr", minimum=0)
         if ptr.size == 0:
             raise ValueError("ptr must have at least one entry (ptr[0] == 0)")
         if ptr[0] != 0:
             raise ValueError(f"ptr must start at 0, got ptr[0] = {ptr[0]}")
-        steps = np.diff(ptr)
+        steps = np.diff(ptr)  # entries lie in [0, MAX_ROWS]: no wrap
         if steps.size and steps.min() < 0:
             q = int(np.argmin(steps))
             raise ValueError(f"ptr must be non-decreasing; ptr[{q + 1}] = {ptr[q + 1]} < ptr[{q}] = {ptr[q]}")
@@ -63,21 +84,36 @@ class Groups:
 
     # constructors -------------------------------------------------------------------------------
     @classmethod
-    def from_sizes(cls, sizes, n_rows=None):
-        """From query sizes (LightGBM's ``group``); ``n_rows`` checks that they cover the data."""
+    def from_sizes(cls, sizes, n_rows: Optional[int] = None) -> "Groups":
+        """From query sizes (LightGBM's ``group``); ``n_rows`` checks that they cover the data.
+
+        Each size must lie in ``0..MAX_ROWS`` and so must their total: the total is formed in
+        float64 first, so sizes whose int64 sum would wrap are refused, never wrapped.
+        """
         sizes = _int_array(sizes, "group sizes")
         if sizes.size and sizes.min() < 0:
             q = int(np.argmin(sizes))
             raise ValueError(f"group sizes must be non-negative; group {q} has size {sizes[q]}")
+        approx = float(sizes.sum(dtype=np.float64))
+        if approx > 2.0 * MAX_ROWS:  # the exact int64 sum below cannot wrap once this passed
+            raise ValueError(
+                f"group sizes sum to about {approx:.4g} rows, more than customobj._validation.MAX_ROWS = {MAX_ROWS}"
+            )
         total = int(sizes.sum())
+        if total > MAX_ROWS:
+            raise ValueError(f"group sizes sum to {total} rows, more than customobj._validation.MAX_ROWS = {MAX_ROWS}")
         if n_rows is not None and total != n_rows:
-            raise ValueError(f"group sizes sum to {total} but data has {n_rows} rows")
+            hint = ""
+            if sizes.size == n_rows:
+                hint = ("; group has one entry per row, so it looks like per-row query ids: build the groups "
+                        "with customobj.Groups.from_qid(qid) (or pass one size per query)")
+            raise ValueError(f"group sizes sum to {total} but data has {n_rows} rows{hint}")
         ptr = np.zeros(sizes.size + 1, dtype=np.int64)
         np.cumsum(sizes, out=ptr[1:])
         return cls(ptr)
 
     @classmethod
-    def from_ptr(cls, ptr, n_rows=None):
+    def from_ptr(cls, ptr, n_rows: Optional[int] = None) -> "Groups":
         """From offsets ``ptr`` (XGBoost's ``group_ptr``)."""
         g = cls(ptr)
         if n_rows is not None and g.n_rows != n_rows:
@@ -85,7 +121,7 @@ class Groups:
         return g
 
     @classmethod
-    def from_qid(cls, qid, n_rows=None):
+    def from_qid(cls, qid, n_rows: Optional[int] = None) -> "Groups":
         """From a per-row query id whose queries are contiguous (as in LETOR files).
 
         A qid that reappears after another query is an error: sort rows by qid first
@@ -160,7 +196,7 @@ class Groups:
         return rows.astype(np.int64), Groups.from_sizes(sizes)
 
 
-def as_groups(group, n_rows=None, *, name="group"):
+def as_groups(group, n_rows: Optional[int] = None, *, name: str = "group") -> Groups:
     """Accept a ``Groups``, a sizes array or a list of sizes; check it covers ``n_rows`` rows."""
     if group is None:
         raise TypeError(f"{name} is required: pass query sizes (e.g. [10, 12, ...]) or a customobj.Groups")

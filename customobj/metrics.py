@@ -23,13 +23,27 @@ import math
 import re
 from fractions import Fraction
 from functools import partial
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
 from customobj import _metric_kernels as K
-from customobj._validation import as_1d_float, as_labels, as_scores, check_choice, check_int, check_pair_budget
-from customobj.groups import as_groups
+from customobj._validation import (
+    EXP_GAIN_MAX_LABEL,
+    MAX_ROWS,
+    as_gain_table,
+    as_labels,
+    as_scores,
+    check_choice,
+    check_exp_gain_labels,
+    check_int,
+    check_pair_budget,
+    check_real,
+)
+from customobj.groups import Groups, as_groups
+
+ArrayLike = Any  # numpy array, list, pandas Series
+GroupLike = Union[Groups, ArrayLike]  # a Groups or query sizes
 
 __all__ = [
     "ndcg",
@@ -60,7 +74,7 @@ def _inputs(scores, labels, group, *, integer=False):
 
 
 def _k(k):
-    k = check_int(k, "k", minimum=1, allow_none=True)
+    k = check_int(k, "k", minimum=1, maximum=MAX_ROWS, allow_none=True, hint="k=None means the whole list")
     return _WHOLE_LIST if k is None else k
 
 
@@ -74,9 +88,7 @@ def _empty(empty):
         return None
     if isinstance(empty, bool) or not isinstance(empty, (int, float, np.integer, np.floating)):
         raise TypeError(f"empty must be a number (e.g. 1.0 or 0.0) or 'exclude', got {type(empty).__name__}")
-    if not np.isfinite(empty):
-        raise ValueError(f"empty must be finite, got {empty}")
-    return float(empty)
+    return check_real(empty, "empty")
 
 
 def _discounts(ptr, kind):
@@ -91,14 +103,12 @@ def _discounts(ptr, kind):
 
 
 def _row_gains(labels, gain):
-    """Per-row gain: 2**y - 1, or ``gain[y]`` for a gain table indexed by integer grade."""
+    """Per-row gain: 2**y - 1 (labels <= EXP_GAIN_MAX_LABEL), or ``gain[y]`` for a gain table
+    indexed by integer grade."""
     if gain is None:
+        check_exp_gain_labels(labels)
         return np.exp2(labels) - 1.0
-    table = as_1d_float(gain, "gain")
-    if table.size == 0:
-        raise ValueError("gain table must not be empty")
-    if table.min() < 0:
-        raise ValueError(f"gain table must be non-negative; found {table.min()}")
+    table = as_gain_table(gain, "gain")
     if labels.size and np.any(labels != np.floor(labels)):
         raise ValueError("labels must be integer grades when a gain table is given")
     if labels.size and labels.max() >= table.size:
@@ -138,7 +148,9 @@ def _run_dcg(scores, labels, group, k, gain, ties, disc_kind, normalize):
 # ------------------------------------------------------------------------------------------------
 # graded metrics
 # ------------------------------------------------------------------------------------------------
-def ndcg(scores, labels, group, k=10, *, empty=1.0, gain=None, ties="stable", per_query=False):
+def ndcg(scores: ArrayLike, labels: ArrayLike, group: GroupLike, k: Optional[int] = 10, *,
+         empty: Union[float, str] = 1.0, gain: Optional[ArrayLike] = None, ties: str = "stable",
+         per_query: bool = False) -> Union[float, np.ndarray]:
     """NDCG@k = DCG@k / IDCG@k, DCG@k = sum_{r<=k} G(y_(r)) / log2(1 + r) (Jarvelin & Kekalainen 2002).
 
     ``G(y) = 2**y - 1`` by default, or ``gain[y]`` for a table indexed by integer grade (LightGBM's
@@ -150,13 +162,16 @@ def ndcg(scores, labels, group, k=10, *, empty=1.0, gain=None, ties="stable", pe
     return _reduce(values, status, e, per_query)
 
 
-def dcg(scores, labels, group, k=10, *, gain=None, ties="stable", per_query=False):
+def dcg(scores: ArrayLike, labels: ArrayLike, group: GroupLike, k: Optional[int] = 10, *,
+        gain: Optional[ArrayLike] = None, ties: str = "stable", per_query: bool = False) -> Union[float, np.ndarray]:
     """DCG@k = sum_{r<=k} G(y_(r)) / log2(1 + r), unnormalised; ``G``, ``k``, ``ties`` as in :func:`ndcg`."""
     values, status = _run_dcg(scores, labels, group, k, gain, ties, "standard", False)
     return _reduce(values, status, 0.0, per_query)
 
 
-def ndcg_mpboost(scores, labels, group, k=10, *, empty=1.0, ties="stable", per_query=False):
+def ndcg_mpboost(scores: ArrayLike, labels: ArrayLike, group: GroupLike, k: Optional[int] = 10, *,
+                 empty: Union[float, str] = 1.0, ties: str = "stable",
+                 per_query: bool = False) -> Union[float, np.ndarray]:
     """MPBoost's NDCG (Zhu et al. 2009, sec. 5.2): N(n) = Z_n sum_{j<=n} (2^{r(j)} - 1) / d(j),
     d(1) = 1 and d(j) = log2(j) for j > 1, with Z_n making the ideal list score 1.
 
@@ -167,7 +182,9 @@ def ndcg_mpboost(scores, labels, group, k=10, *, empty=1.0, ties="stable", per_q
     return _reduce(values, status, e, per_query)
 
 
-def err(scores, labels, group, k=None, *, max_grade=None, ties="stable", per_query=False):
+def err(scores: ArrayLike, labels: ArrayLike, group: GroupLike, k: Optional[int] = None, *,
+        max_grade: Optional[float] = None, ties: str = "stable",
+        per_query: bool = False) -> Union[float, np.ndarray]:
     """ERR@k = sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i), R = (2^y - 1) / 2^max_grade
     (Chapelle, Metzler, Zhang & Grinspan 2009).
 
@@ -176,14 +193,19 @@ def err(scores, labels, group, k=None, *, max_grade=None, ties="stable", per_que
     Labels must be integer grades (0, 1, 2, ...): ERR's stopping probabilities are defined per grade.
     """
     s, y, g = _inputs(scores, labels, group, integer=True)
+    check_exp_gain_labels(y, what="ERR's stopping probability (2**y - 1) / 2**max_grade")
     top = float(y.max()) if y.size else 0.0
     if max_grade is None:
         max_grade = top
     else:
         if isinstance(max_grade, bool) or not isinstance(max_grade, (int, float, np.integer, np.floating)):
             raise TypeError(f"max_grade must be a number, got {type(max_grade).__name__}")
-        if not np.isfinite(max_grade) or max_grade < top:
-            raise ValueError(f"max_grade must be finite and >= the largest label ({top:g}), got {max_grade}")
+        max_grade = check_real(max_grade, "max_grade")
+        if not top <= max_grade <= EXP_GAIN_MAX_LABEL:
+            raise ValueError(
+                f"max_grade must be finite and >= the largest label ({top:g}), and at most {EXP_GAIN_MAX_LABEL} "
+                f"(2**max_grade must stay finite), got {max_grade}"
+            )
     prob = (np.exp2(y) - 1.0) / np.exp2(float(max_grade))
     values = np.empty(g.n_groups)
     status = np.empty(g.n_groups, dtype=np.int64)
@@ -203,7 +225,9 @@ def _run_binary(scores, labels, group, k, empty, ties, per_query, which):
     return _reduce(values, status, e, per_query)
 
 
-def average_precision(scores, labels, group, k=None, *, empty=1.0, ties="stable", per_query=False):
+def average_precision(scores: ArrayLike, labels: ArrayLike, group: GroupLike, k: Optional[int] = None, *,
+                      empty: Union[float, str] = 1.0, ties: str = "stable",
+                      per_query: bool = False) -> Union[float, np.ndarray]:
     """MAP: mean over queries of AP@k = sum_{r<=k, y_(r)>0} P@r / min(R, k), R = #{y > 0} in the query.
 
     ``k=None`` is the whole list (denominator R). Queries without a relevant document score
@@ -213,7 +237,9 @@ def average_precision(scores, labels, group, k=None, *, empty=1.0, ties="stable"
     return _run_binary(scores, labels, group, k, empty, ties, per_query, 0)
 
 
-def reciprocal_rank(scores, labels, group, k=None, *, empty=1.0, ties="stable", per_query=False):
+def reciprocal_rank(scores: ArrayLike, labels: ArrayLike, group: GroupLike, k: Optional[int] = None, *,
+                    empty: Union[float, str] = 1.0, ties: str = "stable",
+                    per_query: bool = False) -> Union[float, np.ndarray]:
     """MRR: mean over queries of 1 / (rank of the first row with y > 0); 0 if it is below rank k.
 
     Queries without a relevant document score ``empty`` (1.0 by default, like :func:`average_precision`).
@@ -224,7 +250,7 @@ def reciprocal_rank(scores, labels, group, k=None, *, empty=1.0, ties="stable", 
 # ------------------------------------------------------------------------------------------------
 # pairwise metrics
 # ------------------------------------------------------------------------------------------------
-def precision_at_percent(scores, labels, group, percent=100):
+def precision_at_percent(scores: ArrayLike, labels: ArrayLike, group: GroupLike, percent: float = 100) -> float:
     """QBRank's precision at K% (Zheng et al. 2007, sec. 5): take every within-query pair with
     different labels, sort by |s_x - s_y| descending, return the fraction correctly ordered
     (higher label, strictly higher score) among the top ``ceil(K% * n_pairs)`` pairs.
@@ -237,6 +263,7 @@ def precision_at_percent(scores, labels, group, percent=100):
     s, y, g = _inputs(scores, labels, group)
     if isinstance(percent, bool) or not isinstance(percent, (int, float, np.integer, np.floating)):
         raise TypeError(f"percent must be a number in (0, 100], got {type(percent).__name__}")
+    check_real(percent, "percent")  # refuses ints beyond the float range; the value is kept for messages
     if not (0 < percent <= 100):
         raise ValueError(f"percent must be in (0, 100], got {percent}")
     if percent == 100:
@@ -259,7 +286,8 @@ def precision_at_percent(scores, labels, group, percent=100):
     return float(K.top_fraction_correct(abs_diff, correct, n_top))
 
 
-def misordered_pairs(scores, labels, group, *, per_query=False):
+def misordered_pairs(scores: ArrayLike, labels: ArrayLike, group: GroupLike, *,
+                     per_query: bool = False) -> Tuple[Union[int, np.ndarray], Union[float, np.ndarray]]:
     """Mis-ordered pairs (Zhu et al. 2009, eq. 16): pairs with y_i > y_j but s_i <= s_j.
 
     Each unordered pair with different labels counts once. Returns ``(count, fraction)`` with
@@ -317,7 +345,7 @@ _RANKED_RE = re.compile(r"^(ndcg_mpboost|ndcg|dcg|err|map|mrr)(?:@(\d+))?$")
 _PRECISION_RE = re.compile(r"^precision@(\d+(?:\.\d+)?)%$")
 
 
-def get_metric(name) -> Metric:
+def get_metric(name: str) -> Metric:
     """Resolve a metric name such as ``"ndcg@10"``, ``"err"``, ``"precision@10%"`` or ``"misordered"``."""
     if not isinstance(name, str):
         raise TypeError(f"metric name must be a string, got {type(name).__name__}")
@@ -328,6 +356,8 @@ def get_metric(name) -> Metric:
         kk = None if k is None else int(k)
         if kk == 0:
             raise ValueError(f"metric {name!r}: the cut-off K must be >= 1")
+        if kk is not None and kk > MAX_ROWS:
+            raise ValueError(f"metric {name!r}: the cut-off K must be <= {MAX_ROWS} (drop @K for the whole list)")
         canonical = base if kk is None else f"{base}@{kk}"
         return Metric(canonical, partial(_RANKED[base], k=kk), True)
     m = _PRECISION_RE.match(key)

@@ -6,15 +6,20 @@ depend on thread count or query order.
 """
 from __future__ import annotations
 
+from typing import Any, Optional, Tuple, Union
+
 import numpy as np
 from numba import njit
 
 from ._validation import as_labels, check_int, check_pair_budget
+from .groups import Groups
 from .groups import as_groups
 
 __all__ = ["label_pairs", "count_label_pairs"]
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+#: Largest ``seed``: seeds are 64-bit unsigned in the sampler.
+MAX_SEED = 2**64 - 1
 
 
 @njit(cache=True)
@@ -86,24 +91,25 @@ def fill_pairs_kernel(labels, ptr, counts, cap, seed, out_i, out_j, out_d):
     return pos
 
 
-def count_label_pairs(labels, group):
+def count_label_pairs(labels: Any, group: Union[Groups, Any]) -> np.ndarray:
     """Number of pairs ``y_i > y_j`` in each query (int64 array)."""
     y = as_labels(labels)
     g = as_groups(group, y.size)
     return count_pairs_kernel(y, g.ptr)
 
 
-def label_pairs(labels, group, *, max_pairs_per_query=None, seed=0):
+def label_pairs(labels: Any, group: Union[Groups, Any], *, max_pairs_per_query: Optional[int] = None,
+                seed: int = 0) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Enumerate the pairs ``(i, j)`` of one query with ``labels[i] > labels[j]``.
 
     Parameters
     ----------
     labels : array of relevance grades, length ``n``.
     group : query sizes or ``Groups``.
-    max_pairs_per_query : int or None
+    max_pairs_per_query : int >= 0 or None (at most 2**62, ``customobj._validation.INT_LIMIT``)
         Keep at most this many pairs per query, sampled uniformly without replacement
         (seeded per query: the same ``seed`` always gives the same pairs).
-    seed : int
+    seed : int in ``0..2**64 - 1``
 
     Returns
     -------
@@ -113,7 +119,7 @@ def label_pairs(labels, group, *, max_pairs_per_query=None, seed=0):
     y = as_labels(labels)
     g = as_groups(group, y.size)
     cap = check_int(max_pairs_per_query, "max_pairs_per_query", minimum=0, allow_none=True)
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_int(seed, "seed", minimum=0, maximum=MAX_SEED)
     counts = count_pairs_kernel(y, g.ptr)
     cap_arr = -1 if cap is None else cap
     total = int(counts.sum()) if cap is None else int(np.minimum(counts, cap).sum())
@@ -121,6 +127,6 @@ def label_pairs(labels, group, *, max_pairs_per_query=None, seed=0):
     out_i = np.empty(total, dtype=np.int64)
     out_j = np.empty(total, dtype=np.int64)
     out_d = np.empty(total, dtype=np.float64)
-    written = fill_pairs_kernel(y, g.ptr, counts, cap_arr, seed & 0xFFFFFFFFFFFFFFFF, out_i, out_j, out_d)
+    written = fill_pairs_kernel(y, g.ptr, counts, cap_arr, np.uint64(seed), out_i, out_j, out_d)
     assert written == total
     return out_i, out_j, out_d

@@ -116,3 +116,19 @@ def test_bad_inputs():
         best_linear_combination(np.r_[np.inf, s[1:]], s, s, [4])
     with pytest.raises(ValueError, match="k must be >= 1"):
         best_linear_combination(s, s, s, [4], k=0)
+
+
+# --- issue 13 ---------------------------------------------------------------------------------------------
+def test_hostile_options_and_labels_refused():
+    s1, s2, y = np.array([0.3, 0.1, 0.2]), np.array([0.1, 0.3, 0.2]), np.array([0.0, 2.0, 1.0])
+    for call, exc, msg in [
+        (lambda: best_linear_combination(s1, s2, y, [3], k=2**63), ValueError, r"k must be <= 1099511627776"),
+        (lambda: best_linear_combination(s1 > 0.15, s2, y, [3]), TypeError, r"s1 must be real numbers"),
+        (lambda: best_linear_combination(s1, s2, [0, 1024, 1], [3]), ValueError, r"labels reach 1024 .* <= 700"),
+        (lambda: best_linear_combination(s1, s2, y, [2**62] * 3 + [2**62 + 10]), ValueError, r"group sizes must be <="),
+        (lambda: best_linear_combination(s1, s2, [0, 1, 2], [3], gain=[0, 1, 1e300]), ValueError, r"gain entries must be <="),
+    ]:
+        with pytest.raises(exc, match=msg):
+            call()
+    alpha, best = best_linear_combination(s1, s2, [0.0, 700.0, 1.0], [3])
+    assert 0.0 <= alpha <= 1.0 and 0.0 <= best <= 1.0

@@ -93,3 +93,54 @@ def test_sizes_ptr_qid_agree(sizes):
     nonempty = [s for s in sizes if s > 0]
     assert Groups.from_qid(qid).sizes.tolist() == nonempty
     assert Groups.from_ptr(g.ptr) == g
+
+
+# --- issue 13: sizes and offsets are range-checked before they become int64 ------------------------------
+WRAPPING = [2**62] * 3 + [2**62 + 10]  # int64 sum wraps to 10
+
+
+@pytest.mark.parametrize("call,msg", [
+    (lambda: Groups.from_sizes(WRAPPING, 10), r"group sizes must be <= 1099511627776 .*MAX_ROWS.*found 4611686018427387914"),
+    (lambda: Groups.from_sizes(WRAPPING), r"group sizes must be <= 1099511627776"),
+    (lambda: Groups.from_sizes([2**40, 2**40]), r"group sizes sum to 2199023255552 rows, more than .*MAX_ROWS"),
+    (lambda: Groups.from_sizes(np.array([2**64 - 1, 11], dtype=np.uint64), 10), r"found 18446744073709551615"),
+    (lambda: Groups.from_sizes([2**70, 1]), r"group sizes holds 1180591620717411303424"),
+    (lambda: Groups.from_sizes(np.array([1e30, 1.0])), r"group sizes must be <= 1099511627776"),
+    (lambda: Groups.from_ptr([0, 2**63 - 1, 5]), r"ptr must be <= 1099511627776"),
+    (lambda: Groups.from_ptr(np.array([0, 2**64 - 1], dtype=np.uint64)), r"ptr must be <= 1099511627776"),
+    (lambda: Groups.from_ptr([0, -2**63 + 1, 5]), r"ptr must be >= 0"),
+    (lambda: as_groups(WRAPPING, 10), r"group sizes must be <= 1099511627776"),
+])
+def test_sizes_that_would_wrap_int64_are_refused(call, msg):
+    with pytest.raises(ValueError, match=msg):
+        call()
+
+
+def test_wrapping_groups_never_reach_a_kernel():
+    """The issue's example segfaulted RankNet and misordered_pairs: run it where a crash fails one test."""
+    from _isolated import run_isolated
+
+    out = run_isolated("""
+        import numpy as np, customobj as co
+        from customobj import metrics
+        sizes = [2**62] * 3 + [2**62 + 10]
+        s, y = np.linspace(0, 1, 10), np.arange(10) % 3
+        for call in (lambda: co.RankNet().grad_hess(s, y, sizes), lambda: metrics.misordered_pairs(s, y, sizes),
+                     lambda: co.LambdaRank().grad_hess(s, y, sizes), lambda: metrics.ndcg(s, y, sizes)):
+            try:
+                call()
+                print("accepted")
+            except ValueError as exc:
+                print("refused", "MAX_ROWS" in str(exc))
+    """)
+    assert out.split() == ["refused", "True"] * 4
+
+
+def test_per_row_query_ids_passed_as_group_get_a_hint():
+    qid = np.repeat([7, 8, 9], [3, 4, 3])
+    with pytest.raises(ValueError, match=r"group sizes sum to 80 but data has 10 rows; group has one entry per row, "
+                                         r"so it looks like per-row query ids: .*Groups.from_qid\(qid\)"):
+        as_groups(qid, 10)
+    with pytest.raises(ValueError, match=r"sum to 3 but data has 10 rows$"):  # no hint when lengths differ
+        as_groups([1, 2], 10)
+    assert as_groups(np.ones(10, np.int64), 10).n_groups == 10  # one-row queries are still valid

@@ -114,3 +114,36 @@ def test_grad_hess_couplings_equals_separate_calls(make):
     else:
         for a, b in zip(c, c2):
             np.testing.assert_array_equal(a, b)
+
+
+# --- issue 13: Prepared records its checks; scaling is bounded along every path ---------------------------
+def test_prepared_records_the_objectives_that_checked_it():
+    from customobj.objectives import Logistic, RankNet
+
+    prep = SquaredError().prepare([0.0, 1.0, 2.0], [3])
+    assert prep.checked == ("SquaredError()",)
+    RankNet().grad_hess_prepared(np.zeros(3), prep)
+    RankNet().loss_prepared(np.zeros(3), prep)  # an equal objective: checked once
+    assert prep.checked == ("SquaredError()", "RankNet(sigma=1.0)")
+    with pytest.raises(ValueError, match=r"Logistic needs binary labels"):
+        (SquaredError() + Logistic()).grad_hess_prepared(np.zeros(3), prep)  # a part's checks run inside a Sum
+    with pytest.raises(ValueError, match=r"Logistic needs binary labels"):
+        (2.0 * Logistic()).grad_hess_prepared(np.zeros(3), prep)  # and inside a Scaled
+    assert "Logistic" not in " ".join(prep.checked)
+
+
+def test_scale_is_bounded_through_nesting():
+    from customobj._validation import PARAM_LIMIT
+    from customobj.objectives import RankNet
+
+    assert (1e10 * (1e10 * RankNet())).factor == PARAM_LIMIT  # at the bound
+    with pytest.raises(ValueError, match=r"factor must keep the total scale of the objective <= 1e\+20 .*got 1e\+308 times 1"):
+        1e308 * (1e308 * RankNet())
+    inner = SquaredError() + 1e15 * RankNet()
+    with pytest.raises(ValueError, match=r"got 1e\+06 times 1e\+15"):
+        1e6 * inner  # the Sum hides a 1e15 factor
+    assert (1e5 * inner)._scale_bound() == 1e20
+    with pytest.raises(ValueError, match=r"factor must be finite"):
+        Scaled(SquaredError(), 10**400)
+    with pytest.raises(TypeError, match=r"factor must be a real number, got bool"):
+        Scaled(SquaredError(), True)

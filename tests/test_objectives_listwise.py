@@ -623,3 +623,38 @@ def test_fused_bit_identical_across_thread_counts():
         numba.set_num_threads(saved)
     for a, b in zip(*runs):
         assert np.array_equal(a, b)
+
+
+# --- issue 13 ---------------------------------------------------------------------------------------------
+def test_integer_options_range_checked():
+    for kw, msg in [({"k": 2**70}, r"k must be <= 1099511627776, got 1180591620717411303424; k=None means"),
+                    ({"truncation": 2**63}, r"truncation must be <= 1099511627776"),
+                    ({"k": 2**62}, r"k must be <= 1099511627776")]:
+        with pytest.raises(ValueError, match=msg):
+            LambdaRank(**kw)
+    with pytest.raises(ValueError, match=r"k must be <= 1099511627776"):
+        StructuredDCG(k=2**63)
+    s, y = np.array([0.3, 0.1, 0.2]), np.array([0.0, 2.0, 1.0])
+    np.testing.assert_array_equal(LambdaRank(k=2**40, truncation=2**40).grad_hess(s, y, [3])[0],
+                                  LambdaRank().grad_hess(s, y, [3])[0])  # at the bound: no cut-off
+
+
+def test_gain_tables_bounded():
+    with pytest.raises(ValueError, match=r"gain entries must be <= 5.2\d*e\+210"):
+        LambdaRank(gain=[0, 1e300])
+    with pytest.raises(ValueError, match=r"gain must be finite"):
+        LambdaRank(gain=[0, np.inf])
+    with pytest.raises(TypeError, match=r"gain must be real numbers"):
+        LambdaRank(gain=[False, True])
+    with pytest.raises(ValueError, match=r"gain entries must be <= 2\*\*53 - 1 with metric='err'"):
+        LambdaRank(metric="err", gain=[0, 2.0**60])
+    g, _ = LambdaRank(gain=[0, 1, 2.0**700]).grad_hess(np.array([0.3, 0.1, 0.2]), [0, 2, 1], [3])
+    assert np.all(np.isfinite(g)) and np.any(g != 0)
+
+
+def test_lambdarank_map_mrr_take_any_label_size():
+    """Binary relevance (y > 0) needs no gain bound."""
+    s = np.array([0.3, 0.1, 0.2])
+    for metric in ("map", "mrr"):
+        g, _ = LambdaRank(metric=metric).grad_hess(s, [0, 1e6, 0], [3])
+        assert np.all(np.isfinite(g)) and np.any(g != 0)

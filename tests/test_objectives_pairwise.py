@@ -477,3 +477,61 @@ def test_bad_data_raises():
         RankNet().grad_hess(np.zeros(N + 1), LABELS, SIZES)
     with pytest.raises(ValueError, match="group"):
         RankSVM().grad_hess(s, LABELS)
+
+
+# --- issue 13: option types, pair weights that cannot overflow, MPBoost's distance bound ------------------
+def test_ddf_must_be_a_string_name():
+    with pytest.raises(TypeError, match=r"ddf must be one of \['binary', 'ldd', 'logdd', 'logitdd'\] \(a string\), "
+                                        r"got list \['ldd'\]"):
+        MPBoost(ddf=["ldd"])
+    with pytest.raises(ValueError, match=r"ddf must be one of .* got 'LDD'"):
+        MPBoost(ddf="LDD")
+
+
+@pytest.mark.parametrize("kind", [PK.LOGISTIC, PK.SQ_HINGE, PK.EXPONENTIAL])
+def test_pair_weight_is_halved_before_adding(kind):
+    """(w_i + w_j) / 2 overflowed for two weights of 1.7e308; w_i/2 + w_j/2 does not (and is the same
+    number whenever the sum fits: halving is exact)."""
+    order = np.empty(N, np.int64)
+    lower = np.empty(N, np.int64)
+    PK.label_order_kernel(LABELS, PTR, order, lower)
+    s = np.linspace(-1, 1, N)
+    for w, must_match in ((np.full(N, 1.7e308), False), (np.linspace(0.5, 3.0, N), True)):
+        g, h = np.zeros(N), np.zeros(N)
+        PK.label_pairs_grad_hess(s, LABELS, PTR, order, lower, w, True, kind, PK.THETA_CONST, 1.0, 1e-300, 1.0, g, h)
+        assert np.all(np.isfinite(g)) and np.all(np.isfinite(h))
+        if must_match:  # a reference with the old arithmetic
+            gr, hr = np.zeros(N), np.zeros(N)
+            for q in range(SIZES.size):
+                for a in range(PTR[q], PTR[q + 1]):
+                    for b in range(PTR[q], PTR[q + 1]):
+                        if LABELS[a] > LABELS[b]:
+                            gg, c = PK.pair_grad(kind, s[a] - s[b], 1.0)
+                            pw = 1e-300 * (0.5 * (w[a] + w[b]))
+                            gr[a] += pw * gg
+                            gr[b] -= pw * gg
+                            hr[a] += pw * c
+                            hr[b] += pw * c
+            np.testing.assert_allclose(g, gr, rtol=1e-12)
+            np.testing.assert_allclose(h, hr, rtol=1e-12)
+
+
+def test_mpboost_ldd_distance_bound():
+    """D = alpha (y_i - y_j) enters the hessian squared: alpha times the label spread is capped."""
+    s = np.zeros(N)
+    g, h = MPBoost(ddf="ldd", alpha=1e20 / 3).grad_hess(s, LABELS, SIZES)  # spread 3: D = 1e20 at the bound
+    assert np.all(np.isfinite(g)) and np.all(np.isfinite(h))
+    with pytest.raises(ValueError, match=r"alpha \* \(max label - min label\) = 3e\+20 exceeds 1e\+20"):
+        MPBoost(ddf="ldd", alpha=1e20).grad_hess(s, LABELS, SIZES)
+    MPBoost(ddf="logdd", lam=1e20).grad_hess(s, LABELS, SIZES)  # log1p keeps D small: no bound needed
+
+
+def test_real_options_have_the_shared_maximum():
+    for make, name in ((lambda v: RankNet(sigma=v), "sigma"), (lambda v: RankSVM(margin=v), "margin"),
+                       (lambda v: QBRank(margin=v), "margin"), (lambda v: MPBoost(beta=v), "beta"),
+                       (lambda v: PreferencePairs([[0, 1]], margin=v), "margin")):
+        make(1e20)
+        with pytest.raises(ValueError, match=rf"{name} must be <= 1e\+20"):
+            make(1e21)
+    with pytest.raises(ValueError, match=r"w must be finite"):
+        QBRank(w=10**400)

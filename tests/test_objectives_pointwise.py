@@ -238,3 +238,43 @@ def test_pointwise_objectives_ignore_query_order():
 def test_bad_options_raise(make, match, exc):
     with pytest.raises(exc, match=match):
         make()
+
+
+# --- issue 13 ---------------------------------------------------------------------------------------------
+def test_mcrank_class_bound():
+    with pytest.raises(ValueError, match=r"n_classes must be <= 1024, got 9223372036854775808"):
+        McRank(n_classes=2**63)
+    assert McRank(n_classes=1024).n_outputs == 1024
+    with pytest.raises(ValueError, match=r"labels has grade 1024 but McRank allows at most 1024 classes"):
+        McRank().prepare([0, 1024])
+    with pytest.raises(ValueError, match=r"labels must satisfy \|labels\| <= 1e\+100"):
+        McRank().prepare([0, 1e300])
+
+
+def test_mcrank_rechecks_a_prepared_built_by_a_lenient_objective():
+    prep = SquaredError().prepare([0.0, 1.0, 20.0])
+    with pytest.raises(ValueError, match=r"labels has grade 20 but McRank\(n_classes=3\) allows 0..2"):
+        McRank(n_classes=3).grad_hess_prepared(np.zeros((3, 3)), prep)
+    with pytest.raises(ValueError, match=r"McRank needs integer grades in labels; found 0.5 at row 1"):
+        McRank().loss_prepared(np.zeros((2, 2)), SquaredError().prepare([0.0, 0.5]))
+    g, _ = McRank().grad_hess_prepared(np.zeros((3, 21)), prep)  # n_classes=None learns K = 21 from this data
+    assert g.shape == (3, 21)
+
+
+def test_binary_losses_recheck_a_prepared_and_bound_options():
+    prep = SquaredError().prepare([0.0, 1.0, 2.0])
+    for obj in (Logistic(), SquaredHinge()):
+        with pytest.raises(ValueError, match=rf"{type(obj).__name__} needs binary labels .* found 2.0 at row 2"):
+            obj.grad_hess_prepared(np.zeros(3), prep)
+    for make, name in ((lambda v: Logistic(sigma=v), "sigma"), (lambda v: SquaredHinge(C=v), "C")):
+        with pytest.raises(ValueError, match=rf"{name} must be <= 1e\+20"):
+            make(1e300)
+    g, h = Logistic(sigma=1e20).grad_hess([1e100, -1e100, 0.0], [1.0, 0.0, 1.0], weight=[1e50] * 3)
+    assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h >= 0)
+
+
+def test_boolean_scores_refused():
+    with pytest.raises(TypeError, match=r"scores must be real numbers \(float or int\), got booleans"):
+        SquaredError().grad_hess(np.array([True, False]), [0.0, 1.0])
+    with pytest.raises(TypeError, match=r"raw_scores must be real numbers"):
+        McRank(n_classes=2).predict_relevance(np.ones((2, 2), bool))

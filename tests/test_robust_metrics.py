@@ -192,3 +192,76 @@ def test_bit_identical_across_thread_counts():
         numba.set_num_threads(saved)
     for x, z in zip(a, b):
         np.testing.assert_array_equal(x, z)
+
+
+# --- issue 13: numeric-range policy ---------------------------------------------------------------------
+EXP_GAIN = [M.ndcg, M.dcg, M.ndcg_mpboost, M.err]
+
+
+@pytest.mark.parametrize("f", EXP_GAIN, ids=lambda f: f.__name__)
+def test_exponential_gain_labels_at_and_beyond_the_bound(f):
+    """2**1024 is inf: ndcg/err used to return NaN. Labels up to 700 stay finite; above, a clear error."""
+    s = np.array([0.3, 0.1, 0.2, 0.0])
+    top = np.array([0.0, V.EXP_GAIN_MAX_LABEL, 3.0, V.EXP_GAIN_MAX_LABEL])
+    v = f(s, top, [4], per_query=True)
+    assert np.all(np.isfinite(v)) and (f is M.dcg or np.all((v >= 0) & (v <= 1)))
+    for bad in (701.0, 1024.0, 1e5):
+        with pytest.raises(ValueError, match=rf"labels reach {bad:g} \(row 1\) .* needs labels <= 700"):
+            f(s, [0.0, bad, 1.0, 0.0], [4])
+
+
+def test_exponential_gain_bound_in_combination_and_gain_tables():
+    s1, s2 = np.array([0.3, 0.1, 0.2]), np.array([0.1, 0.3, 0.2])
+    alpha, best = C.best_linear_combination(s1, s2, [0.0, 700.0, 1.0], [3])
+    assert np.isfinite(best) and 0 <= alpha <= 1
+    with pytest.raises(ValueError, match=r"labels reach 1024"):
+        C.best_linear_combination(s1, s2, [0.0, 1024.0, 1.0], [3])
+    with pytest.raises(ValueError, match=r"gain entries must be <= 5.2\d*e\+210; found 1e\+300 at grade 1"):
+        M.ndcg(s1, [0, 1, 1], [3], gain=[0, 1e300])
+    assert M.ndcg(s1, [0, 1, 1], [3], gain=[0, V.MAX_GAIN]) == pytest.approx(M.ndcg(s1, [0, 1, 1], [3], gain=[0, 1]))
+
+
+def test_err_max_grade_bound():
+    s, y = np.array([0.3, 0.1, 0.2]), np.array([0.0, 2.0, 1.0])
+    assert 0 < M.err(s, y, [3], max_grade=V.EXP_GAIN_MAX_LABEL) < 1e-200  # finite, tiny
+    for bad in (701, 2000, 10**400):
+        with pytest.raises(ValueError, match=r"max_grade must be finite|at most 700"):
+            M.err(s, y, [3], max_grade=bad)
+
+
+@pytest.mark.parametrize("f", RANKED, ids=lambda f: f.__name__)
+def test_cutoff_beyond_int64_is_refused(f):
+    for k in (2**63, 1180591620717411303424, V.MAX_ROWS + 1):
+        with pytest.raises(ValueError, match=rf"k must be <= {V.MAX_ROWS}, got {k}; k=None means the whole list"):
+            f(S, Y, G, k)
+    assert f(S, Y, G, V.MAX_ROWS) == f(S, Y, G, None)  # at the bound: the whole list
+    with pytest.raises(ValueError, match=r"cut-off K must be <= 1099511627776"):
+        M.get_metric("ndcg@1180591620717411303424")
+
+
+@pytest.mark.parametrize("f", ALL, ids=lambda f: f.__name__)
+def test_boolean_scores_are_refused(f):
+    with pytest.raises(TypeError, match=r"scores must be real numbers \(float or int\), got booleans"):
+        f(S > 0.2, Y, G)
+    assert f(np.array([1, 0, 2, 0, 1]), Y, G) == f(np.array([1.0, 0, 2, 0, 1]), Y, G)  # integer scores convert
+
+
+def test_boolean_scores_refused_by_the_combination():
+    with pytest.raises(TypeError, match=r"s2 must be real numbers"):
+        C.best_linear_combination(S, S > 0, Y, G)
+
+
+def test_absurd_labels_refused_everywhere():
+    for f in ALL:
+        with pytest.raises(ValueError, match=r"labels must satisfy \|labels\| <= 1e\+100; found 1e\+300 at row 2"):
+            f(S, [0, 1, 1e300, 0, 1], G)
+
+
+def test_hostile_inputs_fuzz_in_a_child_process():
+    """Hypothesis-generated hostile arrays, groups and options (tests/_hostile.py): finite output or
+    ValueError/TypeError, never a crash (the child would die), hang (timeout), NaN or other error."""
+    from _isolated import run_isolated
+
+    out = run_isolated("import sys; sys.path.insert(0, 'tests'); import _hostile; _hostile.fuzz_metrics(120); print('ok')",
+                       timeout=300)
+    assert out.strip() == "ok"

@@ -323,3 +323,227 @@ def test_label_pairs_sampling_reproducible():
         np.testing.assert_array_equal(x, z)
     c = co.label_pairs(y, sizes, max_pairs_per_query=50, seed=8)
     assert not np.array_equal(a[0], c[0])
+
+
+# --- issue 13: numeric-range policy, misuse, memory -------------------------------------------------------
+S10 = np.linspace(-1.0, 1.0, 10)
+Y10 = np.array([0.0, 1.0, 2.0, 0.0, 1.0, 3.0, 0.0, 0.0, 1.0, 2.0])
+
+
+def test_structured_dcg_huge_labels_refused_not_hanging():
+    """Labels >= 1024 made the assignment spin forever on inf gains: run where a hang is a timeout."""
+    from _isolated import run_isolated
+
+    out = run_isolated("""
+        import numpy as np, customobj as co
+        try:
+            co.StructuredDCG().grad_hess(np.arange(5.0), [0, 1100, 2, 1, 0], [5])
+        except ValueError as exc:
+            print(exc)
+    """, timeout=120)
+    assert "labels reach 1100 (row 1) but the exponential gain 2**y - 1 needs labels <= 700" in out
+
+
+def test_structured_dcg_assignment_stops_on_nonfinite_costs():
+    from customobj.objectives import _structured_kernels as SK
+
+    A, D = np.array([2.0, 1.0]), np.array([1.0, 0.63])
+    at, ok = SK.assign_max(np.array([0.0, 1.0, 2.0]), np.full(3, np.inf), A, D)  # spun forever before
+    assert not ok
+    at, ok = SK.assign_max(np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 1.0]), A, D)
+    assert ok and sorted(at.tolist()) == [1, 2]
+
+
+@pytest.mark.parametrize("obj", [co.StructuredDCG(), co.LambdaRank(), co.LambdaRank(norm=True, k=3)], ids=repr)
+def test_exponential_gain_at_the_bound_stays_finite(obj):
+    y = np.array([0.0, 700.0, 699.0, 1.0, 0.0, 700.0])
+    w = np.array([1.0, V.WEIGHT_LIMIT, 1.0, 2.0, 1.0, 1.0])
+    for s in (np.linspace(0, 1, 6), np.array([1e100, -1e100, 1e100, 0, 0, -1e100])):
+        g, h = obj.grad_hess(s, y, [6], w)
+        assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.any(g != 0)
+        assert np.isfinite(obj.loss(s, y, [6], w))
+    with pytest.raises(ValueError, match=r"labels reach 1024 \(row 1\) .* needs labels <= 700"):
+        obj.grad_hess(np.zeros(3), [0, 1024, 1], [3])
+
+
+def test_lambdarank_err_label_bound():
+    """R = (2**y - 1) / 2**y_max rounds to 1 from y = 54 on (division by zero in Burges' formula)."""
+    obj = co.LambdaRank(metric="err")
+    g, h = obj.grad_hess(np.arange(5.0), [0, 53, 52, 1, 0], [5])
+    assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.any(g != 0)
+    for bad in (54, 60, 1024):
+        with pytest.raises(ValueError, match=rf"labels reach {bad} \(row 1\) but LambdaRank\(metric='err'\).*<= 53"):
+            obj.grad_hess(np.zeros(5), [0, bad, 52, 1, 0], [5])
+    # A gain table lifts the grade limit but its largest gain must stay below 2**53.
+    g, _ = co.LambdaRank(metric="err", gain=[0, 1, 2.0**53 - 1]).grad_hess(np.arange(3.0), [0, 2, 1], [3])
+    assert np.all(np.isfinite(g)) and np.any(g != 0)
+    with pytest.raises(ValueError, match=r"gain entries must be <= 2\*\*53 - 1 with metric='err'"):
+        co.LambdaRank(metric="err", gain=[0, 1, 2.0**53])
+
+
+def test_prepared_from_one_objective_is_rechecked_by_another():
+    prep = co.RankNet().prepare([0.0, 1.0, 20.0, 3.0], [4])
+    with pytest.raises(ValueError, match=r"labels has grade 20 but McRank\(n_classes=3\) allows 0..2"):
+        co.McRank(n_classes=3).grad_hess_prepared(np.zeros((4, 3)), prep)
+    with pytest.raises(ValueError, match=r"Logistic needs binary labels .* found 20.0 at row 2"):
+        co.Logistic().grad_hess_prepared(np.zeros(4), prep)
+    with pytest.raises(ValueError, match=r"labels go up to 20 but gain has only 3 entries"):
+        co.LambdaRank(gain=[0, 1, 3]).grad_hess_prepared(np.zeros(4), prep)
+    with pytest.raises(ValueError, match=r"LambdaRank needs integer grades in labels; found 0.5 at row 1"):
+        co.LambdaRank(metric="err").loss_prepared(np.zeros(2), co.RankNet().prepare([0.0, 0.5], [2]))
+    for call in ("grad_hess_prepared", "loss_prepared", "pair_couplings_prepared", "grad_hess_couplings_prepared"):
+        with pytest.raises(ValueError, match=r"Logistic needs binary labels"):
+            getattr(co.Logistic(), call)(np.zeros(4), prep)
+    assert prep.checked == ("RankNet(sigma=1.0)",)  # the failed objectives did not get recorded
+    co.SquaredError().grad_hess_prepared(np.zeros(4), prep)
+    assert prep.checked == ("RankNet(sigma=1.0)", "SquaredError()")
+
+
+def test_mcrank_learns_classes_from_a_prepared_built_elsewhere():
+    prep = co.RankNet().prepare([0.0, 1.0, 2.0, 1.0], [4])
+    g, h = co.McRank().grad_hess_prepared(np.zeros((4, 3)), prep)
+    assert g.shape == (4, 3) and np.all(np.isfinite(g))
+
+
+@pytest.mark.parametrize("obj", _ranking_objectives() + [co.SquaredError(), co.Logistic(), co.McRank(n_classes=3)],
+                         ids=repr)
+def test_boolean_scores_are_refused(obj):
+    y = np.arange(60.0) % 3
+    y = (y > 0).astype(float) if isinstance(obj, co.Logistic) else y
+    s = np.zeros((60, 3), bool) if obj.n_outputs == 3 else np.arange(60) % 2 == 0
+    with pytest.raises(TypeError, match=r"scores must be real numbers \(float or int\), got booleans"):
+        obj.grad_hess(s, y, [20, 40])
+
+
+@pytest.mark.parametrize("call,exc,msg", [
+    (lambda: co.RankNet().grad_hess(S10, Y10, [10], np.full(10, 1e300)), ValueError, r"weight must satisfy \|weight\| <= 1e\+50"),
+    (lambda: co.RankNet().grad_hess(S10, Y10, [10], np.full(10, 1.7e308)), ValueError, r"weight .*found 1.7e\+308 at row 0"),
+    (lambda: co.SquaredError().grad_hess(S10, np.full(10, 1e300)), ValueError, r"labels must satisfy \|labels\| <= 1e\+100"),
+    (lambda: co.RankNet(sigma=1e300), ValueError, r"sigma must be <= 1e\+20"),
+    (lambda: co.Logistic(sigma=1e300), ValueError, r"sigma must be <= 1e\+20"),
+    (lambda: co.LambdaRank(sigma=1e300), ValueError, r"sigma must be <= 1e\+20"),
+    (lambda: co.RankSVM(margin=1e300), ValueError, r"margin must be <= 1e\+20"),
+    (lambda: co.QBRank(margin=1e300), ValueError, r"margin must be <= 1e\+20"),
+    (lambda: co.PreferencePairs([[0, 1]], margin=1e300), ValueError, r"margin must be <= 1e\+20"),
+    (lambda: co.MPBoost(ddf="ldd", alpha=1e300), ValueError, r"alpha must be <= 1e\+20"),
+    (lambda: co.MPBoost(lam=1e300), ValueError, r"lam must be <= 1e\+20"),
+    (lambda: co.MPBoost(beta=10**400), ValueError, r"beta must be finite"),
+    (lambda: co.SquaredHinge(C=1e300), ValueError, r"C must be <= 1e\+20"),
+    (lambda: co.StructuredDCG(hess=1e300), ValueError, r"hess must be <= 1e\+20"),
+    (lambda: co.PreferencePairs([[0, 1]], weight=[1e300]), ValueError, r"weight must be <= 1e\+50"),
+    (lambda: 1e308 * (1e308 * co.RankNet()), ValueError, r"factor must keep the total scale .* <= 1e\+20.*got 1e\+308"),
+    (lambda: 1e15 * (co.SquaredError() + 1e15 * co.RankNet()), ValueError, r"got 1e\+15 times 1e\+15"),
+    (lambda: co.MPBoost(ddf="ldd", alpha=1e19).grad_hess(S10, Y10 * 100, [10]), ValueError,
+     r"alpha \* \(max label - min label\) = 3e\+21 exceeds 1e\+20"),
+    (lambda: co.LambdaRank(k=1180591620717411303424), ValueError, r"k must be <= 1099511627776, got 1180591620717411303424"),
+    (lambda: co.LambdaRank(truncation=2**63), ValueError, r"truncation must be <= 1099511627776"),
+    (lambda: co.StructuredDCG(k=2**63), ValueError, r"k must be <= 1099511627776"),
+    (lambda: co.McRank(n_classes=2**63), ValueError, r"n_classes must be <= 1024"),
+    (lambda: co.McRank().grad_hess(np.zeros((2, 2)), [0, 5000]), ValueError, r"McRank allows at most 1024 classes"),
+    (lambda: co.MPBoost(ddf=["ldd"]), TypeError, r"ddf must be one of \['binary', 'ldd', 'logdd', 'logitdd'\] \(a string\), got list"),
+    (lambda: co.LambdaRank(metric={"ndcg"}), TypeError, r"metric must be one of .*got set"),
+    (lambda: co.RankNet().grad_hess(S10, Y10, np.repeat([4, 9, 2], [3, 4, 3])), ValueError,
+     r"group sizes sum to 54 but data has 10 rows; .*looks like per-row query ids.*Groups.from_qid"),
+])
+def test_absurd_magnitudes_and_misuse_refused(call, exc, msg):
+    with pytest.raises(exc, match=msg):
+        call()
+
+
+@pytest.mark.parametrize("obj", _ranking_objectives(), ids=repr)
+def test_gradients_finite_at_every_limit_at_once(obj):
+    """Scores +-1e100, weights up to WEIGHT_LIMIT, labels with a 1e5 spread: finite gradients; the loss
+    is finite or a ValueError (a sum of squared 1e100 margins overflows float64)."""
+    rng = np.random.default_rng(6)
+    n = 40
+    y = rng.integers(0, 4, n).astype(float)
+    w = rng.choice([1.0, V.WEIGHT_LIMIT], n)
+    s = rng.choice([-V.SCORE_LIMIT, V.SCORE_LIMIT], n)
+    for scaled in (obj, V.PARAM_LIMIT * obj):
+        g, h = scaled.grad_hess(s, y, [10, 30], w)
+        assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h >= 0)
+        try:
+            assert np.isfinite(scaled.loss(s, y, [10, 30], w))
+        except ValueError as exc:
+            assert "loss of these scores overflows float64" in str(exc)
+
+
+@pytest.mark.parametrize("obj", [co.RankNet(sigma=V.PARAM_LIMIT), co.RankSVM(margin=V.PARAM_LIMIT),
+                                 co.MPBoost(ddf="ldd", alpha=V.PARAM_LIMIT / 3), co.MPBoost(lam=V.PARAM_LIMIT, ddf="logdd"),
+                                 co.LambdaRank(sigma=V.PARAM_LIMIT, norm=True), co.Logistic(sigma=V.PARAM_LIMIT),
+                                 co.SquaredHinge(C=V.PARAM_LIMIT), co.StructuredDCG(hess=V.PARAM_LIMIT, k=V.MAX_ROWS)],
+                         ids=repr)
+def test_options_at_their_limit_stay_finite(obj):
+    y = Y10 if not isinstance(obj, (co.Logistic, co.SquaredHinge)) else (Y10 > 0).astype(float)
+    w = np.full(10, V.WEIGHT_LIMIT)
+    for s in (S10, np.where(np.arange(10) % 2, V.SCORE_LIMIT, -V.SCORE_LIMIT)):
+        g, h = obj.grad_hess(s, y, [4, 6], w)
+        assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h >= 0)
+
+
+def test_loss_overflow_is_a_value_error_not_inf(monkeypatch):
+    """Under the limits losses stay finite (the worst pair term is ~1e271); the guard behind them turns
+    an overflow into a ValueError. Lift the weight limit to reach it."""
+    s = np.where(Y10 > 1, -V.SCORE_LIMIT, V.SCORE_LIMIT)
+    assert np.isfinite((V.PARAM_LIMIT * co.SquaredError()).loss(s, Y10, None, np.full(10, V.WEIGHT_LIMIT)))
+    monkeypatch.setattr(V, "WEIGHT_LIMIT", 1e300)
+    with pytest.raises(ValueError, match=r"the SquaredError loss of these scores overflows float64 \(largest \|scores\| "
+                                         r"1e\+100, largest weight 1e\+300\)"):
+        co.SquaredError().loss(s, Y10, None, np.full(10, 1e300))
+
+
+def test_lambdarank_pair_buffer_refused_before_allocation():
+    """The OLE path (pair_buffer) skipped the pair budget: one 20,000-row query allocated until
+    MemoryError. Now the count pass (no pair memory) is followed by the budget check."""
+    rng = np.random.default_rng(3)
+    n = 20_000
+    y = rng.integers(0, 3, n).astype(float)
+    s = rng.normal(size=n)
+    obj = co.LambdaRank()
+    prep = obj.prepare(y, [n])
+    asked = []
+    with pytest.raises(ValueError, match=r"LambdaRank couplings would materialise 133,\d{3},\d{3} row pairs \(about 4.3 GB\)"
+                                         r".*MAX_PAIRS = 100,000,000"):
+        obj.grad_hess_couplings_prepared(s, prep, pair_buffer=lambda m: asked.append(m))
+    assert asked == []  # the buffer was never requested
+    g, h = obj.grad_hess_prepared(s, prep)  # gradients need no pair list
+    assert np.all(np.isfinite(g))
+
+
+@pytest.mark.parametrize("path", ["pair_couplings", "grad_hess_couplings", "pair_buffer"])
+def test_lambdarank_every_pair_path_honours_the_budget(monkeypatch, path):
+    obj = co.LambdaRank()
+    prep = obj.prepare(Y10, [10])
+    full = obj.pair_couplings_prepared(S10, prep)
+    m = full[0].size
+    monkeypatch.setattr(V, "MAX_PAIRS", m - 1)
+    calls = {
+        "pair_couplings": lambda: obj.pair_couplings_prepared(S10, prep),
+        "grad_hess_couplings": lambda: obj.grad_hess_couplings_prepared(S10, prep),
+        "pair_buffer": lambda: obj.grad_hess_couplings_prepared(
+            S10, prep, pair_buffer=lambda k: (np.empty(k, np.int32), np.empty(k, np.int32), np.empty(k))),
+    }
+    with pytest.raises(ValueError, match=rf"LambdaRank couplings would materialise {m} row pairs"):
+        calls[path]()
+    monkeypatch.setattr(V, "MAX_PAIRS", m)
+    out = calls[path]()
+    pairs = out if path == "pair_couplings" else out[2]
+    np.testing.assert_array_equal(pairs[2], full[2])  # at the budget: the same couplings as before
+
+
+def test_sum_of_pair_lists_honours_the_budget(monkeypatch):
+    obj = co.RankNet() + co.RankSVM()
+    one = co.RankNet().pair_couplings(S10, Y10, [10])[0].size
+    monkeypatch.setattr(V, "MAX_PAIRS", one)  # each part fits, the joined list does not
+    with pytest.raises(ValueError, match=rf"pair_couplings of a Sum would materialise {2 * one} row pairs"):
+        obj.pair_couplings(S10, Y10, [10])
+
+
+def test_hostile_objective_inputs_fuzz_in_a_child_process():
+    """Hypothesis-generated hostile data and options for every objective (tests/_hostile.py): finite
+    gradients / loss / couplings or ValueError/TypeError; a crash or hang fails the test."""
+    from _isolated import run_isolated
+
+    out = run_isolated("import sys; sys.path.insert(0, 'tests'); import _hostile; _hostile.fuzz_objectives(150); "
+                       "print('ok')", timeout=300)
+    assert out.strip() == "ok"

@@ -1,7 +1,8 @@
 """Numba kernels of the pairwise losses (SPEC.md section 2). Each grad/hess kernel adds into its outputs.
 
 Every pair term is ``scale * phi(d; theta)`` with ``d = s_i - s_j`` (row ``i`` should rank above
-row ``j``), times the pair weight ``(w_i + w_j) / 2``. The family ``kind`` picks ``phi``:
+row ``j``), times the pair weight ``(w_i + w_j) / 2``, computed as ``w_i / 2 + w_j / 2`` (halved before the
+sum, so two weights near the float64 maximum cannot overflow; the bits are the same: halving is exact). The family ``kind`` picks ``phi``:
 
 - ``LOGISTIC``     ``log(1 + exp(-theta d))``                 (RankNet, ``theta = sigma``)
 - ``SQ_HINGE``     ``max(0, theta - d)^2``                     (RankSVM, QBRank, PreferencePairs; ``theta`` = margin)
@@ -134,7 +135,7 @@ def _query_grad_hess(scores, labels, order, lower, lo, hi, weights, use_w,
             g, c = pair_grad(kind, si - scores[j], theta)
             pw = scale
             if use_w:
-                pw *= 0.5 * (weights[i] + weights[j])
+                pw *= (0.5 * weights[i] + 0.5 * weights[j])
             gi += pw * g
             hi_acc += hmul * pw * c
             out_grad[j] -= pw * g
@@ -175,7 +176,7 @@ def _query_loss(scores, labels, order, lower, lo, hi, weights, use_w, kind, thet
             phi, _, _ = pair_terms(kind, scores[i] - scores[j], theta)
             pw = scale
             if use_w:
-                pw *= 0.5 * (weights[i] + weights[j])
+                pw *= (0.5 * weights[i] + 0.5 * weights[j])
             total += pw * phi
     return total
 
@@ -207,7 +208,7 @@ def pair_list_grad_hess(scores, pi, pj, theta, pair_w, use_pw, weights, use_w,
         if use_pw:
             pw *= pair_w[k]
         if use_w:
-            pw *= 0.5 * (weights[i] + weights[j])
+            pw *= (0.5 * weights[i] + 0.5 * weights[j])
         out_grad[i] += pw * g
         out_grad[j] -= pw * g
         out_hess[i] += hmul * pw * c
@@ -225,7 +226,7 @@ def pair_list_loss(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, 
         if use_pw:
             pw *= pair_w[k]
         if use_w:
-            pw *= 0.5 * (weights[i] + weights[j])
+            pw *= (0.5 * weights[i] + 0.5 * weights[j])
         total += pw * phi
     return total
 
@@ -241,7 +242,7 @@ def pair_list_couplings(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, k
         if use_pw:
             pw *= pair_w[k]
         if use_w:
-            pw *= 0.5 * (weights[i] + weights[j])
+            pw *= (0.5 * weights[i] + 0.5 * weights[j])
         out_c[k] = pw * c
 
 

@@ -13,7 +13,12 @@ from numba import njit, prange
 
 @njit(cache=True)
 def assign_max(s, gain, A, D):
-    """Rows assigned to positions ``0..m-1`` maximising ``sum s_i A[r] - G_i D[r]`` (``m = A.size``)."""
+    """Rows assigned to positions ``0..m-1`` maximising ``sum s_i A[r] - G_i D[r]`` (``m = A.size``).
+
+    Returns ``(at, ok)``. ``ok`` is False when a search step found no finite reduced cost (a
+    non-finite score or gain): the search then stops instead of looping forever, and ``at`` is
+    meaningless.
+    """
     n = s.size
     m = A.size
     inf = np.inf
@@ -51,6 +56,8 @@ def assign_max(s, gain, A, D):
                     v[j] -= delta
                 else:
                     minv[j] -= delta
+            if j1 == 0:  # no finite reduced cost: inf/NaN input; stop rather than spin
+                return np.zeros(m, dtype=np.int64), False
             j0 = j1
             if p[j0] == 0:
                 break
@@ -64,7 +71,7 @@ def assign_max(s, gain, A, D):
     for j in range(1, n + 1):
         if p[j] != 0:
             at[p[j] - 1] = j - 1
-    return at
+    return at, True
 
 
 @njit(cache=True)
@@ -102,7 +109,8 @@ def candidates(star, gain, m):
 
 @njit(cache=True)
 def _query(s, gain, k):
-    """(loss, rows of pi_hat, rows of pi*) in positions ``0..m-1``; pi_hat = pi* when it is optimal."""
+    """(loss, rows of pi_hat, rows of pi*, ok) in positions ``0..m-1``; pi_hat = pi* when it is
+    optimal; ``ok`` False when the assignment met non-finite costs (then loss 0, no gradient)."""
     n = s.size
     m = min(k, n)
     A = np.empty(m)
@@ -112,7 +120,10 @@ def _query(s, gain, k):
         D[r] = 1.0 / np.log2(2.0 + r)
     star = ideal_order(s, gain)  # gain is monotone in the label, so it orders like the label
     rows = candidates(star, gain, m)
-    hat = rows[assign_max(s[rows], gain[rows], A, D)]
+    at, ok = assign_max(s[rows], gain[rows], A, D)
+    if not ok:
+        return 0.0, star[:m], star[:m], False
+    hat = rows[at]
     loss = 0.0
     scale = 1.0
     for r in range(m):
@@ -120,8 +131,8 @@ def _query(s, gain, k):
         scale += (abs(s[hat[r]]) + abs(s[star[r]])) * A[r] + (gain[hat[r]] + gain[star[r]]) * D[r]
     if loss <= 1e-12 * scale:
         # pi* attains the max (up to rounding): zero loss and zero subgradient, never noise.
-        return 0.0, star[:m], star[:m]
-    return loss, hat, star[:m]
+        return 0.0, star[:m], star[:m], True
+    return loss, hat, star[:m], True
 
 
 @njit(cache=True, inline="always")
@@ -135,7 +146,8 @@ def _query_weight(weights, use_weights, start, stop):
 
 
 @njit(cache=True, parallel=True)
-def structured_dcg_grad_hess(scores, ptr, row_gain, k, weights, use_weights, hess, out_grad, out_hess):
+def structured_dcg_grad_hess(scores, ptr, row_gain, k, weights, use_weights, hess, out_grad, out_hess, out_failed):
+    """Adds each query's subgradient and surrogate hessian; ``out_failed[q]`` marks a failed assignment."""
     for q in prange(ptr.size - 1):
         start = ptr[q]
         stop = ptr[q + 1]
@@ -146,7 +158,8 @@ def structured_dcg_grad_hess(scores, ptr, row_gain, k, weights, use_weights, hes
             out_hess[t] += hess * wq
         if stop - start < 2:
             continue
-        loss, hat, star = _query(scores[start:stop], row_gain[start:stop], k)
+        loss, hat, star, ok = _query(scores[start:stop], row_gain[start:stop], k)
+        out_failed[q] = not ok
         if loss == 0.0:
             continue
         for r in range(hat.size):
@@ -156,7 +169,7 @@ def structured_dcg_grad_hess(scores, ptr, row_gain, k, weights, use_weights, hes
 
 
 @njit(cache=True, parallel=True)
-def structured_dcg_loss(scores, ptr, row_gain, k, weights, use_weights):
+def structured_dcg_loss(scores, ptr, row_gain, k, weights, use_weights, out_failed):
     nq = ptr.size - 1
     per_query = np.zeros(nq)
     for q in prange(nq):
@@ -164,7 +177,8 @@ def structured_dcg_loss(scores, ptr, row_gain, k, weights, use_weights):
         stop = ptr[q + 1]
         if stop - start < 2:
             continue
-        loss, hat, star = _query(scores[start:stop], row_gain[start:stop], k)
+        loss, hat, star, ok = _query(scores[start:stop], row_gain[start:stop], k)
+        out_failed[q] = not ok
         per_query[q] = _query_weight(weights, use_weights, start, stop) * loss
     # A serial sum: per_query.sum() here would become a thread-dependent parallel reduction.
     total = 0.0

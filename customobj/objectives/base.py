@@ -17,8 +17,10 @@ Subclasses implement:
   kernels use, before validation (``Logistic``: ``{-1, +1} -> {0, 1}``). ``Sum`` and ``Scaled``
   apply their parts' conversions in turn, so a converting part works inside a sum too.
 
-Scores must be finite with ``|s| <= SCORE_LIMIT`` (1e100, see ``customobj._validation``), so no
-kernel overflows; margins that large mean the model diverged.
+Scores must be finite real numbers (booleans are refused) with ``|s| <= SCORE_LIMIT`` (1e100,
+see ``customobj._validation``); labels, weights and options have limits of their own there
+(docs/robustness.md, "Input limits"), chosen so that no kernel overflows. A loss that still
+overflows float64 (squared 1e100 margins) raises ``ValueError`` instead of returning inf.
 
 Weights: ``weight`` is per row. Pointwise terms are multiplied by ``w_i``; pairwise terms by
 the pair weight ``(w_i + w_j) / 2`` (equal to the query weight when weights are per query).
@@ -31,7 +33,16 @@ import numbers
 
 import numpy as np
 
-from .._validation import SCORE_LIMIT, as_1d_float, as_labels, as_scores, as_weight
+from .._validation import (
+    PARAM_LIMIT,
+    SCORE_LIMIT,
+    as_1d_float,
+    as_labels,
+    as_scores,
+    as_weight,
+    check_pair_budget,
+    check_real,
+)
 from ..groups import Groups, as_groups
 
 __all__ = ["Objective", "Prepared", "Sum", "Scaled"]
@@ -41,16 +52,25 @@ class Prepared:
     """Validated, converted training data plus each objective's label-only state.
 
     Build with ``objective.prepare(labels, group, weight)``; it may be reused with any
-    scores of the same rows (and by any objective: states are cached per objective).
+    scores of the same rows, and by any objective: every objective runs its own label checks
+    (``check_prepared``) the first time it sees a ``Prepared``, which records the objectives whose
+    checks passed (:attr:`checked`), so a ``Prepared`` built by a lenient objective cannot carry
+    labels past a strict one. States are cached per objective.
     """
 
-    __slots__ = ("labels", "groups", "weight", "_states")
+    __slots__ = ("labels", "groups", "weight", "_states", "_checked")
 
     def __init__(self, labels, groups, weight):
         self.labels = labels
         self.groups = groups
         self.weight = weight
         self._states = {}
+        self._checked = []
+
+    @property
+    def checked(self) -> tuple:
+        """``repr`` of each objective whose label checks this data passed, in order."""
+        return tuple(self._checked)
 
     @property
     def ptr(self):
@@ -60,14 +80,17 @@ class Prepared:
     def n_rows(self):
         return self.labels.shape[0]
 
-    def state_for(self, objective):
+    def state_for(self, objective: "Objective"):
+        """The objective's label-only state; on first use, its label checks run (once per data set)."""
         key = objective._cache_key()
         if key not in self._states:
+            objective.check_prepared(self)
+            self._checked.append(repr(objective))
             self._states[key] = objective._state(self)
         return self._states[key]
 
     @classmethod
-    def build(cls, labels, group, weight=None, *, integer_labels=False):
+    def build(cls, labels, group, weight=None, *, integer_labels: bool = False) -> "Prepared":
         y = as_labels(labels, integer=integer_labels)
         g = as_groups(group, y.shape[0]) if group is not None else Groups.from_sizes([y.shape[0]])
         w = as_weight(weight, y.shape[0])
@@ -111,20 +134,26 @@ class Objective:
         return hash(self._cache_key())
 
     # --- preparation -----------------------------------------------------------------------------
-    def prepare(self, labels, group=None, weight=None):
+    def prepare(self, labels, group=None, weight=None) -> Prepared:
         """Validate and convert the data once; returns a :class:`Prepared` for the ``*_prepared`` calls."""
         if group is None and self.needs_group:
             raise ValueError(f"{type(self).__name__} is a ranking objective and needs group= (query sizes)")
         labels = self._convert_labels(as_1d_float(labels, "labels"))
         prep = Prepared.build(labels, group, weight, integer_labels=self.integer_labels)
-        self.check_prepared(prep)
+        prep.state_for(self)  # runs check_prepared and builds the label-only state now, not in round 1
         return prep
 
-    def check_prepared(self, prep):
-        """Objective-specific checks on the data (override to reject labels it cannot use)."""
+    def check_prepared(self, prep: Prepared) -> None:
+        """Objective-specific checks on the data (override to reject labels it cannot use; call super).
+
+        Runs once per (objective, ``Prepared``), from :meth:`Prepared.state_for`, so it also guards
+        a ``Prepared`` built by another objective.
+        """
         if self.integer_labels and prep.labels.size and np.any(prep.labels != np.floor(prep.labels)):
-            raise ValueError(f"{type(self).__name__} needs integer grades in labels")
-        prep.state_for(self)
+            row = int(np.flatnonzero(prep.labels != np.floor(prep.labels))[0])
+            raise ValueError(
+                f"{type(self).__name__} needs integer grades in labels; found {prep.labels[row]} at row {row}"
+            )
 
     def _convert_labels(self, labels):
         """Labels (finite float64, 1-D) as the grades this objective's kernels use; default: unchanged."""
@@ -134,7 +163,11 @@ class Objective:
         return None
 
     def _check_scores(self, scores, prep):
-        return as_scores(scores, prep.n_rows, allow_2d=self.n_outputs > 1, max_abs=SCORE_LIMIT)
+        k = self.n_outputs
+        if k is None:  # an McRank(n_classes=None) part learns K from the labels of this data
+            self.check_prepared(prep)
+            k = self.n_outputs
+        return as_scores(scores, prep.n_rows, allow_2d=k is not None and k > 1, max_abs=SCORE_LIMIT)
 
     @staticmethod
     def _check_out(out, shape, name):
@@ -175,12 +208,21 @@ class Objective:
             self._check_out(out_hess, shape, "out_hess")[...] = 0.0
         return out_grad, out_hess
 
-    def loss_prepared(self, scores, prep):
+    def loss_prepared(self, scores, prep: Prepared) -> float:
         s = self._check_scores(scores, prep)
-        return float(self._loss(s, prep, prep.state_for(self)))
+        value = float(self._loss(s, prep, prep.state_for(self)))
+        if not np.isfinite(value):
+            # Gradients are finite under the input limits; a sum of squared 1e100 margins is not.
+            raise ValueError(
+                f"the {type(self).__name__} loss of these scores overflows float64 (largest |scores| "
+                f"{np.abs(s).max(initial=0.0):g}, largest weight {_largest(prep.weight):g}); "
+                "lower the scores or the weights"
+            )
+        return value
 
     def pair_couplings_prepared(self, scores, prep):
         if not self.pairwise:
+            prep.state_for(self)  # the labels must still suit this objective
             return None
         s = self._check_scores(scores, prep)
         return self._pair_couplings(s, prep, prep.state_for(self))
@@ -221,6 +263,10 @@ class Objective:
         raise NotImplementedError
 
     # --- composition -----------------------------------------------------------------------------
+    def _scale_bound(self):
+        """Largest product of ``Scaled`` factors on any path to a leaf objective (1 for a leaf)."""
+        return 1.0
+
     def __add__(self, other):
         if not isinstance(other, Objective):
             return NotImplemented
@@ -234,6 +280,10 @@ class Objective:
     __rmul__ = __mul__
 
 
+def _largest(weight):
+    return 1.0 if weight is None else float(weight.max(initial=0.0))
+
+
 def _merge_flags(parts):
     outputs = {p.n_outputs for p in parts}
     if len(outputs) > 1 and None in outputs:
@@ -241,6 +291,13 @@ def _merge_flags(parts):
     if len(outputs) != 1:
         raise ValueError("cannot add objectives with different numbers of outputs (e.g. McRank and a ranker)")
     return outputs.pop()
+
+
+def _concat_pairs(pieces):
+    """Concatenate the parts' ``(i, j, c)``; the joined list honours the one pair budget too."""
+    check_pair_budget(sum(int(p[0].size) for p in pieces), "pair_couplings of a Sum",
+                      hint="use fewer pairwise parts, or smaller queries")
+    return tuple(np.concatenate(arrs) for arrs in zip(*pieces))
 
 
 class Sum(Objective):
@@ -265,15 +322,19 @@ class Sum(Objective):
         # Read from the parts on demand: McRank(n_classes=None) learns K only at prepare time.
         return _merge_flags(self.parts)
 
+    def _scale_bound(self):
+        return max(p._scale_bound() for p in self.parts)
+
     def _params(self):
         return (("parts", self.parts),)
 
     def __repr__(self):
         return " + ".join(repr(p) for p in self.parts)
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         for p in self.parts:
-            p.check_prepared(prep)
+            p.check_prepared(prep)  # direct: an equal part may have cached its state on another instance
+            prep.state_for(p)
 
     def _convert_labels(self, labels):
         for p in self.parts:
@@ -289,7 +350,7 @@ class Sum(Objective):
 
     def _pair_couplings(self, scores, prep, state):
         pieces = [p._pair_couplings(scores, prep, prep.state_for(p)) for p in self.parts if p.pairwise]
-        return tuple(np.concatenate(arrs) for arrs in zip(*pieces))
+        return _concat_pairs(pieces)
 
     def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
         pieces = []
@@ -298,7 +359,7 @@ class Sum(Objective):
                 pieces.append(p._grad_hess_couplings(scores, prep, prep.state_for(p), out_grad, out_hess))
             else:
                 p._grad_hess(scores, prep, prep.state_for(p), out_grad, out_hess)
-        return tuple(np.concatenate(arrs) for arrs in zip(*pieces))
+        return _concat_pairs(pieces)
 
 
 class Scaled(Objective):
@@ -307,12 +368,18 @@ class Scaled(Objective):
     def __init__(self, objective, factor):
         if not isinstance(objective, Objective):
             raise TypeError(f"objective must be an Objective, got {type(objective).__name__}")
-        if isinstance(factor, bool) or not isinstance(factor, numbers.Real) or not np.isfinite(factor):
-            raise TypeError(f"factor must be a finite real number, got {factor!r}")
+        factor = check_real(factor, "factor")
         if factor < 0:
             raise ValueError(f"factor must be >= 0 so the hessian stays non-negative, got {factor}")
         if isinstance(objective, Scaled):
             factor, objective = factor * objective.factor, objective.objective
+        # Bound the product of every factor on the way down (Sums may nest Scaled objectives),
+        # so scaled gradients stay finite: see customobj._validation.PARAM_LIMIT.
+        if factor * objective._scale_bound() > PARAM_LIMIT:
+            raise ValueError(
+                f"factor must keep the total scale of the objective <= {PARAM_LIMIT:g} "
+                f"(customobj._validation.PARAM_LIMIT); got {factor:g} times {objective._scale_bound():g}"
+            )
         self.objective = objective
         self.factor = float(factor)
         self.pairwise = objective.pairwise
@@ -329,8 +396,12 @@ class Scaled(Objective):
     def __repr__(self):
         return f"{self.factor!r} * {self.objective!r}"
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         self.objective.check_prepared(prep)
+        prep.state_for(self.objective)
+
+    def _scale_bound(self):
+        return self.factor * self.objective._scale_bound()
 
     def _convert_labels(self, labels):
         return self.objective._convert_labels(labels)

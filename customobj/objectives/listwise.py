@@ -5,7 +5,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .._validation import check_choice, check_int, check_positive
+from .._validation import (
+    ERR_MAX_GAIN,
+    ERR_MAX_LABEL,
+    EXP_GAIN_MAX_LABEL,
+    MAX_ROWS,
+    as_gain_table,
+    check_choice,
+    check_exp_gain_labels,
+    check_int,
+    check_pair_budget,
+    check_positive,
+)
 from .base import Objective
 from . import _lambdarank_kernels as LK
 from . import _parity as P
@@ -32,17 +43,15 @@ def _check_gain(gain):
         return None
     if isinstance(gain, (str, bytes)) or np.ndim(gain) != 1:
         raise TypeError("gain must be a 1-D sequence of per-grade gains (LightGBM's label_gain)")
-    try:
-        arr = np.asarray(gain, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"gain must hold real numbers: {exc}") from None
-    if arr.size == 0:
-        raise ValueError("gain must have one entry per grade, got an empty sequence")
-    if not np.all(np.isfinite(arr)) or arr.min() < 0:
-        raise ValueError("gain entries must be finite and >= 0")
-    if np.any(np.diff(arr) < 0):
-        raise ValueError("gain must be non-decreasing in the grade (a better grade never gains less)")
+    arr = as_gain_table(gain, "gain", nondecreasing=True)
     return tuple(float(v) for v in arr)
+
+
+def _pair_budget(offsets):
+    """Refuse, before any pair array is allocated, more pairs than the one budget (MAX_PAIRS)."""
+    return check_pair_budget(int(offsets[-1]), "LambdaRank couplings",
+                             hint="gradients need no pair list; use truncation= or k= to keep fewer pairs, "
+                                  "or split very large queries")
 
 
 class LambdaRank(Objective):
@@ -87,6 +96,11 @@ class LambdaRank(Objective):
       the way that library computes it (the lower row of a pair keeps its untruncated ``D``;
       XGBoost doubles the hessian; weights per query). Start from :meth:`like_lightgbm` /
       :meth:`like_xgboost`; see ``docs/parity.md``.
+
+    Limits (``customobj._validation``): with the exponential gain, labels up to 700
+    (``EXP_GAIN_MAX_LABEL``) for ``"ndcg"`` and up to 53 (``ERR_MAX_LABEL``) for ``"err"``; a gain
+    table up to ``2**700`` per entry (``2**53 - 1`` with ``"err"``); ``k`` and ``truncation`` up to
+    ``2**40``. :meth:`pair_couplings` and the OLE pair buffers refuse more than ``MAX_PAIRS`` pairs.
     """
 
     pairwise = True
@@ -96,15 +110,19 @@ class LambdaRank(Objective):
                  truncation: int | None = None, gain: Sequence[float] | None = None, norm: bool = False,
                  convention: str = P.DEFAULT_CONVENTION) -> None:
         self.metric = check_choice(metric, "metric", set(_METRICS))
-        self.k = check_int(k, "k", minimum=1, allow_none=True)
+        self.k = check_int(k, "k", minimum=1, maximum=MAX_ROWS, allow_none=True, hint="k=None means the whole list")
         self.sigma = check_positive(sigma, "sigma")
-        self.truncation = check_int(truncation, "truncation", minimum=1, allow_none=True)
+        self.truncation = check_int(truncation, "truncation", minimum=1, maximum=MAX_ROWS, allow_none=True,
+                                    hint="truncation=None means no truncation")
         if not isinstance(norm, (bool, np.bool_)):
             raise TypeError(f"norm must be True or False, got {type(norm).__name__}")
         self.norm = bool(norm)
         self.gain = _check_gain(gain)
         if self.gain is not None and self.metric not in ("ndcg", "err"):
             raise ValueError(f"gain applies to metric 'ndcg' or 'err', not {self.metric!r}")
+        if self.gain is not None and self.metric == "err" and max(self.gain) > ERR_MAX_GAIN:
+            raise ValueError(f"gain entries must be <= 2**53 - 1 with metric='err' (R = G / (1 + G_max) must stay "
+                             f"below 1 in float64), got {max(self.gain):g}")
         self.convention = P.check_convention(convention, self.metric)
 
     @classmethod
@@ -170,6 +188,11 @@ class LambdaRank(Objective):
                 f"labels go up to {prep.labels.max():g} but gain has only {len(self.gain)} entries "
                 "(one per grade 0, 1, ...)"
             )
+        if self.gain is None and self.metric == "ndcg":
+            check_exp_gain_labels(prep.labels)
+        if self.gain is None and self.metric == "err":
+            check_exp_gain_labels(prep.labels, limit=ERR_MAX_LABEL,
+                                  what="LambdaRank(metric='err') (R = 1 - 2**-y must stay below 1 in float64)")
         super().check_prepared(prep)
 
     def _row_gain(self, y):
@@ -226,22 +249,28 @@ class LambdaRank(Objective):
         return LK.lambdarank_loss(scores, *self._args(prep, state))
 
     def _pair_couplings(self, scores, prep, state):
-        return LK.lambdarank_couplings(scores, *self._args(prep, state), False, _EMPTY, _EMPTY)
+        return self._couplings(scores, prep, state, False, _EMPTY, _EMPTY, None)
 
     def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
         # One sort per query and one pair pass for gradients, hessians and couplings.
-        return LK.lambdarank_couplings(scores, *self._args(prep, state), True, out_grad, out_hess)
+        return self._couplings(scores, prep, state, True, out_grad, out_hess, None)
 
     writes_pair_buffer = True
 
     def _grad_hess_couplings_into(self, scores, prep, state, out_grad, out_hess, pair_buffer):
-        if pair_buffer is None:
-            return self._grad_hess_couplings(scores, prep, state, out_grad, out_hess)
+        return self._couplings(scores, prep, state, True, out_grad, out_hess, pair_buffer)
+
+    def _couplings(self, scores, prep, state, with_grad, out_grad, out_hess, pair_buffer):
+        # Count pass (no pair memory), the pair budget, then the arrays: every pair path honours it.
         args = self._args(prep, state)
         order = np.empty(scores.shape[0], dtype=np.int64)
         offsets = LK.lambdarank_pair_offsets(scores, *args, order)
-        out_i, out_j, out_c = pair_buffer(int(offsets[-1]))
-        LK.lambdarank_pair_fill(scores, *args, True, out_grad, out_hess, order, offsets, out_i, out_j, out_c)
+        m = _pair_budget(offsets)
+        if pair_buffer is None:
+            out_i, out_j, out_c = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.float64)
+        else:
+            out_i, out_j, out_c = pair_buffer(m)
+        LK.lambdarank_pair_fill(scores, *args, with_grad, out_grad, out_hess, order, offsets, out_i, out_j, out_c)
         return out_i, out_j, out_c
 
 
@@ -261,23 +290,42 @@ class StructuredDCG(Objective):
     slide). Loss ``sum_q w_q R_q`` with ``w_q`` the mean row weight of the query.
 
     Not pairwise: the surrogate hessian is a constant diagonal, so there are no pair couplings.
+    Labels up to 700 (``customobj._validation.EXP_GAIN_MAX_LABEL``: the gain ``2**y - 1`` and the
+    assignment's sums stay finite); ``k`` up to ``2**40``.
     """
 
     needs_group = True
 
-    def __init__(self, *, k=10, hess=1.0):
-        self.k = check_int(k, "k", minimum=1)
+    def __init__(self, *, k: int = 10, hess: float = 1.0) -> None:
+        self.k = check_int(k, "k", minimum=1, maximum=MAX_ROWS)
         self.hess = check_positive(hess, "hess")
+
+    def check_prepared(self, prep):
+        check_exp_gain_labels(prep.labels)
+        super().check_prepared(prep)
 
     def _state(self, prep):
         return {"row_gain": np.exp2(prep.labels) - 1.0}
+
+    def _raise_if_failed(self, status):
+        # The assignment stops (never spins) on non-finite costs; the input limits make that
+        # unreachable, so this is a guard, not a code path.
+        if status.any():
+            q = int(np.flatnonzero(status)[0])
+            raise ValueError(f"StructuredDCG: the assignment of query {q} met non-finite costs (scores or "
+                             "labels beyond customobj's input limits)")
 
     def _args(self, prep, state):
         w, use_w = _weights(prep)
         return prep.ptr, state["row_gain"], self.k, w, use_w
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        SK.structured_dcg_grad_hess(scores, *self._args(prep, state), self.hess, out_grad, out_hess)
+        status = np.zeros(prep.groups.n_groups, dtype=np.bool_)
+        SK.structured_dcg_grad_hess(scores, *self._args(prep, state), self.hess, out_grad, out_hess, status)
+        self._raise_if_failed(status)
 
     def _loss(self, scores, prep, state):
-        return SK.structured_dcg_loss(scores, *self._args(prep, state))
+        status = np.zeros(prep.groups.n_groups, dtype=np.bool_)
+        total = SK.structured_dcg_loss(scores, *self._args(prep, state), status)
+        self._raise_if_failed(status)
+        return total

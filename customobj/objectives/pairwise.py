@@ -7,7 +7,7 @@ are disjoint) instead of materialising millions of pairs. The explicit pair list
 when ``pair_couplings`` asks for it, and then cached. Explicit pairs (``QBRank(pairs=...)``,
 ``PreferencePairs``) may cross queries and are summed serially.
 
-Pair weights: ``(w_i + w_j) / 2`` from the row weights, times any per-pair weight.
+Pair weights: ``(w_i + w_j) / 2`` from the row weights (halved before adding), times any per-pair weight.
 """
 from __future__ import annotations
 
@@ -15,7 +15,17 @@ import numbers
 
 import numpy as np
 
-from .._validation import as_1d_float, as_pairs, check_choice, check_nonnegative, check_pair_budget, check_positive
+from .._validation import (
+    PARAM_LIMIT,
+    WEIGHT_LIMIT,
+    as_1d_float,
+    as_pairs,
+    check_choice,
+    check_nonnegative,
+    check_pair_budget,
+    check_positive,
+    check_real,
+)
 from .base import Objective
 from . import _pairwise_kernels as PK
 from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
@@ -156,6 +166,17 @@ class MPBoost(_LabelPairLoss):
         p = {"binary": 1.0, "ldd": self.alpha, "logdd": self.lam, "logitdd": self.beta}[self.ddf]
         return PK.EXPONENTIAL, _DDF[self.ddf], p, 1.0
 
+    def check_prepared(self, prep):
+        # D enters the hessian squared (D^2 e^50): keep the largest distance within PARAM_LIMIT.
+        super().check_prepared(prep)
+        y = prep.labels
+        if self.ddf == "ldd" and y.size and self.alpha * (y.max() - y.min()) > PARAM_LIMIT:
+            raise ValueError(
+                f"MPBoost(ddf='ldd'): the largest distance alpha * (max label - min label) = "
+                f"{self.alpha * (y.max() - y.min()):g} exceeds {PARAM_LIMIT:g} (customobj._validation.PARAM_LIMIT); "
+                "lower alpha or rescale the labels"
+            )
+
 
 # --- explicit preference pairs --------------------------------------------------------------------------
 def _check_pairs_option(pairs, name="pairs"):
@@ -193,6 +214,9 @@ class PreferencePairs(Objective):
             weight = as_1d_float(weight, "weight", n=self.pairs.shape[0])
             if weight.size and weight.min() < 0:
                 raise ValueError(f"weight must be non-negative; found {weight.min()} at pair {int(np.argmin(weight))}")
+            if weight.size and weight.max() > WEIGHT_LIMIT:
+                raise ValueError(f"weight must be <= {WEIGHT_LIMIT:g} (customobj._validation.WEIGHT_LIMIT); "
+                                 f"found {weight.max():g} at pair {int(np.argmax(weight))}")
             weight.setflags(write=False)
         self.weight = weight
 
@@ -268,6 +292,7 @@ class QBRank(Objective):
     def __init__(self, *, w=0.5, margin="grade", hessian="exact", pairs=None, labeled="all", label_pairs=None):
         if isinstance(w, bool) or not isinstance(w, numbers.Real):
             raise TypeError(f"w must be a real number in [0, 1], got {type(w).__name__}")
+        w = check_real(w, "w")
         if not 0.0 <= w <= 1.0:
             raise ValueError(f"w must be in [0, 1], got {w!r}")
         self.w = float(w)

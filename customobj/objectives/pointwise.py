@@ -11,6 +11,10 @@ __all__ = ["SquaredError", "Logistic", "SquaredHinge", "McRank"]
 
 _EMPTY = np.zeros(0, dtype=np.float64)
 
+#: Largest number of McRank classes (one score column per grade): 1024 grades, far beyond any
+#: editorial scale; more would mean a regression target, not grades.
+MAX_CLASSES = 1024
+
 
 def _weights(prep):
     """(weights array, use_weights flag) in the form the kernels take."""
@@ -142,7 +146,7 @@ class McRank(Objective):
 
     Parameters
     ----------
-    n_classes : int >= 2 or None
+    n_classes : int in ``2..MAX_CLASSES`` (1024) or None
         ``K``. Given, ``n_outputs == K`` at once and labels above ``K - 1`` are rejected. ``None``:
         ``K = max(max label + 1, 2)`` is inferred by the first ``prepare`` and then kept
         (``n_outputs`` is ``None`` until then, so adapters that need ``num_class`` before seeing
@@ -152,7 +156,7 @@ class McRank(Objective):
     integer_labels = True
 
     def __init__(self, *, n_classes=None):
-        self.n_classes = check_int(n_classes, "n_classes", minimum=2, allow_none=True)
+        self.n_classes = check_int(n_classes, "n_classes", minimum=2, maximum=MAX_CLASSES, allow_none=True)
         self._inferred = None
 
     @property
@@ -162,6 +166,11 @@ class McRank(Objective):
     def check_prepared(self, prep):
         super().check_prepared(prep)
         top = int(prep.labels.max()) if prep.labels.size else 0
+        if top >= MAX_CLASSES:
+            raise ValueError(
+                f"labels has grade {top} but McRank allows at most {MAX_CLASSES} classes (grades "
+                f"0..{MAX_CLASSES - 1}, customobj.objectives.pointwise.MAX_CLASSES); rank by regression instead"
+            )
         if self.n_classes is not None:
             if top >= self.n_classes:
                 raise ValueError(f"labels has grade {top} but McRank(n_classes={self.n_classes}) allows 0..{self.n_classes - 1}")
@@ -174,6 +183,8 @@ class McRank(Objective):
             )
 
     def _check_scores(self, scores, prep):
+        if self.n_outputs is None:  # K is learnt from the labels (also of a Prepared built elsewhere)
+            self.check_prepared(prep)
         k = self.n_outputs
         s = as_scores(scores, prep.n_rows, allow_2d=True, max_abs=SCORE_LIMIT)
         if s.ndim != 2 or s.shape[1] != k:
