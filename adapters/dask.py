@@ -14,6 +14,7 @@ LightGBM's group sizes (one Dask chunk of sizes per partition, as ``DaskLGBMRank
 - :func:`train_lightgbm` -> a fitted ``lightgbm.DaskLGBMRanker`` (``.to_local()`` gives an ``LGBMRanker``).
 
 Checked on xgboost 3.2, lightgbm 4.7, dask/distributed 2026.8. Notes:
+
 - XGBoost: ``DaskDMatrix`` refuses ``qid`` with ``weight`` ("per-group weight is not
   implemented"), so :func:`train_xgboost` has no weights. The objective is shipped as
   ``customobj.adapters.xgboost_objective(objective)``, which pickles the customobj objective only and

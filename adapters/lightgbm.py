@@ -12,6 +12,7 @@ receive ``group``). Preparation is cached on the identity of the label array Lig
 (the same object every round).
 
 What LightGBM does and does not do for a custom objective (checked on 4.7):
+
 - ``preds`` are float64 raw scores that already include ``init_score``; the buffer is reused
   across rounds, so it is read, never written.
 - it does NOT multiply by weights: the objective applies them (customobj objectives do).
