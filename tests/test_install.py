@@ -23,6 +23,7 @@ import csv
 import hashlib
 import os
 import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -39,19 +40,36 @@ _IGNORE = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycac
                                  "*.nbc", ".pytest_cache", ".hypothesis", "results", "compare-results",
                                  "examples-output", "out")
 
-#: Compiles a few of customobj's cached numba kernels (NDCG's: quick to compile) in the installed copy.
-_KERNELS = """
-import numpy as np, customobj as co
-s = np.linspace(0.0, 1.0, 12); y = np.array([0, 1, 2, 0, 0, 1, 2, 3, 0, 1, 0, 4.0])
-assert 0.0 < co.metrics.ndcg(s, y, [5, 7], k=3) <= 1.0
-"""
-
-#: The README's import check, from a folder that is neither the checkout nor the venv.
+#: The README's import check, run from a folder that is neither the checkout nor the venv; with
+#: ``compile`` it also runs (so compiles and caches) a few of customobj's numba kernels (NDCG's:
+#: quick to compile).
 _IMPORTS = """
+import sys
 import customobj, customobj.adapters
 customobj.LambdaRank
+if sys.argv[1:] == ["compile"]:
+    import numpy as np
+    s = np.linspace(0.0, 1.0, 12); y = np.array([0, 1, 2, 0, 0, 1, 2, 3, 0, 1, 0, 4.0])
+    assert 0.0 < customobj.metrics.ndcg(s, y, [5, 7], k=3) <= 1.0
 print(customobj.__file__)
 print(customobj.adapters.__file__)
+"""
+
+
+#: With AdapterHub's ``adapters`` installed: where ``adapters`` would come from (not imported: it
+#: needs torch), and customobj.adapters in use (its NDCG metric; the kernels are cached by then).
+_BESIDE_ADAPTERHUB = """
+import importlib.util
+import customobj as co, customobj.adapters as ad, lightgbm as lgb
+X, y, g = co.synthetic(n_queries=10, docs_per_query=8, n_features=4, seed=0)
+d = lgb.Dataset(X, y, group=g); hist = {}
+lgb.train({"objective": "lambdarank", "metric": "None", "verbose": -1, "min_data_in_leaf": 2},
+          d, 2, valid_sets=[d], feval=ad.lightgbm_metric("ndcg@10"), callbacks=[lgb.record_evaluation(hist)])
+(values,) = hist["training"].values()
+assert len(values) == 2 and 0 < values[-1] <= 1, hist
+print(importlib.util.find_spec("adapters").origin)
+print(co.__file__)
+print(ad.__file__)
 """
 
 
@@ -60,18 +78,26 @@ class Venv:
 
     def __init__(self, root: Path, cache: Path) -> None:
         self.root = root
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(root)], check=True,
-                       capture_output=True, timeout=120)
+        # No pip of its own (ensurepip costs seconds): the running interpreter's pip, found through
+        # the system site-packages (or the parent venv, below), installs into this venv.
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(root)],
+                       check=True, capture_output=True, timeout=120)
         self.python = root / "bin" / "python"
         self.site = Path(self.run("import sysconfig; print(sysconfig.get_paths()['purelib'])",
                                   cwd=root).strip())
+        if sys.prefix != sys.base_prefix:
+            # The tests run in a venv: its packages (numpy, numba, ...) are not in the system
+            # site-packages, so list its folders after the scratch venv's own (a plain path line: its
+            # .pth hooks, e.g. an editable customobj, are not run).
+            own = [p for p in site.getsitepackages() if p.startswith(sys.prefix)]
+            (self.site / "_parent_env.pth").write_text("".join(p + "\n" for p in own))
         env = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONPATH", "NUMBA_CACHE_DIR", "VIRTUAL_ENV", "PYTHONHOME")}
         env.update(CUSTOMOBJ_CACHE_DIR=str(cache), PIP_DISABLE_PIP_VERSION_CHECK="1")
         self.env = env
 
-    def run(self, code: str, cwd: Path) -> str:
-        return self._check([str(self.python), "-c", code], cwd)
+    def run(self, code: str, cwd: Path, *args: str) -> str:
+        return self._check([str(self.python), "-c", code, *args], cwd)
 
     def pip(self, *args: str, cwd: Path) -> str:
         return self._check([str(self.python), "-m", "pip", *args], cwd)
@@ -85,9 +111,9 @@ class Venv:
         assert proc.returncode == 0, f"{' '.join(cmd)} failed in {cwd}:\n{proc.stdout}\n{proc.stderr}"
         return proc.stdout
 
-    def imports(self, cwd: Path) -> tuple[Path, Path]:
+    def imports(self, cwd: Path, *, compile: bool = False) -> tuple[Path, Path]:
         """``customobj.__file__`` and ``customobj.adapters.__file__`` as seen from ``cwd``."""
-        lines = self.run(_IMPORTS, cwd).strip().splitlines()
+        lines = self.run(_IMPORTS, cwd, *(["compile"] if compile else [])).strip().splitlines()
         return Path(lines[-2]).resolve(), Path(lines[-1]).resolve()
 
     def compiled_files(self) -> list[Path]:
@@ -125,8 +151,8 @@ def work(tmp_path: Path) -> dict[str, Path]:
     return {"src": src, "elsewhere": elsewhere, "cache": tmp_path / "numba-cache", "tmp": tmp_path}
 
 
-def _assert_installed_copy(venv: Venv, where: Path) -> None:
-    co_file, ad_file = venv.imports(where)
+def _assert_installed_copy(venv: Venv, where: Path, *, compile: bool = False) -> None:
+    co_file, ad_file = venv.imports(where, compile=compile)
     assert co_file == (venv.site / "customobj" / "__init__.py").resolve(), co_file
     assert ad_file == (venv.site / "customobj" / "adapters" / "__init__.py").resolve(), ad_file
 
@@ -137,8 +163,7 @@ def _assert_checkout(venv: Venv, where: Path, src: Path) -> None:
     assert ad_file == (src / "adapters" / "__init__.py").resolve(), ad_file
 
 
-def _compile_kernels(venv: Venv, where: Path, cache: Path) -> None:
-    venv.run(_KERNELS, where)
+def _assert_compiled_outside(venv: Venv, cache: Path) -> None:
     assert any(p.suffix == ".nbi" for p in cache.rglob("*")), "no kernel was cached in CUSTOMOBJ_CACHE_DIR"
     assert venv.compiled_files() == [], "numba wrote its cache into site-packages/customobj"
 
@@ -148,8 +173,8 @@ def test_install_then_editable(work: dict[str, Path]) -> None:
     venv = Venv(work["tmp"] / "venv", cache)
 
     venv.pip("install", "-q", "--no-deps", ".", cwd=src)
-    _assert_installed_copy(venv, elsewhere)
-    _compile_kernels(venv, elsewhere, cache)
+    _assert_installed_copy(venv, elsewhere, compile=True)
+    _assert_compiled_outside(venv, cache)
 
     venv.pip("install", "-q", "--no-deps", "-e", ".", cwd=src)
     assert not (venv.site / "customobj").exists(), "the non-editable install left its folder behind"
@@ -168,28 +193,22 @@ def test_editable_then_install_beside_pypi_adapters(work: dict[str, Path]) -> No
 
     venv.pip("install", "-q", "--no-deps", ".", cwd=src)
     assert not [p for p in venv.site.glob("__editable__*customobj*")], "editable hooks left behind"
-    _assert_installed_copy(venv, elsewhere)
-    _compile_kernels(venv, elsewhere, cache)
+    _assert_installed_copy(venv, elsewhere, compile=True)
+    _assert_compiled_outside(venv, cache)
     assert "usage: customobj" in venv.script("customobj", "--help", cwd=elsewhere)
     info = venv.script("customobj", "info", cwd=elsewhere)
     assert "customobj" in info and "lightgbm" in info
 
     # PyPI's unrelated "adapters" (AdapterHub) beside customobj: each keeps its own files.
     venv.pip("install", "-q", "--no-deps", "adapters", cwd=elsewhere)
-    origin = venv.run("import importlib.util; print(importlib.util.find_spec('adapters').origin)", elsewhere)
-    assert Path(origin.strip()).resolve() == (venv.site / "adapters" / "__init__.py").resolve()
     assert _verify_record(venv.site, "adapters") > 0
     assert _verify_record(venv.site, "customobj") > 0
-    _assert_installed_copy(venv, elsewhere)
-    # customobj.adapters in use (its NDCG metric: kernels already cached above).
-    venv.run("import customobj as co, customobj.adapters as ad, lightgbm as lgb\n"
-             "X, y, g = co.synthetic(n_queries=10, docs_per_query=8, n_features=4, seed=0)\n"
-             "d = lgb.Dataset(X, y, group=g); hist = {}\n"
-             "lgb.train({'objective': 'lambdarank', 'metric': 'None', 'verbose': -1, 'min_data_in_leaf': 2},\n"
-             "          d, 2, valid_sets=[d], feval=ad.lightgbm_metric('ndcg@10'),\n"
-             "          callbacks=[lgb.record_evaluation(hist)])\n"
-             "(values,) = hist['training'].values()\n"
-             "assert len(values) == 2 and 0 < values[-1] <= 1, hist", elsewhere)
+    out = venv.run(_BESIDE_ADAPTERHUB, elsewhere).strip().splitlines()
+    assert [Path(x).resolve() for x in out[-3:]] == [
+        (venv.site / "adapters" / "__init__.py").resolve(),
+        (venv.site / "customobj" / "__init__.py").resolve(),
+        (venv.site / "customobj" / "adapters" / "__init__.py").resolve(),
+    ], out
 
     venv.pip("uninstall", "-y", "customobj", cwd=elsewhere)
     assert venv.leftovers() == []
