@@ -80,7 +80,17 @@ def _params():
     return out
 
 
-def test_block_parser_finds_fenced_python_only():
+def repo_files() -> set[str]:
+    """Files under the repository root, without git's, caches and build output."""
+    skip = {".git", "__pycache__", ".pytest_cache", ".hypothesis", "build", "dist"}
+    out = set()
+    for root, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if d not in skip and not d.endswith(".egg-info")]
+        out.update(os.path.relpath(os.path.join(root, f), REPO) for f in files)
+    return out
+
+
+def test_block_parser_finds_fenced_python_only() -> None:
     text = "x\n```python\na = 1\n```\n```bash\nls\n```\n```python\nb = a\n```\n"
     assert python_blocks(text) == [(2, "a = 1\n"), (8, "b = a\n")]
     script = script_for(python_blocks(text))
@@ -105,6 +115,7 @@ def test_python_blocks_run(path: Path) -> None:
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
     # compile() under the name "<docs>" so the traceback's line numbers map back to a block.
     runner = "import sys; src = sys.stdin.read(); exec(compile(src, '<docs>', 'exec'), {'__name__': '__main__'})"
+    before = repo_files()
     try:
         proc = subprocess.run([sys.executable, "-c", runner], input=script, cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=TIMEOUT_S)
@@ -116,3 +127,5 @@ def test_python_blocks_run(path: Path) -> None:
         where = (f"block {block} of {len(blocks)} (opening fence at line {blocks[block - 1][0]})"
                  if block else f"one of its {len(blocks)} blocks")
         pytest.fail(f"{rel}: {where} failed (exit {proc.returncode})\nstderr:\n{proc.stderr[-6000:]}")
+    left = sorted(repo_files() - before)
+    assert left == [], f"{rel}: its blocks left files in the repository (write to a temporary folder): {left}"
