@@ -113,8 +113,10 @@ def test_python_blocks_run(path: Path) -> None:
         pytest.skip(msg)
     script = script_for(blocks)
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
-    # compile() under the name "<docs>" so the traceback's line numbers map back to a block.
-    runner = "import sys; src = sys.stdin.read(); exec(compile(src, '<docs>', 'exec'), {'__name__': '__main__'})"
+    # compile() under the name "<docs>" so the traceback's line numbers map back to a block; run in
+    # __main__'s namespace (as pasted into `python`: classes defined there pickle) binding no name.
+    runner = ("exec(compile(__import__('sys').stdin.read(), '<docs>', 'exec'), "
+              "__import__('__main__').__dict__)")
     before = repo_files()
     try:
         proc = subprocess.run([sys.executable, "-c", runner], input=script, cwd=REPO, env=env,
