@@ -86,6 +86,7 @@ class LineSearch:
 
     Scores LightGBM cannot see: LightGBM's own training and validation scores keep the trees as
     built (``set_leaf_output`` changes the model, not those buffers). So this callback
+
     - keeps the corrected training scores and stores ``corrected - LightGBM's`` as a score offset
       that :func:`customobj.adapters.lightgbm_objective` adds to ``preds`` every round (the objective must
       be an ``customobj.adapters.lightgbm_objective``) and :func:`customobj.adapters.lightgbm_metric` adds too;

@@ -28,6 +28,7 @@ Early stopping and histories (checked on lightgbm 4.7, xgboost 3.2):
   :func:`lightgbm_history`, which scores every round on all validation queries.
 
 Checked on xgboost 3.2, lightgbm 4.7, dask/distributed 2026.8. Notes:
+
 - XGBoost: ``DaskDMatrix`` refuses ``qid`` with ``weight`` ("per-group weight is not
   implemented"), so :func:`train_xgboost` has no weights. The objective is shipped as
   ``customobj.adapters.xgboost_objective(objective)``, which pickles the customobj objective only and

@@ -14,6 +14,7 @@
   same thing under its older name.
 
 What LightGBM does and does not do for a custom objective (checked on 4.7):
+
 - ``preds`` are float64 raw scores that already include ``init_score``; the buffer is reused
   across rounds, so it is read, never written.
 - it does NOT multiply by weights: the objective applies them (customobj objectives do).

@@ -18,6 +18,7 @@ Learning curves: these factories feed LightGBM's ``record_evaluation`` / ``evals
 XGBoost's ``evals_result``; nothing else records them.
 
 Early stopping direction:
+
 - LightGBM: every result carries its own ``is_higher_better`` flag; ``lightgbm.early_stopping``
   uses it. Nothing to do.
 - XGBoost: ``custom_metric`` returns only ``(name, value)``; the direction is the single

@@ -4,6 +4,7 @@
 from the DMatrix once and prepared once per DMatrix (weak-keyed cache).
 
 What XGBoost does for a custom objective (checked on 3.2):
+
 - ``preds`` are float32 margins that include ``base_margin`` (model adaptation: put the base
   model's scores there) and ``base_score``. With a custom objective XGBoost does not estimate
   ``base_score``; unless set it adds the constant 0.5 to every margin. Ranking losses do not see a

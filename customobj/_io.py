@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from typing import IO, Iterator
+from typing import IO, Any, Iterator
 
 __all__ = ["atomic_open", "atomic_write_text", "atomic_write_bytes"]
 
@@ -31,7 +31,7 @@ def _fsync_dir(folder: str) -> None:
 
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w", *, encoding: str | None = "utf-8",
-                newline: str | None = None) -> Iterator[IO]:
+                newline: str | None = None) -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path`` for writing; on a clean exit it replaces ``path``.
 
     Parameters
@@ -86,12 +86,48 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, encoding: str | Non
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, *, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``path`` atomically (see :func:`atomic_open`)."""
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_open`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to (re)place. Its folder must exist.
+    text : str
+        The whole new content.
+    encoding : str
+        Text encoding.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from customobj._io import atomic_write_text
+    >>> target = os.path.join(tempfile.mkdtemp(), "notes.txt")
+    >>> atomic_write_text(target, "ndcg@10 0.78")
+    >>> open(target).read()
+    'ndcg@10 0.78'
+    """
     with atomic_open(path, "w", encoding=encoding) as fh:
         fh.write(text)
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (see :func:`atomic_open`)."""
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_open`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to (re)place. Its folder must exist.
+    data : bytes
+        The whole new content.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from customobj._io import atomic_write_bytes
+    >>> target = os.path.join(tempfile.mkdtemp(), "blob.bin")
+    >>> atomic_write_bytes(target, b"abc")
+    >>> open(target, "rb").read()
+    b'abc'
+    """
     with atomic_open(path, "wb") as fh:
         fh.write(data)

@@ -21,6 +21,7 @@ it first.
 from __future__ import annotations
 
 import os
+from typing import Any, Callable
 
 #: Environment variable naming the folder for customobj's compiled kernels.
 CACHE_ENV = "CUSTOMOBJ_CACHE_DIR"
@@ -36,7 +37,7 @@ def cache_root() -> str:
     return os.path.join(AppDirs(appname="customobj", appauthor=False).user_cache_dir, "numba")
 
 
-def _locator_base():
+def _locator_base() -> tuple[type, type]:
     from numba.core import caching
 
     # numba >= 0.60 made the locator classes public; 0.59 still has the underscored names.
@@ -56,12 +57,12 @@ def install() -> None:
 
         _customobj = True
 
-        def __init__(self, py_func, py_file):
+        def __init__(self, py_func: Callable[..., Any], py_file: str) -> None:
             super().__init__(py_func, py_file)
             self._cache_path = os.path.join(cache_root(), self.get_suitable_cache_subpath(py_file))
 
         @classmethod
-        def from_function(cls, py_func, py_file):
+        def from_function(cls, py_func: Callable[..., Any], py_file: str) -> Any:
             module = getattr(py_func, "__module__", "") or ""
             if module != "customobj" and not module.startswith("customobj."):
                 return None

@@ -252,11 +252,11 @@ def reciprocal_rank(scores: ArrayLike, labels: ArrayLike, group: GroupLike, k: O
 # ------------------------------------------------------------------------------------------------
 def precision_at_percent(scores: ArrayLike, labels: ArrayLike, group: GroupLike, percent: float = 100) -> float:
     """QBRank's precision at K% (Zheng et al. 2007, sec. 5): take every within-query pair with
-    different labels, sort by |s_x - s_y| descending, return the fraction correctly ordered
+    different labels, sort by ``|s_x - s_y|`` descending, return the fraction correctly ordered
     (higher label, strictly higher score) among the top ``ceil(K% * n_pairs)`` pairs.
 
     One number over all pairs of all queries, so there is no ``per_query``. Pairs are listed in
-    (query, row i, row j > i) order and the sort is stable, so ties in |s| keep that order.
+    (query, row i, row j > i) order and the sort is stable, so ties in ``|s_x - s_y|`` keep that order.
     Tied scores count as wrong, so precision@100% = 1 - ``misordered_pairs(...)[1]``. With no
     pair at all (every query has a single label) the result is 1.0: nothing was misordered.
     """

@@ -2,6 +2,8 @@
 
 Under CI=true a missing data directory is an error, not a skip.
 """
+from __future__ import annotations
+
 import os
 from pathlib import Path
 
@@ -10,7 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
-def find_data_dir():
+def find_data_dir() -> Path | None:
     env = os.environ.get("CUSTOMOBJ_DATA")
     candidates = [Path(env)] if env else []
     candidates.append(REPO.parent / "shared" / "data")
@@ -21,7 +23,7 @@ def find_data_dir():
 
 
 @pytest.fixture(scope="session")
-def data_dir():
+def data_dir() -> Path:
     d = find_data_dir()
     if d is None:
         msg = "LETOR data not found: set CUSTOMOBJ_DATA or put shared/data beside the repository"
@@ -32,7 +34,7 @@ def data_dir():
 
 
 @pytest.fixture(scope="session")
-def mq2008_fold1(data_dir):
+def mq2008_fold1(data_dir: Path) -> dict:
     """MQ2008 Fold1 as {'train': (X, y, group), 'vali': ..., 'test': ...}, loaded once per session."""
     from customobj.data import load_letor
 

@@ -1,0 +1,133 @@
+"""Every ```python block of README.md and docs/*.md runs as written.
+
+Per file: its blocks in order, concatenated, in one fresh Python process with the repository root
+as the working directory (what a user pasting them one after the other gets). A failure names the
+file, the block that raised and the process's stderr. Blocks that read ``../shared/data`` need the
+LETOR data there: without it the file is skipped, except under ``CI=true`` where that is an error.
+
+New docs/*.md files are picked up automatically; a file without python blocks is not a test.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+#: One file's blocks may train a few small models and start a Dask cluster: generous, not infinite.
+TIMEOUT_S = 600
+
+#: A fenced block opened by ```python (a line of its own) up to the next closing fence.
+_BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+#: Marks the start of block ``i`` in the concatenated script, so a traceback can be mapped back.
+_MARK = "# --- customobj-docs block {i} ---"
+
+#: Temporary: docs/distributed.md is being rewritten on the adapters branch (issue 12, Dask); its
+#: current blocks need a cluster at tcp://scheduler:8786 and undefined X, y, qid. The xfail is pinned
+#: to the SHA-256 of that old text: any edit of the file makes its blocks run (and count) again.
+_XFAIL_PENDING_REWRITE = {
+    "docs/distributed.md": "2d58cfd592ad4ea51979391376498109d2b6f4f5399d96adfe6cf11c12d1709b",
+}
+
+
+def doc_files() -> list[Path]:
+    """README.md and every docs/*.md, in a stable order."""
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def python_blocks(text: str) -> list[tuple[int, str]]:
+    """``(line number of the opening fence, code)`` for every ```python block of a Markdown text."""
+    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _BLOCK.finditer(text)]
+
+
+def script_for(blocks: list[tuple[int, str]]) -> str:
+    """The blocks concatenated, each preceded by its marker line."""
+    return "\n".join(_MARK.format(i=i) + "\n" + code for i, (_, code) in enumerate(blocks, 1))
+
+
+def failing_block(script: str, stderr: str) -> int | None:
+    """The number of the block whose line the last traceback frame of ``<docs>`` points into."""
+    lines = [int(n) for n in re.findall(r'File "<docs>", line (\d+)', stderr)]
+    if not lines:
+        return None
+    block = None
+    for lineno, text in enumerate(script.splitlines(), 1):
+        if lineno > lines[-1]:
+            break
+        m = re.fullmatch(r"# --- customobj-docs block (\d+) ---", text)
+        if m:
+            block = int(m.group(1))
+    return block
+
+
+def _params():
+    out = []
+    for path in doc_files():
+        rel = path.relative_to(REPO).as_posix()
+        marks = []
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if _XFAIL_PENDING_REWRITE.get(rel) == digest:
+            marks.append(pytest.mark.xfail(reason="old text, pending its rewrite on the adapters branch",
+                                           run=False))
+        out.append(pytest.param(path, id=rel, marks=marks))
+    return out
+
+
+def repo_files() -> set[str]:
+    """Files under the repository root, without git's, caches and build output."""
+    skip = {".git", "__pycache__", ".pytest_cache", ".hypothesis", "build", "dist"}
+    out = set()
+    for root, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if d not in skip and not d.endswith(".egg-info")]
+        out.update(os.path.relpath(os.path.join(root, f), REPO) for f in files)
+    return out
+
+
+def test_block_parser_finds_fenced_python_only() -> None:
+    text = "x\n```python\na = 1\n```\n```bash\nls\n```\n```python\nb = a\n```\n"
+    assert python_blocks(text) == [(2, "a = 1\n"), (8, "b = a\n")]
+    script = script_for(python_blocks(text))
+    assert failing_block(script, 'File "<docs>", line 4, in <module>') == 2
+    assert failing_block(script, "no traceback") is None
+
+
+@pytest.mark.parametrize("path", _params())
+def test_python_blocks_run(path: Path) -> None:
+    rel = path.relative_to(REPO).as_posix()
+    text = path.read_text(encoding="utf-8")
+    blocks = python_blocks(text)
+    if not blocks:
+        pytest.skip(f"{rel} has no python blocks")
+    # The blocks name the path literally (what a user pastes), so $CUSTOMOBJ_DATA cannot stand in.
+    if "../shared/data" in text and not (REPO.parent / "shared" / "data" / "mq2008").is_dir():
+        msg = f"{rel} reads ../shared/data, which is missing beside the repository"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    script = script_for(blocks)
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
+    # compile() under the name "<docs>" so the traceback's line numbers map back to a block; run in
+    # __main__'s namespace (as pasted into `python`: classes defined there pickle) binding no name.
+    runner = ("exec(compile(__import__('sys').stdin.read(), '<docs>', 'exec'), "
+              "__import__('__main__').__dict__)")
+    before = repo_files()
+    try:
+        proc = subprocess.run([sys.executable, "-c", runner], input=script, cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"{rel}: its {len(blocks)} python blocks did not finish within {TIMEOUT_S} s\n"
+                    f"stderr:\n{exc.stderr or ''}")
+    if proc.returncode != 0:
+        block = failing_block(script, proc.stderr)
+        where = (f"block {block} of {len(blocks)} (opening fence at line {blocks[block - 1][0]})"
+                 if block else f"one of its {len(blocks)} blocks")
+        pytest.fail(f"{rel}: {where} failed (exit {proc.returncode})\nstderr:\n{proc.stderr[-6000:]}")
+    left = sorted(repo_files() - before)
+    assert left == [], f"{rel}: its blocks left files in the repository (write to a temporary folder): {left}"

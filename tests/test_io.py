@@ -1,0 +1,103 @@
+"""customobj._io: atomic writes replace a file whole or leave it as it was."""
+from __future__ import annotations
+
+import doctest
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from customobj import _io
+from customobj._io import atomic_open, atomic_write_bytes, atomic_write_text
+
+
+def _temps(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_text_and_bytes_round_trip(tmp_path: Path) -> None:
+    target = tmp_path / "a.txt"
+    atomic_write_text(target, "héllo\n")
+    assert target.read_text(encoding="utf-8") == "héllo\n"
+    atomic_write_text(str(target), "second")
+    assert target.read_text() == "second"
+    atomic_write_bytes(target, b"\x00\xff")
+    assert target.read_bytes() == b"\x00\xff"
+    assert _temps(tmp_path) == []
+
+
+def test_error_inside_the_block_keeps_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "model.json"
+    target.write_text("old")
+    with pytest.raises(RuntimeError, match="boom"):
+        with atomic_open(target) as fh:
+            fh.write("half a new file")
+            raise RuntimeError("boom")
+    assert target.read_text() == "old"
+    assert _temps(tmp_path) == []
+
+
+def test_wrong_content_type_keeps_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "b.bin"
+    target.write_bytes(b"old")
+    with pytest.raises(TypeError):
+        atomic_write_bytes(target, "not bytes")  # type: ignore[arg-type]
+    assert target.read_bytes() == b"old"
+    assert _temps(tmp_path) == []
+
+
+def test_killed_writer_leaves_the_old_file(tmp_path: Path) -> None:
+    # The process dies between writing and renaming: the target must still hold the old text.
+    target = tmp_path / "c.txt"
+    target.write_text("old")
+    script = textwrap.dedent(f"""
+        import os
+        from customobj._io import atomic_open
+        with atomic_open({str(target)!r}) as fh:
+            fh.write("new" * 1000)
+            fh.flush()
+            os._exit(3)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    assert target.read_text() == "old"
+
+
+def test_permissions_kept_or_default(tmp_path: Path) -> None:
+    kept = tmp_path / "kept.txt"
+    kept.write_text("x")
+    os.chmod(kept, 0o640)
+    atomic_write_text(kept, "y")
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+    umask = os.umask(0o022)
+    try:
+        fresh = tmp_path / "fresh.txt"
+        atomic_write_text(fresh, "z")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o644  # not mkstemp's 0600
+
+
+@pytest.mark.parametrize("mode", ["a", "r", "w+", "x", ""])
+def test_bad_mode(tmp_path: Path, mode: str) -> None:
+    with pytest.raises(ValueError, match="mode"):
+        with atomic_open(tmp_path / "d.txt", mode):
+            pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_folder_and_folder_target(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        atomic_write_text(tmp_path / "no" / "such" / "e.txt", "x")
+    with pytest.raises(IsADirectoryError, match="folder"):
+        atomic_write_text(tmp_path, "x")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_docstring_example_runs() -> None:
+    failures, tried = doctest.testmod(_io, raise_on_error=False, verbose=False)
+    assert tried > 0 and failures == 0
