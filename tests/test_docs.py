@@ -9,7 +9,6 @@ New docs/*.md files are picked up automatically; a file without python blocks is
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
@@ -32,11 +31,6 @@ _MARK = "# --- customobj-docs block {i} ---"
 #: Temporary: docs/distributed.md is being rewritten on the adapters branch (issue 12, Dask); its
 #: current blocks need a cluster at tcp://scheduler:8786 and undefined X, y, qid. The xfail is pinned
 #: to the SHA-256 of that old text: any edit of the file makes its blocks run (and count) again.
-_XFAIL_PENDING_REWRITE = {
-    "docs/distributed.md": "2d58cfd592ad4ea51979391376498109d2b6f4f5399d96adfe6cf11c12d1709b",
-}
-
-
 def doc_files() -> list[Path]:
     """README.md and every docs/*.md, in a stable order."""
     return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -68,16 +62,7 @@ def failing_block(script: str, stderr: str) -> int | None:
 
 
 def _params():
-    out = []
-    for path in doc_files():
-        rel = path.relative_to(REPO).as_posix()
-        marks = []
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        if _XFAIL_PENDING_REWRITE.get(rel) == digest:
-            marks.append(pytest.mark.xfail(reason="old text, pending its rewrite on the adapters branch",
-                                           run=False))
-        out.append(pytest.param(path, id=rel, marks=marks))
-    return out
+    return [pytest.param(path, id=path.relative_to(REPO).as_posix()) for path in doc_files()]
 
 
 def repo_files() -> set[str]:
