@@ -53,6 +53,12 @@ def _int_array(values, name, *, minimum=None, maximum=MAX_ROWS):
     return arr.astype(np.int64)
 
 
+#: Appended when the sizes given have one entry per row: they are most likely per-row query ids.
+#: (Callers with their own spelling of the remedy, e.g. TreeBooster's ``qid=``, replace it.)
+PER_ROW_IDS_HINT = ("; group has one entry per row, so it looks like per-row query ids: build the groups "
+                    "with customobj.Groups.from_qid(qid) (or pass one size per query)")
+
+
 class Groups:
     """Validated query boundaries.
 
@@ -103,10 +109,7 @@ class Groups:
         if total > MAX_ROWS:
             raise ValueError(f"group sizes sum to {total} rows, more than customobj._validation.MAX_ROWS = {MAX_ROWS}")
         if n_rows is not None and total != n_rows:
-            hint = ""
-            if sizes.size == n_rows:
-                hint = ("; group has one entry per row, so it looks like per-row query ids: build the groups "
-                        "with customobj.Groups.from_qid(qid) (or pass one size per query)")
+            hint = PER_ROW_IDS_HINT if sizes.size == n_rows else ""
             raise ValueError(f"group sizes sum to {total} but data has {n_rows} rows{hint}")
         ptr = np.zeros(sizes.size + 1, dtype=np.int64)
         np.cumsum(sizes, out=ptr[1:])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_1d_float
-from ..groups import Groups, as_groups
+from ..groups import PER_ROW_IDS_HINT, Groups, as_groups
 
 __all__ = ["as_matrix", "check_feature_names", "resolve_groups", "as_fit_labels", "check_fit_rows"]
 
@@ -97,7 +97,8 @@ def resolve_groups(group, qid, n_rows: int, *, name: str = "group", qid_name: st
     except ValueError as exc:
         sizes = np.asarray(group) if not isinstance(group, Groups) else None
         if sizes is not None and sizes.ndim == 1 and sizes.shape[0] == n_rows:
-            raise ValueError(f"{exc}; {name} holds one entry per row: if these are query ids, pass them as "
+            core = str(exc).replace(PER_ROW_IDS_HINT, "")
+            raise ValueError(f"{core}; {name} holds one entry per row: if these are query ids, pass them as "
                              f"{qid_name}= (or {name}=customobj.Groups.from_qid(ids))") from None
         raise
 
