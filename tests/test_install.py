@@ -122,6 +122,8 @@ class Venv:
 
     def leftovers(self) -> list[str]:
         """Anything of customobj's in site-packages (folder, metadata, editable hooks)."""
+        if not self.site.exists():  # pip removes a site-packages folder its uninstall left empty
+            return []
         return sorted(p.name for p in self.site.iterdir()
                       if p.name == "customobj" or p.name.startswith(("customobj-", "__editable__.customobj",
                                                                      "__editable___customobj")))
