@@ -142,3 +142,12 @@ def _nan():
 @target("selftest.warmfail", warm=lambda: (_ for _ in ()).throw(ValueError("valid input rejected")))
 def _warmfail():
     return "never"
+
+
+def resolve_group(group):
+    """Turn a ``{"__groups__": ctor, "arg": ...}`` spec (from the strategies) into a Groups."""
+    if isinstance(group, dict) and "__groups__" in group:
+        from customobj import Groups
+
+        return getattr(Groups, group["__groups__"])(group["arg"])
+    return group
