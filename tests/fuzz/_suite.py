@@ -5,8 +5,13 @@ import os
 
 from hypothesis import HealthCheck, Phase, given, settings
 
-from .properties import PROPERTIES
+from .properties import CORE_PROPERTIES
+from .properties_io import IO_PROPERTIES
+from .properties_ole import OLE_PROPERTIES
 from .runner import assert_holds
+
+#: Every property, by name ("<module>.<entry point>").
+PROPERTIES = {**CORE_PROPERTIES, **OLE_PROPERTIES, **IO_PROPERTIES}
 
 #: Examples per property in the default suite (``CUSTOMOBJ_FUZZ_EXAMPLES`` overrides).
 SHORT_EXAMPLES = int(os.environ.get("CUSTOMOBJ_FUZZ_EXAMPLES", "25"))

@@ -3,8 +3,8 @@
 The property itself is the same everywhere (see :func:`fuzz.runner.assert_holds`): the worker
 returns finite output of the right shape, or raises ValueError / TypeError (MemoryError with a
 message) naming the hostile argument; never a crash, a hang, NaN / inf or another exception.
-``PROPERTIES`` maps a property name to its strategy; the test modules and ``benchmarks/fuzz.py``
-run them.
+``CORE_PROPERTIES`` (here), ``OLE_PROPERTIES`` and ``IO_PROPERTIES`` map property names to
+strategies; :data:`fuzz._suite.PROPERTIES` merges them for the tests and ``benchmarks/fuzz.py``.
 """
 from __future__ import annotations
 
@@ -267,7 +267,7 @@ def combination_examples(draw):
     return Example("best_linear_combination", dict(s1=s1, s2=s2, labels=labels, group=group, options=options), hostile)
 
 
-PROPERTIES = {
+CORE_PROPERTIES = {
     "objectives.data": objective_examples(),
     "objectives.prepared_reuse": prepared_reuse_examples(),
     "metrics.functions": metric_examples(),

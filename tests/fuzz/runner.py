@@ -258,6 +258,18 @@ class Worker:
         return Outcome(kind, target, reply.get("where", ""), reply["type"], reply["message"],
                        stderr=reply.get("traceback", ""), seconds=seconds)
 
+    def value(self, target: str, kwargs: dict):
+        """The summary ``target(**kwargs)`` returns (for helpers, e.g. valid models); raises on failure."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.stop()
+            self.start()
+        self._clear_stderr()
+        self._send((target, kwargs))
+        reply = self._receive(self.warm_timeout)
+        if reply["status"] != "ok":
+            raise RuntimeError(f"fuzz helper {target} failed: {reply}")
+        return reply["summary"]
+
     def run(self, example: Example) -> Outcome:
         """Warm the target up in this worker if needed, then run the hostile example."""
         if self.proc is None or example.target not in self.warmed:
