@@ -32,7 +32,7 @@ def _warm_adapters():
     X = np.arange(12, dtype=float).reshape(6, 2)
     for lib in ("lightgbm", "xgboost"):
         for cls, params in (("RankNet", {}), ("LambdaRank", {}), ("SquaredError", {})):
-            adapter(lib, cls, params, X, y, g, None, np.linspace(-1, 1, 6), "set_label", y[::-1].copy(), None, None)
+            adapter(lib, cls, params, X, y, g, None, np.linspace(-1, 1, 6), None, None, None, None)
 
 
 def _lightgbm_data(X, labels, group, weight):
@@ -119,7 +119,12 @@ def sklearn_callable(lib, cls, params, y_true, y_pred, weight, group, inplace_la
     return "ok"
 
 
-@target("adapters.line_search", warm=_warm_adapters)
+def _warm_line_search():
+    X = np.arange(16, dtype=float).reshape(8, 2)
+    line_search("same-callable", X, np.array([2.0, 0, 1, 1, 0, 1, 2, 0]), [4, 4])
+
+
+@target("adapters.line_search", warm=_warm_line_search)
 def line_search(native, X, y, group):
     """LineSearch must refuse to rescale the trees of an objective it does not compute."""
     import lightgbm as lgb

@@ -16,7 +16,8 @@ import traceback
 import warnings
 
 _HEADER = struct.Struct(">Q")
-_ALLOWED_MEMORY_PREFIX = "Unable to allocate"  # numpy's own message: an allocation nobody guarded
+#: MemoryError messages of numpy and numba themselves: an allocation nobody guarded.
+_UNGUARDED_MEMORY = ("Unable to allocate", "Allocation failed")
 
 
 def _read_exactly(fd, n):
@@ -42,7 +43,7 @@ def _allowed(exc):
         return bool(str(exc).strip())
     if isinstance(exc, MemoryError):
         msg = str(exc).strip()
-        return bool(msg) and not msg.startswith(_ALLOWED_MEMORY_PREFIX)
+        return bool(msg) and not msg.startswith(_UNGUARDED_MEMORY)
     return False
 
 
