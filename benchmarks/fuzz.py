@@ -117,7 +117,11 @@ def main(argv=None):
     t0 = time.monotonic()
     for i, name in enumerate(names):
         share = max(1.0, (args.seconds - (time.monotonic() - t0)) / (len(names) - i))
-        run_property(name, PROPERTIES[name], args.examples, share, seed_value, found, counts)
+        try:
+            run_property(name, PROPERTIES[name], args.examples, share, seed_value, found, counts)
+        except Exception as exc:  # noqa: BLE001 - a broken strategy must not end the campaign
+            counts[name]["harness-error"] += 1
+            print(f"  {name}: harness error {type(exc).__name__}: {exc}", flush=True)
         print(f"  {name}: {dict(counts[name])}", flush=True)
     elapsed = time.monotonic() - t0
     print()

@@ -69,6 +69,13 @@ def _warm_objectives():
             obj.pair_couplings(s, yy, group)
 
 
+def _is_bool(x):
+    try:
+        return np.asarray(x).dtype == np.bool_
+    except ValueError:  # ragged
+        return False
+
+
 @target("objective", warm=_warm_objectives)
 def objective(cls, params, method, scores, labels, group=None, weight=None, wrap=()):
     """One objective method on the example's data: finite float64 of the scores' shape, hess >= 0."""
@@ -80,7 +87,7 @@ def objective(cls, params, method, scores, labels, group=None, weight=None, wrap
         out = obj.loss(scores, labels, g, weight)
     else:
         out = obj.pair_couplings(scores, labels, g)
-    if out is not None and np.asarray(scores).dtype == np.bool_:
+    if out is not None and _is_bool(scores):
         raise BadOutput(f"{method} accepted boolean scores (scores must be real floating point)")
     n = rows_of(scores)
     if method == "grad_hess":

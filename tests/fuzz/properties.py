@@ -106,7 +106,7 @@ def objective_examples(draw, classes=ALL_OBJECTIVES, methods=("grad_hess", "loss
     elif what == "scores":
         scores, names = S.hostile_arg(draw, scores, S.HOSTILE_FLOATS + (1e100, -1e100, 9.99e99), S.SCORE_NAMES)
         if draw(st.booleans()):
-            scores = np.asarray(scores) > 0 if np.asarray(scores).dtype.kind in "biuf" else scores
+            scores = scores > 0 if isinstance(scores, np.ndarray) and scores.dtype.kind in "biuf" else scores
         hostile = (names,)
     elif what == "labels":
         labels, names = S.hostile_arg(draw, labels, S.HOSTILE_LABELS, S.LABEL_NAMES)

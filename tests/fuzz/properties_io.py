@@ -129,7 +129,8 @@ def adapter_examples(draw):
         hostile = (names,)
     elif what == "labels":
         labels = S.mutate_array(draw, labels, values=S.HOSTILE_LABELS)
-        if np.asarray(labels).dtype.kind not in "biuf" or np.ndim(labels) != 1 or len(labels) != n:
+        arr = S.as_array_or_none(labels)
+        if arr is None or arr.dtype.kind not in "biuf" or arr.ndim != 1 or len(arr) != n:
             labels = np.asarray([-1.0] + [0.0] * (n - 1))
         hostile = (S.LABEL_NAMES,)
     return Example("adapters.train_callables", dict(

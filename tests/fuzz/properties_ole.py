@@ -58,7 +58,8 @@ def booster_fit_examples(draw):
         if arg == "X":
             X, names_ = S.hostile_arg(draw, X, S.HOSTILE_FLOATS, ("X",))
             hostile = (names_,)
-            X_predict = X if np.asarray(X).ndim == 2 else None
+            arr = S.as_array_or_none(X)
+            X_predict = X if arr is not None and arr.ndim == 2 else None
         elif arg == "y":
             y = S.mutate_array(draw, y, values=S.HOSTILE_LABELS)
             hostile = (S.LABEL_NAMES + ("X",),)  # a length mismatch may name either, never "scores"

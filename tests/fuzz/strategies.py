@@ -110,7 +110,8 @@ def _mutate(draw, arr, values, how):
                 out.reshape(-1)[draw(st.integers(0, out.size - 1))] = filler
             return out
         if dt == "float16" and arr.size and draw(st.booleans()):
-            return np.full(arr.shape, 70000.0).astype(np.float16)  # overflows to inf in float16
+            with np.errstate(over="ignore"):
+                return np.full(arr.shape, 70000.0).astype(np.float16)  # overflows to inf in float16
         with np.errstate(all="ignore"):
             return arr.astype(dt)
     if how == "shape":
@@ -127,6 +128,14 @@ def _mutate(draw, arr, values, how):
         [arr.tolist(), [1.0]], [[1.0, 2.0], [3.0]], [float("nan")] * arr.shape[0],
         [2**70] * arr.shape[0], [str(v) for v in arr.reshape(-1).tolist()],
     ]))
+
+
+def as_array_or_none(x):
+    """``np.asarray(x)``, or None for what numpy cannot make an array of (ragged lists)."""
+    try:
+        return np.asarray(x)
+    except ValueError:
+        return None
 
 
 def wrapping_sizes(draw, n):
