@@ -32,6 +32,8 @@ from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from fuzz._suite import PROPERTIES  # noqa: E402
 from fuzz.runner import FAILURES, short_repr, worker  # noqa: E402
 
+#: property -> [seconds, examples] of the examples that did not fail.
+TIMES = defaultdict(lambda: [0.0, 0])
 _FRAME = re.compile(r'File "([^"]+)", line (\d+) in (\S+)')
 
 
@@ -65,6 +67,9 @@ def run_property(name, strategy, examples, seconds, seed_value, found, counts):
             return
         out = worker().run(example)
         counts[name][out.kind] += 1
+        if not out.failed:  # what a fixed library would cost per example (no restarts, no timeouts)
+            TIMES[name][0] += out.seconds
+            TIMES[name][1] += 1
         if out.failed:
             key = (name, out.kind, signature(out))
             size = len(short_repr(example.kwargs, 100000))
@@ -81,7 +86,9 @@ def report(found, counts, elapsed):
              f"worker restarts: {worker().restarts}", ""]
     for name in sorted(counts):
         c = counts[name]
-        lines.append(f"  {name:34s} " + "  ".join(f"{k}={v}" for k, v in sorted(c.items())))
+        secs, k = TIMES[name]
+        per = f"  ({1000 * secs / k:.0f} ms per passing example)" if k else ""
+        lines.append(f"  {name:34s} " + "  ".join(f"{k}={v}" for k, v in sorted(c.items())) + per)
     by_prop = defaultdict(list)
     for (name, kind, sig), rec in found.items():
         by_prop[name].append((FAILURES.index(kind), kind, sig, rec))

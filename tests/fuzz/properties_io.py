@@ -174,7 +174,9 @@ def sklearn_callable_examples(draw):
 def line_search_examples(draw):
     n = draw(st.integers(6, 12))
     native = draw(st.sampled_from(["lambdarank", "rank_xendcg", "regression", "same-callable"]))
-    return Example("adapters.line_search", dict(native=native, X=S.float_array(draw, n, -2, 2, cols=2),
+    X = S.float_array(draw, n, -2, 2, cols=2)
+    X[:, 0] = np.arange(n)  # at least one usable feature, or LightGBM refuses the data itself
+    return Example("adapters.line_search", dict(native=native, X=X,
                                                 y=S.grade_array(draw, n, 2), group=[n // 2, n - n // 2]))
 
 

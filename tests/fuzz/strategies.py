@@ -82,6 +82,8 @@ LENGTH_WORDS = ("rows", "length", "shape", "entries")
 def hostile_arg(draw, arr, values, names):
     """``(value, names)``: a mutated array and the names its error may use."""
     value, how = mutate_array_how(draw, arr, values)
+    if np.size(arr) == 0 and how in ("value", "dtype"):
+        return value, ()  # nothing hostile in an empty array's dtype: any error may be about the rows
     return value, tuple(names) + (LENGTH_WORDS if how in ("length", "shape") else ())
 
 
