@@ -77,8 +77,11 @@ def _is_bool(x):
 
 
 @target("objective", warm=_warm_objectives)
-def objective(cls, params, method, scores, labels, group=None, weight=None, wrap=()):
-    """One objective method on the example's data: finite float64 of the scores' shape, hess >= 0."""
+def objective(cls, params, method, scores, labels, group=None, weight=None, wrap=(), nonzero=False):
+    """One objective method on the example's data: finite float64 of the scores' shape, hess >= 0.
+
+    ``nonzero``: the data has a query with different labels, so a ranking gradient must not vanish.
+    """
     obj = build_objective(cls, params, wrap)
     g = resolve_group(group)
     if method == "grad_hess":
@@ -92,6 +95,8 @@ def objective(cls, params, method, scores, labels, group=None, weight=None, wrap
     n = rows_of(scores)
     if method == "grad_hess":
         grad, _ = check_grad_hess(out, obj, n)
+        if nonzero and not np.any(grad):
+            raise BadOutput("the gradient is zero everywhere although a query has rows with different labels")
         return float(np.abs(grad).sum())
     if method == "loss":
         return finite_float(out, "loss")

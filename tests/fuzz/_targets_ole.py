@@ -95,6 +95,90 @@ def booster_fit(cls, obj_params, params, X, y, group, fit_options, X_predict=Non
     return float(np.abs(p).sum())
 
 
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_tree(t, n_features):
+    """Why tree ``t`` (a dict from the file) cannot be evaluated soundly, or None."""
+    nl = t.get("num_leaves")
+    if not _is_int(nl) or nl < 1:
+        return f"num_leaves = {nl!r}"
+    leaves = t.get("leaf_value")
+    if not isinstance(leaves, list) or len(leaves) != nl:
+        return f"leaf_value has {len(leaves) if isinstance(leaves, list) else leaves!r} entries for {nl} leaves"
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in leaves):
+        return "leaf_value holds a non-finite or non-number"
+    n_int = nl - 1
+    arrays = {}
+    for key in ("split_feature", "threshold", "default_left", "left_child", "right_child"):
+        a = t.get(key)
+        if n_int == 0 and a in (None, []):
+            continue
+        if not isinstance(a, list) or len(a) != n_int:
+            return f"{key} has {len(a) if isinstance(a, list) else a!r} entries for {n_int} internal nodes"
+        arrays[key] = a
+    if n_int == 0:
+        return None
+    if not all(_is_int(f) and 0 <= f < n_features for f in arrays["split_feature"]):
+        return f"split_feature outside 0..{n_features - 1}"
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and not np.isnan(v) for v in arrays["threshold"]):
+        return "threshold holds NaN or a non-number"
+    if not all(isinstance(v, bool) for v in arrays["default_left"]):
+        return "default_left holds a non-boolean"
+    seen_nodes, seen_leaves, stack = {0}, set(), [0]
+    while stack:
+        node = stack.pop()
+        for c in (arrays["left_child"][node], arrays["right_child"][node]):
+            if not _is_int(c) or not -nl <= c < n_int:
+                return f"child index {c!r} outside -{nl}..{n_int - 1}"
+            if c < 0:
+                if ~c in seen_leaves:
+                    return f"leaf {~c} reached twice"
+                seen_leaves.add(~c)
+            elif c in seen_nodes:
+                return f"node {c} reached twice (a cycle or a shared subtree)"
+            else:
+                seen_nodes.add(c)
+                stack.append(c)
+    if len(seen_nodes) != n_int or len(seen_leaves) != nl:
+        return f"{n_int - len(seen_nodes)} nodes / {nl - len(seen_leaves)} leaves unreachable"
+    return None
+
+
+def _reference(doc, X):
+    """``(predictions, None)`` by walking the file's trees in Python, or ``(None, problem)``."""
+    try:
+        K, F, trees, cls = doc["n_outputs"], doc["n_features"], doc["trees"], doc["tree_class"]
+    except (KeyError, TypeError) as exc:
+        return None, f"missing {exc}"
+    if not (_is_int(K) and K >= 1 and _is_int(F) and F >= 1 and isinstance(trees, list) and isinstance(cls, list)):
+        return None, "n_outputs / n_features / trees / tree_class malformed"
+    if len(cls) != len(trees) or len(trees) % K or not all(_is_int(c) and 0 <= c < K for c in cls):
+        return None, f"tree_class {cls[:8]} does not match {len(trees)} trees of {K} outputs"
+    for i, t in enumerate(trees):
+        problem = _check_tree(t, F) if isinstance(t, dict) else f"tree {i} is {type(t).__name__}"
+        if problem:
+            return None, f"tree {i}: {problem}"
+    n_iter = len(trees) // K
+    best = doc.get("best_iteration")
+    if best is not None and not (_is_int(best) and 1 <= best <= n_iter):
+        return None, f"best_iteration = {best!r} with {n_iter} iterations"
+    out = np.zeros((X.shape[0], K))
+    for t, c in zip(trees[: (best or n_iter) * K], cls):
+        for r, x in enumerate(X):
+            node = 0
+            if t["num_leaves"] == 1:
+                out[r, c] += t["leaf_value"][0]
+                continue
+            while node >= 0:
+                v = x[t["split_feature"][node]]
+                left = t["default_left"][node] if np.isnan(v) else v <= t["threshold"][node]
+                node = t["left_child"][node] if left else t["right_child"][node]
+            out[r, c] += t["leaf_value"][~node]
+    return out, None
+
+
 def _leaf_bound(text):
     """Sum over trees of max |leaf_value| in the file: no prediction may exceed it."""
     try:
@@ -117,6 +201,15 @@ def booster_load(text, X):
     p = model.predict(X)
     k = model.n_outputs_
     finite_array(p, "predictions", (len(X),) if k == 1 else (len(X), k))
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    want, problem = _reference(doc, X) if isinstance(doc, dict) else (None, "not a JSON object")
+    if problem:
+        raise BadOutput(f"load accepted a model file that cannot be evaluated soundly ({problem}) and predicted")
+    if not np.allclose(p.reshape(want.shape), want, rtol=1e-12, atol=0):
+        raise BadOutput("predictions differ from walking the file's trees")
     bound = _leaf_bound(text)
     if bound is not None and p.size and np.abs(p).max() > bound * (1 + 1e-9) + 1e-300:
         raise BadOutput(f"prediction {np.abs(p).max():g} exceeds the sum of the file's largest leaf values "
