@@ -113,6 +113,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=None, help="hypothesis seed (default: random, printed)")
     ap.add_argument("--only", default="", help="run only properties whose name starts with this")
     ap.add_argument("--json", default=None, help="also write the grouped failures as JSON to this file")
+    ap.add_argument("--timeout", type=float, default=5.0,
+                    help="seconds before an example counts as a hang (default 5; passing examples take < 0.1 s)")
     args = ap.parse_args(argv)
     names = sorted(n for n in PROPERTIES if n.startswith(args.only))
     if not names:
@@ -120,6 +122,7 @@ def main(argv=None):
     seed_value = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     print(f"seed {seed_value}; {len(names)} properties; {args.examples} examples each; {args.seconds:g} s budget",
           flush=True)
+    worker().timeout = args.timeout
     found, counts = {}, defaultdict(Counter)
     t0 = time.monotonic()
     for i, name in enumerate(names):

@@ -12,6 +12,8 @@ import importlib
 import numpy as np
 
 _TARGETS = {}
+#: Set by the worker: which of lightgbm / xgboost were imported before customobj.adapters.
+LOADED_BEFORE_ADAPTERS = None
 _WARM = {}
 
 _MODULES = ("fuzz._targets_core", "fuzz._targets_data", "fuzz._targets_ole", "fuzz._targets_adapters")
@@ -151,3 +153,15 @@ def resolve_group(group):
 
         return getattr(Groups, group["__groups__"])(group["arg"])
     return group
+
+
+@target("selftest.import_order")
+def _import_order():
+    import os
+    import sys
+
+    if "customobj.adapters" not in sys.modules:
+        raise BadOutput("the worker did not import customobj.adapters")
+    if LOADED_BEFORE_ADAPTERS:
+        raise BadOutput(f"{LOADED_BEFORE_ADAPTERS} were loaded before customobj.adapters")
+    return os.environ.get("OMP_WAIT_POLICY")

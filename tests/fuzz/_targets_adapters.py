@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._targets import BadOutput, finite_array, target
+from ._targets import BadOutput, finite_array, finite_float, target
 from ._targets_core import build_objective
 
 
@@ -80,7 +80,7 @@ def adapter(lib, cls, params, X, labels, group, weight, preds, mutation, new_lab
         want = _expected(obj, preds, label_of(data), ptr_of(data), weight_of(data))
         _agree(got, want, f"{lib} objective after {change or 'construction'}")
         if ptr_of(data) is not None and len(ptr_of(data)) > 1:
-            value = m(preds, data)[0][1]
+            value = finite_float(m(preds, data)[0][1], f"{lib} metric after {change or 'construction'}")
             direct = metrics.ndcg(preds, np.asarray(label_of(data), float), _groups(ptr_of(data)), 3)
             if not np.isclose(value, direct):
                 raise BadOutput(f"{lib} metric after {change or 'construction'} = {value}, ndcg on the current "
@@ -111,6 +111,10 @@ def sklearn_callable(lib, cls, params, y_true, y_pred, weight, group, inplace_la
     k = obj.n_outputs
     for name, a in zip(("grad", "hess"), got):
         finite_array(np.asarray(a), name, (n,) if k == 1 else (n, k))
+    if lib == "lightgbm" and obj.needs_group:
+        metric = adapters.lightgbm_sklearn_metric("ndcg@3", "map")
+        for name, value, _ in metric(y_true, y_pred, weight, group):
+            finite_float(value, f"lightgbm_sklearn_metric {name}")
     if inplace_labels is not None and isinstance(y_true, np.ndarray):
         y_true[...] = inplace_labels
         again = call()

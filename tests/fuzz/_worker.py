@@ -67,11 +67,14 @@ def _setup():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     warnings.simplefilter("ignore")  # overflow RuntimeWarnings etc.: outputs are checked instead
     os.environ.setdefault("TQDM_DISABLE", "1")
-    import customobj.adapters  # noqa: F401  (before lightgbm / xgboost)
-    import customobj  # noqa: F401
     from fuzz import _targets
 
-    _targets.load_all()
+    if not os.environ.get("CUSTOMOBJ_FUZZ_LIGHT"):
+        _targets.LOADED_BEFORE_ADAPTERS = sorted({"lightgbm", "xgboost"} & set(sys.modules))
+        import customobj.adapters  # noqa: F401  (before lightgbm / xgboost)
+        import customobj  # noqa: F401
+
+        _targets.load_all()
     return proto_out, _targets
 
 

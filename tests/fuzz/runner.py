@@ -33,7 +33,7 @@ TESTS_DIR = HERE.parent
 
 #: Seconds a hostile example may run (wall clock). Tiny inputs take milliseconds; the margin is for
 #: a shared, loaded machine. ``CUSTOMOBJ_FUZZ_TIMEOUT`` overrides.
-TIMEOUT = float(os.environ.get("CUSTOMOBJ_FUZZ_TIMEOUT", "15"))
+TIMEOUT = float(os.environ.get("CUSTOMOBJ_FUZZ_TIMEOUT", "10"))
 #: Seconds for a worker start or a warm-up (may compile numba kernels on a cold cache).
 WARM_TIMEOUT = float(os.environ.get("CUSTOMOBJ_FUZZ_WARM_TIMEOUT", "600"))
 #: Address-space limit of the worker (bytes): an unguarded 16 GB allocation fails fast instead of
@@ -88,7 +88,8 @@ class Worker:
     """One persistent worker process (restarted on demand after a crash or hang)."""
 
     def __init__(self, *, timeout: float = TIMEOUT, warm_timeout: float = WARM_TIMEOUT,
-                 memory_limit: int = MEMORY_LIMIT):
+                 memory_limit: int = MEMORY_LIMIT, light: bool = False):
+        self.light = light  # self-tests of the runner only: skip importing customobj (faster restarts)
         self.timeout = timeout
         self.warm_timeout = warm_timeout
         self.memory_limit = memory_limit
@@ -105,6 +106,7 @@ class Worker:
         env = dict(os.environ)
         env["CUSTOMOBJ_FUZZ_MEMORY_LIMIT"] = str(self.memory_limit)
         env.setdefault("PYTHONFAULTHANDLER", "1")
+        env["CUSTOMOBJ_FUZZ_LIGHT"] = "1" if self.light else ""
         code = (f"import sys; sys.path.insert(0, {str(TESTS_DIR)!r}); "
                 "from fuzz._worker import main; main()")
         self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
