@@ -164,7 +164,7 @@ def sklearn_callable_examples(draw):
         hostile = (names,)
     elif lib == "lightgbm":
         group = S.hostile_group(draw, n)
-        group = group["arg"] if isinstance(group, dict) else group
+        group = group["arg"] if isinstance(group, dict) and "__groups__" in group else group
         hostile = (S.GROUP_NAMES,)
     return Example("adapters.sklearn_callables", dict(lib=lib, cls=cls, params=params, y_true=y, y_pred=preds,
                                                       weight=weight, group=group, inplace_labels=inplace), hostile)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from . import strategies as S
 from .model_files import model_file_examples, save_examples
-from .properties import labels_for, n_classes, valid_params
+from .properties import labels_for, n_classes, on_rows, valid_params
 from .runner import Example
 
 FIT_OBJECTIVES = ("RankNet", "LambdaRank", "SquaredError", "McRank", "QBRank", "StructuredDCG", "Logistic")
@@ -87,7 +87,7 @@ def booster_fit_examples(draw):
             hostile = (("early_stopping_rounds",),)
     kwargs = dict(cls=cls, obj_params=obj_params, params=params, X=X, y=y, group=group, fit_options=fit_options,
                   X_predict=X_predict)
-    return Example("booster.fit", kwargs, hostile)
+    return Example("booster.fit", kwargs, on_rows(hostile, n))
 
 
 OLE_PROPERTIES = {
