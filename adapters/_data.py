@@ -67,6 +67,27 @@ def prepare_state(objective, labels, ptr, weight, *, library, group_hint, out_dt
     return TrainState(prep, shape, out_dtype, out_order)
 
 
+def copy_out(state, objective, library):
+    """Copy the float64 gradient / hessian into the library's (float32) output buffers.
+
+    The objective's float64 values are finite, but a value beyond float32's range (about 3.4e38,
+    e.g. from scores near customobj's 1e100 limit or labels of 1e17) would reach the library as
+    inf; numpy flags that overflow in the cast itself, so the check costs nothing per round.
+    """
+    try:
+        with np.errstate(over="raise"):
+            np.copyto(state.out_grad, state.grad, casting="same_kind")
+            np.copyto(state.out_hess, state.hess, casting="same_kind")
+    except FloatingPointError:
+        big = max(float(np.abs(state.grad).max()), float(np.abs(state.hess).max()))
+        raise ValueError(
+            f"{type(objective).__name__} produced a gradient or hessian of {big:.3g}, beyond the float32 range "
+            f"{library} trains with (3.4e38): the scores (margins) or labels are too large; lower the "
+            "learning rate or rescale the labels"
+        ) from None
+    return state.out_grad, state.out_hess
+
+
 def rows_weight(weight, ptr, n_rows):
     """Row weights from a library's weight field: ``None`` when absent; per-query weights
     (XGBoost's ranking convention, one weight per group) are repeated over the query's rows."""

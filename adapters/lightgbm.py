@@ -38,7 +38,8 @@ import numpy as np
 from customobj.groups import as_groups
 from customobj.objectives.base import Objective
 
-from ._data import TrainState, check_outputs, known_outputs, prepare_state, require_objective, rows_weight
+from ._data import (TrainState, check_outputs, copy_out, known_outputs, prepare_state, require_objective,
+                    rows_weight)
 from ._stamp import Stamp, lightgbm_fields
 
 __all__ = ["lightgbm_objective", "lightgbm_sklearn_objective", "LightGBMObjective", "TrainedBy", "trained_objective"]
@@ -63,9 +64,7 @@ def _grad_hess(objective, state, preds, offset=None):
         np.add(preds, offset, out=state.scores)
         scores = state.scores
     objective.grad_hess_prepared(scores, state.prep, state.grad, state.hess)
-    np.copyto(state.out_grad, state.grad, casting="same_kind")
-    np.copyto(state.out_hess, state.hess, casting="same_kind")
-    return state.out_grad, state.out_hess
+    return copy_out(state, objective, "LightGBM")
 
 
 def _check_preds(objective, preds):
@@ -200,7 +199,8 @@ class LightGBMObjective:
     def _sklearn_state(self, y_true, weight, group) -> TrainState:
         key = id(y_true)
         hit = self._by_labels.get(key)
-        if hit is not None and hit[0]() is y_true and hit[1].stamp.matches((weight, group)):
+        # labels by content too: the same array edited in place must not train on the old values
+        if hit is not None and hit[0]() is y_true and hit[1].stamp.matches((y_true, weight, group)):
             return hit[1]
         ptr = None
         if group is not None and len(group) > 0:
@@ -208,7 +208,7 @@ class LightGBMObjective:
         state = _new_state(self.objective, y_true, ptr, weight)
         # y_true is not kept (the entry lives as long as y_true, through the weakref below, so its
         # id cannot be reused meanwhile); weight and group are the Dataset's own arrays.
-        state.stamp = Stamp((weight, group), by="identity")
+        state.stamp = Stamp((y_true, weight, group), by="content")
         try:
             ref = weakref.ref(y_true, functools.partial(_forget_labels, self._by_labels, key))
         except TypeError:  # not weak-referenceable (a plain list): not cached

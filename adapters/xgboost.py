@@ -33,7 +33,8 @@ import numpy as np
 
 from customobj.objectives.base import Objective
 
-from ._data import TrainState, check_outputs, known_outputs, prepare_state, require_objective, rows_weight
+from ._data import (TrainState, check_outputs, copy_out, known_outputs, prepare_state, require_objective,
+                    rows_weight)
 from ._stamp import Stamp, xgboost_fields
 
 __all__ = ["xgboost_objective", "xgboost_params", "xgboost_sklearn_objective", "XGBoostObjective"]
@@ -62,9 +63,7 @@ def _grad_hess(objective, state, preds):
     check_outputs(objective, preds, "XGBoost", f"set params num_class={known_outputs(objective, 'XGBoost')}")
     np.copyto(state.scores, preds, casting="same_kind")
     objective.grad_hess_prepared(state.scores, state.prep, state.grad, state.hess)
-    np.copyto(state.out_grad, state.grad, casting="same_kind")
-    np.copyto(state.out_hess, state.hess, casting="same_kind")
-    return state.out_grad, state.out_hess
+    return copy_out(state, objective, "XGBoost")
 
 
 _SKLEARN_GROUPS = (

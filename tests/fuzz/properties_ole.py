@@ -33,8 +33,10 @@ _FIT_ARGS = ("X", "y", "group", "sample_weight", "init_score", "eval_set", "eval
 def booster_fit_examples(draw):
     """TreeBooster(options).fit(X, y, group, ...) then predict, with one hostile option or argument."""
     cls = draw(st.sampled_from(FIT_OBJECTIVES))
-    n = draw(st.integers(0, 30))
-    F = draw(st.integers(0, 4))
+    # 0 rows or 0 features cannot train (TreeBooster refuses them, naming X): the valid baseline has
+    # at least one of each; hostile_arg below still draws empty X as a hostile case.
+    n = draw(st.integers(1, 30))
+    F = draw(st.integers(1, 4))
     X = S.float_array(draw, n, -3, 3, cols=F)
     if draw(st.booleans()):
         X = X.astype(np.float32)
