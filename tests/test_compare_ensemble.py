@@ -107,3 +107,13 @@ def test_cli_help_lists_ensembles(capsys):
     with pytest.raises(SystemExit):
         cli_main(["compare", "--help"])
     assert "ensembles: ens:A+B" in capsys.readouterr().out
+
+
+def test_docstring_examples():
+    import doctest
+
+    from customobj.compare import ensemble, stats
+
+    for mod in (ensemble, stats):
+        result = doctest.testmod(mod)
+        assert result.attempted > 0 and result.failed == 0, mod.__name__

@@ -124,3 +124,17 @@ def test_cli_table_says_tuned_and_the_budget(tmp_path, capsys):
 def test_bad_tune_values_are_argparse_errors(value, capsys):
     assert cli_main(["compare", "--tune", value]) == 2
     assert "--tune" in capsys.readouterr().err
+
+
+def test_a_failing_trial_is_status_1_in_one_line(tmp_path, capsys, monkeypatch):
+    from customobj.compare import command
+
+    def fails(spec, settings, tr, va, te):
+        raise ValueError("the library gave up\non two lines")
+
+    monkeypatch.setattr(command, "train", fails)  # the real runs; the 2-round check before them is untouched
+    code = cli_main(["compare", *TINY, "--folds", "2", "--tune", "3", "--methods", "lgb:lambdarank",
+                     "--out", str(tmp_path / "o")])
+    assert code == 1 and not (tmp_path / "o").exists()
+    assert capsys.readouterr().err == ("customobj compare: error: lgb:lambdarank on fold 2 (tuning) failed: "
+                                       "ValueError: the library gave up; on two lines\n")

@@ -111,9 +111,9 @@ def combine(a: TrainResult, b: TrainResult, valid: Split) -> tuple[TrainResult, 
     >>> from customobj.compare.trainers import Split, TrainResult
     >>> v = Split(np.zeros((4, 1)), np.array([0., 1., 0., 2.]), np.array([2, 2]))
     >>> r = lambda s: TrainResult(np.array(s, float), np.array(s, float), np.zeros(0), 1, 1, 0.0)
-    >>> res, alpha = combine(r([0, 1, 0, 1]), r([1, 0, 1, 0]), v)
+    >>> res, alpha = combine(r([0, 1, 0, 1]), r([1, 0, 1, 0]), v)  # a ranks right whenever alpha > 0.5
     >>> alpha, res.test_scores.tolist()
-    (1.0, [0.0, 1.0, 0.0, 1.0])
+    (0.75, [0.25, 0.75, 0.25, 0.75])
     """
     from ..combine import best_linear_combination
 
