@@ -34,7 +34,7 @@ ENSEMBLE_K = 10
 class EnsembleSpec:
     """A parsed ``ens:A+B``: the two member methods, in the order given."""
 
-    members: tuple  # (MethodSpec, MethodSpec)
+    members: tuple[MethodSpec, MethodSpec]
 
     backend = ENS_PREFIX
     native = False

@@ -8,7 +8,7 @@ of the same seed (:mod:`.ensemble`). A method listed alone and inside an ensembl
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -73,7 +73,7 @@ def _guarded(what, fn, *args, **kwargs):
 
 
 def run_all(specs: Sequence, folds: Sequence, settings: Settings, *, seeds: Sequence[int], n_trials: int,
-            train_fn: Callable, bar) -> Outcome:
+            train_fn: Callable, bar: Any) -> Outcome:
     """Train and score ``specs`` on ``folds`` (``[(fold, train, valid, test)]``); see the module doc.
 
     ``train_fn`` has the signature of :func:`customobj.compare.trainers.train`; ``bar`` is a tqdm

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import math
 from dataclasses import dataclass, field, replace
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from .methods import MethodSpec
 from .trainers import Settings, Split, TrainResult
@@ -38,14 +38,16 @@ class Param:
     choices: tuple = ()
     default: object = field(default=_NO_DEFAULT, compare=False)
 
-    def suggest(self, trial, key: str):
+    def suggest(self, trial: Any, key: str) -> Any:
+        """Ask the Optuna ``trial`` for a value under ``key``."""
         if self.choices:
             return trial.suggest_categorical(key, list(self.choices))
         if self.integer:
             return trial.suggest_int(key, int(self.low), int(self.high), log=self.log)
         return trial.suggest_float(key, float(self.low), float(self.high), log=self.log)
 
-    def holds(self, value) -> bool:
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` lies in the space (an enqueued trial must)."""
         if self.choices:
             return value in self.choices
         return isinstance(value, (int, float)) and self.low <= value <= self.high
