@@ -18,7 +18,8 @@ from typing import Sequence
 import numpy as np
 
 from ..cli import RunError, UsageError, one_line, stderr_held
-from . import output, report
+from . import output, report, runner
+from .ensemble import member_specs
 from .methods import build_objective, parse_method, parse_methods, split_methods, valid_names_help
 from .trainers import Settings, Split, catboost_available, train, warm_up
 
@@ -41,6 +42,10 @@ MAX_GRADE = 30
 INT32_MAX = 2**31 - 1
 MAX_LEAVES = 131072  # LightGBM's upper limit of num_leaves
 MAX_JOBS = 1024
+#: Upper limits of --tune and --seeds: far beyond any useful budget, low enough that a typo
+#: (--tune 80000) is refused instead of running for weeks.
+MAX_TRIALS = 10000
+MAX_SEEDS = 1000
 
 
 def _number(convert, ok, what):
@@ -62,6 +67,8 @@ _positive_int = _number(int, lambda v: 1 <= v <= INT32_MAX, f"a positive integer
 _nonnegative_int = _number(int, lambda v: 0 <= v <= INT32_MAX, f"an integer in 0..{INT32_MAX}")
 _leaves = _number(int, lambda v: 2 <= v <= MAX_LEAVES, f"an integer in 2..{MAX_LEAVES}")
 _jobs = _number(int, lambda v: 1 <= v <= MAX_JOBS, f"an integer in 1..{MAX_JOBS}")
+_trials = _number(int, lambda v: 0 <= v <= MAX_TRIALS, f"an integer in 0..{MAX_TRIALS}")
+_seeds = _number(int, lambda v: 1 <= v <= MAX_SEEDS, f"an integer in 1..{MAX_SEEDS}")
 _positive_float = _number(float, lambda v: v > 0 and np.isfinite(v), "a positive finite number")
 
 
@@ -105,6 +112,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     m.add_argument("--seed", type=_nonnegative_int, default=0,
                    help="seed of the data and of every library (default 0)")
     m.add_argument("--jobs", type=_jobs, default=2, help="training threads (default 2)")
+    m.add_argument("--tune", type=_trials, default=0, metavar="N",
+                   help="N trials of hyperparameter search (seeded Optuna TPE) per method and fold on the "
+                        "validation part, the same budget for every method; search spaces in docs/compare.md "
+                        "(default 0: no tuning, the fixed settings above)")
+    m.add_argument("--seeds", type=_seeds, default=1, metavar="K",
+                   help="train each method and fold with K seeds (--seed, --seed+1, ...) and report the mean, "
+                        "with the seed spread beside the fold spread (default 1)")
     o = parser.add_argument_group("output")
     o.add_argument("--out", default="compare-results", metavar="DIR",
                    help="folder for " + ", ".join(output.RESULT_FILES) + " (default ./compare-results)")
@@ -237,7 +251,7 @@ def _check_methods(args):
         specs = parse_methods(split_methods(args.methods))
     except (ValueError, TypeError) as exc:
         raise _method_error(exc) from None
-    for s in specs:
+    for s in member_specs(specs):  # an ensemble's members are checked as single methods
         if s.backend == "cb" and not catboost_available():
             raise UsageError(f"{s.label} needs CatBoost, an optional extra: pip install 'customobj[catboost]'")
         if not s.native:
@@ -259,7 +273,7 @@ def _check_methods(args):
 
 def _check_labels(specs, folds):
     """Let each customobj objective check the training labels now (e.g. Logistic wants 0/1 labels)."""
-    for spec in specs:
+    for spec in member_specs(specs):
         if spec.native:
             continue
         for fold, tr, _, _ in folds:
@@ -311,6 +325,10 @@ def run(args: argparse.Namespace) -> int:
     from customobj import adapters  # noqa: F401
 
     specs, baseline = _check_methods(args)
+    seeds = runner.seed_list(args.seed, args.seeds)
+    if seeds[-1] > INT32_MAX:
+        raise UsageError(f"--seed {args.seed} with --seeds {args.seeds} goes past {INT32_MAX}, the largest seed "
+                         "the libraries take")
     out = output.check_folder(Path(args.out), overwrite=args.overwrite)
     folds, data_desc = _load_folds(args)
     _check_labels(specs, folds)
@@ -318,48 +336,37 @@ def run(args: argparse.Namespace) -> int:
                         seed=args.seed, jobs=args.jobs, early_stopping=args.early_stopping)
     labels = [s.label for s in specs]
 
-    rows, curves, per_query = [], {lab: [] for lab in labels}, {lab: [] for lab in labels}
     bar = _progress(len(folds) * len(specs), args.quiet)
     start = time.perf_counter()  # wall time includes the trial runs (numba compilation), as it always did
     try:
-        _warm_up(specs, settings, _sample(folds[0][1]), bar)
-        for fold, tr, va, te in folds:
-            for spec in specs:
-                bar.set_description(f"fold {fold} {spec.label}")
-                try:
-                    with stderr_held():
-                        result = train(spec, settings, tr, va, te)
-                except Exception as exc:  # noqa: BLE001 - say which run failed, then stop
-                    raise RunError(f"{spec.label} on fold {fold} failed: "
-                                   f"{type(exc).__name__}: {one_line(exc)}") from None
-                metrics, pq = report.evaluate(result.test_scores, te)
-                valid_ndcg = report.evaluate(result.valid_scores, va)[0]["ndcg@10"]
-                rows.append({"method": spec.label, "fold": fold, **metrics, "valid_ndcg@10": valid_ndcg,
-                             "train_time_s": result.train_time, "best_round": result.best_round,
-                             "rounds_trained": result.rounds_trained})
-                curves[spec.label].append(result.curve)
-                per_query[spec.label].append(pq)
-                bar.update(1)
+        _warm_up(member_specs(specs), settings, _sample(folds[0][1]), bar)
+        bar.reset(total=runner.n_runs(specs, len(folds), len(seeds), args.tune))
+        bar.unit = "trial" if args.tune else "run"
+        # `train` is looked up here, at call time, so tests can stand in for it
+        result = runner.run_all(specs, folds, settings, seeds=seeds, n_trials=args.tune, train_fn=train, bar=bar)
     finally:
         bar.close()
     wall = time.perf_counter() - start
 
-    summary = report.summarize(rows, labels)
-    pooled = {lab: np.concatenate(v) for lab, v in per_query.items()}
+    summary = report.summarize(result.rows, labels)
+    pooled = {lab: np.concatenate(v) for lab, v in result.per_query.items()}
     paired = report.paired_comparison(pooled, labels, baseline)
     config = {k: v for k, v in vars(args).items() if isinstance(v, (str, int, float, bool, list, type(None)))}
     fold_list = ",".join(str(f[0]) for f in folds)
+    tuning = {"n_trials": args.tune, "sampler": "optuna TPESampler", "seed": seeds[0],
+              "per_method": result.tuning} if args.tune else None
     contents = report.render_files(
-        rows, summary, paired, {
+        result.rows, summary, paired, {
             "data": data_desc, "folds": [f[0] for f in folds], "methods": labels, "baseline": baseline,
-            "settings": vars(settings), "arguments": config, "wall_time_s": wall,
-            "curves": {lab: {"metric": "valid ndcg@10", "per_fold": c} for lab, c in curves.items()},
+            "seeds": seeds, "settings": vars(settings), "arguments": config, "wall_time_s": wall,
+            "tuning": tuning, "ensembles": result.alphas,
+            "curves": {lab: {"metric": "valid ndcg@10", "per_fold": c} for lab, c in result.curves.items()},
         },
-        curves=None if args.no_plot else curves,
+        curves=None if args.no_plot else result.curves,
         title=f"Validation NDCG@10 — {data_desc}, folds {fold_list}")
     written = output.write_results(out, contents, overwrite=args.overwrite)
     say(f"data: {data_desc}; folds {fold_list}; {len(specs)} methods; wall time {wall:.1f} s")
-    say(report.format_table(summary))
+    say(report.format_table(summary, tuning=runner.tuning_note(args.tune, len(seeds)) if args.tune else None))
     if paired:
         say()
         say(report.format_paired(paired))

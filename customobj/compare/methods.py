@@ -128,8 +128,9 @@ def valid_names_help() -> str:
     objs = objective_names()
     lines.append("  customobj objectives (with lgb, xgb or ole): " + (", ".join(objs) or "(none importable)"))
     lines.append("  criteria (ole backend only): " + ", ".join(CRITERIA))
+    lines.append("  ensembles: ens:A+B with two method names A and B (their best linear combination on validation)")
     lines.append("  e.g. lgb:lambdarank, xgb:rank:ndcg, lgb:LambdaRank, xgb:MPBoost(ddf=logdd,lam=3), "
-                 "ole:RankNet(sigma=2)[se]")
+                 "ole:RankNet(sigma=2)[se], ens:lgb:LambdaRank+ole:LambdaRank[ole]")
     return "\n".join(lines)
 
 
@@ -248,13 +249,18 @@ def _parse_options(body, text):
 
 
 def parse_method(text: str) -> MethodSpec:
-    """Parse one method name into a :class:`MethodSpec`; ``ValueError`` listing valid names if bad."""
+    """Parse one method name into a :class:`MethodSpec` (an ``ens:A+B`` into a
+    :class:`customobj.compare.ensemble.EnsembleSpec`); ``ValueError`` listing valid names if bad."""
     if not isinstance(text, str):
         raise TypeError(f"method name must be a string, got {type(text).__name__}")
     raw = text
     s = text.strip()
     if not s:
         raise _error(raw, "empty name")
+    if re.match(r"ens\s*:", s):  # ens:A+B, two methods combined (compare/ensemble.py)
+        from .ensemble import parse_ensemble
+
+        return parse_ensemble(raw)
     try:
         _split_top(s, "\0", "method")  # balance check only
     except ValueError as exc:

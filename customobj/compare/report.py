@@ -25,6 +25,7 @@ __all__ = [
     "mean_curve",
     "RESULTS_SCHEMA",
     "RESULTS_SCHEMA_VERSION",
+    "READABLE_SCHEMA_VERSIONS",
 ]
 
 #: (column, metric name for customobj.metrics.get_metric) of the test-set table.
@@ -38,9 +39,9 @@ TEST_METRICS = (
     ("p@100%", "precision@100%"),
 )
 RUN_COLUMNS = ("train_time_s", "best_round", "rounds_trained")
-RESULT_COLUMNS = ("method", "fold", *(c for c, _ in TEST_METRICS), "valid_ndcg@10", *RUN_COLUMNS)
+RESULT_COLUMNS = ("method", "fold", "seed", *(c for c, _ in TEST_METRICS), "valid_ndcg@10", *RUN_COLUMNS)
 PAIRED_COLUMNS = ("method", "baseline", "n_queries", "mean_diff_ndcg@10", "wins", "losses", "ties",
-                  "wilcoxon_p", "ttest_p")
+                  "wilcoxon_p", "wilcoxon_p_holm", "ttest_p", "ttest_p_holm")
 
 
 def evaluate(scores: np.ndarray, split) -> tuple[dict, np.ndarray]:
@@ -53,18 +54,28 @@ def evaluate(scores: np.ndarray, split) -> tuple[dict, np.ndarray]:
 
 
 def summarize(rows: list[dict], methods: list[str]) -> list[dict]:
-    """Mean and std (over folds, ``ddof=0``) of every numeric column, per method in the given order."""
+    """Per method (in the given order), every numeric column averaged over seeds within a fold, then
+    mean and std over folds (``ddof=0``). With several seeds also ``<column>_seed_std``: the std over
+    seeds within a fold (``ddof=0``), averaged over folds -- the seed spread beside the fold spread."""
     out = []
-    numeric = [c for c in RESULT_COLUMNS if c not in ("method", "fold")]
+    numeric = [c for c in RESULT_COLUMNS if c not in ("method", "fold", "seed")]
     for m in methods:
         mine = [r for r in rows if r["method"] == m]
         if not mine:
             continue
-        entry = {"method": m, "n_folds": len(mine)}
+        folds = list(dict.fromkeys(r["fold"] for r in mine))
+        by_fold = [[r for r in mine if r["fold"] == f] for f in folds]
+        n_seeds = min(len(b) for b in by_fold)
+        entry = {"method": m, "n_folds": len(folds)}
+        if n_seeds > 1:
+            entry["n_seeds"] = n_seeds
         for c in numeric:
-            vals = np.array([r[c] for r in mine], dtype=np.float64)
-            entry[f"{c}_mean"] = float(vals.mean())
-            entry[f"{c}_std"] = float(vals.std())
+            vals = [np.array([r[c] for r in b], dtype=np.float64) for b in by_fold]
+            means = np.array([v.mean() for v in vals])
+            entry[f"{c}_mean"] = float(means.mean())
+            entry[f"{c}_std"] = float(means.std())
+            if n_seeds > 1:
+                entry[f"{c}_seed_std"] = float(np.mean([v.std() for v in vals]))
         out.append(entry)
     return out
 
@@ -84,11 +95,15 @@ def _safe_p(test, diff):
 def paired_comparison(per_query: dict, methods: list[str], baseline: str) -> list[dict]:
     """Each method against ``baseline`` on test NDCG@10 per query, pooled over folds.
 
-    ``per_query[method]`` is the concatenation over folds (same fold order for every method), so
-    entries are paired by query. Two-sided Wilcoxon signed-rank (zero differences dropped, scipy's
-    default) and paired t-test p-values; NaN when every difference is zero.
+    ``per_query[method]`` is the concatenation over folds (same fold order for every method; with
+    several seeds, each query's mean over seeds), so entries are paired by query. Two-sided Wilcoxon
+    signed-rank (zero differences dropped, scipy's default) and paired t-test p-values; NaN when
+    every difference is zero. ``*_holm`` are the same p-values Holm-adjusted over all the methods
+    compared (:func:`customobj.compare.stats.holm`), one family per test.
     """
     from scipy import stats
+
+    from .stats import holm
 
     base = per_query[baseline]
     out = []
@@ -103,6 +118,9 @@ def paired_comparison(per_query: dict, methods: list[str], baseline: str) -> lis
             "wilcoxon_p": _safe_p(stats.wilcoxon, diff),
             "ttest_p": _safe_p(lambda d: stats.ttest_1samp(d, 0.0), diff),
         })
+    for test in ("wilcoxon_p", "ttest_p"):
+        for row, adjusted in zip(out, holm([r[test] for r in out])):
+            row[f"{test}_holm"] = float(adjusted)
     return out
 
 
@@ -115,20 +133,31 @@ def _render(header, body, align):
     return "\n".join([line(header), rule, *(line(r) for r in body)])
 
 
-def format_table(summary: list[dict]) -> str:
-    """Methods x (test metrics mean±std over folds, time, rounds)."""
+def format_table(summary: list[dict], *, tuning: str | None = None) -> str:
+    """Methods x (test metrics mean±std over folds, time, rounds); with several seeds a column of the
+    NDCG@10 seed spread; ``tuning`` (a sentence on the search and its budget) ends the note."""
+    n_seeds = max((s.get("n_seeds", 1) for s in summary), default=1)
     header = ["method", *(c.upper() for c, _ in TEST_METRICS), "time s", "rounds"]
+    if n_seeds > 1:
+        header.insert(len(TEST_METRICS) + 1, "NDCG@10 seed±")
     body = []
     for s in summary:
         cells = [s["method"]]
         for c, _ in TEST_METRICS:
             cells.append(f"{s[c + '_mean']:.4f}±{s[c + '_std']:.3f}")
+        if n_seeds > 1:
+            cells.append(f"{s.get('ndcg@10_seed_std', 0.0):.4f}")
         cells.append(f"{s['train_time_s_mean']:.2f}")
         cells.append(f"{s['best_round_mean']:.0f}/{s['rounds_trained_mean']:.0f}")
         body.append(cells)
     n_folds = max((s["n_folds"] for s in summary), default=0)
-    note = (f"test metrics: mean±std over {n_folds} fold(s); time = training seconds per fold; "
+    over = f"{n_folds} fold(s)" + (f" of the mean over {n_seeds} seeds" if n_seeds > 1 else "")
+    note = (f"test metrics: mean±std over {over}; time = training seconds per fold; "
             "rounds = kept (best on validation) / trained")
+    if n_seeds > 1:
+        note += f"; seed± = std of NDCG@10 over the {n_seeds} seeds, averaged over folds"
+    if tuning:
+        note += "\n" + tuning
     return _render(header, body, "l" + "r" * (len(header) - 1)) + "\n" + note
 
 
@@ -136,22 +165,39 @@ def _p(x):
     return "n/a" if not np.isfinite(x) else (f"{x:.2e}" if x < 1e-3 else f"{x:.4f}")
 
 
+def _survives(p):
+    from .stats import ALPHA
+
+    return bool(np.isfinite(p) and p <= ALPHA)
+
+
 def format_paired(paired: list[dict]) -> str:
+    """The paired tests, raw and Holm-adjusted; ``*`` marks a Wilcoxon test that survives Holm at
+    :data:`customobj.compare.stats.ALPHA`."""
+    from .stats import ALPHA
+
     if not paired:
         return ""
     base = paired[0]["baseline"]
-    header = ["method", "ΔNDCG@10", "wins/losses/ties", "Wilcoxon p", "t-test p"]
+    header = ["method", "ΔNDCG@10", "wins/losses/ties", "Wilcoxon p", "Holm", "t-test p", "Holm", ""]
     body = [[p["method"], f"{p['mean_diff_ndcg@10']:+.4f}", f"{p['wins']}/{p['losses']}/{p['ties']}",
-             _p(p["wilcoxon_p"]), _p(p["ttest_p"])] for p in paired]
+             _p(p["wilcoxon_p"]), _p(p["wilcoxon_p_holm"]), _p(p["ttest_p"]), _p(p["ttest_p_holm"]),
+             "*" if _survives(p["wilcoxon_p_holm"]) else ""] for p in paired]
     n = paired[0]["n_queries"]
     title = f"paired comparison with {base} on test NDCG@10 ({n} queries pooled over folds, two-sided):"
-    return title + "\n" + _render(header, body, "lrrrr")
+    kept = sum(_survives(p["wilcoxon_p_holm"]) for p in paired)
+    note = (f"* = significant at {ALPHA:g} after Holm's correction over the {len(paired)} methods compared "
+            f"(Wilcoxon): {kept} of {len(paired)}")
+    return title + "\n" + _render(header, body, "lrrrrrrl") + "\n" + note
 
 
 # --- files ----------------------------------------------------------------------------------------
 #: Version of the layout of results.json (its "schema_version" field). Readers check it.
 RESULTS_SCHEMA = "customobj-compare-results"
-RESULTS_SCHEMA_VERSION = 1
+RESULTS_SCHEMA_VERSION = 2
+#: Versions read_results accepts. 2 added per-seed rows ("seed"), Holm-adjusted p-values, "seeds"
+#: and "tuning"; every field of version 1 kept its meaning, so version 1 files still read.
+READABLE_SCHEMA_VERSIONS = (1, 2)
 
 
 def csv_text(rows: list[dict], columns) -> str:
@@ -201,13 +247,18 @@ def read_results(path: str | os.PathLike) -> dict:
     if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
         raise ValueError(f"{path}: not a customobj compare results file (schema must be {RESULTS_SCHEMA!r})")
     version = doc.get("schema_version")
-    if version != RESULTS_SCHEMA_VERSION:
+    if type(version) is not int or version not in READABLE_SCHEMA_VERSIONS:
         raise ValueError(f"{path}: schema_version {version!r} is not supported (this customobj reads "
-                         f"{RESULTS_SCHEMA_VERSION})")
+                         f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))})")
     for key, kind in (("methods", list), ("folds", list), ("results", list), ("summary", list),
                       ("paired", list), ("curves", dict), ("settings", dict)):
         if not isinstance(doc.get(key), kind):
             raise ValueError(f"{path}: field {key!r} must be a JSON {'array' if kind is list else 'object'}")
+    if version >= 2:
+        if not isinstance(doc.get("seeds"), list) or not all(type(v) is int for v in doc["seeds"]):
+            raise ValueError(f"{path}: field 'seeds' must be a JSON array of integers")
+        if doc.get("tuning") is not None and not isinstance(doc["tuning"], dict):
+            raise ValueError(f"{path}: field 'tuning' must be a JSON object or null")
     return doc
 
 

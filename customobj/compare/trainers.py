@@ -30,6 +30,10 @@ class Settings:
     seed: int = 0
     jobs: int = 2
     early_stopping: int = 20  # patience in rounds; 0 disables early stopping
+    #: Further model parameters in the backend's own names (``(name, value), ...``), applied after the
+    #: defaults above: LightGBM / XGBoost / CatBoost parameters, TreeBooster keyword arguments.
+    #: ``--tune`` fills it (customobj.compare.tuning); empty means the fixed settings.
+    params: tuple = ()
 
 
 @dataclass
@@ -113,6 +117,7 @@ def _train_lgb(spec, st, train_, valid, test):
         "metric": "ndcg", "eval_at": [10],
     }
     feval = None
+    params.update(st.params)
     if spec.native:
         params["objective"] = spec.target
         params.update(spec.kwargs)
@@ -154,6 +159,7 @@ def _train_xgb(spec, st, train_, valid, test):
         "eval_metric": CURVE_METRIC, "disable_default_eval_metric": 1,
     }
     kwargs = {}
+    params.update(st.params)
     if spec.native:
         params["objective"] = spec.target
         params.update(spec.kwargs)
@@ -203,6 +209,7 @@ def _train_cb(spec, st, train_, valid, test):
         params.update(od_type="Iter", od_wait=st.early_stopping, use_best_model=True)
     else:
         params["use_best_model"] = False
+    params.update(st.params)
     params.update(spec.kwargs)
     start = time.perf_counter()
     pool_train = catboost.Pool(train_.X, train_.y, group_id=train_.qid)
@@ -223,7 +230,8 @@ def _ole_booster(spec, st, obj, rounds):
     from ..ole import TreeBooster
 
     return TreeBooster(obj, criterion=spec.criterion, num_leaves=st.num_leaves, learning_rate=st.learning_rate,
-                       n_estimators=rounds, random_state=st.seed, n_jobs=st.jobs, verbose=False)
+                       n_estimators=rounds, random_state=st.seed, n_jobs=st.jobs, verbose=False,
+                       **dict(st.params))
 
 
 def _train_ole(spec, st, train_, valid, test):

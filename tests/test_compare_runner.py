@@ -1,0 +1,102 @@
+"""The training loop of compare (customobj/compare/runner.py): seeds, run counts, and the seed
+summary it feeds (report.summarize / format_table)."""
+import csv
+
+import numpy as np
+import pytest
+
+import customobj.adapters  # noqa: F401  (before any lightgbm import, as the CLI does)
+from customobj.cli import main as cli_main
+from customobj.compare.methods import parse_methods
+from customobj.compare.report import evaluate, format_table, read_results, summarize
+from customobj.compare.runner import n_runs, run_all, seed_list
+from customobj.compare.trainers import Settings, Split, train
+from customobj.data import synthetic
+
+
+class _Bar:
+    def __init__(self):
+        self.n = 0
+
+    def update(self, n=1):
+        self.n += n
+
+    def set_description(self, text):
+        pass
+
+
+def test_seed_list_and_run_counts():
+    assert seed_list(5, 3) == [5, 6, 7]
+    specs = parse_methods("lgb:lambdarank,lgb:RankNet,ens:lgb:lambdarank+xgb:RankNet")
+    # 3 single methods (the ensemble adds xgb:RankNet only); 2 folds
+    assert n_runs(specs, 2, 1, 0) == 6
+    assert n_runs(specs, 2, 3, 0) == 18
+    assert n_runs(specs, 2, 3, 4) == 2 * 3 * (4 + 2)  # the first seed's run is the chosen trial
+
+
+def _fold():
+    return tuple(Split.from_data(synthetic(q, 10, 6, seed=s)) for q, s in ((40, 1), (20, 2), (20, 3)))
+
+
+def test_seeds_repeat_each_run_and_the_paired_input_is_their_mean():
+    tr, va, te = _fold()
+    # feature_fraction < 1 makes the seed matter to LightGBM
+    st = Settings(rounds=5, num_leaves=7, early_stopping=0, jobs=1, params=(("feature_fraction", 0.5),))
+    specs = parse_methods("lgb:lambdarank")
+    bar = _Bar()
+    out = run_all(specs, [(1, tr, va, te)], st, seeds=[0, 1, 2], n_trials=0, train_fn=train, bar=bar)
+    assert bar.n == 3
+    assert [(r["fold"], r["seed"]) for r in out.rows] == [(1, 0), (1, 1), (1, 2)]
+    per_seed = []
+    for seed, row in zip((0, 1, 2), out.rows):
+        res = train(specs[0], Settings(**{**vars(st), "seed": seed}), tr, va, te)
+        metrics, pq = evaluate(res.test_scores, te)
+        assert row["ndcg@10"] == metrics["ndcg@10"]
+        per_seed.append(pq)
+    assert len({r["ndcg@10"] for r in out.rows}) > 1, "the seeds gave identical models"
+    np.testing.assert_allclose(out.per_query["lgb:lambdarank"][0], np.mean(per_seed, axis=0))
+    assert len(out.curves["lgb:lambdarank"]) == 1  # the first seed's curve per fold
+
+
+def test_summarize_reports_the_seed_spread_beside_the_fold_spread():
+    rows = [{"method": "m", "fold": f, "seed": s, "ndcg@10": v}
+            for f, s, v in [(1, 0, 0.5), (1, 1, 0.7), (2, 0, 0.2), (2, 1, 0.2)]]
+    for r in rows:
+        for c in ("ndcg@1", "ndcg@3", "ndcg@5", "err@10", "map", "p@100%", "valid_ndcg@10",
+                  "train_time_s", "best_round", "rounds_trained"):
+            r[c] = 1.0
+    (s,) = summarize(rows, ["m"])
+    assert (s["n_folds"], s["n_seeds"]) == (2, 2)
+    # fold means 0.6 and 0.2: mean 0.4, std 0.2; seed stds 0.1 and 0.0: mean 0.05
+    assert s["ndcg@10_mean"] == pytest.approx(0.4) and s["ndcg@10_std"] == pytest.approx(0.2)
+    assert s["ndcg@10_seed_std"] == pytest.approx(0.05)
+    table = format_table([s])
+    assert "NDCG@10 seed±" in table and "0.0500" in table and "mean over 2 seeds" in table
+    one = summarize([r for r in rows if r["seed"] == 0], ["m"])[0]
+    assert "n_seeds" not in one and "ndcg@10_seed_std" not in one and "seed±" not in format_table([one])
+
+
+def test_cli_seeds(tmp_path):
+    out = tmp_path / "o"
+    code = cli_main(["compare", "--synthetic-queries", "40", "--synthetic-docs", "8", "--rounds", "3",
+                     "--num-leaves", "7", "--quiet", "--no-plot", "--folds", "1", "--seeds", "2", "--seed", "7",
+                     "--methods", "lgb:lambdarank,ole:RankNet", "--out", str(out)])
+    assert code == 0
+    with open(out / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert sorted((r["method"], r["seed"]) for r in rows) == [
+        ("lgb:lambdarank", "7"), ("lgb:lambdarank", "8"), ("ole:RankNet[ole]", "7"), ("ole:RankNet[ole]", "8")]
+    data = read_results(out / "results.json")
+    assert data["seeds"] == [7, 8]
+    assert all(s["n_seeds"] == 2 for s in data["summary"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "0"], "--seeds"),
+    (["--seeds", "1001"], "--seeds"),
+    (["--seed", "2147483647", "--seeds", "2"], "goes past 2147483647"),
+])
+def test_bad_seeds(argv, message, tmp_path, capsys):
+    assert cli_main(["compare", *argv, "--out", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.splitlines()) == 1
