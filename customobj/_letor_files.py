@@ -172,8 +172,16 @@ def _apply_fallback(path, raw, fallback, labels, values):
                     raise ValueError(f"{_where(path, raw, int(start[k]), 0)}: the label must be finite, got {token!r}")
                 labels[pos[mask]] = parsed
             else:
-                with np.errstate(over="ignore"):  # beyond float32 range: inf, as numpy's cast
-                    values[pos[mask]] = parsed.astype(np.float32)
+                # X is float32: a finite value that rounds beyond its range would silently become inf
+                with np.errstate(over="ignore"):
+                    cast = parsed.astype(np.float32)
+                bad = np.flatnonzero(np.isinf(cast))  # parsed is finite here: the words went to `special`
+                if bad.size:  # e.g. 1e39
+                    k = np.flatnonzero(mask)[bad[0]]
+                    token = raw[start[k]:end[k]].decode("utf-8", "replace")
+                    raise ValueError(f"{_where(path, raw, int(start[k]), 0)}: feature value {token!r} is beyond the "
+                                     "float32 range of X (|x| <= 3.4e38); write inf if that is what it means")
+                values[pos[mask]] = cast
     special = ~plain  # nan / inf feature values (the kernel checked the words)
     if special.any():
         values[pos[special]] = [float(raw[a:b]) for a, b in zip(start[special].tolist(), end[special].tolist())]

@@ -76,12 +76,20 @@ def test_folders_devices_and_pipes_are_refused_before_reading(tmp_path):
 
 def test_labels_and_feature_values_kept_as_written(tmp_path):
     """Negative and large grades are data (the losses check what they accept); NaN is a missing
-    feature value and inf is kept; a value beyond float32's range becomes inf like numpy's cast."""
+    feature value and inf is kept; a finite value beyond float32's range is refused (it would become
+    inf in the float32 X without a word)."""
     path = tmp_path / "v.txt"
-    path.write_text("-1 qid:1 1:nan 2:inf\n1e300 qid:1 1:-Infinity 2:1e39\n")
+    path.write_text("-1 qid:1 1:nan 2:inf\n1e300 qid:1 1:-Infinity 2:3e38\n")
     d = load_letor(path)
     assert d.y.tolist() == [-1.0, 1e300]
-    assert np.isnan(d.X[0, 0]) and d.X[0, 1] == np.inf and d.X[1, 0] == -np.inf and d.X[1, 1] == np.inf
+    assert np.isnan(d.X[0, 0]) and d.X[0, 1] == np.inf and d.X[1, 0] == -np.inf
+    assert d.X[1, 1] == np.float32(3e38)
+    path.write_text("1 qid:1 1:0.5\n0 qid:1 1:1 2:-1e39\n")
+    with pytest.raises(ValueError, match=r"v.txt: line 2, column 15: feature value '-1e39' is beyond the float32 "
+                                         r"range of X"):
+        load_letor(path)
+    path.write_text("1 qid:1 1:3.402823466385289e+38\n")  # above FLT_MAX in float64, rounds to it: kept
+    assert load_letor(path).X[0, 0] == np.finfo(np.float32).max
 
 
 # --- memory guard: a dense X too wide or too large is refused before allocation -------------------
