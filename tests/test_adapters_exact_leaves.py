@@ -255,3 +255,18 @@ def test_refuses_bad_data(small):
         adapters.ExactLeaves(customobj.RankNet(), X[:-1], y, g)
     with pytest.raises(ValueError):
         adapters.ExactLeaves(customobj.RankNet(), X, y, [3, 4])  # groups that do not cover the rows
+
+
+# --- customobj compare: lgb:LambdaRank{exact_leaves} ------------------------------------------------
+def test_compare_method_trains_with_exact_leaves():
+    from customobj.compare.methods import parse_method
+    from customobj.compare.trainers import Settings, Split, train as train_method
+
+    X, y, g = int_rank_data(8)
+    Xv, yv, gv = int_rank_data(9, n_queries=10)
+    tr, va = Split(X, y, g), Split(Xv, yv, gv)
+    st = Settings(rounds=3, num_leaves=7, jobs=1, early_stopping=0)
+    exact = train_method(parse_method("lgb:LambdaRank{exact_leaves}"), st, tr, va, va)
+    plain = train_method(parse_method("lgb:LambdaRank"), st, tr, va, va)
+    assert exact.curve[-1] == pytest.approx(customobj.metrics.ndcg(exact.valid_scores, yv, gv, k=10), abs=1e-9)
+    assert not np.allclose(exact.valid_scores, plain.valid_scores, rtol=1e-3)
