@@ -10,9 +10,10 @@ with the matrix of :class:`customobj.ole.TreeBooster` ``(leaf_solver="joint")``
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
+from numba import njit
 
 from customobj._validation import check_nonnegative, check_positive
 from customobj.ole.joint_leaves import LeafSystem, rows_leaf_system
@@ -25,6 +26,75 @@ __all__ = ["ExactLeaves"]
 #: LightGBM's names of the learning rate, main name first (its own precedence).
 _LEARNING_RATE_ALIASES = ("learning_rate", "shrinkage_rate", "eta")
 _DEFAULT_LEARNING_RATE = 0.1  # LightGBM's default
+
+
+# LightGBM's tree encoding (include/LightGBM/tree.h): decision_type bits, the "zero" band of
+# missing_type=zero (kZeroThreshold, a float32 1e-35), the missing types.
+_CATEGORICAL_BIT, _DEFAULT_LEFT_BIT = 1, 2
+_MISSING_ZERO, _MISSING_NAN = 1, 2
+_ZERO_THRESHOLD = float(np.float32(1e-35))
+
+
+class _Tree(NamedTuple):
+    """One LightGBM tree as arrays (from ``Booster.model_to_string``)."""
+
+    num_leaves: int
+    split_feature: np.ndarray  # int64, one per internal node
+    threshold: np.ndarray  # float64
+    decision_type: np.ndarray  # int64
+    left_child: np.ndarray  # int64: >= 0 an internal node, ~leaf otherwise
+    right_child: np.ndarray
+    leaf_value: np.ndarray  # float64, as LightGBM stores it (already shrunk)
+    numerical: bool  # no categorical split: the traversal below applies
+
+
+def _parse_trees(text: str) -> list[_Tree]:
+    """The trees of a ``model_to_string`` text, in order (values are printed with 17 digits: exact)."""
+    body = text.split("end of trees", 1)[0]
+    trees = []
+    for block in body.split("\nTree=")[1:]:
+        kv = dict(line.split("=", 1) for line in block.splitlines()[1:] if "=" in line)
+        if kv.get("is_linear", "0") != "0":
+            raise ValueError("ExactLeaves does not support linear_tree: its leaves are linear models, not values")
+
+        def arr(key, dtype):
+            return np.array(kv[key].split(), dtype=dtype) if kv.get(key, "").strip() else np.zeros(0, dtype)
+
+        decision = arr("decision_type", np.int64)
+        trees.append(_Tree(int(kv["num_leaves"]), arr("split_feature", np.int64), arr("threshold", np.float64),
+                           decision, arr("left_child", np.int64), arr("right_child", np.int64),
+                           arr("leaf_value", np.float64),
+                           int(kv.get("num_cat", "0")) == 0 and not np.any(decision & _CATEGORICAL_BIT)))
+    return trees
+
+
+@njit(cache=True)
+def _tree_leaves(X, feature, threshold, decision, left, right, out):
+    """``out[r]`` = the leaf row ``r`` of ``X`` falls in: LightGBM's ``Tree::NumericalDecision``."""
+    for r in range(X.shape[0]):
+        node = 0 if left.shape[0] > 0 else -1
+        while node >= 0:
+            v = np.float64(X[r, feature[node]])
+            if -_ZERO_THRESHOLD <= v <= _ZERO_THRESHOLD:
+                v = 0.0  # LightGBM's predict drops such entries from a dense row: they read as 0
+            dt = decision[node]
+            missing = (dt >> 2) & 3
+            if np.isnan(v) and missing != _MISSING_NAN:
+                v = 0.0
+            if (missing == _MISSING_ZERO and v == 0.0) or (missing == _MISSING_NAN and np.isnan(v)):
+                go_left = (dt & _DEFAULT_LEFT_BIT) != 0
+            else:
+                go_left = v <= threshold[node]
+            node = left[node] if go_left else right[node]
+        out[r] = ~node
+
+
+def _dense(X):
+    """``X`` itself when the leaf traversal can read it (a 2-D float32/float64 numpy array), else None
+    (LightGBM's ``predict(pred_leaf=True)`` is used: pandas, scipy.sparse, other dtypes)."""
+    if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype in (np.float32, np.float64):
+        return X
+    return None
 
 
 def _learning_rate(params: dict | None) -> float:
@@ -73,9 +143,11 @@ class ExactLeaves:
     round's trees), ``q`` at LightGBM's leaves and at the exact ones, both without shrinkage:
     ``quadratic_exact <= quadratic_lightgbm`` and ``quadratic_exact <= 0``.
 
-    Cost per round: one gradient / hessian / coupling pass of the objective, a leaf prediction of
-    the training (and validation) rows, an ``O(pairs)`` pass building ``A`` and a solve of
-    ``num_leaves`` unknowns.
+    Cost per round: one gradient / hessian / coupling pass of the objective, the leaf of every
+    training (and validation) row (a traversal of the new tree over the raw features when they are
+    a float32/float64 numpy array, LightGBM's ``predict(pred_leaf=True)`` otherwise), an
+    ``O(pairs)`` pass building ``A`` and a solve of ``num_leaves`` unknowns. Categorical splits
+    are supported through ``predict``; ``linear_tree`` is refused (ValueError).
 
     Refused at the first call, before any leaf changes (see
     :func:`~customobj.adapters.callbacks.require_customobj_training`): a native objective, a custom
@@ -125,7 +197,19 @@ class ExactLeaves:
 
     # LineSearch's score tracking, offsets and evaluation rewriting, shared rather than copied.
     _start = LineSearch._start
-    _tree_output = LineSearch._tree_output
+    _predicted_leaves = LineSearch._tree_output
+
+    def _leaves(self, booster, X, trees, it, k):
+        """(rows, k) int64 leaf of each row in this round's trees."""
+        dense = _dense(X)
+        if dense is None or not all(t.numerical for t in trees):
+            return self._predicted_leaves(booster, X, it, k)
+        out = np.empty((dense.shape[0], k), dtype=np.int64)
+        for c, t in enumerate(trees):
+            col = np.empty(dense.shape[0], dtype=np.int64)
+            _tree_leaves(dense, t.split_feature, t.threshold, t.decision_type, t.left_child, t.right_child, col)
+            out[:, c] = col
+        return out
     _rewrite_evaluation = LineSearch._rewrite_evaluation
     _labels_groups = staticmethod(LineSearch._labels_groups)
     _add_offset = staticmethod(LineSearch._add_offset)
@@ -164,13 +248,16 @@ class ExactLeaves:
         lr = _learning_rate(env.params)
         s = self._train.scores
         grad, hess, pairs = self._derivatives(s)
-        leaves = self._tree_output(booster, self.X, it, k)
+        trees = _parse_trees(booster.model_to_string(start_iteration=it, num_iteration=1))
+        if len(trees) != k:
+            raise RuntimeError(f"ExactLeaves expected {k} new tree(s) in round {it + 1}, LightGBM has {len(trees)}")
+        leaves = self._leaves(booster, self.X, trees, it, k)
         q_lgb = q_exact = 0.0
         deltas, news = [], []
         for c in range(k):
             tree, rows = it * k + c, leaves[:, c]
-            n_leaves = int(rows.max()) + 1
-            old = np.array([booster.get_leaf_output(tree, leaf) for leaf in range(n_leaves)])
+            old = trees[c].leaf_value
+            n_leaves = old.shape[0]
             g = grad if k == 1 else np.ascontiguousarray(grad[:, c])
             h = hess if k == 1 else np.ascontiguousarray(hess[:, c])
             system: LeafSystem = rows_leaf_system(rows, g, h, pairs, self.lambda_l2, n_leaves)
@@ -187,7 +274,7 @@ class ExactLeaves:
         self._advance(self._train, leaves, news, deltas, _SCORE_OFFSETS)
         for tr in self._valid:
             if tr.scores is not None:
-                self._advance(tr, self._tree_output(booster, tr.X, it, k), news, deltas, _SCORE_OFFSETS)
+                self._advance(tr, self._leaves(booster, tr.X, trees, it, k), news, deltas, _SCORE_OFFSETS)
         if env.evaluation_result_list:
             self._rewrite_evaluation(booster, env.evaluation_result_list)
 

@@ -270,3 +270,57 @@ def test_compare_method_trains_with_exact_leaves():
     plain = train_method(parse_method("lgb:LambdaRank"), st, tr, va, va)
     assert exact.curve[-1] == pytest.approx(customobj.metrics.ndcg(exact.valid_scores, yv, gv, k=10), abs=1e-9)
     assert not np.allclose(exact.valid_scores, plain.valid_scores, rtol=1e-3)
+
+
+# --- the leaf traversal: LightGBM's decisions on raw features ------------------------------------
+@pytest.mark.parametrize("extra", [{}, {"zero_as_missing": True}, {"use_missing": False},
+                                   {"categorical_feature": [0]}])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_leaf_traversal_is_lightgbms(extra, dtype):
+    extra = dict(extra)
+    """ExactLeaves reads each new tree's leaves by its own traversal of LightGBM's tree arrays
+    (categorical trees: LightGBM's predict). On NaN, zeros of both signs, tiny values around the
+    zero threshold and every split threshold and its float neighbours it assigns LightGBM's leaves."""
+    rng = np.random.default_rng(10)
+    n = 600
+    X = rng.normal(size=(n, 4))
+    X[:, 0] = rng.integers(0, 6, n)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[rng.random(X.shape) < 0.1] = 0.0
+    y = 3 + np.nan_to_num(X[:, 1]) + (np.nan_to_num(X[:, 2]) == 0) + 2 * np.isin(X[:, 0], [1, 4])
+    y += rng.normal(0, 0.1, n)
+    obj = customobj.SquaredError()
+    params = dict(P, objective=adapters.lightgbm_objective(obj), num_leaves=15, min_data_in_leaf=5)
+    categorical = extra.pop("categorical_feature", None) if extra else None
+    params.update(extra)
+    y = np.clip(y, 0, None)
+    data = lgb.Dataset(X, y, categorical_feature=categorical or "auto")
+    exact = adapters.ExactLeaves(obj, X.astype(dtype), np.clip(y, 0, None))
+    booster = lgb.train(params, data, 3, callbacks=[exact])
+    probes = [X]
+    np_over = np.errstate(over="ignore")  # huge thresholds (an "inf" one) overflow float32: intended
+    np_over.__enter__()
+    for info in booster.dump_model()["tree_info"]:
+        stack = [info["tree_structure"]]
+        while stack:
+            node = stack.pop()
+            if "split_feature" in node:
+                stack += [node["left_child"], node["right_child"]]
+                thr = node["threshold"]
+                if isinstance(thr, float):
+                    near = np.float32(thr) if np.isfinite(thr) else thr  # a float32 cast of inf is inf
+                    for v in (thr, np.nextafter(thr, -np.inf), np.nextafter(thr, np.inf), float(near)):
+                        row = np.full((1, 4), v)
+                        probes.append(row)
+    probes.append(np.array([[0.0, -0.0, 1e-36, -1e-36], [1e-35, -1e-35, 2e-35, np.nan], [np.inf, -np.inf, 0, 5]]))
+    P_ = np.vstack(probes).astype(dtype)
+    np_over.__exit__(None, None, None)
+    from customobj.adapters.exact_leaves import _parse_trees
+
+    text = booster.model_to_string()
+    trees = _parse_trees(text)
+    assert all(t.numerical for t in trees) == (categorical is None)  # both paths run
+    for it in range(3):
+        got = exact._leaves(booster, P_, trees[it:it + 1], it, 1)
+        np.testing.assert_array_equal(got, booster.predict(P_, start_iteration=it, num_iteration=1, pred_leaf=True)
+                                      .reshape(-1, 1))
