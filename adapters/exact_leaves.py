@@ -13,7 +13,7 @@ import warnings
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from customobj._validation import check_nonnegative, check_positive
 from customobj.ole.joint_leaves import LeafSystem, rows_leaf_system
@@ -68,10 +68,11 @@ def _parse_trees(text: str) -> list[_Tree]:
     return trees
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _tree_leaves(X, feature, threshold, decision, left, right, out):
-    """``out[r]`` = the leaf row ``r`` of ``X`` falls in: LightGBM's ``Tree::NumericalDecision``."""
-    for r in range(X.shape[0]):
+    """``out[r]`` = the leaf row ``r`` of ``X`` falls in: LightGBM's ``Tree::NumericalDecision``
+    (rows are independent: the same result for any thread count)."""
+    for r in prange(X.shape[0]):
         node = 0 if left.shape[0] > 0 else -1
         while node >= 0:
             v = np.float64(X[r, feature[node]])
@@ -95,6 +96,24 @@ def _dense(X):
     if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype in (np.float32, np.float64):
         return X
     return None
+
+
+class _CouplingsRequest:
+    """What ExactLeaves asks :func:`~customobj.adapters.lightgbm_objective` for (its ``_COUPLINGS``
+    registry): the round's pair couplings from the objective's own pass, with its float64 gradients,
+    so they are computed once, at exactly the scores LightGBM's tree was grown on."""
+
+    __slots__ = ("pair_buffer", "grad", "hess", "couplings")
+
+    def __init__(self, pair_buffer):
+        self.pair_buffer, self.grad, self.hess, self.couplings = pair_buffer, None, None, None
+
+    def take(self):
+        """``(grad, hess, couplings)`` once, then None until the objective's next call."""
+        if self.couplings is None:
+            return None
+        out, self.couplings = (self.grad, self.hess, self.couplings), None
+        return out
 
 
 def _learning_rate(params: dict | None) -> float:
@@ -128,7 +147,8 @@ class ExactLeaves:
     Scores: as :class:`~customobj.adapters.callbacks.LineSearch` (the same score offsets,
     validation tracking and evaluation rewriting), so the objective, ``lightgbm_metric`` and this
     round's evaluation results (``record_evaluation``, ``early_stopping``) see the model with the
-    new leaves. Do not combine it with ``LineSearch`` in one training.
+    new leaves. Do not combine it with ``LineSearch`` in one training; build a new
+    ``lightgbm.Dataset`` for each training with either (a reused one is refused: ValueError).
 
     Parameters
     ----------
@@ -143,7 +163,9 @@ class ExactLeaves:
     round's trees), ``q`` at LightGBM's leaves and at the exact ones, both without shrinkage:
     ``quadratic_exact <= quadratic_lightgbm`` and ``quadratic_exact <= 0``.
 
-    Cost per round: one gradient / hessian / coupling pass of the objective, the leaf of every
+    Cost per round: the objective's gradient pass also produces the pair couplings (one fused pass,
+    from the second round on; :func:`~customobj.adapters.lightgbm_objective` does it for a Dataset
+    this callback trains on), the leaf of every
     training (and validation) row (a traversal of the new tree over the raw features when they are
     a float32/float64 numpy array, LightGBM's ``predict(pred_leaf=True)`` otherwise), an
     ``O(pairs)`` pass building ``A`` and a solve of ``num_leaves`` unknowns. Categorical splits
@@ -191,12 +213,13 @@ class ExactLeaves:
         self._warned = set()
         self._g = self._h = None
         self._pairs = None  # pair arrays reused across rounds (objectives that write into them)
+        self._request = None
 
     def __repr__(self) -> str:
         return f"ExactLeaves({self.objective!r}, lambda_l2={self.lambda_l2!r})"
 
     # LineSearch's score tracking, offsets and evaluation rewriting, shared rather than copied.
-    _start = LineSearch._start
+    _track = LineSearch._start
     _predicted_leaves = LineSearch._tree_output
 
     def _leaves(self, booster, X, trees, it, k):
@@ -229,6 +252,20 @@ class ExactLeaves:
                                                                pair_buffer=self._pair_buffer)
         return (*self.objective.grad_hess_prepared(s, self.prep, self._g, self._h), None)
 
+    def _start(self, booster, it, k, offsets):
+        from .lightgbm import _COUPLINGS
+
+        if booster.train_set in offsets:
+            raise ValueError(
+                "ExactLeaves: this training Dataset carries score corrections from an earlier training with "
+                "ExactLeaves / LineSearch, and this round's gradients already included them: build a new "
+                "lightgbm.Dataset for each training with these callbacks")
+        for ds in booster.valid_sets:
+            offsets.pop(ds, None)  # an earlier training's corrections: not this model's
+        self._track(booster, it, k)
+        if self.objective.pairwise and k == 1:  # from the next round on, one fused pass in the objective
+            self._request = _COUPLINGS[booster.train_set] = _CouplingsRequest(self._pair_buffer)
+
     def _check_labels(self, booster):
         label = booster.train_set.get_label()
         if label is None or not np.array_equal(np.asarray(label, dtype=np.float32), self._y32):
@@ -244,10 +281,11 @@ class ExactLeaves:
         if self._train is None:
             require_customobj_training(env, self)  # before any leaf is changed
             self._check_labels(booster)
-            self._start(booster, it, k)
+            self._start(booster, it, k, _SCORE_OFFSETS)
         lr = _learning_rate(env.params)
         s = self._train.scores
-        grad, hess, pairs = self._derivatives(s)
+        fused = self._request.take() if self._request is not None else None
+        grad, hess, pairs = fused if fused is not None else self._derivatives(s)
         trees = _parse_trees(booster.model_to_string(start_iteration=it, num_iteration=1))
         if len(trees) != k:
             raise RuntimeError(f"ExactLeaves expected {k} new tree(s) in round {it + 1}, LightGBM has {len(trees)}")

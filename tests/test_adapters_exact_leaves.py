@@ -324,3 +324,15 @@ def test_leaf_traversal_is_lightgbms(extra, dtype):
         got = exact._leaves(booster, P_, trees[it:it + 1], it, 1)
         np.testing.assert_array_equal(got, booster.predict(P_, start_iteration=it, num_iteration=1, pred_leaf=True)
                                       .reshape(-1, 1))
+
+
+def test_refuses_a_dataset_reused_from_an_earlier_training(small):
+    """Its score corrections would leak into the new training's first gradients."""
+    X, y, g = small
+    obj = customobj.RankNet()
+    data = lgb.Dataset(X, y, group=g)
+    lgb.train(dict(P, objective=adapters.lightgbm_objective(obj)), data, 2,
+              callbacks=[adapters.ExactLeaves(obj, X, y, g)])
+    with pytest.raises(ValueError, match="build a new lightgbm.Dataset"):
+        lgb.train(dict(P, objective=adapters.lightgbm_objective(obj)), data, 2,
+                  callbacks=[adapters.ExactLeaves(obj, X, y, g)])
