@@ -7,6 +7,7 @@ from customobj import adapters  # before lightgbm: sets the OpenMP wait policy
 import lightgbm as lgb
 
 import customobj
+from customobj.adapters.exact_leaves import _parse_trees
 from customobj.adapters.lightgbm import _SCORE_OFFSETS
 from customobj.ole import TreeBooster
 from customobj.ole.joint_leaves import rows_leaf_system
@@ -298,25 +299,21 @@ def test_leaf_traversal_is_lightgbms(extra, dtype):
     exact = adapters.ExactLeaves(obj, X.astype(dtype), np.clip(y, 0, None))
     booster = lgb.train(params, data, 3, callbacks=[exact])
     probes = [X]
-    np_over = np.errstate(over="ignore")  # huge thresholds (an "inf" one) overflow float32: intended
-    np_over.__enter__()
-    for info in booster.dump_model()["tree_info"]:
-        stack = [info["tree_structure"]]
-        while stack:
-            node = stack.pop()
-            if "split_feature" in node:
-                stack += [node["left_child"], node["right_child"]]
-                thr = node["threshold"]
-                if isinstance(thr, float):
-                    near = np.float32(thr) if np.isfinite(thr) else thr  # a float32 cast of inf is inf
-                    for v in (thr, np.nextafter(thr, -np.inf), np.nextafter(thr, np.inf), float(near)):
-                        row = np.full((1, 4), v)
-                        probes.append(row)
-    probes.append(np.array([[0.0, -0.0, 1e-36, -1e-36], [1e-35, -1e-35, 2e-35, np.nan], [np.inf, -np.inf, 0, 5]]))
-    P_ = np.vstack(probes).astype(dtype)
-    np_over.__exit__(None, None, None)
-    from customobj.adapters.exact_leaves import _parse_trees
-
+    with np.errstate(over="ignore"):  # huge thresholds (an "inf" one) overflow float32: intended
+        for info in booster.dump_model()["tree_info"]:
+            stack = [info["tree_structure"]]
+            while stack:
+                node = stack.pop()
+                if "split_feature" in node:
+                    stack += [node["left_child"], node["right_child"]]
+                    thr = node["threshold"]
+                    if isinstance(thr, float):
+                        near = np.float32(thr) if np.isfinite(thr) else thr  # a float32 cast of inf is inf
+                        for v in (thr, np.nextafter(thr, -np.inf), np.nextafter(thr, np.inf), float(near)):
+                            row = np.full((1, 4), v)
+                            probes.append(row)
+        probes.append(np.array([[0.0, -0.0, 1e-36, -1e-36], [1e-35, -1e-35, 2e-35, np.nan], [np.inf, -np.inf, 0, 5]]))
+        P_ = np.vstack(probes).astype(dtype)
     text = booster.model_to_string()
     trees = _parse_trees(text)
     assert all(t.numerical for t in trees) == (categorical is None)  # both paths run
