@@ -103,10 +103,20 @@ class _CouplingsRequest:
     registry): the round's pair couplings from the objective's own pass, with its float64 gradients,
     so they are computed once, at exactly the scores LightGBM's tree was grown on."""
 
-    __slots__ = ("pair_buffer", "grad", "hess", "couplings")
+    __slots__ = ("pairs", "grad", "hess", "couplings")
 
-    def __init__(self, pair_buffer):
-        self.pair_buffer, self.grad, self.hess, self.couplings = pair_buffer, None, None, None
+    def __init__(self):
+        # Nothing here refers to the callback or a Dataset: the registry holds this weakly keyed
+        # by the Dataset, and a value referring to its key would keep both alive for good.
+        self.pairs = self.grad = self.hess = self.couplings = None
+
+    def pair_buffer(self, m):
+        """``m`` pairs' worth of arrays, reused across rounds (objectives that write their pairs into them)."""
+        buf = self.pairs
+        if buf is None or buf[0].shape[0] < m:
+            c = m + m // 4 + 1024  # headroom: the pair count drifts from round to round
+            buf = self.pairs = (np.empty(c, np.int64), np.empty(c, np.int64), np.empty(c, np.float64))
+        return tuple(a[:m] for a in buf)
 
     def take(self):
         """``(grad, hess, couplings)`` once, then None until the objective's next call."""
@@ -165,8 +175,7 @@ class ExactLeaves:
 
     Cost per round: the objective's gradient pass also produces the pair couplings (one fused pass,
     from the second round on; :func:`~customobj.adapters.lightgbm_objective` does it for a Dataset
-    this callback trains on), the leaf of every
-    training (and validation) row (a traversal of the new tree over the raw features when they are
+    this callback trains on), the leaf of every training (and validation) row (a traversal of the new tree over the raw features when they are
     a float32/float64 numpy array, LightGBM's ``predict(pred_leaf=True)`` otherwise), an
     ``O(pairs)`` pass building ``A`` and a solve of ``num_leaves`` unknowns. Categorical splits
     are supported through ``predict``; ``linear_tree`` is refused (ValueError).
@@ -212,8 +221,7 @@ class ExactLeaves:
         self._train = self._valid = None
         self._warned = set()
         self._g = self._h = None
-        self._pairs = None  # pair arrays reused across rounds (objectives that write into them)
-        self._request = None
+        self._request = _CouplingsRequest()
 
     def __repr__(self) -> str:
         return f"ExactLeaves({self.objective!r}, lambda_l2={self.lambda_l2!r})"
@@ -221,6 +229,9 @@ class ExactLeaves:
     # LineSearch's score tracking, offsets and evaluation rewriting, shared rather than copied.
     _track = LineSearch._start
     _predicted_leaves = LineSearch._tree_output
+    _rewrite_evaluation = LineSearch._rewrite_evaluation
+    _labels_groups = staticmethod(LineSearch._labels_groups)
+    _add_offset = staticmethod(LineSearch._add_offset)
 
     def _leaves(self, booster, X, trees, it, k):
         """(rows, k) int64 leaf of each row in this round's trees."""
@@ -233,23 +244,13 @@ class ExactLeaves:
             _tree_leaves(dense, t.split_feature, t.threshold, t.decision_type, t.left_child, t.right_child, col)
             out[:, c] = col
         return out
-    _rewrite_evaluation = LineSearch._rewrite_evaluation
-    _labels_groups = staticmethod(LineSearch._labels_groups)
-    _add_offset = staticmethod(LineSearch._add_offset)
-
-    def _pair_buffer(self, m):
-        buf = self._pairs
-        if buf is None or buf[0].shape[0] < m:
-            c = m + m // 4 + 1024  # headroom: the pair count drifts from round to round
-            buf = self._pairs = (np.empty(c, np.int64), np.empty(c, np.int64), np.empty(c, np.float64))
-        return tuple(a[:m] for a in buf)
 
     def _derivatives(self, s):
         if self._g is None:
             self._g, self._h = np.empty_like(s), np.empty_like(s)
         if self.objective.pairwise and s.ndim == 1:
             return self.objective.grad_hess_couplings_prepared(s, self.prep, self._g, self._h,
-                                                               pair_buffer=self._pair_buffer)
+                                                               pair_buffer=self._request.pair_buffer)
         return (*self.objective.grad_hess_prepared(s, self.prep, self._g, self._h), None)
 
     def _start(self, booster, it, k, offsets):
@@ -264,7 +265,7 @@ class ExactLeaves:
             offsets.pop(ds, None)  # an earlier training's corrections: not this model's
         self._track(booster, it, k)
         if self.objective.pairwise and k == 1:  # from the next round on, one fused pass in the objective
-            self._request = _COUPLINGS[booster.train_set] = _CouplingsRequest(self._pair_buffer)
+            _COUPLINGS[booster.train_set] = self._request
 
     def _check_labels(self, booster):
         label = booster.train_set.get_label()
@@ -284,7 +285,7 @@ class ExactLeaves:
             self._start(booster, it, k, _SCORE_OFFSETS)
         lr = _learning_rate(env.params)
         s = self._train.scores
-        fused = self._request.take() if self._request is not None else None
+        fused = self._request.take()
         grad, hess, pairs = fused if fused is not None else self._derivatives(s)
         trees = _parse_trees(booster.model_to_string(start_iteration=it, num_iteration=1))
         if len(trees) != k:

@@ -333,3 +333,19 @@ def test_refuses_a_dataset_reused_from_an_earlier_training(small):
     with pytest.raises(ValueError, match="build a new lightgbm.Dataset"):
         lgb.train(dict(P, objective=adapters.lightgbm_objective(obj)), data, 2,
                   callbacks=[adapters.ExactLeaves(obj, X, y, g)])
+
+
+def test_a_finished_training_frees_its_dataset():
+    """The objective's registries hold Datasets weakly: nothing ExactLeaves leaves there keeps one alive."""
+    import gc
+    import weakref
+
+    X, y, g = int_rank_data(11, n_queries=8)
+    obj = customobj.LambdaRank()
+    data = lgb.Dataset(X, y, group=g)
+    booster = lgb.train(dict(P, objective=adapters.lightgbm_objective(obj)), data, 2,
+                        callbacks=[adapters.ExactLeaves(obj, X, y, g)])
+    ref = weakref.ref(data)
+    del data, booster
+    gc.collect()
+    assert ref() is None
