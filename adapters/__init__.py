@@ -35,7 +35,7 @@ from .metrics import (  # noqa: E402
     xgboost_early_stopping,
     xgboost_metric,
 )
-from .callbacks import LineSearch  # noqa: E402
+from .callbacks import ExactLeaves, LineSearch  # noqa: E402
 
 __all__ = [
     "lightgbm_objective",
@@ -54,5 +54,6 @@ __all__ = [
     "LightGBMMetric",
     "XGBoostMetric",
     "LineSearch",
+    "ExactLeaves",
     "configure_threads",
 ]

@@ -15,7 +15,7 @@ from ._data import ranking_scores, require_objective
 from .lightgbm import trained_objective
 from .metrics import lookup_metric
 
-__all__ = ["LineSearch", "require_customobj_training"]
+__all__ = ["LineSearch", "ExactLeaves", "require_customobj_training"]
 
 
 def require_customobj_training(env: object, callback: object) -> object:
@@ -304,3 +304,6 @@ class LineSearch:
             RuntimeWarning,
             stacklevel=2,
         )
+
+
+from .exact_leaves import ExactLeaves  # noqa: E402  (its own module; it reuses LineSearch's tracking)

@@ -46,6 +46,9 @@ __all__ = ["lightgbm_objective", "lightgbm_sklearn_objective", "LightGBMObjectiv
 
 #: Dataset -> float64 array added to LightGBM's training scores (written by LineSearch).
 _SCORE_OFFSETS = weakref.WeakKeyDictionary()
+#: Dataset -> request for this round's pair couplings from the objective's own (fused) pass:
+#: an object with ``pair_buffer`` (read) and ``grad``, ``hess``, ``couplings`` (written); ExactLeaves.
+_COUPLINGS = weakref.WeakKeyDictionary()
 
 _GROUP_HINT = "pass group= (query sizes) to lightgbm.Dataset, or group= to LGBMRanker.fit"
 _CLASS_HINT = "set params num_class={k} (LightGBM then passes (n, {k}) scores)"
@@ -58,12 +61,17 @@ def _dataset_ptr(dataset):
     return np.asarray(bounds, dtype=np.int64)
 
 
-def _grad_hess(objective, state, preds, offset=None):
+def _grad_hess(objective, state, preds, offset=None, request=None):
     scores = preds
     if offset is not None:
         np.add(preds, offset, out=state.scores)
         scores = state.scores
-    objective.grad_hess_prepared(scores, state.prep, state.grad, state.hess)
+    if request is not None:  # one pass for both: the couplings at exactly these gradients' scores
+        request.couplings = objective.grad_hess_couplings_prepared(scores, state.prep, state.grad, state.hess,
+                                                                   pair_buffer=request.pair_buffer)[2]
+        request.grad, request.hess = state.grad, state.hess
+    else:
+        objective.grad_hess_prepared(scores, state.prep, state.grad, state.hess)
     return copy_out(state, objective, "LightGBM")
 
 
@@ -224,7 +232,7 @@ class LightGBMObjective:
             state = self.state_for(second)
             _note_trained(state.stamp.arrays[0], self.objective, "train")
             preds = _check_preds(self.objective, first)
-            return _grad_hess(self.objective, state, preds, _SCORE_OFFSETS.get(second))
+            return _grad_hess(self.objective, state, preds, _SCORE_OFFSETS.get(second), _COUPLINGS.get(second))
         if not isinstance(second, np.ndarray):
             raise TypeError(
                 "lightgbm_objective is called as f(preds, train_data) by lightgbm.train or f(y_true, y_pred, "

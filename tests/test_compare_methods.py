@@ -168,3 +168,19 @@ def test_build_objective():
         build_objective(parse_method("lgb:RankNet(bogus=1)"))
     with pytest.raises(ValueError, match="is a native"):
         build_objective(parse_method("lgb:lambdarank"))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("lgb:lambdarank{exact_leaves}", "only applies to lgb with a customobj objective"),
+    ("ole:LambdaRank{exact_leaves}", "only applies to lgb with a customobj objective"),
+    ("lgb:LambdaRank{exact}", "leaf solver 'exact' is not one of exact_leaves"),
+    ("lgb:LambdaRank}", "unbalanced"),
+    ("lgb:LambdaRank{exact_leaves}(k=10)", "must come before"),
+])
+def test_exact_leaves_suffix(text, message):
+    spec = parse_method(" lgb : LambdaRank ( k = 10 ) { exact_leaves } ")
+    assert (spec.backend, spec.target, spec.leaves, spec.kwargs) == ("lgb", "LambdaRank", "exact_leaves", {"k": 10})
+    assert spec.label == "lgb:LambdaRank(k=10){exact_leaves}" and parse_method(spec.label) == spec
+    assert parse_method("lgb:LambdaRank").leaves is None
+    with pytest.raises(ValueError, match=message):
+        parse_method(text)

@@ -2,7 +2,7 @@
 
 Grammar (whitespace around every token is ignored)::
 
-    method    := backend ":" target [ "(" options ")" ] [ "[" criterion "]" ]
+    method    := backend ":" target [ "(" options ")" ] [ "[" criterion "]" ] [ "{" leaves "}" ]
     options   := key "=" value ( "," key "=" value )*
     value     := int | float | true/false | none | 'quoted' | "quoted" | bare-word
 
@@ -13,8 +13,9 @@ name of a customobj objective (``lgb:LambdaRank``, ``xgb:MPBoost(ddf=logdd,lam=3
 case-sensitive because ``lgb:lambdarank`` (LightGBM's) and ``lgb:LambdaRank`` (ours) differ.
 Options of a native method are passed to the library as parameters; options of a customobj
 objective are its keyword arguments. ``criterion`` (``ole``/``wse``/``se``, default ``ole``) is the
-split criterion of the ``ole`` backend and is rejected elsewhere. Values are parsed without
-``eval``.
+split criterion of the ``ole`` backend and is rejected elsewhere. ``leaves`` (``exact_leaves``) asks
+an ``lgb`` method with a customobj objective for :class:`customobj.adapters.ExactLeaves`
+(``lgb:LambdaRank{exact_leaves}``). Values are parsed without ``eval``.
 """
 from __future__ import annotations
 
@@ -61,6 +62,9 @@ CUSTOM_BACKENDS = ("lgb", "xgb", "ole")
 
 CRITERIA = ("ole", "wse", "se")
 
+#: Leaf solvers an ``lgb`` method of a customobj objective can ask for with a ``{...}`` suffix.
+LEAF_SOLVERS = ("exact_leaves",)
+
 # Objective classes that are building blocks, not losses one can train from graded labels alone.
 _NOT_TRAINABLE = frozenset({"Objective", "Prepared", "Sum", "Scaled"})
 
@@ -78,6 +82,7 @@ class MethodSpec:
     native: bool
     options: tuple = field(default=())  # ((key, value), ...) in the order given
     criterion: str | None = None
+    leaves: str | None = None  # "exact_leaves": the ExactLeaves callback (lgb backend only)
 
     @property
     def kwargs(self):
@@ -91,6 +96,8 @@ class MethodSpec:
             text += "(" + ",".join(f"{k}={_format_value(v)}" for k, v in self.options) + ")"
         if self.criterion is not None:
             text += f"[{self.criterion}]"
+        if self.leaves is not None:
+            text += "{" + self.leaves + "}"
         return text
 
     def __str__(self):
@@ -128,6 +135,7 @@ def valid_names_help() -> str:
     objs = objective_names()
     lines.append("  customobj objectives (with lgb, xgb or ole): " + (", ".join(objs) or "(none importable)"))
     lines.append("  criteria (ole backend only): " + ", ".join(CRITERIA))
+    lines.append("  leaf solvers (lgb with a customobj objective): " + ", ".join("{" + x + "}" for x in LEAF_SOLVERS))
     lines.append("  ensembles: ens:A+B with two method names A and B (their best linear combination on validation)")
     lines.append("  e.g. lgb:lambdarank, xgb:rank:ndcg, lgb:LambdaRank, xgb:MPBoost(ddf=logdd,lam=3), "
                  "ole:RankNet(sigma=2)[se], ens:lgb:LambdaRank+ole:LambdaRank[ole]")
@@ -266,6 +274,14 @@ def parse_method(text: str) -> MethodSpec:
     except ValueError as exc:
         raise _error(raw, str(exc)) from None
 
+    leaves = None
+    if s.endswith("}"):
+        open_at = s.rfind("{")
+        if open_at < 0:
+            raise _error(raw, "unbalanced '}'")
+        leaves, s = s[open_at + 1:-1].strip(), s[:open_at].rstrip()
+        if leaves not in LEAF_SOLVERS:
+            raise _error(raw, f"leaf solver '{leaves}' is not one of {', '.join(LEAF_SOLVERS)}", LEAF_SOLVERS)
     criterion = None
     if s.endswith("]"):
         open_at = s.rfind("[")
@@ -278,8 +294,9 @@ def parse_method(text: str) -> MethodSpec:
         open_at = s.find("(")
         options = _parse_options(s[open_at + 1:-1], raw)
         s = s[:open_at].rstrip()
-    if any(ch in s for ch in "()[]"):
-        raise _error(raw, "options '(...)' must come before the criterion '[...]', each at most once")
+    if any(ch in s for ch in "()[]{}"):
+        raise _error(raw, "options '(...)' must come before the criterion '[...]' and the leaf solver '{...}', "
+                          "each at most once")
 
     if ":" not in s:
         raise _error(raw, f"missing backend prefix; use one of {', '.join(b + ':' for b in BACKENDS)}")
@@ -307,7 +324,9 @@ def parse_method(text: str) -> MethodSpec:
         criterion = criterion or "ole"
     elif criterion is not None:
         raise _error(raw, f"a criterion '[{criterion}]' only applies to the ole backend")
-    return MethodSpec(backend, target, native, options, criterion)
+    if leaves is not None and (backend != "lgb" or native):
+        raise _error(raw, f"the leaf solver '{{{leaves}}}' only applies to lgb with a customobj objective")
+    return MethodSpec(backend, target, native, options, criterion, leaves)
 
 
 def parse_methods(text_or_list: str | list[str]) -> list[MethodSpec]:

@@ -133,6 +133,10 @@ def _train_lgb(spec, st, train_, valid, test):
     dvalid = lgb.Dataset(valid.X, valid.y, group=valid.sizes, reference=dtrain)
     record = {}
     callbacks = [lgb.record_evaluation(record)]
+    if spec.leaves == "exact_leaves":  # runs first (its order): the recorders see the new leaves
+        from ..adapters import ExactLeaves
+
+        callbacks.append(ExactLeaves(obj, train_.X, train_.y, train_.sizes, valid_X=[valid.X]))
     if st.early_stopping > 0:
         callbacks.append(lgb.early_stopping(st.early_stopping, first_metric_only=True, verbose=False))
     booster = lgb.train(params, dtrain, num_boost_round=st.rounds, valid_sets=[dvalid],

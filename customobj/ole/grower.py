@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from .histogram import build_row_hist_fm
+from .joint_leaves import joint_newton_step
 from .pairhist import PairScratch, build_pair_hist, compact_pairs, partition_pairs, sum_couplings
 from .splitting import RES_SIZE, find_best_split, find_best_split_parallel, node_hessian
 
@@ -113,16 +114,6 @@ def _row_sums(order, grad, hess):
         g += grad[order[k]]
         h += hess[order[k]]
     return g, h
-
-
-@njit(cache=True)
-def leaf_coupling_matrix(leaf_of_row, pi, pj, pc, n_leaves, out):
-    """``out[a, b]`` += pair couplings between leaves ``a`` and ``b`` (each pair counted in both orders)."""
-    for k in range(pi.shape[0]):
-        a = leaf_of_row[pi[k]]
-        b = leaf_of_row[pj[k]]
-        out[a, b] += pc[k]
-        out[b, a] += pc[k]
 
 
 @njit(cache=True)
@@ -417,19 +408,9 @@ def _joint_leaf_values(leaves, order, ranges, pairs, p):
 
     ``A[a, a] = sum_{i in a} h_i - 2 sum_{pairs inside a} c``, ``A[a, b] = -sum_{pairs across a, b} c``.
     """
-    L = len(leaves)
-    A = np.zeros((L, L))
-    for a, l in enumerate(leaves):
-        A[a, a] = l.H
-    b = -np.array([l.G for l in leaves])
-    if pairs is not None and pairs[0].shape[0] > 0:
-        leaf_of_row = np.full(int(order.max()) + 1 if order.size else 0, -1, dtype=np.int64)
-        for a, (s, e) in enumerate(ranges):
-            leaf_of_row[order[s:e]] = a
-        pi, pj, pc = pairs
-        M = np.zeros((L, L))
-        leaf_coupling_matrix(leaf_of_row, pi, pj, pc, L, M)
-        A -= M
-    A += p.lambda_l2 * np.eye(L)
-    v, *_ = np.linalg.lstsq(A, b, rcond=1e-10)
+    leaf_of_row = np.full(int(order.max()) + 1 if order.size else 0, -1, dtype=np.int64)
+    for a, (s, e) in enumerate(ranges):
+        leaf_of_row[order[s:e]] = a
+    v = joint_newton_step(np.array([l.G for l in leaves]), np.array([l.H for l in leaves]), leaf_of_row, pairs,
+                          p.lambda_l2)  # customobj.ole.joint_leaves, shared with adapters' ExactLeaves
     return [float(x) for x in v]

@@ -1,0 +1,339 @@
+"""LightGBM callback :class:`ExactLeaves`: OLE's exact joint Newton leaf values on LightGBM's trees.
+
+LightGBM sets each leaf to ``-G_a / (H_a + lambda_l2)``, its own rows' gradients over their
+*diagonal* hessians. A pairwise loss couples rows (SPEC.md section 5; Xia et al. 2009, "Optimizing
+Listwise Loss / OLE", sec. 3): moving leaf ``a`` changes the curvature seen by leaf ``b``. This
+callback keeps LightGBM's tree structure and re-solves all leaf values of each new tree at once
+with the matrix of :class:`customobj.ole.TreeBooster` ``(leaf_solver="joint")``
+(:mod:`customobj.ole.joint_leaves`).
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+from numba import njit, prange
+
+from customobj._validation import check_nonnegative, check_positive
+from customobj.ole.joint_leaves import LeafSystem, rows_leaf_system
+
+from ._data import require_objective
+from .callbacks import LineSearch, require_customobj_training
+
+__all__ = ["ExactLeaves"]
+
+#: LightGBM's names of the learning rate, main name first (its own precedence).
+_LEARNING_RATE_ALIASES = ("learning_rate", "shrinkage_rate", "eta")
+_DEFAULT_LEARNING_RATE = 0.1  # LightGBM's default
+
+
+# LightGBM's tree encoding (include/LightGBM/tree.h): decision_type bits, the "zero" band of
+# missing_type=zero (kZeroThreshold, a float32 1e-35), the missing types.
+_CATEGORICAL_BIT, _DEFAULT_LEFT_BIT = 1, 2
+_MISSING_ZERO, _MISSING_NAN = 1, 2
+_ZERO_THRESHOLD = float(np.float32(1e-35))
+
+
+class _Tree(NamedTuple):
+    """One LightGBM tree as arrays (from ``Booster.model_to_string``)."""
+
+    num_leaves: int
+    split_feature: np.ndarray  # int64, one per internal node
+    threshold: np.ndarray  # float64
+    decision_type: np.ndarray  # int64
+    left_child: np.ndarray  # int64: >= 0 an internal node, ~leaf otherwise
+    right_child: np.ndarray
+    leaf_value: np.ndarray  # float64, as LightGBM stores it (already shrunk)
+    numerical: bool  # no categorical split: the traversal below applies
+
+
+def _parse_trees(text: str) -> list[_Tree]:
+    """The trees of a ``model_to_string`` text, in order (values are printed with 17 digits: exact)."""
+    body = text.split("end of trees", 1)[0]
+    trees = []
+    for block in body.split("\nTree=")[1:]:
+        kv = dict(line.split("=", 1) for line in block.splitlines()[1:] if "=" in line)
+        if kv.get("is_linear", "0") != "0":
+            raise ValueError("ExactLeaves does not support linear_tree: its leaves are linear models, not values")
+
+        def arr(key, dtype):
+            return np.array(kv[key].split(), dtype=dtype) if kv.get(key, "").strip() else np.zeros(0, dtype)
+
+        decision = arr("decision_type", np.int64)
+        trees.append(_Tree(int(kv["num_leaves"]), arr("split_feature", np.int64), arr("threshold", np.float64),
+                           decision, arr("left_child", np.int64), arr("right_child", np.int64),
+                           arr("leaf_value", np.float64),
+                           int(kv.get("num_cat", "0")) == 0 and not np.any(decision & _CATEGORICAL_BIT)))
+    return trees
+
+
+@njit(cache=True, parallel=True)
+def _tree_leaves(X, feature, threshold, decision, left, right, out):
+    """``out[r]`` = the leaf row ``r`` of ``X`` falls in: LightGBM's ``Tree::NumericalDecision``
+    (rows are independent: the same result for any thread count)."""
+    for r in prange(X.shape[0]):
+        node = 0 if left.shape[0] > 0 else -1
+        while node >= 0:
+            v = np.float64(X[r, feature[node]])
+            if -_ZERO_THRESHOLD <= v <= _ZERO_THRESHOLD:
+                v = 0.0  # LightGBM's predict drops such entries from a dense row: they read as 0
+            dt = decision[node]
+            missing = (dt >> 2) & 3
+            if np.isnan(v) and missing != _MISSING_NAN:
+                v = 0.0
+            if (missing == _MISSING_ZERO and v == 0.0) or (missing == _MISSING_NAN and np.isnan(v)):
+                go_left = (dt & _DEFAULT_LEFT_BIT) != 0
+            else:
+                go_left = v <= threshold[node]
+            node = left[node] if go_left else right[node]
+        out[r] = ~node
+
+
+def _dense(X):
+    """``X`` itself when the leaf traversal can read it (a 2-D float32/float64 numpy array), else None
+    (LightGBM's ``predict(pred_leaf=True)`` is used: pandas, scipy.sparse, other dtypes)."""
+    if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype in (np.float32, np.float64):
+        return X
+    return None
+
+
+class _CouplingsRequest:
+    """What ExactLeaves asks :func:`~customobj.adapters.lightgbm_objective` for (its ``_COUPLINGS``
+    registry): the round's pair couplings from the objective's own pass, with its float64 gradients,
+    so they are computed once, at exactly the scores LightGBM's tree was grown on."""
+
+    __slots__ = ("pairs", "grad", "hess", "couplings")
+
+    def __init__(self):
+        # Nothing here refers to the callback or a Dataset: the registry holds this weakly keyed
+        # by the Dataset, and a value referring to its key would keep both alive for good.
+        self.pairs = self.grad = self.hess = self.couplings = None
+
+    def pair_buffer(self, m):
+        """``m`` pairs' worth of arrays, reused across rounds (objectives that write their pairs into them)."""
+        buf = self.pairs
+        if buf is None or buf[0].shape[0] < m:
+            c = m + m // 4 + 1024  # headroom: the pair count drifts from round to round
+            buf = self.pairs = (np.empty(c, np.int64), np.empty(c, np.int64), np.empty(c, np.float64))
+        return tuple(a[:m] for a in buf)
+
+    def take(self):
+        """``(grad, hess, couplings)`` once, then None until the objective's next call."""
+        if self.couplings is None:
+            return None
+        out, self.couplings = (self.grad, self.hess, self.couplings), None
+        return out
+
+
+def _learning_rate(params: dict | None) -> float:
+    for key in _LEARNING_RATE_ALIASES:
+        if params and key in params:
+            return check_positive(params[key], f"LightGBM params[{key!r}]")
+    return _DEFAULT_LEARNING_RATE
+
+
+class ExactLeaves:
+    """After each LightGBM tree, set its leaf values to the exact joint Newton step of the loss.
+
+    With ``s`` the training scores before the tree, ``g``, ``h`` the objective's gradient and
+    diagonal hessian at ``s`` and ``c_ij`` its pair couplings (the loss hessian is
+    ``diag(h) - sum_pairs c_ij (e_i e_j' + e_j e_i')``), the leaf values ``v`` minimise the
+    second-order model ``q(v) = G'v + v'Av / 2`` of the loss over LightGBM's partition:
+
+    .. math::
+
+        A_{aa} = \\sum_{i \\in a} h_i - 2 \\sum_{(i,j) \\subset a} c_{ij} + \\lambda_2, \\qquad
+        A_{ab} = -\\sum_{(i,j) \\text{ across } a, b} c_{ij}, \\qquad A v = -G,
+
+    minimum-norm where ``A`` is singular (a pairwise loss does not change when every leaf shifts by
+    one constant); each leaf is then set to ``learning_rate * v_a`` (LightGBM's shrinkage, read from
+    the training params every round, so ``lightgbm.reset_parameter`` schedules apply) with
+    ``Booster.set_leaf_output``. For a pointwise loss ``A`` is diagonal and the leaves are
+    LightGBM's own ``-G_a / (H_a + lambda_l2)``, computed in float64. This is the leaf solver of
+    ``customobj.ole.TreeBooster(leaf_solver="joint")`` (Xia et al. 2009, sec. 3) on LightGBM's
+    trees. Multi-output objectives (McRank) solve each class's tree on its own diagonal.
+
+    Scores: as :class:`~customobj.adapters.callbacks.LineSearch` (the same score offsets,
+    validation tracking and evaluation rewriting), so the objective, ``lightgbm_metric`` and this
+    round's evaluation results (``record_evaluation``, ``early_stopping``) see the model with the
+    new leaves. Do not combine it with ``LineSearch`` in one training; build a new
+    ``lightgbm.Dataset`` for each training with either (a reused one is refused: ValueError).
+
+    Parameters
+    ----------
+    objective : the customobj objective being trained (the one given to ``lightgbm_objective``).
+    X, y, group : the training features (as given to the Dataset), labels and query sizes.
+    lambda_l2 : L2 penalty on the leaf values; pass LightGBM's ``lambda_l2`` to match its leaves.
+    weight : optional row weights (as in the Dataset).
+    valid_X : raw features of the validation sets, in the order of ``valid_sets`` without the
+        training set (or build them with ``free_raw_data=False``).
+
+    Attributes ``quadratic_lightgbm`` / ``quadratic_exact`` hold, per round (summed over a
+    round's trees), ``q`` at LightGBM's leaves and at the exact ones, both without shrinkage:
+    ``quadratic_exact <= quadratic_lightgbm`` and ``quadratic_exact <= 0``.
+
+    Cost per round: the objective's gradient pass also produces the pair couplings (one fused pass,
+    from the second round on; :func:`~customobj.adapters.lightgbm_objective` does it for a Dataset
+    this callback trains on), the leaf of every training (and validation) row (a traversal of the new tree over the raw features when they are
+    a float32/float64 numpy array, LightGBM's ``predict(pred_leaf=True)`` otherwise), an
+    ``O(pairs)`` pass building ``A`` and a solve of ``num_leaves`` unknowns. Categorical splits
+    are supported through ``predict``; ``linear_tree`` is refused (ValueError).
+
+    Refused at the first call, before any leaf changes (see
+    :func:`~customobj.adapters.callbacks.require_customobj_training`): a native objective, a custom
+    objective that is not a ``lightgbm_objective``, the scikit-learn estimators (TypeError), an
+    objective other than the one trained, or labels other than the Dataset's (ValueError).
+
+    Examples
+    --------
+    >>> import customobj
+    >>> from customobj import adapters
+    >>> import lightgbm as lgb
+    >>> d = customobj.data.synthetic(30, 15, 5, seed=1)
+    >>> obj = customobj.LambdaRank()
+    >>> exact = adapters.ExactLeaves(obj, d.X, d.y, d.group)
+    >>> params = {"objective": adapters.lightgbm_objective(obj), "num_leaves": 7, "verbose": -1}
+    >>> booster = lgb.train(params, lgb.Dataset(d.X, d.y, group=d.group), 3, callbacks=[exact])
+    >>> all(e <= l + 1e-12 for e, l in zip(exact.quadratic_exact, exact.quadratic_lightgbm))
+    True
+    """
+
+    order = 5  # before the recorders and early stopping, as LineSearch
+    before_iteration = False
+
+    def __init__(self, objective: Any, X: Any, y: Any, group: Any = None, *, lambda_l2: float = 0.0,
+                 weight: Any = None, valid_X: Sequence[Any] | None = None) -> None:
+        self.objective = require_objective(objective, "ExactLeaves")
+        self.lambda_l2 = check_nonnegative(lambda_l2, "lambda_l2")
+        shape = getattr(X, "shape", None)
+        if shape is None or len(shape) != 2:
+            raise TypeError(f"X must be a 2-D feature matrix (numpy, pandas or scipy), got {type(X).__name__}")
+        self.prep = objective.prepare(y, group, weight)  # validates y, group, weight
+        if shape[0] != self.prep.n_rows:
+            raise ValueError(f"X has {shape[0]} rows but y has {self.prep.n_rows}")
+        self.X = X
+        self._y32 = np.asarray(y, dtype=np.float32).ravel()  # as LightGBM stores labels
+        if valid_X is not None and (isinstance(valid_X, (str, bytes)) or not isinstance(valid_X, Sequence)):
+            raise TypeError(f"valid_X must be a list of feature matrices, got {type(valid_X).__name__}")
+        self.valid_X = list(valid_X) if valid_X is not None else []
+        self.quadratic_lightgbm, self.quadratic_exact = [], []
+        self._train = self._valid = None
+        self._warned = set()
+        self._g = self._h = None
+        self._request = _CouplingsRequest()
+
+    def __repr__(self) -> str:
+        return f"ExactLeaves({self.objective!r}, lambda_l2={self.lambda_l2!r})"
+
+    # LineSearch's score tracking, offsets and evaluation rewriting, shared rather than copied.
+    _track = LineSearch._start
+    _predicted_leaves = LineSearch._tree_output
+    _rewrite_evaluation = LineSearch._rewrite_evaluation
+    _labels_groups = staticmethod(LineSearch._labels_groups)
+    _add_offset = staticmethod(LineSearch._add_offset)
+
+    def _leaves(self, booster, X, trees, it, k):
+        """(rows, k) int64 leaf of each row in this round's trees."""
+        dense = _dense(X)
+        if dense is None or not all(t.numerical for t in trees):
+            return self._predicted_leaves(booster, X, it, k)
+        out = np.empty((dense.shape[0], k), dtype=np.int64)
+        for c, t in enumerate(trees):
+            col = np.empty(dense.shape[0], dtype=np.int64)
+            _tree_leaves(dense, t.split_feature, t.threshold, t.decision_type, t.left_child, t.right_child, col)
+            out[:, c] = col
+        return out
+
+    def _derivatives(self, s):
+        if self._g is None:
+            self._g, self._h = np.empty_like(s), np.empty_like(s)
+        if self.objective.pairwise and s.ndim == 1:
+            return self.objective.grad_hess_couplings_prepared(s, self.prep, self._g, self._h,
+                                                               pair_buffer=self._request.pair_buffer)
+        return (*self.objective.grad_hess_prepared(s, self.prep, self._g, self._h), None)
+
+    def _start(self, booster, it, k, offsets):
+        from .lightgbm import _COUPLINGS
+
+        if booster.train_set in offsets:
+            raise ValueError(
+                "ExactLeaves: this training Dataset carries score corrections from an earlier training with "
+                "ExactLeaves / LineSearch, and this round's gradients already included them: build a new "
+                "lightgbm.Dataset for each training with these callbacks")
+        for ds in booster.valid_sets:
+            offsets.pop(ds, None)  # an earlier training's corrections: not this model's
+        self._track(booster, it, k)
+        if self.objective.pairwise and k == 1:  # from the next round on, one fused pass in the objective
+            _COUPLINGS[booster.train_set] = self._request
+
+    def _check_labels(self, booster):
+        label = booster.train_set.get_label()
+        if label is None or not np.array_equal(np.asarray(label, dtype=np.float32), self._y32):
+            raise ValueError("ExactLeaves was given labels y other than the training Dataset's: pass the "
+                             "training labels (the rows in the Dataset's order)")
+
+    def __call__(self, env: Any) -> None:
+        from .lightgbm import _SCORE_OFFSETS
+
+        booster = env.model
+        k = booster.num_model_per_iteration()
+        it = booster.current_iteration() - 1
+        if self._train is None:
+            require_customobj_training(env, self)  # before any leaf is changed
+            self._check_labels(booster)
+            self._start(booster, it, k, _SCORE_OFFSETS)
+        lr = _learning_rate(env.params)
+        s = self._train.scores
+        fused = self._request.take()
+        grad, hess, pairs = fused if fused is not None else self._derivatives(s)
+        trees = _parse_trees(booster.model_to_string(start_iteration=it, num_iteration=1))
+        if len(trees) != k:
+            raise RuntimeError(f"ExactLeaves expected {k} new tree(s) in round {it + 1}, LightGBM has {len(trees)}")
+        leaves = self._leaves(booster, self.X, trees, it, k)
+        q_lgb = q_exact = 0.0
+        deltas, news = [], []
+        for c in range(k):
+            tree, rows = it * k + c, leaves[:, c]
+            old = trees[c].leaf_value
+            n_leaves = old.shape[0]
+            g = grad if k == 1 else np.ascontiguousarray(grad[:, c])
+            h = hess if k == 1 else np.ascontiguousarray(hess[:, c])
+            system: LeafSystem = rows_leaf_system(rows, g, h, pairs, self.lambda_l2, n_leaves)
+            v = system.solve()
+            q_lgb += system.model(old / lr)
+            q_exact += system.model(v)
+            new = lr * v
+            for leaf in range(n_leaves):
+                booster.set_leaf_output(tree, leaf, float(new[leaf]))
+            news.append(new)
+            deltas.append(new - old)
+        self.quadratic_lightgbm.append(q_lgb)
+        self.quadratic_exact.append(q_exact)
+        self._advance(self._train, leaves, news, deltas, _SCORE_OFFSETS)
+        for tr in self._valid:
+            if tr.scores is not None:
+                self._advance(tr, self._leaves(booster, tr.X, trees, it, k), news, deltas, _SCORE_OFFSETS)
+        if env.evaluation_result_list:
+            self._rewrite_evaluation(booster, env.evaluation_result_list)
+
+    def _advance(self, tr, leaves, news, deltas, registry):
+        """Add the new tree to ``tr``'s tracked scores and its change to LightGBM's as a score offset."""
+        if len(news) == 1:
+            tr.scores += news[0][leaves[:, 0]]
+            self._add_offset(registry, tr.dataset, deltas[0][leaves[:, 0]])
+            return
+        tr.scores += np.stack([n[leaves[:, c]] for c, n in enumerate(news)], axis=1)
+        self._add_offset(registry, tr.dataset, np.stack([d[leaves[:, c]] for c, d in enumerate(deltas)], axis=1))
+
+    def _warn_once(self, data_name, metric_name):
+        key = (data_name, metric_name)
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        warnings.warn(
+            f"ExactLeaves cannot correct {metric_name!r} on {data_name!r} for the new leaf values (unknown "
+            "metric name, or no raw features for that data set: pass valid_X=); its values ignore them",
+            RuntimeWarning,
+            stacklevel=2,
+        )

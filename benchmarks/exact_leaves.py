@@ -1,0 +1,114 @@
+"""Time of a LightGBM round with ``customobj.adapters.ExactLeaves`` vs a native ``lambdarank`` round.
+
+Same data (synthetic, MSLR-shaped: ``--queries`` x ~120 rows x 136 features), leaves (31), learning
+rate (0.1) and threads; the Dataset is binned once, outside the timings. Three trainings, run
+interleaved ``--repeat`` times (this machine's speed drifts, so each repeat times all three back to
+back) and the best of each kept:
+
+- ``native``: LightGBM's ``objective="lambdarank"``;
+- ``custom``: ``lightgbm_objective(LambdaRank.like_lightgbm())``, the same loss through the adapter;
+- ``exact``: ``custom`` plus ``ExactLeaves`` (the same loss, every tree's leaves re-solved jointly).
+
+Prints seconds per round, ``exact / native`` (target at most 1.25x, issue 14), ``exact / custom``,
+the callback's own share, and the load average before and after (the machine may be shared).
+
+    python benchmarks/exact_leaves.py [--queries 500] [--rounds 10] [--repeat 3] [--threads 2]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+# Scripts put their own folder first on sys.path; drop it so nothing here shadows an installed module.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+from customobj import adapters  # noqa: E402  first: sets OMP_WAIT_POLICY=passive before lightgbm loads
+
+import lightgbm as lgb  # noqa: E402
+
+import customobj  # noqa: E402
+from customobj.data import synthetic  # noqa: E402
+from customobj.metrics import ndcg  # noqa: E402
+
+TARGET = 1.25  # issue 14: an ExactLeaves round at most 1.25x a native lambdarank round
+
+
+class TimedExactLeaves(adapters.ExactLeaves):
+    """ExactLeaves that adds up the seconds spent in the callback itself."""
+
+    seconds = 0.0
+
+    def __call__(self, env):
+        t = time.perf_counter()
+        super().__call__(env)
+        self.seconds += time.perf_counter() - t
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--queries", type=int, default=500)
+    ap.add_argument("--docs", type=int, default=120)
+    ap.add_argument("--features", type=int, default=136)
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--leaves", type=int, default=31)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    for name in ("queries", "docs", "features", "rounds", "leaves", "threads", "repeat"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name} must be >= 1")
+
+    d = synthetic(args.queries, args.docs, args.features, seed=0)
+    X, y, group = d.X, d.y, d.group
+    base = dict(num_leaves=args.leaves, learning_rate=0.1, num_threads=args.threads, verbose=-1, metric="None",
+                min_data_in_leaf=20, force_row_wise=True, deterministic=True)
+    loss = customobj.LambdaRank.like_lightgbm()  # LightGBM's lambdarank defaults: the same loss
+    callbacks = []
+
+    def native(dtrain):
+        return lgb.train(dict(base, objective="lambdarank"), dtrain, args.rounds)
+
+    def custom(dtrain):
+        return lgb.train(dict(base, objective=adapters.lightgbm_objective(loss)), dtrain, args.rounds)
+
+    def exact(dtrain):
+        cb = TimedExactLeaves(loss, X, y, group)
+        callbacks.append(cb)
+        return lgb.train(dict(base, objective=adapters.lightgbm_objective(loss)), dtrain, args.rounds,
+                         callbacks=[cb])
+
+    def dataset():
+        # a new Dataset per training (ExactLeaves refuses one an earlier training corrected), binned
+        # here, outside the timings
+        return lgb.Dataset(X, y, group=group, free_raw_data=False, params={"verbose": -1}).construct()
+
+    runs = {"native": native, "custom": custom, "exact": exact}
+    print(f"data: {X.shape[0]} rows, {len(group)} queries, {X.shape[1]} features; {args.rounds} rounds, "
+          f"{args.leaves} leaves, {args.threads} threads; numba threads {__import__('numba').get_num_threads()}; "
+          f"load average before {tuple(round(v, 2) for v in os.getloadavg())}")
+    exact(dataset())  # compile numba kernels: not what we measure
+    callbacks.clear()
+    best, models = {k: float("inf") for k in runs}, {}
+    for _ in range(args.repeat):
+        for name, run in runs.items():  # interleaved: all three per repeat
+            dtrain = dataset()
+            t = time.perf_counter()
+            models[name] = run(dtrain)
+            best[name] = min(best[name], time.perf_counter() - t)
+    in_callback = min(cb.seconds for cb in callbacks)
+    per_round = {k: v / args.rounds for k, v in best.items()}
+    for name in runs:
+        print(f"{name:7s} {1e3 * per_round[name]:8.1f} ms/round (best of {args.repeat}), train NDCG@10 "
+              f"{ndcg(models[name].predict(X), y, group, 10):.4f}")
+    ratio = best["exact"] / best["native"]
+    print(f"exact / native = {ratio:.3f}x (target <= {TARGET}x: {'met' if ratio <= TARGET else 'NOT met'}); "
+          f"exact / custom = {best['exact'] / best['custom']:.3f}x; custom / native = "
+          f"{best['custom'] / best['native']:.3f}x; in the callback {1e3 * in_callback / args.rounds:.1f} ms/round")
+    print(f"load average after {tuple(round(v, 2) for v in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
