@@ -71,6 +71,23 @@ class _Tracked:
         self.dataset, self.X, self.scores, self.labels_groups = dataset, X, None, None
 
 
+def claim_datasets(booster: object, offsets: dict, who: str) -> None:
+    """At a callback's first round: refuse a training Dataset that still carries score corrections.
+
+    LineSearch / ExactLeaves rescale or rewrite leaves after LightGBM has updated its scores, and
+    record the difference as a per-Dataset offset the objective and metrics add. A Dataset reused
+    from an earlier training with these callbacks still carries that training's offset, which this
+    round's gradients already included: refuse it. Validation sets only get their offsets cleared.
+    """
+    if booster.train_set in offsets:
+        raise ValueError(
+            f"{who}: this training Dataset carries score corrections from an earlier training with "
+            "ExactLeaves / LineSearch, and this round's gradients already included them: build a new "
+            "lightgbm.Dataset for each training with these callbacks")
+    for ds in booster.valid_sets:
+        offsets.pop(ds, None)  # an earlier training's corrections: not this model's
+
+
 class LineSearch:
     """After each boosting round, rescale the new tree(s) by the step that minimises the exact loss.
 
@@ -218,6 +235,7 @@ class LineSearch:
         it = booster.current_iteration() - 1
         if self._train is None:
             require_customobj_training(env, self)  # before any tree is changed
+            claim_datasets(booster, _SCORE_OFFSETS, "LineSearch")
             self._start(booster, it, k)
         leaves = self._tree_output(booster, self.X, it, k)
         values = []

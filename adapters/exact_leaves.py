@@ -19,7 +19,7 @@ from customobj._validation import check_nonnegative, check_positive
 from customobj.ole.joint_leaves import LeafSystem, rows_leaf_system
 
 from ._data import require_objective
-from .callbacks import LineSearch, require_customobj_training
+from .callbacks import LineSearch, claim_datasets, require_customobj_training
 
 __all__ = ["ExactLeaves"]
 
@@ -256,13 +256,7 @@ class ExactLeaves:
     def _start(self, booster, it, k, offsets):
         from .lightgbm import _COUPLINGS
 
-        if booster.train_set in offsets:
-            raise ValueError(
-                "ExactLeaves: this training Dataset carries score corrections from an earlier training with "
-                "ExactLeaves / LineSearch, and this round's gradients already included them: build a new "
-                "lightgbm.Dataset for each training with these callbacks")
-        for ds in booster.valid_sets:
-            offsets.pop(ds, None)  # an earlier training's corrections: not this model's
+        claim_datasets(booster, offsets, "ExactLeaves")
         self._track(booster, it, k)
         if self.objective.pairwise and k == 1:  # from the next round on, one fused pass in the objective
             _COUPLINGS[booster.train_set] = self._request

@@ -28,6 +28,20 @@ def test_line_search_refuses_a_native_objective_before_changing_trees(small):
     assert ls.rhos == []  # refused at the first call, before any rescaling
 
 
+def test_line_search_refuses_a_dataset_reused_from_an_earlier_training(small):
+    """The first training's score corrections stay on the Dataset: a second training with it would
+    start from gradients that already include them."""
+    X, y, g = small
+    obj = customobj.RankNet()
+    data = lgb.Dataset(X, y, group=g)
+    lgb.train(dict(P, objective=adapters.lightgbm_objective(obj)), data, 2,
+              callbacks=[adapters.LineSearch(obj, X, y, g)])
+    second = adapters.LineSearch(obj, X, y, g)
+    with pytest.raises(ValueError, match="LineSearch: this training Dataset carries score corrections"):
+        lgb.train(dict(P, objective=adapters.lightgbm_objective(obj)), data, 2, callbacks=[second])
+    assert second.rhos == []
+
+
 def test_line_search_refuses_a_custom_objective_that_is_not_an_adapter(small):
     X, y, g = small
     obj = customobj.RankNet()
