@@ -125,12 +125,17 @@ class LineSearch:
     valid_X : raw features of the validation sets.
     max_iter, tol : Newton iterations and relative tolerance on ``rho``.
 
-    Attributes ``rhos``, ``loss``, ``loss_unscaled`` hold one entry per round.
+
+    Notes
+    -----
+    The attributes ``rhos``, ``loss`` and ``loss_unscaled`` hold one entry per round.
+
     Refused at the first call (TypeError, before any tree changes): a native objective
     (``"objective": "lambdarank"``: the trees would be rescaled by a loss the booster never
     sees), a custom objective that is not ``lightgbm_objective``, or training through the
     scikit-learn estimators (see :func:`require_customobj_training`); an objective other than the
     one being trained is a ValueError.
+
     Not supported: ``lightgbm.cv``; training continued from ``init_model`` works (earlier trees
     are taken as they are).
     """

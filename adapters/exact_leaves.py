@@ -169,7 +169,9 @@ class ExactLeaves:
     valid_X : raw features of the validation sets, in the order of ``valid_sets`` without the
         training set (or build them with ``free_raw_data=False``).
 
-    Attributes ``quadratic_lightgbm`` / ``quadratic_exact`` hold, per round (summed over a
+    Notes
+    -----
+    The attributes ``quadratic_lightgbm`` / ``quadratic_exact`` hold, per round (summed over a
     round's trees), ``q`` at LightGBM's leaves and at the exact ones, both without shrinkage:
     ``quadratic_exact <= quadratic_lightgbm`` and ``quadratic_exact <= 0``.
 

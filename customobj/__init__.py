@@ -18,10 +18,23 @@ from .groups import Groups, as_groups  # noqa: E402
 from .pairs import label_pairs  # noqa: E402
 from .objectives import *  # noqa: F401,F403,E402  (the objective classes are the public API)
 from .objectives import __all__ as _objective_names  # noqa: E402
-from .ole import TreeBooster  # noqa: E402
 
 __all__ = [
     "__version__", "Groups", "as_groups", "label_pairs", "data", "metrics",
     "load_letor", "load_letor_folds", "synthetic", "best_linear_combination", "TreeBooster",
     *_objective_names,
 ]
+
+
+def __getattr__(name: str):
+    # TreeBooster is a scikit-learn estimator, and importing scikit-learn costs about a second
+    # (it brings pandas along): load it on first use, not with every ``import customobj``.
+    if name == "TreeBooster":
+        from .ole import TreeBooster
+
+        return TreeBooster
+    raise AttributeError(f"module 'customobj' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"TreeBooster"})

@@ -6,9 +6,14 @@ accepts a ``Groups``, a sizes array (LightGBM's convention) or a list of sizes, 
 from __future__ import annotations
 
 import numbers
-from typing import Optional
+from typing import Optional, Union
+
+import numpy.typing as npt
 
 import numpy as np
+
+#: What ``group`` arguments accept: query sizes (array-like) or a :class:`Groups`.
+GroupLike = Union["Groups", npt.ArrayLike]
 
 from ._validation import MAX_ROWS
 
@@ -74,7 +79,7 @@ class Groups:
 
     __slots__ = ("_ptr",)
 
-    def __init__(self, ptr) -> None:
+    def __init__(self, ptr: npt.ArrayLike) -> None:
         ptr = _int_array(ptr, "ptr", minimum=0)
         if ptr.size == 0:
             raise ValueError("ptr must have at least one entry (ptr[0] == 0)")
@@ -90,7 +95,7 @@ class Groups:
 
     # constructors -------------------------------------------------------------------------------
     @classmethod
-    def from_sizes(cls, sizes, n_rows: Optional[int] = None) -> "Groups":
+    def from_sizes(cls, sizes: npt.ArrayLike, n_rows: Optional[int] = None) -> "Groups":
         """From query sizes (LightGBM's ``group``); ``n_rows`` checks that they cover the data.
 
         Each size must lie in ``0..MAX_ROWS`` and so must their total: the total is formed in
@@ -116,7 +121,7 @@ class Groups:
         return cls(ptr)
 
     @classmethod
-    def from_ptr(cls, ptr, n_rows: Optional[int] = None) -> "Groups":
+    def from_ptr(cls, ptr: npt.ArrayLike, n_rows: Optional[int] = None) -> "Groups":
         """From offsets ``ptr`` (XGBoost's ``group_ptr``)."""
         g = cls(ptr)
         if n_rows is not None and g.n_rows != n_rows:
@@ -124,7 +129,7 @@ class Groups:
         return g
 
     @classmethod
-    def from_qid(cls, qid, n_rows: Optional[int] = None) -> "Groups":
+    def from_qid(cls, qid: npt.ArrayLike, n_rows: Optional[int] = None) -> "Groups":
         """From a per-row query id whose queries are contiguous (as in LETOR files).
 
         A qid that reappears after another query is an error: sort rows by qid first
@@ -162,19 +167,19 @@ class Groups:
 
     # attributes ---------------------------------------------------------------------------------
     @property
-    def ptr(self):
+    def ptr(self) -> np.ndarray:
         return self._ptr
 
     @property
-    def sizes(self):
+    def sizes(self) -> np.ndarray:
         return np.diff(self._ptr)
 
     @property
-    def n_rows(self):
+    def n_rows(self) -> int:
         return int(self._ptr[-1])
 
     @property
-    def n_groups(self):
+    def n_groups(self) -> int:
         return int(self._ptr.size - 1)
 
     def __len__(self):
@@ -189,7 +194,7 @@ class Groups:
     def __repr__(self):
         return f"Groups(n_groups={self.n_groups}, n_rows={self.n_rows})"
 
-    def subset(self, queries):
+    def subset(self, queries: npt.ArrayLike) -> "Groups":
         """Rows and ``Groups`` of the selected queries (an index array), in the given order."""
         queries = _int_array(queries, "queries")
         if queries.size and (queries.min() < 0 or queries.max() >= self.n_groups):
@@ -199,7 +204,7 @@ class Groups:
         return rows.astype(np.int64), Groups.from_sizes(sizes)
 
 
-def as_groups(group, n_rows: Optional[int] = None, *, name: str = "group") -> Groups:
+def as_groups(group: GroupLike, n_rows: Optional[int] = None, *, name: str = "group") -> Groups:
     """Accept a ``Groups``, a sizes array or a list of sizes; check it covers ``n_rows`` rows."""
     if group is None:
         raise TypeError(f"{name} is required: pass query sizes (e.g. [10, 12, ...]) or a customobj.Groups")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import numpy.typing as npt
 
 from .._validation import (
     PARAM_LIMIT,
@@ -43,7 +44,7 @@ from .._validation import (
     check_pair_budget,
     check_real,
 )
-from ..groups import Groups, as_groups
+from ..groups import GroupLike, Groups, as_groups
 
 __all__ = ["Objective", "Prepared", "Sum", "Scaled"]
 
@@ -60,7 +61,7 @@ class Prepared:
 
     __slots__ = ("labels", "groups", "weight", "_states", "_checked")
 
-    def __init__(self, labels, groups, weight):
+    def __init__(self, labels: np.ndarray, groups: "Groups | None", weight: "np.ndarray | None") -> None:
         self.labels = labels
         self.groups = groups
         self.weight = weight
@@ -73,11 +74,11 @@ class Prepared:
         return tuple(self._checked)
 
     @property
-    def ptr(self):
+    def ptr(self) -> np.ndarray:
         return self.groups.ptr
 
     @property
-    def n_rows(self):
+    def n_rows(self) -> int:
         return self.labels.shape[0]
 
     def state_for(self, objective: "Objective"):
@@ -90,7 +91,8 @@ class Prepared:
         return self._states[key]
 
     @classmethod
-    def build(cls, labels, group, weight=None, *, integer_labels: bool = False) -> "Prepared":
+    def build(cls, labels: npt.ArrayLike, group: "GroupLike | None", weight: "npt.ArrayLike | None" = None, *,
+              integer_labels: bool = False) -> "Prepared":
         y = as_labels(labels, integer=integer_labels)
         g = as_groups(group, y.shape[0]) if group is not None else Groups.from_sizes([y.shape[0]])
         w = as_weight(weight, y.shape[0])
@@ -134,7 +136,8 @@ class Objective:
         return hash(self._cache_key())
 
     # --- preparation -----------------------------------------------------------------------------
-    def prepare(self, labels, group=None, weight=None) -> Prepared:
+    def prepare(self, labels: npt.ArrayLike, group: "GroupLike | None" = None,
+                weight: "npt.ArrayLike | None" = None) -> Prepared:
         """Validate and convert the data once; returns a :class:`Prepared` for the ``*_prepared`` calls."""
         if group is None and self.needs_group:
             raise ValueError(f"{type(self).__name__} is a ranking objective and needs group= (query sizes)")
@@ -179,19 +182,23 @@ class Objective:
         return out
 
     # --- public API ------------------------------------------------------------------------------
-    def grad_hess(self, scores, labels, group=None, weight=None):
+    def grad_hess(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
+                  weight: "npt.ArrayLike | None" = None) -> "tuple[np.ndarray, np.ndarray]":
         """Gradient ``dL/ds`` and diagonal hessian (float64, ``hess >= 0``)."""
         return self.grad_hess_prepared(scores, self.prepare(labels, group, weight))
 
-    def loss(self, scores, labels, group=None, weight=None):
+    def loss(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
+             weight: "npt.ArrayLike | None" = None) -> float:
         """The exact loss of SPEC.md (a sum over rows / pairs / queries)."""
         return self.loss_prepared(scores, self.prepare(labels, group, weight))
 
-    def pair_couplings(self, scores, labels, group=None):
+    def pair_couplings(self, scores: npt.ArrayLike, labels: npt.ArrayLike,
+                       group: "GroupLike | None" = None) -> "tuple[np.ndarray, np.ndarray]":
         """``(i, j, c)``: row pairs and their hessian couplings ``h_ij``; ``None`` for pointwise losses."""
         return self.pair_couplings_prepared(scores, self.prepare(labels, group))
 
-    def grad_hess_prepared(self, scores, prep, out_grad=None, out_hess=None):
+    def grad_hess_prepared(self, scores: np.ndarray, prep: Prepared, out_grad: "np.ndarray | None" = None,
+                           out_hess: "np.ndarray | None" = None) -> "tuple[np.ndarray, np.ndarray]":
         s = self._check_scores(scores, prep)
         out_grad, out_hess = self._zeroed_outputs(s.shape, out_grad, out_hess)
         self._grad_hess(s, prep, prep.state_for(self), out_grad, out_hess)
@@ -208,7 +215,7 @@ class Objective:
             self._check_out(out_hess, shape, "out_hess")[...] = 0.0
         return out_grad, out_hess
 
-    def loss_prepared(self, scores, prep: Prepared) -> float:
+    def loss_prepared(self, scores: np.ndarray, prep: Prepared) -> float:
         s = self._check_scores(scores, prep)
         value = float(self._loss(s, prep, prep.state_for(self)))
         if not np.isfinite(value):
@@ -220,14 +227,15 @@ class Objective:
             )
         return value
 
-    def pair_couplings_prepared(self, scores, prep):
+    def pair_couplings_prepared(self, scores: np.ndarray, prep: Prepared) -> "tuple[np.ndarray, np.ndarray]":
         if not self.pairwise:
             prep.state_for(self)  # the labels must still suit this objective
             return None
         s = self._check_scores(scores, prep)
         return self._pair_couplings(s, prep, prep.state_for(self))
 
-    def grad_hess_couplings_prepared(self, scores, prep, out_grad=None, out_hess=None, *, pair_buffer=None):
+    def grad_hess_couplings_prepared(self, scores: np.ndarray, prep: Prepared, out_grad: "np.ndarray | None" = None,
+                                     out_hess: "np.ndarray | None" = None, *, pair_buffer=None) -> tuple:
         """``(grad, hess, couplings)`` in one call; ``couplings`` is ``None`` for pointwise losses.
 
         The OLE booster needs both every round. Objectives whose kernels can produce them in one

@@ -3,6 +3,14 @@
 See :class:`TreeBooster` (a scikit-learn estimator: docs/sklearn.md) and SPEC.md section 5
 (Xia, Zhai, Wang).
 """
-from .booster import TreeBooster
-
 __all__ = ["TreeBooster"]
+
+
+def __getattr__(name: str):
+    # Loaded on first use: TreeBooster imports scikit-learn (about a second, pandas included),
+    # which the submodules the adapters use (joint_leaves, ...) do not need.
+    if name == "TreeBooster":
+        from .booster import TreeBooster
+
+        return TreeBooster
+    raise AttributeError(f"module 'customobj.ole' has no attribute {name!r}")
