@@ -18,7 +18,7 @@ from .._validation import check_choice, check_int, check_nonnegative, check_posi
 from .binning import BinMapper
 from .grower import GrowParams, _Ctx, add_leaf_values, grow_tree
 from .predictor import PackedTrees, add_tree_bins, predict_raw
-from .splitting import CRITERIA
+from .splitting import CRITERIA, PAIR_CRITERIA
 
 __all__ = ["TreeBooster"]
 
@@ -84,7 +84,8 @@ class TreeBooster:
     def __init__(self, objective, *, criterion="ole", num_leaves=31, learning_rate=0.1, n_estimators=100,
                  max_bin=255, min_data_in_leaf=20, min_sum_hessian_in_leaf=1e-3, lambda_l2=0.0, max_depth=-1,
                  growth="best_first", feature_fraction=1.0, bagging_fraction=1.0, random_state=0, n_jobs=None,
-                 leaf_solver="diagonal", line_search=False, importance_type="split", verbose=True):
+                 leaf_solver="diagonal", line_search=False, importance_type="split", verbose=True,
+                 ole_fast_features=8):
         from ..objectives.base import Objective
         if objective is not None and not isinstance(objective, Objective):
             raise TypeError(f"objective must be a customobj Objective, got {type(objective).__name__}")
@@ -113,6 +114,7 @@ class TreeBooster:
         self.line_search = bool(line_search)
         self.importance_type = check_choice(importance_type, "importance_type", {"split", "gain"})
         self.verbose = bool(verbose)
+        self.ole_fast_features = check_int(ole_fast_features, "ole_fast_features", minimum=1)
         self.trees_ = []
         self.tree_class_ = []
         self.n_features_ = None
@@ -127,7 +129,7 @@ class TreeBooster:
                           min_data_in_leaf=self.min_data_in_leaf,
                           min_sum_hessian_in_leaf=self.min_sum_hessian_in_leaf, lambda_l2=self.lambda_l2,
                           max_depth=self.max_depth, growth=self.growth, leaf_solver=self.leaf_solver,
-                          learning_rate=self.learning_rate)
+                          learning_rate=self.learning_rate, ole_fast_features=self.ole_fast_features)
 
     def fit(self, X, y, group=None, init_score=None, eval_set=None, eval_group=None, eval_metric="ndcg@10",
             early_stopping_rounds=None, callbacks=None, sample_weight=None):
@@ -178,7 +180,7 @@ class TreeBooster:
             ctx = _Ctx(bins_fm, mapper)
             params = self._grow_params()
             rng = np.random.default_rng(self.random_state)
-            need_pairs = obj.pairwise and (self.criterion == "ole" or self.leaf_solver == "joint")
+            need_pairs = obj.pairwise and (self.criterion in PAIR_CRITERIA or self.leaf_solver == "joint")
             all_rows = np.arange(n, dtype=np.int64)
             best_score, best_iter, since_best = None, None, 0
             from tqdm.auto import tqdm
