@@ -54,7 +54,9 @@ NATIVE = {
 #: Backends that train a customobj objective.
 CUSTOM_BACKENDS = ("lgb", "xgb", "ole")
 
-CRITERIA = ("ole", "wse", "se")
+from ..ole.splitting import CRITERIA as _OLE_CRITERIA  # noqa: E402  (one home for the names)
+
+CRITERIA = tuple(_OLE_CRITERIA)
 
 # Objective classes that are building blocks, not losses one can train from graded labels alone.
 _NOT_TRAINABLE = frozenset({"Objective", "Prepared", "Sum", "Scaled"})
