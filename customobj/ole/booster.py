@@ -76,6 +76,10 @@ class TreeBooster:
     ``growth="best_first"`` is LightGBM's leaf-wise growth, ``"breadth_first"`` the paper's.
     ``bagging_fraction`` subsamples rows every round (pairs with a row out of the bag are left out);
     ``feature_fraction`` subsamples features per tree. Results do not depend on ``n_jobs``.
+    ``criterion="ole"`` accumulates pair histograms in float32 within chunks (flushed to float64;
+    node hessians and leaf values are float64 sums); ``"ole_float64"`` is the float64 reference;
+    ``"ole_fast"`` searches OLE splits only over the ``ole_fast_features`` features of largest WSE
+    gain at each node (exact node hessians; see ``customobj.ole.grower``).
     ``line_search=True`` (SPEC.md section 6): after each tree ``t`` the step ``rho`` minimising the
     exact loss ``L(s + rho t(x))`` (1-D Newton with the exact second derivative ``t' H t``, pair
     couplings included, and backtracking) rescales the tree; ``learning_rate`` multiplies the result.

@@ -3,7 +3,24 @@
 The Python loop keeps per-leaf bookkeeping; histograms, pair histograms, split search and
 partitioning are numba kernels. Under every OLE criterion a child's in-node coupling ``C`` (its
 node hessian ``H - 2C``, leaf value and recorded split gain) is summed in float64 from its own
-pairs after the split; the pair histograms only choose the split. Rows of a leaf are ``order[start:end]`` and its in-node pairs
+pairs after the split; the pair histograms only choose the split.
+
+``criterion="ole_fast"`` (tolerance ``k = ole_fast_features``): at each node the WSE gains of every
+feature come from the row histogram (one extra split search), and the pair histogram is built
+only for the ``k`` features of largest WSE gain (``select_features``); the split is the best OLE
+split among them,
+
+.. math::
+
+    \max_{f \in \mathrm{top}_k(\mathrm{WSE})} \max_t \;
+    \frac{G_L^2}{H_L - 2C_L + \lambda} + \frac{G_R^2}{H_R - 2C_R + \lambda}
+    - \frac{G^2}{H - 2C + \lambda}
+
+(Xia, Zhai, Wang, SPEC.md section 5). The bound: only the set of features searched changes.
+Every node's ``G, H, C`` (so its OLE hessian ``H - 2C``, leaf value and the chosen split's gain)
+is exact, and the split equals ``criterion="ole"``'s whenever that split's feature ranks among the
+node's top ``k`` by WSE gain; ``k >= n_features`` grows the ``"ole"`` trees. No pair-histogram
+subtraction (each node's features differ), so a node costs its pairs times ``k``. Rows of a leaf are ``order[start:end]`` and its in-node pairs
 ``pi/pj/pc[pstart:pend]`` of one of two pair buffers; a split reorders the row range in place
 (LightGBM's data partition) and copies the pair range, partitioned, to the other buffer.
 Leaves are numbered like LightGBM: splitting leaf ``l`` keeps ``l`` for the left child and gives
