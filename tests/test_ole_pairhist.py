@@ -170,3 +170,30 @@ def test_ole_float64_is_the_exact_path_and_differs_from_wse():
     t = {c: json.loads(TreeBooster(obj, criterion=c, **kw).fit(X, y, group).to_json())["trees"]
          for c in ("ole_float64", "wse")}
     assert t["ole_float64"] != t["wse"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_feature_subset_builds_those_features_slots_only(dtype):
+    X, y, group = rank_data(9, n_queries=10, q_size=30)
+    mapper = BinMapper.fit(X, 255)
+    bins = mapper.bins(X)
+    pi, pj, pc = RankNet().pair_couplings(np.zeros(y.size), y, group)
+    pi, pj = pi.astype(np.int32), pj.astype(np.int32)
+    scratch = PairScratch(bins.shape[0], bins.shape[1], True, chunk_rows=16, dtype=dtype)
+    args = (bins, pi, pj, pc, 3, pi.size - 2, mapper.offsets, mapper.n_bins, mapper.n_slots, scratch)
+    full = build_pair_hist(*args)
+    sub = build_pair_hist(*args, features=[5, 2, 2])  # any order, repeats: the set {2, 5}
+    for f in range(bins.shape[1]):
+        lo, hi = mapper.offsets[f], mapper.offsets[f + 1]
+        if f in (2, 5):
+            np.testing.assert_array_equal(sub[lo:hi], full[lo:hi])
+        else:
+            assert not sub[lo:hi].any()
+    assert np.all(scratch.loc == -1)
+    with pytest.raises(ValueError, match="features"):
+        build_pair_hist(*args, features=[bins.shape[1]])
+
+
+def test_pair_scratch_rejects_other_accumulator_types():
+    with pytest.raises(ValueError, match="dtype"):
+        PairScratch(10, 2, False, dtype=np.float16)

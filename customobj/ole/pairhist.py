@@ -90,6 +90,7 @@ class PairScratch:
 @njit(cache=True)
 def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, acc, nanacc, rsum, tile, out):
     n_feat = feats.shape[0]
+    full = n_feat == bins.shape[1]  # every feature, in order (the caller's promise): a plain copy
     cap = rows.shape[0]
     k = lo
     while k < hi:
@@ -108,8 +109,12 @@ def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, 
                 loc[a] = sa
                 rows[sa] = a
                 rsum[sa] = 0.0
-                for f in range(n_feat):  # the row's bins, contiguous for the pair loops below
-                    tile[sa, f] = bins[a, feats[f]]
+                if full:  # the row's bins, contiguous for the pair loops below
+                    for f in range(n_feat):
+                        tile[sa, f] = bins[a, f]
+                else:
+                    for f in range(n_feat):
+                        tile[sa, f] = bins[a, feats[f]]
                 for f in range(n_feat):
                     acc[sa, f] = 0.0
                 if any_nan:
@@ -122,8 +127,12 @@ def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, 
                 loc[b] = sb
                 rows[sb] = b
                 rsum[sb] = 0.0
-                for f in range(n_feat):
-                    tile[sb, f] = bins[b, feats[f]]
+                if full:
+                    for f in range(n_feat):
+                        tile[sb, f] = bins[b, f]
+                else:
+                    for f in range(n_feat):
+                        tile[sb, f] = bins[b, feats[f]]
                 for f in range(n_feat):
                     acc[sb, f] = 0.0
                 if any_nan:
@@ -217,7 +226,12 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
         scratch = PairScratch(bins.shape[0], bins.shape[1], True)
     s = scratch
     tile = s.tile_for(bins)
-    feats = np.arange(bins.shape[1], dtype=np.int64) if features is None else np.asarray(features, np.int64)
+    if features is None:
+        feats = np.arange(bins.shape[1], dtype=np.int64)
+    else:  # sorted and unique: all features then means arange, the kernel's plain-copy path
+        feats = np.unique(np.asarray(features, dtype=np.int64))
+        if feats.size and (feats[0] < 0 or feats[-1] >= bins.shape[1]):
+            raise ValueError(f"features must be in [0, {bins.shape[1]}), got {feats[0]}..{feats[-1]}")
     foff = np.ascontiguousarray(offsets[feats], dtype=np.int64)
     fnb = np.ascontiguousarray(n_bins[feats], dtype=np.int64)
     nb = n_blocks_for(end - start, block=_BLOCK_PAIRS, max_blocks=_MAX_BLOCKS)
