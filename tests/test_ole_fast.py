@@ -161,3 +161,11 @@ def test_select_features_takes_the_largest_gains_in_the_mask():
 def test_ole_fast_features_is_validated(bad):
     with pytest.raises((TypeError, ValueError), match="ole_fast_features"):
         TreeBooster(RankNet(), criterion="ole_fast", ole_fast_features=bad)
+
+
+@pytest.mark.parametrize("criterion", ["ole", "ole_fast"])
+def test_trees_do_not_depend_on_the_thread_count(criterion):
+    X, y, group = rank_data(4, n_queries=60, q_size=40)  # ~30k pairs: several pair-histogram blocks
+    kw = dict(criterion=criterion, n_estimators=2, num_leaves=10, min_data_in_leaf=10, verbose=False)
+    a, b = (TreeBooster(RankNet(), n_jobs=j, **kw).fit(X, y, group).to_json() for j in (1, 2))
+    assert a == b
