@@ -253,30 +253,43 @@ _PART_BLOCK = 65536
 _PART_MAX_BLOCKS = 16
 
 
-@njit(cache=True, parallel=True)
-def partition_pairs(pi, pj, pc, start, end, go_left, oi, oj, oc):
-    """Copy pairs ``start:end`` of ``(pi, pj, pc)`` to the same range of ``(oi, oj, oc)``, stably
-    ordered as [both left | both right | split]; returns (n_left, n_right).
+@njit(cache=True)
+def _count_sides(pi, pj, lo, hi, go_left):
+    nl = 0
+    nr = 0
+    for k in range(lo, hi):  # branch-free: the sides are random, mispredictions dominated
+        la = np.int64(go_left[pi[k]])
+        lb = np.int64(go_left[pj[k]])
+        nl += la & lb
+        nr += 1 - (la | lb)
+    return nl, nr
 
-    Out of place so that blocks of pairs (their number depends only on the range size) are
-    counted and then placed in parallel; the grower ping-pongs between two pair buffers, one per
-    tree depth parity, so nothing is copied back. ``go_left[r]``: row ``r``'s side.
-    """
+
+@njit(cache=True)
+def _place_sides(pi, pj, pc, lo, hi, go_left, ml, mr, mx, oi, oj, oc):
+    for k in range(lo, hi):
+        a = pi[k]
+        c = pj[k]
+        la = np.int64(go_left[a])
+        lb = np.int64(go_left[c])
+        is_l = la & lb
+        is_r = 1 - (la | lb)
+        d = ml if is_l else (mr if is_r else mx)
+        ml += is_l
+        mr += is_r
+        mx += 1 - is_l - is_r
+        oi[d] = a
+        oj[d] = c
+        oc[d] = pc[k]
+
+
+@njit(cache=True, parallel=True)
+def _partition_pairs_parallel(pi, pj, pc, start, end, go_left, oi, oj, oc):
     n = end - start
     nb = max(1, min(_PART_MAX_BLOCKS, n // _PART_BLOCK))
     cnt = np.zeros((nb, 2), dtype=np.int64)
     for b in prange(nb):
-        lo = start + (n * b) // nb
-        hi = start + (n * (b + 1)) // nb
-        nl = 0
-        nr = 0
-        for k in range(lo, hi):  # branch-free: the sides are random, mispredictions dominated
-            la = np.int64(go_left[pi[k]])
-            lb = np.int64(go_left[pj[k]])
-            nl += la & lb
-            nr += 1 - (la | lb)
-        cnt[b, 0] = nl
-        cnt[b, 1] = nr
+        cnt[b, 0], cnt[b, 1] = _count_sides(pi, pj, start + (n * b) // nb, start + (n * (b + 1)) // nb, go_left)
     tl = 0
     tr = 0
     for b in range(nb):
@@ -284,30 +297,37 @@ def partition_pairs(pi, pj, pc, start, end, go_left, oi, oj, oc):
         tr += cnt[b, 1]
     for b in prange(nb):
         lo = start + (n * b) // nb
-        hi = start + (n * (b + 1)) // nb
         bl = 0
         br = 0
         for q in range(b):
             bl += cnt[q, 0]
             br += cnt[q, 1]
-        ml = start + bl
-        mr = start + tl + br
-        mx = start + tl + tr + (lo - start - bl - br)
-        for k in range(lo, hi):
-            a = pi[k]
-            c = pj[k]
-            la = np.int64(go_left[a])
-            lb = np.int64(go_left[c])
-            is_l = la & lb
-            is_r = 1 - (la | lb)
-            d = ml if is_l else (mr if is_r else mx)
-            ml += is_l
-            mr += is_r
-            mx += 1 - is_l - is_r
-            oi[d] = a
-            oj[d] = c
-            oc[d] = pc[k]
+        _place_sides(pi, pj, pc, lo, start + (n * (b + 1)) // nb, go_left, start + bl, start + tl + br,
+                     start + tl + tr + (lo - start - bl - br), oi, oj, oc)
     return tl, tr
+
+
+@njit(cache=True)
+def _partition_pairs_serial(pi, pj, pc, start, end, go_left, oi, oj, oc):
+    tl, tr = _count_sides(pi, pj, start, end, go_left)
+    _place_sides(pi, pj, pc, start, end, go_left, start, start + tl, start + tl + tr, oi, oj, oc)
+    return tl, tr
+
+
+def partition_pairs(pi: np.ndarray, pj: np.ndarray, pc: np.ndarray, start: int, end: int, go_left: np.ndarray,
+                    oi: np.ndarray, oj: np.ndarray, oc: np.ndarray) -> tuple[int, int]:
+    """Copy pairs ``start:end`` of ``(pi, pj, pc)`` to the same range of ``(oi, oj, oc)``, stably
+    ordered as [both left | both right | split]; returns (n_left, n_right).
+
+    Out of place so that blocks of pairs (their number depends only on the range size) are
+    counted and then placed in parallel; the grower ping-pongs between two pair buffers, one per
+    tree depth parity, so nothing is copied back. ``go_left[r]``: row ``r``'s side. Ranges of one
+    block run without a parallel region: on a loaded machine a parallel region waits for a time
+    slice of every thread (milliseconds), far longer than partitioning a small node.
+    """
+    run = _partition_pairs_parallel if end - start >= 2 * _PART_BLOCK else _partition_pairs_serial
+    tl, tr = run(pi, pj, pc, start, end, go_left, oi, oj, oc)
+    return int(tl), int(tr)
 
 
 @njit(cache=True, parallel=True)
