@@ -36,7 +36,7 @@ from numba import njit
 from .histogram import build_row_hist_fm
 from .pairhist import (PairScratch, build_pair_hist, compact_pairs, partition_pairs, split_coupling_sums,
                        sum_couplings)
-from .partition import PARALLEL_ROWS, partition_rows
+from .partition import partition_rows
 from .splitting import (KERNEL, OLE, OLE_FAST, OLE_FLOAT64, RES_SIZE, feature_gains, find_best_split,
                         find_best_split_parallel, node_hessian, split_gain)
 
@@ -234,7 +234,7 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
         pi = pj = np.zeros(0, np.int64)
         pc = np.zeros(0, np.float64)
     dummy_phist = np.zeros((1, 3))
-    # a split search over few slots is cheaper than waking the thread team (see PARALLEL_ROWS)
+    # a split search over few slots is cheaper than waking the thread team (see partition.PARALLEL_ROWS)
     find = find_best_split_parallel if ctx.n_slots >= PARALLEL_SLOTS else find_best_split
 
     gains = np.zeros(ctx.n_bins.shape[0])
