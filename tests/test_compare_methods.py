@@ -157,7 +157,7 @@ def test_objective_names_and_criteria():
     for n in ("LambdaRank", "RankNet", "QBRank", "MPBoost", "McRank", "SquaredError"):
         assert n in names
     assert not {"Objective", "Sum", "Scaled", "Prepared"} & set(names)
-    assert CRITERIA == ("ole", "wse", "se")
+    assert CRITERIA == ("ole", "wse", "se", "ole_fast", "ole_float64")
 
 
 def test_build_objective():

@@ -60,7 +60,9 @@ NATIVE = {
 #: Backends that train a customobj objective.
 CUSTOM_BACKENDS = ("lgb", "xgb", "ole")
 
-CRITERIA = ("ole", "wse", "se")
+from ..ole.splitting import CRITERIA as _OLE_CRITERIA  # noqa: E402  (one home for the names)
+
+CRITERIA = tuple(_OLE_CRITERIA)
 
 #: Leaf solvers an ``lgb`` method of a customobj objective can ask for with a ``{...}`` suffix.
 LEAF_SOLVERS = ("exact_leaves",)

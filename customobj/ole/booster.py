@@ -29,6 +29,7 @@ from .evaluation import SCORE_METRIC, EarlyStopping, prepare_evals, ranking_scor
 from .inputs import as_fit_labels, as_matrix, check_feature_names, check_fit_rows, resolve_groups
 from .params import check_n_jobs, check_params, default_objective
 from .predictor import PackedTrees, predict_raw
+from .grower import OLE_FAST_FEATURES
 from .training import Threads, boost, feature_infos, grow_params
 
 __all__ = ["TreeBooster"]
@@ -69,7 +70,11 @@ class TreeBooster(BaseEstimator):
     objective : customobj Objective or None
         The loss; ``None`` means ``customobj.LambdaRank()``. Ranking objectives need ``group=`` or
         ``qid=`` in ``fit``; pointwise ones treat all rows as one list without them.
-    criterion : {"ole", "wse", "se"}
+    criterion : {"ole", "wse", "se", "ole_fast", "ole_float64"}
+        ``"ole"`` accumulates pair histograms in float32 within chunks of pairs (flushed to float64;
+        node hessians, leaf values and gains are float64 sums); ``"ole_float64"`` is the float64
+        reference; ``"ole_fast"`` searches OLE splits only over the ``ole_fast_features`` features
+        of largest WSE gain at each node (node hessians stay exact).
     num_leaves : int in [2, 131072]
     learning_rate : float > 0
     n_estimators : int >= 0, boosting rounds (McRank grows one tree per grade per round).
@@ -85,6 +90,7 @@ class TreeBooster(BaseEstimator):
     line_search : bool
     importance_type : {"split", "gain"}
     verbose : bool or int, progress bar over the rounds when true (int: > 0).
+    ole_fast_features : int >= 1, features per node whose pair histograms ``"ole_fast"`` builds.
 
     Attributes
     ----------
@@ -120,7 +126,7 @@ class TreeBooster(BaseEstimator):
                  max_depth: int = -1, growth: str = "best_first", feature_fraction: float = 1.0,
                  bagging_fraction: float = 1.0, random_state: int = 0, n_jobs: Optional[int] = None,
                  leaf_solver: str = "diagonal", line_search: bool = False, importance_type: str = "split",
-                 verbose: Union[bool, int] = True) -> None:
+                 verbose: Union[bool, int] = True, ole_fast_features: int = OLE_FAST_FEATURES) -> None:
         self.objective = objective
         self.criterion = criterion
         self.num_leaves = num_leaves
@@ -140,6 +146,7 @@ class TreeBooster(BaseEstimator):
         self.line_search = line_search
         self.importance_type = importance_type
         self.verbose = verbose
+        self.ole_fast_features = ole_fast_features
         # fail where the value is written (issue 13); fit checks again after any set_params
         check_params(self.get_params(deep=False))
 

@@ -1,7 +1,26 @@
-"""One regression tree, grown leaf by leaf (best-first) or level by level (breadth-first).
+r"""One regression tree, grown leaf by leaf (best-first) or level by level (breadth-first).
 
 The Python loop keeps per-leaf bookkeeping; histograms, pair histograms, split search and
-partitioning are numba kernels. Rows of a leaf are ``order[start:end]`` and its in-node pairs
+partitioning are numba kernels. Under every OLE criterion a child's in-node coupling ``C`` (its
+node hessian ``H - 2C``, leaf value and recorded split gain) is summed in float64 from its own
+pairs after the split; the pair histograms only choose the split.
+
+``criterion="ole_fast"`` (tolerance ``k = ole_fast_features``): at each node the WSE gains of every
+feature come from the row histogram (one extra split search), and the pair histogram is built
+only for the ``k`` features of largest WSE gain (``select_features``); the split is the best OLE
+split among them,
+
+.. math::
+
+    \max_{f \in \mathrm{top}_k(\mathrm{WSE})} \max_t \;
+    \frac{G_L^2}{H_L - 2C_L + \lambda} + \frac{G_R^2}{H_R - 2C_R + \lambda}
+    - \frac{G^2}{H - 2C + \lambda}
+
+(Xia, Zhai, Wang, SPEC.md section 5). The bound: only the set of features searched changes.
+Every node's ``G, H, C`` (so its OLE hessian ``H - 2C``, leaf value and the chosen split's gain)
+is exact, and the split equals ``criterion="ole"``'s whenever that split's feature ranks among the
+node's top ``k`` by WSE gain; ``k >= n_features`` grows the ``"ole"`` trees. No pair-histogram
+subtraction (each node's features differ), so a node costs its pairs times ``k``. Rows of a leaf are ``order[start:end]`` and its in-node pairs
 ``pi/pj/pc[pstart:pend]`` of one of two pair buffers; a split reorders the row range in place
 (LightGBM's data partition) and copies the pair range, partitioned, to the other buffer.
 Leaves are numbered like LightGBM: splitting leaf ``l`` keeps ``l`` for the left child and gives
@@ -12,98 +31,38 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .histogram import build_row_hist_fm
 from .joint_leaves import joint_newton_step
-from .pairhist import PairScratch, build_pair_hist, compact_pairs, partition_pairs, sum_couplings
-from .splitting import RES_SIZE, find_best_split, find_best_split_parallel, node_hessian
+from .pairhist import (PairScratch, build_pair_hist, compact_pairs, partition_pairs, split_coupling_sums,
+                       sum_couplings)
+from .partition import partition_rows
+from .splitting import (KERNEL, OLE, OLE_FAST, OLE_FLOAT64, RES_SIZE, feature_gains, find_best_split,
+                        find_best_split_parallel, node_hessian, split_gain)
 
-__all__ = ["GrowParams", "add_leaf_values", "grow_tree", "partition_rows"]
+__all__ = ["GrowParams", "OLE_FAST_FEATURES", "add_leaf_values", "grow_tree", "partition_rows", "select_features"]
+
+#: Default ``k`` of ``criterion="ole_fast"``: features per node whose pair histograms are built.
+OLE_FAST_FEATURES = 8
 
 
 class GrowParams:
     __slots__ = ("criterion", "num_leaves", "min_data_in_leaf", "min_sum_hessian_in_leaf",
-                 "lambda_l2", "max_depth", "growth", "leaf_solver", "learning_rate")
+                 "lambda_l2", "max_depth", "growth", "leaf_solver", "learning_rate", "ole_fast_features")
+    _DEFAULTS = {"ole_fast_features": OLE_FAST_FEATURES}
 
     def __init__(self, **kw):
         for k in self.__slots__:
-            setattr(self, k, kw[k])
+            setattr(self, k, kw[k] if k in kw else self._DEFAULTS[k])
 
 
-@njit(cache=True)
-def _mark_rows(col, order, lo, hi, tbin, nan_bin, nan_left, go_left):
-    """Marks ``go_left[row]`` for ``order[lo:hi]``; returns how many go left."""
-    c = 0
-    for k in range(lo, hi):
-        r = order[k]
-        v = np.int64(col[r])
-        left = nan_left if v == nan_bin else v <= tbin
-        go_left[r] = left
-        if left:
-            c += 1
-    return c
-
-
-@njit(cache=True)
-def _place_rows(order, lo, hi, go_left, tmp, ml, mr):
-    """Copies ``order[lo:hi]`` to ``tmp``: left rows from ``ml`` on, right rows from ``mr`` on."""
-    for k in range(lo, hi):
-        r = order[k]
-        if go_left[r]:
-            tmp[ml] = r
-            ml += 1
-        else:
-            tmp[mr] = r
-            mr += 1
-
-
-# Below this many rows a node is partitioned without a parallel region: waking the thread team
-# costs ~2 us when OpenMP threads spin but ~95 us when they sleep (OMP_WAIT_POLICY=passive, which
-# ``customobj.adapters`` sets), more than partitioning a small node.
-PARALLEL_ROWS = 32768
-
-
-@njit(cache=True, parallel=True)
-def _partition_rows_parallel(col, order, start, end, tbin, nan_bin, nan_left, go_left, tmp):
-    n = end - start
-    n_blocks = max(1, min(16, n // PARALLEL_ROWS))
-    counts = np.zeros(n_blocks, dtype=np.int64)
-    for b in prange(n_blocks):
-        counts[b] = _mark_rows(col, order, start + (n * b) // n_blocks, start + (n * (b + 1)) // n_blocks,
-                               tbin, nan_bin, nan_left, go_left)
-    nl = 0
-    for b in range(n_blocks):
-        nl += counts[b]
-    for b in prange(n_blocks):
-        lo = start + (n * b) // n_blocks
-        ml = 0
-        for q in range(b):
-            ml += counts[q]
-        _place_rows(order, lo, start + (n * (b + 1)) // n_blocks, go_left, tmp, ml, nl + (lo - start) - ml)
-    for k in prange(n):
-        order[start + k] = tmp[k]
-    return nl
-
-
-@njit(cache=True)
-def _partition_rows_serial(col, order, start, end, tbin, nan_bin, nan_left, go_left, tmp):
-    nl = _mark_rows(col, order, start, end, tbin, nan_bin, nan_left, go_left)
-    _place_rows(order, start, end, go_left, tmp, 0, nl)
-    order[start:end] = tmp[:end - start]
-    return nl
-
-
-def partition_rows(col, order, start, end, tbin, nan_bin, nan_left, go_left, tmp):
-    """Stable partition of ``order[start:end]`` into [left | right] by the split feature's bins ``col``
-    (one row of the feature-major bin matrix); marks ``go_left[row]``; returns the left count.
-
-    Nodes of at least ``2 * PARALLEL_ROWS`` rows are cut into row blocks (their number depends
-    only on the node size), marked and counted in parallel, then each block copies its rows to its
-    offsets; smaller nodes take one serial pass. The same order either way, for any thread count.
-    """
-    run = _partition_rows_parallel if end - start >= 2 * PARALLEL_ROWS else _partition_rows_serial
-    return run(col, order, start, end, tbin, nan_bin, nan_left, go_left, tmp)
+def select_features(gains: np.ndarray, feature_mask: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` features of ``feature_mask`` with the largest ``gains`` (ties: lower index first),
+    in increasing index order: the features ``criterion="ole_fast"`` searches at a node."""
+    cand = np.flatnonzero(feature_mask)
+    top = cand[np.argsort(-gains[cand], kind="stable")[:k]]
+    return np.sort(top)
 
 
 @njit(cache=True)
@@ -220,21 +179,22 @@ class _Ctx:
         k = compact_pairs(pi, pj, pc, bag, use_bag, *buf)
         return tuple(a[:k] for a in buf)
 
-    def pair_scratch(self, m, index_dtype):
+    def pair_scratch(self, m, index_dtype, acc_dtype=np.float32):
         if self.bins is None:
             fm = self.bins_fm
             self.bins = np.ascontiguousarray(fm.T) if fm.nbytes <= _ROW_MAJOR_COPY_BYTES else fm.T
         if self.tmp_pairs is None or self.tmp_pairs[0].shape[0] < m or self.tmp_pairs[0].dtype != index_dtype:
             c = _capacity(m)
             self.tmp_pairs = (np.empty(c, index_dtype), np.empty(c, index_dtype), np.empty(c, np.float64))
-        if self.hist_scratch is None:
-            self.hist_scratch = PairScratch(self.bins.shape[0], self.bins.shape[1], bool(self.mapper.has_nan.any()))
+        if self.hist_scratch is None or self.hist_scratch.acc.dtype != acc_dtype:
+            self.hist_scratch = PairScratch(self.bins.shape[0], self.bins.shape[1], bool(self.mapper.has_nan.any()),
+                                            dtype=acc_dtype)
         return self.tmp_pairs
 
-    def pair_hist(self, buf, start, end):
+    def pair_hist(self, buf, start, end, features=None):
         pi, pj, pc = buf
         return build_pair_hist(self.bins, pi, pj, pc, start, end, self.offsets, self.n_bins, self.n_slots,
-                               self.hist_scratch)
+                               self.hist_scratch, features)
 
 
 def _can_split(leaf, p):
@@ -250,29 +210,43 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
     already multiplied by the learning rate). The pair arrays are overwritten (the first of the two
     buffers the pairs ping-pong between, see ``partition_pairs``).
     """
-    crit = p.criterion
-    use_pairs = crit == 2 and pairs is not None and pairs[0].shape[0] > 0
+    crit = KERNEL[p.criterion]
+    fast = p.criterion == OLE_FAST
+    use_pairs = crit == OLE and pairs is not None and pairs[0].shape[0] > 0
     order = np.array(rows, dtype=np.int64, copy=True)
     if use_pairs:
         pi, pj, pc = pairs
+        acc = np.float64 if p.criterion == OLE_FLOAT64 else np.float32
         # a node's pairs sit in bufs[node.pbuf]; its children's in the other buffer
-        bufs = (pairs, ctx.pair_scratch(pi.shape[0], pi.dtype))
+        bufs = (pairs, ctx.pair_scratch(pi.shape[0], pi.dtype, acc))
         if p.leaf_solver == "joint":  # the joint solve needs every pair after growth
             pairs = tuple(a.copy() for a in pairs)
     else:
         pi = pj = np.zeros(0, np.int64)
         pc = np.zeros(0, np.float64)
     dummy_phist = np.zeros((1, 3))
-    # a split search over few slots is cheaper than waking the thread team (see PARALLEL_ROWS)
+    # a split search over few slots is cheaper than waking the thread team (see partition.PARALLEL_ROWS)
     find = find_best_split_parallel if ctx.n_slots >= PARALLEL_SLOTS else find_best_split
+
+    gains = np.zeros(ctx.n_bins.shape[0])
 
     def search(leaf):
         leaf.res = np.zeros(RES_SIZE)
         if leaf.hist is None:
             return
+        mask = feature_mask
+        if use_pairs and fast:  # pair histograms of the k features of largest WSE gain only
+            feature_gains(leaf.hist, 1, ctx.n_bins, ctx.offsets, feature_mask, leaf.G, leaf.H, leaf.N,
+                          p.lambda_l2, float(p.min_data_in_leaf), p.min_sum_hessian_in_leaf, gains)
+            feats = select_features(gains, feature_mask, p.ole_fast_features)
+            mask = np.zeros_like(feature_mask)
+            mask[feats] = True
+            leaf.phist = ctx.pair_hist(bufs[leaf.pbuf], leaf.pstart, leaf.pend, feats)
         ph = leaf.phist if use_pairs else dummy_phist
-        find(leaf.hist, ph, use_pairs, crit, ctx.n_bins, ctx.offsets, feature_mask, leaf.G, leaf.H, leaf.N,
+        find(leaf.hist, ph, use_pairs, crit, ctx.n_bins, ctx.offsets, mask, leaf.G, leaf.H, leaf.N,
              leaf.C, p.lambda_l2, float(p.min_data_in_leaf), p.min_sum_hessian_in_leaf, leaf.res)
+        if fast:
+            leaf.phist = None  # no subtraction in ole_fast: each node's features differ
 
     root = _Leaf()
     root.start, root.end = 0, order.shape[0]
@@ -284,7 +258,7 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
     root.hist = root.phist = None
     if p.num_leaves > 1 and _can_split(root, p):
         root.hist = ctx.row_hist(order, 0, order.shape[0], grad, hess, root=True)
-        if use_pairs:
+        if use_pairs and not fast:
             root.phist = ctx.pair_hist(bufs[0], 0, pi.shape[0])
     search(root)
     leaves = [root]
@@ -350,17 +324,25 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
         need = [n_after < p.num_leaves and _can_split(c, p) for c in (left, right)]
         left.pbuf = right.pbuf = 1 - leaf.pbuf
         if use_pairs and any(need):  # children that are never split need no pairs
-            npl, npr = partition_pairs(*bufs[leaf.pbuf], leaf.pstart, leaf.pend, ctx.go_left, *bufs[left.pbuf])
+            nxt = bufs[left.pbuf]
+            npl, npr = partition_pairs(*bufs[leaf.pbuf], leaf.pstart, leaf.pend, ctx.go_left, *nxt)
             left.pstart, left.pend = leaf.pstart, leaf.pstart + npl
             right.pstart, right.pend = leaf.pstart + npl, leaf.pstart + npl + npr
+            left.C = sum_couplings(nxt[2], left.pstart, left.pend)
+            right.C = sum_couplings(nxt[2], right.pstart, right.pend)
         else:
             left.pstart = left.pend = right.pstart = right.pend = 0
+            if use_pairs:
+                left.C, right.C = split_coupling_sums(*bufs[leaf.pbuf], leaf.pstart, leaf.pend, ctx.go_left)
+        if use_pairs:  # the exact float64 C of the children: the recorded gain uses them too
+            nodes["split_gain"][-1] = float(split_gain(crit, leaf.G, leaf.H, leaf.N, leaf.C, left.G, left.H, left.N,
+                                                       left.C, right.G, right.H, right.N, right.C, p.lambda_l2))
         if any(need):
             small, large = (left, right) if left.N <= right.N else (right, left)
             small.hist = ctx.row_hist(order, small.start, small.end, grad, hess)
             leaf.hist -= small.hist
             large.hist = leaf.hist
-            if use_pairs:
+            if use_pairs and not fast:
                 _child_pair_hists(ctx, bufs[left.pbuf], leaf, left, right, need)
         leaf.hist = leaf.phist = None
         for child, nd in zip((left, right), need):
@@ -383,15 +365,27 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
     return tree, order, ranges
 
 
+# A pair-histogram pass costs about 27 ns per pair plus 280 ns per row it touches (each touched row
+# scatters its sums into every feature's histogram once), measured on MSLR-shaped data: the row
+# term dominates deep nodes, where rows keep only one or two pairs each.
+_ROW_COST = 10.0
+
+
+def _pass_cost(n_pairs, n_rows):
+    return n_pairs + _ROW_COST * min(n_rows, 2 * n_pairs)
+
+
 def _child_pair_hists(ctx, buf, parent, left, right, need):
-    """Pair histograms of the children: direct, or parent - small child - split pairs when cheaper."""
+    """Pair histograms of the children: direct, or parent - small child - split pairs when cheaper
+    (by ``_pass_cost``; the split pairs touch rows of both children)."""
     n_l = left.pend - left.pstart
     n_r = right.pend - right.pstart
     n_x = parent.pend - right.pend
     small, large = (left, right) if n_l <= n_r else (right, left)
-    n_small, n_large = min(n_l, n_r), max(n_l, n_r)
     need_large = need[0] if large is left else need[1]
-    if need_large and n_small + n_x < n_large:
+    direct = sum(_pass_cost(c.pend - c.pstart, c.N) for c, nd in zip((left, right), need) if nd)
+    subtract = _pass_cost(small.pend - small.pstart, small.N) + _pass_cost(n_x, parent.N)
+    if need_large and subtract < direct:
         small.phist = ctx.pair_hist(buf, small.pstart, small.pend)
         cross = ctx.pair_hist(buf, right.pend, parent.pend)
         parent.phist -= small.phist

@@ -42,7 +42,11 @@ MAX_OUTPUTS = 65536
 PARAM_TYPES = {"criterion": str, "num_leaves": int, "learning_rate": float, "n_estimators": int, "max_bin": int,
                "min_data_in_leaf": int, "min_sum_hessian_in_leaf": float, "lambda_l2": float, "max_depth": int,
                "growth": str, "feature_fraction": float, "bagging_fraction": float, "random_state": int,
-               "leaf_solver": str, "line_search": bool, "importance_type": str, "verbose": bool}
+               "leaf_solver": str, "line_search": bool, "importance_type": str, "verbose": bool,
+               "ole_fast_features": int}
+#: Hyperparameters added after format version 2 was fixed: files written before them lack them, and
+#: TreeBooster's default applies on load.
+_OPTIONAL_PARAMS = {"ole_fast_features"}
 _COMMON_KEYS = ("format", "version", "params", "objective", "n_features", "n_outputs", "feature_infos",
                 "best_iteration", "evals_result", "tree_class", "trees")
 _KEYS = {1: _COMMON_KEYS, 2: _COMMON_KEYS + ("feature_names",)}
@@ -193,12 +197,14 @@ def _check_params(params, where) -> None:
     if type(params) is not dict:
         _fail(where, f"must be an object, got {type(params).__name__}")
     for key in PARAM_TYPES:
-        if key not in params:
+        if key not in params and key not in _OPTIONAL_PARAMS:
             _fail(where, f"is missing the hyperparameter {key!r}")
     extra = sorted(set(params) - set(PARAM_TYPES))
     if extra:
         _fail(where, f"has an unknown hyperparameter {extra[0]!r}")
     for key, want in PARAM_TYPES.items():
+        if key not in params:
+            continue
         v = params[key]
         if v is None and key in _NULLABLE:
             continue

@@ -143,6 +143,7 @@ def check_params(params: Mapping[str, Any]) -> dict:
         "line_search": _flag(params, "line_search"),
         "importance_type": _choice(params, "importance_type", _IMPORTANCE),
         "verbose": _flag(params, "verbose", levels=True),
+        "ole_fast_features": _int(params, "ole_fast_features", 1),
     }
     unknown = set(params) - set(out)
     if unknown:

@@ -12,15 +12,33 @@ gain = score(left) + score(right) - score(parent); a split needs gain > 0 (Light
 ``min_data_in_leaf`` rows and ``min_sum_hessian_in_leaf`` of leaf hessian (``H`` for SE/WSE, the
 OLE hessian for OLE) on both sides. A child whose OLE hessian is zero (up to rounding) scores 0:
 without curvature a Newton step cannot reduce the loss.
+
+Criteria by name (``TreeBooster(criterion=...)``); the kernels see only SE, WSE or OLE (``KERNEL``):
+
+- ``"ole"``: pair histograms accumulated in float32 within a chunk of pairs, flushed to float64
+  (pairhist.py); node couplings ``C`` summed exactly in float64 from each node's pairs. Candidate
+  gains carry float32 rounding (about 1e-7 of the node's coupling), so only near-ties may split
+  differently from the reference;
+- ``"ole_float64"``: the same with float64 accumulators, the reference;
+- ``"ole_fast"``: pair histograms only for the ``k`` features of largest WSE gain at each node
+  (``ole_fast_features``), OLE gains searched over those ``k`` (grower.py, ``select_features``).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["CRITERIA", "find_best_split", "find_best_split_parallel", "node_hessian", "RES_SIZE"]
+__all__ = ["CRITERIA", "KERNEL", "OLE", "OLE_FAST", "OLE_FLOAT64", "PAIR_CRITERIA", "feature_gains",
+           "find_best_split", "find_best_split_parallel", "node_hessian", "split_gain", "RES_SIZE"]
 
-CRITERIA = {"se": 0, "wse": 1, "ole": 2}
+OLE = 2
+OLE_FAST = 3
+OLE_FLOAT64 = 4
+CRITERIA = {"ole": OLE, "wse": 1, "se": 0, "ole_fast": OLE_FAST, "ole_float64": OLE_FLOAT64}
+#: Criteria that need the objective's pair couplings.
+PAIR_CRITERIA = ("ole", "ole_fast", "ole_float64")
+#: The criterion code the split kernels see: every OLE variant searches with the OLE score.
+KERNEL = {code: min(code, OLE) for code in CRITERIA.values()}
 RES_SIZE = 12
 # Relative size below which H - 2C counts as zero curvature (cancellation leaves ~1e-16 * H).
 _REL_ZERO = 1e-9
@@ -177,3 +195,27 @@ def find_best_split_parallel(hist, ph, use_pairs, criterion, n_bins, offsets, fe
             found = True
             res[:] = per[f]
     return found
+
+
+@njit(cache=True)
+def split_gain(criterion, G, H, N, C, GL, HL, NL, CL, GR, HR, NR, CR, lam):
+    """``score(left) + score(right) - score(parent)`` of a split whose child sums are known."""
+    parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
+    return (_score(GL, node_hessian(criterion, GL, HL, NL, CL), lam)
+            + _score(GR, node_hessian(criterion, GR, HR, NR, CR), lam) - parent)
+
+
+@njit(cache=True)
+def feature_gains(hist, criterion, n_bins, offsets, feature_mask, G, H, N, lam, min_data, min_hess, out):
+    """``out[f]``: the best gain > 0 of feature ``f`` under a row-only criterion (SE or WSE), else 0.
+
+    ``criterion="ole_fast"`` ranks the features by their WSE gains (grower.py).
+    """
+    parent = _score(G, node_hessian(criterion, G, H, N, 0.0), lam)
+    tmp = np.zeros(RES_SIZE)
+    dummy = np.zeros((1, 3))
+    for f in range(n_bins.shape[0]):
+        out[f] = 0.0
+        if feature_mask[f]:
+            out[f] = _best_in_feature(f, hist, dummy, False, criterion, n_bins, offsets, G, H, N, 0.0, lam,
+                                      min_data, min_hess, parent, tmp)

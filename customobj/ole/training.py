@@ -11,7 +11,7 @@ import numpy as np
 from .evaluation import Progress, update_evals
 from .grower import GrowParams, _Ctx, add_leaf_values, grow_tree
 from .predictor import add_tree_bins
-from .splitting import CRITERIA
+from .splitting import CRITERIA, PAIR_CRITERIA
 
 __all__ = ["boost", "line_search", "grow_params", "feature_infos", "Threads"]
 
@@ -42,7 +42,7 @@ def grow_params(p):
                       min_data_in_leaf=p["min_data_in_leaf"],
                       min_sum_hessian_in_leaf=p["min_sum_hessian_in_leaf"], lambda_l2=p["lambda_l2"],
                       max_depth=p["max_depth"], growth=p["growth"], leaf_solver=p["leaf_solver"],
-                      learning_rate=p["learning_rate"])
+                      learning_rate=p["learning_rate"], ole_fast_features=p["ole_fast_features"])
 
 
 def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callbacks):
@@ -57,7 +57,7 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
     ctx = _Ctx(bins_fm, mapper)
     params = grow_params(p)
     rng = np.random.default_rng(p["random_state"])
-    need_pairs = obj.pairwise and (p["criterion"] == "ole" or p["leaf_solver"] == "joint")
+    need_pairs = obj.pairwise and (p["criterion"] in PAIR_CRITERIA or p["leaf_solver"] == "joint")
     all_rows = np.arange(n, dtype=np.int64)
     progress = Progress(p["n_estimators"], p["verbose"])
     done, reason = 0, None

@@ -1,0 +1,171 @@
+"""criterion="ole_fast": the bound on what it changes, checked node by node.
+
+Bound: at every node the split is the best exact OLE split among the ``ole_fast_features = k``
+features with the largest WSE gains at that node (ties: lower index); the node's ``G, H, C``,
+hence its OLE hessian ``H - 2C``, leaf value and recorded gain, are exact. With ``k`` at least the
+number of features it grows the trees of ``criterion="ole"``.
+"""
+import json
+
+import numpy as np
+import pytest
+
+from customobj import LambdaRank, RankNet
+from customobj.ole import TreeBooster
+from customobj.ole.binning import BinMapper
+from customobj.ole.grower import select_features
+
+
+def rank_data(seed, n_queries=30, q_size=30, n_features=8, nan_frac=0.05):
+    rng = np.random.default_rng(seed)
+    n = n_queries * q_size
+    X = np.round(rng.normal(size=(n, n_features)) * 4) / 4  # few distinct values: exact bins
+    X[rng.random(X.shape) < nan_frac] = np.nan
+    y = rng.integers(0, 4, n).astype(float)
+    return X, y, np.full(n_queries, q_size)
+
+
+def splits(rows, b, nb):
+    """Every (threshold bin, nan_left, left mask) of one feature's bins ``b`` on ``rows``."""
+    for nan_left in (False, True):
+        for t in range(nb - 1):
+            yield t, nan_left, np.where(b == nb, nan_left, b <= t)
+
+
+def best_gains(bins, n_bins, rows, g, h, pairs, lam, min_data, min_hess, crit):
+    """Per feature: the best gain > 0 (0 if none) and its (t, nan_left), brute force over masks."""
+    pi, pj, pc = pairs
+    n = bins.shape[0]
+    in_node = np.zeros(n, bool)
+    in_node[rows] = True
+
+    def denom(mask):
+        hs = h[mask].sum()
+        if crit == "wse":
+            return hs
+        d = hs - 2 * pc[mask[pi] & mask[pj]].sum()
+        return d if d > 1e-9 * hs else 0.0
+
+    def score(mask):
+        d = denom(mask)
+        return g[mask].sum() ** 2 / (d + lam) if d + lam > 0 else 0.0
+    parent = score(in_node)
+    out = []
+    for f in range(bins.shape[1]):
+        best = (0.0, None)
+        b = bins[rows, f].astype(int)
+        for t, nan_left, left in splits(rows, b, int(n_bins[f])):
+            L = np.zeros(n, bool)
+            L[rows[left]] = True
+            R = in_node & ~L
+            if L.sum() < min_data or R.sum() < min_data:
+                continue
+            if min(denom(L) if crit != "wse" else h[L].sum(), denom(R) if crit != "wse" else h[R].sum()) < min_hess:
+                continue
+            gain = score(L) + score(R) - parent
+            if gain > best[0] * (1 + 1e-9) + 1e-15:
+                best = (gain, (t, nan_left))
+        out.append(best)
+    return out
+
+
+def internal_nodes(tree, bins, n_bins):
+    """Rows of every internal node, walking the tree on bins (threshold bins, default_left)."""
+    out = {}
+
+    def walk(node, rows):
+        out[node] = rows
+        f, t, dl = tree["split_feature"][node], tree["threshold_bin"][node], tree["default_left"][node]
+        b = bins[rows, f].astype(int)
+        left = np.where(b == n_bins[f], dl, b <= t)
+        for child, part in ((tree["left_child"][node], rows[left]), (tree["right_child"][node], rows[~left])):
+            if child >= 0:
+                walk(child, part)
+    walk(0, np.arange(bins.shape[0]))
+    return out
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_every_split_is_the_best_ole_split_among_the_top_k_wse_features(k):
+    X, y, group = rank_data(0)
+    obj, lam, min_data = RankNet(sigma=1.3), 0.3, 6
+    s = np.random.default_rng(1).normal(size=y.size)
+    model = TreeBooster(obj, criterion="ole_fast", ole_fast_features=k, num_leaves=7, n_estimators=1, lambda_l2=lam,
+                        min_data_in_leaf=min_data, learning_rate=1.0, verbose=False).fit(X, y, group, init_score=s)
+    tree = json.loads(model.to_json())["trees"][0]
+    assert tree["num_leaves"] == 7
+    mapper = BinMapper.fit(X, 255)
+    bins = mapper.bins(X)
+    g, h = obj.grad_hess(s, y, group)
+    pairs = obj.pair_couplings(s, y, group)
+    off_top = 0
+    for node, rows in internal_nodes(tree, bins, mapper.n_bins).items():
+        wse = best_gains(bins, mapper.n_bins, rows, g, h, pairs, lam, min_data, 1e-3, "wse")
+        ole = best_gains(bins, mapper.n_bins, rows, g, h, pairs, lam, min_data, 1e-3, "ole")
+        top = select_features(np.array([w[0] for w in wse]), np.ones(X.shape[1], bool), k)
+        want = max(top, key=lambda f: (ole[f][0], -f))  # best OLE gain within the top k, first on ties
+        f = tree["split_feature"][node]
+        assert f == want, (node, f, want)
+        assert (tree["threshold_bin"][node], tree["default_left"][node]) == ole[f][1]
+        assert tree["split_gain"][node] == pytest.approx(ole[f][0], rel=1e-9)  # exact gain of the chosen split
+        off_top += int(np.argmax([o[0] for o in ole]) not in top)
+    if k == 1:
+        assert off_top > 0  # the restriction bites somewhere: the test can tell the criteria apart
+
+
+def test_leaf_values_use_the_exact_node_hessian():
+    X, y, group = rank_data(2)
+    obj, lam = LambdaRank(truncation=10), 0.2
+    model = TreeBooster(obj, criterion="ole_fast", ole_fast_features=2, num_leaves=6, n_estimators=1, lambda_l2=lam,
+                        min_data_in_leaf=5, learning_rate=1.0, verbose=False).fit(X, y, group)
+    tree = json.loads(model.to_json())["trees"][0]
+    mapper = BinMapper.fit(X, 255)
+    bins = mapper.bins(X)
+    g, h = obj.grad_hess(np.zeros(y.size), y, group)
+    pi, pj, pc = obj.pair_couplings(np.zeros(y.size), y, group)
+    leaf = np.full(y.size, -1)
+    for node, rows in internal_nodes(tree, bins, mapper.n_bins).items():
+        f, t, dl = tree["split_feature"][node], tree["threshold_bin"][node], tree["default_left"][node]
+        b = bins[rows, f].astype(int)
+        left = np.where(b == mapper.n_bins[f], dl, b <= t)
+        for child, part in ((tree["left_child"][node], rows[left]), (tree["right_child"][node], rows[~left])):
+            if child < 0:
+                leaf[part] = ~child
+    for k in range(tree["num_leaves"]):
+        m = leaf == k
+        d = h[m].sum() - 2 * pc[m[pi] & m[pj]].sum()
+        assert tree["leaf_value"][k] == pytest.approx(-g[m].sum() / (d + lam), rel=1e-9)
+
+
+def test_with_every_feature_ole_fast_grows_the_ole_trees():
+    X, y, group = rank_data(3, n_features=5)
+    kw = dict(n_estimators=3, num_leaves=8, min_data_in_leaf=5, verbose=False)
+    a = json.loads(TreeBooster(LambdaRank(truncation=10), criterion="ole_fast", ole_fast_features=5, **kw)
+                   .fit(X, y, group).to_json())["trees"]
+    b = json.loads(TreeBooster(LambdaRank(truncation=10), criterion="ole_float64", **kw).fit(X, y, group).to_json())["trees"]
+    for ta, tb in zip(a, b):
+        for key in ("split_feature", "threshold_bin", "default_left", "left_child", "right_child"):
+            assert ta[key] == tb[key]
+        np.testing.assert_allclose(ta["leaf_value"], tb["leaf_value"], rtol=1e-6)
+
+
+def test_select_features_takes_the_largest_gains_in_the_mask():
+    gains = np.array([0.5, 2.0, 2.0, 0.0, 3.0, 1.0])
+    mask = np.array([True, True, True, True, False, True])
+    np.testing.assert_array_equal(select_features(gains, mask, 2), [1, 2])  # 4 is masked out
+    np.testing.assert_array_equal(select_features(gains, mask, 3), [1, 2, 5])
+    np.testing.assert_array_equal(select_features(gains, mask, 10), [0, 1, 2, 3, 5])
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "8"])
+def test_ole_fast_features_is_validated(bad):
+    with pytest.raises((TypeError, ValueError), match="ole_fast_features"):
+        TreeBooster(RankNet(), criterion="ole_fast", ole_fast_features=bad)
+
+
+@pytest.mark.parametrize("criterion", ["ole", "ole_fast"])
+def test_trees_do_not_depend_on_the_thread_count(criterion):
+    X, y, group = rank_data(4, n_queries=60, q_size=40)  # ~30k pairs: several pair-histogram blocks
+    kw = dict(criterion=criterion, n_estimators=2, num_leaves=10, min_data_in_leaf=10, verbose=False)
+    a, b = (TreeBooster(RankNet(), n_jobs=j, **kw).fit(X, y, group).to_json() for j in (1, 2))
+    assert a == b
