@@ -69,6 +69,27 @@ def test_save_load_round_trip_is_exact(fitted, tmp_path):
     assert not hasattr(loaded, "feature_names_in_")
 
 
+def test_ole_fast_features_round_trips_and_older_files_get_the_default(tmp_path):
+    """``ole_fast_features`` came after format version 2: saved when present, optional on load."""
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(90, 4)), rng.integers(0, 3, 90).astype(float)
+    model = TreeBooster(RankNet(), criterion="ole_fast", ole_fast_features=2, num_leaves=4, n_estimators=2,
+                        min_data_in_leaf=5, verbose=False).fit(X, y, [15] * 6)
+    path = tmp_path / "m.json"
+    model.save(path)
+    loaded = TreeBooster.load(path)
+    assert loaded.ole_fast_features == 2 and loaded.criterion == "ole_fast"
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    doc = json.loads(path.read_text())
+    del doc["params"]["ole_fast_features"]
+    path.write_text(json.dumps(doc))
+    assert TreeBooster.load(path).ole_fast_features == TreeBooster().ole_fast_features
+    doc["params"]["ole_fast_features"] = "many"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"m.json: params.ole_fast_features = 'many' must be int"):
+        TreeBooster.load(path)
+
+
 def test_feature_names_and_n_features_in_round_trip(tmp_path):
     X, y, g = rank_data(2)
     model = TreeBooster(RankNet(), num_leaves=3, n_estimators=2, min_data_in_leaf=5, **QUIET).fit(X, y, g)

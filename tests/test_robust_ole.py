@@ -135,7 +135,7 @@ BAD_OPTIONS = [
     ({"random_state": 1.5}, TypeError, r"random_state must be an integer, got float"),
     ({"min_data_in_leaf": 10**400}, ValueError, r"min_data_in_leaf must be in \[1, 9007199254740992\]"),
     ({"max_bin": 65535}, ValueError, r"max_bin must be in \[2, 65534\], got 65535"),
-    ({"criterion": ["ole"]}, ValueError, r"criterion must be one of \['ole', 'se', 'wse'\], got \['ole'\]"),
+    ({"criterion": ["ole"]}, ValueError, r"criterion must be one of \['ole', 'ole_fast', 'ole_float64', 'se', 'wse'\], got \['ole'\]"),
     ({"bagging_fraction": 0.0}, ValueError, r"bagging_fraction must be in \(0.0, 1.0\], got 0.0"),
     ({"feature_fraction": 1.5}, ValueError, r"feature_fraction must be in \(0.0, 1.0\], got 1.5"),
     ({"lambda_l2": float("inf")}, ValueError, r"lambda_l2 must be finite, got inf"),
