@@ -13,6 +13,13 @@ from customobj.data import synthetic
 from customobj.metrics import ndcg
 
 
+@pytest.fixture(autouse=True)
+def _outside_the_repository(tmp_path, monkeypatch):
+    """Run from an empty folder: compare's default --out (./compare-results) must neither depend on
+    nor land in the folder pytest was started from (the README's first command leaves results there)."""
+    monkeypatch.chdir(tmp_path)
+
+
 def test_parse_labels_and_members():
     spec = parse_method(" ens : lgb:LambdaRank( sigma = 2 ) + ole:LambdaRank ")
     assert isinstance(spec, EnsembleSpec)

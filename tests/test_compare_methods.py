@@ -82,6 +82,12 @@ def test_out_of_range_option_names_the_method():
         parse_method("lgb:LambdaRank(k=1180591620717411303424)")
 
 
+def test_unknown_option_names_the_valid_ones():
+    with pytest.raises(ValueError, match=r"LambdaRank has no option 'sigmaa' \(did you mean 'sigma'\?\); its options: "
+                                         r"metric, k, sigma, truncation"):
+        build_objective(parse_method("lgb:LambdaRank(sigmaa=2)"))
+
+
 def test_build_objective_reports_any_constructor_failure_on_one_line(monkeypatch):
     from customobj import objectives
 

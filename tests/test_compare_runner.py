@@ -14,6 +14,13 @@ from customobj.compare.trainers import Settings, Split, train
 from customobj.data import synthetic
 
 
+@pytest.fixture(autouse=True)
+def _outside_the_repository(tmp_path, monkeypatch):
+    """Run from an empty folder: compare's default --out (./compare-results) must neither depend on
+    nor land in the folder pytest was started from (the README's first command leaves results there)."""
+    monkeypatch.chdir(tmp_path)
+
+
 class _Bar:
     def __init__(self):
         self.n = 0

@@ -12,6 +12,13 @@ from customobj.compare.trainers import Settings, Split, train
 from customobj.compare.tuning import OBJ, SPACES, apply, search_space, startup_trials, tune
 from customobj.data import synthetic
 
+
+@pytest.fixture(autouse=True)
+def _outside_the_repository(tmp_path, monkeypatch):
+    """Run from an empty folder: compare's default --out (./compare-results) must neither depend on
+    nor land in the folder pytest was started from (the README's first command leaves results there)."""
+    monkeypatch.chdir(tmp_path)
+
 TINY = ["--synthetic-queries", "40", "--synthetic-docs", "8", "--rounds", "4", "--num-leaves", "7",
         "--early-stopping", "2", "--quiet", "--no-plot"]
 

@@ -329,9 +329,10 @@ def run(args: argparse.Namespace) -> int:
     if seeds[-1] > INT32_MAX:
         raise UsageError(f"--seed {args.seed} with --seeds {args.seeds} goes past {INT32_MAX}, the largest seed "
                          "the libraries take")
-    out = output.check_folder(Path(args.out), overwrite=args.overwrite)
+    # the data first: a wrong --letor / --train names that mistake, not an earlier run's --out folder
     folds, data_desc = _load_folds(args)
     _check_labels(specs, folds)
+    out = output.check_folder(Path(args.out), overwrite=args.overwrite)
     settings = Settings(rounds=args.rounds, num_leaves=args.num_leaves, learning_rate=args.learning_rate,
                         seed=args.seed, jobs=args.jobs, early_stopping=args.early_stopping)
     labels = [s.label for s in specs]

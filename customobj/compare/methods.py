@@ -20,6 +20,7 @@ an ``lgb`` method with a customobj objective for :class:`customobj.adapters.Exac
 from __future__ import annotations
 
 import difflib
+import inspect
 import math
 import re
 from dataclasses import dataclass, field
@@ -45,7 +46,7 @@ __all__ = [
 BACKENDS = {
     "lgb": "LightGBM",
     "xgb": "XGBoost",
-    "cb": "CatBoost (optional extra: pip install 'customobj[catboost]')",
+    "cb": "CatBoost, an optional extra: pip install 'customobj[catboost]'",
     "ole": "customobj.ole.TreeBooster",
 }
 
@@ -129,7 +130,7 @@ def objective_names() -> list[str]:
 
 
 def valid_names_help() -> str:
-    lines = ["valid method names are BACKEND:TARGET[(key=value,...)][[criterion]] with"]
+    lines = ["valid method names are BACKEND:TARGET[(key=value,...)][[criterion]][{leaf solver}], or ens:A+B, with"]
     lines.append("  backends: " + ", ".join(f"{b} ({d})" for b, d in BACKENDS.items()))
     for b, natives in NATIVE.items():
         if natives:
@@ -342,6 +343,14 @@ def parse_methods(text_or_list: str | list[str]) -> list[MethodSpec]:
     return specs
 
 
+def _keyword_options(cls) -> list[str] | None:
+    """The keyword options of an objective's constructor (``None`` if it takes ``**kwargs``)."""
+    params = inspect.signature(cls.__init__).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
 def build_objective(spec: MethodSpec) -> Objective:
     """Instantiate the customobj objective of ``spec``; bad options become a ``ValueError`` naming it."""
     if spec.native:
@@ -349,6 +358,13 @@ def build_objective(spec: MethodSpec) -> Objective:
     from .. import objectives
 
     cls = getattr(objectives, spec.target)
+    accepted = _keyword_options(cls)
+    unknown = sorted(set(spec.kwargs) - set(accepted)) if accepted is not None else []
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], accepted, n=1)
+        raise ValueError(f"invalid options for {spec.label}: {spec.target} has no option {unknown[0]!r}"
+                         + (f" (did you mean {near[0]!r}?)" if near else "")
+                         + f"; its options: {', '.join(accepted) or '(none)'}")
     try:
         return cls(**spec.kwargs)
     except (TypeError, ValueError, OverflowError) as exc:
