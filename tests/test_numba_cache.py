@@ -109,3 +109,51 @@ def test_install_is_idempotent() -> None:
     assert len(ours) == 1
     # After numba's NUMBA_CACHE_DIR locator, before the in-tree one.
     assert impl._locator_classes.index(ours[0]) == 1
+
+
+def test_stamp_covers_every_kernel_module() -> None:
+    """A kernel inlines kernels of other modules, so its cache entry must go stale when any of them
+    changes: the stamp holds every numba-using source file (adapters/ included in a checkout)."""
+    stamp = _numba_cache.package_stamp()
+    files = {path.replace(os.sep, "/") for path, _, _ in stamp}
+    assert "customobj/_metric_kernels.py" in files and "customobj/objectives/_lambdarank_kernels.py" in files
+    assert "customobj/ole/pairhist.py" in files
+    assert "customobj/_io.py" not in files  # no numba: editing it recompiles nothing
+    for path, mtime_ns, size in stamp:
+        st = os.stat(os.path.join(str(PACKAGE_DIRS[0].parent), path))
+        assert (st.st_mtime_ns, st.st_size) == (mtime_ns, size)
+    from numba.core import caching
+
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+    (ours,) = [c for c in impl._locator_classes if getattr(c, "_customobj", False)]
+    from customobj import _metric_kernels
+
+    locator = ours.from_function(_metric_kernels.dcg_query.py_func, _metric_kernels.__file__)
+    own, package = locator.get_source_stamp()
+    assert package == stamp and own
+
+
+def test_editing_another_kernel_module_recompiles(tmp_path: Path) -> None:
+    """End to end on a copy of the package: a cached kernel loads in a second process, and after
+    another kernel module's file changes the cache is stale (recompiled), not silently reused."""
+    import shutil
+
+    copy = tmp_path / "pkg"
+    shutil.copytree(PACKAGE_DIRS[0], copy / "customobj", ignore=shutil.ignore_patterns("__pycache__"))
+    cache = tmp_path / "cache"
+    script = ("import numpy as np, customobj, numba\n"
+              "from customobj import _metric_kernels as m\n"
+              "customobj.metrics.ndcg(np.arange(6.0), np.arange(6.0) % 3, [3, 3], k=2)\n"
+              "ks = [k for k in vars(m).values() if isinstance(k, numba.core.registry.CPUDispatcher)]\n"
+              "print(sum(len(k.stats.cache_hits) for k in ks), sum(len(k.stats.cache_misses) for k in ks))\n")
+    env = {"CUSTOMOBJ_CACHE_DIR": str(cache), "PYTHONPATH": str(copy)}
+    first = _run(script, env, tmp_path).stdout.split()
+    again = _run(script, env, tmp_path).stdout.split()
+    other = copy / "customobj" / "objectives" / "_pointwise_kernels.py"
+    other.write_text(other.read_text() + "\n# edited\n")
+    after = _run(script, env, tmp_path).stdout.split()
+    hits, misses = zip(*[(int(a), int(b)) for a, b in (first, again, after)])
+    # compiled, then loaded, then compiled again (stale): never loaded after the edit
+    assert hits[0] == 0 and misses[0] > 0, first
+    assert hits[1] > 0 and misses[1] == 0, again
+    assert hits[2] == 0 and misses[2] > 0, after
