@@ -5,6 +5,7 @@ import numpy as np
 
 from customobj.groups import Groups
 from customobj.objectives.base import Objective
+from customobj.objectives.pointwise import McRank
 
 __all__ = ["require_objective", "TrainState", "prepare_state", "rows_weight", "ranking_scores", "check_outputs",
            "known_outputs"]
@@ -116,13 +117,10 @@ def check_outputs(objective, preds, library, hint):
 
 def ranking_scores(preds):
     """One ranking score per row: the margin itself, or for (n, K) multiclass margins the
-    expected grade ``sum_k k p_k`` under their softmax (McRank's ranking score, SPEC.md sec. 1)."""
+    expected grade ``sum_k k p_k`` under their softmax (:meth:`McRank.expected_grade`)."""
     preds = np.asarray(preds, dtype=np.float64)
     if preds.ndim == 1:
         return preds
     if preds.ndim == 2 and preds.shape[1] == 1:
         return preds[:, 0]
-    z = preds - preds.max(axis=1, keepdims=True)
-    np.exp(z, out=z)
-    z /= z.sum(axis=1, keepdims=True)
-    return z @ np.arange(preds.shape[1], dtype=np.float64)
+    return McRank.expected_grade(preds)

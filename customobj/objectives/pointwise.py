@@ -199,13 +199,45 @@ class McRank(Objective):
         w, use_w = _weights(prep)
         return K.mcrank_loss(scores, prep.labels, w, use_w)
 
-    def predict_relevance(self, raw_scores):
+    def predict_relevance(self, raw_scores: np.ndarray) -> np.ndarray:
         """Expected grade ``sum_k k p_k`` of each row (the McRank ranking score), shape ``(n,)``."""
         s = as_scores(raw_scores, allow_2d=True, name="raw_scores")
         if s.ndim != 2:
             raise ValueError(f"raw_scores must have shape (n_rows, n_classes), got {s.shape}")
         if self.n_outputs is not None and s.shape[1] != self.n_outputs:
             raise ValueError(f"raw_scores has {s.shape[1]} columns but McRank has {self.n_outputs} classes")
+        return self.expected_grade(s)
+
+    @staticmethod
+    def expected_grade(raw_scores: np.ndarray) -> np.ndarray:
+        """Expected grade of each row under the softmax of its ``K`` scores: McRank's ranking score.
+
+        .. math:: r_i = \\sum_{k=0}^{K-1} k\\, p_{ik}, \\qquad p_{ik} = \\frac{e^{f_{ik}}}{\\sum_j e^{f_{ij}}}
+
+        The one home of this score: the adapters, the OLE booster and ``compare`` all rank McRank's
+        ``(n, K)`` outputs with it. Unlike :meth:`predict_relevance` it does not check the number of
+        columns against a fitted ``K`` (callers that hold raw library outputs have no McRank at hand).
+        Li, Burges, Wu (2007), "McRank: learning to rank using multiple classification and gradient
+        boosting" (NIPS 2007): rank by the expected relevance.
+
+        Parameters
+        ----------
+        raw_scores : array of shape (n, K)
+            One score per class (grade) and row; any finite values.
+
+        Returns
+        -------
+        ndarray of shape (n,), float64
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> McRank.expected_grade(np.array([[0.0, 0.0], [0.0, np.log(3.0)]])).round(6).tolist()
+        [0.5, 0.75]
+        """
+        s = np.ascontiguousarray(raw_scores, dtype=np.float64)
+        if s.ndim != 2:
+            raise ValueError(f"raw_scores must have shape (n_rows, n_classes), got {s.shape}")
         out = np.empty(s.shape[0], dtype=np.float64)
         K.mcrank_expected_grade(s, out)
         return out
