@@ -45,7 +45,23 @@ from .._validation import (
 )
 from ..groups import Groups, as_groups
 
-__all__ = ["Objective", "Prepared", "Sum", "Scaled"]
+__all__ = ["Objective", "Prepared", "Sum", "Scaled", "kernel_weights"]
+
+_NO_WEIGHTS = np.zeros(0, dtype=np.float64)
+
+
+def kernel_weights(weight: "np.ndarray | None") -> "tuple[np.ndarray, bool]":
+    """Optional weights in the form every kernel takes: ``(array, use_weights)``.
+
+    numba kernels cannot take ``None`` without compiling a second specialisation, so "no
+    weights" is an empty float64 array with ``use_weights=False``.
+
+    Examples
+    --------
+    >>> kernel_weights(None)[1], kernel_weights(np.ones(3))[1]
+    (False, True)
+    """
+    return (weight, True) if weight is not None else (_NO_WEIGHTS, False)
 
 
 class Prepared:

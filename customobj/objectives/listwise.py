@@ -17,7 +17,7 @@ from .._validation import (
     check_pair_budget,
     check_positive,
 )
-from .base import Objective
+from .base import Objective, kernel_weights
 from . import _lambdarank_kernels as LK
 from . import _parity as P
 from . import _structured_kernels as SK
@@ -28,9 +28,6 @@ _EMPTY = np.zeros(0, dtype=np.float64)
 _METRICS = {"ndcg": LK.NDCG, "err": LK.ERR, "map": LK.MAP, "mrr": LK.MRR}
 _NO_CUTOFF = np.iinfo(np.int64).max // 4
 
-
-def _weights(prep):
-    return (prep.weight, True) if prep.weight is not None else (_EMPTY, False)
 
 
 def _max_query_size(prep):
@@ -236,7 +233,7 @@ class LambdaRank(Objective):
         }
 
     def _args(self, prep, state):
-        w, use_w = _weights(prep) if state["weight"] is None else (state["weight"], True)
+        w, use_w = kernel_weights(prep.weight) if state["weight"] is None else (state["weight"], True)
         k = self.k if self.k is not None else _NO_CUTOFF
         trunc = self.truncation if self.truncation is not None else _NO_CUTOFF
         return (prep.ptr, state["row_gain"], state["qnorm"], state["disc"], _METRICS[self.metric],
@@ -316,7 +313,7 @@ class StructuredDCG(Objective):
                              "labels beyond customobj's input limits)")
 
     def _args(self, prep, state):
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         return prep.ptr, state["row_gain"], self.k, w, use_w
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):

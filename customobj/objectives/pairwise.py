@@ -26,7 +26,7 @@ from .._validation import (
     check_positive,
     check_real,
 )
-from .base import Objective
+from .base import Objective, kernel_weights
 from . import _pairwise_kernels as PK
 from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
 
@@ -35,9 +35,6 @@ __all__ = ["RankNet", "RankSVM", "MPBoost", "QBRank", "PreferencePairs"]
 _EMPTY = np.zeros(0, dtype=np.float64)
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 
-
-def _weights(prep):
-    return (prep.weight, True) if prep.weight is not None else (_EMPTY, False)
 
 
 def _no_pairs():
@@ -90,19 +87,19 @@ class _LabelPairLoss(Objective):
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         kind, mode, p, scale = self._spec()
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, state.order, state.lower, w, use_w,
                                           kind, mode, p, scale, 1.0, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
         kind, mode, p, scale = self._spec()
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         return PK.label_pairs_loss(scores, prep.labels, prep.ptr, state.order, state.lower, w, use_w,
                                    kind, mode, p, scale)
 
     def _pair_couplings(self, scores, prep, state):
         kind, mode, p, scale = self._spec()
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         pi, pj, th = state.pair_list(prep.labels, prep.ptr, mode, p)
         c = np.empty(pi.size, dtype=np.float64)
         PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, kind, scale, c)
@@ -228,8 +225,8 @@ class PreferencePairs(Objective):
         return pi, pj, theta
 
     def _args(self, prep, state):
-        w, use_w = _weights(prep)
-        pw, use_pw = (self.weight, True) if self.weight is not None else (_EMPTY, False)
+        w, use_w = kernel_weights(prep.weight)
+        pw, use_pw = kernel_weights(self.weight)
         pi, pj, theta = state
         return pi, pj, theta, pw, use_pw, w, use_w
 
@@ -366,7 +363,7 @@ class QBRank(Objective):
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         lp, ex, lab_w, _ = state
         mode, p, _ = self._theta()
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         scale = 0.5 * self.w
         hmul = 2.0 if self.hessian == "upper_bound" else 1.0
         if lp is not None and self.w > 0.0:
@@ -381,7 +378,7 @@ class QBRank(Objective):
     def _loss(self, scores, prep, state):
         lp, ex, lab_w, _ = state
         mode, p, _ = self._theta()
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         scale = 0.5 * self.w
         total = 0.0
         if lp is not None:
@@ -398,7 +395,7 @@ class QBRank(Objective):
             return _no_pairs()
         lp, ex, _, cache = state
         mode, p, _ = self._theta()
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         if "pairs" not in cache:
             # Label-only, so built once: LineSearch asks for couplings at every Newton step.
             pieces = []

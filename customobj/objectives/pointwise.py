@@ -4,21 +4,15 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import SCORE_LIMIT, as_scores, check_int, check_positive
-from .base import Objective
+from .base import Objective, kernel_weights
 from . import _pointwise_kernels as K
 
 __all__ = ["SquaredError", "Logistic", "SquaredHinge", "McRank"]
-
-_EMPTY = np.zeros(0, dtype=np.float64)
 
 #: Largest number of McRank classes (one score column per grade): 1024 grades, far beyond any
 #: editorial scale; more would mean a regression target, not grades.
 MAX_CLASSES = 1024
 
-
-def _weights(prep):
-    """(weights array, use_weights flag) in the form the kernels take."""
-    return (prep.weight, True) if prep.weight is not None else (_EMPTY, False)
 
 
 class SquaredError(Objective):
@@ -29,11 +23,11 @@ class SquaredError(Objective):
     """
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         K.squared_error_grad_hess(scores, prep.labels, w, use_w, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         return K.squared_error_loss(scores, prep.labels, w, use_w)
 
 
@@ -70,7 +64,7 @@ class _BinaryObjective(Objective):
     def _row_weights(self, prep, state):
         if state is not None:
             return state, True
-        return _weights(prep)
+        return kernel_weights(prep.weight)
 
 
 class Logistic(_BinaryObjective):
@@ -128,11 +122,11 @@ class SquaredHinge(_BinaryObjective):
         self.C = check_positive(C, "C")
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         K.squared_hinge_grad_hess(scores, prep.labels, w, use_w, self.C, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         return K.squared_hinge_loss(scores, prep.labels, w, use_w, self.C)
 
 
@@ -192,11 +186,11 @@ class McRank(Objective):
         return s
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         K.mcrank_grad_hess(scores, prep.labels, w, use_w, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         return K.mcrank_loss(scores, prep.labels, w, use_w)
 
     def predict_relevance(self, raw_scores: np.ndarray) -> np.ndarray:
