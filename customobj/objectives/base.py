@@ -30,6 +30,7 @@ objective documents its surrogate.
 from __future__ import annotations
 
 import numbers
+import weakref
 
 import numpy as np
 
@@ -133,11 +134,15 @@ class Objective:
         return tuple(sorted((k, v) for k, v in vars(self).items() if not k.startswith("_")))
 
     def _cache_key(self):
-        def freeze(v):
-            if isinstance(v, np.ndarray):
-                return ("nd", v.shape, v.tobytes())
-            return v
-        return (type(self).__name__,) + tuple((k, freeze(v)) for k, v in self._params())
+        """Hashable identity of the options (arrays by content), for equality and state caching.
+
+        An array option (QBRank's explicit pairs, a row mask, pair weights) is frozen to bytes once
+        per array object, not on every call: ``state_for`` asks for the key every round, and the
+        same ``bytes`` object caches its hash, so a round no longer copies and hashes O(pairs) bytes.
+        The objectives make their array options read-only at construction; a writeable array (one a
+        subclass stored as given) is frozen again on every call, so edits to it are still seen.
+        """
+        return (type(self).__name__,) + tuple((k, _freeze(v)) for k, v in self._params())
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._params() if not isinstance(v, np.ndarray))
@@ -294,6 +299,32 @@ class Objective:
         return Scaled(self, factor)
 
     __rmul__ = __mul__
+
+
+#: id(array) -> (weak reference to the array, its frozen form); an entry leaves with its array.
+_FROZEN: dict = {}
+
+
+def _freeze(v):
+    """An option value in hashable form: arrays as ``("nd", shape, bytes)``, computed once per
+    read-only array object (see :meth:`Objective._cache_key`)."""
+    if not isinstance(v, np.ndarray):
+        return v
+    held = _FROZEN.get(id(v))
+    if held is not None and held[0]() is v and not _writeable(v):
+        return held[1]
+    frozen = ("nd", v.shape, v.tobytes())
+    _FROZEN[id(v)] = (weakref.ref(v, lambda _ref, key=id(v): _FROZEN.pop(key, None)), frozen)
+    return frozen
+
+
+def _writeable(a: np.ndarray) -> bool:
+    """True when ``a`` or any array it views can be written through (its bytes may still change)."""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return True
+        a = a.base
+    return False
 
 
 def _largest(weight):
