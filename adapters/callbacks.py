@@ -12,6 +12,7 @@ import numpy as np
 from customobj.groups import Groups
 
 from ._data import ranking_scores, require_objective
+from ._score_offsets import SCORE_OFFSETS
 from .lightgbm import trained_objective
 from .metrics import lookup_metric
 
@@ -211,8 +212,6 @@ class LineSearch:
             self._valid.append(tr)
 
     def __call__(self, env: object) -> None:
-        from .lightgbm import _SCORE_OFFSETS
-
         booster = env.model
         k = booster.num_model_per_iteration()
         it = booster.current_iteration() - 1
@@ -240,7 +239,7 @@ class LineSearch:
             for leaf, v in enumerate(values[c]):
                 booster.set_leaf_output(it * k + c, leaf, scale * v)
         s += scale * t
-        self._add_offset(_SCORE_OFFSETS, booster.train_set, (scale - 1.0) * t)
+        SCORE_OFFSETS.add(booster.train_set, (scale - 1.0) * t)
         for tr in self._valid:
             if tr.scores is None:
                 continue
@@ -249,17 +248,9 @@ class LineSearch:
             if k == 1:
                 tv = tv[:, 0]
             tr.scores += scale * tv
-            self._add_offset(_SCORE_OFFSETS, tr.dataset, (scale - 1.0) * tv)
+            SCORE_OFFSETS.add(tr.dataset, (scale - 1.0) * tv)
         if env.evaluation_result_list:
             self._rewrite_evaluation(booster, env.evaluation_result_list)
-
-    @staticmethod
-    def _add_offset(registry, dataset, delta):
-        off = registry.get(dataset)
-        if off is None:
-            registry[dataset] = delta.copy()
-        else:
-            off += delta
 
     def _rewrite_evaluation(self, booster, results):
         by_name = {getattr(booster, "_train_data_name", "training"): self._train}

@@ -24,8 +24,8 @@ What LightGBM does and does not do for a custom objective (checked on 4.7):
 - with a custom objective there is no boost-from-average: start from ``init_score`` if needed.
 
 Line search (``customobj.adapters.callbacks.LineSearch``) rescales leaves after LightGBM has updated its
-own training scores; the corrections are kept as a per-Dataset score offset in ``_SCORE_OFFSETS``
-that this objective adds to ``preds`` every round.
+own training scores; the corrections are kept as a per-Dataset score offset in
+``customobj.adapters._score_offsets.SCORE_OFFSETS`` that this objective adds to ``preds`` every round.
 """
 from __future__ import annotations
 
@@ -40,12 +40,10 @@ from customobj.objectives.base import Objective
 
 from ._data import (TrainState, check_outputs, copy_out, known_outputs, prepare_state, require_objective,
                     rows_weight)
+from ._score_offsets import SCORE_OFFSETS
 from ._stamp import Stamp, lightgbm_fields
 
 __all__ = ["lightgbm_objective", "lightgbm_sklearn_objective", "LightGBMObjective", "TrainedBy", "trained_objective"]
-
-#: Dataset -> float64 array added to LightGBM's training scores (written by LineSearch).
-_SCORE_OFFSETS = weakref.WeakKeyDictionary()
 
 _GROUP_HINT = "pass group= (query sizes) to lightgbm.Dataset, or group= to LGBMRanker.fit"
 _CLASS_HINT = "set params num_class={k} (LightGBM then passes (n, {k}) scores)"
@@ -224,7 +222,7 @@ class LightGBMObjective:
             state = self.state_for(second)
             _note_trained(state.stamp.arrays[0], self.objective, "train")
             preds = _check_preds(self.objective, first)
-            return _grad_hess(self.objective, state, preds, _SCORE_OFFSETS.get(second))
+            return _grad_hess(self.objective, state, preds, SCORE_OFFSETS.get(second))
         if not isinstance(second, np.ndarray):
             raise TypeError(
                 "lightgbm_objective is called as f(preds, train_data) by lightgbm.train or f(y_true, y_pred, "
