@@ -1,6 +1,8 @@
 """Pieces shared by the LightGBM and XGBoost adapters: objective checks, per-dataset state."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from customobj.groups import Groups
@@ -8,7 +10,48 @@ from customobj.objectives.base import Objective
 from customobj.objectives.pointwise import McRank
 
 __all__ = ["require_objective", "TrainState", "prepare_state", "rows_weight", "ranking_scores", "check_outputs",
-           "known_outputs"]
+           "known_outputs", "AdapterObjective"]
+
+
+class AdapterObjective:
+    """What the LightGBM and XGBoost objective callables share: the wrapped customobj objective,
+    a per-dataset state cache (weakly keyed by Dataset / DMatrix), identity by objective, and
+    pickling / deep-copying that carries the objective only.
+
+    Subclasses set ``_factory`` (the public function's name, used in error messages and repr) and
+    may extend :meth:`_init_caches` with the caches of their scikit-learn calling convention.
+    """
+
+    _factory = "adapter"
+
+    def __init__(self, objective: Objective) -> None:
+        self.objective = require_objective(objective, self._factory)
+        self._init_caches()
+
+    def _init_caches(self) -> None:
+        self._states = weakref.WeakKeyDictionary()  # Dataset / DMatrix -> TrainState
+
+    def __repr__(self) -> str:
+        return f"{self._factory}({self.objective!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.objective == self.objective
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.objective))
+
+    def __getstate__(self) -> dict:
+        # The per-dataset caches hold weak references (not picklable) and are rebuilt where the
+        # callable lands (a Dask worker, a loaded model): only the objective travels.
+        return {"objective": self.objective}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["objective"])
+
+    def __deepcopy__(self, memo: dict) -> "AdapterObjective":
+        # lightgbm.train and scikit-learn's clone deep-copy params; the caches are per data set,
+        # so sharing them is what we want.
+        return self
 
 
 def require_objective(objective: object, where: str) -> Objective:
