@@ -159,7 +159,12 @@ class LineSearch:
         return d1, d2
 
     def search(self, s, t):
-        """``(rho, loss at rho, loss at rho = 1)`` for direction ``t`` from scores ``s``."""
+        """``(rho, loss at rho, loss at rho = 1)`` for direction ``t`` from scores ``s``.
+
+        Damped Newton from ``rho = 1`` (the step LightGBM took), ``rho`` kept ``>= 0``, Armijo
+        acceptance. The OLE booster's ``customobj.ole.training.line_search`` starts from
+        ``rho = 0`` and only asks for no increase; see there why the two are not one function.
+        """
         buf = np.empty_like(s)
         self._g, self._h = np.empty_like(s), np.empty_like(s)
         rho = 1.0

@@ -121,7 +121,15 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
         progress.close(reason)
 
 def line_search(obj, prep, scores, k, tree, bins, n_bins, lr, max_newton=5, max_halvings=20):
-    """Rescale ``tree`` by the ``rho`` minimising ``L(s + rho t)`` (t = the unshrunk tree); in place."""
+    """Rescale ``tree`` by the ``rho`` minimising ``L(s + rho t)`` (t = the unshrunk tree); in place.
+
+    Newton steps from ``rho = 0`` (no tree) with the exact ``t' H t`` (pair couplings included),
+    each halved until the loss does not rise; stops when the curvature is not positive.
+    ``customobj.adapters.callbacks.LineSearch.search`` solves the same 1-D problem differently on
+    purpose and is not shared: it starts from ``rho = 1`` (LightGBM has already added the tree),
+    keeps ``rho >= 0``, accepts by Armijo's condition, steps by the gradient's sign when the
+    curvature is not positive and reports the loss at ``rho = 1``; the tests pin both behaviours.
+    """
     t = np.zeros(bins.shape[0])
     add_tree_bins(bins, n_bins, tree, t)
     t /= lr
