@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import customobj as co
+import customobj.ole as ole
 from customobj.data import synthetic
 
-ole = pytest.importorskip("customobj.ole")
 TreeBooster = ole.TreeBooster
 
 
