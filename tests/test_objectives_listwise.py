@@ -5,6 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
+from _oracles import fd_grad, fd_jacobian
+
 from customobj import Groups, LambdaRank, RankNet, StructuredDCG
 
 METRICS = ["ndcg", "err", "map", "mrr"]
@@ -178,15 +180,6 @@ def test_lambdas_match_slow_reference(opts, weighted):
         assert np.all(hess >= 0)
 
 
-def _fd_grad(f, s, eps):
-    out = np.zeros_like(s)
-    for t in range(s.size):
-        e = np.zeros_like(s)
-        e[t] = eps
-        out[t] = (f(s + e) - f(s - e)) / (2 * eps)
-    return out
-
-
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("sigma", [1.0, 3.0])
 def test_grad_is_derivative_of_loss_and_hess_of_grad(metric, sigma):
@@ -196,14 +189,9 @@ def test_grad_is_derivative_of_loss_and_hess_of_grad(metric, sigma):
     prep = obj.prepare(y, sizes)
     grad, hess = obj.grad_hess_prepared(s, prep)
     eps = 1e-6  # far below the 0.27 score gaps: the sort, hence |dZ|, stays frozen
-    np.testing.assert_allclose(grad, _fd_grad(lambda z: obj.loss_prepared(z, prep), s, eps), atol=1e-7)
+    np.testing.assert_allclose(grad, fd_grad(lambda z: obj.loss_prepared(z, prep), s, eps), atol=1e-7)
     # Full Jacobian of grad: diagonal = hess, off-diagonal (i, j) = -h_ij from the couplings.
-    n = s.size
-    jac = np.zeros((n, n))
-    for t in range(n):
-        e = np.zeros(n)
-        e[t] = eps
-        jac[:, t] = (obj.grad_hess_prepared(s + e, prep)[0] - obj.grad_hess_prepared(s - e, prep)[0]) / (2 * eps)
+    jac = fd_jacobian(lambda z: obj.grad_hess_prepared(z, prep)[0], s, eps)
     want = np.diag(hess)
     i, j, c = obj.pair_couplings_prepared(s, prep)
     np.add.at(want, (i, j), -c)
@@ -409,7 +397,7 @@ def test_structured_dcg_grad_is_derivative_and_weights():
     prep = obj.prepare(y, sizes, w)
     g, h = obj.grad_hess_prepared(s, prep)
     assert np.any(g != 0)
-    np.testing.assert_allclose(g, _fd_grad(lambda z: obj.loss_prepared(z, prep), s, 1e-7), atol=1e-6)
+    np.testing.assert_allclose(g, fd_grad(lambda z: obj.loss_prepared(z, prep), s, 1e-7), atol=1e-6)
     np.testing.assert_allclose(h, 0.5 * w)
     total = sum(w[a] * StructuredDCG(k=4).loss(s[a:b], y[a:b], [b - a])
                 for a, b in zip(np.cumsum(sizes) - sizes, np.cumsum(sizes)))
