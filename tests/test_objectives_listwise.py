@@ -594,7 +594,7 @@ def test_fused_inside_sum_and_scaled():
         assert np.array_equal(a, b)
 
 
-def test_fused_bit_identical_across_thread_counts():
+def test_fused_bit_identical_across_thread_counts(two_threads):
     import numba
     rng = np.random.default_rng(14)
     s, y, sizes = random_queries(rng, n_queries=70, max_size=30)  # several BLOCKs of queries
@@ -603,7 +603,7 @@ def test_fused_bit_identical_across_thread_counts():
     saved = numba.get_num_threads()
     runs = []
     try:
-        for t in (1, numba.config.NUMBA_NUM_THREADS):
+        for t in (1, two_threads):
             numba.set_num_threads(t)
             g, h, cpl = obj.grad_hess_couplings_prepared(s, prep)
             runs.append((g, h) + tuple(cpl))
