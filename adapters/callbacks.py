@@ -1,4 +1,5 @@
-"""LightGBM callbacks: :class:`LineSearch`, the step-size rule of QBRank (SPEC.md section 6).
+"""LightGBM callbacks: :class:`LineSearch`, the step-size rule of QBRank (Zheng et al. 2007, section 3:
+the step ``s_m`` of each tree is found by line search on the objective).
 
 Learning curves need no callback of ours: ``lightgbm.record_evaluation`` records what
 ``customobj.adapters.lightgbm_metric`` computes.
@@ -102,14 +103,26 @@ class LineSearch:
 
     Parameters
     ----------
-    objective : the customobj objective being trained (the loss to search on).
-    X, y, group : the training features (as given to the Dataset), labels and query sizes.
-    weight : optional row weights (as in the Dataset).
-    shrinkage : factor applied to the optimal step (``eta``), default 1.
-    valid_X : raw features of the validation sets.
-    max_iter, tol : Newton iterations and relative tolerance on ``rho``.
+    objective : customobj objective
+        The objective being trained (the loss to search on).
+    X, y, group : array-like
+        The training features (as given to the Dataset), labels and query sizes.
+    weight : array-like, optional
+        Row weights (as in the Dataset).
+    shrinkage : float, default 1
+        Factor applied to the optimal step (``eta``).
+    valid_X : list of array-like, optional
+        Raw features of the validation sets.
+    max_iter, tol : int, float
+        Newton iterations and relative tolerance on ``rho``.
 
-    Attributes ``rhos``, ``loss``, ``loss_unscaled`` hold one entry per round.
+    Attributes
+    ----------
+    rhos, loss, loss_unscaled : list of float
+        One entry per round: the step, the loss at it, and the loss of the tree as built.
+
+    Notes
+    -----
     Refused at the first call (TypeError, before any tree changes): a native objective
     (``"objective": "lambdarank"``: the trees would be rescaled by a loss the booster never
     sees), a custom objective that is not ``lightgbm_objective``, or training through the

@@ -16,6 +16,7 @@ LightGBM's group sizes (one Dask chunk of sizes per partition, as ``DaskLGBMRank
   validation data, computed on the client.
 
 Early stopping and histories (checked on lightgbm 4.7, xgboost 3.2):
+
 - XGBoost reduces its native metrics (``params["eval_metric"]``) over the workers, so every
   worker sees the same curve: ``early_stopping_rounds=`` works and ``history`` is the curve of
   all validation queries. A Python ``custom_metric`` (:func:`customobj.adapters.xgboost_metric`)

@@ -1,4 +1,4 @@
-"""Numba kernels of the ranking metrics (SPEC.md section 4): one function per query + an outer loop.
+"""Numba kernels of the ranking metrics (docs/formulas.md, "Metrics"): one function per query + an outer loop.
 
 Conventions shared by every kernel here:
 

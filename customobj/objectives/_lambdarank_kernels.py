@@ -1,4 +1,4 @@
-"""Numba kernels of LambdaRank / LambdaMART (SPEC.md section 3; Burges 2010, sections 3, 4, 7).
+"""Numba kernels of LambdaRank / LambdaMART (Burges 2010, sections 3, 4, 7).
 
 Every query is sorted by current score (stable, ties by row order). For the pair at sorted
 positions ``a < b`` with different gains, ``|dZ|`` is the change of the metric when the two rows

@@ -1,4 +1,4 @@
-"""Numba kernels of the pairwise losses (SPEC.md section 2). Each grad/hess kernel adds into its outputs.
+"""Numba kernels of the pairwise losses (docs/formulas.md, "Pairwise"). Each grad/hess kernel adds into its outputs.
 
 Every pair term is ``scale * phi(d; theta)`` with ``d = s_i - s_j`` (row ``i`` should rank above
 row ``j``), times the pair weight ``(w_i + w_j) / 2``, computed as ``w_i / 2 + w_j / 2`` (halved before the

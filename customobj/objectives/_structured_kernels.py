@@ -1,4 +1,4 @@
-"""Numba kernels of Chapelle's structured-output DCG ranking loss (SPEC.md section 3).
+"""Numba kernels of Chapelle's structured-output DCG ranking loss (Chapelle 2007 slides, "Ranking application").
 
 Per query the loss-augmented inference ``max_pi sum_i (s_i A(pi_i) - G_i D(pi_i))`` is a
 rectangular assignment of the ``m = min(k, n)`` scored positions to distinct rows (rows left out

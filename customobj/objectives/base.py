@@ -205,7 +205,7 @@ class Objective:
         return self.grad_hess_prepared(scores, self.prepare(labels, group, weight))
 
     def loss(self, scores, labels, group=None, weight=None):
-        """The exact loss of SPEC.md (a sum over rows / pairs / queries)."""
+        """The exact loss the gradients differentiate (a sum over rows / pairs / queries; docs/formulas.md)."""
         return self.loss_prepared(scores, self.prepare(labels, group, weight))
 
     def pair_couplings(self, scores, labels, group=None):

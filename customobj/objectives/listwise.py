@@ -1,4 +1,5 @@
-"""Listwise objectives (SPEC.md section 3): LambdaRank / LambdaMART and structured-output DCG."""
+"""Listwise objectives: LambdaRank / LambdaMART (Burges 2010 sec. 3, 4, 7) and structured-output DCG
+(Chapelle 2007, "Ranking application")."""
 from __future__ import annotations
 
 from typing import Any, Sequence

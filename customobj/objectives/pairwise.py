@@ -1,4 +1,5 @@
-"""Pairwise losses (SPEC.md section 2): terms on score differences ``d = s_i - s_j`` of row pairs.
+"""Pairwise losses (Burges 2010 sec. 2; Chapelle 2007; Zheng et al. 2007 sec. 2-3; Zhu et al. 2009 sec. 3):
+terms on score differences ``d = s_i - s_j`` of row pairs.
 
 Label pairs are every ``(i, j)`` of one query with ``y_i > y_j``, each once. They depend on the
 labels only, so each objective's state (built once per data set) holds the rows of each query

@@ -1,4 +1,5 @@
-"""Pointwise losses (SPEC.md section 1): one term per row, no query structure needed."""
+"""Pointwise losses (Friedman 2001; Burges 2010 sec. 6; Chapelle 2007; Li, Burges, Wu 2007): one term
+per row, no query structure needed."""
 from __future__ import annotations
 
 import numpy as np
