@@ -42,6 +42,20 @@ def find_data_dir() -> Path | None:
     return None
 
 
+@pytest.fixture(scope="module")
+def small():
+    """Synthetic ranking data ``(X, y, sizes)``: 60 queries of 5..25 rows, graded labels 0..2 driven
+    by 2 of 6 features. The adapter tests' common data (a module may define its own ``small``)."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(5, 26, size=60)
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, 6))
+    y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.5, size=n) + 0.5), 0, 2)
+    return X, y, sizes
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     d = find_data_dir()
