@@ -171,7 +171,7 @@ class LineSearch:
                     d2 = exact  # diag(h) alone over-counts pair curvature: slower, never wrong
         return d1, d2
 
-    def search(self, s, t):
+    def search(self, s: np.ndarray, t: np.ndarray) -> tuple[float, float, float]:
         """``(rho, loss at rho, loss at rho = 1)`` for direction ``t`` from scores ``s``.
 
         Damped Newton from ``rho = 1`` (the step LightGBM took), ``rho`` kept ``>= 0``, Armijo
