@@ -181,6 +181,8 @@ class Objective:
         return labels
 
     def _state(self, prep):
+        """Label-only data the kernels need, built once per data set (``Prepared.state_for``): ``None``
+        here; a named record in objectives that have one (``_LambdaRankState``, ``_QBRankState``, ...)."""
         return None
 
     def _check_scores(self, scores, prep):

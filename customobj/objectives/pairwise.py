@@ -13,6 +13,7 @@ Pair weights: ``(w_i + w_j) / 2`` from the row weights (halved before adding), t
 from __future__ import annotations
 
 import numbers
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -36,6 +37,24 @@ __all__ = ["RankNet", "RankSVM", "MPBoost", "QBRank", "PreferencePairs"]
 _EMPTY = np.zeros(0, dtype=np.float64)
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 
+
+
+class _ExplicitPairs(NamedTuple):
+    """Explicit pairs as the pair-list kernels take them: row ``pi[m]`` should rank above ``pj[m]``
+    by the margin ``theta[m]`` (the state of :class:`PreferencePairs`)."""
+
+    pi: np.ndarray
+    pj: np.ndarray
+    theta: np.ndarray
+
+
+class _QBRankState(NamedTuple):
+    """QBRank's label-only state, built once per data set."""
+
+    label_pairs: Optional["_LabelPairs"]  # pairs from labels within queries, or None
+    explicit: Optional[_ExplicitPairs]  # the ``pairs=`` option, or None
+    labeled_weight: Optional[np.ndarray]  # (1 - w) times the labelled-row mask (and row weight), or None
+    cache: dict  # "pairs": the concatenated pair list for pair_couplings, built on first use
 
 
 def _no_pairs():
@@ -223,7 +242,7 @@ class PreferencePairs(Objective):
         pi = np.ascontiguousarray(self.pairs[:, 0])
         pj = np.ascontiguousarray(self.pairs[:, 1])
         theta = np.full(pi.size, self.margin)
-        return pi, pj, theta
+        return _ExplicitPairs(pi, pj, theta)
 
     def _args(self, prep, state):
         w, use_w = kernel_weights(prep.weight)
@@ -351,18 +370,18 @@ class QBRank(Objective):
         ex = None
         if self.pairs is not None:
             _pairs_in_range(self.pairs, prep.n_rows)
-            ex = (np.ascontiguousarray(self.pairs[:, 0]), np.ascontiguousarray(self.pairs[:, 1]),
-                  np.full(self.pairs.shape[0], explicit_tau))
+            ex = _ExplicitPairs(np.ascontiguousarray(self.pairs[:, 0]), np.ascontiguousarray(self.pairs[:, 1]),
+                                np.full(self.pairs.shape[0], explicit_tau))
         lab_w = None
         mask = self._labeled_mask(prep)
         if self.w < 1.0 and mask.any():
             lab_w = (1.0 - self.w) * mask.astype(np.float64)
             if prep.weight is not None:
                 lab_w *= prep.weight
-        return lp, ex, lab_w, {}  # the dict caches the concatenated pair list for pair_couplings
+        return _QBRankState(lp, ex, lab_w, {})
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        lp, ex, lab_w, _ = state
+        lp, ex, lab_w = state.label_pairs, state.explicit, state.labeled_weight
         mode, p, _ = self._theta()
         w, use_w = kernel_weights(prep.weight)
         scale = 0.5 * self.w
@@ -377,7 +396,7 @@ class QBRank(Objective):
             squared_error_grad_hess(scores, prep.labels, lab_w, True, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
-        lp, ex, lab_w, _ = state
+        lp, ex, lab_w = state.label_pairs, state.explicit, state.labeled_weight
         mode, p, _ = self._theta()
         w, use_w = kernel_weights(prep.weight)
         scale = 0.5 * self.w
@@ -394,7 +413,7 @@ class QBRank(Objective):
     def _pair_couplings(self, scores, prep, state):
         if self.hessian == "upper_bound":
             return _no_pairs()
-        lp, ex, _, cache = state
+        lp, ex, cache = state.label_pairs, state.explicit, state.cache
         mode, p, _ = self._theta()
         w, use_w = kernel_weights(prep.weight)
         if "pairs" not in cache:
