@@ -30,7 +30,6 @@ objective documents its surrogate.
 from __future__ import annotations
 
 import numbers
-import weakref
 
 import numpy as np
 
@@ -45,24 +44,9 @@ from .._validation import (
     check_real,
 )
 from ..groups import Groups, as_groups
+from ._arrays import freeze_option
 
-__all__ = ["Objective", "Prepared", "Sum", "Scaled", "kernel_weights"]
-
-_NO_WEIGHTS = np.zeros(0, dtype=np.float64)
-
-
-def kernel_weights(weight: "np.ndarray | None") -> "tuple[np.ndarray, bool]":
-    """Optional weights in the form every kernel takes: ``(array, use_weights)``.
-
-    numba kernels cannot take ``None`` without compiling a second specialisation, so "no
-    weights" is an empty float64 array with ``use_weights=False``.
-
-    Examples
-    --------
-    >>> kernel_weights(None)[1], kernel_weights(np.ones(3))[1]
-    (False, True)
-    """
-    return (weight, True) if weight is not None else (_NO_WEIGHTS, False)
+__all__ = ["Objective", "Prepared", "Sum", "Scaled"]
 
 
 class Prepared:
@@ -142,7 +126,7 @@ class Objective:
         The objectives make their array options read-only at construction; a writeable array (one a
         subclass stored as given) is frozen again on every call, so edits to it are still seen.
         """
-        return (type(self).__name__,) + tuple((k, _freeze(v)) for k, v in self._params())
+        return (type(self).__name__,) + tuple((k, freeze_option(v)) for k, v in self._params())
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._params() if not isinstance(v, np.ndarray))
@@ -301,32 +285,6 @@ class Objective:
         return Scaled(self, factor)
 
     __rmul__ = __mul__
-
-
-#: id(array) -> (weak reference to the array, its frozen form); an entry leaves with its array.
-_FROZEN: dict = {}
-
-
-def _freeze(v):
-    """An option value in hashable form: arrays as ``("nd", shape, bytes)``, computed once per
-    read-only array object (see :meth:`Objective._cache_key`)."""
-    if not isinstance(v, np.ndarray):
-        return v
-    held = _FROZEN.get(id(v))
-    if held is not None and held[0]() is v and not _writeable(v):
-        return held[1]
-    frozen = ("nd", v.shape, v.tobytes())
-    _FROZEN[id(v)] = (weakref.ref(v, lambda _ref, key=id(v): _FROZEN.pop(key, None)), frozen)
-    return frozen
-
-
-def _writeable(a: np.ndarray) -> bool:
-    """True when ``a`` or any array it views can be written through (its bytes may still change)."""
-    while isinstance(a, np.ndarray):
-        if a.flags.writeable:
-            return True
-        a = a.base
-    return False
 
 
 def _largest(weight):

@@ -18,7 +18,8 @@ from .._validation import (
     check_pair_budget,
     check_positive,
 )
-from .base import Objective, kernel_weights
+from ._arrays import kernel_weights
+from .base import Objective
 from . import _lambdarank_kernels as LK
 from . import _parity as P
 from . import _structured_kernels as SK

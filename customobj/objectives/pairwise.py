@@ -28,7 +28,8 @@ from .._validation import (
     check_positive,
     check_real,
 )
-from .base import Objective, kernel_weights
+from ._arrays import kernel_weights
+from .base import Objective
 from . import _pairwise_kernels as PK
 from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import SCORE_LIMIT, as_scores, check_int, check_positive
-from .base import Objective, kernel_weights
+from ._arrays import kernel_weights
+from .base import Objective
 from . import _pointwise_kernels as K
 
 __all__ = ["SquaredError", "Logistic", "SquaredHinge", "McRank"]
