@@ -1,13 +1,57 @@
 """Pieces shared by the LightGBM and XGBoost adapters: objective checks, per-dataset state."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from customobj.groups import Groups
 from customobj.objectives.base import Objective
+from customobj.objectives.pointwise import McRank
 
 __all__ = ["require_objective", "TrainState", "prepare_state", "rows_weight", "ranking_scores", "check_outputs",
-           "known_outputs"]
+           "known_outputs", "AdapterObjective"]
+
+
+class AdapterObjective:
+    """What the LightGBM and XGBoost objective callables share: the wrapped customobj objective,
+    a per-dataset state cache (weakly keyed by Dataset / DMatrix), identity by objective, and
+    pickling / deep-copying that carries the objective only.
+
+    Subclasses set ``_factory`` (the public function's name, used in error messages and repr) and
+    may extend :meth:`_init_caches` with the caches of their scikit-learn calling convention.
+    """
+
+    _factory = "adapter"
+
+    def __init__(self, objective: Objective) -> None:
+        self.objective = require_objective(objective, self._factory)
+        self._init_caches()
+
+    def _init_caches(self) -> None:
+        self._states = weakref.WeakKeyDictionary()  # Dataset / DMatrix -> TrainState
+
+    def __repr__(self) -> str:
+        return f"{self._factory}({self.objective!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.objective == self.objective
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.objective))
+
+    def __getstate__(self) -> dict:
+        # The per-dataset caches hold weak references (not picklable) and are rebuilt where the
+        # callable lands (a Dask worker, a loaded model): only the objective travels.
+        return {"objective": self.objective}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["objective"])
+
+    def __deepcopy__(self, memo: dict) -> "AdapterObjective":
+        # lightgbm.train and scikit-learn's clone deep-copy params; the caches are per data set,
+        # so sharing them is what we want.
+        return self
 
 
 def require_objective(objective: object, where: str) -> Objective:
@@ -116,13 +160,10 @@ def check_outputs(objective, preds, library, hint):
 
 def ranking_scores(preds):
     """One ranking score per row: the margin itself, or for (n, K) multiclass margins the
-    expected grade ``sum_k k p_k`` under their softmax (McRank's ranking score, SPEC.md sec. 1)."""
+    expected grade ``sum_k k p_k`` under their softmax (:meth:`McRank.expected_grade`)."""
     preds = np.asarray(preds, dtype=np.float64)
     if preds.ndim == 1:
         return preds
     if preds.ndim == 2 and preds.shape[1] == 1:
         return preds[:, 0]
-    z = preds - preds.max(axis=1, keepdims=True)
-    np.exp(z, out=z)
-    z /= z.sum(axis=1, keepdims=True)
-    return z @ np.arange(preds.shape[1], dtype=np.float64)
+    return McRank.expected_grade(preds)

@@ -1,4 +1,5 @@
-"""LightGBM callbacks: :class:`LineSearch`, the step-size rule of QBRank (SPEC.md section 6).
+"""LightGBM callbacks: :class:`LineSearch`, the step-size rule of QBRank (Zheng et al. 2007, section 3:
+the step ``s_m`` of each tree is found by line search on the objective).
 
 Learning curves need no callback of ours: ``lightgbm.record_evaluation`` records what
 ``customobj.adapters.lightgbm_metric`` computes.
@@ -12,6 +13,7 @@ import numpy as np
 from customobj.groups import Groups
 
 from ._data import ranking_scores, require_objective
+from ._score_offsets import SCORE_OFFSETS, ScoreOffsets
 from .lightgbm import trained_objective
 from .metrics import lookup_metric
 
@@ -71,7 +73,7 @@ class _Tracked:
         self.dataset, self.X, self.scores, self.labels_groups = dataset, X, None, None
 
 
-def claim_datasets(booster: object, offsets: dict, who: str) -> None:
+def claim_datasets(booster: object, offsets: "ScoreOffsets", who: str) -> None:
     """At a callback's first round: refuse a training Dataset that still carries score corrections.
 
     LineSearch / ExactLeaves rescale or rewrite leaves after LightGBM has updated its scores, and
@@ -85,7 +87,7 @@ def claim_datasets(booster: object, offsets: dict, who: str) -> None:
             "ExactLeaves / LineSearch, and this round's gradients already included them: build a new "
             "lightgbm.Dataset for each training with these callbacks")
     for ds in booster.valid_sets:
-        offsets.pop(ds, None)  # an earlier training's corrections: not this model's
+        offsets.discard(ds)  # an earlier training's corrections: not this model's
 
 
 class LineSearch:
@@ -118,18 +120,26 @@ class LineSearch:
 
     Parameters
     ----------
-    objective : the customobj objective being trained (the loss to search on).
-    X, y, group : the training features (as given to the Dataset), labels and query sizes.
-    weight : optional row weights (as in the Dataset).
-    shrinkage : factor applied to the optimal step (``eta``), default 1.
-    valid_X : raw features of the validation sets.
-    max_iter, tol : Newton iterations and relative tolerance on ``rho``.
+    objective : customobj objective
+        The objective being trained (the loss to search on).
+    X, y, group : array-like
+        The training features (as given to the Dataset), labels and query sizes.
+    weight : array-like, optional
+        Row weights (as in the Dataset).
+    shrinkage : float, default 1
+        Factor applied to the optimal step (``eta``).
+    valid_X : list of array-like, optional
+        Raw features of the validation sets.
+    max_iter, tol : int, float
+        Newton iterations and relative tolerance on ``rho``.
 
+    Attributes
+    ----------
+    rhos, loss, loss_unscaled : list of float
+        One entry per round: the step, the loss at it, and the loss of the tree as built.
 
     Notes
     -----
-    The attributes ``rhos``, ``loss`` and ``loss_unscaled`` hold one entry per round.
-
     Refused at the first call (TypeError, before any tree changes): a native objective
     (``"objective": "lambdarank"``: the trees would be rescaled by a loss the booster never
     sees), a custom objective that is not ``lightgbm_objective``, or training through the
@@ -179,8 +189,13 @@ class LineSearch:
                     d2 = exact  # diag(h) alone over-counts pair curvature: slower, never wrong
         return d1, d2
 
-    def search(self, s, t):
-        """``(rho, loss at rho, loss at rho = 1)`` for direction ``t`` from scores ``s``."""
+    def search(self, s: np.ndarray, t: np.ndarray) -> tuple[float, float, float]:
+        """``(rho, loss at rho, loss at rho = 1)`` for direction ``t`` from scores ``s``.
+
+        Damped Newton from ``rho = 1`` (the step LightGBM took), ``rho`` kept ``>= 0``, Armijo
+        acceptance. The OLE booster's ``customobj.ole.training.line_search`` starts from
+        ``rho = 0`` and only asks for no increase; see there why the two are not one function.
+        """
         buf = np.empty_like(s)
         self._g, self._h = np.empty_like(s), np.empty_like(s)
         rho = 1.0
@@ -233,14 +248,12 @@ class LineSearch:
             self._valid.append(tr)
 
     def __call__(self, env: object) -> None:
-        from .lightgbm import _SCORE_OFFSETS
-
         booster = env.model
         k = booster.num_model_per_iteration()
         it = booster.current_iteration() - 1
         if self._train is None:
             require_customobj_training(env, self)  # before any tree is changed
-            claim_datasets(booster, _SCORE_OFFSETS, "LineSearch")
+            claim_datasets(booster, SCORE_OFFSETS, "LineSearch")
             self._start(booster, it, k)
         leaves = self._tree_output(booster, self.X, it, k)
         values = []
@@ -263,7 +276,7 @@ class LineSearch:
             for leaf, v in enumerate(values[c]):
                 booster.set_leaf_output(it * k + c, leaf, scale * v)
         s += scale * t
-        self._add_offset(_SCORE_OFFSETS, booster.train_set, (scale - 1.0) * t)
+        SCORE_OFFSETS.add(booster.train_set, (scale - 1.0) * t)
         for tr in self._valid:
             if tr.scores is None:
                 continue
@@ -272,17 +285,9 @@ class LineSearch:
             if k == 1:
                 tv = tv[:, 0]
             tr.scores += scale * tv
-            self._add_offset(_SCORE_OFFSETS, tr.dataset, (scale - 1.0) * tv)
+            SCORE_OFFSETS.add(tr.dataset, (scale - 1.0) * tv)
         if env.evaluation_result_list:
             self._rewrite_evaluation(booster, env.evaluation_result_list)
-
-    @staticmethod
-    def _add_offset(registry, dataset, delta):
-        off = registry.get(dataset)
-        if off is None:
-            registry[dataset] = delta.copy()
-        else:
-            off += delta
 
     def _rewrite_evaluation(self, booster, results):
         by_name = {getattr(booster, "_train_data_name", "training"): self._train}

@@ -233,7 +233,9 @@ class ExactLeaves:
     _predicted_leaves = LineSearch._tree_output
     _rewrite_evaluation = LineSearch._rewrite_evaluation
     _labels_groups = staticmethod(LineSearch._labels_groups)
-    _add_offset = staticmethod(LineSearch._add_offset)
+    @staticmethod
+    def _add_offset(registry, dataset, delta):
+        registry.add(dataset, delta)
 
     def _leaves(self, booster, X, trees, it, k):
         """(rows, k) int64 leaf of each row in this round's trees."""
@@ -270,7 +272,7 @@ class ExactLeaves:
                              "training labels (the rows in the Dataset's order)")
 
     def __call__(self, env: Any) -> None:
-        from .lightgbm import _SCORE_OFFSETS
+        from ._score_offsets import SCORE_OFFSETS as _SCORE_OFFSETS
 
         booster = env.model
         k = booster.num_model_per_iteration()

@@ -24,8 +24,8 @@ What LightGBM does and does not do for a custom objective (checked on 4.7):
 - with a custom objective there is no boost-from-average: start from ``init_score`` if needed.
 
 Line search (``customobj.adapters.callbacks.LineSearch``) rescales leaves after LightGBM has updated its
-own training scores; the corrections are kept as a per-Dataset score offset in ``_SCORE_OFFSETS``
-that this objective adds to ``preds`` every round.
+own training scores; the corrections are kept as a per-Dataset score offset in
+``customobj.adapters._score_offsets.SCORE_OFFSETS`` that this objective adds to ``preds`` every round.
 """
 from __future__ import annotations
 
@@ -38,14 +38,13 @@ import numpy as np
 from customobj.groups import as_groups
 from customobj.objectives.base import Objective
 
-from ._data import (TrainState, check_outputs, copy_out, known_outputs, prepare_state, require_objective,
-                    rows_weight)
+from ._data import (AdapterObjective, TrainState, check_outputs, copy_out, known_outputs, prepare_state,
+                    require_objective, rows_weight)
+from ._score_offsets import SCORE_OFFSETS
 from ._stamp import Stamp, lightgbm_fields
 
 __all__ = ["lightgbm_objective", "lightgbm_sklearn_objective", "LightGBMObjective", "TrainedBy", "trained_objective"]
 
-#: Dataset -> float64 array added to LightGBM's training scores (written by LineSearch).
-_SCORE_OFFSETS = weakref.WeakKeyDictionary()
 #: Dataset -> request for this round's pair couplings from the objective's own (fused) pass:
 #: an object with ``pair_buffer`` (read) and ``grad``, ``hess``, ``couplings`` (written); ExactLeaves.
 _COUPLINGS = weakref.WeakKeyDictionary()
@@ -151,7 +150,7 @@ def _is_dataset(data):
     return hasattr(data, "get_field") and hasattr(data, "get_label")
 
 
-class LightGBMObjective:
+class LightGBMObjective(AdapterObjective):
     """A customobj objective as a LightGBM objective, for both of LightGBM's calling conventions.
 
     - ``lightgbm.train(params={"objective": f})`` / ``Booster.update(fobj=f)``: ``f(preds, train_data)``;
@@ -167,31 +166,11 @@ class LightGBMObjective:
     only: per-dataset state is rebuilt where it is unpickled), so estimators using it pickle too.
     """
 
-    def __init__(self, objective: Objective):
-        self.objective = require_objective(objective, "lightgbm_objective")
-        self._states = weakref.WeakKeyDictionary()  # Dataset -> TrainState
+    _factory = "lightgbm_objective"
+
+    def _init_caches(self) -> None:
+        super()._init_caches()  # Dataset -> TrainState
         self._by_labels = {}  # id(y_true) -> (weakref to y_true, TrainState): scikit-learn calls
-
-    def __repr__(self) -> str:
-        return f"lightgbm_objective({self.objective!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.objective == self.objective
-
-    def __hash__(self) -> int:
-        return hash((type(self), self.objective))
-
-    def __getstate__(self) -> dict:
-        # The per-dataset caches hold weak references (not picklable) and are rebuilt where the
-        # callable lands (a Dask worker, a loaded model): only the objective travels.
-        return {"objective": self.objective}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["objective"])
-
-    def __deepcopy__(self, memo: dict) -> "LightGBMObjective":
-        # lightgbm.train and scikit-learn's clone deep-copy params; sharing the caches is what we want.
-        return self
 
     def state_for(self, dataset: object) -> TrainState:
         """The prepared data and buffers of ``dataset`` (built on first use and after its labels,
@@ -232,7 +211,7 @@ class LightGBMObjective:
             state = self.state_for(second)
             _note_trained(state.stamp.arrays[0], self.objective, "train")
             preds = _check_preds(self.objective, first)
-            return _grad_hess(self.objective, state, preds, _SCORE_OFFSETS.get(second), _COUPLINGS.get(second))
+            return _grad_hess(self.objective, state, preds, SCORE_OFFSETS.get(second), _COUPLINGS.get(second))
         if not isinstance(second, np.ndarray):
             raise TypeError(
                 "lightgbm_objective is called as f(preds, train_data) by lightgbm.train or f(y_true, y_pred, "

@@ -37,6 +37,7 @@ from customobj.groups import Groups
 from customobj.metrics import Metric, get_metric
 
 from ._data import ranking_scores
+from ._score_offsets import SCORE_OFFSETS
 from ._stamp import Stamp, lightgbm_fields, xgboost_fields
 
 __all__ = ["lightgbm_metric", "lightgbm_sklearn_metric", "xgboost_metric", "xgboost_early_stopping", "resolve_metrics",
@@ -152,13 +153,8 @@ class LightGBMMetric(_PerDatasetData):
             if group is not None and len(group) > 0:
                 ptr = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
             return _evaluate(self.metrics, second, labels, _groups_or_error(ptr, labels.shape[0], "evaluation data"))
-        from .lightgbm import _SCORE_OFFSETS  # corrections made by adapters.callbacks.LineSearch
-
         labels, groups = self.data_for(second)
-        offset = _SCORE_OFFSETS.get(second)
-        preds = first
-        if offset is not None:
-            preds = np.asarray(preds) + offset
+        preds = SCORE_OFFSETS.apply(second, first)  # corrections made by adapters.callbacks.LineSearch
         return _evaluate(self.metrics, preds, labels, groups)
 
 

@@ -27,14 +27,12 @@ or ``DMatrix(qid=...)``. Pointwise objectives work with XGBRegressor through
 """
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from customobj.objectives.base import Objective
 
-from ._data import (TrainState, check_outputs, copy_out, known_outputs, prepare_state, require_objective,
-                    rows_weight)
+from ._data import (AdapterObjective, TrainState, check_outputs, copy_out, known_outputs, prepare_state,
+                    require_objective, rows_weight)
 from ._stamp import Stamp, xgboost_fields
 
 __all__ = ["xgboost_objective", "xgboost_params", "xgboost_sklearn_objective", "XGBoostObjective"]
@@ -77,7 +75,7 @@ def _is_dmatrix(data):
     return hasattr(data, "get_uint_info") and hasattr(data, "get_label")
 
 
-class XGBoostObjective:
+class XGBoostObjective(AdapterObjective):
     """A customobj objective as an XGBoost objective, for both of XGBoost's calling conventions.
 
     - ``xgboost.train(obj=f)``: ``f(preds, dtrain)``; labels, weights and query offsets are read
@@ -91,30 +89,11 @@ class XGBoostObjective:
     The second argument tells the two apart: a DMatrix, or the score array. Pickles (objective only).
     """
 
-    def __init__(self, objective: Objective):
-        self.objective = require_objective(objective, "xgboost_objective")
-        self._states = weakref.WeakKeyDictionary()  # DMatrix -> TrainState
+    _factory = "xgboost_objective"
+
+    def _init_caches(self) -> None:
+        super()._init_caches()  # DMatrix -> TrainState
         self._last = None  # scikit-learn calls: (labels copy, weight copy or None, TrainState)
-
-    def __repr__(self) -> str:
-        return f"xgboost_objective({self.objective!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.objective == self.objective
-
-    def __hash__(self) -> int:
-        return hash((type(self), self.objective))
-
-    def __getstate__(self) -> dict:
-        # The per-dataset caches hold weak references (not picklable) and are rebuilt where the
-        # callable lands (a Dask worker, a loaded model): only the objective travels.
-        return {"objective": self.objective}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["objective"])
-
-    def __deepcopy__(self, memo: dict) -> "XGBoostObjective":
-        return self  # scikit-learn's clone deep-copies params; the caches are per data set
 
     def state_for(self, dtrain: object) -> TrainState:
         """The prepared data and buffers of ``dtrain`` (built on first use and after its labels,

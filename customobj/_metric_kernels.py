@@ -1,4 +1,4 @@
-"""Numba kernels of the ranking metrics (SPEC.md section 4): one function per query + an outer loop.
+"""Numba kernels of the ranking metrics (docs/formulas.md, "Metrics"): one function per query + an outer loop.
 
 Conventions shared by every kernel here:
 
@@ -12,6 +12,8 @@ Conventions shared by every kernel here:
 """
 import numpy as np
 from numba import njit
+
+from ._dcg_kernels import ideal_dcg_query  # noqa: F401  (the metrics' IDCG; its home is _dcg_kernels)
 
 STATUS_OK = 0
 STATUS_EMPTY_GROUP = 1
@@ -37,18 +39,6 @@ def rank_order(scores, labels, lo, hi, pessimistic):
     for t in range(n):
         neg[t] = -scores[lo + t]
     return np.argsort(neg, kind="mergesort")
-
-
-@njit(cache=True)
-def ideal_dcg_query(gains, lo, hi, disc, k):
-    """Largest DCG@k reachable for the query: gains sorted descending."""
-    n = hi - lo
-    kk = n if k > n else k
-    g = np.sort(gains[lo:hi])
-    total = 0.0
-    for r in range(kk):
-        total += g[n - 1 - r] * disc[r]
-    return total
 
 
 @njit(cache=True)

@@ -1,4 +1,4 @@
-"""Ranking metrics (SPEC.md section 4), computed per query by numba kernels and averaged.
+"""Ranking metrics (docs/formulas.md, "Metrics"), computed per query by numba kernels and averaged.
 
 Every function takes ``(scores, labels, group, ...)``: ``group`` is a ``Groups``, a sizes array or a
 list of sizes. It returns the mean over queries (a float), or with ``per_query=True`` a float64

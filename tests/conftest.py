@@ -1,6 +1,12 @@
 """Shared fixtures. The LETOR data lives in ../shared/data (or $CUSTOMOBJ_DATA); never copied here.
 
 Under CI=true a missing data directory is an error, not a skip.
+
+Thread-count tests compare one numba thread with two. numba sizes its pool once, at import, from
+``NUMBA_NUM_THREADS`` (default: the CPU count), so on a 1-CPU machine the pool has one thread and
+"1 versus NUMBA_NUM_THREADS" compares 1 with 1. Before anything imports numba, an unset
+``NUMBA_NUM_THREADS`` is raised to 2 there (two threads on one core still interleave, which is what
+these tests need); a pool the user pinned to 1 makes them skip, saying so (:func:`two_threads`).
 """
 from __future__ import annotations
 
@@ -9,7 +15,21 @@ from pathlib import Path
 
 import pytest
 
+if "NUMBA_NUM_THREADS" not in os.environ and (os.cpu_count() or 1) < 2:
+    os.environ["NUMBA_NUM_THREADS"] = "2"
+
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def two_threads() -> int:
+    """2, the thread count that thread-count tests compare with 1; skips when numba's pool is smaller."""
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip(f"numba's thread pool has {numba.config.NUMBA_NUM_THREADS} thread (NUMBA_NUM_THREADS): "
+                    "one thread cannot be compared with two")
+    return 2
 
 
 def find_data_dir() -> Path | None:
@@ -20,6 +40,20 @@ def find_data_dir() -> Path | None:
         if (c / "mq2008").is_dir():
             return c
     return None
+
+
+@pytest.fixture(scope="module")
+def small():
+    """Synthetic ranking data ``(X, y, sizes)``: 60 queries of 5..25 rows, graded labels 0..2 driven
+    by 2 of 6 features. The adapter tests' common data (a module may define its own ``small``)."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(5, 26, size=60)
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, 6))
+    y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.5, size=n) + 0.5), 0, 2)
+    return X, y, sizes
 
 
 @pytest.fixture(scope="session")

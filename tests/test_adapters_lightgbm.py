@@ -16,17 +16,6 @@ P = dict(num_leaves=7, learning_rate=0.2, min_data_in_leaf=10, verbose=-1, num_t
          deterministic=True, force_row_wise=True)
 
 
-@pytest.fixture(scope="module")
-def small():
-    """Synthetic ranking data: 60 queries of 5..25 rows, graded labels 0..2 driven by 2 features."""
-    rng = np.random.default_rng(1)
-    sizes = rng.integers(5, 26, size=60)
-    n = int(sizes.sum())
-    X = rng.normal(size=(n, 6))
-    y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.5, size=n) + 0.5), 0, 2)
-    return X, y, sizes
-
-
 def _ds(data, **kw):
     X, y, sizes = data
     return lgb.Dataset(X, y, group=sizes, **kw)

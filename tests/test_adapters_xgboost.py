@@ -12,16 +12,6 @@ from customobj.metrics import get_metric
 P = dict(tree_method="hist", max_depth=3, eta=0.3, nthread=2)
 
 
-@pytest.fixture(scope="module")
-def small():
-    rng = np.random.default_rng(1)
-    sizes = rng.integers(5, 26, size=60)
-    n = int(sizes.sum())
-    X = rng.normal(size=(n, 6))
-    y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.5, size=n) + 0.5), 0, 2)
-    return X, y, sizes
-
-
 def _train(obj, dtrain, rounds, params=P, **kw):
     return xgb.train(adapters.xgboost_params(obj, params), dtrain, rounds, obj=adapters.xgboost_objective(obj), **kw)
 

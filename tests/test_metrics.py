@@ -408,7 +408,7 @@ def _read_svmlight_with_query(path, n_features=None):
 
 
 def _lightgbm_eval(X, y, sizes, Xv, yv, sv, rounds, params):
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     train = lgb.Dataset(X, y, group=sizes)
     valid = lgb.Dataset(Xv, yv, group=sv, reference=train)
     record = {}

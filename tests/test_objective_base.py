@@ -63,6 +63,20 @@ def test_equality_and_hash_follow_options():
     assert repr(2 * SquaredError()) == "2.0 * SquaredError()"
 
 
+def test_array_options_are_frozen_once_and_compare_by_content():
+    from customobj.objectives import QBRank
+    a, b = QBRank(pairs=[[0, 1], [2, 3]]), QBRank(pairs=np.array([[0, 1], [2, 3]]))
+    assert a == b and hash(a) == hash(b)
+    # the read-only pairs are turned into bytes once: the same bytes object every call
+    assert dict(a._cache_key()[1:])["pairs"][2] is dict(a._cache_key()[1:])["pairs"][2]
+    assert a != QBRank(pairs=[[0, 1], [3, 2]])
+    # a writeable array stored later is frozen on every call, so an edit in place is seen
+    a.pairs = np.array([[0, 1], [2, 3]])
+    before = a._cache_key()
+    a.pairs[1, 1] = 4
+    assert a._cache_key() != before and a != b
+
+
 @pytest.mark.parametrize(
     "call, exc, msg",
     [

@@ -5,6 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
+from _oracles import fd_grad, fd_jacobian
+
 from customobj import Groups, LambdaRank, RankNet, StructuredDCG
 
 METRICS = ["ndcg", "err", "map", "mrr"]
@@ -178,15 +180,6 @@ def test_lambdas_match_slow_reference(opts, weighted):
         assert np.all(hess >= 0)
 
 
-def _fd_grad(f, s, eps):
-    out = np.zeros_like(s)
-    for t in range(s.size):
-        e = np.zeros_like(s)
-        e[t] = eps
-        out[t] = (f(s + e) - f(s - e)) / (2 * eps)
-    return out
-
-
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("sigma", [1.0, 3.0])
 def test_grad_is_derivative_of_loss_and_hess_of_grad(metric, sigma):
@@ -196,14 +189,9 @@ def test_grad_is_derivative_of_loss_and_hess_of_grad(metric, sigma):
     prep = obj.prepare(y, sizes)
     grad, hess = obj.grad_hess_prepared(s, prep)
     eps = 1e-6  # far below the 0.27 score gaps: the sort, hence |dZ|, stays frozen
-    np.testing.assert_allclose(grad, _fd_grad(lambda z: obj.loss_prepared(z, prep), s, eps), atol=1e-7)
+    np.testing.assert_allclose(grad, fd_grad(lambda z: obj.loss_prepared(z, prep), s, eps), atol=1e-7)
     # Full Jacobian of grad: diagonal = hess, off-diagonal (i, j) = -h_ij from the couplings.
-    n = s.size
-    jac = np.zeros((n, n))
-    for t in range(n):
-        e = np.zeros(n)
-        e[t] = eps
-        jac[:, t] = (obj.grad_hess_prepared(s + e, prep)[0] - obj.grad_hess_prepared(s - e, prep)[0]) / (2 * eps)
+    jac = fd_jacobian(lambda z: obj.grad_hess_prepared(z, prep)[0], s, eps)
     want = np.diag(hess)
     i, j, c = obj.pair_couplings_prepared(s, prep)
     np.add.at(want, (i, j), -c)
@@ -214,7 +202,7 @@ def test_grad_is_derivative_of_loss_and_hess_of_grad(metric, sigma):
 # ---------------------------------------------------------------- LightGBM --------------------------
 @pytest.mark.parametrize("norm", [False, True])
 def test_ndcg_matches_lightgbm_native_lambdarank(norm):
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     rng = np.random.default_rng(8)
     sizes = rng.integers(3, 15, size=25)
     n = int(sizes.sum())
@@ -409,7 +397,7 @@ def test_structured_dcg_grad_is_derivative_and_weights():
     prep = obj.prepare(y, sizes, w)
     g, h = obj.grad_hess_prepared(s, prep)
     assert np.any(g != 0)
-    np.testing.assert_allclose(g, _fd_grad(lambda z: obj.loss_prepared(z, prep), s, 1e-7), atol=1e-6)
+    np.testing.assert_allclose(g, fd_grad(lambda z: obj.loss_prepared(z, prep), s, 1e-7), atol=1e-6)
     np.testing.assert_allclose(h, 0.5 * w)
     total = sum(w[a] * StructuredDCG(k=4).loss(s[a:b], y[a:b], [b - a])
                 for a, b in zip(np.cumsum(sizes) - sizes, np.cumsum(sizes)))
@@ -426,7 +414,7 @@ def test_structured_dcg_zero_when_scores_rank_perfectly_with_margin():
 
 def test_truncation_matches_lightgbm_up_to_its_idcg_cutoff():
     """LightGBM normalises by IDCG@truncation_level (discounts untruncated); we by IDCG@k (here all)."""
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     rng = np.random.default_rng(18)
     sizes = rng.integers(3, 15, size=25)
     n = int(sizes.sum())
@@ -456,7 +444,7 @@ def test_truncation_matches_lightgbm_up_to_its_idcg_cutoff():
 
 
 def test_structured_dcg_matches_scipy_assignment_on_larger_queries():
-    linear_sum_assignment = pytest.importorskip("scipy.optimize").linear_sum_assignment
+    from scipy.optimize import linear_sum_assignment
     rng = np.random.default_rng(21)
     for trial in range(30):
         n = int(rng.integers(5, 60))
@@ -490,8 +478,8 @@ def test_composes_with_other_objectives():
 
 
 def test_hypothesis_lambdas_are_balanced_finite_and_nonnegative():
-    hyp = pytest.importorskip("hypothesis")
-    st = pytest.importorskip("hypothesis.strategies")
+    import hypothesis as hyp  # the suite needs hypothesis (the test extra): no skip without it
+    from hypothesis import strategies as st
 
     @hyp.settings(max_examples=60, deadline=None)
     @hyp.given(
@@ -606,7 +594,7 @@ def test_fused_inside_sum_and_scaled():
         assert np.array_equal(a, b)
 
 
-def test_fused_bit_identical_across_thread_counts():
+def test_fused_bit_identical_across_thread_counts(two_threads):
     import numba
     rng = np.random.default_rng(14)
     s, y, sizes = random_queries(rng, n_queries=70, max_size=30)  # several BLOCKs of queries
@@ -615,7 +603,7 @@ def test_fused_bit_identical_across_thread_counts():
     saved = numba.get_num_threads()
     runs = []
     try:
-        for t in (1, numba.config.NUMBA_NUM_THREADS):
+        for t in (1, two_threads):
             numba.set_num_threads(t)
             g, h, cpl = obj.grad_hess_couplings_prepared(s, prep)
             runs.append((g, h) + tuple(cpl))

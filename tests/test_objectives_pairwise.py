@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import _oracles as oracles
+
 from customobj import Groups, label_pairs
 from customobj.objectives import (
     MPBoost, PreferencePairs, QBRank, RankNet, RankSVM, SquaredError, Sum,
@@ -160,22 +162,12 @@ OBJECTIVES = [
 WEIGHT = np.random.default_rng(7).uniform(0.2, 2.0, N)
 
 
-def fd_grad(obj, s, h=1e-6, **kw):
-    g = np.empty_like(s)
-    for k in range(s.size):
-        e = np.zeros_like(s)
-        e[k] = h
-        g[k] = (obj.loss(s + e, LABELS, SIZES, **kw) - obj.loss(s - e, LABELS, SIZES, **kw)) / (2 * h)
-    return g
+def fd_grad(obj, s, **kw):
+    return oracles.fd_grad(lambda z: obj.loss(z, LABELS, SIZES, **kw), s)
 
 
-def fd_hess_diag(obj, s, h=1e-5, **kw):
-    out = np.empty_like(s)
-    for k in range(s.size):
-        e = np.zeros_like(s)
-        e[k] = h
-        out[k] = (obj.grad_hess(s + e, LABELS, SIZES, **kw)[0][k] - obj.grad_hess(s - e, LABELS, SIZES, **kw)[0][k]) / (2 * h)
-    return out
+def fd_hess_diag(obj, s, **kw):
+    return oracles.fd_diag(lambda z: obj.grad_hess(z, LABELS, SIZES, **kw)[0], s)
 
 
 @pytest.mark.parametrize("obj", OBJECTIVES, ids=repr)

@@ -156,8 +156,6 @@ def test_dataframe_column_names_are_exported():
     X, y, group = rank_data(5, n_queries=8)
     df = pd.DataFrame(X, columns=["bm25", "tf idf", "pagerank", "len", "clicks"])
     model = TreeBooster(RankNet(), num_leaves=4, n_estimators=2, min_data_in_leaf=5, **QUIET).fit(df, y, group)
-    if not hasattr(model, "feature_names_in_"):
-        pytest.skip("TreeBooster.fit does not record feature_names_in_ yet (the scikit-learn estimator change)")
     booster = model.to_lightgbm()
     assert booster.feature_name() == ["bm25", "tf_idf", "pagerank", "len", "clicks"]
     np.testing.assert_array_equal(booster.predict(X, raw_score=True), model.predict(df))

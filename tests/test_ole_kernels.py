@@ -183,7 +183,7 @@ def test_ole_booster_calls_the_fused_gradient_coupling_pass_once_per_round(monke
 
 
 @pytest.mark.parametrize("criterion", ["se", "wse", "ole"])
-def test_parallel_split_search_equals_serial(criterion):
+def test_parallel_split_search_equals_serial(criterion, two_threads):
     import numba
     from customobj.ole.pairhist import build_pair_hist
     from customobj.ole.splitting import CRITERIA, RES_SIZE, find_best_split, find_best_split_parallel
@@ -208,7 +208,7 @@ def test_parallel_split_search_equals_serial(criterion):
     assert find_best_split(*args, want)
     saved = numba.get_num_threads()
     try:
-        for threads in sorted({1, numba.config.NUMBA_NUM_THREADS}):
+        for threads in (1, two_threads):
             numba.set_num_threads(threads)
             got[:] = 7.0
             assert find_best_split_parallel(*args, got)

@@ -280,7 +280,7 @@ def _lgb_nodes(booster):
 
 @pytest.mark.parametrize("params", [{}, {"lambdarank_truncation_level": 8, "sigmoid": 2.0}], ids=repr)
 def test_like_lightgbm_trains_the_native_lambdarank_model(mq_train, params):
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     tr = mq_train
     assert tr.group.max() > params.get("lambdarank_truncation_level", 30)  # truncation matters here
     common = dict(num_leaves=31, learning_rate=0.1, verbose=-1, num_threads=2, metric="None",
@@ -314,7 +314,7 @@ def _xgb_nodes(booster):
 @pytest.mark.parametrize("params", [{}, {"lambdarank_num_pair_per_sample": 10, "ndcg_exp_gain": False}], ids=repr)
 @pytest.mark.parametrize("weighted", [False, True])
 def test_like_xgboost_trains_the_native_rank_ndcg_model(mq_train, params, weighted):
-    xgb = pytest.importorskip("xgboost")
+    import xgboost as xgb
     tr = mq_train
     wq = np.random.default_rng(0).uniform(0.2, 3.0, size=len(tr.group)) if weighted else None
     dtrain = xgb.DMatrix(tr.X, tr.y, group=tr.group, weight=wq)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import customobj as co
+import lightgbm as lgb
+import xgboost as xgb
 
-adapters = pytest.importorskip("customobj.adapters")
-lgb = pytest.importorskip("lightgbm")
-xgb = pytest.importorskip("xgboost")
+import customobj as co
+import customobj.adapters as adapters
 
 rng = np.random.default_rng(0)
 N = 60
@@ -69,12 +69,11 @@ def test_bad_training_data(library, name, call, exc, msg):
     trainer = _lgb if library == "lightgbm" else _xgb
     exc, msg = LIBRARY_FIRST.get((name, library), (exc, msg))
     if (name, library) in SILENT:
-        try:
-            call(trainer)
-        except exc as err:
-            assert __import__("re").search(msg, str(err))
-            return
-        pytest.xfail(SILENT[(name, library)])
+        # Pins the library's behaviour stated in SILENT: training runs, so the adapter never sees the
+        # bad value. Should LightGBM start raising, this fails: move the case to LIBRARY_FIRST.
+        booster = call(trainer)
+        assert booster.current_iteration() == 2, SILENT[(name, library)]
+        return
     with pytest.raises(exc, match=msg):
         call(trainer)
 

@@ -169,7 +169,7 @@ def test_hypothesis_metrics_bounded(rows, n_groups, k):
     assert 0.0 <= alpha <= 1.0 and best == pytest.approx(M.ndcg(alpha * s + (1 - alpha) * y, y, sizes, k))
 
 
-def test_bit_identical_across_thread_counts():
+def test_bit_identical_across_thread_counts(two_threads):
     rng = np.random.default_rng(3)
     sizes = rng.integers(1, 50, 30)
     n = int(sizes.sum())
@@ -186,7 +186,7 @@ def test_bit_identical_across_thread_counts():
     try:
         numba.set_num_threads(1)
         a = run()
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        numba.set_num_threads(two_threads)
         b = run()
     finally:
         numba.set_num_threads(saved)

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import customobj as co
+import customobj.ole as ole
 from customobj.data import synthetic
 
-ole = pytest.importorskip("customobj.ole")
 TreeBooster = ole.TreeBooster
 
 
@@ -82,7 +82,7 @@ def test_extreme_labels_and_single_query(data):
 @pytest.mark.parametrize("objective,criterion", [
     (co.RankNet(), "ole"), (co.QBRank(), "ole"), (co.SquaredError(), "wse"),
 ])
-def test_saved_model_identical_across_n_jobs(tmp_path, data, objective, criterion):
+def test_saved_model_identical_across_n_jobs(tmp_path, data, objective, criterion, two_threads):
     X, y, g = data
     files = []
     for run, n_jobs in enumerate((1, 2, 1, 2)):

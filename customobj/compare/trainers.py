@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..objectives.pointwise import McRank
 from .methods import BACKENDS, MethodSpec, build_objective
 
 __all__ = ["Settings", "Split", "TrainResult", "train", "warm_up", "catboost_available"]
@@ -88,11 +89,7 @@ def _ranking_score(obj, raw):
             fn = getattr(obj, name, None)
             if callable(fn):
                 return np.asarray(fn(raw), dtype=np.float64)
-        # SPEC.md section 1: McRank ranks by the expected grade under the softmax.
-        z = raw - raw.max(axis=1, keepdims=True)
-        p = np.exp(z)
-        p /= p.sum(axis=1, keepdims=True)
-        return p @ np.arange(raw.shape[1], dtype=np.float64)
+        return McRank.expected_grade(raw)
     return raw.reshape(-1)
 
 

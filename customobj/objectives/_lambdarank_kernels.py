@@ -1,4 +1,4 @@
-"""Numba kernels of LambdaRank / LambdaMART (SPEC.md section 3; Burges 2010, sections 3, 4, 7).
+"""Numba kernels of LambdaRank / LambdaMART (Burges 2010, sections 3, 4, 7).
 
 Every query is sorted by current score (stable, ties by row order). For the pair at sorted
 positions ``a < b`` with different gains, ``|dZ|`` is the change of the metric when the two rows
@@ -30,16 +30,9 @@ relevance. ``qnorm`` per query: NDCG ``1/IDCG@k``, MAP ``1/#relevant`` (capped a
 import numpy as np
 from numba import njit, prange
 
+from .._dcg_kernels import discount_table, ideal_dcg_query
+
 NDCG, ERR, MAP, MRR = 0, 1, 2, 3
-
-
-@njit(cache=True)
-def discount_table(n, k):
-    """``D[r] = 1/log2(2 + r)`` for 0-based position ``r < k``, else 0."""
-    d = np.zeros(max(n, 1), dtype=np.float64)
-    for r in range(min(n, k)):
-        d[r] = 1.0 / np.log2(2.0 + r)
-    return d
 
 
 #: The pair loop's ``D`` (``qnorm`` is ``1/IDCG@k`` under both; upper rows are always in the top k).
@@ -60,11 +53,7 @@ def ideal_dcg(row_gain, ptr, disc):
     nq = ptr.size - 1
     out = np.zeros(nq, dtype=np.float64)
     for q in range(nq):
-        g = np.sort(row_gain[ptr[q]:ptr[q + 1]])[::-1]
-        total = 0.0
-        for r in range(g.size):
-            total += g[r] * disc[r]
-        out[q] = total
+        out[q] = ideal_dcg_query(row_gain, ptr[q], ptr[q + 1], disc, ptr[q + 1] - ptr[q])
     return out
 
 

@@ -1,4 +1,4 @@
-"""Numba kernels of the pairwise losses (SPEC.md section 2). Each grad/hess kernel adds into its outputs.
+"""Numba kernels of the pairwise losses (docs/formulas.md, "Pairwise"). Each grad/hess kernel adds into its outputs.
 
 Every pair term is ``scale * phi(d; theta)`` with ``d = s_i - s_j`` (row ``i`` should rank above
 row ``j``), times the pair weight ``(w_i + w_j) / 2``, computed as ``w_i / 2 + w_j / 2`` (halved before the
@@ -11,7 +11,7 @@ sum, so two weights near the float64 maximum cannot overflow; the bits are the s
 and ``theta_mode`` says how ``theta`` follows from the two labels (a constant, the grade difference,
 or one of MPBoost's directed distance functions). ``kind`` and ``theta_mode`` are plain ints so one
 compiled loop serves every loss (no function arguments inside kernels); measured against a
-hand-specialised RankNet loop the dispatch costs ~13% CPU (benchmarks/bench_pairwise_kernels.py).
+hand-specialised RankNet loop the dispatch costs ~13% CPU (benchmarks/pairwise_strategies.py).
 Gradient loops call ``pair_grad``, which skips the loss (its log1p tripled RankNet's time).
 
 Label pairs are enumerated per query from rows sorted by label (``order``, built once per dataset

@@ -1,4 +1,4 @@
-"""Numba kernels of the pointwise losses (SPEC.md section 1). Each adds into out_grad / out_hess."""
+"""Numba kernels of the pointwise losses (docs/formulas.md, "Pointwise"). Each adds into out_grad / out_hess."""
 import numpy as np
 from numba import njit
 

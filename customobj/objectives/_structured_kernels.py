@@ -1,4 +1,4 @@
-"""Numba kernels of Chapelle's structured-output DCG ranking loss (SPEC.md section 3).
+"""Numba kernels of Chapelle's structured-output DCG ranking loss (Chapelle 2007 slides, "Ranking application").
 
 Per query the loss-augmented inference ``max_pi sum_i (s_i A(pi_i) - G_i D(pi_i))`` is a
 rectangular assignment of the ``m = min(k, n)`` scored positions to distinct rows (rows left out
@@ -9,6 +9,8 @@ Positions are 0-based here: ``A[r] = k - r``, ``D[r] = 1/log2(2 + r)`` for ``r <
 """
 import numpy as np
 from numba import njit, prange
+
+from .._dcg_kernels import position_discount
 
 
 @njit(cache=True)
@@ -117,7 +119,7 @@ def _query(s, gain, k):
     D = np.empty(m)
     for r in range(m):
         A[r] = float(k - r)
-        D[r] = 1.0 / np.log2(2.0 + r)
+        D[r] = position_discount(r)
     star = ideal_order(s, gain)  # gain is monotone in the label, so it orders like the label
     rows = candidates(star, gain, m)
     at, ok = assign_max(s[rows], gain[rows], A, D)

@@ -45,6 +45,7 @@ from .._validation import (
     check_real,
 )
 from ..groups import GroupLike, Groups, as_groups
+from ._arrays import freeze_option
 
 __all__ = ["Objective", "Prepared", "Sum", "Scaled"]
 
@@ -119,11 +120,15 @@ class Objective:
         return tuple(sorted((k, v) for k, v in vars(self).items() if not k.startswith("_")))
 
     def _cache_key(self):
-        def freeze(v):
-            if isinstance(v, np.ndarray):
-                return ("nd", v.shape, v.tobytes())
-            return v
-        return (type(self).__name__,) + tuple((k, freeze(v)) for k, v in self._params())
+        """Hashable identity of the options (arrays by content), for equality and state caching.
+
+        An array option (QBRank's explicit pairs, a row mask, pair weights) is frozen to bytes once
+        per array object, not on every call: ``state_for`` asks for the key every round, and the
+        same ``bytes`` object caches its hash, so a round no longer copies and hashes O(pairs) bytes.
+        The objectives make their array options read-only at construction; a writeable array (one a
+        subclass stored as given) is frozen again on every call, so edits to it are still seen.
+        """
+        return (type(self).__name__,) + tuple((k, freeze_option(v)) for k, v in self._params())
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._params() if not isinstance(v, np.ndarray))
@@ -163,6 +168,8 @@ class Objective:
         return labels
 
     def _state(self, prep):
+        """Label-only data the kernels need, built once per data set (``Prepared.state_for``): ``None``
+        here; a named record in objectives that have one (``_LambdaRankState``, ``_QBRankState``, ...)."""
         return None
 
     def _check_scores(self, scores, prep):
@@ -189,7 +196,7 @@ class Objective:
 
     def loss(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
              weight: "npt.ArrayLike | None" = None) -> float:
-        """The exact loss of SPEC.md (a sum over rows / pairs / queries)."""
+        """The exact loss the gradients differentiate (a sum over rows / pairs / queries; docs/formulas.md)."""
         return self.loss_prepared(scores, self.prepare(labels, group, weight))
 
     def pair_couplings(self, scores: npt.ArrayLike, labels: npt.ArrayLike,

@@ -1,7 +1,8 @@
-"""Listwise objectives (SPEC.md section 3): LambdaRank / LambdaMART and structured-output DCG."""
+"""Listwise objectives: LambdaRank / LambdaMART (Burges 2010 sec. 3, 4, 7) and structured-output DCG
+(Chapelle 2007, "Ranking application")."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from .._validation import (
     check_pair_budget,
     check_positive,
 )
+from ._arrays import kernel_weights
 from .base import Objective
 from . import _lambdarank_kernels as LK
 from . import _parity as P
@@ -29,8 +31,19 @@ _METRICS = {"ndcg": LK.NDCG, "err": LK.ERR, "map": LK.MAP, "mrr": LK.MRR}
 _NO_CUTOFF = np.iinfo(np.int64).max // 4
 
 
-def _weights(prep):
-    return (prep.weight, True) if prep.weight is not None else (_EMPTY, False)
+class _LambdaRankState(NamedTuple):
+    """LambdaRank's label-only state, built once per data set (see ``_lambdarank_kernels``)."""
+
+    row_gain: np.ndarray  # per row: NDCG gain G(y), ERR probability R, MAP/MRR binary relevance
+    qnorm: np.ndarray  # per query: 1/IDCG@k (NDCG), 1/#relevant (MAP), 1 (ERR, MRR); 0 = no contribution
+    disc: np.ndarray  # the pair loop's position discount D (NDCG), else a dummy of length 1
+    weight: Optional[np.ndarray]  # row weights of the parity convention, or None for the data's own
+
+
+class _StructuredState(NamedTuple):
+    """StructuredDCG's label-only state."""
+
+    row_gain: np.ndarray  # G(y) = 2^y - 1
 
 
 def _max_query_size(prep):
@@ -228,18 +241,18 @@ class LambdaRank(Objective):
                 np.divide(1.0, n_rel, out=qnorm, where=n_rel > 0)
             else:
                 qnorm = (n_rel > 0).astype(np.float64)
-        return {
-            "row_gain": np.ascontiguousarray(row_gain, dtype=np.float64),
-            "qnorm": np.ascontiguousarray(qnorm, dtype=np.float64),
-            "disc": disc,
-            "weight": P.convention_weights(prep, self.convention),
-        }
+        return _LambdaRankState(
+            row_gain=np.ascontiguousarray(row_gain, dtype=np.float64),
+            qnorm=np.ascontiguousarray(qnorm, dtype=np.float64),
+            disc=disc,
+            weight=P.convention_weights(prep, self.convention),
+        )
 
     def _args(self, prep, state):
-        w, use_w = _weights(prep) if state["weight"] is None else (state["weight"], True)
+        w, use_w = kernel_weights(prep.weight) if state.weight is None else (state.weight, True)
         k = self.k if self.k is not None else _NO_CUTOFF
         trunc = self.truncation if self.truncation is not None else _NO_CUTOFF
-        return (prep.ptr, state["row_gain"], state["qnorm"], state["disc"], _METRICS[self.metric],
+        return (prep.ptr, state.row_gain, state.qnorm, state.disc, _METRICS[self.metric],
                 k, trunc, self.sigma, self.norm, P.CONVENTIONS[self.convention].hess_scale, w, use_w)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
@@ -305,7 +318,7 @@ class StructuredDCG(Objective):
         super().check_prepared(prep)
 
     def _state(self, prep):
-        return {"row_gain": np.exp2(prep.labels) - 1.0}
+        return _StructuredState(row_gain=np.exp2(prep.labels) - 1.0)
 
     def _raise_if_failed(self, status):
         # The assignment stops (never spins) on non-finite costs; the input limits make that
@@ -316,8 +329,8 @@ class StructuredDCG(Objective):
                              "labels beyond customobj's input limits)")
 
     def _args(self, prep, state):
-        w, use_w = _weights(prep)
-        return prep.ptr, state["row_gain"], self.k, w, use_w
+        w, use_w = kernel_weights(prep.weight)
+        return prep.ptr, state.row_gain, self.k, w, use_w
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         status = np.zeros(prep.groups.n_groups, dtype=np.bool_)

@@ -1,4 +1,5 @@
-"""Pairwise losses (SPEC.md section 2): terms on score differences ``d = s_i - s_j`` of row pairs.
+"""Pairwise losses (Burges 2010 sec. 2; Chapelle 2007; Zheng et al. 2007 sec. 2-3; Zhu et al. 2009 sec. 3):
+terms on score differences ``d = s_i - s_j`` of row pairs.
 
 Label pairs are every ``(i, j)`` of one query with ``y_i > y_j``, each once. They depend on the
 labels only, so each objective's state (built once per data set) holds the rows of each query
@@ -12,6 +13,7 @@ Pair weights: ``(w_i + w_j) / 2`` from the row weights (halved before adding), t
 from __future__ import annotations
 
 import numbers
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -26,6 +28,7 @@ from .._validation import (
     check_positive,
     check_real,
 )
+from ._arrays import kernel_weights
 from .base import Objective
 from . import _pairwise_kernels as PK
 from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
@@ -36,8 +39,23 @@ _EMPTY = np.zeros(0, dtype=np.float64)
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
-def _weights(prep):
-    return (prep.weight, True) if prep.weight is not None else (_EMPTY, False)
+
+class _ExplicitPairs(NamedTuple):
+    """Explicit pairs as the pair-list kernels take them: row ``pi[m]`` should rank above ``pj[m]``
+    by the margin ``theta[m]`` (the state of :class:`PreferencePairs`)."""
+
+    pi: np.ndarray
+    pj: np.ndarray
+    theta: np.ndarray
+
+
+class _QBRankState(NamedTuple):
+    """QBRank's label-only state, built once per data set."""
+
+    label_pairs: Optional["_LabelPairs"]  # pairs from labels within queries, or None
+    explicit: Optional[_ExplicitPairs]  # the ``pairs=`` option, or None
+    labeled_weight: Optional[np.ndarray]  # (1 - w) times the labelled-row mask (and row weight), or None
+    cache: dict  # "pairs": the concatenated pair list for pair_couplings, built on first use
 
 
 def _no_pairs():
@@ -90,19 +108,19 @@ class _LabelPairLoss(Objective):
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         kind, mode, p, scale = self._spec()
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, state.order, state.lower, w, use_w,
                                           kind, mode, p, scale, 1.0, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
         kind, mode, p, scale = self._spec()
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         return PK.label_pairs_loss(scores, prep.labels, prep.ptr, state.order, state.lower, w, use_w,
                                    kind, mode, p, scale)
 
     def _pair_couplings(self, scores, prep, state):
         kind, mode, p, scale = self._spec()
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         pi, pj, th = state.pair_list(prep.labels, prep.ptr, mode, p)
         c = np.empty(pi.size, dtype=np.float64)
         PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, kind, scale, c)
@@ -225,11 +243,11 @@ class PreferencePairs(Objective):
         pi = np.ascontiguousarray(self.pairs[:, 0])
         pj = np.ascontiguousarray(self.pairs[:, 1])
         theta = np.full(pi.size, self.margin)
-        return pi, pj, theta
+        return _ExplicitPairs(pi, pj, theta)
 
     def _args(self, prep, state):
-        w, use_w = _weights(prep)
-        pw, use_pw = (self.weight, True) if self.weight is not None else (_EMPTY, False)
+        w, use_w = kernel_weights(prep.weight)
+        pw, use_pw = kernel_weights(self.weight)
         pi, pj, theta = state
         return pi, pj, theta, pw, use_pw, w, use_w
 
@@ -353,20 +371,20 @@ class QBRank(Objective):
         ex = None
         if self.pairs is not None:
             _pairs_in_range(self.pairs, prep.n_rows)
-            ex = (np.ascontiguousarray(self.pairs[:, 0]), np.ascontiguousarray(self.pairs[:, 1]),
-                  np.full(self.pairs.shape[0], explicit_tau))
+            ex = _ExplicitPairs(np.ascontiguousarray(self.pairs[:, 0]), np.ascontiguousarray(self.pairs[:, 1]),
+                                np.full(self.pairs.shape[0], explicit_tau))
         lab_w = None
         mask = self._labeled_mask(prep)
         if self.w < 1.0 and mask.any():
             lab_w = (1.0 - self.w) * mask.astype(np.float64)
             if prep.weight is not None:
                 lab_w *= prep.weight
-        return lp, ex, lab_w, {}  # the dict caches the concatenated pair list for pair_couplings
+        return _QBRankState(lp, ex, lab_w, {})
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        lp, ex, lab_w, _ = state
+        lp, ex, lab_w = state.label_pairs, state.explicit, state.labeled_weight
         mode, p, _ = self._theta()
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         scale = 0.5 * self.w
         hmul = 2.0 if self.hessian == "upper_bound" else 1.0
         if lp is not None and self.w > 0.0:
@@ -379,9 +397,9 @@ class QBRank(Objective):
             squared_error_grad_hess(scores, prep.labels, lab_w, True, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
-        lp, ex, lab_w, _ = state
+        lp, ex, lab_w = state.label_pairs, state.explicit, state.labeled_weight
         mode, p, _ = self._theta()
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         scale = 0.5 * self.w
         total = 0.0
         if lp is not None:
@@ -396,9 +414,9 @@ class QBRank(Objective):
     def _pair_couplings(self, scores, prep, state):
         if self.hessian == "upper_bound":
             return _no_pairs()
-        lp, ex, _, cache = state
+        lp, ex, cache = state.label_pairs, state.explicit, state.cache
         mode, p, _ = self._theta()
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         if "pairs" not in cache:
             # Label-only, so built once: LineSearch asks for couplings at every Newton step.
             pieces = []

@@ -1,24 +1,20 @@
-"""Pointwise losses (SPEC.md section 1): one term per row, no query structure needed."""
+"""Pointwise losses (Friedman 2001; Burges 2010 sec. 6; Chapelle 2007; Li, Burges, Wu 2007): one term
+per row, no query structure needed."""
 from __future__ import annotations
 
 import numpy as np
 
 from .._validation import SCORE_LIMIT, as_scores, check_int, check_positive
+from ._arrays import kernel_weights
 from .base import Objective
 from . import _pointwise_kernels as K
 
 __all__ = ["SquaredError", "Logistic", "SquaredHinge", "McRank"]
 
-_EMPTY = np.zeros(0, dtype=np.float64)
-
 #: Largest number of McRank classes (one score column per grade): 1024 grades, far beyond any
 #: editorial scale; more would mean a regression target, not grades.
 MAX_CLASSES = 1024
 
-
-def _weights(prep):
-    """(weights array, use_weights flag) in the form the kernels take."""
-    return (prep.weight, True) if prep.weight is not None else (_EMPTY, False)
 
 
 class SquaredError(Objective):
@@ -29,11 +25,11 @@ class SquaredError(Objective):
     """
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         K.squared_error_grad_hess(scores, prep.labels, w, use_w, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         return K.squared_error_loss(scores, prep.labels, w, use_w)
 
 
@@ -70,7 +66,7 @@ class _BinaryObjective(Objective):
     def _row_weights(self, prep, state):
         if state is not None:
             return state, True
-        return _weights(prep)
+        return kernel_weights(prep.weight)
 
 
 class Logistic(_BinaryObjective):
@@ -128,11 +124,11 @@ class SquaredHinge(_BinaryObjective):
         self.C = check_positive(C, "C")
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         K.squared_hinge_grad_hess(scores, prep.labels, w, use_w, self.C, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         return K.squared_hinge_loss(scores, prep.labels, w, use_w, self.C)
 
 
@@ -192,20 +188,52 @@ class McRank(Objective):
         return s
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         K.mcrank_grad_hess(scores, prep.labels, w, use_w, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
-        w, use_w = _weights(prep)
+        w, use_w = kernel_weights(prep.weight)
         return K.mcrank_loss(scores, prep.labels, w, use_w)
 
-    def predict_relevance(self, raw_scores):
+    def predict_relevance(self, raw_scores: np.ndarray) -> np.ndarray:
         """Expected grade ``sum_k k p_k`` of each row (the McRank ranking score), shape ``(n,)``."""
         s = as_scores(raw_scores, allow_2d=True, name="raw_scores")
         if s.ndim != 2:
             raise ValueError(f"raw_scores must have shape (n_rows, n_classes), got {s.shape}")
         if self.n_outputs is not None and s.shape[1] != self.n_outputs:
             raise ValueError(f"raw_scores has {s.shape[1]} columns but McRank has {self.n_outputs} classes")
+        return self.expected_grade(s)
+
+    @staticmethod
+    def expected_grade(raw_scores: np.ndarray) -> np.ndarray:
+        """Expected grade of each row under the softmax of its ``K`` scores: McRank's ranking score.
+
+        .. math:: r_i = \\sum_{k=0}^{K-1} k\\, p_{ik}, \\qquad p_{ik} = \\frac{e^{f_{ik}}}{\\sum_j e^{f_{ij}}}
+
+        The one home of this score: the adapters, the OLE booster and ``compare`` all rank McRank's
+        ``(n, K)`` outputs with it. Unlike :meth:`predict_relevance` it does not check the number of
+        columns against a fitted ``K`` (callers that hold raw library outputs have no McRank at hand).
+        Li, Burges, Wu (2007), "McRank: learning to rank using multiple classification and gradient
+        boosting" (NIPS 2007): rank by the expected relevance.
+
+        Parameters
+        ----------
+        raw_scores : array of shape (n, K)
+            One score per class (grade) and row; any finite values.
+
+        Returns
+        -------
+        ndarray of shape (n,), float64
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> McRank.expected_grade(np.array([[0.0, 0.0], [0.0, np.log(3.0)]])).round(6).tolist()
+        [0.5, 0.75]
+        """
+        s = np.ascontiguousarray(raw_scores, dtype=np.float64)
+        if s.ndim != 2:
+            raise ValueError(f"raw_scores must have shape (n_rows, n_classes), got {s.shape}")
         out = np.empty(s.shape[0], dtype=np.float64)
         K.mcrank_expected_grade(s, out)
         return out

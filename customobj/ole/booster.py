@@ -3,7 +3,7 @@
 LightGBM's and XGBoost's split gain ``G^2 / (H + lambda)`` sums per-row hessians, exact only for
 pointwise losses. For pair terms the second derivative of a child's common output is
 ``sum h_i - 2 sum_{pairs inside the child} h_ij`` (Xia, Zhai, Wang, "Analysis of regression tree
-fitting algorithms in learning to rank"; SPEC.md section 5). ``criterion="ole"`` uses that exact
+fitting algorithms in learning to rank", section 3.1). ``criterion="ole"`` uses that exact
 node hessian, computed from pair histograms, for split search and leaf values, on ordinary
 leaf-wise (or breadth-first) trees, for any customobj objective.
 
@@ -40,7 +40,7 @@ ArrayLike = Any  # numpy arrays, pandas objects, nested lists
 class TreeBooster(BaseEstimator):
     """Histogram gradient-boosted trees for any customobj objective, with an exact pairwise split criterion.
 
-    Split gain (Xia, Zhai, Wang; SPEC.md section 5):
+    Split gain (Xia, Zhai, Wang, sections 2.1, 2.2.1 and 3.1):
 
     .. math::
 
@@ -57,7 +57,7 @@ class TreeBooster(BaseEstimator):
     ``growth="best_first"`` is LightGBM's leaf-wise growth, ``"breadth_first"`` the paper's.
     ``bagging_fraction`` subsamples rows every round (pairs with a row out of the bag are left out);
     ``feature_fraction`` subsamples features per tree. Results do not depend on ``n_jobs``.
-    ``line_search=True`` (SPEC.md section 6): after each tree ``t`` the step ``rho`` minimising the
+    ``line_search=True`` (Zheng et al. 2007, section 3): after each tree ``t`` the step ``rho`` minimising the
     exact loss ``L(s + rho t(x))`` (1-D Newton with the exact second derivative ``t' H t``, pair
     couplings included, and backtracking) rescales the tree; ``learning_rate`` multiplies the result.
 

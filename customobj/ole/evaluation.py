@@ -12,6 +12,7 @@ import numpy as np
 from .._validation import as_1d_float
 from ..groups import Groups
 from ..metrics import Metric, get_metric
+from ..objectives.pointwise import McRank
 from .inputs import as_matrix, resolve_groups
 from .predictor import PackedTrees, predict_raw
 
@@ -87,10 +88,7 @@ def ranking_score(raw: np.ndarray) -> np.ndarray:
     """Ranking score from raw outputs: the score itself, or McRank's expected grade ``sum_k k p_k``."""
     if raw.ndim == 1 or raw.shape[1] == 1:
         return raw.reshape(-1)
-    z = raw - raw.max(axis=1, keepdims=True)
-    p = np.exp(z)
-    p /= p.sum(axis=1, keepdims=True)
-    return p @ np.arange(raw.shape[1], dtype=np.float64)
+    return McRank.expected_grade(raw)
 
 
 def update_evals(evals: List[EvalSet], new_trees, evals_result: dict) -> None:

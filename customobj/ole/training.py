@@ -5,6 +5,8 @@ Everything here receives validated values (:func:`customobj.ole.params.check_par
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numba
 import numpy as np
 
@@ -12,6 +14,9 @@ from .evaluation import Progress, update_evals
 from .grower import GrowParams, _Ctx, add_leaf_values, grow_tree
 from .predictor import add_tree_bins
 from .splitting import CRITERIA, PAIR_CRITERIA
+
+if TYPE_CHECKING:
+    from ..objectives.base import Objective, Prepared
 
 __all__ = ["boost", "line_search", "grow_params", "feature_infos", "Threads"]
 
@@ -120,8 +125,18 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
     finally:
         progress.close(reason)
 
-def line_search(obj, prep, scores, k, tree, bins, n_bins, lr, max_newton=5, max_halvings=20):
-    """Rescale ``tree`` by the ``rho`` minimising ``L(s + rho t)`` (t = the unshrunk tree); in place."""
+
+def line_search(obj: "Objective", prep: "Prepared", scores: np.ndarray, k: int, tree: dict, bins: np.ndarray,
+                n_bins: np.ndarray, lr: float, max_newton: int = 5, max_halvings: int = 20) -> None:
+    """Rescale ``tree`` by the ``rho`` minimising ``L(s + rho t)`` (t = the unshrunk tree); in place.
+
+    Newton steps from ``rho = 0`` (no tree) with the exact ``t' H t`` (pair couplings included),
+    each halved until the loss does not rise; stops when the curvature is not positive.
+    ``customobj.adapters.callbacks.LineSearch.search`` solves the same 1-D problem differently on
+    purpose and is not shared: it starts from ``rho = 1`` (LightGBM has already added the tree),
+    keeps ``rho >= 0``, accepts by Armijo's condition, steps by the gradient's sign when the
+    curvature is not positive and reports the loss at ``rho = 1``; the tests pin both behaviours.
+    """
     t = np.zeros(bins.shape[0])
     add_tree_bins(bins, n_bins, tree, t)
     t /= lr

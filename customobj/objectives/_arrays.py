@@ -1,0 +1,50 @@
+"""Array helpers of the objectives: optional weights in kernel form, array options in hashable form."""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+__all__ = ["kernel_weights", "freeze_option"]
+
+_NO_WEIGHTS = np.zeros(0, dtype=np.float64)
+
+
+def kernel_weights(weight: "np.ndarray | None") -> "tuple[np.ndarray, bool]":
+    """Optional weights in the form every kernel takes: ``(array, use_weights)``.
+
+    numba kernels cannot take ``None`` without compiling a second specialisation, so "no
+    weights" is an empty float64 array with ``use_weights=False``.
+
+    Examples
+    --------
+    >>> kernel_weights(None)[1], kernel_weights(np.ones(3))[1]
+    (False, True)
+    """
+    return (weight, True) if weight is not None else (_NO_WEIGHTS, False)
+
+
+#: id(array) -> (weak reference to the array, its frozen form); an entry leaves with its array.
+_FROZEN: dict = {}
+
+
+def freeze_option(v: object) -> object:
+    """An option value in hashable form: arrays as ``("nd", shape, bytes)``, computed once per
+    read-only array object (see ``Objective._cache_key`` in ``base.py``)."""
+    if not isinstance(v, np.ndarray):
+        return v
+    held = _FROZEN.get(id(v))
+    if held is not None and held[0]() is v and not _writeable(v):
+        return held[1]
+    frozen = ("nd", v.shape, v.tobytes())
+    _FROZEN[id(v)] = (weakref.ref(v, lambda _ref, key=id(v): _FROZEN.pop(key, None)), frozen)
+    return frozen
+
+
+def _writeable(a: np.ndarray) -> bool:
+    """True when ``a`` or any array it views can be written through (its bytes may still change)."""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return True
+        a = a.base
+    return False
