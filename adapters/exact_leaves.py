@@ -272,7 +272,7 @@ class ExactLeaves:
                              "training labels (the rows in the Dataset's order)")
 
     def __call__(self, env: Any) -> None:
-        from ._score_offsets import SCORE_OFFSETS as _SCORE_OFFSETS
+        from ._score_offsets import SCORE_OFFSETS
 
         booster = env.model
         k = booster.num_model_per_iteration()
@@ -280,7 +280,7 @@ class ExactLeaves:
         if self._train is None:
             require_customobj_training(env, self)  # before any leaf is changed
             self._check_labels(booster)
-            self._start(booster, it, k, _SCORE_OFFSETS)
+            self._start(booster, it, k, SCORE_OFFSETS)
         lr = _learning_rate(env.params)
         s = self._train.scores
         fused = self._request.take()
@@ -308,10 +308,10 @@ class ExactLeaves:
             deltas.append(new - old)
         self.quadratic_lightgbm.append(q_lgb)
         self.quadratic_exact.append(q_exact)
-        self._advance(self._train, leaves, news, deltas, _SCORE_OFFSETS)
+        self._advance(self._train, leaves, news, deltas, SCORE_OFFSETS)
         for tr in self._valid:
             if tr.scores is not None:
-                self._advance(tr, self._leaves(booster, tr.X, trees, it, k), news, deltas, _SCORE_OFFSETS)
+                self._advance(tr, self._leaves(booster, tr.X, trees, it, k), news, deltas, SCORE_OFFSETS)
         if env.evaluation_result_list:
             self._rewrite_evaluation(booster, env.evaluation_result_list)
 
