@@ -132,12 +132,25 @@ def copy_out(state, objective, library):
     return state.out_grad, state.out_hess
 
 
+def as_label_array(labels):
+    """The library's label field as an array: refused unless 1-D (one grade per row)."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"labels (y) must be a 1-D array with one grade per row, got shape {labels.shape}")
+    return labels
+
+
 def rows_weight(weight, ptr, n_rows):
     """Row weights from a library's weight field: ``None`` when absent; per-query weights
     (XGBoost's ranking convention, one weight per group) are repeated over the query's rows."""
     if weight is None:
         return None
-    w = np.asarray(weight, dtype=np.float64)
+    try:
+        w = np.asarray(weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"weight must be a numeric array, got {type(weight).__name__}") from None
+    if w.ndim != 1:
+        raise ValueError(f"weight must be a 1-D array (one per row or per query), got shape {w.shape}")
     if w.size == 0:
         return None
     if w.shape[0] == n_rows:
@@ -150,6 +163,9 @@ def rows_weight(weight, ptr, n_rows):
 def check_outputs(objective, preds, library, hint):
     """Raise when the library's score shape does not match the objective's number of outputs."""
     k = known_outputs(objective, library)
+    if preds.ndim not in (1, 2):
+        raise ValueError(f"{library} passed scores (preds) of shape {preds.shape}: expected 1-D (one per row) "
+                         "or 2-D (rows x outputs)")
     got = 1 if preds.ndim == 1 else preds.shape[1]
     if got != k:
         raise ValueError(

@@ -38,8 +38,8 @@ import numpy as np
 from customobj.groups import as_groups
 from customobj.objectives.base import Objective
 
-from ._data import (AdapterObjective, TrainState, check_outputs, copy_out, known_outputs, prepare_state,
-                    require_objective, rows_weight)
+from ._data import (AdapterObjective, TrainState, as_label_array, check_outputs, copy_out, known_outputs,
+                    prepare_state, require_objective, rows_weight)
 from ._score_offsets import SCORE_OFFSETS
 from ._stamp import Stamp, lightgbm_fields
 
@@ -82,7 +82,7 @@ def _check_preds(objective, preds):
 
 
 def _new_state(objective, labels, ptr, weight):
-    labels = np.asarray(labels)
+    labels = as_label_array(labels)
     w = rows_weight(weight, ptr, labels.shape[0])
     return prepare_state(
         objective, labels, ptr, w, library="LightGBM", group_hint=_GROUP_HINT,

@@ -31,8 +31,8 @@ import numpy as np
 
 from customobj.objectives.base import Objective
 
-from ._data import (AdapterObjective, TrainState, check_outputs, copy_out, known_outputs, prepare_state,
-                    require_objective, rows_weight)
+from ._data import (AdapterObjective, TrainState, as_label_array, check_outputs, copy_out, known_outputs,
+                    prepare_state, require_objective, rows_weight)
 from ._stamp import Stamp, xgboost_fields
 
 __all__ = ["xgboost_objective", "xgboost_params", "xgboost_sklearn_objective", "XGBoostObjective"]
@@ -48,7 +48,7 @@ def _dmatrix_ptr(dtrain):
 
 
 def _new_state(objective, labels, ptr, weight):
-    labels = np.asarray(labels)
+    labels = as_label_array(labels)
     w = rows_weight(weight, ptr, labels.shape[0])
     return prepare_state(objective, labels, ptr, w, library="XGBoost", group_hint=_GROUP_HINT,
                          out_dtype=np.float32)

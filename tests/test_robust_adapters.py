@@ -106,3 +106,18 @@ def test_models_reproducible(library):
     b = trainer(co.QBRank()).predict(X if library == "lightgbm" else xgb.DMatrix(X))
     np.testing.assert_array_equal(a, b)
     assert np.all(np.isfinite(a))
+
+
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+def test_sklearn_callables_refuse_misshapen_fields(library):
+    """Found by the fuzz campaign: a 0-d prediction, a 2-D weight or labels that are not a 1-D
+    array were IndexErrors deep in the adapter; each is a ValueError naming the field."""
+    f = (adapters.lightgbm_objective if library == "lightgbm" else adapters.xgboost_objective)(co.SquaredError())
+    y, preds = np.array([0.0, 1.0, 2.0]), np.zeros(3)
+    with pytest.raises(ValueError, match=r"labels \(y\) must be a 1-D array"):
+        f("abc", preds, None, None) if library == "lightgbm" else f(np.array("abc"), preds)
+    if library == "lightgbm":
+        with pytest.raises(ValueError, match=r"weight must be a 1-D array"):
+            f(y, preds, np.ones((3, 1)), None)
+        with pytest.raises(ValueError, match=r"scores \(preds\) of shape \(\): expected 1-D"):
+            f(y, np.array(0.5), None, None)
