@@ -134,7 +134,10 @@ def copy_out(state, objective, library):
 
 def as_label_array(labels):
     """The library's label field as an array: refused unless 1-D (one grade per row)."""
-    labels = np.asarray(labels)
+    try:
+        labels = np.asarray(labels)
+    except ValueError as exc:  # ragged nested lists
+        raise ValueError(f"labels (y) must be a 1-D array with one grade per row: {exc}") from None
     if labels.ndim != 1:
         raise ValueError(f"labels (y) must be a 1-D array with one grade per row, got shape {labels.shape}")
     return labels

@@ -189,9 +189,10 @@ class LightGBMObjective(AdapterObjective):
         # labels by content too: the same array edited in place must not train on the old values
         if hit is not None and hit[0]() is y_true and hit[1].stamp.matches((y_true, weight, group)):
             return hit[1]
+        n_rows = as_label_array(y_true).shape[0]  # the labels' shape first: group is checked against it
         ptr = None
         if group is not None and len(group) > 0:
-            ptr = as_groups(group, len(y_true)).ptr
+            ptr = as_groups(group, n_rows).ptr
         state = _new_state(self.objective, y_true, ptr, weight)
         # y_true is not kept (the entry lives as long as y_true, through the weakref below, so its
         # id cannot be reused meanwhile); weight and group are the Dataset's own arrays.
