@@ -166,6 +166,8 @@ def rows_weight(weight, ptr, n_rows):
 def check_outputs(objective, preds, library, hint):
     """Raise when the library's score shape does not match the objective's number of outputs."""
     k = known_outputs(objective, library)
+    if preds.dtype.kind not in "iuf":
+        raise TypeError(f"{library} passed scores (preds) of dtype {preds.dtype}: expected real numbers")
     if preds.ndim not in (1, 2):
         raise ValueError(f"{library} passed scores (preds) of shape {preds.shape}: expected 1-D (one per row) "
                          "or 2-D (rows x outputs)")

@@ -277,7 +277,7 @@ MAX_SYNTHETIC_SCALE = 1e6
 
 
 def _check_scale(value, name):
-    v = check_nonnegative(value, name, maximum=None)
+    v = check_nonnegative(value, name, maximum=None) + 0.0  # -0.0 -> 0.0 (numpy refuses a negative zero scale)
     if v > MAX_SYNTHETIC_SCALE:
         raise ValueError(f"{name} must be <= {MAX_SYNTHETIC_SCALE:g} (customobj.data.MAX_SYNTHETIC_SCALE), got {value}")
     return v

@@ -121,3 +121,10 @@ def test_sklearn_callables_refuse_misshapen_fields(library):
             f(y, preds, np.ones((3, 1)), None)
         with pytest.raises(ValueError, match=r"scores \(preds\) of shape \(\): expected 1-D"):
             f(y, np.array(0.5), None, None)
+
+
+def test_object_dtype_predictions_are_a_type_error_naming_the_scores():
+    f = adapters.xgboost_objective(co.SquaredError())
+    preds = np.array([0.5, 0.5, [1], -2.0], dtype=object)
+    with pytest.raises(TypeError, match=r"scores \(preds\) of dtype object: expected real numbers"):
+        f(np.array([3.0, 4.0, 2.0, 0.0]), preds)

@@ -210,3 +210,11 @@ def test_any_option_value_is_accepted_or_refused_by_name(name, value):
         assert str(again.value) == str(exc) and not hasattr(late, "trees_")
     else:
         assert model.get_params()[name] is value  # stored unmodified
+
+
+def test_ragged_sample_weight_names_the_argument():
+    """Found by the fuzz campaign: numpy's "inhomogeneous shape" message did not say which argument."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(3, 2)), np.array([2.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match=r"sample_weight must be 1-D"):
+        TreeBooster(co.SquaredError(), n_estimators=1, verbose=False).fit(X, y, sample_weight=[[1.0, 1.0], [1.0]])

@@ -108,7 +108,10 @@ def check_fit_rows(n_rows: int, y: np.ndarray, sample_weight, *, name: str = "X"
     if y.shape[0] != n_rows:
         raise ValueError(f"{name} has {n_rows} rows but y has {y.shape[0]}")
     if sample_weight is not None:
-        w = np.asarray(sample_weight) if not hasattr(sample_weight, "to_numpy") else sample_weight.to_numpy()
+        try:
+            w = np.asarray(sample_weight) if not hasattr(sample_weight, "to_numpy") else sample_weight.to_numpy()
+        except ValueError as exc:  # ragged nested lists
+            raise ValueError(f"sample_weight must be 1-D (one weight per row): {exc}") from None
         if w.ndim != 1:
             raise ValueError(f"sample_weight must be 1-D (one weight per row), got shape {w.shape}")
         if w.shape[0] != n_rows:

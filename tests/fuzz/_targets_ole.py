@@ -77,6 +77,8 @@ def booster_fit(cls, obj_params, params, X, y, group, fit_options, X_predict=Non
     from customobj import TreeBooster
 
     model = TreeBooster(build_objective(cls, obj_params), **{**_QUIET, **params})
+    if "eval_group" in fit_options:  # the strategies encode groups as specs: resolve them here too
+        fit_options = {**fit_options, "eval_group": [resolve_group(g) for g in fit_options["eval_group"]]}
     model.fit(X, y, resolve_group(group), **fit_options)
     n, shape = rows_of(X), np.shape(X)
     if n == 0 or (len(shape) == 2 and shape[1] == 0):
