@@ -1,4 +1,5 @@
-"""Finite-difference oracles shared by the objective test modules (pointwise, pairwise, listwise).
+"""Oracles shared by test modules: finite differences (the objective tests) and the rows reaching
+each node of a tree (the OLE tests).
 
 Central differences ``(f(s + h e) - f(s - h e)) / 2h`` along each score entry; every helper takes
 plain functions of the scores, so a test states its data once:
@@ -42,3 +43,20 @@ def fd_jacobian(g: Callable[[np.ndarray], np.ndarray], s: np.ndarray, h: float =
         e[t] = h
         jac[:, t] = (g(s + e) - g(s - e)) / (2 * h)
     return jac
+
+
+def node_rows(tree, X):
+    """Rows reaching each internal node (traversing with real thresholds and default_left)."""
+    out = {}
+
+    def walk(node, rows):
+        out[node] = rows
+        f, thr, dl = tree["split_feature"][node], tree["threshold"][node], tree["default_left"][node]
+        x = X[rows, f]
+        left = np.where(np.isnan(x), dl, x <= thr)
+        for child, part in ((tree["left_child"][node], rows[left]), (tree["right_child"][node], rows[~left])):
+            if child >= 0:
+                walk(child, part)
+    if tree["num_leaves"] > 1:
+        walk(0, np.arange(X.shape[0]))
+    return out

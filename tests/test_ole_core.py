@@ -11,6 +11,8 @@ from customobj.ole.histogram import build_row_hist
 from customobj.ole.pairhist import build_pair_hist
 from customobj.ole.splitting import CRITERIA, RES_SIZE, find_best_split
 
+from _oracles import node_rows
+
 QUIET = dict(verbose=False)
 
 
@@ -152,23 +154,6 @@ def test_ole_node_hessian_is_exact_second_derivative(make_obj):
             assert G == pytest.approx(fd1, rel=1e-6)
             # the WSE hessian overstates it whenever pairs sit inside the child
             assert H > fd2 * (1 + 1e-3)
-
-
-def node_rows(tree, X):
-    """Rows reaching each internal node (traversing with real thresholds and default_left)."""
-    out = {}
-
-    def walk(node, rows):
-        out[node] = rows
-        f, thr, dl = tree["split_feature"][node], tree["threshold"][node], tree["default_left"][node]
-        x = X[rows, f]
-        left = np.where(np.isnan(x), dl, x <= thr)
-        for child, part in ((tree["left_child"][node], rows[left]), (tree["right_child"][node], rows[~left])):
-            if child >= 0:
-                walk(child, part)
-    if tree["num_leaves"] > 1:
-        walk(0, np.arange(X.shape[0]))
-    return out
 
 
 def leaf_rows(tree, X):

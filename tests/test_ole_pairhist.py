@@ -18,6 +18,8 @@ from customobj.ole import TreeBooster
 from customobj.ole.binning import BinMapper
 from customobj.ole.pairhist import PairScratch, build_pair_hist, split_coupling_sums
 
+from _oracles import node_rows
+
 REL = 1e-6
 
 
@@ -82,20 +84,6 @@ def test_split_coupling_sums_match_masks():
 
 
 # ---- trees -------------------------------------------------------------------------------------------
-def node_rows(tree, X):
-    out = {}
-
-    def walk(node, rows):
-        out[node] = rows
-        f, thr, dl = tree["split_feature"][node], tree["threshold"][node], tree["default_left"][node]
-        x = X[rows, f]
-        left = np.where(np.isnan(x), dl, x <= thr)
-        for child, part in ((tree["left_child"][node], rows[left]), (tree["right_child"][node], rows[~left])):
-            if child >= 0:
-                walk(child, part)
-    if tree["num_leaves"] > 1:
-        walk(0, np.arange(X.shape[0]))
-    return out
 
 
 def reference_gain(X, rows, f, thr, default_left, g, h, pairs, lam):
