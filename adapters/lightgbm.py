@@ -10,7 +10,8 @@
 - ``LGBMRanker`` / ``LGBMRegressor`` / ``LGBMClassifier(objective=f)``: the estimators count the
   parameters of ``f``; four (``*args`` would count as one and never receive ``group``), so they
   call ``f(y_true, y_pred, weight, group)``. Preparation is cached on the identity of the label
-  array LightGBM passes (the same object every round). ``lightgbm_sklearn_objective`` is the
+  array LightGBM passes (the same object every round) and checked against a sample hash of its
+  content, weights and groups, so an array edited in place is prepared again. ``lightgbm_sklearn_objective`` is the
   same thing under its older name.
 
 What LightGBM does and does not do for a custom objective (checked on 4.7):
@@ -158,7 +159,8 @@ class LightGBMObjective(AdapterObjective):
       (weakly keyed), rebuilt when ``set_label`` / ``set_weight`` / ``set_group`` changed them.
     - ``LGBMRanker`` / ``LGBMRegressor`` / ``LGBMClassifier(objective=f)``: ``f(y_true, y_pred, weight,
       group)`` (the estimators count the parameters: four, so they pass the query sizes); prepared
-      once per label array LightGBM hands over (the same object every round). With LGBMRegressor /
+      once per label array LightGBM hands over (the same object every round; a sample hash of the
+      content notices in-place edits). With LGBMRegressor /
       LGBMClassifier ``group`` is None, so only pointwise objectives (and McRank with
       LGBMClassifier) work there; a ranking objective raises a ValueError saying so.
 
@@ -194,8 +196,8 @@ class LightGBMObjective(AdapterObjective):
         if group is not None and len(group) > 0:
             ptr = as_groups(group, n_rows).ptr
         state = _new_state(self.objective, y_true, ptr, weight)
-        # y_true is not kept (the entry lives as long as y_true, through the weakref below, so its
-        # id cannot be reused meanwhile); weight and group are the Dataset's own arrays.
+        # Stamped by content (sample hashes: y_true is not kept, and an in-place edit of it is seen);
+        # the entry lives as long as y_true, through the weakref below, so its id is not reused meanwhile.
         state.stamp = Stamp((y_true, weight, group), by="content")
         try:
             ref = weakref.ref(y_true, functools.partial(_forget_labels, self._by_labels, key))

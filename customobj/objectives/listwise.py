@@ -9,7 +9,6 @@ import numpy as np
 from .._validation import (
     ERR_MAX_GAIN,
     ERR_MAX_LABEL,
-    EXP_GAIN_MAX_LABEL,
     MAX_ROWS,
     as_gain_table,
     check_choice,

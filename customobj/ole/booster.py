@@ -15,12 +15,15 @@ from __future__ import annotations
 import copy
 import numbers
 import os
-from typing import Any, Callable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
 
 import numba
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
+
+if TYPE_CHECKING:  # the return type of to_lightgbm; imported there, on use
+    import lightgbm
 
 from .._validation import as_scores, check_int
 from ..groups import Groups
