@@ -9,7 +9,7 @@ from customobj.cli import main as cli_main
 from customobj.compare.methods import parse_method
 from customobj.compare.report import read_results
 from customobj.compare.trainers import Settings, Split, train
-from customobj.compare.tuning import OBJ, SPACES, apply, search_space, startup_trials, tune
+from customobj.compare.tuning import CB_PAIRWISE_MAX_DEPTH, OBJ, SPACES, apply, search_space, startup_trials, tune
 from customobj.data import synthetic
 
 
@@ -39,6 +39,15 @@ def test_search_space_per_backend_and_objective():
     # an option written in the method name is the user's choice, not searched
     assert OBJ + "sigma" not in _keys("lgb:LambdaRank(sigma=2)")
     assert _keys("lgb:QBRank") == model  # no sigma/truncation/lam: the model only
+
+
+def test_catboost_pairwise_modes_search_shallower_trees():
+    # pairwise scoring costs ~40x more per tree at depth 8 than 6: those modes stop at CatBoost's default
+    for name in ("cb:YetiRankPairwise", "cb:PairLogitPairwise"):
+        depth = dict(search_space(parse_method(name), Settings(num_leaves=1023)))["depth"]
+        assert (depth.low, depth.high, depth.default) == (2, CB_PAIRWISE_MAX_DEPTH, CB_PAIRWISE_MAX_DEPTH)
+    plain = dict(search_space(parse_method("cb:YetiRank"), Settings(num_leaves=1023)))["depth"]
+    assert (plain.high, plain.default) == (10, 10)
 
 
 def test_trial_zero_is_the_untuned_setting():
