@@ -36,6 +36,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 import time
 from typing import List, NamedTuple, Optional, Sequence
 
@@ -306,7 +307,7 @@ def write_figure(runs: List[dict], path: str, title: str) -> None:
         a.grid(alpha=0.3)
         if a.get_legend_handles_labels()[0]:  # the left panel is empty until a criterion beside SE finished
             a.legend(fontsize=8)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(textwrap.fill(title, 130), fontsize=9)  # the data / settings line is wider than the figure
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
