@@ -38,7 +38,7 @@ import os
 import sys
 import textwrap
 import time
-from typing import List, NamedTuple, Optional, Sequence
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -70,7 +70,7 @@ class OnePerLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _int_at_least(minimum: int):
+def _int_at_least(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             v = int(text)
@@ -146,7 +146,7 @@ def take_queries(X: np.ndarray, y: np.ndarray, group: np.ndarray, queries: np.nd
                  group[queries].astype(np.int64))
 
 
-def make_data(args) -> List[Split]:
+def make_data(args: argparse.Namespace) -> List[Split]:
     from customobj.data import synthetic
     X, y, group = synthetic(args.queries, args.rows, args.features, seed=args.seed)
     group = np.asarray(group, dtype=np.int64)
@@ -160,7 +160,7 @@ class Recorder:
     The clock restarts after the evaluation, so a tree's time is the boosting round alone.
     """
 
-    def __init__(self, valid: Split, test: Split, bar):
+    def __init__(self, valid: Split, test: Split, bar: Any) -> None:
         from customobj.ole.predictor import PackedTrees, predict_raw
         self._packed, self._predict = PackedTrees, predict_raw
         self.valid, self.test, self.bar = valid, test, bar
@@ -175,12 +175,12 @@ class Recorder:
     def start(self) -> None:
         self._t, self._c = time.perf_counter(), time.process_time()
 
-    def _add(self, tree, split: Split, raw: np.ndarray) -> float:
+    def _add(self, tree: dict, split: Split, raw: np.ndarray) -> float:
         from customobj.metrics import ndcg
         raw += self._predict(split.X, self._packed([tree]), np.zeros(1, np.int64), 1, 0, 1)[:, 0]
         return float(ndcg(raw, split.y, split.group, METRIC_K))
 
-    def __call__(self, model, iteration, evals_result) -> bool:
+    def __call__(self, model: Any, iteration: int, evals_result: dict) -> bool:
         self.wall.append(time.perf_counter() - self._t)
         self.cpu.append(time.process_time() - self._c)
         tree = model.trees_[-1]
@@ -191,7 +191,8 @@ class Recorder:
         return False
 
 
-def fit_one(train: Split, valid: Split, test: Split, leaves: int, criterion: str, args, bar) -> dict:
+def fit_one(train: Split, valid: Split, test: Split, leaves: int, criterion: str, args: argparse.Namespace,
+            bar: Any) -> dict:
     import customobj as co
     from customobj.metrics import ndcg
     from customobj.ole import TreeBooster
@@ -207,7 +208,7 @@ def fit_one(train: Split, valid: Split, test: Split, leaves: int, criterion: str
             "valid_ndcg": rec.valid_ndcg, "test_ndcg": rec.test_ndcg, "per_query": per_query}
 
 
-def warm_up(args) -> None:
+def warm_up(args: argparse.Namespace) -> None:
     """Compile (or load) the numba kernels on tiny data so compilation is not timed."""
     import customobj as co
     from customobj.data import synthetic
@@ -315,7 +316,18 @@ def write_figure(runs: List[dict], path: str, title: str) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
-def write_outputs(runs: List[dict], args, sizes: dict, started: float) -> str:
+def _strict(value: Any) -> Any:
+    """``value`` with NaN (an undefined p-value: every query tied) as None, so the JSON is standard."""
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def write_outputs(runs: List[dict], args: argparse.Namespace, sizes: dict, started: float) -> str:
     """Rewrite every output from the runs finished so far; returns the table text."""
     from customobj._io import atomic_open, atomic_write_text
 
@@ -334,7 +346,7 @@ def write_outputs(runs: List[dict], args, sizes: dict, started: float) -> str:
            "elapsed_s": time.perf_counter() - started, "load_avg": os.getloadavg(), "table": rows,
            "curves": [{k: (list(map(float, v)) if isinstance(v, (list, np.ndarray)) else v) for k, v in r.items()}
                       for r in runs]}
-    atomic_write_text(os.path.join(args.out, "results.json"), json.dumps(doc, indent=1) + "\n")
+    atomic_write_text(os.path.join(args.out, "results.json"), json.dumps(_strict(doc), indent=1, allow_nan=False) + "\n")
     atomic_write_text(os.path.join(args.out, "table.txt"), text)
     write_figure(runs, os.path.join(args.out, "ole_paper.png"), header)
     return text
