@@ -349,3 +349,62 @@ def test_a_finished_training_frees_its_dataset():
     del data, booster
     gc.collect()
     assert ref() is None
+
+
+# --- leaves from the change of LightGBM's cached scores --------------------------------------------
+def test_leaves_from_score_change_names_each_rows_leaf_or_refuses():
+    """Exactly one leaf value within rounding of every row's change: its leaves; otherwise False."""
+    from customobj.adapters._lightgbm_scores import leaves_from_score_change
+
+    rng = np.random.default_rng(12)
+    for n_leaves in (1, 7, 31, 200):  # 200: the binary-search branch
+        values = rng.normal(size=n_leaves) * 0.1
+        leaf = rng.integers(0, n_leaves, 500)
+        before = rng.normal(size=500) * 10.0 ** rng.integers(-3, 4, 500)
+        after = before + values[leaf]
+        order = np.argsort(values, kind="stable")
+        out = np.empty(500, dtype=np.int64)
+        assert leaves_from_score_change(after, before, values[order], order, out)
+        np.testing.assert_array_equal(out, leaf)
+    values = np.array([0.5, -0.25, 0.5])  # two leaves with one value: ambiguous
+    order = np.argsort(values, kind="stable")
+    out = np.empty(2, dtype=np.int64)
+    assert not leaves_from_score_change(np.array([1.5, 0.75]), np.array([1.0, 1.0]), values[order], order, out)
+    for bad in (1.0 + 1e-9, np.nan):  # a change that is no leaf value (e.g. DART's rescaled trees); NaN
+        after = np.array([0.75, bad])
+        assert not leaves_from_score_change(after, np.array([1.0, 1.0]), np.sort(values[:2]), np.array([1, 0]), out)
+
+
+@pytest.mark.parametrize("extra", [{}, {"bagging_fraction": 0.5, "bagging_freq": 1},
+                                   {"boosting": "dart", "drop_rate": 0.9, "skip_drop": 0.0}])
+def test_leaves_from_lightgbms_scores_equal_the_traversals(extra, monkeypatch):
+    """Reading each row's leaf off LightGBM's cached training and validation scores gives the
+    same training, bit for bit, as traversing every tree (bagging: out-of-bag rows' scores are
+    updated another way). DART is never read (reading its training scores drops trees early): it
+    traverses, and trains as before."""
+    from customobj.adapters import _lightgbm_scores
+
+    X, y, g = int_rank_data(13, n_queries=12)
+    Xv, yv, gv = int_rank_data(14, n_queries=6)
+    obj = customobj.LambdaRank()
+
+    def fit():
+        exact = adapters.ExactLeaves(obj, X, y, g, valid_X=[Xv])
+        dtrain = lgb.Dataset(X, y, group=g)
+        record = {}
+        params = dict(P, objective=adapters.lightgbm_objective(obj), metric="ndcg", eval_at=[5], seed=3, **extra)
+        booster = lgb.train(params, dtrain, 4, valid_sets=[lgb.Dataset(Xv, yv, group=gv, reference=dtrain)],
+                            valid_names=["valid"], callbacks=[exact, lgb.record_evaluation(record)])
+        return booster, exact, record["valid"]["ndcg@5"]
+
+    traversals = []
+    traverse = adapters.ExactLeaves._leaves
+    monkeypatch.setattr(adapters.ExactLeaves, "_leaves", lambda self, *a: traversals.append(1) or traverse(self, *a))
+    booster, exact, curve = fit()
+    assert (len(traversals) > 0) == ("boosting" in extra)  # plain rounds never traverse
+    monkeypatch.setattr(_lightgbm_scores.LightGBMScores, "leaves", lambda self, booster, values: None)
+    ref, ref_exact, ref_curve = fit()
+    for va, vb in zip(leaf_values(ref), leaf_values(booster)):
+        np.testing.assert_array_equal(vb, va)
+    assert exact.quadratic_exact == ref_exact.quadratic_exact
+    assert curve == ref_curve
