@@ -109,19 +109,22 @@ class _CouplingsRequest:
     registry): the round's pair couplings from the objective's own pass, with its float64 gradients,
     so they are computed once, at exactly the scores LightGBM's tree was grown on."""
 
-    __slots__ = ("pairs", "grad", "hess", "couplings")
+    __slots__ = ("pairs", "grad", "hess", "couplings", "row_dtype")
 
-    def __init__(self):
+    def __init__(self, n_rows):
         # Nothing here refers to the callback or a Dataset: the registry holds this weakly keyed
         # by the Dataset, and a value referring to its key would keep both alive for good.
         self.pairs = self.grad = self.hess = self.couplings = None
+        # int32 rows when they fit (LightGBM's own row index is int32): 16 bytes a pair instead of
+        # 24, written by the objective and read back by the leaf-coupling pass every round.
+        self.row_dtype = np.int32 if n_rows <= np.iinfo(np.int32).max else np.int64
 
     def pair_buffer(self, m):
         """``m`` pairs' worth of arrays, reused across rounds (objectives that write their pairs into them)."""
         buf = self.pairs
         if buf is None or buf[0].shape[0] < m:
             c = m + m // 4 + 1024  # headroom: the pair count drifts from round to round
-            buf = self.pairs = (np.empty(c, np.int64), np.empty(c, np.int64), np.empty(c, np.float64))
+            buf = self.pairs = (np.empty(c, self.row_dtype), np.empty(c, self.row_dtype), np.empty(c, np.float64))
         return tuple(a[:m] for a in buf)
 
     def take(self):
@@ -190,10 +193,14 @@ class ExactLeaves:
 
     Cost per round: the objective's gradient pass also produces the pair couplings (one fused pass,
     from the second round on; :func:`~customobj.adapters.lightgbm_objective` does it for a Dataset
-    this callback trains on), the leaf of every training (and validation) row (a traversal of the new tree over the raw features when they are
-    a float32/float64 numpy array, LightGBM's ``predict(pred_leaf=True)`` otherwise), an
-    ``O(pairs)`` pass building ``A`` and a solve of ``num_leaves`` unknowns. Categorical splits
-    are supported through ``predict``; ``linear_tree`` is refused (ValueError).
+    this callback trains on), the leaf of every training (and validation) row, an ``O(pairs)``
+    pass building ``A`` and a solve of ``num_leaves`` unknowns. Leaves are read off the change of
+    LightGBM's own cached scores (:mod:`customobj.adapters._lightgbm_scores`: one copy of the
+    scores, checked row by row to be exactly one leaf value up to rounding); where that does not
+    name them (DART, a first round after ``init_model``, two leaves with one value) the new tree
+    is traversed over the raw features when they are a float32/float64 numpy array, else
+    LightGBM's ``predict(pred_leaf=True)`` runs. Categorical splits are supported;
+    ``linear_tree`` is refused (ValueError).
 
     Refused at the first call, before any leaf changes (see
     :func:`~customobj.adapters.callbacks.require_customobj_training`): a native objective, a custom
@@ -236,7 +243,7 @@ class ExactLeaves:
         self._train = self._valid = None
         self._warned = set()
         self._g = self._h = None
-        self._request = _CouplingsRequest()
+        self._request = _CouplingsRequest(self.prep.n_rows)
         self._lgb_scores = {}  # data index -> LightGBMScores: LightGBM's cached scores, round to round
 
     def __repr__(self) -> str:
