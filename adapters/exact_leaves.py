@@ -19,6 +19,7 @@ from customobj._validation import check_nonnegative, check_positive
 from customobj.ole.joint_leaves import LeafSystem, rows_leaf_system
 
 from ._data import require_objective
+from ._lightgbm_scores import LightGBMScores
 from .callbacks import LineSearch, claim_datasets, require_customobj_training
 
 __all__ = ["ExactLeaves"]
@@ -26,6 +27,11 @@ __all__ = ["ExactLeaves"]
 #: LightGBM's names of the learning rate, main name first (its own precedence).
 _LEARNING_RATE_ALIASES = ("learning_rate", "shrinkage_rate", "eta")
 _DEFAULT_LEARNING_RATE = 0.1  # LightGBM's default
+#: LightGBM's names of the boosting type, and the types whose cached scores only ever grow by the
+#: new tree (DART rescales old trees, and reading its training scores drops trees for the next
+#: round: LGBM_BoosterGetPredict would change the training). Leaves are read off those scores only then.
+_BOOSTING_ALIASES = ("boosting", "boosting_type", "boost")
+_ADDITIVE_BOOSTING = ("gbdt", "gbrt", "goss")
 
 
 # LightGBM's tree encoding (include/LightGBM/tree.h): decision_type bits, the "zero" band of
@@ -103,19 +109,22 @@ class _CouplingsRequest:
     registry): the round's pair couplings from the objective's own pass, with its float64 gradients,
     so they are computed once, at exactly the scores LightGBM's tree was grown on."""
 
-    __slots__ = ("pairs", "grad", "hess", "couplings")
+    __slots__ = ("pairs", "grad", "hess", "couplings", "row_dtype")
 
-    def __init__(self):
+    def __init__(self, n_rows):
         # Nothing here refers to the callback or a Dataset: the registry holds this weakly keyed
         # by the Dataset, and a value referring to its key would keep both alive for good.
         self.pairs = self.grad = self.hess = self.couplings = None
+        # int32 rows when they fit (LightGBM's own row index is int32): 16 bytes a pair instead of
+        # 24, written by the objective and read back by the leaf-coupling pass every round.
+        self.row_dtype = np.int32 if n_rows <= np.iinfo(np.int32).max else np.int64
 
     def pair_buffer(self, m):
         """``m`` pairs' worth of arrays, reused across rounds (objectives that write their pairs into them)."""
         buf = self.pairs
         if buf is None or buf[0].shape[0] < m:
             c = m + m // 4 + 1024  # headroom: the pair count drifts from round to round
-            buf = self.pairs = (np.empty(c, np.int64), np.empty(c, np.int64), np.empty(c, np.float64))
+            buf = self.pairs = (np.empty(c, self.row_dtype), np.empty(c, self.row_dtype), np.empty(c, np.float64))
         return tuple(a[:m] for a in buf)
 
     def take(self):
@@ -124,6 +133,13 @@ class _CouplingsRequest:
             return None
         out, self.couplings = (self.grad, self.hess, self.couplings), None
         return out
+
+
+def _additive_boosting(params: dict | None) -> bool:
+    for key in _BOOSTING_ALIASES:
+        if params and key in params:
+            return str(params[key]).lower() in _ADDITIVE_BOOSTING
+    return True  # LightGBM's default: gbdt
 
 
 def _learning_rate(params: dict | None) -> float:
@@ -177,10 +193,14 @@ class ExactLeaves:
 
     Cost per round: the objective's gradient pass also produces the pair couplings (one fused pass,
     from the second round on; :func:`~customobj.adapters.lightgbm_objective` does it for a Dataset
-    this callback trains on), the leaf of every training (and validation) row (a traversal of the new tree over the raw features when they are
-    a float32/float64 numpy array, LightGBM's ``predict(pred_leaf=True)`` otherwise), an
-    ``O(pairs)`` pass building ``A`` and a solve of ``num_leaves`` unknowns. Categorical splits
-    are supported through ``predict``; ``linear_tree`` is refused (ValueError).
+    this callback trains on), the leaf of every training (and validation) row, an ``O(pairs)``
+    pass building ``A`` and a solve of ``num_leaves`` unknowns. Leaves are read off the change of
+    LightGBM's own cached scores (:mod:`customobj.adapters._lightgbm_scores`: one copy of the
+    scores, checked row by row to be exactly one leaf value up to rounding); where that does not
+    name them (DART, a first round after ``init_model``, two leaves with one value) the new tree
+    is traversed over the raw features when they are a float32/float64 numpy array, else
+    LightGBM's ``predict(pred_leaf=True)`` runs. Categorical splits are supported;
+    ``linear_tree`` is refused (ValueError).
 
     Refused at the first call, before any leaf changes (see
     :func:`~customobj.adapters.callbacks.require_customobj_training`): a native objective, a custom
@@ -223,7 +243,8 @@ class ExactLeaves:
         self._train = self._valid = None
         self._warned = set()
         self._g = self._h = None
-        self._request = _CouplingsRequest()
+        self._request = _CouplingsRequest(self.prep.n_rows)
+        self._lgb_scores = {}  # data index -> LightGBMScores: LightGBM's cached scores, round to round
 
     def __repr__(self) -> str:
         return f"ExactLeaves({self.objective!r}, lambda_l2={self.lambda_l2!r})"
@@ -237,8 +258,15 @@ class ExactLeaves:
     def _add_offset(registry, dataset, delta):
         registry.add(dataset, delta)
 
+    def _row_leaves(self, booster, idx, X, values, trees, it, k):
+        """(rows, k) int64 leaf of each row of data set ``idx`` (0: training) in this round's trees:
+        from the change of LightGBM's cached scores where it names them, else by traversal."""
+        scores = self._lgb_scores.get(idx)
+        leaves = scores.leaves(booster, values) if scores is not None else None
+        return leaves if leaves is not None else self._leaves(booster, X, trees, it, k)
+
     def _leaves(self, booster, X, trees, it, k):
-        """(rows, k) int64 leaf of each row in this round's trees."""
+        """(rows, k) int64 leaf of each row in this round's trees, by traversal of the raw features."""
         dense = _dense(X)
         if dense is None or not all(t.numerical for t in trees):
             return self._predicted_leaves(booster, X, it, k)
@@ -257,11 +285,16 @@ class ExactLeaves:
                                                                pair_buffer=self._request.pair_buffer)
         return (*self.objective.grad_hess_prepared(s, self.prep, self._g, self._h), None)
 
-    def _start(self, booster, it, k, offsets):
+    def _start(self, booster, it, k, offsets, params):
         from .lightgbm import _COUPLINGS
 
         claim_datasets(booster, offsets, "ExactLeaves")
         self._track(booster, it, k)
+        for idx, tr in enumerate([self._train, *self._valid]):
+            if tr.scores is not None and _additive_boosting(params):
+                self._lgb_scores[idx] = scores = LightGBMScores(idx)
+                if it == 0:  # LightGBM's cache holds the initial scores (later: a predict's sum, not its bits)
+                    scores.set_before(tr.scores)
         if self.objective.pairwise and k == 1:  # from the next round on, one fused pass in the objective
             _COUPLINGS[booster.train_set] = self._request
 
@@ -280,7 +313,7 @@ class ExactLeaves:
         if self._train is None:
             require_customobj_training(env, self)  # before any leaf is changed
             self._check_labels(booster)
-            self._start(booster, it, k, SCORE_OFFSETS)
+            self._start(booster, it, k, SCORE_OFFSETS, env.params)
         lr = _learning_rate(env.params)
         s = self._train.scores
         fused = self._request.take()
@@ -288,7 +321,8 @@ class ExactLeaves:
         trees = _parse_trees(booster.model_to_string(start_iteration=it, num_iteration=1))
         if len(trees) != k:
             raise RuntimeError(f"ExactLeaves expected {k} new tree(s) in round {it + 1}, LightGBM has {len(trees)}")
-        leaves = self._leaves(booster, self.X, trees, it, k)
+        values = [t.leaf_value for t in trees]
+        leaves = self._row_leaves(booster, 0, self.X, values, trees, it, k)
         q_lgb = q_exact = 0.0
         deltas, news = [], []
         for c in range(k):
@@ -309,9 +343,10 @@ class ExactLeaves:
         self.quadratic_lightgbm.append(q_lgb)
         self.quadratic_exact.append(q_exact)
         self._advance(self._train, leaves, news, deltas, SCORE_OFFSETS)
-        for tr in self._valid:
+        for idx, tr in enumerate(self._valid, start=1):
             if tr.scores is not None:
-                self._advance(tr, self._leaves(booster, tr.X, trees, it, k), news, deltas, SCORE_OFFSETS)
+                self._advance(tr, self._row_leaves(booster, idx, tr.X, values, trees, it, k), news, deltas,
+                              SCORE_OFFSETS)
         if env.evaluation_result_list:
             self._rewrite_evaluation(booster, env.evaluation_result_list)
 

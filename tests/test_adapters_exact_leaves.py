@@ -349,3 +349,39 @@ def test_a_finished_training_frees_its_dataset():
     del data, booster
     gc.collect()
     assert ref() is None
+
+
+# --- leaves from the change of LightGBM's cached scores --------------------------------------------
+@pytest.mark.parametrize("extra", [{}, {"bagging_fraction": 0.5, "bagging_freq": 1},
+                                   {"boosting": "dart", "drop_rate": 0.9, "skip_drop": 0.0}])
+def test_leaves_from_lightgbms_scores_equal_the_traversals(extra, monkeypatch):
+    """Reading each row's leaf off LightGBM's cached training and validation scores gives the
+    same training, bit for bit, as traversing every tree (bagging: out-of-bag rows' scores are
+    updated another way). DART is never read (reading its training scores drops trees early): it
+    traverses, and trains as before."""
+    from customobj.adapters import _lightgbm_scores
+
+    X, y, g = int_rank_data(13, n_queries=12)
+    Xv, yv, gv = int_rank_data(14, n_queries=6)
+    obj = customobj.LambdaRank()
+
+    def fit():
+        exact = adapters.ExactLeaves(obj, X, y, g, valid_X=[Xv])
+        dtrain = lgb.Dataset(X, y, group=g)
+        record = {}
+        params = dict(P, objective=adapters.lightgbm_objective(obj), metric="ndcg", eval_at=[5], seed=3, **extra)
+        booster = lgb.train(params, dtrain, 4, valid_sets=[lgb.Dataset(Xv, yv, group=gv, reference=dtrain)],
+                            valid_names=["valid"], callbacks=[exact, lgb.record_evaluation(record)])
+        return booster, exact, record["valid"]["ndcg@5"]
+
+    traversals = []
+    traverse = adapters.ExactLeaves._leaves
+    monkeypatch.setattr(adapters.ExactLeaves, "_leaves", lambda self, *a: traversals.append(1) or traverse(self, *a))
+    booster, exact, curve = fit()
+    assert (len(traversals) > 0) == ("boosting" in extra)  # plain rounds never traverse
+    monkeypatch.setattr(_lightgbm_scores.LightGBMScores, "leaves", lambda self, booster, values: None)
+    ref, ref_exact, ref_curve = fit()
+    for va, vb in zip(leaf_values(ref), leaf_values(booster)):
+        np.testing.assert_array_equal(vb, va)
+    assert exact.quadratic_exact == ref_exact.quadratic_exact
+    assert curve == ref_curve

@@ -100,9 +100,16 @@ def joint_newton_step(G: np.ndarray, H: np.ndarray, leaf_of_row: np.ndarray, pai
     return leaf_system(G, H, leaf_of_row, pairs, lambda_l2).solve()
 
 
-def _leaf_sums(leaf_of_row, values, n_leaves):
-    inside = leaf_of_row >= 0
-    return np.bincount(leaf_of_row[inside], weights=values[inside], minlength=n_leaves)[:n_leaves]
+@njit(cache=True)
+def _leaf_sums(leaf_of_row, grad, hess, G, H):
+    """``G[a]``, ``H[a]`` += the gradients and hessians of leaf ``a``'s rows, in row order (the bits
+    of ``np.bincount``, in one pass for both); rows in no leaf (``-1``) are skipped."""
+    n_leaves = G.shape[0]
+    for r in range(leaf_of_row.shape[0]):
+        a = leaf_of_row[r]
+        if 0 <= a < n_leaves:
+            G[a] += grad[r]
+            H[a] += hess[r]
 
 
 def rows_leaf_system(leaf_of_row: np.ndarray, grad: np.ndarray, hess: np.ndarray, pairs: tuple | None,
@@ -112,8 +119,8 @@ def rows_leaf_system(leaf_of_row: np.ndarray, grad: np.ndarray, hess: np.ndarray
     ``leaf_of_row`` (int64, ``-1`` for rows in no leaf), ``grad``, ``hess`` (float64) have one entry
     per row; ``pairs`` as in :func:`leaf_system`.
     """
-    G = _leaf_sums(leaf_of_row, grad, n_leaves)
-    H = _leaf_sums(leaf_of_row, hess, n_leaves)
+    G, H = np.zeros(n_leaves), np.zeros(n_leaves)
+    _leaf_sums(leaf_of_row, grad, hess, G, H)
     return leaf_system(G, H, leaf_of_row, pairs, lambda_l2)
 
 
