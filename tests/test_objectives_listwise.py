@@ -1,5 +1,9 @@
 """LambdaRank (ndcg/err/map/mrr) and StructuredDCG vs slow NumPy references, finite differences,
-LightGBM's native lambdarank, and brute force over permutations."""
+LightGBM's native lambdarank, and brute force over permutations.
+
+Also the tests of the pure kernels customobj/objectives/_lambdarank_kernels.py,
+customobj/objectives/_lambdarank_pass.py and customobj/objectives/_structured_kernels.py, through
+the objectives that wrap them (customobj/objectives/listwise.py)."""
 import itertools
 
 import numpy as np
