@@ -1,5 +1,6 @@
 """Small data and objective lists shared by the robustness tests of the objectives
-(tests/test_robust_objectives_*.py). Imported as ``from _objective_cases import ...``."""
+(tests/test_robust_objectives_*.py), and random queries shared by the listwise tests.
+Imported as ``from _objective_cases import ...``."""
 import numpy as np
 
 import customobj as co
@@ -25,3 +26,15 @@ def ranking_objectives():
             co.MPBoost(ddf="logdd", lam=100.0), co.MPBoost(ddf="logitdd", beta=100.0), co.QBRank(),
             co.QBRank(hessian="upper_bound", margin=5.0), co.QBRank(pairs=[[0, 1], [7, 30]], label_pairs=True),
             co.SquaredError() + co.RankNet(), 0.5 * co.RankSVM()] + listwise_objectives()
+
+
+def random_queries(rng, n_queries=6, max_size=9, max_label=3, tie_scores=False):
+    sizes = rng.integers(1, max_size + 1, size=n_queries)
+    n = sizes.sum()
+    y = rng.integers(0, max_label + 1, size=n).astype(float)
+    if tie_scores:
+        s = rng.integers(0, 3, size=n).astype(float)
+    else:
+        s = rng.permutation(n) * 0.37 + rng.uniform(-0.05, 0.05, size=n)  # distinct, well separated
+        s = s - s.mean()
+    return s, y, sizes
