@@ -12,7 +12,8 @@ from numba import njit, prange
 
 from .._dcg_kernels import discount_table, ideal_dcg_query
 from ._lambdarank_pass import (  # noqa: F401 - the metric codes are part of this module's interface
-    COUNT, ERR, FILL, GRAD, GRAD_FILL, LOSS, MAP, MRR, NDCG, _NF, _query_pass, _sort_query,
+    COUNT, ERR, FILL, GRAD, GRAD_FILL, LOSS, MAP, MRR, NDCG, _NF, PassInputs, PassOutputs, _query_pass,
+    _sort_query,
 )
 
 #: The pair loop's ``D`` (``qnorm`` is ``1/IDCG@k`` under both; upper rows are always in the top k).
@@ -53,6 +54,8 @@ def lambdarank_grad_hess(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, s
     nq = ptr.size - 1
     no_i = np.zeros(0, dtype=np.int64)
     no_f = np.zeros(0, dtype=np.float64)
+    inp = PassInputs(scores, row_gain, weights, use_weights, disc, metric, sigma, norm, hess_scale)
+    out = PassOutputs(out_grad, out_hess, no_i, no_i, no_f)
     for blk in prange((nq + BLOCK - 1) // BLOCK):
         q0 = blk * BLOCK
         q1 = min(nq, q0 + BLOCK)
@@ -64,9 +67,7 @@ def lambdarank_grad_hess(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, s
                 continue
             kk = min(k, n)
             _sort_query(scores, start, n, F[_NF - 1], I[0])
-            _query_pass(GRAD, scores, row_gain, n, qnorm[q], disc, metric, kk, min(kk, trunc), sigma,
-                        norm, hess_scale, weights, use_weights, out_grad, out_hess, 0, no_i, no_i, no_f,
-                        I[0], F, I[1], I[2])
+            _query_pass(GRAD, inp, out, n, qnorm[q], kk, min(kk, trunc), 0, I[0], F, I)
 
 
 @njit(cache=True, parallel=True)
@@ -75,6 +76,8 @@ def lambdarank_loss(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma,
     nq = ptr.size - 1
     no_i = np.zeros(0, dtype=np.int64)
     no_f = np.zeros(0, dtype=np.float64)
+    inp = PassInputs(scores, row_gain, weights, use_weights, disc, metric, sigma, norm, hess_scale)
+    out = PassOutputs(no_f, no_f, no_i, no_i, no_f)
     per_query = np.zeros(nq)
     for blk in prange((nq + BLOCK - 1) // BLOCK):
         q0 = blk * BLOCK
@@ -87,9 +90,7 @@ def lambdarank_loss(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma,
                 continue
             kk = min(k, n)
             _sort_query(scores, start, n, F[_NF - 1], I[0])
-            per_query[q] = _query_pass(LOSS, scores, row_gain, n, qnorm[q], disc, metric, kk,
-                                       min(kk, trunc), sigma, norm, hess_scale, weights, use_weights,
-                                       no_f, no_f, 0, no_i, no_i, no_f, I[0], F, I[1], I[2])
+            per_query[q] = _query_pass(LOSS, inp, out, n, qnorm[q], kk, min(kk, trunc), 0, I[0], F, I)
     # A serial sum: per_query.sum() here would become a thread-dependent parallel reduction.
     total = 0.0
     for q in range(nq):
@@ -105,6 +106,8 @@ def lambdarank_pair_offsets(scores, ptr, row_gain, qnorm, disc, metric, k, trunc
     nq = ptr.size - 1
     no_i = np.zeros(0, dtype=np.int64)
     no_f = np.zeros(0, dtype=np.float64)
+    inp = PassInputs(scores, row_gain, weights, use_weights, disc, metric, sigma, norm, hess_scale)
+    out = PassOutputs(no_f, no_f, no_i, no_i, no_f)
     counts = np.zeros(nq + 1, dtype=np.int64)
     for blk in prange((nq + BLOCK - 1) // BLOCK):
         q0 = blk * BLOCK
@@ -118,9 +121,7 @@ def lambdarank_pair_offsets(scores, ptr, row_gain, qnorm, disc, metric, k, trunc
             kk = min(k, n)
             o = order[start:start + n]
             _sort_query(scores, start, n, F[_NF - 1], o)
-            counts[q + 1] = int(_query_pass(COUNT, scores, row_gain, n, qnorm[q], disc, metric, kk,
-                                            min(kk, trunc), sigma, norm, hess_scale, weights, use_weights,
-                                            no_f, no_f, 0, no_i, no_i, no_f, o, F, I[1], I[2]))
+            counts[q + 1] = int(_query_pass(COUNT, inp, out, n, qnorm[q], kk, min(kk, trunc), 0, o, F, I))
     return np.cumsum(counts)
 
 
@@ -133,6 +134,8 @@ def lambdarank_pair_fill(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, s
     pair pass: GRAD_FILL). ``order`` and ``offsets`` come from ``lambdarank_pair_offsets``."""
     nq = ptr.size - 1
     mode = GRAD_FILL if with_grad else FILL
+    inp = PassInputs(scores, row_gain, weights, use_weights, disc, metric, sigma, norm, hess_scale)
+    out = PassOutputs(out_grad, out_hess, out_i, out_j, out_c)
     for blk in prange((nq + BLOCK - 1) // BLOCK):
         q0 = blk * BLOCK
         q1 = min(nq, q0 + BLOCK)
@@ -143,9 +146,8 @@ def lambdarank_pair_fill(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, s
             if n < 2 or qnorm[q] == 0.0:
                 continue
             kk = min(k, n)
-            _query_pass(mode, scores, row_gain, n, qnorm[q], disc, metric, kk, min(kk, trunc), sigma,
-                        norm, hess_scale, weights, use_weights, out_grad, out_hess, offsets[q], out_i, out_j,
-                        out_c, order[start:start + n], F, I[1], I[2])
+            _query_pass(mode, inp, out, n, qnorm[q], kk, min(kk, trunc), offsets[q], order[start:start + n],
+                        F, I)
 
 
 @njit(cache=True)

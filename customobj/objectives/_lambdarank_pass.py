@@ -24,6 +24,8 @@ hand-written insertion / merge and quicksort-plus-tie-fix versions measured slow
 relevance. ``qnorm`` per query: NDCG ``1/IDCG@k``, MAP ``1/#relevant`` (capped at ``k``), ERR/MRR 1;
 0 makes the query contribute nothing.
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -33,6 +35,30 @@ NDCG, ERR, MAP, MRR = 0, 1, 2, 3
 GRAD, LOSS, COUNT, FILL, GRAD_FILL = 0, 1, 2, 3, 4
 # Rows of the float scratch: g, s, w, P, A, C, S, e, lg, lh, lc, neg.
 _NF = 12
+
+
+class PassInputs(NamedTuple):
+    """What every query's pass reads: the data set's arrays and the objective's options."""
+
+    scores: np.ndarray  # current scores, one per row
+    row_gain: np.ndarray  # per row: NDCG gain, ERR probability, MAP/MRR relevance
+    weights: np.ndarray  # row weights (read only when use_weights)
+    use_weights: bool
+    disc: np.ndarray  # the pair loop's position discount D (NDCG)
+    metric: int  # NDCG, ERR, MAP or MRR
+    sigma: float
+    norm: bool  # LightGBM's lambdarank_norm
+    hess_scale: float  # 1, or XGBoost's convention factor
+
+
+class PassOutputs(NamedTuple):
+    """Where a pass writes: gradients and hessians (GRAD) and pairs (FILL), zero-length if unused."""
+
+    grad: np.ndarray
+    hess: np.ndarray
+    pair_i: np.ndarray  # upper (better) row of each pair; any integer dtype
+    pair_j: np.ndarray
+    pair_c: np.ndarray  # coupling h_ij
 
 
 @njit(cache=True)
@@ -195,17 +221,23 @@ def _ndcg_pairs(mode, n, lim, qn, disc, sigma, norm, spread, g, s, w, e, lg, lh,
 
 
 @njit(cache=True)
-def _query_pass(mode, scores, row_gain, n, qn, disc, metric, kk, lim, sigma, norm, hess_scale, weights,
-                use_weights, out_grad, out_hess, at, out_i, out_j, out_c, order, F, li, lj):
+def _query_pass(mode, inp, out, n, qn, kk, lim, at, order, F, I):
     """All pairs of one query whose sorted rows are ``order[:n]``. ``mode`` GRAD adds into
-    ``out_grad/out_hess``; LOSS returns the query's utility; COUNT returns the number of pairs
-    with nonzero ``|dZ|``; FILL writes them (rows, coupling) from offset ``at``; GRAD_FILL does
-    both GRAD and FILL. Hessians and couplings are multiplied by ``hess_scale`` (1 but for
-    XGBoost's convention, see ``_parity.py``), once per row, outside the pair loop.
-    ``F`` is float scratch (``_NF`` rows of at least ``n``). The ``|dZ|
-    formulas of ERR/MAP/MRR sit in the loop on purpose: as a separate function (even inlined)
-    the ERR/MAP passes ran 4-6x slower.
+    ``out.grad/out.hess``; LOSS returns the query's utility; COUNT returns the number of pairs
+    with nonzero ``|dZ|``; FILL writes them (rows, coupling) to ``out.pair_*`` from offset ``at``;
+    GRAD_FILL does both GRAD and FILL. Hessians and couplings are multiplied by
+    ``inp.hess_scale`` (1 but for XGBoost's convention, see ``_parity.py``), once per row,
+    outside the pair loop. ``qn`` is the query's ``qnorm``, ``kk`` its cutoff, ``lim`` the cutoff
+    of upper rows (truncation). ``F`` is float scratch (``_NF`` rows of at least ``n``), ``I``
+    int scratch (rows 1 and 2 hold a FILL's pairs of one upper row). The ``|dZ|`` formulas of
+    ERR/MAP/MRR sit in the loop on purpose: as a separate function (even inlined) the ERR/MAP
+    passes ran 4-6x slower.
     """
+    # Unpacking the records costs nothing: numba passes a tuple as its fields.
+    scores, row_gain, weights, use_weights, disc = inp.scores, inp.row_gain, inp.weights, inp.use_weights, inp.disc
+    metric, sigma, norm, hess_scale = inp.metric, inp.sigma, inp.norm, inp.hess_scale
+    out_grad, out_hess, out_i, out_j, out_c = out.grad, out.hess, out.pair_i, out.pair_j, out.pair_c
+    li, lj = I[1], I[2]
     g, s, w, P, A, C, S, e, lg, lh, lc = F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7], F[8], F[9], F[10]
     first, second = _setup(scores, row_gain, weights, use_weights, n, metric, kk, order, g, s, w, P, A, C, S)
     if metric == MRR:
