@@ -201,24 +201,6 @@ def test_mcrank_without_classes_says_what_to_do():
         ad.train_lightgbm(None, {}, X, y, g, customobj.McRank())
 
 
-def test_parquet_files_of_whole_queries_keep_their_partitions(tmp_path):
-    """dask-expr fuses small files into fewer partitions per column projection; the partitions
-    are read from the array itself, so X, y and qid agree and whole queries stay whole."""
-    pd = pytest.importorskip("pandas")
-    dd = pytest.importorskip("dask.dataframe")
-    sizes = np.array([30, 20, 25, 25, 40, 10])
-    qid = np.repeat(np.arange(6), sizes)
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(qid.size, 5))
-    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(5)]).assign(label=rng.integers(0, 3, qid.size), qid=qid)
-    for i, cut in enumerate([(0, 50), (50, 100), (100, 150)]):  # three files of whole queries
-        frame.iloc[cut[0]:cut[1]].to_parquet(tmp_path / f"part-{i}.parquet")
-    df = dd.read_parquet(str(tmp_path / "*.parquet"))
-    parts = ad.query_partitions(df[[f"f{j}" for j in range(5)]], df["label"], df["qid"])
-    _check_aligned(parts, sizes)
-    np.testing.assert_array_equal(parts.X.compute(), X)
-
-
 def test_xgboost_evals_without_a_metric_is_refused():
     """The old docs snippet: evals= without eval_metric trained and recorded an empty history."""
     X, y, g = np.zeros((10, 2)), np.zeros(10), [5, 5]
