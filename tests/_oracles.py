@@ -1,5 +1,5 @@
-"""Oracles shared by test modules: finite differences (the objective tests) and the rows reaching
-each node of a tree (the OLE tests).
+"""Oracles shared by test modules: finite differences (the objective tests), the rows reaching
+each node of a tree (the OLE tests) and query ids of contiguous queries (the Dask tests).
 
 Central differences ``(f(s + h e) - f(s - h e)) / 2h`` along each score entry; every helper takes
 plain functions of the scores, so a test states its data once:
@@ -60,3 +60,9 @@ def node_rows(tree, X):
     if tree["num_leaves"] > 1:
         walk(0, np.arange(X.shape[0]))
     return out
+
+
+def sizes_to_qid(sizes, ids=None) -> np.ndarray:
+    """Per-row query ids of contiguous queries of ``sizes`` rows (ids ``0, 1, ...`` unless given)."""
+    ids = np.arange(len(sizes)) if ids is None else np.asarray(ids)
+    return np.repeat(ids, sizes)

@@ -130,9 +130,3 @@ def test_stderr_held_replays_on_success_and_drops_on_failure(capfd):
     assert capfd.readouterr().err == ""
 
 
-def test_environment_info_lives_outside_the_cli():
-    from customobj import _environment
-
-    assert "_tiny_parallel_sum" not in vars(cli)  # the numba probe kernel is not defined in cli.py
-    assert callable(_environment._tiny_parallel_sum)
-    assert cli.environment_info()["numba"]["num_threads"] >= 1

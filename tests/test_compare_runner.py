@@ -1,5 +1,5 @@
-"""The training loop of compare (customobj/compare/runner.py): seeds, run counts, and the seed
-summary it feeds (report.summarize / format_table)."""
+"""The training loop of compare (customobj/compare/runner.py): seeds and run counts (the seed
+summary it feeds, report.summarize / format_table, is tested in tests/test_compare_report.py)."""
 import csv
 
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 import customobj.adapters  # noqa: F401  (before any lightgbm import, as the CLI does)
 from customobj.cli import main as cli_main
 from customobj.compare.methods import parse_methods
-from customobj.compare.report import evaluate, format_table, read_results, summarize
+from customobj.compare.report import evaluate, read_results
 from customobj.compare.runner import n_runs, run_all, seed_list
 from customobj.compare.trainers import Settings, Split, train
 from customobj.data import synthetic
@@ -63,24 +63,6 @@ def test_seeds_repeat_each_run_and_the_paired_input_is_their_mean():
     assert len({r["ndcg@10"] for r in out.rows}) > 1, "the seeds gave identical models"
     np.testing.assert_allclose(out.per_query["lgb:lambdarank"][0], np.mean(per_seed, axis=0))
     assert len(out.curves["lgb:lambdarank"]) == 1  # the first seed's curve per fold
-
-
-def test_summarize_reports_the_seed_spread_beside_the_fold_spread():
-    rows = [{"method": "m", "fold": f, "seed": s, "ndcg@10": v}
-            for f, s, v in [(1, 0, 0.5), (1, 1, 0.7), (2, 0, 0.2), (2, 1, 0.2)]]
-    for r in rows:
-        for c in ("ndcg@1", "ndcg@3", "ndcg@5", "err@10", "map", "p@100%", "valid_ndcg@10",
-                  "train_time_s", "best_round", "rounds_trained"):
-            r[c] = 1.0
-    (s,) = summarize(rows, ["m"])
-    assert (s["n_folds"], s["n_seeds"]) == (2, 2)
-    # fold means 0.6 and 0.2: mean 0.4, std 0.2; seed stds 0.1 and 0.0: mean 0.05
-    assert s["ndcg@10_mean"] == pytest.approx(0.4) and s["ndcg@10_std"] == pytest.approx(0.2)
-    assert s["ndcg@10_seed_std"] == pytest.approx(0.05)
-    table = format_table([s])
-    assert "NDCG@10 seed±" in table and "0.0500" in table and "mean over 2 seeds" in table
-    one = summarize([r for r in rows if r["seed"] == 0], ["m"])[0]
-    assert "n_seeds" not in one and "ndcg@10_seed_std" not in one and "seed±" not in format_table([one])
 
 
 def test_cli_seeds(tmp_path):

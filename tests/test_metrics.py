@@ -1,4 +1,6 @@
-"""customobj.metrics: hand-computed values, slow NumPy references, LightGBM and scikit-learn agreement."""
+"""customobj.metrics: hand-computed values, slow NumPy references, LightGBM and scikit-learn agreement.
+
+Also the tests of the pure kernels customobj/_metric_kernels.py, through the metric functions that wrap them."""
 import math
 
 import numpy as np

@@ -1,13 +1,17 @@
-"""LambdaRank (ndcg/err/map/mrr) and StructuredDCG vs slow NumPy references, finite differences,
-LightGBM's native lambdarank, and brute force over permutations."""
-import itertools
+"""LambdaRank (ndcg/err/map/mrr) vs slow NumPy references, finite differences, LightGBM's native
+lambdarank and brute force over permutations; StructuredDCG's options and composition.
 
+Also the tests of the pure kernels of customobj/objectives/_lambdarank_pass.py (the |dZ| formulas
+and pair loops), through the objective that wraps them. StructuredDCG against brute force:
+tests/test_objectives_structured_kernels.py; the drivers' fused and buffered pair passes:
+tests/test_objectives_lambdarank_kernels.py."""
 import numpy as np
 import pytest
 
+from _objective_cases import random_queries
 from _oracles import fd_grad, fd_jacobian
 
-from customobj import Groups, LambdaRank, RankNet, StructuredDCG
+from customobj import Groups, LambdaRank, StructuredDCG
 
 METRICS = ["ndcg", "err", "map", "mrr"]
 
@@ -92,18 +96,6 @@ def ref_lambdarank(s, y, sizes, metric="ndcg", k=None, sigma=1.0, truncation=Non
         loss += f * ql
         coup.update({key: f * v for key, v in qc.items()})
     return grad, hess, loss, coup
-
-
-def random_queries(rng, n_queries=6, max_size=9, max_label=3, tie_scores=False):
-    sizes = rng.integers(1, max_size + 1, size=n_queries)
-    n = sizes.sum()
-    y = rng.integers(0, max_label + 1, size=n).astype(float)
-    if tie_scores:
-        s = rng.integers(0, 3, size=n).astype(float)
-    else:
-        s = rng.permutation(n) * 0.37 + rng.uniform(-0.05, 0.05, size=n)  # distinct, well separated
-        s = s - s.mean()
-    return s, y, sizes
 
 
 def couplings_dict(obj, s, y, sizes):
@@ -347,71 +339,6 @@ def test_options_are_validated():
     LambdaRank().grad_hess([0.0, 1.0], [0.0, 1.5], [2])  # real labels are fine for default-gain NDCG
 
 
-# ---------------------------------------------------------------- StructuredDCG ---------------------
-def brute_structured(s, y, k):
-    """(loss, grad or None when the maximiser is not unique) over all injective top-k assignments."""
-    n = len(s)
-    m = min(k, n)
-    G = 2.0 ** y - 1
-    A = k - np.arange(m)
-    D = 1.0 / np.log2(2.0 + np.arange(m))
-    star = np.lexsort((np.arange(n), -s, -y))[:m]
-    v_star = np.sum(s[star] * A - G[star] * D)
-    vals = sorted(((np.sum(s[list(p)] * A - G[list(p)] * D), p) for p in itertools.permutations(range(n), m)),
-                  reverse=True)
-    loss = vals[0][0] - v_star
-    grad = np.zeros(n)
-    if loss < 1e-12:
-        return 0.0, grad
-    if len(vals) > 1 and vals[0][0] - vals[1][0] < 1e-9:
-        return loss, None
-    np.add.at(grad, list(vals[0][1]), A)
-    np.add.at(grad, star, -A)
-    return loss, grad
-
-
-@pytest.mark.parametrize("k", [1, 2, 3])
-def test_structured_dcg_matches_brute_force(k):
-    rng = np.random.default_rng(k)
-    checked = 0
-    for _ in range(40):
-        n = int(rng.integers(1, 7))
-        y = rng.integers(0, 3, size=n).astype(float)
-        s = rng.normal(scale=0.6, size=n)
-        obj = StructuredDCG(k=k)
-        want_loss, want_grad = brute_structured(s, y, k)
-        assert obj.loss(s, y, [n]) == pytest.approx(want_loss, abs=1e-10)
-        g, h = obj.grad_hess(s, y, [n])
-        np.testing.assert_array_equal(h, np.ones(n))
-        if want_grad is not None:
-            np.testing.assert_allclose(g, want_grad, atol=1e-12)
-            checked += 1
-    assert checked > 20
-
-
-def test_structured_dcg_grad_is_derivative_and_weights():
-    rng = np.random.default_rng(2)
-    s, y, sizes = random_queries(rng, n_queries=5, max_size=9)
-    w = np.repeat(rng.uniform(0.5, 2.0, size=len(sizes)), sizes)  # per-query weights
-    obj = StructuredDCG(k=4, hess=0.5)
-    prep = obj.prepare(y, sizes, w)
-    g, h = obj.grad_hess_prepared(s, prep)
-    assert np.any(g != 0)
-    np.testing.assert_allclose(g, fd_grad(lambda z: obj.loss_prepared(z, prep), s, 1e-7), atol=1e-6)
-    np.testing.assert_allclose(h, 0.5 * w)
-    total = sum(w[a] * StructuredDCG(k=4).loss(s[a:b], y[a:b], [b - a])
-                for a, b in zip(np.cumsum(sizes) - sizes, np.cumsum(sizes)))
-    assert obj.loss(s, y, sizes, w) == pytest.approx(total, rel=1e-12)
-    assert obj.pairwise is False and obj.pair_couplings(s, y, sizes) is None
-
-
-def test_structured_dcg_zero_when_scores_rank_perfectly_with_margin():
-    y = np.array([2.0, 1.0, 0.0, 0.0])
-    s = np.array([30.0, 20.0, 10.0, 0.0])  # margins dominate the DCG differences
-    assert StructuredDCG(k=3).loss(s, y, [4]) == 0.0
-    assert np.all(StructuredDCG(k=3).grad_hess(s, y, [4])[0] == 0.0)
-
-
 def test_truncation_matches_lightgbm_up_to_its_idcg_cutoff():
     """LightGBM normalises by IDCG@truncation_level (discounts untruncated); we by IDCG@k (here all)."""
     import lightgbm as lgb
@@ -441,25 +368,6 @@ def test_truncation_matches_lightgbm_up_to_its_idcg_cutoff():
     b1 = lgb.train(native, lgb.Dataset(X, y, group=sizes), num_boost_round=3)
     b2 = lgb.train(dict(common, objective=fobj), lgb.Dataset(X, y, group=sizes), num_boost_round=3)
     np.testing.assert_allclose(b2.predict(X, raw_score=True), b1.predict(X, raw_score=True), rtol=1e-3, atol=1e-4)
-
-
-def test_structured_dcg_matches_scipy_assignment_on_larger_queries():
-    from scipy.optimize import linear_sum_assignment
-    rng = np.random.default_rng(21)
-    for trial in range(30):
-        n = int(rng.integers(5, 60))
-        k = int(rng.integers(1, 12))
-        y = rng.choice(5, size=n, p=[0.5, 0.25, 0.13, 0.08, 0.04]).astype(float)
-        s = rng.normal(scale=[0.1, 1.0, 5.0][trial % 3], size=n)
-        m = min(k, n)
-        A = k - np.arange(m)
-        D = 1.0 / np.log2(2.0 + np.arange(m))
-        G = 2.0 ** y - 1
-        w = s[None, :] * A[:, None] - G[None, :] * D[:, None]
-        r, c = linear_sum_assignment(w, maximize=True)
-        star = np.lexsort((np.arange(n), -s, -y))[:m]
-        want = max(w[r, c].sum() - np.sum(s[star] * A - G[star] * D), 0.0)
-        assert StructuredDCG(k=k).loss(s, y, [n]) == pytest.approx(want, rel=1e-10, abs=1e-9)
 
 
 def test_composes_with_other_objectives():
@@ -505,112 +413,6 @@ def test_hypothesis_lambdas_are_balanced_finite_and_nonnegative():
         assert np.isfinite(obj.loss(s, y, sizes))
 
     check()
-
-
-# ---------------------------------------------------------------- fused grad + couplings ----------
-def _separate_and_fused(obj, s, y, sizes, w=None):
-    prep = obj.prepare(y, sizes, w)
-    g, h = obj.grad_hess_prepared(s, prep)
-    i, j, c = obj.pair_couplings_prepared(s, prep)
-    fg, fh, (fi, fj, fc) = obj.grad_hess_couplings_prepared(s, prep)
-    return (g, h, i, j, c), (fg, fh, fi, fj, fc)
-
-
-@pytest.mark.parametrize("opts", [
-    {}, {"truncation": 3}, {"k": 4, "norm": True}, {"sigma": 2.5, "norm": True, "truncation": 2},
-    {"gain": [0.0, 1.0, 3.0, 7.0, 15.0, 31.0]},
-    {"metric": "err", "truncation": 3}, {"metric": "map", "norm": True}, {"metric": "mrr", "k": 3},
-], ids=repr)
-@pytest.mark.parametrize("scale", [1.0, 1e3])  # 1e3: exp table underflows, general pair loop
-@pytest.mark.parametrize("weighted", [False, True])
-def test_fused_grad_hess_couplings_equal_separate_calls(opts, scale, weighted):
-    rng = np.random.default_rng(11)
-    s, y, sizes = random_queries(rng, n_queries=40, max_size=25, tie_scores=True)
-    s = s * scale
-    w = rng.uniform(0.5, 1.5, size=len(s)) if weighted else None
-    sep, fused = _separate_and_fused(LambdaRank(**opts), s, y, sizes, w)
-    for a, b in zip(sep, fused):
-        assert a.dtype == b.dtype and np.array_equal(a, b)
-
-
-def test_fused_couplings_keep_pair_order_and_add_into_outputs():
-    rng = np.random.default_rng(12)
-    s, y, sizes = random_queries(rng, n_queries=30, max_size=20)
-    obj = LambdaRank(truncation=4)
-    prep = obj.prepare(y, sizes)
-    out_g, out_h = np.full(len(s), 7.0), np.full(len(s), 7.0)  # zeroed by the call
-    g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, prep, out_g, out_h)
-    assert g is out_g and h is out_h
-    rg, rh = obj.grad_hess_prepared(s, prep)
-    assert np.array_equal(g, rg) and np.array_equal(h, rh)
-    # grouped by query, then by the upper row's sorted position
-    ptr = Groups.from_sizes(sizes).ptr
-    q = np.searchsorted(ptr, i, side="right") - 1
-    assert np.all(np.diff(q) >= 0) and np.array_equal(q, np.searchsorted(ptr, j, side="right") - 1)
-    for qq in np.unique(q):
-        rows = np.arange(ptr[qq], ptr[qq + 1])
-        pos = np.empty(len(s), dtype=np.int64)
-        pos[rows[np.argsort(-s[rows], kind="mergesort")]] = np.arange(rows.size)
-        upper = np.minimum(pos[i[q == qq]], pos[j[q == qq]])
-        assert np.all(np.diff(upper) >= 0) and upper.max() < 4
-    # the base-class fallback (separate calls) gives the same result
-    from customobj.objectives.base import Objective
-    fi, fj, fc = Objective._grad_hess_couplings(obj, s, prep, prep.state_for(obj), np.zeros(len(s)), np.zeros(len(s)))
-    assert np.array_equal(fi, i) and np.array_equal(fj, j) and np.array_equal(fc, c)
-
-
-@pytest.mark.parametrize("metric", ["ndcg", "err"])
-def test_fused_couplings_written_into_a_pair_buffer(metric):
-    # the OLE booster hands LambdaRank a reusable int32 buffer: same pairs, same bits, no allocation
-    rng = np.random.default_rng(15)
-    s, y, sizes = random_queries(rng, n_queries=30, max_size=20)
-    obj = LambdaRank(metric=metric, truncation=6)
-    prep = obj.prepare(y, sizes)
-    g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, prep)
-    store = (np.full(10_000, -1, np.int32), np.full(10_000, -1, np.int32), np.full(10_000, -1.0))
-    asked = []
-
-    def pair_buffer(m):
-        asked.append(m)
-        return tuple(a[:m] for a in store)
-
-    bg, bh, (bi, bj, bc) = obj.grad_hess_couplings_prepared(s, prep, pair_buffer=pair_buffer)
-    assert asked == [i.size] and bi.dtype == np.int32 and np.shares_memory(bc, store[2])
-    assert np.array_equal(bg, g) and np.array_equal(bh, h)
-    assert np.array_equal(bi, i) and np.array_equal(bj, j) and np.array_equal(bc, c)
-    assert np.all(store[2][i.size:] == -1.0)  # nothing written past the pairs
-    # objectives that cannot count first ignore the buffer
-    other = RankNet()
-    _, _, (oi, _, _) = other.grad_hess_couplings_prepared(s, other.prepare(y, sizes), pair_buffer=pair_buffer)
-    assert len(asked) == 1 and oi.dtype == np.int64
-
-
-def test_fused_inside_sum_and_scaled():
-    rng = np.random.default_rng(13)
-    s, y, sizes = random_queries(rng, n_queries=10, max_size=12)
-    obj = 0.5 * LambdaRank(truncation=3) + LambdaRank(metric="err")
-    sep, fused = _separate_and_fused(obj, s, y, sizes)
-    for a, b in zip(sep, fused):
-        assert np.array_equal(a, b)
-
-
-def test_fused_bit_identical_across_thread_counts(two_threads):
-    import numba
-    rng = np.random.default_rng(14)
-    s, y, sizes = random_queries(rng, n_queries=70, max_size=30)  # several BLOCKs of queries
-    obj = LambdaRank(truncation=5, norm=True)
-    prep = obj.prepare(y, sizes)
-    saved = numba.get_num_threads()
-    runs = []
-    try:
-        for t in (1, two_threads):
-            numba.set_num_threads(t)
-            g, h, cpl = obj.grad_hess_couplings_prepared(s, prep)
-            runs.append((g, h) + tuple(cpl))
-    finally:
-        numba.set_num_threads(saved)
-    for a, b in zip(*runs):
-        assert np.array_equal(a, b)
 
 
 # --- issue 13 ---------------------------------------------------------------------------------------------

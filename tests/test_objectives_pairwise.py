@@ -1,4 +1,7 @@
-"""Pairwise objectives: finite differences, slow NumPy references, couplings, degenerate data, options."""
+"""Pairwise objectives: finite differences, slow NumPy references, couplings, degenerate data, options.
+
+Also the tests of the pure kernels customobj/objectives/_pairwise_kernels.py, through the objectives
+that wrap them (customobj/objectives/pairwise.py)."""
 import math
 
 import numpy as np

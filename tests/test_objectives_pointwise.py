@@ -1,4 +1,7 @@
-"""Pointwise objectives: finite differences, closed forms, label mapping, extreme scores, options."""
+"""Pointwise objectives: finite differences, closed forms, label mapping, extreme scores, options.
+
+Also the tests of the pure kernels customobj/objectives/_pointwise_kernels.py, through the objectives
+that wrap them (customobj/objectives/pointwise.py)."""
 import math
 
 import numpy as np

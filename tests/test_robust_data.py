@@ -118,15 +118,6 @@ def test_max_features_keyword(tmp_path):
         load_letor(path, max_features=1e6)
 
 
-def test_dense_larger_than_ram_is_a_memory_error():
-    from customobj import _letor_files
-
-    with pytest.raises(MemoryError, match=r"10,000,000 rows x 1,000 columns of float32 = 40 GB, more than "
-                                          r"this machine's 8.59 GB of RAM: pass sparse=True"):
-        _letor_files.check_dense(10_000_000, 1000, max_features=10**6, because="x", memory=8 * 2**30)
-    _letor_files.check_dense(1000, 1000, max_features=10**6, because="x", memory=8 * 2**30)  # 4 MB: fine
-
-
 def test_folds_guard_names_the_widest_file(tmp_path):
     fold = tmp_path / "Fold1"
     fold.mkdir()
@@ -137,32 +128,6 @@ def test_folds_guard_names_the_widest_file(tmp_path):
         load_letor_folds(tmp_path)
     (fold_data,) = load_letor_folds(tmp_path, sparse=True)
     assert fold_data.train.X.shape == fold_data.test.X.shape == (1, 999999)
-
-
-def test_blank_lines_do_not_size_row_buffers():
-    """Short lines: rows are bounded by data lines, not newlines, so a file of newlines allocates nothing."""
-    from customobj import _letor_parser
-
-    buf = np.frombuffer(b"\n" * 1000 + b"  # c: d\n1 qid:1 1:2\n\t\n2 3:1", dtype=np.uint8)
-    assert _letor_parser.count_data_lines(buf) == 2
-    assert _letor_parser.count_bytes(buf) == (1003, 4)  # newlines, colons
-
-
-def test_row_buffers_of_a_blank_line_file_are_sized_by_its_data_lines(tmp_path, monkeypatch):
-    from customobj import _letor_parser
-
-    seen = []
-    real = _letor_parser.parse_letor
-
-    def spy(buf, max_rows, *rest):
-        seen.append(max_rows)
-        return real(buf, max_rows, *rest)
-
-    monkeypatch.setattr(_letor_parser, "parse_letor", spy)
-    path = tmp_path / "blank.txt"
-    path.write_bytes(b"\n" * 100_000 + b"1 qid:1 1:1\n")
-    assert load_letor(path).X.shape == (1, 1)
-    assert seen == [1]  # not 100,002 rows of buffers
 
 
 def test_index_above_n_features(tmp_path):

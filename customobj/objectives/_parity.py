@@ -24,7 +24,7 @@ Everything else already coincides: stable sort by descending score (ties by row 
 rows with different labels, ``rho = 1 / (1 + exp(sigma (s_hi - s_lo)))``, ``lambdarank_norm``
 (divide ``|dZ|`` by ``0.01 + |s_hi - s_lo|`` unless all scores tie, then scale the query by
 ``log2(1 + S) / S`` with ``S`` the unweighted sum of ``2 lambda``), gains ``2^y - 1``.
-Left as is, below the tolerances of ``tests/test_parity.py``: LightGBM reads ``rho`` from a table
+Left as is, below the tolerances of ``tests/test_objectives_parity.py``: LightGBM reads ``rho`` from a table
 of 2^20 bins over ``|sigma d| < 25`` (up to ~1.2e-5 off) and adds ``0.01f`` (float32), XGBoost
 computes ``rho`` in float32 and floors ``rho (1 - rho)`` at 1e-16; both sum pairs in float32.
 """

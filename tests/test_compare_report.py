@@ -1,0 +1,84 @@
+"""Evaluation, summaries, the paired test and the results files of ``customobj compare``
+(customobj/compare/report.py); Holm's correction of the paired test is in tests/test_compare_stats.py."""
+import math
+
+import numpy as np
+import pytest
+
+from customobj.compare.report import format_table, mean_curve, paired_comparison, read_results, summarize
+
+
+def test_read_results_checks_the_schema(tmp_path):
+    path = tmp_path / "results.json"
+    for text, msg in [("[1]", "not a customobj compare results file"),
+                      ('{"schema": "customobj-compare-results", "schema_version": 99}', "schema_version 99 is not supported"),
+                      ('{"schema": "customobj-compare-results", "schema_version": 1, "methods": "x"}',
+                       "field 'methods' must be a JSON array"),
+                      ("{", "not valid JSON")]:
+        path.write_text(text)
+        with pytest.raises(ValueError, match=msg):
+            read_results(path)
+
+
+def test_mean_curve_and_paired_helpers():
+    np.testing.assert_allclose(mean_curve([[0.1, 0.2, 0.3], [0.3, 0.4]]), [0.2, 0.3])
+    per_query = {"a": np.array([0.5, 0.6, 0.7, 0.8]), "b": np.array([0.6, 0.7, 0.8, 0.95])}
+    (p,) = paired_comparison(per_query, ["a", "b"], "a")
+    assert p["mean_diff_ndcg@10"] == pytest.approx(0.1125)
+    assert (p["wins"], p["losses"], p["ties"]) == (4, 0, 0)
+    assert 0 < p["ttest_p"] < 0.05 and 0 < p["wilcoxon_p"] <= 0.2
+    (same,) = paired_comparison({"a": per_query["a"], "c": per_query["a"].copy()}, ["a", "c"], "a")
+    assert math.isnan(same["wilcoxon_p"]) and same["ties"] == 4
+
+
+def test_summarize_reports_the_seed_spread_beside_the_fold_spread():
+    rows = [{"method": "m", "fold": f, "seed": s, "ndcg@10": v}
+            for f, s, v in [(1, 0, 0.5), (1, 1, 0.7), (2, 0, 0.2), (2, 1, 0.2)]]
+    for r in rows:
+        for c in ("ndcg@1", "ndcg@3", "ndcg@5", "err@10", "map", "p@100%", "valid_ndcg@10",
+                  "train_time_s", "best_round", "rounds_trained"):
+            r[c] = 1.0
+    (s,) = summarize(rows, ["m"])
+    assert (s["n_folds"], s["n_seeds"]) == (2, 2)
+    # fold means 0.6 and 0.2: mean 0.4, std 0.2; seed stds 0.1 and 0.0: mean 0.05
+    assert s["ndcg@10_mean"] == pytest.approx(0.4) and s["ndcg@10_std"] == pytest.approx(0.2)
+    assert s["ndcg@10_seed_std"] == pytest.approx(0.05)
+    table = format_table([s])
+    assert "NDCG@10 seed±" in table and "0.0500" in table and "mean over 2 seeds" in table
+    one = summarize([r for r in rows if r["seed"] == 0], ["m"])[0]
+    assert "n_seeds" not in one and "ndcg@10_seed_std" not in one and "seed±" not in format_table([one])
+
+
+def test_csv_text_leaves_non_finite_floats_empty_and_ignores_extra_keys():
+    from customobj.compare.report import csv_text
+
+    text = csv_text([{"a": 0.25, "b": float("nan"), "extra": 1}, {"a": float("inf"), "b": "x"}], ["a", "b"])
+    assert text == "a,b\r\n0.25,\r\n,x\r\n"
+
+
+def test_json_text_is_strict_json_that_read_results_reads_back(tmp_path):
+    from customobj.compare.report import RESULTS_SCHEMA_VERSION, json_text
+
+    payload = {"methods": ["m"], "folds": [1], "results": [{"v": np.float32(0.5), "n": np.int64(3)}],
+               "summary": [{"s": float("nan")}], "paired": [], "curves": {"m": [np.array([0.1, np.inf])]},
+               "settings": {"rounds": 2}, "seeds": [0], "tuning": None}
+    text = json_text(payload)
+    assert "NaN" not in text and "Infinity" not in text
+    path = tmp_path / "results.json"
+    path.write_text(text)
+    doc = read_results(path)
+    assert doc["schema_version"] == RESULTS_SCHEMA_VERSION
+    assert doc["results"] == [{"v": 0.5, "n": 3}] and doc["summary"] == [{"s": None}]
+    assert doc["curves"] == {"m": [[0.1, None]]}
+
+
+def test_render_files_serialises_every_table_without_a_plot_when_asked():
+    from customobj.compare.report import render_files
+
+    rows = [{"method": "m", "fold": 1, "seed": 0, "ndcg@10": 0.5}]
+    files = render_files(rows, [{"method": "m", "n_folds": 1, "ndcg@10_mean": 0.5}], [], {"methods": ["m"]},
+                         curves=None)
+    assert sorted(files) == ["paired.csv", "results.csv", "results.json", "summary.csv"]
+    assert all(isinstance(v, bytes) for v in files.values())
+    assert files["summary.csv"].decode().splitlines()[0] == "method,n_folds,ndcg@10_mean"
+    assert files["results.csv"].decode().splitlines()[1].startswith("m,1,0,,,,0.5,")

@@ -1,0 +1,59 @@
+"""Training one method on one fold (customobj/compare/trainers.py): the Split record, every backend's
+TrainResult (scores of the right rows, a curve per trained round), multi-output scores. Tiny data,
+a few rounds, early stopping off, one thread."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import customobj.adapters  # noqa: F401  (before any lightgbm import, as the CLI does)
+from customobj.compare.methods import parse_method
+from customobj.compare.trainers import Settings, Split, TrainResult, _first_curve, catboost_available, train
+from customobj.data import synthetic
+
+ROUNDS = 4
+
+
+@pytest.fixture(scope="module")
+def fold():
+    return tuple(Split.from_data(synthetic(q, 8, 5, seed=s)) for q, s in ((30, 1), (10, 2), (12, 3)))
+
+
+def test_split_from_data_checks_queries_and_densifies():
+    d = synthetic(4, 5, 3, seed=0)
+    s = Split.from_data((sp.csr_matrix(d.X), d.y.astype(np.int32), list(d.group)))
+    assert isinstance(s.X, np.ndarray) and s.X.dtype == np.float64 and s.X.flags.c_contiguous
+    np.testing.assert_array_equal(s.X, d.X)
+    assert s.y.dtype == np.float64 and s.sizes.dtype == np.int64
+    assert s.ptr.tolist() == np.concatenate([[0], np.cumsum(d.group)]).tolist()
+    assert s.qid.tolist() == np.repeat(np.arange(len(d.group)), d.group).tolist()
+    with pytest.raises(ValueError, match=r"the data has no query information"):
+        Split.from_data((d.X, d.y, None))
+
+
+METHODS = ["lgb:lambdarank", "lgb:RankNet", "xgb:rank:ndcg", "xgb:LambdaRank(k=10)", "ole:RankNet[ole]",
+           pytest.param("cb:YetiRank", marks=pytest.mark.skipif(not catboost_available(), reason="catboost not installed"))]
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_every_backend_returns_scores_and_a_curve_per_round(fold, name):
+    tr, va, te = fold
+    res = train(parse_method(name), Settings(rounds=ROUNDS, num_leaves=7, early_stopping=0, jobs=1), tr, va, te)
+    assert isinstance(res, TrainResult)
+    assert res.test_scores.shape == (te.y.size,) and res.valid_scores.shape == (va.y.size,)
+    assert np.all(np.isfinite(res.test_scores)) and np.all(np.isfinite(res.valid_scores))
+    assert res.rounds_trained == res.best_round == ROUNDS and res.curve.shape == (ROUNDS,)
+    assert np.all((res.curve >= 0) & (res.curve <= 1)) and res.train_time > 0
+    assert np.unique(res.test_scores).size > 1  # the model learned something that separates rows
+
+
+def test_multi_output_scores_are_one_per_row(fold):
+    tr, va, te = fold
+    res = train(parse_method("lgb:McRank"), Settings(rounds=3, num_leaves=7, early_stopping=0, jobs=1), tr, va, te)
+    assert res.test_scores.shape == (te.y.size,)
+    assert np.all(res.test_scores >= 0) and np.all(res.test_scores <= tr.y.max())  # an expected grade
+
+
+def test_first_curve_walks_the_nested_record():
+    assert _first_curve({"valid": {"ndcg@10": [0.5, 0.6]}, "train": {"x": [1.0]}}).tolist() == [0.5, 0.6]
+    assert _first_curve([0.1]).tolist() == [0.1]
+    assert _first_curve({"valid": {}}).size == 0

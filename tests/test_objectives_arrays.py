@@ -1,0 +1,50 @@
+"""customobj/objectives/_arrays.py: optional weights in kernel form and array options in hashable
+form (frozen once per read-only array, recomputed for arrays whose bytes can still change)."""
+import gc
+
+import numpy as np
+
+from customobj.objectives import _arrays as A
+
+
+def test_kernel_weights_no_weights_is_an_empty_float64_array():
+    w, use = A.kernel_weights(None)
+    assert use is False and w.dtype == np.float64 and w.shape == (0,)
+    given = np.array([1.0, 2.0])
+    w, use = A.kernel_weights(given)
+    assert use is True and w is given  # passed through, no copy
+
+
+def test_freeze_option_is_hashable_and_compares_by_content():
+    a = np.array([[0, 1], [2, 3]], dtype=np.int64)
+    fa = A.freeze_option(a)
+    assert fa == ("nd", (2, 2), a.tobytes()) and hash(fa) == hash(A.freeze_option(a.copy()))
+    assert A.freeze_option(a.reshape(4)) != fa  # same bytes, another shape
+    assert A.freeze_option(1.5) == 1.5 and A.freeze_option("ndcg") == "ndcg"
+
+
+def test_a_read_only_array_is_frozen_once_a_writeable_one_every_time():
+    ro = np.arange(5)
+    ro.setflags(write=False)
+    assert A.freeze_option(ro) is A.freeze_option(ro)  # cached: the bytes cannot change
+    rw = np.arange(5)
+    first = A.freeze_option(rw)
+    rw[0] = 9
+    assert A.freeze_option(rw) != first  # recomputed: the edit is seen
+    base = np.arange(5)
+    view = base[:]
+    view.setflags(write=False)
+    f1 = A.freeze_option(view)
+    base[0] = 7  # a read-only view of a writeable array can still change
+    assert A.freeze_option(view) != f1
+
+
+def test_a_cached_entry_leaves_with_its_array():
+    ro = np.arange(3)
+    ro.setflags(write=False)
+    key = id(ro)
+    A.freeze_option(ro)
+    assert key in A._FROZEN
+    del ro
+    gc.collect()
+    assert key not in A._FROZEN

@@ -1,0 +1,115 @@
+"""The LambdaRank drivers (customobj/objectives/_lambdarank_kernels.py): the count pass, the pair
+fill and the fused gradient + couplings pass (GRAD_FILL) give the same values as separate calls,
+keep the pair order, write into caller buffers, and do not depend on the thread count."""
+import numba
+import numpy as np
+import pytest
+
+from _objective_cases import random_queries
+
+from customobj import Groups, LambdaRank, RankNet
+
+
+def _separate_and_fused(obj, s, y, sizes, w=None):
+    prep = obj.prepare(y, sizes, w)
+    g, h = obj.grad_hess_prepared(s, prep)
+    i, j, c = obj.pair_couplings_prepared(s, prep)
+    fg, fh, (fi, fj, fc) = obj.grad_hess_couplings_prepared(s, prep)
+    return (g, h, i, j, c), (fg, fh, fi, fj, fc)
+
+
+@pytest.mark.parametrize("opts", [
+    {}, {"truncation": 3}, {"k": 4, "norm": True}, {"sigma": 2.5, "norm": True, "truncation": 2},
+    {"gain": [0.0, 1.0, 3.0, 7.0, 15.0, 31.0]},
+    {"metric": "err", "truncation": 3}, {"metric": "map", "norm": True}, {"metric": "mrr", "k": 3},
+], ids=repr)
+@pytest.mark.parametrize("scale", [1.0, 1e3])  # 1e3: exp table underflows, general pair loop
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fused_grad_hess_couplings_equal_separate_calls(opts, scale, weighted):
+    rng = np.random.default_rng(11)
+    s, y, sizes = random_queries(rng, n_queries=40, max_size=25, tie_scores=True)
+    s = s * scale
+    w = rng.uniform(0.5, 1.5, size=len(s)) if weighted else None
+    sep, fused = _separate_and_fused(LambdaRank(**opts), s, y, sizes, w)
+    for a, b in zip(sep, fused):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def test_fused_couplings_keep_pair_order_and_add_into_outputs():
+    rng = np.random.default_rng(12)
+    s, y, sizes = random_queries(rng, n_queries=30, max_size=20)
+    obj = LambdaRank(truncation=4)
+    prep = obj.prepare(y, sizes)
+    out_g, out_h = np.full(len(s), 7.0), np.full(len(s), 7.0)  # zeroed by the call
+    g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, prep, out_g, out_h)
+    assert g is out_g and h is out_h
+    rg, rh = obj.grad_hess_prepared(s, prep)
+    assert np.array_equal(g, rg) and np.array_equal(h, rh)
+    # grouped by query, then by the upper row's sorted position
+    ptr = Groups.from_sizes(sizes).ptr
+    q = np.searchsorted(ptr, i, side="right") - 1
+    assert np.all(np.diff(q) >= 0) and np.array_equal(q, np.searchsorted(ptr, j, side="right") - 1)
+    for qq in np.unique(q):
+        rows = np.arange(ptr[qq], ptr[qq + 1])
+        pos = np.empty(len(s), dtype=np.int64)
+        pos[rows[np.argsort(-s[rows], kind="mergesort")]] = np.arange(rows.size)
+        upper = np.minimum(pos[i[q == qq]], pos[j[q == qq]])
+        assert np.all(np.diff(upper) >= 0) and upper.max() < 4
+    # the base-class fallback (separate calls) gives the same result
+    from customobj.objectives.base import Objective
+    fi, fj, fc = Objective._grad_hess_couplings(obj, s, prep, prep.state_for(obj), np.zeros(len(s)), np.zeros(len(s)))
+    assert np.array_equal(fi, i) and np.array_equal(fj, j) and np.array_equal(fc, c)
+
+
+@pytest.mark.parametrize("metric", ["ndcg", "err"])
+def test_fused_couplings_written_into_a_pair_buffer(metric):
+    # the OLE booster hands LambdaRank a reusable int32 buffer: same pairs, same bits, no allocation
+    rng = np.random.default_rng(15)
+    s, y, sizes = random_queries(rng, n_queries=30, max_size=20)
+    obj = LambdaRank(metric=metric, truncation=6)
+    prep = obj.prepare(y, sizes)
+    g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, prep)
+    store = (np.full(10_000, -1, np.int32), np.full(10_000, -1, np.int32), np.full(10_000, -1.0))
+    asked = []
+
+    def pair_buffer(m):
+        asked.append(m)
+        return tuple(a[:m] for a in store)
+
+    bg, bh, (bi, bj, bc) = obj.grad_hess_couplings_prepared(s, prep, pair_buffer=pair_buffer)
+    assert asked == [i.size] and bi.dtype == np.int32 and np.shares_memory(bc, store[2])
+    assert np.array_equal(bg, g) and np.array_equal(bh, h)
+    assert np.array_equal(bi, i) and np.array_equal(bj, j) and np.array_equal(bc, c)
+    assert np.all(store[2][i.size:] == -1.0)  # nothing written past the pairs
+    # objectives that cannot count first ignore the buffer
+    other = RankNet()
+    _, _, (oi, _, _) = other.grad_hess_couplings_prepared(s, other.prepare(y, sizes), pair_buffer=pair_buffer)
+    assert len(asked) == 1 and oi.dtype == np.int64
+
+
+def test_fused_inside_sum_and_scaled():
+    rng = np.random.default_rng(13)
+    s, y, sizes = random_queries(rng, n_queries=10, max_size=12)
+    obj = 0.5 * LambdaRank(truncation=3) + LambdaRank(metric="err")
+    sep, fused = _separate_and_fused(obj, s, y, sizes)
+    for a, b in zip(sep, fused):
+        assert np.array_equal(a, b)
+
+
+def test_fused_bit_identical_across_thread_counts(two_threads):
+    import numba
+    rng = np.random.default_rng(14)
+    s, y, sizes = random_queries(rng, n_queries=70, max_size=30)  # several BLOCKs of queries
+    obj = LambdaRank(truncation=5, norm=True)
+    prep = obj.prepare(y, sizes)
+    saved = numba.get_num_threads()
+    runs = []
+    try:
+        for t in (1, two_threads):
+            numba.set_num_threads(t)
+            g, h, cpl = obj.grad_hess_couplings_prepared(s, prep)
+            runs.append((g, h) + tuple(cpl))
+    finally:
+        numba.set_num_threads(saved)
+    for a, b in zip(*runs):
+        assert np.array_equal(a, b)
