@@ -186,7 +186,8 @@ def test_ole_booster_calls_the_fused_gradient_coupling_pass_once_per_round(monke
 def test_parallel_split_search_equals_serial(criterion, two_threads):
     import numba
     from customobj.ole.pairhist import build_pair_hist
-    from customobj.ole.splitting import CRITERIA, RES_SIZE, find_best_split, find_best_split_parallel
+    from customobj.ole.common import SPLIT_FEATURE, SPLIT_SIZE
+    from customobj.ole.splitting import CRITERIA, find_best_split, find_best_split_parallel
     from customobj.pairs import label_pairs
     X = make_X(8, n=300, n_features=9)
     X[:, 4] = X[:, 3]  # duplicate feature: equal gains, the first one must win
@@ -204,7 +205,7 @@ def test_parallel_split_search_equals_serial(criterion, two_threads):
     mask[7] = False
     args = (hist, ph, criterion == "ole", CRITERIA[criterion], mapper.n_bins, mapper.offsets, mask,
             grad.sum(), hess.sum(), 300.0, pc.sum(), 0.5, 5.0, 1e-3)
-    want, got = np.zeros(RES_SIZE), np.zeros(RES_SIZE)
+    want, got = np.zeros(SPLIT_SIZE), np.zeros(SPLIT_SIZE)
     assert find_best_split(*args, want)
     saved = numba.get_num_threads()
     try:
@@ -215,7 +216,7 @@ def test_parallel_split_search_equals_serial(criterion, two_threads):
             np.testing.assert_array_equal(got, want)
     finally:
         numba.set_num_threads(saved)
-    assert want[1] != 4  # the duplicate never beats its twin
+    assert want[SPLIT_FEATURE] != 4  # the duplicate never beats its twin
 
 
 @pytest.mark.parametrize("criterion", ["wse", "ole"])

@@ -16,7 +16,7 @@ split among them,
     \frac{G_L^2}{H_L - 2C_L + \lambda} + \frac{G_R^2}{H_R - 2C_R + \lambda}
     - \frac{G^2}{H - 2C + \lambda}
 
-(Xia, Zhai, Wang, SPEC.md section 5). The bound: only the set of features searched changes.
+(Xia, Zhai, Wang, section 3.1). The bound: only the set of features searched changes.
 Every node's ``G, H, C`` (so its OLE hessian ``H - 2C``, leaf value and the chosen split's gain)
 is exact, and the split equals ``criterion="ole"``'s whenever that split's feature ranks among the
 node's top ``k`` by WSE gain; ``k >= n_features`` grows the ``"ole"`` trees. No pair-histogram
@@ -38,8 +38,8 @@ from .joint_leaves import joint_newton_step
 from .pairhist import (PairScratch, build_pair_hist, compact_pairs, partition_pairs, split_coupling_sums,
                        sum_couplings)
 from .partition import partition_rows
-from .splitting import (KERNEL, OLE, OLE_FAST, OLE_FLOAT64, RES_SIZE, feature_gains, find_best_split,
-                        find_best_split_parallel, node_hessian, split_gain)
+from .common import KERNEL, NO_SPLIT, OLE, OLE_FAST, OLE_FLOAT64, SPLIT_SIZE, WSE, SplitInfo
+from .splitting import feature_gains, find_best_split, find_best_split_parallel, node_hessian, split_gain
 
 __all__ = ["GrowParams", "OLE_FAST_FEATURES", "add_leaf_values", "grow_tree", "partition_rows", "select_features"]
 
@@ -97,7 +97,7 @@ def _capacity(m):
 
 class _Leaf:
     __slots__ = ("start", "end", "pstart", "pend", "pbuf", "depth", "G", "H", "N", "C", "hist", "phist",
-                 "res", "parent", "is_left")
+                 "split", "parent", "is_left")
 
 
 class _Ctx:
@@ -231,20 +231,22 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
     gains = np.zeros(ctx.n_bins.shape[0])
 
     def search(leaf):
-        leaf.res = np.zeros(RES_SIZE)
+        leaf.split = NO_SPLIT
         if leaf.hist is None:
             return
         mask = feature_mask
         if use_pairs and fast:  # pair histograms of the k features of largest WSE gain only
-            feature_gains(leaf.hist, 1, ctx.n_bins, ctx.offsets, feature_mask, leaf.G, leaf.H, leaf.N,
+            feature_gains(leaf.hist, WSE, ctx.n_bins, ctx.offsets, feature_mask, leaf.G, leaf.H, leaf.N,
                           p.lambda_l2, float(p.min_data_in_leaf), p.min_sum_hessian_in_leaf, gains)
             feats = select_features(gains, feature_mask, p.ole_fast_features)
             mask = np.zeros_like(feature_mask)
             mask[feats] = True
             leaf.phist = ctx.pair_hist(bufs[leaf.pbuf], leaf.pstart, leaf.pend, feats)
         ph = leaf.phist if use_pairs else dummy_phist
+        res = np.zeros(SPLIT_SIZE)
         find(leaf.hist, ph, use_pairs, crit, ctx.n_bins, ctx.offsets, mask, leaf.G, leaf.H, leaf.N,
-             leaf.C, p.lambda_l2, float(p.min_data_in_leaf), p.min_sum_hessian_in_leaf, leaf.res)
+             leaf.C, p.lambda_l2, float(p.min_data_in_leaf), p.min_sum_hessian_in_leaf, res)
+        leaf.split = SplitInfo.from_array(res)
         if fast:
             leaf.phist = None  # no subtraction in ole_fast: each node's features differ
 
@@ -267,13 +269,13 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
     queue = deque([0])
 
     def leaf_value(leaf):
-        d = node_hessian(crit, leaf.G, leaf.H, leaf.N, leaf.C) if crit == 2 else leaf.H
+        d = node_hessian(crit, leaf.G, leaf.H, leaf.N, leaf.C) if crit == OLE else leaf.H
         den = d + p.lambda_l2
         return -leaf.G / den if den > 0 else 0.0
 
     while len(leaves) < p.num_leaves:
         if p.growth == "best_first":
-            cand = [(l.res[0], -k) for k, l in enumerate(leaves) if l.res[0] > 0]
+            cand = [(l.split.gain, -k) for k, l in enumerate(leaves) if l.split.gain > 0]
             if not cand:
                 break
             idx = -max(cand)[1]
@@ -281,14 +283,14 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
             idx = None
             while queue:
                 k = queue.popleft()
-                if leaves[k].res[0] > 0:
+                if leaves[k].split.gain > 0:
                     idx = k
                     break
             if idx is None:
                 break
         leaf = leaves[idx]
-        res = leaf.res
-        f, tbin, nan_left = int(res[1]), int(res[2]), bool(res[3] > 0.5)
+        split = leaf.split
+        f, tbin, nan_left = split.feature, split.bin, split.nan_left
         nb = int(ctx.n_bins[f])
         thr = ctx.mapper.threshold(f, tbin)
         has_nan_here = leaf.hist[ctx.offsets[f] + nb, 2] > 0
@@ -307,7 +309,7 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
         nodes["default_left"].append(bool(nan_left))
         nodes["left_child"].append(~idx)
         nodes["right_child"].append(~new_idx)
-        nodes["split_gain"].append(float(res[0]))
+        nodes["split_gain"].append(float(split.gain))
         nodes["internal_value"].append(leaf_value(leaf) * p.learning_rate)
         nodes["internal_weight"].append(leaf.H)
         nodes["internal_count"].append(int(leaf.N))
@@ -315,8 +317,8 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
         left, right = _Leaf(), _Leaf()
         left.start, left.end = leaf.start, leaf.start + nl
         right.start, right.end = leaf.start + nl, leaf.end
-        left.G, left.H, left.N, left.C = res[4], res[5], res[6], res[7]
-        right.G, right.H, right.N, right.C = res[8], res[9], res[10], res[11]
+        left.G, left.H, left.N, left.C = split.left
+        right.G, right.H, right.N, right.C = split.right
         for child, is_left in ((left, True), (right, False)):
             child.depth, child.parent, child.is_left = leaf.depth + 1, node_id, is_left
             child.hist = child.phist = None
