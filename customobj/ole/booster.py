@@ -132,9 +132,11 @@ class TreeBooster(BaseEstimator):
     objective_ : Objective
         The objective trained with: a copy of ``objective`` (``LambdaRank()`` for None), so ``fit``
         never changes its parameters.
-    trees_, tree_class_, n_outputs_, bin_mapper_, feature_infos_
-        The fitted trees, the output column of each, outputs per row, the binning, LightGBM's
-        feature ranges.
+    trees_ : list of customobj.ole.tree.Tree
+        The fitted trees: node and leaf record arrays (``tree.nodes``, ``tree.leaves``), also read
+        by field name (``tree["threshold"]``, the model file's names).
+    tree_class_, n_outputs_, bin_mapper_, feature_infos_
+        The output column of each tree, outputs per row, the binning, LightGBM's feature ranges.
 
     Examples
     --------
@@ -391,7 +393,7 @@ class TreeBooster(BaseEstimator):
         imp = np.zeros(self.n_features_in_)
         for t in self.trees_:
             f = np.asarray(t["split_feature"], dtype=np.int64)
-            w = np.ones(f.size) if split else np.asarray(t["split_gain"], float)
+            w = np.ones(f.size) if split else np.asarray(t["split_gain"], dtype=np.float64)
             np.add.at(imp, f, w)
         return imp.astype(np.int64) if split else imp
 

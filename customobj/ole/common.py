@@ -68,7 +68,7 @@ class SplitInfo(NamedTuple):
     >>> import numpy as np
     >>> res = np.zeros(SPLIT_SIZE); res[SPLIT_GAIN], res[SPLIT_FEATURE], res[LEFT_N] = 0.5, 3, 7
     >>> s = SplitInfo.from_array(res)
-    >>> s.gain, s.feature, s.left.N
+    >>> float(s.gain), s.feature, float(s.left.N)
     (0.5, 3, 7.0)
     """
     gain: float

@@ -49,6 +49,7 @@ from .joint_leaves import joint_newton_step
 from .pairhist import partition_pairs, split_coupling_sums, sum_couplings
 from .partition import partition_rows
 from .splitting import feature_gains, find_best_split, find_best_split_parallel, node_hessian, split_gain
+from .tree import LEAF_DTYPE, NODE_DTYPE, Tree
 
 __all__ = ["GrowParams", "GrownTree", "Leaf", "OLE_FAST_FEATURES", "TreeGrower", "add_leaf_values", "partition_rows",
            "select_features"]
@@ -62,8 +63,6 @@ PARALLEL_SLOTS = 32768
 # scatters its sums into every feature's histogram once), measured on MSLR-shaped data: the row
 # term dominates deep nodes, where rows keep only one or two pairs each.
 _ROW_COST = 10.0
-_NODE_FIELDS = ("split_feature", "threshold_bin", "threshold", "default_left", "left_child", "right_child",
-                "split_gain", "internal_value", "internal_weight", "internal_count")
 
 
 class GrowParams:
@@ -79,7 +78,7 @@ class GrowParams:
 
 class GrownTree(NamedTuple):
     """A grown tree and where its training rows ended up: leaf ``l`` holds ``order[starts[l]:ends[l]]``."""
-    tree: dict
+    tree: Tree
     order: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
@@ -134,7 +133,7 @@ class TreeGrower:
     """Grows one tree on rows ``rows`` (int64) with optional in-bag pairs ``(pi, pj, pc)``.
 
     ``TreeGrower(ctx, grad, hess, rows, pairs, feature_mask, params).grow()`` returns a
-    :class:`GrownTree` whose ``tree`` is a dict of LightGBM-style arrays (leaf values already
+    :class:`GrownTree` whose ``tree`` is a :class:`~customobj.ole.tree.Tree` (leaf values already
     multiplied by the learning rate). The pair arrays are overwritten (the first of the two
     buffers the pairs ping-pong between, see ``partition_pairs``).
     """
@@ -160,7 +159,7 @@ class TreeGrower:
         self.find = find_best_split_parallel if self.data.n_slots >= PARALLEL_SLOTS else find_best_split
         self.wse_gains = np.zeros(self.data.n_bins.shape[0])  # ole_fast's per-feature ranking
         self.leaves: List[Leaf] = []
-        self.nodes = {k: [] for k in _NODE_FIELDS}
+        self.nodes = np.zeros(max(p.num_leaves - 1, 0), dtype=NODE_DTYPE)  # the first len(leaves) - 1 are used
         self.open_best = []  # best-first: heap of (-gain, leaf index) of leaves with a split
         self.open_fifo = deque()  # breadth-first: leaf indices with a split, oldest first
 
@@ -224,7 +223,7 @@ class TreeGrower:
         if self.use_pairs:
             self._split_pairs(leaf, left, right, need)
             # the exact float64 C of the children: the recorded gain uses them too
-            self.nodes["split_gain"][-1] = float(split_gain(
+            self.nodes["split_gain"][node_id] = float(split_gain(
                 self.crit, leaf.G, leaf.H, leaf.N, leaf.C, left.G, left.H, left.N, left.C,
                 right.G, right.H, right.N, right.C, self.params.lambda_l2))
         if any(need):
@@ -240,16 +239,17 @@ class TreeGrower:
 
     def _finish(self) -> GrownTree:
         p, leaves = self.params, self.leaves
-        tree = dict(self.nodes)
-        tree["num_leaves"] = len(leaves)
-        tree["leaf_value"] = [self._leaf_value(l) for l in leaves]
-        tree["leaf_weight"] = [float(l.H) for l in leaves]
-        tree["leaf_count"] = [int(l.N) for l in leaves]
+        out = np.zeros(len(leaves), dtype=LEAF_DTYPE)
+        out["leaf_weight"] = [l.H for l in leaves]
+        out["leaf_count"] = [int(l.N) for l in leaves]
         starts = np.array([l.start for l in leaves], dtype=np.int64)
         ends = np.array([l.end for l in leaves], dtype=np.int64)
         if p.leaf_solver == "joint" and len(leaves) > 1:
-            tree["leaf_value"] = self._joint_leaf_values(starts, ends)
-        tree["leaf_value"] = [v * p.learning_rate for v in tree["leaf_value"]]
+            out["leaf_value"] = self._joint_leaf_values(starts, ends)
+        else:
+            out["leaf_value"] = [self._leaf_value(l) for l in leaves]
+        out["leaf_value"] *= p.learning_rate
+        tree = Tree(self.nodes[:len(leaves) - 1].copy(), out)
         return GrownTree(tree, self.order, starts, ends)
 
     # --- the steps -------------------------------------------------------------------------------
@@ -288,20 +288,11 @@ class TreeGrower:
     def _record_node(self, leaf: Leaf, index: int, split: SplitInfo, threshold: float, nan_left: bool) -> int:
         """Append leaf ``index``'s split as the next internal node (children: leaf ``index`` and the
         next leaf) and point its parent at it; returns the node's id."""
-        nodes = self.nodes
         node_id = len(self.leaves) - 1
         if leaf.parent >= 0:
-            nodes["left_child" if leaf.is_left else "right_child"][leaf.parent] = node_id
-        nodes["split_feature"].append(split.feature)
-        nodes["threshold_bin"].append(split.bin)
-        nodes["threshold"].append(threshold)
-        nodes["default_left"].append(bool(nan_left))
-        nodes["left_child"].append(~index)
-        nodes["right_child"].append(~len(self.leaves))
-        nodes["split_gain"].append(float(split.gain))
-        nodes["internal_value"].append(self._leaf_value(leaf) * self.params.learning_rate)
-        nodes["internal_weight"].append(leaf.H)
-        nodes["internal_count"].append(int(leaf.N))
+            self.nodes["left_child" if leaf.is_left else "right_child"][leaf.parent] = node_id
+        self.nodes[node_id] = (split.feature, split.bin, threshold, bool(nan_left), ~index, ~len(self.leaves),
+                               split.gain, self._leaf_value(leaf) * self.params.learning_rate, leaf.H, int(leaf.N))
         return node_id
 
     def _split_pairs(self, leaf: Leaf, left: Leaf, right: Leaf, need: list) -> None:
@@ -366,4 +357,4 @@ class TreeGrower:
             leaf_of_row[order[starts[a]:ends[a]]] = a
         v = joint_newton_step(np.array([l.G for l in leaves]), np.array([l.H for l in leaves]), leaf_of_row,
                               self.pairs, self.params.lambda_l2)  # customobj.ole.joint_leaves, shared with ExactLeaves
-        return [float(x) for x in v]
+        return v

@@ -15,6 +15,7 @@ from .evaluation import EarlyStopping, Progress, update_evals
 from .grower import GrowParams, GrownTree, TreeGrower, add_leaf_values
 from .predictor import add_tree_bins
 from .splitting import CRITERIA, PAIR_CRITERIA
+from .tree import Tree
 
 if TYPE_CHECKING:
     from ..objectives.base import Objective, Prepared
@@ -152,7 +153,7 @@ def update_scores(obj: "Objective", prep: "Prepared", scores: np.ndarray, grown:
             line_search(obj, prep, scores, k, g.tree, bins, data.n_bins, p["learning_rate"])
         out = scores if scores.ndim == 1 else scores[:, k]
         if sample.in_bag is None:  # every row sits in a leaf's range: no traversal needed
-            add_leaf_values(g.order, g.starts, g.ends, np.asarray(g.tree["leaf_value"], np.float64), out)
+            add_leaf_values(g.order, g.starts, g.ends, np.ascontiguousarray(g.tree.leaves["leaf_value"]), out)
         else:
             add_tree_bins(bins, data.n_bins, g.tree, out)
 
@@ -174,7 +175,7 @@ def stop_reason(model, it: int, n_estimators: int, tracker: EarlyStopping, callb
     return reason
 
 
-def line_search(obj: "Objective", prep: "Prepared", scores: np.ndarray, k: int, tree: dict, bins: np.ndarray,
+def line_search(obj: "Objective", prep: "Prepared", scores: np.ndarray, k: int, tree: Tree, bins: np.ndarray,
                 n_bins: np.ndarray, lr: float, max_newton: int = 5, max_halvings: int = 20) -> None:
     """Rescale ``tree`` by the ``rho`` minimising ``L(s + rho t)`` (t = the unshrunk tree); in place.
 
@@ -223,5 +224,5 @@ def line_search(obj: "Objective", prep: "Prepared", scores: np.ndarray, k: int, 
         rho, cur = rho + step, new
         if abs(step) <= 1e-8 * max(1.0, abs(rho)):
             break
-    tree["leaf_value"] = [v * rho for v in tree["leaf_value"]]
-    tree["internal_value"] = [v * rho for v in tree["internal_value"]]
+    tree.leaves["leaf_value"] *= rho
+    tree.nodes["internal_value"] *= rho
