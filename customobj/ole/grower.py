@@ -173,7 +173,10 @@ class TreeGrower:
     def _initialise_root(self) -> None:
         p, order = self.params, self.order
         G, H = _row_sums(order, self.grad, self.hess)
-        C = sum_couplings(self.bufs[0][2], 0, self.n_pairs) if self.use_pairs else 0.0
+        C = 0.0
+        if self.use_pairs:
+            _, _, pc = self.bufs[0]
+            C = sum_couplings(pc, 0, self.n_pairs)
         root = Leaf(0, order.shape[0], 0, -1, True, ChildSums(G, H, float(order.shape[0]), C))
         root.pend = self.n_pairs
         if p.num_leaves > 1 and self._can_split(root):
@@ -198,7 +201,7 @@ class TreeGrower:
         if self.params.growth == "best_first":
             if not self.open_best:
                 return False
-            index = heapq.heappop(self.open_best)[1]
+            _, index = heapq.heappop(self.open_best)
         else:
             if not self.open_fifo:
                 return False
