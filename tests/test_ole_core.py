@@ -7,9 +7,9 @@ import pytest
 from customobj import Logistic, McRank, MPBoost, RankNet, SquaredError
 from customobj.ole import TreeBooster
 from customobj.ole.binning import BinMapper
+from customobj.ole.common import SPLIT_SIZE, SplitInfo
 from customobj.ole.histogram import build_row_hist
 from customobj.ole.pairhist import build_pair_hist
-from customobj.ole.common import SPLIT_SIZE, SplitInfo
 from customobj.ole.splitting import CRITERIA, find_best_split
 
 from _oracles import node_rows
