@@ -7,9 +7,10 @@ import pytest
 from customobj import Logistic, McRank, MPBoost, RankNet, SquaredError
 from customobj.ole import TreeBooster
 from customobj.ole.binning import BinMapper
+from customobj.ole.common import SPLIT_SIZE, SplitInfo
 from customobj.ole.histogram import build_row_hist
 from customobj.ole.pairhist import build_pair_hist
-from customobj.ole.splitting import CRITERIA, RES_SIZE, find_best_split
+from customobj.ole.splitting import CRITERIA, find_best_split
 
 from _oracles import node_rows
 
@@ -87,12 +88,12 @@ def kernel_best_split(mapper, bins, rows, grad, hess, pairs, criterion, lam=0.0,
     order = np.asarray(rows, dtype=np.int64)
     hist = build_row_hist(bins, order, 0, order.size, grad, hess, mapper.offsets, mapper.n_slots)
     ph = build_pair_hist(bins, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins, mapper.n_slots)
-    res = np.zeros(RES_SIZE)
+    res = np.zeros(SPLIT_SIZE)
     mask = np.ones(bins.shape[1], dtype=np.bool_)
     find_best_split(hist, ph, criterion == "ole", CRITERIA[criterion], mapper.n_bins, mapper.offsets, mask,
                     grad[order].sum(), hess[order].sum(), float(order.size), pc.sum(), lam, float(min_data),
                     min_hess, res)
-    return res
+    return SplitInfo.from_array(res)
 
 
 def ranknet_setup(seed, **kw):
@@ -119,12 +120,12 @@ def test_split_kernel_matches_brute_force(criterion, seed):
         res = kernel_best_split(mapper, bins, rows, g, h, pairs, criterion, lam=0.5, min_data=3)
         assert ref is not None
         f, t, nan_left, L, R, cl, cr = ref
-        assert res[0] == pytest.approx(ref_gain, rel=1e-9)
-        assert (int(res[1]), int(res[2])) == (f, t)
-        assert res[6] == len(L) and res[10] == len(R)
+        assert res.gain == pytest.approx(ref_gain, rel=1e-9)
+        assert (res.feature, res.bin) == (f, t)
+        assert res.left.N == len(L) and res.right.N == len(R)
         if criterion == "ole":
-            assert res[7] == pytest.approx(cl, rel=1e-9, abs=1e-12)
-            assert res[11] == pytest.approx(cr, rel=1e-9, abs=1e-12)
+            assert res.left.C == pytest.approx(cl, rel=1e-9, abs=1e-12)
+            assert res.right.C == pytest.approx(cr, rel=1e-9, abs=1e-12)
 
 
 @pytest.mark.parametrize("make_obj", [lambda: RankNet(sigma=0.7), lambda: MPBoost(ddf="ldd", alpha=0.5)])
@@ -140,11 +141,11 @@ def test_ole_node_hessian_is_exact_second_derivative(make_obj):
     rng = np.random.default_rng(5)
     for rows in (np.arange(y.size), np.sort(rng.choice(y.size, 2 * y.size // 3, replace=False))):
         res = kernel_best_split(mapper, bins, rows, g, h, pairs, "ole", min_data=5)
-        f, t, nan_left = int(res[1]), int(res[2]), res[3] > 0.5
+        f, t, nan_left = res.feature, res.bin, res.nan_left
         b = bins[rows, f].astype(int)
         left = np.where(b == mapper.n_bins[f], nan_left, b <= t)
         eps = 1e-3
-        for side, H, C, G in ((rows[left], res[5], res[7], res[4]), (rows[~left], res[9], res[11], res[8])):
+        for side, H, C, G in ((rows[left], res.left.H, res.left.C, res.left.G), (rows[~left], res.right.H, res.right.C, res.right.G)):
             e = np.zeros(y.size)
             e[side] = 1.0
             L = lambda o: obj.loss(s + o * e, y, group)

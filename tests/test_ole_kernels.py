@@ -186,7 +186,8 @@ def test_ole_booster_calls_the_fused_gradient_coupling_pass_once_per_round(monke
 def test_parallel_split_search_equals_serial(criterion, two_threads):
     import numba
     from customobj.ole.pairhist import build_pair_hist
-    from customobj.ole.splitting import CRITERIA, RES_SIZE, find_best_split, find_best_split_parallel
+    from customobj.ole.common import SPLIT_FEATURE, SPLIT_SIZE
+    from customobj.ole.splitting import CRITERIA, find_best_split, find_best_split_parallel
     from customobj.pairs import label_pairs
     X = make_X(8, n=300, n_features=9)
     X[:, 4] = X[:, 3]  # duplicate feature: equal gains, the first one must win
@@ -204,7 +205,7 @@ def test_parallel_split_search_equals_serial(criterion, two_threads):
     mask[7] = False
     args = (hist, ph, criterion == "ole", CRITERIA[criterion], mapper.n_bins, mapper.offsets, mask,
             grad.sum(), hess.sum(), 300.0, pc.sum(), 0.5, 5.0, 1e-3)
-    want, got = np.zeros(RES_SIZE), np.zeros(RES_SIZE)
+    want, got = np.zeros(SPLIT_SIZE), np.zeros(SPLIT_SIZE)
     assert find_best_split(*args, want)
     saved = numba.get_num_threads()
     try:
@@ -215,12 +216,13 @@ def test_parallel_split_search_equals_serial(criterion, two_threads):
             np.testing.assert_array_equal(got, want)
     finally:
         numba.set_num_threads(saved)
-    assert want[1] != 4  # the duplicate never beats its twin
+    assert want[SPLIT_FEATURE] != 4  # the duplicate never beats its twin
 
 
 @pytest.mark.parametrize("criterion", ["wse", "ole"])
 def test_score_update_from_leaf_ranges_equals_tree_traversal(criterion):
-    from customobj.ole.grower import _Ctx, add_leaf_values, grow_tree
+    from customobj.ole.context import GrowContext
+    from customobj.ole.grower import TreeGrower, add_leaf_values
     from customobj.ole.predictor import add_tree_bins
     X = make_X(9, n=360, n_features=5, nan_frac=0.15)
     y = np.random.default_rng(9).integers(0, 3, 360).astype(float)
@@ -230,46 +232,45 @@ def test_score_update_from_leaf_ranges_equals_tree_traversal(criterion):
     fm = mapper.bins_feature_major(X)
     prep = obj.prepare(y, [36] * 10, None)
     grad, hess, (pi, pj, pc) = obj.grad_hess_couplings_prepared(np.zeros(360), prep)
-    ctx = _Ctx(fm, mapper)
-    pairs = ctx.load_pairs((pi, pj, pc), None)
-    tree, order, ranges = grow_tree(ctx, grad, hess, np.arange(360, dtype=np.int64), pairs,
-                                    np.ones(5, np.bool_), booster._grow_params())
+    ctx = GrowContext(fm, mapper)
+    pairs = ctx.pairs.load((pi, pj, pc), None)
+    tree, order, starts, ends = TreeGrower(ctx, grad, hess, np.arange(360, dtype=np.int64), pairs,
+                                           np.ones(5, np.bool_), booster._grow_params()).grow()
     assert tree["num_leaves"] == 9
     want, got = np.full(360, 0.25), np.full(360, 0.25)
     add_tree_bins(fm.T, mapper.n_bins, tree, want)
-    add_leaf_values(order, np.array([r[0] for r in ranges]), np.array([r[1] for r in ranges]),
-                    np.asarray(tree["leaf_value"]), got)
+    add_leaf_values(order, starts, ends, np.asarray(tree["leaf_value"]), got)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.sort(order), np.arange(360))
 
 
 @pytest.mark.parametrize("m", [200, 300_000])  # 300,000: several parallel blocks
 def test_load_pairs_keeps_positive_in_bag_couplings_and_reuses_its_buffer(m):
-    from customobj.ole.grower import _Ctx
+    from customobj.ole.context import GrowContext
     X = make_X(3, n=50, n_features=2)
     mapper = BinMapper.fit(X, 8)
-    ctx = _Ctx(mapper.bins_feature_major(X), mapper)
+    buffers = GrowContext(mapper.bins_feature_major(X), mapper).pairs
     rng = np.random.default_rng(3)
     pi, pj = rng.integers(0, 50, m), rng.integers(0, 50, m)
     pc = np.where(rng.random(m) < 0.3, 0.0, rng.random(m))
     in_bag = rng.random(50) < 0.7
     for bag in (None, in_bag):
         keep = pc > 0 if bag is None else (pc > 0) & bag[pi] & bag[pj]
-        a, b, c = ctx.load_pairs((pi, pj, pc), bag)
+        a, b, c = buffers.load((pi, pj, pc), bag)
         assert a.dtype == b.dtype == np.int32
         np.testing.assert_array_equal(a, pi[keep])
         np.testing.assert_array_equal(b, pj[keep])
         np.testing.assert_array_equal(c, pc[keep])
-    first = ctx.in_pairs[0]
-    ctx.load_pairs((pi[:100], pj[:100], pc[:100]), None)
-    assert ctx.in_pairs[0] is first  # a smaller round refills the same memory
+    first = buffers.input[0]
+    buffers.load((pi[:100], pj[:100], pc[:100]), None)
+    assert buffers.input[0] is first  # a smaller round refills the same memory
     # pairs an objective wrote into the buffer are used in place, and bagging compacts them there
     keep = (pc > 0) & in_bag[pi] & in_bag[pj]
     for bag in (None, in_bag):
-        bi, bj, bc = ctx.pair_buffer(m)
+        bi, bj, bc = buffers.pair_buffer(m)
         bi[:], bj[:], bc[:] = pi, pj, pc
-        a, b, c = ctx.load_pairs((bi, bj, bc), bag)
-        assert np.shares_memory(c, ctx.in_pairs[2])
+        a, b, c = buffers.load((bi, bj, bc), bag)
+        assert np.shares_memory(c, buffers.input[2])
         want = np.ones(m, bool) if bag is None else keep
         np.testing.assert_array_equal(a, pi[want])
         np.testing.assert_array_equal(c, pc[want])
@@ -290,11 +291,11 @@ def test_partition_rows_with_many_blocks_is_stable():
 
 
 def test_ole_model_does_not_depend_on_the_pair_bin_layout(monkeypatch):
-    import customobj.ole.grower as grower
+    import customobj.ole.context as context
     X = make_X(11, n=300, n_features=5, nan_frac=0.1)
     y = np.random.default_rng(11).integers(0, 3, 300).astype(float)
     kw = dict(criterion="ole", n_estimators=3, num_leaves=6, min_data_in_leaf=5, verbose=False)
     row_major = TreeBooster(LambdaRank(truncation=10), **kw).fit(X, y, [30] * 10).to_json()
-    monkeypatch.setattr(grower, "_ROW_MAJOR_COPY_BYTES", 0)  # large-data path: transposed view only
+    monkeypatch.setattr(context, "ROW_MAJOR_COPY_BYTES", 0)  # large-data path: transposed view only
     view = TreeBooster(LambdaRank(truncation=10), **kw).fit(X, y, [30] * 10).to_json()
     assert view == row_major

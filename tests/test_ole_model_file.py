@@ -155,7 +155,7 @@ def test_failed_saves_leave_the_previous_file_intact(fitted, tmp_path, monkeypat
     with pytest.raises(ValueError, match=r"trees\[1\]\.leaf_value\[2\] = nan must be a finite number"):
         broken.save(path)
     assert _folder_state(tmp_path) == before
-    del broken.trees_[0]["threshold"]
+    broken.trees_[0] = {k: v for k, v in broken.trees_[0].items() if k != "threshold"}
     with pytest.raises(ValueError, match=r"model: trees\[0\] is missing the field 'threshold'"):
         broken.save(path)
     assert _folder_state(tmp_path) == before

@@ -40,6 +40,31 @@ __all__ = ["TreeBooster"]
 ArrayLike = Any  # numpy arrays, pandas objects, nested lists
 
 
+def _training_targets(obj, n: int, y, group, qid, sample_weight, init_score):
+    """Labels, queries and weights checked and prepared for ``obj``; the starting raw scores."""
+    y = as_fit_labels(y)
+    check_fit_rows(n, y, sample_weight)
+    groups = resolve_groups(group, qid, n)
+    if groups is None and obj.needs_group:
+        raise ValueError(f"{type(obj).__name__} is a ranking objective: fit needs group= (query sizes) or "
+                         "qid= (one query id per row)")
+    prep = obj.prepare(y, groups, sample_weight)
+    K = obj.n_outputs
+    shape = (n,) if K == 1 else (n, K)
+    scores = np.zeros(shape, dtype=np.float64)
+    if init_score is not None:
+        scores += as_scores(init_score, n, allow_2d=K > 1, name="init_score").reshape(shape)
+    return prep, scores
+
+
+def _checked_callbacks(callbacks) -> list:
+    callbacks = list(callbacks or [])
+    for cb in callbacks:
+        if not callable(cb):
+            raise TypeError(f"callbacks must be callables, got {type(cb).__name__}")
+    return callbacks
+
+
 class TreeBooster(BaseEstimator):
     """Histogram gradient-boosted trees for any customobj objective, with an exact pairwise split criterion.
 
@@ -107,9 +132,11 @@ class TreeBooster(BaseEstimator):
     objective_ : Objective
         The objective trained with: a copy of ``objective`` (``LambdaRank()`` for None), so ``fit``
         never changes its parameters.
-    trees_, tree_class_, n_outputs_, bin_mapper_, feature_infos_
-        The fitted trees, the output column of each, outputs per row, the binning, LightGBM's
-        feature ranges.
+    trees_ : list of customobj.ole.tree.Tree
+        The fitted trees: node and leaf record arrays (``tree.nodes``, ``tree.leaves``), also read
+        by field name (``tree["threshold"]``, the model file's names).
+    tree_class_, n_outputs_, bin_mapper_, feature_infos_
+        The output column of each tree, outputs per row, the binning, LightGBM's feature ranges.
 
     Examples
     --------
@@ -224,47 +251,41 @@ class TreeBooster(BaseEstimator):
         obj = copy.deepcopy(p["objective"])
         X_in = X
         X = as_matrix(X, keep_float32=True, for_fit=True)
-        n, F = X.shape
-        y = as_fit_labels(y)
-        check_fit_rows(n, y, sample_weight)
-        groups = resolve_groups(group, qid, n)
-        if groups is None and obj.needs_group:
-            raise ValueError(f"{type(obj).__name__} is a ranking objective: fit needs group= (query sizes) or "
-                             "qid= (one query id per row)")
-        prep = obj.prepare(y, groups, sample_weight)
-        K = obj.n_outputs
-        shape = (n,) if K == 1 else (n, K)
-        scores = np.zeros(shape, dtype=np.float64)
-        if init_score is not None:
-            scores += as_scores(init_score, n, allow_2d=K > 1, name="init_score").reshape(shape)
+        prep, scores = _training_targets(obj, X.shape[0], y, group, qid, sample_weight, init_score)
         early_stopping_rounds = check_int(early_stopping_rounds, "early_stopping_rounds", minimum=1,
                                           allow_none=True)
-        evals = prepare_evals(eval_set, eval_group, eval_qid, eval_metric, F, K)
+        evals = prepare_evals(eval_set, eval_group, eval_qid, eval_metric, X.shape[1], obj.n_outputs)
         if early_stopping_rounds is not None and not evals:
             raise ValueError("early_stopping_rounds needs an eval_set")
-        callbacks = list(callbacks or [])
-        for cb in callbacks:
-            if not callable(cb):
-                raise TypeError(f"callbacks must be callables, got {type(cb).__name__}")
+        callbacks = _checked_callbacks(callbacks)
 
         # everything is checked: from here on the estimator's fitted state is replaced
-        check_feature_names(self, X_in, reset=True)
-        self.objective_ = obj
-        self.trees_, self.tree_class_ = [], []
-        self.n_outputs_ = K
-        self.evals_result_ = {ev.name: {m.name: [] for m in ev.metrics} for ev in evals}
-        self.best_iteration_ = None
+        self._reset_fitted_state(X_in, obj, evals)
         tracker = EarlyStopping(evals, early_stopping_rounds)
         with Threads(p["n_jobs"]):
-            mapper = BinMapper.fit(X, p["max_bin"], n_jobs=numba.get_num_threads())
-            bins_fm = mapper.bins_feature_major(X)
-            self.bin_mapper_ = mapper
-            self.feature_infos_ = feature_infos(mapper.value_range)
+            bins_fm = self._bin(X, p["max_bin"])
             del X, X_in  # only the bins are needed from here on (the caller's array may still be alive)
-            boost(self, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callbacks)
+            boost(self, p, obj, prep, scores, bins_fm, self.bin_mapper_, evals, tracker, callbacks)
         if early_stopping_rounds is not None:
             self.best_iteration_ = tracker.best_iteration
         return self
+
+    def _reset_fitted_state(self, X_in, obj, evals) -> None:
+        """Start the fitted attributes afresh (after every input check passed)."""
+        check_feature_names(self, X_in, reset=True)
+        self.objective_ = obj
+        self.trees_, self.tree_class_ = [], []
+        self.n_outputs_ = obj.n_outputs
+        self.evals_result_ = {ev.name: {m.name: [] for m in ev.metrics} for ev in evals}
+        self.best_iteration_ = None
+
+    def _bin(self, X: np.ndarray, max_bin: int) -> np.ndarray:
+        """Fit ``bin_mapper_`` / ``feature_infos_`` on ``X``; its bins, feature-major."""
+        mapper = BinMapper.fit(X, max_bin, n_jobs=numba.get_num_threads())
+        bins_fm = mapper.bins_feature_major(X)
+        self.bin_mapper_ = mapper
+        self.feature_infos_ = feature_infos(mapper.value_range)
+        return bins_fm
 
     # --- prediction ------------------------------------------------------------------------------
     def _check_fitted(self) -> None:
@@ -372,7 +393,7 @@ class TreeBooster(BaseEstimator):
         imp = np.zeros(self.n_features_in_)
         for t in self.trees_:
             f = np.asarray(t["split_feature"], dtype=np.int64)
-            w = np.ones(f.size) if split else np.asarray(t["split_gain"], float)
+            w = np.ones(f.size) if split else np.asarray(t["split_gain"], dtype=np.float64)
             np.add.at(imp, f, w)
         return imp.astype(np.int64) if split else imp
 

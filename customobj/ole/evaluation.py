@@ -91,12 +91,13 @@ def ranking_score(raw: np.ndarray) -> np.ndarray:
     return McRank.expected_grade(raw)
 
 
-def update_evals(evals: List[EvalSet], new_trees, evals_result: dict) -> None:
-    """Add one round's trees ``[(class, tree), ...]`` to every eval set's raw scores; record each metric."""
+def update_evals(evals: List[EvalSet], new_trees: list, evals_result: dict) -> None:
+    """Add one round's trees (one per output column, in column order) to every eval set's raw
+    scores; record each metric."""
     if not evals:
         return
-    packed = PackedTrees([t for _, t in new_trees])
-    cols = np.array([k for k, _ in new_trees], dtype=np.int64)
+    packed = PackedTrees(new_trees)
+    cols = np.arange(len(new_trees), dtype=np.int64)
     for ev in evals:
         ev.raw[...] += predict_raw(ev.X, packed, cols, ev.raw.shape[1], 0, len(new_trees))
         s = ranking_score(ev.raw)
@@ -105,30 +106,35 @@ def update_evals(evals: List[EvalSet], new_trees, evals_result: dict) -> None:
 
 
 class EarlyStopping:
-    """Tracks the first metric of the first eval set; ``update`` says when to stop.
+    """Tracks the first metric of the first eval set; ``should_stop`` says when to stop.
 
     ``rounds=None`` only tracks (``best_iteration`` is then reported but not used by ``predict``).
     """
 
     def __init__(self, evals: List[EvalSet], rounds: Optional[int]):
         self.rounds = rounds
-        self.set_name = evals[0].name if evals else None
-        self.metric = evals[0].metrics[0] if evals else None
+        first = evals[0] if evals else None
+        self.set_name = first.name if first else None
+        self.metric = first.metrics[0] if first else None
         self.best_value: Optional[float] = None
         self.best_iteration: Optional[int] = None  # 1-based
         self.since_best = 0
 
-    def update(self, iteration: int, evals_result: dict) -> bool:
-        """Record round ``iteration`` (1-based); True when ``rounds`` rounds passed without improvement."""
+    def update(self, iteration: int, evals_result: dict) -> None:
+        """Record the metric of round ``iteration`` (1-based): a new best, or one more round without."""
         if self.metric is None:
-            return False
+            return
         value = evals_result[self.set_name][self.metric.name][-1]
         if self.best_value is None or (value > self.best_value if self.metric.higher_is_better
                                        else value < self.best_value):
             self.best_value, self.best_iteration, self.since_best = value, iteration, 0
         else:
             self.since_best += 1
-        return self.rounds is not None and self.since_best >= self.rounds
+
+    @property
+    def should_stop(self) -> bool:
+        """True when ``rounds`` rounds have passed without improvement."""
+        return self.metric is not None and self.rounds is not None and self.since_best >= self.rounds
 
     def describe(self) -> str:
         """``best iteration M, valid_0 ndcg@10 = 0.7123`` (empty without an eval set)."""

@@ -16,38 +16,57 @@ split among them,
     \frac{G_L^2}{H_L - 2C_L + \lambda} + \frac{G_R^2}{H_R - 2C_R + \lambda}
     - \frac{G^2}{H - 2C + \lambda}
 
-(Xia, Zhai, Wang, SPEC.md section 5). The bound: only the set of features searched changes.
+(Xia, Zhai, Wang, section 3.1). The bound: only the set of features searched changes.
 Every node's ``G, H, C`` (so its OLE hessian ``H - 2C``, leaf value and the chosen split's gain)
 is exact, and the split equals ``criterion="ole"``'s whenever that split's feature ranks among the
 node's top ``k`` by WSE gain; ``k >= n_features`` grows the ``"ole"`` trees. No pair-histogram
-subtraction (each node's features differ), so a node costs its pairs times ``k``. Rows of a leaf are ``order[start:end]`` and its in-node pairs
-``pi/pj/pc[pstart:pend]`` of one of two pair buffers; a split reorders the row range in place
+subtraction (each node's features differ), so a node costs its pairs times ``k``.
+
+Rows of a leaf are ``order[start:end]`` and its in-node pairs ``pi/pj/pc[pstart:pend]`` of one of
+two pair buffers; a split reorders the row range in place
 (LightGBM's data partition) and copies the pair range, partitioned, to the other buffer.
 Leaves are numbered like LightGBM: splitting leaf ``l`` keeps ``l`` for the left child and gives
 the right child the next free index, so the arrays export directly to a LightGBM model string.
+
+:class:`TreeGrower` reads as the algorithm (as scikit-learn's ``TreeGrower``): ``grow`` initialises
+the root, then splits the next leaf (``_split_next``: the open leaf of largest gain, or the oldest
+one breadth-first) until ``num_leaves`` leaves or no leaf with a split of gain > 0 remain; every
+new leaf gets its histograms, its best split (``_compute_best_split_and_push``) and, when that
+split has gain > 0, a place among the open leaves.
 """
 from __future__ import annotations
 
+import heapq
 from collections import deque
+from typing import List, NamedTuple, Optional
 
 import numpy as np
 from numba import njit
 
-from .histogram import build_row_hist_fm
+from .common import KERNEL, NO_SPLIT, OLE, OLE_FAST, OLE_FLOAT64, SPLIT_SIZE, WSE, ChildSums, SplitInfo
+from .context import GrowContext
 from .joint_leaves import joint_newton_step
-from .pairhist import (PairScratch, build_pair_hist, compact_pairs, partition_pairs, split_coupling_sums,
-                       sum_couplings)
+from .pairhist import partition_pairs, split_coupling_sums, sum_couplings
 from .partition import partition_rows
-from .splitting import (KERNEL, OLE, OLE_FAST, OLE_FLOAT64, RES_SIZE, feature_gains, find_best_split,
-                        find_best_split_parallel, node_hessian, split_gain)
+from .splitting import feature_gains, find_best_split, find_best_split_parallel, node_hessian, split_gain
+from .tree import LEAF_DTYPE, NODE_DTYPE, Tree
 
-__all__ = ["GrowParams", "OLE_FAST_FEATURES", "add_leaf_values", "grow_tree", "partition_rows", "select_features"]
+__all__ = ["GrowParams", "GrownTree", "Leaf", "OLE_FAST_FEATURES", "TreeGrower", "add_leaf_values", "partition_rows",
+           "select_features"]
 
 #: Default ``k`` of ``criterion="ole_fast"``: features per node whose pair histograms are built.
 OLE_FAST_FEATURES = 8
+#: Histogram slots from which the split search runs in parallel: a search over few slots is
+#: cheaper than waking the thread team (see partition.PARALLEL_ROWS).
+PARALLEL_SLOTS = 32768
+# A pair-histogram pass costs about 27 ns per pair plus 280 ns per row it touches (each touched row
+# scatters its sums into every feature's histogram once), measured on MSLR-shaped data: the row
+# term dominates deep nodes, where rows keep only one or two pairs each.
+_ROW_COST = 10.0
 
 
 class GrowParams:
+    """The grower's options (criterion as a code of :data:`~customobj.ole.common.CRITERIA`)."""
     __slots__ = ("criterion", "num_leaves", "min_data_in_leaf", "min_sum_hessian_in_leaf",
                  "lambda_l2", "max_depth", "growth", "leaf_solver", "learning_rate", "ole_fast_features")
     _DEFAULTS = {"ole_fast_features": OLE_FAST_FEATURES}
@@ -55,6 +74,14 @@ class GrowParams:
     def __init__(self, **kw):
         for k in self.__slots__:
             setattr(self, k, kw[k] if k in kw else self._DEFAULTS[k])
+
+
+class GrownTree(NamedTuple):
+    """A grown tree and where its training rows ended up: leaf ``l`` holds ``order[starts[l]:ends[l]]``."""
+    tree: Tree
+    order: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
 
 
 def select_features(gains: np.ndarray, feature_mask: np.ndarray, k: int) -> np.ndarray:
@@ -84,327 +111,253 @@ def add_leaf_values(order, starts, ends, values, out):
             out[order[k]] += v
 
 
-_ROW_MAJOR_COPY_BYTES = 256 * 2**20
-PARALLEL_SLOTS = 32768  # histogram slots from which the split search runs in parallel
+def _pass_cost(n_pairs, n_rows):
+    return n_pairs + _ROW_COST * min(n_rows, 2 * n_pairs)
 
 
-def _capacity(m):
-    """Pair-buffer size for ``m`` pairs: headroom, as the pair count drifts from round to round
-    (a buffer that grows every round would refill fresh memory, paying its page faults); less of
-    it for buffers of hundreds of MB."""
-    return m + (m // 4 if 16 * m <= _ROW_MAJOR_COPY_BYTES else m // 16) + 1024
-
-
-class _Leaf:
+class Leaf:
+    """A leaf while the tree grows: its rows ``order[start:end]``, its pairs ``[pstart:pend]`` of
+    pair buffer ``pbuf``, its sums ``G, H, N, C``, histograms, best split and place in the tree."""
     __slots__ = ("start", "end", "pstart", "pend", "pbuf", "depth", "G", "H", "N", "C", "hist", "phist",
-                 "res", "parent", "is_left")
+                 "split", "parent", "is_left")
+
+    def __init__(self, start, end, depth, parent, is_left, sums):
+        self.start, self.end, self.depth, self.parent, self.is_left = start, end, depth, parent, is_left
+        self.G, self.H, self.N, self.C = sums
+        self.pstart = self.pend = self.pbuf = 0
+        self.hist = self.phist = None
+        self.split = NO_SPLIT
 
 
-class _Ctx:
-    """Per-fit buffers shared by every tree (binned data, scratch arrays)."""
+class TreeGrower:
+    """Grows one tree on rows ``rows`` (int64) with optional in-bag pairs ``(pi, pj, pc)``.
 
-    def __init__(self, bins_fm, mapper):
-        # (features, rows): row histograms and partitions read one feature's column. The pair
-        # histograms read whole rows (pairhist copies each into a tile): from a row-major copy when
-        # that is at most _ROW_MAJOR_COPY_BYTES (tile copies ~35% cheaper overall on MSLR-shaped
-        # data), else through the transposed view, so large data sets keep one bin matrix.
-        self.bins_fm = bins_fm
-        self.bins = None
-        self.n_bins = mapper.n_bins
-        self.offsets = mapper.offsets
-        self.n_slots = mapper.n_slots
-        self.mapper = mapper
-        n = bins_fm.shape[1]
-        self.go_left = np.zeros(n, dtype=np.bool_)
-        self.tmp_rows = np.empty(n, dtype=np.int64)
-        self.gh = np.empty((max(n, 1), 2), dtype=np.float64)
-        self.root_counts = None
-        self.in_pairs = None  # the round's pairs (reordered by the tree), reused across rounds
-        self.tmp_pairs = None  # the second buffer the pairs ping-pong with
-        self.hist_scratch = None
-
-    def row_hist(self, order, start, end, grad, hess, root=False):
-        # A root over every row (no bagging) has the same per-bin counts every round: computed once.
-        full = root and end - start == self.go_left.shape[0]
-        counts = self.root_counts if full else None
-        hist = build_row_hist_fm(self.bins_fm, order, start, end, grad, hess, self.offsets, self.n_slots, self.gh,
-                                 counts=counts)
-        if full and counts is None:
-            self.root_counts = hist[:, 2].copy()
-        return hist
-
-    def release_pair_buffers(self):
-        """Free large pair buffers between rounds (they would add to the peak while the objective
-        builds the next round's couplings); small ones are kept: refilling fresh memory costs page
-        faults, ~10% of an OLE tree on MSLR-shaped data."""
-        for name in ("in_pairs", "tmp_pairs"):
-            buf = getattr(self, name)
-            if buf is not None and sum(a.nbytes for a in buf) > _ROW_MAJOR_COPY_BYTES:
-                setattr(self, name, None)
-
-    def _index_dtype(self):
-        # int32 rows halve the index traffic of pair partitions and histograms (int64 beyond 2**31 rows)
-        return np.int32 if self.go_left.shape[0] < 2**31 - 1 else np.int64
-
-    def _input_buffer(self, m):
-        index = self._index_dtype()
-        buf = self.in_pairs
-        if buf is None or buf[0].shape[0] < m or buf[0].dtype != index:
-            c = _capacity(m)
-            buf = self.in_pairs = (np.empty(c, index), np.empty(c, index), np.empty(c, np.float64))
-        return buf
-
-    def pair_buffer(self, m):
-        """``m`` pairs' worth of the reusable input buffer: an objective that counts its pairs first
-        (``grad_hess_couplings_prepared(pair_buffer=...)``) writes them straight into it."""
-        return tuple(a[:m] for a in self._input_buffer(m))
-
-    def load_pairs(self, couplings, in_bag):
-        """The objective's couplings as the round's pairs: in-bag, coupling > 0, in the input buffer.
-
-        Pairs the objective wrote into ``pair_buffer`` are used where they are (zero couplings
-        there only cost histogram work); only bagging compacts them, in place.
-        """
-        pi, pj, pc = (np.asarray(a) for a in couplings)
-        buf = self.in_pairs
-        in_place = buf is not None and pc.shape[0] > 0 and np.may_share_memory(pc, buf[2])
-        if in_place and in_bag is None:
-            return pi, pj, pc
-        pc = np.asarray(pc, dtype=np.float64)
-        m = pc.shape[0]
-        if not in_place:
-            buf = self._input_buffer(m)
-        use_bag = in_bag is not None
-        bag = in_bag if use_bag else np.zeros(0, dtype=np.bool_)
-        k = compact_pairs(pi, pj, pc, bag, use_bag, *buf)
-        return tuple(a[:k] for a in buf)
-
-    def pair_scratch(self, m, index_dtype, acc_dtype=np.float32):
-        if self.bins is None:
-            fm = self.bins_fm
-            self.bins = np.ascontiguousarray(fm.T) if fm.nbytes <= _ROW_MAJOR_COPY_BYTES else fm.T
-        if self.tmp_pairs is None or self.tmp_pairs[0].shape[0] < m or self.tmp_pairs[0].dtype != index_dtype:
-            c = _capacity(m)
-            self.tmp_pairs = (np.empty(c, index_dtype), np.empty(c, index_dtype), np.empty(c, np.float64))
-        if self.hist_scratch is None or self.hist_scratch.acc.dtype != acc_dtype:
-            self.hist_scratch = PairScratch(self.bins.shape[0], self.bins.shape[1], bool(self.mapper.has_nan.any()),
-                                            dtype=acc_dtype)
-        return self.tmp_pairs
-
-    def pair_hist(self, buf, start, end, features=None):
-        pi, pj, pc = buf
-        return build_pair_hist(self.bins, pi, pj, pc, start, end, self.offsets, self.n_bins, self.n_slots,
-                               self.hist_scratch, features)
-
-
-def _can_split(leaf, p):
-    if p.max_depth > 0 and leaf.depth >= p.max_depth:
-        return False
-    return leaf.N >= 2 * p.min_data_in_leaf
-
-
-def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
-    """Grow one tree on rows ``rows`` (int64) with optional in-bag pairs ``(pi, pj, pc)``.
-
-    Returns ``(tree, order, leaf_ranges)``: ``tree`` a dict of LightGBM-style arrays (leaf values
-    already multiplied by the learning rate). The pair arrays are overwritten (the first of the two
+    ``TreeGrower(ctx, grad, hess, rows, pairs, feature_mask, params).grow()`` returns a
+    :class:`GrownTree` whose ``tree`` is a :class:`~customobj.ole.tree.Tree` (leaf values already
+    multiplied by the learning rate). The pair arrays are overwritten (the first of the two
     buffers the pairs ping-pong between, see ``partition_pairs``).
     """
-    crit = KERNEL[p.criterion]
-    fast = p.criterion == OLE_FAST
-    use_pairs = crit == OLE and pairs is not None and pairs[0].shape[0] > 0
-    order = np.array(rows, dtype=np.int64, copy=True)
-    if use_pairs:
-        pi, pj, pc = pairs
-        acc = np.float64 if p.criterion == OLE_FLOAT64 else np.float32
-        # a node's pairs sit in bufs[node.pbuf]; its children's in the other buffer
-        bufs = (pairs, ctx.pair_scratch(pi.shape[0], pi.dtype, acc))
-        if p.leaf_solver == "joint":  # the joint solve needs every pair after growth
-            pairs = tuple(a.copy() for a in pairs)
-    else:
-        pi = pj = np.zeros(0, np.int64)
-        pc = np.zeros(0, np.float64)
-    dummy_phist = np.zeros((1, 3))
-    # a split search over few slots is cheaper than waking the thread team (see partition.PARALLEL_ROWS)
-    find = find_best_split_parallel if ctx.n_slots >= PARALLEL_SLOTS else find_best_split
 
-    gains = np.zeros(ctx.n_bins.shape[0])
+    def __init__(self, ctx: GrowContext, grad: np.ndarray, hess: np.ndarray, rows: np.ndarray,
+                 pairs: Optional[tuple], feature_mask: np.ndarray, params: GrowParams) -> None:
+        p = self.params = params
+        self.ctx, self.data = ctx, ctx.data
+        self.grad, self.hess, self.feature_mask = grad, hess, feature_mask
+        self.crit = KERNEL[p.criterion]
+        self.fast = p.criterion == OLE_FAST
+        self.use_pairs = self.crit == OLE and pairs is not None and pairs[0].shape[0] > 0
+        self.order = np.array(rows, dtype=np.int64, copy=True)
+        self.pairs = pairs
+        if self.use_pairs:
+            acc = np.float64 if p.criterion == OLE_FLOAT64 else np.float32
+            # a leaf's pairs sit in bufs[leaf.pbuf]; its children's in the other buffer
+            self.bufs = (pairs, ctx.pair_buffers_for_tree(pairs[0].shape[0], pairs[0].dtype, acc))
+            if p.leaf_solver == "joint":  # the joint solve needs every pair after growth
+                self.pairs = tuple(a.copy() for a in pairs)
+        self.n_pairs = pairs[0].shape[0] if self.use_pairs else 0
+        self.no_pair_hist = np.zeros((1, 3))
+        self.find = find_best_split_parallel if self.data.n_slots >= PARALLEL_SLOTS else find_best_split
+        self.wse_gains = np.zeros(self.data.n_bins.shape[0])  # ole_fast's per-feature ranking
+        self.leaves: List[Leaf] = []
+        self.nodes = np.zeros(max(p.num_leaves - 1, 0), dtype=NODE_DTYPE)  # the first len(leaves) - 1 are used
+        self.open_best = []  # best-first: heap of (-gain, leaf index) of leaves with a split
+        self.open_fifo = deque()  # breadth-first: leaf indices with a split, oldest first
 
-    def search(leaf):
-        leaf.res = np.zeros(RES_SIZE)
-        if leaf.hist is None:
-            return
-        mask = feature_mask
-        if use_pairs and fast:  # pair histograms of the k features of largest WSE gain only
-            feature_gains(leaf.hist, 1, ctx.n_bins, ctx.offsets, feature_mask, leaf.G, leaf.H, leaf.N,
-                          p.lambda_l2, float(p.min_data_in_leaf), p.min_sum_hessian_in_leaf, gains)
-            feats = select_features(gains, feature_mask, p.ole_fast_features)
-            mask = np.zeros_like(feature_mask)
-            mask[feats] = True
-            leaf.phist = ctx.pair_hist(bufs[leaf.pbuf], leaf.pstart, leaf.pend, feats)
-        ph = leaf.phist if use_pairs else dummy_phist
-        find(leaf.hist, ph, use_pairs, crit, ctx.n_bins, ctx.offsets, mask, leaf.G, leaf.H, leaf.N,
-             leaf.C, p.lambda_l2, float(p.min_data_in_leaf), p.min_sum_hessian_in_leaf, leaf.res)
-        if fast:
-            leaf.phist = None  # no subtraction in ole_fast: each node's features differ
+    # --- the algorithm ---------------------------------------------------------------------------
+    def grow(self) -> GrownTree:
+        self._initialise_root()
+        while len(self.leaves) < self.params.num_leaves and self._split_next():
+            pass
+        return self._finish()
 
-    root = _Leaf()
-    root.start, root.end = 0, order.shape[0]
-    root.pstart, root.pend, root.pbuf = 0, pi.shape[0], 0
-    root.depth, root.parent, root.is_left = 0, -1, True
-    root.G, root.H = _row_sums(order, grad, hess)
-    root.N = float(order.shape[0])
-    root.C = sum_couplings(pc, 0, pc.shape[0]) if use_pairs else 0.0
-    root.hist = root.phist = None
-    if p.num_leaves > 1 and _can_split(root, p):
-        root.hist = ctx.row_hist(order, 0, order.shape[0], grad, hess, root=True)
-        if use_pairs and not fast:
-            root.phist = ctx.pair_hist(bufs[0], 0, pi.shape[0])
-    search(root)
-    leaves = [root]
-    nodes = {k: [] for k in ("split_feature", "threshold_bin", "threshold", "default_left", "left_child",
-                             "right_child", "split_gain", "internal_value", "internal_weight", "internal_count")}
-    queue = deque([0])
+    def _initialise_root(self) -> None:
+        p, order = self.params, self.order
+        G, H = _row_sums(order, self.grad, self.hess)
+        C = 0.0
+        if self.use_pairs:
+            _, _, pc = self.bufs[0]
+            C = sum_couplings(pc, 0, self.n_pairs)
+        root = Leaf(0, order.shape[0], 0, -1, True, ChildSums(G, H, float(order.shape[0]), C))
+        root.pend = self.n_pairs
+        if p.num_leaves > 1 and self._can_split(root):
+            root.hist = self.ctx.row_hist(order, 0, order.shape[0], self.grad, self.hess, root=True)
+            if self.use_pairs and not self.fast:
+                root.phist = self.ctx.pair_hist(self.bufs[0], 0, self.n_pairs)
+        self.leaves.append(root)
+        self._compute_best_split_and_push(0)
 
-    def leaf_value(leaf):
-        d = node_hessian(crit, leaf.G, leaf.H, leaf.N, leaf.C) if crit == 2 else leaf.H
-        den = d + p.lambda_l2
-        return -leaf.G / den if den > 0 else 0.0
+    def _compute_best_split_and_push(self, index: int) -> None:
+        """The best split of leaf ``index`` from its histograms; open for splitting when its gain > 0."""
+        leaf = self.leaves[index]
+        leaf.split = self._best_split(leaf) if leaf.hist is not None else NO_SPLIT
+        if leaf.split.gain > 0:
+            if self.params.growth == "best_first":
+                heapq.heappush(self.open_best, (-leaf.split.gain, index))  # ties: the lower index
+            else:
+                self.open_fifo.append(index)
 
-    while len(leaves) < p.num_leaves:
-        if p.growth == "best_first":
-            cand = [(l.res[0], -k) for k, l in enumerate(leaves) if l.res[0] > 0]
-            if not cand:
-                break
-            idx = -max(cand)[1]
+    def _split_next(self) -> bool:
+        """Split the next open leaf: False when none is left."""
+        if self.params.growth == "best_first":
+            if not self.open_best:
+                return False
+            _, index = heapq.heappop(self.open_best)
         else:
-            idx = None
-            while queue:
-                k = queue.popleft()
-                if leaves[k].res[0] > 0:
-                    idx = k
-                    break
-            if idx is None:
-                break
-        leaf = leaves[idx]
-        res = leaf.res
-        f, tbin, nan_left = int(res[1]), int(res[2]), bool(res[3] > 0.5)
-        nb = int(ctx.n_bins[f])
-        thr = ctx.mapper.threshold(f, tbin)
-        has_nan_here = leaf.hist[ctx.offsets[f] + nb, 2] > 0
-        if not has_nan_here:
-            nan_left = 0.0 <= thr  # no NaN seen here: send NaN where 0 goes (LightGBM maps NaN to 0)
-        nl = partition_rows(ctx.bins_fm[f], order, leaf.start, leaf.end, tbin, nb, nan_left, ctx.go_left,
-                            ctx.tmp_rows)
-        node_id = len(leaves) - 1
-        new_idx = len(leaves)
-        if leaf.parent >= 0:
-            key = "left_child" if leaf.is_left else "right_child"
-            nodes[key][leaf.parent] = node_id
-        nodes["split_feature"].append(f)
-        nodes["threshold_bin"].append(tbin)
-        nodes["threshold"].append(thr)
-        nodes["default_left"].append(bool(nan_left))
-        nodes["left_child"].append(~idx)
-        nodes["right_child"].append(~new_idx)
-        nodes["split_gain"].append(float(res[0]))
-        nodes["internal_value"].append(leaf_value(leaf) * p.learning_rate)
-        nodes["internal_weight"].append(leaf.H)
-        nodes["internal_count"].append(int(leaf.N))
+            if not self.open_fifo:
+                return False
+            index = self.open_fifo.popleft()
+        self._split_leaf(index)
+        return True
 
-        left, right = _Leaf(), _Leaf()
-        left.start, left.end = leaf.start, leaf.start + nl
-        right.start, right.end = leaf.start + nl, leaf.end
-        left.G, left.H, left.N, left.C = res[4], res[5], res[6], res[7]
-        right.G, right.H, right.N, right.C = res[8], res[9], res[10], res[11]
-        for child, is_left in ((left, True), (right, False)):
-            child.depth, child.parent, child.is_left = leaf.depth + 1, node_id, is_left
-            child.hist = child.phist = None
-        n_after = len(leaves) + 1
-        need = [n_after < p.num_leaves and _can_split(c, p) for c in (left, right)]
+    def _split_leaf(self, index: int) -> None:
+        """Partition leaf ``index``'s rows (and pairs), record the node; the left child keeps the
+        index, the right one gets the next; both get histograms and their best split."""
+        leaf, split = self.leaves[index], self.leaves[index].split
+        nan_left, threshold = self._nan_side(leaf, split)
+        d = self.data
+        nl = partition_rows(d.feature_major[split.feature], self.order, leaf.start, leaf.end, split.bin,
+                            int(d.n_bins[split.feature]), nan_left, self.ctx.scratch.go_left,
+                            self.ctx.scratch.tmp_rows)
+        node_id = self._record_node(leaf, index, split, threshold, nan_left)
+        left = Leaf(leaf.start, leaf.start + nl, leaf.depth + 1, node_id, True, split.left)
+        right = Leaf(leaf.start + nl, leaf.end, leaf.depth + 1, node_id, False, split.right)
+        n_after = len(self.leaves) + 1
+        need = [n_after < self.params.num_leaves and self._can_split(c) for c in (left, right)]
+        if self.use_pairs:
+            self._split_pairs(leaf, left, right, need)
+            # the exact float64 C of the children: the recorded gain uses them too
+            self.nodes["split_gain"][node_id] = float(split_gain(
+                self.crit, leaf.G, leaf.H, leaf.N, leaf.C, left.G, left.H, left.N, left.C,
+                right.G, right.H, right.N, right.C, self.params.lambda_l2))
+        if any(need):
+            self._child_histograms(leaf, left, right, need)
+        leaf.hist = leaf.phist = None
+        for child, nd in zip((left, right), need):
+            if not nd:  # never split: no histograms, so no split search
+                child.hist = child.phist = None
+        self.leaves[index] = left
+        self.leaves.append(right)
+        self._compute_best_split_and_push(index)
+        self._compute_best_split_and_push(len(self.leaves) - 1)
+
+    def _finish(self) -> GrownTree:
+        p, leaves = self.params, self.leaves
+        out = np.zeros(len(leaves), dtype=LEAF_DTYPE)
+        out["leaf_weight"] = [l.H for l in leaves]
+        out["leaf_count"] = [int(l.N) for l in leaves]
+        starts = np.array([l.start for l in leaves], dtype=np.int64)
+        ends = np.array([l.end for l in leaves], dtype=np.int64)
+        if p.leaf_solver == "joint" and len(leaves) > 1:
+            out["leaf_value"] = self._joint_leaf_values(starts, ends)
+        else:
+            out["leaf_value"] = [self._leaf_value(l) for l in leaves]
+        out["leaf_value"] *= p.learning_rate
+        tree = Tree(self.nodes[:len(leaves) - 1].copy(), out)
+        return GrownTree(tree, self.order, starts, ends)
+
+    # --- the steps -------------------------------------------------------------------------------
+    def _can_split(self, leaf: Leaf) -> bool:
+        p = self.params
+        if p.max_depth > 0 and leaf.depth >= p.max_depth:
+            return False
+        return leaf.N >= 2 * p.min_data_in_leaf
+
+    def _best_split(self, leaf: Leaf) -> SplitInfo:
+        p, d = self.params, self.data
+        mask = self.feature_mask
+        if self.use_pairs and self.fast:  # pair histograms of the k features of largest WSE gain only
+            feature_gains(leaf.hist, WSE, d.n_bins, d.offsets, self.feature_mask, leaf.G, leaf.H, leaf.N,
+                          p.lambda_l2, float(p.min_data_in_leaf), p.min_sum_hessian_in_leaf, self.wse_gains)
+            feats = select_features(self.wse_gains, self.feature_mask, p.ole_fast_features)
+            mask = np.zeros_like(self.feature_mask)
+            mask[feats] = True
+            leaf.phist = self.ctx.pair_hist(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, feats)
+        ph = leaf.phist if self.use_pairs else self.no_pair_hist
+        res = np.zeros(SPLIT_SIZE)
+        self.find(leaf.hist, ph, self.use_pairs, self.crit, d.n_bins, d.offsets, mask, leaf.G, leaf.H, leaf.N,
+                  leaf.C, p.lambda_l2, float(p.min_data_in_leaf), p.min_sum_hessian_in_leaf, res)
+        if self.fast:
+            leaf.phist = None  # no subtraction in ole_fast: each node's features differ
+        return SplitInfo.from_array(res)
+
+    def _nan_side(self, leaf: Leaf, split: SplitInfo) -> tuple:
+        """Where NaN goes, and the raw threshold of the split."""
+        d, f = self.data, split.feature
+        threshold = d.mapper.threshold(f, split.bin)
+        if leaf.hist[d.offsets[f] + int(d.n_bins[f]), 2] > 0:  # NaN seen here: the side the search chose
+            return split.nan_left, threshold
+        return 0.0 <= threshold, threshold  # else where 0 goes (LightGBM maps NaN to 0)
+
+    def _record_node(self, leaf: Leaf, index: int, split: SplitInfo, threshold: float, nan_left: bool) -> int:
+        """Append leaf ``index``'s split as the next internal node (children: leaf ``index`` and the
+        next leaf) and point its parent at it; returns the node's id."""
+        node_id = len(self.leaves) - 1
+        if leaf.parent >= 0:
+            self.nodes["left_child" if leaf.is_left else "right_child"][leaf.parent] = node_id
+        self.nodes[node_id] = (split.feature, split.bin, threshold, bool(nan_left), ~index, ~len(self.leaves),
+                               split.gain, self._leaf_value(leaf) * self.params.learning_rate, leaf.H, int(leaf.N))
+        return node_id
+
+    def _split_pairs(self, leaf: Leaf, left: Leaf, right: Leaf, need: list) -> None:
+        """The children's pairs (copied, partitioned, to the other buffer) and exact couplings ``C``."""
+        go_left = self.ctx.scratch.go_left
         left.pbuf = right.pbuf = 1 - leaf.pbuf
-        if use_pairs and any(need):  # children that are never split need no pairs
-            nxt = bufs[left.pbuf]
-            npl, npr = partition_pairs(*bufs[leaf.pbuf], leaf.pstart, leaf.pend, ctx.go_left, *nxt)
+        if any(need):  # children that are never split need no pairs
+            nxt = self.bufs[left.pbuf]
+            npl, npr = partition_pairs(*self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, go_left, *nxt)
             left.pstart, left.pend = leaf.pstart, leaf.pstart + npl
             right.pstart, right.pend = leaf.pstart + npl, leaf.pstart + npl + npr
             left.C = sum_couplings(nxt[2], left.pstart, left.pend)
             right.C = sum_couplings(nxt[2], right.pstart, right.pend)
         else:
-            left.pstart = left.pend = right.pstart = right.pend = 0
-            if use_pairs:
-                left.C, right.C = split_coupling_sums(*bufs[leaf.pbuf], leaf.pstart, leaf.pend, ctx.go_left)
-        if use_pairs:  # the exact float64 C of the children: the recorded gain uses them too
-            nodes["split_gain"][-1] = float(split_gain(crit, leaf.G, leaf.H, leaf.N, leaf.C, left.G, left.H, left.N,
-                                                       left.C, right.G, right.H, right.N, right.C, p.lambda_l2))
-        if any(need):
-            small, large = (left, right) if left.N <= right.N else (right, left)
-            small.hist = ctx.row_hist(order, small.start, small.end, grad, hess)
-            leaf.hist -= small.hist
-            large.hist = leaf.hist
-            if use_pairs and not fast:
-                _child_pair_hists(ctx, bufs[left.pbuf], leaf, left, right, need)
-        leaf.hist = leaf.phist = None
-        for child, nd in zip((left, right), need):
-            if not nd:
-                child.hist = child.phist = None
-            search(child)
-        leaves[idx] = left
-        leaves.append(right)
-        queue.extend([idx, new_idx])
+            left.C, right.C = split_coupling_sums(*self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, go_left)
 
-    tree = {k: v for k, v in nodes.items()}
-    tree["num_leaves"] = len(leaves)
-    tree["leaf_value"] = [leaf_value(l) for l in leaves]
-    tree["leaf_weight"] = [float(l.H) for l in leaves]
-    tree["leaf_count"] = [int(l.N) for l in leaves]
-    ranges = [(l.start, l.end) for l in leaves]
-    if p.leaf_solver == "joint" and len(leaves) > 1:
-        tree["leaf_value"] = _joint_leaf_values(leaves, order, ranges, pairs, p)
-    tree["leaf_value"] = [v * p.learning_rate for v in tree["leaf_value"]]
-    return tree, order, ranges
+    def _child_histograms(self, parent: Leaf, left: Leaf, right: Leaf, need: list) -> None:
+        """Row histograms: the smaller child's built, the larger's by subtraction from the parent's."""
+        small, large = (left, right) if left.N <= right.N else (right, left)
+        small.hist = self.ctx.row_hist(self.order, small.start, small.end, self.grad, self.hess)
+        parent.hist -= small.hist
+        large.hist = parent.hist
+        if self.use_pairs and not self.fast:
+            self._child_pair_hists(self.bufs[left.pbuf], parent, left, right, need)
 
+    def _child_pair_hists(self, buf, parent, left, right, need):
+        """Pair histograms of the children: direct, or parent - small child - split pairs when cheaper
+        (by ``_pass_cost``; the split pairs touch rows of both children)."""
+        ctx = self.ctx
+        n_l = left.pend - left.pstart
+        n_r = right.pend - right.pstart
+        n_x = parent.pend - right.pend
+        small, large = (left, right) if n_l <= n_r else (right, left)
+        need_large = need[0] if large is left else need[1]
+        direct = sum(_pass_cost(c.pend - c.pstart, c.N) for c, nd in zip((left, right), need) if nd)
+        subtract = _pass_cost(small.pend - small.pstart, small.N) + _pass_cost(n_x, parent.N)
+        if need_large and subtract < direct:
+            small.phist = ctx.pair_hist(buf, small.pstart, small.pend)
+            cross = ctx.pair_hist(buf, right.pend, parent.pend)
+            parent.phist -= small.phist
+            parent.phist -= cross
+            large.phist = parent.phist
+        else:
+            for child, nd in zip((left, right), need):
+                if nd:
+                    child.phist = ctx.pair_hist(buf, child.pstart, child.pend)
 
-# A pair-histogram pass costs about 27 ns per pair plus 280 ns per row it touches (each touched row
-# scatters its sums into every feature's histogram once), measured on MSLR-shaped data: the row
-# term dominates deep nodes, where rows keep only one or two pairs each.
-_ROW_COST = 10.0
+    def _leaf_value(self, leaf: Leaf) -> float:
+        """Newton step ``-G / (D + lambda_l2)`` (``D = H - 2C`` under OLE, else ``H``); 0 without curvature."""
+        d = node_hessian(self.crit, leaf.G, leaf.H, leaf.N, leaf.C) if self.crit == OLE else leaf.H
+        den = d + self.params.lambda_l2
+        return -leaf.G / den if den > 0 else 0.0
 
+    def _joint_leaf_values(self, starts, ends):
+        """One Newton step for all leaf values at once: (A + lambda I) v = -G, minimum-norm solution.
 
-def _pass_cost(n_pairs, n_rows):
-    return n_pairs + _ROW_COST * min(n_rows, 2 * n_pairs)
-
-
-def _child_pair_hists(ctx, buf, parent, left, right, need):
-    """Pair histograms of the children: direct, or parent - small child - split pairs when cheaper
-    (by ``_pass_cost``; the split pairs touch rows of both children)."""
-    n_l = left.pend - left.pstart
-    n_r = right.pend - right.pstart
-    n_x = parent.pend - right.pend
-    small, large = (left, right) if n_l <= n_r else (right, left)
-    need_large = need[0] if large is left else need[1]
-    direct = sum(_pass_cost(c.pend - c.pstart, c.N) for c, nd in zip((left, right), need) if nd)
-    subtract = _pass_cost(small.pend - small.pstart, small.N) + _pass_cost(n_x, parent.N)
-    if need_large and subtract < direct:
-        small.phist = ctx.pair_hist(buf, small.pstart, small.pend)
-        cross = ctx.pair_hist(buf, right.pend, parent.pend)
-        parent.phist -= small.phist
-        parent.phist -= cross
-        large.phist = parent.phist
-    else:
-        for child, nd in zip((left, right), need):
-            if nd:
-                child.phist = ctx.pair_hist(buf, child.pstart, child.pend)
-
-
-def _joint_leaf_values(leaves, order, ranges, pairs, p):
-    """One Newton step for all leaf values at once: (A + lambda I) v = -G, minimum-norm solution.
-
-    ``A[a, a] = sum_{i in a} h_i - 2 sum_{pairs inside a} c``, ``A[a, b] = -sum_{pairs across a, b} c``.
-    """
-    leaf_of_row = np.full(int(order.max()) + 1 if order.size else 0, -1, dtype=np.int64)
-    for a, (s, e) in enumerate(ranges):
-        leaf_of_row[order[s:e]] = a
-    v = joint_newton_step(np.array([l.G for l in leaves]), np.array([l.H for l in leaves]), leaf_of_row, pairs,
-                          p.lambda_l2)  # customobj.ole.joint_leaves, shared with adapters' ExactLeaves
-    return [float(x) for x in v]
+        ``A[a, a] = sum_{i in a} h_i - 2 sum_{pairs inside a} c``, ``A[a, b] = -sum_{pairs across a, b} c``.
+        """
+        order, leaves = self.order, self.leaves
+        leaf_of_row = np.full(int(order.max()) + 1 if order.size else 0, -1, dtype=np.int64)
+        for a in range(len(leaves)):
+            leaf_of_row[order[starts[a]:ends[a]]] = a
+        v = joint_newton_step(np.array([l.G for l in leaves]), np.array([l.H for l in leaves]), leaf_of_row,
+                              self.pairs, self.params.lambda_l2)  # customobj.ole.joint_leaves, shared with ExactLeaves
+        return v

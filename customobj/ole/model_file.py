@@ -26,6 +26,7 @@ import re
 import numpy as np
 
 from .._io import atomic_write_text
+from .tree import Tree
 from .tree_schema import check_tree, is_finite_number, is_number, tree_to_record
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "SUPPORTED_VERSIONS", "to_dict", "dumps", "save", "check_record", "from_record",
@@ -354,7 +355,7 @@ def from_record(cls: type, d: dict, source: str):
     model.evals_result_ = {name: {m: [_NONFINITE.get(v, v) if type(v) is str else float(v) for v in vals]
                                   for m, vals in hist.items()} for name, hist in d["evals_result"].items()}
     model.tree_class_ = list(d["tree_class"])
-    model.trees_ = [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in t.items()} for t in trees]
+    model.trees_ = [Tree.from_fields(t) for t in trees]
     model.bin_mapper_ = None
     return model
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .tree import Tree
 from .tree_schema import check_structure
 
 __all__ = ["ZERO_THRESHOLD", "PackedTrees", "predict_raw", "add_tree_bins"]
@@ -24,11 +25,14 @@ ZERO_THRESHOLD = float(np.float32(1e-35))
 class PackedTrees:
     """Node and leaf arrays of many trees, concatenated; ``node_ptr``/``leaf_ptr`` delimit trees.
 
+    The trees are :class:`~customobj.ole.tree.Tree` record arrays (as ``trees_`` holds them) or
+    any mapping of the same field names to sequences (a tree edited or built by hand).
+
     Raises ``ValueError`` naming the tree when one is malformed (see
     :func:`customobj.ole.tree_schema.check_structure`).
     """
 
-    def __init__(self, trees: list[dict]) -> None:
+    def __init__(self, trees: list) -> None:
         self.n_trees = len(trees)
         n_nodes = [len(t["split_feature"]) for t in trees]
         n_leaves = [len(t["leaf_value"]) for t in trees]
@@ -133,9 +137,10 @@ def _add_tree_bins(bins, n_bins, feature, tbin, default_left, left, right, leaf_
             node = nxt
 
 
-def add_tree_bins(bins: np.ndarray, n_bins: np.ndarray, tree: dict, out: np.ndarray) -> None:
+def add_tree_bins(bins: np.ndarray, n_bins: np.ndarray, tree: Tree, out: np.ndarray) -> None:
     """``out += tree(bins)`` for binned rows (the training set); ``tree`` comes from the grower."""
-    _add_tree_bins(bins, n_bins, np.asarray(tree["split_feature"], np.int64),
-                   np.asarray(tree["threshold_bin"], np.int64), np.asarray(tree["default_left"], np.bool_),
-                   np.asarray(tree["left_child"], np.int64), np.asarray(tree["right_child"], np.int64),
-                   np.asarray(tree["leaf_value"], np.float64), out)
+    nodes = tree.nodes
+    _add_tree_bins(bins, n_bins, np.ascontiguousarray(nodes["split_feature"]),
+                   np.ascontiguousarray(nodes["threshold_bin"]), np.ascontiguousarray(nodes["default_left"]),
+                   np.ascontiguousarray(nodes["left_child"]), np.ascontiguousarray(nodes["right_child"]),
+                   np.ascontiguousarray(tree.leaves["leaf_value"]), out)

@@ -1,4 +1,7 @@
-"""Best split of a node from its histograms, under the SE, WSE or OLE criterion (SPEC.md section 5).
+"""Best split of a node from its histograms, under the SE, WSE or OLE criterion.
+
+Xia, Zhai, Wang, "Analysis of regression tree fitting algorithms in learning to rank", sections
+2.1 (SE), 2.2.1 (WSE) and 3.1 (OLE).
 
 For a child with gradient sum ``G``, hessian sum ``H``, row count ``N`` and in-child pair
 coupling ``C`` the criterion's score is ``G^2 / (D + lambda_l2)`` with the denominator
@@ -28,18 +31,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["CRITERIA", "KERNEL", "OLE", "OLE_FAST", "OLE_FLOAT64", "PAIR_CRITERIA", "feature_gains",
-           "find_best_split", "find_best_split_parallel", "node_hessian", "split_gain", "RES_SIZE"]
+from .common import (CRITERIA, KERNEL, LEFT_C, LEFT_G, LEFT_H, LEFT_N, OLE, OLE_FAST, OLE_FLOAT64, PAIR_CRITERIA,
+                     RIGHT_C, RIGHT_G, RIGHT_H, RIGHT_N, SE, SPLIT_BIN, SPLIT_FEATURE, SPLIT_GAIN, SPLIT_NAN_LEFT,
+                     SPLIT_SIZE, WSE)
 
-OLE = 2
-OLE_FAST = 3
-OLE_FLOAT64 = 4
-CRITERIA = {"ole": OLE, "wse": 1, "se": 0, "ole_fast": OLE_FAST, "ole_float64": OLE_FLOAT64}
-#: Criteria that need the objective's pair couplings.
-PAIR_CRITERIA = ("ole", "ole_fast", "ole_float64")
-#: The criterion code the split kernels see: every OLE variant searches with the OLE score.
-KERNEL = {code: min(code, OLE) for code in CRITERIA.values()}
-RES_SIZE = 12
+# The criteria and the split layout live in common.py; CRITERIA stays importable from here (compare, params).
+__all__ = ["CRITERIA", "KERNEL", "OLE", "OLE_FAST", "OLE_FLOAT64", "PAIR_CRITERIA", "feature_gains",
+           "find_best_split", "find_best_split_parallel", "node_hessian", "split_gain", "SPLIT_SIZE"]
 # Relative size below which H - 2C counts as zero curvature (cancellation leaves ~1e-16 * H).
 _REL_ZERO = 1e-9
 
@@ -47,9 +45,9 @@ _REL_ZERO = 1e-9
 @njit(cache=True)
 def node_hessian(criterion, G, H, N, C):
     """The denominator D of the criterion (before lambda_l2)."""
-    if criterion == 0:
+    if criterion == SE:
         return N
-    if criterion == 1:
+    if criterion == WSE:
         return H
     d = H - 2.0 * C
     if d <= _REL_ZERO * H:
@@ -122,45 +120,46 @@ def _best_in_feature(f, hist, ph, use_pairs, criterion, n_bins, offsets, G, H, N
                     cr = (lo_tot - c_lo) + (nanp_tot - c_np) + c_nn
             dl = node_hessian(criterion, gl, hl, nl, cl)
             dr = node_hessian(criterion, gr, hr, nr, cr)
-            ml = hl if criterion < 2 else dl
-            mr = hr if criterion < 2 else dr
+            ml = hl if criterion != OLE else dl  # the leaf hessian min_sum_hessian_in_leaf bounds
+            mr = hr if criterion != OLE else dr
             if ml < min_hess or mr < min_hess:
                 continue
             gain = _score(gl, dl, lam) + _score(gr, dr, lam) - parent
             if gain > best:
                 best = gain
-                res[0] = gain
-                res[1] = f
-                res[2] = t
-                res[3] = 1.0 if nan_left else 0.0
-                res[4] = gl
-                res[5] = hl
-                res[6] = nl
-                res[7] = cl
-                res[8] = gr
-                res[9] = hr
-                res[10] = nr
-                res[11] = cr
+                res[SPLIT_GAIN] = gain
+                res[SPLIT_FEATURE] = f
+                res[SPLIT_BIN] = t
+                res[SPLIT_NAN_LEFT] = 1.0 if nan_left else 0.0
+                res[LEFT_G] = gl
+                res[LEFT_H] = hl
+                res[LEFT_N] = nl
+                res[LEFT_C] = cl
+                res[RIGHT_G] = gr
+                res[RIGHT_H] = hr
+                res[RIGHT_N] = nr
+                res[RIGHT_C] = cr
     return best
 
 
 @njit(cache=True)
 def find_best_split(hist, ph, use_pairs, criterion, n_bins, offsets, feature_mask,
                     G, H, N, C, lam, min_data, min_hess, res):
-    """Fill ``res`` = [gain, feature, bin, nan_left, GL, HL, NL, CL, GR, HR, NR, CR]; gain <= 0: none.
+    """Fill ``res`` (float64[SPLIT_SIZE], slots named in common.py: ``SPLIT_GAIN``, ``SPLIT_FEATURE``,
+    ``SPLIT_BIN``, ``SPLIT_NAN_LEFT``, ``LEFT_G/H/N/C``, ``RIGHT_G/H/N/C``); gain <= 0: none.
 
     ``hist``: (slots, 3) row histogram [g, h, count]; with ``use_pairs``, ``ph`` (slots, 3) the
     pair histogram [hi, nanp, R] (pairhist.py): ``lo = R - hi - nanp``.
     """
     res[:] = 0.0
-    res[0] = -1.0
-    res[1] = -1.0
+    res[SPLIT_GAIN] = -1.0
+    res[SPLIT_FEATURE] = -1.0
     parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
     best = 0.0
     found = False
     tmp = np.zeros(res.shape[0])
     for f in range(n_bins.shape[0]):
-        tmp[0] = 0.0
+        tmp[SPLIT_GAIN] = 0.0
         gain = _best_in_feature(f, hist, ph, use_pairs, criterion, n_bins, offsets, G, H, N, C, lam, min_data,
                                 min_hess, parent, tmp) if feature_mask[f] else 0.0
         if gain > best:
@@ -168,7 +167,7 @@ def find_best_split(hist, ph, use_pairs, criterion, n_bins, offsets, feature_mas
             found = True
             res[:] = tmp
     if not found:
-        res[0] = 0.0
+        res[SPLIT_GAIN] = 0.0
     return found
 
 
@@ -186,7 +185,7 @@ def find_best_split_parallel(hist, ph, use_pairs, criterion, n_bins, offsets, fe
             gains[f] = _best_in_feature(f, hist, ph, use_pairs, criterion, n_bins, offsets, G, H, N, C, lam,
                                         min_data, min_hess, parent, per[f])
     res[:] = 0.0
-    res[1] = -1.0
+    res[SPLIT_FEATURE] = -1.0
     best = 0.0
     found = False
     for f in range(n_feat):
@@ -212,7 +211,7 @@ def feature_gains(hist, criterion, n_bins, offsets, feature_mask, G, H, N, lam, 
     ``criterion="ole_fast"`` ranks the features by their WSE gains (grower.py).
     """
     parent = _score(G, node_hessian(criterion, G, H, N, 0.0), lam)
-    tmp = np.zeros(RES_SIZE)
+    tmp = np.zeros(SPLIT_SIZE)
     dummy = np.zeros((1, 3))
     for f in range(n_bins.shape[0]):
         out[f] = 0.0

@@ -5,20 +5,23 @@ Everything here receives validated values (:func:`customobj.ole.params.check_par
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, List, NamedTuple, Optional
 
 import numba
 import numpy as np
 
-from .evaluation import Progress, update_evals
-from .grower import GrowParams, _Ctx, add_leaf_values, grow_tree
+from .context import BinnedData, GrowContext
+from .evaluation import EarlyStopping, Progress, update_evals
+from .grower import GrowParams, GrownTree, TreeGrower, add_leaf_values
 from .predictor import add_tree_bins
 from .splitting import CRITERIA, PAIR_CRITERIA
+from .tree import Tree
 
 if TYPE_CHECKING:
     from ..objectives.base import Objective, Prepared
 
-__all__ = ["boost", "line_search", "grow_params", "feature_infos", "Threads"]
+__all__ = ["boost", "sample_round", "round_gradients", "grow_round", "update_scores", "stop_reason", "line_search",
+           "grow_params", "feature_infos", "Threads", "RoundSample", "RoundGradients"]
 
 
 def feature_infos(value_range):
@@ -50,83 +53,129 @@ def grow_params(p):
                       learning_rate=p["learning_rate"], ole_fast_features=p["ole_fast_features"])
 
 
+class RoundSample(NamedTuple):
+    """The rows and features one boosting round grows on."""
+    rows: np.ndarray  # in-bag rows, increasing (int64)
+    in_bag: Optional[np.ndarray]  # bool per row; None without bagging (every row in the bag)
+    features: np.ndarray  # bool per feature
+
+
+class RoundGradients(NamedTuple):
+    """The objective's derivatives at the current scores: ``(n,)`` or ``(n, K)``, and the in-bag pairs."""
+    grad: np.ndarray
+    hess: np.ndarray
+    pairs: Optional[tuple]  # (pi, pj, pc) in the context's pair buffer, or None
+
+
 def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callbacks):
     """Grow ``p["n_estimators"]`` rounds of trees into ``model.trees_`` / ``model.tree_class_``.
 
+    Each round: sample rows and features, take the objective's gradients (and pair couplings),
+    grow one tree per output, add them to the scores, evaluate, decide whether to stop.
     ``scores`` (the training rows' raw scores) is updated in place; ``evals`` and ``tracker`` record
     the validation history and decide early stopping; the progress bar says why it ended early.
     """
-    n, F = bins_fm.shape[1], bins_fm.shape[0]
-    K = obj.n_outputs
-    bins = bins_fm.T  # (rows, features) view for tree traversal on bins
-    ctx = _Ctx(bins_fm, mapper)
+    ctx = GrowContext(bins_fm, mapper)
     params = grow_params(p)
     rng = np.random.default_rng(p["random_state"])
     need_pairs = obj.pairwise and (p["criterion"] in PAIR_CRITERIA or p["leaf_solver"] == "joint")
-    all_rows = np.arange(n, dtype=np.int64)
     progress = Progress(p["n_estimators"], p["verbose"])
-    done, reason = 0, None
+    reason = None
     try:
         for it in range(p["n_estimators"]):
-            rows, in_bag = all_rows, None
-            if p["bagging_fraction"] < 1.0:
-                m = max(1, int(round(p["bagging_fraction"] * n)))
-                rows = np.sort(rng.choice(n, size=m, replace=False)).astype(np.int64)
-                in_bag = np.zeros(n, dtype=bool)
-                in_bag[rows] = True
-            mask = np.ones(F, dtype=np.bool_)
-            if p["feature_fraction"] < 1.0:
-                m = max(1, int(round(p["feature_fraction"] * F)))
-                mask[:] = False
-                mask[rng.choice(F, size=m, replace=False)] = True
-            pairs = None  # drop the previous round's pair arrays before new ones exist
-            if need_pairs:
-                if not obj.writes_pair_buffer:
-                    # large pair buffers go first: the objective's own (int64, int64, float64)
-                    # couplings plus the compacted int32 pairs would be the peak
-                    ctx.release_pair_buffers()
-                # one per-query pass for gradients, hessians and couplings where the objective fuses them
-                grad, hess, couplings = obj.grad_hess_couplings_prepared(scores, prep, pair_buffer=ctx.pair_buffer)
-                pairs = ctx.load_pairs(couplings, in_bag)
-                del couplings
-            else:
-                grad, hess = obj.grad_hess_prepared(scores, prep)
-            new_trees = []
-            for k in range(K):
-                g = grad if K == 1 else np.ascontiguousarray(grad[:, k])
-                h = hess if K == 1 else np.ascontiguousarray(hess[:, k])
-                # grow_tree reorders the pair arrays in place; later classes need the original set
-                pk = pairs if (pairs is None or K == 1) else tuple(a.copy() for a in pairs)
-                tree, order, ranges = grow_tree(ctx, g, h, rows, pk, mask, params)
-                model.trees_.append(tree)
-                model.tree_class_.append(k)
-                new_trees.append((k, tree, order, ranges))
-            for k, tree, order, ranges in new_trees:
-                if p["line_search"]:
-                    line_search(obj, prep, scores, k, tree, bins, mapper.n_bins, p["learning_rate"])
-                out = scores if K == 1 else scores[:, k]
-                if in_bag is None:  # every row sits in a leaf's range: no traversal needed
-                    starts = np.array([r[0] for r in ranges], dtype=np.int64)
-                    ends = np.array([r[1] for r in ranges], dtype=np.int64)
-                    add_leaf_values(order, starts, ends, np.asarray(tree["leaf_value"], np.float64), out)
-                else:
-                    add_tree_bins(bins, mapper.n_bins, tree, out)
-            update_evals(evals, [(k, tree) for k, tree, _, _ in new_trees], model.evals_result_)
-            done = it + 1
+            sample = sample_round(rng, bins_fm.shape[1], bins_fm.shape[0], p)
+            gradients = None  # drop the previous round's arrays (pairs included) before new ones exist
+            gradients = round_gradients(obj, prep, scores, ctx, sample.in_bag, need_pairs)
+            grown = grow_round(ctx, gradients, sample, params, obj.n_outputs)
+            model.trees_.extend(g.tree for g in grown)
+            model.tree_class_.extend(range(len(grown)))
+            update_scores(obj, prep, scores, grown, sample, ctx.data, p)
+            update_evals(evals, [g.tree for g in grown], model.evals_result_)
             progress.update()
-            if tracker.update(done, model.evals_result_):
-                reason = (f"stopped early at iteration {done}/{p['n_estimators']} (no improvement in "
-                          f"{tracker.rounds} rounds; {tracker.describe()})")
-            for cb in callbacks:
-                if cb(model, it, model.evals_result_) and reason is None:
-                    reason = f"stopped by a callback at iteration {done}/{p['n_estimators']}"
+            reason = stop_reason(model, it, p["n_estimators"], tracker, callbacks)
             if reason is not None:
                 break
     finally:
         progress.close(reason)
 
 
-def line_search(obj: "Objective", prep: "Prepared", scores: np.ndarray, k: int, tree: dict, bins: np.ndarray,
+def sample_round(rng: np.random.Generator, n: int, n_features: int, p: dict) -> RoundSample:
+    """Bagging (rows without replacement) then feature sampling, in that order of draws from ``rng``."""
+    rows, in_bag = np.arange(n, dtype=np.int64), None
+    if p["bagging_fraction"] < 1.0:
+        m = max(1, int(round(p["bagging_fraction"] * n)))
+        rows = np.sort(rng.choice(n, size=m, replace=False)).astype(np.int64)
+        in_bag = np.zeros(n, dtype=bool)
+        in_bag[rows] = True
+    mask = np.ones(n_features, dtype=np.bool_)
+    if p["feature_fraction"] < 1.0:
+        m = max(1, int(round(p["feature_fraction"] * n_features)))
+        mask[:] = False
+        mask[rng.choice(n_features, size=m, replace=False)] = True
+    return RoundSample(rows, in_bag, mask)
+
+
+def round_gradients(obj: "Objective", prep: "Prepared", scores: np.ndarray, ctx: GrowContext,
+                    in_bag: Optional[np.ndarray], need_pairs: bool) -> RoundGradients:
+    """Gradients and hessians at ``scores``; with ``need_pairs`` also the in-bag pairs of positive coupling."""
+    if not need_pairs:
+        grad, hess = obj.grad_hess_prepared(scores, prep)
+        return RoundGradients(grad, hess, None)
+    if not obj.writes_pair_buffer:
+        # large pair buffers go first: the objective's own (int64, int64, float64)
+        # couplings plus the compacted int32 pairs would be the peak
+        ctx.pairs.release()
+    # one per-query pass for gradients, hessians and couplings where the objective fuses them
+    grad, hess, couplings = obj.grad_hess_couplings_prepared(scores, prep, pair_buffer=ctx.pairs.pair_buffer)
+    return RoundGradients(grad, hess, ctx.pairs.load(couplings, in_bag))
+
+
+def grow_round(ctx: GrowContext, gradients: RoundGradients, sample: RoundSample, params: GrowParams,
+               n_outputs: int) -> List[GrownTree]:
+    """One tree per output column (McRank: per grade), in column order."""
+    grad, hess, pairs = gradients
+    out = []
+    for k in range(n_outputs):
+        g = grad if n_outputs == 1 else np.ascontiguousarray(grad[:, k])
+        h = hess if n_outputs == 1 else np.ascontiguousarray(hess[:, k])
+        # the grower reorders the pair arrays in place; later classes need the original set
+        pk = pairs if (pairs is None or n_outputs == 1) else tuple(a.copy() for a in pairs)
+        out.append(TreeGrower(ctx, g, h, sample.rows, pk, sample.features, params).grow())
+    return out
+
+
+def update_scores(obj: "Objective", prep: "Prepared", scores: np.ndarray, grown: List[GrownTree],
+                  sample: RoundSample, data: BinnedData, p: dict) -> None:
+    """Add the round's trees to the training scores (each line-searched first when asked)."""
+    bins = data.feature_major.T  # (rows, features) view for tree traversal on bins
+    for k, g in enumerate(grown):
+        if p["line_search"]:
+            line_search(obj, prep, scores, k, g.tree, bins, data.n_bins, p["learning_rate"])
+        out = scores if scores.ndim == 1 else scores[:, k]
+        if sample.in_bag is None:  # every row sits in a leaf's range: no traversal needed
+            add_leaf_values(g.order, g.starts, g.ends, np.ascontiguousarray(g.tree.leaves["leaf_value"]), out)
+        else:
+            add_tree_bins(bins, data.n_bins, g.tree, out)
+
+
+def stop_reason(model, it: int, n_estimators: int, tracker: EarlyStopping, callbacks: list) -> Optional[str]:
+    """Why boosting stops after round ``it`` (0-based): early stopping or a callback; None to go on.
+
+    Every callback runs, even after early stopping has decided.
+    """
+    done = it + 1
+    tracker.update(done, model.evals_result_)
+    reason = None
+    if tracker.should_stop:
+        reason = (f"stopped early at iteration {done}/{n_estimators} (no improvement in "
+                  f"{tracker.rounds} rounds; {tracker.describe()})")
+    for cb in callbacks:
+        if cb(model, it, model.evals_result_) and reason is None:
+            reason = f"stopped by a callback at iteration {done}/{n_estimators}"
+    return reason
+
+
+def line_search(obj: "Objective", prep: "Prepared", scores: np.ndarray, k: int, tree: Tree, bins: np.ndarray,
                 n_bins: np.ndarray, lr: float, max_newton: int = 5, max_halvings: int = 20) -> None:
     """Rescale ``tree`` by the ``rho`` minimising ``L(s + rho t)`` (t = the unshrunk tree); in place.
 
@@ -175,5 +224,5 @@ def line_search(obj: "Objective", prep: "Prepared", scores: np.ndarray, k: int, 
         rho, cur = rho + step, new
         if abs(step) <= 1e-8 * max(1.0, abs(rho)):
             break
-    tree["leaf_value"] = [v * rho for v in tree["leaf_value"]]
-    tree["internal_value"] = [v * rho for v in tree["internal_value"]]
+    tree.leaves["leaf_value"] *= rho
+    tree.nodes["internal_value"] *= rho

@@ -13,6 +13,7 @@ Every check raises ``ValueError`` whose message starts with ``"{where}{field}"``
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -48,8 +49,9 @@ MAGNITUDE_LIMITS = {"leaf_value": SCORE_LIMIT, "internal_value": SCORE_LIMIT, "s
 _CONVERT = {"int": int, "count": int, "float": float, "bool": bool, "threshold": _threshold_to_json}
 
 
-def tree_to_record(tree: dict) -> dict:
-    """A grown tree (lists that may hold numpy scalars) as plain JSON values, ``num_leaves`` first."""
+def tree_to_record(tree: Mapping) -> dict:
+    """A tree (a :class:`~customobj.ole.tree.Tree`, or any mapping of its fields to sequences that may
+    hold numpy scalars) as plain JSON values, ``num_leaves`` first."""
     out = {"num_leaves": int(tree["num_leaves"])}
     for key, kind in {**NODE_FIELDS, **LEAF_FIELDS}.items():
         conv = _CONVERT[kind]
