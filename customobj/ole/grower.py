@@ -37,6 +37,7 @@ from .histogram import build_row_hist_fm
 from .joint_leaves import joint_newton_step
 from .pairhist import (PairScratch, build_pair_hist, compact_pairs, partition_pairs, split_coupling_sums,
                        sum_couplings)
+from .pair_pruning import OLE_FAST_EPSILON, dropped_leaf_couplings, prune_for_tree
 from .partition import partition_rows
 from .splitting import (KERNEL, OLE, OLE_FAST, OLE_FLOAT64, RES_SIZE, feature_gains, find_best_split,
                         find_best_split_parallel, node_hessian, split_gain)
@@ -49,8 +50,9 @@ OLE_FAST_FEATURES = 8
 
 class GrowParams:
     __slots__ = ("criterion", "num_leaves", "min_data_in_leaf", "min_sum_hessian_in_leaf",
-                 "lambda_l2", "max_depth", "growth", "leaf_solver", "learning_rate", "ole_fast_features")
-    _DEFAULTS = {"ole_fast_features": OLE_FAST_FEATURES}
+                 "lambda_l2", "max_depth", "growth", "leaf_solver", "learning_rate", "ole_fast_features",
+                 "ole_fast_epsilon")
+    _DEFAULTS = {"ole_fast_features": OLE_FAST_FEATURES, "ole_fast_epsilon": OLE_FAST_EPSILON}
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -122,6 +124,7 @@ class _Ctx:
         self.in_pairs = None  # the round's pairs (reordered by the tree), reused across rounds
         self.tmp_pairs = None  # the second buffer the pairs ping-pong with
         self.hist_scratch = None
+        self.queries = None  # (query of every row, number of queries): ole_fast's pair pruning
 
     def row_hist(self, order, start, end, grad, hess, root=False):
         # A root over every row (no bagging) has the same per-bin counts every round: computed once.
@@ -214,6 +217,7 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
     fast = p.criterion == OLE_FAST
     use_pairs = crit == OLE and pairs is not None and pairs[0].shape[0] > 0
     order = np.array(rows, dtype=np.int64, copy=True)
+    dropped = None
     if use_pairs:
         pi, pj, pc = pairs
         acc = np.float64 if p.criterion == OLE_FLOAT64 else np.float32
@@ -221,6 +225,9 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
         bufs = (pairs, ctx.pair_scratch(pi.shape[0], pi.dtype, acc))
         if p.leaf_solver == "joint":  # the joint solve needs every pair after growth
             pairs = tuple(a.copy() for a in pairs)
+        if fast and p.ole_fast_epsilon > 0 and ctx.queries is not None:  # search on the largest couplings
+            bufs, dropped = prune_for_tree(bufs, *ctx.queries, p.ole_fast_epsilon)
+            pi, pj, pc = bufs[0]
     else:
         pi = pj = np.zeros(0, np.int64)
         pc = np.zeros(0, np.float64)
@@ -353,6 +360,10 @@ def grow_tree(ctx, grad, hess, rows, pairs, feature_mask, p):
         leaves.append(right)
         queue.extend([idx, new_idx])
 
+    if dropped is not None:  # leaf values from every pair (pair_pruning: the bound)
+        extra = dropped_leaf_couplings(order, [(l.start, l.end) for l in leaves], dropped, ctx.go_left.shape[0])
+        for leaf, c in zip(leaves, extra):
+            leaf.C += c
     tree = {k: v for k, v in nodes.items()}
     tree["num_leaves"] = len(leaves)
     tree["leaf_value"] = [leaf_value(l) for l in leaves]

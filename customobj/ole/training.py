@@ -12,6 +12,7 @@ import numpy as np
 
 from .evaluation import Progress, update_evals
 from .grower import GrowParams, _Ctx, add_leaf_values, grow_tree
+from .pair_pruning import query_of_rows
 from .predictor import add_tree_bins
 from .splitting import CRITERIA, PAIR_CRITERIA
 
@@ -47,7 +48,8 @@ def grow_params(p):
                       min_data_in_leaf=p["min_data_in_leaf"],
                       min_sum_hessian_in_leaf=p["min_sum_hessian_in_leaf"], lambda_l2=p["lambda_l2"],
                       max_depth=p["max_depth"], growth=p["growth"], leaf_solver=p["leaf_solver"],
-                      learning_rate=p["learning_rate"], ole_fast_features=p["ole_fast_features"])
+                      learning_rate=p["learning_rate"], ole_fast_features=p["ole_fast_features"],
+                      ole_fast_epsilon=p["ole_fast_epsilon"])
 
 
 def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callbacks):
@@ -60,6 +62,7 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
     K = obj.n_outputs
     bins = bins_fm.T  # (rows, features) view for tree traversal on bins
     ctx = _Ctx(bins_fm, mapper)
+    ctx.queries = (query_of_rows(prep.ptr), prep.ptr.shape[0] - 1)  # ole_fast's per-query pair pruning
     params = grow_params(p)
     rng = np.random.default_rng(p["random_state"])
     need_pairs = obj.pairwise and (p["criterion"] in PAIR_CRITERIA or p["leaf_solver"] == "joint")
