@@ -231,3 +231,23 @@ def test_trees_do_not_depend_on_the_thread_count(criterion):
     kw = dict(criterion=criterion, n_estimators=2, num_leaves=10, min_data_in_leaf=10, verbose=False)
     a, b = (TreeBooster(RankNet(), n_jobs=j, **kw).fit(X, y, group).to_json() for j in (1, 2))
     assert a == b
+
+
+def test_ole_fast_epsilon_round_trips_and_older_files_get_the_default(tmp_path):
+    """``ole_fast_epsilon`` is an optional key of the model file: files without it load with the default."""
+    X, y, group = rank_data(6, n_queries=6, q_size=15, n_features=4)
+    model = TreeBooster(RankNet(), criterion="ole_fast", ole_fast_epsilon=0.35, num_leaves=4, n_estimators=2,
+                        min_data_in_leaf=5, verbose=False).fit(X, y, group)
+    path = tmp_path / "m.json"
+    model.save(path)
+    loaded = TreeBooster.load(path)
+    assert loaded.ole_fast_epsilon == 0.35
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    doc = json.loads(path.read_text())
+    del doc["params"]["ole_fast_epsilon"]
+    path.write_text(json.dumps(doc))
+    assert TreeBooster.load(path).ole_fast_epsilon == TreeBooster().ole_fast_epsilon
+    doc["params"]["ole_fast_epsilon"] = 1.0
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="ole_fast_epsilon"):
+        TreeBooster.load(path)

@@ -126,3 +126,18 @@ def test_inconsistent_inputs_are_refused():
         prune_pairs(pi, pj, pc, qor, 2, 0.1, *out)  # query ids beyond n_queries
     with pytest.raises(ValueError, match="rows"):
         prune_pairs(pi, pj, pc, qor[:-5], 3, 0.1, *out)  # pairs reach rows without a query
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.2, 0.6])
+def test_contiguous_queries_take_the_per_query_path_with_the_same_result(eps):
+    from customobj.ole.pair_pruning import _prune
+    pi, pj, pc, ptr = random_pairs(6)
+    qor = query_of_rows(ptr)
+    by_query = np.argsort(qor[pi], kind="stable")
+    pi, pj, pc = pi[by_query], pj[by_query], pc[by_query]
+    k, out = run(pi, pj, pc, ptr, eps)
+    ref = tuple(np.empty(pc.size, a.dtype) for a in (pi, pj, pc))
+    k_ref = _prune(pi, pj, pc, pc.view(np.int64), qor, ptr.size - 1, eps, *ref)
+    assert k == k_ref
+    for a, b in zip(out, ref):
+        np.testing.assert_array_equal(a, b)
