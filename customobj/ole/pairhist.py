@@ -51,7 +51,7 @@ import numpy as np
 from numba import njit, prange
 
 from .histogram import n_blocks_for
-from .pairhist_subset import build_pair_hist_subset
+from .pairhist_subset import build_pair_hist_subset, subset_output
 
 __all__ = ["PairScratch", "build_pair_hist", "compact_pairs", "partition_pairs", "split_coupling_sums", "sum_couplings",
            "PH_CHANNELS"]
@@ -61,6 +61,10 @@ PH_CHANNELS = 3
 # measured on MSLR-shaped pairs pruned at epsilon 0.2, one thread, 9 vs 15 ns/pair at 1 feature, 17
 # vs 23 at 2, equal at 4, 33 vs 19 at 8.
 SUBSET_MAX_FEATURES = 3
+# ... and at nodes with few pairs at any feature count: there the chunked kernel pays its per-row
+# cost for one or two pairs per row (measured ~220 ns/pair at 8 features below 20,000 pairs, pair by
+# pair ~35 ns/pair).
+SUBSET_MAX_PAIRS = 16384
 _BLOCK_PAIRS = 16384
 _MAX_BLOCKS = 8
 # Rows per chunk: bigger chunks cut fewer queries in two (fewer row scatters) while A (rows x
@@ -231,9 +235,11 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
     ``bins``: (rows, features), any strides: the grower passes the transposed feature-major matrix,
     and each row's bins are copied once per chunk into a contiguous tile. ``scratch`` sets the
     accumulator type (float64 when none is given). ``features``: only these features' slots are
-    built (``criterion="ole_fast"``); the other slots are 0.
+    built (``criterion="ole_fast"``); the other slots are 0, and with a ``scratch`` the result is
+    the scratch's array, valid until the next call with it (``pairhist_subset.subset_output``).
     """
-    if features is not None and len(features) <= SUBSET_MAX_FEATURES:  # pair by pair (pairhist_subset says why)
+    if features is not None and (len(features) <= SUBSET_MAX_FEATURES or end - start <= SUBSET_MAX_PAIRS):
+        # pair by pair: no per-row cost (pairhist_subset says why)
         return build_pair_hist_subset(bins, pi, pj, pc, start, end, offsets, n_bins, n_slots, features,
                                       None if scratch is None else scratch.subset)
     if scratch is None:
@@ -249,8 +255,9 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
     foff = np.ascontiguousarray(offsets[feats], dtype=np.int64)
     fnb = np.ascontiguousarray(n_bins[feats], dtype=np.int64)
     nb = n_blocks_for(end - start, block=_BLOCK_PAIRS, max_blocks=_MAX_BLOCKS)
+    # a feature subset (ole_fast: searched, then dropped) reuses one histogram: see subset_output
     out = np.empty((n_slots, PH_CHANNELS), dtype=np.float64) if features is None else \
-        np.zeros((n_slots, PH_CHANNELS), dtype=np.float64)
+        subset_output(s.subset, n_slots, foff, fnb)
     if nb == 1:
         _zero_features(out, foff, fnb)
         _pair_block(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, s.loc[0], s.rows[0], s.acc[0],
