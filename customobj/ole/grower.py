@@ -45,7 +45,7 @@ from .splitting import (KERNEL, OLE, OLE_FAST, OLE_FLOAT64, RES_SIZE, feature_ga
 __all__ = ["GrowParams", "OLE_FAST_FEATURES", "add_leaf_values", "grow_tree", "partition_rows", "select_features"]
 
 #: Default ``k`` of ``criterion="ole_fast"``: features per node whose pair histograms are built.
-OLE_FAST_FEATURES = 8
+OLE_FAST_FEATURES = 2
 
 
 class GrowParams:

@@ -253,7 +253,7 @@ def leaf_coupling_sums(order, starts, ends, pi, pj, pc, lo, hi, n_rows, out):
 
 
 #: Default ``ole_fast_epsilon`` (chosen by measurement, docs/ole-fast.md).
-OLE_FAST_EPSILON = 0.2
+OLE_FAST_EPSILON = 0.5
 
 
 def prune_for_tree(bufs: tuple, query_of_row: np.ndarray, n_queries: int, epsilon: float) -> tuple:
