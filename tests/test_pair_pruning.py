@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from customobj.ole.pair_pruning import (N_BUCKETS, dropped_leaf_couplings, prune_for_tree, prune_pairs,
+from customobj.ole.pair_pruning import (N_BUCKETS, Dropped, dropped_leaf_couplings, prune_for_tree, prune_pairs,
                                         query_of_rows)
 
 
@@ -77,30 +77,43 @@ def test_couplings_far_below_the_largest_share_the_last_bucket():
     assert k == 1 and out[2][0] == 1.0
 
 
-def test_prune_for_tree_keeps_the_dropped_pairs_where_the_tree_never_writes():
+def leaf_sums_brute(order, ranges, pi, pj, pc, n):
+    leaf = np.full(n, -1)
+    for l, (s, e) in enumerate(ranges):
+        leaf[order[s:e]] = l
+    return [pc[(leaf[pi] == l) & (leaf[pj] == l)].sum() for l in range(len(ranges))]
+
+
+@pytest.mark.parametrize("room, eps", [(True, 0.3), (False, 0.02)])
+def test_prune_for_tree_keeps_what_the_leaf_correction_reads_out_of_the_trees_way(room, eps):
+    """Roomy scratch: only kept pairs written, the round's pairs untouched; else dropped pairs
+    behind the kept ones. Either way the dropped pairs inside each leaf sum as by brute force,
+    after the tree's ping-pong buffers have been overwritten."""
     pi, pj, pc, ptr = random_pairs(2)
-    m = pc.size
-    bufs = ((pi.copy(), pj.copy(), pc.copy()), tuple(np.empty(m + 50, a.dtype) for a in (pi, pj, pc)))
-    (kept, other), dropped = prune_for_tree(bufs, query_of_rows(ptr), ptr.size - 1, 0.3)
+    by_query = np.argsort(query_of_rows(ptr)[pi], kind="stable")  # contiguous queries, as LambdaRank
+    pi, pj, pc = pi[by_query], pj[by_query], pc[by_query]
+    m, n = pc.size, ptr[-1]
+    src = (pi.copy(), pj.copy(), pc.copy())
+    cap = 2 * m if room else m
+    bufs = (src, tuple(np.empty(cap, a.dtype) for a in (pi, pj, pc)))
+    (kept, other), dropped = prune_for_tree(bufs, query_of_rows(ptr), ptr.size - 1, eps)
     k = kept[0].size
-    assert other[0].size == k and k + dropped[0].size == m
-    assert np.shares_memory(kept[0], bufs[1][0]) and np.shares_memory(other[0], bufs[0][0])
-    assert kept[2].sum() + dropped[2].sum() == pytest.approx(pc.sum(), rel=1e-12)
-
-
-def test_dropped_leaf_couplings_sums_the_pairs_inside_each_leaf():
-    pi, pj, pc, ptr = random_pairs(3)
-    n = ptr[-1]
+    assert other[0].size == k and isinstance(dropped, Dropped) and dropped.only_dropped != room
+    assert np.shares_memory(kept[0], bufs[1][0]) and np.shares_memory(other[0], bufs[1 if room else 0][0])
+    ref = tuple(np.empty(m, a.dtype) for a in (pi, pj, pc))
+    k_ref = prune_pairs(pi, pj, pc, query_of_rows(ptr), ptr.size - 1, eps, *ref)
+    assert k == k_ref and (2 * k <= cap) == room
+    np.testing.assert_array_equal(kept[2], ref[2][:k])
+    gone = (ref[0][k:], ref[1][k:], ref[2][k:])
+    for a in kept + other:  # what the tree's partitions may do to both ping-pong buffers
+        a[:] = 0
     rng = np.random.default_rng(0)
     order = rng.permutation(n).astype(np.int64)
     cuts = np.sort(rng.choice(np.arange(1, n), 5, replace=False))
     ranges = list(zip(np.r_[0, cuts], np.r_[cuts, n]))
-    got = dropped_leaf_couplings(order, ranges, (pi, pj, pc), n)
-    leaf = np.empty(n, int)
-    for l, (s, e) in enumerate(ranges):
-        leaf[order[s:e]] = l
-    want = [pc[(leaf[pi] == l) & (leaf[pj] == l)].sum() for l in range(len(ranges))]
-    np.testing.assert_allclose(got, want, rtol=1e-12)
+    got = dropped_leaf_couplings(order, ranges, dropped, n)
+    np.testing.assert_allclose(got, leaf_sums_brute(order, ranges, *gone, n), rtol=1e-12)
+    assert got.sum() > 0
 
 
 def test_query_of_rows():
@@ -137,7 +150,9 @@ def test_contiguous_queries_take_the_per_query_path_with_the_same_result(eps):
     pi, pj, pc = pi[by_query], pj[by_query], pc[by_query]
     k, out = run(pi, pj, pc, ptr, eps)
     ref = tuple(np.empty(pc.size, a.dtype) for a in (pi, pj, pc))
-    k_ref = _prune(pi, pj, pc, pc.view(np.int64), qor, ptr.size - 1, eps, *ref)
+    nq = ptr.size - 1
+    k_ref = _prune(pi, pj, pc, pc.view(np.int64), qor, nq, eps, *ref, True, np.zeros(nq, np.int64),
+                   np.zeros(nq, np.int64))
     assert k == k_ref
     for a, b in zip(out, ref):
         np.testing.assert_array_equal(a, b)

@@ -49,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["prune_pairs", "prune_for_tree", "query_of_rows", "leaf_coupling_sums", "dropped_leaf_couplings",
+__all__ = ["prune_pairs", "prune_for_tree", "query_of_rows", "Dropped", "dropped_leaf_couplings",
            "N_BUCKETS", "BUCKETS_PER_OCTAVE", "OLE_FAST_EPSILON"]
 
 #: Buckets per octave of coupling below the query's largest: the kept set exceeds a full sort's by
@@ -102,9 +102,9 @@ def _cuts(pi, pc, bits, m, query_of_row, n_queries, eps):
 
 
 @njit(cache=True)
-def _prune(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc):
+def _prune(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dropped, top, cut):
     m = pc.shape[0]
-    top, cut = _cuts(pi, pc, bits, m, query_of_row, n_queries, eps)
+    top[:], cut[:] = _cuts(pi, pc, bits, m, query_of_row, n_queries, eps)
     front = 0
     back = m
     for k in range(m):
@@ -121,7 +121,7 @@ def _prune(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc):
             oj[front] = pj[k]
             oc[front] = c
             front += 1
-        else:
+        elif write_dropped:
             back -= 1
             oi[back] = pi[k]
             oj[back] = pj[k]
@@ -130,7 +130,7 @@ def _prune(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc):
 
 
 @njit(cache=True)
-def _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc):
+def _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dropped, tops, cuts):
     """``_prune`` when each query's pairs are contiguous (LambdaRank writes them so): the three
     passes run per query while its pairs are in cache. Returns -1 at the first query met twice."""
     m = pc.shape[0]
@@ -168,6 +168,8 @@ def _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc
                 break
             dropped += mass[b]
             cut = b
+        tops[q] = top
+        cuts[q] = cut
         for k in range(s, e):
             c = pc[k]
             keep = c < 0.0 or (c > 0.0 and _bucket(bits[k], top) < cut)
@@ -176,7 +178,7 @@ def _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc
                 oj[front] = pj[k]
                 oc[front] = c
                 front += 1
-            else:
+            elif write_dropped:
                 back -= 1
                 oi[back] = pi[k]
                 oj[back] = pj[k]
@@ -186,7 +188,8 @@ def _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc
 
 
 def prune_pairs(pi: np.ndarray, pj: np.ndarray, pc: np.ndarray, query_of_row: np.ndarray, n_queries: int,
-                epsilon: float, oi: np.ndarray, oj: np.ndarray, oc: np.ndarray) -> int:
+                epsilon: float, oi: np.ndarray, oj: np.ndarray, oc: np.ndarray, *, write_dropped: bool = True,
+                thresholds: tuple | None = None) -> int:
     """Write the kept pairs, in their order, to the front of ``(oi, oj, oc)``, the dropped ones behind them.
 
     Parameters
@@ -200,6 +203,11 @@ def prune_pairs(pi: np.ndarray, pj: np.ndarray, pc: np.ndarray, query_of_row: np
         Fraction of each query's coupling mass that may be dropped, ``0 <= epsilon < 1``.
     oi, oj, oc : ndarray
         Outputs, at least ``len(pc)`` long, dtypes of ``pi, pj, pc``; may not alias the inputs.
+    write_dropped : bool
+        False: only the kept pairs are written (``o*[k:]`` untouched).
+    thresholds : (ndarray, ndarray) of int64, optional
+        Filled per query with the key of its largest coupling and its first dropped bucket: what
+        :func:`is_dropped` needs to tell the dropped pairs later.
 
     Returns
     -------
@@ -223,9 +231,11 @@ def prune_pairs(pi: np.ndarray, pj: np.ndarray, pc: np.ndarray, query_of_row: np
         raise ValueError(f"pairs must join rows in [0, {query_of_row.shape[0]}) (the rows of query_of_row)")
     pc = np.ascontiguousarray(pc, dtype=np.float64)
     bits = pc.view(np.int64)
-    k = _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc)
+    tops = np.zeros(n_queries, dtype=np.int64) if thresholds is None else thresholds[0]
+    cuts = np.full(n_queries, N_BUCKETS, dtype=np.int64) if thresholds is None else thresholds[1]
+    k = _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dropped, tops, cuts)
     if k < 0:  # some query's pairs are not contiguous: per-query tables over all pairs
-        k = _prune(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc)
+        k = _prune(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dropped, tops, cuts)
     return int(k)
 
 
@@ -238,44 +248,73 @@ def query_of_rows(ptr: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(sizes.size, dtype=np.int32), sizes)
 
 
-@njit(cache=True)
-def leaf_coupling_sums(order, starts, ends, pi, pj, pc, lo, hi, n_rows, out):
-    """``out[l] += c`` for every pair ``lo <= p < hi`` with both rows in leaf ``l`` (rows of leaf
-    ``l`` are ``order[starts[l]:ends[l]]``): the dropped pairs' share of each leaf's coupling."""
-    leaf = np.full(n_rows, -1, dtype=np.int32)
-    for l in range(starts.shape[0]):
-        for k in range(starts[l], ends[l]):
-            leaf[order[k]] = l
-    for k in range(lo, hi):
-        a = leaf[pi[k]]
-        if a >= 0 and a == leaf[pj[k]]:
-            out[a] += pc[k]
-
-
 #: Default ``ole_fast_epsilon`` (chosen by measurement, docs/ole-fast.md).
 OLE_FAST_EPSILON = 0.5
 
 
-def prune_for_tree(bufs: tuple, query_of_row: np.ndarray, n_queries: int, epsilon: float) -> tuple:
-    """The grower's two pair buffers with the kept pairs at the front of the second, and the dropped pairs.
+class Dropped:
+    """The pairs a tree's splits were searched without: the round's pairs and each query's threshold."""
 
-    ``bufs = (pairs, scratch)``: the round's pairs and the scratch buffer they ping-pong with.
-    Returns ``((kept, pairs[:k]), dropped)``: the tree grows on ``kept`` (now the first buffer,
-    its children go to the old first buffer), and ``dropped`` sits behind the kept pairs in the
-    scratch buffer, where the tree's partitions (which stay within ``[0, k)``) never write.
+    __slots__ = ("pairs", "query_of_row", "tops", "cuts", "only_dropped")
+
+    def __init__(self, pairs: tuple, query_of_row: np.ndarray, tops: np.ndarray, cuts: np.ndarray,
+                 only_dropped: bool) -> None:
+        self.pairs, self.query_of_row, self.tops, self.cuts = pairs, query_of_row, tops, cuts
+        self.only_dropped = only_dropped  # pairs holds only the dropped ones (else the round's pairs)
+
+
+def prune_for_tree(bufs: tuple, query_of_row: np.ndarray, n_queries: int, epsilon: float) -> tuple:
+    """The grower's two pair buffers, the kept pairs in the first, and a :class:`Dropped` record.
+
+    ``bufs = (pairs, scratch)``: the round's pairs and the scratch buffer they ping-pong with. The
+    kept pairs go to ``scratch[:k]`` and, when the scratch has room, ping-pong with
+    ``scratch[k:2k]``, leaving the round's pairs untouched (only the kept pairs are written: the
+    dropped ones are told apart later by their query's threshold). Otherwise the dropped pairs are
+    written behind the kept ones and the kept pairs ping-pong with ``pairs[:k]``. Either way the
+    tree's partitions (which stay within their buffer's ``[0, k)``) never overwrite what
+    :func:`dropped_leaf_couplings` reads.
     """
     src, dst = bufs
     m = src[2].shape[0]
-    k = prune_pairs(*src, query_of_row, n_queries, epsilon, *dst)
+    qor = np.ascontiguousarray(query_of_row, dtype=np.int32)
+    tops = np.zeros(n_queries, dtype=np.int64)
+    cuts = np.full(n_queries, N_BUCKETS, dtype=np.int64)
+    k = prune_pairs(*src, qor, n_queries, epsilon, *dst, write_dropped=False, thresholds=(tops, cuts))
+    if 2 * k <= dst[2].shape[0]:
+        kept = tuple(a[:k] for a in dst)
+        return (kept, tuple(a[k:2 * k] for a in dst)), Dropped(src, qor, tops, cuts, False)
+    k = prune_pairs(*src, qor, n_queries, epsilon, *dst)
     kept = tuple(a[:k] for a in dst)
-    return (kept, tuple(a[:k] for a in src)), tuple(a[k:m] for a in dst)
+    return (kept, tuple(a[:k] for a in src)), Dropped(tuple(a[k:m] for a in dst), qor, tops, cuts, True)
 
 
-def dropped_leaf_couplings(order: np.ndarray, ranges: list, dropped: tuple, n_rows: int) -> np.ndarray:
+@njit(cache=True)
+def _dropped_leaf_sums(order, starts, ends, pi, pj, pc, bits, query_of_row, tops, cuts, only_dropped, n_rows, out):
+    leaf = np.full(n_rows, -1, dtype=np.int32)
+    for l in range(starts.shape[0]):
+        for k in range(starts[l], ends[l]):
+            leaf[order[k]] = l
+    for k in range(pc.shape[0]):
+        a = leaf[pi[k]]
+        if a < 0 or a != leaf[pj[k]]:
+            continue
+        c = pc[k]
+        if not only_dropped:  # the round's pairs: skip the kept ones (the same test as the pruning)
+            if c < 0.0 or c == 0.0:
+                continue
+            q = query_of_row[pi[k]]
+            if _bucket(bits[k], tops[q]) < cuts[q]:
+                continue
+        out[a] += c
+
+
+def dropped_leaf_couplings(order: np.ndarray, ranges: list, dropped: "Dropped", n_rows: int) -> np.ndarray:
     """Per leaf (rows ``order[s:e]`` for ``(s, e)`` in ``ranges``) the coupling of the dropped pairs inside it."""
     starts = np.array([r[0] for r in ranges], dtype=np.int64)
     ends = np.array([r[1] for r in ranges], dtype=np.int64)
     out = np.zeros(len(ranges))
-    pi, pj, pc = dropped
-    leaf_coupling_sums(order, starts, ends, pi, pj, pc, 0, pc.shape[0], n_rows, out)
+    pi, pj, pc = dropped.pairs
+    pc = np.ascontiguousarray(pc, dtype=np.float64)
+    _dropped_leaf_sums(order, starts, ends, pi, pj, pc, pc.view(np.int64), dropped.query_of_row, dropped.tops,
+                       dropped.cuts, dropped.only_dropped, n_rows, out)
     return out
