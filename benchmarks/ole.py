@@ -7,9 +7,10 @@ training minus RSS before, data already in memory) are comparable. Per tree: wal
 process CPU time (all threads; steadier than wall time on a shared machine) of rounds 2..N,
 taken by a per-round callback, so binning and other one-off costs are left out.
 
-    python benchmarks/ole.py                 # lightgbm, wse, ole, ole_fast; prints every ratio
+    python benchmarks/ole.py                 # lightgbm, wse, ole, ole_fast (TreeBooster's defaults); every ratio
     python benchmarks/ole.py --float64       # also the float64 reference criterion="ole_float64"
-    python benchmarks/ole.py --ole-fast-features 16
+    python benchmarks/ole.py --ole-fast-features 8 --ole-fast-epsilon 0.2   # ole_fast's tolerances
+    python benchmarks/ole.py --threads 1 --queries 500 --repeat 2 --modes wse,ole,ole_fast   # a loaded machine
     python benchmarks/ole.py --rounds 5 --queries 500
     python benchmarks/ole.py --rounds 5 --repeat 3   # learners interleaved 3 times, best of each
     python benchmarks/ole.py --rounds 5 --threads 1  # single-threaded work per tree
