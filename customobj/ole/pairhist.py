@@ -95,6 +95,7 @@ class PairScratch:
         self.any_nan = bool(any_nan)
         self.tile = None  # (blocks, chunk_rows, features) bins of the chunk's rows, dtype of the bins
         self.subset = {}  # pairhist_subset's per-block histograms
+        self.blocks = None  # per-block histograms of the chunked kernel, reused across nodes
 
     def tile_for(self, bins: np.ndarray) -> np.ndarray:
         if self.tile is None or self.tile.dtype != bins.dtype or self.tile.shape[2] != bins.shape[1]:
@@ -263,7 +264,11 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
         _pair_block(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, s.loc[0], s.rows[0], s.acc[0],
                     s.nanacc[0], s.rsum[0], tile[0], out)
         return out
-    buf = np.empty((nb, n_slots, PH_CHANNELS), dtype=np.float64)
+    # one buffer per fit: a fresh (blocks, slots, 3) array per node page-faults on every slot it fills
+    # (each block zeroes the slots it fills, and only those are read back)
+    buf = s.blocks
+    if buf is None or buf.shape[1] != n_slots:
+        buf = s.blocks = np.empty((_MAX_BLOCKS, n_slots, PH_CHANNELS), dtype=np.float64)
     _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, nb, s.loc, s.rows, s.acc,
                    s.nanacc, s.rsum, tile, buf)
     _reduce_blocks(buf, nb, foff, fnb, out)
