@@ -7,9 +7,10 @@ training minus RSS before, data already in memory) are comparable. Per tree: wal
 process CPU time (all threads; steadier than wall time on a shared machine) of rounds 2..N,
 taken by a per-round callback, so binning and other one-off costs are left out.
 
-    python benchmarks/ole.py                 # lightgbm, wse, ole, ole_fast; prints every ratio
+    python benchmarks/ole.py                 # lightgbm, wse, ole, ole_fast (TreeBooster's defaults); every ratio
     python benchmarks/ole.py --float64       # also the float64 reference criterion="ole_float64"
-    python benchmarks/ole.py --ole-fast-features 16
+    python benchmarks/ole.py --ole-fast-features 8 --ole-fast-epsilon 0.2   # ole_fast's tolerances
+    python benchmarks/ole.py --threads 1 --queries 500 --repeat 2 --modes wse,ole,ole_fast   # a loaded machine
     python benchmarks/ole.py --rounds 5 --queries 500
     python benchmarks/ole.py --rounds 5 --repeat 3   # learners interleaved 3 times, best of each
     python benchmarks/ole.py --rounds 5 --threads 1  # single-threaded work per tree
@@ -31,6 +32,9 @@ import sys
 import time
 
 import numpy as np
+
+from customobj.ole.grower import OLE_FAST_FEATURES
+from customobj.ole.pair_pruning import OLE_FAST_EPSILON
 
 
 def make_data(n_queries, q_size, n_features, seed=0):
@@ -81,7 +85,7 @@ def run_one(mode, args):
         from customobj.ole import TreeBooster
         obj = LambdaRank(metric="ndcg", truncation=args.truncation)
         kw = dict(criterion=mode, num_leaves=31, max_bin=255, learning_rate=0.1, n_jobs=args.threads, verbose=False,
-                  ole_fast_features=args.ole_fast_features)
+                  ole_fast_features=args.ole_fast_features, ole_fast_epsilon=args.ole_fast_epsilon)
         # warm-up on a slice: loads / compiles the numba kernels outside the measured run
         m = int(np.sum(group[:20]))
         TreeBooster(obj, n_estimators=2, **kw).fit(X[:m], y[:m], group[:20])
@@ -101,7 +105,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=["lightgbm", "wse", "ole", "ole_fast", "ole_float64"])
     ap.add_argument("--float64", action="store_true", help="also run the float64 reference criterion='ole_float64'")
-    ap.add_argument("--ole-fast-features", type=int, default=8, help="k of criterion='ole_fast'")
+    ap.add_argument("--ole-fast-features", type=int, default=OLE_FAST_FEATURES, help="k of criterion='ole_fast'")
+    ap.add_argument("--ole-fast-epsilon", type=float, default=OLE_FAST_EPSILON,
+                    help="epsilon of criterion='ole_fast' (fraction of each query's coupling mass dropped)")
+    ap.add_argument("--modes", default=None,
+                    help="comma-separated learners to run (default: lightgbm,wse,ole,ole_fast[,ole_float64])")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--query-size", type=int, default=120)
@@ -117,13 +125,16 @@ def main():
         return
     out = {}
     modes = ("lightgbm", "wse", "ole", "ole_fast") + (("ole_float64",) if args.float64 else ())
+    if args.modes:
+        modes = tuple(args.modes.split(","))
     print("load average (1, 5, 15 min): %.2f %.2f %.2f" % os.getloadavg(), flush=True)
     for rep in range(max(1, args.repeat)):
         for mode in modes:
             cmd = [sys.executable, __file__, "--mode", mode, "--rounds", str(args.rounds), "--queries",
                    str(args.queries), "--query-size", str(args.query_size), "--features", str(args.features),
                    "--threads", str(args.threads), "--truncation", str(args.truncation),
-                   "--ole-fast-features", str(args.ole_fast_features)]
+                   "--ole-fast-features", str(args.ole_fast_features),
+                   "--ole-fast-epsilon", repr(args.ole_fast_epsilon)]
             proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             density = f"  {r['pairs_per_row']:.1f} pairs/row" if "pairs_per_row" in r else ""
@@ -136,17 +147,20 @@ def main():
     if args.repeat > 1:
         for mode, r in out.items():
             print(f"best {mode:11s} per tree {r['per_tree_s']:.3f} s wall, {r['cpu_per_tree_s']:.3f} s CPU")
-    lg, wse, ole, fast = out["lightgbm"], out["wse"], out["ole"], out["ole_fast"]
+    eps = f"ole_fast (k={args.ole_fast_features}, epsilon={args.ole_fast_epsilon:g})"
+    ratios = (("wse", "lightgbm", "WSE / LightGBM", "1.5"), ("ole", "wse", "OLE / WSE", "2.5"),
+              ("ole_fast", "wse", f"{eps} / WSE", "1.3"), ("ole_float64", "wse", "ole_float64 / WSE", None),
+              ("ole", "lightgbm", "OLE / LightGBM", None))
     for key, what in (("per_tree_s", "wall"), ("cpu_per_tree_s", "CPU ")):
-        print(f"WSE / LightGBM      {what} per tree : {wse[key] / lg[key]:.2f}  (target <= 1.5)")
-        print(f"OLE / WSE           {what} per tree : {ole[key] / wse[key]:.2f}  (target <= 2.5)")
-        print(f"ole_fast / WSE      {what} per tree : {fast[key] / wse[key]:.2f}  (target <= 1.3)")
-        if "ole_float64" in out:
-            print(f"ole_float64 / WSE   {what} per tree : {out['ole_float64'][key] / wse[key]:.2f}")
-        print(f"OLE / LightGBM      {what} per tree : {ole[key] / lg[key]:.2f}")
-    for mode in modes[1:]:
-        print(f"{mode + ' / LightGBM':22s} peak memory : {out[mode]['peak_delta_mb'] / lg['peak_delta_mb']:.2f}"
-              "  (target <= 2)")
+        for a, b, label, target in ratios:
+            if a in out and b in out:
+                goal = f"  (target <= {target})" if target else ""
+                print(f"{label:18s} {what} per tree : {out[a][key] / out[b][key]:.2f}{goal}")
+    if "lightgbm" in out:
+        for mode in modes:
+            if mode != "lightgbm":
+                print(f"{mode + ' / LightGBM':22s} peak memory : "
+                      f"{out[mode]['peak_delta_mb'] / out['lightgbm']['peak_delta_mb']:.2f}  (target <= 2)")
     print("load average (1, 5, 15 min): %.2f %.2f %.2f" % os.getloadavg())
 
 

@@ -26,6 +26,10 @@ def run(mode, truncation, args):
     cmd = [sys.executable, str(HERE / "ole.py"), "--mode", mode, "--truncation", str(truncation),
            "--rounds", str(args.rounds), "--queries", str(args.queries), "--query-size", str(args.query_size),
            "--features", str(args.features), "--threads", str(args.threads)]
+    if args.ole_fast_epsilon is not None:  # else ole.py's defaults (TreeBooster's)
+        cmd += ["--ole-fast-epsilon", repr(args.ole_fast_epsilon)]
+    if args.ole_fast_features is not None:
+        cmd += ["--ole-fast-features", str(args.ole_fast_features)]
     proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -39,6 +43,8 @@ def main():
     ap.add_argument("--query-size", type=int, default=120)
     ap.add_argument("--features", type=int, default=136)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--ole-fast-epsilon", type=float, default=None, help="epsilon of ole_fast (default: TreeBooster's)")
+    ap.add_argument("--ole-fast-features", type=int, default=None, help="k of ole_fast (default: TreeBooster's)")
     ap.add_argument("--plot", metavar="PNG", help="also save OLE / WSE against pairs per row")
     args = ap.parse_args()
     rows = []

@@ -33,6 +33,7 @@ from .inputs import as_fit_labels, as_matrix, check_feature_names, check_fit_row
 from .params import check_n_jobs, check_params, default_objective
 from .predictor import PackedTrees, predict_raw
 from .grower import OLE_FAST_FEATURES
+from .pair_pruning import OLE_FAST_EPSILON
 from .training import Threads, boost, feature_infos, grow_params
 
 __all__ = ["TreeBooster"]
@@ -119,6 +120,9 @@ class TreeBooster(BaseEstimator):
     importance_type : {"split", "gain"}
     verbose : bool or int, progress bar over the rounds when true (int: > 0).
     ole_fast_features : int >= 1, features per node whose pair histograms ``"ole_fast"`` builds.
+    ole_fast_epsilon : float in [0, 1), fraction of each query's coupling mass ``"ole_fast"`` may drop
+        (its smallest pairs) when searching splits; leaf values use every pair
+        (:mod:`customobj.ole.pair_pruning`, docs/ole-fast.md).
 
     Attributes
     ----------
@@ -156,7 +160,8 @@ class TreeBooster(BaseEstimator):
                  max_depth: int = -1, growth: str = "best_first", feature_fraction: float = 1.0,
                  bagging_fraction: float = 1.0, random_state: int = 0, n_jobs: Optional[int] = None,
                  leaf_solver: str = "diagonal", line_search: bool = False, importance_type: str = "split",
-                 verbose: Union[bool, int] = True, ole_fast_features: int = OLE_FAST_FEATURES) -> None:
+                 verbose: Union[bool, int] = True, ole_fast_features: int = OLE_FAST_FEATURES,
+                 ole_fast_epsilon: float = OLE_FAST_EPSILON) -> None:
         self.objective = objective
         self.criterion = criterion
         self.num_leaves = num_leaves
@@ -177,6 +182,7 @@ class TreeBooster(BaseEstimator):
         self.importance_type = importance_type
         self.verbose = verbose
         self.ole_fast_features = ole_fast_features
+        self.ole_fast_epsilon = ole_fast_epsilon
         # fail where the value is written (issue 13); fit checks again after any set_params
         check_params(self.get_params(deep=False))
 

@@ -146,6 +146,8 @@ class GrowContext:
         self.data = BinnedData(bins_fm, mapper)
         self.scratch = Scratch(self.data.n_rows)
         self.pairs = PairBuffers(self.data.index_dtype())
+        #: ``(query of every row, number of queries)`` when ``criterion="ole_fast"`` prunes pairs per query
+        self.queries: tuple | None = None
 
     def row_hist(self, order: np.ndarray, start: int, end: int, grad: np.ndarray, hess: np.ndarray,
                  root: bool = False) -> np.ndarray:

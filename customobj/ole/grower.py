@@ -47,6 +47,7 @@ from .common import KERNEL, NO_SPLIT, OLE, OLE_FAST, OLE_FLOAT64, SPLIT_SIZE, WS
 from .context import GrowContext
 from .joint_leaves import joint_newton_step
 from .pairhist import partition_pairs, split_coupling_sums, sum_couplings
+from .pair_pruning import OLE_FAST_EPSILON, dropped_leaf_couplings, prune_for_tree
 from .partition import partition_rows
 from .splitting import feature_gains, find_best_split, find_best_split_parallel, node_hessian, split_gain
 from .tree import LEAF_DTYPE, NODE_DTYPE, Tree
@@ -55,7 +56,7 @@ __all__ = ["GrowParams", "GrownTree", "Leaf", "OLE_FAST_FEATURES", "TreeGrower",
            "select_features"]
 
 #: Default ``k`` of ``criterion="ole_fast"``: features per node whose pair histograms are built.
-OLE_FAST_FEATURES = 8
+OLE_FAST_FEATURES = 2
 #: Histogram slots from which the split search runs in parallel: a search over few slots is
 #: cheaper than waking the thread team (see partition.PARALLEL_ROWS).
 PARALLEL_SLOTS = 32768
@@ -68,8 +69,9 @@ _ROW_COST = 10.0
 class GrowParams:
     """The grower's options (criterion as a code of :data:`~customobj.ole.common.CRITERIA`)."""
     __slots__ = ("criterion", "num_leaves", "min_data_in_leaf", "min_sum_hessian_in_leaf",
-                 "lambda_l2", "max_depth", "growth", "leaf_solver", "learning_rate", "ole_fast_features")
-    _DEFAULTS = {"ole_fast_features": OLE_FAST_FEATURES}
+                 "lambda_l2", "max_depth", "growth", "leaf_solver", "learning_rate", "ole_fast_features",
+                 "ole_fast_epsilon")
+    _DEFAULTS = {"ole_fast_features": OLE_FAST_FEATURES, "ole_fast_epsilon": OLE_FAST_EPSILON}
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -148,13 +150,16 @@ class TreeGrower:
         self.use_pairs = self.crit == OLE and pairs is not None and pairs[0].shape[0] > 0
         self.order = np.array(rows, dtype=np.int64, copy=True)
         self.pairs = pairs
+        self.dropped = None  # ole_fast: the pairs left out of the split search (pair_pruning.Dropped)
         if self.use_pairs:
             acc = np.float64 if p.criterion == OLE_FLOAT64 else np.float32
             # a leaf's pairs sit in bufs[leaf.pbuf]; its children's in the other buffer
             self.bufs = (pairs, ctx.pair_buffers_for_tree(pairs[0].shape[0], pairs[0].dtype, acc))
             if p.leaf_solver == "joint":  # the joint solve needs every pair after growth
                 self.pairs = tuple(a.copy() for a in pairs)
-        self.n_pairs = pairs[0].shape[0] if self.use_pairs else 0
+            if self.fast and p.ole_fast_epsilon > 0 and ctx.queries is not None:  # search on the largest couplings
+                self.bufs, self.dropped = prune_for_tree(self.bufs, *ctx.queries, p.ole_fast_epsilon)
+        self.n_pairs = self.bufs[0][0].shape[0] if self.use_pairs else 0
         self.no_pair_hist = np.zeros((1, 3))
         self.find = find_best_split_parallel if self.data.n_slots >= PARALLEL_SLOTS else find_best_split
         self.wse_gains = np.zeros(self.data.n_bins.shape[0])  # ole_fast's per-feature ranking
@@ -242,6 +247,11 @@ class TreeGrower:
 
     def _finish(self) -> GrownTree:
         p, leaves = self.params, self.leaves
+        if self.dropped is not None:  # leaf values from every pair (pair_pruning: the bound)
+            extra = dropped_leaf_couplings(self.order, [(l.start, l.end) for l in leaves], self.dropped,
+                                           self.ctx.scratch.go_left.shape[0])
+            for leaf, c in zip(leaves, extra):
+                leaf.C += c
         out = np.zeros(len(leaves), dtype=LEAF_DTYPE)
         out["leaf_weight"] = [l.H for l in leaves]
         out["leaf_count"] = [int(l.N) for l in leaves]

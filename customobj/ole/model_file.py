@@ -44,10 +44,10 @@ PARAM_TYPES = {"criterion": str, "num_leaves": int, "learning_rate": float, "n_e
                "min_data_in_leaf": int, "min_sum_hessian_in_leaf": float, "lambda_l2": float, "max_depth": int,
                "growth": str, "feature_fraction": float, "bagging_fraction": float, "random_state": int,
                "leaf_solver": str, "line_search": bool, "importance_type": str, "verbose": bool,
-               "ole_fast_features": int}
+               "ole_fast_features": int, "ole_fast_epsilon": float}
 #: Hyperparameters added after format version 2 was fixed: files written before them lack them, and
 #: TreeBooster's default applies on load.
-_OPTIONAL_PARAMS = {"ole_fast_features"}
+_OPTIONAL_PARAMS = {"ole_fast_features", "ole_fast_epsilon"}
 _COMMON_KEYS = ("format", "version", "params", "objective", "n_features", "n_outputs", "feature_infos",
                 "best_iteration", "evals_result", "tree_class", "trees")
 _KEYS = {1: _COMMON_KEYS, 2: _COMMON_KEYS + ("feature_names",)}

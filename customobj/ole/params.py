@@ -62,6 +62,14 @@ def _real(params, name, *, low, high=None, low_open=False):
     return v
 
 
+def _fraction_below_one(params, name):
+    # [0, 1): epsilon = 1 would let a query drop every pair (customobj.ole.pair_pruning)
+    v = _real(params, name, low=0.0, high=1.0)
+    if v >= 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {params[name]}")
+    return v
+
+
 def _choice(params, name, choices):
     value = params[name]
     # a str check first: ``[...] in choices`` would raise "unhashable type" for a list
@@ -144,6 +152,7 @@ def check_params(params: Mapping[str, Any]) -> dict:
         "importance_type": _choice(params, "importance_type", _IMPORTANCE),
         "verbose": _flag(params, "verbose", levels=True),
         "ole_fast_features": _int(params, "ole_fast_features", 1),
+        "ole_fast_epsilon": _fraction_below_one(params, "ole_fast_epsilon"),
     }
     unknown = set(params) - set(out)
     if unknown:

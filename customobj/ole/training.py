@@ -13,6 +13,7 @@ import numpy as np
 from .context import BinnedData, GrowContext
 from .evaluation import EarlyStopping, Progress, update_evals
 from .grower import GrowParams, GrownTree, TreeGrower, add_leaf_values
+from .pair_pruning import query_of_rows
 from .predictor import add_tree_bins
 from .splitting import CRITERIA, PAIR_CRITERIA
 from .tree import Tree
@@ -50,7 +51,8 @@ def grow_params(p):
                       min_data_in_leaf=p["min_data_in_leaf"],
                       min_sum_hessian_in_leaf=p["min_sum_hessian_in_leaf"], lambda_l2=p["lambda_l2"],
                       max_depth=p["max_depth"], growth=p["growth"], leaf_solver=p["leaf_solver"],
-                      learning_rate=p["learning_rate"], ole_fast_features=p["ole_fast_features"])
+                      learning_rate=p["learning_rate"], ole_fast_features=p["ole_fast_features"],
+                      ole_fast_epsilon=p["ole_fast_epsilon"])
 
 
 class RoundSample(NamedTuple):
@@ -76,6 +78,8 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
     the validation history and decide early stopping; the progress bar says why it ended early.
     """
     ctx = GrowContext(bins_fm, mapper)
+    if p["criterion"] == "ole_fast":  # its per-query pair pruning needs each row's query
+        ctx.queries = (query_of_rows(prep.ptr), prep.ptr.shape[0] - 1)
     params = grow_params(p)
     rng = np.random.default_rng(p["random_state"])
     need_pairs = obj.pairwise and (p["criterion"] in PAIR_CRITERIA or p["leaf_solver"] == "joint")
