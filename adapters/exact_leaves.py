@@ -1,8 +1,8 @@
 """LightGBM callback :class:`ExactLeaves`: OLE's exact joint Newton leaf values on LightGBM's trees.
 
 LightGBM sets each leaf to ``-G_a / (H_a + lambda_l2)``, its own rows' gradients over their
-*diagonal* hessians. A pairwise loss couples rows (SPEC.md section 5; Xia et al. 2009, "Optimizing
-Listwise Loss / OLE", sec. 3): moving leaf ``a`` changes the curvature seen by leaf ``b``. This
+*diagonal* hessians. A pairwise loss couples rows (Xia, Zhai, Wang, "Analysis of regression tree
+fitting algorithms in learning to rank", section 3.1): moving leaf ``a`` changes the curvature seen by leaf ``b``. This
 callback keeps LightGBM's tree structure and re-solves all leaf values of each new tree at once
 with the matrix of :class:`customobj.ole.TreeBooster` ``(leaf_solver="joint")``
 (:mod:`customobj.ole.joint_leaves`).

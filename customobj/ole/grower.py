@@ -16,11 +16,22 @@ split among them,
     \frac{G_L^2}{H_L - 2C_L + \lambda} + \frac{G_R^2}{H_R - 2C_R + \lambda}
     - \frac{G^2}{H - 2C + \lambda}
 
-(Xia, Zhai, Wang, section 3.1). The bound: only the set of features searched changes.
-Every node's ``G, H, C`` (so its OLE hessian ``H - 2C``, leaf value and the chosen split's gain)
-is exact, and the split equals ``criterion="ole"``'s whenever that split's feature ranks among the
-node's top ``k`` by WSE gain; ``k >= n_features`` grows the ``"ole"`` trees. No pair-histogram
-subtraction (each node's features differ), so a node costs its pairs times ``k``.
+(Xia, Zhai, Wang, "Analysis of regression tree fitting algorithms in learning to rank",
+section 3.1). Two things change, each with a bound. The features searched: the top ``k`` by WSE
+gain. The pairs searched (tolerance ``epsilon = ole_fast_epsilon``, :mod:`customobj.ole.pair_pruning`,
+docs/ole-fast.md): per query the smallest couplings holding at most ``epsilon`` of its coupling
+mass ``M_q`` are left out of the split search, so a node's in-node coupling ``C~`` (hence the
+split's ``H - 2C~`` and recorded gain) is low by at most ``epsilon`` times the coupling mass of
+the node's queries,
+
+.. math::
+
+    0 \le C - \tilde C \le \epsilon \sum_{q \in Q} M_q .
+
+``G, H, N`` are exact, and leaf values use every pair (the exact ``C``). With ``epsilon = 0`` the
+split equals ``criterion="ole"``'s whenever that split's feature ranks among the node's top ``k``
+by WSE gain; ``epsilon = 0`` and ``k >= n_features`` grow the ``"ole"`` trees. No pair-histogram
+subtraction (each node's features differ), so a node costs its kept pairs times ``k``.
 
 Rows of a leaf are ``order[start:end]`` and its in-node pairs ``pi/pj/pc[pstart:pend]`` of one of
 two pair buffers; a split reorders the row range in place

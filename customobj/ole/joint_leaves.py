@@ -1,4 +1,5 @@
-"""The joint Newton step for all leaf values of one tree (SPEC.md section 5, Xia et al. 2009 sec. 3).
+"""The joint Newton step for all leaf values of one tree (Xia, Zhai, Wang, "Analysis of regression tree
+fitting algorithms in learning to rank", section 3.1: the second-order loss expansion with pair couplings).
 
 Shared by :class:`customobj.ole.TreeBooster` (``leaf_solver="joint"``) and
 :class:`customobj.adapters.callbacks.ExactLeaves`: given which leaf every row falls in, the
