@@ -19,42 +19,6 @@ def make_X(seed, n=157, n_features=6, nan_frac=0.1, dtype=np.float64):
     return X.astype(dtype)
 
 
-def reference_hist(bins, rows, grad, hess, mapper):
-    out = np.zeros((mapper.n_slots, 3))
-    for r in rows:
-        for f in range(bins.shape[1]):
-            s = mapper.offsets[f] + int(bins[r, f])
-            out[s] += (grad[r], hess[r], 1.0)
-    return out
-
-
-@pytest.mark.parametrize("max_bin", [32, 400])
-@pytest.mark.parametrize("subset", ["all", "run", "sparse", "tiny", "empty"])
-def test_colwise_hist_matches_reference(subset, max_bin):
-    n = 300
-    X = make_X(3, n=n)
-    X[:, 3] = np.arange(n) * 0.5  # 297 distinct values: uint16 bins when max_bin=400
-    X[:3, 3] = np.nan
-    mapper = BinMapper.fit(X, max_bin)
-    bins = mapper.bins(X)
-    fm = mapper.bins_feature_major(X)
-    assert fm.dtype == (np.uint16 if max_bin == 400 else np.uint8)
-    rng = np.random.default_rng(3)
-    grad, hess = rng.normal(size=n), rng.random(n)
-    rows = {"all": np.arange(n), "run": np.arange(50, 121), "sparse": np.sort(rng.choice(n, 77, replace=False)),
-            "tiny": np.array([5, 9, 100]), "empty": np.zeros(0, np.int64)}[subset].astype(np.int64)
-    # the node sits inside a longer order array, as in the grower
-    order = np.concatenate([[7, 3], rows, [1]]).astype(np.int64)
-    got = build_row_hist_fm(fm, order, 2, 2 + rows.size, grad, hess, mapper.offsets, mapper.n_slots)
-    want = reference_hist(bins, rows, grad, hess, mapper)
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
-    np.testing.assert_array_equal(got[:, 2], want[:, 2])
-    # known counts (the cached root counts) are copied, and the sums are the same bits
-    known = build_row_hist_fm(fm, order, 2, 2 + rows.size, grad, hess, mapper.offsets, mapper.n_slots,
-                              counts=want[:, 2].copy())
-    np.testing.assert_array_equal(known, got)
-
-
 @pytest.mark.parametrize("max_bin", [8, 300])
 def test_pair_hist_reads_feature_major_bins_through_the_transposed_view(max_bin):
     from customobj.ole.pairhist import PairScratch, build_pair_hist
@@ -70,15 +34,6 @@ def test_pair_hist_reads_feature_major_bins_through_the_transposed_view(max_bin)
     want = build_pair_hist(rm, *args, PairScratch(400, 5, True, chunk_rows=16))
     got = build_pair_hist(fm.T, *args, PairScratch(400, 5, True, chunk_rows=16))
     np.testing.assert_array_equal(got, want)
-
-
-def test_gather_gh_orders_and_sums():
-    order = np.array([4, 0, 2, 3], dtype=np.int64)
-    grad, hess = np.arange(5.0), np.arange(5.0) * 10
-    out = np.empty((2, 2))
-    G, H = gather_gh(order, 1, 3, grad, hess, out)
-    np.testing.assert_array_equal(out, [[0.0, 0.0], [2.0, 20.0]])
-    assert (G, H) == (2.0, 20.0)
 
 
 @pytest.mark.parametrize("nan_left", [False, True])
