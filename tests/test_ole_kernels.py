@@ -36,22 +36,6 @@ def test_pair_hist_reads_feature_major_bins_through_the_transposed_view(max_bin)
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("nan_left", [False, True])
-def test_partition_rows_on_a_column_is_stable(nan_left):
-    rng = np.random.default_rng(4)
-    col = rng.integers(0, 6, 50).astype(np.uint8)  # bin 5 = NaN slot
-    order = np.concatenate([[49], np.sort(rng.choice(np.arange(1, 49), 30, replace=False)), [0]]).astype(np.int64)
-    before = order.copy()
-    go_left = np.zeros(50, dtype=np.bool_)
-    nl = partition_rows(col, order, 1, 31, 2, 5, nan_left, go_left, np.empty(50, np.int64))
-    node = before[1:31]
-    left = np.where(col[node] == 5, nan_left, col[node] <= 2)
-    np.testing.assert_array_equal(order[1:1 + nl], node[left])
-    np.testing.assert_array_equal(order[1 + nl:31], node[~left])
-    assert order[0] == 49 and order[31] == 0
-    np.testing.assert_array_equal(go_left[node], left)
-
-
 def test_ole_booster_calls_the_fused_gradient_coupling_pass_once_per_round(monkeypatch):
     X = make_X(5, n=200, nan_frac=0.0)
     y = np.random.default_rng(5).integers(0, 3, 200).astype(float)
@@ -165,20 +149,6 @@ def test_load_pairs_keeps_positive_in_bag_couplings_and_reuses_its_buffer(m):
         want = np.ones(m, bool) if bag is None else keep
         np.testing.assert_array_equal(a, pi[want])
         np.testing.assert_array_equal(c, pc[want])
-
-
-def test_partition_rows_with_many_blocks_is_stable():
-    rng = np.random.default_rng(10)
-    n = 150_000  # several parallel row blocks
-    col = rng.integers(0, 9, n).astype(np.uint8)
-    order = np.sort(rng.choice(n, 120_000, replace=False)).astype(np.int64)
-    node = order.copy()
-    go_left = np.zeros(n, dtype=np.bool_)
-    nl = partition_rows(col, order, 0, order.size, 3, 8, True, go_left, np.empty(n, np.int64))
-    left = np.where(col[node] == 8, True, col[node] <= 3)
-    assert nl == left.sum()
-    np.testing.assert_array_equal(order[:nl], node[left])
-    np.testing.assert_array_equal(order[nl:], node[~left])
 
 
 def test_ole_model_does_not_depend_on_the_pair_bin_layout(monkeypatch):
