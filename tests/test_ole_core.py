@@ -107,56 +107,6 @@ def ranknet_setup(seed, **kw):
     return X, y, group, obj, s, g, h, pairs
 
 
-@pytest.mark.parametrize("criterion", ["se", "wse", "ole"])
-@pytest.mark.parametrize("seed", [0, 1])
-def test_split_kernel_matches_brute_force(criterion, seed):
-    X, y, group, obj, s, g, h, pairs = ranknet_setup(seed)
-    mapper = BinMapper.fit(X, 255)
-    bins = mapper.bins(X)
-    rng = np.random.default_rng(seed)
-    # the root, and a sub-node whose rows have pairs leaving the node (they keep their full weight)
-    for rows in (np.arange(y.size), np.sort(rng.choice(y.size, y.size // 2, replace=False))):
-        ref_gain, ref = reference_best_split(bins, mapper.n_bins, rows, g, h, pairs, criterion, lam=0.5, min_data=3)
-        res = kernel_best_split(mapper, bins, rows, g, h, pairs, criterion, lam=0.5, min_data=3)
-        assert ref is not None
-        f, t, nan_left, L, R, cl, cr = ref
-        assert res.gain == pytest.approx(ref_gain, rel=1e-9)
-        assert (res.feature, res.bin) == (f, t)
-        assert res.left.N == len(L) and res.right.N == len(R)
-        if criterion == "ole":
-            assert res.left.C == pytest.approx(cl, rel=1e-9, abs=1e-12)
-            assert res.right.C == pytest.approx(cr, rel=1e-9, abs=1e-12)
-
-
-@pytest.mark.parametrize("make_obj", [lambda: RankNet(sigma=0.7), lambda: MPBoost(ddf="ldd", alpha=0.5)])
-def test_ole_node_hessian_is_exact_second_derivative(make_obj):
-    """H - 2C of each child equals d^2 L / d o^2 when all rows of the child move by o (central FD)."""
-    X, y, group = make_rank_data(3)
-    obj = make_obj()
-    s = np.random.default_rng(4).normal(size=y.size)
-    g, h = obj.grad_hess(s, y, group)
-    pairs = tuple(np.ascontiguousarray(a) for a in obj.pair_couplings(s, y, group))
-    mapper = BinMapper.fit(X, 255)
-    bins = mapper.bins(X)
-    rng = np.random.default_rng(5)
-    for rows in (np.arange(y.size), np.sort(rng.choice(y.size, 2 * y.size // 3, replace=False))):
-        res = kernel_best_split(mapper, bins, rows, g, h, pairs, "ole", min_data=5)
-        f, t, nan_left = res.feature, res.bin, res.nan_left
-        b = bins[rows, f].astype(int)
-        left = np.where(b == mapper.n_bins[f], nan_left, b <= t)
-        eps = 1e-3
-        for side, H, C, G in ((rows[left], res.left.H, res.left.C, res.left.G), (rows[~left], res.right.H, res.right.C, res.right.G)):
-            e = np.zeros(y.size)
-            e[side] = 1.0
-            L = lambda o: obj.loss(s + o * e, y, group)
-            fd2 = (L(eps) - 2 * L(0.0) + L(-eps)) / eps**2
-            fd1 = (L(eps) - L(-eps)) / (2 * eps)
-            assert H - 2 * C == pytest.approx(fd2, rel=1e-5)
-            assert G == pytest.approx(fd1, rel=1e-6)
-            # the WSE hessian overstates it whenever pairs sit inside the child
-            assert H > fd2 * (1 + 1e-3)
-
-
 def leaf_rows(tree, X):
     leaf = np.zeros(X.shape[0], dtype=int)
     for node, rows in node_rows(tree, X).items():
@@ -209,35 +159,6 @@ def test_max_depth_limits_depth():
     model = TreeBooster(obj, num_leaves=31, max_depth=2, n_estimators=2, min_data_in_leaf=2, **QUIET).fit(X, y, group)
     for t in tree_dicts(model):
         assert t["num_leaves"] <= 4
-
-
-@pytest.mark.parametrize("lam", [0.0, 1.0])
-def test_theorem2_squared_error_se_wse_ole_identical(lam):
-    X, _, _ = make_rank_data(11, n_queries=10, q_size=30)
-    y = np.random.default_rng(1).uniform(0, 4, size=X.shape[0])
-    trees = [tree_dicts(TreeBooster(SquaredError(), criterion=c, num_leaves=7, n_estimators=3, lambda_l2=lam,
-                                    min_data_in_leaf=5, **QUIET).fit(X, y)) for c in ("se", "wse", "ole")]
-    assert trees[0] == trees[1] == trees[2]
-    assert trees[0][0]["num_leaves"] == 7
-
-
-@pytest.mark.parametrize("make_obj", [lambda: Logistic(), lambda: McRank()])
-def test_theorem1_pointwise_wse_equals_ole(make_obj):
-    X, y, group = make_rank_data(12, n_queries=10, q_size=30)
-    if isinstance(make_obj(), Logistic):
-        y = (y > 0).astype(float)
-    trees = [tree_dicts(TreeBooster(make_obj(), criterion=c, num_leaves=6, n_estimators=2, min_data_in_leaf=5,
-                                    **QUIET).fit(X, y)) for c in ("wse", "ole")]
-    assert trees[0] == trees[1]
-
-
-def test_pairwise_ole_and_wse_trees_differ():
-    X, y, group, obj, *_ = ranknet_setup(13)
-    t_wse = tree_dicts(TreeBooster(obj, criterion="wse", num_leaves=8, n_estimators=2, min_data_in_leaf=5,
-                                   **QUIET).fit(X, y, group))
-    t_ole = tree_dicts(TreeBooster(obj, criterion="ole", num_leaves=8, n_estimators=2, min_data_in_leaf=5,
-                                   **QUIET).fit(X, y, group))
-    assert t_wse != t_ole
 
 
 def test_joint_solver_is_newton_step_on_leaf_values():

@@ -57,43 +57,6 @@ def test_ole_booster_calls_the_fused_gradient_coupling_pass_once_per_round(monke
     assert calls == {"fused": 4, "couplings": 0}
 
 
-@pytest.mark.parametrize("criterion", ["se", "wse", "ole"])
-def test_parallel_split_search_equals_serial(criterion, two_threads):
-    import numba
-    from customobj.ole.pairhist import build_pair_hist
-    from customobj.ole.common import SPLIT_FEATURE, SPLIT_SIZE
-    from customobj.ole.splitting import CRITERIA, find_best_split, find_best_split_parallel
-    from customobj.pairs import label_pairs
-    X = make_X(8, n=300, n_features=9)
-    X[:, 4] = X[:, 3]  # duplicate feature: equal gains, the first one must win
-    mapper = BinMapper.fit(X, 16)
-    fm = mapper.bins_feature_major(X)
-    rng = np.random.default_rng(8)
-    y = rng.integers(0, 3, 300).astype(float)
-    grad, hess = rng.normal(size=300), rng.random(300) + 0.1
-    pi, pj, _ = label_pairs(y, [30] * 10)
-    pc = rng.random(pi.size) * 0.05
-    order = np.arange(300, dtype=np.int64)
-    hist = build_row_hist_fm(fm, order, 0, 300, grad, hess, mapper.offsets, mapper.n_slots)
-    ph = build_pair_hist(fm.T, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins, mapper.n_slots)
-    mask = np.ones(9, dtype=np.bool_)
-    mask[7] = False
-    args = (hist, ph, criterion == "ole", CRITERIA[criterion], mapper.n_bins, mapper.offsets, mask,
-            grad.sum(), hess.sum(), 300.0, pc.sum(), 0.5, 5.0, 1e-3)
-    want, got = np.zeros(SPLIT_SIZE), np.zeros(SPLIT_SIZE)
-    assert find_best_split(*args, want)
-    saved = numba.get_num_threads()
-    try:
-        for threads in (1, two_threads):
-            numba.set_num_threads(threads)
-            got[:] = 7.0
-            assert find_best_split_parallel(*args, got)
-            np.testing.assert_array_equal(got, want)
-    finally:
-        numba.set_num_threads(saved)
-    assert want[SPLIT_FEATURE] != 4  # the duplicate never beats its twin
-
-
 @pytest.mark.parametrize("criterion", ["wse", "ole"])
 def test_score_update_from_leaf_ranges_equals_tree_traversal(criterion):
     from customobj.ole.context import GrowContext
