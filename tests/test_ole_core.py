@@ -119,48 +119,6 @@ def leaf_rows(tree, X):
     return leaf
 
 
-@pytest.mark.parametrize("growth", ["best_first", "breadth_first"])
-def test_grown_ole_tree_matches_brute_force_at_every_node(growth):
-    """Partitioning, histogram subtraction (rows and pairs) and leaf values checked node by node."""
-    X, y, group, obj, s, g, h, pairs = ranknet_setup(7, n_queries=10, q_size=30)
-    lam = 0.3
-    model = TreeBooster(obj, criterion="ole", num_leaves=8, n_estimators=1, learning_rate=1.0, lambda_l2=lam,
-                        min_data_in_leaf=4, growth=growth, **QUIET).fit(X, y, group, init_score=s)
-    tree = tree_dicts(model)[0]
-    mapper = BinMapper.fit(X, 255)
-    bins = mapper.bins(X)
-    assert tree["num_leaves"] == 8
-    for node, rows in node_rows(tree, X).items():
-        ref_gain, ref = reference_best_split(bins, mapper.n_bins, rows, g, h, pairs, "ole", lam=lam, min_data=4)
-        assert tree["split_gain"][node] == pytest.approx(ref_gain, rel=1e-8)
-        assert tree["split_feature"][node] == ref[0]
-        assert tree["threshold_bin"][node] == ref[1]
-    leaf = leaf_rows(tree, X)
-    pi, pj, pc = pairs
-    for k in range(tree["num_leaves"]):
-        in_leaf = leaf == k
-        C = pc[in_leaf[pi] & in_leaf[pj]].sum()
-        expect = -g[in_leaf].sum() / (h[in_leaf].sum() - 2 * C + lam)
-        assert tree["leaf_value"][k] == pytest.approx(expect, rel=1e-9)
-        assert tree["leaf_count"][k] == in_leaf.sum()
-
-
-def test_breadth_first_grows_level_by_level():
-    X, y, group, obj, s, g, h, pairs = ranknet_setup(8)
-    tree = tree_dicts(TreeBooster(obj, num_leaves=4, n_estimators=1, growth="breadth_first", min_data_in_leaf=5,
-                                  **QUIET).fit(X, y, group))[0]
-    # root split, then its left child, then its right child: a complete depth-2 tree
-    assert tree["num_leaves"] == 4
-    assert tree["left_child"][0] >= 0 and tree["right_child"][0] >= 0
-
-
-def test_max_depth_limits_depth():
-    X, y, group, obj, *_ = ranknet_setup(9)
-    model = TreeBooster(obj, num_leaves=31, max_depth=2, n_estimators=2, min_data_in_leaf=2, **QUIET).fit(X, y, group)
-    for t in tree_dicts(model):
-        assert t["num_leaves"] <= 4
-
-
 def test_joint_solver_is_newton_step_on_leaf_values():
     """joint: the leaf values minimise the second-order model of the exact loss over the tree's leaves."""
     X, y, group, obj, s, g, h, pairs = ranknet_setup(14)

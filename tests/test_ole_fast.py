@@ -205,14 +205,6 @@ def test_with_every_feature_ole_fast_grows_the_ole_trees():
         np.testing.assert_allclose(ta["leaf_value"], tb["leaf_value"], rtol=1e-6)
 
 
-def test_select_features_takes_the_largest_gains_in_the_mask():
-    gains = np.array([0.5, 2.0, 2.0, 0.0, 3.0, 1.0])
-    mask = np.array([True, True, True, True, False, True])
-    np.testing.assert_array_equal(select_features(gains, mask, 2), [1, 2])  # 4 is masked out
-    np.testing.assert_array_equal(select_features(gains, mask, 3), [1, 2, 5])
-    np.testing.assert_array_equal(select_features(gains, mask, 10), [0, 1, 2, 3, 5])
-
-
 @pytest.mark.parametrize("bad", [0, -3, 2.5, "8"])
 def test_ole_fast_features_is_validated(bad):
     with pytest.raises((TypeError, ValueError), match="ole_fast_features"):

@@ -57,28 +57,3 @@ def test_ole_booster_calls_the_fused_gradient_coupling_pass_once_per_round(monke
     assert calls == {"fused": 4, "couplings": 0}
 
 
-@pytest.mark.parametrize("criterion", ["wse", "ole"])
-def test_score_update_from_leaf_ranges_equals_tree_traversal(criterion):
-    from customobj.ole.context import GrowContext
-    from customobj.ole.grower import TreeGrower, add_leaf_values
-    from customobj.ole.predictor import add_tree_bins
-    X = make_X(9, n=360, n_features=5, nan_frac=0.15)
-    y = np.random.default_rng(9).integers(0, 3, 360).astype(float)
-    obj = RankNet()
-    booster = TreeBooster(obj, criterion=criterion, num_leaves=9, min_data_in_leaf=4, verbose=False)
-    mapper = BinMapper.fit(X, 16)
-    fm = mapper.bins_feature_major(X)
-    prep = obj.prepare(y, [36] * 10, None)
-    grad, hess, (pi, pj, pc) = obj.grad_hess_couplings_prepared(np.zeros(360), prep)
-    ctx = GrowContext(fm, mapper)
-    pairs = ctx.pairs.load((pi, pj, pc), None)
-    tree, order, starts, ends = TreeGrower(ctx, grad, hess, np.arange(360, dtype=np.int64), pairs,
-                                           np.ones(5, np.bool_), booster._grow_params()).grow()
-    assert tree["num_leaves"] == 9
-    want, got = np.full(360, 0.25), np.full(360, 0.25)
-    add_tree_bins(fm.T, mapper.n_bins, tree, want)
-    add_leaf_values(order, starts, ends, np.asarray(tree["leaf_value"]), got)
-    np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(np.sort(order), np.arange(360))
-
-

@@ -1,0 +1,88 @@
+"""customobj.ole.grower: a grown OLE tree checked node by node against brute force (partitioning,
+histogram subtraction, leaf values), growth order and depth, scores updated from leaf row ranges,
+and ole_fast's feature selection."""
+import numpy as np
+import pytest
+
+from customobj import RankNet
+from customobj.ole import TreeBooster
+from customobj.ole.binning import BinMapper
+from customobj.ole.grower import select_features
+
+from _oracles import node_rows
+from _ole_cases import QUIET, leaf_rows, make_X, ranknet_setup, reference_best_split, tree_dicts
+
+
+@pytest.mark.parametrize("growth", ["best_first", "breadth_first"])
+def test_grown_ole_tree_matches_brute_force_at_every_node(growth):
+    """Partitioning, histogram subtraction (rows and pairs) and leaf values checked node by node."""
+    X, y, group, obj, s, g, h, pairs = ranknet_setup(7, n_queries=10, q_size=30)
+    lam = 0.3
+    model = TreeBooster(obj, criterion="ole", num_leaves=8, n_estimators=1, learning_rate=1.0, lambda_l2=lam,
+                        min_data_in_leaf=4, growth=growth, **QUIET).fit(X, y, group, init_score=s)
+    tree = tree_dicts(model)[0]
+    mapper = BinMapper.fit(X, 255)
+    bins = mapper.bins(X)
+    assert tree["num_leaves"] == 8
+    for node, rows in node_rows(tree, X).items():
+        ref_gain, ref = reference_best_split(bins, mapper.n_bins, rows, g, h, pairs, "ole", lam=lam, min_data=4)
+        assert tree["split_gain"][node] == pytest.approx(ref_gain, rel=1e-8)
+        assert tree["split_feature"][node] == ref[0]
+        assert tree["threshold_bin"][node] == ref[1]
+    leaf = leaf_rows(tree, X)
+    pi, pj, pc = pairs
+    for k in range(tree["num_leaves"]):
+        in_leaf = leaf == k
+        C = pc[in_leaf[pi] & in_leaf[pj]].sum()
+        expect = -g[in_leaf].sum() / (h[in_leaf].sum() - 2 * C + lam)
+        assert tree["leaf_value"][k] == pytest.approx(expect, rel=1e-9)
+        assert tree["leaf_count"][k] == in_leaf.sum()
+
+
+def test_breadth_first_grows_level_by_level():
+    X, y, group, obj, s, g, h, pairs = ranknet_setup(8)
+    tree = tree_dicts(TreeBooster(obj, num_leaves=4, n_estimators=1, growth="breadth_first", min_data_in_leaf=5,
+                                  **QUIET).fit(X, y, group))[0]
+    # root split, then its left child, then its right child: a complete depth-2 tree
+    assert tree["num_leaves"] == 4
+    assert tree["left_child"][0] >= 0 and tree["right_child"][0] >= 0
+
+
+def test_max_depth_limits_depth():
+    X, y, group, obj, *_ = ranknet_setup(9)
+    model = TreeBooster(obj, num_leaves=31, max_depth=2, n_estimators=2, min_data_in_leaf=2, **QUIET).fit(X, y, group)
+    for t in tree_dicts(model):
+        assert t["num_leaves"] <= 4
+
+
+@pytest.mark.parametrize("criterion", ["wse", "ole"])
+def test_score_update_from_leaf_ranges_equals_tree_traversal(criterion):
+    from customobj.ole.context import GrowContext
+    from customobj.ole.grower import TreeGrower, add_leaf_values
+    from customobj.ole.predictor import add_tree_bins
+    X = make_X(9, n=360, n_features=5, nan_frac=0.15)
+    y = np.random.default_rng(9).integers(0, 3, 360).astype(float)
+    obj = RankNet()
+    booster = TreeBooster(obj, criterion=criterion, num_leaves=9, min_data_in_leaf=4, verbose=False)
+    mapper = BinMapper.fit(X, 16)
+    fm = mapper.bins_feature_major(X)
+    prep = obj.prepare(y, [36] * 10, None)
+    grad, hess, (pi, pj, pc) = obj.grad_hess_couplings_prepared(np.zeros(360), prep)
+    ctx = GrowContext(fm, mapper)
+    pairs = ctx.pairs.load((pi, pj, pc), None)
+    tree, order, starts, ends = TreeGrower(ctx, grad, hess, np.arange(360, dtype=np.int64), pairs,
+                                           np.ones(5, np.bool_), booster._grow_params()).grow()
+    assert tree["num_leaves"] == 9
+    want, got = np.full(360, 0.25), np.full(360, 0.25)
+    add_tree_bins(fm.T, mapper.n_bins, tree, want)
+    add_leaf_values(order, starts, ends, np.asarray(tree["leaf_value"]), got)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.sort(order), np.arange(360))
+
+
+def test_select_features_takes_the_largest_gains_in_the_mask():
+    gains = np.array([0.5, 2.0, 2.0, 0.0, 3.0, 1.0])
+    mask = np.array([True, True, True, True, False, True])
+    np.testing.assert_array_equal(select_features(gains, mask, 2), [1, 2])  # 4 is masked out
+    np.testing.assert_array_equal(select_features(gains, mask, 3), [1, 2, 5])
+    np.testing.assert_array_equal(select_features(gains, mask, 10), [0, 1, 2, 3, 5])
