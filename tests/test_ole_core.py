@@ -137,37 +137,6 @@ def test_joint_solver_is_newton_step_on_leaf_values():
     np.testing.assert_allclose(tree["leaf_value"], v, rtol=1e-8, atol=1e-12)
 
 
-def test_mcrank_grows_one_tree_per_class_per_round():
-    X, y, group = make_rank_data(15)
-    model = TreeBooster(McRank(), num_leaves=4, n_estimators=3, min_data_in_leaf=5, **QUIET).fit(
-        X, y, group, eval_set=[(X, y)], eval_group=[group])
-    assert len(model.trees_) == 9 and model.tree_class_ == [0, 1, 2] * 3
-    raw = model.predict(X)
-    assert raw.shape == (y.size, 3)
-    p = np.exp(raw - raw.max(1, keepdims=True))
-    p /= p.sum(1, keepdims=True)
-    np.testing.assert_allclose(model.predict(X, raw_score=False), p @ np.arange(3))
-    assert len(model.evals_result_["valid_0"]["ndcg@10"]) == 3
-
-
-def test_line_search_finds_the_exact_step():
-    X, y, group, obj, s, g, h, pairs = ranknet_setup(16)
-    model = TreeBooster(obj, num_leaves=6, n_estimators=1, learning_rate=1.0, line_search=True, min_data_in_leaf=5,
-                        **QUIET).fit(X, y, group, init_score=s)
-    t = model.predict(X)
-    L = lambda rho: obj.loss(s + rho * t, y, group)
-    eps = 1e-4
-    assert (L(1 + eps) - L(1 - eps)) / (2 * eps) == pytest.approx(0.0, abs=1e-6 * abs(L(1.0)))
-    plain = TreeBooster(obj, num_leaves=6, n_estimators=1, learning_rate=1.0, min_data_in_leaf=5, **QUIET).fit(
-        X, y, group, init_score=s)
-    assert L(1.0) < obj.loss(s + plain.predict(X), y, group)
-    # squared error: the leaf Newton step is already the exact minimiser, rho = 1
-    y2 = np.random.default_rng(0).uniform(0, 3, y.size)
-    a = TreeBooster(SquaredError(), num_leaves=6, n_estimators=2, line_search=True, **QUIET).fit(X, y2)
-    b = TreeBooster(SquaredError(), num_leaves=6, n_estimators=2, **QUIET).fit(X, y2)
-    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-10, atol=1e-12)
-
-
 def reference_pair_hist(bins, n_bins, offsets, pi, pj, pc):
     """[hi, nanp, R] per slot straight from the definitions, one pair and feature at a time."""
     out = np.zeros((int(offsets[-1]), 3))

@@ -36,24 +36,3 @@ def test_pair_hist_reads_feature_major_bins_through_the_transposed_view(max_bin)
     np.testing.assert_array_equal(got, want)
 
 
-def test_ole_booster_calls_the_fused_gradient_coupling_pass_once_per_round(monkeypatch):
-    X = make_X(5, n=200, nan_frac=0.0)
-    y = np.random.default_rng(5).integers(0, 3, 200).astype(float)
-    obj = LambdaRank(truncation=10)
-    calls = {"fused": 0, "couplings": 0}
-    fused = type(obj).grad_hess_couplings_prepared
-
-    def spy(self, *a, **k):
-        calls["fused"] += 1
-        return fused(self, *a, **k)
-
-    def no_separate(self, *a, **k):  # pragma: no cover - failing path
-        calls["couplings"] += 1
-        raise AssertionError("separate pair_couplings_prepared call")
-
-    monkeypatch.setattr(type(obj), "grad_hess_couplings_prepared", spy)
-    monkeypatch.setattr(type(obj), "pair_couplings_prepared", no_separate)
-    TreeBooster(obj, n_estimators=4, num_leaves=4, min_data_in_leaf=5, verbose=False).fit(X, y, [20] * 10)
-    assert calls == {"fused": 4, "couplings": 0}
-
-
