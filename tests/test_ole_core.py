@@ -119,24 +119,6 @@ def leaf_rows(tree, X):
     return leaf
 
 
-def test_joint_solver_is_newton_step_on_leaf_values():
-    """joint: the leaf values minimise the second-order model of the exact loss over the tree's leaves."""
-    X, y, group, obj, s, g, h, pairs = ranknet_setup(14)
-    lam = 0.2
-    model = TreeBooster(obj, num_leaves=5, n_estimators=1, learning_rate=1.0, lambda_l2=lam, leaf_solver="joint",
-                        min_data_in_leaf=5, **QUIET).fit(X, y, group, init_score=s)
-    tree = tree_dicts(model)[0]
-    leaf = leaf_rows(tree, X)
-    P = np.eye(tree["num_leaves"])[leaf]            # rows x leaves
-    Hrow = np.diag(h)
-    pi, pj, pc = pairs
-    np.add.at(Hrow, (pi, pj), -pc)
-    np.add.at(Hrow, (pj, pi), -pc)
-    A = P.T @ Hrow @ P + lam * np.eye(P.shape[1])
-    v = np.linalg.solve(A, -P.T @ g)
-    np.testing.assert_allclose(tree["leaf_value"], v, rtol=1e-8, atol=1e-12)
-
-
 def reference_pair_hist(bins, n_bins, offsets, pi, pj, pc):
     """[hi, nanp, R] per slot straight from the definitions, one pair and feature at a time."""
     out = np.zeros((int(offsets[-1]), 3))

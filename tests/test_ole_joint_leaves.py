@@ -1,8 +1,12 @@
-"""customobj.ole.joint_leaves: the joint Newton step for a tree's leaf values (dense reference)."""
+"""customobj.ole.joint_leaves: the joint Newton step for a tree's leaf values (dense reference), and
+TreeBooster(leaf_solver="joint") setting a grown tree's leaves to it."""
 import numpy as np
 import pytest
 
+from customobj.ole import TreeBooster
 from customobj.ole.joint_leaves import joint_leaf_values, joint_newton_step, leaf_system, rows_leaf_system
+
+from _ole_cases import QUIET, leaf_rows, ranknet_setup, tree_dicts
 
 
 def dense(leaf, grad, hess, pairs, lam, L):
@@ -61,3 +65,21 @@ def test_sums_form_equals_rows_form_and_pointwise_is_lightgbms():
     np.testing.assert_allclose(v, -G / (H + 0.5))  # diagonal: LightGBM's leaves
     np.testing.assert_allclose(joint_leaf_values(leaf, grad, hess, None, 0.5, 3), v)
     assert leaf_system(G, H, leaf, None, 0.5).model(v) == pytest.approx(-0.5 * np.sum(G ** 2 / (H + 0.5)))
+
+
+def test_joint_solver_is_newton_step_on_leaf_values():
+    """joint: the leaf values minimise the second-order model of the exact loss over the tree's leaves."""
+    X, y, group, obj, s, g, h, pairs = ranknet_setup(14)
+    lam = 0.2
+    model = TreeBooster(obj, num_leaves=5, n_estimators=1, learning_rate=1.0, lambda_l2=lam, leaf_solver="joint",
+                        min_data_in_leaf=5, **QUIET).fit(X, y, group, init_score=s)
+    tree = tree_dicts(model)[0]
+    leaf = leaf_rows(tree, X)
+    P = np.eye(tree["num_leaves"])[leaf]            # rows x leaves
+    Hrow = np.diag(h)
+    pi, pj, pc = pairs
+    np.add.at(Hrow, (pi, pj), -pc)
+    np.add.at(Hrow, (pj, pi), -pc)
+    A = P.T @ Hrow @ P + lam * np.eye(P.shape[1])
+    v = np.linalg.solve(A, -P.T @ g)
+    np.testing.assert_allclose(tree["leaf_value"], v, rtol=1e-8, atol=1e-12)
