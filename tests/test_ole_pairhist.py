@@ -18,6 +18,8 @@ from customobj.ole import TreeBooster
 from customobj.ole.binning import BinMapper
 from customobj.ole.pairhist import PairScratch, build_pair_hist, split_coupling_sums
 
+from _ole_cases import make_X, make_rank_data
+
 from _oracles import node_rows
 
 REL = 1e-6
@@ -185,3 +187,89 @@ def test_feature_subset_builds_those_features_slots_only(dtype):
 def test_pair_scratch_rejects_other_accumulator_types():
     with pytest.raises(ValueError, match="dtype"):
         PairScratch(10, 2, False, dtype=np.float16)
+
+
+@pytest.mark.parametrize("max_bin", [8, 300])
+def test_pair_hist_reads_feature_major_bins_through_the_transposed_view(max_bin):
+    from customobj.ole.pairhist import PairScratch, build_pair_hist
+    from customobj.pairs import label_pairs
+    X = make_X(6, n=400, n_features=5)
+    X[:, 2] = np.arange(400)  # 300 bins at max_bin=300: uint16
+    mapper = BinMapper.fit(X, max_bin)
+    rm, fm = mapper.bins(X), mapper.bins_feature_major(X)
+    y = np.random.default_rng(6).integers(0, 3, 400).astype(float)
+    pi, pj, _ = label_pairs(y, [40] * 10)
+    pc = np.random.default_rng(7).random(pi.size)
+    args = (pi.astype(np.int32), pj.astype(np.int32), pc, 0, pi.size, mapper.offsets, mapper.n_bins, mapper.n_slots)
+    want = build_pair_hist(rm, *args, PairScratch(400, 5, True, chunk_rows=16))
+    got = build_pair_hist(fm.T, *args, PairScratch(400, 5, True, chunk_rows=16))
+    np.testing.assert_array_equal(got, want)
+
+
+def reference_pair_hist(bins, n_bins, offsets, pi, pj, pc):
+    """[hi, nanp, R] per slot straight from the definitions, one pair and feature at a time."""
+    out = np.zeros((int(offsets[-1]), 3))
+    for f in range(bins.shape[1]):
+        nb, off = int(n_bins[f]), int(offsets[f])
+        for a, b, c in zip(pi, pj, pc):
+            x, z = int(bins[a, f]), int(bins[b, f])
+            out[off + x, 2] += c
+            out[off + z, 2] += c
+            if x < nb and z < nb or x == z == nb:
+                out[off + max(x, z), 0] += c
+            else:
+                out[off + min(x, z), 1] += c
+    return out
+
+
+@pytest.mark.parametrize("nan_frac", [0.0, 0.1])
+@pytest.mark.parametrize("chunk_rows", [2, 7, 256])
+def test_pair_hist_matches_definition(nan_frac, chunk_rows, monkeypatch):
+    """Chunked per-row accumulation == per-pair definition, with NaN, tiny chunks and several blocks."""
+    from customobj.ole import pairhist
+    X, y, group = make_rank_data(11, n_queries=6, q_size=20, n_features=5, nan_frac=nan_frac)
+    obj = RankNet()
+    s = np.random.default_rng(12).normal(size=y.size)
+    pi, pj, pc = obj.pair_couplings(s, y, group)
+    # pairs out of query order and a repeated pair: chunks must not rely on locality
+    perm = np.random.default_rng(13).permutation(pi.size)
+    pi = np.concatenate([pi[perm], pi[:1]]).astype(np.int32)
+    pj = np.concatenate([pj[perm], pj[:1]]).astype(np.int32)
+    pc = np.concatenate([pc[perm], pc[:1]])
+    mapper = BinMapper.fit(X, 255)
+    bins = mapper.bins(X)
+    assert mapper.has_nan.any() == (nan_frac > 0)
+    ref = reference_pair_hist(bins, mapper.n_bins, mapper.offsets, pi, pj, pc)
+    scratch = pairhist.PairScratch(bins.shape[0], bins.shape[1], mapper.has_nan.any(), chunk_rows=chunk_rows)
+    for block in (10**9, 37):  # one block, and several blocks summed in order
+        monkeypatch.setattr(pairhist, "_BLOCK_PAIRS", block)
+        for lo, hi in ((0, pi.size), (5, pi.size // 2)):
+            got = build_pair_hist(bins, pi, pj, pc, lo, hi, mapper.offsets, mapper.n_bins, mapper.n_slots, scratch)
+            want = ref if (lo, hi) == (0, pi.size) else reference_pair_hist(
+                bins, mapper.n_bins, mapper.offsets, pi[lo:hi], pj[lo:hi], pc[lo:hi])
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+        assert np.all(scratch.loc == -1)  # the row -> slot maps are left clean for the next call
+
+
+@pytest.mark.parametrize("n,m,start,end", [(50, 400, 30, 350), (5000, 300_000, 1_000, 299_000)])
+def test_partition_pairs_is_stable_three_way(n, m, start, end):
+    # the second case spans several parallel blocks (65,536 pairs each)
+    from customobj.ole.pairhist import partition_pairs
+    rng = np.random.default_rng(21)
+    go_left = rng.random(n) < 0.4
+    pi = rng.integers(0, n, m).astype(np.int32)
+    pj = rng.integers(0, n, m).astype(np.int32)
+    pc = rng.random(m)
+    oi, oj, oc = np.full(m, -7, np.int32), np.full(m, -7, np.int32), np.full(m, -7.0)
+    a, b, c = pi.copy(), pj.copy(), pc.copy()
+    nl, nr = partition_pairs(a, b, c, start, end, go_left, oi, oj, oc)
+    side = np.where(go_left[pi[start:end]] & go_left[pj[start:end]], 0,
+                    np.where(~go_left[pi[start:end]] & ~go_left[pj[start:end]], 1, 2))
+    order = np.argsort(side, kind="stable") + start
+    assert (nl, nr) == ((side == 0).sum(), (side == 1).sum())
+    np.testing.assert_array_equal(oi[start:end], pi[order])
+    np.testing.assert_array_equal(oj[start:end], pj[order])
+    np.testing.assert_array_equal(oc[start:end], pc[order])
+    assert np.all(oi[:start] == -7) and np.all(oi[end:] == -7)  # outside the range: untouched
+    np.testing.assert_array_equal(a, pi)  # the source is left as it was
+    np.testing.assert_array_equal(c, pc)
