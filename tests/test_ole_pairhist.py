@@ -1,6 +1,9 @@
-"""criterion="ole" (float32 chunk accumulators) against the float64 reference criterion="ole_float64".
+"""customobj.ole.pairhist: the chunked pair histogram against its per-pair definition (any pair order,
+NaN, feature-major bins), the stable three-way pair partition, and criterion="ole" (float32 chunk
+accumulators) against the float64 reference criterion="ole_float64".
 
-The exactness statement checked here (SPEC.md section 5; Xia, Zhai, Wang):
+The exactness statement checked here (Xia, Zhai, Wang, "Analysis of regression tree fitting
+algorithms in learning to rank", section 3.1):
 
 - pair histograms: every candidate child coupling ``C_left(t)`` (cumulative sums of the hi channel,
   the quantity the split search adds up) is within ``1e-6 * C_node`` of the float64 histogram's;
@@ -19,7 +22,6 @@ from customobj.ole.binning import BinMapper
 from customobj.ole.pairhist import PairScratch, build_pair_hist, split_coupling_sums
 
 from _ole_cases import make_X, make_rank_data
-
 from _oracles import node_rows
 
 REL = 1e-6
