@@ -1,6 +1,7 @@
-"""customobj.ole.tree: trees are node and leaf record arrays that round-trip through a model file and
-predict like a plain mapping of their fields."""
+"""customobj.ole.tree: trees are node and leaf record arrays that read as a mapping of the model file's
+fields, round-trip through a model file and predict like a plain mapping of their fields."""
 import numpy as np
+import pytest
 
 from customobj.ole.predictor import PackedTrees, predict_raw
 
@@ -23,3 +24,26 @@ def test_trees_are_node_and_leaf_record_arrays_that_round_trip_through_a_model_f
     packed = PackedTrees([dict(t)])
     np.testing.assert_array_equal(predict_raw(X, packed, np.zeros(1, np.int64), 1, 0, 1),
                                   predict_raw(X, PackedTrees([t]), np.zeros(1, np.int64), 1, 0, 1))
+
+
+def test_tree_reads_as_a_mapping_of_its_model_file_fields():
+    from customobj.ole.tree import LEAF_DTYPE, NODE_DTYPE, Tree
+    from customobj.ole.tree_schema import TREE_FIELDS
+    fields = {"split_feature": [1, 0], "threshold_bin": [3, 1], "threshold": [0.5, -1.0],
+              "default_left": [False, True], "left_child": [1, -1], "right_child": [-3, -2],
+              "split_gain": [2.0, 1.0], "internal_value": [0.0, 0.1], "internal_weight": [6.0, 4.0],
+              "internal_count": [12, 8], "leaf_value": [-0.1, 0.1, 0.3], "leaf_weight": [2.0, 2.0, 2.0],
+              "leaf_count": [4, 4, 4]}
+    t = Tree.from_fields(fields)
+    assert t.nodes.dtype == NODE_DTYPE and t.leaves.dtype == LEAF_DTYPE
+    assert t["num_leaves"] == t.num_leaves == 3 and len(t) == len(TREE_FIELDS)
+    assert tuple(t) == TREE_FIELDS
+    for name, values in fields.items():
+        assert t[name].tolist() == values
+    with pytest.raises(KeyError):
+        t["gain"]
+    t["leaf_value"][2] = 0.5  # a view: writing edits the tree
+    assert t.leaves["leaf_value"][2] == 0.5
+    other = Tree.from_fields(fields)
+    assert t != other and Tree.from_fields(dict(t)) == t
+    assert repr(t) == "Tree(num_leaves=3)"
