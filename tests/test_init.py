@@ -1,7 +1,8 @@
 """The package entry points: customobj/__init__.py, customobj/objectives/__init__.py,
-customobj/compare/__init__.py and adapters/__init__.py (installed as customobj.adapters). Every
-name in ``__all__`` resolves to the object of its home module; ``import customobj`` stays light
-(TreeBooster, and scikit-learn with it, load on first use); ``import customobj.adapters`` sets the
+customobj/compare/__init__.py, customobj/ole/__init__.py and adapters/__init__.py (installed as
+customobj.adapters). Every name in ``__all__`` resolves to the object of its home module;
+``import customobj`` and ``import customobj.ole`` stay light (TreeBooster, and scikit-learn with it,
+load on first use); ``import customobj.adapters`` sets the
 OpenMP wait policy before LightGBM / XGBoost load."""
 import json
 import os
@@ -61,3 +62,22 @@ def test_a_fresh_import_is_light_and_adapters_set_the_wait_policy():
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"light": {"sklearn": False, "customobj.ole": False, "lightgbm": False, "xgboost": False},
                    "ole": True, "policy": "passive"}
+
+
+def test_ole_package_loads_tree_booster_on_first_use():
+    code = ("import json, sys\n"
+            "import customobj.ole as ole\n"
+            "light = {m: m in sys.modules for m in ('sklearn', 'customobj.ole.booster')}\n"
+            "try:\n"
+            "    ole.NoSuchThing\n"
+            "    missing = None\n"
+            "except AttributeError as exc:\n"
+            "    missing = str(exc)\n"
+            "from customobj.ole.booster import TreeBooster\n"
+            "print(json.dumps({'light': light, 'all': ole.__all__, 'same': ole.TreeBooster is TreeBooster,\n"
+            "                  'missing': missing}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"light": {"sklearn": False, "customobj.ole.booster": False}, "all": ["TreeBooster"], "same": True,
+                   "missing": "module 'customobj.ole' has no attribute 'NoSuchThing'"}

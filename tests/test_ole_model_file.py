@@ -1,4 +1,5 @@
-"""customobj.ole.model_file (and tree_schema): versioned model files, hostile files, atomic saves."""
+"""customobj.ole.model_file and the tree records it checks (customobj/ole/tree_schema.py): versioned model
+files, hostile files naming file and field, atomic saves."""
 import copy
 import errno
 import json

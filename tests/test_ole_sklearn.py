@@ -1,6 +1,7 @@
-"""TreeBooster as a scikit-learn estimator (issue 12 point 7): parameters, clone, repr, pickle,
-score, qid, feature names, GridSearchCV / cross_val_score with metadata routing, the progress bar,
-and scikit-learn's own estimator checks (with the ranking-specific exclusions of docs/sklearn.md)."""
+"""customobj/ole/booster.py: TreeBooster as a scikit-learn estimator (issue 12 point 7): parameters,
+clone, repr, pickle, score, qid, feature names, GridSearchCV / cross_val_score with metadata
+routing, the progress bar, and scikit-learn's own estimator checks (with the ranking-specific
+exclusions of docs/sklearn.md)."""
 from __future__ import annotations
 
 import pickle
