@@ -1,5 +1,6 @@
 """Small data and objective lists shared by the robustness tests of the objectives
-(tests/test_robust_objectives_*.py), and random queries shared by the listwise tests.
+(tests/test_robust_objectives_*.py), random queries shared by the listwise tests, and the queries
+of the pairwise tests (tests/test_objectives_pairwise*.py).
 Imported as ``from _objective_cases import ...``."""
 import numpy as np
 
@@ -10,6 +11,12 @@ S = np.array([0.5, -0.25, 1.0, 0.0, 0.375])  # exact in float32
 G = [2, 3]
 S10 = np.linspace(-1.0, 1.0, 10)
 Y10 = np.array([0.0, 1.0, 2.0, 0.0, 1.0, 3.0, 0.0, 0.0, 1.0, 2.0])
+
+# Pairwise tests' queries: sizes 5, 1 (one row), 4 (all labels equal), 6, 3.
+SIZES = np.array([5, 1, 4, 6, 3])
+LABELS = np.array([2, 0, 1, 0, 3,   1,   2, 2, 2, 2,   0, 1, 1, 3, 0, 2,   1, 0, 2], dtype=float)
+N = LABELS.size
+PTR = np.concatenate([[0], np.cumsum(SIZES)])
 
 
 def ranknet(**kw):

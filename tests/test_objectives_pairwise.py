@@ -1,7 +1,5 @@
-"""Pairwise objectives: finite differences, slow NumPy references, couplings, degenerate data, options.
-
-Also the tests of the pure kernels customobj/objectives/_pairwise_kernels.py, through the objectives
-that wrap them (customobj/objectives/pairwise.py)."""
+"""customobj.objectives.pairwise: finite differences, the slow NumPy reference (tests/_oracles.py),
+couplings, degenerate data, options. The pure kernels' own tests: test_objectives_pairwise_kernels.py."""
 import math
 
 import numpy as np
@@ -9,123 +7,16 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import _oracles as oracles
+from _objective_cases import LABELS, N, PTR, SIZES
+from _oracles import pairwise_reference as reference, qbrank_mask, ref_label_pairs
 
-from customobj import Groups, label_pairs
+from customobj import Groups
 from customobj.objectives import (
     MPBoost, PreferencePairs, QBRank, RankNet, RankSVM, SquaredError, Sum,
 )
-from customobj.objectives import _pairwise_kernels as PK
 
-# Queries: sizes 5, 1 (one row), 4 (all labels equal), 6, 3.
-SIZES = np.array([5, 1, 4, 6, 3])
-LABELS = np.array([2, 0, 1, 0, 3,   1,   2, 2, 2, 2,   0, 1, 1, 3, 0, 2,   1, 0, 2], dtype=float)
-N = LABELS.size
-PTR = np.concatenate([[0], np.cumsum(SIZES)])
 DEGENERATE_ROWS = np.arange(5, 10)  # the one-row query and the all-equal query
 EXPLICIT = np.array([[0, 12], [15, 3], [7, 8], [5, 18], [9, 1], [0, 12]])  # across queries, one duplicate
-
-
-def ref_label_pairs(labels, ptr):
-    out = []
-    for q in range(ptr.size - 1):
-        for i in range(ptr[q], ptr[q + 1]):
-            for j in range(ptr[q], ptr[q + 1]):
-                if labels[i] > labels[j]:
-                    out.append((i, j))
-    return out
-
-
-def phi_ranknet(d, sigma):
-    z = -sigma * d
-    val = max(z, 0.0) + math.log1p(math.exp(-abs(z)))
-    rho = 1.0 / (1.0 + math.exp(sigma * d)) if sigma * d < 700 else 0.0
-    return val, -sigma * rho, sigma * sigma * rho * (1.0 - rho)
-
-
-def phi_sqhinge(d, tau, scale):
-    m = max(0.0, tau - d)
-    return scale * m * m, -2.0 * scale * m, 2.0 * scale * (1.0 if d < tau else 0.0)
-
-
-def phi_exp(d, D):
-    e = math.exp(-D * d)
-    return e, -D * e, D * D * e
-
-
-DDF_REF = {
-    "binary": lambda diff, o: 1.0,
-    "ldd": lambda diff, o: o.alpha * diff,
-    "logdd": lambda diff, o: math.log(1.0 + o.lam * abs(diff)),
-    "logitdd": lambda diff, o: 1.0 / (1.0 + math.exp(-o.beta * abs(diff))),
-}
-
-
-def ref_terms(obj, pairs_with_theta, scores, weight, n):
-    """Slow loss / grad / hess / couplings from an explicit list of (i, j, phi-function)."""
-    loss, grad, hess, coup = 0.0, np.zeros(n), np.zeros(n), []
-    for i, j, fn in pairs_with_theta:
-        v = 1.0 if weight is None else 0.5 * (weight[i] + weight[j])
-        val, a, c = fn(scores[i] - scores[j])
-        loss += v * val
-        grad[i] += v * a
-        grad[j] -= v * a
-        hess[i] += v * c
-        hess[j] += v * c
-        coup.append((i, j, v * c))
-    return loss, grad, hess, coup
-
-
-def reference(obj, scores, labels=LABELS, ptr=PTR, weight=None):
-    n = labels.size
-    lp = ref_label_pairs(labels, ptr)
-    if isinstance(obj, RankNet):
-        items = [(i, j, lambda d: phi_ranknet(d, obj.sigma)) for i, j in lp]
-    elif isinstance(obj, RankSVM):
-        items = [(i, j, lambda d: phi_sqhinge(d, obj.margin, 1.0)) for i, j in lp]
-    elif isinstance(obj, MPBoost):
-        items = [(i, j, (lambda D: lambda d: phi_exp(d, D))(DDF_REF[obj.ddf](labels[i] - labels[j], obj)))
-                 for i, j in lp]
-    elif isinstance(obj, PreferencePairs):
-        pw = np.ones(len(obj.pairs)) if obj.weight is None else obj.weight
-        items = [(i, j, (lambda v: lambda d: tuple(v * t for t in phi_sqhinge(d, obj.margin, 0.5)))(pw[k]))
-                 for k, (i, j) in enumerate(obj.pairs)]
-    elif isinstance(obj, QBRank):
-        items = []
-        grade = obj.margin == "grade"
-        use_lp = obj.pairs is None if obj.label_pairs is None else obj.label_pairs
-        if use_lp:
-            for i, j in lp:
-                tau = labels[i] - labels[j] if grade else obj.margin
-                items.append((i, j, (lambda t: lambda d: phi_sqhinge(d, t, 0.5 * obj.w))(tau)))
-        if obj.pairs is not None:
-            tau = 1.0 if grade else obj.margin
-            items += [(i, j, lambda d: phi_sqhinge(d, tau, 0.5 * obj.w)) for i, j in obj.pairs]
-        loss, grad, hess, coup = ref_terms(obj, items, scores, weight, n)
-        mask = qbrank_mask(obj, labels, ptr)
-        rw = np.ones(n) if weight is None else weight
-        for z in np.flatnonzero(mask):
-            loss += (1 - obj.w) * rw[z] * 0.5 * (labels[z] - scores[z]) ** 2
-            grad[z] += (1 - obj.w) * rw[z] * (scores[z] - labels[z])
-            hess[z] += (1 - obj.w) * rw[z]
-        return loss, grad, hess, coup
-    else:
-        raise AssertionError(obj)
-    return ref_terms(obj, items, scores, weight, n)
-
-
-def qbrank_mask(obj, labels, ptr):
-    if not isinstance(obj.labeled, str):
-        return obj.labeled
-    if obj.labeled == "all":
-        return np.ones(labels.size, bool)
-    if obj.labeled == "none":
-        return np.zeros(labels.size, bool)
-    mask = np.zeros(labels.size, bool)
-    for q in range(ptr.size - 1):
-        lab = labels[ptr[q]:ptr[q + 1]]
-        if lab.size and np.all(lab == lab[0]):
-            mask[ptr[q]:ptr[q + 1]] = True
-    return mask
 
 
 def kink_distance(obj, scores, labels=LABELS, ptr=PTR):
@@ -292,36 +183,6 @@ def test_finite_at_extreme_scores(obj, magnitude):
     assert np.all(np.isfinite(c)) and math.isfinite(obj.loss(s, LABELS, SIZES))
 
 
-def test_mpboost_clip_continues_the_loss_along_its_tangent():
-    obj = MPBoost()
-    y, grp = np.array([1.0, 0.0]), [2]
-    big = PK.EXP_CLIP + 10.0
-    s = np.array([-big, 0.0])  # x = -D d = big > clip
-    loss = obj.loss(s, y, grp)
-    assert loss == pytest.approx(math.exp(PK.EXP_CLIP) * (1 + big - PK.EXP_CLIP))
-    g, h = obj.grad_hess(s, y, grp)
-    fd = (obj.loss(s + [1e-3, 0], y, grp) - obj.loss(s - [1e-3, 0], y, grp)) / 2e-3
-    assert g[0] == pytest.approx(fd, rel=1e-9) and g[0] == pytest.approx(-math.exp(PK.EXP_CLIP))
-    assert h[0] == pytest.approx(math.exp(PK.EXP_CLIP))
-    # Below the clip the exact exponential is used.
-    assert obj.loss(np.array([-3.0, 0.0]), y, grp) == pytest.approx(math.exp(3.0))
-
-
-def test_label_order_visits_exactly_the_label_pairs():
-    rng = np.random.default_rng(9)
-    y = rng.integers(0, 4, 200).astype(float)
-    sizes = np.array([0, 1, 17, 50, 2, 0, 80, 50])
-    ptr = np.concatenate([[0], np.cumsum(sizes)])
-    order, lower = np.empty(200, np.int64), np.empty(200, np.int64)
-    PK.label_order_kernel(y, ptr, order, lower)
-    m = sum(ptr[np.searchsorted(ptr, a, side="right")] - lower[a] for a in range(200))
-    pi, pj, th = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m)
-    assert PK.label_pair_list_kernel(y, ptr, order, lower, PK.THETA_DIFF, 0.0, pi, pj, th) == m
-    ri, rj, rd = label_pairs(y, sizes)
-    assert sorted(zip(pi.tolist(), pj.tolist())) == sorted(zip(ri.tolist(), rj.tolist()))
-    np.testing.assert_array_equal(th, y[pi] - y[pj])
-
-
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(0, 6), min_size=1, max_size=6), st.integers(0, 2**31 - 1),
        st.sampled_from([RankNet(sigma=2.0), RankSVM(), MPBoost(ddf="ldd")]))
@@ -481,34 +342,6 @@ def test_ddf_must_be_a_string_name():
         MPBoost(ddf=["ldd"])
     with pytest.raises(ValueError, match=r"ddf must be one of .* got 'LDD'"):
         MPBoost(ddf="LDD")
-
-
-@pytest.mark.parametrize("kind", [PK.LOGISTIC, PK.SQ_HINGE, PK.EXPONENTIAL])
-def test_pair_weight_is_halved_before_adding(kind):
-    """(w_i + w_j) / 2 overflowed for two weights of 1.7e308; w_i/2 + w_j/2 does not (and is the same
-    number whenever the sum fits: halving is exact)."""
-    order = np.empty(N, np.int64)
-    lower = np.empty(N, np.int64)
-    PK.label_order_kernel(LABELS, PTR, order, lower)
-    s = np.linspace(-1, 1, N)
-    for w, must_match in ((np.full(N, 1.7e308), False), (np.linspace(0.5, 3.0, N), True)):
-        g, h = np.zeros(N), np.zeros(N)
-        PK.label_pairs_grad_hess(s, LABELS, PTR, order, lower, w, True, kind, PK.THETA_CONST, 1.0, 1e-300, 1.0, g, h)
-        assert np.all(np.isfinite(g)) and np.all(np.isfinite(h))
-        if must_match:  # a reference with the old arithmetic
-            gr, hr = np.zeros(N), np.zeros(N)
-            for q in range(SIZES.size):
-                for a in range(PTR[q], PTR[q + 1]):
-                    for b in range(PTR[q], PTR[q + 1]):
-                        if LABELS[a] > LABELS[b]:
-                            gg, c = PK.pair_grad(kind, s[a] - s[b], 1.0)
-                            pw = 1e-300 * (0.5 * (w[a] + w[b]))
-                            gr[a] += pw * gg
-                            gr[b] -= pw * gg
-                            hr[a] += pw * c
-                            hr[b] += pw * c
-            np.testing.assert_allclose(g, gr, rtol=1e-12)
-            np.testing.assert_allclose(h, hr, rtol=1e-12)
 
 
 def test_mpboost_ldd_distance_bound():
