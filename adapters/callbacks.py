@@ -320,15 +320,20 @@ class LineSearch:
             tr.labels_groups = (labels, groups)
         return tr.labels_groups
 
+    #: What the warning about an evaluation this callback cannot correct names: (what changed, what
+    #: the uncorrected values ignore). ExactLeaves borrows ``_warn_once`` with its own words.
+    _uncorrected = ("the rescaled trees", "the line search")
+
     def _warn_once(self, data_name, metric_name):
         key = (data_name, metric_name)
         if key in self._warned:
             return
         self._warned.add(key)
+        changed, ignored = self._uncorrected
         warnings.warn(
-            f"LineSearch cannot correct {metric_name!r} on {data_name!r} for the rescaled trees "
+            f"{type(self).__name__} cannot correct {metric_name!r} on {data_name!r} for {changed} "
             "(unknown metric name, or no raw features for that data set: pass valid_X=); its values "
-            "ignore the line search",
+            f"ignore {ignored}",
             RuntimeWarning,
             stacklevel=2,
         )

@@ -9,7 +9,6 @@ with the matrix of :class:`customobj.ole.TreeBooster` ``(leaf_solver="joint")``
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -254,6 +253,8 @@ class ExactLeaves:
     _predicted_leaves = LineSearch._tree_output
     _rewrite_evaluation = LineSearch._rewrite_evaluation
     _labels_groups = staticmethod(LineSearch._labels_groups)
+    _uncorrected = ("the new leaf values", "them")
+    _warn_once = LineSearch._warn_once
     @staticmethod
     def _add_offset(registry, dataset, delta):
         registry.add(dataset, delta)
@@ -359,14 +360,3 @@ class ExactLeaves:
         tr.scores += np.stack([n[leaves[:, c]] for c, n in enumerate(news)], axis=1)
         self._add_offset(registry, tr.dataset, np.stack([d[leaves[:, c]] for c, d in enumerate(deltas)], axis=1))
 
-    def _warn_once(self, data_name, metric_name):
-        key = (data_name, metric_name)
-        if key in self._warned:
-            return
-        self._warned.add(key)
-        warnings.warn(
-            f"ExactLeaves cannot correct {metric_name!r} on {data_name!r} for the new leaf values (unknown "
-            "metric name, or no raw features for that data set: pass valid_X=); its values ignore them",
-            RuntimeWarning,
-            stacklevel=2,
-        )

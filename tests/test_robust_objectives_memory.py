@@ -10,12 +10,16 @@ from customobj import _validation as V
 from _objective_cases import S, S10, Y, Y10
 
 
+def _one_large_query(n):
+    """Labels 0-2 and random scores of one query of ``n`` rows (~n**2 / 3 candidate pairs)."""
+    rng = np.random.default_rng(3)
+    return rng.integers(0, 3, n).astype(float), rng.normal(size=n)
+
+
 def test_one_query_of_20000_rows_no_quadratic_memory():
     """2e8 candidate pairs: gradients stream over them (O(n) memory); the pair list is refused."""
-    rng = np.random.default_rng(3)
     n = 20_000
-    y = rng.integers(0, 3, n).astype(float)
-    s = rng.normal(size=n)
+    y, s = _one_large_query(n)
     obj = co.RankSVM()
     prep = obj.prepare(y, [n])
     g, h = obj.grad_hess_prepared(s, prep)
@@ -37,10 +41,8 @@ def test_pair_budget_message(monkeypatch):
 def test_lambdarank_pair_buffer_refused_before_allocation():
     """The OLE path (pair_buffer) skipped the pair budget: one 20,000-row query allocated until
     MemoryError. Now the count pass (no pair memory) is followed by the budget check."""
-    rng = np.random.default_rng(3)
     n = 20_000
-    y = rng.integers(0, 3, n).astype(float)
-    s = rng.normal(size=n)
+    y, s = _one_large_query(n)
     obj = co.LambdaRank()
     prep = obj.prepare(y, [n])
     asked = []

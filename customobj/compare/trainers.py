@@ -102,24 +102,30 @@ def _objective(spec, train_):
 
 
 # --- LightGBM -------------------------------------------------------------------------------------
+def _library_params(params: dict, spec: MethodSpec, st: Settings, train_: Split):
+    """Add the tuned/extra ``st.params`` to a library's ``params``, then the objective: a native one
+    by name with its options (returns None), else the customobj objective, returned for the adapter."""
+    params.update(st.params)
+    if spec.native:
+        params["objective"] = spec.target
+        params.update(spec.kwargs)
+        return None
+    return _objective(spec, train_)
+
+
 def _train_lgb(spec, st, train_, valid, test):
     import lightgbm as lgb
 
     from ..adapters import lightgbm_metric, lightgbm_objective
 
-    obj = None
     params = {
         "num_leaves": st.num_leaves, "learning_rate": st.learning_rate, "seed": st.seed,
         "deterministic": True, "force_row_wise": True, "num_threads": st.jobs, "verbosity": -1,
         "metric": "ndcg", "eval_at": [10],
     }
     feval = None
-    params.update(st.params)
-    if spec.native:
-        params["objective"] = spec.target
-        params.update(spec.kwargs)
-    else:
-        obj = _objective(spec, train_)
+    obj = _library_params(params, spec, st, train_)
+    if obj is not None:
         params["objective"] = lightgbm_objective(obj)
         if obj.n_outputs > 1:
             params["num_class"] = obj.n_outputs
@@ -152,7 +158,6 @@ def _train_xgb(spec, st, train_, valid, test):
 
     from ..adapters import xgboost_metric, xgboost_objective, xgboost_params
 
-    obj = None
     params = {
         # Leaf-wise growth with a leaf budget, as LightGBM, so num_leaves means the same thing.
         "tree_method": "hist", "grow_policy": "lossguide", "max_leaves": st.num_leaves, "max_depth": 0,
@@ -160,12 +165,8 @@ def _train_xgb(spec, st, train_, valid, test):
         "eval_metric": CURVE_METRIC, "disable_default_eval_metric": 1,
     }
     kwargs = {}
-    params.update(st.params)
-    if spec.native:
-        params["objective"] = spec.target
-        params.update(spec.kwargs)
-    else:
-        obj = _objective(spec, train_)
+    obj = _library_params(params, spec, st, train_)
+    if obj is not None:
         kwargs["obj"] = xgboost_objective(obj)
         # base_score=0 (pointwise terms see the true margin, as with LightGBM), num_class for McRank.
         params = xgboost_params(obj, params)

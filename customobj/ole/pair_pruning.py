@@ -101,6 +101,22 @@ def _cuts(pi, pc, bits, m, query_of_row, n_queries, eps):
     return top, cut
 
 
+@njit(cache=True, inline="always")
+def _place(pi, pj, pc, k, keep, write_dropped, oi, oj, oc, front, back):
+    """Pair ``k`` to the front of the output (kept) or, when asked, to its back (dropped)."""
+    if keep:
+        oi[front] = pi[k]
+        oj[front] = pj[k]
+        oc[front] = pc[k]
+        front += 1
+    elif write_dropped:
+        back -= 1
+        oi[back] = pi[k]
+        oj[back] = pj[k]
+        oc[back] = pc[k]
+    return front, back
+
+
 @njit(cache=True)
 def _prune(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dropped, top, cut):
     m = pc.shape[0]
@@ -116,16 +132,7 @@ def _prune(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dro
         else:
             q = query_of_row[pi[k]]
             keep = _bucket(bits[k], top[q]) < cut[q]
-        if keep:
-            oi[front] = pi[k]
-            oj[front] = pj[k]
-            oc[front] = c
-            front += 1
-        elif write_dropped:
-            back -= 1
-            oi[back] = pi[k]
-            oj[back] = pj[k]
-            oc[back] = c
+        front, back = _place(pi, pj, pc, k, keep, write_dropped, oi, oj, oc, front, back)
     return front
 
 
@@ -173,16 +180,7 @@ def _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc
         for k in range(s, e):
             c = pc[k]
             keep = c < 0.0 or (c > 0.0 and _bucket(bits[k], top) < cut)
-            if keep:
-                oi[front] = pi[k]
-                oj[front] = pj[k]
-                oc[front] = c
-                front += 1
-            elif write_dropped:
-                back -= 1
-                oi[back] = pi[k]
-                oj[back] = pj[k]
-                oc[back] = c
+            front, back = _place(pi, pj, pc, k, keep, write_dropped, oi, oj, oc, front, back)
         s = e
     return front
 
