@@ -19,7 +19,7 @@ from customobj.ole.joint_leaves import LeafSystem, rows_leaf_system
 
 from ._data import require_objective
 from ._lightgbm_scores import LightGBMScores
-from .callbacks import LineSearch, claim_datasets, require_customobj_training
+from ._tracking import ScoreTracking, claim_datasets, require_customobj_training
 
 __all__ = ["ExactLeaves"]
 
@@ -148,7 +148,7 @@ def _learning_rate(params: dict | None) -> float:
     return _DEFAULT_LEARNING_RATE
 
 
-class ExactLeaves:
+class ExactLeaves(ScoreTracking):
     """After each LightGBM tree, set its leaf values to the exact joint Newton step of the loss.
 
     With ``s`` the training scores before the tree, ``g``, ``h`` the objective's gradient and
@@ -248,13 +248,12 @@ class ExactLeaves:
     def __repr__(self) -> str:
         return f"ExactLeaves({self.objective!r}, lambda_l2={self.lambda_l2!r})"
 
-    # LineSearch's score tracking, offsets and evaluation rewriting, shared rather than copied.
-    _track = LineSearch._start
-    _predicted_leaves = LineSearch._tree_output
-    _rewrite_evaluation = LineSearch._rewrite_evaluation
-    _labels_groups = staticmethod(LineSearch._labels_groups)
+    # ScoreTracking's score tracking (under other names: this class has a _start of its own),
+    # offsets and evaluation rewriting, shared with LineSearch.
+    _track = ScoreTracking._start
+    _predicted_leaves = ScoreTracking._tree_output
     _uncorrected = ("the new leaf values", "them")
-    _warn_once = LineSearch._warn_once
+
     @staticmethod
     def _add_offset(registry, dataset, delta):
         registry.add(dataset, delta)

@@ -10,13 +10,12 @@ and is imported only when that subcommand runs.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
-import tempfile
-from typing import Iterator, NoReturn, Sequence
+from typing import NoReturn, Sequence
 
+from ._cli_errors import RunError, UsageError, one_line
 from ._version import __version__
 
 __all__ = ["main", "environment_info", "UsageError", "RunError", "EXIT_OK", "EXIT_RUNTIME", "EXIT_USAGE",
@@ -28,14 +27,6 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 #: Set to 1 to see the traceback of an unexpected exception instead of the one-line message.
 DEBUG_ENV = "CUSTOMOBJ_DEBUG"
-
-
-class UsageError(ValueError):
-    """Bad arguments or input data: one line on stderr, exit status 2."""
-
-
-class RunError(RuntimeError):
-    """A failure while running (a training run, writing results): one line on stderr, exit status 1."""
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -102,43 +93,6 @@ def build_parser() -> ArgumentParser:
     p_cmp = sub.add_parser("compare", add_help=False, help="compare objectives (customobj compare --help)")
     p_cmp.set_defaults(handler=_cmd_compare)
     return parser
-
-
-@contextlib.contextmanager
-def stderr_held() -> Iterator[None]:
-    """Hold what is written to file descriptor 2 while the block runs: replay it if the block
-    succeeds, drop it if the block raises (its exception is then reported in one line).
-
-    LightGBM's C++ code prints ``[LightGBM] [Fatal] ...`` straight to descriptor 2 before raising
-    the same text as an exception; without this, a failure would print two messages.
-    """
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):  # no descriptor 2 to hold: run as is
-        yield
-        return
-    with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
-        ok = False
-        try:
-            yield
-            ok = True
-        finally:
-            with contextlib.suppress(Exception):
-                sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            if ok:
-                held.seek(0)
-                data = held.read()
-                if data:
-                    os.write(2, data)
-
-
-def one_line(text: str) -> str:
-    """Collapse a (possibly multi-line) message into one line."""
-    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip()) or "(no message)"
 
 
 def _fail(prog, message, code):

@@ -1,5 +1,8 @@
 """adapters.callbacks guard rails: LineSearch (and any callback built on
-require_customobj_training) refuses trainings whose objective is not a customobj adapter."""
+require_customobj_training) refuses trainings whose objective is not a customobj adapter.
+
+Also covers adapters/_tracking.py (ScoreTracking, claim_datasets, require_customobj_training), the
+score tracking LineSearch and ExactLeaves share."""
 import numpy as np
 import pytest
 

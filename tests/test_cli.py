@@ -115,18 +115,3 @@ def test_debug_env_shows_the_traceback(monkeypatch):
     monkeypatch.setenv(cli.DEBUG_ENV, "1")
     with pytest.raises(KeyError):
         cli.main(["compare"])
-
-
-def test_stderr_held_replays_on_success_and_drops_on_failure(capfd):
-    import os
-
-    with cli.stderr_held():
-        os.write(2, b"a native warning\n")
-    assert capfd.readouterr().err == "a native warning\n"
-    with pytest.raises(RuntimeError):
-        with cli.stderr_held():
-            os.write(2, b"[LightGBM] [Fatal] the same text as the exception\n")
-            raise RuntimeError("boom")
-    assert capfd.readouterr().err == ""
-
-

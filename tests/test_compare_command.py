@@ -104,7 +104,7 @@ def test_recorded_curves_agree_with_customobj_metric(tiny_run):
 def test_reproducible_from_seed(tmp_path, tiny_run):
     _, first = tiny_run
     methods = "lgb:lambdarank,xgb:rank:ndcg,cb:YetiRank,ole:RankNet[ole]"
-    code = command.main([*TINY, "--folds", "1,2", "--methods", methods, "--no-plot", "--out", str(tmp_path)])
+    code = cli_main(["compare", *TINY, "--folds", "1,2", "--methods", methods, "--no-plot", "--out", str(tmp_path)])
     assert code == 0
     assert not (tmp_path / "curves.png").exists()
     again = {(r["method"], r["fold"]): r for r in _read_csv(tmp_path / "results.csv")}
@@ -176,7 +176,7 @@ def test_letor_one_fold(data_dir, tmp_path, capsys):
 
 def test_train_valid_test_files(data_dir, tmp_path):
     fold = data_dir / "mq2008" / "Fold1"
-    code = command.main(["--train", str(fold / "vali.txt.gz"), "--valid", str(fold / "test.txt.gz"),
+    code = cli_main(["compare", "--train", str(fold / "vali.txt.gz"), "--valid", str(fold / "test.txt.gz"),
                          "--test", str(fold / "test.txt.gz"), "--rounds", "2", "--methods", "lgb:regression",
                          "--out", str(tmp_path), "--no-plot", "--quiet"])
     assert code == 0
@@ -213,6 +213,6 @@ def test_bad_option_values_are_argparse_errors(argv, capsys):
 
 def test_missing_catboost_is_a_clear_error(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(command, "catboost_available", lambda: False)
-    code = command.main(["--methods", "lgb:lambdarank,cb:YetiRank", "--out", str(tmp_path), "--quiet"])
+    code = cli_main(["compare", "--methods", "lgb:lambdarank,cb:YetiRank", "--out", str(tmp_path), "--quiet"])
     assert code == 2 and not any(tmp_path.iterdir())
     assert "cb:YetiRank needs CatBoost, an optional extra: pip install 'customobj[catboost]'" in capsys.readouterr().err

@@ -5,7 +5,7 @@ checks everything it can before training (methods and their options on a sample 
 the output folder, the data files, the labels) and raises :class:`customobj.cli.UsageError`
 (exit status 2) for what is wrong there, :class:`customobj.cli.RunError` (exit status 1) when a
 training run or writing the results fails. ``customobj.cli.main`` turns both into one line on
-stderr; ``main(argv)`` runs the subcommand alone through it.
+stderr.
 """
 from __future__ import annotations
 
@@ -13,17 +13,16 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-from ..cli import RunError, UsageError, one_line, stderr_held
+from .._cli_errors import RunError, UsageError, one_line, stderr_held
 from . import output, report, runner
 from .ensemble import member_specs
 from .methods import build_objective, parse_method, parse_methods, split_methods, valid_names_help
 from .trainers import Settings, Split, catboost_available, train, warm_up
 
-__all__ = ["add_arguments", "run", "main", "DEFAULT_METHODS", "MAX_GRADE", "UsageError", "RunError"]
+__all__ = ["add_arguments", "run", "DEFAULT_METHODS", "MAX_GRADE", "UsageError", "RunError"]
 
 #: Default method set: native rankers of both libraries, customobj objectives through both
 #: adapters, and the OLE booster with the OLE and WSE split criteria (sized for ~2 min on 2 cores).
@@ -374,14 +373,3 @@ def run(args: argparse.Namespace) -> int:
         say()
     print(f"wrote {', '.join(written)} to {out.resolve()}")
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``customobj compare`` alone (``python -m customobj.compare.command``), with the CLI's error rules."""
-    from ..cli import main as cli_main
-
-    return cli_main(["compare", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

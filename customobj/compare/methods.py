@@ -41,6 +41,11 @@ __all__ = [
     "objective_names",
     "build_objective",
     "valid_names_help",
+    "ENS_PREFIX",
+    "EnsembleSpec",
+    "is_ensemble_name",
+    "parse_ensemble",
+    "member_specs",
 ]
 
 BACKENDS = {
@@ -268,9 +273,7 @@ def parse_method(text: str) -> MethodSpec:
     s = text.strip()
     if not s:
         raise _error(raw, "empty name")
-    if re.match(r"ens\s*:", s):  # ens:A+B, two methods combined (compare/ensemble.py)
-        from .ensemble import parse_ensemble
-
+    if re.match(r"ens\s*:", s):  # ens:A+B, two methods combined (parse_ensemble below)
         return parse_ensemble(raw)
     try:
         _split_top(s, "\0", "method")  # balance check only
@@ -371,3 +374,78 @@ def build_objective(spec: MethodSpec) -> Objective:
         # one line whatever the constructor raised (numba's messages span many lines)
         text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         raise ValueError(f"invalid options for {spec.label}: {type(exc).__name__}: {text}") from None
+
+
+# --- ensembles, ens:A+B (trained and combined by compare/ensemble.py) ----------------------------
+ENS_PREFIX = "ens"
+_ENS = re.compile(r"\s*ens\s*:")
+
+
+@dataclass(frozen=True)
+class EnsembleSpec:
+    """A parsed ``ens:A+B``: the two member methods, in the order given."""
+
+    members: tuple[MethodSpec, MethodSpec]
+
+    backend = ENS_PREFIX
+    native = False
+    criterion = None
+    options = ()
+
+    @property
+    def label(self) -> str:
+        return f"{ENS_PREFIX}:" + "+".join(m.label for m in self.members)
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def is_ensemble_name(text: str) -> bool:
+    """Whether ``text`` is spelled as an ensemble (``ens:...``), right or wrong."""
+    return bool(_ENS.match(text))
+
+
+def parse_ensemble(text: str) -> EnsembleSpec:
+    """Parse ``ens:A+B``; a ``ValueError`` (first line: what is wrong) for anything else.
+
+    ``+`` separates the members outside parentheses, brackets and quotes, so options such as
+    ``lam=1e+3`` inside a member's parentheses are kept whole. Ensembles do not nest.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"method name must be a string, got {type(text).__name__}")
+    if not is_ensemble_name(text):
+        raise _error(text, f"an ensemble is spelled {ENS_PREFIX}:A+B")
+    body = text.split(":", 1)[1]
+    try:
+        parts = _split_top(body, "+", "ensemble")
+    except ValueError as exc:
+        raise _error(text, str(exc)) from None
+    if len(parts) != 2:
+        raise _error(text, f"an ensemble combines exactly two methods, ens:A+B (got {len(parts)} part(s))")
+    members = []
+    for part in parts:
+        if not part.strip():
+            raise _error(text, "empty member; ens:A+B needs two method names")
+        if is_ensemble_name(part):
+            raise _error(text, "ensembles do not nest; a member must be a single method")
+        try:
+            members.append(parse_method(part))
+        except ValueError as exc:
+            first = str(exc).splitlines()[0]
+            first = re.sub(r"\Ainvalid method '.*?': ", "", first)  # the member is named just before
+            raise _error(text, f"member {part.strip()!r}: {first}") from None
+    if members[0].label == members[1].label:
+        raise _error(text, f"both members are {members[0].label}; an ensemble combines two different methods")
+    return EnsembleSpec(tuple(members))
+
+
+def member_specs(specs: list) -> list[MethodSpec]:
+    """The single methods to train for ``specs``: every listed one, then the ensembles' members not
+    listed themselves, each once, in order of first appearance."""
+    out, seen = [], set()
+    for s in specs:
+        for m in (s.members if isinstance(s, EnsembleSpec) else (s,)):
+            if m.label not in seen:
+                seen.add(m.label)
+                out.append(m)
+    return out

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from .._io import atomic_write_bytes
-from ..cli import RunError, UsageError
+from .._cli_errors import RunError, UsageError
 
 __all__ = ["RESULT_FILES", "check_folder", "write_results"]
 

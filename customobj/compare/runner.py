@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..cli import RunError, one_line, stderr_held
+from .._cli_errors import RunError, one_line, stderr_held
 from . import report
 from .ensemble import EnsembleSpec, combine, member_specs
 from .trainers import Settings
@@ -55,7 +55,7 @@ def tuning_note(n_trials: int, n_seeds: int) -> str:
 
 
 def _held(fn):
-    """``fn`` with descriptor 2 held per call (see :func:`customobj.cli.stderr_held`)."""
+    """``fn`` with descriptor 2 held per call (see :func:`customobj._cli_errors.stderr_held`)."""
     def call(*args, **kwargs):
         with stderr_held():
             return fn(*args, **kwargs)
