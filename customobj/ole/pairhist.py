@@ -51,7 +51,7 @@ import numpy as np
 from numba import njit, prange
 
 from .histogram import n_blocks_for
-from .pairhist_subset import build_pair_hist_subset, subset_output
+from .pairhist_subset import build_pair_hist_subset, subset_output, zero_feature_slots
 
 __all__ = ["PairScratch", "build_pair_hist", "compact_pairs", "partition_pairs", "split_coupling_sums", "sum_couplings",
            "PH_CHANNELS"]
@@ -196,15 +196,6 @@ def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, 
                     out[slot, 2] += r
 
 
-@njit(cache=True)
-def _zero_features(out, foff, fnb):
-    for q in range(foff.shape[0]):
-        for s in range(foff[q], foff[q] + fnb[q] + 1):
-            out[s, 0] = 0.0
-            out[s, 1] = 0.0
-            out[s, 2] = 0.0
-
-
 @njit(cache=True, parallel=True)
 def _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, any_nan, n_blocks, loc, rows, acc, nanacc,
                    rsum, tile, buf):
@@ -212,7 +203,7 @@ def _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, any_nan, n_bl
     for b in prange(n_blocks):
         lo = start + (n * b) // n_blocks
         hi = start + (n * (b + 1)) // n_blocks
-        _zero_features(buf[b], foff, fnb)
+        zero_feature_slots(buf[b], foff, fnb)
         _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc[b], rows[b], acc[b], nanacc[b],
                     rsum[b], tile[b], buf[b])
 
@@ -260,7 +251,7 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
     out = np.empty((n_slots, PH_CHANNELS), dtype=np.float64) if features is None else \
         subset_output(s.subset, n_slots, foff, fnb)
     if nb == 1:
-        _zero_features(out, foff, fnb)
+        zero_feature_slots(out, foff, fnb)
         _pair_block(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, s.loc[0], s.rows[0], s.acc[0],
                     s.nanacc[0], s.rsum[0], tile[0], out)
         return out

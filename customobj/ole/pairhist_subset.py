@@ -36,7 +36,7 @@ from numba import njit, prange
 
 from .histogram import n_blocks_for
 
-__all__ = ["build_pair_hist_subset", "subset_output"]
+__all__ = ["build_pair_hist_subset", "subset_output", "zero_feature_slots"]
 
 _BLOCK_PAIRS = 65536
 _MAX_BLOCKS = 8
@@ -66,7 +66,9 @@ def _subset_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, out):
 
 
 @njit(cache=True)
-def _zero(out, foff, fnb):
+def zero_feature_slots(out, foff, fnb):
+    """Zero the histogram slots of the features whose slots start at ``foff`` (``fnb + 1`` each:
+    the bins and the NaN slot); both pair-histogram kernels build over such feature subsets."""
     for t in range(foff.shape[0]):
         for s in range(foff[t], foff[t] + fnb[t] + 1):
             out[s, 0] = 0.0
@@ -78,7 +80,7 @@ def _zero(out, foff, fnb):
 def _subset_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, n_blocks, buf, out):
     n = end - start
     for b in prange(n_blocks):
-        _zero(buf[b], foff, fnb)
+        zero_feature_slots(buf[b], foff, fnb)
         _subset_block(bins, pi, pj, pc, start + (n * b) // n_blocks, start + (n * (b + 1)) // n_blocks, feats,
                       foff, fnb, buf[b])
     for t in range(foff.shape[0]):  # block order: the same sums for any thread count
@@ -99,7 +101,7 @@ def subset_output(scratch: dict | None, n_slots: int, foff: np.ndarray, fnb: np.
     if out is None or out.shape[0] != n_slots:
         out = scratch["out"] = np.zeros((n_slots, 3), dtype=np.float64)
     else:
-        _zero(out, scratch["foff"], scratch["fnb"])
+        zero_feature_slots(out, scratch["foff"], scratch["fnb"])
     scratch["foff"], scratch["fnb"] = foff, fnb
     return out
 
