@@ -51,7 +51,7 @@ import numpy as np
 from numba import njit, prange
 
 from .histogram import n_blocks_for
-from .pairhist_subset import build_pair_hist_subset, subset_output, zero_feature_slots
+from .pairhist_subset import build_pair_hist_subset, reduce_feature_blocks, subset_output, zero_feature_slots
 
 __all__ = ["PairScratch", "build_pair_hist", "compact_pairs", "partition_pairs", "split_coupling_sums", "sum_couplings",
            "PH_CHANNELS"]
@@ -208,17 +208,6 @@ def _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, any_nan, n_bl
                     rsum[b], tile[b], buf[b])
 
 
-@njit(cache=True)
-def _reduce_blocks(buf, n_blocks, foff, fnb, out):
-    for q in range(foff.shape[0]):
-        for s in range(foff[q], foff[q] + fnb[q] + 1):
-            for ch in range(3):
-                v = buf[0, s, ch]
-                for b in range(1, n_blocks):
-                    v += buf[b, s, ch]
-                out[s, ch] = v
-
-
 def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.ndarray, start: int, end: int,
                     offsets: np.ndarray, n_bins: np.ndarray, n_slots: int, scratch: PairScratch | None = None,
                     features: np.ndarray | None = None) -> np.ndarray:
@@ -262,7 +251,7 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
         buf = s.blocks = np.empty((_MAX_BLOCKS, n_slots, PH_CHANNELS), dtype=np.float64)
     _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, nb, s.loc, s.rows, s.acc,
                    s.nanacc, s.rsum, tile, buf)
-    _reduce_blocks(buf, nb, foff, fnb, out)
+    reduce_feature_blocks(buf, nb, foff, fnb, out)
     return out
 
 

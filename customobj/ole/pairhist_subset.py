@@ -36,7 +36,7 @@ from numba import njit, prange
 
 from .histogram import n_blocks_for
 
-__all__ = ["build_pair_hist_subset", "subset_output", "zero_feature_slots"]
+__all__ = ["build_pair_hist_subset", "reduce_feature_blocks", "subset_output", "zero_feature_slots"]
 
 _BLOCK_PAIRS = 65536
 _MAX_BLOCKS = 8
@@ -76,6 +76,19 @@ def zero_feature_slots(out, foff, fnb):
             out[s, 2] = 0.0
 
 
+@njit(cache=True)
+def reduce_feature_blocks(buf, n_blocks, foff, fnb, out):
+    """``out`` = the sum of the per-block histograms ``buf[:n_blocks]`` over a feature subset's slots,
+    added in block order: the same sums for any thread count (both pair-histogram kernels)."""
+    for t in range(foff.shape[0]):
+        for s in range(foff[t], foff[t] + fnb[t] + 1):
+            for ch in range(3):
+                v = buf[0, s, ch]
+                for b in range(1, n_blocks):
+                    v += buf[b, s, ch]
+                out[s, ch] = v
+
+
 @njit(cache=True, parallel=True)
 def _subset_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, n_blocks, buf, out):
     n = end - start
@@ -83,13 +96,7 @@ def _subset_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, n_blocks, b
         zero_feature_slots(buf[b], foff, fnb)
         _subset_block(bins, pi, pj, pc, start + (n * b) // n_blocks, start + (n * (b + 1)) // n_blocks, feats,
                       foff, fnb, buf[b])
-    for t in range(foff.shape[0]):  # block order: the same sums for any thread count
-        for s in range(foff[t], foff[t] + fnb[t] + 1):
-            for ch in range(3):
-                v = buf[0, s, ch]
-                for b in range(1, n_blocks):
-                    v += buf[b, s, ch]
-                out[s, ch] = v
+    reduce_feature_blocks(buf, n_blocks, foff, fnb, out)
 
 
 def subset_output(scratch: dict | None, n_slots: int, foff: np.ndarray, fnb: np.ndarray) -> np.ndarray:
