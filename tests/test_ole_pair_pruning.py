@@ -156,3 +156,75 @@ def test_contiguous_queries_take_the_per_query_path_with_the_same_result(eps):
     assert k == k_ref
     for a, b in zip(out, ref):
         np.testing.assert_array_equal(a, b)
+
+
+def contiguous_pairs(seed, n_queries, max_rows):
+    pi, pj, pc, ptr = random_pairs(seed, n_queries=n_queries, max_rows=max_rows)
+    by_query = np.argsort(query_of_rows(ptr)[pi], kind="stable")
+    return pi[by_query], pj[by_query], pc[by_query], ptr
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_parallel_blocks_of_queries_give_the_serial_result(threads):
+    """Over 2 * 65,536 pairs the kept pairs are pruned by blocks of whole queries in parallel, then
+    closed up: the same pairs, order and per-query thresholds as the serial reference, whatever the
+    thread count (the blocks depend only on the pairs)."""
+    import numba
+    from customobj.ole.pair_pruning import _BLOCK_PAIRS, _prune
+    pi, pj, pc, ptr = contiguous_pairs(7, n_queries=600, max_rows=60)
+    assert pc.size > 4 * _BLOCK_PAIRS
+    qor, nq = query_of_rows(ptr), ptr.size - 1
+    ref = tuple(np.empty(pc.size, a.dtype) for a in (pi, pj, pc))
+    ref_t = (np.zeros(nq, np.int64), np.zeros(nq, np.int64))
+    k_ref = _prune(pi, pj, pc, pc.view(np.int64), qor, nq, 0.3, *ref, True, *ref_t)
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        out = tuple(np.empty(pc.size, a.dtype) for a in (pi, pj, pc))
+        tops, cuts = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
+        k = prune_pairs(pi, pj, pc, qor, nq, 0.3, *out, write_dropped=False, thresholds=(tops, cuts))
+    finally:
+        numba.set_num_threads(before)
+    assert k == k_ref and 0 < k < pc.size
+    for a, b in zip(out, ref):
+        np.testing.assert_array_equal(a[:k], b[:k])
+    np.testing.assert_array_equal(tops, ref_t[0])
+    np.testing.assert_array_equal(cuts, ref_t[1])
+
+
+def test_a_query_in_two_runs_is_noticed_across_blocks():
+    """A query whose pairs come in two runs (here: its first pair moved to the end, another block)
+    is caught by the run count and pruned by the any-order path: same result as the reference."""
+    from customobj.ole.pair_pruning import _prune
+    pi, pj, pc, ptr = contiguous_pairs(8, n_queries=400, max_rows=60)
+    pi, pj, pc = (np.r_[a[1:], a[:1]] for a in (pi, pj, pc))
+    qor, nq = query_of_rows(ptr), ptr.size - 1
+    k, out = run(pi, pj, pc, ptr, 0.3)
+    ref = tuple(np.empty(pc.size, a.dtype) for a in (pi, pj, pc))
+    k_ref = _prune(pi, pj, pc, pc.view(np.int64), qor, nq, 0.3, *ref, True, np.zeros(nq, np.int64),
+                   np.zeros(nq, np.int64))
+    assert k == k_ref
+    for a, b in zip(out, ref):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_dropped_leaf_couplings_over_many_blocks_against_brute_force():
+    pi, pj, pc, ptr = contiguous_pairs(9, n_queries=400, max_rows=60)
+    qor, nq, n = query_of_rows(ptr), ptr.size - 1, int(ptr[-1])
+    tops, cuts = np.zeros(nq, np.int64), np.full(nq, N_BUCKETS, np.int64)
+    out = tuple(np.empty(pc.size, a.dtype) for a in (pi, pj, pc))
+    k = prune_pairs(pi, pj, pc, qor, nq, 0.3, *out, write_dropped=False, thresholds=(tops, cuts))
+    kept = set(zip(out[0][:k].tolist(), out[1][:k].tolist()))
+    rng = np.random.default_rng(3)
+    order = rng.permutation(n).astype(np.int64)
+    cut_points = np.sort(rng.choice(np.arange(1, n), 9, replace=False))
+    ranges = list(zip(np.r_[0, cut_points], np.r_[cut_points, n]))
+    leaf = np.empty(n, np.int64)
+    for l, (s, e) in enumerate(ranges):
+        leaf[order[s:e]] = l
+    expect = np.zeros(len(ranges))
+    for a, b, c in zip(pi.tolist(), pj.tolist(), pc.tolist()):
+        if leaf[a] == leaf[b] and c > 0 and (a, b) not in kept:
+            expect[leaf[a]] += c
+    got = dropped_leaf_couplings(order, ranges, Dropped((pi, pj, pc), qor, tops, cuts, False), n)
+    np.testing.assert_allclose(got, expect, rtol=1e-12)
