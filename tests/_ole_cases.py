@@ -128,3 +128,30 @@ def leaf_rows(tree, X):
             if child < 0:
                 leaf[part] = ~child
     return leaf
+
+
+def random_pairs(seed, n_queries=40, max_rows=25):
+    """Every row pair of random queries in random order, couplings over many octaves (10% zero, 1%
+    negative), and the group offsets: pair-pruning inputs."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(2, max_rows, n_queries)
+    ptr = np.r_[0, np.cumsum(sizes)]
+    pi, pj = [], []
+    for q in range(n_queries):
+        a, b = np.triu_indices(sizes[q], 1)
+        pi.append(ptr[q] + a)
+        pj.append(ptr[q] + b)
+    pi, pj = np.concatenate(pi).astype(np.int32), np.concatenate(pj).astype(np.int32)
+    perm = rng.permutation(pi.size)  # any order: queries need not be contiguous
+    pi, pj = pi[perm], pj[perm]
+    pc = rng.lognormal(0.0, 2.0, pi.size)  # couplings over many octaves
+    pc[rng.random(pi.size) < 0.1] = 0.0
+    pc[rng.random(pi.size) < 0.01] *= -1.0  # negative couplings are always kept
+    return pi, pj, pc, ptr
+
+
+def contiguous_pairs(seed, n_queries, max_rows):
+    """``random_pairs`` with each query's pairs in one run (as LambdaRank writes them)."""
+    pi, pj, pc, ptr = random_pairs(seed, n_queries=n_queries, max_rows=max_rows)
+    by_query = np.argsort(np.repeat(np.arange(ptr.size - 1), np.diff(ptr))[pi], kind="stable")
+    return pi[by_query], pj[by_query], pc[by_query], ptr

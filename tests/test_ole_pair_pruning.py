@@ -2,26 +2,9 @@
 import numpy as np
 import pytest
 
+from _ole_cases import contiguous_pairs, random_pairs
 from customobj.ole.pair_pruning import (N_BUCKETS, Dropped, dropped_leaf_couplings, prune_for_tree, prune_pairs,
                                         query_of_rows)
-
-
-def random_pairs(seed, n_queries=40, max_rows=25):
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(2, max_rows, n_queries)
-    ptr = np.r_[0, np.cumsum(sizes)]
-    pi, pj = [], []
-    for q in range(n_queries):
-        a, b = np.triu_indices(sizes[q], 1)
-        pi.append(ptr[q] + a)
-        pj.append(ptr[q] + b)
-    pi, pj = np.concatenate(pi).astype(np.int32), np.concatenate(pj).astype(np.int32)
-    perm = rng.permutation(pi.size)  # any order: queries need not be contiguous
-    pi, pj = pi[perm], pj[perm]
-    pc = rng.lognormal(0.0, 2.0, pi.size)  # couplings over many octaves
-    pc[rng.random(pi.size) < 0.1] = 0.0
-    pc[rng.random(pi.size) < 0.01] *= -1.0  # negative couplings are always kept
-    return pi, pj, pc, ptr
 
 
 def run(pi, pj, pc, ptr, eps):
@@ -139,73 +122,6 @@ def test_inconsistent_inputs_are_refused():
         prune_pairs(pi, pj, pc, qor, 2, 0.1, *out)  # query ids beyond n_queries
     with pytest.raises(ValueError, match="rows"):
         prune_pairs(pi, pj, pc, qor[:-5], 3, 0.1, *out)  # pairs reach rows without a query
-
-
-@pytest.mark.parametrize("eps", [0.0, 0.2, 0.6])
-def test_contiguous_queries_take_the_per_query_path_with_the_same_result(eps):
-    from customobj.ole.pair_pruning import _prune
-    pi, pj, pc, ptr = random_pairs(6)
-    qor = query_of_rows(ptr)
-    by_query = np.argsort(qor[pi], kind="stable")
-    pi, pj, pc = pi[by_query], pj[by_query], pc[by_query]
-    k, out = run(pi, pj, pc, ptr, eps)
-    ref = tuple(np.empty(pc.size, a.dtype) for a in (pi, pj, pc))
-    nq = ptr.size - 1
-    k_ref = _prune(pi, pj, pc, pc.view(np.int64), qor, nq, eps, *ref, True, np.zeros(nq, np.int64),
-                   np.zeros(nq, np.int64))
-    assert k == k_ref
-    for a, b in zip(out, ref):
-        np.testing.assert_array_equal(a, b)
-
-
-def contiguous_pairs(seed, n_queries, max_rows):
-    pi, pj, pc, ptr = random_pairs(seed, n_queries=n_queries, max_rows=max_rows)
-    by_query = np.argsort(query_of_rows(ptr)[pi], kind="stable")
-    return pi[by_query], pj[by_query], pc[by_query], ptr
-
-
-@pytest.mark.parametrize("threads", [1, 2])
-def test_parallel_blocks_of_queries_give_the_serial_result(threads):
-    """Over 2 * 65,536 pairs the kept pairs are pruned by blocks of whole queries in parallel, then
-    closed up: the same pairs, order and per-query thresholds as the serial reference, whatever the
-    thread count (the blocks depend only on the pairs)."""
-    import numba
-    from customobj.ole.pair_pruning import _BLOCK_PAIRS, _prune
-    pi, pj, pc, ptr = contiguous_pairs(7, n_queries=600, max_rows=60)
-    assert pc.size > 4 * _BLOCK_PAIRS
-    qor, nq = query_of_rows(ptr), ptr.size - 1
-    ref = tuple(np.empty(pc.size, a.dtype) for a in (pi, pj, pc))
-    ref_t = (np.zeros(nq, np.int64), np.zeros(nq, np.int64))
-    k_ref = _prune(pi, pj, pc, pc.view(np.int64), qor, nq, 0.3, *ref, True, *ref_t)
-    before = numba.get_num_threads()
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    try:
-        out = tuple(np.empty(pc.size, a.dtype) for a in (pi, pj, pc))
-        tops, cuts = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
-        k = prune_pairs(pi, pj, pc, qor, nq, 0.3, *out, write_dropped=False, thresholds=(tops, cuts))
-    finally:
-        numba.set_num_threads(before)
-    assert k == k_ref and 0 < k < pc.size
-    for a, b in zip(out, ref):
-        np.testing.assert_array_equal(a[:k], b[:k])
-    np.testing.assert_array_equal(tops, ref_t[0])
-    np.testing.assert_array_equal(cuts, ref_t[1])
-
-
-def test_a_query_in_two_runs_is_noticed_across_blocks():
-    """A query whose pairs come in two runs (here: its first pair moved to the end, another block)
-    is caught by the run count and pruned by the any-order path: same result as the reference."""
-    from customobj.ole.pair_pruning import _prune
-    pi, pj, pc, ptr = contiguous_pairs(8, n_queries=400, max_rows=60)
-    pi, pj, pc = (np.r_[a[1:], a[:1]] for a in (pi, pj, pc))
-    qor, nq = query_of_rows(ptr), ptr.size - 1
-    k, out = run(pi, pj, pc, ptr, 0.3)
-    ref = tuple(np.empty(pc.size, a.dtype) for a in (pi, pj, pc))
-    k_ref = _prune(pi, pj, pc, pc.view(np.int64), qor, nq, 0.3, *ref, True, np.zeros(nq, np.int64),
-                   np.zeros(nq, np.int64))
-    assert k == k_ref
-    for a, b in zip(out, ref):
-        np.testing.assert_array_equal(a, b)
 
 
 def test_dropped_leaf_couplings_over_many_blocks_against_brute_force():

@@ -17,7 +17,8 @@ about 16 octaves below it), and whole buckets are dropped from the smallest up w
 mass stays within the budget. So every kept coupling of a query is at least every dropped one,
 the bound holds exactly (it is checked on the same sums), and the kept set exceeds that of a full
 sort by at most one bucket (couplings within a factor 1.25), at O(pairs) cost (no sort, no logarithm;
-one pass over memory when each query's pairs are contiguous, as LambdaRank writes them).
+when each query's pairs are contiguous, as LambdaRank writes them, two passes over memory run by
+blocks of queries in parallel: :mod:`customobj.ole.pair_pruning_kernels`).
 
 Consequence for a tree node holding rows of the queries ``Q``: its in-node coupling ``C`` (the
 OLE node hessian is ``H - 2C``: Xia, Zhai, Wang, "Analysis of Regression Tree Fitting Algorithms in
@@ -47,212 +48,12 @@ Examples
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+
+from .pair_pruning_kernels import (BUCKETS_PER_OCTAVE, N_BUCKETS, _dropped_leaf_sums, _prune,
+                                   _prune_contiguous)
 
 __all__ = ["prune_pairs", "prune_for_tree", "query_of_rows", "Dropped", "dropped_leaf_couplings",
            "N_BUCKETS", "BUCKETS_PER_OCTAVE", "OLE_FAST_EPSILON"]
-
-#: Buckets per octave of coupling below the query's largest: the kept set exceeds a full sort's by
-#: at most one bucket (a factor 2**(1/4) in coupling).
-BUCKETS_PER_OCTAVE = 4
-#: Buckets per query; the last holds every coupling below ``2**-16`` of the query's largest.
-N_BUCKETS = 64
-
-
-# A positive float64's bits shifted right by 50 (exponent, then the top two mantissa bits) increase
-# with its value: a quarter-octave key without a logarithm.
-_KEY_SHIFT = 50
-# Parallel pruning: blocks of about this many pairs, at most _MAX_BLOCKS (both fix the blocks, not the threads).
-_BLOCK_PAIRS = 65536
-_MAX_BLOCKS = 16
-
-
-@njit(cache=True)
-def _bucket(bits, top):
-    b = top - (bits >> _KEY_SHIFT)
-    return b if b < N_BUCKETS else N_BUCKETS - 1
-
-
-@njit(cache=True)
-def _cuts(pi, pc, bits, m, query_of_row, n_queries, eps):
-    """Per query the key of its largest coupling and the first dropped bucket (``N_BUCKETS``: none)."""
-    top = np.zeros(n_queries, dtype=np.int64)
-    qtot = np.zeros(n_queries)
-    for k in range(m):
-        c = pc[k]
-        if c > 0.0:
-            q = query_of_row[pi[k]]
-            qtot[q] += c
-            key = bits[k] >> _KEY_SHIFT
-            if key > top[q]:
-                top[q] = key
-    mass = np.zeros((n_queries, N_BUCKETS))
-    for k in range(m):
-        c = pc[k]
-        if c > 0.0:
-            q = query_of_row[pi[k]]
-            mass[q, _bucket(bits[k], top[q])] += c
-    cut = np.full(n_queries, N_BUCKETS, dtype=np.int64)
-    for q in range(n_queries):
-        budget = eps * qtot[q]
-        dropped = 0.0
-        for b in range(N_BUCKETS - 1, -1, -1):
-            if dropped + mass[q, b] > budget:
-                break
-            dropped += mass[q, b]
-            cut[q] = b
-    return top, cut
-
-
-@njit(cache=True)
-def _place_query(pi, pj, pc, bits, s, e, top, cut, write_dropped, oi, oj, oc, front, back):
-    """Pairs ``s:e`` of one query to the front of the output (kept) or, when asked, to its back.
-
-    Branch-free: each pair is written at ``front`` (and at ``back - 1``) whatever its fate, and only
-    the counters move by it; a branch on it mispredicts so often that pruning ran 3-5x slower
-    (measured 117 and 68 ms against 24 on 3.7 million MSLR-shaped pairs). Both slots are free:
-    ``front`` is the next kept slot, and ``back - 1 >= front`` while a pair is unplaced (equal only
-    for the last free slot, which then receives the same pair twice).
-    """
-    if write_dropped:
-        for k in range(s, e):
-            c = pc[k]
-            # bitwise, not `or`/`and`: short-circuits are branches too
-            keep = np.int64((c < 0.0) | ((c > 0.0) & (_bucket(bits[k], top) < cut)))
-            oi[front] = pi[k]
-            oj[front] = pj[k]
-            oc[front] = c
-            oi[back - 1] = pi[k]
-            oj[back - 1] = pj[k]
-            oc[back - 1] = c
-            front += keep
-            back -= 1 - keep
-    else:
-        for k in range(s, e):
-            c = pc[k]
-            keep = np.int64((c < 0.0) | ((c > 0.0) & (_bucket(bits[k], top) < cut)))
-            oi[front] = pi[k]
-            oj[front] = pj[k]
-            oc[front] = c
-            front += keep
-    return front, back
-
-
-@njit(cache=True)
-def _prune(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dropped, top, cut):
-    m = pc.shape[0]
-    top[:], cut[:] = _cuts(pi, pc, bits, m, query_of_row, n_queries, eps)
-    front = 0
-    back = m
-    for k in range(m):  # pairs of any order: each with its own query's threshold (branch-free: _place_query)
-        c = pc[k]
-        q = query_of_row[pi[k]]
-        keep = np.int64((c < 0.0) | ((c > 0.0) & (_bucket(bits[k], top[q]) < cut[q])))
-        oi[front] = pi[k]
-        oj[front] = pj[k]
-        oc[front] = c
-        if write_dropped:
-            oi[back - 1] = pi[k]
-            oj[back - 1] = pj[k]
-            oc[back - 1] = c
-            back -= 1 - keep
-        front += keep
-    return front
-
-
-@njit(cache=True)
-def _query_cut(pc, bits, s, e, eps, mass):
-    """Key of the largest coupling of pairs ``s:e`` (one query) and its first dropped bucket
-    (``N_BUCKETS``: none): whole buckets from the smallest up while their mass fits ``eps`` of the total."""
-    top = 0
-    total = 0.0
-    for k in range(s, e):
-        c = pc[k]
-        if c > 0.0:
-            total += c
-            key = bits[k] >> _KEY_SHIFT
-            if key > top:
-                top = key
-    mass[:] = 0.0
-    for k in range(s, e):
-        c = pc[k]
-        if c > 0.0:
-            mass[_bucket(bits[k], top)] += c
-    cut = N_BUCKETS
-    budget = eps * total
-    dropped = 0.0
-    for b in range(N_BUCKETS - 1, -1, -1):
-        if dropped + mass[b] > budget:
-            break
-        dropped += mass[b]
-        cut = b
-    return top, cut
-
-
-@njit(cache=True)
-def _prune_queries(pi, pj, pc, bits, query_of_row, lo, hi, eps, oi, oj, oc, write_dropped, tops, cuts, seen,
-                   front, back):
-    """Prune pairs ``lo:hi``, runs of one query each, to ``o*[front:]`` (and ``o*[:back]`` from the
-    end); returns (front, back, number of runs)."""
-    mass = np.zeros(N_BUCKETS)
-    runs = 0
-    s = lo
-    while s < hi:
-        q = query_of_row[pi[s]]
-        e = s + 1
-        while e < hi and query_of_row[pi[e]] == q:
-            e += 1
-        seen[q] = True
-        runs += 1
-        top, cut = _query_cut(pc, bits, s, e, eps, mass)
-        tops[q] = top
-        cuts[q] = cut
-        front, back = _place_query(pi, pj, pc, bits, s, e, top, cut, write_dropped, oi, oj, oc, front, back)
-        s = e
-    return front, back, runs
-
-
-@njit(cache=True, parallel=True)
-def _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dropped, tops, cuts):
-    """``_prune`` when each query's pairs are contiguous (LambdaRank writes them so): the three
-    passes run per query while its pairs are in cache. Returns -1 when some query's pairs form
-    more than one run.
-
-    Without ``write_dropped``, blocks of whole queries (their number and bounds depend only on the
-    pairs) run in parallel, each writing its kept pairs to the front of its own range of the
-    output; the ranges are then closed up in block order (forward moves), so the result is the
-    serial one whatever the thread count.
-    """
-    m = pc.shape[0]
-    seen = np.zeros(n_queries, dtype=np.bool_)
-    nb = 1 if write_dropped else max(1, min(_MAX_BLOCKS, m // _BLOCK_PAIRS))
-    bounds = np.empty(nb + 1, dtype=np.int64)
-    bounds[0] = 0
-    bounds[nb] = m
-    for b in range(1, nb):  # a block starts where a query's run starts
-        k = max(bounds[b - 1], (m * b) // nb)
-        while 0 < k < m and query_of_row[pi[k]] == query_of_row[pi[k - 1]]:
-            k += 1
-        bounds[b] = k
-    kept = np.zeros(nb, dtype=np.int64)
-    runs = np.zeros(nb, dtype=np.int64)
-    for b in prange(nb):
-        lo = bounds[b]
-        back = m if write_dropped else bounds[b + 1]
-        front, _, runs[b] = _prune_queries(pi, pj, pc, bits, query_of_row, lo, bounds[b + 1], eps, oi, oj, oc,
-                                           write_dropped, tops, cuts, seen, lo, back)
-        kept[b] = front - lo
-    if runs.sum() != seen.sum():  # a query met twice (races on seen[] only ever write True)
-        return -1
-    total = kept[0]
-    for b in range(1, nb):
-        lo = bounds[b]
-        for t in range(kept[b]):
-            oi[total + t] = oi[lo + t]
-            oj[total + t] = oj[lo + t]
-            oc[total + t] = oc[lo + t]
-        total += kept[b]
-    return total
 
 
 def prune_pairs(pi: np.ndarray, pj: np.ndarray, pc: np.ndarray, query_of_row: np.ndarray, n_queries: int,
@@ -355,40 +156,6 @@ def prune_for_tree(bufs: tuple, query_of_row: np.ndarray, n_queries: int, epsilo
     k = prune_pairs(*src, qor, n_queries, epsilon, *dst)
     kept = tuple(a[:k] for a in dst)
     return (kept, tuple(a[:k] for a in src)), Dropped(tuple(a[k:m] for a in dst), qor, tops, cuts, True)
-
-
-@njit(cache=True)
-def _dropped_block(leaf, lo, hi, pi, pj, pc, bits, query_of_row, tops, cuts, only_dropped, out):
-    for k in range(lo, hi):
-        a = leaf[pi[k]]
-        if a < 0 or a != leaf[pj[k]]:
-            continue
-        c = pc[k]
-        if not only_dropped:  # the round's pairs: skip the kept ones (the same test as the pruning)
-            if c < 0.0 or c == 0.0:
-                continue
-            q = query_of_row[pi[k]]
-            if _bucket(bits[k], tops[q]) < cuts[q]:
-                continue
-        out[a] += c
-
-
-@njit(cache=True, parallel=True)
-def _dropped_leaf_sums(order, starts, ends, pi, pj, pc, bits, query_of_row, tops, cuts, only_dropped, n_rows, out):
-    n_leaves = starts.shape[0]
-    leaf = np.full(n_rows, -1, dtype=np.int32)
-    for l in range(n_leaves):
-        for k in range(starts[l], ends[l]):
-            leaf[order[k]] = l
-    m = pc.shape[0]
-    nb = max(1, min(_MAX_BLOCKS, m // _BLOCK_PAIRS))  # blocks fixed by the pair count: the sums do not
-    part = np.zeros((nb, n_leaves))                     # depend on the threads
-    for b in prange(nb):
-        _dropped_block(leaf, (m * b) // nb, (m * (b + 1)) // nb, pi, pj, pc, bits, query_of_row, tops, cuts,
-                       only_dropped, part[b])
-    for b in range(nb):
-        for l in range(n_leaves):
-            out[l] += part[b, l]
 
 
 def dropped_leaf_couplings(order: np.ndarray, ranges: list, dropped: "Dropped", n_rows: int) -> np.ndarray:
