@@ -77,3 +77,40 @@ def test_a_query_in_two_runs_is_noticed_across_blocks():
     assert k == k_ref
     for a, b in zip(out, ref):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("write_dropped", [False, True])
+@pytest.mark.parametrize("block_order", ["reversed", "shuffled"])
+def test_block_edges_are_restored_whatever_order_the_blocks_ran_in(write_dropped, block_order):
+    """The race that parallel branch-free placement allows, played out deterministically: blocks
+    placed one after the other in an order where earlier blocks run last (their stray writes land
+    on later blocks' slots), with a block that keeps nothing and one that drops nothing. After
+    ``_restore_block_edges`` the output is the serial reference's."""
+    from customobj.ole.pair_pruning_kernels import (_block_bounds, _cut_queries, _place_queries,
+                                                    _restore_block_edges)
+    pi, pj, pc, ptr = contiguous_pairs(11, n_queries=300, max_rows=40)
+    qor, nq, m = query_of_rows(ptr), ptr.size - 1, pc.size
+    bounds = _block_bounds(pi, qor, 6)
+    pc = pc.copy()
+    pc[bounds[2]:bounds[3]] = 0.0  # block 2 keeps nothing (zero couplings are dropped)
+    block4 = slice(bounds[4], bounds[5])
+    pc[block4] = np.where(pc[block4] == 0.0, 1.0, np.abs(pc[block4]))  # at epsilon 0 block 4 drops nothing
+    bits = pc.view(np.int64)
+    tops, cuts, seen = np.zeros(nq, np.int64), np.zeros(nq, np.int64), np.zeros(nq, np.bool_)
+    kept = [_cut_queries(pi, pc, bits, qor, bounds[b], bounds[b + 1], 0.0, tops, cuts, seen)[0] for b in range(6)]
+    assert kept[2] == 0 and kept[4] == bounds[5] - bounds[4]
+    front = np.r_[0, np.cumsum(kept)].astype(np.int64)
+    out = tuple(np.full(m, -7, a.dtype) for a in (pi, pj, pc))
+    order = range(5, -1, -1) if block_order == "reversed" else np.random.default_rng(0).permutation(6)
+    for b in order:
+        _place_queries(pi, pj, pc, bits, qor, bounds[b], bounds[b + 1], tops, cuts, write_dropped, *out, front[b],
+                       m - (bounds[b] - front[b]))
+    _restore_block_edges(pi, pj, pc, bits, qor, bounds, front, tops, cuts, write_dropped, *out)
+    ref = tuple(np.empty(m, a.dtype) for a in (pi, pj, pc))
+    k_ref = _prune(pi, pj, pc, bits, qor, nq, 0.0, *ref, True, np.zeros(nq, np.int64), np.zeros(nq, np.int64))
+    assert k_ref == front[-1]
+    for a, b in zip(out, ref):
+        if write_dropped:
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_array_equal(a[:k_ref], b[:k_ref])

@@ -244,6 +244,21 @@ def _restore_block_edges(pi, pj, pc, bits, query_of_row, bounds, front, tops, cu
                      oc)
 
 
+@njit(cache=True)
+def _block_bounds(pi, query_of_row, nb):
+    """``nb + 1`` bounds of blocks of about equal pair counts, each starting where a query's run starts."""
+    m = pi.shape[0]
+    bounds = np.empty(nb + 1, dtype=np.int64)
+    bounds[0] = 0
+    bounds[nb] = m
+    for b in range(1, nb):
+        k = max(bounds[b - 1], (m * b) // nb)
+        while 0 < k < m and query_of_row[pi[k]] == query_of_row[pi[k - 1]]:
+            k += 1
+        bounds[b] = k
+    return bounds
+
+
 @njit(cache=True, parallel=True)
 def _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dropped, tops, cuts):
     """``_prune`` when each query's pairs are contiguous (LambdaRank writes them so). Returns -1
@@ -258,15 +273,8 @@ def _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc
     """
     m = pc.shape[0]
     seen = np.zeros(n_queries, dtype=np.bool_)
-    nb = max(1, min(_MAX_BLOCKS, m // _BLOCK_PAIRS))
-    bounds = np.empty(nb + 1, dtype=np.int64)
-    bounds[0] = 0
-    bounds[nb] = m
-    for b in range(1, nb):  # a block starts where a query's run starts
-        k = max(bounds[b - 1], (m * b) // nb)
-        while 0 < k < m and query_of_row[pi[k]] == query_of_row[pi[k - 1]]:
-            k += 1
-        bounds[b] = k
+    bounds = _block_bounds(pi, query_of_row, max(1, min(_MAX_BLOCKS, m // _BLOCK_PAIRS)))
+    nb = bounds.shape[0] - 1
     kept = np.zeros(nb, dtype=np.int64)
     runs = np.zeros(nb, dtype=np.int64)
     for b in prange(nb):
