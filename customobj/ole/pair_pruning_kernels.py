@@ -35,6 +35,22 @@ def _bucket(bits, top):
 
 
 @njit(cache=True)
+def _first_dropped_bucket(mass, total, eps):
+    """Whole buckets (``mass[b]``, ``b`` counted down from the query's largest coupling) are
+    dropped from the smallest up while their mass stays within ``eps * total``; returns the first
+    dropped bucket (``N_BUCKETS``: none)."""
+    cut = N_BUCKETS
+    budget = eps * total
+    dropped = 0.0
+    for b in range(N_BUCKETS - 1, -1, -1):
+        if dropped + mass[b] > budget:
+            break
+        dropped += mass[b]
+        cut = b
+    return cut
+
+
+@njit(cache=True)
 def _cuts(pi, pc, bits, m, query_of_row, n_queries, eps):
     """Per query the key of its largest coupling and the first dropped bucket (``N_BUCKETS``: none)."""
     top = np.zeros(n_queries, dtype=np.int64)
@@ -53,15 +69,9 @@ def _cuts(pi, pc, bits, m, query_of_row, n_queries, eps):
         if c > 0.0:
             q = query_of_row[pi[k]]
             mass[q, _bucket(bits[k], top[q])] += c
-    cut = np.full(n_queries, N_BUCKETS, dtype=np.int64)
+    cut = np.empty(n_queries, dtype=np.int64)
     for q in range(n_queries):
-        budget = eps * qtot[q]
-        dropped = 0.0
-        for b in range(N_BUCKETS - 1, -1, -1):
-            if dropped + mass[q, b] > budget:
-                break
-            dropped += mass[q, b]
-            cut[q] = b
+        cut[q] = _first_dropped_bucket(mass[q], qtot[q], eps)
     return top, cut
 
 
@@ -145,15 +155,7 @@ def _query_cut(pc, bits, s, e, eps, mass):
         c = pc[k]
         if c > 0.0:
             mass[_bucket(bits[k], top)] += c
-    cut = N_BUCKETS
-    budget = eps * total
-    dropped = 0.0
-    for b in range(N_BUCKETS - 1, -1, -1):
-        if dropped + mass[b] > budget:
-            break
-        dropped += mass[b]
-        cut = b
-    return top, cut
+    return top, _first_dropped_bucket(mass, total, eps)
 
 
 @njit(cache=True, inline="always")
