@@ -24,10 +24,14 @@ ROW_MAJOR_COPY_BYTES = 256 * 2**20
 
 
 def _capacity(m):
-    """Pair-buffer size for ``m`` pairs: headroom, as the pair count drifts from round to round
-    (a buffer that grows every round would refill fresh memory, paying its page faults); less of
-    it for buffers of hundreds of MB."""
-    return m + (m // 4 if 16 * m <= ROW_MAJOR_COPY_BYTES else m // 16) + 1024
+    """Pair-buffer size for ``m`` pairs, with headroom: the pair count grows from round to round
+    (LambdaRank's first round, at tied scores, has ~25% fewer pairs than the next ones), and a
+    buffer that is outgrown is replaced by fresh memory whose page faults cost that round's
+    coupling output 0.09 s instead of 0.024 (MSLR-shaped data, 2,000 queries, 4.6 million pairs;
+    with 25% headroom that happened in round 5). The headroom costs
+    no memory until it is written: ``np.empty`` pages are mapped on first touch, and only the
+    slots that receive pairs are touched."""
+    return m + m // 2 + 1024
 
 
 class BinnedData:
