@@ -300,11 +300,9 @@ def _dropped_block(leaf, lo, hi, pi, pj, pc, bits, query_of_row, tops, cuts, onl
         if a < 0 or a != leaf[pj[k]]:
             continue
         c = pc[k]
-        if not only_dropped:  # the round's pairs: skip the kept ones (the same test as the pruning)
-            if c < 0.0 or c == 0.0:
-                continue
+        if not only_dropped:  # the round's pairs: the dropped ones of positive coupling (the pruning's test)
             q = query_of_row[pi[k]]
-            if _bucket(bits[k], tops[q]) < cuts[q]:
+            if not c > 0.0 or _kept(c, bits[k], tops[q], cuts[q]):
                 continue
         out[a] += c
 
