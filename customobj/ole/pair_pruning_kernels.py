@@ -82,7 +82,7 @@ def _kept(c, key_bits, top, cut):
     return np.int64((c < 0.0) | ((c > 0.0) & (_bucket(key_bits, top) < cut)))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _place_query(pi, pj, pc, bits, s, e, top, cut, write_dropped, oi, oj, oc, front, back):
     """Pairs ``s:e`` of one query to the front of the output (kept) or, when asked, to its back.
 
@@ -92,26 +92,18 @@ def _place_query(pi, pj, pc, bits, s, e, top, cut, write_dropped, oi, oj, oc, fr
     ``front`` is the next kept slot, and ``back - 1 >= front`` while a pair is unplaced (equal only
     for the last free slot, which then receives the same pair twice).
     """
-    if write_dropped:
-        for k in range(s, e):
-            c = pc[k]
-            keep = _kept(c, bits[k], top, cut)
-            oi[front] = pi[k]
-            oj[front] = pj[k]
-            oc[front] = c
+    for k in range(s, e):
+        c = pc[k]
+        keep = _kept(c, bits[k], top, cut)
+        oi[front] = pi[k]
+        oj[front] = pj[k]
+        oc[front] = c
+        if write_dropped:  # the same for every pair: no misprediction
             oi[back - 1] = pi[k]
             oj[back - 1] = pj[k]
             oc[back - 1] = c
-            front += keep
             back -= 1 - keep
-    else:
-        for k in range(s, e):
-            c = pc[k]
-            keep = _kept(c, bits[k], top, cut)
-            oi[front] = pi[k]
-            oj[front] = pj[k]
-            oc[front] = c
-            front += keep
+        front += keep
     return front, back
 
 
@@ -121,19 +113,10 @@ def _prune(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dro
     top[:], cut[:] = _cuts(pi, pc, bits, m, query_of_row, n_queries, eps)
     front = 0
     back = m
-    for k in range(m):  # pairs of any order: each with its own query's threshold (branch-free: _place_query)
-        c = pc[k]
+    for k in range(m):  # pairs of any order: each with its own query's threshold
         q = query_of_row[pi[k]]
-        keep = _kept(c, bits[k], top[q], cut[q])
-        oi[front] = pi[k]
-        oj[front] = pj[k]
-        oc[front] = c
-        if write_dropped:
-            oi[back - 1] = pi[k]
-            oj[back - 1] = pj[k]
-            oc[back - 1] = c
-            back -= 1 - keep
-        front += keep
+        front, back = _place_query(pi, pj, pc, bits, k, k + 1, top[q], cut[q], write_dropped, oi, oj, oc, front,
+                                   back)
     return front
 
 
