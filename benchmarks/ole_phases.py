@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import collections
+import importlib
+import subprocess
 import sys
 import time
 
@@ -54,7 +56,6 @@ def _timed(fn, name, totals):
 
 def install_timers(totals: collections.Counter) -> None:
     """Wrap every step of ``_STEPS`` where the caller looks it up (module globals, class methods)."""
-    import importlib
     for module, attr, cls in _STEPS:
         owner = importlib.import_module(module)
         if cls is not None:
@@ -98,7 +99,6 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.rounds < 2 or args.queries < 21 or args.threads < 1:
         ap.error("--rounds must be >= 2, --queries >= 21, --threads >= 1")
-    import subprocess
     if len(args.criteria) > 1:  # one process per criterion: the timers wrap module state
         for c in args.criteria:
             rc = subprocess.call([sys.executable, __file__, "--criteria", c, "--queries", str(args.queries),

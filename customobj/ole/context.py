@@ -28,9 +28,9 @@ def _capacity(m):
     (LambdaRank's first round, at tied scores, has ~25% fewer pairs than the next ones), and a
     buffer that is outgrown is replaced by fresh memory whose page faults cost that round's
     coupling output 0.09 s instead of 0.024 (MSLR-shaped data, 2,000 queries, 4.6 million pairs;
-    with 25% headroom that happened in round 5). The headroom costs
-    no memory until it is written: ``np.empty`` pages are mapped on first touch, and only the
-    slots that receive pairs are touched."""
+    with 25% headroom that happened in round 5). The headroom costs no memory until it is
+    written: ``np.empty`` pages are mapped on first touch, and only the slots that receive pairs
+    are touched."""
     return m + m // 2 + 1024
 
 
