@@ -6,6 +6,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from .._kernel_status import as_code, check_status
 from .._validation import (
     ERR_MAX_GAIN,
     ERR_MAX_LABEL,
@@ -26,7 +27,7 @@ from . import _structured_kernels as SK
 __all__ = ["LambdaRank", "StructuredDCG"]
 
 _EMPTY = np.zeros(0, dtype=np.float64)
-_METRICS = {"ndcg": LK.NDCG, "err": LK.ERR, "map": LK.MAP, "mrr": LK.MRR}
+_METRICS = {"ndcg": LK.Metric.NDCG, "err": LK.Metric.ERR, "map": LK.Metric.MAP, "mrr": LK.Metric.MRR}
 _NO_CUTOFF = np.iinfo(np.int64).max // 4
 
 
@@ -225,7 +226,9 @@ class LambdaRank(Objective):
             qnorm = np.zeros_like(idcg)
             np.divide(1.0, idcg, out=qnorm, where=idcg > 0)
             if self.convention != P.DEFAULT_CONVENTION:  # IDCG@k above; the pairs' D may go beyond k
-                disc = LK.pair_discount_table(_max_query_size(prep), k, P.CONVENTIONS[self.convention].discount)
+                code = as_code(P.CONVENTIONS[self.convention].discount, LK.Discount, "discount")
+                disc, status = LK.pair_discount_table(_max_query_size(prep), k, code)
+                check_status(status, "LambdaRank pair discount")
         elif self.metric == "err":
             g = self._row_gain(y)
             top = g.max() if g.size else 0.0
@@ -247,18 +250,21 @@ class LambdaRank(Objective):
             weight=P.convention_weights(prep, self.convention),
         )
 
-    def _args(self, prep, state):
+    def _inputs(self, scores, prep, state):
         w, use_w = kernel_weights(prep.weight) if state.weight is None else (state.weight, True)
         k = self.k if self.k is not None else _NO_CUTOFF
         trunc = self.truncation if self.truncation is not None else _NO_CUTOFF
-        return (prep.ptr, state.row_gain, state.qnorm, state.disc, _METRICS[self.metric],
-                k, trunc, self.sigma, self.norm, P.CONVENTIONS[self.convention].hess_scale, w, use_w)
+        return LK.PassInputs(scores, prep.ptr, state.row_gain, state.qnorm, state.disc, w, use_w,
+                             as_code(_METRICS[self.metric], LK.Metric, "metric"), k, trunc, self.sigma, self.norm,
+                             P.CONVENTIONS[self.convention].hess_scale)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        LK.lambdarank_grad_hess(scores, *self._args(prep, state), out_grad, out_hess)
+        check_status(LK.lambdarank_grad_hess(self._inputs(scores, prep, state), out_grad, out_hess), "LambdaRank")
 
     def _loss(self, scores, prep, state):
-        return LK.lambdarank_loss(scores, *self._args(prep, state))
+        total, status = LK.lambdarank_loss(self._inputs(scores, prep, state))
+        check_status(status, "LambdaRank")
+        return total
 
     def _pair_couplings(self, scores, prep, state):
         return self._couplings(scores, prep, state, False, _EMPTY, _EMPTY, None)
@@ -274,15 +280,17 @@ class LambdaRank(Objective):
 
     def _couplings(self, scores, prep, state, with_grad, out_grad, out_hess, pair_buffer):
         # Count pass (no pair memory), the pair budget, then the arrays: every pair path honours it.
-        args = self._args(prep, state)
+        inp = self._inputs(scores, prep, state)
         order = np.empty(scores.shape[0], dtype=np.int64)
-        offsets = LK.lambdarank_pair_offsets(scores, *args, order)
+        offsets, status = LK.lambdarank_pair_offsets(inp, order)
+        check_status(status, "LambdaRank")
         m = _pair_budget(offsets)
         if pair_buffer is None:
             out_i, out_j, out_c = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.float64)
         else:
             out_i, out_j, out_c = pair_buffer(m)
-        LK.lambdarank_pair_fill(scores, *args, with_grad, out_grad, out_hess, order, offsets, out_i, out_j, out_c)
+        out = LK.PassOutputs(out_grad, out_hess, out_i, out_j, out_c)
+        check_status(LK.lambdarank_pair_fill(inp, with_grad, out, order, offsets), "LambdaRank")
         return out_i, out_j, out_c
 
 
