@@ -17,6 +17,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from .._kernel_status import check_status
 from .._validation import (
     PARAM_LIMIT,
     WEIGHT_LIMIT,
@@ -58,6 +59,13 @@ class _QBRankState(NamedTuple):
     cache: dict  # "pairs": the concatenated pair list for pair_couplings, built on first use
 
 
+def _loss_value(result, what):
+    """The loss of a ``(loss, status)`` kernel result, after checking the status."""
+    total, status = result
+    check_status(status, what)
+    return total
+
+
 def _no_pairs():
     return _EMPTY_I.copy(), _EMPTY_I.copy(), _EMPTY.copy()
 
@@ -87,7 +95,9 @@ class _LabelPairs:
             pi = np.empty(self.n_pairs, dtype=np.int64)
             pj = np.empty(self.n_pairs, dtype=np.int64)
             th = np.empty(self.n_pairs, dtype=np.float64)
-            PK.label_pair_list_kernel(labels, ptr, self.order, self.lower, theta_mode, p, pi, pj, th)
+            _, status = PK.label_pair_list_kernel(labels, ptr, self.order, self.lower, int(theta_mode), p,
+                                                  pi, pj, th)
+            check_status(status, "label pair list")
             for arr in (pi, pj, th):
                 arr.setflags(write=False)  # shared by every later call: callers must not sort in place
             self._lists[key] = (pi, pj, th)
@@ -100,30 +110,30 @@ class _LabelPairLoss(Objective):
     pairwise = True
     needs_group = True
 
-    def _spec(self):  # -> (kind, theta_mode, p, scale)
+    def _spec(self):  # -> PK.PairSpec
         raise NotImplementedError
 
     def _state(self, prep):
         return _LabelPairs(prep.labels, prep.ptr)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        kind, mode, p, scale = self._spec()
+        spec = self._spec()
         w, use_w = kernel_weights(prep.weight)
-        PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, state.order, state.lower, w, use_w,
-                                          kind, mode, p, scale, 1.0, out_grad, out_hess)
+        check_status(PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, state.order, state.lower,
+                                                       w, use_w, spec, out_grad, out_hess), type(self).__name__)
 
     def _loss(self, scores, prep, state):
-        kind, mode, p, scale = self._spec()
+        spec = self._spec()
         w, use_w = kernel_weights(prep.weight)
-        return PK.label_pairs_loss(scores, prep.labels, prep.ptr, state.order, state.lower, w, use_w,
-                                   kind, mode, p, scale)
+        return _loss_value(PK.label_pairs_loss(scores, prep.labels, prep.ptr, state.order, state.lower, w, use_w,
+                                               spec), type(self).__name__)
 
     def _pair_couplings(self, scores, prep, state):
-        kind, mode, p, scale = self._spec()
+        spec = self._spec()
         w, use_w = kernel_weights(prep.weight)
-        pi, pj, th = state.pair_list(prep.labels, prep.ptr, mode, p)
+        pi, pj, th = state.pair_list(prep.labels, prep.ptr, spec.theta_mode, spec.p)
         c = np.empty(pi.size, dtype=np.float64)
-        PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, kind, scale, c)
+        check_status(PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, spec, c), type(self).__name__)
         return pi, pj, c
 
 
@@ -139,7 +149,7 @@ class RankNet(_LabelPairLoss):
         self.sigma = check_positive(sigma, "sigma")
 
     def _spec(self):
-        return PK.LOGISTIC, PK.THETA_CONST, self.sigma, 1.0
+        return PK.pair_spec(PK.PairKind.LOGISTIC, PK.Theta.CONST, self.sigma, 1.0)
 
 
 class RankSVM(_LabelPairLoss):
@@ -153,10 +163,10 @@ class RankSVM(_LabelPairLoss):
         self.margin = check_nonnegative(margin, "margin")
 
     def _spec(self):
-        return PK.SQ_HINGE, PK.THETA_CONST, self.margin, 1.0
+        return PK.pair_spec(PK.PairKind.SQ_HINGE, PK.Theta.CONST, self.margin, 1.0)
 
 
-_DDF = {"binary": PK.THETA_CONST, "ldd": PK.THETA_LDD, "logdd": PK.THETA_LOGDD, "logitdd": PK.THETA_LOGITDD}
+_DDF = {"binary": PK.Theta.CONST, "ldd": PK.Theta.LDD, "logdd": PK.Theta.LOGDD, "logitdd": PK.Theta.LOGITDD}
 
 
 class MPBoost(_LabelPairLoss):
@@ -182,7 +192,7 @@ class MPBoost(_LabelPairLoss):
 
     def _spec(self):
         p = {"binary": 1.0, "ldd": self.alpha, "logdd": self.lam, "logitdd": self.beta}[self.ddf]
-        return PK.EXPONENTIAL, _DDF[self.ddf], p, 1.0
+        return PK.pair_spec(PK.PairKind.EXPONENTIAL, _DDF[self.ddf], p, 1.0)
 
     def check_prepared(self, prep):
         # D enters the hessian squared (D^2 e^50): keep the largest distance within PARAM_LIMIT.
@@ -197,6 +207,8 @@ class MPBoost(_LabelPairLoss):
 
 
 # --- explicit preference pairs --------------------------------------------------------------------------
+#: PreferencePairs' loss: half the squared hinge of each pair (theta is each pair's margin).
+_EXPLICIT_SPEC = PK.pair_spec(PK.PairKind.SQ_HINGE, PK.Theta.CONST, 0.0, 0.5)
 def _check_pairs_option(pairs, name="pairs"):
     """Shape/type checks that do not need the data (row bounds are checked at ``prepare``)."""
     arr = as_pairs(pairs, None, name=name)
@@ -252,15 +264,16 @@ class PreferencePairs(Objective):
         return pi, pj, theta, pw, use_pw, w, use_w
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        PK.pair_list_grad_hess(scores, *self._args(prep, state), PK.SQ_HINGE, 0.5, 1.0, out_grad, out_hess)
+        check_status(PK.pair_list_grad_hess(scores, *self._args(prep, state), _EXPLICIT_SPEC, out_grad, out_hess),
+                     "PreferencePairs")
 
     def _loss(self, scores, prep, state):
-        return PK.pair_list_loss(scores, *self._args(prep, state), PK.SQ_HINGE, 0.5)
+        return _loss_value(PK.pair_list_loss(scores, *self._args(prep, state), _EXPLICIT_SPEC), "PreferencePairs")
 
     def _pair_couplings(self, scores, prep, state):
         args = self._args(prep, state)
         c = np.empty(args[0].size, dtype=np.float64)
-        PK.pair_list_couplings(scores, *args, PK.SQ_HINGE, 0.5, c)
+        check_status(PK.pair_list_couplings(scores, *args, _EXPLICIT_SPEC, c), "PreferencePairs")
         return args[0].copy(), args[1].copy(), c
 
 
@@ -344,8 +357,8 @@ class QBRank(Objective):
 
     def _theta(self):
         if self.margin == "grade":
-            return PK.THETA_DIFF, 0.0, 1.0
-        return PK.THETA_CONST, self.margin, self.margin
+            return PK.Theta.DIFF, 0.0, 1.0
+        return PK.Theta.CONST, self.margin, self.margin
 
     def _labeled_mask(self, prep):
         n = prep.n_rows
@@ -381,32 +394,34 @@ class QBRank(Objective):
                 lab_w *= prep.weight
         return _QBRankState(lp, ex, lab_w, {})
 
+    def _spec(self):
+        mode, p, _ = self._theta()
+        hmul = 2.0 if self.hessian == "upper_bound" else 1.0
+        return PK.pair_spec(PK.PairKind.SQ_HINGE, mode, p, 0.5 * self.w, hmul)
+
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         lp, ex, lab_w = state.label_pairs, state.explicit, state.labeled_weight
-        mode, p, _ = self._theta()
+        spec = self._spec()
         w, use_w = kernel_weights(prep.weight)
-        scale = 0.5 * self.w
-        hmul = 2.0 if self.hessian == "upper_bound" else 1.0
         if lp is not None and self.w > 0.0:
-            PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, lp.order, lp.lower, w, use_w,
-                                              PK.SQ_HINGE, mode, p, scale, hmul, out_grad, out_hess)
+            check_status(PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, lp.order, lp.lower, w,
+                                                           use_w, spec, out_grad, out_hess), "QBRank")
         if ex is not None and self.w > 0.0:
-            PK.pair_list_grad_hess(scores, *ex, _EMPTY, False, w, use_w, PK.SQ_HINGE, scale, hmul,
-                                   out_grad, out_hess)
+            check_status(PK.pair_list_grad_hess(scores, *ex, _EMPTY, False, w, use_w, spec, out_grad, out_hess),
+                         "QBRank")
         if lab_w is not None:
             squared_error_grad_hess(scores, prep.labels, lab_w, True, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
         lp, ex, lab_w = state.label_pairs, state.explicit, state.labeled_weight
-        mode, p, _ = self._theta()
+        spec = self._spec()
         w, use_w = kernel_weights(prep.weight)
-        scale = 0.5 * self.w
         total = 0.0
         if lp is not None:
-            total += PK.label_pairs_loss(scores, prep.labels, prep.ptr, lp.order, lp.lower, w, use_w,
-                                         PK.SQ_HINGE, mode, p, scale)
+            total += _loss_value(PK.label_pairs_loss(scores, prep.labels, prep.ptr, lp.order, lp.lower, w, use_w,
+                                                     spec), "QBRank")
         if ex is not None:
-            total += PK.pair_list_loss(scores, *ex, _EMPTY, False, w, use_w, PK.SQ_HINGE, scale)
+            total += _loss_value(PK.pair_list_loss(scores, *ex, _EMPTY, False, w, use_w, spec), "QBRank")
         if lab_w is not None:
             total += squared_error_loss(scores, prep.labels, lab_w, True)
         return total
@@ -415,13 +430,13 @@ class QBRank(Objective):
         if self.hessian == "upper_bound":
             return _no_pairs()
         lp, ex, cache = state.label_pairs, state.explicit, state.cache
-        mode, p, _ = self._theta()
+        spec = self._spec()
         w, use_w = kernel_weights(prep.weight)
         if "pairs" not in cache:
             # Label-only, so built once: LineSearch asks for couplings at every Newton step.
             pieces = []
             if lp is not None:
-                pieces.append(lp.pair_list(prep.labels, prep.ptr, mode, p))
+                pieces.append(lp.pair_list(prep.labels, prep.ptr, spec.theta_mode, spec.p))
             if ex is not None:
                 pieces.append(ex)
             cache["pairs"] = tuple(np.concatenate(a) for a in zip(*pieces)) if pieces else None
@@ -431,5 +446,5 @@ class QBRank(Objective):
             return _no_pairs()
         pi, pj, th = cache["pairs"]
         c = np.empty(pi.size, dtype=np.float64)
-        PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, PK.SQ_HINGE, 0.5 * self.w, c)
+        check_status(PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, spec, c), "QBRank")
         return pi, pj, c
