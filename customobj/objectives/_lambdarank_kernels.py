@@ -19,7 +19,9 @@ from numba import njit, prange
 
 from .._dcg_kernels import discount_table, ideal_dcg_query
 from .._kernel_status import KernelStatus
-from ._lambdarank_pass import _sort_query, query_count, query_grad, query_loss
+from ._lambdarank_pass import (  # noqa: F401 - the pre-enum code names stay importable from here
+    COUNT, ERR, FILL, GRAD, GRAD_FILL, LOSS, MAP, MRR, NDCG, _sort_query, query_count, query_grad, query_loss,
+)
 from ._lambdarank_records import (  # noqa: F401 - the codes and records are part of this module's interface
     Metric, Mode, PassInputs, PassOutputs, Query, block_scratch_arrays, scratch_views,
 )
