@@ -23,7 +23,7 @@ from ._lambdarank_pass import (  # noqa: F401 - the pre-enum code names stay imp
     COUNT, ERR, FILL, GRAD, GRAD_FILL, LOSS, MAP, MRR, NDCG, _sort_query, query_count, query_grad, query_loss,
 )
 from ._lambdarank_records import (  # noqa: F401 - the codes and records are part of this module's interface
-    Metric, Mode, PassInputs, PassOutputs, Query, block_scratch_arrays, scratch_views,
+    Channel, IntChannel, Metric, Mode, PassInputs, PassOutputs, Query, block_scratch_arrays,
 )
 
 
@@ -78,8 +78,7 @@ def _block_scratch(ptr, q0, q1):
     size = 1
     for q in range(q0, q1):
         size = max(size, ptr[q + 1] - ptr[q])
-    F, I = block_scratch_arrays(size)
-    return scratch_views(F, I)
+    return block_scratch_arrays(size)
 
 
 @njit(cache=True, parallel=True)
@@ -96,7 +95,8 @@ def _run_blocks(mode, inp, out, order, offsets, per_query):
     for blk in prange((nq + BLOCK - 1) // BLOCK):
         q0 = blk * BLOCK
         q1 = min(nq, q0 + BLOCK)
-        sc = _block_scratch(ptr, q0, q1)
+        F, I = _block_scratch(ptr, q0, q1)
+        neg, own_order = F[Channel.NEG], I[IntChannel.ORDER]
         for q in range(q0, q1):
             start = ptr[q]
             n = ptr[q + 1] - start
@@ -105,17 +105,17 @@ def _run_blocks(mode, inp, out, order, offsets, per_query):
             kk = min(inp.k, n)
             cut = Query(n, qnorm[q], kk, min(kk, inp.trunc), offsets[q] if fills else 0)
             if mode == Mode.GRAD:
-                _sort_query(scores, start, n, sc.neg, sc.order)
-                query_grad(mode, inp, out, cut, sc.order, sc)
+                _sort_query(scores, start, n, neg, own_order)
+                query_grad(mode, inp, out, cut, own_order, F, I)
             elif mode == Mode.LOSS:
-                _sort_query(scores, start, n, sc.neg, sc.order)
-                per_query[q] = query_loss(inp, out, cut, sc.order, sc)
+                _sort_query(scores, start, n, neg, own_order)
+                per_query[q] = query_loss(inp, out, cut, own_order, F, I)
             elif mode == Mode.COUNT:
                 o = order[start:start + n]
-                _sort_query(scores, start, n, sc.neg, o)
-                per_query[q] = query_count(inp, out, cut, o, sc)
+                _sort_query(scores, start, n, neg, o)
+                per_query[q] = query_count(inp, out, cut, o, F, I)
             else:
-                query_grad(mode, inp, out, cut, order[start:start + n], sc)
+                query_grad(mode, inp, out, cut, order[start:start + n], F, I)
     return KernelStatus.OK
 
 

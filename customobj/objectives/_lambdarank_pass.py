@@ -35,7 +35,7 @@ slower), so the modes meet there as loop-invariant flags instead of in three cop
 import numpy as np
 from numba import njit
 
-from ._lambdarank_records import Metric, Mode
+from ._lambdarank_records import Channel, IntChannel, Metric, Mode
 
 #: The pre-enum names of the codes (aliases of the members; the codes' home is ``_lambdarank_records``).
 NDCG, ERR, MAP, MRR = Metric
@@ -53,7 +53,7 @@ def _sort_query(scores, start, n, neg, order):
 
 
 @njit(cache=True)
-def _setup(inp, n, kk, order, sc):
+def _setup(inp, n, kk, order, F):
     """Fill the per-position arrays of one sorted query (division-free ``|dZ|`` in the pair loop).
 
     ERR: ``P[r] = prod_{m<r} T_m / (r + 1)`` (0 beyond the cutoff), ``A[r]`` = ERR summed up to
@@ -63,7 +63,8 @@ def _setup(inp, n, kk, order, sc):
     Returns the first and second relevant positions (``n`` when absent; used by MRR).
     """
     scores, row_gain, weights, use_weights, metric = inp.scores, inp.row_gain, inp.weights, inp.use_weights, inp.metric
-    g, s, w, P, A, C, S = sc.g, sc.s, sc.w, sc.P, sc.A, sc.C, sc.S
+    g, s, w = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT]
+    P, A, C, S = F[Channel.P], F[Channel.A], F[Channel.C], F[Channel.S]
     for r in range(n):
         g[r] = row_gain[order[r]]
         s[r] = scores[order[r]]
@@ -150,7 +151,7 @@ def _ndcg_count(q, disc, g):
 
 
 @njit(cache=True)
-def _ndcg_pairs(grad, fill, inp, q, spread, order, sc, out):
+def _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out):
     """NDCG pairs of one sorted query without data-dependent branches; returns (count, sum_lambda).
 
     Needs every ``e[r] > 1e-280`` (``_rho``'s table branch for all pairs). ``rho`` is
@@ -159,7 +160,9 @@ def _ndcg_pairs(grad, fill, inp, q, spread, order, sc, out):
     """
     disc, sigma, norm = inp.disc, inp.sigma, inp.norm
     n, lim, qn, at = q.n, q.lim, q.qn, q.at
-    g, s, w, e, lg, lh, li, lj, lc = sc.g, sc.s, sc.w, sc.e, sc.lg, sc.lh, sc.li, sc.lj, sc.lc
+    g, s, w, e = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.EXP]
+    lg, lh, lc = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H], F[Channel.LOCAL_C]
+    li, lj = I[IntChannel.LOCAL_I], I[IntChannel.LOCAL_J]
     out_i, out_j, out_c = out.pair_i, out.pair_j, out.pair_c
     sig2 = sigma * sigma
     damp = norm and spread
@@ -214,14 +217,16 @@ def _ndcg_pairs(grad, fill, inp, q, spread, order, sc, out):
 
 
 @njit(cache=True)
-def _metric_pairs(mode, inp, q, first, second, spread, order, sc, out):
+def _metric_pairs(mode, inp, q, first, second, spread, order, F, out):
     """The general pair loop of one sorted query (every metric; NDCG when ``_ndcg_pairs`` cannot
     serve). Returns ``(count, sum_lambda, total)``: pairs with nonzero ``|dZ|`` (COUNT; written
     by FILL), the sum of ``2 lambda`` (for the norm factor) and the utility (LOSS)."""
     metric, disc, sigma, norm = inp.metric, inp.disc, inp.sigma, inp.norm
     n, kk, qn, at = q.n, q.kk, q.qn, q.at
     lim = min(q.lim, first + 1) if metric == Metric.MRR else q.lim  # below the first relevant row RR is unchanged
-    g, s, w, P, A, C, S, e, lg, lh = sc.g, sc.s, sc.w, sc.P, sc.A, sc.C, sc.S, sc.e, sc.lg, sc.lh
+    g, s, w, e = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.EXP]
+    P, A, C, S = F[Channel.P], F[Channel.A], F[Channel.C], F[Channel.S]
+    lg, lh = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H]
     out_i, out_j, out_c = out.pair_i, out.pair_j, out.pair_c
     a_first = A[first] if first < n else 0.0
     grad = mode == Mode.GRAD or mode == Mode.GRAD_FILL
@@ -312,32 +317,34 @@ def _norm_factor(norm, sum_lambda):
 
 
 @njit(cache=True)
-def _sorted_scores(inp, q, order, sc):
+def _sorted_scores(inp, q, order, F):
     """``_setup`` and the exp table of one query; returns (first, second, spread)."""
-    first, second = _setup(inp, q.n, q.kk, order, sc)
-    _exp_table(sc.s, q.n, inp.sigma, sc.e)
-    return first, second, sc.s[0] != sc.s[q.n - 1]
+    first, second = _setup(inp, q.n, q.kk, order, F)
+    s = F[Channel.SCORE]
+    _exp_table(s, q.n, inp.sigma, F[Channel.EXP])
+    return first, second, s[0] != s[q.n - 1]
 
 
 @njit(cache=True)
-def query_grad(mode, inp, out, q, order, sc):
+def query_grad(mode, inp, out, q, order, F, I):
     """GRAD adds the query's gradients and hessians into ``out.grad/out.hess``; FILL writes its
     pairs with nonzero ``|dZ|`` (rows, coupling) to ``out.pair_*`` from ``q.at``; GRAD_FILL does
     both in one pair pass. Hessians and couplings are multiplied by ``inp.hess_scale`` (1 but for
     XGBoost's convention, see ``_parity.py``) once per row, outside the pair loop. ``order[:n]``
-    are the query's rows by score, ``sc`` the block's scratch."""
+    are the query's rows by score, ``F`` / ``I`` the block's scratch (rows named by ``Channel``
+    / ``IntChannel``)."""
     n = q.n
-    first, second, spread = _sorted_scores(inp, q, order, sc)
+    first, second, spread = _sorted_scores(inp, q, order, F)
     grad = mode == Mode.GRAD or mode == Mode.GRAD_FILL
     fill = mode == Mode.FILL or mode == Mode.GRAD_FILL
-    lg, lh = sc.lg, sc.lh
+    lg, lh = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H]
     if grad:
         lg[:n] = 0.0
         lh[:n] = 0.0
-    if inp.metric == Metric.NDCG and sc.e[n - 1] > 1e-280:
-        count, sum_lambda = _ndcg_pairs(grad, fill, inp, q, spread, order, sc, out)
+    if inp.metric == Metric.NDCG and F[Channel.EXP, n - 1] > 1e-280:
+        count, sum_lambda = _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out)
     else:
-        count, sum_lambda, _ = _metric_pairs(mode, inp, q, first, second, spread, order, sc, out)
+        count, sum_lambda, _ = _metric_pairs(mode, inp, q, first, second, spread, order, F, out)
     factor = _norm_factor(inp.norm, sum_lambda)
     hfactor = factor * inp.hess_scale
     if grad:
@@ -352,19 +359,19 @@ def query_grad(mode, inp, out, q, order, sc):
 
 
 @njit(cache=True)
-def query_loss(inp, out, q, order, sc):
+def query_loss(inp, out, q, order, F, I):
     """LOSS: the query's utility ``sum_pairs w_ij |dZ_ij| log(1 + exp(-sigma d))`` (times the
     frozen norm factor). ``out`` is only passed through (LOSS writes nothing)."""
-    first, second, spread = _sorted_scores(inp, q, order, sc)
-    _, sum_lambda, total = _metric_pairs(Mode.LOSS, inp, q, first, second, spread, order, sc, out)
+    first, second, spread = _sorted_scores(inp, q, order, F)
+    _, sum_lambda, total = _metric_pairs(Mode.LOSS, inp, q, first, second, spread, order, F, out)
     return total * _norm_factor(inp.norm, sum_lambda)
 
 
 @njit(cache=True)
-def query_count(inp, out, q, order, sc):
+def query_count(inp, out, q, order, F, I):
     """COUNT: the number of the query's pairs with nonzero ``|dZ|`` (what FILL will write)."""
-    first, second = _setup(inp, q.n, q.kk, order, sc)
+    first, second = _setup(inp, q.n, q.kk, order, F)
     if inp.metric == Metric.NDCG:
-        return _ndcg_count(q, inp.disc, sc.g)
-    count, _, _ = _metric_pairs(Mode.COUNT, inp, q, first, second, False, order, sc, out)
+        return _ndcg_count(q, inp.disc, F[Channel.GAIN])
+    count, _, _ = _metric_pairs(Mode.COUNT, inp, q, first, second, False, order, F, out)
     return count
