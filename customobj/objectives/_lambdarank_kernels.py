@@ -109,11 +109,11 @@ def _run_blocks(mode, inp, out, order, offsets, per_query):
                 query_grad(mode, inp, out, cut, own_order, F, I)
             elif mode == Mode.LOSS:
                 _sort_query(scores, start, n, neg, own_order)
-                per_query[q] = query_loss(inp, out, cut, own_order, F, I)
+                per_query[q] = query_loss(inp, out, cut, own_order, F)
             elif mode == Mode.COUNT:
                 o = order[start:start + n]
                 _sort_query(scores, start, n, neg, o)
-                per_query[q] = query_count(inp, out, cut, o, F, I)
+                per_query[q] = query_count(inp, out, cut, o, F)
             else:
                 query_grad(mode, inp, out, cut, order[start:start + n], F, I)
     return KernelStatus.OK

@@ -359,7 +359,7 @@ def query_grad(mode, inp, out, q, order, F, I):
 
 
 @njit(cache=True)
-def query_loss(inp, out, q, order, F, I):
+def query_loss(inp, out, q, order, F):
     """LOSS: the query's utility ``sum_pairs w_ij |dZ_ij| log(1 + exp(-sigma d))`` (times the
     frozen norm factor). ``out`` is only passed through (LOSS writes nothing)."""
     first, second, spread = _sorted_scores(inp, q, order, F)
@@ -368,8 +368,9 @@ def query_loss(inp, out, q, order, F, I):
 
 
 @njit(cache=True)
-def query_count(inp, out, q, order, F, I):
-    """COUNT: the number of the query's pairs with nonzero ``|dZ|`` (what FILL will write)."""
+def query_count(inp, out, q, order, F):
+    """COUNT: the number of the query's pairs with nonzero ``|dZ|`` (what FILL will write; ``out`` is
+    only passed through)."""
     first, second = _setup(inp, q.n, q.kk, order, F)
     if inp.metric == Metric.NDCG:
         return _ndcg_count(q, inp.disc, F[Channel.GAIN])
