@@ -45,9 +45,11 @@ class KernelStatus(IntEnum):
 def as_code(value: Any, codes: Type[IntEnum], name: str) -> int:
     """``value`` as the plain ``int`` of a member of ``codes``; ``ValueError`` naming ``name`` if none.
 
-    Booleans and non-integers are refused (``True`` is not a code even where ``1`` is).
+    Booleans, non-integers and members of another enum are refused (``True`` is not a code even
+    where ``1`` is, nor is a ``Theta`` member a ``PairKind``).
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+            or (isinstance(value, IntEnum) and not isinstance(value, codes))):
         raise TypeError(f"{name} must be a {codes.__name__} code, got {type(value).__name__} {value!r}")
     try:
         return int(codes(value))

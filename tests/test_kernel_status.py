@@ -30,6 +30,15 @@ def test_as_code_names_the_argument_and_the_known_codes(value, error):
             as_code(value, _Codes, "mode")
 
 
+class _Other(IntEnum):
+    ONLY = 0
+
+
+def test_as_code_refuses_a_member_of_another_enum():
+    with pytest.raises(TypeError, match="mode must be a _Codes code, got _Other"):
+        as_code(_Other.ONLY, _Codes, "mode")
+
+
 def test_check_status_raises_on_anything_but_ok():
     check_status(KernelStatus.OK, "k")
     check_status(0, "k")
