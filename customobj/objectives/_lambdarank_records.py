@@ -6,8 +6,8 @@ turns them into plain ints with ``customobj._kernel_status.as_code``), the input
 (``NamedTuple`` of arrays and scalars: numba passes a tuple as its fields), and the rows of the
 scratch of one block of queries, each read by its channel (``F[Channel.SCORE]``) instead of its
 row number. The kernels pass the scratch down as the two arrays ``F`` and ``I`` and take the
-views they need: a record of all fifteen views, passed to every call, cost about half a
-microsecond of reference counting per query.
+views they need: every array inside a record passed to a call is reference-counted, so a record
+of all fifteen views would add that cost to every call of every query.
 
 Examples
 --------
