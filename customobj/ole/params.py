@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from .splitting import CRITERIA
+from .criterion import CRITERIA
 
 __all__ = ["check_params", "check_n_jobs", "default_objective", "MAX_NUM_LEAVES", "MAX_BIN", "MAX_INT"]
 
