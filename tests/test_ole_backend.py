@@ -5,7 +5,6 @@ kernel's unknown-code flag becomes an error."""
 import numpy as np
 import pytest
 
-from customobj import RankNet
 from customobj.ole import TreeBooster
 from customobj.ole.backend import CPUBackend
 from customobj.ole.binning import BinMapper

@@ -125,7 +125,8 @@ class CPUBackend:
         ``(bufs, None)`` when the fit prunes nothing."""
         if not self.criterion.prunes_pairs or self.ctx.queries is None:
             return bufs, None
-        return prune_for_tree(bufs, *self.ctx.queries, self.criterion.ole_fast_epsilon)
+        query_of_row, n_queries = self.ctx.queries
+        return prune_for_tree(bufs, query_of_row, n_queries, self.criterion.ole_fast_epsilon)
 
     def dropped_couplings(self, order: np.ndarray, ranges: list, dropped: Dropped) -> np.ndarray:
         """Per leaf (rows ``order[s:e]``, ``(s, e)`` in ``ranges``) the coupling of its dropped pairs."""
@@ -167,8 +168,11 @@ class CPUBackend:
     def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
         """Copy pairs ``src[start:end]`` to ``dst``, ordered [both left | both right | split] by the
         last ``partition_rows``; ``(n_left, n_right)``."""
-        return partition_pairs(*src, start, end, self.ctx.scratch.go_left, *dst)
+        pi, pj, pc = src
+        oi, oj, oc = dst
+        return partition_pairs(pi, pj, pc, start, end, self.ctx.scratch.go_left, oi, oj, oc)
 
     def split_coupling_sums(self, buf: tuple, start: int, end: int) -> tuple:
         """The children's couplings ``(C_left, C_right)`` of pairs ``buf[start:end]``, not partitioned."""
-        return split_coupling_sums(*buf, start, end, self.ctx.scratch.go_left)
+        pi, pj, pc = buf
+        return split_coupling_sums(pi, pj, pc, start, end, self.ctx.scratch.go_left)

@@ -6,7 +6,8 @@ layout of a split-search result (its ``SplitInfo``). The criteria live in :mod:`
 
 Histograms and the split result stay plain ``float64`` arrays inside the kernels (numba's parallel
 loops cannot allocate record arrays, and one flat array per feature is what
-``find_best_split_parallel`` compares), but every channel and slot has a name here, and the drivers read it once into :class:`SplitInfo`.
+``find_best_split_parallel`` compares), but every channel and slot has a name here, and the
+drivers read a split result once into :class:`SplitInfo`.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import numpy as np
 
 __all__ = ["HIST_G", "HIST_H", "HIST_COUNT", "HIST_CHANNELS", "GH_CHANNELS", "PH_HI", "PH_NANP", "PH_R", "PH_CHANNELS",
            "SPLIT_FOUND", "SPLIT_NONE", "UNKNOWN_CODE", "SPLIT_GAIN", "SPLIT_FEATURE", "SPLIT_BIN", "SPLIT_NAN_LEFT",
-           "LEFT_G", "LEFT_H", "LEFT_N", "LEFT_C", "RIGHT_G", "RIGHT_H", "RIGHT_N", "RIGHT_C", "SPLIT_SIZE", "ChildSums", "SplitInfo"]
+           "LEFT_G", "LEFT_H", "LEFT_N", "LEFT_C", "RIGHT_G", "RIGHT_H", "RIGHT_N", "RIGHT_C", "SPLIT_SIZE",
+           "ChildSums", "SplitInfo", "NO_SPLIT"]
 
 # --- histogram channels: the last axis of a (slots, channels) float64 histogram -------------------
 #: Row histogram ``hist[slot, ch]`` (histogram.py): the sums of ``g`` and ``h`` and the row count of

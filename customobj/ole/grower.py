@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import List, NamedTuple, Optional
+from typing import Deque, List, NamedTuple, Optional
 
 import numpy as np
 from numba import njit
@@ -149,7 +149,7 @@ class TreeGrower:
         self.order = np.array(rows, dtype=np.int64, copy=True)
         self.pairs = pairs
         self.dropped = None  # ole_fast: the pairs left out of the split search (pair_pruning.Dropped)
-        if self.use_pairs:
+        if pairs is not None and self.use_pairs:
             # a leaf's pairs sit in bufs[leaf.pbuf]; its children's in the other buffer
             self.bufs = backend.pair_buffers(pairs)
             if p.joint_leaves:  # the joint solve needs every pair after growth
@@ -160,8 +160,8 @@ class TreeGrower:
         self.wse_gains = np.zeros(self.data.n_bins.shape[0])  # ole_fast's per-feature ranking
         self.leaves: List[Leaf] = []
         self.nodes = np.zeros(max(p.num_leaves - 1, 0), dtype=NODE_DTYPE)  # the first len(leaves) - 1 are used
-        self.open_best = []  # best-first: heap of (-gain, leaf index) of leaves with a split
-        self.open_fifo = deque()  # breadth-first: leaf indices with a split, oldest first
+        self.open_best: List[tuple] = []  # best-first: heap of (-gain, leaf index) of leaves with a split
+        self.open_fifo: Deque[int] = deque()  # breadth-first: leaf indices with a split, oldest first
 
     # --- the algorithm ---------------------------------------------------------------------------
     def grow(self) -> GrownTree:
