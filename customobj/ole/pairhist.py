@@ -293,21 +293,22 @@ def _place_sides(pi, pj, pc, lo, hi, go_left, ml, mr, mx, oi, oj, oc):
 def _partition_pairs_parallel(pi, pj, pc, start, end, go_left, oi, oj, oc):
     n = end - start
     nb = max(1, min(_PART_MAX_BLOCKS, n // _PART_BLOCK))
-    cnt = np.zeros((nb, 2), dtype=np.int64)
+    n_left = np.zeros(nb, dtype=np.int64)  # per block: pairs with both rows left,
+    n_right = np.zeros(nb, dtype=np.int64)  # and with both rows right
     for b in prange(nb):
-        cnt[b, 0], cnt[b, 1] = _count_sides(pi, pj, start + (n * b) // nb, start + (n * (b + 1)) // nb, go_left)
+        n_left[b], n_right[b] = _count_sides(pi, pj, start + (n * b) // nb, start + (n * (b + 1)) // nb, go_left)
     tl = 0
     tr = 0
     for b in range(nb):
-        tl += cnt[b, 0]
-        tr += cnt[b, 1]
+        tl += n_left[b]
+        tr += n_right[b]
     for b in prange(nb):
         lo = start + (n * b) // nb
         bl = 0
         br = 0
         for q in range(b):
-            bl += cnt[q, 0]
-            br += cnt[q, 1]
+            bl += n_left[q]
+            br += n_right[q]
         _place_sides(pi, pj, pc, lo, start + (n * (b + 1)) // nb, go_left, start + bl, start + tl + br,
                      start + tl + tr + (lo - start - bl - br), oi, oj, oc)
     return tl, tr
