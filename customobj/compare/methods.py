@@ -66,7 +66,7 @@ NATIVE = {
 #: Backends that train a customobj objective.
 CUSTOM_BACKENDS = ("lgb", "xgb", "ole")
 
-from ..ole.splitting import CRITERIA as _OLE_CRITERIA  # noqa: E402  (one home for the names)
+from ..ole.criterion import CRITERIA as _OLE_CRITERIA  # noqa: E402  (one home for the names)
 
 CRITERIA = tuple(_OLE_CRITERIA)
 
