@@ -44,7 +44,7 @@ from customobj.groups import Groups
 from customobj.metrics import Metric, get_metric
 
 from ._data import ranking_scores
-from ._score_offsets import SCORE_OFFSETS
+from ._score_offsets import apply_offset
 from ._stamp import Stamp, lightgbm_fields, xgboost_fields
 
 __all__ = ["lightgbm_metric", "lightgbm_sklearn_metric", "xgboost_metric", "xgboost_early_stopping", "resolve_metrics",
@@ -197,7 +197,7 @@ class LightGBMMetric(_PerDatasetData):
                 ptr = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
             return _evaluate(self.metrics, second, labels, _groups_or_error(ptr, labels.shape[0], "evaluation data"))
         labels, groups = self.data_for(second)
-        preds = SCORE_OFFSETS.apply(second, first)  # corrections made by adapters.callbacks.LineSearch
+        preds = apply_offset(second, first)  # corrections made by LineSearch / ExactLeaves
         return _evaluate(self.metrics, preds, labels, groups)
 
 

@@ -225,13 +225,15 @@ def test_line_search_keeps_evaluation_consistent(small):
     assert curves["v"]["co_ndcg@10"][-1] == pytest.approx(final)
 
 
-def test_line_search_warns_for_metrics_it_cannot_correct(small):
+def test_line_search_refuses_metrics_it_cannot_recompute(small):
+    """Their recorded values would be the unscaled model's (issue 26.2): refused before any change."""
     X, y, sizes = small
     dv = lgb.Dataset(X, y, group=sizes)
-    with pytest.warns(RuntimeWarning, match="cannot correct"):
+    ls = adapters.LineSearch(customobj.RankNet(), X, y, sizes, valid_X=[X])
+    with pytest.raises(ValueError, match="LineSearch cannot recompute metric 'l2'.*'metric': 'None'"):
         lgb.train(dict(P, metric="l2", objective=adapters.lightgbm_objective(customobj.RankNet())),
-                  lgb.Dataset(X, y, group=sizes), 2, valid_sets=[dv],
-                  callbacks=[adapters.LineSearch(customobj.RankNet(), X, y, sizes, valid_X=[X])])
+                  lgb.Dataset(X, y, group=sizes), 2, valid_sets=[dv], callbacks=[ls])
+    assert ls.rhos == []
 
 
 def _fresh_python(code, **env):
