@@ -6,8 +6,9 @@ claim the data sets, and rewrite the evaluation LightGBM recorded with the old l
 
 What they refuse, at their first call and before any leaf changes (ValueError unless said): a
 training whose recorded metrics or trained model would not be the one they describe. That is a
-boosting type other than gbdt / goss (DART rescales earlier trees after each round, a random forest
-averages them: the tracked scores and the step would not be the model's), training data other than
+boosting type other than gbdt / goss (DART rescales earlier trees after each round: the tracked
+scores and the step would not be the model's; LightGBM itself refuses a custom objective in rf
+mode), training data other than
 the callback's (labels, weights or query groups), a validation set whose raw features it lacks or
 that do not match (``valid_X``), an evaluation metric it cannot recompute for the new leaves, a
 training Dataset an earlier training corrected, and two such callbacks in one training.
@@ -68,8 +69,8 @@ def require_additive_boosting(params: dict | None, who: str) -> None:
     if kind not in _ADDITIVE_BOOSTING:
         raise ValueError(
             f"{who} supports boosting 'gbdt' and 'goss' only, got params boosting={kind!r}: DART rescales "
-            "earlier trees after each round and a random forest averages them, so the scores it tracks, "
-            "its leaf step and the metrics it records would not be the model's"
+            "earlier trees after each round, so the scores it tracks, its leaf step and the metrics it "
+            "records would not be the model's"
         )
 
 

@@ -71,8 +71,8 @@ class LineSearch(ScoreTracking):
     (``"objective": "lambdarank"``: the trees would be rescaled by a loss the booster never
     sees), a custom objective that is not ``lightgbm_objective``, or training through the
     scikit-learn estimators (see :func:`require_customobj_training`). ValueError: an objective
-    other than the one being trained, labels / weights / groups other than the Dataset's, DART or
-    random-forest boosting, ``valid_X`` that does not match the validation sets, a metric it cannot
+    other than the one being trained, labels / weights / groups other than the Dataset's, DART
+    boosting, ``valid_X`` that does not match the validation sets, a metric it cannot
     recompute, ``ExactLeaves`` in the same training (see :mod:`customobj.adapters._tracking`).
 
     Not supported: ``lightgbm.cv``; training continued from ``init_model`` works (earlier trees

@@ -198,7 +198,7 @@ class ExactLeaves(ScoreTracking):
     Refused at the first call, before any leaf changes (see :mod:`customobj.adapters._tracking`):
     a native objective, a custom objective that is not a ``lightgbm_objective``, the scikit-learn
     estimators (TypeError); an objective other than the one trained, labels, weights or query groups
-    other than the Dataset's, DART or random-forest boosting (earlier trees change after the round),
+    other than the Dataset's, DART boosting (earlier trees change after the round),
     ``valid_X`` whose rows or columns do not match the validation sets, a metric it cannot
     recompute, ``LineSearch`` in the same training (ValueError).
 
