@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from customobj.groups import Groups, as_groups
+from customobj.groups import Groups
 
 from ._data import ranking_scores
 from ._score_offsets import record_of
@@ -140,20 +140,27 @@ def claim_datasets(booster: object, who: str) -> None:
 class ScoreTracking:
     """Score tracking and evaluation rewriting of a callback that changes LightGBM's new trees.
 
-    Subclasses set ``objective``, ``X``, ``prep`` and ``valid_X``, call :meth:`_keep_training_data`
-    in ``__init__`` and :meth:`_begin` at their first call, and set ``_uncorrected``.
+    Subclasses set ``objective`` and ``valid_X`` and call :meth:`_set_training_data` in ``__init__``,
+    call :meth:`_begin` at their first call, and set ``_uncorrected``.
     """
 
     #: What changed in the trees, for messages: ExactLeaves sets its own words.
     _uncorrected = "the rescaled trees"
 
-    def _keep_training_data(self, y, group, weight) -> None:
-        """Keep the training labels, weights and query boundaries as LightGBM stores them, to check
-        at the first call that the training Dataset holds the same (``self.prep`` validated them)."""
-        n = self.prep.n_rows
-        self._y32 = np.asarray(y, dtype=np.float32).ravel()
-        self._w32 = None if weight is None else np.asarray(weight, dtype=np.float32).ravel()
-        self._ptr = None if group is None else np.asarray(as_groups(group, n).ptr, dtype=np.int64)
+    def _set_training_data(self, X, y, group, weight) -> None:
+        """``X`` and the prepared ``y``, ``group``, ``weight`` (validated by ``self.objective``), and the
+        labels, weights and query boundaries as LightGBM stores them, to check at the first call
+        that the training Dataset holds the same (no query groups is one query, as for the objective)."""
+        shape = getattr(X, "shape", None)
+        if shape is None or len(shape) != 2:
+            raise TypeError(f"X must be a 2-D feature matrix (numpy, pandas or scipy), got {type(X).__name__}")
+        self.prep = prep = self.objective.prepare(y, group, weight)  # validates y, group, weight
+        if shape[0] != prep.n_rows:
+            raise ValueError(f"X has {shape[0]} rows but y has {prep.n_rows}")
+        self.X = X
+        self._y32 = prep.labels.astype(np.float32)
+        self._w32 = None if prep.weight is None else prep.weight.astype(np.float32)
+        self._ptr = np.asarray(prep.ptr, dtype=np.int64)
 
     def _check_training_data(self, dataset) -> None:
         who = type(self).__name__
@@ -169,8 +176,8 @@ class ScoreTracking:
             raise ValueError(f"{who} was given weight other than the training Dataset's: pass the Dataset's "
                              "row weights as weight= (or none to both), or it would search another loss")
         bounds = dataset.get_field("group")
-        ptr = None if bounds is None or len(bounds) == 0 else np.asarray(bounds, dtype=np.int64)
-        if (ptr is None) != (self._ptr is None) or (ptr is not None and not np.array_equal(ptr, self._ptr)):
+        ptr = np.array([0, n], np.int64) if bounds is None or len(bounds) == 0 else np.asarray(bounds, np.int64)
+        if not np.array_equal(ptr, self._ptr):
             raise ValueError(f"{who} was given query groups (group) other than the training Dataset's: pass "
                              "the Dataset's group sizes")
 

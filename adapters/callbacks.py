@@ -98,14 +98,7 @@ class LineSearch(ScoreTracking):
     def __init__(self, objective, X, y, group=None, *, weight=None, shrinkage=1.0, valid_X=None,
                  max_iter=20, tol=1e-6):
         self.objective = require_objective(objective, "LineSearch")
-        shape = getattr(X, "shape", None)
-        if shape is None or len(shape) != 2:
-            raise TypeError(f"X must be a 2-D feature matrix (numpy, pandas or scipy), got {type(X).__name__}")
-        self.prep = objective.prepare(y, group, weight)  # validates y, group, weight
-        if shape[0] != self.prep.n_rows:
-            raise ValueError(f"X has {shape[0]} rows but y has {self.prep.n_rows}")
-        self._keep_training_data(y, group, weight)
-        self.X = X
+        self._set_training_data(X, y, group, weight)
         if not (np.isfinite(shrinkage) and shrinkage > 0):
             raise ValueError(f"shrinkage must be > 0, got {shrinkage}")
         self.shrinkage = float(shrinkage)

@@ -223,14 +223,7 @@ class ExactLeaves(ScoreTracking):
                  weight: Any = None, valid_X: Sequence[Any] | None = None) -> None:
         self.objective = require_objective(objective, "ExactLeaves")
         self.lambda_l2 = check_nonnegative(lambda_l2, "lambda_l2")
-        shape = getattr(X, "shape", None)
-        if shape is None or len(shape) != 2:
-            raise TypeError(f"X must be a 2-D feature matrix (numpy, pandas or scipy), got {type(X).__name__}")
-        self.prep = objective.prepare(y, group, weight)  # validates y, group, weight
-        if shape[0] != self.prep.n_rows:
-            raise ValueError(f"X has {shape[0]} rows but y has {self.prep.n_rows}")
-        self.X = X
-        self._keep_training_data(y, group, weight)
+        self._set_training_data(X, y, group, weight)
         self.valid_X = valid_X_list(valid_X)
         self.quadratic_lightgbm, self.quadratic_exact = [], []
         self._train = self._valid = None
