@@ -356,3 +356,22 @@ def test_training_after_set_label_uses_the_new_labels(small):
     fresh = lgb.train(dict(P, objective=adapters.lightgbm_objective(customobj.RankNet())),
                       lgb.Dataset(X, y2, group=sizes), 3)
     np.testing.assert_allclose(reused.predict(X), fresh.predict(X), atol=1e-9)
+
+
+def test_setup_converts_the_labels_once(small, monkeypatch):
+    """Issue 24.6: each calling convention converts the labels once when it prepares a data set."""
+    from customobj.adapters import _data, lightgbm as lgb_adapter
+
+    X, y, sizes = small
+    calls = []
+
+    def counted(labels):
+        calls.append(1)
+        return _data.as_label_array(labels)
+
+    monkeypatch.setattr(lgb_adapter, "as_label_array", counted)
+    f = adapters.lightgbm_objective(customobj.RankNet())
+    f(y.copy(), np.zeros(len(y)), None, sizes)  # LGBMRanker's convention
+    assert len(calls) == 1
+    f(np.zeros(len(y)), lgb.Dataset(X, y, group=sizes).construct())  # lightgbm.train's
+    assert len(calls) == 2
