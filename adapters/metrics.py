@@ -90,7 +90,7 @@ def _xgboost_run_callbacks():
     this, or ``()`` when it was called some other way."""
     from xgboost.callback import CallbackContainer
 
-    frame = sys._getframe(2)  # the metric's caller (this function is called by XGBoostMetric.__call__)
+    frame = sys._getframe(2)  # the metric's own frame (XGBoostMetric.__call__ -> _direct_early_stopping -> here)
     for _ in range(_XGBOOST_STACK_DEPTH):
         if frame is None:
             break
