@@ -56,7 +56,8 @@ class LineSearch(ScoreTracking):
     shrinkage : float, default 1
         Factor applied to the optimal step (``eta``).
     valid_X : list of array-like, optional
-        Raw features of the validation sets.
+        Raw features of the validation sets, in the order of ``valid_sets`` without the training
+        set; needed for every validation set not built with ``free_raw_data=False``.
     max_iter, tol : int, float
         Newton iterations and relative tolerance on ``rho``.
 

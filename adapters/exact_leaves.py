@@ -176,7 +176,7 @@ class ExactLeaves(ScoreTracking):
     lambda_l2 : L2 penalty on the leaf values; pass LightGBM's ``lambda_l2`` to match its leaves.
     weight : optional row weights (as in the Dataset).
     valid_X : raw features of the validation sets, in the order of ``valid_sets`` without the
-        training set (or build them with ``free_raw_data=False``).
+        training set (or build them with ``free_raw_data=False``); every validation set needs them.
 
     Notes
     -----
