@@ -8,10 +8,11 @@ What they refuse, at their first call and before any leaf changes (ValueError un
 training whose recorded metrics or trained model would not be the one they describe. That is a
 boosting type other than gbdt / goss (DART rescales earlier trees after each round: the tracked
 scores and the step would not be the model's; LightGBM itself refuses a custom objective in rf
-mode), training data other than
-the callback's (labels, weights or query groups), a validation set whose raw features it lacks or
-that do not match (``valid_X``), an evaluation metric it cannot recompute for the new leaves, a
-training Dataset an earlier training corrected, and two such callbacks in one training.
+mode), training data other than the callback's (labels, weights or query groups), a validation set
+whose raw features it lacks or that do not match (``valid_X``), an evaluation metric it cannot
+recompute for the new leaves, a training Dataset an earlier training corrected, and two such
+callbacks in one training. Continuing from ``init_model`` is supported: LightGBM puts the first
+model's predictions in the Datasets' initial scores, where the tracking starts.
 """
 from __future__ import annotations
 
