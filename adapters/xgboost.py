@@ -48,7 +48,7 @@ def _dmatrix_ptr(dtrain):
 
 
 def _new_state(objective, labels, ptr, weight):
-    labels = as_label_array(labels)
+    """``labels``: the array :func:`as_label_array` made (labels are converted once, by the caller)."""
     w = rows_weight(weight, ptr, labels.shape[0])
     return prepare_state(objective, labels, ptr, w, library="XGBoost", group_hint=_GROUP_HINT,
                          out_dtype=np.float32)
@@ -102,7 +102,7 @@ class XGBoostObjective(AdapterObjective):
         state = self._states.get(dtrain)
         if state is None or not state.stamp.matches(fields):
             ptr = _dmatrix_ptr(dtrain)
-            state = _new_state(self.objective, dtrain.get_label(), ptr, dtrain.get_weight())
+            state = _new_state(self.objective, as_label_array(dtrain.get_label()), ptr, dtrain.get_weight())
             state.stamp = Stamp(fields, by="content")  # views of XGBoost's buffers: hashed, never kept
             self._states[dtrain] = state
         return state
@@ -110,7 +110,7 @@ class XGBoostObjective(AdapterObjective):
     def _sklearn_state(self, y_true, sample_weight) -> TrainState:
         if self.objective.needs_group:
             raise ValueError(_SKLEARN_GROUPS.format(name=type(self.objective).__name__))
-        y = np.asarray(y_true)
+        y = as_label_array(y_true)
         w = None if sample_weight is None or np.size(sample_weight) == 0 else np.asarray(sample_weight)
         last = self._last
         if last is not None and np.array_equal(last[0], y) and (

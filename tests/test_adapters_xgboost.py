@@ -226,3 +226,40 @@ def test_training_after_dmatrix_set_label_uses_the_new_labels(small):
 def test_xgboost_params_says_how_to_give_mcrank_its_classes():
     with pytest.raises(ValueError, match=r"McRank\(n_classes=K\).*prepare\(labels\)"):
         adapters.xgboost_params(customobj.McRank())
+
+
+@pytest.mark.parametrize("make", [customobj.LambdaRank, customobj.QBRank, customobj.MPBoost])
+def test_early_stopping_without_maximize_keeps_the_best_round(mq2008_fold1, make):
+    """Issue 26.1: ``xgb.train(custom_metric=xgboost_metric("ndcg@10"), early_stopping_rounds=...)``
+    without ``maximize=``: XGBoost guesses the direction from the name and would minimise
+    ``co_ndcg@10``; the metric sets it, so the kept round is the recorded validation maximum."""
+    (X, y, g), (Xv, yv, gv) = mq2008_fold1["train"], mq2008_fold1["vali"]
+    obj, res = make(), {}
+    dvalid = xgb.DMatrix(Xv, yv, group=gv)
+    booster = _train(obj, xgb.DMatrix(X, y, group=g), 60, evals=[(dvalid, "valid")],
+                     custom_metric=adapters.xgboost_metric("ndcg@10"), early_stopping_rounds=10,
+                     evals_result=res, verbose_eval=False)
+    curve = np.array(res["valid"]["co_ndcg@10"])
+    assert booster.best_iteration == int(np.argmax(curve))
+    assert len(curve) == booster.best_iteration + 11 or len(curve) == 60  # stopped 10 rounds after the best
+
+
+@pytest.mark.parametrize("names, watch, higher", [(("ndcg@10", "misordered"), None, False),
+                                                  (("misordered", "err@5"), None, True),
+                                                  (("ndcg@10", "misordered"), "co_ndcg@10", True),
+                                                  (("misordered", "err@5"), "co_misordered", False)])
+def test_early_stopping_direction_is_the_watched_metrics(small, names, watch, higher):
+    """Mixed directions: each EarlyStopping gets the direction of the metric it watches (the last
+    one unless ``metric_name`` says); a ``maximize`` the user gave is never changed."""
+    X, y, sizes = small
+    d = xgb.DMatrix(X, y, group=sizes)
+    stop = xgb.callback.EarlyStopping(rounds=50, metric_name=watch)
+    given = xgb.callback.EarlyStopping(rounds=50, metric_name=watch, maximize=not higher)
+    for cb in (stop, given):
+        _train(customobj.RankNet(), d, 3, evals=[(d, "train")], custom_metric=adapters.xgboost_metric(*names),
+               verbose_eval=False, callbacks=[cb])
+    assert stop.maximize is higher and given.maximize is (not higher)
+    cv = xgb.callback.EarlyStopping(rounds=50, metric_name=watch)
+    xgb.cv(adapters.xgboost_params(customobj.RankNet(), P), d, 3, nfold=2, obj=adapters.xgboost_objective(customobj.RankNet()),
+           custom_metric=adapters.xgboost_metric(*names), callbacks=[cv])
+    assert cv.maximize is higher
