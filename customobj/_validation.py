@@ -13,7 +13,7 @@ these bounds, and a row takes part in fewer than ``MAX_ROWS`` pairs.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Optional
+from typing import Any, Collection, Literal, Optional, overload
 
 import numpy as np
 
@@ -298,7 +298,7 @@ def check_nonnegative(value: Any, name: str, *, maximum: Optional[float] = PARAM
     return v
 
 
-def check_choice(value: Any, name: str, choices) -> Any:
+def check_choice(value: Any, name: str, choices: Collection[Any]) -> Any:
     """``value`` must be one of ``choices`` (strings); anything else, hashable or not, is named."""
     try:
         ok = value in choices
@@ -312,6 +312,12 @@ def check_choice(value: Any, name: str, choices) -> Any:
     return value
 
 
+@overload
+def check_int(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None,
+              allow_none: Literal[False] = False, hint: str = "") -> int: ...
+@overload
+def check_int(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None,
+              allow_none: bool, hint: str = "") -> Optional[int]: ...
 def check_int(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None,
               allow_none: bool = False, hint: str = "") -> Optional[int]:
     """An integer option as a Python int, checked before it can become an int64.
