@@ -30,6 +30,7 @@ objective documents its surrogate.
 from __future__ import annotations
 
 import numbers
+from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +50,11 @@ from ._arrays import freeze_option
 
 __all__ = ["Objective", "Prepared", "Sum", "Scaled"]
 
+#: ``(i, j, c)``: row pairs ``(i[m], j[m])`` and their hessian couplings ``h_ij = c[m]``.
+Couplings = Tuple[np.ndarray, np.ndarray, np.ndarray]
+#: ``m -> (i, j, c)``: writable arrays of length ``m`` for the pairs (``grad_hess_couplings_prepared``).
+PairBuffer = Callable[[int], Couplings]
+
 
 class Prepared:
     """Validated, converted training data plus each objective's label-only state.
@@ -66,8 +72,8 @@ class Prepared:
         self.labels = labels
         self.groups = groups
         self.weight = weight
-        self._states = {}
-        self._checked = []
+        self._states: dict[tuple, Any] = {}
+        self._checked: list[str] = []
 
     @property
     def checked(self) -> tuple:
@@ -76,13 +82,14 @@ class Prepared:
 
     @property
     def ptr(self) -> np.ndarray:
+        assert self.groups is not None  # build() always sets groups (one query when none given)
         return self.groups.ptr
 
     @property
     def n_rows(self) -> int:
         return self.labels.shape[0]
 
-    def state_for(self, objective: "Objective"):
+    def state_for(self, objective: "Objective") -> Any:
         """The objective's label-only state; on first use, its label checks run (once per data set)."""
         key = objective._cache_key()
         if key not in self._states:
@@ -115,11 +122,11 @@ class Objective:
     needs_group = False
 
     # --- identity --------------------------------------------------------------------------------
-    def _params(self):
+    def _params(self) -> tuple:
         """Tuple of (name, value) of the options; used for repr, equality and state caching."""
         return tuple(sorted((k, v) for k, v in vars(self).items() if not k.startswith("_")))
 
-    def _cache_key(self):
+    def _cache_key(self) -> tuple:
         """Hashable identity of the options (arrays by content), for equality and state caching.
 
         An array option (QBRank's explicit pairs, a row mask, pair weights) is frozen to bytes once
@@ -130,14 +137,14 @@ class Objective:
         """
         return (type(self).__name__,) + tuple((k, freeze_option(v)) for k, v in self._params())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._params() if not isinstance(v, np.ndarray))
         return f"{type(self).__name__}({args})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self._cache_key() == other._cache_key()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._cache_key())
 
     # --- preparation -----------------------------------------------------------------------------
@@ -200,11 +207,11 @@ class Objective:
         return self.loss_prepared(scores, self.prepare(labels, group, weight))
 
     def pair_couplings(self, scores: npt.ArrayLike, labels: npt.ArrayLike,
-                       group: "GroupLike | None" = None) -> "tuple[np.ndarray, np.ndarray]":
+                       group: "GroupLike | None" = None) -> Optional[Couplings]:
         """``(i, j, c)``: row pairs and their hessian couplings ``h_ij``; ``None`` for pointwise losses."""
         return self.pair_couplings_prepared(scores, self.prepare(labels, group))
 
-    def grad_hess_prepared(self, scores: np.ndarray, prep: Prepared, out_grad: "np.ndarray | None" = None,
+    def grad_hess_prepared(self, scores: npt.ArrayLike, prep: Prepared, out_grad: "np.ndarray | None" = None,
                            out_hess: "np.ndarray | None" = None) -> "tuple[np.ndarray, np.ndarray]":
         s = self._check_scores(scores, prep)
         out_grad, out_hess = self._zeroed_outputs(s.shape, out_grad, out_hess)
@@ -222,7 +229,7 @@ class Objective:
             self._check_out(out_hess, shape, "out_hess")[...] = 0.0
         return out_grad, out_hess
 
-    def loss_prepared(self, scores: np.ndarray, prep: Prepared) -> float:
+    def loss_prepared(self, scores: npt.ArrayLike, prep: Prepared) -> float:
         s = self._check_scores(scores, prep)
         value = float(self._loss(s, prep, prep.state_for(self)))
         if not np.isfinite(value):
@@ -234,15 +241,16 @@ class Objective:
             )
         return value
 
-    def pair_couplings_prepared(self, scores: np.ndarray, prep: Prepared) -> "tuple[np.ndarray, np.ndarray]":
+    def pair_couplings_prepared(self, scores: npt.ArrayLike, prep: Prepared) -> Optional[Couplings]:
         if not self.pairwise:
             prep.state_for(self)  # the labels must still suit this objective
             return None
         s = self._check_scores(scores, prep)
         return self._pair_couplings(s, prep, prep.state_for(self))
 
-    def grad_hess_couplings_prepared(self, scores: np.ndarray, prep: Prepared, out_grad: "np.ndarray | None" = None,
-                                     out_hess: "np.ndarray | None" = None, *, pair_buffer=None) -> tuple:
+    def grad_hess_couplings_prepared(self, scores: npt.ArrayLike, prep: Prepared, out_grad: "np.ndarray | None" = None,
+                                     out_hess: "np.ndarray | None" = None, *, pair_buffer: Optional[PairBuffer] = None
+                                     ) -> "tuple[np.ndarray, np.ndarray, Optional[Couplings]]":
         """``(grad, hess, couplings)`` in one call; ``couplings`` is ``None`` for pointwise losses.
 
         The OLE booster needs both every round. Objectives whose kernels can produce them in one
@@ -282,12 +290,12 @@ class Objective:
         """Largest product of ``Scaled`` factors on any path to a leaf objective (1 for a leaf)."""
         return 1.0
 
-    def __add__(self, other):
+    def __add__(self, other: object) -> "Sum":
         if not isinstance(other, Objective):
             return NotImplemented
         return Sum(self, other)
 
-    def __mul__(self, factor):
+    def __mul__(self, factor: float) -> "Scaled":
         if isinstance(factor, bool) or not isinstance(factor, numbers.Real):
             return NotImplemented
         return Scaled(self, factor)
@@ -318,8 +326,10 @@ def _concat_pairs(pieces):
 class Sum(Objective):
     """``a + b + ...``: gradients, hessians, losses and couplings add."""
 
-    def __init__(self, *parts):
-        flat = []
+    parts: "tuple[Objective, ...]"
+
+    def __init__(self, *parts: Objective) -> None:
+        flat: list[Objective] = []
         for p in parts:
             if not isinstance(p, Objective):
                 raise TypeError(f"Sum parts must be objectives, got {type(p).__name__}")
@@ -343,7 +353,7 @@ class Sum(Objective):
     def _params(self):
         return (("parts", self.parts),)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return " + ".join(repr(p) for p in self.parts)
 
     def check_prepared(self, prep: Prepared) -> None:
@@ -380,7 +390,10 @@ class Sum(Objective):
 class Scaled(Objective):
     """``factor * objective`` (``factor >= 0`` keeps the hessian non-negative)."""
 
-    def __init__(self, objective, factor):
+    objective: Objective
+    factor: float
+
+    def __init__(self, objective: Objective, factor: float) -> None:
         if not isinstance(objective, Objective):
             raise TypeError(f"objective must be an Objective, got {type(objective).__name__}")
         factor = check_real(factor, "factor")
@@ -408,7 +421,7 @@ class Scaled(Objective):
     def _params(self):
         return (("factor", self.factor), ("objective", self.objective))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{self.factor!r} * {self.objective!r}"
 
     def check_prepared(self, prep: Prepared) -> None:
