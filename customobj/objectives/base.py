@@ -343,7 +343,7 @@ class Sum(Objective):
         self.needs_group = any(p.needs_group for p in flat)
 
     @property
-    def n_outputs(self):
+    def n_outputs(self) -> Optional[int]:  # type: ignore[override]  # from the parts, on demand
         # Read from the parts on demand: McRank(n_classes=None) learns K only at prepare time.
         return _merge_flags(self.parts)
 
@@ -415,7 +415,7 @@ class Scaled(Objective):
         self.needs_group = objective.needs_group
 
     @property
-    def n_outputs(self):
+    def n_outputs(self) -> Optional[int]:  # type: ignore[override]  # the objective's
         return self.objective.n_outputs
 
     def _params(self):

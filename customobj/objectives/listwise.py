@@ -18,7 +18,7 @@ from .._validation import (
     check_positive,
 )
 from ._arrays import kernel_weights
-from .base import Objective
+from .base import Objective, Prepared
 from . import _lambdarank_kernels as LK
 from . import _parity as P
 from . import _structured_kernels as SK
@@ -191,10 +191,10 @@ class LambdaRank(Objective):
         return cls(**P.xgboost_options(xgboost_params))
 
     @property
-    def integer_labels(self):
+    def integer_labels(self) -> bool:  # type: ignore[override]  # depends on the options
         return self.metric == "err" or self.gain is not None
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         if self.gain is not None and prep.labels.size and prep.labels.max() >= len(self.gain):
             raise ValueError(
                 f"labels go up to {prep.labels.max():g} but gain has only {len(self.gain)} entries "
@@ -312,7 +312,7 @@ class StructuredDCG(Objective):
         self.k = check_int(k, "k", minimum=1, maximum=MAX_ROWS)
         self.hess = check_positive(hess, "hess")
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         check_exp_gain_labels(prep.labels)
         super().check_prepared(prep)
 

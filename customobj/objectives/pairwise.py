@@ -13,9 +13,10 @@ Pair weights: ``(w_i + w_j) / 2`` from the row weights (halved before adding), t
 from __future__ import annotations
 
 import numbers
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from .._validation import (
     PARAM_LIMIT,
@@ -29,7 +30,7 @@ from .._validation import (
     check_real,
 )
 from ._arrays import kernel_weights
-from .base import Objective
+from .base import Objective, Prepared
 from . import _pairwise_kernels as PK
 from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
 
@@ -135,7 +136,7 @@ class RankNet(_LabelPairLoss):
     ``h_ij = sigma^2 rho (1 - rho)``. Evaluated without overflow for any finite ``sigma d``.
     """
 
-    def __init__(self, *, sigma=1.0):
+    def __init__(self, *, sigma: float = 1.0) -> None:
         self.sigma = check_positive(sigma, "sigma")
 
     def _spec(self):
@@ -149,7 +150,7 @@ class RankSVM(_LabelPairLoss):
     ``a = -2 max(0, margin - d)``; coupling ``2 [d < margin]`` (generalised Hessian; 0 at the kink).
     """
 
-    def __init__(self, *, margin=1.0):
+    def __init__(self, *, margin: float = 1.0) -> None:
         self.margin = check_nonnegative(margin, "margin")
 
     def _spec(self):
@@ -174,7 +175,7 @@ class MPBoost(_LabelPairLoss):
     finite (``a = -D e^50``), and the hessian keeps the curvature at the clip, ``D^2 e^50``.
     """
 
-    def __init__(self, *, ddf="binary", alpha=1.0, lam=1.0, beta=1.0):
+    def __init__(self, *, ddf: str = "binary", alpha: float = 1.0, lam: float = 1.0, beta: float = 1.0) -> None:
         self.ddf = check_choice(ddf, "ddf", set(_DDF))
         self.alpha = check_positive(alpha, "alpha")
         self.lam = check_positive(lam, "lam")
@@ -184,7 +185,7 @@ class MPBoost(_LabelPairLoss):
         p = {"binary": 1.0, "ldd": self.alpha, "logdd": self.lam, "logitdd": self.beta}[self.ddf]
         return PK.EXPONENTIAL, _DDF[self.ddf], p, 1.0
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         # D enters the hessian squared (D^2 e^50): keep the largest distance within PARAM_LIMIT.
         super().check_prepared(prep)
         y = prep.labels
@@ -225,7 +226,7 @@ class PreferencePairs(Objective):
     pairwise = True
     needs_group = False
 
-    def __init__(self, pairs, *, margin=0.0, weight=None):
+    def __init__(self, pairs: npt.ArrayLike, *, margin: float = 0.0, weight: Optional[npt.ArrayLike] = None) -> None:
         self.pairs = _check_pairs_option(pairs)
         self.margin = check_nonnegative(margin, "margin")
         if weight is not None:
@@ -306,8 +307,14 @@ class QBRank(Objective):
     """
 
     pairwise = True
+    margin: Union[str, float]
+    pairs: Optional[np.ndarray]
+    labeled: Union[str, np.ndarray]
+    label_pairs: Optional[bool]
 
-    def __init__(self, *, w=0.5, margin="grade", hessian="exact", pairs=None, labeled="all", label_pairs=None):
+    def __init__(self, *, w: float = 0.5, margin: Union[str, float] = "grade", hessian: str = "exact",
+                 pairs: Optional[npt.ArrayLike] = None, labeled: Union[str, npt.ArrayLike] = "all",
+                 label_pairs: Optional[bool] = None) -> None:
         if isinstance(w, bool) or not isinstance(w, numbers.Real):
             raise TypeError(f"w must be a real number in [0, 1], got {type(w).__name__}")
         w = check_real(w, "w")
@@ -335,11 +342,11 @@ class QBRank(Objective):
         self.label_pairs = None if label_pairs is None else bool(label_pairs)
 
     @property
-    def _use_label_pairs(self):
+    def _use_label_pairs(self) -> bool:
         return self.pairs is None if self.label_pairs is None else self.label_pairs
 
     @property
-    def needs_group(self):
+    def needs_group(self) -> bool:  # type: ignore[override]  # depends on the options
         return self._use_label_pairs or (isinstance(self.labeled, str) and self.labeled == "single_label_queries")
 
     def _theta(self):

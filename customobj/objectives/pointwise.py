@@ -2,11 +2,13 @@
 per row, no query structure needed."""
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from .._validation import SCORE_LIMIT, as_scores, check_int, check_positive
 from ._arrays import kernel_weights
-from .base import Objective
+from .base import Objective, Prepared
 from . import _pointwise_kernels as K
 
 __all__ = ["SquaredError", "Logistic", "SquaredHinge", "McRank"]
@@ -55,7 +57,7 @@ class _BinaryObjective(Objective):
     def _convert_labels(self, labels):
         return _binary_labels(labels)
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         y = prep.labels
         bad = np.flatnonzero((y != 0.0) & (y != 1.0))
         if bad.size:
@@ -86,7 +88,7 @@ class Logistic(_BinaryObjective):
         prepared data set (not per query; user weights are not summed). User weights still multiply.
     """
 
-    def __init__(self, *, sigma=1.0, balanced=False):
+    def __init__(self, *, sigma: float = 1.0, balanced: bool = False) -> None:
         self.sigma = check_positive(sigma, "sigma")
         if not isinstance(balanced, (bool, np.bool_)):
             raise TypeError(f"balanced must be True or False, got {balanced!r}")
@@ -120,7 +122,7 @@ class SquaredHinge(_BinaryObjective):
     loss is not twice differentiable at ``t s = 1``, where the hessian is taken as 0).
     """
 
-    def __init__(self, *, C=1.0):
+    def __init__(self, *, C: float = 1.0) -> None:
         self.C = check_positive(C, "C")
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
@@ -151,15 +153,15 @@ class McRank(Objective):
 
     integer_labels = True
 
-    def __init__(self, *, n_classes=None):
+    def __init__(self, *, n_classes: Optional[int] = None) -> None:
         self.n_classes = check_int(n_classes, "n_classes", minimum=2, maximum=MAX_CLASSES, allow_none=True)
-        self._inferred = None
+        self._inferred: Optional[int] = None
 
     @property
-    def n_outputs(self):
+    def n_outputs(self) -> Optional[int]:  # type: ignore[override]  # None until K is inferred
         return self.n_classes if self.n_classes is not None else self._inferred
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         super().check_prepared(prep)
         top = int(prep.labels.max()) if prep.labels.size else 0
         if top >= MAX_CLASSES:
