@@ -1,9 +1,9 @@
 """The type hints are kept: mypy (configured in ``pyproject.toml``, ``[tool.mypy]``) reports no error over
 ``customobj/`` and ``adapters/``, and every function and method of the public API is annotated.
 
-mypy runs in a subprocess with its cache in the system's temporary folder (one per checkout), so a
-rerun checks only what changed: about half a minute cold, a few seconds warm. Without mypy the test
-is skipped, except under CI (``pip install -e '.[test]'`` installs it).
+mypy runs in a subprocess with its cache in the system's temporary folder (one per checkout), so only
+the first run checks every file and a rerun only what changed. Without mypy the test is skipped,
+except under CI (``pip install -e '.[test]'`` installs it).
 """
 from __future__ import annotations
 
