@@ -1,4 +1,4 @@
-"""The objective protocol, per-dataset preparation, and composition (sums and scalings).
+"""The objective protocol and its composition (sums and scalings); per-dataset preparation: ``prepared.py``.
 
 An objective is a small immutable object. Its public methods take ``(scores, labels, group)``;
 adapters and the OLE booster call the ``*_prepared`` variants with a :class:`Prepared` built once
@@ -30,7 +30,7 @@ objective documents its surrogate.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable, Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -39,14 +39,13 @@ from .._validation import (
     PARAM_LIMIT,
     SCORE_LIMIT,
     as_1d_float,
-    as_labels,
     as_scores,
-    as_weight,
     check_pair_budget,
     check_real,
 )
-from ..groups import GroupLike, Groups, as_groups
+from ..groups import GroupLike
 from ._arrays import freeze_option
+from .prepared import Prepared
 
 __all__ = ["Objective", "Prepared", "Sum", "Scaled"]
 
@@ -54,57 +53,6 @@ __all__ = ["Objective", "Prepared", "Sum", "Scaled"]
 Couplings = Tuple[np.ndarray, np.ndarray, np.ndarray]
 #: ``m -> (i, j, c)``: writable arrays of length ``m`` for the pairs (``grad_hess_couplings_prepared``).
 PairBuffer = Callable[[int], Couplings]
-
-
-class Prepared:
-    """Validated, converted training data plus each objective's label-only state.
-
-    Build with ``objective.prepare(labels, group, weight)``; it may be reused with any
-    scores of the same rows, and by any objective: every objective runs its own label checks
-    (``check_prepared``) the first time it sees a ``Prepared``, which records the objectives whose
-    checks passed (:attr:`checked`), so a ``Prepared`` built by a lenient objective cannot carry
-    labels past a strict one. States are cached per objective.
-    """
-
-    __slots__ = ("labels", "groups", "weight", "_states", "_checked")
-
-    def __init__(self, labels: np.ndarray, groups: "Groups | None", weight: "np.ndarray | None") -> None:
-        self.labels = labels
-        self.groups = groups
-        self.weight = weight
-        self._states: dict[tuple, Any] = {}
-        self._checked: list[str] = []
-
-    @property
-    def checked(self) -> tuple:
-        """``repr`` of each objective whose label checks this data passed, in order."""
-        return tuple(self._checked)
-
-    @property
-    def ptr(self) -> np.ndarray:
-        assert self.groups is not None  # build() always sets groups (one query when none given)
-        return self.groups.ptr
-
-    @property
-    def n_rows(self) -> int:
-        return self.labels.shape[0]
-
-    def state_for(self, objective: "Objective") -> Any:
-        """The objective's label-only state; on first use, its label checks run (once per data set)."""
-        key = objective._cache_key()
-        if key not in self._states:
-            objective.check_prepared(self)
-            self._checked.append(repr(objective))
-            self._states[key] = objective._state(self)
-        return self._states[key]
-
-    @classmethod
-    def build(cls, labels: npt.ArrayLike, group: "GroupLike | None", weight: "npt.ArrayLike | None" = None, *,
-              integer_labels: bool = False) -> "Prepared":
-        y = as_labels(labels, integer=integer_labels)
-        g = as_groups(group, y.shape[0]) if group is not None else Groups.from_sizes([y.shape[0]])
-        w = as_weight(weight, y.shape[0])
-        return cls(y, g, w)
 
 
 class Objective:
