@@ -22,14 +22,13 @@ from .._validation import (
     PARAM_LIMIT,
     WEIGHT_LIMIT,
     as_1d_float,
-    as_pairs,
     check_choice,
     check_nonnegative,
-    check_pair_budget,
     check_positive,
     check_real,
 )
 from ._arrays import kernel_weights
+from ._pair_sets import ExplicitPairs, LabelPairs, check_pairs_option, no_pairs, pairs_in_range
 from .base import Objective, Prepared
 from . import _pairwise_kernels as PK
 from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
@@ -37,62 +36,15 @@ from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
 __all__ = ["RankNet", "RankSVM", "MPBoost", "QBRank", "PreferencePairs"]
 
 _EMPTY = np.zeros(0, dtype=np.float64)
-_EMPTY_I = np.zeros(0, dtype=np.int64)
-
-
-
-class _ExplicitPairs(NamedTuple):
-    """Explicit pairs as the pair-list kernels take them: row ``pi[m]`` should rank above ``pj[m]``
-    by the margin ``theta[m]`` (the state of :class:`PreferencePairs`)."""
-
-    pi: np.ndarray
-    pj: np.ndarray
-    theta: np.ndarray
 
 
 class _QBRankState(NamedTuple):
     """QBRank's label-only state, built once per data set."""
 
-    label_pairs: Optional["_LabelPairs"]  # pairs from labels within queries, or None
-    explicit: Optional[_ExplicitPairs]  # the ``pairs=`` option, or None
+    label_pairs: Optional[LabelPairs]  # pairs from labels within queries, or None
+    explicit: Optional[ExplicitPairs]  # the ``pairs=`` option, or None
     labeled_weight: Optional[np.ndarray]  # (1 - w) times the labelled-row mask (and row weight), or None
     cache: dict  # "pairs": the concatenated pair list for pair_couplings, built on first use
-
-
-def _no_pairs():
-    return _EMPTY_I.copy(), _EMPTY_I.copy(), _EMPTY.copy()
-
-
-class _LabelPairs:
-    """Label-only pair structure of a prepared data set: rows of each query by decreasing label."""
-
-    __slots__ = ("order", "lower", "n_pairs", "_lists")
-
-    def __init__(self, labels, ptr):
-        n = labels.shape[0]
-        self.order = np.empty(n, dtype=np.int64)
-        self.lower = np.empty(n, dtype=np.int64)
-        PK.label_order_kernel(labels, ptr, self.order, self.lower)
-        ends = np.repeat(ptr[1:], np.diff(ptr))  # end of each sorted position's query
-        self.n_pairs = int((ends - self.lower).sum())
-        self._lists = {}
-
-    def pair_list(self, labels, ptr, theta_mode, p):
-        """``(i, j, theta)`` arrays of every label pair (built on first use, then cached; read-only)."""
-        key = (theta_mode, p)
-        if key not in self._lists:
-            # Gradients and losses walk the pairs without storing them; only this list is O(pairs).
-            check_pair_budget(self.n_pairs, "pair_couplings",
-                              hint="gradients and losses do not materialise pairs and still work; "
-                                   "split very large queries or subsample rows per query")
-            pi = np.empty(self.n_pairs, dtype=np.int64)
-            pj = np.empty(self.n_pairs, dtype=np.int64)
-            th = np.empty(self.n_pairs, dtype=np.float64)
-            PK.label_pair_list_kernel(labels, ptr, self.order, self.lower, theta_mode, p, pi, pj, th)
-            for arr in (pi, pj, th):
-                arr.setflags(write=False)  # shared by every later call: callers must not sort in place
-            self._lists[key] = (pi, pj, th)
-        return self._lists[key]
 
 
 class _LabelPairLoss(Objective):
@@ -105,7 +57,7 @@ class _LabelPairLoss(Objective):
         raise NotImplementedError
 
     def _state(self, prep):
-        return _LabelPairs(prep.labels, prep.ptr)
+        return LabelPairs(prep.labels, prep.ptr)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         kind, mode, p, scale = self._spec()
@@ -198,19 +150,6 @@ class MPBoost(_LabelPairLoss):
 
 
 # --- explicit preference pairs --------------------------------------------------------------------------
-def _check_pairs_option(pairs, name="pairs"):
-    """Shape/type checks that do not need the data (row bounds are checked at ``prepare``)."""
-    arr = as_pairs(pairs, None, name=name)
-    arr.setflags(write=False)
-    return arr
-
-
-def _pairs_in_range(pairs, n, name="pairs"):
-    if pairs.size and pairs.max() >= n:
-        k = int(np.flatnonzero((pairs >= n).any(axis=1))[0])
-        raise ValueError(f"{name}[{k}] = {pairs[k].tolist()} points outside the data (rows 0..{n - 1})")
-
-
 class PreferencePairs(Objective):
     """``L = sum_k v_k 1/2 max(0, margin - (s_{i_k} - s_{j_k}))^2`` over explicit pairs ``(i_k, j_k)``,
     row ``i_k`` preferred to ``j_k`` (any queries): QBRank's preference term as a standalone
@@ -227,7 +166,7 @@ class PreferencePairs(Objective):
     needs_group = False
 
     def __init__(self, pairs: npt.ArrayLike, *, margin: float = 0.0, weight: Optional[npt.ArrayLike] = None) -> None:
-        self.pairs = _check_pairs_option(pairs)
+        self.pairs = check_pairs_option(pairs)
         self.margin = check_nonnegative(margin, "margin")
         if weight is not None:
             weight = as_1d_float(weight, "weight", n=self.pairs.shape[0])
@@ -240,11 +179,11 @@ class PreferencePairs(Objective):
         self.weight = weight
 
     def _state(self, prep):
-        _pairs_in_range(self.pairs, prep.n_rows)
+        pairs_in_range(self.pairs, prep.n_rows)
         pi = np.ascontiguousarray(self.pairs[:, 0])
         pj = np.ascontiguousarray(self.pairs[:, 1])
         theta = np.full(pi.size, self.margin)
-        return _ExplicitPairs(pi, pj, theta)
+        return ExplicitPairs(pi, pj, theta)
 
     def _args(self, prep, state):
         w, use_w = kernel_weights(prep.weight)
@@ -327,7 +266,7 @@ class QBRank(Objective):
         else:
             self.margin = check_nonnegative(margin, "margin")
         self.hessian = check_choice(hessian, "hessian", {"exact", "upper_bound"})
-        self.pairs = None if pairs is None else _check_pairs_option(pairs)
+        self.pairs = None if pairs is None else check_pairs_option(pairs)
         if isinstance(labeled, str):
             self.labeled = check_choice(labeled, "labeled", set(_LABELED))
         else:
@@ -374,11 +313,11 @@ class QBRank(Objective):
 
     def _state(self, prep):
         mode, p, explicit_tau = self._theta()
-        lp = _LabelPairs(prep.labels, prep.ptr) if self._use_label_pairs else None
+        lp = LabelPairs(prep.labels, prep.ptr) if self._use_label_pairs else None
         ex = None
         if self.pairs is not None:
-            _pairs_in_range(self.pairs, prep.n_rows)
-            ex = _ExplicitPairs(np.ascontiguousarray(self.pairs[:, 0]), np.ascontiguousarray(self.pairs[:, 1]),
+            pairs_in_range(self.pairs, prep.n_rows)
+            ex = ExplicitPairs(np.ascontiguousarray(self.pairs[:, 0]), np.ascontiguousarray(self.pairs[:, 1]),
                                 np.full(self.pairs.shape[0], explicit_tau))
         lab_w = None
         mask = self._labeled_mask(prep)
@@ -420,7 +359,7 @@ class QBRank(Objective):
 
     def _pair_couplings(self, scores, prep, state):
         if self.hessian == "upper_bound":
-            return _no_pairs()
+            return no_pairs()
         lp, ex, cache = state.label_pairs, state.explicit, state.cache
         mode, p, _ = self._theta()
         w, use_w = kernel_weights(prep.weight)
@@ -435,7 +374,7 @@ class QBRank(Objective):
             for arr in cache["pairs"] or ():
                 arr.setflags(write=False)  # shared across calls: callers must not sort it in place
         if cache["pairs"] is None:
-            return _no_pairs()
+            return no_pairs()
         pi, pj, th = cache["pairs"]
         c = np.empty(pi.size, dtype=np.float64)
         PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, PK.SQ_HINGE, 0.5 * self.w, c)
