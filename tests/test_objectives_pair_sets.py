@@ -1,10 +1,11 @@
-"""customobj.objectives._pair_sets: the label pairs of each query against the brute-force list of tests/_oracles.py, the pair
-list built once and read-only, explicit pairs checked at the boundary."""
+"""customobj.objectives._pair_sets: the label pairs of each query against the brute-force list of
+tests/_oracles.py, the pair list built once and read-only, explicit pairs checked at the boundary,
+QBRank's labelled rows."""
 import numpy as np
 import pytest
 
 from customobj.objectives import _pairwise_kernels as PK
-from customobj.objectives._pair_sets import LabelPairs, check_pairs_option, no_pairs, pairs_in_range
+from customobj.objectives._pair_sets import LabelPairs, check_pairs_option, labeled_rows, no_pairs, pairs_in_range
 
 from _oracles import ref_label_pairs
 
@@ -51,3 +52,17 @@ def test_explicit_pairs_are_checked():
         check_pairs_option([[0, 1, 2]])
     with pytest.raises((TypeError, ValueError), match="edges"):
         check_pairs_option([[-1, 0]], name="edges")
+
+
+def test_labeled_rows_follow_the_option():
+    from customobj.objectives import Prepared
+
+    prep = Prepared.build([2.0, 0.0, 1.0, 1.0, 3.0], [2, 2, 0, 1])
+    assert labeled_rows("all", prep).tolist() == [True] * 5
+    assert labeled_rows("none", prep).tolist() == [False] * 5
+    # queries whose rows share one label (and one-row queries) give no label pairs: the paper's set L
+    assert labeled_rows("single_label_queries", prep).tolist() == [False, False, True, True, True]
+    mask = np.array([True, False, False, True, False])
+    assert labeled_rows(mask, prep) is mask
+    with pytest.raises(ValueError, match="labeled mask has 2 entries but data has 5 rows"):
+        labeled_rows(mask[:2], prep)

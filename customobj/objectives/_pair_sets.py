@@ -1,18 +1,25 @@
 """The pair sets of the pairwise objectives, as their kernels take them: the label pairs of each query
-(rows sorted by label, pairs walked, never stored, unless a pair list is asked for) and explicit
-preference pairs (``PreferencePairs``, ``QBRank(pairs=...)``), checked once.
+and explicit preference pairs (``PreferencePairs``, ``QBRank(pairs=...)``), checked once; and
+QBRank's state, its pairs plus its labelled rows.
+
+Label pairs depend on the labels only, so the state (built once per data set) holds the rows of
+each query sorted by label; the kernels walk those blocks per query (in parallel over queries,
+whose rows are disjoint) instead of materialising millions of pairs. The explicit pair list is
+built only when ``pair_couplings`` asks for it, and then cached.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import numpy as np
 import numpy.typing as npt
 
 from .._validation import as_pairs, check_pair_budget
 from . import _pairwise_kernels as PK
+from .prepared import Prepared
 
-__all__ = ["ExplicitPairs", "LabelPairs", "no_pairs", "check_pairs_option", "pairs_in_range"]
+__all__ = ["ExplicitPairs", "LabelPairs", "QBRankState", "no_pairs", "check_pairs_option", "pairs_in_range",
+           "labeled_rows"]
 
 _EMPTY = np.zeros(0, dtype=np.float64)
 _EMPTY_I = np.zeros(0, dtype=np.int64)
@@ -77,3 +84,32 @@ def pairs_in_range(pairs: np.ndarray, n: int, name: str = "pairs") -> None:
     if pairs.size and pairs.max() >= n:
         k = int(np.flatnonzero((pairs >= n).any(axis=1))[0])
         raise ValueError(f"{name}[{k}] = {pairs[k].tolist()} points outside the data (rows 0..{n - 1})")
+
+
+class QBRankState(NamedTuple):
+    """QBRank's label-only state, built once per data set."""
+
+    label_pairs: Optional[LabelPairs]  # pairs from labels within queries, or None
+    explicit: Optional[ExplicitPairs]  # the ``pairs=`` option, or None
+    labeled_weight: Optional[np.ndarray]  # (1 - w) times the labelled-row mask (and row weight), or None
+    cache: dict  # "pairs": the concatenated pair list for pair_couplings, built on first use
+
+
+def labeled_rows(labeled: "str | np.ndarray", prep: Prepared) -> np.ndarray:
+    """QBRank's labelled rows ``L`` as a boolean mask: its ``labeled`` option applied to the data."""
+    n = prep.n_rows
+    if not isinstance(labeled, str):
+        if labeled.shape[0] != n:
+            raise ValueError(f"labeled mask has {labeled.shape[0]} entries but data has {n} rows")
+        return labeled
+    if labeled == "all":
+        return np.ones(n, dtype=bool)
+    if labeled == "none":
+        return np.zeros(n, dtype=bool)
+    sizes = np.diff(prep.ptr)
+    starts = prep.ptr[:-1][sizes > 0]
+    mask = np.zeros(n, dtype=bool)
+    if starts.size:
+        single = np.minimum.reduceat(prep.labels, starts) == np.maximum.reduceat(prep.labels, starts)
+        mask = np.repeat(single, sizes[sizes > 0])
+    return mask

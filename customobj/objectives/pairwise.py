@@ -1,11 +1,8 @@
-"""Pairwise losses (Burges 2010 sec. 2; Chapelle 2007; Zheng et al. 2007 sec. 2-3; Zhu et al. 2009 sec. 3):
-terms on score differences ``d = s_i - s_j`` of row pairs.
+"""Pairwise losses (Burges 2010 sec. 2; Chapelle 2007; Zheng et al. 2007 sec. 3; Zhu et al. 2009 sec. 3-4):
+terms on score differences ``d = s_i - s_j`` of row pairs, row ``i`` to rank above row ``j``.
 
-Label pairs are every ``(i, j)`` of one query with ``y_i > y_j``, each once. They depend on the
-labels only, so each objective's state (built once per data set) holds the rows of each query
-sorted by label; the kernels walk those blocks per query (in parallel over queries, whose rows
-are disjoint) instead of materialising millions of pairs. The explicit pair list is built only
-when ``pair_couplings`` asks for it, and then cached. Explicit pairs (``QBRank(pairs=...)``,
+Label pairs are every ``(i, j)`` of one query with ``y_i > y_j``, each once, walked per query in
+parallel without being stored (``_pair_sets.py``); explicit pairs (``QBRank(pairs=...)``,
 ``PreferencePairs``) may cross queries and are summed serially.
 
 Pair weights: ``(w_i + w_j) / 2`` from the row weights (halved before adding), times any per-pair weight.
@@ -13,7 +10,7 @@ Pair weights: ``(w_i + w_j) / 2`` from the row weights (halved before adding), t
 from __future__ import annotations
 
 import numbers
-from typing import NamedTuple, Optional, Union
+from typing import Optional, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -28,7 +25,8 @@ from .._validation import (
     check_real,
 )
 from ._arrays import kernel_weights
-from ._pair_sets import ExplicitPairs, LabelPairs, check_pairs_option, no_pairs, pairs_in_range
+from ._pair_sets import ExplicitPairs, LabelPairs, QBRankState, check_pairs_option, labeled_rows, no_pairs
+from ._pair_sets import pairs_in_range
 from .base import Objective, Prepared
 from . import _pairwise_kernels as PK
 from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
@@ -36,15 +34,6 @@ from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
 __all__ = ["RankNet", "RankSVM", "MPBoost", "QBRank", "PreferencePairs"]
 
 _EMPTY = np.zeros(0, dtype=np.float64)
-
-
-class _QBRankState(NamedTuple):
-    """QBRank's label-only state, built once per data set."""
-
-    label_pairs: Optional[LabelPairs]  # pairs from labels within queries, or None
-    explicit: Optional[ExplicitPairs]  # the ``pairs=`` option, or None
-    labeled_weight: Optional[np.ndarray]  # (1 - w) times the labelled-row mask (and row weight), or None
-    cache: dict  # "pairs": the concatenated pair list for pair_couplings, built on first use
 
 
 class _LabelPairLoss(Objective):
@@ -81,11 +70,33 @@ class _LabelPairLoss(Objective):
 
 
 class RankNet(_LabelPairLoss):
-    """``L = sum_q sum_{y_i > y_j} log(1 + exp(-sigma (s_i - s_j)))``: RankNet's cross entropy on
-    label pairs (Burges 2010, sec. 2), the gradient of LambdaMART without ``|dZ|``.
+    r"""RankNet's cross entropy on the label pairs of every query: LambdaMART's gradient without ``|dZ|``.
 
-    ``a = dL/ds_i = -sigma rho``, ``rho = 1 / (1 + exp(sigma d))``; coupling
-    ``h_ij = sigma^2 rho (1 - rho)``. Evaluated without overflow for any finite ``sigma d``.
+    .. math::
+
+        L(s) = \sum_q \sum_{i, j \in q,\, y_i > y_j} w_{ij} \log\bigl(1 + e^{-\sigma (s_i - s_j)}\bigr)
+
+    With ``d = s_i - s_j`` and ``rho = 1 / (1 + exp(sigma d))`` each pair adds ``a = -sigma rho``
+    to ``grad_i`` and ``-a`` to ``grad_j``, and has the coupling ``h_ij = sigma^2 rho (1 - rho)``
+    (added to both rows' ``hess``). Evaluated without overflow for any finite ``sigma d``.
+
+    Parameters
+    ----------
+    sigma : float > 0
+        Sigmoid steepness.
+
+    References
+    ----------
+    Burges (2010), "From RankNet to LambdaRank to LambdaMART: an overview", section 2 (RankNet).
+
+    Examples
+    --------
+    >>> from customobj import RankNet
+    >>> grad, hess = RankNet(sigma=1.0).grad_hess([0.0, 0.0], [1, 0], group=[2])
+    >>> grad.tolist(), hess.tolist()
+    ([-0.5, 0.5], [0.25, 0.25])
+    >>> [a.tolist() for a in RankNet().pair_couplings([0.0, 0.0], [1, 0], group=[2])]  # (i, j, h_ij)
+    [[0], [1], [0.25]]
     """
 
     def __init__(self, *, sigma: float = 1.0) -> None:
@@ -96,10 +107,31 @@ class RankNet(_LabelPairLoss):
 
 
 class RankSVM(_LabelPairLoss):
-    """``L = sum_q sum_{y_i > y_j} max(0, margin - (s_i - s_j))^2``: the primal RankSVM with squared
-    hinge of Chapelle (2007 slides), on the label pairs of each query.
+    r"""The primal RankSVM with the squared hinge, on the label pairs of each query.
 
-    ``a = -2 max(0, margin - d)``; coupling ``2 [d < margin]`` (generalised Hessian; 0 at the kink).
+    .. math::
+
+        L(s) = \sum_q \sum_{i, j \in q,\, y_i > y_j} w_{ij} \max\bigl(0, m - (s_i - s_j)\bigr)^2
+
+    with ``m`` the ``margin``. Each pair adds ``a = -2 max(0, m - d)`` to ``grad_i`` and ``-a`` to
+    ``grad_j`` (``d = s_i - s_j``); coupling ``2 [d < m]`` (the generalised Hessian; 0 at the kink).
+
+    Parameters
+    ----------
+    margin : float >= 0
+        ``m``: the score difference below which a pair is penalised.
+
+    References
+    ----------
+    Chapelle (2007), "Large scale support vector machines" (slides), "Linear SVM classifier": the
+    squared hinge trained in the primal, here on preference pairs.
+
+    Examples
+    --------
+    >>> from customobj import RankSVM
+    >>> grad, hess = RankSVM(margin=1.0).grad_hess([0.5, 0.0], [1, 0], group=[2])
+    >>> grad.tolist(), hess.tolist()
+    ([-1.0, 1.0], [2.0, 2.0])
     """
 
     def __init__(self, *, margin: float = 1.0) -> None:
@@ -113,18 +145,35 @@ _DDF = {"binary": PK.THETA_CONST, "ldd": PK.THETA_LDD, "logdd": PK.THETA_LOGDD, 
 
 
 class MPBoost(_LabelPairLoss):
-    """``L = sum_q sum_{r_i > r_j} exp(-D_ij (s_i - s_j))``: MPBoost's exponential loss with a directed
-    distance function ``D_ij = dist(r_i, r_j)`` (Zhu, Chen, Yang, Liu 2009), every pair once.
+    r"""MPBoost's magnitude-preserving exponential loss, every label pair of a query once.
 
-    ``ddf``: ``"binary"`` (``D = 1``), ``"ldd"`` (``alpha (r_i - r_j)``), ``"logdd"``
-    (``log(1 + lam |r_i - r_j|)``) or ``"logitdd"`` (``1 / (1 + exp(-beta |r_i - r_j|))``); only
-    the parameter of the chosen DDF is used. ``a = -D e``, coupling ``D^2 e`` with
+    .. math::
+
+        L(s) = \sum_q \sum_{i, j \in q,\, r_i > r_j} w_{ij} \, e^{-D_{ij} (s_i - s_j)},
+        \qquad D_{ij} = \operatorname{dist}(r_i, r_j)
+
+    ``dist`` is the directed distance function ``ddf``: ``"binary"`` (``D = 1``), ``"ldd"``
+    (``alpha (r_i - r_j)``), ``"logdd"`` (``log(1 + lam |r_i - r_j|)``) or ``"logitdd"``
+    (``1 / (1 + exp(-beta |r_i - r_j|))``); only the parameter of the chosen DDF is used. Each pair
+    adds ``a = -D e`` to ``grad_i`` and ``-a`` to ``grad_j``, coupling ``D^2 e``, with
     ``e = exp(-D d)``. GentleBoost's per-round normalisation rescales the loss only, so it is left
     to the booster.
 
     Overflow guard: the exponent ``x = -D d`` is clipped at ``EXP_CLIP = 50``. Beyond it the loss
     continues along its tangent, ``e^50 (1 + x - 50)``, so loss and gradient stay consistent and
     finite (``a = -D e^50``), and the hessian keeps the curvature at the clip, ``D^2 e^50``.
+
+    References
+    ----------
+    Zhu, Chen, Zhu, Wang, Wang, Chen (2009), "A general magnitude-preserving boosting algorithm for
+    search ranking" (CIKM 2009): section 3.2 (the DDFs) and section 4 (the MPBoost algorithm).
+
+    Examples
+    --------
+    >>> from customobj import MPBoost
+    >>> grad, hess = MPBoost(ddf="ldd", alpha=0.5).grad_hess([0.0, 0.0, 0.0], [2, 0, 1], group=[3])
+    >>> grad.tolist(), hess.tolist()
+    ([-1.5, 1.5, 0.0], [1.25, 1.25, 0.5])
     """
 
     def __init__(self, *, ddf: str = "binary", alpha: float = 1.0, lam: float = 1.0, beta: float = 1.0) -> None:
@@ -151,15 +200,34 @@ class MPBoost(_LabelPairLoss):
 
 # --- explicit preference pairs --------------------------------------------------------------------------
 class PreferencePairs(Objective):
-    """``L = sum_k v_k 1/2 max(0, margin - (s_{i_k} - s_{j_k}))^2`` over explicit pairs ``(i_k, j_k)``,
-    row ``i_k`` preferred to ``j_k`` (any queries): QBRank's preference term as a standalone
-    objective, and with ``margin = 0`` Chapelle's graph regulariser (2007 slides, web spam).
+    r"""Explicit preference pairs: QBRank's preference term, or with ``margin = 0`` a graph regulariser.
+
+    .. math::
+
+        L(s) = \sum_k v_k \tfrac{1}{2} \max\bigl(0, m - (s_{i_k} - s_{j_k})\bigr)^2
+
+    over the pairs ``(i_k, j_k)``, row ``i_k`` preferred to ``j_k`` (any queries), ``m`` the
+    ``margin``.
 
     The factor 1/2 matches QBRank, so ``QBRank(w=w, pairs=P, labeled="none") == w * PreferencePairs(P,
     margin=1.0)``; the slides' ``Omega = sum max(0, s_j - s_i)^2`` is ``2 * PreferencePairs(edges)``.
     ``a = -max(0, margin - d)``, coupling ``[d < margin]`` (0 at the kink). ``v_k`` is ``weight[k]``
     (default 1) times ``(w_i + w_j) / 2`` when row weights are given. Add it to another objective
     (``SquaredHinge() + lam * PreferencePairs(edges)``); it ignores labels and groups.
+
+    References
+    ----------
+    Zheng, Zha, Zhang, Chapelle, Chen, Sun (2007), "A general boosting method and its application to
+    learning ranking functions for web search" (NIPS 2007), section 3 (the preference term);
+    Chapelle (2007), "Large scale support vector machines" (slides), "Web spam classification"
+    (the graph regulariser).
+
+    Examples
+    --------
+    >>> from customobj import PreferencePairs
+    >>> grad, hess = PreferencePairs([[0, 1]], margin=1.0).grad_hess([0.0, 0.5], [0, 0])
+    >>> grad.tolist(), hess.tolist()
+    ([-1.5, 1.5], [1.0, 1.0])
     """
 
     pairwise = True
@@ -208,8 +276,14 @@ _LABELED = ("all", "none", "single_label_queries")
 
 
 class QBRank(Objective):
-    """``R = w sum_pairs 1/2 max(0, s_j - s_i + tau_ij)^2 + (1 - w) sum_labeled 1/2 (y_z - s_z)^2``:
-    QBRank (Zheng, Zha, Zhang, Chapelle, Chen, Sun, NIPS 2007), preference pairs plus labelled rows.
+    r"""QBRank: preference pairs plus squared error on labelled rows.
+
+    .. math::
+
+        R(s) = w \sum_{(i, j) \in S} v_{ij} \tfrac{1}{2} \max(0, s_j - s_i + \tau_{ij})^2
+        + (1 - w) \sum_{z \in L} w_z \tfrac{1}{2} (y_z - s_z)^2
+
+    ``S`` the preference pairs (``i`` preferred to ``j``), ``L`` the labelled rows.
 
     Parameters
     ----------
@@ -243,6 +317,18 @@ class QBRank(Objective):
     A row may appear in many pairs and as a labelled row; contributions add. Row weights scale
     squared-error terms by ``w_z`` and pair terms by ``(w_i + w_j) / 2``. The paper's line search
     for ``s_m`` and shrinkage belong to the booster.
+
+    References
+    ----------
+    Zheng, Zha, Zhang, Chapelle, Chen, Sun (2007), "A general boosting method and its application to
+    learning ranking functions for web search" (NIPS 2007), section 3 (objective, Hessian bound).
+
+    Examples
+    --------
+    >>> from customobj import QBRank
+    >>> grad, hess = QBRank(w=0.5).grad_hess([0.0, 0.0], [1, 0], group=[2])
+    >>> grad.tolist(), hess.tolist()
+    ([-1.0, 0.5], [1.0, 1.0])
     """
 
     pairwise = True
@@ -293,24 +379,6 @@ class QBRank(Objective):
             return PK.THETA_DIFF, 0.0, 1.0
         return PK.THETA_CONST, self.margin, self.margin
 
-    def _labeled_mask(self, prep):
-        n = prep.n_rows
-        if not isinstance(self.labeled, str):
-            if self.labeled.shape[0] != n:
-                raise ValueError(f"labeled mask has {self.labeled.shape[0]} entries but data has {n} rows")
-            return self.labeled
-        if self.labeled == "all":
-            return np.ones(n, dtype=bool)
-        if self.labeled == "none":
-            return np.zeros(n, dtype=bool)
-        sizes = prep.groups.sizes
-        starts = prep.ptr[:-1][sizes > 0]
-        mask = np.zeros(n, dtype=bool)
-        if starts.size:
-            single = np.minimum.reduceat(prep.labels, starts) == np.maximum.reduceat(prep.labels, starts)
-            mask = np.repeat(single, sizes[sizes > 0])
-        return mask
-
     def _state(self, prep):
         mode, p, explicit_tau = self._theta()
         lp = LabelPairs(prep.labels, prep.ptr) if self._use_label_pairs else None
@@ -320,12 +388,12 @@ class QBRank(Objective):
             ex = ExplicitPairs(np.ascontiguousarray(self.pairs[:, 0]), np.ascontiguousarray(self.pairs[:, 1]),
                                 np.full(self.pairs.shape[0], explicit_tau))
         lab_w = None
-        mask = self._labeled_mask(prep)
+        mask = labeled_rows(self.labeled, prep)
         if self.w < 1.0 and mask.any():
             lab_w = (1.0 - self.w) * mask.astype(np.float64)
             if prep.weight is not None:
                 lab_w *= prep.weight
-        return _QBRankState(lp, ex, lab_w, {})
+        return QBRankState(lp, ex, lab_w, {})
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         lp, ex, lab_w = state.label_pairs, state.explicit, state.labeled_weight
