@@ -272,7 +272,30 @@ def _concat_pairs(pieces):
 
 
 class Sum(Objective):
-    """``a + b + ...``: gradients, hessians, losses and couplings add."""
+    r"""``a + b + ...``: a sum of objectives is an objective; gradients, hessians, losses and couplings add.
+
+    .. math::
+
+        L(s) = \sum_k L_k(s), \qquad \nabla L = \sum_k \nabla L_k, \qquad
+        \operatorname{diag} \nabla^2 L = \sum_k \operatorname{diag} \nabla^2 L_k
+
+    and the parts' pair couplings are concatenated (a pair in two parts appears twice). Nested sums
+    are flattened; labels pass through each part's conversion in turn.
+
+    References
+    ----------
+    Zheng et al. (2007), "A general boosting method and its application to learning ranking functions
+    for web search", section 3: QBRank is a preference term plus squared error; Chapelle (2007),
+    "Large scale support vector machines" (slides), "Web spam classification": hinge plus graph term.
+
+    Examples
+    --------
+    >>> from customobj import RankNet, SquaredError
+    >>> obj = SquaredError() + 2.0 * RankNet()
+    >>> grad, hess = obj.grad_hess([0.0, 0.0], [1, 0], group=[2])
+    >>> grad.tolist(), hess.tolist()  # [-1, 0] + 2 * [-0.5, 0.5], [1, 1] + 2 * [0.25, 0.25]
+    ([-2.0, 1.0], [1.5, 1.5])
+    """
 
     parts: "tuple[Objective, ...]"
 
@@ -336,7 +359,28 @@ class Sum(Objective):
 
 
 class Scaled(Objective):
-    """``factor * objective`` (``factor >= 0`` keeps the hessian non-negative)."""
+    r"""``factor * objective``: the loss, gradient, hessian and couplings times ``c = factor``.
+
+    .. math::
+
+        L(s) = c \, L_0(s), \qquad \nabla L = c \nabla L_0, \qquad
+        \operatorname{diag} \nabla^2 L = c \operatorname{diag} \nabla^2 L_0, \qquad c \ge 0
+
+    ``c >= 0`` keeps the hessian non-negative; nested factors multiply, and their product along
+    any path (through sums too) is bounded by ``customobj._validation.PARAM_LIMIT``.
+
+    References
+    ----------
+    Zheng et al. (2007), "A general boosting method and its application to learning ranking functions
+    for web search", section 3: the weights ``w`` and ``1 - w`` of QBRank's two terms.
+
+    Examples
+    --------
+    >>> from customobj import SquaredError
+    >>> grad, hess = (0.5 * SquaredError()).grad_hess([0.0, 0.0], [1, 0])
+    >>> grad.tolist(), hess.tolist()
+    ([-0.5, 0.0], [0.5, 0.5])
+    """
 
     objective: Objective
     factor: float
