@@ -312,12 +312,17 @@ def check_choice(value: Any, name: str, choices: Collection[Any]) -> Any:
     return value
 
 
+# Typed twice so that callers without allow_none=True get an int, not Optional[int].
 @overload
 def check_int(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None,
               allow_none: Literal[False] = False, hint: str = "") -> int: ...
+
+
 @overload
 def check_int(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None,
               allow_none: bool, hint: str = "") -> Optional[int]: ...
+
+
 def check_int(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None,
               allow_none: bool = False, hint: str = "") -> Optional[int]:
     """An integer option as a Python int, checked before it can become an int64.
