@@ -7,6 +7,10 @@ Learning curves need no callback of ours: ``lightgbm.record_evaluation`` records
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
+
+from customobj.groups import GroupLike
+from customobj.objectives.base import Objective
 
 from ._data import require_objective
 from ._score_offsets import record_of
@@ -96,8 +100,9 @@ class LineSearch(ScoreTracking):
     order = 5
     before_iteration = False
 
-    def __init__(self, objective, X, y, group=None, *, weight=None, shrinkage=1.0, valid_X=None,
-                 max_iter=20, tol=1e-6):
+    def __init__(self, objective: Objective, X: object, y: npt.ArrayLike, group: "GroupLike | None" = None, *,
+                 weight: "npt.ArrayLike | None" = None, shrinkage: float = 1.0, valid_X: "list | None" = None,
+                 max_iter: int = 20, tol: float = 1e-6) -> None:
         self.objective = require_objective(objective, "LineSearch")
         self._set_training_data(X, y, group, weight)
         if not (np.isfinite(shrinkage) and shrinkage > 0):

@@ -134,7 +134,7 @@ class _PerDatasetData:
 
     _what = "training data"
 
-    def __init__(self, metrics):
+    def __init__(self, metrics: tuple) -> None:
         self.metrics = tuple(metrics)
         self._data = weakref.WeakKeyDictionary()  # Dataset / DMatrix -> (Stamp, labels float64, Groups)
 
@@ -153,7 +153,7 @@ class _PerDatasetData:
         """The reported names, ``("co_ndcg@10", ...)``: the keys of the recorded histories."""
         return tuple(PREFIX + m.name for m in self.metrics)
 
-    def data_for(self, data):
+    def data_for(self, data: object) -> "tuple[np.ndarray, Groups]":
         fields = self._fields(data)
         hit = self._data.get(data)
         if hit is None or not hit[0].matches(fields):
@@ -252,7 +252,7 @@ class XGBoostMetric(_PerDatasetData):
     def _stamp(fields):
         return Stamp(fields, by="content")  # views of XGBoost's buffers: hashed, never kept
 
-    def __init__(self, metrics):
+    def __init__(self, metrics: tuple) -> None:
         super().__init__(metrics)
         #: Direction of the last metric: what ``xgboost.train(maximize=...)`` should get.
         self.maximize = self.metrics[-1].higher_is_better

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type:
     # TreeBooster is a scikit-learn estimator, and importing scikit-learn costs about a second
     # (it brings pandas along): load it on first use, not with every ``import customobj``.
     if name == "TreeBooster":

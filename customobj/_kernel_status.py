@@ -32,7 +32,7 @@ import numbers
 from enum import IntEnum
 from typing import Any, Type
 
-__all__ = ["KernelStatus", "as_code", "check_status"]
+__all__ = ["KernelStatus", "as_code", "check_status", "checked_value"]
 
 
 class KernelStatus(IntEnum):
@@ -62,3 +62,10 @@ def check_status(status: int, kernel: str) -> None:
     """Raise ``ValueError`` unless a kernel's returned ``status`` is :attr:`KernelStatus.OK`."""
     if status != KernelStatus.OK:
         raise ValueError(f"{kernel}: the kernel met a dispatch code it does not know (status {int(status)})")
+
+
+def checked_value(result: "tuple[Any, int]", kernel: str) -> Any:
+    """The value of a ``(value, status)`` kernel result, after :func:`check_status` on its status."""
+    value, status = result
+    check_status(status, kernel)
+    return value

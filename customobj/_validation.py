@@ -13,7 +13,7 @@ these bounds, and a row takes part in fewer than ``MAX_ROWS`` pairs.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Optional
+from typing import Any, Collection, Literal, Optional, overload
 
 import numpy as np
 
@@ -298,7 +298,7 @@ def check_nonnegative(value: Any, name: str, *, maximum: Optional[float] = PARAM
     return v
 
 
-def check_choice(value: Any, name: str, choices) -> Any:
+def check_choice(value: Any, name: str, choices: Collection[Any]) -> Any:
     """``value`` must be one of ``choices`` (strings); anything else, hashable or not, is named."""
     try:
         ok = value in choices
@@ -310,6 +310,17 @@ def check_choice(value: Any, name: str, choices) -> Any:
             raise TypeError(f"{name} must be one of {options} (a string), got {type(value).__name__} {value!r}")
         raise ValueError(f"{name} must be one of {options}, got {value!r}")
     return value
+
+
+# Typed twice so that callers without allow_none=True get an int, not Optional[int].
+@overload
+def check_int(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None,
+              allow_none: Literal[False] = False, hint: str = "") -> int: ...
+
+
+@overload
+def check_int(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None,
+              allow_none: bool, hint: str = "") -> Optional[int]: ...
 
 
 def check_int(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None,

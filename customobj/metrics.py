@@ -336,7 +336,7 @@ Metric names (case-insensitive):
   precision@P%    QBRank's precision at P% of pairs sorted by |score difference|, 0 < P <= 100
   misordered      fraction of mis-ordered pairs (lower is better)"""
 
-_RANKED = {
+_RANKED: dict[str, Callable[..., Any]] = {
     "ndcg": ndcg,
     "dcg": dcg,
     "ndcg_mpboost": ndcg_mpboost,
