@@ -45,3 +45,11 @@ def test_check_status_raises_on_anything_but_ok():
     for bad in (KernelStatus.UNKNOWN_CODE, 1, 5):
         with pytest.raises(ValueError, match="k: the kernel met a dispatch code it does not know"):
             check_status(bad, "k")
+
+
+def test_checked_value_returns_the_value_or_raises_on_a_bad_status():
+    from customobj._kernel_status import checked_value
+
+    assert checked_value((2.5, int(KernelStatus.OK)), "k") == 2.5
+    with pytest.raises(ValueError, match="k:"):
+        checked_value((2.5, int(KernelStatus.UNKNOWN_CODE)), "k")
