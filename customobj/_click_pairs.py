@@ -50,6 +50,9 @@ def leaf_parts(objective: Objective, factor: float = 1.0) -> list:
         return [leaf for p in objective.parts for leaf in leaf_parts(p, factor)]
     if isinstance(objective, Scaled):
         return leaf_parts(objective.objective, factor * objective.factor)
+    if not objective.pairwise and objective.needs_group:
+        raise TypeError(f"Unbiased cannot debias {objective!r}: a listwise loss without pairs; it debiases the "
+                        f"pairs of {_DEBIASABLE} (pointwise parts of a sum are added unchanged)")
     if objective.pairwise:
         supported = isinstance(objective, (LambdaRank, _LabelPairLoss, PreferencePairs)) or \
             (isinstance(objective, QBRank) and objective.hessian == "exact")

@@ -206,13 +206,14 @@ def _checked_position(position, prep):
     return position
 
 
-def attach_position(objective: Any, prep: Prepared, position: npt.ArrayLike) -> None:
+def attach_position(objective: Any, prep: Prepared, position: Optional[npt.ArrayLike]) -> None:
     """Give an :class:`Unbiased` objective the display positions of a prepared data set (the
-    LightGBM adapter's ``position`` Dataset field); other objectives ignore positions.
+    LightGBM adapter's ``position`` Dataset field); other objectives, and ``position=None``, leave
+    the state as it is.
 
     Raises ``ValueError`` when the objective was built with other positions of its own.
     """
-    if not isinstance(objective, Unbiased):
+    if position is None or not isinstance(objective, Unbiased):
         return
     pos = as_position(position)
     if objective.position is not None:
