@@ -105,6 +105,8 @@ class Unbiased(Objective):
             raise TypeError(f"objective must be a customobj Objective, got {type(objective).__name__}")
         if isinstance(objective, Unbiased):
             raise TypeError("objective is already Unbiased: debiasing twice divides by the propensities twice")
+        if not objective.pairwise:
+            raise TypeError(f"objective must be a pairwise loss (it debiases pairs), got {objective!r}")
         leaf_parts(objective)  # raises TypeError for losses it cannot debias
         self.objective = objective
         self.bias_norm = check_nonnegative(bias_norm, "bias_norm")
@@ -221,6 +223,6 @@ def attach_position(objective: Any, prep: Prepared, position: Optional[npt.Array
             raise ValueError("the Dataset's position field differs from Unbiased(position=...): give one of them")
         return
     check_position_groups(pos, prep.ptr, prep.n_rows)
-    key = objective._cache_key()
-    prep.state_for(objective)
-    prep._states[key] = objective._new_state(prep, pos)
+    state, fresh = prep.state_for(objective), objective._new_state(prep, pos)
+    for name in _UnbiasedState.__slots__:  # the cached state, renewed in place: positions and estimates
+        setattr(state, name, getattr(fresh, name))

@@ -243,6 +243,7 @@ BAD = [
     (lambda y, g: Unbiased(QBRank(hessian="upper_bound")), TypeError, "debias"),
     (lambda y, g: Unbiased(Unbiased(RankNet())), TypeError, "Unbiased"),
     (lambda y, g: Unbiased("ranknet"), TypeError, "objective"),
+    (lambda y, g: Unbiased(customobj.SquaredError()), TypeError, "pairwise"),
 ]
 
 
