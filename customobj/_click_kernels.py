@@ -3,7 +3,7 @@
 Every wrapped pairwise loss is reduced to one list of pair terms: row ``i`` (clicked) should rank
 above row ``j`` (not clicked), with the pair's lambda ``lam`` (``grad_i -= lam``, ``grad_j += lam``),
 its hessian coupling ``h`` (added to both rows' hessians), its loss ``cost`` and the cost the
-propensity estimate sums (``est``: ``cost`` itself, or XGBoost's variant). All four are *raw*:
+propensity estimate sums (``est``: ``cost`` itself, or the swapped pair's loss, XGBoost's choice). All four are *raw*:
 before pair weights, before debiasing, before LambdaRank's per-query normalisation. ``debias_pairs``
 then divides each tracked pair by ``t+[pos_i] t-[pos_j]``, applies the normalisation to the
 debiased lambdas (as XGBoost does), the pair weights, and adds the sums of eq. 30-31 of the paper
@@ -33,7 +33,7 @@ def _ratio_softplus(x):
 
 
 @njit(cache=True)
-def lambdarank_pair_terms(scores, pi, pj, c, qid, n_queries, sigma, hess_scale, norm, xgboost_cost,
+def lambdarank_pair_terms(scores, pi, pj, c, qid, n_queries, sigma, hess_scale, norm, swapped,
                           out_lam, out_h, out_cost, out_est):
     """Raw pair terms of LambdaRank from its unweighted couplings ``c`` (one entry per pair).
 
@@ -41,8 +41,8 @@ def lambdarank_pair_terms(scores, pi, pj, c, qid, n_queries, sigma, hess_scale, 
     ``d = s_i - s_j`` and ``f = log2(1 + S) / S`` the query's normalisation (1 without ``norm``),
     ``S = sum 2 sigma |dZ| rho``. So ``f sigma |dZ| rho = c (1 + e^{-sigma d}) / (hess_scale sigma)``,
     ``T = f S = log2(1 + S)`` per query gives ``S = 2^T - 1`` and ``f``; dividing ``f`` out leaves
-    the raw terms. ``cost = |dZ| softplus(-sigma d)`` (Burges' pair utility); ``est`` is XGBoost's
-    ``|dZ| softplus(sigma d)`` when ``xgboost_cost`` (its ``LambdaGrad`` writes
+    the raw terms. ``cost = |dZ| softplus(-sigma d)`` (Burges' pair utility); ``est`` is the
+    swapped pair's ``|dZ| softplus(sigma d)`` when ``swapped`` (XGBoost's ``LambdaGrad`` writes
     ``log(1 / (1 - sigmoid(s_hi - s_lo)))``), else ``cost``. A coupling that underflowed to 0
     (``|sigma d| > ~700``) gives a zero pair: the loss no longer sees it either.
     """
@@ -71,7 +71,7 @@ def lambdarank_pair_terms(scores, pi, pj, c, qid, n_queries, sigma, hess_scale, 
             continue
         x = sigma * (scores[pi[p]] - scores[pj[p]])
         out_cost[p] = lam * _ratio_softplus(x) / sigma
-        if xgboost_cost:
+        if swapped:
             dz = lam * (1.0 + np.exp(min(x, _EXP_CAP))) / sigma  # |dZ| = lam / (sigma rho)
             out_est[p] = dz * (x + np.log1p(np.exp(-x)) if x > 0.0 else np.log1p(np.exp(x)))
         else:
@@ -79,13 +79,16 @@ def lambdarank_pair_terms(scores, pi, pj, c, qid, n_queries, sigma, hess_scale, 
 
 
 @njit(cache=True)
-def loss_pair_terms(scores, pi, pj, theta, kind, scale, out_lam, out_h, out_cost):
-    """Raw pair terms of a pairwise loss ``scale phi(s_i - s_j; theta)`` (``_pairwise_kernels``)."""
+def loss_pair_terms(scores, pi, pj, theta, kind, scale, swapped, out_lam, out_h, out_cost, out_est):
+    """Raw pair terms of a pairwise loss ``scale phi(s_i - s_j; theta)`` (``_pairwise_kernels``);
+    ``est`` is the swapped pair's ``scale phi(s_j - s_i; theta)`` when ``swapped``, else ``cost``."""
     for p in range(pi.size):
-        phi, dphi, cc = pair_terms(kind, scores[pi[p]] - scores[pj[p]], theta[p])
+        d = scores[pi[p]] - scores[pj[p]]
+        phi, dphi, cc = pair_terms(kind, d, theta[p])
         out_lam[p] = -scale * dphi
         out_h[p] = scale * cc
         out_cost[p] = scale * phi
+        out_est[p] = scale * pair_terms(kind, -d, theta[p])[0] if swapped else out_cost[p]
 
 
 @njit(cache=True)

@@ -65,32 +65,32 @@ def _row_weights(w):
     return kernel_weights(w)
 
 
-def _lambdarank(part, scores, prep, unweighted):
+def _lambdarank(part, scores, prep, unweighted, swapped):
     ustate = unweighted.state_for(part)
     i, j, c = part._couplings(scores, unweighted, ustate, False, _EMPTY, _EMPTY, None)
     m = i.size
     lam, hess, cost, est = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
     qid = np.searchsorted(prep.ptr, i, side="right") - 1
     CK.lambdarank_pair_terms(scores, i, j, c, qid, prep.groups.n_groups, part.sigma,
-                             CONVENTIONS[part.convention].hess_scale, part.norm, part.convention == "xgboost",
-                             lam, hess, cost, est)
+                             CONVENTIONS[part.convention].hess_scale, part.norm, swapped, lam, hess, cost, est)
     state = prep.state_for(part)
     w, use_w = _row_weights(prep.weight if state.weight is None else state.weight)
     return PairTerms(i, j, lam, hess, cost, est, w, use_w, _EMPTY, False, part.norm, 0.0)
 
 
-def _loss_pairs(scores, pi, pj, theta, kind, scale):
+def _loss_pairs(scores, pi, pj, theta, kind, scale, swapped):
     m = pi.size
-    lam, hess, cost = np.empty(m), np.empty(m), np.empty(m)
-    CK.loss_pair_terms(scores, pi, pj, theta, kind, scale, lam, hess, cost)
-    return lam, hess, cost
+    lam, hess, cost, est = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
+    CK.loss_pair_terms(scores, pi, pj, theta, kind, scale, swapped, lam, hess, cost, est)
+    return lam, hess, cost, est
 
 
-def pair_terms_of(part, scores, prep, unweighted, out_grad, out_hess, scale) -> PairTerms:
-    """The raw pair terms of one pairwise leaf at ``scores``; a QBRank's labelled-row term is
-    added to ``out_grad`` / ``out_hess`` here (times ``scale``), undebiased."""
+def pair_terms_of(part, scores, prep, unweighted, out_grad, out_hess, scale, swapped) -> PairTerms:
+    """The raw pair terms of one pairwise leaf at ``scores`` (``swapped``: the estimate sums the
+    swapped pairs' losses); a QBRank's labelled-row term is added to ``out_grad`` / ``out_hess``
+    here (times ``scale``), undebiased."""
     if isinstance(part, LambdaRank):
-        return _lambdarank(part, scores, prep, unweighted)
+        return _lambdarank(part, scores, prep, unweighted, swapped)
     w, use_w = _row_weights(prep.weight)
     state = prep.state_for(part)
     extra = 0.0
@@ -113,5 +113,5 @@ def pair_terms_of(part, scores, prep, unweighted, out_grad, out_hess, scale) -> 
             out_grad += scale * g
             out_hess += scale * h
             extra = squared_error_loss(scores, prep.labels, state.labeled_weight, True)
-    lam, hess, cost = _loss_pairs(scores, pi, pj, theta, kind, sc)
-    return PairTerms(pi, pj, lam, hess, cost, cost, w, use_w, pw, use_pw, False, extra)
+    lam, hess, cost, est = _loss_pairs(scores, pi, pj, theta, kind, sc, swapped)
+    return PairTerms(pi, pj, lam, hess, cost, est, w, use_w, pw, use_pw, False, extra)

@@ -58,7 +58,7 @@ def test_unit_propensities_give_the_wrapped_objective(log, name):
         np.testing.assert_allclose(c1[order1], c0[order0], rtol=1e-10, atol=1e-14)
 
 
-def _reference_ranknet(s, y, sizes, pos, tplus, tminus, sigma=1.0):
+def _reference_ranknet(s, y, sizes, pos, tplus, tminus, sigma=1.0, swapped=True):
     """Slow reference: every clicked/unclicked pair of RankNet divided by t+ t-, and eq. 30-31."""
     g, h = np.zeros_like(s), np.zeros_like(s)
     k = tplus.size
@@ -77,25 +77,27 @@ def _reference_ranknet(s, y, sizes, pos, tplus, tminus, sigma=1.0):
                 h[a] += u * sigma**2 * rho * (1 - rho)
                 h[b] += u * sigma**2 * rho * (1 - rho)
                 if pos[a] < k and pos[b] < k:
-                    cost = np.log1p(np.exp(-sigma * d))
+                    cost = np.log1p(np.exp(sigma * d if swapped else -sigma * d))
                     li[pos[a]] += cost / tminus[pos[b]]
                     lj[pos[b]] += cost / tplus[pos[a]]
         start += n
     return g, h, np.sqrt(li / li[0]), np.sqrt(lj / lj[0])
 
 
-def test_debiasing_and_estimate_match_a_slow_reference(log):
+@pytest.mark.parametrize("cost", ["swapped", "loss"])
+def test_debiasing_and_estimate_match_a_slow_reference(log, cost):
     s = _scores(log.y.size, 2)
-    obj = Unbiased(RankNet(), n_positions=6)  # positions 6..9 untracked: their pairs keep weight 1
+    obj = Unbiased(RankNet(), n_positions=6, cost=cost)  # positions 6..9 untracked: their pairs keep weight 1
     prep = obj.prepare(log.y, log.group)
     pos = log.position
+    swapped = cost == "swapped"
     g1, h1 = obj.grad_hess_prepared(s, prep)  # round 1: t = 1, then the estimate
-    rg, rh, tp, tm = _reference_ranknet(s, log.y, log.group, pos, np.ones(6), np.ones(6))
+    rg, rh, tp, tm = _reference_ranknet(s, log.y, log.group, pos, np.ones(6), np.ones(6), swapped=swapped)
     np.testing.assert_allclose(g1, rg, atol=1e-12)
     np.testing.assert_allclose(obj.position_bias_, tp, rtol=1e-12)
     np.testing.assert_allclose(obj.position_bias_unclicked_, tm, rtol=1e-12)
     g2, h2 = obj.grad_hess_prepared(s, prep)  # round 2 uses round 1's estimate
-    rg2, rh2, _, _ = _reference_ranknet(s, log.y, log.group, pos, tp, tm)
+    rg2, rh2, _, _ = _reference_ranknet(s, log.y, log.group, pos, tp, tm, swapped=swapped)
     np.testing.assert_allclose(g2, rg2, atol=1e-12)
     np.testing.assert_allclose(h2, rh2, atol=1e-12)
     assert not np.allclose(g2, g1)
@@ -134,7 +136,7 @@ def test_fitted_attributes_are_not_options(log):
     a.grad_hess(_scores(log.y.size), log.y, log.group)
     assert a == b and hash(a) == hash(b)
     assert "position_bias_" not in repr(a)
-    assert Unbiased(RankNet(), bias_norm=0.0) != a
+    assert Unbiased(RankNet(), bias_norm=0.0) != a and Unbiased(RankNet(), cost="loss") != a
 
 
 def _xgb_nodes(booster):
@@ -238,6 +240,7 @@ BAD = [
     (lambda y, g: Unbiased(RankNet(), propensity=[]), ValueError, "propensity"),
     (lambda y, g: Unbiased(RankNet(), propensity=[1.0, 0.5], n_positions=3), ValueError, "n_positions"),
     (lambda y, g: Unbiased(RankNet(), bias_norm=-1.0), ValueError, "bias_norm"),
+    (lambda y, g: Unbiased(RankNet(), cost="xgboost"), ValueError, "cost"),
     (lambda y, g: Unbiased(RankNet(), n_positions=0), ValueError, "n_positions"),
     (lambda y, g: Unbiased(customobj.StructuredDCG() + RankNet()), TypeError, "debias"),
     (lambda y, g: Unbiased(QBRank(hessian="upper_bound")), TypeError, "debias"),
