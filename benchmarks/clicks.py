@@ -78,18 +78,28 @@ def main(argv=None):
 
     results = {}
     biases = {}
+    truth = lgb_custom(customobj.LambdaRank(), train, r)  # deterministic: the same for every click log
     for seed in range(args.seeds):
         weak = weak_ranker(train, args.weak_share, args.weak_rounds, seed)
         log = simulate_clicks(train, ranker=weak.predict(train.X), eta=args.eta, sessions=args.sessions, seed=seed)
         runs = {"production ranker": weak.predict,
-                "true labels: LambdaRank": lgb_custom(customobj.LambdaRank(), train, r)}
-        runs["naive LambdaRank"] = lgb_custom(customobj.LambdaRank(), log, r)
-        for p in (1.0, 0.0):
-            obj = customobj.Unbiased(customobj.LambdaRank(), bias_norm=p)
-            runs[f"Unbiased(LambdaRank), bias_norm={p:g}"] = lgb_custom(obj, log, r)
-            biases.setdefault(f"bias_norm={p:g}", []).append(obj.position_bias_[:10])
-        obj = customobj.Unbiased(customobj.RankNet(), bias_norm=0.0)
-        runs["Unbiased(RankNet), bias_norm=0"] = lgb_custom(obj, log, r)
+                "true labels: LambdaRank": truth}
+        LR, U = customobj.LambdaRank, customobj.Unbiased
+        variants = {
+            "naive LambdaRank()": LR(),
+            "Unbiased(LambdaRank())": U(LR()),
+            "Unbiased(LambdaRank(), cost='loss')": U(LR(), cost="loss"),
+            "Unbiased(LambdaRank(), bias_norm=0)": U(LR(), bias_norm=0.0),
+            "naive LambdaRank(norm=True)": LR(norm=True),
+            "Unbiased(LambdaRank(norm=True))": U(LR(norm=True)),
+            "naive LambdaRank.like_xgboost()": LR.like_xgboost(),
+            "Unbiased(LambdaRank.like_xgboost())": U(LR.like_xgboost()),
+            "Unbiased(RankNet())": U(customobj.RankNet()),
+        }
+        for name, obj in variants.items():
+            runs[name] = lgb_custom(obj, log, r)
+            if isinstance(obj, U):
+                biases.setdefault(name, []).append(obj.position_bias_[:10])
         ips = customobj.Unbiased(customobj.LambdaRank(), propensity=(1.0 / np.arange(1, 11)) ** args.eta)
         runs["IPS LambdaRank (true propensities)"] = lgb_custom(ips, log, r)
         runs["XGBoost rank:ndcg naive"] = xgb_native(log, r)
@@ -109,7 +119,7 @@ def main(argv=None):
     print("\nEstimated propensity per position (mean over logs), true (1/r)^eta:",
           np.round((1.0 / np.arange(1, 11)) ** args.eta, 3).tolist())
     for name, vals in biases.items():
-        print(f"  {name:<14}", np.round(np.mean(vals, axis=0), 3).tolist())
+        print(f"  {name:<36}", np.round(np.mean(vals, axis=0), 3).tolist())
 
 
 if __name__ == "__main__":
