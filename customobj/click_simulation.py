@@ -18,6 +18,8 @@ __all__ = ["ClickLog", "simulate_clicks", "PBM", "CASCADE"]
 #: The click models, as codes once the option is read (nothing below compares strings).
 PBM, CASCADE = 0, 1
 _MODELS = {"pbm": PBM, "cascade": CASCADE}
+#: Largest click log simulated at once (rows = shown rows x sessions): about 1 GB of indices and draws.
+MAX_LOG_ROWS = 50_000_000
 
 
 class ClickLog(NamedTuple):
@@ -114,6 +116,9 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
     rank[order] = np.arange(n) - np.repeat(groups.ptr[:-1], groups.sizes)
     shown_rows = order[rank[order] < shown]  # displayed rows, query by query, in displayed order
     per_query = np.bincount(qid[shown_rows], minlength=groups.n_groups)
+    if shown_rows.size * sessions > MAX_LOG_ROWS:
+        raise ValueError(f"sessions={sessions} would log {shown_rows.size * sessions:,} rows, more than "
+                         f"customobj.click_simulation.MAX_LOG_ROWS = {MAX_LOG_ROWS:,}; use fewer sessions or shown")
     # Sessions of one query follow each other: row block of query q repeated `sessions` times.
     starts = np.concatenate(([0], np.cumsum(per_query)))
     rows = np.concatenate([np.tile(shown_rows[starts[q]:starts[q + 1]], sessions)

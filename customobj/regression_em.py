@@ -148,7 +148,8 @@ class RegressionEM:
         model = None
         for _ in range(n_iter):
             exam, rel = e_step(clicks, theta[pos], gamma)
-            theta = np.clip(np.bincount(pos, weights=w * exam, minlength=n_pos) / np.maximum(count, EPS), EPS, 1.0 - EPS)
+            seen = np.bincount(pos, weights=w * exam, minlength=n_pos)
+            theta = np.clip(seen / np.maximum(count, EPS), EPS, 1.0 - EPS)
             weight2 = np.concatenate([w * rel, w * (1.0 - rel)])
             model = _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed)
             gamma = np.clip(_sigmoid(_raw_predict(lib, model, X)), EPS, 1.0 - EPS)
