@@ -81,7 +81,7 @@ def test_grades_beyond_the_table_use_its_last_entry(data):
     (dict(click_prob=()), TypeError, "click_prob"),
     (dict(shown=0), ValueError, "shown"),
     (dict(sessions=0), ValueError, "sessions"),
-    (dict(sessions=100_000), ValueError, "MAX_LOG_ROWS"),
+    (dict(sessions=100_000, shown=1000), ValueError, "MAX_LOG_ROWS"),
     (dict(seed=-1), ValueError, "seed"),
     (dict(ranker=np.zeros(3)), ValueError, "ranker"),
     (dict(ranker=np.full(600, np.nan)), ValueError, "ranker"),
