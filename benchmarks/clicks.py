@@ -9,6 +9,7 @@ NDCG@10 on the test fold's TRUE labels, over the queries with a relevant row, me
 click logs. ``true labels`` trains LambdaRank on the training fold's graded labels.
 
     python benchmarks/clicks.py [--data ../shared/data/mq2008/Fold1] [--rounds 100] [--seeds 3]
+                                [--learning-rate 0.05]
 """
 from __future__ import annotations
 
@@ -63,12 +64,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=os.path.join(_HERE, "..", "..", "shared", "data", "mq2008", "Fold1"))
     ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--learning-rate", type=float, default=LGB["learning_rate"], help="LightGBM's and XGBoost's")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--sessions", type=int, default=12)
     ap.add_argument("--eta", type=float, default=1.0)
     ap.add_argument("--weak-share", type=float, default=0.05)
     ap.add_argument("--weak-rounds", type=int, default=10)
     args = ap.parse_args(argv)
+    LGB["learning_rate"] = XGB["eta"] = args.learning_rate
     train = load_letor(os.path.join(args.data, "train.txt.gz"))
     test = load_letor(os.path.join(args.data, "test.txt.gz"))
     r = args.rounds
@@ -105,7 +108,7 @@ def main(argv=None):
         runs["XGBoost rank:ndcg naive"] = xgb_native(log, r)
         runs["XGBoost lambdarank_unbiased"] = xgb_native(log, r, lambdarank_unbiased=True)
         runs["LightGBM lambdarank + position"] = lgb_native_position(log, r)
-        em = customobj.RegressionEM(n_iter=10, n_estimators=max(1, r // 10), learning_rate=LGB["learning_rate"],
+        em = customobj.RegressionEM(n_iter=10, n_estimators=max(1, r // 10), learning_rate=args.learning_rate,
                                     seed=seed).fit(log.X, log.y, position=log.position)
         runs["RegressionEM (LightGBM)"] = em.predict
         biases.setdefault("RegressionEM", []).append(em.position_bias_[:10])
