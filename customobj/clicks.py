@@ -88,7 +88,8 @@ class Unbiased(Objective):
     ----------
     position_bias_ : ndarray
         ``t+`` per tracked position after the last round (position 1 = 1.0): the estimated
-        examination propensity relative to the top position.
+        examination propensity relative to the top position. A position no pair reached is 0
+        (as in XGBoost), and pairs there are not debiased the next round.
     position_bias_unclicked_ : ndarray
         ``t-`` per tracked position.
 
