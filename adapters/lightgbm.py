@@ -34,6 +34,7 @@ import functools
 import weakref
 import numpy as np
 
+from customobj.clicks import attach_position
 from customobj.groups import as_groups
 from customobj.objectives.base import Objective
 
@@ -150,6 +151,8 @@ class LightGBMObjective(AdapterObjective):
         state = self._states.get(dataset)
         if state is None or not state.stamp.matches(fields):
             state = _new_state(self.objective, as_label_array(fields[0]), _dataset_ptr(dataset), fields[1])
+            # Unbiased reads the position field (LightGBM keeps ids by first appearance: docs/clicks.md)
+            attach_position(self.objective, state.prep, getattr(dataset, "get_position", lambda: None)())
             state.stamp = Stamp(fields, by="identity")  # arrays owned by the Dataset: no leak
             self._states[dataset] = state
         return state

@@ -363,3 +363,9 @@ def synthetic(n_queries: int = 200, docs_per_query: float = 40, n_features: int 
     y = np.searchsorted(cuts, s, side="right").astype(np.float64)
     qid = np.repeat(np.arange(n_queries, dtype=np.int64), sizes)
     return LetorData(X, y, sizes, qid=qid)
+
+
+# Click logs simulated from graded data live in their own module; re-exported here, next to the loaders.
+from .click_simulation import simulate_clicks  # noqa: E402
+
+__all__ += ["simulate_clicks"]

@@ -99,6 +99,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                       help=f"queries of the synthetic data (default {SYNTHETIC_QUERIES})")
     data.add_argument("--synthetic-docs", type=_positive_int, default=SYNTHETIC_DOCS, metavar="N",
                       help=f"documents per synthetic query (default {SYNTHETIC_DOCS})")
+    data.add_argument("--clicks", metavar="MODEL[:eta=E,sessions=S,shown=K]",
+                      help="train on simulated clicks instead of the training labels: pbm or cascade users on a "
+                           "weak ranker's top K rows (default eta=1, sessions=12, shown=10); validation and test "
+                           "keep the true labels (docs/clicks.md)")
     m = parser.add_argument_group("methods and training")
     m.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
                    help=f"comma-separated method names (default: {DEFAULT_METHODS})")
@@ -330,6 +334,12 @@ def run(args: argparse.Namespace) -> int:
                          "the libraries take")
     # the data first: a wrong --letor / --train names that mistake, not an earlier run's --out folder
     folds, data_desc = _load_folds(args)
+    if getattr(args, "clicks", None):
+        from .clicks import click_folds, parse_clicks
+
+        click_spec = parse_clicks(args.clicks)
+        folds = click_folds(folds, click_spec, args.seed, args.jobs)
+        data_desc += f", trained on {click_spec.label} clicks"
     _check_labels(specs, folds)
     out = output.check_folder(Path(args.out), overwrite=args.overwrite)
     settings = Settings(rounds=args.rounds, num_leaves=args.num_leaves, learning_rate=args.learning_rate,

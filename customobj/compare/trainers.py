@@ -44,6 +44,7 @@ class Split:
     X: np.ndarray
     y: np.ndarray
     sizes: np.ndarray
+    position: np.ndarray | None = None  # display positions of a click log (compare --clicks)
 
     @classmethod
     def from_data(cls, data) -> Split:
@@ -132,7 +133,7 @@ def _train_lgb(spec, st, train_, valid, test):
             params["metric"] = "None"
             feval = lightgbm_metric(CURVE_METRIC)
     start = time.perf_counter()
-    dtrain = lgb.Dataset(train_.X, train_.y, group=train_.sizes, free_raw_data=False)
+    dtrain = lgb.Dataset(train_.X, train_.y, group=train_.sizes, position=train_.position, free_raw_data=False)
     dvalid = lgb.Dataset(valid.X, valid.y, group=valid.sizes, reference=dtrain)
     record = {}
     callbacks = [lgb.record_evaluation(record)]
