@@ -34,6 +34,7 @@ import numbers
 import numpy as np
 import numpy.typing as npt
 
+from .._cuda_runtime import is_device_array
 from .._validation import (
     PARAM_LIMIT,
     SCORE_LIMIT,
@@ -60,7 +61,7 @@ class Prepared:
     labels past a strict one. States are cached per objective.
     """
 
-    __slots__ = ("labels", "groups", "weight", "_states", "_checked")
+    __slots__ = ("labels", "groups", "weight", "_states", "_checked", "device_data")
 
     def __init__(self, labels: np.ndarray, groups: "Groups | None", weight: "np.ndarray | None") -> None:
         self.labels = labels
@@ -68,6 +69,8 @@ class Prepared:
         self.weight = weight
         self._states = {}
         self._checked = []
+        #: The data's copies in GPU memory (``customobj.objectives.devices.DeviceData``), on first GPU use.
+        self.device_data = None
 
     @property
     def checked(self) -> tuple:
@@ -191,7 +194,15 @@ class Objective:
     # --- public API ------------------------------------------------------------------------------
     def grad_hess(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
                   weight: "npt.ArrayLike | None" = None) -> "tuple[np.ndarray, np.ndarray]":
-        """Gradient ``dL/ds`` and diagonal hessian (float64, ``hess >= 0``)."""
+        """Gradient ``dL/ds`` and diagonal hessian (float64, ``hess >= 0``).
+
+        The device follows the data: with ``scores`` in GPU memory (``__cuda_array_interface__``)
+        they are computed there and returned as numba device arrays (``customobj.objectives.devices``).
+        """
+        if is_device_array(scores):
+            from . import devices  # numba.cuda loads only when device scores arrive
+
+            return devices.grad_hess(self, scores, labels, group, weight)
         return self.grad_hess_prepared(scores, self.prepare(labels, group, weight))
 
     def loss(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
@@ -206,6 +217,10 @@ class Objective:
 
     def grad_hess_prepared(self, scores: np.ndarray, prep: Prepared, out_grad: "np.ndarray | None" = None,
                            out_hess: "np.ndarray | None" = None) -> "tuple[np.ndarray, np.ndarray]":
+        if is_device_array(scores):
+            from . import devices
+
+            return devices.grad_hess_prepared(self, scores, prep, out_grad, out_hess)
         s = self._check_scores(scores, prep)
         out_grad, out_hess = self._zeroed_outputs(s.shape, out_grad, out_hess)
         self._grad_hess(s, prep, prep.state_for(self), out_grad, out_hess)
