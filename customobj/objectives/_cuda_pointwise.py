@@ -107,6 +107,8 @@ def to_float32(src, dst, limit, bad):
     if i >= src.shape[0]:
         return
     v = src[i]
-    if not abs(v) <= limit:
+    if abs(v) <= limit:
+        dst[i] = v
+    else:  # the caller raises; nothing out of range is written
         bad[0] = NOT_FINITE_OR_TOO_LARGE
-    dst[i] = v
+        dst[i] = 0.0

@@ -43,7 +43,8 @@ from .pointwise import Logistic, McRank, SquaredError, SquaredHinge
 from . import _parity as P
 from . import _pairwise_kernels as PK
 
-__all__ = ["Device", "device_of", "kernels_for", "grad_hess", "grad_hess_prepared", "DeviceData", "CUDA_KERNELS"]
+__all__ = ["Device", "device_of", "kernels_for", "grad_hess", "grad_hess_prepared", "DeviceData", "device_data",
+           "CUDA_KERNELS"]
 
 
 class Device(enum.IntEnum):
@@ -100,7 +101,8 @@ class DeviceData:
         return self._arrays[key]
 
 
-def _data(prep: Prepared, cuda: Any) -> DeviceData:
+def device_data(prep: Prepared, cuda: Any) -> DeviceData:
+    """The device copies of ``prep`` (uploaded on first use, then kept on it)."""
     if prep.device_data is None:
         prep.device_data = DeviceData(prep, cuda)
     return prep.device_data
@@ -368,7 +370,7 @@ def grad_hess_prepared(objective: Objective, scores: Any, prep: Prepared, out_gr
     cuda = require_gpu(f"{type(objective).__name__}.grad_hess with scores on the GPU")
     route = kernels_for(objective, Device.CUDA)
     prep.state_for(objective)
-    data = _data(prep, cuda)
+    data = device_data(prep, cuda)
     s = _device_scores(objective, scores, prep, data, cuda)
     g = _output(cuda, out_grad, s.shape, "out_grad")
     h = _output(cuda, out_hess, s.shape, "out_hess")
