@@ -99,11 +99,13 @@ class XGBoostObjective(AdapterObjective):
 
     _factory = "xgboost_objective"
 
-    def __init__(self, objective: Objective, *, device: str = "cpu") -> None:
+    def __init__(self, objective: Objective, *, device: str = "cpu", check_device: bool = True) -> None:
+        # check_device=False defers the GPU check to where the callable runs: a Dask client without a
+        # GPU builds it for GPU workers (it is checked again there when unpickled).
         self.on_gpu = as_device(device)
         self.device = device
         super().__init__(objective)
-        if self.on_gpu:
+        if self.on_gpu and check_device:
             check_gpu_objective(self.objective, self._factory)
 
     def __repr__(self) -> str:

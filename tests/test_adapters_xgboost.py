@@ -254,10 +254,18 @@ else:
         xgboost_objective(customobj.RankNet(), device="cuda")
     except Exception as exc:
         print(type(exc).__name__, exc)
+    import pickle
+    from customobj.adapters import XGBoostObjective
+    deferred = XGBoostObjective(customobj.RankNet(), device="cuda", check_device=False)  # a Dask client's build
+    try:
+        pickle.loads(pickle.dumps(deferred))  # what a worker without a GPU does
+    except Exception as exc:
+        print("WORKER", type(exc).__name__)
 """)
     if "HAS-DRIVER" in out:
         pytest.skip("this machine has NVIDIA's driver: the no-driver error cannot be shown here")
     assert 'GPUUnavailableError xgboost_objective(..., device="cuda") needs a CUDA GPU' in out and "driver" in out
+    assert "WORKER GPUUnavailableError" in out
 
 
 @needs_gpu
