@@ -160,3 +160,58 @@ except GPUUnavailableError as exc:
     print("ERR", exc)
 """)
     assert "ERR" in out and "customobj[cuda]" in out and "numba-cuda" in out
+
+
+_PTX_CHECK = """
+import types as pytypes
+from numba import cuda, types as T
+import numba.cuda.dispatcher as dispatcher
+# No GPU here: device functions ask the current device for its compute capability; type them for sm_80.
+dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))
+from customobj.objectives import _cuda_lambdarank as CL, _cuda_pairwise as CP, _cuda_pointwise as CW
+f1, i1, f2, i2, b, i, f = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.int64[:, ::1], T.boolean, T.int64, T.float64
+# The argument types the seam (customobj/objectives/devices.py) and adapters/_cuda.py launch them with.
+SIGNATURES = [
+    (CL.rank_rows, (f1, i1, i1, i1, i1)),
+    (CL.setup_queries, (f1, i1, i1, f1, f1, f1, b, i, i, i, f, f2, i2)),
+    (CL.pair_rows, (i1, i1, i1, f1, f1, i, f, i, f2, i2)),
+    (CL.finish_queries, (i1, i, f, f2, i2, f2)),
+    (CL.write_rows, (i1, i1, i1, f2, i2, f2, f1, f1)),
+    (CP.label_pairs_rows, (f1, f1, i1, i1, i1, i1, i1, i1, f1, b, i, i, f, f, f, f1, f1)),
+    (CP.pair_list_rows, (f1, i1, i1, f1, f1, b, f1, b, i1, i1, i1, i, f, f, f1, f1)),
+    (CW.squared_error_rows, (f1, f1, f1, b, f1, f1)),
+    (CW.logistic_rows, (f1, f1, f1, b, f, f1, f1)),
+    (CW.squared_hinge_rows, (f1, f1, f1, b, f, f1, f1)),
+    (CW.mcrank_rows, (f2, f1, f1, b, f2, f2)),
+    (CW.to_float64, (T.float32[::1], f1, f, i1)),
+    (CW.to_float64, (i1, f1, f, i1)),
+    (CW.add_scaled, (f1, f1, f)),
+    (CW.fill, (f1, f)),
+    (CW.fill, (i1, i)),
+    (CW.to_float32, (f1, T.float32[::1], f, i1)),
+]
+for kernel, sig in SIGNATURES:
+    cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
+print("COMPILED", len(SIGNATURES))
+"""
+
+
+def test_every_kernel_compiles_for_a_real_gpu():
+    # The simulator runs the kernels as Python; this types and compiles them as numba.cuda does for a
+    # GPU (NVVM, PTX for sm_80), which needs NVIDIA's NVVM library but no GPU.
+    probe = run_isolated("""
+import os
+os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+from numba import cuda
+def k(a):
+    a[0] = 1.0
+try:
+    cuda.compile_ptx(k, "void(float64[:])", cc=(8, 0))
+    print("NVVM")
+except Exception as exc:
+    print("NO-NVVM", type(exc).__name__)
+""")
+    if "NO-NVVM" in probe:
+        pytest.skip("NVIDIA's NVVM library is not installed (pip install nvidia-cuda-nvcc-cu12 to compile PTX)")
+    out = run_isolated("import os\nos.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n" + _PTX_CHECK, timeout=600)
+    assert "COMPILED 17" in out
