@@ -32,7 +32,8 @@ OBJECTIVES = [
     "LambdaRank.like_xgboost()", "LambdaRank.like_lightgbm()", "LambdaRank()", "LambdaRank(truncation=30, norm=True)",
     "LambdaRank(metric='err', truncation=30)", "LambdaRank(metric='map')", "LambdaRank(metric='mrr')",
     "RankNet()", "RankSVM()", "MPBoost()", "MPBoost(ddf='logitdd')", "QBRank()", "QBRank(pairs=pairs)",
-    "PreferencePairs(pairs)", "SquaredError()", "McRank(n_classes=5)", "RankNet() + 0.5 * SquaredError()",
+    "PreferencePairs(pairs)", "SquaredError()", "McRank(n_classes=5)", "StructuredDCG(k=10)",
+    "RankNet() + 0.5 * SquaredError()",
 ]
 REFERENCE = "LambdaRank.like_xgboost()"
 

@@ -27,10 +27,10 @@ def test_kernels_for_the_cpu_is_the_objectives_own_kernel():
         devices.kernels_for(obj, 7)
 
 
-def test_every_objective_but_structured_dcg_has_a_gpu_route():
+def test_every_objective_has_a_gpu_route():
     exported = {getattr(customobj, n) for n in customobj.objectives.__all__}
     classes = {c for c in exported if isinstance(c, type) and issubclass(c, customobj.Objective)} - {customobj.Objective}
-    assert classes - set(devices.CUDA_KERNELS) == {StructuredDCG}
+    assert classes and classes <= set(devices.CUDA_KERNELS)
 
 
 @needs_gpu
@@ -45,7 +45,8 @@ def test_device_scores_give_device_arrays():
     lambda: LambdaRank() + 0.5 * SquaredError(),
     lambda: 2.0 * (RankNet() + 3.0 * LambdaRank(metric="map")),
     lambda: customobj.QBRank() + customobj.MPBoost(ddf="ldd"),
-], ids=["sum", "scaled-sum", "pairwise-sum"])
+    lambda: StructuredDCG(k=3) + 0.1 * LambdaRank(),
+], ids=["sum", "scaled-sum", "pairwise-sum", "structured-sum"])
 def test_sum_and_scaled_equal_cpu(make):
     s, y, sizes, w = data(22, weights=True)
     assert_gpu_equals_cpu(make(), s, y, sizes, w)
@@ -62,16 +63,14 @@ def test_mcrank_inside_a_sum_learns_k_from_labels():
 @needs_gpu
 def test_unsupported_objectives_say_so_and_never_fall_back():
     s, y, sizes, _ = data(24)
-    with pytest.raises(NotImplementedError, match="StructuredDCG has no GPU kernel"):
-        StructuredDCG().grad_hess(to_device(s), y, sizes)
-    with pytest.raises(NotImplementedError, match="StructuredDCG"):
-        (RankNet() + StructuredDCG()).grad_hess(to_device(s), y, sizes)
 
     class MyRankNet(RankNet):  # a subclass may change the math: no GPU route is assumed for it
         pass
 
-    with pytest.raises(NotImplementedError, match="MyRankNet"):
+    with pytest.raises(NotImplementedError, match="MyRankNet has no GPU kernel"):
         MyRankNet().grad_hess(to_device(s), y, sizes)
+    with pytest.raises(NotImplementedError, match="MyRankNet"):  # inside a sum too, before any launch
+        (StructuredDCG() + 2.0 * MyRankNet()).grad_hess(to_device(s), y, sizes)
 
 
 @needs_gpu
@@ -169,6 +168,7 @@ import numba.cuda.dispatcher as dispatcher
 # No GPU here: device functions ask the current device for its compute capability; type them for sm_80.
 dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))
 from customobj.objectives import _cuda_lambdarank as CL, _cuda_pairwise as CP, _cuda_pointwise as CW
+from customobj.objectives import _cuda_structured as CS
 f1, i1, f2, i2, b, i, f = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.int64[:, ::1], T.boolean, T.int64, T.float64
 # The argument types the seam (customobj/objectives/devices.py) and adapters/_cuda.py launch them with.
 SIGNATURES = [
@@ -189,6 +189,8 @@ SIGNATURES = [
     (CW.fill, (f1, f)),
     (CW.fill, (i1, i)),
     (CW.to_float32, (f1, T.float32[::1], f, i1)),
+    (CS.ideal_rank_rows, (f1, f1, i1, i1, i1)),
+    (CS.structured_queries, (f1, f1, i1, i, f1, b, f, i1, f2, i2, f1, f1, i1)),
 ]
 for kernel, sig in SIGNATURES:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
@@ -214,4 +216,4 @@ except Exception as exc:
     if "NO-NVVM" in probe:
         pytest.skip("NVIDIA's NVVM library is not installed (pip install nvidia-cuda-nvcc-cu12 to compile PTX)")
     out = run_isolated("import os\nos.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n" + _PTX_CHECK, timeout=600)
-    assert "COMPILED 17" in out
+    assert "COMPILED 19" in out

@@ -4,8 +4,8 @@ The device follows the data. ``Objective.grad_hess(scores, ...)`` with ``scores`
 (anything with ``__cuda_array_interface__``: a numba device array, CuPy, PyTorch) calls
 :func:`grad_hess_prepared` here, which runs the numba.cuda kernels of ``_cuda_*`` and returns
 numba device arrays; host arrays keep the CPU kernels, untouched. :data:`CUDA_KERNELS` is the one
-table that maps an objective class to its GPU route; an objective without one (``StructuredDCG``,
-subclasses) raises ``NotImplementedError`` naming it, and a machine without a usable GPU raises
+table that maps an objective class to its GPU route; an objective without one (a subclass, whose
+math may differ) raises ``NotImplementedError`` naming it, and a machine without a usable GPU raises
 :class:`customobj._cuda_runtime.GPUUnavailableError` naming what is missing. Nothing ever falls
 back to the CPU silently.
 
@@ -37,7 +37,7 @@ from .._validation import SCORE_LIMIT
 from ..groups import as_groups
 from ._arrays import kernel_weights
 from .base import Objective, Prepared, Scaled, Sum
-from .listwise import LambdaRank, _METRICS, _NO_CUTOFF
+from .listwise import LambdaRank, StructuredDCG, _METRICS, _NO_CUTOFF
 from .pairwise import MPBoost, PreferencePairs, QBRank, RankNet, RankSVM, _LabelPairLoss
 from .pointwise import Logistic, McRank, SquaredError, SquaredHinge
 from . import _parity as P
@@ -250,6 +250,22 @@ def _pointwise(kernel_name, *params):
     return route
 
 
+def _structured(obj: StructuredDCG, s, prep, data, g, h):
+    from . import _cuda_structured as CS
+
+    state = prep.state_for(obj)
+    gain = data.array((obj._cache_key(), "row_gain"), lambda: state.row_gain)
+    n, nq = data.n_rows, data.n_queries
+    star = data.scratch("star", (max(n, 1),), np.int64)
+    SF = data.scratch("structured_f", (CS.N_SF, n + nq + 1), np.float64)
+    SI = data.scratch("structured_i", (CS.N_SI, n + nq + 1), np.int64)
+    failed = data.scratch("structured_failed", (max(nq, 1),), np.int64)
+    _launch(CS.ideal_rank_rows, n, s, gain, data.ptr, data.qid, star)
+    _launch(CS.structured_queries, nq, s, gain, data.ptr, obj.k, data.weights, data.use_weights, obj.hess, star,
+            SF, SI, g, h, failed)
+    obj._raise_if_failed(failed.copy_to_host()[:nq] != 0)  # the CPU's guard, same message
+
+
 def _sum(obj: Sum, s, prep, data, g, h):
     for part in obj.parts:
         prep.state_for(part)
@@ -281,6 +297,7 @@ CUDA_KERNELS: dict = {
     Logistic: _pointwise("logistic_rows", "sigma"),
     SquaredHinge: _pointwise("squared_hinge_rows", "C"),
     McRank: _pointwise("mcrank_rows"),
+    StructuredDCG: _structured,
     Sum: _sum,
     Scaled: _scaled,
 }
