@@ -93,7 +93,7 @@ class DeviceData:
             self._arrays[key] = self.cuda.to_device(np.ascontiguousarray(build()))
         return self._arrays[key]
 
-    def scratch(self, name: str, shape: tuple, dtype: type) -> Any:
+    def scratch(self, name: object, shape: tuple, dtype: type) -> Any:
         """A device buffer reused across rounds (contents undefined)."""
         key = ("scratch", name, shape, np.dtype(dtype).str)
         if key not in self._arrays:
@@ -277,8 +277,9 @@ def _scaled(obj: Scaled, s, prep, data, g, h):
 
     child = obj.objective
     prep.state_for(child)
-    cg = data.cuda.device_array(g.shape, dtype=np.float64)
-    ch = data.cuda.device_array(h.shape, dtype=np.float64)
+    key = obj._cache_key()  # reused every round; equal Scaled parts run one after the other
+    cg = data.scratch(("scaled_grad", key), g.shape, np.float64)
+    ch = data.scratch(("scaled_hess", key), h.shape, np.float64)
     _zero(cg, ch)
     _route(child)(child, s, prep, data, cg, ch)
     for dst, src in ((g, cg), (h, ch)):
