@@ -217,3 +217,14 @@ except Exception as exc:
         pytest.skip("NVIDIA's NVVM library is not installed (pip install nvidia-cuda-nvcc-cu12 to compile PTX)")
     out = run_isolated("import os\nos.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n" + _PTX_CHECK, timeout=600)
     assert "COMPILED 19" in out
+
+
+@needs_gpu
+def test_only_grad_hess_runs_on_the_gpu_and_the_rest_says_so():
+    s, y, sizes, _ = data(29)
+    obj = LambdaRank()
+    prep = obj.prepare(y, sizes)
+    for call in (lambda d: obj.loss(d, y, sizes), lambda d: obj.pair_couplings(d, y, sizes),
+                 lambda d: obj.grad_hess_couplings_prepared(d, prep)):
+        with pytest.raises(TypeError, match="scores is in GPU memory, where only Objective.grad_hess computes"):
+            call(to_device(s))

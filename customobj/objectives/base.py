@@ -30,6 +30,7 @@ objective documents its surrogate.
 from __future__ import annotations
 
 import numbers
+from importlib import import_module
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +50,7 @@ from ..groups import GroupLike, Groups, as_groups
 from ._arrays import freeze_option
 
 __all__ = ["Objective", "Prepared", "Sum", "Scaled"]
+_SEAM = ".devices"  # the device seam, imported when device scores arrive (it loads numba.cuda lazily)
 
 
 class Prepared:
@@ -69,8 +71,7 @@ class Prepared:
         self.weight = weight
         self._states = {}
         self._checked = []
-        #: The data's copies in GPU memory (``customobj.objectives.devices.DeviceData``), on first GPU use.
-        self.device_data = None
+        self.device_data = None  # its copies in GPU memory (objectives.devices.DeviceData), on first GPU use
 
     @property
     def checked(self) -> tuple:
@@ -194,15 +195,10 @@ class Objective:
     # --- public API ------------------------------------------------------------------------------
     def grad_hess(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
                   weight: "npt.ArrayLike | None" = None) -> "tuple[np.ndarray, np.ndarray]":
-        """Gradient ``dL/ds`` and diagonal hessian (float64, ``hess >= 0``).
-
-        The device follows the data: with ``scores`` in GPU memory (``__cuda_array_interface__``)
-        they are computed there and returned as numba device arrays (``customobj.objectives.devices``).
-        """
+        """Gradient ``dL/ds`` and diagonal hessian (float64, ``hess >= 0``); computed on the GPU as numba
+        device arrays when ``scores`` are there (the device follows the data: ``objectives.devices``)."""
         if is_device_array(scores):
-            from . import devices  # numba.cuda loads only when device scores arrive
-
-            return devices.grad_hess(self, scores, labels, group, weight)
+            return import_module(_SEAM, __package__).grad_hess(self, scores, labels, group, weight)
         return self.grad_hess_prepared(scores, self.prepare(labels, group, weight))
 
     def loss(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
@@ -218,9 +214,7 @@ class Objective:
     def grad_hess_prepared(self, scores: np.ndarray, prep: Prepared, out_grad: "np.ndarray | None" = None,
                            out_hess: "np.ndarray | None" = None) -> "tuple[np.ndarray, np.ndarray]":
         if is_device_array(scores):
-            from . import devices
-
-            return devices.grad_hess_prepared(self, scores, prep, out_grad, out_hess)
+            return import_module(_SEAM, __package__).grad_hess_prepared(self, scores, prep, out_grad, out_hess)
         s = self._check_scores(scores, prep)
         out_grad, out_hess = self._zeroed_outputs(s.shape, out_grad, out_hess)
         self._grad_hess(s, prep, prep.state_for(self), out_grad, out_hess)
