@@ -70,3 +70,14 @@ def test_require_gpu_returns_numba_cuda_when_available():
             R.require_gpu("x")
     else:
         assert hasattr(R.require_gpu("x"), "to_device")
+
+
+def test_the_cpu_path_never_imports_numba_cuda():
+    out = run_isolated("""
+import sys
+import numpy as np
+import customobj, customobj.adapters
+customobj.LambdaRank().grad_hess(np.zeros(4), [1.0, 0.0, 2.0, 0.0], [4])
+print("LOADED", "numba.cuda" in sys.modules)
+""")
+    assert "LOADED False" in out
