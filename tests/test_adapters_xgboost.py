@@ -296,3 +296,16 @@ def test_xgboost_trains_on_the_gpu_with_device_arrays(small):
     gpu = xgb.train(params, dtrain, 5, obj=adapters.xgboost_objective(obj, device="cuda"))
     cpu = xgb.train(params, dtrain, 5, obj=adapters.xgboost_objective(obj))
     np.testing.assert_allclose(gpu.predict(dtrain), cpu.predict(dtrain), rtol=1e-4, atol=1e-5)
+
+
+@needs_real_gpu
+def test_early_stopping_on_a_customobj_metric_works_on_the_gpu(small):
+    X, y, sizes = small
+    dv = xgb.DMatrix(X, np.random.default_rng(5).permutation(y), group=sizes)
+    obj = customobj.RankNet()
+    res = {}
+    booster = xgb.train(adapters.xgboost_params(obj, P, device="cuda"), xgb.DMatrix(X, y, group=sizes), 40,
+                        obj=adapters.xgboost_objective(obj, device="cuda"), evals=[(dv, "v")],
+                        custom_metric=adapters.xgboost_metric("ndcg@5"), evals_result=res, verbose_eval=False,
+                        callbacks=[adapters.xgboost_early_stopping(4, "ndcg@5")])
+    assert booster.best_iteration == int(np.argmax(res["v"][adapters.metric_key("ndcg@5")]))
