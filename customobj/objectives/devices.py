@@ -79,18 +79,22 @@ class DeviceData:
         self.ptr = cuda.to_device(ptr)
         self.qid = cuda.to_device(np.repeat(np.arange(self.n_queries, dtype=np.int64), np.diff(ptr)))
         self.labels = cuda.to_device(prep.labels)
-        w, use_w = kernel_weights(prep.weight)
-        self.weights, self.use_weights = self.host_weights(w), use_w
+        self.weights, self.use_weights = self.optional(prep.weight)
         self._arrays: dict = {}
 
-    def host_weights(self, w: np.ndarray) -> Any:
-        # A zero-length array is "no weights" on the host; the kernels index a length-1 stand-in.
-        return self.cuda.to_device(w if w.size else np.ones(1))
+    def optional(self, w: "np.ndarray | None") -> tuple:
+        """``(device array, used)`` of optional weights; "none" is a length-1 stand-in the kernels never read."""
+        w, used = kernel_weights(w)
+        return self.cuda.to_device(w if w.size else np.ones(1)), used
 
     def array(self, key: tuple, build: Callable[[], np.ndarray]) -> Any:
         """The device copy of ``build()``, uploaded once per ``key`` (objective identity + name)."""
+        return self.arrays(key, lambda: (build(),))[0]
+
+    def arrays(self, key: tuple, build: Callable[[], tuple]) -> tuple:
+        """Device copies of the arrays ``build()`` returns together, uploaded once per ``key``."""
         if key not in self._arrays:
-            self._arrays[key] = self.cuda.to_device(np.ascontiguousarray(build()))
+            self._arrays[key] = tuple(self.cuda.to_device(np.ascontiguousarray(a)) for a in build())
         return self._arrays[key]
 
     def scratch(self, name: object, shape: tuple, dtype: type) -> Any:
@@ -158,17 +162,8 @@ def _label_pairs(lp, key, s, prep, data, g, h, kind, mode, p, scale, hmul):
     from . import _cuda_pairwise as CP
 
     _check_codes(kind, mode, CP)
-    order = data.array((key, "order"), lambda: lp.order)
-    lower = data.array((key, "lower"), lambda: lp.lower)
-    extra = {}
-
-    def part(i):
-        if not extra:
-            extra["v"] = _label_order(prep, lp)
-        return extra["v"][i]
-
-    lpos = data.array((key, "lpos"), lambda: part(0))
-    block = data.array((key, "block"), lambda: part(1))
+    order, lower = data.arrays((key, "label_pairs"), lambda: (lp.order, lp.lower))
+    lpos, block = data.arrays((key, "label_order"), lambda: _label_order(prep, lp))
     _launch(CP.label_pairs_rows, data.n_rows, s, data.labels, data.ptr, data.qid, order, lower, lpos, block,
             data.weights, data.use_weights, kind, mode, p, scale, hmul, g, h)
 
@@ -195,18 +190,10 @@ def _incidence(pi, pj, n):
 def _pair_list(ex, key, s, data, g, h, pair_w, scale, hmul):
     from . import _cuda_pairwise as CP
 
-    inc = {}
-
-    def part(i):
-        if not inc:
-            inc["v"] = _incidence(ex.pi, ex.pj, data.n_rows)
-        return inc["v"][i]
-
-    arrays = [data.array((key, name), lambda v=v: v) for name, v in (("pi", ex.pi), ("pj", ex.pj), ("theta", ex.theta))]
-    inc_d = [data.array((key, name), lambda i=i: part(i)) for i, name in enumerate(("inc_ptr", "inc_pair", "inc_sign"))]
-    pw, use_pw = kernel_weights(pair_w)
-    pw_d = data.array((key, "pair_w"), lambda: pw if pw.size else np.ones(1))
-    _launch(CP.pair_list_rows, data.n_rows, s, *arrays, pw_d, use_pw, data.weights, data.use_weights, *inc_d,
+    pairs = data.arrays((key, "pairs"), lambda: (ex.pi, ex.pj, ex.theta))
+    incidence = data.arrays((key, "incidence"), lambda: _incidence(ex.pi, ex.pj, data.n_rows))
+    pw, use_pw = data.array((key, "pair_w"), lambda: pair_w if pair_w is not None else np.ones(1)), pair_w is not None
+    _launch(CP.pair_list_rows, data.n_rows, s, *pairs, pw, use_pw, data.weights, data.use_weights, *incidence,
             PK.SQ_HINGE, scale, hmul, g, h)
 
 
