@@ -6,7 +6,7 @@ The device follows the data. ``Objective.grad_hess(scores, ...)`` with ``scores`
 numba device arrays; host arrays keep the CPU kernels, untouched. :data:`CUDA_KERNELS` is the one
 table that maps an objective class to its GPU route; an objective without one (a subclass, whose
 math may differ) raises ``NotImplementedError`` naming it, and a machine without a usable GPU raises
-:class:`customobj._cuda_runtime.GPUUnavailableError` naming what is missing. Nothing ever falls
+:class:`GPUUnavailableError` (``customobj._cuda_runtime``, re-exported here) naming what is missing. Nothing ever falls
 back to the CPU silently.
 
 Labels, groups, weights and each objective's label-only state (the CPU objects' own ``_state``,
@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._cuda_runtime import THREADS, blocks, is_device_array, require_gpu
+from .._cuda_runtime import THREADS, GPUUnavailableError, blocks, is_device_array, require_gpu
 from .._validation import SCORE_LIMIT
 from ..groups import as_groups
 from ._arrays import kernel_weights
@@ -44,7 +44,7 @@ from . import _parity as P
 from . import _pairwise_kernels as PK
 
 __all__ = ["Device", "device_of", "kernels_for", "grad_hess", "grad_hess_prepared", "DeviceData", "device_data",
-           "CUDA_KERNELS"]
+           "CUDA_KERNELS", "GPUUnavailableError"]
 
 
 class Device(enum.IntEnum):
