@@ -5,9 +5,9 @@ The device follows the data. ``Objective.grad_hess(scores, ...)`` with ``scores`
 :func:`grad_hess_prepared` here, which runs the numba.cuda kernels of ``_cuda_*`` and returns
 numba device arrays; host arrays keep the CPU kernels, untouched. :data:`CUDA_KERNELS` is the one
 table that maps an objective class to its GPU route; an objective without one (a subclass, whose
-math may differ) raises ``NotImplementedError`` naming it, and a machine without a usable GPU raises
-:class:`GPUUnavailableError` (``customobj._cuda_runtime``, re-exported here) naming what is missing. Nothing ever falls
-back to the CPU silently.
+math may differ) raises ``NotImplementedError`` naming it, and a machine without a usable GPU
+raises :class:`GPUUnavailableError` (from ``customobj._cuda_runtime``, re-exported here) naming
+what is missing. Nothing ever falls back to the CPU silently.
 
 Labels, groups, weights and each objective's label-only state (the CPU objects' own ``_state``,
 built once) go to the device once per :class:`~customobj.objectives.base.Prepared`, cached on it
