@@ -15,6 +15,7 @@ Two traps this module handles (issue "customobj on the GPU"):
 """
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, NamedTuple
 
@@ -89,23 +90,40 @@ def gpu_status() -> GPUStatus:
             err = cuda.cuda_error()
             why = " ".join(str(err).split()) if err else "no CUDA device found"
             return GPUStatus(False, f"no usable NVIDIA driver or device: {why}")
-        dev = cuda.get_current_device()
-        ctx = cuda.current_context()
-        _, total = ctx.get_memory_info()
-        version = cuda.cudadrv.driver.driver.get_version()
-        name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
-        return GPUStatus(True, "", name=name, memory_gib=total / 2**30,
-                         driver=f"CUDA {version[0]}.{version[1]}")
     except Exception as exc:  # an environment report never crashes; it says what went wrong
         return GPUStatus(False, f"the CUDA driver failed: {type(exc).__name__}: {' '.join(str(exc).split())}")
+    return GPUStatus(True, "", *_describe(cuda))
+
+
+def _describe(cuda: Any) -> tuple:
+    """``(name, memory GiB, driver)`` of the current device; best effort: the GPU is usable either way."""
+    name, memory, driver = "CUDA device", 0.0, "unknown"
+    try:
+        dev = cuda.get_current_device()
+        name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+        memory = cuda.current_context().get_memory_info()[1] / 2**30
+        major, minor = cuda.cudadrv.driver.driver.get_version()
+        driver = f"CUDA {major}.{minor}"
+    except Exception:  # a detail missing from the report, never a reason to refuse the GPU
+        pass
+    return name, memory, driver
 
 
 def require_gpu(what: str) -> Any:
     """``numba.cuda`` when a GPU (or the simulator) is usable; else :class:`GPUUnavailableError`
-    saying that ``what`` needs one and what is missing."""
+    saying that ``what`` needs one and what is missing. Called every boosting round: a GPU found
+    once is not probed again (a failure is, so installing a driver later is seen)."""
+    try:
+        return _usable_cuda()
+    except GPUUnavailableError as exc:
+        raise GPUUnavailableError(f"{what} needs a CUDA GPU: {exc}") from None
+
+
+@functools.cache
+def _usable_cuda() -> Any:
     status = gpu_status()
     if not status.available:
-        raise GPUUnavailableError(f"{what} needs a CUDA GPU: {status.reason}")
+        raise GPUUnavailableError(status.reason)  # not cached: functools.cache keeps results only
     return cuda_module()
 
 
