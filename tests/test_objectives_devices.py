@@ -228,3 +228,10 @@ def test_only_grad_hess_runs_on_the_gpu_and_the_rest_says_so():
                  lambda d: obj.grad_hess_couplings_prepared(d, prep)):
         with pytest.raises(TypeError, match="scores is in GPU memory, where only Objective.grad_hess computes"):
             call(to_device(s))
+
+
+@needs_gpu
+@pytest.mark.parametrize("obj", [RankNet(), LambdaRank(), SquaredError(), StructuredDCG(), customobj.QBRank()], ids=repr)
+def test_empty_data_gives_empty_device_arrays(obj):
+    g, h = obj.grad_hess(to_device(np.zeros(0)), np.zeros(0), [] if obj.needs_group else None)
+    assert g.copy_to_host().shape == (0,) and h.copy_to_host().shape == (0,)
