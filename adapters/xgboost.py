@@ -112,7 +112,7 @@ class XGBoostObjective(AdapterObjective):
         return super().__repr__() if not self.on_gpu else f"{self._factory}({self.objective!r}, device='cuda')"
 
     def __eq__(self, other: object) -> bool:
-        return super().__eq__(other) and other.device == self.device
+        return super().__eq__(other) and getattr(other, "device", None) == self.device
 
     def __hash__(self) -> int:
         return hash((type(self), self.objective, self.device))

@@ -71,7 +71,7 @@ class Prepared:
         self.weight = weight
         self._states = {}
         self._checked = []
-        self.device_data = None  # its copies in GPU memory (objectives.devices.DeviceData), on first GPU use
+        self.device_data: object = None  # its copies in GPU memory (objectives.devices.DeviceData), on first use
 
     @property
     def checked(self) -> tuple:

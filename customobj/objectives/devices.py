@@ -107,9 +107,10 @@ class DeviceData:
 
 def device_data(prep: Prepared, cuda: Any) -> DeviceData:
     """The device copies of ``prep`` (uploaded on first use, then kept on it)."""
-    if prep.device_data is None:
-        prep.device_data = DeviceData(prep, cuda)
-    return prep.device_data
+    data = prep.device_data
+    if not isinstance(data, DeviceData):
+        data = prep.device_data = DeviceData(prep, cuda)
+    return data
 
 
 def _launch(kernel, n, *args):
