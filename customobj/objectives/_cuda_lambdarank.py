@@ -1,7 +1,7 @@
 """numba.cuda kernels of LambdaRank / LambdaMART (Burges 2010, sections 3, 4, 7): the GPU twins of
 ``_lambdarank_kernels`` / ``_lambdarank_pass``, with the same float64 arithmetic.
 
-Four launches per call, each over rows or queries (no atomics, results independent of the launch):
+Five launches per call, each over rows or queries (no atomics, results independent of the launch):
 
 1. ``rank_rows`` (one thread per row): the row's position in its query sorted by descending score,
    ties by row order (the CPU's stable mergesort), by counting: O(n) per row, no sort.
