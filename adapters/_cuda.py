@@ -61,6 +61,7 @@ def device_round(objective: Objective, prep: Any, preds: Any, shape: tuple, libr
         dst = data.scratch(name, shape, np.float32)
         CW.to_float32[blocks(src.size), THREADS](src.reshape(src.size), dst.reshape(dst.size), FLOAT32_MAX, bad)
         out.append(dst)
+    # The flag's copy also waits for the kernels (same stream) before XGBoost, on its own stream, reads them.
     if int(bad.copy_to_host()[0]):
         raise ValueError(
             f"{type(objective).__name__} produced a gradient or hessian beyond the float32 range {library} trains "
