@@ -17,6 +17,8 @@ from typing import Any, Collection, Literal, Optional, overload
 
 import numpy as np
 
+from ._cuda_runtime import is_device_array
+
 __all__ = [
     "as_1d_float",
     "as_scores",
@@ -98,6 +100,8 @@ def _to_numpy(x: Any, name: str) -> np.ndarray:
     """Convert array-likes (lists, pandas, numpy) to ndarray; reject sparse and object data."""
     if x is None:
         raise TypeError(f"{name} must be an array, got None")
+    if is_device_array(x):
+        raise TypeError(f"{name} is in GPU memory, where only Objective.grad_hess computes: pass a host (numpy) array")
     if hasattr(x, "tocsr") and hasattr(x, "nnz"):
         raise TypeError(f"{name} must be a dense 1-D array, got a scipy.sparse matrix; use .toarray()")
     if hasattr(x, "to_numpy") and not isinstance(x, np.ndarray):  # pandas Series / DataFrame

@@ -263,3 +263,86 @@ def test_early_stopping_direction_is_the_watched_metrics(small, names, watch, hi
     xgb.cv(adapters.xgboost_params(customobj.RankNet(), P), d, 3, nfold=2, obj=adapters.xgboost_objective(customobj.RankNet()),
            custom_metric=adapters.xgboost_metric(*names), callbacks=[cv])
     assert cv.maximize is higher
+
+
+# --- device="cuda" -------------------------------------------------------------------------------------
+from _cuda_cases import needs_gpu, needs_real_gpu  # noqa: E402
+from _isolated import run_isolated  # noqa: E402
+
+
+def test_xgboost_params_passes_the_device():
+    obj = customobj.RankNet()
+    assert adapters.xgboost_params(obj, P, device="cuda")["device"] == "cuda"
+    assert "device" not in adapters.xgboost_params(obj, P)
+    with pytest.raises(ValueError, match="train where the objective runs"):
+        adapters.xgboost_params(obj, dict(P, device="cpu"), device="cuda")
+
+
+def test_device_cuda_without_a_gpu_names_what_is_missing():
+    out = run_isolated("""
+import os, ctypes.util
+os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+if ctypes.util.find_library("cuda"):
+    print("HAS-DRIVER")
+else:
+    import customobj
+    from customobj.adapters import xgboost_objective
+    try:
+        xgboost_objective(customobj.RankNet(), device="cuda")
+    except Exception as exc:
+        print(type(exc).__name__, exc)
+    import pickle
+    from customobj.adapters import XGBoostObjective
+    deferred = XGBoostObjective(customobj.RankNet(), device="cuda", check_device=False)  # a Dask client's build
+    try:
+        pickle.loads(pickle.dumps(deferred))  # what a worker without a GPU does
+    except Exception as exc:
+        print("WORKER", type(exc).__name__)
+""")
+    if "HAS-DRIVER" in out:
+        pytest.skip("this machine has NVIDIA's driver: the no-driver error cannot be shown here")
+    assert 'GPUUnavailableError xgboost_objective(..., device="cuda") needs a CUDA GPU' in out and "driver" in out
+    assert "WORKER GPUUnavailableError" in out
+
+
+@needs_gpu
+def test_device_cuda_callable_equals_the_host_one_and_pickles(small):
+    import pickle
+
+    X, y, sizes = small
+    dtrain = xgb.DMatrix(X, y, group=sizes)
+    obj = customobj.LambdaRank.like_xgboost()
+    f_gpu = adapters.xgboost_objective(obj, device="cuda")
+    f_cpu = adapters.xgboost_objective(obj)
+    preds = np.random.default_rng(0).normal(size=y.size).astype(np.float32)
+    g, h = f_cpu(preds, dtrain)
+    gd, hd = f_gpu(preds, dtrain)
+    np.testing.assert_allclose(gd.copy_to_host(), g, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(hd.copy_to_host(), h, rtol=1e-6, atol=1e-7)
+    back = pickle.loads(pickle.dumps(f_gpu))
+    assert back == f_gpu and back.device == "cuda" and back != f_cpu
+    assert "device='cuda'" in repr(f_gpu)
+
+
+@needs_real_gpu
+def test_xgboost_trains_on_the_gpu_with_device_arrays(small):
+    X, y, sizes = small
+    dtrain = xgb.DMatrix(X, y, group=sizes)
+    obj = customobj.LambdaRank.like_xgboost()
+    params = adapters.xgboost_params(obj, dict(P, device="cuda"))
+    gpu = xgb.train(params, dtrain, 5, obj=adapters.xgboost_objective(obj, device="cuda"))
+    cpu = xgb.train(params, dtrain, 5, obj=adapters.xgboost_objective(obj))
+    np.testing.assert_allclose(gpu.predict(dtrain), cpu.predict(dtrain), rtol=1e-4, atol=1e-5)
+
+
+@needs_real_gpu
+def test_early_stopping_on_a_customobj_metric_works_on_the_gpu(small):
+    X, y, sizes = small
+    dv = xgb.DMatrix(X, np.random.default_rng(5).permutation(y), group=sizes)
+    obj = customobj.RankNet()
+    res = {}
+    booster = xgb.train(adapters.xgboost_params(obj, P, device="cuda"), xgb.DMatrix(X, y, group=sizes), 40,
+                        obj=adapters.xgboost_objective(obj, device="cuda"), evals=[(dv, "v")],
+                        custom_metric=adapters.xgboost_metric("ndcg@5"), evals_result=res, verbose_eval=False,
+                        callbacks=[adapters.xgboost_early_stopping(4, "ndcg@5")])
+    assert booster.best_iteration == int(np.argmax(res["v"][adapters.metric_key("ndcg@5")]))

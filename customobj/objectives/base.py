@@ -30,11 +30,13 @@ objective documents its surrogate.
 from __future__ import annotations
 
 import numbers
+from importlib import import_module
 from typing import Callable, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
 
+from .._cuda_runtime import is_device_array
 from .._validation import (
     PARAM_LIMIT,
     SCORE_LIMIT,
@@ -48,6 +50,7 @@ from ._arrays import freeze_option
 from .prepared import Prepared
 
 __all__ = ["Objective", "Prepared", "Sum", "Scaled"]
+_SEAM = ".devices"  # the device seam, imported when device scores arrive (it loads numba.cuda lazily)
 
 #: ``(i, j, c)``: row pairs ``(i[m], j[m])`` and their hessian couplings ``h_ij = c[m]``.
 Couplings = Tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -146,7 +149,10 @@ class Objective:
     # --- public API ------------------------------------------------------------------------------
     def grad_hess(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
                   weight: "npt.ArrayLike | None" = None) -> "tuple[np.ndarray, np.ndarray]":
-        """Gradient ``dL/ds`` and diagonal hessian (float64, ``hess >= 0``)."""
+        """Gradient ``dL/ds`` and diagonal hessian (float64, ``hess >= 0``); computed on the GPU as numba
+        device arrays when ``scores`` are there (the device follows the data: ``objectives.devices``)."""
+        if is_device_array(scores):
+            return import_module(_SEAM, __package__).grad_hess(self, scores, labels, group, weight)
         return self.grad_hess_prepared(scores, self.prepare(labels, group, weight))
 
     def loss(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
@@ -161,6 +167,8 @@ class Objective:
 
     def grad_hess_prepared(self, scores: npt.ArrayLike, prep: Prepared, out_grad: "np.ndarray | None" = None,
                            out_hess: "np.ndarray | None" = None) -> "tuple[np.ndarray, np.ndarray]":
+        if is_device_array(scores):
+            return import_module(_SEAM, __package__).grad_hess_prepared(self, scores, prep, out_grad, out_hess)
         s = self._check_scores(scores, prep)
         out_grad, out_hess = self._zeroed_outputs(s.shape, out_grad, out_hess)
         self._grad_hess(s, prep, prep.state_for(self), out_grad, out_hess)

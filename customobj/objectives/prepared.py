@@ -37,7 +37,7 @@ class Prepared:
     labels past a strict one. States are cached per objective.
     """
 
-    __slots__ = ("labels", "groups", "weight", "_states", "_checked")
+    __slots__ = ("labels", "groups", "weight", "_states", "_checked", "device_data")
 
     def __init__(self, labels: np.ndarray, groups: "Groups | None", weight: "np.ndarray | None") -> None:
         self.labels = labels
@@ -45,6 +45,7 @@ class Prepared:
         self.weight = weight
         self._states: dict[tuple, Any] = {}
         self._checked: list[str] = []
+        self.device_data: object = None  # its copies in GPU memory (objectives.devices.DeviceData), on first use
 
     @property
     def checked(self) -> tuple:
