@@ -133,7 +133,7 @@ def _lambdarank(obj: LambdaRank, s, prep, data, g, h):
     n, nq = data.n_rows, data.n_queries
     k = obj.k if obj.k is not None else _NO_CUTOFF
     trunc = obj.truncation if obj.truncation is not None else _NO_CUTOFF
-    metric = _METRICS[obj.metric]
+    metric = int(_METRICS[obj.metric])
     norm = 1 if obj.norm else 0
     order = data.scratch("order", (n,), np.int64)
     pos = data.scratch("pos", (n,), np.int64)
