@@ -6,6 +6,7 @@ it is imported, so the environment must be set before ``import customobj``.
 """
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -157,3 +158,55 @@ def test_editing_another_kernel_module_recompiles(tmp_path: Path) -> None:
     assert hits[0] == 0 and misses[0] > 0, first
     assert hits[1] > 0 and misses[1] == 0, again
     assert hits[2] == 0 and misses[2] > 0, after
+
+
+# --- cached kernels that call parallel kernels ----------------------------------------------------
+#: The sequence that crashed: a parallel kernel compiled and cached alone (LambdaRank's gradients),
+#: then a cached kernel calling it compiled in a process that loaded it from the cache (the pair
+#: couplings), then that kernel loaded from the cache by a third process.
+_GRADIENTS = textwrap.dedent("""
+    import numpy as np, customobj as co
+    d = co.data.synthetic(60, 20, 4, seed=0)
+    print(co.LambdaRank(truncation=10).grad_hess(np.zeros(len(d.y)), d.y, d.group)[0].sum())
+""")
+_COUPLINGS = _GRADIENTS.replace("grad_hess(", "pair_couplings(").replace(")[0].sum()", ")[2].sum()")
+
+
+def test_kernels_loaded_from_the_cache_in_any_order_do_not_crash(tmp_path: Path) -> None:
+    env = {"CUSTOMOBJ_CACHE_DIR": str(tmp_path / "cache")}
+    first = _run(_COUPLINGS, env, tmp_path).stdout  # nothing cached: compiled in this process
+    _run(_GRADIENTS, {"CUSTOMOBJ_CACHE_DIR": str(tmp_path / "cache2")}, tmp_path)
+    for _ in range(2):  # compiled beside a parallel kernel loaded from the cache, then loaded itself
+        assert _run(_COUPLINGS, {"CUSTOMOBJ_CACHE_DIR": str(tmp_path / "cache2")}, tmp_path).stdout == first
+    assert _run(_COUPLINGS, env, tmp_path).stdout == first
+
+
+def _jitted(tree: ast.AST) -> "dict[str, bool]":
+    """Name -> parallel, of every function of ``tree`` decorated with numba's ``njit`` / ``jit``."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            for dec in node.decorator_list:
+                text = ast.unparse(dec)
+                if "jit" in text and "cuda" not in text:
+                    out[node.name] = "parallel=True" in text
+    return out
+
+
+def test_no_kernel_calls_a_parallel_kernel() -> None:
+    """The class of the crash above: a jitted function that calls a ``parallel=True`` one (the
+    parallel kernels are called from Python only)."""
+    trees = [ast.parse(p.read_text(encoding="utf-8")) for d in PACKAGE_DIRS if d.is_dir() for p in d.rglob("*.py")]
+    parallel = {name for t in trees for name, par in _jitted(t).items() if par}
+    found = []
+    for tree in trees:
+        jitted = _jitted(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name in jitted:
+                for call in ast.walk(node):
+                    if isinstance(call, ast.Call):
+                        f = call.func
+                        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+                        if name in parallel and name != node.name:
+                            found.append(f"{node.name} calls {name}")
+    assert not found, found

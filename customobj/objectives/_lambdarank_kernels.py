@@ -119,64 +119,64 @@ def _run_blocks(mode, inp, out, order, offsets, per_query):
     return KernelStatus.OK
 
 
-@njit(cache=True)
-def _empty_outputs():
-    no_i = np.zeros(0, dtype=np.int64)
-    no_f = np.zeros(0, dtype=np.float64)
-    return no_i, no_f
+_NO_I = np.zeros(0, dtype=np.int64)
+_NO_F = np.zeros(0, dtype=np.float64)
+
+# The drivers below are plain Python calling the one parallel block loop: numba writes a cached
+# kernel that calls a ``parallel=True`` kernel whose code came from the cache into a library that
+# segfaults when loaded by the next process (tests/test_numba_cache.py replays it), so no cached
+# kernel calls a parallel one.
 
 
 @njit(cache=True)
-def lambdarank_grad_hess(inp, out_grad, out_hess):
-    """Adds every query's gradients and hessians into ``out_grad`` / ``out_hess``; returns the status."""
-    no_i, no_f = _empty_outputs()
-    return _run_blocks(Mode.GRAD, inp, PassOutputs(out_grad, out_hess, no_i, no_i, no_f), no_i, no_i, no_f)
-
-
-@njit(cache=True)
-def lambdarank_loss(inp):
-    """``(loss, status)``: the utility summed over queries (serially, in query order)."""
-    no_i, no_f = _empty_outputs()
-    per_query = np.zeros(inp.ptr.size - 1)
-    status = _run_blocks(Mode.LOSS, inp, PassOutputs(no_f, no_f, no_i, no_i, no_f), no_i, no_i, per_query)
-    # A serial sum: per_query.sum() here would become a thread-dependent parallel reduction.
+def _serial_sum(values):
+    # A serial sum: values.sum() in a parallel kernel would become a thread-dependent reduction.
     total = 0.0
-    for q in range(per_query.size):
-        total += per_query[q]
-    return total, status
+    for q in range(values.size):
+        total += values[q]
+    return total
 
 
-@njit(cache=True)
-def lambdarank_pair_offsets(inp, order):
+def lambdarank_grad_hess(inp: PassInputs, out_grad: np.ndarray, out_hess: np.ndarray) -> int:
+    """Adds every query's gradients and hessians into ``out_grad`` / ``out_hess``; returns the status."""
+    return _run_blocks(Mode.GRAD, inp, PassOutputs(out_grad, out_hess, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I, _NO_F)
+
+
+def lambdarank_loss(inp: PassInputs) -> "tuple[float, int]":
+    """``(loss, status)``: the utility summed over queries (serially, in query order)."""
+    per_query = np.zeros(inp.ptr.size - 1)
+    status = _run_blocks(Mode.LOSS, inp, PassOutputs(_NO_F, _NO_F, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I, per_query)
+    return _serial_sum(per_query), status
+
+
+def lambdarank_pair_offsets(inp: PassInputs, order: np.ndarray) -> "tuple[np.ndarray, int]":
     """Sorts every query into ``order`` (rows by score); returns ``(offsets, status)``, the offsets
     of each query's pairs with nonzero ``|dZ|`` (size n_queries + 1; the last is the pair count)."""
-    no_i, no_f = _empty_outputs()
     nq = inp.ptr.size - 1
     per_query = np.zeros(nq)
-    status = _run_blocks(Mode.COUNT, inp, PassOutputs(no_f, no_f, no_i, no_i, no_f), order, no_i, per_query)
+    status = _run_blocks(Mode.COUNT, inp, PassOutputs(_NO_F, _NO_F, _NO_I, _NO_I, _NO_F), order, _NO_I, per_query)
     counts = np.zeros(nq + 1, dtype=np.int64)
-    for q in range(nq):
-        counts[q + 1] = int(per_query[q])  # pair counts are below 2**53: exact in float64
+    counts[1:] = per_query  # pair counts are below 2**53: exact in float64
     return np.cumsum(counts), status
 
 
-@njit(cache=True)
-def lambdarank_pair_fill(inp, with_grad, out, order, offsets):
+def lambdarank_pair_fill(inp: PassInputs, with_grad: bool, out: PassOutputs, order: np.ndarray,
+                         offsets: np.ndarray) -> int:
     """Writes query ``q``'s pairs (rows, coupling) to ``out.pair_*[offsets[q]:offsets[q + 1]]`` (any
     integer dtype for the rows); with ``with_grad`` also adds the gradients and hessians into
     ``out.grad`` / ``out.hess`` (one pair pass: GRAD_FILL). ``order`` and ``offsets`` come from
     ``lambdarank_pair_offsets``. Returns the status."""
     mode = Mode.GRAD_FILL if with_grad else Mode.FILL
-    return _run_blocks(mode, inp, out, order, offsets, np.zeros(0))
+    return _run_blocks(mode, inp, out, order, offsets, _NO_F)
 
 
-@njit(cache=True)
-def lambdarank_couplings(inp, with_grad, out_grad, out_hess):
+def lambdarank_couplings(inp: PassInputs, with_grad: bool, out_grad: np.ndarray,
+                         out_hess: np.ndarray) -> "tuple[np.ndarray, np.ndarray, np.ndarray, int]":
     """``(i, j, c, status)`` of every pair with nonzero ``|dZ|``, grouped by query and by upper
     position; with ``with_grad`` also adds the gradients and hessians (one pair pass: GRAD_FILL)."""
     order = np.empty(inp.ptr[inp.ptr.size - 1], dtype=np.int64)
     offsets, status = lambdarank_pair_offsets(inp, order)
-    m = offsets[-1]
+    m = int(offsets[-1])
     out_i = np.empty(m, dtype=np.int64)
     out_j = np.empty(m, dtype=np.int64)
     out_c = np.empty(m, dtype=np.float64)
