@@ -179,10 +179,19 @@ def check_outputs(objective, preds, library, hint):
         )
 
 
+def as_preds(preds, library: str, dtype=None) -> np.ndarray:
+    """The scores a library passed (``preds``) as an array; ragged or non-numeric scores are a
+    ``ValueError`` naming them, not numpy's message about sequences."""
+    try:
+        return np.asarray(preds, dtype=dtype)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{library} passed scores (preds) that are not a numeric array: {exc}") from None
+
+
 def ranking_scores(preds):
     """One ranking score per row: the margin itself, or for (n, K) multiclass margins the
     expected grade ``sum_k k p_k`` under their softmax (:meth:`McRank.expected_grade`)."""
-    preds = np.asarray(preds, dtype=np.float64)
+    preds = as_preds(preds, "the metric's caller", np.float64)
     if preds.ndim == 1:
         return preds
     if preds.ndim == 2 and preds.shape[1] == 1:

@@ -38,7 +38,7 @@ from customobj.clicks import attach_position
 from customobj.groups import as_groups
 from customobj.objectives.base import Objective
 
-from ._data import (AdapterObjective, TrainState, as_label_array, check_outputs, copy_out, known_outputs,
+from ._data import (AdapterObjective, TrainState, as_label_array, as_preds, check_outputs, copy_out, known_outputs,
                     prepare_state, require_objective, rows_weight)
 from ._score_offsets import record_of
 from ._stamp import Stamp, lightgbm_fields
@@ -71,7 +71,7 @@ def _grad_hess(objective, state, preds, offset=None, request=None):
 
 
 def _check_preds(objective, preds):
-    preds = np.asarray(preds)
+    preds = as_preds(preds, "LightGBM")
     k = known_outputs(objective, "LightGBM")
     check_outputs(objective, preds, "LightGBM", _CLASS_HINT.format(k=k))
     return preds

@@ -39,7 +39,7 @@ from customobj._cuda_runtime import is_device_array
 from customobj.objectives.base import Objective
 
 from ._cuda import as_device, check_gpu_objective, device_round
-from ._data import (AdapterObjective, TrainState, as_label_array, check_outputs, copy_out, known_outputs,
+from ._data import (AdapterObjective, TrainState, as_label_array, as_preds, check_outputs, copy_out, known_outputs,
                     prepare_state, require_objective, rows_weight)
 from ._stamp import Stamp, xgboost_fields
 
@@ -63,7 +63,7 @@ def _new_state(objective, labels, ptr, weight):
 
 
 def _grad_hess(objective, state, preds):
-    preds = np.asarray(preds)
+    preds = as_preds(preds, "XGBoost")
     if preds.ndim == 2 and objective.n_outputs == 1 and preds.shape[1] == 1:
         preds = preds[:, 0]
     check_outputs(objective, preds, "XGBoost", f"set params num_class={known_outputs(objective, 'XGBoost')}")
@@ -175,7 +175,7 @@ class XGBoostObjective(AdapterObjective):
 
 def _grad_hess_gpu(objective, state, preds):
     if not is_device_array(preds):
-        preds = np.asarray(preds)
+        preds = as_preds(preds, "XGBoost")
         if preds.ndim == 2 and objective.n_outputs == 1 and preds.shape[1] == 1:
             preds = preds[:, 0]
         check_outputs(objective, preds, "XGBoost", f"set params num_class={known_outputs(objective, 'XGBoost')}")

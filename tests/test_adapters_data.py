@@ -109,3 +109,23 @@ def test_ranking_scores_is_the_margin_or_the_expected_grade():
     raw = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 50.0]])
     np.testing.assert_allclose(D.ranking_scores(raw), [1.0, 2.0])  # uniform: (0+1+2)/3; nearly surely grade 2
     np.testing.assert_array_equal(D.ranking_scores(raw), co.McRank.expected_grade(raw))
+
+
+@pytest.mark.parametrize("library", ["LightGBM", "XGBoost"])
+def test_ragged_scores_are_a_value_error_naming_the_scores(small, library):
+    """Found by the fuzz: numpy's "inhomogeneous shape" message named nothing."""
+    from customobj.adapters import lightgbm_objective, xgboost_objective
+
+    X, y, sizes = small
+    obj = co.RankNet()
+    ragged = [[1.0, 2.0], [3.0]]
+    if library == "LightGBM":
+        import lightgbm as lgb
+
+        f, data = lightgbm_objective(obj), lgb.Dataset(X, y, group=sizes).construct()
+    else:
+        import xgboost as xgb
+
+        f, data = xgboost_objective(obj), xgb.DMatrix(X, y, group=sizes)
+    with pytest.raises(ValueError, match=r"scores \(preds\)"):
+        f(ragged, data)
