@@ -4,7 +4,10 @@ from .pointwise import SquaredError
 from .pointwise import Logistic, McRank, SquaredHinge
 from .pairwise import MPBoost, PreferencePairs, QBRank, RankNet, RankSVM
 from .listwise import LambdaRank, StructuredDCG
+from .softmax import ListNet, QuerySoftMax
+from .xendcg import XENDCG
 
 __all__ = ["Objective", "Prepared", "Sum", "Scaled", "SquaredError"]
 __all__ += ["Logistic", "SquaredHinge", "McRank", "RankNet", "RankSVM", "QBRank", "MPBoost", "PreferencePairs"]
 __all__ += ["LambdaRank", "StructuredDCG"]
+__all__ += ["ListNet", "QuerySoftMax", "XENDCG"]
