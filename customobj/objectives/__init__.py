@@ -6,8 +6,12 @@ from .pairwise import MPBoost, PreferencePairs, QBRank, RankNet, RankSVM
 from .listwise import LambdaRank, StructuredDCG
 from .softmax import ListNet, QuerySoftMax
 from .xendcg import XENDCG
+from .query_rmse import QueryRMSE
+from .lambdaloss import LambdaLoss
+from .yetirank import YetiRank
 
 __all__ = ["Objective", "Prepared", "Sum", "Scaled", "SquaredError"]
 __all__ += ["Logistic", "SquaredHinge", "McRank", "RankNet", "RankSVM", "QBRank", "MPBoost", "PreferencePairs"]
 __all__ += ["LambdaRank", "StructuredDCG"]
 __all__ += ["ListNet", "QuerySoftMax", "XENDCG"]
+__all__ += ["QueryRMSE", "LambdaLoss", "YetiRank"]
