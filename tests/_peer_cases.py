@@ -6,7 +6,7 @@ and the full finite-difference Jacobian of the gradient against the hessian the 
 assemble (``sum_ij c_ij (e_i - e_j)(e_i - e_j)^T``). Public calls prepare the data afresh, so a
 stochastic objective is compared within its round 0 throughout. ``training_improves``: a short
 LightGBM and XGBoost run through the adapters lifts NDCG@10 on held-out synthetic queries above
-the untrained (all-tied) ranking. Imported as ``from _peer_cases import ...``.
+the untrained (all-tied) ranking, and so does customobj's own ``TreeBooster``. Imported as ``from _peer_cases import ...``.
 """
 from __future__ import annotations
 
@@ -69,6 +69,9 @@ def _ndcg_gain(library, obj, rounds=15):
                       num_threads=1, min_data_in_leaf=5)
         model = lgb.train(params, lgb.Dataset(train.X, train.y, group=train.group), rounds)
         pred = model.predict(test.X, raw_score=True)
+    elif library == "ole":
+        model = customobj.TreeBooster(objective=obj, n_estimators=rounds, learning_rate=0.2, max_depth=3)
+        pred = model.fit(train.X, train.y, group=train.group).predict(test.X)
     else:
         import xgboost as xgb
 

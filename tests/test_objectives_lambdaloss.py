@@ -94,6 +94,6 @@ def test_bad_options():
         LLK.lambdaloss_pair_weights(one, one, one, np.ones(1), np.ones(1), 7, 1.0, np.empty(1))
 
 
-@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost", "ole"])
 def test_training_improves_ranking(library):
     training_improves(LambdaLoss(), library)

@@ -1,6 +1,6 @@
 """QueryRMSE (customobj/objectives/query_rmse.py) through customobj/objectives/_query_kernels.py: a
 slow reference, finite differences, the exact coupled hessian, shift invariance per query,
-degenerate queries, extreme inputs, and a short LightGBM / XGBoost training run."""
+degenerate queries, extreme inputs, and a short LightGBM / XGBoost / TreeBooster training run."""
 import numpy as np
 import pytest
 
@@ -59,6 +59,6 @@ def test_degenerate_queries():
         QueryRMSE(beta=1.0)
 
 
-@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost", "ole"])
 def test_training_improves_ranking(library):
     training_improves(QueryRMSE(), library)

@@ -1,7 +1,7 @@
 """ListNet and QuerySoftMax (customobj/objectives/softmax.py) through their kernels
 customobj/objectives/_query_kernels.py: slow NumPy references (ListNet as rax's ``softmax_loss``
 defines it), finite differences, the exact coupled hessian, weights, degenerate queries, extreme
-scores, bad options, and a short LightGBM / XGBoost training run."""
+scores, bad options, and a short LightGBM / XGBoost / TreeBooster training run."""
 import numpy as np
 import pytest
 
@@ -144,7 +144,7 @@ def test_bad_options_and_pair_budget(monkeypatch):
     assert MAX_PAIRS > 5
 
 
-@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost", "ole"])
 @pytest.mark.parametrize("obj", [ListNet(), QuerySoftMax()], ids=repr)
 def test_training_improves_ranking(obj, library):
     training_improves(obj, library)

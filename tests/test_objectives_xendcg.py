@@ -1,7 +1,7 @@
 """XENDCG (customobj/objectives/xendcg.py) through customobj/objectives/_query_kernels.py: a slow
 reference with LightGBM's generator written out in Python, finite differences, the round counter,
 thread independence, the expected-value form, LightGBM's native ``rank_xendcg`` trees, degenerate
-queries, bad options, and a short LightGBM / XGBoost training run."""
+queries, bad options, and a short LightGBM / XGBoost / TreeBooster training run."""
 import numpy as np
 import numba
 import pytest
@@ -162,6 +162,6 @@ def test_lightgbm_convention_trains_lightgbms_rank_xendcg(seed):
                                rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost", "ole"])
 def test_training_improves_ranking(library):
     training_improves(XENDCG(), library)

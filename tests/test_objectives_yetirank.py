@@ -1,7 +1,7 @@
 """YetiRank (customobj/objectives/yetirank.py) through customobj/objectives/_yetirank_kernels.py:
 the sampled pairs against a slow Python loop over the same noise, finite differences within a
 round, determinism per seed and round whatever the thread count, the expected pair weights,
-degenerate queries, bad options, and a short LightGBM / XGBoost training run."""
+degenerate queries, bad options, and a short LightGBM / XGBoost / TreeBooster training run."""
 import math
 
 import numba
@@ -126,6 +126,6 @@ def test_bad_options():
         YetiRank(permutations=2.0)
 
 
-@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost", "ole"])
 def test_training_improves_ranking(library):
     training_improves(YetiRank(), library)
