@@ -4,12 +4,14 @@ LambdaLoss, YetiRank: tests/test_objectives_{softmax,xendcg,query_rmse,lambdalos
 ``check_derivatives``: the gradient against finite differences of ``loss``, the hessian diagonal
 and the full finite-difference Jacobian of the gradient against the hessian the couplings
 assemble (``sum_ij c_ij (e_i - e_j)(e_i - e_j)^T``). Public calls prepare the data afresh, so a
-stochastic objective is compared within its round 0 throughout. ``training_improves``: a short
+stochastic objective is compared within its round 0 throughout. ``rounds_per_thread_count``: a stochastic objective's rounds with 1 and 2 numba threads.
+``training_improves``: a short
 LightGBM and XGBoost run through the adapters lifts NDCG@10 on held-out synthetic queries above
 the untrained (all-tied) ranking, and so does customobj's own ``TreeBooster``. Imported as ``from _peer_cases import ...``.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 import customobj
@@ -27,6 +29,19 @@ def scores(seed=0):
     """Distinct, well-separated scores (no ties: positions are stable under finite differences)."""
     rng = np.random.default_rng(seed)
     return rng.permutation(LABELS.size) * 0.31 - 2.0 + rng.uniform(-0.02, 0.02, LABELS.size)
+
+
+def rounds_per_thread_count(round_fn, obj, rounds=3):
+    """``[[round_fn(prep) for each round] with 1 thread, ... with 2 threads]``, each on a fresh prepare."""
+    runs = []
+    for threads in (1, 2):
+        numba.set_num_threads(threads)
+        try:
+            prep = obj.prepare(LABELS, SIZES)
+            runs.append([round_fn(prep) for _ in range(rounds)])
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return runs
 
 
 def couplings_matrix(n, i, j, c):

@@ -3,10 +3,9 @@ reference with LightGBM's generator written out in Python, finite differences, t
 thread independence, the expected-value form, LightGBM's native ``rank_xendcg`` trees, degenerate
 queries, bad options, and a short LightGBM / XGBoost / TreeBooster training run."""
 import numpy as np
-import numba
 import pytest
 
-from _peer_cases import LABELS, SIZES, check_derivatives, scores, training_improves
+from _peer_cases import LABELS, SIZES, check_derivatives, rounds_per_thread_count, scores, training_improves
 
 from customobj import XENDCG
 
@@ -87,14 +86,7 @@ def test_gradient_is_the_derivative_of_the_rounds_loss():
 def test_deterministic_per_seed_and_round_whatever_the_threads():
     s = scores(4)
     obj = XENDCG(seed=3)
-    runs = []
-    for threads in (1, 2):
-        numba.set_num_threads(threads)
-        try:
-            prep = obj.prepare(LABELS, SIZES)
-            runs.append([obj.grad_hess_prepared(s, prep)[0] for _ in range(3)])
-        finally:
-            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    runs = rounds_per_thread_count(lambda prep: obj.grad_hess_prepared(s, prep)[0], obj)
     for a, b in zip(*runs):
         assert np.array_equal(a, b)
     assert not np.array_equal(runs[0][0], runs[0][1])  # each round draws new noise

@@ -4,11 +4,10 @@ round, determinism per seed and round whatever the thread count, the expected pa
 degenerate queries, bad options, and a short LightGBM / XGBoost / TreeBooster training run."""
 import math
 
-import numba
 import numpy as np
 import pytest
 
-from _peer_cases import LABELS, SIZES, check_derivatives, scores, training_improves
+from _peer_cases import LABELS, SIZES, check_derivatives, rounds_per_thread_count, scores, training_improves
 
 from customobj import YetiRank
 from customobj.objectives._noise import query_stream, splitmix_uniform
@@ -71,14 +70,7 @@ def test_gradient_is_the_derivative_of_the_rounds_loss():
 def test_deterministic_per_seed_and_round_whatever_the_threads():
     s = scores(12)
     obj = YetiRank(seed=42)
-    runs = []
-    for threads in (1, 2):
-        numba.set_num_threads(threads)
-        try:
-            prep = obj.prepare(LABELS, SIZES)
-            runs.append([obj.grad_hess_couplings_prepared(s, prep) for _ in range(3)])
-        finally:
-            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    runs = rounds_per_thread_count(lambda prep: obj.grad_hess_couplings_prepared(s, prep), obj)
     for a, b in zip(*runs):
         assert all(np.array_equal(x, y) for x, y in zip(a[:2], b[:2]))
         assert all(np.array_equal(x, y) for x, y in zip(a[2], b[2]))
