@@ -123,6 +123,14 @@ def test_degenerate_queries():
         assert np.isfinite(o.loss(s, [1.0, 0.0, 2.0], [3]))
 
 
+def test_like_lightgbm_seeds():
+    assert XENDCG.like_lightgbm() == XENDCG(convention="lightgbm")  # objective_seed 5
+    assert XENDCG.like_lightgbm(seed=0, objective_seed=9).seed == 9
+    assert XENDCG.like_lightgbm(seed=0).seed == 8855  # measured: LightGBM's seed=0 trains these trees
+    with pytest.raises(TypeError):
+        XENDCG.like_lightgbm(lambdarank_norm=True)
+
+
 def test_bad_options():
     with pytest.raises(ValueError, match="seed"):
         XENDCG(seed=-1)
@@ -136,8 +144,9 @@ def test_bad_options():
         XENDCG(convention="lightgbm").grad_hess([0.0, 1.0], [1.5, 0.0], [2])
 
 
-@pytest.mark.parametrize("seed", [5, 11])
-def test_lightgbm_convention_trains_lightgbms_rank_xendcg(seed):
+@pytest.mark.parametrize("lgb_params", [{}, {"objective_seed": 11}, {"seed": 0}, {"seed": 3, "objective_seed": 7}],
+                         ids=repr)
+def test_lightgbm_convention_trains_lightgbms_rank_xendcg(lgb_params):
     import customobj
     from customobj import adapters
     import lightgbm as lgb
@@ -145,9 +154,9 @@ def test_lightgbm_convention_trains_lightgbms_rank_xendcg(seed):
     data = customobj.synthetic(80, 15, 8, seed=3)
     params = dict(num_leaves=7, learning_rate=0.2, verbose=-1, num_threads=1, min_data_in_leaf=5,
                   deterministic=True, force_row_wise=True)
-    native = lgb.train(dict(params, objective="rank_xendcg", objective_seed=seed),
+    native = lgb.train(dict(params, objective="rank_xendcg", **lgb_params),
                        lgb.Dataset(data.X, data.y, group=data.group), 10)
-    obj = adapters.lightgbm_objective(XENDCG(seed=seed, convention="lightgbm"))
+    obj = adapters.lightgbm_objective(XENDCG.like_lightgbm(**lgb_params))
     ours = lgb.train(dict(params, objective=obj), lgb.Dataset(data.X, data.y, group=data.group), 10)
     # LightGBM rounds its gradients to float32 in its own loop; ours are rounded once, at the end.
     np.testing.assert_allclose(ours.predict(data.X, raw_score=True), native.predict(data.X, raw_score=True),

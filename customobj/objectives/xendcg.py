@@ -17,6 +17,8 @@ __all__ = ["XENDCG"]
 #: LightGBM's default ``objective_seed``.
 LIGHTGBM_SEED = 5
 _CONVENTIONS = ("customobj", "lightgbm")
+#: LightGBM's ``Config::Set`` draws data, bagging, drop, feature-fraction, objective seeds in turn.
+_OBJECTIVE_SEED_DRAW = 5
 
 
 class _XENDCGState(NamedTuple):
@@ -60,6 +62,35 @@ class XENDCG(SoftmaxCrossEntropy):
         self.seed = check_int(seed, "seed", minimum=0, maximum=2**31 - 1)
         self.convention = check_choice(convention, "convention", set(_CONVENTIONS))
         self._lightgbm = self.convention == "lightgbm"  # the one string comparison
+
+    @classmethod
+    def like_lightgbm(cls, *, objective_seed: int | None = None, seed: int | None = None) -> XENDCG:
+        """The XENDCG that trains the same trees as LightGBM's ``objective="rank_xendcg"``.
+
+        Parameters
+        ----------
+        objective_seed, seed
+            LightGBM's parameters of those names. LightGBM derives ``objective_seed`` from ``seed``
+            when only ``seed`` is given (``Config::Set``: the fifth ``NextShort(0, 32767)`` of
+            ``Random(seed)``); an explicit ``objective_seed`` wins; with neither it is 5.
+
+        Returns
+        -------
+        XENDCG
+            ``convention="lightgbm"`` with LightGBM's seed.
+
+        Examples
+        --------
+        >>> import customobj
+        >>> customobj.XENDCG.like_lightgbm(seed=0)
+        XENDCG(convention='lightgbm', seed=8855)
+        """
+        if objective_seed is None and seed is not None:
+            x = check_int(seed, "seed", minimum=-(2**31), maximum=2**31 - 1) & 0xFFFFFFFF
+            for _ in range(_OBJECTIVE_SEED_DRAW):
+                x = (214013 * x + 2531011) & 0xFFFFFFFF
+            objective_seed = ((x >> 16) & 0x7FFF) % 32767
+        return cls(seed=LIGHTGBM_SEED if objective_seed is None else objective_seed, convention="lightgbm")
 
     @property
     def integer_labels(self):
