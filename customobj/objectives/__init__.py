@@ -1,4 +1,4 @@
-"""customobj objectives: the losses of the five papers (formulas and sections: docs/formulas.md)."""
+"""customobj objectives: the losses of the five papers and the peers' (formulas and sections: docs/formulas.md)."""
 from .base import Objective, Prepared, Scaled, Sum
 from .pointwise import SquaredError
 from .pointwise import Logistic, McRank, SquaredHinge

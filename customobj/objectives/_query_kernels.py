@@ -19,6 +19,9 @@ from numba import njit, prange
 
 from ._noise import lcg_next, lcg_skip, lightgbm_uniform
 
+#: LightGBM's ``kEpsilon``: the floor of XENDCG's ``sum phi`` in its gradient loop.
+LIGHTGBM_EPSILON = 1e-15
+
 
 @njit(cache=True, inline="always")
 def _v(vw, use_vw, t):
@@ -220,7 +223,7 @@ def xendcg_lightgbm_grad_hess(scores, labels, ptr, rnd, seed, weights, use_w, ou
         params = np.empty(hi - lo)
         phi = np.empty(hi - lo)
         total = _xendcg_phi(labels, ptr, q, rnd, seed, phi, 0)
-        inv = 1.0 / max(total, 1e-15)  # LightGBM's kEpsilon
+        inv = 1.0 / max(total, LIGHTGBM_EPSILON)
         top, z = _log_partition(scores, weights, False, 1.0, lo, hi)
         rho = np.empty(hi - lo)
         rest = np.empty(hi - lo)
