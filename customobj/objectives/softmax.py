@@ -85,8 +85,9 @@ class ListNet(SoftmaxCrossEntropy):
               g_i = w_q (p_i - t_i), \\qquad h_i = w_q p_i (1 - p_i)
 
     with ``w_q`` the query's mean row weight; couplings ``h_ij = w_q p_i p_j`` (the exact hessian
-    ``w_q (diag(p) - p p^T)``). Queries whose labels are all 0, and one-row queries, contribute
-    nothing (rax masks them out of the loss the same way).
+    ``w_q (diag(p) - p p^T)``). On an unweighted query with a positive label the value is rax's
+    ``softmax_loss`` of that list. Queries whose labels are all 0 have no target distribution and
+    contribute nothing, nor do one-row queries.
 
     Examples
     --------
