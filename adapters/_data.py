@@ -96,14 +96,14 @@ class TrainState:
 
 
 def prepare_state(objective, labels, ptr, weight, *, library, group_hint, out_dtype, out_order="C"):
-    """Validate and prepare one training set; ``ptr`` is None when the data has no query groups."""
+    """Validate and prepare one training set; ``labels`` come from :func:`as_label_array` (converted
+    once, by the adapter that read them), ``ptr`` is None when the data has no query groups."""
     name = type(objective).__name__
     if ptr is None and objective.needs_group:
         raise ValueError(
             f"{name} is a group-wise (ranking) objective but the {library} training data has no query "
             f"groups: {group_hint}"
         )
-    labels = np.asarray(labels)
     groups = Groups.from_ptr(ptr, labels.shape[0]) if ptr is not None else None
     prep = objective.prepare(labels, groups, weight)
     k = known_outputs(objective, library)

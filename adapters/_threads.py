@@ -27,7 +27,7 @@ THREAD_ENV = {"OMP_WAIT_POLICY": "passive", "KMP_BLOCKTIME": "0"}
 _done = False
 
 
-def configure_threads():
+def configure_threads() -> None:
     """Make idle OpenMP workers sleep instead of spin (see module docstring). Idempotent."""
     global _done
     if _done or os.environ.get("CUSTOMOBJ_KEEP_OMP_ENV"):

@@ -7,10 +7,14 @@ Learning curves need no callback of ours: ``lightgbm.record_evaluation`` records
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
+
+from customobj.groups import GroupLike
+from customobj.objectives.base import Objective
 
 from ._data import require_objective
-from ._score_offsets import SCORE_OFFSETS
-from ._tracking import ScoreTracking, claim_datasets, require_customobj_training
+from ._score_offsets import record_of
+from ._tracking import ScoreTracking, claim_datasets, require_customobj_training, valid_X_list
 from .exact_leaves import ExactLeaves
 
 __all__ = ["LineSearch", "ExactLeaves", "require_customobj_training", "claim_datasets"]
@@ -35,14 +39,15 @@ class LineSearch(ScoreTracking):
     - keeps the corrected training scores and stores ``corrected - LightGBM's`` as a score offset
       that :func:`customobj.adapters.lightgbm_objective` adds to ``preds`` every round (the objective must
       be an ``customobj.adapters.lightgbm_objective``) and :func:`customobj.adapters.lightgbm_metric` adds too;
-    - does the same for each validation set whose raw features it has (``valid_X``, in the order
+    - does the same for each validation set, from its raw features: ``valid_X``, in the order
       of ``valid_sets`` without the training set, or the Dataset's own ``data`` when built with
-      ``free_raw_data=False``);
+      ``free_raw_data=False`` (a validation set with neither is refused: its metrics would not be
+      the model's);
     - runs before the recorders (``order = 5``) and rewrites this round's evaluation results in
       place for every metric name ``customobj.metrics.get_metric`` knows (LightGBM's native
       ``ndcg@k`` / ``map@k`` names included), so ``record_evaluation``, ``log_evaluation`` and
       ``early_stopping`` see the rescaled model. Other native metrics (``l2``, ...) cannot be
-      corrected: a warning says so; use ``"metric": "None"`` plus ``feval=lightgbm_metric(...)``.
+      recomputed and are refused; use ``"metric": "None"`` plus ``feval=lightgbm_metric(...)``.
 
     Parameters
     ----------
@@ -55,7 +60,8 @@ class LineSearch(ScoreTracking):
     shrinkage : float, default 1
         Factor applied to the optimal step (``eta``).
     valid_X : list of array-like, optional
-        Raw features of the validation sets.
+        Raw features of the validation sets, in the order of ``valid_sets`` without the training
+        set; needed for every validation set not built with ``free_raw_data=False``.
     max_iter, tol : int, float
         Newton iterations and relative tolerance on ``rho``.
 
@@ -66,33 +72,47 @@ class LineSearch(ScoreTracking):
 
     Notes
     -----
-    Refused at the first call (TypeError, before any tree changes): a native objective
+    Refused at the first call, before any tree changes (TypeError): a native objective
     (``"objective": "lambdarank"``: the trees would be rescaled by a loss the booster never
     sees), a custom objective that is not ``lightgbm_objective``, or training through the
-    scikit-learn estimators (see :func:`require_customobj_training`); an objective other than the
-    one being trained is a ValueError.
+    scikit-learn estimators (see :func:`require_customobj_training`). ValueError: an objective
+    other than the one being trained, labels / weights / groups other than the Dataset's, DART
+    boosting, ``valid_X`` that does not match the validation sets, a metric it cannot
+    recompute, ``ExactLeaves`` in the same training (see :mod:`customobj.adapters._tracking`).
 
     Not supported: ``lightgbm.cv``; training continued from ``init_model`` works (earlier trees
     are taken as they are).
+
+    Examples
+    --------
+    >>> import customobj, lightgbm as lgb
+    >>> from customobj import adapters
+    >>> d, v = customobj.data.synthetic(30, 15, 5, seed=1), customobj.data.synthetic(10, 15, 5, seed=2)
+    >>> obj, curves = customobj.QBRank(), {}
+    >>> ls = adapters.LineSearch(obj, d.X, d.y, d.group, shrinkage=0.3, valid_X=[v.X])
+    >>> booster = lgb.train({"objective": adapters.lightgbm_objective(obj), "learning_rate": 1.0, "verbose": -1},
+    ...                     lgb.Dataset(d.X, d.y, group=d.group), 3, valid_sets=[lgb.Dataset(v.X, v.y, group=v.group)],
+    ...                     feval=adapters.lightgbm_metric("ndcg@10"), callbacks=[ls, lgb.record_evaluation(curves)])
+    >>> len(ls.rhos), len(curves["valid_0"]["co_ndcg@10"])
+    (3, 3)
     """
 
     order = 5
     before_iteration = False
 
-    def __init__(self, objective, X, y, group=None, *, weight=None, shrinkage=1.0, valid_X=None,
-                 max_iter=20, tol=1e-6):
+    def __init__(self, objective: Objective, X: object, y: npt.ArrayLike, group: "GroupLike | None" = None, *,
+                 weight: "npt.ArrayLike | None" = None, shrinkage: float = 1.0, valid_X: "list | None" = None,
+                 max_iter: int = 20, tol: float = 1e-6) -> None:
         self.objective = require_objective(objective, "LineSearch")
-        self.prep = objective.prepare(y, group, weight)
-        self.X = X
+        self._set_training_data(X, y, group, weight)
         if not (np.isfinite(shrinkage) and shrinkage > 0):
             raise ValueError(f"shrinkage must be > 0, got {shrinkage}")
         self.shrinkage = float(shrinkage)
-        self.valid_X = list(valid_X) if valid_X is not None else []
+        self.valid_X = valid_X_list(valid_X)
         self.max_iter, self.tol = int(max_iter), float(tol)
         self.rhos, self.loss, self.loss_unscaled = [], [], []
         self._train = None
         self._valid = None
-        self._warned = set()
 
     # --- line search -------------------------------------------------------------------------
     def _phi(self, s, t, rho, buf):
@@ -153,9 +173,7 @@ class LineSearch(ScoreTracking):
         k = booster.num_model_per_iteration()
         it = booster.current_iteration() - 1
         if self._train is None:
-            require_customobj_training(env, self)  # before any tree is changed
-            claim_datasets(booster, SCORE_OFFSETS, "LineSearch")
-            self._start(booster, it, k)
+            self._begin(env, k)  # every check before any tree is changed
         leaves = self._tree_output(booster, self.X, it, k)
         values = []
         for c in range(k):
@@ -177,16 +195,14 @@ class LineSearch(ScoreTracking):
             for leaf, v in enumerate(values[c]):
                 booster.set_leaf_output(it * k + c, leaf, scale * v)
         s += scale * t
-        SCORE_OFFSETS.add(booster.train_set, (scale - 1.0) * t)
+        record_of(booster.train_set, create=True).add_offset((scale - 1.0) * t)
         for tr in self._valid:
-            if tr.scores is None:
-                continue
             vleaves = self._tree_output(booster, tr.X, it, k)
             tv = np.stack([values[c][vleaves[:, c]] for c in range(k)], axis=1)
             if k == 1:
                 tv = tv[:, 0]
             tr.scores += scale * tv
-            SCORE_OFFSETS.add(tr.dataset, (scale - 1.0) * tv)
+            record_of(tr.dataset, create=True).add_offset((scale - 1.0) * tv)
         if env.evaluation_result_list:
             self._rewrite_evaluation(booster, env.evaluation_result_list)
 

@@ -55,7 +55,7 @@ from ._dask_partition import (
 )
 from ._data import known_outputs, require_objective
 from .lightgbm import lightgbm_sklearn_objective
-from .xgboost import xgboost_objective, xgboost_params
+from .xgboost import XGBoostObjective, xgboost_params
 
 __all__ = [
     "repartition_by_query",
@@ -157,9 +157,11 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
         Xe, ye, ge, name = item
         pe = _aligned(client, Xe, ye, ge, npartitions, None, kind)
         dev.append((xgb_dask.DaskDMatrix(client, pe.X, pe.y, qid=pe.qid), name))
+    # device="cuda" in params: the GPU objective, checked on each worker (the client may have no GPU).
+    device = "cuda" if str((params or {}).get("device", "cpu")).startswith("cuda") else "cpu"
     return xgb_dask.train(
         client, xgboost_params(objective, params), dtrain, num_boost_round,
-        evals=dev or None, obj=xgboost_objective(objective), **train_kwargs,
+        evals=dev or None, obj=XGBoostObjective(objective, device=device, check_device=False), **train_kwargs,
     )
 
 

@@ -19,18 +19,14 @@ from customobj.ole.joint_leaves import LeafSystem, rows_leaf_system
 
 from ._data import require_objective
 from ._lightgbm_scores import LightGBMScores
-from ._tracking import ScoreTracking, claim_datasets, require_customobj_training
+from ._score_offsets import record_of
+from ._tracking import ScoreTracking, valid_X_list
 
 __all__ = ["ExactLeaves"]
 
 #: LightGBM's names of the learning rate, main name first (its own precedence).
 _LEARNING_RATE_ALIASES = ("learning_rate", "shrinkage_rate", "eta")
 _DEFAULT_LEARNING_RATE = 0.1  # LightGBM's default
-#: LightGBM's names of the boosting type, and the types whose cached scores only ever grow by the
-#: new tree (DART rescales old trees, and reading its training scores drops trees for the next
-#: round: LGBM_BoosterGetPredict would change the training). Leaves are read off those scores only then.
-_BOOSTING_ALIASES = ("boosting", "boosting_type", "boost")
-_ADDITIVE_BOOSTING = ("gbdt", "gbrt", "goss")
 
 
 # LightGBM's tree encoding (include/LightGBM/tree.h): decision_type bits, the "zero" band of
@@ -104,15 +100,16 @@ def _dense(X):
 
 
 class _CouplingsRequest:
-    """What ExactLeaves asks :func:`~customobj.adapters.lightgbm_objective` for (its ``_COUPLINGS``
-    registry): the round's pair couplings from the objective's own pass, with its float64 gradients,
-    so they are computed once, at exactly the scores LightGBM's tree was grown on."""
+    """What ExactLeaves asks :func:`~customobj.adapters.lightgbm_objective` for (through the training
+    Dataset's record, :mod:`~customobj.adapters._score_offsets`): the round's pair couplings from the
+    objective's own pass, with its float64 gradients, so they are computed once, at exactly the
+    scores LightGBM's tree was grown on."""
 
     __slots__ = ("pairs", "grad", "hess", "couplings", "row_dtype")
 
     def __init__(self, n_rows):
-        # Nothing here refers to the callback or a Dataset: the registry holds this weakly keyed
-        # by the Dataset, and a value referring to its key would keep both alive for good.
+        # Nothing here refers to the callback or a Dataset: the Dataset holds this, and a reference
+        # back would make a cycle that outlives the training until the garbage collector runs.
         self.pairs = self.grad = self.hess = self.couplings = None
         # int32 rows when they fit (LightGBM's own row index is int32): 16 bytes a pair instead of
         # 24, written by the objective and read back by the leaf-coupling pass every round.
@@ -132,13 +129,6 @@ class _CouplingsRequest:
             return None
         out, self.couplings = (self.grad, self.hess, self.couplings), None
         return out
-
-
-def _additive_boosting(params: dict | None) -> bool:
-    for key in _BOOSTING_ALIASES:
-        if params and key in params:
-            return str(params[key]).lower() in _ADDITIVE_BOOSTING
-    return True  # LightGBM's default: gbdt
 
 
 def _learning_rate(params: dict | None) -> float:
@@ -172,8 +162,12 @@ class ExactLeaves(ScoreTracking):
     Scores: as :class:`~customobj.adapters.callbacks.LineSearch` (the same score offsets,
     validation tracking and evaluation rewriting), so the objective, ``lightgbm_metric`` and this
     round's evaluation results (``record_evaluation``, ``early_stopping``) see the model with the
-    new leaves. Do not combine it with ``LineSearch`` in one training; build a new
-    ``lightgbm.Dataset`` for each training with either (a reused one is refused: ValueError).
+    new leaves. Every validation set needs its raw features (``valid_X`` or ``free_raw_data=False``),
+    and every metric LightGBM evaluates must be one customobj can recompute (``lightgbm_metric``'s, or
+    LightGBM's ``ndcg@k`` / ``map@k``), or the recorded values would not be the model's: refused.
+    Training continued from ``init_model`` works. It cannot be combined with ``LineSearch`` in one
+    training; build a new ``lightgbm.Dataset`` for each training with either (a reused one is
+    refused: ValueError).
 
     Parameters
     ----------
@@ -182,7 +176,7 @@ class ExactLeaves(ScoreTracking):
     lambda_l2 : L2 penalty on the leaf values; pass LightGBM's ``lambda_l2`` to match its leaves.
     weight : optional row weights (as in the Dataset).
     valid_X : raw features of the validation sets, in the order of ``valid_sets`` without the
-        training set (or build them with ``free_raw_data=False``).
+        training set (or build them with ``free_raw_data=False``); every validation set needs them.
 
     Notes
     -----
@@ -196,15 +190,17 @@ class ExactLeaves(ScoreTracking):
     pass building ``A`` and a solve of ``num_leaves`` unknowns. Leaves are read off the change of
     LightGBM's own cached scores (:mod:`customobj.adapters._lightgbm_scores`: one copy of the
     scores, checked row by row to be exactly one leaf value up to rounding); where that does not
-    name them (DART, a first round after ``init_model``, two leaves with one value) the new tree
+    name them (two leaves with one value, bagged rows) the new tree
     is traversed over the raw features when they are a float32/float64 numpy array, else
     LightGBM's ``predict(pred_leaf=True)`` runs. Categorical splits are supported;
     ``linear_tree`` is refused (ValueError).
 
-    Refused at the first call, before any leaf changes (see
-    :func:`~customobj.adapters.callbacks.require_customobj_training`): a native objective, a custom
-    objective that is not a ``lightgbm_objective``, the scikit-learn estimators (TypeError), an
-    objective other than the one trained, or labels other than the Dataset's (ValueError).
+    Refused at the first call, before any leaf changes (see :mod:`customobj.adapters._tracking`):
+    a native objective, a custom objective that is not a ``lightgbm_objective``, the scikit-learn
+    estimators (TypeError); an objective other than the one trained, labels, weights or query groups
+    other than the Dataset's, DART boosting (earlier trees change after the round),
+    ``valid_X`` whose rows or columns do not match the validation sets, a metric it cannot
+    recompute, ``LineSearch`` in the same training (ValueError).
 
     Examples
     --------
@@ -227,20 +223,10 @@ class ExactLeaves(ScoreTracking):
                  weight: Any = None, valid_X: Sequence[Any] | None = None) -> None:
         self.objective = require_objective(objective, "ExactLeaves")
         self.lambda_l2 = check_nonnegative(lambda_l2, "lambda_l2")
-        shape = getattr(X, "shape", None)
-        if shape is None or len(shape) != 2:
-            raise TypeError(f"X must be a 2-D feature matrix (numpy, pandas or scipy), got {type(X).__name__}")
-        self.prep = objective.prepare(y, group, weight)  # validates y, group, weight
-        if shape[0] != self.prep.n_rows:
-            raise ValueError(f"X has {shape[0]} rows but y has {self.prep.n_rows}")
-        self.X = X
-        self._y32 = np.asarray(y, dtype=np.float32).ravel()  # as LightGBM stores labels
-        if valid_X is not None and (isinstance(valid_X, (str, bytes)) or not isinstance(valid_X, Sequence)):
-            raise TypeError(f"valid_X must be a list of feature matrices, got {type(valid_X).__name__}")
-        self.valid_X = list(valid_X) if valid_X is not None else []
+        self._set_training_data(X, y, group, weight)
+        self.valid_X = valid_X_list(valid_X)
         self.quadratic_lightgbm, self.quadratic_exact = [], []
         self._train = self._valid = None
-        self._warned = set()
         self._g = self._h = None
         self._request = _CouplingsRequest(self.prep.n_rows)
         self._lgb_scores = {}  # data index -> LightGBMScores: LightGBM's cached scores, round to round
@@ -248,15 +234,9 @@ class ExactLeaves(ScoreTracking):
     def __repr__(self) -> str:
         return f"ExactLeaves({self.objective!r}, lambda_l2={self.lambda_l2!r})"
 
-    # ScoreTracking's score tracking (under other names: this class has a _start of its own),
-    # offsets and evaluation rewriting, shared with LineSearch.
-    _track = ScoreTracking._start
+    # ScoreTracking's checks, score tracking, offsets and evaluation rewriting, shared with LineSearch.
     _predicted_leaves = ScoreTracking._tree_output
-    _uncorrected = ("the new leaf values", "them")
-
-    @staticmethod
-    def _add_offset(registry, dataset, delta):
-        registry.add(dataset, delta)
+    _uncorrected = "the new leaf values"
 
     def _row_leaves(self, booster, idx, X, values, trees, it, k):
         """(rows, k) int64 leaf of each row of data set ``idx`` (0: training) in this round's trees:
@@ -285,35 +265,23 @@ class ExactLeaves(ScoreTracking):
                                                                pair_buffer=self._request.pair_buffer)
         return (*self.objective.grad_hess_prepared(s, self.prep, self._g, self._h), None)
 
-    def _start(self, booster, it, k, offsets, params):
-        from .lightgbm import _COUPLINGS
-
-        claim_datasets(booster, offsets, "ExactLeaves")
-        self._track(booster, it, k)
+    def _start(self, env, k):
+        self._begin(env, k)  # every check before any leaf changes; the scores tracked from here
+        booster = env.model
+        first = booster.current_iteration() - 1 == env.begin_iteration
         for idx, tr in enumerate([self._train, *self._valid]):
-            if tr.scores is not None and _additive_boosting(params):
-                self._lgb_scores[idx] = scores = LightGBMScores(idx)
-                if it == 0:  # LightGBM's cache holds the initial scores (later: a predict's sum, not its bits)
-                    scores.set_before(tr.scores)
+            self._lgb_scores[idx] = scores = LightGBMScores(idx)
+            if first:  # LightGBM's cache holds the initial scores (later: a predict's sum, not its bits)
+                scores.set_before(tr.scores)
         if self.objective.pairwise and k == 1:  # from the next round on, one fused pass in the objective
-            _COUPLINGS[booster.train_set] = self._request
-
-    def _check_labels(self, booster):
-        label = booster.train_set.get_label()
-        if label is None or not np.array_equal(np.asarray(label, dtype=np.float32), self._y32):
-            raise ValueError("ExactLeaves was given labels y other than the training Dataset's: pass the "
-                             "training labels (the rows in the Dataset's order)")
+            record_of(booster.train_set, create=True).couplings = self._request
 
     def __call__(self, env: Any) -> None:
-        from ._score_offsets import SCORE_OFFSETS
-
         booster = env.model
         k = booster.num_model_per_iteration()
         it = booster.current_iteration() - 1
         if self._train is None:
-            require_customobj_training(env, self)  # before any leaf is changed
-            self._check_labels(booster)
-            self._start(booster, it, k, SCORE_OFFSETS, env.params)
+            self._start(env, k)
         lr = _learning_rate(env.params)
         s = self._train.scores
         fused = self._request.take()
@@ -342,20 +310,20 @@ class ExactLeaves(ScoreTracking):
             deltas.append(new - old)
         self.quadratic_lightgbm.append(q_lgb)
         self.quadratic_exact.append(q_exact)
-        self._advance(self._train, leaves, news, deltas, SCORE_OFFSETS)
+        self._advance(self._train, leaves, news, deltas)
         for idx, tr in enumerate(self._valid, start=1):
-            if tr.scores is not None:
-                self._advance(tr, self._row_leaves(booster, idx, tr.X, values, trees, it, k), news, deltas,
-                              SCORE_OFFSETS)
+            self._advance(tr, self._row_leaves(booster, idx, tr.X, values, trees, it, k), news, deltas)
         if env.evaluation_result_list:
             self._rewrite_evaluation(booster, env.evaluation_result_list)
 
-    def _advance(self, tr, leaves, news, deltas, registry):
+    @staticmethod
+    def _advance(tr, leaves, news, deltas):
         """Add the new tree to ``tr``'s tracked scores and its change to LightGBM's as a score offset."""
+        record = record_of(tr.dataset, create=True)
         if len(news) == 1:
             tr.scores += news[0][leaves[:, 0]]
-            self._add_offset(registry, tr.dataset, deltas[0][leaves[:, 0]])
+            record.add_offset(deltas[0][leaves[:, 0]])
             return
         tr.scores += np.stack([n[leaves[:, c]] for c, n in enumerate(news)], axis=1)
-        self._add_offset(registry, tr.dataset, np.stack([d[leaves[:, c]] for c, d in enumerate(deltas)], axis=1))
+        record.add_offset(np.stack([d[leaves[:, c]] for c, d in enumerate(deltas)], axis=1))
 

@@ -25,30 +25,25 @@ What LightGBM does and does not do for a custom objective (checked on 4.7):
 - with a custom objective there is no boost-from-average: start from ``init_score`` if needed.
 
 Line search (``customobj.adapters.callbacks.LineSearch``) rescales leaves after LightGBM has updated its
-own training scores; the corrections are kept as a per-Dataset score offset in
-``customobj.adapters._score_offsets.SCORE_OFFSETS`` that this objective adds to ``preds`` every round.
+own training scores; the corrections are kept as a score offset in the Dataset's own record
+(``customobj.adapters._score_offsets``) that this objective adds to ``preds`` every round.
 """
 from __future__ import annotations
 
 import functools
 import weakref
-from typing import NamedTuple
-
 import numpy as np
 
+from customobj.clicks import attach_position
 from customobj.groups import as_groups
 from customobj.objectives.base import Objective
 
 from ._data import (AdapterObjective, TrainState, as_label_array, check_outputs, copy_out, known_outputs,
                     prepare_state, require_objective, rows_weight)
-from ._score_offsets import SCORE_OFFSETS
+from ._score_offsets import record_of
 from ._stamp import Stamp, lightgbm_fields
 
-__all__ = ["lightgbm_objective", "lightgbm_sklearn_objective", "LightGBMObjective", "TrainedBy", "trained_objective"]
-
-#: Dataset -> request for this round's pair couplings from the objective's own (fused) pass:
-#: an object with ``pair_buffer`` (read) and ``grad``, ``hess``, ``couplings`` (written); ExactLeaves.
-_COUPLINGS = weakref.WeakKeyDictionary()
+__all__ = ["lightgbm_objective", "lightgbm_sklearn_objective", "LightGBMObjective", "trained_objective"]
 
 _GROUP_HINT = "pass group= (query sizes) to lightgbm.Dataset, or group= to LGBMRanker.fit"
 _CLASS_HINT = "set params num_class={k} (LightGBM then passes (n, {k}) scores)"
@@ -83,7 +78,7 @@ def _check_preds(objective, preds):
 
 
 def _new_state(objective, labels, ptr, weight):
-    labels = as_label_array(labels)
+    """``labels``: the array :func:`as_label_array` made (labels are converted once, by the caller)."""
     w = rows_weight(weight, ptr, labels.shape[0])
     return prepare_state(
         objective, labels, ptr, w, library="LightGBM", group_hint=_GROUP_HINT,
@@ -91,44 +86,17 @@ def _new_state(objective, labels, ptr, weight):
     )
 
 
-class TrainedBy(NamedTuple):
-    """Which customobj objective trained on a LightGBM training set, through which API."""
-
-    objective: Objective
-    api: str  # "train" (lightgbm.train: the objective sees the Dataset) or "sklearn" (LGBMRanker & co.)
-
-
-#: id(label array of a training Dataset) -> (weakref to it, TrainedBy): written by every call of a
-#: LightGBMObjective, read by callbacks that must know the objective (see trained_objective).
-_TRAINED_BY = {}
-
-
-def _forget_trained(key, ref):
-    hit = _TRAINED_BY.get(key)
-    if hit is not None and hit[0] is ref:
-        del _TRAINED_BY[key]
-
-
-def _note_trained(labels, objective, api):
-    key = id(labels)
-    hit = _TRAINED_BY.get(key)
-    if hit is not None and hit[0]() is labels and hit[1].objective is objective and hit[1].api == api:
-        return  # the usual case: the same training, round after round (one dict lookup)
-    try:
-        ref = weakref.ref(labels, functools.partial(_forget_trained, key))
-    except TypeError:  # not weak-referenceable: nothing to record
-        return
-    _TRAINED_BY[key] = (ref, TrainedBy(objective, api))
-
-
-def trained_objective(env: object, who: str) -> TrainedBy:
+def trained_objective(env: object, who: str) -> Objective:
     """The customobj objective this LightGBM training runs, for a callback that needs it.
 
     ``env`` is the ``lightgbm.callback.CallbackEnv`` of an after-iteration callback (the
-    objective has run once by then). Raises TypeError, naming ``who``, when the booster trains a
-    native objective (``"objective": "lambdarank"``) or a custom objective that is not a
-    :func:`lightgbm_objective`: a callback that changes trees by a customobj loss would then work
-    on a loss the booster never sees. Used by :class:`customobj.adapters.callbacks.LineSearch`.
+    objective has run once by then, and noted itself in the training Dataset's record,
+    :mod:`customobj.adapters._score_offsets`). Raises TypeError, naming ``who``, when the booster
+    trains a native objective (``"objective": "lambdarank"``), a custom objective that is not a
+    :func:`lightgbm_objective`, or runs through the scikit-learn estimators (which hand the
+    objective labels, never the Dataset, so score corrections could not reach it): a callback that
+    changes trees by a customobj loss would then work on a loss the booster never sees. Used by
+    :class:`customobj.adapters.callbacks.LineSearch` and ``ExactLeaves``.
     """
     fix = "train with params['objective'] = customobj.adapters.lightgbm_objective(<the customobj objective>)"
     native = env.params.get("objective", "none") if env.params else "none"
@@ -137,14 +105,16 @@ def trained_objective(env: object, who: str) -> TrainedBy:
             f"{who} needs the booster to train a customobj objective, but it trains LightGBM's native "
             f"objective {native!r}, whose gradients {who} would not match: {fix}"
         )
-    labels = env.model.train_set.get_label() if env.model.train_set is not None else None
-    hit = _TRAINED_BY.get(id(labels)) if labels is not None else None
-    if hit is None or hit[0]() is not labels:
+    record = record_of(env.model.train_set) if env.model.train_set is not None else None
+    if record is None or record.trained_by is None:
         raise TypeError(
-            f"{who} needs the booster to train a customobj objective, but its custom objective is not a "
-            f"customobj adapter (no lightgbm_objective has run on its training Dataset): {fix}"
+            f"{who} works with lightgbm.train only, and needs it to train a customobj objective: no "
+            "lightgbm_objective has seen this training Dataset, so the custom objective is not a customobj "
+            "adapter, or training runs through LGBMRanker / LGBMRegressor, which hand the objective labels "
+            f"but never the Dataset (the score corrections {who} makes could not reach it); {fix} and "
+            "lightgbm.train"
         )
-    return hit[1]
+    return record.trained_by
 
 
 def _is_dataset(data):
@@ -180,7 +150,9 @@ class LightGBMObjective(AdapterObjective):
         fields = lightgbm_fields(dataset)
         state = self._states.get(dataset)
         if state is None or not state.stamp.matches(fields):
-            state = _new_state(self.objective, fields[0], _dataset_ptr(dataset), fields[1])
+            state = _new_state(self.objective, as_label_array(fields[0]), _dataset_ptr(dataset), fields[1])
+            # Unbiased reads the position field (LightGBM keeps ids by first appearance: docs/clicks.md)
+            attach_position(self.objective, state.prep, getattr(dataset, "get_position", lambda: None)())
             state.stamp = Stamp(fields, by="identity")  # arrays owned by the Dataset: no leak
             self._states[dataset] = state
         return state
@@ -191,11 +163,11 @@ class LightGBMObjective(AdapterObjective):
         # labels by content too: the same array edited in place must not train on the old values
         if hit is not None and hit[0]() is y_true and hit[1].stamp.matches((y_true, weight, group)):
             return hit[1]
-        n_rows = as_label_array(y_true).shape[0]  # the labels' shape first: group is checked against it
+        labels = as_label_array(y_true)  # the labels' shape first: group is checked against it
         ptr = None
         if group is not None and len(group) > 0:
-            ptr = as_groups(group, n_rows).ptr
-        state = _new_state(self.objective, y_true, ptr, weight)
+            ptr = as_groups(group, labels.shape[0]).ptr
+        state = _new_state(self.objective, labels, ptr, weight)
         # Stamped by content (sample hashes: y_true is not kept, and an in-place edit of it is seen);
         # the entry lives as long as y_true, through the weakref below, so its id is not reused meanwhile.
         state.stamp = Stamp((y_true, weight, group), by="content")
@@ -212,16 +184,16 @@ class LightGBMObjective(AdapterObjective):
         from the scikit-learn estimators; returns float32 ``(grad, hess)``."""
         if _is_dataset(second):
             state = self.state_for(second)
-            _note_trained(state.stamp.arrays[0], self.objective, "train")
+            record = record_of(second, create=True)
+            record.trained_by = self.objective  # for LineSearch / ExactLeaves: the loss LightGBM trains
             preds = _check_preds(self.objective, first)
-            return _grad_hess(self.objective, state, preds, SCORE_OFFSETS.get(second), _COUPLINGS.get(second))
+            return _grad_hess(self.objective, state, preds, record.offset, record.couplings)
         if not isinstance(second, np.ndarray):
             raise TypeError(
                 "lightgbm_objective is called as f(preds, train_data) by lightgbm.train or f(y_true, y_pred, "
                 f"weight, group) by LGBMRanker / LGBMRegressor; got a {type(second).__name__} second argument"
             )
         state = self._sklearn_state(first, weight, group)
-        _note_trained(first, self.objective, "sklearn")
         return _grad_hess(self.objective, state, _check_preds(self.objective, second))
 
 

@@ -22,13 +22,20 @@ Early stopping direction:
 - LightGBM: every result carries its own ``is_higher_better`` flag; ``lightgbm.early_stopping``
   uses it. Nothing to do.
 - XGBoost: ``custom_metric`` returns only ``(name, value)``; the direction is the single
-  ``maximize=`` argument of ``xgboost.train`` (or ``EarlyStopping(maximize=...)``), and by default
-  XGBoost guesses it from the name (it would minimise ``co_err@10``). Pass
-  ``maximize=m.maximize`` (the direction of the last name, which XGBoost's early stopping watches),
-  or use :func:`xgboost_early_stopping` to stop on any one of the names.
+  ``maximize=`` argument of ``xgboost.train`` (or ``EarlyStopping(maximize=...)``). Left out,
+  XGBoost 3.2 guesses it from the metric's name at the first evaluation
+  (``xgboost.callback.EarlyStopping._update_rounds``: maximise only names starting ``ndcg``,
+  ``map``, ``auc``, ``pre``), so it would *minimise* ``co_ndcg@10`` and keep the worst round. An
+  :func:`xgboost_metric` therefore sets the direction itself: at each evaluation it finds the
+  ``xgboost.train`` / ``xgboost.cv`` run calling it (the callback container on the call stack) and
+  gives every ``EarlyStopping`` of that run whose ``maximize`` is still unset the direction of the
+  metric it watches (the one named by ``metric_name``, else the last name: XGBoost watches the last
+  metric). A ``maximize=`` you pass is never changed; ``maximize=m.maximize`` or
+  :func:`xgboost_early_stopping` (to stop on any one of the names) say the same explicitly.
 """
 from __future__ import annotations
 
+import sys
 import weakref
 
 import numpy as np
@@ -37,7 +44,7 @@ from customobj.groups import Groups
 from customobj.metrics import Metric, get_metric
 
 from ._data import ranking_scores
-from ._score_offsets import SCORE_OFFSETS
+from ._score_offsets import apply_offset
 from ._stamp import Stamp, lightgbm_fields, xgboost_fields
 
 __all__ = ["lightgbm_metric", "lightgbm_sklearn_metric", "xgboost_metric", "xgboost_early_stopping", "resolve_metrics",
@@ -72,6 +79,42 @@ def resolve_metrics(names: tuple) -> tuple:
     return tuple(lookup_metric(n) for n in names)
 
 
+#: How far up the call stack an XGBoost metric looks for the training run calling it:
+#: ``xgboost.train`` -> CallbackContainer.after_iteration -> Booster.eval_set -> the metric (two
+#: frames), ``xgboost.cv`` -> ... -> _PackedBooster.eval -> CVPack.eval -> Booster.eval_set (four).
+_XGBOOST_STACK_DEPTH = 8
+
+
+def _xgboost_run_callbacks():
+    """The callbacks of the ``xgboost.train`` / ``xgboost.cv`` run that called the metric calling
+    this, or ``()`` when it was called some other way."""
+    from xgboost.callback import CallbackContainer
+
+    frame = sys._getframe(2)  # the metric's own frame (XGBoostMetric.__call__ -> _direct_early_stopping -> here)
+    for _ in range(_XGBOOST_STACK_DEPTH):
+        if frame is None:
+            break
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, CallbackContainer):
+            return owner.callbacks
+        frame = frame.f_back
+    return ()
+
+
+def _direct_early_stopping(metrics):
+    """Give each ``EarlyStopping`` of the calling XGBoost run whose ``maximize`` is unset the
+    direction of the metric it watches, before XGBoost guesses one from the name (module docstring).
+    An EarlyStopping watching a metric that is not one of ``metrics`` (XGBoost's own) is left alone."""
+    from xgboost.callback import EarlyStopping
+
+    higher = {PREFIX + m.name: m.higher_is_better for m in metrics}
+    for cb in _xgboost_run_callbacks():
+        if isinstance(cb, EarlyStopping) and cb.maximize is None:
+            watched = cb.metric_name if cb.metric_name else PREFIX + metrics[-1].name  # XGBoost watches the last
+            if watched in higher:
+                cb.maximize = higher[watched]
+
+
 def _groups_or_error(ptr, n_rows, what):
     if ptr is None or len(ptr) < 2:
         raise ValueError(
@@ -91,7 +134,7 @@ class _PerDatasetData:
 
     _what = "training data"
 
-    def __init__(self, metrics):
+    def __init__(self, metrics: tuple) -> None:
         self.metrics = tuple(metrics)
         self._data = weakref.WeakKeyDictionary()  # Dataset / DMatrix -> (Stamp, labels float64, Groups)
 
@@ -110,7 +153,7 @@ class _PerDatasetData:
         """The reported names, ``("co_ndcg@10", ...)``: the keys of the recorded histories."""
         return tuple(PREFIX + m.name for m in self.metrics)
 
-    def data_for(self, data):
+    def data_for(self, data: object) -> "tuple[np.ndarray, Groups]":
         fields = self._fields(data)
         hit = self._data.get(data)
         if hit is None or not hit[0].matches(fields):
@@ -154,7 +197,7 @@ class LightGBMMetric(_PerDatasetData):
                 ptr = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
             return _evaluate(self.metrics, second, labels, _groups_or_error(ptr, labels.shape[0], "evaluation data"))
         labels, groups = self.data_for(second)
-        preds = SCORE_OFFSETS.apply(second, first)  # corrections made by adapters.callbacks.LineSearch
+        preds = apply_offset(second, first)  # corrections made by LineSearch / ExactLeaves
         return _evaluate(self.metrics, preds, labels, groups)
 
 
@@ -209,7 +252,7 @@ class XGBoostMetric(_PerDatasetData):
     def _stamp(fields):
         return Stamp(fields, by="content")  # views of XGBoost's buffers: hashed, never kept
 
-    def __init__(self, metrics):
+    def __init__(self, metrics: tuple) -> None:
         super().__init__(metrics)
         #: Direction of the last metric: what ``xgboost.train(maximize=...)`` should get.
         self.maximize = self.metrics[-1].higher_is_better
@@ -224,6 +267,7 @@ class XGBoostMetric(_PerDatasetData):
                 f"{type(dmat).__name__} second argument (XGBoost's scikit-learn eval_metric passes no query "
                 "groups: train with xgboost.train and a DMatrix built with group= or qid=)"
             )
+        _direct_early_stopping(self.metrics)
         labels, groups = self.data_for(dmat)
         return [(name, value) for name, value, _ in _evaluate(self.metrics, preds, labels, groups)]
 
@@ -231,7 +275,9 @@ class XGBoostMetric(_PerDatasetData):
 def xgboost_metric(*names: str) -> XGBoostMetric:
     """``custom_metric`` for ``xgboost.train``: a list of ``(name, value)``, names ``co_<metric>``.
 
-    The returned callable has ``.maximize`` (direction of the last name) for ``xgboost.train(maximize=...)``.
+    Early stopping keeps the best round without ``maximize=``: the metric tells XGBoost's
+    ``EarlyStopping`` its direction (see the module docstring); ``.maximize`` is the direction of
+    the last name, the one XGBoost watches, for ``xgboost.train(maximize=...)``.
     With a custom objective XGBoost hands the metric raw margins; with a native objective it hands
     transformed predictions, which for ``rank:*`` and ``reg:squarederror`` are the margins too.
 

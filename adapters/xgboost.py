@@ -24,13 +24,21 @@ cannot be passed through XGBRegressor either. Use ``xgboost.train`` with a ``DMa
 or ``DMatrix(qid=...)``. Pointwise objectives work with XGBRegressor through
 :func:`xgboost_sklearn_objective`.
 ``xgboost.dask.train(obj=...)`` silently splits queries across workers: use ``customobj.adapters.dask.train_xgboost``, which aligns partitions to whole queries.
+
+GPU (``xgboost_objective(obj, device="cuda")`` with XGBoost's ``device="cuda"``): the margins
+(host float32 from XGBoost) are copied once per round into a reused device buffer, the objective
+runs in numba.cuda (``customobj.objectives.devices``) and grad/hess go back to XGBoost as float32
+device arrays (``__cuda_array_interface__``, accepted since XGBoost 2.1); nothing of size n
+returns to the host. Needs ``customobj[cuda]`` and an NVIDIA GPU; refused at once otherwise.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from customobj._cuda_runtime import is_device_array
 from customobj.objectives.base import Objective
 
+from ._cuda import as_device, check_gpu_objective, device_round
 from ._data import (AdapterObjective, TrainState, as_label_array, check_outputs, copy_out, known_outputs,
                     prepare_state, require_objective, rows_weight)
 from ._stamp import Stamp, xgboost_fields
@@ -48,7 +56,7 @@ def _dmatrix_ptr(dtrain):
 
 
 def _new_state(objective, labels, ptr, weight):
-    labels = as_label_array(labels)
+    """``labels``: the array :func:`as_label_array` made (labels are converted once, by the caller)."""
     w = rows_weight(weight, ptr, labels.shape[0])
     return prepare_state(objective, labels, ptr, w, library="XGBoost", group_hint=_GROUP_HINT,
                          out_dtype=np.float32)
@@ -91,6 +99,30 @@ class XGBoostObjective(AdapterObjective):
 
     _factory = "xgboost_objective"
 
+    def __init__(self, objective: Objective, *, device: str = "cpu", check_device: bool = True) -> None:
+        # check_device=False defers the GPU check to where the callable runs: a Dask client without a
+        # GPU builds it for GPU workers (it is checked again there when unpickled).
+        self.on_gpu = as_device(device)
+        self.device = device
+        super().__init__(objective)
+        if self.on_gpu and check_device:
+            check_gpu_objective(self.objective, self._factory)
+
+    def __repr__(self) -> str:
+        return super().__repr__() if not self.on_gpu else f"{self._factory}({self.objective!r}, device='cuda')"
+
+    def __eq__(self, other: object) -> bool:
+        return super().__eq__(other) and getattr(other, "device", None) == self.device
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.objective, self.device))
+
+    def __getstate__(self) -> dict:
+        return {"objective": self.objective, "device": self.device}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["objective"], device=state.get("device", "cpu"))
+
     def _init_caches(self) -> None:
         super()._init_caches()  # DMatrix -> TrainState
         self._last = None  # scikit-learn calls: (labels copy, weight copy or None, TrainState)
@@ -102,7 +134,7 @@ class XGBoostObjective(AdapterObjective):
         state = self._states.get(dtrain)
         if state is None or not state.stamp.matches(fields):
             ptr = _dmatrix_ptr(dtrain)
-            state = _new_state(self.objective, dtrain.get_label(), ptr, dtrain.get_weight())
+            state = _new_state(self.objective, as_label_array(dtrain.get_label()), ptr, dtrain.get_weight())
             state.stamp = Stamp(fields, by="content")  # views of XGBoost's buffers: hashed, never kept
             self._states[dtrain] = state
         return state
@@ -110,7 +142,7 @@ class XGBoostObjective(AdapterObjective):
     def _sklearn_state(self, y_true, sample_weight) -> TrainState:
         if self.objective.needs_group:
             raise ValueError(_SKLEARN_GROUPS.format(name=type(self.objective).__name__))
-        y = np.asarray(y_true)
+        y = as_label_array(y_true)
         w = None if sample_weight is None or np.size(sample_weight) == 0 else np.asarray(sample_weight)
         last = self._last
         if last is not None and np.array_equal(last[0], y) and (
@@ -126,18 +158,38 @@ class XGBoostObjective(AdapterObjective):
         """``(preds, dtrain)`` from ``xgboost.train``, or ``(y_true, y_pred, sample_weight=...)``
         from the scikit-learn estimators; returns float32 ``(grad, hess)``."""
         if _is_dmatrix(second):
-            return _grad_hess(self.objective, self.state_for(second), first)
+            state = self.state_for(second)
+            if self.on_gpu:
+                return _grad_hess_gpu(self.objective, state, first)
+            return _grad_hess(self.objective, state, first)
         if not isinstance(second, np.ndarray):
             raise TypeError(
                 "xgboost_objective is called as f(preds, dtrain) by xgboost.train or f(y_true, y_pred, "
                 f"sample_weight=...) by XGBRegressor; got a {type(second).__name__} second argument"
             )
-        return _grad_hess(self.objective, self._sklearn_state(first, sample_weight), second)
+        state = self._sklearn_state(first, sample_weight)
+        if self.on_gpu:
+            return _grad_hess_gpu(self.objective, state, second)
+        return _grad_hess(self.objective, state, second)
 
 
-def xgboost_objective(objective: Objective) -> XGBoostObjective:
+def _grad_hess_gpu(objective, state, preds):
+    if not is_device_array(preds):
+        preds = np.asarray(preds)
+        if preds.ndim == 2 and objective.n_outputs == 1 and preds.shape[1] == 1:
+            preds = preds[:, 0]
+        check_outputs(objective, preds, "XGBoost", f"set params num_class={known_outputs(objective, 'XGBoost')}")
+    return device_round(objective, state.prep, preds, state.grad.shape, "XGBoost")
+
+
+def xgboost_objective(objective: Objective, *, device: str = "cpu") -> XGBoostObjective:
     """Wrap a customobj objective for ``xgboost.train(params, dtrain, obj=...)`` (and, pointwise
     objectives, ``XGBRegressor(objective=...)``); see :class:`XGBoostObjective`.
+
+    ``device="cuda"``: compute on the GPU and hand XGBoost device arrays (train with XGBoost's
+    ``device="cuda"`` too; see the module docstring). Raises ``GPUUnavailableError`` naming what is
+    missing (package, driver, device) when no GPU can be used, ``NotImplementedError`` for an
+    objective without GPU kernels; never a silent CPU fallback.
 
     Examples
     --------
@@ -148,15 +200,22 @@ def xgboost_objective(objective: Objective) -> XGBoostObjective:
     >>> booster = xgboost.train(xgboost_params(obj, {"tree_method": "hist"}),
     ...                         xgboost.DMatrix(d.X, d.y, group=d.group), 5, obj=xgboost_objective(obj))
     """
-    return XGBoostObjective(objective)
+    return XGBoostObjective(objective, device=device)
 
 
-def xgboost_params(objective: Objective, params: dict | None = None) -> dict:
+def xgboost_params(objective: Objective, params: dict | None = None, *, device: str | None = None) -> dict:
     """A copy of ``params`` completed for a custom objective: ``base_score=0`` unless set (so
     pointwise terms see the true margin), ``num_class=K`` for multi-output objectives, and
-    ``disable_default_eval_metric`` (the default metric would evaluate a meaningless objective)."""
+    ``disable_default_eval_metric`` (the default metric would evaluate a meaningless objective).
+    ``device`` (``"cpu"`` or ``"cuda"``): XGBoost's ``device`` parameter, set to match the
+    objective's (``xgboost_objective(obj, device=...)``); a different ``params["device"]`` is an error."""
     require_objective(objective, "xgboost_params")
     out = dict(params or {})
+    if device is not None:
+        as_device(device)
+        if out.get("device", device) != device:
+            raise ValueError(f"params device={out['device']!r} but device={device!r}: train where the objective runs")
+        out["device"] = device
     out.setdefault("base_score", 0.0)
     out.setdefault("disable_default_eval_metric", 1)
     k = known_outputs(objective, "xgboost_params")

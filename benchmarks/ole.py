@@ -33,8 +33,7 @@ import time
 
 import numpy as np
 
-from customobj.ole.grower import OLE_FAST_FEATURES
-from customobj.ole.pair_pruning import OLE_FAST_EPSILON
+from customobj.ole.criterion import OLE_FAST_EPSILON, OLE_FAST_FEATURES
 
 
 def make_data(n_queries, q_size, n_features, seed=0):

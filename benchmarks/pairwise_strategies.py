@@ -72,21 +72,22 @@ def main(nq=2000, rows=120):
     PK.label_order_kernel(labels, ptr, order, lower)
     m = int((np.repeat(ptr[1:], np.diff(ptr)) - lower).sum())
     pi = np.empty(m, np.int64); pj = np.empty(m, np.int64); th = np.empty(m)
-    PK.label_pair_list_kernel(labels, ptr, order, lower, PK.THETA_CONST, 1.0, pi, pj, th)
+    PK.label_pair_list_kernel(labels, ptr, order, lower, int(PK.Theta.CONST), 1.0, pi, pj, th)
     g = np.zeros(n); h = np.zeros(n)
     E = np.zeros(0)
     print(f"{nq} queries x {rows} rows, {m} label pairs")
-    for name, kind in (("RankNet", PK.LOGISTIC), ("RankSVM", PK.SQ_HINGE)):
+    for name, kind in (("RankNet", PK.PairKind.LOGISTIC), ("RankSVM", PK.PairKind.SQ_HINGE)):
+        spec = PK.pair_spec(kind, PK.Theta.CONST, 1.0, 1.0)
         res = {
-            "direct double loop": lambda: direct_grad_hess(scores, labels, ptr, kind, 1.0, g, h),
+            "direct double loop": lambda: direct_grad_hess(scores, labels, ptr, spec.kind, 1.0, g, h),
             "sorted blocks, serial": lambda: PK.label_pairs_grad_hess(
-                scores, labels, ptr, order, lower, E, False, kind, PK.THETA_CONST, 1.0, 1.0, 1.0, g, h),
+                scores, labels, ptr, order, lower, E, False, spec, g, h),
             "sorted blocks, prange": lambda: PK.label_pairs_grad_hess_parallel(
-                scores, labels, ptr, order, lower, E, False, kind, PK.THETA_CONST, 1.0, 1.0, 1.0, g, h),
+                scores, labels, ptr, order, lower, E, False, spec, g, h),
             "materialised pair list": lambda: PK.pair_list_grad_hess(
-                scores, pi, pj, th, E, False, E, False, kind, 1.0, 1.0, g, h),
+                scores, pi, pj, th, E, False, E, False, spec, g, h),
         }
-        if kind == PK.LOGISTIC:
+        if kind == PK.PairKind.LOGISTIC:
             res["hand-specialised, serial"] = lambda: specialised_ranknet(scores, ptr, order, lower, 1.0, g, h)
         for label, fn in res.items():
             print(f"  {name:8s} {label:24s} {best_of(fn) * 1e3:8.1f} ms")

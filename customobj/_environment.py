@@ -15,10 +15,10 @@ from numba import njit, prange
 
 from ._version import __version__
 
-__all__ = ["environment_info"]
+__all__ = ["environment_info", "gpu_line"]
 
 _PACKAGES = ["customobj", "numpy", "numba", "lightgbm", "xgboost", "scipy", "scikit-learn"]
-_OPTIONAL_PACKAGES = ["catboost", "dask", "distributed", "pandas"]
+_OPTIONAL_PACKAGES = ["catboost", "dask", "distributed", "pandas", "numba-cuda"]
 _THREAD_ENV_PREFIXES = ("OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "NUMBA_", "TBB_")
 
 
@@ -83,4 +83,27 @@ def environment_info() -> dict:
         "cpu_count": os.cpu_count(),
         "cpus_usable": affinity,
         "thread_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_THREAD_ENV_PREFIXES)},
+        "gpu": _gpu(),
     }
+
+
+def _gpu():
+    # Imported here: numba.cuda loads only when the report is asked for.
+    from ._cuda_runtime import gpu_status
+
+    return gpu_status()._asdict()
+
+
+def gpu_line(gpu: dict) -> str:
+    """One line about the GPU for ``customobj info``: name, memory and driver, or why there is none.
+
+    Examples
+    --------
+    >>> gpu_line({"available": False, "reason": "no usable NVIDIA driver"})
+    'none (no usable NVIDIA driver)'
+    """
+    if not gpu["available"]:
+        return f"none ({gpu['reason']})"
+    if gpu.get("simulator"):
+        return gpu["name"]
+    return f"{gpu['name']} ({gpu['memory_gib']:.1f} GiB, driver {gpu['driver']})"

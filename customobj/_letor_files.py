@@ -12,7 +12,7 @@ import gzip
 import os
 import stat
 import zlib
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -107,7 +107,8 @@ class Parsed(NamedTuple):
     qid: object
 
 
-def parse_file(path, *, n_features=None, query_file=None) -> Parsed:
+def parse_file(path: str | os.PathLike[str], *, n_features: int | None = None,
+               query_file: str | os.PathLike[str] | None = None) -> Parsed:
     """Parse and check one file; raises ``ValueError`` naming file, line and column."""
     path = os.fspath(path)
     raw = read_bytes(path)
@@ -238,7 +239,7 @@ def physical_memory() -> int | None:
         return None
 
 
-def check_dense(n_rows: int, width: int, *, max_features: int, because: str, memory=None) -> None:
+def check_dense(n_rows: int, width: int, *, max_features: int, because: str, memory: int | None = None) -> None:
     """Refuse a dense float32 ``n_rows x width`` matrix wider than ``max_features`` or larger than RAM.
 
     ``because`` says where the width comes from (the largest index of a file, or ``n_features=``).
@@ -256,7 +257,7 @@ def check_dense(n_rows: int, width: int, *, max_features: int, because: str, mem
                           f"{memory / 1e9:.3g} GB of RAM: pass sparse=True")
 
 
-def to_matrix(parsed: Parsed, n_cols: int, sparse: bool):
+def to_matrix(parsed: Parsed, n_cols: int, sparse: bool) -> Any:
     """``X`` of one parsed file: float32 CSR, or dense after :func:`check_dense` passed."""
     n_rows = parsed.labels.size
     if sparse:

@@ -9,15 +9,35 @@ Conventions shared by every kernel here:
   (size-0 query, value 0.0) or ``STATUS_UNDEFINED`` (the metric has no ideal to normalise by:
   IDCG = 0, or no relevant document; value 0.0). Python applies the ``empty`` policy, so the
   kernels never divide by zero and never produce NaN.
+* ``binary_relevance_all`` picks its metric by a :class:`BinaryMetric` code; an unknown code
+  computes nothing and returns ``KernelStatus.UNKNOWN_CODE`` (``customobj._kernel_status``).
 """
+from enum import IntEnum
+
 import numpy as np
 from numba import njit
 
 from ._dcg_kernels import ideal_dcg_query  # noqa: F401  (the metrics' IDCG; its home is _dcg_kernels)
+from ._kernel_status import KernelStatus
 
-STATUS_OK = 0
-STATUS_EMPTY_GROUP = 1
-STATUS_UNDEFINED = 2
+
+class QueryStatus(IntEnum):
+    """What each outer loop writes to ``out_status[q]``."""
+
+    OK = 0
+    EMPTY_GROUP = 1  # a size-0 query (value 0.0)
+    UNDEFINED = 2  # no ideal to normalise by (value 0.0)
+
+
+#: The pre-enum names of the statuses (aliases of the members).
+STATUS_OK, STATUS_EMPTY_GROUP, STATUS_UNDEFINED = QueryStatus
+
+
+class BinaryMetric(IntEnum):
+    """The metric of ``binary_relevance_all`` (relevant = label > 0)."""
+
+    AVERAGE_PRECISION = 0
+    RECIPROCAL_RANK = 1
 
 
 @njit(cache=True)
@@ -146,7 +166,10 @@ def reciprocal_rank_query(scores, labels, lo, hi, k, pessimistic):
 
 @njit(cache=True)
 def binary_relevance_all(scores, labels, ptr, k, pessimistic, which, out_value, out_status):
-    """``which`` = 0: average precision, 1: reciprocal rank."""
+    """``which`` (a :class:`BinaryMetric` code): average precision or reciprocal rank per query;
+    returns the KernelStatus (an unknown ``which`` writes nothing)."""
+    if which != BinaryMetric.AVERAGE_PRECISION and which != BinaryMetric.RECIPROCAL_RANK:
+        return KernelStatus.UNKNOWN_CODE
     for q in range(ptr.shape[0] - 1):
         lo = ptr[q]
         hi = ptr[q + 1]
@@ -154,7 +177,7 @@ def binary_relevance_all(scores, labels, ptr, k, pessimistic, which, out_value, 
         if hi == lo:
             out_status[q] = STATUS_EMPTY_GROUP
             continue
-        if which == 0:
+        if which == BinaryMetric.AVERAGE_PRECISION:
             v = average_precision_query(scores, labels, lo, hi, k, pessimistic)
         else:
             v = reciprocal_rank_query(scores, labels, lo, hi, k, pessimistic)
@@ -163,6 +186,7 @@ def binary_relevance_all(scores, labels, ptr, k, pessimistic, which, out_value, 
         else:
             out_value[q] = v
             out_status[q] = STATUS_OK
+    return KernelStatus.OK
 
 
 @njit(cache=True)

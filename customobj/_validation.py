@@ -13,9 +13,11 @@ these bounds, and a row takes part in fewer than ``MAX_ROWS`` pairs.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Optional
+from typing import Any, Collection, Literal, Optional, overload
 
 import numpy as np
+
+from ._cuda_runtime import is_device_array
 
 __all__ = [
     "as_1d_float",
@@ -98,6 +100,8 @@ def _to_numpy(x: Any, name: str) -> np.ndarray:
     """Convert array-likes (lists, pandas, numpy) to ndarray; reject sparse and object data."""
     if x is None:
         raise TypeError(f"{name} must be an array, got None")
+    if is_device_array(x):
+        raise TypeError(f"{name} is in GPU memory, where only Objective.grad_hess computes: pass a host (numpy) array")
     if hasattr(x, "tocsr") and hasattr(x, "nnz"):
         raise TypeError(f"{name} must be a dense 1-D array, got a scipy.sparse matrix; use .toarray()")
     if hasattr(x, "to_numpy") and not isinstance(x, np.ndarray):  # pandas Series / DataFrame
@@ -298,7 +302,7 @@ def check_nonnegative(value: Any, name: str, *, maximum: Optional[float] = PARAM
     return v
 
 
-def check_choice(value: Any, name: str, choices) -> Any:
+def check_choice(value: Any, name: str, choices: Collection[Any]) -> Any:
     """``value`` must be one of ``choices`` (strings); anything else, hashable or not, is named."""
     try:
         ok = value in choices
@@ -310,6 +314,17 @@ def check_choice(value: Any, name: str, choices) -> Any:
             raise TypeError(f"{name} must be one of {options} (a string), got {type(value).__name__} {value!r}")
         raise ValueError(f"{name} must be one of {options}, got {value!r}")
     return value
+
+
+# Typed twice so that callers without allow_none=True get an int, not Optional[int].
+@overload
+def check_int(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None,
+              allow_none: Literal[False] = False, hint: str = "") -> int: ...
+
+
+@overload
+def check_int(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None,
+              allow_none: bool, hint: str = "") -> Optional[int]: ...
 
 
 def check_int(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None,

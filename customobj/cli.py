@@ -56,6 +56,9 @@ def _print_info(info):
     print(f"  available         {', '.join(nb['available_layers']) or 'none'}")
     print(f"  NUMBA_NUM_THREADS {nb['num_threads']}")
     print(f"cpu_count {info['cpu_count']} (usable by this process: {info['cpus_usable']})")
+    from ._environment import gpu_line
+
+    print(f"gpu       {gpu_line(info['gpu'])}")
     print("thread-related environment variables:")
     if info["thread_env"]:
         for k, v in info["thread_env"].items():

@@ -53,7 +53,7 @@ def best_linear_combination(s1: Any, s2: Any, labels: Any, group: Union[Groups, 
     alpha = float(cand_alpha[best])
     # Report the metric itself at alpha (same arithmetic as any caller's check).
     value = ndcg(alpha * a + (1.0 - alpha) * b, y, g, k, empty=empty, gain=gain)
-    return alpha, value
+    return alpha, float(value)
 
 
 #: Largest ``sum_q n_q * n_q (n_q - 1) / 2`` (crossings times the cost of one evaluation) accepted.

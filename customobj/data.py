@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 from numba import njit
@@ -24,9 +24,9 @@ __all__ = ["LetorData", "LetorFold", "load_letor", "load_letor_folds", "syntheti
 
 
 class _LetorFields(NamedTuple):
-    X: object
+    X: Any  # float32 ndarray, or scipy.sparse.csr_matrix with sparse=True
     y: np.ndarray
-    group: object
+    group: Optional[np.ndarray]
 
 
 class LetorData(_LetorFields):
@@ -37,25 +37,25 @@ class LetorData(_LetorFields):
     ``group`` and ``qid`` are ``None`` for a file with neither qids nor a query file.
     """
 
-    qid = None  # default for instances made by tuple machinery (``_make``)
+    qid: Optional[np.ndarray] = None  # default for instances made by tuple machinery (``_make``)
 
-    def __new__(cls, X, y, group, qid=None):
+    def __new__(cls, X: Any, y: np.ndarray, group: Optional[np.ndarray], qid: Optional[np.ndarray] = None) -> LetorData:
         self = super().__new__(cls, X, y, group)
         self.qid = qid
         return self
 
-    def __getnewargs__(self):
+    def __getnewargs__(self) -> tuple:
         return (*tuple(self), self.qid)
 
-    def _replace(self, **kwargs):
+    def _replace(self, **kwargs: Any) -> LetorData:
         qid = kwargs.pop("qid", self.qid)
         return LetorData(*super()._replace(**kwargs), qid=qid)
 
     @property
-    def n_features(self):
+    def n_features(self) -> int:
         return int(self.X.shape[1])
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         ng = "None" if self.group is None else len(self.group)
         kind = "csr" if not isinstance(self.X, np.ndarray) else "dense"
         return f"LetorData(n_rows={self.X.shape[0]}, n_features={self.X.shape[1]}, n_queries={ng}, X={kind})"
@@ -363,3 +363,9 @@ def synthetic(n_queries: int = 200, docs_per_query: float = 40, n_features: int 
     y = np.searchsorted(cuts, s, side="right").astype(np.float64)
     qid = np.repeat(np.arange(n_queries, dtype=np.int64), sizes)
     return LetorData(X, y, sizes, qid=qid)
+
+
+# Click logs simulated from graded data live in their own module; re-exported here, next to the loaders.
+from .click_simulation import simulate_clicks  # noqa: E402
+
+__all__ += ["simulate_clicks"]

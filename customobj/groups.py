@@ -20,7 +20,8 @@ from ._validation import MAX_ROWS
 __all__ = ["Groups", "as_groups"]
 
 
-def _int_array(values, name, *, minimum=None, maximum=MAX_ROWS):
+def _int_array(values: object, name: str, *, minimum: Optional[int] = None,
+               maximum: Optional[int] = MAX_ROWS) -> np.ndarray:
     """``values`` as a 1-D int64 array, each checked to lie in ``[minimum, maximum]`` *before* the cast
     (an unsigned or float value beyond int64 would otherwise wrap or be undefined)."""
     if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
@@ -182,19 +183,19 @@ class Groups:
     def n_groups(self) -> int:
         return int(self._ptr.size - 1)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.n_groups
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Groups) and np.array_equal(self._ptr, other._ptr)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._ptr.tobytes())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Groups(n_groups={self.n_groups}, n_rows={self.n_rows})"
 
-    def subset(self, queries: npt.ArrayLike) -> "Groups":
+    def subset(self, queries: npt.ArrayLike) -> "tuple[np.ndarray, Groups]":
         """Rows and ``Groups`` of the selected queries (an index array), in the given order."""
         queries = _int_array(queries, "queries")
         if queries.size and (queries.min() < 0 or queries.max() >= self.n_groups):

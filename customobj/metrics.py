@@ -28,6 +28,7 @@ from typing import Any, Callable, NamedTuple, Optional, Tuple, Union
 import numpy as np
 
 from customobj import _metric_kernels as K
+from customobj._kernel_status import as_code, check_status
 from customobj._validation import (
     EXP_GAIN_MAX_LABEL,
     MAX_ROWS,
@@ -221,7 +222,9 @@ def _run_binary(scores, labels, group, k, empty, ties, per_query, which):
     s, y, g = _inputs(scores, labels, group)
     values = np.empty(g.n_groups)
     status = np.empty(g.n_groups, dtype=np.int64)
-    K.binary_relevance_all(s, y, g.ptr, _k(k), _ties(ties), which, values, status)
+    code = as_code(which, K.BinaryMetric, "which")
+    check_status(K.binary_relevance_all(s, y, g.ptr, _k(k), _ties(ties), code, values, status),
+                 "binary-relevance metric")
     return _reduce(values, status, e, per_query)
 
 
@@ -234,7 +237,7 @@ def average_precision(scores: ArrayLike, labels: ArrayLike, group: GroupLike, k:
     ``empty``: 1.0 by default as in LightGBM's ``map@k``; pass 0.0 for the TREC convention or
     ``"exclude"``.
     """
-    return _run_binary(scores, labels, group, k, empty, ties, per_query, 0)
+    return _run_binary(scores, labels, group, k, empty, ties, per_query, K.BinaryMetric.AVERAGE_PRECISION)
 
 
 def reciprocal_rank(scores: ArrayLike, labels: ArrayLike, group: GroupLike, k: Optional[int] = None, *,
@@ -244,7 +247,7 @@ def reciprocal_rank(scores: ArrayLike, labels: ArrayLike, group: GroupLike, k: O
 
     Queries without a relevant document score ``empty`` (1.0 by default, like :func:`average_precision`).
     """
-    return _run_binary(scores, labels, group, k, empty, ties, per_query, 1)
+    return _run_binary(scores, labels, group, k, empty, ties, per_query, K.BinaryMetric.RECIPROCAL_RANK)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -333,7 +336,7 @@ Metric names (case-insensitive):
   precision@P%    QBRank's precision at P% of pairs sorted by |score difference|, 0 < P <= 100
   misordered      fraction of mis-ordered pairs (lower is better)"""
 
-_RANKED = {
+_RANKED: dict[str, Callable[..., Any]] = {
     "ndcg": ndcg,
     "dcg": dcg,
     "ndcg_mpboost": ndcg_mpboost,

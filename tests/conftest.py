@@ -18,6 +18,16 @@ import pytest
 if "NUMBA_NUM_THREADS" not in os.environ and (os.cpu_count() or 1) < 2:
     os.environ["NUMBA_NUM_THREADS"] = "2"
 
+# The GPU kernels are tested against their CPU twins everywhere: on a machine without NVIDIA's driver
+# library they run on numba's CUDA simulator, chosen here before anything imports numba.cuda (the
+# choice is fixed at that import). A machine with the driver tests them on its GPU; an explicit
+# NUMBA_ENABLE_CUDASIM is honoured either way.
+if "NUMBA_ENABLE_CUDASIM" not in os.environ:
+    import ctypes.util
+
+    if ctypes.util.find_library("cuda") is None:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -44,16 +44,16 @@ def test_adapter_objective_identity_pickling_and_deepcopy():
 
 def test_prepare_state_builds_buffers_of_the_library_shape():
     ptr = np.array([0, 2, 5])
-    st = D.prepare_state(co.RankNet(), [0, 1, 2, 0, 1], ptr, None, library="LightGBM", group_hint="set group",
+    st = D.prepare_state(co.RankNet(), D.as_label_array([0, 1, 2, 0, 1]), ptr, None, library="LightGBM", group_hint="set group",
                          out_dtype=np.float32)
     assert st.prep.n_rows == 5 and st.grad.shape == st.out_grad.shape == (5,)
     assert st.grad.dtype == np.float64 and st.out_grad.dtype == np.float32
-    st = D.prepare_state(co.McRank(n_classes=3), [0, 1, 2], None, None, library="XGBoost", group_hint="",
+    st = D.prepare_state(co.McRank(n_classes=3), D.as_label_array([0, 1, 2]), None, None, library="XGBoost", group_hint="",
                          out_dtype=np.float32, out_order="F")
     assert st.out_hess.shape == (3, 3) and st.out_hess.flags.f_contiguous
     with pytest.raises(ValueError, match=r"RankNet is a group-wise \(ranking\) objective but the XGBoost training "
                                          r"data has no query groups: set_group it"):
-        D.prepare_state(co.RankNet(), [0, 1], None, None, library="XGBoost", group_hint="set_group it",
+        D.prepare_state(co.RankNet(), D.as_label_array([0, 1]), None, None, library="XGBoost", group_hint="set_group it",
                         out_dtype=np.float32)
 
 

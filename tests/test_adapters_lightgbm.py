@@ -225,13 +225,15 @@ def test_line_search_keeps_evaluation_consistent(small):
     assert curves["v"]["co_ndcg@10"][-1] == pytest.approx(final)
 
 
-def test_line_search_warns_for_metrics_it_cannot_correct(small):
+def test_line_search_refuses_metrics_it_cannot_recompute(small):
+    """Their recorded values would be the unscaled model's (issue 26.2): refused before any change."""
     X, y, sizes = small
     dv = lgb.Dataset(X, y, group=sizes)
-    with pytest.warns(RuntimeWarning, match="cannot correct"):
+    ls = adapters.LineSearch(customobj.RankNet(), X, y, sizes, valid_X=[X])
+    with pytest.raises(ValueError, match="LineSearch cannot recompute metric 'l2'.*'metric': 'None'"):
         lgb.train(dict(P, metric="l2", objective=adapters.lightgbm_objective(customobj.RankNet())),
-                  lgb.Dataset(X, y, group=sizes), 2, valid_sets=[dv],
-                  callbacks=[adapters.LineSearch(customobj.RankNet(), X, y, sizes, valid_X=[X])])
+                  lgb.Dataset(X, y, group=sizes), 2, valid_sets=[dv], callbacks=[ls])
+    assert ls.rhos == []
 
 
 def _fresh_python(code, **env):
@@ -354,3 +356,22 @@ def test_training_after_set_label_uses_the_new_labels(small):
     fresh = lgb.train(dict(P, objective=adapters.lightgbm_objective(customobj.RankNet())),
                       lgb.Dataset(X, y2, group=sizes), 3)
     np.testing.assert_allclose(reused.predict(X), fresh.predict(X), atol=1e-9)
+
+
+def test_setup_converts_the_labels_once(small, monkeypatch):
+    """Issue 24.6: each calling convention converts the labels once when it prepares a data set."""
+    from customobj.adapters import _data, lightgbm as lgb_adapter
+
+    X, y, sizes = small
+    calls = []
+
+    def counted(labels):
+        calls.append(1)
+        return _data.as_label_array(labels)
+
+    monkeypatch.setattr(lgb_adapter, "as_label_array", counted)
+    f = adapters.lightgbm_objective(customobj.RankNet())
+    f(y.copy(), np.zeros(len(y)), None, sizes)  # LGBMRanker's convention
+    assert len(calls) == 1
+    f(np.zeros(len(y)), lgb.Dataset(X, y, group=sizes).construct())  # lightgbm.train's
+    assert len(calls) == 2

@@ -226,3 +226,123 @@ def test_training_after_dmatrix_set_label_uses_the_new_labels(small):
 def test_xgboost_params_says_how_to_give_mcrank_its_classes():
     with pytest.raises(ValueError, match=r"McRank\(n_classes=K\).*prepare\(labels\)"):
         adapters.xgboost_params(customobj.McRank())
+
+
+@pytest.mark.parametrize("make", [customobj.LambdaRank, customobj.QBRank, customobj.MPBoost])
+def test_early_stopping_without_maximize_keeps_the_best_round(mq2008_fold1, make):
+    """Issue 26.1: ``xgb.train(custom_metric=xgboost_metric("ndcg@10"), early_stopping_rounds=...)``
+    without ``maximize=``: XGBoost guesses the direction from the name and would minimise
+    ``co_ndcg@10``; the metric sets it, so the kept round is the recorded validation maximum."""
+    (X, y, g), (Xv, yv, gv) = mq2008_fold1["train"], mq2008_fold1["vali"]
+    obj, res = make(), {}
+    dvalid = xgb.DMatrix(Xv, yv, group=gv)
+    booster = _train(obj, xgb.DMatrix(X, y, group=g), 60, evals=[(dvalid, "valid")],
+                     custom_metric=adapters.xgboost_metric("ndcg@10"), early_stopping_rounds=10,
+                     evals_result=res, verbose_eval=False)
+    curve = np.array(res["valid"]["co_ndcg@10"])
+    assert booster.best_iteration == int(np.argmax(curve))
+    assert len(curve) == booster.best_iteration + 11 or len(curve) == 60  # stopped 10 rounds after the best
+
+
+@pytest.mark.parametrize("names, watch, higher", [(("ndcg@10", "misordered"), None, False),
+                                                  (("misordered", "err@5"), None, True),
+                                                  (("ndcg@10", "misordered"), "co_ndcg@10", True),
+                                                  (("misordered", "err@5"), "co_misordered", False)])
+def test_early_stopping_direction_is_the_watched_metrics(small, names, watch, higher):
+    """Mixed directions: each EarlyStopping gets the direction of the metric it watches (the last
+    one unless ``metric_name`` says); a ``maximize`` the user gave is never changed."""
+    X, y, sizes = small
+    d = xgb.DMatrix(X, y, group=sizes)
+    stop = xgb.callback.EarlyStopping(rounds=50, metric_name=watch)
+    given = xgb.callback.EarlyStopping(rounds=50, metric_name=watch, maximize=not higher)
+    for cb in (stop, given):
+        _train(customobj.RankNet(), d, 3, evals=[(d, "train")], custom_metric=adapters.xgboost_metric(*names),
+               verbose_eval=False, callbacks=[cb])
+    assert stop.maximize is higher and given.maximize is (not higher)
+    cv = xgb.callback.EarlyStopping(rounds=50, metric_name=watch)
+    xgb.cv(adapters.xgboost_params(customobj.RankNet(), P), d, 3, nfold=2, obj=adapters.xgboost_objective(customobj.RankNet()),
+           custom_metric=adapters.xgboost_metric(*names), callbacks=[cv])
+    assert cv.maximize is higher
+
+
+# --- device="cuda" -------------------------------------------------------------------------------------
+from _cuda_cases import needs_gpu, needs_real_gpu  # noqa: E402
+from _isolated import run_isolated  # noqa: E402
+
+
+def test_xgboost_params_passes_the_device():
+    obj = customobj.RankNet()
+    assert adapters.xgboost_params(obj, P, device="cuda")["device"] == "cuda"
+    assert "device" not in adapters.xgboost_params(obj, P)
+    with pytest.raises(ValueError, match="train where the objective runs"):
+        adapters.xgboost_params(obj, dict(P, device="cpu"), device="cuda")
+
+
+def test_device_cuda_without_a_gpu_names_what_is_missing():
+    out = run_isolated("""
+import os, ctypes.util
+os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+if ctypes.util.find_library("cuda"):
+    print("HAS-DRIVER")
+else:
+    import customobj
+    from customobj.adapters import xgboost_objective
+    try:
+        xgboost_objective(customobj.RankNet(), device="cuda")
+    except Exception as exc:
+        print(type(exc).__name__, exc)
+    import pickle
+    from customobj.adapters import XGBoostObjective
+    deferred = XGBoostObjective(customobj.RankNet(), device="cuda", check_device=False)  # a Dask client's build
+    try:
+        pickle.loads(pickle.dumps(deferred))  # what a worker without a GPU does
+    except Exception as exc:
+        print("WORKER", type(exc).__name__)
+""")
+    if "HAS-DRIVER" in out:
+        pytest.skip("this machine has NVIDIA's driver: the no-driver error cannot be shown here")
+    assert 'GPUUnavailableError xgboost_objective(..., device="cuda") needs a CUDA GPU' in out and "driver" in out
+    assert "WORKER GPUUnavailableError" in out
+
+
+@needs_gpu
+def test_device_cuda_callable_equals_the_host_one_and_pickles(small):
+    import pickle
+
+    X, y, sizes = small
+    dtrain = xgb.DMatrix(X, y, group=sizes)
+    obj = customobj.LambdaRank.like_xgboost()
+    f_gpu = adapters.xgboost_objective(obj, device="cuda")
+    f_cpu = adapters.xgboost_objective(obj)
+    preds = np.random.default_rng(0).normal(size=y.size).astype(np.float32)
+    g, h = f_cpu(preds, dtrain)
+    gd, hd = f_gpu(preds, dtrain)
+    np.testing.assert_allclose(gd.copy_to_host(), g, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(hd.copy_to_host(), h, rtol=1e-6, atol=1e-7)
+    back = pickle.loads(pickle.dumps(f_gpu))
+    assert back == f_gpu and back.device == "cuda" and back != f_cpu
+    assert "device='cuda'" in repr(f_gpu)
+
+
+@needs_real_gpu
+def test_xgboost_trains_on_the_gpu_with_device_arrays(small):
+    X, y, sizes = small
+    dtrain = xgb.DMatrix(X, y, group=sizes)
+    obj = customobj.LambdaRank.like_xgboost()
+    params = adapters.xgboost_params(obj, dict(P, device="cuda"))
+    gpu = xgb.train(params, dtrain, 5, obj=adapters.xgboost_objective(obj, device="cuda"))
+    cpu = xgb.train(params, dtrain, 5, obj=adapters.xgboost_objective(obj))
+    np.testing.assert_allclose(gpu.predict(dtrain), cpu.predict(dtrain), rtol=1e-4, atol=1e-5)
+
+
+@needs_real_gpu
+def test_early_stopping_on_a_customobj_metric_works_on_the_gpu(small):
+    X, y, sizes = small
+    dv = xgb.DMatrix(X, np.random.default_rng(5).permutation(y), group=sizes)
+    obj = customobj.RankNet()
+    res = {}
+    booster = xgb.train(adapters.xgboost_params(obj, P, device="cuda"), xgb.DMatrix(X, y, group=sizes), 40,
+                        obj=adapters.xgboost_objective(obj, device="cuda"), evals=[(dv, "v")],
+                        custom_metric=adapters.xgboost_metric("ndcg@5"), evals_result=res, verbose_eval=False,
+                        callbacks=[adapters.xgboost_early_stopping(4, "ndcg@5")])
+    assert booster.best_iteration == int(np.argmax(res["v"][adapters.metric_key("ndcg@5")]))

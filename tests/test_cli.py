@@ -37,7 +37,7 @@ def test_info_text(capsys):
     assert cli.main(["info"]) == 0
     out = capsys.readouterr().out
     for name in ("numpy", "numba", "lightgbm", "xgboost", "scipy", "scikit-learn", "threading_layer",
-                 "NUMBA_NUM_THREADS", "cpu_count"):
+                 "NUMBA_NUM_THREADS", "cpu_count", "gpu "):
         assert name in out
 
 

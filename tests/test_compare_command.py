@@ -194,6 +194,8 @@ def test_train_valid_test_files(data_dir, tmp_path):
     (["--folds", "6"], "synthetic data has folds 1..5"),
     (["--methods", "lgb:Logistic", "--synthetic-queries", "20"], "lgb:Logistic cannot train on fold 1"),
     (["--letor", "x", "--train", "a", "--valid", "b", "--test", "c"], "not both"),
+    (["--methods", "lgb:lambdarank", "--device", "cuda"], "--device cuda applies to XGBoost methods"),
+    (["--methods", "xgb:RankNet", "--device", "cuda"], "--device cuda needs a CUDA GPU"),
 ])
 def test_bad_arguments_exit_2(argv, message, tmp_path, capsys):
     code = cli_main(["compare", *argv, "--out", str(tmp_path), "--quiet", "--synthetic-queries", "40",
@@ -204,7 +206,7 @@ def test_bad_arguments_exit_2(argv, message, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv", [["--rounds", "0"], ["--learning-rate", "-1"], ["--folds", "a"],
-                                  ["--jobs", "x"], ["--early-stopping", "-1"], ["--bogus"]])
+                                  ["--jobs", "x"], ["--early-stopping", "-1"], ["--bogus"], ["--device", "gpu"]])
 def test_bad_option_values_are_argparse_errors(argv, capsys):
     assert cli_main(["compare", *argv]) == 2
     err = capsys.readouterr().err
@@ -216,3 +218,18 @@ def test_missing_catboost_is_a_clear_error(monkeypatch, tmp_path, capsys):
     code = cli_main(["compare", "--methods", "lgb:lambdarank,cb:YetiRank", "--out", str(tmp_path), "--quiet"])
     assert code == 2 and not any(tmp_path.iterdir())
     assert "cb:YetiRank needs CatBoost, an optional extra: pip install 'customobj[catboost]'" in capsys.readouterr().err
+
+
+def test_device_cuda_trains_xgboost_methods_on_the_gpu(tmp_path, monkeypatch):
+    from customobj.compare import command, trainers
+
+    seen = []
+    monkeypatch.setattr(command, "_check_gpu_methods", lambda specs: seen.append([s.label for s in specs]))
+    def fake_xgb(spec, st, *splits):
+        seen.append(st.device)
+        raise RuntimeError("stop here: no GPU to train on")
+
+    monkeypatch.setitem(trainers._TRAINERS, "xgb", fake_xgb)
+    cli_main(["compare", *TINY, "--folds", "1", "--methods", "xgb:RankNet", "--device", "cuda", "--quiet",
+              "--no-plot", "--out", str(tmp_path)])
+    assert seen[0] == ["xgb:RankNet"] and "cuda" in seen[1:]

@@ -116,3 +116,24 @@ def test_python_blocks_run(path: Path) -> None:
         pytest.fail(f"{rel}: {where} failed (exit {proc.returncode})\nstderr:\n{proc.stderr[-6000:]}")
     left = sorted(repo_files() - before)
     assert left == [], f"{rel}: its blocks left files in the repository (write to a temporary folder): {left}"
+
+
+#: A block fenced as ```python gpu: an example that needs a real CUDA GPU (README, "On the GPU").
+_GPU_BLOCK = re.compile(r"^```python gpu[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def test_gpu_blocks_are_not_run_with_the_others_and_run_on_a_gpu() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    gpu_blocks = _GPU_BLOCK.findall(text)
+    assert gpu_blocks, "README.md has a GPU example fenced as python gpu"
+    assert not any(code in gpu_blocks for _, code in python_blocks(text))
+    from customobj._cuda_runtime import gpu_status
+
+    status = gpu_status()
+    if not status.available or status.simulator:
+        pytest.skip(f"the README's GPU example needs a real CUDA GPU: {status.reason or 'the simulator is on'}")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    proc = subprocess.run([sys.executable, "-c", "\n".join(gpu_blocks)], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr[-6000:]

@@ -20,7 +20,7 @@ def test_environment_info_reports_versions_threads_and_cpus(monkeypatch):
     monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
     monkeypatch.setenv("CUSTOMOBJ_NOT_A_THREAD_VARIABLE", "x")
     info = environment_info()
-    assert set(info) == {"python", "platform", "packages", "numba", "cpu_count", "cpus_usable", "thread_env"}
+    assert set(info) == {"python", "platform", "packages", "numba", "cpu_count", "cpus_usable", "thread_env", "gpu"}
     assert info["packages"]["customobj"] == customobj.__version__
     assert info["packages"]["numba"] == numba.__version__
     for name in ("numpy", "lightgbm", "xgboost", "scipy", "scikit-learn"):
@@ -50,3 +50,15 @@ def test_a_broken_threading_layer_is_reported_not_raised(monkeypatch):
 
     monkeypatch.setattr(_environment, "_tiny_parallel_sum", broken)
     assert environment_info()["numba"]["threading_layer"] == "unavailable (RuntimeError: no layer)"
+
+
+def test_the_gpu_is_reported_or_why_there_is_none():
+    from customobj._cuda_runtime import gpu_status
+    from customobj._environment import gpu_line
+
+    gpu = environment_info()["gpu"]
+    assert gpu == gpu_status()._asdict()
+    line = gpu_line(gpu)
+    assert line.startswith("none (") == (not gpu["available"])
+    assert gpu_line({"available": True, "reason": "", "name": "NVIDIA H200", "memory_gib": 139.8, "driver": "CUDA 12.8",
+                     "simulator": False}) == "NVIDIA H200 (139.8 GiB, driver CUDA 12.8)"

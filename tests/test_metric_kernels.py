@@ -191,3 +191,29 @@ def test_precision_top_count_is_exact_decimal():
     assert precision_at_percent(s, y, [13], 10) == pytest.approx(ref_precision(s, y, [13], 10))
     top = sorted(pairs, key=lambda p: -p[0])[:3]
     assert precision_at_percent(s, y, [13], 10) == pytest.approx(sum(c for _, c in top) / 3)
+
+
+# ------------------------------------------------------------------------------------------------
+# dispatch codes: an unknown BinaryMetric is signalled, never computed as reciprocal rank
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("which", [2, -1])
+def test_binary_relevance_signals_an_unknown_metric_code(which):
+    from customobj import _metric_kernels as K
+    from customobj._kernel_status import KernelStatus
+
+    s, y = np.array([0.5, 0.1, 0.9]), np.array([1.0, 0.0, 1.0])
+    ptr = np.array([0, 3], dtype=np.int64)
+    values, status = np.full(1, -7.0), np.full(1, -7, dtype=np.int64)
+    assert K.binary_relevance_all(s, y, ptr, 10, False, which, values, status) == KernelStatus.UNKNOWN_CODE
+    assert values[0] == -7.0 and status[0] == -7  # nothing written
+    for code, ref in ((K.BinaryMetric.AVERAGE_PRECISION, average_precision), (K.BinaryMetric.RECIPROCAL_RANK,
+                                                                            reciprocal_rank)):
+        assert K.binary_relevance_all(s, y, ptr, 10, False, int(code), values, status) == KernelStatus.OK
+        assert status[0] == K.QueryStatus.OK and values[0] == ref(s, y, [3])
+
+
+def test_the_metrics_refuse_an_unknown_code_at_the_boundary():
+    from customobj import metrics
+
+    with pytest.raises(ValueError, match="which must be a BinaryMetric code"):
+        metrics._run_binary([0.5, 0.1], [1.0, 0.0], [2], None, 1.0, "stable", False, 2)

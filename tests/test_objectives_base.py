@@ -130,22 +130,7 @@ def test_grad_hess_couplings_equals_separate_calls(make):
             np.testing.assert_array_equal(a, b)
 
 
-# --- issue 13: Prepared records its checks; scaling is bounded along every path ---------------------------
-def test_prepared_records_the_objectives_that_checked_it():
-    from customobj.objectives import Logistic, RankNet
-
-    prep = SquaredError().prepare([0.0, 1.0, 2.0], [3])
-    assert prep.checked == ("SquaredError()",)
-    RankNet().grad_hess_prepared(np.zeros(3), prep)
-    RankNet().loss_prepared(np.zeros(3), prep)  # an equal objective: checked once
-    assert prep.checked == ("SquaredError()", "RankNet(sigma=1.0)")
-    with pytest.raises(ValueError, match=r"Logistic needs binary labels"):
-        (SquaredError() + Logistic()).grad_hess_prepared(np.zeros(3), prep)  # a part's checks run inside a Sum
-    with pytest.raises(ValueError, match=r"Logistic needs binary labels"):
-        (2.0 * Logistic()).grad_hess_prepared(np.zeros(3), prep)  # and inside a Scaled
-    assert "Logistic" not in " ".join(prep.checked)
-
-
+# --- issue 13: scaling is bounded along every path (Prepared's own checks: test_objectives_prepared.py) ---
 def test_scale_is_bounded_through_nesting():
     from customobj._validation import PARAM_LIMIT
     from customobj.objectives import RankNet

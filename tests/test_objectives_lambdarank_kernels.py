@@ -1,6 +1,7 @@
 """The LambdaRank drivers (customobj/objectives/_lambdarank_kernels.py): the count pass, the pair
 fill and the fused gradient + couplings pass (GRAD_FILL) give the same values as separate calls,
-keep the pair order, write into caller buffers, and do not depend on the thread count."""
+keep the pair order, write into caller buffers, and do not depend on the thread count; an unknown
+metric code is signalled by every driver (customobj/objectives/_lambdarank_records.py holds the codes)."""
 import numba
 import numpy as np
 import pytest
@@ -113,3 +114,68 @@ def test_fused_bit_identical_across_thread_counts(two_threads):
         numba.set_num_threads(saved)
     for a, b in zip(*runs):
         assert np.array_equal(a, b)
+
+
+# --- unknown dispatch codes: every driver signals them before any work ------------------------------
+def _inputs(metric, n_queries=5):
+    from customobj.objectives import _lambdarank_kernels as LK
+    rng = np.random.default_rng(16)
+    s, y, sizes = random_queries(rng, n_queries=n_queries, max_size=8)
+    ptr = Groups.from_sizes(sizes).ptr
+    disc = LK.discount_table(int(np.max(sizes)), 10**6)
+    gain = np.exp2(y) - 1.0
+    idcg = LK.ideal_dcg(gain, ptr, disc)
+    qnorm = np.divide(1.0, idcg, out=np.zeros_like(idcg), where=idcg > 0)
+    return LK.PassInputs(s, ptr, gain, qnorm, disc, np.zeros(0), False, metric, 10**6, 10**6, 1.0, False, 1.0)
+
+
+@pytest.mark.parametrize("metric", [4, -1, 99])
+def test_every_driver_signals_an_unknown_metric_and_writes_nothing(metric):
+    """Before: an unknown metric ran MRR's |dZ| in the pair loop."""
+    from customobj._kernel_status import KernelStatus
+    from customobj.objectives import _lambdarank_kernels as LK
+    inp = _inputs(metric)
+    n = inp.scores.size
+    bad = KernelStatus.UNKNOWN_CODE
+    g, h = np.zeros(n), np.zeros(n)
+    assert LK.lambdarank_grad_hess(inp, g, h) == bad
+    assert LK.lambdarank_loss(inp) == (0.0, bad)
+    order = np.full(n, -1, np.int64)
+    offsets, status = LK.lambdarank_pair_offsets(inp, order)
+    assert status == bad and offsets[-1] == 0 and np.all(order == -1)
+    out = LK.PassOutputs(g, h, np.zeros(4, np.int64), np.zeros(4, np.int64), np.zeros(4))
+    assert LK.lambdarank_pair_fill(inp, True, out, np.arange(n), np.zeros(len(inp.qnorm) + 1, np.int64)) == bad
+    i, j, c, status = LK.lambdarank_couplings(inp, True, g, h)
+    assert status == bad and i.size == j.size == c.size == 0
+    assert not g.any() and not h.any() and not out.pair_c.any()
+
+
+def test_known_metric_codes_drive_the_same_kernels_as_the_objective():
+    from customobj._kernel_status import KernelStatus
+    from customobj.objectives import _lambdarank_kernels as LK
+    inp = _inputs(int(LK.Metric.NDCG))
+    n = inp.scores.size
+    g, h = np.zeros(n), np.zeros(n)
+    assert LK.lambdarank_grad_hess(inp, g, h) == KernelStatus.OK
+    sizes = np.diff(inp.ptr)
+    y = np.log2(inp.row_gain + 1.0)
+    rg, rh = LambdaRank().grad_hess(inp.scores, y, sizes)
+    assert np.array_equal(g, rg) and np.array_equal(h, rh)
+
+
+def test_lambdarank_raises_when_its_kernel_signals(monkeypatch):
+    from customobj.objectives import listwise
+    rng = np.random.default_rng(17)
+    s, y, sizes = random_queries(rng, n_queries=4, max_size=6)
+    obj = LambdaRank()
+    prep = obj.prepare(y, sizes)
+    inputs = obj._inputs
+    monkeypatch.setattr(obj, "_inputs", lambda *a: inputs(*a)._replace(metric=7))
+    for call in (obj.grad_hess_prepared, obj.loss_prepared, obj.pair_couplings_prepared):
+        with pytest.raises(ValueError, match="LambdaRank: the kernel met a dispatch code"):
+            call(s, prep)
+    # and the Python boundary refuses a code that is no Metric
+    monkeypatch.setitem(listwise._METRICS, "ndcg", 7)
+    monkeypatch.setattr(obj, "_inputs", inputs)
+    with pytest.raises(ValueError, match="metric must be a Metric code"):
+        obj.grad_hess_prepared(s, prep)

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from customobj import label_pairs
-from customobj.objectives import MPBoost
+from customobj._kernel_status import KernelStatus
+from customobj.objectives import MPBoost, RankNet
 from customobj.objectives import _pairwise_kernels as PK
 
 from _objective_cases import LABELS, N, PTR, SIZES
@@ -37,13 +38,13 @@ def test_label_order_visits_exactly_the_label_pairs():
     PK.label_order_kernel(y, ptr, order, lower)
     m = sum(ptr[np.searchsorted(ptr, a, side="right")] - lower[a] for a in range(200))
     pi, pj, th = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m)
-    assert PK.label_pair_list_kernel(y, ptr, order, lower, PK.THETA_DIFF, 0.0, pi, pj, th) == m
+    assert PK.label_pair_list_kernel(y, ptr, order, lower, int(PK.Theta.DIFF), 0.0, pi, pj, th) == (m, KernelStatus.OK)
     ri, rj, rd = label_pairs(y, sizes)
     assert sorted(zip(pi.tolist(), pj.tolist())) == sorted(zip(ri.tolist(), rj.tolist()))
     np.testing.assert_array_equal(th, y[pi] - y[pj])
 
 
-@pytest.mark.parametrize("kind", [PK.LOGISTIC, PK.SQ_HINGE, PK.EXPONENTIAL])
+@pytest.mark.parametrize("kind", list(PK.PairKind))
 def test_pair_weight_is_halved_before_adding(kind):
     """(w_i + w_j) / 2 overflowed for two weights of 1.7e308; w_i/2 + w_j/2 does not (and is the same
     number whenever the sum fits: halving is exact)."""
@@ -53,7 +54,8 @@ def test_pair_weight_is_halved_before_adding(kind):
     s = np.linspace(-1, 1, N)
     for w, must_match in ((np.full(N, 1.7e308), False), (np.linspace(0.5, 3.0, N), True)):
         g, h = np.zeros(N), np.zeros(N)
-        PK.label_pairs_grad_hess(s, LABELS, PTR, order, lower, w, True, kind, PK.THETA_CONST, 1.0, 1e-300, 1.0, g, h)
+        spec = PK.pair_spec(kind, PK.Theta.CONST, 1.0, 1e-300)
+        assert PK.label_pairs_grad_hess(s, LABELS, PTR, order, lower, w, True, spec, g, h) == KernelStatus.OK
         assert np.all(np.isfinite(g)) and np.all(np.isfinite(h))
         if must_match:  # a reference with the old arithmetic
             gr, hr = np.zeros(N), np.zeros(N)
@@ -69,3 +71,59 @@ def test_pair_weight_is_halved_before_adding(kind):
                             hr[b] += pw * c
             np.testing.assert_allclose(g, gr, rtol=1e-12)
             np.testing.assert_allclose(h, hr, rtol=1e-12)
+
+
+# --- unknown dispatch codes: refused in Python, signalled (never computed as another case) by the kernels
+def _label_pair_arrays():
+    order = np.empty(N, np.int64)
+    lower = np.empty(N, np.int64)
+    PK.label_order_kernel(LABELS, PTR, order, lower)
+    return order, lower
+
+
+def test_pair_spec_refuses_unknown_codes():
+    with pytest.raises(ValueError, match="kind must be a PairKind code"):
+        PK.pair_spec(3, PK.Theta.CONST, 1.0, 1.0)
+    with pytest.raises(ValueError, match="theta_mode must be a Theta code"):
+        PK.pair_spec(PK.PairKind.LOGISTIC, 5, 1.0, 1.0)
+    with pytest.raises(TypeError, match="kind"):
+        PK.pair_spec(True, PK.Theta.CONST, 1.0, 1.0)
+    spec = PK.pair_spec(PK.PairKind.EXPONENTIAL, PK.Theta.LOGITDD, 2.0, 0.5, 2.0)
+    assert spec == (2, 4, 2.0, 0.5, 2.0) and all(type(c) is int for c in spec[:2])
+
+
+@pytest.mark.parametrize("kind, theta_mode", [(3, 0), (-1, 0), (0, 5), (2, -1)])
+def test_every_driver_signals_an_unknown_code_and_writes_nothing(kind, theta_mode):
+    """Before: an unknown kind ran the exponential loss, an unknown theta_mode MPBoost's logitdd."""
+    order, lower = _label_pair_arrays()
+    s = np.linspace(-1, 1, N)
+    spec = PK.PairSpec(kind, theta_mode, 1.0, 1.0, 1.0)  # built past pair_spec, as a buggy caller would
+    pi, pj, th = np.array([0, 3]), np.array([1, 2]), np.ones(2)
+    g, h, c = np.zeros(N), np.zeros(N), np.full(2, -7.0)
+    bad = KernelStatus.UNKNOWN_CODE
+    assert PK.label_pairs_grad_hess(s, LABELS, PTR, order, lower, s, False, spec, g, h) == bad
+    assert PK.label_pairs_grad_hess_parallel(s, LABELS, PTR, order, lower, s, False, spec, g, h) == bad
+    assert PK.label_pairs_loss(s, LABELS, PTR, order, lower, s, False, spec) == (0.0, bad)
+    assert PK.pair_list_grad_hess(s, pi, pj, th, th, False, s, False, spec, g, h) == bad
+    assert PK.pair_list_loss(s, pi, pj, th, th, False, s, False, spec) == (0.0, bad)
+    assert PK.pair_list_couplings(s, pi, pj, th, th, False, s, False, spec, c) == bad
+    assert not g.any() and not h.any() and np.all(c == -7.0)
+    if theta_mode not in list(PK.Theta):
+        out = np.zeros(200, np.int64), np.zeros(200, np.int64), np.zeros(200)
+        assert PK.label_pair_list_kernel(LABELS, PTR, order, lower, theta_mode, 1.0, *out) == (0, bad)
+
+
+def test_pair_helpers_return_nan_for_an_unknown_code():
+    assert all(math.isnan(v) for v in PK.pair_terms(3, 0.5, 1.0))
+    assert all(math.isnan(v) for v in PK.pair_grad(3, 0.5, 1.0))
+    assert math.isnan(PK.pair_theta(5, 2.0, 1.0, 1.0))
+    assert PK.pair_grad(int(PK.PairKind.EXPONENTIAL), 0.5, 1.0) == pytest.approx((-math.exp(-0.5), math.exp(-0.5)))
+
+
+def test_an_objective_raises_when_its_kernel_signals(monkeypatch):
+    obj = RankNet()
+    monkeypatch.setattr(obj, "_spec", lambda: PK.PairSpec(9, 0, 1.0, 1.0, 1.0))
+    s, y = np.linspace(-1, 1, N), LABELS
+    for call in (obj.grad_hess, obj.loss):
+        with pytest.raises(ValueError, match="RankNet: the kernel met a dispatch code it does not know"):
+            call(s, y, SIZES)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from customobj import LambdaRank, adapters  # adapters before lightgbm / xgboost (OpenMP wait policy)
+from customobj._kernel_status import KernelStatus, check_status
 from customobj.objectives import _lambdarank_kernels as LK
 from customobj.objectives._parity import XGBOOST_HESS_SCALE
 
@@ -211,11 +212,19 @@ def test_default_convention_cuts_both_discounts_at_k():
 
 
 def test_pair_discount_table_names_its_conventions():
-    cut = LK.pair_discount_table(6, 3, LK.DISCOUNT_AT_K)
-    full = LK.pair_discount_table(6, 3, LK.DISCOUNT_FULL)
+    cut, s1 = LK.pair_discount_table(6, 3, int(LK.Discount.AT_K))
+    full, s2 = LK.pair_discount_table(6, 3, int(LK.Discount.FULL))
     want = 1.0 / np.log2(2.0 + np.arange(6))
     np.testing.assert_array_equal(full, want)
     np.testing.assert_array_equal(cut, np.where(np.arange(6) < 3, want, 0.0))
+    assert s1 == s2 == KernelStatus.OK
+
+
+def test_pair_discount_table_signals_an_unknown_convention():
+    table, status = LK.pair_discount_table(6, 3, 7)  # no third convention: nothing computed
+    assert status == KernelStatus.UNKNOWN_CODE and table.size == 0
+    with pytest.raises(ValueError, match="status 1"):
+        check_status(status, "pair discount")
 
 
 # ---------------------------------------------------------------- derivatives ---------------------

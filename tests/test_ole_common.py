@@ -1,12 +1,10 @@
-"""customobj.ole.common: the criteria by name and code, and the split-search result read by name."""
+"""customobj.ole.common: the histogram channels and kernel statuses by name, and the split-search
+result read by name (the criteria: tests/test_ole_criterion.py)."""
 import numpy as np
 import pytest
 
 from customobj.ole import common
-from customobj.ole.common import (CRITERIA, KERNEL, NO_SPLIT, OLE, PAIR_CRITERIA, SPLIT_SIZE, WSE, ChildSums,
-                                  SplitInfo)
-from customobj.ole.params import check_params
-from customobj.ole.splitting import CRITERIA as SPLITTING_CRITERIA
+from customobj.ole.common import NO_SPLIT, SPLIT_SIZE, ChildSums, SplitInfo
 
 SLOTS = ("SPLIT_GAIN", "SPLIT_FEATURE", "SPLIT_BIN", "SPLIT_NAN_LEFT", "LEFT_G", "LEFT_H", "LEFT_N", "LEFT_C",
          "RIGHT_G", "RIGHT_H", "RIGHT_N", "RIGHT_C")
@@ -33,20 +31,31 @@ def test_no_split_has_no_gain_and_no_feature():
     assert NO_SPLIT.left == NO_SPLIT.right == ChildSums(0.0, 0.0, 0.0, 0.0)
 
 
-def test_criteria_have_one_home_and_distinct_codes():
-    assert SPLITTING_CRITERIA is CRITERIA
-    assert len(set(CRITERIA.values())) == len(CRITERIA)
-    assert set(PAIR_CRITERIA) == {name for name in CRITERIA if name.startswith("ole")}
+@pytest.mark.parametrize("names, width", [(("HIST_G", "HIST_H", "HIST_COUNT"), "HIST_CHANNELS"),
+                                          (("HIST_G", "HIST_H"), "GH_CHANNELS"),
+                                          (("PH_HI", "PH_NANP", "PH_R"), "PH_CHANNELS")])
+def test_histogram_channels_are_distinct_and_fill_their_width(names, width):
+    assert sorted(getattr(common, name) for name in names) == list(range(getattr(common, width)))
 
 
-@pytest.mark.parametrize("name", sorted(CRITERIA))
-def test_every_ole_variant_searches_with_the_ole_score(name):
-    code = CRITERIA[name]
-    assert KERNEL[code] == (OLE if name in PAIR_CRITERIA else code)
-    assert KERNEL[CRITERIA["wse"]] == WSE
+def test_histograms_are_built_with_the_named_channels():
+    """A row histogram's channels read by name: g, h and count sums; a pair histogram's R channel:
+    each pair's coupling at both of its rows' bins."""
+    from customobj.ole.histogram import build_row_hist_fm
+    from customobj.ole.pairhist import build_pair_hist
+    bins_fm = np.array([[0, 1, 1, 2]], dtype=np.uint8)  # one feature, 3 value bins + the NaN slot
+    offsets, n_bins = np.array([0, 4]), np.array([3])
+    grad, hess = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.5, 0.25, 0.125, 1.0])
+    hist = build_row_hist_fm(bins_fm, np.arange(4, dtype=np.int64), 0, 4, grad, hess, offsets, 4)
+    np.testing.assert_array_equal(hist[:3, common.HIST_G], [1.0, 5.0, 4.0])
+    np.testing.assert_array_equal(hist[:3, common.HIST_H], [0.5, 0.375, 1.0])
+    np.testing.assert_array_equal(hist[:3, common.HIST_COUNT], [1.0, 2.0, 1.0])
+    pi, pj, pc = np.array([0, 1]), np.array([3, 2]), np.array([0.5, 2.0])
+    ph = build_pair_hist(bins_fm.T, pi, pj, pc, 0, 2, offsets, n_bins, 4)
+    np.testing.assert_array_equal(ph[:3, common.PH_R], [0.5, 4.0, 0.5])  # row sums of couplings per bin
+    np.testing.assert_array_equal(ph[:3, common.PH_HI], [0.0, 2.0, 0.5])  # at each pair's larger bin
+    assert not ph[:, common.PH_NANP].any()  # no NaN rows
 
 
-def test_every_criterion_name_is_accepted_by_treebooster():
-    from customobj.ole import TreeBooster
-    for name in CRITERIA:
-        assert check_params({**TreeBooster().get_params(), "criterion": name})["criterion"] == name
+def test_kernel_statuses_are_distinct():
+    assert len({common.SPLIT_FOUND, common.SPLIT_NONE, common.UNKNOWN_CODE}) == 3

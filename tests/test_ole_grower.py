@@ -57,6 +57,7 @@ def test_max_depth_limits_depth():
 
 @pytest.mark.parametrize("criterion", ["wse", "ole"])
 def test_score_update_from_leaf_ranges_equals_tree_traversal(criterion):
+    from customobj.ole.backend import CPUBackend
     from customobj.ole.context import GrowContext
     from customobj.ole.grower import TreeGrower, add_leaf_values
     from customobj.ole.predictor import add_tree_bins
@@ -70,8 +71,9 @@ def test_score_update_from_leaf_ranges_equals_tree_traversal(criterion):
     grad, hess, (pi, pj, pc) = obj.grad_hess_couplings_prepared(np.zeros(360), prep)
     ctx = GrowContext(fm, mapper)
     pairs = ctx.pairs.load((pi, pj, pc), None)
-    tree, order, starts, ends = TreeGrower(ctx, grad, hess, np.arange(360, dtype=np.int64), pairs,
-                                           np.ones(5, np.bool_), booster._grow_params()).grow()
+    params = booster._grow_params()
+    tree, order, starts, ends = TreeGrower(CPUBackend(ctx, params), grad, hess, np.arange(360, dtype=np.int64), pairs,
+                                           np.ones(5, np.bool_), params).grow()
     assert tree["num_leaves"] == 9
     want, got = np.full(360, 0.25), np.full(360, 0.25)
     add_tree_bins(fm.T, mapper.n_bins, tree, want)

@@ -66,8 +66,9 @@ def test_ole_node_hessian_is_exact_second_derivative(make_obj):
 def test_parallel_split_search_equals_serial(criterion, two_threads):
     import numba
     from customobj.ole.pairhist import build_pair_hist
-    from customobj.ole.common import SPLIT_FEATURE, SPLIT_SIZE
-    from customobj.ole.splitting import CRITERIA, find_best_split, find_best_split_parallel
+    from customobj.ole.common import SPLIT_FEATURE, SPLIT_FOUND, SPLIT_SIZE
+    from customobj.ole.criterion import CRITERIA
+    from customobj.ole.splitting import find_best_split, find_best_split_parallel
     from customobj.pairs import label_pairs
     X = make_X(8, n=300, n_features=9)
     X[:, 4] = X[:, 3]  # duplicate feature: equal gains, the first one must win
@@ -83,16 +84,16 @@ def test_parallel_split_search_equals_serial(criterion, two_threads):
     ph = build_pair_hist(fm.T, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins, mapper.n_slots)
     mask = np.ones(9, dtype=np.bool_)
     mask[7] = False
-    args = (hist, ph, criterion == "ole", CRITERIA[criterion], mapper.n_bins, mapper.offsets, mask,
+    args = (hist, ph, criterion == "ole", int(CRITERIA[criterion].score), mapper.n_bins, mapper.offsets, mask,
             grad.sum(), hess.sum(), 300.0, pc.sum(), 0.5, 5.0, 1e-3)
     want, got = np.zeros(SPLIT_SIZE), np.zeros(SPLIT_SIZE)
-    assert find_best_split(*args, want)
+    assert find_best_split(*args, want) == SPLIT_FOUND
     saved = numba.get_num_threads()
     try:
         for threads in (1, two_threads):
             numba.set_num_threads(threads)
             got[:] = 7.0
-            assert find_best_split_parallel(*args, got)
+            assert find_best_split_parallel(*args, got) == SPLIT_FOUND
             np.testing.assert_array_equal(got, want)
     finally:
         numba.set_num_threads(saved)
@@ -126,3 +127,61 @@ def test_pairwise_ole_and_wse_trees_differ():
     t_ole = tree_dicts(TreeBooster(obj, criterion="ole", num_leaves=8, n_estimators=2, min_data_in_leaf=5,
                                    **QUIET).fit(X, y, group))
     assert t_wse != t_ole
+
+
+def _node(seed=14):
+    """A node's histograms, sums and split constraints: the arguments of the split kernels."""
+    from customobj.ole.pairhist import build_pair_hist
+    from customobj.pairs import label_pairs
+    X = make_X(seed, n=120, n_features=4, nan_frac=0.1)
+    mapper = BinMapper.fit(X, 8)
+    fm = mapper.bins_feature_major(X)
+    rng = np.random.default_rng(seed)
+    grad, hess = rng.normal(size=120), rng.random(120) + 0.1
+    pi, pj, _ = label_pairs(rng.integers(0, 3, 120).astype(float), [30] * 4)
+    pc = rng.random(pi.size) * 0.05
+    hist = build_row_hist_fm(fm, np.arange(120, dtype=np.int64), 0, 120, grad, hess, mapper.offsets, mapper.n_slots)
+    ph = build_pair_hist(fm.T, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins, mapper.n_slots)
+    sums = (grad.sum(), hess.sum(), 120.0, pc.sum())
+    return hist, ph, mapper, sums
+
+
+@pytest.mark.parametrize("code", [-1, 3, 4, 99])
+def test_an_unknown_criterion_code_is_flagged_never_computed(code):
+    """Every kernel with the criterion dispatch returns UNKNOWN_CODE for a code outside SplitScore
+    (3 and 4 were ole_fast's and ole_float64's user codes) and leaves no split; the boundary raises."""
+    from customobj.ole.common import SPLIT_FEATURE, SPLIT_FOUND, SPLIT_GAIN, SPLIT_NONE, SPLIT_SIZE, UNKNOWN_CODE
+    from customobj.ole.criterion import OLE, WSE
+    from customobj.ole.splitting import (check_status, feature_gains, find_best_split, find_best_split_parallel,
+                                         node_hessian, split_gain)
+    hist, ph, mapper, (G, H, N, C) = _node()
+    mask = np.ones(mapper.n_bins.shape[0], dtype=np.bool_)
+    for kernel in (find_best_split, find_best_split_parallel):
+        res = np.full(SPLIT_SIZE, 7.0)
+        known = kernel(hist, ph, True, OLE, mapper.n_bins, mapper.offsets, mask, G, H, N, C, 0.5, 3.0, 1e-3, res)
+        assert known == SPLIT_FOUND and res[SPLIT_GAIN] > 0  # the same node with a known code splits
+        res[:] = 7.0
+        status = kernel(hist, ph, True, code, mapper.n_bins, mapper.offsets, mask, G, H, N, C, 0.5, 3.0, 1e-3, res)
+        assert status == UNKNOWN_CODE
+        assert res[SPLIT_GAIN] == 0.0 and res[SPLIT_FEATURE] == -1.0
+        with pytest.raises(ValueError, match=f"unknown criterion code {code}"):
+            check_status(status, code, kernel.__name__)
+    args = (G, H, N, C, G / 2, H / 2, N / 2, 0.0, G / 2, H / 2, N / 2, 0.0, 0.5)
+    assert split_gain(OLE, *args)[0] == SPLIT_NONE
+    assert split_gain(code, *args) == (UNKNOWN_CODE, 0.0)
+    out = np.full(mask.size, 5.0)
+    assert feature_gains(hist, WSE, mapper.n_bins, mapper.offsets, mask, G, H, N, 0.5, 3.0, 1e-3, out) == SPLIT_NONE
+    assert out.max() > 0
+    for bad in (code, OLE):  # a row-only kernel: the OLE score is no code of it either
+        out[:] = 5.0
+        assert feature_gains(hist, bad, mapper.n_bins, mapper.offsets, mask, G, H, N, 0.5, 3.0, 1e-3,
+                             out) == UNKNOWN_CODE
+        assert not out.any()
+    assert np.isnan(node_hessian(code, G, H, N, C))
+
+
+def test_check_status_reads_found_and_none():
+    from customobj.ole.common import SPLIT_FOUND, SPLIT_NONE
+    from customobj.ole.splitting import check_status
+    assert check_status(SPLIT_FOUND, 2, "k") is True
+    assert check_status(SPLIT_NONE, 2, "k") is False

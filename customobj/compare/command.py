@@ -99,6 +99,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                       help=f"queries of the synthetic data (default {SYNTHETIC_QUERIES})")
     data.add_argument("--synthetic-docs", type=_positive_int, default=SYNTHETIC_DOCS, metavar="N",
                       help=f"documents per synthetic query (default {SYNTHETIC_DOCS})")
+    data.add_argument("--clicks", metavar="MODEL[:eta=E,sessions=S,shown=K]",
+                      help="train on simulated clicks instead of the training labels: pbm or cascade users on a "
+                           "weak ranker's top K rows (default eta=1, sessions=12, shown=10); validation and test "
+                           "keep the true labels (docs/clicks.md)")
     m = parser.add_argument_group("methods and training")
     m.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
                    help=f"comma-separated method names (default: {DEFAULT_METHODS})")
@@ -111,6 +115,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     m.add_argument("--seed", type=_nonnegative_int, default=0,
                    help="seed of the data and of every library (default 0)")
     m.add_argument("--jobs", type=_jobs, default=2, help="training threads (default 2)")
+    m.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where XGBoost methods (xgb:...) train: cuda = XGBoost device='cuda' with customobj's GPU "
+                        "objectives (needs customobj[cuda] and an NVIDIA GPU); other backends use the CPU")
     m.add_argument("--tune", type=_trials, default=0, metavar="N",
                    help="N trials of hyperparameter search (seeded Optuna TPE) per method and fold on the "
                         "validation part, the same budget for every method; search spaces in docs/compare.md "
@@ -258,6 +265,8 @@ def _check_methods(args):
                 build_objective(s)  # bad options fail now, not after an hour of training
             except (ValueError, TypeError, OverflowError) as exc:
                 raise UsageError(one_line(exc)) from None
+    if getattr(args, "device", "cpu") == "cuda":
+        _check_gpu_methods(member_specs(specs))
     labels = [s.label for s in specs]
     baseline = labels[0]
     if args.baseline:
@@ -268,6 +277,26 @@ def _check_methods(args):
         if baseline not in labels:
             raise UsageError(f"--baseline {baseline} is not one of --methods: {', '.join(labels)}")
     return specs, baseline
+
+
+def _check_gpu_methods(specs):
+    """--device cuda: XGBoost methods to train, a real GPU, and a GPU kernel for each customobj objective."""
+    from customobj._cuda_runtime import GPUUnavailableError, gpu_status
+    from customobj.adapters._cuda import check_gpu_objective
+
+    xgb = [s for s in specs if s.backend == "xgb"]
+    if not xgb:
+        raise UsageError("--device cuda applies to XGBoost methods (xgb:...), and --methods has none")
+    status = gpu_status()
+    if not status.available or status.simulator:
+        why = status.reason or "numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM), and XGBoost needs a real GPU"
+        raise UsageError(f"--device cuda needs a CUDA GPU: {why}")
+    try:
+        for s in xgb:
+            if not s.native:
+                check_gpu_objective(build_objective(s), "--device cuda: xgboost_objective")
+    except (GPUUnavailableError, NotImplementedError) as exc:
+        raise UsageError(one_line(exc)) from None
 
 
 def _check_labels(specs, folds):
@@ -330,10 +359,17 @@ def run(args: argparse.Namespace) -> int:
                          "the libraries take")
     # the data first: a wrong --letor / --train names that mistake, not an earlier run's --out folder
     folds, data_desc = _load_folds(args)
+    if getattr(args, "clicks", None):
+        from .clicks import click_folds, parse_clicks
+
+        click_spec = parse_clicks(args.clicks)
+        folds = click_folds(folds, click_spec, args.seed, args.jobs)
+        data_desc += f", trained on {click_spec.label} clicks"
     _check_labels(specs, folds)
     out = output.check_folder(Path(args.out), overwrite=args.overwrite)
     settings = Settings(rounds=args.rounds, num_leaves=args.num_leaves, learning_rate=args.learning_rate,
-                        seed=args.seed, jobs=args.jobs, early_stopping=args.early_stopping)
+                        seed=args.seed, jobs=args.jobs, early_stopping=args.early_stopping,
+                        device=getattr(args, "device", "cpu"))
     labels = [s.label for s in specs]
 
     bar = _progress(len(folds) * len(specs), args.quiet)

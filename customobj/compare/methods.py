@@ -66,7 +66,7 @@ NATIVE = {
 #: Backends that train a customobj objective.
 CUSTOM_BACKENDS = ("lgb", "xgb", "ole")
 
-from ..ole.splitting import CRITERIA as _OLE_CRITERIA  # noqa: E402  (one home for the names)
+from ..ole.criterion import CRITERIA as _OLE_CRITERIA  # noqa: E402  (one home for the names)
 
 CRITERIA = tuple(_OLE_CRITERIA)
 
@@ -131,7 +131,9 @@ def objective_names() -> list[str]:
             continue
         if issubclass(cls, objectives.Objective):
             names.append(name)
-    return sorted(names)
+    from .clicks import CLICK_TARGETS  # Unbiased(objective=<name>, ...): learning from clicks
+
+    return sorted(names + list(CLICK_TARGETS))
 
 
 def valid_names_help() -> str:
@@ -359,7 +361,13 @@ def build_objective(spec: MethodSpec) -> Objective:
     if spec.native:
         raise ValueError(f"{spec.label} is a native {BACKENDS[spec.backend]} objective, not a customobj one")
     from .. import objectives
+    from .clicks import CLICK_TARGETS, build_unbiased
 
+    if spec.target in CLICK_TARGETS:
+        try:
+            return build_unbiased(spec.kwargs)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"invalid options for {spec.label}: {type(exc).__name__}: {exc}") from None
     cls = getattr(objectives, spec.target)
     accepted = _keyword_options(cls)
     unknown = sorted(set(spec.kwargs) - set(accepted)) if accepted is not None else []

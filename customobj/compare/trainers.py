@@ -31,6 +31,9 @@ class Settings:
     seed: int = 0
     jobs: int = 2
     early_stopping: int = 20  # patience in rounds; 0 disables early stopping
+    #: Where XGBoost methods train: "cpu", or "cuda" (XGBoost's device="cuda" and customobj's GPU
+    #: objectives, ``xgboost_objective(obj, device="cuda")``). Other backends train on the CPU.
+    device: str = "cpu"
     #: Further model parameters in the backend's own names (``(name, value), ...``), applied after the
     #: defaults above: LightGBM / XGBoost / CatBoost parameters, TreeBooster keyword arguments.
     #: ``--tune`` fills it (customobj.compare.tuning); empty means the fixed settings.
@@ -44,6 +47,7 @@ class Split:
     X: np.ndarray
     y: np.ndarray
     sizes: np.ndarray
+    position: np.ndarray | None = None  # display positions of a click log (compare --clicks)
 
     @classmethod
     def from_data(cls, data) -> Split:
@@ -132,7 +136,7 @@ def _train_lgb(spec, st, train_, valid, test):
             params["metric"] = "None"
             feval = lightgbm_metric(CURVE_METRIC)
     start = time.perf_counter()
-    dtrain = lgb.Dataset(train_.X, train_.y, group=train_.sizes, free_raw_data=False)
+    dtrain = lgb.Dataset(train_.X, train_.y, group=train_.sizes, position=train_.position, free_raw_data=False)
     dvalid = lgb.Dataset(valid.X, valid.y, group=valid.sizes, reference=dtrain)
     record = {}
     callbacks = [lgb.record_evaluation(record)]
@@ -162,14 +166,14 @@ def _train_xgb(spec, st, train_, valid, test):
         # Leaf-wise growth with a leaf budget, as LightGBM, so num_leaves means the same thing.
         "tree_method": "hist", "grow_policy": "lossguide", "max_leaves": st.num_leaves, "max_depth": 0,
         "eta": st.learning_rate, "seed": st.seed, "nthread": st.jobs, "verbosity": 0,
-        "eval_metric": CURVE_METRIC, "disable_default_eval_metric": 1,
+        "eval_metric": CURVE_METRIC, "disable_default_eval_metric": 1, "device": st.device,
     }
     kwargs = {}
     obj = _library_params(params, spec, st, train_)
     if obj is not None:
-        kwargs["obj"] = xgboost_objective(obj)
+        kwargs["obj"] = xgboost_objective(obj, device=st.device)
         # base_score=0 (pointwise terms see the true margin, as with LightGBM), num_class for McRank.
-        params = xgboost_params(obj, params)
+        params = xgboost_params(obj, params, device=st.device)
         if obj.n_outputs > 1:
             params.pop("eval_metric")
             kwargs["custom_metric"] = xgboost_metric(CURVE_METRIC)

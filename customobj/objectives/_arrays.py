@@ -41,7 +41,7 @@ def freeze_option(v: object) -> object:
     return frozen
 
 
-def _writeable(a: np.ndarray) -> bool:
+def _writeable(a: "np.ndarray | None") -> bool:
     """True when ``a`` or any array it views can be written through (its bytes may still change)."""
     while isinstance(a, np.ndarray):
         if a.flags.writeable:

@@ -1,33 +1,58 @@
 """Numba drivers of LambdaRank / LambdaMART (Burges 2010, sections 3, 4, 7): gradients, loss and
 pair couplings over all queries. The per-query work (the ``|dZ|`` formulas and the pair loop)
-lives in ``_lambdarank_pass``.
+lives in ``_lambdarank_pass``; the codes and records in ``_lambdarank_records``.
 
 Every query is sorted by current score (stable, ties by row order). Queries go to threads in
 fixed blocks of ``BLOCK`` (scratch arrays allocated once per block, results independent of the
-thread count). Couplings sort each query once: a COUNT pass stores the order, the FILL (or fused
-GRAD_FILL) pass reuses it.
+thread count); the four drivers share that one block loop, ``_run_blocks``. Couplings sort each
+query once: a COUNT pass stores the order, the FILL (or fused GRAD_FILL) pass reuses it.
+
+Every driver takes a :class:`~._lambdarank_records.PassInputs` record whose ``metric`` is a
+plain-int :class:`~._lambdarank_records.Metric` code and returns a
+:class:`customobj._kernel_status.KernelStatus` (last, when it also returns values): an unknown
+metric computes nothing and returns ``UNKNOWN_CODE``.
 """
+from enum import IntEnum
+
 import numpy as np
 from numba import njit, prange
 
 from .._dcg_kernels import discount_table, ideal_dcg_query
-from ._lambdarank_pass import (  # noqa: F401 - the metric codes are part of this module's interface
-    COUNT, ERR, FILL, GRAD, GRAD_FILL, LOSS, MAP, MRR, NDCG, _NF, PassInputs, PassOutputs, _query_pass,
-    _sort_query,
+from .._kernel_status import KernelStatus
+from ._lambdarank_pass import (  # noqa: F401 - the pre-enum code names stay importable from here
+    COUNT, ERR, FILL, GRAD, GRAD_FILL, LOSS, MAP, MRR, NDCG, _sort_query, query_count, query_grad, query_loss,
+)
+from ._lambdarank_records import (  # noqa: F401 - the codes and records are part of this module's interface
+    Channel, IntChannel, Metric, Mode, PassInputs, PassOutputs, Query, block_scratch_arrays,
 )
 
-#: The pair loop's ``D`` (``qnorm`` is ``1/IDCG@k`` under both; upper rows are always in the top k).
-#: AT_K: ``D = 0`` beyond ``k`` for both rows (``|dZ|`` = exact change of NDCG@k; the default).
-#: FULL: the lower row keeps its untruncated ``D`` (LightGBM's lambdarank, XGBoost's rank:ndcg).
-DISCOUNT_AT_K, DISCOUNT_FULL = 0, 1
+
+class Discount(IntEnum):
+    """The pair loop's ``D`` (``qnorm`` is ``1/IDCG@k`` under both; upper rows are always in the top k).
+
+    AT_K: ``D = 0`` beyond ``k`` for both rows (``|dZ|`` = exact change of NDCG@k; the default).
+    FULL: the lower row keeps its untruncated ``D`` (LightGBM's lambdarank, XGBoost's rank:ndcg).
+    """
+
+    AT_K = 0
+    FULL = 1
+
+
+#: The pre-enum names of the conventions (aliases of the members).
+DISCOUNT_AT_K, DISCOUNT_FULL = Discount
 #: Queries per parallel work item (fixed, so results never depend on the thread count).
 BLOCK = 16
 
 
 @njit(cache=True)
 def pair_discount_table(n, k, discount):
-    """The pair loop's ``D`` for queries of at most ``n`` rows under convention ``discount``."""
-    return discount_table(n, k if discount == DISCOUNT_AT_K else n)
+    """``(D, status)``: the pair loop's ``D`` for queries of at most ``n`` rows under convention
+    ``discount`` (a :class:`Discount` code); an unknown code gives an empty ``D`` and ``UNKNOWN_CODE``."""
+    if discount == Discount.AT_K:
+        return discount_table(n, k), KernelStatus.OK
+    if discount == Discount.FULL:
+        return discount_table(n, n), KernelStatus.OK
+    return np.zeros(0), KernelStatus.UNKNOWN_CODE
 
 
 @njit(cache=True)
@@ -41,128 +66,121 @@ def ideal_dcg(row_gain, ptr, disc):
 
 
 @njit(cache=True)
+def _known(mode, metric):
+    known_mode = (mode == Mode.GRAD or mode == Mode.LOSS or mode == Mode.COUNT or mode == Mode.FILL
+                  or mode == Mode.GRAD_FILL)
+    known_metric = metric == Metric.NDCG or metric == Metric.ERR or metric == Metric.MAP or metric == Metric.MRR
+    return known_mode and known_metric
+
+
+@njit(cache=True)
 def _block_scratch(ptr, q0, q1):
     size = 1
     for q in range(q0, q1):
         size = max(size, ptr[q + 1] - ptr[q])
-    return np.empty((_NF, size)), np.empty((3, size), dtype=np.int64)
+    return block_scratch_arrays(size)
 
 
 @njit(cache=True, parallel=True)
-def lambdarank_grad_hess(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
-                         hess_scale, weights, use_weights, out_grad, out_hess):
+def _run_blocks(mode, inp, out, order, offsets, per_query):
+    """The one block loop: each query with at least two rows and ``qnorm > 0`` through the kernel
+    of ``mode``. GRAD and LOSS sort into the block scratch, COUNT into ``order`` (stored for FILL),
+    FILL and GRAD_FILL read ``order`` and write pairs from ``offsets[q]``; LOSS and COUNT write
+    ``per_query[q]``. Returns a KernelStatus (``UNKNOWN_CODE`` before any work)."""
+    if not _known(mode, inp.metric):
+        return KernelStatus.UNKNOWN_CODE
+    ptr, qnorm, scores = inp.ptr, inp.qnorm, inp.scores
+    fills = mode == Mode.FILL or mode == Mode.GRAD_FILL
     nq = ptr.size - 1
-    no_i = np.zeros(0, dtype=np.int64)
-    no_f = np.zeros(0, dtype=np.float64)
-    inp = PassInputs(scores, row_gain, weights, use_weights, disc, metric, sigma, norm, hess_scale)
-    out = PassOutputs(out_grad, out_hess, no_i, no_i, no_f)
     for blk in prange((nq + BLOCK - 1) // BLOCK):
         q0 = blk * BLOCK
         q1 = min(nq, q0 + BLOCK)
         F, I = _block_scratch(ptr, q0, q1)
+        neg, own_order = F[Channel.NEG], I[IntChannel.ORDER]
         for q in range(q0, q1):
             start = ptr[q]
             n = ptr[q + 1] - start
             if n < 2 or qnorm[q] == 0.0:
                 continue
-            kk = min(k, n)
-            _sort_query(scores, start, n, F[_NF - 1], I[0])
-            _query_pass(GRAD, inp, out, n, qnorm[q], kk, min(kk, trunc), 0, I[0], F, I)
-
-
-@njit(cache=True, parallel=True)
-def lambdarank_loss(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
-                    hess_scale, weights, use_weights):
-    nq = ptr.size - 1
-    no_i = np.zeros(0, dtype=np.int64)
-    no_f = np.zeros(0, dtype=np.float64)
-    inp = PassInputs(scores, row_gain, weights, use_weights, disc, metric, sigma, norm, hess_scale)
-    out = PassOutputs(no_f, no_f, no_i, no_i, no_f)
-    per_query = np.zeros(nq)
-    for blk in prange((nq + BLOCK - 1) // BLOCK):
-        q0 = blk * BLOCK
-        q1 = min(nq, q0 + BLOCK)
-        F, I = _block_scratch(ptr, q0, q1)
-        for q in range(q0, q1):
-            start = ptr[q]
-            n = ptr[q + 1] - start
-            if n < 2 or qnorm[q] == 0.0:
-                continue
-            kk = min(k, n)
-            _sort_query(scores, start, n, F[_NF - 1], I[0])
-            per_query[q] = _query_pass(LOSS, inp, out, n, qnorm[q], kk, min(kk, trunc), 0, I[0], F, I)
-    # A serial sum: per_query.sum() here would become a thread-dependent parallel reduction.
-    total = 0.0
-    for q in range(nq):
-        total += per_query[q]
-    return total
-
-
-@njit(cache=True, parallel=True)
-def lambdarank_pair_offsets(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
-                            hess_scale, weights, use_weights, order):
-    """Sorts every query into ``order`` (rows by score) and returns the offsets of each query's
-    pairs with nonzero ``|dZ|`` (size n_queries + 1; the last is the pair count)."""
-    nq = ptr.size - 1
-    no_i = np.zeros(0, dtype=np.int64)
-    no_f = np.zeros(0, dtype=np.float64)
-    inp = PassInputs(scores, row_gain, weights, use_weights, disc, metric, sigma, norm, hess_scale)
-    out = PassOutputs(no_f, no_f, no_i, no_i, no_f)
-    counts = np.zeros(nq + 1, dtype=np.int64)
-    for blk in prange((nq + BLOCK - 1) // BLOCK):
-        q0 = blk * BLOCK
-        q1 = min(nq, q0 + BLOCK)
-        F, I = _block_scratch(ptr, q0, q1)
-        for q in range(q0, q1):
-            start = ptr[q]
-            n = ptr[q + 1] - start
-            if n < 2 or qnorm[q] == 0.0:
-                continue
-            kk = min(k, n)
-            o = order[start:start + n]
-            _sort_query(scores, start, n, F[_NF - 1], o)
-            counts[q + 1] = int(_query_pass(COUNT, inp, out, n, qnorm[q], kk, min(kk, trunc), 0, o, F, I))
-    return np.cumsum(counts)
-
-
-@njit(cache=True, parallel=True)
-def lambdarank_pair_fill(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
-                         hess_scale, weights, use_weights, with_grad, out_grad, out_hess, order, offsets,
-                         out_i, out_j, out_c):
-    """Writes query ``q``'s pairs (rows, coupling) to ``out_*[offsets[q]:offsets[q + 1]]`` (any
-    integer dtype for the rows); with ``with_grad`` also adds the gradients and hessians (one
-    pair pass: GRAD_FILL). ``order`` and ``offsets`` come from ``lambdarank_pair_offsets``."""
-    nq = ptr.size - 1
-    mode = GRAD_FILL if with_grad else FILL
-    inp = PassInputs(scores, row_gain, weights, use_weights, disc, metric, sigma, norm, hess_scale)
-    out = PassOutputs(out_grad, out_hess, out_i, out_j, out_c)
-    for blk in prange((nq + BLOCK - 1) // BLOCK):
-        q0 = blk * BLOCK
-        q1 = min(nq, q0 + BLOCK)
-        F, I = _block_scratch(ptr, q0, q1)
-        for q in range(q0, q1):
-            start = ptr[q]
-            n = ptr[q + 1] - start
-            if n < 2 or qnorm[q] == 0.0:
-                continue
-            kk = min(k, n)
-            _query_pass(mode, inp, out, n, qnorm[q], kk, min(kk, trunc), offsets[q], order[start:start + n],
-                        F, I)
+            kk = min(inp.k, n)
+            cut = Query(n, qnorm[q], kk, min(kk, inp.trunc), offsets[q] if fills else 0)
+            if mode == Mode.GRAD:
+                _sort_query(scores, start, n, neg, own_order)
+                query_grad(mode, inp, out, cut, own_order, F, I)
+            elif mode == Mode.LOSS:
+                _sort_query(scores, start, n, neg, own_order)
+                per_query[q] = query_loss(inp, out, cut, own_order, F)
+            elif mode == Mode.COUNT:
+                o = order[start:start + n]
+                _sort_query(scores, start, n, neg, o)
+                per_query[q] = query_count(inp, out, cut, o, F)
+            else:
+                query_grad(mode, inp, out, cut, order[start:start + n], F, I)
+    return KernelStatus.OK
 
 
 @njit(cache=True)
-def lambdarank_couplings(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
-                         hess_scale, weights, use_weights, with_grad, out_grad, out_hess):
-    """``(i, j, c)`` of every pair with nonzero ``|dZ|``, grouped by query and by upper position;
-    with ``with_grad`` also adds the gradients and hessians (one pair pass: GRAD_FILL)."""
-    order = np.empty(ptr[ptr.size - 1], dtype=np.int64)
-    offsets = lambdarank_pair_offsets(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm,
-                                      hess_scale, weights, use_weights, order)
+def _empty_outputs():
+    no_i = np.zeros(0, dtype=np.int64)
+    no_f = np.zeros(0, dtype=np.float64)
+    return no_i, no_f
+
+
+@njit(cache=True)
+def lambdarank_grad_hess(inp, out_grad, out_hess):
+    """Adds every query's gradients and hessians into ``out_grad`` / ``out_hess``; returns the status."""
+    no_i, no_f = _empty_outputs()
+    return _run_blocks(Mode.GRAD, inp, PassOutputs(out_grad, out_hess, no_i, no_i, no_f), no_i, no_i, no_f)
+
+
+@njit(cache=True)
+def lambdarank_loss(inp):
+    """``(loss, status)``: the utility summed over queries (serially, in query order)."""
+    no_i, no_f = _empty_outputs()
+    per_query = np.zeros(inp.ptr.size - 1)
+    status = _run_blocks(Mode.LOSS, inp, PassOutputs(no_f, no_f, no_i, no_i, no_f), no_i, no_i, per_query)
+    # A serial sum: per_query.sum() here would become a thread-dependent parallel reduction.
+    total = 0.0
+    for q in range(per_query.size):
+        total += per_query[q]
+    return total, status
+
+
+@njit(cache=True)
+def lambdarank_pair_offsets(inp, order):
+    """Sorts every query into ``order`` (rows by score); returns ``(offsets, status)``, the offsets
+    of each query's pairs with nonzero ``|dZ|`` (size n_queries + 1; the last is the pair count)."""
+    no_i, no_f = _empty_outputs()
+    nq = inp.ptr.size - 1
+    per_query = np.zeros(nq)
+    status = _run_blocks(Mode.COUNT, inp, PassOutputs(no_f, no_f, no_i, no_i, no_f), order, no_i, per_query)
+    counts = np.zeros(nq + 1, dtype=np.int64)
+    for q in range(nq):
+        counts[q + 1] = int(per_query[q])  # pair counts are below 2**53: exact in float64
+    return np.cumsum(counts), status
+
+
+@njit(cache=True)
+def lambdarank_pair_fill(inp, with_grad, out, order, offsets):
+    """Writes query ``q``'s pairs (rows, coupling) to ``out.pair_*[offsets[q]:offsets[q + 1]]`` (any
+    integer dtype for the rows); with ``with_grad`` also adds the gradients and hessians into
+    ``out.grad`` / ``out.hess`` (one pair pass: GRAD_FILL). ``order`` and ``offsets`` come from
+    ``lambdarank_pair_offsets``. Returns the status."""
+    mode = Mode.GRAD_FILL if with_grad else Mode.FILL
+    return _run_blocks(mode, inp, out, order, offsets, np.zeros(0))
+
+
+@njit(cache=True)
+def lambdarank_couplings(inp, with_grad, out_grad, out_hess):
+    """``(i, j, c, status)`` of every pair with nonzero ``|dZ|``, grouped by query and by upper
+    position; with ``with_grad`` also adds the gradients and hessians (one pair pass: GRAD_FILL)."""
+    order = np.empty(inp.ptr[inp.ptr.size - 1], dtype=np.int64)
+    offsets, status = lambdarank_pair_offsets(inp, order)
     m = offsets[-1]
     out_i = np.empty(m, dtype=np.int64)
     out_j = np.empty(m, dtype=np.int64)
     out_c = np.empty(m, dtype=np.float64)
-    lambdarank_pair_fill(scores, ptr, row_gain, qnorm, disc, metric, k, trunc, sigma, norm, hess_scale,
-                         weights, use_weights, with_grad, out_grad, out_hess, order, offsets,
-                         out_i, out_j, out_c)
-    return out_i, out_j, out_c
+    if status == KernelStatus.OK:
+        status = lambdarank_pair_fill(inp, with_grad, PassOutputs(out_grad, out_hess, out_i, out_j, out_c),
+                                      order, offsets)
+    return out_i, out_j, out_c, status

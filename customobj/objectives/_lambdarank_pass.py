@@ -1,6 +1,10 @@
 """The per-query pass of LambdaRank / LambdaMART (Burges 2010, sections 3, 4, 7).
 
-The drivers in ``_lambdarank_kernels`` sort each query and call ``_query_pass`` once per query.
+The drivers in ``_lambdarank_kernels`` sort each query and call one kernel per query, by mode:
+``query_grad`` (GRAD, FILL, GRAD_FILL), ``query_loss`` (LOSS), ``query_count`` (COUNT). Each is
+``_setup`` (per-position arrays), one pair loop, then the query's norm factor and writes. The
+codes, records and scratch channels live in ``_lambdarank_records``.
+
 For the pair at sorted positions ``a < b`` with different gains, ``|dZ|`` is the change of the
 metric when the two rows swap positions, computed in O(1) from per-query prefix arrays (so a query
 costs O(n^2), never O(n^3)):
@@ -14,51 +18,28 @@ Positions are 0-based here (rank = position + 1). A pair can change the metric o
 row is within the cutoff ``kk``, and ``truncation`` (LightGBM's ``lambdarank_truncation_level``)
 keeps only pairs whose upper row is in the top ``trunc``; the outer loop stops at the smaller.
 
-NDCG pairs run through ``_ndcg_pairs``, a branch-free loop (the ``y_i > y_j`` / ``y_i == y_j``
-branches are unpredictable on real labels; about 10% faster for NDCG@all-rows, truncation 30,
-one thread); equal-grade pairs add exact zeros there, so it returns the same bits as the general
-loop. The sort (numba's mergesort argsort) is about a third of a truncated NDCG call;
+NDCG pairs run through ``_ndcg_pairs`` (counted by ``_ndcg_count``), a branch-free loop (the
+``y_i > y_j`` / ``y_i == y_j`` branches are unpredictable on real labels; about 10% faster for
+NDCG@all-rows, truncation 30, one thread); equal-grade pairs add exact zeros there, so it returns
+the same bits as the general loop. The sort (numba's mergesort argsort) is about a third of a truncated NDCG call;
 hand-written insertion / merge and quicksort-plus-tie-fix versions measured slower.
 
 ``row_gain`` holds, per row: NDCG the gain ``G(y)``; ERR the probability ``R``; MAP/MRR the binary
 relevance. ``qnorm`` per query: NDCG ``1/IDCG@k``, MAP ``1/#relevant`` (capped at ``k``), ERR/MRR 1;
 0 makes the query contribute nothing.
-"""
-from typing import NamedTuple
 
+The other metrics, and the loss, share one pair loop, ``_metric_pairs``: its ``|dZ|`` formulas sit
+in the loop on purpose (as a separate function, even inlined, the ERR/MAP passes ran 4-6x
+slower), so the modes meet there as loop-invariant flags instead of in three copies of the loop.
+"""
 import numpy as np
 from numba import njit
 
-#: The metric whose change ``|dZ|`` weighs each pair.
-NDCG, ERR, MAP, MRR = 0, 1, 2, 3
-#: What one pass does (see ``_query_pass``).
-GRAD, LOSS, COUNT, FILL, GRAD_FILL = 0, 1, 2, 3, 4
-# Rows of the float scratch: g, s, w, P, A, C, S, e, lg, lh, lc, neg.
-_NF = 12
+from ._lambdarank_records import Channel, IntChannel, Metric, Mode
 
-
-class PassInputs(NamedTuple):
-    """What every query's pass reads: the data set's arrays and the objective's options."""
-
-    scores: np.ndarray  # current scores, one per row
-    row_gain: np.ndarray  # per row: NDCG gain, ERR probability, MAP/MRR relevance
-    weights: np.ndarray  # row weights (read only when use_weights)
-    use_weights: bool
-    disc: np.ndarray  # the pair loop's position discount D (NDCG)
-    metric: int  # NDCG, ERR, MAP or MRR
-    sigma: float
-    norm: bool  # LightGBM's lambdarank_norm
-    hess_scale: float  # 1, or XGBoost's convention factor
-
-
-class PassOutputs(NamedTuple):
-    """Where a pass writes: gradients and hessians (GRAD) and pairs (FILL), zero-length if unused."""
-
-    grad: np.ndarray
-    hess: np.ndarray
-    pair_i: np.ndarray  # upper (better) row of each pair; any integer dtype
-    pair_j: np.ndarray
-    pair_c: np.ndarray  # coupling h_ij
+#: The pre-enum names of the codes (aliases of the members; the codes' home is ``_lambdarank_records``).
+NDCG, ERR, MAP, MRR = Metric
+GRAD, LOSS, COUNT, FILL, GRAD_FILL = Mode
 
 
 @njit(cache=True)
@@ -72,7 +53,7 @@ def _sort_query(scores, start, n, neg, order):
 
 
 @njit(cache=True)
-def _setup(scores, row_gain, weights, use_weights, n, metric, kk, order, g, s, w, P, A, C, S):
+def _setup(inp, n, kk, order, F):
     """Fill the per-position arrays of one sorted query (division-free ``|dZ|`` in the pair loop).
 
     ERR: ``P[r] = prod_{m<r} T_m / (r + 1)`` (0 beyond the cutoff), ``A[r]`` = ERR summed up to
@@ -81,13 +62,16 @@ def _setup(scores, row_gain, weights, use_weights, n, metric, kk, order, g, s, w
     within the cutoff. MRR: ``A[r] = 1 / (r + 1)`` within the cutoff, else 0.
     Returns the first and second relevant positions (``n`` when absent; used by MRR).
     """
+    scores, row_gain, weights, use_weights, metric = inp.scores, inp.row_gain, inp.weights, inp.use_weights, inp.metric
+    g, s, w = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT]
+    P, A, C, S = F[Channel.P], F[Channel.A], F[Channel.C], F[Channel.S]
     for r in range(n):
         g[r] = row_gain[order[r]]
         s[r] = scores[order[r]]
         w[r] = weights[order[r]] if use_weights else 1.0
     first = n
     second = n
-    if metric == ERR:
+    if metric == Metric.ERR:
         p = 1.0
         acc = 0.0
         for r in range(n):
@@ -99,7 +83,7 @@ def _setup(scores, row_gain, weights, use_weights, n, metric, kk, order, g, s, w
             A[r] = acc
             C[r] = 1.0 / (1.0 - g[r])  # R < 1, see listwise.LambdaRank._state
             p *= 1.0 - g[r]
-    elif metric == MAP:
+    elif metric == Metric.MAP:
         hits = 0.0
         acc = 0.0
         for r in range(n):
@@ -110,7 +94,7 @@ def _setup(scores, row_gain, weights, use_weights, n, metric, kk, order, g, s, w
             P[r] = hits / (r + 1.0) if r < kk else 0.0
             A[r] = (hits + 1.0) / (r + 1.0)
             S[r] = acc
-    elif metric == MRR:
+    elif metric == Metric.MRR:
         for r in range(n):
             A[r] = 1.0 / (r + 1.0) if r < kk else 0.0
             if g[r] > 0.0:
@@ -152,29 +136,41 @@ def _rho(e_hi, e_lo, d, sigma):
 
 
 @njit(cache=True)
-def _ndcg_pairs(mode, n, lim, qn, disc, sigma, norm, spread, g, s, w, e, lg, lh, order,
-                at, out_i, out_j, out_c, li, lj, lc):
+def _ndcg_count(q, disc, g):
+    """COUNT of the NDCG pairs of one sorted query: those with nonzero ``|dZ|``."""
+    n, qn = q.n, q.qn
+    count = 0
+    for a in range(min(n - 1, q.lim)):
+        ga = g[a]
+        da = disc[a]
+        for b in range(a + 1, n):
+            dz = abs(ga - g[b]) * (da - disc[b])
+            dz *= qn
+            count += 1 if dz != 0.0 else 0
+    return count
+
+
+@njit(cache=True)
+def _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out):
     """NDCG pairs of one sorted query without data-dependent branches; returns (count, sum_lambda).
 
     Needs every ``e[r] > 1e-280`` (``_rho``'s table branch for all pairs). ``rho`` is
     ``e_lo / (e_a + e_b)``, the same bits as ``_rho``. FILL writes each upper row's pairs to the
     local ``li/lj/lc`` and advances only past nonzero ``|dZ|`` (branch-free compaction).
     """
+    disc, sigma, norm = inp.disc, inp.sigma, inp.norm
+    n, lim, qn, at = q.n, q.lim, q.qn, q.at
+    g, s, w, e = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.EXP]
+    lg, lh, lc = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H], F[Channel.LOCAL_C]
+    li, lj = I[IntChannel.LOCAL_I], I[IntChannel.LOCAL_J]
+    out_i, out_j, out_c = out.pair_i, out.pair_j, out.pair_c
     sig2 = sigma * sigma
-    grad = mode == GRAD or mode == GRAD_FILL
-    fill = mode == FILL or mode == GRAD_FILL
     damp = norm and spread
     count = 0
     sum_lambda = 0.0
     for a in range(min(n - 1, lim)):
         ga = g[a]
         da = disc[a]
-        if mode == COUNT:
-            for b in range(a + 1, n):
-                dz = abs(ga - g[b]) * (da - disc[b])
-                dz *= qn
-                count += 1 if dz != 0.0 else 0
-            continue
         ea = e[a]
         sa = s[a]
         wa = w[a]
@@ -221,123 +217,162 @@ def _ndcg_pairs(mode, n, lim, qn, disc, sigma, norm, spread, g, s, w, e, lg, lh,
 
 
 @njit(cache=True)
-def _query_pass(mode, inp, out, n, qn, kk, lim, at, order, F, I):
-    """All pairs of one query whose sorted rows are ``order[:n]``. ``mode`` GRAD adds into
-    ``out.grad/out.hess``; LOSS returns the query's utility; COUNT returns the number of pairs
-    with nonzero ``|dZ|``; FILL writes them (rows, coupling) to ``out.pair_*`` from offset ``at``;
-    GRAD_FILL does both GRAD and FILL. Hessians and couplings are multiplied by
-    ``inp.hess_scale`` (1 but for XGBoost's convention, see ``_parity.py``), once per row,
-    outside the pair loop. ``qn`` is the query's ``qnorm``, ``kk`` its cutoff, ``lim`` the cutoff
-    of upper rows (truncation). ``F`` is float scratch (``_NF`` rows of at least ``n``), ``I``
-    int scratch (rows 1 and 2 hold a FILL's pairs of one upper row). The ``|dZ|`` formulas of
-    ERR/MAP/MRR sit in the loop on purpose: as a separate function (even inlined) the ERR/MAP
-    passes ran 4-6x slower.
-    """
-    # Unpacking the records costs nothing: numba passes a tuple as its fields.
-    scores, row_gain, weights, use_weights, disc = inp.scores, inp.row_gain, inp.weights, inp.use_weights, inp.disc
-    metric, sigma, norm, hess_scale = inp.metric, inp.sigma, inp.norm, inp.hess_scale
-    out_grad, out_hess, out_i, out_j, out_c = out.grad, out.hess, out.pair_i, out.pair_j, out.pair_c
-    li, lj = I[1], I[2]
-    g, s, w, P, A, C, S, e, lg, lh, lc = F[0], F[1], F[2], F[3], F[4], F[5], F[6], F[7], F[8], F[9], F[10]
-    first, second = _setup(scores, row_gain, weights, use_weights, n, metric, kk, order, g, s, w, P, A, C, S)
-    if metric == MRR:
-        lim = min(lim, first + 1)  # a swap below the first relevant row leaves RR unchanged
+def _metric_pairs(mode, inp, q, first, second, spread, order, F, out):
+    """The general pair loop of one sorted query (every metric; NDCG when ``_ndcg_pairs`` cannot
+    serve). Returns ``(count, sum_lambda, total)``: pairs with nonzero ``|dZ|`` (COUNT; written
+    by FILL), the sum of ``2 lambda`` (for the norm factor) and the utility (LOSS)."""
+    metric, disc, sigma, norm = inp.metric, inp.disc, inp.sigma, inp.norm
+    n, kk, qn, at = q.n, q.kk, q.qn, q.at
+    lim = min(q.lim, first + 1) if metric == Metric.MRR else q.lim  # below the first relevant row RR is unchanged
+    g, s, w, e = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.EXP]
+    P, A, C, S = F[Channel.P], F[Channel.A], F[Channel.C], F[Channel.S]
+    lg, lh = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H]
+    out_i, out_j, out_c = out.pair_i, out.pair_j, out.pair_c
     a_first = A[first] if first < n else 0.0
-    grad = mode == GRAD or mode == GRAD_FILL
-    fill = mode == FILL or mode == GRAD_FILL
-    if mode != COUNT or metric != NDCG:
-        _exp_table(s, n, sigma, e)
-    if grad:
-        lg[:n] = 0.0
-        lh[:n] = 0.0
-    spread = s[0] != s[n - 1]
+    grad = mode == Mode.GRAD or mode == Mode.GRAD_FILL
+    fill = mode == Mode.FILL or mode == Mode.GRAD_FILL
+    sig2 = sigma * sigma
     sum_lambda = 0.0
     total = 0.0
     count = 0
-    if metric == NDCG and mode != LOSS and (mode == COUNT or e[n - 1] > 1e-280):
-        count, sum_lambda = _ndcg_pairs(mode, n, lim, qn, disc, sigma, norm, spread, g, s, w, e, lg, lh,
-                                        order, at, out_i, out_j, out_c, li, lj, lc)
-    else:
-        sig2 = sigma * sigma
-        for a in range(min(n - 1, lim)):
-            ga = g[a]
-            ea = e[a]
-            sa = s[a]
-            acc_g = 0.0
-            acc_h = 0.0
-            for b in range(a + 1, n):
-                gb = g[b]
-                if ga == gb:
-                    continue
-                if metric == NDCG:
-                    dz = abs(ga - gb) * (disc[a] - disc[b])
-                elif metric == ERR:
-                    # Burges sec. 3: the rank-a term, the rows between a and b (their prefix
-                    # product changes by T_b / T_a), the rank-b term; rows below b are unchanged.
-                    ca = C[a]
-                    mid = A[min(b - 1, kk - 1)] - A[a]
-                    dz = abs(P[a] * (ga - gb) + (gb - ga) * ca * mid + P[b] * (gb - (1.0 - gb) * ga * ca))
-                elif metric == MAP:
-                    mid = S[min(b - 1, kk - 1)] - S[a]
-                    if ga > 0.0:  # the relevant row moves down from a to b
-                        dz = abs(P[b] - P[a] - mid)
-                    else:
-                        dz = abs(A[a] + mid - P[b])
-                else:  # MRR
-                    if ga > 0.0:
-                        dz = abs(a_first - A[min(b, second)]) if a == first else 0.0
-                    else:
-                        dz = abs(A[a] - a_first) if a < first else 0.0
-                dz *= qn
-                if dz == 0.0:
-                    continue
-                if mode == COUNT:
-                    count += 1
-                    continue
-                # sg = +1 when the upper position a holds the better row
-                if ga > gb:
-                    sg = 1.0
-                    d = sa - s[b]
-                    rho = _rho(ea, e[b], d, sigma)
+    for a in range(min(n - 1, lim)):
+        ga = g[a]
+        ea = e[a]
+        sa = s[a]
+        acc_g = 0.0
+        acc_h = 0.0
+        for b in range(a + 1, n):
+            gb = g[b]
+            if ga == gb:
+                continue
+            if metric == Metric.NDCG:
+                dz = abs(ga - gb) * (disc[a] - disc[b])
+            elif metric == Metric.ERR:
+                # Burges sec. 3: the rank-a term, the rows between a and b (their prefix
+                # product changes by T_b / T_a), the rank-b term; rows below b are unchanged.
+                ca = C[a]
+                mid = A[min(b - 1, kk - 1)] - A[a]
+                dz = abs(P[a] * (ga - gb) + (gb - ga) * ca * mid + P[b] * (gb - (1.0 - gb) * ga * ca))
+            elif metric == Metric.MAP:
+                mid = S[min(b - 1, kk - 1)] - S[a]
+                if ga > 0.0:  # the relevant row moves down from a to b
+                    dz = abs(P[b] - P[a] - mid)
                 else:
-                    sg = -1.0
-                    d = s[b] - sa
-                    rho = _rho(e[b], ea, d, sigma)
-                dz = _norm_dz(dz, norm, spread, d)
-                lam = sigma * dz * rho
-                sum_lambda += 2.0 * lam
-                pw = 0.5 * (w[a] + w[b])
-                if mode == LOSS:
-                    total += pw * dz * _softplus(-sigma * d)
-                    count += 1
-                    continue
-                h = sig2 * dz * rho * (1.0 - rho) * pw
-                if grad:
-                    lam *= pw * sg
-                    acc_g -= lam
-                    lg[b] += lam
-                    acc_h += h
-                    lh[b] += h
-                if fill:
-                    hi, lo = (a, b) if sg > 0 else (b, a)
-                    out_i[at + count] = order[hi]
-                    out_j[at + count] = order[lo]
-                    out_c[at + count] = h
+                    dz = abs(A[a] + mid - P[b])
+            elif metric == Metric.MRR:
+                if ga > 0.0:
+                    dz = abs(a_first - A[min(b, second)]) if a == first else 0.0
+                else:
+                    dz = abs(A[a] - a_first) if a < first else 0.0
+            else:  # unreachable: the drivers refuse unknown metrics before any query
+                dz = 0.0
+            dz *= qn
+            if dz == 0.0:
+                continue
+            if mode == Mode.COUNT:
                 count += 1
+                continue
+            # sg = +1 when the upper position a holds the better row
+            if ga > gb:
+                sg = 1.0
+                d = sa - s[b]
+                rho = _rho(ea, e[b], d, sigma)
+            else:
+                sg = -1.0
+                d = s[b] - sa
+                rho = _rho(e[b], ea, d, sigma)
+            dz = _norm_dz(dz, norm, spread, d)
+            lam = sigma * dz * rho
+            sum_lambda += 2.0 * lam
+            pw = 0.5 * (w[a] + w[b])
+            if mode == Mode.LOSS:
+                total += pw * dz * _softplus(-sigma * d)
+                count += 1
+                continue
+            h = sig2 * dz * rho * (1.0 - rho) * pw
             if grad:
-                lg[a] += acc_g
-                lh[a] += acc_h
-    if mode == COUNT:
-        return float(count)
-    factor = 1.0
+                lam *= pw * sg
+                acc_g -= lam
+                lg[b] += lam
+                acc_h += h
+                lh[b] += h
+            if fill:
+                hi, lo = (a, b) if sg > 0 else (b, a)
+                out_i[at + count] = order[hi]
+                out_j[at + count] = order[lo]
+                out_c[at + count] = h
+            count += 1
+        if grad:
+            lg[a] += acc_g
+            lh[a] += acc_h
+    return count, sum_lambda, total
+
+
+@njit(cache=True, inline="always")
+def _norm_factor(norm, sum_lambda):
+    # LightGBM's lambdarank_norm: the query's lambdas scaled by log2(1 + S) / S.
     if norm and sum_lambda > 0.0:
-        factor = np.log2(1.0 + sum_lambda) / sum_lambda
-    hfactor = factor * hess_scale
+        return np.log2(1.0 + sum_lambda) / sum_lambda
+    return 1.0
+
+
+@njit(cache=True)
+def _sorted_scores(inp, q, order, F):
+    """``_setup`` and the exp table of one query; returns (first, second, spread)."""
+    first, second = _setup(inp, q.n, q.kk, order, F)
+    s = F[Channel.SCORE]
+    _exp_table(s, q.n, inp.sigma, F[Channel.EXP])
+    return first, second, s[0] != s[q.n - 1]
+
+
+@njit(cache=True)
+def query_grad(mode, inp, out, q, order, F, I):
+    """GRAD adds the query's gradients and hessians into ``out.grad/out.hess``; FILL writes its
+    pairs with nonzero ``|dZ|`` (rows, coupling) to ``out.pair_*`` from ``q.at``; GRAD_FILL does
+    both in one pair pass. Hessians and couplings are multiplied by ``inp.hess_scale`` (1 but for
+    XGBoost's convention, see ``_parity.py``) once per row, outside the pair loop. ``order[:n]``
+    are the query's rows by score, ``F`` / ``I`` the block's scratch (rows named by ``Channel``
+    / ``IntChannel``)."""
+    n = q.n
+    first, second, spread = _sorted_scores(inp, q, order, F)
+    grad = mode == Mode.GRAD or mode == Mode.GRAD_FILL
+    fill = mode == Mode.FILL or mode == Mode.GRAD_FILL
+    lg, lh = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H]
     if grad:
+        lg[:n] = 0.0
+        lh[:n] = 0.0
+    if inp.metric == Metric.NDCG and F[Channel.EXP, n - 1] > 1e-280:
+        count, sum_lambda = _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out)
+    else:
+        count, sum_lambda, _ = _metric_pairs(mode, inp, q, first, second, spread, order, F, out)
+    factor = _norm_factor(inp.norm, sum_lambda)
+    hfactor = factor * inp.hess_scale
+    if grad:
+        out_grad, out_hess = out.grad, out.hess
         for r in range(n):
             out_grad[order[r]] += factor * lg[r]
             out_hess[order[r]] += hfactor * lh[r]
     if fill:
-        for t in range(at, at + count):
+        out_c = out.pair_c
+        for t in range(q.at, q.at + count):
             out_c[t] *= hfactor
-    return total * factor
+
+
+@njit(cache=True)
+def query_loss(inp, out, q, order, F):
+    """LOSS: the query's utility ``sum_pairs w_ij |dZ_ij| log(1 + exp(-sigma d))`` (times the
+    frozen norm factor). ``out`` is only passed through (LOSS writes nothing)."""
+    first, second, spread = _sorted_scores(inp, q, order, F)
+    _, sum_lambda, total = _metric_pairs(Mode.LOSS, inp, q, first, second, spread, order, F, out)
+    return total * _norm_factor(inp.norm, sum_lambda)
+
+
+@njit(cache=True)
+def query_count(inp, out, q, order, F):
+    """COUNT: the number of the query's pairs with nonzero ``|dZ|`` (what FILL will write; ``out`` is
+    only passed through)."""
+    first, second = _setup(inp, q.n, q.kk, order, F)
+    if inp.metric == Metric.NDCG:
+        return _ndcg_count(q, inp.disc, F[Channel.GAIN])
+    count, _, _ = _metric_pairs(Mode.COUNT, inp, q, first, second, False, order, F, out)
+    return count

@@ -9,28 +9,73 @@ sum, so two weights near the float64 maximum cannot overflow; the bits are the s
 - ``EXPONENTIAL``  ``exp(-theta d)``, exponent clipped at ``EXP_CLIP`` (MPBoost, ``theta = D_ij``)
 
 and ``theta_mode`` says how ``theta`` follows from the two labels (a constant, the grade difference,
-or one of MPBoost's directed distance functions). ``kind`` and ``theta_mode`` are plain ints so one
-compiled loop serves every loss (no function arguments inside kernels); measured against a
+or one of MPBoost's directed distance functions). Both are ``IntEnum`` codes (:class:`PairKind`,
+:class:`Theta`) carried with ``p``, ``scale`` and ``hmul`` by one :class:`PairSpec` record, built
+and validated in Python by :func:`pair_spec`; the kernels read them as plain ints so one compiled
+loop serves every loss (no function arguments inside kernels); measured against a
 hand-specialised RankNet loop the dispatch costs ~13% CPU (benchmarks/pairwise_strategies.py).
 Gradient loops call ``pair_grad``, which skips the loss (its log1p tripled RankNet's time).
+Every driver checks the codes before its loop and returns a ``KernelStatus`` (last, with any value):
+an unknown code computes nothing and returns ``UNKNOWN_CODE`` (``customobj._kernel_status``);
+``pair_theta`` / ``pair_terms`` / ``pair_grad`` themselves return NaN for one.
 
 Label pairs are enumerated per query from rows sorted by label (``order``, built once per dataset
 by ``label_order_kernel``): for position ``a`` of the sorted query, the rows it beats are the
 contiguous block ``order[lower[a]:hi]``. This visits exactly the pairs ``y_i > y_j`` without
 materialising them and without a data-dependent branch per candidate pair.
 """
+from enum import IntEnum
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
-LOGISTIC = 0
-SQ_HINGE = 1
-EXPONENTIAL = 2
+from .._kernel_status import KernelStatus, as_code
 
-THETA_CONST = 0      # theta = p
-THETA_DIFF = 1       # theta = y_i - y_j (QBRank's grade margin)
-THETA_LDD = 2        # theta = p (y_i - y_j)
-THETA_LOGDD = 3      # theta = log(1 + p (y_i - y_j))
-THETA_LOGITDD = 4    # theta = 1 / (1 + exp(-p (y_i - y_j)))
+
+class PairKind(IntEnum):
+    """The pair loss ``phi``."""
+
+    LOGISTIC = 0
+    SQ_HINGE = 1
+    EXPONENTIAL = 2
+
+
+class Theta(IntEnum):
+    """How ``theta`` follows from the labels ``y_i > y_j`` and the parameter ``p``."""
+
+    CONST = 0  # theta = p
+    DIFF = 1  # theta = y_i - y_j (QBRank's grade margin)
+    LDD = 2  # theta = p (y_i - y_j)
+    LOGDD = 3  # theta = log(1 + p (y_i - y_j))
+    LOGITDD = 4  # theta = 1 / (1 + exp(-p (y_i - y_j)))
+
+
+#: The pre-enum names of the codes (aliases of the members).
+LOGISTIC, SQ_HINGE, EXPONENTIAL = PairKind
+THETA_CONST, THETA_DIFF, THETA_LDD, THETA_LOGDD, THETA_LOGITDD = Theta
+
+
+class PairSpec(NamedTuple):
+    """One pair loss as the kernels take it: ``scale * phi(d; theta)``, hessian times ``hmul``."""
+
+    kind: int  # a PairKind code
+    theta_mode: int  # a Theta code (label pairs; explicit pairs carry their own theta)
+    p: float
+    scale: float
+    hmul: float  # multiplies the hessian (QBRank's bound: 2)
+
+
+def pair_spec(kind: int, theta_mode: int, p: float, scale: float, hmul: float = 1.0) -> PairSpec:
+    """The validated :class:`PairSpec` (plain-int codes: one compiled kernel for every loss).
+
+    Examples
+    --------
+    >>> pair_spec(PairKind.LOGISTIC, Theta.CONST, 1.0, 1.0)
+    PairSpec(kind=0, theta_mode=0, p=1.0, scale=1.0, hmul=1.0)
+    """
+    return PairSpec(as_code(kind, PairKind, "kind"), as_code(theta_mode, Theta, "theta_mode"),
+                    float(p), float(scale), float(hmul))
 
 #: Largest exponent evaluated by the exponential (MPBoost) pair loss. Beyond it the loss continues
 #: along its tangent, so gradients stay finite (exp(50) ~ 5e21: sums over thousands of pairs still fit
@@ -49,7 +94,27 @@ def pair_theta(mode, yi, yj, p):
         return p * diff
     if mode == THETA_LOGDD:
         return np.log1p(p * diff)
-    return 1.0 / (1.0 + np.exp(-p * diff))
+    if mode == THETA_LOGITDD:
+        return 1.0 / (1.0 + np.exp(-p * diff))
+    return np.nan  # unknown code: the drivers refuse it before their loops
+
+
+@njit(cache=True)
+def _kind_known(kind):
+    return kind == LOGISTIC or kind == SQ_HINGE or kind == EXPONENTIAL
+
+
+@njit(cache=True)
+def _theta_known(mode):
+    return (mode == THETA_CONST or mode == THETA_DIFF or mode == THETA_LDD or mode == THETA_LOGDD
+            or mode == THETA_LOGITDD)
+
+
+@njit(cache=True)
+def _spec_status(spec):
+    if _kind_known(spec.kind) and _theta_known(spec.theta_mode):
+        return KernelStatus.OK
+    return KernelStatus.UNKNOWN_CODE
 
 
 @njit(cache=True)
@@ -72,12 +137,14 @@ def pair_terms(kind, d, theta):
         if m > 0.0:
             return m * m, -2.0 * m, 2.0
         return 0.0, 0.0, 0.0
-    x = -theta * d
-    if x <= EXP_CLIP:
-        e = np.exp(x)
-        return e, -theta * e, theta * theta * e
-    e = np.exp(EXP_CLIP)
-    return e * (1.0 + (x - EXP_CLIP)), -theta * e, theta * theta * e
+    if kind == EXPONENTIAL:
+        x = -theta * d
+        if x <= EXP_CLIP:
+            e = np.exp(x)
+            return e, -theta * e, theta * theta * e
+        e = np.exp(EXP_CLIP)
+        return e * (1.0 + (x - EXP_CLIP)), -theta * e, theta * theta * e
+    return np.nan, np.nan, np.nan  # unknown code: the drivers refuse it before their loops
 
 
 @njit(cache=True)
@@ -94,9 +161,11 @@ def pair_grad(kind, d, theta):
         if m > 0.0:
             return -2.0 * m, 2.0
         return 0.0, 0.0
-    x = -theta * d
-    e = np.exp(min(x, EXP_CLIP))
-    return -theta * e, theta * theta * e
+    if kind == EXPONENTIAL:
+        x = -theta * d
+        e = np.exp(min(x, EXP_CLIP))
+        return -theta * e, theta * theta * e
+    return np.nan, np.nan  # unknown code: the drivers refuse it before their loops
 
 
 # --- label order ------------------------------------------------------------------------------------
@@ -121,8 +190,8 @@ def label_order_kernel(labels, ptr, out_order, out_lower):
 
 # --- label pairs, one query at a time -------------------------------------------------------------------
 @njit(cache=True)
-def _query_grad_hess(scores, labels, order, lower, lo, hi, weights, use_w,
-                     kind, theta_mode, p, scale, hmul, out_grad, out_hess):
+def _query_grad_hess(scores, labels, order, lower, lo, hi, weights, use_w, spec, out_grad, out_hess):
+    kind, theta_mode, p, scale, hmul = spec.kind, spec.theta_mode, spec.p, spec.scale, spec.hmul
     for a in range(lo, hi):
         i = order[a]
         yi = labels[i]
@@ -145,28 +214,33 @@ def _query_grad_hess(scores, labels, order, lower, lo, hi, weights, use_w,
 
 
 @njit(cache=True)
-def label_pairs_grad_hess(scores, labels, ptr, order, lower, weights, use_w,
-                          kind, theta_mode, p, scale, hmul, out_grad, out_hess):
-    """Sum over the label pairs of every query; ``hmul`` multiplies the hessian (QBRank's bound: 2)."""
+def label_pairs_grad_hess(scores, labels, ptr, order, lower, weights, use_w, spec, out_grad, out_hess):
+    """Sum over the label pairs of every query (``spec``: a :class:`PairSpec`); returns the status."""
+    status = _spec_status(spec)
+    if status != KernelStatus.OK:
+        return status
     for q in range(ptr.size - 1):
-        _query_grad_hess(scores, labels, order, lower, ptr[q], ptr[q + 1], weights, use_w,
-                         kind, theta_mode, p, scale, hmul, out_grad, out_hess)
+        _query_grad_hess(scores, labels, order, lower, ptr[q], ptr[q + 1], weights, use_w, spec, out_grad, out_hess)
+    return status
 
 
 @njit(cache=True, parallel=True)
-def label_pairs_grad_hess_parallel(scores, labels, ptr, order, lower, weights, use_w,
-                                   kind, theta_mode, p, scale, hmul, out_grad, out_hess):
+def label_pairs_grad_hess_parallel(scores, labels, ptr, order, lower, weights, use_w, spec, out_grad, out_hess):
     """As ``label_pairs_grad_hess``; queries write disjoint rows, so they run in parallel.
 
     The objectives use this one (2 cores, idle machine: RankNet 95 vs 114 ms, RankSVM 77 vs 89 ms
     at 2,000 x 120); the serial twin stays for comparison and single-threaded callers."""
+    status = _spec_status(spec)
+    if status != KernelStatus.OK:
+        return status
     for q in prange(ptr.size - 1):
-        _query_grad_hess(scores, labels, order, lower, ptr[q], ptr[q + 1], weights, use_w,
-                         kind, theta_mode, p, scale, hmul, out_grad, out_hess)
+        _query_grad_hess(scores, labels, order, lower, ptr[q], ptr[q + 1], weights, use_w, spec, out_grad, out_hess)
+    return status
 
 
 @njit(cache=True)
-def _query_loss(scores, labels, order, lower, lo, hi, weights, use_w, kind, theta_mode, p, scale):
+def _query_loss(scores, labels, order, lower, lo, hi, weights, use_w, spec):
+    kind, theta_mode, p, scale = spec.kind, spec.theta_mode, spec.p, spec.scale
     total = 0.0
     for a in range(lo, hi):
         i = order[a]
@@ -182,24 +256,32 @@ def _query_loss(scores, labels, order, lower, lo, hi, weights, use_w, kind, thet
 
 
 @njit(cache=True, parallel=True)
-def label_pairs_loss(scores, labels, ptr, order, lower, weights, use_w, kind, theta_mode, p, scale):
-    """Loss over the label pairs; per-query sums in parallel, added in query order (deterministic)."""
+def label_pairs_loss(scores, labels, ptr, order, lower, weights, use_w, spec):
+    """``(loss, status)`` over the label pairs; per-query sums in parallel, added in query order
+    (deterministic)."""
+    status = _spec_status(spec)
+    if status != KernelStatus.OK:
+        return 0.0, status
     nq = ptr.size - 1
     per_query = np.zeros(nq)
     for q in prange(nq):
-        per_query[q] = _query_loss(scores, labels, order, lower, ptr[q], ptr[q + 1], weights, use_w,
-                                   kind, theta_mode, p, scale)
+        per_query[q] = _query_loss(scores, labels, order, lower, ptr[q], ptr[q + 1], weights, use_w, spec)
     total = 0.0
     for q in range(nq):
         total += per_query[q]
-    return total
+    return total, status
 
 
 # --- explicit pair lists (serial: pairs may share rows across queries) ----------------------------------
+# ``spec.theta_mode`` and ``spec.p`` are not read here: every pair carries its own ``theta[k]``.
 @njit(cache=True)
-def pair_list_grad_hess(scores, pi, pj, theta, pair_w, use_pw, weights, use_w,
-                        kind, scale, hmul, out_grad, out_hess):
-    """Sum over explicit pairs ``(pi[k], pj[k])`` with per-pair ``theta[k]`` and weight ``pair_w[k]``."""
+def pair_list_grad_hess(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, spec, out_grad, out_hess):
+    """Sum over explicit pairs ``(pi[k], pj[k])`` with per-pair ``theta[k]`` and weight ``pair_w[k]``;
+    returns the status."""
+    status = _spec_status(spec)
+    if status != KernelStatus.OK:
+        return status
+    kind, scale, hmul = spec.kind, spec.scale, spec.hmul
     for k in range(pi.size):
         i = pi[k]
         j = pj[k]
@@ -213,10 +295,16 @@ def pair_list_grad_hess(scores, pi, pj, theta, pair_w, use_pw, weights, use_w,
         out_grad[j] -= pw * g
         out_hess[i] += hmul * pw * c
         out_hess[j] += hmul * pw * c
+    return status
 
 
 @njit(cache=True)
-def pair_list_loss(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale):
+def pair_list_loss(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, spec):
+    """``(loss, status)`` over explicit pairs."""
+    status = _spec_status(spec)
+    if status != KernelStatus.OK:
+        return 0.0, status
+    kind, scale = spec.kind, spec.scale
     total = 0.0
     for k in range(pi.size):
         i = pi[k]
@@ -228,12 +316,17 @@ def pair_list_loss(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, 
         if use_w:
             pw *= (0.5 * weights[i] + 0.5 * weights[j])
         total += pw * phi
-    return total
+    return total, status
 
 
 @njit(cache=True, parallel=True)
-def pair_list_couplings(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale, out_c):
-    """Coupling ``h_ij`` times the pair weight, one entry per pair (entries are independent)."""
+def pair_list_couplings(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, spec, out_c):
+    """Coupling ``h_ij`` times the pair weight, one entry per pair (entries are independent);
+    returns the status."""
+    status = _spec_status(spec)
+    if status != KernelStatus.OK:
+        return status
+    kind, scale = spec.kind, spec.scale
     for k in prange(pi.size):
         i = pi[k]
         j = pj[k]
@@ -244,11 +337,15 @@ def pair_list_couplings(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, k
         if use_w:
             pw *= (0.5 * weights[i] + 0.5 * weights[j])
         out_c[k] = pw * c
+    return status
 
 
 @njit(cache=True)
 def label_pair_list_kernel(labels, ptr, order, lower, theta_mode, p, out_i, out_j, out_theta):
-    """Materialise the label pairs (query by query, in the order the grad kernels visit them)."""
+    """Materialise the label pairs (query by query, in the order the grad kernels visit them);
+    returns ``(pairs written, status)``."""
+    if not _theta_known(theta_mode):
+        return 0, KernelStatus.UNKNOWN_CODE
     pos = 0
     for q in range(ptr.size - 1):
         hi = ptr[q + 1]
@@ -260,4 +357,4 @@ def label_pair_list_kernel(labels, ptr, order, lower, theta_mode, p, out_i, out_
                 out_j[pos] = j
                 out_theta[pos] = pair_theta(theta_mode, labels[i], labels[j], p)
                 pos += 1
-    return pos
+    return pos, KernelStatus.OK

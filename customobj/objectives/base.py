@@ -1,4 +1,4 @@
-"""The objective protocol, per-dataset preparation, and composition (sums and scalings).
+"""The objective protocol and its composition (sums and scalings); per-dataset preparation: ``prepared.py``.
 
 An objective is a small immutable object. Its public methods take ``(scores, labels, group)``;
 adapters and the OLE booster call the ``*_prepared`` variants with a :class:`Prepared` built once
@@ -30,74 +30,32 @@ objective documents its surrogate.
 from __future__ import annotations
 
 import numbers
+from importlib import import_module
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
 
+from .._cuda_runtime import is_device_array
 from .._validation import (
     PARAM_LIMIT,
     SCORE_LIMIT,
     as_1d_float,
-    as_labels,
     as_scores,
-    as_weight,
     check_pair_budget,
     check_real,
 )
-from ..groups import GroupLike, Groups, as_groups
+from ..groups import GroupLike
 from ._arrays import freeze_option
+from .prepared import Prepared
 
 __all__ = ["Objective", "Prepared", "Sum", "Scaled"]
+_SEAM = ".devices"  # the device seam, imported when device scores arrive (it loads numba.cuda lazily)
 
-
-class Prepared:
-    """Validated, converted training data plus each objective's label-only state.
-
-    Build with ``objective.prepare(labels, group, weight)``; it may be reused with any
-    scores of the same rows, and by any objective: every objective runs its own label checks
-    (``check_prepared``) the first time it sees a ``Prepared``, which records the objectives whose
-    checks passed (:attr:`checked`), so a ``Prepared`` built by a lenient objective cannot carry
-    labels past a strict one. States are cached per objective.
-    """
-
-    __slots__ = ("labels", "groups", "weight", "_states", "_checked")
-
-    def __init__(self, labels: np.ndarray, groups: "Groups | None", weight: "np.ndarray | None") -> None:
-        self.labels = labels
-        self.groups = groups
-        self.weight = weight
-        self._states = {}
-        self._checked = []
-
-    @property
-    def checked(self) -> tuple:
-        """``repr`` of each objective whose label checks this data passed, in order."""
-        return tuple(self._checked)
-
-    @property
-    def ptr(self) -> np.ndarray:
-        return self.groups.ptr
-
-    @property
-    def n_rows(self) -> int:
-        return self.labels.shape[0]
-
-    def state_for(self, objective: "Objective"):
-        """The objective's label-only state; on first use, its label checks run (once per data set)."""
-        key = objective._cache_key()
-        if key not in self._states:
-            objective.check_prepared(self)
-            self._checked.append(repr(objective))
-            self._states[key] = objective._state(self)
-        return self._states[key]
-
-    @classmethod
-    def build(cls, labels: npt.ArrayLike, group: "GroupLike | None", weight: "npt.ArrayLike | None" = None, *,
-              integer_labels: bool = False) -> "Prepared":
-        y = as_labels(labels, integer=integer_labels)
-        g = as_groups(group, y.shape[0]) if group is not None else Groups.from_sizes([y.shape[0]])
-        w = as_weight(weight, y.shape[0])
-        return cls(y, g, w)
+#: ``(i, j, c)``: row pairs ``(i[m], j[m])`` and their hessian couplings ``h_ij = c[m]``.
+Couplings = Tuple[np.ndarray, np.ndarray, np.ndarray]
+#: ``m -> (i, j, c)``: writable arrays of length ``m`` for the pairs (``grad_hess_couplings_prepared``).
+PairBuffer = Callable[[int], Couplings]
 
 
 class Objective:
@@ -115,11 +73,11 @@ class Objective:
     needs_group = False
 
     # --- identity --------------------------------------------------------------------------------
-    def _params(self):
+    def _params(self) -> tuple:
         """Tuple of (name, value) of the options; used for repr, equality and state caching."""
         return tuple(sorted((k, v) for k, v in vars(self).items() if not k.startswith("_")))
 
-    def _cache_key(self):
+    def _cache_key(self) -> tuple:
         """Hashable identity of the options (arrays by content), for equality and state caching.
 
         An array option (QBRank's explicit pairs, a row mask, pair weights) is frozen to bytes once
@@ -130,14 +88,14 @@ class Objective:
         """
         return (type(self).__name__,) + tuple((k, freeze_option(v)) for k, v in self._params())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._params() if not isinstance(v, np.ndarray))
         return f"{type(self).__name__}({args})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self._cache_key() == other._cache_key()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._cache_key())
 
     # --- preparation -----------------------------------------------------------------------------
@@ -191,7 +149,10 @@ class Objective:
     # --- public API ------------------------------------------------------------------------------
     def grad_hess(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
                   weight: "npt.ArrayLike | None" = None) -> "tuple[np.ndarray, np.ndarray]":
-        """Gradient ``dL/ds`` and diagonal hessian (float64, ``hess >= 0``)."""
+        """Gradient ``dL/ds`` and diagonal hessian (float64, ``hess >= 0``); computed on the GPU as numba
+        device arrays when ``scores`` are there (the device follows the data: ``objectives.devices``)."""
+        if is_device_array(scores):
+            return import_module(_SEAM, __package__).grad_hess(self, scores, labels, group, weight)
         return self.grad_hess_prepared(scores, self.prepare(labels, group, weight))
 
     def loss(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
@@ -200,12 +161,14 @@ class Objective:
         return self.loss_prepared(scores, self.prepare(labels, group, weight))
 
     def pair_couplings(self, scores: npt.ArrayLike, labels: npt.ArrayLike,
-                       group: "GroupLike | None" = None) -> "tuple[np.ndarray, np.ndarray]":
+                       group: "GroupLike | None" = None) -> Optional[Couplings]:
         """``(i, j, c)``: row pairs and their hessian couplings ``h_ij``; ``None`` for pointwise losses."""
         return self.pair_couplings_prepared(scores, self.prepare(labels, group))
 
-    def grad_hess_prepared(self, scores: np.ndarray, prep: Prepared, out_grad: "np.ndarray | None" = None,
+    def grad_hess_prepared(self, scores: npt.ArrayLike, prep: Prepared, out_grad: "np.ndarray | None" = None,
                            out_hess: "np.ndarray | None" = None) -> "tuple[np.ndarray, np.ndarray]":
+        if is_device_array(scores):
+            return import_module(_SEAM, __package__).grad_hess_prepared(self, scores, prep, out_grad, out_hess)
         s = self._check_scores(scores, prep)
         out_grad, out_hess = self._zeroed_outputs(s.shape, out_grad, out_hess)
         self._grad_hess(s, prep, prep.state_for(self), out_grad, out_hess)
@@ -222,7 +185,7 @@ class Objective:
             self._check_out(out_hess, shape, "out_hess")[...] = 0.0
         return out_grad, out_hess
 
-    def loss_prepared(self, scores: np.ndarray, prep: Prepared) -> float:
+    def loss_prepared(self, scores: npt.ArrayLike, prep: Prepared) -> float:
         s = self._check_scores(scores, prep)
         value = float(self._loss(s, prep, prep.state_for(self)))
         if not np.isfinite(value):
@@ -234,15 +197,16 @@ class Objective:
             )
         return value
 
-    def pair_couplings_prepared(self, scores: np.ndarray, prep: Prepared) -> "tuple[np.ndarray, np.ndarray]":
+    def pair_couplings_prepared(self, scores: npt.ArrayLike, prep: Prepared) -> Optional[Couplings]:
         if not self.pairwise:
             prep.state_for(self)  # the labels must still suit this objective
             return None
         s = self._check_scores(scores, prep)
         return self._pair_couplings(s, prep, prep.state_for(self))
 
-    def grad_hess_couplings_prepared(self, scores: np.ndarray, prep: Prepared, out_grad: "np.ndarray | None" = None,
-                                     out_hess: "np.ndarray | None" = None, *, pair_buffer=None) -> tuple:
+    def grad_hess_couplings_prepared(self, scores: npt.ArrayLike, prep: Prepared, out_grad: "np.ndarray | None" = None,
+                                     out_hess: "np.ndarray | None" = None, *, pair_buffer: Optional[PairBuffer] = None
+                                     ) -> "tuple[np.ndarray, np.ndarray, Optional[Couplings]]":
         """``(grad, hess, couplings)`` in one call; ``couplings`` is ``None`` for pointwise losses.
 
         The OLE booster needs both every round. Objectives whose kernels can produce them in one
@@ -282,12 +246,12 @@ class Objective:
         """Largest product of ``Scaled`` factors on any path to a leaf objective (1 for a leaf)."""
         return 1.0
 
-    def __add__(self, other):
+    def __add__(self, other: object) -> "Sum":
         if not isinstance(other, Objective):
             return NotImplemented
         return Sum(self, other)
 
-    def __mul__(self, factor):
+    def __mul__(self, factor: float) -> "Scaled":
         if isinstance(factor, bool) or not isinstance(factor, numbers.Real):
             return NotImplemented
         return Scaled(self, factor)
@@ -316,10 +280,35 @@ def _concat_pairs(pieces):
 
 
 class Sum(Objective):
-    """``a + b + ...``: gradients, hessians, losses and couplings add."""
+    r"""``a + b + ...``: a sum of objectives is an objective; gradients, hessians, losses and couplings add.
 
-    def __init__(self, *parts):
-        flat = []
+    .. math::
+
+        L(s) = \sum_k L_k(s), \qquad \nabla L = \sum_k \nabla L_k, \qquad
+        \operatorname{diag} \nabla^2 L = \sum_k \operatorname{diag} \nabla^2 L_k
+
+    and the parts' pair couplings are concatenated (a pair in two parts appears twice). Nested sums
+    are flattened; labels pass through each part's conversion in turn.
+
+    References
+    ----------
+    Zheng et al. (2007), "A general boosting method and its application to learning ranking functions
+    for web search", section 3: QBRank is a preference term plus squared error; Chapelle (2007),
+    "Large scale support vector machines" (slides), "Web spam classification": hinge plus graph term.
+
+    Examples
+    --------
+    >>> from customobj import RankNet, SquaredError
+    >>> obj = SquaredError() + 2.0 * RankNet()
+    >>> grad, hess = obj.grad_hess([0.0, 0.0], [1, 0], group=[2])
+    >>> grad.tolist(), hess.tolist()  # [-1, 0] + 2 * [-0.5, 0.5], [1, 1] + 2 * [0.25, 0.25]
+    ([-2.0, 1.0], [1.5, 1.5])
+    """
+
+    parts: "tuple[Objective, ...]"
+
+    def __init__(self, *parts: Objective) -> None:
+        flat: list[Objective] = []
         for p in parts:
             if not isinstance(p, Objective):
                 raise TypeError(f"Sum parts must be objectives, got {type(p).__name__}")
@@ -333,7 +322,7 @@ class Sum(Objective):
         self.needs_group = any(p.needs_group for p in flat)
 
     @property
-    def n_outputs(self):
+    def n_outputs(self) -> Optional[int]:  # type: ignore[override]  # from the parts, on demand
         # Read from the parts on demand: McRank(n_classes=None) learns K only at prepare time.
         return _merge_flags(self.parts)
 
@@ -343,7 +332,7 @@ class Sum(Objective):
     def _params(self):
         return (("parts", self.parts),)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return " + ".join(repr(p) for p in self.parts)
 
     def check_prepared(self, prep: Prepared) -> None:
@@ -378,9 +367,33 @@ class Sum(Objective):
 
 
 class Scaled(Objective):
-    """``factor * objective`` (``factor >= 0`` keeps the hessian non-negative)."""
+    r"""``factor * objective``: the loss, gradient, hessian and couplings times ``c = factor``.
 
-    def __init__(self, objective, factor):
+    .. math::
+
+        L(s) = c \, L_0(s), \qquad \nabla L = c \nabla L_0, \qquad
+        \operatorname{diag} \nabla^2 L = c \operatorname{diag} \nabla^2 L_0, \qquad c \ge 0
+
+    ``c >= 0`` keeps the hessian non-negative; nested factors multiply, and their product along
+    any path (through sums too) is bounded by ``customobj._validation.PARAM_LIMIT``.
+
+    References
+    ----------
+    Zheng et al. (2007), "A general boosting method and its application to learning ranking functions
+    for web search", section 3: the weights ``w`` and ``1 - w`` of QBRank's two terms.
+
+    Examples
+    --------
+    >>> from customobj import SquaredError
+    >>> grad, hess = (0.5 * SquaredError()).grad_hess([0.0, 0.0], [1, 0])
+    >>> grad.tolist(), hess.tolist()
+    ([-0.5, 0.0], [0.5, 0.5])
+    """
+
+    objective: Objective
+    factor: float
+
+    def __init__(self, objective: Objective, factor: float) -> None:
         if not isinstance(objective, Objective):
             raise TypeError(f"objective must be an Objective, got {type(objective).__name__}")
         factor = check_real(factor, "factor")
@@ -402,13 +415,13 @@ class Scaled(Objective):
         self.needs_group = objective.needs_group
 
     @property
-    def n_outputs(self):
+    def n_outputs(self) -> Optional[int]:  # type: ignore[override]  # the objective's
         return self.objective.n_outputs
 
     def _params(self):
         return (("factor", self.factor), ("objective", self.objective))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{self.factor!r} * {self.objective!r}"
 
     def check_prepared(self, prep: Prepared) -> None:

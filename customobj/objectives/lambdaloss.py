@@ -6,12 +6,16 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._kernel_status import check_status, checked_value
 from .._validation import check_choice, check_exp_gain_labels, check_nonnegative, check_positive
 from ._arrays import kernel_weights
 from .base import Objective
-from .pairwise import _LabelPairs
+from ._pair_sets import LabelPairs
 from . import _lambdaloss_kernels as LLK
 from . import _pairwise_kernels as PK
+
+#: Logistic pair loss of the pair-list kernels (each pair's theta is its sigma).
+_LOGISTIC = PK.pair_spec(PK.PairKind.LOGISTIC, PK.Theta.CONST, 0.0, 1.0)
 
 __all__ = ["LambdaLoss"]
 
@@ -19,7 +23,7 @@ _WEIGHTINGS = {"ndcg1": LLK.NDCG1, "ndcg2": LLK.NDCG2, "ndcg2++": LLK.NDCG2PP}
 
 
 class _LambdaLossState(NamedTuple):
-    pairs: _LabelPairs
+    pairs: LabelPairs
     row_gain: np.ndarray  # 2^y - 1
     inv_idcg: np.ndarray  # per row: 1 / IDCG of its query (0: the query contributes nothing)
 
@@ -67,11 +71,11 @@ class LambdaLoss(Objective):
 
     def _state(self, prep):
         gain = np.exp2(prep.labels) - 1.0
-        return _LambdaLossState(pairs=_LabelPairs(prep.labels, prep.ptr), row_gain=gain,
+        return _LambdaLossState(pairs=LabelPairs(prep.labels, prep.ptr), row_gain=gain,
                                 inv_idcg=LLK.inverse_ideal_dcg(gain, prep.ptr))
 
     def _args(self, scores, prep, state):
-        pi, pj, theta = state.pairs.pair_list(prep.labels, prep.ptr, PK.THETA_CONST, self.sigma)
+        pi, pj, theta = state.pairs.pair_list(prep.labels, prep.ptr, PK.Theta.CONST, self.sigma)
         pos = np.empty(scores.shape[0], dtype=np.int64)
         LLK.score_positions(scores, prep.ptr, pos)
         pw = np.empty(pi.size)
@@ -81,13 +85,14 @@ class LambdaLoss(Objective):
         return pi, pj, theta, pw, True, w, use_w
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        PK.pair_list_grad_hess(scores, *self._args(scores, prep, state), PK.LOGISTIC, 1.0, 1.0, out_grad, out_hess)
+        args = self._args(scores, prep, state)
+        check_status(PK.pair_list_grad_hess(scores, *args, _LOGISTIC, out_grad, out_hess), "LambdaLoss")
 
     def _loss(self, scores, prep, state):
-        return PK.pair_list_loss(scores, *self._args(scores, prep, state), PK.LOGISTIC, 1.0)
+        return checked_value(PK.pair_list_loss(scores, *self._args(scores, prep, state), _LOGISTIC), "LambdaLoss")
 
     def _pair_couplings(self, scores, prep, state):
         args = self._args(scores, prep, state)
         c = np.empty(args[0].size)
-        PK.pair_list_couplings(scores, *args, PK.LOGISTIC, 1.0, c)
+        check_status(PK.pair_list_couplings(scores, *args, _LOGISTIC, c), "LambdaLoss")
         return args[0], args[1], c

@@ -6,6 +6,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from .._kernel_status import as_code, check_status
 from .._validation import (
     ERR_MAX_GAIN,
     ERR_MAX_LABEL,
@@ -18,7 +19,7 @@ from .._validation import (
     check_positive,
 )
 from ._arrays import kernel_weights
-from .base import Objective
+from .base import Objective, Prepared
 from . import _lambdarank_kernels as LK
 from . import _parity as P
 from . import _structured_kernels as SK
@@ -26,7 +27,7 @@ from . import _structured_kernels as SK
 __all__ = ["LambdaRank", "StructuredDCG"]
 
 _EMPTY = np.zeros(0, dtype=np.float64)
-_METRICS = {"ndcg": LK.NDCG, "err": LK.ERR, "map": LK.MAP, "mrr": LK.MRR}
+_METRICS = {"ndcg": LK.Metric.NDCG, "err": LK.Metric.ERR, "map": LK.Metric.MAP, "mrr": LK.Metric.MRR}
 _NO_CUTOFF = np.iinfo(np.int64).max // 4
 
 
@@ -67,15 +68,19 @@ def _pair_budget(offsets):
 
 
 class LambdaRank(Objective):
-    """LambdaRank / LambdaMART gradients (Burges 2010, sections 3, 4 and 7).
+    r"""LambdaRank / LambdaMART gradients: RankNet's pair gradients weighted by the metric's change.
 
     Per query, rows sorted by current score (stable, ties by row order); for each pair with
-    ``y_i > y_j``, ``rho = 1/(1 + exp(sigma (s_i - s_j)))``::
+    ``y_i > y_j``:
 
-        lambda_ij = sigma |dZ_ij| rho          grad_i -= lambda_ij,  grad_j += lambda_ij
-        h_ij      = sigma^2 |dZ_ij| rho (1 - rho)   added to hess_i and hess_j
+    .. math::
 
-    where ``|dZ_ij|`` is the change of ``metric`` when ``i`` and ``j`` swap rank positions:
+        \lambda_{ij} = \sigma |\Delta Z_{ij}| \rho_{ij}, \qquad
+        h_{ij} = \sigma^2 |\Delta Z_{ij}| \rho_{ij} (1 - \rho_{ij}), \qquad
+        \rho_{ij} = \frac{1}{1 + e^{\sigma (s_i - s_j)}}
+
+    ``grad_i -= lambda_ij``, ``grad_j += lambda_ij`` and ``h_ij`` is added to ``hess_i`` and
+    ``hess_j``; ``|dZ_ij|`` is the change of ``metric`` when ``i`` and ``j`` swap rank positions:
 
     - ``"ndcg"``: ``|G(y_i) - G(y_j)| |D(r_i) - D(r_j)| / IDCG@k``, ``D(r) = 1/log2(1 + r)`` for
       ``r <= k`` else 0, ``G`` = ``gain[y]`` (LightGBM's ``label_gain``) or ``2^y - 1``.
@@ -86,9 +91,13 @@ class LambdaRank(Objective):
     - ``"map"``, ``"mrr"``: change of average precision / reciprocal rank, relevance ``y > 0``;
       with ``k``, AP@k normalised by ``min(#relevant, k)`` and RR@k.
 
-    ``grad`` is the derivative of Burges' utility
-    ``C = sum_pairs w_ij |dZ_ij| log(1 + exp(-sigma (s_i - s_j)))`` with ``|dZ|`` frozen at the
-    current sort (what :meth:`loss` returns); pair weight ``w_ij = (w_i + w_j) / 2``.
+    ``grad`` is the derivative of Burges' utility, with ``|dZ|`` frozen at the current sort (what
+    :meth:`loss` returns) and the pair weight ``w_ij = (w_i + w_j) / 2``:
+
+    .. math::
+
+        C(s) = \sum_q \sum_{i, j \in q,\, y_i > y_j} w_{ij} |\Delta Z_{ij}|
+        \log\bigl(1 + e^{-\sigma (s_i - s_j)}\bigr)
 
     Options (keyword-only):
 
@@ -113,6 +122,18 @@ class LambdaRank(Objective):
     (``EXP_GAIN_MAX_LABEL``) for ``"ndcg"`` and up to 53 (``ERR_MAX_LABEL``) for ``"err"``; a gain
     table up to ``2**700`` per entry (``2**53 - 1`` with ``"err"``); ``k`` and ``truncation`` up to
     ``2**40``. :meth:`pair_couplings` and the OLE pair buffers refuse more than ``MAX_PAIRS`` pairs.
+
+    References
+    ----------
+    Burges (2010), "From RankNet to LambdaRank to LambdaMART: an overview": section 4 (LambdaRank),
+    section 7 (LambdaMART: the utility ``C``, its hessian, model adaptation), section 3 (ERR's swap).
+
+    Examples
+    --------
+    >>> from customobj import LambdaRank
+    >>> grad, hess = LambdaRank(metric="ndcg").grad_hess([0.0, 1.0], [1, 0], group=[2])
+    >>> grad.round(4).tolist(), hess.round(4).tolist()  # |dZ| = 1 - 1/log2(3), rho = 1/(1 + e^-1)
+    ([-0.2698, 0.2698], [0.0726, 0.0726])
     """
 
     pairwise = True
@@ -191,10 +212,10 @@ class LambdaRank(Objective):
         return cls(**P.xgboost_options(xgboost_params))
 
     @property
-    def integer_labels(self):
+    def integer_labels(self) -> bool:  # type: ignore[override]  # depends on the options
         return self.metric == "err" or self.gain is not None
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         if self.gain is not None and prep.labels.size and prep.labels.max() >= len(self.gain):
             raise ValueError(
                 f"labels go up to {prep.labels.max():g} but gain has only {len(self.gain)} entries "
@@ -225,7 +246,9 @@ class LambdaRank(Objective):
             qnorm = np.zeros_like(idcg)
             np.divide(1.0, idcg, out=qnorm, where=idcg > 0)
             if self.convention != P.DEFAULT_CONVENTION:  # IDCG@k above; the pairs' D may go beyond k
-                disc = LK.pair_discount_table(_max_query_size(prep), k, P.CONVENTIONS[self.convention].discount)
+                code = as_code(P.CONVENTIONS[self.convention].discount, LK.Discount, "discount")
+                disc, status = LK.pair_discount_table(_max_query_size(prep), k, code)
+                check_status(status, "LambdaRank pair discount")
         elif self.metric == "err":
             g = self._row_gain(y)
             top = g.max() if g.size else 0.0
@@ -247,18 +270,21 @@ class LambdaRank(Objective):
             weight=P.convention_weights(prep, self.convention),
         )
 
-    def _args(self, prep, state):
+    def _inputs(self, scores, prep, state):
         w, use_w = kernel_weights(prep.weight) if state.weight is None else (state.weight, True)
         k = self.k if self.k is not None else _NO_CUTOFF
         trunc = self.truncation if self.truncation is not None else _NO_CUTOFF
-        return (prep.ptr, state.row_gain, state.qnorm, state.disc, _METRICS[self.metric],
-                k, trunc, self.sigma, self.norm, P.CONVENTIONS[self.convention].hess_scale, w, use_w)
+        return LK.PassInputs(scores, prep.ptr, state.row_gain, state.qnorm, state.disc, w, use_w,
+                             as_code(_METRICS[self.metric], LK.Metric, "metric"), k, trunc, self.sigma, self.norm,
+                             P.CONVENTIONS[self.convention].hess_scale)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        LK.lambdarank_grad_hess(scores, *self._args(prep, state), out_grad, out_hess)
+        check_status(LK.lambdarank_grad_hess(self._inputs(scores, prep, state), out_grad, out_hess), "LambdaRank")
 
     def _loss(self, scores, prep, state):
-        return LK.lambdarank_loss(scores, *self._args(prep, state))
+        total, status = LK.lambdarank_loss(self._inputs(scores, prep, state))
+        check_status(status, "LambdaRank")
+        return total
 
     def _pair_couplings(self, scores, prep, state):
         return self._couplings(scores, prep, state, False, _EMPTY, _EMPTY, None)
@@ -274,24 +300,28 @@ class LambdaRank(Objective):
 
     def _couplings(self, scores, prep, state, with_grad, out_grad, out_hess, pair_buffer):
         # Count pass (no pair memory), the pair budget, then the arrays: every pair path honours it.
-        args = self._args(prep, state)
+        inp = self._inputs(scores, prep, state)
         order = np.empty(scores.shape[0], dtype=np.int64)
-        offsets = LK.lambdarank_pair_offsets(scores, *args, order)
+        offsets, status = LK.lambdarank_pair_offsets(inp, order)
+        check_status(status, "LambdaRank")
         m = _pair_budget(offsets)
         if pair_buffer is None:
             out_i, out_j, out_c = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.float64)
         else:
             out_i, out_j, out_c = pair_buffer(m)
-        LK.lambdarank_pair_fill(scores, *args, with_grad, out_grad, out_hess, order, offsets, out_i, out_j, out_c)
+        out = LK.PassOutputs(out_grad, out_hess, out_i, out_j, out_c)
+        check_status(LK.lambdarank_pair_fill(inp, with_grad, out, order, offsets), "LambdaRank")
         return out_i, out_j, out_c
 
 
 class StructuredDCG(Objective):
-    """Structured-output ranking with a DCG@k loss (Chapelle 2007 slides, "Ranking application").
+    r"""Structured-output ranking with a DCG@k loss, a max over the rankings of each query.
 
-    Per query, ``A(r) = max(k + 1 - r, 0)`` and ``Delta(pi) = DCG@k(ideal) - DCG@k(pi)``::
+    Per query, ``A(r) = max(k + 1 - r, 0)`` and ``Delta(pi) = DCG@k(ideal) - DCG@k(pi)``:
 
-        R_q(s) = max_pi [ Delta(pi) + sum_i s_i (A(pi_i) - A(pi*_i)) ]
+    .. math::
+
+        R_q(s) = \max_{\pi} \Bigl[ \Delta(\pi) + \sum_{i \in q} s_i \bigl(A(\pi_i) - A(\pi^*_i)\bigr) \Bigr]
 
     with ``pi*`` the ideal ranking that makes the loss smallest (label descending, ties by current
     score descending, then row order) and gains ``2^y - 1``. The max is an exact rectangular
@@ -304,6 +334,18 @@ class StructuredDCG(Objective):
     Not pairwise: the surrogate hessian is a constant diagonal, so there are no pair couplings.
     Labels up to 700 (``customobj._validation.EXP_GAIN_MAX_LABEL``: the gain ``2**y - 1`` and the
     assignment's sums stay finite); ``k`` up to ``2**40``.
+
+    References
+    ----------
+    Chapelle (2007), "Large scale support vector machines" (slides), "Structured output learning"
+    and "Ranking application" (the DCG loss, ``A``), with Friedman's least-squares boosting.
+
+    Examples
+    --------
+    >>> from customobj import StructuredDCG
+    >>> grad, hess = StructuredDCG(k=2).grad_hess([0.0, 1.0], [1, 0], group=[2])
+    >>> grad.tolist(), hess.tolist()  # the swapped ranking attains the max: A(2) - A(1), A(1) - A(2)
+    ([-1.0, 1.0], [1.0, 1.0])
     """
 
     needs_group = True
@@ -312,7 +354,7 @@ class StructuredDCG(Objective):
         self.k = check_int(k, "k", minimum=1, maximum=MAX_ROWS)
         self.hess = check_positive(hess, "hess")
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         check_exp_gain_labels(prep.labels)
         super().check_prepared(prep)
 

@@ -1,11 +1,8 @@
-"""Pairwise losses (Burges 2010 sec. 2; Chapelle 2007; Zheng et al. 2007 sec. 2-3; Zhu et al. 2009 sec. 3):
-terms on score differences ``d = s_i - s_j`` of row pairs.
+"""Pairwise losses (Burges 2010 sec. 2; Chapelle 2007; Zheng et al. 2007 sec. 3; Zhu et al. 2009 sec. 3-4):
+terms on score differences ``d = s_i - s_j`` of row pairs, row ``i`` to rank above row ``j``.
 
-Label pairs are every ``(i, j)`` of one query with ``y_i > y_j``, each once. They depend on the
-labels only, so each objective's state (built once per data set) holds the rows of each query
-sorted by label; the kernels walk those blocks per query (in parallel over queries, whose rows
-are disjoint) instead of materialising millions of pairs. The explicit pair list is built only
-when ``pair_couplings`` asks for it, and then cached. Explicit pairs (``QBRank(pairs=...)``,
+Label pairs are every ``(i, j)`` of one query with ``y_i > y_j``, each once, walked per query in
+parallel without being stored (``_pair_sets.py``); explicit pairs (``QBRank(pairs=...)``,
 ``PreferencePairs``) may cross queries and are summed serially.
 
 Pair weights: ``(w_i + w_j) / 2`` from the row weights (halved before adding), times any per-pair weight.
@@ -13,85 +10,31 @@ Pair weights: ``(w_i + w_j) / 2`` from the row weights (halved before adding), t
 from __future__ import annotations
 
 import numbers
-from typing import NamedTuple, Optional
+from typing import Optional, Union
 
 import numpy as np
+import numpy.typing as npt
 
+from .._kernel_status import check_status, checked_value
 from .._validation import (
     PARAM_LIMIT,
     WEIGHT_LIMIT,
     as_1d_float,
-    as_pairs,
     check_choice,
     check_nonnegative,
-    check_pair_budget,
     check_positive,
     check_real,
 )
 from ._arrays import kernel_weights
-from .base import Objective
+from ._pair_sets import (ExplicitPairs, LabelPairs, QBRankState, check_pairs_option, labeled_rows, no_pairs,
+                         pairs_in_range)
+from .base import Objective, Prepared
 from . import _pairwise_kernels as PK
 from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
 
 __all__ = ["RankNet", "RankSVM", "MPBoost", "QBRank", "PreferencePairs"]
 
 _EMPTY = np.zeros(0, dtype=np.float64)
-_EMPTY_I = np.zeros(0, dtype=np.int64)
-
-
-
-class _ExplicitPairs(NamedTuple):
-    """Explicit pairs as the pair-list kernels take them: row ``pi[m]`` should rank above ``pj[m]``
-    by the margin ``theta[m]`` (the state of :class:`PreferencePairs`)."""
-
-    pi: np.ndarray
-    pj: np.ndarray
-    theta: np.ndarray
-
-
-class _QBRankState(NamedTuple):
-    """QBRank's label-only state, built once per data set."""
-
-    label_pairs: Optional["_LabelPairs"]  # pairs from labels within queries, or None
-    explicit: Optional[_ExplicitPairs]  # the ``pairs=`` option, or None
-    labeled_weight: Optional[np.ndarray]  # (1 - w) times the labelled-row mask (and row weight), or None
-    cache: dict  # "pairs": the concatenated pair list for pair_couplings, built on first use
-
-
-def _no_pairs():
-    return _EMPTY_I.copy(), _EMPTY_I.copy(), _EMPTY.copy()
-
-
-class _LabelPairs:
-    """Label-only pair structure of a prepared data set: rows of each query by decreasing label."""
-
-    __slots__ = ("order", "lower", "n_pairs", "_lists")
-
-    def __init__(self, labels, ptr):
-        n = labels.shape[0]
-        self.order = np.empty(n, dtype=np.int64)
-        self.lower = np.empty(n, dtype=np.int64)
-        PK.label_order_kernel(labels, ptr, self.order, self.lower)
-        ends = np.repeat(ptr[1:], np.diff(ptr))  # end of each sorted position's query
-        self.n_pairs = int((ends - self.lower).sum())
-        self._lists = {}
-
-    def pair_list(self, labels, ptr, theta_mode, p):
-        """``(i, j, theta)`` arrays of every label pair (built on first use, then cached; read-only)."""
-        key = (theta_mode, p)
-        if key not in self._lists:
-            # Gradients and losses walk the pairs without storing them; only this list is O(pairs).
-            check_pair_budget(self.n_pairs, "pair_couplings",
-                              hint="gradients and losses do not materialise pairs and still work; "
-                                   "split very large queries or subsample rows per query")
-            pi = np.empty(self.n_pairs, dtype=np.int64)
-            pj = np.empty(self.n_pairs, dtype=np.int64)
-            th = np.empty(self.n_pairs, dtype=np.float64)
-            PK.label_pair_list_kernel(labels, ptr, self.order, self.lower, theta_mode, p, pi, pj, th)
-            for arr in (pi, pj, th):
-                arr.setflags(write=False)  # shared by every later call: callers must not sort in place
-            self._lists[key] = (pi, pj, th)
-        return self._lists[key]
 
 
 class _LabelPairLoss(Objective):
@@ -100,81 +43,141 @@ class _LabelPairLoss(Objective):
     pairwise = True
     needs_group = True
 
-    def _spec(self):  # -> (kind, theta_mode, p, scale)
+    def _spec(self):  # -> PK.PairSpec
         raise NotImplementedError
 
     def _state(self, prep):
-        return _LabelPairs(prep.labels, prep.ptr)
+        return LabelPairs(prep.labels, prep.ptr)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        kind, mode, p, scale = self._spec()
+        spec = self._spec()
         w, use_w = kernel_weights(prep.weight)
-        PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, state.order, state.lower, w, use_w,
-                                          kind, mode, p, scale, 1.0, out_grad, out_hess)
+        check_status(PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, state.order, state.lower,
+                                                       w, use_w, spec, out_grad, out_hess), type(self).__name__)
 
     def _loss(self, scores, prep, state):
-        kind, mode, p, scale = self._spec()
+        spec = self._spec()
         w, use_w = kernel_weights(prep.weight)
-        return PK.label_pairs_loss(scores, prep.labels, prep.ptr, state.order, state.lower, w, use_w,
-                                   kind, mode, p, scale)
+        return checked_value(PK.label_pairs_loss(scores, prep.labels, prep.ptr, state.order, state.lower, w, use_w,
+                                               spec), type(self).__name__)
 
     def _pair_couplings(self, scores, prep, state):
-        kind, mode, p, scale = self._spec()
+        spec = self._spec()
         w, use_w = kernel_weights(prep.weight)
-        pi, pj, th = state.pair_list(prep.labels, prep.ptr, mode, p)
+        pi, pj, th = state.pair_list(prep.labels, prep.ptr, spec.theta_mode, spec.p)
         c = np.empty(pi.size, dtype=np.float64)
-        PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, kind, scale, c)
+        check_status(PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, spec, c), type(self).__name__)
         return pi, pj, c
 
 
 class RankNet(_LabelPairLoss):
-    """``L = sum_q sum_{y_i > y_j} log(1 + exp(-sigma (s_i - s_j)))``: RankNet's cross entropy on
-    label pairs (Burges 2010, sec. 2), the gradient of LambdaMART without ``|dZ|``.
+    r"""RankNet's cross entropy on the label pairs of every query: LambdaMART's gradient without ``|dZ|``.
 
-    ``a = dL/ds_i = -sigma rho``, ``rho = 1 / (1 + exp(sigma d))``; coupling
-    ``h_ij = sigma^2 rho (1 - rho)``. Evaluated without overflow for any finite ``sigma d``.
+    .. math::
+
+        L(s) = \sum_q \sum_{i, j \in q,\, y_i > y_j} w_{ij} \log\bigl(1 + e^{-\sigma (s_i - s_j)}\bigr)
+
+    With ``d = s_i - s_j`` and ``rho = 1 / (1 + exp(sigma d))`` each pair adds ``a = -sigma rho``
+    to ``grad_i`` and ``-a`` to ``grad_j``, and has the coupling ``h_ij = sigma^2 rho (1 - rho)``
+    (added to both rows' ``hess``). Evaluated without overflow for any finite ``sigma d``.
+
+    Parameters
+    ----------
+    sigma : float > 0
+        Sigmoid steepness.
+
+    References
+    ----------
+    Burges (2010), "From RankNet to LambdaRank to LambdaMART: an overview", section 2 (RankNet).
+
+    Examples
+    --------
+    >>> from customobj import RankNet
+    >>> grad, hess = RankNet(sigma=1.0).grad_hess([0.0, 0.0], [1, 0], group=[2])
+    >>> grad.tolist(), hess.tolist()
+    ([-0.5, 0.5], [0.25, 0.25])
+    >>> [a.tolist() for a in RankNet().pair_couplings([0.0, 0.0], [1, 0], group=[2])]  # (i, j, h_ij)
+    [[0], [1], [0.25]]
     """
 
-    def __init__(self, *, sigma=1.0):
+    def __init__(self, *, sigma: float = 1.0) -> None:
         self.sigma = check_positive(sigma, "sigma")
 
     def _spec(self):
-        return PK.LOGISTIC, PK.THETA_CONST, self.sigma, 1.0
+        return PK.pair_spec(PK.PairKind.LOGISTIC, PK.Theta.CONST, self.sigma, 1.0)
 
 
 class RankSVM(_LabelPairLoss):
-    """``L = sum_q sum_{y_i > y_j} max(0, margin - (s_i - s_j))^2``: the primal RankSVM with squared
-    hinge of Chapelle (2007 slides), on the label pairs of each query.
+    r"""The primal RankSVM with the squared hinge, on the label pairs of each query.
 
-    ``a = -2 max(0, margin - d)``; coupling ``2 [d < margin]`` (generalised Hessian; 0 at the kink).
+    .. math::
+
+        L(s) = \sum_q \sum_{i, j \in q,\, y_i > y_j} w_{ij} \max\bigl(0, m - (s_i - s_j)\bigr)^2
+
+    with ``m`` the ``margin``. Each pair adds ``a = -2 max(0, m - d)`` to ``grad_i`` and ``-a`` to
+    ``grad_j`` (``d = s_i - s_j``); coupling ``2 [d < m]`` (the generalised Hessian; 0 at the kink).
+
+    Parameters
+    ----------
+    margin : float >= 0
+        ``m``: the score difference below which a pair is penalised.
+
+    References
+    ----------
+    Chapelle (2007), "Large scale support vector machines" (slides), "Linear SVM classifier": the
+    squared hinge trained in the primal, here on preference pairs.
+
+    Examples
+    --------
+    >>> from customobj import RankSVM
+    >>> grad, hess = RankSVM(margin=1.0).grad_hess([0.5, 0.0], [1, 0], group=[2])
+    >>> grad.tolist(), hess.tolist()
+    ([-1.0, 1.0], [2.0, 2.0])
     """
 
-    def __init__(self, *, margin=1.0):
+    def __init__(self, *, margin: float = 1.0) -> None:
         self.margin = check_nonnegative(margin, "margin")
 
     def _spec(self):
-        return PK.SQ_HINGE, PK.THETA_CONST, self.margin, 1.0
+        return PK.pair_spec(PK.PairKind.SQ_HINGE, PK.Theta.CONST, self.margin, 1.0)
 
 
-_DDF = {"binary": PK.THETA_CONST, "ldd": PK.THETA_LDD, "logdd": PK.THETA_LOGDD, "logitdd": PK.THETA_LOGITDD}
+_DDF = {"binary": PK.Theta.CONST, "ldd": PK.Theta.LDD, "logdd": PK.Theta.LOGDD, "logitdd": PK.Theta.LOGITDD}
 
 
 class MPBoost(_LabelPairLoss):
-    """``L = sum_q sum_{r_i > r_j} exp(-D_ij (s_i - s_j))``: MPBoost's exponential loss with a directed
-    distance function ``D_ij = dist(r_i, r_j)`` (Zhu, Chen, Yang, Liu 2009), every pair once.
+    r"""MPBoost's magnitude-preserving exponential loss, every label pair of a query once.
 
-    ``ddf``: ``"binary"`` (``D = 1``), ``"ldd"`` (``alpha (r_i - r_j)``), ``"logdd"``
-    (``log(1 + lam |r_i - r_j|)``) or ``"logitdd"`` (``1 / (1 + exp(-beta |r_i - r_j|))``); only
-    the parameter of the chosen DDF is used. ``a = -D e``, coupling ``D^2 e`` with
+    .. math::
+
+        L(s) = \sum_q \sum_{i, j \in q,\, r_i > r_j} w_{ij} \, e^{-D_{ij} (s_i - s_j)},
+        \qquad D_{ij} = \operatorname{dist}(r_i, r_j)
+
+    ``dist`` is the directed distance function ``ddf``: ``"binary"`` (``D = 1``), ``"ldd"``
+    (``alpha (r_i - r_j)``), ``"logdd"`` (``log(1 + lam |r_i - r_j|)``) or ``"logitdd"``
+    (``1 / (1 + exp(-beta |r_i - r_j|))``); only the parameter of the chosen DDF is used. Each pair
+    adds ``a = -D e`` to ``grad_i`` and ``-a`` to ``grad_j``, coupling ``D^2 e``, with
     ``e = exp(-D d)``. GentleBoost's per-round normalisation rescales the loss only, so it is left
     to the booster.
 
     Overflow guard: the exponent ``x = -D d`` is clipped at ``EXP_CLIP = 50``. Beyond it the loss
     continues along its tangent, ``e^50 (1 + x - 50)``, so loss and gradient stay consistent and
     finite (``a = -D e^50``), and the hessian keeps the curvature at the clip, ``D^2 e^50``.
+
+    References
+    ----------
+    Zhu, Chen, Zhu, Wang, Wang, Chen (2009), "A general magnitude-preserving boosting algorithm for
+    search ranking" (CIKM 2009): section 3.2 (the DDFs) and section 4 (the MPBoost algorithm).
+
+    Examples
+    --------
+    >>> from customobj import MPBoost
+    >>> grad, hess = MPBoost(ddf="ldd", alpha=0.5).grad_hess([0.0, 0.0, 0.0], [2, 0, 1], group=[3])
+    >>> grad.tolist(), hess.tolist()
+    ([-1.5, 1.5, 0.0], [1.25, 1.25, 0.5])
     """
 
-    def __init__(self, *, ddf="binary", alpha=1.0, lam=1.0, beta=1.0):
+    def __init__(self, *, ddf: str = "binary", alpha: float = 1.0, lam: float = 1.0, beta: float = 1.0) -> None:
         self.ddf = check_choice(ddf, "ddf", set(_DDF))
         self.alpha = check_positive(alpha, "alpha")
         self.lam = check_positive(lam, "lam")
@@ -182,9 +185,9 @@ class MPBoost(_LabelPairLoss):
 
     def _spec(self):
         p = {"binary": 1.0, "ldd": self.alpha, "logdd": self.lam, "logitdd": self.beta}[self.ddf]
-        return PK.EXPONENTIAL, _DDF[self.ddf], p, 1.0
+        return PK.pair_spec(PK.PairKind.EXPONENTIAL, _DDF[self.ddf], p, 1.0)
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         # D enters the hessian squared (D^2 e^50): keep the largest distance within PARAM_LIMIT.
         super().check_prepared(prep)
         y = prep.labels
@@ -197,36 +200,46 @@ class MPBoost(_LabelPairLoss):
 
 
 # --- explicit preference pairs --------------------------------------------------------------------------
-def _check_pairs_option(pairs, name="pairs"):
-    """Shape/type checks that do not need the data (row bounds are checked at ``prepare``)."""
-    arr = as_pairs(pairs, None, name=name)
-    arr.setflags(write=False)
-    return arr
-
-
-def _pairs_in_range(pairs, n, name="pairs"):
-    if pairs.size and pairs.max() >= n:
-        k = int(np.flatnonzero((pairs >= n).any(axis=1))[0])
-        raise ValueError(f"{name}[{k}] = {pairs[k].tolist()} points outside the data (rows 0..{n - 1})")
+#: PreferencePairs' loss: half the squared hinge of each pair (theta is each pair's margin).
+_EXPLICIT_SPEC = PK.pair_spec(PK.PairKind.SQ_HINGE, PK.Theta.CONST, 0.0, 0.5)
 
 
 class PreferencePairs(Objective):
-    """``L = sum_k v_k 1/2 max(0, margin - (s_{i_k} - s_{j_k}))^2`` over explicit pairs ``(i_k, j_k)``,
-    row ``i_k`` preferred to ``j_k`` (any queries): QBRank's preference term as a standalone
-    objective, and with ``margin = 0`` Chapelle's graph regulariser (2007 slides, web spam).
+    r"""Explicit preference pairs: QBRank's preference term, or with ``margin = 0`` a graph regulariser.
+
+    .. math::
+
+        L(s) = \sum_k v_k \tfrac{1}{2} \max\bigl(0, m - (s_{i_k} - s_{j_k})\bigr)^2
+
+    over the pairs ``(i_k, j_k)``, row ``i_k`` preferred to ``j_k`` (any queries), ``m`` the
+    ``margin``.
 
     The factor 1/2 matches QBRank, so ``QBRank(w=w, pairs=P, labeled="none") == w * PreferencePairs(P,
     margin=1.0)``; the slides' ``Omega = sum max(0, s_j - s_i)^2`` is ``2 * PreferencePairs(edges)``.
     ``a = -max(0, margin - d)``, coupling ``[d < margin]`` (0 at the kink). ``v_k`` is ``weight[k]``
     (default 1) times ``(w_i + w_j) / 2`` when row weights are given. Add it to another objective
     (``SquaredHinge() + lam * PreferencePairs(edges)``); it ignores labels and groups.
+
+    References
+    ----------
+    Zheng, Zha, Zhang, Chapelle, Chen, Sun (2007), "A general boosting method and its application to
+    learning ranking functions for web search" (NIPS 2007), section 3 (the preference term);
+    Chapelle (2007), "Large scale support vector machines" (slides), "Web spam classification"
+    (the graph regulariser).
+
+    Examples
+    --------
+    >>> from customobj import PreferencePairs
+    >>> grad, hess = PreferencePairs([[0, 1]], margin=1.0).grad_hess([0.0, 0.5], [0, 0])
+    >>> grad.tolist(), hess.tolist()
+    ([-1.5, 1.5], [1.0, 1.0])
     """
 
     pairwise = True
     needs_group = False
 
-    def __init__(self, pairs, *, margin=0.0, weight=None):
-        self.pairs = _check_pairs_option(pairs)
+    def __init__(self, pairs: npt.ArrayLike, *, margin: float = 0.0, weight: Optional[npt.ArrayLike] = None) -> None:
+        self.pairs = check_pairs_option(pairs)
         self.margin = check_nonnegative(margin, "margin")
         if weight is not None:
             weight = as_1d_float(weight, "weight", n=self.pairs.shape[0])
@@ -239,11 +252,11 @@ class PreferencePairs(Objective):
         self.weight = weight
 
     def _state(self, prep):
-        _pairs_in_range(self.pairs, prep.n_rows)
+        pairs_in_range(self.pairs, prep.n_rows)
         pi = np.ascontiguousarray(self.pairs[:, 0])
         pj = np.ascontiguousarray(self.pairs[:, 1])
         theta = np.full(pi.size, self.margin)
-        return _ExplicitPairs(pi, pj, theta)
+        return ExplicitPairs(pi, pj, theta)
 
     def _args(self, prep, state):
         w, use_w = kernel_weights(prep.weight)
@@ -252,15 +265,16 @@ class PreferencePairs(Objective):
         return pi, pj, theta, pw, use_pw, w, use_w
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        PK.pair_list_grad_hess(scores, *self._args(prep, state), PK.SQ_HINGE, 0.5, 1.0, out_grad, out_hess)
+        check_status(PK.pair_list_grad_hess(scores, *self._args(prep, state), _EXPLICIT_SPEC, out_grad, out_hess),
+                     "PreferencePairs")
 
     def _loss(self, scores, prep, state):
-        return PK.pair_list_loss(scores, *self._args(prep, state), PK.SQ_HINGE, 0.5)
+        return checked_value(PK.pair_list_loss(scores, *self._args(prep, state), _EXPLICIT_SPEC), "PreferencePairs")
 
     def _pair_couplings(self, scores, prep, state):
         args = self._args(prep, state)
         c = np.empty(args[0].size, dtype=np.float64)
-        PK.pair_list_couplings(scores, *args, PK.SQ_HINGE, 0.5, c)
+        check_status(PK.pair_list_couplings(scores, *args, _EXPLICIT_SPEC, c), "PreferencePairs")
         return args[0].copy(), args[1].copy(), c
 
 
@@ -268,8 +282,14 @@ _LABELED = ("all", "none", "single_label_queries")
 
 
 class QBRank(Objective):
-    """``R = w sum_pairs 1/2 max(0, s_j - s_i + tau_ij)^2 + (1 - w) sum_labeled 1/2 (y_z - s_z)^2``:
-    QBRank (Zheng, Zha, Zhang, Chapelle, Chen, Sun, NIPS 2007), preference pairs plus labelled rows.
+    r"""QBRank: preference pairs plus squared error on labelled rows.
+
+    .. math::
+
+        R(s) = w \sum_{(i, j) \in S} v_{ij} \tfrac{1}{2} \max(0, s_j - s_i + \tau_{ij})^2
+        + (1 - w) \sum_{z \in L} w_z \tfrac{1}{2} (y_z - s_z)^2
+
+    ``S`` the preference pairs (``i`` preferred to ``j``), ``L`` the labelled rows.
 
     Parameters
     ----------
@@ -303,11 +323,29 @@ class QBRank(Objective):
     A row may appear in many pairs and as a labelled row; contributions add. Row weights scale
     squared-error terms by ``w_z`` and pair terms by ``(w_i + w_j) / 2``. The paper's line search
     for ``s_m`` and shrinkage belong to the booster.
+
+    References
+    ----------
+    Zheng, Zha, Zhang, Chapelle, Chen, Sun (2007), "A general boosting method and its application to
+    learning ranking functions for web search" (NIPS 2007), section 3 (objective, Hessian bound).
+
+    Examples
+    --------
+    >>> from customobj import QBRank
+    >>> grad, hess = QBRank(w=0.5).grad_hess([0.0, 0.0], [1, 0], group=[2])
+    >>> grad.tolist(), hess.tolist()
+    ([-1.0, 0.5], [1.0, 1.0])
     """
 
     pairwise = True
+    margin: Union[str, float]
+    pairs: Optional[np.ndarray]
+    labeled: Union[str, np.ndarray]
+    label_pairs: Optional[bool]
 
-    def __init__(self, *, w=0.5, margin="grade", hessian="exact", pairs=None, labeled="all", label_pairs=None):
+    def __init__(self, *, w: float = 0.5, margin: Union[str, float] = "grade", hessian: str = "exact",
+                 pairs: Optional[npt.ArrayLike] = None, labeled: Union[str, npt.ArrayLike] = "all",
+                 label_pairs: Optional[bool] = None) -> None:
         if isinstance(w, bool) or not isinstance(w, numbers.Real):
             raise TypeError(f"w must be a real number in [0, 1], got {type(w).__name__}")
         w = check_real(w, "w")
@@ -320,7 +358,7 @@ class QBRank(Objective):
         else:
             self.margin = check_nonnegative(margin, "margin")
         self.hessian = check_choice(hessian, "hessian", {"exact", "upper_bound"})
-        self.pairs = None if pairs is None else _check_pairs_option(pairs)
+        self.pairs = None if pairs is None else check_pairs_option(pairs)
         if isinstance(labeled, str):
             self.labeled = check_choice(labeled, "labeled", set(_LABELED))
         else:
@@ -335,101 +373,75 @@ class QBRank(Objective):
         self.label_pairs = None if label_pairs is None else bool(label_pairs)
 
     @property
-    def _use_label_pairs(self):
+    def _use_label_pairs(self) -> bool:
         return self.pairs is None if self.label_pairs is None else self.label_pairs
 
     @property
-    def needs_group(self):
+    def needs_group(self) -> bool:  # type: ignore[override]  # depends on the options
         return self._use_label_pairs or (isinstance(self.labeled, str) and self.labeled == "single_label_queries")
 
     def _theta(self):
         if self.margin == "grade":
-            return PK.THETA_DIFF, 0.0, 1.0
-        return PK.THETA_CONST, self.margin, self.margin
-
-    def _labeled_mask(self, prep):
-        n = prep.n_rows
-        if not isinstance(self.labeled, str):
-            if self.labeled.shape[0] != n:
-                raise ValueError(f"labeled mask has {self.labeled.shape[0]} entries but data has {n} rows")
-            return self.labeled
-        if self.labeled == "all":
-            return np.ones(n, dtype=bool)
-        if self.labeled == "none":
-            return np.zeros(n, dtype=bool)
-        sizes = prep.groups.sizes
-        starts = prep.ptr[:-1][sizes > 0]
-        mask = np.zeros(n, dtype=bool)
-        if starts.size:
-            single = np.minimum.reduceat(prep.labels, starts) == np.maximum.reduceat(prep.labels, starts)
-            mask = np.repeat(single, sizes[sizes > 0])
-        return mask
+            return PK.Theta.DIFF, 0.0, 1.0
+        return PK.Theta.CONST, self.margin, self.margin
 
     def _state(self, prep):
         mode, p, explicit_tau = self._theta()
-        lp = _LabelPairs(prep.labels, prep.ptr) if self._use_label_pairs else None
+        lp = LabelPairs(prep.labels, prep.ptr) if self._use_label_pairs else None
         ex = None
         if self.pairs is not None:
-            _pairs_in_range(self.pairs, prep.n_rows)
-            ex = _ExplicitPairs(np.ascontiguousarray(self.pairs[:, 0]), np.ascontiguousarray(self.pairs[:, 1]),
+            pairs_in_range(self.pairs, prep.n_rows)
+            ex = ExplicitPairs(np.ascontiguousarray(self.pairs[:, 0]), np.ascontiguousarray(self.pairs[:, 1]),
                                 np.full(self.pairs.shape[0], explicit_tau))
         lab_w = None
-        mask = self._labeled_mask(prep)
+        mask = labeled_rows(self.labeled, prep)
         if self.w < 1.0 and mask.any():
             lab_w = (1.0 - self.w) * mask.astype(np.float64)
             if prep.weight is not None:
                 lab_w *= prep.weight
-        return _QBRankState(lp, ex, lab_w, {})
+        return QBRankState(lp, ex, lab_w, {})
+
+    def _spec(self):
+        mode, p, _ = self._theta()
+        hmul = 2.0 if self.hessian == "upper_bound" else 1.0
+        return PK.pair_spec(PK.PairKind.SQ_HINGE, mode, p, 0.5 * self.w, hmul)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         lp, ex, lab_w = state.label_pairs, state.explicit, state.labeled_weight
-        mode, p, _ = self._theta()
+        spec = self._spec()
         w, use_w = kernel_weights(prep.weight)
-        scale = 0.5 * self.w
-        hmul = 2.0 if self.hessian == "upper_bound" else 1.0
         if lp is not None and self.w > 0.0:
-            PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, lp.order, lp.lower, w, use_w,
-                                              PK.SQ_HINGE, mode, p, scale, hmul, out_grad, out_hess)
+            check_status(PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, lp.order, lp.lower, w,
+                                                           use_w, spec, out_grad, out_hess), "QBRank")
         if ex is not None and self.w > 0.0:
-            PK.pair_list_grad_hess(scores, *ex, _EMPTY, False, w, use_w, PK.SQ_HINGE, scale, hmul,
-                                   out_grad, out_hess)
+            check_status(PK.pair_list_grad_hess(scores, *ex, _EMPTY, False, w, use_w, spec, out_grad, out_hess),
+                         "QBRank")
         if lab_w is not None:
             squared_error_grad_hess(scores, prep.labels, lab_w, True, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
         lp, ex, lab_w = state.label_pairs, state.explicit, state.labeled_weight
-        mode, p, _ = self._theta()
+        spec = self._spec()
         w, use_w = kernel_weights(prep.weight)
-        scale = 0.5 * self.w
         total = 0.0
         if lp is not None:
-            total += PK.label_pairs_loss(scores, prep.labels, prep.ptr, lp.order, lp.lower, w, use_w,
-                                         PK.SQ_HINGE, mode, p, scale)
+            total += checked_value(PK.label_pairs_loss(scores, prep.labels, prep.ptr, lp.order, lp.lower, w, use_w,
+                                                     spec), "QBRank")
         if ex is not None:
-            total += PK.pair_list_loss(scores, *ex, _EMPTY, False, w, use_w, PK.SQ_HINGE, scale)
+            total += checked_value(PK.pair_list_loss(scores, *ex, _EMPTY, False, w, use_w, spec), "QBRank")
         if lab_w is not None:
             total += squared_error_loss(scores, prep.labels, lab_w, True)
         return total
 
     def _pair_couplings(self, scores, prep, state):
         if self.hessian == "upper_bound":
-            return _no_pairs()
-        lp, ex, cache = state.label_pairs, state.explicit, state.cache
-        mode, p, _ = self._theta()
+            return no_pairs()
+        spec = self._spec()
         w, use_w = kernel_weights(prep.weight)
-        if "pairs" not in cache:
-            # Label-only, so built once: LineSearch asks for couplings at every Newton step.
-            pieces = []
-            if lp is not None:
-                pieces.append(lp.pair_list(prep.labels, prep.ptr, mode, p))
-            if ex is not None:
-                pieces.append(ex)
-            cache["pairs"] = tuple(np.concatenate(a) for a in zip(*pieces)) if pieces else None
-            for arr in cache["pairs"] or ():
-                arr.setflags(write=False)  # shared across calls: callers must not sort it in place
-        if cache["pairs"] is None:
-            return _no_pairs()
-        pi, pj, th = cache["pairs"]
+        pairs = state.pair_list(prep, spec.theta_mode, spec.p)
+        if pairs is None:
+            return no_pairs()
+        pi, pj, th = pairs
         c = np.empty(pi.size, dtype=np.float64)
-        PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, PK.SQ_HINGE, 0.5 * self.w, c)
+        check_status(PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, spec, c), "QBRank")
         return pi, pj, c

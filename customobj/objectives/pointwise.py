@@ -2,11 +2,13 @@
 per row, no query structure needed."""
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from .._validation import SCORE_LIMIT, as_scores, check_int, check_positive
 from ._arrays import kernel_weights
-from .base import Objective
+from .base import Objective, Prepared
 from . import _pointwise_kernels as K
 
 __all__ = ["SquaredError", "Logistic", "SquaredHinge", "McRank"]
@@ -18,10 +20,26 @@ MAX_CLASSES = 1024
 
 
 class SquaredError(Objective):
-    """``L = sum_i w_i (s_i - y_i)^2 / 2``: least squares on the labels (MART / GBT).
+    r"""Least squares on the labels: MART / GBT regression.
 
-    grad ``s - y``, hess ``1`` (times the row weight). Friedman (2001); the GBT baseline of
-    Zheng et al. (2007).
+    .. math::
+
+        L(s) = \sum_i w_i \tfrac{1}{2} (s_i - y_i)^2, \qquad
+        \frac{\partial L}{\partial s_i} = w_i (s_i - y_i), \qquad
+        \frac{\partial^2 L}{\partial s_i^2} = w_i
+
+    References
+    ----------
+    Friedman (2001), "Greedy function approximation: a gradient boosting machine", least-squares
+    boosting; the GBT baseline of Zheng et al. (2007), "A general boosting method and its
+    application to learning ranking functions for web search", experiments.
+
+    Examples
+    --------
+    >>> from customobj import SquaredError
+    >>> grad, hess = SquaredError().grad_hess([0.5, 2.0], [1.0, 2.0])
+    >>> grad.tolist(), hess.tolist()
+    ([-0.5, 0.0], [1.0, 1.0])
     """
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
@@ -55,7 +73,7 @@ class _BinaryObjective(Objective):
     def _convert_labels(self, labels):
         return _binary_labels(labels)
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         y = prep.labels
         bad = np.flatnonzero((y != 0.0) & (y != 1.0))
         if bad.size:
@@ -70,11 +88,16 @@ class _BinaryObjective(Objective):
 
 
 class Logistic(_BinaryObjective):
-    """``L = sum_i w_i log(1 + exp(-2 t_i sigma s_i))``, ``t`` in ``{-1, +1}``: MART's two-class
-    logistic loss (Burges 2010, sec. 6; Friedman 2001).
+    r"""MART's two-class logistic loss, labels ``y`` in ``{0, 1}`` (or ``{-1, +1}``), ``t = 2 y - 1``.
 
-    grad ``-u`` with ``u = 2 t sigma / (1 + exp(2 t sigma s))``, hess ``|u| (2 sigma - |u|)``
-    (computed as ``4 sigma^2 p (1 - p)`` so it stays finite and >= 0 for any score).
+    .. math::
+
+        L(s) = \sum_i w_i \log\bigl(1 + e^{-2 t_i \sigma s_i}\bigr), \qquad
+        \frac{\partial L}{\partial s_i} = -w_i u_i, \qquad
+        \frac{\partial^2 L}{\partial s_i^2} = w_i |u_i| (2 \sigma - |u_i|), \qquad
+        u_i = \frac{2 t_i \sigma}{1 + e^{2 t_i \sigma s_i}}
+
+    The hessian is computed as ``4 sigma^2 p (1 - p)`` so it stays finite and >= 0 for any score.
 
     Parameters
     ----------
@@ -84,9 +107,21 @@ class Logistic(_BinaryObjective):
         Burges 2010, sec. 6.1: multiply each row's weight by ``1 / n_pos`` (positive rows) or
         ``1 / n_neg`` (negative rows), where ``n_pos`` / ``n_neg`` count the rows of the whole
         prepared data set (not per query; user weights are not summed). User weights still multiply.
+
+    References
+    ----------
+    Burges (2010), "From RankNet to LambdaRank to LambdaMART: an overview", section 6 (6.1 for
+    ``balanced``); Friedman (2001), two-class logistic regression boosting.
+
+    Examples
+    --------
+    >>> from customobj import Logistic
+    >>> grad, hess = Logistic(sigma=1.0).grad_hess([0.0, 1.0], [1, 0])
+    >>> grad.round(4).tolist(), hess.round(4).tolist()
+    ([-1.0, 1.7616], [1.0, 0.42])
     """
 
-    def __init__(self, *, sigma=1.0, balanced=False):
+    def __init__(self, *, sigma: float = 1.0, balanced: bool = False) -> None:
         self.sigma = check_positive(sigma, "sigma")
         if not isinstance(balanced, (bool, np.bool_)):
             raise TypeError(f"balanced must be True or False, got {balanced!r}")
@@ -113,14 +148,36 @@ class Logistic(_BinaryObjective):
 
 
 class SquaredHinge(_BinaryObjective):
-    """``L = sum_i w_i C max(0, 1 - t_i s_i)^2``, ``t`` in ``{-1, +1}``: the L2-SVM loss of
-    Chapelle (2007 slides), trained in the primal.
+    r"""The L2-SVM loss trained in the primal, labels ``{0, 1}`` (or ``{-1, +1}``), ``t = 2 y - 1``.
 
-    grad ``-2 C t max(0, 1 - t s)``; hess ``2 C [t s < 1]`` (Chapelle's generalised Hessian: the
-    loss is not twice differentiable at ``t s = 1``, where the hessian is taken as 0).
+    .. math::
+
+        L(s) = \sum_i w_i C \max(0, 1 - t_i s_i)^2, \qquad
+        \frac{\partial L}{\partial s_i} = -2 w_i C t_i \max(0, 1 - t_i s_i), \qquad
+        \frac{\partial^2 L}{\partial s_i^2} = 2 w_i C \, [t_i s_i < 1]
+
+    The hessian is Chapelle's generalised Hessian: the loss is not twice differentiable at
+    ``t s = 1``, where it is taken as 0.
+
+    Parameters
+    ----------
+    C : float > 0
+        The loss constant (the SVM's ``C``).
+
+    References
+    ----------
+    Chapelle (2007), "Large scale support vector machines" (slides), "Linear SVM classifier:
+    objective function" (squared hinge, primal training).
+
+    Examples
+    --------
+    >>> from customobj import SquaredHinge
+    >>> grad, hess = SquaredHinge(C=1.0).grad_hess([0.5, -2.0], [1, 0])
+    >>> grad.tolist(), hess.tolist()
+    ([-1.0, 0.0], [2.0, 0.0])
     """
 
-    def __init__(self, *, C=1.0):
+    def __init__(self, *, C: float = 1.0) -> None:
         self.C = check_positive(C, "C")
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
@@ -133,11 +190,16 @@ class SquaredHinge(_BinaryObjective):
 
 
 class McRank(Objective):
-    """``L = -sum_i w_i log p_{i, y_i}``, ``p_i = softmax(f_i)`` over ``K`` outputs per row: McRank,
-    ranking by multiclass classification (Li, Burges, Wu 2007; analysed by Xia et al.).
+    r"""McRank: ranking by multiclass classification, ``K`` outputs (one per grade) per row.
 
-    Scores, grad and hess have shape ``(n, K)``: grad ``p_k - [y == k]``, hess ``p_k (1 - p_k)``
-    (the diagonal, as LightGBM / XGBoost multiclass take it). The softmax subtracts each row's
+    .. math::
+
+        L(f) = -\sum_i w_i \log p_{i y_i}, \qquad p_{ik} = \frac{e^{f_{ik}}}{\sum_l e^{f_{il}}},
+        \qquad \frac{\partial L}{\partial f_{ik}} = w_i (p_{ik} - [y_i = k]), \qquad
+        \frac{\partial^2 L}{\partial f_{ik}^2} = w_i p_{ik} (1 - p_{ik})
+
+    Scores, grad and hess have shape ``(n, K)``; the hessian is the diagonal, as LightGBM /
+    XGBoost multiclass take it. The softmax subtracts each row's
     maximum, so any finite scores work. Rank with :meth:`predict_relevance`, the expected grade.
 
     Parameters
@@ -147,19 +209,33 @@ class McRank(Objective):
         ``K = max(max label + 1, 2)`` is inferred by the first ``prepare`` and then kept
         (``n_outputs`` is ``None`` until then, so adapters that need ``num_class`` before seeing
         data should pass ``n_classes``); a later data set with a grade ``>= K`` raises ValueError.
+
+    References
+    ----------
+    Li, Burges, Wu (2007), "McRank: learning to rank using multiple classification and gradient
+    boosting" (NIPS 2007); analysed by Xia, Zhai, Wang, "Analysis of regression
+    tree fitting algorithms in learning to rank".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from customobj import McRank
+    >>> grad, hess = McRank(n_classes=2).grad_hess(np.zeros((2, 2)), [1, 0])
+    >>> grad.tolist(), hess.tolist()
+    ([[0.5, -0.5], [-0.5, 0.5]], [[0.25, 0.25], [0.25, 0.25]])
     """
 
     integer_labels = True
 
-    def __init__(self, *, n_classes=None):
+    def __init__(self, *, n_classes: Optional[int] = None) -> None:
         self.n_classes = check_int(n_classes, "n_classes", minimum=2, maximum=MAX_CLASSES, allow_none=True)
-        self._inferred = None
+        self._inferred: Optional[int] = None
 
     @property
-    def n_outputs(self):
+    def n_outputs(self) -> Optional[int]:  # type: ignore[override]  # None until K is inferred
         return self.n_classes if self.n_classes is not None else self._inferred
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         super().check_prepared(prep)
         top = int(prep.labels.max()) if prep.labels.size else 0
         if top >= MAX_CLASSES:

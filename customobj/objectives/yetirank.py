@@ -6,12 +6,16 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._kernel_status import check_status, checked_value
 from .._validation import check_int, check_pair_budget, check_positive
 from .base import Objective
 from ._noise import RoundCounter
 from .softmax import query_weights
 from . import _pairwise_kernels as PK
 from . import _yetirank_kernels as YK
+
+#: Logistic pair loss of the pair-list kernels (each pair's theta is its sigma).
+_LOGISTIC = PK.pair_spec(PK.PairKind.LOGISTIC, PK.Theta.CONST, 0.0, 1.0)
 
 __all__ = ["YetiRank"]
 
@@ -79,15 +83,16 @@ class YetiRank(Objective):
         return pi, pj, np.ones(pi.size), pw, True, pw[:0], False
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        PK.pair_list_grad_hess(scores, *self._pairs(scores, prep, state, True), PK.LOGISTIC, 1.0, 1.0,
-                               out_grad, out_hess)
+        args = self._pairs(scores, prep, state, True)
+        check_status(PK.pair_list_grad_hess(scores, *args, _LOGISTIC, out_grad, out_hess), "YetiRank")
 
     def _loss(self, scores, prep, state):
-        return PK.pair_list_loss(scores, *self._pairs(scores, prep, state, False), PK.LOGISTIC, 1.0)
+        args = self._pairs(scores, prep, state, False)
+        return checked_value(PK.pair_list_loss(scores, *args, _LOGISTIC), "YetiRank")
 
     def _couplings(self, scores, args):
         c = np.empty(args[0].size)
-        PK.pair_list_couplings(scores, *args, PK.LOGISTIC, 1.0, c)
+        check_status(PK.pair_list_couplings(scores, *args, _LOGISTIC, c), "YetiRank")
         return args[0], args[1], c
 
     def _pair_couplings(self, scores, prep, state):
@@ -96,5 +101,5 @@ class YetiRank(Objective):
     def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
         # One sampling for both: a second would start (or reuse) another round's pairs.
         args = self._pairs(scores, prep, state, True)
-        PK.pair_list_grad_hess(scores, *args, PK.LOGISTIC, 1.0, 1.0, out_grad, out_hess)
+        check_status(PK.pair_list_grad_hess(scores, *args, _LOGISTIC, out_grad, out_hess), "YetiRank")
         return self._couplings(scores, args)

@@ -28,12 +28,11 @@ if TYPE_CHECKING:  # the return type of to_lightgbm; imported there, on use
 from .._validation import as_scores, check_int
 from ..groups import Groups
 from .binning import BinMapper
+from .criterion import OLE_FAST_EPSILON, OLE_FAST_FEATURES
 from .evaluation import SCORE_METRIC, EarlyStopping, prepare_evals, ranking_score, score_queries
 from .inputs import as_fit_labels, as_matrix, check_feature_names, check_fit_rows, resolve_groups
 from .params import check_n_jobs, check_params, default_objective
 from .predictor import PackedTrees, predict_raw
-from .grower import OLE_FAST_FEATURES
-from .pair_pruning import OLE_FAST_EPSILON
 from .training import Threads, boost, feature_infos, grow_params
 
 __all__ = ["TreeBooster"]

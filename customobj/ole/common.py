@@ -1,11 +1,13 @@
 """Named constants and record layouts shared by the OLE grower's kernels and their Python drivers.
 
-One home for what scikit-learn's ``_hist_gradient_boosting/common.pyx`` holds there: the split
-criteria by name and by code, and the layout of a split-search result (its ``SplitInfo``).
+One home for what scikit-learn's ``_hist_gradient_boosting/common.pyx`` holds there: the channels
+of the row and pair histograms (its ``HISTOGRAM_DTYPE``), the status codes of the kernels, and the
+layout of a split-search result (its ``SplitInfo``). The criteria live in :mod:`.criterion`.
 
-The split result stays a plain ``float64`` array inside the kernels (numba's parallel loops cannot
-allocate record arrays, and one flat array per feature is what ``find_best_split_parallel``
-compares), but every slot has a name here, and the drivers read it once into :class:`SplitInfo`.
+Histograms and the split result stay plain ``float64`` arrays inside the kernels (numba's parallel
+loops cannot allocate record arrays, and one flat array per feature is what
+``find_best_split_parallel`` compares), but every channel and slot has a name here, and the
+drivers read a split result once into :class:`SplitInfo`.
 """
 from __future__ import annotations
 
@@ -13,28 +15,35 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["SE", "WSE", "OLE", "OLE_FAST", "OLE_FLOAT64", "CRITERIA", "PAIR_CRITERIA", "KERNEL",
-           "SPLIT_GAIN", "SPLIT_FEATURE", "SPLIT_BIN", "SPLIT_NAN_LEFT", "LEFT_G", "LEFT_H", "LEFT_N", "LEFT_C",
-           "RIGHT_G", "RIGHT_H", "RIGHT_N", "RIGHT_C", "SPLIT_SIZE", "ChildSums", "SplitInfo"]
+__all__ = ["HIST_G", "HIST_H", "HIST_COUNT", "HIST_CHANNELS", "GH_CHANNELS", "PH_HI", "PH_NANP", "PH_R", "PH_CHANNELS",
+           "SPLIT_FOUND", "SPLIT_NONE", "UNKNOWN_CODE", "SPLIT_GAIN", "SPLIT_FEATURE", "SPLIT_BIN", "SPLIT_NAN_LEFT",
+           "LEFT_G", "LEFT_H", "LEFT_N", "LEFT_C", "RIGHT_G", "RIGHT_H", "RIGHT_N", "RIGHT_C", "SPLIT_SIZE",
+           "ChildSums", "SplitInfo", "NO_SPLIT"]
 
-# --- split criteria (Xia, Zhai, Wang, sections 2.1, 2.2.1 and 3.1) -------------------------------
-#: Least squares on ``-g``, unweighted (Friedman): node denominator ``D = N``.
-SE = 0
-#: Hessian-weighted least squares (LightGBM / XGBoost): ``D = H``.
-WSE = 1
-#: Exact pairwise node hessian: ``D = H - 2 C``; float32 pair-histogram accumulators.
-OLE = 2
-#: ``OLE`` searched only over the ``ole_fast_features`` features of largest WSE gain per node.
-OLE_FAST = 3
-#: ``OLE`` with float64 pair-histogram accumulators (the reference).
-OLE_FLOAT64 = 4
+# --- histogram channels: the last axis of a (slots, channels) float64 histogram -------------------
+#: Row histogram ``hist[slot, ch]`` (histogram.py): the sums of ``g`` and ``h`` and the row count of
+#: the rows whose bin is ``slot``. The ordered-gradient scratch ``gh[k, ch]`` holds the first two
+#: (``GH_CHANNELS`` wide).
+HIST_G = 0
+HIST_H = 1
+HIST_COUNT = 2
+HIST_CHANNELS = 3
+GH_CHANNELS = 2
+#: Pair histogram ``ph[slot, ch]`` (pairhist.py): ``hi``, the coupling of the pairs whose larger bin
+#: is ``slot``; ``nanp``, of the pairs with one NaN row and the other row in ``slot``; ``R``, the
+#: coupling sums of the rows in ``slot`` (so the pairs whose smaller bin is ``slot``: ``R - hi - nanp``).
+PH_HI = 0
+PH_NANP = 1
+PH_R = 2
+PH_CHANNELS = 3
 
-#: Criterion codes by the names ``TreeBooster(criterion=...)`` accepts.
-CRITERIA = {"ole": OLE, "wse": WSE, "se": SE, "ole_fast": OLE_FAST, "ole_float64": OLE_FLOAT64}
-#: Criteria that need the objective's pair couplings.
-PAIR_CRITERIA = ("ole", "ole_fast", "ole_float64")
-#: The criterion code the split kernels see: every OLE variant searches with the OLE score.
-KERNEL = {code: min(code, OLE) for code in CRITERIA.values()}
+# --- kernel status: what a kernel with an integer dispatch returns --------------------------------
+#: A split with gain > 0 was found.
+SPLIT_FOUND = 1
+#: No split with gain > 0 (or the kernel ran and has nothing to report).
+SPLIT_NONE = 0
+#: The kernel met a dispatch code it does not know and computed nothing (its caller raises).
+UNKNOWN_CODE = -1
 
 # --- the split-search result: slots of a float64[SPLIT_SIZE] array ---------------------------------
 SPLIT_GAIN = 0  # gain of the split; <= 0: no split

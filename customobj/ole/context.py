@@ -1,7 +1,7 @@
 """Per-fit state the grower reuses for every tree: the binned data, scratch arrays, the pair buffers.
 
-Three classes, one job each, bundled by :class:`GrowContext` (what :class:`~customobj.ole.grower.TreeGrower`
-receives):
+Three classes, one job each, bundled by :class:`GrowContext` (what the fit's
+:class:`~customobj.ole.backend.CPUBackend` reads and writes):
 
 - :class:`BinnedData`: the bin matrix in the two layouts the kernels read, and the binning;
 - :class:`Scratch`: arrays each node overwrites (partition flags, row buffer, gathered gradients,
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .histogram import build_row_hist_fm
-from .pairhist import PairScratch, build_pair_hist, compact_pairs
+from .common import GH_CHANNELS
+from .pairhist import PairScratch, compact_pairs
 
 __all__ = ["BinnedData", "Scratch", "PairBuffers", "GrowContext", "ROW_MAJOR_COPY_BYTES"]
 
@@ -71,7 +71,7 @@ class Scratch:
     def __init__(self, n_rows: int) -> None:
         self.go_left = np.zeros(n_rows, dtype=np.bool_)
         self.tmp_rows = np.empty(n_rows, dtype=np.int64)
-        self.gh = np.empty((max(n_rows, 1), 2), dtype=np.float64)
+        self.gh = np.empty((max(n_rows, 1), GH_CHANNELS), dtype=np.float64)
         # A root over every row (no bagging) has the same per-bin counts every round: computed once.
         self.root_counts = None
         self.pair_hist = None  # PairScratch, made on the first pair histogram
@@ -144,7 +144,8 @@ class PairBuffers:
 
 class GrowContext:
     """What every tree of one fit shares: ``data`` (:class:`BinnedData`), ``scratch``
-    (:class:`Scratch`) and ``pairs`` (:class:`PairBuffers`); the two histogram builders."""
+    (:class:`Scratch`) and ``pairs`` (:class:`PairBuffers`); the kernels that read them are
+    called through :class:`~customobj.ole.backend.CPUBackend`."""
 
     def __init__(self, bins_fm: np.ndarray, mapper) -> None:
         self.data = BinnedData(bins_fm, mapper)
@@ -153,27 +154,8 @@ class GrowContext:
         #: ``(query of every row, number of queries)`` when ``criterion="ole_fast"`` prunes pairs per query
         self.queries: tuple | None = None
 
-    def row_hist(self, order: np.ndarray, start: int, end: int, grad: np.ndarray, hess: np.ndarray,
-                 root: bool = False) -> np.ndarray:
-        """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``."""
-        d, s = self.data, self.scratch
-        full = root and end - start == d.n_rows
-        counts = s.root_counts if full else None
-        hist = build_row_hist_fm(d.feature_major, order, start, end, grad, hess, d.offsets, d.n_slots, s.gh,
-                                 counts=counts)
-        if full and counts is None:
-            s.root_counts = hist[:, 2].copy()
-        return hist
-
     def pair_buffers_for_tree(self, m: int, index_dtype: type, acc_dtype: type) -> tuple:
         """Prepare the pair histograms (accumulators of ``acc_dtype``) of a tree with ``m`` pairs;
         returns the second pair buffer."""
         self.scratch.pair_hist_scratch(self.data, acc_dtype)
         return self.pairs.second_buffer(m, index_dtype)
-
-    def pair_hist(self, buf: tuple, start: int, end: int, features: np.ndarray | None = None) -> np.ndarray:
-        """``(slots, 3)`` pair histogram [hi, nanp, R] of the pairs ``buf[start:end]``."""
-        pi, pj, pc = buf
-        d = self.data
-        return build_pair_hist(d.row_major, pi, pj, pc, start, end, d.offsets, d.n_bins, d.n_slots,
-                               self.scratch.pair_hist, features)

@@ -49,44 +49,37 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import List, NamedTuple, Optional
+from typing import Deque, List, NamedTuple, Optional
 
 import numpy as np
 from numba import njit
 
-from .common import KERNEL, NO_SPLIT, OLE, OLE_FAST, OLE_FLOAT64, SPLIT_SIZE, WSE, ChildSums, SplitInfo
-from .context import GrowContext
+from .backend import CPUBackend
+from .common import HIST_COUNT, NO_SPLIT, ChildSums, SplitInfo
+from .criterion import OLE, Criterion
 from .joint_leaves import joint_newton_step
-from .pairhist import partition_pairs, split_coupling_sums, sum_couplings
-from .pair_pruning import OLE_FAST_EPSILON, dropped_leaf_couplings, prune_for_tree
-from .partition import partition_rows
-from .splitting import feature_gains, find_best_split, find_best_split_parallel, node_hessian, split_gain
+from .splitting import node_hessian
 from .tree import LEAF_DTYPE, NODE_DTYPE, Tree
 
-__all__ = ["GrowParams", "GrownTree", "Leaf", "OLE_FAST_FEATURES", "TreeGrower", "add_leaf_values", "partition_rows",
-           "select_features"]
+__all__ = ["GrowParams", "GrownTree", "Leaf", "TreeGrower", "add_leaf_values", "select_features"]
 
-#: Default ``k`` of ``criterion="ole_fast"``: features per node whose pair histograms are built.
-OLE_FAST_FEATURES = 2
-#: Histogram slots from which the split search runs in parallel: a search over few slots is
-#: cheaper than waking the thread team (see partition.PARALLEL_ROWS).
-PARALLEL_SLOTS = 32768
 # A pair-histogram pass costs about 27 ns per pair plus 280 ns per row it touches (each touched row
 # scatters its sums into every feature's histogram once), measured on MSLR-shaped data: the row
 # term dominates deep nodes, where rows keep only one or two pairs each.
 _ROW_COST = 10.0
 
 
-class GrowParams:
-    """The grower's options (criterion as a code of :data:`~customobj.ole.common.CRITERIA`)."""
-    __slots__ = ("criterion", "num_leaves", "min_data_in_leaf", "min_sum_hessian_in_leaf",
-                 "lambda_l2", "max_depth", "growth", "leaf_solver", "learning_rate", "ole_fast_features",
-                 "ole_fast_epsilon")
-    _DEFAULTS = {"ole_fast_features": OLE_FAST_FEATURES, "ole_fast_epsilon": OLE_FAST_EPSILON}
-
-    def __init__(self, **kw):
-        for k in self.__slots__:
-            setattr(self, k, kw[k] if k in kw else self._DEFAULTS[k])
+class GrowParams(NamedTuple):
+    """The grower's options, from validated hyperparameters (:func:`customobj.ole.training.grow_params`)."""
+    criterion: Criterion
+    num_leaves: int
+    min_data_in_leaf: int
+    min_sum_hessian_in_leaf: float
+    lambda_l2: float
+    max_depth: int
+    best_first: bool  # growth="best_first", else breadth-first
+    joint_leaves: bool  # leaf_solver="joint", else each leaf's own Newton step
+    learning_rate: float
 
 
 class GrownTree(NamedTuple):
@@ -106,22 +99,16 @@ def select_features(gains: np.ndarray, feature_mask: np.ndarray, k: int) -> np.n
 
 
 @njit(cache=True)
-def _row_sums(order, grad, hess):
-    g = 0.0
-    h = 0.0
-    for k in range(order.shape[0]):
-        g += grad[order[k]]
-        h += hess[order[k]]
-    return g, h
-
-
-@njit(cache=True)
 def add_leaf_values(order, starts, ends, values, out):
     """``out[order[starts[l]:ends[l]]] += values[l]``: the training-score update from the partition."""
     for leaf in range(starts.shape[0]):
         v = values[leaf]
         for k in range(starts[leaf], ends[leaf]):
             out[order[k]] += v
+
+
+def _sums(leaf) -> ChildSums:
+    return ChildSums(leaf.G, leaf.H, leaf.N, leaf.C)
 
 
 def _pass_cost(n_pairs, n_rows):
@@ -145,39 +132,36 @@ class Leaf:
 class TreeGrower:
     """Grows one tree on rows ``rows`` (int64) with optional in-bag pairs ``(pi, pj, pc)``.
 
-    ``TreeGrower(ctx, grad, hess, rows, pairs, feature_mask, params).grow()`` returns a
+    ``TreeGrower(backend, grad, hess, rows, pairs, feature_mask, params).grow()`` returns a
     :class:`GrownTree` whose ``tree`` is a :class:`~customobj.ole.tree.Tree` (leaf values already
-    multiplied by the learning rate). The pair arrays are overwritten (the first of the two
-    buffers the pairs ping-pong between, see ``partition_pairs``).
+    multiplied by the learning rate). Every kernel runs through ``backend`` (the fit's
+    :class:`~customobj.ole.backend.CPUBackend`). The pair arrays are overwritten (the first of the
+    two buffers the pairs ping-pong between, see ``partition_pairs``).
     """
 
-    def __init__(self, ctx: GrowContext, grad: np.ndarray, hess: np.ndarray, rows: np.ndarray,
+    def __init__(self, backend: CPUBackend, grad: np.ndarray, hess: np.ndarray, rows: np.ndarray,
                  pairs: Optional[tuple], feature_mask: np.ndarray, params: GrowParams) -> None:
         p = self.params = params
-        self.ctx, self.data = ctx, ctx.data
+        self.backend, self.data = backend, backend.data
         self.grad, self.hess, self.feature_mask = grad, hess, feature_mask
-        self.crit = KERNEL[p.criterion]
-        self.fast = p.criterion == OLE_FAST
-        self.use_pairs = self.crit == OLE and pairs is not None and pairs[0].shape[0] > 0
+        self.fast = p.criterion.fast
+        self.use_pairs = p.criterion.uses_pairs and pairs is not None and pairs[0].shape[0] > 0
         self.order = np.array(rows, dtype=np.int64, copy=True)
         self.pairs = pairs
         self.dropped = None  # ole_fast: the pairs left out of the split search (pair_pruning.Dropped)
-        if self.use_pairs:
-            acc = np.float64 if p.criterion == OLE_FLOAT64 else np.float32
+        if pairs is not None and self.use_pairs:
             # a leaf's pairs sit in bufs[leaf.pbuf]; its children's in the other buffer
-            self.bufs = (pairs, ctx.pair_buffers_for_tree(pairs[0].shape[0], pairs[0].dtype, acc))
-            if p.leaf_solver == "joint":  # the joint solve needs every pair after growth
+            self.bufs = backend.pair_buffers(pairs)
+            if p.joint_leaves:  # the joint solve needs every pair after growth
                 self.pairs = tuple(a.copy() for a in pairs)
-            if self.fast and p.ole_fast_epsilon > 0 and ctx.queries is not None:  # search on the largest couplings
-                self.bufs, self.dropped = prune_for_tree(self.bufs, *ctx.queries, p.ole_fast_epsilon)
+            if self.fast:  # search on the largest couplings
+                self.bufs, self.dropped = backend.prune_pairs(self.bufs)
         self.n_pairs = self.bufs[0][0].shape[0] if self.use_pairs else 0
-        self.no_pair_hist = np.zeros((1, 3))
-        self.find = find_best_split_parallel if self.data.n_slots >= PARALLEL_SLOTS else find_best_split
         self.wse_gains = np.zeros(self.data.n_bins.shape[0])  # ole_fast's per-feature ranking
         self.leaves: List[Leaf] = []
         self.nodes = np.zeros(max(p.num_leaves - 1, 0), dtype=NODE_DTYPE)  # the first len(leaves) - 1 are used
-        self.open_best = []  # best-first: heap of (-gain, leaf index) of leaves with a split
-        self.open_fifo = deque()  # breadth-first: leaf indices with a split, oldest first
+        self.open_best: List[tuple] = []  # best-first: heap of (-gain, leaf index) of leaves with a split
+        self.open_fifo: Deque[int] = deque()  # breadth-first: leaf indices with a split, oldest first
 
     # --- the algorithm ---------------------------------------------------------------------------
     def grow(self) -> GrownTree:
@@ -188,17 +172,16 @@ class TreeGrower:
 
     def _initialise_root(self) -> None:
         p, order = self.params, self.order
-        G, H = _row_sums(order, self.grad, self.hess)
+        G, H = self.backend.row_sums(order, self.grad, self.hess)
         C = 0.0
         if self.use_pairs:
-            _, _, pc = self.bufs[0]
-            C = sum_couplings(pc, 0, self.n_pairs)
+            C = self.backend.sum_couplings(self.bufs[0][2], 0, self.n_pairs)
         root = Leaf(0, order.shape[0], 0, -1, True, ChildSums(G, H, float(order.shape[0]), C))
         root.pend = self.n_pairs
         if p.num_leaves > 1 and self._can_split(root):
-            root.hist = self.ctx.row_hist(order, 0, order.shape[0], self.grad, self.hess, root=True)
+            root.hist = self.backend.row_hist(order, 0, order.shape[0], self.grad, self.hess, root=True)
             if self.use_pairs and not self.fast:
-                root.phist = self.ctx.pair_hist(self.bufs[0], 0, self.n_pairs)
+                root.phist = self.backend.pair_hist(self.bufs[0], 0, self.n_pairs)
         self.leaves.append(root)
         self._compute_best_split_and_push(0)
 
@@ -207,14 +190,14 @@ class TreeGrower:
         leaf = self.leaves[index]
         leaf.split = self._best_split(leaf) if leaf.hist is not None else NO_SPLIT
         if leaf.split.gain > 0:
-            if self.params.growth == "best_first":
+            if self.params.best_first:
                 heapq.heappush(self.open_best, (-leaf.split.gain, index))  # ties: the lower index
             else:
                 self.open_fifo.append(index)
 
     def _split_next(self) -> bool:
         """Split the next open leaf: False when none is left."""
-        if self.params.growth == "best_first":
+        if self.params.best_first:
             if not self.open_best:
                 return False
             _, index = heapq.heappop(self.open_best)
@@ -230,10 +213,7 @@ class TreeGrower:
         index, the right one gets the next; both get histograms and their best split."""
         leaf, split = self.leaves[index], self.leaves[index].split
         nan_left, threshold = self._nan_side(leaf, split)
-        d = self.data
-        nl = partition_rows(d.feature_major[split.feature], self.order, leaf.start, leaf.end, split.bin,
-                            int(d.n_bins[split.feature]), nan_left, self.ctx.scratch.go_left,
-                            self.ctx.scratch.tmp_rows)
+        nl = self.backend.partition_rows(self.order, leaf.start, leaf.end, split, nan_left)
         node_id = self._record_node(leaf, index, split, threshold, nan_left)
         left = Leaf(leaf.start, leaf.start + nl, leaf.depth + 1, node_id, True, split.left)
         right = Leaf(leaf.start + nl, leaf.end, leaf.depth + 1, node_id, False, split.right)
@@ -242,9 +222,7 @@ class TreeGrower:
         if self.use_pairs:
             self._split_pairs(leaf, left, right, need)
             # the exact float64 C of the children: the recorded gain uses them too
-            self.nodes["split_gain"][node_id] = float(split_gain(
-                self.crit, leaf.G, leaf.H, leaf.N, leaf.C, left.G, left.H, left.N, left.C,
-                right.G, right.H, right.N, right.C, self.params.lambda_l2))
+            self.nodes["split_gain"][node_id] = self.backend.split_gain(_sums(leaf), _sums(left), _sums(right))
         if any(need):
             self._child_histograms(leaf, left, right, need)
         leaf.hist = leaf.phist = None
@@ -259,8 +237,7 @@ class TreeGrower:
     def _finish(self) -> GrownTree:
         p, leaves = self.params, self.leaves
         if self.dropped is not None:  # leaf values from every pair (pair_pruning: the bound)
-            extra = dropped_leaf_couplings(self.order, [(l.start, l.end) for l in leaves], self.dropped,
-                                           self.ctx.scratch.go_left.shape[0])
+            extra = self.backend.dropped_couplings(self.order, [(l.start, l.end) for l in leaves], self.dropped)
             for leaf, c in zip(leaves, extra):
                 leaf.C += c
         out = np.zeros(len(leaves), dtype=LEAF_DTYPE)
@@ -268,7 +245,7 @@ class TreeGrower:
         out["leaf_count"] = [int(l.N) for l in leaves]
         starts = np.array([l.start for l in leaves], dtype=np.int64)
         ends = np.array([l.end for l in leaves], dtype=np.int64)
-        if p.leaf_solver == "joint" and len(leaves) > 1:
+        if p.joint_leaves and len(leaves) > 1:
             out["leaf_value"] = self._joint_leaf_values(starts, ends)
         else:
             out["leaf_value"] = [self._leaf_value(l) for l in leaves]
@@ -284,28 +261,23 @@ class TreeGrower:
         return leaf.N >= 2 * p.min_data_in_leaf
 
     def _best_split(self, leaf: Leaf) -> SplitInfo:
-        p, d = self.params, self.data
         mask = self.feature_mask
         if self.use_pairs and self.fast:  # pair histograms of the k features of largest WSE gain only
-            feature_gains(leaf.hist, WSE, d.n_bins, d.offsets, self.feature_mask, leaf.G, leaf.H, leaf.N,
-                          p.lambda_l2, float(p.min_data_in_leaf), p.min_sum_hessian_in_leaf, self.wse_gains)
-            feats = select_features(self.wse_gains, self.feature_mask, p.ole_fast_features)
+            self.backend.wse_gains(leaf.hist, self.feature_mask, _sums(leaf), self.wse_gains)
+            feats = select_features(self.wse_gains, self.feature_mask, self.params.criterion.ole_fast_features)
             mask = np.zeros_like(self.feature_mask)
             mask[feats] = True
-            leaf.phist = self.ctx.pair_hist(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, feats)
-        ph = leaf.phist if self.use_pairs else self.no_pair_hist
-        res = np.zeros(SPLIT_SIZE)
-        self.find(leaf.hist, ph, self.use_pairs, self.crit, d.n_bins, d.offsets, mask, leaf.G, leaf.H, leaf.N,
-                  leaf.C, p.lambda_l2, float(p.min_data_in_leaf), p.min_sum_hessian_in_leaf, res)
+            leaf.phist = self.backend.pair_hist(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, feats)
+        split = self.backend.find_split(leaf.hist, leaf.phist if self.use_pairs else None, mask, _sums(leaf))
         if self.fast:
             leaf.phist = None  # no subtraction in ole_fast: each node's features differ
-        return SplitInfo.from_array(res)
+        return split
 
     def _nan_side(self, leaf: Leaf, split: SplitInfo) -> tuple:
         """Where NaN goes, and the raw threshold of the split."""
         d, f = self.data, split.feature
         threshold = d.mapper.threshold(f, split.bin)
-        if leaf.hist[d.offsets[f] + int(d.n_bins[f]), 2] > 0:  # NaN seen here: the side the search chose
+        if leaf.hist[d.offsets[f] + int(d.n_bins[f]), HIST_COUNT] > 0:  # NaN seen here: the side the search chose
             return split.nan_left, threshold
         return 0.0 <= threshold, threshold  # else where 0 goes (LightGBM maps NaN to 0)
 
@@ -321,22 +293,22 @@ class TreeGrower:
 
     def _split_pairs(self, leaf: Leaf, left: Leaf, right: Leaf, need: list) -> None:
         """The children's pairs (copied, partitioned, to the other buffer) and exact couplings ``C``."""
-        go_left = self.ctx.scratch.go_left
+        backend = self.backend
         left.pbuf = right.pbuf = 1 - leaf.pbuf
         if any(need):  # children that are never split need no pairs
             nxt = self.bufs[left.pbuf]
-            npl, npr = partition_pairs(*self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, go_left, *nxt)
+            npl, npr = backend.partition_pairs(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, nxt)
             left.pstart, left.pend = leaf.pstart, leaf.pstart + npl
             right.pstart, right.pend = leaf.pstart + npl, leaf.pstart + npl + npr
-            left.C = sum_couplings(nxt[2], left.pstart, left.pend)
-            right.C = sum_couplings(nxt[2], right.pstart, right.pend)
+            left.C = backend.sum_couplings(nxt[2], left.pstart, left.pend)
+            right.C = backend.sum_couplings(nxt[2], right.pstart, right.pend)
         else:
-            left.C, right.C = split_coupling_sums(*self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, go_left)
+            left.C, right.C = backend.split_coupling_sums(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend)
 
     def _child_histograms(self, parent: Leaf, left: Leaf, right: Leaf, need: list) -> None:
         """Row histograms: the smaller child's built, the larger's by subtraction from the parent's."""
         small, large = (left, right) if left.N <= right.N else (right, left)
-        small.hist = self.ctx.row_hist(self.order, small.start, small.end, self.grad, self.hess)
+        small.hist = self.backend.row_hist(self.order, small.start, small.end, self.grad, self.hess)
         parent.hist -= small.hist
         large.hist = parent.hist
         if self.use_pairs and not self.fast:
@@ -345,7 +317,7 @@ class TreeGrower:
     def _child_pair_hists(self, buf, parent, left, right, need):
         """Pair histograms of the children: direct, or parent - small child - split pairs when cheaper
         (by ``_pass_cost``; the split pairs touch rows of both children)."""
-        ctx = self.ctx
+        backend = self.backend
         n_l = left.pend - left.pstart
         n_r = right.pend - right.pstart
         n_x = parent.pend - right.pend
@@ -354,19 +326,19 @@ class TreeGrower:
         direct = sum(_pass_cost(c.pend - c.pstart, c.N) for c, nd in zip((left, right), need) if nd)
         subtract = _pass_cost(small.pend - small.pstart, small.N) + _pass_cost(n_x, parent.N)
         if need_large and subtract < direct:
-            small.phist = ctx.pair_hist(buf, small.pstart, small.pend)
-            cross = ctx.pair_hist(buf, right.pend, parent.pend)
+            small.phist = backend.pair_hist(buf, small.pstart, small.pend)
+            cross = backend.pair_hist(buf, right.pend, parent.pend)
             parent.phist -= small.phist
             parent.phist -= cross
             large.phist = parent.phist
         else:
             for child, nd in zip((left, right), need):
                 if nd:
-                    child.phist = ctx.pair_hist(buf, child.pstart, child.pend)
+                    child.phist = backend.pair_hist(buf, child.pstart, child.pend)
 
     def _leaf_value(self, leaf: Leaf) -> float:
         """Newton step ``-G / (D + lambda_l2)`` (``D = H - 2C`` under OLE, else ``H``); 0 without curvature."""
-        d = node_hessian(self.crit, leaf.G, leaf.H, leaf.N, leaf.C) if self.crit == OLE else leaf.H
+        d = node_hessian(OLE, leaf.G, leaf.H, leaf.N, leaf.C) if self.params.criterion.score == OLE else leaf.H
         den = d + self.params.lambda_l2
         return -leaf.G / den if den > 0 else 0.0
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange, uint64
 
+from .common import GH_CHANNELS, HIST_CHANNELS, HIST_COUNT, HIST_G, HIST_H
+
 __all__ = ["build_row_hist", "build_row_hist_fm", "gather_gh", "n_blocks_for"]
 
 _BLOCK_ROWS = 16384
@@ -35,9 +37,9 @@ def _hist_block(bins, order, lo, hi, grad, hess, offsets, out):
         row = bins[r]
         for f in range(n_feat):
             s = offsets[f] + row[f]
-            out[s, 0] += g
-            out[s, 1] += h
-            out[s, 2] += 1.0
+            out[s, HIST_G] += g
+            out[s, HIST_H] += h
+            out[s, HIST_COUNT] += 1.0
 
 
 @njit(cache=True, parallel=True)
@@ -61,12 +63,12 @@ def build_row_hist(bins, order, start, end, grad, hess, offsets, n_slots, out=No
     """Histogram (n_slots, 3) = [sum g, sum h, count] of rows ``order[start:end]``."""
     nb = n_blocks_for(end - start)
     if out is None:
-        out = np.empty((n_slots, 3), dtype=np.float64)
+        out = np.empty((n_slots, HIST_CHANNELS), dtype=np.float64)
     if nb == 1:
         out[:] = 0.0
         _hist_block(bins, order, start, end, grad, hess, offsets, out)
         return out
-    buf = np.empty((nb, n_slots, 3), dtype=np.float64)
+    buf = np.empty((nb, n_slots, HIST_CHANNELS), dtype=np.float64)
     _hist_parallel(bins, order, start, end, grad, hess, offsets, nb, buf)
     _reduce_blocks(buf, nb, out)
     return out
@@ -90,14 +92,18 @@ def gather_gh(order, start, end, grad, hess, out):
         r = order[start + k]
         g = grad[r]
         h = hess[r]
-        out[k, 0] = g
-        out[k, 1] = h
+        out[k, HIST_G] = g
+        out[k, HIST_H] = h
         G += g
         H += h
     return G, H
 
 
 _GROUP = 4  # features per pass
+# A group's flat accumulators hold each slot's channels at ``_STRIDE * slot + channel``: a power of
+# two, so the slot offset is a shift (the fourth entry is padding).
+_STRIDE = 4
+_SHIFT = 2  # log2(_STRIDE)
 _NO_COUNTS = np.zeros(0)
 
 
@@ -114,53 +120,56 @@ def _hist_group(bins_fm, order, start, end, gh, offsets, counts, out, grp):
     count_rows = counts.shape[0] == 0
     n = end - start
     ghf = gh.ravel()
-    two = uint64(2)
-    one = uint64(1)
+    width = uint64(GH_CHANNELS)  # (g, h) per row
+    shift = uint64(_SHIFT)
+    cg = uint64(HIST_G)
+    ch = uint64(HIST_H)
+    cn = uint64(HIST_COUNT)
     f0 = _GROUP * grp
     f1 = min(f0 + 1, n_feat - 1)
     f2 = min(f0 + 2, n_feat - 1)
     f3 = min(f0 + 3, n_feat - 1)
-    a0 = np.zeros((offsets[f0 + 1] - offsets[f0]) * 4)
-    a1 = np.zeros((offsets[f1 + 1] - offsets[f1]) * 4)
-    a2 = np.zeros((offsets[f2 + 1] - offsets[f2]) * 4)
-    a3 = np.zeros((offsets[f3 + 1] - offsets[f3]) * 4)
+    a0 = np.zeros((offsets[f0 + 1] - offsets[f0]) * _STRIDE)
+    a1 = np.zeros((offsets[f1 + 1] - offsets[f1]) * _STRIDE)
+    a2 = np.zeros((offsets[f2 + 1] - offsets[f2]) * _STRIDE)
+    a3 = np.zeros((offsets[f3 + 1] - offsets[f3]) * _STRIDE)
     c0 = bins_fm[f0]
     c1 = bins_fm[f1]
     c2 = bins_fm[f2]
     c3 = bins_fm[f3]
     for k in range(n):  # count_rows is loop-invariant: LLVM unswitches the loop on it
         r = uint64(order[start + k])
-        kk = uint64(2 * k)
-        g = ghf[kk]
-        h = ghf[kk + one]
-        s0 = uint64(c0[r]) << two
-        s1 = uint64(c1[r]) << two
-        s2 = uint64(c2[r]) << two
-        s3 = uint64(c3[r]) << two
-        a0[s0] += g
-        a0[s0 + one] += h
+        kk = uint64(k) * width
+        g = ghf[kk + cg]
+        h = ghf[kk + ch]
+        s0 = uint64(c0[r]) << shift
+        s1 = uint64(c1[r]) << shift
+        s2 = uint64(c2[r]) << shift
+        s3 = uint64(c3[r]) << shift
+        a0[s0 + cg] += g
+        a0[s0 + ch] += h
         if count_rows:
-            a0[s0 + two] += 1.0
-        a1[s1] += g
-        a1[s1 + one] += h
+            a0[s0 + cn] += 1.0
+        a1[s1 + cg] += g
+        a1[s1 + ch] += h
         if count_rows:
-            a1[s1 + two] += 1.0
-        a2[s2] += g
-        a2[s2 + one] += h
+            a1[s1 + cn] += 1.0
+        a2[s2 + cg] += g
+        a2[s2 + ch] += h
         if count_rows:
-            a2[s2 + two] += 1.0
-        a3[s3] += g
-        a3[s3 + one] += h
+            a2[s2 + cn] += 1.0
+        a3[s3 + cg] += g
+        a3[s3 + ch] += h
         if count_rows:
-            a3[s3 + two] += 1.0
+            a3[s3 + cn] += 1.0
     for q in range(_GROUP):
         f = min(f0 + q, n_feat - 1)
         acc = a0 if q == 0 else (a1 if q == 1 else (a2 if q == 2 else a3))
         lo = offsets[f]
         for s in range(offsets[f + 1] - lo):
-            out[lo + s, 0] = acc[4 * s]
-            out[lo + s, 1] = acc[4 * s + 1]
-            out[lo + s, 2] = acc[4 * s + 2] if count_rows else counts[lo + s]
+            out[lo + s, HIST_G] = acc[_STRIDE * s + HIST_G]
+            out[lo + s, HIST_H] = acc[_STRIDE * s + HIST_H]
+            out[lo + s, HIST_COUNT] = acc[_STRIDE * s + HIST_COUNT] if count_rows else counts[lo + s]
 
 
 @njit(cache=True, parallel=True)
@@ -189,10 +198,10 @@ def build_row_hist_fm(bins_fm, order, start, end, grad, hess, offsets, n_slots, 
     """
     n = end - start
     if gh is None or gh.shape[0] < n:
-        gh = np.empty((max(n, 1), 2), dtype=np.float64)
+        gh = np.empty((max(n, 1), GH_CHANNELS), dtype=np.float64)
     gh = gh[:max(n, 1)]  # contiguous prefix: the kernel reads it flat
     if out is None:
-        out = np.empty((n_slots, 3), dtype=np.float64)
+        out = np.empty((n_slots, HIST_CHANNELS), dtype=np.float64)
     gather_gh(order, start, end, grad, hess, gh)
     if bins_fm.shape[0] == 0:
         out[:] = 0.0

@@ -53,7 +53,7 @@ from .pair_pruning_kernels import (BUCKETS_PER_OCTAVE, N_BUCKETS, _dropped_leaf_
                                    _prune_contiguous)
 
 __all__ = ["prune_pairs", "prune_for_tree", "query_of_rows", "Dropped", "dropped_leaf_couplings",
-           "N_BUCKETS", "BUCKETS_PER_OCTAVE", "OLE_FAST_EPSILON"]
+           "N_BUCKETS", "BUCKETS_PER_OCTAVE"]
 
 
 def prune_pairs(pi: np.ndarray, pj: np.ndarray, pc: np.ndarray, query_of_row: np.ndarray, n_queries: int,
@@ -116,10 +116,6 @@ def query_of_rows(ptr: np.ndarray) -> np.ndarray:
     if sizes.size and (ptr[0] != 0 or sizes.min() < 0):
         raise ValueError("ptr must start at 0 and not decrease")
     return np.repeat(np.arange(sizes.size, dtype=np.int32), sizes)
-
-
-#: Default ``ole_fast_epsilon`` (chosen by measurement, docs/ole-fast.md).
-OLE_FAST_EPSILON = 0.5
 
 
 class Dropped:

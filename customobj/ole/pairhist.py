@@ -4,13 +4,14 @@ Xia, Zhai, Wang, "Analysis of Regression Tree Fitting Algorithms in Learning to 
 (the objective loss based error, OLE).
 
 For a feature with value bins ``0..nb-1`` and NaN slot ``nb``, the in-node pairs ``(i, j)`` with
-coupling ``c`` and bins ``bi, bj`` give three per-slot channels (``ph[slot, k]``):
+coupling ``c`` and bins ``bi, bj`` give three per-slot channels (``ph[slot, k]``, named in
+:mod:`.common`):
 
-- ``k = 0`` (hi): pairs whose larger bin is ``b`` (both rows go left once the threshold reaches
+- ``k = PH_HI``: pairs whose larger bin is ``b`` (both rows go left once the threshold reaches
   ``b``); pairs with two NaN rows land on the NaN slot;
-- ``k = 1`` (nanp): pairs with one NaN row and the other row in ``b`` (they share a child only
+- ``k = PH_NANP``: pairs with one NaN row and the other row in ``b`` (they share a child only
   when the NaN row follows the other row's side);
-- ``k = 2`` (R): ``c`` at the bins of both rows, i.e. the histogram of the rows' in-node
+- ``k = PH_R``: ``c`` at the bins of both rows, i.e. the histogram of the rows' in-node
   coupling sums; the pairs whose smaller bin is ``b`` are then ``lo = R - hi - nanp``.
 
 All three are sums over pairs, so the histogram of a child is ``parent - sibling - split pairs``.
@@ -50,13 +51,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .common import PH_CHANNELS, PH_HI, PH_NANP, PH_R
 from .histogram import n_blocks_for
 from .pairhist_subset import build_pair_hist_subset, reduce_feature_blocks, subset_output, zero_feature_slots
 
-__all__ = ["PairScratch", "build_pair_hist", "compact_pairs", "partition_pairs", "split_coupling_sums", "sum_couplings",
-           "PH_CHANNELS"]
+__all__ = ["PairScratch", "build_pair_hist", "compact_pairs", "partition_pairs", "split_coupling_sums", "sum_couplings"]
 
-PH_CHANNELS = 3
 # Up to this many features the pair-by-pair kernel (pairhist_subset) is faster than the chunked one:
 # measured on MSLR-shaped pairs pruned at epsilon 0.2, one thread, 9 vs 15 ns/pair at 1 feature, 17
 # vs 23 at 2, equal at 4, 33 vs 19 at 8.
@@ -186,14 +186,14 @@ def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, 
             if any_nan:
                 for f in range(n_feat):
                     slot = foff[f] + np.int64(tile[s, f])
-                    out[slot, 0] += np.float64(acc[s, f])
-                    out[slot, 1] += np.float64(nanacc[s, f])
-                    out[slot, 2] += r
+                    out[slot, PH_HI] += np.float64(acc[s, f])
+                    out[slot, PH_NANP] += np.float64(nanacc[s, f])
+                    out[slot, PH_R] += r
             else:
                 for f in range(n_feat):
                     slot = foff[f] + np.int64(tile[s, f])
-                    out[slot, 0] += np.float64(acc[s, f])
-                    out[slot, 2] += r
+                    out[slot, PH_HI] += np.float64(acc[s, f])
+                    out[slot, PH_R] += r
 
 
 @njit(cache=True, parallel=True)
@@ -293,21 +293,22 @@ def _place_sides(pi, pj, pc, lo, hi, go_left, ml, mr, mx, oi, oj, oc):
 def _partition_pairs_parallel(pi, pj, pc, start, end, go_left, oi, oj, oc):
     n = end - start
     nb = max(1, min(_PART_MAX_BLOCKS, n // _PART_BLOCK))
-    cnt = np.zeros((nb, 2), dtype=np.int64)
+    n_left = np.zeros(nb, dtype=np.int64)  # per block: pairs with both rows left,
+    n_right = np.zeros(nb, dtype=np.int64)  # and with both rows right
     for b in prange(nb):
-        cnt[b, 0], cnt[b, 1] = _count_sides(pi, pj, start + (n * b) // nb, start + (n * (b + 1)) // nb, go_left)
+        n_left[b], n_right[b] = _count_sides(pi, pj, start + (n * b) // nb, start + (n * (b + 1)) // nb, go_left)
     tl = 0
     tr = 0
     for b in range(nb):
-        tl += cnt[b, 0]
-        tr += cnt[b, 1]
+        tl += n_left[b]
+        tr += n_right[b]
     for b in prange(nb):
         lo = start + (n * b) // nb
         bl = 0
         br = 0
         for q in range(b):
-            bl += cnt[q, 0]
-            br += cnt[q, 1]
+            bl += n_left[q]
+            br += n_right[q]
         _place_sides(pi, pj, pc, lo, start + (n * (b + 1)) // nb, go_left, start + bl, start + tl + br,
                      start + tl + tr + (lo - start - bl - br), oi, oj, oc)
     return tl, tr

@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .common import PH_CHANNELS, PH_HI, PH_NANP, PH_R
 from .histogram import n_blocks_for
 
 __all__ = ["build_pair_hist_subset", "reduce_feature_blocks", "subset_output", "zero_feature_slots"]
@@ -55,14 +56,14 @@ def _subset_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, out):
             base = foff[t]
             x = np.int64(bins[a, f])
             y = np.int64(bins[b, f])
-            out[base + x, 2] += c
-            out[base + y, 2] += c
+            out[base + x, PH_R] += c
+            out[base + y, PH_R] += c
             xn = x == top
             yn = y == top
             if xn != yn:  # one NaN row: the pair shares a child only if NaN follows the other row
-                out[base + (y if xn else x), 1] += c
+                out[base + (y if xn else x), PH_NANP] += c
             else:
-                out[base + (x if x > y else y), 0] += c
+                out[base + (x if x > y else y), PH_HI] += c
 
 
 @njit(cache=True)
@@ -71,9 +72,8 @@ def zero_feature_slots(out, foff, fnb):
     the bins and the NaN slot); both pair-histogram kernels build over such feature subsets."""
     for t in range(foff.shape[0]):
         for s in range(foff[t], foff[t] + fnb[t] + 1):
-            out[s, 0] = 0.0
-            out[s, 1] = 0.0
-            out[s, 2] = 0.0
+            for ch in range(PH_CHANNELS):
+                out[s, ch] = 0.0
 
 
 @njit(cache=True)
@@ -82,7 +82,7 @@ def reduce_feature_blocks(buf, n_blocks, foff, fnb, out):
     added in block order: the same sums for any thread count (both pair-histogram kernels)."""
     for t in range(foff.shape[0]):
         for s in range(foff[t], foff[t] + fnb[t] + 1):
-            for ch in range(3):
+            for ch in range(PH_CHANNELS):
                 v = buf[0, s, ch]
                 for b in range(1, n_blocks):
                     v += buf[b, s, ch]
@@ -103,10 +103,10 @@ def subset_output(scratch: dict | None, n_slots: int, foff: np.ndarray, fnb: np.
     """A zero ``(n_slots, 3)`` histogram: fresh without ``scratch``, else the scratch's array, where
     only the slots of the previous call's features (``foff, fnb`` kept in the scratch) can be nonzero."""
     if scratch is None:
-        return np.zeros((n_slots, 3), dtype=np.float64)
+        return np.zeros((n_slots, PH_CHANNELS), dtype=np.float64)
     out = scratch.get("out")
     if out is None or out.shape[0] != n_slots:
-        out = scratch["out"] = np.zeros((n_slots, 3), dtype=np.float64)
+        out = scratch["out"] = np.zeros((n_slots, PH_CHANNELS), dtype=np.float64)
     else:
         zero_feature_slots(out, scratch["foff"], scratch["fnb"])
     scratch["foff"], scratch["fnb"] = foff, fnb
@@ -139,6 +139,6 @@ def build_pair_hist_subset(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc:
     scratch = {} if scratch is None else scratch
     buf = scratch.get("blocks")
     if buf is None or buf.shape[0] < nb or buf.shape[1] != n_slots:
-        buf = scratch["blocks"] = np.empty((_MAX_BLOCKS, n_slots, 3), dtype=np.float64)
+        buf = scratch["blocks"] = np.empty((_MAX_BLOCKS, n_slots, PH_CHANNELS), dtype=np.float64)
     _subset_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, nb, buf, out)
     return out

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from .splitting import CRITERIA
+from .criterion import criterion_for
 
 __all__ = ["check_params", "check_n_jobs", "default_objective", "MAX_NUM_LEAVES", "MAX_BIN", "MAX_INT"]
 
@@ -132,7 +132,7 @@ def check_params(params: Mapping[str, Any]) -> dict:
                         f"got {type(objective).__name__}")
     out = {
         "objective": objective,
-        "criterion": _choice(params, "criterion", set(CRITERIA)),
+        "criterion": criterion_for(params["criterion"]).name,  # the name table's own check
         "num_leaves": _int(params, "num_leaves", 2, MAX_NUM_LEAVES,
                            hint=" (a tree needs at least two leaves to split the data)"),
         "learning_rate": _real(params, "learning_rate", low=0.0, low_open=True),

@@ -16,7 +16,8 @@ gain = score(left) + score(right) - score(parent); a split needs gain > 0 (Light
 OLE hessian for OLE) on both sides. A child whose OLE hessian is zero (up to rounding) scores 0:
 without curvature a Newton step cannot reduce the loss.
 
-Criteria by name (``TreeBooster(criterion=...)``); the kernels see only SE, WSE or OLE (``KERNEL``):
+Criteria by name (``TreeBooster(criterion=...)``, :mod:`.criterion`); the kernels see only their
+:class:`~customobj.ole.criterion.SplitScore` code, SE, WSE or OLE:
 
 - ``"ole"``: pair histograms accumulated in float32 within a chunk of pairs, flushed to float64
   (pairhist.py); node couplings ``C`` summed exactly in float64 from each node's pairs. Candidate
@@ -31,28 +32,38 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .common import (CRITERIA, KERNEL, LEFT_C, LEFT_G, LEFT_H, LEFT_N, OLE, OLE_FAST, OLE_FLOAT64, PAIR_CRITERIA,
-                     RIGHT_C, RIGHT_G, RIGHT_H, RIGHT_N, SE, SPLIT_BIN, SPLIT_FEATURE, SPLIT_GAIN, SPLIT_NAN_LEFT,
-                     SPLIT_SIZE, WSE)
+from .common import (HIST_COUNT, HIST_G, HIST_H, LEFT_C, LEFT_G, LEFT_H, LEFT_N, PH_CHANNELS, PH_HI, PH_NANP, PH_R,
+                     RIGHT_C, RIGHT_G, RIGHT_H, RIGHT_N, SPLIT_BIN, SPLIT_FEATURE, SPLIT_FOUND, SPLIT_GAIN,
+                     SPLIT_NAN_LEFT, SPLIT_NONE, SPLIT_SIZE, UNKNOWN_CODE)
+from .criterion import OLE, SE, WSE, SplitScore
 
-# The criteria and the split layout live in common.py; CRITERIA stays importable from here (compare, params).
-__all__ = ["CRITERIA", "KERNEL", "OLE", "OLE_FAST", "OLE_FLOAT64", "PAIR_CRITERIA", "feature_gains",
-           "find_best_split", "find_best_split_parallel", "node_hessian", "split_gain", "SPLIT_SIZE"]
+__all__ = ["check_status", "feature_gains", "find_best_split", "find_best_split_parallel", "known_score",
+           "node_hessian", "split_gain"]
 # Relative size below which H - 2C counts as zero curvature (cancellation leaves ~1e-16 * H).
 _REL_ZERO = 1e-9
 
 
 @njit(cache=True)
+def known_score(criterion):
+    """Whether ``criterion`` is a :class:`~customobj.ole.criterion.SplitScore` code: every kernel
+    below checks it on entry and returns ``UNKNOWN_CODE`` otherwise, computing nothing."""
+    return criterion == SE or criterion == WSE or criterion == OLE
+
+
+@njit(cache=True)
 def node_hessian(criterion, G, H, N, C):
-    """The denominator D of the criterion (before lambda_l2)."""
+    """The denominator D of the criterion (before lambda_l2); NaN for an unknown code (the kernels
+    check the code first, so it never reaches a gain)."""
     if criterion == SE:
         return N
     if criterion == WSE:
         return H
-    d = H - 2.0 * C
-    if d <= _REL_ZERO * H:
-        return 0.0
-    return d
+    if criterion == OLE:
+        d = H - 2.0 * C
+        if d <= _REL_ZERO * H:
+            return 0.0
+        return d
+    return np.nan
 
 
 @njit(cache=True)
@@ -72,17 +83,17 @@ def _best_in_feature(f, hist, ph, use_pairs, criterion, n_bins, offsets, G, H, N
     if nb < 2:
         return 0.0
     off = offsets[f]
-    g_nan = hist[off + nb, 0]
-    h_nan = hist[off + nb, 1]
-    n_nan = hist[off + nb, 2]
+    g_nan = hist[off + nb, HIST_G]
+    h_nan = hist[off + nb, HIST_H]
+    n_nan = hist[off + nb, HIST_COUNT]
     lo_tot = 0.0
     nanp_tot = 0.0
     c_nn = 0.0
     if use_pairs:
         for b in range(nb):
-            lo_tot += ph[off + b, 2] - ph[off + b, 0] - ph[off + b, 1]
-            nanp_tot += ph[off + b, 1]
-        c_nn = ph[off + nb, 0]
+            lo_tot += ph[off + b, PH_R] - ph[off + b, PH_HI] - ph[off + b, PH_NANP]
+            nanp_tot += ph[off + b, PH_NANP]
+        c_nn = ph[off + nb, PH_HI]
     n_dir = 2 if n_nan > 0 else 1
     for d in range(n_dir):
         nan_left = d == 1
@@ -97,13 +108,13 @@ def _best_in_feature(f, hist, ph, use_pairs, criterion, n_bins, offsets, G, H, N
         c_lo = 0.0
         c_np = 0.0
         for t in range(nb - 1):
-            gl += hist[off + t, 0]
-            hl += hist[off + t, 1]
-            nl += hist[off + t, 2]
+            gl += hist[off + t, HIST_G]
+            hl += hist[off + t, HIST_H]
+            nl += hist[off + t, HIST_COUNT]
             if use_pairs:
-                c_hi += ph[off + t, 0]
-                c_np += ph[off + t, 1]
-                c_lo += ph[off + t, 2] - ph[off + t, 0] - ph[off + t, 1]
+                c_hi += ph[off + t, PH_HI]
+                c_np += ph[off + t, PH_NANP]
+                c_lo += ph[off + t, PH_R] - ph[off + t, PH_HI] - ph[off + t, PH_NANP]
             nr = N - nl
             if nl < min_data or nr < min_data:
                 continue
@@ -149,11 +160,15 @@ def find_best_split(hist, ph, use_pairs, criterion, n_bins, offsets, feature_mas
     ``SPLIT_BIN``, ``SPLIT_NAN_LEFT``, ``LEFT_G/H/N/C``, ``RIGHT_G/H/N/C``); gain <= 0: none.
 
     ``hist``: (slots, 3) row histogram [g, h, count]; with ``use_pairs``, ``ph`` (slots, 3) the
-    pair histogram [hi, nanp, R] (pairhist.py): ``lo = R - hi - nanp``.
+    pair histogram [hi, nanp, R] (pairhist.py): ``lo = R - hi - nanp`` (channels named in common.py).
+    Returns ``SPLIT_FOUND``, ``SPLIT_NONE``, or ``UNKNOWN_CODE`` (``res`` then says no split) when
+    ``criterion`` is no :class:`~customobj.ole.criterion.SplitScore` code (see :func:`check_status`).
     """
     res[:] = 0.0
-    res[SPLIT_GAIN] = -1.0
     res[SPLIT_FEATURE] = -1.0
+    if not known_score(criterion):
+        return UNKNOWN_CODE
+    res[SPLIT_GAIN] = -1.0
     parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
     best = 0.0
     found = False
@@ -168,7 +183,8 @@ def find_best_split(hist, ph, use_pairs, criterion, n_bins, offsets, feature_mas
             res[:] = tmp
     if not found:
         res[SPLIT_GAIN] = 0.0
-    return found
+        return SPLIT_NONE
+    return SPLIT_FOUND
 
 
 @njit(cache=True, parallel=True)
@@ -177,6 +193,10 @@ def find_best_split_parallel(hist, ph, use_pairs, criterion, n_bins, offsets, fe
     """``find_best_split`` with the features searched in parallel; the same result for any thread
     count (per-feature bests, then the first strictly best feature in order, as the serial scan)."""
     n_feat = n_bins.shape[0]
+    res[:] = 0.0
+    res[SPLIT_FEATURE] = -1.0
+    if not known_score(criterion):
+        return UNKNOWN_CODE
     parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
     per = np.zeros((n_feat, res.shape[0]))
     gains = np.zeros(n_feat)
@@ -184,8 +204,6 @@ def find_best_split_parallel(hist, ph, use_pairs, criterion, n_bins, offsets, fe
         if feature_mask[f]:
             gains[f] = _best_in_feature(f, hist, ph, use_pairs, criterion, n_bins, offsets, G, H, N, C, lam,
                                         min_data, min_hess, parent, per[f])
-    res[:] = 0.0
-    res[SPLIT_FEATURE] = -1.0
     best = 0.0
     found = False
     for f in range(n_feat):
@@ -193,28 +211,59 @@ def find_best_split_parallel(hist, ph, use_pairs, criterion, n_bins, offsets, fe
             best = gains[f]
             found = True
             res[:] = per[f]
-    return found
+    return SPLIT_FOUND if found else SPLIT_NONE
 
 
 @njit(cache=True)
 def split_gain(criterion, G, H, N, C, GL, HL, NL, CL, GR, HR, NR, CR, lam):
-    """``score(left) + score(right) - score(parent)`` of a split whose child sums are known."""
+    """``(status, gain)``: ``SPLIT_NONE`` and ``score(left) + score(right) - score(parent)`` of a split
+    whose child sums are known, or ``UNKNOWN_CODE`` and 0 for an unknown ``criterion``."""
+    if not known_score(criterion):
+        return UNKNOWN_CODE, 0.0
     parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
-    return (_score(GL, node_hessian(criterion, GL, HL, NL, CL), lam)
-            + _score(GR, node_hessian(criterion, GR, HR, NR, CR), lam) - parent)
+    return SPLIT_NONE, (_score(GL, node_hessian(criterion, GL, HL, NL, CL), lam)
+                        + _score(GR, node_hessian(criterion, GR, HR, NR, CR), lam) - parent)
 
 
 @njit(cache=True)
 def feature_gains(hist, criterion, n_bins, offsets, feature_mask, G, H, N, lam, min_data, min_hess, out):
     """``out[f]``: the best gain > 0 of feature ``f`` under a row-only criterion (SE or WSE), else 0.
 
-    ``criterion="ole_fast"`` ranks the features by their WSE gains (grower.py).
+    ``criterion="ole_fast"`` ranks the features by their WSE gains (grower.py). Returns
+    ``SPLIT_NONE``, or ``UNKNOWN_CODE`` (``out`` all 0) for a code other than SE or WSE.
     """
+    out[:] = 0.0
+    if criterion != SE and criterion != WSE:
+        return UNKNOWN_CODE
     parent = _score(G, node_hessian(criterion, G, H, N, 0.0), lam)
     tmp = np.zeros(SPLIT_SIZE)
-    dummy = np.zeros((1, 3))
+    dummy = np.zeros((1, PH_CHANNELS))
     for f in range(n_bins.shape[0]):
         out[f] = 0.0
         if feature_mask[f]:
             out[f] = _best_in_feature(f, hist, dummy, False, criterion, n_bins, offsets, G, H, N, 0.0, lam,
                                       min_data, min_hess, parent, tmp)
+    return SPLIT_NONE
+
+
+def check_status(status: int, criterion: int, kernel: str) -> bool:
+    """Read a split kernel's status at the Python boundary: True when a split was found.
+
+    Raises
+    ------
+    ValueError
+        The kernel met an unknown ``criterion`` code (``UNKNOWN_CODE``) and computed nothing.
+
+    Examples
+    --------
+    >>> check_status(SPLIT_FOUND, 2, "find_best_split")
+    True
+    >>> check_status(UNKNOWN_CODE, 7, "find_best_split")
+    Traceback (most recent call last):
+    ...
+    ValueError: find_best_split: unknown criterion code 7 (SplitScore codes: SE=0, WSE=1, OLE=2)
+    """
+    if status == UNKNOWN_CODE:
+        codes = ", ".join(f"{s.name}={s.value}" for s in SplitScore)
+        raise ValueError(f"{kernel}: unknown criterion code {criterion} (SplitScore codes: {codes})")
+    return status == SPLIT_FOUND

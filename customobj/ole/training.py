@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, List, NamedTuple, Optional
 import numba
 import numpy as np
 
+from .backend import CPUBackend
 from .context import BinnedData, GrowContext
+from .criterion import criterion_for
 from .evaluation import EarlyStopping, Progress, update_evals
 from .grower import GrowParams, GrownTree, TreeGrower, add_leaf_values
 from .pair_pruning import query_of_rows
 from .predictor import add_tree_bins
-from .splitting import CRITERIA, PAIR_CRITERIA
 from .tree import Tree
 
 if TYPE_CHECKING:
@@ -45,14 +46,16 @@ class Threads:
         numba.set_num_threads(self.saved)
 
 
-def grow_params(p):
-    """The grower's options from validated hyperparameters."""
-    return GrowParams(criterion=CRITERIA[p["criterion"]], num_leaves=p["num_leaves"],
-                      min_data_in_leaf=p["min_data_in_leaf"],
+def grow_params(p: dict) -> GrowParams:
+    """The grower's options from validated hyperparameters: the criterion's name becomes its
+    :class:`~customobj.ole.criterion.Criterion` here, once per fit, and ``growth`` and
+    ``leaf_solver`` flags (nothing below compares their strings)."""
+    criterion = criterion_for(p["criterion"], ole_fast_features=p["ole_fast_features"],
+                              ole_fast_epsilon=p["ole_fast_epsilon"])
+    return GrowParams(criterion=criterion, num_leaves=p["num_leaves"], min_data_in_leaf=p["min_data_in_leaf"],
                       min_sum_hessian_in_leaf=p["min_sum_hessian_in_leaf"], lambda_l2=p["lambda_l2"],
-                      max_depth=p["max_depth"], growth=p["growth"], leaf_solver=p["leaf_solver"],
-                      learning_rate=p["learning_rate"], ole_fast_features=p["ole_fast_features"],
-                      ole_fast_epsilon=p["ole_fast_epsilon"])
+                      max_depth=p["max_depth"], best_first=p["growth"] == "best_first",
+                      joint_leaves=p["leaf_solver"] == "joint", learning_rate=p["learning_rate"])
 
 
 class RoundSample(NamedTuple):
@@ -77,12 +80,13 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
     ``scores`` (the training rows' raw scores) is updated in place; ``evals`` and ``tracker`` record
     the validation history and decide early stopping; the progress bar says why it ended early.
     """
-    ctx = GrowContext(bins_fm, mapper)
-    if p["criterion"] == "ole_fast":  # its per-query pair pruning needs each row's query
-        ctx.queries = (query_of_rows(prep.ptr), prep.ptr.shape[0] - 1)
     params = grow_params(p)
+    ctx = GrowContext(bins_fm, mapper)
+    if params.criterion.fast:  # its per-query pair pruning needs each row's query
+        ctx.queries = (query_of_rows(prep.ptr), prep.ptr.shape[0] - 1)
+    backend = CPUBackend(ctx, params)  # every tree's kernels, one object per fit
     rng = np.random.default_rng(p["random_state"])
-    need_pairs = obj.pairwise and (p["criterion"] in PAIR_CRITERIA or p["leaf_solver"] == "joint")
+    need_pairs = obj.pairwise and (params.criterion.uses_pairs or params.joint_leaves)
     progress = Progress(p["n_estimators"], p["verbose"])
     reason = None
     try:
@@ -90,7 +94,7 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
             sample = sample_round(rng, bins_fm.shape[1], bins_fm.shape[0], p)
             gradients = None  # drop the previous round's arrays (pairs included) before new ones exist
             gradients = round_gradients(obj, prep, scores, ctx, sample.in_bag, need_pairs)
-            grown = grow_round(ctx, gradients, sample, params, obj.n_outputs)
+            grown = grow_round(backend, gradients, sample, params, obj.n_outputs)
             model.trees_.extend(g.tree for g in grown)
             model.tree_class_.extend(range(len(grown)))
             update_scores(obj, prep, scores, grown, sample, ctx.data, p)
@@ -134,7 +138,7 @@ def round_gradients(obj: "Objective", prep: "Prepared", scores: np.ndarray, ctx:
     return RoundGradients(grad, hess, ctx.pairs.load(couplings, in_bag))
 
 
-def grow_round(ctx: GrowContext, gradients: RoundGradients, sample: RoundSample, params: GrowParams,
+def grow_round(backend: CPUBackend, gradients: RoundGradients, sample: RoundSample, params: GrowParams,
                n_outputs: int) -> List[GrownTree]:
     """One tree per output column (McRank: per grade), in column order."""
     grad, hess, pairs = gradients
@@ -144,7 +148,7 @@ def grow_round(ctx: GrowContext, gradients: RoundGradients, sample: RoundSample,
         h = hess if n_outputs == 1 else np.ascontiguousarray(hess[:, k])
         # the grower reorders the pair arrays in place; later classes need the original set
         pk = pairs if (pairs is None or n_outputs == 1) else tuple(a.copy() for a in pairs)
-        out.append(TreeGrower(ctx, g, h, sample.rows, pk, sample.features, params).grow())
+        out.append(TreeGrower(backend, g, h, sample.rows, pk, sample.features, params).grow())
     return out
 
 

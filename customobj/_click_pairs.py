@@ -1,0 +1,118 @@
+"""The raw pair terms of each pairwise customobj loss, for :class:`customobj.clicks.Unbiased`.
+
+Debiasing divides each pair by the propensities of its rows' positions, so it needs the pairs one
+by one: ``(i, j, lam, hess, cost, est)`` before pair weights and normalisation (see
+``_click_kernels``). Pairwise losses give them from their pair lists and ``pair_terms``;
+LambdaRank from its couplings on the unweighted data (``lambdarank_pair_terms``).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _click_kernels as CK
+from .objectives import _pairwise_kernels as PK
+from .objectives._arrays import kernel_weights
+from .objectives._parity import CONVENTIONS
+from .objectives._pointwise_kernels import squared_error_grad_hess, squared_error_loss
+from .objectives.base import Objective, Scaled, Sum
+from .objectives.listwise import LambdaRank
+from .objectives.pairwise import PreferencePairs, QBRank, _LabelPairLoss
+
+__all__ = ["PairTerms", "leaf_parts", "pair_terms_of"]
+
+_EMPTY = np.zeros(0, dtype=np.float64)
+_DEBIASABLE = "LambdaRank, RankNet, RankSVM, MPBoost, QBRank(hessian='exact'), PreferencePairs"
+
+
+class PairTerms(NamedTuple):
+    """One loss's raw pair terms and how to weigh them."""
+
+    i: np.ndarray  # row that should rank higher (the clicked row)
+    j: np.ndarray
+    lam: np.ndarray
+    hess: np.ndarray
+    cost: np.ndarray  # the pair's loss
+    est: np.ndarray  # the cost the propensity estimate sums
+    weights: np.ndarray  # row weights (pair weight (w_i + w_j) / 2), read when use_w
+    use_w: bool
+    pair_w: np.ndarray  # per-pair weights, read when use_pw
+    use_pw: bool
+    norm: bool  # LambdaRank's per-query log2(1 + S) / S on the debiased lambdas
+    extra_loss: float  # loss of a part that is not pairs (QBRank's labelled rows)
+
+
+def leaf_parts(objective: Objective, factor: float = 1.0) -> list:
+    """``[(leaf objective, product of Scaled factors)]`` of a sum; TypeError for a pairwise loss
+    whose pairs cannot be debiased."""
+    if isinstance(objective, Sum):
+        return [leaf for p in objective.parts for leaf in leaf_parts(p, factor)]
+    if isinstance(objective, Scaled):
+        return leaf_parts(objective.objective, factor * objective.factor)
+    if not objective.pairwise and objective.needs_group:
+        raise TypeError(f"Unbiased cannot debias {objective!r}: a listwise loss without pairs; it debiases the "
+                        f"pairs of {_DEBIASABLE} (pointwise parts of a sum are added unchanged)")
+    if objective.pairwise:
+        supported = isinstance(objective, (LambdaRank, _LabelPairLoss, PreferencePairs)) or \
+            (isinstance(objective, QBRank) and objective.hessian == "exact")
+        if not supported:
+            raise TypeError(f"Unbiased cannot debias {objective!r}: it debiases the pairs of {_DEBIASABLE}")
+    return [(objective, factor)]
+
+
+def _row_weights(w):
+    return kernel_weights(w)
+
+
+def _lambdarank(part, scores, prep, unweighted, swapped):
+    ustate = unweighted.state_for(part)
+    i, j, c = part._couplings(scores, unweighted, ustate, False, _EMPTY, _EMPTY, None)
+    m = i.size
+    lam, hess, cost, est = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
+    qid = np.searchsorted(prep.ptr, i, side="right") - 1
+    CK.lambdarank_pair_terms(scores, i, j, c, qid, prep.groups.n_groups, part.sigma,
+                             CONVENTIONS[part.convention].hess_scale, part.norm, swapped, lam, hess, cost, est)
+    state = prep.state_for(part)
+    w, use_w = _row_weights(prep.weight if state.weight is None else state.weight)
+    return PairTerms(i, j, lam, hess, cost, est, w, use_w, _EMPTY, False, part.norm, 0.0)
+
+
+def _loss_pairs(scores, pi, pj, theta, kind, scale, swapped):
+    m = pi.size
+    lam, hess, cost, est = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
+    CK.loss_pair_terms(scores, pi, pj, theta, kind, scale, swapped, lam, hess, cost, est)
+    return lam, hess, cost, est
+
+
+def pair_terms_of(part, scores, prep, unweighted, out_grad, out_hess, scale, swapped) -> PairTerms:
+    """The raw pair terms of one pairwise leaf at ``scores`` (``swapped``: the estimate sums the
+    swapped pairs' losses); a QBRank's labelled-row term is added to ``out_grad`` / ``out_hess``
+    here (times ``scale``), undebiased."""
+    if isinstance(part, LambdaRank):
+        return _lambdarank(part, scores, prep, unweighted, swapped)
+    w, use_w = _row_weights(prep.weight)
+    state = prep.state_for(part)
+    extra = 0.0
+    pw, use_pw = _EMPTY, False
+    if isinstance(part, _LabelPairLoss):
+        spec = part._spec()
+        kind, sc = spec.kind, spec.scale
+        pi, pj, theta = state.pair_list(prep.labels, prep.ptr, spec.theta_mode, spec.p)
+    elif isinstance(part, PreferencePairs):
+        kind, sc = PK.SQ_HINGE, 0.5
+        pi, pj, theta = state
+        pw, use_pw = kernel_weights(part.weight)
+    else:  # QBRank(hessian="exact"): its cached pair list, plus the labelled rows undebiased
+        kind, sc = PK.SQ_HINGE, 0.5 * part.w
+        spec = part._spec()
+        pairs = state.pair_list(prep, spec.theta_mode, spec.p)  # built once, then cached
+        pi, pj, theta = pairs if pairs is not None else (np.zeros(0, np.int64), np.zeros(0, np.int64), _EMPTY)
+        if state.labeled_weight is not None:
+            g, h = np.zeros_like(out_grad), np.zeros_like(out_hess)
+            squared_error_grad_hess(scores, prep.labels, state.labeled_weight, True, g, h)
+            out_grad += scale * g
+            out_hess += scale * h
+            extra = squared_error_loss(scores, prep.labels, state.labeled_weight, True)
+    lam, hess, cost, est = _loss_pairs(scores, pi, pj, theta, kind, sc, swapped)
+    return PairTerms(pi, pj, lam, hess, cost, est, w, use_w, pw, use_pw, False, extra)

@@ -1,0 +1,141 @@
+"""The one door to numba.cuda: importing it (with the numpy shim it needs), telling whether a usable
+GPU is present, and saying exactly what is missing when it is not.
+
+Nothing here runs at ``import customobj``: numba.cuda is imported on the first GPU call, so the
+CPU path never pays for it (nor breaks when the ``cuda`` extra is absent).
+
+Two traps this module handles (issue "customobj on the GPU"):
+
+- numba-cuda 0.30.4 still names ``np.row_stack``, which numpy 2.5 removed: ``from numba import
+  cuda`` then fails. :func:`cuda_module` gives numpy the alias (``np.vstack``, its documented
+  equivalent) before the import when it is missing.
+- under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) device arrays have no
+  ``__cuda_array_interface__``; :func:`is_device_array` also recognises numba's own device arrays
+  (real or simulated) so the simulator tests can drive the GPU path.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["GPUUnavailableError", "GPUStatus", "cuda_module", "gpu_status", "require_gpu", "is_device_array",
+           "THREADS"]
+
+#: Threads per block of every customobj kernel (a multiple of the 32-thread warp).
+THREADS = 128
+
+_EXTRA_HINT = "install the extra: pip install 'customobj[cuda]' (NVIDIA's numba-cuda)"
+
+
+class GPUUnavailableError(RuntimeError):
+    """A GPU computation was asked for (device arrays, ``device="cuda"``) but cannot run here.
+
+    The message names what is missing: the ``numba-cuda`` package, the NVIDIA driver, or a device.
+    customobj never falls back to the CPU silently.
+    """
+
+
+class GPUStatus(NamedTuple):
+    """What ``customobj info`` reports about the GPU."""
+
+    available: bool
+    reason: str  # why not, when not available; "" otherwise
+    name: str = ""
+    memory_gib: float = 0.0
+    driver: str = ""
+    simulator: bool = False
+
+
+def _shim_numpy() -> None:
+    # numba-cuda 0.30.4 references np.row_stack at import; numpy >= 2.5 dropped that alias of vstack.
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+
+
+def cuda_module() -> Any:
+    """``numba.cuda``, imported on first use; :class:`GPUUnavailableError` when the package is absent."""
+    _shim_numpy()
+    try:
+        from numba import cuda
+    except ImportError as exc:
+        raise GPUUnavailableError(f"numba.cuda cannot be imported ({exc}): {_EXTRA_HINT}") from None
+    return cuda
+
+
+def _simulated() -> bool:
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+def gpu_status() -> GPUStatus:
+    """The GPU as numba.cuda sees it: name, memory and driver, or why there is none (never raises).
+
+    Examples
+    --------
+    >>> status = gpu_status()
+    >>> status.available or bool(status.reason)
+    True
+    """
+    try:
+        cuda = cuda_module()
+    except GPUUnavailableError as exc:
+        return GPUStatus(False, str(exc))
+    if _simulated():
+        return GPUStatus(True, "", name="numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1, runs on the CPU)",
+                         simulator=True)
+    try:
+        if not cuda.is_available():
+            err = cuda.cuda_error()
+            why = " ".join(str(err).split()) if err else "no CUDA device found"
+            return GPUStatus(False, f"no usable NVIDIA driver or device: {why}")
+    except Exception as exc:  # an environment report never crashes; it says what went wrong
+        return GPUStatus(False, f"the CUDA driver failed: {type(exc).__name__}: {' '.join(str(exc).split())}")
+    return GPUStatus(True, "", *_describe(cuda))
+
+
+def _describe(cuda: Any) -> tuple:
+    """``(name, memory GiB, driver)`` of the current device; best effort: the GPU is usable either way."""
+    name, memory, driver = "CUDA device", 0.0, "unknown"
+    try:
+        dev = cuda.get_current_device()
+        name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+        memory = cuda.current_context().get_memory_info()[1] / 2**30
+        major, minor = cuda.cudadrv.driver.driver.get_version()
+        driver = f"CUDA {major}.{minor}"
+    except Exception:  # a detail missing from the report, never a reason to refuse the GPU
+        pass
+    return name, memory, driver
+
+
+def require_gpu(what: str) -> Any:
+    """``numba.cuda`` when a GPU (or the simulator) is usable; else :class:`GPUUnavailableError`
+    saying that ``what`` needs one and what is missing. Called every boosting round: a GPU found
+    once is not probed again (a failure is, so installing a driver later is seen)."""
+    try:
+        return _usable_cuda()
+    except GPUUnavailableError as exc:
+        raise GPUUnavailableError(f"{what} needs a CUDA GPU: {exc}") from None
+
+
+@functools.cache
+def _usable_cuda() -> Any:
+    status = gpu_status()
+    if not status.available:
+        raise GPUUnavailableError(status.reason)  # not cached: functools.cache keeps results only
+    return cuda_module()
+
+
+def is_device_array(x: object) -> bool:
+    """True for arrays in GPU memory: anything with ``__cuda_array_interface__`` (CuPy, PyTorch,
+    numba) and numba's device arrays, simulated ones included. Cheap: imports nothing."""
+    if hasattr(x, "__cuda_array_interface__"):
+        return True
+    module = type(x).__module__ or ""
+    return module.startswith("numba") and hasattr(x, "copy_to_host")
+
+
+def blocks(n: int) -> int:
+    """Blocks of :data:`THREADS` threads covering ``n`` work items (at least one)."""
+    return max(1, (n + THREADS - 1) // THREADS)

@@ -1,0 +1,239 @@
+"""Learning to rank from clicks: Unbiased LambdaMART's pairwise debiasing for any pairwise objective.
+
+Hu, Wang, Peng, Li, "Unbiased LambdaMART: An Unbiased Pairwise Learning-to-Rank Algorithm", WWW 2019,
+sec. 4-5, as XGBoost >= 2.0 implements it (``lambdarank_unbiased``, ``lambdarank_bias_norm``;
+``src/objective/lambdarank_obj.{h,cc}``). Input checks of positions, clicks and propensities live in
+:mod:`customobj._click_inputs`; the pair terms of each wrapped loss in :mod:`customobj._click_pairs`.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _click_kernels as CK
+from ._click_inputs import (DEFAULT_POSITIONS, MAX_POSITION, as_position, as_propensity, check_clicks,
+                            check_position_groups, row_order_positions)
+from ._click_pairs import leaf_parts, pair_terms_of
+from ._validation import check_choice, check_int, check_nonnegative
+from .objectives.base import Objective, Prepared
+
+__all__ = ["Unbiased", "attach_position"]
+
+#: ``cost`` option -> whether the estimate sums the swapped pairs' losses (see ``Unbiased``).
+_COSTS = {"swapped": True, "loss": False}
+
+
+class _UnbiasedState:
+    """Per-data-set state: positions and the propensities estimated round after round."""
+
+    __slots__ = ("position", "tplus", "tminus", "row_query", "unweighted", "rounds")
+
+    def __init__(self, position, n_positions, row_query, unweighted):
+        self.position = position
+        self.tplus = np.ones(n_positions)
+        self.tminus = np.ones(n_positions)
+        self.row_query = row_query
+        self.unweighted = unweighted
+        self.rounds = 0
+
+
+class Unbiased(Objective):
+    """Position-debiased pairwise objective: Unbiased LambdaMART (Hu et al., WWW 2019) around any
+    pairwise customobj loss.
+
+    Labels are clicks (0 / 1). Every pair of a query with a clicked row ``i`` and an unclicked row
+    ``j`` of the wrapped loss has its lambda and hessian divided by ``t+_{p(i)} t-_{p(j)}``, the
+    propensities of the two rows' display positions. Each gradient call (one boosting round) first
+    uses the current propensities, then re-estimates them from the round's pair costs ``C_ij``
+    (eq. 30-31 of the paper; XGBoost's update), position 1 fixed at 1:
+
+    .. math::
+
+        t^+_p = \\left(\\frac{\\sum_{p(i)=p} \\sum_j C_{ij} / t^-_{p(j)}}
+                         {\\sum_{p(i)=1} \\sum_j C_{ij} / t^-_{p(j)}}\\right)^{1/(1+\\text{bias\\_norm})},
+        \\qquad
+        t^-_p = \\left(\\frac{\\sum_{p(j)=p} \\sum_i C_{ij} / t^+_{p(i)}}
+                         {\\sum_{p(j)=1} \\sum_i C_{ij} / t^+_{p(i)}}\\right)^{1/(1+\\text{bias\\_norm})}.
+
+    Only pairs whose two positions are tracked (below ``n_positions``) are debiased and counted,
+    as in XGBoost. A LambdaRank with ``norm=True`` normalises each query by ``log2(1 + S) / S``
+    with ``S`` the sum of the *debiased* lambdas (XGBoost's order).
+
+    Parameters
+    ----------
+    objective : Objective
+        A pairwise customobj loss: ``LambdaRank`` (any metric, any convention), ``RankNet``,
+        ``RankSVM``, ``MPBoost``, ``QBRank(hessian="exact")``, ``PreferencePairs``, or sums and
+        scalings of them; pointwise parts of a sum are added unchanged.
+    propensity : array of float > 0, optional
+        Known examination propensities per position (position 1 first): inverse propensity
+        scoring, ``t+ = propensity``, ``t- = 1``, nothing estimated.
+    bias_norm : float >= 0
+        The ``L_p`` regulariser of the estimate (XGBoost's ``lambdarank_bias_norm``, default 1).
+    n_positions : int, optional
+        Positions tracked (``len(propensity)`` with ``propensity``; else the longest query, at
+        most 32: XGBoost's ``MaxPositionSize`` without truncation).
+    position : array of int >= 0, optional
+        Display position of each row (0 = top). Default: the row order within each query
+        (XGBoost's convention); ``lightgbm_objective`` reads a Dataset's ``position`` field.
+    cost : "swapped" or "loss"
+        The pair cost ``C_ij`` of the estimate. ``"swapped"`` (default, XGBoost's
+        ``LambdaGrad``): the loss of the pair with its rows swapped, for LambdaRank
+        ``|dZ| log(1 + exp(sigma (s_i - s_j)))``; ``"loss"``: the pair's own loss, as eq. 30-31
+        are written in the paper. Measured on MQ2008 (docs/clicks.md), ``"swapped"`` ranked better.
+
+    Attributes
+    ----------
+    position_bias_ : ndarray
+        ``t+`` per tracked position after the last round (position 1 = 1.0): the estimated
+        examination propensity relative to the top position. A position no pair reached is 0
+        (as in XGBoost), and pairs there are not debiased the next round.
+    position_bias_unclicked_ : ndarray
+        ``t-`` per tracked position.
+
+    Examples
+    --------
+    >>> import customobj
+    >>> d = customobj.data.synthetic(30, 10, 5, seed=0)
+    >>> clicks = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], sessions=2, seed=0)
+    >>> obj = customobj.Unbiased(customobj.LambdaRank())
+    >>> g, h = obj.grad_hess(clicks.X[:, 0] * 0.0, clicks.y, clicks.group)
+    >>> float(obj.position_bias_[0])
+    1.0
+    """
+
+    pairwise = True
+    needs_group = True
+
+    def __init__(self, objective: Objective, *, propensity: Optional[npt.ArrayLike] = None,
+                 bias_norm: float = 1.0, n_positions: Optional[int] = None,
+                 position: Optional[npt.ArrayLike] = None, cost: str = "swapped") -> None:
+        if not isinstance(objective, Objective):
+            raise TypeError(f"objective must be a customobj Objective, got {type(objective).__name__}")
+        if isinstance(objective, Unbiased):
+            raise TypeError("objective is already Unbiased: debiasing twice divides by the propensities twice")
+        if not objective.pairwise:
+            raise TypeError(f"objective must be a pairwise loss (it debiases pairs), got {objective!r}")
+        leaf_parts(objective)  # raises TypeError for losses it cannot debias
+        self.objective = objective
+        self.bias_norm = check_nonnegative(bias_norm, "bias_norm")
+        self.propensity = None if propensity is None else as_propensity(propensity)
+        n_positions = check_int(n_positions, "n_positions", minimum=1, maximum=MAX_POSITION, allow_none=True)
+        if self.propensity is not None:
+            if n_positions is not None and n_positions != self.propensity.size:
+                raise ValueError(f"n_positions={n_positions} but propensity has {self.propensity.size} "
+                                 "entries (one per tracked position); give one of them")
+            n_positions = self.propensity.size
+        self.n_positions = n_positions
+        self.position = None if position is None else as_position(position)
+        self.cost = check_choice(cost, "cost", set(_COSTS))
+        self.position_bias_ = None if self.propensity is None else self.propensity.copy()
+        self.position_bias_unclicked_ = None if self.propensity is None else np.ones(self.propensity.size)
+
+    def _params(self):
+        # The fitted attributes (trailing underscore) are no options: not in equality or caching.
+        return (("bias_norm", self.bias_norm), ("cost", self.cost), ("n_positions", self.n_positions),
+                ("objective", self.objective), ("position", self.position), ("propensity", self.propensity))
+
+    @property
+    def integer_labels(self) -> bool:
+        return self.objective.integer_labels
+
+    def _convert_labels(self, labels):
+        return self.objective._convert_labels(labels)
+
+    def check_prepared(self, prep: Prepared) -> None:
+        check_clicks(prep.labels, "labels")
+        self.objective.check_prepared(prep)
+        for part, _ in leaf_parts(self.objective):
+            prep.state_for(part)
+        super().check_prepared(prep)
+
+    def _state(self, prep):
+        position = row_order_positions(prep.ptr) if self.position is None else \
+            _checked_position(self.position, prep)
+        return self._new_state(prep, position)
+
+    def _new_state(self, prep, position):
+        k = self.n_positions
+        if k is None:
+            k = int(min(position.max(initial=-1) + 1, DEFAULT_POSITIONS)) or 1
+        sizes = prep.groups.sizes
+        row_query = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+        state = _UnbiasedState(position, k, row_query, Prepared(prep.labels, prep.groups, None))
+        if self.propensity is not None:
+            state.tplus[:] = self.propensity
+        return state
+
+    # --- the pass ---------------------------------------------------------------------------------
+    def _run(self, scores, prep, state, out_grad, out_hess, estimate):
+        """Add the debiased gradients into the outputs; returns ``(loss, (i, j, c))``."""
+        k = state.tplus.size
+        li, lj = np.zeros(k), np.zeros(k)
+        estimate = estimate and self.propensity is None
+        swapped = _COSTS[self.cost]
+        loss = 0.0
+        pieces = []
+        for part, scale in leaf_parts(self.objective):
+            if not part.pairwise:
+                g, h = np.zeros_like(out_grad), np.zeros_like(out_hess)
+                part._grad_hess(scores, prep, prep.state_for(part), g, h)
+                out_grad += scale * g
+                out_hess += scale * h
+                loss += scale * part._loss(scores, prep, prep.state_for(part))
+                continue
+            t = pair_terms_of(part, scores, prep, state.unweighted, out_grad, out_hess, scale, swapped)
+            c = np.empty(t.i.size)
+            loss += t.extra_loss * scale
+            loss += CK.debias_pairs(t.i, t.j, state.row_query[t.i], prep.groups.n_groups, t.lam, t.hess, t.cost,
+                                    t.est, state.position, state.tplus, state.tminus, t.weights, t.use_w,
+                                    t.pair_w, t.use_pw, scale, t.norm, estimate, out_grad, out_hess, c, li, lj)
+            pieces.append((t.i, t.j, c))
+        if estimate:
+            CK.update_propensities(li, lj, 1.0 / (1.0 + self.bias_norm), state.tplus, state.tminus)
+            state.rounds += 1
+            self.position_bias_ = state.tplus.copy()
+            self.position_bias_unclicked_ = state.tminus.copy()
+        pairs = tuple(np.concatenate(a) for a in zip(*pieces))
+        return loss, pairs
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        self._run(scores, prep, state, out_grad, out_hess, True)
+
+    def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
+        return self._run(scores, prep, state, out_grad, out_hess, True)[1]
+
+    def _loss(self, scores, prep, state):
+        g = np.zeros(prep.n_rows)
+        return self._run(scores, prep, state, g, np.zeros_like(g), False)[0]
+
+    def _pair_couplings(self, scores, prep, state):
+        g = np.zeros(prep.n_rows)
+        return self._run(scores, prep, state, g, np.zeros_like(g), False)[1]
+
+
+def _checked_position(position, prep):
+    check_position_groups(position, prep.ptr, prep.n_rows)
+    return position
+
+
+def attach_position(objective: Any, prep: Prepared, position: Optional[npt.ArrayLike]) -> None:
+    """Give an :class:`Unbiased` objective the display positions of a prepared data set (the
+    LightGBM adapter's ``position`` Dataset field); other objectives, and ``position=None``, leave
+    the state as it is.
+
+    Raises ``ValueError`` when the objective was built with other positions of its own.
+    """
+    if position is None or not isinstance(objective, Unbiased):
+        return
+    pos = as_position(position)
+    if objective.position is not None:
+        if not np.array_equal(objective.position, pos):
+            raise ValueError("the Dataset's position field differs from Unbiased(position=...): give one of them")
+        return
+    check_position_groups(pos, prep.ptr, prep.n_rows)
+    state, fresh = prep.state_for(objective), objective._new_state(prep, pos)
+    for name in _UnbiasedState.__slots__:  # the cached state, renewed in place: positions and estimates
+        setattr(state, name, getattr(fresh, name))

@@ -1,0 +1,114 @@
+"""``customobj compare --clicks``: train every method on simulated clicks, score on the true labels.
+
+``--clicks pbm[:eta=1,sessions=12,shown=10]`` (or ``cascade[:...]``) replaces each fold's training
+part by a click log (:func:`customobj.data.simulate_clicks`): a weak production ranker (LightGBM
+``lambdarank``, ``WEAK_ROUNDS`` trees on ``WEAK_SHARE`` of the training queries, seeded) orders the
+queries, the top rows are shown, simulated users click; each session is one group, rows in
+displayed order, with their display positions (LightGBM's ``position`` field; row order for the
+others). Validation (early stopping) and test keep their graded labels.
+
+Methods: every method name works on clicks (naive); ``lgb:lambdarank`` with the position field is
+LightGBM's position debiasing; ``xgb:rank:ndcg(lambdarank_unbiased=true)`` XGBoost's Unbiased
+LambdaMART; ``lgb:Unbiased(objective=LambdaRank,bias_norm=0)`` customobj's (any backend, any
+pairwise objective by name).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._cli_errors import UsageError
+
+__all__ = ["ClickSpec", "parse_clicks", "click_folds", "build_unbiased", "CLICK_TARGETS", "WEAK_SHARE",
+           "WEAK_ROUNDS"]
+
+#: Share of the training queries, and trees, of the weak production ranker that orders the queries.
+WEAK_SHARE = 0.05
+WEAK_ROUNDS = 10
+#: Method targets that are not objective classes but wrap one named by their ``objective`` option.
+CLICK_TARGETS = ("Unbiased",)
+_MODELS = ("pbm", "cascade")
+_OPTIONS = {"eta": float, "sessions": int, "shown": int}
+
+
+class ClickSpec(NamedTuple):
+    """A parsed ``--clicks`` value."""
+
+    model: str
+    eta: float = 1.0
+    sessions: int = 12
+    shown: int = 10
+
+    @property
+    def label(self) -> str:
+        return f"{self.model}:eta={self.eta:g},sessions={self.sessions},shown={self.shown}"
+
+
+def parse_clicks(text: str) -> ClickSpec:
+    """``"pbm"``, ``"pbm:eta=2"``, ``"cascade:sessions=5,shown=8"`` -> :class:`ClickSpec`.
+
+    Examples
+    --------
+    >>> parse_clicks("pbm:eta=2").label
+    'pbm:eta=2,sessions=12,shown=10'
+    """
+    model, _, rest = text.strip().partition(":")
+    model = model.strip()
+    if model not in _MODELS:
+        raise UsageError(f"--clicks: the click model must be one of {', '.join(_MODELS)}, got {model!r}")
+    values = {}
+    for item in filter(None, (t.strip() for t in rest.split(","))):
+        key, eq, value = (t.strip() for t in item.partition("="))
+        if not eq or key not in _OPTIONS:
+            raise UsageError(f"--clicks: options are {', '.join(k + '=...' for k in _OPTIONS)}, got {item!r}")
+        try:
+            values[key] = _OPTIONS[key](value)
+        except ValueError:
+            raise UsageError(f"--clicks: {key} must be a{'n integer' if _OPTIONS[key] is int else ' number'}, "
+                             f"got {value!r}") from None
+    spec = ClickSpec(model, **values)
+    if not (np.isfinite(spec.eta) and spec.eta >= 0):
+        raise UsageError(f"--clicks: eta must be a finite number >= 0, got {spec.eta}")
+    if not 1 <= spec.sessions <= 1000 or not 1 <= spec.shown <= 1000:
+        raise UsageError("--clicks: sessions and shown must be integers in 1..1000")
+    return spec
+
+
+def _weak_ranker(train, seed, jobs):
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(seed)
+    nq = train.sizes.size
+    keep = np.zeros(nq, dtype=bool)
+    keep[rng.choice(nq, max(2, int(round(WEAK_SHARE * nq))), replace=False)] = True
+    rows = np.repeat(keep, train.sizes)
+    params = {"objective": "lambdarank", "seed": seed, "deterministic": True, "num_threads": jobs,
+              "verbosity": -1, "min_data_in_leaf": 5}
+    booster = lgb.train(params, lgb.Dataset(train.X[rows], train.y[rows], group=train.sizes[keep]), WEAK_ROUNDS)
+    return booster.predict(train.X)
+
+
+def click_folds(folds: list, spec: ClickSpec, seed: int, jobs: int) -> list:
+    """Each fold's training Split replaced by its simulated click log (seeded by ``seed`` and fold)."""
+    from ..data import simulate_clicks
+    from .trainers import Split
+
+    out = []
+    for fold, train, valid, test in folds:
+        s = seed + fold
+        log = simulate_clicks((train.X, train.y, train.sizes), ranker=_weak_ranker(train, s, jobs),
+                              click_model=spec.model, eta=spec.eta, shown=spec.shown, sessions=spec.sessions, seed=s)
+        out.append((fold, Split(log.X, log.y, log.group, position=log.position), valid, test))
+    return out
+
+
+def build_unbiased(kwargs: dict):
+    """``Unbiased`` of the objective named by the ``objective`` option (its default options)."""
+    from .. import Unbiased, objectives
+
+    name = kwargs.pop("objective", "LambdaRank")
+    cls = getattr(objectives, name, None) if isinstance(name, str) else None
+    if not isinstance(cls, type) or not issubclass(cls, objectives.Objective):
+        raise ValueError(f"Unbiased: objective must name a customobj objective such as LambdaRank, got {name!r}")
+    return Unbiased(cls(), **kwargs)

@@ -1,0 +1,123 @@
+"""numba.cuda kernels of the pairwise losses: the GPU twins of ``_pairwise_kernels`` (RankNet,
+RankSVM, MPBoost with every DDF, QBRank, PreferencePairs), with the same float64 arithmetic.
+
+One thread per row, no atomics. A row sums its own pair terms in the order the CPU kernels add
+them into that row, so a row's sum equals the CPU's bit for bit where ``exp`` / ``log`` agree:
+
+- label pairs (``label_pairs_rows``): the rows of the query sorted by label (``order``, built once
+  per data set by ``label_order_kernel``). The CPU walks upper positions ``a`` and adds ``-pw g``
+  into each lower row, then the upper row's own sum: a row first subtracts its pairs with the
+  rows of higher labels (positions ``ptr[q]:block[t]``, in order), then adds its pairs with the
+  rows of lower labels (positions ``lower[t]:ptr[q + 1]``).
+- explicit pairs (``pair_list_rows``): pairs may share rows across queries, so each row reads
+  its own pairs from an incidence list (``inc_ptr``, ``inc_pair``, ``inc_sign``; pairs in list
+  order, built once per data set by ``customobj.objectives.devices``) instead of adding atomically.
+"""
+import math
+
+from .._cuda_runtime import cuda_module
+from ._pairwise_kernels import (EXP_CLIP, EXPONENTIAL, LOGISTIC, SQ_HINGE, THETA_CONST, THETA_DIFF,
+                                THETA_LDD, THETA_LOGDD, THETA_LOGITDD)
+
+cuda = cuda_module()
+
+#: ``pair_theta`` codes the kernels know; the seam refuses any other before a launch.
+THETA_MODES = (THETA_CONST, THETA_DIFF, THETA_LDD, THETA_LOGDD, THETA_LOGITDD)
+#: ``pair_grad`` kinds the kernels know.
+KINDS = (LOGISTIC, SQ_HINGE, EXPONENTIAL)
+
+
+@cuda.jit(device=True)
+def _theta(mode, yi, yj, p):
+    diff = yi - yj
+    if mode == THETA_CONST:
+        return p
+    if mode == THETA_DIFF:
+        return diff
+    if mode == THETA_LDD:
+        return p * diff
+    if mode == THETA_LOGDD:
+        return math.log1p(p * diff)
+    return 1.0 / (1.0 + math.exp(-p * diff))  # THETA_LOGITDD (codes checked by the seam)
+
+
+@cuda.jit(device=True)
+def _grad(kind, d, theta):
+    """``(dphi/dd, c)`` of one pair: ``_pairwise_kernels.pair_grad``."""
+    if kind == LOGISTIC:
+        z = theta * d
+        e = math.exp(-abs(z))
+        inv = 1.0 / (1.0 + e)
+        rho = e * inv if z >= 0.0 else inv
+        return -theta * rho, theta * theta * e * inv * inv
+    if kind == SQ_HINGE:
+        m = theta - d
+        if m > 0.0:
+            return -2.0 * m, 2.0
+        return 0.0, 0.0
+    x = -theta * d
+    e = math.exp(min(x, EXP_CLIP))  # EXPONENTIAL (codes checked by the seam)
+    return -theta * e, theta * theta * e
+
+
+@cuda.jit
+def label_pairs_rows(scores, labels, ptr, qid, order, lower, lpos, block, weights, use_w,
+                     kind, theta_mode, p, scale, hmul, out_grad, out_hess):
+    i = cuda.grid(1)
+    if i >= scores.shape[0]:
+        return
+    q = qid[i]
+    t = lpos[i]
+    yi = labels[i]
+    si = scores[i]
+    acc_g = 0.0
+    acc_h = 0.0
+    for a in range(ptr[q], block[t]):  # rows with higher labels: this row is their lower row
+        j = order[a]
+        theta = _theta(theta_mode, labels[j], yi, p)
+        g, c = _grad(kind, scores[j] - si, theta)
+        pw = scale
+        if use_w:
+            pw *= (0.5 * weights[j] + 0.5 * weights[i])
+        acc_g -= pw * g
+        acc_h += hmul * pw * c
+    gi = 0.0
+    hi_acc = 0.0
+    for b in range(lower[t], ptr[q + 1]):  # rows with lower labels
+        j = order[b]
+        theta = _theta(theta_mode, yi, labels[j], p)
+        g, c = _grad(kind, si - scores[j], theta)
+        pw = scale
+        if use_w:
+            pw *= (0.5 * weights[i] + 0.5 * weights[j])
+        gi += pw * g
+        hi_acc += hmul * pw * c
+    out_grad[i] += acc_g + gi
+    out_hess[i] += acc_h + hi_acc
+
+
+@cuda.jit
+def pair_list_rows(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, inc_ptr, inc_pair, inc_sign,
+                   kind, scale, hmul, out_grad, out_hess):
+    r = cuda.grid(1)
+    if r >= scores.shape[0]:
+        return
+    acc_g = 0.0
+    acc_h = 0.0
+    for e in range(inc_ptr[r], inc_ptr[r + 1]):
+        k = inc_pair[e]
+        i = pi[k]
+        j = pj[k]
+        g, c = _grad(kind, scores[i] - scores[j], theta[k])
+        pw = scale
+        if use_pw:
+            pw *= pair_w[k]
+        if use_w:
+            pw *= (0.5 * weights[i] + 0.5 * weights[j])
+        if inc_sign[e] > 0:
+            acc_g += pw * g
+        else:
+            acc_g -= pw * g
+        acc_h += hmul * pw * c
+    out_grad[r] += acc_g
+    out_hess[r] += acc_h

@@ -1,0 +1,120 @@
+"""The one home of the LambdaRank kernels' codes, records and scratch channels.
+
+``_lambdarank_pass`` (one query) and ``_lambdarank_kernels`` (the drivers over all queries) read
+everything through the names defined here: the metric and pass-mode codes (``IntEnum``; Python
+turns them into plain ints with ``customobj._kernel_status.as_code``), the input / output records
+(``NamedTuple`` of arrays and scalars: numba passes a tuple as its fields), and the rows of the
+scratch of one block of queries, each read by its channel (``F[Channel.SCORE]``) instead of its
+row number. The kernels pass the scratch down as the two arrays ``F`` and ``I`` and take the
+views they need: every array inside a record passed to a call is reference-counted, so a record
+of all fifteen views would add that cost to every call of every query.
+
+Examples
+--------
+>>> F, I = block_scratch_arrays(4)
+>>> F.shape == (N_CHANNELS, 4) and I.shape == (N_INT_CHANNELS, 4)
+True
+>>> int(Channel.SCORE), int(IntChannel.ORDER), int(Metric.ERR), int(Mode.GRAD_FILL)
+(1, 0, 1, 4)
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+
+class Metric(IntEnum):
+    """The metric whose change ``|dZ|`` weighs each pair (Burges 2010, section 3)."""
+
+    NDCG = 0
+    ERR = 1
+    MAP = 2
+    MRR = 3
+
+
+class Mode(IntEnum):
+    """What one pass over a query does (``_lambdarank_pass``): gradients and hessians, the loss,
+    the count of pairs with nonzero ``|dZ|``, the pairs themselves, or gradients and pairs at once."""
+
+    GRAD = 0
+    LOSS = 1
+    COUNT = 2
+    FILL = 3
+    GRAD_FILL = 4
+
+
+class Channel(IntEnum):
+    """Rows of the float scratch ``F`` of one block of queries (positions of the sorted query)."""
+
+    GAIN = 0  # g: row_gain of the row at each sorted position
+    SCORE = 1  # s: its score
+    WEIGHT = 2  # w: its weight (1 without weights)
+    P = 3  # ERR: prod_{m<r} T_m / (r + 1); MAP: hits_r / (r + 1)  (0 beyond the cutoff)
+    A = 4  # ERR: ERR summed up to r; MAP: (hits_r + 1) / (r + 1); MRR: 1 / (r + 1)
+    C = 5  # ERR: 1 / T_r
+    S = 6  # MAP: sum of 1 / (m + 1) over relevant m <= r within the cutoff
+    EXP = 7  # e: exp(sigma (s_r - s_0)), the table of rho
+    LAMBDA_G = 8  # lg: the query's gradient per sorted position
+    LAMBDA_H = 9  # lh: its hessian
+    LOCAL_C = 10  # lc: FILL's couplings of one upper row (branch-free NDCG loop)
+    NEG = 11  # the negated scores the sort reads
+
+
+class IntChannel(IntEnum):
+    """Rows of the int scratch ``I`` of one block of queries."""
+
+    ORDER = 0  # rows of the query by descending score (GRAD and LOSS sort here)
+    LOCAL_I = 1  # FILL's upper rows of one upper position (branch-free NDCG loop)
+    LOCAL_J = 2  # their lower rows
+
+
+N_CHANNELS = len(Channel)
+N_INT_CHANNELS = len(IntChannel)
+
+
+class PassInputs(NamedTuple):
+    """What every query's pass reads: the data set's arrays and the objective's options."""
+
+    scores: np.ndarray  # current scores, one per row
+    ptr: np.ndarray  # int64 query offsets
+    row_gain: np.ndarray  # per row: NDCG gain, ERR probability, MAP/MRR relevance
+    qnorm: np.ndarray  # per query: 1/IDCG@k (NDCG), 1/#relevant (MAP), 1 (ERR, MRR); 0 = no contribution
+    disc: np.ndarray  # the pair loop's position discount D (NDCG)
+    weights: np.ndarray  # row weights (read only when use_weights)
+    use_weights: bool
+    metric: int  # a Metric code
+    k: int  # the metric's cutoff
+    trunc: int  # the cutoff of upper rows (LightGBM's lambdarank_truncation_level)
+    sigma: float
+    norm: bool  # LightGBM's lambdarank_norm
+    hess_scale: float  # 1, or XGBoost's convention factor
+
+
+class PassOutputs(NamedTuple):
+    """Where a pass writes: gradients and hessians (GRAD) and pairs (FILL), zero-length if unused."""
+
+    grad: np.ndarray
+    hess: np.ndarray
+    pair_i: np.ndarray  # upper (better) row of each pair; any integer dtype
+    pair_j: np.ndarray
+    pair_c: np.ndarray  # coupling h_ij
+
+
+class Query(NamedTuple):
+    """One query's cuts: ``n`` rows, ``qn`` its ``qnorm``, ``kk`` its cutoff, ``lim`` the cutoff of
+    upper rows (truncation), ``at`` the offset of its first pair in the pair outputs (FILL)."""
+
+    n: int
+    qn: float
+    kk: int
+    lim: int
+    at: int
+
+
+@njit(cache=True)
+def block_scratch_arrays(size):
+    """Float and int scratch for queries of at most ``size`` rows (``N_CHANNELS`` / ``N_INT_CHANNELS`` rows)."""
+    return np.empty((N_CHANNELS, size)), np.empty((N_INT_CHANNELS, size), dtype=np.int64)

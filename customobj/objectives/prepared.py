@@ -1,0 +1,79 @@
+"""Training data validated and converted once per data set, with each objective's label-only state.
+
+Objectives build it in ``prepare`` (:mod:`customobj.objectives.base`); adapters and the OLE booster
+pass it to every round's ``*_prepared`` call, so validation and label-only precomputation (pairs,
+ideal DCGs, ...) run once, not every boosting round.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from .._validation import as_labels, as_weight
+from ..groups import GroupLike, Groups, as_groups
+
+__all__ = ["Prepared"]
+
+
+class _StateOwner(Protocol):
+    """What :meth:`Prepared.state_for` needs of an objective (``Objective`` provides it)."""
+
+    def _cache_key(self) -> tuple: ...
+
+    def check_prepared(self, prep: "Prepared") -> None: ...
+
+    def _state(self, prep: "Prepared") -> Any: ...
+
+
+class Prepared:
+    """Validated, converted training data plus each objective's label-only state.
+
+    Build with ``objective.prepare(labels, group, weight)``; it may be reused with any
+    scores of the same rows, and by any objective: every objective runs its own label checks
+    (``check_prepared``) the first time it sees a ``Prepared``, which records the objectives whose
+    checks passed (:attr:`checked`), so a ``Prepared`` built by a lenient objective cannot carry
+    labels past a strict one. States are cached per objective.
+    """
+
+    __slots__ = ("labels", "groups", "weight", "_states", "_checked", "device_data")
+
+    def __init__(self, labels: np.ndarray, groups: "Groups | None", weight: "np.ndarray | None") -> None:
+        self.labels = labels
+        self.groups = groups
+        self.weight = weight
+        self._states: dict[tuple, Any] = {}
+        self._checked: list[str] = []
+        self.device_data: object = None  # its copies in GPU memory (objectives.devices.DeviceData), on first use
+
+    @property
+    def checked(self) -> tuple:
+        """``repr`` of each objective whose label checks this data passed, in order."""
+        return tuple(self._checked)
+
+    @property
+    def ptr(self) -> np.ndarray:
+        assert self.groups is not None  # build() always sets groups (one query when none given)
+        return self.groups.ptr
+
+    @property
+    def n_rows(self) -> int:
+        return self.labels.shape[0]
+
+    def state_for(self, objective: _StateOwner) -> Any:
+        """The objective's label-only state; on first use, its label checks run (once per data set)."""
+        key = objective._cache_key()
+        if key not in self._states:
+            objective.check_prepared(self)
+            self._checked.append(repr(objective))
+            self._states[key] = objective._state(self)
+        return self._states[key]
+
+    @classmethod
+    def build(cls, labels: npt.ArrayLike, group: "GroupLike | None", weight: "npt.ArrayLike | None" = None, *,
+              integer_labels: bool = False) -> "Prepared":
+        y = as_labels(labels, integer=integer_labels)
+        g = as_groups(group, y.shape[0]) if group is not None else Groups.from_sizes([y.shape[0]])
+        w = as_weight(weight, y.shape[0])
+        return cls(y, g, w)

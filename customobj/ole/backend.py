@@ -1,0 +1,178 @@
+"""The grower's device seam: one object builds the histograms, searches the splits and partitions.
+
+:class:`~customobj.ole.grower.TreeGrower` keeps the tree's bookkeeping (leaves, open splits, nodes)
+in Python and calls every kernel through the backend it is given, as scikit-learn's ``TreeGrower``
+holds its ``HistogramBuilder`` and ``Splitter``. One backend is created per fit
+(:func:`customobj.ole.training.boost`) and serves every tree of it. :class:`CPUBackend` wraps the
+numba kernels of this package unchanged.
+
+What a backend provides (a GPU backend, issue "OLE at scale", provides the same, with the same
+results: the same splits, ties broken the same way, sums equal to float tolerance):
+
+- ``data``: the binned training set's description (``n_bins``, ``offsets``, ``n_slots``,
+  ``mapper`` for thresholds); ``n_rows``: its row count;
+- ``row_sums``, ``row_hist``: a node's gradient and hessian sums and its row histogram
+  ``(slots, HIST_CHANNELS)`` (channels in :mod:`.common`); ``pair_hist``: its pair histogram
+  ``(slots, PH_CHANNELS)``, all features or a subset; ``sum_couplings``: a pair range's coupling;
+- ``pair_buffers``, ``prune_pairs``, ``dropped_couplings``: the tree's two pair buffers, and
+  ``ole_fast``'s pruned pairs and the couplings of the dropped ones per leaf;
+- ``find_split``, ``wse_gains``, ``split_gain``: the split search of a node under the fit's
+  criterion, the per-feature WSE gains ``ole_fast`` ranks features by, and a split's gain from
+  its children's exact sums;
+- ``partition_rows``, ``partition_pairs``, ``split_coupling_sums``: a split's row and pair
+  partitions (rows marked left in ``go_left``) and its children's couplings without one.
+
+Histograms and pair buffers may live on the device: the grower only passes them back to the
+backend, subtracts histograms (``parent -= child``, which the arrays must support) and reads
+``row_hist`` counts at a NaN slot. What the grower reads on the host: the sums, the split (a
+:class:`~customobj.ole.common.SplitInfo`) and, at the end of the tree, the row order.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from numba import njit
+
+from .common import HIST_COUNT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
+from .context import GrowContext
+from .criterion import SplitScore, WSE
+from .histogram import build_row_hist_fm
+from .pair_pruning import Dropped, dropped_leaf_couplings, prune_for_tree
+from .pairhist import build_pair_hist, partition_pairs, split_coupling_sums, sum_couplings
+from .partition import partition_rows
+from .splitting import check_status, feature_gains, find_best_split, find_best_split_parallel, split_gain
+
+__all__ = ["CPUBackend", "PARALLEL_SLOTS"]
+
+#: Histogram slots from which the split search runs in parallel: a search over few slots is
+#: cheaper than waking the thread team (see partition.PARALLEL_ROWS).
+PARALLEL_SLOTS = 32768
+
+
+@njit(cache=True)
+def _row_sums(order, grad, hess):
+    g = 0.0
+    h = 0.0
+    for k in range(order.shape[0]):
+        g += grad[order[k]]
+        h += hess[order[k]]
+    return g, h
+
+
+class CPUBackend:
+    """The numba kernels behind the grower, for one fit (see the module docstring for the contract).
+
+    Parameters
+    ----------
+    ctx : GrowContext
+        The fit's binned data, scratch arrays and pair buffers.
+    params : GrowParams
+        The grower's options: the criterion (its :class:`~customobj.ole.criterion.SplitScore`,
+        validated here once) and the split constraints ``lambda_l2``, ``min_data_in_leaf``,
+        ``min_sum_hessian_in_leaf``.
+    """
+
+    def __init__(self, ctx: GrowContext, params) -> None:
+        self.ctx, self.data = ctx, ctx.data
+        self.n_rows = ctx.data.n_rows
+        self.criterion = params.criterion
+        self.score = int(SplitScore(params.criterion.score))  # the kernels' code, checked at the boundary
+        self.lam = float(params.lambda_l2)
+        self.min_data = float(params.min_data_in_leaf)
+        self.min_hess = float(params.min_sum_hessian_in_leaf)
+        self._find = find_best_split_parallel if self.data.n_slots >= PARALLEL_SLOTS else find_best_split
+        self._no_pair_hist = np.zeros((1, PH_CHANNELS))
+
+    # --- sums and histograms ------------------------------------------------------------------------
+    def row_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:
+        """``(sum g, sum h)`` over the rows ``order``, in order."""
+        return _row_sums(order, grad, hess)
+
+    def row_hist(self, order: np.ndarray, start: int, end: int, grad: np.ndarray, hess: np.ndarray,
+                 root: bool = False) -> np.ndarray:
+        """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``."""
+        d, s = self.data, self.ctx.scratch
+        full = root and end - start == d.n_rows
+        counts = s.root_counts if full else None
+        hist = build_row_hist_fm(d.feature_major, order, start, end, grad, hess, d.offsets, d.n_slots, s.gh,
+                                 counts=counts)
+        if full and counts is None:  # a root over every row has the same counts every round
+            s.root_counts = hist[:, HIST_COUNT].copy()
+        return hist
+
+    def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> np.ndarray:
+        """``(slots, 3)`` pair histogram [hi, nanp, R] of the pairs ``buf[start:end]`` (all features, or
+        only ``features``: then valid until the next such call)."""
+        pi, pj, pc = buf
+        d = self.data
+        return build_pair_hist(d.row_major, pi, pj, pc, start, end, d.offsets, d.n_bins, d.n_slots,
+                               self.ctx.scratch.pair_hist, features)
+
+    def sum_couplings(self, pc: np.ndarray, start: int, end: int) -> float:
+        """The coupling of the pairs ``start:end``, summed in float64 in pair order."""
+        return sum_couplings(pc, start, end)
+
+    # --- the tree's pairs ---------------------------------------------------------------------------
+    def pair_buffers(self, pairs: tuple) -> tuple:
+        """The tree's two pair buffers: ``pairs`` and the one they are partitioned into (pair
+        histograms prepared with the criterion's accumulators)."""
+        second = self.ctx.pair_buffers_for_tree(pairs[0].shape[0], pairs[0].dtype, self.criterion.acc_dtype)
+        return pairs, second
+
+    def prune_pairs(self, bufs: tuple) -> tuple:
+        """``ole_fast``'s pruned buffers and :class:`~customobj.ole.pair_pruning.Dropped` record, or
+        ``(bufs, None)`` when the fit prunes nothing."""
+        if not self.criterion.prunes_pairs or self.ctx.queries is None:
+            return bufs, None
+        query_of_row, n_queries = self.ctx.queries
+        return prune_for_tree(bufs, query_of_row, n_queries, self.criterion.ole_fast_epsilon)
+
+    def dropped_couplings(self, order: np.ndarray, ranges: list, dropped: Dropped) -> np.ndarray:
+        """Per leaf (rows ``order[s:e]``, ``(s, e)`` in ``ranges``) the coupling of its dropped pairs."""
+        return dropped_leaf_couplings(order, ranges, dropped, self.n_rows)
+
+    # --- split search -------------------------------------------------------------------------------
+    def find_split(self, hist: np.ndarray, phist: Optional[np.ndarray], mask: np.ndarray,
+                   sums: ChildSums) -> SplitInfo:
+        """The best split (gain > 0, else gain 0) of a node with histograms ``hist`` and, when the
+        tree uses pairs, ``phist``, over the features of ``mask``."""
+        res = np.zeros(SPLIT_SIZE)
+        use_pairs = phist is not None
+        status = self._find(hist, phist if use_pairs else self._no_pair_hist, use_pairs, self.score,
+                            self.data.n_bins, self.data.offsets, mask, sums.G, sums.H, sums.N, sums.C,
+                            self.lam, self.min_data, self.min_hess, res)
+        check_status(status, self.score, "find_best_split")
+        return SplitInfo.from_array(res)
+
+    def wse_gains(self, hist: np.ndarray, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
+        """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``)."""
+        check_status(feature_gains(hist, WSE, self.data.n_bins, self.data.offsets, mask, sums.G, sums.H, sums.N,
+                                   self.lam, self.min_data, self.min_hess, out), WSE, "feature_gains")
+        return out
+
+    def split_gain(self, parent: ChildSums, left: ChildSums, right: ChildSums) -> float:
+        """``score(left) + score(right) - score(parent)`` under the fit's criterion."""
+        status, gain = split_gain(self.score, *parent, *left, *right, self.lam)
+        check_status(status, self.score, "split_gain")
+        return float(gain)
+
+    # --- partitions ---------------------------------------------------------------------------------
+    def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool) -> int:
+        """Reorder ``order[start:end]`` as [left | right] by ``split``, mark ``go_left``; the left count."""
+        d, s = self.data, self.ctx.scratch
+        f = split.feature
+        return partition_rows(d.feature_major[f], order, start, end, split.bin, int(d.n_bins[f]), nan_left,
+                              s.go_left, s.tmp_rows)
+
+    def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
+        """Copy pairs ``src[start:end]`` to ``dst``, ordered [both left | both right | split] by the
+        last ``partition_rows``; ``(n_left, n_right)``."""
+        pi, pj, pc = src
+        oi, oj, oc = dst
+        return partition_pairs(pi, pj, pc, start, end, self.ctx.scratch.go_left, oi, oj, oc)
+
+    def split_coupling_sums(self, buf: tuple, start: int, end: int) -> tuple:
+        """The children's couplings ``(C_left, C_right)`` of pairs ``buf[start:end]``, not partitioned."""
+        pi, pj, pc = buf
+        return split_coupling_sums(pi, pj, pc, start, end, self.ctx.scratch.go_left)

@@ -1,0 +1,202 @@
+"""Regression EM (Wang, Golbandi, Bendersky, Metzler, Najork, "Position Bias Estimation for Unbiased
+Learning to Rank in Personal Search", WSDM 2018, sec. 4): the position-based click model
+``P(click) = theta_k gamma(x)`` fitted by EM, with relevance ``gamma`` a gradient-boosted model.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import numpy.typing as npt
+
+from ._click_inputs import as_position, check_clicks
+from ._validation import as_1d_float, as_weight, check_choice, check_int, check_positive
+from .objectives.pointwise import Logistic
+
+__all__ = ["RegressionEM"]
+
+#: Relevance and examination are kept inside (EPS, 1 - EPS): the posteriors divide by 1 - theta gamma.
+EPS = 1e-6
+#: LightGBM / XGBoost, as codes once the option is read.
+LIGHTGBM, XGBOOST = 0, 1
+_LIBRARIES = {"lightgbm": LIGHTGBM, "xgboost": XGBOOST}
+#: Logistic(sigma=0.5): ``P(relevant) = sigmoid(score)``.
+_LOGISTIC = Logistic(sigma=0.5)
+
+
+def _sigmoid(s):
+    return 0.5 * (1.0 + np.tanh(0.5 * s))
+
+
+def e_step(clicks, theta_at, gamma):
+    """Posteriors of the PBM given a row's click (Wang et al. 2018, eq. 4): ``(P(E=1 | c), P(R=1 | c))``.
+
+    .. math::
+
+        P(E{=}1 \\mid c{=}0) = \\frac{\\theta (1 - \\gamma)}{1 - \\theta\\gamma},\\qquad
+        P(R{=}1 \\mid c{=}0) = \\frac{(1 - \\theta)\\gamma}{1 - \\theta\\gamma},
+
+    and both are 1 for a click.
+
+    Examples
+    --------
+    >>> e, r = e_step(np.array([1.0, 0.0]), np.array([0.5, 0.5]), np.array([0.5, 0.5]))
+    >>> e.round(4).tolist(), r.round(4).tolist()
+    ([1.0, 0.3333], [1.0, 0.3333])
+    """
+    denom = 1.0 - theta_at * gamma
+    exam = np.where(clicks > 0, 1.0, theta_at * (1.0 - gamma) / denom)
+    rel = np.where(clicks > 0, 1.0, (1.0 - theta_at) * gamma / denom)
+    return exam, rel
+
+
+class RegressionEM:
+    """Regression EM: position bias and relevance from clicks, relevance learned by GBDT.
+
+    Each EM iteration: the E-step gives every row its posterior ``P(R = 1 | click, position)``
+    (:func:`e_step`); the M-step sets ``theta_k`` to the mean posterior examination at position
+    ``k`` and fits ``n_estimators`` more trees of the relevance model to the posteriors, continuing
+    the previous trees (each row enters twice, as relevant with weight ``P(R=1)`` and as not relevant
+    with weight ``1 - P(R=1)``: the cross entropy with soft labels, through ``customobj.Logistic``
+    and the library's adapter). The paper samples binary labels instead; the soft labels are their
+    expectation. Start: ``theta = 0.5``, ``gamma = 0.5``.
+
+    Parameters
+    ----------
+    library : "lightgbm" or "xgboost"
+    n_iter : int >= 1
+        EM iterations.
+    n_estimators : int >= 1
+        Trees added per iteration.
+    learning_rate, num_leaves, min_child_samples :
+        LightGBM's names (XGBoost: ``eta``, ``max_leaves`` with ``grow_policy="lossguide"``,
+        ``min_child_weight``).
+    seed : int
+
+    Attributes
+    ----------
+    ranker_ : lightgbm.Booster or xgboost.Booster
+        The relevance model; its raw score ranks (``predict``).
+    propensity_ : ndarray
+        ``theta_k`` per position (position 1 first).
+    position_bias_ : ndarray
+        ``theta_k / theta_1``.
+
+    Examples
+    --------
+    >>> import customobj
+    >>> d = customobj.data.synthetic(30, 10, 5, seed=0)
+    >>> log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], sessions=4, seed=0)
+    >>> em = customobj.RegressionEM(n_iter=2, n_estimators=3).fit(log.X, log.y, position=log.position)
+    >>> float(em.position_bias_[0]), em.predict(log.X).shape == log.y.shape
+    (1.0, True)
+    """
+
+    def __init__(self, *, library: str = "lightgbm", n_iter: int = 10, n_estimators: int = 20,
+                 learning_rate: float = 0.1, num_leaves: int = 31, min_child_samples: int = 20,
+                 seed: int = 0) -> None:
+        self.library = library
+        self.n_iter = n_iter
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.min_child_samples = min_child_samples
+        self.seed = seed
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {k: getattr(self, k) for k in ("library", "n_iter", "n_estimators", "learning_rate", "num_leaves",
+                                              "min_child_samples", "seed")}
+
+    def set_params(self, **params: Any) -> "RegressionEM":
+        for k, v in params.items():
+            if k not in self.get_params():
+                raise ValueError(f"RegressionEM has no parameter {k!r}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self) -> str:
+        return "RegressionEM(" + ", ".join(f"{k}={v!r}" for k, v in self.get_params().items()) + ")"
+
+    def _checked(self):
+        lib = _LIBRARIES[check_choice(self.library, "library", set(_LIBRARIES))]
+        return (lib, check_int(self.n_iter, "n_iter", minimum=1, maximum=10_000),
+                check_int(self.n_estimators, "n_estimators", minimum=1, maximum=100_000),
+                check_positive(self.learning_rate, "learning_rate"),
+                check_int(self.num_leaves, "num_leaves", minimum=2, maximum=131_072),
+                check_int(self.min_child_samples, "min_child_samples", minimum=0),
+                check_int(self.seed, "seed", minimum=0))
+
+    def fit(self, X: Any, y: npt.ArrayLike, *, position: npt.ArrayLike,
+            sample_weight: Optional[npt.ArrayLike] = None) -> "RegressionEM":
+        """Fit on click rows: features ``X``, clicks ``y`` (0 / 1), display ``position`` (0 = top)."""
+        lib, n_iter, n_est, lr, leaves, min_child, seed = self._checked()
+        clicks = as_1d_float(y, "y")
+        check_clicks(clicks, "y")
+        pos = as_position(position)
+        if pos.shape[0] != clicks.shape[0]:
+            raise ValueError(f"position has {pos.shape[0]} entries but y has {clicks.shape[0]} rows")
+        if getattr(X, "shape", (clicks.shape[0],))[0] != clicks.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {clicks.shape[0]}")
+        w = as_weight(sample_weight, clicks.shape[0], name="sample_weight")
+        w = np.ones(clicks.shape[0]) if w is None else w
+        n_pos = int(pos.max(initial=-1)) + 1
+        count = np.bincount(pos, weights=w, minlength=n_pos)
+        theta = np.full(n_pos, 0.5)
+        gamma = np.full(clicks.shape[0], 0.5)
+        X2 = _stack(X)
+        labels2 = np.concatenate([np.ones(clicks.shape[0]), np.zeros(clicks.shape[0])])
+        model = None
+        for _ in range(n_iter):
+            exam, rel = e_step(clicks, theta[pos], gamma)
+            seen = np.bincount(pos, weights=w * exam, minlength=n_pos)
+            theta = np.clip(seen / np.maximum(count, EPS), EPS, 1.0 - EPS)
+            weight2 = np.concatenate([w * rel, w * (1.0 - rel)])
+            model = _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed)
+            gamma = np.clip(_sigmoid(_raw_predict(lib, model, X)), EPS, 1.0 - EPS)
+        self.ranker_ = model
+        self.propensity_ = theta
+        self.position_bias_ = theta / theta[0]
+        self._lib = lib
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Raw relevance scores (logits of ``gamma``): rank by them."""
+        if not hasattr(self, "ranker_"):
+            raise ValueError("this RegressionEM is not fitted yet: call fit first")
+        return _raw_predict(self._lib, self.ranker_, X)
+
+
+def _stack(X):
+    if hasattr(X, "tocsr"):
+        import scipy.sparse as sp
+
+        return sp.vstack([X, X]).tocsr()
+    X = np.asarray(X)
+    return np.concatenate([X, X])
+
+
+def _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed):
+    """``n_est`` more trees of the soft-label logistic fit, continuing ``model``."""
+    from .adapters import lightgbm_objective, xgboost_objective, xgboost_params
+
+    if lib == LIGHTGBM:
+        import lightgbm as lgb
+
+        params = dict(objective=lightgbm_objective(_LOGISTIC), learning_rate=lr, num_leaves=leaves,
+                      min_data_in_leaf=min_child, seed=seed, deterministic=True, verbose=-1)
+        return lgb.train(params, lgb.Dataset(X2, labels2, weight=weight2), n_est, init_model=model,
+                         keep_training_booster=True)
+    import xgboost as xgb
+
+    params = xgboost_params(_LOGISTIC, dict(eta=lr, max_leaves=leaves, grow_policy="lossguide", max_depth=0,
+                                            tree_method="hist", min_child_weight=min_child, seed=seed))
+    return xgb.train(params, xgb.DMatrix(X2, labels2, weight=weight2), n_est, obj=xgboost_objective(_LOGISTIC),
+                     xgb_model=model)
+
+
+def _raw_predict(lib, model, X):
+    if lib == LIGHTGBM:
+        return np.asarray(model.predict(X, raw_score=True), dtype=np.float64)
+    import xgboost as xgb
+
+    return np.asarray(model.predict(xgb.DMatrix(X), output_margin=True), dtype=np.float64)

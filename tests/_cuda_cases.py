@@ -1,0 +1,73 @@
+"""Shared checks of the GPU kernels against their CPU twins (imported by the ``test_*cuda*`` and
+``test_objectives_devices`` modules: ``from _cuda_cases import ...``).
+
+On a machine without NVIDIA's driver the suite runs them on numba's CUDA simulator (tests/conftest.py
+selects it), so they run in CI; the data stay tiny because the simulator runs each GPU thread as a
+Python thread.
+
+Tolerance: the GPU sums a row's terms in the CPU's order, so most entries are equal bit for bit; a
+sum that an objective composes differently (``Sum`` adds each part's total instead of each term) or
+an ``exp`` / ``log`` of the device's libm may differ in the last bits. ``rtol=1e-9`` of the entry,
+with an absolute floor of 1e-9 times the largest entry (a near-cancelled sum has no relative scale).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from customobj._cuda_runtime import gpu_status
+
+STATUS = gpu_status()
+needs_gpu = pytest.mark.skipif(not STATUS.available, reason=f"no GPU and no CUDA simulator: {STATUS.reason}")
+needs_real_gpu = pytest.mark.skipif(not STATUS.available or STATUS.simulator,
+                                    reason="needs a real CUDA GPU (the simulator has no __cuda_array_interface__)"
+                                    if STATUS.available else f"needs a CUDA GPU: {STATUS.reason}")
+
+#: Query sizes with a one-row query, a two-row query and a mid-size one.
+SIZES = [1, 5, 2, 7, 4]
+
+
+def data(seed=0, sizes=SIZES, grades=4, tied=False, weights=False, per_query=False):
+    """``(scores, labels, sizes, weight)``: random grades; ``tied`` rounds scores so many tie;
+    ``per_query`` gives every row of a query the same weight."""
+    rng = np.random.default_rng(seed)
+    n = int(sum(sizes))
+    y = rng.integers(0, grades, n).astype(np.float64)
+    s = rng.normal(size=n)
+    if tied:
+        s = np.round(s)
+    w = rng.uniform(0.2, 3.0, n) if weights else None
+    if weights and per_query:
+        w = np.repeat(rng.uniform(0.2, 3.0, len(sizes)), sizes)
+    return s, y, list(sizes), w
+
+
+def to_device(a):
+    from numba import cuda
+
+    return cuda.to_device(np.ascontiguousarray(a))
+
+
+def assert_gpu_equals_cpu(obj, scores, labels, sizes, weight=None):
+    """The GPU gradient and hessian of ``obj`` equal the CPU's (see the module docstring)."""
+    g, h = obj.grad_hess(scores, labels, sizes, weight)
+    gd, hd = obj.grad_hess(to_device(scores), labels, sizes, weight)
+    gd, hd = gd.copy_to_host(), hd.copy_to_host()
+    for cpu, gpu in ((g, gd), (h, hd)):
+        assert gpu.shape == cpu.shape and gpu.dtype == np.float64
+        scale = max(1.0, float(np.abs(cpu).max(initial=0.0)))
+        np.testing.assert_allclose(gpu, cpu, rtol=1e-9, atol=1e-9 * scale, err_msg=repr(obj))
+    return g, h
+
+
+def degenerate_cases():
+    """``(name, scores, labels, sizes, weight)``: random, one-row queries, equal labels, ties, weights."""
+    s, y, sizes, _ = data(1)
+    yield "random", s, y, sizes, None
+    yield "one-row queries", s[:4], y[:4], [1, 1, 1, 1], None
+    yield "all labels equal", s, np.full_like(y, 2.0), sizes, None
+    s2, y2, _, _ = data(2, tied=True)
+    yield "tied scores", s2, y2, sizes, None
+    yield "all scores equal", np.zeros_like(s), y, sizes, None
+    s3, y3, _, w3 = data(3, weights=True)
+    yield "weights", s3, y3, sizes, w3

@@ -1,0 +1,63 @@
+"""Tests of customobj/_click_inputs.py: positions, clicks and propensities are checked, and bad
+values raise naming the argument."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from customobj._click_inputs import (MAX_POSITION, as_position, as_propensity, check_clicks, check_position_groups,
+                                     row_order_positions)
+
+
+def test_good_values_pass_through():
+    pos = as_position(np.array([2.0, 0.0, 1.0]))
+    assert pos.dtype == np.int64 and pos.tolist() == [2, 0, 1] and not pos.flags.writeable
+    assert as_propensity([1, 0.5, 0.25]).tolist() == [1.0, 0.5, 0.25]
+    check_clicks(np.array([0.0, 1.0, 1.0]))
+    check_position_groups(np.array([1, 0, 0, 1, 2]), np.array([0, 2, 5]), 5)
+
+
+def test_row_order_positions_restart_per_query():
+    assert row_order_positions(np.array([0, 3, 3, 5])).tolist() == [0, 1, 2, 0, 1]
+    assert row_order_positions(np.array([0])).tolist() == []
+
+
+@pytest.mark.parametrize("bad, exc, match", [
+    ([0, -1], ValueError, ">= 0"),
+    ([0, 1.5], ValueError, "integers"),
+    ([0, np.nan], ValueError, "integers"),
+    ([0, MAX_POSITION], ValueError, "MAX_POSITION"),
+    ([[0, 1]], ValueError, "1-D"),
+    ([True, False], TypeError, "position"),
+    (["a"], TypeError, "position"),
+    (None, TypeError, "position"),
+])
+def test_bad_positions(bad, exc, match):
+    with pytest.raises(exc, match=match):
+        as_position(bad)
+
+
+def test_positions_inconsistent_with_the_groups():
+    with pytest.raises(ValueError, match="query 1 shows position 2 2 times"):
+        check_position_groups(np.array([0, 1, 2, 2]), np.array([0, 2, 4]), 4)
+    with pytest.raises(ValueError, match="3 entries but the data has 4 rows"):
+        check_position_groups(np.array([0, 1, 2]), np.array([0, 4]), 4)
+
+
+@pytest.mark.parametrize("bad", [[1.0, 0.0], [1.0, -1.0], [np.nan], [np.inf], []])
+def test_bad_propensities(bad):
+    with pytest.raises(ValueError, match="propensity"):
+        as_propensity(bad)
+
+
+def test_propensity_types():
+    with pytest.raises(TypeError, match="propensity"):
+        as_propensity([True])
+    with pytest.raises(ValueError, match="propensity"):
+        as_propensity(np.ones(MAX_POSITION + 1))
+
+
+@pytest.mark.parametrize("bad", [2.0, 0.5, -1.0])
+def test_labels_that_are_not_clicks(bad):
+    with pytest.raises(ValueError, match=f"labels must be clicks, 0 or 1; found {bad} at row 1"):
+        check_clicks(np.array([0.0, bad]))

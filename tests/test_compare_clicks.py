@@ -1,0 +1,66 @@
+"""Tests of customobj/compare/clicks.py: the --clicks value, the click-log folds, Unbiased as a
+method name, and the option end to end on a small synthetic run."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import customobj
+import customobj.adapters  # noqa: F401  (before lightgbm: OpenMP wait policy)
+from customobj._cli_errors import UsageError
+from customobj.compare.clicks import build_unbiased, click_folds, parse_clicks
+from customobj.compare.methods import build_objective, parse_method
+from customobj.compare.trainers import Split
+
+
+def test_parse_clicks_defaults_and_options():
+    assert parse_clicks("pbm") == ("pbm", 1.0, 12, 10)
+    assert parse_clicks(" cascade : sessions=3 , shown=5 ") == ("cascade", 1.0, 3, 5)
+    assert parse_clicks("pbm:eta=0.5").eta == 0.5
+
+
+@pytest.mark.parametrize("bad, match", [
+    ("dbn", "click model"), ("pbm:eta", "options"), ("pbm:rate=1", "options"), ("pbm:eta=x", "number"),
+    ("pbm:sessions=1.5", "integer"), ("pbm:eta=-1", "eta"), ("pbm:eta=nan", "eta"), ("pbm:shown=0", "shown"),
+])
+def test_parse_clicks_refuses(bad, match):
+    with pytest.raises(UsageError, match=match):
+        parse_clicks(bad)
+
+
+def test_click_folds_replace_only_the_training_part():
+    d = customobj.data.synthetic(60, 12, 4, seed=0)
+    split = Split.from_data(d)
+    folds = click_folds([(1, split, split, split)], parse_clicks("pbm:sessions=2,shown=5"), seed=0, jobs=1)
+    fold, train, valid, test = folds[0]
+    assert valid is split and test is split and fold == 1
+    assert set(np.unique(train.y)) <= {0.0, 1.0} and train.sizes.max() <= 5
+    assert train.position is not None and train.position.max() <= 4
+    again = click_folds([(1, split, split, split)], parse_clicks("pbm:sessions=2,shown=5"), seed=0, jobs=1)
+    assert np.array_equal(again[0][1].y, train.y)
+
+
+def test_unbiased_is_a_method_name():
+    spec = parse_method("lgb:Unbiased(objective=RankNet,bias_norm=0)")
+    obj = build_objective(spec)
+    assert obj == customobj.Unbiased(customobj.RankNet(), bias_norm=0.0)
+    assert build_unbiased({}) == customobj.Unbiased(customobj.LambdaRank())
+    with pytest.raises(ValueError, match="objective"):
+        build_objective(parse_method("lgb:Unbiased(objective=Nope)"))
+    with pytest.raises(ValueError, match="bias_norm"):
+        build_objective(parse_method("lgb:Unbiased(bias_norm=-1)"))
+
+
+def test_compare_runs_on_clicks(tmp_path):
+    from customobj.cli import main
+
+    out = tmp_path / "r"
+    rc = main(["compare", "--synthetic-queries", "60", "--synthetic-docs", "12", "--folds", "1", "--clicks",
+               "pbm:sessions=2", "--methods", "lgb:LambdaRank,lgb:Unbiased(objective=LambdaRank),lgb:lambdarank",
+               "--rounds", "3", "--out", str(out), "--no-plot", "--quiet"])
+    assert rc == 0
+    meta = json.loads((out / "results.json").read_text())
+    assert meta["data"].endswith("trained on pbm:eta=1,sessions=2,shown=10 clicks")
+    assert meta["arguments"]["clicks"] == "pbm:sessions=2"

@@ -1,0 +1,237 @@
+"""The objective device seam (customobj/objectives/devices.py): the device follows the data, one
+table of GPU routes, Sum / Scaled on the device, the per-data-set device cache (a changed label is
+noticed), and the errors: no GPU kernel, no GPU, no numba-cuda, bad device arrays."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import customobj
+from customobj import LambdaRank, McRank, RankNet, SquaredError, StructuredDCG
+from customobj.objectives import devices
+from _cuda_cases import assert_gpu_equals_cpu, data, needs_gpu, to_device
+from _isolated import run_isolated
+
+
+def test_host_scores_keep_the_cpu_path_and_numpy_outputs():
+    s, y, sizes, _ = data(20)
+    g, h = RankNet().grad_hess(s, y, sizes)
+    assert type(g) is np.ndarray and type(h) is np.ndarray
+    assert devices.device_of(s) is devices.Device.CPU
+
+
+def test_kernels_for_the_cpu_is_the_objectives_own_kernel():
+    obj = SquaredError()
+    assert devices.kernels_for(obj, devices.Device.CPU) == obj._grad_hess
+    with pytest.raises(ValueError, match="unknown device"):
+        devices.kernels_for(obj, 7)
+
+
+def test_every_objective_has_a_gpu_route():
+    exported = {getattr(customobj, n) for n in customobj.objectives.__all__}
+    classes = {c for c in exported if isinstance(c, type) and issubclass(c, customobj.Objective)} - {customobj.Objective}
+    assert classes and classes <= set(devices.CUDA_KERNELS)
+
+
+@needs_gpu
+def test_device_scores_give_device_arrays():
+    s, y, sizes, _ = data(21)
+    g, h = RankNet().grad_hess(to_device(s), y, sizes)
+    assert devices.device_of(g) is devices.Device.CUDA and devices.device_of(h) is devices.Device.CUDA
+
+
+@needs_gpu
+@pytest.mark.parametrize("make", [
+    lambda: LambdaRank() + 0.5 * SquaredError(),
+    lambda: 2.0 * (RankNet() + 3.0 * LambdaRank(metric="map")),
+    lambda: customobj.QBRank() + customobj.MPBoost(ddf="ldd"),
+    lambda: StructuredDCG(k=3) + 0.1 * LambdaRank(),
+], ids=["sum", "scaled-sum", "pairwise-sum", "structured-sum"])
+def test_sum_and_scaled_equal_cpu(make):
+    s, y, sizes, w = data(22, weights=True)
+    assert_gpu_equals_cpu(make(), s, y, sizes, w)
+
+
+@needs_gpu
+def test_mcrank_inside_a_sum_learns_k_from_labels():
+    rng = np.random.default_rng(23)
+    _, y, sizes, _ = data(23, grades=3)
+    s = rng.normal(size=(y.size, 3))
+    assert_gpu_equals_cpu(McRank() + 0.5 * McRank(), s, y, None)
+
+
+@needs_gpu
+def test_unsupported_objectives_say_so_and_never_fall_back():
+    s, y, sizes, _ = data(24)
+
+    class MyRankNet(RankNet):  # a subclass may change the math: no GPU route is assumed for it
+        pass
+
+    with pytest.raises(NotImplementedError, match="MyRankNet has no GPU kernel"):
+        MyRankNet().grad_hess(to_device(s), y, sizes)
+    with pytest.raises(NotImplementedError, match="MyRankNet"):  # inside a sum too, before any launch
+        (StructuredDCG() + 2.0 * MyRankNet()).grad_hess(to_device(s), y, sizes)
+
+
+@needs_gpu
+def test_data_goes_to_the_device_once_and_a_changed_label_is_noticed():
+    s, y, sizes, _ = data(25)
+    obj = RankNet(sigma=1.7)
+    obj.grad_hess(to_device(s), y, sizes)
+    prep = devices._LAST[obj][3]
+    uploaded = prep.device_data
+    obj.grad_hess(to_device(s), y.copy(), list(sizes))
+    assert devices._LAST[obj][3] is prep and prep.device_data is uploaded
+    y[2] = y[2] + 1.0  # the same array, changed in place
+    g, _ = assert_gpu_equals_cpu(obj, s, y, sizes)
+    assert devices._LAST[obj][3] is not prep
+    np.testing.assert_allclose(obj.grad_hess(to_device(s), y, sizes)[0].copy_to_host(), g, rtol=1e-12)
+
+
+@needs_gpu
+def test_prepared_form_writes_given_device_outputs():
+    from numba import cuda
+
+    s, y, sizes, _ = data(26)
+    obj = LambdaRank(k=3)
+    prep = obj.prepare(y, sizes)
+    out_g = cuda.to_device(np.full(s.size, 7.0))
+    out_h = cuda.device_array(s.size, dtype=np.float64)
+    g, h = obj.grad_hess_prepared(to_device(s), prep, out_g, out_h)
+    assert g is out_g and h is out_h
+    np.testing.assert_allclose(g.copy_to_host(), obj.grad_hess_prepared(s, prep)[0], rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="out_grad must be a float64 device array"):
+        obj.grad_hess_prepared(to_device(s), prep, cuda.device_array(3), out_h)
+
+
+@needs_gpu
+def test_device_scores_of_the_wrong_shape_or_dtype_are_refused():
+    s, y, sizes, _ = data(27)
+    with pytest.raises(ValueError, match="shape"):
+        RankNet().grad_hess(to_device(s[:-1]), y, sizes)
+    with pytest.raises(TypeError, match="real numbers"):
+        RankNet().grad_hess(to_device(s.astype(np.complex128)), y, sizes)
+
+
+@needs_gpu
+def test_bad_labels_are_refused_as_on_the_cpu():
+    s, y, sizes, _ = data(28)
+    y[0] = -1.0
+    with pytest.raises(ValueError, match="non-negative"):
+        RankNet().grad_hess(to_device(s), y, sizes)
+
+
+_FAKE_DEVICE_ARRAY = """
+import numpy as np
+class Fake:  # what CuPy or PyTorch hands over: only the interface
+    __cuda_array_interface__ = {"shape": (3,), "typestr": "<f8", "data": (0, False), "version": 3}
+"""
+
+
+def test_without_a_driver_device_scores_raise_naming_the_driver():
+    out = run_isolated(_FAKE_DEVICE_ARRAY + """
+import os, ctypes.util
+if ctypes.util.find_library("cuda"):
+    print("HAS-DRIVER")
+else:
+    import customobj
+    from customobj._cuda_runtime import GPUUnavailableError
+    try:
+        customobj.RankNet().grad_hess(Fake(), np.array([1.0, 0.0, 2.0]), [3])
+    except GPUUnavailableError as exc:
+        print("ERR", exc)
+""".replace("import os,", "import os; os.environ['NUMBA_ENABLE_CUDASIM'] = '0'; import"))
+    if "HAS-DRIVER" in out:
+        pytest.skip("this machine has NVIDIA's driver: the no-driver error cannot be shown here")
+    assert "ERR RankNet.grad_hess with scores on the GPU needs a CUDA GPU" in out
+    assert "driver" in out
+
+
+def test_without_numba_cuda_device_scores_raise_naming_the_package():
+    out = run_isolated(_FAKE_DEVICE_ARRAY + """
+import sys
+sys.modules["numba.cuda"] = None  # as if the numba-cuda package were not installed
+import customobj
+from customobj._cuda_runtime import GPUUnavailableError
+try:
+    customobj.RankNet().grad_hess(Fake(), np.array([1.0, 0.0, 2.0]), [3])
+except GPUUnavailableError as exc:
+    print("ERR", exc)
+""")
+    assert "ERR" in out and "customobj[cuda]" in out and "numba-cuda" in out
+
+
+_PTX_CHECK = """
+import types as pytypes
+from numba import cuda, types as T
+import numba.cuda.dispatcher as dispatcher
+# No GPU here: device functions ask the current device for its compute capability; type them for sm_80.
+dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))
+from customobj.objectives import _cuda_lambdarank as CL, _cuda_pairwise as CP, _cuda_pointwise as CW
+from customobj.objectives import _cuda_structured as CS
+f1, i1, f2, i2, b, i, f = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.int64[:, ::1], T.boolean, T.int64, T.float64
+# The argument types the seam (customobj/objectives/devices.py) and adapters/_cuda.py launch them with.
+SIGNATURES = [
+    (CL.rank_rows, (f1, i1, i1, i1, i1)),
+    (CL.setup_queries, (f1, i1, i1, f1, f1, f1, b, i, i, i, f, f2, i2)),
+    (CL.pair_rows, (i1, i1, i1, f1, f1, i, f, i, f2, i2)),
+    (CL.finish_queries, (i1, i, f, f2, i2, f2)),
+    (CL.write_rows, (i1, i1, i1, f2, i2, f2, f1, f1)),
+    (CP.label_pairs_rows, (f1, f1, i1, i1, i1, i1, i1, i1, f1, b, i, i, f, f, f, f1, f1)),
+    (CP.pair_list_rows, (f1, i1, i1, f1, f1, b, f1, b, i1, i1, i1, i, f, f, f1, f1)),
+    (CW.squared_error_rows, (f1, f1, f1, b, f1, f1)),
+    (CW.logistic_rows, (f1, f1, f1, b, f, f1, f1)),
+    (CW.squared_hinge_rows, (f1, f1, f1, b, f, f1, f1)),
+    (CW.mcrank_rows, (f2, f1, f1, b, f2, f2)),
+    (CW.to_float64, (T.float32[::1], f1, f, i1)),
+    (CW.to_float64, (i1, f1, f, i1)),
+    (CW.add_scaled, (f1, f1, f)),
+    (CW.fill, (f1, f)),
+    (CW.fill, (i1, i)),
+    (CW.to_float32, (f1, T.float32[::1], f, i1)),
+    (CS.ideal_rank_rows, (f1, f1, i1, i1, i1)),
+    (CS.structured_queries, (f1, f1, i1, i, f1, b, f, i1, f2, i2, f1, f1, i1)),
+]
+for kernel, sig in SIGNATURES:
+    cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
+print("COMPILED", len(SIGNATURES))
+"""
+
+
+def test_every_kernel_compiles_for_a_real_gpu():
+    # The simulator runs the kernels as Python; this types and compiles them as numba.cuda does for a
+    # GPU (NVVM, PTX for sm_80), which needs NVIDIA's NVVM library but no GPU.
+    probe = run_isolated("""
+import os
+os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+from numba import cuda
+def k(a):
+    a[0] = 1.0
+try:
+    cuda.compile_ptx(k, "void(float64[:])", cc=(8, 0))
+    print("NVVM")
+except Exception as exc:
+    print("NO-NVVM", type(exc).__name__)
+""")
+    if "NO-NVVM" in probe:
+        pytest.skip("NVIDIA's NVVM library is not installed (pip install nvidia-cuda-nvcc-cu12 to compile PTX)")
+    out = run_isolated("import os\nos.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n" + _PTX_CHECK, timeout=600)
+    assert "COMPILED 19" in out
+
+
+@needs_gpu
+def test_only_grad_hess_runs_on_the_gpu_and_the_rest_says_so():
+    s, y, sizes, _ = data(29)
+    obj = LambdaRank()
+    prep = obj.prepare(y, sizes)
+    for call in (lambda d: obj.loss(d, y, sizes), lambda d: obj.pair_couplings(d, y, sizes),
+                 lambda d: obj.grad_hess_couplings_prepared(d, prep)):
+        with pytest.raises(TypeError, match="scores is in GPU memory, where only Objective.grad_hess computes"):
+            call(to_device(s))
+
+
+@needs_gpu
+@pytest.mark.parametrize("obj", [RankNet(), LambdaRank(), SquaredError(), StructuredDCG(), customobj.QBRank()], ids=repr)
+def test_empty_data_gives_empty_device_arrays(obj):
+    g, h = obj.grad_hess(to_device(np.zeros(0)), np.zeros(0), [] if obj.needs_group else None)
+    assert g.copy_to_host().shape == (0,) and h.copy_to_host().shape == (0,)

@@ -1,0 +1,116 @@
+"""customobj.ole.backend: the grower's one seam to the kernels. A fit makes one backend and every
+tree's histograms, split searches and partitions go through it (same trees as before: the
+model-file and node-by-node grower tests); the criterion code is checked at the boundary, and a
+kernel's unknown-code flag becomes an error."""
+import numpy as np
+import pytest
+
+from customobj.ole import TreeBooster
+from customobj.ole.backend import CPUBackend
+from customobj.ole.binning import BinMapper
+from customobj.ole.common import SPLIT_SIZE, UNKNOWN_CODE, ChildSums, SplitInfo
+from customobj.ole.context import GrowContext
+from customobj.ole.splitting import find_best_split, split_gain
+
+from _ole_cases import QUIET, make_X, ranknet_setup, tree_dicts
+
+SEAM = ("row_sums", "row_hist", "pair_hist", "sum_couplings", "pair_buffers", "find_split", "split_gain",
+        "partition_rows", "partition_pairs")
+
+
+def _backend(criterion="ole", n=200, **kw):
+    X = make_X(3, n=n, n_features=5)
+    mapper = BinMapper.fit(X, 16)
+    params = TreeBooster(criterion=criterion, min_data_in_leaf=3, lambda_l2=0.5, **kw)._grow_params()
+    return CPUBackend(GrowContext(mapper.bins_feature_major(X), mapper), params), mapper
+
+
+@pytest.mark.parametrize("criterion", ["wse", "ole", "ole_fast"])
+def test_one_backend_per_fit_serves_every_kernel_call(criterion, monkeypatch):
+    import customobj.ole.training as training
+    X, y, group, obj, *_ = ranknet_setup(5)
+    kw = dict(criterion=criterion, num_leaves=6, n_estimators=3, min_data_in_leaf=4, **QUIET)
+    want = tree_dicts(TreeBooster(obj, **kw).fit(X, y, group))
+    made, calls = [], {}
+
+    class Counting(CPUBackend):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(self)
+
+    for name in SEAM + ("wse_gains",):
+        def counted(self, *args, _name=name, **kwargs):
+            calls[_name] = calls.get(_name, 0) + 1
+            return getattr(CPUBackend, _name)(self, *args, **kwargs)
+        setattr(Counting, name, counted)
+    monkeypatch.setattr(training, "CPUBackend", Counting)
+    assert tree_dicts(TreeBooster(obj, **kw).fit(X, y, group)) == want  # the seam changes nothing
+    assert len(made) == 1
+    uses_pairs = criterion != "wse"
+    for name in ("row_sums", "row_hist", "find_split", "partition_rows"):
+        assert calls[name] > 0, name
+    assert ("pair_hist" in calls) is uses_pairs and ("split_gain" in calls) is uses_pairs
+    assert ("wse_gains" in calls) is (criterion == "ole_fast")
+
+
+def test_the_criterion_code_is_checked_once_at_the_boundary():
+    backend, _ = _backend()
+    assert backend.score == 2 and type(backend.score) is int
+    params = TreeBooster()._grow_params()
+    bad = params._replace(criterion=params.criterion._replace(score=7))
+    with pytest.raises(ValueError, match="7 is not a valid SplitScore"):
+        CPUBackend(backend.ctx, bad)
+
+
+@pytest.mark.parametrize("use_pairs", [False, True])
+def test_find_split_is_the_kernels_result_read_by_name(use_pairs):
+    from customobj.ole.pairhist import build_pair_hist
+    from customobj.pairs import label_pairs
+    backend, mapper = _backend()
+    rng = np.random.default_rng(4)
+    grad, hess = rng.normal(size=200), rng.random(200) + 0.1
+    order = np.arange(200, dtype=np.int64)
+    hist = backend.row_hist(order, 0, 200, grad, hess, root=True)
+    pi, pj, _ = label_pairs(rng.integers(0, 3, 200).astype(float), [20] * 10)
+    pc = rng.random(pi.size) * 0.05
+    ph = build_pair_hist(backend.data.row_major, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins,
+                         mapper.n_slots) if use_pairs else np.zeros((1, 3))
+    G, H = backend.row_sums(order, grad, hess)
+    sums = ChildSums(G, H, 200.0, pc.sum() if use_pairs else 0.0)
+    mask = np.ones(5, dtype=np.bool_)
+    res = np.zeros(SPLIT_SIZE)
+    find_best_split(hist, ph, use_pairs, 2, mapper.n_bins, mapper.offsets, mask, *sums, 0.5, 3.0, 1e-3, res)
+    got = backend.find_split(hist, ph if use_pairs else None, mask, sums)
+    assert got == SplitInfo.from_array(res) and got.gain > 0
+    want = split_gain(2, *sums, *got.left, *got.right, 0.5)[1]
+    assert backend.split_gain(sums, got.left, got.right) == want == pytest.approx(got.gain, rel=1e-12)
+
+
+def test_a_kernels_unknown_code_flag_raises(monkeypatch):
+    import customobj.ole.backend as backend_module
+    backend, _ = _backend()
+    monkeypatch.setattr(backend_module, "split_gain", lambda *args: (UNKNOWN_CODE, 0.0))
+    s = ChildSums(1.0, 2.0, 3.0, 0.0)
+    with pytest.raises(ValueError, match="split_gain: unknown criterion code 2"):
+        backend.split_gain(s, s, s)
+    backend.score = 9  # as if the boundary had been skipped: the kernel itself flags it
+    with pytest.raises(ValueError, match="find_best_split: unknown criterion code 9"):
+        backend.find_split(np.zeros((backend.data.n_slots, 3)), None, np.ones(5, np.bool_), s)
+
+
+def test_partitions_go_through_the_backend():
+    backend, mapper = _backend(n=50)
+    split = SplitInfo(1.0, 2, 3, False, ChildSums(0, 0, 0, 0), ChildSums(0, 0, 0, 0))
+    order = np.arange(50, dtype=np.int64)
+    nl = backend.partition_rows(order, 0, 50, split, False)
+    col = backend.data.feature_major[2]
+    left = (col <= 3) & (col != mapper.n_bins[2])  # NaN goes right here
+    assert nl == left.sum()
+    np.testing.assert_array_equal(order, np.concatenate([np.flatnonzero(left), np.flatnonzero(~left)]))
+    pi, pj, pc = np.array([0, 1, 2], np.int32), np.array([3, 4, 5], np.int32), np.array([1.0, 2.0, 4.0])
+    dst = tuple(np.empty_like(a) for a in (pi, pj, pc))
+    n_left, n_right = backend.partition_pairs((pi, pj, pc), 0, 3, dst)
+    both = [(left[a] and left[b], not left[a] and not left[b]) for a, b in zip(pi, pj)]
+    assert (n_left, n_right) == (sum(b[0] for b in both), sum(b[1] for b in both))
+    cl, cr = backend.split_coupling_sums((pi, pj, pc), 0, 3)
+    assert cl == sum(c for c, b in zip(pc, both) if b[0]) and cr == sum(c for c, b in zip(pc, both) if b[1])
