@@ -105,12 +105,15 @@ def fuzz_objectives(n_examples: int) -> None:
             lambda: co.LambdaRank(k=k, sigma=p), lambda: co.LambdaRank(metric="err", truncation=k),
             lambda: co.LambdaRank(metric="map", norm=True), lambda: co.StructuredDCG(k=k if k else 3, hess=p),
             lambda: p * co.RankNet(), lambda: co.RankNet() + p * co.SquaredError(),
+            lambda: co.ListNet(), lambda: co.QuerySoftMax(beta=p), lambda: co.XENDCG(seed=k if k else 0),
+            lambda: co.XENDCG(convention="lightgbm"), lambda: co.QueryRMSE(), lambda: co.LambdaLoss(mu=p, sigma=p),
+            lambda: co.YetiRank(permutations=k if k else 2, decay=p),
         ]
         return makers[i]()
 
     @settings(max_examples=n_examples, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
-    @given(data(), st.integers(0, 14), params, st.one_of(st.none(), st.sampled_from(HUGE_INTS)))
+    @given(data(), st.integers(0, 21), params, st.one_of(st.none(), st.sampled_from(HUGE_INTS)))
     def prop(d, i, p, k):
         s, y, group, weight = d
         try:

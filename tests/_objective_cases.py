@@ -28,11 +28,17 @@ def listwise_objectives():
             co.LambdaRank(metric="mrr", k=3), co.StructuredDCG()]
 
 
+def peer_objectives():
+    """The peers' losses (issue 25), one of each with non-default options where they have some."""
+    return [co.ListNet(), co.QuerySoftMax(beta=2.0), co.XENDCG(seed=3), co.XENDCG(convention="lightgbm"),
+            co.QueryRMSE(), co.LambdaLoss(weighting="ndcg1"), co.LambdaLoss(mu=3.0), co.YetiRank(permutations=3)]
+
+
 def ranking_objectives():
     return [co.RankNet(sigma=100.0), co.RankSVM(margin=100.0), co.MPBoost(), co.MPBoost(ddf="ldd", alpha=100.0),
             co.MPBoost(ddf="logdd", lam=100.0), co.MPBoost(ddf="logitdd", beta=100.0), co.QBRank(),
             co.QBRank(hessian="upper_bound", margin=5.0), co.QBRank(pairs=[[0, 1], [7, 30]], label_pairs=True),
-            co.SquaredError() + co.RankNet(), 0.5 * co.RankSVM()] + listwise_objectives()
+            co.SquaredError() + co.RankNet(), 0.5 * co.RankSVM()] + listwise_objectives() + peer_objectives()
 
 
 def random_queries(rng, n_queries=6, max_size=9, max_label=3, tie_scores=False):

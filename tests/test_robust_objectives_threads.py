@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import customobj as co
-from _objective_cases import listwise_objectives
+from _objective_cases import listwise_objectives, peer_objectives
 
 
 def _with_threads(n, fn):
@@ -20,7 +20,8 @@ def _with_threads(n, fn):
 
 
 @pytest.mark.parametrize("obj", [co.RankNet(), co.RankSVM(), co.MPBoost(ddf="logdd"), co.QBRank(),
-                                 co.SquaredError() + co.RankNet()] + listwise_objectives(), ids=repr)
+                                 co.SquaredError() + co.RankNet()] + listwise_objectives() + peer_objectives(),
+                         ids=repr)
 def test_bit_identical_across_thread_counts(obj, two_threads):
     rng = np.random.default_rng(4)
     sizes = rng.integers(1, 60, 40)

@@ -1,0 +1,67 @@
+"""Numba kernels of LambdaLoss's pair weights (Wang, Li, Golbandi, Bendersky, Najork 2018, sec. 4-5).
+
+With 0-based positions ``r`` by current score and ``D(r) = 1/log2(2 + r)`` (``_dcg_kernels``), the
+weight of a label pair ``y_i > y_j`` (gains ``G = 2^y - 1``, divided by the query's ideal DCG):
+
+- ``NDCG1``:   ``G_i D(r_i)``                                   (NDCG-Loss1)
+- ``NDCG2``:   ``|G_i - G_j| delta_ij``                          (NDCG-Loss2)
+- ``NDCG2PP``: ``|G_i - G_j| (|D(r_i) - D(r_j)| + mu delta_ij)``  (NDCG-Loss2++)
+
+with ``delta_ij = D(|r_i - r_j| - 1) - D(|r_i - r_j|)``, the paper's
+``|1/D_{|i-j|} - 1/D_{|i-j|+1}|`` in 1-based ranks.
+"""
+import numpy as np
+from numba import njit, prange
+
+from .._dcg_kernels import discount_table, ideal_dcg_query, position_discount
+
+NDCG1 = 0
+NDCG2 = 1
+NDCG2PP = 2
+
+
+@njit(cache=True, parallel=True)
+def score_positions(scores, ptr, out_pos):
+    """0-based position of each row in its query sorted by score descending (ties: row order)."""
+    for q in prange(ptr.size - 1):
+        lo = ptr[q]
+        hi = ptr[q + 1]
+        order = np.argsort(-scores[lo:hi], kind="mergesort")
+        for r in range(hi - lo):
+            out_pos[lo + order[r]] = r
+
+
+@njit(cache=True)
+def inverse_ideal_dcg(row_gain, ptr):
+    """``1 / IDCG`` of each query's rows (0 where IDCG is 0: such queries contribute nothing)."""
+    out = np.zeros(row_gain.size)
+    n_max = 1
+    for q in range(ptr.size - 1):
+        n_max = max(n_max, ptr[q + 1] - ptr[q])
+    disc = discount_table(n_max, n_max)
+    for q in range(ptr.size - 1):
+        idcg = ideal_dcg_query(row_gain, ptr[q], ptr[q + 1], disc, ptr[q + 1] - ptr[q])
+        if idcg > 0.0:
+            for t in range(ptr[q], ptr[q + 1]):
+                out[t] = 1.0 / idcg
+    return out
+
+
+@njit(cache=True, parallel=True)
+def lambdaloss_pair_weights(pi, pj, pos, row_gain, inv_idcg, mode, mu, out_w):
+    """Weight of every pair ``(pi[k], pj[k])`` (``y_i > y_j``) under the weighting ``mode``."""
+    if mode != NDCG1 and mode != NDCG2 and mode != NDCG2PP:
+        raise ValueError("lambdaloss_pair_weights: unknown weighting")
+    for k in prange(pi.size):
+        i = pi[k]
+        j = pj[k]
+        if mode == NDCG1:
+            out_w[k] = row_gain[i] * position_discount(pos[i]) * inv_idcg[i]
+            continue
+        gap = abs(pos[i] - pos[j])
+        delta = position_discount(gap - 1) - position_discount(gap)
+        g = abs(row_gain[i] - row_gain[j]) * inv_idcg[i]
+        if mode == NDCG2:
+            out_w[k] = g * delta
+        else:
+            out_w[k] = g * (abs(position_discount(pos[i]) - position_discount(pos[j])) + mu * delta)

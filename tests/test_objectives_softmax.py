@@ -1,0 +1,150 @@
+"""ListNet and QuerySoftMax (customobj/objectives/softmax.py) through their kernels
+customobj/objectives/_query_kernels.py: slow NumPy references (ListNet as rax's ``softmax_loss``
+defines it), finite differences, the exact coupled hessian, weights, degenerate queries, extreme
+scores, bad options, and a short LightGBM / XGBoost / TreeBooster training run."""
+import numpy as np
+import pytest
+
+from _peer_cases import LABELS, SIZES, check_derivatives, scores, training_improves
+
+from customobj import ListNet, QuerySoftMax, Sum
+from customobj._validation import MAX_PAIRS
+
+
+def _log_softmax(z):
+    z = z - z.max()
+    return z - np.log(np.exp(z).sum())
+
+
+def listnet_reference(s, y, sizes, weight=None):
+    """rax's ``softmax_loss`` per list, ``-sum (y / sum y) log_softmax(s)``, times the mean row weight;
+    lists without a positive label masked out. Returns (loss, grad, hess) from the textbook formulas."""
+    loss, grad, hess = 0.0, np.zeros(s.size), np.zeros(s.size)
+    w = np.ones(s.size) if weight is None else np.asarray(weight, float)
+    lo = 0
+    for n in sizes:
+        hi = lo + n
+        yq = y[lo:hi]
+        if n >= 2 and yq.sum() > 0:
+            t = yq / yq.sum()
+            wq = w[lo:hi].mean()
+            lp = _log_softmax(s[lo:hi])
+            p = np.exp(lp)
+            loss += wq * -(t * lp).sum()
+            grad[lo:hi] = wq * (p - t)
+            hess[lo:hi] = wq * p * (1 - p)
+        lo = hi
+    return loss, grad, hess
+
+
+def querysoftmax_reference(s, y, sizes, beta, weight=None):
+    """CatBoost's definition, term by term: ``-sum_{y_i > 0} w_i y_i log(w_i e^{beta s_i} / sum_j w_j e^{beta s_j})``."""
+    w = np.ones(s.size) if weight is None else np.asarray(weight, float)
+    loss, grad, hess = 0.0, np.zeros(s.size), np.zeros(s.size)
+    lo = 0
+    for n in sizes:
+        hi = lo + n
+        if n >= 2:
+            e = w[lo:hi] * np.exp(beta * (s[lo:hi] - s[lo:hi].max()))
+            p = e / e.sum()
+            m = np.where(y[lo:hi] > 0, w[lo:hi] * y[lo:hi], 0.0)
+            for t in range(n):
+                if m[t] > 0:
+                    loss -= m[t] * np.log(p[t])
+            grad[lo:hi] = beta * (m.sum() * p - m)
+            hess[lo:hi] = beta ** 2 * m.sum() * p * (1 - p)
+        lo = hi
+    return loss, grad, hess
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_listnet_matches_reference_and_finite_differences(weighted):
+    s = scores(1)
+    w = np.linspace(0.5, 2.0, s.size) if weighted else None
+    ref_loss, ref_g, ref_h = listnet_reference(s, LABELS, SIZES, w)
+    g, h = check_derivatives(ListNet(), s, weight=w)
+    np.testing.assert_allclose(ListNet().loss(s, LABELS, SIZES, w), ref_loss, rtol=1e-12)
+    np.testing.assert_allclose(g, ref_g, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(h, ref_h, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("beta", [0.5, 1.0, 3.0])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_querysoftmax_matches_reference_and_finite_differences(beta, weighted):
+    s = scores(2)
+    w = np.linspace(2.0, 0.5, s.size) if weighted else None
+    obj = QuerySoftMax(beta=beta)
+    ref_loss, ref_g, ref_h = querysoftmax_reference(s, LABELS, SIZES, beta, w)
+    g, h = check_derivatives(obj, s, weight=w)
+    np.testing.assert_allclose(obj.loss(s, LABELS, SIZES, w), ref_loss, rtol=1e-12)
+    np.testing.assert_allclose(g, ref_g, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(h, ref_h, rtol=1e-10, atol=1e-14)
+
+
+def test_listnet_is_querysoftmax_on_normalised_labels():
+    s = scores(3)
+    lo = np.concatenate([[0], np.cumsum(SIZES)])
+    y = LABELS.copy()
+    for a, b in zip(lo[:-1], lo[1:]):
+        if y[a:b].sum() > 0:
+            y[a:b] /= y[a:b].sum()
+    for part in (0, 1):
+        np.testing.assert_allclose(ListNet().grad_hess(s, LABELS, SIZES)[part],
+                                   QuerySoftMax().grad_hess(s, y, SIZES)[part], rtol=1e-12, atol=1e-15)
+
+
+def test_degenerate_queries_contribute_nothing():
+    # one row; all labels 0 (ListNet, QuerySoftMax); equal labels still pull towards uniform p.
+    for obj in (ListNet(), QuerySoftMax()):
+        g, h = obj.grad_hess([3.0], [2.0], [1])
+        assert g.tolist() == [0.0] and h.tolist() == [0.0] and obj.loss([3.0], [2.0], [1]) == 0.0
+        g, h = obj.grad_hess([1.0, -1.0, 0.5], [0.0, 0.0, 0.0], [3])
+        assert not g.any() and not h.any() and obj.loss([1.0, -1.0, 0.5], [0.0, 0.0, 0.0], [3]) == 0.0
+        assert obj.pair_couplings([1.0, -1.0, 0.5], [0.0, 0.0, 0.0], [3])[0].size == 0
+        g, _ = obj.grad_hess([0.0, 0.0], [1.0, 1.0], [2])
+        assert not g.any()  # equal scores already give the target distribution
+    # a zero-weight row leaves QuerySoftMax's softmax (and its target)
+    g, _ = QuerySoftMax().grad_hess([5.0, 0.0, 0.0], [2.0, 1.0, 0.0], [3], weight=[0.0, 1.0, 1.0])
+    assert g[0] == 0.0 and g[1] < 0 < g[2]
+
+
+def test_extreme_scores_stay_finite():
+    s = np.array([1e100, -1e100, 0.0, 1e100])
+    y = np.array([0.0, 2.0, 1.0, 0.0])
+    for obj in (ListNet(), QuerySoftMax(beta=1e20)):
+        g, h = obj.grad_hess(s, y, [4])
+        assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h >= 0)
+        assert np.isfinite(obj.loss(s, y, [4]))
+        assert np.all(np.isfinite(obj.pair_couplings(s, y, [4])[2]))
+
+
+def test_composes_and_couplings_count_pairs():
+    s = scores(4)
+    obj = ListNet() + 0.5 * QuerySoftMax(beta=2.0)
+    assert isinstance(obj, Sum) and obj.pairwise
+    i, j, c = obj.pair_couplings(s, LABELS, SIZES)
+    # every pair of the queries with a positive label: 4, 5 and 3 rows (twice, once per part)
+    assert i.size == 2 * (6 + 10 + 3) and np.all(i < j)
+    check_derivatives(obj, s)
+
+
+def test_bad_options_and_pair_budget(monkeypatch):
+    with pytest.raises(ValueError, match="beta"):
+        QuerySoftMax(beta=0.0)
+    with pytest.raises(TypeError, match="beta"):
+        QuerySoftMax(beta="1")
+    with pytest.raises(TypeError):
+        ListNet(beta=2.0)
+    with pytest.raises(ValueError, match="group"):
+        ListNet().grad_hess([0.0, 1.0], [1.0, 0.0])
+    import customobj._validation as V
+    monkeypatch.setattr(V, "MAX_PAIRS", 5)
+    with pytest.raises(ValueError, match="ListNet couplings"):
+        ListNet().pair_couplings(scores(), LABELS, SIZES)
+    assert MAX_PAIRS > 5
+
+
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost", "ole"])
+@pytest.mark.parametrize("obj", [ListNet(), QuerySoftMax()], ids=repr)
+def test_training_improves_ranking(obj, library):
+    training_improves(obj, library)
