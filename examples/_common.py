@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
 import os
@@ -26,6 +27,7 @@ if str(REPO) not in sys.path:  # run as `python examples/x.py` from anywhere, wi
 from customobj import adapters  # noqa: E402  (before lightgbm / xgboost: sets the OpenMP wait policy)
 import customobj as co  # noqa: E402
 from customobj.data import load_letor_folds  # noqa: E402
+from customobj._io import atomic_write_bytes, replace_files  # noqa: E402
 from customobj.compare.trainers import Split as _BaseSplit  # noqa: E402
 
 __all__ = [
@@ -340,12 +342,13 @@ def emit_table(args, name, rows, columns, *, title, digits=4, note=None):
         lines.append(note)
     text = "\n".join(lines)
     print(text + "\n", flush=True)
-    (args.out / f"{name}.txt").write_text(text + "\n")
-    with open(args.out / f"{name}.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: ("" if r.get(c) is None else r.get(c)) for c in columns})
+    table = io.StringIO(newline="")
+    w = csv.DictWriter(table, fieldnames=columns, extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({c: ("" if r.get(c) is None else r.get(c)) for c in columns})
+    # the .txt and .csv of a table are one change: both replaced, or (a failed write) neither
+    replace_files(args.out, {f"{name}.txt": (text + "\n").encode(), f"{name}.csv": table.getvalue().encode()})
     return text
 
 
@@ -372,7 +375,9 @@ def save_figure(fig, args, name):
 
     path = args.out / f"{name}.png"
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
     plt.close(fig)
+    atomic_write_bytes(path, png.getvalue())
     print(f"saved {path}", flush=True)
     return path

@@ -101,3 +101,38 @@ def test_missing_folder_and_folder_target(tmp_path: Path) -> None:
 def test_docstring_example_runs() -> None:
     failures, tried = doctest.testmod(_io, raise_on_error=False, verbose=False)
     assert tried > 0 and failures == 0
+
+
+# --- replace_files: a multi-file result, all of it or nothing -------------------------------------
+def test_replace_files_writes_replaces_and_removes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    _io.replace_files(out, {"a": b"1", "b": b"2"})
+    assert sorted(p.name for p in out.iterdir()) == ["a", "b"]
+    (out / "keep.txt").write_text("user's")
+    _io.replace_files(out, {"a": b"3"}, remove=["b", "missing"])
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == {"a": b"3", "keep.txt": b"user's"}
+
+
+def test_replace_files_puts_every_file_back_when_a_move_fails(tmp_path: Path, monkeypatch) -> None:
+    out = tmp_path / "run"
+    _io.replace_files(out, {"a": b"old a", "b": b"old b", "c": b"old c"})
+    real, calls = os.replace, []
+
+    def second_move_fails(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")
+        real(src, dst)
+
+    monkeypatch.setattr(_io.os, "replace", second_move_fails)
+    with pytest.raises(OSError, match="Input/output error"):
+        _io.replace_files(out, {"a": b"new", "b": b"new", "new": b"new"}, remove=["c"])
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == {"a": b"old a", "b": b"old b", "c": b"old c"}
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "sub/x", "/abs"])
+def test_replace_files_refuses_a_name_that_is_not_a_plain_file_name(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError, match="contents: .* is not a plain file name"):
+        _io.replace_files(tmp_path, {name: b"x"})
+    assert list(tmp_path.iterdir()) == []
