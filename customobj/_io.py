@@ -10,16 +10,66 @@ A result made of several files (``customobj compare``'s folder, a benchmark's ou
 :func:`replace_files`: every file is first written whole into a hidden staging folder, and only
 when all of them are on disk are they moved in, so a failure while writing (a full disk, a file-size
 limit) leaves every previous file as it was, never a folder that mixes two runs.
+
+Every file customobj reads by path goes through :func:`read_regular_file`, which refuses anything
+but a regular file: a FIFO would block the reader forever, a link to ``/dev/zero`` would be read
+until memory runs out.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 from typing import IO, Any, Iterable, Iterator, Mapping
 
-__all__ = ["atomic_open", "atomic_write_text", "atomic_write_bytes", "replace_files"]
+__all__ = ["atomic_open", "atomic_write_text", "atomic_write_bytes", "replace_files", "read_regular_file"]
+
+
+def read_regular_file(path: str | os.PathLike, *, reader: str) -> bytes:
+    """The whole content of ``path``, which must be a regular file (a link to one is fine).
+
+    The file is opened without blocking (a FIFO with no writer would block a plain ``open``) and
+    checked on the open descriptor, so a file swapped for a pipe between a check and the open is
+    caught as well.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to read.
+    reader : str
+        What reads it (``"load_letor"``, ``"TreeBooster.load"``), named in the error.
+
+    Raises
+    ------
+    ValueError
+        ``path`` is a folder, a device, a pipe or a socket (or a link to one).
+    FileNotFoundError
+        No such file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from customobj._io import read_regular_file
+    >>> folder = tempfile.mkdtemp()
+    >>> read_regular_file(folder, reader="the example")
+    Traceback (most recent call last):
+    ...
+    ValueError: ...: not a regular file (a folder, device or pipe); the example reads files
+    """
+    source = os.fspath(path)
+    fd = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{source}: not a regular file (a folder, device or pipe); {reader} reads files")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1  # closed by the file object from here on
+            return fh.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def _fsync_dir(folder: str) -> None:

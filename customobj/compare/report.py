@@ -10,6 +10,8 @@ import warnings
 
 import numpy as np
 
+from .._io import read_regular_file
+
 __all__ = [
     "TEST_METRICS",
     "evaluate",
@@ -240,9 +242,8 @@ def json_text(payload: dict) -> str:
 def read_results(path: str | os.PathLike) -> dict:
     """Read a results.json back, checking its schema and version (``ValueError`` naming the file)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except json.JSONDecodeError as exc:
+        doc = json.loads(read_regular_file(path, reader="read_results").decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
         raise ValueError(f"{path}: not a customobj compare results file (schema must be {RESULTS_SCHEMA!r})")
