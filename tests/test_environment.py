@@ -20,7 +20,8 @@ def test_environment_info_reports_versions_threads_and_cpus(monkeypatch):
     monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
     monkeypatch.setenv("CUSTOMOBJ_NOT_A_THREAD_VARIABLE", "x")
     info = environment_info()
-    assert set(info) == {"python", "platform", "packages", "numba", "cpu_count", "cpus_usable", "thread_env"}
+    assert set(info) == {"python", "platform", "packages", "numba", "kernel_cache", "cpu_count", "cpus_usable",
+                         "thread_env"}
     assert info["packages"]["customobj"] == customobj.__version__
     assert info["packages"]["numba"] == numba.__version__
     for name in ("numpy", "lightgbm", "xgboost", "scipy", "scikit-learn"):
@@ -50,3 +51,10 @@ def test_a_broken_threading_layer_is_reported_not_raised(monkeypatch):
 
     monkeypatch.setattr(_environment, "_tiny_parallel_sum", broken)
     assert environment_info()["numba"]["threading_layer"] == "unavailable (RuntimeError: no layer)"
+
+
+def test_the_report_names_the_kernel_cache_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("CUSTOMOBJ_CACHE_DIR", str(tmp_path / "kernels"))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    assert environment_info()["kernel_cache"] == {"folder": str(tmp_path / "kernels"), "writable": True,
+                                                  "numba_cache_dir": str(tmp_path / "numba")}
