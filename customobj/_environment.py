@@ -19,8 +19,9 @@ from ._version import __version__
 
 __all__ = ["environment_info"]
 
-_PACKAGES = ["customobj", "numpy", "numba", "lightgbm", "xgboost", "scipy", "scikit-learn"]
-_OPTIONAL_PACKAGES = ["catboost", "dask", "distributed", "pandas"]
+_PACKAGES = ["customobj", "numpy", "numba", "lightgbm", "scipy", "scikit-learn"]
+#: Shown when installed (the extras, customobj/_extras.py); xgboost-cpu is the CPU build of xgboost.
+_OPTIONAL_PACKAGES = ["xgboost", "xgboost-cpu", "optuna", "matplotlib", "catboost", "dask", "distributed", "pandas"]
 _THREAD_ENV_PREFIXES = ("OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "NUMBA_", "TBB_")
 
 

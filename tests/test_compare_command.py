@@ -216,3 +216,33 @@ def test_missing_catboost_is_a_clear_error(monkeypatch, tmp_path, capsys):
     code = cli_main(["compare", "--methods", "lgb:lambdarank,cb:YetiRank", "--out", str(tmp_path), "--quiet"])
     assert code == 2 and not any(tmp_path.iterdir())
     assert "cb:YetiRank needs CatBoost, an optional extra: pip install 'customobj[catboost]'" in capsys.readouterr().err
+
+
+# --- a core install: no XGBoost, Optuna or matplotlib -----------------------------------------------
+def _without(monkeypatch, *modules):
+    from customobj import _extras
+
+    real = _extras.available
+    monkeypatch.setattr(command, "available", lambda m: m not in modules and real(m))
+
+
+def test_default_methods_without_xgboost_run_the_others_and_say_so(monkeypatch, tmp_path, capsys):
+    _without(monkeypatch, "xgboost", "matplotlib")
+    out = tmp_path / "o"
+    assert cli_main(["compare", *[a for a in TINY if a != "--quiet"], "--folds", "1", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("note: XGBoost is not installed") == 1 and "pip install 'customobj[xgboost]'" in err
+    assert err.count("note: matplotlib is not installed") == 1 and "customobj[plot]" in err
+    methods = read_results(out / "results.json")["methods"]
+    assert methods and not any(m.startswith("xgb:") for m in methods)
+    assert len(methods) == len([m for m in command.split_methods(command.DEFAULT_METHODS) if not m.startswith("xgb:")])
+    assert not (out / "curves.png").exists()
+
+
+def test_an_xgb_method_or_tune_without_its_extra_is_a_usage_error(monkeypatch, tmp_path, capsys):
+    _without(monkeypatch, "xgboost", "optuna")
+    assert cli_main(["compare", "--methods", "lgb:lambdarank,xgb:rank:ndcg", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "xgb:rank:ndcg needs XGBoost, an optional extra: pip install 'customobj[xgboost]'" in capsys.readouterr().err
+    assert cli_main(["compare", "--methods", "lgb:lambdarank", "--tune", "3", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "--tune needs Optuna, an optional extra: pip install 'customobj[tune]'" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())

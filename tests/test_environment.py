@@ -24,7 +24,7 @@ def test_environment_info_reports_versions_threads_and_cpus(monkeypatch):
                          "thread_env"}
     assert info["packages"]["customobj"] == customobj.__version__
     assert info["packages"]["numba"] == numba.__version__
-    for name in ("numpy", "lightgbm", "xgboost", "scipy", "scikit-learn"):
+    for name in ("numpy", "lightgbm", "xgboost", "optuna", "matplotlib", "scipy", "scikit-learn"):
         assert name in info["packages"]
     assert info["numba"]["num_threads"] == numba.config.NUMBA_NUM_THREADS
     assert info["numba"]["threading_layer"] in info["numba"]["available_layers"]
@@ -38,9 +38,10 @@ def test_a_missing_optional_package_is_left_out_and_a_required_one_named(monkeyp
     from customobj import _environment
 
     real = _environment._version_of
-    monkeypatch.setattr(_environment, "_version_of", lambda d: None if d in ("catboost", "xgboost") else real(d))
+    monkeypatch.setattr(_environment, "_version_of", lambda d: None if d in ("catboost", "xgboost", "lightgbm") else real(d))
     packages = environment_info()["packages"]
-    assert "catboost" not in packages and packages["xgboost"] == "not installed"
+    assert "catboost" not in packages and "xgboost" not in packages  # extras: shown when installed
+    assert packages["lightgbm"] == "not installed"
 
 
 def test_a_broken_threading_layer_is_reported_not_raised(monkeypatch):

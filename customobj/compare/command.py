@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .._cli_errors import RunError, UsageError, one_line, stderr_held
+from .._extras import available, install_hint
 from . import output, report, runner
 from .ensemble import member_specs
 from .methods import build_objective, parse_method, parse_methods, split_methods, valid_names_help
@@ -252,7 +253,9 @@ def _check_methods(args):
         raise _method_error(exc) from None
     for s in member_specs(specs):  # an ensemble's members are checked as single methods
         if s.backend == "cb" and not catboost_available():
-            raise UsageError(f"{s.label} needs CatBoost, an optional extra: pip install 'customobj[catboost]'")
+            raise UsageError(f"{s.label} needs CatBoost, an optional extra: {install_hint('catboost')}")
+        if s.backend == "xgb" and not available("xgboost"):
+            raise UsageError(f"{s.label} needs XGBoost, an optional extra: {install_hint('xgboost')}")
         if not s.native:
             try:
                 build_objective(s)  # bad options fail now, not after an hour of training
@@ -316,9 +319,25 @@ def _progress(total, quiet):
     return tqdm(total=total, file=sys.stderr, disable=quiet, unit="run", dynamic_ncols=True, leave=False)
 
 
+def _optional_parts(args, note):
+    """What a core install (no extras) leaves out, said once each on stderr: the default method set
+    without XGBoost's methods, curves.png without matplotlib; ``--tune`` without Optuna is an error."""
+    if args.tune and not available("optuna"):
+        raise UsageError(f"--tune needs Optuna, an optional extra: {install_hint('optuna')}")
+    if args.methods == DEFAULT_METHODS and not available("xgboost"):
+        args.methods = ",".join(m for m in split_methods(DEFAULT_METHODS) if not m.startswith("xgb:"))
+        note(f"note: XGBoost is not installed, so the default methods leave out its xgb: methods "
+             f"({install_hint('xgboost')} adds them)")
+    if not args.no_plot and not available("matplotlib"):
+        args.no_plot = True
+        note(f"note: matplotlib is not installed, so curves.png is not drawn ({install_hint('matplotlib')} "
+             "adds it; --no-plot silences this note)")
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the comparison described by parsed ``args``; returns 0 (errors are raised, see the module doc)."""
     say = (lambda *a: None) if args.quiet else print
+    _optional_parts(args, (lambda *a: None) if args.quiet else (lambda text: print(text, file=sys.stderr)))
     # adapters sets OMP_WAIT_POLICY=passive unless the user chose one; it must be imported before
     # lightgbm/xgboost load OpenMP, or spinning threads slow the Python objectives on a busy machine.
     from customobj import adapters  # noqa: F401
