@@ -40,7 +40,8 @@ def configure_threads():
         os.environ.setdefault(key, value)
     if late and not user_set:
         warnings.warn(
-            f"{' and '.join(late)} was imported before customobj.adapters, so its OpenMP runtime already read "
+            f"{' and '.join(late)} {'were' if len(late) > 1 else 'was'} imported before customobj.adapters, so "
+            f"{'their OpenMP runtimes' if len(late) > 1 else 'its OpenMP runtime'} already read "
             "OMP_WAIT_POLICY; spinning threads may slow custom objectives on few cores. Import "
             "customobj.adapters first, or set OMP_WAIT_POLICY=passive in the environment.",
             RuntimeWarning,

@@ -213,6 +213,15 @@ def test_without_routing_score_says_how_to_route_qid(data):
         search.fit(X, y, groups=qid, qid=qid)  # legacy mode: qid reaches fit only
 
 
+def test_grid_search_with_group_sizes_points_at_qid(data):
+    """group= (query sizes) is passed whole to every CV split: the error says to pass qid= instead."""
+    X, y, group, qid = data
+    search = GridSearchCV(TreeBooster(**SMALL), {"num_leaves": [2]}, cv=GroupKFold(3), error_score="raise")
+    with pytest.raises(ValueError, match=r"group sizes sum to \d+ but data has \d+ rows\. Under cross-validation "
+                                         r"\(GridSearchCV, cross_val_score\).* pass qid= \(one query id per row\)"):
+        search.fit(X, y, groups=qid, group=group)
+
+
 def test_routing_refuses_a_qid_that_score_did_not_request(data):
     from sklearn.exceptions import UnsetMetadataPassedError
     X, y, _, qid = data

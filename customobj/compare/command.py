@@ -96,9 +96,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     data.add_argument("--test", metavar="FILE", help="test file (reported metrics)")
     data.add_argument("--folds", type=_folds, metavar="LIST",
                       help=f"folds to run, e.g. 1,2 (default: every fold of --letor; {SYNTHETIC_FOLDS} for synthetic)")
-    data.add_argument("--synthetic-queries", type=_positive_int, default=SYNTHETIC_QUERIES, metavar="N",
+    # default None: given with --letor / --train they are an error, not silently ignored
+    data.add_argument("--synthetic-queries", type=_positive_int, metavar="N",
                       help=f"queries of the synthetic data (default {SYNTHETIC_QUERIES})")
-    data.add_argument("--synthetic-docs", type=_positive_int, default=SYNTHETIC_DOCS, metavar="N",
+    data.add_argument("--synthetic-docs", type=_positive_int, metavar="N",
                       help=f"documents per synthetic query (default {SYNTHETIC_DOCS})")
     m = parser.add_argument_group("methods and training")
     m.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
@@ -114,8 +115,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     m.add_argument("--jobs", type=_jobs, default=2, help="training threads (default 2)")
     m.add_argument("--tune", type=_trials, default=0, metavar="N",
                    help="N trials of hyperparameter search (seeded Optuna TPE) per method and fold on the "
-                        "validation part, the same budget for every method; search spaces in docs/compare.md "
-                        "(default 0: no tuning, the fixed settings above)")
+                        "validation part, the same budget for every method; it searches leaves (depth for "
+                        "CatBoost), learning rate, minimum data per leaf, L2, feature fraction and the "
+                        "objective's own sigma, truncation or lam, and records the chosen values and each "
+                        "trial's score in results.json (default 0: no tuning, the fixed settings above)")
     m.add_argument("--seeds", type=_seeds, default=1, metavar="K",
                    help="train each method and fold with K seeds (--seed, --seed+1, ...) and report the mean, "
                         "with the seed spread beside the fold spread (default 1)")
@@ -134,6 +137,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def _synthetic_folds(args, folds):
     from ..data import synthetic
 
+    if args.synthetic_queries is None:
+        args.synthetic_queries = SYNTHETIC_QUERIES
+    if args.synthetic_docs is None:
+        args.synthetic_docs = SYNTHETIC_DOCS
     bad = [f for f in folds if f > N_PARTS]
     if bad:
         raise UsageError(f"--folds: the synthetic data has folds 1..{N_PARTS}, got {bad}")
@@ -192,6 +199,21 @@ def _read_file(option, path, load):
         raise UsageError(f"{option} {text}") from None
 
 
+def _refuse_a_single_fold(root):
+    """``--letor`` pointed at one fold's folder (train/vali/test files, no Fold<k>): say the options that read it."""
+    from ..data import _split_file
+
+    if any(p.is_dir() and p.name.startswith("Fold") for p in root.iterdir()):
+        return
+    found = {name: _split_file(root, name) for name in ("train", "vali", "test")}
+    if found["train"] is None:
+        return
+    args = " ".join(f"{opt} {found[name] or root / (name + '.txt')}"
+                    for opt, name in (("--train", "train"), ("--valid", "vali"), ("--test", "test")))
+    raise UsageError(f"--letor {root} holds one fold's files itself, not Fold<k> subfolders: run that fold with "
+                     f"{args} (or give --letor the folder above it)")
+
+
 def _load_folds(args):
     """[(fold, train, valid, test)] as checked Splits, and a one-line description of the data."""
     from ..data import load_letor, load_letor_folds
@@ -199,6 +221,13 @@ def _load_folds(args):
     files = [args.train, args.valid, args.test]
     if args.letor and any(files):
         raise UsageError("give either --letor DIR or --train/--valid/--test FILE, not both")
+    synthetic_only = [name for name, v in (("--synthetic-queries", args.synthetic_queries),
+                                           ("--synthetic-docs", args.synthetic_docs)) if v is not None]
+    if synthetic_only and (args.letor or any(files)):
+        verb = "is" if len(synthetic_only) == 1 else "are"
+        raise UsageError(f"{' and '.join(synthetic_only)} {verb} for the built-in synthetic data, not for "
+                         f"{'--letor' if args.letor else '--train/--valid/--test'}: drop {'it' if verb == 'is' else 'them'}, "
+                         "or drop the data option")
     if any(files):
         names = ("--train", "--valid", "--test")
         if not all(files):
@@ -218,6 +247,7 @@ def _load_folds(args):
         root = Path(args.letor)
         if not root.is_dir():
             raise UsageError(f"--letor: no such directory: {root}")
+        _refuse_a_single_fold(root)
         try:
             folds = load_letor_folds(root, args.folds)
         except (ValueError, TypeError, OSError) as exc:
