@@ -199,6 +199,17 @@ def _read_file(option, path, load):
         raise UsageError(f"{option} {text}") from None
 
 
+def _refuse_synthetic_sizes(args, data_option):
+    """--synthetic-queries / --synthetic-docs given with real data: an error, not silently ignored
+    (checked after the data paths, so a wrong path is named first)."""
+    given = [name for name, v in (("--synthetic-queries", args.synthetic_queries),
+                                  ("--synthetic-docs", args.synthetic_docs)) if v is not None]
+    if given:
+        verb, pronoun = ("is", "it") if len(given) == 1 else ("are", "them")
+        raise UsageError(f"{' and '.join(given)} {verb} for the built-in synthetic data, not for {data_option}: "
+                         f"drop {pronoun}, or drop the data option")
+
+
 def _refuse_a_single_fold(root):
     """``--letor`` pointed at one fold's folder (train/vali/test files, no Fold<k>): say the options that read it."""
     from ..data import _split_file
@@ -221,13 +232,6 @@ def _load_folds(args):
     files = [args.train, args.valid, args.test]
     if args.letor and any(files):
         raise UsageError("give either --letor DIR or --train/--valid/--test FILE, not both")
-    synthetic_only = [name for name, v in (("--synthetic-queries", args.synthetic_queries),
-                                           ("--synthetic-docs", args.synthetic_docs)) if v is not None]
-    if synthetic_only and (args.letor or any(files)):
-        verb = "is" if len(synthetic_only) == 1 else "are"
-        raise UsageError(f"{' and '.join(synthetic_only)} {verb} for the built-in synthetic data, not for "
-                         f"{'--letor' if args.letor else '--train/--valid/--test'}: drop {'it' if verb == 'is' else 'them'}, "
-                         "or drop the data option")
     if any(files):
         names = ("--train", "--valid", "--test")
         if not all(files):
@@ -240,6 +244,7 @@ def _load_folds(args):
                 raise UsageError(f"{n}: no such file: {f}")
             if not Path(f).is_file():
                 raise UsageError(f"{n} {f}: not a file")
+        _refuse_synthetic_sizes(args, "--train/--valid/--test")
         splits = [_check_split(_read_file(n, f, load_letor), f"{n} {f}") for n, f in zip(names, files)]
         width = max(s.X.shape[1] for s in splits)
         return [(1, *(_pad(s, width) for s in splits))], f"files {args.train}, {args.valid}, {args.test}"
@@ -248,6 +253,7 @@ def _load_folds(args):
         if not root.is_dir():
             raise UsageError(f"--letor: no such directory: {root}")
         _refuse_a_single_fold(root)
+        _refuse_synthetic_sizes(args, "--letor")
         try:
             folds = load_letor_folds(root, args.folds)
         except (ValueError, TypeError, OSError) as exc:
