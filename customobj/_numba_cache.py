@@ -157,7 +157,7 @@ def _compile_notice() -> Any:
                 return  # NUMBA_CACHE_DIR's or read-only: the warning already said it
             _STATE["noted"] = True
             print(f"customobj: compiling numba kernels on first use ({COLD_START_NOTE}; once: later "
-                  f"runs load them from {locator.get_cache_path()})", file=sys.stderr, flush=True)
+                  f"runs load them from {cache_root()})", file=sys.stderr, flush=True)
 
         def on_end(self, ev: Any) -> None:
             pass

@@ -33,7 +33,8 @@ from customobj.compare.trainers import Split as _BaseSplit  # noqa: E402
 __all__ = [
     "REPO", "Split", "Fold", "make_parser", "parse", "iter_folds", "progress", "lgb_params", "train_lightgbm",
     "train_xgboost", "staged_lightgbm", "staged_xgboost", "staged_ole", "curve", "metric_row",
-    "linear_primal", "linear_ranksvm", "best_round", "emit_table", "mean_rows", "save_figure", "Timer",
+    "linear_primal", "linear_ranksvm", "best_round", "emit_table", "mean_rows", "save_figure", "draw_curves",
+    "legend_below", "data_title", "Timer",
 ]
 
 
@@ -370,13 +371,52 @@ def new_figure(nrows, ncols, *, width=5.2, height=3.8):
     return fig, axes
 
 
+#: Curves closer than this fraction of a panel's value range draw on top of each other (a line is
+#: about 0.3% of a 4-inch panel): they are drawn once, labelled with every name ("A = B").
+OVERLAP = 0.004
+
+
+def draw_curves(ax, curves):
+    """Plot ``[(x, y, label, style dict)]`` so that no curve hides under another: a curve that
+    overlaps an earlier one everywhere is drawn once, its legend entry naming both."""
+    curves = [(np.asarray(x, float), np.asarray(y, float), label, style) for x, y, label, style in curves]
+    finite = [y[np.isfinite(y)] for _, y, _, _ in curves]
+    values = np.concatenate(finite) if finite else np.zeros(0)
+    tol = OVERLAP * (float(values.max() - values.min()) if values.size else 0.0)
+    drawn = []
+    for x, y, label, style in curves:
+        for d in drawn:
+            if d[0].shape == x.shape and np.array_equal(d[0], x) and np.all(np.abs(d[1] - y) <= tol):
+                d[2].append(label)
+                break
+        else:
+            drawn.append((x, y, [label], style))
+    for x, y, labels, style in drawn:
+        ax.plot(x, y, label=" = ".join(labels), **style)
+
+
+def legend_below(ax, *, ncol=2):
+    """The legend under the panel, outside the plot area: it never covers a curve."""
+    ax.legend(fontsize=7, ncol=ncol, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False,
+              handlelength=3.5)
+
+
+def data_title(fig, args, what):
+    """The figure's title: what it shows, on which data and folds."""
+    folds = ",".join(map(str, args.fold_list))
+    data = ", ".join(d.upper() if d in ("mq2008", "mq2007") else d.capitalize().replace("Ohsumed", "OHSUMED")
+                     for d in args.dataset_list)
+    fig.suptitle(f"{what} (LETOR {data}, fold{'s' if len(args.fold_list) > 1 else ''} {folds}, test set)",
+                 fontsize=10)
+
+
 def save_figure(fig, args, name):
     import matplotlib.pyplot as plt
 
     path = args.out / f"{name}.png"
     fig.tight_layout()
     png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=110)
+    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")  # keeps the legends below the panels
     plt.close(fig)
     atomic_write_bytes(path, png.getvalue())
     print(f"saved {path}", flush=True)
