@@ -85,9 +85,15 @@ def require(module: str, purpose: str) -> ModuleType:
 
     Examples
     --------
+    >>> import sys
     >>> from customobj._extras import require
-    >>> require("dask", "the Dask adapter").__name__
-    'dask'
+    >>> hidden = sys.modules.pop("optuna", None); sys.modules["optuna"] = None  # as if not installed
+    >>> try:
+    ...     require("optuna", "customobj compare --tune")
+    ... except ImportError as exc:
+    ...     print(exc)
+    customobj compare --tune needs optuna, which is not installed: pip install 'customobj[tune]'
+    >>> _ = sys.modules.pop("optuna"); sys.modules.update({"optuna": hidden} if hidden else {})
     """
     try:
         return importlib.import_module(module)
