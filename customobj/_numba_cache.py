@@ -142,6 +142,11 @@ def cache_status() -> dict:
     return {"folder": root, "writable": writable, "numba_cache_dir": os.environ.get("NUMBA_CACHE_DIR") or None}
 
 
+def silence_compile_notice() -> None:
+    """No compile notice in this process (a test runner: the notice would join captured stderr)."""
+    _STATE["noted"] = True
+
+
 def _compile_notice() -> Any:
     """A numba event listener: one line on stderr at the first compile of a customobj kernel whose
     cache can be written (a cold cache); silent when kernels load from the cache."""

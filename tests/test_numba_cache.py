@@ -243,3 +243,9 @@ def test_cache_status_names_the_folder_and_whether_it_can_be_written(monkeypatch
     (tmp_path / "f").write_text("x")
     monkeypatch.setenv(_numba_cache.CACHE_ENV, str(tmp_path / "f" / "k"))
     assert _numba_cache.cache_status()["writable"] is False
+
+
+def test_the_notice_can_be_silenced_in_a_process(tmp_path: Path) -> None:
+    proc = _run("from customobj import _numba_cache; _numba_cache.silence_compile_notice()\n" + SCRIPT,
+                {"CUSTOMOBJ_CACHE_DIR": str(tmp_path / "cold")}, tmp_path)
+    assert proc.stderr == ""
