@@ -376,9 +376,16 @@ def new_figure(nrows, ncols, *, width=5.2, height=3.8):
 OVERLAP = 0.004
 
 
+def _overlap(a, b, tol):
+    """Points of curve ``a`` within ``tol`` of curve ``b`` at the same x."""
+    common, ia, ib = np.intersect1d(a[0], b[0], return_indices=True)
+    return int(np.count_nonzero(np.abs(a[1][ia] - b[1][ib]) <= tol)) if common.size else 0
+
+
 def draw_curves(ax, curves):
     """Plot ``[(x, y, label, style dict)]`` so that no curve hides under another: a curve that
-    overlaps an earlier one everywhere is drawn once, its legend entry naming both."""
+    overlaps an earlier one everywhere is drawn once, its legend entry naming both; one that
+    overlaps it over part of its length is drawn over a wide, pale copy of the earlier one."""
     curves = [(np.asarray(x, float), np.asarray(y, float), label, style) for x, y, label, style in curves]
     finite = [y[np.isfinite(y)] for _, y, _, _ in curves]
     values = np.concatenate(finite) if finite else np.zeros(0)
@@ -390,7 +397,10 @@ def draw_curves(ax, curves):
                 d[2].append(label)
                 break
         else:
-            drawn.append((x, y, [label], style))
+            drawn.append((x, y, [label], dict(style)))
+    for i, under in enumerate(drawn):
+        if any(_overlap(under, over, tol) >= 2 for over in drawn[i + 1:]):
+            under[3].update(lw=3.5 * under[3].get("lw", 1.2), alpha=0.45, zorder=1)
     for x, y, labels, style in drawn:
         ax.plot(x, y, label=" = ".join(labels), **style)
 

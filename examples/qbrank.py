@@ -110,7 +110,7 @@ def plot(args, table, curves):
                              for r in table if r["dataset"] == d and r["line_search"] != "off"])
         ax_p.set(title=f"{d}: precision at K% (line search on)", xlabel="K (% of pairs, by |score difference|)",
                  ylabel="fraction of pairs ordered correctly")
-        C.legend_below(ax_p)
+        C.legend_below(ax_p, ncol=1)
         lines = []
         for (dd, m, h, ls), cs in curves.items():
             if dd != d or ls == "off":  # line search off: see the table
@@ -120,7 +120,7 @@ def plot(args, table, curves):
                           dict(ls=dashes[h], color=colors[(m, h)], lw=1.1)))
         C.draw_curves(ax_c, lines)
         ax_c.set(title=f"{d}: test DCG@5 against rounds (line search on)", xlabel="rounds (trees)", ylabel="DCG@5")
-        C.legend_below(ax_c)
+        C.legend_below(ax_c, ncol=1)
     C.data_title(fig, args, "QBRank vs GBT and a linear RankSVM")
     C.save_figure(fig, args, "qbrank")
 

@@ -112,8 +112,8 @@ def test_mpboost(data_dir, tmp_path, figures):
     check_figure(figures[-1], "MQ2008")
     for ax in figures[-1].axes:  # a stumps entry never looks like the trees entry of its DDF
         looks = legend_looks(ax)
-        stumps = {lab.split(",")[0]: v for lab, v in looks.items() if "stumps" in lab and "=" not in lab}
-        trees = {lab.split(",")[0]: v for lab, v in looks.items() if "trees" in lab and "=" not in lab}
+        stumps = {lab.split()[0]: v for lab, v in looks.items() if "stumps" in lab and "=" not in lab}
+        trees = {lab.split()[0]: v for lab, v in looks.items() if "trees" in lab and "=" not in lab}
         assert all(stumps[d] != trees[d] for d in stumps.keys() & trees.keys()), looks
     rows = read_csv(tmp_path / "mpboost_table.csv")
     assert [(r["learner"], r["ddf"]) for r in rows] == [
@@ -244,4 +244,10 @@ def test_draw_curves_names_both_of_two_curves_that_would_hide_each_other():
     _common.draw_curves(ax, [([1, 2, 3], [0.1, 0.5, 0.9], "a", {}), ([1, 2, 3], [0.1, 0.5, 0.9 + 1e-6], "b", {}),
                              ([1, 2, 3], [0.2, 0.4, 0.8], "c", {})])
     assert [ln.get_label() for ln in ax.get_lines()] == ["a = b", "c"]
+    fig2, ax2 = plt.subplots()  # equal over part of their length: the earlier one drawn wide and pale beneath
+    _common.draw_curves(ax2, [([1, 2, 3, 4], [0.1, 0.2, 0.3, 0.4], "a", {"lw": 1.0}),
+                              ([1, 2, 3, 4], [0.1, 0.2, 0.3, 0.9], "b", {"lw": 1.0})])
+    under, over = ax2.get_lines()
+    assert under.get_linewidth() > 2 * over.get_linewidth() and under.get_zorder() < over.get_zorder()
     plt.close(fig)
+    plt.close(fig2)
