@@ -42,7 +42,7 @@ from typing import Any, Callable
 #: Environment variable naming the folder for customobj's compiled kernels.
 CACHE_ENV = "CUSTOMOBJ_CACHE_DIR"
 #: What a cold start costs, printed with the compile notice (the figures of README's "Installing").
-COLD_START_NOTE = ("about 20 s for the first objective or metric, a minute or two for a first "
+COLD_START_NOTE = ("tens of seconds for a first objective, a minute or two for a first "
                    "`customobj compare`")
 
 
