@@ -93,7 +93,7 @@ def package_stamp() -> tuple:
     return _PACKAGE_STAMP
 
 
-def _locator_base() -> tuple[type, type, type]:
+def _locator_base() -> tuple[Any, Any, Any]:
     from numba.core import caching
 
     # numba >= 0.60 made the locator classes public; 0.59 still has the underscored names.
@@ -102,7 +102,7 @@ def _locator_base() -> tuple[type, type, type]:
     return base, impl, caching.FunctionCache
 
 
-def _is_ours(py_func: Callable[..., Any]) -> bool:
+def _is_ours(py_func: Any) -> bool:
     module = getattr(py_func, "__module__", "") or ""
     return module == "customobj" or module.startswith("customobj.")
 
@@ -158,7 +158,7 @@ def _compile_notice() -> Any:
             if _STATE["noted"] or disp is None or not _is_ours(getattr(disp, "py_func", None)):
                 return
             locator = getattr(getattr(getattr(disp, "_cache", None), "_impl", None), "locator", None)
-            if not getattr(locator, "_customobj", False) or locator.read_only:
+            if locator is None or not getattr(locator, "_customobj", False) or locator.read_only:
                 return  # NUMBA_CACHE_DIR's or read-only: the warning already said it
             _STATE["noted"] = True
             print(f"customobj: compiling numba kernels on first use ({COLD_START_NOTE}; once: later "
