@@ -35,7 +35,7 @@ def configure_threads():
         return
     _done = True
     user_set = "OMP_WAIT_POLICY" in os.environ
-    late = [m for m in ("lightgbm", "xgboost") if m in sys.modules]
+    late = [m for m in ("lightgbm", "xgboost") if sys.modules.get(m) is not None]  # None: blocked, not loaded
     for key, value in THREAD_ENV.items():
         os.environ.setdefault(key, value)
     if late and not user_set:
