@@ -53,7 +53,7 @@ def read_regular_file(path: str | os.PathLike, *, reader: str) -> bytes:
     >>> import os, tempfile
     >>> from customobj._io import read_regular_file
     >>> folder = tempfile.mkdtemp()
-    >>> read_regular_file(folder, reader="the example")
+    >>> read_regular_file(folder, reader="the example")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     ValueError: ...: not a regular file (a folder, device or pipe); the example reads files
