@@ -120,9 +120,27 @@ def query_ptr(qid_or_group, n_rows, kind="auto"):
     return np.concatenate(([0], np.cumsum(sizes))).astype(np.int64), False
 
 
+#: Most partitions a repartitioning accepts: each is a Dask task (and a LightGBM / XGBoost worker
+#: shard), and a million of them is already far past what a scheduler handles well; a larger count
+#: is a typo, refused before numpy tries to allocate the cut points.
+MAX_PARTITIONS = 1_000_000
+
+
+def check_npartitions(npartitions, name="npartitions"):
+    """``npartitions`` as an int in ``[1, MAX_PARTITIONS]``, or ValueError/TypeError naming it."""
+    if isinstance(npartitions, bool) or not isinstance(npartitions, (int, np.integer)):
+        raise TypeError(f"{name} must be a positive integer, got {type(npartitions).__name__} {npartitions!r}")
+    if not 1 <= npartitions <= MAX_PARTITIONS:
+        raise ValueError(f"{name} must be an integer in [1, {MAX_PARTITIONS}] (partitions of whole queries; "
+                         f"a Dask task each), got {npartitions!r}")
+    return int(npartitions)
+
+
 def _row_chunks(ptr, npartitions):
     """Row chunk sizes cutting at the query boundaries nearest to equal-size targets."""
     n = int(ptr[-1])
+    # past one partition per row every query boundary is already a cut: more only adds cut points
+    npartitions = max(1, min(npartitions, n))
     targets = np.linspace(0, n, npartitions + 1)[1:-1]
     cut = np.searchsorted(ptr, targets)  # first boundary >= target
     lower = ptr[np.maximum(cut - 1, 0)]
@@ -202,6 +220,7 @@ def scatter_by_query(client, X, y, qid_or_group, npartitions, *, weight=None, ki
     """Like :func:`repartition_by_query` followed by :func:`place_partitions` for numpy inputs,
     without putting the whole arrays into the task graph: each partition's slices are scattered
     straight to their worker."""
+    npartitions = check_npartitions(npartitions)
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be two-dimensional (rows x features), got {X.ndim} dimension(s)")
@@ -209,7 +228,7 @@ def scatter_by_query(client, X, y, qid_or_group, npartitions, *, weight=None, ki
     weight = None if weight is None else _to_numpy_1d(weight, "weight")
     _check_rows(X, {"y": y, "weight": weight})
     ptr, _ = query_ptr(qid_or_group, X.shape[0], kind)
-    row_chunks = _row_chunks(ptr, int(npartitions))
+    row_chunks = _row_chunks(ptr, npartitions)
     codes, sizes, per_part = _layout(ptr, row_chunks)
     workers = _workers(client, workers)
     rb = np.concatenate(([0], np.cumsum(row_chunks)))
@@ -247,14 +266,13 @@ def repartition_by_query(X, y, qid_or_group, npartitions, *, weight=None, kind="
     are as even as whole queries allow (fewer than ``npartitions`` if there are fewer queries).
     Returns :class:`QueryPartitions`.
     """
-    if isinstance(npartitions, bool) or not isinstance(npartitions, (int, np.integer)) or npartitions < 1:
-        raise ValueError(f"npartitions must be a positive integer, got {npartitions!r}")
+    npartitions = check_npartitions(npartitions)
     X = _as_dask_array(X, "X", two_d=True)
     y = _as_dask_array(y, "y", two_d=False)
     weight = _as_dask_array(weight, "weight", two_d=False)
     _check_rows(X, {"y": y, "weight": weight})
     ptr, _ = query_ptr(qid_or_group, X.shape[0], kind)
-    return _assemble(X, y, weight, ptr, _row_chunks(ptr, int(npartitions)))
+    return _assemble(X, y, weight, ptr, _row_chunks(ptr, npartitions))
 
 
 def query_partitions(X, y, qid_or_group, *, weight=None, kind="auto"):

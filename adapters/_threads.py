@@ -35,12 +35,13 @@ def configure_threads() -> None:
         return
     _done = True
     user_set = "OMP_WAIT_POLICY" in os.environ
-    late = [m for m in ("lightgbm", "xgboost") if m in sys.modules]
+    late = [m for m in ("lightgbm", "xgboost") if sys.modules.get(m) is not None]  # None: blocked, not loaded
     for key, value in THREAD_ENV.items():
         os.environ.setdefault(key, value)
     if late and not user_set:
         warnings.warn(
-            f"{' and '.join(late)} was imported before customobj.adapters, so its OpenMP runtime already read "
+            f"{' and '.join(late)} {'were' if len(late) > 1 else 'was'} imported before customobj.adapters, so "
+            f"{'their OpenMP runtimes' if len(late) > 1 else 'its OpenMP runtime'} already read "
             "OMP_WAIT_POLICY; spinning threads may slow custom objectives on few cores. Import "
             "customobj.adapters first, or set OMP_WAIT_POLICY=passive in the environment.",
             RuntimeWarning,

@@ -43,7 +43,12 @@ Checked on xgboost 3.2, lightgbm 4.7, dask/distributed 2026.8. Notes:
 """
 from __future__ import annotations
 
+from customobj._extras import require
+
 from . import configure_threads
+
+require("dask", "customobj.adapters.dask")  # an extra: say which, not a bare ModuleNotFoundError later
+require("distributed", "customobj.adapters.dask")
 from ._dask_partition import (
     QueryPartitions,
     _is_dask,

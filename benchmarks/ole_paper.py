@@ -281,11 +281,10 @@ def format_table(rows: List[dict], header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_figure(runs: List[dict], path: str, title: str) -> None:
+def render_figure(runs: List[dict], title: str) -> bytes:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from customobj._io import atomic_write_bytes
 
     base = {r["leaves"]: r for r in runs if r["criterion"] == BASELINE}
     colors = dict(zip(sorted({r["leaves"] for r in runs}), ["tab:blue", "tab:red", "tab:green", "tab:purple"] * 8))
@@ -313,7 +312,7 @@ def write_figure(runs: List[dict], path: str, title: str) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    return buf.getvalue()
 
 
 def _strict(value: Any) -> Any:
@@ -329,26 +328,30 @@ def _strict(value: Any) -> Any:
 
 def write_outputs(runs: List[dict], args: argparse.Namespace, sizes: dict, started: float) -> str:
     """Rewrite every output from the runs finished so far; returns the table text."""
-    from customobj._io import atomic_open, atomic_write_text
+    from customobj._io import replace_files
 
     rows = table_rows(runs)
     header = (f"{sizes['queries']} queries ({sizes['train']}/{sizes['valid']}/{sizes['test']} train/valid/test), "
               f"{sizes['rows']:,} rows x {args.features} features; LambdaMART (LambdaRank NDCG), breadth-first, "
               f"learning rate {args.learning_rate}, {args.rounds} rounds, {args.threads} threads, seed {args.seed}")
     text = format_table(rows, header)
-    with atomic_open(os.path.join(args.out, "curves.csv"), newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["leaves", "criterion", "round", "valid_ndcg10", "test_ndcg10", "tree_wall_s", "tree_cpu_s"])
-        for r in runs:
-            for i, vals in enumerate(zip(r["valid_ndcg"], r["test_ndcg"], r["wall"], r["cpu"]), start=1):
-                w.writerow([r["leaves"], r["criterion"], i, *(repr(float(v)) for v in vals)])
+    curves = io.StringIO(newline="")
+    w = csv.writer(curves)
+    w.writerow(["leaves", "criterion", "round", "valid_ndcg10", "test_ndcg10", "tree_wall_s", "tree_cpu_s"])
+    for r in runs:
+        for i, vals in enumerate(zip(r["valid_ndcg"], r["test_ndcg"], r["wall"], r["cpu"]), start=1):
+            w.writerow([r["leaves"], r["criterion"], i, *(repr(float(v)) for v in vals)])
     doc = {"schema": "customobj.ole_paper/1", "args": {k: v for k, v in vars(args).items()}, "data": sizes,
            "elapsed_s": time.perf_counter() - started, "load_avg": os.getloadavg(), "table": rows,
            "curves": [{k: (list(map(float, v)) if isinstance(v, (list, np.ndarray)) else v) for k, v in r.items()}
                       for r in runs]}
-    atomic_write_text(os.path.join(args.out, "results.json"), json.dumps(_strict(doc), indent=1, allow_nan=False) + "\n")
-    atomic_write_text(os.path.join(args.out, "table.txt"), text)
-    write_figure(runs, os.path.join(args.out, "ole_paper.png"), header)
+    # one change: a failure while writing leaves the previous outputs whole, never a mix of two updates
+    replace_files(args.out, {
+        "curves.csv": curves.getvalue().encode(),
+        "results.json": (json.dumps(_strict(doc), indent=1, allow_nan=False) + "\n").encode(),
+        "table.txt": text.encode(),
+        "ole_paper.png": render_figure(runs, header),
+    })
     return text
 
 

@@ -1,4 +1,5 @@
-"""The environment report of ``customobj info``: versions, numba threading, CPUs and thread variables.
+"""The environment report of ``customobj info``: versions, numba threading, the kernel cache folder,
+CPUs and thread variables.
 
 Kept apart from the command line (``customobj.cli`` parses arguments and reports errors, nothing
 else); the probe kernel here compiles only when ``customobj info`` runs.
@@ -13,12 +14,15 @@ from importlib import metadata
 import numpy as np
 from numba import njit, prange
 
+from ._numba_cache import cache_status
 from ._version import __version__
 
 __all__ = ["environment_info", "gpu_line"]
 
-_PACKAGES = ["customobj", "numpy", "numba", "lightgbm", "xgboost", "scipy", "scikit-learn"]
-_OPTIONAL_PACKAGES = ["catboost", "dask", "distributed", "pandas", "numba-cuda"]
+_PACKAGES = ["customobj", "numpy", "numba", "lightgbm", "scipy", "scikit-learn"]
+#: Shown when installed (the extras, customobj/_extras.py); xgboost-cpu is the CPU build of xgboost.
+_OPTIONAL_PACKAGES = ["xgboost", "xgboost-cpu", "optuna", "matplotlib", "catboost", "dask", "distributed", "pandas",
+                      "numba-cuda"]
 _THREAD_ENV_PREFIXES = ("OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "NUMBA_", "TBB_")
 
 
@@ -64,7 +68,8 @@ def _numba_threading():
 
 
 def environment_info() -> dict:
-    """Versions, numba threading and CPU/thread environment as a plain dict (what ``customobj info`` prints)."""
+    """Versions, numba threading, the kernel cache folder and CPU/thread environment as a plain dict
+    (what ``customobj info`` prints)."""
     packages = {name: _version_of(name) or "not installed" for name in _PACKAGES}
     for name in _OPTIONAL_PACKAGES:
         v = _version_of(name)
@@ -80,6 +85,7 @@ def environment_info() -> dict:
         "platform": platform.platform(),
         "packages": packages,
         "numba": _numba_threading(),
+        "kernel_cache": cache_status(),
         "cpu_count": os.cpu_count(),
         "cpus_usable": affinity,
         "thread_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_THREAD_ENV_PREFIXES)},

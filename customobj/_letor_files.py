@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import gzip
 import os
-import stat
 import zlib
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from . import _letor_parser as _p
+from ._io import read_regular_file
 
 _ERRORS = {
     _p.BAD_LABEL: "the label is not a number",
@@ -51,10 +51,7 @@ SHORT_LINE = 32
 
 def read_bytes(path: str) -> bytes:
     """The file's text as bytes: gzip is detected from the content, other binary formats refused."""
-    if not stat.S_ISREG(os.stat(path).st_mode):  # before open: a FIFO blocks there, /dev/zero never ends
-        raise ValueError(f"{path}: not a regular file (a folder, device or pipe); load_letor reads files")
-    with open(path, "rb") as fh:
-        raw = fh.read()
+    raw = read_regular_file(path, reader="load_letor")  # a FIFO would block, /dev/zero never end
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)

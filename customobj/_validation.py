@@ -154,13 +154,17 @@ def as_1d_float(x: Any, name: str, *, n: Optional[int] = None, finite: bool = Tr
     return arr
 
 
+#: Why scores beyond ``max_abs`` are refused, for scores the training produced.
+DIVERGED_HINT = " (margins this large mean the model diverged: lower the learning rate)"
+
+
 def as_scores(scores: Any, n: Optional[int] = None, *, allow_2d: bool = False, name: str = "scores",
-              max_abs: Optional[float] = None) -> np.ndarray:
+              max_abs: Optional[float] = None, hint: str = DIVERGED_HINT) -> np.ndarray:
     """Scores (raw margins): finite real numbers (booleans are refused) as float64; with
-    ``max_abs``, ``|scores| <= max_abs`` too."""
+    ``max_abs``, ``|scores| <= max_abs`` too (``hint`` ends the message of a refusal)."""
     s = as_1d_float(scores, name, n=n, allow_2d=allow_2d, allow_bool=False)
     if max_abs is not None:
-        _check_max_abs(s, name, max_abs, " (margins this large mean the model diverged: lower the learning rate)")
+        _check_max_abs(s, name, max_abs, hint)
     return s
 
 

@@ -37,7 +37,8 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def environment_info() -> dict:
-    """Versions, numba threading and CPU/thread environment as a plain dict (``customobj info``)."""
+    """Versions, numba threading, kernel cache folder and CPU/thread environment as a plain dict
+    (``customobj info``)."""
     from ._environment import environment_info as info
 
     return info()
@@ -55,6 +56,11 @@ def _print_info(info):
     print(f"  configured        {nb['configured_layer']}")
     print(f"  available         {', '.join(nb['available_layers']) or 'none'}")
     print(f"  NUMBA_NUM_THREADS {nb['num_threads']}")
+    cache = info["kernel_cache"]
+    print("kernel cache:")
+    print(f"  folder            {cache['folder']} ({'writable' if cache['writable'] else 'NOT writable: kernels compile in memory'})")
+    if cache["numba_cache_dir"]:
+        print(f"  NUMBA_CACHE_DIR   {cache['numba_cache_dir']} (takes precedence)")
     print(f"cpu_count {info['cpu_count']} (usable by this process: {info['cpus_usable']})")
     from ._environment import gpu_line
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
 import os
@@ -26,12 +27,14 @@ if str(REPO) not in sys.path:  # run as `python examples/x.py` from anywhere, wi
 from customobj import adapters  # noqa: E402  (before lightgbm / xgboost: sets the OpenMP wait policy)
 import customobj as co  # noqa: E402
 from customobj.data import load_letor_folds  # noqa: E402
+from customobj._io import atomic_write_bytes, replace_files  # noqa: E402
 from customobj.compare.trainers import Split as _BaseSplit  # noqa: E402
 
 __all__ = [
     "REPO", "Split", "Fold", "make_parser", "parse", "iter_folds", "progress", "lgb_params", "train_lightgbm",
     "train_xgboost", "staged_lightgbm", "staged_xgboost", "staged_ole", "curve", "metric_row",
-    "linear_primal", "linear_ranksvm", "best_round", "emit_table", "mean_rows", "save_figure", "Timer",
+    "linear_primal", "linear_ranksvm", "best_round", "emit_table", "mean_rows", "save_figure", "draw_curves",
+    "legend_below", "data_title", "Timer",
 ]
 
 
@@ -340,12 +343,13 @@ def emit_table(args, name, rows, columns, *, title, digits=4, note=None):
         lines.append(note)
     text = "\n".join(lines)
     print(text + "\n", flush=True)
-    (args.out / f"{name}.txt").write_text(text + "\n")
-    with open(args.out / f"{name}.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: ("" if r.get(c) is None else r.get(c)) for c in columns})
+    table = io.StringIO(newline="")
+    w = csv.DictWriter(table, fieldnames=columns, extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({c: ("" if r.get(c) is None else r.get(c)) for c in columns})
+    # the .txt and .csv of a table are one change: both replaced, or (a failed write) neither
+    replace_files(args.out, {f"{name}.txt": (text + "\n").encode(), f"{name}.csv": table.getvalue().encode()})
     return text
 
 
@@ -367,12 +371,63 @@ def new_figure(nrows, ncols, *, width=5.2, height=3.8):
     return fig, axes
 
 
+#: Curves closer than this fraction of a panel's value range draw on top of each other (a line is
+#: about 0.3% of a 4-inch panel): they are drawn once, labelled with every name ("A = B").
+OVERLAP = 0.004
+
+
+def _overlap(a, b, tol):
+    """Points of curve ``a`` within ``tol`` of curve ``b`` at the same x."""
+    common, ia, ib = np.intersect1d(a[0], b[0], return_indices=True)
+    return int(np.count_nonzero(np.abs(a[1][ia] - b[1][ib]) <= tol)) if common.size else 0
+
+
+def draw_curves(ax, curves):
+    """Plot ``[(x, y, label, style dict)]`` so that no curve hides under another: a curve that
+    overlaps an earlier one everywhere is drawn once, its legend entry naming both; one that
+    overlaps it over part of its length is drawn over a wide, pale copy of the earlier one."""
+    curves = [(np.asarray(x, float), np.asarray(y, float), label, style) for x, y, label, style in curves]
+    finite = [y[np.isfinite(y)] for _, y, _, _ in curves]
+    values = np.concatenate(finite) if finite else np.zeros(0)
+    tol = OVERLAP * (float(values.max() - values.min()) if values.size else 0.0)
+    drawn = []
+    for x, y, label, style in curves:
+        for d in drawn:
+            if d[0].shape == x.shape and np.array_equal(d[0], x) and np.all(np.abs(d[1] - y) <= tol):
+                d[2].append(label)
+                break
+        else:
+            drawn.append((x, y, [label], dict(style)))
+    for i, under in enumerate(drawn):
+        if any(_overlap(under, over, tol) >= 2 for over in drawn[i + 1:]):
+            under[3].update(lw=3.5 * under[3].get("lw", 1.2), alpha=0.45, zorder=1)
+    for x, y, labels, style in drawn:
+        ax.plot(x, y, label=" = ".join(labels), **style)
+
+
+def legend_below(ax, *, ncol=2):
+    """The legend under the panel, outside the plot area: it never covers a curve."""
+    ax.legend(fontsize=7, ncol=ncol, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False,
+              handlelength=3.5)
+
+
+def data_title(fig, args, what):
+    """The figure's title: what it shows, on which data and folds."""
+    folds = ",".join(map(str, args.fold_list))
+    data = ", ".join(d.upper() if d in ("mq2008", "mq2007") else d.capitalize().replace("Ohsumed", "OHSUMED")
+                     for d in args.dataset_list)
+    fig.suptitle(f"{what} (LETOR {data}, fold{'s' if len(args.fold_list) > 1 else ''} {folds}, test set)",
+                 fontsize=10)
+
+
 def save_figure(fig, args, name):
     import matplotlib.pyplot as plt
 
     path = args.out / f"{name}.png"
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")  # keeps the legends below the panels
     plt.close(fig)
+    atomic_write_bytes(path, png.getvalue())
     print(f"saved {path}", flush=True)
     return path

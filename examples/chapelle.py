@@ -173,25 +173,28 @@ def main(argv=None):
 
 def plot(args, curves, spam_table):
     datasets = list(dict.fromkeys(d for d, _, _ in curves))
-    fig, axes = C.new_figure(1, len(datasets) + 1)
+    fig, axes = C.new_figure(1, len(datasets) + 1, height=4.6)
     colors = {"regression": "tab:gray", "RankSVM (sq. hinge)": "tab:blue", "StructuredDCG@10": "tab:green",
               "LambdaRank": "tab:red"}
     for ax, d in zip(axes[0], datasets):
+        lines = []
         for (dd, lib, name), cs in curves.items():
             if dd == d:
                 c = np.mean(cs, axis=0)
-                ax.plot(np.arange(1, c.size + 1), c, "-" if lib == "lightgbm" else "--", color=colors[name],
-                        lw=1.2, label=f"{name} ({lib})")
+                lines.append((np.arange(1, c.size + 1), c, f"{name} ({lib})",
+                              dict(ls="-" if lib == "lightgbm" else "--", color=colors[name], lw=1.2)))
+        C.draw_curves(ax, lines)
         ax.set(title=f"{d}: test NDCG@10 against rounds", xlabel="rounds", ylabel="NDCG@10")
-        ax.legend(fontsize=7)
+        C.legend_below(ax)
     ax = axes[0, -1]
-    for model, style in (("linear", "o-"), ("trees", "s--")):
-        rs = [r for r in spam_table if r["model"] == model]
-        ax.plot([r["lambda"] for r in rs], [r["AUC"] for r in rs], style, label=f"{model}: AUC")
+    C.draw_curves(ax, [([r["lambda"] for r in spam_table if r["model"] == model],
+                        [r["AUC"] for r in spam_table if r["model"] == model], f"{model}: AUC",
+                        dict(ls=ls, marker=marker)) for model, ls, marker in (("linear", "-", "o"), ("trees", "--", "s"))])
     ax.set_xscale("symlog", linthresh=0.03)
-    ax.set(title="web spam: graph regulariser weight", xlabel="lambda (0 = squared hinge only)",
+    ax.set(title="web spam: graph regulariser weight (generated host graph)", xlabel="lambda (0 = squared hinge only)",
            ylabel="AUC on unlabelled hosts")
-    ax.legend(fontsize=8)
+    C.legend_below(ax)
+    C.data_title(fig, args, "Chapelle: RankSVM and structured DCG through both adapters")
     C.save_figure(fig, args, "chapelle")
 
 

@@ -89,22 +89,30 @@ def main(argv=None):
     return table
 
 
+#: Stumps and trees differ in line, marker and fill, so their legend entries never look alike.
+LEARNER_STYLE = {"stumps": dict(ls="-", marker="o"), "trees": dict(ls="--", marker="s", mfc="white")}
+
+
 def plot(args, table, curves):
-    fig, axes = C.new_figure(1, 2)
+    fig, axes = C.new_figure(1, 2, width=6.4, height=4.6)
     colors = {"BINARY": "tab:gray", "LDD": "tab:blue", "LOGDD": "tab:green", "LOGITDD": "tab:red"}
     ax = axes[0, 0]
-    for r in table:
-        ax.plot(KS, [r[f"@{k}"] for k in KS], "-" if r["learner"] == "stumps" else "--", marker="o", ms=3,
-                color=colors[r["ddf"]], label=f"{r['ddf']} ({r['learner']})")
+    C.draw_curves(ax, [(KS, [r[f"@{k}"] for k in KS], f"{r['ddf']} {r['learner']}",
+                        dict(color=colors[r["ddf"]], ms=4, lw=1.2, **LEARNER_STYLE[r["learner"]])) for r in table])
     ax.set(title="test NDCG@k (MPBoost's variant)", xlabel="k", ylabel="NDCG@k")
-    ax.legend(fontsize=7, ncol=2)
+    C.legend_below(ax)
     ax = axes[0, 1]
+    lines = []
     for (learner, ddf), cs in curves.items():
         c = np.mean(cs, axis=0)
-        ax.plot(np.arange(1, c.size + 1), c, "-" if learner == "stumps" else "--", color=colors[ddf],
-                label=f"{ddf} ({learner})", lw=1.2)
+        style = dict(LEARNER_STYLE[learner], markevery=max(1, c.size // 8))
+        lines.append((np.arange(1, c.size + 1), c, f"{ddf} {learner}",
+                      dict(color=colors[ddf], lw=1.2, ms=4, **style)))
+    C.draw_curves(ax, lines)
     ax.set(title="test NDCG@5 against rounds (overfitting)", xlabel="rounds", ylabel="NDCG@5")
-    ax.legend(fontsize=7, ncol=2)
+    C.legend_below(ax)
+    C.data_title(fig, args, "MPBoost's four DDFs as GentleBoost with stumps (OLE builder, 2 leaves) "
+                            "and with LightGBM trees")
     C.save_figure(fig, args, "mpboost")
 
 

@@ -96,29 +96,32 @@ def main(argv=None):
 
 def plot(args, table, curves):
     datasets = list(dict.fromkeys(r["dataset"] for r in table))
-    fig, axes = C.new_figure(len(datasets), 2)
+    fig, axes = C.new_figure(len(datasets), 2, height=4.6)
     colors = {("GBT", "-"): "tab:gray", ("QBRank P2", "exact"): "tab:blue", ("QBRank P2", "upper_bound"): "tab:cyan",
               ("QBRank P2+L1", "exact"): "tab:red", ("QBRank P2+L1", "upper_bound"): "tab:orange",
               ("RankSVM (linear)", "-"): "black"}
+    # the two hessian modes of a method often coincide: dashes on the second keep both visible,
+    # and draw_curves names both where one would hide the other
+    dashes = {"exact": "-", "upper_bound": "--", "-": "-"}
     for d, (ax_p, ax_c) in zip(datasets, axes):
-        for r in table:
-            if r["dataset"] != d or r["line_search"] == "off":
-                continue
-            label = r["method"] + ("" if r["hessian"] == "-" else f" ({r['hessian']})")
-            ax_p.plot(PERCENTS, [r[f"P@{k}%"] for k in PERCENTS], marker="o", ms=3,
-                      color=colors[(r["method"], r["hessian"])], label=label)
+        C.draw_curves(ax_p, [(PERCENTS, [r[f"P@{k}%"] for k in PERCENTS],
+                              r["method"] + ("" if r["hessian"] == "-" else f" ({r['hessian']})"),
+                              dict(marker="o", ms=3, ls=dashes[r["hessian"]], color=colors[(r["method"], r["hessian"])]))
+                             for r in table if r["dataset"] == d and r["line_search"] != "off"])
         ax_p.set(title=f"{d}: precision at K% (line search on)", xlabel="K (% of pairs, by |score difference|)",
                  ylabel="fraction of pairs ordered correctly")
-        ax_p.legend(fontsize=7)
+        C.legend_below(ax_p, ncol=1)
+        lines = []
         for (dd, m, h, ls), cs in curves.items():
             if dd != d or ls == "off":  # line search off: see the table
                 continue
             c = np.mean(cs, axis=0)
-            lab = m + ("" if h == "-" else f" ({h})")
-            ax_c.plot(np.arange(1, c.size + 1), c, "-" if ls == "on" else ":", color=colors[(m, h)], lw=1.1,
-                      label=lab)
+            lines.append((np.arange(1, c.size + 1), c, m + ("" if h == "-" else f" ({h})"),
+                          dict(ls=dashes[h], color=colors[(m, h)], lw=1.1)))
+        C.draw_curves(ax_c, lines)
         ax_c.set(title=f"{d}: test DCG@5 against rounds (line search on)", xlabel="rounds (trees)", ylabel="DCG@5")
-        ax_c.legend(fontsize=7, loc="lower right")
+        C.legend_below(ax_c, ncol=1)
+    C.data_title(fig, args, "QBRank vs GBT and a linear RankSVM")
     C.save_figure(fig, args, "qbrank")
 
 

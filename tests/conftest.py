@@ -30,6 +30,13 @@ if "NUMBA_ENABLE_CUDASIM" not in os.environ:
 
 REPO = Path(__file__).resolve().parent.parent
 
+from customobj import _numba_cache  # noqa: E402  (after NUMBA_NUM_THREADS: importing customobj loads numba)
+
+# The one-line "compiling numba kernels on first use" notice is for a user's first run; in the test
+# process it would land in whichever test compiles first and break that test's exact-stderr checks.
+# Its own tests run it in child processes (tests/test_numba_cache.py).
+_numba_cache.silence_compile_notice()
+
 
 @pytest.fixture
 def two_threads() -> int:

@@ -101,6 +101,31 @@ def test_bad_npartitions_and_shapes():
         ad.repartition_by_query(np.zeros((4, 2)), np.zeros(3), [4], 1)
 
 
+@pytest.mark.parametrize("npartitions", [10**12, 2**62, 2**63, np.int64(2**62)])
+def test_an_absurd_partition_count_is_refused_naming_npartitions(npartitions):
+    """Not numpy's MemoryError / "array is too big" from the cut points of 10**12 partitions."""
+    from customobj.adapters._dask_partition import MAX_PARTITIONS, scatter_by_query
+
+    X, y = np.zeros((4, 2)), np.zeros(4)
+    with pytest.raises(ValueError, match=rf"npartitions must be an integer in \[1, {MAX_PARTITIONS}\]"):
+        ad.repartition_by_query(X, y, [4], npartitions)
+    with pytest.raises(ValueError, match="npartitions"):  # refused before any client is touched
+        scatter_by_query(None, X, y, [4], npartitions)
+
+
+@pytest.mark.parametrize("npartitions", [2.5, "4", True, None])
+def test_a_partition_count_that_is_not_an_integer_is_refused(npartitions):
+    from customobj.adapters._dask_partition import scatter_by_query
+
+    with pytest.raises(TypeError, match="npartitions must be a positive integer"):
+        scatter_by_query(None, np.zeros((4, 2)), np.zeros(4), [4], npartitions)
+
+
+def test_more_partitions_than_queries_gives_one_per_query():
+    parts = ad.repartition_by_query(np.zeros((6, 2)), np.zeros(6), [2, 0, 4], 1000)
+    assert parts.X.chunks[0] == (2, 4)
+
+
 def test_query_ptr_reads_ids_or_sizes():
     from customobj.adapters._dask_partition import query_ptr
 

@@ -55,3 +55,11 @@ def test_a_library_loaded_first_is_warned_about(fresh):
     fresh.setitem(sys.modules, "lightgbm", sys)  # any module object marks it as imported
     with pytest.warns(RuntimeWarning, match=r"lightgbm was imported before customobj.adapters.*OMP_WAIT_POLICY=passive"):
         _threads.configure_threads()
+
+
+def test_both_libraries_loaded_first_are_named_in_the_plural(fresh):
+    fresh.setitem(sys.modules, "lightgbm", sys)
+    fresh.setitem(sys.modules, "xgboost", sys)
+    with pytest.warns(RuntimeWarning, match=r"^lightgbm and xgboost were imported before customobj.adapters, "
+                                            r"so their OpenMP runtimes already read OMP_WAIT_POLICY"):
+        _threads.configure_threads()

@@ -41,6 +41,14 @@ def test_info_text(capsys):
         assert name in out
 
 
+def test_info_shows_the_kernel_cache_folder(capsys, monkeypatch, tmp_path):
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("CUSTOMOBJ_CACHE_DIR", str(tmp_path / "file" / "kernels"))
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert f"folder            {tmp_path / 'file' / 'kernels'} (NOT writable: kernels compile in memory)" in out
+
+
 def test_info_json(capsys, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert cli.main(["info", "--json"]) == 0

@@ -233,3 +233,65 @@ def test_device_cuda_trains_xgboost_methods_on_the_gpu(tmp_path, monkeypatch):
     cli_main(["compare", *TINY, "--folds", "1", "--methods", "xgb:RankNet", "--device", "cuda", "--quiet",
               "--no-plot", "--out", str(tmp_path)])
     assert seen[0] == ["xgb:RankNet"] and "cuda" in seen[1:]
+
+
+# --- a core install: no XGBoost, Optuna or matplotlib -----------------------------------------------
+def _without(monkeypatch, *modules):
+    from customobj import _extras
+
+    real = _extras.available
+    monkeypatch.setattr(command, "available", lambda m: m not in modules and real(m))
+
+
+def test_default_methods_without_xgboost_run_the_others_and_say_so(monkeypatch, tmp_path, capsys):
+    _without(monkeypatch, "xgboost", "matplotlib")
+    out = tmp_path / "o"
+    assert cli_main(["compare", *[a for a in TINY if a != "--quiet"], "--folds", "1", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("note: XGBoost is not installed") == 1 and "pip install 'customobj[xgboost]'" in err
+    assert err.count("note: matplotlib is not installed") == 1 and "customobj[plot]" in err
+    methods = read_results(out / "results.json")["methods"]
+    assert methods and not any(m.startswith("xgb:") for m in methods)
+    assert len(methods) == len([m for m in command.split_methods(command.DEFAULT_METHODS) if not m.startswith("xgb:")])
+    assert not (out / "curves.png").exists()
+
+
+def test_an_xgb_method_or_tune_without_its_extra_is_a_usage_error(monkeypatch, tmp_path, capsys):
+    _without(monkeypatch, "xgboost", "optuna")
+    assert cli_main(["compare", "--methods", "lgb:lambdarank,xgb:rank:ndcg", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "xgb:rank:ndcg needs XGBoost, an optional extra: pip install 'customobj[xgboost]'" in capsys.readouterr().err
+    assert cli_main(["compare", "--methods", "lgb:lambdarank", "--tune", "3", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "--tune needs Optuna, an optional extra: pip install 'customobj[tune]'" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+# --- friction: what the user meant ------------------------------------------------------------------
+def test_letor_on_one_folds_folder_suggests_train_valid_test(tmp_path, capsys):
+    fold = tmp_path / "Fold1"
+    fold.mkdir()
+    for name in ("train", "vali", "test"):
+        (fold / f"{name}.txt").write_text("1 qid:1 1:0.5\n0 qid:1 1:0.1\n")
+    assert cli_main(["compare", "--letor", str(fold), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert (f"--letor {fold} holds one fold's files itself, not Fold<k> subfolders: run that fold with "
+            f"--train {fold / 'train.txt'} --valid {fold / 'vali.txt'} --test {fold / 'test.txt'}") in err
+    assert "load_letor" not in err
+
+
+@pytest.mark.parametrize("data", [["--letor", "DIR"], ["--train", "F", "--valid", "F", "--test", "F"]])
+@pytest.mark.parametrize("synthetic", [["--synthetic-queries", "50"], ["--synthetic-docs", "5"]])
+def test_synthetic_sizes_with_real_data_are_an_error_not_ignored(data, synthetic, tmp_path, capsys):
+    (tmp_path / "Fold1").mkdir()
+    (tmp_path / "F").write_text("1 qid:1 1:0.5\n")
+    argv = [a.replace("DIR", str(tmp_path)).replace("F", str(tmp_path / "F")) if a in ("DIR", "F") else a for a in data]
+    assert cli_main(["compare", *argv, *synthetic, "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{synthetic[0]} is for the built-in synthetic data, not for {data[0] if data[0] == '--letor' else '--train/--valid/--test'}" in err
+
+
+def test_help_points_at_nothing_that_is_not_installed(capsys):
+    with pytest.raises(SystemExit):
+        cli_main(["compare", "--help"])
+    out = capsys.readouterr().out
+    assert "docs/" not in out and ".md" not in out
+    assert "--tune" in out and "minimum data per leaf" in out

@@ -190,3 +190,10 @@ def test_exact_leaves_suffix(text, message):
     assert parse_method("lgb:LambdaRank").leaves is None
     with pytest.raises(ValueError, match=message):
         parse_method(text)
+
+
+@pytest.mark.parametrize("text, want", [("lightgbm:lambdarank", "lgb:"), ("XGBoost:rank:ndcg", "xgb:"),
+                                        ("LGB:QBRank", "lgb:"), ("catboost:YetiRank", "cb:"), ("lgbm:RankNet", "lgb:")])
+def test_a_librarys_own_name_as_backend_suggests_the_prefix(text, want):
+    with pytest.raises(ValueError, match=rf"unknown backend '[^']+' \(did you mean {want}\?\)"):
+        parse_method(text)

@@ -3,24 +3,87 @@ training, written atomically after."""
 import os
 
 import pytest
+from _isolated import run_isolated
 
 from customobj.compare import command
 from customobj.compare.output import RESULT_FILES, check_folder, write_results
 
 
 def test_a_failed_write_leaves_the_previous_file(tmp_path, monkeypatch):
-    from customobj.compare import output
+    from customobj import _io
 
     out = tmp_path / "o"
-    output.write_results(out, {"results.csv": b"old\n", "results.json": b"{}\n"}, overwrite=False)
+    write_results(out, {"results.csv": b"old\n", "results.json": b"{}\n"}, overwrite=False)
 
     def full_disk(path, data):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(output, "atomic_write_bytes", full_disk)
+    monkeypatch.setattr(_io, "atomic_write_bytes", full_disk)
     with pytest.raises(command.RunError, match=r"could not write the results to .*No space left on device"):
-        output.write_results(out, {"results.csv": b"new\n"}, overwrite=True)
+        write_results(out, {"results.csv": b"new\n"}, overwrite=True)
     assert (out / "results.csv").read_bytes() == b"old\n" and (out / "results.json").exists()
+
+
+def _listing(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def test_overwrite_failing_midway_keeps_every_previous_file(tmp_path, monkeypatch):
+    """The third file of the new run fails (a full disk): the folder still holds the old run whole,
+    not new CSVs beside an old results.json, and no staging folder is left behind."""
+    from customobj import _io
+
+    out = tmp_path / "o"
+    old = {name: b"old " + name.encode() for name in RESULT_FILES}
+    write_results(out, old, overwrite=False)
+    real, calls = _io.atomic_write_bytes, []
+
+    def fails_third(path, data):
+        calls.append(path)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(_io, "atomic_write_bytes", fails_third)
+    with pytest.raises(command.RunError, match="No space left on device"):
+        write_results(out, {name: b"new" for name in RESULT_FILES if name != "curves.png"}, overwrite=True)
+    assert _listing(out) == old and [p.name for p in tmp_path.iterdir()] == ["o"]
+
+
+def test_overwrite_past_the_file_size_limit_keeps_every_previous_file(tmp_path):
+    """A real failure of the kernel (RLIMIT_FSIZE: EFBIG on the big paired.csv) in a child process."""
+    out = tmp_path / "o"
+    old = {name: b"old " + name.encode() for name in RESULT_FILES}
+    write_results(out, old, overwrite=False)
+    new = {"results.csv": b"n" * 10, "summary.csv": b"n" * 10, "paired.csv": b"n" * 100_000, "results.json": b"{}"}
+    out_text = run_isolated(f"""
+        import resource, signal
+        from customobj.compare.output import write_results
+        from customobj._cli_errors import RunError
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+        try:
+            write_results({str(out)!r}, {new!r}, overwrite=True)
+        except RunError as exc:
+            print("refused:", exc)
+    """)
+    assert "refused: could not write the results" in out_text
+    assert _listing(out) == old and [p.name for p in tmp_path.iterdir()] == ["o"]
+
+
+def test_a_new_folder_appears_whole(tmp_path, monkeypatch):
+    from customobj import _io
+
+    def full_disk(path, data):
+        if path.endswith("paired.csv"):
+            raise OSError(28, "No space left on device")
+        real(path, data)
+
+    real = _io.atomic_write_bytes
+    monkeypatch.setattr(_io, "atomic_write_bytes", full_disk)
+    with pytest.raises(command.RunError):
+        write_results(tmp_path / "o", {name: b"x" for name in RESULT_FILES}, overwrite=False)
+    assert list(tmp_path.iterdir()) == []  # no half-filled folder, no staging folder
 
 
 def test_check_folder_accepts_a_new_or_empty_folder(tmp_path):

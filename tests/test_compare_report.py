@@ -49,6 +49,18 @@ def test_summarize_reports_the_seed_spread_beside_the_fold_spread():
     assert "n_seeds" not in one and "ndcg@10_seed_std" not in one and "seed±" not in format_table([one])
 
 
+def test_one_fold_prints_no_spread():
+    rows = [{"method": "m", "fold": 1, "seed": 0, "ndcg@10": 0.5}]
+    for c in ("ndcg@1", "ndcg@3", "ndcg@5", "err@10", "map", "p@100%", "valid_ndcg@10",
+              "train_time_s", "best_round", "rounds_trained"):
+        rows[0][c] = 1.0
+    table = format_table(summarize(rows, ["m"]))
+    assert "±" not in table.splitlines()[2] and "0.5000" in table
+    assert "test metrics: one fold (no spread)" in table
+    two = format_table(summarize(rows + [dict(rows[0], fold=2, **{"ndcg@10": 0.7})], ["m"]))
+    assert "0.6000±0.100" in two and "mean±std over 2 folds" in two
+
+
 def test_csv_text_leaves_non_finite_floats_empty_and_ignores_extra_keys():
     from customobj.compare.report import csv_text
 

@@ -1,7 +1,9 @@
 """Every ```python block of README.md and docs/*.md runs as written.
 
-Per file: its blocks in order, concatenated, in one fresh Python process with the repository root
-as the working directory (what a user pasting them one after the other gets). A failure names the
+Per file: its blocks in order, concatenated into one script file that runs as ``python file.py``
+with the repository root as the working directory (what a user saving them one after the other and
+running them gets; a page that starts worker processes must guard its work with
+``if __name__ == "__main__":`` as a script must, which ``python -c`` would not show). A failure names the
 file, the block that raised and the process's stderr. Blocks that read ``../shared/data`` need the
 LETOR data there: without it the file is skipped, except under ``CI=true`` where that is an error.
 
@@ -28,9 +30,6 @@ _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOT
 #: Marks the start of block ``i`` in the concatenated script, so a traceback can be mapped back.
 _MARK = "# --- customobj-docs block {i} ---"
 
-#: Temporary: docs/distributed.md is being rewritten on the adapters branch (issue 12, Dask); its
-#: current blocks need a cluster at tcp://scheduler:8786 and undefined X, y, qid. The xfail is pinned
-#: to the SHA-256 of that old text: any edit of the file makes its blocks run (and count) again.
 def doc_files() -> list[Path]:
     """README.md and every docs/*.md, in a stable order."""
     return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -46,9 +45,9 @@ def script_for(blocks: list[tuple[int, str]]) -> str:
     return "\n".join(_MARK.format(i=i) + "\n" + code for i, (_, code) in enumerate(blocks, 1))
 
 
-def failing_block(script: str, stderr: str) -> int | None:
-    """The number of the block whose line the last traceback frame of ``<docs>`` points into."""
-    lines = [int(n) for n in re.findall(r'File "<docs>", line (\d+)', stderr)]
+def failing_block(script: str, stderr: str, filename: str = "<docs>") -> int | None:
+    """The number of the block whose line the last traceback frame of ``filename`` points into."""
+    lines = [int(n) for n in re.findall(rf'File "{re.escape(filename)}", line (\d+)', stderr)]
     if not lines:
         return None
     block = None
@@ -59,6 +58,29 @@ def failing_block(script: str, stderr: str) -> int | None:
         if m:
             block = int(m.group(1))
     return block
+
+
+def run_script(script: str, folder: Path) -> tuple[subprocess.CompletedProcess, str]:
+    """Save ``script`` in ``folder`` and run it as ``python file.py`` from the repository root;
+    returns the finished process and the file's name (as tracebacks spell it)."""
+    path = folder / "docs_blocks.py"
+    path.write_text(script, encoding="utf-8")
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run([sys.executable, str(path)], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    return proc, str(path)
+
+
+def test_blocks_run_as_a_script_file_not_python_c(tmp_path: Path) -> None:
+    """A spawned worker imports the script's file again: its unguarded top level runs twice, as it
+    does for a user's script (under ``python -c`` it would run once and hide a missing guard)."""
+    script = script_for([(1, "import multiprocessing as mp\nprint('top level', __name__)\n"),
+                         (5, "if __name__ == '__main__':\n"
+                             "    p = mp.get_context('spawn').Process(target=len, args=('x',))\n"
+                             "    p.start(); p.join(); assert p.exitcode == 0\n")])
+    proc, _ = run_script(script, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["top level __main__", "top level __mp_main__"]
 
 
 def _params():
@@ -84,7 +106,7 @@ def test_block_parser_finds_fenced_python_only() -> None:
 
 
 @pytest.mark.parametrize("path", _params())
-def test_python_blocks_run(path: Path) -> None:
+def test_python_blocks_run(path: Path, tmp_path: Path) -> None:
     rel = path.relative_to(REPO).as_posix()
     text = path.read_text(encoding="utf-8")
     blocks = python_blocks(text)
@@ -97,20 +119,14 @@ def test_python_blocks_run(path: Path) -> None:
             pytest.fail(msg)
         pytest.skip(msg)
     script = script_for(blocks)
-    env = dict(os.environ, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
-    # compile() under the name "<docs>" so the traceback's line numbers map back to a block; run in
-    # __main__'s namespace (as pasted into `python`: classes defined there pickle) binding no name.
-    runner = ("exec(compile(__import__('sys').stdin.read(), '<docs>', 'exec'), "
-              "__import__('__main__').__dict__)")
     before = repo_files()
     try:
-        proc = subprocess.run([sys.executable, "-c", runner], input=script, cwd=REPO, env=env,
-                              capture_output=True, text=True, timeout=TIMEOUT_S)
+        proc, filename = run_script(script, tmp_path)
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"{rel}: its {len(blocks)} python blocks did not finish within {TIMEOUT_S} s\n"
                     f"stderr:\n{exc.stderr or ''}")
     if proc.returncode != 0:
-        block = failing_block(script, proc.stderr)
+        block = failing_block(script, proc.stderr, filename)
         where = (f"block {block} of {len(blocks)} (opening fence at line {blocks[block - 1][0]})"
                  if block else f"one of its {len(blocks)} blocks")
         pytest.fail(f"{rel}: {where} failed (exit {proc.returncode})\nstderr:\n{proc.stderr[-6000:]}")

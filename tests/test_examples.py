@@ -46,8 +46,54 @@ def check_png(path):
     assert len(data) > 10_000  # a real plot, not an empty canvas
 
 
-def test_qbrank(data_dir, tmp_path):
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures the scripts save, kept for inspection (``save_figure`` still writes them)."""
+    import _common
+
+    kept, save = [], _common.save_figure
+
+    def keep(fig, args, name):
+        kept.append(fig)
+        return save(fig, args, name)
+
+    monkeypatch.setattr(_common, "save_figure", keep)
+    return kept
+
+
+def check_figure(fig, data_name):
+    """A title names the data; no legend covers a plot area; no curve hides under another."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)  # saved and closed: give it a canvas again
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    assert fig._suptitle is not None and data_name in fig._suptitle.get_text(), fig._suptitle
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        assert legend is not None
+        box, area = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert not box.overlaps(area), (ax.get_title(), "legend covers the curves")
+        lines = [ln for ln in ax.get_lines() if ln.get_label() and not ln.get_label().startswith("_")]
+        ys = [np.asarray(ln.get_ydata(), float) for ln in lines]
+        span = max((float(np.nanmax(y) - np.nanmin(y)) for y in ys if y.size), default=0.0) or 1.0
+        for i in range(len(lines)):
+            for j in range(i):
+                xi, xj = np.asarray(lines[i].get_xdata(), float), np.asarray(lines[j].get_xdata(), float)
+                if xi.shape == xj.shape and np.array_equal(xi, xj):
+                    assert np.max(np.abs(ys[i] - ys[j])) > 0.004 * span, (
+                        ax.get_title(), lines[i].get_label(), "hides under", lines[j].get_label())
+
+
+def legend_looks(ax):
+    """label -> (line style, marker, marker face colour) of each legend entry, as drawn."""
+    return {h.get_label(): (h.get_linestyle(), h.get_marker(), str(h.get_markerfacecolor()))
+            for h in ax.get_legend().legend_handles}
+
+
+def test_qbrank(data_dir, tmp_path, figures):
     table = run("qbrank", data_dir, tmp_path)
+    check_figure(figures[-1], "MQ2008")
     rows = read_csv(tmp_path / "qbrank_table.csv")
     assert len(rows) == len(table) == 11  # GBT + 2 QBRank x 2 hessians, each LS on/off; RankSVM
     assert {r["method"] for r in rows} == {"GBT", "QBRank P2", "QBRank P2+L1", "RankSVM (linear)"}
@@ -61,8 +107,14 @@ def test_qbrank(data_dir, tmp_path):
     check_png(tmp_path / "qbrank.png")
 
 
-def test_mpboost(data_dir, tmp_path):
+def test_mpboost(data_dir, tmp_path, figures):
     run("mpboost", data_dir, tmp_path)
+    check_figure(figures[-1], "MQ2008")
+    for ax in figures[-1].axes:  # a stumps entry never looks like the trees entry of its DDF
+        looks = legend_looks(ax)
+        stumps = {lab.split()[0]: v for lab, v in looks.items() if "stumps" in lab and "=" not in lab}
+        trees = {lab.split()[0]: v for lab, v in looks.items() if "trees" in lab and "=" not in lab}
+        assert all(stumps[d] != trees[d] for d in stumps.keys() & trees.keys()), looks
     rows = read_csv(tmp_path / "mpboost_table.csv")
     assert [(r["learner"], r["ddf"]) for r in rows] == [
         (lr, d) for lr in ("stumps", "trees") for d in ("BINARY", "LDD", "LOGDD", "LOGITDD")]
@@ -72,8 +124,9 @@ def test_mpboost(data_dir, tmp_path):
     check_png(tmp_path / "mpboost.png")
 
 
-def test_chapelle(data_dir, tmp_path):
+def test_chapelle(data_dir, tmp_path, figures):
     run("chapelle", data_dir, tmp_path)
+    check_figure(figures[-1], "MQ2008")
     rows = read_csv(tmp_path / "chapelle_ranking.csv")
     assert len(rows) == 9  # 4 objectives x 2 libraries + linear RankSVM
     assert {r["library"] for r in rows} == {"lightgbm", "xgboost", "scipy"}
@@ -178,3 +231,23 @@ def test_staged_scores_match_the_models():
     np.testing.assert_allclose(sx[2], bx.predict(xgb.DMatrix(tr.X), iteration_range=(0, 3), output_margin=True),
                                atol=1e-5)
     assert isinstance(b, lgb.Booster)
+
+
+def test_draw_curves_names_both_of_two_curves_that_would_hide_each_other():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import _common
+
+    fig, ax = plt.subplots()
+    _common.draw_curves(ax, [([1, 2, 3], [0.1, 0.5, 0.9], "a", {}), ([1, 2, 3], [0.1, 0.5, 0.9 + 1e-6], "b", {}),
+                             ([1, 2, 3], [0.2, 0.4, 0.8], "c", {})])
+    assert [ln.get_label() for ln in ax.get_lines()] == ["a = b", "c"]
+    fig2, ax2 = plt.subplots()  # equal over part of their length: the earlier one drawn wide and pale beneath
+    _common.draw_curves(ax2, [([1, 2, 3, 4], [0.1, 0.2, 0.3, 0.4], "a", {"lw": 1.0}),
+                              ([1, 2, 3, 4], [0.1, 0.2, 0.3, 0.9], "b", {"lw": 1.0})])
+    under, over = ax2.get_lines()
+    assert under.get_linewidth() > 2 * over.get_linewidth() and under.get_zorder() < over.get_zorder()
+    plt.close(fig)
+    plt.close(fig2)

@@ -210,3 +210,95 @@ def test_no_kernel_calls_a_parallel_kernel() -> None:
                         if name in parallel and name != node.name:
                             found.append(f"{node.name} calls {name}")
     assert not found, found
+
+
+# --- a cache folder that cannot be written: never the package, one warning, compile in memory -------
+#: root ignores file permissions, so the unwritable folders here fail for everyone: a path through a
+#: regular file (NotADirectoryError), or writes refused by the child itself (a read-only mount).
+COUNT_SCRIPT = SCRIPT + textwrap.dedent("""
+    import numba
+    from customobj import _metric_kernels as m
+    ks = [k for k in vars(m).values() if isinstance(k, numba.core.registry.CPUDispatcher)]
+    print(sum(len(k.stats.cache_hits) for k in ks), sum(len(k.stats.cache_misses) for k in ks))
+""")
+
+
+def _no_cache_env(tmp_path: Path) -> dict[str, str]:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    return {"HOME": str(blocker / "home"), "XDG_CACHE_HOME": str(blocker / "cache")}
+
+
+def test_unwritable_home_cache_compiles_in_memory_with_one_warning(tmp_path: Path) -> None:
+    before = _beside_sources()
+    proc = _run(COUNT_SCRIPT, _no_cache_env(tmp_path), tmp_path)
+    assert proc.stdout.split()[0] == "1.0"
+    hits, misses = map(int, proc.stdout.split()[1:])
+    assert hits == 0 and misses > 0
+    assert proc.stderr.count("KernelCacheWarning") == 1, proc.stderr
+    assert "cannot write its kernel cache folder" in proc.stderr and "CUSTOMOBJ_CACHE_DIR" in proc.stderr
+    assert "compiling numba kernels" not in proc.stderr  # the warning already says it
+    assert _beside_sources() == before, "numba wrote kernels into the package"
+    assert not any(p.is_dir() for p in PACKAGE_DIRS[0].rglob("__pycache__")
+                   if any(q.suffix in (".nbi", ".nbc") for q in p.iterdir()))
+
+
+def test_unwritable_customobj_cache_dir_is_not_a_fallback_to_the_package(tmp_path: Path) -> None:
+    before = _beside_sources()
+    env = _no_cache_env(tmp_path)
+    env[_numba_cache.CACHE_ENV] = str(tmp_path / "a-file" / "kernels")
+    proc = _run("import customobj, customobj.ole; from customobj import TreeBooster\n" + SCRIPT, env, tmp_path)
+    assert proc.stderr.count("KernelCacheWarning") == 1 and str(tmp_path / "a-file" / "kernels") in proc.stderr
+    assert _beside_sources() == before
+
+
+def test_a_prefilled_cache_made_read_only_loads_and_writes_nothing(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _run(SCRIPT, {"CUSTOMOBJ_CACHE_DIR": str(cache)}, tmp_path)  # filled when the image was built
+    filled = _cache_files(cache)
+    # Then read-only: the child refuses every write under the folder, as a read-only mount does.
+    refuse = textwrap.dedent(f"""
+        import builtins, os, tempfile
+        ROOT = {str(cache)!r}
+        def _refused(path):
+            return os.path.abspath(str(path)).startswith(ROOT)
+        _tf, _open, _mk = tempfile.TemporaryFile, builtins.open, os.makedirs
+        def TemporaryFile(*a, dir=None, **k):
+            if dir is not None and _refused(dir):
+                raise PermissionError(30, "Read-only file system", dir)
+            return _tf(*a, dir=dir, **k)
+        def guarded_open(file, mode="r", *a, **k):
+            if any(c in mode for c in "wax+") and isinstance(file, (str, bytes, os.PathLike)) and _refused(os.fsdecode(file)):
+                raise PermissionError(30, "Read-only file system", file)
+            return _open(file, mode, *a, **k)
+        tempfile.TemporaryFile, builtins.open = TemporaryFile, guarded_open
+    """)
+    proc = _run(refuse + COUNT_SCRIPT, {"CUSTOMOBJ_CACHE_DIR": str(cache)}, tmp_path)
+    hits, misses = map(int, proc.stdout.split()[1:])
+    assert hits > 0 and misses == 0, proc.stdout  # loaded from the read-only cache, nothing compiled
+    assert proc.stderr.count("KernelCacheWarning") == 1
+    assert _cache_files(cache) == filled
+
+
+def test_a_cold_cache_says_once_that_kernels_compile(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cold = _run(SCRIPT + "print(co.metrics.ndcg(s, y, [3, 3], k=1))\n", {"CUSTOMOBJ_CACHE_DIR": str(cache)}, tmp_path)
+    assert cold.stderr.count("customobj: compiling numba kernels on first use") == 1, cold.stderr
+    assert _numba_cache.COLD_START_NOTE in cold.stderr and str(cache) in cold.stderr
+    warm = _run(SCRIPT, {"CUSTOMOBJ_CACHE_DIR": str(cache)}, tmp_path)
+    assert warm.stderr == ""
+
+
+def test_cache_status_names_the_folder_and_whether_it_can_be_written(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(_numba_cache.CACHE_ENV, str(tmp_path / "k"))
+    assert _numba_cache.cache_status()["folder"] == str(tmp_path / "k")
+    assert _numba_cache.cache_status()["writable"] is True
+    (tmp_path / "f").write_text("x")
+    monkeypatch.setenv(_numba_cache.CACHE_ENV, str(tmp_path / "f" / "k"))
+    assert _numba_cache.cache_status()["writable"] is False
+
+
+def test_the_notice_can_be_silenced_in_a_process(tmp_path: Path) -> None:
+    proc = _run("from customobj import _numba_cache; _numba_cache.silence_compile_notice()\n" + SCRIPT,
+                {"CUSTOMOBJ_CACHE_DIR": str(tmp_path / "cold")}, tmp_path)
+    assert proc.stderr == ""

@@ -213,6 +213,15 @@ def test_without_routing_score_says_how_to_route_qid(data):
         search.fit(X, y, groups=qid, qid=qid)  # legacy mode: qid reaches fit only
 
 
+def test_grid_search_with_group_sizes_points_at_qid(data):
+    """group= (query sizes) is passed whole to every CV split: the error says to pass qid= instead."""
+    X, y, group, qid = data
+    search = GridSearchCV(TreeBooster(**SMALL), {"num_leaves": [2]}, cv=GroupKFold(3), error_score="raise")
+    with pytest.raises(ValueError, match=r"group sizes sum to \d+ but data has \d+ rows\. Under cross-validation "
+                                         r"\(GridSearchCV, cross_val_score\).* pass qid= \(one query id per row\)"):
+        search.fit(X, y, groups=qid, group=group)
+
+
 def test_routing_refuses_a_qid_that_score_did_not_request(data):
     from sklearn.exceptions import UnsetMetadataPassedError
     X, y, _, qid = data
@@ -305,3 +314,25 @@ def test_ranking_objective_failures_are_the_missing_query_error(data):
     for check in (check_dict_unchanged, check_estimators_pickle):
         with pytest.raises(ValueError, match="LambdaRank is a ranking objective: fit needs group="):
             check("TreeBooster", CHECKED[2])
+
+
+@pytest.mark.parametrize("shape", [(40,), (40, 2), (40, 4), (80,)])
+def test_init_score_of_the_wrong_shape_for_k_outputs_names_init_score(shape):
+    """McRank learns one output per grade (3 here): an init_score of another shape is refused by
+    name, not with numpy's reshape error."""
+    rng = np.random.default_rng(0)
+    X, y = rng.random((40, 3)), np.arange(40) % 3.0
+    with pytest.raises(ValueError, match=r"init_score (must have shape \(40, 3\)|has 80 rows)"):
+        TreeBooster(co.McRank(), n_estimators=1, verbose=False).fit(X, y, group=[10] * 4, init_score=np.zeros(shape))
+    model = TreeBooster(co.McRank(), n_estimators=1, verbose=False).fit(X, y, group=[10] * 4,
+                                                                       init_score=np.zeros((40, 3)))
+    assert model.predict(X).shape[0] == 40
+
+
+def test_an_absurd_init_score_names_init_score_not_scores():
+    rng = np.random.default_rng(0)
+    X, y = rng.random((40, 3)), np.arange(40) % 3.0
+    with pytest.raises(ValueError, match=r"^init_score must satisfy \|init_score\| <= 1e\+100; found 1e\+300") as err:
+        TreeBooster(co.LambdaRank(), n_estimators=1, verbose=False).fit(X, y, group=[10] * 4,
+                                                                        init_score=np.full(40, 1e300))
+    assert "learning rate" not in str(err.value)

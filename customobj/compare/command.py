@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .._cli_errors import RunError, UsageError, one_line, stderr_held
+from .._extras import available, install_hint
 from . import output, report, runner
 from .ensemble import member_specs
 from .methods import build_objective, parse_method, parse_methods, split_methods, valid_names_help
@@ -95,9 +96,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     data.add_argument("--test", metavar="FILE", help="test file (reported metrics)")
     data.add_argument("--folds", type=_folds, metavar="LIST",
                       help=f"folds to run, e.g. 1,2 (default: every fold of --letor; {SYNTHETIC_FOLDS} for synthetic)")
-    data.add_argument("--synthetic-queries", type=_positive_int, default=SYNTHETIC_QUERIES, metavar="N",
+    # default None: given with --letor / --train they are an error, not silently ignored
+    data.add_argument("--synthetic-queries", type=_positive_int, metavar="N",
                       help=f"queries of the synthetic data (default {SYNTHETIC_QUERIES})")
-    data.add_argument("--synthetic-docs", type=_positive_int, default=SYNTHETIC_DOCS, metavar="N",
+    data.add_argument("--synthetic-docs", type=_positive_int, metavar="N",
                       help=f"documents per synthetic query (default {SYNTHETIC_DOCS})")
     data.add_argument("--clicks", metavar="MODEL[:eta=E,sessions=S,shown=K]",
                       help="train on simulated clicks instead of the training labels: pbm or cascade users on a "
@@ -120,8 +122,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "objectives (needs customobj[cuda] and an NVIDIA GPU); other backends use the CPU")
     m.add_argument("--tune", type=_trials, default=0, metavar="N",
                    help="N trials of hyperparameter search (seeded Optuna TPE) per method and fold on the "
-                        "validation part, the same budget for every method; search spaces in docs/compare.md "
-                        "(default 0: no tuning, the fixed settings above)")
+                        "validation part, the same budget for every method; it searches leaves (depth for "
+                        "CatBoost), learning rate, minimum data per leaf, L2, feature fraction and the "
+                        "objective's own sigma, truncation or lam, and records the chosen values and each "
+                        "trial's score in results.json (default 0: no tuning, the fixed settings above)")
     m.add_argument("--seeds", type=_seeds, default=1, metavar="K",
                    help="train each method and fold with K seeds (--seed, --seed+1, ...) and report the mean, "
                         "with the seed spread beside the fold spread (default 1)")
@@ -140,6 +144,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def _synthetic_folds(args, folds):
     from ..data import synthetic
 
+    if args.synthetic_queries is None:
+        args.synthetic_queries = SYNTHETIC_QUERIES
+    if args.synthetic_docs is None:
+        args.synthetic_docs = SYNTHETIC_DOCS
     bad = [f for f in folds if f > N_PARTS]
     if bad:
         raise UsageError(f"--folds: the synthetic data has folds 1..{N_PARTS}, got {bad}")
@@ -198,6 +206,32 @@ def _read_file(option, path, load):
         raise UsageError(f"{option} {text}") from None
 
 
+def _refuse_synthetic_sizes(args, data_option):
+    """--synthetic-queries / --synthetic-docs given with real data: an error, not silently ignored
+    (checked after the data paths, so a wrong path is named first)."""
+    given = [name for name, v in (("--synthetic-queries", args.synthetic_queries),
+                                  ("--synthetic-docs", args.synthetic_docs)) if v is not None]
+    if given:
+        verb, pronoun = ("is", "it") if len(given) == 1 else ("are", "them")
+        raise UsageError(f"{' and '.join(given)} {verb} for the built-in synthetic data, not for {data_option}: "
+                         f"drop {pronoun}, or drop the data option")
+
+
+def _refuse_a_single_fold(root):
+    """``--letor`` pointed at one fold's folder (train/vali/test files, no Fold<k>): say the options that read it."""
+    from ..data import _split_file
+
+    if any(p.is_dir() and p.name.startswith("Fold") for p in root.iterdir()):
+        return
+    found = {name: _split_file(root, name) for name in ("train", "vali", "test")}
+    if found["train"] is None:
+        return
+    args = " ".join(f"{opt} {found[name] or root / (name + '.txt')}"
+                    for opt, name in (("--train", "train"), ("--valid", "vali"), ("--test", "test")))
+    raise UsageError(f"--letor {root} holds one fold's files itself, not Fold<k> subfolders: run that fold with "
+                     f"{args} (or give --letor the folder above it)")
+
+
 def _load_folds(args):
     """[(fold, train, valid, test)] as checked Splits, and a one-line description of the data."""
     from ..data import load_letor, load_letor_folds
@@ -217,6 +251,7 @@ def _load_folds(args):
                 raise UsageError(f"{n}: no such file: {f}")
             if not Path(f).is_file():
                 raise UsageError(f"{n} {f}: not a file")
+        _refuse_synthetic_sizes(args, "--train/--valid/--test")
         splits = [_check_split(_read_file(n, f, load_letor), f"{n} {f}") for n, f in zip(names, files)]
         width = max(s.X.shape[1] for s in splits)
         return [(1, *(_pad(s, width) for s in splits))], f"files {args.train}, {args.valid}, {args.test}"
@@ -224,6 +259,8 @@ def _load_folds(args):
         root = Path(args.letor)
         if not root.is_dir():
             raise UsageError(f"--letor: no such directory: {root}")
+        _refuse_a_single_fold(root)
+        _refuse_synthetic_sizes(args, "--letor")
         try:
             folds = load_letor_folds(root, args.folds)
         except (ValueError, TypeError, OSError) as exc:
@@ -259,7 +296,9 @@ def _check_methods(args):
         raise _method_error(exc) from None
     for s in member_specs(specs):  # an ensemble's members are checked as single methods
         if s.backend == "cb" and not catboost_available():
-            raise UsageError(f"{s.label} needs CatBoost, an optional extra: pip install 'customobj[catboost]'")
+            raise UsageError(f"{s.label} needs CatBoost, an optional extra: {install_hint('catboost')}")
+        if s.backend == "xgb" and not available("xgboost"):
+            raise UsageError(f"{s.label} needs XGBoost, an optional extra: {install_hint('xgboost')}")
         if not s.native:
             try:
                 build_objective(s)  # bad options fail now, not after an hour of training
@@ -345,9 +384,25 @@ def _progress(total, quiet):
     return tqdm(total=total, file=sys.stderr, disable=quiet, unit="run", dynamic_ncols=True, leave=False)
 
 
+def _optional_parts(args, note):
+    """What a core install (no extras) leaves out, said once each on stderr: the default method set
+    without XGBoost's methods, curves.png without matplotlib; ``--tune`` without Optuna is an error."""
+    if args.tune and not available("optuna"):
+        raise UsageError(f"--tune needs Optuna, an optional extra: {install_hint('optuna')}")
+    if args.methods == DEFAULT_METHODS and not available("xgboost"):
+        args.methods = ",".join(m for m in split_methods(DEFAULT_METHODS) if not m.startswith("xgb:"))
+        note(f"note: XGBoost is not installed, so the default methods leave out its xgb: methods "
+             f"({install_hint('xgboost')} adds them)")
+    if not args.no_plot and not available("matplotlib"):
+        args.no_plot = True
+        note(f"note: matplotlib is not installed, so curves.png is not drawn ({install_hint('matplotlib')} "
+             "adds it; --no-plot silences this note)")
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the comparison described by parsed ``args``; returns 0 (errors are raised, see the module doc)."""
     say = (lambda *a: None) if args.quiet else print
+    _optional_parts(args, (lambda *a: None) if args.quiet else (lambda text: print(text, file=sys.stderr)))
     # adapters sets OMP_WAIT_POLICY=passive unless the user chose one; it must be imported before
     # lightgbm/xgboost load OpenMP, or spinning threads slow the Python objectives on a busy machine.
     from customobj import adapters  # noqa: F401

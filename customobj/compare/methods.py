@@ -55,6 +55,9 @@ BACKENDS = {
     "ole": "customobj.ole.TreeBooster",
 }
 
+#: What users type for a backend (the library's own name): suggested in the error, never accepted.
+BACKEND_SPELLINGS = {"lightgbm": "lgb", "lgbm": "lgb", "xgboost": "xgb", "catboost": "cb", "treebooster": "ole"}
+
 #: Native ranking / regression objectives per backend (the library's own spelling).
 NATIVE = {
     "lgb": ("lambdarank", "rank_xendcg", "regression"),
@@ -152,9 +155,9 @@ def valid_names_help() -> str:
     return "\n".join(lines)
 
 
-def _error(text, why, suggest_from=()):
+def _error(text, why, suggest_from=(), close=None):
     msg = f"invalid method {text!r}: {why}"
-    close = difflib.get_close_matches(why.split("'")[1] if "'" in why else "", list(suggest_from), n=3)
+    close = close or difflib.get_close_matches(why.split("'")[1] if "'" in why else "", list(suggest_from), n=3)
     if close:
         msg += f" (did you mean {', '.join(close)}?)"
     return ValueError(msg + "\n" + valid_names_help())
@@ -311,7 +314,8 @@ def parse_method(text: str) -> MethodSpec:
     backend, target = (p.strip() for p in s.split(":", 1))
     target = re.sub(r"\s*:\s*", ":", target)  # 'rank : ndcg' -> 'rank:ndcg'
     if backend not in BACKENDS:
-        raise _error(raw, f"unknown backend '{backend}'", BACKENDS)
+        known = BACKEND_SPELLINGS.get(backend.lower(), backend.lower())
+        raise _error(raw, f"unknown backend '{backend}'", BACKENDS, [known + ":"] if known in BACKENDS else None)
     if not target:
         raise _error(raw, "missing objective after the backend")
 

@@ -1,18 +1,18 @@
 """The output folder of ``customobj compare``: checked before training, written atomically after.
 
 Rules (docs/cli.md): ``--out`` must be a folder or a path where one can be made; a folder that
-already holds compare results is refused unless ``--overwrite`` is given; every file is written
-through :mod:`customobj._io` (temporary file, fsync, rename), after all of them were serialised in
-memory, so a run that fails or is interrupted before the write phase leaves earlier results intact
-and a file is never left half-written.
+already holds compare results is refused unless ``--overwrite`` is given. The results are one
+change (:func:`customobj._io.replace_files`): serialised in memory, written whole into a staging
+folder, and moved in only when every file is on disk, so a run that fails or is interrupted before
+or while writing (a full disk, a file-size limit) leaves the earlier results intact, never a folder
+mixing two runs.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
-from .._io import atomic_write_bytes
+from .._io import replace_files
 from .._cli_errors import RunError, UsageError
 
 __all__ = ["RESULT_FILES", "check_folder", "write_results"]
@@ -49,20 +49,13 @@ def check_folder(out: Path, *, overwrite: bool) -> Path:
 
 
 def write_results(out: Path, contents: dict[str, bytes], *, overwrite: bool) -> list[str]:
-    """Write ``{name: bytes}`` into ``out`` atomically; with ``overwrite``, remove result files of an
-    earlier run that this run does not write (a curves.png left from a run with a plot), last."""
+    """Write ``{name: bytes}`` into ``out`` as one change, all of it or nothing; with ``overwrite``,
+    the same change removes result files of an earlier run that this run does not write (a
+    curves.png left from a run with a plot)."""
+    written = [name for name in RESULT_FILES if name in contents]
+    stale = [name for name in RESULT_FILES if name not in contents] if overwrite else []
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        written = []
-        for name in RESULT_FILES:
-            if name in contents:
-                atomic_write_bytes(out / name, contents[name])
-                written.append(name)
-        if overwrite:
-            for name in RESULT_FILES:
-                if name not in contents:
-                    with contextlib.suppress(FileNotFoundError):
-                        (out / name).unlink()
+        replace_files(out, {name: contents[name] for name in written}, remove=stale)
     except OSError as exc:
         raise RunError(f"could not write the results to {out}: {exc}") from None
     return written

@@ -10,6 +10,8 @@ import warnings
 
 import numpy as np
 
+from .._io import read_regular_file
+
 __all__ = [
     "TEST_METRICS",
     "evaluate",
@@ -143,16 +145,18 @@ def format_table(summary: list[dict], *, tuning: str | None = None) -> str:
     body = []
     for s in summary:
         cells = [s["method"]]
-        for c, _ in TEST_METRICS:
-            cells.append(f"{s[c + '_mean']:.4f}±{s[c + '_std']:.3f}")
+        for c, _ in TEST_METRICS:  # one fold has no spread: "±0.000" would claim one
+            spread = f"±{s[c + '_std']:.3f}" if s["n_folds"] > 1 else ""
+            cells.append(f"{s[c + '_mean']:.4f}{spread}")
         if n_seeds > 1:
             cells.append(f"{s.get('ndcg@10_seed_std', 0.0):.4f}")
         cells.append(f"{s['train_time_s_mean']:.2f}")
         cells.append(f"{s['best_round_mean']:.0f}/{s['rounds_trained_mean']:.0f}")
         body.append(cells)
     n_folds = max((s["n_folds"] for s in summary), default=0)
-    over = f"{n_folds} fold(s)" + (f" of the mean over {n_seeds} seeds" if n_seeds > 1 else "")
-    note = (f"test metrics: mean±std over {over}; time = training seconds per fold; "
+    of_seeds = f" of the mean over {n_seeds} seeds" if n_seeds > 1 else ""
+    what = f"mean±std over {n_folds} folds{of_seeds}" if n_folds > 1 else f"one fold{of_seeds} (no spread)"
+    note = (f"test metrics: {what}; time = training seconds per fold; "
             "rounds = kept (best on validation) / trained")
     if n_seeds > 1:
         note += f"; seed± = std of NDCG@10 over the {n_seeds} seeds, averaged over folds"
@@ -240,9 +244,8 @@ def json_text(payload: dict) -> str:
 def read_results(path: str | os.PathLike) -> dict:
     """Read a results.json back, checking its schema and version (``ValueError`` naming the file)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except json.JSONDecodeError as exc:
+        doc = json.loads(read_regular_file(path, reader="read_results").decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
         raise ValueError(f"{path}: not a customobj compare results file (schema must be {RESULTS_SCHEMA!r})")

@@ -51,7 +51,7 @@ def tuning_note(n_trials: int, n_seeds: int) -> str:
     """The table's sentence on how the results were tuned."""
     seeds = f"; then {n_seeds} seeds of the chosen setting" if n_seeds > 1 else ""
     return (f"tuned: {n_trials} trials of seeded Optuna TPE per method and fold, on the validation part "
-            f"(search spaces: docs/compare.md){seeds}; ensembles combine their tuned members")
+            f"(chosen values and trial scores: results.json){seeds}; ensembles combine their tuned members")
 
 
 def _held(fn):

@@ -169,9 +169,10 @@ def tune(spec: MethodSpec, settings: Settings, n_trials: int, train_: Split, val
     ``on_trial(number)`` is called after each trial (the progress bar). Ties go to the earliest
     trial. The same ``seed`` and deterministic training give the same trials and choice.
     """
-    import optuna
-
+    from .._extras import require
     from ..metrics import ndcg
+
+    optuna = require("optuna", "customobj compare --tune")
 
     if not isinstance(n_trials, int) or isinstance(n_trials, bool) or n_trials < 1:
         raise ValueError(f"n_trials must be a positive integer, got {n_trials!r}")

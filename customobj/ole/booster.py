@@ -25,7 +25,7 @@ from sklearn.exceptions import NotFittedError
 if TYPE_CHECKING:  # the return type of to_lightgbm; imported there, on use
     import lightgbm
 
-from .._validation import as_scores, check_int
+from .._validation import SCORE_LIMIT, as_scores, check_int
 from ..groups import Groups
 from .binning import BinMapper
 from .criterion import OLE_FAST_EPSILON, OLE_FAST_FEATURES
@@ -53,7 +53,13 @@ def _training_targets(obj, n: int, y, group, qid, sample_weight, init_score):
     shape = (n,) if K == 1 else (n, K)
     scores = np.zeros(shape, dtype=np.float64)
     if init_score is not None:
-        scores += as_scores(init_score, n, allow_2d=K > 1, name="init_score").reshape(shape)
+        init = as_scores(init_score, n, allow_2d=K > 1, name="init_score", max_abs=SCORE_LIMIT,
+                         hint=" (a starting raw score, added to every tree's output; the objectives refuse "
+                              "scores beyond this)")
+        if K > 1 and init.shape != shape:
+            raise ValueError(f"init_score must have shape {shape} (rows x the {K} outputs of "
+                             f"{type(obj).__name__}), got shape {init.shape}")
+        scores += init
     return prep, scores
 
 

@@ -100,6 +100,10 @@ def resolve_groups(group, qid, n_rows: int, *, name: str = "group", qid_name: st
             core = str(exc).replace(PER_ROW_IDS_HINT, "")
             raise ValueError(f"{core}; {name} holds one entry per row: if these are query ids, pass them as "
                              f"{qid_name}= (or {name}=customobj.Groups.from_qid(ids))") from None
+        if "sum to" in str(exc) and "MAX_ROWS" not in str(exc):  # sizes of other rows: a CV split
+            raise ValueError(f"{exc}. Under cross-validation (GridSearchCV, cross_val_score) scikit-learn "
+                             f"splits the rows but passes {name}= whole: pass {qid_name}= (one query id per "
+                             "row) instead, which is split with the rows") from None
         raise
 
 

@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from .._io import atomic_write_text
+from .._io import atomic_write_text, read_regular_file
 from .tree import Tree
 from .tree_schema import check_tree, is_finite_number, is_number, tree_to_record
 
@@ -387,13 +387,13 @@ def load(cls: type, path: str | os.PathLike):
     ------
     ValueError
         The file is not valid JSON, not UTF-8, of another version, or breaks the schema; the
-        message starts with the path and names the field (``trees[3].left_child[5] = ...``).
+        message starts with the path and names the field (``trees[3].left_child[5] = ...``); or
+        the path is not a regular file (a folder, a FIFO, a device).
     FileNotFoundError
         No such file.
     """
     source = os.fspath(path)
-    with open(source, "rb") as fh:
-        raw = fh.read()
+    raw = read_regular_file(source, reader="TreeBooster.load")  # a FIFO would block, /dev/zero never end
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
