@@ -43,12 +43,13 @@ Checked on xgboost 3.2, lightgbm 4.7, dask/distributed 2026.8. Notes:
 """
 from __future__ import annotations
 
-from customobj._extras import require
+from customobj._extras import require_installed
 
 from . import configure_threads
 
-require("dask", "customobj.adapters.dask")  # an extra: say which, not a bare ModuleNotFoundError later
-require("distributed", "customobj.adapters.dask")
+# An extra: say which now, not a bare ModuleNotFoundError later (found, not imported: dask loads lazily)
+require_installed("dask", "customobj.adapters.dask")
+require_installed("distributed", "customobj.adapters.dask")
 from ._dask_partition import (
     QueryPartitions,
     _is_dask,

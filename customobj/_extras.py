@@ -24,7 +24,7 @@ import importlib
 import importlib.util
 from types import ModuleType
 
-__all__ = ["EXTRA_OF", "MissingExtraError", "available", "require", "install_hint"]
+__all__ = ["EXTRA_OF", "MissingExtraError", "available", "require", "require_installed", "install_hint"]
 
 #: Importable module -> the extra that installs it.
 EXTRA_OF = {
@@ -102,3 +102,17 @@ def require(module: str, purpose: str) -> ModuleType:
             raise  # the package is there but one of its own dependencies is missing: say that
         raise MissingExtraError(f"{purpose} needs {module}, which is not installed: {install_hint(module)}",
                                 name=module) from None
+
+
+def require_installed(module: str, purpose: str) -> None:
+    """:func:`require` without importing ``module`` (found is enough): for a module that imports the
+    extra lazily, so that importing it (say, while building the API docs) stays cheap.
+
+    Examples
+    --------
+    >>> from customobj._extras import require_installed
+    >>> require_installed("numpy", "this example")
+    """
+    if not available(module):
+        raise MissingExtraError(f"{purpose} needs {module}, which is not installed: {install_hint(module)}",
+                                name=module)

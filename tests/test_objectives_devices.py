@@ -30,7 +30,16 @@ def test_kernels_for_the_cpu_is_the_objectives_own_kernel():
 def test_every_objective_has_a_gpu_route():
     exported = {getattr(customobj, n) for n in customobj.objectives.__all__}
     classes = {c for c in exported if isinstance(c, type) and issubclass(c, customobj.Objective)} - {customobj.Objective}
-    assert classes and classes <= set(devices.CUDA_KERNELS)
+    assert classes and classes <= set(devices.CUDA_KERNELS) | set(devices.CPU_ONLY)
+    assert not set(devices.CUDA_KERNELS) & set(devices.CPU_ONLY)
+
+
+@needs_gpu
+@pytest.mark.parametrize("cls", sorted(devices.CPU_ONLY, key=lambda c: c.__name__))
+def test_a_cpu_only_objective_says_why_on_device_scores(cls):
+    s, y, sizes, _ = data(21)
+    with pytest.raises(NotImplementedError, match=f"{cls.__name__} has no GPU kernel \\(.*numba.cuda twin"):
+        cls().grad_hess(to_device(s), y, sizes)
 
 
 @needs_gpu

@@ -9,7 +9,7 @@ import numpy as np
 from .._kernel_status import check_status, checked_value
 from .._validation import check_choice, check_exp_gain_labels, check_nonnegative, check_positive
 from ._arrays import kernel_weights
-from .base import Objective
+from .base import Objective, Prepared
 from ._pair_sets import LabelPairs
 from . import _lambdaloss_kernels as LLK
 from . import _pairwise_kernels as PK
@@ -65,7 +65,7 @@ class LambdaLoss(Objective):
         self.mu = check_nonnegative(mu, "mu")
         self.sigma = check_positive(sigma, "sigma")
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         check_exp_gain_labels(prep.labels)
         super().check_prepared(prep)
 

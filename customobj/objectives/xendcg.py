@@ -9,6 +9,7 @@ import numpy as np
 from .._validation import check_choice, check_exp_gain_labels, check_int
 from ._arrays import kernel_weights
 from ._noise import RoundCounter
+from .prepared import Prepared
 from .softmax import SoftmaxCrossEntropy, _Targets, query_weights
 from . import _query_kernels as QK
 
@@ -93,10 +94,10 @@ class XENDCG(SoftmaxCrossEntropy):
         return cls(seed=LIGHTGBM_SEED if objective_seed is None else objective_seed, convention="lightgbm")
 
     @property
-    def integer_labels(self):
+    def integer_labels(self) -> bool:
         return self._lightgbm
 
-    def check_prepared(self, prep):
+    def check_prepared(self, prep: Prepared) -> None:
         check_exp_gain_labels(prep.labels)
         super().check_prepared(prep)
 
