@@ -1,0 +1,183 @@
+"""The grower's GPU backend (``TreeBooster(device="cuda")``): the histograms in numba.cuda.
+
+:class:`CUDABackend` provides the contract of :mod:`customobj.ole.backend` (issue "OLE at scale").
+What runs where in this first version:
+
+- **on the device**: the binned matrix (uploaded once per fit, feature-major), each tree's
+  gradients and hessians (uploaded once per tree), the row histograms and the pair histograms
+  (the OLE channels), the cost of a tree (:mod:`._cuda_hist_kernels`, deterministic, no atomics);
+- **still on the host** (the CPU backend's kernels, inherited): the root's sums, the split search
+  (a histogram comes back, ``slots x 3`` float64, and is searched as on the CPU, so ties break the
+  same way), the row and pair partitions (a node's row indices and pairs go to the device for its
+  histograms), ``ole_fast``'s pruning, the coupling sums and the objective's gradients. Moving
+  those next is what the issue asks for; the histograms' results would not change.
+
+Before a fit uses the device, :func:`check_device_memory` compares what it needs
+(:func:`device_memory_needed`: bins, gradients, a node's rows and pairs, histogram partials) with
+the card's free memory and refuses with the numbers (:class:`DeviceMemoryError`); the pairs are
+checked again each tree, once their count is known.
+
+Examples
+--------
+>>> need = device_memory_needed(n_rows=1000, n_features=10, bin_itemsize=1, n_slots=2570)
+>>> sorted(need)
+['bins', 'gradients', 'histograms', 'pairs', 'rows']
+>>> check_device_memory(need, free=1024)
+Traceback (most recent call last):
+...
+customobj.ole.cuda_backend.DeviceMemoryError: TreeBooster(device="cuda") needs 0.0048 GiB of GPU memory (bins 0.0000, gradients 0.0000, rows 0.0000, pairs 0.0000, histograms 0.0047 GiB), but the device has 0.0000 GiB free
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from .._cuda_runtime import THREADS, GPUUnavailableError, require_gpu
+from .backend import CPUBackend
+from .common import HIST_CHANNELS, PH_CHANNELS
+from .context import GrowContext
+
+__all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory"]
+
+_WHAT = 'TreeBooster(device="cuda")'
+_GIB = 2.0**30
+
+
+class DeviceMemoryError(GPUUnavailableError):
+    """A ``device="cuda"`` fit needs more GPU memory than the card has free (the message has the numbers)."""
+
+
+def device_memory_needed(*, n_rows: int, n_features: int, bin_itemsize: int, n_slots: int, n_pairs: int = 0,
+                         index_itemsize: int = 4) -> dict:
+    """Bytes of GPU memory a fit holds at its peak, by item.
+
+    ``bins``: the binned matrix; ``gradients``: a tree's ``g`` and ``h`` (float64); ``rows``: a
+    node's row indices (int64, at most every row); ``pairs``: a node's pairs (two indices and a
+    float64 coupling each, at most every pair); ``histograms``: the per-block partials and the
+    reduced histogram (float64, ``slots x 3``).
+    """
+    from ._cuda_hist_kernels import MAX_BLOCKS
+
+    return {
+        "bins": int(n_rows) * int(n_features) * int(bin_itemsize),
+        "gradients": 2 * int(n_rows) * 8,
+        "rows": int(n_rows) * 8,
+        "pairs": int(n_pairs) * (2 * int(index_itemsize) + 8),
+        "histograms": (MAX_BLOCKS + 1) * int(n_slots) * max(HIST_CHANNELS, PH_CHANNELS) * 8,
+    }
+
+
+def free_device_memory() -> float:
+    """Free bytes on the current device (``inf`` under the simulator, which has no limit)."""
+    cuda = require_gpu(_WHAT)
+    return float(cuda.current_context().get_memory_info()[0])
+
+
+def check_device_memory(need: dict, free: Optional[float] = None) -> None:
+    """Raise :class:`DeviceMemoryError` when ``sum(need)`` bytes exceed ``free`` (default: the card's)."""
+    free = free_device_memory() if free is None else float(free)
+    total = sum(need.values())
+    if total > free:
+        items = ", ".join(f"{k} {v / _GIB:.4f}" for k, v in need.items())
+        raise DeviceMemoryError(f"{_WHAT} needs {total / _GIB:.4f} GiB of GPU memory ({items} GiB), but the device "
+                                f"has {free / _GIB:.4f} GiB free")
+
+
+def _launch(n_threads: int) -> tuple:
+    """``(blocks, threads)`` covering ``n_threads``: small launches use fewer threads per block."""
+    per = min(THREADS, max(1, n_threads))
+    return (max(1, math.ceil(n_threads / per)), per)
+
+
+class CUDABackend(CPUBackend):
+    """The grower's kernels with the histograms on the GPU (see the module docstring for what is where).
+
+    Parameters
+    ----------
+    ctx, params
+        As for :class:`~customobj.ole.backend.CPUBackend`.
+
+    Raises
+    ------
+    GPUUnavailableError
+        No usable GPU (no ``numba-cuda``, driver or device: the message says which).
+    DeviceMemoryError
+        The binned matrix, gradients and histograms do not fit the device's free memory.
+    """
+
+    def __init__(self, ctx: GrowContext, params) -> None:
+        self._cuda = require_gpu(_WHAT)
+        super().__init__(ctx, params)
+        from . import _cuda_hist_kernels as kernels
+
+        self._k = kernels
+        d = ctx.data
+        self._shape = dict(n_rows=d.n_rows, n_features=d.feature_major.shape[0],
+                           bin_itemsize=d.feature_major.dtype.itemsize, n_slots=d.n_slots,
+                           index_itemsize=np.dtype(d.index_dtype()).itemsize)
+        check_device_memory(device_memory_needed(**self._shape))
+        cuda = self._cuda
+        self._bins = cuda.to_device(np.ascontiguousarray(d.feature_major))
+        self._offsets = cuda.to_device(np.ascontiguousarray(d.offsets, dtype=np.int64))
+        self._n_bins = np.ascontiguousarray(d.n_bins, dtype=np.int64)
+        self._partial = cuda.device_array((kernels.MAX_BLOCKS, d.n_slots, HIST_CHANNELS), dtype=np.float64)
+        self._out = cuda.device_array((d.n_slots, HIST_CHANNELS), dtype=np.float64)
+        self._all_features = np.arange(self._shape["n_features"], dtype=np.int64)
+        self._grad = self._hess = None
+
+    # --- the tree's gradients: uploaded with the root's sums, the first call of every tree -------------
+    def row_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:
+        """``(sum g, sum h)`` over ``order`` (host); uploads the tree's ``grad`` and ``hess``."""
+        self._grad = self._cuda.to_device(np.ascontiguousarray(grad, dtype=np.float64))
+        self._hess = self._cuda.to_device(np.ascontiguousarray(hess, dtype=np.float64))
+        return super().row_sums(order, grad, hess)
+
+    def pair_buffers(self, pairs: tuple) -> tuple:
+        """As on the CPU, after checking that the tree's pairs fit the device next to the rest."""
+        check_device_memory(device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0]))
+        return super().pair_buffers(pairs)
+
+    # --- histograms on the device --------------------------------------------------------------------------
+    def _reduced(self, nb: int) -> np.ndarray:
+        k, n_slots = self._k, self.data.n_slots
+        k.reduce_blocks[_launch(n_slots * HIST_CHANNELS)](self._partial, nb, self._out)
+        return self._out.copy_to_host()
+
+    def row_hist(self, order: np.ndarray, start: int, end: int, grad: np.ndarray, hess: np.ndarray,
+                 root: bool = False) -> np.ndarray:
+        """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``, built on the device
+        from the gradients :meth:`row_sums` uploaded (``grad``, ``hess`` are those arrays)."""
+        if self._grad is None:
+            raise RuntimeError("CUDABackend.row_hist before row_sums: the tree's gradients are not on the device")
+        k, n = self._k, end - start
+        rows = self._cuda.to_device(np.ascontiguousarray(order[start:end], dtype=np.int64))
+        nb = k.n_blocks(n, k.ROW_BLOCK)
+        k.row_hist_blocks[_launch(self._shape["n_features"] * nb)](self._bins, rows, n, nb, self._grad, self._hess,
+                                                                   self._offsets, self._partial)
+        return self._reduced(nb)
+
+    def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> np.ndarray:
+        """``(slots, 3)`` pair histogram [hi, nanp, R] of the pairs ``buf[start:end]``, built on the
+        device (all features, or only ``features``: the other slots are 0)."""
+        k, cuda, n = self._k, self._cuda, end - start
+        if features is None:
+            feats = self._all_features
+        else:
+            feats = np.unique(np.asarray(features, dtype=np.int64))
+            if feats.size and (feats[0] < 0 or feats[-1] >= self._all_features.size):
+                raise ValueError(f"features must be in [0, {self._all_features.size}), got {feats[0]}..{feats[-1]}")
+        nb = k.n_blocks(n, k.PAIR_BLOCK)
+        if feats.size < self._all_features.size:  # slots of the other features are read back: zero them
+            flat = self._partial.reshape(self._partial.size)
+            k.zero[_launch(nb * self.data.n_slots * PH_CHANNELS)](flat)
+        if feats.size and n > 0:
+            pi, pj, pc = (cuda.to_device(np.ascontiguousarray(a[start:end])) for a in buf)
+            k.pair_hist_blocks[_launch(feats.size * nb)](
+                self._bins, pi, pj, pc, n, nb, cuda.to_device(feats),
+                cuda.to_device(np.ascontiguousarray(self.data.offsets[feats], dtype=np.int64)),
+                cuda.to_device(self._n_bins[feats]), self._partial)
+        elif feats.size:  # no pairs: an empty histogram
+            return np.zeros((self.data.n_slots, PH_CHANNELS))
+        return self._reduced(nb)
