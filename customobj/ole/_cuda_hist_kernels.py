@@ -2,9 +2,9 @@
 
 Deterministic by construction (issue "OLE at scale": the GPU must grow the CPU's trees, ties broken
 the same way). No atomics: a node's rows (or pairs) are cut into blocks whose number depends only
-on their count (:func:`n_blocks`), one thread per (feature, block) sums its block **in node order**
+on their count (:func:`customobj.ole.cuda_backend.n_blocks`), one thread per (feature, block) sums its block **in node order**
 into its own partial histogram, and one thread per (slot, channel) adds the partials in block
-order. A node of at most :data:`ROW_BLOCK` rows is one block: its row histogram then adds every
+order. A node of at most ``cuda_backend.ROW_BLOCK`` rows is one block: its row histogram then adds every
 row in the CPU kernel's order (``histogram.build_row_hist_fm``: per feature, rows in node order),
 bit for bit. More blocks, and the pair histograms (the CPU's ``criterion="ole"`` sums chunks in
 float32 first), differ from the CPU's sums only by float64 rounding: two features or thresholds
@@ -20,21 +20,7 @@ from .common import HIST_COUNT, HIST_G, HIST_H, PH_HI, PH_NANP, PH_R
 
 cuda = cuda_module()
 
-__all__ = ["ROW_BLOCK", "PAIR_BLOCK", "MAX_BLOCKS", "n_blocks", "zero", "row_hist_blocks", "pair_hist_blocks",
-           "reduce_blocks"]
-
-#: Rows per block of a row histogram (a node this small is summed by one thread per feature, in
-#: the CPU's order) and pairs per block of a pair histogram.
-ROW_BLOCK = 4096
-PAIR_BLOCK = 4096
-#: Most blocks of one histogram: the partials take ``MAX_BLOCKS x slots x 3`` float64 on the device.
-MAX_BLOCKS = 64
-
-
-def n_blocks(n_items: int, block: int) -> int:
-    """Blocks of one histogram over ``n_items`` rows or pairs: a function of the count only."""
-    return int(max(1, min(MAX_BLOCKS, (n_items + block - 1) // block)))
-
+__all__ = ["zero", "row_hist_blocks", "pair_hist_blocks", "reduce_blocks"]
 
 @cuda.jit
 def zero(flat):

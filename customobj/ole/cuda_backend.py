@@ -19,13 +19,16 @@ checked again each tree, once their count is known.
 
 Examples
 --------
->>> need = device_memory_needed(n_rows=1000, n_features=10, bin_itemsize=1, n_slots=2570)
+WEB30K's size (3.8 million rows x 136 features, 255 bins, ~60 million pairs) on a card with 1 GiB free:
+
+>>> need = device_memory_needed(n_rows=3_788_392, n_features=136, bin_itemsize=1, n_slots=136 * 256,
+...                             n_pairs=60_000_000)
 >>> sorted(need)
 ['bins', 'gradients', 'histograms', 'pairs', 'rows']
->>> check_device_memory(need, free=1024)
+>>> check_device_memory(need, free=2**30)
 Traceback (most recent call last):
 ...
-customobj.ole.cuda_backend.DeviceMemoryError: TreeBooster(device="cuda") needs 0.0048 GiB of GPU memory (bins 0.0000, gradients 0.0000, rows 0.0000, pairs 0.0000, histograms 0.0047 GiB), but the device has 0.0000 GiB free
+customobj.ole.cuda_backend.DeviceMemoryError: TreeBooster(device="cuda") needs 1.51 GiB of GPU memory (bins 0.48, gradients 0.0565, rows 0.0282, pairs 0.894, histograms 0.0506 GiB), but the device has 1 GiB free
 """
 from __future__ import annotations
 
@@ -39,7 +42,15 @@ from .backend import CPUBackend
 from .common import HIST_CHANNELS, PH_CHANNELS
 from .context import GrowContext
 
-__all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory"]
+__all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory",
+           "n_blocks", "ROW_BLOCK", "PAIR_BLOCK", "MAX_BLOCKS"]
+
+#: Rows per block of a row histogram (a node this small is summed by one thread per feature, in
+#: the CPU's order) and pairs per block of a pair histogram (:mod:`._cuda_hist_kernels`).
+ROW_BLOCK = 4096
+PAIR_BLOCK = 4096
+#: Most blocks of one histogram: the partials take ``MAX_BLOCKS x slots x 3`` float64 on the device.
+MAX_BLOCKS = 64
 
 _WHAT = 'TreeBooster(device="cuda")'
 _GIB = 2.0**30
@@ -58,8 +69,6 @@ def device_memory_needed(*, n_rows: int, n_features: int, bin_itemsize: int, n_s
     float64 coupling each, at most every pair); ``histograms``: the per-block partials and the
     reduced histogram (float64, ``slots x 3``).
     """
-    from ._cuda_hist_kernels import MAX_BLOCKS
-
     return {
         "bins": int(n_rows) * int(n_features) * int(bin_itemsize),
         "gradients": 2 * int(n_rows) * 8,
@@ -80,9 +89,19 @@ def check_device_memory(need: dict, free: Optional[float] = None) -> None:
     free = free_device_memory() if free is None else float(free)
     total = sum(need.values())
     if total > free:
-        items = ", ".join(f"{k} {v / _GIB:.4f}" for k, v in need.items())
-        raise DeviceMemoryError(f"{_WHAT} needs {total / _GIB:.4f} GiB of GPU memory ({items} GiB), but the device "
-                                f"has {free / _GIB:.4f} GiB free")
+        items = ", ".join(f"{k} {v / _GIB:.3g}" for k, v in need.items())
+        raise DeviceMemoryError(f"{_WHAT} needs {total / _GIB:.3g} GiB of GPU memory ({items} GiB), but the device "
+                                f"has {free / _GIB:.3g} GiB free")
+
+
+def n_blocks(n_items: int, block: int) -> int:
+    """Blocks of one histogram over ``n_items`` rows or pairs: a function of the count only, so the
+    sums' order never depends on the device.
+
+    >>> n_blocks(0, ROW_BLOCK), n_blocks(ROW_BLOCK, ROW_BLOCK), n_blocks(ROW_BLOCK + 1, ROW_BLOCK), n_blocks(10**9, 1)
+    (1, 1, 2, 64)
+    """
+    return int(max(1, min(MAX_BLOCKS, (n_items + block - 1) // block)))
 
 
 def _launch(n_threads: int) -> tuple:
@@ -122,7 +141,7 @@ class CUDABackend(CPUBackend):
         self._bins = cuda.to_device(np.ascontiguousarray(d.feature_major))
         self._offsets = cuda.to_device(np.ascontiguousarray(d.offsets, dtype=np.int64))
         self._n_bins = np.ascontiguousarray(d.n_bins, dtype=np.int64)
-        self._partial = cuda.device_array((kernels.MAX_BLOCKS, d.n_slots, HIST_CHANNELS), dtype=np.float64)
+        self._partial = cuda.device_array((MAX_BLOCKS, d.n_slots, HIST_CHANNELS), dtype=np.float64)
         self._out = cuda.device_array((d.n_slots, HIST_CHANNELS), dtype=np.float64)
         self._all_features = np.arange(self._shape["n_features"], dtype=np.int64)
         self._grad = self._hess = None
@@ -153,7 +172,7 @@ class CUDABackend(CPUBackend):
             raise RuntimeError("CUDABackend.row_hist before row_sums: the tree's gradients are not on the device")
         k, n = self._k, end - start
         rows = self._cuda.to_device(np.ascontiguousarray(order[start:end], dtype=np.int64))
-        nb = k.n_blocks(n, k.ROW_BLOCK)
+        nb = n_blocks(n, ROW_BLOCK)
         k.row_hist_blocks[_launch(self._shape["n_features"] * nb)](self._bins, rows, n, nb, self._grad, self._hess,
                                                                    self._offsets, self._partial)
         return self._reduced(nb)
@@ -168,7 +187,7 @@ class CUDABackend(CPUBackend):
             feats = np.unique(np.asarray(features, dtype=np.int64))
             if feats.size and (feats[0] < 0 or feats[-1] >= self._all_features.size):
                 raise ValueError(f"features must be in [0, {self._all_features.size}), got {feats[0]}..{feats[-1]}")
-        nb = k.n_blocks(n, k.PAIR_BLOCK)
+        nb = n_blocks(n, PAIR_BLOCK)
         if feats.size < self._all_features.size:  # slots of the other features are read back: zero them
             flat = self._partial.reshape(self._partial.size)
             k.zero[_launch(nb * self.data.n_slots * PH_CHANNELS)](flat)

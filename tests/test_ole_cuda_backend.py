@@ -1,0 +1,118 @@
+"""customobj.ole.cuda_backend: ``TreeBooster(device="cuda")`` grows the CPU's trees (every criterion,
+NaN, bagging, McRank), refuses a machine without a GPU naming what is missing, and refuses a fit that
+does not fit the card's free memory, with the numbers. On a machine without NVIDIA's driver the GPU
+kernels run on numba's CUDA simulator (tests/conftest.py): the data stay small."""
+import numpy as np
+import pytest
+
+import customobj._cuda_runtime as runtime
+from customobj import McRank
+from customobj.ole import TreeBooster
+from customobj.ole import cuda_backend
+from customobj.ole.cuda_backend import DeviceMemoryError, check_device_memory, device_memory_needed
+from customobj.objectives.devices import GPUUnavailableError
+
+from _cuda_cases import needs_gpu
+from _ole_cases import QUIET, make_rank_data, tree_dicts
+
+KW = dict(num_leaves=6, n_estimators=2, min_data_in_leaf=4, max_bin=16, lambda_l2=0.5, **QUIET)
+
+
+def _pair(criterion, X, y, group, **kw):
+    cpu = TreeBooster(criterion=criterion, **KW, **kw).fit(X, y, group)
+    gpu = TreeBooster(criterion=criterion, device="cuda", **KW, **kw).fit(X, y, group)
+    return cpu, gpu
+
+
+@needs_gpu
+@pytest.mark.parametrize("criterion", ["se", "wse", "ole", "ole_fast", "ole_float64"])
+def test_the_gpu_grows_the_cpu_trees_for_every_criterion(criterion):
+    X, y, group = make_rank_data(3)  # 300 rows, 4 features, NaN, few distinct values (ties)
+    cpu, gpu = _pair(criterion, X, y, group, ole_fast_features=2)
+    assert tree_dicts(gpu) == tree_dicts(cpu)  # splits, thresholds, gains and leaf values, exactly
+    assert sum(len(t.nodes) for t in cpu.trees_) >= 2 * 3  # real trees, not stumps
+    np.testing.assert_array_equal(gpu.predict(X), cpu.predict(X))
+
+
+@needs_gpu
+def test_bagging_feature_sampling_weights_and_breadth_first_match_too():
+    X, y, group = make_rank_data(5)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, y.size)
+    kw = dict(bagging_fraction=0.7, feature_fraction=0.75, growth="breadth_first", random_state=4)
+    cpu = TreeBooster(criterion="ole", **KW, **kw).fit(X, y, group, sample_weight=w)
+    gpu = TreeBooster(criterion="ole", device="cuda", **KW, **kw).fit(X, y, group, sample_weight=w)
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+
+
+@needs_gpu
+def test_mcrank_grows_one_gpu_tree_per_grade_equal_to_the_cpu_ones():
+    X, y, group = make_rank_data(7, n_queries=6)
+    cpu, gpu = _pair("wse", X, y, group, objective=McRank())
+    assert len(gpu.trees_) == len(cpu.trees_) == 2 * cpu.n_outputs_
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+
+
+def test_device_is_validated_where_it_is_written_and_in_fit():
+    for bad in ("gpu", "CUDA", 1, None):
+        with pytest.raises(ValueError, match="device must be one of"):
+            TreeBooster(device=bad)
+    model = TreeBooster(**KW)
+    model.set_params(device="tpu")
+    X, y, group = make_rank_data(1, n_queries=2)
+    with pytest.raises(ValueError, match="device must be one of"):
+        model.fit(X, y, group)
+
+
+def test_no_gpu_is_a_clear_error_naming_what_is_missing(monkeypatch):
+    why = "no usable NVIDIA driver or device: CUDA_ERROR_NO_DEVICE"
+    monkeypatch.setattr(runtime, "gpu_status", lambda: runtime.GPUStatus(False, why))
+    runtime._usable_cuda.cache_clear()  # a GPU found earlier in this process is cached
+    try:
+        X, y, group = make_rank_data(1, n_queries=2)
+        with pytest.raises(GPUUnavailableError, match='TreeBooster.device="cuda". needs a CUDA GPU: no usable NVIDIA'):
+            TreeBooster(device="cuda", **KW).fit(X, y, group)
+        TreeBooster(**KW).fit(X, y, group)  # the CPU path never needs one
+    finally:
+        runtime._usable_cuda.cache_clear()
+
+
+def test_the_memory_estimate_counts_every_item():
+    need = device_memory_needed(n_rows=1000, n_features=10, bin_itemsize=2, n_slots=500, n_pairs=300,
+                                index_itemsize=4)
+    assert need["bins"] == 1000 * 10 * 2 and need["gradients"] == 2 * 1000 * 8 and need["rows"] == 1000 * 8
+    assert need["pairs"] == 300 * (4 + 4 + 8)
+    assert need["histograms"] > 500 * 3 * 8  # partials and the reduced histogram
+    check_device_memory(need, free=sum(need.values()))  # exactly enough: accepted
+    with pytest.raises(DeviceMemoryError, match=r"needs 0\.000\d+ GiB .*bins 1\.86e-05, .* has 0\.000\d+ GiB free"):
+        check_device_memory(need, free=sum(need.values()) - 1)
+
+
+@needs_gpu
+def test_a_fit_that_does_not_fit_the_card_is_refused_before_it_starts(monkeypatch):
+    X, y, group = make_rank_data(2)
+    monkeypatch.setattr(cuda_backend, "free_device_memory", lambda: 4096.0)  # a tiny card
+    model = TreeBooster(device="cuda", **KW)
+    with pytest.raises(DeviceMemoryError, match="GiB free"):
+        model.fit(X, y, group)
+    assert not hasattr(model, "trees_") or model.trees_ == []  # nothing was grown
+
+
+@needs_gpu
+def test_the_pairs_are_checked_once_their_count_is_known(monkeypatch):
+    X, y, group = make_rank_data(2)
+    real = cuda_backend.device_memory_needed
+    seen = []
+
+    def needed(**kw):
+        seen.append(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(cuda_backend, "device_memory_needed", needed)
+    TreeBooster(device="cuda", criterion="ole", **KW).fit(X, y, group)
+    assert seen[0].get("n_pairs", 0) == 0 and max(kw.get("n_pairs", 0) for kw in seen) > 0
+    # room for everything but the pairs: the fit starts, its first tree's pairs are refused
+    room = float(sum(real(**seen[0]).values()))
+    monkeypatch.setattr(cuda_backend, "free_device_memory", lambda: room)
+    with pytest.raises(DeviceMemoryError, match=r"pairs \d"):
+        TreeBooster(device="cuda", criterion="ole", **KW).fit(X, y, group)
+    TreeBooster(device="cuda", criterion="wse", **KW).fit(X, y, group)  # no pairs: it fits
