@@ -135,7 +135,8 @@ def run_one(mode, args):
     res.update(per_tree_s=wall, cpu_per_tree_s=cpu)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     res.update(rss_before_mb=before, peak_rss_mb=peak, peak_delta_mb=peak - before)
-    if mode not in ("lightgbm", "xgboost"):  # what OLE's extra work scales with: pairs per row of round 1 (after the peak was read)
+    if mode not in ("lightgbm", "xgboost"):
+        # what OLE's extra work scales with: pairs per row of round 1 (after the peak was read)
         _, _, pc = obj.pair_couplings(np.zeros(X.shape[0]), y, group)
         res["pairs_per_row"] = float(np.count_nonzero(pc)) / X.shape[0]
     return res

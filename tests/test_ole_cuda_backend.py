@@ -83,7 +83,8 @@ def test_the_memory_estimate_counts_every_item():
     assert need["pairs"] == 300 * (4 + 4 + 8)
     assert need["histograms"] > 500 * 3 * 8  # partials and the reduced histogram
     check_device_memory(need, free=sum(need.values()))  # exactly enough: accepted
-    with pytest.raises(DeviceMemoryError, match=r"needs 0\.000\d+ GiB .*bins 1\.86e-05, .* has 0\.000\d+ GiB free"):
+    refusal = r"needs 0\.00\d+ GiB of GPU memory \(bins 1\.86e-05, .*\), but the device has 0\.00\d+ GiB free"
+    with pytest.raises(DeviceMemoryError, match=refusal):
         check_device_memory(need, free=sum(need.values()) - 1)
 
 

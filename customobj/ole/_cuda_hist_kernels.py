@@ -1,15 +1,16 @@
 """numba.cuda kernels of the OLE grower's histograms: the GPU twins of :mod:`.histogram` and :mod:`.pairhist`.
 
-Deterministic by construction (issue "OLE at scale": the GPU must grow the CPU's trees, ties broken
-the same way). No atomics: a node's rows (or pairs) are cut into blocks whose number depends only
-on their count (:func:`customobj.ole.cuda_backend.n_blocks`), one thread per (feature, block) sums its block **in node order**
-into its own partial histogram, and one thread per (slot, channel) adds the partials in block
-order. A node of at most ``cuda_backend.ROW_BLOCK`` rows is one block: its row histogram then adds every
-row in the CPU kernel's order (``histogram.build_row_hist_fm``: per feature, rows in node order),
-bit for bit. More blocks, and the pair histograms (the CPU's ``criterion="ole"`` sums chunks in
-float32 first), differ from the CPU's sums only by float64 rounding: two features or thresholds
-that tie on the CPU (the same rows, the same bins) tie here too, because equal inputs go through
-equal arithmetic.
+Deterministic by construction (issue "OLE at scale": the GPU must grow the CPU's trees, ties
+broken the same way). No atomics: a node's rows (or pairs) are cut into blocks whose number
+depends only on their count (:func:`customobj.ole.cuda_backend.n_blocks`), one thread per (block,
+feature) sums its block **in node order** into its own partial histogram, and one thread per
+(slot, channel) adds the partials in block order. A node of at most ``cuda_backend.ROW_BLOCK``
+rows is one block: its row histogram then adds every row in the CPU kernel's order
+(``histogram.build_row_hist_fm``: per feature, rows in node order), bit for bit. More blocks, and
+the pair histograms (the CPU's ``criterion="ole"`` sums chunks in float32 first), differ from the
+CPU's sums only by float64 rounding: two features or thresholds that tie on the CPU (the same
+rows, the same bins) tie here too, because equal inputs go through equal arithmetic. Only
+additions: no multiply-add the compiler could fuse differently from the CPU.
 
 The pair channels follow :mod:`.pairhist`: ``hi`` at the larger bin (ties: the first row's),
 ``nanp`` at the non-NaN row's bin when the other row's bin is the NaN slot, ``R`` at both rows'
@@ -32,14 +33,14 @@ def zero(flat):
 
 @cuda.jit
 def row_hist_blocks(bins_fm, rows, n, nb, grad, hess, offsets, partial):
-    """Thread ``(f, b)``: ``partial[b]``'s slots of feature ``f`` = [g, h, count] sums of the rows
+    """Thread ``(b, f)``: ``partial[b]``'s slots of feature ``f`` = [g, h, count] sums of the rows
     ``rows[lo:hi]`` of block ``b``, in order."""
     t = cuda.grid(1)
     n_feat = bins_fm.shape[0]
     if t >= n_feat * nb:
         return
-    f = t // nb
-    b = t - f * nb
+    b = t // n_feat  # neighbouring threads: one block, neighbouring features (they read the same rows)
+    f = t - b * n_feat
     lo = (n * b) // nb
     hi = (n * (b + 1)) // nb
     part = partial[b]
@@ -59,14 +60,14 @@ def row_hist_blocks(bins_fm, rows, n, nb, grad, hess, offsets, partial):
 
 @cuda.jit
 def pair_hist_blocks(bins_fm, pi, pj, pc, n, nb, feats, foff, fnb, partial):
-    """Thread ``(q, b)``: ``partial[b]``'s slots of feature ``feats[q]`` = [hi, nanp, R] of the pairs
+    """Thread ``(b, q)``: ``partial[b]``'s slots of feature ``feats[q]`` = [hi, nanp, R] of the pairs
     ``lo:hi`` of block ``b``, in pair order (``partial`` zeroed outside the features' slots)."""
     t = cuda.grid(1)
     n_feat = feats.shape[0]
     if t >= n_feat * nb:
         return
-    q = t // nb
-    b = t - q * nb
+    b = t // n_feat  # neighbouring threads: one block, neighbouring features (one pair read per warp)
+    q = t - b * n_feat
     lo = (n * b) // nb
     hi = (n * (b + 1)) // nb
     part = partial[b]
