@@ -117,3 +117,24 @@ def test_the_pairs_are_checked_once_their_count_is_known(monkeypatch):
     with pytest.raises(DeviceMemoryError, match=r"pairs \d"):
         TreeBooster(device="cuda", criterion="ole", **KW).fit(X, y, group)
     TreeBooster(device="cuda", criterion="wse", **KW).fit(X, y, group)  # no pairs: it fits
+
+
+@needs_gpu
+def test_wide_bins_joint_leaves_and_early_stopping_match_too():
+    X, y, group = make_rank_data(9, n_values=4000)  # many distinct values: more than 255 bins, uint16
+    Xv, yv, gv = make_rank_data(10, n_queries=4)
+    kw = dict(KW, max_bin=300, n_estimators=4, leaf_solver="joint")
+    fit = dict(eval_set=[(Xv, yv)], eval_group=[gv], early_stopping_rounds=1)
+    cpu = TreeBooster(criterion="ole", **kw).fit(X, y, group, **fit)
+    gpu = TreeBooster(criterion="ole", device="cuda", **kw).fit(X, y, group, **fit)
+    assert cpu.bin_mapper_.bins_feature_major(X).dtype == np.uint16
+    assert tree_dicts(gpu) == tree_dicts(cpu) and gpu.best_iteration_ == cpu.best_iteration_
+    assert gpu.evals_result_ == cpu.evals_result_
+
+
+@needs_gpu
+def test_a_pointwise_objective_without_queries_matches():
+    from customobj import SquaredError
+    X, y, _ = make_rank_data(11, n_queries=8)
+    cpu, gpu = _pair("se", X, y, None, objective=SquaredError())
+    assert tree_dicts(gpu) == tree_dicts(cpu)
