@@ -80,10 +80,10 @@ def require_gpu():
     from customobj._environment import gpu_line
 
     status = gpu_status()
-    if not status.available or status.simulator:
-        why = status.reason or "numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM); this benchmark needs a real GPU"
-        sys.exit(f"benchmarks/ole.py --device cuda needs a CUDA GPU: {why}")
-    return gpu_line(status._asdict())
+    if status.available and not status.simulator:
+        return gpu_line(status._asdict())
+    sys.exit("benchmarks/ole.py --device cuda needs a CUDA GPU: "
+             + (status.reason or "numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM); the timings need a real GPU"))
 
 
 class XGBClock:
