@@ -111,11 +111,26 @@ def test_the_pairs_are_checked_once_their_count_is_known(monkeypatch):
     monkeypatch.setattr(cuda_backend, "device_memory_needed", needed)
     TreeBooster(device="cuda", criterion="ole", **KW).fit(X, y, group)
     assert seen[0].get("n_pairs", 0) == 0 and max(kw.get("n_pairs", 0) for kw in seen) > 0
-    # room for everything but the pairs: the fit starts, its first tree's pairs are refused
-    room = float(sum(real(**seen[0]).values()))
-    monkeypatch.setattr(cuda_backend, "free_device_memory", lambda: room)
+    # room for everything but the pairs: the fit starts (its bins and histograms then take their
+    # share of the free memory), its first tree's pairs are refused
+    need = real(**seen[0])
+    room = float(sum(need.values()))
+    calls = []
+
+    def free():
+        calls.append(1)
+        return room if len(calls) == 1 else room - need["bins"] - need["histograms"]
+
+    monkeypatch.setattr(cuda_backend, "free_device_memory", free)
     with pytest.raises(DeviceMemoryError, match=r"pairs \d"):
         TreeBooster(device="cuda", criterion="ole", **KW).fit(X, y, group)
+    assert len(calls) == 2
+    # what the fit already holds is not counted twice: room for the largest tree's pairs is enough
+    most = max(kw.get("n_pairs", 0) for kw in seen)
+    room += real(**{**seen[0], "n_pairs": most})["pairs"]
+    calls.clear()
+    TreeBooster(device="cuda", criterion="ole", **KW).fit(X, y, group)
+    calls.clear()
     TreeBooster(device="cuda", criterion="wse", **KW).fit(X, y, group)  # no pairs: it fits
 
 

@@ -138,11 +138,15 @@ class CUDABackend(CPUBackend):
         self._shape = dict(n_rows=d.n_rows, n_features=d.feature_major.shape[0],
                            bin_itemsize=d.feature_major.dtype.itemsize, n_slots=d.n_slots,
                            index_itemsize=np.dtype(d.index_dtype()).itemsize)
-        check_device_memory(device_memory_needed(**self._shape))
+        need = device_memory_needed(**self._shape)
+        check_device_memory(need)
+        # what this fit keeps on the device from here on: later checks count it as theirs, not as taken
+        self._resident = need["bins"] + need["histograms"]
         cuda = self._cuda
         self._bins = cuda.to_device(np.ascontiguousarray(d.feature_major))
         self._offsets = cuda.to_device(np.ascontiguousarray(d.offsets, dtype=np.int64))
         self._n_bins = np.ascontiguousarray(d.n_bins, dtype=np.int64)
+        # one partial buffer serves both histograms: each has three channels (common.py)
         self._partial = cuda.device_array((MAX_BLOCKS, d.n_slots, HIST_CHANNELS), dtype=np.float64)
         self._out = cuda.device_array((d.n_slots, HIST_CHANNELS), dtype=np.float64)
         self._all_features = np.arange(self._shape["n_features"], dtype=np.int64)
@@ -158,7 +162,8 @@ class CUDABackend(CPUBackend):
 
     def pair_buffers(self, pairs: tuple) -> tuple:
         """As on the CPU, after checking that the tree's pairs fit the device next to the rest."""
-        check_device_memory(device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0]))
+        check_device_memory(device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0]),
+                            free=free_device_memory() + self._resident)
         return super().pair_buffers(pairs)
 
     def _feature_args(self, feats: np.ndarray) -> tuple:
