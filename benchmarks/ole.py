@@ -15,6 +15,12 @@ taken by a per-round callback, so binning and other one-off costs are left out.
     python benchmarks/ole.py --rounds 5 --repeat 3   # learners interleaved 3 times, best of each
     python benchmarks/ole.py --rounds 5 --threads 1  # single-threaded work per tree
     python benchmarks/ole.py --mode ole      # one learner, JSON on stdout (used internally)
+    python benchmarks/ole.py --device cuda --queries 20000 --rounds 5   # TreeBooster on the GPU, beside
+                                             # LightGBM on the CPU threads and XGBoost device="cuda" rank:ndcg
+
+``--device cuda`` grows customobj's trees with ``TreeBooster(device="cuda")`` (LightGBM stays on the
+CPU, ``--threads`` threads) and adds XGBoost's ``device="cuda"`` ``rank:ndcg`` (lossguide, 31
+leaves, 255 bins); it refuses to run without a real CUDA GPU (numba's simulator does not count).
 
 On a shared machine use ``--repeat``: the learners run interleaved (lightgbm, wse, ole, lightgbm,
 ...) so load changes hit all of them, and each reports its best wall and best CPU time per tree.
@@ -68,6 +74,32 @@ class RoundClock:
         return (w1 - w0) / k, (c1 - c0) / k
 
 
+def require_gpu():
+    """The GPU's description line; exits saying what is missing when there is no real GPU."""
+    from customobj._cuda_runtime import gpu_status
+    from customobj._environment import gpu_line
+
+    status = gpu_status()
+    if status.available and not status.simulator:
+        return gpu_line(status._asdict())
+    sys.exit("benchmarks/ole.py --device cuda needs a CUDA GPU: "
+             + (status.reason or "numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM); the timings need a real GPU"))
+
+
+class XGBClock:
+    """XGBoost's per-round callback around a :class:`RoundClock` (made on use: xgboost is imported late)."""
+
+    @staticmethod
+    def make(clock):
+        import xgboost as xgb
+
+        class _Tick(xgb.callback.TrainingCallback):
+            def after_iteration(self, model, epoch, evals_log):
+                clock.tick()
+                return False
+        return _Tick()
+
+
 def run_one(mode, args):
     X, y, group = make_data(args.queries, args.query_size, args.features)
     res = {"mode": mode, "rows": int(X.shape[0])}
@@ -79,12 +111,21 @@ def run_one(mode, args):
         before = rss_mb()
         ds = lgb.Dataset(X, y, group=group, params={"max_bin": 255, "verbose": -1}).construct()
         lgb.train(params, ds, num_boost_round=args.rounds, callbacks=[clock.tick])
+    elif mode == "xgboost":
+        import xgboost as xgb
+        params = dict(objective="rank:ndcg", tree_method="hist", device=args.device, grow_policy="lossguide",
+                      max_leaves=31, max_depth=0, max_bin=255, eta=0.1, min_child_weight=1e-3,
+                      lambdarank_pair_method="topk", lambdarank_num_pair_per_sample=args.truncation,
+                      nthread=args.threads)
+        before = rss_mb()
+        dtrain = xgb.DMatrix(X, y, group=group)
+        xgb.train(params, dtrain, num_boost_round=args.rounds, callbacks=[XGBClock.make(clock)])
     else:
         from customobj.objectives import LambdaRank
         from customobj.ole import TreeBooster
         obj = LambdaRank(metric="ndcg", truncation=args.truncation)
         kw = dict(criterion=mode, num_leaves=31, max_bin=255, learning_rate=0.1, n_jobs=args.threads, verbose=False,
-                  ole_fast_features=args.ole_fast_features, ole_fast_epsilon=args.ole_fast_epsilon)
+                  device=args.device, ole_fast_features=args.ole_fast_features, ole_fast_epsilon=args.ole_fast_epsilon)
         # warm-up on a slice: loads / compiles the numba kernels outside the measured run
         m = int(np.sum(group[:20]))
         TreeBooster(obj, n_estimators=2, **kw).fit(X[:m], y[:m], group[:20])
@@ -94,7 +135,8 @@ def run_one(mode, args):
     res.update(per_tree_s=wall, cpu_per_tree_s=cpu)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     res.update(rss_before_mb=before, peak_rss_mb=peak, peak_delta_mb=peak - before)
-    if mode != "lightgbm":  # what OLE's extra work scales with: pairs per row of round 1 (after the peak was read)
+    if mode not in ("lightgbm", "xgboost"):
+        # what OLE's extra work scales with: pairs per row of round 1 (after the peak was read)
         _, _, pc = obj.pair_couplings(np.zeros(X.shape[0]), y, group)
         res["pairs_per_row"] = float(np.count_nonzero(pc)) / X.shape[0]
     return res
@@ -102,7 +144,9 @@ def run_one(mode, args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mode", choices=["lightgbm", "wse", "ole", "ole_fast", "ole_float64"])
+    ap.add_argument("--mode", choices=["lightgbm", "xgboost", "wse", "ole", "ole_fast", "ole_float64"])
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="where customobj's trees grow (cuda: also XGBoost device='cuda'; needs a real GPU)")
     ap.add_argument("--float64", action="store_true", help="also run the float64 reference criterion='ole_float64'")
     ap.add_argument("--ole-fast-features", type=int, default=OLE_FAST_FEATURES, help="k of criterion='ole_fast'")
     ap.add_argument("--ole-fast-epsilon", type=float, default=OLE_FAST_EPSILON,
@@ -119,11 +163,16 @@ def main():
                     help="threads for every learner (1: CPU times free of OpenMP spin-waiting on a busy machine)")
     ap.add_argument("--repeat", type=int, default=1, help="interleaved runs per learner; best of each is reported")
     args = ap.parse_args()
+    if args.device == "cuda":
+        gpu = require_gpu()
+        if not args.mode:
+            print(gpu, flush=True)
     if args.mode:
         print(json.dumps(run_one(args.mode, args)))
         return
     out = {}
-    modes = ("lightgbm", "wse", "ole", "ole_fast") + (("ole_float64",) if args.float64 else ())
+    modes = ("lightgbm",) + (("xgboost",) if args.device == "cuda" else ()) + ("wse", "ole", "ole_fast") + \
+        (("ole_float64",) if args.float64 else ())
     if args.modes:
         modes = tuple(args.modes.split(","))
     print("load average (1, 5, 15 min): %.2f %.2f %.2f" % os.getloadavg(), flush=True)
@@ -131,7 +180,7 @@ def main():
         for mode in modes:
             cmd = [sys.executable, __file__, "--mode", mode, "--rounds", str(args.rounds), "--queries",
                    str(args.queries), "--query-size", str(args.query_size), "--features", str(args.features),
-                   "--threads", str(args.threads), "--truncation", str(args.truncation),
+                   "--threads", str(args.threads), "--truncation", str(args.truncation), "--device", args.device,
                    "--ole-fast-features", str(args.ole_fast_features),
                    "--ole-fast-epsilon", repr(args.ole_fast_epsilon)]
             proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -149,7 +198,8 @@ def main():
     eps = f"ole_fast (k={args.ole_fast_features}, epsilon={args.ole_fast_epsilon:g})"
     ratios = (("wse", "lightgbm", "WSE / LightGBM", "1.5"), ("ole", "wse", "OLE / WSE", "2.5"),
               ("ole_fast", "wse", f"{eps} / WSE", "1.3"), ("ole_float64", "wse", "ole_float64 / WSE", None),
-              ("ole", "lightgbm", "OLE / LightGBM", None))
+              ("ole", "lightgbm", "OLE / LightGBM", None), ("ole", "xgboost", "OLE / XGBoost GPU", "5"),
+              ("ole_fast", "xgboost", "ole_fast / XGBoost GPU", "2"))
     for key, what in (("per_tree_s", "wall"), ("cpu_per_tree_s", "CPU ")):
         for a, b, label, target in ratios:
             if a in out and b in out:
@@ -157,7 +207,7 @@ def main():
                 print(f"{label:18s} {what} per tree : {out[a][key] / out[b][key]:.2f}{goal}")
     if "lightgbm" in out:
         for mode in modes:
-            if mode != "lightgbm":
+            if mode not in ("lightgbm", "xgboost"):  # host memory; the GPU's is not measured here
                 print(f"{mode + ' / LightGBM':22s} peak memory : "
                       f"{out[mode]['peak_delta_mb'] / out['lightgbm']['peak_delta_mb']:.2f}  (target <= 2)")
     print("load average (1, 5, 15 min): %.2f %.2f %.2f" % os.getloadavg())

@@ -128,6 +128,12 @@ class TreeBooster(BaseEstimator):
     ole_fast_epsilon : float in [0, 1), fraction of each query's coupling mass ``"ole_fast"`` may drop
         (its smallest pairs) when searching splits; leaf values use every pair
         (:mod:`customobj.ole.pair_pruning`, docs/ole-fast.md).
+    device : {"cpu", "cuda"}
+        Where the trees grow. ``"cuda"`` builds the row and pair histograms on the GPU
+        (:mod:`customobj.ole.cuda_backend` says which steps still run on the host) and grows the
+        CPU's trees; ``fit`` raises ``GPUUnavailableError`` naming what is missing (package,
+        driver, device) or, with the numbers, when the data do not fit the card's free memory.
+        Never a silent CPU fallback. Not saved in model files: a model predicts on any machine.
 
     Attributes
     ----------
@@ -166,7 +172,7 @@ class TreeBooster(BaseEstimator):
                  bagging_fraction: float = 1.0, random_state: int = 0, n_jobs: Optional[int] = None,
                  leaf_solver: str = "diagonal", line_search: bool = False, importance_type: str = "split",
                  verbose: Union[bool, int] = True, ole_fast_features: int = OLE_FAST_FEATURES,
-                 ole_fast_epsilon: float = OLE_FAST_EPSILON) -> None:
+                 ole_fast_epsilon: float = OLE_FAST_EPSILON, device: str = "cpu") -> None:
         self.objective = objective
         self.criterion = criterion
         self.num_leaves = num_leaves
@@ -188,6 +194,7 @@ class TreeBooster(BaseEstimator):
         self.verbose = verbose
         self.ole_fast_features = ole_fast_features
         self.ole_fast_epsilon = ole_fast_epsilon
+        self.device = device
         # fail where the value is written (issue 13); fit checks again after any set_params
         check_params(self.get_params(deep=False))
 

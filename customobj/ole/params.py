@@ -13,9 +13,10 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from ..objectives.devices import Device
 from .criterion import criterion_for
 
-__all__ = ["check_params", "check_n_jobs", "default_objective", "MAX_NUM_LEAVES", "MAX_BIN", "MAX_INT"]
+__all__ = ["check_params", "check_n_jobs", "default_objective", "MAX_NUM_LEAVES", "MAX_BIN", "MAX_INT", "DEVICES"]
 
 #: LightGBM's upper limit for ``num_leaves`` (``1 < num_leaves <= 131072``).
 MAX_NUM_LEAVES = 131072
@@ -28,6 +29,8 @@ MAX_INT = 2**53
 _GROWTH = ("best_first", "breadth_first")
 _LEAF_SOLVERS = ("diagonal", "joint")
 _IMPORTANCE = ("split", "gain")
+#: ``TreeBooster(device=...)``: where the trees grow; the name becomes its :class:`Device` once, in ``fit``.
+DEVICES = {"cpu": Device.CPU, "cuda": Device.CUDA}
 
 
 def default_objective():
@@ -153,6 +156,7 @@ def check_params(params: Mapping[str, Any]) -> dict:
         "verbose": _flag(params, "verbose", levels=True),
         "ole_fast_features": _int(params, "ole_fast_features", 1),
         "ole_fast_epsilon": _fraction_below_one(params, "ole_fast_epsilon"),
+        "device": _choice(params, "device", DEVICES),
     }
     unknown = set(params) - set(out)
     if unknown:

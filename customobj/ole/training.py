@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, List, NamedTuple, Optional
 import numba
 import numpy as np
 
+from ..objectives.devices import Device
 from .backend import CPUBackend
 from .context import BinnedData, GrowContext
 from .criterion import criterion_for
 from .evaluation import EarlyStopping, Progress, update_evals
 from .grower import GrowParams, GrownTree, TreeGrower, add_leaf_values
 from .pair_pruning import query_of_rows
+from .params import DEVICES
 from .predictor import add_tree_bins
 from .tree import Tree
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from ..objectives.base import Objective, Prepared
 
 __all__ = ["boost", "sample_round", "round_gradients", "grow_round", "update_scores", "stop_reason", "line_search",
-           "grow_params", "feature_infos", "Threads", "RoundSample", "RoundGradients"]
+           "grow_params", "feature_infos", "Threads", "RoundSample", "RoundGradients", "make_backend"]
 
 
 def feature_infos(value_range):
@@ -58,6 +60,17 @@ def grow_params(p: dict) -> GrowParams:
                       joint_leaves=p["leaf_solver"] == "joint", learning_rate=p["learning_rate"])
 
 
+def make_backend(ctx: GrowContext, params: GrowParams, device: Device) -> CPUBackend:
+    """The fit's backend on ``device``: the CPU kernels, or the GPU's (:mod:`.cuda_backend`, imported
+    only then; it raises ``GPUUnavailableError`` without a usable GPU)."""
+    if device is Device.CPU:
+        return CPUBackend(ctx, params)
+    if device is Device.CUDA:
+        from .cuda_backend import CUDABackend
+        return CUDABackend(ctx, params)
+    raise ValueError(f"no tree backend for device {device!r}")
+
+
 class RoundSample(NamedTuple):
     """The rows and features one boosting round grows on."""
     rows: np.ndarray  # in-bag rows, increasing (int64)
@@ -84,7 +97,7 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
     ctx = GrowContext(bins_fm, mapper)
     if params.criterion.fast:  # its per-query pair pruning needs each row's query
         ctx.queries = (query_of_rows(prep.ptr), prep.ptr.shape[0] - 1)
-    backend = CPUBackend(ctx, params)  # every tree's kernels, one object per fit
+    backend = make_backend(ctx, params, DEVICES[p["device"]])  # every tree's kernels, one object per fit
     rng = np.random.default_rng(p["random_state"])
     need_pairs = obj.pairwise and (params.criterion.uses_pairs or params.joint_leaves)
     progress = Progress(p["n_estimators"], p["verbose"])

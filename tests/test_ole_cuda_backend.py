@@ -1,0 +1,155 @@
+"""customobj.ole.cuda_backend: ``TreeBooster(device="cuda")`` grows the CPU's trees (every criterion,
+NaN, bagging, McRank), refuses a machine without a GPU naming what is missing, and refuses a fit that
+does not fit the card's free memory, with the numbers. On a machine without NVIDIA's driver the GPU
+kernels run on numba's CUDA simulator (tests/conftest.py): the data stay small."""
+import numpy as np
+import pytest
+
+import customobj._cuda_runtime as runtime
+from customobj import McRank
+from customobj.ole import TreeBooster
+from customobj.ole import cuda_backend
+from customobj.ole.cuda_backend import DeviceMemoryError, check_device_memory, device_memory_needed
+from customobj.objectives.devices import GPUUnavailableError
+
+from _cuda_cases import needs_gpu
+from _ole_cases import QUIET, make_rank_data, tree_dicts
+
+KW = dict(num_leaves=6, n_estimators=2, min_data_in_leaf=4, max_bin=16, lambda_l2=0.5, **QUIET)
+
+
+def _pair(criterion, X, y, group, **kw):
+    cpu = TreeBooster(criterion=criterion, **KW, **kw).fit(X, y, group)
+    gpu = TreeBooster(criterion=criterion, device="cuda", **KW, **kw).fit(X, y, group)
+    return cpu, gpu
+
+
+@needs_gpu
+@pytest.mark.parametrize("criterion", ["se", "wse", "ole", "ole_fast", "ole_float64"])
+def test_the_gpu_grows_the_cpu_trees_for_every_criterion(criterion):
+    X, y, group = make_rank_data(3)  # 300 rows, 4 features, NaN, few distinct values (ties)
+    cpu, gpu = _pair(criterion, X, y, group, ole_fast_features=2)
+    assert tree_dicts(gpu) == tree_dicts(cpu)  # splits, thresholds, gains and leaf values, exactly
+    assert sum(len(t.nodes) for t in cpu.trees_) >= 2 * 3  # real trees, not stumps
+    np.testing.assert_array_equal(gpu.predict(X), cpu.predict(X))
+
+
+@needs_gpu
+def test_bagging_feature_sampling_weights_and_breadth_first_match_too():
+    X, y, group = make_rank_data(5)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, y.size)
+    kw = dict(bagging_fraction=0.7, feature_fraction=0.75, growth="breadth_first", random_state=4)
+    cpu = TreeBooster(criterion="ole", **KW, **kw).fit(X, y, group, sample_weight=w)
+    gpu = TreeBooster(criterion="ole", device="cuda", **KW, **kw).fit(X, y, group, sample_weight=w)
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+
+
+@needs_gpu
+def test_mcrank_grows_one_gpu_tree_per_grade_equal_to_the_cpu_ones():
+    X, y, group = make_rank_data(7, n_queries=6)
+    cpu, gpu = _pair("wse", X, y, group, objective=McRank())
+    assert len(gpu.trees_) == len(cpu.trees_) == 2 * cpu.n_outputs_
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+
+
+def test_device_is_validated_where_it_is_written_and_in_fit():
+    for bad in ("gpu", "CUDA", 1, None):
+        with pytest.raises(ValueError, match="device must be one of"):
+            TreeBooster(device=bad)
+    model = TreeBooster(**KW)
+    model.set_params(device="tpu")
+    X, y, group = make_rank_data(1, n_queries=2)
+    with pytest.raises(ValueError, match="device must be one of"):
+        model.fit(X, y, group)
+
+
+def test_no_gpu_is_a_clear_error_naming_what_is_missing(monkeypatch):
+    why = "no usable NVIDIA driver or device: CUDA_ERROR_NO_DEVICE"
+    monkeypatch.setattr(runtime, "gpu_status", lambda: runtime.GPUStatus(False, why))
+    runtime._usable_cuda.cache_clear()  # a GPU found earlier in this process is cached
+    try:
+        X, y, group = make_rank_data(1, n_queries=2)
+        with pytest.raises(GPUUnavailableError, match='TreeBooster.device="cuda". needs a CUDA GPU: no usable NVIDIA'):
+            TreeBooster(device="cuda", **KW).fit(X, y, group)
+        TreeBooster(**KW).fit(X, y, group)  # the CPU path never needs one
+    finally:
+        runtime._usable_cuda.cache_clear()
+
+
+def test_the_memory_estimate_counts_every_item():
+    need = device_memory_needed(n_rows=1000, n_features=10, bin_itemsize=2, n_slots=500, n_pairs=300,
+                                index_itemsize=4)
+    assert need["bins"] == 1000 * 10 * 2 and need["gradients"] == 2 * 1000 * 8 and need["rows"] == 1000 * 8
+    assert need["pairs"] == 300 * (4 + 4 + 8)
+    assert need["histograms"] > 500 * 3 * 8  # partials and the reduced histogram
+    check_device_memory(need, free=sum(need.values()))  # exactly enough: accepted
+    refusal = r"needs 0\.00\d+ GiB of GPU memory \(bins 1\.86e-05, .*\), but the device has 0\.00\d+ GiB free"
+    with pytest.raises(DeviceMemoryError, match=refusal):
+        check_device_memory(need, free=sum(need.values()) - 1)
+
+
+@needs_gpu
+def test_a_fit_that_does_not_fit_the_card_is_refused_before_it_starts(monkeypatch):
+    X, y, group = make_rank_data(2)
+    monkeypatch.setattr(cuda_backend, "free_device_memory", lambda: 4096.0)  # a tiny card
+    model = TreeBooster(device="cuda", **KW)
+    with pytest.raises(DeviceMemoryError, match="GiB free"):
+        model.fit(X, y, group)
+    assert not hasattr(model, "trees_") or model.trees_ == []  # nothing was grown
+
+
+@needs_gpu
+def test_the_pairs_are_checked_once_their_count_is_known(monkeypatch):
+    X, y, group = make_rank_data(2)
+    real = cuda_backend.device_memory_needed
+    seen = []
+
+    def needed(**kw):
+        seen.append(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(cuda_backend, "device_memory_needed", needed)
+    TreeBooster(device="cuda", criterion="ole", **KW).fit(X, y, group)
+    assert seen[0].get("n_pairs", 0) == 0 and max(kw.get("n_pairs", 0) for kw in seen) > 0
+    # room for everything but the pairs: the fit starts (its bins and histograms then take their
+    # share of the free memory), its first tree's pairs are refused
+    need = real(**seen[0])
+    room = float(sum(need.values()))
+    calls = []
+
+    def free():
+        calls.append(1)
+        return room if len(calls) == 1 else room - need["bins"] - need["histograms"]
+
+    monkeypatch.setattr(cuda_backend, "free_device_memory", free)
+    with pytest.raises(DeviceMemoryError, match=r"pairs \d"):
+        TreeBooster(device="cuda", criterion="ole", **KW).fit(X, y, group)
+    assert len(calls) == 2
+    # what the fit already holds is not counted twice: room for the largest tree's pairs is enough
+    most = max(kw.get("n_pairs", 0) for kw in seen)
+    room += real(**{**seen[0], "n_pairs": most})["pairs"]
+    calls.clear()
+    TreeBooster(device="cuda", criterion="ole", **KW).fit(X, y, group)
+    calls.clear()
+    TreeBooster(device="cuda", criterion="wse", **KW).fit(X, y, group)  # no pairs: it fits
+
+
+@needs_gpu
+def test_wide_bins_joint_leaves_and_early_stopping_match_too():
+    X, y, group = make_rank_data(9, n_values=4000)  # many distinct values: more than 255 bins, uint16
+    Xv, yv, gv = make_rank_data(10, n_queries=4)
+    kw = dict(KW, max_bin=300, n_estimators=4, leaf_solver="joint")
+    fit = dict(eval_set=[(Xv, yv)], eval_group=[gv], early_stopping_rounds=1)
+    cpu = TreeBooster(criterion="ole", **kw).fit(X, y, group, **fit)
+    gpu = TreeBooster(criterion="ole", device="cuda", **kw).fit(X, y, group, **fit)
+    assert cpu.bin_mapper_.bins_feature_major(X).dtype == np.uint16
+    assert tree_dicts(gpu) == tree_dicts(cpu) and gpu.best_iteration_ == cpu.best_iteration_
+    assert gpu.evals_result_ == cpu.evals_result_
+
+
+@needs_gpu
+def test_a_pointwise_objective_without_queries_matches():
+    from customobj import SquaredError
+    X, y, _ = make_rank_data(11, n_queries=8)
+    cpu, gpu = _pair("se", X, y, None, objective=SquaredError())
+    assert tree_dicts(gpu) == tree_dicts(cpu)
