@@ -75,7 +75,7 @@ def package_stamp() -> tuple:
     return _PACKAGE_STAMP
 
 
-def _locator_base() -> tuple[type, type]:
+def _locator_base() -> tuple[Any, Any]:  # numba's classes: numba ships no stubs
     from numba.core import caching
 
     # numba >= 0.60 made the locator classes public; 0.59 still has the underscored names.
@@ -90,7 +90,8 @@ def install() -> None:
     if any(getattr(cls, "_customobj", False) for cls in impl._locator_classes):
         return
 
-    class CustomobjCacheLocator(base):
+    # numba's locator class is known only at run time (numba ships no stubs)
+    class CustomobjCacheLocator(base):  # type: ignore[misc, valid-type]
         """numba's user-wide locator, rooted at :func:`cache_root`, for customobj's modules only."""
 
         _customobj = True
