@@ -8,7 +8,6 @@ from customobj.compare.methods import (
     objective_names,
     parse_method,
     parse_methods,
-    parse_value,
     split_methods,
 )
 from customobj.objectives import LambdaRank, MPBoost, RankNet
@@ -53,30 +52,6 @@ def test_case_distinguishes_native_from_customobj():
     assert not parse_method("lgb:LambdaRank").native
 
 
-@pytest.mark.parametrize("text, value", [
-    ("3", 3), ("-2", -2), ("0.5", 0.5), ("1e-3", 1e-3), (".25", 0.25), ("true", True), ("False", False),
-    ("none", None), ("logdd", "logdd"), ("'a,b'", "a,b"), ('"3"', "3"), ("  ndcg ", "ndcg"),
-])
-def test_parse_value(text, value):
-    got = parse_value(text)
-    assert got == value and type(got) is type(value)
-
-
-@pytest.mark.parametrize("text, message", [
-    ("9223372036854775808", "outside the 64-bit range"),
-    ("-9223372036854775809", "outside the 64-bit range"),
-    ("1180591620717411303424", "outside the 64-bit range"),
-    ("1" * 5000, "outside the 64-bit range"),  # refused before building a 5000-digit int
-    ("1e999", "'1e999' is not finite"),
-    ("nan", "'nan' is not finite"),
-    ("-inf", "'-inf' is not finite"),
-])
-def test_parse_value_checks_numbers_as_python_values(text, message):
-    with pytest.raises(ValueError, match=message):
-        parse_value(text)
-    assert parse_value("9223372036854775807") == 2**63 - 1 and parse_value("-9223372036854775808") == -(2**63)
-
-
 def test_out_of_range_option_names_the_method():
     with pytest.raises(ValueError, match=r"invalid method 'lgb:LambdaRank\(k=1180591620717411303424\)': option 'k'"):
         parse_method("lgb:LambdaRank(k=1180591620717411303424)")
@@ -100,12 +75,6 @@ def test_build_objective_reports_any_constructor_failure_on_one_line(monkeypatch
         build_objective(spec)
     assert str(info.value) == ("invalid options for lgb:RankNet(sigma=2): OverflowError: Python int too large; "
                                "to convert to C long")
-
-
-def test_parse_value_never_evaluates():
-    assert parse_value("__import__") == "__import__"
-    with pytest.raises(ValueError, match="cannot parse value"):
-        parse_value("__import__('os')")
 
 
 def test_split_methods_keeps_commas_inside_parentheses_and_quotes():
