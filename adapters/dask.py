@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import configure_threads
+from ._threads import configure_threads
 from ._dask_partition import (
     QueryPartitions,
     _is_dask,

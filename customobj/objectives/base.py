@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numbers
 from importlib import import_module
-from typing import TYPE_CHECKING, Callable, Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -42,9 +42,6 @@ from .._validation import SCORE_LIMIT, as_1d_float, as_scores
 from ..groups import GroupLike
 from ._arrays import freeze_option
 from .prepared import Prepared
-
-if TYPE_CHECKING:  # the composition's classes, imported on use (they subclass Objective)
-    from .composite import Scaled, Sum
 
 __all__ = ["Objective", "Prepared"]
 _SEAM = ".devices"  # the device seam, imported when device scores arrive (it loads numba.cuda lazily)
@@ -245,12 +242,12 @@ class Objective:
         """Largest product of ``Scaled`` factors on any path to a leaf objective (1 for a leaf)."""
         return 1.0
 
-    def __add__(self, other: object) -> "Sum":
+    def __add__(self, other: object) -> "Objective":  # a composite.Sum
         if not isinstance(other, Objective):
             return NotImplemented
         return import_module(_COMPOSITE, __package__).Sum(self, other)
 
-    def __mul__(self, factor: float) -> "Scaled":
+    def __mul__(self, factor: float) -> "Objective":  # a composite.Scaled
         if isinstance(factor, bool) or not isinstance(factor, numbers.Real):
             return NotImplemented
         return import_module(_COMPOSITE, __package__).Scaled(self, factor)
