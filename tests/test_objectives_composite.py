@@ -4,14 +4,7 @@ import pytest
 
 from customobj import SquaredError
 from customobj.objectives import Scaled, Sum
-
-
-def data():
-    rng = np.random.default_rng(3)
-    y = rng.integers(0, 3, 12).astype(float)
-    s = rng.normal(size=12)
-    w = rng.uniform(0.5, 2.0, 12)
-    return s, y, [5, 4, 3], w
+from test_objectives_base import data
 
 
 def test_sum_and_scale_add_everything():
