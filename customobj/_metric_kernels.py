@@ -136,13 +136,20 @@ def err_all(scores, labels, prob, ptr, k, pessimistic, out_value, out_status):
 
 
 @njit(cache=True)
-def average_precision_query(scores, labels, lo, hi, k, pessimistic):
-    """AP@k = sum_{r<=k, rel} P@r / min(R, k); R = number of relevant (y > 0) rows. -1 if R = 0."""
-    n = hi - lo
+def count_relevant(labels, lo, hi):
+    """The relevant rows (label > 0) of the query ``lo:hi``."""
     n_rel = 0
     for i in range(lo, hi):
         if labels[i] > 0.0:
             n_rel += 1
+    return n_rel
+
+
+@njit(cache=True)
+def average_precision_query(scores, labels, lo, hi, k, pessimistic):
+    """AP@k = sum_{r<=k, rel} P@r / min(R, k); R = number of relevant (y > 0) rows. -1 if R = 0."""
+    n = hi - lo
+    n_rel = count_relevant(labels, lo, hi)
     if n_rel == 0:
         return -1.0
     order = rank_order(scores, labels, lo, hi, pessimistic)
@@ -160,11 +167,7 @@ def average_precision_query(scores, labels, lo, hi, k, pessimistic):
 @njit(cache=True)
 def reciprocal_rank_query(scores, labels, lo, hi, k, pessimistic):
     """1 / rank of the first relevant row within the top k (0 if none there); -1 if no relevant row."""
-    n_rel = 0
-    for i in range(lo, hi):
-        if labels[i] > 0.0:
-            n_rel += 1
-    if n_rel == 0:
+    if count_relevant(labels, lo, hi) == 0:
         return -1.0
     n = hi - lo
     order = rank_order(scores, labels, lo, hi, pessimistic)

@@ -104,13 +104,22 @@ def test_split_methods_keeps_commas_inside_parentheses_and_quotes():
     ("lgb:RankNet sigma=1)", "unbalanced ')'"),
     ("lgb:RankNet(a='x)", "unterminated quote"),
     ("lgb:RankNet(a=f(1))", "cannot parse value"),
+    # ensembles (parse_ensemble): the error names the ensemble, and the member at fault
+    ("ens:lgb:lambdarank", "exactly two methods"),
+    ("ens:lgb:lambdarank+lgb:LambdaRank+lgb:RankNet", "exactly two methods"),
+    ("ens:lgb:lambdarank+", "empty member"),
+    ("ens:lgb:lambdarank + lgb:lambdarank", "both members are lgb:lambdarank"),
+    ("ens:lgb:lambdarank+ens:lgb:RankNet", "ensembles do not nest"),
+    ("ens:lgb:Nope+lgb:lambdarank", "member 'lgb:Nope': 'Nope' is neither"),
+    ("ens:lgb:RankNet(sigma=nan)+lgb:lambdarank", "member 'lgb:RankNet(sigma=nan)': option 'sigma'"),
+    ("ens:(lgb:lambdarank+lgb:RankNet", "unclosed"),
 ])
 def test_errors(text, message):
     with pytest.raises(ValueError) as info:
         parse_method(text)
     msg = str(info.value)
-    assert message in msg
-    assert repr(text) in msg
+    first = msg.splitlines()[0]
+    assert first.startswith(f"invalid method {text!r}: ") and message in first, first
     # every error lists the valid names: backends, natives, objectives, criteria
     for part in ("lgb (LightGBM)", "xgb:rank:ndcg", "cb:YetiRank", "LambdaRank", "criteria (ole backend only): ole, wse, se"):
         assert part in msg
