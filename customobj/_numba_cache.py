@@ -90,8 +90,7 @@ def install() -> None:
     if any(getattr(cls, "_customobj", False) for cls in impl._locator_classes):
         return
 
-    # numba's locator class is known only at run time (numba ships no stubs)
-    class CustomobjCacheLocator(base):  # type: ignore[misc, valid-type]
+    class CustomobjCacheLocator(base):  # type: ignore[misc, valid-type]  # numba's class: known at run time only
         """numba's user-wide locator, rooted at :func:`cache_root`, for customobj's modules only."""
 
         _customobj = True

@@ -323,6 +323,8 @@ def _xgb_nodes(booster):
 def assert_same_xgb_model(ours, native, X, *, min_spread, atol):
     """The same trees, split by split, and margins on ``X`` within ``atol`` (the native margins must
     spread over more than ``min_spread``, or the comparison would say little)."""
+    import xgboost as xgb
+
     assert _xgb_nodes(ours) == _xgb_nodes(native)
     dx = xgb.DMatrix(X)
     p_native, p_ours = native.predict(dx, output_margin=True), ours.predict(dx, output_margin=True)
