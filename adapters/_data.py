@@ -29,7 +29,8 @@ class AdapterObjective:
         self._init_caches()
 
     def _init_caches(self) -> None:
-        self._states: weakref.WeakKeyDictionary[object, TrainState] = weakref.WeakKeyDictionary()  # Dataset / DMatrix -> TrainState
+        # Dataset / DMatrix -> TrainState
+        self._states: weakref.WeakKeyDictionary[object, TrainState] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
         return f"{self._factory}({self.objective!r})"

@@ -230,7 +230,8 @@ class ExactLeaves(ScoreTracking):
         self._train = self._valid = None
         self._g = self._h = None
         self._request = _CouplingsRequest(self.prep.n_rows)
-        self._lgb_scores: dict[int, LightGBMScores] = {}  # data index -> LightGBMScores: LightGBM's cached scores, round to round
+        # data index -> LightGBMScores: LightGBM's cached scores, round to round
+        self._lgb_scores: dict[int, LightGBMScores] = {}
 
     def __repr__(self) -> str:
         return f"ExactLeaves({self.objective!r}, lambda_l2={self.lambda_l2!r})"

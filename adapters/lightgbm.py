@@ -147,7 +147,8 @@ class LightGBMObjective(AdapterObjective):
 
     def _init_caches(self) -> None:
         super()._init_caches()  # Dataset -> TrainState
-        self._by_labels: dict[int, tuple[weakref.ref[np.ndarray], TrainState]] = {}  # id(y_true) -> (weakref to y_true, TrainState): scikit-learn calls
+        # id(y_true) -> (weakref to y_true, TrainState): scikit-learn calls
+        self._by_labels: dict[int, tuple[weakref.ref[np.ndarray], TrainState]] = {}
 
     def state_for(self, dataset: object) -> TrainState:
         """The prepared data and buffers of ``dataset`` (built on first use and after its labels,

@@ -146,7 +146,8 @@ class _PerDatasetData:
 
     def __init__(self, metrics: tuple) -> None:
         self.metrics = tuple(metrics)
-        self._data: weakref.WeakKeyDictionary[object, tuple[Stamp, np.ndarray, Groups]] = weakref.WeakKeyDictionary()  # Dataset / DMatrix -> (Stamp, labels float64, Groups)
+        # Dataset / DMatrix -> (Stamp, labels float64, Groups)
+        self._data: weakref.WeakKeyDictionary[object, tuple[Stamp, np.ndarray, Groups]] = weakref.WeakKeyDictionary()
 
     def __getstate__(self) -> dict:
         return {"metrics": self.metrics}

@@ -131,7 +131,8 @@ class XGBoostObjective(AdapterObjective):
 
     def _init_caches(self) -> None:
         super()._init_caches()  # DMatrix -> TrainState
-        self._last: tuple[np.ndarray, np.ndarray | None, TrainState] | None = None  # scikit-learn calls: (labels copy, weight copy or None, TrainState)
+        # scikit-learn calls: (labels copy, weight copy or None, TrainState)
+        self._last: tuple[np.ndarray, np.ndarray | None, TrainState] | None = None
 
     def state_for(self, dtrain: xgboost.DMatrix) -> TrainState:
         """The prepared data and buffers of ``dtrain`` (built on first use and after its labels,

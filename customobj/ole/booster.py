@@ -283,7 +283,8 @@ class TreeBooster(BaseEstimator):
         self.trees_: list[Tree] = []
         self.tree_class_: list[int] = []
         self.n_outputs_ = obj.n_outputs
-        self.evals_result_: dict[str, dict[str, list[float]]] = {ev.name: {m.name: [] for m in ev.metrics} for ev in evals}
+        self.evals_result_: dict[str, dict[str, list[float]]] = {
+            ev.name: {m.name: [] for m in ev.metrics} for ev in evals}
         self.best_iteration_ = None
 
     def _bin(self, X: np.ndarray, max_bin: int) -> np.ndarray:

@@ -47,7 +47,8 @@ def _threshold_to_json(v):
 MAGNITUDE_LIMITS = {"leaf_value": SCORE_LIMIT, "internal_value": SCORE_LIMIT, "split_gain": 1e300,
                     "internal_weight": 1e300, "leaf_weight": 1e300}
 
-_CONVERT: "dict[str, Callable[[float], object]]" = {"int": int, "count": int, "float": float, "bool": bool, "threshold": _threshold_to_json}
+_CONVERT: "dict[str, Callable[[float], object]]" = {"int": int, "count": int, "float": float, "bool": bool,
+                                                     "threshold": _threshold_to_json}
 
 
 def tree_to_record(tree: Mapping) -> dict:
