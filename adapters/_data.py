@@ -29,7 +29,8 @@ class AdapterObjective:
         self._init_caches()
 
     def _init_caches(self) -> None:
-        self._states = weakref.WeakKeyDictionary()  # Dataset / DMatrix -> TrainState
+        # Dataset / DMatrix -> TrainState
+        self._states: weakref.WeakKeyDictionary[object, TrainState] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
         return f"{self._factory}({self.objective!r})"
@@ -46,7 +47,7 @@ class AdapterObjective:
         return {"objective": self.objective}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["objective"])
+        type(self).__init__(self, state["objective"])
 
     def __deepcopy__(self, memo: dict) -> "AdapterObjective":
         # lightgbm.train and scikit-learn's clone deep-copy params; the caches are per data set,

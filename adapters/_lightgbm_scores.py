@@ -97,7 +97,8 @@ class LightGBMScores:
 
     def __init__(self, data_idx: int) -> None:
         self.data_idx = data_idx
-        self._before = self._after = None
+        self._before: np.ndarray | None = None
+        self._after: np.ndarray | None = None
 
     def set_before(self, scores: np.ndarray) -> None:
         """What LightGBM's cache held before this round (the initial scores, in the first round)."""

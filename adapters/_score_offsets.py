@@ -24,7 +24,7 @@ The record lives and dies with its Dataset: nothing here keeps a Dataset alive, 
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -69,6 +69,14 @@ class DatasetRecord:
     def claimed_by_booster(self, booster: object) -> bool:
         """Whether a callback of ``booster``'s training already corrects this Dataset's scores."""
         return self.claimed_by is not None and self.claimed_by() is booster
+
+
+@overload
+def record_of(dataset: object, *, create: Literal[True]) -> DatasetRecord: ...
+
+
+@overload
+def record_of(dataset: object, *, create: bool = False) -> DatasetRecord | None: ...
 
 
 def record_of(dataset: object, *, create: bool = False) -> DatasetRecord | None:

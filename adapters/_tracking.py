@@ -16,6 +16,8 @@ model's predictions in the Datasets' initial scores, where the tracking starts.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import weakref
 from collections.abc import Sequence
 
@@ -28,6 +30,13 @@ from ._score_offsets import record_of
 from .lightgbm import trained_objective
 from .metrics import lookup_metric
 
+if TYPE_CHECKING:  # the libraries' types, for the checker only
+    import lightgbm
+    from lightgbm.callback import CallbackEnv
+
+    from customobj.objectives.base import Objective
+    from customobj.objectives.base import Prepared
+
 __all__ = ["ScoreTracking", "claim_datasets", "require_customobj_training", "require_additive_boosting", "valid_X_list"]
 
 #: LightGBM's names of the boosting type, and the types whose model is the plain sum of its trees
@@ -36,7 +45,7 @@ _BOOSTING_ALIASES = ("boosting", "boosting_type", "boost")
 _ADDITIVE_BOOSTING = ("gbdt", "gbrt", "goss")
 
 
-def require_customobj_training(env: object, callback: object) -> object:
+def require_customobj_training(env: CallbackEnv, callback: object) -> Objective:
     """The customobj objective a LightGBM training runs through :func:`customobj.adapters.lightgbm_objective`
     with ``lightgbm.train``, checked for a callback that changes trees by that objective's loss
     (``LineSearch``, ``ExactLeaves``). Call it at the callback's first call.
@@ -110,7 +119,7 @@ class _Tracked:
         self.dataset, self.X, self.scores, self.labels_groups = dataset, X, None, None
 
 
-def claim_datasets(booster: object, who: str) -> None:
+def claim_datasets(booster: lightgbm.Booster, who: str) -> None:
     """At a callback's first round: claim the training Dataset's score corrections for ``booster``.
 
     LineSearch / ExactLeaves rescale or rewrite leaves after LightGBM has updated its scores, and
@@ -147,6 +156,8 @@ class ScoreTracking:
 
     #: What changed in the trees, for messages: ExactLeaves sets its own words.
     _uncorrected = "the rescaled trees"
+    objective: Objective
+    prep: Prepared
 
     def _set_training_data(self, X, y, group, weight) -> None:
         """``X`` and the prepared ``y``, ``group``, ``weight`` (validated by ``self.objective``), and the

@@ -6,6 +6,8 @@ Learning curves need no callback of ours: ``lightgbm.record_evaluation`` records
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import numpy.typing as npt
 
@@ -16,6 +18,9 @@ from ._data import require_objective
 from ._score_offsets import record_of
 from ._tracking import ScoreTracking, claim_datasets, require_customobj_training, valid_X_list
 from .exact_leaves import ExactLeaves
+
+if TYPE_CHECKING:  # the libraries' types, for the checker only
+    from lightgbm.callback import CallbackEnv
 
 __all__ = ["LineSearch", "ExactLeaves", "require_customobj_training", "claim_datasets"]
 
@@ -110,7 +115,9 @@ class LineSearch(ScoreTracking):
         self.shrinkage = float(shrinkage)
         self.valid_X = valid_X_list(valid_X)
         self.max_iter, self.tol = int(max_iter), float(tol)
-        self.rhos, self.loss, self.loss_unscaled = [], [], []
+        self.rhos: list[float] = []
+        self.loss: list[float] = []
+        self.loss_unscaled: list[float] = []
         self._train = None
         self._valid = None
 
@@ -168,8 +175,12 @@ class LineSearch(ScoreTracking):
         return rho, phi, phi1
 
     # --- LightGBM callback -------------------------------------------------------------------
-    def __call__(self, env: object) -> None:
+    def __call__(self, env: CallbackEnv) -> None:
+        import lightgbm  # a LightGBM callback: lightgbm is there whenever it is called
+
         booster = env.model
+        if not isinstance(booster, lightgbm.Booster):  # lightgbm.cv's CVBooster holds several
+            raise TypeError(f"LineSearch works with lightgbm.train, got a {type(booster).__name__} (lightgbm.cv?)")
         k = booster.num_model_per_iteration()
         it = booster.current_iteration() - 1
         if self._train is None:

@@ -43,9 +43,12 @@ Checked on xgboost 3.2, lightgbm 4.7, dask/distributed 2026.8. Notes:
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 from customobj._extras import require_installed
 
-from . import configure_threads
+from ._threads import configure_threads
 
 # An extra: say which now, not a bare ModuleNotFoundError later (found, not imported: dask loads lazily)
 require_installed("dask", "customobj.adapters.dask")
@@ -62,6 +65,10 @@ from ._dask_partition import (
 from ._data import known_outputs, require_objective
 from .lightgbm import lightgbm_sklearn_objective
 from .xgboost import XGBoostObjective, xgboost_params
+
+if TYPE_CHECKING:  # the libraries' types, for the checker only
+    import lightgbm
+    from distributed import Client
 
 __all__ = [
     "repartition_by_query",
@@ -90,8 +97,17 @@ _LGB_NO_EARLY_STOPPING = (
 )
 
 
-def _is_early_stopping_callback(cb):
+def _is_early_stopping_callback(cb: object) -> bool:
     return "earlystopping" in type(cb).__name__.lower().replace("_", "")
+
+
+def _has_early_stopping(callbacks: object) -> bool:
+    """Whether the ``callbacks`` keyword argument (None or a list) holds an early-stopping callback."""
+    if not callbacks:
+        return False
+    if not isinstance(callbacks, Iterable):
+        raise TypeError(f"callbacks must be a list of callbacks, got {type(callbacks).__name__}")
+    return any(_is_early_stopping_callback(cb) for cb in callbacks)
 
 
 def _n_workers(client):
@@ -136,12 +152,11 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
     """
     import xgboost.dask as xgb_dask
 
-    require_objective(objective, "train_xgboost")
+    objective = require_objective(objective, "train_xgboost")
     _check_single_output(objective, "XGBoost")
     if "obj" in train_kwargs:
         raise TypeError("train_xgboost builds obj= from objective; do not pass obj")
-    stops = train_kwargs.get("early_stopping_rounds") or any(
-        _is_early_stopping_callback(cb) for cb in train_kwargs.get("callbacks") or ())
+    stops = train_kwargs.get("early_stopping_rounds") or _has_early_stopping(train_kwargs.get("callbacks"))
     custom = train_kwargs.get("custom_metric") is not None or train_kwargs.get("feval") is not None
     if evals and not (params or {}).get("eval_metric") and not custom:
         raise ValueError(
@@ -171,10 +186,10 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
     )
 
 
-def train_lightgbm(client: object, params: dict | None, X: object, y: object, qid_or_group: object,
+def train_lightgbm(client: Client | None, params: dict | None, X: object, y: object, qid_or_group: object,
                    objective: object, *, num_boost_round: int = 100, npartitions: int | None = None,
                    weight: object = None, eval_set: list | None = None, kind: str = "auto",
-                   **fit_kwargs: object) -> object:
+                   **fit_kwargs: Any) -> object:  # fit_kwargs: passed on to DaskLGBMRanker.fit as they are
     """Train ``lightgbm.DaskLGBMRanker`` with a customobj ``objective`` on query-aligned partitions.
 
     Data arguments as in :func:`train_xgboost`, plus per-row ``weight`` (customobj applies it:
@@ -189,23 +204,24 @@ def train_lightgbm(client: object, params: dict | None, X: object, y: object, qi
     """
     from lightgbm import DaskLGBMRanker
 
-    require_objective(objective, "train_lightgbm")
+    objective = require_objective(objective, "train_lightgbm")
     _check_single_output(objective, "LightGBM")
     params = dict(params or {})
     if "objective" in params:
         raise TypeError("train_lightgbm takes the customobj objective as objective=, not in params")
     if any(params.get(k) not in (None, 0) and not (isinstance(params.get(k), int) and params[k] < 0)
-           for k in _LGB_EARLY_STOPPING) or any(_is_early_stopping_callback(cb) for cb in fit_kwargs.get("callbacks") or ()):
+           for k in _LGB_EARLY_STOPPING) or _has_early_stopping(fit_kwargs.get("callbacks")):
         raise ValueError(_LGB_NO_EARLY_STOPPING)
     params.setdefault("verbose", -1)
     parts = _aligned(client, X, y, qid_or_group, npartitions, weight, kind)
-    fit = dict(fit_kwargs)
+    fit: dict[str, Any] = dict(fit_kwargs)
     if eval_set:
         sets, groups = [], []
         for item in eval_set:
             if len(item) != 3:
                 raise ValueError("eval_set entries must be (X, y, qid_or_group)")
-            pe = _aligned(client, *item, npartitions, None, kind)
+            Xe, ye, ge = item
+            pe = _aligned(client, Xe, ye, ge, npartitions, None, kind)
             sets.append((pe.X, pe.y))
             groups.append(pe.group)
         fit.update(eval_set=sets, eval_group=groups)
@@ -214,7 +230,7 @@ def train_lightgbm(client: object, params: dict | None, X: object, y: object, qi
     return model.fit(parts.X, parts.y, group=parts.group, sample_weight=parts.weight, **fit)
 
 
-def lightgbm_history(model: object, eval_set: list, *metrics: str) -> dict:
+def lightgbm_history(model: lightgbm.Booster | lightgbm.LGBMModel, eval_set: list, *metrics: str) -> dict:
     """Validation curve of a LightGBM model after every round, on whole validation data.
 
     ``lightgbm.dask`` records each worker's own part of the validation data (and cannot stop
@@ -242,7 +258,9 @@ def lightgbm_history(model: object, eval_set: list, *metrics: str) -> dict:
     from .metrics import PREFIX, resolve_metrics
 
     found = resolve_metrics(metrics or ("ndcg@10",))
-    booster = getattr(model, "booster_", model)  # estimators (Dask or not) hold a lightgbm.Booster
+    from lightgbm import LGBMModel  # the model is LightGBM's: lightgbm is there
+
+    booster = model.booster_ if isinstance(model, LGBMModel) else model  # estimators (Dask or not) hold a Booster
     rounds = booster.current_iteration()
     k = booster.num_model_per_iteration()
     if k != 1:
@@ -256,7 +274,7 @@ def lightgbm_history(model: object, eval_set: list, *metrics: str) -> dict:
         y = np.asarray(_to_numpy_1d(y, "y"), dtype=np.float64)
         groups = Groups.from_ptr(query_ptr(layout, y.shape[0])[0], y.shape[0])
         scores = np.zeros(y.shape[0], dtype=np.float64)
-        curves = {PREFIX + m.name: [] for m in found}
+        curves: dict[str, list[float]] = {PREFIX + m.name: [] for m in found}
         for i in range(rounds):
             scores += booster.predict(X, start_iteration=i, num_iteration=1, raw_score=True)
             for m in found:

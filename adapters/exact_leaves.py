@@ -225,11 +225,13 @@ class ExactLeaves(ScoreTracking):
         self.lambda_l2 = check_nonnegative(lambda_l2, "lambda_l2")
         self._set_training_data(X, y, group, weight)
         self.valid_X = valid_X_list(valid_X)
-        self.quadratic_lightgbm, self.quadratic_exact = [], []
+        self.quadratic_lightgbm: list[float] = []
+        self.quadratic_exact: list[float] = []
         self._train = self._valid = None
         self._g = self._h = None
         self._request = _CouplingsRequest(self.prep.n_rows)
-        self._lgb_scores = {}  # data index -> LightGBMScores: LightGBM's cached scores, round to round
+        # data index -> LightGBMScores: LightGBM's cached scores, round to round
+        self._lgb_scores: dict[int, LightGBMScores] = {}
 
     def __repr__(self) -> str:
         return f"ExactLeaves({self.objective!r}, lambda_l2={self.lambda_l2!r})"

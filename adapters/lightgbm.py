@@ -30,6 +30,8 @@ own training scores; the corrections are kept as a score offset in the Dataset's
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import functools
 import weakref
 import numpy as np
@@ -42,6 +44,9 @@ from ._data import (AdapterObjective, TrainState, as_label_array, as_preds, chec
                     prepare_state, require_objective, rows_weight)
 from ._score_offsets import record_of
 from ._stamp import Stamp, lightgbm_fields
+
+if TYPE_CHECKING:  # the libraries' types, for the checker only
+    from lightgbm.callback import CallbackEnv
 
 __all__ = ["lightgbm_objective", "lightgbm_sklearn_objective", "LightGBMObjective", "trained_objective"]
 
@@ -86,7 +91,7 @@ def _new_state(objective, labels, ptr, weight):
     )
 
 
-def trained_objective(env: object, who: str) -> Objective:
+def trained_objective(env: CallbackEnv, who: str) -> Objective:
     """The customobj objective this LightGBM training runs, for a callback that needs it.
 
     ``env`` is the ``lightgbm.callback.CallbackEnv`` of an after-iteration callback (the
@@ -142,7 +147,8 @@ class LightGBMObjective(AdapterObjective):
 
     def _init_caches(self) -> None:
         super()._init_caches()  # Dataset -> TrainState
-        self._by_labels = {}  # id(y_true) -> (weakref to y_true, TrainState): scikit-learn calls
+        # id(y_true) -> (weakref to y_true, TrainState): scikit-learn calls
+        self._by_labels: dict[int, tuple[weakref.ref[np.ndarray], TrainState]] = {}
 
     def state_for(self, dataset: object) -> TrainState:
         """The prepared data and buffers of ``dataset`` (built on first use and after its labels,
@@ -178,7 +184,7 @@ class LightGBMObjective(AdapterObjective):
         self._by_labels[key] = (ref, state)
         return state
 
-    def __call__(self, first: np.ndarray, second: object, weight: np.ndarray | None = None,
+    def __call__(self, first: np.ndarray | None, second: object, weight: np.ndarray | None = None,
                  group: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(preds, train_data)`` from ``lightgbm.train``, or ``(y_true, y_pred, weight, group)``
         from the scikit-learn estimators; returns float32 ``(grad, hess)``."""

@@ -35,7 +35,10 @@ Early stopping direction:
 """
 from __future__ import annotations
 
+import functools
+import operator
 import sys
+from typing import Callable
 import weakref
 
 import numpy as np
@@ -133,16 +136,24 @@ class _PerDatasetData:
     the data's labels or groups changed (``adapters._stamp``). Pickles without the cache."""
 
     _what = "training data"
+    #: Set by each library's subclass: a data set's query boundaries, its ``(label, weight, group)``
+    #: fields (``adapters._stamp``), and how a :class:`Stamp` compares them ("identity" or "content").
+    _boundaries: Callable[[object], np.ndarray]
+    _fields: Callable[[object], tuple]
+    _stamp_by: str
+    #: Both libraries' data sets hand out their labels so.
+    _labels = operator.methodcaller("get_label")
 
     def __init__(self, metrics: tuple) -> None:
         self.metrics = tuple(metrics)
-        self._data = weakref.WeakKeyDictionary()  # Dataset / DMatrix -> (Stamp, labels float64, Groups)
+        # Dataset / DMatrix -> (Stamp, labels float64, Groups)
+        self._data: weakref.WeakKeyDictionary[object, tuple[Stamp, np.ndarray, Groups]] = weakref.WeakKeyDictionary()
 
     def __getstate__(self) -> dict:
         return {"metrics": self.metrics}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["metrics"])
+        type(self).__init__(self, state["metrics"])
 
     def __deepcopy__(self, memo: dict):
         # LGBMModel.fit deep-copies eval_metric; the cache is per data set, so sharing it is right.
@@ -157,9 +168,9 @@ class _PerDatasetData:
         fields = self._fields(data)
         hit = self._data.get(data)
         if hit is None or not hit[0].matches(fields):
-            labels = np.asarray(data.get_label(), dtype=np.float64)
+            labels = np.asarray(self._labels(data), dtype=np.float64)
             groups = _groups_or_error(self._boundaries(data), labels.shape[0], self._what)
-            hit = self._data[data] = (self._stamp(fields), labels, groups)
+            hit = self._data[data] = (Stamp(fields, by=self._stamp_by), labels, groups)
         return hit[1], hit[2]
 
 
@@ -171,17 +182,9 @@ class LightGBMMetric(_PerDatasetData):
 
     _what = "LightGBM Dataset"
 
-    @staticmethod
-    def _boundaries(dataset):
-        return dataset.get_field("group")
-
-    @staticmethod
-    def _fields(dataset):
-        return lightgbm_fields(dataset, weight=False)
-
-    @staticmethod
-    def _stamp(fields):
-        return Stamp(fields, by="identity")  # the Dataset's own arrays: no leak
+    _boundaries = operator.methodcaller("get_field", "group")
+    _fields = functools.partial(lightgbm_fields, weight=False)
+    _stamp_by = "identity"  # the Dataset's own arrays: no leak
 
     def __repr__(self) -> str:
         return f"lightgbm_metric({', '.join(repr(m.name) for m in self.metrics)})"
@@ -240,17 +243,9 @@ class XGBoostMetric(_PerDatasetData):
 
     _what = "XGBoost DMatrix"
 
-    @staticmethod
-    def _boundaries(dmat):
-        return dmat.get_uint_info("group_ptr")
-
-    @staticmethod
-    def _fields(dmat):
-        return xgboost_fields(dmat, weight=False)
-
-    @staticmethod
-    def _stamp(fields):
-        return Stamp(fields, by="content")  # views of XGBoost's buffers: hashed, never kept
+    _boundaries = operator.methodcaller("get_uint_info", "group_ptr")
+    _fields = functools.partial(xgboost_fields, weight=False)
+    _stamp_by = "content"  # views of XGBoost's buffers: hashed, never kept
 
     def __init__(self, metrics: tuple) -> None:
         super().__init__(metrics)

@@ -33,6 +33,8 @@ returns to the host. Needs ``customobj[cuda]`` and an NVIDIA GPU; refused at onc
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeGuard
+
 import numpy as np
 
 from customobj._cuda_runtime import is_device_array
@@ -42,6 +44,9 @@ from ._cuda import as_device, check_gpu_objective, device_round
 from ._data import (AdapterObjective, TrainState, as_label_array, as_preds, check_outputs, copy_out, known_outputs,
                     prepare_state, require_objective, rows_weight)
 from ._stamp import Stamp, xgboost_fields
+
+if TYPE_CHECKING:  # the libraries' types, for the checker only
+    import xgboost
 
 __all__ = ["xgboost_objective", "xgboost_params", "xgboost_sklearn_objective", "XGBoostObjective"]
 
@@ -79,7 +84,8 @@ _SKLEARN_GROUPS = (
 )
 
 
-def _is_dmatrix(data):
+def _is_dmatrix(data: object) -> TypeGuard[xgboost.DMatrix]:
+    """Whether ``data`` has a DMatrix's accessors (duck-typed: xgboost is imported only on use)."""
     return hasattr(data, "get_uint_info") and hasattr(data, "get_label")
 
 
@@ -121,13 +127,14 @@ class XGBoostObjective(AdapterObjective):
         return {"objective": self.objective, "device": self.device}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["objective"], device=state.get("device", "cpu"))
+        type(self).__init__(self, state["objective"], device=state.get("device", "cpu"))
 
     def _init_caches(self) -> None:
         super()._init_caches()  # DMatrix -> TrainState
-        self._last = None  # scikit-learn calls: (labels copy, weight copy or None, TrainState)
+        # scikit-learn calls: (labels copy, weight copy or None, TrainState)
+        self._last: tuple[np.ndarray, np.ndarray | None, TrainState] | None = None
 
-    def state_for(self, dtrain: object) -> TrainState:
+    def state_for(self, dtrain: xgboost.DMatrix) -> TrainState:
         """The prepared data and buffers of ``dtrain`` (built on first use and after its labels,
         weights or groups changed)."""
         fields = xgboost_fields(dtrain)

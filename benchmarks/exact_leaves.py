@@ -55,15 +55,11 @@ class TimedExactLeaves(adapters.ExactLeaves):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--queries", type=int, default=500)
-    ap.add_argument("--docs", type=int, default=120)
-    ap.add_argument("--features", type=int, default=136)
-    ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--leaves", type=int, default=31)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=3)
+    sizes = {"queries": 500, "docs": 120, "features": 136, "rounds": 10, "leaves": 31, "threads": 2, "repeat": 3}
+    for name, default in sizes.items():
+        ap.add_argument(f"--{name}", type=int, default=default)
     args = ap.parse_args(argv)
-    for name in ("queries", "docs", "features", "rounds", "leaves", "threads", "repeat"):
+    for name in sizes:
         if getattr(args, name) < 1:
             ap.error(f"--{name} must be >= 1")
 

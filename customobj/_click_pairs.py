@@ -16,7 +16,8 @@ from .objectives import _pairwise_kernels as PK
 from .objectives._arrays import kernel_weights
 from .objectives._parity import CONVENTIONS
 from .objectives._pointwise_kernels import squared_error_grad_hess, squared_error_loss
-from .objectives.base import Objective, Scaled, Sum
+from .objectives.base import Objective
+from .objectives.composite import Scaled, Sum
 from .objectives.listwise import LambdaRank
 from .objectives.pairwise import PreferencePairs, QBRank, _LabelPairLoss
 

@@ -119,6 +119,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, encoding: str | Non
         raise IsADirectoryError(f"cannot write {path}: it is a folder")
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
+        fh: IO[Any]
         if mode == "wb":
             fh = os.fdopen(fd, "wb")
         else:

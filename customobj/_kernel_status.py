@@ -52,7 +52,7 @@ def as_code(value: Any, codes: Type[IntEnum], name: str) -> int:
             or (isinstance(value, IntEnum) and not isinstance(value, codes))):
         raise TypeError(f"{name} must be a {codes.__name__} code, got {type(value).__name__} {value!r}")
     try:
-        return int(codes(value))
+        return int(codes(int(value)))
     except ValueError:
         known = ", ".join(f"{m.name}={int(m)}" for m in codes)
         raise ValueError(f"{name} must be a {codes.__name__} code ({known}), got {value!r}") from None

@@ -62,10 +62,9 @@ def rank_order(scores, labels, lo, hi, pessimistic):
 
 
 @njit(cache=True)
-def dcg_query(scores, gains, labels, lo, hi, disc, k, pessimistic):
-    """DCG@k = sum_{r<k} gain(row at rank r) * disc[r] for one query."""
-    n = hi - lo
-    order = rank_order(scores, labels, lo, hi, pessimistic)
+def dcg_of_order(order, gains, lo, disc, k):
+    """DCG@k = sum_{r<k} gain(row at rank r) * disc[r] of one query ranked by ``order`` (its rows, from ``lo``)."""
+    n = order.shape[0]
     kk = n if k > n else k
     total = 0.0
     for r in range(kk):
@@ -74,15 +73,29 @@ def dcg_query(scores, gains, labels, lo, hi, disc, k, pessimistic):
 
 
 @njit(cache=True)
+def dcg_query(scores, gains, labels, lo, hi, disc, k, pessimistic):
+    """DCG@k = sum_{r<k} gain(row at rank r) * disc[r] for one query."""
+    return dcg_of_order(rank_order(scores, labels, lo, hi, pessimistic), gains, lo, disc, k)
+
+
+@njit(cache=True)
+def _query_has_rows(ptr, q, out_value, out_status):
+    """Zero query ``q``'s value; an empty query is marked ``STATUS_EMPTY_GROUP`` (False returned)."""
+    out_value[q] = 0.0
+    if ptr[q + 1] == ptr[q]:
+        out_status[q] = STATUS_EMPTY_GROUP
+        return False
+    return True
+
+
+@njit(cache=True)
 def dcg_all(scores, gains, labels, ptr, disc, k, pessimistic, normalize, out_value, out_status):
     """Per-query DCG@k, or NDCG@k when ``normalize`` (IDCG = 0 -> STATUS_UNDEFINED)."""
     for q in range(ptr.shape[0] - 1):
+        if not _query_has_rows(ptr, q, out_value, out_status):
+            continue
         lo = ptr[q]
         hi = ptr[q + 1]
-        out_value[q] = 0.0
-        if hi == lo:
-            out_status[q] = STATUS_EMPTY_GROUP
-            continue
         d = dcg_query(scores, gains, labels, lo, hi, disc, k, pessimistic)
         if not normalize:
             out_value[q] = d
@@ -114,24 +127,29 @@ def err_query(scores, labels, prob, lo, hi, k, pessimistic):
 @njit(cache=True)
 def err_all(scores, labels, prob, ptr, k, pessimistic, out_value, out_status):
     for q in range(ptr.shape[0] - 1):
+        if not _query_has_rows(ptr, q, out_value, out_status):
+            continue
         lo = ptr[q]
         hi = ptr[q + 1]
-        if hi == lo:
-            out_value[q] = 0.0
-            out_status[q] = STATUS_EMPTY_GROUP
-            continue
         out_value[q] = err_query(scores, labels, prob, lo, hi, k, pessimistic)
         out_status[q] = STATUS_OK
+
+
+@njit(cache=True)
+def count_relevant(labels, lo, hi):
+    """The relevant rows (label > 0) of the query ``lo:hi``."""
+    n_rel = 0
+    for i in range(lo, hi):
+        if labels[i] > 0.0:
+            n_rel += 1
+    return n_rel
 
 
 @njit(cache=True)
 def average_precision_query(scores, labels, lo, hi, k, pessimistic):
     """AP@k = sum_{r<=k, rel} P@r / min(R, k); R = number of relevant (y > 0) rows. -1 if R = 0."""
     n = hi - lo
-    n_rel = 0
-    for i in range(lo, hi):
-        if labels[i] > 0.0:
-            n_rel += 1
+    n_rel = count_relevant(labels, lo, hi)
     if n_rel == 0:
         return -1.0
     order = rank_order(scores, labels, lo, hi, pessimistic)
@@ -149,11 +167,7 @@ def average_precision_query(scores, labels, lo, hi, k, pessimistic):
 @njit(cache=True)
 def reciprocal_rank_query(scores, labels, lo, hi, k, pessimistic):
     """1 / rank of the first relevant row within the top k (0 if none there); -1 if no relevant row."""
-    n_rel = 0
-    for i in range(lo, hi):
-        if labels[i] > 0.0:
-            n_rel += 1
-    if n_rel == 0:
+    if count_relevant(labels, lo, hi) == 0:
         return -1.0
     n = hi - lo
     order = rank_order(scores, labels, lo, hi, pessimistic)
@@ -171,12 +185,10 @@ def binary_relevance_all(scores, labels, ptr, k, pessimistic, which, out_value, 
     if which != BinaryMetric.AVERAGE_PRECISION and which != BinaryMetric.RECIPROCAL_RANK:
         return KernelStatus.UNKNOWN_CODE
     for q in range(ptr.shape[0] - 1):
+        if not _query_has_rows(ptr, q, out_value, out_status):
+            continue
         lo = ptr[q]
         hi = ptr[q + 1]
-        out_value[q] = 0.0
-        if hi == lo:
-            out_status[q] = STATUS_EMPTY_GROUP
-            continue
         if which == BinaryMetric.AVERAGE_PRECISION:
             v = average_precision_query(scores, labels, lo, hi, k, pessimistic)
         else:
@@ -301,12 +313,7 @@ def combined_dcg_query(s1, s2, gains, lo, hi, alpha, disc, k):
     neg = np.empty(n, dtype=np.float64)
     for t in range(n):
         neg[t] = -(alpha * s1[lo + t] + (1.0 - alpha) * s2[lo + t])
-    order = np.argsort(neg, kind="mergesort")
-    kk = n if k > n else k
-    total = 0.0
-    for r in range(kk):
-        total += gains[lo + order[r]] * disc[r]
-    return total
+    return dcg_of_order(np.argsort(neg, kind="mergesort"), gains, lo, disc, k)
 
 
 @njit(cache=True)

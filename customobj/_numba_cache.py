@@ -176,7 +176,7 @@ def install() -> None:
     if any(getattr(cls, "_customobj", False) for cls in impl._locator_classes):
         return
 
-    class CustomobjCacheLocator(base):
+    class CustomobjCacheLocator(base):  # type: ignore[misc, valid-type]  # numba's class: known at run time only
         """numba's user-wide locator, rooted at :func:`cache_root`, for customobj's modules only;
         read-only (load, never save) when that folder cannot be written."""
 

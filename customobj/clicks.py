@@ -118,6 +118,7 @@ class Unbiased(Objective):
             raise TypeError(f"objective must be a pairwise loss (it debiases pairs), got {objective!r}")
         leaf_parts(objective)  # raises TypeError for losses it cannot debias
         self.objective = objective
+        self.integer_labels = objective.integer_labels  # the wrapped loss reads the labels
         self.bias_norm = check_nonnegative(bias_norm, "bias_norm")
         self.propensity = None if propensity is None else as_propensity(propensity)
         n_positions = check_int(n_positions, "n_positions", minimum=1, maximum=MAX_POSITION, allow_none=True)
@@ -136,10 +137,6 @@ class Unbiased(Objective):
         # The fitted attributes (trailing underscore) are no options: not in equality or caching.
         return (("bias_norm", self.bias_norm), ("cost", self.cost), ("n_positions", self.n_positions),
                 ("objective", self.objective), ("position", self.position), ("propensity", self.propensity))
-
-    @property
-    def integer_labels(self) -> bool:
-        return self.objective.integer_labels
 
     def _convert_labels(self, labels):
         return self.objective._convert_labels(labels)

@@ -91,3 +91,12 @@ def mq2008_fold1(data_dir: Path) -> dict:
 
     fold = data_dir / "mq2008" / "Fold1"
     return {name: load_letor(fold / f"{name}.txt.gz") for name in ("train", "vali", "test")}
+
+
+def count_prepare_calls(monkeypatch: pytest.MonkeyPatch, obj: object) -> list:
+    """A list that grows by one at every call of ``type(obj).prepare`` (the per-dataset preparation an
+    adapter must do once, not every round)."""
+    calls: list = []
+    real = type(obj).prepare
+    monkeypatch.setattr(type(obj), "prepare", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    return calls

@@ -45,24 +45,25 @@ def test_line_search_refuses_a_dataset_reused_from_an_earlier_training(small):
     assert second.rhos == []
 
 
-def test_line_search_refuses_a_custom_objective_that_is_not_an_adapter(small):
+@pytest.mark.parametrize("who", ["LineSearch", "ExactLeaves"])
+def test_refuses_a_custom_objective_that_is_not_an_adapter(small, who):
     X, y, g = small
     obj = customobj.RankNet()
 
-    def plain(preds, data):  # the user's own function: LineSearch cannot know its loss
+    def plain(preds, data):  # the user's own function: the callback cannot know its loss
         return obj.grad_hess(preds, data.get_label(), g)
 
     with pytest.raises(TypeError, match="not a customobj adapter"):
         lgb.train(dict(P, objective=plain), lgb.Dataset(X, y, group=g), 2,
-                  callbacks=[adapters.LineSearch(obj, X, y, g)])
+                  callbacks=[getattr(adapters, who)(obj, X, y, g)])
 
 
-def test_line_search_refuses_the_sklearn_estimators(small):
+@pytest.mark.parametrize("who, obj", [("LineSearch", customobj.QBRank()), ("ExactLeaves", customobj.RankNet())])
+def test_refuses_the_sklearn_estimators(small, who, obj):
     X, y, g = small
-    obj = customobj.QBRank()
     ranker = lgb.LGBMRanker(objective=adapters.lightgbm_objective(obj), n_estimators=2, verbose=-1, n_jobs=1)
-    with pytest.raises(TypeError, match="lightgbm.train only"):
-        ranker.fit(X, y, group=g, callbacks=[adapters.LineSearch(obj, X, y, g)])
+    with pytest.raises(TypeError, match=f"{who} works with lightgbm.train only"):
+        ranker.fit(X, y, group=g, callbacks=[getattr(adapters, who)(obj, X, y, g)])
 
 
 def test_line_search_refuses_another_objective(small):

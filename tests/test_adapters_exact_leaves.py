@@ -204,24 +204,8 @@ def test_refuses_a_native_objective_before_changing_leaves(small):
     assert exact.quadratic_exact == []
 
 
-def test_refuses_a_custom_objective_that_is_not_an_adapter(small):
-    X, y, g = small
-    obj = customobj.RankNet()
-
-    def plain(preds, data):
-        return obj.grad_hess(preds, data.get_label(), g)
-
-    with pytest.raises(TypeError, match="not a customobj adapter"):
-        lgb.train(dict(P, objective=plain), lgb.Dataset(X, y, group=g), 2,
-                  callbacks=[adapters.ExactLeaves(obj, X, y, g)])
-
-
-def test_refuses_the_sklearn_estimators(small):
-    X, y, g = small
-    obj = customobj.RankNet()
-    ranker = lgb.LGBMRanker(objective=adapters.lightgbm_objective(obj), n_estimators=2, verbose=-1, n_jobs=1)
-    with pytest.raises(TypeError, match="ExactLeaves works with lightgbm.train only"):
-        ranker.fit(X, y, group=g, callbacks=[adapters.ExactLeaves(obj, X, y, g)])
+# A custom objective that is no adapter, and the scikit-learn estimators, are refused as for LineSearch
+# (tests/test_adapters_callbacks.py runs both callbacks through those checks).
 
 
 def test_refuses_another_objective_or_other_labels(small):

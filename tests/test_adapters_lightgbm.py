@@ -11,6 +11,7 @@ import lightgbm as lgb
 
 import customobj
 from customobj.metrics import get_metric, misordered_pairs, ndcg
+from conftest import count_prepare_calls
 
 P = dict(num_leaves=7, learning_rate=0.2, min_data_in_leaf=10, verbose=-1, num_threads=2, metric="None",
          deterministic=True, force_row_wise=True)
@@ -24,9 +25,7 @@ def _ds(data, **kw):
 def test_objective_reads_dataset_and_prepares_once(small, monkeypatch):
     X, y, sizes = small
     obj = customobj.RankNet()
-    calls = []
-    real = type(obj).prepare
-    monkeypatch.setattr(type(obj), "prepare", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    calls = count_prepare_calls(monkeypatch, obj)
     f = adapters.lightgbm_objective(obj)
     ds = _ds(small, weight=np.linspace(0.5, 2, len(y)))
     seen = []
@@ -50,9 +49,7 @@ def test_objective_reads_dataset_and_prepares_once(small, monkeypatch):
 
 def test_cache_survives_lightgbm_deepcopying_params(small, monkeypatch):
     obj = customobj.RankNet()
-    calls = []
-    real = type(obj).prepare
-    monkeypatch.setattr(type(obj), "prepare", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    calls = count_prepare_calls(monkeypatch, obj)
     f = adapters.lightgbm_objective(obj)
     ds = _ds(small, free_raw_data=False)
     lgb.train(dict(P, objective=f), ds, 2)

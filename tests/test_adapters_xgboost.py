@@ -8,6 +8,7 @@ import xgboost as xgb
 
 import customobj
 from customobj.metrics import get_metric
+from conftest import count_prepare_calls
 
 P = dict(tree_method="hist", max_depth=3, eta=0.3, nthread=2)
 
@@ -19,9 +20,7 @@ def _train(obj, dtrain, rounds, params=P, **kw):
 def test_objective_reads_dmatrix_and_prepares_once(small, monkeypatch):
     X, y, sizes = small
     obj = customobj.RankNet()
-    calls = []
-    real = type(obj).prepare
-    monkeypatch.setattr(type(obj), "prepare", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    calls = count_prepare_calls(monkeypatch, obj)
     f = adapters.xgboost_objective(obj)
     seen = []
 

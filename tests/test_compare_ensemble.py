@@ -30,23 +30,6 @@ def test_parse_labels_and_members():
     assert "ens:A+B" in valid_names_help()
 
 
-@pytest.mark.parametrize("text, why", [
-    ("ens:lgb:lambdarank", "exactly two methods"),
-    ("ens:lgb:lambdarank+lgb:LambdaRank+lgb:RankNet", "exactly two methods"),
-    ("ens:lgb:lambdarank+", "empty member"),
-    ("ens:lgb:lambdarank + lgb:lambdarank", "both members are lgb:lambdarank"),
-    ("ens:lgb:lambdarank+ens:lgb:RankNet", "ensembles do not nest"),
-    ("ens:lgb:Nope+lgb:lambdarank", "member 'lgb:Nope': 'Nope' is neither"),
-    ("ens:lgb:RankNet(sigma=nan)+lgb:lambdarank", "member 'lgb:RankNet(sigma=nan)': option 'sigma'"),
-    ("ens:(lgb:lambdarank+lgb:RankNet", "unclosed"),
-])
-def test_parse_errors_name_the_ensemble(text, why):
-    with pytest.raises(ValueError) as info:
-        parse_method(text)
-    first = str(info.value).splitlines()[0]
-    assert first.startswith(f"invalid method {text!r}: ") and why in first, first
-
-
 def test_nesting_is_refused():
     with pytest.raises(ValueError, match="ensembles do not nest"):
         parse_ensemble("ens:ens:lgb:lambdarank+lgb:RankNet")  # split yields 'ens:lgb:lambdarank', 'lgb:RankNet'

@@ -8,7 +8,6 @@ from customobj.compare.methods import (
     objective_names,
     parse_method,
     parse_methods,
-    parse_value,
     split_methods,
 )
 from customobj.objectives import LambdaRank, MPBoost, RankNet
@@ -53,30 +52,6 @@ def test_case_distinguishes_native_from_customobj():
     assert not parse_method("lgb:LambdaRank").native
 
 
-@pytest.mark.parametrize("text, value", [
-    ("3", 3), ("-2", -2), ("0.5", 0.5), ("1e-3", 1e-3), (".25", 0.25), ("true", True), ("False", False),
-    ("none", None), ("logdd", "logdd"), ("'a,b'", "a,b"), ('"3"', "3"), ("  ndcg ", "ndcg"),
-])
-def test_parse_value(text, value):
-    got = parse_value(text)
-    assert got == value and type(got) is type(value)
-
-
-@pytest.mark.parametrize("text, message", [
-    ("9223372036854775808", "outside the 64-bit range"),
-    ("-9223372036854775809", "outside the 64-bit range"),
-    ("1180591620717411303424", "outside the 64-bit range"),
-    ("1" * 5000, "outside the 64-bit range"),  # refused before building a 5000-digit int
-    ("1e999", "'1e999' is not finite"),
-    ("nan", "'nan' is not finite"),
-    ("-inf", "'-inf' is not finite"),
-])
-def test_parse_value_checks_numbers_as_python_values(text, message):
-    with pytest.raises(ValueError, match=message):
-        parse_value(text)
-    assert parse_value("9223372036854775807") == 2**63 - 1 and parse_value("-9223372036854775808") == -(2**63)
-
-
 def test_out_of_range_option_names_the_method():
     with pytest.raises(ValueError, match=r"invalid method 'lgb:LambdaRank\(k=1180591620717411303424\)': option 'k'"):
         parse_method("lgb:LambdaRank(k=1180591620717411303424)")
@@ -100,12 +75,6 @@ def test_build_objective_reports_any_constructor_failure_on_one_line(monkeypatch
         build_objective(spec)
     assert str(info.value) == ("invalid options for lgb:RankNet(sigma=2): OverflowError: Python int too large; "
                                "to convert to C long")
-
-
-def test_parse_value_never_evaluates():
-    assert parse_value("__import__") == "__import__"
-    with pytest.raises(ValueError, match="cannot parse value"):
-        parse_value("__import__('os')")
 
 
 def test_split_methods_keeps_commas_inside_parentheses_and_quotes():
@@ -135,13 +104,22 @@ def test_split_methods_keeps_commas_inside_parentheses_and_quotes():
     ("lgb:RankNet sigma=1)", "unbalanced ')'"),
     ("lgb:RankNet(a='x)", "unterminated quote"),
     ("lgb:RankNet(a=f(1))", "cannot parse value"),
+    # ensembles (parse_ensemble): the error names the ensemble, and the member at fault
+    ("ens:lgb:lambdarank", "exactly two methods"),
+    ("ens:lgb:lambdarank+lgb:LambdaRank+lgb:RankNet", "exactly two methods"),
+    ("ens:lgb:lambdarank+", "empty member"),
+    ("ens:lgb:lambdarank + lgb:lambdarank", "both members are lgb:lambdarank"),
+    ("ens:lgb:lambdarank+ens:lgb:RankNet", "ensembles do not nest"),
+    ("ens:lgb:Nope+lgb:lambdarank", "member 'lgb:Nope': 'Nope' is neither"),
+    ("ens:lgb:RankNet(sigma=nan)+lgb:lambdarank", "member 'lgb:RankNet(sigma=nan)': option 'sigma'"),
+    ("ens:(lgb:lambdarank+lgb:RankNet", "unclosed"),
 ])
 def test_errors(text, message):
     with pytest.raises(ValueError) as info:
         parse_method(text)
     msg = str(info.value)
-    assert message in msg
-    assert repr(text) in msg
+    first = msg.splitlines()[0]
+    assert first.startswith(f"invalid method {text!r}: ") and message in first, first
     # every error lists the valid names: backends, natives, objectives, criteria
     for part in ("lgb (LightGBM)", "xgb:rank:ndcg", "cb:YetiRank", "LambdaRank", "criteria (ole backend only): ole, wse, se"):
         assert part in msg

@@ -9,17 +9,13 @@ from customobj import LambdaRank, McRank, RankNet, SquaredError
 from customobj.ole import TreeBooster
 from customobj.ole import model_file
 from customobj.ole.predictor import ZERO_THRESHOLD
+from test_ole_model_file import rank_data as model_file_rank_data
 
 QUIET = dict(verbose=False)
 
 
 def rank_data(seed, n_queries=20, q_size=30, n_features=5, nan_frac=0.05):
-    rng = np.random.default_rng(seed)
-    n = n_queries * q_size
-    X = rng.normal(size=(n, n_features))
-    X[rng.random(X.shape) < nan_frac] = np.nan
-    y = rng.integers(0, 3, n).astype(float)
-    return X, y, [q_size] * n_queries
+    return model_file_rank_data(seed, n_queries, q_size, n_features, nan_frac)
 
 
 def test_wse_squared_error_first_tree_equals_lightgbm():

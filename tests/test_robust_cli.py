@@ -82,15 +82,21 @@ def test_malformed_training_file_names_file_and_line(tmp_path, capsys):
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
 
+def _compare_with_line(tmp_path, capsys, line, *options):
+    """``customobj compare`` (quiet, no plot, output in ``o``) on the small files of :func:`_files`, the
+    training file ending in ``line``; ``(exit code, output)``."""
+    train, vali, test = _files(tmp_path, line)
+    return _run(["compare", "--train", train, "--valid", vali, "--test", test, "--quiet", "--no-plot",
+                 "--out", str(tmp_path / "o"), *options], capsys)
+
+
 @pytest.mark.parametrize("bad_line,msg", [
     ("1 1:0.5\n", r"line 5, column 3: line has no qid but earlier lines have one"),
     ("1 qid:2 1:0.5 1:0.7\n", r"line 5, column 15: the same feature index appears twice"),
     ("1 qid:1 1:0.5\n", r"line 5: qid 1 reappears after another query"),
 ])
 def test_malformed_letor_lines_reported(tmp_path, capsys, bad_line, msg):
-    train, vali, test = _files(tmp_path, bad_line)
-    code, text = _run(["compare", "--train", train, "--valid", vali, "--test", test, "--quiet", "--no-plot",
-                       "--out", str(tmp_path / "o")], capsys)
+    code, text = _compare_with_line(tmp_path, capsys, bad_line)
     assert code == 2 and re.search(msg, text), text
 
 
@@ -104,9 +110,7 @@ def test_letor_dir_without_folds(tmp_path, capsys):
     "lgb:lambdarank",
 ])
 def test_negative_labels_rejected_before_training(tmp_path, capsys, method):
-    train, vali, test = _files(tmp_path, "-1 qid:3 1:0.5\n")
-    code, text = _run(["compare", "--train", train, "--valid", vali, "--test", test, "--quiet", "--no-plot",
-                       "--out", str(tmp_path / "o"), "--methods", method, "--rounds", "1"], capsys)
+    code, text = _compare_with_line(tmp_path, capsys, "-1 qid:3 1:0.5\n", "--methods", method, "--rounds", "1")
     assert code == 2 and "labels must be non-negative" in text and "row 4" in text, text
 
 
@@ -116,9 +120,7 @@ def test_negative_labels_rejected_before_training(tmp_path, capsys, method):
     ("1 qid:3 1:inf\n", r"feature 1 of row 4 \(0-based\) is inf; XGBoost refuses infinite features"),
 ])
 def test_labels_and_features_compare_cannot_train_on(tmp_path, capsys, line, msg):
-    train, vali, test = _files(tmp_path, line)
-    code, text = _run(["compare", "--train", train, "--valid", vali, "--test", test, "--quiet", "--no-plot",
-                       "--out", str(tmp_path / "o"), "--methods", "lgb:lambdarank", "--rounds", "1"], capsys)
+    code, text = _compare_with_line(tmp_path, capsys, line, "--methods", "lgb:lambdarank", "--rounds", "1")
     assert code == 2 and re.search(r"--train .*train.txt: labels must be|--train .*train.txt: feature", text), text
     assert re.search(msg, text), text
 

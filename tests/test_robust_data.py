@@ -144,10 +144,16 @@ def test_corrupt_gzip(tmp_path):
         load_letor(path)
 
 
+def _with_query_file(tmp_path, name, rows, sizes):
+    """The data file ``name`` holding ``rows``, beside its LightGBM query file ``name.query`` of ``sizes``."""
+    data = tmp_path / name
+    data.write_text(rows)
+    (tmp_path / (name + ".query")).write_text(sizes)
+    return data
+
+
 def test_query_file_errors(tmp_path):
-    data = tmp_path / "rank.train"
-    data.write_text("1 1:1\n0 1:2\n1 1:3\n")
-    (tmp_path / "rank.train.query").write_text("2\nx\n")
+    data = _with_query_file(tmp_path, "rank.train", "1 1:1\n0 1:2\n1 1:3\n", "2\nx\n")
     with pytest.raises(ValueError, match=r"rank.train.query: line 2: expected a non-negative query size, got 'x'"):
         load_letor(data)
     (tmp_path / "rank.train.query").write_text("2\n2\n")
@@ -158,9 +164,7 @@ def test_query_file_errors(tmp_path):
 
 
 def test_qid_and_query_file_disagree(tmp_path):
-    data = tmp_path / "d.txt"
-    data.write_text("1 qid:1 1:1\n0 qid:1 1:2\n1 qid:2 1:3\n")
-    (tmp_path / "d.txt.query").write_text("1\n2\n")
+    data = _with_query_file(tmp_path, "d.txt", "1 qid:1 1:1\n0 qid:1 1:2\n1 qid:2 1:3\n", "1\n2\n")
     with pytest.raises(ValueError, match=r"disagree with .*d.txt.query"):
         load_letor(data)
 

@@ -14,6 +14,7 @@ pairwise objective by name).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -92,20 +93,22 @@ def _weak_ranker(train, seed, jobs):
 def click_folds(folds: list, spec: ClickSpec, seed: int, jobs: int) -> list:
     """Each fold's training Split replaced by its simulated click log (seeded by ``seed`` and fold)."""
     from ..data import simulate_clicks
-    from .trainers import Split
 
     out = []
     for fold, train, valid, test in folds:
         s = seed + fold
         log = simulate_clicks((train.X, train.y, train.sizes), ranker=_weak_ranker(train, s, jobs),
                               click_model=spec.model, eta=spec.eta, shown=spec.shown, sessions=spec.sessions, seed=s)
-        out.append((fold, Split(log.X, log.y, log.group, position=log.position), valid, test))
+        # the training Split (trainers.Split) with the log's rows: replace() builds it without importing trainers,
+        # which imports methods, which imports this module
+        out.append((fold, replace(train, X=log.X, y=log.y, sizes=log.group, position=log.position), valid, test))
     return out
 
 
 def build_unbiased(kwargs: dict):
     """``Unbiased`` of the objective named by the ``objective`` option (its default options)."""
-    from .. import Unbiased, objectives
+    from .. import objectives
+    from ..clicks import Unbiased
 
     name = kwargs.pop("objective", "LambdaRank")
     cls = getattr(objectives, name, None) if isinstance(name, str) else None

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import difflib
 import inspect
-import math
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -70,6 +69,7 @@ NATIVE = {
 CUSTOM_BACKENDS = ("lgb", "xgb", "ole")
 
 from ..ole.criterion import CRITERIA as _OLE_CRITERIA  # noqa: E402  (one home for the names)
+from .method_values import KEY, format_value, parse_value, split_top  # noqa: E402
 
 CRITERIA = tuple(_OLE_CRITERIA)
 
@@ -79,9 +79,6 @@ LEAF_SOLVERS = ("exact_leaves",)
 # Objective classes that are building blocks, not losses one can train from graded labels alone.
 _NOT_TRAINABLE = frozenset({"Objective", "Prepared", "Sum", "Scaled"})
 
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_INT = re.compile(r"[+-]?\d+\Z")
-_FLOAT = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|nan)\Z", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -104,7 +101,7 @@ class MethodSpec:
         """Canonical spelling: no whitespace, options as parsed, the ole criterion always shown."""
         text = f"{self.backend}:{self.target}"
         if self.options:
-            text += "(" + ",".join(f"{k}={_format_value(v)}" for k, v in self.options) + ")"
+            text += "(" + ",".join(f"{k}={format_value(v)}" for k, v in self.options) + ")"
         if self.criterion is not None:
             text += f"[{self.criterion}]"
         if self.leaves is not None:
@@ -113,14 +110,6 @@ class MethodSpec:
 
     def __str__(self):
         return self.label
-
-
-def _format_value(v):
-    if isinstance(v, bool) or v is None:
-        return str(v).lower()
-    if isinstance(v, str) and (not _KEY.match(v) or v.lower() in ("true", "false", "none", "null")):
-        return repr(v)
-    return str(v)
 
 
 def objective_names() -> list[str]:
@@ -163,40 +152,11 @@ def _error(text, why, suggest_from=(), close=None):
     return ValueError(msg + "\n" + valid_names_help())
 
 
-def _split_top(text, sep, what):
-    """Split on ``sep`` outside parentheses, brackets and quotes; reject unbalanced input."""
-    parts, quote, start = [], None, 0
-    closing = {")": "(", "]": "["}
-    stack = []
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote:
-                quote = None
-            continue
-        if ch in "'\"":
-            quote = ch
-        elif ch in "([":
-            stack.append(ch)
-        elif ch in ")]":
-            if not stack or stack[-1] != closing[ch]:
-                raise ValueError(f"unbalanced {ch!r} at position {i} in {what} {text!r}")
-            stack.pop()
-        elif ch == sep and not stack:
-            parts.append(text[start:i])
-            start = i + 1
-    if quote:
-        raise ValueError(f"unterminated quote {quote} in {what} {text!r}")
-    if stack:
-        raise ValueError(f"unclosed {stack[-1]!r} in {what} {text!r}")
-    parts.append(text[start:])
-    return parts
-
-
 def split_methods(text: str) -> list[str]:
     """Split a comma-separated method list, keeping commas inside ``(...)`` and ``[...]``."""
     if not isinstance(text, str):
         raise TypeError(f"methods must be a string, got {type(text).__name__}")
-    parts = [p.strip() for p in _split_top(text, ",", "method list")]
+    parts = [p.strip() for p in split_top(text, ",", "method list")]
     if not any(parts):
         raise ValueError("the method list is empty\n" + valid_names_help())
     empty = [i for i, p in enumerate(parts) if not p]
@@ -205,59 +165,19 @@ def split_methods(text: str) -> list[str]:
     return parts
 
 
-#: Integer option values must fit a signed 64-bit integer (every library and kernel stores them so).
-INT_MIN, INT_MAX = -(2**63), 2**63 - 1
-
-
-def parse_value(text: str) -> int | float | bool | str | None:
-    """``'3'`` -> 3, ``'0.5'``/``'1e-3'`` -> float, ``true``/``false`` -> bool, ``none`` -> None,
-    quoted text -> the text inside, anything else -> the stripped string. Never evaluates code.
-
-    Numbers are checked as Python values: an integer outside the signed 64-bit range, or a float
-    that is not finite (``nan``, ``inf``, ``1e999``), is a ``ValueError``.
-    """
-    t = text.strip()
-    if not t:
-        raise ValueError("empty value")
-    if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"":
-        return t[1:-1]
-    low = t.lower()
-    if low == "true":
-        return True
-    if low == "false":
-        return False
-    if low in ("none", "null"):
-        return None
-    if _INT.match(t):
-        if len(t.lstrip("+-")) > 25:  # no need to build a huge int to know it is out of range
-            raise ValueError(f"integer {t[:20]}... is outside the 64-bit range")
-        v = int(t)
-        if not INT_MIN <= v <= INT_MAX:
-            raise ValueError(f"integer {v} is outside the 64-bit range [{INT_MIN}, {INT_MAX}]")
-        return v
-    if _FLOAT.match(t):
-        v = float(t)
-        if not math.isfinite(v):
-            raise ValueError(f"number {t!r} is not finite")
-        return v
-    if any(ch in t for ch in "()[]=,'\""):
-        raise ValueError(f"cannot parse value {t!r}; quote strings that hold brackets, '=' or ','")
-    return t
-
-
 def _parse_options(body, text):
     body = body.strip()
     if not body:
         return ()
     options, seen = [], set()
-    for item in _split_top(body, ",", "options of"):
+    for item in split_top(body, ",", "options of"):
         item = item.strip()
         if not item:
             raise _error(text, "empty option (stray comma in the parentheses)")
         if "=" not in item:
             raise _error(text, f"option {item!r} must look like key=value")
         key, value = (s.strip() for s in item.split("=", 1))
-        if not _KEY.match(key):
+        if not KEY.match(key):
             raise _error(text, f"option name {key!r} is not an identifier")
         if key in seen:
             raise _error(text, f"option {key!r} given twice")
@@ -269,7 +189,7 @@ def _parse_options(body, text):
     return tuple(options)
 
 
-def parse_method(text: str) -> MethodSpec:
+def parse_method(text: str) -> MethodSpec | EnsembleSpec:
     """Parse one method name into a :class:`MethodSpec` (an ``ens:A+B`` into a
     :class:`customobj.compare.ensemble.EnsembleSpec`); ``ValueError`` listing valid names if bad."""
     if not isinstance(text, str):
@@ -280,12 +200,17 @@ def parse_method(text: str) -> MethodSpec:
         raise _error(raw, "empty name")
     if re.match(r"ens\s*:", s):  # ens:A+B, two methods combined (parse_ensemble below)
         return parse_ensemble(raw)
+    return _parse_single(raw, s)
+
+
+def _parse_single(raw: str, s: str) -> MethodSpec:
+    """Parse ``s``, the stripped non-empty ``raw`` and no ensemble, into a :class:`MethodSpec`."""
     try:
-        _split_top(s, "\0", "method")  # balance check only
+        split_top(s, "\0", "method")  # balance check only
     except ValueError as exc:
         raise _error(raw, str(exc)) from None
 
-    leaves = None
+    leaves: str | None = None
     if s.endswith("}"):
         open_at = s.rfind("{")
         if open_at < 0:
@@ -293,14 +218,14 @@ def parse_method(text: str) -> MethodSpec:
         leaves, s = s[open_at + 1:-1].strip(), s[:open_at].rstrip()
         if leaves not in LEAF_SOLVERS:
             raise _error(raw, f"leaf solver '{leaves}' is not one of {', '.join(LEAF_SOLVERS)}", LEAF_SOLVERS)
-    criterion = None
+    criterion: str | None = None
     if s.endswith("]"):
         open_at = s.rfind("[")
         criterion = s[open_at + 1:-1].strip()
         s = s[:open_at].rstrip()
         if criterion not in CRITERIA:
             raise _error(raw, f"criterion '{criterion}' is not one of {', '.join(CRITERIA)}", CRITERIA)
-    options = ()
+    options: tuple[tuple[str, object], ...] = ()
     if s.endswith(")"):
         open_at = s.find("(")
         options = _parse_options(s[open_at + 1:-1], raw)
@@ -341,7 +266,7 @@ def parse_method(text: str) -> MethodSpec:
     return MethodSpec(backend, target, native, options, criterion, leaves)
 
 
-def parse_methods(text_or_list: str | list[str]) -> list[MethodSpec]:
+def parse_methods(text_or_list: str | list[str]) -> list[MethodSpec | EnsembleSpec]:
     """Parse a comma-separated string (or a list of names); labels must be unique."""
     names = split_methods(text_or_list) if isinstance(text_or_list, str) else list(text_or_list)
     specs = [parse_method(n) for n in names]
@@ -375,7 +300,7 @@ def build_objective(spec: MethodSpec) -> Objective:
     cls = getattr(objectives, spec.target)
     accepted = _keyword_options(cls)
     unknown = sorted(set(spec.kwargs) - set(accepted)) if accepted is not None else []
-    if unknown:
+    if unknown and accepted is not None:
         near = difflib.get_close_matches(unknown[0], accepted, n=1)
         raise ValueError(f"invalid options for {spec.label}: {spec.target} has no option {unknown[0]!r}"
                          + (f" (did you mean {near[0]!r}?)" if near else "")
@@ -429,26 +354,26 @@ def parse_ensemble(text: str) -> EnsembleSpec:
         raise _error(text, f"an ensemble is spelled {ENS_PREFIX}:A+B")
     body = text.split(":", 1)[1]
     try:
-        parts = _split_top(body, "+", "ensemble")
+        parts = split_top(body, "+", "ensemble")
     except ValueError as exc:
         raise _error(text, str(exc)) from None
     if len(parts) != 2:
         raise _error(text, f"an ensemble combines exactly two methods, ens:A+B (got {len(parts)} part(s))")
-    members = []
+    members: list[MethodSpec] = []
     for part in parts:
         if not part.strip():
             raise _error(text, "empty member; ens:A+B needs two method names")
         if is_ensemble_name(part):
             raise _error(text, "ensembles do not nest; a member must be a single method")
         try:
-            members.append(parse_method(part))
+            members.append(_parse_single(part, part.strip()))
         except ValueError as exc:
             first = str(exc).splitlines()[0]
             first = re.sub(r"\Ainvalid method '.*?': ", "", first)  # the member is named just before
             raise _error(text, f"member {part.strip()!r}: {first}") from None
     if members[0].label == members[1].label:
         raise _error(text, f"both members are {members[0].label}; an ensemble combines two different methods")
-    return EnsembleSpec(tuple(members))
+    return EnsembleSpec((members[0], members[1]))
 
 
 def member_specs(specs: list) -> list[MethodSpec]:

@@ -55,24 +55,32 @@ class Param:
 
 _LEAVES = Param("num_leaves", 4, 255, log=True, integer=True)  # default: --num-leaves
 _RATE = Param("learning_rate", 0.01, 0.3, log=True)  # default: --learning-rate
-_FRACTION = dict(low=0.5, high=1.0, default=1.0)
-#: L2 is searched on a log scale; its untuned value 0 is represented by the range's low end.
-_L2 = dict(low=1e-3, high=10.0, log=True)
+
+
+def _fraction(name: str) -> Param:
+    """A sampled fraction (of features), untuned 1."""
+    return Param(name, 0.5, 1.0, default=1.0)
+
+
+def _l2(name: str, default: float) -> Param:
+    """L2 is searched on a log scale; its untuned value 0 is represented by the range's low end."""
+    return Param(name, 1e-3, 10.0, log=True, default=default)
+
 
 #: Model parameters searched per backend, in each library's own names. ``num_leaves`` and
 #: ``learning_rate`` go to :class:`~.trainers.Settings` (each trainer maps them: XGBoost's
 #: ``max_leaves``/``eta``); the rest go to the library (or TreeBooster) as they are.
 SPACES = {
     "lgb": (_LEAVES, _RATE, Param("min_data_in_leaf", 1, 100, log=True, integer=True, default=20),
-            Param("lambda_l2", **_L2, default=1e-3), Param("feature_fraction", **_FRACTION)),
+            _l2("lambda_l2", 1e-3), _fraction("feature_fraction")),
     # XGBoost has no row count per leaf: min_child_weight bounds the hessian sum of a leaf instead.
     "xgb": (_LEAVES, _RATE, Param("min_child_weight", 1e-3, 10.0, log=True, default=1.0),
-            Param("lambda", **_L2, default=1.0), Param("colsample_bytree", **_FRACTION)),
+            _l2("lambda", 1.0), _fraction("colsample_bytree")),
     # CatBoost grows symmetric trees (no min_data_in_leaf there): depth d has 2**d leaves.
     "cb": (Param("depth", 2, 10, integer=True), _RATE, Param("l2_leaf_reg", 0.1, 30.0, log=True, default=3.0),
-           Param("rsm", **_FRACTION)),
+           _fraction("rsm")),
     "ole": (_LEAVES, _RATE, Param("min_data_in_leaf", 1, 100, log=True, integer=True, default=20),
-            Param("lambda_l2", **_L2, default=1e-3), Param("feature_fraction", **_FRACTION)),
+            _l2("lambda_l2", 1e-3), _fraction("feature_fraction")),
 }
 
 #: Options of customobj objectives searched when the objective's constructor has them.
@@ -113,7 +121,7 @@ def search_space(spec: MethodSpec, settings: Settings) -> list[tuple[str, Param]
         out.append((p.name, p))
     given = {k for k, _ in spec.options}
     if spec.native:
-        own = NATIVE_SPACE.get((spec.backend, spec.target), ())
+        own: tuple[Param, ...] = NATIVE_SPACE.get((spec.backend, spec.target), ())
     else:
         from .. import objectives
 
@@ -201,7 +209,11 @@ def tune(spec: MethodSpec, settings: Settings, n_trials: int, train_: Split, val
     finally:
         optuna.logging.set_verbosity(before)
     trials = study.trials
-    scores = [t.value for t in trials]
+    scores: list[float] = []
+    for t in trials:  # catch=(): every trial finished with a value
+        if t.value is None:
+            raise RuntimeError(f"Optuna trial {t.number} finished without a value")
+        scores.append(t.value)
     best = max(range(len(trials)), key=lambda i: (scores[i], -i))
     values = dict(trials[best].params)
     sp, st = apply(spec, settings, values)

@@ -1,5 +1,6 @@
 """customobj objectives: the losses of the five papers and the peers' (formulas and sections: docs/formulas.md)."""
-from .base import Objective, Prepared, Scaled, Sum
+from .base import Objective, Prepared
+from .composite import Scaled, Sum
 from .pointwise import SquaredError
 from .pointwise import Logistic, McRank, SquaredHinge
 from .pairwise import MPBoost, PreferencePairs, QBRank, RankNet, RankSVM

@@ -1,6 +1,7 @@
 """Array helpers of the objectives: optional weights in kernel form, array options in hashable form."""
 from __future__ import annotations
 
+import functools
 import weakref
 
 import numpy as np
@@ -25,7 +26,12 @@ def kernel_weights(weight: "np.ndarray | None") -> "tuple[np.ndarray, bool]":
 
 
 #: id(array) -> (weak reference to the array, its frozen form); an entry leaves with its array.
-_FROZEN: dict = {}
+_FROZEN: "dict[int, tuple[weakref.ref[np.ndarray], tuple[object, ...]]]" = {}
+
+
+def _forget(key: int, _ref: object) -> None:
+    """Drop the entry of a collected array (the weak reference's callback)."""
+    _FROZEN.pop(key, None)
 
 
 def freeze_option(v: object) -> object:
@@ -37,7 +43,7 @@ def freeze_option(v: object) -> object:
     if held is not None and held[0]() is v and not _writeable(v):
         return held[1]
     frozen = ("nd", v.shape, v.tobytes())
-    _FROZEN[id(v)] = (weakref.ref(v, lambda _ref, key=id(v): _FROZEN.pop(key, None)), frozen)
+    _FROZEN[id(v)] = (weakref.ref(v, functools.partial(_forget, id(v))), frozen)
     return frozen
 
 

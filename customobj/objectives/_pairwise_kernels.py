@@ -275,6 +275,18 @@ def label_pairs_loss(scores, labels, ptr, order, lower, weights, use_w, spec):
 # --- explicit pair lists (serial: pairs may share rows across queries) ----------------------------------
 # ``spec.theta_mode`` and ``spec.p`` are not read here: every pair carries its own ``theta[k]``.
 @njit(cache=True)
+def _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j):
+    """The weight of listed pair ``k = (i, j)``: ``scale``, times its own weight, times the pair weight
+    ``(w_i + w_j) / 2`` of the rows."""
+    pw = scale
+    if use_pw:
+        pw *= pair_w[k]
+    if use_w:
+        pw *= (0.5 * weights[i] + 0.5 * weights[j])
+    return pw
+
+
+@njit(cache=True)
 def pair_list_grad_hess(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, spec, out_grad, out_hess):
     """Sum over explicit pairs ``(pi[k], pj[k])`` with per-pair ``theta[k]`` and weight ``pair_w[k]``;
     returns the status."""
@@ -286,11 +298,7 @@ def pair_list_grad_hess(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, s
         i = pi[k]
         j = pj[k]
         g, c = pair_grad(kind, scores[i] - scores[j], theta[k])
-        pw = scale
-        if use_pw:
-            pw *= pair_w[k]
-        if use_w:
-            pw *= (0.5 * weights[i] + 0.5 * weights[j])
+        pw = _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
         out_grad[i] += pw * g
         out_grad[j] -= pw * g
         out_hess[i] += hmul * pw * c
@@ -310,11 +318,7 @@ def pair_list_loss(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, spec):
         i = pi[k]
         j = pj[k]
         phi, _, _ = pair_terms(kind, scores[i] - scores[j], theta[k])
-        pw = scale
-        if use_pw:
-            pw *= pair_w[k]
-        if use_w:
-            pw *= (0.5 * weights[i] + 0.5 * weights[j])
+        pw = _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
         total += pw * phi
     return total, status
 
@@ -331,11 +335,7 @@ def pair_list_couplings(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, s
         i = pi[k]
         j = pj[k]
         _, c = pair_grad(kind, scores[i] - scores[j], theta[k])
-        pw = scale
-        if use_pw:
-            pw *= pair_w[k]
-        if use_w:
-            pw *= (0.5 * weights[i] + 0.5 * weights[j])
+        pw = _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
         out_c[k] = pw * c
     return status
 

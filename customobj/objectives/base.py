@@ -1,4 +1,5 @@
-"""The objective protocol and its composition (sums and scalings); per-dataset preparation: ``prepared.py``.
+"""The objective protocol; its composition (sums and scalings): ``composite.py``; per-dataset preparation:
+``prepared.py``.
 
 An objective is a small immutable object. Its public methods take ``(scores, labels, group)``;
 adapters and the OLE booster call the ``*_prepared`` variants with a :class:`Prepared` built once
@@ -37,20 +38,15 @@ import numpy as np
 import numpy.typing as npt
 
 from .._cuda_runtime import is_device_array
-from .._validation import (
-    PARAM_LIMIT,
-    SCORE_LIMIT,
-    as_1d_float,
-    as_scores,
-    check_pair_budget,
-    check_real,
-)
+from .._validation import SCORE_LIMIT, as_1d_float, as_scores
 from ..groups import GroupLike
 from ._arrays import freeze_option
 from .prepared import Prepared
 
-__all__ = ["Objective", "Prepared", "Sum", "Scaled"]
+__all__ = ["Objective", "Prepared"]
 _SEAM = ".devices"  # the device seam, imported when device scores arrive (it loads numba.cuda lazily)
+#: Sums and scalings of objectives: imported on use, since they are objectives themselves (no import cycle).
+_COMPOSITE = ".composite"
 
 #: ``(i, j, c)``: row pairs ``(i[m], j[m])`` and their hessian couplings ``h_ij = c[m]``.
 Couplings = Tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -246,213 +242,18 @@ class Objective:
         """Largest product of ``Scaled`` factors on any path to a leaf objective (1 for a leaf)."""
         return 1.0
 
-    def __add__(self, other: object) -> "Sum":
+    def __add__(self, other: object) -> "Objective":  # a composite.Sum
         if not isinstance(other, Objective):
             return NotImplemented
-        return Sum(self, other)
+        return import_module(_COMPOSITE, __package__).Sum(self, other)
 
-    def __mul__(self, factor: float) -> "Scaled":
+    def __mul__(self, factor: float) -> "Objective":  # a composite.Scaled
         if isinstance(factor, bool) or not isinstance(factor, numbers.Real):
             return NotImplemented
-        return Scaled(self, factor)
+        return import_module(_COMPOSITE, __package__).Scaled(self, factor)
 
     __rmul__ = __mul__
 
 
 def _largest(weight):
     return 1.0 if weight is None else float(weight.max(initial=0.0))
-
-
-def _merge_flags(parts):
-    outputs = {p.n_outputs for p in parts}
-    if len(outputs) > 1 and None in outputs:
-        outputs.discard(None)  # an McRank that has not seen labels yet takes the other parts' K
-    if len(outputs) != 1:
-        raise ValueError("cannot add objectives with different numbers of outputs (e.g. McRank and a ranker)")
-    return outputs.pop()
-
-
-def _concat_pairs(pieces):
-    """Concatenate the parts' ``(i, j, c)``; the joined list honours the one pair budget too."""
-    check_pair_budget(sum(int(p[0].size) for p in pieces), "pair_couplings of a Sum",
-                      hint="use fewer pairwise parts, or smaller queries")
-    return tuple(np.concatenate(arrs) for arrs in zip(*pieces))
-
-
-class Sum(Objective):
-    r"""``a + b + ...``: a sum of objectives is an objective; gradients, hessians, losses and couplings add.
-
-    .. math::
-
-        L(s) = \sum_k L_k(s), \qquad \nabla L = \sum_k \nabla L_k, \qquad
-        \operatorname{diag} \nabla^2 L = \sum_k \operatorname{diag} \nabla^2 L_k
-
-    and the parts' pair couplings are concatenated (a pair in two parts appears twice). Nested sums
-    are flattened; labels pass through each part's conversion in turn.
-
-    References
-    ----------
-    Zheng et al. (2007), "A general boosting method and its application to learning ranking functions
-    for web search", section 3: QBRank is a preference term plus squared error; Chapelle (2007),
-    "Large scale support vector machines" (slides), "Web spam classification": hinge plus graph term.
-
-    Examples
-    --------
-    >>> from customobj import RankNet, SquaredError
-    >>> obj = SquaredError() + 2.0 * RankNet()
-    >>> grad, hess = obj.grad_hess([0.0, 0.0], [1, 0], group=[2])
-    >>> grad.tolist(), hess.tolist()  # [-1, 0] + 2 * [-0.5, 0.5], [1, 1] + 2 * [0.25, 0.25]
-    ([-2.0, 1.0], [1.5, 1.5])
-    """
-
-    parts: "tuple[Objective, ...]"
-
-    def __init__(self, *parts: Objective) -> None:
-        flat: list[Objective] = []
-        for p in parts:
-            if not isinstance(p, Objective):
-                raise TypeError(f"Sum parts must be objectives, got {type(p).__name__}")
-            flat.extend(p.parts if isinstance(p, Sum) else [p])
-        if not flat:
-            raise ValueError("Sum needs at least one objective")
-        _merge_flags(flat)
-        self.parts = tuple(flat)
-        self.pairwise = any(p.pairwise for p in flat)
-        self.integer_labels = any(p.integer_labels for p in flat)
-        self.needs_group = any(p.needs_group for p in flat)
-
-    @property
-    def n_outputs(self) -> Optional[int]:  # type: ignore[override]  # from the parts, on demand
-        # Read from the parts on demand: McRank(n_classes=None) learns K only at prepare time.
-        return _merge_flags(self.parts)
-
-    def _scale_bound(self):
-        return max(p._scale_bound() for p in self.parts)
-
-    def _params(self):
-        return (("parts", self.parts),)
-
-    def __repr__(self) -> str:
-        return " + ".join(repr(p) for p in self.parts)
-
-    def check_prepared(self, prep: Prepared) -> None:
-        for p in self.parts:
-            p.check_prepared(prep)  # direct: an equal part may have cached its state on another instance
-            prep.state_for(p)
-
-    def _convert_labels(self, labels):
-        for p in self.parts:
-            labels = p._convert_labels(labels)
-        return labels
-
-    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        for p in self.parts:
-            p._grad_hess(scores, prep, prep.state_for(p), out_grad, out_hess)
-
-    def _loss(self, scores, prep, state):
-        return sum(p._loss(scores, prep, prep.state_for(p)) for p in self.parts)
-
-    def _pair_couplings(self, scores, prep, state):
-        pieces = [p._pair_couplings(scores, prep, prep.state_for(p)) for p in self.parts if p.pairwise]
-        return _concat_pairs(pieces)
-
-    def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
-        pieces = []
-        for p in self.parts:
-            if p.pairwise:
-                pieces.append(p._grad_hess_couplings(scores, prep, prep.state_for(p), out_grad, out_hess))
-            else:
-                p._grad_hess(scores, prep, prep.state_for(p), out_grad, out_hess)
-        return _concat_pairs(pieces)
-
-
-class Scaled(Objective):
-    r"""``factor * objective``: the loss, gradient, hessian and couplings times ``c = factor``.
-
-    .. math::
-
-        L(s) = c \, L_0(s), \qquad \nabla L = c \nabla L_0, \qquad
-        \operatorname{diag} \nabla^2 L = c \operatorname{diag} \nabla^2 L_0, \qquad c \ge 0
-
-    ``c >= 0`` keeps the hessian non-negative; nested factors multiply, and their product along
-    any path (through sums too) is bounded by ``customobj._validation.PARAM_LIMIT``.
-
-    References
-    ----------
-    Zheng et al. (2007), "A general boosting method and its application to learning ranking functions
-    for web search", section 3: the weights ``w`` and ``1 - w`` of QBRank's two terms.
-
-    Examples
-    --------
-    >>> from customobj import SquaredError
-    >>> grad, hess = (0.5 * SquaredError()).grad_hess([0.0, 0.0], [1, 0])
-    >>> grad.tolist(), hess.tolist()
-    ([-0.5, 0.0], [0.5, 0.5])
-    """
-
-    objective: Objective
-    factor: float
-
-    def __init__(self, objective: Objective, factor: float) -> None:
-        if not isinstance(objective, Objective):
-            raise TypeError(f"objective must be an Objective, got {type(objective).__name__}")
-        factor = check_real(factor, "factor")
-        if factor < 0:
-            raise ValueError(f"factor must be >= 0 so the hessian stays non-negative, got {factor}")
-        if isinstance(objective, Scaled):
-            factor, objective = factor * objective.factor, objective.objective
-        # Bound the product of every factor on the way down (Sums may nest Scaled objectives),
-        # so scaled gradients stay finite: see customobj._validation.PARAM_LIMIT.
-        if factor * objective._scale_bound() > PARAM_LIMIT:
-            raise ValueError(
-                f"factor must keep the total scale of the objective <= {PARAM_LIMIT:g} "
-                f"(customobj._validation.PARAM_LIMIT); got {factor:g} times {objective._scale_bound():g}"
-            )
-        self.objective = objective
-        self.factor = float(factor)
-        self.pairwise = objective.pairwise
-        self.integer_labels = objective.integer_labels
-        self.needs_group = objective.needs_group
-
-    @property
-    def n_outputs(self) -> Optional[int]:  # type: ignore[override]  # the objective's
-        return self.objective.n_outputs
-
-    def _params(self):
-        return (("factor", self.factor), ("objective", self.objective))
-
-    def __repr__(self) -> str:
-        return f"{self.factor!r} * {self.objective!r}"
-
-    def check_prepared(self, prep: Prepared) -> None:
-        self.objective.check_prepared(prep)
-        prep.state_for(self.objective)
-
-    def _scale_bound(self):
-        return self.factor * self.objective._scale_bound()
-
-    def _convert_labels(self, labels):
-        return self.objective._convert_labels(labels)
-
-    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        # Children add into the outputs; scale only what this child contributes.
-        g = np.zeros_like(out_grad)
-        h = np.zeros_like(out_hess)
-        self.objective._grad_hess(scores, prep, prep.state_for(self.objective), g, h)
-        out_grad += self.factor * g
-        out_hess += self.factor * h
-
-    def _loss(self, scores, prep, state):
-        return self.factor * self.objective._loss(scores, prep, prep.state_for(self.objective))
-
-    def _pair_couplings(self, scores, prep, state):
-        i, j, c = self.objective._pair_couplings(scores, prep, prep.state_for(self.objective))
-        return i, j, self.factor * c
-
-    def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
-        g = np.zeros_like(out_grad)
-        h = np.zeros_like(out_hess)
-        i, j, c = self.objective._grad_hess_couplings(scores, prep, prep.state_for(self.objective), g, h)
-        out_grad += self.factor * g
-        out_hess += self.factor * h
-        return i, j, self.factor * c

@@ -36,7 +36,8 @@ from .._cuda_runtime import THREADS, GPUUnavailableError, blocks, is_device_arra
 from .._validation import SCORE_LIMIT
 from ..groups import as_groups
 from ._arrays import kernel_weights
-from .base import Objective, Prepared, Scaled, Sum
+from .base import Objective, Prepared
+from .composite import Scaled, Sum
 from .listwise import LambdaRank, StructuredDCG, _METRICS, _NO_CUTOFF
 from .pairwise import MPBoost, PreferencePairs, QBRank, RankNet, RankSVM, _LabelPairLoss
 from .pointwise import Logistic, McRank, SquaredError, SquaredHinge

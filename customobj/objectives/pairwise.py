@@ -338,6 +338,8 @@ class QBRank(Objective):
     """
 
     pairwise = True
+    w: float
+    hessian: str
     margin: Union[str, float]
     pairs: Optional[np.ndarray]
     labeled: Union[str, np.ndarray]

@@ -18,6 +18,12 @@ __all__ = ["SquaredError", "Logistic", "SquaredHinge", "McRank"]
 MAX_CLASSES = 1024
 
 
+def _labelwise(kernel, scores, prep, *rest):
+    """``kernel(scores, labels, weights, use_weights, *rest)``: a pointwise kernel on the prepared labels
+    and weights (the weights in kernel form, :func:`~customobj.objectives._arrays.kernel_weights`)."""
+    w, use_w = kernel_weights(prep.weight)
+    return kernel(scores, prep.labels, w, use_w, *rest)
+
 
 class SquaredError(Objective):
     r"""Least squares on the labels: MART / GBT regression.
@@ -43,12 +49,10 @@ class SquaredError(Objective):
     """
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        w, use_w = kernel_weights(prep.weight)
-        K.squared_error_grad_hess(scores, prep.labels, w, use_w, out_grad, out_hess)
+        _labelwise(K.squared_error_grad_hess, scores, prep, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
-        w, use_w = kernel_weights(prep.weight)
-        return K.squared_error_loss(scores, prep.labels, w, use_w)
+        return _labelwise(K.squared_error_loss, scores, prep)
 
 
 def _binary_labels(y):
@@ -181,12 +185,10 @@ class SquaredHinge(_BinaryObjective):
         self.C = check_positive(C, "C")
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        w, use_w = kernel_weights(prep.weight)
-        K.squared_hinge_grad_hess(scores, prep.labels, w, use_w, self.C, out_grad, out_hess)
+        _labelwise(K.squared_hinge_grad_hess, scores, prep, self.C, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
-        w, use_w = kernel_weights(prep.weight)
-        return K.squared_hinge_loss(scores, prep.labels, w, use_w, self.C)
+        return _labelwise(K.squared_hinge_loss, scores, prep, self.C)
 
 
 class McRank(Objective):
@@ -264,12 +266,10 @@ class McRank(Objective):
         return s
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        w, use_w = kernel_weights(prep.weight)
-        K.mcrank_grad_hess(scores, prep.labels, w, use_w, out_grad, out_hess)
+        _labelwise(K.mcrank_grad_hess, scores, prep, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
-        w, use_w = kernel_weights(prep.weight)
-        return K.mcrank_loss(scores, prep.labels, w, use_w)
+        return _labelwise(K.mcrank_loss, scores, prep)
 
     def predict_relevance(self, raw_scores: np.ndarray) -> np.ndarray:
         """Expected grade ``sum_k k p_k`` of each row (the McRank ranking score), shape ``(n,)``."""

@@ -34,6 +34,7 @@ from .inputs import as_fit_labels, as_matrix, check_feature_names, check_fit_row
 from .params import check_n_jobs, check_params, default_objective
 from .predictor import PackedTrees, predict_raw
 from .training import Threads, boost, feature_infos, grow_params
+from .tree import Tree
 
 __all__ = ["TreeBooster"]
 
@@ -292,9 +293,11 @@ class TreeBooster(BaseEstimator):
         """Start the fitted attributes afresh (after every input check passed)."""
         check_feature_names(self, X_in, reset=True)
         self.objective_ = obj
-        self.trees_, self.tree_class_ = [], []
+        self.trees_: list[Tree] = []
+        self.tree_class_: list[int] = []
         self.n_outputs_ = obj.n_outputs
-        self.evals_result_ = {ev.name: {m.name: [] for m in ev.metrics} for ev in evals}
+        self.evals_result_: dict[str, dict[str, list[float]]] = {
+            ev.name: {m.name: [] for m in ev.metrics} for ev in evals}
         self.best_iteration_ = None
 
     def _bin(self, X: np.ndarray, max_bin: int) -> np.ndarray:

@@ -11,10 +11,15 @@ Three classes, one job each, bundled by :class:`GrowContext` (what the fit's
 """
 from __future__ import annotations
 
+from typing import Optional, Tuple
+
 import numpy as np
 
 from .common import GH_CHANNELS
 from .pairhist import PairScratch, compact_pairs
+
+#: A round's pairs ``(pi, pj, pc)``: both row indices and the coupling.
+Pairs = Tuple[np.ndarray, np.ndarray, np.ndarray]
 
 __all__ = ["BinnedData", "Scratch", "PairBuffers", "GrowContext", "ROW_MAJOR_COPY_BYTES"]
 
@@ -50,7 +55,7 @@ class BinnedData:
         self.offsets = mapper.offsets
         self.n_slots = mapper.n_slots
         self.n_rows = bins_fm.shape[1]
-        self._row_major = None
+        self._row_major: Optional[np.ndarray] = None
 
     @property
     def row_major(self) -> np.ndarray:
@@ -73,8 +78,8 @@ class Scratch:
         self.tmp_rows = np.empty(n_rows, dtype=np.int64)
         self.gh = np.empty((max(n_rows, 1), GH_CHANNELS), dtype=np.float64)
         # A root over every row (no bagging) has the same per-bin counts every round: computed once.
-        self.root_counts = None
-        self.pair_hist = None  # PairScratch, made on the first pair histogram
+        self.root_counts: Optional[np.ndarray] = None
+        self.pair_hist: Optional[PairScratch] = None  # PairScratch, made on the first pair histogram
 
     def pair_hist_scratch(self, data: BinnedData, acc_dtype: type) -> PairScratch:
         if self.pair_hist is None or self.pair_hist.acc.dtype != acc_dtype:
@@ -89,8 +94,8 @@ class PairBuffers:
 
     def __init__(self, index_dtype: type) -> None:
         self.index_dtype = index_dtype
-        self.input = None  # the round's pairs (reordered by the tree), reused across rounds
-        self.second = None  # the buffer the pairs are partitioned into, reused across rounds
+        self.input: Optional[Pairs] = None  # the round's pairs (reordered by the tree), reused across rounds
+        self.second: Optional[Pairs] = None  # the buffer the pairs are partitioned into, reused across rounds
 
     def release(self) -> None:
         """Free large pair buffers between rounds (they would add to the peak while the objective
@@ -101,7 +106,7 @@ class PairBuffers:
             if buf is not None and sum(a.nbytes for a in buf) > ROW_MAJOR_COPY_BYTES:
                 setattr(self, name, None)
 
-    def _input_buffer(self, m):
+    def _input_buffer(self, m: int) -> Pairs:
         index = self.index_dtype
         buf = self.input
         if buf is None or buf[0].shape[0] < m or buf[0].dtype != index:
@@ -109,12 +114,13 @@ class PairBuffers:
             buf = self.input = (np.empty(c, index), np.empty(c, index), np.empty(c, np.float64))
         return buf
 
-    def pair_buffer(self, m: int) -> tuple:
+    def pair_buffer(self, m: int) -> Pairs:
         """``m`` pairs' worth of the reusable input buffer: an objective that counts its pairs first
         (``grad_hess_couplings_prepared(pair_buffer=...)``) writes them straight into it."""
-        return tuple(a[:m] for a in self._input_buffer(m))
+        pi, pj, pc = self._input_buffer(m)
+        return pi[:m], pj[:m], pc[:m]
 
-    def load(self, couplings: tuple, in_bag: np.ndarray | None) -> tuple:
+    def load(self, couplings: Pairs, in_bag: np.ndarray | None) -> Pairs:
         """The objective's couplings as the round's pairs: in-bag, coupling > 0, in the input buffer.
 
         Pairs the objective wrote into ``pair_buffer`` are used where they are (zero couplings
@@ -127,14 +133,14 @@ class PairBuffers:
             return pi, pj, pc
         pc = np.asarray(pc, dtype=np.float64)
         m = pc.shape[0]
-        if not in_place:
+        if buf is None or not in_place:  # (in place implies a buffer)
             buf = self._input_buffer(m)
         use_bag = in_bag is not None
         bag = in_bag if use_bag else np.zeros(0, dtype=np.bool_)
         k = compact_pairs(pi, pj, pc, bag, use_bag, *buf)
-        return tuple(a[:k] for a in buf)
+        return buf[0][:k], buf[1][:k], buf[2][:k]
 
-    def second_buffer(self, m: int, index_dtype: type) -> tuple:
+    def second_buffer(self, m: int, index_dtype: type) -> Pairs:
         """The buffer a tree partitions ``m`` pairs of dtype ``index_dtype`` into."""
         if self.second is None or self.second[0].shape[0] < m or self.second[0].dtype != index_dtype:
             c = _capacity(m)

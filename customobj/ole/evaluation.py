@@ -138,7 +138,7 @@ class EarlyStopping:
 
     def describe(self) -> str:
         """``best iteration M, valid_0 ndcg@10 = 0.7123`` (empty without an eval set)."""
-        if self.best_iteration is None:
+        if self.best_iteration is None or self.metric is None:
             return ""
         return f"best iteration {self.best_iteration}, {self.set_name} {self.metric.name} = {self.best_value:.6g}"
 

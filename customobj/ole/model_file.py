@@ -22,6 +22,7 @@ import math
 import numbers
 import os
 import re
+from typing import NoReturn
 
 import numpy as np
 
@@ -57,7 +58,7 @@ _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _INFO = re.compile(r"\[([^:\[\]\s]+):([^:\[\]\s]+)\]")
 
 
-def _fail(where, message):
+def _fail(where: str, message: str) -> NoReturn:
     raise ValueError(f"{where} {message}")
 
 
@@ -67,10 +68,13 @@ def _n_features(model) -> int | None:
     return getattr(model, "n_features_", None) if n is None else n
 
 
-def _check_fitted(model):
-    if _n_features(model) is None or getattr(model, "trees_", None) is None:
+def _check_fitted(model: object) -> int:
+    """The fitted ``model``'s feature count; ``ValueError`` if it is not fitted."""
+    n = _n_features(model)
+    if n is None or getattr(model, "trees_", None) is None:
         name = type(model).__name__
         raise ValueError(f"this {name} is not fitted yet: call fit() or {name}.load()")
+    return n
 
 
 def _objective_spec(obj):
@@ -121,14 +125,14 @@ def to_dict(model) -> dict:
     Raises ``ValueError`` if the model is not fitted or holds something a file may not (a NaN leaf
     value, a malformed tree): what ``save`` would write is always what ``load`` accepts.
     """
-    _check_fitted(model)
+    n_features = _check_fitted(model)
     names = getattr(model, "feature_names_in_", None)
     d = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "params": {k: _param_value(k, getattr(model, k)) for k in PARAM_TYPES},
         "objective": _objective_spec(model.objective),
-        "n_features": int(_n_features(model)),
+        "n_features": int(n_features),
         "n_outputs": int(model.n_outputs_),
         "feature_names": None if names is None else [str(s) for s in names],
         "feature_infos": [str(s) for s in model.feature_infos_],
@@ -263,7 +267,7 @@ def check_record(d: object, source: str) -> list:
 
     Every violation raises ``ValueError`` naming ``source`` and the field.
     """
-    if type(d) is not dict:
+    if not isinstance(d, dict) or type(d) is not dict:  # isinstance narrows d for the checker
         _fail(f"{source}:", f"must hold a JSON object, got {type(d).__name__}")
     if d.get("format") != FORMAT:
         _fail(f"{source}:", f"is not a {FORMAT} model file (format = {d.get('format')!r})")

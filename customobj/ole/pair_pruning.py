@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .context import Pairs
 from .pair_pruning_kernels import (BUCKETS_PER_OCTAVE, N_BUCKETS, _dropped_leaf_sums, _prune,
                                    _prune_contiguous)
 
@@ -129,7 +130,7 @@ class Dropped:
         self.only_dropped = only_dropped  # pairs holds only the dropped ones (else the round's pairs)
 
 
-def prune_for_tree(bufs: tuple, query_of_row: np.ndarray, n_queries: int, epsilon: float) -> tuple:
+def prune_for_tree(bufs: "tuple[Pairs, Pairs]", query_of_row: np.ndarray, n_queries: int, epsilon: float) -> tuple:
     """The grower's two pair buffers, the kept pairs in the first, and a :class:`Dropped` record.
 
     ``bufs = (pairs, scratch)``: the round's pairs and the scratch buffer they ping-pong with. The
@@ -145,11 +146,12 @@ def prune_for_tree(bufs: tuple, query_of_row: np.ndarray, n_queries: int, epsilo
     qor = np.ascontiguousarray(query_of_row, dtype=np.int32)
     tops = np.zeros(n_queries, dtype=np.int64)
     cuts = np.full(n_queries, N_BUCKETS, dtype=np.int64)
-    k = prune_pairs(*src, qor, n_queries, epsilon, *dst, write_dropped=False, thresholds=(tops, cuts))
+    k = prune_pairs(src[0], src[1], src[2], qor, n_queries, epsilon, dst[0], dst[1], dst[2], write_dropped=False,
+                    thresholds=(tops, cuts))
     if 2 * k <= dst[2].shape[0]:
         kept = tuple(a[:k] for a in dst)
         return (kept, tuple(a[k:2 * k] for a in dst)), Dropped(src, qor, tops, cuts, False)
-    k = prune_pairs(*src, qor, n_queries, epsilon, *dst)
+    k = prune_pairs(src[0], src[1], src[2], qor, n_queries, epsilon, dst[0], dst[1], dst[2])
     kept = tuple(a[:k] for a in dst)
     return (kept, tuple(a[:k] for a in src)), Dropped(tuple(a[k:m] for a in dst), qor, tops, cuts, True)
 

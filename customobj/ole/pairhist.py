@@ -81,7 +81,7 @@ class PairScratch:
     """
 
     def __init__(self, n_rows: int, n_features: int, any_nan: bool, chunk_rows: int = _CHUNK_ROWS,
-                 dtype: type = np.float64) -> None:
+                 dtype: "type | np.dtype" = np.float64) -> None:
         if int(chunk_rows) < 2:  # a pair with two new rows must always fit in an empty chunk
             raise ValueError(f"chunk_rows must be >= 2, got {chunk_rows}")
         dtype = np.dtype(dtype)
@@ -89,13 +89,13 @@ class PairScratch:
             raise ValueError(f"dtype must be float32 or float64, got {dtype}")
         self.loc = np.full((_MAX_BLOCKS, n_rows), -1, dtype=np.int32)
         self.rows = np.empty((_MAX_BLOCKS, chunk_rows), dtype=np.int64)
-        self.acc = np.empty((_MAX_BLOCKS, chunk_rows, n_features), dtype=dtype)
-        self.nanacc = np.empty((_MAX_BLOCKS, chunk_rows if any_nan else 0, n_features), dtype=dtype)
+        self.acc: np.ndarray = np.empty((_MAX_BLOCKS, chunk_rows, n_features), dtype=dtype)
+        self.nanacc: np.ndarray = np.empty((_MAX_BLOCKS, chunk_rows if any_nan else 0, n_features), dtype=dtype)
         self.rsum = np.empty((_MAX_BLOCKS, chunk_rows), dtype=np.float64)
         self.any_nan = bool(any_nan)
-        self.tile = None  # (blocks, chunk_rows, features) bins of the chunk's rows, dtype of the bins
-        self.subset = {}  # pairhist_subset's per-block histograms
-        self.blocks = None  # per-block histograms of the chunked kernel, reused across nodes
+        self.tile: np.ndarray | None = None  # (blocks, chunk_rows, features) bins of the chunk's rows, dtype of the bins
+        self.subset: dict[str, np.ndarray] = {}  # pairhist_subset's per-block histograms
+        self.blocks: np.ndarray | None = None  # per-block histograms of the chunked kernel, reused across nodes
 
     def tile_for(self, bins: np.ndarray) -> np.ndarray:
         if self.tile is None or self.tile.dtype != bins.dtype or self.tile.shape[2] != bins.shape[1]:

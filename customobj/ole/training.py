@@ -148,6 +148,8 @@ def round_gradients(obj: "Objective", prep: "Prepared", scores: np.ndarray, ctx:
         ctx.pairs.release()
     # one per-query pass for gradients, hessians and couplings where the objective fuses them
     grad, hess, couplings = obj.grad_hess_couplings_prepared(scores, prep, pair_buffer=ctx.pairs.pair_buffer)
+    if couplings is None:  # pairs are asked of pairwise objectives only
+        raise TypeError(f"{type(obj).__name__} returned no pair couplings")
     return RoundGradients(grad, hess, ctx.pairs.load(couplings, in_bag))
 
 
@@ -230,7 +232,10 @@ def line_search(obj: "Objective", prep: "Prepared", scores: np.ndarray, k: int, 
         d1 = float(g @ t)
         d2 = float(h @ (t * t))
         if obj.pairwise:
-            pi, pj, pc = obj.pair_couplings_prepared(s, prep)
+            couplings = obj.pair_couplings_prepared(s, prep)
+            if couplings is None:  # a pairwise objective always has its couplings
+                raise TypeError(f"{type(obj).__name__} returned no pair couplings")
+            pi, pj, pc = couplings
             d2 -= 2.0 * float(np.sum(pc * t[pi] * t[pj]))
         if not d2 > 0:
             break

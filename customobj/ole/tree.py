@@ -24,7 +24,10 @@ NODE_DTYPE = np.dtype([("split_feature", np.int64), ("threshold_bin", np.int64),
                        ("internal_weight", np.float64), ("internal_count", np.int64)])
 #: One leaf: its value (times the learning rate), hessian sum and row count.
 LEAF_DTYPE = np.dtype([("leaf_value", np.float64), ("leaf_weight", np.float64), ("leaf_count", np.int64)])
-_FIELDS = ("num_leaves",) + NODE_DTYPE.names + LEAF_DTYPE.names
+#: The field names (a structured dtype's ``names`` is typed optional; these two always have fields).
+_NODE_FIELDS: tuple[str, ...] = NODE_DTYPE.names or ()
+_LEAF_FIELDS: tuple[str, ...] = LEAF_DTYPE.names or ()
+_FIELDS = ("num_leaves",) + _NODE_FIELDS + _LEAF_FIELDS
 
 
 class Tree(Mapping):
@@ -53,10 +56,10 @@ class Tree(Mapping):
     def from_fields(cls, fields: Mapping) -> "Tree":
         """A tree from a mapping of every node and leaf field to a sequence (e.g. a checked model-file record)."""
         nodes = np.zeros(len(fields["split_feature"]), dtype=NODE_DTYPE)
-        for name in NODE_DTYPE.names:
+        for name in _NODE_FIELDS:
             nodes[name] = fields[name]
         leaves = np.zeros(len(fields["leaf_value"]), dtype=LEAF_DTYPE)
-        for name in LEAF_DTYPE.names:
+        for name in _LEAF_FIELDS:
             leaves[name] = fields[name]
         return cls(nodes, leaves)
 
@@ -67,9 +70,9 @@ class Tree(Mapping):
     def __getitem__(self, name: str):
         if name == "num_leaves":
             return self.num_leaves
-        if name in NODE_DTYPE.fields:
+        if name in _NODE_FIELDS:
             return self.nodes[name]
-        if name in LEAF_DTYPE.fields:
+        if name in _LEAF_FIELDS:
             return self.leaves[name]
         raise KeyError(name)
 
@@ -84,7 +87,7 @@ class Tree(Mapping):
             return NotImplemented
         return np.array_equal(self.nodes, other.nodes) and np.array_equal(self.leaves, other.leaves)
 
-    __hash__ = None  # mutable
+    __hash__ = None  # type: ignore[assignment]  # mutable, so unhashable (object.__hash__ is typed a method)
 
     def __repr__(self) -> str:
         return f"Tree(num_leaves={self.num_leaves})"

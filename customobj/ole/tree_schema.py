@@ -13,6 +13,7 @@ Every check raises ``ValueError`` whose message starts with ``"{where}{field}"``
 from __future__ import annotations
 
 import math
+from typing import Callable, NoReturn, TypeGuard
 from collections.abc import Mapping
 
 import numpy as np
@@ -46,20 +47,21 @@ def _threshold_to_json(v):
 MAGNITUDE_LIMITS = {"leaf_value": SCORE_LIMIT, "internal_value": SCORE_LIMIT, "split_gain": 1e300,
                     "internal_weight": 1e300, "leaf_weight": 1e300}
 
-_CONVERT = {"int": int, "count": int, "float": float, "bool": bool, "threshold": _threshold_to_json}
+_CONVERT: "dict[str, Callable[[float], object]]" = {"int": int, "count": int, "float": float, "bool": bool,
+                                                     "threshold": _threshold_to_json}
 
 
 def tree_to_record(tree: Mapping) -> dict:
     """A tree (a :class:`~customobj.ole.tree.Tree`, or any mapping of its fields to sequences that may
     hold numpy scalars) as plain JSON values, ``num_leaves`` first."""
-    out = {"num_leaves": int(tree["num_leaves"])}
+    out: dict[str, object] = {"num_leaves": int(tree["num_leaves"])}
     for key, kind in {**NODE_FIELDS, **LEAF_FIELDS}.items():
         conv = _CONVERT[kind]
         out[key] = [conv(v) for v in tree[key]]
     return out
 
 
-def _fail(where, field, message):
+def _fail(where: str, field: str, message: str) -> NoReturn:
     raise ValueError(f"{where}{field} {message}")
 
 
@@ -71,7 +73,7 @@ def _is_int(v):
     return type(v) is int  # bool is an int subclass: a JSON true is not a node index
 
 
-def is_number(v: object) -> bool:
+def is_number(v: object) -> TypeGuard[float]:
     """A float, or an int that converts to one (10**400 would overflow); NaN and +-inf included."""
     return type(v) is float or (type(v) is int and abs(v) < 2**1023)
 
@@ -172,7 +174,7 @@ def check_tree(tree: object, where: str, n_features: int) -> dict:
 
     Returns the record with numpy arrays for the node and leaf fields.
     """
-    if type(tree) is not dict:
+    if not isinstance(tree, dict) or type(tree) is not dict:  # isinstance narrows tree for the checker
         _fail(where, "", f"must be an object, got {type(tree).__name__}")
     missing = [k for k in TREE_FIELDS if k not in tree]
     if missing:

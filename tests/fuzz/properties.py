@@ -171,6 +171,14 @@ _VALID_OPTION = {"k": st.none() | st.integers(1, 12), "empty": st.sampled_from([
                  "percent": st.sampled_from([100, 50, 10, 1e-3, 33.3])}
 
 
+def _hostile_labels_or_group(draw, what, labels, group, n):
+    """The labels (``what == "labels"``) or else the group made hostile: ``(labels, group, hostile)``."""
+    if what == "labels":
+        labels, names = S.hostile_arg(draw, labels, S.HOSTILE_LABELS, S.LABEL_NAMES)
+        return labels, group, (names,)
+    return labels, S.hostile_group(draw, n), (S.GROUP_NAMES,)
+
+
 @st.composite
 def metric_examples(draw):
     fname = draw(st.sampled_from(sorted(METRIC_OPTIONS)))
@@ -188,12 +196,8 @@ def metric_examples(draw):
     elif what == "scores":
         scores, names = S.hostile_arg(draw, scores, S.HOSTILE_FLOATS, S.SCORE_NAMES)
         hostile = (names,)
-    elif what == "labels":
-        labels, names = S.hostile_arg(draw, labels, S.HOSTILE_LABELS, S.LABEL_NAMES)
-        hostile = (names,)
-    elif what == "group":
-        group = S.hostile_group(draw, n)
-        hostile = (S.GROUP_NAMES,)
+    elif what in ("labels", "group"):
+        labels, group, hostile = _hostile_labels_or_group(draw, what, labels, group, n)
     return Example("metric", dict(fname=fname, scores=scores, labels=labels, group=group, options=options),
                    on_rows(hostile, n))
 
@@ -242,12 +246,8 @@ def label_pairs_examples(draw):
         name = "max_pairs_per_query" if what == "cap" else "seed"
         options[name] = draw(S.hostile_param())
         hostile = ((name,),)
-    elif what == "labels":
-        labels, names = S.hostile_arg(draw, labels, S.HOSTILE_LABELS, S.LABEL_NAMES)
-        hostile = (names,)
-    elif what == "group":
-        group = S.hostile_group(draw, n)
-        hostile = (S.GROUP_NAMES,)
+    elif what in ("labels", "group"):
+        labels, group, hostile = _hostile_labels_or_group(draw, what, labels, group, n)
     return Example("label_pairs", dict(labels=labels, group=group, options=options), on_rows(hostile, n))
 
 
@@ -263,12 +263,8 @@ def combination_examples(draw):
         arr, names = S.hostile_arg(draw, s1 if what == "s1" else s2, S.HOSTILE_FLOATS, (what, "score"))
         s1, s2 = (arr, s2) if what == "s1" else (s1, arr)
         hostile = (names,)
-    elif what == "labels":
-        labels, names = S.hostile_arg(draw, labels, S.HOSTILE_LABELS, S.LABEL_NAMES)
-        hostile = (names,)
-    elif what == "group":
-        group = S.hostile_group(draw, n)
-        hostile = (S.GROUP_NAMES,)
+    elif what in ("labels", "group"):
+        labels, group, hostile = _hostile_labels_or_group(draw, what, labels, group, n)
     elif what != "none":
         options[what] = draw(S.hostile_param())
         hostile = ((what,),)

@@ -1,0 +1,39 @@
+"""Sums and scalings of objectives (``customobj/objectives/composite.py``): everything adds or scales."""
+import numpy as np
+import pytest
+
+from customobj import SquaredError
+from customobj.objectives import Scaled, Sum
+from test_objectives_base import data
+
+
+def test_sum_and_scale_add_everything():
+    s, y, g, w = data()
+    a = SquaredError()
+    combo = 2.0 * a + a * 0.5
+    assert isinstance(combo, Sum) and all(isinstance(p, Scaled) for p in combo.parts)
+    grad, hess = combo.grad_hess(s, y, g, weight=w)
+    g1, h1 = a.grad_hess(s, y, g, weight=w)
+    assert np.allclose(grad, 2.5 * g1) and np.allclose(hess, 2.5 * h1)
+    assert combo.loss(s, y, g, weight=w) == pytest.approx(2.5 * a.loss(s, y, g, weight=w))
+    nested = (a + a) + (a + a)
+    assert len(nested.parts) == 4
+    assert (0.5 * (2.0 * a)).factor == 1.0
+
+
+# --- issue 13: scaling is bounded along every path (Prepared's own checks: test_objectives_prepared.py) ---
+def test_scale_is_bounded_through_nesting():
+    from customobj._validation import PARAM_LIMIT
+    from customobj.objectives import RankNet
+
+    assert (1e10 * (1e10 * RankNet())).factor == PARAM_LIMIT  # at the bound
+    with pytest.raises(ValueError, match=r"factor must keep the total scale of the objective <= 1e\+20 .*got 1e\+308 times 1"):
+        1e308 * (1e308 * RankNet())
+    inner = SquaredError() + 1e15 * RankNet()
+    with pytest.raises(ValueError, match=r"got 1e\+06 times 1e\+15"):
+        1e6 * inner  # the Sum hides a 1e15 factor
+    assert (1e5 * inner)._scale_bound() == 1e20
+    with pytest.raises(ValueError, match=r"factor must be finite"):
+        Scaled(SquaredError(), 10**400)
+    with pytest.raises(TypeError, match=r"factor must be a real number, got bool"):
+        Scaled(SquaredError(), True)
