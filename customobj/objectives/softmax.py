@@ -32,7 +32,7 @@ class _Targets(NamedTuple):
 
 def query_weights(prep: Prepared) -> np.ndarray:
     """Mean row weight of each query (ones without weights); 0 for an empty query."""
-    sizes = prep.groups.sizes
+    sizes = np.diff(prep.ptr)
     if prep.weight is None:
         return np.ones(sizes.size, dtype=np.float64)
     owner = np.repeat(np.arange(sizes.size), sizes)

@@ -94,7 +94,7 @@ class XENDCG(SoftmaxCrossEntropy):
         return cls(seed=LIGHTGBM_SEED if objective_seed is None else objective_seed, convention="lightgbm")
 
     @property
-    def integer_labels(self) -> bool:
+    def integer_labels(self) -> bool:  # type: ignore[override]  # depends on the options
         return self._lightgbm
 
     def check_prepared(self, prep: Prepared) -> None:
