@@ -156,6 +156,10 @@ def main(argv=None):
     results = {}
     biases = {}
     only = None if args.only is None else [n.strip() for n in args.only.split(",") if n.strip()]
+    known = list(_methods(args, train, None, None, r, 0))  # names only: nothing trains here
+    unknown = [n for n in only or () if n not in known]
+    if unknown or only == []:
+        raise SystemExit(f"--only: no method named {unknown or only}; methods: {', '.join(known)}")
     truth = None
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         weak = weak_ranker(train, args.weak_share, args.weak_rounds, seed)
@@ -172,8 +176,6 @@ def main(argv=None):
             if bias is not None:
                 biases.setdefault(name, []).append(bias[:10])
         print(f"seed {seed}: click rate {log.y.mean():.3f}, {len(log.group)} sessions", flush=True)
-    if not results:
-        raise SystemExit(f"--only matched no method; methods: {', '.join(_methods(args, train, None, None, r, 0))}")
     width = max(map(len, results))
     print(f"\nTest NDCG@10 on true labels (queries with a relevant row), mean over {args.seeds} click logs:")
     for name, vals in results.items():

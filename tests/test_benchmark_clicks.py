@@ -44,7 +44,7 @@ def test_scores_paired_differences_propensities_and_plot(run, capsys):
     assert [p.name for p in out.iterdir()] == ["p.png"]  # written atomically: no temporary file left
 
 
-def test_only_that_matches_nothing_is_refused(run):
+def test_only_with_an_unknown_name_is_refused_before_training(run):
     _, argv = run
-    with pytest.raises(SystemExit, match="matched no method"):
+    with pytest.raises(SystemExit, match="no method named"):
         bench.main([*argv[:6], "--only", "no such method", "--seeds", "1"])
