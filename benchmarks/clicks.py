@@ -88,7 +88,8 @@ def _methods(args, train, weak, log, r, seed):
         "IPS LambdaRank (true propensities)": lambda: U(LR(), propensity=true_p),
         "IPS LambdaRank(norm=True) (true propensities)": lambda: U(LR(norm=True), propensity=true_p),
     }
-    out = {"production ranker": lambda: (weak.predict, None), "true labels: LambdaRank": lambda: lgb_custom(LR(), train, r)}
+    out = {"production ranker": lambda: (weak.predict, None),
+           "true labels: LambdaRank": lambda: lgb_custom(LR(), train, r)}
     out.update({name: (lambda make=make: _trained(make(), log, r)) for name, make in objectives.items()})
     out["XGBoost rank:ndcg naive"] = lambda: (xgb_native(log, r), None)
     out["XGBoost lambdarank_unbiased"] = lambda: (xgb_native(log, r, lambdarank_unbiased=True), None)
