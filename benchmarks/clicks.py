@@ -9,7 +9,11 @@ NDCG@10 on the test fold's TRUE labels, over the queries with a relevant row, me
 click logs. ``true labels`` trains LambdaRank on the training fold's graded labels.
 
     python benchmarks/clicks.py [--data ../shared/data/mq2008/Fold1] [--rounds 100] [--seeds 3]
-                                [--learning-rate 0.05]
+                                [--learning-rate 0.05] [--first-seed 0] [--only NAME,NAME,...]
+                                [--plot docs/img/click_propensities.png]
+
+Prints each method's test NDCG@10 per click log and their mean, the paired difference to the naive
+``LambdaRank()`` (mean, standard error over the logs, t) and the estimated propensities.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import numpy as np  # noqa: E402
 
 import customobj  # noqa: E402
 from customobj import adapters  # noqa: E402  (before lightgbm / xgboost: OpenMP wait policy)
+from customobj._io import atomic_write_bytes  # noqa: E402
 from customobj.data import load_letor, simulate_clicks  # noqa: E402
 
 import lightgbm as lgb  # noqa: E402
@@ -60,12 +65,82 @@ def lgb_native_position(log, rounds):
     return lgb.train(dict(LGB, objective="lambdarank"), ds, rounds).predict
 
 
+def _trained(obj, log, rounds):
+    """``(predict, position_bias_ or None)`` of a customobj objective trained on the log."""
+    predict = lgb_custom(obj, log, rounds)
+    return predict, getattr(obj, "position_bias_", None)
+
+
+def _methods(args, train, weak, log, r, seed):
+    """Every method of the benchmark: name -> a function training it on ``log``."""
+    LR, U = customobj.LambdaRank, customobj.Unbiased
+    true_p = (1.0 / np.arange(1, 11)) ** args.eta
+    objectives = {
+        "naive LambdaRank()": lambda: LR(),
+        "Unbiased(LambdaRank())": lambda: U(LR()),
+        "Unbiased(LambdaRank(), cost='loss')": lambda: U(LR(), cost="loss"),
+        "Unbiased(LambdaRank(), bias_norm=0)": lambda: U(LR(), bias_norm=0.0),
+        "naive LambdaRank(norm=True)": lambda: LR(norm=True),
+        "Unbiased(LambdaRank(norm=True))": lambda: U(LR(norm=True)),
+        "naive LambdaRank.like_xgboost()": lambda: LR.like_xgboost(),
+        "Unbiased(LambdaRank.like_xgboost())": lambda: U(LR.like_xgboost()),
+        "Unbiased(RankNet())": lambda: U(customobj.RankNet()),
+        "IPS LambdaRank (true propensities)": lambda: U(LR(), propensity=true_p),
+        "IPS LambdaRank(norm=True) (true propensities)": lambda: U(LR(norm=True), propensity=true_p),
+    }
+    out = {"production ranker": lambda: (weak.predict, None),
+           "true labels: LambdaRank": lambda: lgb_custom(LR(), train, r)}
+    out.update({name: (lambda make=make: _trained(make(), log, r)) for name, make in objectives.items()})
+    out["XGBoost rank:ndcg naive"] = lambda: (xgb_native(log, r), None)
+    out["XGBoost lambdarank_unbiased"] = lambda: (xgb_native(log, r, lambdarank_unbiased=True), None)
+    out["LightGBM lambdarank + position"] = lambda: (lgb_native_position(log, r), None)
+
+    def em():
+        model = customobj.RegressionEM(n_iter=10, n_estimators=max(1, r // 10), learning_rate=args.learning_rate,
+                                       seed=seed).fit(log.X, log.y, position=log.position)
+        return model.predict, model.position_bias_
+
+    out["RegressionEM (LightGBM)"] = em
+    return out
+
+
+def render_propensities(biases, eta, title):
+    """PNG bytes: each method's estimated propensity per shown position (mean over the click logs,
+    bars one standard deviation) against the true examination curve ``(1/r)^eta``."""
+    import io
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    r = np.arange(1, 11)
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    ax.plot(r, (1.0 / r) ** eta, "k-", lw=2.2, label=f"true examination (1/r)^{eta:g}")
+    for (name, vals), mark in zip(biases.items(), "osD^v<>xP*" * 4):
+        v = np.asarray(vals, dtype=float)
+        ax.errorbar(r[:v.shape[1]], v.mean(axis=0), yerr=v.std(axis=0), fmt=mark + "--", ms=4, lw=1, capsize=2,
+                    label=f"{name} ({v.shape[0]} logs)")
+    ax.set(xlabel="display position r", ylabel="propensity relative to position 1", title=title, ylim=(0, 1.05))
+    ax.set_xticks(r)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return buf.getvalue()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=os.path.join(_HERE, "..", "..", "shared", "data", "mq2008", "Fold1"))
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--learning-rate", type=float, default=LGB["learning_rate"], help="LightGBM's and XGBoost's")
-    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--seeds", type=int, default=3, help="click logs (seeds --first-seed, --first-seed + 1, ...)")
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--only", default=None, help="comma-separated method names to run (default: all)")
+    ap.add_argument("--plot", default=None, metavar="PNG",
+                    help="write the estimated propensities against the true curve to this PNG (atomically)")
     ap.add_argument("--sessions", type=int, default=12)
     ap.add_argument("--eta", type=float, default=1.0)
     ap.add_argument("--weak-share", type=float, default=0.05)
@@ -81,49 +156,52 @@ def main(argv=None):
 
     results = {}
     biases = {}
-    truth = lgb_custom(customobj.LambdaRank(), train, r)  # deterministic: the same for every click log
-    for seed in range(args.seeds):
+    only = None if args.only is None else [n.strip() for n in args.only.split(",") if n.strip()]
+    known = list(_methods(args, train, None, None, r, 0))  # names only: nothing trains here
+    unknown = [n for n in only or () if n not in known]
+    if unknown or only == []:
+        raise SystemExit(f"--only: no method named {unknown or only}; methods: {', '.join(known)}")
+    truth = None
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         weak = weak_ranker(train, args.weak_share, args.weak_rounds, seed)
         log = simulate_clicks(train, ranker=weak.predict(train.X), eta=args.eta, sessions=args.sessions, seed=seed)
-        runs = {"production ranker": weak.predict,
-                "true labels: LambdaRank": truth}
-        LR, U = customobj.LambdaRank, customobj.Unbiased
-        variants = {
-            "naive LambdaRank()": LR(),
-            "Unbiased(LambdaRank())": U(LR()),
-            "Unbiased(LambdaRank(), cost='loss')": U(LR(), cost="loss"),
-            "Unbiased(LambdaRank(), bias_norm=0)": U(LR(), bias_norm=0.0),
-            "naive LambdaRank(norm=True)": LR(norm=True),
-            "Unbiased(LambdaRank(norm=True))": U(LR(norm=True)),
-            "naive LambdaRank.like_xgboost()": LR.like_xgboost(),
-            "Unbiased(LambdaRank.like_xgboost())": U(LR.like_xgboost()),
-            "Unbiased(RankNet())": U(customobj.RankNet()),
-        }
-        for name, obj in variants.items():
-            runs[name] = lgb_custom(obj, log, r)
-            if isinstance(obj, U):
-                biases.setdefault(name, []).append(obj.position_bias_[:10])
-        ips = customobj.Unbiased(customobj.LambdaRank(), propensity=(1.0 / np.arange(1, 11)) ** args.eta)
-        runs["IPS LambdaRank (true propensities)"] = lgb_custom(ips, log, r)
-        runs["XGBoost rank:ndcg naive"] = xgb_native(log, r)
-        runs["XGBoost lambdarank_unbiased"] = xgb_native(log, r, lambdarank_unbiased=True)
-        runs["LightGBM lambdarank + position"] = lgb_native_position(log, r)
-        em = customobj.RegressionEM(n_iter=10, n_estimators=max(1, r // 10), learning_rate=args.learning_rate,
-                                    seed=seed).fit(log.X, log.y, position=log.position)
-        runs["RegressionEM (LightGBM)"] = em.predict
-        biases.setdefault("RegressionEM", []).append(em.position_bias_[:10])
-        for name, predict in runs.items():
+        for name, make in _methods(args, train, weak, log, r, seed).items():
+            if only is not None and name not in only:
+                continue
+            if name == "true labels: LambdaRank":  # deterministic: the same for every click log
+                truth = truth or make()
+                predict, bias = truth, None
+            else:
+                predict, bias = make()
             results.setdefault(name, []).append(score(predict))
+            if bias is not None:
+                biases.setdefault(name, []).append(bias[:10])
         print(f"seed {seed}: click rate {log.y.mean():.3f}, {len(log.group)} sessions", flush=True)
     width = max(map(len, results))
     print(f"\nTest NDCG@10 on true labels (queries with a relevant row), mean over {args.seeds} click logs:")
     for name, vals in results.items():
         print(f"  {name:<{width}}  {np.mean(vals):.4f}  (" + ", ".join(f"{v:.4f}" for v in vals) + ")")
+    base = "naive LambdaRank()"
+    if base in results and args.seeds > 1:  # paired by click log: the logs' spread cancels
+        print(f"\nPaired difference to {base} (mean, standard error over the logs, t):")
+        for name, vals in results.items():
+            if name != base:
+                d = np.asarray(vals) - np.asarray(results[base])
+                se = d.std(ddof=1) / np.sqrt(d.size)
+                print(f"  {name:<{width}}  {d.mean():+.4f}  se {se:.4f}  t {d.mean() / se if se > 0 else 0.0:+.2f}")
     print("\nEstimated propensity per position (mean over logs), true (1/r)^eta:",
           np.round((1.0 / np.arange(1, 11)) ** args.eta, 3).tolist())
     for name, vals in biases.items():
         print(f"  {name:<36}", np.round(np.mean(vals, axis=0), 3).tolist())
+    if args.plot:
+        estimated = {k: v for k, v in biases.items() if not k.startswith("IPS")}  # IPS estimates nothing
+        title = (f"{os.path.basename(os.path.dirname(os.path.abspath(args.data)))} "
+                 f"{os.path.basename(os.path.abspath(args.data))}: PBM eta={args.eta:g}, {args.sessions} sessions"
+                 f"/query, {r} rounds")
+        atomic_write_bytes(args.plot, render_propensities(estimated, args.eta, title))
+        print(f"wrote {args.plot}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -118,6 +118,48 @@ def test_gradient_is_the_derivative_of_the_debiased_loss(log, base):
         assert fd == pytest.approx(g[r], rel=1e-5, abs=1e-7)
 
 
+def _reference_ips_lambdarank(s, y, sizes, pos, propensity, sigma=1.0):
+    """Slow reference of IPS LambdaRank (Burges' lambdas, NDCG over the whole session, no
+    normalisation): every clicked/unclicked pair's lambda and hessian divided by the clicked row's
+    propensity, ``t- = 1``."""
+    g, h = np.zeros_like(s), np.zeros_like(s)
+    start = 0
+    for n in sizes:
+        rows = np.arange(start, start + n)
+        rank = np.empty(n, dtype=np.int64)
+        rank[np.argsort(-s[rows], kind="stable")] = np.arange(n)
+        disc = 1.0 / np.log2(2.0 + rank)
+        gain = 2.0 ** y[rows] - 1.0
+        ideal = np.sum(np.sort(gain)[::-1] / np.log2(2.0 + np.arange(n)))
+        for a in range(n):
+            for b in range(n):
+                if y[rows[a]] <= y[rows[b]]:
+                    continue
+                dz = abs(gain[a] - gain[b]) * abs(disc[a] - disc[b]) / ideal
+                rho = 1.0 / (1.0 + np.exp(sigma * (s[rows[a]] - s[rows[b]])))
+                u = 1.0 / propensity[pos[rows[a]]]
+                g[rows[a]] -= u * sigma * dz * rho
+                g[rows[b]] += u * sigma * dz * rho
+                h[rows[a]] += u * sigma**2 * dz * rho * (1 - rho)
+                h[rows[b]] += u * sigma**2 * dz * rho * (1 - rho)
+        start += n
+    return g, h
+
+
+@pytest.mark.parametrize("propensity", [np.ones(10), 1.0 / np.arange(1.0, 11.0)], ids=["unit", "1/r"])
+def test_ips_lambdarank_matches_a_slow_reference(log, propensity):
+    """IPS with known propensities (issue 22, item 3) weighs each clicked/unclicked pair of
+    LambdaRank by 1 / propensity of the clicked row's position and nothing else: the unit case
+    pins the reference to LambdaRank itself, the 1/r case the weighting."""
+    s = _scores(log.y.size, 11)
+    obj = Unbiased(LambdaRank(sigma=1.5), propensity=propensity)
+    g, h = obj.grad_hess(s, log.y, log.group)
+    rg, rh = _reference_ips_lambdarank(s, log.y, log.group, log.position, propensity, sigma=1.5)
+    np.testing.assert_allclose(g, rg, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(h, rh, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(obj.position_bias_, propensity)  # nothing estimated
+
+
 def test_given_positions_equal_reordered_rows(log):
     """Rows shuffled within each query, with their positions given, train as the displayed order."""
     rng = np.random.default_rng(0)
