@@ -168,14 +168,15 @@ def atomic_write_text(path: str | os.PathLike, text: str, *, encoding: str = "ut
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (see :func:`atomic_open`).
+    """Write ``data`` to ``path`` atomically: :func:`atomic_write_text` for bytes, written as they are
+    (no encoding, no newline translation).
 
     Parameters
     ----------
     path : str or os.PathLike
-        The file to (re)place. Its folder must exist.
+        The file to (re)place, in a folder that exists (see :func:`atomic_open`).
     data : bytes
-        The whole new content.
+        The whole new content, byte for byte.
 
     Examples
     --------

@@ -156,3 +156,14 @@ def contiguous_pairs(seed, n_queries, max_rows):
     pi, pj, pc, ptr = random_pairs(seed, n_queries=n_queries, max_rows=max_rows)
     by_query = np.argsort(np.repeat(np.arange(ptr.size - 1), np.diff(ptr))[pi], kind="stable")
     return pi[by_query], pj[by_query], pc[by_query], ptr
+
+
+def assert_subset_slots(sub, full, offsets, n_features, subset):
+    """A histogram of a feature ``subset`` equals the full one on those features' slots and is zero
+    on every other feature's slots."""
+    for f in range(n_features):
+        lo, hi = offsets[f], offsets[f + 1]
+        if f in subset:
+            np.testing.assert_array_equal(sub[lo:hi], full[lo:hi])
+        else:
+            assert not sub[lo:hi].any()

@@ -103,3 +103,14 @@ def _ndcg_gain(library, obj, rounds=15):
 def training_improves(obj, library, margin=0.05):
     trained, tied = _ndcg_gain(library, obj)
     assert trained > tied + margin, (repr(obj), library, trained, tied)
+
+
+def check_degenerate_queries(obj):
+    """One row, all labels equal, all labels zero: no gradient, hessian, loss or pair; extreme
+    scores stay finite with a non-negative hessian."""
+    for s, y, sizes in (([1.0], [2.0], [1]), ([1.0, 0.0, 2.0], [1.0, 1.0, 1.0], [3]), ([1.0, 0.0], [0.0, 0.0], [2])):
+        g, h = obj.grad_hess(s, y, sizes)
+        assert not g.any() and not h.any() and obj.loss(s, y, sizes) == 0.0
+        assert obj.pair_couplings(s, y, sizes)[0].size == 0
+    g, h = obj.grad_hess([1e100, -1e100, 0.0], [0.0, 3.0, 1.0], [3])
+    assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h >= 0)

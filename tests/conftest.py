@@ -100,3 +100,22 @@ def count_prepare_calls(monkeypatch: pytest.MonkeyPatch, obj: object) -> list:
     real = type(obj).prepare
     monkeypatch.setattr(type(obj), "prepare", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
     return calls
+
+
+@pytest.fixture
+def fail_nth_call(monkeypatch):
+    """``fail_nth_call(owner, name, n, error)``: patch ``owner.name`` so that its ``n``-th call raises
+    ``error`` (a full disk, an I/O error midway through a multi-file write) and every other call runs it."""
+
+    def patch(owner, name, n, error):
+        real, calls = getattr(owner, name), []
+
+        def wrapper(*args):
+            calls.append(args)
+            if len(calls) == n:
+                raise error
+            return real(*args)
+
+        monkeypatch.setattr(owner, name, wrapper)
+
+    return patch

@@ -266,29 +266,6 @@ def test_an_xgb_method_or_tune_without_its_extra_is_a_usage_error(monkeypatch, t
 
 
 # --- friction: what the user meant ------------------------------------------------------------------
-def test_letor_on_one_folds_folder_suggests_train_valid_test(tmp_path, capsys):
-    fold = tmp_path / "Fold1"
-    fold.mkdir()
-    for name in ("train", "vali", "test"):
-        (fold / f"{name}.txt").write_text("1 qid:1 1:0.5\n0 qid:1 1:0.1\n")
-    assert cli_main(["compare", "--letor", str(fold), "--out", str(tmp_path / "o"), "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert (f"--letor {fold} holds one fold's files itself, not Fold<k> subfolders: run that fold with "
-            f"--train {fold / 'train.txt'} --valid {fold / 'vali.txt'} --test {fold / 'test.txt'}") in err
-    assert "load_letor" not in err
-
-
-@pytest.mark.parametrize("data", [["--letor", "DIR"], ["--train", "F", "--valid", "F", "--test", "F"]])
-@pytest.mark.parametrize("synthetic", [["--synthetic-queries", "50"], ["--synthetic-docs", "5"]])
-def test_synthetic_sizes_with_real_data_are_an_error_not_ignored(data, synthetic, tmp_path, capsys):
-    (tmp_path / "Fold1").mkdir()
-    (tmp_path / "F").write_text("1 qid:1 1:0.5\n")
-    argv = [a.replace("DIR", str(tmp_path)).replace("F", str(tmp_path / "F")) if a in ("DIR", "F") else a for a in data]
-    assert cli_main(["compare", *argv, *synthetic, "--out", str(tmp_path / "o"), "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert f"{synthetic[0]} is for the built-in synthetic data, not for {data[0] if data[0] == '--letor' else '--train/--valid/--test'}" in err
-
-
 def test_help_points_at_nothing_that_is_not_installed(capsys):
     with pytest.raises(SystemExit):
         cli_main(["compare", "--help"])

@@ -28,7 +28,7 @@ def _listing(folder):
     return {p.name: p.read_bytes() for p in folder.iterdir()}
 
 
-def test_overwrite_failing_midway_keeps_every_previous_file(tmp_path, monkeypatch):
+def test_overwrite_failing_midway_keeps_every_previous_file(tmp_path, fail_nth_call):
     """The third file of the new run fails (a full disk): the folder still holds the old run whole,
     not new CSVs beside an old results.json, and no staging folder is left behind."""
     from customobj import _io
@@ -36,15 +36,7 @@ def test_overwrite_failing_midway_keeps_every_previous_file(tmp_path, monkeypatc
     out = tmp_path / "o"
     old = {name: b"old " + name.encode() for name in RESULT_FILES}
     write_results(out, old, overwrite=False)
-    real, calls = _io.atomic_write_bytes, []
-
-    def fails_third(path, data):
-        calls.append(path)
-        if len(calls) == 3:
-            raise OSError(28, "No space left on device")
-        real(path, data)
-
-    monkeypatch.setattr(_io, "atomic_write_bytes", fails_third)
+    fail_nth_call(_io, "atomic_write_bytes", 3, OSError(28, "No space left on device"))
     with pytest.raises(command.RunError, match="No space left on device"):
         write_results(out, {name: b"new" for name in RESULT_FILES if name != "curves.png"}, overwrite=True)
     assert _listing(out) == old and [p.name for p in tmp_path.iterdir()] == ["o"]

@@ -113,18 +113,10 @@ def test_replace_files_writes_replaces_and_removes(tmp_path: Path) -> None:
     assert {p.name: p.read_bytes() for p in out.iterdir()} == {"a": b"3", "keep.txt": b"user's"}
 
 
-def test_replace_files_puts_every_file_back_when_a_move_fails(tmp_path: Path, monkeypatch) -> None:
+def test_replace_files_puts_every_file_back_when_a_move_fails(tmp_path: Path, monkeypatch, fail_nth_call) -> None:
     out = tmp_path / "run"
     _io.replace_files(out, {"a": b"old a", "b": b"old b", "c": b"old c"})
-    real, calls = os.replace, []
-
-    def second_move_fails(src, dst):
-        calls.append(dst)
-        if len(calls) == 2:
-            raise OSError(5, "Input/output error")
-        real(src, dst)
-
-    monkeypatch.setattr(_io.os, "replace", second_move_fails)
+    fail_nth_call(_io.os, "replace", 2, OSError(5, "Input/output error"))
     with pytest.raises(OSError, match="Input/output error"):
         _io.replace_files(out, {"a": b"new", "b": b"new", "new": b"new"}, remove=["c"])
     monkeypatch.undo()

@@ -148,3 +148,14 @@ def test_bad_options_and_pair_budget(monkeypatch):
 @pytest.mark.parametrize("obj", [ListNet(), QuerySoftMax()], ids=repr)
 def test_training_improves_ranking(obj, library):
     training_improves(obj, library)
+
+
+def test_range_sum_accumulates_in_float64_in_order():
+    from customobj.objectives._query_kernels import range_sum
+
+    v = np.full(5000, 0.1, dtype=np.float32)
+    want = 0.0
+    for x in v[7:4000]:
+        want += float(x)
+    assert range_sum(v, 7, 4000) == want  # float64 accumulation (float32 would drift)
+    assert range_sum(v, 3, 3) == 0.0 and range_sum(np.arange(6.0), 1, 4) == 6.0

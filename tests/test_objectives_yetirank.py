@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from _peer_cases import LABELS, SIZES, check_derivatives, rounds_per_thread_count, scores, training_improves
+from _peer_cases import LABELS, SIZES, check_degenerate_queries, check_derivatives, rounds_per_thread_count, scores, training_improves
 
 from customobj import YetiRank
 from customobj.objectives._noise import query_stream, splitmix_uniform
@@ -96,26 +96,16 @@ def test_expected_weights():
 
 
 def test_degenerate_queries():
-    obj = YetiRank()
-    for s, y, sizes in (([1.0], [2.0], [1]), ([1.0, 0.0, 2.0], [1.0, 1.0, 1.0], [3]), ([0.0, 1.0], [0.0, 0.0], [2])):
-        g, h = obj.grad_hess(s, y, sizes)
-        assert not g.any() and not h.any() and obj.loss(s, y, sizes) == 0.0
-        assert obj.pair_couplings(s, y, sizes)[0].size == 0
-    g, h = obj.grad_hess([1e100, -1e100, 0.0], [0.0, 3.0, 1.0], [3])
-    assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h >= 0)
+    check_degenerate_queries(YetiRank())
 
 
-def test_bad_options():
-    with pytest.raises(ValueError, match="permutations"):
-        YetiRank(permutations=0)
-    with pytest.raises(ValueError, match="decay"):
-        YetiRank(decay=0.0)
-    with pytest.raises(ValueError, match="decay"):
-        YetiRank(decay=1.5)
-    with pytest.raises(ValueError, match="seed"):
-        YetiRank(seed=-3)
-    with pytest.raises(TypeError, match="permutations"):
-        YetiRank(permutations=2.0)
+@pytest.mark.parametrize("options, error", [
+    ({"permutations": 0}, ValueError), ({"decay": 0.0}, ValueError), ({"decay": 1.5}, ValueError),
+    ({"seed": -3}, ValueError), ({"permutations": 2.0}, TypeError),
+])
+def test_bad_options(options, error):
+    with pytest.raises(error, match=next(iter(options))):
+        YetiRank(**options)
 
 
 @pytest.mark.parametrize("library", ["lightgbm", "xgboost", "ole"])

@@ -13,7 +13,7 @@ from customobj.ole.histogram import build_row_hist_fm
 from customobj.ole.pairhist import PairScratch, build_pair_hist
 
 from _cuda_cases import needs_gpu
-from _ole_cases import make_X, random_pairs
+from _ole_cases import assert_subset_slots, make_X, random_pairs
 
 pytestmark = needs_gpu
 
@@ -88,9 +88,4 @@ def test_the_pair_histogram_equals_the_cpu_float64_one_with_nan_rows(nb):
     np.testing.assert_allclose(gpu, cpu, rtol=1e-12, atol=1e-12 * np.abs(cpu).max())
     # a feature subset fills only its own slots (the partials were zeroed)
     sub = _gpu_pair_hist(mapper, bins_fm, pairs, nb, np.array([0, 2], dtype=np.int64))
-    for f in range(bins_fm.shape[0]):
-        lo, hi = mapper.offsets[f], mapper.offsets[f + 1]
-        if f in (0, 2):
-            np.testing.assert_array_equal(sub[lo:hi], gpu[lo:hi])
-        else:
-            assert not sub[lo:hi].any()
+    assert_subset_slots(sub, gpu, mapper.offsets, bins_fm.shape[0], (0, 2))

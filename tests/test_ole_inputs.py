@@ -81,3 +81,27 @@ def test_as_fit_labels():
         as_fit_labels(None)
     with pytest.raises(TypeError, match="y holds strings"):
         as_fit_labels(np.array(["a"], dtype=object))
+
+
+def test_training_targets_prepares_the_objective_and_adds_init_score():
+    from customobj.objectives import RankNet
+    from customobj.ole.inputs import training_targets
+
+    y = np.array([0.0, 1.0, 2.0, 0.0, 1.0])
+    prep, scores = training_targets(RankNet(), 5, y, [3, 2], None, None, None)
+    assert scores.shape == (5,) and not scores.any() and prep is not None
+    init = np.array([0.5, -1.0, 2.0, 0.0, 3.0])
+    _, scores = training_targets(RankNet(), 5, y, None, [7, 7, 7, 9, 9], None, init)
+    np.testing.assert_array_equal(scores, init)
+    with pytest.raises(ValueError, match="RankNet is a ranking objective: fit needs group="):
+        training_targets(RankNet(), 5, y, None, None, None, None)
+    with pytest.raises(ValueError, match="init_score"):
+        training_targets(RankNet(), 5, y, [5], None, None, np.full(5, np.nan))
+
+
+def test_checked_callbacks():
+    from customobj.ole.inputs import checked_callbacks
+
+    assert checked_callbacks(None) == [] and checked_callbacks((print,)) == [print]
+    with pytest.raises(TypeError, match="callbacks must be callables, got int"):
+        checked_callbacks([print, 3])

@@ -21,7 +21,7 @@ from customobj.ole import TreeBooster
 from customobj.ole.binning import BinMapper
 from customobj.ole.pairhist import PairScratch, build_pair_hist, split_coupling_sums
 
-from _ole_cases import make_X, make_rank_data
+from _ole_cases import assert_subset_slots, make_X, make_rank_data
 from _oracles import node_rows
 
 REL = 1e-6
@@ -175,12 +175,7 @@ def test_feature_subset_builds_those_features_slots_only(dtype):
     args = (bins, pi, pj, pc, 3, pi.size - 2, mapper.offsets, mapper.n_bins, mapper.n_slots, scratch)
     full = build_pair_hist(*args)
     sub = build_pair_hist(*args, features=[5, 2, 2])  # any order, repeats: the set {2, 5}
-    for f in range(bins.shape[1]):
-        lo, hi = mapper.offsets[f], mapper.offsets[f + 1]
-        if f in (2, 5):
-            np.testing.assert_array_equal(sub[lo:hi], full[lo:hi])
-        else:
-            assert not sub[lo:hi].any()
+    assert_subset_slots(sub, full, mapper.offsets, bins.shape[1], (2, 5))
     assert np.all(scratch.loc == -1)
     with pytest.raises(ValueError, match="features"):
         build_pair_hist(*args, features=[bins.shape[1]])

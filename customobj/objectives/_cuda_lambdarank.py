@@ -35,16 +35,23 @@ N_QINT = 5
 _E_FLOOR = 1e-280
 
 
+@cuda.jit(device=True)
+def query_bounds(ptr, qid, i):
+    """Row ``i``'s query as the row range ``start, end`` (one-thread-per-row kernels rank a row among
+    its query's rows)."""
+    q = qid[i]
+    return ptr[q], ptr[q + 1]
+
+
 @cuda.jit
 def rank_rows(scores, ptr, qid, order, pos):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
         return
-    q = qid[i]
-    start = ptr[q]
+    start, end = query_bounds(ptr, qid, i)
     si = scores[i]
     r = 0
-    for j in range(start, ptr[q + 1]):
+    for j in range(start, end):
         sj = scores[j]
         if sj > si or (sj == si and j < i):
             r += 1

@@ -15,6 +15,7 @@ Two launches:
 import math
 
 from .._cuda_runtime import cuda_module
+from ._cuda_lambdarank import query_bounds
 
 cuda = cuda_module()
 
@@ -32,12 +33,11 @@ def ideal_rank_rows(scores, gain, ptr, qid, star):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
         return
-    q = qid[i]
-    start = ptr[q]
+    start, end = query_bounds(ptr, qid, i)
     gi = gain[i]
     si = scores[i]
     r = 0
-    for j in range(start, ptr[q + 1]):
+    for j in range(start, end):
         gj = gain[j]
         if gj > gi or (gj == gi and (scores[j] > si or (scores[j] == si and j < i))):
             r += 1

@@ -44,10 +44,12 @@ def _log_partition(scores, vw, use_vw, beta, lo, hi):
 
 
 @njit(cache=True)
-def _query_mass(mass, lo, hi):
+def range_sum(values, lo, hi):
+    """``values[lo:hi].sum()`` accumulated in float64, in index order (a query's target mass here, a
+    node's coupling sum in :mod:`customobj.ole.pairhist`)."""
     total = 0.0
     for t in range(lo, hi):
-        total += mass[t]
+        total += values[t]
     return total
 
 
@@ -58,7 +60,7 @@ def softmax_probs(scores, ptr, mass, vw, use_vw, beta, out_p, out_scale):
     for q in prange(ptr.size - 1):
         lo = ptr[q]
         hi = ptr[q + 1]
-        big_m = _query_mass(mass, lo, hi)
+        big_m = range_sum(mass, lo, hi)
         out_scale[q] = 0.0
         if hi - lo < 2 or big_m <= 0.0:
             continue
@@ -76,7 +78,7 @@ def softmax_ce_grad_hess(scores, ptr, mass, vw, use_vw, beta, out_grad, out_hess
     for q in prange(ptr.size - 1):
         lo = ptr[q]
         hi = ptr[q + 1]
-        big_m = _query_mass(mass, lo, hi)
+        big_m = range_sum(mass, lo, hi)
         if hi - lo < 2 or big_m <= 0.0:
             continue
         top, z = _log_partition(scores, vw, use_vw, beta, lo, hi)
@@ -97,7 +99,7 @@ def softmax_ce_loss(scores, ptr, mass, vw, use_vw, beta):
     for q in prange(nq):
         lo = ptr[q]
         hi = ptr[q + 1]
-        if hi - lo < 2 or _query_mass(mass, lo, hi) <= 0.0:
+        if hi - lo < 2 or range_sum(mass, lo, hi) <= 0.0:
             continue
         top, z = _log_partition(scores, vw, use_vw, beta, lo, hi)
         log_z = top + np.log(z)

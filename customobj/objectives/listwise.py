@@ -205,9 +205,12 @@ class LambdaRank(Objective):
 
         Examples
         --------
-        >>> import customobj
-        >>> customobj.LambdaRank.like_xgboost(lambdarank_num_pair_per_sample=8)
-        LambdaRank(convention='xgboost', gain=None, k=8, metric='ndcg', norm=True, sigma=1.0, truncation=None)
+        XGBoost's pairs per document become ``k``; its sigmoid is fixed at ``sigma=1``:
+
+        >>> from customobj import LambdaRank
+        >>> obj = LambdaRank.like_xgboost(lambdarank_num_pair_per_sample=8)
+        >>> obj.k, obj.sigma, obj.truncation, obj.convention
+        (8, 1.0, None, 'xgboost')
         """
         return cls(**P.xgboost_options(xgboost_params))
 

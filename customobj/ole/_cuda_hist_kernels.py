@@ -31,18 +31,24 @@ def zero(flat):
         flat[i] = 0.0
 
 
+@cuda.jit(device=True)
+def _block_of_thread(t, n_feat, n, nb):
+    """Thread ``t`` of ``n_feat * nb``: its block ``b``, its feature ``f`` and the block's items
+    ``lo:hi`` of ``n``; ``b = -1`` for a thread past the end. Neighbouring threads take one block and
+    neighbouring features, so a warp reads the same rows (or pairs)."""
+    if t >= n_feat * nb:
+        return -1, 0, 0, 0
+    b = t // n_feat
+    return b, t - b * n_feat, (n * b) // nb, (n * (b + 1)) // nb
+
+
 @cuda.jit
 def row_hist_blocks(bins_fm, rows, n, nb, grad, hess, offsets, partial):
     """Thread ``(b, f)``: ``partial[b]``'s slots of feature ``f`` = [g, h, count] sums of the rows
     ``rows[lo:hi]`` of block ``b``, in order."""
-    t = cuda.grid(1)
-    n_feat = bins_fm.shape[0]
-    if t >= n_feat * nb:
+    b, f, lo, hi = _block_of_thread(cuda.grid(1), bins_fm.shape[0], n, nb)
+    if b < 0:
         return
-    b = t // n_feat  # neighbouring threads: one block, neighbouring features (they read the same rows)
-    f = t - b * n_feat
-    lo = (n * b) // nb
-    hi = (n * (b + 1)) // nb
     part = partial[b]
     for s in range(offsets[f], offsets[f + 1]):
         part[s, HIST_G] = 0.0
@@ -62,14 +68,9 @@ def row_hist_blocks(bins_fm, rows, n, nb, grad, hess, offsets, partial):
 def pair_hist_blocks(bins_fm, pi, pj, pc, n, nb, feats, foff, fnb, partial):
     """Thread ``(b, q)``: ``partial[b]``'s slots of feature ``feats[q]`` = [hi, nanp, R] of the pairs
     ``lo:hi`` of block ``b``, in pair order (``partial`` zeroed outside the features' slots)."""
-    t = cuda.grid(1)
-    n_feat = feats.shape[0]
-    if t >= n_feat * nb:
+    b, q, lo, hi = _block_of_thread(cuda.grid(1), feats.shape[0], n, nb)
+    if b < 0:
         return
-    b = t // n_feat  # neighbouring threads: one block, neighbouring features (one pair read per warp)
-    q = t - b * n_feat
-    lo = (n * b) // nb
-    hi = (n * (b + 1)) // nb
     part = partial[b]
     base = foff[q]
     top = fnb[q]  # the NaN slot's bin

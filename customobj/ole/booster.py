@@ -25,12 +25,20 @@ from sklearn.exceptions import NotFittedError
 if TYPE_CHECKING:  # the return type of to_lightgbm; imported there, on use
     import lightgbm
 
-from .._validation import SCORE_LIMIT, as_scores, check_int
+from .._validation import check_int
 from ..groups import Groups
 from .binning import BinMapper
 from .criterion import OLE_FAST_EPSILON, OLE_FAST_FEATURES
 from .evaluation import SCORE_METRIC, EarlyStopping, prepare_evals, ranking_score, score_queries
-from .inputs import as_fit_labels, as_matrix, check_feature_names, check_fit_rows, resolve_groups
+from .inputs import (
+    as_fit_labels,
+    as_matrix,
+    check_feature_names,
+    check_fit_rows,
+    checked_callbacks,
+    resolve_groups,
+    training_targets,
+)
 from .params import check_n_jobs, check_params, default_objective
 from .predictor import PackedTrees, predict_raw
 from .training import Threads, boost, feature_infos, grow_params
@@ -39,37 +47,6 @@ from .tree import Tree
 __all__ = ["TreeBooster"]
 
 ArrayLike = Any  # numpy arrays, pandas objects, nested lists
-
-
-def _training_targets(obj, n: int, y, group, qid, sample_weight, init_score):
-    """Labels, queries and weights checked and prepared for ``obj``; the starting raw scores."""
-    y = as_fit_labels(y)
-    check_fit_rows(n, y, sample_weight)
-    groups = resolve_groups(group, qid, n)
-    if groups is None and obj.needs_group:
-        raise ValueError(f"{type(obj).__name__} is a ranking objective: fit needs group= (query sizes) or "
-                         "qid= (one query id per row)")
-    prep = obj.prepare(y, groups, sample_weight)
-    K = obj.n_outputs
-    shape = (n,) if K == 1 else (n, K)
-    scores = np.zeros(shape, dtype=np.float64)
-    if init_score is not None:
-        init = as_scores(init_score, n, allow_2d=K > 1, name="init_score", max_abs=SCORE_LIMIT,
-                         hint=" (a starting raw score, added to every tree's output; the objectives refuse "
-                              "scores beyond this)")
-        if K > 1 and init.shape != shape:
-            raise ValueError(f"init_score must have shape {shape} (rows x the {K} outputs of "
-                             f"{type(obj).__name__}), got shape {init.shape}")
-        scores += init
-    return prep, scores
-
-
-def _checked_callbacks(callbacks) -> list:
-    callbacks = list(callbacks or [])
-    for cb in callbacks:
-        if not callable(cb):
-            raise TypeError(f"callbacks must be callables, got {type(cb).__name__}")
-    return callbacks
 
 
 class TreeBooster(BaseEstimator):
@@ -270,13 +247,13 @@ class TreeBooster(BaseEstimator):
         obj = copy.deepcopy(p["objective"])
         X_in = X
         X = as_matrix(X, keep_float32=True, for_fit=True)
-        prep, scores = _training_targets(obj, X.shape[0], y, group, qid, sample_weight, init_score)
+        prep, scores = training_targets(obj, X.shape[0], y, group, qid, sample_weight, init_score)
         early_stopping_rounds = check_int(early_stopping_rounds, "early_stopping_rounds", minimum=1,
                                           allow_none=True)
         evals = prepare_evals(eval_set, eval_group, eval_qid, eval_metric, X.shape[1], obj.n_outputs)
         if early_stopping_rounds is not None and not evals:
             raise ValueError("early_stopping_rounds needs an eval_set")
-        callbacks = _checked_callbacks(callbacks)
+        callbacks = checked_callbacks(callbacks)
 
         # everything is checked: from here on the estimator's fitted state is replaced
         self._reset_fitted_state(X_in, obj, evals)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import as_1d_float
+from .._validation import SCORE_LIMIT, as_1d_float, as_scores
 from ..groups import PER_ROW_IDS_HINT, Groups, as_groups
 
-__all__ = ["as_matrix", "check_feature_names", "resolve_groups", "as_fit_labels", "check_fit_rows"]
+__all__ = ["as_matrix", "check_feature_names", "resolve_groups", "as_fit_labels", "check_fit_rows",
+           "training_targets", "checked_callbacks"]
 
 
 def _from_objects(arr: np.ndarray, name: str) -> np.ndarray:
@@ -134,3 +135,35 @@ def as_fit_labels(y, name: str = "y") -> np.ndarray:
     if isinstance(y, np.ndarray) and y.dtype == object:
         y = _from_objects(y, name)
     return as_1d_float(y, name, finite=False)
+
+
+def training_targets(obj, n: int, y, group, qid, sample_weight, init_score) -> tuple:
+    """Labels, queries and weights checked and prepared for ``obj``; the starting raw scores."""
+    y = as_fit_labels(y)
+    check_fit_rows(n, y, sample_weight)
+    groups = resolve_groups(group, qid, n)
+    if groups is None and obj.needs_group:
+        raise ValueError(f"{type(obj).__name__} is a ranking objective: fit needs group= (query sizes) or "
+                         "qid= (one query id per row)")
+    prep = obj.prepare(y, groups, sample_weight)
+    K = obj.n_outputs
+    shape = (n,) if K == 1 else (n, K)
+    scores = np.zeros(shape, dtype=np.float64)
+    if init_score is not None:
+        init = as_scores(init_score, n, allow_2d=K > 1, name="init_score", max_abs=SCORE_LIMIT,
+                         hint=" (a starting raw score, added to every tree's output; the objectives refuse "
+                              "scores beyond this)")
+        if K > 1 and init.shape != shape:
+            raise ValueError(f"init_score must have shape {shape} (rows x the {K} outputs of "
+                             f"{type(obj).__name__}), got shape {init.shape}")
+        scores += init
+    return prep, scores
+
+
+def checked_callbacks(callbacks) -> list:
+    """``callbacks`` as a list, each checked to be callable."""
+    callbacks = list(callbacks or [])
+    for cb in callbacks:
+        if not callable(cb):
+            raise TypeError(f"callbacks must be callables, got {type(cb).__name__}")
+    return callbacks

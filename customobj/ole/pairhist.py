@@ -51,6 +51,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ..objectives._query_kernels import range_sum
 from .common import PH_CHANNELS, PH_HI, PH_NANP, PH_R
 from .histogram import n_blocks_for
 from .pairhist_subset import build_pair_hist_subset, reduce_feature_blocks, subset_output, zero_feature_slots
@@ -372,12 +373,8 @@ def compact_pairs(pi, pj, pc, in_bag, use_bag, oi, oj, oc):
     return total
 
 
-@njit(cache=True)
-def sum_couplings(pc, start, end):
-    total = 0.0
-    for k in range(start, end):
-        total += pc[k]
-    return total
+#: A node's coupling sum ``C = pc[start:end].sum()`` (float64, in pair order): the objectives' range sum.
+sum_couplings = range_sum
 
 
 @njit(cache=True)
