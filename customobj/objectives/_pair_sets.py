@@ -14,7 +14,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 import numpy.typing as npt
 
-from .._kernel_status import check_status
+from .._kernel_status import checked_value
 from .._validation import as_pairs, check_pair_budget
 from . import _pairwise_kernels as PK
 from .prepared import Prepared
@@ -66,9 +66,8 @@ class LabelPairs:
             pi = np.empty(self.n_pairs, dtype=np.int64)
             pj = np.empty(self.n_pairs, dtype=np.int64)
             th = np.empty(self.n_pairs, dtype=np.float64)
-            _, status = PK.label_pair_list_kernel(labels, ptr, self.order, self.lower, int(theta_mode), p,
-                                                  pi, pj, th)
-            check_status(status, "label pair list")
+            checked_value(PK.label_pair_list_kernel(labels, ptr, self.order, self.lower, int(theta_mode), p,
+                                                    pi, pj, th), "label pair list")
             for arr in (pi, pj, th):
                 arr.setflags(write=False)  # shared by every later call: callers must not sort in place
             self._lists[key] = (pi, pj, th)

@@ -6,7 +6,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from .._kernel_status import as_code, check_status
+from .._kernel_status import as_code, check_status, checked_value
 from .._validation import (
     ERR_MAX_GAIN,
     ERR_MAX_LABEL,
@@ -250,8 +250,8 @@ class LambdaRank(Objective):
             np.divide(1.0, idcg, out=qnorm, where=idcg > 0)
             if self.convention != P.DEFAULT_CONVENTION:  # IDCG@k above; the pairs' D may go beyond k
                 code = as_code(P.CONVENTIONS[self.convention].discount, LK.Discount, "discount")
-                disc, status = LK.pair_discount_table(_max_query_size(prep), k, code)
-                check_status(status, "LambdaRank pair discount")
+                disc = checked_value(LK.pair_discount_table(_max_query_size(prep), k, code),
+                                     "LambdaRank pair discount")
         elif self.metric == "err":
             g = self._row_gain(y)
             top = g.max() if g.size else 0.0
@@ -285,9 +285,7 @@ class LambdaRank(Objective):
         check_status(LK.lambdarank_grad_hess(self._inputs(scores, prep, state), out_grad, out_hess), "LambdaRank")
 
     def _loss(self, scores, prep, state):
-        total, status = LK.lambdarank_loss(self._inputs(scores, prep, state))
-        check_status(status, "LambdaRank")
-        return total
+        return checked_value(LK.lambdarank_loss(self._inputs(scores, prep, state)), "LambdaRank")
 
     def _pair_couplings(self, scores, prep, state):
         return self._couplings(scores, prep, state, False, _EMPTY, _EMPTY, None)
@@ -305,8 +303,7 @@ class LambdaRank(Objective):
         # Count pass (no pair memory), the pair budget, then the arrays: every pair path honours it.
         inp = self._inputs(scores, prep, state)
         order = np.empty(scores.shape[0], dtype=np.int64)
-        offsets, status = LK.lambdarank_pair_offsets(inp, order)
-        check_status(status, "LambdaRank")
+        offsets = checked_value(LK.lambdarank_pair_offsets(inp, order), "LambdaRank")
         m = _pair_budget(offsets)
         if pair_buffer is None:
             out_i, out_j, out_c = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.float64)
