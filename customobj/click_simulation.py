@@ -10,6 +10,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
+from ._click_inputs import row_order_positions
 from ._validation import as_1d_float, as_labels, check_choice, check_int, check_nonnegative
 from .groups import as_groups
 
@@ -101,8 +102,8 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
     X, y, group = data[0], data[1], data[2]
     grades = as_labels(y, integer=True, name="data labels")
     n = grades.shape[0]
-    groups = as_groups(group, grades.shape[0], name="data group")
-    scores = _ranker_scores(ranker, data, grades.shape[0])
+    groups = as_groups(group, n, name="data group")
+    scores = _ranker_scores(ranker, data, n)
     model = _MODELS[check_choice(click_model, "click_model", set(_MODELS))]
     eta = check_nonnegative(eta, "eta")
     table = _click_table(click_prob)
@@ -113,7 +114,7 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
     qid = np.repeat(np.arange(groups.n_groups, dtype=np.int64), groups.sizes)
     order = np.lexsort((np.arange(n), -scores, qid))  # by query, then score descending, then row
     rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n) - np.repeat(groups.ptr[:-1], groups.sizes)
+    rank[order] = row_order_positions(groups.ptr)  # sorted rows' index within their query
     shown_rows = order[rank[order] < shown]  # displayed rows, query by query, in displayed order
     per_query = np.bincount(qid[shown_rows], minlength=groups.n_groups)
     if shown_rows.size * sessions > MAX_LOG_ROWS:
