@@ -12,14 +12,13 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _click_kernels as CK
-from .objectives import _pairwise_kernels as PK
 from .objectives._arrays import kernel_weights
 from .objectives._parity import CONVENTIONS
 from .objectives._pointwise_kernels import squared_error_grad_hess, squared_error_loss
 from .objectives.base import Objective
 from .objectives.composite import Scaled, Sum
 from .objectives.listwise import LambdaRank
-from .objectives.pairwise import PreferencePairs, QBRank, _LabelPairLoss
+from .objectives.pairwise import _EXPLICIT_SPEC, PreferencePairs, QBRank, _LabelPairLoss
 
 __all__ = ["PairTerms", "leaf_parts", "pair_terms_of"]
 
@@ -62,10 +61,6 @@ def leaf_parts(objective: Objective, factor: float = 1.0) -> list:
     return [(objective, factor)]
 
 
-def _row_weights(w):
-    return kernel_weights(w)
-
-
 def _lambdarank(part, scores, prep, unweighted, swapped):
     ustate = unweighted.state_for(part)
     i, j, c = part._couplings(scores, unweighted, ustate, False, _EMPTY, _EMPTY, None)
@@ -75,7 +70,7 @@ def _lambdarank(part, scores, prep, unweighted, swapped):
     CK.lambdarank_pair_terms(scores, i, j, c, qid, prep.groups.n_groups, part.sigma,
                              CONVENTIONS[part.convention].hess_scale, part.norm, swapped, lam, hess, cost, est)
     state = prep.state_for(part)
-    w, use_w = _row_weights(prep.weight if state.weight is None else state.weight)
+    w, use_w = kernel_weights(prep.weight if state.weight is None else state.weight)
     return PairTerms(i, j, lam, hess, cost, est, w, use_w, _EMPTY, False, part.norm, 0.0)
 
 
@@ -92,20 +87,18 @@ def pair_terms_of(part, scores, prep, unweighted, out_grad, out_hess, scale, swa
     here (times ``scale``), undebiased."""
     if isinstance(part, LambdaRank):
         return _lambdarank(part, scores, prep, unweighted, swapped)
-    w, use_w = _row_weights(prep.weight)
+    w, use_w = kernel_weights(prep.weight)
     state = prep.state_for(part)
     extra = 0.0
     pw, use_pw = _EMPTY, False
     if isinstance(part, _LabelPairLoss):
         spec = part._spec()
-        kind, sc = spec.kind, spec.scale
         pi, pj, theta = state.pair_list(prep.labels, prep.ptr, spec.theta_mode, spec.p)
     elif isinstance(part, PreferencePairs):
-        kind, sc = PK.SQ_HINGE, 0.5
+        spec = _EXPLICIT_SPEC
         pi, pj, theta = state
         pw, use_pw = kernel_weights(part.weight)
     else:  # QBRank(hessian="exact"): its cached pair list, plus the labelled rows undebiased
-        kind, sc = PK.SQ_HINGE, 0.5 * part.w
         spec = part._spec()
         pairs = state.pair_list(prep, spec.theta_mode, spec.p)  # built once, then cached
         pi, pj, theta = pairs if pairs is not None else (np.zeros(0, np.int64), np.zeros(0, np.int64), _EMPTY)
@@ -115,5 +108,5 @@ def pair_terms_of(part, scores, prep, unweighted, out_grad, out_hess, scale, swa
             out_grad += scale * g
             out_hess += scale * h
             extra = squared_error_loss(scores, prep.labels, state.labeled_weight, True)
-    lam, hess, cost, est = _loss_pairs(scores, pi, pj, theta, kind, sc, swapped)
+    lam, hess, cost, est = _loss_pairs(scores, pi, pj, theta, spec.kind, spec.scale, swapped)
     return PairTerms(pi, pj, lam, hess, cost, est, w, use_w, pw, use_pw, False, extra)
