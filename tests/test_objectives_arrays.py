@@ -15,6 +15,18 @@ def test_kernel_weights_no_weights_is_an_empty_float64_array():
     assert use is True and w is given  # passed through, no copy
 
 
+def test_query_sums_match_a_loop_over_the_queries_empty_ones_included():
+    rng = np.random.default_rng(3)
+    sizes = np.array([3, 0, 1, 0, 5])
+    values = rng.normal(size=int(sizes.sum()))
+    ptr = np.concatenate(([0], np.cumsum(sizes)))
+    expected = [values[ptr[q]:ptr[q + 1]].sum() for q in range(sizes.size)]
+    got = A.query_sums(sizes, values)
+    assert got.dtype == np.float64 and got.shape == (sizes.size,)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    assert A.query_sums(np.zeros(0, np.int64), np.zeros(0)).shape == (0,)
+
+
 def test_freeze_option_is_hashable_and_compares_by_content():
     a = np.array([[0, 1], [2, 3]], dtype=np.int64)
     fa = A.freeze_option(a)

@@ -6,7 +6,7 @@ import weakref
 
 import numpy as np
 
-__all__ = ["kernel_weights", "freeze_option"]
+__all__ = ["kernel_weights", "query_sums", "freeze_option"]
 
 _NO_WEIGHTS = np.zeros(0, dtype=np.float64)
 
@@ -23,6 +23,17 @@ def kernel_weights(weight: "np.ndarray | None") -> "tuple[np.ndarray, bool]":
     (False, True)
     """
     return (weight, True) if weight is not None else (_NO_WEIGHTS, False)
+
+
+def query_sums(sizes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Sum of ``values`` (one per row, rows grouped by query) over each query; 0 for an empty query.
+
+    Examples
+    --------
+    >>> query_sums(np.array([2, 0, 1]), np.array([1.0, 2.0, 5.0])).tolist()
+    [3.0, 0.0, 5.0]
+    """
+    return np.bincount(np.repeat(np.arange(sizes.size), sizes), weights=values, minlength=sizes.size)
 
 
 #: id(array) -> (weak reference to the array, its frozen form); an entry leaves with its array.

@@ -18,7 +18,7 @@ from .._validation import (
     check_pair_budget,
     check_positive,
 )
-from ._arrays import kernel_weights
+from ._arrays import kernel_weights, query_sums
 from .base import Objective, Prepared
 from . import _lambdarank_kernels as LK
 from . import _parity as P
@@ -259,7 +259,7 @@ class LambdaRank(Objective):
             qnorm = np.ones(sizes.size)
         else:
             row_gain = (y > 0).astype(np.float64)
-            n_rel = np.bincount(np.repeat(np.arange(sizes.size), sizes), weights=row_gain, minlength=sizes.size)
+            n_rel = query_sums(sizes, row_gain)
             if self.metric == "map":
                 n_rel = np.minimum(n_rel, k)
                 qnorm = np.zeros(sizes.size)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import kernel_weights
+from ._arrays import kernel_weights, query_sums
 from .base import Objective
 from .softmax import dense_couplings
 from . import _query_kernels as QK
@@ -56,7 +56,6 @@ class QueryRMSE(Objective):
             total = sizes.astype(np.float64)
         else:
             factor = prep.weight
-            owner = np.repeat(np.arange(sizes.size), sizes)
-            total = np.bincount(owner, weights=factor, minlength=sizes.size)
+            total = query_sums(sizes, factor)
         qscale = np.divide(1.0, total, out=np.zeros(sizes.size), where=total > 0)
         return dense_couplings(prep.ptr, factor, qscale, "QueryRMSE couplings")

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._validation import check_pair_budget, check_positive
-from ._arrays import kernel_weights
+from ._arrays import kernel_weights, query_sums
 from .base import Objective, Prepared
 from . import _query_kernels as QK
 
@@ -35,8 +35,7 @@ def query_weights(prep: Prepared) -> np.ndarray:
     sizes = np.diff(prep.ptr)
     if prep.weight is None:
         return np.ones(sizes.size, dtype=np.float64)
-    owner = np.repeat(np.arange(sizes.size), sizes)
-    totals = np.bincount(owner, weights=prep.weight / 2.0, minlength=sizes.size) * 2.0  # halved: no overflow
+    totals = query_sums(sizes, prep.weight / 2.0) * 2.0  # halved: no overflow
     return np.divide(totals, sizes, out=np.zeros(sizes.size), where=sizes > 0)
 
 
@@ -103,10 +102,9 @@ class ListNet(SoftmaxCrossEntropy):
     def _state(self, prep):
         y = prep.labels
         sizes = prep.groups.sizes
-        owner = np.repeat(np.arange(sizes.size), sizes)
-        totals = np.bincount(owner, weights=y, minlength=sizes.size)
+        totals = query_sums(sizes, y)
         scale = np.divide(query_weights(prep), totals, out=np.zeros(sizes.size), where=totals > 0)
-        mass = np.ascontiguousarray(y * scale[owner], dtype=np.float64)
+        mass = np.ascontiguousarray(y * np.repeat(scale, sizes), dtype=np.float64)
         return _Targets(mass=mass, vw=np.zeros(0), use_vw=False, beta=1.0)
 
     def _targets(self, scores, prep, state, new_round):
