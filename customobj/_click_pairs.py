@@ -31,6 +31,7 @@ class PairTerms(NamedTuple):
 
     i: np.ndarray  # row that should rank higher (the clicked row)
     j: np.ndarray
+    qid: np.ndarray  # query of each pair
     lam: np.ndarray
     hess: np.ndarray
     cost: np.ndarray  # the pair's loss
@@ -61,17 +62,17 @@ def leaf_parts(objective: Objective, factor: float = 1.0) -> list:
     return [(objective, factor)]
 
 
-def _lambdarank(part, scores, prep, unweighted, swapped):
+def _lambdarank(part, scores, prep, unweighted, row_query, swapped):
     ustate = unweighted.state_for(part)
     i, j, c = part._couplings(scores, unweighted, ustate, False, _EMPTY, _EMPTY, None)
     m = i.size
     lam, hess, cost, est = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
-    qid = np.searchsorted(prep.ptr, i, side="right") - 1
+    qid = row_query[i]
     CK.lambdarank_pair_terms(scores, i, j, c, qid, prep.groups.n_groups, part.sigma,
                              CONVENTIONS[part.convention].hess_scale, part.norm, swapped, lam, hess, cost, est)
     state = prep.state_for(part)
     w, use_w = kernel_weights(prep.weight if state.weight is None else state.weight)
-    return PairTerms(i, j, lam, hess, cost, est, w, use_w, _EMPTY, False, part.norm, 0.0)
+    return PairTerms(i, j, qid, lam, hess, cost, est, w, use_w, _EMPTY, False, part.norm, 0.0)
 
 
 def _loss_pairs(scores, pi, pj, theta, kind, scale, swapped):
@@ -81,12 +82,14 @@ def _loss_pairs(scores, pi, pj, theta, kind, scale, swapped):
     return lam, hess, cost, est
 
 
-def pair_terms_of(part, scores, prep, unweighted, out_grad, out_hess, scale, swapped) -> PairTerms:
+def pair_terms_of(part, scores, prep, unweighted, row_query, out_grad, out_hess, scale,
+                  swapped) -> PairTerms:
     """The raw pair terms of one pairwise leaf at ``scores`` (``swapped``: the estimate sums the
-    swapped pairs' losses); a QBRank's labelled-row term is added to ``out_grad`` / ``out_hess``
-    here (times ``scale``), undebiased."""
+    swapped pairs' losses; ``row_query``: each row's query, from the once-per-data-set state); a
+    QBRank's labelled-row term is added to ``out_grad`` / ``out_hess`` here (times ``scale``),
+    undebiased."""
     if isinstance(part, LambdaRank):
-        return _lambdarank(part, scores, prep, unweighted, swapped)
+        return _lambdarank(part, scores, prep, unweighted, row_query, swapped)
     w, use_w = kernel_weights(prep.weight)
     state = prep.state_for(part)
     extra = 0.0
@@ -109,4 +112,4 @@ def pair_terms_of(part, scores, prep, unweighted, out_grad, out_hess, scale, swa
             out_hess += scale * h
             extra = squared_error_loss(scores, prep.labels, state.labeled_weight, True)
     lam, hess, cost, est = _loss_pairs(scores, pi, pj, theta, spec.kind, spec.scale, swapped)
-    return PairTerms(pi, pj, lam, hess, cost, est, w, use_w, pw, use_pw, False, extra)
+    return PairTerms(pi, pj, row_query[pi], lam, hess, cost, est, w, use_w, pw, use_pw, False, extra)

@@ -181,10 +181,11 @@ class Unbiased(Objective):
                 out_hess += scale * h
                 loss += scale * part._loss(scores, prep, prep.state_for(part))
                 continue
-            t = pair_terms_of(part, scores, prep, state.unweighted, out_grad, out_hess, scale, swapped)
+            t = pair_terms_of(part, scores, prep, state.unweighted, state.row_query, out_grad, out_hess, scale,
+                              swapped)
             c = np.empty(t.i.size)
             loss += t.extra_loss * scale
-            loss += CK.debias_pairs(t.i, t.j, state.row_query[t.i], prep.groups.n_groups, t.lam, t.hess, t.cost,
+            loss += CK.debias_pairs(t.i, t.j, t.qid, prep.groups.n_groups, t.lam, t.hess, t.cost,
                                     t.est, state.position, state.tplus, state.tminus, t.weights, t.use_w,
                                     t.pair_w, t.use_pw, scale, t.norm, estimate, out_grad, out_hess, c, li, lj)
             pieces.append((t.i, t.j, c))
