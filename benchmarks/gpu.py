@@ -49,14 +49,16 @@ def _versions():
     return ", ".join(out)
 
 
-def _require_gpu():
+def require_real_gpu(who: str) -> str:
+    """The GPU's description line; exits saying that ``who`` needs a CUDA GPU and what is missing when
+    there is no real one (numba's simulator does not count). benchmarks/ole.py imports it too."""
     from customobj._cuda_runtime import gpu_status
     from customobj._environment import gpu_line
 
     status = gpu_status()
     if not status.available or status.simulator:
-        why = status.reason or "numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM); this benchmark needs a real GPU"
-        sys.exit(f"benchmarks/gpu.py needs a CUDA GPU: {why}")
+        why = status.reason or "numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM); the timings need a real GPU"
+        sys.exit(f"{who} needs a CUDA GPU: {why}")
     return gpu_line(status._asdict())
 
 
@@ -166,7 +168,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.quick:
         args.queries, args.rounds, args.repeat = 2000, 5, 3
-    device = _require_gpu()
+    device = require_real_gpu("benchmarks/gpu.py")
     import customobj
 
     print(f"device: {device}")

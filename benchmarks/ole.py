@@ -74,30 +74,15 @@ class RoundClock:
         return (w1 - w0) / k, (c1 - c0) / k
 
 
-def require_gpu():
-    """The GPU's description line; exits saying what is missing when there is no real GPU."""
-    from customobj._cuda_runtime import gpu_status
-    from customobj._environment import gpu_line
-
-    status = gpu_status()
-    if status.available and not status.simulator:
-        return gpu_line(status._asdict())
-    sys.exit("benchmarks/ole.py --device cuda needs a CUDA GPU: "
-             + (status.reason or "numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM); the timings need a real GPU"))
-
-
-class XGBClock:
+def xgb_clock(clock):
     """XGBoost's per-round callback around a :class:`RoundClock` (made on use: xgboost is imported late)."""
+    import xgboost as xgb
 
-    @staticmethod
-    def make(clock):
-        import xgboost as xgb
-
-        class _Tick(xgb.callback.TrainingCallback):
-            def after_iteration(self, model, epoch, evals_log):
-                clock.tick()
-                return False
-        return _Tick()
+    class _Tick(xgb.callback.TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log):
+            clock.tick()
+            return False
+    return _Tick()
 
 
 def run_one(mode, args):
@@ -119,7 +104,7 @@ def run_one(mode, args):
                       nthread=args.threads)
         before = rss_mb()
         dtrain = xgb.DMatrix(X, y, group=group)
-        xgb.train(params, dtrain, num_boost_round=args.rounds, callbacks=[XGBClock.make(clock)])
+        xgb.train(params, dtrain, num_boost_round=args.rounds, callbacks=[xgb_clock(clock)])
     else:
         from customobj.objectives import LambdaRank
         from customobj.ole import TreeBooster
@@ -164,7 +149,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=1, help="interleaved runs per learner; best of each is reported")
     args = ap.parse_args()
     if args.device == "cuda":
-        gpu = require_gpu()
+        from gpu import require_real_gpu  # the sibling benchmark (this script's directory is on sys.path)
+
+        gpu = require_real_gpu("benchmarks/ole.py --device cuda")
         if not args.mode:
             print(gpu, flush=True)
     if args.mode:

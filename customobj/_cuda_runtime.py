@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = ["GPUUnavailableError", "GPUStatus", "cuda_module", "gpu_status", "require_gpu", "is_device_array",
-           "THREADS"]
+           "THREADS", "blocks"]
 
 #: Threads per block of every customobj kernel (a multiple of the 32-thread warp).
 THREADS = 128
