@@ -104,16 +104,16 @@ def _xgboost_run_callbacks():
     return ()
 
 
-def _direct_early_stopping(metrics):
+def _direct_early_stopping(higher: dict, last: str) -> None:
     """Give each ``EarlyStopping`` of the calling XGBoost run whose ``maximize`` is unset the
     direction of the metric it watches, before XGBoost guesses one from the name (module docstring).
-    An EarlyStopping watching a metric that is not one of ``metrics`` (XGBoost's own) is left alone."""
+    ``higher`` maps each reported name to its direction, ``last`` is the last name. An EarlyStopping
+    watching a metric that is not one of ``higher`` (XGBoost's own) is left alone."""
     from xgboost.callback import EarlyStopping
 
-    higher = {PREFIX + m.name: m.higher_is_better for m in metrics}
     for cb in _xgboost_run_callbacks():
         if isinstance(cb, EarlyStopping) and cb.maximize is None:
-            watched = cb.metric_name if cb.metric_name else PREFIX + metrics[-1].name  # XGBoost watches the last
+            watched = cb.metric_name if cb.metric_name else last  # XGBoost watches the last
             if watched in higher:
                 cb.maximize = higher[watched]
 
@@ -251,6 +251,8 @@ class XGBoostMetric(_PerDatasetData):
         super().__init__(metrics)
         #: Direction of the last metric: what ``xgboost.train(maximize=...)`` should get.
         self.maximize = self.metrics[-1].higher_is_better
+        # Reported name -> direction, for _direct_early_stopping at every evaluation.
+        self._higher = {name: m.higher_is_better for name, m in zip(self.names, self.metrics)}
 
     def __repr__(self) -> str:
         return f"xgboost_metric({', '.join(repr(m.name) for m in self.metrics)})"
@@ -262,7 +264,7 @@ class XGBoostMetric(_PerDatasetData):
                 f"{type(dmat).__name__} second argument (XGBoost's scikit-learn eval_metric passes no query "
                 "groups: train with xgboost.train and a DMatrix built with group= or qid=)"
             )
-        _direct_early_stopping(self.metrics)
+        _direct_early_stopping(self._higher, self.names[-1])
         labels, groups = self.data_for(dmat)
         return [(name, value) for name, value, _ in _evaluate(self.metrics, preds, labels, groups)]
 

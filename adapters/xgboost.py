@@ -67,11 +67,17 @@ def _new_state(objective, labels, ptr, weight):
                          out_dtype=np.float32)
 
 
-def _grad_hess(objective, state, preds):
+def _host_preds(objective, preds):
+    """XGBoost's host scores as an array of the objective's output shape (an (n, 1) column as 1-D)."""
     preds = as_preds(preds, "XGBoost")
     if preds.ndim == 2 and objective.n_outputs == 1 and preds.shape[1] == 1:
         preds = preds[:, 0]
     check_outputs(objective, preds, "XGBoost", f"set params num_class={known_outputs(objective, 'XGBoost')}")
+    return preds
+
+
+def _grad_hess(objective, state, preds):
+    preds = _host_preds(objective, preds)
     np.copyto(state.scores, preds, casting="same_kind")
     objective.grad_hess_prepared(state.scores, state.prep, state.grad, state.hess)
     return copy_out(state, objective, "XGBoost")
@@ -182,10 +188,7 @@ class XGBoostObjective(AdapterObjective):
 
 def _grad_hess_gpu(objective, state, preds):
     if not is_device_array(preds):
-        preds = as_preds(preds, "XGBoost")
-        if preds.ndim == 2 and objective.n_outputs == 1 and preds.shape[1] == 1:
-            preds = preds[:, 0]
-        check_outputs(objective, preds, "XGBoost", f"set params num_class={known_outputs(objective, 'XGBoost')}")
+        preds = _host_preds(objective, preds)
     return device_round(objective, state.prep, preds, state.grad.shape, "XGBoost")
 
 

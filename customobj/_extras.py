@@ -73,6 +73,12 @@ def available(module: str) -> bool:
         return False
 
 
+def _missing(module: str, purpose: str) -> MissingExtraError:
+    # The one message of require and require_installed.
+    return MissingExtraError(f"{purpose} needs {module}, which is not installed: {install_hint(module)}",
+                             name=module)
+
+
 def require(module: str, purpose: str) -> ModuleType:
     """Import ``module`` for ``purpose``, or raise :class:`MissingExtraError` naming the extra.
 
@@ -100,8 +106,7 @@ def require(module: str, purpose: str) -> ModuleType:
     except ImportError as exc:
         if exc.name is not None and exc.name.split(".")[0] != module:
             raise  # the package is there but one of its own dependencies is missing: say that
-        raise MissingExtraError(f"{purpose} needs {module}, which is not installed: {install_hint(module)}",
-                                name=module) from None
+        raise _missing(module, purpose) from None
 
 
 def require_installed(module: str, purpose: str) -> None:
@@ -114,5 +119,4 @@ def require_installed(module: str, purpose: str) -> None:
     >>> require_installed("numpy", "this example")
     """
     if not available(module):
-        raise MissingExtraError(f"{purpose} needs {module}, which is not installed: {install_hint(module)}",
-                                name=module)
+        raise _missing(module, purpose)
