@@ -64,8 +64,9 @@ WEIGHT_LIMIT = 1e50
 PARAM_LIMIT = 1e20
 
 #: Largest ``|value|`` of an integer option without a tighter natural bound: a sum of two such
-#: values still fits int64 (2**63 - 1), so no kernel's index arithmetic can wrap.
-INT_LIMIT = 2**62
+#: values still fits int64 (2**63 - 1), so no kernel's index arithmetic can wrap. 2**62 itself would
+#: not: 2**62 + 2**62 = 2**63 wraps.
+INT_LIMIT = 2**62 - 1
 
 #: Largest number of rows a data set, a query or a cut-off (``k``, ``truncation``) may claim:
 #: 2**40, about 1.1e12 rows (a float64 column of them is 8.8 TB). Row counts are summed in float64
@@ -335,7 +336,7 @@ def check_int(value: Any, name: str, *, minimum: Optional[int] = None, maximum: 
               allow_none: bool = False, hint: str = "") -> Optional[int]:
     """An integer option as a Python int, checked before it can become an int64.
 
-    ``minimum`` defaults to ``-INT_LIMIT`` and ``maximum`` to :data:`INT_LIMIT` (2**62), so every
+    ``minimum`` defaults to ``-INT_LIMIT`` and ``maximum`` to :data:`INT_LIMIT` (2**62 - 1), so every
     accepted value and the sum of two of them fit int64. ``hint`` is appended to range errors.
     """
     if value is None and allow_none:

@@ -106,7 +106,7 @@ def label_pairs(labels: Any, group: Union[Groups, Any], *, max_pairs_per_query: 
     ----------
     labels : array of relevance grades, length ``n``.
     group : query sizes or ``Groups``.
-    max_pairs_per_query : int >= 0 or None (at most 2**62, ``customobj._validation.INT_LIMIT``)
+    max_pairs_per_query : int >= 0 or None (below 2**62, ``customobj._validation.INT_LIMIT``)
         Keep at most this many pairs per query, sampled uniformly without replacement
         (seeded per query: the same ``seed`` always gives the same pairs).
     seed : int in ``0..2**64 - 1``

@@ -105,14 +105,14 @@ def test_bad_labels():
 # --- issue 13: integer options beyond int64 are refused before numba sees them ---------------------------
 def test_integer_options_range_checked():
     y, g = np.array([0.0, 1.0, 2.0, 1.0]), [4]
-    with pytest.raises(ValueError, match=r"max_pairs_per_query must be <= 4611686018427387904, got 9223372036854775808"):
+    with pytest.raises(ValueError, match=r"max_pairs_per_query must be <= 4611686018427387903, got 9223372036854775808"):
         label_pairs(y, g, max_pairs_per_query=2**63)
     with pytest.raises(ValueError, match=r"seed must be <= 18446744073709551615"):
         label_pairs(y, g, max_pairs_per_query=2, seed=2**64)
     with pytest.raises(ValueError, match=r"seed must be >= 0"):
         label_pairs(y, g, seed=-1)
     # At the limits: the largest seed and cap work (the cap then keeps every pair).
-    i, j, d = label_pairs(y, g, max_pairs_per_query=2**62, seed=2**64 - 1)
+    i, j, d = label_pairs(y, g, max_pairs_per_query=2**62 - 1, seed=2**64 - 1)
     assert i.size == 5 and np.all(d > 0)
     a = label_pairs(y, g, max_pairs_per_query=2, seed=2**64 - 1)
     assert a[0].size == 2
