@@ -152,18 +152,21 @@ class RegressionEM:
             theta = np.clip(seen / np.maximum(count, EPS), EPS, 1.0 - EPS)
             weight2 = np.concatenate([w * rel, w * (1.0 - rel)])
             model = _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed)
-            gamma = np.clip(_sigmoid(_raw_predict(lib, model, X)), EPS, 1.0 - EPS)
+            gamma = np.clip(_sigmoid(_raw_predict(lib, model, X, 0)), EPS, 1.0 - EPS)
         self.ranker_ = model
         self.propensity_ = theta
         self.position_bias_ = theta / theta[0]
         self._lib = lib
         return self
 
-    def predict(self, X: Any) -> np.ndarray:
-        """Raw relevance scores (logits of ``gamma``): rank by them."""
+    def predict(self, X: Any, *, num_trees: Optional[int] = None) -> np.ndarray:
+        """Raw relevance scores (logits of ``gamma``): rank by them. ``num_trees``: score with the
+        first trees only (default all); early stopping on a validation curve picks it."""
         if not hasattr(self, "ranker_"):
             raise ValueError("this RegressionEM is not fitted yet: call fit first")
-        return _raw_predict(self._lib, self.ranker_, X)
+        total = self.n_iter * self.n_estimators
+        n = check_int(num_trees, "num_trees", minimum=1, maximum=total, allow_none=True)
+        return _raw_predict(self._lib, self.ranker_, X, total if n is None else n)
 
 
 def _stack(X):
@@ -194,9 +197,10 @@ def _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, se
                      xgb_model=model)
 
 
-def _raw_predict(lib, model, X):
+def _raw_predict(lib, model, X, n_trees):
     if lib == LIGHTGBM:
-        return np.asarray(model.predict(X, raw_score=True), dtype=np.float64)
+        return np.asarray(model.predict(X, raw_score=True, num_iteration=n_trees), dtype=np.float64)
     import xgboost as xgb
 
-    return np.asarray(model.predict(xgb.DMatrix(X), output_margin=True), dtype=np.float64)
+    return np.asarray(model.predict(xgb.DMatrix(X), output_margin=True, iteration_range=(0, n_trees)),
+                      dtype=np.float64)

@@ -64,3 +64,49 @@ def test_compare_runs_on_clicks(tmp_path):
     meta = json.loads((out / "results.json").read_text())
     assert meta["data"].endswith("trained on pbm:eta=1,sessions=2,shown=10 clicks")
     assert meta["arguments"]["clicks"] == "pbm:sessions=2"
+
+
+def test_regression_em_is_a_method_name():
+    from customobj.compare.clicks import build_regression_em
+
+    em, per_iter = build_regression_em("xgb", {"n_iter": 3, "min_child_samples": 5}, rounds=10, num_leaves=7,
+                                       learning_rate=0.2, seed=1, params=(("min_data_in_leaf", 9),))
+    # 3 iterations of ceil(10 / 3) = 4 trees; the method name's option beats the tuned parameter
+    assert (em.library, em.n_iter, em.n_estimators, per_iter) == ("xgboost", 3, 4, 4)
+    assert (em.learning_rate, em.num_leaves, em.min_child_samples, em.seed) == (0.2, 7, 5, 1)
+    assert build_regression_em("lgb", {}, rounds=2, num_leaves=7, learning_rate=0.1, seed=0)[0].n_iter == 2
+    with pytest.raises(ValueError, match="no option 'n_estimators'"):
+        build_regression_em("lgb", {"n_estimators": 3}, rounds=10, num_leaves=7, learning_rate=0.1, seed=0)
+    with pytest.raises(ValueError, match="n_iter"):
+        build_regression_em("lgb", {"n_iter": 0}, rounds=10, num_leaves=7, learning_rate=0.1, seed=0)
+    with pytest.raises(ValueError, match="min_child_samples"):
+        build_regression_em("lgb", {"min_child_samples": -1}, rounds=10, num_leaves=7, learning_rate=0.1, seed=0)
+    with pytest.raises(ValueError, match="cannot take the parameter 'lambda_l2'"):
+        build_regression_em("lgb", {}, rounds=10, num_leaves=7, learning_rate=0.1, seed=0, params=(("lambda_l2", 1),))
+    with pytest.raises(ValueError, match="lgb: or xgb:"):
+        build_regression_em("ole", {}, rounds=10, num_leaves=7, learning_rate=0.1, seed=0)
+    assert parse_method("lgb:RegressionEM(n_iter=4)").label == "lgb:RegressionEM(n_iter=4)"
+    for bad in ("ole:RegressionEM", "cb:RegressionEM"):
+        with pytest.raises(ValueError, match="RegressionEM"):
+            parse_method(bad)
+    with pytest.raises(ValueError, match="trainer"):
+        build_objective(parse_method("lgb:RegressionEM"))
+
+
+def test_compare_runs_regression_em_on_clicks_only(tmp_path, capsys):
+    from customobj.cli import main
+
+    base = ["compare", "--synthetic-queries", "60", "--synthetic-docs", "12", "--folds", "1", "--rounds", "6",
+            "--no-plot", "--quiet", "--early-stopping", "2"]
+    out = tmp_path / "r"
+    rc = main(base + ["--clicks", "pbm:sessions=2", "--methods", "lgb:LambdaRank,lgb:RegressionEM(n_iter=3),"
+                      "xgb:RegressionEM(n_iter=2)", "--out", str(out)])
+    assert rc == 0
+    rows = json.loads((out / "results.json").read_text())
+    text = json.dumps(rows)
+    assert "lgb:RegressionEM(n_iter=3)" in text and "xgb:RegressionEM(n_iter=2)" in text
+    for args, match in ((["--methods", "lgb:RegressionEM"], "add --clicks"),
+                        (["--clicks", "pbm", "--methods", "lgb:RegressionEM(rounds=3)"], "no option 'rounds'")):
+        capsys.readouterr()
+        assert main(base + args + ["--out", str(tmp_path / "x")]) == 2
+        assert match in capsys.readouterr().err

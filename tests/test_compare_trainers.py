@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import customobj
 import customobj.adapters  # noqa: F401  (before any lightgbm import, as the CLI does)
 from customobj.compare.methods import parse_method
 from customobj.compare.trainers import Settings, Split, TrainResult, _first_curve, catboost_available, train
@@ -57,3 +58,24 @@ def test_first_curve_walks_the_nested_record():
     assert _first_curve({"valid": {"ndcg@10": [0.5, 0.6]}, "train": {"x": [1.0]}}).tolist() == [0.5, 0.6]
     assert _first_curve([0.1]).tolist() == [0.1]
     assert _first_curve({"valid": {}}).size == 0
+
+
+def test_regression_em_trains_on_a_click_log_and_stops_early():
+    from customobj.compare.trainers import _best_round
+    from customobj.data import simulate_clicks
+
+    d = synthetic(40, 10, 5, seed=0)
+    log = simulate_clicks(d, ranker=d.X[:, 0], sessions=3, seed=0)
+    tr = Split(log.X, log.y.astype(np.float64), log.group.astype(np.int64), log.position)
+    va = Split.from_data(synthetic(10, 8, 5, seed=1))
+    st = Settings(rounds=6, num_leaves=7, early_stopping=0, jobs=1)
+    res = train(parse_method("lgb:RegressionEM(n_iter=3)"), st, tr, va, va)
+    assert res.rounds_trained == res.best_round == 6 and res.curve.shape == (6,)
+    # the kept model is the EM model's first best_round trees: its validation score is the curve's
+    kept = customobj.metrics.ndcg(res.valid_scores, va.y, va.sizes, 10)
+    assert kept == pytest.approx(res.curve[-1])
+    with pytest.raises(ValueError, match="--clicks"):
+        train(parse_method("lgb:RegressionEM"), st, va, va, va)
+    # early stopping's rule: the first best, found before `patience` rounds without a gain
+    curve = np.array([0.1, 0.3, 0.2, 0.3, 0.25, 0.5])
+    assert [_best_round(curve, p) for p in (0, 1, 2, 3, 4)] == [6, 2, 2, 2, 6]

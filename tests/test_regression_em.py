@@ -67,3 +67,15 @@ def test_bad_input(kwargs, fit, exc, match):
     args.update(fit)
     with pytest.raises(exc, match=match):
         RegressionEM(**kwargs).fit(np.zeros((3, 2)), **args)
+
+
+def test_predict_with_the_first_trees(log):
+    d, clicks = log
+    em = RegressionEM(n_iter=2, n_estimators=3).fit(clicks.X, clicks.y, position=clicks.position)
+    full = em.predict(d.X)
+    np.testing.assert_array_equal(em.predict(d.X, num_trees=6), full)
+    np.testing.assert_array_equal(em.predict(d.X, num_trees=2), em.ranker_.predict(d.X, raw_score=True, num_iteration=2))
+    assert not np.array_equal(em.predict(d.X, num_trees=1), full)
+    for bad in (0, 7, 1.5):
+        with pytest.raises((ValueError, TypeError), match="num_trees"):
+            em.predict(d.X, num_trees=bad)

@@ -10,7 +10,8 @@ others). Validation (early stopping) and test keep their graded labels.
 Methods: every method name works on clicks (naive); ``lgb:lambdarank`` with the position field is
 LightGBM's position debiasing; ``xgb:rank:ndcg(lambdarank_unbiased=true)`` XGBoost's Unbiased
 LambdaMART; ``lgb:Unbiased(objective=LambdaRank,bias_norm=0)`` customobj's (any backend, any
-pairwise objective by name).
+pairwise objective by name); ``lgb:RegressionEM(n_iter=10)`` (or ``xgb:``) regression EM, ``--rounds``
+trees in all, ``n_iter`` EM iterations.
 """
 from __future__ import annotations
 
@@ -21,14 +22,23 @@ import numpy as np
 
 from .._cli_errors import UsageError
 
-__all__ = ["ClickSpec", "parse_clicks", "click_folds", "build_unbiased", "CLICK_TARGETS", "WEAK_SHARE",
-           "WEAK_ROUNDS"]
+__all__ = ["ClickSpec", "parse_clicks", "click_folds", "build_unbiased", "build_regression_em", "CLICK_TARGETS",
+           "CLICK_TRAINERS", "EM_BACKENDS", "WEAK_SHARE", "WEAK_ROUNDS"]
 
 #: Share of the training queries, and trees, of the weak production ranker that orders the queries.
 WEAK_SHARE = 0.05
 WEAK_ROUNDS = 10
 #: Method targets that are not objective classes but wrap one named by their ``objective`` option.
 CLICK_TARGETS = ("Unbiased",)
+#: Method targets that are trainers of their own, not objectives: ``lgb:RegressionEM`` /
+#: ``xgb:RegressionEM`` (:class:`customobj.RegressionEM` on that library).
+CLICK_TRAINERS = ("RegressionEM",)
+#: Backend prefix -> RegressionEM's ``library``.
+EM_BACKENDS = {"lgb": "lightgbm", "xgb": "xgboost"}
+#: RegressionEM options a method name may set; the number of trees comes from ``--rounds``.
+_EM_OPTIONS = ("n_iter", "min_child_samples")
+#: Most EM iterations a method name may ask for (RegressionEM's own limit).
+MAX_EM_ITER = 10_000
 _MODELS = ("pbm", "cascade")
 _OPTIONS = {"eta": float, "sessions": int, "shown": int}
 
@@ -115,3 +125,44 @@ def build_unbiased(kwargs: dict):
     if not isinstance(cls, type) or not issubclass(cls, objectives.Objective):
         raise ValueError(f"Unbiased: objective must name a customobj objective such as LambdaRank, got {name!r}")
     return Unbiased(cls(), **kwargs)
+
+
+def build_regression_em(backend: str, kwargs: dict, *, rounds: int, num_leaves: int, learning_rate: float,
+                        seed: int, params: tuple = ()):
+    """The :class:`customobj.RegressionEM` of a method ``<backend>:RegressionEM(n_iter=...)``.
+
+    ``n_iter`` EM iterations (default 10; ``rounds`` when there are fewer rounds) of ``ceil(rounds / n_iter)`` trees
+    each; the model kept has at most ``rounds`` trees (the trainer picks them on validation). ``params``
+    (``--tune``'s ``(name, value)`` pairs, LightGBM's names) may set ``learning_rate``,
+    ``num_leaves`` and ``min_data_in_leaf``.
+
+    Examples
+    --------
+    >>> em, per_iter = build_regression_em("lgb", {"n_iter": 4}, rounds=10, num_leaves=7, learning_rate=0.1, seed=0)
+    >>> em.library, em.n_iter, per_iter
+    ('lightgbm', 4, 3)
+    """
+    from ..regression_em import RegressionEM
+
+    if backend not in EM_BACKENDS:
+        raise ValueError(f"RegressionEM trains with {' or '.join(b + ':' for b in EM_BACKENDS)}, not {backend}:")
+    unknown = sorted(set(kwargs) - set(_EM_OPTIONS))
+    if unknown:
+        raise ValueError(f"RegressionEM has no option {unknown[0]!r} here; its options: {', '.join(_EM_OPTIONS)} "
+                         "(the number of trees is --rounds)")
+    tuned = dict(params)
+    renamed = {"min_data_in_leaf": "min_child_samples"}
+    extra = sorted(set(tuned) - {"learning_rate", "num_leaves", "min_data_in_leaf"})
+    if extra:
+        raise ValueError(f"RegressionEM cannot take the parameter {extra[0]!r}")
+    options = dict(learning_rate=learning_rate, num_leaves=num_leaves, seed=seed)
+    options.update({renamed.get(k, k): v for k, v in tuned.items()})
+    options.update(kwargs)
+    n_iter = options.pop("n_iter", 10)
+    if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or not 1 <= n_iter <= MAX_EM_ITER:
+        raise ValueError(f"RegressionEM: n_iter must be an integer in 1..{MAX_EM_ITER}, got {n_iter!r}")
+    n_iter = min(int(n_iter), rounds)  # at least one tree per iteration
+    per_iter = -(-rounds // n_iter)
+    em = RegressionEM(library=EM_BACKENDS[backend], n_iter=n_iter, n_estimators=per_iter, **options)
+    em._checked()  # bad values name their option now, not after the data is loaded
+    return em, per_iter

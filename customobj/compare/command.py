@@ -19,6 +19,7 @@ import numpy as np
 from .._cli_errors import RunError, UsageError, one_line, stderr_held
 from .._extras import available, install_hint
 from . import output, report, runner
+from .clicks import CLICK_TRAINERS
 from .ensemble import member_specs
 from .folds import MAX_GRADE, SYNTHETIC_DOCS, SYNTHETIC_FOLDS, SYNTHETIC_QUERIES, load_folds, parse_folds
 from .methods import build_objective, parse_method, parse_methods, split_methods, valid_names_help
@@ -144,7 +145,9 @@ def _check_methods(args):
             raise UsageError(f"{s.label} needs CatBoost, an optional extra: {install_hint('catboost')}")
         if s.backend == "xgb" and not available("xgboost"):
             raise UsageError(f"{s.label} needs XGBoost, an optional extra: {install_hint('xgboost')}")
-        if not s.native:
+        if s.target in CLICK_TRAINERS:
+            _check_trainer(s, args)
+        elif not s.native:
             try:
                 build_objective(s)  # bad options fail now, not after an hour of training
             except (ValueError, TypeError, OverflowError) as exc:
@@ -161,6 +164,21 @@ def _check_methods(args):
         if baseline not in labels:
             raise UsageError(f"--baseline {baseline} is not one of --methods: {', '.join(labels)}")
     return specs, baseline
+
+
+def _check_trainer(spec, args):
+    """``lgb:RegressionEM(...)``: its options now, and the click log it needs."""
+    from .clicks import build_regression_em
+
+    if not getattr(args, "clicks", None):
+        raise UsageError(f"{spec.label} learns from clicks: add --clicks pbm (or cascade)")
+    if getattr(args, "device", "cpu") == "cuda":
+        raise UsageError(f"{spec.label} trains on the CPU: leave it out of --device cuda runs")
+    try:
+        build_regression_em(spec.backend, spec.kwargs, rounds=args.rounds, num_leaves=args.num_leaves,
+                            learning_rate=args.learning_rate, seed=args.seed)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"invalid options for {spec.label}: {one_line(exc)}") from None
 
 
 def _check_gpu_methods(specs):
@@ -186,7 +204,7 @@ def _check_gpu_methods(specs):
 def _check_labels(specs, folds):
     """Let each customobj objective check the training labels now (e.g. Logistic wants 0/1 labels)."""
     for spec in member_specs(specs):
-        if spec.native:
+        if spec.native or spec.target in CLICK_TRAINERS:  # RegressionEM checks its clicks when it fits
             continue
         for fold, tr, _, _ in folds:
             try:
@@ -206,7 +224,7 @@ def _sample(split):
     ends = np.cumsum(split.sizes)
     k = min(int(np.searchsorted(ends, SAMPLE_ROWS)) + 1, split.sizes.size)
     n = int(ends[k - 1])
-    return Split(split.X[:n], split.y[:n], split.sizes[:k])
+    return Split(split.X[:n], split.y[:n], split.sizes[:k], None if split.position is None else split.position[:n])
 
 
 def _warm_up(specs, settings, sample, bar):

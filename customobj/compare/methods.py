@@ -123,9 +123,10 @@ def objective_names() -> list[str]:
             continue
         if issubclass(cls, objectives.Objective):
             names.append(name)
-    from .clicks import CLICK_TARGETS  # Unbiased(objective=<name>, ...): learning from clicks
+    # Unbiased(objective=<name>, ...) and RegressionEM: learning from clicks
+    from .clicks import CLICK_TARGETS, CLICK_TRAINERS
 
-    return sorted(names + list(CLICK_TARGETS))
+    return sorted(names + list(CLICK_TARGETS) + list(CLICK_TRAINERS))
 
 
 def valid_names_help() -> str:
@@ -257,6 +258,10 @@ def _parse_single(raw: str, s: str) -> MethodSpec:
             why = f"'{target}' is not a native {backend} objective (customobj objectives need lgb, xgb or ole)"
         raise _error(raw, why, candidates)
 
+    from .clicks import CLICK_TRAINERS, EM_BACKENDS
+
+    if target in CLICK_TRAINERS and backend not in EM_BACKENDS:
+        raise _error(raw, f"'{target}' trains with {' or '.join(b + ':' for b in EM_BACKENDS)} only")
     if backend == "ole":
         criterion = criterion or "ole"
     elif criterion is not None:
@@ -290,8 +295,10 @@ def build_objective(spec: MethodSpec) -> Objective:
     if spec.native:
         raise ValueError(f"{spec.label} is a native {BACKENDS[spec.backend]} objective, not a customobj one")
     from .. import objectives
-    from .clicks import CLICK_TARGETS, build_unbiased
+    from .clicks import CLICK_TARGETS, CLICK_TRAINERS, build_unbiased
 
+    if spec.target in CLICK_TRAINERS:
+        raise ValueError(f"{spec.label} is a trainer (customobj.{spec.target}), not an objective")
     if spec.target in CLICK_TARGETS:
         try:
             return build_unbiased(spec.kwargs)

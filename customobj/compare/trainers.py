@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..objectives.pointwise import McRank
+from .clicks import CLICK_TRAINERS
 from .methods import BACKENDS, MethodSpec, build_objective
 
 __all__ = ["Settings", "Split", "TrainResult", "train", "warm_up", "catboost_available"]
@@ -255,6 +256,42 @@ def _train_ole(spec, st, train_, valid, test):
     return TrainResult(predict(test.X), predict(valid.X), curve, best, int(trained), elapsed)
 
 
+# --- RegressionEM: a trainer, not an objective (compare --clicks) ---------------------------------
+def _train_em(spec, st, train_, valid, test):
+    """Regression EM on the click log; the curve is the validation NDCG@10 after each tree, and the
+    model kept stops where ``early_stopping`` rounds brought no gain (lgb.early_stopping's rule), so
+    it is the booster early stopping would have kept: later EM iterations never change earlier trees."""
+    from ..metrics import ndcg
+    from .clicks import build_regression_em
+
+    if train_.position is None:
+        raise ValueError("RegressionEM learns from clicks: run compare with --clicks")
+    em, _ = build_regression_em(spec.backend, spec.kwargs, rounds=st.rounds, num_leaves=st.num_leaves,
+                                learning_rate=st.learning_rate, seed=st.seed, params=st.params)
+    start = time.perf_counter()
+    em.fit(train_.X, train_.y, position=train_.position)
+    elapsed = time.perf_counter() - start
+    trained = min(em.n_iter * em.n_estimators, st.rounds)
+    curve = np.array([ndcg(em.predict(valid.X, num_trees=k), valid.y, valid.sizes, 10) for k in range(1, trained + 1)])
+    best = _best_round(curve, st.early_stopping)
+    return TrainResult(em.predict(test.X, num_trees=best), em.predict(valid.X, num_trees=best), curve, best,
+                       trained, elapsed)
+
+
+def _best_round(curve, patience):
+    """1-based round early stopping keeps: the first best, scanning until ``patience`` rounds bring no
+    gain (``patience`` 0: the last round)."""
+    if patience <= 0:
+        return int(curve.size)
+    best = 0
+    for r in range(1, curve.size):
+        if curve[r] > curve[best]:
+            best = r
+        elif r - best >= patience:
+            break
+    return best + 1
+
+
 def _first_curve(record):
     """The first metric list of an ``evals_result_``-style nested dict (or a plain list)."""
     node = record
@@ -271,6 +308,8 @@ assert set(_TRAINERS) == set(BACKENDS)
 
 def train(spec: MethodSpec, settings: Settings, train_: Split, valid: Split, test: Split) -> TrainResult:
     """Train ``spec`` on ``train_`` with early stopping on ``valid``; score ``valid`` and ``test``."""
+    if spec.target in CLICK_TRAINERS:
+        return _train_em(spec, settings, train_, valid, test)
     return _TRAINERS[spec.backend](spec, settings, train_, valid, test)
 
 
