@@ -88,7 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     data.add_argument("--clicks", metavar="MODEL[:eta=E,sessions=S,shown=K]",
                       help="train on simulated clicks instead of the training labels: pbm or cascade users on a "
                            "weak ranker's top K rows (default eta=1, sessions=12, shown=10); validation and test "
-                           "keep the true labels; methods such as lgb:Unbiased(objective=LambdaRank) debias them")
+                           "keep the true labels; methods such as lgb:Unbiased(objective=LambdaRank) and "
+                           "lgb:RegressionEM debias them")
     m = parser.add_argument_group("methods and training")
     m.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
                    help=f"comma-separated method names (default: {DEFAULT_METHODS})")
