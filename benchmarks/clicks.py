@@ -49,6 +49,16 @@ def weak_ranker(train, share, rounds, seed):
     return lgb.train(dict(LGB, objective="lambdarank"), ds, rounds)
 
 
+def shown_rows(train, log):
+    """The training rows the click log shows (each once, in source order) with their true labels:
+    what a click-trained ranker could at best learn from, the labels of the rows users saw."""
+    from types import SimpleNamespace
+
+    rows = np.unique(log.row)
+    qid = np.repeat(np.arange(len(train.group)), train.group)[rows]
+    return SimpleNamespace(X=train.X[rows], y=train.y[rows], group=np.bincount(qid)[np.unique(qid)])
+
+
 def lgb_custom(obj, log, rounds):
     ds = lgb.Dataset(log.X, log.y, group=log.group)
     return lgb.train(dict(LGB, objective=adapters.lightgbm_objective(obj)), ds, rounds).predict
@@ -89,7 +99,8 @@ def _methods(args, train, weak, log, r, seed):
         "IPS LambdaRank(norm=True) (true propensities)": lambda: U(LR(norm=True), propensity=true_p),
     }
     out = {"production ranker": lambda: (weak.predict, None),
-           "true labels: LambdaRank": lambda: lgb_custom(LR(), train, r)}
+           "true labels: LambdaRank": lambda: lgb_custom(LR(), train, r),
+           "true labels of the shown rows: LambdaRank": lambda: (lgb_custom(LR(), shown_rows(train, log), r), None)}
     out.update({name: (lambda make=make: _trained(make(), log, r)) for name, make in objectives.items()})
     out["XGBoost rank:ndcg naive"] = lambda: (xgb_native(log, r), None)
     out["XGBoost lambdarank_unbiased"] = lambda: (xgb_native(log, r, lambdarank_unbiased=True), None)

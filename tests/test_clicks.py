@@ -46,7 +46,7 @@ def test_unit_propensities_give_the_wrapped_objective(log, name):
     s = _scores(log.y.size)
     w = np.repeat(np.random.default_rng(1).uniform(0.5, 2.0, log.group.size), log.group)
     g0, h0 = base.grad_hess(s, log.y, log.group, w)
-    obj = Unbiased(base, propensity=np.ones(10))
+    obj = Unbiased(base, propensity=np.ones(10), query_norm=False)
     g1, h1 = obj.grad_hess(s, log.y, log.group, w)
     np.testing.assert_allclose(g1, g0, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(h1, h0, rtol=1e-10, atol=1e-12)
@@ -59,13 +59,15 @@ def test_unit_propensities_give_the_wrapped_objective(log, name):
         np.testing.assert_allclose(c1[order1], c0[order0], rtol=1e-10, atol=1e-14)
 
 
-def _reference_ranknet(s, y, sizes, pos, tplus, tminus, sigma=1.0, swapped=True):
-    """Slow reference: every clicked/unclicked pair of RankNet divided by t+ t-, and eq. 30-31."""
+def _reference_ranknet(s, y, sizes, pos, tplus, tminus, sigma=1.0, swapped=True, query_norm=True):
+    """Slow reference: every clicked/unclicked pair of RankNet divided by t+ t-, each query's terms
+    times log2(1 + S) / S (S: its debiased 2 lambda; with ``query_norm``), and eq. 30-31."""
     g, h = np.zeros_like(s), np.zeros_like(s)
     k = tplus.size
     li, lj = np.zeros(k), np.zeros(k)
     start = 0
     for n in sizes:
+        qg, qh, total = np.zeros_like(s), np.zeros_like(s), 0.0
         for a in range(start, start + n):
             for b in range(start, start + n):
                 if y[a] <= y[b]:
@@ -73,14 +75,18 @@ def _reference_ranknet(s, y, sizes, pos, tplus, tminus, sigma=1.0, swapped=True)
                 d = s[a] - s[b]
                 rho = 1.0 / (1.0 + np.exp(sigma * d))
                 u = 1.0 / (tplus[pos[a]] * tminus[pos[b]]) if pos[a] < k and pos[b] < k else 1.0
-                g[a] -= u * sigma * rho
-                g[b] += u * sigma * rho
-                h[a] += u * sigma**2 * rho * (1 - rho)
-                h[b] += u * sigma**2 * rho * (1 - rho)
+                qg[a] -= u * sigma * rho
+                qg[b] += u * sigma * rho
+                qh[a] += u * sigma**2 * rho * (1 - rho)
+                qh[b] += u * sigma**2 * rho * (1 - rho)
+                total += 2.0 * u * sigma * rho
                 if pos[a] < k and pos[b] < k:
                     cost = np.log1p(np.exp(sigma * d if swapped else -sigma * d))
                     li[pos[a]] += cost / tminus[pos[b]]
                     lj[pos[b]] += cost / tplus[pos[a]]
+        f = np.log2(1.0 + total) / total if query_norm and total > 0 else 1.0
+        g += f * qg
+        h += f * qh
         start += n
     return g, h, np.sqrt(li / li[0]), np.sqrt(lj / lj[0])
 
@@ -106,7 +112,7 @@ def test_debiasing_and_estimate_match_a_slow_reference(log, cost):
 
 @pytest.mark.parametrize("base", [RankNet(sigma=1.5), RankSVM(margin=0.5), QBRank(w=0.4)], ids=repr)
 def test_gradient_is_the_derivative_of_the_debiased_loss(log, base):
-    obj = Unbiased(base, propensity=1.0 / np.arange(1.0, 11.0))
+    obj = Unbiased(base, propensity=1.0 / np.arange(1.0, 11.0), query_norm=False)  # no frozen factors
     s = _scores(log.y.size, 5)
     g, _ = obj.grad_hess(s, log.y, log.group)
     prep = obj.prepare(log.y, log.group)
@@ -118,10 +124,10 @@ def test_gradient_is_the_derivative_of_the_debiased_loss(log, base):
         assert fd == pytest.approx(g[r], rel=1e-5, abs=1e-7)
 
 
-def _reference_ips_lambdarank(s, y, sizes, pos, propensity, sigma=1.0):
-    """Slow reference of IPS LambdaRank (Burges' lambdas, NDCG over the whole session, no
-    normalisation): every clicked/unclicked pair's lambda and hessian divided by the clicked row's
-    propensity, ``t- = 1``."""
+def _reference_ips_lambdarank(s, y, sizes, pos, propensity, sigma=1.0, query_norm=False):
+    """Slow reference of IPS LambdaRank (Burges' lambdas, NDCG over the whole session): every
+    clicked/unclicked pair's lambda and hessian divided by the clicked row's propensity, ``t- = 1``;
+    with ``query_norm`` each session's terms times log2(1 + S) / S, S its debiased 2 lambda."""
     g, h = np.zeros_like(s), np.zeros_like(s)
     start = 0
     for n in sizes:
@@ -131,6 +137,7 @@ def _reference_ips_lambdarank(s, y, sizes, pos, propensity, sigma=1.0):
         disc = 1.0 / np.log2(2.0 + rank)
         gain = 2.0 ** y[rows] - 1.0
         ideal = np.sum(np.sort(gain)[::-1] / np.log2(2.0 + np.arange(n)))
+        qg, qh, total = np.zeros_like(s), np.zeros_like(s), 0.0
         for a in range(n):
             for b in range(n):
                 if y[rows[a]] <= y[rows[b]]:
@@ -138,23 +145,28 @@ def _reference_ips_lambdarank(s, y, sizes, pos, propensity, sigma=1.0):
                 dz = abs(gain[a] - gain[b]) * abs(disc[a] - disc[b]) / ideal
                 rho = 1.0 / (1.0 + np.exp(sigma * (s[rows[a]] - s[rows[b]])))
                 u = 1.0 / propensity[pos[rows[a]]]
-                g[rows[a]] -= u * sigma * dz * rho
-                g[rows[b]] += u * sigma * dz * rho
-                h[rows[a]] += u * sigma**2 * dz * rho * (1 - rho)
-                h[rows[b]] += u * sigma**2 * dz * rho * (1 - rho)
+                qg[rows[a]] -= u * sigma * dz * rho
+                qg[rows[b]] += u * sigma * dz * rho
+                qh[rows[a]] += u * sigma**2 * dz * rho * (1 - rho)
+                qh[rows[b]] += u * sigma**2 * dz * rho * (1 - rho)
+                total += 2.0 * u * sigma * dz * rho
+        f = np.log2(1.0 + total) / total if query_norm and total > 0 else 1.0
+        g += f * qg
+        h += f * qh
         start += n
     return g, h
 
 
+@pytest.mark.parametrize("query_norm", [False, True])
 @pytest.mark.parametrize("propensity", [np.ones(10), 1.0 / np.arange(1.0, 11.0)], ids=["unit", "1/r"])
-def test_ips_lambdarank_matches_a_slow_reference(log, propensity):
+def test_ips_lambdarank_matches_a_slow_reference(log, propensity, query_norm):
     """IPS with known propensities (issue 22, item 3) weighs each clicked/unclicked pair of
     LambdaRank by 1 / propensity of the clicked row's position and nothing else: the unit case
     pins the reference to LambdaRank itself, the 1/r case the weighting."""
     s = _scores(log.y.size, 11)
-    obj = Unbiased(LambdaRank(sigma=1.5), propensity=propensity)
+    obj = Unbiased(LambdaRank(sigma=1.5), propensity=propensity, query_norm=query_norm)
     g, h = obj.grad_hess(s, log.y, log.group)
-    rg, rh = _reference_ips_lambdarank(s, log.y, log.group, log.position, propensity, sigma=1.5)
+    rg, rh = _reference_ips_lambdarank(s, log.y, log.group, log.position, propensity, sigma=1.5, query_norm=query_norm)
     np.testing.assert_allclose(g, rg, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(h, rh, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(obj.position_bias_, propensity)  # nothing estimated
@@ -180,6 +192,7 @@ def test_fitted_attributes_are_not_options(log):
     assert a == b and hash(a) == hash(b)
     assert "position_bias_" not in repr(a)
     assert Unbiased(RankNet(), bias_norm=0.0) != a and Unbiased(RankNet(), cost="loss") != a
+    assert Unbiased(RankNet(), query_norm=False) != a
 
 
 @pytest.fixture(scope="module")
@@ -265,6 +278,7 @@ BAD = [
     (lambda y, g: Unbiased(RankNet(), propensity=[1.0, 0.5], n_positions=3), ValueError, "n_positions"),
     (lambda y, g: Unbiased(RankNet(), bias_norm=-1.0), ValueError, "bias_norm"),
     (lambda y, g: Unbiased(RankNet(), cost="xgboost"), ValueError, "cost"),
+    (lambda y, g: Unbiased(RankNet(), query_norm=1), TypeError, "query_norm"),
     (lambda y, g: Unbiased(RankNet(), n_positions=0), ValueError, "n_positions"),
     (lambda y, g: Unbiased(customobj.StructuredDCG() + RankNet()), TypeError, "debias"),
     (lambda y, g: Unbiased(QBRank(hessian="upper_bound")), TypeError, "debias"),
