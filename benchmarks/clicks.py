@@ -88,6 +88,7 @@ def _methods(args, train, weak, log, r, seed):
     objectives = {
         "naive LambdaRank()": lambda: LR(),
         "Unbiased(LambdaRank())": lambda: U(LR()),
+        "Unbiased(LambdaRank(), query_norm=False)": lambda: U(LR(), query_norm=False),
         "Unbiased(LambdaRank(), cost='loss')": lambda: U(LR(), cost="loss"),
         "Unbiased(LambdaRank(), bias_norm=0)": lambda: U(LR(), bias_norm=0.0),
         "naive LambdaRank(norm=True)": lambda: LR(norm=True),
@@ -95,6 +96,7 @@ def _methods(args, train, weak, log, r, seed):
         "naive LambdaRank.like_xgboost()": lambda: LR.like_xgboost(),
         "Unbiased(LambdaRank.like_xgboost())": lambda: U(LR.like_xgboost()),
         "Unbiased(RankNet())": lambda: U(customobj.RankNet()),
+        "Unbiased(RankNet(), query_norm=False)": lambda: U(customobj.RankNet(), query_norm=False),
         "IPS LambdaRank (true propensities)": lambda: U(LR(), propensity=true_p),
         "IPS LambdaRank(norm=True) (true propensities)": lambda: U(LR(norm=True), propensity=true_p),
     }
@@ -142,6 +144,51 @@ def render_propensities(biases, eta, title):
     return buf.getvalue()
 
 
+def speed(train, args):
+    """Seconds per ``grad_hess`` of each wrapped loss and of its ``Unbiased`` (estimating), the
+    minimum over interleaved repeats (a drifting machine moves both alike), on one click log."""
+    import time
+
+    weak = weak_ranker(train, args.weak_share, args.weak_rounds, args.first_seed)
+    log = simulate_clicks(train, ranker=weak.predict(train.X), eta=args.eta, sessions=args.sessions,
+                          seed=args.first_seed)
+    s = np.random.default_rng(0).normal(size=log.y.size)
+    print(f"{log.y.size} rows, {len(log.group)} sessions; seconds per grad_hess (min of {args.speed}):")
+    for base in (customobj.LambdaRank(), customobj.LambdaRank.like_xgboost(), customobj.RankNet()):
+        objs = {"wrapped": base, "Unbiased": customobj.Unbiased(base)}
+        preps = {k: o.prepare(log.y, log.group) for k, o in objs.items()}
+        best = {k: np.inf for k in objs}
+        for _ in range(args.speed + 1):  # the first pass compiles and is not counted
+            for k, o in objs.items():
+                t = time.perf_counter()
+                o.grad_hess_prepared(s, preps[k])
+                best[k] = min(best[k], time.perf_counter() - t) if _ else best[k]
+        print(f"  {base!r:<70} {best['wrapped']:.4f}  Unbiased {best['Unbiased']:.4f}  "
+              f"ratio {best['Unbiased'] / best['wrapped']:.2f}")
+    runs = {"LambdaRank()": customobj.LambdaRank, "Unbiased(LambdaRank())": lambda: customobj.Unbiased(customobj.LambdaRank())}
+    best = {k: np.inf for k in runs}
+    for _ in range(3):
+        for k, make in runs.items():
+            t = time.perf_counter()
+            lgb_custom(make(), log, args.rounds)
+            best[k] = min(best[k], time.perf_counter() - t)
+    print(f"LightGBM training, {args.rounds} rounds (min of 3): " + ", ".join(f"{k} {v:.2f} s" for k, v in best.items())
+          + f"; ratio {best['Unbiased(LambdaRank())'] / best['LambdaRank()']:.2f}")
+    return 0
+
+
+def _split_top(text):
+    """Split ``--only`` at the commas outside parentheses: method names such as
+    ``Unbiased(LambdaRank(), query_norm=False)`` hold commas of their own."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=os.path.join(_HERE, "..", "..", "shared", "data", "mq2008", "Fold1"))
@@ -156,18 +203,23 @@ def main(argv=None):
     ap.add_argument("--eta", type=float, default=1.0)
     ap.add_argument("--weak-share", type=float, default=0.05)
     ap.add_argument("--weak-rounds", type=int, default=10)
+    ap.add_argument("--speed", type=int, default=0, metavar="REPEATS",
+                    help="instead: time one gradient call of each wrapped loss and of its Unbiased on the first "
+                         "click log, interleaved, REPEATS times each, and print the ratios")
     args = ap.parse_args(argv)
     LGB["learning_rate"] = XGB["eta"] = args.learning_rate
     train = load_letor(os.path.join(args.data, "train.txt.gz"))
     test = load_letor(os.path.join(args.data, "test.txt.gz"))
     r = args.rounds
+    if args.speed:
+        return speed(train, args)
 
     def score(predict):
         return customobj.metrics.ndcg(predict(test.X), test.y, test.group, 10, empty="exclude")
 
     results = {}
     biases = {}
-    only = None if args.only is None else [n.strip() for n in args.only.split(",") if n.strip()]
+    only = None if args.only is None else [n.strip() for n in _split_top(args.only) if n.strip()]
     known = list(_methods(args, train, None, None, r, 0))  # names only: nothing trains here
     unknown = [n for n in only or () if n not in known]
     if unknown or only == []:

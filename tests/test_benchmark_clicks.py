@@ -48,3 +48,17 @@ def test_only_with_an_unknown_name_is_refused_before_training(run):
     _, argv = run
     with pytest.raises(SystemExit, match="no method named"):
         bench.main([*argv[:6], "--only", "no such method", "--seeds", "1"])
+
+
+def test_only_splits_at_commas_outside_parentheses():
+    assert bench._split_top("naive LambdaRank(),Unbiased(LambdaRank(), query_norm=False), x") == [
+        "naive LambdaRank()", "Unbiased(LambdaRank(), query_norm=False)", " x"]
+
+
+def test_speed_mode_times_each_loss_and_its_unbiased(run, capsys):
+    _, argv = run
+    assert bench.main([*argv[:2], "--speed", "1", "--rounds", "2"]) == 0
+    text = capsys.readouterr().out
+    ratios = [float(x) for x in re.findall(r"ratio (\d+\.\d+)", text)]
+    assert len(ratios) == 4 and all(r > 0 for r in ratios)  # three losses, then the training run
+    assert "Unbiased(LambdaRank()) " in text and "rows," in text
