@@ -73,6 +73,10 @@ class CPUBackend:
         ``min_sum_hessian_in_leaf``.
     """
 
+    #: Bytes the fit held on the device at its peak, and where its gradients ran: None on the CPU.
+    device_memory_peak: Optional[int] = None
+    gradients_where: Optional[str] = None
+
     def __init__(self, ctx: GrowContext, params) -> None:
         self.ctx, self.data = ctx, ctx.data
         self.n_rows = ctx.data.n_rows
@@ -83,6 +87,11 @@ class CPUBackend:
         self.min_hess = float(params.min_sum_hessian_in_leaf)
         self._find = find_best_split_parallel if self.data.n_slots >= PARALLEL_SLOTS else find_best_split
         self._no_pair_hist = np.zeros((1, PH_CHANNELS))
+
+    def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool):
+        """The fit's scores kept on the device (a GPU backend's
+        :class:`~customobj.ole.cuda_scores.DeviceScores`), or None: here they stay on the host."""
+        return None
 
     # --- sums and histograms ------------------------------------------------------------------------
     def row_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:

@@ -39,10 +39,13 @@ from typing import Optional
 
 import numpy as np
 
-from .._cuda_runtime import THREADS, GPUUnavailableError, require_gpu
+from .._cuda_runtime import THREADS, GPUUnavailableError, is_device_array, require_gpu
 from .backend import CPUBackend
-from .common import HIST_CHANNELS, PH_CHANNELS
+from .common import HIST_CHANNELS, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
+from .criterion import WSE
+from .cuda_memory import DeviceHist, DeviceMemory
+from .splitting import _score, node_hessian
 
 __all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory",
            "n_blocks", "ROW_BLOCK", "PAIR_BLOCK", "MAX_BLOCKS"]
@@ -113,12 +116,17 @@ def _launch(n_threads: int) -> tuple:
 
 
 class CUDABackend(CPUBackend):
-    """The grower's kernels with the histograms on the GPU (see the module docstring for what is where).
+    """The grower's kernels on the GPU (see the module docstring for what is where).
 
     Parameters
     ----------
     ctx, params
         As for :class:`~customobj.ole.backend.CPUBackend`.
+
+    Attributes
+    ----------
+    memory : DeviceMemory
+        What the fit holds on the device, now and at its peak (bytes).
 
     Raises
     ------
@@ -132,32 +140,52 @@ class CUDABackend(CPUBackend):
         self._cuda = require_gpu(_WHAT)
         super().__init__(ctx, params)
         from . import _cuda_hist_kernels as kernels
+        from . import _cuda_split_kernels as split_kernels
 
-        self._k = kernels
+        self._k, self._ks = kernels, split_kernels
         d = ctx.data
-        self._shape = dict(n_rows=d.n_rows, n_features=d.feature_major.shape[0],
-                           bin_itemsize=d.feature_major.dtype.itemsize, n_slots=d.n_slots,
-                           index_itemsize=np.dtype(d.index_dtype()).itemsize)
+        n_feat = d.feature_major.shape[0]
+        self._shape = dict(n_rows=d.n_rows, n_features=n_feat, bin_itemsize=d.feature_major.dtype.itemsize,
+                           n_slots=d.n_slots, index_itemsize=np.dtype(d.index_dtype()).itemsize)
         need = device_memory_needed(**self._shape)
         check_device_memory(need)
         # what this fit keeps on the device from here on: later checks count it as theirs, not as taken
         self._resident = need["bins"] + need["histograms"]
-        cuda = self._cuda
-        self._bins = cuda.to_device(np.ascontiguousarray(d.feature_major))
-        self._offsets = cuda.to_device(np.ascontiguousarray(d.offsets, dtype=np.int64))
+        mem = self.memory = DeviceMemory(self._cuda)
+        self._bins = mem.upload(d.feature_major)
+        self._offsets = mem.upload(np.asarray(d.offsets, dtype=np.int64))
         self._n_bins = np.ascontiguousarray(d.n_bins, dtype=np.int64)
+        self._n_bins_d = mem.upload(self._n_bins)
         # one partial buffer serves both histograms: each has three channels (common.py)
-        self._partial = cuda.device_array((MAX_BLOCKS, d.n_slots, HIST_CHANNELS), dtype=np.float64)
-        self._out = cuda.device_array((d.n_slots, HIST_CHANNELS), dtype=np.float64)
-        self._all_features = np.arange(self._shape["n_features"], dtype=np.int64)
+        self._partial = mem.array((MAX_BLOCKS, d.n_slots, HIST_CHANNELS), np.float64)
+        self._all_features = np.arange(n_feat, dtype=np.int64)
         self._all_feature_args = self._feature_args(self._all_features)  # every tree's full pair histograms
-        self._grad = self._hess = None
+        # the split search's per-feature records, gains and result; a stand-in pair histogram for SE/WSE
+        self._per = mem.array((max(n_feat, 1), SPLIT_SIZE), np.float64)
+        self._gains = mem.array((max(n_feat, 1),), np.float64)
+        self._res = mem.array((SPLIT_SIZE,), np.float64)
+        self._no_ph = mem.upload(np.zeros((1, PH_CHANNELS)))
+        self._sums = mem.array((MAX_BLOCKS, 2), np.float64)
+        self._sum_out = mem.array((2,), np.float64)
+        self._grad = self._hess = self._root_rows = None
 
-    # --- the tree's gradients: uploaded with the root's sums, the first call of every tree -------------
-    def row_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:
-        """``(sum g, sum h)`` over ``order`` (host); uploads the tree's ``grad`` and ``hess``."""
-        self._grad = self._cuda.to_device(np.ascontiguousarray(grad, dtype=np.float64))
-        self._hess = self._cuda.to_device(np.ascontiguousarray(hess, dtype=np.float64))
+    # --- the tree's gradients and root sums: the first call of every tree -----------------------------
+    def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
+        """``(sum g, sum h)`` over ``order``. Gradients already on the device (the objective's GPU
+        kernels, :mod:`.cuda_scores`) are summed there, in blocks of rows in order (one block: the
+        CPU's order); host gradients are uploaded and summed on the host, as on the CPU."""
+        n = int(order.shape[0])
+        self.memory.sample()  # the card's use as a tree starts (a real card only)
+        self._root_rows = (self.memory.upload(np.asarray(order, dtype=np.int64)), n)
+        if is_device_array(grad):
+            self._grad, self._hess = grad, hess
+            nb = n_blocks(n, ROW_BLOCK)
+            self._ks.block_sums[_launch(nb)](self._root_rows[0], n, nb, grad, hess, self._sums)
+            self._ks.ordered_sums[1, 1](self._sums, nb, self._sum_out)
+            g, h = self._sum_out.copy_to_host()
+            return float(g), float(h)
+        self._grad = self.memory.upload(np.asarray(grad, dtype=np.float64))
+        self._hess = self.memory.upload(np.asarray(hess, dtype=np.float64))
         return super().row_sums(order, grad, hess)
 
     def pair_buffers(self, pairs: tuple) -> tuple:
@@ -168,42 +196,89 @@ class CUDABackend(CPUBackend):
 
     def _feature_args(self, feats: np.ndarray) -> tuple:
         """``(feats, their first slots, their bin counts)`` on the device, for ``pair_hist_blocks``."""
-        cuda = self._cuda
-        return (cuda.to_device(feats), cuda.to_device(np.ascontiguousarray(self.data.offsets[feats], dtype=np.int64)),
-                cuda.to_device(self._n_bins[feats]))
+        mem = self.memory
+        return (mem.upload(feats), mem.upload(np.asarray(self.data.offsets[feats], dtype=np.int64)),
+                mem.upload(self._n_bins[feats]))
 
-    # --- histograms on the device --------------------------------------------------------------------------
-    def _reduced(self, nb: int) -> np.ndarray:
-        k, n_slots = self._k, self.data.n_slots
-        k.reduce_blocks[_launch(n_slots * HIST_CHANNELS)](self._partial, nb, self._out)
-        return self._out.copy_to_host()
+    # --- histograms on the device: they stay there (DeviceHist) ------------------------------------------
+    def _reduced(self, nb: int) -> DeviceHist:
+        out = self.memory.array((self.data.n_slots, HIST_CHANNELS), np.float64)
+        self._k.reduce_blocks[_launch(out.size)](self._partial, nb, out)
+        return DeviceHist(out, self._ks.subtract)
 
-    def row_hist(self, order: np.ndarray, start: int, end: int, grad: np.ndarray, hess: np.ndarray,
-                 root: bool = False) -> np.ndarray:
-        """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``, built on the device
-        from the gradients :meth:`row_sums` uploaded (``grad``, ``hess`` are those arrays)."""
-        if self._grad is None:
+    def row_hist(self, order: np.ndarray, start: int, end: int, grad, hess, root: bool = False) -> DeviceHist:
+        """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``, built and kept on
+        the device from the gradients :meth:`row_sums` took (``grad``, ``hess`` are those arrays)."""
+        if self._grad is None or self._root_rows is None:
             raise RuntimeError("CUDABackend.row_hist before row_sums: the tree's gradients are not on the device")
         k, n = self._k, end - start
-        rows = self._cuda.to_device(np.ascontiguousarray(order[start:end], dtype=np.int64))
+        rows_d, n_root = self._root_rows
+        if not (start == 0 and end == n_root):  # the root's rows went up with its sums
+            rows_d = self.memory.upload(np.asarray(order[start:end], dtype=np.int64))
         nb = n_blocks(n, ROW_BLOCK)
-        k.row_hist_blocks[_launch(self._shape["n_features"] * nb)](self._bins, rows, n, nb, self._grad, self._hess,
+        k.row_hist_blocks[_launch(self._shape["n_features"] * nb)](self._bins, rows_d, n, nb, self._grad, self._hess,
                                                                    self._offsets, self._partial)
         return self._reduced(nb)
 
-    def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> np.ndarray:
-        """``(slots, 3)`` pair histogram [hi, nanp, R] of the pairs ``buf[start:end]``, built on the
-        device (all features, or only ``features``: the other slots are 0)."""
-        k, cuda, n = self._k, self._cuda, end - start
+    def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> DeviceHist:
+        """``(slots, 3)`` pair histogram [hi, nanp, R] of the pairs ``buf[start:end]``, built and kept
+        on the device (all features, or only ``features``: the other slots are 0)."""
+        k, n = self._k, end - start
         feats = self._all_features if features is None else np.unique(np.asarray(features, dtype=np.int64))
         if feats.size and (feats[0] < 0 or feats[-1] >= self._all_features.size):
             raise ValueError(f"features must be in [0, {self._all_features.size}), got {feats[0]}..{feats[-1]}")
-        if n <= 0 or feats.size == 0:  # no pairs or no features: an empty histogram
-            return np.zeros((self.data.n_slots, PH_CHANNELS))
-        args = self._all_feature_args if features is None else self._feature_args(feats)
         nb = n_blocks(n, PAIR_BLOCK)
-        if feats.size < self._all_features.size:  # slots of the other features are read back: zero them
+        if n <= 0 or feats.size < self._all_features.size:  # slots of the other features are read: zero them
             k.zero[_launch(nb * self.data.n_slots * PH_CHANNELS)](self._partial.reshape(self._partial.size))
-        pi, pj, pc = (cuda.to_device(np.ascontiguousarray(a[start:end])) for a in buf)
-        k.pair_hist_blocks[_launch(feats.size * nb)](self._bins, pi, pj, pc, n, nb, *args, self._partial)
+        if n > 0 and feats.size:
+            args = self._all_feature_args if features is None else self._feature_args(feats)
+            pi, pj, pc = (self.memory.upload(a[start:end]) for a in buf)
+            k.pair_hist_blocks[_launch(feats.size * nb)](self._bins, pi, pj, pc, n, nb, *args, self._partial)
         return self._reduced(nb)
+
+    # --- split search on the device: only the chosen split comes back ---------------------------------------
+    def _mask(self, mask: np.ndarray):
+        return self.memory.upload(np.asarray(mask, dtype=np.bool_))
+
+    def find_split(self, hist: DeviceHist, phist: Optional[DeviceHist], mask: np.ndarray,
+                   sums: ChildSums) -> SplitInfo:
+        """The best split of a node from its device histograms (:mod:`._cuda_split_kernels`: the CPU's
+        per-feature search, one thread per feature, then the first strictly best feature)."""
+        ks, n_feat = self._ks, self._shape["n_features"]
+        G, H, N, C = (float(v) for v in sums)
+        parent = _score(G, node_hessian(self.score, G, H, N, C), self.lam)
+        use_pairs = phist is not None
+        ks.feature_bests[_launch(n_feat)](hist.array, phist.array if use_pairs else self._no_ph, use_pairs,
+                                          self.score, self._n_bins_d, self._offsets, self._mask(mask), G, H, N, C,
+                                          self.lam, self.min_data, self.min_hess, parent, self._per, self._gains)
+        ks.pick_best[1, 1](self._per, self._gains, self._res)
+        return SplitInfo.from_array(self._res.copy_to_host())
+
+    def wse_gains(self, hist: DeviceHist, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
+        """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``), searched on the device."""
+        G, H, N = float(sums.G), float(sums.H), float(sums.N)
+        parent = _score(G, node_hessian(WSE, G, H, N, 0.0), self.lam)
+        self._ks.feature_wse_gains[_launch(self._shape["n_features"])](
+            hist.array, self._no_ph, self._n_bins_d, self._offsets, self._mask(mask), G, H, N, self.lam,
+            self.min_data, self.min_hess, parent, self._per, self._gains)
+        out[:] = self._gains.copy_to_host()[:out.shape[0]]
+        return out
+
+    # --- where the scores live, and what the fit held -------------------------------------------------------
+    def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool):
+        """The scores on the device with each round's gradients computed there
+        (:class:`~customobj.ole.cuda_scores.DeviceScores`), or None with the reason in ``gradients_where``."""
+        from .cuda_scores import DeviceScores, host_gradients_reason
+
+        why = host_gradients_reason(obj, need_pairs, line_search)
+        if why is not None:
+            self.gradients_where = f"host: {why}"
+            return None
+        self.gradients_where = "device"
+        return DeviceScores(self.memory, self._bins, self._n_bins_d, obj, prep, scores)
+
+    @property
+    def device_memory_peak(self) -> int:
+        """Bytes the fit held on the device at its peak (:class:`DeviceMemory`)."""
+        self.memory.sample()
+        return self.memory.peak

@@ -1,0 +1,130 @@
+"""customobj.ole._cuda_split_kernels: the GPU split search against the CPU's (splitting.find_best_split
+and feature_gains) on random and deliberately tied histograms for every score, with and without pairs
+and NaN, with feature masks; the node sums against the CPU's row sums (one block: bit for bit); the
+elementwise subtraction. Small data: without a GPU they run on numba's CUDA simulator."""
+import numpy as np
+import pytest
+
+from customobj.ole.backend import _row_sums
+from customobj.ole.binning import BinMapper
+from customobj.ole.common import SPLIT_SIZE
+from customobj.ole.criterion import OLE, SE, WSE
+from customobj.ole.cuda_backend import ROW_BLOCK, _launch
+from customobj.ole.histogram import build_row_hist_fm
+from customobj.ole.pairhist import build_pair_hist
+from customobj.ole.splitting import _score, feature_gains, find_best_split, node_hessian
+
+from _cuda_cases import needs_gpu
+from _ole_cases import make_X, random_pairs
+
+pytestmark = needs_gpu
+
+
+def _node(seed, tie):
+    """A node's row and pair histograms (float64), sums and mapper; ``tie`` copies feature 0 into 2
+    and 3, so three features tie on every threshold."""
+    X = make_X(seed, n=140, n_features=5)
+    if tie:
+        X[:, 2] = X[:, 0]
+        X[:, 3] = X[:, 0]
+    mapper = BinMapper.fit(X, 10)
+    fm = mapper.bins_feature_major(X)
+    rng = np.random.default_rng(seed)
+    grad, hess = rng.normal(size=140), rng.uniform(0.2, 1.0, 140)
+    if tie:  # feature 0 (and its copies) explains the gradients: the tied features are the best ones
+        grad = np.nan_to_num(X[:, 0]) + 0.1 * grad
+    rows = np.arange(140, dtype=np.int64)
+    hist = build_row_hist_fm(fm, rows, 0, 140, grad, hess, mapper.offsets, mapper.n_slots)
+    pi, pj, pc, _ = random_pairs(seed, n_queries=8, max_rows=17)
+    keep = (pi < 140) & (pj < 140) & (pc > 0)
+    pi, pj, pc = pi[keep], pj[keep], pc[keep] * 0.02
+    ph = build_pair_hist(np.ascontiguousarray(fm.T), pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins,
+                         mapper.n_slots)
+    G, H = _row_sums(rows, grad, hess)
+    return mapper, hist, ph, (G, H, 140.0, float(pc.sum()))
+
+
+def _gpu_split(mapper, hist, ph, use_pairs, score, mask, sums, lam, min_data, min_hess):
+    from numba import cuda
+    from customobj.ole import _cuda_split_kernels as K
+    n_feat = mapper.n_bins.shape[0]
+    per, gains, res = cuda.device_array((n_feat, SPLIT_SIZE)), cuda.device_array(n_feat), cuda.device_array(SPLIT_SIZE)
+    G, H, N, C = sums
+    parent = _score(G, node_hessian(score, G, H, N, C), lam)
+    K.feature_bests[_launch(n_feat)](cuda.to_device(hist), cuda.to_device(ph), use_pairs, score,
+                                     cuda.to_device(mapper.n_bins.astype(np.int64)), cuda.to_device(mapper.offsets),
+                                     cuda.to_device(mask), G, H, N, C, lam, min_data, min_hess, parent, per, gains)
+    K.pick_best[1, 1](per, gains, res)
+    return res.copy_to_host()
+
+
+@pytest.mark.parametrize("tie", [False, True])
+@pytest.mark.parametrize("score", [SE, WSE, OLE])
+def test_the_gpu_search_picks_the_cpu_split_ties_included(score, tie):
+    mapper, hist, ph, sums = _node(1, tie)
+    masks = [np.ones(5, np.bool_), np.array([False, True, True, True, False])]
+    for mask, tied_winner in zip(masks, (0.0, 2.0)):
+        for use_pairs in ([False, True] if score == OLE else [False]):
+            for lam, min_data, min_hess in ((0.0, 1.0, 0.0), (0.5, 9.0, 0.5)):
+                want = np.zeros(SPLIT_SIZE)
+                find_best_split(hist, ph if use_pairs else np.zeros((1, 3)), use_pairs, score, mapper.n_bins,
+                                mapper.offsets, mask, *sums, lam, min_data, min_hess, want)
+                got = _gpu_split(mapper, hist, ph if use_pairs else np.zeros((1, 3)), use_pairs, score, mask, sums,
+                                 lam, min_data, min_hess)
+                np.testing.assert_array_equal(got, want)  # the same record, bit for bit
+                if tie and lam == 0.0:  # three equal features: the lowest unmasked one wins
+                    assert got[1] == tied_winner
+
+
+def test_no_split_is_gain_zero_and_feature_minus_one():
+    mapper, hist, ph, sums = _node(2, False)
+    got = _gpu_split(mapper, hist, ph, True, OLE, np.zeros(5, np.bool_), sums, 0.0, 1.0, 0.0)
+    assert got[0] == 0.0 and got[1] == -1.0
+    got = _gpu_split(mapper, hist, ph, False, WSE, np.ones(5, np.bool_), sums, 0.0, 1e6, 0.0)  # min_data too large
+    assert got[0] == 0.0 and got[1] == -1.0
+
+
+def test_the_wse_gains_equal_the_cpu_feature_gains():
+    from numba import cuda
+    from customobj.ole import _cuda_split_kernels as K
+    mapper, hist, _, (G, H, N, _) = _node(3, True)
+    mask = np.array([True, True, False, True, True])
+    want = np.zeros(5)
+    feature_gains(hist, WSE, mapper.n_bins, mapper.offsets, mask, G, H, N, 0.5, 2.0, 0.1, want)
+    per, gains = cuda.device_array((5, SPLIT_SIZE)), cuda.device_array(5)
+    parent = _score(G, node_hessian(WSE, G, H, N, 0.0), 0.5)
+    K.feature_wse_gains[_launch(5)](cuda.to_device(hist), cuda.to_device(np.zeros((1, 3))),
+                                    cuda.to_device(mapper.n_bins.astype(np.int64)), cuda.to_device(mapper.offsets),
+                                    cuda.to_device(mask), G, H, N, 0.5, 2.0, 0.1, parent, per, gains)
+    np.testing.assert_array_equal(gains.copy_to_host(), want)
+    assert want[2] == 0.0 and want.max() > 0
+
+
+@pytest.mark.parametrize("n", [0, 1, 77, ROW_BLOCK + 5])
+def test_node_sums_are_the_cpu_sums_in_one_block_and_rounding_close_in_more(n):
+    from numba import cuda
+    from customobj.ole import _cuda_split_kernels as K
+    from customobj.ole.cuda_backend import n_blocks
+    rng = np.random.default_rng(n)
+    grad, hess = rng.normal(size=max(n, 1)) * 1e3, rng.random(max(n, 1))
+    rows = rng.permutation(n).astype(np.int64)
+    nb = n_blocks(n, ROW_BLOCK)
+    part, out = cuda.device_array((nb, 2)), cuda.device_array(2)
+    K.block_sums[_launch(nb)](cuda.to_device(rows if n else np.zeros(1, np.int64)), n, nb, cuda.to_device(grad),
+                              cuda.to_device(hess), part)
+    K.ordered_sums[1, 1](part, nb, out)
+    got, want = out.copy_to_host(), np.array(_row_sums(rows, grad, hess))
+    if nb == 1:
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_subtract_is_numpys_elementwise_subtraction():
+    from numba import cuda
+    from customobj.ole import _cuda_split_kernels as K
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=300) * 1e8, rng.normal(size=300)
+    d = cuda.to_device(a)
+    K.subtract[_launch(300)](d, cuda.to_device(b))
+    np.testing.assert_array_equal(d.copy_to_host(), a - b)
