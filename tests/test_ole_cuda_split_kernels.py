@@ -128,3 +128,42 @@ def test_subtract_is_numpys_elementwise_subtraction():
     d = cuda.to_device(a)
     K.subtract[_launch(300)](d, cuda.to_device(b))
     np.testing.assert_array_equal(d.copy_to_host(), a - b)
+
+
+_PTX = """
+import os
+os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+import types as pytypes
+from customobj._cuda_runtime import cuda_module
+cuda = cuda_module()
+from numba import types as T
+import numba.cuda.dispatcher as dispatcher
+dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))  # no GPU: sm_80
+from customobj.ole import _cuda_split_kernels as K, _cuda_score_kernels as S, _cuda_hist_kernels as HK
+f1, i1, f2, f3, b1 = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.float64[:, :, ::1], T.boolean[::1]
+i, f, b, fA = T.int64, T.float64, T.boolean, T.float64[:]  # fA: a column of McRank's (n, K) gradients
+SIGS = [(K.feature_bests, (f2, f2, b, i, i1, i1, b1, f, f, f, f, f, f, f, f, f2, f1)), (K.pick_best, (f2, f1, f1)),
+        (K.feature_wse_gains, (f2, f2, i1, i1, b1, f, f, f, f, f, f, f, f2, f1)), (K.subtract, (f1, f1)),
+        (K.block_sums, (i1, i, i, f1, f1, f2)), (K.block_sums, (i1, i, i, fA, fA, f2)), (K.ordered_sums, (f2, i, f1)),
+        (S.add_tree_bins, (T.uint8[:, ::1], i1, i1, i1, b1, i1, i1, f1, f1)),
+        (S.add_tree_bins, (T.uint16[:, ::1], i1, i1, i1, b1, i1, i1, f1, fA)),
+        (HK.row_hist_blocks, (T.uint8[:, ::1], i1, i, i, fA, fA, i1, f3))]
+try:
+    cuda.compile_ptx(K.subtract.py_func, T.void(f1, f1), cc=(8, 0))
+except Exception as exc:
+    print("NO-NVVM", type(exc).__name__)
+    raise SystemExit
+for kernel, sig in SIGS:
+    cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
+print("COMPILED", len(SIGS))
+"""
+
+
+def test_the_kernels_compile_for_a_real_gpu_the_cpu_search_as_a_device_function():
+    # The simulator runs the search's Python source; a GPU compiles splitting._best_in_feature (an
+    # @njit function) as a device function. Typing and PTX for sm_80 need NVIDIA's NVVM, not a GPU.
+    from _isolated import run_isolated
+    out = run_isolated(_PTX, timeout=600)
+    if "NO-NVVM" in out:
+        pytest.skip("NVIDIA's NVVM library is not installed (pip install nvidia-cuda-nvcc-cu12 to compile PTX)")
+    assert "COMPILED 10" in out
