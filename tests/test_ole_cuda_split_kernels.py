@@ -1,7 +1,9 @@
 """customobj.ole._cuda_split_kernels: the GPU split search against the CPU's (splitting.find_best_split
 and feature_gains) on random and deliberately tied histograms for every score, with and without pairs
 and NaN, with feature masks; the node sums against the CPU's row sums (one block: bit for bit); the
-elementwise subtraction. Small data: without a GPU they run on numba's CUDA simulator."""
+elementwise subtraction. Small data: without a GPU they run on numba's CUDA simulator. Where NVIDIA's
+NVVM is installed, every kernel of the OLE GPU learner (these, the histograms', the partitions' and
+the score update) is also typed and compiled to PTX as for a real GPU."""
 import numpy as np
 import pytest
 
@@ -140,14 +142,21 @@ from numba import types as T
 import numba.cuda.dispatcher as dispatcher
 dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))  # no GPU: sm_80
 from customobj.ole import _cuda_split_kernels as K, _cuda_score_kernels as S, _cuda_hist_kernels as HK
+from customobj.ole import _cuda_partition_kernels as P
 f1, i1, f2, f3, b1 = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.float64[:, :, ::1], T.boolean[::1]
 i, f, b, fA = T.int64, T.float64, T.boolean, T.float64[:]  # fA: a column of McRank's (n, K) gradients
+i2, j1 = T.int64[:, ::1], T.int32[::1]  # block counts; int32 pair indices
 SIGS = [(K.feature_bests, (f2, f2, b, i, i1, i1, b1, f, f, f, f, f, f, f, f, f2, f1)), (K.pick_best, (f2, f1, f1)),
         (K.feature_wse_gains, (f2, f2, i1, i1, b1, f, f, f, f, f, f, f, f2, f1)), (K.subtract, (f1, f1)),
         (K.block_sums, (i1, i, i, f1, f1, f2)), (K.block_sums, (i1, i, i, fA, fA, f2)), (K.ordered_sums, (f2, i, f1)),
         (S.add_tree_bins, (T.uint8[:, ::1], i1, i1, i1, b1, i1, i1, f1, f1)),
         (S.add_tree_bins, (T.uint16[:, ::1], i1, i1, i1, b1, i1, i1, f1, fA)),
-        (HK.row_hist_blocks, (T.uint8[:, ::1], i1, i, i, fA, fA, i1, f3))]
+        (HK.row_hist_blocks, (T.uint8[:, ::1], i1, i, i, fA, fA, i1, f3)),
+        (P.mark_rows_blocks, (T.uint8[::1], i1, i, i, i, i, i, b, b1, i2)),
+        (P.place_rows_blocks, (i1, i, i, i, b1, i2, i1)), (P.copy_rows, (i1, i1, i, i)),
+        (P.count_sides_blocks, (j1, j1, i, i, i, b1, i2)),
+        (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, j1, j1, f1)),
+        (P.coupling_blocks, (f1, i, i, i, f2)), (P.split_coupling_blocks, (j1, j1, f1, i, i, i, b1, f2))]
 try:
     cuda.compile_ptx(K.subtract.py_func, T.void(f1, f1), cc=(8, 0))
 except Exception as exc:
@@ -166,4 +175,4 @@ def test_the_kernels_compile_for_a_real_gpu_the_cpu_search_as_a_device_function(
     out = run_isolated(_PTX, timeout=600)
     if "NO-NVVM" in out:
         pytest.skip("NVIDIA's NVVM library is not installed (pip install nvidia-cuda-nvcc-cu12 to compile PTX)")
-    assert "COMPILED 10" in out
+    assert "COMPILED 17" in out

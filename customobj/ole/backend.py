@@ -20,7 +20,9 @@ results: the same splits, ties broken the same way, sums equal to float toleranc
   criterion, the per-feature WSE gains ``ole_fast`` ranks features by, and a split's gain from
   its children's exact sums;
 - ``partition_rows``, ``partition_pairs``, ``split_coupling_sums``: a split's row and pair
-  partitions (rows marked left in ``go_left``) and its children's couplings without one.
+  partitions (rows marked left in ``go_left``) and its children's couplings without one;
+  ``row_order``: the finished tree's row order (a GPU backend partitions its own copy);
+- ``device_scores``: the fit's scores kept on the device, or None (the CPU keeps them on the host).
 
 Histograms and pair buffers may live on the device: the grower only passes them back to the
 backend, subtracts histograms (``parent -= child``, which the arrays must support) and reads
@@ -173,6 +175,10 @@ class CPUBackend:
         f = split.feature
         return partition_rows(d.feature_major[f], order, start, end, split.bin, int(d.n_bins[f]), nan_left,
                               s.go_left, s.tmp_rows)
+
+    def row_order(self, order: np.ndarray) -> np.ndarray:
+        """The finished tree's row order: ``order`` itself, which :meth:`partition_rows` reordered."""
+        return order
 
     def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
         """Copy pairs ``src[start:end]`` to ``dst``, ordered [both left | both right | split] by the

@@ -1,20 +1,43 @@
-"""The grower's GPU backend (``TreeBooster(device="cuda")``): the histograms in numba.cuda.
+"""The grower's GPU backend (``TreeBooster(device="cuda")``): a tree grown in numba.cuda.
 
 :class:`CUDABackend` provides the contract of :mod:`customobj.ole.backend` (issue "OLE at scale").
-What runs where in this first version:
+What runs where:
 
-- **on the device**: the binned matrix (uploaded once per fit, feature-major), each tree's
-  gradients and hessians (uploaded once per tree), the row histograms and the pair histograms
-  (the OLE channels), the cost of a tree (:mod:`._cuda_hist_kernels`, deterministic, no atomics);
-- **still on the host** (the CPU backend's kernels, inherited): the root's sums, the split search
-  (a histogram comes back, ``slots x 3`` float64, and is searched as on the CPU, so ties break the
-  same way), the row and pair partitions (a node's row indices and pairs go to the device for its
-  histograms), ``ole_fast``'s pruning, the coupling sums and the objective's gradients. Moving
-  those next is what the issue asks for; the histograms' results would not change.
+- **on the device**, every kernel deterministic (fixed blocks whose number depends only on the
+  item count, summed in order; no atomics):
+
+  - the binned matrix, uploaded once per fit (feature-major);
+  - the gradients and hessians, computed there from scores kept there for the whole fit when the
+    objective has GPU kernels and the tree needs no pair couplings (:mod:`.cuda_scores`: se / wse
+    with any objective that has GPU kernels, every criterion with a pointwise objective); each
+    finished tree is added to those scores there;
+  - the root's sums, the row and pair histograms (:mod:`._cuda_hist_kernels`), which stay there
+    (:class:`~customobj.ole.cuda_memory.DeviceHist`: the grower's ``parent -= child`` is a kernel);
+  - the split search of every criterion (:mod:`._cuda_split_kernels`: the CPU's per-feature search
+    compiled as a device function, then the first strictly best feature, so ties break as on the
+    CPU), and ``ole_fast``'s per-feature WSE ranking; only the chosen split (12 float64) comes back,
+    and ``ole_fast``'s per-feature gains (one float64 a feature) and a NaN slot's row count;
+  - the row and pair partitions and the in-node coupling sums (:mod:`._cuda_partition_kernels`,
+    stable: the CPU's order); the tree's pairs are uploaded once per tree.
+
+- **on the host**: the objective's gradients and its pair couplings whenever the criterion needs
+  couplings (``ole``, ``ole_fast``, ``ole_float64`` with a pairwise objective, and
+  ``leaf_solver="joint"``: no GPU kernel computes couplings yet), with ``line_search``, and for an
+  objective without GPU kernels (``TreeBooster.device_gradients_`` says which and why; those
+  gradients are uploaded once per tree); ``ole_fast``'s per-query pair pruning and its dropped
+  pairs' leaf couplings; the joint leaf solve; the tree's bookkeeping (:mod:`.grower`). The row
+  order comes back once per finished tree.
+
+Sums over more than one block (``ROW_BLOCK`` rows, ``PAIR_BLOCK`` pairs) differ from the CPU's
+sequential sums by float64 rounding only, so a split can differ from the CPU's only where two
+candidates tie to rounding; under the simulator, on small data, the trees are the CPU's exactly
+(tests/test_ole_cuda_backend.py). ``TreeBooster.device_memory_peak_`` is the peak of what the fit
+held on the device (:class:`~customobj.ole.cuda_memory.DeviceMemory`).
 
 Before a fit uses the device, :func:`check_device_memory` compares what it needs
-(:func:`device_memory_needed`: bins, gradients, a node's rows and pairs, histogram partials) with
-the card's free memory and refuses with the numbers (:class:`DeviceMemoryError`); the pairs are
+(:func:`device_memory_needed`: bins, gradients, the row order and its scratch, the two pair
+buffers, histogram partials; not the leaves' histograms, ``slots x 3`` float64 each, nor the
+objective's scratch) with the card's free memory and refuses with the numbers (:class:`DeviceMemoryError`); the pairs are
 checked again each tree, once their count is known.
 
 Examples
@@ -28,9 +51,9 @@ WEB30K's size (3.8 million rows x 136 features, 255 bins, ~60 million pairs) on 
 >>> check_device_memory(need, free=2**30)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-customobj.ole.cuda_backend.DeviceMemoryError: TreeBooster(device="cuda") needs 1.66 GiB of GPU memory (...), but the device has 1 GiB free
+customobj.ole.cuda_backend.DeviceMemoryError: TreeBooster(device="cuda") needs 2.58 GiB of GPU memory (...), but the device has 1 GiB free
 >>> print(f"{need['pairs'] / 2**30:.3f} GiB of pairs, {need['bins'] / 2**30:.3f} GiB of bins")
-0.894 GiB of pairs, 0.480 GiB of bins
+1.788 GiB of pairs, 0.480 GiB of bins
 """
 from __future__ import annotations
 
@@ -69,16 +92,16 @@ def device_memory_needed(*, n_rows: int, n_features: int, bin_itemsize: int, n_s
                          index_itemsize: int = 4) -> dict:
     """Bytes of GPU memory a fit holds at its peak, by item.
 
-    ``bins``: the binned matrix; ``gradients``: a tree's ``g`` and ``h`` (float64); ``rows``: a
-    node's row indices (int64, at most every row); ``pairs``: a node's pairs (two indices and a
-    float64 coupling each, at most every pair); ``histograms``: the per-block partials and the
-    reduced histogram (float64, ``slots x 3``).
+    ``bins``: the binned matrix; ``gradients``: a tree's ``g`` and ``h`` (float64); ``rows``: the
+    tree's row order and the partition's scratch (int64 each) and each row's side (a byte);
+    ``pairs``: the tree's two pair buffers (two indices and a float64 coupling each, every pair);
+    ``histograms``: the per-block partials and the reduced histogram (float64, ``slots x 3``).
     """
     return {
         "bins": int(n_rows) * int(n_features) * int(bin_itemsize),
         "gradients": 2 * int(n_rows) * 8,
-        "rows": int(n_rows) * 8,
-        "pairs": int(n_pairs) * (2 * int(index_itemsize) + 8),
+        "rows": int(n_rows) * (8 + 8 + 1),
+        "pairs": 2 * int(n_pairs) * (2 * int(index_itemsize) + 8),
         "histograms": (MAX_BLOCKS + 1) * int(n_slots) * max(HIST_CHANNELS, PH_CHANNELS) * 8,
     }
 
@@ -140,9 +163,10 @@ class CUDABackend(CPUBackend):
         self._cuda = require_gpu(_WHAT)
         super().__init__(ctx, params)
         from . import _cuda_hist_kernels as kernels
+        from . import _cuda_partition_kernels as partition_kernels
         from . import _cuda_split_kernels as split_kernels
 
-        self._k, self._ks = kernels, split_kernels
+        self._k, self._ks, self._kp = kernels, split_kernels, partition_kernels
         d = ctx.data
         n_feat = d.feature_major.shape[0]
         self._shape = dict(n_rows=d.n_rows, n_features=n_feat, bin_itemsize=d.feature_major.dtype.itemsize,
@@ -167,7 +191,11 @@ class CUDABackend(CPUBackend):
         self._no_ph = mem.upload(np.zeros((1, PH_CHANNELS)))
         self._sums = mem.array((MAX_BLOCKS, 2), np.float64)
         self._sum_out = mem.array((2,), np.float64)
-        self._grad = self._hess = self._root_rows = None
+        # the tree's row order, the partition's scratch, each row's side and the blocks' counts
+        self._tmp_rows = mem.array((max(d.n_rows, 1),), np.int64)
+        self._go_left = mem.array((max(d.n_rows, 1),), np.bool_)
+        self._counts = mem.array((MAX_BLOCKS, 2), np.int64)
+        self._grad = self._hess = self._order = None
 
     # --- the tree's gradients and root sums: the first call of every tree -----------------------------
     def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
@@ -176,23 +204,36 @@ class CUDABackend(CPUBackend):
         CPU's order); host gradients are uploaded and summed on the host, as on the CPU."""
         n = int(order.shape[0])
         self.memory.sample()  # the card's use as a tree starts (a real card only)
-        self._root_rows = (self.memory.upload(np.asarray(order, dtype=np.int64)), n)
+        self._order = self.memory.upload(np.asarray(order, dtype=np.int64))  # partitioned there from now on
         if is_device_array(grad):
             self._grad, self._hess = grad, hess
             nb = n_blocks(n, ROW_BLOCK)
-            self._ks.block_sums[_launch(nb)](self._root_rows[0], n, nb, grad, hess, self._sums)
-            self._ks.ordered_sums[1, 1](self._sums, nb, self._sum_out)
-            g, h = self._sum_out.copy_to_host()
-            return float(g), float(h)
+            self._ks.block_sums[_launch(nb)](self._order, n, nb, grad, hess, self._sums)
+            return self._ordered_sums(nb)
         self._grad = self.memory.upload(np.asarray(grad, dtype=np.float64))
         self._hess = self.memory.upload(np.asarray(hess, dtype=np.float64))
         return super().row_sums(order, grad, hess)
 
     def pair_buffers(self, pairs: tuple) -> tuple:
-        """As on the CPU, after checking that the tree's pairs fit the device next to the rest."""
+        """The tree's two pair buffers on the device (the pairs uploaded once per tree), after checking
+        that they fit next to the rest; ``ole_fast`` keeps them on the host until :meth:`prune_pairs`."""
         check_device_memory(device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0]),
                             free=free_device_memory() + self._resident)
-        return super().pair_buffers(pairs)
+        if self.criterion.prunes_pairs and self.ctx.queries is not None:
+            return super().pair_buffers(pairs)
+        return self._device_pairs(pairs)
+
+    def prune_pairs(self, bufs: tuple) -> tuple:
+        """``ole_fast``'s pruning on the host (:mod:`.pair_pruning`), then the kept pairs to the device."""
+        if not self.criterion.prunes_pairs or self.ctx.queries is None:
+            return bufs, None
+        kept, dropped = super().prune_pairs(bufs)
+        return self._device_pairs(kept[0]), dropped
+
+    def _device_pairs(self, pairs: tuple) -> tuple:
+        mem = self.memory
+        first = tuple(mem.upload(a) for a in pairs)
+        return first, tuple(mem.array(a.shape, a.dtype) for a in first)
 
     def _feature_args(self, feats: np.ndarray) -> tuple:
         """``(feats, their first slots, their bin counts)`` on the device, for ``pair_hist_blocks``."""
@@ -209,12 +250,10 @@ class CUDABackend(CPUBackend):
     def row_hist(self, order: np.ndarray, start: int, end: int, grad, hess, root: bool = False) -> DeviceHist:
         """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``, built and kept on
         the device from the gradients :meth:`row_sums` took (``grad``, ``hess`` are those arrays)."""
-        if self._grad is None or self._root_rows is None:
+        if self._grad is None or self._order is None:
             raise RuntimeError("CUDABackend.row_hist before row_sums: the tree's gradients are not on the device")
         k, n = self._k, end - start
-        rows_d, n_root = self._root_rows
-        if not (start == 0 and end == n_root):  # the root's rows went up with its sums
-            rows_d = self.memory.upload(np.asarray(order[start:end], dtype=np.int64))
+        rows_d = self._order[start:end]  # the device order (the host's ``order`` is only read at the end)
         nb = n_blocks(n, ROW_BLOCK)
         k.row_hist_blocks[_launch(self._shape["n_features"] * nb)](self._bins, rows_d, n, nb, self._grad, self._hess,
                                                                    self._offsets, self._partial)
@@ -232,7 +271,7 @@ class CUDABackend(CPUBackend):
             k.zero[_launch(nb * self.data.n_slots * PH_CHANNELS)](self._partial.reshape(self._partial.size))
         if n > 0 and feats.size:
             args = self._all_feature_args if features is None else self._feature_args(feats)
-            pi, pj, pc = (self.memory.upload(a[start:end]) for a in buf)
+            pi, pj, pc = (a[start:end] if is_device_array(a) else self.memory.upload(a[start:end]) for a in buf)
             k.pair_hist_blocks[_launch(feats.size * nb)](self._bins, pi, pj, pc, n, nb, *args, self._partial)
         return self._reduced(nb)
 
@@ -282,3 +321,53 @@ class CUDABackend(CPUBackend):
         """Bytes the fit held on the device at its peak (:class:`DeviceMemory`)."""
         self.memory.sample()
         return self.memory.peak
+
+    # --- partitions and coupling sums on the device ---------------------------------------------------------
+    def _ordered_sums(self, nb: int) -> tuple:
+        self._ks.ordered_sums[1, 1](self._sums, nb, self._sum_out)
+        a, b = self._sum_out.copy_to_host()
+        return float(a), float(b)
+
+    def _counted(self, nb: int) -> np.ndarray:
+        return self._counts[:nb].copy_to_host().sum(axis=0)
+
+    def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool) -> int:
+        """Reorder the device order's ``[start:end]`` as [left | right] by ``split`` (stable: the CPU's
+        order), mark each row's side there; the left count. ``order`` (host) is brought up to date by
+        :meth:`row_order`."""
+        kp, n, f = self._kp, end - start, split.feature
+        nb = n_blocks(n, ROW_BLOCK)
+        kp.mark_rows_blocks[_launch(nb)](self._bins[f], self._order, start, n, nb, split.bin, int(self._n_bins[f]),
+                                         bool(nan_left), self._go_left, self._counts)
+        kp.place_rows_blocks[_launch(nb)](self._order, start, n, nb, self._go_left, self._counts, self._tmp_rows)
+        kp.copy_rows[_launch(n)](self._tmp_rows, self._order, start, n)
+        return int(self._counted(nb)[0])
+
+    def row_order(self, order: np.ndarray) -> np.ndarray:
+        """The finished tree's row order, copied from the device into ``order``."""
+        order[:] = self._order.copy_to_host()
+        return order
+
+    def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
+        """Copy the device pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right |
+        split] by the last :meth:`partition_rows`; ``(n_left, n_right)``."""
+        n = end - start
+        nb = n_blocks(n, PAIR_BLOCK)
+        self._kp.count_sides_blocks[_launch(nb)](src[0], src[1], start, n, nb, self._go_left, self._counts)
+        self._kp.place_sides_blocks[_launch(nb)](*src, start, n, nb, self._go_left, self._counts, *dst)
+        tl, tr = self._counted(nb)
+        return int(tl), int(tr)
+
+    def sum_couplings(self, pc, start: int, end: int) -> float:
+        """The coupling of the pairs ``start:end``: blocks of pairs in order, then the blocks in order."""
+        if not is_device_array(pc):
+            return super().sum_couplings(pc, start, end)
+        nb = n_blocks(end - start, PAIR_BLOCK)
+        self._kp.coupling_blocks[_launch(nb)](pc, start, end - start, nb, self._sums)
+        return self._ordered_sums(nb)[0]
+
+    def split_coupling_sums(self, buf: tuple, start: int, end: int) -> tuple:
+        """The children's couplings ``(C_left, C_right)`` of the device pairs ``buf[start:end]``."""
+        nb = n_blocks(end - start, PAIR_BLOCK)
+        self._kp.split_coupling_blocks[_launch(nb)](*buf, start, end - start, nb, self._go_left, self._sums)
+        return self._ordered_sums(nb)
