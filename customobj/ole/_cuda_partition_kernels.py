@@ -21,13 +21,16 @@ from .partition import _mark_rows, _place_rows
 
 cuda = cuda_module()
 
+# numba.cuda's simulator (NUMBA_ENABLE_CUDASIM), fixed when numba.cuda is imported
+_SIMULATED = bool(getattr(config, "ENABLE_CUDASIM", 0))
+
 __all__ = ["mark_rows_blocks", "place_rows_blocks", "copy_rows", "count_sides_blocks", "place_sides_blocks",
            "coupling_blocks", "split_coupling_blocks"]
 
 
 def _device(fn):
     # The simulator cannot pass its arrays to @njit code: it runs the Python source.
-    return fn.py_func if config.ENABLE_CUDASIM else fn
+    return fn.py_func if _SIMULATED else fn
 
 
 _mark, _place, _count, _sides = _device(_mark_rows), _device(_place_rows), _device(_count_sides), _device(_place_sides)

@@ -26,10 +26,13 @@ from .splitting import _best_in_feature
 
 cuda = cuda_module()
 
+# numba.cuda's simulator (NUMBA_ENABLE_CUDASIM), fixed when numba.cuda is imported
+_SIMULATED = bool(getattr(config, "ENABLE_CUDASIM", 0))
+
 __all__ = ["feature_bests", "pick_best", "feature_wse_gains", "subtract", "block_sums", "ordered_sums"]
 
 # The simulator cannot pass its arrays to @njit code: it runs the Python source (see the module docstring).
-_best = _best_in_feature.py_func if config.ENABLE_CUDASIM else _best_in_feature
+_best = _best_in_feature.py_func if _SIMULATED else _best_in_feature
 
 
 @cuda.jit

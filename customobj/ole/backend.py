@@ -75,8 +75,7 @@ class CPUBackend:
         ``min_sum_hessian_in_leaf``.
     """
 
-    #: Bytes the fit held on the device at its peak, and where its gradients ran: None on the CPU.
-    device_memory_peak: Optional[int] = None
+    #: Where a device fit's gradients ran ("device" or "host: <why>"); None on the CPU.
     gradients_where: Optional[str] = None
 
     def __init__(self, ctx: GrowContext, params) -> None:
@@ -93,6 +92,10 @@ class CPUBackend:
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool):
         """The fit's scores kept on the device (a GPU backend's
         :class:`~customobj.ole.cuda_scores.DeviceScores`), or None: here they stay on the host."""
+        return None
+
+    def device_memory_peak(self) -> Optional[int]:
+        """Bytes the fit held on the device at its peak: None on the CPU."""
         return None
 
     # --- sums and histograms ------------------------------------------------------------------------

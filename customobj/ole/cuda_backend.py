@@ -58,7 +58,7 @@ customobj.ole.cuda_backend.DeviceMemoryError: TreeBooster(device="cuda") needs 2
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -195,7 +195,9 @@ class CUDABackend(CPUBackend):
         self._tmp_rows = mem.array((max(d.n_rows, 1),), np.int64)
         self._go_left = mem.array((max(d.n_rows, 1),), np.bool_)
         self._counts = mem.array((MAX_BLOCKS, 2), np.int64)
-        self._grad = self._hess = self._order = None
+        self._grad: Any = None
+        self._hess: Any = None
+        self._order: Any = None  # the tree's row order on the device
 
     # --- the tree's gradients and root sums: the first call of every tree -----------------------------
     def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
@@ -247,7 +249,7 @@ class CUDABackend(CPUBackend):
         self._k.reduce_blocks[_launch(out.size)](self._partial, nb, out)
         return DeviceHist(out, self._ks.subtract)
 
-    def row_hist(self, order: np.ndarray, start: int, end: int, grad, hess, root: bool = False) -> DeviceHist:
+    def row_hist(self, order: np.ndarray, start: int, end: int, grad, hess, root: bool = False) -> Any:
         """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``, built and kept on
         the device from the gradients :meth:`row_sums` took (``grad``, ``hess`` are those arrays)."""
         if self._grad is None or self._order is None:
@@ -259,7 +261,7 @@ class CUDABackend(CPUBackend):
                                                                    self._offsets, self._partial)
         return self._reduced(nb)
 
-    def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> DeviceHist:
+    def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> Any:
         """``(slots, 3)`` pair histogram [hi, nanp, R] of the pairs ``buf[start:end]``, built and kept
         on the device (all features, or only ``features``: the other slots are 0)."""
         k, n = self._k, end - start
@@ -279,7 +281,7 @@ class CUDABackend(CPUBackend):
     def _mask(self, mask: np.ndarray):
         return self.memory.upload(np.asarray(mask, dtype=np.bool_))
 
-    def find_split(self, hist: DeviceHist, phist: Optional[DeviceHist], mask: np.ndarray,
+    def find_split(self, hist: Any, phist: Any, mask: np.ndarray,
                    sums: ChildSums) -> SplitInfo:
         """The best split of a node from its device histograms (:mod:`._cuda_split_kernels`: the CPU's
         per-feature search, one thread per feature, then the first strictly best feature)."""
@@ -287,13 +289,13 @@ class CUDABackend(CPUBackend):
         G, H, N, C = (float(v) for v in sums)
         parent = _score(G, node_hessian(self.score, G, H, N, C), self.lam)
         use_pairs = phist is not None
-        ks.feature_bests[_launch(n_feat)](hist.array, phist.array if use_pairs else self._no_ph, use_pairs,
+        ks.feature_bests[_launch(n_feat)](hist.array, phist.array if phist is not None else self._no_ph, use_pairs,
                                           self.score, self._n_bins_d, self._offsets, self._mask(mask), G, H, N, C,
                                           self.lam, self.min_data, self.min_hess, parent, self._per, self._gains)
         ks.pick_best[1, 1](self._per, self._gains, self._res)
         return SplitInfo.from_array(self._res.copy_to_host())
 
-    def wse_gains(self, hist: DeviceHist, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
+    def wse_gains(self, hist: Any, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
         """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``), searched on the device."""
         G, H, N = float(sums.G), float(sums.H), float(sums.N)
         parent = _score(G, node_hessian(WSE, G, H, N, 0.0), self.lam)
@@ -316,8 +318,7 @@ class CUDABackend(CPUBackend):
         self.gradients_where = "device"
         return DeviceScores(self.memory, self._bins, self._n_bins_d, obj, prep, scores)
 
-    @property
-    def device_memory_peak(self) -> int:
+    def device_memory_peak(self) -> Optional[int]:
         """Bytes the fit held on the device at its peak (:class:`DeviceMemory`)."""
         self.memory.sample()
         return self.memory.peak

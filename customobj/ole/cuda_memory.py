@@ -35,6 +35,9 @@ from numba import config
 
 from .._cuda_runtime import THREADS
 
+# numba.cuda's simulator (NUMBA_ENABLE_CUDASIM), fixed when numba.cuda is imported
+_SIMULATED = bool(getattr(config, "ENABLE_CUDASIM", 0))
+
 __all__ = ["DeviceMemory", "DeviceHist"]
 
 
@@ -74,7 +77,7 @@ class DeviceMemory:
 
     def sample(self) -> None:
         """Record the card's used memory now into ``card_peak`` (a real card only)."""
-        if config.ENABLE_CUDASIM:
+        if _SIMULATED:
             return
         free, total = self.cuda.current_context().get_memory_info()
         used = int(total) - int(free)

@@ -127,7 +127,7 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
                 break
     finally:
         progress.close(reason)
-        model.device_memory_peak_, model.device_gradients_ = backend.device_memory_peak, backend.gradients_where
+        model.device_memory_peak_, model.device_gradients_ = backend.device_memory_peak(), backend.gradients_where
 
 
 def sample_round(rng: np.random.Generator, n: int, n_features: int, p: dict) -> RoundSample:
