@@ -153,3 +153,12 @@ def test_a_pointwise_objective_without_queries_matches():
     X, y, _ = make_rank_data(11, n_queries=8)
     cpu, gpu = _pair("se", X, y, None, objective=SquaredError())
     assert tree_dicts(gpu) == tree_dicts(cpu)
+
+
+@needs_gpu
+def test_partitions_in_many_blocks_still_grow_the_cpu_trees(monkeypatch):
+    # a partition is stable, so its result does not depend on its block count: 16-row blocks here
+    monkeypatch.setattr(cuda_backend, "PARTITION_BLOCK", 16)
+    X, y, group = make_rank_data(8, n_queries=8)
+    cpu, gpu = _pair("ole_float64", X, y, group)
+    assert tree_dicts(gpu) == tree_dicts(cpu)

@@ -38,7 +38,9 @@ def test_the_row_partition_is_the_cpus(nb, nan_left):
     n = end - start
     P.mark_rows_blocks[_launch(nb)](cuda.to_device(fm[f]), d_order, start, n, nb, tbin, int(mapper.n_bins[f]),
                                     nan_left, d_go, counts)
-    P.place_rows_blocks[_launch(nb)](d_order, start, n, nb, d_go, counts, tmp)
+    before = cuda.device_array((nb + 1, 2), np.int64)
+    P.scan_counts[1, 1](counts, nb, before)
+    P.place_rows_blocks[_launch(nb)](d_order, start, n, nb, d_go, before, tmp)
     P.copy_rows[_launch(n)](tmp, d_order, start, n)
     assert counts.copy_to_host()[:, 0].sum() == nl and 0 < nl < n
     np.testing.assert_array_equal(d_order.copy_to_host(), want)  # untouched outside start:end too
@@ -60,7 +62,10 @@ def test_the_pair_partition_and_coupling_sums_are_the_cpus(nb):
     counts, d_go, part = cuda.device_array((nb, 2), np.int64), cuda.to_device(go), cuda.device_array((nb, 2))
     n = end - start
     P.count_sides_blocks[_launch(nb)](src[0], src[1], start, n, nb, d_go, counts)
-    P.place_sides_blocks[_launch(nb)](*src, start, n, nb, d_go, counts, *dst)
+    before = cuda.device_array((nb + 1, 2), np.int64)
+    P.scan_counts[1, 1](counts, nb, before)
+    np.testing.assert_array_equal(before.copy_to_host(), np.r_[[[0, 0]], np.cumsum(counts.copy_to_host(), axis=0)])
+    P.place_sides_blocks[_launch(nb)](*src, start, n, nb, d_go, before, *dst)
     assert tuple(counts.copy_to_host().sum(axis=0)) == (tl, tr) and tl > 0 and tr > 0
     for got, w in zip(dst, want):
         np.testing.assert_array_equal(got.copy_to_host(), w)

@@ -6,7 +6,8 @@ Like the CPU's parallel versions, a range is cut into blocks whose number depend
 (:func:`customobj.ole.cuda_backend.n_blocks`); one thread per block runs the CPU's own per-block code
 (``partition._mark_rows`` / ``_place_rows``, ``pairhist._count_sides`` / ``_place_sides``, compiled
 as device functions; their Python source under the simulator, as in :mod:`._cuda_split_kernels`),
-and each block places its items at the offsets the earlier blocks' counts give. The partitions are
+:func:`scan_counts` turns the blocks' counts into their offsets (one thread, blocks in order), and
+each block places its items at its offsets. The partitions are
 stable, so their result is the CPU's whatever the block count: [left | right] rows and [both left |
 both right | split] pairs, each in node order. The coupling sums add each block in pair order and
 then the blocks in order (:func:`._cuda_split_kernels.ordered_sums`): one block is the CPU's sum bit
@@ -24,8 +25,8 @@ cuda = cuda_module()
 # numba.cuda's simulator (NUMBA_ENABLE_CUDASIM), fixed when numba.cuda is imported
 _SIMULATED = bool(getattr(config, "ENABLE_CUDASIM", 0))
 
-__all__ = ["mark_rows_blocks", "place_rows_blocks", "copy_rows", "count_sides_blocks", "place_sides_blocks",
-           "coupling_blocks", "split_coupling_blocks"]
+__all__ = ["mark_rows_blocks", "scan_counts", "place_rows_blocks", "copy_rows", "count_sides_blocks",
+           "place_sides_blocks", "coupling_blocks", "split_coupling_blocks"]
 
 
 def _device(fn):
@@ -49,23 +50,35 @@ def mark_rows_blocks(col, order, start, n, nb, tbin, nan_bin, nan_left, go_left,
     if b < nb:
         lo, hi = _block(b, start, n, nb)
         counts[b, 0] = _mark(col, order, lo, hi, tbin, nan_bin, nan_left, go_left)
+        counts[b, 1] = 0
 
 
 @cuda.jit
-def place_rows_blocks(order, start, n, nb, go_left, counts, tmp):
+def scan_counts(counts, nb, before):
+    """One thread: ``before[b] = counts[:b].sum(axis=0)`` for ``b`` in ``0..nb`` (``before[nb]``: the totals)."""
+    if cuda.grid(1) != 0:
+        return
+    a = 0
+    c = 0
+    for b in range(nb):
+        before[b, 0] = a
+        before[b, 1] = c
+        a += counts[b, 0]
+        c += counts[b, 1]
+    before[nb, 0] = a
+    before[nb, 1] = c
+
+
+@cuda.jit
+def place_rows_blocks(order, start, n, nb, go_left, before, tmp):
     """Thread ``b``: copy its block's rows to ``tmp[0:n]``, left ones after the earlier blocks' left
-    rows, right ones after every left row and the earlier blocks' right rows."""
+    rows, right ones after every left row and the earlier blocks' right rows (``before``: :func:`scan_counts`)."""
     b = cuda.grid(1)
     if b >= nb:
         return
-    nl = 0
-    ml = 0
-    for q in range(nb):
-        nl += counts[q, 0]
-        if q < b:
-            ml += counts[q, 0]
+    ml = before[b, 0]
     lo, hi = _block(b, start, n, nb)
-    _place(order, lo, hi, go_left, tmp, ml, nl + (lo - start) - ml)
+    _place(order, lo, hi, go_left, tmp, ml, before[nb, 0] + (lo - start) - ml)
 
 
 @cuda.jit
@@ -88,21 +101,16 @@ def count_sides_blocks(pi, pj, start, n, nb, go_left, counts):
 
 
 @cuda.jit
-def place_sides_blocks(pi, pj, pc, start, n, nb, go_left, counts, oi, oj, oc):
-    """Thread ``b``: copy its block's pairs to ``(oi, oj, oc)``, stably, as [both left | both right | split]."""
+def place_sides_blocks(pi, pj, pc, start, n, nb, go_left, before, oi, oj, oc):
+    """Thread ``b``: copy its block's pairs to ``(oi, oj, oc)``, stably, as [both left | both right |
+    split] (``before``: :func:`scan_counts` of :func:`count_sides_blocks`)."""
     b = cuda.grid(1)
     if b >= nb:
         return
-    tl = 0
-    tr = 0
-    bl = 0
-    br = 0
-    for q in range(nb):
-        tl += counts[q, 0]
-        tr += counts[q, 1]
-        if q < b:
-            bl += counts[q, 0]
-            br += counts[q, 1]
+    tl = before[nb, 0]
+    tr = before[nb, 1]
+    bl = before[b, 0]
+    br = before[b, 1]
     lo, hi = _block(b, start, n, nb)
     _sides(pi, pj, pc, lo, hi, go_left, start + bl, start + tl + br, start + tl + tr + (lo - start - bl - br),
            oi, oj, oc)

@@ -79,6 +79,10 @@ ROW_BLOCK = 4096
 PAIR_BLOCK = 4096
 #: Most blocks of one histogram: the partials take ``MAX_BLOCKS x slots x 3`` float64 on the device.
 MAX_BLOCKS = 256
+#: Rows (or pairs) per block of a partition, and most blocks: a partition's result does not depend on
+#: its block count (it is stable), so it takes many short blocks (one thread each) for parallelism.
+PARTITION_BLOCK = 1024
+MAX_PARTITION_BLOCKS = 4096
 
 _WHAT = 'TreeBooster(device="cuda")'
 _GIB = 2.0**30
@@ -194,7 +198,8 @@ class CUDABackend(CPUBackend):
         # the tree's row order, the partition's scratch, each row's side and the blocks' counts
         self._tmp_rows = mem.array((max(d.n_rows, 1),), np.int64)
         self._go_left = mem.array((max(d.n_rows, 1),), np.bool_)
-        self._counts = mem.array((MAX_BLOCKS, 2), np.int64)
+        self._counts = mem.array((MAX_PARTITION_BLOCKS, 2), np.int64)
+        self._before = mem.array((MAX_PARTITION_BLOCKS + 1, 2), np.int64)
         self._grad: Any = None
         self._hess: Any = None
         self._order: Any = None  # the tree's row order on the device
@@ -329,20 +334,27 @@ class CUDABackend(CPUBackend):
         a, b = self._sum_out.copy_to_host()
         return float(a), float(b)
 
-    def _counted(self, nb: int) -> np.ndarray:
-        return self._counts[:nb].copy_to_host().sum(axis=0)
+    def _scanned(self, nb: int) -> np.ndarray:
+        """The blocks' offsets from their counts; the totals come back."""
+        self._kp.scan_counts[1, 1](self._counts, nb, self._before)
+        return self._before[nb].copy_to_host()
+
+    @staticmethod
+    def _partition_blocks(n: int) -> int:
+        return int(max(1, min(MAX_PARTITION_BLOCKS, (n + PARTITION_BLOCK - 1) // PARTITION_BLOCK)))
 
     def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool) -> int:
         """Reorder the device order's ``[start:end]`` as [left | right] by ``split`` (stable: the CPU's
         order), mark each row's side there; the left count. ``order`` (host) is brought up to date by
         :meth:`row_order`."""
         kp, n, f = self._kp, end - start, split.feature
-        nb = n_blocks(n, ROW_BLOCK)
+        nb = self._partition_blocks(n)
         kp.mark_rows_blocks[_launch(nb)](self._bins[f], self._order, start, n, nb, split.bin, int(self._n_bins[f]),
                                          bool(nan_left), self._go_left, self._counts)
-        kp.place_rows_blocks[_launch(nb)](self._order, start, n, nb, self._go_left, self._counts, self._tmp_rows)
+        nl = int(self._scanned(nb)[0])
+        kp.place_rows_blocks[_launch(nb)](self._order, start, n, nb, self._go_left, self._before, self._tmp_rows)
         kp.copy_rows[_launch(n)](self._tmp_rows, self._order, start, n)
-        return int(self._counted(nb)[0])
+        return nl
 
     def row_order(self, order: np.ndarray) -> np.ndarray:
         """The finished tree's row order, copied from the device into ``order``."""
@@ -353,10 +365,10 @@ class CUDABackend(CPUBackend):
         """Copy the device pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right |
         split] by the last :meth:`partition_rows`; ``(n_left, n_right)``."""
         n = end - start
-        nb = n_blocks(n, PAIR_BLOCK)
+        nb = self._partition_blocks(n)
         self._kp.count_sides_blocks[_launch(nb)](src[0], src[1], start, n, nb, self._go_left, self._counts)
-        self._kp.place_sides_blocks[_launch(nb)](*src, start, n, nb, self._go_left, self._counts, *dst)
-        tl, tr = self._counted(nb)
+        tl, tr = self._scanned(nb)
+        self._kp.place_sides_blocks[_launch(nb)](*src, start, n, nb, self._go_left, self._before, *dst)
         return int(tl), int(tr)
 
     def sum_couplings(self, pc, start: int, end: int) -> float:
