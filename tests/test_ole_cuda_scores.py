@@ -41,9 +41,10 @@ def _spy_row_sums(monkeypatch):
 def test_device_gradients_grow_the_cpu_trees(obj, criterion, monkeypatch):
     X, y, group = make_rank_data(6, n_queries=6)
     kw = dict(KW, objective=obj, criterion=criterion, bagging_fraction=0.8, random_state=1)
-    cpu = TreeBooster(**kw).fit(X, y, group)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, y.size)  # weights go up with the labels, once per fit
+    cpu = TreeBooster(**kw).fit(X, y, group, sample_weight=w)
     seen = _spy_row_sums(monkeypatch)
-    gpu = TreeBooster(device="cuda", **kw).fit(X, y, group)
+    gpu = TreeBooster(device="cuda", **kw).fit(X, y, group, sample_weight=w)
     assert gpu.device_gradients_ == "device" and cpu.device_gradients_ is None
     assert seen and all(seen) and len(seen) == len(gpu.trees_)  # every tree's gradients were device arrays
     assert tree_dicts(gpu) == tree_dicts(cpu)

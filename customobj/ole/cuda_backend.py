@@ -203,6 +203,8 @@ class CUDABackend(CPUBackend):
         self._grad: Any = None
         self._hess: Any = None
         self._order: Any = None  # the tree's row order on the device
+        self._mask_host: Optional[np.ndarray] = None
+        self._mask_dev: Any = None
 
     # --- the tree's gradients and root sums: the first call of every tree -----------------------------
     def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
@@ -284,7 +286,11 @@ class CUDABackend(CPUBackend):
 
     # --- split search on the device: only the chosen split comes back ---------------------------------------
     def _mask(self, mask: np.ndarray):
-        return self.memory.upload(np.asarray(mask, dtype=np.bool_))
+        """The feature mask on the device, uploaded again only when it changes (a tree's nodes share one)."""
+        host = np.ascontiguousarray(mask, dtype=np.bool_)
+        if self._mask_host is None or not np.array_equal(host, self._mask_host):
+            self._mask_host, self._mask_dev = host.copy(), self.memory.upload(host)
+        return self._mask_dev
 
     def find_split(self, hist: Any, phist: Any, mask: np.ndarray,
                    sums: ChildSums) -> SplitInfo:
