@@ -49,6 +49,8 @@ def test_device_gradients_grow_the_cpu_trees(obj, criterion, monkeypatch):
     assert seen and all(seen) and len(seen) == len(gpu.trees_)  # every tree's gradients were device arrays
     assert tree_dicts(gpu) == tree_dicts(cpu)
     np.testing.assert_array_equal(gpu.predict(X), cpu.predict(X))
+    # the peak counts the bins (a byte each), the scores, gradients and hessians (float64, n x K each)
+    assert gpu.device_memory_peak_ >= X.size + 3 * 8 * y.size * gpu.n_outputs_
 
 
 @needs_gpu
