@@ -115,7 +115,9 @@ def run_one(mode, args):
         m = int(np.sum(group[:20]))
         TreeBooster(obj, n_estimators=2, **kw).fit(X[:m], y[:m], group[:20])
         before = rss_mb()
-        TreeBooster(obj, n_estimators=args.rounds, **kw).fit(X, y, group, callbacks=[clock.tick])
+        model = TreeBooster(obj, n_estimators=args.rounds, **kw).fit(X, y, group, callbacks=[clock.tick])
+        if model.device_memory_peak_ is not None:  # device="cuda": what the fit held on the GPU at its peak
+            res.update(gpu_peak_mb=model.device_memory_peak_ / 2**20, gradients=model.device_gradients_)
     wall, cpu = clock.per_round()
     res.update(per_tree_s=wall, cpu_per_tree_s=cpu)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -173,6 +175,8 @@ def main():
             proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             density = f"  {r['pairs_per_row']:.1f} pairs/row" if "pairs_per_row" in r else ""
+            if "gpu_peak_mb" in r:
+                density += f"  peak GPU memory {r['gpu_peak_mb']:.0f} MB (gradients on the {r['gradients']})"
             print(f"{mode:11s} per tree {r['per_tree_s']:.3f} s wall, {r['cpu_per_tree_s']:.3f} s CPU  "
                   f"peak RSS delta {r['peak_delta_mb']:.0f} MB{density}", flush=True)
             if mode in out:  # best of the repeats

@@ -244,3 +244,19 @@ def test_only_grad_hess_runs_on_the_gpu_and_the_rest_says_so():
 def test_empty_data_gives_empty_device_arrays(obj):
     g, h = obj.grad_hess(to_device(np.zeros(0)), np.zeros(0), [] if obj.needs_group else None)
     assert g.copy_to_host().shape == (0,) and h.copy_to_host().shape == (0,)
+
+
+@needs_gpu
+def test_device_data_counts_the_bytes_it_holds():
+    s, y, sizes, w = data(31, weights=True)
+    obj = LambdaRank()
+    prep = obj.prepare(y, sizes, w)
+    before = None
+    for _ in range(2):  # the second round reuses every upload and scratch: the same bytes
+        obj.grad_hess_prepared(to_device(s), prep)
+        held = prep.device_data.nbytes()
+        assert before is None or held == before
+        before = held
+    n, nq = y.size, len(sizes)
+    # at least labels, weights, query offsets, each row's query and the float64 scores copy
+    assert held >= 8 * (n + n + (nq + 1) + n + n)

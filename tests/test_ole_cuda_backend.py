@@ -79,8 +79,8 @@ def test_no_gpu_is_a_clear_error_naming_what_is_missing(monkeypatch):
 def test_the_memory_estimate_counts_every_item():
     need = device_memory_needed(n_rows=1000, n_features=10, bin_itemsize=2, n_slots=500, n_pairs=300,
                                 index_itemsize=4)
-    assert need["bins"] == 1000 * 10 * 2 and need["gradients"] == 2 * 1000 * 8 and need["rows"] == 1000 * 8
-    assert need["pairs"] == 300 * (4 + 4 + 8)
+    assert need["bins"] == 1000 * 10 * 2 and need["gradients"] == 2 * 1000 * 8 and need["rows"] == 1000 * (8 + 8 + 1)
+    assert need["pairs"] == 2 * 300 * (4 + 4 + 8)  # the two buffers the pairs ping-pong between
     assert need["histograms"] > 500 * 3 * 8  # partials and the reduced histogram
     check_device_memory(need, free=sum(need.values()))  # exactly enough: accepted
     refusal = r"needs 0\.00\d+ GiB of GPU memory \(bins 1\.86e-05, .*\), but the device has 0\.00\d+ GiB free"
@@ -152,4 +152,13 @@ def test_a_pointwise_objective_without_queries_matches():
     from customobj import SquaredError
     X, y, _ = make_rank_data(11, n_queries=8)
     cpu, gpu = _pair("se", X, y, None, objective=SquaredError())
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+
+
+@needs_gpu
+def test_partitions_in_many_blocks_still_grow_the_cpu_trees(monkeypatch):
+    # a partition is stable, so its result does not depend on its block count: 16-row blocks here
+    monkeypatch.setattr(cuda_backend, "PARTITION_BLOCK", 16)
+    X, y, group = make_rank_data(8, n_queries=8)
+    cpu, gpu = _pair("ole_float64", X, y, group)
     assert tree_dicts(gpu) == tree_dicts(cpu)

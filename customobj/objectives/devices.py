@@ -103,6 +103,13 @@ class DeviceData:
             self._arrays[key] = tuple(self.cuda.to_device(np.ascontiguousarray(a)) for a in build())
         return self._arrays[key]
 
+    def nbytes(self) -> int:
+        """Bytes of every device array held here (``TreeBooster(device="cuda")`` counts them in its peak)."""
+        held = [self.ptr, self.qid, self.labels, self.weights]
+        for v in self._arrays.values():
+            held.extend(v if isinstance(v, tuple) else (v,))
+        return sum(int(a.size) * np.dtype(a.dtype).itemsize for a in held)
+
     def scratch(self, name: object, shape: tuple, dtype: type) -> Any:
         """A device buffer reused across rounds (contents undefined)."""
         key = ("scratch", name, shape, np.dtype(dtype).str)

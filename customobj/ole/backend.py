@@ -20,7 +20,9 @@ results: the same splits, ties broken the same way, sums equal to float toleranc
   criterion, the per-feature WSE gains ``ole_fast`` ranks features by, and a split's gain from
   its children's exact sums;
 - ``partition_rows``, ``partition_pairs``, ``split_coupling_sums``: a split's row and pair
-  partitions (rows marked left in ``go_left``) and its children's couplings without one.
+  partitions (rows marked left in ``go_left``) and its children's couplings without one;
+  ``row_order``: the finished tree's row order (a GPU backend partitions its own copy);
+- ``device_scores``: the fit's scores kept on the device, or None (the CPU keeps them on the host).
 
 Histograms and pair buffers may live on the device: the grower only passes them back to the
 backend, subtracts histograms (``parent -= child``, which the arrays must support) and reads
@@ -73,6 +75,9 @@ class CPUBackend:
         ``min_sum_hessian_in_leaf``.
     """
 
+    #: Where a device fit's gradients ran ("device" or "host: <why>"); None on the CPU.
+    gradients_where: Optional[str] = None
+
     def __init__(self, ctx: GrowContext, params) -> None:
         self.ctx, self.data = ctx, ctx.data
         self.n_rows = ctx.data.n_rows
@@ -83,6 +88,15 @@ class CPUBackend:
         self.min_hess = float(params.min_sum_hessian_in_leaf)
         self._find = find_best_split_parallel if self.data.n_slots >= PARALLEL_SLOTS else find_best_split
         self._no_pair_hist = np.zeros((1, PH_CHANNELS))
+
+    def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool):
+        """The fit's scores kept on the device (a GPU backend's
+        :class:`~customobj.ole.cuda_scores.DeviceScores`), or None: here they stay on the host."""
+        return None
+
+    def device_memory_peak(self) -> Optional[int]:
+        """Bytes the fit held on the device at its peak: None on the CPU."""
+        return None
 
     # --- sums and histograms ------------------------------------------------------------------------
     def row_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:
@@ -164,6 +178,10 @@ class CPUBackend:
         f = split.feature
         return partition_rows(d.feature_major[f], order, start, end, split.bin, int(d.n_bins[f]), nan_left,
                               s.go_left, s.tmp_rows)
+
+    def row_order(self, order: np.ndarray) -> np.ndarray:
+        """The finished tree's row order: ``order`` itself, which :meth:`partition_rows` reordered."""
+        return order
 
     def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
         """Copy pairs ``src[start:end]`` to ``dst``, ordered [both left | both right | split] by the

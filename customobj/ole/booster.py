@@ -107,9 +107,9 @@ class TreeBooster(BaseEstimator):
         (its smallest pairs) when searching splits; leaf values use every pair
         (:mod:`customobj.ole.pair_pruning`, docs/ole-fast.md).
     device : {"cpu", "cuda"}
-        Where the trees grow. ``"cuda"`` builds the row and pair histograms on the GPU
-        (:mod:`customobj.ole.cuda_backend` says which steps still run on the host) and grows the
-        CPU's trees; ``fit`` raises ``GPUUnavailableError`` naming what is missing (package,
+        Where the trees grow. ``"cuda"`` grows them on the GPU (histograms, split search,
+        partitions; the gradients too when the objective allows: :mod:`customobj.ole.cuda_backend`
+        says what runs where) and grows the CPU's trees; ``fit`` raises ``GPUUnavailableError`` naming what is missing (package,
         driver, device) or, with the numbers, when the data do not fit the card's free memory.
         Never a silent CPU fallback. Not saved in model files: a model predicts on any machine.
 
@@ -130,6 +130,9 @@ class TreeBooster(BaseEstimator):
         by field name (``tree["threshold"]``, the model file's names).
     tree_class_, n_outputs_, bin_mapper_, feature_infos_
         The output column of each tree, outputs per row, the binning, LightGBM's feature ranges.
+    device_memory_peak_, device_gradients_ : int or None, str or None
+        ``device="cuda"``: the peak bytes the fit held on the GPU, and ``"device"`` or ``"host: <why>"``
+        for where the gradients were computed; None on the CPU.
 
     Examples
     --------

@@ -1,20 +1,43 @@
-"""The grower's GPU backend (``TreeBooster(device="cuda")``): the histograms in numba.cuda.
+"""The grower's GPU backend (``TreeBooster(device="cuda")``): a tree grown in numba.cuda.
 
 :class:`CUDABackend` provides the contract of :mod:`customobj.ole.backend` (issue "OLE at scale").
-What runs where in this first version:
+What runs where:
 
-- **on the device**: the binned matrix (uploaded once per fit, feature-major), each tree's
-  gradients and hessians (uploaded once per tree), the row histograms and the pair histograms
-  (the OLE channels), the cost of a tree (:mod:`._cuda_hist_kernels`, deterministic, no atomics);
-- **still on the host** (the CPU backend's kernels, inherited): the root's sums, the split search
-  (a histogram comes back, ``slots x 3`` float64, and is searched as on the CPU, so ties break the
-  same way), the row and pair partitions (a node's row indices and pairs go to the device for its
-  histograms), ``ole_fast``'s pruning, the coupling sums and the objective's gradients. Moving
-  those next is what the issue asks for; the histograms' results would not change.
+- **on the device**, every kernel deterministic (fixed blocks whose number depends only on the
+  item count, summed in order; no atomics):
+
+  - the binned matrix, uploaded once per fit (feature-major);
+  - the gradients and hessians, computed there from scores kept there for the whole fit when the
+    objective has GPU kernels and the tree needs no pair couplings (:mod:`.cuda_scores`: se / wse
+    with any objective that has GPU kernels, every criterion with a pointwise objective); each
+    finished tree is added to those scores there;
+  - the root's sums, the row and pair histograms (:mod:`._cuda_hist_kernels`), which stay there
+    (:class:`~customobj.ole.cuda_memory.DeviceHist`: the grower's ``parent -= child`` is a kernel);
+  - the split search of every criterion (:mod:`._cuda_split_kernels`: the CPU's per-feature search
+    compiled as a device function, then the first strictly best feature, so ties break as on the
+    CPU), and ``ole_fast``'s per-feature WSE ranking; only the chosen split (12 float64) comes back,
+    and ``ole_fast``'s per-feature gains (one float64 a feature) and a NaN slot's row count;
+  - the row and pair partitions and the in-node coupling sums (:mod:`._cuda_partition_kernels`,
+    stable: the CPU's order); the tree's pairs are uploaded once per tree.
+
+- **on the host**: the objective's gradients and its pair couplings whenever the criterion needs
+  couplings (``ole``, ``ole_fast``, ``ole_float64`` with a pairwise objective, and
+  ``leaf_solver="joint"``: no GPU kernel computes couplings yet), with ``line_search``, and for an
+  objective without GPU kernels (``TreeBooster.device_gradients_`` says which and why; those
+  gradients are uploaded once per tree); ``ole_fast``'s per-query pair pruning and its dropped
+  pairs' leaf couplings; the joint leaf solve; the tree's bookkeeping (:mod:`.grower`). The row
+  order comes back once per finished tree.
+
+Sums over more than one block (``ROW_BLOCK`` rows, ``PAIR_BLOCK`` pairs) differ from the CPU's
+sequential sums by float64 rounding only, so a split can differ from the CPU's only where two
+candidates tie to rounding; under the simulator, on small data, the trees are the CPU's exactly
+(tests/test_ole_cuda_backend.py). ``TreeBooster.device_memory_peak_`` is the peak of what the fit
+held on the device (:class:`~customobj.ole.cuda_memory.DeviceMemory`).
 
 Before a fit uses the device, :func:`check_device_memory` compares what it needs
-(:func:`device_memory_needed`: bins, gradients, a node's rows and pairs, histogram partials) with
-the card's free memory and refuses with the numbers (:class:`DeviceMemoryError`); the pairs are
+(:func:`device_memory_needed`: bins, gradients, the row order and its scratch, the two pair
+buffers, histogram partials; not the leaves' histograms, ``slots x 3`` float64 each, nor the
+objective's scratch) with the card's free memory and refuses with the numbers (:class:`DeviceMemoryError`); the pairs are
 checked again each tree, once their count is known.
 
 Examples
@@ -28,21 +51,24 @@ WEB30K's size (3.8 million rows x 136 features, 255 bins, ~60 million pairs) on 
 >>> check_device_memory(need, free=2**30)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-customobj.ole.cuda_backend.DeviceMemoryError: TreeBooster(device="cuda") needs 1.66 GiB of GPU memory (...), but the device has 1 GiB free
+customobj.ole.cuda_backend.DeviceMemoryError: TreeBooster(device="cuda") needs 2.58 GiB of GPU memory (...), but the device has 1 GiB free
 >>> print(f"{need['pairs'] / 2**30:.3f} GiB of pairs, {need['bins'] / 2**30:.3f} GiB of bins")
-0.894 GiB of pairs, 0.480 GiB of bins
+1.788 GiB of pairs, 0.480 GiB of bins
 """
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
-from .._cuda_runtime import THREADS, GPUUnavailableError, require_gpu
+from .._cuda_runtime import THREADS, GPUUnavailableError, is_device_array, require_gpu
 from .backend import CPUBackend
-from .common import HIST_CHANNELS, PH_CHANNELS
+from .common import HIST_CHANNELS, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
+from .criterion import WSE
+from .cuda_memory import DeviceHist, DeviceMemory
+from .splitting import _score, node_hessian
 
 __all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory",
            "n_blocks", "ROW_BLOCK", "PAIR_BLOCK", "MAX_BLOCKS"]
@@ -53,6 +79,10 @@ ROW_BLOCK = 4096
 PAIR_BLOCK = 4096
 #: Most blocks of one histogram: the partials take ``MAX_BLOCKS x slots x 3`` float64 on the device.
 MAX_BLOCKS = 256
+#: Rows (or pairs) per block of a partition, and most blocks: a partition's result does not depend on
+#: its block count (it is stable), so it takes many short blocks (one thread each) for parallelism.
+PARTITION_BLOCK = 1024
+MAX_PARTITION_BLOCKS = 4096
 
 _WHAT = 'TreeBooster(device="cuda")'
 _GIB = 2.0**30
@@ -66,16 +96,16 @@ def device_memory_needed(*, n_rows: int, n_features: int, bin_itemsize: int, n_s
                          index_itemsize: int = 4) -> dict:
     """Bytes of GPU memory a fit holds at its peak, by item.
 
-    ``bins``: the binned matrix; ``gradients``: a tree's ``g`` and ``h`` (float64); ``rows``: a
-    node's row indices (int64, at most every row); ``pairs``: a node's pairs (two indices and a
-    float64 coupling each, at most every pair); ``histograms``: the per-block partials and the
-    reduced histogram (float64, ``slots x 3``).
+    ``bins``: the binned matrix; ``gradients``: a tree's ``g`` and ``h`` (float64); ``rows``: the
+    tree's row order and the partition's scratch (int64 each) and each row's side (a byte);
+    ``pairs``: the tree's two pair buffers (two indices and a float64 coupling each, every pair);
+    ``histograms``: the per-block partials and the reduced histogram (float64, ``slots x 3``).
     """
     return {
         "bins": int(n_rows) * int(n_features) * int(bin_itemsize),
         "gradients": 2 * int(n_rows) * 8,
-        "rows": int(n_rows) * 8,
-        "pairs": int(n_pairs) * (2 * int(index_itemsize) + 8),
+        "rows": int(n_rows) * (8 + 8 + 1),
+        "pairs": 2 * int(n_pairs) * (2 * int(index_itemsize) + 8),
         "histograms": (MAX_BLOCKS + 1) * int(n_slots) * max(HIST_CHANNELS, PH_CHANNELS) * 8,
     }
 
@@ -113,12 +143,17 @@ def _launch(n_threads: int) -> tuple:
 
 
 class CUDABackend(CPUBackend):
-    """The grower's kernels with the histograms on the GPU (see the module docstring for what is where).
+    """The grower's kernels on the GPU (see the module docstring for what is where).
 
     Parameters
     ----------
     ctx, params
         As for :class:`~customobj.ole.backend.CPUBackend`.
+
+    Attributes
+    ----------
+    memory : DeviceMemory
+        What the fit holds on the device, now and at its peak (bytes).
 
     Raises
     ------
@@ -132,78 +167,226 @@ class CUDABackend(CPUBackend):
         self._cuda = require_gpu(_WHAT)
         super().__init__(ctx, params)
         from . import _cuda_hist_kernels as kernels
+        from . import _cuda_partition_kernels as partition_kernels
+        from . import _cuda_split_kernels as split_kernels
 
-        self._k = kernels
+        self._k, self._ks, self._kp = kernels, split_kernels, partition_kernels
         d = ctx.data
-        self._shape = dict(n_rows=d.n_rows, n_features=d.feature_major.shape[0],
-                           bin_itemsize=d.feature_major.dtype.itemsize, n_slots=d.n_slots,
-                           index_itemsize=np.dtype(d.index_dtype()).itemsize)
+        n_feat = d.feature_major.shape[0]
+        self._shape = dict(n_rows=d.n_rows, n_features=n_feat, bin_itemsize=d.feature_major.dtype.itemsize,
+                           n_slots=d.n_slots, index_itemsize=np.dtype(d.index_dtype()).itemsize)
         need = device_memory_needed(**self._shape)
         check_device_memory(need)
         # what this fit keeps on the device from here on: later checks count it as theirs, not as taken
         self._resident = need["bins"] + need["histograms"]
-        cuda = self._cuda
-        self._bins = cuda.to_device(np.ascontiguousarray(d.feature_major))
-        self._offsets = cuda.to_device(np.ascontiguousarray(d.offsets, dtype=np.int64))
+        mem = self.memory = DeviceMemory(self._cuda)
+        self._bins = mem.upload(d.feature_major)
+        self._offsets = mem.upload(np.asarray(d.offsets, dtype=np.int64))
         self._n_bins = np.ascontiguousarray(d.n_bins, dtype=np.int64)
+        self._n_bins_d = mem.upload(self._n_bins)
         # one partial buffer serves both histograms: each has three channels (common.py)
-        self._partial = cuda.device_array((MAX_BLOCKS, d.n_slots, HIST_CHANNELS), dtype=np.float64)
-        self._out = cuda.device_array((d.n_slots, HIST_CHANNELS), dtype=np.float64)
-        self._all_features = np.arange(self._shape["n_features"], dtype=np.int64)
+        self._partial = mem.array((MAX_BLOCKS, d.n_slots, HIST_CHANNELS), np.float64)
+        self._all_features = np.arange(n_feat, dtype=np.int64)
         self._all_feature_args = self._feature_args(self._all_features)  # every tree's full pair histograms
-        self._grad = self._hess = None
+        # the split search's per-feature records, gains and result; a stand-in pair histogram for SE/WSE
+        self._per = mem.array((max(n_feat, 1), SPLIT_SIZE), np.float64)
+        self._gains = mem.array((max(n_feat, 1),), np.float64)
+        self._res = mem.array((SPLIT_SIZE,), np.float64)
+        self._no_ph = mem.upload(np.zeros((1, PH_CHANNELS)))
+        self._sums = mem.array((MAX_BLOCKS, 2), np.float64)
+        self._sum_out = mem.array((2,), np.float64)
+        # the tree's row order, the partition's scratch, each row's side and the blocks' counts
+        self._tmp_rows = mem.array((max(d.n_rows, 1),), np.int64)
+        self._go_left = mem.array((max(d.n_rows, 1),), np.bool_)
+        self._counts = mem.array((MAX_PARTITION_BLOCKS, 2), np.int64)
+        self._before = mem.array((MAX_PARTITION_BLOCKS + 1, 2), np.int64)
+        self._grad: Any = None
+        self._hess: Any = None
+        self._order: Any = None  # the tree's row order on the device
+        self._mask_host: Optional[np.ndarray] = None
+        self._mask_dev: Any = None
 
-    # --- the tree's gradients: uploaded with the root's sums, the first call of every tree -------------
-    def row_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:
-        """``(sum g, sum h)`` over ``order`` (host); uploads the tree's ``grad`` and ``hess``."""
-        self._grad = self._cuda.to_device(np.ascontiguousarray(grad, dtype=np.float64))
-        self._hess = self._cuda.to_device(np.ascontiguousarray(hess, dtype=np.float64))
+    # --- the tree's gradients and root sums: the first call of every tree -----------------------------
+    def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
+        """``(sum g, sum h)`` over ``order``. Gradients already on the device (the objective's GPU
+        kernels, :mod:`.cuda_scores`) are summed there, in blocks of rows in order (one block: the
+        CPU's order); host gradients are uploaded and summed on the host, as on the CPU."""
+        n = int(order.shape[0])
+        self.memory.sample()  # the card's use as a tree starts (a real card only)
+        self._order = self.memory.upload(np.asarray(order, dtype=np.int64))  # partitioned there from now on
+        if is_device_array(grad):
+            self._grad, self._hess = grad, hess
+            nb = n_blocks(n, ROW_BLOCK)
+            self._ks.block_sums[_launch(nb)](self._order, n, nb, grad, hess, self._sums)
+            return self._ordered_sums(nb)
+        self._grad = self.memory.upload(np.asarray(grad, dtype=np.float64))
+        self._hess = self.memory.upload(np.asarray(hess, dtype=np.float64))
         return super().row_sums(order, grad, hess)
 
     def pair_buffers(self, pairs: tuple) -> tuple:
-        """As on the CPU, after checking that the tree's pairs fit the device next to the rest."""
+        """The tree's two pair buffers on the device (the pairs uploaded once per tree), after checking
+        that they fit next to the rest; ``ole_fast`` keeps them on the host until :meth:`prune_pairs`."""
         check_device_memory(device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0]),
                             free=free_device_memory() + self._resident)
-        return super().pair_buffers(pairs)
+        if self.criterion.prunes_pairs and self.ctx.queries is not None:
+            return super().pair_buffers(pairs)
+        return self._device_pairs(pairs)
+
+    def prune_pairs(self, bufs: tuple) -> tuple:
+        """``ole_fast``'s pruning on the host (:mod:`.pair_pruning`), then the kept pairs to the device."""
+        if not self.criterion.prunes_pairs or self.ctx.queries is None:
+            return bufs, None
+        kept, dropped = super().prune_pairs(bufs)
+        return self._device_pairs(kept[0]), dropped
+
+    def _device_pairs(self, pairs: tuple) -> tuple:
+        mem = self.memory
+        first = tuple(mem.upload(a) for a in pairs)
+        return first, tuple(mem.array(a.shape, a.dtype) for a in first)
 
     def _feature_args(self, feats: np.ndarray) -> tuple:
         """``(feats, their first slots, their bin counts)`` on the device, for ``pair_hist_blocks``."""
-        cuda = self._cuda
-        return (cuda.to_device(feats), cuda.to_device(np.ascontiguousarray(self.data.offsets[feats], dtype=np.int64)),
-                cuda.to_device(self._n_bins[feats]))
+        mem = self.memory
+        return (mem.upload(feats), mem.upload(np.asarray(self.data.offsets[feats], dtype=np.int64)),
+                mem.upload(self._n_bins[feats]))
 
-    # --- histograms on the device --------------------------------------------------------------------------
-    def _reduced(self, nb: int) -> np.ndarray:
-        k, n_slots = self._k, self.data.n_slots
-        k.reduce_blocks[_launch(n_slots * HIST_CHANNELS)](self._partial, nb, self._out)
-        return self._out.copy_to_host()
+    # --- histograms on the device: they stay there (DeviceHist) ------------------------------------------
+    def _reduced(self, nb: int) -> DeviceHist:
+        out = self.memory.array((self.data.n_slots, HIST_CHANNELS), np.float64)
+        self._k.reduce_blocks[_launch(out.size)](self._partial, nb, out)
+        return DeviceHist(out, self._ks.subtract)
 
-    def row_hist(self, order: np.ndarray, start: int, end: int, grad: np.ndarray, hess: np.ndarray,
-                 root: bool = False) -> np.ndarray:
-        """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``, built on the device
-        from the gradients :meth:`row_sums` uploaded (``grad``, ``hess`` are those arrays)."""
-        if self._grad is None:
+    def row_hist(self, order: np.ndarray, start: int, end: int, grad, hess, root: bool = False) -> Any:
+        """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``, built and kept on
+        the device from the gradients :meth:`row_sums` took (``grad``, ``hess`` are those arrays)."""
+        if self._grad is None or self._order is None:
             raise RuntimeError("CUDABackend.row_hist before row_sums: the tree's gradients are not on the device")
         k, n = self._k, end - start
-        rows = self._cuda.to_device(np.ascontiguousarray(order[start:end], dtype=np.int64))
+        rows_d = self._order[start:end]  # the device order (the host's ``order`` is only read at the end)
         nb = n_blocks(n, ROW_BLOCK)
-        k.row_hist_blocks[_launch(self._shape["n_features"] * nb)](self._bins, rows, n, nb, self._grad, self._hess,
+        k.row_hist_blocks[_launch(self._shape["n_features"] * nb)](self._bins, rows_d, n, nb, self._grad, self._hess,
                                                                    self._offsets, self._partial)
         return self._reduced(nb)
 
-    def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> np.ndarray:
-        """``(slots, 3)`` pair histogram [hi, nanp, R] of the pairs ``buf[start:end]``, built on the
-        device (all features, or only ``features``: the other slots are 0)."""
-        k, cuda, n = self._k, self._cuda, end - start
+    def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> Any:
+        """``(slots, 3)`` pair histogram [hi, nanp, R] of the pairs ``buf[start:end]``, built and kept
+        on the device (all features, or only ``features``: the other slots are 0)."""
+        k, n = self._k, end - start
         feats = self._all_features if features is None else np.unique(np.asarray(features, dtype=np.int64))
         if feats.size and (feats[0] < 0 or feats[-1] >= self._all_features.size):
             raise ValueError(f"features must be in [0, {self._all_features.size}), got {feats[0]}..{feats[-1]}")
-        if n <= 0 or feats.size == 0:  # no pairs or no features: an empty histogram
-            return np.zeros((self.data.n_slots, PH_CHANNELS))
-        args = self._all_feature_args if features is None else self._feature_args(feats)
         nb = n_blocks(n, PAIR_BLOCK)
-        if feats.size < self._all_features.size:  # slots of the other features are read back: zero them
+        if n <= 0 or feats.size < self._all_features.size:  # slots of the other features are read: zero them
             k.zero[_launch(nb * self.data.n_slots * PH_CHANNELS)](self._partial.reshape(self._partial.size))
-        pi, pj, pc = (cuda.to_device(np.ascontiguousarray(a[start:end])) for a in buf)
-        k.pair_hist_blocks[_launch(feats.size * nb)](self._bins, pi, pj, pc, n, nb, *args, self._partial)
+        if n > 0 and feats.size:
+            args = self._all_feature_args if features is None else self._feature_args(feats)
+            pi, pj, pc = (a[start:end] if is_device_array(a) else self.memory.upload(a[start:end]) for a in buf)
+            k.pair_hist_blocks[_launch(feats.size * nb)](self._bins, pi, pj, pc, n, nb, *args, self._partial)
         return self._reduced(nb)
+
+    # --- split search on the device: only the chosen split comes back ---------------------------------------
+    def _mask(self, mask: np.ndarray):
+        """The feature mask on the device, uploaded again only when it changes (a tree's nodes share one)."""
+        host = np.ascontiguousarray(mask, dtype=np.bool_)
+        if self._mask_host is None or not np.array_equal(host, self._mask_host):
+            self._mask_host, self._mask_dev = host.copy(), self.memory.upload(host)
+        return self._mask_dev
+
+    def find_split(self, hist: Any, phist: Any, mask: np.ndarray,
+                   sums: ChildSums) -> SplitInfo:
+        """The best split of a node from its device histograms (:mod:`._cuda_split_kernels`: the CPU's
+        per-feature search, one thread per feature, then the first strictly best feature)."""
+        ks, n_feat = self._ks, self._shape["n_features"]
+        G, H, N, C = (float(v) for v in sums)
+        parent = _score(G, node_hessian(self.score, G, H, N, C), self.lam)
+        use_pairs = phist is not None
+        ks.feature_bests[_launch(n_feat)](hist.array, phist.array if phist is not None else self._no_ph, use_pairs,
+                                          self.score, self._n_bins_d, self._offsets, self._mask(mask), G, H, N, C,
+                                          self.lam, self.min_data, self.min_hess, parent, self._per, self._gains)
+        ks.pick_best[1, 1](self._per, self._gains, self._res)
+        return SplitInfo.from_array(self._res.copy_to_host())
+
+    def wse_gains(self, hist: Any, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
+        """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``), searched on the device."""
+        G, H, N = float(sums.G), float(sums.H), float(sums.N)
+        parent = _score(G, node_hessian(WSE, G, H, N, 0.0), self.lam)
+        self._ks.feature_wse_gains[_launch(self._shape["n_features"])](
+            hist.array, self._no_ph, self._n_bins_d, self._offsets, self._mask(mask), G, H, N, self.lam,
+            self.min_data, self.min_hess, parent, self._per, self._gains)
+        out[:] = self._gains.copy_to_host()[:out.shape[0]]
+        return out
+
+    # --- where the scores live, and what the fit held -------------------------------------------------------
+    def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool):
+        """The scores on the device with each round's gradients computed there
+        (:class:`~customobj.ole.cuda_scores.DeviceScores`), or None with the reason in ``gradients_where``."""
+        from .cuda_scores import DeviceScores, host_gradients_reason
+
+        why = host_gradients_reason(obj, need_pairs, line_search)
+        if why is not None:
+            self.gradients_where = f"host: {why}"
+            return None
+        self.gradients_where = "device"
+        return DeviceScores(self.memory, self._bins, self._n_bins_d, obj, prep, scores)
+
+    def device_memory_peak(self) -> Optional[int]:
+        """Bytes the fit held on the device at its peak (:class:`DeviceMemory`)."""
+        self.memory.sample()
+        return self.memory.peak
+
+    # --- partitions and coupling sums on the device ---------------------------------------------------------
+    def _ordered_sums(self, nb: int) -> tuple:
+        self._ks.ordered_sums[1, 1](self._sums, nb, self._sum_out)
+        a, b = self._sum_out.copy_to_host()
+        return float(a), float(b)
+
+    def _scanned(self, nb: int) -> np.ndarray:
+        """The blocks' offsets from their counts; the totals come back."""
+        self._kp.scan_counts[1, 1](self._counts, nb, self._before)
+        return self._before[nb].copy_to_host()
+
+    @staticmethod
+    def _partition_blocks(n: int) -> int:
+        return int(max(1, min(MAX_PARTITION_BLOCKS, (n + PARTITION_BLOCK - 1) // PARTITION_BLOCK)))
+
+    def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool) -> int:
+        """Reorder the device order's ``[start:end]`` as [left | right] by ``split`` (stable: the CPU's
+        order), mark each row's side there; the left count. ``order`` (host) is brought up to date by
+        :meth:`row_order`."""
+        kp, n, f = self._kp, end - start, split.feature
+        nb = self._partition_blocks(n)
+        kp.mark_rows_blocks[_launch(nb)](self._bins[f], self._order, start, n, nb, split.bin, int(self._n_bins[f]),
+                                         bool(nan_left), self._go_left, self._counts)
+        nl = int(self._scanned(nb)[0])
+        kp.place_rows_blocks[_launch(nb)](self._order, start, n, nb, self._go_left, self._before, self._tmp_rows)
+        kp.copy_rows[_launch(n)](self._tmp_rows, self._order, start, n)
+        return nl
+
+    def row_order(self, order: np.ndarray) -> np.ndarray:
+        """The finished tree's row order, copied from the device into ``order``."""
+        order[:] = self._order.copy_to_host()
+        return order
+
+    def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
+        """Copy the device pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right |
+        split] by the last :meth:`partition_rows`; ``(n_left, n_right)``."""
+        n = end - start
+        nb = self._partition_blocks(n)
+        self._kp.count_sides_blocks[_launch(nb)](src[0], src[1], start, n, nb, self._go_left, self._counts)
+        tl, tr = self._scanned(nb)
+        self._kp.place_sides_blocks[_launch(nb)](*src, start, n, nb, self._go_left, self._before, *dst)
+        return int(tl), int(tr)
+
+    def sum_couplings(self, pc, start: int, end: int) -> float:
+        """The coupling of the pairs ``start:end``: blocks of pairs in order, then the blocks in order."""
+        if not is_device_array(pc):
+            return super().sum_couplings(pc, start, end)
+        nb = n_blocks(end - start, PAIR_BLOCK)
+        self._kp.coupling_blocks[_launch(nb)](pc, start, end - start, nb, self._sums)
+        return self._ordered_sums(nb)[0]
+
+    def split_coupling_sums(self, buf: tuple, start: int, end: int) -> tuple:
+        """The children's couplings ``(C_left, C_right)`` of the device pairs ``buf[start:end]``."""
+        nb = n_blocks(end - start, PAIR_BLOCK)
+        self._kp.split_coupling_blocks[_launch(nb)](*buf, start, end - start, nb, self._go_left, self._sums)
+        return self._ordered_sums(nb)

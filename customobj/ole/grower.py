@@ -236,6 +236,7 @@ class TreeGrower:
 
     def _finish(self) -> GrownTree:
         p, leaves = self.params, self.leaves
+        self.order = self.backend.row_order(self.order)  # a GPU backend partitioned its own copy
         if self.dropped is not None:  # leaf values from every pair (pair_pruning: the bound)
             extra = self.backend.dropped_couplings(self.order, [(l.start, l.end) for l in leaves], self.dropped)
             for leaf, c in zip(leaves, extra):

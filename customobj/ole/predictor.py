@@ -14,7 +14,7 @@ from numba import njit, prange
 from .tree import Tree
 from .tree_schema import check_structure
 
-__all__ = ["ZERO_THRESHOLD", "PackedTrees", "predict_raw", "add_tree_bins"]
+__all__ = ["ZERO_THRESHOLD", "PackedTrees", "predict_raw", "add_tree_bins", "child_of_bin"]
 
 #: LightGBM's ``kZeroThreshold`` (``1e-35f``, a float32 literal: 1.0000000180025095e-35). Its
 #: dense prediction turns every feature value with ``|x| <= kZeroThreshold`` into 0 before the
@@ -116,6 +116,15 @@ def predict_raw(X: np.ndarray, packed: PackedTrees, tree_col: np.ndarray, n_cols
     return out
 
 
+@njit(cache=True)
+def child_of_bin(node, b, nan_bin, tbin, default_left, left, right):
+    """The child of ``node`` that a row with bin ``b`` of its feature goes to (``nan_bin``: the NaN
+    bin, sent to the default side); a leaf ``l`` as ``~l`` (negative). The GPU score update
+    (``_cuda_score_kernels``) walks trees with it too."""
+    go_left = default_left[node] if b == nan_bin else b <= tbin[node]
+    return left[node] if go_left else right[node]
+
+
 @njit(cache=True, parallel=True)
 def _add_tree_bins(bins, n_bins, feature, tbin, default_left, left, right, leaf_value, out):
     for i in prange(bins.shape[0]):
@@ -125,12 +134,7 @@ def _add_tree_bins(bins, n_bins, feature, tbin, default_left, left, right, leaf_
         node = 0
         while True:
             f = feature[node]
-            b = np.int64(bins[i, f])
-            if b == n_bins[f]:
-                go_left = default_left[node]
-            else:
-                go_left = b <= tbin[node]
-            nxt = left[node] if go_left else right[node]
+            nxt = child_of_bin(node, np.int64(bins[i, f]), n_bins[f], tbin, default_left, left, right)
             if nxt < 0:
                 out[i] += leaf_value[~nxt]
                 break

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, List, NamedTuple, Optional
 import numba
 import numpy as np
 
+from .._cuda_runtime import is_device_array
 from ..objectives.devices import Device
 from .backend import CPUBackend
 from .context import BinnedData, GrowContext
@@ -100,17 +101,25 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
     backend = make_backend(ctx, params, DEVICES[p["device"]])  # every tree's kernels, one object per fit
     rng = np.random.default_rng(p["random_state"])
     need_pairs = obj.pairwise and (params.criterion.uses_pairs or params.joint_leaves)
+    # device="cuda": scores and gradients on the device when the objective's kernels allow (cuda_scores)
+    on_device = backend.device_scores(obj, prep, scores, need_pairs, p["line_search"])
     progress = Progress(p["n_estimators"], p["verbose"])
     reason = None
     try:
         for it in range(p["n_estimators"]):
             sample = sample_round(rng, bins_fm.shape[1], bins_fm.shape[0], p)
             gradients = None  # drop the previous round's arrays (pairs included) before new ones exist
-            gradients = round_gradients(obj, prep, scores, ctx, sample.in_bag, need_pairs)
+            if on_device is None:
+                gradients = round_gradients(obj, prep, scores, ctx, sample.in_bag, need_pairs)
+            else:
+                gradients = RoundGradients(*on_device.gradients(), None)
             grown = grow_round(backend, gradients, sample, params, obj.n_outputs)
             model.trees_.extend(g.tree for g in grown)
             model.tree_class_.extend(range(len(grown)))
-            update_scores(obj, prep, scores, grown, sample, ctx.data, p)
+            if on_device is None:
+                update_scores(obj, prep, scores, grown, sample, ctx.data, p)
+            else:
+                on_device.add_trees([g.tree for g in grown])
             update_evals(evals, [g.tree for g in grown], model.evals_result_)
             progress.update()
             reason = stop_reason(model, it, p["n_estimators"], tracker, callbacks)
@@ -118,6 +127,7 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
                 break
     finally:
         progress.close(reason)
+        model.device_memory_peak_, model.device_gradients_ = backend.device_memory_peak(), backend.gradients_where
 
 
 def sample_round(rng: np.random.Generator, n: int, n_features: int, p: dict) -> RoundSample:
@@ -159,12 +169,17 @@ def grow_round(backend: CPUBackend, gradients: RoundGradients, sample: RoundSamp
     grad, hess, pairs = gradients
     out = []
     for k in range(n_outputs):
-        g = grad if n_outputs == 1 else np.ascontiguousarray(grad[:, k])
-        h = hess if n_outputs == 1 else np.ascontiguousarray(hess[:, k])
+        g = grad if n_outputs == 1 else _column(grad, k)
+        h = hess if n_outputs == 1 else _column(hess, k)
         # the grower reorders the pair arrays in place; later classes need the original set
         pk = pairs if (pairs is None or n_outputs == 1) else tuple(a.copy() for a in pairs)
         out.append(TreeGrower(backend, g, h, sample.rows, pk, sample.features, params).grow())
     return out
+
+
+def _column(a, k: int):
+    """Column ``k`` of ``(n, K)`` gradients: contiguous on the host, a strided view on the device."""
+    return a[:, k] if is_device_array(a) else np.ascontiguousarray(a[:, k])
 
 
 def update_scores(obj: "Objective", prep: "Prepared", scores: np.ndarray, grown: List[GrownTree],

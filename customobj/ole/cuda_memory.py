@@ -1,0 +1,126 @@
+"""What ``TreeBooster(device="cuda")`` holds in GPU memory, and its histograms as the grower sees them.
+
+:class:`DeviceMemory` allocates (and uploads) every array the GPU backend keeps and counts their
+bytes while they live (a finalizer subtracts an array's bytes when it is freed), so a fit knows
+the peak of what it held: ``TreeBooster.device_memory_peak_`` (issue "OLE at scale": peak GPU
+memory reported). Arrays the objective's GPU kernels keep (labels, queries, scratch:
+``objectives.devices.DeviceData``) are added with :meth:`DeviceMemory.hold`. On a real card,
+:meth:`DeviceMemory.sample` also records the card's used memory (total - free, every process on
+it) at the points it is called, as ``card_peak``; the simulator has no card (``None``).
+
+:class:`DeviceHist` is a histogram that stays in device memory: the grower subtracts one from
+another (``parent -= child``, a kernel, elementwise as numpy's) and reads a single entry (the NaN
+slot's row count: one float comes back); the backend's split search reads the rest on the device.
+
+Examples
+--------
+>>> import numpy as np
+>>> from customobj._cuda_runtime import cuda_module
+>>> mem = DeviceMemory(cuda_module())
+>>> a = mem.array((1000,), np.float64)
+>>> b = mem.upload(np.zeros(500, dtype=np.int32))
+>>> mem.current, mem.peak
+(10000, 10000)
+>>> del a
+>>> mem.current, mem.peak
+(2000, 10000)
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Optional
+
+import numpy as np
+from numba import config
+
+from .._cuda_runtime import THREADS
+
+# numba.cuda's simulator (NUMBA_ENABLE_CUDASIM), fixed when numba.cuda is imported
+_SIMULATED = bool(getattr(config, "ENABLE_CUDASIM", 0))
+
+__all__ = ["DeviceMemory", "DeviceHist"]
+
+
+class DeviceMemory:
+    """Counts the bytes of the device arrays made through it (``current``) and their maximum (``peak``).
+
+    Parameters
+    ----------
+    cuda : module
+        ``numba.cuda`` (or its simulator).
+    """
+
+    def __init__(self, cuda: Any) -> None:
+        self.cuda = cuda
+        self.current = 0
+        self.peak = 0
+        self.card_peak: Optional[int] = None
+
+    def _count(self, arr: Any) -> Any:
+        nbytes = int(arr.size) * int(np.dtype(arr.dtype).itemsize)
+        self.hold(nbytes)
+        weakref.finalize(arr, self.hold, -nbytes)
+        return arr
+
+    def hold(self, nbytes: int) -> None:
+        """Add ``nbytes`` (negative: release them) to what the fit holds; updates the peak."""
+        self.current += int(nbytes)
+        self.peak = max(self.peak, self.current)
+
+    def array(self, shape: tuple, dtype: type) -> Any:
+        """An uninitialised device array, counted while it lives."""
+        return self._count(self.cuda.device_array(shape, dtype=dtype))
+
+    def upload(self, host: np.ndarray) -> Any:
+        """A device copy of ``host`` (made contiguous), counted while it lives."""
+        return self._count(self.cuda.to_device(np.ascontiguousarray(host)))
+
+    def sample(self) -> None:
+        """Record the card's used memory now into ``card_peak`` (a real card only)."""
+        if _SIMULATED:
+            return
+        free, total = self.cuda.current_context().get_memory_info()
+        used = int(total) - int(free)
+        self.card_peak = used if self.card_peak is None else max(self.card_peak, used)
+
+
+def _flat(a: Any) -> Any:
+    return a.reshape(a.size)
+
+
+class DeviceHist:
+    """A ``(slots, channels)`` float64 histogram in device memory (``array``), as the grower uses it.
+
+    Parameters
+    ----------
+    array : device array
+        The histogram (C-contiguous, float64); owned by this object from now on.
+    subtract : numba.cuda kernel
+        ``subtract(a, b)``: ``a -= b`` over flat arrays (:mod:`._cuda_split_kernels`).
+    """
+
+    __slots__ = ("array", "_subtract")
+
+    def __init__(self, array: Any, subtract: Any) -> None:
+        self.array = array
+        self._subtract = subtract
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.array.shape)
+
+    def __isub__(self, other: "DeviceHist") -> "DeviceHist":
+        if not isinstance(other, DeviceHist) or other.shape != self.shape:
+            raise ValueError(f"a device histogram of shape {self.shape} can only subtract another of that shape")
+        n = int(self.array.size)
+        self._subtract[max(1, (n + THREADS - 1) // THREADS), THREADS](_flat(self.array), _flat(other.array))
+        return self
+
+    def __getitem__(self, index: tuple) -> float:
+        """One entry ``[slot, channel]``, copied to the host."""
+        slot, channel = index
+        return float(self.array[int(slot), int(channel)])
+
+    def copy_to_host(self) -> np.ndarray:
+        """The whole histogram on the host (tests, debugging: the grower never needs it)."""
+        return self.array.copy_to_host()

@@ -1,0 +1,100 @@
+"""The training scores of ``TreeBooster(device="cuda")`` on the device: each round's gradients there.
+
+When the objective has GPU kernels (:data:`customobj.objectives.devices.CUDA_KERNELS`) and the tree
+needs no pair couplings from it, :class:`DeviceScores` uploads the scores once per fit, computes
+every round's gradients and hessians on the device (``Objective.grad_hess_prepared`` with device
+scores: ``objectives.devices``) into two buffers it reuses, hands those device arrays to the grower
+(the backend sums and histograms them where they are) and adds each finished tree to the scores with
+:mod:`._cuda_score_kernels`. Nothing of size ``n`` crosses the bus per tree for the gradients.
+
+Otherwise the gradients stay on the host, and :func:`host_gradients_reason` says why:
+
+- the criterion (``ole``, ``ole_fast``, ``ole_float64`` with a pairwise objective) or
+  ``leaf_solver="joint"`` needs the objective's pair couplings, which have no GPU kernel;
+- ``line_search`` evaluates the loss on the host;
+- the objective has no GPU kernel (``objectives.devices.CPU_ONLY`` says why).
+
+Under the simulator the device gradients equal the CPU's bit for bit (the same float64 operations),
+so the trees do; on a GPU an ``exp`` or ``log`` of the device's libm may differ in the last bit
+(tests/_cuda_cases.py), which can only change a split that ties to rounding.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+import numpy as np
+
+from .._cuda_runtime import THREADS, blocks
+from ..objectives.devices import Device, kernels_for
+from .cuda_memory import DeviceMemory
+
+__all__ = ["DeviceScores", "host_gradients_reason"]
+
+
+def host_gradients_reason(obj: Any, need_pairs: bool, line_search: bool) -> Optional[str]:
+    """Why a ``device="cuda"`` fit takes its gradients on the host, or None when the device computes them.
+
+    Examples
+    --------
+    >>> import customobj
+    >>> host_gradients_reason(customobj.RankNet(), need_pairs=False, line_search=False) is None
+    True
+    >>> host_gradients_reason(customobj.RankNet(), need_pairs=True, line_search=False)
+    'the pair couplings the criterion needs have no GPU kernel'
+    """
+    if need_pairs:
+        return "the pair couplings the criterion needs have no GPU kernel"
+    if line_search:
+        return "line_search evaluates the loss on the host"
+    try:
+        kernels_for(obj, Device.CUDA)
+    except NotImplementedError as exc:
+        return str(exc)
+    return None
+
+
+class DeviceScores:
+    """A fit's training scores on the device and the buffers of its gradients.
+
+    Parameters
+    ----------
+    memory : DeviceMemory
+        The backend's allocator (the scores and gradients count toward the fit's peak).
+    bins, n_bins : device arrays
+        The binned matrix ``(features, rows)`` and each feature's bin count (its NaN bin), on the device.
+    obj, prep
+        The objective and its prepared data.
+    scores : ndarray
+        The initial raw scores, ``(n,)`` or ``(n, K)``.
+    """
+
+    def __init__(self, memory: DeviceMemory, bins: Any, n_bins: Any, obj: Any, prep: Any,
+                 scores: np.ndarray) -> None:
+        from . import _cuda_score_kernels as kernels
+
+        self._k, self._mem, self._bins, self._n_bins = kernels, memory, bins, n_bins
+        self.obj, self.prep = obj, prep
+        self.scores = memory.upload(np.asarray(scores, dtype=np.float64))
+        self.grad = memory.array(self.scores.shape, np.float64)
+        self.hess = memory.array(self.scores.shape, np.float64)
+        self._objective_bytes = 0
+
+    def gradients(self) -> tuple:
+        """``(grad, hess)`` at the current scores, computed on the device (the same two buffers each round)."""
+        g, h = self.obj.grad_hess_prepared(self.scores, self.prep, self.grad, self.hess)
+        held = self.prep.device_data.nbytes()  # the objective's labels, queries and scratch on the device
+        self._mem.hold(held - self._objective_bytes)
+        self._objective_bytes = held
+        return g, h
+
+    def add_trees(self, trees: List[Any]) -> None:
+        """Add tree ``k`` of the round to score column ``k`` (one tree: the scores)."""
+        mem, n = self._mem, self.scores.shape[0]
+        for k, tree in enumerate(trees):
+            out = self.scores if self.scores.ndim == 1 else self.scores[:, k]
+            nodes = tree.nodes
+            args = [mem.upload(np.asarray(nodes[name], dtype=dtype)) for name, dtype in
+                    (("split_feature", np.int64), ("threshold_bin", np.int64), ("default_left", np.bool_),
+                     ("left_child", np.int64), ("right_child", np.int64))]
+            values = mem.upload(np.asarray(tree.leaves["leaf_value"], dtype=np.float64))
+            self._k.add_tree_bins[blocks(n), THREADS](self._bins, self._n_bins, *args, values, out)

@@ -1,0 +1,66 @@
+"""customobj.ole.cuda_scores: a ``device="cuda"`` fit computes its gradients on the device when the
+objective has GPU kernels and the criterion needs no couplings (the grower then receives device
+arrays, the same trees as the CPU's), and says why they stay on the host otherwise. Without a GPU
+it runs on numba's CUDA simulator (tests/conftest.py): tiny data."""
+import numpy as np
+import pytest
+
+from customobj import LambdaRank, ListNet, McRank, RankNet
+from customobj._cuda_runtime import is_device_array
+from customobj.ole import TreeBooster
+from customobj.ole import cuda_backend
+from customobj.ole.cuda_scores import host_gradients_reason
+
+from _cuda_cases import needs_gpu
+from _ole_cases import QUIET, make_rank_data, tree_dicts
+
+KW = dict(num_leaves=5, n_estimators=2, min_data_in_leaf=4, max_bin=12, **QUIET)
+
+
+def test_the_reason_names_what_keeps_the_gradients_on_the_host():
+    assert host_gradients_reason(RankNet(), need_pairs=False, line_search=False) is None
+    assert "couplings" in host_gradients_reason(RankNet(), need_pairs=True, line_search=False)
+    assert "line_search" in host_gradients_reason(RankNet(), need_pairs=False, line_search=True)
+    assert "ListNet has no GPU kernel" in host_gradients_reason(ListNet(), need_pairs=False, line_search=False)
+
+
+def _spy_row_sums(monkeypatch):
+    seen = []
+    real = cuda_backend.CUDABackend.row_sums
+
+    def spy(self, order, grad, hess):
+        seen.append(is_device_array(grad) and is_device_array(hess))
+        return real(self, order, grad, hess)
+
+    monkeypatch.setattr(cuda_backend.CUDABackend, "row_sums", spy)
+    return seen
+
+
+@needs_gpu
+@pytest.mark.parametrize("obj, criterion", [(LambdaRank(), "wse"), (RankNet(), "se"), (McRank(), "wse")])
+def test_device_gradients_grow_the_cpu_trees(obj, criterion, monkeypatch):
+    X, y, group = make_rank_data(6, n_queries=6)
+    kw = dict(KW, objective=obj, criterion=criterion, bagging_fraction=0.8, random_state=1)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, y.size)  # weights go up with the labels, once per fit
+    cpu = TreeBooster(**kw).fit(X, y, group, sample_weight=w)
+    seen = _spy_row_sums(monkeypatch)
+    gpu = TreeBooster(device="cuda", **kw).fit(X, y, group, sample_weight=w)
+    assert gpu.device_gradients_ == "device" and cpu.device_gradients_ is None
+    assert seen and all(seen) and len(seen) == len(gpu.trees_)  # every tree's gradients were device arrays
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+    np.testing.assert_array_equal(gpu.predict(X), cpu.predict(X))
+    # the peak counts the bins (a byte each), the scores, gradients and hessians (float64, n x K each)
+    assert gpu.device_memory_peak_ >= X.size + 3 * 8 * y.size * gpu.n_outputs_
+
+
+@needs_gpu
+def test_couplings_line_search_and_cpu_only_objectives_keep_host_gradients(monkeypatch):
+    X, y, group = make_rank_data(2, n_queries=4)
+    seen = _spy_row_sums(monkeypatch)
+    cases = [(dict(criterion="ole"), "host: the pair couplings"), (dict(criterion="wse", line_search=True), "host: line_search"),
+             (dict(criterion="wse", objective=ListNet()), "host: ListNet has no GPU kernel")]
+    for extra, why in cases:
+        seen.clear()
+        gpu = TreeBooster(device="cuda", **{**KW, **extra}).fit(X, y, group)
+        assert gpu.device_gradients_.startswith(why) and seen and not any(seen)
+        assert tree_dicts(gpu) == tree_dicts(TreeBooster(**{**KW, **extra}).fit(X, y, group))
