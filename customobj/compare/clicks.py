@@ -16,7 +16,7 @@ trees in all, ``n_iter`` EM iterations.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -150,13 +150,13 @@ def build_regression_em(backend: str, kwargs: dict, *, rounds: int, num_leaves: 
     if unknown:
         raise ValueError(f"RegressionEM has no option {unknown[0]!r} here; its options: {', '.join(_EM_OPTIONS)} "
                          "(the number of trees is --rounds)")
-    tuned = dict(params)
+    tuned: dict[str, Any] = dict(params)
     renamed = {"min_data_in_leaf": "min_child_samples"}
     extra = sorted(set(tuned) - {"learning_rate", "num_leaves", "min_data_in_leaf"})
     if extra:
         raise ValueError(f"RegressionEM cannot take the parameter {extra[0]!r}")
-    options = dict(learning_rate=learning_rate, num_leaves=num_leaves, seed=seed)
-    options.update({renamed.get(k, k): v for k, v in tuned.items()})
+    options: dict[str, Any] = dict(learning_rate=learning_rate, num_leaves=num_leaves, seed=seed)
+    options.update({(renamed[k] if k in renamed else k): v for k, v in tuned.items()})
     options.update(kwargs)
     n_iter = options.pop("n_iter", 10)
     if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or not 1 <= n_iter <= MAX_EM_ITER:
