@@ -27,6 +27,14 @@ the bins can stay feature-major (no row-major copy of the bin matrix): rows of a
 adjacent, so those copies read a few cache lines per feature per chunk. Work is cut into blocks
 and chunks that depend only on the pairs, so results do not depend on the thread count.
 
+Threads: at most ``_MAX_BLOCKS`` blocks of pairs, so with more threads than blocks each block is
+also cut into groups of features (``feature_groups``), one work item per (block, group): every
+group walks the block's pairs (the same chunks, so each feature's sums are added in the same
+order: the same bits for any number of groups) and fills only its features' slots. Groups repeat
+the per-pair bookkeeping, but the per-feature work, most of a pass, is split; without groups a
+16-thread machine left half its threads idle in this pass. The blocks' histograms are then added
+per feature in parallel, in block order.
+
 Precision (``PairScratch(dtype=...)``). The per-row chunk accumulators ``A`` are float32 for
 ``criterion="ole"`` and float64 for the reference ``criterion="ole_float64"``; either way each
 chunk's sums are flushed into a float64 histogram, and the coupling-sum channel R is float64
@@ -48,13 +56,14 @@ node's list.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import njit, prange
 
 from ..objectives._query_kernels import range_sum
 from .common import PH_CHANNELS, PH_HI, PH_NANP, PH_R
 from .histogram import n_blocks_for
-from .pairhist_subset import build_pair_hist_subset, reduce_feature_blocks, subset_output, zero_feature_slots
+from .pairhist_subset import build_pair_hist_subset, reduce_feature_slots, subset_output, zero_feature_slots
 
 __all__ = ["PairScratch", "build_pair_hist", "compact_pairs", "partition_pairs", "split_coupling_sums", "sum_couplings"]
 
@@ -72,6 +81,12 @@ _MAX_BLOCKS = 8
 # features float64, 1024 x 136 x 8 B = 1.1 MB) still sits in L2; 1024 measured ~20% faster than
 # 256 on the MSLR-shaped benchmark, 2048 no better.
 _CHUNK_ROWS = 1024
+# Feature groups (more work items than blocks, see the module docstring): at least this many
+# features per group, so the repeated per-pair bookkeeping stays small beside the per-feature work;
+# and a single-block node is cut into groups only from this many pairs (136 features x 8192 pairs
+# is ~0.3 ms of one thread's work: more than waking the thread team).
+_GROUP_MIN_FEATURES = 8
+_GROUP_MIN_PAIRS = 8192
 
 
 class PairScratch:
@@ -88,20 +103,44 @@ class PairScratch:
         dtype = np.dtype(dtype)
         if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise ValueError(f"dtype must be float32 or float64, got {dtype}")
-        self.loc = np.full((_MAX_BLOCKS, n_rows), -1, dtype=np.int32)
-        self.rows = np.empty((_MAX_BLOCKS, chunk_rows), dtype=np.int64)
-        self.acc: np.ndarray = np.empty((_MAX_BLOCKS, chunk_rows, n_features), dtype=dtype)
-        self.nanacc: np.ndarray = np.empty((_MAX_BLOCKS, chunk_rows if any_nan else 0, n_features), dtype=dtype)
-        self.rsum = np.empty((_MAX_BLOCKS, chunk_rows), dtype=np.float64)
+        self.n_rows, self.n_features, self.chunk_rows = int(n_rows), int(n_features), int(chunk_rows)
         self.any_nan = bool(any_nan)
-        self.tile: np.ndarray | None = None  # (blocks, chunk_rows, features) bins of the chunk's rows, dtype of the bins
+        self.dtype = dtype
+        self._allocate(_MAX_BLOCKS)
+        self.tile: np.ndarray | None = None  # (items, chunk_rows, features) bins of the chunk's rows, dtype of the bins
         self.subset: dict[str, np.ndarray] = {}  # pairhist_subset's per-block histograms
         self.blocks: np.ndarray | None = None  # per-block histograms of the chunked kernel, reused across nodes
 
+    def _allocate(self, items: int) -> None:
+        # one set per work item; loc (rows x items int32) is the large one, so sets beyond the
+        # blocks' are made only when a pass has more items (more threads than blocks)
+        c, f, dt = self.chunk_rows, self.n_features, self.dtype
+        self.loc = np.full((items, self.n_rows), -1, dtype=np.int32)
+        self.rows = np.empty((items, c), dtype=np.int64)
+        self.acc: np.ndarray = np.empty((items, c, f), dtype=dt)
+        self.nanacc: np.ndarray = np.empty((items, c if self.any_nan else 0, f), dtype=dt)
+        self.rsum = np.empty((items, c), dtype=np.float64)
+
+    def ensure_items(self, items: int) -> None:
+        """At least ``items`` per-item scratch sets (work items of one pass)."""
+        if self.loc.shape[0] < items:
+            self._allocate(items)
+
     def tile_for(self, bins: np.ndarray) -> np.ndarray:
-        if self.tile is None or self.tile.dtype != bins.dtype or self.tile.shape[2] != bins.shape[1]:
-            self.tile = np.empty((_MAX_BLOCKS, self.rows.shape[1], bins.shape[1]), dtype=bins.dtype)
+        items = self.loc.shape[0]
+        t = self.tile
+        if t is None or t.dtype != bins.dtype or t.shape[2] != bins.shape[1] or t.shape[0] < items:
+            self.tile = np.empty((items, self.rows.shape[1], bins.shape[1]), dtype=bins.dtype)
         return self.tile
+
+
+def feature_groups(n_blocks: int, n_features: int, n_pairs: int, threads: int) -> int:
+    """Feature groups per block of a pair-histogram pass: enough for ``threads`` work items when
+    there are fewer blocks (at least ``_GROUP_MIN_FEATURES`` features each, and only from
+    ``_GROUP_MIN_PAIRS`` pairs); 1 otherwise. Any count gives the same histogram."""
+    if threads <= n_blocks or n_pairs < _GROUP_MIN_PAIRS:
+        return 1
+    return int(max(1, min(threads // n_blocks, n_features // _GROUP_MIN_FEATURES)))
 
 
 @njit(cache=True)
@@ -198,15 +237,26 @@ def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, 
 
 
 @njit(cache=True, parallel=True)
-def _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, any_nan, n_blocks, loc, rows, acc, nanacc,
-                   rsum, tile, buf):
+def _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, any_nan, n_blocks, n_groups, loc, rows, acc,
+                   nanacc, rsum, tile, buf, out):
+    """Work item ``b * n_groups + g``: block ``b``'s pairs for group ``g``'s features, into ``out``
+    (one block) or ``buf[b]``, then ``out`` = the blocks' sum, feature by feature in parallel."""
     n = end - start
-    for b in prange(n_blocks):
+    nf = feats.shape[0]
+    for item in prange(n_blocks * n_groups):
+        b = item // n_groups
+        g = item - b * n_groups
         lo = start + (n * b) // n_blocks
         hi = start + (n * (b + 1)) // n_blocks
-        zero_feature_slots(buf[b], foff, fnb)
-        _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc[b], rows[b], acc[b], nanacc[b],
-                    rsum[b], tile[b], buf[b])
+        f0 = (nf * g) // n_groups
+        f1 = (nf * (g + 1)) // n_groups
+        dest = out if n_blocks == 1 else buf[b]
+        zero_feature_slots(dest, foff[f0:f1], fnb[f0:f1])
+        _pair_block(bins, pi, pj, pc, lo, hi, feats[f0:f1], foff[f0:f1], fnb[f0:f1], any_nan, loc[item], rows[item],
+                    acc[item], nanacc[item], rsum[item], tile[item], dest)
+    if n_blocks > 1:
+        for t in prange(nf):
+            reduce_feature_slots(buf, n_blocks, foff[t], foff[t] + fnb[t] + 1, out)
 
 
 def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.ndarray, start: int, end: int,
@@ -237,22 +287,24 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
     foff = np.ascontiguousarray(offsets[feats], dtype=np.int64)
     fnb = np.ascontiguousarray(n_bins[feats], dtype=np.int64)
     nb = n_blocks_for(end - start, block=_BLOCK_PAIRS, max_blocks=_MAX_BLOCKS)
+    ng = feature_groups(nb, feats.size, end - start, numba.get_num_threads())
     # a feature subset (ole_fast: searched, then dropped) reuses one histogram: see subset_output
     out = np.empty((n_slots, PH_CHANNELS), dtype=np.float64) if features is None else \
         subset_output(s.subset, n_slots, foff, fnb)
-    if nb == 1:
+    if nb == 1 and ng == 1:
         zero_feature_slots(out, foff, fnb)
         _pair_block(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, s.loc[0], s.rows[0], s.acc[0],
                     s.nanacc[0], s.rsum[0], tile[0], out)
         return out
+    s.ensure_items(nb * ng)
+    tile = s.tile_for(bins)
     # one buffer per fit: a fresh (blocks, slots, 3) array per node page-faults on every slot it fills
     # (each block zeroes the slots it fills, and only those are read back)
     buf = s.blocks
     if buf is None or buf.shape[1] != n_slots:
         buf = s.blocks = np.empty((_MAX_BLOCKS, n_slots, PH_CHANNELS), dtype=np.float64)
-    _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, nb, s.loc, s.rows, s.acc,
-                   s.nanacc, s.rsum, tile, buf)
-    reduce_feature_blocks(buf, nb, foff, fnb, out)
+    _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, nb, ng, s.loc, s.rows, s.acc,
+                   s.nanacc, s.rsum, tile, buf, out)
     return out
 
 
