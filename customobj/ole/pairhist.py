@@ -146,7 +146,11 @@ def feature_groups(n_blocks: int, n_features: int, n_pairs: int, threads: int) -
 @njit(cache=True)
 def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, acc, nanacc, rsum, tile, out):
     n_feat = feats.shape[0]
-    full = n_feat == bins.shape[1]  # every feature, in order (the caller's promise): a plain copy
+    # a run of consecutive features (all of them, or a feature group): a plain copy from ``first``
+    first = feats[0] if n_feat > 0 else 0
+    full = True
+    for f in range(n_feat):
+        full = full and feats[f] == first + f
     cap = rows.shape[0]
     k = lo
     while k < hi:
@@ -167,7 +171,7 @@ def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, 
                 rsum[sa] = 0.0
                 if full:  # the row's bins, contiguous for the pair loops below
                     for f in range(n_feat):
-                        tile[sa, f] = bins[a, f]
+                        tile[sa, f] = bins[a, first + f]
                 else:
                     for f in range(n_feat):
                         tile[sa, f] = bins[a, feats[f]]
@@ -185,7 +189,7 @@ def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, 
                 rsum[sb] = 0.0
                 if full:
                     for f in range(n_feat):
-                        tile[sb, f] = bins[b, f]
+                        tile[sb, f] = bins[b, first + f]
                 else:
                     for f in range(n_feat):
                         tile[sb, f] = bins[b, feats[f]]
