@@ -24,8 +24,9 @@ Amdahl fit ``T(n) = s + p / n`` (least squares over the thread counts) with its 
 
 ``--stages``: LambdaRank ``grad_hess``'s call path step by step at each thread count (each step
 called alone, as the call makes it, best of ``--repeat`` x 3; ``serial`` marks the steps that run
-on one thread), then ``benchmarks/ole_phases.py`` for a WSE and an OLE tree at each thread count
-(its own subprocesses; serial steps marked there too).
+on one thread); the root's OLE pair histogram at one thread cut into 1, 2, 4 feature groups (what
+the extra work items for idle threads cost); then ``benchmarks/ole_phases.py`` for a WSE and an
+OLE tree at each thread count (its own subprocesses; serial steps marked there too).
 
 The machine is described first (CPUs usable, physical cores, numba's threading layer, load
 average): hyper-threads share a core, so a count above the physical cores cannot give its speedup.
@@ -205,6 +206,37 @@ def objective_stages(obj, s, y, group, calls: int) -> list[tuple[str, bool, floa
     return [(name, serial, _best_of(fn, calls)) for name, serial, fn in steps]
 
 
+def group_costs(queries: int, features: int, groups=(1, 2, 4), calls: int = 5) -> list[tuple[int, float]]:
+    """``(g, best seconds)`` of the root's OLE pair histogram at one thread with ``g`` feature groups
+    per block of pairs: what cutting a block for idle threads costs (each group repeats the per-pair
+    bookkeeping; on ``g`` free threads the pass takes about ``seconds(g) / g``)."""
+    from customobj.objectives import LambdaRank
+    from customobj.ole.binning import BinMapper
+    from customobj.ole.pairhist import PairScratch, build_pair_hist
+    X, y, group = make_data(queries, 120, features)
+    pi, pj, pc = LambdaRank(metric="ndcg", truncation=30).pair_couplings(np.zeros(y.size), y, group)
+    pi, pj = pi.astype(np.int32), pj.astype(np.int32)
+    mapper = BinMapper.fit(X, 255)
+    bins = np.ascontiguousarray(mapper.bins(X))
+    scratch = PairScratch(bins.shape[0], bins.shape[1], bool(mapper.has_nan.any()), dtype=np.float32)
+    saved = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        out = []
+        for g in groups:
+            def one(g=g):
+                build_pair_hist(bins, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins, mapper.n_slots,
+                                scratch, groups=g)
+            one()
+            out.append((g, _best_of(one, calls)))
+        print(f"\nOLE root pair histogram at 1 thread, {pi.size:,} pairs, by feature groups per block:")
+        for g, sec in out:
+            print(f"  {g} groups: {1e3 * sec:9.2f} ms = {sec / out[0][1]:.2f}x one group's work")
+        return out
+    finally:
+        numba.set_num_threads(saved)
+
+
 def run_stages(args, threads: list[int]) -> int:
     from customobj import LambdaRank
     from customobj.data import synthetic
@@ -228,7 +260,10 @@ def run_stages(args, threads: list[int]) -> int:
         serial_sum = sum(sec for _, serial, sec in rows if serial) + max(0.0, state - ideal)
         print(f"    {'serial steps (and _state beyond ideal_dcg)':46s} {1e3 * serial_sum:9.2f} ms  "
               f"{100 * serial_sum / whole:5.1f}%")
-    for t in threads if args.only != "objective" else ():
+    if args.only == "objective":
+        return 0
+    group_costs(args.queries, args.features)
+    for t in threads:
         print(f"\nbenchmarks/ole_phases.py, {t} threads:", flush=True)
         rc = subprocess.call([sys.executable, str(HERE / "ole_phases.py"), "--criteria", *CRITERIA, "--queries",
                               str(args.queries), "--rounds", str(args.rounds), "--threads", str(t)])

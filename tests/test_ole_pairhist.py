@@ -290,15 +290,17 @@ def test_feature_groups_give_the_same_bits(nan_frac, features, monkeypatch):
     for block in (10**9, 97):  # one block, several blocks
         monkeypatch.setattr(pairhist, "_BLOCK_PAIRS", block)
         hists = {}
-        for ng in (1, 2, 3, 12):
-            monkeypatch.setattr(pairhist, "feature_groups", lambda *a, ng=ng: ng)
+        for ng in (1, 2, 3, 12, 50):  # 50: more groups than features, capped at one feature each
             scratch = PairScratch(bins.shape[0], bins.shape[1], bool(mapper.has_nan.any()), chunk_rows=16,
                                   dtype=np.float32)
-            hists[ng] = build_pair_hist(bins, pi, pj, pc, 3, pi.size - 2, *args, scratch, features).copy()
+            hists[ng] = build_pair_hist(bins, pi, pj, pc, 3, pi.size - 2, *args, scratch, features, groups=ng).copy()
             assert np.all(scratch.loc == -1) and scratch.loc.shape[0] >= min(pairhist._MAX_BLOCKS, ng)
         assert np.any(hists[1] != 0)
-        for ng in (2, 3, 12):
+        for ng in (2, 3, 12, 50):
             assert np.array_equal(hists[ng], hists[1]), (block, ng)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="groups"):
+            build_pair_hist(bins, pi, pj, pc, 0, pi.size, *args, groups=bad)
 
 
 def test_feature_groups_only_when_threads_outnumber_blocks():

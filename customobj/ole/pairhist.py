@@ -265,7 +265,7 @@ def _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, any_nan, n_bl
 
 def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.ndarray, start: int, end: int,
                     offsets: np.ndarray, n_bins: np.ndarray, n_slots: int, scratch: PairScratch | None = None,
-                    features: np.ndarray | None = None) -> np.ndarray:
+                    features: np.ndarray | None = None, groups: int | None = None) -> np.ndarray:
     """Pair histogram ``(n_slots, 3)`` = [hi, nanp, R] of pairs ``start:end`` (see the module docstring).
 
     ``bins``: (rows, features), any strides: the grower passes the transposed feature-major matrix,
@@ -273,6 +273,8 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
     accumulator type (float64 when none is given). ``features``: only these features' slots are
     built (``criterion="ole_fast"``); the other slots are 0, and with a ``scratch`` the result is
     the scratch's array, valid until the next call with it (``pairhist_subset.subset_output``).
+    ``groups``: feature groups per block of pairs (the same result for any count; at most one per
+    feature); None chooses them from the thread count (``feature_groups``).
     """
     if features is not None and (len(features) <= SUBSET_MAX_FEATURES or end - start <= SUBSET_MAX_PAIRS):
         # pair by pair: no per-row cost (pairhist_subset says why)
@@ -291,7 +293,12 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
     foff = np.ascontiguousarray(offsets[feats], dtype=np.int64)
     fnb = np.ascontiguousarray(n_bins[feats], dtype=np.int64)
     nb = n_blocks_for(end - start, block=_BLOCK_PAIRS, max_blocks=_MAX_BLOCKS)
-    ng = feature_groups(nb, feats.size, end - start, numba.get_num_threads())
+    if groups is None:
+        ng = feature_groups(nb, feats.size, end - start, numba.get_num_threads())
+    elif isinstance(groups, (bool, np.bool_)) or not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ValueError(f"groups must be an integer >= 1 or None, got {groups!r}")
+    else:
+        ng = int(min(groups, max(1, feats.size)))
     # a feature subset (ole_fast: searched, then dropped) reuses one histogram: see subset_output
     out = np.empty((n_slots, PH_CHANNELS), dtype=np.float64) if features is None else \
         subset_output(s.subset, n_slots, foff, fnb)
