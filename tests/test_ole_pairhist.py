@@ -312,6 +312,8 @@ def test_feature_groups_only_when_threads_outnumber_blocks():
     assert feature_groups(1, 136, _GROUP_MIN_PAIRS - 1, 16) == 1  # small node: no parallel region
     assert feature_groups(1, 2 * _GROUP_MIN_FEATURES - 1, many, 16) == 1  # too few features to cut
     assert feature_groups(1, 4 * _GROUP_MIN_FEATURES, many, 16) == 4
+    from customobj.ole.pairhist import _MAX_ITEMS
+    assert feature_groups(8, 10**4, many, 10**4) * 8 <= _MAX_ITEMS  # scratch memory stays bounded
 
 
 def test_ole_trees_equal_across_thread_counts(two_threads):

@@ -87,6 +87,9 @@ _CHUNK_ROWS = 1024
 # is ~0.3 ms of one thread's work: more than waking the thread team).
 _GROUP_MIN_FEATURES = 8
 _GROUP_MIN_PAIRS = 8192
+# At most this many work items per pass: each needs its own row -> slot map (4 bytes per training
+# row: 154 MB for 32 items at 1.2M rows), so machines beyond 32 threads get no more items.
+_MAX_ITEMS = 32
 
 
 class PairScratch:
@@ -136,11 +139,11 @@ class PairScratch:
 
 def feature_groups(n_blocks: int, n_features: int, n_pairs: int, threads: int) -> int:
     """Feature groups per block of a pair-histogram pass: enough for ``threads`` work items when
-    there are fewer blocks (at least ``_GROUP_MIN_FEATURES`` features each, and only from
-    ``_GROUP_MIN_PAIRS`` pairs); 1 otherwise. Any count gives the same histogram."""
+    there are fewer blocks (at least ``_GROUP_MIN_FEATURES`` features each, at most ``_MAX_ITEMS``
+    items, and only from ``_GROUP_MIN_PAIRS`` pairs); 1 otherwise. Any count gives the same histogram."""
     if threads <= n_blocks or n_pairs < _GROUP_MIN_PAIRS:
         return 1
-    return int(max(1, min(threads // n_blocks, n_features // _GROUP_MIN_FEATURES)))
+    return int(max(1, min(min(threads, _MAX_ITEMS) // n_blocks, n_features // _GROUP_MIN_FEATURES)))
 
 
 @njit(cache=True)
