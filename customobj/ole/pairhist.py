@@ -133,8 +133,8 @@ class PairScratch:
         items = self.loc.shape[0]
         t = self.tile
         if t is None or t.dtype != bins.dtype or t.shape[2] != bins.shape[1] or t.shape[0] < items:
-            self.tile = np.empty((items, self.rows.shape[1], bins.shape[1]), dtype=bins.dtype)
-        return self.tile
+            t = self.tile = np.empty((items, self.rows.shape[1], bins.shape[1]), dtype=bins.dtype)
+        return t
 
 
 def feature_groups(n_blocks: int, n_features: int, n_pairs: int, threads: int) -> int:
