@@ -48,7 +48,7 @@ def test_scaling_table_with_ole_over_wse(two_threads):
     first = rows[0]
     assert first[2] == "(" and first[3] == "1.00x)"  # 1 thread is its own reference
     assert float(first[-1]) > 0  # OLE / WSE
-    for label in ("LambdaRank grad_hess", "grad_hess_prepared", "WSE s/tree", "OLE s/tree"):
+    for label in ("LambdaRank grad_hess", "grad_hess_prepared", "prepared, reused out", "WSE s/tree", "OLE s/tree"):
         assert re.search(rf"  {re.escape(label)}\s+s = ", out), label
 
 
