@@ -3,7 +3,8 @@
 Same data and settings as ``benchmarks/ole.py`` (``customobj.data.synthetic(queries, 120, 136)``,
 ``LambdaRank(metric="ndcg", truncation=30)``, 31 leaves, 255 bins, 2 threads). The grower's steps
 are wrapped with timers for one fit (rounds 2..N; round 1 also bins the data), and the table lists
-the seconds per tree spent in each, largest first. Steps nest (``_best_split`` contains
+the seconds per tree spent in each, largest first; steps that run on one thread whatever the
+thread count are marked ``serial`` and summed on a last line. Steps nest (``_best_split`` contains
 ``pair_hist`` under ``ole_fast``; ``round_gradients`` contains the objective's kernels), so the
 column does not add up to the total; the timers themselves cost ~1 microsecond per call.
 
@@ -29,19 +30,27 @@ _STEPS = [
     ("customobj.ole.training", "round_gradients", None),
     ("customobj.ole.training", "grow_round", None),
     ("customobj.ole.training", "update_scores", None),
+    ("customobj.ole.training", "add_leaf_values", None),
     ("customobj.ole.backend", "prune_for_tree", None),
     ("customobj.ole.backend", "dropped_leaf_couplings", None),
     ("customobj.ole.backend", "partition_pairs", None),
     ("customobj.ole.backend", "partition_rows", None),
     ("customobj.ole.backend", "feature_gains", None),
     ("customobj.ole.backend", "sum_couplings", None),
+    ("customobj.ole.backend", "_row_sums", None),
     ("customobj.ole.grower", "_best_split", "TreeGrower"),
     ("customobj.ole.backend", "row_hist", "CPUBackend"),
+    ("customobj.ole.histogram", "gather_gh", None),
     ("customobj.ole.backend", "pair_hist", "CPUBackend"),
+    ("customobj.ole.context", "compact_pairs", None),
+    ("customobj.objectives.base", "_check_scores", "Objective"),
     ("customobj.objectives._lambdarank_kernels", "lambdarank_pair_offsets", None),
     ("customobj.objectives._lambdarank_kernels", "lambdarank_pair_fill", None),
     ("customobj.objectives._lambdarank_kernels", "lambdarank_grad_hess", None),
 ]
+#: Steps that run on one thread whatever the thread count (one in-order pass; a float sum in pair
+#: order keeps its bits only serially): what bounds the speedup of a tree (Amdahl).
+SERIAL_STEPS = frozenset({"sum_couplings", "_row_sums", "gather_gh", "add_leaf_values", "_check_scores"})
 
 
 def _timed(fn, name, totals):
@@ -54,9 +63,10 @@ def _timed(fn, name, totals):
     return wrapper
 
 
-def install_timers(totals: collections.Counter) -> None:
-    """Wrap every step of ``_STEPS`` where the caller looks it up (module globals, class methods)."""
-    for module, attr, cls in _STEPS:
+def install_timers(totals: collections.Counter, steps: list | None = None) -> None:
+    """Wrap every step of ``steps`` (default ``_STEPS``) where the caller looks it up (module globals,
+    class methods)."""
+    for module, attr, cls in _STEPS if steps is None else steps:
         owner = importlib.import_module(module)
         if cls is not None:
             owner = getattr(owner, cls)
@@ -110,7 +120,10 @@ def main(argv=None) -> int:
     print(f"{args.criteria[0]}: {per_tree:.4f} s per tree ({args.queries} queries, rounds 2..{args.rounds}, "
           f"{args.threads} threads)")
     for name, sec in sorted(steps.items(), key=lambda kv: -kv[1]):
-        print(f"  {name:26s} {sec:8.4f} s  {100 * sec / per_tree:5.1f}%")
+        tag = "  serial" if name in SERIAL_STEPS else ""
+        print(f"  {name:26s} {sec:8.4f} s  {100 * sec / per_tree:5.1f}%{tag}")
+    serial = sum(sec for name, sec in steps.items() if name in SERIAL_STEPS)
+    print(f"  {'serial steps, together':26s} {serial:8.4f} s  {100 * serial / per_tree:5.1f}%")
     return 0
 
 

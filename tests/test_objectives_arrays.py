@@ -1,10 +1,13 @@
-"""customobj/objectives/_arrays.py: optional weights in kernel form and array options in hashable
-form (frozen once per read-only array, recomputed for arrays whose bytes can still change)."""
+"""customobj/objectives/_arrays.py: optional weights in kernel form, array options in hashable
+form (frozen once per read-only array, recomputed for arrays whose bytes can still change), and
+outputs zeroed in place (by all threads when large) before an objective adds into them."""
 import gc
 
 import numpy as np
+import pytest
 
 from customobj.objectives import _arrays as A
+from customobj.objectives._arrays import PARALLEL_FILL, zero_fill
 
 
 def test_kernel_weights_no_weights_is_an_empty_float64_array():
@@ -60,3 +63,25 @@ def test_a_cached_entry_leaves_with_its_array():
     del ro
     gc.collect()
     assert key not in A._FROZEN
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 4), (PARALLEL_FILL + 3,), (PARALLEL_FILL // 2 + 1, 2)])
+def test_zero_fill_zeroes_small_and_large_outputs_in_place(shape):
+    out = np.full(shape, np.nan)
+    assert zero_fill(out) is out
+    assert np.array_equal(out, np.zeros(shape)) and not np.signbit(out).any()
+
+
+def test_given_outputs_are_zeroed_before_the_objective_adds_into_them():
+    from customobj import LambdaRank
+    rng = np.random.default_rng(5)
+    sizes = np.full(PARALLEL_FILL // 50 + 1, 50)
+    y = rng.integers(0, 3, sizes.sum()).astype(float)
+    s = rng.normal(size=y.size)
+    obj = LambdaRank(truncation=5)
+    prep = obj.prepare(y, sizes)
+    want = obj.grad_hess_prepared(s, prep)
+    g, h = np.full(y.size, 7.0), np.full(y.size, -3.0)  # dirty, large: the parallel fill
+    got = obj.grad_hess_prepared(s, prep, out_grad=g, out_hess=h)
+    assert got[0] is g and got[1] is h
+    assert np.array_equal(g, want[0]) and np.array_equal(h, want[1])

@@ -100,7 +100,9 @@ def test_fused_inside_sum_and_scaled():
 def test_fused_bit_identical_across_thread_counts(two_threads):
     import numba
     rng = np.random.default_rng(14)
-    s, y, sizes = random_queries(rng, n_queries=70, max_size=30)  # several BLOCKs of queries
+    s, y, sizes = random_queries(rng, n_queries=300, max_size=60)  # several work items (CHUNK_ROWS)
+    from customobj.objectives import _lambdarank_kernels as LK
+    assert LK.query_chunks(Groups.from_sizes(sizes).ptr, 5, LK.CHUNK_ROWS).size > 3
     obj = LambdaRank(truncation=5, norm=True)
     prep = obj.prepare(y, sizes)
     saved = numba.get_num_threads()
@@ -114,6 +116,44 @@ def test_fused_bit_identical_across_thread_counts(two_threads):
         numba.set_num_threads(saved)
     for a, b in zip(*runs):
         assert np.array_equal(a, b)
+
+
+# --- work items -------------------------------------------------------------------------------------
+def _chunk_costs(sizes, lim, bounds):
+    cost = sizes * (1.0 + np.minimum(sizes, lim))
+    return np.array([cost[a:b].sum() for a, b in zip(bounds[:-1], bounds[1:])]), cost
+
+
+@pytest.mark.parametrize("lim", [5, 10**9])
+def test_query_chunks_cover_every_query_once_with_balanced_work(lim):
+    from customobj.objectives import _lambdarank_kernels as LK
+    rng = np.random.default_rng(21)
+    sizes = np.concatenate([rng.integers(1, 40, size=400), [900], rng.integers(1, 300, size=50)])
+    ptr = Groups.from_sizes(sizes).ptr
+    bounds = LK.query_chunks(ptr, lim, 512)
+    assert bounds[0] == 0 and bounds[-1] == sizes.size and np.all(np.diff(bounds) >= 0)
+    assert bounds.size - 1 == min(sizes.size, -(-int(sizes.sum()) // 512))
+    per_item, cost = _chunk_costs(sizes, lim, bounds)
+    # greedy cuts: no item exceeds the mean by more than one query's work
+    assert per_item.max() <= cost.sum() / per_item.size + cost.max()
+
+
+def test_query_chunks_balance_work_where_equal_query_counts_do_not():
+    from customobj.objectives import _lambdarank_kernels as LK
+    rng = np.random.default_rng(22)
+    sizes = np.concatenate([rng.integers(1, 40, size=400), rng.integers(100, 300, size=50)])  # small, then large
+    bounds = LK.query_chunks(Groups.from_sizes(sizes).ptr, 30, 512)
+    per_item, _ = _chunk_costs(sizes, 30, bounds)
+    by_count = np.linspace(0, sizes.size, per_item.size + 1).astype(int)  # the former fixed blocks of queries
+    assert _chunk_costs(sizes, 30, by_count)[0].max() > 2 * per_item.max()
+
+
+def test_query_chunks_of_degenerate_data():
+    from customobj.objectives import _lambdarank_kernels as LK
+    assert LK.query_chunks(np.zeros(1, np.int64), 30, 2048).tolist() == [0, 0]  # no query
+    assert LK.query_chunks(np.array([0, 5000]), 30, 2048).tolist() == [0, 1]  # one query, many rows
+    assert LK.query_chunks(np.array([0, 1, 2, 3]), 30, 1).tolist() == [0, 1, 2, 3]  # one item per query
+    assert LK.query_chunks(np.array([0, 0, 0, 4]), 30, 1).tolist()[-1] == 3  # empty queries
 
 
 # --- unknown dispatch codes: every driver signals them before any work ------------------------------

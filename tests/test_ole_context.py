@@ -51,3 +51,16 @@ def test_ole_model_does_not_depend_on_the_pair_bin_layout(monkeypatch):
     monkeypatch.setattr(context, "ROW_MAJOR_COPY_BYTES", 0)  # large-data path: transposed view only
     view = TreeBooster(LambdaRank(truncation=10), **kw).fit(X, y, [30] * 10).to_json()
     assert view == row_major
+
+
+def test_gradient_outputs_are_reused_across_rounds_of_one_shape():
+    from customobj.ole.context import GrowContext
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    mapper = BinMapper.fit(X, 16)
+    ctx = GrowContext(mapper.bins_feature_major(X), mapper)
+    g, h = ctx.gradient_outputs((30,))
+    assert g.dtype == h.dtype == np.float64 and g.shape == h.shape == (30,) and g is not h
+    again = ctx.gradient_outputs((30,))
+    assert again[0] is g and again[1] is h
+    multi = ctx.gradient_outputs((30, 4))  # McRank's (n, K): new arrays
+    assert multi[0].shape == (30, 4) and multi[0].flags.c_contiguous

@@ -52,3 +52,32 @@ def test_gather_gh_orders_and_sums():
     G, H = gather_gh(order, 1, 3, grad, hess, out)
     np.testing.assert_array_equal(out, [[0.0, 0.0], [2.0, 20.0]])
     assert (G, H) == (2.0, 20.0)
+
+
+@pytest.mark.parametrize("with_scratch", [False, True])
+def test_parallel_path_gathers_the_same_bits_as_the_serial_one(with_scratch, monkeypatch, two_threads):
+    """Large nodes gather their ordered gradients inside the parallel kernel (rows across threads),
+    small ones with gather_gh first: the same histogram, bit for bit, at 1 and 2 threads."""
+    import numba
+    from customobj.ole import histogram
+    n = 500
+    X = make_X(4, n=n)
+    mapper = BinMapper.fit(X, 64)
+    fm = mapper.bins_feature_major(X)
+    rng = np.random.default_rng(4)
+    grad, hess = rng.normal(size=n), rng.random(n)
+    order = np.concatenate([[3], np.sort(rng.choice(n, 333, replace=False)), [0]]).astype(np.int64)
+    gh = np.full((n, 2), np.nan) if with_scratch else None  # a dirty scratch is overwritten
+    runs = []
+    saved = numba.get_num_threads()
+    try:
+        for updates, threads in ((10**12, 1), (0, 1), (0, two_threads)):
+            monkeypatch.setattr(histogram, "PARALLEL_UPDATES", updates)
+            numba.set_num_threads(threads)
+            runs.append(build_row_hist_fm(fm, order, 1, 334, grad, hess, mapper.offsets, mapper.n_slots, gh))
+    finally:
+        numba.set_num_threads(saved)
+    np.testing.assert_allclose(runs[0], reference_hist(mapper.bins(X), order[1:334], grad, hess, mapper),
+                               rtol=1e-12, atol=1e-12)
+    for other in runs[1:]:
+        np.testing.assert_array_equal(other, runs[0])

@@ -270,3 +270,65 @@ def test_partition_pairs_is_stable_three_way(n, m, start, end):
     assert np.all(oi[:start] == -7) and np.all(oi[end:] == -7)  # outside the range: untouched
     np.testing.assert_array_equal(a, pi)  # the source is left as it was
     np.testing.assert_array_equal(c, pc)
+
+
+# --- feature groups: more work items than blocks, the same bits -----------------------------------
+@pytest.mark.parametrize("nan_frac", [0.0, 0.1])
+@pytest.mark.parametrize("features", [None, [0, 2, 3, 5, 6, 7, 9, 10, 11]])
+def test_feature_groups_give_the_same_bits(nan_frac, features, monkeypatch):
+    """Any number of feature groups (and blocks) gives the histogram of one group bit for bit: each
+    feature's sums are added in the same order; the per-item maps are left clean."""
+    from customobj.ole import pairhist
+    X, y, group = make_rank_data(21, n_queries=10, q_size=30, n_features=12, nan_frac=nan_frac)
+    s = np.random.default_rng(22).normal(size=y.size)
+    pi, pj, pc = (np.asarray(a) for a in LambdaRank(truncation=8).pair_couplings(s, y, group))
+    pi, pj = pi.astype(np.int32), pj.astype(np.int32)
+    mapper = BinMapper.fit(X, 255)
+    bins = mapper.bins(X)
+    args = (mapper.offsets, mapper.n_bins, mapper.n_slots)
+    monkeypatch.setattr(pairhist, "SUBSET_MAX_PAIRS", 0)  # the chunked kernel for the subset too
+    for block in (10**9, 97):  # one block, several blocks
+        monkeypatch.setattr(pairhist, "_BLOCK_PAIRS", block)
+        hists = {}
+        for ng in (1, 2, 3, 12, 50):  # 50: more groups than features, capped at one feature each
+            scratch = PairScratch(bins.shape[0], bins.shape[1], bool(mapper.has_nan.any()), chunk_rows=16,
+                                  dtype=np.float32)
+            hists[ng] = build_pair_hist(bins, pi, pj, pc, 3, pi.size - 2, *args, scratch, features, groups=ng).copy()
+            assert np.all(scratch.loc == -1) and scratch.loc.shape[0] >= min(pairhist._MAX_BLOCKS, ng)
+        assert np.any(hists[1] != 0)
+        for ng in (2, 3, 12, 50):
+            assert np.array_equal(hists[ng], hists[1]), (block, ng)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="groups"):
+            build_pair_hist(bins, pi, pj, pc, 0, pi.size, *args, groups=bad)
+
+
+def test_feature_groups_only_when_threads_outnumber_blocks():
+    from customobj.ole.pairhist import _GROUP_MIN_FEATURES, _GROUP_MIN_PAIRS, feature_groups
+    many = 10 * _GROUP_MIN_PAIRS
+    assert feature_groups(8, 136, many, 8) == 1 and feature_groups(8, 136, many, 2) == 1
+    assert feature_groups(8, 136, many, 16) == 2 and feature_groups(3, 136, many, 16) == 5
+    assert feature_groups(1, 136, many, 16) == 16
+    assert feature_groups(1, 136, _GROUP_MIN_PAIRS - 1, 16) == 1  # small node: no parallel region
+    assert feature_groups(1, 2 * _GROUP_MIN_FEATURES - 1, many, 16) == 1  # too few features to cut
+    assert feature_groups(1, 4 * _GROUP_MIN_FEATURES, many, 16) == 4
+    from customobj.ole.pairhist import _MAX_ITEMS
+    assert feature_groups(8, 10**4, many, 10**4) * 8 <= _MAX_ITEMS  # scratch memory stays bounded
+
+
+def test_ole_trees_equal_across_thread_counts(two_threads):
+    """1 thread (one work item per block) and 2 threads (feature groups in single-block nodes)."""
+    import numba
+    X, y, group = make_rank_data(23, n_queries=40, q_size=60, n_features=20, nan_frac=0.05)
+    saved = numba.get_num_threads()
+    dumps = []
+    try:
+        for t in (1, two_threads):
+            numba.set_num_threads(t)
+            m = TreeBooster(LambdaRank(truncation=10), criterion="ole", n_estimators=3, num_leaves=8,
+                            min_data_in_leaf=5, n_jobs=t, verbose=False).fit(X, y, group)
+            dumps.append(m.booster_.model_to_string() if hasattr(m, "booster_") else json.dumps(
+                [[t.nodes.tolist(), t.leaves.tolist()] for t in m.trees_]))
+    finally:
+        numba.set_num_threads(saved)
+    assert dumps[0] == dumps[1]

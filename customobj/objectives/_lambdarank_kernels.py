@@ -3,9 +3,12 @@ pair couplings over all queries. The per-query work (the ``|dZ|`` formulas and t
 lives in ``_lambdarank_pass``; the codes and records in ``_lambdarank_records``.
 
 Every query is sorted by current score (stable, ties by row order). Queries go to threads in
-fixed blocks of ``BLOCK`` (scratch arrays allocated once per block, results independent of the
-thread count); the four drivers share that one block loop, ``_run_blocks``. Couplings sort each
-query once: a COUNT pass stores the order, the FILL (or fused GRAD_FILL) pass reuses it.
+runs of whole queries of about equal work (``query_chunks``: about ``CHUNK_ROWS`` rows' worth
+each, balanced by rows times upper rows rather than by query count, so unequal queries do not
+leave threads idle; scratch arrays allocated once per run). Each query is computed alone, so
+results never depend on the runs or the thread count; the four drivers share that one loop,
+``_run_blocks``. Couplings sort each query once: a COUNT pass stores the order, the FILL (or
+fused GRAD_FILL) pass reuses it.
 
 Every driver takes a :class:`~._lambdarank_records.PassInputs` record whose ``metric`` is a
 plain-int :class:`~._lambdarank_records.Metric` code and returns a
@@ -40,8 +43,10 @@ class Discount(IntEnum):
 
 #: The pre-enum names of the conventions (aliases of the members).
 DISCOUNT_AT_K, DISCOUNT_FULL = Discount
-#: Queries per parallel work item (fixed, so results never depend on the thread count).
-BLOCK = 16
+#: Rows per parallel work item, about (``query_chunks``): dozens of items per thread on 16 threads
+#: at MSLR-WEB10K size (1,200 items for 2.4M rows), each item's scratch allocation amortised over
+#: ~17 queries of 120 rows.
+CHUNK_ROWS = 2048
 
 
 @njit(cache=True)
@@ -55,14 +60,43 @@ def pair_discount_table(n, k, discount):
     return np.zeros(0), KernelStatus.UNKNOWN_CODE
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def ideal_dcg(row_gain, ptr, disc):
-    """DCG of the label-sorted order of each query (positions beyond ``k`` have ``disc = 0``)."""
+    """DCG of the label-sorted order of each query (positions beyond ``k`` have ``disc = 0``).
+
+    Queries in parallel, each summed alone (the same values for any thread count): serial, this
+    per-query sort was ~13% of a one-thread ``LambdaRank.grad_hess`` (it runs in ``prepare``)."""
     nq = ptr.size - 1
     out = np.zeros(nq, dtype=np.float64)
-    for q in range(nq):
+    for q in prange(nq):
         out[q] = ideal_dcg_query(row_gain, ptr[q], ptr[q + 1], disc, ptr[q + 1] - ptr[q])
     return out
+
+
+@njit(cache=True)
+def query_chunks(ptr, lim, chunk_rows):
+    """Query offsets ``bounds`` of the parallel work items: item ``c`` is queries
+    ``bounds[c]:bounds[c + 1]``, consecutive runs of about equal work ``n (1 + min(n, lim))`` per
+    query of ``n`` rows (the sort plus a pair loop over at most ``lim`` upper rows), about
+    ``rows / chunk_rows`` items, at most one per query (items may be empty). Depends only on the
+    data and the cuts, never on the thread count."""
+    nq = ptr.size - 1
+    total = 0.0
+    for q in range(nq):
+        n = ptr[q + 1] - ptr[q]
+        total += n * (1.0 + min(n, lim))
+    n_items = max(1, min(nq, (ptr[nq] - ptr[0] + chunk_rows - 1) // chunk_rows))
+    bounds = np.full(n_items + 1, nq, dtype=np.int64)
+    bounds[0] = 0
+    c = 1
+    acc = 0.0
+    for q in range(nq):
+        n = ptr[q + 1] - ptr[q]
+        acc += n * (1.0 + min(n, lim))
+        while c < n_items and acc >= total * c / n_items:
+            bounds[c] = q + 1
+            c += 1
+    return bounds
 
 
 @njit(cache=True)
@@ -83,18 +117,18 @@ def _block_scratch(ptr, q0, q1):
 
 @njit(cache=True, parallel=True)
 def _run_blocks(mode, inp, out, order, offsets, per_query):
-    """The one block loop: each query with at least two rows and ``qnorm > 0`` through the kernel
-    of ``mode``. GRAD and LOSS sort into the block scratch, COUNT into ``order`` (stored for FILL),
-    FILL and GRAD_FILL read ``order`` and write pairs from ``offsets[q]``; LOSS and COUNT write
-    ``per_query[q]``. Returns a KernelStatus (``UNKNOWN_CODE`` before any work)."""
+    """The one block loop (work items from ``query_chunks``): each query with at least two rows and
+    ``qnorm > 0`` through the kernel of ``mode``. GRAD and LOSS sort into the block scratch, COUNT
+    into ``order`` (stored for FILL), FILL and GRAD_FILL read ``order`` and write pairs from
+    ``offsets[q]``; LOSS and COUNT write ``per_query[q]``. Returns a KernelStatus (``UNKNOWN_CODE`` before any work)."""
     if not _known(mode, inp.metric):
         return KernelStatus.UNKNOWN_CODE
     ptr, qnorm, scores = inp.ptr, inp.qnorm, inp.scores
     fills = mode == Mode.FILL or mode == Mode.GRAD_FILL
-    nq = ptr.size - 1
-    for blk in prange((nq + BLOCK - 1) // BLOCK):
-        q0 = blk * BLOCK
-        q1 = min(nq, q0 + BLOCK)
+    bounds = query_chunks(ptr, min(inp.k, inp.trunc), CHUNK_ROWS)
+    for item in prange(bounds.size - 1):
+        q0 = bounds[item]
+        q1 = bounds[item + 1]
         F, I = _block_scratch(ptr, q0, q1)
         neg, own_order = F[Channel.NEG], I[IntChannel.ORDER]
         for q in range(q0, q1):

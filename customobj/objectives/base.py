@@ -40,7 +40,7 @@ import numpy.typing as npt
 from .._cuda_runtime import is_device_array
 from .._validation import SCORE_LIMIT, as_1d_float, as_scores
 from ..groups import GroupLike
-from ._arrays import freeze_option
+from ._arrays import freeze_option, zero_fill
 from .prepared import Prepared
 
 __all__ = ["Objective", "Prepared"]
@@ -171,14 +171,15 @@ class Objective:
         return out_grad, out_hess
 
     def _zeroed_outputs(self, shape, out_grad, out_hess):
+        # given outputs (reused every round by the adapters and TreeBooster) are zeroed by all threads
         if out_grad is None:
             out_grad = np.zeros(shape, dtype=np.float64)
         else:
-            self._check_out(out_grad, shape, "out_grad")[...] = 0.0
+            zero_fill(self._check_out(out_grad, shape, "out_grad"))
         if out_hess is None:
             out_hess = np.zeros(shape, dtype=np.float64)
         else:
-            self._check_out(out_hess, shape, "out_hess")[...] = 0.0
+            zero_fill(self._check_out(out_hess, shape, "out_hess"))
         return out_grad, out_hess
 
     def loss_prepared(self, scores: npt.ArrayLike, prep: Prepared) -> float:

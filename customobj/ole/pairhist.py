@@ -27,6 +27,14 @@ the bins can stay feature-major (no row-major copy of the bin matrix): rows of a
 adjacent, so those copies read a few cache lines per feature per chunk. Work is cut into blocks
 and chunks that depend only on the pairs, so results do not depend on the thread count.
 
+Threads: at most ``_MAX_BLOCKS`` blocks of pairs, so with more threads than blocks each block is
+also cut into groups of features (``feature_groups``), one work item per (block, group): every
+group walks the block's pairs (the same chunks, so each feature's sums are added in the same
+order: the same bits for any number of groups) and fills only its features' slots. Groups repeat
+the per-pair bookkeeping, but the per-feature work, most of a pass, is split; without groups a
+16-thread machine left half its threads idle in this pass. The blocks' histograms are then added
+per feature in parallel, in block order.
+
 Precision (``PairScratch(dtype=...)``). The per-row chunk accumulators ``A`` are float32 for
 ``criterion="ole"`` and float64 for the reference ``criterion="ole_float64"``; either way each
 chunk's sums are flushed into a float64 histogram, and the coupling-sum channel R is float64
@@ -48,13 +56,14 @@ node's list.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import njit, prange
 
 from ..objectives._query_kernels import range_sum
 from .common import PH_CHANNELS, PH_HI, PH_NANP, PH_R
 from .histogram import n_blocks_for
-from .pairhist_subset import build_pair_hist_subset, reduce_feature_blocks, subset_output, zero_feature_slots
+from .pairhist_subset import build_pair_hist_subset, reduce_feature_slots, subset_output, zero_feature_slots
 
 __all__ = ["PairScratch", "build_pair_hist", "compact_pairs", "partition_pairs", "split_coupling_sums", "sum_couplings"]
 
@@ -72,6 +81,15 @@ _MAX_BLOCKS = 8
 # features float64, 1024 x 136 x 8 B = 1.1 MB) still sits in L2; 1024 measured ~20% faster than
 # 256 on the MSLR-shaped benchmark, 2048 no better.
 _CHUNK_ROWS = 1024
+# Feature groups (more work items than blocks, see the module docstring): at least this many
+# features per group, so the repeated per-pair bookkeeping stays small beside the per-feature work;
+# and a single-block node is cut into groups only from this many pairs (136 features x 8192 pairs
+# is ~0.3 ms of one thread's work: more than waking the thread team).
+_GROUP_MIN_FEATURES = 8
+_GROUP_MIN_PAIRS = 8192
+# At most this many work items per pass: each needs its own row -> slot map (4 bytes per training
+# row: 154 MB for 32 items at 1.2M rows), so machines beyond 32 threads get no more items.
+_MAX_ITEMS = 32
 
 
 class PairScratch:
@@ -88,26 +106,54 @@ class PairScratch:
         dtype = np.dtype(dtype)
         if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise ValueError(f"dtype must be float32 or float64, got {dtype}")
-        self.loc = np.full((_MAX_BLOCKS, n_rows), -1, dtype=np.int32)
-        self.rows = np.empty((_MAX_BLOCKS, chunk_rows), dtype=np.int64)
-        self.acc: np.ndarray = np.empty((_MAX_BLOCKS, chunk_rows, n_features), dtype=dtype)
-        self.nanacc: np.ndarray = np.empty((_MAX_BLOCKS, chunk_rows if any_nan else 0, n_features), dtype=dtype)
-        self.rsum = np.empty((_MAX_BLOCKS, chunk_rows), dtype=np.float64)
+        self.n_rows, self.n_features, self.chunk_rows = int(n_rows), int(n_features), int(chunk_rows)
         self.any_nan = bool(any_nan)
-        self.tile: np.ndarray | None = None  # (blocks, chunk_rows, features) bins of the chunk's rows, dtype of the bins
+        self.dtype = dtype
+        self._allocate(_MAX_BLOCKS)
+        self.tile: np.ndarray | None = None  # (items, chunk_rows, features) bins of the chunk's rows, dtype of the bins
         self.subset: dict[str, np.ndarray] = {}  # pairhist_subset's per-block histograms
         self.blocks: np.ndarray | None = None  # per-block histograms of the chunked kernel, reused across nodes
 
+    def _allocate(self, items: int) -> None:
+        # one set per work item; loc (rows x items int32) is the large one, so sets beyond the
+        # blocks' are made only when a pass has more items (more threads than blocks)
+        c, f, dt = self.chunk_rows, self.n_features, self.dtype
+        self.loc = np.full((items, self.n_rows), -1, dtype=np.int32)
+        self.rows = np.empty((items, c), dtype=np.int64)
+        self.acc: np.ndarray = np.empty((items, c, f), dtype=dt)
+        self.nanacc: np.ndarray = np.empty((items, c if self.any_nan else 0, f), dtype=dt)
+        self.rsum = np.empty((items, c), dtype=np.float64)
+
+    def ensure_items(self, items: int) -> None:
+        """At least ``items`` per-item scratch sets (work items of one pass)."""
+        if self.loc.shape[0] < items:
+            self._allocate(items)
+
     def tile_for(self, bins: np.ndarray) -> np.ndarray:
-        if self.tile is None or self.tile.dtype != bins.dtype or self.tile.shape[2] != bins.shape[1]:
-            self.tile = np.empty((_MAX_BLOCKS, self.rows.shape[1], bins.shape[1]), dtype=bins.dtype)
-        return self.tile
+        items = self.loc.shape[0]
+        t = self.tile
+        if t is None or t.dtype != bins.dtype or t.shape[2] != bins.shape[1] or t.shape[0] < items:
+            t = self.tile = np.empty((items, self.rows.shape[1], bins.shape[1]), dtype=bins.dtype)
+        return t
+
+
+def feature_groups(n_blocks: int, n_features: int, n_pairs: int, threads: int) -> int:
+    """Feature groups per block of a pair-histogram pass: enough for ``threads`` work items when
+    there are fewer blocks (at least ``_GROUP_MIN_FEATURES`` features each, at most ``_MAX_ITEMS``
+    items, and only from ``_GROUP_MIN_PAIRS`` pairs); 1 otherwise. Any count gives the same histogram."""
+    if threads <= n_blocks or n_pairs < _GROUP_MIN_PAIRS:
+        return 1
+    return int(max(1, min(min(threads, _MAX_ITEMS) // n_blocks, n_features // _GROUP_MIN_FEATURES)))
 
 
 @njit(cache=True)
 def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, acc, nanacc, rsum, tile, out):
     n_feat = feats.shape[0]
-    full = n_feat == bins.shape[1]  # every feature, in order (the caller's promise): a plain copy
+    # a run of consecutive features (all of them, or a feature group): a plain copy from ``first``
+    first = feats[0] if n_feat > 0 else 0
+    full = True
+    for f in range(n_feat):
+        full = full and feats[f] == first + f
     cap = rows.shape[0]
     k = lo
     while k < hi:
@@ -128,7 +174,7 @@ def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, 
                 rsum[sa] = 0.0
                 if full:  # the row's bins, contiguous for the pair loops below
                     for f in range(n_feat):
-                        tile[sa, f] = bins[a, f]
+                        tile[sa, f] = bins[a, first + f]
                 else:
                     for f in range(n_feat):
                         tile[sa, f] = bins[a, feats[f]]
@@ -146,7 +192,7 @@ def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, 
                 rsum[sb] = 0.0
                 if full:
                     for f in range(n_feat):
-                        tile[sb, f] = bins[b, f]
+                        tile[sb, f] = bins[b, first + f]
                 else:
                     for f in range(n_feat):
                         tile[sb, f] = bins[b, feats[f]]
@@ -198,20 +244,31 @@ def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, 
 
 
 @njit(cache=True, parallel=True)
-def _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, any_nan, n_blocks, loc, rows, acc, nanacc,
-                   rsum, tile, buf):
+def _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, any_nan, n_blocks, n_groups, loc, rows, acc,
+                   nanacc, rsum, tile, buf, out):
+    """Work item ``b * n_groups + g``: block ``b``'s pairs for group ``g``'s features, into ``out``
+    (one block) or ``buf[b]``, then ``out`` = the blocks' sum, feature by feature in parallel."""
     n = end - start
-    for b in prange(n_blocks):
+    nf = feats.shape[0]
+    for item in prange(n_blocks * n_groups):
+        b = item // n_groups
+        g = item - b * n_groups
         lo = start + (n * b) // n_blocks
         hi = start + (n * (b + 1)) // n_blocks
-        zero_feature_slots(buf[b], foff, fnb)
-        _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc[b], rows[b], acc[b], nanacc[b],
-                    rsum[b], tile[b], buf[b])
+        f0 = (nf * g) // n_groups
+        f1 = (nf * (g + 1)) // n_groups
+        dest = out if n_blocks == 1 else buf[b]
+        zero_feature_slots(dest, foff[f0:f1], fnb[f0:f1])
+        _pair_block(bins, pi, pj, pc, lo, hi, feats[f0:f1], foff[f0:f1], fnb[f0:f1], any_nan, loc[item], rows[item],
+                    acc[item], nanacc[item], rsum[item], tile[item], dest)
+    if n_blocks > 1:
+        for t in prange(nf):
+            reduce_feature_slots(buf, n_blocks, foff[t], foff[t] + fnb[t] + 1, out)
 
 
 def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.ndarray, start: int, end: int,
                     offsets: np.ndarray, n_bins: np.ndarray, n_slots: int, scratch: PairScratch | None = None,
-                    features: np.ndarray | None = None) -> np.ndarray:
+                    features: np.ndarray | None = None, groups: int | None = None) -> np.ndarray:
     """Pair histogram ``(n_slots, 3)`` = [hi, nanp, R] of pairs ``start:end`` (see the module docstring).
 
     ``bins``: (rows, features), any strides: the grower passes the transposed feature-major matrix,
@@ -219,6 +276,8 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
     accumulator type (float64 when none is given). ``features``: only these features' slots are
     built (``criterion="ole_fast"``); the other slots are 0, and with a ``scratch`` the result is
     the scratch's array, valid until the next call with it (``pairhist_subset.subset_output``).
+    ``groups``: feature groups per block of pairs (the same result for any count; at most one per
+    feature); None chooses them from the thread count (``feature_groups``).
     """
     if features is not None and (len(features) <= SUBSET_MAX_FEATURES or end - start <= SUBSET_MAX_PAIRS):
         # pair by pair: no per-row cost (pairhist_subset says why)
@@ -237,22 +296,29 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
     foff = np.ascontiguousarray(offsets[feats], dtype=np.int64)
     fnb = np.ascontiguousarray(n_bins[feats], dtype=np.int64)
     nb = n_blocks_for(end - start, block=_BLOCK_PAIRS, max_blocks=_MAX_BLOCKS)
+    if groups is None:
+        ng = feature_groups(nb, feats.size, end - start, numba.get_num_threads())
+    elif isinstance(groups, (bool, np.bool_)) or not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ValueError(f"groups must be an integer >= 1 or None, got {groups!r}")
+    else:
+        ng = int(min(groups, max(1, feats.size)))
     # a feature subset (ole_fast: searched, then dropped) reuses one histogram: see subset_output
     out = np.empty((n_slots, PH_CHANNELS), dtype=np.float64) if features is None else \
         subset_output(s.subset, n_slots, foff, fnb)
-    if nb == 1:
+    if nb == 1 and ng == 1:
         zero_feature_slots(out, foff, fnb)
         _pair_block(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, s.loc[0], s.rows[0], s.acc[0],
                     s.nanacc[0], s.rsum[0], tile[0], out)
         return out
+    s.ensure_items(nb * ng)
+    tile = s.tile_for(bins)
     # one buffer per fit: a fresh (blocks, slots, 3) array per node page-faults on every slot it fills
     # (each block zeroes the slots it fills, and only those are read back)
     buf = s.blocks
     if buf is None or buf.shape[1] != n_slots:
         buf = s.blocks = np.empty((_MAX_BLOCKS, n_slots, PH_CHANNELS), dtype=np.float64)
-    _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, nb, s.loc, s.rows, s.acc,
-                   s.nanacc, s.rsum, tile, buf)
-    reduce_feature_blocks(buf, nb, foff, fnb, out)
+    _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, nb, ng, s.loc, s.rows, s.acc,
+                   s.nanacc, s.rsum, tile, buf, out)
     return out
 
 

@@ -37,7 +37,7 @@ from numba import njit, prange
 from .common import PH_CHANNELS, PH_HI, PH_NANP, PH_R
 from .histogram import n_blocks_for
 
-__all__ = ["build_pair_hist_subset", "reduce_feature_blocks", "subset_output", "zero_feature_slots"]
+__all__ = ["build_pair_hist_subset", "reduce_feature_slots", "subset_output", "zero_feature_slots"]
 
 _BLOCK_PAIRS = 65536
 _MAX_BLOCKS = 8
@@ -77,16 +77,15 @@ def zero_feature_slots(out, foff, fnb):
 
 
 @njit(cache=True)
-def reduce_feature_blocks(buf, n_blocks, foff, fnb, out):
-    """``out`` = the sum of the per-block histograms ``buf[:n_blocks]`` over a feature subset's slots,
-    added in block order: the same sums for any thread count (both pair-histogram kernels)."""
-    for t in range(foff.shape[0]):
-        for s in range(foff[t], foff[t] + fnb[t] + 1):
-            for ch in range(PH_CHANNELS):
-                v = buf[0, s, ch]
-                for b in range(1, n_blocks):
-                    v += buf[b, s, ch]
-                out[s, ch] = v
+def reduce_feature_slots(buf, n_blocks, s0, s1, out):
+    """``out[s0:s1]`` = the sum of the per-block histograms ``buf[:n_blocks, s0:s1]``, added in block
+    order: the same sums for any thread count (both pair-histogram kernels)."""
+    for s in range(s0, s1):
+        for ch in range(PH_CHANNELS):
+            v = buf[0, s, ch]
+            for b in range(1, n_blocks):
+                v += buf[b, s, ch]
+            out[s, ch] = v
 
 
 @njit(cache=True, parallel=True)
@@ -96,7 +95,8 @@ def _subset_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, n_blocks, b
         zero_feature_slots(buf[b], foff, fnb)
         _subset_block(bins, pi, pj, pc, start + (n * b) // n_blocks, start + (n * (b + 1)) // n_blocks, feats,
                       foff, fnb, buf[b])
-    reduce_feature_blocks(buf, n_blocks, foff, fnb, out)
+    for t in prange(foff.shape[0]):  # features in parallel, each in block order
+        reduce_feature_slots(buf, n_blocks, foff[t], foff[t] + fnb[t] + 1, out)
 
 
 def subset_output(scratch: dict | None, n_slots: int, foff: np.ndarray, fnb: np.ndarray) -> np.ndarray:

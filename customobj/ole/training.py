@@ -149,15 +149,17 @@ def sample_round(rng: np.random.Generator, n: int, n_features: int, p: dict) -> 
 def round_gradients(obj: "Objective", prep: "Prepared", scores: np.ndarray, ctx: GrowContext,
                     in_bag: Optional[np.ndarray], need_pairs: bool) -> RoundGradients:
     """Gradients and hessians at ``scores``; with ``need_pairs`` also the in-bag pairs of positive coupling."""
+    out_grad, out_hess = ctx.gradient_outputs(scores.shape)  # reused every round (no fresh pages)
     if not need_pairs:
-        grad, hess = obj.grad_hess_prepared(scores, prep)
+        grad, hess = obj.grad_hess_prepared(scores, prep, out_grad, out_hess)
         return RoundGradients(grad, hess, None)
     if not obj.writes_pair_buffer:
         # large pair buffers go first: the objective's own (int64, int64, float64)
         # couplings plus the compacted int32 pairs would be the peak
         ctx.pairs.release()
     # one per-query pass for gradients, hessians and couplings where the objective fuses them
-    grad, hess, couplings = obj.grad_hess_couplings_prepared(scores, prep, pair_buffer=ctx.pairs.pair_buffer)
+    grad, hess, couplings = obj.grad_hess_couplings_prepared(scores, prep, out_grad, out_hess,
+                                                             pair_buffer=ctx.pairs.pair_buffer)
     if couplings is None:  # pairs are asked of pairwise objectives only
         raise TypeError(f"{type(obj).__name__} returned no pair couplings")
     return RoundGradients(grad, hess, ctx.pairs.load(couplings, in_bag))
