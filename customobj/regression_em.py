@@ -72,6 +72,10 @@ class RegressionEM:
         LightGBM's names (XGBoost: ``eta``, ``max_leaves`` with ``grow_policy="lossguide"``,
         ``min_child_weight``).
     seed : int
+    params : dict, optional
+        Further parameters of the library, in its own names, applied last (for example LightGBM's
+        ``lambda_l2``, ``feature_fraction``; XGBoost's ``lambda``, ``colsample_bytree``). The
+        objective is this class's: ``objective`` / ``obj`` are refused.
 
     Attributes
     ----------
@@ -94,18 +98,19 @@ class RegressionEM:
 
     def __init__(self, *, library: str = "lightgbm", n_iter: int = 10, n_estimators: int = 20,
                  learning_rate: float = 0.1, num_leaves: int = 31, min_child_samples: int = 20,
-                 seed: int = 0) -> None:
+                 seed: int = 0, params: Optional[dict] = None) -> None:
         self.library = library
         self.n_iter = n_iter
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
         self.min_child_samples = min_child_samples
+        self.params = params
         self.seed = seed
 
     def get_params(self, deep: bool = True) -> dict:
         return {k: getattr(self, k) for k in ("library", "n_iter", "n_estimators", "learning_rate", "num_leaves",
-                                              "min_child_samples", "seed")}
+                                              "min_child_samples", "seed", "params")}
 
     def set_params(self, **params: Any) -> "RegressionEM":
         for k, v in params.items():
@@ -124,12 +129,12 @@ class RegressionEM:
                 check_positive(self.learning_rate, "learning_rate"),
                 check_int(self.num_leaves, "num_leaves", minimum=2, maximum=131_072),
                 check_int(self.min_child_samples, "min_child_samples", minimum=0),
-                check_int(self.seed, "seed", minimum=0))
+                check_int(self.seed, "seed", minimum=0), _checked_params(self.params))
 
     def fit(self, X: Any, y: npt.ArrayLike, *, position: npt.ArrayLike,
             sample_weight: Optional[npt.ArrayLike] = None) -> "RegressionEM":
         """Fit on click rows: features ``X``, clicks ``y`` (0 / 1), display ``position`` (0 = top)."""
-        lib, n_iter, n_est, lr, leaves, min_child, seed = self._checked()
+        lib, n_iter, n_est, lr, leaves, min_child, seed, extra = self._checked()
         clicks = as_1d_float(y, "y")
         check_clicks(clicks, "y")
         pos = as_position(position)
@@ -151,7 +156,7 @@ class RegressionEM:
             seen = np.bincount(pos, weights=w * exam, minlength=n_pos)
             theta = np.clip(seen / np.maximum(count, EPS), EPS, 1.0 - EPS)
             weight2 = np.concatenate([w * rel, w * (1.0 - rel)])
-            model = _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed)
+            model = _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed, extra)
             gamma = np.clip(_sigmoid(_raw_predict(lib, model, X, 0)), EPS, 1.0 - EPS)
         self.ranker_ = model
         self.propensity_ = theta
@@ -178,7 +183,19 @@ def _stack(X):
     return np.concatenate([X, X])
 
 
-def _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed):
+def _checked_params(params):
+    """``params`` as a dict of library parameters (str keys), without an objective of its own."""
+    if params is None:
+        return {}
+    if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
+        raise TypeError(f"params must be a dict of library parameter names to values, got {type(params).__name__}")
+    clash = sorted({"objective", "obj", "fobj"} & set(params))
+    if clash:
+        raise ValueError(f"params may not set {clash[0]!r}: RegressionEM trains its own soft-label objective")
+    return dict(params)
+
+
+def _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed, extra):
     """``n_est`` more trees of the soft-label logistic fit, continuing ``model``."""
     from .adapters import lightgbm_objective, xgboost_objective, xgboost_params
 
@@ -187,12 +204,13 @@ def _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, se
 
         params = dict(objective=lightgbm_objective(_LOGISTIC), learning_rate=lr, num_leaves=leaves,
                       min_data_in_leaf=min_child, seed=seed, deterministic=True, verbose=-1)
+        params.update(extra)
         return lgb.train(params, lgb.Dataset(X2, labels2, weight=weight2), n_est, init_model=model,
                          keep_training_booster=True)
     import xgboost as xgb
 
-    params = xgboost_params(_LOGISTIC, dict(eta=lr, max_leaves=leaves, grow_policy="lossguide", max_depth=0,
-                                            tree_method="hist", min_child_weight=min_child, seed=seed))
+    params = xgboost_params(_LOGISTIC, dict(dict(eta=lr, max_leaves=leaves, grow_policy="lossguide", max_depth=0,
+                                                 tree_method="hist", min_child_weight=min_child, seed=seed), **extra))
     return xgb.train(params, xgb.DMatrix(X2, labels2, weight=weight2), n_est, obj=xgboost_objective(_LOGISTIC),
                      xgb_model=model)
 

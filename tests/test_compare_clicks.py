@@ -70,8 +70,8 @@ def test_regression_em_is_a_method_name():
     from customobj.compare.clicks import build_regression_em
 
     em, per_iter = build_regression_em("xgb", {"n_iter": 3, "min_child_samples": 5}, rounds=10, num_leaves=7,
-                                       learning_rate=0.2, seed=1, params=(("min_data_in_leaf", 9),))
-    # 3 iterations of ceil(10 / 3) = 4 trees; the method name's option beats the tuned parameter
+                                       learning_rate=0.2, seed=1)
+    # 3 iterations of ceil(10 / 3) = 4 trees
     assert (em.library, em.n_iter, em.n_estimators, per_iter) == ("xgboost", 3, 4, 4)
     assert (em.learning_rate, em.num_leaves, em.min_child_samples, em.seed) == (0.2, 7, 5, 1)
     assert build_regression_em("lgb", {}, rounds=2, num_leaves=7, learning_rate=0.1, seed=0)[0].n_iter == 2
@@ -81,8 +81,9 @@ def test_regression_em_is_a_method_name():
         build_regression_em("lgb", {"n_iter": 0}, rounds=10, num_leaves=7, learning_rate=0.1, seed=0)
     with pytest.raises(ValueError, match="min_child_samples"):
         build_regression_em("lgb", {"min_child_samples": -1}, rounds=10, num_leaves=7, learning_rate=0.1, seed=0)
-    with pytest.raises(ValueError, match="cannot take the parameter 'lambda_l2'"):
-        build_regression_em("lgb", {}, rounds=10, num_leaves=7, learning_rate=0.1, seed=0, params=(("lambda_l2", 1),))
+    tuned = build_regression_em("lgb", {}, rounds=10, num_leaves=7, learning_rate=0.1, seed=0,
+                                params=(("lambda_l2", 1.0), ("min_data_in_leaf", 5)))[0]
+    assert tuned.params == {"lambda_l2": 1.0, "min_data_in_leaf": 5}  # --tune's values go to the library
     with pytest.raises(ValueError, match="lgb: or xgb:"):
         build_regression_em("ole", {}, rounds=10, num_leaves=7, learning_rate=0.1, seed=0)
     assert parse_method("lgb:RegressionEM(n_iter=4)").label == "lgb:RegressionEM(n_iter=4)"
@@ -110,3 +111,18 @@ def test_compare_runs_regression_em_on_clicks_only(tmp_path, capsys):
         capsys.readouterr()
         assert main(base + args + ["--out", str(tmp_path / "x")]) == 2
         assert match in capsys.readouterr().err
+
+
+def test_tune_runs_the_click_methods(tmp_path):
+    """--tune searches the model's parameters of Unbiased and RegressionEM (they have no objective
+    class to read options from): the tuned values reach the library."""
+    pytest.importorskip("optuna")
+    from customobj.cli import main
+
+    out = tmp_path / "t"
+    rc = main(["compare", "--synthetic-queries", "60", "--synthetic-docs", "12", "--folds", "1", "--clicks",
+               "pbm:sessions=2", "--rounds", "4", "--tune", "2", "--methods",
+               "lgb:Unbiased(objective=RankNet),lgb:RegressionEM(n_iter=2)", "--out", str(out), "--no-plot", "--quiet"])
+    assert rc == 0
+    text = (out / "results.json").read_text()
+    assert "lambda_l2" in text and "lgb:RegressionEM(n_iter=2)" in text

@@ -57,6 +57,8 @@ def test_params_and_unfitted():
     (dict(library="catboost"), {}, ValueError, "library"),
     (dict(n_iter=0), {}, ValueError, "n_iter"),
     (dict(learning_rate=0.0), {}, ValueError, "learning_rate"),
+    (dict(params={"objective": "binary"}), {}, ValueError, "params"),
+    (dict(params=[("lambda_l2", 1.0)]), {}, TypeError, "params"),
     ({}, dict(y=np.array([0.0, 2.0, 1.0])), ValueError, "clicks"),
     ({}, dict(position=np.array([0, -1, 1])), ValueError, "position"),
     ({}, dict(position=np.array([0, 1])), ValueError, "position"),
@@ -79,3 +81,13 @@ def test_predict_with_the_first_trees(log):
     for bad in (0, 7, 1.5):
         with pytest.raises((ValueError, TypeError), match="num_trees"):
             em.predict(d.X, num_trees=bad)
+
+
+@pytest.mark.parametrize("library, extra", [("lightgbm", {"lambda_l2": 50.0}), ("xgboost", {"lambda": 50.0})])
+def test_params_reach_the_library(log, library, extra):
+    d, clicks = log
+    plain = RegressionEM(library=library, n_iter=1, n_estimators=2).fit(clicks.X, clicks.y, position=clicks.position)
+    shrunk = RegressionEM(library=library, n_iter=1, n_estimators=2, params=extra).fit(
+        clicks.X, clicks.y, position=clicks.position)
+    # a strong L2 penalty shrinks every leaf towards 0: the scores spread less
+    assert np.ptp(shrunk.predict(d.X)) < np.ptp(plain.predict(d.X))

@@ -132,9 +132,8 @@ def build_regression_em(backend: str, kwargs: dict, *, rounds: int, num_leaves: 
     """The :class:`customobj.RegressionEM` of a method ``<backend>:RegressionEM(n_iter=...)``.
 
     ``n_iter`` EM iterations (default 10; ``rounds`` when there are fewer rounds) of ``ceil(rounds / n_iter)`` trees
-    each; the model kept has at most ``rounds`` trees (the trainer picks them on validation). ``params``
-    (``--tune``'s ``(name, value)`` pairs, LightGBM's names) may set ``learning_rate``,
-    ``num_leaves`` and ``min_data_in_leaf``.
+    each; the model kept has at most ``rounds`` trees (the trainer picks them on validation).
+    ``params`` (``--tune``'s ``(name, value)`` pairs, in the library's names) go to the library.
 
     Examples
     --------
@@ -150,19 +149,14 @@ def build_regression_em(backend: str, kwargs: dict, *, rounds: int, num_leaves: 
     if unknown:
         raise ValueError(f"RegressionEM has no option {unknown[0]!r} here; its options: {', '.join(_EM_OPTIONS)} "
                          "(the number of trees is --rounds)")
-    tuned: dict[str, Any] = dict(params)
-    renamed = {"min_data_in_leaf": "min_child_samples"}
-    extra = sorted(set(tuned) - {"learning_rate", "num_leaves", "min_data_in_leaf"})
-    if extra:
-        raise ValueError(f"RegressionEM cannot take the parameter {extra[0]!r}")
     options: dict[str, Any] = dict(learning_rate=learning_rate, num_leaves=num_leaves, seed=seed)
-    options.update({(renamed[k] if k in renamed else k): v for k, v in tuned.items()})
     options.update(kwargs)
     n_iter = options.pop("n_iter", 10)
     if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or not 1 <= n_iter <= MAX_EM_ITER:
         raise ValueError(f"RegressionEM: n_iter must be an integer in 1..{MAX_EM_ITER}, got {n_iter!r}")
     n_iter = min(int(n_iter), rounds)  # at least one tree per iteration
     per_iter = -(-rounds // n_iter)
-    em = RegressionEM(library=EM_BACKENDS[backend], n_iter=n_iter, n_estimators=per_iter, **options)
+    em = RegressionEM(library=EM_BACKENDS[backend], n_iter=n_iter, n_estimators=per_iter, params=dict(params),
+                      **options)
     em._checked()  # bad values name their option now, not after the data is loaded
     return em, per_iter

@@ -120,8 +120,12 @@ def search_space(spec: MethodSpec, settings: Settings) -> list[tuple[str, Param]
             p = replace(p, default=default)
         out.append((p.name, p))
     given = {k for k, _ in spec.options}
+    from .clicks import CLICK_TARGETS, CLICK_TRAINERS
+
     if spec.native:
         own: tuple[Param, ...] = NATIVE_SPACE.get((spec.backend, spec.target), ())
+    elif spec.target in CLICK_TARGETS + CLICK_TRAINERS:
+        own = ()  # Unbiased(objective=...) and RegressionEM: the model's parameters only
     else:
         from .. import objectives
 
