@@ -19,10 +19,14 @@ def run(*args):
 @pytest.fixture
 def bench(monkeypatch):
     monkeypatch.syspath_prepend(str(SCRIPT.parent))  # it imports its sibling benchmarks/ole.py
+    # ... as the top-level module "ole", which would then shadow examples/ole.py for later tests
+    # (tests/test_examples.py imports the examples by name): the import is undone afterwards
+    monkeypatch.delitem(sys.modules, "ole", raising=False)
     spec = importlib.util.spec_from_file_location("bench_threads", SCRIPT)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod
+    yield mod
+    sys.modules.pop("ole", None)
 
 
 def test_amdahl_fit_recovers_the_serial_fraction(bench):
