@@ -148,11 +148,7 @@ def _lambdarank(obj: LambdaRank, s, prep, data, g, h):
     trunc = obj.truncation if obj.truncation is not None else _NO_CUTOFF
     metric = int(_METRICS[obj.metric])
     norm = 1 if obj.norm else 0
-    order = data.scratch("order", (n,), np.int64)
-    pos = data.scratch("pos", (n,), np.int64)
-    F = data.scratch("lambdarank_f", (CL.N_FLOAT, max(n, 1)), np.float64)
-    Q = data.scratch("lambdarank_q", (CL.N_QINT, max(nq, 1)), np.int64)
-    factor = data.scratch("lambdarank_factor", (2, max(nq, 1)), np.float64)
+    order, pos, F, Q, factor = CL.scratch(data, n, nq)
     _launch(CL.rank_rows, n, s, data.ptr, data.qid, order, pos)
     _launch(CL.setup_queries, nq, s, data.ptr, order, row_gain, qnorm, w, use_w, metric, k, trunc, obj.sigma, F, Q)
     _launch(CL.pair_rows, n, data.ptr, data.qid, pos, qnorm, disc, metric, obj.sigma, norm, F, Q)
