@@ -10,9 +10,12 @@ Five launches per call, each over rows or queries (no atomics, results independe
 3. ``pair_rows`` (one thread per row): every pair of the row, ``|dZ|`` in O(1) from the prefixes.
    The row sums its own gradient in the CPU's order (pairs with upper rows first, by upper
    position, then its own pairs with lower rows), so the sums equal the CPU's bit for bit where
-   ``exp`` / ``log`` agree; it also sums ``2 lambda`` of the pairs it heads (for ``norm``).
+   ``exp`` / ``log`` agree.
 4. ``finish_queries`` (per query) then ``write_rows`` (per row): LightGBM's ``norm`` factor and the
-   convention's hessian scale, added into the outputs.
+   convention's hessian scale, added into the outputs. The factor's ``sum 2 lambda`` is one running
+   sum over the query's pairs in the CPU's order (by upper, then lower position), so it too equals
+   the CPU's bit for bit (a sum of per-row partial sums differed in the last bits, and with it the
+   couplings and the trees grown from them).
 
 The pair couplings (``_lambdarank_kernels.lambdarank_couplings``' COUNT and FILL passes; driven by
 ``_cuda_couplings``) reuse the scratch of launches 1, 2 and 4, one thread per query:
@@ -34,8 +37,8 @@ from ._lambdarank_pass import ERR, MAP, MRR, NDCG
 cuda = cuda_module()
 
 #: Rows of the float per-position scratch (``F[c, start + position]``).
-G, S, W, E, P, A, C, PS, LG, LH, SL = range(11)
-N_FLOAT = 11
+G, S, W, E, P, A, C, PS, LG, LH = range(10)
+N_FLOAT = 10
 #: Rows of the int per-query scratch (``Q[c, query]``).
 Q_LIM, Q_KK, Q_FIRST, Q_SECOND, Q_SPREAD = range(5)
 N_QINT = 5
@@ -178,7 +181,6 @@ def pair_rows(ptr, qid, pos, qnorm, disc, metric, sigma, norm, F, Q):
     me = pos[i]
     F[LG, start + me] = 0.0
     F[LH, start + me] = 0.0
-    F[SL, start + me] = 0.0
     lim = Q[Q_LIM, q]
     if lim < 0:
         return
@@ -198,17 +200,14 @@ def pair_rows(ptr, qid, pos, qnorm, disc, metric, sigma, norm, F, Q):
         lh += h
     acc_g = 0.0
     acc_h = 0.0
-    sum_lambda = 0.0
     if me < lim:
         for b in range(me + 1, n):
             lam, pwsg, h = _pair(metric, F, start, me, b, kk, first, second, a_first, disc, qn, sigma, sig2,
                                  damp)
-            sum_lambda += 2.0 * lam
             acc_g -= lam * pwsg
             acc_h += h
     F[LG, start + me] = lg + acc_g
     F[LH, start + me] = lh + acc_h
-    F[SL, start + me] = sum_lambda
 
 
 @cuda.jit(device=True)
@@ -245,16 +244,22 @@ def _pair(metric, F, start, a, b, kk, first, second, a_first, disc, qn, sigma, s
 
 
 @cuda.jit
-def finish_queries(ptr, norm, hess_scale, F, Q, factor):
-    """Per query: LightGBM's ``norm`` factor ``log2(1 + S) / S`` (``S = sum 2 lambda``, unweighted)."""
+def finish_queries(ptr, qnorm, disc, metric, sigma, norm, hess_scale, F, Q, factor):
+    """Per query: LightGBM's ``norm`` factor ``log2(1 + S) / S`` (``S = sum 2 lambda``, unweighted,
+    summed in the CPU's pair order)."""
     q = cuda.grid(1)
     if q >= ptr.shape[0] - 1:
         return
     f = 1.0
     if norm != 0 and Q[Q_LIM, q] >= 0:
+        start, n, lim, kk, first, second, a_first = _query_pairs(ptr, q, F, Q)
+        damp = Q[Q_SPREAD, q] == 1
         total = 0.0
-        for t in range(ptr[q], ptr[q + 1]):
-            total += F[SL, t]
+        for a in range(min(n - 1, lim)):
+            for b in range(a + 1, n):
+                lam, _, _ = _pair(metric, F, start, a, b, kk, first, second, a_first, disc, qnorm[q], sigma,
+                                  sigma * sigma, damp)
+                total += 2.0 * lam
         if total > 0.0:
             f = math.log2(1.0 + total) / total
     factor[0, q] = f

@@ -152,7 +152,8 @@ def _lambdarank(obj: LambdaRank, s, prep, data, g, h):
     _launch(CL.rank_rows, n, s, data.ptr, data.qid, order, pos)
     _launch(CL.setup_queries, nq, s, data.ptr, order, row_gain, qnorm, w, use_w, metric, k, trunc, obj.sigma, F, Q)
     _launch(CL.pair_rows, n, data.ptr, data.qid, pos, qnorm, disc, metric, obj.sigma, norm, F, Q)
-    _launch(CL.finish_queries, nq, data.ptr, norm, P.CONVENTIONS[obj.convention].hess_scale, F, Q, factor)
+    _launch(CL.finish_queries, nq, data.ptr, qnorm, disc, metric, obj.sigma, norm,
+            P.CONVENTIONS[obj.convention].hess_scale, F, Q, factor)
     _launch(CL.write_rows, n, data.qid, pos, data.ptr, F, Q, factor, g, h)
 
 

@@ -228,8 +228,8 @@ class CUDABackend(CPUBackend):
         that they fit next to the rest; ``ole_fast`` keeps them on the host until :meth:`prune_pairs`."""
         check_device_memory(device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0]),
                             free=free_device_memory() + self._resident)
-        if self.criterion.prunes_pairs and self.ctx.queries is not None:
-            return super().pair_buffers(pairs)
+        if self.criterion.prunes_pairs and self.ctx.queries is not None:  # device pairs come to the host here
+            return super().pair_buffers(tuple(a.copy_to_host() if is_device_array(a) else a for a in pairs))
         return self._device_pairs(pairs)
 
     def prune_pairs(self, bufs: tuple) -> tuple:
@@ -241,7 +241,7 @@ class CUDABackend(CPUBackend):
 
     def _device_pairs(self, pairs: tuple) -> tuple:
         mem = self.memory
-        first = tuple(mem.upload(a) for a in pairs)
+        first = tuple(a if is_device_array(a) else mem.upload(a) for a in pairs)  # device couplings stay put
         return first, tuple(mem.array(a.shape, a.dtype) for a in first)
 
     def _feature_args(self, feats: np.ndarray) -> tuple:
@@ -317,17 +317,20 @@ class CUDABackend(CPUBackend):
         return out
 
     # --- where the scores live, and what the fit held -------------------------------------------------------
-    def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool):
-        """The scores on the device with each round's gradients computed there
-        (:class:`~customobj.ole.cuda_scores.DeviceScores`), or None with the reason in ``gradients_where``."""
+    def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
+                      pairs_on_host: Optional[str] = None):
+        """The scores on the device with each round's gradients (and, with ``need_pairs``, pair
+        couplings) computed there (:class:`~customobj.ole.cuda_scores.DeviceScores`), or None with the
+        reason in ``gradients_where``."""
         from .cuda_scores import DeviceScores, host_gradients_reason
 
-        why = host_gradients_reason(obj, need_pairs, line_search)
+        why = host_gradients_reason(obj, need_pairs, line_search, pairs_on_host)
         if why is not None:
             self.gradients_where = f"host: {why}"
             return None
         self.gradients_where = "device"
-        return DeviceScores(self.memory, self._bins, self._n_bins_d, obj, prep, scores)
+        index = self.data.index_dtype() if need_pairs else None  # the host path's pair index dtype
+        return DeviceScores(self.memory, self._bins, self._n_bins_d, obj, prep, scores, index)
 
     def device_memory_peak(self) -> Optional[int]:
         """Bytes the fit held on the device at its peak (:class:`DeviceMemory`)."""
