@@ -7,7 +7,9 @@ numba device arrays; host arrays keep the CPU kernels, untouched. :data:`CUDA_KE
 table that maps an objective class to its GPU route; an objective without one (a subclass, whose
 math may differ) raises ``NotImplementedError`` naming it, and a machine without a usable GPU
 raises :class:`GPUUnavailableError` (from ``customobj._cuda_runtime``, re-exported here) naming
-what is missing. Nothing ever falls back to the CPU silently.
+what is missing. Nothing ever falls back to the CPU silently. Pair couplings on the device
+(``grad_hess_couplings_prepared``, for ``TreeBooster(device="cuda")``'s OLE criteria) live in
+``_cuda_couplings``, which calls this seam for the gradients.
 
 Labels, groups, weights and each objective's label-only state (the CPU objects' own ``_state``,
 built once) go to the device once per :class:`~customobj.objectives.base.Prepared`, cached on it

@@ -8,9 +8,11 @@ What runs where:
 
   - the binned matrix, uploaded once per fit (feature-major);
   - the gradients and hessians, computed there from scores kept there for the whole fit when the
-    objective has GPU kernels and the tree needs no pair couplings (:mod:`.cuda_scores`: se / wse
-    with any objective that has GPU kernels, every criterion with a pointwise objective); each
-    finished tree is added to those scores there;
+    objective has GPU kernels (:mod:`.cuda_scores`: se / wse with any objective that has GPU
+    kernels, every criterion with a pointwise objective), and with them the pair couplings when the
+    criterion needs them and they have a GPU kernel (``ole``, ``ole_fast``, ``ole_float64`` with
+    LambdaRank: ``objectives._cuda_couplings``, the CPU's pairs in the CPU's order), which the pair
+    histograms and partitions take where they are; each finished tree is added to those scores there;
   - the root's sums, the row and pair histograms (:mod:`._cuda_hist_kernels`), which stay there
     (:class:`~customobj.ole.cuda_memory.DeviceHist`: the grower's ``parent -= child`` is a kernel);
   - the split search of every criterion (:mod:`._cuda_split_kernels`: the CPU's per-feature search
@@ -18,14 +20,14 @@ What runs where:
     CPU), and ``ole_fast``'s per-feature WSE ranking; only the chosen split (12 float64) comes back,
     and ``ole_fast``'s per-feature gains (one float64 a feature) and a NaN slot's row count;
   - the row and pair partitions and the in-node coupling sums (:mod:`._cuda_partition_kernels`,
-    stable: the CPU's order); the tree's pairs are uploaded once per tree.
+    stable: the CPU's order); host pairs are uploaded once per tree, device pairs used as they are.
 
-- **on the host**: the objective's gradients and its pair couplings whenever the criterion needs
-  couplings (``ole``, ``ole_fast``, ``ole_float64`` with a pairwise objective, and
-  ``leaf_solver="joint"``: no GPU kernel computes couplings yet), with ``line_search``, and for an
-  objective without GPU kernels (``TreeBooster.device_gradients_`` says which and why; those
-  gradients are uploaded once per tree); ``ole_fast``'s per-query pair pruning and its dropped
-  pairs' leaf couplings; the joint leaf solve; the tree's bookkeeping (:mod:`.grower`). The row
+- **on the host**: the objective's gradients and its pair couplings when the criterion needs
+  couplings that have no GPU kernel (the label-pair losses: RankNet, ...) or that the host must see
+  (``leaf_solver="joint"``, ``bagging_fraction < 1``), with ``line_search``, and for an objective
+  without GPU kernels (``TreeBooster.device_gradients_`` says which and why; those gradients are
+  uploaded once per tree); ``ole_fast``'s per-query pair pruning (device pairs come to the host for
+  it, then the kept ones go back) and its dropped pairs' leaf couplings; the joint leaf solve; the tree's bookkeeping (:mod:`.grower`). The row
   order comes back once per finished tree.
 
 Sums over more than one block (``ROW_BLOCK`` rows, ``PAIR_BLOCK`` pairs) differ from the CPU's
