@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from customobj import LambdaRank, RankNet
+from customobj import MPBoost, LambdaRank, QBRank, RankNet, RankSVM
 from customobj.objectives._cuda_couplings import couplings_reason, grad_hess_couplings_prepared
 from _cuda_cases import data, degenerate_cases, needs_gpu, to_device
 
@@ -15,6 +15,9 @@ from _cuda_cases import data, degenerate_cases, needs_gpu, to_device
 def assert_couplings_equal_cpu(obj, s, y, sizes, w=None, index_dtype=np.int64):
     prep = obj.prepare(y, sizes, w)
     g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, prep)
+    if not obj.writes_pair_buffer:  # the CPU booster keeps the listed pairs of coupling > 0 (compact_pairs)
+        keep = c > 0
+        i, j, c = i[keep], j[keep], c[keep]
     gd, hd, (id_, jd, cd) = grad_hess_couplings_prepared(obj, to_device(s), prep, index_dtype=index_dtype)
     id_, jd, cd = id_.copy_to_host(), jd.copy_to_host(), cd.copy_to_host()
     assert id_.dtype == np.dtype(index_dtype) and cd.dtype == np.float64
@@ -29,14 +32,31 @@ def assert_couplings_equal_cpu(obj, s, y, sizes, w=None, index_dtype=np.int64):
 
 def test_the_reason_names_objectives_without_a_coupling_kernel():
     assert couplings_reason(LambdaRank.like_lightgbm()) is None
-    assert couplings_reason(RankNet()) == "the pair couplings of RankNet have no GPU kernel"
+    assert couplings_reason(RankNet()) is None
+    assert couplings_reason(QBRank()) == "the pair couplings of QBRank have no GPU kernel"
 
 
 @needs_gpu
 def test_objectives_without_a_kernel_are_refused():
     s, y, sizes, _ = data(0)
-    with pytest.raises(NotImplementedError, match="RankNet"):
-        grad_hess_couplings_prepared(RankNet(), to_device(s), RankNet().prepare(y, sizes))
+    with pytest.raises(NotImplementedError, match="QBRank"):
+        grad_hess_couplings_prepared(QBRank(), to_device(s), QBRank().prepare(y, sizes))
+
+
+@needs_gpu
+@pytest.mark.parametrize("obj", [RankNet(), RankNet(sigma=3.0), RankSVM(), MPBoost(), MPBoost(ddf="logdd")],
+                         ids=["ranknet", "ranknet-s3", "ranksvm", "mpboost", "mpboost-logdd"])
+def test_label_pair_losses_keep_the_cpu_pairs_of_positive_coupling(obj):
+    s, y, sizes, w = data(6, weights=True)
+    i, _, c = assert_couplings_equal_cpu(obj, s, y, sizes, w, index_dtype=np.int32)
+    assert i.size > 0 and np.all(c > 0)
+    for _, s2, y2, sizes2, w2 in degenerate_cases():
+        assert_couplings_equal_cpu(obj, s2, y2, sizes2, w2)
+    # RankSVM's hinge is flat beyond the margin: pairs ranked far apart have no coupling and are dropped
+    far = np.array([10.0, 0.0, -10.0, 0.1, 0.0])
+    i, _, _ = assert_couplings_equal_cpu(obj, far, np.array([2.0, 1.0, 0.0, 1.0, 0.0]), [3, 2])
+    if isinstance(obj, RankSVM):
+        assert i.size < 4
 
 
 @needs_gpu

@@ -14,16 +14,19 @@ the trees grown from them are the CPU's.
 Only the pair count crosses the bus (one integer a round), to size the output.
 
 LambdaRank (every metric and convention: ``LambdaRank()``, ``like_lightgbm()``, ``like_xgboost()``)
-has a coupling kernel (``_cuda_lambdarank.count_pairs`` / ``fill_pairs``); the label-pair losses
-(RankNet, RankSVM, ...) do not yet: :func:`couplings_reason` says so.
+has a coupling kernel (``_cuda_lambdarank.count_pairs`` / ``fill_pairs``: every pair of nonzero
+``|dZ|``, as the CPU writes them), and so do the label-pair losses RankNet, RankSVM and MPBoost
+(``_cuda_pairwise.count_kept_pairs`` / ``fill_kept_pairs``: the pairs of coupling > 0, which the CPU
+booster keeps of the objective's list). QBRank and PreferencePairs (explicit pairs) have none yet:
+:func:`couplings_reason` says so.
 
 Examples
 --------
 >>> import customobj
 >>> couplings_reason(customobj.LambdaRank()) is None
 True
->>> couplings_reason(customobj.RankNet())
-'the pair couplings of RankNet have no GPU kernel'
+>>> couplings_reason(customobj.PreferencePairs([[0, 1]]))
+'the pair couplings of PreferencePairs have no GPU kernel'
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ import numpy as np
 
 from .base import Objective, Prepared
 from .listwise import LambdaRank, _METRICS
+from .pairwise import MPBoost, RankNet, RankSVM, _LabelPairLoss
 from . import devices
 
 __all__ = ["COUPLING_KERNELS", "couplings_reason", "grad_hess_couplings_prepared"]
@@ -41,7 +45,7 @@ __all__ = ["COUPLING_KERNELS", "couplings_reason", "grad_hess_couplings_prepared
 PairBuffer = Callable[[int], tuple]
 
 
-def _lambdarank(obj: LambdaRank, prep: Prepared, data: Any, pair_buffer: PairBuffer) -> tuple:
+def _lambdarank(obj: LambdaRank, s: Any, prep: Prepared, data: Any, pair_buffer: PairBuffer) -> tuple:
     """LambdaRank's pairs from the scratch its gradient launches just filled (``_cuda_lambdarank``)."""
     from . import _cuda_lambdarank as CL
 
@@ -64,8 +68,40 @@ def _lambdarank(obj: LambdaRank, prep: Prepared, data: Any, pair_buffer: PairBuf
     return out_i, out_j, out_c
 
 
+def _query_pair_offsets(lp: Any, ptr: np.ndarray) -> np.ndarray:
+    """Where each query's pairs start in the label pair list (size n_queries + 1)."""
+    ends = np.repeat(ptr[1:], np.diff(ptr))  # end of each sorted position's query
+    before = np.zeros(ptr[-1] + 1, dtype=np.int64)
+    np.cumsum(ends - lp.lower, out=before[1:])
+    return before[ptr]
+
+
+def _label_pair_loss(obj: _LabelPairLoss, s: Any, prep: Prepared, data: Any, pair_buffer: PairBuffer) -> tuple:
+    """The label pairs of coupling > 0 (the CPU booster keeps those), in the CPU's list order."""
+    from . import _cuda_lambdarank as CL
+    from . import _cuda_pairwise as CP
+
+    spec = obj._spec()
+    lp = prep.state_for(obj)
+    key = obj._cache_key()
+    pairs = data.arrays((key, "pair_list"), lambda: lp.pair_list(prep.labels, prep.ptr, spec.theta_mode, spec.p))
+    qoff = data.array((key, "pair_list_offsets"), lambda: _query_pair_offsets(lp, np.asarray(prep.ptr)))
+    nq = data.n_queries
+    counts = data.scratch("pair_counts", (max(nq, 1),), np.int64)
+    offsets = data.scratch("pair_offsets", (nq + 1,), np.int64)
+    args = (s, *pairs, data.weights, data.use_weights, int(spec.kind), spec.scale, qoff)
+    devices._launch(CP.count_kept_pairs, nq, *args, counts)
+    CL.scan_pairs[1, 1](counts, nq, offsets)
+    m = int(offsets[nq:nq + 1].copy_to_host()[0])
+    out = pair_buffer(m)
+    if m > 0:
+        devices._launch(CP.fill_kept_pairs, nq, *args, offsets, *out)
+    return out
+
+
 #: The objectives whose pair couplings have a GPU kernel (exact classes, as ``devices.CUDA_KERNELS``).
-COUPLING_KERNELS: dict = {LambdaRank: _lambdarank}
+COUPLING_KERNELS: dict = {LambdaRank: _lambdarank, RankNet: _label_pair_loss, RankSVM: _label_pair_loss,
+                          MPBoost: _label_pair_loss}
 
 
 def couplings_reason(obj: Objective) -> Optional[str]:
@@ -98,10 +134,11 @@ def grad_hess_couplings_prepared(obj: Objective, scores: Any, prep: Prepared, ou
         raise NotImplementedError(f"{why}: pass host (numpy) scores to compute them on the CPU")
     grad, hess = devices.grad_hess_prepared(obj, scores, prep, out_grad, out_hess)
     data = devices.device_data(prep, None)  # made by grad_hess_prepared: the cuda module is not used
+    s = devices._device_scores(obj, scores, prep, data, data.cuda)  # the float64 copy the gradients read
     if pair_buffer is None:
         cuda = data.cuda
         index = np.dtype(index_dtype)
 
         def pair_buffer(m: int) -> tuple:
             return cuda.device_array(m, index), cuda.device_array(m, index), cuda.device_array(m, np.float64)
-    return grad, hess, COUPLING_KERNELS[type(obj)](obj, prep, data, pair_buffer)
+    return grad, hess, COUPLING_KERNELS[type(obj)](obj, s, prep, data, pair_buffer)

@@ -12,6 +12,11 @@ them into that row, so a row's sum equals the CPU's bit for bit where ``exp`` / 
 - explicit pairs (``pair_list_rows``): pairs may share rows across queries, so each row reads
   its own pairs from an incidence list (``inc_ptr``, ``inc_pair``, ``inc_sign``; pairs in list
   order, built once per data set by ``customobj.objectives.devices``) instead of adding atomically.
+
+The label pairs' couplings (driven by ``_cuda_couplings``) walk the CPU's materialised pair list
+(``_pair_sets.LabelPairs.pair_list``, query by query), one thread per query: ``count_kept_pairs``
+then ``fill_kept_pairs`` keep the pairs of coupling > 0, in list order, as the CPU booster's
+``compact_pairs`` does; the offsets come from ``_cuda_lambdarank.scan_pairs``.
 """
 import math
 
@@ -121,3 +126,44 @@ def pair_list_rows(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, inc_pt
         acc_h += hmul * pw * c
     out_grad[r] += acc_g
     out_hess[r] += acc_h
+
+
+@cuda.jit(device=True)
+def _coupling(scores, pi, pj, theta, weights, use_w, kind, scale, k):
+    """Pair ``k``'s coupling ``h_ij`` times its weight: ``_pairwise_kernels.pair_list_couplings``."""
+    i = pi[k]
+    j = pj[k]
+    _, c = _grad(kind, scores[i] - scores[j], theta[k])
+    pw = scale
+    if use_w:
+        pw *= (0.5 * weights[i] + 0.5 * weights[j])
+    return pw * c
+
+
+@cuda.jit
+def count_kept_pairs(scores, pi, pj, theta, weights, use_w, kind, scale, qoff, counts):
+    """Per query: its listed pairs ``qoff[q]:qoff[q + 1]`` with coupling > 0."""
+    q = cuda.grid(1)
+    if q >= qoff.shape[0] - 1:
+        return
+    c = 0
+    for k in range(qoff[q], qoff[q + 1]):
+        if _coupling(scores, pi, pj, theta, weights, use_w, kind, scale, k) > 0.0:
+            c += 1
+    counts[q] = c
+
+
+@cuda.jit
+def fill_kept_pairs(scores, pi, pj, theta, weights, use_w, kind, scale, qoff, offsets, out_i, out_j, out_c):
+    """Per query: its pairs with coupling > 0, in list order, from ``offsets[q]``."""
+    q = cuda.grid(1)
+    if q >= qoff.shape[0] - 1:
+        return
+    t = offsets[q]
+    for k in range(qoff[q], qoff[q + 1]):
+        c = _coupling(scores, pi, pj, theta, weights, use_w, kind, scale, k)
+        if c > 0.0:
+            out_i[t] = pi[k]
+            out_j[t] = pj[k]
+            out_c[t] = c
+            t += 1

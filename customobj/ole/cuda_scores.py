@@ -7,14 +7,14 @@ into two buffers it reuses, hands those device arrays to the grower (the backend
 them where they are) and adds each finished tree to the scores with :mod:`._cuda_score_kernels`.
 When the criterion needs the objective's pair couplings (``ole``, ``ole_fast``, ``ole_float64`` with a
 pairwise objective), the same call computes them there too (``objectives._cuda_couplings``: LambdaRank,
-every convention), into a pair buffer it reuses, in the CPU's pair order with the CPU's values; the
+every convention; RankNet, RankSVM, MPBoost), into a pair buffer it reuses, in the CPU's pair order with the CPU's values; the
 grower's pair histograms and partitions take those device arrays as they are. Nothing of size ``n``
 (or of the pair count) crosses the bus per tree for the gradients and pairs; ``ole_fast`` brings the
 pairs to the host for its per-query pruning, as it pruned host pairs before.
 
 Otherwise the gradients stay on the host, and :func:`host_gradients_reason` says why:
 
-- the criterion needs pair couplings that have no GPU kernel (the label-pair losses: RankNet, ...),
+- the criterion needs pair couplings that have no GPU kernel (QBRank, PreferencePairs: their explicit pairs),
   or that the host must see (``leaf_solver="joint"`` solves the leaves from every pair;
   ``bagging_fraction < 1`` drops the out-of-bag pairs on the host: ``pairs_on_host``);
 - ``line_search`` evaluates the loss on the host;
@@ -47,8 +47,8 @@ def host_gradients_reason(obj: Any, need_pairs: bool, line_search: bool,
     >>> import customobj
     >>> host_gradients_reason(customobj.RankNet(), need_pairs=False, line_search=False) is None
     True
-    >>> host_gradients_reason(customobj.RankNet(), need_pairs=True, line_search=False)
-    'the pair couplings of RankNet have no GPU kernel'
+    >>> host_gradients_reason(customobj.QBRank(), need_pairs=True, line_search=False)
+    'the pair couplings of QBRank have no GPU kernel'
     >>> host_gradients_reason(customobj.LambdaRank(), need_pairs=True, line_search=False) is None
     True
     """
