@@ -117,9 +117,9 @@ class DeviceScores:
         """``m`` pairs' worth of the reused pair buffer (grown, by half again, when too small)."""
         if self._pairs is None or self._pairs[0].shape[0] < m:
             self._pairs = None  # freed before the larger one exists
-            c = max(m, m + m // 2) if m > 0 else 1
-            mem = self._mem
-            self._pairs = (mem.array((c,), self._index), mem.array((c,), self._index), mem.array((c,), np.float64))
+            c = max(1, m + m // 2)
+            mem, index = self._mem, self._index if self._index is not None else np.int64  # set when pairs are asked
+            self._pairs = (mem.array((c,), index), mem.array((c,), index), mem.array((c,), np.float64))
         return tuple(a[:m] for a in self._pairs)
 
     def add_trees(self, trees: List[Any]) -> None:
