@@ -53,19 +53,27 @@ def _lambdarank(obj: LambdaRank, s: Any, prep: Prepared, data: Any, pair_buffer:
     key = obj._cache_key()
     qnorm = data.array((key, "qnorm"), lambda: state.qnorm)
     disc = data.array((key, "disc"), lambda: state.disc)
-    n, nq = data.n_rows, data.n_queries
-    order, _, F, Q, factor = CL.scratch(data, n, nq)
+    nq = data.n_queries
+    order, _, F, Q, factor = CL.scratch(data, data.n_rows, nq)
+    metric = int(_METRICS[obj.metric])
+    offsets, out = _sized(data, pair_buffer, CL.count_pairs, data.ptr, qnorm, disc, metric, F, Q)
+    if out[0].shape[0] > 0:
+        devices._launch(CL.fill_pairs, nq, data.ptr, order, qnorm, disc, metric, obj.sigma, 1 if obj.norm else 0,
+                        F, Q, factor, offsets, *out)
+    return out
+
+
+def _sized(data: Any, pair_buffer: PairBuffer, count: Any, *args: Any) -> tuple:
+    """``(offsets, pair buffers)``: ``count`` (one thread per query, ``args`` then the counts) gives each
+    query's pairs, one thread scans them into offsets; only the total comes back, to size the buffers."""
+    from . import _cuda_lambdarank as CL
+
+    nq = data.n_queries
     counts = data.scratch("pair_counts", (max(nq, 1),), np.int64)
     offsets = data.scratch("pair_offsets", (nq + 1,), np.int64)
-    metric = int(_METRICS[obj.metric])
-    devices._launch(CL.count_pairs, nq, data.ptr, qnorm, disc, metric, F, Q, counts)
+    devices._launch(count, nq, *args, counts)
     CL.scan_pairs[1, 1](counts, nq, offsets)
-    m = int(offsets[nq:nq + 1].copy_to_host()[0])
-    out_i, out_j, out_c = pair_buffer(m)
-    if m > 0:
-        devices._launch(CL.fill_pairs, nq, data.ptr, order, qnorm, disc, metric, obj.sigma, 1 if obj.norm else 0,
-                        F, Q, factor, offsets, out_i, out_j, out_c)
-    return out_i, out_j, out_c
+    return offsets, pair_buffer(int(offsets[nq:nq + 1].copy_to_host()[0]))
 
 
 def _query_pair_offsets(lp: Any, ptr: np.ndarray) -> np.ndarray:
@@ -78,7 +86,6 @@ def _query_pair_offsets(lp: Any, ptr: np.ndarray) -> np.ndarray:
 
 def _label_pair_loss(obj: _LabelPairLoss, s: Any, prep: Prepared, data: Any, pair_buffer: PairBuffer) -> tuple:
     """The label pairs of coupling > 0 (the CPU booster keeps those), in the CPU's list order."""
-    from . import _cuda_lambdarank as CL
     from . import _cuda_pairwise as CP
 
     spec = obj._spec()
@@ -86,16 +93,10 @@ def _label_pair_loss(obj: _LabelPairLoss, s: Any, prep: Prepared, data: Any, pai
     key = obj._cache_key()
     pairs = data.arrays((key, "pair_list"), lambda: lp.pair_list(prep.labels, prep.ptr, spec.theta_mode, spec.p))
     qoff = data.array((key, "pair_list_offsets"), lambda: _query_pair_offsets(lp, np.asarray(prep.ptr)))
-    nq = data.n_queries
-    counts = data.scratch("pair_counts", (max(nq, 1),), np.int64)
-    offsets = data.scratch("pair_offsets", (nq + 1,), np.int64)
     args = (s, *pairs, data.weights, data.use_weights, int(spec.kind), spec.scale, qoff)
-    devices._launch(CP.count_kept_pairs, nq, *args, counts)
-    CL.scan_pairs[1, 1](counts, nq, offsets)
-    m = int(offsets[nq:nq + 1].copy_to_host()[0])
-    out = pair_buffer(m)
-    if m > 0:
-        devices._launch(CP.fill_kept_pairs, nq, *args, offsets, *out)
+    offsets, out = _sized(data, pair_buffer, CP.count_kept_pairs, *args)
+    if out[0].shape[0] > 0:
+        devices._launch(CP.fill_kept_pairs, data.n_queries, *args, offsets, *out)
     return out
 
 
