@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from customobj import MPBoost, LambdaRank, QBRank, RankNet, RankSVM
-from customobj.objectives._cuda_couplings import couplings_reason, grad_hess_couplings_prepared
+from customobj.objectives._cuda_couplings import couplings_reason, grad_hess_couplings_prepared, in_bag_pairs
+from customobj.ole.pairhist import compact_pairs
 from _cuda_cases import STATUS, data, degenerate_cases, needs_gpu, to_device
 
 
@@ -103,3 +104,26 @@ def test_underflowing_exp_table_and_given_buffers():
     assert asked == [i.size]
     np.testing.assert_array_equal(pi.copy_to_host(), i)
     np.testing.assert_allclose(pc.copy_to_host(), c, rtol=1e-9)
+
+
+@needs_gpu
+@pytest.mark.parametrize("obj", [LambdaRank.like_lightgbm(), RankSVM()], ids=["lambdarank", "ranksvm"])
+def test_in_bag_pairs_are_the_cpu_compaction(obj):
+    from numba import cuda
+
+    s, y, sizes, w = data(7, weights=True, per_query=True)
+    s[:3] = [30.0, 0.0, -30.0]  # far apart: RankSVM's couplings there are 0 and dropped
+    prep = obj.prepare(y, sizes, w)
+    _, _, (i, j, c) = obj.grad_hess_couplings_prepared(s, prep)
+    bag = np.random.default_rng(1).random(y.size) < 0.6
+    out = (np.empty(i.size, np.int32), np.empty(i.size, np.int32), np.empty(i.size))
+    k = compact_pairs(i, j, c, bag, True, *out)
+    _, _, pairs = grad_hess_couplings_prepared(obj, to_device(s), prep, index_dtype=np.int32)
+
+    def buffer(m):
+        return cuda.device_array(m, np.int32), cuda.device_array(m, np.int32), cuda.device_array(m, np.float64)
+
+    kept = [a.copy_to_host() for a in in_bag_pairs(prep, pairs, to_device(bag), buffer)]
+    assert 0 < k < i.size and kept[0].size == k
+    for got, want in zip(kept, out):
+        np.testing.assert_array_equal(got, want[:k])

@@ -39,7 +39,7 @@ from .listwise import LambdaRank, _METRICS
 from .pairwise import MPBoost, RankNet, RankSVM, _LabelPairLoss
 from . import devices
 
-__all__ = ["COUPLING_KERNELS", "couplings_reason", "grad_hess_couplings_prepared"]
+__all__ = ["COUPLING_KERNELS", "couplings_reason", "grad_hess_couplings_prepared", "in_bag_pairs"]
 
 #: ``m -> (i, j, c)``: device arrays of length ``m`` the pairs are written to.
 PairBuffer = Callable[[int], tuple]
@@ -63,14 +63,15 @@ def _lambdarank(obj: LambdaRank, s: Any, prep: Prepared, data: Any, pair_buffer:
     return out
 
 
-def _sized(data: Any, pair_buffer: PairBuffer, count: Any, *args: Any) -> tuple:
+def _sized(data: Any, pair_buffer: PairBuffer, count: Any, *args: Any, name: str = "pair_offsets") -> tuple:
     """``(offsets, pair buffers)``: ``count`` (one thread per query, ``args`` then the counts) gives each
-    query's pairs, one thread scans them into offsets; only the total comes back, to size the buffers."""
+    query's pairs, one thread scans them into offsets (the scratch ``name``); only the total comes back,
+    to size the buffers."""
     from . import _cuda_lambdarank as CL
 
     nq = data.n_queries
     counts = data.scratch("pair_counts", (max(nq, 1),), np.int64)
-    offsets = data.scratch("pair_offsets", (nq + 1,), np.int64)
+    offsets = data.scratch(name, (nq + 1,), np.int64)
     devices._launch(count, nq, *args, counts)
     CL.scan_pairs[1, 1](counts, nq, offsets)
     return offsets, pair_buffer(int(offsets[nq:nq + 1].copy_to_host()[0]))
@@ -143,3 +144,17 @@ def grad_hess_couplings_prepared(obj: Objective, scores: Any, prep: Prepared, ou
         def pair_buffer(m: int) -> tuple:
             return cuda.device_array(m, index), cuda.device_array(m, index), cuda.device_array(m, np.float64)
     return grad, hess, COUPLING_KERNELS[type(obj)](obj, s, prep, data, pair_buffer)
+
+
+def in_bag_pairs(prep: Prepared, pairs: tuple, in_bag: Any, pair_buffer: PairBuffer) -> tuple:
+    """The pairs of the last :func:`grad_hess_couplings_prepared` call on ``prep`` with coupling > 0 and
+    both rows in the bag (``in_bag``: a bool device array per row), in order, written to
+    ``pair_buffer(m)``: what the CPU booster keeps of them under ``bagging_fraction < 1``."""
+    from . import _cuda_pairwise as CP
+
+    data = devices.device_data(prep, None)
+    offsets = data.scratch("pair_offsets", (data.n_queries + 1,), np.int64)  # the pairs' queries
+    kept, out = _sized(data, pair_buffer, CP.count_in_bag, *pairs, in_bag, offsets, name="pair_kept_offsets")
+    if out[0].shape[0] > 0:
+        devices._launch(CP.place_in_bag, data.n_queries, *pairs, in_bag, offsets, kept, *out)
+    return out

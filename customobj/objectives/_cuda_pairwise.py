@@ -16,7 +16,9 @@ them into that row, so a row's sum equals the CPU's bit for bit where ``exp`` / 
 The label pairs' couplings (driven by ``_cuda_couplings``) walk the CPU's materialised pair list
 (``_pair_sets.LabelPairs.pair_list``, query by query), one thread per query: ``count_kept_pairs``
 then ``fill_kept_pairs`` keep the pairs of coupling > 0, in list order, as the CPU booster's
-``compact_pairs`` does; the offsets come from ``_cuda_lambdarank.scan_pairs``.
+``compact_pairs`` does; the offsets come from ``_cuda_lambdarank.scan_pairs``. With bagging,
+``count_in_bag`` / ``place_in_bag`` keep, per query, the pairs of coupling > 0 with both rows in the
+bag, in order (``compact_pairs`` with a bag).
 """
 import math
 
@@ -166,4 +168,37 @@ def fill_kept_pairs(scores, pi, pj, theta, weights, use_w, kind, scale, qoff, of
             out_i[t] = pi[k]
             out_j[t] = pj[k]
             out_c[t] = c
+            t += 1
+
+
+@cuda.jit(device=True)
+def _kept(pi, pj, pc, in_bag, k):
+    return pc[k] > 0.0 and in_bag[pi[k]] and in_bag[pj[k]]
+
+
+@cuda.jit
+def count_in_bag(pi, pj, pc, in_bag, offsets, counts):
+    """Per query (its pairs ``offsets[q]:offsets[q + 1]``): those with coupling > 0 and both rows in the bag."""
+    q = cuda.grid(1)
+    if q >= offsets.shape[0] - 1:
+        return
+    c = 0
+    for k in range(offsets[q], offsets[q + 1]):
+        if _kept(pi, pj, pc, in_bag, k):
+            c += 1
+    counts[q] = c
+
+
+@cuda.jit
+def place_in_bag(pi, pj, pc, in_bag, offsets, kept, out_i, out_j, out_c):
+    """Per query: the pairs ``count_in_bag`` counts, in order, from ``kept[q]``."""
+    q = cuda.grid(1)
+    if q >= offsets.shape[0] - 1:
+        return
+    t = kept[q]
+    for k in range(offsets[q], offsets[q + 1]):
+        if _kept(pi, pj, pc, in_bag, k):
+            out_i[t] = pi[k]
+            out_j[t] = pj[k]
+            out_c[t] = pc[k]
             t += 1

@@ -12,8 +12,8 @@ What runs where:
     kernels, every criterion with a pointwise objective), and with them the pair couplings when the
     criterion needs them and they have a GPU kernel (``ole``, ``ole_fast``, ``ole_float64`` with
     LambdaRank, RankNet, RankSVM or MPBoost: ``objectives._cuda_couplings``, the CPU's pairs in the
-    CPU's order), which the pair
-    histograms and partitions take where they are; each finished tree is added to those scores there;
+    CPU's order; with bagging the out-of-bag pairs are dropped there too), which the pair histograms
+    and partitions take where they are; each finished tree is added to those scores there;
   - the root's sums, the row and pair histograms (:mod:`._cuda_hist_kernels`), which stay there
     (:class:`~customobj.ole.cuda_memory.DeviceHist`: the grower's ``parent -= child`` is a kernel);
   - the split search of every criterion (:mod:`._cuda_split_kernels`: the CPU's per-feature search
@@ -25,11 +25,11 @@ What runs where:
 
 - **on the host**: the objective's gradients and its pair couplings when the criterion needs
   couplings that have no GPU kernel (QBRank, PreferencePairs) or that the host must see
-  (``leaf_solver="joint"``, ``bagging_fraction < 1``), with ``line_search``, and for an objective
-  without GPU kernels (``TreeBooster.device_gradients_`` says which and why; those gradients are
-  uploaded once per tree); ``ole_fast``'s per-query pair pruning (device pairs come to the host for
-  it, then the kept ones go back) and its dropped pairs' leaf couplings; the joint leaf solve; the tree's bookkeeping (:mod:`.grower`). The row
-  order comes back once per finished tree.
+  (``leaf_solver="joint"``), with ``line_search``, and for an objective without GPU kernels
+  (``TreeBooster.device_gradients_`` says which and why; those gradients are uploaded once per
+  tree); ``ole_fast``'s per-query pair pruning (device pairs come to the host for it, then the kept
+  ones go back) and its dropped pairs' leaf couplings; the joint leaf solve; the tree's
+  bookkeeping (:mod:`.grower`). The row order comes back once per finished tree.
 
 Sums over more than one block (``ROW_BLOCK`` rows, ``PAIR_BLOCK`` pairs) differ from the CPU's
 sequential sums by float64 rounding only, so a split can differ from the CPU's only where two

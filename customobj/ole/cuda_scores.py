@@ -15,8 +15,8 @@ pairs to the host for its per-query pruning, as it pruned host pairs before.
 Otherwise the gradients stay on the host, and :func:`host_gradients_reason` says why:
 
 - the criterion needs pair couplings that have no GPU kernel (QBRank, PreferencePairs: their explicit pairs),
-  or that the host must see (``leaf_solver="joint"`` solves the leaves from every pair;
-  ``bagging_fraction < 1`` drops the out-of-bag pairs on the host: ``pairs_on_host``);
+  or that the host must see (``leaf_solver="joint"`` solves the leaves from every pair:
+  ``pairs_on_host``); with ``bagging_fraction < 1`` the out-of-bag pairs are dropped on the device;
 - ``line_search`` evaluates the loss on the host;
 - the objective has no GPU kernel (``objectives.devices.CPU_ONLY`` says why).
 
@@ -95,32 +95,37 @@ class DeviceScores:
         self.hess = memory.array(self.scores.shape, np.float64)
         self._objective_bytes = 0
         self._index = index_dtype
-        self._pairs: Optional[tuple] = None  # the pair buffer, reused while large enough
+        self._pairs: dict = {}  # the pair buffers (the objective's, the bag's), reused while large enough
 
-    def gradients(self) -> tuple:
+    def gradients(self, in_bag: Optional[np.ndarray] = None) -> tuple:
         """``(grad, hess, pairs)`` at the current scores, computed on the device (the same two buffers
-        each round); ``pairs`` = ``(i, j, c)`` device arrays when the tree needs couplings, else None."""
+        each round); ``pairs`` = ``(i, j, c)`` device arrays when the tree needs couplings, else None:
+        with ``in_bag`` (bool per row) only those with coupling > 0 and both rows in the bag, as on the CPU."""
         if self._index is None:
             g, h = self.obj.grad_hess_prepared(self.scores, self.prep, self.grad, self.hess)
             pairs = None
         else:
-            from ..objectives._cuda_couplings import grad_hess_couplings_prepared
+            from ..objectives._cuda_couplings import grad_hess_couplings_prepared, in_bag_pairs
 
             g, h, pairs = grad_hess_couplings_prepared(self.obj, self.scores, self.prep, self.grad, self.hess,
-                                                       self._pair_buffer)
+                                                       lambda m: self._pair_buffer("objective", m))
+            if in_bag is not None:  # a bool a row goes up: the round's bag
+                bag = self._mem.upload(np.asarray(in_bag, dtype=np.bool_))
+                pairs = in_bag_pairs(self.prep, pairs, bag, lambda m: self._pair_buffer("bag", m))
         held = self.prep.device_data.nbytes()  # the objective's labels, queries and scratch on the device
         self._mem.hold(held - self._objective_bytes)
         self._objective_bytes = held
         return g, h, pairs
 
-    def _pair_buffer(self, m: int) -> tuple:
-        """``m`` pairs' worth of the reused pair buffer (grown, by half again, when too small)."""
-        if self._pairs is None or self._pairs[0].shape[0] < m:
-            self._pairs = None  # freed before the larger one exists
+    def _pair_buffer(self, name: str, m: int) -> tuple:
+        """``m`` pairs' worth of the reused pair buffer ``name`` (grown, by half again, when too small)."""
+        buf = self._pairs.get(name)
+        if buf is None or buf[0].shape[0] < m:
+            self._pairs.pop(name, None)  # freed before the larger one exists
             c = max(1, m + m // 2)
             mem, index = self._mem, self._index if self._index is not None else np.int64  # set when pairs are asked
-            self._pairs = (mem.array((c,), index), mem.array((c,), index), mem.array((c,), np.float64))
-        return tuple(a[:m] for a in self._pairs)
+            buf = self._pairs[name] = (mem.array((c,), index), mem.array((c,), index), mem.array((c,), np.float64))
+        return tuple(a[:m] for a in buf)
 
     def add_trees(self, trees: List[Any]) -> None:
         """Add tree ``k`` of the round to score column ``k`` (one tree: the scores)."""
