@@ -229,8 +229,10 @@ class CUDABackend(CPUBackend):
     def pair_buffers(self, pairs: tuple) -> tuple:
         """The tree's two pair buffers on the device (the pairs uploaded once per tree), after checking
         that they fit next to the rest; ``ole_fast`` keeps them on the host until :meth:`prune_pairs`."""
-        check_device_memory(device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0]),
-                            free=free_device_memory() + self._resident)
+        need = device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0])
+        # device pairs (the objective's couplings, cuda_scores) already hold the first of the two buffers
+        held = need["pairs"] // 2 if is_device_array(pairs[0]) else 0
+        check_device_memory(need, free=free_device_memory() + self._resident + held)
         if self.criterion.prunes_pairs and self.ctx.queries is not None:  # device pairs come to the host here
             return super().pair_buffers(tuple(a.copy_to_host() if is_device_array(a) else a for a in pairs))
         return self._device_pairs(pairs)
