@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from customobj import MPBoost, LambdaRank, QBRank, RankNet, RankSVM
+from customobj import MPBoost, LambdaRank, PreferencePairs, QBRank, RankNet, RankSVM
 from customobj.objectives._cuda_couplings import couplings_reason, grad_hess_couplings_prepared, in_bag_pairs
 from customobj.ole.pairhist import compact_pairs
 from _cuda_cases import STATUS, data, degenerate_cases, needs_gpu, to_device
@@ -33,21 +33,30 @@ def assert_couplings_equal_cpu(obj, s, y, sizes, w=None, index_dtype=np.int64):
 
 def test_the_reason_names_objectives_without_a_coupling_kernel():
     assert couplings_reason(LambdaRank.like_lightgbm()) is None
-    assert couplings_reason(RankNet()) is None
-    assert couplings_reason(QBRank()) == "the pair couplings of QBRank have no GPU kernel"
+    assert couplings_reason(RankNet()) is None and couplings_reason(QBRank()) is None
+    assert couplings_reason(LambdaRank() + RankNet()) == "the pair couplings of Sum have no GPU kernel"
 
 
 @needs_gpu
 def test_objectives_without_a_kernel_are_refused():
     s, y, sizes, _ = data(0)
-    with pytest.raises(NotImplementedError, match="QBRank"):
-        grad_hess_couplings_prepared(QBRank(), to_device(s), QBRank().prepare(y, sizes))
+    obj = 2.0 * RankNet()
+    with pytest.raises(NotImplementedError, match="couplings of Scaled"):
+        grad_hess_couplings_prepared(obj, to_device(s), obj.prepare(y, sizes))
 
 
 @needs_gpu
-@pytest.mark.parametrize("obj", [RankNet(), RankNet(sigma=3.0), RankSVM(), MPBoost(), MPBoost(ddf="logdd")],
-                         ids=["ranknet", "ranknet-s3", "ranksvm", "mpboost", "mpboost-logdd"])
-def test_label_pair_losses_keep_the_cpu_pairs_of_positive_coupling(obj):
+@pytest.mark.parametrize("obj", [RankNet(), RankNet(sigma=3.0), RankSVM(), MPBoost(), MPBoost(ddf="logdd"), QBRank(),
+                                 QBRank(pairs=[[0, 2], [3, 1], [2, 1]], margin=0.5),
+                                 PreferencePairs([[0, 2], [3, 1], [2, 1], [2, 0]], margin=1.0,
+                                                 weight=[1.0, 2.0, 0.5, 3.0])],
+                         ids=["ranknet", "ranknet-s3", "ranksvm", "mpboost", "mpboost-logdd", "qbrank",
+                              "qbrank-pairs", "preference-pairs"])
+@pytest.mark.parametrize("chunk", [1024, 5], ids=["one-chunk", "chunks-of-5"])
+def test_listed_pair_losses_keep_the_cpu_pairs_of_positive_coupling(obj, chunk, monkeypatch):
+    from customobj.objectives import _cuda_couplings
+
+    monkeypatch.setattr(_cuda_couplings, "LIST_CHUNK", chunk)  # the result never depends on the chunk
     s, y, sizes, w = data(6, weights=True)
     i, _, c = assert_couplings_equal_cpu(obj, s, y, sizes, w, index_dtype=np.int32)
     assert i.size > 0 and np.all(c > 0)
@@ -58,6 +67,14 @@ def test_label_pair_losses_keep_the_cpu_pairs_of_positive_coupling(obj):
     i, _, _ = assert_couplings_equal_cpu(obj, far, np.array([2.0, 1.0, 0.0, 1.0, 0.0]), [3, 2])
     if isinstance(obj, RankSVM):
         assert i.size < 4
+
+
+@needs_gpu
+def test_qbrank_upper_bound_hessian_has_no_pairs():
+    s, y, sizes, _ = data(8)
+    obj = QBRank(hessian="upper_bound")
+    i, _, _ = assert_couplings_equal_cpu(obj, s, y, sizes)
+    assert i.size == 0
 
 
 @needs_gpu
@@ -108,8 +125,12 @@ def test_underflowing_exp_table_and_given_buffers():
 
 @needs_gpu
 @pytest.mark.parametrize("obj", [LambdaRank.like_lightgbm(), RankSVM()], ids=["lambdarank", "ranksvm"])
-def test_in_bag_pairs_are_the_cpu_compaction(obj):
+@pytest.mark.parametrize("chunk", [1024, 3], ids=["one-chunk", "chunks-of-3"])
+def test_in_bag_pairs_are_the_cpu_compaction(obj, chunk, monkeypatch):
     from numba import cuda
+    from customobj.objectives import _cuda_couplings
+
+    monkeypatch.setattr(_cuda_couplings, "LIST_CHUNK", chunk)  # the result never depends on the chunk
 
     s, y, sizes, w = data(7, weights=True, per_query=True)
     s[:3] = [30.0, 0.0, -30.0]  # far apart: RankSVM's couplings there are 0 and dropped
@@ -123,7 +144,7 @@ def test_in_bag_pairs_are_the_cpu_compaction(obj):
     def buffer(m):
         return cuda.device_array(m, np.int32), cuda.device_array(m, np.int32), cuda.device_array(m, np.float64)
 
-    kept = [a.copy_to_host() for a in in_bag_pairs(prep, pairs, to_device(bag), buffer)]
+    kept = [a.copy_to_host() for a in in_bag_pairs(pairs, to_device(bag), buffer)]
     assert 0 < k < i.size and kept[0].size == k
     for got, want in zip(kept, out):
         np.testing.assert_array_equal(got, want[:k])

@@ -206,10 +206,10 @@ SIGNATURES = [
     (CL.scan_pairs, (i1, i, i1)),
     (CL.fill_pairs, (i1, i1, f1, f1, i, f, i, f2, i2, f2, i1, j1, j1, f1)),
     (CL.fill_pairs, (i1, i1, f1, f1, i, f, i, f2, i2, f2, i1, i1, i1, f1)),
-    (CP.count_kept_pairs, (f1, i1, i1, f1, f1, b, i, f, i1, i1)),
-    (CP.fill_kept_pairs, (f1, i1, i1, f1, f1, b, i, f, i1, i1, j1, j1, f1)),
-    (CP.count_in_bag, (j1, j1, f1, T.boolean[::1], i1, i1)),
-    (CP.place_in_bag, (j1, j1, f1, T.boolean[::1], i1, i1, j1, j1, f1)),
+    (CP.count_kept_pairs, (f1, i1, i1, f1, f1, b, f1, b, i, f, i, i1)),
+    (CP.fill_kept_pairs, (f1, i1, i1, f1, f1, b, f1, b, i, f, i, i1, j1, j1, f1)),
+    (CP.count_in_bag, (j1, j1, f1, T.boolean[::1], i, i1)),
+    (CP.place_in_bag, (j1, j1, f1, T.boolean[::1], i, i1, j1, j1, f1)),
 ]
 for kernel, sig in SIGNATURES:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))

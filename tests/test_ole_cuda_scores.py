@@ -21,7 +21,7 @@ KW = dict(num_leaves=5, n_estimators=2, min_data_in_leaf=4, max_bin=12, **QUIET)
 def test_the_reason_names_what_keeps_the_gradients_on_the_host():
     assert host_gradients_reason(RankNet(), need_pairs=False, line_search=False) is None
     assert host_gradients_reason(RankNet(), need_pairs=True, line_search=False) is None
-    assert "couplings of QBRank" in host_gradients_reason(QBRank(), need_pairs=True, line_search=False)
+    assert "couplings of Sum" in host_gradients_reason(LambdaRank() + RankNet(), need_pairs=True, line_search=False)
     assert host_gradients_reason(LambdaRank(), need_pairs=True, line_search=False) is None
     assert host_gradients_reason(LambdaRank(), True, False, pairs_on_host="joint") == "joint"
     assert host_gradients_reason(LambdaRank(), False, False, pairs_on_host="joint") is None  # no pairs needed
@@ -62,7 +62,7 @@ def test_device_gradients_grow_the_cpu_trees(obj, criterion, monkeypatch):
 def test_couplings_line_search_and_cpu_only_objectives_keep_host_gradients(monkeypatch):
     X, y, group = make_rank_data(2, n_queries=4)
     seen = _spy_row_sums(monkeypatch)
-    cases = [(dict(criterion="ole", objective=QBRank()), "host: the pair couplings of QBRank have no GPU kernel"),
+    cases = [(dict(criterion="ole", objective=LambdaRank() + RankNet()), "host: the pair couplings of Sum have no GPU kernel"),
              (dict(criterion="ole", leaf_solver="joint"), 'host: leaf_solver="joint"'),
              (dict(criterion="wse", line_search=True), "host: line_search"),
              (dict(criterion="wse", objective=ListNet()), "host: ListNet has no GPU kernel")]
@@ -88,7 +88,7 @@ def _spy_pairs(monkeypatch):
 @needs_gpu
 @pytest.mark.parametrize("criterion", ["ole", "ole_fast", "ole_float64"])
 @pytest.mark.parametrize("obj", [LambdaRank(), LambdaRank.like_lightgbm(), LambdaRank(metric="err", k=3), RankNet(),
-                                 RankSVM()], ids=["default", "lightgbm", "err", "ranknet", "ranksvm"])
+                                 RankSVM(), QBRank()], ids=["default", "lightgbm", "err", "ranknet", "ranksvm", "qbrank"])
 def test_device_couplings_grow_the_cpu_trees(obj, criterion, monkeypatch):
     X, y, group = make_rank_data(6, n_queries=6)
     w = np.repeat(np.random.default_rng(3).uniform(0.5, 2.0, 6), np.diff(np.r_[0, np.cumsum(group)]))

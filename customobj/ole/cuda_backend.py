@@ -11,7 +11,7 @@ What runs where:
     objective has GPU kernels (:mod:`.cuda_scores`: se / wse with any objective that has GPU
     kernels, every criterion with a pointwise objective), and with them the pair couplings when the
     criterion needs them and they have a GPU kernel (``ole``, ``ole_fast``, ``ole_float64`` with
-    LambdaRank, RankNet, RankSVM or MPBoost: ``objectives._cuda_couplings``, the CPU's pairs in the
+    LambdaRank and the pairwise losses: ``objectives._cuda_couplings``, the CPU's pairs in the
     CPU's order; with bagging the out-of-bag pairs are dropped there too), which the pair histograms
     and partitions take where they are; each finished tree is added to those scores there;
   - the root's sums, the row and pair histograms (:mod:`._cuda_hist_kernels`), which stay there
@@ -24,7 +24,7 @@ What runs where:
     stable: the CPU's order); host pairs are uploaded once per tree, device pairs used as they are.
 
 - **on the host**: the objective's gradients and its pair couplings when the criterion needs
-  couplings that have no GPU kernel (QBRank, PreferencePairs) or that the host must see
+  couplings that have no GPU kernel (composites: ``Sum``, ``Scaled``) or that the host must see
   (``leaf_solver="joint"``), with ``line_search``, and for an objective without GPU kernels
   (``TreeBooster.device_gradients_`` says which and why; those gradients are uploaded once per
   tree); ``ole_fast``'s per-query pair pruning (device pairs come to the host for it, then the kept

@@ -6,15 +6,17 @@ hessians on the device (``Objective.grad_hess_prepared`` with device scores: ``o
 into two buffers it reuses, hands those device arrays to the grower (the backend sums and histograms
 them where they are) and adds each finished tree to the scores with :mod:`._cuda_score_kernels`.
 When the criterion needs the objective's pair couplings (``ole``, ``ole_fast``, ``ole_float64`` with a
-pairwise objective), the same call computes them there too (``objectives._cuda_couplings``: LambdaRank,
-every convention; RankNet, RankSVM, MPBoost), into a pair buffer it reuses, in the CPU's pair order with the CPU's values; the
-grower's pair histograms and partitions take those device arrays as they are. Nothing of size ``n``
-(or of the pair count) crosses the bus per tree for the gradients and pairs; ``ole_fast`` brings the
-pairs to the host for its per-query pruning, as it pruned host pairs before.
+pairwise objective), the same call computes them there too (``objectives._cuda_couplings``:
+LambdaRank in every convention, RankNet, RankSVM, MPBoost, QBRank, PreferencePairs), into a pair
+buffer it reuses, in the CPU's pair order with the CPU's values (with bagging, the out-of-bag pairs
+are dropped there too); the grower's pair histograms and partitions take those device arrays as they
+are. Nothing of size ``n`` (or of the pair count) crosses the bus per tree for the gradients and
+pairs; ``ole_fast`` brings the pairs to the host for its per-query pruning, as it pruned host pairs
+before.
 
 Otherwise the gradients stay on the host, and :func:`host_gradients_reason` says why:
 
-- the criterion needs pair couplings that have no GPU kernel (QBRank, PreferencePairs: their explicit pairs),
+- the criterion needs pair couplings that have no GPU kernel (composites: ``Sum``, ``Scaled``),
   or that the host must see (``leaf_solver="joint"`` solves the leaves from every pair:
   ``pairs_on_host``); with ``bagging_fraction < 1`` the out-of-bag pairs are dropped on the device;
 - ``line_search`` evaluates the loss on the host;
@@ -47,8 +49,8 @@ def host_gradients_reason(obj: Any, need_pairs: bool, line_search: bool,
     >>> import customobj
     >>> host_gradients_reason(customobj.RankNet(), need_pairs=False, line_search=False) is None
     True
-    >>> host_gradients_reason(customobj.QBRank(), need_pairs=True, line_search=False)
-    'the pair couplings of QBRank have no GPU kernel'
+    >>> host_gradients_reason(2.0 * customobj.RankNet(), need_pairs=True, line_search=False)
+    'the pair couplings of Scaled have no GPU kernel'
     >>> host_gradients_reason(customobj.LambdaRank(), need_pairs=True, line_search=False) is None
     True
     """
@@ -111,7 +113,7 @@ class DeviceScores:
                                                        lambda m: self._pair_buffer("objective", m))
             if in_bag is not None:  # a bool a row goes up: the round's bag
                 bag = self._mem.upload(np.asarray(in_bag, dtype=np.bool_))
-                pairs = in_bag_pairs(self.prep, pairs, bag, lambda m: self._pair_buffer("bag", m))
+                pairs = in_bag_pairs(pairs, bag, lambda m: self._pair_buffer("bag", m))
         held = self.prep.device_data.nbytes()  # the objective's labels, queries and scratch on the device
         self._mem.hold(held - self._objective_bytes)
         self._objective_bytes = held
