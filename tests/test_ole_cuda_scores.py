@@ -62,7 +62,8 @@ def test_device_gradients_grow_the_cpu_trees(obj, criterion, monkeypatch):
 def test_couplings_line_search_and_cpu_only_objectives_keep_host_gradients(monkeypatch):
     X, y, group = make_rank_data(2, n_queries=4)
     seen = _spy_row_sums(monkeypatch)
-    cases = [(dict(criterion="ole", objective=LambdaRank() + RankNet()), "host: the pair couplings of Sum have no GPU kernel"),
+    cases = [(dict(criterion="ole", objective=LambdaRank() + RankNet()),
+              "host: the pair couplings of Sum have no GPU kernel"),
              (dict(criterion="ole", leaf_solver="joint"), 'host: leaf_solver="joint"'),
              (dict(criterion="wse", line_search=True), "host: line_search"),
              (dict(criterion="wse", objective=ListNet()), "host: ListNet has no GPU kernel")]
@@ -88,7 +89,8 @@ def _spy_pairs(monkeypatch):
 @needs_gpu
 @pytest.mark.parametrize("criterion", ["ole", "ole_fast", "ole_float64"])
 @pytest.mark.parametrize("obj", [LambdaRank(), LambdaRank.like_lightgbm(), LambdaRank(metric="err", k=3), RankNet(),
-                                 RankSVM(), QBRank()], ids=["default", "lightgbm", "err", "ranknet", "ranksvm", "qbrank"])
+                                 RankSVM(), QBRank()],
+                         ids=["default", "lightgbm", "err", "ranknet", "ranksvm", "qbrank"])
 def test_device_couplings_grow_the_cpu_trees(obj, criterion, monkeypatch):
     X, y, group = make_rank_data(6, n_queries=6)
     w = np.repeat(np.random.default_rng(3).uniform(0.5, 2.0, 6), np.diff(np.r_[0, np.cumsum(group)]))
