@@ -179,12 +179,13 @@ dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capabili
 from customobj.objectives import _cuda_lambdarank as CL, _cuda_pairwise as CP, _cuda_pointwise as CW
 from customobj.objectives import _cuda_structured as CS
 f1, i1, f2, i2, b, i, f = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.int64[:, ::1], T.boolean, T.int64, T.float64
+j1 = T.int32[::1]
 # The argument types the seam (customobj/objectives/devices.py) and adapters/_cuda.py launch them with.
 SIGNATURES = [
     (CL.rank_rows, (f1, i1, i1, i1, i1)),
     (CL.setup_queries, (f1, i1, i1, f1, f1, f1, b, i, i, i, f, f2, i2)),
     (CL.pair_rows, (i1, i1, i1, f1, f1, i, f, i, f2, i2)),
-    (CL.finish_queries, (i1, i, f, f2, i2, f2)),
+    (CL.finish_queries, (i1, f1, f1, i, f, i, f, f2, i2, f2)),
     (CL.write_rows, (i1, i1, i1, f2, i2, f2, f1, f1)),
     (CP.label_pairs_rows, (f1, f1, i1, i1, i1, i1, i1, i1, f1, b, i, i, f, f, f, f1, f1)),
     (CP.pair_list_rows, (f1, i1, i1, f1, f1, b, f1, b, i1, i1, i1, i, f, f, f1, f1)),
@@ -200,6 +201,15 @@ SIGNATURES = [
     (CW.to_float32, (f1, T.float32[::1], f, i1)),
     (CS.ideal_rank_rows, (f1, f1, i1, i1, i1)),
     (CS.structured_queries, (f1, f1, i1, i, f1, b, f, i1, f2, i2, f1, f1, i1)),
+    # the pair couplings (customobj/objectives/_cuda_couplings.py), rows as int32 (the booster's) and int64
+    (CL.count_pairs, (i1, f1, f1, i, f2, i2, i1)),
+    (CL.scan_pairs, (i1, i, i1)),
+    (CL.fill_pairs, (i1, i1, f1, f1, i, f, i, f2, i2, f2, i1, j1, j1, f1)),
+    (CL.fill_pairs, (i1, i1, f1, f1, i, f, i, f2, i2, f2, i1, i1, i1, f1)),
+    (CP.count_kept_pairs, (f1, i1, i1, f1, f1, b, f1, b, i, f, i, i1)),
+    (CP.fill_kept_pairs, (f1, i1, i1, f1, f1, b, f1, b, i, f, i, i1, j1, j1, f1)),
+    (CP.count_in_bag, (j1, j1, f1, T.boolean[::1], i, i1)),
+    (CP.place_in_bag, (j1, j1, f1, T.boolean[::1], i, i1, j1, j1, f1)),
 ]
 for kernel, sig in SIGNATURES:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
@@ -225,7 +235,7 @@ except Exception as exc:
     if "NO-NVVM" in probe:
         pytest.skip("NVIDIA's NVVM library is not installed (pip install nvidia-cuda-nvcc-cu12 to compile PTX)")
     out = run_isolated("import os\nos.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n" + _PTX_CHECK, timeout=600)
-    assert "COMPILED 19" in out
+    assert "COMPILED 27" in out
 
 
 @needs_gpu

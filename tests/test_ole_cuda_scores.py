@@ -1,11 +1,12 @@
 """customobj.ole.cuda_scores: a ``device="cuda"`` fit computes its gradients on the device when the
-objective has GPU kernels and the criterion needs no couplings (the grower then receives device
-arrays, the same trees as the CPU's), and says why they stay on the host otherwise. Without a GPU
-it runs on numba's CUDA simulator (tests/conftest.py): tiny data."""
+objective has GPU kernels, and its pair couplings there too when the criterion needs them and they
+have a GPU kernel (LambdaRank); the grower then receives device arrays and grows the CPU's trees. It
+says why they stay on the host otherwise. Without a GPU it runs on numba's CUDA simulator
+(tests/conftest.py): tiny data."""
 import numpy as np
 import pytest
 
-from customobj import LambdaRank, ListNet, McRank, RankNet
+from customobj import LambdaRank, ListNet, McRank, QBRank, RankNet, RankSVM
 from customobj._cuda_runtime import is_device_array
 from customobj.ole import TreeBooster
 from customobj.ole import cuda_backend
@@ -19,7 +20,11 @@ KW = dict(num_leaves=5, n_estimators=2, min_data_in_leaf=4, max_bin=12, **QUIET)
 
 def test_the_reason_names_what_keeps_the_gradients_on_the_host():
     assert host_gradients_reason(RankNet(), need_pairs=False, line_search=False) is None
-    assert "couplings" in host_gradients_reason(RankNet(), need_pairs=True, line_search=False)
+    assert host_gradients_reason(RankNet(), need_pairs=True, line_search=False) is None
+    assert "couplings of Sum" in host_gradients_reason(LambdaRank() + RankNet(), need_pairs=True, line_search=False)
+    assert host_gradients_reason(LambdaRank(), need_pairs=True, line_search=False) is None
+    assert host_gradients_reason(LambdaRank(), True, False, pairs_on_host="joint") == "joint"
+    assert host_gradients_reason(LambdaRank(), False, False, pairs_on_host="joint") is None  # no pairs needed
     assert "line_search" in host_gradients_reason(RankNet(), need_pairs=False, line_search=True)
     assert "ListNet has no GPU kernel" in host_gradients_reason(ListNet(), need_pairs=False, line_search=False)
 
@@ -57,10 +62,44 @@ def test_device_gradients_grow_the_cpu_trees(obj, criterion, monkeypatch):
 def test_couplings_line_search_and_cpu_only_objectives_keep_host_gradients(monkeypatch):
     X, y, group = make_rank_data(2, n_queries=4)
     seen = _spy_row_sums(monkeypatch)
-    cases = [(dict(criterion="ole"), "host: the pair couplings"), (dict(criterion="wse", line_search=True), "host: line_search"),
+    cases = [(dict(criterion="ole", objective=LambdaRank() + RankNet()),
+              "host: the pair couplings of Sum have no GPU kernel"),
+             (dict(criterion="ole", leaf_solver="joint"), 'host: leaf_solver="joint"'),
+             (dict(criterion="wse", line_search=True), "host: line_search"),
              (dict(criterion="wse", objective=ListNet()), "host: ListNet has no GPU kernel")]
     for extra, why in cases:
         seen.clear()
         gpu = TreeBooster(device="cuda", **{**KW, **extra}).fit(X, y, group)
         assert gpu.device_gradients_.startswith(why) and seen and not any(seen)
         assert tree_dicts(gpu) == tree_dicts(TreeBooster(**{**KW, **extra}).fit(X, y, group))
+
+
+def _spy_pairs(monkeypatch):
+    seen = []
+    real = cuda_backend.CUDABackend.pair_buffers
+
+    def spy(self, pairs):
+        seen.append(all(is_device_array(a) for a in pairs))
+        return real(self, pairs)
+
+    monkeypatch.setattr(cuda_backend.CUDABackend, "pair_buffers", spy)
+    return seen
+
+
+@needs_gpu
+@pytest.mark.parametrize("criterion", ["ole", "ole_fast", "ole_float64"])
+@pytest.mark.parametrize("obj", [LambdaRank(), LambdaRank.like_lightgbm(), LambdaRank(metric="err", k=3), RankNet(),
+                                 RankSVM(), QBRank()],
+                         ids=["default", "lightgbm", "err", "ranknet", "ranksvm", "qbrank"])
+def test_device_couplings_grow_the_cpu_trees(obj, criterion, monkeypatch):
+    X, y, group = make_rank_data(6, n_queries=6)
+    w = np.repeat(np.random.default_rng(3).uniform(0.5, 2.0, 6), np.diff(np.r_[0, np.cumsum(group)]))
+    bag = dict(bagging_fraction=0.7, random_state=2) if criterion == "ole" else {}  # out-of-bag pairs dropped there
+    kw = dict(KW, objective=obj, criterion=criterion, ole_fast_features=2, **bag)
+    cpu = TreeBooster(**kw).fit(X, y, group, sample_weight=w)
+    seen, pairs = _spy_row_sums(monkeypatch), _spy_pairs(monkeypatch)
+    gpu = TreeBooster(device="cuda", **kw).fit(X, y, group, sample_weight=w)
+    assert gpu.device_gradients_ == "device"
+    assert seen and all(seen) and pairs and all(pairs)  # gradients and pairs came as device arrays
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+    np.testing.assert_array_equal(gpu.predict(X), cpu.predict(X))

@@ -10,9 +10,18 @@ Five launches per call, each over rows or queries (no atomics, results independe
 3. ``pair_rows`` (one thread per row): every pair of the row, ``|dZ|`` in O(1) from the prefixes.
    The row sums its own gradient in the CPU's order (pairs with upper rows first, by upper
    position, then its own pairs with lower rows), so the sums equal the CPU's bit for bit where
-   ``exp`` / ``log`` agree; it also sums ``2 lambda`` of the pairs it heads (for ``norm``).
+   ``exp`` / ``log`` agree.
 4. ``finish_queries`` (per query) then ``write_rows`` (per row): LightGBM's ``norm`` factor and the
-   convention's hessian scale, added into the outputs.
+   convention's hessian scale, added into the outputs. The factor's ``sum 2 lambda`` is one running
+   sum over the query's pairs in the CPU's order (by upper, then lower position), so it too equals
+   the CPU's bit for bit (a sum of per-row partial sums differed in the last bits, and with it the
+   couplings and the trees grown from them).
+
+The pair couplings (``_lambdarank_kernels.lambdarank_couplings``' COUNT and FILL passes; driven by
+``_cuda_couplings``) reuse the scratch of launches 1, 2 and 4, one thread per query:
+``count_pairs`` (pairs with nonzero ``|dZ|``), ``scan_pairs`` (one thread: the queries' offsets, in
+query order) and ``fill_pairs`` (rows ``i`` above ``j`` by label, coupling ``h`` times the query's
+hessian factor), in the CPU's order: by query, upper position, lower position.
 
 Positions are 0-based and relative to the query start; every per-position array is indexed
 ``start + position``. Query flags: ``lim`` < 0 marks a query that contributes nothing (fewer than
@@ -20,14 +29,16 @@ two rows or ``qnorm = 0``).
 """
 import math
 
+import numpy as np
+
 from .._cuda_runtime import cuda_module
 from ._lambdarank_pass import ERR, MAP, MRR, NDCG
 
 cuda = cuda_module()
 
 #: Rows of the float per-position scratch (``F[c, start + position]``).
-G, S, W, E, P, A, C, PS, LG, LH, SL = range(11)
-N_FLOAT = 11
+G, S, W, E, P, A, C, PS, LG, LH = range(10)
+N_FLOAT = 10
 #: Rows of the int per-query scratch (``Q[c, query]``).
 Q_LIM, Q_KK, Q_FIRST, Q_SECOND, Q_SPREAD = range(5)
 N_QINT = 5
@@ -57,6 +68,16 @@ def rank_rows(scores, ptr, qid, order, pos):
             r += 1
     pos[i] = r
     order[start + r] = i
+
+
+def scratch(data, n, nq):
+    """``(order, pos, F, Q, factor)``: the device scratch of one LambdaRank pass, reused every round
+    (``data`` is the prepared data's ``devices.DeviceData``); the coupling launches read what the
+    gradient launches left there."""
+    return (data.scratch("order", (n,), np.int64), data.scratch("pos", (n,), np.int64),
+            data.scratch("lambdarank_f", (N_FLOAT, max(n, 1)), np.float64),
+            data.scratch("lambdarank_q", (N_QINT, max(nq, 1)), np.int64),
+            data.scratch("lambdarank_factor", (2, max(nq, 1)), np.float64))
 
 
 @cuda.jit
@@ -160,7 +181,6 @@ def pair_rows(ptr, qid, pos, qnorm, disc, metric, sigma, norm, F, Q):
     me = pos[i]
     F[LG, start + me] = 0.0
     F[LH, start + me] = 0.0
-    F[SL, start + me] = 0.0
     lim = Q[Q_LIM, q]
     if lim < 0:
         return
@@ -180,17 +200,14 @@ def pair_rows(ptr, qid, pos, qnorm, disc, metric, sigma, norm, F, Q):
         lh += h
     acc_g = 0.0
     acc_h = 0.0
-    sum_lambda = 0.0
     if me < lim:
         for b in range(me + 1, n):
             lam, pwsg, h = _pair(metric, F, start, me, b, kk, first, second, a_first, disc, qn, sigma, sig2,
                                  damp)
-            sum_lambda += 2.0 * lam
             acc_g -= lam * pwsg
             acc_h += h
     F[LG, start + me] = lg + acc_g
     F[LH, start + me] = lh + acc_h
-    F[SL, start + me] = sum_lambda
 
 
 @cuda.jit(device=True)
@@ -227,16 +244,22 @@ def _pair(metric, F, start, a, b, kk, first, second, a_first, disc, qn, sigma, s
 
 
 @cuda.jit
-def finish_queries(ptr, norm, hess_scale, F, Q, factor):
-    """Per query: LightGBM's ``norm`` factor ``log2(1 + S) / S`` (``S = sum 2 lambda``, unweighted)."""
+def finish_queries(ptr, qnorm, disc, metric, sigma, norm, hess_scale, F, Q, factor):
+    """Per query: LightGBM's ``norm`` factor ``log2(1 + S) / S`` (``S = sum 2 lambda``, unweighted,
+    summed in the CPU's pair order)."""
     q = cuda.grid(1)
     if q >= ptr.shape[0] - 1:
         return
     f = 1.0
     if norm != 0 and Q[Q_LIM, q] >= 0:
+        start, n, lim, kk, first, second, a_first = _query_pairs(ptr, q, F, Q)
+        damp = Q[Q_SPREAD, q] == 1
         total = 0.0
-        for t in range(ptr[q], ptr[q + 1]):
-            total += F[SL, t]
+        for a in range(min(n - 1, lim)):
+            for b in range(a + 1, n):
+                lam, _, _ = _pair(metric, F, start, a, b, kk, first, second, a_first, disc, qnorm[q], sigma,
+                                  sigma * sigma, damp)
+                total += 2.0 * lam
         if total > 0.0:
             f = math.log2(1.0 + total) / total
     factor[0, q] = f
@@ -254,3 +277,78 @@ def write_rows(qid, pos, ptr, F, Q, factor, out_grad, out_hess):
     t = ptr[q] + pos[i]
     out_grad[i] += factor[0, q] * F[LG, t]
     out_hess[i] += factor[1, q] * F[LH, t]
+
+
+@cuda.jit(device=True)
+def _query_pairs(ptr, q, F, Q):
+    """``(start, n, lim, kk, first, second, a_first)`` of query ``q`` (``lim < 0``: no pairs)."""
+    start = ptr[q]
+    n = ptr[q + 1] - start
+    first = Q[Q_FIRST, q]
+    a_first = F[A, start + first] if first < n else 0.0
+    return start, n, Q[Q_LIM, q], Q[Q_KK, q], first, Q[Q_SECOND, q], a_first
+
+
+@cuda.jit(device=True)
+def _counted(metric, F, start, a, b, kk, first, second, a_first, disc, qn):
+    """True when the pair at positions ``a < b`` has nonzero ``|dZ|`` (the CPU's COUNT / FILL test)."""
+    ga = F[G, start + a]
+    gb = F[G, start + b]
+    if ga == gb:
+        return False
+    return _delta(metric, F, start, a, b, ga, gb, kk, first, second, a_first, disc) * qn != 0.0
+
+
+@cuda.jit
+def count_pairs(ptr, qnorm, disc, metric, F, Q, counts):
+    """Per query: its pairs with nonzero ``|dZ|`` (0 for a query that contributes nothing)."""
+    q = cuda.grid(1)
+    if q >= ptr.shape[0] - 1:
+        return
+    start, n, lim, kk, first, second, a_first = _query_pairs(ptr, q, F, Q)
+    c = 0
+    if lim >= 0:
+        for a in range(min(n - 1, lim)):
+            for b in range(a + 1, n):
+                if _counted(metric, F, start, a, b, kk, first, second, a_first, disc, qnorm[q]):
+                    c += 1
+    counts[q] = c
+
+
+@cuda.jit
+def scan_pairs(counts, nq, offsets):
+    """One thread: ``offsets[q]`` = pairs of the queries before ``q`` (``offsets[nq]``: all of them)."""
+    if cuda.grid(1) != 0:
+        return
+    total = 0
+    for q in range(nq):
+        offsets[q] = total
+        total += counts[q]
+    offsets[nq] = total
+
+
+@cuda.jit
+def fill_pairs(ptr, order, qnorm, disc, metric, sigma, norm, F, Q, factor, offsets, out_i, out_j, out_c):
+    """Per query: its pairs from ``offsets[q]``, by upper then lower position: ``out_i`` the row of
+    the higher label, ``out_j`` the other, ``out_c`` the coupling ``h`` times the hessian factor."""
+    q = cuda.grid(1)
+    if q >= ptr.shape[0] - 1:
+        return
+    start, n, lim, kk, first, second, a_first = _query_pairs(ptr, q, F, Q)
+    if lim < 0:
+        return
+    qn = qnorm[q]
+    damp = norm != 0 and Q[Q_SPREAD, q] == 1
+    hf = factor[1, q]
+    t = offsets[q]
+    for a in range(min(n - 1, lim)):
+        for b in range(a + 1, n):
+            if not _counted(metric, F, start, a, b, kk, first, second, a_first, disc, qn):
+                continue
+            _, _, h = _pair(metric, F, start, a, b, kk, first, second, a_first, disc, qn, sigma, sigma * sigma,
+                            damp)
+            hi, lo = (a, b) if F[G, start + a] > F[G, start + b] else (b, a)
+            out_i[t] = order[start + hi]
+            out_j[t] = order[start + lo]
+            out_c[t] = h * hf
+            t += 1

@@ -12,6 +12,14 @@ them into that row, so a row's sum equals the CPU's bit for bit where ``exp`` / 
 - explicit pairs (``pair_list_rows``): pairs may share rows across queries, so each row reads
   its own pairs from an incidence list (``inc_ptr``, ``inc_pair``, ``inc_sign``; pairs in list
   order, built once per data set by ``customobj.objectives.devices``) instead of adding atomically.
+
+The listed pairs' couplings (driven by ``_cuda_couplings``: the label pair list of
+``_pair_sets.LabelPairs.pair_list``, QBRank's label and explicit pairs, PreferencePairs' pairs), one
+thread per fixed chunk of the list (pairs of several queries may share a row, and a chunk balances
+the work): ``count_kept_pairs`` then ``fill_kept_pairs`` keep the pairs of coupling > 0, in list
+order, as the CPU booster's ``compact_pairs`` does; the offsets come from
+``_cuda_lambdarank.scan_pairs``. With bagging, ``count_in_bag`` / ``place_in_bag`` keep the pairs of
+coupling > 0 with both rows in the bag, in order (``compact_pairs`` with a bag).
 """
 import math
 
@@ -121,3 +129,90 @@ def pair_list_rows(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, inc_pt
         acc_h += hmul * pw * c
     out_grad[r] += acc_g
     out_hess[r] += acc_h
+
+
+@cuda.jit(device=True)
+def _coupling(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale, k):
+    """Pair ``k``'s coupling ``h_ij`` times its weight: ``_pairwise_kernels.pair_list_couplings``."""
+    i = pi[k]
+    j = pj[k]
+    _, c = _grad(kind, scores[i] - scores[j], theta[k])
+    pw = scale
+    if use_pw:
+        pw *= pair_w[k]
+    if use_w:
+        pw *= (0.5 * weights[i] + 0.5 * weights[j])
+    return pw * c
+
+
+@cuda.jit(device=True)
+def _chunk(q, chunk, m):
+    """Pairs ``lo:hi`` of chunk ``q`` of a list of ``m`` pairs."""
+    return q * chunk, min(m, (q + 1) * chunk)
+
+
+@cuda.jit
+def count_kept_pairs(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale, chunk, counts):
+    """Per chunk of ``chunk`` listed pairs: those with coupling > 0."""
+    q = cuda.grid(1)
+    if q >= counts.shape[0]:
+        return
+    lo, hi = _chunk(q, chunk, pi.shape[0])
+    c = 0
+    for k in range(lo, hi):
+        if _coupling(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale, k) > 0.0:
+            c += 1
+    counts[q] = c
+
+
+@cuda.jit
+def fill_kept_pairs(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale, chunk, offsets,
+                    out_i, out_j, out_c):
+    """Per chunk: its pairs with coupling > 0, in list order, from ``offsets[q]``."""
+    q = cuda.grid(1)
+    if q >= offsets.shape[0] - 1:
+        return
+    lo, hi = _chunk(q, chunk, pi.shape[0])
+    t = offsets[q]
+    for k in range(lo, hi):
+        c = _coupling(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale, k)
+        if c > 0.0:
+            out_i[t] = pi[k]
+            out_j[t] = pj[k]
+            out_c[t] = c
+            t += 1
+
+
+@cuda.jit(device=True)
+def _kept(pi, pj, pc, in_bag, k):
+    return pc[k] > 0.0 and in_bag[pi[k]] and in_bag[pj[k]]
+
+
+@cuda.jit
+def count_in_bag(pi, pj, pc, in_bag, chunk, counts):
+    """Per chunk of ``chunk`` pairs: those with coupling > 0 and both rows in the bag."""
+    q = cuda.grid(1)
+    if q >= counts.shape[0]:
+        return
+    lo, hi = _chunk(q, chunk, pi.shape[0])
+    c = 0
+    for k in range(lo, hi):
+        if _kept(pi, pj, pc, in_bag, k):
+            c += 1
+    counts[q] = c
+
+
+@cuda.jit
+def place_in_bag(pi, pj, pc, in_bag, chunk, offsets, out_i, out_j, out_c):
+    """Per chunk: the pairs ``count_in_bag`` counts, in order, from ``offsets[q]``."""
+    q = cuda.grid(1)
+    if q >= offsets.shape[0] - 1:
+        return
+    lo, hi = _chunk(q, chunk, pi.shape[0])
+    t = offsets[q]
+    for k in range(lo, hi):
+        if _kept(pi, pj, pc, in_bag, k):
+            out_i[t] = pi[k]
+            out_j[t] = pj[k]
+            out_c[t] = pc[k]
+            t += 1

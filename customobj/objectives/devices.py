@@ -7,7 +7,9 @@ numba device arrays; host arrays keep the CPU kernels, untouched. :data:`CUDA_KE
 table that maps an objective class to its GPU route; an objective without one (a subclass, whose
 math may differ) raises ``NotImplementedError`` naming it, and a machine without a usable GPU
 raises :class:`GPUUnavailableError` (from ``customobj._cuda_runtime``, re-exported here) naming
-what is missing. Nothing ever falls back to the CPU silently.
+what is missing. Nothing ever falls back to the CPU silently. Pair couplings on the device
+(``grad_hess_couplings_prepared``, for ``TreeBooster(device="cuda")``'s OLE criteria) live in
+``_cuda_couplings``, which calls this seam for the gradients.
 
 Labels, groups, weights and each objective's label-only state (the CPU objects' own ``_state``,
 built once) go to the device once per :class:`~customobj.objectives.base.Prepared`, cached on it
@@ -148,15 +150,12 @@ def _lambdarank(obj: LambdaRank, s, prep, data, g, h):
     trunc = obj.truncation if obj.truncation is not None else _NO_CUTOFF
     metric = int(_METRICS[obj.metric])
     norm = 1 if obj.norm else 0
-    order = data.scratch("order", (n,), np.int64)
-    pos = data.scratch("pos", (n,), np.int64)
-    F = data.scratch("lambdarank_f", (CL.N_FLOAT, max(n, 1)), np.float64)
-    Q = data.scratch("lambdarank_q", (CL.N_QINT, max(nq, 1)), np.int64)
-    factor = data.scratch("lambdarank_factor", (2, max(nq, 1)), np.float64)
+    order, pos, F, Q, factor = CL.scratch(data, n, nq)
     _launch(CL.rank_rows, n, s, data.ptr, data.qid, order, pos)
     _launch(CL.setup_queries, nq, s, data.ptr, order, row_gain, qnorm, w, use_w, metric, k, trunc, obj.sigma, F, Q)
     _launch(CL.pair_rows, n, data.ptr, data.qid, pos, qnorm, disc, metric, obj.sigma, norm, F, Q)
-    _launch(CL.finish_queries, nq, data.ptr, norm, P.CONVENTIONS[obj.convention].hess_scale, F, Q, factor)
+    _launch(CL.finish_queries, nq, data.ptr, qnorm, disc, metric, obj.sigma, norm,
+            P.CONVENTIONS[obj.convention].hess_scale, F, Q, factor)
     _launch(CL.write_rows, n, data.qid, pos, data.ptr, F, Q, factor, g, h)
 
 

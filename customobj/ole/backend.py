@@ -89,7 +89,8 @@ class CPUBackend:
         self._find = find_best_split_parallel if self.data.n_slots >= PARALLEL_SLOTS else find_best_split
         self._no_pair_hist = np.zeros((1, PH_CHANNELS))
 
-    def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool):
+    def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
+                      pairs_on_host: Optional[str] = None):
         """The fit's scores kept on the device (a GPU backend's
         :class:`~customobj.ole.cuda_scores.DeviceScores`), or None: here they stay on the host."""
         return None

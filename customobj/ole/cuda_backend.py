@@ -8,9 +8,12 @@ What runs where:
 
   - the binned matrix, uploaded once per fit (feature-major);
   - the gradients and hessians, computed there from scores kept there for the whole fit when the
-    objective has GPU kernels and the tree needs no pair couplings (:mod:`.cuda_scores`: se / wse
-    with any objective that has GPU kernels, every criterion with a pointwise objective); each
-    finished tree is added to those scores there;
+    objective has GPU kernels (:mod:`.cuda_scores`: se / wse with any objective that has GPU
+    kernels, every criterion with a pointwise objective), and with them the pair couplings when the
+    criterion needs them and they have a GPU kernel (``ole``, ``ole_fast``, ``ole_float64`` with
+    LambdaRank and the pairwise losses: ``objectives._cuda_couplings``, the CPU's pairs in the
+    CPU's order; with bagging the out-of-bag pairs are dropped there too), which the pair histograms
+    and partitions take where they are; each finished tree is added to those scores there;
   - the root's sums, the row and pair histograms (:mod:`._cuda_hist_kernels`), which stay there
     (:class:`~customobj.ole.cuda_memory.DeviceHist`: the grower's ``parent -= child`` is a kernel);
   - the split search of every criterion (:mod:`._cuda_split_kernels`: the CPU's per-feature search
@@ -18,15 +21,15 @@ What runs where:
     CPU), and ``ole_fast``'s per-feature WSE ranking; only the chosen split (12 float64) comes back,
     and ``ole_fast``'s per-feature gains (one float64 a feature) and a NaN slot's row count;
   - the row and pair partitions and the in-node coupling sums (:mod:`._cuda_partition_kernels`,
-    stable: the CPU's order); the tree's pairs are uploaded once per tree.
+    stable: the CPU's order); host pairs are uploaded once per tree, device pairs used as they are.
 
-- **on the host**: the objective's gradients and its pair couplings whenever the criterion needs
-  couplings (``ole``, ``ole_fast``, ``ole_float64`` with a pairwise objective, and
-  ``leaf_solver="joint"``: no GPU kernel computes couplings yet), with ``line_search``, and for an
-  objective without GPU kernels (``TreeBooster.device_gradients_`` says which and why; those
-  gradients are uploaded once per tree); ``ole_fast``'s per-query pair pruning and its dropped
-  pairs' leaf couplings; the joint leaf solve; the tree's bookkeeping (:mod:`.grower`). The row
-  order comes back once per finished tree.
+- **on the host**: the objective's gradients and its pair couplings when the criterion needs
+  couplings that have no GPU kernel (composites: ``Sum``, ``Scaled``) or that the host must see
+  (``leaf_solver="joint"``), with ``line_search``, and for an objective without GPU kernels
+  (``TreeBooster.device_gradients_`` says which and why; those gradients are uploaded once per
+  tree); ``ole_fast``'s per-query pair pruning (device pairs come to the host for it, then the kept
+  ones go back) and its dropped pairs' leaf couplings; the joint leaf solve; the tree's
+  bookkeeping (:mod:`.grower`). The row order comes back once per finished tree.
 
 Sums over more than one block (``ROW_BLOCK`` rows, ``PAIR_BLOCK`` pairs) differ from the CPU's
 sequential sums by float64 rounding only, so a split can differ from the CPU's only where two
@@ -226,10 +229,12 @@ class CUDABackend(CPUBackend):
     def pair_buffers(self, pairs: tuple) -> tuple:
         """The tree's two pair buffers on the device (the pairs uploaded once per tree), after checking
         that they fit next to the rest; ``ole_fast`` keeps them on the host until :meth:`prune_pairs`."""
-        check_device_memory(device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0]),
-                            free=free_device_memory() + self._resident)
-        if self.criterion.prunes_pairs and self.ctx.queries is not None:
-            return super().pair_buffers(pairs)
+        need = device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0])
+        # device pairs (the objective's couplings, cuda_scores) already hold the first of the two buffers
+        held = need["pairs"] // 2 if is_device_array(pairs[0]) else 0
+        check_device_memory(need, free=free_device_memory() + self._resident + held)
+        if self.criterion.prunes_pairs and self.ctx.queries is not None:  # device pairs come to the host here
+            return super().pair_buffers(tuple(a.copy_to_host() if is_device_array(a) else a for a in pairs))
         return self._device_pairs(pairs)
 
     def prune_pairs(self, bufs: tuple) -> tuple:
@@ -241,7 +246,7 @@ class CUDABackend(CPUBackend):
 
     def _device_pairs(self, pairs: tuple) -> tuple:
         mem = self.memory
-        first = tuple(mem.upload(a) for a in pairs)
+        first = tuple(a if is_device_array(a) else mem.upload(a) for a in pairs)  # device couplings stay put
         return first, tuple(mem.array(a.shape, a.dtype) for a in first)
 
     def _feature_args(self, feats: np.ndarray) -> tuple:
@@ -317,17 +322,20 @@ class CUDABackend(CPUBackend):
         return out
 
     # --- where the scores live, and what the fit held -------------------------------------------------------
-    def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool):
-        """The scores on the device with each round's gradients computed there
-        (:class:`~customobj.ole.cuda_scores.DeviceScores`), or None with the reason in ``gradients_where``."""
+    def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
+                      pairs_on_host: Optional[str] = None):
+        """The scores on the device with each round's gradients (and, with ``need_pairs``, pair
+        couplings) computed there (:class:`~customobj.ole.cuda_scores.DeviceScores`), or None with the
+        reason in ``gradients_where``."""
         from .cuda_scores import DeviceScores, host_gradients_reason
 
-        why = host_gradients_reason(obj, need_pairs, line_search)
+        why = host_gradients_reason(obj, need_pairs, line_search, pairs_on_host)
         if why is not None:
             self.gradients_where = f"host: {why}"
             return None
         self.gradients_where = "device"
-        return DeviceScores(self.memory, self._bins, self._n_bins_d, obj, prep, scores)
+        index = self.data.index_dtype() if need_pairs else None  # the host path's pair index dtype
+        return DeviceScores(self.memory, self._bins, self._n_bins_d, obj, prep, scores, index)
 
     def device_memory_peak(self) -> Optional[int]:
         """Bytes the fit held on the device at its peak (:class:`DeviceMemory`)."""

@@ -1,22 +1,30 @@
 """The training scores of ``TreeBooster(device="cuda")`` on the device: each round's gradients there.
 
-When the objective has GPU kernels (:data:`customobj.objectives.devices.CUDA_KERNELS`) and the tree
-needs no pair couplings from it, :class:`DeviceScores` uploads the scores once per fit, computes
-every round's gradients and hessians on the device (``Objective.grad_hess_prepared`` with device
-scores: ``objectives.devices``) into two buffers it reuses, hands those device arrays to the grower
-(the backend sums and histograms them where they are) and adds each finished tree to the scores with
-:mod:`._cuda_score_kernels`. Nothing of size ``n`` crosses the bus per tree for the gradients.
+When the objective has GPU kernels (:data:`customobj.objectives.devices.CUDA_KERNELS`),
+:class:`DeviceScores` uploads the scores once per fit, computes every round's gradients and
+hessians on the device (``Objective.grad_hess_prepared`` with device scores: ``objectives.devices``)
+into two buffers it reuses, hands those device arrays to the grower (the backend sums and histograms
+them where they are) and adds each finished tree to the scores with :mod:`._cuda_score_kernels`.
+When the criterion needs the objective's pair couplings (``ole``, ``ole_fast``, ``ole_float64`` with a
+pairwise objective), the same call computes them there too (``objectives._cuda_couplings``:
+LambdaRank in every convention, RankNet, RankSVM, MPBoost, QBRank, PreferencePairs), into a pair
+buffer it reuses, in the CPU's pair order with the CPU's values (with bagging, the out-of-bag pairs
+are dropped there too); the grower's pair histograms and partitions take those device arrays as they
+are. Nothing of size ``n`` (or of the pair count) crosses the bus per tree for the gradients and
+pairs; ``ole_fast`` brings the pairs to the host for its per-query pruning, as it pruned host pairs
+before.
 
 Otherwise the gradients stay on the host, and :func:`host_gradients_reason` says why:
 
-- the criterion (``ole``, ``ole_fast``, ``ole_float64`` with a pairwise objective) or
-  ``leaf_solver="joint"`` needs the objective's pair couplings, which have no GPU kernel;
+- the criterion needs pair couplings that have no GPU kernel (composites: ``Sum``, ``Scaled``),
+  or that the host must see (``leaf_solver="joint"`` solves the leaves from every pair:
+  ``pairs_on_host``); with ``bagging_fraction < 1`` the out-of-bag pairs are dropped on the device;
 - ``line_search`` evaluates the loss on the host;
 - the objective has no GPU kernel (``objectives.devices.CPU_ONLY`` says why).
 
-Under the simulator the device gradients equal the CPU's bit for bit (the same float64 operations),
-so the trees do; on a GPU an ``exp`` or ``log`` of the device's libm may differ in the last bit
-(tests/_cuda_cases.py), which can only change a split that ties to rounding.
+Under the simulator the device gradients and couplings equal the CPU's bit for bit (the same float64
+operations), so the trees do; on a GPU an ``exp`` or ``log`` of the device's libm may differ in the
+last bit (tests/_cuda_cases.py), which can only change a split that ties to rounding.
 """
 from __future__ import annotations
 
@@ -31,19 +39,27 @@ from .cuda_memory import DeviceMemory
 __all__ = ["DeviceScores", "host_gradients_reason"]
 
 
-def host_gradients_reason(obj: Any, need_pairs: bool, line_search: bool) -> Optional[str]:
-    """Why a ``device="cuda"`` fit takes its gradients on the host, or None when the device computes them.
+def host_gradients_reason(obj: Any, need_pairs: bool, line_search: bool,
+                          pairs_on_host: Optional[str] = None) -> Optional[str]:
+    """Why a ``device="cuda"`` fit takes its gradients on the host, or None when the device computes them
+    (``pairs_on_host``: why the fit needs its pairs on the host, if it does).
 
     Examples
     --------
     >>> import customobj
     >>> host_gradients_reason(customobj.RankNet(), need_pairs=False, line_search=False) is None
     True
-    >>> host_gradients_reason(customobj.RankNet(), need_pairs=True, line_search=False)
-    'the pair couplings the criterion needs have no GPU kernel'
+    >>> host_gradients_reason(2.0 * customobj.RankNet(), need_pairs=True, line_search=False)
+    'the pair couplings of Scaled have no GPU kernel'
+    >>> host_gradients_reason(customobj.LambdaRank(), need_pairs=True, line_search=False) is None
+    True
     """
+    from ..objectives._cuda_couplings import couplings_reason
+
     if need_pairs:
-        return "the pair couplings the criterion needs have no GPU kernel"
+        why = pairs_on_host if pairs_on_host is not None else couplings_reason(obj)
+        if why is not None:
+            return why
     if line_search:
         return "line_search evaluates the loss on the host"
     try:
@@ -66,10 +82,12 @@ class DeviceScores:
         The objective and its prepared data.
     scores : ndarray
         The initial raw scores, ``(n,)`` or ``(n, K)``.
+    index_dtype : dtype or None
+        The pairs' row index dtype when the tree needs the objective's pair couplings; None when not.
     """
 
     def __init__(self, memory: DeviceMemory, bins: Any, n_bins: Any, obj: Any, prep: Any,
-                 scores: np.ndarray) -> None:
+                 scores: np.ndarray, index_dtype: Optional[type] = None) -> None:
         from . import _cuda_score_kernels as kernels
 
         self._k, self._mem, self._bins, self._n_bins = kernels, memory, bins, n_bins
@@ -78,14 +96,38 @@ class DeviceScores:
         self.grad = memory.array(self.scores.shape, np.float64)
         self.hess = memory.array(self.scores.shape, np.float64)
         self._objective_bytes = 0
+        self._index = index_dtype
+        self._pairs: dict = {}  # the pair buffers (the objective's, the bag's), reused while large enough
 
-    def gradients(self) -> tuple:
-        """``(grad, hess)`` at the current scores, computed on the device (the same two buffers each round)."""
-        g, h = self.obj.grad_hess_prepared(self.scores, self.prep, self.grad, self.hess)
+    def gradients(self, in_bag: Optional[np.ndarray] = None) -> tuple:
+        """``(grad, hess, pairs)`` at the current scores, computed on the device (the same two buffers
+        each round); ``pairs`` = ``(i, j, c)`` device arrays when the tree needs couplings, else None:
+        with ``in_bag`` (bool per row) only those with coupling > 0 and both rows in the bag, as on the CPU."""
+        if self._index is None:
+            g, h = self.obj.grad_hess_prepared(self.scores, self.prep, self.grad, self.hess)
+            pairs = None
+        else:
+            from ..objectives._cuda_couplings import grad_hess_couplings_prepared, in_bag_pairs
+
+            g, h, pairs = grad_hess_couplings_prepared(self.obj, self.scores, self.prep, self.grad, self.hess,
+                                                       lambda m: self._pair_buffer("objective", m))
+            if in_bag is not None:  # a bool a row goes up: the round's bag
+                bag = self._mem.upload(np.asarray(in_bag, dtype=np.bool_))
+                pairs = in_bag_pairs(pairs, bag, lambda m: self._pair_buffer("bag", m))
         held = self.prep.device_data.nbytes()  # the objective's labels, queries and scratch on the device
         self._mem.hold(held - self._objective_bytes)
         self._objective_bytes = held
-        return g, h
+        return g, h, pairs
+
+    def _pair_buffer(self, name: str, m: int) -> tuple:
+        """``m`` pairs' worth of the reused pair buffer ``name`` (grown, by half again, when too small)."""
+        buf = self._pairs.get(name)
+        if buf is None or buf[0].shape[0] < m:
+            self._pairs.pop(name, None)  # freed before the larger one exists
+            c = max(1, m + m // 2)
+            mem, index = self._mem, self._index if self._index is not None else np.int64  # set when pairs are asked
+            buf = self._pairs[name] = (mem.array((c,), index), mem.array((c,), index), mem.array((c,), np.float64))
+        return tuple(a[:m] for a in buf)
 
     def add_trees(self, trees: List[Any]) -> None:
         """Add tree ``k`` of the round to score column ``k`` (one tree: the scores)."""

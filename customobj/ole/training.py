@@ -101,8 +101,9 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
     backend = make_backend(ctx, params, DEVICES[p["device"]])  # every tree's kernels, one object per fit
     rng = np.random.default_rng(p["random_state"])
     need_pairs = obj.pairwise and (params.criterion.uses_pairs or params.joint_leaves)
-    # device="cuda": scores and gradients on the device when the objective's kernels allow (cuda_scores)
-    on_device = backend.device_scores(obj, prep, scores, need_pairs, p["line_search"])
+    # device="cuda": scores, gradients (and pairs) on the device when the objective's kernels allow (cuda_scores)
+    on_device = backend.device_scores(obj, prep, scores, need_pairs, p["line_search"],
+                                      pairs_on_host=pairs_on_host(params.joint_leaves))
     progress = Progress(p["n_estimators"], p["verbose"])
     reason = None
     try:
@@ -112,7 +113,7 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
             if on_device is None:
                 gradients = round_gradients(obj, prep, scores, ctx, sample.in_bag, need_pairs)
             else:
-                gradients = RoundGradients(*on_device.gradients(), None)
+                gradients = RoundGradients(*on_device.gradients(sample.in_bag))
             grown = grow_round(backend, gradients, sample, params, obj.n_outputs)
             model.trees_.extend(g.tree for g in grown)
             model.tree_class_.extend(range(len(grown)))
@@ -128,6 +129,13 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
     finally:
         progress.close(reason)
         model.device_memory_peak_, model.device_gradients_ = backend.device_memory_peak(), backend.gradients_where
+
+
+def pairs_on_host(joint_leaves: bool) -> Optional[str]:
+    """Why a fit needs its pairs on the host (so a GPU fit computes them there), or None."""
+    if joint_leaves:
+        return 'leaf_solver="joint" solves the leaves from every pair on the host'
+    return None
 
 
 def sample_round(rng: np.random.Generator, n: int, n_features: int, p: dict) -> RoundSample:
