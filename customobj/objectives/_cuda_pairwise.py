@@ -113,15 +113,7 @@ def pair_list_rows(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, inc_pt
     acc_g = 0.0
     acc_h = 0.0
     for e in range(inc_ptr[r], inc_ptr[r + 1]):
-        k = inc_pair[e]
-        i = pi[k]
-        j = pj[k]
-        g, c = _grad(kind, scores[i] - scores[j], theta[k])
-        pw = scale
-        if use_pw:
-            pw *= pair_w[k]
-        if use_w:
-            pw *= (0.5 * weights[i] + 0.5 * weights[j])
+        pw, g, c = _weighted_terms(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale, inc_pair[e])
         if inc_sign[e] > 0:
             acc_g += pw * g
         else:
@@ -132,16 +124,23 @@ def pair_list_rows(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, inc_pt
 
 
 @cuda.jit(device=True)
-def _coupling(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale, k):
-    """Pair ``k``'s coupling ``h_ij`` times its weight: ``_pairwise_kernels.pair_list_couplings``."""
+def _weighted_terms(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale, k):
+    """Listed pair ``k``'s weight ``scale * pair_w * (w_i + w_j) / 2`` and its raw ``(g, c)``."""
     i = pi[k]
     j = pj[k]
-    _, c = _grad(kind, scores[i] - scores[j], theta[k])
+    g, c = _grad(kind, scores[i] - scores[j], theta[k])
     pw = scale
     if use_pw:
         pw *= pair_w[k]
     if use_w:
         pw *= (0.5 * weights[i] + 0.5 * weights[j])
+    return pw, g, c
+
+
+@cuda.jit(device=True)
+def _coupling(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale, k):
+    """Pair ``k``'s coupling ``h_ij`` times its weight: ``_pairwise_kernels.pair_list_couplings``."""
+    pw, _, c = _weighted_terms(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale, k)
     return pw * c
 
 
