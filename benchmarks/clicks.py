@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 import customobj  # noqa: E402
 from customobj import adapters  # noqa: E402  (before lightgbm / xgboost: OpenMP wait policy)
 from customobj._io import atomic_write_bytes  # noqa: E402
+from customobj.compare.method_values import split_top  # noqa: E402
 from customobj.data import load_letor, simulate_clicks  # noqa: E402
 
 import lightgbm as lgb  # noqa: E402
@@ -158,11 +159,12 @@ def speed(train, args):
         objs = {"wrapped": base, "Unbiased": customobj.Unbiased(base)}
         preps = {k: o.prepare(log.y, log.group) for k, o in objs.items()}
         best = {k: np.inf for k in objs}
-        for _ in range(args.speed + 1):  # the first pass compiles and is not counted
+        for rep in range(args.speed + 1):  # the first pass compiles and is not counted
             for k, o in objs.items():
                 t = time.perf_counter()
                 o.grad_hess_prepared(s, preps[k])
-                best[k] = min(best[k], time.perf_counter() - t) if _ else best[k]
+                if rep:
+                    best[k] = min(best[k], time.perf_counter() - t)
         print(f"  {base!r:<70} {best['wrapped']:.4f}  Unbiased {best['Unbiased']:.4f}  "
               f"ratio {best['Unbiased'] / best['wrapped']:.2f}")
     runs = {"LambdaRank()": customobj.LambdaRank, "Unbiased(LambdaRank())": lambda: customobj.Unbiased(customobj.LambdaRank())}
@@ -180,13 +182,7 @@ def speed(train, args):
 def _split_top(text):
     """Split ``--only`` at the commas outside parentheses: method names such as
     ``Unbiased(LambdaRank(), query_norm=False)`` hold commas of their own."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    return parts + [text[start:]]
+    return split_top(text, ",", "--only")
 
 
 def main(argv=None):

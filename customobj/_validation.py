@@ -28,6 +28,7 @@ __all__ = [
     "as_gain_table",
     "check_positive",
     "check_nonnegative",
+    "check_bool",
     "check_real",
     "check_choice",
     "check_int",
@@ -296,6 +297,13 @@ def check_positive(value: Any, name: str, *, maximum: Optional[float] = PARAM_LI
         raise ValueError(f"{name} must be > 0, got {value}")
     _check_upper(v, value, name, maximum)
     return v
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """A True / False option as a Python bool (numpy's bool too); anything else is a TypeError naming it."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    return bool(value)
 
 
 def check_nonnegative(value: Any, name: str, *, maximum: Optional[float] = PARAM_LIMIT) -> float:

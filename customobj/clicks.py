@@ -16,7 +16,7 @@ from . import _click_kernels as CK
 from ._click_inputs import (DEFAULT_POSITIONS, MAX_POSITION, as_position, as_propensity, check_clicks,
                             check_position_groups, row_order_positions)
 from ._click_pairs import leaf_parts, pair_terms_of
-from ._validation import check_choice, check_int, check_nonnegative
+from ._validation import check_bool, check_choice, check_int, check_nonnegative
 from .objectives.base import Objective, Prepared
 
 __all__ = ["Unbiased", "attach_position"]
@@ -145,9 +145,7 @@ class Unbiased(Objective):
         self.n_positions = n_positions
         self.position = None if position is None else as_position(position)
         self.cost = check_choice(cost, "cost", set(_COSTS))
-        if not isinstance(query_norm, (bool, np.bool_)):
-            raise TypeError(f"query_norm must be True or False, got {type(query_norm).__name__}")
-        self.query_norm = bool(query_norm)
+        self.query_norm = check_bool(query_norm, "query_norm")
         self.position_bias_ = None if self.propensity is None else self.propensity.copy()
         self.position_bias_unclicked_ = None if self.propensity is None else np.ones(self.propensity.size)
 

@@ -17,7 +17,7 @@ from numba import njit
 
 from . import _letor_files as _f
 from . import _letor_parser as _p
-from ._validation import check_int, check_nonnegative
+from ._validation import check_bool, check_int, check_nonnegative
 
 __all__ = ["LetorData", "LetorFold", "load_letor", "load_letor_folds", "synthetic", "MAX_DENSE_FEATURES",
            "MAX_SYNTHETIC_GRADE", "MAX_SYNTHETIC_SCALE"]
@@ -83,14 +83,8 @@ def _check_path(path, name):
     return os.fspath(path)
 
 
-def _check_bool(value, name):
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
-    return bool(value)
-
-
 def _check_reader_options(sparse, n_features, max_features):
-    sparse = _check_bool(sparse, "sparse")
+    sparse = check_bool(sparse, "sparse")
     n_features = check_int(n_features, "n_features", minimum=0, allow_none=True)
     max_features = check_int(max_features, "max_features", minimum=1)
     if n_features is not None and n_features > _p.MAX_INDEX:

@@ -17,6 +17,8 @@ __all__ = ["RegressionEM"]
 
 #: Relevance and examination are kept inside (EPS, 1 - EPS): the posteriors divide by 1 - theta gamma.
 EPS = 1e-6
+#: Most EM iterations (``n_iter``).
+MAX_ITER = 10_000
 #: LightGBM / XGBoost, as codes once the option is read.
 LIGHTGBM, XGBOOST = 0, 1
 _LIBRARIES = {"lightgbm": LIGHTGBM, "xgboost": XGBOOST}
@@ -124,7 +126,7 @@ class RegressionEM:
 
     def _checked(self):
         lib = _LIBRARIES[check_choice(self.library, "library", set(_LIBRARIES))]
-        return (lib, check_int(self.n_iter, "n_iter", minimum=1, maximum=10_000),
+        return (lib, check_int(self.n_iter, "n_iter", minimum=1, maximum=MAX_ITER),
                 check_int(self.n_estimators, "n_estimators", minimum=1, maximum=100_000),
                 check_positive(self.learning_rate, "learning_rate"),
                 check_int(self.num_leaves, "num_leaves", minimum=2, maximum=131_072),

@@ -140,3 +140,10 @@ def test_limits_compose_to_finite_worst_cases():
     for g in worst_grad:
         assert np.isfinite(g * V.PARAM_LIMIT) and g * V.PARAM_LIMIT < 1e200  # even times the largest scale
     assert np.isfinite(V.MAX_ROWS * (V.SCORE_LIMIT * V.MAX_ROWS + 2 * V.MAX_GAIN) * V.WEIGHT_LIMIT * V.PARAM_LIMIT)
+
+
+def test_check_bool_takes_python_and_numpy_bools_only():
+    assert V.check_bool(True, "flag") is True and V.check_bool(np.bool_(False), "flag") is False
+    for bad in (1, 0.0, "yes", None, np.array([True])):
+        with pytest.raises(TypeError, match="flag must be True or False"):
+            V.check_bool(bad, "flag")

@@ -37,8 +37,6 @@ CLICK_TRAINERS = ("RegressionEM",)
 EM_BACKENDS = {"lgb": "lightgbm", "xgb": "xgboost"}
 #: RegressionEM options a method name may set; the number of trees comes from ``--rounds``.
 _EM_OPTIONS = ("n_iter", "min_child_samples")
-#: Most EM iterations a method name may ask for (RegressionEM's own limit).
-MAX_EM_ITER = 10_000
 _MODELS = ("pbm", "cascade")
 _OPTIONS = {"eta": float, "sessions": int, "shown": int}
 
@@ -141,7 +139,8 @@ def build_regression_em(backend: str, kwargs: dict, *, rounds: int, num_leaves: 
     >>> em.library, em.n_iter, per_iter
     ('lightgbm', 4, 3)
     """
-    from ..regression_em import RegressionEM
+    from .._validation import check_int
+    from ..regression_em import MAX_ITER, RegressionEM
 
     if backend not in EM_BACKENDS:
         raise ValueError(f"RegressionEM trains with {' or '.join(b + ':' for b in EM_BACKENDS)}, not {backend}:")
@@ -151,10 +150,8 @@ def build_regression_em(backend: str, kwargs: dict, *, rounds: int, num_leaves: 
                          "(the number of trees is --rounds)")
     options: dict[str, Any] = dict(learning_rate=learning_rate, num_leaves=num_leaves, seed=seed)
     options.update(kwargs)
-    n_iter = options.pop("n_iter", 10)
-    if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or not 1 <= n_iter <= MAX_EM_ITER:
-        raise ValueError(f"RegressionEM: n_iter must be an integer in 1..{MAX_EM_ITER}, got {n_iter!r}")
-    n_iter = min(int(n_iter), rounds)  # at least one tree per iteration
+    n_iter = min(check_int(options.pop("n_iter", 10), "n_iter", minimum=1, maximum=MAX_ITER),
+                 rounds)  # at least one tree per iteration
     per_iter = -(-rounds // n_iter)
     em = RegressionEM(library=EM_BACKENDS[backend], n_iter=n_iter, n_estimators=per_iter, params=dict(params),
                       **options)

@@ -168,9 +168,8 @@ def grad_hess_couplings_prepared(obj: Objective, scores: Any, prep: Prepared, ou
     why = couplings_reason(obj)
     if why is not None:
         raise NotImplementedError(f"{why}: pass host (numpy) scores to compute them on the CPU")
-    grad, hess = devices.grad_hess_prepared(obj, scores, prep, out_grad, out_hess)
-    data = devices.device_data(prep, None)  # made by grad_hess_prepared: the cuda module is not used
-    s = devices._device_scores(obj, scores, prep, data, data.cuda)  # the float64 copy the gradients read
+    # the float64 scores the gradient kernels read (converted and checked once) and their scratch
+    grad, hess, s, data = devices.grad_hess_scores(obj, scores, prep, out_grad, out_hess)
     if pair_buffer is None:
         cuda = data.cuda
         index = np.dtype(index_dtype)

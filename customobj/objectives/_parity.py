@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 import numpy as np
 
-from .._validation import check_int, check_positive
+from .._validation import check_bool, check_int, check_positive
 from . import _lambdarank_kernels as LK
 
 if TYPE_CHECKING:
@@ -126,12 +126,6 @@ def convention_weights(prep: Prepared, convention: str) -> np.ndarray | None:
     return np.ascontiguousarray(w * (per_query.size / total), dtype=np.float64)
 
 
-def _check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
-    return bool(value)
-
-
 def _merge(where: str, params: Mapping[str, Any], defaults: Mapping[str, Any], objective: str,
            library: str) -> dict[str, Any]:
     unknown = sorted(set(params) - set(defaults) - {"objective"})
@@ -171,7 +165,7 @@ def lightgbm_options(params: Mapping[str, Any]) -> dict[str, Any]:
         "k": check_int(p["lambdarank_truncation_level"], "lambdarank_truncation_level", minimum=1),
         "sigma": check_positive(p["sigmoid"], "sigmoid"),
         "gain": _label_gain(p["label_gain"]),
-        "norm": _check_bool(p["lambdarank_norm"], "lambdarank_norm"),
+        "norm": check_bool(p["lambdarank_norm"], "lambdarank_norm"),
         "convention": "lightgbm",
     }
 
@@ -189,7 +183,7 @@ def xgboost_options(params: Mapping[str, Any]) -> dict[str, Any]:
         )
     if method != "topk":
         raise ValueError(f"lambdarank_pair_method must be 'topk' or 'mean', got {method!r}")
-    if _check_bool(p["lambdarank_unbiased"], "lambdarank_unbiased"):
+    if check_bool(p["lambdarank_unbiased"], "lambdarank_unbiased"):
         raise ValueError(
             "lambdarank_unbiased=True estimates position-bias ratios from every round's pairs and divides "
             "the lambdas by them (Unbiased LambdaMART): state that customobj's objectives do not keep; "
@@ -197,15 +191,15 @@ def xgboost_options(params: Mapping[str, Any]) -> dict[str, Any]:
         )
     n_pair = p["lambdarank_num_pair_per_sample"]
     n_pair = XGBOOST_TOPK if n_pair is None else check_int(n_pair, "lambdarank_num_pair_per_sample", minimum=1)
-    by_sum = _check_bool(p["lambdarank_normalization"], "lambdarank_normalization")
-    by_diff = _check_bool(p["lambdarank_score_normalization"], "lambdarank_score_normalization")
+    by_sum = check_bool(p["lambdarank_normalization"], "lambdarank_normalization")
+    by_diff = check_bool(p["lambdarank_score_normalization"], "lambdarank_score_normalization")
     if by_sum != by_diff:
         raise ValueError(
             "LambdaRank's norm switches both of XGBoost's normalisations together (it is LightGBM's "
             "lambdarank_norm): set lambdarank_normalization and lambdarank_score_normalization both True "
             f"(XGBoost's defaults) or both False, got {by_sum} and {by_diff}"
         )
-    exp_gain = _check_bool(p["ndcg_exp_gain"], "ndcg_exp_gain")
+    exp_gain = check_bool(p["ndcg_exp_gain"], "ndcg_exp_gain")
     return {
         "metric": "ndcg",
         "k": n_pair,

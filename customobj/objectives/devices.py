@@ -51,8 +51,8 @@ from .yetirank import YetiRank
 from . import _parity as P
 from . import _pairwise_kernels as PK
 
-__all__ = ["Device", "device_of", "kernels_for", "grad_hess", "grad_hess_prepared", "DeviceData", "device_data",
-           "CUDA_KERNELS", "CPU_ONLY", "GPUUnavailableError"]
+__all__ = ["Device", "device_of", "kernels_for", "grad_hess", "grad_hess_prepared", "grad_hess_scores",
+           "DeviceData", "device_data", "CUDA_KERNELS", "CPU_ONLY", "GPUUnavailableError"]
 
 
 class Device(enum.IntEnum):
@@ -399,6 +399,12 @@ def grad_hess_prepared(objective: Objective, scores: Any, prep: Prepared, out_gr
 
     ``out_grad`` / ``out_hess``: optional float64 device arrays of the scores' shape, overwritten.
     """
+    return grad_hess_scores(objective, scores, prep, out_grad, out_hess)[:2]
+
+
+def grad_hess_scores(objective: Objective, scores: Any, prep: Prepared, out_grad: Any, out_hess: Any) -> tuple:
+    """:func:`grad_hess_prepared`, then the checked float64 scores the kernels read and the ``DeviceData``
+    (for kernels that read the same round again: the pair couplings)."""
     cuda = require_gpu(f"{type(objective).__name__}.grad_hess with scores on the GPU")
     route = kernels_for(objective, Device.CUDA)
     prep.state_for(objective)
@@ -408,7 +414,7 @@ def grad_hess_prepared(objective: Objective, scores: Any, prep: Prepared, out_gr
     h = _output(cuda, out_hess, s.shape, "out_hess")
     _zero(g, h)
     route(objective, s, prep, data, g, h)
-    return g, h
+    return g, h, s, data
 
 
 def _output(cuda, out, shape, name):

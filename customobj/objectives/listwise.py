@@ -12,6 +12,7 @@ from .._validation import (
     ERR_MAX_LABEL,
     MAX_ROWS,
     as_gain_table,
+    check_bool,
     check_choice,
     check_exp_gain_labels,
     check_int,
@@ -147,9 +148,7 @@ class LambdaRank(Objective):
         self.sigma = check_positive(sigma, "sigma")
         self.truncation = check_int(truncation, "truncation", minimum=1, maximum=MAX_ROWS, allow_none=True,
                                     hint="truncation=None means no truncation")
-        if not isinstance(norm, (bool, np.bool_)):
-            raise TypeError(f"norm must be True or False, got {type(norm).__name__}")
-        self.norm = bool(norm)
+        self.norm = check_bool(norm, "norm")
         self.gain = _check_gain(gain)
         if self.gain is not None and self.metric not in ("ndcg", "err"):
             raise ValueError(f"gain applies to metric 'ndcg' or 'err', not {self.metric!r}")
