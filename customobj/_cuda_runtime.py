@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = ["GPUUnavailableError", "GPUStatus", "cuda_module", "gpu_status", "require_gpu", "is_device_array",
-           "THREADS", "blocks"]
+           "THREADS", "blocks", "simulated", "device_function"]
 
 #: Threads per block of every customobj kernel (a multiple of the 32-thread warp).
 THREADS = 128
@@ -67,6 +67,24 @@ def cuda_module() -> Any:
 
 def _simulated() -> bool:
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+def simulated() -> bool:
+    """True under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM``), as numba.cuda fixed it at its import."""
+    from numba import config
+
+    return bool(getattr(config, "ENABLE_CUDASIM", 0))
+
+
+def device_function(fn: Any) -> Any:
+    """The GPU form of a shared ``@njit`` scalar function (the one switch, used by every ``_cuda_*`` module).
+
+    numba's CUDA target compiles an ``@njit`` function called from a kernel as a device function, so
+    the CPU kernels and the GPU kernels run the same source. Under the simulator a kernel's arrays
+    are Python objects that compiled code cannot take, so there the kernels call the Python source
+    (``py_func``); its own calls to other ``@njit`` helpers still run compiled on the same scalars.
+    """
+    return fn.py_func if simulated() else fn
 
 
 def gpu_status() -> GPUStatus:

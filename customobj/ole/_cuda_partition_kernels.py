@@ -13,29 +13,19 @@ both right | split] pairs, each in node order. The coupling sums add each block 
 then the blocks in order (:func:`._cuda_split_kernels.ordered_sums`): one block is the CPU's sum bit
 for bit, more differ from it by float64 rounding only.
 """
-from numba import config
-
-from .._cuda_runtime import cuda_module
+from .._cuda_runtime import cuda_module, device_function
 from ..objectives._query_kernels import range_sum
 from .pairhist import _count_sides, _place_sides, split_coupling_sums
 from .partition import _mark_rows, _place_rows
 
 cuda = cuda_module()
 
-# numba.cuda's simulator (NUMBA_ENABLE_CUDASIM), fixed when numba.cuda is imported
-_SIMULATED = bool(getattr(config, "ENABLE_CUDASIM", 0))
-
 __all__ = ["mark_rows_blocks", "scan_counts", "place_rows_blocks", "copy_rows", "count_sides_blocks",
            "place_sides_blocks", "coupling_blocks", "split_coupling_blocks"]
 
 
-def _device(fn):
-    # The simulator cannot pass its arrays to @njit code: it runs the Python source.
-    return fn.py_func if _SIMULATED else fn
-
-
-_mark, _place, _count, _sides = _device(_mark_rows), _device(_place_rows), _device(_count_sides), _device(_place_sides)
-_range_sum, _split_sums = _device(range_sum), _device(split_coupling_sums)
+_mark, _place, _count, _sides = device_function(_mark_rows), device_function(_place_rows), device_function(_count_sides), device_function(_place_sides)
+_range_sum, _split_sums = device_function(range_sum), device_function(split_coupling_sums)
 
 
 @cuda.jit(device=True)

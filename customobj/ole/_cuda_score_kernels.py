@@ -8,14 +8,11 @@ backend holds them: :mod:`.cuda_backend`), each step the CPU's own
 ``+=`` per row and tree), so the scores stay equal bit for bit. The walk stops after as many steps as
 the tree has nodes: a malformed tree cannot make the kernel loop.
 """
-from numba import config
-
-from .._cuda_runtime import cuda_module
+from .._cuda_runtime import cuda_module, device_function
 from .predictor import child_of_bin
 
 cuda = cuda_module()
-# The simulator cannot pass its arrays to @njit code: it runs the Python source (see _cuda_split_kernels).
-_child = child_of_bin.py_func if getattr(config, "ENABLE_CUDASIM", 0) else child_of_bin
+_child = device_function(child_of_bin)
 
 __all__ = ["add_tree_bins"]
 

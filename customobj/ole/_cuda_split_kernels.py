@@ -17,22 +17,16 @@ The arithmetic kernels: :func:`subtract` (``parent -= child``, elementwise, as n
 host) and :func:`block_sums` / :func:`ordered_sums` (a node's gradient and hessian sums: fixed
 blocks of rows in order, then the blocks in order; one block adds the rows in the CPU's order).
 """
-from numba import config
-
-from .._cuda_runtime import cuda_module
+from .._cuda_runtime import cuda_module, device_function
 from .common import SPLIT_FEATURE, SPLIT_SIZE
 from .criterion import WSE
 from .splitting import _best_in_feature
 
 cuda = cuda_module()
 
-# numba.cuda's simulator (NUMBA_ENABLE_CUDASIM), fixed when numba.cuda is imported
-_SIMULATED = bool(getattr(config, "ENABLE_CUDASIM", 0))
-
 __all__ = ["feature_bests", "pick_best", "feature_wse_gains", "subtract", "block_sums", "ordered_sums"]
 
-# The simulator cannot pass its arrays to @njit code: it runs the Python source (see the module docstring).
-_best = _best_in_feature.py_func if _SIMULATED else _best_in_feature
+_best = device_function(_best_in_feature)
 
 
 @cuda.jit
