@@ -159,3 +159,55 @@ def test_range_sum_accumulates_in_float64_in_order():
         want += float(x)
     assert range_sum(v, 7, 4000) == want  # float64 accumulation (float32 would drift)
     assert range_sum(v, 3, 3) == 0.0 and range_sum(np.arange(6.0), 1, 4) == 6.0
+
+
+def _decimal_softmax_ce(s, mass, v, beta):
+    """Slow reference of one query's ``-sum_i m_i log(v_i e^{beta s_i} / sum_j v_j e^{beta s_j})`` in
+    600-digit decimal arithmetic: logits ``beta s + log v`` of scores up to 1e100 keep hundreds of
+    fractional digits, so nothing cancels."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 600
+        a = [Decimal(beta) * Decimal(si) + Decimal(vi).ln() for si, vi in zip(s, v) if vi > 0]
+        top = max(a)
+        log_z = top + sum((ai - top).exp() for ai in a).ln()
+        terms = [Decimal(mi) * (log_z - Decimal(beta) * Decimal(si) - Decimal(vi).ln())
+                 for si, mi, vi in zip(s, mass, v) if mi > 0]
+        return float(sum(terms))
+
+
+@pytest.mark.parametrize("s, y, w, beta, exact", [
+    ([1e36, 1e36], [1.0, 0.0], [1.0, np.e - 1.0], 1.0, 1.0),          # issue 30: was 0.0
+    ([0.0, 0.0], [1.0, 0.0], [1e-30, 1e30], 1.0, None),             # log(1 + 1e60): 138.2
+    ([1e20, 1e20 + 1.0, 3.0], [2.0, 1.0, 0.0], [1e50, 1e-40, 1.0], 0.5, None),
+    ([-7.5e33, -7.5e33], [1.0, 1.0], [1e8, 1e-53], 0.1, None),       # was -1.8e9
+    ([1.2e22, 3.4e21], [1.0, 2.0], [8.9e-13, 2.4e-155], 100.0, None),
+])
+def test_query_softmax_loss_is_log_sum_exp_stable(s, y, w, beta, exact):
+    """Issue 30: extreme weight ratios (within WEIGHT_LIMIT) or large scores made ``log Z - beta s_i``
+    cancel (0.0 for 1.0, -1.4e36 for 116.6); the loss now matches a 600-digit reference."""
+    s, y, w = np.array(s), np.array(y), np.array(w)
+    got = QuerySoftMax(beta=beta).loss(s, y, [s.size], weight=w)
+    want = _decimal_softmax_ce(s, y * w, w, beta)
+    if exact is not None:
+        assert want == pytest.approx(exact, rel=1e-12)
+    assert got >= 0.0
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-250)
+
+
+def test_softmax_losses_match_high_precision_reference_on_hostile_draws():
+    rng = np.random.default_rng(30)
+    for _ in range(60):
+        n = int(rng.integers(2, 5))
+        s = rng.standard_normal(n) * 10.0 ** rng.integers(-3, 40)
+        if rng.random() < 0.5:
+            s[:] = s[0]
+        w = 10.0 ** rng.uniform(-300, 50, n)
+        y = rng.integers(0, 3, n).astype(float)
+        y[0] = max(y[0], 1.0)
+        beta = float(10.0 ** rng.integers(-2, 3))
+        got = QuerySoftMax(beta=beta).loss(s, y, [n], weight=w)
+        assert got == pytest.approx(_decimal_softmax_ce(s, y * w, w, beta), rel=1e-9, abs=1e-250), (s, y, w, beta)
+        got = ListNet().loss(s, y, [n])
+        assert got == pytest.approx(_decimal_softmax_ce(s, y / y.sum(), np.ones(n), 1.0), rel=1e-9, abs=1e-250)

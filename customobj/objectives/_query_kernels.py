@@ -91,6 +91,38 @@ def softmax_ce_grad_hess(scores, ptr, mass, vw, use_vw, beta, out_grad, out_hess
             out_hess[t] += beta * beta * big_m * p * max(rest, 0.0)
 
 
+@njit(cache=True, inline="always")
+def _log_ratio(scores, vw, use_vw, beta, j, k):
+    """``log(v_j e^{beta s_j}) - log(v_k e^{beta s_k})`` as a difference of scores plus a difference
+    of log weights: never the difference of two large logits, which cancels (scores of 1e36, or
+    weights 1e-300 and 1e50, leave nothing of the smaller term)."""
+    d = beta * (scores[j] - scores[k])
+    if use_vw:
+        d += np.log(vw[j]) - np.log(vw[k])
+    return d
+
+
+@njit(cache=True)
+def _query_ce_loss(scores, mass, vw, use_vw, beta, lo, hi):
+    """One query's ``-sum_i m_i log p_i`` by log-sum-exp around its largest logit ``k``:
+    ``-log p_t = -r_t + log1p(sum_{j != k} e^{r_j})`` with ``r_j = log(p_j / p_k) <= 0``, a sum
+    of two non-negative terms (no cancellation; ``log1p`` keeps a tiny rest)."""
+    k = -1
+    for j in range(lo, hi):
+        if _v(vw, use_vw, j) > 0.0 and (k < 0 or _log_ratio(scores, vw, use_vw, beta, j, k) > 0.0):
+            k = j
+    rest = 0.0
+    for j in range(lo, hi):
+        if j != k and _v(vw, use_vw, j) > 0.0:
+            rest += np.exp(_log_ratio(scores, vw, use_vw, beta, j, k))
+    log_z = np.log1p(rest)
+    total = 0.0
+    for t in range(lo, hi):
+        if mass[t] > 0.0:
+            total += mass[t] * (log_z - min(_log_ratio(scores, vw, use_vw, beta, t, k), 0.0) if t != k else log_z)
+    return total
+
+
 @njit(cache=True, parallel=True)
 def softmax_ce_loss(scores, ptr, mass, vw, use_vw, beta):
     """``sum_q -sum_i m_i log p_i`` (terms with ``m_i = 0`` are 0, also where ``p_i = 0``)."""
@@ -101,13 +133,7 @@ def softmax_ce_loss(scores, ptr, mass, vw, use_vw, beta):
         hi = ptr[q + 1]
         if hi - lo < 2 or range_sum(mass, lo, hi) <= 0.0:
             continue
-        top, z = _log_partition(scores, vw, use_vw, beta, lo, hi)
-        log_z = top + np.log(z)
-        total = 0.0
-        for t in range(lo, hi):
-            if mass[t] > 0.0:
-                total += mass[t] * (log_z - beta * scores[t] - np.log(_v(vw, use_vw, t)))
-        per_query[q] = total
+        per_query[q] = _query_ce_loss(scores, mass, vw, use_vw, beta, lo, hi)
     total = 0.0
     for q in range(nq):
         total += per_query[q]
