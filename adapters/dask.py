@@ -62,7 +62,7 @@ from ._dask_partition import (
     repartition_by_query,
     scatter_by_query,
 )
-from ._data import known_outputs, require_objective
+from ._data import require_objective
 from .lightgbm import lightgbm_sklearn_objective
 from .xgboost import XGBoostObjective, xgboost_params
 
@@ -129,9 +129,13 @@ def _aligned(client, X, y, qid_or_group, npartitions, weight, kind):
 
 
 def _check_single_output(objective, library):
-    if known_outputs(objective, f"the Dask path of {library}") != 1:
+    # An unknown count (McRank before it has seen labels) is already 2 or more: refuse the objective
+    # itself, not first ask for n_classes and then refuse it anyway.
+    k = objective.n_outputs
+    if k != 1:
+        outputs = f"{k} outputs per row" if k is not None else "one output per grade for each row (2 or more)"
         raise ValueError(
-            f"{type(objective).__name__} has {objective.n_outputs} outputs per row; the Dask ranking path of "
+            f"{type(objective).__name__} has {outputs}; the Dask ranking path of "
             f"{library} trains one score per row: use a single-output objective (LambdaRank, RankNet, QBRank, ...)"
         )
 

@@ -67,17 +67,27 @@ def _new_state(objective, labels, ptr, weight):
                          out_dtype=np.float32)
 
 
-def _host_preds(objective, preds):
+def _check_rows(preds, n_rows):
+    """One score per row of the training data: a ValueError naming ``preds`` (not numpy's
+    broadcast message from the copy into the round's buffer)."""
+    shape = tuple(getattr(preds, "shape", ()))
+    if not shape or shape[0] != n_rows:
+        raise ValueError(f"XGBoost passed scores (preds) of shape {shape} for a training set of {n_rows} rows: "
+                         f"expected {n_rows} scores, one per row of the DMatrix (or y_true) the objective was called with")
+
+
+def _host_preds(objective, preds, n_rows):
     """XGBoost's host scores as an array of the objective's output shape (an (n, 1) column as 1-D)."""
     preds = as_preds(preds, "XGBoost")
     if preds.ndim == 2 and objective.n_outputs == 1 and preds.shape[1] == 1:
         preds = preds[:, 0]
     check_outputs(objective, preds, "XGBoost", f"set params num_class={known_outputs(objective, 'XGBoost')}")
+    _check_rows(preds, n_rows)
     return preds
 
 
 def _grad_hess(objective, state, preds):
-    preds = _host_preds(objective, preds)
+    preds = _host_preds(objective, preds, state.scores.shape[0])
     np.copyto(state.scores, preds, casting="same_kind")
     objective.grad_hess_prepared(state.scores, state.prep, state.grad, state.hess)
     return copy_out(state, objective, "XGBoost")
@@ -188,7 +198,9 @@ class XGBoostObjective(AdapterObjective):
 
 def _grad_hess_gpu(objective, state, preds):
     if not is_device_array(preds):
-        preds = _host_preds(objective, preds)
+        preds = _host_preds(objective, preds, state.grad.shape[0])
+    else:
+        _check_rows(preds, state.grad.shape[0])
     return device_round(objective, state.prep, preds, state.grad.shape, "XGBoost")
 
 

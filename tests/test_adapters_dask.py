@@ -195,10 +195,14 @@ def test_xgboost_early_stopping_on_a_custom_metric_is_refused():
                          callbacks=[adapters.xgboost_early_stopping(3, "ndcg@10")])
 
 
-def test_mcrank_without_classes_says_what_to_do():
+@pytest.mark.parametrize("train", [ad.train_lightgbm, ad.train_xgboost])
+@pytest.mark.parametrize("n_classes", [None, 3])
+def test_mcrank_is_refused_at_once_as_multi_output(train, n_classes):
+    """Issue 30: McRank() first said "pass n_classes", then, given it, "not supported"."""
     X, y, g = np.zeros((10, 2)), np.zeros(10), [5, 5]
-    with pytest.raises(ValueError, match=r"McRank\(n_classes=K\).*prepare\(labels\)"):
-        ad.train_lightgbm(None, {}, X, y, g, customobj.McRank())
+    with pytest.raises(ValueError, match=r"McRank has .*output.* row.*; the Dask ranking path .* single-output") as exc:
+        train(None, {}, X, y, g, customobj.McRank(n_classes=n_classes))
+    assert "n_classes" not in str(exc.value)
 
 
 def test_xgboost_evals_without_a_metric_is_refused():

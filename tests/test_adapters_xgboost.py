@@ -345,3 +345,17 @@ def test_early_stopping_on_a_customobj_metric_works_on_the_gpu(small):
                         custom_metric=adapters.xgboost_metric("ndcg@5"), evals_result=res, verbose_eval=False,
                         callbacks=[adapters.xgboost_early_stopping(4, "ndcg@5")])
     assert booster.best_iteration == int(np.argmax(res["v"][adapters.metric_key("ndcg@5")]))
+
+
+@pytest.mark.parametrize("n_preds", [3, 40])
+def test_wrong_length_preds_name_preds_and_the_expected_length(n_preds):
+    """Issue 30: numpy's "could not broadcast input array" came out of the round's copy."""
+    d = customobj.synthetic(5, 4, 3, seed=0)
+    n = d.y.size
+    dtrain = xgb.DMatrix(d.X, d.y, group=d.group)
+    f = adapters.xgboost_objective(customobj.LambdaRank())
+    with pytest.raises(ValueError, match=rf"scores \(preds\) of shape \({n_preds},\) .*expected {n} scores"):
+        f(np.zeros(n_preds, np.float32), dtrain)
+    g = adapters.xgboost_objective(customobj.SquaredError())
+    with pytest.raises(ValueError, match=r"scores \(preds\) of shape \(4,\) .*expected 3 scores"):
+        g(np.zeros(3), np.zeros(4))

@@ -90,3 +90,15 @@ def test_bad_options():
 @pytest.mark.parametrize("library", ["lightgbm", "xgboost", "ole"])
 def test_training_improves_ranking(library):
     training_improves(LambdaLoss(), library)
+
+
+@pytest.mark.parametrize("call", ["grad_hess", "loss", "pair_couplings"])
+def test_pair_budget_refusal_does_not_promise_gradients(monkeypatch, call):
+    """Issue 30: refused from a gradient call, the message said "gradients ... still work"."""
+    from customobj import _validation as V
+
+    monkeypatch.setattr(V, "MAX_PAIRS", 3)
+    s, y = np.array([0.3, 0.1, -0.2, 0.5]), np.array([2.0, 1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match=r"LambdaLoss would materialise 5 row pairs.*gradients, losses and couplings") as exc:
+        getattr(LambdaLoss(), call)(s, y, [4])
+    assert "still work" not in str(exc.value)

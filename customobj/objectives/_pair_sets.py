@@ -40,6 +40,12 @@ def no_pairs() -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
     return _EMPTY_I.copy(), _EMPTY_I.copy(), _EMPTY.copy()
 
 
+#: The pair-budget hint of a couplings-only pair list: the losses that walk their label pairs without
+#: storing them (RankNet, RankSVM, MPBoost, ...) still give gradients and losses.
+_COUPLINGS_HINT = ("gradients and losses do not materialise pairs and still work; "
+                   "split very large queries or subsample rows per query")
+
+
 class LabelPairs:
     """Label-only pair structure of a prepared data set: rows of each query by decreasing label."""
 
@@ -54,15 +60,15 @@ class LabelPairs:
         self.n_pairs = int((ends - self.lower).sum())
         self._lists: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
-    def pair_list(self, labels: np.ndarray, ptr: np.ndarray, theta_mode: int,
-                  p: float) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
-        """``(i, j, theta)`` arrays of every label pair (built on first use, then cached; read-only)."""
+    def pair_list(self, labels: np.ndarray, ptr: np.ndarray, theta_mode: int, p: float, *,
+                  what: str = "pair_couplings", hint: str = _COUPLINGS_HINT) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+        """``(i, j, theta)`` arrays of every label pair (built on first use, then cached; read-only).
+
+        ``what`` and ``hint`` word the pair-budget refusal for the caller: by default the pair
+        couplings of a loss whose gradients walk the pairs without storing them."""
         key = (theta_mode, p)
         if key not in self._lists:
-            # Gradients and losses walk the pairs without storing them; only this list is O(pairs).
-            check_pair_budget(self.n_pairs, "pair_couplings",
-                              hint="gradients and losses do not materialise pairs and still work; "
-                                   "split very large queries or subsample rows per query")
+            check_pair_budget(self.n_pairs, what, hint=hint)
             pi = np.empty(self.n_pairs, dtype=np.int64)
             pj = np.empty(self.n_pairs, dtype=np.int64)
             th = np.empty(self.n_pairs, dtype=np.float64)

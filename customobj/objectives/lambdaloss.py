@@ -75,7 +75,10 @@ class LambdaLoss(Objective):
                                 inv_idcg=LLK.inverse_ideal_dcg(gain, prep.ptr))
 
     def _args(self, scores, prep, state):
-        pi, pj, theta = state.pairs.pair_list(prep.labels, prep.ptr, PK.Theta.CONST, self.sigma)
+        pi, pj, theta = state.pairs.pair_list(
+            prep.labels, prep.ptr, PK.Theta.CONST, self.sigma, what="LambdaLoss",
+            hint="its gradients, losses and couplings all weigh every label pair by both rows' ranks, so they "
+                 "need the pair list; split very large queries or subsample rows per query")
         pos = np.empty(scores.shape[0], dtype=np.int64)
         LLK.score_positions(scores, prep.ptr, pos)
         pw = np.empty(pi.size)
