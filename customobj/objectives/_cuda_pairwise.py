@@ -21,51 +21,17 @@ order, as the CPU booster's ``compact_pairs`` does; the offsets come from
 ``_cuda_lambdarank.scan_pairs``. With bagging, ``count_in_bag`` / ``place_in_bag`` keep the pairs of
 coupling > 0 with both rows in the bag, in order (``compact_pairs`` with a bag).
 """
-import math
-
-from .._cuda_runtime import cuda_module
-from ._pairwise_kernels import (EXP_CLIP, EXPONENTIAL, LOGISTIC, SQ_HINGE, THETA_CONST, THETA_DIFF,
-                                THETA_LDD, THETA_LOGDD, THETA_LOGITDD)
+from .._cuda_runtime import cuda_module, device_function
+from . import _pair_terms as T
 
 cuda = cuda_module()
 
-#: ``pair_theta`` codes the kernels know; the seam refuses any other before a launch.
-THETA_MODES = (THETA_CONST, THETA_DIFF, THETA_LDD, THETA_LOGDD, THETA_LOGITDD)
-#: ``pair_grad`` kinds the kernels know.
-KINDS = (LOGISTIC, SQ_HINGE, EXPONENTIAL)
-
-
-@cuda.jit(device=True)
-def _theta(mode, yi, yj, p):
-    diff = yi - yj
-    if mode == THETA_CONST:
-        return p
-    if mode == THETA_DIFF:
-        return diff
-    if mode == THETA_LDD:
-        return p * diff
-    if mode == THETA_LOGDD:
-        return math.log1p(p * diff)
-    return 1.0 / (1.0 + math.exp(-p * diff))  # THETA_LOGITDD (codes checked by the seam)
-
-
-@cuda.jit(device=True)
-def _grad(kind, d, theta):
-    """``(dphi/dd, c)`` of one pair: ``_pairwise_kernels.pair_grad``."""
-    if kind == LOGISTIC:
-        z = theta * d
-        e = math.exp(-abs(z))
-        inv = 1.0 / (1.0 + e)
-        rho = e * inv if z >= 0.0 else inv
-        return -theta * rho, theta * theta * e * inv * inv
-    if kind == SQ_HINGE:
-        m = theta - d
-        if m > 0.0:
-            return -2.0 * m, 2.0
-        return 0.0, 0.0
-    x = -theta * d
-    e = math.exp(min(x, EXP_CLIP))  # EXPONENTIAL (codes checked by the seam)
-    return -theta * e, theta * theta * e
+# The pair math is the CPU's (``_pair_terms``), compiled for the GPU: NaN for an unknown code, which
+# the seam (``devices``) refuses before any launch.
+_theta = device_function(T.pair_theta)
+_grad = device_function(T.pair_grad)
+_row_pair_weight = device_function(T.row_pair_weight)
+_listed_pair_weight = device_function(T.listed_pair_weight)
 
 
 @cuda.jit
@@ -84,9 +50,7 @@ def label_pairs_rows(scores, labels, ptr, qid, order, lower, lpos, block, weight
         j = order[a]
         theta = _theta(theta_mode, labels[j], yi, p)
         g, c = _grad(kind, scores[j] - si, theta)
-        pw = scale
-        if use_w:
-            pw *= (0.5 * weights[j] + 0.5 * weights[i])
+        pw = _row_pair_weight(scale, weights, use_w, j, i)
         acc_g -= pw * g
         acc_h += hmul * pw * c
     gi = 0.0
@@ -95,9 +59,7 @@ def label_pairs_rows(scores, labels, ptr, qid, order, lower, lpos, block, weight
         j = order[b]
         theta = _theta(theta_mode, yi, labels[j], p)
         g, c = _grad(kind, si - scores[j], theta)
-        pw = scale
-        if use_w:
-            pw *= (0.5 * weights[i] + 0.5 * weights[j])
+        pw = _row_pair_weight(scale, weights, use_w, i, j)
         gi += pw * g
         hi_acc += hmul * pw * c
     out_grad[i] += acc_g + gi
@@ -129,12 +91,7 @@ def _weighted_terms(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind,
     i = pi[k]
     j = pj[k]
     g, c = _grad(kind, scores[i] - scores[j], theta[k])
-    pw = scale
-    if use_pw:
-        pw *= pair_w[k]
-    if use_w:
-        pw *= (0.5 * weights[i] + 0.5 * weights[j])
-    return pw, g, c
+    return _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j), g, c
 
 
 @cuda.jit(device=True)

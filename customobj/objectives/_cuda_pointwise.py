@@ -1,13 +1,17 @@
-"""numba.cuda kernels of the pointwise losses and of the device plumbing: the GPU twins of
-``_pointwise_kernels`` (SquaredError, Logistic, SquaredHinge, McRank's softmax) with the same float64
-arithmetic, one thread per row; plus the checked score conversion, ``Scaled``'s ``out += f x`` and
-the float32 copy handed to XGBoost.
+"""numba.cuda kernels of the pointwise losses and of the device plumbing: the GPU drivers of
+``_pointwise_kernels`` (SquaredError, Logistic, SquaredHinge, McRank's softmax), one thread per row,
+calling the CPU's own row math (``_row_terms``); plus the checked score conversion, ``Scaled``'s
+``out += f x`` and the float32 copy handed to XGBoost.
 """
-import math
-
-from .._cuda_runtime import cuda_module
+from .._cuda_runtime import cuda_module, device_function
+from . import _row_terms as R
 
 cuda = cuda_module()
+
+_weight = device_function(R.row_weight)
+_squared_error, _logistic = device_function(R.squared_error_row), device_function(R.logistic_row)
+_hinge_margin, _hinge = device_function(R.squared_hinge_margin), device_function(R.squared_hinge_row)
+_top_z, _p, _mcrank = device_function(R.softmax_top_z), device_function(R.softmax_p), device_function(R.mcrank_row_class)
 
 #: Flags raised by ``to_float64`` (``bad[0]``) and ``to_float32`` (``bad[0]``).
 NOT_FINITE_OR_TOO_LARGE = 1
@@ -18,9 +22,9 @@ def squared_error_rows(scores, labels, weights, use_weights, out_grad, out_hess)
     i = cuda.grid(1)
     if i >= scores.shape[0]:
         return
-    w = weights[i] if use_weights else 1.0
-    out_grad[i] += w * (scores[i] - labels[i])
-    out_hess[i] += w
+    g, h = _squared_error(scores[i], labels[i], _weight(weights, use_weights, i))
+    out_grad[i] += g
+    out_hess[i] += h
 
 
 @cuda.jit
@@ -28,15 +32,9 @@ def logistic_rows(scores, labels, weights, use_weights, sigma, out_grad, out_hes
     i = cuda.grid(1)
     if i >= scores.shape[0]:
         return
-    w = weights[i] if use_weights else 1.0
-    t = 2.0 * labels[i] - 1.0
-    z = 2.0 * t * sigma * scores[i]
-    e = math.exp(-abs(z))
-    inv = 1.0 / (1.0 + e)
-    p = e * inv if z >= 0.0 else inv
-    u = 2.0 * t * sigma * p
-    out_grad[i] += -w * u
-    out_hess[i] += w * 4.0 * sigma * sigma * e * inv * inv
+    g, h = _logistic(scores[i], labels[i], _weight(weights, use_weights, i), sigma)
+    out_grad[i] += g
+    out_hess[i] += h
 
 
 @cuda.jit
@@ -44,12 +42,10 @@ def squared_hinge_rows(scores, labels, weights, use_weights, c, out_grad, out_he
     i = cuda.grid(1)
     if i >= scores.shape[0]:
         return
-    t = 2.0 * labels[i] - 1.0
-    m = 1.0 - t * scores[i]
-    if m > 0.0:
-        w = weights[i] if use_weights else 1.0
-        out_grad[i] += -2.0 * c * w * t * m
-        out_hess[i] += 2.0 * c * w
+    if _hinge_margin(scores[i], labels[i]) > 0.0:
+        g, h = _hinge(scores[i], labels[i], _weight(weights, use_weights, i), c)
+        out_grad[i] += g
+        out_hess[i] += h
 
 
 @cuda.jit
@@ -58,19 +54,14 @@ def mcrank_rows(scores, labels, weights, use_weights, out_grad, out_hess):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
         return
-    kk = scores.shape[1]
-    w = weights[i] if use_weights else 1.0
-    top = scores[i, 0]
-    for k in range(1, kk):
-        top = max(top, scores[i, k])
-    z = 0.0
-    for k in range(kk):
-        z += math.exp(scores[i, k] - top)
+    f = scores[i]
+    w = _weight(weights, use_weights, i)
+    top, z = _top_z(f)
     y = int(labels[i])
-    for k in range(kk):
-        p = math.exp(scores[i, k] - top) / z
-        out_grad[i, k] += w * (p - (1.0 if k == y else 0.0))
-        out_hess[i, k] += w * p * (1.0 - p)
+    for k in range(f.shape[0]):
+        g, h = _mcrank(_p(f, k, top, z), k, y, w)
+        out_grad[i, k] += g
+        out_hess[i, k] += h
 
 
 @cuda.jit

@@ -1,14 +1,9 @@
 """Numba kernels of the pairwise losses (docs/formulas.md, "Pairwise"). Each grad/hess kernel adds into its outputs.
 
 Every pair term is ``scale * phi(d; theta)`` with ``d = s_i - s_j`` (row ``i`` should rank above
-row ``j``), times the pair weight ``(w_i + w_j) / 2``, computed as ``w_i / 2 + w_j / 2`` (halved before the
-sum, so two weights near the float64 maximum cannot overflow; the bits are the same: halving is exact). The family ``kind`` picks ``phi``:
-
-- ``LOGISTIC``     ``log(1 + exp(-theta d))``                 (RankNet, ``theta = sigma``)
-- ``SQ_HINGE``     ``max(0, theta - d)^2``                     (RankSVM, QBRank, PreferencePairs; ``theta`` = margin)
-- ``EXPONENTIAL``  ``exp(-theta d)``, exponent clipped at ``EXP_CLIP`` (MPBoost, ``theta = D_ij``)
-
-and ``theta_mode`` says how ``theta`` follows from the two labels (a constant, the grade difference,
+row ``j``), times the pair weight ``(w_i + w_j) / 2``. The pair math (``phi`` of each ``kind``, ``theta``,
+the pair weights) lives in ``_pair_terms``, shared with the GPU kernels; this module holds the CPU
+drivers. ``theta_mode`` says how ``theta`` follows from the two labels (a constant, the grade difference,
 or one of MPBoost's directed distance functions). Both are ``IntEnum`` codes (:class:`PairKind`,
 :class:`Theta`) carried with ``p``, ``scale`` and ``hmul`` by one :class:`PairSpec` record, built
 and validated in Python by :func:`pair_spec`; the kernels read them as plain ints so one compiled
@@ -24,36 +19,17 @@ by ``label_order_kernel``): for position ``a`` of the sorted query, the rows it 
 contiguous block ``order[lower[a]:hi]``. This visits exactly the pairs ``y_i > y_j`` without
 materialising them and without a data-dependent branch per candidate pair.
 """
-from enum import IntEnum
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
 
 from .._kernel_status import KernelStatus, as_code
-
-
-class PairKind(IntEnum):
-    """The pair loss ``phi``."""
-
-    LOGISTIC = 0
-    SQ_HINGE = 1
-    EXPONENTIAL = 2
-
-
-class Theta(IntEnum):
-    """How ``theta`` follows from the labels ``y_i > y_j`` and the parameter ``p``."""
-
-    CONST = 0  # theta = p
-    DIFF = 1  # theta = y_i - y_j (QBRank's grade margin)
-    LDD = 2  # theta = p (y_i - y_j)
-    LOGDD = 3  # theta = log(1 + p (y_i - y_j))
-    LOGITDD = 4  # theta = 1 / (1 + exp(-p (y_i - y_j)))
-
-
-#: The pre-enum names of the codes (aliases of the members).
-LOGISTIC, SQ_HINGE, EXPONENTIAL = PairKind
-THETA_CONST, THETA_DIFF, THETA_LDD, THETA_LOGDD, THETA_LOGITDD = Theta
+from ._pair_terms import (  # noqa: F401 - the codes and the pair math are part of this module's interface
+    EXP_CLIP, EXPONENTIAL, LOGISTIC, SQ_HINGE, THETA_CONST, THETA_DIFF, THETA_LDD, THETA_LOGDD, THETA_LOGITDD,
+    PairKind, Theta, kind_known, listed_pair_weight, pair_grad, pair_terms, pair_theta, row_pair_weight,
+    theta_known,
+)
 
 
 class PairSpec(NamedTuple):
@@ -77,95 +53,12 @@ def pair_spec(kind: int, theta_mode: int, p: float, scale: float, hmul: float = 
     return PairSpec(as_code(kind, PairKind, "kind"), as_code(theta_mode, Theta, "theta_mode"),
                     float(p), float(scale), float(hmul))
 
-#: Largest exponent evaluated by the exponential (MPBoost) pair loss. Beyond it the loss continues
-#: along its tangent, so gradients stay finite (exp(50) ~ 5e21: sums over thousands of pairs still fit
-#: float32, which LightGBM uses for gradients) and the hessian keeps the curvature at the clip.
-EXP_CLIP = 50.0
-
-
-@njit(cache=True)
-def pair_theta(mode, yi, yj, p):
-    diff = yi - yj
-    if mode == THETA_CONST:
-        return p
-    if mode == THETA_DIFF:
-        return diff
-    if mode == THETA_LDD:
-        return p * diff
-    if mode == THETA_LOGDD:
-        return np.log1p(p * diff)
-    if mode == THETA_LOGITDD:
-        return 1.0 / (1.0 + np.exp(-p * diff))
-    return np.nan  # unknown code: the drivers refuse it before their loops
-
-
-@njit(cache=True)
-def _kind_known(kind):
-    return kind == LOGISTIC or kind == SQ_HINGE or kind == EXPONENTIAL
-
-
-@njit(cache=True)
-def _theta_known(mode):
-    return (mode == THETA_CONST or mode == THETA_DIFF or mode == THETA_LDD or mode == THETA_LOGDD
-            or mode == THETA_LOGITDD)
-
 
 @njit(cache=True)
 def _spec_status(spec):
-    if _kind_known(spec.kind) and _theta_known(spec.theta_mode):
+    if kind_known(spec.kind) and theta_known(spec.theta_mode):
         return KernelStatus.OK
     return KernelStatus.UNKNOWN_CODE
-
-
-@njit(cache=True)
-def pair_terms(kind, d, theta):
-    """``(phi, dphi/dd, c)`` of one pair; ``c >= 0`` is the second derivative (or its surrogate)."""
-    if kind == LOGISTIC:
-        z = theta * d
-        # phi = softplus(-z), rho = sigmoid(-z), both evaluated without overflow.
-        if z >= 0.0:
-            e = np.exp(-z)
-            phi = np.log1p(e)
-            rho = e / (1.0 + e)
-        else:
-            e = np.exp(z)
-            phi = -z + np.log1p(e)
-            rho = 1.0 / (1.0 + e)
-        return phi, -theta * rho, theta * theta * (e / ((1.0 + e) * (1.0 + e)))
-    if kind == SQ_HINGE:
-        m = theta - d
-        if m > 0.0:
-            return m * m, -2.0 * m, 2.0
-        return 0.0, 0.0, 0.0
-    if kind == EXPONENTIAL:
-        x = -theta * d
-        if x <= EXP_CLIP:
-            e = np.exp(x)
-            return e, -theta * e, theta * theta * e
-        e = np.exp(EXP_CLIP)
-        return e * (1.0 + (x - EXP_CLIP)), -theta * e, theta * theta * e
-    return np.nan, np.nan, np.nan  # unknown code: the drivers refuse it before their loops
-
-
-@njit(cache=True)
-def pair_grad(kind, d, theta):
-    """``(dphi/dd, c)`` of one pair: ``pair_terms`` without the loss (no log in the hot loop)."""
-    if kind == LOGISTIC:
-        z = theta * d
-        e = np.exp(-abs(z))
-        inv = 1.0 / (1.0 + e)
-        rho = e * inv if z >= 0.0 else inv
-        return -theta * rho, theta * theta * e * inv * inv
-    if kind == SQ_HINGE:
-        m = theta - d
-        if m > 0.0:
-            return -2.0 * m, 2.0
-        return 0.0, 0.0
-    if kind == EXPONENTIAL:
-        x = -theta * d
-        e = np.exp(min(x, EXP_CLIP))
-        return -theta * e, theta * theta * e
-    return np.nan, np.nan  # unknown code: the drivers refuse it before their loops
 
 
 # --- label order ------------------------------------------------------------------------------------
@@ -202,9 +95,7 @@ def _query_grad_hess(scores, labels, order, lower, lo, hi, weights, use_w, spec,
             j = order[b]
             theta = pair_theta(theta_mode, yi, labels[j], p)
             g, c = pair_grad(kind, si - scores[j], theta)
-            pw = scale
-            if use_w:
-                pw *= (0.5 * weights[i] + 0.5 * weights[j])
+            pw = row_pair_weight(scale, weights, use_w, i, j)
             gi += pw * g
             hi_acc += hmul * pw * c
             out_grad[j] -= pw * g
@@ -248,9 +139,7 @@ def _query_loss(scores, labels, order, lower, lo, hi, weights, use_w, spec):
             j = order[b]
             theta = pair_theta(theta_mode, labels[i], labels[j], p)
             phi, _, _ = pair_terms(kind, scores[i] - scores[j], theta)
-            pw = scale
-            if use_w:
-                pw *= (0.5 * weights[i] + 0.5 * weights[j])
+            pw = row_pair_weight(scale, weights, use_w, i, j)
             total += pw * phi
     return total
 
@@ -275,18 +164,6 @@ def label_pairs_loss(scores, labels, ptr, order, lower, weights, use_w, spec):
 # --- explicit pair lists (serial: pairs may share rows across queries) ----------------------------------
 # ``spec.theta_mode`` and ``spec.p`` are not read here: every pair carries its own ``theta[k]``.
 @njit(cache=True)
-def _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j):
-    """The weight of listed pair ``k = (i, j)``: ``scale``, times its own weight, times the pair weight
-    ``(w_i + w_j) / 2`` of the rows."""
-    pw = scale
-    if use_pw:
-        pw *= pair_w[k]
-    if use_w:
-        pw *= (0.5 * weights[i] + 0.5 * weights[j])
-    return pw
-
-
-@njit(cache=True)
 def pair_list_grad_hess(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, spec, out_grad, out_hess):
     """Sum over explicit pairs ``(pi[k], pj[k])`` with per-pair ``theta[k]`` and weight ``pair_w[k]``;
     returns the status."""
@@ -298,7 +175,7 @@ def pair_list_grad_hess(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, s
         i = pi[k]
         j = pj[k]
         g, c = pair_grad(kind, scores[i] - scores[j], theta[k])
-        pw = _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
+        pw = listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
         out_grad[i] += pw * g
         out_grad[j] -= pw * g
         out_hess[i] += hmul * pw * c
@@ -318,7 +195,7 @@ def pair_list_loss(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, spec):
         i = pi[k]
         j = pj[k]
         phi, _, _ = pair_terms(kind, scores[i] - scores[j], theta[k])
-        pw = _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
+        pw = listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
         total += pw * phi
     return total, status
 
@@ -335,7 +212,7 @@ def pair_list_couplings(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, s
         i = pi[k]
         j = pj[k]
         _, c = pair_grad(kind, scores[i] - scores[j], theta[k])
-        pw = _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
+        pw = listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
         out_c[k] = pw * c
     return status
 
@@ -344,7 +221,7 @@ def pair_list_couplings(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, s
 def label_pair_list_kernel(labels, ptr, order, lower, theta_mode, p, out_i, out_j, out_theta):
     """Materialise the label pairs (query by query, in the order the grad kernels visit them);
     returns ``(pairs written, status)``."""
-    if not _theta_known(theta_mode):
+    if not theta_known(theta_mode):
         return 0, KernelStatus.UNKNOWN_CODE
     pos = 0
     for q in range(ptr.size - 1):

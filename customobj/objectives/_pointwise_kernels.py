@@ -1,21 +1,27 @@
-"""Numba kernels of the pointwise losses (docs/formulas.md, "Pointwise"). Each adds into out_grad / out_hess."""
+"""Numba kernels of the pointwise losses (docs/formulas.md, "Pointwise"). Each adds into out_grad / out_hess.
+
+The per-row math lives in ``_row_terms``, shared with the GPU kernels (``_cuda_pointwise``); these are
+the CPU loops over the rows."""
 import numpy as np
 from numba import njit
+
+from ._row_terms import (logistic_row, mcrank_row_class, row_weight, softmax_p, softmax_top_z, squared_error_row,
+                         squared_hinge_margin, squared_hinge_row)
 
 
 @njit(cache=True)
 def squared_error_grad_hess(scores, labels, weights, use_weights, out_grad, out_hess):
     for i in range(scores.shape[0]):
-        w = weights[i] if use_weights else 1.0
-        out_grad[i] += w * (scores[i] - labels[i])
-        out_hess[i] += w
+        g, h = squared_error_row(scores[i], labels[i], row_weight(weights, use_weights, i))
+        out_grad[i] += g
+        out_hess[i] += h
 
 
 @njit(cache=True)
 def squared_error_loss(scores, labels, weights, use_weights):
     total = 0.0
     for i in range(scores.shape[0]):
-        w = weights[i] if use_weights else 1.0
+        w = row_weight(weights, use_weights, i)
         d = scores[i] - labels[i]
         total += 0.5 * w * d * d
     return total
@@ -25,23 +31,16 @@ def squared_error_loss(scores, labels, weights, use_weights):
 @njit(cache=True)
 def logistic_grad_hess(scores, labels, weights, use_weights, sigma, out_grad, out_hess):
     for i in range(scores.shape[0]):
-        w = weights[i] if use_weights else 1.0
-        t = 2.0 * labels[i] - 1.0
-        z = 2.0 * t * sigma * scores[i]
-        # p = 1 / (1 + exp(z)) and p (1 - p) without overflow.
-        e = np.exp(-abs(z))
-        inv = 1.0 / (1.0 + e)
-        p = e * inv if z >= 0.0 else inv
-        u = 2.0 * t * sigma * p
-        out_grad[i] += -w * u
-        out_hess[i] += w * 4.0 * sigma * sigma * e * inv * inv
+        g, h = logistic_row(scores[i], labels[i], row_weight(weights, use_weights, i), sigma)
+        out_grad[i] += g
+        out_hess[i] += h
 
 
 @njit(cache=True)
 def logistic_loss(scores, labels, weights, use_weights, sigma):
     total = 0.0
     for i in range(scores.shape[0]):
-        w = weights[i] if use_weights else 1.0
+        w = row_weight(weights, use_weights, i)
         z = -2.0 * (2.0 * labels[i] - 1.0) * sigma * scores[i]
         total += w * (max(z, 0.0) + np.log1p(np.exp(-abs(z))))  # softplus(z)
     return total
@@ -50,12 +49,10 @@ def logistic_loss(scores, labels, weights, use_weights, sigma):
 @njit(cache=True)
 def squared_hinge_grad_hess(scores, labels, weights, use_weights, c, out_grad, out_hess):
     for i in range(scores.shape[0]):
-        t = 2.0 * labels[i] - 1.0
-        m = 1.0 - t * scores[i]
-        if m > 0.0:
-            w = weights[i] if use_weights else 1.0
-            out_grad[i] += -2.0 * c * w * t * m
-            out_hess[i] += 2.0 * c * w
+        if squared_hinge_margin(scores[i], labels[i]) > 0.0:
+            g, h = squared_hinge_row(scores[i], labels[i], row_weight(weights, use_weights, i), c)
+            out_grad[i] += g
+            out_hess[i] += h
 
 
 @njit(cache=True)
@@ -64,7 +61,7 @@ def squared_hinge_loss(scores, labels, weights, use_weights, c):
     for i in range(scores.shape[0]):
         m = 1.0 - (2.0 * labels[i] - 1.0) * scores[i]
         if m > 0.0:
-            w = weights[i] if use_weights else 1.0
+            w = row_weight(weights, use_weights, i)
             total += c * w * m * m
     return total
 
@@ -72,15 +69,9 @@ def squared_hinge_loss(scores, labels, weights, use_weights, c):
 # --- McRank: softmax over K outputs per row ----------------------------------------------------------
 @njit(cache=True)
 def _softmax_row(f, out_p):
-    top = f[0]
-    for k in range(1, f.shape[0]):
-        top = max(top, f[k])
-    z = 0.0
+    top, z = softmax_top_z(f)
     for k in range(f.shape[0]):
-        out_p[k] = np.exp(f[k] - top)
-        z += out_p[k]
-    for k in range(f.shape[0]):
-        out_p[k] /= z
+        out_p[k] = softmax_p(f, k, top, z)
     return top + np.log(z)  # log-sum-exp
 
 
@@ -89,12 +80,13 @@ def mcrank_grad_hess(scores, labels, weights, use_weights, out_grad, out_hess):
     n, kk = scores.shape
     p = np.empty(kk)
     for i in range(n):
-        w = weights[i] if use_weights else 1.0
+        w = row_weight(weights, use_weights, i)
         _softmax_row(scores[i], p)
         y = int(labels[i])
         for k in range(kk):
-            out_grad[i, k] += w * (p[k] - (1.0 if k == y else 0.0))
-            out_hess[i, k] += w * p[k] * (1.0 - p[k])
+            g, h = mcrank_row_class(p[k], k, y, w)
+            out_grad[i, k] += g
+            out_hess[i, k] += h
 
 
 @njit(cache=True)
@@ -103,7 +95,7 @@ def mcrank_loss(scores, labels, weights, use_weights):
     p = np.empty(kk)
     total = 0.0
     for i in range(n):
-        w = weights[i] if use_weights else 1.0
+        w = row_weight(weights, use_weights, i)
         lse = _softmax_row(scores[i], p)
         total += w * (lse - scores[i, int(labels[i])])
     return total

@@ -174,16 +174,16 @@ def _label_order(prep, state):
 def _label_pairs(lp, key, s, prep, data, g, h, kind, mode, p, scale, hmul):
     from . import _cuda_pairwise as CP
 
-    _check_codes(kind, mode, CP)
+    _check_codes(kind, mode)
     order, lower = data.arrays((key, "label_pairs"), lambda: (lp.order, lp.lower))
     lpos, block = data.arrays((key, "label_order"), lambda: _label_order(prep, lp))
     _launch(CP.label_pairs_rows, data.n_rows, s, data.labels, data.ptr, data.qid, order, lower, lpos, block,
             data.weights, data.use_weights, kind, mode, p, scale, hmul, g, h)
 
 
-def _check_codes(kind, mode, CP):
-    # The kernels' last case is their default: refuse an unknown code here, never compute another loss.
-    if kind not in CP.KINDS or mode not in CP.THETA_MODES:
+def _check_codes(kind, mode):
+    # The shared pair math gives NaN for an unknown code: refuse it here, before any launch.
+    if kind not in set(PK.PairKind) or mode not in set(PK.Theta):
         raise ValueError(f"no GPU pair kernel for kind={kind}, theta_mode={mode}")
 
 
