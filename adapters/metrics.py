@@ -57,8 +57,11 @@ __all__ = ["lightgbm_metric", "lightgbm_sklearn_metric", "xgboost_metric", "xgbo
 PREFIX = "co_"
 
 
-def lookup_metric(name: str) -> Metric:
-    """``customobj.metrics.get_metric`` that also accepts the reported form ``"co_ndcg@10"``."""
+def lookup_metric(name: "str | Metric") -> Metric:
+    """``customobj.metrics.get_metric`` that also accepts the reported form ``"co_ndcg@10"``, and a
+    :class:`~customobj.metrics.Metric` itself (``customobj.metrics.click_metric``: a metric with arguments)."""
+    if isinstance(name, Metric):
+        return name
     if isinstance(name, str) and name.strip().lower().startswith(PREFIX):
         bare = name.strip()[len(PREFIX):]
         try:
@@ -68,14 +71,14 @@ def lookup_metric(name: str) -> Metric:
     return get_metric(name)
 
 
-def metric_key(name: str) -> str:
+def metric_key(name: "str | Metric") -> str:
     """The name under which the adapters report metric ``name``: ``metric_key("NDCG@10") == "co_ndcg@10"``."""
     return PREFIX + lookup_metric(name).name
 
 
 def resolve_metrics(names: tuple) -> tuple:
     """``lookup_metric`` for each name (at least one); errors name the bad one."""
-    if len(names) == 1 and isinstance(names[0], (list, tuple)):
+    if len(names) == 1 and isinstance(names[0], (list, tuple)) and not isinstance(names[0], Metric):
         names = tuple(names[0])
     if not names:
         raise ValueError("give at least one metric name, e.g. 'ndcg@10'")
@@ -204,13 +207,15 @@ class LightGBMMetric(_PerDatasetData):
         return _evaluate(self.metrics, preds, labels, groups)
 
 
-def lightgbm_metric(*names: str) -> LightGBMMetric:
+def lightgbm_metric(*names: "str | Metric") -> LightGBMMetric:
     """customobj metrics as LightGBM ``feval`` (``lightgbm.train``) or ``eval_metric`` (``LGBMRanker.fit``).
 
     Parameters
     ----------
-    *names : str
-        Metric names (``"ndcg@10"``, ``"err@10"``, ``"map"``, ... or their reported form ``"co_ndcg@10"``).
+    *names : str or Metric
+        Metric names (``"ndcg@10"``, ``"err@10"``, ``"map"``, ... or their reported form ``"co_ndcg@10"``),
+        or metrics with arguments: ``customobj.metrics.click_metric("ips_ndcg@10", propensity=...)``
+        evaluates a click-only validation log (its labels are clicks, its rows in display order).
 
     Returns
     -------
@@ -233,7 +238,7 @@ def lightgbm_metric(*names: str) -> LightGBMMetric:
     return LightGBMMetric(resolve_metrics(names))
 
 
-def lightgbm_sklearn_metric(*names: str) -> LightGBMMetric:
+def lightgbm_sklearn_metric(*names: "str | Metric") -> LightGBMMetric:
     """The same as :func:`lightgbm_metric` (kept for existing code): ``eval_metric`` for ``LGBMRanker.fit``."""
     return LightGBMMetric(resolve_metrics(names))
 
@@ -269,7 +274,7 @@ class XGBoostMetric(_PerDatasetData):
         return [(name, value) for name, value, _ in _evaluate(self.metrics, preds, labels, groups)]
 
 
-def xgboost_metric(*names: str) -> XGBoostMetric:
+def xgboost_metric(*names: "str | Metric") -> XGBoostMetric:
     """``custom_metric`` for ``xgboost.train``: a list of ``(name, value)``, names ``co_<metric>``.
 
     Early stopping keeps the best round without ``maximize=``: the metric tells XGBoost's
@@ -293,7 +298,7 @@ def xgboost_metric(*names: str) -> XGBoostMetric:
     return XGBoostMetric(resolve_metrics(names))
 
 
-def xgboost_early_stopping(rounds: int, metric: str, *, data_name: str | None = None, save_best: bool = False,
+def xgboost_early_stopping(rounds: int, metric: "str | Metric", *, data_name: str | None = None, save_best: bool = False,
                            min_delta: float = 0.0) -> object:
     """``xgboost.callback.EarlyStopping`` watching one customobj metric (``"ndcg@10"`` or
     ``"co_ndcg@10"``) of :func:`xgboost_metric` in its right direction."""

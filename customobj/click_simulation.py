@@ -11,7 +11,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from ._click_inputs import row_order_positions
-from ._validation import as_1d_float, as_labels, check_choice, check_int, check_nonnegative
+from ._validation import _to_numpy, as_1d_float, as_labels, check_choice, check_int, check_nonnegative
 from .groups import as_groups
 
 __all__ = ["ClickLog", "simulate_clicks", "PBM", "CASCADE"]
@@ -40,10 +40,25 @@ class ClickLog(NamedTuple):
     qid: np.ndarray
 
 
-def _ranker_scores(ranker, data, n):
+def _ranker_scores(ranker, X, n):
     if hasattr(ranker, "predict"):
-        ranker = ranker.predict(data.X)
+        ranker = ranker.predict(X)
     return as_1d_float(ranker, "ranker", n=n, allow_bool=False)
+
+
+def _features(X, n):
+    """``X`` with one row per label: a 2-D array, a pandas DataFrame (its values) or a scipy sparse
+    matrix (kept sparse, as CSR); what ``X[rows]`` then indexes by row number."""
+    if hasattr(X, "tocsr") and hasattr(X, "nnz"):
+        X = X.tocsr()
+    else:
+        X = _to_numpy(X, "data X")  # None, object, strings and GPU arrays refused here; DataFrame -> values
+    if X.ndim != 2:
+        raise ValueError(f"data X must be 2-D (one row of features per label), got shape {X.shape}")
+    if X.shape[0] != n:
+        raise ValueError(f"data X has {X.shape[0]} rows but the data labels have {n}: give one row of "
+                         "features per label")
+    return X
 
 
 def _click_table(click_prob):
@@ -76,9 +91,10 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
     Parameters
     ----------
     data : LetorData or any ``(X, y, group)``
-        Graded labels (non-negative integers) and query sizes.
+        Features (a 2-D array, a pandas DataFrame or a scipy sparse matrix, one row per label),
+        graded labels (non-negative integers) and query sizes.
     ranker : array of scores, one per row, or a model with ``predict(data.X)``
-        The production ranker whose order users see.
+        The production ranker whose order users see (a model predicts on ``data``'s ``X`` as given).
     click_model : "pbm" or "cascade"
     eta : float >= 0
         Severity of the position bias (PBM): examination ``(1/r)^eta``.
@@ -99,11 +115,15 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
     >>> int(log.position.max()) <= 9, set(log.y.tolist()) <= {0.0, 1.0}
     (True, True)
     """
-    X, y, group = data[0], data[1], data[2]
+    if isinstance(data, (str, bytes)) or not hasattr(data, "__getitem__") or not hasattr(data, "__len__") \
+            or len(data) != 3:
+        raise TypeError(f"data must be a LetorData or an (X, y, group) triple, got {type(data).__name__}")
+    X_in, y, group = data[0], data[1], data[2]
     grades = as_labels(y, integer=True, name="data labels")
     n = grades.shape[0]
     groups = as_groups(group, n, name="data group")
-    scores = _ranker_scores(ranker, data, n)
+    X = _features(X_in, n)
+    scores = _ranker_scores(ranker, X_in, n)
     model = _MODELS[check_choice(click_model, "click_model", set(_MODELS))]
     eta = check_nonnegative(eta, "eta")
     table = _click_table(click_prob)

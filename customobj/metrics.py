@@ -29,19 +29,11 @@ import numpy as np
 
 from customobj import _metric_kernels as K
 from customobj._kernel_status import as_code, check_status
-from customobj._validation import (
-    EXP_GAIN_MAX_LABEL,
-    MAX_ROWS,
-    as_gain_table,
-    as_labels,
-    as_scores,
-    check_choice,
-    check_exp_gain_labels,
-    check_int,
-    check_pair_budget,
-    check_real,
-)
-from customobj.groups import Groups, as_groups
+from customobj._metric_inputs import (IPS_CLIP, _discounts, _empty, _inputs, _ips_gains, _ips_propensity, _k, _reduce,
+                                     _row_gains, _ties)
+from customobj._validation import (EXP_GAIN_MAX_LABEL, MAX_ROWS, check_exp_gain_labels, check_int, check_pair_budget,
+                                   check_real)
+from customobj.groups import Groups
 
 ArrayLike = Any  # numpy array, list, pandas Series
 GroupLike = Union[Groups, ArrayLike]  # a Groups or query sizes
@@ -55,85 +47,14 @@ __all__ = [
     "reciprocal_rank",
     "precision_at_percent",
     "misordered_pairs",
+    "ips_dcg",
+    "ips_ndcg",
+    "click_metric",
+    "IPS_CLIP",
     "Metric",
     "get_metric",
     "METRIC_NAMES",
 ]
-
-_WHOLE_LIST = 2**62  # k=None: larger than any query
-_TIES = ("stable", "pessimistic")
-
-
-# ------------------------------------------------------------------------------------------------
-# boundary helpers
-# ------------------------------------------------------------------------------------------------
-def _inputs(scores, labels, group, *, integer=False):
-    s = as_scores(scores)
-    y = as_labels(labels, s.shape[0], integer=integer)
-    g = as_groups(group, s.shape[0])
-    return s, y, g
-
-
-def _k(k):
-    k = check_int(k, "k", minimum=1, maximum=MAX_ROWS, allow_none=True, hint="k=None means the whole list")
-    return _WHOLE_LIST if k is None else k
-
-
-def _ties(ties):
-    return check_choice(ties, "ties", _TIES) == "pessimistic"
-
-
-def _empty(empty):
-    if isinstance(empty, str):
-        check_choice(empty, "empty", {"exclude"})
-        return None
-    if isinstance(empty, bool) or not isinstance(empty, (int, float, np.integer, np.floating)):
-        raise TypeError(f"empty must be a number (e.g. 1.0 or 0.0) or 'exclude', got {type(empty).__name__}")
-    return check_real(empty, "empty")
-
-
-def _discounts(ptr, kind):
-    """disc[r] for rank r = 0, 1, ...: 1/log2(r+2), or MPBoost's 1 then 1/log2(r+1)."""
-    m = max(1, int(np.diff(ptr).max(initial=0)))
-    r = np.arange(m, dtype=np.float64)
-    if kind == "mpboost":
-        disc = np.ones(m)
-        disc[1:] = 1.0 / np.log2(r[1:] + 1.0)
-        return disc
-    return 1.0 / np.log2(r + 2.0)
-
-
-def _row_gains(labels, gain):
-    """Per-row gain: 2**y - 1 (labels <= EXP_GAIN_MAX_LABEL), or ``gain[y]`` for a gain table
-    indexed by integer grade."""
-    if gain is None:
-        check_exp_gain_labels(labels)
-        return np.exp2(labels) - 1.0
-    table = as_gain_table(gain, "gain")
-    if labels.size and np.any(labels != np.floor(labels)):
-        raise ValueError("labels must be integer grades when a gain table is given")
-    if labels.size and labels.max() >= table.size:
-        raise ValueError(
-            f"gain table has {table.size} entries (grades 0..{table.size - 1}) but labels reach {labels.max():g}"
-        )
-    return np.ascontiguousarray(table[labels.astype(np.int64)])
-
-
-def _reduce(values, status, empty, per_query):
-    """Apply the ``empty`` policy (a float, or None for "exclude"); return per-query values or the mean."""
-    if empty is None:
-        include = status == K.STATUS_OK
-        values[~include] = np.nan
-    else:
-        include = status != K.STATUS_EMPTY_GROUP
-        values[status != K.STATUS_OK] = empty
-    if per_query:
-        return values
-    if not np.any(include):
-        raise ValueError(
-            "no query to average over (no non-empty query, or every query was excluded by empty='exclude')"
-        )
-    return float(values[include].mean())
 
 
 def _run_dcg(scores, labels, group, k, gain, ties, disc_kind, normalize):
@@ -312,6 +233,143 @@ def misordered_pairs(scores: ArrayLike, labels: ArrayLike, group: GroupLike, *,
 
 def _misordered_fraction(scores, labels, group):
     return misordered_pairs(scores, labels, group)[1]
+
+
+# ------------------------------------------------------------------------------------------------
+# counterfactual click metrics
+# ------------------------------------------------------------------------------------------------
+def _run_ips(scores, clicks, group, k, propensity, clip, position, ties, normalize):
+    s, c, g = _inputs(scores, clicks, group)
+    gains = _ips_gains(c, g, propensity, clip, position)
+    values = np.empty(g.n_groups)
+    status = np.empty(g.n_groups, dtype=np.int64)
+    # The click DCG is a DCG whose gains are the weighed clicks: the metrics' own kernel, ties on the gains.
+    K.dcg_all(s, gains, gains, g.ptr, _discounts(g.ptr, "standard"), _k(k), _ties(ties), normalize, values, status)
+    return values, status
+
+
+def ips_dcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional[int] = 10, *,
+            propensity: ArrayLike, clip: float = IPS_CLIP, position: Optional[ArrayLike] = None,
+            ties: str = "stable", per_query: bool = False) -> Union[float, np.ndarray]:
+    """Counterfactual click DCG@k: the DCG a ranker would earn on a click log, each click weighed by
+    its inverse examination propensity (Joachims, Swaminathan, Schnabel, WSDM 2017; for DCG and
+    other additive metrics Agarwal, Takatsu, Zaitsev, Joachims, SIGIR 2019).
+
+    Each query group is one logged session: the rows shown, their clicks ``c_i`` (0 / 1) and display
+    positions ``p(i)`` (0 = top; default the row order). The ranker's scores re-rank the session's
+    rows; a click counts at its new rank ``r(i)`` (0-based, ``D(r) = 1 / log2(2 + r)``):
+
+    .. math::
+
+        \\widehat{\\mathrm{DCG}}@k = \\sum_{i:\\, c_i = 1,\\ r(i) < k}
+            \\frac{D(r(i))}{\\max(\\rho_{p(i)}, \\tau)}
+
+    with ``rho = propensity`` and ``tau = clip``. **Bias.** Under the position-based model (a row
+    is examined with probability ``rho_p`` and then clicked with probability ``gamma_i``, its
+    relevance), the expectation over users is
+
+    .. math::
+
+        E\\,\\widehat{\\mathrm{DCG}}@k = \\sum_{i:\\, r(i) < k} \\gamma_i\\, D(r(i))
+            \\frac{\\rho_{p(i)}}{\\max(\\hat\\rho_{p(i)}, \\tau)},
+
+    so with the true propensities and ``tau <= min rho`` it is unbiased for the DCG of the ranker
+    with gains ``gamma`` over the shown rows (the true-label metric's click analogue). Clipping
+    biases it down at positions with ``rho < tau`` by the factor ``rho / tau`` (never up);
+    estimated propensities ``rho_hat`` bias it by ``rho / rho_hat``. Rows never shown cannot be
+    credited. **Variance.** Clicks being independent given the session,
+
+    .. math::
+
+        \\mathrm{Var}\\,\\widehat{\\mathrm{DCG}}@k = \\sum_{i:\\, r(i) < k}
+            \\frac{D(r(i))^2}{\\max(\\hat\\rho_{p(i)}, \\tau)^2}\\, \\rho_{p(i)} \\gamma_i (1 - \\rho_{p(i)} \\gamma_i),
+
+    which grows as ``1 / rho`` for rarely examined positions; clipping caps each click's weight at
+    ``1 / tau``. Averaging over ``n`` sessions divides it by ``n``.
+
+    Parameters
+    ----------
+    scores : array of float
+        The ranker's scores of the logged rows.
+    clicks : array of 0 / 1
+    group : Groups or sizes
+        Rows per session.
+    k : int or None
+        Cut-off (``None``: the whole session).
+    propensity : array of float >= 0
+        Examination propensity per display position (position 0 first), given or estimated
+        (``Unbiased(...).position_bias_``, ``RegressionEM(...).position_bias_``); ``np.ones(n)``
+        gives the naive click DCG. Every position of the log needs an entry.
+    clip : float in (0, 1]
+        ``tau``: propensities below it count as ``tau`` (default :data:`IPS_CLIP`).
+    position : array of int, optional
+        Display positions (0 = top), unique within a session; default the row order.
+    ties, per_query
+        As in :func:`ndcg`.
+
+    Examples
+    --------
+    >>> ips_dcg([0.0, 1.0, 2.0], [0, 0, 1], [3], propensity=[1.0, 0.5, 0.25])  # the click moves to the top
+    4.0
+    """
+    values, status = _run_ips(scores, clicks, group, k, propensity, clip, position, ties, False)
+    return _reduce(values, status, 0.0, per_query)
+
+
+def ips_ndcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional[int] = 10, *,
+             propensity: ArrayLike, clip: float = IPS_CLIP, position: Optional[ArrayLike] = None,
+             empty: Union[float, str] = "exclude", ties: str = "stable",
+             per_query: bool = False) -> Union[float, np.ndarray]:
+    """Counterfactual click NDCG@k: :func:`ips_dcg` of each session divided by the largest value any
+    order of its rows reaches (its weighed clicks sorted by weight), averaged over sessions.
+
+    .. math::
+
+        \\widehat{\\mathrm{NDCG}}@k = \\widehat{\\mathrm{DCG}}@k \\,/\\,
+            \\max_\\pi \\widehat{\\mathrm{DCG}}_\\pi@k
+
+    In ``[0, 1]`` per session, so every session weighs the same. A ratio of two estimates, it is not
+    unbiased (the bias and variance of :func:`ips_dcg` carry over to both terms); use it to compare
+    rankers on the same log. A session without a click has nothing to normalise by: ``empty``
+    (default ``"exclude"``: it says nothing about the order; a number scores it so).
+    Arguments as in :func:`ips_dcg`.
+
+    Examples
+    --------
+    >>> ips_ndcg([0.0, 1.0, 2.0], [1, 0, 1], [3], propensity=[1.0, 0.5, 0.25])  # doctest: +ELLIPSIS
+    0.9...
+    """
+    e = _empty(empty)
+    values, status = _run_ips(scores, clicks, group, k, propensity, clip, position, ties, True)
+    return _reduce(values, status, e, per_query)
+
+
+def click_metric(name: str, *, propensity: ArrayLike, clip: float = IPS_CLIP) -> "Metric":
+    """A click metric as a :class:`Metric` for the adapters' ``lightgbm_metric`` / ``xgboost_metric``
+    (early stopping on a click-only validation log): ``"ips_ndcg@K"``, ``"ips_dcg@K"`` (no ``@K``:
+    the whole session). Positions are the row order of each session (the layout of
+    ``customobj.data.read_click_log`` and ``simulate_clicks``).
+
+    Examples
+    --------
+    >>> m = click_metric("ips_ndcg@10", propensity=[1.0, 0.5, 0.33])
+    >>> m.name, m.func([0.0, 1.0, 2.0], [1, 0, 0], [3]) < 1.0
+    ('ips_ndcg@10', True)
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string such as 'ips_ndcg@10', got {type(name).__name__}")
+    m = _IPS_RE.match(name.strip().lower())
+    if m is None:
+        raise ValueError(f"unknown click metric {name!r}: 'ips_ndcg@K', 'ips_dcg@K', 'ips_ndcg' or 'ips_dcg'")
+    k = None if m.group(2) is None else check_int(int(m.group(2)), f"metric {name!r}: the cut-off K", minimum=1,
+                                                     maximum=MAX_ROWS)
+    func = ips_ndcg if m.group(1) == "ips_ndcg" else ips_dcg
+    rho, clip = _ips_propensity(propensity, clip)  # checked now, not at the first evaluation
+    canonical = m.group(1) if k is None else f"{m.group(1)}@{k}"
+    return Metric(canonical, partial(func, k=k, propensity=rho, clip=clip), True)
+
+
+_IPS_RE = re.compile(r"^(ips_ndcg|ips_dcg)(?:@(\d+))?$")
 
 
 # ------------------------------------------------------------------------------------------------

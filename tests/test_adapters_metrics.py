@@ -105,3 +105,41 @@ def test_xgboost_metric_outside_xgboost_train_is_a_clear_type_error(small):
     _, y, _ = small
     with pytest.raises(TypeError, match=r"custom_metric for xgboost.train.*ndarray"):
         adapters.xgboost_metric("ndcg@10")(y, np.zeros(len(y)))
+
+
+@pytest.fixture(scope="module")
+def click_logs():
+    d = customobj.data.synthetic(40, 12, 5, seed=5, max_grade=2)
+    train = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], sessions=3, seed=1)
+    valid = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], sessions=3, seed=2)
+    return train, valid, 1.0 / np.arange(1, 11)
+
+
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+def test_early_stopping_on_a_click_only_validation_log(click_logs, library):
+    """Issue 33 item 4: the IPS click NDCG of a validation log without labels picks the round."""
+    from customobj.metrics import click_metric, ips_ndcg
+
+    train, valid, rho = click_logs
+    metric = click_metric("ips_ndcg@10", propensity=rho)
+    curves = {}
+    if library == "lightgbm":
+        dt = lgb.Dataset(train.X, train.y, group=train.group)
+        dv = lgb.Dataset(valid.X, valid.y, group=valid.group, reference=dt)
+        booster = lgb.train(dict(P, objective="lambdarank", metric="None"), dt, 40, valid_sets=[dv],
+                            valid_names=["v"], feval=adapters.lightgbm_metric(metric),
+                            callbacks=[lgb.record_evaluation(curves), lgb.early_stopping(5, verbose=False)])
+        best = booster.best_iteration
+        pred = booster.predict(valid.X, num_iteration=best)
+    else:
+        dt = xgb.DMatrix(train.X, train.y, group=train.group)
+        dv = xgb.DMatrix(valid.X, valid.y, group=valid.group)
+        booster = xgb.train({"objective": "rank:ndcg", "eta": 0.3, "nthread": 1}, dt, 40, evals=[(dv, "v")],
+                            custom_metric=adapters.xgboost_metric(metric), evals_result=curves, verbose_eval=False,
+                            callbacks=[adapters.xgboost_early_stopping(5, metric)])
+        best = booster.best_iteration + 1
+        pred = booster.predict(dv, iteration_range=(0, best))
+    curve = curves["v"][adapters.metric_key(metric)]
+    assert adapters.metric_key(metric) == "co_ips_ndcg@10"
+    assert curve[best - 1] == max(curve)  # maximised, not minimised
+    assert curve[best - 1] == pytest.approx(ips_ndcg(pred, valid.y, valid.group, 10, propensity=rho), rel=1e-6)

@@ -97,3 +97,43 @@ def test_bad_arguments(data, kwargs, exc, match):
 def test_fractional_grades_are_refused(data):
     with pytest.raises(ValueError, match="data labels"):
         simulate_clicks((data.X, data.y + 0.5, data.group), ranker=data.X[:, 0])
+
+
+@pytest.mark.parametrize("make_X, exc", [
+    (lambda X: X[:-1], ValueError),          # rows short (was an IndexError from inside)
+    (lambda X: np.vstack([X, X[:1]]), ValueError),  # rows long (was accepted silently)
+    (lambda X: None, TypeError),             # was a TypeError from inside the indexing
+    (lambda X: X[:, 0], ValueError),         # 1-D (was accepted)
+    (lambda X: X[:, :, None], ValueError),   # 3-D
+    (lambda X: X.astype(str), TypeError),
+])
+def test_features_are_checked_against_the_labels(data, make_X, exc):
+    with pytest.raises(exc, match="data X"):
+        simulate_clicks((make_X(data.X), data.y, data.group), ranker=data.X[:, 0])
+
+
+def test_data_must_be_a_triple(data):
+    for bad in (None, (data.X, data.y), "Xyg"):
+        with pytest.raises(TypeError, match="data must be"):
+            simulate_clicks(bad, ranker=data.X[:, 0])
+
+
+def test_dataframe_and_sparse_features_log_the_same_rows(data):
+    pd = pytest.importorskip("pandas")
+    sparse = pytest.importorskip("scipy.sparse")
+    ref = simulate_clicks(data, ranker=data.X[:, 0], sessions=2, seed=0)
+    frame = pd.DataFrame(data.X, columns=[f"f{j}" for j in range(data.X.shape[1])],
+                         index=np.arange(data.y.size) + 1000)  # an index that is not the row number (was a KeyError)
+    from_frame = simulate_clicks((frame, data.y, data.group), ranker=data.X[:, 0], sessions=2, seed=0)
+    assert np.array_equal(from_frame.X, ref.X) and np.array_equal(from_frame.y, ref.y)
+    from_csr = simulate_clicks((sparse.csr_matrix(data.X), data.y, data.group), ranker=data.X[:, 0], sessions=2, seed=0)
+    assert np.array_equal(from_csr.X.toarray(), ref.X)
+
+
+def test_a_model_ranks_a_plain_triple(data):
+    class Model:
+        def predict(self, X):
+            return np.asarray(X)[:, 2]
+
+    a = simulate_clicks((data.X, data.y, data.group), ranker=Model(), seed=0)  # was AttributeError (data.X)
+    assert np.array_equal(a.row, simulate_clicks(data, ranker=data.X[:, 2], seed=0).row)

@@ -1,0 +1,126 @@
+"""The boundary helpers of :mod:`customobj.metrics` (argument checks, discounts, gains, the ``empty``
+policy): one home for the graded metrics, the click metrics and :mod:`customobj.combine`."""
+from __future__ import annotations
+
+import numpy as np
+
+from customobj import _metric_kernels as K
+from customobj._click_inputs import as_position, check_clicks, check_position_groups, row_order_positions
+from customobj._validation import (
+    MAX_ROWS,
+    as_1d_float,
+    as_gain_table,
+    as_labels,
+    as_scores,
+    check_choice,
+    check_exp_gain_labels,
+    check_int,
+    check_real,
+)
+from customobj.groups import as_groups
+
+#: Default clipping of the click metrics' propensities: no click weighs more than ``1 / IPS_CLIP``.
+IPS_CLIP = 0.01
+
+_WHOLE_LIST = 2**62  # k=None: larger than any query
+_TIES = ("stable", "pessimistic")
+
+
+# ------------------------------------------------------------------------------------------------
+# boundary helpers
+# ------------------------------------------------------------------------------------------------
+def _inputs(scores, labels, group, *, integer=False):
+    s = as_scores(scores)
+    y = as_labels(labels, s.shape[0], integer=integer)
+    g = as_groups(group, s.shape[0])
+    return s, y, g
+
+
+def _k(k):
+    k = check_int(k, "k", minimum=1, maximum=MAX_ROWS, allow_none=True, hint="k=None means the whole list")
+    return _WHOLE_LIST if k is None else k
+
+
+def _ties(ties):
+    return check_choice(ties, "ties", _TIES) == "pessimistic"
+
+
+def _empty(empty):
+    if isinstance(empty, str):
+        check_choice(empty, "empty", {"exclude"})
+        return None
+    if isinstance(empty, bool) or not isinstance(empty, (int, float, np.integer, np.floating)):
+        raise TypeError(f"empty must be a number (e.g. 1.0 or 0.0) or 'exclude', got {type(empty).__name__}")
+    return check_real(empty, "empty")
+
+
+def _discounts(ptr, kind):
+    """disc[r] for rank r = 0, 1, ...: 1/log2(r+2), or MPBoost's 1 then 1/log2(r+1)."""
+    m = max(1, int(np.diff(ptr).max(initial=0)))
+    r = np.arange(m, dtype=np.float64)
+    if kind == "mpboost":
+        disc = np.ones(m)
+        disc[1:] = 1.0 / np.log2(r[1:] + 1.0)
+        return disc
+    return 1.0 / np.log2(r + 2.0)
+
+
+def _row_gains(labels, gain):
+    """Per-row gain: 2**y - 1 (labels <= EXP_GAIN_MAX_LABEL), or ``gain[y]`` for a gain table
+    indexed by integer grade."""
+    if gain is None:
+        check_exp_gain_labels(labels)
+        return np.exp2(labels) - 1.0
+    table = as_gain_table(gain, "gain")
+    if labels.size and np.any(labels != np.floor(labels)):
+        raise ValueError("labels must be integer grades when a gain table is given")
+    if labels.size and labels.max() >= table.size:
+        raise ValueError(
+            f"gain table has {table.size} entries (grades 0..{table.size - 1}) but labels reach {labels.max():g}"
+        )
+    return np.ascontiguousarray(table[labels.astype(np.int64)])
+
+
+def _reduce(values, status, empty, per_query):
+    """Apply the ``empty`` policy (a float, or None for "exclude"); return per-query values or the mean."""
+    if empty is None:
+        include = status == K.STATUS_OK
+        values[~include] = np.nan
+    else:
+        include = status != K.STATUS_EMPTY_GROUP
+        values[status != K.STATUS_OK] = empty
+    if per_query:
+        return values
+    if not np.any(include):
+        raise ValueError(
+            "no query to average over (no non-empty query, or every query was excluded by empty='exclude')"
+        )
+    return float(values[include].mean())
+
+
+def _ips_propensity(propensity, clip):
+    """The click metrics' ``propensity`` (float64, each >= 0, position 0 first) and ``clip`` (in (0, 1]), checked."""
+    rho = as_1d_float(propensity, "propensity", allow_bool=False)
+    if rho.size == 0 or np.any(rho < 0.0):
+        raise ValueError("propensity must be a non-empty array of examination propensities >= 0 (position 0 first)")
+    if isinstance(clip, bool) or not isinstance(clip, (int, float, np.integer, np.floating)):
+        raise TypeError(f"clip must be a number in (0, 1], got {type(clip).__name__}")
+    if not 0.0 < check_real(clip, "clip") <= 1.0:
+        raise ValueError(f"clip must be in (0, 1] (the smallest propensity a click is divided by), got {clip}")
+    return rho, float(clip)
+
+
+def _ips_gains(clicks, g, propensity, clip, position):
+    """Each row's click weighed by its clipped inverse propensity: ``c_i / max(rho[p(i)], clip)``."""
+    check_clicks(clicks, "clicks")
+    rho, clip = _ips_propensity(propensity, clip)
+    if position is None:
+        pos = row_order_positions(g.ptr)
+    else:
+        pos = as_position(position)
+        check_position_groups(pos, g.ptr, clicks.shape[0])
+    if pos.size and pos.max() >= rho.size:
+        row = int(np.argmax(pos))
+        raise ValueError(f"position {int(pos[row])} (row {row}) has no propensity: propensity has {rho.size} "
+                         "entries, one per display position from the top")
+    return clicks / np.maximum(rho[pos], clip)
