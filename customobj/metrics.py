@@ -238,10 +238,10 @@ def _misordered_fraction(scores, labels, group):
 # ------------------------------------------------------------------------------------------------
 # counterfactual click metrics
 # ------------------------------------------------------------------------------------------------
-def _run_ips(scores, clicks, group, k, propensity, clip, position, ties):
+def _run_ips(scores, clicks, group, k, propensity, clip, ties):
     """Per session: the click DCG@k of the scores and of the session's best order (``(values, ideal)``)."""
     s, c, g = _inputs(scores, clicks, group)
-    gains = _ips_gains(c, g, propensity, clip, position)
+    gains = _ips_gains(c, g, propensity, clip)
     disc, kk = _discounts(g.ptr, "standard"), _k(k)
     values, ideal = np.empty(g.n_groups), np.empty(g.n_groups)
     status = np.empty(g.n_groups, dtype=np.int64)
@@ -253,14 +253,15 @@ def _run_ips(scores, clicks, group, k, propensity, clip, position, ties):
 
 
 def ips_dcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional[int] = 10, *,
-            propensity: ArrayLike, clip: float = IPS_CLIP, position: Optional[ArrayLike] = None,
-            ties: str = "stable", per_query: bool = False) -> Union[float, np.ndarray]:
+            propensity: ArrayLike, clip: float = IPS_CLIP, ties: str = "stable",
+            per_query: bool = False) -> Union[float, np.ndarray]:
     """Counterfactual click DCG@k: the DCG a ranker would earn on a click log, each click weighed by
     its inverse examination propensity (Joachims, Swaminathan, Schnabel, WSDM 2017; for DCG and
     other additive metrics Agarwal, Takatsu, Zaitsev, Joachims, SIGIR 2019).
 
-    Each query group is one logged session: the rows shown, their clicks ``c_i`` (0 / 1) and display
-    positions ``p(i)`` (0 = top; default the row order). The ranker's scores re-rank the session's
+    Each query group is one logged session: the rows shown in display order (``p(i)``, 0 = top, is
+    the row within the session: the layout of ``customobj.data.read_click_log`` and
+    ``simulate_clicks``) with their clicks ``c_i`` (0 / 1). The ranker's scores re-rank the session's
     rows; a click counts at its new rank ``r(i)`` (0-based, ``D(r) = 1 / log2(2 + r)``):
 
     .. math::
@@ -303,11 +304,9 @@ def ips_dcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional[
     propensity : array of float >= 0
         Examination propensity per display position (position 0 first), given or estimated
         (``Unbiased(...).position_bias_``, ``RegressionEM(...).position_bias_``); ``np.ones(n)``
-        gives the naive click DCG. Every position of the log needs an entry.
+        gives the naive click DCG. Every position shown needs an entry.
     clip : float in (0, 1]
         ``tau``: propensities below it count as ``tau`` (default :data:`IPS_CLIP`).
-    position : array of int, optional
-        Display positions (0 = top), unique within a session; default the row order.
     ties, per_query
         As in :func:`ndcg`.
 
@@ -316,13 +315,13 @@ def ips_dcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional[
     >>> ips_dcg([0.0, 1.0, 2.0], [0, 0, 1], [3], propensity=[1.0, 0.5, 0.25])  # the click moves to the top
     4.0
     """
-    values, _, status = _run_ips(scores, clicks, group, k, propensity, clip, position, ties)
+    values, _, status = _run_ips(scores, clicks, group, k, propensity, clip, ties)
     return _reduce(values, status, 0.0, per_query)
 
 
 def ips_ndcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional[int] = 10, *,
-             propensity: ArrayLike, clip: float = IPS_CLIP, position: Optional[ArrayLike] = None,
-             ties: str = "stable", per_query: bool = False) -> Union[float, np.ndarray]:
+             propensity: ArrayLike, clip: float = IPS_CLIP, ties: str = "stable",
+             per_query: bool = False) -> Union[float, np.ndarray]:
     """Counterfactual click NDCG@k: the sessions' :func:`ips_dcg` summed, over the same sum for the
     best order of every session (its weighed clicks sorted by weight).
 
@@ -345,7 +344,7 @@ def ips_ndcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional
     >>> ips_ndcg([0.0, 1.0, 2.0], [1, 0, 1], [3], propensity=[1.0, 0.5, 0.25])  # doctest: +ELLIPSIS
     0.9...
     """
-    values, ideal, status = _run_ips(scores, clicks, group, k, propensity, clip, position, ties)
+    values, ideal, status = _run_ips(scores, clicks, group, k, propensity, clip, ties)
     sessions = status != K.STATUS_EMPTY_GROUP
     scale = ideal[sessions].mean() if np.any(sessions) else 0.0
     if scale <= 0.0:
@@ -356,8 +355,7 @@ def ips_ndcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional
 def click_metric(name: str, *, propensity: ArrayLike, clip: float = IPS_CLIP) -> "Metric":
     """A click metric as a :class:`Metric` for the adapters' ``lightgbm_metric`` / ``xgboost_metric``
     (early stopping on a click-only validation log): ``"ips_ndcg@K"``, ``"ips_dcg@K"`` (no ``@K``:
-    the whole session). Positions are the row order of each session (the layout of
-    ``customobj.data.read_click_log`` and ``simulate_clicks``).
+    the whole session). Rows in display order, as :func:`ips_dcg` reads them.
 
     Examples
     --------
