@@ -96,9 +96,10 @@ class TrainState:
         self.scores = np.zeros(shape, dtype=np.float64)  # float64 copy of the library's scores
 
 
-def prepare_state(objective, labels, ptr, weight, *, library, group_hint, out_dtype, out_order="C"):
+def prepare_state(objective, labels, ptr, weight, *, library, group_hint, out_dtype, out_order="C", position=None):
     """Validate and prepare one training set; ``labels`` come from :func:`as_label_array` (converted
-    once, by the adapter that read them), ``ptr`` is None when the data has no query groups."""
+    once, by the adapter that read them), ``ptr`` is None when the data has no query groups,
+    ``position`` the rows' display positions (LightGBM's ``position`` field) or None."""
     name = type(objective).__name__
     if ptr is None and objective.needs_group:
         raise ValueError(
@@ -106,7 +107,7 @@ def prepare_state(objective, labels, ptr, weight, *, library, group_hint, out_dt
             f"groups: {group_hint}"
         )
     groups = Groups.from_ptr(ptr, labels.shape[0]) if ptr is not None else None
-    prep = objective.prepare(labels, groups, weight)
+    prep = objective.prepare(labels, groups, weight, position=position)
     k = known_outputs(objective, library)
     shape = (prep.n_rows,) if k == 1 else (prep.n_rows, k)
     return TrainState(prep, shape, out_dtype, out_order)

@@ -36,7 +36,6 @@ import functools
 import weakref
 import numpy as np
 
-from customobj.clicks import attach_position
 from customobj.groups import as_groups
 from customobj.objectives.base import Objective
 
@@ -82,12 +81,13 @@ def _check_preds(objective, preds):
     return preds
 
 
-def _new_state(objective, labels, ptr, weight):
-    """``labels``: the array :func:`as_label_array` made (labels are converted once, by the caller)."""
+def _new_state(objective, labels, ptr, weight, position=None):
+    """``labels``: the array :func:`as_label_array` made (labels are converted once, by the caller);
+    ``position``: the Dataset's position field (LightGBM's position ids), or None."""
     w = rows_weight(weight, ptr, labels.shape[0])
     return prepare_state(
         objective, labels, ptr, w, library="LightGBM", group_hint=_GROUP_HINT,
-        out_dtype=np.float32, out_order="F",
+        out_dtype=np.float32, out_order="F", position=position,
     )
 
 
@@ -156,9 +156,10 @@ class LightGBMObjective(AdapterObjective):
         fields = lightgbm_fields(dataset)
         state = self._states.get(dataset)
         if state is None or not state.stamp.matches(fields):
-            state = _new_state(self.objective, as_label_array(fields[0]), _dataset_ptr(dataset), fields[1])
-            # Unbiased reads the position field (LightGBM keeps ids by first appearance: docs/clicks.md)
-            attach_position(self.objective, state.prep, getattr(dataset, "get_position", lambda: None)())
+            # the position field travels with the prepared data (click debiasing reads it; LightGBM keeps
+            # its ids by first appearance: docs/clicks.md)
+            position = getattr(dataset, "get_position", lambda: None)()
+            state = _new_state(self.objective, as_label_array(fields[0]), _dataset_ptr(dataset), fields[1], position)
             state.stamp = Stamp(fields, by="identity")  # arrays owned by the Dataset: no leak
             self._states[dataset] = state
         return state

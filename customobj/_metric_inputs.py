@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from customobj import _metric_kernels as K
-from customobj._click_inputs import as_position, check_clicks, check_position_groups, row_order_positions
 from customobj._validation import (
     MAX_ROWS,
     as_1d_float,
@@ -110,17 +109,16 @@ def _ips_propensity(propensity, clip):
     return rho, float(clip)
 
 
-def _ips_gains(clicks, g, propensity, clip, position):
-    """Each row's click weighed by its clipped inverse propensity: ``c_i / max(rho[p(i)], clip)``."""
-    check_clicks(clicks, "clicks")
+def _ips_gains(clicks, g, propensity, clip):
+    """Each row's click weighed by its clipped inverse propensity, ``c_i / max(rho[p(i)], clip)``, the
+    position ``p(i)`` its row within its session (rows in display order)."""
+    bad = np.flatnonzero((clicks != 0.0) & (clicks != 1.0))
+    if bad.size:
+        raise ValueError(f"clicks must be 0 or 1; found {clicks[bad[0]]} at row {int(bad[0])}")
     rho, clip = _ips_propensity(propensity, clip)
-    if position is None:
-        pos = row_order_positions(g.ptr)
-    else:
-        pos = as_position(position)
-        check_position_groups(pos, g.ptr, clicks.shape[0])
-    if pos.size and pos.max() >= rho.size:
-        row = int(np.argmax(pos))
-        raise ValueError(f"position {int(pos[row])} (row {row}) has no propensity: propensity has {rho.size} "
-                         "entries, one per display position from the top")
-    return clicks / np.maximum(rho[pos], clip)
+    sizes = g.sizes
+    if sizes.size and sizes.max() > rho.size:
+        raise ValueError(f"a session shows {int(sizes.max())} rows but propensity has {rho.size} entries: give one "
+                         "per display position shown")
+    position = np.arange(g.n_rows) - np.repeat(g.ptr[:-1], sizes)  # rows are in display order
+    return clicks / np.maximum(rho[position], clip)

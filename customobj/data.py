@@ -360,6 +360,6 @@ def synthetic(n_queries: int = 200, docs_per_query: float = 40, n_features: int 
 
 
 # Click logs simulated from graded data live in their own module; re-exported here, next to the loaders.
-from .click_simulation import simulate_clicks  # noqa: E402
+from .clicks.simulation import simulate_clicks  # noqa: E402
 
 __all__ += ["simulate_clicks"]

@@ -238,25 +238,30 @@ def _misordered_fraction(scores, labels, group):
 # ------------------------------------------------------------------------------------------------
 # counterfactual click metrics
 # ------------------------------------------------------------------------------------------------
-def _run_ips(scores, clicks, group, k, propensity, clip, position, ties, normalize):
+def _run_ips(scores, clicks, group, k, propensity, clip, ties):
+    """Per session: the click DCG@k of the scores and of the session's best order (``(values, ideal)``)."""
     s, c, g = _inputs(scores, clicks, group)
-    gains = _ips_gains(c, g, propensity, clip, position)
-    values = np.empty(g.n_groups)
+    gains = _ips_gains(c, g, propensity, clip)
+    disc, kk = _discounts(g.ptr, "standard"), _k(k)
+    values, ideal = np.empty(g.n_groups), np.empty(g.n_groups)
     status = np.empty(g.n_groups, dtype=np.int64)
-    # The click DCG is a DCG whose gains are the weighed clicks: the metrics' own kernel, ties on the gains.
-    K.dcg_all(s, gains, gains, g.ptr, _discounts(g.ptr, "standard"), _k(k), _ties(ties), normalize, values, status)
-    return values, status
+    # A click DCG is a DCG whose gains are the weighed clicks: the metrics' own kernel, ties on the gains;
+    # ranked by the gains themselves it is the best order's.
+    K.dcg_all(s, gains, gains, g.ptr, disc, kk, _ties(ties), False, values, status)
+    K.dcg_all(gains, gains, gains, g.ptr, disc, kk, False, False, ideal, status)
+    return values, ideal, status
 
 
 def ips_dcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional[int] = 10, *,
-            propensity: ArrayLike, clip: float = IPS_CLIP, position: Optional[ArrayLike] = None,
-            ties: str = "stable", per_query: bool = False) -> Union[float, np.ndarray]:
+            propensity: ArrayLike, clip: float = IPS_CLIP, ties: str = "stable",
+            per_query: bool = False) -> Union[float, np.ndarray]:
     """Counterfactual click DCG@k: the DCG a ranker would earn on a click log, each click weighed by
     its inverse examination propensity (Joachims, Swaminathan, Schnabel, WSDM 2017; for DCG and
     other additive metrics Agarwal, Takatsu, Zaitsev, Joachims, SIGIR 2019).
 
-    Each query group is one logged session: the rows shown, their clicks ``c_i`` (0 / 1) and display
-    positions ``p(i)`` (0 = top; default the row order). The ranker's scores re-rank the session's
+    Each query group is one logged session: the rows shown in display order (``p(i)``, 0 = top, is
+    the row within the session: the layout of ``customobj.data.read_click_log`` and
+    ``simulate_clicks``) with their clicks ``c_i`` (0 / 1). The ranker's scores re-rank the session's
     rows; a click counts at its new rank ``r(i)`` (0-based, ``D(r) = 1 / log2(2 + r)``):
 
     .. math::
@@ -299,11 +304,9 @@ def ips_dcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional[
     propensity : array of float >= 0
         Examination propensity per display position (position 0 first), given or estimated
         (``Unbiased(...).position_bias_``, ``RegressionEM(...).position_bias_``); ``np.ones(n)``
-        gives the naive click DCG. Every position of the log needs an entry.
+        gives the naive click DCG. Every position shown needs an entry.
     clip : float in (0, 1]
         ``tau``: propensities below it count as ``tau`` (default :data:`IPS_CLIP`).
-    position : array of int, optional
-        Display positions (0 = top), unique within a session; default the row order.
     ties, per_query
         As in :func:`ndcg`.
 
@@ -312,43 +315,47 @@ def ips_dcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional[
     >>> ips_dcg([0.0, 1.0, 2.0], [0, 0, 1], [3], propensity=[1.0, 0.5, 0.25])  # the click moves to the top
     4.0
     """
-    values, status = _run_ips(scores, clicks, group, k, propensity, clip, position, ties, False)
+    values, _, status = _run_ips(scores, clicks, group, k, propensity, clip, ties)
     return _reduce(values, status, 0.0, per_query)
 
 
 def ips_ndcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional[int] = 10, *,
-             propensity: ArrayLike, clip: float = IPS_CLIP, position: Optional[ArrayLike] = None,
-             empty: Union[float, str] = "exclude", ties: str = "stable",
+             propensity: ArrayLike, clip: float = IPS_CLIP, ties: str = "stable",
              per_query: bool = False) -> Union[float, np.ndarray]:
-    """Counterfactual click NDCG@k: :func:`ips_dcg` of each session divided by the largest value any
-    order of its rows reaches (its weighed clicks sorted by weight), averaged over sessions.
+    """Counterfactual click NDCG@k: the sessions' :func:`ips_dcg` summed, over the same sum for the
+    best order of every session (its weighed clicks sorted by weight).
 
     .. math::
 
-        \\widehat{\\mathrm{NDCG}}@k = \\widehat{\\mathrm{DCG}}@k \\,/\\,
-            \\max_\\pi \\widehat{\\mathrm{DCG}}_\\pi@k
+        \\widehat{\\mathrm{NDCG}}@k = \\frac{\\sum_s \\widehat{\\mathrm{DCG}}_s@k}
+            {\\sum_s \\max_\\pi \\widehat{\\mathrm{DCG}}_{s, \\pi}@k}
 
-    In ``[0, 1]`` per session, so every session weighs the same. A ratio of two estimates, it is not
-    unbiased (the bias and variance of :func:`ips_dcg` carry over to both terms); use it to compare
-    rankers on the same log. A session without a click has nothing to normalise by: ``empty``
-    (default ``"exclude"``: it says nothing about the order; a number scores it so).
-    Arguments as in :func:`ips_dcg`.
+    In ``[0, 1]``; the denominator does not depend on the ranker, so it orders rankers as
+    :func:`ips_dcg` does and keeps its bias and variance (up to that scale, itself estimated from
+    the log). Why not one ratio per session, as NDCG normalises per query: a session's single click
+    would then count ``D(r) / D(0)`` whatever its propensity, and the debiasing would vanish (on
+    MQ2008 with simulated clicks, ``benchmarks/click_metrics.py``, the per-session ratio ordered 16
+    models hardly better than the naive click metric). ``per_query=True`` gives each session's
+    ``ips_dcg`` over the mean denominator (their mean is the metric). Arguments as in :func:`ips_dcg`;
+    a log without any click is a ``ValueError``.
 
     Examples
     --------
     >>> ips_ndcg([0.0, 1.0, 2.0], [1, 0, 1], [3], propensity=[1.0, 0.5, 0.25])  # doctest: +ELLIPSIS
     0.9...
     """
-    e = _empty(empty)
-    values, status = _run_ips(scores, clicks, group, k, propensity, clip, position, ties, True)
-    return _reduce(values, status, e, per_query)
+    values, ideal, status = _run_ips(scores, clicks, group, k, propensity, clip, ties)
+    sessions = status != K.STATUS_EMPTY_GROUP
+    scale = ideal[sessions].mean() if np.any(sessions) else 0.0
+    if scale <= 0.0:
+        raise ValueError("clicks: the log has no click, so no ranker can be told from another (ips_ndcg)")
+    return _reduce(values / scale, status, 0.0, per_query)
 
 
 def click_metric(name: str, *, propensity: ArrayLike, clip: float = IPS_CLIP) -> "Metric":
     """A click metric as a :class:`Metric` for the adapters' ``lightgbm_metric`` / ``xgboost_metric``
     (early stopping on a click-only validation log): ``"ips_ndcg@K"``, ``"ips_dcg@K"`` (no ``@K``:
-    the whole session). Positions are the row order of each session (the layout of
-    ``customobj.data.read_click_log`` and ``simulate_clicks``).
+    the whole session). Rows in display order, as :func:`ips_dcg` reads them.
 
     Examples
     --------

@@ -1,5 +1,5 @@
 """The package entry points: customobj/__init__.py, customobj/objectives/__init__.py,
-customobj/compare/__init__.py, customobj/ole/__init__.py and adapters/__init__.py (installed as
+customobj/compare/__init__.py, customobj/clicks/__init__.py, customobj/ole/__init__.py and adapters/__init__.py (installed as
 customobj.adapters). Every name in ``__all__`` resolves to the object of its home module;
 ``import customobj`` and ``import customobj.ole`` stay light (TreeBooster, and scikit-learn with it,
 load on first use); ``import customobj.adapters`` sets the
@@ -13,13 +13,15 @@ import pytest
 
 import customobj
 import customobj.adapters
+import customobj.clicks
 import customobj.compare
 import customobj.objectives
 from customobj.compare import methods
 from customobj.objectives import Objective, Prepared
 
 
-@pytest.mark.parametrize("package", [customobj, customobj.objectives, customobj.compare, customobj.adapters],
+@pytest.mark.parametrize("package", [customobj, customobj.objectives, customobj.compare, customobj.adapters,
+                                     customobj.clicks],
                          ids=lambda p: p.__name__)
 def test_every_public_name_resolves_once(package):
     assert len(package.__all__) == len(set(package.__all__))
@@ -37,6 +39,18 @@ def test_objectives_are_objective_classes_reexported_by_customobj():
 def test_compare_reexports_the_method_parser():
     for name in customobj.compare.__all__:
         assert getattr(customobj.compare, name) is getattr(methods, name)
+
+
+def test_clicks_package_holds_the_click_names_once():
+    from customobj.clicks import regression_em, simulation, unbiased
+
+    assert customobj.clicks.Unbiased is unbiased.Unbiased is customobj.Unbiased
+    assert customobj.clicks.RegressionEM is regression_em.RegressionEM is customobj.RegressionEM
+    assert customobj.clicks.simulate_clicks is simulation.simulate_clicks is customobj.data.simulate_clicks
+    # the click models are named in one place: compare's --clicks parser reads the same table
+    from customobj.compare import clicks as compare_clicks
+
+    assert compare_clicks.CLICK_MODELS is customobj.clicks.CLICK_MODELS == {"pbm": 0, "cascade": 1}
 
 
 def test_tree_booster_is_listed_and_loaded_on_first_use():

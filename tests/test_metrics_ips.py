@@ -10,21 +10,19 @@ import customobj
 from customobj.metrics import IPS_CLIP, Metric, click_metric, dcg, ips_dcg, ips_ndcg
 
 
-def _slow(scores, clicks, sizes, k, rho, clip, position, normalize):
-    """Per session: the weighed clicks' DCG@k by the scores (stable), over their best order's."""
-    out, lo = [], 0
+def _slow(scores, clicks, sizes, k, rho, clip, normalize):
+    """Per session: the weighed clicks' DCG@k by the scores (stable); normalised, over the mean of the
+    sessions' best DCG@k."""
+    out, best, lo = [], [], 0
     for n in sizes:
-        s, c, p = scores[lo:lo + n], clicks[lo:lo + n], position[lo:lo + n]
-        w = [c[i] / max(rho[p[i]], clip) for i in range(n)]
+        s, c = scores[lo:lo + n], clicks[lo:lo + n]
+        w = [c[i] / max(rho[i], clip) for i in range(n)]  # row i of a session is shown at position i
         order = sorted(range(n), key=lambda i: -s[i])  # Python's sort is stable
         top = min(k, n)
-        value = sum(w[order[r]] / math.log2(r + 2) for r in range(top))
-        if normalize:
-            ideal = sum(v / math.log2(r + 2) for r, v in enumerate(sorted(w, reverse=True)[:top]))
-            value = value / ideal if ideal > 0 else float("nan")
-        out.append(value)
+        out.append(sum(w[order[r]] / math.log2(r + 2) for r in range(top)))
+        best.append(sum(v / math.log2(r + 2) for r, v in enumerate(sorted(w, reverse=True)[:top])))
         lo += n
-    return np.array(out)
+    return np.array(out) / (np.mean(best) if normalize else 1.0)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -34,18 +32,14 @@ def test_against_a_slow_reference(seed):
     n = int(sizes.sum())
     scores = rng.integers(0, 4, size=n).astype(float)  # ties on purpose
     clicks = (rng.random(n) < 0.3).astype(float)
-    position = np.concatenate([rng.permutation(m) for m in sizes])
     rho = rng.uniform(0.0, 1.0, size=9)
     rho[3] = 0.0  # an unreached position: clipping keeps it finite
     clip, k = [0.05, 0.3, 1.0][seed % 3], [1, 3, 10, 100][seed]
     for normalize, fn in ((False, ips_dcg), (True, ips_ndcg)):
-        got = fn(scores, clicks, sizes, k, propensity=rho, clip=clip, position=position, per_query=True)
-        np.testing.assert_allclose(got, _slow(scores, clicks, sizes, k, rho, clip, position, normalize),
-                                   rtol=1e-12, equal_nan=True)
-    # default positions: the row order within each session
-    row_order = np.concatenate([np.arange(m) for m in sizes])
-    np.testing.assert_allclose(ips_dcg(scores, clicks, sizes, k, propensity=rho, clip=clip, per_query=True),
-                               _slow(scores, clicks, sizes, k, rho, clip, row_order, False), rtol=1e-12)
+        got = fn(scores, clicks, sizes, k, propensity=rho, clip=clip, per_query=True)
+        want = _slow(scores, clicks, sizes, k, rho, clip, normalize)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        assert fn(scores, clicks, sizes, k, propensity=rho, clip=clip) == pytest.approx(want.mean())
 
 
 def test_hand_computed_and_the_naive_metric():
@@ -60,14 +54,25 @@ def test_hand_computed_and_the_naive_metric():
     assert ips_dcg([0.0, 1.0], [0, 1], [2], propensity=[1.0, 0.001]) == pytest.approx(1.0 / IPS_CLIP)
 
 
-def test_sessions_without_a_click():
+def test_sessions_without_a_click_count_zero_and_a_log_without_any_is_refused():
     s, c, g = [1.0, 0.0, 1.0, 0.0], [0, 0, 1, 0], [2, 2]
     assert ips_dcg(s, c, g, propensity=[1, 1], per_query=True).tolist() == [0.0, 1.0]
-    assert np.isnan(ips_ndcg(s, c, g, propensity=[1, 1], per_query=True)[0])  # excluded by default
+    assert ips_ndcg(s, c, g, propensity=[1, 1], per_query=True).tolist() == [0.0, 2.0]  # over the mean best, 0.5
     assert ips_ndcg(s, c, g, propensity=[1, 1]) == 1.0
-    assert ips_ndcg(s, c, g, propensity=[1, 1], empty=0.0) == 0.5
-    with pytest.raises(ValueError, match="no query to average"):
+    with pytest.raises(ValueError, match="no click"):
         ips_ndcg(s, [0, 0, 0, 0], g, propensity=[1, 1])
+
+
+def test_the_normalisation_keeps_the_propensities():
+    """One click per session: a per-session ratio would score both sessions D(r) / D(0) whatever
+    their propensities (the debiasing gone); normalised over the log, the rarely seen click weighs more."""
+    s, c, g = [0.0, 1.0, 1.0, 0.0], [1, 0, 0, 1], [2, 2]  # clicks at position 0, then at position 1
+    a = ips_ndcg(s, c, g, propensity=[1.0, 0.1], per_query=True)
+    assert a[1] == pytest.approx(10 * a[0])  # the click seen by one user in ten counts ten times
+    top_first, rare_first = [1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0]  # the two rankers' scores
+    assert ips_ndcg(top_first, c, g, propensity=[1.0, 0.1]) < ips_ndcg(rare_first, c, g, propensity=[1.0, 0.1])
+    assert ips_ndcg(top_first, c, g, propensity=[1.0, 1.0]) == \
+        ips_ndcg(rare_first, c, g, propensity=[1.0, 1.0])  # naive: a tie
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +104,7 @@ def test_clipping_biases_down_by_rho_over_tau(pbm_log):
     log, rho, table, scores = pbm_log
     tau = 0.3  # binds at positions 3.. (rho = 1/4, 1/5, ...)
     gain = np.asarray(table)[log.true_label.astype(int)] * rho[log.position] / np.maximum(rho[log.position], tau)
-    expected = _slow(scores, gain, log.group, 5, np.ones(10), 1.0, log.position, False)  # gains as weights
+    expected = _slow(scores, gain, log.group, 5, np.ones(10), 1.0, False)  # gains as weights
     clipped = ips_dcg(scores, log.y, log.group, 5, propensity=rho, clip=tau, per_query=True)
     assert abs(_z(clipped, expected)) < 4.0
     assert clipped.mean() < ips_dcg(scores, log.y, log.group, 5, propensity=rho)
@@ -118,13 +123,11 @@ def test_click_metric_is_a_metric_with_its_arguments():
     (lambda: ips_dcg([0, 1], [0, 1], [2], propensity=[]), ValueError, "propensity"),
     (lambda: ips_dcg([0, 1], [0, 1], [2], propensity=[1, np.nan]), ValueError, "propensity"),
     (lambda: ips_dcg([0, 1], [0, 1], [2], propensity=[True, True]), TypeError, "propensity"),
-    (lambda: ips_dcg([0, 1], [0, 1], [2], propensity=[1]), ValueError, "position 1 .*no propensity"),
+    (lambda: ips_dcg([0, 1], [0, 1], [2], propensity=[1]), ValueError, "shows 2 rows but propensity has 1"),
     (lambda: ips_dcg([0, 1], [0, 1], [2], propensity=[1, 1], clip=0.0), ValueError, "clip"),
     (lambda: ips_dcg([0, 1], [0, 1], [2], propensity=[1, 1], clip=1.5), ValueError, "clip"),
     (lambda: ips_dcg([0, 1], [0, 1], [2], propensity=[1, 1], clip=True), TypeError, "clip"),
-    (lambda: ips_dcg([0, 1], [0, 1], [2], propensity=[1, 1], position=[0, 0]), ValueError, "position"),
-    (lambda: ips_dcg([0, 1], [0, 1], [2], propensity=[1, 1], position=[0]), ValueError, "position"),
-    (lambda: ips_ndcg([0, 1], [0, 1], [2], propensity=[1, 1], empty="zero"), ValueError, "empty"),
+    (lambda: ips_dcg([0, 1], [0, 1], [3], propensity=[1, 1]), ValueError, "group"),
     (lambda: click_metric("ips_err@3", propensity=[1]), ValueError, "unknown click metric"),
     (lambda: click_metric("ips_ndcg@0", propensity=[1]), ValueError, "cut-off"),
     (lambda: click_metric(3, propensity=[1]), TypeError, "name"),

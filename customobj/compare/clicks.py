@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._cli_errors import UsageError
+from ..clicks.simulation import CLICK_MODELS
 
 __all__ = ["ClickSpec", "parse_clicks", "click_folds", "build_unbiased", "build_regression_em", "CLICK_TARGETS",
            "CLICK_TRAINERS", "EM_BACKENDS", "WEAK_SHARE", "WEAK_ROUNDS"]
@@ -37,7 +38,6 @@ CLICK_TRAINERS = ("RegressionEM",)
 EM_BACKENDS = {"lgb": "lightgbm", "xgb": "xgboost"}
 #: RegressionEM options a method name may set; the number of trees comes from ``--rounds``.
 _EM_OPTIONS = ("n_iter", "min_child_samples")
-_MODELS = ("pbm", "cascade")
 _OPTIONS = {"eta": float, "sessions": int, "shown": int}
 
 
@@ -64,8 +64,8 @@ def parse_clicks(text: str) -> ClickSpec:
     """
     model, _, rest = text.strip().partition(":")
     model = model.strip()
-    if model not in _MODELS:
-        raise UsageError(f"--clicks: the click model must be one of {', '.join(_MODELS)}, got {model!r}")
+    if model not in CLICK_MODELS:
+        raise UsageError(f"--clicks: the click model must be one of {', '.join(CLICK_MODELS)}, got {model!r}")
     values = {}
     for item in filter(None, (t.strip() for t in rest.split(","))):
         key, eq, value = (t.strip() for t in item.partition("="))
@@ -140,7 +140,7 @@ def build_regression_em(backend: str, kwargs: dict, *, rounds: int, num_leaves: 
     ('lightgbm', 4, 3)
     """
     from .._validation import check_int
-    from ..regression_em import MAX_ITER, RegressionEM
+    from ..clicks.regression_em import MAX_ITER, RegressionEM
 
     if backend not in EM_BACKENDS:
         raise ValueError(f"RegressionEM trains with {' or '.join(b + ':' for b in EM_BACKENDS)}, not {backend}:")

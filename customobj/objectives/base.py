@@ -96,12 +96,15 @@ class Objective:
 
     # --- preparation -----------------------------------------------------------------------------
     def prepare(self, labels: npt.ArrayLike, group: "GroupLike | None" = None,
-                weight: "npt.ArrayLike | None" = None) -> Prepared:
-        """Validate and convert the data once; returns a :class:`Prepared` for the ``*_prepared`` calls."""
+                weight: "npt.ArrayLike | None" = None, *, position: "npt.ArrayLike | None" = None) -> Prepared:
+        """Validate and convert the data once; returns a :class:`Prepared` for the ``*_prepared`` calls.
+
+        ``position``: each row's display position (0 = top), for the objectives that read it (click
+        debiasing, :class:`customobj.clicks.Unbiased`); the others ignore it."""
         if group is None and self.needs_group:
             raise ValueError(f"{type(self).__name__} is a ranking objective and needs group= (query sizes)")
         labels = self._convert_labels(as_1d_float(labels, "labels"))
-        prep = Prepared.build(labels, group, weight, integer_labels=self.integer_labels)
+        prep = Prepared.build(labels, group, weight, integer_labels=self.integer_labels, position=position)
         prep.state_for(self)  # runs check_prepared and builds the label-only state now, not in round 1
         return prep
 

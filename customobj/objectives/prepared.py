@@ -35,14 +35,20 @@ class Prepared:
     (``check_prepared``) the first time it sees a ``Prepared``, which records the objectives whose
     checks passed (:attr:`checked`), so a ``Prepared`` built by a lenient objective cannot carry
     labels past a strict one. States are cached per objective.
+
+    ``position`` (each row's display position, 0 = top, or None) travels beside the weights and
+    groups for the objectives that read it (:class:`customobj.clicks.Unbiased`, which checks it
+    once, when it builds its state); the others ignore it.
     """
 
-    __slots__ = ("labels", "groups", "weight", "_states", "_checked", "device_data")
+    __slots__ = ("labels", "groups", "weight", "position", "_states", "_checked", "device_data")
 
-    def __init__(self, labels: np.ndarray, groups: "Groups | None", weight: "np.ndarray | None") -> None:
+    def __init__(self, labels: np.ndarray, groups: "Groups | None", weight: "np.ndarray | None",
+                 position: "np.ndarray | None" = None) -> None:
         self.labels = labels
         self.groups = groups
         self.weight = weight
+        self.position = position
         self._states: dict[tuple, Any] = {}
         self._checked: list[str] = []
         self.device_data: object = None  # its copies in GPU memory (objectives.devices.DeviceData), on first use
@@ -72,8 +78,8 @@ class Prepared:
 
     @classmethod
     def build(cls, labels: npt.ArrayLike, group: "GroupLike | None", weight: "npt.ArrayLike | None" = None, *,
-              integer_labels: bool = False) -> "Prepared":
+              integer_labels: bool = False, position: "npt.ArrayLike | None" = None) -> "Prepared":
         y = as_labels(labels, integer=integer_labels)
         g = as_groups(group, y.shape[0]) if group is not None else Groups.from_sizes([y.shape[0]])
         w = as_weight(weight, y.shape[0])
-        return cls(y, g, w)
+        return cls(y, g, w, None if position is None else np.asarray(position))

@@ -2,7 +2,7 @@
 Ai, Bi, Luo, Guo, Croft, SIGIR 2018, sec. 5.1): a production ranker orders each query, the top
 ``shown`` rows are displayed, and simulated users click by a position-based or a cascade model.
 
-Re-exported as :func:`customobj.data.simulate_clicks`.
+Re-exported as :func:`customobj.data.simulate_clicks` and :func:`customobj.clicks.simulate_clicks`.
 """
 from __future__ import annotations
 
@@ -10,15 +10,16 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from ._click_inputs import row_order_positions
-from ._validation import _to_numpy, as_1d_float, as_labels, check_choice, check_int, check_nonnegative
-from .groups import as_groups
+from ._inputs import row_order_positions
+from .._validation import _to_numpy, as_1d_float, as_labels, check_choice, check_int, check_nonnegative
+from ..groups import as_groups
 
-__all__ = ["ClickLog", "simulate_clicks", "PBM", "CASCADE"]
+__all__ = ["ClickLog", "simulate_clicks", "CLICK_MODELS", "PBM", "CASCADE"]
 
 #: The click models, as codes once the option is read (nothing below compares strings).
 PBM, CASCADE = 0, 1
-_MODELS = {"pbm": PBM, "cascade": CASCADE}
+#: The click models' names (``click_model``, ``customobj compare --clicks``) -> their codes: the one list.
+CLICK_MODELS = {"pbm": PBM, "cascade": CASCADE}
 #: Largest click log simulated at once (rows = shown rows x sessions): about 1 GB of indices and draws.
 MAX_LOG_ROWS = 50_000_000
 
@@ -124,7 +125,7 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
     groups = as_groups(group, n, name="data group")
     X = _features(X_in, n)
     scores = _ranker_scores(ranker, X_in, n)
-    model = _MODELS[check_choice(click_model, "click_model", set(_MODELS))]
+    model = CLICK_MODELS[check_choice(click_model, "click_model", set(CLICK_MODELS))]
     eta = check_nonnegative(eta, "eta")
     table = _click_table(click_prob)
     shown = check_int(shown, "shown", minimum=1)
@@ -139,7 +140,7 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
     per_query = np.bincount(qid[shown_rows], minlength=groups.n_groups)
     if shown_rows.size * sessions > MAX_LOG_ROWS:
         raise ValueError(f"sessions={sessions} would log {shown_rows.size * sessions:,} rows, more than "
-                         f"customobj.click_simulation.MAX_LOG_ROWS = {MAX_LOG_ROWS:,}; use fewer sessions or shown")
+                         f"customobj.clicks.simulation.MAX_LOG_ROWS = {MAX_LOG_ROWS:,}; use fewer sessions or shown")
     # Sessions of one query follow each other: row block of query q repeated `sessions` times.
     starts = np.concatenate(([0], np.cumsum(per_query)))
     rows = np.concatenate([np.tile(shown_rows[starts[q]:starts[q + 1]], sessions)

@@ -2,7 +2,7 @@
 
 Debiasing divides each pair by the propensities of its rows' positions, so it needs the pairs one
 by one: ``(i, j, lam, hess, cost, est)`` before pair weights and normalisation (see
-``_click_kernels``). Pairwise losses give them from their pair lists and ``pair_terms``;
+``customobj.clicks._kernels``). Pairwise losses give them from their pair lists and ``pair_terms``;
 LambdaRank from its couplings on the unweighted data (``lambdarank_pair_terms``).
 """
 from __future__ import annotations
@@ -11,14 +11,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _click_kernels as CK
-from .objectives._arrays import kernel_weights
-from .objectives._parity import CONVENTIONS
-from .objectives._pointwise_kernels import squared_error_grad_hess, squared_error_loss
-from .objectives.base import Objective
-from .objectives.composite import Scaled, Sum
-from .objectives.listwise import LambdaRank
-from .objectives.pairwise import _EXPLICIT_SPEC, PreferencePairs, QBRank, _LabelPairLoss
+from . import _kernels as CK
+from ..objectives._arrays import kernel_weights
+from ..objectives._parity import CONVENTIONS
+from ..objectives._pointwise_kernels import squared_error_grad_hess, squared_error_loss
+from ..objectives.base import Objective
+from ..objectives.composite import Scaled, Sum
+from ..objectives.listwise import LambdaRank
+from ..objectives.pairwise import _EXPLICIT_SPEC, PreferencePairs, QBRank, _LabelPairLoss
 
 __all__ = ["PairTerms", "leaf_parts", "pair_terms_of"]
 

@@ -1,4 +1,4 @@
-"""Tests of customobj/regression_em.py: the E-step against Bayes' rule, the propensities it
+"""Tests of customobj/clicks/regression_em.py: the E-step against Bayes' rule, the propensities it
 recovers from simulated position-based clicks, both libraries, and checked arguments."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import customobj
-from customobj.regression_em import RegressionEM, e_step
+from customobj.clicks.regression_em import RegressionEM, e_step
 
 
 def test_e_step_is_bayes_rule():

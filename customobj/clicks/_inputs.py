@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import _to_numpy
+from .._validation import _to_numpy
 
 __all__ = ["MAX_POSITION", "DEFAULT_POSITIONS", "as_position", "as_propensity", "check_clicks",
            "check_position_groups", "row_order_positions"]
@@ -45,7 +45,7 @@ def as_position(position: Any, name: str = "position") -> np.ndarray:
         raise ValueError(f"{name} must be >= 0 (0 = top of the page); found {arr[row]} at row {row}")
     if arr.size and arr.max() >= MAX_POSITION:
         row = int(np.argmax(arr))
-        raise ValueError(f"{name} must be < {MAX_POSITION} (customobj._click_inputs.MAX_POSITION); "
+        raise ValueError(f"{name} must be < {MAX_POSITION} (customobj.clicks._inputs.MAX_POSITION); "
                          f"found {arr[row]} at row {row}")
     out = np.ascontiguousarray(arr, dtype=np.int64)
     out.setflags(write=False)

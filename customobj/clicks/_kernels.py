@@ -12,7 +12,7 @@ into ``li`` / ``lj``.
 import numpy as np
 from numba import njit
 
-from .objectives._pairwise_kernels import pair_terms
+from ..objectives._pairwise_kernels import pair_terms
 
 #: Propensities below this are treated as "do not debias" (XGBoost's ``Eps64()``): dividing by
 #: them would blow a pair up beyond any meaningful weight.

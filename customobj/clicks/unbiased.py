@@ -3,23 +3,23 @@
 Hu, Wang, Peng, Li, "Unbiased LambdaMART: An Unbiased Pairwise Learning-to-Rank Algorithm", WWW 2019,
 sec. 4-5, as XGBoost >= 2.0 implements it (``lambdarank_unbiased``, ``lambdarank_bias_norm``;
 ``src/objective/lambdarank_obj.{h,cc}``). Input checks of positions, clicks and propensities live in
-:mod:`customobj._click_inputs`; the pair terms of each wrapped loss in :mod:`customobj._click_pairs`.
+:mod:`customobj.clicks._inputs`; the pair terms of each wrapped loss in :mod:`customobj.clicks._pairs`.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 import numpy.typing as npt
 
-from . import _click_kernels as CK
-from ._click_inputs import (DEFAULT_POSITIONS, MAX_POSITION, as_position, as_propensity, check_clicks,
+from . import _kernels as CK
+from ._inputs import (DEFAULT_POSITIONS, MAX_POSITION, as_position, as_propensity, check_clicks,
                             check_position_groups, row_order_positions)
-from ._click_pairs import leaf_parts, pair_terms_of
-from ._validation import check_bool, check_choice, check_int, check_nonnegative
-from .objectives.base import Objective, Prepared
+from ._pairs import leaf_parts, pair_terms_of
+from .._validation import check_bool, check_choice, check_int, check_nonnegative
+from ..objectives.base import Objective, Prepared
 
-__all__ = ["Unbiased", "attach_position"]
+__all__ = ["Unbiased"]
 
 #: ``cost`` option -> whether the estimate sums the swapped pairs' losses (see ``Unbiased``).
 _COSTS = {"swapped": True, "loss": False}
@@ -166,8 +166,16 @@ class Unbiased(Objective):
         super().check_prepared(prep)
 
     def _state(self, prep):
-        position = row_order_positions(prep.ptr) if self.position is None else \
-            _checked_position(self.position, prep)
+        position = self.position
+        if prep.position is not None:  # the data's own positions (e.g. a LightGBM Dataset's position field)
+            given = as_position(prep.position)
+            if position is not None and not np.array_equal(position, given):
+                raise ValueError("the data's position field differs from Unbiased(position=...): give one of them")
+            position = given
+        if position is None:
+            position = row_order_positions(prep.ptr)
+        else:
+            check_position_groups(position, prep.ptr, prep.n_rows)
         return self._new_state(prep, position)
 
     def _new_state(self, prep, position):
@@ -228,27 +236,3 @@ class Unbiased(Objective):
         g = np.zeros(prep.n_rows)
         return self._run(scores, prep, state, g, np.zeros_like(g), False)[1]
 
-
-def _checked_position(position, prep):
-    check_position_groups(position, prep.ptr, prep.n_rows)
-    return position
-
-
-def attach_position(objective: Any, prep: Prepared, position: Optional[npt.ArrayLike]) -> None:
-    """Give an :class:`Unbiased` objective the display positions of a prepared data set (the
-    LightGBM adapter's ``position`` Dataset field); other objectives, and ``position=None``, leave
-    the state as it is.
-
-    Raises ``ValueError`` when the objective was built with other positions of its own.
-    """
-    if position is None or not isinstance(objective, Unbiased):
-        return
-    pos = as_position(position)
-    if objective.position is not None:
-        if not np.array_equal(objective.position, pos):
-            raise ValueError("the Dataset's position field differs from Unbiased(position=...): give one of them")
-        return
-    check_position_groups(pos, prep.ptr, prep.n_rows)
-    state, fresh = prep.state_for(objective), objective._new_state(prep, pos)
-    for name in _UnbiasedState.__slots__:  # the cached state, renewed in place: positions and estimates
-        setattr(state, name, getattr(fresh, name))

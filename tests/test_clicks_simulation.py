@@ -1,4 +1,4 @@
-"""Tests of customobj/click_simulation.py: the displayed rows, the click models' probabilities,
+"""Tests of customobj/clicks/simulation.py: the displayed rows, the click models' probabilities,
 determinism, and checked arguments."""
 from __future__ import annotations
 

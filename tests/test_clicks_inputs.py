@@ -1,12 +1,12 @@
-"""Tests of customobj/_click_inputs.py: positions, clicks and propensities are checked, and bad
+"""Tests of customobj/clicks/_inputs.py: positions, clicks and propensities are checked, and bad
 values raise naming the argument."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from customobj._click_inputs import (MAX_POSITION, as_position, as_propensity, check_clicks, check_position_groups,
-                                     row_order_positions)
+from customobj.clicks._inputs import (MAX_POSITION, as_position, as_propensity, check_clicks, check_position_groups,
+                                      row_order_positions)
 
 
 def test_good_values_pass_through():

@@ -9,9 +9,9 @@ from typing import Any, Optional
 import numpy as np
 import numpy.typing as npt
 
-from ._click_inputs import as_position, check_clicks
-from ._validation import as_1d_float, as_weight, check_choice, check_int, check_positive
-from .objectives.pointwise import Logistic
+from ._inputs import as_position, check_clicks
+from .._validation import as_1d_float, as_weight, check_choice, check_int, check_positive
+from ..objectives.pointwise import Logistic
 
 __all__ = ["RegressionEM"]
 
@@ -199,7 +199,7 @@ def _checked_params(params):
 
 def _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed, extra):
     """``n_est`` more trees of the soft-label logistic fit, continuing ``model``."""
-    from .adapters import lightgbm_objective, xgboost_objective, xgboost_params
+    from ..adapters import lightgbm_objective, xgboost_objective, xgboost_params
 
     if lib == LIGHTGBM:
         import lightgbm as lgb

@@ -1,5 +1,5 @@
-"""Tests of customobj/clicks.py (Unbiased), with its kernels customobj/_click_kernels.py and the
-pair terms of customobj/_click_pairs.py: against the wrapped objective (unit propensities), a slow
+"""Tests of customobj/clicks/unbiased.py (Unbiased), with its kernels customobj/clicks/_kernels.py and
+the pair terms of customobj/clicks/_pairs.py: against the wrapped objective (unit propensities), a slow
 reference of the debiasing and of eq. 30-31, finite differences, XGBoost's lambdarank_unbiased,
 and the three trainers."""
 from __future__ import annotations
@@ -11,7 +11,6 @@ import pytest
 
 import customobj
 from customobj import LambdaRank, MPBoost, QBRank, RankNet, RankSVM, Unbiased, adapters
-from customobj.clicks import attach_position
 from test_objectives_parity import assert_same_xgb_model
 
 BASES = {
@@ -254,13 +253,17 @@ def test_tree_booster_trains_and_estimates(log, criterion):
     assert np.all(np.isfinite(booster.predict(log.X)))
 
 
-def test_attach_position_refuses_a_conflict(log):
+def test_positions_travel_in_the_prepared_data_and_a_conflict_is_refused(log):
     obj = Unbiased(RankNet(), position=log.position)
-    prep = obj.prepare(log.y, log.group)
-    attach_position(obj, prep, log.position)  # the same: fine
+    prep = obj.prepare(log.y, log.group, position=log.position)  # the same: fine
+    assert prep.position is not None and obj.grad_hess_prepared(np.zeros(log.y.size), prep)[0].shape == log.y.shape
     with pytest.raises(ValueError, match="position"):
-        attach_position(obj, prep, log.position[::-1].copy())
-    attach_position(RankNet(), prep, log.position)  # other objectives ignore positions
+        obj.prepare(log.y, log.group, position=log.position[::-1].copy())
+    plain = Unbiased(RankNet())
+    s = np.random.default_rng(0).normal(size=log.y.size)
+    np.testing.assert_array_equal(plain.grad_hess_prepared(s, plain.prepare(log.y, log.group, position=log.position))[0],
+                                  obj.grad_hess_prepared(s, obj.prepare(log.y, log.group))[0])
+    RankNet().prepare(log.y, log.group, position=log.position)  # other objectives ignore positions
 
 
 BAD = [

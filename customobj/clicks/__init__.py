@@ -1,0 +1,17 @@
+"""Learning to rank from clicks, in one package.
+
+- :class:`Unbiased` (``unbiased.py``): Unbiased LambdaMART's pairwise debiasing around any pairwise
+  customobj loss, with its pair terms (``_pairs.py``) and numba kernels (``_kernels.py``);
+- :class:`RegressionEM` (``regression_em.py``): the position-based click model fitted by EM, relevance
+  learned by LightGBM or XGBoost;
+- :func:`simulate_clicks` (``simulation.py``, also :func:`customobj.data.simulate_clicks`): semi-synthetic
+  click logs, by the click models of :data:`CLICK_MODELS`;
+- the input checks of positions, clicks and propensities (``_inputs.py``).
+
+Positions are 0-based everywhere (0 = top of the page); see docs/clicks.md for a click log of one's own.
+"""
+from .regression_em import RegressionEM
+from .simulation import CLICK_MODELS, ClickLog, simulate_clicks
+from .unbiased import Unbiased
+
+__all__ = ["Unbiased", "RegressionEM", "simulate_clicks", "ClickLog", "CLICK_MODELS"]
