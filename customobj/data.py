@@ -20,7 +20,7 @@ from . import _letor_parser as _p
 from ._validation import check_bool, check_int, check_nonnegative
 
 __all__ = ["LetorData", "LetorFold", "load_letor", "load_letor_folds", "synthetic", "MAX_DENSE_FEATURES",
-           "MAX_SYNTHETIC_GRADE", "MAX_SYNTHETIC_SCALE"]
+           "MAX_SYNTHETIC_GRADE", "MAX_SYNTHETIC_SCALE", "SYNTHETIC_TASK_ROWS"]
 
 
 class _LetorFields(NamedTuple):
@@ -261,6 +261,10 @@ def _synthetic_fill(X, ptr, kinds, qshift, cols, qeff, eps):
     return s
 
 
+#: Second word of the task stream's seed, ``default_rng([task_seed, _TASK_STREAM])``: the task's draws
+#: never coincide with a sample's ``default_rng(seed)`` stream of the same number.
+_TASK_STREAM = 0x7A5C
+
 #: Largest ``max_grade`` of :func:`synthetic`: LightGBM's default ``label_gain`` covers grades
 #: 0..30 and exponential gains ``2**y - 1`` of XGBoost's NDCG stop at 31.
 MAX_SYNTHETIC_GRADE = 30
@@ -287,9 +291,27 @@ def _check_synthetic_memory(n_rows, n_features):
             f"more than this machine's {memory / 1e9:.3g} GB of RAM: lower n_queries, docs_per_query or n_features")
 
 
+def _task_cuts(rng, cols, levels, noise, query_effect):
+    """Grade cut points of a task: quantiles of the relevance on :data:`SYNTHETIC_TASK_ROWS` rows of
+    the task's own draw. The relevance of a row is the same function of 8 standard-normal features
+    plus ``N(0, query_effect)`` and ``N(0, noise)``, whatever the query structure, so every sample of
+    the task grades it by the same cuts."""
+    used, inv = np.unique(cols, return_inverse=True)  # fewer than 8 features: columns repeat
+    m = SYNTHETIC_TASK_ROWS
+    Z = rng.standard_normal((m, used.size), dtype=np.float32)
+    eps = rng.normal(0.0, float(np.hypot(noise, query_effect)), m)
+    s = _synthetic_fill(Z, np.array([0, m], dtype=np.int64), np.zeros(used.size, dtype=np.int64),
+                        np.zeros((1, used.size), dtype=np.float32), inv.astype(np.int64), np.zeros(1), eps)
+    return np.quantile(s, levels)
+
+
+#: Rows of the relevance draw that sets a task's grade cuts (``synthetic(task_seed=...)``).
+SYNTHETIC_TASK_ROWS = 100_000
+
+
 def synthetic(n_queries: int = 200, docs_per_query: float = 40, n_features: int = 20, *, seed: int = 0,
-              max_grade: int = 4, noise: float = 0.5, query_effect: float = 0.5, feature_shift: float = 0.3,
-              min_docs: int | None = None, grade_ratio: float = 0.45) -> LetorData:
+              task_seed: int | None = None, max_grade: int = 4, noise: float = 0.5, query_effect: float = 0.5,
+              feature_shift: float = 0.3, min_docs: int | None = None, grade_ratio: float = 0.45) -> LetorData:
     """Deterministic LETOR-like ranking data: ``LetorData(X float32, y float64 grades, group)``.
 
     Query sizes are ``min_docs + Poisson(lam)`` with ``lam`` gamma-distributed around
@@ -302,9 +324,19 @@ def synthetic(n_queries: int = 200, docs_per_query: float = 40, n_features: int 
     without any relevant row, as in real data. Features also get a per-query shift
     ``N(0, feature_shift)`` and three kinds of marginals. Same arguments give the same bytes.
 
+    The task and the sample: ``task_seed`` draws the task -- which 8 columns the relevance reads,
+    each feature's marginal and the grade cut points (quantiles of the task's relevance
+    distribution) -- and ``seed`` the sample of it: query sizes, per-query offsets and shifts,
+    features and noise. Training, validation and test data of one task share ``task_seed`` and
+    differ in ``seed``: ``synthetic(200, seed=0, task_seed=7)`` and ``synthetic(80, seed=1,
+    task_seed=7)``. With ``task_seed=None`` (the default; the behaviour before it existed, same bytes)
+    everything comes from ``seed`` and the task changes with every argument: ``synthetic(seed=1)`` is
+    another task than ``synthetic(seed=0)``, not held-out data of it, and the grade cuts are the
+    sample's own quantiles. To hold out data there, split one call's queries.
+
     Every argument is checked first (``TypeError`` / ``ValueError`` naming it): ``n_queries``,
     ``n_features``, ``min_docs`` integers >= 1; ``docs_per_query`` a finite number >= ``min_docs``;
-    ``seed`` an integer >= 0; ``max_grade`` an integer in ``1..MAX_SYNTHETIC_GRADE`` (30);
+    ``seed`` and ``task_seed`` integers >= 0; ``max_grade`` an integer in ``1..MAX_SYNTHETIC_GRADE`` (30);
     ``noise``, ``query_effect``, ``feature_shift`` in ``[0, MAX_SYNTHETIC_SCALE]`` (1e6);
     ``grade_ratio`` in ``(0, 1]``. Data larger than the machine's RAM is a ``MemoryError``
     raised before anything is drawn.
@@ -315,10 +347,12 @@ def synthetic(n_queries: int = 200, docs_per_query: float = 40, n_features: int 
     >>> d = synthetic(20, 10, 5, seed=1)
     >>> d.X.shape[1], len(d.group), int(d.y.max()) <= 4
     (5, 20, True)
+    >>> train, valid = synthetic(100, 10, 5, seed=0, task_seed=3), synthetic(40, 10, 5, seed=1, task_seed=3)
     """
     n_queries = check_int(n_queries, "n_queries", minimum=1)
     n_features = check_int(n_features, "n_features", minimum=1)
     seed = check_int(seed, "seed", minimum=0)
+    task_seed = check_int(task_seed, "task_seed", minimum=0, allow_none=True)
     max_grade = check_int(max_grade, "max_grade", minimum=1)
     if max_grade > MAX_SYNTHETIC_GRADE:
         raise ValueError(f"max_grade must be <= {MAX_SYNTHETIC_GRADE} (customobj.data.MAX_SYNTHETIC_GRADE), "
@@ -343,8 +377,10 @@ def synthetic(n_queries: int = 200, docs_per_query: float = 40, n_features: int 
     np.cumsum(sizes, out=ptr[1:])
     n = int(ptr[-1])
     _check_synthetic_memory(n, n_features)  # the Poisson draw can exceed the mean
-    cols = rng.permutation(n_features)[np.arange(8) % n_features].astype(np.int64)
-    kinds = rng.integers(0, 3, n_features).astype(np.int64)
+    # the task's draws: from the sample's own stream without task_seed (the outputs from before it existed)
+    task_rng = rng if task_seed is None else np.random.default_rng([task_seed, _TASK_STREAM])
+    cols = task_rng.permutation(n_features)[np.arange(8) % n_features].astype(np.int64)
+    kinds = task_rng.integers(0, 3, n_features).astype(np.int64)
     qeff = rng.normal(0.0, query_effect, n_queries)
     qshift = (rng.standard_normal((n_queries, n_features), dtype=np.float32) * np.float32(feature_shift))
     X = rng.standard_normal((n, n_features), dtype=np.float32)
@@ -353,7 +389,10 @@ def synthetic(n_queries: int = 200, docs_per_query: float = 40, n_features: int 
     props = grade_ratio ** np.arange(max_grade + 1)
     # cumulative proportions can round a hair above 1, which np.quantile refuses
     levels = np.minimum(np.cumsum(props / props.sum())[:-1], 1.0)
-    cuts = np.quantile(s, levels) if n else np.zeros(max_grade)
+    if task_seed is not None:
+        cuts = _task_cuts(task_rng, cols, levels, noise, query_effect)
+    else:
+        cuts = np.quantile(s, levels) if n else np.zeros(max_grade)
     y = np.searchsorted(cuts, s, side="right").astype(np.float64)
     qid = np.repeat(np.arange(n_queries, dtype=np.int64), sizes)
     return LetorData(X, y, sizes, qid=qid)

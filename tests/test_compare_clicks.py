@@ -24,10 +24,24 @@ def test_parse_clicks_defaults_and_options():
 @pytest.mark.parametrize("bad, match", [
     ("dbn", "click model"), ("pbm:eta", "options"), ("pbm:rate=1", "options"), ("pbm:eta=x", "number"),
     ("pbm:sessions=1.5", "integer"), ("pbm:eta=-1", "eta"), ("pbm:eta=nan", "eta"), ("pbm:shown=0", "shown"),
+    ("", "--clicks is empty"), ("  ", "--clicks is empty"),
 ])
 def test_parse_clicks_refuses(bad, match):
     with pytest.raises(UsageError, match=match):
         parse_clicks(bad)
+
+
+@pytest.mark.parametrize("methods", ["lgb:LambdaRank", "lgb:RegressionEM"])
+def test_compare_refuses_an_empty_clicks_value(tmp_path, capsys, methods):
+    """Issue 30: `--clicks ''` was ignored (trained on the true labels, exit 0)."""
+    from customobj.cli import main
+
+    out = tmp_path / "r"
+    rc = main(["compare", "--synthetic-queries", "20", "--synthetic-docs", "8", "--folds", "1", "--clicks", "",
+               "--methods", methods, "--rounds", "2", "--out", str(out), "--no-plot", "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and not out.exists()
+    assert len(err.splitlines()) == 1 and "--clicks is empty" in err, err
 
 
 def test_click_folds_replace_only_the_training_part():

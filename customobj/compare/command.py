@@ -271,6 +271,11 @@ def run(args: argparse.Namespace) -> int:
     # lightgbm/xgboost load OpenMP, or spinning threads slow the Python objectives on a busy machine.
     from customobj import adapters  # noqa: F401
 
+    click_spec = None
+    if getattr(args, "clicks", None) is not None:  # before the methods: RegressionEM asks for --clicks
+        from .clicks import parse_clicks
+
+        click_spec = parse_clicks(args.clicks)
     specs, baseline = _check_methods(args)
     seeds = runner.seed_list(args.seed, args.seeds)
     if seeds[-1] > INT32_MAX:
@@ -278,10 +283,9 @@ def run(args: argparse.Namespace) -> int:
                          "the libraries take")
     # the data first: a wrong --letor / --train names that mistake, not an earlier run's --out folder
     folds, data_desc = load_folds(args)
-    if getattr(args, "clicks", None):
-        from .clicks import click_folds, parse_clicks
+    if click_spec is not None:
+        from .clicks import click_folds
 
-        click_spec = parse_clicks(args.clicks)
         folds = click_folds(folds, click_spec, args.seed, args.jobs)
         data_desc += f", trained on {click_spec.label} clicks"
     _check_labels(specs, folds)
