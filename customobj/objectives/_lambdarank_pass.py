@@ -28,14 +28,16 @@ hand-written insertion / merge and quicksort-plus-tie-fix versions measured slow
 relevance. ``qnorm`` per query: NDCG ``1/IDCG@k``, MAP ``1/#relevant`` (capped at ``k``), ERR/MRR 1;
 0 makes the query contribute nothing.
 
-The other metrics, and the loss, share one pair loop, ``_metric_pairs``: its ``|dZ|`` formulas sit
-in the loop on purpose (as a separate function, even inlined, the ERR/MAP passes ran 4-6x
-slower), so the modes meet there as loop-invariant flags instead of in three copies of the loop.
+The other metrics, and the loss, share one pair loop, ``_metric_pairs``, where the modes meet as
+loop-invariant flags instead of in three copies of the loop. Its per-pair math (``|dZ|``, ``rho``,
+lambda, hessian) and the prefix tables are ``_lambdarank_terms``', shared with the GPU kernels.
 """
 import numpy as np
 from numba import njit
 
 from ._lambdarank_records import Channel, IntChannel, Metric, Mode
+from ._lambdarank_terms import (EXP_FLOOR, damped, exp_table, fill_prefixes, norm_factor, pair_dz, pair_lambda,
+                                pair_sigmoid, softplus)
 
 #: The pre-enum names of the codes (aliases of the members; the codes' home is ``_lambdarank_records``).
 NDCG, ERR, MAP, MRR = Metric
@@ -54,85 +56,16 @@ def _sort_query(scores, start, n, neg, order):
 
 @njit(cache=True)
 def _setup(inp, n, kk, order, F):
-    """Fill the per-position arrays of one sorted query (division-free ``|dZ|`` in the pair loop).
-
-    ERR: ``P[r] = prod_{m<r} T_m / (r + 1)`` (0 beyond the cutoff), ``A[r]`` = ERR summed up to
-    ``r``, ``C[r] = 1 / T_r``. MAP: ``P[r] = hits_r / (r + 1)`` (0 beyond the cutoff),
-    ``A[r] = (hits_r + 1) / (r + 1)``, ``S[r]`` = sum of ``1/(m + 1)`` over relevant ``m <= r``
-    within the cutoff. MRR: ``A[r] = 1 / (r + 1)`` within the cutoff, else 0.
-    Returns the first and second relevant positions (``n`` when absent; used by MRR).
-    """
-    scores, row_gain, weights, use_weights, metric = inp.scores, inp.row_gain, inp.weights, inp.use_weights, inp.metric
+    """Fill the per-position arrays of one sorted query: gain, score and weight of the row at each
+    position, then the metric's prefix tables (``_lambdarank_terms.fill_prefixes``). Returns the
+    first and second relevant positions (``n`` when absent; used by MRR)."""
+    scores, row_gain, weights, use_weights = inp.scores, inp.row_gain, inp.weights, inp.use_weights
     g, s, w = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT]
-    P, A, C, S = F[Channel.P], F[Channel.A], F[Channel.C], F[Channel.S]
     for r in range(n):
         g[r] = row_gain[order[r]]
         s[r] = scores[order[r]]
         w[r] = weights[order[r]] if use_weights else 1.0
-    first = n
-    second = n
-    if metric == Metric.ERR:
-        p = 1.0
-        acc = 0.0
-        for r in range(n):
-            if r < kk:
-                P[r] = p / (r + 1.0)
-                acc += g[r] * P[r]
-            else:
-                P[r] = 0.0
-            A[r] = acc
-            C[r] = 1.0 / (1.0 - g[r])  # R < 1, see listwise.LambdaRank._state
-            p *= 1.0 - g[r]
-    elif metric == Metric.MAP:
-        hits = 0.0
-        acc = 0.0
-        for r in range(n):
-            if g[r] > 0.0:
-                hits += 1.0
-                if r < kk:
-                    acc += 1.0 / (r + 1.0)
-            P[r] = hits / (r + 1.0) if r < kk else 0.0
-            A[r] = (hits + 1.0) / (r + 1.0)
-            S[r] = acc
-    elif metric == Metric.MRR:
-        for r in range(n):
-            A[r] = 1.0 / (r + 1.0) if r < kk else 0.0
-            if g[r] > 0.0:
-                if first == n:
-                    first = r
-                elif second == n:
-                    second = r
-    return first, second
-
-
-@njit(cache=True, inline="always")
-def _norm_dz(dz, norm, spread, d):
-    # LightGBM's lambdarank_norm: damp each pair by its score distance (unless all scores tie).
-    if norm and spread:
-        return dz / (0.01 + abs(d))
-    return dz
-
-
-@njit(cache=True, inline="always")
-def _softplus(x):
-    if x > 0.0:
-        return x + np.log1p(np.exp(-x))
-    return np.log1p(np.exp(x))
-
-
-@njit(cache=True)
-def _exp_table(s, n, sigma, e):
-    # exp(sigma (s_r - s_0)) in (0, 1]: rho of a pair is then one division instead of one exp.
-    for r in range(n):
-        e[r] = np.exp(sigma * (s[r] - s[0]))
-
-
-@njit(cache=True, inline="always")
-def _rho(e_hi, e_lo, d, sigma):
-    """``1 / (1 + exp(sigma d))`` with ``d = s_hi - s_lo``; direct exp when the table underflows."""
-    if e_lo > 1e-280:
-        return e_lo / (e_lo + e_hi)
-    return 1.0 / (1.0 + np.exp(sigma * d))
+    return fill_prefixes(inp.metric, F, 0, n, kk)
 
 
 @njit(cache=True)
@@ -154,8 +87,8 @@ def _ndcg_count(q, disc, g):
 def _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out):
     """NDCG pairs of one sorted query without data-dependent branches; returns (count, sum_lambda).
 
-    Needs every ``e[r] > 1e-280`` (``_rho``'s table branch for all pairs). ``rho`` is
-    ``e_lo / (e_a + e_b)``, the same bits as ``_rho``. FILL writes each upper row's pairs to the
+    Needs every ``e[r] > EXP_FLOOR`` (``_lambdarank_terms.rho``'s table branch for all pairs). ``rho`` is
+    ``e_lo / (e_a + e_b)``, the same bits as ``rho``. FILL writes each upper row's pairs to the
     local ``li/lj/lc`` and advances only past nonzero ``|dZ|`` (branch-free compaction).
     """
     disc, sigma, norm = inp.disc, inp.sigma, inp.norm
@@ -221,75 +154,43 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out):
     """The general pair loop of one sorted query (every metric; NDCG when ``_ndcg_pairs`` cannot
     serve). Returns ``(count, sum_lambda, total)``: pairs with nonzero ``|dZ|`` (COUNT; written
     by FILL), the sum of ``2 lambda`` (for the norm factor) and the utility (LOSS)."""
-    metric, disc, sigma, norm = inp.metric, inp.disc, inp.sigma, inp.norm
+    metric, disc, sigma = inp.metric, inp.disc, inp.sigma
     n, kk, qn, at = q.n, q.kk, q.qn, q.at
     lim = min(q.lim, first + 1) if metric == Metric.MRR else q.lim  # below the first relevant row RR is unchanged
-    g, s, w, e = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.EXP]
-    P, A, C, S = F[Channel.P], F[Channel.A], F[Channel.C], F[Channel.S]
+    g = F[Channel.GAIN]
     lg, lh = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H]
     out_i, out_j, out_c = out.pair_i, out.pair_j, out.pair_c
-    a_first = A[first] if first < n else 0.0
+    a_first = F[Channel.A, first] if first < n else 0.0
     grad = mode == Mode.GRAD or mode == Mode.GRAD_FILL
     fill = mode == Mode.FILL or mode == Mode.GRAD_FILL
+    damp = inp.norm and spread
     sig2 = sigma * sigma
     sum_lambda = 0.0
     total = 0.0
     count = 0
     for a in range(min(n - 1, lim)):
         ga = g[a]
-        ea = e[a]
-        sa = s[a]
         acc_g = 0.0
         acc_h = 0.0
         for b in range(a + 1, n):
             gb = g[b]
             if ga == gb:
                 continue
-            if metric == Metric.NDCG:
-                dz = abs(ga - gb) * (disc[a] - disc[b])
-            elif metric == Metric.ERR:
-                # Burges sec. 3: the rank-a term, the rows between a and b (their prefix
-                # product changes by T_b / T_a), the rank-b term; rows below b are unchanged.
-                ca = C[a]
-                mid = A[min(b - 1, kk - 1)] - A[a]
-                dz = abs(P[a] * (ga - gb) + (gb - ga) * ca * mid + P[b] * (gb - (1.0 - gb) * ga * ca))
-            elif metric == Metric.MAP:
-                mid = S[min(b - 1, kk - 1)] - S[a]
-                if ga > 0.0:  # the relevant row moves down from a to b
-                    dz = abs(P[b] - P[a] - mid)
-                else:
-                    dz = abs(A[a] + mid - P[b])
-            elif metric == Metric.MRR:
-                if ga > 0.0:
-                    dz = abs(a_first - A[min(b, second)]) if a == first else 0.0
-                else:
-                    dz = abs(A[a] - a_first) if a < first else 0.0
-            else:  # unreachable: the drivers refuse unknown metrics before any query
-                dz = 0.0
+            dz = pair_dz(metric, F, 0, a, b, ga, gb, kk, first, second, a_first, disc)
             dz *= qn
             if dz == 0.0:
                 continue
             if mode == Mode.COUNT:
                 count += 1
                 continue
-            # sg = +1 when the upper position a holds the better row
-            if ga > gb:
-                sg = 1.0
-                d = sa - s[b]
-                rho = _rho(ea, e[b], d, sigma)
-            else:
-                sg = -1.0
-                d = s[b] - sa
-                rho = _rho(e[b], ea, d, sigma)
-            dz = _norm_dz(dz, norm, spread, d)
-            lam = sigma * dz * rho
+            sg, d, rho = pair_sigmoid(F, 0, a, b, ga, gb, sigma)
+            dz = damped(dz, damp, d)
+            lam, pw, h = pair_lambda(F, 0, a, b, dz, rho, sigma, sig2)
             sum_lambda += 2.0 * lam
-            pw = 0.5 * (w[a] + w[b])
             if mode == Mode.LOSS:
-                total += pw * dz * _softplus(-sigma * d)
+                total += pw * dz * softplus(-sigma * d)
                 count += 1
                 continue
-            h = sig2 * dz * rho * (1.0 - rho) * pw
             if grad:
                 lam *= pw * sg
                 acc_g -= lam
@@ -308,20 +209,12 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out):
     return count, sum_lambda, total
 
 
-@njit(cache=True, inline="always")
-def _norm_factor(norm, sum_lambda):
-    # LightGBM's lambdarank_norm: the query's lambdas scaled by log2(1 + S) / S.
-    if norm and sum_lambda > 0.0:
-        return np.log2(1.0 + sum_lambda) / sum_lambda
-    return 1.0
-
-
 @njit(cache=True)
 def _sorted_scores(inp, q, order, F):
     """``_setup`` and the exp table of one query; returns (first, second, spread)."""
     first, second = _setup(inp, q.n, q.kk, order, F)
+    exp_table(F, 0, q.n, inp.sigma)
     s = F[Channel.SCORE]
-    _exp_table(s, q.n, inp.sigma, F[Channel.EXP])
     return first, second, s[0] != s[q.n - 1]
 
 
@@ -341,11 +234,11 @@ def query_grad(mode, inp, out, q, order, F, I):
     if grad:
         lg[:n] = 0.0
         lh[:n] = 0.0
-    if inp.metric == Metric.NDCG and F[Channel.EXP, n - 1] > 1e-280:
+    if inp.metric == Metric.NDCG and F[Channel.EXP, n - 1] > EXP_FLOOR:
         count, sum_lambda = _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out)
     else:
         count, sum_lambda, _ = _metric_pairs(mode, inp, q, first, second, spread, order, F, out)
-    factor = _norm_factor(inp.norm, sum_lambda)
+    factor = norm_factor(inp.norm, sum_lambda)
     hfactor = factor * inp.hess_scale
     if grad:
         out_grad, out_hess = out.grad, out.hess
@@ -364,7 +257,7 @@ def query_loss(inp, out, q, order, F):
     frozen norm factor). ``out`` is only passed through (LOSS writes nothing)."""
     first, second, spread = _sorted_scores(inp, q, order, F)
     _, sum_lambda, total = _metric_pairs(Mode.LOSS, inp, q, first, second, spread, order, F, out)
-    return total * _norm_factor(inp.norm, sum_lambda)
+    return total * norm_factor(inp.norm, sum_lambda)
 
 
 @njit(cache=True)
