@@ -17,30 +17,12 @@ parallel (their rows are disjoint); sums over queries are serial, in query order
 import numpy as np
 from numba import njit, prange
 
-from ._noise import lcg_next, lcg_skip, lightgbm_uniform
+from ._listwise_terms import (centred_row, log_partition, query_centre, row_weight, softmax_row, softmax_share,
+                              xendcg_first, xendcg_phi, xendcg_query_mass, xendcg_row, xendcg_second, xendcg_stream)
+from ._noise import lcg_next
 
 #: LightGBM's ``kEpsilon``: the floor of XENDCG's ``sum phi`` in its gradient loop.
 LIGHTGBM_EPSILON = 1e-15
-
-
-@njit(cache=True, inline="always")
-def _v(vw, use_vw, t):
-    return vw[t] if use_vw else 1.0
-
-
-@njit(cache=True)
-def _log_partition(scores, vw, use_vw, beta, lo, hi):
-    """``(top, z)``: ``log sum_j v_j exp(beta s_j) = top + log z`` without overflow."""
-    top = -np.inf
-    for t in range(lo, hi):
-        if _v(vw, use_vw, t) > 0.0 and beta * scores[t] > top:
-            top = beta * scores[t]
-    z = 0.0
-    for t in range(lo, hi):
-        v = _v(vw, use_vw, t)
-        if v > 0.0:
-            z += v * np.exp(beta * scores[t] - top)
-    return top, z
 
 
 @njit(cache=True)
@@ -64,10 +46,9 @@ def softmax_probs(scores, ptr, mass, vw, use_vw, beta, out_p, out_scale):
         out_scale[q] = 0.0
         if hi - lo < 2 or big_m <= 0.0:
             continue
-        top, z = _log_partition(scores, vw, use_vw, beta, lo, hi)
+        top, z = log_partition(scores, vw, use_vw, beta, lo, hi)
         for t in range(lo, hi):
-            v = _v(vw, use_vw, t)
-            out_p[t] = v * np.exp(beta * scores[t] - top) / z if v > 0.0 else 0.0
+            out_p[t] = softmax_share(scores[t], row_weight(vw, use_vw, t), beta, top, z)[0]
         out_scale[q] = beta * beta * big_m
 
 
@@ -81,14 +62,11 @@ def softmax_ce_grad_hess(scores, ptr, mass, vw, use_vw, beta, out_grad, out_hess
         big_m = range_sum(mass, lo, hi)
         if hi - lo < 2 or big_m <= 0.0:
             continue
-        top, z = _log_partition(scores, vw, use_vw, beta, lo, hi)
+        top, z = log_partition(scores, vw, use_vw, beta, lo, hi)
         for t in range(lo, hi):
-            v = _v(vw, use_vw, t)
-            e = v * np.exp(beta * scores[t] - top) if v > 0.0 else 0.0
-            p = e / z
-            rest = (z - e) / z  # 1 - p without the cancellation when p is near 1
-            out_grad[t] += beta * (big_m * p - mass[t])
-            out_hess[t] += beta * beta * big_m * p * max(rest, 0.0)
+            g, h = softmax_row(scores[t], row_weight(vw, use_vw, t), mass[t], beta, top, z, big_m)
+            out_grad[t] += g
+            out_hess[t] += h
 
 
 @njit(cache=True, inline="always")
@@ -109,11 +87,11 @@ def _query_ce_loss(scores, mass, vw, use_vw, beta, lo, hi):
     of two non-negative terms (no cancellation; ``log1p`` keeps a tiny rest)."""
     k = -1
     for j in range(lo, hi):
-        if _v(vw, use_vw, j) > 0.0 and (k < 0 or _log_ratio(scores, vw, use_vw, beta, j, k) > 0.0):
+        if row_weight(vw, use_vw, j) > 0.0 and (k < 0 or _log_ratio(scores, vw, use_vw, beta, j, k) > 0.0):
             k = j
     rest = 0.0
     for j in range(lo, hi):
-        if j != k and _v(vw, use_vw, j) > 0.0:
+        if j != k and row_weight(vw, use_vw, j) > 0.0:
             rest += np.exp(_log_ratio(scores, vw, use_vw, beta, j, k))
     log_z = np.log1p(rest)
     total = 0.0
@@ -158,31 +136,19 @@ def dense_pair_fill(ptr, factor, qscale, offsets, out_i, out_j, out_c):
                 k += 1
 
 
-@njit(cache=True)
-def _centre(scores, labels, weights, use_w, lo, hi):
-    """``(mean residual, W)`` of one query: ``sum w (y - s) / W``."""
-    big_w = 0.0
-    total = 0.0
-    for t in range(lo, hi):
-        w = weights[t] if use_w else 1.0
-        big_w += w
-        total += w * (labels[t] - scores[t])
-    return (total / big_w if big_w > 0.0 else 0.0), big_w
-
-
 @njit(cache=True, parallel=True)
 def query_rmse_grad_hess(scores, labels, ptr, weights, use_w, out_grad, out_hess):
     """Adds ``w_i (s_i - y_i + mean)`` and the exact diagonal ``w_i (1 - w_i / W)``."""
     for q in prange(ptr.size - 1):
         lo = ptr[q]
         hi = ptr[q + 1]
-        mean, big_w = _centre(scores, labels, weights, use_w, lo, hi)
+        mean, big_w = query_centre(scores, labels, weights, use_w, lo, hi)
         if big_w <= 0.0:
             continue
         for t in range(lo, hi):
-            w = weights[t] if use_w else 1.0
-            out_grad[t] += w * (scores[t] - labels[t] + mean)
-            out_hess[t] += w * max(1.0 - w / big_w, 0.0)
+            g, h = centred_row(scores[t], labels[t], row_weight(weights, use_w, t), mean, big_w)
+            out_grad[t] += g
+            out_hess[t] += h
 
 
 @njit(cache=True, parallel=True)
@@ -193,10 +159,10 @@ def query_rmse_loss(scores, labels, ptr, weights, use_w):
     for q in prange(nq):
         lo = ptr[q]
         hi = ptr[q + 1]
-        mean, big_w = _centre(scores, labels, weights, use_w, lo, hi)
+        mean, big_w = query_centre(scores, labels, weights, use_w, lo, hi)
         total = 0.0
         for t in range(lo, hi):
-            w = weights[t] if use_w else 1.0
+            w = row_weight(weights, use_w, t)
             r = labels[t] - scores[t] - mean
             total += 0.5 * w * r * r
         per_query[q] = total
@@ -207,35 +173,11 @@ def query_rmse_loss(scores, labels, ptr, weights, use_w):
 
 
 # --- XENDCG (Bruch et al. 2019; LightGBM's rank_xendcg_objective.hpp) ----------------------------------
-@njit(cache=True)
-def _xendcg_phi(labels, ptr, q, rnd, seed, out_phi, base):
-    """``phi_i = 2^y_i - gamma_i`` of query ``q`` in round ``rnd`` into ``out_phi[base:]``, and their
-    sum; ``gamma`` from LightGBM's per-query generator (seed ``seed + q``, ``rnd n`` draws taken)."""
-    lo = ptr[q]
-    hi = ptr[q + 1]
-    x = lcg_skip(np.uint64((seed + q) & 0xFFFFFFFF), rnd * (hi - lo))
-    total = 0.0
-    for t in range(lo, hi):
-        x = lcg_next(x)
-        phi = np.exp2(labels[t]) - lightgbm_uniform(x)
-        out_phi[base + t - lo] = phi
-        total += phi
-    return total
-
-
 @njit(cache=True, parallel=True)
 def xendcg_mass(labels, ptr, qweight, rnd, seed, out_mass):
     """Target masses ``w_q phi_i / sum_j phi_j`` of every query with two rows or more (else 0)."""
     for q in prange(ptr.size - 1):
-        lo = ptr[q]
-        hi = ptr[q + 1]
-        if hi - lo < 2:
-            for t in range(lo, hi):
-                out_mass[t] = 0.0
-            continue
-        total = _xendcg_phi(labels, ptr, q, rnd, seed, out_mass, lo)
-        for t in range(lo, hi):
-            out_mass[t] = qweight[q] * out_mass[t] / total
+        xendcg_query_mass(labels, ptr[q], ptr[q + 1], q, rnd, seed, qweight[q], out_mass)
 
 
 @njit(cache=True, parallel=True)
@@ -248,31 +190,31 @@ def xendcg_lightgbm_grad_hess(scores, labels, ptr, rnd, seed, weights, use_w, ou
         hi = ptr[q + 1]
         if hi - lo < 2:
             continue
-        params = np.empty(hi - lo)
         phi = np.empty(hi - lo)
-        total = _xendcg_phi(labels, ptr, q, rnd, seed, phi, 0)
+        x = xendcg_stream(seed, q, rnd, hi - lo)
+        total = 0.0
+        for a in range(hi - lo):
+            x = lcg_next(x)
+            phi[a] = xendcg_phi(labels[lo + a], x)
+            total += phi[a]
         inv = 1.0 / max(total, LIGHTGBM_EPSILON)
-        top, z = _log_partition(scores, weights, False, 1.0, lo, hi)
+        top, z = log_partition(scores, weights, False, 1.0, lo, hi)
         rho = np.empty(hi - lo)
         rest = np.empty(hi - lo)
-        for t in range(lo, hi):
-            e = np.exp(scores[t] - top)
-            rho[t - lo] = e / z
-            rest[t - lo] = (z - e) / z
+        for a in range(hi - lo):
+            rho[a], rest[a] = softmax_share(scores[lo + a], 1.0, 1.0, top, z)
         lam = np.empty(hi - lo)
+        params = np.empty(hi - lo)
         sum_l1 = 0.0
         for a in range(hi - lo):
-            term = -phi[a] * inv + rho[a]
-            lam[a] = term
-            params[a] = term / rest[a] if rest[a] > 0.0 else 0.0
+            lam[a], params[a] = xendcg_first(phi[a], inv, rho[a], rest[a])
             sum_l1 += params[a]
         sum_l2 = 0.0
         for a in range(hi - lo):
-            term = rho[a] * (sum_l1 - params[a])
+            term, params[a] = xendcg_second(rho[a], rest[a], sum_l1, params[a])
             lam[a] += term
-            params[a] = term / rest[a] if rest[a] > 0.0 else 0.0
             sum_l2 += params[a]
         for a in range(hi - lo):
-            w = weights[lo + a] if use_w else 1.0
-            out_grad[lo + a] += w * (lam[a] + rho[a] * (sum_l2 - params[a]))
-            out_hess[lo + a] += w * rho[a] * rest[a]
+            g, h = xendcg_row(row_weight(weights, use_w, lo + a), lam[a], rho[a], rest[a], sum_l2, params[a])
+            out_grad[lo + a] += g
+            out_hess[lo + a] += h

@@ -48,6 +48,7 @@ from .query_rmse import QueryRMSE
 from .softmax import ListNet, QuerySoftMax
 from .xendcg import XENDCG
 from .yetirank import YetiRank
+from . import _listwise_routes as LR
 from . import _parity as P
 from . import _pairwise_kernels as PK
 
@@ -302,15 +303,15 @@ CUDA_KERNELS: dict = {
     StructuredDCG: _structured,
     Sum: _sum,
     Scaled: _scaled,
+    QueryRMSE: LR.query_rmse,
+    ListNet: LR.softmax,
+    QuerySoftMax: LR.softmax,
+    XENDCG: LR.xendcg,
 }
 
 #: The objectives that run on the CPU only, each with why: the peers' losses of issue 25 arrived after
 #: the GPU kernels. Device scores for them raise ``NotImplementedError`` with this reason.
 CPU_ONLY: dict = {
-    ListNet: "its softmax kernels have no numba.cuda twin yet",
-    QuerySoftMax: "its softmax kernels have no numba.cuda twin yet",
-    QueryRMSE: "its per-query mean kernels have no numba.cuda twin yet",
-    XENDCG: "its seeded per-query noise (LightGBM's generator) has no numba.cuda twin yet",
     LambdaLoss: "its pair weights need a per-query sort that has no numba.cuda twin yet",
     YetiRank: "its sampled permutations (seeded per round) have no numba.cuda twin yet",
 }

@@ -1,0 +1,73 @@
+"""The GPU routes of the query-level losses (QueryRMSE, ListNet, QuerySoftMax, XENDCG, LambdaLoss,
+YetiRank): what each uploads once per prepared data set and which kernels it launches a round.
+
+A route has the signature of ``devices.CUDA_KERNELS``' entries, ``(objective, scores, prep, data,
+out_grad, out_hess)``: ``scores`` the checked float64 device scores, ``data`` the prepared data's
+``devices.DeviceData`` (uploads and scratch kept on it), the outputs zeroed device arrays the route
+adds into. Label-only state (targets, query weights, pair lists) is the CPU objective's own
+``_state``, uploaded once; per-round values (XENDCG's noise, LambdaLoss's ranks, YetiRank's
+sampled pairs) are computed on the device: one integer (the round) crosses the bus, never an array.
+The kernels live in ``_cuda_listwise`` and ``_cuda_sampled_pairs``, their math in ``_listwise_terms``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._cuda_runtime import THREADS, blocks
+
+__all__ = ["query_rmse", "softmax", "xendcg"]
+
+
+def _launch(kernel: Any, n: int, *args: Any) -> None:
+    kernel[blocks(n), THREADS](*args)
+
+
+def _padded(a: np.ndarray) -> np.ndarray:
+    """``a``, or a length-1 stand-in the kernels never read when it is empty (no empty uploads)."""
+    return a if a.size else np.ones(1)
+
+
+def query_rmse(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """QueryRMSE: per query its mean residual and ``W``, then per row its terms."""
+    from . import _cuda_listwise as CQ
+
+    stats = data.scratch("query_rmse_stats", (CQ.N_RMSE, max(data.n_queries, 1)), np.float64)
+    _launch(CQ.query_rmse_queries, data.n_queries, s, data.labels, data.ptr, data.weights, data.use_weights, stats)
+    _launch(CQ.query_rmse_rows, data.n_rows, s, data.labels, data.qid, data.weights, data.use_weights, stats, g, h)
+
+
+def _softmax_ce(s: Any, data: Any, mass: Any, vw: Any, use_vw: bool, beta: float, g: Any, h: Any) -> None:
+    from . import _cuda_listwise as CQ
+
+    stats = data.scratch("softmax_stats", (CQ.N_SM, max(data.n_queries, 1)), np.float64)
+    _launch(CQ.softmax_queries, data.n_queries, s, data.ptr, mass, vw, use_vw, beta, stats)
+    _launch(CQ.softmax_rows, data.n_rows, s, data.qid, mass, vw, use_vw, beta, stats, g, h)
+
+
+def softmax(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """ListNet, QuerySoftMax: their label-only targets (``_Targets``), uploaded once."""
+    state = prep.state_for(obj)
+    mass, vw = data.arrays((obj._cache_key(), "softmax_targets"), lambda: (_padded(state.mass), _padded(state.vw)))
+    _softmax_ce(s, data, mass, vw, state.use_vw, state.beta, g, h)
+
+
+def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """XENDCG: a new round (as the CPU's ``grad_hess``), its noise drawn on the device from the same
+    per-query generators; LightGBM's gradients or the softmax cross-entropy against the noisy masses."""
+    from . import _cuda_listwise as CQ
+
+    state = prep.state_for(obj)
+    rnd = obj._round(state, True)
+    n, nq = data.n_rows, data.n_queries
+    if obj._lightgbm:
+        stats = data.scratch("xendcg_stats", (CQ.N_XE, max(nq, 1)), np.float64)
+        _launch(CQ.xendcg_lightgbm_queries, nq, s, data.labels, data.ptr, rnd, obj.seed, stats)
+        _launch(CQ.xendcg_lightgbm_rows, n, s, data.labels, data.ptr, data.qid, rnd, obj.seed, data.weights,
+                data.use_weights, stats, g, h)
+        return
+    qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
+    mass = data.scratch("xendcg_mass", (max(n, 1),), np.float64)
+    _launch(CQ.xendcg_mass_queries, nq, data.labels, data.ptr, qweight, rnd, obj.seed, mass)
+    _softmax_ce(s, data, mass, mass, False, 1.0, g, h)

@@ -1,0 +1,146 @@
+"""The per-row and per-query math of the query-level losses, written once for the CPU and the GPU:
+QueryRMSE, the softmax cross-entropy of ListNet / QuerySoftMax / XENDCG, XENDCG's noisy gains and
+LightGBM's XENDCG terms, LambdaLoss's pair weights, YetiRank's noise and pair weights.
+
+Design note (issue 31, "shared terms"). What is shared: each formula, as a plain ``@njit`` function
+of scalars (or of one query's row range ``lo:hi``, read in row order) written with ``math.*``. The
+CPU kernels (``_query_kernels``, ``_lambdaloss_kernels``, ``_yetirank_kernels``) call them, and the
+GPU kernels (``_cuda_listwise``, ``_cuda_sampled_pairs``) call the same functions through
+``customobj._cuda_runtime.device_function``, so both targets run one source and the same float64
+operations in the same order (numba compiles ``math.exp`` and ``np.exp`` alike on the CPU: the CPU
+outputs kept their bits through this refactor). A function that takes arrays calls other ``@njit``
+functions with scalars only: under numba's CUDA simulator it runs as Python on the simulator's
+arrays, which compiled code cannot take (so ``row_weight`` is spelled out there). What stays per target: the drivers. The CPU runs a
+query per ``prange`` iteration and keeps a query's intermediate values in small arrays; a GPU
+thread has no heap, so its drivers run one thread per query for the per-query sums and one thread
+per row for the row terms, recomputing a row's intermediate values (its noise draw in O(1) or
+O(log) from the query's stream) instead of storing them. Sorting stays per target too (numpy's
+stable argsort on the CPU, counting ranks on the GPU: the same order, ties by row).
+
+References: CatBoost's ``QueryRMSE`` / ``QuerySoftMax`` / ``YetiRank`` (``error_functions.h``,
+``yetirank_helpers.cpp``), Cao et al. (2007, ListNet), Bruch et al. (2019, XE-NDCG; LightGBM's
+``rank_xendcg_objective.hpp``), Wang et al. (2018, LambdaLoss, sec. 4-5).
+
+Examples
+--------
+>>> top, z = log_partition(np.array([0.0, 0.0]), np.ones(1), False, 1.0, 0, 2)
+>>> softmax_row(0.0, 1.0, 1.0, 1.0, top, z, 1.0)  # p = 1/2: grad M p - m, hess M p (1 - p)
+(-0.5, 0.25)
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from ._noise import lcg_next, lcg_skip, lightgbm_uniform
+
+
+@njit(cache=True, inline="always")
+def row_weight(weights, use_w, t):
+    """Row ``t``'s weight, 1 without weights (``use_w`` False: ``weights`` is never read)."""
+    return weights[t] if use_w else 1.0
+
+
+# --- QueryRMSE ---------------------------------------------------------------------------------------
+@njit(cache=True)
+def query_centre(scores, labels, weights, use_w, lo, hi):
+    """``(mean residual, W)`` of one query: ``mu = sum w (y - s) / W``, ``W = sum w`` (``mu = 0`` at ``W = 0``)."""
+    big_w = 0.0
+    total = 0.0
+    for t in range(lo, hi):
+        w = weights[t] if use_w else 1.0
+        big_w += w
+        total += w * (labels[t] - scores[t])
+    return (total / big_w if big_w > 0.0 else 0.0), big_w
+
+
+@njit(cache=True)
+def centred_row(s, y, w, mean, big_w):
+    """QueryRMSE's ``(g, h)`` of one row: ``w (s - y + mu)`` and the exact diagonal ``w (1 - w / W)``."""
+    return w * (s - y + mean), w * max(1.0 - w / big_w, 0.0)
+
+
+# --- softmax cross-entropy ---------------------------------------------------------------------------
+@njit(cache=True)
+def log_partition(scores, vw, use_vw, beta, lo, hi):
+    """``(top, z)`` with ``log sum_j v_j exp(beta s_j) = top + log z``, without overflow (rows of
+    weight 0 leave the softmax)."""
+    top = -math.inf
+    for t in range(lo, hi):
+        if (vw[t] if use_vw else 1.0) > 0.0 and beta * scores[t] > top:
+            top = beta * scores[t]
+    z = 0.0
+    for t in range(lo, hi):
+        v = vw[t] if use_vw else 1.0
+        if v > 0.0:
+            z += v * math.exp(beta * scores[t] - top)
+    return top, z
+
+
+@njit(cache=True)
+def softmax_share(s, v, beta, top, z):
+    """``(p, 1 - p)`` of one row: ``p = v exp(beta s - top) / z``; ``1 - p`` as ``(z - e) / z``
+    (no cancellation when ``p`` is near 1)."""
+    e = v * math.exp(beta * s - top) if v > 0.0 else 0.0
+    return e / z, (z - e) / z
+
+
+@njit(cache=True)
+def softmax_row(s, v, m, beta, top, z, big_m):
+    """``(g, h)`` of one row: ``beta (M p - m)`` and ``beta^2 M p (1 - p)``."""
+    p, rest = softmax_share(s, v, beta, top, z)
+    return beta * (big_m * p - m), beta * beta * big_m * p * max(rest, 0.0)
+
+
+# --- XENDCG (Bruch et al. 2019; LightGBM's rank_xendcg_objective.hpp) --------------------------------
+@njit(cache=True)
+def xendcg_stream(seed, q, rnd, n):
+    """LightGBM's generator of query ``q`` (seeded ``seed + q``) at the start of round ``rnd``
+    (``rnd n`` draws taken); the row at position ``a`` reads ``lcg_skip(that, a + 1)``."""
+    return lcg_skip(np.uint64((seed + q) & 0xFFFFFFFF), rnd * n)
+
+
+@njit(cache=True)
+def xendcg_phi(label, x):
+    """``phi = 2^y - gamma`` with ``gamma`` LightGBM's ``NextFloat`` from the advanced state ``x``."""
+    return math.exp2(label) - lightgbm_uniform(x)
+
+
+@njit(cache=True)
+def xendcg_query_mass(labels, lo, hi, q, rnd, seed, qweight, out_mass):
+    """XENDCG's target masses ``w_q phi_i / sum_j phi_j`` of one query of two rows or more into
+    ``out_mass[lo:hi]`` (0 for a smaller query)."""
+    if hi - lo < 2:
+        for t in range(lo, hi):
+            out_mass[t] = 0.0
+        return
+    x = xendcg_stream(seed, q, rnd, hi - lo)
+    total = 0.0
+    for t in range(lo, hi):
+        x = lcg_next(x)
+        phi = xendcg_phi(labels[t], x)
+        out_mass[t] = phi
+        total += phi
+    for t in range(lo, hi):
+        out_mass[t] = qweight * out_mass[t] / total
+
+
+@njit(cache=True)
+def xendcg_first(phi, inv, rho, rest):
+    """LightGBM's first-order term ``rho - phi / sum phi`` and its ``param = term / (1 - rho)``
+    (0 where ``1 - rho`` is 0, where LightGBM divides by zero)."""
+    term = -phi * inv + rho
+    return term, (term / rest if rest > 0.0 else 0.0)
+
+
+@njit(cache=True)
+def xendcg_second(rho, rest, sum_l1, param1):
+    """LightGBM's second-order term ``rho (sum param1 - param1_i)`` and its ``param``."""
+    term = rho * (sum_l1 - param1)
+    return term, (term / rest if rest > 0.0 else 0.0)
+
+
+@njit(cache=True)
+def xendcg_row(w, lam, rho, rest, sum_l2, param2):
+    """``(g, h)`` of one row: ``w (lam + rho (sum param2 - param2_i))`` and ``w rho (1 - rho)``."""
+    return w * (lam + rho * (sum_l2 - param2)), w * rho * rest
