@@ -68,7 +68,7 @@ import numpy as np
 
 from .._cuda_runtime import THREADS, GPUUnavailableError, is_device_array, require_gpu
 from .backend import CPUBackend
-from .common import HIST_CHANNELS, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
+from .common import HIST_CHANNELS, HIST_COUNT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
 from .criterion import WSE
 from .cuda_memory import DeviceHist, DeviceMemory
@@ -176,7 +176,7 @@ class CUDABackend(CPUBackend):
     def __init__(self, ctx: GrowContext, params) -> None:
         self._cuda = require_gpu(_WHAT)
         super().__init__(ctx, params)
-        from . import _cuda_hist_kernels, _cuda_partition_kernels, _cuda_split_kernels
+        from . import _cuda_hist_kernels, _cuda_node_kernels, _cuda_partition_kernels, _cuda_split_kernels
 
         d = ctx.data
         n_feat = d.feature_major.shape[0]
@@ -189,8 +189,8 @@ class CUDABackend(CPUBackend):
         self._resident = need["bins"] + need["histograms"]
         mem = self.memory = DeviceMemory(self._cuda)
         counter = mem.counter  # every launch, allocation and read of the fit (cuda_stats)
-        self._k, self._ks, self._kp = (CountedKernels(m, counter) for m in
-                                       (_cuda_hist_kernels, _cuda_split_kernels, _cuda_partition_kernels))
+        self._k, self._ks, self._kp, self._kn = (CountedKernels(m, counter) for m in (
+            _cuda_hist_kernels, _cuda_split_kernels, _cuda_partition_kernels, _cuda_node_kernels))
         self._joint = bool(params.joint_leaves)
         self._bins = mem.upload(d.feature_major)
         self._offsets = mem.upload(np.asarray(d.offsets, dtype=np.int64))
@@ -202,10 +202,12 @@ class CUDABackend(CPUBackend):
         self._partial = mem.array((MAX_BLOCKS, d.n_slots, HIST_CHANNELS), np.float64)
         self._all_features = np.arange(n_feat, dtype=np.int64)
         self._all_feature_args = tuple(mem.upload(a) for a in (self._all_features, d.offsets, self._n_bins))
-        # the split search's per-feature records, gains and results (two nodes: one read for both)
+        # the split search's per-feature records, gains and results (two nodes: one read for both), each
+        # with the chosen feature's NaN count behind it (_cuda_node_kernels)
         self._per = mem.array((max(n_feat, 1), SPLIT_SIZE), np.float64)
         self._gains = mem.array((max(n_feat, 1),), np.float64)
-        self._res = mem.array((2, SPLIT_SIZE), np.float64)
+        self._res = mem.array((2, SPLIT_SIZE + 1), np.float64)
+        self._has_nan = bool(np.any(d.mapper.has_nan))
         self._no_ph = mem.upload(np.zeros((1, PH_CHANNELS)))
         self._sums = mem.array((MAX_BLOCKS, 2), np.float64)
         self._sum_out = mem.array((2,), np.float64)
@@ -310,6 +312,8 @@ class CUDABackend(CPUBackend):
         """The best splits of up to two nodes (a split's children), each ``(hist, phist, mask, sums)``:
         :mod:`._cuda_split_kernels` (the CPU's per-feature search, one thread per feature, then the
         first strictly best feature) per node, then every chosen split in one read."""
+        if not searches:
+            return []
         if len(searches) > self._res.shape[0]:
             return self.find_splits(searches[:2]) + self.find_splits(searches[2:])
         ks, n_feat = self._ks, self._shape["n_features"]
@@ -322,8 +326,17 @@ class CUDABackend(CPUBackend):
                                               G, H, N, C, self.lam, self.min_data, self.min_hess, parent, self._per,
                                               self._gains)
             ks.pick_best[1, 1](self._per, self._gains, self._res[k])
+            if self._has_nan:  # its NaN count comes back with the split (the grower needs it to place NaN)
+                self._kn.split_nan_count[1, 1](hist.array, self._offsets, self._n_bins_d, self._res[k])
         res = self.memory.read(self._res[:len(searches)])
-        return [SplitInfo.from_array(r) for r in res]
+        out = []
+        for (hist, _, _, _), r in zip(searches, res):
+            split = SplitInfo.from_array(r[:SPLIT_SIZE])
+            if self._has_nan and split.feature >= 0:
+                hist.known(self.data.offsets[split.feature] + int(self._n_bins[split.feature]), HIST_COUNT,
+                           float(r[SPLIT_SIZE]))
+            out.append(split)
+        return out
 
     def wse_gains(self, hist: Any, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
         """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``), searched on the device."""

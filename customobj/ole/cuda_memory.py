@@ -124,12 +124,18 @@ class DeviceHist:
         Counts the single-entry reads (:meth:`DeviceMemory.read`).
     """
 
-    __slots__ = ("array", "_subtract", "_memory", "__weakref__")
+    __slots__ = ("array", "_subtract", "_memory", "_known", "__weakref__")
 
     def __init__(self, array: Any, subtract: Any, memory: Optional[DeviceMemory] = None) -> None:
         self.array = array
         self._subtract = subtract
         self._memory = memory
+        self._known: dict = {}  # entries that came back with another read (the backend's split search)
+
+    def known(self, slot: int, channel: int, value: float) -> None:
+        """Entry ``[slot, channel]`` is ``value`` (read with something else): ``self[slot, channel]``
+        reads nothing until the histogram changes."""
+        self._known[(int(slot), int(channel))] = float(value)
 
     @property
     def shape(self) -> tuple:
@@ -138,6 +144,7 @@ class DeviceHist:
     def __isub__(self, other: "DeviceHist") -> "DeviceHist":
         if not isinstance(other, DeviceHist) or other.shape != self.shape:
             raise ValueError(f"a device histogram of shape {self.shape} can only subtract another of that shape")
+        self._known.clear()
         n = int(self.array.size)
         self._subtract[max(1, (n + THREADS - 1) // THREADS), THREADS](_flat(self.array), _flat(other.array))
         return self
@@ -145,6 +152,9 @@ class DeviceHist:
     def __getitem__(self, index: tuple) -> float:
         """One entry ``[slot, channel]``, copied to the host."""
         slot, channel = index
+        value = self._known.get((int(slot), int(channel)))
+        if value is not None:
+            return value
         if self._memory is None:
             return float(self.array[int(slot), int(channel)])
         return float(self._memory.read(self.array[int(slot), int(channel):int(channel) + 1])[0])
