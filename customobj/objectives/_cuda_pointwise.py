@@ -13,7 +13,7 @@ cuda = cuda_module()
 NOT_FINITE_OR_TOO_LARGE = 1
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def squared_error_rows(scores, labels, weights, use_weights, out_grad, out_hess):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
@@ -23,7 +23,7 @@ def squared_error_rows(scores, labels, weights, use_weights, out_grad, out_hess)
     out_hess[i] += w
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def logistic_rows(scores, labels, weights, use_weights, sigma, out_grad, out_hess):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
@@ -39,7 +39,7 @@ def logistic_rows(scores, labels, weights, use_weights, sigma, out_grad, out_hes
     out_hess[i] += w * 4.0 * sigma * sigma * e * inv * inv
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def squared_hinge_rows(scores, labels, weights, use_weights, c, out_grad, out_hess):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
@@ -52,7 +52,7 @@ def squared_hinge_rows(scores, labels, weights, use_weights, c, out_grad, out_he
         out_hess[i] += 2.0 * c * w
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def mcrank_rows(scores, labels, weights, use_weights, out_grad, out_hess):
     """Softmax over the row's K outputs (``_softmax_row``: max-shifted, normalised after the sum)."""
     i = cuda.grid(1)
@@ -73,7 +73,7 @@ def mcrank_rows(scores, labels, weights, use_weights, out_grad, out_hess):
         out_hess[i, k] += w * p * (1.0 - p)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def to_float64(src, dst, limit, bad):
     """``dst = float64(src)`` (1-D views); ``bad[0]`` set when a value is NaN, inf or beyond ``limit``."""
     i = cuda.grid(1)
@@ -85,7 +85,7 @@ def to_float64(src, dst, limit, bad):
     dst[i] = v
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def add_scaled(dst, src, factor):
     """``dst += factor * src`` (1-D views): ``Scaled``'s contribution."""
     i = cuda.grid(1)
@@ -93,14 +93,14 @@ def add_scaled(dst, src, factor):
         dst[i] += factor * src[i]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def fill(dst, value):
     i = cuda.grid(1)
     if i < dst.shape[0]:
         dst[i] = value
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def to_float32(src, dst, limit, bad):
     """``dst = float32(src)`` (1-D views); ``bad[0]`` set when a value is beyond float32's range."""
     i = cuda.grid(1)
