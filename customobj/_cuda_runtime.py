@@ -9,6 +9,8 @@ Two traps this module handles (issue "customobj on the GPU"):
 - numba-cuda 0.30.4 still names ``np.row_stack``, which numpy 2.5 removed: ``from numba import
   cuda`` then fails. :func:`cuda_module` gives numpy the alias (``np.vstack``, its documented
   equivalent) before the import when it is missing.
+- numba-cuda has its own copy of numba's cache machinery: :func:`cuda_module` points it at
+  customobj's cache folder too (``@cuda.jit(cache=True)`` kernels load in a second process).
 - under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) device arrays have no
   ``__cuda_array_interface__``; :func:`is_device_array` also recognises numba's own device arrays
   (real or simulated) so the simulator tests can drive the GPU path.
@@ -62,7 +64,21 @@ def cuda_module() -> Any:
         from numba import cuda
     except ImportError as exc:
         raise GPUUnavailableError(f"numba.cuda cannot be imported ({exc}): {_EXTRA_HINT}") from None
+    _cache_cuda_kernels()
     return cuda
+
+
+@functools.cache
+def _cache_cuda_kernels() -> None:
+    """customobj's ``@cuda.jit(cache=True)`` kernels cache in customobj's folder, as its CPU kernels
+    (:func:`customobj._numba_cache.install_cuda`); once per process."""
+    from . import _numba_cache
+
+    try:
+        from numba.cuda.core import caching
+    except ImportError:  # a numba-cuda without its own cache machinery: numba's, installed at import
+        return
+    _numba_cache.install_cuda(caching)
 
 
 def _simulated() -> bool:

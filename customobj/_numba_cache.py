@@ -173,8 +173,32 @@ def _compile_notice() -> Any:
 def install() -> None:
     """Put customobj's kernels (modules ``customobj.*``) in :func:`cache_root`; idempotent."""
     base, impl, function_cache = _locator_base()
+    if _install_locator(base, impl, function_cache):
+        from numba.core import event
+
+        event.register("numba:compile", _compile_notice())
+
+
+def install_cuda(caching: Any) -> None:
+    """The same for numba-cuda's kernels (``@cuda.jit(cache=True)``), whose cache machinery is its own
+    copy of numba's (``caching``: ``numba.cuda.core.caching``): called by
+    :func:`customobj._cuda_runtime.cuda_module` when numba.cuda is imported; idempotent.
+
+    numba-cuda keys a cached kernel by its source stamp (here also the package's, as for the CPU
+    kernels), its signature, the CUDA runtime's version and the device's compute capability, so a
+    second process on the same card loads the kernel instead of compiling it (NVVM, 10-30 s for the
+    OLE grower's). Under the simulator nothing is compiled, so nothing is cached.
+    """
+    base = getattr(caching, "UserWideCacheLocator", None) or getattr(caching, "_UserWideCacheLocator")
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+    _install_locator(base, impl, caching.Cache)
+
+
+def _install_locator(base: Any, impl: Any, function_cache: Any) -> bool:
+    """Insert customobj's locator into ``impl``'s locators (and read-only loads and saves into
+    ``function_cache``); False when it is there already."""
     if any(getattr(cls, "_customobj", False) for cls in impl._locator_classes):
-        return
+        return False
 
     class CustomobjCacheLocator(base):  # type: ignore[misc, valid-type]  # numba's class: known at run time only
         """numba's user-wide locator, rooted at :func:`cache_root`, for customobj's modules only;
@@ -228,7 +252,4 @@ def install() -> None:
             save(self, sig, data)
 
     function_cache.load_overload, function_cache.save_overload = load_overload, save_overload
-
-    from numba.core import event
-
-    event.register("numba:compile", _compile_notice())
+    return True

@@ -302,3 +302,36 @@ def test_the_notice_can_be_silenced_in_a_process(tmp_path: Path) -> None:
     proc = _run("from customobj import _numba_cache; _numba_cache.silence_compile_notice()\n" + SCRIPT,
                 {"CUSTOMOBJ_CACHE_DIR": str(tmp_path / "cold")}, tmp_path)
     assert proc.stderr == ""
+
+
+#: Imports every GPU kernel module of customobj with numba-cuda's real target (no GPU needed to
+#: import) and prints each kernel that would not cache in customobj's folder.
+CUDA_SCRIPT = textwrap.dedent("""
+    import importlib, os, pkgutil, customobj
+    from customobj._cuda_runtime import cuda_module
+    cuda_module()
+    from numba.cuda.dispatcher import CUDACache, CUDADispatcher
+    root, bad, n = os.environ["CUSTOMOBJ_CACHE_DIR"], [], 0
+    for info in pkgutil.walk_packages(customobj.__path__, "customobj."):
+        if info.name.rsplit(".", 1)[-1].startswith("_cuda_") and info.name != "customobj._cuda_runtime":
+            module = importlib.import_module(info.name)
+            for name, obj in vars(module).items():
+                if isinstance(obj, CUDADispatcher) and not obj.targetoptions.get("device"):
+                    n += 1
+                    cache = getattr(obj, "_cache", None)
+                    if not isinstance(cache, CUDACache) or not cache._cache_path.startswith(root):
+                        bad.append(f"{info.name}.{name}")
+    print(n, bad)
+""")
+
+
+def test_cuda_kernels_cache_in_customobj_cache_dir(tmp_path: Path) -> None:
+    # numba-cuda compiles (and saves) a kernel only with a driver; without one this checks that every
+    # kernel has its disk cache on (cache=True) and that the cache lies in customobj's folder
+    pytest.importorskip("numba.cuda")
+    cache = tmp_path / "cache"
+    before = _beside_sources()
+    proc = _run(CUDA_SCRIPT, {"CUSTOMOBJ_CACHE_DIR": str(cache), "NUMBA_ENABLE_CUDASIM": "0"}, tmp_path)
+    n, bad = proc.stdout.strip().split(" ", 1)
+    assert int(n) >= 20 and bad == "[]", proc.stdout
+    assert _beside_sources() == before

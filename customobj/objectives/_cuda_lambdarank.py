@@ -54,7 +54,7 @@ def query_bounds(ptr, qid, i):
     return ptr[q], ptr[q + 1]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def rank_rows(scores, ptr, qid, order, pos):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
@@ -80,7 +80,7 @@ def scratch(data, n, nq):
             data.scratch("lambdarank_factor", (2, max(nq, 1)), np.float64))
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def setup_queries(scores, ptr, order, row_gain, qnorm, weights, use_weights, metric, k, trunc, sigma, F, Q):
     q = cuda.grid(1)
     if q >= ptr.shape[0] - 1:
@@ -170,7 +170,7 @@ def _rho(e_hi, e_lo, d, sigma):
     return 1.0 / (1.0 + math.exp(sigma * d))
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def pair_rows(ptr, qid, pos, qnorm, disc, metric, sigma, norm, F, Q):
     i = cuda.grid(1)
     if i >= qid.shape[0]:
@@ -243,7 +243,7 @@ def _pair(metric, F, start, a, b, kk, first, second, a_first, disc, qn, sigma, s
     return lam, pw * sg, h
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def finish_queries(ptr, qnorm, disc, metric, sigma, norm, hess_scale, F, Q, factor):
     """Per query: LightGBM's ``norm`` factor ``log2(1 + S) / S`` (``S = sum 2 lambda``, unweighted,
     summed in the CPU's pair order)."""
@@ -266,7 +266,7 @@ def finish_queries(ptr, qnorm, disc, metric, sigma, norm, hess_scale, F, Q, fact
     factor[1, q] = f * hess_scale
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def write_rows(qid, pos, ptr, F, Q, factor, out_grad, out_hess):
     i = cuda.grid(1)
     if i >= qid.shape[0]:
@@ -299,7 +299,7 @@ def _counted(metric, F, start, a, b, kk, first, second, a_first, disc, qn):
     return _delta(metric, F, start, a, b, ga, gb, kk, first, second, a_first, disc) * qn != 0.0
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def count_pairs(ptr, qnorm, disc, metric, F, Q, counts):
     """Per query: its pairs with nonzero ``|dZ|`` (0 for a query that contributes nothing)."""
     q = cuda.grid(1)
@@ -315,7 +315,7 @@ def count_pairs(ptr, qnorm, disc, metric, F, Q, counts):
     counts[q] = c
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def scan_pairs(counts, nq, offsets):
     """One thread: ``offsets[q]`` = pairs of the queries before ``q`` (``offsets[nq]``: all of them)."""
     if cuda.grid(1) != 0:
@@ -327,7 +327,7 @@ def scan_pairs(counts, nq, offsets):
     offsets[nq] = total
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def fill_pairs(ptr, order, qnorm, disc, metric, sigma, norm, F, Q, factor, offsets, out_i, out_j, out_c):
     """Per query: its pairs from ``offsets[q]``, by upper then lower position: ``out_i`` the row of
     the higher label, ``out_j`` the other, ``out_c`` the coupling ``h`` times the hessian factor."""

@@ -34,7 +34,7 @@ _row_pair_weight = device_function(T.row_pair_weight)
 _listed_pair_weight = device_function(T.listed_pair_weight)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def label_pairs_rows(scores, labels, ptr, qid, order, lower, lpos, block, weights, use_w,
                      kind, theta_mode, p, scale, hmul, out_grad, out_hess):
     i = cuda.grid(1)
@@ -66,7 +66,7 @@ def label_pairs_rows(scores, labels, ptr, qid, order, lower, lpos, block, weight
     out_hess[i] += acc_h + hi_acc
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def pair_list_rows(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, inc_ptr, inc_pair, inc_sign,
                    kind, scale, hmul, out_grad, out_hess):
     r = cuda.grid(1)
@@ -107,7 +107,7 @@ def _chunk(q, chunk, m):
     return q * chunk, min(m, (q + 1) * chunk)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def count_kept_pairs(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale, chunk, counts):
     """Per chunk of ``chunk`` listed pairs: those with coupling > 0."""
     q = cuda.grid(1)
@@ -121,7 +121,7 @@ def count_kept_pairs(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind
     counts[q] = c
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def fill_kept_pairs(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, kind, scale, chunk, offsets,
                     out_i, out_j, out_c):
     """Per chunk: its pairs with coupling > 0, in list order, from ``offsets[q]``."""
@@ -144,7 +144,7 @@ def _kept(pi, pj, pc, in_bag, k):
     return pc[k] > 0.0 and in_bag[pi[k]] and in_bag[pj[k]]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def count_in_bag(pi, pj, pc, in_bag, chunk, counts):
     """Per chunk of ``chunk`` pairs: those with coupling > 0 and both rows in the bag."""
     q = cuda.grid(1)
@@ -158,7 +158,7 @@ def count_in_bag(pi, pj, pc, in_bag, chunk, counts):
     counts[q] = c
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def place_in_bag(pi, pj, pc, in_bag, chunk, offsets, out_i, out_j, out_c):
     """Per chunk: the pairs ``count_in_bag`` counts, in order, from ``offsets[q]``."""
     q = cuda.grid(1)

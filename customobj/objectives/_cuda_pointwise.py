@@ -17,7 +17,7 @@ _top_z, _p, _mcrank = device_function(R.softmax_top_z), device_function(R.softma
 NOT_FINITE_OR_TOO_LARGE = 1
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def squared_error_rows(scores, labels, weights, use_weights, out_grad, out_hess):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
@@ -27,7 +27,7 @@ def squared_error_rows(scores, labels, weights, use_weights, out_grad, out_hess)
     out_hess[i] += h
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def logistic_rows(scores, labels, weights, use_weights, sigma, out_grad, out_hess):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
@@ -37,7 +37,7 @@ def logistic_rows(scores, labels, weights, use_weights, sigma, out_grad, out_hes
     out_hess[i] += h
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def squared_hinge_rows(scores, labels, weights, use_weights, c, out_grad, out_hess):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
@@ -48,7 +48,7 @@ def squared_hinge_rows(scores, labels, weights, use_weights, c, out_grad, out_he
         out_hess[i] += h
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def mcrank_rows(scores, labels, weights, use_weights, out_grad, out_hess):
     """Softmax over the row's K outputs (``_softmax_row``: max-shifted, normalised after the sum)."""
     i = cuda.grid(1)
@@ -64,7 +64,7 @@ def mcrank_rows(scores, labels, weights, use_weights, out_grad, out_hess):
         out_hess[i, k] += h
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def to_float64(src, dst, limit, bad):
     """``dst = float64(src)`` (1-D views); ``bad[0]`` set when a value is NaN, inf or beyond ``limit``."""
     i = cuda.grid(1)
@@ -76,7 +76,7 @@ def to_float64(src, dst, limit, bad):
     dst[i] = v
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def add_scaled(dst, src, factor):
     """``dst += factor * src`` (1-D views): ``Scaled``'s contribution."""
     i = cuda.grid(1)
@@ -84,14 +84,14 @@ def add_scaled(dst, src, factor):
         dst[i] += factor * src[i]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def fill(dst, value):
     i = cuda.grid(1)
     if i < dst.shape[0]:
         dst[i] = value
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def to_float32(src, dst, limit, bad):
     """``dst = float32(src)`` (1-D views); ``bad[0]`` set when a value is beyond float32's range."""
     i = cuda.grid(1)

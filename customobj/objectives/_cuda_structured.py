@@ -28,7 +28,7 @@ SI_P, SI_WAY, SI_USED, SI_CAND, SI_AT = range(5)
 N_SI = 5
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def ideal_rank_rows(scores, gain, ptr, qid, star):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
@@ -106,7 +106,7 @@ def _assign(scores, gain, start, c, m, k, SF, SI, base):
     return True
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def structured_queries(scores, gain, ptr, k, weights, use_weights, hess, star, SF, SI, out_grad, out_hess, failed):
     q = cuda.grid(1)
     if q >= ptr.shape[0] - 1:

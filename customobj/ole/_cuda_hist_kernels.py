@@ -23,7 +23,7 @@ cuda = cuda_module()
 
 __all__ = ["zero", "row_hist_blocks", "pair_hist_blocks", "reduce_blocks"]
 
-@cuda.jit
+@cuda.jit(cache=True)
 def zero(flat):
     """``flat[:] = 0`` (a partial buffer before a feature subset fills only its own slots)."""
     i = cuda.grid(1)
@@ -42,7 +42,7 @@ def _block_of_thread(t, n_feat, n, nb):
     return b, t - b * n_feat, (n * b) // nb, (n * (b + 1)) // nb
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def row_hist_blocks(bins_fm, rows, n, nb, grad, hess, offsets, partial):
     """Thread ``(b, f)``: ``partial[b]``'s slots of feature ``f`` = [g, h, count] sums of the rows
     ``rows[lo:hi]`` of block ``b``, in order."""
@@ -64,7 +64,7 @@ def row_hist_blocks(bins_fm, rows, n, nb, grad, hess, offsets, partial):
         part[s, HIST_COUNT] += 1.0
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def pair_hist_blocks(bins_fm, pi, pj, pc, n, nb, feats, foff, fnb, partial):
     """Thread ``(b, q)``: ``partial[b]``'s slots of feature ``feats[q]`` = [hi, nanp, R] of the pairs
     ``lo:hi`` of block ``b``, in pair order (``partial`` zeroed outside the features' slots)."""
@@ -96,7 +96,7 @@ def pair_hist_blocks(bins_fm, pi, pj, pc, n, nb, feats, foff, fnb, partial):
             part[base + x, PH_HI] += c
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def reduce_blocks(partial, nb, out):
     """``out[s, ch] = sum_b partial[b, s, ch]``, blocks added in order (one thread per entry)."""
     i = cuda.grid(1)

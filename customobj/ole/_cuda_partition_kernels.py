@@ -33,7 +33,7 @@ def _block(b, start, n, nb):
     return start + (n * b) // nb, start + (n * (b + 1)) // nb
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def mark_rows_blocks(col, order, start, n, nb, tbin, nan_bin, nan_left, go_left, counts):
     """Thread ``b``: mark ``go_left`` for its block of ``order[start:start+n]``; ``counts[b, 0]``: its left rows."""
     b = cuda.grid(1)
@@ -43,7 +43,7 @@ def mark_rows_blocks(col, order, start, n, nb, tbin, nan_bin, nan_left, go_left,
         counts[b, 1] = 0
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def scan_counts(counts, nb, before):
     """One thread: ``before[b] = counts[:b].sum(axis=0)`` for ``b`` in ``0..nb`` (``before[nb]``: the totals)."""
     if cuda.grid(1) != 0:
@@ -59,7 +59,7 @@ def scan_counts(counts, nb, before):
     before[nb, 1] = c
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def place_rows_blocks(order, start, n, nb, go_left, before, tmp):
     """Thread ``b``: copy its block's rows to ``tmp[0:n]``, left ones after the earlier blocks' left
     rows, right ones after every left row and the earlier blocks' right rows (``before``: :func:`scan_counts`)."""
@@ -71,7 +71,7 @@ def place_rows_blocks(order, start, n, nb, go_left, before, tmp):
     _place(order, lo, hi, go_left, tmp, ml, before[nb, 0] + (lo - start) - ml)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def copy_rows(tmp, order, start, n):
     """``order[start:start+n] = tmp[:n]`` (one thread per row)."""
     i = cuda.grid(1)
@@ -79,7 +79,7 @@ def copy_rows(tmp, order, start, n):
         order[start + i] = tmp[i]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def count_sides_blocks(pi, pj, start, n, nb, go_left, counts):
     """Thread ``b``: ``counts[b] = (pairs with both rows left, with both rows right)`` in its block."""
     b = cuda.grid(1)
@@ -90,7 +90,7 @@ def count_sides_blocks(pi, pj, start, n, nb, go_left, counts):
         counts[b, 1] = nr
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def place_sides_blocks(pi, pj, pc, start, n, nb, go_left, before, oi, oj, oc):
     """Thread ``b``: copy its block's pairs to ``(oi, oj, oc)``, stably, as [both left | both right |
     split] (``before``: :func:`scan_counts` of :func:`count_sides_blocks`)."""
@@ -106,7 +106,7 @@ def place_sides_blocks(pi, pj, pc, start, n, nb, go_left, before, oi, oj, oc):
            oi, oj, oc)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def coupling_blocks(pc, start, n, nb, part):
     """Thread ``b``: ``part[b] = (sum of its block's couplings in order, 0)``."""
     b = cuda.grid(1)
@@ -116,7 +116,7 @@ def coupling_blocks(pc, start, n, nb, part):
         part[b, 1] = 0.0
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def split_coupling_blocks(pi, pj, pc, start, n, nb, go_left, part):
     """Thread ``b``: ``part[b]`` = its block's couplings of pairs with both rows left, both right."""
     b = cuda.grid(1)

@@ -17,7 +17,7 @@ _child = device_function(child_of_bin)
 __all__ = ["add_tree_bins"]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def add_tree_bins(bins_fm, n_bins, feature, tbin, default_left, left, right, leaf_value, out):
     """Thread ``i``: ``out[i] += leaf_value[leaf of row i]`` (bin ``n_bins[f]`` is the NaN bin)."""
     i = cuda.grid(1)

@@ -29,7 +29,7 @@ __all__ = ["feature_bests", "pick_best", "feature_wse_gains", "subtract", "block
 _best = device_function(_best_in_feature)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def feature_bests(hist, ph, use_pairs, score, n_bins, offsets, mask, G, H, N, C, lam, min_data, min_hess, parent,
                   per, gains):
     """Thread ``f``: ``gains[f]`` = feature ``f``'s best gain > 0 (0 outside ``mask``), ``per[f]`` its
@@ -43,7 +43,7 @@ def feature_bests(hist, ph, use_pairs, score, n_bins, offsets, mask, G, H, N, C,
                          parent, per[f])
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def pick_best(per, gains, res):
     """One thread: ``res`` = the record of the first feature with the strictly largest gain > 0, as
     ``find_best_split_parallel`` picks; else zeros with feature -1 (no split)."""
@@ -60,7 +60,7 @@ def pick_best(per, gains, res):
                 res[k] = per[f, k]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def feature_wse_gains(hist, ph, n_bins, offsets, mask, G, H, N, lam, min_data, min_hess, parent, per, gains):
     """Thread ``f``: ``gains[f]`` = feature ``f``'s best WSE gain > 0, else 0 (``feature_gains``'s)."""
     f = cuda.grid(1)
@@ -72,7 +72,7 @@ def feature_wse_gains(hist, ph, n_bins, offsets, mask, G, H, N, lam, min_data, m
                          per[f])
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def subtract(a, b):
     """``a -= b`` over flat arrays of one size (one thread per entry)."""
     i = cuda.grid(1)
@@ -80,7 +80,7 @@ def subtract(a, b):
         a[i] -= b[i]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def block_sums(rows, n, nb, grad, hess, out):
     """Thread ``b``: ``out[b] = (sum g, sum h)`` of ``rows[lo:hi]``, block ``b`` of ``nb``, in order."""
     b = cuda.grid(1)
@@ -96,7 +96,7 @@ def block_sums(rows, n, nb, grad, hess, out):
     out[b, 1] = h
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def ordered_sums(part, nb, out):
     """One thread: ``out = part[:nb]`` summed per column, blocks in order (starting from the first)."""
     if cuda.grid(1) != 0:

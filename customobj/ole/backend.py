@@ -16,13 +16,16 @@ results: the same splits, ties broken the same way, sums equal to float toleranc
   ``(slots, PH_CHANNELS)``, all features or a subset; ``sum_couplings``: a pair range's coupling;
 - ``pair_buffers``, ``prune_pairs``, ``dropped_couplings``: the tree's two pair buffers, and
   ``ole_fast``'s pruned pairs and the couplings of the dropped ones per leaf;
-- ``find_split``, ``wse_gains``, ``split_gain``: the split search of a node under the fit's
+- ``find_split``, ``find_splits``, ``wse_gains``, ``split_gain``: the split search of a node (or
+  of a split's two children at once: a GPU backend reads both back in one copy) under the fit's
   criterion, the per-feature WSE gains ``ole_fast`` ranks features by, and a split's gain from
   its children's exact sums;
-- ``partition_rows``, ``partition_pairs``, ``split_coupling_sums``: a split's row and pair
-  partitions (rows marked left in ``go_left``) and its children's couplings without one;
-  ``row_order``: the finished tree's row order (a GPU backend partitions its own copy);
-- ``device_scores``: the fit's scores kept on the device, or None (the CPU keeps them on the host).
+- ``partition_rows``, ``split_pairs`` (``partition_pairs`` and the children's couplings),
+  ``split_coupling_sums``: a split's row and pair partitions (rows marked left in ``go_left``)
+  and its children's couplings without one; ``row_order``: the finished tree's row order (a GPU
+  backend partitions its own copy, and keeps it there when the host needs none: None);
+- ``device_scores``: the fit's scores kept on the device, or None (the CPU keeps them on the host);
+  ``device_stats``: what the fit asked of the device (None on the CPU).
 
 Histograms and pair buffers may live on the device: the grower only passes them back to the
 backend, subtracts histograms (``parent -= child``, which the arrays must support) and reads
@@ -99,6 +102,10 @@ class CPUBackend:
         """Bytes the fit held on the device at its peak: None on the CPU."""
         return None
 
+    def device_stats(self) -> None:
+        """What the fit asked of the device (:class:`~customobj.ole.cuda_stats.DeviceStats`): None on the CPU."""
+        return None
+
     # --- sums and histograms ------------------------------------------------------------------------
     def row_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:
         """``(sum g, sum h)`` over the rows ``order``, in order."""
@@ -160,6 +167,10 @@ class CPUBackend:
         check_status(status, self.score, "find_best_split")
         return SplitInfo.from_array(res)
 
+    def find_splits(self, searches: list) -> list:
+        """:meth:`find_split` of each ``(hist, phist, mask, sums)`` in ``searches``, in order."""
+        return [self.find_split(*search) for search in searches]
+
     def wse_gains(self, hist: np.ndarray, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
         """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``)."""
         check_status(feature_gains(hist, WSE, self.data.n_bins, self.data.offsets, mask, sums.G, sums.H, sums.N,
@@ -190,6 +201,13 @@ class CPUBackend:
         pi, pj, pc = src
         oi, oj, oc = dst
         return partition_pairs(pi, pj, pc, start, end, self.ctx.scratch.go_left, oi, oj, oc)
+
+    def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
+        """:meth:`partition_pairs`, then the children's couplings summed over their pairs in ``dst``:
+        ``(n_left, n_right, C_left, C_right)``."""
+        npl, npr = self.partition_pairs(src, start, end, dst)
+        mid = start + npl
+        return npl, npr, self.sum_couplings(dst[2], start, mid), self.sum_couplings(dst[2], mid, mid + npr)
 
     def split_coupling_sums(self, buf: tuple, start: int, end: int) -> tuple:
         """The children's couplings ``(C_left, C_right)`` of pairs ``buf[start:end]``, not partitioned."""

@@ -133,6 +133,10 @@ class TreeBooster(BaseEstimator):
     device_memory_peak_, device_gradients_ : int or None, str or None
         ``device="cuda"``: the peak bytes the fit held on the GPU, and ``"device"`` or ``"host: <why>"``
         for where the gradients were computed; None on the CPU.
+    device_stats_ : customobj.ole.cuda_stats.DeviceStats or None
+        ``device="cuda"``: the kernel launches, blocking device-to-host reads, device allocations and
+        bytes copied each way, per tree (``device_stats_.trees``) and per split
+        (``device_stats_.per_split()``); None on the CPU.
 
     Examples
     --------

@@ -61,16 +61,19 @@ customobj.ole.cuda_backend.DeviceMemoryError: TreeBooster(device="cuda") needs 2
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, Optional
 
 import numpy as np
 
 from .._cuda_runtime import THREADS, GPUUnavailableError, is_device_array, require_gpu
 from .backend import CPUBackend
-from .common import HIST_CHANNELS, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
+from .common import HIST_CHANNELS, HIST_COUNT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
 from .criterion import WSE
 from .cuda_memory import DeviceHist, DeviceMemory
+from .cuda_pool import DevicePool, hists_per_tree
+from .cuda_stats import CountedKernels, DeviceStats
 from .splitting import _score, node_hessian
 
 __all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory",
@@ -96,20 +99,21 @@ class DeviceMemoryError(GPUUnavailableError):
 
 
 def device_memory_needed(*, n_rows: int, n_features: int, bin_itemsize: int, n_slots: int, n_pairs: int = 0,
-                         index_itemsize: int = 4) -> dict:
+                         index_itemsize: int = 4, n_hists: int = 1) -> dict:
     """Bytes of GPU memory a fit holds at its peak, by item.
 
     ``bins``: the binned matrix; ``gradients``: a tree's ``g`` and ``h`` (float64); ``rows``: the
-    tree's row order and the partition's scratch (int64 each) and each row's side (a byte);
-    ``pairs``: the tree's two pair buffers (two indices and a float64 coupling each, every pair);
-    ``histograms``: the per-block partials and the reduced histogram (float64, ``slots x 3``).
+    tree's row order, the rows it started from and the partition's scratch (int64 each) and each
+    row's side (a byte); ``pairs``: the tree's two pair buffers (two indices and a float64 coupling
+    each, every pair); ``histograms``: the per-block partials and the pool's ``n_hists`` node
+    histograms (float64, ``slots x 3``; :func:`~customobj.ole.cuda_pool.hists_per_tree`).
     """
     return {
         "bins": int(n_rows) * int(n_features) * int(bin_itemsize),
         "gradients": 2 * int(n_rows) * 8,
-        "rows": int(n_rows) * (8 + 8 + 1),
+        "rows": int(n_rows) * (8 + 8 + 8 + 1),
         "pairs": 2 * int(n_pairs) * (2 * int(index_itemsize) + 8),
-        "histograms": (MAX_BLOCKS + 1) * int(n_slots) * max(HIST_CHANNELS, PH_CHANNELS) * 8,
+        "histograms": (MAX_BLOCKS + int(n_hists)) * int(n_slots) * max(HIST_CHANNELS, PH_CHANNELS) * 8,
     }
 
 
@@ -156,7 +160,10 @@ class CUDABackend(CPUBackend):
     Attributes
     ----------
     memory : DeviceMemory
-        What the fit holds on the device, now and at its peak (bytes).
+        What the fit holds on the device, now and at its peak (bytes), and its
+        :class:`~customobj.ole.cuda_stats.DeviceCounter` (``memory.counter``).
+    pool : DevicePool
+        The buffers every node reuses (:mod:`.cuda_pool`).
 
     Raises
     ------
@@ -169,72 +176,80 @@ class CUDABackend(CPUBackend):
     def __init__(self, ctx: GrowContext, params) -> None:
         self._cuda = require_gpu(_WHAT)
         super().__init__(ctx, params)
-        from . import _cuda_hist_kernels as kernels
-        from . import _cuda_partition_kernels as partition_kernels
-        from . import _cuda_split_kernels as split_kernels
+        from . import _cuda_hist_kernels, _cuda_node_kernels, _cuda_partition_kernels, _cuda_split_kernels
 
-        self._k, self._ks, self._kp = kernels, split_kernels, partition_kernels
         d = ctx.data
         n_feat = d.feature_major.shape[0]
         self._shape = dict(n_rows=d.n_rows, n_features=n_feat, bin_itemsize=d.feature_major.dtype.itemsize,
-                           n_slots=d.n_slots, index_itemsize=np.dtype(d.index_dtype()).itemsize)
+                           n_slots=d.n_slots, index_itemsize=np.dtype(d.index_dtype()).itemsize,
+                           n_hists=hists_per_tree(params.num_leaves))
         need = device_memory_needed(**self._shape)
         check_device_memory(need)
         # what this fit keeps on the device from here on: later checks count it as theirs, not as taken
         self._resident = need["bins"] + need["histograms"]
         mem = self.memory = DeviceMemory(self._cuda)
+        counter = mem.counter  # every launch, allocation and read of the fit (cuda_stats)
+        self._k, self._ks, self._kp, self._kn = (CountedKernels(m, counter) for m in (
+            _cuda_hist_kernels, _cuda_split_kernels, _cuda_partition_kernels, _cuda_node_kernels))
+        self._joint = bool(params.joint_leaves)
         self._bins = mem.upload(d.feature_major)
         self._offsets = mem.upload(np.asarray(d.offsets, dtype=np.int64))
         self._n_bins = np.ascontiguousarray(d.n_bins, dtype=np.int64)
         self._n_bins_d = mem.upload(self._n_bins)
+        self.pool = DevicePool(mem, n_rows=d.n_rows, n_features=n_feat, n_slots=d.n_slots,
+                               n_hists=self._shape["n_hists"])
         # one partial buffer serves both histograms: each has three channels (common.py)
         self._partial = mem.array((MAX_BLOCKS, d.n_slots, HIST_CHANNELS), np.float64)
         self._all_features = np.arange(n_feat, dtype=np.int64)
-        self._all_feature_args = self._feature_args(self._all_features)  # every tree's full pair histograms
-        # the split search's per-feature records, gains and result; a stand-in pair histogram for SE/WSE
+        self._all_feature_args = tuple(mem.upload(a) for a in (self._all_features, d.offsets, self._n_bins))
+        # the split search's per-feature records, gains and results (two nodes: one read for both), each
+        # with the chosen feature's NaN count behind it (_cuda_node_kernels)
         self._per = mem.array((max(n_feat, 1), SPLIT_SIZE), np.float64)
         self._gains = mem.array((max(n_feat, 1),), np.float64)
-        self._res = mem.array((SPLIT_SIZE,), np.float64)
+        self._res = mem.array((2, SPLIT_SIZE + 1), np.float64)
+        self._has_nan = bool(np.any(d.mapper.has_nan))
         self._no_ph = mem.upload(np.zeros((1, PH_CHANNELS)))
         self._sums = mem.array((MAX_BLOCKS, 2), np.float64)
         self._sum_out = mem.array((2,), np.float64)
-        # the tree's row order, the partition's scratch, each row's side and the blocks' counts
+        # the partition's scratch, each row's side and the blocks' counts; the scan's offsets, with two
+        # rows behind the totals for the children's couplings (read with the totals, in one copy)
         self._tmp_rows = mem.array((max(d.n_rows, 1),), np.int64)
         self._go_left = mem.array((max(d.n_rows, 1),), np.bool_)
         self._counts = mem.array((MAX_PARTITION_BLOCKS, 2), np.int64)
-        self._before = mem.array((MAX_PARTITION_BLOCKS + 1, 2), np.int64)
+        self._before = mem.array((MAX_PARTITION_BLOCKS + 2, 2), np.int64)
         self._grad: Any = None
         self._hess: Any = None
-        self._order: Any = None  # the tree's row order on the device
-        self._mask_host: Optional[np.ndarray] = None
-        self._mask_dev: Any = None
+        self._order: Any = None  # the tree's row order on the device (the pool's)
+        self._scores_on_device = False
 
     # --- the tree's gradients and root sums: the first call of every tree -----------------------------
     def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
         """``(sum g, sum h)`` over ``order``. Gradients already on the device (the objective's GPU
         kernels, :mod:`.cuda_scores`) are summed there, in blocks of rows in order (one block: the
-        CPU's order); host gradients are uploaded and summed on the host, as on the CPU."""
+        CPU's order); host gradients are uploaded (into the pool) and summed on the host, as on the CPU."""
         n = int(order.shape[0])
+        self.memory.counter.begin_tree()
         self.memory.sample()  # the card's use as a tree starts (a real card only)
-        self._order = self.memory.upload(np.asarray(order, dtype=np.int64))  # partitioned there from now on
+        self._order = self.pool.start_rows(order)  # partitioned there from now on
         if is_device_array(grad):
             self._grad, self._hess = grad, hess
             nb = n_blocks(n, ROW_BLOCK)
             self._ks.block_sums[_launch(nb)](self._order, n, nb, grad, hess, self._sums)
             return self._ordered_sums(nb)
-        self._grad = self.memory.upload(np.asarray(grad, dtype=np.float64))
-        self._hess = self.memory.upload(np.asarray(hess, dtype=np.float64))
+        gh = self.pool.buffers("gradients", int(grad.shape[0]), (np.float64, np.float64))
+        self._grad, self._hess = (self.memory.copy_in(b, a) for b, a in zip(gh, (grad, hess)))
         return super().row_sums(order, grad, hess)
 
     def pair_buffers(self, pairs: tuple) -> tuple:
-        """The tree's two pair buffers on the device (the pairs uploaded once per tree), after checking
-        that they fit next to the rest; ``ole_fast`` keeps them on the host until :meth:`prune_pairs`."""
+        """The tree's two pair buffers on the device (host pairs copied into the pool once per tree),
+        after checking that they fit next to the rest; ``ole_fast`` keeps them on the host until
+        :meth:`prune_pairs`."""
         need = device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0])
         # device pairs (the objective's couplings, cuda_scores) already hold the first of the two buffers
-        held = need["pairs"] // 2 if is_device_array(pairs[0]) else 0
+        held = (need["pairs"] // 2 if is_device_array(pairs[0]) else 0) + self.pool.buffer_bytes
         check_device_memory(need, free=free_device_memory() + self._resident + held)
         if self.criterion.prunes_pairs and self.ctx.queries is not None:  # device pairs come to the host here
-            return super().pair_buffers(tuple(a.copy_to_host() if is_device_array(a) else a for a in pairs))
+            return super().pair_buffers(tuple(self.memory.read(a) if is_device_array(a) else a for a in pairs))
         return self._device_pairs(pairs)
 
     def prune_pairs(self, bufs: tuple) -> tuple:
@@ -245,21 +260,19 @@ class CUDABackend(CPUBackend):
         return self._device_pairs(kept[0]), dropped
 
     def _device_pairs(self, pairs: tuple) -> tuple:
-        mem = self.memory
-        first = tuple(a if is_device_array(a) else mem.upload(a) for a in pairs)  # device couplings stay put
-        return first, tuple(mem.array(a.shape, a.dtype) for a in first)
+        m, dtypes = int(pairs[0].shape[0]), tuple(a.dtype for a in pairs)
+        first = pairs
+        if not all(is_device_array(a) for a in pairs):  # device couplings stay put
+            first = tuple(self.memory.copy_in(b, a) for b, a in zip(self.pool.buffers("pairs", m, dtypes), pairs))
+        return first, self.pool.buffers("pair scratch", m, dtypes)
 
-    def _feature_args(self, feats: np.ndarray) -> tuple:
-        """``(feats, their first slots, their bin counts)`` on the device, for ``pair_hist_blocks``."""
-        mem = self.memory
-        return (mem.upload(feats), mem.upload(np.asarray(self.data.offsets[feats], dtype=np.int64)),
-                mem.upload(self._n_bins[feats]))
-
-    # --- histograms on the device: they stay there (DeviceHist) ------------------------------------------
+    # --- histograms on the device: they stay there (DeviceHist), in the pool ----------------------------
     def _reduced(self, nb: int) -> DeviceHist:
-        out = self.memory.array((self.data.n_slots, HIST_CHANNELS), np.float64)
+        out = self.pool.hist()
         self._k.reduce_blocks[_launch(out.size)](self._partial, nb, out)
-        return DeviceHist(out, self._ks.subtract)
+        hist = DeviceHist(out, self._ks.subtract, self.memory)
+        weakref.finalize(hist, self.pool.give_back, out)  # back to the pool when the grower drops it
+        return hist
 
     def row_hist(self, order: np.ndarray, start: int, end: int, grad, hess, root: bool = False) -> Any:
         """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``, built and kept on
@@ -284,44 +297,58 @@ class CUDABackend(CPUBackend):
         if n <= 0 or feats.size < self._all_features.size:  # slots of the other features are read: zero them
             k.zero[_launch(nb * self.data.n_slots * PH_CHANNELS)](self._partial.reshape(self._partial.size))
         if n > 0 and feats.size:
-            args = self._all_feature_args if features is None else self._feature_args(feats)
-            pi, pj, pc = (a[start:end] if is_device_array(a) else self.memory.upload(a[start:end]) for a in buf)
+            args = (self._all_feature_args if features is None else
+                    self.pool.feature_args(feats, self.data.offsets, self._n_bins))
+            pi, pj, pc = (a[start:end] for a in buf)  # device buffers (pair_buffers)
             k.pair_hist_blocks[_launch(feats.size * nb)](self._bins, pi, pj, pc, n, nb, *args, self._partial)
         return self._reduced(nb)
 
-    # --- split search on the device: only the chosen split comes back ---------------------------------------
-    def _mask(self, mask: np.ndarray):
-        """The feature mask on the device, uploaded again only when it changes (a tree's nodes share one)."""
-        host = np.ascontiguousarray(mask, dtype=np.bool_)
-        if self._mask_host is None or not np.array_equal(host, self._mask_host):
-            self._mask_host, self._mask_dev = host.copy(), self.memory.upload(host)
-        return self._mask_dev
+    # --- split search on the device: only the chosen splits come back -------------------------------------
+    def find_split(self, hist: Any, phist: Any, mask: np.ndarray, sums: ChildSums) -> SplitInfo:
+        """The best split of a node from its device histograms (see :meth:`find_splits`)."""
+        return self.find_splits([(hist, phist, mask, sums)])[0]
 
-    def find_split(self, hist: Any, phist: Any, mask: np.ndarray,
-                   sums: ChildSums) -> SplitInfo:
-        """The best split of a node from its device histograms (:mod:`._cuda_split_kernels`: the CPU's
-        per-feature search, one thread per feature, then the first strictly best feature)."""
+    def find_splits(self, searches: list) -> list:
+        """The best splits of up to two nodes (a split's children), each ``(hist, phist, mask, sums)``:
+        :mod:`._cuda_split_kernels` (the CPU's per-feature search, one thread per feature, then the
+        first strictly best feature) per node, then every chosen split in one read."""
+        if not searches:
+            return []
+        if len(searches) > self._res.shape[0]:
+            return self.find_splits(searches[:2]) + self.find_splits(searches[2:])
         ks, n_feat = self._ks, self._shape["n_features"]
-        G, H, N, C = (float(v) for v in sums)
-        parent = _score(G, node_hessian(self.score, G, H, N, C), self.lam)
-        use_pairs = phist is not None
-        ks.feature_bests[_launch(n_feat)](hist.array, phist.array if phist is not None else self._no_ph, use_pairs,
-                                          self.score, self._n_bins_d, self._offsets, self._mask(mask), G, H, N, C,
-                                          self.lam, self.min_data, self.min_hess, parent, self._per, self._gains)
-        ks.pick_best[1, 1](self._per, self._gains, self._res)
-        return SplitInfo.from_array(self._res.copy_to_host())
+        for k, (hist, phist, mask, sums) in enumerate(searches):
+            G, H, N, C = (float(v) for v in sums)
+            parent = _score(G, node_hessian(self.score, G, H, N, C), self.lam)
+            use_pairs = phist is not None
+            ks.feature_bests[_launch(n_feat)](hist.array, phist.array if use_pairs else self._no_ph, use_pairs,
+                                              self.score, self._n_bins_d, self._offsets, self.pool.feature_mask(mask),
+                                              G, H, N, C, self.lam, self.min_data, self.min_hess, parent, self._per,
+                                              self._gains)
+            ks.pick_best[1, 1](self._per, self._gains, self._res[k])
+            if self._has_nan:  # its NaN count comes back with the split (the grower needs it to place NaN)
+                self._kn.split_nan_count[1, 1](hist.array, self._offsets, self._n_bins_d, self._res[k])
+        res = self.memory.read(self._res[:len(searches)])
+        out = []
+        for (hist, _, _, _), r in zip(searches, res):
+            split = SplitInfo.from_array(r[:SPLIT_SIZE])
+            if self._has_nan and split.feature >= 0:
+                hist.known(self.data.offsets[split.feature] + int(self._n_bins[split.feature]), HIST_COUNT,
+                           float(r[SPLIT_SIZE]))
+            out.append(split)
+        return out
 
     def wse_gains(self, hist: Any, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
         """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``), searched on the device."""
         G, H, N = float(sums.G), float(sums.H), float(sums.N)
         parent = _score(G, node_hessian(WSE, G, H, N, 0.0), self.lam)
         self._ks.feature_wse_gains[_launch(self._shape["n_features"])](
-            hist.array, self._no_ph, self._n_bins_d, self._offsets, self._mask(mask), G, H, N, self.lam,
+            hist.array, self._no_ph, self._n_bins_d, self._offsets, self.pool.feature_mask(mask), G, H, N, self.lam,
             self.min_data, self.min_hess, parent, self._per, self._gains)
-        out[:] = self._gains.copy_to_host()[:out.shape[0]]
+        out[:] = self.memory.read(self._gains)[:out.shape[0]]
         return out
 
-    # --- where the scores live, and what the fit held -------------------------------------------------------
+    # --- where the scores live, and what the fit held and did -------------------------------------------------
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
                       pairs_on_host: Optional[str] = None):
         """The scores on the device with each round's gradients (and, with ``need_pairs``, pair
@@ -334,6 +361,7 @@ class CUDABackend(CPUBackend):
             self.gradients_where = f"host: {why}"
             return None
         self.gradients_where = "device"
+        self._scores_on_device = True
         index = self.data.index_dtype() if need_pairs else None  # the host path's pair index dtype
         return DeviceScores(self.memory, self._bins, self._n_bins_d, obj, prep, scores, index)
 
@@ -342,16 +370,18 @@ class CUDABackend(CPUBackend):
         self.memory.sample()
         return self.memory.peak
 
-    # --- partitions and coupling sums on the device ---------------------------------------------------------
-    def _ordered_sums(self, nb: int) -> tuple:
-        self._ks.ordered_sums[1, 1](self._sums, nb, self._sum_out)
-        a, b = self._sum_out.copy_to_host()
-        return float(a), float(b)
+    def device_stats(self) -> Optional[DeviceStats]:
+        """What the fit asked of the card, per tree (:mod:`.cuda_stats`)."""
+        return self.memory.counter.stats()
 
-    def _scanned(self, nb: int) -> np.ndarray:
-        """The blocks' offsets from their counts; the totals come back."""
-        self._kp.scan_counts[1, 1](self._counts, nb, self._before)
-        return self._before[nb].copy_to_host()
+    # --- partitions and coupling sums on the device ---------------------------------------------------------
+    def _ordered_sums(self, nb: int, out: Any = None) -> tuple:
+        """The blocks' sums in order into ``out``; without ``out``, into a buffer read back at once."""
+        self._ks.ordered_sums[1, 1](self._sums, nb, self._sum_out if out is None else out)
+        if out is not None:
+            return ()
+        a, b = self.memory.read(self._sum_out)
+        return float(a), float(b)
 
     @staticmethod
     def _partition_blocks(n: int) -> int:
@@ -359,31 +389,49 @@ class CUDABackend(CPUBackend):
 
     def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool) -> int:
         """Reorder the device order's ``[start:end]`` as [left | right] by ``split`` (stable: the CPU's
-        order), mark each row's side there; the left count. ``order`` (host) is brought up to date by
-        :meth:`row_order`."""
+        order), mark each row's side there; the left count, which is the split's (its histogram
+        counts are exact), so nothing is read back. ``order`` (host) is brought up to date by
+        :meth:`row_order` when the host needs it."""
         kp, n, f = self._kp, end - start, split.feature
+        self.memory.counter.split()
         nb = self._partition_blocks(n)
         kp.mark_rows_blocks[_launch(nb)](self._bins[f], self._order, start, n, nb, split.bin, int(self._n_bins[f]),
                                          bool(nan_left), self._go_left, self._counts)
-        nl = int(self._scanned(nb)[0])
+        kp.scan_counts[1, 1](self._counts, nb, self._before)
         kp.place_rows_blocks[_launch(nb)](self._order, start, n, nb, self._go_left, self._before, self._tmp_rows)
         kp.copy_rows[_launch(n)](self._tmp_rows, self._order, start, n)
-        return nl
+        return int(split.left.N)
 
-    def row_order(self, order: np.ndarray) -> np.ndarray:
-        """The finished tree's row order, copied from the device into ``order``."""
-        order[:] = self._order.copy_to_host()
+    def row_order(self, order: np.ndarray) -> Optional[np.ndarray]:
+        """The finished tree's row order, copied from the device into ``order`` when the host needs it
+        (its scores, ``ole_fast``'s dropped pairs, the joint leaf solve); else None: it stays on the card."""
+        self.memory.counter.end_tree()
+        host_pruned = self.criterion.prunes_pairs and self.ctx.queries is not None
+        if self._scores_on_device and not host_pruned and not self._joint:
+            return None
+        order[:] = self.memory.read(self._order)
         return order
 
-    def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
+    def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
         """Copy the device pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right |
-        split] by the last :meth:`partition_rows`; ``(n_left, n_right)``."""
+        split] by the last :meth:`partition_rows`; ``(n_left, n_right, C_left, C_right)`` in one read
+        (the couplings summed over ``src`` by blocks of pairs in order, then the blocks in order)."""
         n = end - start
         nb = self._partition_blocks(n)
-        self._kp.count_sides_blocks[_launch(nb)](src[0], src[1], start, n, nb, self._go_left, self._counts)
-        tl, tr = self._scanned(nb)
-        self._kp.place_sides_blocks[_launch(nb)](*src, start, n, nb, self._go_left, self._before, *dst)
-        return int(tl), int(tr)
+        kp = self._kp
+        kp.count_sides_blocks[_launch(nb)](src[0], src[1], start, n, nb, self._go_left, self._counts)
+        kp.scan_counts[1, 1](self._counts, nb, self._before)
+        kp.place_sides_blocks[_launch(nb)](*src, start, n, nb, self._go_left, self._before, *dst)
+        nbs = n_blocks(n, PAIR_BLOCK)
+        kp.split_coupling_blocks[_launch(nbs)](*src, start, n, nbs, self._go_left, self._sums)
+        self._ordered_sums(nbs, self._before[nb + 1].view(np.float64))  # beside the totals
+        packed = self.memory.read(self._before[nb:nb + 2])
+        (tl, tr), (cl, cr) = packed[0], packed[1].view(np.float64)
+        return int(tl), int(tr), float(cl), float(cr)
+
+    def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
+        """:meth:`split_pairs` without the couplings: ``(n_left, n_right)``."""
+        return self.split_pairs(src, start, end, dst)[:2]
 
     def sum_couplings(self, pc, start: int, end: int) -> float:
         """The coupling of the pairs ``start:end``: blocks of pairs in order, then the blocks in order."""

@@ -6,7 +6,9 @@ the peak of what it held: ``TreeBooster.device_memory_peak_`` (issue "OLE at sca
 memory reported). Arrays the objective's GPU kernels keep (labels, queries, scratch:
 ``objectives.devices.DeviceData``) are added with :meth:`DeviceMemory.hold`. On a real card,
 :meth:`DeviceMemory.sample` also records the card's used memory (total - free, every process on
-it) at the points it is called, as ``card_peak``; the simulator has no card (``None``).
+it) at the points it is called, as ``card_peak``; the simulator has no card (``None``). Every
+allocation, upload and blocking read it makes is also counted in its
+:class:`~customobj.ole.cuda_stats.DeviceCounter` (``counter``: ``TreeBooster.device_stats_``).
 
 :class:`DeviceHist` is a histogram that stays in device memory: the grower subtracts one from
 another (``parent -= child``, a kernel, elementwise as numpy's) and reads a single entry (the NaN
@@ -34,6 +36,7 @@ import numpy as np
 from numba import config
 
 from .._cuda_runtime import THREADS
+from .cuda_stats import DeviceCounter
 
 # numba.cuda's simulator (NUMBA_ENABLE_CUDASIM), fixed when numba.cuda is imported
 _SIMULATED = bool(getattr(config, "ENABLE_CUDASIM", 0))
@@ -48,10 +51,13 @@ class DeviceMemory:
     ----------
     cuda : module
         ``numba.cuda`` (or its simulator).
+    counter : DeviceCounter, optional
+        Where allocations, copies and reads are counted (a new one by default).
     """
 
-    def __init__(self, cuda: Any) -> None:
+    def __init__(self, cuda: Any, counter: Optional[DeviceCounter] = None) -> None:
         self.cuda = cuda
+        self.counter = DeviceCounter() if counter is None else counter
         self.current = 0
         self.peak = 0
         self.card_peak: Optional[int] = None
@@ -69,11 +75,28 @@ class DeviceMemory:
 
     def array(self, shape: tuple, dtype: type) -> Any:
         """An uninitialised device array, counted while it lives."""
+        self.counter.allocation()
         return self._count(self.cuda.device_array(shape, dtype=dtype))
 
     def upload(self, host: np.ndarray) -> Any:
         """A device copy of ``host`` (made contiguous), counted while it lives."""
-        return self._count(self.cuda.to_device(np.ascontiguousarray(host)))
+        host = np.ascontiguousarray(host)
+        self.counter.allocation(host.nbytes)
+        return self._count(self.cuda.to_device(host))
+
+    def copy_in(self, dev: Any, host: np.ndarray) -> Any:
+        """``host`` copied into the front of the device array ``dev`` (no allocation); that front."""
+        host = np.ascontiguousarray(host, dtype=dev.dtype)
+        part = dev[:host.shape[0]] if host.ndim else dev
+        if host.size:
+            self.counter.to_device(host.nbytes)
+            part.copy_to_device(host)
+        return part
+
+    def read(self, dev: Any) -> np.ndarray:
+        """``dev`` copied to the host: one blocking read, counted."""
+        self.counter.read(int(dev.size) * int(np.dtype(dev.dtype).itemsize))
+        return dev.copy_to_host()
 
     def sample(self) -> None:
         """Record the card's used memory now into ``card_peak`` (a real card only)."""
@@ -97,13 +120,22 @@ class DeviceHist:
         The histogram (C-contiguous, float64); owned by this object from now on.
     subtract : numba.cuda kernel
         ``subtract(a, b)``: ``a -= b`` over flat arrays (:mod:`._cuda_split_kernels`).
+    memory : DeviceMemory, optional
+        Counts the single-entry reads (:meth:`DeviceMemory.read`).
     """
 
-    __slots__ = ("array", "_subtract")
+    __slots__ = ("array", "_subtract", "_memory", "_known", "__weakref__")
 
-    def __init__(self, array: Any, subtract: Any) -> None:
+    def __init__(self, array: Any, subtract: Any, memory: Optional[DeviceMemory] = None) -> None:
         self.array = array
         self._subtract = subtract
+        self._memory = memory
+        self._known: dict = {}  # entries that came back with another read (the backend's split search)
+
+    def known(self, slot: int, channel: int, value: float) -> None:
+        """Entry ``[slot, channel]`` is ``value`` (read with something else): ``self[slot, channel]``
+        reads nothing until the histogram changes."""
+        self._known[(int(slot), int(channel))] = float(value)
 
     @property
     def shape(self) -> tuple:
@@ -112,6 +144,7 @@ class DeviceHist:
     def __isub__(self, other: "DeviceHist") -> "DeviceHist":
         if not isinstance(other, DeviceHist) or other.shape != self.shape:
             raise ValueError(f"a device histogram of shape {self.shape} can only subtract another of that shape")
+        self._known.clear()
         n = int(self.array.size)
         self._subtract[max(1, (n + THREADS - 1) // THREADS), THREADS](_flat(self.array), _flat(other.array))
         return self
@@ -119,7 +152,12 @@ class DeviceHist:
     def __getitem__(self, index: tuple) -> float:
         """One entry ``[slot, channel]``, copied to the host."""
         slot, channel = index
-        return float(self.array[int(slot), int(channel)])
+        value = self._known.get((int(slot), int(channel)))
+        if value is not None:
+            return value
+        if self._memory is None:
+            return float(self.array[int(slot), int(channel)])
+        return float(self._memory.read(self.array[int(slot), int(channel):int(channel) + 1])[0])
 
     def copy_to_host(self) -> np.ndarray:
         """The whole histogram on the host (tests, debugging: the grower never needs it)."""

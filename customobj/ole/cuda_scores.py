@@ -89,8 +89,9 @@ class DeviceScores:
     def __init__(self, memory: DeviceMemory, bins: Any, n_bins: Any, obj: Any, prep: Any,
                  scores: np.ndarray, index_dtype: Optional[type] = None) -> None:
         from . import _cuda_score_kernels as kernels
+        from .cuda_stats import CountedKernels
 
-        self._k, self._mem, self._bins, self._n_bins = kernels, memory, bins, n_bins
+        self._k, self._mem, self._bins, self._n_bins = CountedKernels(kernels, memory.counter), memory, bins, n_bins
         self.obj, self.prep = obj, prep
         self.scores = memory.upload(np.asarray(scores, dtype=np.float64))
         self.grad = memory.array(self.scores.shape, np.float64)
@@ -98,6 +99,8 @@ class DeviceScores:
         self._objective_bytes = 0
         self._index = index_dtype
         self._pairs: dict = {}  # the pair buffers (the objective's, the bag's), reused while large enough
+        self._bag: Any = None  # the round's bag (a bool a row), reused
+        self._tree: dict = {}  # a tree's node fields and leaf values, reused while large enough
 
     def gradients(self, in_bag: Optional[np.ndarray] = None) -> tuple:
         """``(grad, hess, pairs)`` at the current scores, computed on the device (the same two buffers
@@ -112,7 +115,9 @@ class DeviceScores:
             g, h, pairs = grad_hess_couplings_prepared(self.obj, self.scores, self.prep, self.grad, self.hess,
                                                        lambda m: self._pair_buffer("objective", m))
             if in_bag is not None:  # a bool a row goes up: the round's bag
-                bag = self._mem.upload(np.asarray(in_bag, dtype=np.bool_))
+                if self._bag is None or self._bag.shape[0] != in_bag.shape[0]:
+                    self._bag = self._mem.array(in_bag.shape, np.bool_)
+                bag = self._mem.copy_in(self._bag, np.asarray(in_bag, dtype=np.bool_))
                 pairs = in_bag_pairs(pairs, bag, lambda m: self._pair_buffer("bag", m))
         held = self.prep.device_data.nbytes()  # the objective's labels, queries and scratch on the device
         self._mem.hold(held - self._objective_bytes)
@@ -129,14 +134,22 @@ class DeviceScores:
             buf = self._pairs[name] = (mem.array((c,), index), mem.array((c,), index), mem.array((c,), np.float64))
         return tuple(a[:m] for a in buf)
 
+    def _tree_buffer(self, name: str, m: int, dtype: type) -> Any:
+        """A device buffer of at least ``m`` items for a tree's field ``name`` (trees of a fit share it)."""
+        buf = self._tree.get(name)
+        if buf is None or buf.shape[0] < m:
+            buf = self._tree[name] = self._mem.array((max(m, 1),), dtype)
+        return buf
+
     def add_trees(self, trees: List[Any]) -> None:
         """Add tree ``k`` of the round to score column ``k`` (one tree: the scores)."""
         mem, n = self._mem, self.scores.shape[0]
         for k, tree in enumerate(trees):
             out = self.scores if self.scores.ndim == 1 else self.scores[:, k]
             nodes = tree.nodes
-            args = [mem.upload(np.asarray(nodes[name], dtype=dtype)) for name, dtype in
+            args = [mem.copy_in(self._tree_buffer(name, nodes.shape[0], dtype), nodes[name]) for name, dtype in
                     (("split_feature", np.int64), ("threshold_bin", np.int64), ("default_left", np.bool_),
                      ("left_child", np.int64), ("right_child", np.int64))]
-            values = mem.upload(np.asarray(tree.leaves["leaf_value"], dtype=np.float64))
+            leaves = tree.leaves["leaf_value"]
+            values = mem.copy_in(self._tree_buffer("leaf_value", leaves.shape[0], np.float64), leaves)
             self._k.add_tree_bins[blocks(n), THREADS](self._bins, self._n_bins, *args, values, out)

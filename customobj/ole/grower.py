@@ -83,9 +83,10 @@ class GrowParams(NamedTuple):
 
 
 class GrownTree(NamedTuple):
-    """A grown tree and where its training rows ended up: leaf ``l`` holds ``order[starts[l]:ends[l]]``."""
+    """A grown tree and where its training rows ended up: leaf ``l`` holds ``order[starts[l]:ends[l]]``
+    (``order`` is None when it stayed on the device: nothing on the host needs it)."""
     tree: Tree
-    order: np.ndarray
+    order: Optional[np.ndarray]
     starts: np.ndarray
     ends: np.ndarray
 
@@ -186,14 +187,27 @@ class TreeGrower:
         self._compute_best_split_and_push(0)
 
     def _compute_best_split_and_push(self, index: int) -> None:
-        """The best split of leaf ``index`` from its histograms; open for splitting when its gain > 0."""
-        leaf = self.leaves[index]
-        leaf.split = self._best_split(leaf) if leaf.hist is not None else NO_SPLIT
-        if leaf.split.gain > 0:
-            if self.params.best_first:
-                heapq.heappush(self.open_best, (-leaf.split.gain, index))  # ties: the lower index
-            else:
-                self.open_fifo.append(index)
+        self._compute_best_splits_and_push([index])
+
+    def _compute_best_splits_and_push(self, indices: list) -> None:
+        """The best splits of leaves ``indices`` from their histograms (searched together: a GPU
+        backend reads them back at once); each opens for splitting when its gain > 0, in order."""
+        searching = [i for i in indices if self.leaves[i].hist is not None]
+        find = self.backend.find_splits
+        if self.use_pairs and self.fast:  # a subset pair histogram lives until the next one: one at a time
+            splits = {i: find([self._search(self.leaves[i])])[0] for i in searching}
+        else:
+            splits = dict(zip(searching, find([self._search(self.leaves[i]) for i in searching])))
+        for index in indices:
+            leaf = self.leaves[index]
+            leaf.split = splits.get(index, NO_SPLIT)
+            if self.fast:
+                leaf.phist = None  # no subtraction in ole_fast: each node's features differ
+            if leaf.split.gain > 0:
+                if self.params.best_first:
+                    heapq.heappush(self.open_best, (-leaf.split.gain, index))  # ties: the lower index
+                else:
+                    self.open_fifo.append(index)
 
     def _split_next(self) -> bool:
         """Split the next open leaf: False when none is left."""
@@ -231,8 +245,7 @@ class TreeGrower:
                 child.hist = child.phist = None
         self.leaves[index] = left
         self.leaves.append(right)
-        self._compute_best_split_and_push(index)
-        self._compute_best_split_and_push(len(self.leaves) - 1)
+        self._compute_best_splits_and_push([index, len(self.leaves) - 1])
 
     def _finish(self) -> GrownTree:
         p, leaves = self.params, self.leaves
@@ -261,7 +274,8 @@ class TreeGrower:
             return False
         return leaf.N >= 2 * p.min_data_in_leaf
 
-    def _best_split(self, leaf: Leaf) -> SplitInfo:
+    def _search(self, leaf: Leaf) -> tuple:
+        """The split search of ``leaf``: ``(hist, phist, mask, sums)`` for ``backend.find_splits``."""
         mask = self.feature_mask
         if self.use_pairs and self.fast:  # pair histograms of the k features of largest WSE gain only
             self.backend.wse_gains(leaf.hist, self.feature_mask, _sums(leaf), self.wse_gains)
@@ -269,16 +283,14 @@ class TreeGrower:
             mask = np.zeros_like(self.feature_mask)
             mask[feats] = True
             leaf.phist = self.backend.pair_hist(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, feats)
-        split = self.backend.find_split(leaf.hist, leaf.phist if self.use_pairs else None, mask, _sums(leaf))
-        if self.fast:
-            leaf.phist = None  # no subtraction in ole_fast: each node's features differ
-        return split
+        return leaf.hist, leaf.phist if self.use_pairs else None, mask, _sums(leaf)
 
     def _nan_side(self, leaf: Leaf, split: SplitInfo) -> tuple:
         """Where NaN goes, and the raw threshold of the split."""
         d, f = self.data, split.feature
         threshold = d.mapper.threshold(f, split.bin)
-        if leaf.hist[d.offsets[f] + int(d.n_bins[f]), HIST_COUNT] > 0:  # NaN seen here: the side the search chose
+        # NaN seen here (a feature without NaN in training has none anywhere: no read): the search's side
+        if d.mapper.has_nan[f] and leaf.hist[d.offsets[f] + int(d.n_bins[f]), HIST_COUNT] > 0:
             return split.nan_left, threshold
         return 0.0 <= threshold, threshold  # else where 0 goes (LightGBM maps NaN to 0)
 
@@ -297,12 +309,10 @@ class TreeGrower:
         backend = self.backend
         left.pbuf = right.pbuf = 1 - leaf.pbuf
         if any(need):  # children that are never split need no pairs
-            nxt = self.bufs[left.pbuf]
-            npl, npr = backend.partition_pairs(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, nxt)
+            npl, npr, left.C, right.C = backend.split_pairs(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend,
+                                                            self.bufs[left.pbuf])
             left.pstart, left.pend = leaf.pstart, leaf.pstart + npl
             right.pstart, right.pend = leaf.pstart + npl, leaf.pstart + npl + npr
-            left.C = backend.sum_couplings(nxt[2], left.pstart, left.pend)
-            right.C = backend.sum_couplings(nxt[2], right.pstart, right.pend)
         else:
             left.C, right.C = backend.split_coupling_sums(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend)
 

@@ -129,6 +129,7 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
     finally:
         progress.close(reason)
         model.device_memory_peak_, model.device_gradients_ = backend.device_memory_peak(), backend.gradients_where
+        model.device_stats_ = backend.device_stats()
 
 
 def pairs_on_host(joint_leaves: bool) -> Optional[str]:

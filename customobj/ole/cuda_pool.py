@@ -1,0 +1,132 @@
+"""The device buffers one ``TreeBooster(device="cuda")`` fit reuses for every node of every tree.
+
+:class:`DevicePool` is made with the backend, before the first tree, and sized up front: the node
+histograms a tree can hold at once (``2 * num_leaves + 3``: a row and a pair histogram per leaf,
+and a split's small child and cross pairs while it is being subtracted), the row order and its
+starting rows, the feature lists of ``ole_fast``'s pair histograms and the feature mask. A node
+then takes a histogram from the pool and gives it back when the grower drops it (a finalizer of
+its :class:`~customobj.ole.cuda_memory.DeviceHist`), so no node allocates (issue 32, item 3;
+``TreeBooster.device_stats_`` counts it). Only the pair buffers grow, by half again, in the
+(rare) tree that has more pairs than every tree before it.
+
+The pool's bytes are part of :func:`customobj.ole.cuda_backend.device_memory_needed`, so the
+up-front memory refusal counts them.
+
+The row order stays on the card between trees: a tree starts from the rows the last one started
+from (every row, without bagging) by a device-to-device copy; only a new bag is uploaded.
+
+Examples
+--------
+>>> import numpy as np
+>>> from customobj._cuda_runtime import cuda_module
+>>> from customobj.ole.cuda_memory import DeviceMemory
+>>> mem = DeviceMemory(cuda_module())
+>>> pool = DevicePool(mem, n_rows=10, n_features=3, n_slots=12, n_hists=4)
+>>> a = pool.hist(); b = pool.hist(); pool.n_free
+2
+>>> pool.give_back(a); pool.n_free
+3
+>>> rows = pool.start_rows(np.arange(10)); rows.shape, mem.counter.stats().outside.bytes_to_device
+((10,), 80)
+>>> rows = pool.start_rows(np.arange(10)); mem.counter.stats().outside.bytes_to_device  # on the card already
+80
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+import numpy as np
+
+from .common import HIST_CHANNELS
+from .cuda_memory import DeviceMemory
+
+__all__ = ["DevicePool", "hists_per_tree"]
+
+
+def hists_per_tree(num_leaves: int) -> int:
+    """Node histograms a tree holds at most at once: a row and a pair histogram per leaf, and a
+    split's small child, cross pairs and reduced result while it subtracts."""
+    return 2 * max(int(num_leaves), 1) + 3
+
+
+class DevicePool:
+    """The fit's reused device buffers (see the module docstring).
+
+    Parameters
+    ----------
+    memory : DeviceMemory
+        The fit's allocator: the pool's arrays count toward its peak and its allocations.
+    n_rows, n_features, n_slots : int
+        The binned training set's shape and histogram slots.
+    n_hists : int
+        Histograms made up front (:func:`hists_per_tree`); more are made, counted, if ever needed.
+    """
+
+    def __init__(self, memory: DeviceMemory, *, n_rows: int, n_features: int, n_slots: int, n_hists: int) -> None:
+        self.memory = memory
+        self._shape = (int(n_slots), HIST_CHANNELS)
+        self._free: List[Any] = [memory.array(self._shape, np.float64) for _ in range(int(n_hists))]
+        n = max(int(n_rows), 1)
+        self.order = memory.array((n,), np.int64)  # the tree's row order, partitioned in place
+        self._rows0 = memory.array((n,), np.int64)  # the rows the last tree started from
+        self._rows0_host: Optional[np.ndarray] = None
+        f = max(int(n_features), 1)
+        self.features = tuple(memory.array((f,), np.int64) for _ in range(3))  # feats, first slots, bin counts
+        self.mask = memory.array((f,), np.bool_)
+        self._mask_host: Optional[np.ndarray] = None
+        self._pairs: dict = {}
+
+    # --- histograms ---------------------------------------------------------------------------------
+    @property
+    def n_free(self) -> int:
+        return len(self._free)
+
+    def hist(self) -> Any:
+        """A ``(slots, 3)`` float64 histogram from the pool (contents undefined)."""
+        return self._free.pop() if self._free else self.memory.array(self._shape, np.float64)
+
+    def give_back(self, array: Any) -> None:
+        """``array`` (from :meth:`hist`) is free again."""
+        self._free.append(array)
+
+    # --- rows, features, mask -----------------------------------------------------------------------
+    def start_rows(self, rows: np.ndarray) -> Any:
+        """The device row order set to ``rows`` (int64): copied on the card when the last tree started
+        from the same rows, else uploaded once into the pool's buffer."""
+        n = int(rows.shape[0])
+        if self._rows0_host is None or not np.array_equal(self._rows0_host, rows):
+            self.memory.copy_in(self._rows0, np.asarray(rows, dtype=np.int64))
+            self._rows0_host = np.array(rows, dtype=np.int64, copy=True)
+        order = self.order[:n]
+        if n:
+            order.copy_to_device(self._rows0[:n])  # device to device: nothing crosses the bus
+        return order
+
+    def feature_args(self, feats: np.ndarray, offsets: np.ndarray, n_bins: np.ndarray) -> tuple:
+        """``(feats, their first slots, their bin counts)`` on the device, in the pool's buffers."""
+        return tuple(self.memory.copy_in(buf, a) for buf, a in
+                     zip(self.features, (feats, np.asarray(offsets[feats]), np.asarray(n_bins[feats]))))
+
+    def feature_mask(self, mask: np.ndarray) -> Any:
+        """The feature mask on the device, copied again only when it changes."""
+        host = np.ascontiguousarray(mask, dtype=np.bool_)
+        if self._mask_host is None or not np.array_equal(host, self._mask_host):
+            self._mask_host = host.copy()
+            self.memory.copy_in(self.mask, host)
+        return self.mask[:host.shape[0]]
+
+    # --- pairs and host gradients -------------------------------------------------------------------
+    @property
+    def buffer_bytes(self) -> int:
+        """Bytes the pool's growable buffers hold now."""
+        return sum(int(a.size) * a.dtype.itemsize for buf in self._pairs.values() for a in buf)
+
+    def buffers(self, name: str, m: int, dtypes: tuple) -> tuple:
+        """Arrays of ``m`` items of ``dtypes`` from the pool's buffer ``name`` (grown by half again
+        when too small: the pairs of a tree with more of them than every tree before)."""
+        buf = self._pairs.get(name)
+        if buf is None or buf[0].shape[0] < m or tuple(a.dtype for a in buf) != tuple(np.dtype(d) for d in dtypes):
+            self._pairs.pop(name, None)  # freed before the larger one exists
+            c = max(1, m + m // 2)
+            buf = self._pairs[name] = tuple(self.memory.array((c,), d) for d in dtypes)
+        return tuple(a[:m] for a in buf)
