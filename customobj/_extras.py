@@ -15,6 +15,7 @@ extra           installs                            for
 ``plot``        matplotlib                          compare's ``curves.png``, the examples' figures
 ``dask``        dask, distributed, pandas, pyarrow  ``customobj.adapters.dask``
 ``catboost``    catboost                            compare's ``cb:`` methods
+``parquet``     pyarrow                             ``customobj.data.read_click_log`` on a file
 ``all``         every extra above but xgboost-cpu
 =============== =================================== ==============================================
 """
@@ -34,6 +35,7 @@ EXTRA_OF = {
     "dask": "dask",
     "distributed": "dask",
     "catboost": "catboost",
+    "pyarrow": "parquet",
 }
 
 

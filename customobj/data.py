@@ -400,5 +400,6 @@ def synthetic(n_queries: int = 200, docs_per_query: float = 40, n_features: int 
 
 # Click logs simulated from graded data live in their own module; re-exported here, next to the loaders.
 from .clicks.simulation import simulate_clicks  # noqa: E402
+from .clicks.reader import read_click_log  # noqa: E402  (a click log of one's own: a table)
 
-__all__ += ["simulate_clicks"]
+__all__ += ["simulate_clicks", "read_click_log"]

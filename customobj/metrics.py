@@ -333,9 +333,10 @@ def ips_ndcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional
     In ``[0, 1]``; the denominator does not depend on the ranker, so it orders rankers as
     :func:`ips_dcg` does and keeps its bias and variance (up to that scale, itself estimated from
     the log). Why not one ratio per session, as NDCG normalises per query: a session's single click
-    would then count ``D(r) / D(0)`` whatever its propensity, and the debiasing would vanish (on
-    MQ2008 with simulated clicks, ``benchmarks/click_metrics.py``, the per-session ratio ordered 16
-    models hardly better than the naive click metric). ``per_query=True`` gives each session's
+    would then count ``D(r) / D(0)`` whatever its propensity, and the debiasing would vanish. Measured
+    (``benchmarks/click_metrics.py``, MQ2008 Fold1, PBM clicks, 16 models, 3 logs): Spearman with
+    the true-label NDCG@10 0.98 normalised over the log, 0.76 per session, 0.72 naive at ``eta=1``;
+    0.95, 0.67 and 0.63 at ``eta=2``. ``per_query=True`` gives each session's
     ``ips_dcg`` over the mean denominator (their mean is the metric). Arguments as in :func:`ips_dcg`;
     a log without any click is a ``ValueError``.
 

@@ -137,3 +137,101 @@ def test_a_model_ranks_a_plain_triple(data):
 
     a = simulate_clicks((data.X, data.y, data.group), ranker=Model(), seed=0)  # was AttributeError (data.X)
     assert np.array_equal(a.row, simulate_clicks(data, ranker=data.X[:, 2], seed=0).row)
+
+
+# ------------------------------------------------------------------------------------------------
+# trust bias, DCM, UBM: simulated click rates against each model's probabilities (5 standard errors)
+# ------------------------------------------------------------------------------------------------
+TABLE = (0.1, 0.5, 0.9)
+
+
+def _close_per_position(log, expect):
+    for p in range(int(log.position.max()) + 1):
+        at = log.position == p
+        se = np.sqrt((expect[at] * (1 - expect[at])).sum()) / at.sum()
+        assert abs(log.y[at].mean() - expect[at].mean()) < 5 * se + 1e-12, p
+
+
+def _sessions(log):
+    starts = np.concatenate(([0], np.cumsum(log.group)))
+    return [slice(starts[i], starts[i + 1]) for i in range(len(log.group))]
+
+
+def test_trust_click_rates(data):
+    eta = 1.2
+    plus, minus = customobj.clicks.simulation.trust_defaults(10)
+    log = simulate_clicks(data, ranker=data.X[:, 0], click_model="trust", eta=eta, click_prob=TABLE, sessions=300,
+                          seed=4)
+    gamma = np.asarray(TABLE)[log.true_label.astype(int)]
+    p = log.position
+    _close_per_position(log, (1.0 / (p + 1.0)) ** eta * (plus[p] * gamma + minus[p] * (1 - gamma)))
+    # the trust bias shows: non-relevant rows (grade 0) at the top are clicked far above PBM's rate
+    top0 = (p == 0) & (log.true_label == 0)
+    assert log.y[top0].mean() > 0.5
+
+
+def test_trust_options_per_position(data):
+    log = simulate_clicks(data, ranker=data.X[:, 0], click_model="trust", eta=0.0, click_prob=TABLE, sessions=200,
+                          seed=5, epsilon_plus=1.0, epsilon_minus=np.linspace(0.5, 0.0, 10))
+    gamma = np.asarray(TABLE)[log.true_label.astype(int)]
+    _close_per_position(log, gamma + np.linspace(0.5, 0.0, 10)[log.position] * (1 - gamma))
+
+
+def test_dcm_click_rates(data):
+    cont = np.linspace(0.9, 0.2, 10)
+    log = simulate_clicks(data, ranker=data.X[:, 0], click_model="dcm", click_prob=TABLE, sessions=300, seed=6,
+                          continue_prob=cont)
+    gamma = np.asarray(TABLE)[log.true_label.astype(int)]
+    expect = np.empty_like(gamma)
+    for s in _sessions(log):  # P(c_r) = gamma_r prod_{r' < r} (1 - gamma_r' (1 - lambda_r'))
+        g = gamma[s]
+        survive = np.concatenate(([1.0], np.cumprod(1 - g * (1 - cont[:g.size]))[:-1]))
+        expect[s] = g * survive
+    _close_per_position(log, expect)
+
+
+def test_dcm_ends_in_cascade_and_in_no_position_bias(data):
+    kw = dict(ranker=data.X[:, 0], click_prob=TABLE, sessions=5, seed=7)
+    cascade = simulate_clicks(data, click_model="cascade", **kw)
+    assert np.array_equal(simulate_clicks(data, click_model="dcm", continue_prob=0.0, **kw).y, cascade.y)
+    every = simulate_clicks(data, click_model="dcm", continue_prob=1.0, **kw)  # every row examined
+    wants = np.random.default_rng(7).random((2, every.y.size))[1] < np.asarray(TABLE)[every.true_label.astype(int)]
+    assert np.array_equal(every.y, wants.astype(float))
+
+
+def test_ubm_click_rates(data):
+    eta = 1.0
+    log = simulate_clicks(data, ranker=data.X[:, 0], click_model="ubm", eta=eta, click_prob=TABLE, sessions=300,
+                          seed=8)
+    gamma = np.asarray(TABLE)[log.true_label.astype(int)]
+    expect = np.empty_like(gamma)
+    for s in _sessions(log):  # exact: the distribution of the last click above (index 0: none yet)
+        g = gamma[s]
+        last = np.zeros(g.size + 1)
+        last[0] = 1.0
+        for r in range(g.size):  # 0-based position r; last click at j - 1 (j >= 1) or none (j = 0)
+            d = r + 1 - np.arange(r + 1)  # distance to the last click: r + 1 with none, else r - (j - 1)
+            p_click = (1.0 / d) ** eta * g[r]
+            expect[s][r] = (last[:r + 1] * p_click).sum()
+            last[:r + 1] *= 1 - p_click
+            last[r + 1] = expect[s][r]
+    _close_per_position(log, expect)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(epsilon_plus=0.9), "epsilon_plus is an option of click_model='trust'"),
+    (dict(click_model="dcm", epsilon_minus=0.1), "epsilon_minus is an option of click_model='trust'"),
+    (dict(click_model="trust", continue_prob=0.5), "continue_prob is an option of click_model='dcm'"),
+    (dict(click_model="trust", epsilon_plus=1.5), "epsilon_plus must be probabilities"),
+    (dict(click_model="trust", epsilon_minus=[0.1, 0.2]), "epsilon_minus has 2 entries but shown=10"),
+    (dict(click_model="dcm", continue_prob=np.nan), "continue_prob must be finite"),
+    (dict(click_model="ubm", eta=-1.0), "eta"),
+])
+def test_model_options_are_checked(data, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        simulate_clicks(data, ranker=data.X[:, 0], **kwargs)
+
+
+def test_a_model_option_of_the_wrong_type(data):
+    with pytest.raises(TypeError, match="epsilon_plus"):
+        simulate_clicks(data, ranker=data.X[:, 0], click_model="trust", epsilon_plus=[True] * 10)

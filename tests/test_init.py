@@ -50,7 +50,8 @@ def test_clicks_package_holds_the_click_names_once():
     # the click models are named in one place: compare's --clicks parser reads the same table
     from customobj.compare import clicks as compare_clicks
 
-    assert compare_clicks.CLICK_MODELS is customobj.clicks.CLICK_MODELS == {"pbm": 0, "cascade": 1}
+    assert compare_clicks.CLICK_MODELS is customobj.clicks.CLICK_MODELS == {"pbm": 0, "cascade": 1, "trust": 2, "dcm": 3,
+                                                                           "ubm": 4}
 
 
 def test_tree_booster_is_listed_and_loaded_on_first_use():
