@@ -23,6 +23,11 @@ needs_real_gpu = pytest.mark.skipif(not STATUS.available or STATUS.simulator,
                                     reason="needs a real CUDA GPU (the simulator has no __cuda_array_interface__)"
                                     if STATUS.available else f"needs a CUDA GPU: {STATUS.reason}")
 
+#: Why the PTX tests skip: they compile every kernel for sm_80 with NVIDIA's NVVM (no GPU needed), which
+#: the ``cuda`` extra brings (numba-cuda's cu12 extra: NVVM, NVRTC and nvJitLink wheels; pyproject.toml).
+NVVM_MISSING = ("NVIDIA's NVVM library is not installed: pip install 'customobj[cuda]' (numba-cuda[cu12], which "
+                "brings NVVM and NVRTC) to compile the kernels to PTX")
+
 #: Query sizes with a one-row query, a two-row query and a mid-size one.
 SIZES = [1, 5, 2, 7, 4]
 

@@ -224,7 +224,7 @@ def test_device_cuda_trains_xgboost_methods_on_the_gpu(tmp_path, monkeypatch):
     from customobj.compare import command, trainers
 
     seen = []
-    monkeypatch.setattr(command, "_check_gpu_methods", lambda specs: seen.append([s.label for s in specs]))
+    monkeypatch.setattr(command, "_check_gpu_methods", lambda specs, device: seen.append([s.label for s in specs]))
     def fake_xgb(spec, st, *splits):
         seen.append(st.device)
         raise RuntimeError("stop here: no GPU to train on")

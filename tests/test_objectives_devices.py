@@ -9,7 +9,7 @@ import pytest
 import customobj
 from customobj import LambdaRank, McRank, RankNet, SquaredError, StructuredDCG
 from customobj.objectives import devices
-from _cuda_cases import assert_gpu_equals_cpu, data, needs_gpu, to_device
+from _cuda_cases import NVVM_MISSING, assert_gpu_equals_cpu, data, needs_gpu, to_device
 from _isolated import run_isolated
 
 
@@ -23,8 +23,11 @@ def test_host_scores_keep_the_cpu_path_and_numpy_outputs():
 def test_kernels_for_the_cpu_is_the_objectives_own_kernel():
     obj = SquaredError()
     assert devices.kernels_for(obj, devices.Device.CPU) == obj._grad_hess
-    with pytest.raises(ValueError, match="unknown device"):
+    assert devices.kernels_for(obj, "cpu") == obj._grad_hess  # a name goes through the one parser
+    with pytest.raises(TypeError, match="device must be 'cpu', 'cuda' or 'cuda:N'"):
         devices.kernels_for(obj, 7)
+    with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or 'cuda:N'"):
+        devices.kernels_for(obj, "gpu")
 
 
 def test_every_objective_has_a_gpu_route():
@@ -233,7 +236,7 @@ except Exception as exc:
     print("NO-NVVM", type(exc).__name__)
 """)
     if "NO-NVVM" in probe:
-        pytest.skip("NVIDIA's NVVM library is not installed (pip install nvidia-cuda-nvcc-cu12 to compile PTX)")
+        pytest.skip(NVVM_MISSING)
     out = run_isolated("import os\nos.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n" + _PTX_CHECK, timeout=600)
     assert "COMPILED 27" in out
 

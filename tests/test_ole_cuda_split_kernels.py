@@ -16,7 +16,7 @@ from customobj.ole.histogram import build_row_hist_fm
 from customobj.ole.pairhist import build_pair_hist
 from customobj.ole.splitting import _score, feature_gains, find_best_split, node_hessian
 
-from _cuda_cases import needs_gpu
+from _cuda_cases import NVVM_MISSING, needs_gpu
 from _ole_cases import make_X, random_pairs
 
 pytestmark = needs_gpu
@@ -174,5 +174,5 @@ def test_the_kernels_compile_for_a_real_gpu_the_cpu_search_as_a_device_function(
     from _isolated import run_isolated
     out = run_isolated(_PTX, timeout=600)
     if "NO-NVVM" in out:
-        pytest.skip("NVIDIA's NVVM library is not installed (pip install nvidia-cuda-nvcc-cu12 to compile PTX)")
+        pytest.skip(NVVM_MISSING)
     assert "COMPILED 18" in out
