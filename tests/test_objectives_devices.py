@@ -273,3 +273,28 @@ def test_device_data_counts_the_bytes_it_holds():
     n, nq = y.size, len(sizes)
     # at least labels, weights, query offsets, each row's query and the float64 scores copy
     assert held >= 8 * (n + n + (nq + 1) + n + n)
+
+
+@needs_gpu
+def test_the_gpu_and_the_kernels_are_looked_for_once_per_data_set(monkeypatch):
+    # They were asked again every round (require_gpu, kernels_for): now once per prepared data set.
+    from customobj.adapters import _cuda as C
+
+    calls = {"require_gpu": 0, "kernels_for": 0}
+
+    def counted(name, fn):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+        return wrapper
+
+    for module in (devices, C):
+        monkeypatch.setattr(module, "require_gpu", counted("require_gpu", module.require_gpu))
+    monkeypatch.setattr(devices, "kernels_for", counted("kernels_for", devices.kernels_for))
+    s, y, sizes, _ = data(33)
+    obj = RankNet()
+    prep = obj.prepare(y, sizes)
+    for _ in range(3):
+        obj.grad_hess_prepared(to_device(s), prep)
+        C.device_round(obj, prep, s.astype(np.float32), (y.size,), "XGBoost")
+    assert calls == {"require_gpu": 1, "kernels_for": 1}
