@@ -9,7 +9,7 @@ import pytest
 import customobj
 from customobj import LambdaRank, McRank, RankNet, SquaredError, StructuredDCG
 from customobj.objectives import devices
-from _cuda_cases import NVVM_MISSING, assert_gpu_equals_cpu, data, needs_gpu, to_device
+from _cuda_cases import LIST_KERNELS, NVVM_MISSING, assert_gpu_equals_cpu, data, needs_gpu, to_device
 from _isolated import run_isolated
 
 
@@ -217,6 +217,7 @@ SIGNATURES = [
 for kernel, sig in SIGNATURES:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
 print("COMPILED", len(SIGNATURES))
+check_listed(SIGNATURES, "customobj.objectives")
 """
 
 
@@ -237,8 +238,11 @@ except Exception as exc:
 """)
     if "NO-NVVM" in probe:
         pytest.skip(NVVM_MISSING)
-    out = run_isolated("import os\nos.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n" + _PTX_CHECK, timeout=600)
-    assert "COMPILED 27" in out
+    out = run_isolated("import os\nos.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n" + LIST_KERNELS + _PTX_CHECK,
+                       timeout=600)
+    assert "UNLISTED []" in out, out  # every kernel of objectives/_cuda_*.py, found in the code, compiled
+    kernels = int(out.split("KERNELS ")[1].split()[0])
+    assert kernels >= 20 and f"LISTED {kernels}" in out and "COMPILED" in out
 
 
 @needs_gpu

@@ -16,7 +16,7 @@ from customobj.ole.histogram import build_row_hist_fm
 from customobj.ole.pairhist import build_pair_hist
 from customobj.ole.splitting import _score, feature_gains, find_best_split, node_hessian
 
-from _cuda_cases import NVVM_MISSING, needs_gpu
+from _cuda_cases import LIST_KERNELS, NVVM_MISSING, needs_gpu
 from _ole_cases import make_X, random_pairs
 
 pytestmark = needs_gpu
@@ -165,6 +165,7 @@ except Exception as exc:
 for kernel, sig in SIGS:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
 print("COMPILED", len(SIGS))
+check_listed(SIGS, "customobj.ole")
 """
 
 
@@ -172,7 +173,9 @@ def test_the_kernels_compile_for_a_real_gpu_the_cpu_search_as_a_device_function(
     # The simulator runs the search's Python source; a GPU compiles splitting._best_in_feature (an
     # @njit function) as a device function. Typing and PTX for sm_80 need NVIDIA's NVVM, not a GPU.
     from _isolated import run_isolated
-    out = run_isolated(_PTX, timeout=600)
+    out = run_isolated(LIST_KERNELS + _PTX, timeout=600)
     if "NO-NVVM" in out:
         pytest.skip(NVVM_MISSING)
-    assert "COMPILED 18" in out
+    assert "UNLISTED []" in out, out  # every kernel of ole/_cuda_*.py, found in the code, compiled
+    kernels = int(out.split("KERNELS ")[1].split()[0])
+    assert kernels >= 15 and f"LISTED {kernels}" in out and "COMPILED" in out
