@@ -46,6 +46,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from customobj._device import as_device
 from customobj._extras import require_installed
 
 from ._threads import configure_threads
@@ -182,8 +183,8 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
         Xe, ye, ge, name = item
         pe = _aligned(client, Xe, ye, ge, npartitions, None, kind)
         dev.append((xgb_dask.DaskDMatrix(client, pe.X, pe.y, qid=pe.qid), name))
-    # device="cuda" in params: the GPU objective, checked on each worker (the client may have no GPU).
-    device = "cuda" if str((params or {}).get("device", "cpu")).startswith("cuda") else "cpu"
+    # device="cuda" (or "cuda:N") in params: the GPU objective, checked on each worker (the client may have no GPU).
+    device = as_device((params or {}).get("device", "cpu"), "params['device']")
     return xgb_dask.train(
         client, xgboost_params(objective, params), dtrain, num_boost_round,
         evals=dev or None, obj=XGBoostObjective(objective, device=device, check_device=False), **train_kwargs,

@@ -40,7 +40,9 @@ import numpy as np
 from customobj._cuda_runtime import is_device_array
 from customobj.objectives.base import Objective
 
-from ._cuda import as_device, check_gpu_objective, device_round
+from customobj._device import Device, as_device
+
+from ._cuda import check_gpu_objective, device_round
 from ._data import (AdapterObjective, TrainState, as_label_array, as_preds, check_outputs, copy_out, known_outputs,
                     prepare_state, require_objective, rows_weight)
 from ._stamp import Stamp, xgboost_fields
@@ -121,17 +123,17 @@ class XGBoostObjective(AdapterObjective):
 
     _factory = "xgboost_objective"
 
-    def __init__(self, objective: Objective, *, device: str = "cpu", check_device: bool = True) -> None:
+    def __init__(self, objective: Objective, *, device: "str | Device" = "cpu", check_device: bool = True) -> None:
         # check_device=False defers the GPU check to where the callable runs: a Dask client without a
         # GPU builds it for GPU workers (it is checked again there when unpickled).
-        self.on_gpu = as_device(device)
-        self.device = device
+        self.device = as_device(device)  # the one parse; below only the record is read
+        self.on_gpu = self.device.is_cuda
         super().__init__(objective)
         if self.on_gpu and check_device:
-            check_gpu_objective(self.objective, self._factory)
+            check_gpu_objective(self.objective, self._factory, self.device)
 
     def __repr__(self) -> str:
-        return super().__repr__() if not self.on_gpu else f"{self._factory}({self.objective!r}, device='cuda')"
+        return super().__repr__() if not self.on_gpu else f"{self._factory}({self.objective!r}, device='{self.device}')"
 
     def __eq__(self, other: object) -> bool:
         return super().__eq__(other) and getattr(other, "device", None) == self.device
@@ -140,7 +142,7 @@ class XGBoostObjective(AdapterObjective):
         return hash((type(self), self.objective, self.device))
 
     def __getstate__(self) -> dict:
-        return {"objective": self.objective, "device": self.device}
+        return {"objective": self.objective, "device": str(self.device)}
 
     def __setstate__(self, state: dict) -> None:
         type(self).__init__(self, state["objective"], device=state.get("device", "cpu"))
@@ -183,7 +185,7 @@ class XGBoostObjective(AdapterObjective):
         if _is_dmatrix(second):
             state = self.state_for(second)
             if self.on_gpu:
-                return _grad_hess_gpu(self.objective, state, first)
+                return _grad_hess_gpu(self.objective, state, first, self.device)
             return _grad_hess(self.objective, state, first)
         if not isinstance(second, np.ndarray):
             raise TypeError(
@@ -192,24 +194,24 @@ class XGBoostObjective(AdapterObjective):
             )
         state = self._sklearn_state(first, sample_weight)
         if self.on_gpu:
-            return _grad_hess_gpu(self.objective, state, second)
+            return _grad_hess_gpu(self.objective, state, second, self.device)
         return _grad_hess(self.objective, state, second)
 
 
-def _grad_hess_gpu(objective, state, preds):
+def _grad_hess_gpu(objective, state, preds, device):
     if not is_device_array(preds):
         preds = _host_preds(objective, preds, state.grad.shape[0])
     else:
         _check_rows(preds, state.grad.shape[0])
-    return device_round(objective, state.prep, preds, state.grad.shape, "XGBoost")
+    return device_round(objective, state.prep, preds, state.grad.shape, "XGBoost", device)
 
 
-def xgboost_objective(objective: Objective, *, device: str = "cpu") -> XGBoostObjective:
+def xgboost_objective(objective: Objective, *, device: "str | Device" = "cpu") -> XGBoostObjective:
     """Wrap a customobj objective for ``xgboost.train(params, dtrain, obj=...)`` (and, pointwise
     objectives, ``XGBRegressor(objective=...)``); see :class:`XGBoostObjective`.
 
-    ``device="cuda"``: compute on the GPU and hand XGBoost device arrays (train with XGBoost's
-    ``device="cuda"`` too; see the module docstring). Raises ``GPUUnavailableError`` naming what is
+    ``device="cuda"`` (or ``"cuda:N"``, CUDA device ``N``): compute on the GPU and hand XGBoost device
+    arrays (train with the same XGBoost ``device`` too; see the module docstring). Raises ``GPUUnavailableError`` naming what is
     missing (package, driver, device) when no GPU can be used, ``NotImplementedError`` for an
     objective without GPU kernels; never a silent CPU fallback.
 
@@ -225,19 +227,19 @@ def xgboost_objective(objective: Objective, *, device: str = "cpu") -> XGBoostOb
     return XGBoostObjective(objective, device=device)
 
 
-def xgboost_params(objective: Objective, params: dict | None = None, *, device: str | None = None) -> dict:
+def xgboost_params(objective: Objective, params: dict | None = None, *, device: "str | Device | None" = None) -> dict:
     """A copy of ``params`` completed for a custom objective: ``base_score=0`` unless set (so
     pointwise terms see the true margin), ``num_class=K`` for multi-output objectives, and
     ``disable_default_eval_metric`` (the default metric would evaluate a meaningless objective).
-    ``device`` (``"cpu"`` or ``"cuda"``): XGBoost's ``device`` parameter, set to match the
+    ``device`` (``"cpu"``, ``"cuda"`` or ``"cuda:N"``): XGBoost's ``device`` parameter, set to match the
     objective's (``xgboost_objective(obj, device=...)``); a different ``params["device"]`` is an error."""
     require_objective(objective, "xgboost_params")
     out = dict(params or {})
     if device is not None:
-        as_device(device)
-        if out.get("device", device) != device:
-            raise ValueError(f"params device={out['device']!r} but device={device!r}: train where the objective runs")
-        out["device"] = device
+        dev = as_device(device)
+        if "device" in out and as_device(out["device"], "params['device']") != dev:
+            raise ValueError(f"params device={out['device']!r} but device={str(dev)!r}: train where the objective runs")
+        out["device"] = str(dev)
     out.setdefault("base_score", 0.0)
     out.setdefault("disable_default_eval_metric", 1)
     k = known_outputs(objective, "xgboost_params")

@@ -12,24 +12,36 @@ Two traps this module handles (issue "customobj on the GPU"):
 - numba-cuda has its own copy of numba's cache machinery: :func:`cuda_module` points it at
   customobj's cache folder too (``@cuda.jit(cache=True)`` kernels load in a second process).
 - under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) device arrays have no
-  ``__cuda_array_interface__``; :func:`is_device_array` also recognises numba's own device arrays
-  (real or simulated) so the simulator tests can drive the GPU path.
+  ``__cuda_array_interface__``; :func:`is_device_array` (``customobj._device``) also recognises
+  numba's own device arrays (real or simulated) so the simulator tests can drive the GPU path.
+- numba still ships its deprecated built-in ``numba.cuda``, which imports in a core install (no
+  ``numba-cuda``) and then blames the driver; customobj's kernels are written for NVIDIA's
+  ``numba-cuda``, so without it :func:`cuda_module` names the extra instead.
+
+Which device: ``require_gpu(what, device)`` checks that the :class:`~customobj._device.Device`'s
+ordinal exists, and :func:`on_device` makes it numba's current device for a block of work (a fit,
+a boosting round); ``"cuda"`` (no ordinal) leaves numba's current device, device 0 by default.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib.util
 import os
-from typing import Any, NamedTuple
+from typing import Any, ContextManager, NamedTuple
 
 import numpy as np
 
+from ._device import Device, is_device_array
+
 __all__ = ["GPUUnavailableError", "GPUStatus", "cuda_module", "gpu_status", "require_gpu", "is_device_array",
-           "THREADS", "blocks", "simulated", "device_function"]
+           "on_device", "THREADS", "blocks", "simulated", "device_function"]
 
 #: Threads per block of every customobj kernel (a multiple of the 32-thread warp).
 THREADS = 128
 
-_EXTRA_HINT = "install the extra: pip install 'customobj[cuda]' (NVIDIA's numba-cuda)"
+_EXTRA_HINT = ("install the extra: pip install 'customobj[cuda]' (NVIDIA's numba-cuda with the NVVM and NVRTC "
+               "compilers of CUDA 12; 'customobj[cuda13]' for CUDA 13's)")
 
 
 class GPUUnavailableError(RuntimeError):
@@ -59,11 +71,17 @@ def _shim_numpy() -> None:
 
 def cuda_module() -> Any:
     """``numba.cuda``, imported on first use; :class:`GPUUnavailableError` when the package is absent."""
+    if not _numba_cuda_installed():
+        # numba's deprecated built-in numba.cuda would import and then blame the driver
+        raise GPUUnavailableError(f"NVIDIA's numba-cuda package is not installed: {_EXTRA_HINT}")
     _shim_numpy()
     try:
         from numba import cuda
     except ImportError as exc:
         raise GPUUnavailableError(f"numba.cuda cannot be imported ({exc}): {_EXTRA_HINT}") from None
+    if getattr(cuda, "implementation", None) == "Built-in":  # numba-cuda found but not the numba.cuda in use
+        raise GPUUnavailableError(f"numba.cuda is numba's deprecated built-in target, not NVIDIA's numba-cuda: "
+                                  f"{_EXTRA_HINT}")
     _cache_cuda_kernels()
     return cuda
 
@@ -79,6 +97,13 @@ def _cache_cuda_kernels() -> None:
     except ImportError:  # a numba-cuda without its own cache machinery: numba's, installed at import
         return
     _numba_cache.install_cuda(caching)
+
+
+def _numba_cuda_installed() -> bool:
+    try:
+        return importlib.util.find_spec("numba_cuda") is not None
+    except (ImportError, ValueError):  # a broken installation counts as none
+        return False
 
 
 def _simulated() -> bool:
@@ -143,14 +168,32 @@ def _describe(cuda: Any) -> tuple:
     return name, memory, driver
 
 
-def require_gpu(what: str) -> Any:
-    """``numba.cuda`` when a GPU (or the simulator) is usable; else :class:`GPUUnavailableError`
-    saying that ``what`` needs one and what is missing. Called every boosting round: a GPU found
-    once is not probed again (a failure is, so installing a driver later is seen)."""
+def require_gpu(what: str, device: Device = Device.CUDA) -> Any:
+    """``numba.cuda`` when a GPU (or the simulator) is usable and ``device``'s ordinal exists; else
+    :class:`GPUUnavailableError` saying that ``what`` needs one and what is missing. Called once per
+    fit or prepared data set; a GPU found once is not probed again (a failure is, so installing a
+    driver later is seen)."""
     try:
-        return _usable_cuda()
+        cuda = _usable_cuda()
     except GPUUnavailableError as exc:
         raise GPUUnavailableError(f"{what} needs a CUDA GPU: {exc}") from None
+    if device.ordinal is not None:
+        count = len(cuda.gpus)
+        if device.ordinal >= count:
+            where = "the simulator (NUMBA_ENABLE_CUDASIM=1) simulates" if simulated() else "numba sees"
+            raise GPUUnavailableError(
+                f"{what} asks for device={str(device)!r}, but {where} {count} CUDA device{'s' if count != 1 else ''} "
+                f"(ordinals 0 to {count - 1}; CUDA_VISIBLE_DEVICES renumbers them)")
+    return cuda
+
+
+def on_device(cuda: Any, device: Device) -> ContextManager:
+    """A ``with`` block whose numba.cuda work runs on ``device``: ``cuda.gpus[N]`` for ``"cuda:N"``
+    (its primary context pushed for the block), nothing for ``"cuda"`` (numba's current device).
+    Check the ordinal first (:func:`require_gpu`)."""
+    if device.ordinal is None:
+        return contextlib.nullcontext()
+    return cuda.gpus[device.ordinal]
 
 
 @functools.cache
@@ -159,15 +202,6 @@ def _usable_cuda() -> Any:
     if not status.available:
         raise GPUUnavailableError(status.reason)  # not cached: functools.cache keeps results only
     return cuda_module()
-
-
-def is_device_array(x: object) -> bool:
-    """True for arrays in GPU memory: anything with ``__cuda_array_interface__`` (CuPy, PyTorch,
-    numba) and numba's device arrays, simulated ones included. Cheap: imports nothing."""
-    if hasattr(x, "__cuda_array_interface__"):
-        return True
-    module = type(x).__module__ or ""
-    return module.startswith("numba") and hasattr(x, "copy_to_host")
 
 
 def blocks(n: int) -> int:

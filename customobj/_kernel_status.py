@@ -1,4 +1,5 @@
-"""The one home of the integer-dispatch contract between Python and the numba kernels.
+"""The one home of the integer-dispatch contract between Python and the numba kernels, and of the
+statuses every kernel returns (the objectives', the metrics' and the OLE grower's split search).
 
 Every integer that picks a case inside a kernel (a pair loss ``kind``, a LambdaRank metric, a
 discount convention, ...) is a member of an ``IntEnum`` that lives next to its kernels. Python
@@ -24,7 +25,7 @@ ValueError: shape must be a Shape code (ROUND=0, SQUARE=1), got 7
 >>> check_status(KernelStatus.UNKNOWN_CODE, "demo")
 Traceback (most recent call last):
 ...
-ValueError: demo: the kernel met a dispatch code it does not know (status 1)
+ValueError: demo: the kernel met a dispatch code it does not know (status -1)
 """
 from __future__ import annotations
 
@@ -36,10 +37,19 @@ __all__ = ["KernelStatus", "as_code", "check_status", "checked_value"]
 
 
 class KernelStatus(IntEnum):
-    """What a kernel that takes a dispatch code returns (alone, or as the last item of a tuple)."""
+    """What a kernel that takes a dispatch code returns (alone, or as the first or last item of a tuple).
+
+    The split searches of ``customobj.ole.splitting`` also say whether they found a split: they
+    return ``SPLIT_FOUND`` or ``SPLIT_NONE`` (the same value as ``OK``: the search ran).
+    """
 
     OK = 0
-    UNKNOWN_CODE = 1
+    #: The kernel ran and has nothing to report; for a split search: no split with gain > 0.
+    SPLIT_NONE = 0
+    #: A split search found a split with gain > 0.
+    SPLIT_FOUND = 1
+    #: The kernel met a dispatch code it does not know and computed nothing (its caller raises).
+    UNKNOWN_CODE = -1
 
 
 def as_code(value: Any, codes: Type[IntEnum], name: str) -> int:

@@ -23,6 +23,37 @@ needs_real_gpu = pytest.mark.skipif(not STATUS.available or STATUS.simulator,
                                     reason="needs a real CUDA GPU (the simulator has no __cuda_array_interface__)"
                                     if STATUS.available else f"needs a CUDA GPU: {STATUS.reason}")
 
+#: Why the PTX tests skip: they compile every kernel for sm_80 with NVIDIA's NVVM (no GPU needed), which
+#: the ``cuda`` extra brings (numba-cuda's cu12 extra: NVVM, NVRTC and nvJitLink wheels; pyproject.toml).
+NVVM_MISSING = ("NVIDIA's NVVM library is not installed: pip install 'customobj[cuda]' (numba-cuda[cu12], which "
+                "brings NVVM and NVRTC) to compile the kernels to PTX")
+
+#: Code for the PTX tests' child processes (numba.cuda imported, simulator off): ``cuda_kernels(package)``,
+#: every numba.cuda kernel (not device function) the ``_cuda_*`` modules of ``package`` define, by
+#: ``module.name``; and ``check_listed(sigs, package)``, which prints the kernels ``sigs`` leaves out. The
+#: tests list each kernel's launch signature; a new kernel without one fails them (no hard-coded count).
+LIST_KERNELS = """
+def cuda_kernels(package):
+    import importlib, pkgutil
+    from numba.cuda.dispatcher import CUDADispatcher
+    found = {}
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        if info.name.startswith("_cuda_"):
+            module = importlib.import_module(package + "." + info.name)
+            for name, obj in vars(module).items():
+                if (isinstance(obj, CUDADispatcher) and not obj.targetoptions.get("device")
+                        and obj.py_func.__module__ == module.__name__):
+                    found[info.name + "." + name] = obj
+    return found
+
+
+def check_listed(sigs, package):
+    listed = {id(kernel) for kernel, _ in sigs}
+    kernels = cuda_kernels(package)
+    print("UNLISTED", sorted(name for name, k in kernels.items() if id(k) not in listed))
+    print("KERNELS", len(kernels), "LISTED", len(listed & {id(k) for k in kernels.values()}))
+"""
+
 #: Query sizes with a one-row query, a two-row query and a mid-size one.
 SIZES = [1, 5, 2, 7, 4]
 

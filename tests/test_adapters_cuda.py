@@ -6,16 +6,21 @@ import numpy as np
 import pytest
 
 import customobj
+from customobj._device import as_device
 from customobj.adapters import _cuda as C
 from _cuda_cases import data, needs_gpu, to_device
 
 
 def test_device_option_is_checked_once():
-    assert C.as_device("cuda") is True and C.as_device("cpu") is False
-    with pytest.raises(ValueError, match="device"):
-        C.as_device("gpu")
-    with pytest.raises(TypeError, match="device"):
-        C.as_device(1)
+    from customobj.adapters import XGBoostObjective
+
+    for name in ("cpu", "cuda:0"):
+        f = XGBoostObjective(customobj.RankNet(), device=name, check_device=False)
+        assert str(f.device) == name and f.on_gpu == (name != "cpu")
+    with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or 'cuda:N'"):
+        XGBoostObjective(customobj.RankNet(), device="gpu")
+    with pytest.raises(TypeError, match="device must be"):
+        XGBoostObjective(customobj.RankNet(), device=1)
 
 
 @needs_gpu
@@ -51,3 +56,20 @@ def test_objectives_without_gpu_kernels_are_refused_up_front():
 
     with pytest.raises(NotImplementedError, match="MyRankNet"):
         C.check_gpu_objective(MyRankNet(), "xgboost_objective")
+
+
+@needs_gpu
+def test_an_ordinal_selects_that_device_and_a_missing_one_is_refused_up_front():
+    from customobj._cuda_runtime import cuda_module, GPUUnavailableError
+    from customobj.adapters import xgboost_objective
+
+    n = len(cuda_module().gpus)
+    s, y, sizes, _ = data(32)
+    obj = customobj.RankNet()
+    prep = obj.prepare(y, sizes)
+    g, _ = obj.grad_hess_prepared(s, prep)
+    xgboost_objective(obj, device=f"cuda:{n - 1}")  # the last device exists
+    gd, _ = C.device_round(obj, prep, s.astype(np.float32), (y.size,), "XGBoost", as_device(f"cuda:{n - 1}"))
+    np.testing.assert_allclose(gd.copy_to_host(), g.astype(np.float32), rtol=1e-6, atol=1e-7)
+    with pytest.raises(GPUUnavailableError, match=rf"device='cuda:{n}', but .* {n} CUDA device"):
+        xgboost_objective(obj, device=f"cuda:{n}")

@@ -275,6 +275,14 @@ def test_xgboost_params_passes_the_device():
     assert "device" not in adapters.xgboost_params(obj, P)
     with pytest.raises(ValueError, match="train where the objective runs"):
         adapters.xgboost_params(obj, dict(P, device="cpu"), device="cuda")
+    # XGBoost's "cuda:N" passes through; a device the objective does not run on is refused
+    assert adapters.xgboost_params(obj, dict(P, device="cuda:1"), device="cuda:1")["device"] == "cuda:1"
+    with pytest.raises(ValueError, match="train where the objective runs"):
+        adapters.xgboost_params(obj, dict(P, device="cuda:0"), device="cuda:1")
+    with pytest.raises(ValueError, match=r"params\['device'\] must be 'cpu', 'cuda' or 'cuda:N'"):
+        adapters.xgboost_params(obj, dict(P, device="gpu:0"), device="cuda")
+    with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or 'cuda:N'"):
+        adapters.xgboost_params(obj, P, device="cuda:x")
 
 
 def test_device_cuda_without_a_gpu_names_what_is_missing():
@@ -319,7 +327,9 @@ def test_device_cuda_callable_equals_the_host_one_and_pickles(small):
     np.testing.assert_allclose(gd.copy_to_host(), g, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(hd.copy_to_host(), h, rtol=1e-6, atol=1e-7)
     back = pickle.loads(pickle.dumps(f_gpu))
-    assert back == f_gpu and back.device == "cuda" and back != f_cpu
+    assert back == f_gpu and str(back.device) == "cuda" and back != f_cpu
+    f0 = adapters.xgboost_objective(obj, device="cuda:0")
+    assert pickle.loads(pickle.dumps(f0)) == f0 != f_gpu and "device='cuda:0'" in repr(f0)
     assert "device='cuda'" in repr(f_gpu)
 
 

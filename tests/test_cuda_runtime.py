@@ -81,3 +81,70 @@ customobj.LambdaRank().grad_hess(np.zeros(4), [1.0, 0.0, 2.0, 0.0], [4])
 print("LOADED", "numba.cuda" in sys.modules)
 """)
     assert "LOADED False" in out
+
+
+# A core install: numba-cuda absent, numba's deprecated built-in numba.cuda still importable. With
+# ``sys.modules["numba_cuda"] = None`` the package cannot be found (its numba.cuda redirect gives up),
+# which is what a machine without it sees.
+_CORE_INSTALL = """
+import os, sys, time, warnings
+os.environ["NUMBA_ENABLE_CUDASIM"] = "{sim}"
+sys.modules["numba_cuda"] = None
+warnings.simplefilter("ignore")  # numba-cuda's own redirect warns that it cannot find itself
+import numpy as np
+import customobj
+from customobj._cuda_runtime import gpu_status, GPUUnavailableError
+print("STATUS", gpu_status().available, gpu_status().reason)
+from customobj.ole import TreeBooster
+X = np.random.default_rng(0).normal(size=(40, 3))
+try:
+    TreeBooster(device="cuda", n_estimators=2).fit(X, np.arange(40) % 3, [20, 20])
+except GPUUnavailableError as exc:
+    print("FIT", exc)
+"""
+
+
+@pytest.mark.parametrize("sim", ["0", "1"], ids=["driver-probe", "simulator"])
+def test_a_core_install_names_the_extra_not_the_driver(sim):
+    out = run_isolated(_CORE_INSTALL.format(sim=sim))
+    status = next(ln for ln in out.splitlines() if ln.startswith("STATUS"))
+    fit = next(ln for ln in out.splitlines() if ln.startswith("FIT"))
+    assert status.startswith("STATUS False") and "pip install 'customobj[cuda]'" in status, status
+    assert "numba-cuda" in status and "driver" not in status, status
+    assert 'TreeBooster(device="cuda") needs a CUDA GPU' in fit and "pip install 'customobj[cuda]'" in fit, fit
+
+
+def test_the_builtin_numba_cuda_is_refused_even_where_numba_cuda_is_installed(monkeypatch):
+    import types
+
+    fake = types.SimpleNamespace(implementation="Built-in")
+    monkeypatch.setattr(R, "_numba_cuda_installed", lambda: True)
+    monkeypatch.setitem(__import__("sys").modules, "numba.cuda", fake)
+    import numba
+
+    monkeypatch.setattr(numba, "cuda", fake, raising=False)
+    with pytest.raises(R.GPUUnavailableError, match=r"deprecated built-in .*pip install 'customobj\[cuda\]'"):
+        R.cuda_module()
+
+
+@needs_gpu
+def test_an_ordinal_beyond_the_devices_is_refused_naming_the_count():
+    from customobj._device import as_device
+
+    n = len(R.cuda_module().gpus)
+    assert hasattr(R.require_gpu("x", as_device(f"cuda:{n - 1}")), "to_device")
+    with pytest.raises(R.GPUUnavailableError, match=rf"x asks for device='cuda:{n}', but .* {n} CUDA device"):
+        R.require_gpu("x", as_device(f"cuda:{n}"))
+
+
+@needs_gpu
+def test_on_device_selects_the_ordinal_and_cuda_leaves_the_current_device():
+    from customobj._device import Device, as_device
+
+    cuda = R.cuda_module()
+    with R.on_device(cuda, Device.CUDA):
+        a = cuda.to_device(np.arange(3.0))
+    with R.on_device(cuda, as_device("cuda:0")):
+        b = cuda.to_device(np.arange(3.0))
+        assert cuda.gpus.current.id == 0
+    np.testing.assert_array_equal(a.copy_to_host(), b.copy_to_host())

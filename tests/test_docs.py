@@ -153,3 +153,27 @@ def test_gpu_blocks_are_not_run_with_the_others_and_run_on_a_gpu() -> None:
     proc = subprocess.run([sys.executable, "-c", "\n".join(gpu_blocks)], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr[-6000:]
+
+
+#: A block fenced as ```python simulator: the README's GPU path on numba's CUDA simulator (no GPU needed).
+_SIMULATOR_BLOCK = re.compile(r"^```python simulator[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def test_the_gpu_example_imports_customobj_adapters_before_xgboost() -> None:
+    # Importing xgboost first makes customobj.adapters warn that it cannot set the thread policy.
+    (block,) = _GPU_BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8"))
+    lines = block.splitlines()
+    first = min(i for i, ln in enumerate(lines) if "customobj.adapters" in ln or "from customobj import adapters" in ln)
+    assert first < min(i for i, ln in enumerate(lines) if re.match(r"\s*(import|from) xgboost\b", ln)), block
+
+
+def test_the_simulator_example_runs_and_equals_the_cpu(tmp_path: Path) -> None:
+    # README "Without a GPU": run as it says, NUMBA_ENABLE_CUDASIM=1 python sim.py (tiny data: it is slow).
+    (block,) = _SIMULATOR_BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8"))
+    assert "NUMBA_ENABLE_CUDASIM=1 python sim.py" in (REPO / "README.md").read_text(encoding="utf-8")
+    (tmp_path / "sim.py").write_text(block)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run([sys.executable, "-W", "error::UserWarning", str(tmp_path / "sim.py")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    assert proc.stdout.split() == ["True", "True"], proc.stdout

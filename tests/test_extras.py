@@ -57,3 +57,20 @@ def test_the_dask_adapter_says_which_extra_it_needs(monkeypatch):
     monkeypatch.delitem(sys.modules, "customobj.adapters.dask", raising=False)
     with pytest.raises(ImportError, match=r"customobj.adapters.dask needs distributed, .*customobj\[dask\]"):
         import customobj.adapters.dask  # noqa: F401
+
+
+def test_the_cuda_extra_brings_what_compiling_needs():
+    # Only the NVIDIA driver on the machine: NVVM and NVRTC must come as wheels, with numba-cuda's cu12
+    # extra (CUDA 12 code runs on a CUDA 12 or 13 driver); cuda13 brings CUDA 13's (issue 30 point 11).
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert any(re.fullmatch(r"numba-cuda\[cu12\]>=[0-9.]+", r) for r in extras["cuda"]), extras["cuda"]
+    assert any(re.fullmatch(r"numba-cuda\[cu13\]>=[0-9.]+", r) for r in extras["cuda13"]), extras["cuda13"]
+    assert any(r.startswith("numba-cuda[cu12]") for r in extras["test"])  # CI compiles the kernels to PTX too
+
+
+def test_the_gpu_hints_name_the_cuda_extra():
+    from _cuda_cases import NVVM_MISSING
+    from customobj import _cuda_runtime
+
+    for hint in (NVVM_MISSING, _cuda_runtime._EXTRA_HINT):
+        assert "pip install 'customobj[cuda]'" in hint and "NVVM" in hint, hint

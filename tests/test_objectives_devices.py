@@ -9,7 +9,7 @@ import pytest
 import customobj
 from customobj import LambdaRank, McRank, RankNet, SquaredError, StructuredDCG
 from customobj.objectives import devices
-from _cuda_cases import assert_gpu_equals_cpu, data, needs_gpu, to_device
+from _cuda_cases import LIST_KERNELS, NVVM_MISSING, assert_gpu_equals_cpu, data, needs_gpu, to_device
 from _isolated import run_isolated
 
 
@@ -23,8 +23,11 @@ def test_host_scores_keep_the_cpu_path_and_numpy_outputs():
 def test_kernels_for_the_cpu_is_the_objectives_own_kernel():
     obj = SquaredError()
     assert devices.kernels_for(obj, devices.Device.CPU) == obj._grad_hess
-    with pytest.raises(ValueError, match="unknown device"):
+    assert devices.kernels_for(obj, "cpu") == obj._grad_hess  # a name goes through the one parser
+    with pytest.raises(TypeError, match="device must be 'cpu', 'cuda' or 'cuda:N'"):
         devices.kernels_for(obj, 7)
+    with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or 'cuda:N'"):
+        devices.kernels_for(obj, "gpu")
 
 
 def test_every_objective_has_a_gpu_route():
@@ -214,6 +217,7 @@ SIGNATURES = [
 for kernel, sig in SIGNATURES:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
 print("COMPILED", len(SIGNATURES))
+check_listed(SIGNATURES, "customobj.objectives")
 """
 
 
@@ -233,9 +237,12 @@ except Exception as exc:
     print("NO-NVVM", type(exc).__name__)
 """)
     if "NO-NVVM" in probe:
-        pytest.skip("NVIDIA's NVVM library is not installed (pip install nvidia-cuda-nvcc-cu12 to compile PTX)")
-    out = run_isolated("import os\nos.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n" + _PTX_CHECK, timeout=600)
-    assert "COMPILED 27" in out
+        pytest.skip(NVVM_MISSING)
+    out = run_isolated("import os\nos.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n" + LIST_KERNELS + _PTX_CHECK,
+                       timeout=600)
+    assert "UNLISTED []" in out, out  # every kernel of objectives/_cuda_*.py, found in the code, compiled
+    kernels = int(out.split("KERNELS ")[1].split()[0])
+    assert kernels >= 20 and f"LISTED {kernels}" in out and "COMPILED" in out
 
 
 @needs_gpu
@@ -270,3 +277,28 @@ def test_device_data_counts_the_bytes_it_holds():
     n, nq = y.size, len(sizes)
     # at least labels, weights, query offsets, each row's query and the float64 scores copy
     assert held >= 8 * (n + n + (nq + 1) + n + n)
+
+
+@needs_gpu
+def test_the_gpu_and_the_kernels_are_looked_for_once_per_data_set(monkeypatch):
+    # They were asked again every round (require_gpu, kernels_for): now once per prepared data set.
+    from customobj.adapters import _cuda as C
+
+    calls = {"require_gpu": 0, "kernels_for": 0}
+
+    def counted(name, fn):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+        return wrapper
+
+    for module in (devices, C):
+        monkeypatch.setattr(module, "require_gpu", counted("require_gpu", module.require_gpu))
+    monkeypatch.setattr(devices, "kernels_for", counted("kernels_for", devices.kernels_for))
+    s, y, sizes, _ = data(33)
+    obj = RankNet()
+    prep = obj.prepare(y, sizes)
+    for _ in range(3):
+        obj.grad_hess_prepared(to_device(s), prep)
+        C.device_round(obj, prep, s.astype(np.float32), (y.size,), "XGBoost")
+    assert calls == {"require_gpu": 1, "kernels_for": 1}

@@ -8,7 +8,8 @@ import pytest
 from customobj.ole import TreeBooster
 from customobj.ole.backend import CPUBackend
 from customobj.ole.binning import BinMapper
-from customobj.ole.common import SPLIT_SIZE, UNKNOWN_CODE, ChildSums, SplitInfo
+from customobj._kernel_status import KernelStatus
+from customobj.ole.common import SPLIT_SIZE, ChildSums, SplitInfo
 from customobj.ole.context import GrowContext
 from customobj.ole.splitting import find_best_split, split_gain
 
@@ -89,7 +90,7 @@ def test_find_split_is_the_kernels_result_read_by_name(use_pairs):
 def test_a_kernels_unknown_code_flag_raises(monkeypatch):
     import customobj.ole.backend as backend_module
     backend, _ = _backend()
-    monkeypatch.setattr(backend_module, "split_gain", lambda *args: (UNKNOWN_CODE, 0.0))
+    monkeypatch.setattr(backend_module, "split_gain", lambda *args: (KernelStatus.UNKNOWN_CODE, 0.0))
     s = ChildSums(1.0, 2.0, 3.0, 0.0)
     with pytest.raises(ValueError, match="split_gain: unknown criterion code 2"):
         backend.split_gain(s, s, s)

@@ -57,5 +57,9 @@ def test_histograms_are_built_with_the_named_channels():
     assert not ph[:, common.PH_NANP].any()  # no NaN rows
 
 
-def test_kernel_statuses_are_distinct():
-    assert len({common.SPLIT_FOUND, common.SPLIT_NONE, common.UNKNOWN_CODE}) == 3
+def test_the_kernel_statuses_have_one_home_shared_with_the_objectives():
+    from customobj._kernel_status import KernelStatus
+
+    assert len({KernelStatus.SPLIT_FOUND, KernelStatus.SPLIT_NONE, KernelStatus.UNKNOWN_CODE}) == 3
+    assert KernelStatus.SPLIT_NONE is KernelStatus.OK  # a search that ran and found nothing
+    assert not any(hasattr(common, n) for n in ("SPLIT_FOUND", "SPLIT_NONE", "UNKNOWN_CODE"))

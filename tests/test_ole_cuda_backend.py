@@ -53,13 +53,17 @@ def test_mcrank_grows_one_gpu_tree_per_grade_equal_to_the_cpu_ones():
 
 
 def test_device_is_validated_where_it_is_written_and_in_fit():
-    for bad in ("gpu", "CUDA", 1, None):
-        with pytest.raises(ValueError, match="device must be one of"):
+    for bad in ("gpu", "CUDA", "cuda:-1", "cuda:"):
+        with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or 'cuda:N'"):
             TreeBooster(device=bad)
+    for bad in (1, None):
+        with pytest.raises(TypeError, match="device must be 'cpu', 'cuda' or 'cuda:N'"):
+            TreeBooster(device=bad)
+    assert TreeBooster(device="cuda:0").get_params()["device"] == "cuda:0"  # stored as given (scikit-learn)
     model = TreeBooster(**KW)
     model.set_params(device="tpu")
     X, y, group = make_rank_data(1, n_queries=2)
-    with pytest.raises(ValueError, match="device must be one of"):
+    with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or 'cuda:N'"):
         model.fit(X, y, group)
 
 
@@ -74,6 +78,34 @@ def test_no_gpu_is_a_clear_error_naming_what_is_missing(monkeypatch):
         TreeBooster(**KW).fit(X, y, group)  # the CPU path never needs one
     finally:
         runtime._usable_cuda.cache_clear()
+
+
+def test_no_gpu_is_said_before_the_data_are_prepared_or_binned(monkeypatch):
+    # It once came after the objective's preparation and the binning (their numba compilation: ~10 s).
+    from customobj.ole import booster
+
+    monkeypatch.setattr(runtime, "gpu_status", lambda: runtime.GPUStatus(False, "no CUDA device found"))
+    runtime._usable_cuda.cache_clear()
+    prepared = []
+    monkeypatch.setattr(booster, "training_targets", lambda *a, **k: prepared.append(1) or pytest.fail("prepared"))
+    try:
+        X, y, group = make_rank_data(1, n_queries=2)
+        with pytest.raises(GPUUnavailableError, match=r'TreeBooster\(device="cuda:0"\) needs a CUDA GPU'):
+            TreeBooster(device="cuda:0", **KW).fit(X, y, group)
+        assert not prepared
+    finally:
+        runtime._usable_cuda.cache_clear()
+
+
+@needs_gpu
+def test_an_ordinal_grows_the_same_trees_and_a_missing_one_is_refused():
+    n = len(runtime.cuda_module().gpus)
+    X, y, group = make_rank_data(3, n_queries=4)
+    cpu = TreeBooster(criterion="wse", **KW).fit(X, y, group)
+    gpu = TreeBooster(criterion="wse", device=f"cuda:{n - 1}", **KW).fit(X, y, group)
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+    with pytest.raises(GPUUnavailableError, match=rf"asks for device='cuda:{n}', but .* {n} CUDA device"):
+        TreeBooster(device=f"cuda:{n}", **KW).fit(X, y, group)
 
 
 def test_the_memory_estimate_counts_every_item():

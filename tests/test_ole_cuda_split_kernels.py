@@ -16,7 +16,7 @@ from customobj.ole.histogram import build_row_hist_fm
 from customobj.ole.pairhist import build_pair_hist
 from customobj.ole.splitting import _score, feature_gains, find_best_split, node_hessian
 
-from _cuda_cases import needs_gpu
+from _cuda_cases import LIST_KERNELS, NVVM_MISSING, needs_gpu
 from _ole_cases import make_X, random_pairs
 
 pytestmark = needs_gpu
@@ -151,7 +151,8 @@ SIGS = [(K.feature_bests, (f2, f2, b, i, i1, i1, b1, f, f, f, f, f, f, f, f, f2,
         (K.block_sums, (i1, i, i, f1, f1, f2)), (K.block_sums, (i1, i, i, fA, fA, f2)), (K.ordered_sums, (f2, i, f1)),
         (S.add_tree_bins, (T.uint8[:, ::1], i1, i1, i1, b1, i1, i1, f1, f1)),
         (S.add_tree_bins, (T.uint16[:, ::1], i1, i1, i1, b1, i1, i1, f1, fA)),
-        (HK.row_hist_blocks, (T.uint8[:, ::1], i1, i, i, fA, fA, i1, f3)),
+        (HK.row_hist_blocks, (T.uint8[:, ::1], i1, i, i, fA, fA, i1, f3)), (HK.zero, (f1,)),
+        (HK.pair_hist_blocks, (T.uint8[:, ::1], j1, j1, f1, i, i, i1, i1, i1, f3)), (HK.reduce_blocks, (f3, i, f2)),
         (P.mark_rows_blocks, (T.uint8[::1], i1, i, i, i, i, i, b, b1, i2)),
         (P.place_rows_blocks, (i1, i, i, i, b1, i2, i1)), (P.copy_rows, (i1, i1, i, i)), (P.scan_counts, (i2, i, i2)),
         (P.count_sides_blocks, (j1, j1, i, i, i, b1, i2)),
@@ -165,6 +166,7 @@ except Exception as exc:
 for kernel, sig in SIGS:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
 print("COMPILED", len(SIGS))
+check_listed(SIGS, "customobj.ole")
 """
 
 
@@ -172,7 +174,9 @@ def test_the_kernels_compile_for_a_real_gpu_the_cpu_search_as_a_device_function(
     # The simulator runs the search's Python source; a GPU compiles splitting._best_in_feature (an
     # @njit function) as a device function. Typing and PTX for sm_80 need NVIDIA's NVVM, not a GPU.
     from _isolated import run_isolated
-    out = run_isolated(_PTX, timeout=600)
+    out = run_isolated(LIST_KERNELS + _PTX, timeout=600)
     if "NO-NVVM" in out:
-        pytest.skip("NVIDIA's NVVM library is not installed (pip install nvidia-cuda-nvcc-cu12 to compile PTX)")
-    assert "COMPILED 18" in out
+        pytest.skip(NVVM_MISSING)
+    assert "UNLISTED []" in out, out  # every kernel of ole/_cuda_*.py, found in the code, compiled
+    kernels = int(out.split("KERNELS ")[1].split()[0])
+    assert kernels >= 15 and f"LISTED {kernels}" in out and "COMPILED" in out

@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pytest
 
+from customobj._device import Device, DeviceKind
 from customobj import RankNet
 from customobj.objectives import LambdaRank
 from customobj.ole import TreeBooster
@@ -20,8 +21,10 @@ def test_defaults_come_back_as_plain_python_values():
     out = check_params(DEFAULTS)
     assert set(out) == set(DEFAULTS)
     assert isinstance(out["objective"], LambdaRank)  # objective=None: the default objective
+    assert out["device"] is Device.CPU  # the device name becomes its record here, once
+    assert check_params(with_(device="cuda:2"))["device"] == Device(DeviceKind.CUDA, 2)
     for name, value in out.items():
-        if name != "objective" and value is not None:
+        if name not in ("objective", "device") and value is not None:
             assert type(value) in (int, float, bool, str), (name, type(value))
 
 

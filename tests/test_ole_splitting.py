@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from customobj import Logistic, McRank, MPBoost, RankNet, SquaredError
+from customobj._kernel_status import KernelStatus
 from customobj.ole import TreeBooster
 from customobj.ole.binning import BinMapper
 from customobj.ole.histogram import build_row_hist_fm
@@ -66,7 +67,7 @@ def test_ole_node_hessian_is_exact_second_derivative(make_obj):
 def test_parallel_split_search_equals_serial(criterion, two_threads):
     import numba
     from customobj.ole.pairhist import build_pair_hist
-    from customobj.ole.common import SPLIT_FEATURE, SPLIT_FOUND, SPLIT_SIZE
+    from customobj.ole.common import SPLIT_FEATURE, SPLIT_SIZE
     from customobj.ole.criterion import CRITERIA
     from customobj.ole.splitting import find_best_split, find_best_split_parallel
     from customobj.pairs import label_pairs
@@ -87,13 +88,13 @@ def test_parallel_split_search_equals_serial(criterion, two_threads):
     args = (hist, ph, criterion == "ole", int(CRITERIA[criterion].score), mapper.n_bins, mapper.offsets, mask,
             grad.sum(), hess.sum(), 300.0, pc.sum(), 0.5, 5.0, 1e-3)
     want, got = np.zeros(SPLIT_SIZE), np.zeros(SPLIT_SIZE)
-    assert find_best_split(*args, want) == SPLIT_FOUND
+    assert find_best_split(*args, want) == KernelStatus.SPLIT_FOUND
     saved = numba.get_num_threads()
     try:
         for threads in (1, two_threads):
             numba.set_num_threads(threads)
             got[:] = 7.0
-            assert find_best_split_parallel(*args, got) == SPLIT_FOUND
+            assert find_best_split_parallel(*args, got) == KernelStatus.SPLIT_FOUND
             np.testing.assert_array_equal(got, want)
     finally:
         numba.set_num_threads(saved)
@@ -150,7 +151,7 @@ def _node(seed=14):
 def test_an_unknown_criterion_code_is_flagged_never_computed(code):
     """Every kernel with the criterion dispatch returns UNKNOWN_CODE for a code outside SplitScore
     (3 and 4 were ole_fast's and ole_float64's user codes) and leaves no split; the boundary raises."""
-    from customobj.ole.common import SPLIT_FEATURE, SPLIT_FOUND, SPLIT_GAIN, SPLIT_NONE, SPLIT_SIZE, UNKNOWN_CODE
+    from customobj.ole.common import SPLIT_FEATURE, SPLIT_GAIN, SPLIT_SIZE
     from customobj.ole.criterion import OLE, WSE
     from customobj.ole.splitting import (check_status, feature_gains, find_best_split, find_best_split_parallel,
                                          node_hessian, split_gain)
@@ -159,29 +160,29 @@ def test_an_unknown_criterion_code_is_flagged_never_computed(code):
     for kernel in (find_best_split, find_best_split_parallel):
         res = np.full(SPLIT_SIZE, 7.0)
         known = kernel(hist, ph, True, OLE, mapper.n_bins, mapper.offsets, mask, G, H, N, C, 0.5, 3.0, 1e-3, res)
-        assert known == SPLIT_FOUND and res[SPLIT_GAIN] > 0  # the same node with a known code splits
+        assert known == KernelStatus.SPLIT_FOUND and res[SPLIT_GAIN] > 0  # the same node with a known code splits
         res[:] = 7.0
         status = kernel(hist, ph, True, code, mapper.n_bins, mapper.offsets, mask, G, H, N, C, 0.5, 3.0, 1e-3, res)
-        assert status == UNKNOWN_CODE
+        assert status == KernelStatus.UNKNOWN_CODE
         assert res[SPLIT_GAIN] == 0.0 and res[SPLIT_FEATURE] == -1.0
         with pytest.raises(ValueError, match=f"unknown criterion code {code}"):
             check_status(status, code, kernel.__name__)
     args = (G, H, N, C, G / 2, H / 2, N / 2, 0.0, G / 2, H / 2, N / 2, 0.0, 0.5)
-    assert split_gain(OLE, *args)[0] == SPLIT_NONE
-    assert split_gain(code, *args) == (UNKNOWN_CODE, 0.0)
+    assert split_gain(OLE, *args)[0] == KernelStatus.SPLIT_NONE
+    assert split_gain(code, *args) == (KernelStatus.UNKNOWN_CODE, 0.0)
     out = np.full(mask.size, 5.0)
-    assert feature_gains(hist, WSE, mapper.n_bins, mapper.offsets, mask, G, H, N, 0.5, 3.0, 1e-3, out) == SPLIT_NONE
+    none = KernelStatus.SPLIT_NONE
+    assert feature_gains(hist, WSE, mapper.n_bins, mapper.offsets, mask, G, H, N, 0.5, 3.0, 1e-3, out) == none
     assert out.max() > 0
     for bad in (code, OLE):  # a row-only kernel: the OLE score is no code of it either
         out[:] = 5.0
         assert feature_gains(hist, bad, mapper.n_bins, mapper.offsets, mask, G, H, N, 0.5, 3.0, 1e-3,
-                             out) == UNKNOWN_CODE
+                             out) == KernelStatus.UNKNOWN_CODE
         assert not out.any()
     assert np.isnan(node_hessian(code, G, H, N, C))
 
 
 def test_check_status_reads_found_and_none():
-    from customobj.ole.common import SPLIT_FOUND, SPLIT_NONE
     from customobj.ole.splitting import check_status
-    assert check_status(SPLIT_FOUND, 2, "k") is True
-    assert check_status(SPLIT_NONE, 2, "k") is False
+    assert check_status(KernelStatus.SPLIT_FOUND, 2, "k") is True
+    assert check_status(KernelStatus.SPLIT_NONE, 2, "k") is False

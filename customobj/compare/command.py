@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .._cli_errors import RunError, UsageError, one_line, stderr_held
+from .._device import Device, as_device
 from .._extras import available, install_hint
 from . import output, report, runner
 from .clicks import CLICK_TRAINERS
@@ -65,6 +66,18 @@ _seeds = _number(int, lambda v: 1 <= v <= MAX_SEEDS, f"an integer in 1..{MAX_SEE
 _positive_float = _number(float, lambda v: v > 0 and np.isfinite(v), "a positive finite number")
 
 
+def _device(text):
+    """``--device``: the one device parser's record (customobj._device)."""
+    try:
+        return as_device(text, "--device")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _on_gpu(args) -> bool:
+    return getattr(args, "device", Device.CPU).is_cuda
+
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``compare`` options to an argparse parser (or subparser)."""
@@ -102,9 +115,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     m.add_argument("--seed", type=_nonnegative_int, default=0,
                    help="seed of the data and of every library (default 0)")
     m.add_argument("--jobs", type=_jobs, default=2, help="training threads (default 2)")
-    m.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                   help="where XGBoost methods (xgb:...) train: cuda = XGBoost device='cuda' with customobj's GPU "
-                        "objectives (needs customobj[cuda] and an NVIDIA GPU); other backends use the CPU")
+    m.add_argument("--device", type=_device, default=Device.CPU, metavar="{cpu,cuda,cuda:N}",
+                   help="where XGBoost methods (xgb:...) train: cuda (or cuda:N, CUDA device N) = XGBoost device='cuda' "
+                        "with customobj's GPU objectives (needs customobj[cuda] and an NVIDIA GPU); other backends "
+                        "use the CPU")
     m.add_argument("--tune", type=_trials, default=0, metavar="N",
                    help="N trials of hyperparameter search (seeded Optuna TPE) per method and fold on the "
                         "validation part, the same budget for every method; it searches leaves (depth for "
@@ -153,8 +167,8 @@ def _check_methods(args):
                 build_objective(s)  # bad options fail now, not after an hour of training
             except (ValueError, TypeError, OverflowError) as exc:
                 raise UsageError(one_line(exc)) from None
-    if getattr(args, "device", "cpu") == "cuda":
-        _check_gpu_methods(member_specs(specs))
+    if _on_gpu(args):
+        _check_gpu_methods(member_specs(specs), args.device)
     labels = [s.label for s in specs]
     baseline = labels[0]
     if args.baseline:
@@ -173,7 +187,7 @@ def _check_trainer(spec, args):
 
     if not getattr(args, "clicks", None):
         raise UsageError(f"{spec.label} learns from clicks: add --clicks pbm (or cascade)")
-    if getattr(args, "device", "cpu") == "cuda":
+    if _on_gpu(args):
         raise UsageError(f"{spec.label} trains on the CPU: leave it out of --device cuda runs")
     try:
         build_regression_em(spec.backend, spec.kwargs, rounds=args.rounds, num_leaves=args.num_leaves,
@@ -182,7 +196,7 @@ def _check_trainer(spec, args):
         raise UsageError(f"invalid options for {spec.label}: {one_line(exc)}") from None
 
 
-def _check_gpu_methods(specs):
+def _check_gpu_methods(specs, device):
     """--device cuda: XGBoost methods to train, a real GPU, and a GPU kernel for each customobj objective."""
     from customobj._cuda_runtime import GPUUnavailableError, gpu_status
     from customobj.adapters._cuda import check_gpu_objective
@@ -197,7 +211,7 @@ def _check_gpu_methods(specs):
     try:
         for s in xgb:
             if not s.native:
-                check_gpu_objective(build_objective(s), "--device cuda: xgboost_objective")
+                check_gpu_objective(build_objective(s), "--device cuda: xgboost_objective", device)
     except (GPUUnavailableError, NotImplementedError) as exc:
         raise UsageError(one_line(exc)) from None
 
@@ -292,7 +306,7 @@ def run(args: argparse.Namespace) -> int:
     out = output.check_folder(Path(args.out), overwrite=args.overwrite)
     settings = Settings(rounds=args.rounds, num_leaves=args.num_leaves, learning_rate=args.learning_rate,
                         seed=args.seed, jobs=args.jobs, early_stopping=args.early_stopping,
-                        device=getattr(args, "device", "cpu"))
+                        device=str(getattr(args, "device", Device.CPU)))
     labels = [s.label for s in specs]
 
     bar = _progress(len(folds) * len(specs), args.quiet)

@@ -32,8 +32,8 @@ class Settings:
     seed: int = 0
     jobs: int = 2
     early_stopping: int = 20  # patience in rounds; 0 disables early stopping
-    #: Where XGBoost methods train: "cpu", or "cuda" (XGBoost's device="cuda" and customobj's GPU
-    #: objectives, ``xgboost_objective(obj, device="cuda")``). Other backends train on the CPU.
+    #: Where XGBoost methods train: "cpu", or "cuda" / "cuda:N" (XGBoost's device and customobj's GPU
+    #: objectives, ``xgboost_objective(obj, device=...)``, which parse it). Other backends train on the CPU.
     device: str = "cpu"
     #: Further model parameters in the backend's own names (``(name, value), ...``), applied after the
     #: defaults above: LightGBM / XGBoost / CatBoost parameters, TreeBooster keyword arguments.

@@ -46,14 +46,17 @@ from typing import Callable, Optional, Tuple
 import numpy as np
 import numpy.typing as npt
 
-from .._cuda_runtime import is_device_array
+from .._device import device_of
 from .._validation import SCORE_LIMIT, as_1d_float, as_scores
 from ..groups import GroupLike
 from ._arrays import freeze_option, zero_fill
 from .prepared import Prepared
 
 __all__ = ["Objective", "Prepared"]
-_SEAM = ".devices"  # the device seam, imported when device scores arrive (it loads numba.cuda lazily)
+#: The device seam (``objectives.devices``), imported by name when device scores arrive: it imports the
+#: concrete objectives (its kernel tables), which import this module, so a plain import here would be a
+#: cycle; it also loads numba.cuda lazily, which the CPU path never pays for.
+_SEAM = ".devices"
 #: Sums and scalings of objectives: imported on use, since they are objectives themselves (no import cycle).
 _COMPOSITE = ".composite"
 
@@ -198,7 +201,7 @@ class Objective:
                   weight: "npt.ArrayLike | None" = None) -> "tuple[np.ndarray, np.ndarray]":
         """Gradient ``dL/ds`` and diagonal hessian (float64, ``hess >= 0``); computed on the GPU as numba
         device arrays when ``scores`` are there (the device follows the data: ``objectives.devices``)."""
-        if is_device_array(scores):
+        if device_of(scores).is_cuda:
             return import_module(_SEAM, __package__).grad_hess(self, scores, labels, group, weight)
         return self.grad_hess_prepared(scores, self._public_prep(labels, group, weight))
 
@@ -214,7 +217,7 @@ class Objective:
 
     def grad_hess_prepared(self, scores: npt.ArrayLike, prep: Prepared, out_grad: "np.ndarray | None" = None,
                            out_hess: "np.ndarray | None" = None) -> "tuple[np.ndarray, np.ndarray]":
-        if is_device_array(scores):
+        if device_of(scores).is_cuda:
             return import_module(_SEAM, __package__).grad_hess_prepared(self, scores, prep, out_grad, out_hess)
         s = self._check_scores(scores, prep)
         out_grad, out_hess = self._zeroed_outputs(s.shape, out_grad, out_hess)

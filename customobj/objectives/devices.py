@@ -28,13 +28,13 @@ Under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) or on a GPU::
 """
 from __future__ import annotations
 
-import enum
 import weakref
 from typing import Any, Callable
 
 import numpy as np
 
 from .._cuda_runtime import THREADS, GPUUnavailableError, blocks, is_device_array, require_gpu
+from .._device import Device, DeviceKind, as_device, device_of
 from .._validation import SCORE_LIMIT
 from ..groups import as_groups
 from ._arrays import kernel_weights
@@ -56,25 +56,6 @@ __all__ = ["Device", "device_of", "kernels_for", "grad_hess", "grad_hess_prepare
            "DeviceData", "device_data", "CUDA_KERNELS", "CPU_ONLY", "GPUUnavailableError"]
 
 
-class Device(enum.IntEnum):
-    """Where a computation runs; chosen from the data (:func:`device_of`)."""
-
-    CPU = 0
-    CUDA = 1
-
-
-def device_of(scores: object) -> Device:
-    """``Device.CUDA`` for arrays in GPU memory (see ``_cuda_runtime.is_device_array``), else CPU.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> device_of(np.zeros(3))
-    <Device.CPU: 0>
-    """
-    return Device.CUDA if is_device_array(scores) else Device.CPU
-
-
 class DeviceData:
     """The device copies of one prepared data set, built on first GPU use and kept on the
     ``Prepared`` (label-only, so valid for its lifetime): query offsets, the query of each row,
@@ -90,6 +71,13 @@ class DeviceData:
         self.labels = cuda.to_device(prep.labels)
         self.weights, self.use_weights = self.optional(prep.weight)
         self._arrays: dict = {}
+        self._routes: dict = {}
+
+    def route(self, objective: Objective) -> Callable:
+        """``kernels_for(objective, Device.CUDA)``, asked once per objective and data set."""
+        if objective not in self._routes:
+            self._routes[objective] = kernels_for(objective, Device.CUDA)
+        return self._routes[objective]
 
     def optional(self, w: "np.ndarray | None") -> tuple:
         """``(device array, used)`` of optional weights; "none" is a length-1 stand-in the kernels never read."""
@@ -327,7 +315,7 @@ def _route(obj: Objective):
     return route
 
 
-def kernels_for(objective: Objective, device: Device) -> Callable:
+def kernels_for(objective: Objective, device: "Device | str") -> Callable:
     """The function that adds ``objective``'s gradients and hessians on ``device``:
     ``(scores, prep, state, out_grad, out_hess)`` for the CPU (the objective's own numba kernels),
     ``(objective, scores, prep, device_data, out_grad, out_hess)`` for CUDA.
@@ -338,12 +326,10 @@ def kernels_for(objective: Objective, device: Device) -> Callable:
     >>> kernels_for(customobj.RankNet(), Device.CPU).__name__
     '_grad_hess'
     """
-    if device == Device.CPU:
+    if as_device(device).kind is DeviceKind.CPU:
         return objective._grad_hess
-    if device == Device.CUDA:
-        _check_supported(objective)
-        return _route(objective)
-    raise ValueError(f"unknown device {device!r}")
+    _check_supported(objective)  # DeviceKind.CUDA, any ordinal: the same kernels
+    return _route(objective)
 
 
 def _check_supported(objective):
@@ -406,10 +392,12 @@ def grad_hess_prepared(objective: Objective, scores: Any, prep: Prepared, out_gr
 def grad_hess_scores(objective: Objective, scores: Any, prep: Prepared, out_grad: Any, out_hess: Any) -> tuple:
     """:func:`grad_hess_prepared`, then the checked float64 scores the kernels read and the ``DeviceData``
     (for kernels that read the same round again: the pair couplings)."""
-    cuda = require_gpu(f"{type(objective).__name__}.grad_hess with scores on the GPU")
-    route = kernels_for(objective, Device.CUDA)
+    data = prep.device_data
+    if not isinstance(data, DeviceData):  # the data set's first GPU call: the GPU looked for once
+        data = device_data(prep, require_gpu(f"{type(objective).__name__}.grad_hess with scores on the GPU"))
+    route = data.route(objective)
     prep.state_for(objective)
-    data = device_data(prep, cuda)
+    cuda = data.cuda
     s = _device_scores(objective, scores, prep, data, cuda)
     g = _output(cuda, out_grad, s.shape, "out_grad")
     h = _output(cuda, out_hess, s.shape, "out_hess")

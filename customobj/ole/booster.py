@@ -41,7 +41,7 @@ from .inputs import (
 )
 from .params import check_n_jobs, check_params, default_objective
 from .predictor import PackedTrees, predict_raw
-from .training import Threads, boost, feature_infos, grow_params
+from .training import Threads, boost, check_gpu, feature_infos, grow_params
 from .tree import Tree
 
 __all__ = ["TreeBooster"]
@@ -106,11 +106,12 @@ class TreeBooster(BaseEstimator):
     ole_fast_epsilon : float in [0, 1), fraction of each query's coupling mass ``"ole_fast"`` may drop
         (its smallest pairs) when searching splits; leaf values use every pair
         (:mod:`customobj.ole.pair_pruning`, docs/ole-fast.md).
-    device : {"cpu", "cuda"}
-        Where the trees grow. ``"cuda"`` grows them on the GPU (histograms, split search,
-        partitions; the gradients too when the objective allows: :mod:`customobj.ole.cuda_backend`
-        says what runs where) and grows the CPU's trees; ``fit`` raises ``GPUUnavailableError`` naming what is missing (package,
-        driver, device) or, with the numbers, when the data do not fit the card's free memory.
+    device : {"cpu", "cuda", "cuda:N"}
+        Where the trees grow. ``"cuda"`` grows them on the GPU (``"cuda:N"``: CUDA device ``N``;
+        histograms, split search, partitions; the gradients too when the objective allows:
+        :mod:`customobj.ole.cuda_backend` says what runs where) and grows the CPU's trees; ``fit``
+        raises ``GPUUnavailableError`` naming what is missing (package, driver, device), before any
+        preparation, or, with the numbers, when the data do not fit the card's free memory.
         Never a silent CPU fallback. Not saved in model files: a model predicts on any machine.
 
     Attributes
@@ -253,6 +254,7 @@ class TreeBooster(BaseEstimator):
         self
         """
         p = self._validated_params()
+        gpu = check_gpu(p["device"])  # no GPU: said now, not after the data are prepared and the kernels compiled
         # a copy: fit must not change its parameters (McRank infers its class count on first use)
         obj = copy.deepcopy(p["objective"])
         X_in = X
@@ -268,7 +270,7 @@ class TreeBooster(BaseEstimator):
         # everything is checked: from here on the estimator's fitted state is replaced
         self._reset_fitted_state(X_in, obj, evals)
         tracker = EarlyStopping(evals, early_stopping_rounds)
-        with Threads(p["n_jobs"]):
+        with Threads(p["n_jobs"]), gpu:
             bins_fm = self._bin(X, p["max_bin"])
             del X, X_in  # only the bins are needed from here on (the caller's array may still be alive)
             boost(self, p, obj, prep, scores, bins_fm, self.bin_mapper_, evals, tracker, callbacks)
@@ -450,3 +452,4 @@ class TreeBooster(BaseEstimator):
         """
         import lightgbm
         return lightgbm.Booster(model_str=self.to_lightgbm_string(num_iteration))
+

@@ -1,8 +1,10 @@
 """Named constants and record layouts shared by the OLE grower's kernels and their Python drivers.
 
 One home for what scikit-learn's ``_hist_gradient_boosting/common.pyx`` holds there: the channels
-of the row and pair histograms (its ``HISTOGRAM_DTYPE``), the status codes of the kernels, and the
-layout of a split-search result (its ``SplitInfo``). The criteria live in :mod:`.criterion`.
+of the row and pair histograms (its ``HISTOGRAM_DTYPE``) and the layout of a split-search result
+(its ``SplitInfo``). The criteria live in :mod:`.criterion`; the kernels' statuses (a split found,
+none, an unknown criterion code) in ``customobj._kernel_status.KernelStatus``, shared with the
+objectives' kernels.
 
 Histograms and the split result stay plain ``float64`` arrays inside the kernels (numba's parallel
 loops cannot allocate record arrays, and one flat array per feature is what
@@ -16,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["HIST_G", "HIST_H", "HIST_COUNT", "HIST_CHANNELS", "GH_CHANNELS", "PH_HI", "PH_NANP", "PH_R", "PH_CHANNELS",
-           "SPLIT_FOUND", "SPLIT_NONE", "UNKNOWN_CODE", "SPLIT_GAIN", "SPLIT_FEATURE", "SPLIT_BIN", "SPLIT_NAN_LEFT",
+           "SPLIT_GAIN", "SPLIT_FEATURE", "SPLIT_BIN", "SPLIT_NAN_LEFT",
            "LEFT_G", "LEFT_H", "LEFT_N", "LEFT_C", "RIGHT_G", "RIGHT_H", "RIGHT_N", "RIGHT_C", "SPLIT_SIZE",
            "ChildSums", "SplitInfo", "NO_SPLIT"]
 
@@ -36,14 +38,6 @@ PH_HI = 0
 PH_NANP = 1
 PH_R = 2
 PH_CHANNELS = 3
-
-# --- kernel status: what a kernel with an integer dispatch returns --------------------------------
-#: A split with gain > 0 was found.
-SPLIT_FOUND = 1
-#: No split with gain > 0 (or the kernel ran and has nothing to report).
-SPLIT_NONE = 0
-#: The kernel met a dispatch code it does not know and computed nothing (its caller raises).
-UNKNOWN_CODE = -1
 
 # --- the split-search result: slots of a float64[SPLIT_SIZE] array ---------------------------------
 SPLIT_GAIN = 0  # gain of the split; <= 0: no split

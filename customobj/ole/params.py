@@ -13,10 +13,10 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from ..objectives.devices import Device
+from .._device import as_device
 from .criterion import criterion_for
 
-__all__ = ["check_params", "check_n_jobs", "default_objective", "MAX_NUM_LEAVES", "MAX_BIN", "MAX_INT", "DEVICES"]
+__all__ = ["check_params", "check_n_jobs", "default_objective", "MAX_NUM_LEAVES", "MAX_BIN", "MAX_INT"]
 
 #: LightGBM's upper limit for ``num_leaves`` (``1 < num_leaves <= 131072``).
 MAX_NUM_LEAVES = 131072
@@ -29,8 +29,6 @@ MAX_INT = 2**53
 _GROWTH = ("best_first", "breadth_first")
 _LEAF_SOLVERS = ("diagonal", "joint")
 _IMPORTANCE = ("split", "gain")
-#: ``TreeBooster(device=...)``: where the trees grow; the name becomes its :class:`Device` once, in ``fit``.
-DEVICES = {"cpu": Device.CPU, "cuda": Device.CUDA}
 
 
 def default_objective():
@@ -107,8 +105,9 @@ def check_params(params: Mapping[str, Any]) -> dict:
     Returns
     -------
     dict
-        The same keys with ``int`` / ``float`` / ``bool`` / ``str`` values, and ``objective``
-        replaced by :func:`default_objective` when it is ``None``.
+        The same keys with ``int`` / ``float`` / ``bool`` / ``str`` values, ``objective``
+        replaced by :func:`default_objective` when it is ``None``, and ``device`` as its
+        :class:`~customobj._device.Device` record (``"cpu"``, ``"cuda"``, ``"cuda:N"``: the one parser).
 
     Raises
     ------
@@ -156,7 +155,7 @@ def check_params(params: Mapping[str, Any]) -> dict:
         "verbose": _flag(params, "verbose", levels=True),
         "ole_fast_features": _int(params, "ole_fast_features", 1),
         "ole_fast_epsilon": _fraction_below_one(params, "ole_fast_epsilon"),
-        "device": _choice(params, "device", DEVICES),
+        "device": as_device(params["device"]),
     }
     unknown = set(params) - set(out)
     if unknown:

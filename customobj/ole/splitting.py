@@ -32,9 +32,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .._kernel_status import KernelStatus
 from .common import (HIST_COUNT, HIST_G, HIST_H, LEFT_C, LEFT_G, LEFT_H, LEFT_N, PH_CHANNELS, PH_HI, PH_NANP, PH_R,
-                     RIGHT_C, RIGHT_G, RIGHT_H, RIGHT_N, SPLIT_BIN, SPLIT_FEATURE, SPLIT_FOUND, SPLIT_GAIN,
-                     SPLIT_NAN_LEFT, SPLIT_NONE, SPLIT_SIZE, UNKNOWN_CODE)
+                     RIGHT_C, RIGHT_G, RIGHT_H, RIGHT_N, SPLIT_BIN, SPLIT_FEATURE, SPLIT_GAIN, SPLIT_NAN_LEFT,
+                     SPLIT_SIZE)
 from .criterion import OLE, SE, WSE, SplitScore
 
 __all__ = ["check_status", "feature_gains", "find_best_split", "find_best_split_parallel", "known_score",
@@ -167,7 +168,7 @@ def find_best_split(hist, ph, use_pairs, criterion, n_bins, offsets, feature_mas
     res[:] = 0.0
     res[SPLIT_FEATURE] = -1.0
     if not known_score(criterion):
-        return UNKNOWN_CODE
+        return KernelStatus.UNKNOWN_CODE
     res[SPLIT_GAIN] = -1.0
     parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
     best = 0.0
@@ -183,8 +184,8 @@ def find_best_split(hist, ph, use_pairs, criterion, n_bins, offsets, feature_mas
             res[:] = tmp
     if not found:
         res[SPLIT_GAIN] = 0.0
-        return SPLIT_NONE
-    return SPLIT_FOUND
+        return KernelStatus.SPLIT_NONE
+    return KernelStatus.SPLIT_FOUND
 
 
 @njit(cache=True, parallel=True)
@@ -196,7 +197,7 @@ def find_best_split_parallel(hist, ph, use_pairs, criterion, n_bins, offsets, fe
     res[:] = 0.0
     res[SPLIT_FEATURE] = -1.0
     if not known_score(criterion):
-        return UNKNOWN_CODE
+        return KernelStatus.UNKNOWN_CODE
     parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
     per = np.zeros((n_feat, res.shape[0]))
     gains = np.zeros(n_feat)
@@ -211,7 +212,7 @@ def find_best_split_parallel(hist, ph, use_pairs, criterion, n_bins, offsets, fe
             best = gains[f]
             found = True
             res[:] = per[f]
-    return SPLIT_FOUND if found else SPLIT_NONE
+    return KernelStatus.SPLIT_FOUND if found else KernelStatus.SPLIT_NONE
 
 
 @njit(cache=True)
@@ -219,9 +220,9 @@ def split_gain(criterion, G, H, N, C, GL, HL, NL, CL, GR, HR, NR, CR, lam):
     """``(status, gain)``: ``SPLIT_NONE`` and ``score(left) + score(right) - score(parent)`` of a split
     whose child sums are known, or ``UNKNOWN_CODE`` and 0 for an unknown ``criterion``."""
     if not known_score(criterion):
-        return UNKNOWN_CODE, 0.0
+        return KernelStatus.UNKNOWN_CODE, 0.0
     parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
-    return SPLIT_NONE, (_score(GL, node_hessian(criterion, GL, HL, NL, CL), lam)
+    return KernelStatus.SPLIT_NONE, (_score(GL, node_hessian(criterion, GL, HL, NL, CL), lam)
                         + _score(GR, node_hessian(criterion, GR, HR, NR, CR), lam) - parent)
 
 
@@ -234,7 +235,7 @@ def feature_gains(hist, criterion, n_bins, offsets, feature_mask, G, H, N, lam, 
     """
     out[:] = 0.0
     if criterion != SE and criterion != WSE:
-        return UNKNOWN_CODE
+        return KernelStatus.UNKNOWN_CODE
     parent = _score(G, node_hessian(criterion, G, H, N, 0.0), lam)
     tmp = np.zeros(SPLIT_SIZE)
     dummy = np.zeros((1, PH_CHANNELS))
@@ -243,7 +244,7 @@ def feature_gains(hist, criterion, n_bins, offsets, feature_mask, G, H, N, lam, 
         if feature_mask[f]:
             out[f] = _best_in_feature(f, hist, dummy, False, criterion, n_bins, offsets, G, H, N, 0.0, lam,
                                       min_data, min_hess, parent, tmp)
-    return SPLIT_NONE
+    return KernelStatus.SPLIT_NONE
 
 
 def check_status(status: int, criterion: int, kernel: str) -> bool:
@@ -256,14 +257,14 @@ def check_status(status: int, criterion: int, kernel: str) -> bool:
 
     Examples
     --------
-    >>> check_status(SPLIT_FOUND, 2, "find_best_split")
+    >>> check_status(KernelStatus.SPLIT_FOUND, 2, "find_best_split")
     True
-    >>> check_status(UNKNOWN_CODE, 7, "find_best_split")
+    >>> check_status(KernelStatus.UNKNOWN_CODE, 7, "find_best_split")
     Traceback (most recent call last):
     ...
     ValueError: find_best_split: unknown criterion code 7 (SplitScore codes: SE=0, WSE=1, OLE=2)
     """
-    if status == UNKNOWN_CODE:
+    if status == KernelStatus.UNKNOWN_CODE:
         codes = ", ".join(f"{s.name}={s.value}" for s in SplitScore)
         raise ValueError(f"{kernel}: unknown criterion code {criterion} (SplitScore codes: {codes})")
-    return status == SPLIT_FOUND
+    return status == KernelStatus.SPLIT_FOUND

@@ -5,20 +5,20 @@ Everything here receives validated values (:func:`customobj.ole.params.check_par
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, NamedTuple, Optional
+import contextlib
+from typing import TYPE_CHECKING, ContextManager, List, NamedTuple, Optional
 
 import numba
 import numpy as np
 
-from .._cuda_runtime import is_device_array
-from ..objectives.devices import Device
+from .._cuda_runtime import is_device_array, on_device, require_gpu
+from .._device import Device
 from .backend import CPUBackend
 from .context import BinnedData, GrowContext
 from .criterion import criterion_for
 from .evaluation import EarlyStopping, Progress, update_evals
 from .grower import GrowParams, GrownTree, TreeGrower, add_leaf_values
 from .pair_pruning import query_of_rows
-from .params import DEVICES
 from .predictor import add_tree_bins
 from .tree import Tree
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..objectives.base import Objective, Prepared
 
 __all__ = ["boost", "sample_round", "round_gradients", "grow_round", "update_scores", "stop_reason", "line_search",
-           "grow_params", "feature_infos", "Threads", "RoundSample", "RoundGradients", "make_backend"]
+           "grow_params", "feature_infos", "Threads", "RoundSample", "RoundGradients", "make_backend", "check_gpu"]
 
 
 def feature_infos(value_range):
@@ -64,12 +64,18 @@ def grow_params(p: dict) -> GrowParams:
 def make_backend(ctx: GrowContext, params: GrowParams, device: Device) -> CPUBackend:
     """The fit's backend on ``device``: the CPU kernels, or the GPU's (:mod:`.cuda_backend`, imported
     only then; it raises ``GPUUnavailableError`` without a usable GPU)."""
-    if device is Device.CPU:
+    if not device.is_cuda:
         return CPUBackend(ctx, params)
-    if device is Device.CUDA:
-        from .cuda_backend import CUDABackend
-        return CUDABackend(ctx, params)
-    raise ValueError(f"no tree backend for device {device!r}")
+    from .cuda_backend import CUDABackend
+    return CUDABackend(ctx, params)
+
+
+def check_gpu(device: Device) -> ContextManager:
+    """``device="cuda[:N]"``: a usable GPU with that ordinal, or ``GPUUnavailableError`` now; the ``with``
+    block that runs the fit on it. Nothing for the CPU."""
+    if not device.is_cuda:
+        return contextlib.nullcontext()
+    return on_device(require_gpu(f'TreeBooster(device="{device}")', device), device)
 
 
 class RoundSample(NamedTuple):
@@ -98,7 +104,7 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
     ctx = GrowContext(bins_fm, mapper)
     if params.criterion.fast:  # its per-query pair pruning needs each row's query
         ctx.queries = (query_of_rows(prep.ptr), prep.ptr.shape[0] - 1)
-    backend = make_backend(ctx, params, DEVICES[p["device"]])  # every tree's kernels, one object per fit
+    backend = make_backend(ctx, params, p["device"])  # every tree's kernels, one object per fit
     rng = np.random.default_rng(p["random_state"])
     need_pairs = obj.pairwise and (params.criterion.uses_pairs or params.joint_leaves)
     # device="cuda": scores, gradients (and pairs) on the device when the objective's kernels allow (cuda_scores)
