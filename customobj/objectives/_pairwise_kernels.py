@@ -24,6 +24,7 @@ by ``label_order_kernel``): for position ``a`` of the sorted query, the rows it 
 contiguous block ``order[lower[a]:hi]``. This visits exactly the pairs ``y_i > y_j`` without
 materialising them and without a data-dependent branch per candidate pair.
 """
+import math
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -149,10 +150,11 @@ def pair_terms(kind, d, theta):
 
 @njit(cache=True)
 def pair_grad(kind, d, theta):
-    """``(dphi/dd, c)`` of one pair: ``pair_terms`` without the loss (no log in the hot loop)."""
+    """``(dphi/dd, c)`` of one pair: ``pair_terms`` without the loss (no log in the hot loop).
+    Written with ``math.*``: the GPU kernels of LambdaLoss and YetiRank call it as a device function."""
     if kind == LOGISTIC:
         z = theta * d
-        e = np.exp(-abs(z))
+        e = math.exp(-abs(z))
         inv = 1.0 / (1.0 + e)
         rho = e * inv if z >= 0.0 else inv
         return -theta * rho, theta * theta * e * inv * inv
@@ -163,9 +165,9 @@ def pair_grad(kind, d, theta):
         return 0.0, 0.0
     if kind == EXPONENTIAL:
         x = -theta * d
-        e = np.exp(min(x, EXP_CLIP))
+        e = math.exp(min(x, EXP_CLIP))
         return -theta * e, theta * theta * e
-    return np.nan, np.nan  # unknown code: the drivers refuse it before their loops
+    return math.nan, math.nan  # unknown code: the drivers refuse it before their loops
 
 
 # --- label order ------------------------------------------------------------------------------------
