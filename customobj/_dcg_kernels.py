@@ -8,6 +8,8 @@ with 0-based positions ``r`` and ``y_(r)`` the labels sorted descending (Järvel
 2002; the NDCG of Burges 2010, section 3). Plain ``@njit`` functions: numba compiles a call
 from another kernel into the caller's machine code, so sharing them costs nothing per call.
 """
+import math
+
 import numpy as np
 from numba import njit
 
@@ -17,7 +19,7 @@ __all__ = ["position_discount", "discount_table", "ideal_dcg_query"]
 @njit(cache=True)
 def position_discount(r):
     """``D(r) = 1/log2(2 + r)`` for the 0-based position ``r`` (rank ``r + 1``)."""
-    return 1.0 / np.log2(2.0 + r)
+    return 1.0 / math.log2(2.0 + r)  # math.*: also a GPU device function (_listwise_terms)
 
 
 @njit(cache=True)

@@ -37,12 +37,9 @@ def test_every_objective_has_a_gpu_route():
     assert not set(devices.CUDA_KERNELS) & set(devices.CPU_ONLY)
 
 
-@needs_gpu
-@pytest.mark.parametrize("cls", sorted(devices.CPU_ONLY, key=lambda c: c.__name__))
-def test_a_cpu_only_objective_says_why_on_device_scores(cls):
-    s, y, sizes, _ = data(21)
-    with pytest.raises(NotImplementedError, match=f"{cls.__name__} has no GPU kernel \\(.*numba.cuda twin"):
-        cls().grad_hess(to_device(s), y, sizes)
+def test_every_exported_loss_runs_on_the_gpu():
+    # Issue 31 item 6: no loss is left CPU-only (an entry would need a measured reason).
+    assert devices.CPU_ONLY == {}
 
 
 @needs_gpu

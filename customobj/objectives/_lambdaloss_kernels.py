@@ -8,16 +8,16 @@ weight of a label pair ``y_i > y_j`` (gains ``G = 2^y - 1``, divided by the quer
 - ``NDCG2PP``: ``|G_i - G_j| (|D(r_i) - D(r_j)| + mu delta_ij)``  (NDCG-Loss2++)
 
 with ``delta_ij = D(|r_i - r_j| - 1) - D(|r_i - r_j|)``, the paper's
-``|1/D_{|i-j|} - 1/D_{|i-j|+1}|`` in 1-based ranks.
+``|1/D_{|i-j|} - 1/D_{|i-j|+1}|`` in 1-based ranks. The weight is ``_listwise_terms.lambdaloss_weight``,
+shared with the GPU kernels (``_cuda_sampled_pairs``).
 """
 import numpy as np
 from numba import njit, prange
 
-from .._dcg_kernels import discount_table, ideal_dcg_query, position_discount
+from .._dcg_kernels import discount_table, ideal_dcg_query
+from ._listwise_terms import NDCG1, NDCG2, NDCG2PP, lambdaloss_weight
 
-NDCG1 = 0
-NDCG2 = 1
-NDCG2PP = 2
+__all__ = ["NDCG1", "NDCG2", "NDCG2PP", "score_positions", "inverse_ideal_dcg", "lambdaloss_pair_weights"]
 
 
 @njit(cache=True, parallel=True)
@@ -55,13 +55,4 @@ def lambdaloss_pair_weights(pi, pj, pos, row_gain, inv_idcg, mode, mu, out_w):
     for k in prange(pi.size):
         i = pi[k]
         j = pj[k]
-        if mode == NDCG1:
-            out_w[k] = row_gain[i] * position_discount(pos[i]) * inv_idcg[i]
-            continue
-        gap = abs(pos[i] - pos[j])
-        delta = position_discount(gap - 1) - position_discount(gap)
-        g = abs(row_gain[i] - row_gain[j]) * inv_idcg[i]
-        if mode == NDCG2:
-            out_w[k] = g * delta
-        else:
-            out_w[k] = g * (abs(position_discount(pos[i]) - position_discount(pos[j])) + mu * delta)
+        out_w[k] = lambdaloss_weight(mode, row_gain[i], row_gain[j], inv_idcg[i], pos[i], pos[j], mu)

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._cuda_runtime import THREADS, blocks
 
-__all__ = ["query_rmse", "softmax", "xendcg"]
+__all__ = ["query_rmse", "softmax", "xendcg", "lambdaloss", "yetirank"]
 
 
 def _launch(kernel: Any, n: int, *args: Any) -> None:
@@ -71,3 +71,46 @@ def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     mass = data.scratch("xendcg_mass", (max(n, 1),), np.float64)
     _launch(CQ.xendcg_mass_queries, nq, data.labels, data.ptr, qweight, rnd, obj.seed, mass)
     _softmax_ce(s, data, mass, mass, False, 1.0, g, h)
+
+
+def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """LambdaLoss: its label pair list and each row's incidence, uploaded once; a round ranks the rows,
+    weighs the pairs and sums each row's pairs (``_cuda_sampled_pairs``)."""
+    from . import _cuda_lambdarank as CL
+    from . import _cuda_pairwise as CP
+    from . import _cuda_sampled_pairs as CS
+    from . import _pairwise_kernels as PK
+    from ._pair_sets import row_incidence
+    from .lambdaloss import _WEIGHTINGS
+
+    state = prep.state_for(obj)
+    key = obj._cache_key()
+
+    def build() -> tuple:
+        pi, pj, theta = state.pairs.pair_list(prep.labels, prep.ptr, PK.Theta.CONST, obj.sigma)
+        return (pi, pj, theta, *row_incidence(pi, pj, prep.n_rows), _padded(state.row_gain), _padded(state.inv_idcg))
+
+    pi, pj, theta, inc_ptr, inc_pair, inc_sign, gain, inv_idcg = data.arrays((key, "lambdaloss_pairs"), build)
+    n, m = data.n_rows, pi.shape[0]
+    order = data.scratch("lambdaloss_order", (max(n, 1),), np.int64)
+    pos = data.scratch("lambdaloss_pos", (max(n, 1),), np.int64)
+    pair_w = data.scratch("lambdaloss_pair_w", (max(m, 1),), np.float64)
+    _launch(CL.rank_rows, n, s, data.ptr, data.qid, order, pos)
+    _launch(CS.lambdaloss_weights, m, pi, pj, pos, gain, inv_idcg, _WEIGHTINGS[obj.weighting], obj.mu, pair_w)
+    _launch(CP.pair_list_rows, n, s, pi, pj, theta, pair_w, True, data.weights, data.use_weights, inc_ptr, inc_pair,
+            inc_sign, int(PK.LOGISTIC), 1.0, 1.0, g, h)
+
+
+def yetirank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """YetiRank: a new round (as the CPU's ``grad_hess``, within the same pair budget), its permutations
+    sampled on the device from the same per-query streams, then each query's pairs summed."""
+    from . import _cuda_sampled_pairs as CS
+
+    state = prep.state_for(obj)
+    rnd = state.rounds.advance()
+    obj._pair_offsets(prep)  # the CPU's pair budget, refused the same way
+    n, perm = data.n_rows, obj.permutations
+    qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
+    order = data.scratch("yetirank_order", (max(n * perm, 1),), np.int64)
+    _launch(CS.yetirank_ranks, n * perm, s, data.ptr, data.qid, perm, obj.seed, rnd, order)
+    _launch(CS.yetirank_sums, data.n_queries, s, data.labels, data.ptr, qweight, perm, obj.decay, order, g, h)

@@ -32,7 +32,17 @@ import math
 import numpy as np
 from numba import njit
 
+from .._dcg_kernels import position_discount
 from ._noise import lcg_next, lcg_skip, lightgbm_uniform
+
+#: LambdaLoss's weightings (``LambdaLoss(weighting=...)``: "ndcg1", "ndcg2", "ndcg2++").
+NDCG1 = 0
+NDCG2 = 1
+NDCG2PP = 2
+#: CatBoost's constant factor of every YetiRank pair weight ("magicConst = 0.15; // Like in GPU").
+YETI_SCALE = 0.15
+#: CatBoost's noise denominator ``1.000001 - u`` (keeps ``u / (1 - u)`` finite).
+NOISE_ONE = 1.000001
 
 
 @njit(cache=True, inline="always")
@@ -144,3 +154,43 @@ def xendcg_second(rho, rest, sum_l1, param1):
 def xendcg_row(w, lam, rho, rest, sum_l2, param2):
     """``(g, h)`` of one row: ``w (lam + rho (sum param2 - param2_i))`` and ``w rho (1 - rho)``."""
     return w * (lam + rho * (sum_l2 - param2)), w * rho * rest
+
+
+# --- LambdaLoss (Wang et al. 2018, sec. 4-5) ----------------------------------------------------------
+@njit(cache=True)
+def lambdaloss_weight(mode, gain_i, gain_j, inv_idcg, pos_i, pos_j, mu):
+    """The weight of a label pair ``y_i > y_j`` at 0-based positions ``pos_i``, ``pos_j`` (see
+    ``_lambdaloss_kernels``); NaN for an unknown ``mode`` (the drivers refuse one before their loops)."""
+    if mode == NDCG1:
+        return gain_i * position_discount(pos_i) * inv_idcg
+    gap = abs(pos_i - pos_j)
+    delta = position_discount(gap - 1) - position_discount(gap)
+    g = abs(gain_i - gain_j) * inv_idcg
+    if mode == NDCG2:
+        return g * delta
+    if mode == NDCG2PP:
+        return g * (abs(position_discount(pos_i) - position_discount(pos_j)) + mu * delta)
+    return math.nan
+
+
+# --- YetiRank (Gulin et al. 2011; CatBoost's yetirank_helpers.cpp) ------------------------------------
+@njit(cache=True)
+def yetirank_key(score, u):
+    """A row's sort key in one sampled permutation: minus its score with logistic noise from the
+    uniform ``u``, ``-(s + log(u / (1.000001 - u)))`` (ascending = best first)."""
+    return -(score + math.log(u / (NOISE_ONE - u)))
+
+
+@njit(cache=True)
+def yetirank_pair(y_prev, y_next):
+    """``(swap, |y_a - y_b|)`` of the neighbours at positions ``r - 1``, ``r``: ``swap`` when the
+    lower row has the higher label (the better labelled row comes first)."""
+    diff = y_prev - y_next
+    return diff < 0.0, abs(diff)
+
+
+@njit(cache=True)
+def yetirank_weight(qweight, gap, dec, n_perm):
+    """The pair weight ``0.15 w_q |y_a - y_b| decay^(r - 1) / permutations`` (``dec`` the running
+    product ``decay^(r - 1)``)."""
+    return YETI_SCALE * qweight * gap * dec / n_perm

@@ -17,7 +17,8 @@ and ``loss`` and ``pair_couplings`` use the noise of the latest round (round 0 b
 import numpy as np
 from numba import njit
 
-__all__ = ["RoundCounter", "lcg_skip", "lcg_next", "lightgbm_uniform", "query_stream", "splitmix_uniform"]
+__all__ = ["RoundCounter", "lcg_skip", "lcg_next", "lightgbm_uniform", "query_stream", "splitmix_uniform",
+           "splitmix_at"]
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 _LCG_A = np.uint64(214013)
@@ -93,3 +94,11 @@ def splitmix_uniform(state):
     state = state + _GOLDEN
     bits = _mix(state) >> np.uint64(11)
     return (float(bits) + 0.5) / 9007199254740992.0, state
+
+
+@njit(cache=True)
+def splitmix_at(start, k):
+    """The ``k``-th uniform (0-based) of the stream that starts at ``start``: what the ``k + 1``-th
+    ``splitmix_uniform`` call returns, in O(1) (the state only adds the golden gamma each draw), so a
+    GPU thread reads any draw of its query without walking the stream."""
+    return splitmix_uniform(start + np.uint64(k) * _GOLDEN)[0]

@@ -20,7 +20,7 @@ from . import _pairwise_kernels as PK
 from .prepared import Prepared
 
 __all__ = ["ExplicitPairs", "LabelPairs", "QBRankState", "no_pairs", "check_pairs_option", "pairs_in_range",
-           "labeled_rows"]
+           "labeled_rows", "row_incidence"]
 
 _EMPTY = np.zeros(0, dtype=np.float64)
 _EMPTY_I = np.zeros(0, dtype=np.int64)
@@ -136,3 +136,24 @@ def labeled_rows(labeled: "str | np.ndarray", prep: Prepared) -> np.ndarray:
         single = np.minimum.reduceat(prep.labels, starts) == np.maximum.reduceat(prep.labels, starts)
         mask = np.repeat(single, sizes[sizes > 0])
     return mask
+
+
+def row_incidence(pi: np.ndarray, pj: np.ndarray, n: int) -> tuple:
+    """``(ptr, pair, sign)``: each row's listed pairs in list order (pair ``k`` adds ``+`` to ``pi[k]``
+    then ``-`` to ``pj[k]``), for the GPU kernels where a row sums its own pairs in the CPU's order.
+
+    Examples
+    --------
+    >>> ptr, pair, sign = row_incidence(np.array([0, 1]), np.array([1, 2]), 3)
+    >>> ptr.tolist(), pair.tolist(), sign.tolist()
+    ([0, 1, 3, 4], [0, 0, 1, 1], [1, -1, 1, -1])
+    """
+    m = pi.size
+    rows = np.concatenate([pi, pj]).astype(np.int64)
+    pair = np.concatenate([np.arange(m), np.arange(m)]).astype(np.int64)
+    side = np.concatenate([np.zeros(m, np.int64), np.ones(m, np.int64)])
+    idx = np.lexsort((side, pair, rows))
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=ptr[1:])
+    sign = np.where(side[idx] == 0, 1, -1).astype(np.int64)
+    return ptr, pair[idx], sign

@@ -6,17 +6,17 @@ Per query and permutation, every row's score gets logistic noise, ``s_i + log(u 
 by the noisy score, and each neighbouring pair at positions ``(r - 1, r)`` whose labels differ
 gets the weight ``YETI_SCALE * decay^(r - 1) * |y_a - y_b| * w_q / permutations``, the better
 labelled row first. The uniforms come from the query's own SplitMix64 stream (``_noise.py``),
-seeded by ``(seed, round, query)``: the pairs do not depend on the thread count.
+seeded by ``(seed, round, query)``: the pairs do not depend on the thread count. The per-row and
+per-pair formulas are ``_listwise_terms``' (``yetirank_key``, ``yetirank_pair``, ``yetirank_weight``),
+shared with the GPU kernels (``_cuda_sampled_pairs``).
 """
 import numpy as np
 from numba import njit, prange
 
+from ._listwise_terms import NOISE_ONE, YETI_SCALE, yetirank_key, yetirank_pair, yetirank_weight
 from ._noise import query_stream, splitmix_uniform
 
-#: CatBoost's constant factor of every YetiRank pair weight ("magicConst = 0.15; // Like in GPU").
-YETI_SCALE = 0.15
-#: CatBoost's noise denominator ``1.000001 - u`` (keeps ``u / (1 - u)`` finite).
-NOISE_ONE = 1.000001
+__all__ = ["NOISE_ONE", "YETI_SCALE", "yetirank_pairs"]
 
 
 @njit(cache=True, parallel=True)
@@ -35,17 +35,17 @@ def yetirank_pairs(scores, labels, ptr, qweight, n_perm, decay, seed, rnd, offse
         for _ in range(n_perm):
             for t in range(n):
                 u, state = splitmix_uniform(state)
-                noisy[t] = -(scores[lo + t] + np.log(u / (NOISE_ONE - u)))  # ascending sort = best first
+                noisy[t] = yetirank_key(scores[lo + t], u)
             order = np.argsort(noisy, kind="mergesort")
             dec = 1.0
             for r in range(1, n):
                 a = lo + order[r - 1]
                 b = lo + order[r]
-                diff = labels[a] - labels[b]
-                if diff < 0.0:
+                swap, gap = yetirank_pair(labels[a], labels[b])
+                if swap:
                     a, b = b, a
                 out_i[k] = a
                 out_j[k] = b
-                out_w[k] = YETI_SCALE * qweight[q] * abs(diff) * dec / n_perm
+                out_w[k] = yetirank_weight(qweight[q], gap, dec, n_perm)
                 k += 1
                 dec *= decay

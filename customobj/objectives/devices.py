@@ -38,6 +38,7 @@ from .._device import Device, DeviceKind, as_device, device_of
 from .._validation import SCORE_LIMIT
 from ..groups import as_groups
 from ._arrays import kernel_weights
+from ._pair_sets import row_incidence
 from .base import Objective, Prepared
 from .composite import Scaled, Sum
 from .listwise import LambdaRank, StructuredDCG, _METRICS, _NO_CUTOFF
@@ -176,24 +177,11 @@ def _check_codes(kind, mode):
         raise ValueError(f"no GPU pair kernel for kind={kind}, theta_mode={mode}")
 
 
-def _incidence(pi, pj, n):
-    """Each row's explicit pairs in list order (pair ``k`` adds ``+`` to ``pi[k]`` then ``-`` to ``pj[k]``)."""
-    m = pi.size
-    rows = np.concatenate([pi, pj]).astype(np.int64)
-    pair = np.concatenate([np.arange(m), np.arange(m)]).astype(np.int64)
-    side = np.concatenate([np.zeros(m, np.int64), np.ones(m, np.int64)])
-    idx = np.lexsort((side, pair, rows))
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n), out=ptr[1:])
-    sign = np.where(side[idx] == 0, 1, -1).astype(np.int64)
-    return ptr, pair[idx], sign
-
-
 def _pair_list(ex, key, s, data, g, h, pair_w, scale, hmul):
     from . import _cuda_pairwise as CP
 
     pairs = data.arrays((key, "pairs"), lambda: (ex.pi, ex.pj, ex.theta))
-    incidence = data.arrays((key, "incidence"), lambda: _incidence(ex.pi, ex.pj, data.n_rows))
+    incidence = data.arrays((key, "incidence"), lambda: row_incidence(ex.pi, ex.pj, data.n_rows))
     pw, use_pw = data.array((key, "pair_w"), lambda: pair_w if pair_w is not None else np.ones(1)), pair_w is not None
     _launch(CP.pair_list_rows, data.n_rows, s, *pairs, pw, use_pw, data.weights, data.use_weights, *incidence,
             PK.SQ_HINGE, scale, hmul, g, h)
@@ -295,14 +283,13 @@ CUDA_KERNELS: dict = {
     ListNet: LR.softmax,
     QuerySoftMax: LR.softmax,
     XENDCG: LR.xendcg,
+    LambdaLoss: LR.lambdaloss,
+    YetiRank: LR.yetirank,
 }
 
-#: The objectives that run on the CPU only, each with why: the peers' losses of issue 25 arrived after
-#: the GPU kernels. Device scores for them raise ``NotImplementedError`` with this reason.
-CPU_ONLY: dict = {
-    LambdaLoss: "its pair weights need a per-query sort that has no numba.cuda twin yet",
-    YetiRank: "its sampled permutations (seeded per round) have no numba.cuda twin yet",
-}
+#: The objectives that run on the CPU only, each with why (device scores for them raise
+#: ``NotImplementedError`` with this reason). Empty: every exported loss has a GPU route.
+CPU_ONLY: dict = {}
 
 
 def _route(obj: Objective):

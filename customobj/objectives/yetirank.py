@@ -71,13 +71,19 @@ class YetiRank(Objective):
     def _state(self, prep):
         return _YetiRankState(qweight=query_weights(prep), rounds=RoundCounter())
 
-    def _pairs(self, scores, prep, state, new_round):
-        rnd = state.rounds.advance() if new_round else state.rounds.current
+    def _pair_offsets(self, prep):
+        """Where each query's ``(n - 1) permutations`` sampled pairs start; the pair budget checked."""
         sizes = prep.groups.sizes
         per_query = np.where(sizes >= 2, (sizes - 1) * self.permutations, 0)
         offsets = np.concatenate([[0], np.cumsum(per_query)]).astype(np.int64)
-        m = check_pair_budget(int(offsets[-1]), "YetiRank's sampled pairs",
-                              hint="use fewer permutations, or split very large queries")
+        check_pair_budget(int(offsets[-1]), "YetiRank's sampled pairs",
+                          hint="use fewer permutations, or split very large queries")
+        return offsets
+
+    def _pairs(self, scores, prep, state, new_round):
+        rnd = state.rounds.advance() if new_round else state.rounds.current
+        offsets = self._pair_offsets(prep)
+        m = int(offsets[-1])
         pi, pj, pw = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m)
         YK.yetirank_pairs(scores, prep.labels, prep.ptr, state.qweight, self.permutations, self.decay,
                           self.seed, rnd, offsets, pi, pj, pw)
