@@ -123,34 +123,44 @@ def _median_seconds(fn, repeat, sync):
     return float(np.median(times))
 
 
-def _objective_table(d, objectives, args):
+def objective_seconds(obj, d, repeat, rng):
+    """One ``grad_hess`` of ``obj`` on ``d``: ``{"cpu_s", "gpu_s", "max_rel_diff"}`` (medians of
+    ``repeat``; GPU: host float32 margins copied to the device included, synchronised), or None when
+    the objective has no GPU kernel. benchmarks/gpu_suite.py reuses it."""
     from numba import cuda
 
     from customobj.adapters._cuda import device_round
 
+    prep = obj.prepare(d.y, d.group)
+    k = obj.n_outputs
+    shape = (prep.n_rows,) if k == 1 else (prep.n_rows, k)
+    margins = rng.normal(size=shape).astype(np.float32)
+    s64 = margins.astype(np.float64)
+    try:
+        out = {}
+        gpu = _median_seconds(lambda: out.__setitem__("g", device_round(obj, prep, margins, shape, "XGBoost")),
+                              repeat, cuda.synchronize)
+    except NotImplementedError:
+        return None
+    cpu_out = {}
+    cpu = _median_seconds(lambda: cpu_out.__setitem__("g", obj.grad_hess_prepared(s64, prep)), repeat, lambda: None)
+    g_cpu = cpu_out["g"][0]
+    g_gpu = out["g"][0].copy_to_host().astype(np.float64)
+    err = float(np.abs(g_gpu - g_cpu).max() / max(np.abs(g_cpu).max(), 1e-300))
+    return {"cpu_s": cpu, "gpu_s": gpu, "max_rel_diff": err}
+
+
+def _objective_table(d, objectives, args):
     print(f"\none grad_hess, median of {args.repeat} (GPU: host float32 margins copied to the device included)")
     print(f"  {'objective':<46} {'CPU s':>9} {'GPU s':>9} {'CPU/GPU':>8} {'max |GPU-CPU|/max|CPU|':>24}")
     rng = np.random.default_rng(1)
     for expr, obj in objectives:
-        prep = obj.prepare(d.y, d.group)
-        k = obj.n_outputs
-        shape = (prep.n_rows,) if k == 1 else (prep.n_rows, k)
-        margins = rng.normal(size=shape).astype(np.float32)
-        s64 = margins.astype(np.float64)
-        try:
-            out = {}
-            gpu = _median_seconds(lambda: out.__setitem__("g", device_round(obj, prep, margins, shape, "XGBoost")),
-                                  args.repeat, cuda.synchronize)
-        except NotImplementedError:
+        row = objective_seconds(obj, d, args.repeat, rng)
+        if row is None:
             print(f"  {expr:<46} (no GPU kernel)")
             continue
-        cpu_out = {}
-        cpu = _median_seconds(lambda: cpu_out.__setitem__("g", obj.grad_hess_prepared(s64, prep)), args.repeat,
-                              lambda: None)
-        g_cpu = cpu_out["g"][0]
-        g_gpu = out["g"][0].copy_to_host().astype(np.float64)
-        err = float(np.abs(g_gpu - g_cpu).max() / max(np.abs(g_cpu).max(), 1e-300))
-        print(f"  {expr:<46} {cpu:9.4f} {gpu:9.4f} {cpu / gpu:7.1f}x {err:24.2e}")
+        cpu, gpu = row["cpu_s"], row["gpu_s"]
+        print(f"  {expr:<46} {cpu:9.4f} {gpu:9.4f} {cpu / gpu:7.1f}x {row['max_rel_diff']:24.2e}")
 
 
 def main(argv=None):

@@ -53,24 +53,27 @@ _STEPS = [
 SERIAL_STEPS = frozenset({"sum_couplings", "_row_sums", "gather_gh", "add_leaf_values", "_check_scores"})
 
 
-def _timed(fn, name, totals):
+def _timed(fn, name, totals, sync=None):
     def wrapper(*args, **kwargs):
         t0 = time.perf_counter()
         try:
             return fn(*args, **kwargs)
         finally:
+            if sync is not None:  # a GPU step's kernels finish inside its own time
+                sync()
             totals[name] += time.perf_counter() - t0
     return wrapper
 
 
-def install_timers(totals: collections.Counter, steps: list | None = None) -> None:
+def install_timers(totals: collections.Counter, steps: list | None = None, sync=None) -> None:
     """Wrap every step of ``steps`` (default ``_STEPS``) where the caller looks it up (module globals,
-    class methods)."""
+    class methods); with ``sync`` (``numba.cuda.synchronize``) each step waits for its kernels
+    (benchmarks/gpu_suite.py: the GPU backend's steps)."""
     for module, attr, cls in _STEPS if steps is None else steps:
         owner = importlib.import_module(module)
         if cls is not None:
             owner = getattr(owner, cls)
-        setattr(owner, attr, _timed(getattr(owner, attr), attr, totals))
+        setattr(owner, attr, _timed(getattr(owner, attr), attr, totals, sync))
 
 
 def profile(criterion: str, args) -> tuple[float, dict]:

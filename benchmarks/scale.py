@@ -211,6 +211,8 @@ def run_method(method, args):
         if booster.device_memory_peak_ is not None:
             res["gpu_peak_mb"] = booster.device_memory_peak_ / 2**20
             res["gradients"] = booster.device_gradients_
+            stats = booster.device_stats_  # launches, blocking reads, allocations (issue 32)
+            res["device_per_split"] = stats.per_split(first=1 if stats.n_trees > 1 else 0)
     else:
         raise ValueError(f"unknown method {method!r}")
     rounds = list(_diffs(stamps))
@@ -245,6 +247,8 @@ def report_gpu(results):
         if held or card:
             print(f"{m}: peak GPU memory: {held}{card}" + (f"; gradients on the {r['gradients']}"
                                                               if "gradients" in r else ""))
+        if "device_per_split" in r:
+            print(f"{m}: per split (trees 2..): " + ", ".join(f"{k} {v:.2f}" for k, v in r["device_per_split"].items()))
 
 
 def _diffs(stamps):

@@ -200,7 +200,7 @@ def _install_locator(base: Any, impl: Any, function_cache: Any) -> bool:
     if any(getattr(cls, "_customobj", False) for cls in impl._locator_classes):
         return False
 
-    class CustomobjCacheLocator(base):  # type: ignore[misc, valid-type]  # numba's class: known at run time only
+    class CustomobjCacheLocator(base):  # numba's (or numba-cuda's) class: known at run time only
         """numba's user-wide locator, rooted at :func:`cache_root`, for customobj's modules only;
         read-only (load, never save) when that folder cannot be written."""
 

@@ -34,7 +34,7 @@ backend, subtracts histograms (``parent -= child``, which the arrays must suppor
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 from numba import njit
@@ -47,6 +47,9 @@ from .pair_pruning import Dropped, dropped_leaf_couplings, prune_for_tree
 from .pairhist import build_pair_hist, partition_pairs, split_coupling_sums, sum_couplings
 from .partition import partition_rows
 from .splitting import check_status, feature_gains, find_best_split, find_best_split_parallel, split_gain
+
+if TYPE_CHECKING:
+    from .cuda_stats import DeviceStats
 
 __all__ = ["CPUBackend", "PARALLEL_SLOTS"]
 
@@ -102,7 +105,7 @@ class CPUBackend:
         """Bytes the fit held on the device at its peak: None on the CPU."""
         return None
 
-    def device_stats(self) -> None:
+    def device_stats(self) -> Optional["DeviceStats"]:
         """What the fit asked of the device (:class:`~customobj.ole.cuda_stats.DeviceStats`): None on the CPU."""
         return None
 
@@ -191,7 +194,7 @@ class CPUBackend:
         return partition_rows(d.feature_major[f], order, start, end, split.bin, int(d.n_bins[f]), nan_left,
                               s.go_left, s.tmp_rows)
 
-    def row_order(self, order: np.ndarray) -> np.ndarray:
+    def row_order(self, order: np.ndarray) -> Optional[np.ndarray]:
         """The finished tree's row order: ``order`` itself, which :meth:`partition_rows` reordered."""
         return order
 

@@ -21,7 +21,7 @@ What runs where:
     CPU), and ``ole_fast``'s per-feature WSE ranking; only the chosen split (12 float64) comes back,
     and ``ole_fast``'s per-feature gains (one float64 a feature) and a NaN slot's row count;
   - the row and pair partitions and the in-node coupling sums (:mod:`._cuda_partition_kernels`,
-    stable: the CPU's order); host pairs are uploaded once per tree, device pairs used as they are.
+    stable: the CPU's order); host pairs are copied into the pool once per tree, device pairs used as they are.
 
 - **on the host**: the objective's gradients and its pair couplings when the criterion needs
   couplings that have no GPU kernel (composites: ``Sum``, ``Scaled``) or that the host must see
@@ -37,26 +37,37 @@ candidates tie to rounding; under the simulator, on small data, the trees are th
 (tests/test_ole_cuda_backend.py). ``TreeBooster.device_memory_peak_`` is the peak of what the fit
 held on the device (:class:`~customobj.ole.cuda_memory.DeviceMemory`).
 
-Before a fit uses the device, :func:`check_device_memory` compares what it needs
-(:func:`device_memory_needed`: bins, gradients, the row order and its scratch, the two pair
-buffers, histogram partials; not the leaves' histograms, ``slots x 3`` float64 each, nor the
-objective's scratch) with the card's free memory and refuses with the numbers (:class:`DeviceMemoryError`); the pairs are
-checked again each tree, once their count is known.
+Before a fit uses the device, :func:`~customobj.ole.cuda_memory.check_device_memory` compares what
+it needs (:func:`~customobj.ole.cuda_memory.device_memory_needed`: bins, gradients, the row order and
+its scratch, the two pair buffers, histogram partials and the pool's node histograms; not the
+objective's scratch) with the card's free memory and refuses with the numbers
+(:class:`~customobj.ole.cuda_memory.DeviceMemoryError`); the pairs are checked again each tree, once
+their count is known.
 
-Examples
---------
-WEB30K's size (3.8 million rows x 136 features, 255 bins, ~60 million pairs) on a card with 1 GiB free:
-
->>> need = device_memory_needed(n_rows=3_788_392, n_features=136, bin_itemsize=1, n_slots=136 * 256,
-...                             n_pairs=60_000_000)
->>> sorted(need)
-['bins', 'gradients', 'histograms', 'pairs', 'rows']
->>> check_device_memory(need, free=2**30)  # doctest: +ELLIPSIS
-Traceback (most recent call last):
-...
-customobj.ole.cuda_backend.DeviceMemoryError: TreeBooster(device="cuda") needs 2.58 GiB of GPU memory (...), but the device has 1 GiB free
->>> print(f"{need['pairs'] / 2**30:.3f} GiB of pairs, {need['bins'] / 2**30:.3f} GiB of bins")
-1.788 GiB of pairs, 0.480 GiB of bins
+Orchestration, memory and instrumentation (issue 32, items 3-4)
+---------------------------------------------------------------
+- **One pool per fit** (:class:`~customobj.ole.cuda_pool.DevicePool`), made before the first tree
+  and counted by the memory refusal: the node histograms a tree can hold at once, the row order and
+  the rows it starts from, the feature lists and mask; a node takes its histograms from it and gives
+  them back when the grower drops them. Only a tree with more pairs than every earlier one grows
+  the pair buffers (by half again). So no tree allocates on the device
+  (tests/test_ole_cuda_stats.py).
+- **The row order stays on the card**: a tree starts from the last tree's starting rows by a
+  device copy (only a new bag is uploaded), and the finished order comes back only when the host
+  needs it (host gradients, ``ole_fast``'s host pruning, the joint leaf solve).
+- **Blocking reads** (each waits for every kernel before it): a split's children are searched
+  together and their two splits come back in one read (:meth:`CUDABackend.find_splits`), each with
+  its feature's NaN-slot row count (:mod:`._cuda_node_kernels`); the left row count is the
+  split's own (exact histogram counts), so a row partition reads nothing; the pair partition's two
+  counts and the children's couplings come back in one read (:meth:`CUDABackend.split_pairs`). A
+  tree also reads its root sums and root coupling. ``ole_fast`` also reads each node's per-feature
+  WSE gains and brings the pairs to the host for its pruning (not yet on the card).
+- **Counted**: every launch (:class:`~customobj.ole.cuda_stats.CountedKernels`), blocking read,
+  allocation and copy goes through :class:`~customobj.ole.cuda_memory.DeviceMemory`'s
+  :class:`~customobj.ole.cuda_stats.DeviceCounter`: ``TreeBooster.device_stats_``, per tree and per
+  split, the same under the simulator and on a card (Python integers, no synchronisation). Issue
+  32's budget (at most 8 launches and 1 read per split) needs fused kernels; the counts today and
+  the budget's constants are in :mod:`.cuda_stats` and tests/test_ole_cuda_stats.py.
 """
 from __future__ import annotations
 
@@ -66,12 +77,13 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._cuda_runtime import THREADS, GPUUnavailableError, is_device_array, require_gpu
+from .._cuda_runtime import THREADS, is_device_array, require_gpu
 from .backend import CPUBackend
 from .common import HIST_CHANNELS, HIST_COUNT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
 from .criterion import WSE
-from .cuda_memory import DeviceHist, DeviceMemory
+from .cuda_memory import (MAX_BLOCKS, DeviceHist, DeviceMemory, DeviceMemoryError, check_device_memory,
+                          device_memory_needed, free_device_memory)
 from .cuda_pool import DevicePool, hists_per_tree
 from .cuda_stats import CountedKernels, DeviceStats
 from .splitting import _score, node_hessian
@@ -83,54 +95,12 @@ __all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_de
 #: the CPU's order) and pairs per block of a pair histogram (:mod:`._cuda_hist_kernels`).
 ROW_BLOCK = 4096
 PAIR_BLOCK = 4096
-#: Most blocks of one histogram: the partials take ``MAX_BLOCKS x slots x 3`` float64 on the device.
-MAX_BLOCKS = 256
 #: Rows (or pairs) per block of a partition, and most blocks: a partition's result does not depend on
 #: its block count (it is stable), so it takes many short blocks (one thread each) for parallelism.
 PARTITION_BLOCK = 1024
 MAX_PARTITION_BLOCKS = 4096
 
 _WHAT = 'TreeBooster(device="cuda")'
-_GIB = 2.0**30
-
-
-class DeviceMemoryError(GPUUnavailableError):
-    """A ``device="cuda"`` fit needs more GPU memory than the card has free (the message has the numbers)."""
-
-
-def device_memory_needed(*, n_rows: int, n_features: int, bin_itemsize: int, n_slots: int, n_pairs: int = 0,
-                         index_itemsize: int = 4, n_hists: int = 1) -> dict:
-    """Bytes of GPU memory a fit holds at its peak, by item.
-
-    ``bins``: the binned matrix; ``gradients``: a tree's ``g`` and ``h`` (float64); ``rows``: the
-    tree's row order, the rows it started from and the partition's scratch (int64 each) and each
-    row's side (a byte); ``pairs``: the tree's two pair buffers (two indices and a float64 coupling
-    each, every pair); ``histograms``: the per-block partials and the pool's ``n_hists`` node
-    histograms (float64, ``slots x 3``; :func:`~customobj.ole.cuda_pool.hists_per_tree`).
-    """
-    return {
-        "bins": int(n_rows) * int(n_features) * int(bin_itemsize),
-        "gradients": 2 * int(n_rows) * 8,
-        "rows": int(n_rows) * (8 + 8 + 8 + 1),
-        "pairs": 2 * int(n_pairs) * (2 * int(index_itemsize) + 8),
-        "histograms": (MAX_BLOCKS + int(n_hists)) * int(n_slots) * max(HIST_CHANNELS, PH_CHANNELS) * 8,
-    }
-
-
-def free_device_memory() -> float:
-    """Free bytes on the current device (``inf`` under the simulator, which has no limit)."""
-    cuda = require_gpu(_WHAT)
-    return float(cuda.current_context().get_memory_info()[0])
-
-
-def check_device_memory(need: dict, free: Optional[float] = None) -> None:
-    """Raise :class:`DeviceMemoryError` when ``sum(need)`` bytes exceed ``free`` (default: the card's)."""
-    free = free_device_memory() if free is None else float(free)
-    total = sum(need.values())
-    if total > free:
-        items = ", ".join(f"{k} {v / _GIB:.3g}" for k, v in need.items())
-        raise DeviceMemoryError(f"{_WHAT} needs {total / _GIB:.3g} GiB of GPU memory ({items} GiB), but the device "
-                                f"has {free / _GIB:.3g} GiB free")
 
 
 def n_blocks(n_items: int, block: int) -> int:
@@ -184,7 +154,7 @@ class CUDABackend(CPUBackend):
                            n_slots=d.n_slots, index_itemsize=np.dtype(d.index_dtype()).itemsize,
                            n_hists=hists_per_tree(params.num_leaves))
         need = device_memory_needed(**self._shape)
-        check_device_memory(need)
+        check_device_memory(need, free=free_device_memory())
         # what this fit keeps on the device from here on: later checks count it as theirs, not as taken
         self._resident = need["bins"] + need["histograms"]
         mem = self.memory = DeviceMemory(self._cuda)

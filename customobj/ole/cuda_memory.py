@@ -26,6 +26,21 @@ Examples
 >>> del a
 >>> mem.current, mem.peak
 (2000, 10000)
+
+:func:`check_device_memory` refuses a fit whose needs (:func:`device_memory_needed`) exceed the
+card's free memory, with the numbers: WEB30K's size (3.8 million rows x 136 features, 255 bins,
+~60 million pairs, a 31-leaf pool) on a card with 1 GiB free:
+
+>>> need = device_memory_needed(n_rows=3_788_392, n_features=136, bin_itemsize=1, n_slots=136 * 256,
+...                             n_pairs=60_000_000, n_hists=2 * 31 + 3)
+>>> sorted(need)
+['bins', 'gradients', 'histograms', 'pairs', 'rows']
+>>> check_device_memory(need, free=2**30)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+customobj.ole.cuda_memory.DeviceMemoryError: TreeBooster(device="cuda") needs 2.66 GiB of GPU memory (...), but the device has 1 GiB free
+>>> print(f"{need['pairs'] / 2**30:.3f} GiB of pairs, {need['bins'] / 2**30:.3f} GiB of bins")
+1.788 GiB of pairs, 0.480 GiB of bins
 """
 from __future__ import annotations
 
@@ -35,13 +50,60 @@ from typing import Any, Optional
 import numpy as np
 from numba import config
 
-from .._cuda_runtime import THREADS
+from .._cuda_runtime import THREADS, GPUUnavailableError, require_gpu
+from .common import HIST_CHANNELS, PH_CHANNELS
 from .cuda_stats import DeviceCounter
 
 # numba.cuda's simulator (NUMBA_ENABLE_CUDASIM), fixed when numba.cuda is imported
 _SIMULATED = bool(getattr(config, "ENABLE_CUDASIM", 0))
 
-__all__ = ["DeviceMemory", "DeviceHist"]
+__all__ = ["DeviceMemory", "DeviceHist", "DeviceMemoryError", "device_memory_needed", "check_device_memory",
+           "free_device_memory", "MAX_BLOCKS"]
+
+#: Most blocks of one histogram: the partials take ``MAX_BLOCKS x slots x 3`` float64 on the device.
+MAX_BLOCKS = 256
+
+_WHAT = 'TreeBooster(device="cuda")'
+_GIB = 2.0**30
+
+
+class DeviceMemoryError(GPUUnavailableError):
+    """A ``device="cuda"`` fit needs more GPU memory than the card has free (the message has the numbers)."""
+
+
+def device_memory_needed(*, n_rows: int, n_features: int, bin_itemsize: int, n_slots: int, n_pairs: int = 0,
+                         index_itemsize: int = 4, n_hists: int = 1) -> dict:
+    """Bytes of GPU memory a fit holds at its peak, by item.
+
+    ``bins``: the binned matrix; ``gradients``: a tree's ``g`` and ``h`` (float64); ``rows``: the
+    tree's row order, the rows it started from and the partition's scratch (int64 each) and each
+    row's side (a byte); ``pairs``: the tree's two pair buffers (two indices and a float64 coupling
+    each, every pair); ``histograms``: the per-block partials and the pool's ``n_hists`` node
+    histograms (float64, ``slots x 3``; :func:`~customobj.ole.cuda_pool.hists_per_tree`).
+    """
+    return {
+        "bins": int(n_rows) * int(n_features) * int(bin_itemsize),
+        "gradients": 2 * int(n_rows) * 8,
+        "rows": int(n_rows) * (8 + 8 + 8 + 1),
+        "pairs": 2 * int(n_pairs) * (2 * int(index_itemsize) + 8),
+        "histograms": (MAX_BLOCKS + int(n_hists)) * int(n_slots) * max(HIST_CHANNELS, PH_CHANNELS) * 8,
+    }
+
+
+def free_device_memory() -> float:
+    """Free bytes on the current device (``inf`` under the simulator, which has no limit)."""
+    cuda = require_gpu(_WHAT)
+    return float(cuda.current_context().get_memory_info()[0])
+
+
+def check_device_memory(need: dict, free: Optional[float] = None) -> None:
+    """Raise :class:`DeviceMemoryError` when ``sum(need)`` bytes exceed ``free`` (default: the card's)."""
+    free = free_device_memory() if free is None else float(free)
+    total = sum(need.values())
+    if total > free:
+        items = ", ".join(f"{k} {v / _GIB:.3g}" for k, v in need.items())
+        raise DeviceMemoryError(f"{_WHAT} needs {total / _GIB:.3g} GiB of GPU memory ({items} GiB), but the device "
+                                f"has {free / _GIB:.3g} GiB free")
 
 
 class DeviceMemory:

@@ -249,7 +249,8 @@ class TreeGrower:
 
     def _finish(self) -> GrownTree:
         p, leaves = self.params, self.leaves
-        self.order = self.backend.row_order(self.order)  # a GPU backend partitioned its own copy
+        # a GPU backend partitioned its own copy: None when it stays there (the host needs none of it)
+        order = self.backend.row_order(self.order)
         if self.dropped is not None:  # leaf values from every pair (pair_pruning: the bound)
             extra = self.backend.dropped_couplings(self.order, [(l.start, l.end) for l in leaves], self.dropped)
             for leaf, c in zip(leaves, extra):
@@ -265,7 +266,7 @@ class TreeGrower:
             out["leaf_value"] = [self._leaf_value(l) for l in leaves]
         out["leaf_value"] *= p.learning_rate
         tree = Tree(self.nodes[:len(leaves) - 1].copy(), out)
-        return GrownTree(tree, self.order, starts, ends)
+        return GrownTree(tree, order, starts, ends)
 
     # --- the steps -------------------------------------------------------------------------------
     def _can_split(self, leaf: Leaf) -> bool:

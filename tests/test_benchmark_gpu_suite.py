@@ -1,0 +1,83 @@
+"""benchmarks/gpu_suite.py (issue 32, item 6): it refuses without a GPU, prints its plan with
+``--dry-run``, skips what is not installed and says so, and runs end to end under numba's CUDA
+simulator on tiny data, writing one valid JSON (a functional check: the simulator run is no timing)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _cuda_cases import needs_gpu
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_suite.py"
+TINY = ["--sizes", "60", "--objective-rows", "40", "--big-query", "12", "--docs", "10", "--features", "4",
+        "--trees", "2", "--rounds", "1", "--repeat", "1", "--num-leaves", "4", "--criteria", "ole", "wse",
+        "--objectives", "LambdaRank()", "SquaredError()"]
+
+
+def _run(args, **env):
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, **env))
+
+
+def _suite():
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import gpu_suite
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return gpu_suite
+
+
+def test_refuses_without_a_real_gpu():
+    r = _run(TINY + ["--out", os.devnull], NUMBA_ENABLE_CUDASIM="1")  # the simulator is no GPU unless asked
+    assert r.returncode != 0 and "benchmarks/gpu_suite.py needs a CUDA GPU" in r.stderr
+
+
+def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path):
+    out = tmp_path / "x.json"
+    r = _run(["--dry-run", "--out", str(out)])
+    assert r.returncode == 0 and "plan (budget 480 s" in r.stdout
+    for part in ("objectives", "ole", "phases", "2,400,000 rows", "240,000 rows", "ole_fast"):
+        assert part in r.stdout
+    assert not out.exists()
+
+
+def test_missing_packages_and_skips_are_said(monkeypatch):
+    suite = _suite()
+    monkeypatch.setattr(suite, "_importable", lambda name: name not in ("xgboost", "lightgbm"))
+    plan = suite.make_plan(suite.parse_args(["--skip", "phases"]))
+    why = {part: w for part, _, _, w in plan}
+    assert why["xgboost"] == "xgboost is not installed" and why["lightgbm"] == "lightgbm is not installed"
+    assert why["phases"] == "--skip" and why["ole"] is None and why["objectives"] is None
+
+
+@needs_gpu
+def test_runs_end_to_end_under_the_simulator_and_writes_valid_json(tmp_path):
+    out = tmp_path / "suite.json"
+    r = _run(TINY + ["--simulator", "--skip", "lightgbm", "--budget", "600", "--out", str(out)],
+             NUMBA_ENABLE_CUDASIM="1")
+    assert r.returncode == 0, r.stderr[-3000:]
+    rec = json.loads(out.read_text())
+    assert rec["simulator"] is True and "simulator" in rec["device"] and rec["kernel_cache"] is None
+    assert set(rec["objectives"]) == {"LambdaRank()", "SquaredError()"}
+    # the GPU takes float32 margins (XGBoost's), the CPU their float64 copy
+    assert all(row["gpu_s"] > 0 and row["max_rel_diff"] < 1e-5 for row in rec["objectives"].values())
+    assert rec["objective_rows"] >= 12 + 4 * 2  # four queries of at least two rows, the 12-row one appended
+    assert [(o["criterion"], o["trees"]) for o in rec["ole"]] == [("ole", 2), ("wse", 2)]
+    for o in rec["ole"]:
+        assert o["device_stats"]["n_trees"] == 2 and o["per_split"]["allocations"] == 0
+        assert o["device_memory_peak_mb"] > 0 and o["gradients"] == "device"
+    assert [p["criterion"] for p in rec["phases"]] == ["ole", "wse"]
+    assert "find_splits" in rec["phases"][0]["steps_s"] and "split_pairs" in rec["phases"][0]["steps_s"]
+    skipped = {s["part"].split(",")[0]: s["why"] for s in rec["skipped"]}
+    assert any("XGBoost" in k for k in skipped) and any("LightGBM" in k for k in skipped)
+    assert "wrote" in r.stdout and "no number below is a timing" in r.stdout
+
+
+@pytest.mark.parametrize("argv", [["--bogus"], ["--trees", "1"], ["--skip", "nothing"]])
+def test_bad_arguments_are_refused(argv):
+    r = _run(argv)
+    assert r.returncode == 2 and "usage" in r.stderr
