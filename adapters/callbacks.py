@@ -90,16 +90,22 @@ class LineSearch(ScoreTracking):
 
     Examples
     --------
-    >>> import customobj, lightgbm as lgb
-    >>> from customobj import adapters
-    >>> d, v = customobj.data.synthetic(30, 15, 5, seed=1), customobj.data.synthetic(10, 15, 5, seed=2)
+    >>> import numpy as np, customobj
+    >>> from customobj import adapters  # before lightgbm: sets the OpenMP wait policy
+    >>> import lightgbm as lgb
+    >>> d = customobj.data.synthetic(60, 15, 5, seed=1, task_seed=0)   # training queries
+    >>> v = customobj.data.synthetic(30, 15, 5, seed=2, task_seed=0)   # held-out queries of the same task
     >>> obj, curves = customobj.QBRank(), {}
     >>> ls = adapters.LineSearch(obj, d.X, d.y, d.group, shrinkage=0.3, valid_X=[v.X])
-    >>> booster = lgb.train({"objective": adapters.lightgbm_objective(obj), "learning_rate": 1.0, "verbose": -1},
-    ...                     lgb.Dataset(d.X, d.y, group=d.group), 3, valid_sets=[lgb.Dataset(v.X, v.y, group=v.group)],
+    >>> booster = lgb.train({"objective": adapters.lightgbm_objective(obj), "learning_rate": 1.0, "verbose": -1,
+    ...                      "min_data_in_leaf": 5}, lgb.Dataset(d.X, d.y, group=d.group), 3,
+    ...                     valid_sets=[lgb.Dataset(v.X, v.y, group=v.group)],
     ...                     feval=adapters.lightgbm_metric("ndcg@10"), callbacks=[ls, lgb.record_evaluation(curves)])
     >>> len(ls.rhos), len(curves["valid_0"]["co_ndcg@10"])
     (3, 3)
+    >>> random = customobj.metrics.ndcg(np.random.default_rng(0).random(v.y.size), v.y, v.group)
+    >>> print(f"valid NDCG@10 {curves['valid_0']['co_ndcg@10'][-1]:.2f} (random ranking {random:.2f})")
+    valid NDCG@10 0.80 (random ranking 0.50)
     """
 
     order = 5

@@ -147,6 +147,23 @@ def test_existing_results_need_overwrite_and_survive_a_failed_run(tiny_run, tmp_
     assert read_results(out / "results.json")["methods"] == ["lgb:lambdarank"]
 
 
+def test_the_default_folder_is_replaced_so_the_readme_command_runs_twice(tmp_path, capsys):
+    """Issue 30: the README's `customobj compare`, run a second time, refused its own ./compare-results.
+    Without --out the earlier results are replaced as a whole; a folder named with --out is still kept."""
+    argv = ["compare", *TINY, "--folds", "1", "--no-plot"]
+    assert cli_main([*argv, "--methods", "lgb:lambdarank,lgb:RankNet"]) == 0
+    default = tmp_path / "compare-results"  # the autouse fixture runs each test in tmp_path
+    assert read_results(default / "results.json")["methods"] == ["lgb:lambdarank", "lgb:RankNet"]
+    capsys.readouterr()
+    assert cli_main([*argv, "--methods", "lgb:RankNet"]) == 0
+    out = capsys.readouterr().out
+    assert "replaced the earlier results in ./compare-results" in out
+    assert read_results(default / "results.json")["methods"] == ["lgb:RankNet"]
+    assert sorted(p.name for p in default.iterdir()) == ["paired.csv", "results.csv", "results.json", "summary.csv"]
+    assert cli_main([*argv, "--methods", "lgb:RankNet", "--out", str(default)]) == 2  # named: protected
+    assert "pass --overwrite" in capsys.readouterr().err
+
+
 def test_a_failing_run_is_status_1_naming_method_and_fold(tmp_path, capsys, monkeypatch):
     calls = []
 

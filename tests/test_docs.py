@@ -30,6 +30,44 @@ _BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOT
 #: Marks the start of block ``i`` in the concatenated script, so a traceback can be mapped back.
 _MARK = "# --- customobj-docs block {i} ---"
 
+#: How the docs print a score of a trained model: beside a random ranking's on the same data,
+#: ``NDCG@10 0.8123 (random ranking 0.4310)``. The score must beat it by LEARNED_MARGIN, so a page
+#: whose model did not learn (validation data of another task, a model stopped at round 1) fails.
+_SCORE = re.compile(r"NDCG@10 (\d+\.\d+) \(random ranking (\d+\.\d+)\)")
+LEARNED_MARGIN = 0.1
+#: An NDCG value printed some other way (the rule above would not see it).
+_ANY_NDCG = re.compile(r"(?i)ndcg\S*[^\n]*?\d\.\d")
+#: Blocks that fit on validation data; their page must print at least one score (as above).
+_VALIDATES = re.compile(r"eval_set|valid_sets|evals=|eval_X|GridSearchCV|cross_val")
+
+
+def unlearned_scores(stdout: str) -> list[str]:
+    """The printed lines that break the score rule: a score not above its random ranking's by
+    LEARNED_MARGIN, or an NDCG printed without a random ranking's beside it."""
+    problems = []
+    for line in stdout.splitlines():
+        pairs = _SCORE.findall(line)
+        if not pairs and _ANY_NDCG.search(line):
+            problems.append(f"{line.strip()!r}: print an NDCG as 'NDCG@10 <score> (random ranking <score>)'")
+        for score, random in pairs:
+            if float(score) < float(random) + LEARNED_MARGIN:
+                problems.append(f"{line.strip()!r}: {score} is not {LEARNED_MARGIN} above the random ranking's "
+                                f"{random}: the model did not learn")
+    return problems
+
+
+#: customobj's own warnings in a page's stderr (``path:line: Category: message``): the import-order
+#: warning of customobj.adapters and whatever else customobj's code warns about. KernelCacheWarning
+#: reports the machine (an unwritable cache folder), not the page, and is left out.
+_WARNING = re.compile(r"^(\S.*?):\d+: (\w*Warning): (.*)$", re.MULTILINE)
+
+
+def customobj_warnings(stderr: str) -> list[str]:
+    package = (str(REPO / "customobj"), str(REPO / "adapters"))
+    return [m.group(0) for m in _WARNING.finditer(stderr) if m.group(2) != "KernelCacheWarning"
+            and ("customobj" in m.group(3) or m.group(1).startswith(package))]
+
+
 def doc_files() -> list[Path]:
     """README.md and every docs/*.md, in a stable order."""
     return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -105,6 +143,23 @@ def test_block_parser_finds_fenced_python_only() -> None:
     assert failing_block(script, "no traceback") is None
 
 
+def test_score_rule_flags_a_model_that_did_not_learn() -> None:
+    """Issue 30: pages printed validation NDCG@10 of .44 (random order .415) and passed."""
+    assert unlearned_scores("valid NDCG@10 0.8100 (random ranking 0.4150)\nbest round 12") == []
+    assert len(unlearned_scores("valid NDCG@10 0.4400 (random ranking 0.4150)")) == 1
+    assert len(unlearned_scores("XGBoost: 12 rounds, valid NDCG@10 0.4400")) == 1  # no random ranking beside it
+    assert unlearned_scores("['co_err@10', 'co_ndcg@10', 'ndcg@10']") == []
+
+
+def test_customobj_warnings_are_found_in_stderr() -> None:
+    """Issue 30: three pages triggered customobj's import-order warning and passed."""
+    stderr = ("/tmp/x/docs_blocks.py:3: RuntimeWarning: lightgbm was imported before customobj.adapters, so ...\n"
+              "  from customobj import adapters\n"
+              "/site-packages/dask/base.py:9: FutureWarning: something of dask's own\n"
+              f"{REPO / 'customobj' / '_numba_cache.py'}:120: KernelCacheWarning: customobj cannot write ...\n")
+    assert customobj_warnings(stderr) == [stderr.splitlines()[0]]
+
+
 @pytest.mark.parametrize("path", _params())
 def test_python_blocks_run(path: Path, tmp_path: Path) -> None:
     rel = path.relative_to(REPO).as_posix()
@@ -132,6 +187,13 @@ def test_python_blocks_run(path: Path, tmp_path: Path) -> None:
         pytest.fail(f"{rel}: {where} failed (exit {proc.returncode})\nstderr:\n{proc.stderr[-6000:]}")
     left = sorted(repo_files() - before)
     assert left == [], f"{rel}: its blocks left files in the repository (write to a temporary folder): {left}"
+    warned = customobj_warnings(proc.stderr)
+    assert warned == [], f"{rel}: its blocks trigger customobj's own warnings:\n" + "\n".join(warned)
+    problems = unlearned_scores(proc.stdout)
+    assert problems == [], f"{rel}: printed scores that show no learning:\n" + "\n".join(problems)
+    if any(_VALIDATES.search(code) for _, code in blocks):
+        assert _SCORE.search(proc.stdout), (f"{rel}: its blocks fit on validation data but print no "
+                                            "'NDCG@10 <score> (random ranking <score>)' line")
 
 
 #: A block fenced as ```python gpu: an example that needs a real CUDA GPU (README, "On the GPU").

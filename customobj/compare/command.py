@@ -129,8 +129,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="train each method and fold with K seeds (--seed, --seed+1, ...) and report the mean, "
                         "with the seed spread beside the fold spread (default 1)")
     o = parser.add_argument_group("output")
-    o.add_argument("--out", default="compare-results", metavar="DIR",
-                   help="folder for " + ", ".join(output.RESULT_FILES) + " (default ./compare-results)")
+    o.add_argument("--out", metavar="DIR",
+                   help="folder for " + ", ".join(output.RESULT_FILES) + f" (default ./{output.DEFAULT_OUT}, whose "
+                        "earlier results each run replaces; a folder you name is never overwritten without "
+                        "--overwrite)")
     o.add_argument("--overwrite", action="store_true",
                    help="replace the results of an earlier run in --out (without it, such a folder is refused)")
     o.add_argument("--no-plot", action="store_true", help="do not draw curves.png")
@@ -303,7 +305,11 @@ def run(args: argparse.Namespace) -> int:
         folds = click_folds(folds, click_spec, args.seed, args.jobs)
         data_desc += f", trained on {click_spec.label} clicks"
     _check_labels(specs, folds)
-    out = output.check_folder(Path(args.out), overwrite=args.overwrite)
+    # The default folder is the README's command run again: replaced as a whole (atomically, below).
+    # A folder the user named keeps its results unless --overwrite says otherwise.
+    default_out = args.out is None
+    out = output.check_folder(Path(output.DEFAULT_OUT if default_out else args.out),
+                              overwrite=args.overwrite or default_out)
     settings = Settings(rounds=args.rounds, num_leaves=args.num_leaves, learning_rate=args.learning_rate,
                         seed=args.seed, jobs=args.jobs, early_stopping=args.early_stopping,
                         device=str(getattr(args, "device", Device.CPU)))
@@ -337,7 +343,10 @@ def run(args: argparse.Namespace) -> int:
         },
         curves=None if args.no_plot else result.curves,
         title=f"Validation NDCG@10 — {data_desc}, folds {fold_list}")
-    written = output.write_results(out, contents, overwrite=args.overwrite)
+    replaced = default_out and any((out / name).exists() for name in output.RESULT_FILES)
+    written = output.write_results(out, contents, overwrite=args.overwrite or default_out)
+    if replaced:  # said even with --quiet, as the line naming the files is
+        print(f"replaced the earlier results in ./{output.DEFAULT_OUT} (the default --out; give --out DIR to keep a run)")
     say(f"data: {data_desc}; folds {fold_list}; {len(specs)} methods; wall time {wall:.1f} s")
     say(report.format_table(summary, tuning=runner.tuning_note(args.tune, len(seeds)) if args.tune else None))
     if paired:

@@ -1,7 +1,8 @@
 """The output folder of ``customobj compare``: checked before training, written atomically after.
 
 Rules (docs/cli.md): ``--out`` must be a folder or a path where one can be made; a folder that
-already holds compare results is refused unless ``--overwrite`` is given. The results are one
+already holds compare results is refused unless ``--overwrite`` is given, except the default
+``./compare-results`` (no ``--out``), whose results every run replaces. The results are one
 change (:func:`customobj._io.replace_files`): serialised in memory, written whole into a staging
 folder, and moved in only when every file is on disk, so a run that fails or is interrupted before
 or while writing (a full disk, a file-size limit) leaves the earlier results intact, never a folder
@@ -15,7 +16,11 @@ from pathlib import Path
 from .._io import replace_files
 from .._cli_errors import RunError, UsageError
 
-__all__ = ["RESULT_FILES", "check_folder", "write_results"]
+__all__ = ["RESULT_FILES", "DEFAULT_OUT", "check_folder", "write_results"]
+
+#: ``--out`` when none is given. Unlike a folder the user names, its earlier results are replaced
+#: (as one change): the README's ``customobj compare`` can be run again as written.
+DEFAULT_OUT = "compare-results"
 
 #: Every file compare writes, in the order written (results.json last: it describes the others).
 RESULT_FILES = ("results.csv", "summary.csv", "paired.csv", "curves.png", "results.json")
