@@ -237,35 +237,22 @@ def test_missing_catboost_is_a_clear_error(monkeypatch, tmp_path, capsys):
     assert "cb:YetiRank needs CatBoost, an optional extra: pip install 'customobj[catboost]'" in capsys.readouterr().err
 
 
-def test_device_cuda_trains_xgboost_methods_on_the_gpu(tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["cuda", "cuda:1"])
+def test_device_cuda_trains_xgboost_methods_on_the_gpu(name, tmp_path, monkeypatch):
+    from customobj._device import as_device
     from customobj.compare import command, trainers
 
     seen = []
-    monkeypatch.setattr(command, "_check_gpu_methods", lambda specs, device: seen.append([s.label for s in specs]))
+    monkeypatch.setattr(command, "_check_gpu_methods",
+                        lambda specs, device: seen.append(([s.label for s in specs], device)))
     def fake_xgb(spec, st, *splits):
         seen.append(st.device)
         raise RuntimeError("stop here: no GPU to train on")
 
     monkeypatch.setitem(trainers._TRAINERS, "xgb", fake_xgb)
-    cli_main(["compare", *TINY, "--folds", "1", "--methods", "xgb:RankNet", "--device", "cuda", "--quiet",
+    cli_main(["compare", *TINY, "--folds", "1", "--methods", "xgb:RankNet", "--device", name, "--quiet",
               "--no-plot", "--out", str(tmp_path)])
-    assert seen[0] == ["xgb:RankNet"] and "cuda" in seen[1:]
-
-
-def test_device_takes_an_ordinal_and_hands_it_to_the_xgboost_methods(tmp_path, monkeypatch):
-    from customobj._device import Device, DeviceKind
-    from customobj.compare import command, trainers
-
-    seen = []
-    monkeypatch.setattr(command, "_check_gpu_methods", lambda specs, device: seen.append(device))
-    def fake_xgb(spec, st, *splits):
-        seen.append(st.device)
-        raise RuntimeError("stop here: no GPU to train on")
-
-    monkeypatch.setitem(trainers._TRAINERS, "xgb", fake_xgb)
-    cli_main(["compare", *TINY, "--folds", "1", "--methods", "xgb:RankNet", "--device", "cuda:1", "--quiet",
-              "--no-plot", "--out", str(tmp_path)])
-    assert seen[0] == Device(DeviceKind.CUDA, 1) and "cuda:1" in seen[1:]
+    assert seen[0] == (["xgb:RankNet"], as_device(name)) and name in seen[1:]  # the ordinal reaches both
 
 
 # --- a core install: no XGBoost, Optuna or matplotlib -----------------------------------------------
