@@ -91,8 +91,9 @@ def _bad(**change):
     (_bad(p=(1, 1)), {}, ValueError, r"position: query 1 shows position 1 twice \(column 'p'"),
     (_bad(p=(2, 4)), {}, ValueError, r"position: query 1 has positions \[1, 2, 4\] \(column 'p'\): position 3 is missing"),
     (_bad(p=(0, 2)), {}, ValueError, r"position 1 is missing"),  # a session without its top row
-    (_bad(p=(0, 0)), {}, ValueError, r"position: column 'p' holds 0 at row 0, below first_position=1"),
-    (_bad(p=(0, 1.5)), {}, ValueError, r"position: column 'p' holds 1.5 at row 0, not an integer"),
+    (_bad(p=(0, 0)), {}, ValueError, r"position: column 'p' must be >= 1; found 0 at position 0"),
+    (_bad(p=(0, 1.5)), {}, TypeError, r"position: column 'p' must hold integers; found 1.5 at position 0"),
+    (_bad(p=(0, True)), {}, TypeError, r"position: column 'p' must be an array of integers"),
     (_bad(c=(2, 2)), {}, ValueError, r"click: column 'c' must hold clicks 0 or 1; found 2 at row 2"),
     (_bad(f=(3, np.inf)), {}, ValueError, r"features: column 'f' holds inf at row 3"),
     (_bad(g=(1, np.nan)), {}, ValueError, r"features: column 'g' has a missing value at row 1"),

@@ -14,6 +14,7 @@ import numpy as np
 
 from .._extras import require
 from .._validation import check_int
+from ..groups import _int_array
 from ._inputs import MAX_POSITION, row_order_positions
 
 __all__ = ["ClickData", "read_click_log", "CLICK_LOG_SUFFIXES"]
@@ -127,16 +128,6 @@ def _ids(values: np.ndarray, name: str, arg: str) -> tuple:
     return code.reshape(-1).astype(np.int64), uniq
 
 
-def _integers(values: np.ndarray, name: str, arg: str) -> np.ndarray:
-    if values.dtype.kind == "b" or values.dtype.kind not in "iuf":
-        raise TypeError(f"{arg}: column {name!r} must hold integer display positions, got dtype {values.dtype}")
-    if values.dtype.kind == "f":
-        bad = np.flatnonzero(~np.isfinite(values) | (values != np.floor(values)))
-        if bad.size:
-            raise ValueError(f"{arg}: column {name!r} holds {values[bad[0]]} at row {int(bad[0])}, not an integer")
-    return values.astype(np.int64)
-
-
 def _clicks(values: np.ndarray, name: str) -> np.ndarray:
     if values.dtype.kind not in "biuf":
         raise TypeError(f"click: column {name!r} must hold clicks 0 / 1, got dtype {values.dtype}")
@@ -245,15 +236,11 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
         s_code, s_ids = q_code, q_ids
     else:
         s_code, s_ids = _ids(table.column(session, "session"), session, "session")
-    pos = _integers(table.column(position, "position"), position, "position")
+    pos = _int_array(table.column(position, "position"), f"position: column {position!r}", minimum=first)
     y = _clicks(table.column(click, "click"), click)
     X = _features(table, features, taken)
     if table.n_rows == 0:
         raise ValueError("source has no row")
-    low = np.flatnonzero(pos < first)
-    if low.size:
-        raise ValueError(f"position: column {position!r} holds {pos[low[0]]} at row {int(low[0])}, below "
-                         f"first_position={first}")
 
     order = np.lexsort((pos, s_code, q_code))  # by query, session, then position
     key_q, key_s, p = q_code[order], s_code[order], pos[order]
