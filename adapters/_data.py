@@ -35,6 +35,30 @@ class AdapterObjective:
     def __repr__(self) -> str:
         return f"{self._factory}({self.objective!r})"
 
+    def fitted_attributes(self, data: object) -> dict:
+        """What the objective learned on the training set ``data`` (the Dataset / DMatrix this callable
+        trained on), by attribute name: ``Unbiased``'s ``position_bias_`` and
+        ``position_bias_unclicked_`` (:meth:`customobj.objectives.Objective.fitted_attributes`); the
+        objective itself stays as it was built.
+
+        Examples
+        --------
+        >>> import lightgbm as lgb, customobj
+        >>> from customobj.adapters import lightgbm_objective
+        >>> d = customobj.data.synthetic(30, 10, 5, seed=0)
+        >>> log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], sessions=2, seed=0)
+        >>> f = lightgbm_objective(customobj.Unbiased(customobj.LambdaRank()))
+        >>> ds = lgb.Dataset(log.X, log.y, group=log.group, position=log.position)
+        >>> booster = lgb.train({"objective": f, "verbose": -1}, ds, 3)
+        >>> float(f.fitted_attributes(ds)["position_bias_"][0])
+        1.0
+        """
+        state = self._states.get(data)
+        if state is None:
+            raise ValueError(f"{self._factory}: no training round ran on this {type(data).__name__} yet; pass the "
+                             "Dataset / DMatrix it trained on")
+        return self.objective.fitted_attributes(state.prep)
+
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.objective == self.objective
 

@@ -61,8 +61,14 @@ def shown_rows(train, log):
 
 
 def lgb_custom(obj, log, rounds):
+    return _lgb_custom(obj, log, rounds)[0]
+
+
+def _lgb_custom(obj, log, rounds):
+    """``(predict, fitted attributes)``: what the objective learned on the log (``position_bias_``)."""
     ds = lgb.Dataset(log.X, log.y, group=log.group)
-    return lgb.train(dict(LGB, objective=adapters.lightgbm_objective(obj)), ds, rounds).predict
+    f = adapters.lightgbm_objective(obj)
+    return lgb.train(dict(LGB, objective=f), ds, rounds).predict, f.fitted_attributes(ds)
 
 
 def xgb_native(log, rounds, **extra):
@@ -78,8 +84,8 @@ def lgb_native_position(log, rounds):
 
 def _trained(obj, log, rounds):
     """``(predict, position_bias_ or None)`` of a customobj objective trained on the log."""
-    predict = lgb_custom(obj, log, rounds)
-    return predict, getattr(obj, "position_bias_", None)
+    predict, fitted = _lgb_custom(obj, log, rounds)
+    return predict, fitted.get("position_bias_")
 
 
 def _methods(args, train, weak, log, r, seed):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from customobj.clicks._inputs import (MAX_POSITION, as_position, as_propensity, check_clicks, check_position_groups,
+from customobj.clicks._inputs import (MAX_POSITION, as_position, as_propensity, check_clicks, check_display_order,
+                                      check_position_groups, zero_based,
                                       row_order_positions)
 
 
@@ -61,3 +62,26 @@ def test_propensity_types():
 def test_labels_that_are_not_clicks(bad):
     with pytest.raises(ValueError, match=f"labels must be clicks, 0 or 1; found {bad} at row 1"):
         check_clicks(np.array([0.0, bad]))
+
+
+def test_zero_based_takes_a_one_based_log_only_when_told():
+    pos = as_position([1, 2, 3, 1, 2])
+    assert zero_based(pos, 1).tolist() == [0, 1, 2, 0, 1] and not zero_based(pos, 1).flags.writeable
+    assert zero_based(as_position([0, 1]), 0).tolist() == [0, 1]
+    assert zero_based(as_position([]), 1).size == 0
+    with pytest.raises(ValueError, match=r"no row of position is at the top position 0.*first_position=1"):
+        zero_based(pos, 0)
+    with pytest.raises(ValueError, match=r"smaller than first_position=1"):
+        zero_based(as_position([0, 1]), 1)
+    with pytest.raises(ValueError, match=r"top position 1 \(the smallest is 2\)"):
+        zero_based(as_position([2, 3]), 1)
+
+
+def test_display_order_within_each_query():
+    ptr = np.array([0, 3, 5])
+    check_display_order(np.array([0, 1, 4, 0, 2]), ptr)  # gaps are fine, each query restarts
+    check_display_order(np.array([3, 5, 7, 0, 1]), ptr)  # a session need not start at the top
+    with pytest.raises(ValueError, match=r"query 1 are not in display order \(row 4 at position 0 follows row 3"):
+        check_display_order(np.array([0, 1, 2, 1, 0]), ptr)
+    with pytest.raises(ValueError, match="query 0"):
+        check_display_order(np.array([0, 0, 1, 0, 1]), ptr)  # a position twice

@@ -91,3 +91,38 @@ def test_params_reach_the_library(log, library, extra):
         clicks.X, clicks.y, position=clicks.position)
     # a strong L2 penalty shrinks every leaf towards 0: the scores spread less
     assert np.ptp(shrunk.predict(d.X)) < np.ptp(plain.predict(d.X))
+
+
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+def test_predict_uses_every_fitted_tree_whatever_the_parameters_say_now(log, library):
+    """Issue 30, point 4: predict counted n_iter * n_estimators of the *current* parameters, so
+    set_params after fit scored with a subset (or made XGBoost raise)."""
+    d, clicks = log
+    em = RegressionEM(library=library, n_iter=2, n_estimators=3).fit(clicks.X, clicks.y, position=clicks.position)
+    full = em.predict(d.X)
+    assert em.n_trees_ == 6
+    em.set_params(n_iter=1)  # fewer than fitted
+    np.testing.assert_array_equal(em.predict(d.X), full)
+    em.set_params(n_iter=5)  # more than fitted
+    np.testing.assert_array_equal(em.predict(d.X), full)
+
+
+def test_predict_counts_the_trees_params_added(log):
+    d, clicks = log
+    em = RegressionEM(n_iter=2, n_estimators=3, params={"num_iterations": 4}).fit(
+        clicks.X, clicks.y, position=clicks.position)
+    assert em.n_trees_ == em.ranker_.current_iteration() == 8  # LightGBM's num_iterations wins: 4 per EM step
+    np.testing.assert_array_equal(em.predict(d.X), em.ranker_.predict(d.X, raw_score=True))
+
+
+def test_one_based_positions_are_refused_or_taken_with_first_position(log):
+    """Issue 30, point 1: a 1-based log gave position_bias_ like [1, 8e5, 4.8e5, ...] (no row at 0)."""
+    d, clicks = log
+    with pytest.raises(ValueError, match="first_position=1"):
+        RegressionEM(n_iter=1, n_estimators=2).fit(clicks.X, clicks.y, position=clicks.position + 1)
+    zero = RegressionEM(n_iter=2, n_estimators=2).fit(clicks.X, clicks.y, position=clicks.position)
+    one = RegressionEM(n_iter=2, n_estimators=2).fit(clicks.X, clicks.y, position=clicks.position + 1, first_position=1)
+    np.testing.assert_array_equal(one.position_bias_, zero.position_bias_)
+    assert np.all(one.position_bias_ <= 1.0 + 1e-12)
+    with pytest.raises(ValueError, match="first_position"):
+        RegressionEM(n_iter=1, n_estimators=2).fit(clicks.X, clicks.y, position=clicks.position, first_position=1)

@@ -100,8 +100,9 @@ def test_debiasing_and_estimate_match_a_slow_reference(log, cost):
     g1, h1 = obj.grad_hess_prepared(s, prep)  # round 1: t = 1, then the estimate
     rg, rh, tp, tm = _reference_ranknet(s, log.y, log.group, pos, np.ones(6), np.ones(6), swapped=swapped)
     np.testing.assert_allclose(g1, rg, atol=1e-12)
-    np.testing.assert_allclose(obj.position_bias_, tp, rtol=1e-12)
-    np.testing.assert_allclose(obj.position_bias_unclicked_, tm, rtol=1e-12)
+    fitted = obj.fitted_attributes(prep)
+    np.testing.assert_allclose(fitted["position_bias_"], tp, rtol=1e-12)
+    np.testing.assert_allclose(fitted["position_bias_unclicked_"], tm, rtol=1e-12)
     g2, h2 = obj.grad_hess_prepared(s, prep)  # round 2 uses round 1's estimate
     rg2, rh2, _, _ = _reference_ranknet(s, log.y, log.group, pos, tp, tm, swapped=swapped)
     np.testing.assert_allclose(g2, rg2, atol=1e-12)
@@ -168,21 +169,48 @@ def test_ips_lambdarank_matches_a_slow_reference(log, propensity, query_norm):
     rg, rh = _reference_ips_lambdarank(s, log.y, log.group, log.position, propensity, sigma=1.5, query_norm=query_norm)
     np.testing.assert_allclose(g, rg, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(h, rh, rtol=1e-9, atol=1e-12)
-    np.testing.assert_array_equal(obj.position_bias_, propensity)  # nothing estimated
+    np.testing.assert_array_equal(obj.fitted_attributes()["position_bias_"], propensity)  # nothing estimated
 
 
-def test_given_positions_equal_reordered_rows(log):
-    """Rows shuffled within each query, with their positions given, train as the displayed order."""
-    rng = np.random.default_rng(0)
-    perm = np.concatenate([start + rng.permutation(n) for start, n in
+def _shuffled_within_sessions(log, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.concatenate([start + rng.permutation(n) for start, n in
                            zip(np.concatenate(([0], np.cumsum(log.group)[:-1])), log.group)])
+
+
+def test_given_positions_equal_the_row_order_and_shuffled_rows_are_refused(log):
+    """Positions given for rows in display order train as the row order does; rows shuffled
+    within a session are refused with how to order them (issue 30, point 1: never silent)."""
     s = _scores(log.y.size, 7)
     a = Unbiased(LambdaRank(norm=True))
-    b = Unbiased(LambdaRank(norm=True), position=log.position[perm])
-    ga, _ = a.grad_hess(s, log.y, log.group)
-    gb, _ = b.grad_hess(s[perm], log.y[perm], log.group)
-    np.testing.assert_allclose(gb, ga[perm], atol=1e-12)
-    np.testing.assert_allclose(b.position_bias_, a.position_bias_, rtol=1e-12)
+    b = Unbiased(LambdaRank(norm=True), position=log.position)
+    np.testing.assert_array_equal(b.grad_hess(s, log.y, log.group)[0], a.grad_hess(s, log.y, log.group)[0])
+    np.testing.assert_array_equal(b.fitted_attributes()["position_bias_"], a.fitted_attributes()["position_bias_"])
+    perm = _shuffled_within_sessions(log)
+    shuffled = Unbiased(LambdaRank(norm=True), position=log.position[perm])
+    with pytest.raises(ValueError, match=r"not in display order.*order each session's rows by position"):
+        shuffled.grad_hess(s[perm], log.y[perm], log.group)
+
+
+def test_one_based_positions_are_refused_or_taken_with_first_position(log):
+    """A 1-based log used to switch the debiasing off without a word (issue 30, point 1): no row
+    at position 0, so no pair at the reference position and t stayed 1 for ever."""
+    s = _scores(log.y.size, 3)
+    with pytest.raises(ValueError, match="first_position=1"):
+        Unbiased(RankNet(), position=log.position + 1).grad_hess(s, log.y, log.group)
+    with pytest.raises(ValueError, match="first_position=1"):  # positions in the prepared data: the same check
+        Unbiased(RankNet()).prepare(log.y, log.group, position=log.position + 1)
+    zero = Unbiased(RankNet(), position=log.position)
+    one = Unbiased(RankNet(), position=log.position + 1, first_position=1)
+    for _ in range(2):
+        g0, _ = zero.grad_hess(s, log.y, log.group)
+        g1, _ = one.grad_hess(s, log.y, log.group)
+    np.testing.assert_array_equal(g1, g0)
+    bias = one.fitted_attributes()["position_bias_"]
+    np.testing.assert_array_equal(bias, zero.fitted_attributes()["position_bias_"])
+    assert bias[0] == 1.0 and np.all(bias[1:5] < 1.0)  # an estimate, not the all-1 no-op
+    with pytest.raises(ValueError, match="first_position"):  # a 0 in a log said to start at 1
+        Unbiased(RankNet(), position=log.position, first_position=1).grad_hess(s, log.y, log.group)
 
 
 def test_fitted_attributes_are_not_options(log):
@@ -213,34 +241,39 @@ def test_parity_with_xgboost_lambdarank_unbiased(mq_clicks, bias_norm):
                             lambdarank_bias_norm=bias_norm), dtrain, rounds)
     config = json.loads(native.save_config())["learner"]["objective"]
     obj = Unbiased(LambdaRank.like_xgboost(), bias_norm=bias_norm, n_positions=32)  # XGBoost's topk: 32 tracked
-    ours = xgb.train(adapters.xgboost_params(obj, common), dtrain, rounds, obj=adapters.xgboost_objective(obj))
+    f = adapters.xgboost_objective(obj)
+    ours = xgb.train(adapters.xgboost_params(obj, common), dtrain, rounds, obj=f)
     # float32 pairs in XGBoost (measured: 9e-8 at 10 rounds)
     assert_same_xgb_model(ours, native, mq_clicks.X, min_spread=0.5, atol=1e-5)
     # XGBoost stores ti+ / tj- as float32 (and they hold the update after the last round, as ours)
-    np.testing.assert_allclose(obj.position_bias_, np.array(config["ti+"], float), rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(obj.position_bias_unclicked_, np.array(config["tj-"], float), rtol=1e-5, atol=1e-7)
-    assert obj.position_bias_[1] < 0.95
+    fitted = f.fitted_attributes(dtrain)  # after xgboost.train: the callable's, per training DMatrix
+    np.testing.assert_allclose(fitted["position_bias_"], np.array(config["ti+"], float), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(fitted["position_bias_unclicked_"], np.array(config["tj-"], float), rtol=1e-5, atol=1e-7)
+    assert fitted["position_bias_"][1] < 0.95
 
 
 def test_lightgbm_reads_the_dataset_position_field(log):
+    """The Dataset's position field reaches Unbiased with the prepared data; after lightgbm.train the
+    estimate is read from the callable, per training Dataset. LightGBM numbers the field by first
+    appearance, so a 1-based log in display order trains as the 0-based one, and rows out of display
+    order (which would permute the propensity curve without a word) are refused."""
     import lightgbm as lgb
 
-    rng = np.random.default_rng(0)
-    perm = np.concatenate([start + rng.permutation(n) for start, n in
-                           zip(np.concatenate(([0], np.cumsum(log.group)[:-1])), log.group)])
-    # LightGBM replaces positions by ids in order of first appearance: keep session 1 in display order
-    perm[:log.group[0]] = np.arange(log.group[0])
     params = dict(verbose=-1, num_leaves=7, learning_rate=0.1, deterministic=True, num_threads=1)
-    X, y = log.X[perm], log.y[perm]
-    a = Unbiased(LambdaRank(), position=log.position[perm])
-    lgb.train(dict(params, objective=adapters.lightgbm_objective(a)), lgb.Dataset(X, y, group=log.group), 3)
-    b = Unbiased(LambdaRank())
-    lgb.train(dict(params, objective=adapters.lightgbm_objective(b)),
-              lgb.Dataset(X, y, group=log.group, position=log.position[perm]), 3)
-    np.testing.assert_allclose(b.position_bias_, a.position_bias_, rtol=1e-12)
-    c = Unbiased(LambdaRank())  # without the field, shuffled rows are taken as displayed in that order
-    lgb.train(dict(params, objective=adapters.lightgbm_objective(c)), lgb.Dataset(X, y, group=log.group), 3)
-    assert not np.allclose(c.position_bias_, a.position_bias_)
+
+    def train(obj, **fields):
+        f = adapters.lightgbm_objective(obj)
+        ds = lgb.Dataset(fields.pop("X", log.X), fields.pop("y", log.y), group=log.group, **fields)
+        lgb.train(dict(params, objective=f), ds, 3)
+        return f.fitted_attributes(ds)["position_bias_"]
+
+    own = train(Unbiased(LambdaRank(), position=log.position))
+    np.testing.assert_array_equal(train(Unbiased(LambdaRank()), position=log.position), own)
+    np.testing.assert_array_equal(train(Unbiased(LambdaRank()), position=log.position + 1), own)
+    assert own[0] == 1.0 and np.all(own[1:5] < 1.0)
+    perm = _shuffled_within_sessions(log, seed=1)
+    with pytest.raises(ValueError, match="not in display order"):
+        train(Unbiased(LambdaRank()), X=log.X[perm], y=log.y[perm], position=log.position[perm])
 
 
 @pytest.mark.parametrize("criterion", ["ole", "wse", "se", "ole_fast", "ole_float64"])
@@ -248,9 +281,14 @@ def test_tree_booster_trains_and_estimates(log, criterion):
     booster = customobj.TreeBooster(Unbiased(LambdaRank()), criterion=criterion, n_estimators=3, num_leaves=7,
                                        verbose=False)
     booster.fit(log.X, log.y, group=log.group)
-    bias = booster.objective_.position_bias_
-    assert bias.shape == (10,) and bias[0] == 1.0 and np.all(np.isfinite(bias))
+    bias = booster.position_bias_  # fitted state on the fitted model (issue 30, point 14)
+    assert bias.shape == (10,) and bias[0] == 1.0 and np.all(np.isfinite(bias)) and np.all(bias[1:5] < 1.0)
+    assert booster.position_bias_unclicked_.shape == (10,)
     assert np.all(np.isfinite(booster.predict(log.X)))
+    with pytest.raises(AttributeError, match=r"model\.position_bias_"):  # the user's objective holds none
+        booster.objective.position_bias_  # noqa: B018
+    booster.set_params(objective=LambdaRank()).fit(log.X, log.y, group=log.group)
+    assert not hasattr(booster, "position_bias_")  # a refit without Unbiased drops the old estimate
 
 
 def test_positions_travel_in_the_prepared_data_and_a_conflict_is_refused(log):
@@ -305,7 +343,7 @@ def test_extreme_scores_stay_finite(log):
         for _ in range(2):
             g, h = obj.grad_hess(s, log.y, log.group)
         assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h >= 0)
-        assert np.all(np.isfinite(obj.position_bias_))
+        assert np.all(np.isfinite(obj.fitted_attributes()["position_bias_"]))
 
 
 def test_estimated_propensities_track_the_examination_curve():
@@ -321,8 +359,8 @@ def test_estimated_propensities_track_the_examination_curve():
     truth = 1.0 / np.arange(1, 11)
     error = {}
     for cost in ("swapped", "loss"):
-        obj = Unbiased(LambdaRank(), cost=cost)
-        lgb.train({"objective": adapters.lightgbm_objective(obj), "verbose": -1, "learning_rate": 0.05},
-                  lgb.Dataset(log.X, log.y, group=log.group), 50)
-        error[cost] = np.abs(obj.position_bias_ - truth).max()
+        f = adapters.lightgbm_objective(Unbiased(LambdaRank(), cost=cost))
+        ds = lgb.Dataset(log.X, log.y, group=log.group)
+        lgb.train({"objective": f, "verbose": -1, "learning_rate": 0.05}, ds, 50)
+        error[cost] = np.abs(f.fitted_attributes(ds)["position_bias_"] - truth).max()
     assert error["swapped"] < 0.1 < error["loss"]

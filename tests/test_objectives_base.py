@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+import customobj
 from customobj import Groups, SquaredError
 
 
@@ -113,3 +114,44 @@ def test_grad_hess_couplings_equals_separate_calls(make):
     else:
         for a, b in zip(c, c2):
             np.testing.assert_array_equal(a, b)
+
+
+def _round_losses():
+    from customobj import RankNet, Unbiased, XENDCG, YetiRank
+
+    return [YetiRank(seed=1), XENDCG(seed=3), Unbiased(RankNet()), 0.5 * YetiRank() + customobj.SquaredError()]
+
+
+@pytest.mark.parametrize("make", range(4), ids=["yetirank", "xendcg", "unbiased", "sum"])
+def test_public_calls_on_the_same_data_are_successive_rounds(make):
+    """Issue 30, point 3: one public grad_hess call is one round (new pairs, new noise, the propensity
+    estimate applied), as a loop over one prepared data set is; other data start at round 0."""
+    import pickle
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 40).astype(float)
+    group = [8] * 5
+    s = rng.normal(size=40)
+    ref, obj = _round_losses()[make], _round_losses()[make]
+    prep = ref.prepare(y, group)
+    expected = [ref.grad_hess_prepared(s, prep)[0].copy() for _ in range(3)]
+    assert not np.array_equal(expected[0], expected[1])  # the rounds differ
+    got = [obj.grad_hess(s, y, group)[0] for _ in range(3)]
+    for e, g in zip(expected, got):
+        np.testing.assert_array_equal(g, e)
+    assert obj.loss(s, y, group) == ref.loss_prepared(s, prep)  # the latest round's pairs / noise
+    assert obj == ref and hash(obj) == hash(ref)  # the cache is no option
+    fresh = pickle.loads(pickle.dumps(obj))  # nor does it travel
+    np.testing.assert_array_equal(fresh.grad_hess(s, y, group)[0], expected[0])
+    y2 = y[::-1].copy()
+    np.testing.assert_array_equal(obj.grad_hess(s, y2, group)[0],
+                                  _round_losses()[make].grad_hess(s, y2, group)[0])  # new data: round 0
+
+
+def test_objectives_whose_rounds_do_not_matter_keep_nothing():
+    obj = customobj.LambdaRank()
+    obj.grad_hess(np.zeros(4), [1.0, 0.0, 1.0, 0.0], [4])
+    assert not obj.rounds_matter and "_last_prep" not in vars(obj)
+    with pytest.raises(ValueError, match="no data set yet"):
+        obj.fitted_attributes()
+    assert obj.fitted_attributes(obj.prepare([1.0, 0.0], [2])) == {}

@@ -1,8 +1,10 @@
 """Checks of click data: display positions, click labels and propensities (docs/clicks.md).
 
-Nothing trains on garbage: a negative, fractional or oversized position, a position given twice in
-one query, a label that is not a click (0 / 1) and a propensity that is not a positive finite
-number raise ``ValueError`` naming the argument.
+Positions are 0-based: 0 is the top of the page. Nothing trains on garbage: a negative, fractional
+or oversized position, a position given twice in one query, a log with no row at the top position
+(a 1-based log, unless ``first_position=1`` says so), rows of a session out of display order, a
+label that is not a click (0 / 1) and a propensity that is not a positive finite number raise
+``ValueError`` naming the argument and saying how to fix the data.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import numpy as np
 from .._validation import _to_numpy
 
 __all__ = ["MAX_POSITION", "DEFAULT_POSITIONS", "as_position", "as_propensity", "check_clicks",
-           "check_position_groups", "row_order_positions"]
+           "check_position_groups", "check_display_order", "zero_based", "row_order_positions"]
 
 #: Largest display position (0-based) accepted: the propensity tables have one entry per position,
 #: and no result page shows more rows than this.
@@ -65,6 +67,53 @@ def check_position_groups(position: np.ndarray, ptr: np.ndarray, n_rows: int, na
                                  f"{int(uniq[np.argmax(counts)])} {int(counts.max())} times")
 
 
+def zero_based(position: np.ndarray, first_position: int, name: str = "position") -> np.ndarray:
+    """``position`` numbered from 0 (the top): minus ``first_position``, the number the log gives
+    its top position. Refused when no row is at the top: a silently shifted log would debias
+    nothing (no pair at the reference position) or estimate nonsense there.
+
+    Examples
+    --------
+    >>> zero_based(np.array([1, 2, 3, 1]), 1).tolist()
+    [0, 1, 2, 0]
+    """
+    if position.size == 0:
+        return position
+    low = int(position.min())
+    if low < first_position:
+        row = int(np.argmin(position))
+        raise ValueError(f"{name} has {low} at row {row}, smaller than first_position={first_position} (the top row's number): "
+                         "give first_position the number your log gives its top row (0, or 1 for a 1-based log)")
+    if low != first_position:
+        hint = ("positions are 0-based (0 = top of the page); if your log numbers the top row 1, pass "
+                "first_position=1" if first_position == 0 else f"first_position={first_position} is the top's number")
+        raise ValueError(f"no row of {name} is at the top position {first_position} (the smallest is {low}): {hint}")
+    if first_position == 0:
+        return position
+    out = position - first_position
+    out.setflags(write=False)
+    return out
+
+
+def check_display_order(position: np.ndarray, ptr: np.ndarray, name: str = "position") -> None:
+    """Each query's (session's) rows come in display order: positions increase down the rows.
+
+    Why refused rather than taken as they are: LightGBM numbers its ``position`` field by first
+    appearance, so rows out of order turn into a permuted propensity curve without a word, and a
+    log out of order usually means the sessions were cut or sorted wrongly.
+    """
+    if position.size < 2:
+        return
+    sizes = np.diff(ptr)
+    qid = np.repeat(np.arange(sizes.size), sizes)
+    bad = np.flatnonzero((qid[1:] == qid[:-1]) & (np.diff(position) <= 0))
+    if bad.size:
+        r = int(bad[0])
+        raise ValueError(f"{name}: the rows of query {int(qid[r])} are not in display order (row {r + 1} at position "
+                         f"{int(position[r + 1])} follows row {r} at position {int(position[r])}): order each "
+                         "session's rows by position, top first (e.g. rows = np.lexsort((position, session)))")
+
+
 def row_order_positions(ptr: np.ndarray) -> np.ndarray:
     """Each row's index within its query: the positions when rows come in displayed order."""
     sizes = np.diff(ptr)
@@ -80,7 +129,7 @@ def check_clicks(labels: np.ndarray, name: str = "labels") -> None:
 
 
 def as_propensity(propensity: Any, name: str = "propensity") -> np.ndarray:
-    """Per-position examination propensities (position 1 first), each finite and > 0, read-only.
+    """Per-position examination propensities (the top position, 0, first), each finite and > 0, read-only.
 
     Examples
     --------

@@ -147,7 +147,7 @@ def debias_pairs(pi, pj, qid, n_queries, lam, h, cost, est, pos, tplus, tminus, 
 
 @njit(cache=True)
 def update_propensities(li, lj, exponent, tplus, tminus):
-    """Eq. 30-31 with the ``L_p`` regulariser: ``t = (l / l[0])^exponent`` (position 1 = 1), kept
+    """Eq. 30-31 with the ``L_p`` regulariser: ``t = (l / l[0])^exponent`` (the top, position 0, = 1), kept
     as it was when ``l[0]`` is (nearly) 0; the sums are then reset for the next round."""
     if li[0] >= TINY_PROPENSITY:
         for r in range(tplus.size):

@@ -9,7 +9,7 @@ from typing import Any, Optional
 import numpy as np
 import numpy.typing as npt
 
-from ._inputs import as_position, check_clicks
+from ._inputs import as_position, check_clicks, zero_based
 from .._validation import as_1d_float, as_weight, check_choice, check_int, check_positive
 from ..objectives.pointwise import Logistic
 
@@ -83,10 +83,13 @@ class RegressionEM:
     ----------
     ranker_ : lightgbm.Booster or xgboost.Booster
         The relevance model; its raw score ranks (``predict``).
+    n_trees_ : int
+        Trees in ``ranker_`` (boosting rounds, counted on the model: ``params`` such as LightGBM's
+        ``num_iterations`` may change how many each EM iteration adds); ``predict`` uses them all.
     propensity_ : ndarray
-        ``theta_k`` per position (position 1 first).
+        ``theta_k`` per position, 0-based (the top, position 0, first).
     position_bias_ : ndarray
-        ``theta_k / theta_1``.
+        ``theta_k / theta_0``: examination relative to the top.
 
     Examples
     --------
@@ -133,13 +136,18 @@ class RegressionEM:
                 check_int(self.min_child_samples, "min_child_samples", minimum=0),
                 check_int(self.seed, "seed", minimum=0), _checked_params(self.params))
 
-    def fit(self, X: Any, y: npt.ArrayLike, *, position: npt.ArrayLike,
+    def fit(self, X: Any, y: npt.ArrayLike, *, position: npt.ArrayLike, first_position: int = 0,
             sample_weight: Optional[npt.ArrayLike] = None) -> "RegressionEM":
-        """Fit on click rows: features ``X``, clicks ``y`` (0 / 1), display ``position`` (0 = top)."""
+        """Fit on click rows: features ``X``, clicks ``y`` (0 / 1), display ``position``.
+
+        Positions are 0-based (0 = top); ``first_position=1`` takes a log numbered from 1. A log with
+        no row at the top position is refused: position 0 would have no examination estimate, and
+        ``position_bias_`` (relative to it) would be meaningless."""
         lib, n_iter, n_est, lr, leaves, min_child, seed, extra = self._checked()
         clicks = as_1d_float(y, "y")
         check_clicks(clicks, "y")
-        pos = as_position(position)
+        first_position = check_int(first_position, "first_position", minimum=0)
+        pos = zero_based(as_position(position), first_position)
         if pos.shape[0] != clicks.shape[0]:
             raise ValueError(f"position has {pos.shape[0]} entries but y has {clicks.shape[0]} rows")
         if getattr(X, "shape", (clicks.shape[0],))[0] != clicks.shape[0]:
@@ -161,6 +169,7 @@ class RegressionEM:
             model = _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed, extra)
             gamma = np.clip(_sigmoid(_raw_predict(lib, model, X, 0)), EPS, 1.0 - EPS)
         self.ranker_ = model
+        self.n_trees_ = _n_trees(lib, model)
         self.propensity_ = theta
         self.position_bias_ = theta / theta[0]
         self._lib = lib
@@ -168,10 +177,11 @@ class RegressionEM:
 
     def predict(self, X: Any, *, num_trees: Optional[int] = None) -> np.ndarray:
         """Raw relevance scores (logits of ``gamma``): rank by them. ``num_trees``: score with the
-        first trees only (default all); early stopping on a validation curve picks it."""
+        first trees only (default all ``n_trees_`` of the fitted model, whatever the parameters
+        say now); early stopping on a validation curve picks it."""
         if not hasattr(self, "ranker_"):
             raise ValueError("this RegressionEM is not fitted yet: call fit first")
-        total = self.n_iter * self.n_estimators
+        total = self.n_trees_
         n = check_int(num_trees, "num_trees", minimum=1, maximum=total, allow_none=True)
         return _raw_predict(self._lib, self.ranker_, X, total if n is None else n)
 
@@ -215,6 +225,11 @@ def _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, se
                                                  tree_method="hist", min_child_weight=min_child, seed=seed), **extra))
     return xgb.train(params, xgb.DMatrix(X2, labels2, weight=weight2), n_est, obj=xgboost_objective(_LOGISTIC),
                      xgb_model=model)
+
+
+def _n_trees(lib, model):
+    """Boosting rounds in the fitted model, counted on the model itself."""
+    return int(model.current_iteration() if lib == LIGHTGBM else model.num_boosted_rounds())
 
 
 def _raw_predict(lib, model, X, n_trees):

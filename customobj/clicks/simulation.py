@@ -63,7 +63,8 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
     """Simulate the click log of ``sessions`` users per query on the ranker's top ``shown`` rows.
 
     For each query, the rows are sorted by ``ranker`` (descending, ties by row order) and the
-    first ``shown`` displayed. A row at 1-based position ``r`` with grade ``y`` is clicked
+    first ``shown`` displayed. A row at display position ``p`` (0-based: 0 is the top; ``r = p + 1``
+    below) with grade ``y`` is clicked
 
     .. math::
 

@@ -13,8 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _kernels as CK
-from ._inputs import (DEFAULT_POSITIONS, MAX_POSITION, as_position, as_propensity, check_clicks,
-                            check_position_groups, row_order_positions)
+from ._inputs import (DEFAULT_POSITIONS, MAX_POSITION, as_position, as_propensity, check_clicks, check_display_order,
+                      check_position_groups, row_order_positions, zero_based)
 from ._pairs import leaf_parts, pair_terms_of
 from .._validation import check_bool, check_choice, check_int, check_nonnegative
 from ..objectives.base import Objective, Prepared
@@ -47,15 +47,20 @@ class Unbiased(Objective):
     ``j`` of the wrapped loss has its lambda and hessian divided by ``t+_{p(i)} t-_{p(j)}``, the
     propensities of the two rows' display positions. Each gradient call (one boosting round) first
     uses the current propensities, then re-estimates them from the round's pair costs ``C_ij``
-    (eq. 30-31 of the paper; XGBoost's update), position 1 fixed at 1:
+    (eq. 30-31 of the paper; XGBoost's update), the top position (0) fixed at 1:
 
     .. math::
 
         t^+_p = \\left(\\frac{\\sum_{p(i)=p} \\sum_j C_{ij} / t^-_{p(j)}}
-                         {\\sum_{p(i)=1} \\sum_j C_{ij} / t^-_{p(j)}}\\right)^{1/(1+\\text{bias\\_norm})},
+                         {\\sum_{p(i)=0} \\sum_j C_{ij} / t^-_{p(j)}}\\right)^{1/(1+\\text{bias\\_norm})},
         \\qquad
         t^-_p = \\left(\\frac{\\sum_{p(j)=p} \\sum_i C_{ij} / t^+_{p(i)}}
-                         {\\sum_{p(j)=1} \\sum_i C_{ij} / t^+_{p(i)}}\\right)^{1/(1+\\text{bias\\_norm})}.
+                         {\\sum_{p(j)=0} \\sum_i C_{ij} / t^+_{p(i)}}\\right)^{1/(1+\\text{bias\\_norm})}.
+
+    The estimates belong to the data set, not to the objective (which stays immutable in training):
+    they live in its prepared state, round after round, and the trainers report them
+    (:meth:`fitted_attributes`; where to read them after each trainer: docs/clicks.md). Positions
+    are 0-based throughout: 0 is the top of the page.
 
     Only pairs whose two positions are tracked (below ``n_positions``) are debiased and counted,
     as in XGBoost. Then each query's debiased terms are multiplied by ``log2(1 + S) / S``, ``S``
@@ -74,16 +79,23 @@ class Unbiased(Objective):
         ``RankSVM``, ``MPBoost``, ``QBRank(hessian="exact")``, ``PreferencePairs``, or sums and
         scalings of them; pointwise parts of a sum are added unchanged.
     propensity : array of float > 0, optional
-        Known examination propensities per position (position 1 first): inverse propensity
-        scoring, ``t+ = propensity``, ``t- = 1``, nothing estimated.
+        Known examination propensities per position (the top, position 0, first): inverse
+        propensity scoring, ``t+ = propensity``, ``t- = 1``, nothing estimated.
     bias_norm : float >= 0
         The ``L_p`` regulariser of the estimate (XGBoost's ``lambdarank_bias_norm``, default 1).
     n_positions : int, optional
         Positions tracked (``len(propensity)`` with ``propensity``; else the longest query, at
         most 32: XGBoost's ``MaxPositionSize`` without truncation).
     position : array of int >= 0, optional
-        Display position of each row (0 = top). Default: the row order within each query
-        (XGBoost's convention); ``lightgbm_objective`` reads a Dataset's ``position`` field.
+        Display position of each row, 0-based (0 = top; see ``first_position``), rows of each query
+        (session) in display order. Default: the data's own positions (``prepare(...,
+        position=...)``; ``lightgbm_objective`` passes a Dataset's ``position`` field), else the row
+        order within each query (XGBoost's convention). Refused, with how to fix it: no row at the
+        top position (a 1-based log), or a session's rows out of display order.
+    first_position : int >= 0
+        The number the positions give the top row: 0 (default), or 1 for a log numbered from 1
+        (subtracted from every position). A LightGBM Dataset's ``position`` field reaches the
+        objective as LightGBM's 0-based ids: leave it at 0 there.
     cost : "swapped" or "loss"
         The pair cost ``C_ij`` of the estimate. ``"swapped"`` (default, XGBoost's
         ``LambdaGrad``): the loss of the pair with its rows swapped, for LambdaRank
@@ -99,14 +111,15 @@ class Unbiased(Objective):
         normalised once. The loss applies the same factors frozen (as ``LambdaRank(norm=True)``
         does), so the gradient is its derivative with the factors held fixed.
 
-    Attributes
-    ----------
-    position_bias_ : ndarray
-        ``t+`` per tracked position after the last round (position 1 = 1.0): the estimated
-        examination propensity relative to the top position. A position no pair reached is 0
-        (as in XGBoost), and pairs there are not debiased the next round.
-    position_bias_unclicked_ : ndarray
-        ``t-`` per tracked position.
+    Notes
+    -----
+    Fitted values (:meth:`fitted_attributes`, per data set; ``TreeBooster`` sets them on the
+    fitted model): ``position_bias_``, ``t+`` per tracked position after the latest round (the
+    top, position 0, = 1.0), the estimated examination propensity relative to the top, and
+    ``position_bias_unclicked_``, ``t-``. While no pair has its clicked row at the top nothing
+    is estimated (all 1.0, or ``propensity``); after that, a tracked position whose rows were in
+    no pair of the latest round is 0 (as in XGBoost), and its pairs are not debiased in the next
+    round.
 
     Examples
     --------
@@ -114,9 +127,12 @@ class Unbiased(Objective):
     >>> d = customobj.data.synthetic(30, 10, 5, seed=0)
     >>> clicks = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], sessions=2, seed=0)
     >>> obj = customobj.Unbiased(customobj.LambdaRank())
-    >>> g, h = obj.grad_hess(clicks.X[:, 0] * 0.0, clicks.y, clicks.group)
-    >>> float(obj.position_bias_[0])
-    1.0
+    >>> prep = obj.prepare(clicks.y, clicks.group, position=clicks.position)
+    >>> for _ in range(3):  # three boosting rounds (scores kept at 0 here)
+    ...     g, h = obj.grad_hess_prepared(clicks.X[:, 0] * 0.0, prep)
+    >>> bias = obj.fitted_attributes(prep)["position_bias_"]
+    >>> float(bias[0]), bool(bias[3] < 1.0)
+    (1.0, True)
     """
 
     pairwise = True
@@ -124,7 +140,8 @@ class Unbiased(Objective):
 
     def __init__(self, objective: Objective, *, propensity: Optional[npt.ArrayLike] = None,
                  bias_norm: float = 1.0, n_positions: Optional[int] = None,
-                 position: Optional[npt.ArrayLike] = None, cost: str = "swapped", query_norm: bool = True) -> None:
+                 position: Optional[npt.ArrayLike] = None, first_position: int = 0, cost: str = "swapped",
+                 query_norm: bool = True) -> None:
         if not isinstance(objective, Objective):
             raise TypeError(f"objective must be a customobj Objective, got {type(objective).__name__}")
         if isinstance(objective, Unbiased):
@@ -144,16 +161,25 @@ class Unbiased(Objective):
             n_positions = self.propensity.size
         self.n_positions = n_positions
         self.position = None if position is None else as_position(position)
+        self.first_position = check_int(first_position, "first_position", minimum=0, maximum=MAX_POSITION - 1)
         self.cost = check_choice(cost, "cost", set(_COSTS))
         self.query_norm = check_bool(query_norm, "query_norm")
-        self.position_bias_ = None if self.propensity is None else self.propensity.copy()
-        self.position_bias_unclicked_ = None if self.propensity is None else np.ones(self.propensity.size)
+        # each round starts from the previous estimate; public calls also keep the data set fitted_attributes() reads
+        self.rounds_matter = True
+
+    @property
+    def position_bias_(self) -> np.ndarray:
+        raise AttributeError(
+            "Unbiased keeps no fitted state (the estimate belongs to the training data): after TreeBooster.fit read "
+            "model.position_bias_; after lightgbm.train / xgboost.train with f = lightgbm_objective(obj) (or "
+            "xgboost_objective) read f.fitted_attributes(train_data)['position_bias_']; after grad_hess_prepared calls "
+            "read obj.fitted_attributes(prep)['position_bias_'], after grad_hess calls obj.fitted_attributes()"
+            "['position_bias_'] (docs/clicks.md)")
 
     def _params(self):
-        # The fitted attributes (trailing underscore) are no options: not in equality or caching.
-        return (("bias_norm", self.bias_norm), ("cost", self.cost), ("n_positions", self.n_positions),
-                ("objective", self.objective), ("position", self.position), ("propensity", self.propensity),
-                ("query_norm", self.query_norm))
+        return (("bias_norm", self.bias_norm), ("cost", self.cost), ("first_position", self.first_position),
+                ("n_positions", self.n_positions), ("objective", self.objective), ("position", self.position),
+                ("propensity", self.propensity), ("query_norm", self.query_norm))
 
     def _convert_labels(self, labels):
         return self.objective._convert_labels(labels)
@@ -176,7 +202,12 @@ class Unbiased(Objective):
             position = row_order_positions(prep.ptr)
         else:
             check_position_groups(position, prep.ptr, prep.n_rows)
+            position = zero_based(position, self.first_position)
+            check_display_order(position, prep.ptr)
         return self._new_state(prep, position)
+
+    def _fitted_attributes(self, prep, state):
+        return {"position_bias_": state.tplus.copy(), "position_bias_unclicked_": state.tminus.copy()}
 
     def _new_state(self, prep, position):
         k = self.n_positions
@@ -217,8 +248,6 @@ class Unbiased(Objective):
         if estimate:
             CK.update_propensities(li, lj, 1.0 / (1.0 + self.bias_norm), state.tplus, state.tminus)
             state.rounds += 1
-            self.position_bias_ = state.tplus.copy()
-            self.position_bias_unclicked_ = state.tminus.copy()
         pairs = tuple(np.concatenate(a) for a in zip(*pieces))
         return loss, pairs
 

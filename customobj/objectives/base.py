@@ -6,6 +6,15 @@ adapters and the OLE booster call the ``*_prepared`` variants with a :class:`Pre
 per dataset, so validation, dtype conversion and label-only precomputation (pairs, ideal DCGs,
 ...) happen once, not every boosting round.
 
+Rounds: what changes from one boosting round to the next (YetiRank's sampled pairs, XENDCG's noise,
+``Unbiased``'s propensity estimates) lives in the per-data-set state, never in the objective: one
+``grad_hess_prepared`` call on a :class:`Prepared` is one round of that data set. The public calls
+of an objective whose rounds matter (``rounds_matter``) continue the rounds of the data set they
+were last given while the same labels, groups, weights and positions come back (compared by
+content), so a hand-written loop of ``grad_hess`` calls is a boosting loop too; other data start
+at round 0. What an objective learned on a data set (``Unbiased``: ``position_bias_``) is read
+with :meth:`Objective.fitted_attributes`; the trainers copy it onto their fitted models.
+
 Subclasses implement:
 
 - ``_state(prep)``: label-only precomputation for this objective (default ``None``); cached in
@@ -67,6 +76,9 @@ class Objective:
     n_outputs = 1
     #: True when ``group`` matters (pairwise / listwise); pointwise objectives ignore it.
     needs_group = False
+    #: True when a round depends on the rounds before it (sampled pairs, noise, estimates): the public
+    #: calls then continue the rounds of the data set they were last given (see the module docstring).
+    rounds_matter = False
 
     # --- identity --------------------------------------------------------------------------------
     def _params(self) -> tuple:
@@ -107,6 +119,42 @@ class Objective:
         prep = Prepared.build(labels, group, weight, integer_labels=self.integer_labels, position=position)
         prep.state_for(self)  # runs check_prepared and builds the label-only state now, not in round 1
         return prep
+
+    def _public_prep(self, labels: npt.ArrayLike, group: "GroupLike | None", weight: "npt.ArrayLike | None",
+                     position: "npt.ArrayLike | None" = None) -> Prepared:
+        """The prepared data of a public call: for an objective whose rounds matter, the data set of
+        its last public call while the data are equal (its rounds go on), else a fresh one."""
+        prep = self.prepare(labels, group, weight, position=position)
+        if not self.rounds_matter:
+            return prep
+        last = self.__dict__.get("_last_prep")
+        if last is not None and _same_data(last, prep):
+            return last
+        self.__dict__["_last_prep"] = prep  # a cache of the public calls, not an option: not pickled
+        return prep
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_last_prep", None)  # the public calls' data set travels with neither a pickle nor a copy
+        return state
+
+    def fitted_attributes(self, prep: "Prepared | None" = None) -> dict:
+        """What the objective learned on a data set, by attribute name (``Unbiased``:
+        ``position_bias_``, ``position_bias_unclicked_``); empty for objectives that learn nothing.
+
+        ``prep``: the prepared data set (default: the one of the last public ``grad_hess`` calls).
+        The objective itself holds no fitted state; ``TreeBooster.fit`` copies these onto the fitted
+        model, the adapters' callables give them per training set (``f.fitted_attributes(dataset)``).
+        """
+        if prep is None:
+            prep = self.__dict__.get("_last_prep")
+            if prep is None:
+                raise ValueError(f"{type(self).__name__}.fitted_attributes(): no data set yet; pass the Prepared "
+                                 "the rounds ran on, or call grad_hess first")
+        return self._fitted_attributes(prep, prep.state_for(self))
+
+    def _fitted_attributes(self, prep: Prepared, state: object) -> dict:
+        return {}
 
     def check_prepared(self, prep: Prepared) -> None:
         """Objective-specific checks on the data (override to reject labels it cannot use; call super).
@@ -152,17 +200,17 @@ class Objective:
         device arrays when ``scores`` are there (the device follows the data: ``objectives.devices``)."""
         if is_device_array(scores):
             return import_module(_SEAM, __package__).grad_hess(self, scores, labels, group, weight)
-        return self.grad_hess_prepared(scores, self.prepare(labels, group, weight))
+        return self.grad_hess_prepared(scores, self._public_prep(labels, group, weight))
 
     def loss(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
              weight: "npt.ArrayLike | None" = None) -> float:
         """The exact loss the gradients differentiate (a sum over rows / pairs / queries; docs/formulas.md)."""
-        return self.loss_prepared(scores, self.prepare(labels, group, weight))
+        return self.loss_prepared(scores, self._public_prep(labels, group, weight))
 
     def pair_couplings(self, scores: npt.ArrayLike, labels: npt.ArrayLike,
                        group: "GroupLike | None" = None) -> Optional[Couplings]:
         """``(i, j, c)``: row pairs and their hessian couplings ``h_ij``; ``None`` for pointwise losses."""
-        return self.pair_couplings_prepared(scores, self.prepare(labels, group))
+        return self.pair_couplings_prepared(scores, self._public_prep(labels, group, None))
 
     def grad_hess_prepared(self, scores: npt.ArrayLike, prep: Prepared, out_grad: "np.ndarray | None" = None,
                            out_hess: "np.ndarray | None" = None) -> "tuple[np.ndarray, np.ndarray]":
@@ -261,3 +309,14 @@ class Objective:
 
 def _largest(weight):
     return 1.0 if weight is None else float(weight.max(initial=0.0))
+
+
+def _same_data(a: Prepared, b: Prepared) -> bool:
+    """Whether two prepared data sets hold equal labels, query boundaries, weights and positions."""
+    def same(x, y):
+        if x is None or y is None:
+            return x is None and y is None
+        return x.shape == y.shape and np.array_equal(x, y)
+
+    return (same(a.labels, b.labels) and same(a.ptr, b.ptr) and same(a.weight, b.weight)
+            and same(a.position, b.position))

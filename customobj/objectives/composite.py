@@ -72,6 +72,7 @@ class Sum(Objective):
         self.pairwise = any(p.pairwise for p in flat)
         self.integer_labels = any(p.integer_labels for p in flat)
         self.needs_group = any(p.needs_group for p in flat)
+        self.rounds_matter = any(p.rounds_matter for p in flat)
 
     @property
     def n_outputs(self) -> Optional[int]:  # type: ignore[override]  # from the parts, on demand
@@ -165,6 +166,7 @@ class Scaled(Objective):
         self.pairwise = objective.pairwise
         self.integer_labels = objective.integer_labels
         self.needs_group = objective.needs_group
+        self.rounds_matter = objective.rounds_matter
 
     @property
     def n_outputs(self) -> Optional[int]:  # type: ignore[override]  # the objective's

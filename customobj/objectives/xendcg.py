@@ -39,7 +39,9 @@ class XENDCG(SoftmaxCrossEntropy):
     ``gamma`` comes from LightGBM's generator, one per query seeded ``seed + q`` and drawn ``n`` times
     a round (``_noise.py``), so the noise equals LightGBM's for the same ``seed`` (its
     ``objective_seed``, default 5) and does not depend on the thread count. :meth:`loss` and
-    :meth:`pair_couplings` use the noise of the latest ``grad_hess`` call (round 0 before any):
+    :meth:`pair_couplings` use the noise of the latest ``grad_hess`` call (round 0 before any; the
+    rounds count per prepared data set, and public calls on the same data go on counting:
+    :mod:`customobj.objectives.base`):
     ``grad = rho - phi / sum phi`` (times ``w_q``) is the derivative of that loss. Its expected value
     over the noise is the paper's XE-NDCG.
 
@@ -58,6 +60,8 @@ class XENDCG(SoftmaxCrossEntropy):
     >>> bool(g[0] < 0 < g[1]), round(float(g.sum()), 12)
     (True, 0.0)
     """
+
+    rounds_matter = True  # each round draws new noise
 
     def __init__(self, *, seed: int = LIGHTGBM_SEED, convention: str = "customobj") -> None:
         self.seed = check_int(seed, "seed", minimum=0, maximum=2**31 - 1)

@@ -44,7 +44,9 @@ class YetiRank(Objective):
     (``rho = 1/(1 + e^{s_a - s_b})``, CatBoost's ``PairLogit`` derivatives). The noise comes from
     a SplitMix64 stream per ``(seed, round, query)``, so the pairs are the same for a seed and round
     whatever the thread count, and differ from CatBoost's own generator. :meth:`loss` and
-    :meth:`pair_couplings` use the pairs of the latest ``grad_hess`` call (round 0 before any), so
+    :meth:`pair_couplings` use the pairs of the latest ``grad_hess`` call (round 0 before any; the
+    rounds count per prepared data set, and public calls on the same data go on counting:
+    :mod:`customobj.objectives.base`), so
     ``grad`` is the derivative of :meth:`loss` wherever the sampled orders do not change; the
     expected weights over the noise are YetiRank's. CatBoost's other ``mode`` values (NDCG, DCG,
     ...) are not implemented.
@@ -59,6 +61,7 @@ class YetiRank(Objective):
 
     pairwise = True
     needs_group = True
+    rounds_matter = True  # each round samples new pairs
 
     def __init__(self, *, permutations: int = 10, decay: float = 0.85, seed: int = 0) -> None:
         self.permutations = check_int(permutations, "permutations", minimum=1, maximum=MAX_PERMUTATIONS)

@@ -125,6 +125,9 @@ class TreeBooster(BaseEstimator):
     objective_ : Objective
         The objective trained with: a copy of ``objective`` (``LambdaRank()`` for None), so ``fit``
         never changes its parameters.
+    position_bias_, position_bias_unclicked_ : ndarray
+        Only with an ``Unbiased`` objective: the examination propensities it estimated on the training
+        data (``objective_.fitted_attributes``; the objective itself holds no fitted state).
     trees_ : list of customobj.ole.tree.Tree
         The fitted trees: node and leaf record arrays (``tree.nodes``, ``tree.leaves``), also read
         by field name (``tree["threshold"]``, the model file's names).
@@ -265,6 +268,10 @@ class TreeBooster(BaseEstimator):
             bins_fm = self._bin(X, p["max_bin"])
             del X, X_in  # only the bins are needed from here on (the caller's array may still be alive)
             boost(self, p, obj, prep, scores, bins_fm, self.bin_mapper_, evals, tracker, callbacks)
+        # what the objective learned on the training data (Unbiased: position_bias_), kept as fitted state
+        self._objective_fitted: tuple = tuple(obj.fitted_attributes(prep).items())
+        for name, value in self._objective_fitted:
+            setattr(self, name, value)
         if early_stopping_rounds is not None:
             self.best_iteration_ = tracker.best_iteration
         return self
@@ -272,6 +279,9 @@ class TreeBooster(BaseEstimator):
     def _reset_fitted_state(self, X_in, obj, evals) -> None:
         """Start the fitted attributes afresh (after every input check passed)."""
         check_feature_names(self, X_in, reset=True)
+        for name, _ in getattr(self, "_objective_fitted", ()):  # a previous objective's fitted values go
+            delattr(self, name)
+        self._objective_fitted = ()
         self.objective_ = obj
         self.trees_: list[Tree] = []
         self.tree_class_: list[int] = []
