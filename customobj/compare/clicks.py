@@ -63,7 +63,7 @@ def parse_clicks(text: str) -> ClickSpec:
     'pbm:eta=2,sessions=12,shown=10'
     """
     if not text.strip():  # `--clicks ''` (an unset shell variable) must not quietly train on the true labels
-        raise UsageError(f"--clicks is empty: name a click model ({' or '.join(_MODELS)}, e.g. --clicks pbm:eta=2), "
+        raise UsageError(f"--clicks is empty: name a click model ({' or '.join(CLICK_MODELS)}, e.g. --clicks pbm:eta=2), "
                          "or leave --clicks out to train on the true labels")
     model, _, rest = text.strip().partition(":")
     model = model.strip()
