@@ -18,7 +18,7 @@ from conftest import REPO
 
 API = REPO / "docs" / "api"
 #: One page per public module (the file names under docs/api).
-PAGES = ["customobj", "objectives", "metrics", "data", "groups", "ole", "adapters", "adapters.lightgbm",
+PAGES = ["customobj", "objectives", "metrics", "data", "groups", "clicks", "ole", "adapters", "adapters.lightgbm",
          "adapters.xgboost", "adapters.metrics", "adapters.callbacks", "adapters.exact_leaves", "adapters.dask"]
 # (not pandas: documenting TreeBooster, a scikit-learn estimator, imports scikit-learn, which
 # imports pandas itself from version 1.9 on)
@@ -72,6 +72,8 @@ def test_every_public_module_has_a_page(build: dict) -> None:
         build["out"] / "adapters.lightgbm.html").read_text()
     # customobj.ole loads TreeBooster lazily (module __getattr__): documented all the same
     assert 'id="customobj.ole.TreeBooster"' in (build["out"] / "ole.html").read_text()
+    clicks = (build["out"] / "clicks.html").read_text()
+    assert 'id="customobj.clicks.Unbiased"' in clicks and 'id="customobj.clicks.RegressionEM.predict"' in clicks
 
 
 def test_build_imports_no_heavy_library(build: dict) -> None:

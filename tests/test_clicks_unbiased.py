@@ -364,3 +364,13 @@ def test_estimated_propensities_track_the_examination_curve():
         lgb.train({"objective": f, "verbose": -1, "learning_rate": 0.05}, ds, 50)
         error[cost] = np.abs(f.fitted_attributes(ds)["position_bias_"] - truth).max()
     assert error["swapped"] < 0.1 < error["loss"]
+
+
+def test_click_kernels_take_records():
+    """Issue 31, item 4: debias_pairs took 23 positional arguments; records now carry them."""
+    import inspect
+
+    from customobj.clicks import _kernels as CK
+
+    for kernel in (CK.debias_pairs, CK.lambdarank_pair_terms, CK.loss_pair_terms, CK.update_propensities):
+        assert len(inspect.signature(kernel.py_func).parameters) <= 12, kernel.py_func.__name__

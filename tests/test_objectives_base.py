@@ -155,3 +155,20 @@ def test_objectives_whose_rounds_do_not_matter_keep_nothing():
     with pytest.raises(ValueError, match="no data set yet"):
         obj.fitted_attributes()
     assert obj.fitted_attributes(obj.prepare([1.0, 0.0], [2])) == {}
+
+
+def test_sums_and_scalings_report_their_parts_fitted_attributes():
+    from customobj import RankNet, Unbiased
+
+    rng = np.random.default_rng(1)
+    y, group, s = rng.integers(0, 2, 24).astype(float), [6] * 4, rng.normal(size=24)
+    obj = 2.0 * (Unbiased(RankNet()) + SquaredError())
+    prep = obj.prepare(y, group)
+    alone = Unbiased(RankNet())
+    prep_alone = alone.prepare(y, group)
+    for _ in range(2):
+        obj.grad_hess_prepared(s, prep)
+        alone.grad_hess_prepared(s, prep_alone)
+    np.testing.assert_array_equal(obj.fitted_attributes(prep)["position_bias_"],
+                                  alone.fitted_attributes(prep_alone)["position_bias_"])
+    assert SquaredError().fitted_attributes(SquaredError().prepare(y)) == {}

@@ -8,7 +8,13 @@ before pair weights, before debiasing, before LambdaRank's per-query normalisati
 then divides each tracked pair by ``t+[pos_i] t-[pos_j]``, applies the normalisation to the
 debiased lambdas (as XGBoost does), the pair weights, and adds the sums of eq. 30-31 of the paper
 into ``li`` / ``lj``.
+
+The kernels take records (``NamedTuple`` of arrays and scalars, which numba passes as their fields):
+the pairs' rows, their raw terms, their weights, the propensities and the outputs each travel as
+one argument, so no kernel has more than a dozen.
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -19,6 +25,56 @@ from ..objectives._pairwise_kernels import pair_terms
 TINY_PROPENSITY = 1e-16
 #: Exponents beyond this are clipped when a sigmoid's reciprocal is rebuilt from a coupling.
 _EXP_CAP = 700.0
+
+
+class PairRows(NamedTuple):
+    """The pairs: row ``i`` (clicked, should rank higher), row ``j``, and the query of each pair."""
+
+    i: np.ndarray
+    j: np.ndarray
+    qid: np.ndarray
+
+
+class RawTerms(NamedTuple):
+    """Each pair's raw terms (before pair weights, debiasing and normalisation), one entry per pair."""
+
+    lam: np.ndarray  # grad_i -= lam, grad_j += lam
+    hess: np.ndarray  # hessian coupling, added to both rows
+    cost: np.ndarray  # the pair's loss
+    est: np.ndarray  # the cost the propensity estimate sums
+
+
+class PairWeights(NamedTuple):
+    """How a pair is weighed: ``(w_i + w_j) / 2`` of the row weights (when ``use_w``), times its own
+    weight (when ``use_pw``)."""
+
+    rows: np.ndarray
+    use_w: bool
+    pairs: np.ndarray
+    use_pw: bool
+
+
+class Propensities(NamedTuple):
+    """Each row's display position (0-based) and the propensities ``t+`` / ``t-`` per tracked position."""
+
+    pos: np.ndarray
+    tplus: np.ndarray
+    tminus: np.ndarray
+
+
+class DebiasOutputs(NamedTuple):
+    """Where ``debias_pairs`` adds: gradients, hessians, each pair's coupling, the sums of eq. 30-31."""
+
+    grad: np.ndarray
+    hess: np.ndarray
+    c: np.ndarray
+    li: np.ndarray
+    lj: np.ndarray
+
+
+def raw_terms(m: int) -> RawTerms:
+    """Uninitialised raw terms of ``m`` pairs, for the ``*_pair_terms`` kernels to fill."""
+    return RawTerms(np.empty(m), np.empty(m), np.empty(m), np.empty(m))
 
 
 @njit(cache=True)
@@ -33,9 +89,9 @@ def _ratio_softplus(x):
 
 
 @njit(cache=True)
-def lambdarank_pair_terms(scores, pi, pj, c, qid, n_queries, sigma, hess_scale, norm, swapped,
-                          out_lam, out_h, out_cost, out_est):
-    """Raw pair terms of LambdaRank from its unweighted couplings ``c`` (one entry per pair).
+def lambdarank_pair_terms(scores, rows, c, n_queries, sigma, hess_scale, norm, swapped, out):
+    """Raw pair terms of LambdaRank (into the :class:`RawTerms` ``out``) from its unweighted
+    couplings ``c`` (one entry per pair of :class:`PairRows` ``rows``).
 
     ``c = f hess_scale sigma^2 |dZ| rho (1 - rho)`` with ``rho = 1 / (1 + exp(sigma d))``,
     ``d = s_i - s_j`` and ``f = log2(1 + S) / S`` the query's normalisation (1 without ``norm``),
@@ -46,6 +102,8 @@ def lambdarank_pair_terms(scores, pi, pj, c, qid, n_queries, sigma, hess_scale, 
     ``log(1 / (1 - sigmoid(s_hi - s_lo)))``), else ``cost``. A coupling that underflowed to 0
     (``|sigma d| > ~700``) gives a zero pair: the loss no longer sees it either.
     """
+    pi, pj, qid = rows.i, rows.j, rows.qid
+    out_lam, out_h, out_cost, out_est = out.lam, out.hess, out.cost, out.est
     m = pi.size
     total = np.zeros(n_queries)
     for p in range(m):
@@ -79,9 +137,11 @@ def lambdarank_pair_terms(scores, pi, pj, c, qid, n_queries, sigma, hess_scale, 
 
 
 @njit(cache=True)
-def loss_pair_terms(scores, pi, pj, theta, kind, scale, swapped, out_lam, out_h, out_cost, out_est):
-    """Raw pair terms of a pairwise loss ``scale phi(s_i - s_j; theta)`` (``_pairwise_kernels``);
-    ``est`` is the swapped pair's ``scale phi(s_j - s_i; theta)`` when ``swapped``, else ``cost``."""
+def loss_pair_terms(scores, pi, pj, theta, kind, scale, swapped, out):
+    """Raw pair terms (into the :class:`RawTerms` ``out``) of a pairwise loss ``scale phi(s_i - s_j;
+    theta)`` (``_pairwise_kernels``); ``est`` is the swapped pair's ``scale phi(s_j - s_i; theta)``
+    when ``swapped``, else ``cost``."""
+    out_lam, out_h, out_cost, out_est = out.lam, out.hess, out.cost, out.est
     for p in range(pi.size):
         d = scores[pi[p]] - scores[pj[p]]
         phi, dphi, cc = pair_terms(kind, d, theta[p])
@@ -92,9 +152,10 @@ def loss_pair_terms(scores, pi, pj, theta, kind, scale, swapped, out_lam, out_h,
 
 
 @njit(cache=True)
-def debias_pairs(pi, pj, qid, n_queries, lam, h, cost, est, pos, tplus, tminus, weights, use_w,
-                 pair_w, use_pw, scale, norm, estimate, out_grad, out_hess, out_c, li, lj):
-    """Add the debiased pair terms into ``out_grad`` / ``out_hess`` and ``out_c``; returns the loss.
+def debias_pairs(rows, terms, weights, props, n_queries, scale, norm, estimate, out):
+    """Add the debiased pair terms (:class:`PairRows` ``rows``, :class:`RawTerms` ``terms``,
+    :class:`PairWeights` ``weights``, :class:`Propensities` ``props``) into ``out.grad`` /
+    ``out.hess`` and ``out.c`` (:class:`DebiasOutputs`); returns the loss.
 
     A pair whose rows sit at tracked positions (``0 <= pos < len(tplus)``) with propensities at
     least ``TINY_PROPENSITY`` is divided by ``t+[pos_i] t-[pos_j]``; others keep weight 1 (as in
@@ -102,6 +163,12 @@ def debias_pairs(pi, pj, qid, n_queries, lam, h, cost, est, pos, tplus, tminus, 
     the debiased ``2 lam``. With ``estimate``, ``li[pos_i] += est / t-[pos_j]`` and
     ``lj[pos_j] += est / t+[pos_i]`` (eq. 30-31), unweighted, over tracked pairs.
     """
+    pi, pj, qid = rows.i, rows.j, rows.qid
+    lam, h, cost, est = terms.lam, terms.hess, terms.cost, terms.est
+    pos, tplus, tminus = props.pos, props.tplus, props.tminus
+    use_w, use_pw, pair_w = weights.use_w, weights.use_pw, weights.pairs
+    row_w = weights.rows
+    out_grad, out_hess, out_c, li, lj = out.grad, out.hess, out.c, out.li, out.lj
     m = pi.size
     k = tplus.size
     u = np.ones(m)
@@ -131,7 +198,7 @@ def debias_pairs(pi, pj, qid, n_queries, lam, h, cost, est, pos, tplus, tminus, 
         j = pj[p]
         wt = scale * u[p] * f[qid[p]]
         if use_w:
-            wt *= 0.5 * weights[i] + 0.5 * weights[j]
+            wt *= 0.5 * row_w[i] + 0.5 * row_w[j]
         if use_pw:
             wt *= pair_w[p]
         g = wt * lam[p]

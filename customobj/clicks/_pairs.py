@@ -27,19 +27,11 @@ _DEBIASABLE = "LambdaRank, RankNet, RankSVM, MPBoost, QBRank(hessian='exact'), P
 
 
 class PairTerms(NamedTuple):
-    """One loss's raw pair terms and how to weigh them."""
+    """One loss's raw pair terms and how to weigh them (the kernels' records, ``_kernels``)."""
 
-    i: np.ndarray  # row that should rank higher (the clicked row)
-    j: np.ndarray
-    qid: np.ndarray  # query of each pair
-    lam: np.ndarray
-    hess: np.ndarray
-    cost: np.ndarray  # the pair's loss
-    est: np.ndarray  # the cost the propensity estimate sums
-    weights: np.ndarray  # row weights (pair weight (w_i + w_j) / 2), read when use_w
-    use_w: bool
-    pair_w: np.ndarray  # per-pair weights, read when use_pw
-    use_pw: bool
+    rows: CK.PairRows  # (i, j, qid): the clicked row i should rank above j
+    terms: CK.RawTerms  # (lam, hess, cost, est)
+    weights: CK.PairWeights
     norm: bool  # LambdaRank's per-query log2(1 + S) / S on the debiased lambdas
     extra_loss: float  # loss of a part that is not pairs (QBRank's labelled rows)
 
@@ -65,21 +57,13 @@ def leaf_parts(objective: Objective, factor: float = 1.0) -> list:
 def _lambdarank(part, scores, prep, unweighted, row_query, swapped):
     ustate = unweighted.state_for(part)
     i, j, c = part._couplings(scores, unweighted, ustate, False, _EMPTY, _EMPTY, None)
-    m = i.size
-    lam, hess, cost, est = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
-    qid = row_query[i]
-    CK.lambdarank_pair_terms(scores, i, j, c, qid, prep.groups.n_groups, part.sigma,
-                             CONVENTIONS[part.convention].hess_scale, part.norm, swapped, lam, hess, cost, est)
+    rows = CK.PairRows(i, j, row_query[i])
+    terms = CK.raw_terms(i.size)
+    CK.lambdarank_pair_terms(scores, rows, c, prep.groups.n_groups, part.sigma,
+                             CONVENTIONS[part.convention].hess_scale, part.norm, swapped, terms)
     state = prep.state_for(part)
     w, use_w = kernel_weights(prep.weight if state.weight is None else state.weight)
-    return PairTerms(i, j, qid, lam, hess, cost, est, w, use_w, _EMPTY, False, part.norm, 0.0)
-
-
-def _loss_pairs(scores, pi, pj, theta, kind, scale, swapped):
-    m = pi.size
-    lam, hess, cost, est = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
-    CK.loss_pair_terms(scores, pi, pj, theta, kind, scale, swapped, lam, hess, cost, est)
-    return lam, hess, cost, est
+    return PairTerms(rows, terms, CK.PairWeights(w, use_w, _EMPTY, False), part.norm, 0.0)
 
 
 def pair_terms_of(part, scores, prep, unweighted, row_query, out_grad, out_hess, scale,
@@ -111,5 +95,6 @@ def pair_terms_of(part, scores, prep, unweighted, row_query, out_grad, out_hess,
             out_grad += scale * g
             out_hess += scale * h
             extra = squared_error_loss(scores, prep.labels, state.labeled_weight, True)
-    lam, hess, cost, est = _loss_pairs(scores, pi, pj, theta, spec.kind, spec.scale, swapped)
-    return PairTerms(pi, pj, row_query[pi], lam, hess, cost, est, w, use_w, pw, use_pw, False, extra)
+    terms = CK.raw_terms(pi.size)
+    CK.loss_pair_terms(scores, pi, pj, theta, spec.kind, spec.scale, swapped, terms)
+    return PairTerms(CK.PairRows(pi, pj, row_query[pi]), terms, CK.PairWeights(w, use_w, pw, use_pw), False, extra)

@@ -227,6 +227,7 @@ class Unbiased(Objective):
         li, lj = np.zeros(k), np.zeros(k)
         estimate = estimate and self.propensity is None
         swapped = _COSTS[self.cost]
+        props = CK.Propensities(state.position, state.tplus, state.tminus)
         loss = 0.0
         pieces = []
         for part, scale in leaf_parts(self.objective):
@@ -239,12 +240,11 @@ class Unbiased(Objective):
                 continue
             t = pair_terms_of(part, scores, prep, state.unweighted, state.row_query, out_grad, out_hess, scale,
                               swapped)
-            c = np.empty(t.i.size)
+            c = np.empty(t.rows.i.size)
             loss += t.extra_loss * scale
-            loss += CK.debias_pairs(t.i, t.j, t.qid, prep.groups.n_groups, t.lam, t.hess, t.cost,
-                                    t.est, state.position, state.tplus, state.tminus, t.weights, t.use_w,
-                                    t.pair_w, t.use_pw, scale, t.norm or self.query_norm, estimate, out_grad, out_hess, c, li, lj)
-            pieces.append((t.i, t.j, c))
+            loss += CK.debias_pairs(t.rows, t.terms, t.weights, props, prep.groups.n_groups, scale,
+                                    t.norm or self.query_norm, estimate, CK.DebiasOutputs(out_grad, out_hess, c, li, lj))
+            pieces.append((t.rows.i, t.rows.j, c))
         if estimate:
             CK.update_propensities(li, lj, 1.0 / (1.0 + self.bias_norm), state.tplus, state.tminus)
             state.rounds += 1

@@ -124,16 +124,18 @@ class Objective:
         return prep
 
     def _public_prep(self, labels: npt.ArrayLike, group: "GroupLike | None", weight: "npt.ArrayLike | None",
-                     position: "npt.ArrayLike | None" = None) -> Prepared:
+                     remember: bool = True) -> Prepared:
         """The prepared data of a public call: for an objective whose rounds matter, the data set of
-        its last public call while the data are equal (its rounds go on), else a fresh one."""
-        prep = self.prepare(labels, group, weight, position=position)
+        its last public call while the data are equal (its rounds go on), else a fresh one (kept for
+        the next calls unless ``remember`` is false: ``pair_couplings``, which takes no weights)."""
+        prep = self.prepare(labels, group, weight)
         if not self.rounds_matter:
             return prep
         last = self.__dict__.get("_last_prep")
         if last is not None and _same_data(last, prep):
             return last
-        self.__dict__["_last_prep"] = prep  # a cache of the public calls, not an option: not pickled
+        if remember:
+            self.__dict__["_last_prep"] = prep  # a cache of the public calls, not an option: not pickled
         return prep
 
     def __getstate__(self) -> dict:
@@ -213,7 +215,7 @@ class Objective:
     def pair_couplings(self, scores: npt.ArrayLike, labels: npt.ArrayLike,
                        group: "GroupLike | None" = None) -> Optional[Couplings]:
         """``(i, j, c)``: row pairs and their hessian couplings ``h_ij``; ``None`` for pointwise losses."""
-        return self.pair_couplings_prepared(scores, self._public_prep(labels, group, None))
+        return self.pair_couplings_prepared(scores, self._public_prep(labels, group, None, remember=False))
 
     def grad_hess_prepared(self, scores: npt.ArrayLike, prep: Prepared, out_grad: "np.ndarray | None" = None,
                            out_hess: "np.ndarray | None" = None) -> "tuple[np.ndarray, np.ndarray]":

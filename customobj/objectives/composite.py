@@ -93,6 +93,12 @@ class Sum(Objective):
             p.check_prepared(prep)  # direct: an equal part may have cached its state on another instance
             prep.state_for(p)
 
+    def _fitted_attributes(self, prep, state):
+        fitted: dict = {}
+        for p in self.parts:  # what each part learned (an Unbiased part: its position_bias_)
+            fitted.update(p.fitted_attributes(prep))
+        return fitted
+
     def _convert_labels(self, labels):
         for p in self.parts:
             labels = p._convert_labels(labels)
@@ -181,6 +187,9 @@ class Scaled(Objective):
     def check_prepared(self, prep: Prepared) -> None:
         self.objective.check_prepared(prep)
         prep.state_for(self.objective)
+
+    def _fitted_attributes(self, prep, state):
+        return self.objective.fitted_attributes(prep)
 
     def _scale_bound(self):
         return self.factor * self.objective._scale_bound()
