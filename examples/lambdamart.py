@@ -120,7 +120,7 @@ def plot(args, curves, alpha_curves, adapt):
     # draw_curves draws coinciding curves once, labelled "A = B" (RankNet and LambdaRank-MAP, say, can
     # give the same curve on few rounds), and partly overlapping ones over a pale, wide copy.
     datasets = list(dict.fromkeys(d for d, _ in curves))
-    fig, axes = C.new_figure(len(datasets), 3)
+    fig, axes = C.new_figure(len(datasets), 3, height=4.6)  # room for the legends below the panels
     for d, (a1, a2, a3) in zip(datasets, axes):
         means = [(name, np.mean(cs, axis=0)) for (dd, name), cs in curves.items() if dd == d and name != "adaptation"]
         C.draw_curves(a1, [(np.arange(1, c.size + 1), c, name, dict(lw=1.2)) for name, c in means])
