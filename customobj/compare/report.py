@@ -324,18 +324,12 @@ def position_bias_png(position_bias: dict, true_bias: list | None, title: str) -
     fig, ax = _new_axes((7.5, 4.8))
     for method, records in position_bias.items():
         first = min(r["seed"] for r in records)
-        est = [np.asarray(r["estimated"], dtype=np.float64) for r in records if r["seed"] == first]
-        n = min(e.size for e in est)
-        ax.plot(np.arange(1, n + 1), np.mean([e[:n] for e in est], axis=0), marker="o", ms=3, lw=1.4,
-                label=f"{method} (estimated)")
+        c = mean_curve([r["estimated"] for r in records if r["seed"] == first])
+        ax.plot(np.arange(1, c.size + 1), c, marker="o", ms=3, lw=1.4, label=f"{method} (estimated)")
     if true_bias is not None:
         ax.plot(np.arange(1, len(true_bias) + 1), true_bias, "k--", lw=1.4, label="true (the simulated users)")
-    ax.set_xlabel("display position (1 = top)")
-    ax.set_ylabel("examination relative to position 1 (mean over folds)")
-    _figure_title(ax, title, 7.5)
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
-    return _png(fig)
+    return _finish(fig, ax, ("display position (1 = top)", "examination relative to position 1 (mean over folds)"),
+                   title, 7.5, "upper right")
 
 
 def _new_axes(size):
@@ -347,9 +341,15 @@ def _new_axes(size):
     return plt.subplots(figsize=size, dpi=110)
 
 
-def _png(fig) -> bytes:
+def _finish(fig, ax, labels, title, width_in, legend_at) -> bytes:
+    """Axis labels, the wrapped title, grid and legend; the figure as PNG bytes (then closed)."""
     import matplotlib.pyplot as plt
 
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    _figure_title(ax, title, width_in)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc=legend_at, fontsize=8, framealpha=0.9)
     fig.tight_layout()
     buf = io.BytesIO()
     try:
@@ -381,9 +381,5 @@ def curves_png(curves_by_method: dict, title: str) -> bytes:
         if c.size:
             ax.plot(np.arange(1, c.size + 1), c, label=method, color=cmap(i % cmap.N),
                     linestyle=styles[(i // 10) % len(styles)], linewidth=1.6)
-    ax.set_xlabel("boosting round (curves end where the first fold stopped early)")
-    ax.set_ylabel("validation NDCG@10 (mean over folds)")
-    _figure_title(ax, title, 9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
-    return _png(fig)
+    return _finish(fig, ax, ("boosting round (curves end where the first fold stopped early)",
+                             "validation NDCG@10 (mean over folds)"), title, 9, "lower right")
