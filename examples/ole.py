@@ -108,14 +108,17 @@ def plot(args, diffs):
     for i, d in enumerate(datasets):
         for j, s in enumerate(systems_):
             ax = axes[i, j]
+            lines = []
             for (dd, ss, leaves, rate), cs in diffs.items():
                 if (dd, ss) == (d, s):
                     c = np.mean(cs, axis=0)
-                    ax.plot(np.arange(1, c.size + 1), c, "-" if leaves == 10 else "--", color=colors.get(rate, "k"),
-                            lw=1.1, label=f"{leaves} leaves, lr {rate}")
+                    lines.append((np.arange(1, c.size + 1), c, f"{leaves} leaves, lr {rate}",
+                                  dict(ls="-" if leaves == 10 else "--", color=colors.get(rate, "k"), lw=1.1)))
+            C.draw_curves(ax, lines)
             ax.axhline(0, color="k", lw=0.6)
             ax.set(title=f"{d}, {s}: test NDCG@10, OLE minus SE", xlabel="rounds (trees)", ylabel="OLE - SE")
-            ax.legend(fontsize=7, ncol=2)
+            C.legend_below(ax)
+    C.data_title(fig, args, "OLE against SE split criteria (Xia et al.), per configuration")
     C.save_figure(fig, args, "ole")
 
 

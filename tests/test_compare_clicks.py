@@ -2,6 +2,7 @@
 method name, and the option end to end on a small synthetic run."""
 from __future__ import annotations
 
+import csv
 import json
 
 import numpy as np
@@ -72,12 +73,24 @@ def test_compare_runs_on_clicks(tmp_path):
 
     out = tmp_path / "r"
     rc = main(["compare", "--synthetic-queries", "60", "--synthetic-docs", "12", "--folds", "1", "--clicks",
-               "pbm:sessions=2", "--methods", "lgb:LambdaRank,lgb:Unbiased(objective=LambdaRank),lgb:lambdarank",
-               "--rounds", "3", "--out", str(out), "--no-plot", "--quiet"])
+               "pbm:sessions=2,eta=2", "--methods",
+               "lgb:LambdaRank,lgb:Unbiased(objective=LambdaRank),lgb:lambdarank,lgb:RegressionEM(n_iter=2)",
+               "--rounds", "3", "--out", str(out), "--quiet"])
     assert rc == 0
     meta = json.loads((out / "results.json").read_text())
-    assert meta["data"].endswith("trained on pbm:eta=1,sessions=2,shown=10 clicks")
-    assert meta["arguments"]["clicks"] == "pbm:sessions=2"
+    assert meta["data"].endswith("trained on pbm:eta=2,sessions=2,shown=10 clicks")
+    assert meta["arguments"]["clicks"] == "pbm:sessions=2,eta=2"
+    # issue 30: each click method's estimated position bias, beside the simulated users' true one
+    true = (1.0 / np.arange(1, 11)) ** 2
+    np.testing.assert_allclose(meta["position_bias"]["true"], true)
+    estimated = meta["position_bias"]["estimated"]
+    assert sorted(estimated) == ["lgb:RegressionEM(n_iter=2)", "lgb:Unbiased(objective=LambdaRank)"]
+    with open(out / "position_bias.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    unbiased = [r for r in rows if r["method"] == "lgb:Unbiased(objective=LambdaRank)"]
+    assert [float(r["estimated"]) for r in unbiased] == estimated["lgb:Unbiased(objective=LambdaRank)"][0]["estimated"]
+    assert float(unbiased[0]["estimated"]) == 1.0 and float(unbiased[1]["true"]) == 0.25
+    assert (out / "position_bias.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_regression_em_is_a_method_name():

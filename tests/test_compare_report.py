@@ -35,7 +35,7 @@ def test_summarize_reports_the_seed_spread_beside_the_fold_spread():
     rows = [{"method": "m", "fold": f, "seed": s, "ndcg@10": v}
             for f, s, v in [(1, 0, 0.5), (1, 1, 0.7), (2, 0, 0.2), (2, 1, 0.2)]]
     for r in rows:
-        for c in ("ndcg@1", "ndcg@3", "ndcg@5", "err@10", "map", "p@100%", "valid_ndcg@10",
+        for c in ("ndcg@1", "ndcg@3", "ndcg@5", "err@10", "map", "precision@100%", "valid_ndcg@10",
                   "train_time_s", "best_round", "rounds_trained"):
             r[c] = 1.0
     (s,) = summarize(rows, ["m"])
@@ -51,7 +51,7 @@ def test_summarize_reports_the_seed_spread_beside_the_fold_spread():
 
 def test_one_fold_prints_no_spread():
     rows = [{"method": "m", "fold": 1, "seed": 0, "ndcg@10": 0.5}]
-    for c in ("ndcg@1", "ndcg@3", "ndcg@5", "err@10", "map", "p@100%", "valid_ndcg@10",
+    for c in ("ndcg@1", "ndcg@3", "ndcg@5", "err@10", "map", "precision@100%", "valid_ndcg@10",
               "train_time_s", "best_round", "rounds_trained"):
         rows[0][c] = 1.0
     table = format_table(summarize(rows, ["m"]))
@@ -94,3 +94,42 @@ def test_render_files_serialises_every_table_without_a_plot_when_asked():
     assert all(isinstance(v, bytes) for v in files.values())
     assert files["summary.csv"].decode().splitlines()[0] == "method,n_folds,ndcg@10_mean"
     assert files["results.csv"].decode().splitlines()[1].startswith("m,1,0,,,,0.5,")
+
+
+def test_one_name_for_precision_at_100_percent():
+    """Issue 30: compare's column "p@100%" (table "P@100%") named the metric "precision@100%"."""
+    from customobj.compare.report import RESULT_COLUMNS, TEST_METRICS
+
+    assert ("precision@100%", "precision@100%") in TEST_METRICS
+    assert all(column == metric for column, metric in TEST_METRICS) and "p@100%" not in RESULT_COLUMNS
+
+
+def test_a_long_title_fits_the_figure():
+    """Issue 30: the --clicks run's curves.png title was cut off on both sides."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from customobj.compare import report
+
+    title = ("Validation NDCG@10 — synthetic LETOR-like data (300 queries, about 40 rows each), trained on "
+             "pbm:eta=1,sessions=12,shown=10 clicks, folds 1,2,3,4,5, seed 0 (the first of 3; the tables average them)")
+    for width in (9, 7.5):
+        fig, ax = report._new_axes((width, 5))
+        report._figure_title(ax, title, width)
+        fig.tight_layout()
+        FigureCanvasAgg(fig).draw()
+        box, frame = ax.title.get_window_extent(), fig.bbox
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and box.y1 <= frame.y1, (width, box, frame)
+        assert ax.title.get_text().replace("\n", " ") == title
+        import matplotlib.pyplot as plt
+        plt.close(fig)
+
+
+def test_position_bias_rows_and_figure():
+    from customobj.compare.report import position_bias_png, position_bias_rows
+
+    bias = {"lgb:Unbiased": [{"fold": 1, "seed": 0, "estimated": [1.0, 0.6, 0.4]},
+                             {"fold": 2, "seed": 0, "estimated": [1.0, 0.5, 0.3]}]}
+    rows = position_bias_rows(bias, [1.0, 0.5])
+    assert [(r["fold"], r["position"], r["estimated"], r["true"]) for r in rows] == [
+        (1, 1, 1.0, 1.0), (1, 2, 0.6, 0.5), (1, 3, 0.4, ""), (2, 1, 1.0, 1.0), (2, 2, 0.5, 0.5), (2, 3, 0.3, "")]
+    assert position_bias_png(bias, [1.0, 0.5, 1 / 3], "Estimated position bias")[:8] == b"\x89PNG\r\n\x1a\n"

@@ -65,12 +65,17 @@ def test_seeds_repeat_each_run_and_the_paired_input_is_their_mean():
     assert len(out.curves["lgb:lambdarank"]) == 1  # the first seed's curve per fold
 
 
-def test_cli_seeds(tmp_path):
+def test_cli_seeds(tmp_path, monkeypatch):
+    from customobj.compare import report
+
+    titles, draw = [], report.curves_png
+    monkeypatch.setattr(report, "curves_png", lambda curves, title: titles.append(title) or draw(curves, title))
     out = tmp_path / "o"
     code = cli_main(["compare", "--synthetic-queries", "40", "--synthetic-docs", "8", "--rounds", "3",
-                     "--num-leaves", "7", "--quiet", "--no-plot", "--folds", "1", "--seeds", "2", "--seed", "7",
+                     "--num-leaves", "7", "--quiet", "--folds", "1", "--seeds", "2", "--seed", "7",
                      "--methods", "lgb:lambdarank,ole:RankNet", "--out", str(out)])
     assert code == 0
+    assert len(titles) == 1 and "seed 7 (the first of 2" in titles[0]  # issue 30: which seed curves.png shows
     with open(out / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert sorted((r["method"], r["seed"]) for r in rows) == [

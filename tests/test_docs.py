@@ -35,8 +35,10 @@ _MARK = "# --- customobj-docs block {i} ---"
 #: whose model did not learn (validation data of another task, a model stopped at round 1) fails.
 _SCORE = re.compile(r"NDCG@10 (\d+\.\d+) \(random ranking (\d+\.\d+)\)")
 LEARNED_MARGIN = 0.1
-#: An NDCG value printed some other way (the rule above would not see it).
-_ANY_NDCG = re.compile(r"(?i)ndcg\S*[^\n]*?\d\.\d")
+#: An NDCG value printed some other way (the rule above would not see it): "NDCG" or "ndcg@k" and,
+#: before any "=" (an option's repr such as ``metric='ndcg', sigma=1.0``), a number with two
+#: decimals or more. A method name (``xgb:rank:ndcg``) beside a p-value is not a score.
+_ANY_NDCG = re.compile(r"(?:NDCG|(?i:ndcg)@\d+)[^=\n]{0,40}?\d\.\d\d")
 #: Blocks that fit on validation data; their page must print at least one score (as above).
 _VALIDATES = re.compile(r"eval_set|valid_sets|evals=|eval_X|GridSearchCV|cross_val")
 
@@ -149,6 +151,9 @@ def test_score_rule_flags_a_model_that_did_not_learn() -> None:
     assert len(unlearned_scores("valid NDCG@10 0.4400 (random ranking 0.4150)")) == 1
     assert len(unlearned_scores("XGBoost: 12 rounds, valid NDCG@10 0.4400")) == 1  # no random ranking beside it
     assert unlearned_scores("['co_err@10', 'co_ndcg@10', 'ndcg@10']") == []
+    assert unlearned_scores("LambdaRank(metric='ndcg', sigma=1.0, truncation=30)") == []
+    assert unlearned_scores("[('xgb:rank:ndcg', 0.3342, 0.5690)]") == []  # a method's p-values
+    assert len(unlearned_scores("{'co_ndcg@10': [0.4412, 0.4523]}")) == 1
 
 
 def test_customobj_warnings_are_found_in_stderr() -> None:

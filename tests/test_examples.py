@@ -110,6 +110,9 @@ def test_qbrank(data_dir, tmp_path, figures):
 def test_mpboost(data_dir, tmp_path, figures):
     run("mpboost", data_dir, tmp_path)
     check_figure(figures[-1], "MQ2008")
+    # issue 30: one panel of rounds overlapped all 8 series; now one panel per learner, 4 series each
+    for ax in figures[-1].axes[1:]:
+        assert len(ax.get_legend().legend_handles) <= 4, ax.get_title()
     for ax in figures[-1].axes:  # a stumps entry never looks like the trees entry of its DDF
         looks = legend_looks(ax)
         stumps = {lab.split()[0]: v for lab, v in looks.items() if "stumps" in lab and "=" not in lab}
@@ -141,8 +144,9 @@ def test_chapelle(data_dir, tmp_path, figures):
     check_png(tmp_path / "chapelle.png")
 
 
-def test_lambdamart(data_dir, tmp_path):
+def test_lambdamart(data_dir, tmp_path, figures):
     run("lambdamart", data_dir, tmp_path)
+    check_figure(figures[-1], "fold 1")  # issue 30: no title named the data and fold; curves hid each other
     rankers = read_csv(tmp_path / "lambdamart_rankers.csv")
     assert [r["method"] for r in rankers] == [
         "RankNet", "LambdaRank-NDCG", "LambdaRank-ERR", "LambdaRank-MAP", "native lambdarank"]
@@ -158,8 +162,9 @@ def test_lambdamart(data_dir, tmp_path):
     check_png(tmp_path / "lambdamart.png")
 
 
-def test_ole(data_dir, tmp_path):
+def test_ole(data_dir, tmp_path, figures):
     table, summary = run("ole", data_dir, tmp_path)
+    check_figure(figures[-1], "fold 1")  # issue 30: no title named the data and fold
     rows = read_csv(tmp_path / "ole_table.csv")
     assert [(r["system"], r["criterion"]) for r in rows] == [
         (s, c) for s in ("LambdaMART", "McRank") for c in ("SE", "WSE", "OLE")]

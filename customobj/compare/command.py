@@ -334,15 +334,24 @@ def run(args: argparse.Namespace) -> int:
     fold_list = ",".join(str(f[0]) for f in folds)
     tuning = {"n_trials": args.tune, "sampler": "optuna TPESampler", "seed": seeds[0],
               "per_method": result.tuning} if args.tune else None
+    # curves.png draws the first seed's curves: say which when there are several
+    seed_note = f", seed {seeds[0]} (the first of {len(seeds)}; the tables average them)" if len(seeds) > 1 else ""
+    true_bias = None
+    if click_spec is not None and click_spec.model == "pbm":  # the simulated users' examination (1/r)^eta
+        true_bias = (1.0 / np.arange(1, click_spec.shown + 1)) ** click_spec.eta
     contents = report.render_files(
         result.rows, summary, paired, {
             "data": data_desc, "folds": [f[0] for f in folds], "methods": labels, "baseline": baseline,
             "seeds": seeds, "settings": vars(settings), "arguments": config, "wall_time_s": wall,
             "tuning": tuning, "ensembles": result.alphas,
             "curves": {lab: {"metric": "valid ndcg@10", "per_fold": c} for lab, c in result.curves.items()},
+            "position_bias": {"estimated": result.position_bias,
+                              "true": None if true_bias is None else true_bias.tolist()} if click_spec else None,
         },
         curves=None if args.no_plot else result.curves,
-        title=f"Validation NDCG@10 — {data_desc}, folds {fold_list}")
+        title=f"Validation NDCG@10 — {data_desc}, folds {fold_list}{seed_note}",
+        position_bias=result.position_bias, true_bias=None if true_bias is None else true_bias.tolist(),
+        bias_title=f"Estimated position bias — {data_desc}, folds {fold_list}", plot=not args.no_plot)
     replaced = default_out and any((out / name).exists() for name in output.RESULT_FILES)
     written = output.write_results(out, contents, overwrite=args.overwrite or default_out)
     if replaced:  # said even with --quiet, as the line naming the files is

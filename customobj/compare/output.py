@@ -23,7 +23,8 @@ __all__ = ["RESULT_FILES", "DEFAULT_OUT", "check_folder", "write_results"]
 DEFAULT_OUT = "compare-results"
 
 #: Every file compare writes, in the order written (results.json last: it describes the others).
-RESULT_FILES = ("results.csv", "summary.csv", "paired.csv", "curves.png", "results.json")
+RESULT_FILES = ("results.csv", "summary.csv", "paired.csv", "curves.png", "position_bias.csv", "position_bias.png",
+                "results.json")
 
 
 def _nearest_existing(path: Path) -> Path:

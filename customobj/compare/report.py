@@ -6,6 +6,7 @@ import io
 import json
 import math
 import os
+import textwrap
 import warnings
 
 import numpy as np
@@ -24,6 +25,8 @@ __all__ = [
     "read_results",
     "render_files",
     "curves_png",
+    "position_bias_rows",
+    "position_bias_png",
     "mean_curve",
     "RESULTS_SCHEMA",
     "RESULTS_SCHEMA_VERSION",
@@ -38,7 +41,7 @@ TEST_METRICS = (
     ("ndcg@10", "ndcg@10"),
     ("err@10", "err@10"),
     ("map", "map"),
-    ("p@100%", "precision@100%"),
+    ("precision@100%", "precision@100%"),  # one name: the metric's (it was "p@100%" here)
 )
 RUN_COLUMNS = ("train_time_s", "best_round", "rounds_trained")
 RESULT_COLUMNS = ("method", "fold", "seed", *(c for c, _ in TEST_METRICS), "valid_ndcg@10", *RUN_COLUMNS)
@@ -198,10 +201,12 @@ def format_paired(paired: list[dict]) -> str:
 # --- files ----------------------------------------------------------------------------------------
 #: Version of the layout of results.json (its "schema_version" field). Readers check it.
 RESULTS_SCHEMA = "customobj-compare-results"
-RESULTS_SCHEMA_VERSION = 2
+RESULTS_SCHEMA_VERSION = 3
 #: Versions read_results accepts. 2 added per-seed rows ("seed"), Holm-adjusted p-values, "seeds"
-#: and "tuning"; every field of version 1 kept its meaning, so version 1 files still read.
-READABLE_SCHEMA_VERSIONS = (1, 2)
+#: and "tuning"; 3 renamed the metric column "p@100%" to "precision@100%" (the metric's name) and
+#: added "position_bias" (compare --clicks); every other field kept its meaning, so older files still read.
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
+POSITION_BIAS_COLUMNS = ("method", "fold", "seed", "position", "estimated", "true")
 
 
 def csv_text(rows: list[dict], columns) -> str:
@@ -266,11 +271,15 @@ def read_results(path: str | os.PathLike) -> dict:
 
 
 def render_files(rows: list[dict], summary: list[dict], paired: list[dict], payload: dict, *,
-                 curves: dict | None = None, title: str = "") -> dict[str, bytes]:
+                 curves: dict | None = None, title: str = "", position_bias: dict | None = None,
+                 true_bias: list | None = None, bias_title: str = "", plot: bool = True) -> dict[str, bytes]:
     """Every result file as bytes, serialised before any is written (a failure here touches nothing).
 
     ``payload`` is the run description of results.json (the tables are added to it); ``curves``
-    (method -> per-fold curves) draws curves.png, ``None`` skips the plot.
+    (method -> per-fold curves) draws curves.png, ``None`` skips the plot. ``position_bias``
+    (:attr:`customobj.compare.runner.Outcome.position_bias`, non-empty for click methods that
+    estimate one) writes position_bias.csv and, with ``plot``, position_bias.png against
+    ``true_bias`` (the simulated users' examination per position, when known).
     """
     first = summary[0] if summary else {}
     summary_cols = ["method", "n_folds"] + [k for k in first if k not in ("method", "n_folds")]
@@ -282,7 +291,72 @@ def render_files(rows: list[dict], summary: list[dict], paired: list[dict], payl
     }
     if curves is not None:
         files["curves.png"] = curves_png(curves, title)
+    if position_bias:
+        files["position_bias.csv"] = csv_text(position_bias_rows(position_bias, true_bias),
+                                              POSITION_BIAS_COLUMNS).encode()
+        if plot:
+            files["position_bias.png"] = position_bias_png(position_bias, true_bias, bias_title)
     return files
+
+
+def position_bias_rows(position_bias: dict, true_bias: list | None) -> list[dict]:
+    """One row per method, fold, seed and display position (1 first): the estimated examination
+    relative to position 1 and, where known, the simulated users' true one."""
+    rows = []
+    for method, records in position_bias.items():
+        for rec in records:
+            for p, value in enumerate(rec["estimated"], 1):
+                true = true_bias[p - 1] if true_bias is not None and p <= len(true_bias) else None
+                rows.append({"method": method, "fold": rec["fold"], "seed": rec["seed"], "position": p,
+                             "estimated": float(value), "true": "" if true is None else float(true)})
+    return rows
+
+
+def _figure_title(ax, title: str, width_in: float) -> None:
+    """The title wrapped to the figure's width (about 11 characters per inch at 10 pt): a long
+    --clicks description cut off on both sides otherwise."""
+    ax.set_title("\n".join(textwrap.wrap(title, max(20, int(11 * width_in)))), fontsize=10)
+
+
+def position_bias_png(position_bias: dict, true_bias: list | None, title: str) -> bytes:
+    """PNG of each click method's estimated position bias (mean over folds, first seed of each)
+    against display position, beside the simulated users' true curve when one is known."""
+    fig, ax = _new_axes((7.5, 4.8))
+    for method, records in position_bias.items():
+        first = min(r["seed"] for r in records)
+        c = mean_curve([r["estimated"] for r in records if r["seed"] == first])
+        ax.plot(np.arange(1, c.size + 1), c, marker="o", ms=3, lw=1.4, label=f"{method} (estimated)")
+    if true_bias is not None:
+        ax.plot(np.arange(1, len(true_bias) + 1), true_bias, "k--", lw=1.4, label="true (the simulated users)")
+    return _finish(fig, ax, ("display position (1 = top)", "examination relative to position 1 (mean over folds)"),
+                   title, 7.5, "upper right")
+
+
+def _new_axes(size):
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=size, dpi=110)
+
+
+def _finish(fig, ax, labels, title, width_in, legend_at) -> bytes:
+    """Axis labels, the wrapped title, grid and legend; the figure as PNG bytes (then closed)."""
+    import matplotlib.pyplot as plt
+
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    _figure_title(ax, title, width_in)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc=legend_at, fontsize=8, framealpha=0.9)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png")
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
 
 
 def mean_curve(curves) -> np.ndarray:
@@ -297,12 +371,9 @@ def mean_curve(curves) -> np.ndarray:
 
 def curves_png(curves_by_method: dict, title: str) -> bytes:
     """PNG of one line per method: validation NDCG@10 against boosting rounds (folds averaged)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
+    fig, ax = _new_axes((9, 5.5))
     cmap = plt.get_cmap("tab10" if len(curves_by_method) <= 10 else "tab20")
     styles = ["-", "--", "-.", ":"]
     for i, (method, curves) in enumerate(curves_by_method.items()):
@@ -310,15 +381,5 @@ def curves_png(curves_by_method: dict, title: str) -> bytes:
         if c.size:
             ax.plot(np.arange(1, c.size + 1), c, label=method, color=cmap(i % cmap.N),
                     linestyle=styles[(i // 10) % len(styles)], linewidth=1.6)
-    ax.set_xlabel("boosting round (curves end where the first fold stopped early)")
-    ax.set_ylabel("validation NDCG@10 (mean over folds)")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    try:
-        fig.savefig(buf, format="png")
-    finally:
-        plt.close(fig)
-    return buf.getvalue()
+    return _finish(fig, ax, ("boosting round (curves end where the first fold stopped early)",
+                             "validation NDCG@10 (mean over folds)"), title, 9, "lower right")

@@ -25,13 +25,15 @@ __all__ = ["Outcome", "run_all", "n_runs", "seed_list", "tuning_note"]
 class Outcome:
     """Everything the report needs: result rows (one per method, fold and seed), validation curves
     (first seed, per fold), per-query test NDCG@10 (per fold, mean over seeds), the tuning records
-    (``{method: {fold: record}}``, empty without ``--tune``) and the ensembles' alphas."""
+    (``{method: {fold: record}}``, empty without ``--tune``), the ensembles' alphas and the position
+    bias each click method estimated (``{method: [{"fold", "seed", "estimated"}]}``, compare --clicks)."""
 
     rows: list = field(default_factory=list)
     curves: dict = field(default_factory=dict)
     per_query: dict = field(default_factory=dict)
     tuning: dict = field(default_factory=dict)
     alphas: dict = field(default_factory=dict)
+    position_bias: dict = field(default_factory=dict)
 
 
 def seed_list(seed: int, n_seeds: int) -> list[int]:
@@ -122,6 +124,9 @@ def _score(out, spec, fold, va, te, seeds, trained):
             out.alphas.setdefault(lab, []).append({"fold": fold, "seed": seed, "alpha": alpha})
         else:
             res = trained[(lab, seed)]
+            if res.position_bias is not None:
+                out.position_bias.setdefault(lab, []).append(
+                    {"fold": fold, "seed": seed, "estimated": res.position_bias.tolist()})
         metrics, pq = report.evaluate(res.test_scores, te)
         valid_ndcg = report.evaluate(res.valid_scores, va)[0]["ndcg@10"]
         out.rows.append({"method": lab, "fold": fold, "seed": seed, **metrics, "valid_ndcg@10": valid_ndcg,

@@ -76,6 +76,15 @@ class TrainResult:
     best_round: int  # number of rounds kept (1-based)
     rounds_trained: int
     train_time: float  # seconds, data set construction + training, prediction excluded
+    #: The estimated examination per display position (position 1 first) of a click method that
+    #: estimates one (customobj's ``Unbiased`` and ``RegressionEM``: their ``position_bias_``).
+    position_bias: np.ndarray | None = None
+
+
+def _position_bias(fitted) -> np.ndarray | None:
+    """``fitted.position_bias_`` (an Unbiased objective after training, a RegressionEM) as a copy, or None."""
+    bias = getattr(fitted, "position_bias_", None)
+    return None if bias is None else np.array(bias, dtype=np.float64)
 
 
 def catboost_available() -> bool:
@@ -154,7 +163,8 @@ def _train_lgb(spec, st, train_, valid, test):
     # lgb.train keeps only the best rounds of an early-stopped model; the record has them all.
     best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
     predict = lambda X: _ranking_score(obj, booster.predict(X, num_iteration=best, raw_score=True))  # noqa: E731
-    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(curve.size), elapsed)
+    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(curve.size), elapsed,
+                       _position_bias(obj))
 
 
 # --- XGBoost --------------------------------------------------------------------------------------
@@ -195,7 +205,8 @@ def _train_xgb(spec, st, train_, valid, test):
         raw = booster.predict(xgb.DMatrix(X, nthread=st.jobs), output_margin=True, iteration_range=(0, best))
         return _ranking_score(obj, raw)
 
-    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(trained), elapsed)
+    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(trained), elapsed,
+                       _position_bias(obj))
 
 
 # --- CatBoost -------------------------------------------------------------------------------------
@@ -253,7 +264,8 @@ def _train_ole(spec, st, train_, valid, test):
     trained = curve.size if curve.size else st.rounds
     best = int(best) if best else trained
     predict = lambda X: _ranking_score(obj, model.predict(X, num_iteration=best))  # noqa: E731
-    return TrainResult(predict(test.X), predict(valid.X), curve, best, int(trained), elapsed)
+    return TrainResult(predict(test.X), predict(valid.X), curve, best, int(trained), elapsed,
+                       _position_bias(getattr(model, "objective_", None)))
 
 
 # --- RegressionEM: a trainer, not an objective (compare --clicks) ---------------------------------
@@ -275,7 +287,7 @@ def _train_em(spec, st, train_, valid, test):
     curve = np.array([ndcg(em.predict(valid.X, num_trees=k), valid.y, valid.sizes, 10) for k in range(1, trained + 1)])
     best = _best_round(curve, st.early_stopping)
     return TrainResult(em.predict(test.X, num_trees=best), em.predict(valid.X, num_trees=best), curve, best,
-                       trained, elapsed)
+                       trained, elapsed, _position_bias(em))
 
 
 def _best_round(curve, patience):
