@@ -18,12 +18,17 @@ model's scores, and per click log the Spearman rank correlation of each click me
 true-label metric over the models.
 
     python benchmarks/click_metrics.py [--data ../shared/data/mq2008/Fold1] [--seeds 3] [--sessions 50]
-                                       [--eta 1.0] [--clip 0.01]
+                                       [--eta 1.0] [--clip 0.01] [--model-rounds 1,3,10,30,100,300]
+                                       [--json results.json]
+
+``--json`` writes (atomically) every model's scores per click log, the estimated propensities and
+the Spearman correlations, as printed.
 """
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import sys
 
@@ -35,6 +40,7 @@ from scipy.stats import spearmanr  # noqa: E402
 
 import customobj  # noqa: E402
 from customobj import adapters  # noqa: E402  (before lightgbm: OpenMP wait policy)
+from customobj._io import atomic_write_text  # noqa: E402
 from customobj.data import load_letor, simulate_clicks  # noqa: E402
 from customobj.metrics import ips_dcg, ips_ndcg, ndcg  # noqa: E402
 
@@ -59,11 +65,15 @@ def per_session_ratio(scores, log, rho, clip):
     return float(np.mean(value[best > 0] / best[best > 0]))
 
 
-def models(train, weak, seed):
+#: Rounds of the true-label LambdaRank models (``--model-rounds``): from barely trained to well trained.
+MODEL_ROUNDS = (1, 3, 10, 30, 100, 300)
+
+
+def models(train, weak, seed, model_rounds=MODEL_ROUNDS):
     """name -> scoring function, of varied quality (all trained on the training fold's true labels)."""
     out = {}
     full = lgb.Dataset(train.X, train.y, group=train.group, free_raw_data=False)
-    for rounds in (1, 3, 10, 30, 100, 300):
+    for rounds in model_rounds:
         b = lgb.train(dict(_clicks.LGB, objective="lambdarank"), full, rounds)
         out[f"lambdarank, {rounds} rounds"] = b.predict
     for share in (0.02, 0.2):
@@ -87,6 +97,17 @@ def estimated_propensities(train, weak, args, seed):
     return obj.position_bias_[:10]
 
 
+def _rounds_list(text):
+    """``--model-rounds``: comma-separated positive integers, none twice (each names a model)."""
+    try:
+        rounds = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--model-rounds must be comma-separated integers, got {text!r}") from None
+    if not rounds or min(rounds) < 1 or len(set(rounds)) != len(rounds):
+        raise argparse.ArgumentTypeError(f"--model-rounds must be distinct integers >= 1, got {text!r}")
+    return tuple(rounds)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=os.path.join(_HERE, "..", "..", "shared", "data", "mq2008", "Fold1"))
@@ -95,12 +116,16 @@ def main(argv=None):
     ap.add_argument("--eta", type=float, default=1.0)
     ap.add_argument("--clip", type=float, default=customobj.metrics.IPS_CLIP)
     ap.add_argument("--rounds", type=int, default=50, help="rounds of Unbiased(LambdaRank()) estimating propensities")
+    ap.add_argument("--model-rounds", type=_rounds_list, default=MODEL_ROUNDS,
+                    help="rounds of the true-label LambdaRank models, comma-separated (default 1,3,10,30,100,300)")
+    ap.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON (atomically)")
     args = ap.parse_args(argv)
     train = load_letor(os.path.join(args.data, "train.txt.gz"))
     vali = load_letor(os.path.join(args.data, "vali.txt.gz"))
     true_p = (1.0 / np.arange(1, 11)) ** args.eta
     rho = {}
     corr = {name: [] for name in CLICK_METRICS}
+    logs = []
     for seed in range(args.seeds):
         weak = _clicks.weak_ranker(train, 0.05, 10, seed)
         log = simulate_clicks(vali, ranker=weak.predict(vali.X), eta=args.eta, sessions=args.sessions, seed=seed)
@@ -108,7 +133,7 @@ def main(argv=None):
                CLICK_METRICS[2]: estimated_propensities(train, weak, args, seed)}
         ips = CLICK_METRICS[:3]
         table = {}
-        for name, predict in models(train, weak, seed).items():
+        for name, predict in models(train, weak, seed, args.model_rounds).items():
             s_vali = predict(vali.X)
             s_log = s_vali[log.row]  # the same scores, on the logged rows
             table[name] = [ndcg(s_vali, vali.y, vali.group, 10, empty="exclude")] + [
@@ -125,10 +150,21 @@ def main(argv=None):
         for j, m in enumerate(CLICK_METRICS, 1):
             corr[m].append(spearmanr(values[:, 0], values[:, j]).statistic)
         print("  Spearman with true NDCG@10: " + ", ".join(f"{m} {corr[m][-1]:.3f}" for m in CLICK_METRICS))
+        logs.append({"seed": seed, "sessions": int(len(log.group)), "click_rate": float(log.y.mean()),
+                     "estimated_propensities": [float(v) for v in rho[CLICK_METRICS[2]]],
+                     "scores": {name: dict(zip(("true NDCG@10", *CLICK_METRICS), map(float, row)))
+                                for name, row in table.items()},
+                     "spearman": {m: float(corr[m][-1]) for m in CLICK_METRICS}})
     print(f"\nSpearman with true NDCG@10 over {len(table)} models, mean over {args.seeds} click logs "
           f"(eta {args.eta:g}, {args.sessions} sessions/query, clip {args.clip:g}):")
     for m in CLICK_METRICS:
         print(f"  {m:<38} {np.mean(corr[m]):.3f}  (" + ", ".join(f"{v:.3f}" for v in corr[m]) + ")")
+    if args.json:
+        options = {k: getattr(args, k) for k in ("data", "seeds", "sessions", "eta", "clip", "rounds")}
+        result = {"options": dict(options, model_rounds=list(args.model_rounds)), "logs": logs,
+                  "mean_spearman": {m: float(np.mean(corr[m])) for m in CLICK_METRICS}}
+        atomic_write_text(args.json, json.dumps(result, indent=1) + "\n")
+        print(f"wrote {args.json}")
     return 0
 
 

@@ -45,6 +45,16 @@ def test_positions_inconsistent_with_the_groups():
         check_position_groups(np.array([0, 1, 2]), np.array([0, 4]), 4)
 
 
+def test_position_groups_checked_all_at_once_name_the_first_query_with_a_repeat():
+    # 5000 sessions of 0..4 (checked sorted, not session by session), then repeats in sessions 4000 and 3500
+    ptr = np.arange(0, 5 * 5001, 5)
+    position = np.tile(np.arange(5), 5000)
+    check_position_groups(position, ptr, position.size)  # the same positions across sessions are fine
+    position[[5 * 4000, 5 * 3500 + 3, 5 * 3500 + 4]] = [1, 0, 0]
+    with pytest.raises(ValueError, match="query 3500 shows position 0 3 times"):
+        check_position_groups(position, ptr, position.size)
+
+
 @pytest.mark.parametrize("bad", [[1.0, 0.0], [1.0, -1.0], [np.nan], [np.inf], []])
 def test_bad_propensities(bad):
     with pytest.raises(ValueError, match="propensity"):
