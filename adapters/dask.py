@@ -43,10 +43,16 @@ Checked on xgboost 3.2, lightgbm 4.7, dask/distributed 2026.8. Notes:
 """
 from __future__ import annotations
 
+import json
+import uuid
+import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from customobj._device import as_device
+import numpy as np
+
+from customobj._device import Device, as_device
+from customobj.objectives.base import Objective
 from customobj._extras import require_installed
 
 from ._threads import configure_threads
@@ -95,6 +101,15 @@ _LGB_NO_EARLY_STOPPING = (
     "customobj.adapters.dask.lightgbm_history(model, eval_set, 'ndcg@10') gives the curve on all validation "
     "queries: predict with num_iteration = its best round. Or use train_xgboost(..., early_stopping_rounds=) "
     "with params['eval_metric'] (XGBoost reduces its metrics over the workers)"
+)
+
+
+_LGB_NO_POOLING = (
+    "train_lightgbm cannot train {objective!r}: it estimates its propensities from all rows every round, and "
+    "lightgbm.dask gives a custom objective no way to sum the workers' statistics (no collective operations "
+    "reach Python), so each worker would estimate its own. Use train_xgboost (XGBoost's allreduce sums them: "
+    "one estimate from all workers' rows), or give known propensities, Unbiased(..., propensity=...) (for "
+    "example the position_bias_ that train_xgboost estimated): nothing is estimated then"
 )
 
 
@@ -185,10 +200,60 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
         dev.append((xgb_dask.DaskDMatrix(client, pe.X, pe.y, qid=pe.qid), name))
     # device="cuda" (or "cuda:N") in params: the GPU objective, checked on each worker (the client may have no GPU).
     device = as_device((params or {}).get("device", "cpu"), "params['device']")
-    return xgb_dask.train(
-        client, xgboost_params(objective, params), dtrain, num_boost_round,
-        evals=dev or None, obj=XGBoostObjective(objective, device=device, check_device=False), **train_kwargs,
-    )
+    f = _KeyedXGBoostObjective(objective, device=device, check_device=False)
+    train_kwargs["callbacks"] = [*(train_kwargs.get("callbacks") or ()), _fitted_attributes_callback(f.key)]
+    out = xgb_dask.train(client, xgboost_params(objective, params), dtrain, num_boost_round,
+                         evals=dev or None, obj=f, **train_kwargs)
+    stored = out["booster"].attr(_FITTED_ATTR)
+    out["fitted_attributes"] = {k: np.asarray(v) for k, v in json.loads(stored).items()} if stored else {}
+    return out
+
+
+#: The booster attribute that brings the objective's fitted attributes (JSON) from the workers.
+_FITTED_ATTR = "customobj_fitted_attributes"
+#: On a worker: the objective callables of the trainings in this process, by key (weakly held).
+_WORKER_OBJECTIVES: "weakref.WeakValueDictionary[str, _KeyedXGBoostObjective]" = weakref.WeakValueDictionary()
+
+
+class _KeyedXGBoostObjective(XGBoostObjective):
+    """An XGBoost objective callable that the fitted-attributes callback of the same training finds on the
+    worker: Dask ships the objective and the callbacks as separate objects, so they meet by key."""
+
+    def __init__(self, objective: Objective, *, device: "str | Device" = "cpu", check_device: bool = True,
+                 key: str | None = None) -> None:
+        super().__init__(objective, device=device, check_device=check_device)
+        self.key = key or uuid.uuid4().hex
+        _WORKER_OBJECTIVES[self.key] = self
+
+    def __getstate__(self) -> dict:
+        return dict(super().__getstate__(), key=self.key)
+
+    def __setstate__(self, state: dict) -> None:
+        type(self).__init__(self, state["objective"], device=state.get("device", "cpu"), key=state["key"])
+
+
+def _store_fitted_attributes(key: str, model: Any) -> None:
+    """On a worker, after training: what the objective of key ``key`` learned on the training data
+    (``Unbiased``: the propensities, the same on every worker) as a booster attribute, which the booster
+    brings back to the client (and keeps when saved)."""
+    f = _WORKER_OBJECTIVES.get(key)
+    states = list(f._states.values()) if f is not None else []  # only the training DMatrix reaches f
+    if f is not None and states:
+        found = f.objective.fitted_attributes(states[-1].prep)
+        model.set_attr(**{_FITTED_ATTR: json.dumps({k: np.asarray(v).tolist() for k, v in found.items()})})
+
+
+def _fitted_attributes_callback(key: str) -> object:
+    """The XGBoost callback that runs :func:`_store_fitted_attributes` after training (a local class:
+    xgboost is imported on use; its method refers to the module's function, which workers import)."""
+    from xgboost.callback import TrainingCallback
+
+    class FittedAttributes(TrainingCallback):
+        def after_training(self, model):  # type: ignore[no-untyped-def]
+            _store_fitted_attributes(key, model)
+            return model
+
+    return FittedAttributes()
 
 
 def train_lightgbm(client: Client | None, params: dict | None, X: object, y: object, qid_or_group: object,
@@ -211,6 +276,8 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
 
     objective = require_objective(objective, "train_lightgbm")
     _check_single_output(objective, "LightGBM")
+    if objective.pools_rows:
+        raise NotImplementedError(_LGB_NO_POOLING.format(objective=objective))
     params = dict(params or {})
     if "objective" in params:
         raise TypeError("train_lightgbm takes the customobj objective as objective=, not in params")
@@ -255,8 +322,6 @@ def lightgbm_history(model: lightgbm.Booster | lightgbm.LGBMModel, eval_set: lis
         ``{"valid_0": {"co_ndcg@10": [...], ...}, ...}`` (the shape of ``evals_result_``), one
         value per round; the best round of a higher-is-better curve ``c`` is ``argmax(c) + 1``.
     """
-    import numpy as np
-
     from customobj.groups import Groups
 
     from ._dask_partition import _to_numpy_1d

@@ -24,6 +24,9 @@ cannot be passed through XGBRegressor either. Use ``xgboost.train`` with a ``DMa
 or ``DMatrix(qid=...)``. Pointwise objectives work with XGBRegressor through
 :func:`xgboost_sklearn_objective`.
 ``xgboost.dask.train(obj=...)`` silently splits queries across workers: use ``customobj.adapters.dask.train_xgboost``, which aligns partitions to whole queries.
+Inside a distributed training (XGBoost's communicator is up on the worker) each data set's
+``Prepared.collective`` is XGBoost's allreduce, so ``Unbiased`` estimates one set of propensities
+from all workers' rows.
 
 GPU (``xgboost_objective(obj, device="cuda")`` with XGBoost's ``device="cuda"``): the margins
 (host float32 from XGBoost) are copied once per round into a reused device buffer, the objective
@@ -160,6 +163,7 @@ class XGBoostObjective(AdapterObjective):
         if state is None or not state.stamp.matches(fields):
             ptr = _dmatrix_ptr(dtrain)
             state = _new_state(self.objective, as_label_array(dtrain.get_label()), ptr, dtrain.get_weight())
+            state.prep.collective = _worker_collective()
             state.stamp = Stamp(fields, by="content")  # views of XGBoost's buffers: hashed, never kept
             self._states[dtrain] = state
         return state
@@ -196,6 +200,34 @@ class XGBoostObjective(AdapterObjective):
         if self.on_gpu:
             return _grad_hess_gpu(self.objective, state, second, self.device)
         return _grad_hess(self.objective, state, second)
+
+
+class _XGBoostCollective:
+    """``customobj.objectives.prepared.Collective`` over ``xgboost.collective.allreduce``: sums and maxima
+    over the workers of one distributed XGBoost training (xgboost.dask, Spark, Ray)."""
+
+    def _reduce(self, values, op):
+        from xgboost import collective
+
+        return collective.allreduce(np.ascontiguousarray(values, dtype=np.float64), op)
+
+    def sum(self, values: np.ndarray) -> np.ndarray:
+        from xgboost.collective import Op
+
+        return self._reduce(values, Op.SUM)
+
+    def max(self, values: np.ndarray) -> np.ndarray:
+        from xgboost.collective import Op
+
+        return self._reduce(values, Op.MAX)
+
+
+def _worker_collective():
+    """The collective of the distributed training this process is a worker of (XGBoost's communicator
+    is up: inside ``xgboost.dask.train``), else None: one machine, nothing to combine."""
+    from xgboost import collective
+
+    return _XGBoostCollective() if collective.is_distributed() else None
 
 
 def _grad_hess_gpu(objective, state, preds, device):

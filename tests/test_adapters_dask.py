@@ -210,3 +210,51 @@ def test_xgboost_evals_without_a_metric_is_refused():
     X, y, g = np.zeros((10, 2)), np.zeros(10), [5, 5]
     with pytest.raises(ValueError, match=r"records no history.*params\['eval_metric'\]"):
         ad.train_xgboost(None, {"tree_method": "hist"}, X, y, g, customobj.LambdaRank(), evals=[(X, y, g, "valid")])
+
+
+# ------------------------------------------------------------------------------------------------
+# distributed propensities (issue 33 item 3): one estimate from all workers' rows
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def click_log():
+    d = customobj.data.synthetic(40, 10, 5, seed=0)
+    log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], sessions=2, seed=0)
+    # Sessions shortest first: the first worker's longest session is shorter than the second's, so the
+    # workers also agree on how many positions they track. Features on a grid of 8 levels: every worker
+    # gets the single-machine bins (as above), so the trees, and with them the estimates, can coincide.
+    ptr = np.concatenate([[0], np.cumsum(log.group)])
+    order = np.argsort(log.group, kind="stable")
+    rows = np.concatenate([np.arange(ptr[q], ptr[q + 1]) for q in order])
+    return np.round(log.X[rows] * 7) / 7, log.y[rows], np.asarray(log.group)[order]
+
+
+def test_xgboost_dask_unbiased_estimates_the_one_machine_propensities(client, click_log):
+    X, y, g = click_log
+    obj = customobj.Unbiased(customobj.LambdaRank())
+    params = dict(tree_method="hist", max_leaves=7, grow_policy="lossguide", max_depth=0, eta=0.3, nthread=1)
+    f = adapters.xgboost_objective(obj)
+    dtrain = xgb.DMatrix(X, y, group=g)
+    local = xgb.train(adapters.xgboost_params(obj, params), dtrain, 5, obj=f)
+    want = f.fitted_attributes(dtrain)
+    out = ad.train_xgboost(client, params, X, y, g, obj, num_boost_round=5)
+    got = out["fitted_attributes"]
+    assert got.keys() == want.keys() == {"position_bias_", "position_bias_unclicked_"}
+    for name in want:
+        assert got[name].shape == want[name].shape == (10,)  # the longest session anywhere: 10 positions
+        np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-9)
+    assert 0.0 < want["position_bias_"][-1] < 0.5  # a real, non-trivial estimate was compared
+    np.testing.assert_array_equal(out["booster"].predict(xgb.DMatrix(X)), local.predict(xgb.DMatrix(X)))
+
+
+def test_lightgbm_dask_refuses_an_estimating_unbiased_and_names_the_alternatives(click_log):
+    X, y, g = click_log
+    for obj in (customobj.Unbiased(customobj.LambdaRank()), 0.5 * customobj.Unbiased(customobj.RankNet())):
+        with pytest.raises(NotImplementedError, match=r"each worker would estimate its own.*train_xgboost.*propensity="):
+            ad.train_lightgbm(None, {}, X, y, g, obj)  # before anything touches a cluster
+
+
+def test_lightgbm_dask_trains_unbiased_with_known_propensities(client, click_log):
+    X, y, g = click_log
+    obj = customobj.Unbiased(customobj.LambdaRank(), propensity=1.0 / np.arange(1, 11))  # nothing estimated
+    model = ad.train_lightgbm(client, {"num_leaves": 7, "min_data_in_leaf": 5}, X, y, g, obj, num_boost_round=3)
+    assert model.booster_.current_iteration() == 3

@@ -28,7 +28,7 @@ _COSTS = {"swapped": True, "loss": False}
 class _UnbiasedState:
     """Per-data-set state: positions and the propensities estimated round after round."""
 
-    __slots__ = ("position", "tplus", "tminus", "row_query", "unweighted", "rounds")
+    __slots__ = ("position", "tplus", "tminus", "row_query", "unweighted", "rounds", "pooled")
 
     def __init__(self, position, n_positions, row_query, unweighted):
         self.position = position
@@ -37,6 +37,18 @@ class _UnbiasedState:
         self.row_query = row_query
         self.unweighted = unweighted
         self.rounds = 0
+        self.pooled = False  # tracks the positions of all workers' rows (distributed training, see _pool_positions)
+
+
+def _pool_positions(collective, state):
+    """Track as many positions as the longest query of any worker (each worker's state counted its own):
+    the workers' per-position sums must line up, as on one machine."""
+    k = state.tplus.size
+    k_all = int(collective.max(np.array([k], dtype=np.float64))[0])
+    if k_all > k:  # nothing estimated yet: the new positions start at 1, as all do
+        state.tplus = np.concatenate([state.tplus, np.ones(k_all - k)])
+        state.tminus = np.concatenate([state.tminus, np.ones(k_all - k)])
+    state.pooled = True
 
 
 class Unbiased(Objective):
@@ -121,6 +133,11 @@ class Unbiased(Objective):
     no pair of the latest round is 0 (as in XGBoost), and its pairs are not debiased in the next
     round.
 
+    Distributed (XGBoost on Dask, ``customobj.adapters.dask.train_xgboost``): each worker sums
+    eq. 30-31's numerators and denominators over its own rows, the sums are added over the workers
+    (``Prepared.collective``), and every worker derives the same estimate, the one of all rows
+    (docs/distributed.md).
+
     Examples
     --------
     >>> import customobj
@@ -166,6 +183,7 @@ class Unbiased(Objective):
         self.query_norm = check_bool(query_norm, "query_norm")
         # each round starts from the previous estimate; public calls also keep the data set fitted_attributes() reads
         self.rounds_matter = True
+        self.pools_rows = self.propensity is None  # estimates from all rows (distributed: summed over the workers)
 
     @property
     def position_bias_(self) -> np.ndarray:
@@ -223,9 +241,13 @@ class Unbiased(Objective):
     # --- the pass ---------------------------------------------------------------------------------
     def _run(self, scores, prep, state, out_grad, out_hess, estimate):
         """Add the debiased gradients into the outputs; returns ``(loss, (i, j, c))``."""
+        estimate = estimate and self.propensity is None
+        # one worker's part of a distributed training set: the estimate pools all workers' sums
+        pooled = prep.collective if estimate else None
+        if pooled is not None and not state.pooled:
+            _pool_positions(pooled, state)
         k = state.tplus.size
         li, lj = np.zeros(k), np.zeros(k)
-        estimate = estimate and self.propensity is None
         swapped = _COSTS[self.cost]
         props = CK.Propensities(state.position, state.tplus, state.tminus)
         loss = 0.0
@@ -246,6 +268,9 @@ class Unbiased(Objective):
                                     t.norm or self.query_norm, estimate, CK.DebiasOutputs(out_grad, out_hess, c, li, lj))
             pieces.append((t.rows.i, t.rows.j, c))
         if estimate:
+            if pooled is not None:  # eq. 30-31 are ratios of sums over all rows: sum them over the workers
+                sums = pooled.sum(np.concatenate([li, lj]))
+                li, lj = sums[:k].copy(), sums[k:].copy()
             CK.update_propensities(li, lj, 1.0 / (1.0 + self.bias_norm), state.tplus, state.tminus)
             state.rounds += 1
         pairs = tuple(np.concatenate(a) for a in zip(*pieces))

@@ -82,6 +82,9 @@ class Objective:
     #: True when a round depends on the rounds before it (sampled pairs, noise, estimates): the public
     #: calls then continue the rounds of the data set they were last given (see the module docstring).
     rounds_matter = False
+    #: True when each round estimates something from all rows of the data set (``Unbiased``'s
+    #: propensities): a distributed training must sum the workers' statistics (``Prepared.collective``).
+    pools_rows = False
 
     # --- identity --------------------------------------------------------------------------------
     def _params(self) -> tuple:

@@ -73,6 +73,7 @@ class Sum(Objective):
         self.integer_labels = any(p.integer_labels for p in flat)
         self.needs_group = any(p.needs_group for p in flat)
         self.rounds_matter = any(p.rounds_matter for p in flat)
+        self.pools_rows = any(p.pools_rows for p in flat)
 
     @property
     def n_outputs(self) -> Optional[int]:  # type: ignore[override]  # from the parts, on demand
@@ -173,6 +174,7 @@ class Scaled(Objective):
         self.integer_labels = objective.integer_labels
         self.needs_group = objective.needs_group
         self.rounds_matter = objective.rounds_matter
+        self.pools_rows = objective.pools_rows
 
     @property
     def n_outputs(self) -> Optional[int]:  # type: ignore[override]  # the objective's

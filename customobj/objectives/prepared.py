@@ -14,7 +14,7 @@ import numpy.typing as npt
 from .._validation import as_labels, as_weight
 from ..groups import GroupLike, Groups, as_groups
 
-__all__ = ["Prepared"]
+__all__ = ["Collective", "Prepared"]
 
 
 class _StateOwner(Protocol):
@@ -25,6 +25,18 @@ class _StateOwner(Protocol):
     def check_prepared(self, prep: "Prepared") -> None: ...
 
     def _state(self, prep: "Prepared") -> Any: ...
+
+
+class Collective(Protocol):
+    """Element-wise sums and maxima of an array over the workers that train one model together.
+
+    A distributed trainer sets it on each worker's :class:`Prepared` (XGBoost on Dask:
+    ``xgboost.collective.allreduce``, ``customobj.adapters.xgboost``); every worker must make the
+    same calls in the same order (a call blocks until all workers made it)."""
+
+    def sum(self, values: np.ndarray) -> np.ndarray: ...
+
+    def max(self, values: np.ndarray) -> np.ndarray: ...
 
 
 class Prepared:
@@ -39,9 +51,14 @@ class Prepared:
     ``position`` (each row's display position, 0 = top, or None) travels beside the weights and
     groups for the objectives that read it (:class:`customobj.clicks.Unbiased`, which checks it
     once, when it builds its state); the others ignore it.
+
+    ``collective`` (a :class:`Collective`, or None on one machine): set by a distributed trainer when
+    this is one worker's part of the training data. An objective that estimates something from all
+    rows every round (``Unbiased``'s propensities) combines the workers' sums through it, so every
+    worker derives the estimate of all the data.
     """
 
-    __slots__ = ("labels", "groups", "weight", "position", "_states", "_checked", "device_data")
+    __slots__ = ("labels", "groups", "weight", "position", "_states", "_checked", "device_data", "collective")
 
     def __init__(self, labels: np.ndarray, groups: "Groups | None", weight: "np.ndarray | None",
                  position: "np.ndarray | None" = None) -> None:
@@ -52,6 +69,7 @@ class Prepared:
         self._states: dict[tuple, Any] = {}
         self._checked: list[str] = []
         self.device_data: object = None  # its copies in GPU memory (objectives.devices.DeviceData), on first use
+        self.collective: "Collective | None" = None
 
     @property
     def checked(self) -> tuple:
