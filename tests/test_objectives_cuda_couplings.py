@@ -56,9 +56,9 @@ def test_objectives_without_a_kernel_are_refused():
                               "qbrank-pairs", "preference-pairs"])
 @pytest.mark.parametrize("chunk", [1024, 5], ids=["one-chunk", "chunks-of-5"])
 def test_listed_pair_losses_keep_the_cpu_pairs_of_positive_coupling(obj, chunk, monkeypatch):
-    from customobj.objectives import _cuda_couplings
+    from customobj.objectives import _cuda_routes
 
-    monkeypatch.setattr(_cuda_couplings, "LIST_CHUNK", chunk)  # the result never depends on the chunk
+    monkeypatch.setattr(_cuda_routes, "LIST_CHUNK", chunk)  # the result never depends on the chunk
     s, y, sizes, w = data(6, weights=True)
     i, _, c = assert_couplings_equal_cpu(obj, s, y, sizes, w, index_dtype=np.int32)
     assert i.size > 0 and np.all(c > 0)
@@ -130,9 +130,9 @@ def test_underflowing_exp_table_and_given_buffers():
 @pytest.mark.parametrize("chunk", [1024, 3], ids=["one-chunk", "chunks-of-3"])
 def test_in_bag_pairs_are_the_cpu_compaction(obj, chunk, monkeypatch):
     from numba import cuda
-    from customobj.objectives import _cuda_couplings
+    from customobj.objectives import _cuda_routes
 
-    monkeypatch.setattr(_cuda_couplings, "LIST_CHUNK", chunk)  # the result never depends on the chunk
+    monkeypatch.setattr(_cuda_routes, "LIST_CHUNK", chunk)  # the result never depends on the chunk
 
     s, y, sizes, w = data(7, weights=True, per_query=True)
     s[:3] = [30.0, 0.0, -30.0]  # far apart: RankSVM's couplings there are 0 and dropped

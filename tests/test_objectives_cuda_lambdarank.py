@@ -65,3 +65,14 @@ def test_all_zero_labels_give_zero_gradients_on_the_gpu():
     s, y, sizes, _ = data(6)
     g, h = assert_gpu_equals_cpu(LambdaRank(), s, np.zeros_like(y), sizes)
     assert not g.any() and not h.any()
+
+
+@pytest.mark.parametrize("metric", ["ndcg", "err", "map", "mrr"])
+@pytest.mark.parametrize("sigma, gap", [(1000.0, 1.0), (1.0, 1000.0)], ids=["sigma-1000", "gap-1000"])
+def test_scores_far_apart_give_the_cpus_values_not_an_overflow(metric, sigma, gap):
+    # issue 30 point 8: the GPU's own rho evaluated an unclipped exp; the simulator (Python's
+    # math.exp) raised OverflowError for valid scores. The shared rho gives 0 there, as the CPU does.
+    s, y, sizes, w = data(11, weights=True)
+    s = s * gap
+    g, h = assert_gpu_equals_cpu(LambdaRank(metric=metric, sigma=sigma), s, y, sizes, w)
+    assert np.isfinite(g).all() and np.isfinite(h).all()

@@ -1,5 +1,5 @@
-"""The objective device seam (customobj/objectives/devices.py): the device follows the data, one
-table of GPU routes, Sum / Scaled on the device, the per-data-set device cache (a changed label is
+"""The objective device seam (customobj/objectives/devices.py): the device follows the data, each
+objective's own GPU route (``device_route``; a subclass inherits it), Sum / Scaled on the device, the per-data-set device cache (a changed label is
 noticed), and the errors: no GPU kernel, no GPU, no numba-cuda, bad device arrays."""
 from __future__ import annotations
 
@@ -30,16 +30,29 @@ def test_kernels_for_the_cpu_is_the_objectives_own_kernel():
         devices.kernels_for(obj, "gpu")
 
 
-def test_every_objective_has_a_gpu_route():
+#: The exported losses without a GPU route, each needing a measured reason: none (issue 31 item 6).
+CPU_ONLY: set = set()
+
+
+def test_every_objective_names_its_gpu_route_or_is_cpu_only():
     exported = {getattr(customobj, n) for n in customobj.objectives.__all__}
     classes = {c for c in exported if isinstance(c, type) and issubclass(c, customobj.Objective)} - {customobj.Objective}
-    assert classes and classes <= set(devices.CUDA_KERNELS) | set(devices.CPU_ONLY)
-    assert not set(devices.CUDA_KERNELS) & set(devices.CPU_ONLY)
+    routed = {c for c in classes if c.device_route is not customobj.Objective.device_route}
+    assert classes and routed and routed | CPU_ONLY == classes and not routed & CPU_ONLY
+
+
+def test_the_route_is_the_objectives_own_and_a_subclass_inherits_it():
+    class MyRankNet(RankNet):
+        pass
+
+    assert MyRankNet().device_route() == RankNet().device_route()
+    assert devices.kernels_for(MyRankNet(), devices.Device.CUDA).__name__ == "label_pair_loss"
+    assert (SquaredError() + MyRankNet()).device_route().couplings is None  # a sum's couplings stay on the host
 
 
 def test_every_exported_loss_runs_on_the_gpu():
     # Issue 31 item 6: no loss is left CPU-only (an entry would need a measured reason).
-    assert devices.CPU_ONLY == {}
+    assert not CPU_ONLY
 
 
 @needs_gpu
@@ -73,13 +86,24 @@ def test_mcrank_inside_a_sum_learns_k_from_labels():
 def test_unsupported_objectives_say_so_and_never_fall_back():
     s, y, sizes, _ = data(24)
 
-    class MyRankNet(RankNet):  # a subclass may change the math: no GPU route is assumed for it
+    class MyLoss(customobj.Objective):  # a loss of its own, with CPU kernels only
+        def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+            out_grad += scores
+
+    with pytest.raises(NotImplementedError, match="MyLoss has no GPU kernel"):
+        MyLoss().grad_hess(to_device(s), y, sizes)
+    with pytest.raises(NotImplementedError, match="MyLoss"):  # inside a sum too, before any launch
+        (StructuredDCG() + 2.0 * MyLoss()).grad_hess(to_device(s), y, sizes)
+
+
+@needs_gpu
+def test_a_subclass_runs_its_parents_gpu_route():
+    s, y, sizes, w = data(26, weights=True)
+
+    class MyRankNet(RankNet):
         pass
 
-    with pytest.raises(NotImplementedError, match="MyRankNet has no GPU kernel"):
-        MyRankNet().grad_hess(to_device(s), y, sizes)
-    with pytest.raises(NotImplementedError, match="MyRankNet"):  # inside a sum too, before any launch
-        (StructuredDCG() + 2.0 * MyRankNet()).grad_hess(to_device(s), y, sizes)
+    assert_gpu_equals_cpu(MyRankNet(sigma=1.5), s, y, sizes, w)
 
 
 @needs_gpu
@@ -180,15 +204,22 @@ from customobj.objectives import _cuda_lambdarank as CL, _cuda_pairwise as CP, _
 from customobj.objectives import _cuda_structured as CS
 f1, i1, f2, i2, b, i, f = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.int64[:, ::1], T.boolean, T.int64, T.float64
 j1 = T.int32[::1]
+from customobj.objectives._pairwise_kernels import PairSpec
+# The records the routes (customobj/objectives/_cuda_routes.py) pass, typed as numba types them.
+LR = T.NamedTuple([i1, i1, f1, f1, f1, f1, b, i, i, i, f, b], CL.Inputs)
+LROWS = T.NamedTuple([f1, i1, i1, i1, i1, i1, i1, f1, b], CP.LabelRows)
+PL = T.NamedTuple([i1, i1, f1, f1, b, f1, b], CP.PairList)
+SPEC = T.NamedTuple([i, i, f, f, f], PairSpec)
+SROWS = T.NamedTuple([f1, i1, f1, b, i1], CS.Rows)
 # The argument types the seam (customobj/objectives/devices.py) and adapters/_cuda.py launch them with.
 SIGNATURES = [
     (CL.rank_rows, (f1, i1, i1, i1, i1)),
-    (CL.setup_queries, (f1, i1, i1, f1, f1, f1, b, i, i, i, f, f2, i2)),
-    (CL.pair_rows, (i1, i1, i1, f1, f1, i, f, i, f2, i2)),
-    (CL.finish_queries, (i1, f1, f1, i, f, i, f, f2, i2, f2)),
+    (CL.setup_queries, (f1, LR, i1, f2, i2)),
+    (CL.pair_rows, (LR, i1, f2, i2)),
+    (CL.finish_queries, (LR, f, f2, i2, f2)),
     (CL.write_rows, (i1, i1, i1, f2, i2, f2, f1, f1)),
-    (CP.label_pairs_rows, (f1, f1, i1, i1, i1, i1, i1, i1, f1, b, i, i, f, f, f, f1, f1)),
-    (CP.pair_list_rows, (f1, i1, i1, f1, f1, b, f1, b, i1, i1, i1, i, f, f, f1, f1)),
+    (CP.label_pairs_rows, (f1, LROWS, SPEC, f1, f1)),
+    (CP.pair_list_rows, (f1, PL, i1, i1, i1, SPEC, f1, f1)),
     (CW.squared_error_rows, (f1, f1, f1, b, f1, f1)),
     (CW.logistic_rows, (f1, f1, f1, b, f, f1, f1)),
     (CW.squared_hinge_rows, (f1, f1, f1, b, f, f1, f1)),
@@ -200,14 +231,14 @@ SIGNATURES = [
     (CW.fill, (i1, i)),
     (CW.to_float32, (f1, T.float32[::1], f, i1)),
     (CS.ideal_rank_rows, (f1, f1, i1, i1, i1)),
-    (CS.structured_queries, (f1, f1, i1, i, f1, b, f, i1, f2, i2, f1, f1, i1)),
+    (CS.structured_queries, (f1, SROWS, i, f, f2, i2, f1, f1, i1)),
     # the pair couplings (customobj/objectives/_cuda_couplings.py), rows as int32 (the booster's) and int64
-    (CL.count_pairs, (i1, f1, f1, i, f2, i2, i1)),
+    (CL.count_pairs, (LR, f2, i2, i1)),
     (CL.scan_pairs, (i1, i, i1)),
-    (CL.fill_pairs, (i1, i1, f1, f1, i, f, i, f2, i2, f2, i1, j1, j1, f1)),
-    (CL.fill_pairs, (i1, i1, f1, f1, i, f, i, f2, i2, f2, i1, i1, i1, f1)),
-    (CP.count_kept_pairs, (f1, i1, i1, f1, f1, b, f1, b, i, f, i, i1)),
-    (CP.fill_kept_pairs, (f1, i1, i1, f1, f1, b, f1, b, i, f, i, i1, j1, j1, f1)),
+    (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, j1, j1, f1)),
+    (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, i1, i1, f1)),
+    (CP.count_kept_pairs, (f1, PL, SPEC, i, i1)),
+    (CP.fill_kept_pairs, (f1, PL, SPEC, i, i1, j1, j1, f1)),
     (CP.count_in_bag, (j1, j1, f1, T.boolean[::1], i, i1)),
     (CP.place_in_bag, (j1, j1, f1, T.boolean[::1], i, i1, j1, j1, f1)),
 ]

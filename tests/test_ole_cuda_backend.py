@@ -194,3 +194,20 @@ def test_partitions_in_many_blocks_still_grow_the_cpu_trees(monkeypatch):
     X, y, group = make_rank_data(8, n_queries=8)
     cpu, gpu = _pair("ole_float64", X, y, group)
     assert tree_dicts(gpu) == tree_dicts(cpu)
+
+
+@needs_gpu
+def test_a_steep_lambdarank_fits_on_the_gpu_as_on_the_cpu():
+    # issue 30 point 8: TreeBooster(LambdaRank(sigma=50), device="cuda") died mid-fit with
+    # "OverflowError: math range error" under the simulator (LambdaRank's rho on the device) once
+    # sigma times a score gap passed exp's range; here the initial scores put it there at once.
+    from customobj import LambdaRank
+
+    rng = np.random.default_rng(0)
+    X, y, group = rng.normal(size=(40, 3)), rng.integers(0, 3, 40).astype(float), [10, 10, 10, 10]
+    init = np.linspace(-200.0, 200.0, 40)
+    kw = dict(criterion="se", num_leaves=4, n_estimators=2, learning_rate=1.0, min_data_in_leaf=2, max_bin=8,
+              lambda_l2=1.0, **QUIET)
+    gpu = TreeBooster(LambdaRank(sigma=50.0), device="cuda", **kw).fit(X, y, group, init_score=init)
+    cpu = TreeBooster(LambdaRank(sigma=50.0), **kw).fit(X, y, group, init_score=init)
+    assert tree_dicts(gpu) == tree_dicts(cpu)

@@ -13,16 +13,17 @@ import numpy as np
 
 from . import _kernels as CK
 from ..objectives._arrays import kernel_weights
+from ..objectives._pair_sets import ListedPairs
 from ..objectives._parity import CONVENTIONS
 from ..objectives._pointwise_kernels import squared_error_grad_hess, squared_error_loss
 from ..objectives.base import Objective
 from ..objectives.composite import Scaled, Sum
 from ..objectives.listwise import LambdaRank
-from ..objectives.pairwise import _EXPLICIT_SPEC, PreferencePairs, QBRank, _LabelPairLoss
 
 __all__ = ["PairTerms", "leaf_parts", "pair_terms_of"]
 
 _EMPTY = np.zeros(0, dtype=np.float64)
+_EMPTY_I = np.zeros(0, dtype=np.int64)
 _DEBIASABLE = "LambdaRank, RankNet, RankSVM, MPBoost, QBRank(hessian='exact'), PreferencePairs"
 
 
@@ -47,16 +48,23 @@ def leaf_parts(objective: Objective, factor: float = 1.0) -> list:
         raise TypeError(f"Unbiased cannot debias {objective!r}: a listwise loss without pairs; it debiases the "
                         f"pairs of {_DEBIASABLE} (pointwise parts of a sum are added unchanged)")
     if objective.pairwise:
-        supported = isinstance(objective, (LambdaRank, _LabelPairLoss, PreferencePairs)) or \
-            (isinstance(objective, QBRank) and objective.hessian == "exact")
+        # LambdaRank debiases its couplings; a pair loss the pairs its ``listed_pairs`` gives (None:
+        # no coupled pairs, QBRank's diagonal bound)
+        supported = isinstance(objective, LambdaRank) or (
+            hasattr(objective, "listed_pairs") and not _diagonal(objective))
         if not supported:
             raise TypeError(f"Unbiased cannot debias {objective!r}: it debiases the pairs of {_DEBIASABLE}")
     return [(objective, factor)]
 
 
+def _diagonal(objective: Objective) -> bool:
+    # A hessian multiplier (QBRank(hessian="upper_bound")'s 2) bounds each pair's hessian block by a
+    # diagonal: no pair couplings to debias.
+    return objective.pair_spec().hmul != 1.0
+
+
 def _lambdarank(part, scores, prep, unweighted, row_query, swapped):
-    ustate = unweighted.state_for(part)
-    i, j, c = part._couplings(scores, unweighted, ustate, False, _EMPTY, _EMPTY, None)
+    i, j, c = part.pair_couplings_prepared(scores, unweighted)
     rows = CK.PairRows(i, j, row_query[i])
     terms = CK.raw_terms(i.size)
     CK.lambdarank_pair_terms(scores, rows, c, prep.groups.n_groups, part.sigma,
@@ -77,24 +85,17 @@ def pair_terms_of(part, scores, prep, unweighted, row_query, out_grad, out_hess,
     w, use_w = kernel_weights(prep.weight)
     state = prep.state_for(part)
     extra = 0.0
-    pw, use_pw = _EMPTY, False
-    if isinstance(part, _LabelPairLoss):
-        spec = part._spec()
-        pi, pj, theta = state.pair_list(prep.labels, prep.ptr, spec.theta_mode, spec.p)
-    elif isinstance(part, PreferencePairs):
-        spec = _EXPLICIT_SPEC
-        pi, pj, theta = state
-        pw, use_pw = kernel_weights(part.weight)
-    else:  # QBRank(hessian="exact"): its cached pair list, plus the labelled rows undebiased
-        spec = part._spec()
-        pairs = state.pair_list(prep, spec.theta_mode, spec.p)  # built once, then cached
-        pi, pj, theta = pairs if pairs is not None else (np.zeros(0, np.int64), np.zeros(0, np.int64), _EMPTY)
-        if state.labeled_weight is not None:
-            g, h = np.zeros_like(out_grad), np.zeros_like(out_hess)
-            squared_error_grad_hess(scores, prep.labels, state.labeled_weight, True, g, h)
-            out_grad += scale * g
-            out_hess += scale * h
-            extra = squared_error_loss(scores, prep.labels, state.labeled_weight, True)
-    terms = CK.raw_terms(pi.size)
-    CK.loss_pair_terms(scores, pi, pj, theta, spec.kind, spec.scale, swapped, terms)
-    return PairTerms(CK.PairRows(pi, pj, row_query[pi]), terms, CK.PairWeights(w, use_w, pw, use_pw), False, extra)
+    lp = part.listed_pairs(prep)
+    if lp is None:  # a QBRank without pairs: its labelled rows only
+        lp = ListedPairs(_EMPTY_I, _EMPTY_I, _EMPTY, _EMPTY, False, part.pair_spec())
+    labeled_weight = getattr(state, "labeled_weight", None)  # QBRankState's squared-error rows
+    if labeled_weight is not None:  # QBRank's labelled rows, undebiased
+        g, h = np.zeros_like(out_grad), np.zeros_like(out_hess)
+        squared_error_grad_hess(scores, prep.labels, labeled_weight, True, g, h)
+        out_grad += scale * g
+        out_hess += scale * h
+        extra = squared_error_loss(scores, prep.labels, labeled_weight, True)
+    terms = CK.raw_terms(lp.pi.size)
+    CK.loss_pair_terms(scores, lp.pi, lp.pj, lp.theta, lp.spec.kind, lp.spec.scale, swapped, terms)
+    return PairTerms(CK.PairRows(lp.pi, lp.pj, row_query[lp.pi]), terms,
+                     CK.PairWeights(w, use_w, lp.pair_w, lp.use_pw), False, extra)

@@ -1,5 +1,7 @@
-"""numba.cuda kernels of LambdaRank / LambdaMART (Burges 2010, sections 3, 4, 7): the GPU twins of
-``_lambdarank_kernels`` / ``_lambdarank_pass``, with the same float64 arithmetic.
+"""numba.cuda kernels of LambdaRank / LambdaMART (Burges 2010, sections 3, 4, 7): the GPU drivers of
+``_lambdarank_kernels`` / ``_lambdarank_pass``. Every formula (the prefix and ``exp`` tables,
+``|dZ|``, ``rho``, lambda, hessian, the norm factor) is the CPU's own, from ``_lambdarank_terms``
+(through ``device_function``); the kernels here only split the work by row and by query.
 
 Five launches per call, each over rows or queries (no atomics, results independent of the launch):
 
@@ -23,27 +25,67 @@ The pair couplings (``_lambdarank_kernels.lambdarank_couplings``' COUNT and FILL
 query order) and ``fill_pairs`` (rows ``i`` above ``j`` by label, coupling ``h`` times the query's
 hessian factor), in the CPU's order: by query, upper position, lower position.
 
-Positions are 0-based and relative to the query start; every per-position array is indexed
-``start + position``. Query flags: ``lim`` < 0 marks a query that contributes nothing (fewer than
-two rows or ``qnorm = 0``).
+Positions are 0-based and relative to the query start; every per-position table is a row of ``F``
+named by the CPU's ``Channel``, indexed ``start + position``. The data set's arrays and the
+objective's options travel as one record, :class:`Inputs`. Query flags: ``lim`` < 0 marks a query
+that contributes nothing (fewer than two rows or ``qnorm = 0``).
 """
-import math
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._cuda_runtime import cuda_module
-from ._lambdarank_pass import ERR, MAP, MRR, NDCG
+from .._cuda_runtime import cuda_module, device_function
+from . import _lambdarank_terms as LT
+from ._lambdarank_records import Channel
 
 cuda = cuda_module()
 
-#: Rows of the float per-position scratch (``F[c, start + position]``).
-G, S, W, E, P, A, C, PS, LG, LH = range(10)
-N_FLOAT = 10
+#: Rows of the float per-position scratch (``F[Channel.X, start + position]``): the CPU's channels
+#: up to the hessian (the GPU needs no sort or local pair buffers).
+N_FLOAT = int(Channel.LAMBDA_H) + 1
+# plain ints: numba's CUDA target takes no IntEnum as an index
+G, S, W, A = int(Channel.GAIN), int(Channel.SCORE), int(Channel.WEIGHT), int(Channel.A)
+LG, LH = int(Channel.LAMBDA_G), int(Channel.LAMBDA_H)
+_MRR = int(LT.Metric.MRR)
 #: Rows of the int per-query scratch (``Q[c, query]``).
 Q_LIM, Q_KK, Q_FIRST, Q_SECOND, Q_SPREAD = range(5)
 N_QINT = 5
-#: Smallest ``exp`` table entry used directly (``_lambdarank_pass._rho``).
-_E_FLOOR = 1e-280
+
+_fill_prefixes, _exp_table = device_function(LT.fill_prefixes), device_function(LT.exp_table)
+_dz, _sigmoid, _damped = device_function(LT.pair_dz), device_function(LT.pair_sigmoid), device_function(LT.damped)
+_lambda_hess, _pair_weight = device_function(LT.lambda_hess), device_function(LT.pair_weight)
+_norm_factor = device_function(LT.norm_factor)
+
+
+class Inputs(NamedTuple):
+    """What the LambdaRank kernels read: the prepared data's device arrays and the objective's options."""
+
+    ptr: Any  # int64 query offsets
+    qid: Any  # the query of each row
+    row_gain: Any
+    qnorm: Any
+    disc: Any
+    weights: Any
+    use_weights: bool
+    metric: int  # a Metric code (checked by the seam)
+    k: int
+    trunc: int
+    sigma: float
+    norm: bool
+
+
+class _Cut(NamedTuple):
+    """One query's cuts as the pair functions read them."""
+
+    start: int
+    n: int
+    lim: int  # < 0: the query contributes nothing
+    kk: int
+    first: int
+    second: int
+    a_first: float
+    qn: float
+    damp: bool
 
 
 @cuda.jit(device=True)
@@ -81,60 +123,27 @@ def scratch(data, n, nq):
 
 
 @cuda.jit(cache=True)
-def setup_queries(scores, ptr, order, row_gain, qnorm, weights, use_weights, metric, k, trunc, sigma, F, Q):
+def setup_queries(scores, inp, order, F, Q):
     q = cuda.grid(1)
+    ptr = inp.ptr
     if q >= ptr.shape[0] - 1:
         return
     start = ptr[q]
     n = ptr[q + 1] - start
-    if n < 2 or qnorm[q] == 0.0:
+    if n < 2 or inp.qnorm[q] == 0.0:
         Q[Q_LIM, q] = -1
         return
-    kk = min(k, n)
-    lim = min(kk, trunc)
+    kk = min(inp.k, n)
+    lim = min(kk, inp.trunc)
     for r in range(n):
         row = order[start + r]
-        F[G, start + r] = row_gain[row]
+        F[G, start + r] = inp.row_gain[row]
         F[S, start + r] = scores[row]
-        F[W, start + r] = weights[row] if use_weights else 1.0
-    top = F[S, start]
-    for r in range(n):
-        F[E, start + r] = math.exp(sigma * (F[S, start + r] - top))
-    first = n
-    second = n
-    if metric == ERR:
-        p = 1.0
-        acc = 0.0
-        for r in range(n):
-            g = F[G, start + r]
-            if r < kk:
-                F[P, start + r] = p / (r + 1.0)
-                acc += g * F[P, start + r]
-            else:
-                F[P, start + r] = 0.0
-            F[A, start + r] = acc
-            F[C, start + r] = 1.0 / (1.0 - g)
-            p *= 1.0 - g
-    elif metric == MAP:
-        hits = 0.0
-        acc = 0.0
-        for r in range(n):
-            if F[G, start + r] > 0.0:
-                hits += 1.0
-                if r < kk:
-                    acc += 1.0 / (r + 1.0)
-            F[P, start + r] = hits / (r + 1.0) if r < kk else 0.0
-            F[A, start + r] = (hits + 1.0) / (r + 1.0)
-            F[PS, start + r] = acc
-    elif metric == MRR:
-        for r in range(n):
-            F[A, start + r] = 1.0 / (r + 1.0) if r < kk else 0.0
-            if F[G, start + r] > 0.0:
-                if first == n:
-                    first = r
-                elif second == n:
-                    second = r
-        lim = min(lim, first + 1)
+        F[W, start + r] = inp.weights[row] if inp.use_weights else 1.0
+    _exp_table(F, start, n, inp.sigma)
+    first, second = _fill_prefixes(inp.metric, F, start, n, kk)
+    if inp.metric == _MRR:
+        lim = min(lim, first + 1)  # below the first relevant row RR is unchanged
     Q[Q_LIM, q] = lim
     Q[Q_KK, q] = kk
     Q[Q_FIRST, q] = first
@@ -143,125 +152,85 @@ def setup_queries(scores, ptr, order, row_gain, qnorm, weights, use_weights, met
 
 
 @cuda.jit(device=True)
-def _delta(metric, F, start, a, b, ga, gb, kk, first, second, a_first, disc):
-    """``|dZ|`` (before ``qnorm``) of the pair at positions ``a < b``: ``_query_pass``'s formulas."""
-    if metric == NDCG:
-        return abs(ga - gb) * (disc[a] - disc[b])
-    if metric == ERR:
-        ca = F[C, start + a]
-        mid = F[A, start + min(b - 1, kk - 1)] - F[A, start + a]
-        return abs(F[P, start + a] * (ga - gb) + (gb - ga) * ca * mid
-                   + F[P, start + b] * (gb - (1.0 - gb) * ga * ca))
-    if metric == MAP:
-        mid = F[PS, start + min(b - 1, kk - 1)] - F[PS, start + a]
-        if ga > 0.0:
-            return abs(F[P, start + b] - F[P, start + a] - mid)
-        return abs(F[A, start + a] + mid - F[P, start + b])
-    # MRR (the seam passes only the four codes; listwise.LambdaRank validates the metric)
-    if ga > 0.0:
-        return abs(a_first - F[A, start + min(b, second)]) if a == first else 0.0
-    return abs(F[A, start + a] - a_first) if a < first else 0.0
-
-
-@cuda.jit(device=True)
-def _rho(e_hi, e_lo, d, sigma):
-    if e_lo > _E_FLOOR:
-        return e_lo / (e_lo + e_hi)
-    return 1.0 / (1.0 + math.exp(sigma * d))
-
-
-@cuda.jit(cache=True)
-def pair_rows(ptr, qid, pos, qnorm, disc, metric, sigma, norm, F, Q):
-    i = cuda.grid(1)
-    if i >= qid.shape[0]:
-        return
-    q = qid[i]
-    start = ptr[q]
-    n = ptr[q + 1] - start
-    me = pos[i]
-    F[LG, start + me] = 0.0
-    F[LH, start + me] = 0.0
-    lim = Q[Q_LIM, q]
-    if lim < 0:
-        return
-    kk = Q[Q_KK, q]
+def _cut(inp, q, F, Q):
+    """Query ``q``'s :class:`_Cut` (``lim < 0``: no pairs)."""
+    start = inp.ptr[q]
+    n = inp.ptr[q + 1] - start
     first = Q[Q_FIRST, q]
     a_first = F[A, start + first] if first < n else 0.0
-    second = Q[Q_SECOND, q]
-    damp = norm != 0 and Q[Q_SPREAD, q] == 1
-    qn = qnorm[q]
-    sig2 = sigma * sigma
-    lg = 0.0
-    lh = 0.0
-    # Pairs where this row is the lower position b: upper positions a in increasing order.
-    for a in range(min(me, lim)):
-        lam, pwsg, h = _pair(metric, F, start, a, me, kk, first, second, a_first, disc, qn, sigma, sig2, damp)
-        lg += lam * pwsg
-        lh += h
-    acc_g = 0.0
-    acc_h = 0.0
-    if me < lim:
-        for b in range(me + 1, n):
-            lam, pwsg, h = _pair(metric, F, start, me, b, kk, first, second, a_first, disc, qn, sigma, sig2,
-                                 damp)
-            acc_g -= lam * pwsg
-            acc_h += h
-    F[LG, start + me] = lg + acc_g
-    F[LH, start + me] = lh + acc_h
+    return _Cut(start, n, Q[Q_LIM, q], Q[Q_KK, q], first, Q[Q_SECOND, q], a_first, inp.qnorm[q],
+                inp.norm and Q[Q_SPREAD, q] == 1)
 
 
 @cuda.jit(device=True)
-def _pair(metric, F, start, a, b, kk, first, second, a_first, disc, qn, sigma, sig2, damp):
+def _pair_dz(inp, F, c, a, b):
+    """``|dZ| qnorm`` of the pair at positions ``a < b`` (0 for equal gains)."""
+    ga = F[G, c.start + a]
+    gb = F[G, c.start + b]
+    if ga == gb:
+        return 0.0
+    return _dz(inp.metric, F, c.start, a, b, ga, gb, c.kk, c.first, c.second, c.a_first, inp.disc) * c.qn
+
+
+@cuda.jit(device=True)
+def _pair(inp, F, c, a, b):
     """``(lambda, pw sg, h)`` of the pair at positions ``a < b``: the unweighted ``lambda``, the
     factor that weighs and signs it for the lower row (``grad_b += lambda pw sg``, ``grad_a -=``),
     and the weighted ``h``; zeros when ``|dZ| = 0``."""
-    ga = F[G, start + a]
-    gb = F[G, start + b]
-    if ga == gb:
-        return 0.0, 0.0, 0.0
-    dz = _delta(metric, F, start, a, b, ga, gb, kk, first, second, a_first, disc)
-    dz *= qn
+    dz = _pair_dz(inp, F, c, a, b)
     if dz == 0.0:
         return 0.0, 0.0, 0.0
-    ea = F[E, start + a]
-    eb = F[E, start + b]
-    sa = F[S, start + a]
-    sb = F[S, start + b]
-    if ga > gb:
-        sg = 1.0
-        d = sa - sb
-        rho = _rho(ea, eb, d, sigma)
-    else:
-        sg = -1.0
-        d = sb - sa
-        rho = _rho(eb, ea, d, sigma)
-    if damp:
-        dz = dz / (0.01 + abs(d))
-    lam = sigma * dz * rho
-    pw = 0.5 * (F[W, start + a] + F[W, start + b])
-    h = sig2 * dz * rho * (1.0 - rho) * pw
+    sigma = inp.sigma
+    sg, d, rho = _sigmoid(F, c.start, a, b, F[G, c.start + a], F[G, c.start + b], sigma)
+    pw = _pair_weight(F[W, c.start + a], F[W, c.start + b])
+    lam, h = _lambda_hess(_damped(dz, c.damp, d), rho, pw, sigma, sigma * sigma)
     return lam, pw * sg, h
 
 
 @cuda.jit(cache=True)
-def finish_queries(ptr, qnorm, disc, metric, sigma, norm, hess_scale, F, Q, factor):
+def pair_rows(inp, pos, F, Q):
+    i = cuda.grid(1)
+    if i >= inp.qid.shape[0]:
+        return
+    c = _cut(inp, inp.qid[i], F, Q)
+    me = pos[i]
+    F[LG, c.start + me] = 0.0
+    F[LH, c.start + me] = 0.0
+    if c.lim < 0:
+        return
+    lg = 0.0
+    lh = 0.0
+    # Pairs where this row is the lower position b: upper positions a in increasing order.
+    for a in range(min(me, c.lim)):
+        lam, pwsg, h = _pair(inp, F, c, a, me)
+        lg += lam * pwsg
+        lh += h
+    acc_g = 0.0
+    acc_h = 0.0
+    if me < c.lim:
+        for b in range(me + 1, c.n):
+            lam, pwsg, h = _pair(inp, F, c, me, b)
+            acc_g -= lam * pwsg
+            acc_h += h
+    F[LG, c.start + me] = lg + acc_g
+    F[LH, c.start + me] = lh + acc_h
+
+
+@cuda.jit(cache=True)
+def finish_queries(inp, hess_scale, F, Q, factor):
     """Per query: LightGBM's ``norm`` factor ``log2(1 + S) / S`` (``S = sum 2 lambda``, unweighted,
     summed in the CPU's pair order)."""
     q = cuda.grid(1)
-    if q >= ptr.shape[0] - 1:
+    if q >= inp.ptr.shape[0] - 1:
         return
-    f = 1.0
-    if norm != 0 and Q[Q_LIM, q] >= 0:
-        start, n, lim, kk, first, second, a_first = _query_pairs(ptr, q, F, Q)
-        damp = Q[Q_SPREAD, q] == 1
-        total = 0.0
-        for a in range(min(n - 1, lim)):
-            for b in range(a + 1, n):
-                lam, _, _ = _pair(metric, F, start, a, b, kk, first, second, a_first, disc, qnorm[q], sigma,
-                                  sigma * sigma, damp)
+    total = 0.0
+    if inp.norm and Q[Q_LIM, q] >= 0:
+        c = _cut(inp, q, F, Q)
+        for a in range(min(c.n - 1, c.lim)):
+            for b in range(a + 1, c.n):
+                lam, _, _ = _pair(inp, F, c, a, b)
                 total += 2.0 * lam
-        if total > 0.0:
-            f = math.log2(1.0 + total) / total
+    f = _norm_factor(inp.norm, total)
     factor[0, q] = f
     factor[1, q] = f * hess_scale
 
@@ -279,40 +248,20 @@ def write_rows(qid, pos, ptr, F, Q, factor, out_grad, out_hess):
     out_hess[i] += factor[1, q] * F[LH, t]
 
 
-@cuda.jit(device=True)
-def _query_pairs(ptr, q, F, Q):
-    """``(start, n, lim, kk, first, second, a_first)`` of query ``q`` (``lim < 0``: no pairs)."""
-    start = ptr[q]
-    n = ptr[q + 1] - start
-    first = Q[Q_FIRST, q]
-    a_first = F[A, start + first] if first < n else 0.0
-    return start, n, Q[Q_LIM, q], Q[Q_KK, q], first, Q[Q_SECOND, q], a_first
-
-
-@cuda.jit(device=True)
-def _counted(metric, F, start, a, b, kk, first, second, a_first, disc, qn):
-    """True when the pair at positions ``a < b`` has nonzero ``|dZ|`` (the CPU's COUNT / FILL test)."""
-    ga = F[G, start + a]
-    gb = F[G, start + b]
-    if ga == gb:
-        return False
-    return _delta(metric, F, start, a, b, ga, gb, kk, first, second, a_first, disc) * qn != 0.0
-
-
 @cuda.jit(cache=True)
-def count_pairs(ptr, qnorm, disc, metric, F, Q, counts):
+def count_pairs(inp, F, Q, counts):
     """Per query: its pairs with nonzero ``|dZ|`` (0 for a query that contributes nothing)."""
     q = cuda.grid(1)
-    if q >= ptr.shape[0] - 1:
+    if q >= inp.ptr.shape[0] - 1:
         return
-    start, n, lim, kk, first, second, a_first = _query_pairs(ptr, q, F, Q)
-    c = 0
-    if lim >= 0:
-        for a in range(min(n - 1, lim)):
-            for b in range(a + 1, n):
-                if _counted(metric, F, start, a, b, kk, first, second, a_first, disc, qnorm[q]):
-                    c += 1
-    counts[q] = c
+    c = _cut(inp, q, F, Q)
+    m = 0
+    if c.lim >= 0:
+        for a in range(min(c.n - 1, c.lim)):
+            for b in range(a + 1, c.n):
+                if _pair_dz(inp, F, c, a, b) != 0.0:
+                    m += 1
+    counts[q] = m
 
 
 @cuda.jit(cache=True)
@@ -328,27 +277,24 @@ def scan_pairs(counts, nq, offsets):
 
 
 @cuda.jit(cache=True)
-def fill_pairs(ptr, order, qnorm, disc, metric, sigma, norm, F, Q, factor, offsets, out_i, out_j, out_c):
+def fill_pairs(inp, order, F, Q, factor, offsets, out_i, out_j, out_c):
     """Per query: its pairs from ``offsets[q]``, by upper then lower position: ``out_i`` the row of
     the higher label, ``out_j`` the other, ``out_c`` the coupling ``h`` times the hessian factor."""
     q = cuda.grid(1)
-    if q >= ptr.shape[0] - 1:
+    if q >= inp.ptr.shape[0] - 1:
         return
-    start, n, lim, kk, first, second, a_first = _query_pairs(ptr, q, F, Q)
-    if lim < 0:
+    c = _cut(inp, q, F, Q)
+    if c.lim < 0:
         return
-    qn = qnorm[q]
-    damp = norm != 0 and Q[Q_SPREAD, q] == 1
     hf = factor[1, q]
     t = offsets[q]
-    for a in range(min(n - 1, lim)):
-        for b in range(a + 1, n):
-            if not _counted(metric, F, start, a, b, kk, first, second, a_first, disc, qn):
+    for a in range(min(c.n - 1, c.lim)):
+        for b in range(a + 1, c.n):
+            if _pair_dz(inp, F, c, a, b) == 0.0:
                 continue
-            _, _, h = _pair(metric, F, start, a, b, kk, first, second, a_first, disc, qn, sigma, sigma * sigma,
-                            damp)
-            hi, lo = (a, b) if F[G, start + a] > F[G, start + b] else (b, a)
-            out_i[t] = order[start + hi]
-            out_j[t] = order[start + lo]
+            _, _, h = _pair(inp, F, c, a, b)
+            hi, lo = (a, b) if F[G, c.start + a] > F[G, c.start + b] else (b, a)
+            out_i[t] = order[c.start + hi]
+            out_j[t] = order[c.start + lo]
             out_c[t] = h * hf
             t += 1

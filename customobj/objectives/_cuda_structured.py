@@ -13,6 +13,7 @@ Two launches:
 ``A[r] = k - r`` and ``D[r] = 1/log2(2 + r)`` are computed where used (``position_discount``).
 """
 import math
+from typing import Any, NamedTuple
 
 from .._cuda_runtime import cuda_module
 from ._cuda_lambdarank import query_bounds
@@ -106,9 +107,21 @@ def _assign(scores, gain, start, c, m, k, SF, SI, base):
     return True
 
 
+class Rows(NamedTuple):
+    """What ``structured_queries`` reads of the data: gains, query offsets, row weights and each
+    query's ideal order (``star``, from ``ideal_rank_rows``)."""
+
+    gain: Any
+    ptr: Any
+    weights: Any
+    use_weights: bool
+    star: Any
+
+
 @cuda.jit(cache=True)
-def structured_queries(scores, gain, ptr, k, weights, use_weights, hess, star, SF, SI, out_grad, out_hess, failed):
+def structured_queries(scores, rows, k, hess, SF, SI, out_grad, out_hess, failed):
     q = cuda.grid(1)
+    gain, ptr, weights, use_weights, star = rows
     if q >= ptr.shape[0] - 1:
         return
     start = ptr[q]

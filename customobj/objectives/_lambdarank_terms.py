@@ -14,11 +14,14 @@ CPU scatters each pair into both rows of one query and keeps a branch-free NDCG 
 faster than the general one); the GPU gives each row a thread that gathers its own pairs in the
 CPU's order. An unknown metric gives NaN here; both drivers refuse it before any query.
 
-Measured (``benchmarks/objectives.py``, old and new code interleaved on a shared, loaded machine):
-with :func:`pair_dz` called from the CPU's general pair loop (``inline="always"``), the ERR / MAP
-/ MRR passes keep their speed (the ratios are in the commit and the lead's report); an earlier
-separate ``|dZ|`` function over per-channel views had cost 4-6x, from the array arguments' reference
-counts in each call. Here the one 2-D table ``F`` is passed and the call is inlined.
+The per-pair formulas are scalar functions (:func:`ndcg_dz`, :func:`err_dz`, :func:`map_dz`,
+:func:`mrr_dz`, :func:`rho`, :func:`damped`, :func:`lambda_hess`): no array arguments, so LLVM inlines
+them into any loop. Which table entries they read is per target: :func:`pair_dz` /
+:func:`pair_sigmoid` read them from ``F`` (the GPU); the CPU's general pair loop reads them from
+per-channel views hoisted out of its inner loop, because measured (``benchmarks/objectives.py``, old
+and new code interleaved, shared and loaded machine, ratios of CPU time) its ERR and MAP passes
+ran 1.7x and 1.9x slower calling :func:`pair_dz` / :func:`pair_sigmoid` (2-D loads per pair; an
+earlier ``|dZ|`` function over the views had cost 4-6x, from the arrays' reference counts per call).
 
 Examples
 --------
@@ -32,6 +35,11 @@ import math
 from numba import njit
 
 from ._lambdarank_records import Channel, Metric
+
+# The channels and metric codes as plain ints: numba's CUDA target takes no IntEnum as an index.
+_GAIN, _SCORE, _WEIGHT, _EXP = int(Channel.GAIN), int(Channel.SCORE), int(Channel.WEIGHT), int(Channel.EXP)
+_P, _A, _C, _S = int(Channel.P), int(Channel.A), int(Channel.C), int(Channel.S)
+_NDCG, _ERR, _MAP, _MRR = int(Metric.NDCG), int(Metric.ERR), int(Metric.MAP), int(Metric.MRR)
 
 #: Smallest ``exp`` table entry used directly by :func:`rho` (below it the table has underflowed).
 EXP_FLOOR = 1e-280
@@ -63,7 +71,7 @@ def softplus(x):
 
 @njit(cache=True)
 def fill_prefixes(metric, F, o, n, kk):
-    """The metric's prefix tables of one sorted query of ``n`` rows (gains in ``F[Channel.GAIN]``),
+    """The metric's prefix tables of one sorted query of ``n`` rows (gains in ``F[_GAIN]``),
     so that ``|dZ|`` needs no division in the pair loop.
 
     ERR: ``P[r] = prod_{m<r} T_m / (r + 1)`` (0 beyond the cutoff), ``A[r]`` = ERR summed up to
@@ -74,34 +82,34 @@ def fill_prefixes(metric, F, o, n, kk):
     """
     first = n
     second = n
-    if metric == Metric.ERR:
+    if metric == _ERR:
         p = 1.0
         acc = 0.0
         for r in range(n):
-            g = F[Channel.GAIN, o + r]
+            g = F[_GAIN, o + r]
             if r < kk:
-                F[Channel.P, o + r] = p / (r + 1.0)
-                acc += g * F[Channel.P, o + r]
+                F[_P, o + r] = p / (r + 1.0)
+                acc += g * F[_P, o + r]
             else:
-                F[Channel.P, o + r] = 0.0
-            F[Channel.A, o + r] = acc
-            F[Channel.C, o + r] = 1.0 / (1.0 - g)  # R < 1, see listwise.LambdaRank._state
+                F[_P, o + r] = 0.0
+            F[_A, o + r] = acc
+            F[_C, o + r] = 1.0 / (1.0 - g)  # R < 1, see listwise.LambdaRank._state
             p *= 1.0 - g
-    elif metric == Metric.MAP:
+    elif metric == _MAP:
         hits = 0.0
         acc = 0.0
         for r in range(n):
-            if F[Channel.GAIN, o + r] > 0.0:
+            if F[_GAIN, o + r] > 0.0:
                 hits += 1.0
                 if r < kk:
                     acc += 1.0 / (r + 1.0)
-            F[Channel.P, o + r] = hits / (r + 1.0) if r < kk else 0.0
-            F[Channel.A, o + r] = (hits + 1.0) / (r + 1.0)
-            F[Channel.S, o + r] = acc
-    elif metric == Metric.MRR:
+            F[_P, o + r] = hits / (r + 1.0) if r < kk else 0.0
+            F[_A, o + r] = (hits + 1.0) / (r + 1.0)
+            F[_S, o + r] = acc
+    elif metric == _MRR:
         for r in range(n):
-            F[Channel.A, o + r] = 1.0 / (r + 1.0) if r < kk else 0.0
-            if F[Channel.GAIN, o + r] > 0.0:
+            F[_A, o + r] = 1.0 / (r + 1.0) if r < kk else 0.0
+            if F[_GAIN, o + r] > 0.0:
                 if first == n:
                     first = r
                 elif second == n:
@@ -111,47 +119,71 @@ def fill_prefixes(metric, F, o, n, kk):
 
 @njit(cache=True)
 def exp_table(F, o, n, sigma):
-    """``F[Channel.EXP, o + r] = exp(sigma (s_r - s_0))`` in ``(0, 1]``: ``rho`` of a pair is then
+    """``F[_EXP, o + r] = exp(sigma (s_r - s_0))`` in ``(0, 1]``: ``rho`` of a pair is then
     one division instead of one ``exp``."""
     for r in range(n):
-        F[Channel.EXP, o + r] = math.exp(sigma * (F[Channel.SCORE, o + r] - F[Channel.SCORE, o]))
+        F[_EXP, o + r] = math.exp(sigma * (F[_SCORE, o + r] - F[_SCORE, o]))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
+def ndcg_dz(ga, gb, da, db):
+    """NDCG's ``|dZ|`` of a pair with gains ``ga``, ``gb`` and discounts ``da``, ``db`` (before ``qnorm``)."""
+    return abs(ga - gb) * (da - db)
+
+
+@njit(cache=True)
+def err_dz(ga, gb, pa, pb, ca, mid):
+    """ERR's ``|dZ|`` (Burges sec. 3) of the pair at positions ``a < b``: the rank-a term, the rows
+    between a and b (their prefix product changes by ``T_b / T_a``; ``mid = A[min(b - 1, k - 1)] -
+    A[a]``), the rank-b term; rows below b are unchanged. ``pa``, ``pb`` = ``P[a]``, ``P[b]``, ``ca`` = ``C[a]``."""
+    return abs(pa * (ga - gb) + (gb - ga) * ca * mid + pb * (gb - (1.0 - gb) * ga * ca))
+
+
+@njit(cache=True)
+def map_dz(ga, pa, pb, aa, mid):
+    """MAP's ``|dZ|`` of the pair at positions ``a < b`` (``mid = S[min(b - 1, k - 1)] - S[a]``,
+    ``aa = A[a]``)."""
+    if ga > 0.0:  # the relevant row moves down from a to b
+        return abs(pb - pa - mid)
+    return abs(aa + mid - pb)
+
+
+@njit(cache=True)
+def mrr_dz(ga, a, first, a_first, a_low, aa):
+    """MRR's ``|dZ|`` of the pair at positions ``a < b``: only the first relevant position matters
+    (``a_first = A[first]``, ``a_low = A[min(b, second)]``, ``aa = A[a]``)."""
+    if ga > 0.0:
+        return abs(a_first - a_low) if a == first else 0.0
+    return abs(aa - a_first) if a < first else 0.0
+
+
+@njit(cache=True)
 def pair_dz(metric, F, o, a, b, ga, gb, kk, first, second, a_first, disc):
-    """``|dZ|`` (before ``qnorm``) of the pair at sorted positions ``a < b`` with gains ``ga != gb``:
-    the change of the metric when the two rows swap (``first``, ``second``, ``a_first``: MRR's
-    first and second relevant positions and ``A[first]``). NaN for an unknown metric."""
-    if metric == Metric.NDCG:
-        return abs(ga - gb) * (disc[a] - disc[b])
-    if metric == Metric.ERR:
-        # Burges sec. 3: the rank-a term, the rows between a and b (their prefix product changes
-        # by T_b / T_a), the rank-b term; rows below b are unchanged.
-        ca = F[Channel.C, o + a]
-        mid = F[Channel.A, o + min(b - 1, kk - 1)] - F[Channel.A, o + a]
-        return abs(F[Channel.P, o + a] * (ga - gb) + (gb - ga) * ca * mid
-                   + F[Channel.P, o + b] * (gb - (1.0 - gb) * ga * ca))
-    if metric == Metric.MAP:
-        mid = F[Channel.S, o + min(b - 1, kk - 1)] - F[Channel.S, o + a]
-        if ga > 0.0:  # the relevant row moves down from a to b
-            return abs(F[Channel.P, o + b] - F[Channel.P, o + a] - mid)
-        return abs(F[Channel.A, o + a] + mid - F[Channel.P, o + b])
-    if metric == Metric.MRR:
-        if ga > 0.0:
-            return abs(a_first - F[Channel.A, o + min(b, second)]) if a == first else 0.0
-        return abs(F[Channel.A, o + a] - a_first) if a < first else 0.0
+    """``|dZ|`` (before ``qnorm``) of the pair at sorted positions ``a < b`` with gains ``ga != gb``
+    read from the tables ``F`` (the GPU's pair functions; the CPU's general pair loop makes the same
+    calls from its per-channel views). NaN for an unknown metric."""
+    if metric == _NDCG:
+        return ndcg_dz(ga, gb, disc[a], disc[b])
+    if metric == _ERR:
+        mid = F[_A, o + min(b - 1, kk - 1)] - F[_A, o + a]
+        return err_dz(ga, gb, F[_P, o + a], F[_P, o + b], F[_C, o + a], mid)
+    if metric == _MAP:
+        mid = F[_S, o + min(b - 1, kk - 1)] - F[_S, o + a]
+        return map_dz(ga, F[_P, o + a], F[_P, o + b], F[_A, o + a], mid)
+    if metric == _MRR:
+        return mrr_dz(ga, a, first, a_first, F[_A, o + min(b, second)], F[_A, o + a])
     return math.nan  # unknown metric: the drivers refuse it before any query
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def pair_sigmoid(F, o, a, b, ga, gb, sigma):
     """``(sg, d, rho)`` of the pair at positions ``a < b``: ``sg = +1`` when the upper position
     holds the better row, ``d = s_better - s_worse``, ``rho = 1 / (1 + exp(sigma d))``."""
     if ga > gb:
-        d = F[Channel.SCORE, o + a] - F[Channel.SCORE, o + b]
-        return 1.0, d, rho(F[Channel.EXP, o + a], F[Channel.EXP, o + b], d, sigma)
-    d = F[Channel.SCORE, o + b] - F[Channel.SCORE, o + a]
-    return -1.0, d, rho(F[Channel.EXP, o + b], F[Channel.EXP, o + a], d, sigma)
+        d = F[_SCORE, o + a] - F[_SCORE, o + b]
+        return 1.0, d, rho(F[_EXP, o + a], F[_EXP, o + b], d, sigma)
+    d = F[_SCORE, o + b] - F[_SCORE, o + a]
+    return -1.0, d, rho(F[_EXP, o + b], F[_EXP, o + a], d, sigma)
 
 
 @njit(cache=True, inline="always")
@@ -163,12 +195,17 @@ def damped(dz, damp, d):
     return dz
 
 
-@njit(cache=True, inline="always")
-def pair_lambda(F, o, a, b, dz, rho_, sigma, sig2):
-    """``(lambda, pw, h)``: the pair's unweighted lambda, its weight ``(w_a + w_b) / 2`` and its
-    weighted hessian ``sigma^2 |dZ| rho (1 - rho) pw``."""
-    pw = 0.5 * (F[Channel.WEIGHT, o + a] + F[Channel.WEIGHT, o + b])
-    return sigma * dz * rho_, pw, sig2 * dz * rho_ * (1.0 - rho_) * pw
+@njit(cache=True)
+def lambda_hess(dz, rho_, pw, sigma, sig2):
+    """``(lambda, h)``: the pair's unweighted lambda ``sigma |dZ| rho`` and its hessian
+    ``sigma^2 |dZ| rho (1 - rho)`` times the pair weight ``pw``."""
+    return sigma * dz * rho_, sig2 * dz * rho_ * (1.0 - rho_) * pw
+
+
+@njit(cache=True)
+def pair_weight(wa, wb):
+    """The pair weight ``(w_a + w_b) / 2`` of two rows' weights."""
+    return 0.5 * (wa + wb)
 
 
 @njit(cache=True, inline="always")

@@ -1,7 +1,7 @@
 """The GPU routes of the query-level losses (QueryRMSE, ListNet, QuerySoftMax, XENDCG, LambdaLoss,
 YetiRank): what each uploads once per prepared data set and which kernels it launches a round.
 
-A route has the signature of ``devices.CUDA_KERNELS``' entries, ``(objective, scores, prep, data,
+A route has the signature of a ``base.DeviceRoute``'s ``grad_hess``, ``(objective, scores, prep, data,
 out_grad, out_hess)``: ``scores`` the checked float64 device scores, ``data`` the prepared data's
 ``devices.DeviceData`` (uploads and scratch kept on it), the outputs zeroed device arrays the route
 adds into. Label-only state (targets, query weights, pair lists) is the CPU objective's own
@@ -15,13 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .._cuda_runtime import THREADS, blocks
+from ._cuda_routes import launch
 
 __all__ = ["query_rmse", "softmax", "xendcg", "lambdaloss", "yetirank"]
-
-
-def _launch(kernel: Any, n: int, *args: Any) -> None:
-    kernel[blocks(n), THREADS](*args)
 
 
 def _padded(a: np.ndarray) -> np.ndarray:
@@ -34,16 +30,16 @@ def query_rmse(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     from . import _cuda_listwise as CQ
 
     stats = data.scratch("query_rmse_stats", (CQ.N_RMSE, max(data.n_queries, 1)), np.float64)
-    _launch(CQ.query_rmse_queries, data.n_queries, s, data.labels, data.ptr, data.weights, data.use_weights, stats)
-    _launch(CQ.query_rmse_rows, data.n_rows, s, data.labels, data.qid, data.weights, data.use_weights, stats, g, h)
+    launch(CQ.query_rmse_queries, data.n_queries, s, data.labels, data.ptr, data.weights, data.use_weights, stats)
+    launch(CQ.query_rmse_rows, data.n_rows, s, data.labels, data.qid, data.weights, data.use_weights, stats, g, h)
 
 
 def _softmax_ce(s: Any, data: Any, mass: Any, vw: Any, use_vw: bool, beta: float, g: Any, h: Any) -> None:
     from . import _cuda_listwise as CQ
 
     stats = data.scratch("softmax_stats", (CQ.N_SM, max(data.n_queries, 1)), np.float64)
-    _launch(CQ.softmax_queries, data.n_queries, s, data.ptr, mass, vw, use_vw, beta, stats)
-    _launch(CQ.softmax_rows, data.n_rows, s, data.qid, mass, vw, use_vw, beta, stats, g, h)
+    launch(CQ.softmax_queries, data.n_queries, s, data.ptr, mass, vw, use_vw, beta, stats)
+    launch(CQ.softmax_rows, data.n_rows, s, data.qid, mass, vw, use_vw, beta, stats, g, h)
 
 
 def softmax(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
@@ -63,13 +59,13 @@ def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     n, nq = data.n_rows, data.n_queries
     if obj._lightgbm:
         stats = data.scratch("xendcg_stats", (CQ.N_XE, max(nq, 1)), np.float64)
-        _launch(CQ.xendcg_lightgbm_queries, nq, s, data.labels, data.ptr, rnd, obj.seed, stats)
-        _launch(CQ.xendcg_lightgbm_rows, n, s, data.labels, data.ptr, data.qid, rnd, obj.seed, data.weights,
+        launch(CQ.xendcg_lightgbm_queries, nq, s, data.labels, data.ptr, rnd, obj.seed, stats)
+        launch(CQ.xendcg_lightgbm_rows, n, s, data.labels, data.ptr, data.qid, rnd, obj.seed, data.weights,
                 data.use_weights, stats, g, h)
         return
     qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
     mass = data.scratch("xendcg_mass", (max(n, 1),), np.float64)
-    _launch(CQ.xendcg_mass_queries, nq, data.labels, data.ptr, qweight, rnd, obj.seed, mass)
+    launch(CQ.xendcg_mass_queries, nq, data.labels, data.ptr, qweight, rnd, obj.seed, mass)
     _softmax_ce(s, data, mass, mass, False, 1.0, g, h)
 
 
@@ -95,10 +91,11 @@ def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     order = data.scratch("lambdaloss_order", (max(n, 1),), np.int64)
     pos = data.scratch("lambdaloss_pos", (max(n, 1),), np.int64)
     pair_w = data.scratch("lambdaloss_pair_w", (max(m, 1),), np.float64)
-    _launch(CL.rank_rows, n, s, data.ptr, data.qid, order, pos)
-    _launch(CS.lambdaloss_weights, m, pi, pj, pos, gain, inv_idcg, _WEIGHTINGS[obj.weighting], obj.mu, pair_w)
-    _launch(CP.pair_list_rows, n, s, pi, pj, theta, pair_w, True, data.weights, data.use_weights, inc_ptr, inc_pair,
-            inc_sign, int(PK.LOGISTIC), 1.0, 1.0, g, h)
+    launch(CL.rank_rows, n, s, data.ptr, data.qid, order, pos)
+    launch(CS.lambdaloss_weights, m, pi, pj, pos, gain, inv_idcg, _WEIGHTINGS[obj.weighting], obj.mu, pair_w)
+    plist = CP.PairList(pi, pj, theta, pair_w, True, data.weights, data.use_weights)
+    spec = PK.PairSpec(int(PK.LOGISTIC), int(PK.Theta.CONST), obj.sigma, 1.0, 1.0)  # theta is listed per pair
+    launch(CP.pair_list_rows, n, s, plist, inc_ptr, inc_pair, inc_sign, spec, g, h)
 
 
 def yetirank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
@@ -112,5 +109,5 @@ def yetirank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     n, perm = data.n_rows, obj.permutations
     qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
     order = data.scratch("yetirank_order", (max(n * perm, 1),), np.int64)
-    _launch(CS.yetirank_ranks, n * perm, s, data.ptr, data.qid, perm, obj.seed, rnd, order)
-    _launch(CS.yetirank_sums, data.n_queries, s, data.labels, data.ptr, qweight, perm, obj.decay, order, g, h)
+    launch(CS.yetirank_ranks, n * perm, s, data.ptr, data.qid, perm, obj.seed, rnd, order)
+    launch(CS.yetirank_sums, data.n_queries, s, data.labels, data.ptr, qweight, perm, obj.decay, order, g, h)

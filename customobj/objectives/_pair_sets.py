@@ -14,13 +14,14 @@ from typing import NamedTuple, Optional
 import numpy as np
 import numpy.typing as npt
 
-from .._kernel_status import checked_value
+from .._kernel_status import check_status, checked_value
 from .._validation import as_pairs, check_pair_budget
 from . import _pairwise_kernels as PK
+from ._arrays import kernel_weights
 from .prepared import Prepared
 
-__all__ = ["ExplicitPairs", "LabelPairs", "QBRankState", "no_pairs", "check_pairs_option", "pairs_in_range",
-           "labeled_rows", "row_incidence"]
+__all__ = ["ExplicitPairs", "LabelPairs", "ListedPairs", "QBRankState", "no_pairs", "listed_couplings",
+           "check_pairs_option", "pairs_in_range", "labeled_rows", "row_incidence"]
 
 _EMPTY = np.zeros(0, dtype=np.float64)
 _EMPTY_I = np.zeros(0, dtype=np.int64)
@@ -33,6 +34,32 @@ class ExplicitPairs(NamedTuple):
     pi: np.ndarray
     pj: np.ndarray
     theta: np.ndarray
+
+
+class ListedPairs(NamedTuple):
+    """A pairwise loss's pairs one by one, as its ``listed_pairs(prep)`` gives them to the drivers
+    that need them listed (the pair couplings on the CPU and the GPU, the click estimators): row
+    ``pi[k]`` should rank above ``pj[k]`` with ``theta[k]``, pair weight ``pair_w[k]`` (read when
+    ``use_pw``), the loss's ``PairSpec``. Read-only arrays, cached on the prepared data."""
+
+    pi: np.ndarray
+    pj: np.ndarray
+    theta: np.ndarray
+    pair_w: np.ndarray
+    use_pw: bool
+    spec: PK.PairSpec
+
+
+def listed_couplings(obj, scores, prep):
+    """``(i, j, c)`` of ``obj.listed_pairs(prep)``: each pair's coupling times its weight."""
+    lp = obj.listed_pairs(prep)
+    if lp is None:
+        return no_pairs()
+    w, use_w = kernel_weights(prep.weight)
+    c = np.empty(lp.pi.size, dtype=np.float64)
+    check_status(PK.pair_list_couplings(scores, lp.pi, lp.pj, lp.theta, lp.pair_w, lp.use_pw, w, use_w, lp.spec, c),
+                 type(obj).__name__)
+    return lp.pi, lp.pj, c
 
 
 def no_pairs() -> "tuple[np.ndarray, np.ndarray, np.ndarray]":

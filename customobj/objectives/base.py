@@ -23,6 +23,7 @@ Subclasses implement:
   diagonal hessian into the (zeroed or partially filled) float64 output arrays.
 - ``_loss(scores, prep, state) -> float``.
 - ``_pair_couplings(scores, prep, state) -> (i, j, c)`` for pairwise / listwise objectives.
+- ``device_route() -> DeviceRoute`` (optional): its GPU drivers (``_cuda_routes``); inherited by subclasses.
 - ``_convert_labels(y) -> y`` (optional): map the user's labels to the non-negative grades the
   kernels use, before validation (``Logistic``: ``{-1, +1} -> {0, 1}``). ``Sum`` and ``Scaled``
   apply their parts' conversions in turn, so a converting part works inside a sum too.
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 import numbers
 from importlib import import_module
-from typing import Callable, Optional, Tuple
+from typing import Callable, NamedTuple, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -52,10 +53,10 @@ from ..groups import GroupLike
 from ._arrays import freeze_option, zero_fill
 from .prepared import Prepared
 
-__all__ = ["Objective", "Prepared"]
+__all__ = ["Objective", "Prepared", "DeviceRoute"]
 #: The device seam (``objectives.devices``), imported by name when device scores arrive: it imports the
-#: concrete objectives (its kernel tables), which import this module, so a plain import here would be a
-#: cycle; it also loads numba.cuda lazily, which the CPU path never pays for.
+#: objectives' routes, and a plain import here would be a cycle; it also loads numba.cuda lazily, which
+#: the CPU path never pays for.
 _SEAM = ".devices"
 #: Sums and scalings of objectives: imported on use, since they are objectives themselves (no import cycle).
 _COMPOSITE = ".composite"
@@ -64,6 +65,21 @@ _COMPOSITE = ".composite"
 Couplings = Tuple[np.ndarray, np.ndarray, np.ndarray]
 #: ``m -> (i, j, c)``: writable arrays of length ``m`` for the pairs (``grad_hess_couplings_prepared``).
 PairBuffer = Callable[[int], Couplings]
+
+
+class DeviceRoute(NamedTuple):
+    """An objective's GPU drivers (:meth:`Objective.device_route`), plain functions of
+    ``customobj.objectives._cuda_routes`` or of the loss's own GPU module.
+
+    ``grad_hess(objective, scores, prep, device_data, out_grad, out_hess)`` adds the gradients and
+    hessians at float64 device ``scores`` into the device outputs; ``couplings(objective, scores,
+    prep, device_data, pair_buffer) -> (i, j, c)`` writes the pair couplings after the gradient
+    launches (``None``: the loss has no coupling kernel, so ``TreeBooster(device="cuda")`` takes
+    its pairs on the host).
+    """
+
+    grad_hess: Callable
+    couplings: Optional[Callable] = None
 
 
 class Objective:
@@ -286,6 +302,19 @@ class Objective:
     def _grad_hess_couplings_into(self, scores, prep, state, out_grad, out_hess, pair_buffer):
         """``_grad_hess_couplings`` writing the pairs into ``pair_buffer``; by default unused."""
         return self._grad_hess_couplings(scores, prep, state, out_grad, out_hess)
+
+    def device_route(self) -> DeviceRoute:
+        """This loss's GPU drivers, which ``grad_hess`` on device scores and ``TreeBooster(device="cuda")``
+        run; a subclass inherits its parent's. ``NotImplementedError`` naming the loss when it has none.
+
+        Examples
+        --------
+        >>> import customobj
+        >>> customobj.RankNet().device_route().grad_hess.__name__
+        'label_pair_loss'
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no GPU kernel yet (its CPU kernels have no numba.cuda "
+                                  "twin): pass host (numpy) scores to run it on the CPU")
 
     # --- to implement ----------------------------------------------------------------------------
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):  # pragma: no cover - abstract

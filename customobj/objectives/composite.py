@@ -10,7 +10,7 @@ from typing import Optional
 import numpy as np
 
 from .._validation import PARAM_LIMIT, check_pair_budget, check_real
-from .base import Objective, Prepared
+from .base import DeviceRoute, Objective, Prepared
 
 __all__ = ["Sum", "Scaled"]
 
@@ -105,6 +105,15 @@ class Sum(Objective):
             labels = p._convert_labels(labels)
         return labels
 
+    def device_route(self) -> DeviceRoute:
+        """Each part's route in turn (``NotImplementedError`` from the first part without one); the
+        pair couplings of a sum are taken on the host."""
+        from . import _cuda_routes as R
+
+        for part in self.parts:
+            part.device_route()
+        return DeviceRoute(R.sum_parts)
+
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         for p in self.parts:
             p._grad_hess(scores, prep, prep.state_for(p), out_grad, out_hess)
@@ -198,6 +207,13 @@ class Scaled(Objective):
 
     def _convert_labels(self, labels):
         return self.objective._convert_labels(labels)
+
+    def device_route(self) -> DeviceRoute:
+        """The child's route, scaled (``NotImplementedError`` when the child has none)."""
+        from . import _cuda_routes as R
+
+        self.objective.device_route()
+        return DeviceRoute(R.scaled)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         # Children add into the outputs; scale only what this child contributes.

@@ -9,7 +9,7 @@ import numpy as np
 from .._kernel_status import check_status, checked_value
 from .._validation import check_choice, check_exp_gain_labels, check_nonnegative, check_positive
 from ._arrays import kernel_weights
-from .base import Objective, Prepared
+from .base import DeviceRoute, Objective, Prepared
 from ._pair_sets import LabelPairs
 from . import _lambdaloss_kernels as LLK
 from . import _pairwise_kernels as PK
@@ -59,6 +59,11 @@ class LambdaLoss(Objective):
 
     pairwise = True
     needs_group = True
+
+    def device_route(self) -> DeviceRoute:
+        from . import _listwise_routes as LR
+
+        return DeviceRoute(LR.lambdaloss)
 
     def __init__(self, *, weighting: str = "ndcg2++", mu: float = 1.0, sigma: float = 1.0) -> None:
         self.weighting = check_choice(weighting, "weighting", set(_WEIGHTINGS))

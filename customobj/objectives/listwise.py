@@ -20,7 +20,7 @@ from .._validation import (
     check_positive,
 )
 from ._arrays import kernel_weights, query_sums
-from .base import Objective, Prepared
+from .base import DeviceRoute, Objective, Prepared
 from . import _lambdarank_kernels as LK
 from . import _parity as P
 from . import _structured_kernels as SK
@@ -272,7 +272,11 @@ class LambdaRank(Objective):
             weight=P.convention_weights(prep, self.convention),
         )
 
-    def _inputs(self, scores, prep, state):
+    def pass_inputs(self, scores: Any, prep: Prepared) -> LK.PassInputs:
+        """What the LambdaRank kernels read (CPU pass and GPU drivers): ``scores`` and ``prep``'s
+        label-only state (gains, ``qnorm``, discounts, the convention's weights) with the options as
+        plain codes."""
+        state = prep.state_for(self)
         w, use_w = kernel_weights(prep.weight) if state.weight is None else (state.weight, True)
         k = self.k if self.k is not None else _NO_CUTOFF
         trunc = self.truncation if self.truncation is not None else _NO_CUTOFF
@@ -280,11 +284,16 @@ class LambdaRank(Objective):
                              as_code(_METRICS[self.metric], LK.Metric, "metric"), k, trunc, self.sigma, self.norm,
                              P.CONVENTIONS[self.convention].hess_scale)
 
+    def device_route(self) -> DeviceRoute:
+        from . import _cuda_routes as R
+
+        return DeviceRoute(R.lambdarank, R.lambdarank_couplings)
+
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        check_status(LK.lambdarank_grad_hess(self._inputs(scores, prep, state), out_grad, out_hess), "LambdaRank")
+        check_status(LK.lambdarank_grad_hess(self.pass_inputs(scores, prep), out_grad, out_hess), "LambdaRank")
 
     def _loss(self, scores, prep, state):
-        return checked_value(LK.lambdarank_loss(self._inputs(scores, prep, state)), "LambdaRank")
+        return checked_value(LK.lambdarank_loss(self.pass_inputs(scores, prep)), "LambdaRank")
 
     def _pair_couplings(self, scores, prep, state):
         return self._couplings(scores, prep, state, False, _EMPTY, _EMPTY, None)
@@ -300,7 +309,7 @@ class LambdaRank(Objective):
 
     def _couplings(self, scores, prep, state, with_grad, out_grad, out_hess, pair_buffer):
         # Count pass (no pair memory), the pair budget, then the arrays: every pair path honours it.
-        inp = self._inputs(scores, prep, state)
+        inp = self.pass_inputs(scores, prep)
         order = np.empty(scores.shape[0], dtype=np.int64)
         offsets = checked_value(LK.lambdarank_pair_offsets(inp, order), "LambdaRank")
         m = _pair_budget(offsets)
@@ -359,6 +368,11 @@ class StructuredDCG(Objective):
 
     def _state(self, prep):
         return _StructuredState(row_gain=np.exp2(prep.labels) - 1.0)
+
+    def device_route(self) -> DeviceRoute:
+        from . import _cuda_routes as R
+
+        return DeviceRoute(R.structured)
 
     def _raise_if_failed(self, status):
         # The assignment stops (never spins) on non-finite costs; the input limits make that

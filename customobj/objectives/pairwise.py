@@ -18,17 +18,16 @@ import numpy.typing as npt
 from .._kernel_status import check_status, checked_value
 from .._validation import (
     PARAM_LIMIT,
-    WEIGHT_LIMIT,
-    as_1d_float,
     check_choice,
     check_nonnegative,
     check_positive,
     check_real,
 )
 from ._arrays import kernel_weights
-from ._pair_sets import (ExplicitPairs, LabelPairs, QBRankState, check_pairs_option, labeled_rows, no_pairs,
-                         pairs_in_range)
-from .base import Objective, Prepared
+from ._pair_sets import (ExplicitPairs, LabelPairs, ListedPairs, QBRankState, check_pairs_option, labeled_rows,
+                         listed_couplings, pairs_in_range)
+from .preference_pairs import PreferencePairs  # noqa: F401 - importable from here too
+from .base import DeviceRoute, Objective, Prepared
 from . import _pairwise_kernels as PK
 from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
 
@@ -38,36 +37,47 @@ _EMPTY = np.zeros(0, dtype=np.float64)
 
 
 class _LabelPairLoss(Objective):
-    """Sum of ``scale * phi(s_i - s_j; theta_ij)`` over the label pairs of every query."""
+    """Sum of ``scale * phi(s_i - s_j; theta_ij)`` over the label pairs of every query.
+
+    A new loss of this family is a subclass with its :meth:`pair_spec`: the CPU kernels, the GPU
+    route (``device_route``) and the click estimators take it from there (docs/contributing.md).
+    """
 
     pairwise = True
     needs_group = True
 
-    def _spec(self):  # -> PK.PairSpec
-        raise NotImplementedError
+    def pair_spec(self) -> PK.PairSpec:
+        """The loss as the pair kernels take it: its ``PairKind``, ``Theta`` mode and parameters."""
+        raise NotImplementedError(f"{type(self).__name__} must define pair_spec()")
+
+    def listed_pairs(self, prep: Prepared) -> Optional[ListedPairs]:
+        """Every label pair of ``prep`` with its ``theta`` (built on first use, then cached)."""
+        spec = self.pair_spec()
+        pi, pj, th = prep.state_for(self).pair_list(prep.labels, prep.ptr, spec.theta_mode, spec.p)
+        return ListedPairs(pi, pj, th, _EMPTY, False, spec)
+
+    def device_route(self) -> DeviceRoute:
+        from . import _cuda_routes as R
+
+        return DeviceRoute(R.label_pair_loss, R.listed_couplings)
 
     def _state(self, prep):
         return LabelPairs(prep.labels, prep.ptr)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        spec = self._spec()
+        spec = self.pair_spec()
         w, use_w = kernel_weights(prep.weight)
         check_status(PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, state.order, state.lower,
                                                        w, use_w, spec, out_grad, out_hess), type(self).__name__)
 
     def _loss(self, scores, prep, state):
-        spec = self._spec()
+        spec = self.pair_spec()
         w, use_w = kernel_weights(prep.weight)
         return checked_value(PK.label_pairs_loss(scores, prep.labels, prep.ptr, state.order, state.lower, w, use_w,
                                                spec), type(self).__name__)
 
     def _pair_couplings(self, scores, prep, state):
-        spec = self._spec()
-        w, use_w = kernel_weights(prep.weight)
-        pi, pj, th = state.pair_list(prep.labels, prep.ptr, spec.theta_mode, spec.p)
-        c = np.empty(pi.size, dtype=np.float64)
-        check_status(PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, spec, c), type(self).__name__)
-        return pi, pj, c
+        return listed_couplings(self, scores, prep)
 
 
 class RankNet(_LabelPairLoss):
@@ -103,7 +113,7 @@ class RankNet(_LabelPairLoss):
     def __init__(self, *, sigma: float = 1.0) -> None:
         self.sigma = check_positive(sigma, "sigma")
 
-    def _spec(self):
+    def pair_spec(self) -> PK.PairSpec:
         return PK.pair_spec(PK.PairKind.LOGISTIC, PK.Theta.CONST, self.sigma, 1.0)
 
 
@@ -138,7 +148,7 @@ class RankSVM(_LabelPairLoss):
     def __init__(self, *, margin: float = 1.0) -> None:
         self.margin = check_nonnegative(margin, "margin")
 
-    def _spec(self):
+    def pair_spec(self) -> PK.PairSpec:
         return PK.pair_spec(PK.PairKind.SQ_HINGE, PK.Theta.CONST, self.margin, 1.0)
 
 
@@ -183,7 +193,7 @@ class MPBoost(_LabelPairLoss):
         self.lam = check_positive(lam, "lam")
         self.beta = check_positive(beta, "beta")
 
-    def _spec(self):
+    def pair_spec(self) -> PK.PairSpec:
         p = {"binary": 1.0, "ldd": self.alpha, "logdd": self.lam, "logitdd": self.beta}[self.ddf]
         return PK.pair_spec(PK.PairKind.EXPONENTIAL, _DDF[self.ddf], p, 1.0)
 
@@ -197,85 +207,6 @@ class MPBoost(_LabelPairLoss):
                 f"{self.alpha * (y.max() - y.min()):g} exceeds {PARAM_LIMIT:g} (customobj._validation.PARAM_LIMIT); "
                 "lower alpha or rescale the labels"
             )
-
-
-# --- explicit preference pairs --------------------------------------------------------------------------
-#: PreferencePairs' loss: half the squared hinge of each pair (theta is each pair's margin).
-_EXPLICIT_SPEC = PK.pair_spec(PK.PairKind.SQ_HINGE, PK.Theta.CONST, 0.0, 0.5)
-
-
-class PreferencePairs(Objective):
-    r"""Explicit preference pairs: QBRank's preference term, or with ``margin = 0`` a graph regulariser.
-
-    .. math::
-
-        L(s) = \sum_k v_k \tfrac{1}{2} \max\bigl(0, m - (s_{i_k} - s_{j_k})\bigr)^2
-
-    over the pairs ``(i_k, j_k)``, row ``i_k`` preferred to ``j_k`` (any queries), ``m`` the
-    ``margin``.
-
-    The factor 1/2 matches QBRank, so ``QBRank(w=w, pairs=P, labeled="none") == w * PreferencePairs(P,
-    margin=1.0)``; the slides' ``Omega = sum max(0, s_j - s_i)^2`` is ``2 * PreferencePairs(edges)``.
-    ``a = -max(0, margin - d)``, coupling ``[d < margin]`` (0 at the kink). ``v_k`` is ``weight[k]``
-    (default 1) times ``(w_i + w_j) / 2`` when row weights are given. Add it to another objective
-    (``SquaredHinge() + lam * PreferencePairs(edges)``); it ignores labels and groups.
-
-    References
-    ----------
-    Zheng, Zha, Zhang, Chapelle, Chen, Sun (2007), "A general boosting method and its application to
-    learning ranking functions for web search" (NIPS 2007), section 3 (the preference term);
-    Chapelle (2007), "Large scale support vector machines" (slides), "Web spam classification"
-    (the graph regulariser).
-
-    Examples
-    --------
-    >>> from customobj import PreferencePairs
-    >>> grad, hess = PreferencePairs([[0, 1]], margin=1.0).grad_hess([0.0, 0.5], [0, 0])
-    >>> grad.tolist(), hess.tolist()
-    ([-1.5, 1.5], [1.0, 1.0])
-    """
-
-    pairwise = True
-    needs_group = False
-
-    def __init__(self, pairs: npt.ArrayLike, *, margin: float = 0.0, weight: Optional[npt.ArrayLike] = None) -> None:
-        self.pairs = check_pairs_option(pairs)
-        self.margin = check_nonnegative(margin, "margin")
-        if weight is not None:
-            weight = as_1d_float(weight, "weight", n=self.pairs.shape[0])
-            if weight.size and weight.min() < 0:
-                raise ValueError(f"weight must be non-negative; found {weight.min()} at pair {int(np.argmin(weight))}")
-            if weight.size and weight.max() > WEIGHT_LIMIT:
-                raise ValueError(f"weight must be <= {WEIGHT_LIMIT:g} (customobj._validation.WEIGHT_LIMIT); "
-                                 f"found {weight.max():g} at pair {int(np.argmax(weight))}")
-            weight.setflags(write=False)
-        self.weight = weight
-
-    def _state(self, prep):
-        pairs_in_range(self.pairs, prep.n_rows)
-        pi = np.ascontiguousarray(self.pairs[:, 0])
-        pj = np.ascontiguousarray(self.pairs[:, 1])
-        theta = np.full(pi.size, self.margin)
-        return ExplicitPairs(pi, pj, theta)
-
-    def _args(self, prep, state):
-        w, use_w = kernel_weights(prep.weight)
-        pw, use_pw = kernel_weights(self.weight)
-        pi, pj, theta = state
-        return pi, pj, theta, pw, use_pw, w, use_w
-
-    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        check_status(PK.pair_list_grad_hess(scores, *self._args(prep, state), _EXPLICIT_SPEC, out_grad, out_hess),
-                     "PreferencePairs")
-
-    def _loss(self, scores, prep, state):
-        return checked_value(PK.pair_list_loss(scores, *self._args(prep, state), _EXPLICIT_SPEC), "PreferencePairs")
-
-    def _pair_couplings(self, scores, prep, state):
-        args = self._args(prep, state)
-        c = np.empty(args[0].size, dtype=np.float64)
-        check_status(PK.pair_list_couplings(scores, *args, _EXPLICIT_SPEC, c), "PreferencePairs")
-        return args[0].copy(), args[1].copy(), c
 
 
 _LABELED = ("all", "none", "single_label_queries")
@@ -403,14 +334,30 @@ class QBRank(Objective):
                 lab_w *= prep.weight
         return QBRankState(lp, ex, lab_w, {})
 
-    def _spec(self):
+    def pair_spec(self) -> PK.PairSpec:
+        """Half the squared hinge times ``w``; the label pairs' margin from ``margin``; the hessian
+        doubled under ``hessian="upper_bound"``."""
         mode, p, _ = self._theta()
         hmul = 2.0 if self.hessian == "upper_bound" else 1.0
         return PK.pair_spec(PK.PairKind.SQ_HINGE, mode, p, 0.5 * self.w, hmul)
 
+    def listed_pairs(self, prep: Prepared) -> Optional[ListedPairs]:
+        """Its label and explicit pairs (cached); None under the diagonal ``hessian="upper_bound"``
+        (no couplings) or without pairs."""
+        if self.hessian == "upper_bound":
+            return None
+        spec = self.pair_spec()
+        pairs = prep.state_for(self).pair_list(prep, spec.theta_mode, spec.p)
+        return None if pairs is None else ListedPairs(*pairs, _EMPTY, False, spec)
+
+    def device_route(self) -> DeviceRoute:
+        from . import _cuda_routes as R
+
+        return DeviceRoute(R.qbrank, R.listed_couplings)
+
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         lp, ex, lab_w = state.label_pairs, state.explicit, state.labeled_weight
-        spec = self._spec()
+        spec = self.pair_spec()
         w, use_w = kernel_weights(prep.weight)
         if lp is not None and self.w > 0.0:
             check_status(PK.label_pairs_grad_hess_parallel(scores, prep.labels, prep.ptr, lp.order, lp.lower, w,
@@ -423,7 +370,7 @@ class QBRank(Objective):
 
     def _loss(self, scores, prep, state):
         lp, ex, lab_w = state.label_pairs, state.explicit, state.labeled_weight
-        spec = self._spec()
+        spec = self.pair_spec()
         w, use_w = kernel_weights(prep.weight)
         total = 0.0
         if lp is not None:
@@ -436,14 +383,4 @@ class QBRank(Objective):
         return total
 
     def _pair_couplings(self, scores, prep, state):
-        if self.hessian == "upper_bound":
-            return no_pairs()
-        spec = self._spec()
-        w, use_w = kernel_weights(prep.weight)
-        pairs = state.pair_list(prep, spec.theta_mode, spec.p)
-        if pairs is None:
-            return no_pairs()
-        pi, pj, th = pairs
-        c = np.empty(pi.size, dtype=np.float64)
-        check_status(PK.pair_list_couplings(scores, pi, pj, th, _EMPTY, False, w, use_w, spec, c), "QBRank")
-        return pi, pj, c
+        return listed_couplings(self, scores, prep)

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._validation import SCORE_LIMIT, as_scores, check_int, check_positive
 from ._arrays import kernel_weights
-from .base import Objective, Prepared
+from .base import DeviceRoute, Objective, Prepared
 from . import _pointwise_kernels as K
 
 __all__ = ["SquaredError", "Logistic", "SquaredHinge", "McRank"]
@@ -47,6 +47,11 @@ class SquaredError(Objective):
     >>> grad.tolist(), hess.tolist()
     ([-0.5, 0.0], [1.0, 1.0])
     """
+
+    def device_route(self) -> DeviceRoute:
+        from . import _cuda_routes as R
+
+        return DeviceRoute(R.SQUARED_ERROR)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         _labelwise(K.squared_error_grad_hess, scores, prep, out_grad, out_hess)
@@ -142,6 +147,11 @@ class Logistic(_BinaryObjective):
             w = w * prep.weight
         return np.ascontiguousarray(w, dtype=np.float64)
 
+    def device_route(self) -> DeviceRoute:
+        from . import _cuda_routes as R
+
+        return DeviceRoute(R.LOGISTIC)
+
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         w, use_w = self._row_weights(prep, state)
         K.logistic_grad_hess(scores, prep.labels, w, use_w, self.sigma, out_grad, out_hess)
@@ -183,6 +193,11 @@ class SquaredHinge(_BinaryObjective):
 
     def __init__(self, *, C: float = 1.0) -> None:
         self.C = check_positive(C, "C")
+
+    def device_route(self) -> DeviceRoute:
+        from . import _cuda_routes as R
+
+        return DeviceRoute(R.SQUARED_HINGE)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         _labelwise(K.squared_hinge_grad_hess, scores, prep, self.C, out_grad, out_hess)
@@ -264,6 +279,11 @@ class McRank(Objective):
         if s.ndim != 2 or s.shape[1] != k:
             raise ValueError(f"scores must have shape (n_rows, {k}) for McRank with {k} classes, got {s.shape}")
         return s
+
+    def device_route(self) -> DeviceRoute:
+        from . import _cuda_routes as R
+
+        return DeviceRoute(R.MCRANK)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         _labelwise(K.mcrank_grad_hess, scores, prep, out_grad, out_hess)

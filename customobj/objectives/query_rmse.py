@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._arrays import kernel_weights, query_sums
-from .base import Objective
+from .base import DeviceRoute, Objective
 from .softmax import dense_couplings
 from . import _query_kernels as QK
 
@@ -37,6 +37,11 @@ class QueryRMSE(Objective):
 
     pairwise = True
     needs_group = True
+
+    def device_route(self) -> DeviceRoute:
+        from . import _listwise_routes as LR
+
+        return DeviceRoute(LR.query_rmse)
 
     def __init__(self) -> None:
         pass

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._validation import check_pair_budget, check_positive
 from ._arrays import kernel_weights, query_sums
-from .base import Objective, Prepared
+from .base import DeviceRoute, Objective, Prepared
 from . import _query_kernels as QK
 
 __all__ = ["ListNet", "QuerySoftMax"]
@@ -55,6 +55,11 @@ class SoftmaxCrossEntropy(Objective):
 
     pairwise = True
     needs_group = True
+
+    def device_route(self) -> DeviceRoute:
+        from . import _listwise_routes as LR
+
+        return DeviceRoute(LR.softmax)
 
     def _targets(self, scores, prep, state, new_round):  # pragma: no cover - abstract
         raise NotImplementedError

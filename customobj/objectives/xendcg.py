@@ -9,6 +9,7 @@ import numpy as np
 from .._validation import check_choice, check_exp_gain_labels, check_int
 from ._arrays import kernel_weights
 from ._noise import RoundCounter
+from .base import DeviceRoute
 from .prepared import Prepared
 from .softmax import SoftmaxCrossEntropy, _Targets, query_weights
 from . import _query_kernels as QK
@@ -62,6 +63,11 @@ class XENDCG(SoftmaxCrossEntropy):
     """
 
     rounds_matter = True  # each round draws new noise
+
+    def device_route(self) -> DeviceRoute:
+        from . import _listwise_routes as LR
+
+        return DeviceRoute(LR.xendcg)
 
     def __init__(self, *, seed: int = LIGHTGBM_SEED, convention: str = "customobj") -> None:
         self.seed = check_int(seed, "seed", minimum=0, maximum=2**31 - 1)

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._kernel_status import check_status, checked_value
 from .._validation import check_int, check_pair_budget, check_positive
-from .base import Objective
+from .base import DeviceRoute, Objective
 from ._noise import RoundCounter
 from .softmax import query_weights
 from . import _pairwise_kernels as PK
@@ -62,6 +62,11 @@ class YetiRank(Objective):
     pairwise = True
     needs_group = True
     rounds_matter = True  # each round samples new pairs
+
+    def device_route(self) -> DeviceRoute:
+        from . import _listwise_routes as LR
+
+        return DeviceRoute(LR.yetirank)
 
     def __init__(self, *, permutations: int = 10, decay: float = 0.85, seed: int = 0) -> None:
         self.permutations = check_int(permutations, "permutations", minimum=1, maximum=MAX_PERMUTATIONS)
