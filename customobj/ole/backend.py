@@ -83,6 +83,10 @@ class CPUBackend:
 
     #: Where a device fit's gradients ran ("device" or "host: <why>"); None on the CPU.
     gradients_where: Optional[str] = None
+    #: Whether a pair histogram of some features stays valid after the next one (the CPU builds
+    #: them in one scratch: no; a GPU backend gives each its own buffer): ``ole_fast``'s children
+    #: are then searched together.
+    keeps_subset_pair_hists = False
 
     def __init__(self, ctx: GrowContext, params) -> None:
         self.ctx, self.data = ctx, ctx.data
@@ -169,6 +173,10 @@ class CPUBackend:
                             self.lam, self.min_data, self.min_hess, res)
         check_status(status, self.score, "find_best_split")
         return SplitInfo.from_array(res)
+
+    def wse_gains_of(self, nodes: list, mask: np.ndarray) -> list:
+        """:meth:`wse_gains` of each ``(hist, sums)`` in ``nodes``, each in its own array."""
+        return [self.wse_gains(hist, mask, sums, np.zeros(self.data.n_bins.shape[0])) for hist, sums in nodes]
 
     def find_splits(self, searches: list) -> list:
         """:meth:`find_split` of each ``(hist, phist, mask, sums)`` in ``searches``, in order."""

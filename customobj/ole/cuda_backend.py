@@ -60,8 +60,9 @@ Orchestration, memory and instrumentation (issue 32, items 3-4)
   its feature's NaN-slot row count (:mod:`._cuda_node_kernels`); the left row count is the
   split's own (exact histogram counts), so a row partition reads nothing; the pair partition's two
   counts and the children's couplings come back in one read (:meth:`CUDABackend.split_pairs`). A
-  tree also reads its root sums and root coupling. ``ole_fast`` also reads each node's per-feature
-  WSE gains and brings the pairs to the host for its pruning (not yet on the card).
+  tree also reads its root sums and root coupling. ``ole_fast`` also reads a split's two
+  children's per-feature WSE gains (one read: :meth:`CUDABackend.wse_gains_of`) and brings the
+  pairs to the host for its per-query pruning once per tree (not yet on the card).
 - **Counted**: every launch (:class:`~customobj.ole.cuda_stats.CountedKernels`), blocking read,
   allocation and copy goes through :class:`~customobj.ole.cuda_memory.DeviceMemory`'s
   :class:`~customobj.ole.cuda_stats.DeviceCounter`: ``TreeBooster.device_stats_``, per tree and per
@@ -176,6 +177,7 @@ class CUDABackend(CPUBackend):
         # with the chosen feature's NaN count behind it (_cuda_node_kernels)
         self._per = mem.array((max(n_feat, 1), SPLIT_SIZE), np.float64)
         self._gains = mem.array((max(n_feat, 1),), np.float64)
+        self._wse = mem.array((2, max(n_feat, 1)), np.float64)  # ole_fast: two nodes' WSE gains, one read
         self._res = mem.array((2, SPLIT_SIZE + 1), np.float64)
         self._has_nan = bool(np.any(d.mapper.has_nan))
         self._no_ph = mem.upload(np.zeros((1, PH_CHANNELS)))
@@ -308,15 +310,24 @@ class CUDABackend(CPUBackend):
             out.append(split)
         return out
 
+    keeps_subset_pair_hists = True  # each pair histogram has its own pool buffer
+
     def wse_gains(self, hist: Any, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
         """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``), searched on the device."""
-        G, H, N = float(sums.G), float(sums.H), float(sums.N)
-        parent = _score(G, node_hessian(WSE, G, H, N, 0.0), self.lam)
-        self._ks.feature_wse_gains[_launch(self._shape["n_features"])](
-            hist.array, self._no_ph, self._n_bins_d, self._offsets, self.pool.feature_mask(mask), G, H, N, self.lam,
-            self.min_data, self.min_hess, parent, self._per, self._gains)
-        out[:] = self.memory.read(self._gains)[:out.shape[0]]
+        out[:] = self.wse_gains_of([(hist, sums)], mask)[0][:out.shape[0]]
         return out
+
+    def wse_gains_of(self, nodes: list, mask: np.ndarray) -> list:
+        """The WSE gains of up to two nodes (``(hist, sums)`` each), searched on the device, in one read."""
+        if len(nodes) > self._wse.shape[0]:
+            return self.wse_gains_of(nodes[:2], mask) + self.wse_gains_of(nodes[2:], mask)
+        for k, (hist, sums) in enumerate(nodes):
+            G, H, N = float(sums.G), float(sums.H), float(sums.N)
+            parent = _score(G, node_hessian(WSE, G, H, N, 0.0), self.lam)
+            self._ks.feature_wse_gains[_launch(self._shape["n_features"])](
+                hist.array, self._no_ph, self._n_bins_d, self._offsets, self.pool.feature_mask(mask), G, H, N,
+                self.lam, self.min_data, self.min_hess, parent, self._per, self._wse[k])
+        return list(self.memory.read(self._wse[:len(nodes)])) if nodes else []
 
     # --- where the scores live, and what the fit held and did -------------------------------------------------
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
