@@ -183,6 +183,7 @@ class CUDABackend(CPUBackend):
         self._no_ph = mem.upload(np.zeros((1, PH_CHANNELS)))
         self._sums = mem.array((MAX_BLOCKS, 2), np.float64)
         self._sum_out = mem.array((2,), np.float64)
+        self._root = mem.array((4,), np.float64)  # the root's G, H and C (and a spare), one read
         # the partition's scratch, each row's side and the blocks' counts; the scan's offsets, with two
         # rows behind the totals for the children's couplings (read with the totals, in one copy)
         self._tmp_rows = mem.array((max(d.n_rows, 1),), np.int64)
@@ -196,21 +197,41 @@ class CUDABackend(CPUBackend):
 
     # --- the tree's gradients and root sums: the first call of every tree -----------------------------
     def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
-        """``(sum g, sum h)`` over ``order``. Gradients already on the device (the objective's GPU
-        kernels, :mod:`.cuda_scores`) are summed there, in blocks of rows in order (one block: the
-        CPU's order); host gradients are uploaded (into the pool) and summed on the host, as on the CPU."""
+        """``(sum g, sum h)`` over ``order``: :meth:`root_sums` without pairs."""
+        return self.root_sums(order, grad, hess, None, 0)[:2]
+
+    def root_sums(self, order: np.ndarray, grad, hess, pc, n_pairs: int) -> tuple:
+        """The tree's root ``(G, H, C)``, its first call. Gradients already on the device (the
+        objective's GPU kernels, :mod:`.cuda_scores`) are summed there, in blocks of rows in order (one
+        block: the CPU's order); host gradients are copied into the pool and summed on the host, as on
+        the CPU. The coupling of the pairs ``pc[:n_pairs]`` as :meth:`sum_couplings`; what the device
+        summed comes back in one read."""
         n = int(order.shape[0])
         self.memory.counter.begin_tree()
         self.memory.sample()  # the card's use as a tree starts (a real card only)
         self._order = self.pool.start_rows(order)  # partitioned there from now on
-        if is_device_array(grad):
+        dev_g, dev_c = is_device_array(grad), pc is not None and is_device_array(pc)
+        G = H = C = 0.0
+        if dev_g:
             self._grad, self._hess = grad, hess
             nb = n_blocks(n, ROW_BLOCK)
             self._ks.block_sums[_launch(nb)](self._order, n, nb, grad, hess, self._sums)
-            return self._ordered_sums(nb)
-        gh = self.pool.buffers("gradients", int(grad.shape[0]), (np.float64, np.float64))
-        self._grad, self._hess = (self.memory.copy_in(b, a) for b, a in zip(gh, (grad, hess)))
-        return super().row_sums(order, grad, hess)
+            self._ordered_sums(nb, self._root[0:2])
+        else:
+            gh = self.pool.buffers("gradients", int(grad.shape[0]), (np.float64, np.float64))
+            self._grad, self._hess = (self.memory.copy_in(b, a) for b, a in zip(gh, (grad, hess)))
+            G, H = CPUBackend.row_sums(self, order, grad, hess)
+        if dev_c:
+            nb = n_blocks(n_pairs, PAIR_BLOCK)
+            self._kp.coupling_blocks[_launch(nb)](pc, 0, n_pairs, nb, self._sums)
+            self._ordered_sums(nb, self._root[2:4])
+        elif pc is not None:
+            C = super().sum_couplings(pc, 0, n_pairs)
+        if dev_g or dev_c:
+            got = self.memory.read(self._root[:3])
+            G, H = (float(got[0]), float(got[1])) if dev_g else (G, H)
+            C = float(got[2]) if dev_c else C
+        return float(G), float(H), float(C)
 
     def pair_buffers(self, pairs: tuple) -> tuple:
         """The tree's two pair buffers on the device (host pairs copied into the pool once per tree),

@@ -173,10 +173,8 @@ class TreeGrower:
 
     def _initialise_root(self) -> None:
         p, order = self.params, self.order
-        G, H = self.backend.row_sums(order, self.grad, self.hess)
-        C = 0.0
-        if self.use_pairs:
-            C = self.backend.sum_couplings(self.bufs[0][2], 0, self.n_pairs)
+        G, H, C = self.backend.root_sums(order, self.grad, self.hess, self.bufs[0][2] if self.use_pairs else None,
+                                         self.n_pairs)
         root = Leaf(0, order.shape[0], 0, -1, True, ChildSums(G, H, float(order.shape[0]), C))
         root.pend = self.n_pairs
         if p.num_leaves > 1 and self._can_split(root):
