@@ -48,7 +48,7 @@ XGB_PARAMS = dict(tree_method="hist", max_leaves=31, grow_policy="lossguide", ma
                   base_score=0.0, disable_default_eval_metric=1, device="cuda", verbosity=0)
 #: The GPU backend's steps timed by ``phases`` (benchmarks/ole_phases.py's timers, synchronised).
 PHASES = [("customobj.ole.cuda_backend", name, "CUDABackend") for name in (
-    "row_sums", "row_hist", "pair_hist", "find_splits", "wse_gains", "partition_rows", "split_pairs",
+    "root_sums", "row_hist", "pair_hist", "find_splits", "wse_gains_of", "partition_rows", "split_pairs",
     "sum_couplings", "split_coupling_sums", "pair_buffers", "prune_pairs", "row_order", "dropped_couplings")] + [
     ("customobj.ole.cuda_scores", "gradients", "DeviceScores"), ("customobj.ole.cuda_scores", "add_trees",
                                                                   "DeviceScores")]
@@ -276,9 +276,10 @@ class Suite:
 
         self._booster(criterion, 3).fit(d.X, d.y, d.group, eval_metric=None, callbacks=[tick])
         n = max(len(marks) - 1, 1)
+        steps = sorted(self._timers.items(), key=lambda kv: -kv[1])
         self.record["phases"].append({"rows": int(d.X.shape[0]), "criterion": criterion,
                                       "per_tree_s": (marks[-1] - marks[0]) / n if len(marks) > 1 else None,
-                                      "steps_s": {k: v / n for k, v in sorted(self._timers.items(), key=lambda kv: -kv[1])}})
+                                      "steps_s": {k: v / n for k, v in steps}})
 
 
 def targets(record):

@@ -11,7 +11,8 @@ results: the same splits, ties broken the same way, sums equal to float toleranc
 
 - ``data``: the binned training set's description (``n_bins``, ``offsets``, ``n_slots``,
   ``mapper`` for thresholds); ``n_rows``: its row count;
-- ``row_sums``, ``row_hist``: a node's gradient and hessian sums and its row histogram
+- ``root_sums`` (a tree's first call), ``row_sums``, ``row_hist``: the root's sums (its coupling
+  too), a node's gradient and hessian sums and its row histogram
   ``(slots, HIST_CHANNELS)`` (channels in :mod:`.common`); ``pair_hist``: its pair histogram
   ``(slots, PH_CHANNELS)``, all features or a subset; ``sum_couplings``: a pair range's coupling;
 - ``pair_buffers``, ``prune_pairs``, ``dropped_couplings``: the tree's two pair buffers, and
@@ -83,6 +84,10 @@ class CPUBackend:
 
     #: Where a device fit's gradients ran ("device" or "host: <why>"); None on the CPU.
     gradients_where: Optional[str] = None
+    #: Whether a pair histogram of some features stays valid after the next one (the CPU builds
+    #: them in one scratch: no; a GPU backend gives each its own buffer): ``ole_fast``'s children
+    #: are then searched together.
+    keeps_subset_pair_hists = False
 
     def __init__(self, ctx: GrowContext, params) -> None:
         self.ctx, self.data = ctx, ctx.data
@@ -113,6 +118,13 @@ class CPUBackend:
     def row_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:
         """``(sum g, sum h)`` over the rows ``order``, in order."""
         return _row_sums(order, grad, hess)
+
+    def root_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray, pc: Optional[np.ndarray],
+                  n_pairs: int) -> tuple:
+        """The tree's root ``(G, H, C)``: :meth:`row_sums` and, with pairs, :meth:`sum_couplings` of
+        ``pc[:n_pairs]`` (else ``C = 0``); a tree's first call."""
+        G, H = self.row_sums(order, grad, hess)
+        return G, H, (0.0 if pc is None else self.sum_couplings(pc, 0, n_pairs))
 
     def row_hist(self, order: np.ndarray, start: int, end: int, grad: np.ndarray, hess: np.ndarray,
                  root: bool = False) -> np.ndarray:
@@ -169,6 +181,10 @@ class CPUBackend:
                             self.lam, self.min_data, self.min_hess, res)
         check_status(status, self.score, "find_best_split")
         return SplitInfo.from_array(res)
+
+    def wse_gains_of(self, nodes: list, mask: np.ndarray) -> list:
+        """:meth:`wse_gains` of each ``(hist, sums)`` in ``nodes``, each in its own array."""
+        return [self.wse_gains(hist, mask, sums, np.zeros(self.data.n_bins.shape[0])) for hist, sums in nodes]
 
     def find_splits(self, searches: list) -> list:
         """:meth:`find_split` of each ``(hist, phist, mask, sums)`` in ``searches``, in order."""

@@ -60,8 +60,9 @@ Orchestration, memory and instrumentation (issue 32, items 3-4)
   its feature's NaN-slot row count (:mod:`._cuda_node_kernels`); the left row count is the
   split's own (exact histogram counts), so a row partition reads nothing; the pair partition's two
   counts and the children's couplings come back in one read (:meth:`CUDABackend.split_pairs`). A
-  tree also reads its root sums and root coupling. ``ole_fast`` also reads each node's per-feature
-  WSE gains and brings the pairs to the host for its pruning (not yet on the card).
+  tree also reads its root sums and root coupling. ``ole_fast`` also reads a split's two
+  children's per-feature WSE gains (one read: :meth:`CUDABackend.wse_gains_of`) and brings the
+  pairs to the host for its per-query pruning once per tree (not yet on the card).
 - **Counted**: every launch (:class:`~customobj.ole.cuda_stats.CountedKernels`), blocking read,
   allocation and copy goes through :class:`~customobj.ole.cuda_memory.DeviceMemory`'s
   :class:`~customobj.ole.cuda_stats.DeviceCounter`: ``TreeBooster.device_stats_``, per tree and per
@@ -176,11 +177,13 @@ class CUDABackend(CPUBackend):
         # with the chosen feature's NaN count behind it (_cuda_node_kernels)
         self._per = mem.array((max(n_feat, 1), SPLIT_SIZE), np.float64)
         self._gains = mem.array((max(n_feat, 1),), np.float64)
+        self._wse = mem.array((2, max(n_feat, 1)), np.float64)  # ole_fast: two nodes' WSE gains, one read
         self._res = mem.array((2, SPLIT_SIZE + 1), np.float64)
         self._has_nan = bool(np.any(d.mapper.has_nan))
         self._no_ph = mem.upload(np.zeros((1, PH_CHANNELS)))
         self._sums = mem.array((MAX_BLOCKS, 2), np.float64)
         self._sum_out = mem.array((2,), np.float64)
+        self._root = mem.array((4,), np.float64)  # the root's G, H and C (and a spare), one read
         # the partition's scratch, each row's side and the blocks' counts; the scan's offsets, with two
         # rows behind the totals for the children's couplings (read with the totals, in one copy)
         self._tmp_rows = mem.array((max(d.n_rows, 1),), np.int64)
@@ -194,21 +197,41 @@ class CUDABackend(CPUBackend):
 
     # --- the tree's gradients and root sums: the first call of every tree -----------------------------
     def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
-        """``(sum g, sum h)`` over ``order``. Gradients already on the device (the objective's GPU
-        kernels, :mod:`.cuda_scores`) are summed there, in blocks of rows in order (one block: the
-        CPU's order); host gradients are uploaded (into the pool) and summed on the host, as on the CPU."""
+        """``(sum g, sum h)`` over ``order``: :meth:`root_sums` without pairs."""
+        return self.root_sums(order, grad, hess, None, 0)[:2]
+
+    def root_sums(self, order: np.ndarray, grad, hess, pc, n_pairs: int) -> tuple:
+        """The tree's root ``(G, H, C)``, its first call. Gradients already on the device (the
+        objective's GPU kernels, :mod:`.cuda_scores`) are summed there, in blocks of rows in order (one
+        block: the CPU's order); host gradients are copied into the pool and summed on the host, as on
+        the CPU. The coupling of the pairs ``pc[:n_pairs]`` as :meth:`sum_couplings`; what the device
+        summed comes back in one read."""
         n = int(order.shape[0])
         self.memory.counter.begin_tree()
         self.memory.sample()  # the card's use as a tree starts (a real card only)
         self._order = self.pool.start_rows(order)  # partitioned there from now on
-        if is_device_array(grad):
+        dev_g, dev_c = is_device_array(grad), pc is not None and is_device_array(pc)
+        G = H = C = 0.0
+        if dev_g:
             self._grad, self._hess = grad, hess
             nb = n_blocks(n, ROW_BLOCK)
             self._ks.block_sums[_launch(nb)](self._order, n, nb, grad, hess, self._sums)
-            return self._ordered_sums(nb)
-        gh = self.pool.buffers("gradients", int(grad.shape[0]), (np.float64, np.float64))
-        self._grad, self._hess = (self.memory.copy_in(b, a) for b, a in zip(gh, (grad, hess)))
-        return super().row_sums(order, grad, hess)
+            self._ordered_sums(nb, self._root[0:2])
+        else:
+            gh = self.pool.buffers("gradients", int(grad.shape[0]), (np.float64, np.float64))
+            self._grad, self._hess = (self.memory.copy_in(b, a) for b, a in zip(gh, (grad, hess)))
+            G, H = CPUBackend.row_sums(self, order, grad, hess)
+        if dev_c:
+            nb = n_blocks(n_pairs, PAIR_BLOCK)
+            self._kp.coupling_blocks[_launch(nb)](pc, 0, n_pairs, nb, self._sums)
+            self._ordered_sums(nb, self._root[2:4])
+        elif pc is not None:
+            C = super().sum_couplings(pc, 0, n_pairs)
+        if dev_g or dev_c:
+            got = self.memory.read(self._root[:3])
+            G, H = (float(got[0]), float(got[1])) if dev_g else (G, H)
+            C = float(got[2]) if dev_c else C
+        return float(G), float(H), float(C)
 
     def pair_buffers(self, pairs: tuple) -> tuple:
         """The tree's two pair buffers on the device (host pairs copied into the pool once per tree),
@@ -308,15 +331,24 @@ class CUDABackend(CPUBackend):
             out.append(split)
         return out
 
+    keeps_subset_pair_hists = True  # each pair histogram has its own pool buffer
+
     def wse_gains(self, hist: Any, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
         """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``), searched on the device."""
-        G, H, N = float(sums.G), float(sums.H), float(sums.N)
-        parent = _score(G, node_hessian(WSE, G, H, N, 0.0), self.lam)
-        self._ks.feature_wse_gains[_launch(self._shape["n_features"])](
-            hist.array, self._no_ph, self._n_bins_d, self._offsets, self.pool.feature_mask(mask), G, H, N, self.lam,
-            self.min_data, self.min_hess, parent, self._per, self._gains)
-        out[:] = self.memory.read(self._gains)[:out.shape[0]]
+        out[:] = self.wse_gains_of([(hist, sums)], mask)[0][:out.shape[0]]
         return out
+
+    def wse_gains_of(self, nodes: list, mask: np.ndarray) -> list:
+        """The WSE gains of up to two nodes (``(hist, sums)`` each), searched on the device, in one read."""
+        if len(nodes) > self._wse.shape[0]:
+            return self.wse_gains_of(nodes[:2], mask) + self.wse_gains_of(nodes[2:], mask)
+        for k, (hist, sums) in enumerate(nodes):
+            G, H, N = float(sums.G), float(sums.H), float(sums.N)
+            parent = _score(G, node_hessian(WSE, G, H, N, 0.0), self.lam)
+            self._ks.feature_wse_gains[_launch(self._shape["n_features"])](
+                hist.array, self._no_ph, self._n_bins_d, self._offsets, self.pool.feature_mask(mask), G, H, N,
+                self.lam, self.min_data, self.min_hess, parent, self._per, self._wse[k])
+        return list(self.memory.read(self._wse[:len(nodes)])) if nodes else []
 
     # --- where the scores live, and what the fit held and did -------------------------------------------------
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,

@@ -173,10 +173,8 @@ class TreeGrower:
 
     def _initialise_root(self) -> None:
         p, order = self.params, self.order
-        G, H = self.backend.row_sums(order, self.grad, self.hess)
-        C = 0.0
-        if self.use_pairs:
-            C = self.backend.sum_couplings(self.bufs[0][2], 0, self.n_pairs)
+        G, H, C = self.backend.root_sums(order, self.grad, self.hess, self.bufs[0][2] if self.use_pairs else None,
+                                         self.n_pairs)
         root = Leaf(0, order.shape[0], 0, -1, True, ChildSums(G, H, float(order.shape[0]), C))
         root.pend = self.n_pairs
         if p.num_leaves > 1 and self._can_split(root):
@@ -193,11 +191,16 @@ class TreeGrower:
         """The best splits of leaves ``indices`` from their histograms (searched together: a GPU
         backend reads them back at once); each opens for splitting when its gain > 0, in order."""
         searching = [i for i in indices if self.leaves[i].hist is not None]
-        find = self.backend.find_splits
-        if self.use_pairs and self.fast:  # a subset pair histogram lives until the next one: one at a time
-            splits = {i: find([self._search(self.leaves[i])])[0] for i in searching}
+        find, nodes = self.backend.find_splits, [self.leaves[i] for i in searching]
+        if self.use_pairs and self.fast and not self.backend.keeps_subset_pair_hists:
+            # a subset pair histogram lives until the next one (the CPU's scratch): one node at a time
+            splits = {i: find([self._search(leaf, None)])[0] for i, leaf in zip(searching, nodes)}
         else:
-            splits = dict(zip(searching, find([self._search(self.leaves[i]) for i in searching])))
+            gains = None
+            if self.use_pairs and self.fast:  # every node's WSE ranking at once (a GPU backend: one read)
+                gains = self.backend.wse_gains_of([(leaf.hist, _sums(leaf)) for leaf in nodes], self.feature_mask)
+            searches = [self._search(leaf, None if gains is None else gains[k]) for k, leaf in enumerate(nodes)]
+            splits = dict(zip(searching, find(searches)))
         for index in indices:
             leaf = self.leaves[index]
             leaf.split = splits.get(index, NO_SPLIT)
@@ -275,12 +278,14 @@ class TreeGrower:
             return False
         return leaf.N >= 2 * p.min_data_in_leaf
 
-    def _search(self, leaf: Leaf) -> tuple:
-        """The split search of ``leaf``: ``(hist, phist, mask, sums)`` for ``backend.find_splits``."""
+    def _search(self, leaf: Leaf, gains: Optional[np.ndarray]) -> tuple:
+        """The split search of ``leaf``: ``(hist, phist, mask, sums)`` for ``backend.find_splits``
+        (``ole_fast``: from the node's WSE ``gains``, or computed here when None)."""
         mask = self.feature_mask
         if self.use_pairs and self.fast:  # pair histograms of the k features of largest WSE gain only
-            self.backend.wse_gains(leaf.hist, self.feature_mask, _sums(leaf), self.wse_gains)
-            feats = select_features(self.wse_gains, self.feature_mask, self.params.criterion.ole_fast_features)
+            if gains is None:
+                gains = self.backend.wse_gains(leaf.hist, self.feature_mask, _sums(leaf), self.wse_gains)
+            feats = select_features(gains, self.feature_mask, self.params.criterion.ole_fast_features)
             mask = np.zeros_like(self.feature_mask)
             mask[feats] = True
             leaf.phist = self.backend.pair_hist(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, feats)
