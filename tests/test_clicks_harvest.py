@@ -145,3 +145,28 @@ def test_a_position_no_set_links_to_the_top_is_refused():
     assert harvest_propensities(chain).shape == (4,)  # AllPairs chains 3 to the top through 2 and 4
     with pytest.raises(ValueError, match="top_ratio.*position 3"):
         harvest_propensities(chain, estimator="top_ratio")
+
+
+def test_the_profiled_objectives_gradient_matches_finite_differences_and_its_q_is_each_sets_optimum():
+    from scipy.special import xlogy
+
+    from customobj.clicks.harvest import _profile
+
+    rng = np.random.default_rng(3)
+    k = 5
+    a, b = np.nonzero(np.triu(np.ones((k, k), bool), 1))
+    ra, rb = rng.uniform(1.0, 5.0, a.size), rng.uniform(1.0, 5.0, a.size)
+    ca, cb = ra * rng.uniform(0.05, 0.9, a.size), rb * rng.uniform(0.05, 0.9, a.size)
+    args = (a, b, ca, ra, cb, rb)
+    x = rng.normal(0.0, 0.5, k - 1)
+    value, grad = _profile(x, *args)
+    eps = 1e-6
+    numeric = [(_profile(x + eps * e, *args)[0] - _profile(x - eps * e, *args)[0]) / (2 * eps) for e in np.eye(k - 1)]
+    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-7)
+    # the closed-form q of each set beats every q on a fine grid of its feasible range
+    p = np.exp(np.concatenate(([0.0], x)))
+    u, v = p[a], p[b]
+    grid = np.linspace(1e-6, 1.0, 20001)[:, None] / np.maximum(u, v)
+    per_q = xlogy(ca, u * grid) + xlogy(ra - ca, 1 - u * grid) + xlogy(cb, v * grid) + xlogy(rb - cb, 1 - v * grid)
+    assert -value >= per_q.max(axis=0).sum() - 1e-6
+    assert -value <= per_q.max(axis=0).sum() + 1e-3  # the grid's best is as good, up to its spacing
