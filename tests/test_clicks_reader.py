@@ -78,6 +78,19 @@ def test_without_a_session_column_each_query_is_a_session_and_string_ids_work():
     assert d.position.tolist() == [0, 1, 2, 0, 1] and d.group.tolist() == [3, 2]
 
 
+def test_a_document_column_comes_back_in_row_order_and_is_none_without_one():
+    table = pd.DataFrame({"q": ["b", "a", "b", "a", "a"], "p": [0, 2, 1, 0, 1], "c": [0, 1, 1, 0, 0],
+                          "doc": ["u", "v", "w", "x", "y"], "x": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    args = dict(query="q", position="p", click="c", features=["x"], first_position=0)
+    d = read_click_log(table, document="doc", **args)
+    assert d.document.tolist() == ["x", "y", "v", "u", "w"] and d.X[:, 0].tolist() == [4.0, 5.0, 2.0, 1.0, 3.0]
+    assert read_click_log(table, **args).document is None
+    with pytest.raises(ValueError, match="document: the table has no column 'id'"):
+        read_click_log(table, document="id", **args)
+    with pytest.raises(ValueError, match="features: column 'doc' is the document column"):
+        read_click_log(table, **dict(args, document="doc", features=["x", "doc"]))
+
+
 def _bad(**change):
     frame = pd.DataFrame({"q": [1, 1, 1, 2, 2], "p": [1, 2, 3, 1, 2], "c": [0, 1, 0, 1, 0],
                           "f": [0.1, 0.2, 0.3, 0.4, 0.5], "g": [1.0, 2.0, 3.0, 4.0, 5.0]})

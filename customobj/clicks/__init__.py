@@ -6,12 +6,15 @@
   learned by LightGBM or XGBoost;
 - :func:`simulate_clicks` (``simulation.py``, also :func:`customobj.data.simulate_clicks`): semi-synthetic
   click logs, by the click models of :data:`CLICK_MODELS`;
+- :func:`harvest_propensities` (``harvest.py``): propensities from the logs of two or more rankers
+  (intervention harvesting), for ``Unbiased(propensity=...)``;
 - the input checks of positions, clicks and propensities (``_inputs.py``).
 
 Positions are 0-based everywhere (0 = top of the page); see docs/clicks.md for a click log of one's own.
 """
+from .harvest import harvest_propensities
 from .regression_em import RegressionEM
 from .simulation import CLICK_MODELS, ClickLog, simulate_clicks
 from .unbiased import Unbiased
 
-__all__ = ["Unbiased", "RegressionEM", "simulate_clicks", "ClickLog", "CLICK_MODELS"]
+__all__ = ["Unbiased", "RegressionEM", "simulate_clicks", "ClickLog", "CLICK_MODELS", "harvest_propensities"]

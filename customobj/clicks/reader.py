@@ -33,7 +33,9 @@ class ClickData(NamedTuple):
     ``group=d.group``: its positions are the row order), ``RegressionEM().fit(d.X, d.y,
     position=d.position)``, ``TreeBooster(Unbiased(obj)).fit(d.X, d.y, group=d.group)``.
     ``query`` and ``session`` hold each session's ids from the table (``session`` repeats
-    ``query`` when the table has no session column); ``row`` is each row's row in the table.
+    ``query`` when the table has no session column); ``row`` is each row's row in the table;
+    ``document`` each row's document id when the table has one (what identifies a query-document
+    across logs, :func:`customobj.clicks.harvest_propensities`), else ``None``.
     """
 
     X: np.ndarray
@@ -43,6 +45,7 @@ class ClickData(NamedTuple):
     query: np.ndarray
     session: np.ndarray
     row: np.ndarray
+    document: Optional[np.ndarray] = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -170,7 +173,7 @@ def _describe(query_ids, session_ids, has_session, s) -> str:
 # the reader
 # ------------------------------------------------------------------------------------------------
 def read_click_log(source: Any, *, query: str, position: str, click: str, features: Sequence[str],
-                   session: Optional[str] = None, first_position: int) -> ClickData:
+                   session: Optional[str] = None, first_position: int, document: Optional[str] = None) -> ClickData:
     """Read a click log table into customobj's layout: sessions grouped, rows in display order,
     positions renumbered from 0.
 
@@ -195,6 +198,9 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
     first_position : int >= 0
         The number the top position carries in the table: 1 for most logs, 0 for customobj's own.
         No default: a wrong guess would shift every position silently.
+    document : str, optional
+        The document id column (integers or strings): the same document under the same query in
+        two logs is the same query-document pair (intervention harvesting).
 
     Returns
     -------
@@ -224,6 +230,8 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
     named = {"query": query, "position": position, "click": click}
     if session is not None:
         named["session"] = session
+    if document is not None:
+        named["document"] = document
     table = _Table(source, [*named.values(), *(features if isinstance(features, Sequence) else [])])
     taken: dict = {}
     for arg, name in named.items():
@@ -270,5 +278,9 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
         where = _describe(query_ids, session_ids, session is not None, int(single[0]))
         raise ValueError(f"{'session' if session is not None else 'query'}: {where} has one row, so its click "
                          f"compares with nothing; {single.size} such session(s): drop them from the table")
+    doc = None
+    if document is not None:
+        d_code, d_ids = _ids(table.column(document, "document"), document, "document")
+        doc = d_ids[d_code[order]]
     return ClickData(np.ascontiguousarray(X[order]), y[order], sizes, row_order_positions(ptr), query_ids,
-                     session_ids, order.astype(np.int64))
+                     session_ids, order.astype(np.int64), doc)
