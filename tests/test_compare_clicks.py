@@ -74,7 +74,8 @@ def test_compare_runs_on_clicks(tmp_path):
     out = tmp_path / "r"
     rc = main(["compare", "--synthetic-queries", "60", "--synthetic-docs", "12", "--folds", "1", "--clicks",
                "pbm:sessions=2,eta=2", "--methods",
-               "lgb:LambdaRank,lgb:Unbiased(objective=LambdaRank),lgb:lambdarank,lgb:RegressionEM(n_iter=2)",
+               "lgb:LambdaRank,lgb:Unbiased(objective=LambdaRank),lgb:lambdarank,lgb:RegressionEM(n_iter=2),"
+               "xgb:rank:ndcg(lambdarank_unbiased=true)",
                "--rounds", "3", "--out", str(out), "--quiet"])
     assert rc == 0
     meta = json.loads((out / "results.json").read_text())
@@ -84,7 +85,10 @@ def test_compare_runs_on_clicks(tmp_path):
     true = (1.0 / np.arange(1, 11)) ** 2
     np.testing.assert_allclose(meta["position_bias"]["true"], true)
     estimated = meta["position_bias"]["estimated"]
-    assert sorted(estimated) == ["lgb:RegressionEM(n_iter=2)", "lgb:Unbiased(objective=LambdaRank)"]
+    assert sorted(estimated) == ["lgb:RegressionEM(n_iter=2)", "lgb:Unbiased(objective=LambdaRank)",
+                                 "xgb:rank:ndcg(lambdarank_unbiased=true)"]
+    xgb_bias = estimated["xgb:rank:ndcg(lambdarank_unbiased=true)"][0]["estimated"]
+    assert len(xgb_bias) == 10 and xgb_bias[0] == 1.0  # XGBoost's ti+, cut to the 10 positions shown
     with open(out / "position_bias.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     unbiased = [r for r in rows if r["method"] == "lgb:Unbiased(objective=LambdaRank)"]

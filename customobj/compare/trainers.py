@@ -87,6 +87,17 @@ def _position_bias(fitted) -> np.ndarray | None:
     return None if bias is None else np.array(bias, dtype=np.float64)
 
 
+def _xgboost_position_bias(booster, params: dict, train_: Split) -> np.ndarray | None:
+    """XGBoost's own estimate with ``lambdarank_unbiased``: ``ti+`` of its objective's saved config
+    (position 1 first, relative to it), cut to the longest training query (it tracks 32 slots)."""
+    import json
+
+    if str(params.get("lambdarank_unbiased", "")).lower() not in ("true", "1"):
+        return None
+    ti = json.loads(booster.save_config())["learner"]["objective"].get("ti+")
+    return None if not ti else np.asarray(ti[:int(train_.sizes.max())], dtype=np.float64)
+
+
 def catboost_available() -> bool:
     try:
         import catboost  # noqa: F401
@@ -205,8 +216,8 @@ def _train_xgb(spec, st, train_, valid, test):
         raw = booster.predict(xgb.DMatrix(X, nthread=st.jobs), output_margin=True, iteration_range=(0, best))
         return _ranking_score(obj, raw)
 
-    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(trained), elapsed,
-                       _position_bias(obj))
+    bias = _position_bias(obj) if obj is not None else _xgboost_position_bias(booster, params, train_)
+    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(trained), elapsed, bias)
 
 
 # --- CatBoost -------------------------------------------------------------------------------------

@@ -89,6 +89,8 @@ def _query_ce_loss(scores, mass, vw, use_vw, beta, lo, hi):
     for j in range(lo, hi):
         if row_weight(vw, use_vw, j) > 0.0 and (k < 0 or _log_ratio(scores, vw, use_vw, beta, j, k) > 0.0):
             k = j
+    if k < 0:  # no row in the softmax; callers give the rows of weight 0 no mass either
+        return 0.0
     rest = 0.0
     for j in range(lo, hi):
         if j != k and row_weight(vw, use_vw, j) > 0.0:
