@@ -79,9 +79,10 @@ def test_harvested_propensities_train_unbiased_through_lightgbm():
     p = harvest_propensities(logs)
     obj = customobj.Unbiased(customobj.LambdaRank(), propensity=p)
     ds = lgb.Dataset(logs[0].X, logs[0].y, group=logs[0].group, position=logs[0].position)
-    booster = lgb.train(dict(objective=adapters.lightgbm_objective(obj), verbose=-1, num_threads=1), ds, 3)
+    f = adapters.lightgbm_objective(obj)
+    booster = lgb.train(dict(objective=f, verbose=-1, num_threads=1), ds, 3)
     assert np.all(np.isfinite(booster.predict(d.X)))
-    np.testing.assert_array_equal(obj.position_bias_, p)
+    np.testing.assert_array_equal(f.fitted_attributes(ds)["position_bias_"], p)
 
 
 def _with(log, **fields):
