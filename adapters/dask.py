@@ -63,12 +63,14 @@ require_installed("distributed", "customobj.adapters.dask")
 from ._dask_partition import (
     QueryPartitions,
     _is_dask,
+    _n_workers,
     place_partitions,
     query_partitions,
     query_ptr,
     repartition_by_query,
     scatter_by_query,
 )
+from ._dask_em import train_regression_em
 from ._data import require_objective
 from .lightgbm import lightgbm_sklearn_objective
 from .xgboost import XGBoostObjective, xgboost_params
@@ -87,6 +89,7 @@ __all__ = [
     "train_xgboost",
     "train_lightgbm",
     "lightgbm_history",
+    "train_regression_em",
 ]
 
 configure_threads()
@@ -124,10 +127,6 @@ def _has_early_stopping(callbacks: object) -> bool:
     if not isinstance(callbacks, Iterable):
         raise TypeError(f"callbacks must be a list of callbacks, got {type(callbacks).__name__}")
     return any(_is_early_stopping_callback(cb) for cb in callbacks)
-
-
-def _n_workers(client):
-    return max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
 
 
 def _aligned(client, X, y, qid_or_group, npartitions, weight, kind):
@@ -201,7 +200,8 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
     # device="cuda" (or "cuda:N") in params: the GPU objective, checked on each worker (the client may have no GPU).
     device = as_device((params or {}).get("device", "cpu"), "params['device']")
     f = _KeyedXGBoostObjective(objective, device=device, check_device=False)
-    train_kwargs["callbacks"] = [*(train_kwargs.get("callbacks") or ()), _fitted_attributes_callback(f.key)]
+    given: Any = train_kwargs.get("callbacks") or []
+    train_kwargs["callbacks"] = [*given, _fitted_attributes_callback(f.key)]
     out = xgb_dask.train(client, xgboost_params(objective, params), dtrain, num_boost_round,
                          evals=dev or None, obj=f, **train_kwargs)
     stored = out["booster"].attr(_FITTED_ATTR)
@@ -249,7 +249,7 @@ def _fitted_attributes_callback(key: str) -> object:
     from xgboost.callback import TrainingCallback
 
     class FittedAttributes(TrainingCallback):
-        def after_training(self, model):  # type: ignore[no-untyped-def]
+        def after_training(self, model):
             _store_fitted_attributes(key, model)
             return model
 
