@@ -13,7 +13,15 @@ LightGBM's group sizes (one Dask chunk of sizes per partition, as ``DaskLGBMRank
 - :func:`train_xgboost` -> ``{"booster": xgboost.Booster, "history": {...}}`` (as ``xgboost.dask.train``);
 - :func:`train_lightgbm` -> a fitted ``lightgbm.DaskLGBMRanker`` (``.to_local()`` gives an ``LGBMRanker``);
 - :func:`lightgbm_history` -> the per-round validation curve of a LightGBM model on whole
-  validation data, computed on the client.
+  validation data, computed on the client;
+- :func:`train_regression_em` -> a fitted ``customobj.RegressionEM`` (XGBoost), its examination
+  estimated from all workers' rows.
+
+Click debiasing (docs/distributed.md, "Clicks"): ``Unbiased`` estimates one set of propensities
+from all workers' rows with :func:`train_xgboost` (XGBoost's allreduce adds the workers'
+per-position sums every round; the estimate comes back as ``out["fitted_attributes"]``);
+:func:`train_lightgbm` refuses an objective that estimates from all rows (``NotImplementedError``:
+lightgbm.dask has no collective operation for Python code), and takes ``Unbiased(propensity=...)``.
 
 Early stopping and histories (checked on lightgbm 4.7, xgboost 3.2):
 
@@ -108,7 +116,8 @@ _LGB_NO_EARLY_STOPPING = (
 
 
 _LGB_NO_POOLING = (
-    "train_lightgbm cannot train {objective!r}: it estimates its propensities from all rows every round, and "
+    "train_lightgbm cannot train this {name}: Unbiased without propensity= (alone or in a sum) estimates its "
+    "propensities from all rows every round, and "
     "lightgbm.dask gives a custom objective no way to sum the workers' statistics (no collective operations "
     "reach Python), so each worker would estimate its own. Use train_xgboost (XGBoost's allreduce sums them: "
     "one estimate from all workers' rows), or give known propensities, Unbiased(..., propensity=...) (for "
@@ -167,7 +176,10 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
     ``evals``: ``[(X, y, qid_or_group, name), ...]`` aligned the same way; evaluate with a native
     metric, e.g. ``params["eval_metric"] = "ndcg@10"`` (XGBoost reduces it over workers).
     ``params`` are completed by :func:`customobj.adapters.xgboost_params` (``base_score=0``, no default metric).
-    Other keyword arguments go to ``xgboost.dask.train``. Returns its ``{"booster", "history"}``.
+    Other keyword arguments go to ``xgboost.dask.train``. Returns its ``{"booster", "history"}`` plus
+    ``"fitted_attributes"``: what the objective learned on the training data
+    (:meth:`customobj.objectives.Objective.fitted_attributes`; ``Unbiased``: ``position_bias_``,
+    ``position_bias_unclicked_``, estimated from all workers' rows), ``{}`` for most objectives.
     """
     import xgboost.dask as xgb_dask
 
@@ -268,6 +280,8 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     ``eval_set``...), passed to the estimator; ``objective`` must not be among them.
     ``eval_set``: ``[(X, y, qid_or_group), ...]``. Other keyword arguments go to ``fit``.
     Returns the fitted ``DaskLGBMRanker`` (``.to_local()`` for a plain ``LGBMRanker``).
+    An objective that estimates from all rows every round (``Unbiased`` without ``propensity=``:
+    ``Objective.pools_rows``) is refused with a ``NotImplementedError`` naming :func:`train_xgboost`.
     Early stopping (a ``lightgbm.early_stopping`` callback, ``early_stopping_round`` and its
     aliases) is refused with a ValueError before training: it hangs lightgbm.dask (module
     docstring); use :func:`lightgbm_history` to choose the round.
@@ -277,7 +291,7 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     objective = require_objective(objective, "train_lightgbm")
     _check_single_output(objective, "LightGBM")
     if objective.pools_rows:
-        raise NotImplementedError(_LGB_NO_POOLING.format(objective=objective))
+        raise NotImplementedError(_LGB_NO_POOLING.format(name=type(objective).__name__))
     params = dict(params or {})
     if "objective" in params:
         raise TypeError("train_lightgbm takes the customobj objective as objective=, not in params")
