@@ -152,6 +152,23 @@ def _aligned(client, X, y, qid_or_group, npartitions, weight, kind):
     return place_partitions(client, parts)
 
 
+def _check_no_positions(objective):
+    """``Unbiased(position=...)`` holds one position per row of the whole data set, which no worker has:
+    on Dask the positions are each session's row order. Refused here, not as a length error on a worker."""
+    stack = [objective]
+    while stack:
+        o = stack.pop()
+        if getattr(o, "position", None) is not None:
+            raise ValueError(
+                f"{type(o).__name__}(position=...) gives positions for all rows, but each Dask worker trains on its "
+                "own sessions: drop position= and give the rows of each session in display order (on Dask the "
+                "positions are each session's row order, XGBoost's convention)")
+        stack.extend(getattr(o, "parts", ()))
+        inner = getattr(o, "objective", None)
+        if inner is not None:
+            stack.append(inner)
+
+
 def _check_single_output(objective, library):
     # An unknown count (McRank before it has seen labels) is already 2 or more: refuse the objective
     # itself, not first ask for n_classes and then refuse it anyway.
@@ -185,6 +202,7 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
 
     objective = require_objective(objective, "train_xgboost")
     _check_single_output(objective, "XGBoost")
+    _check_no_positions(objective)
     if "obj" in train_kwargs:
         raise TypeError("train_xgboost builds obj= from objective; do not pass obj")
     stops = train_kwargs.get("early_stopping_rounds") or _has_early_stopping(train_kwargs.get("callbacks"))
@@ -290,6 +308,7 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
 
     objective = require_objective(objective, "train_lightgbm")
     _check_single_output(objective, "LightGBM")
+    _check_no_positions(objective)
     if objective.pools_rows:
         raise NotImplementedError(_LGB_NO_POOLING.format(name=type(objective).__name__))
     params = dict(params or {})

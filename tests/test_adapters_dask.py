@@ -286,3 +286,13 @@ def test_regression_em_on_dask_refuses_lightgbm_and_bad_rows(click_log):
         ad.train_regression_em(None, customobj.RegressionEM(library="xgboost"), X, y, position[:3])
     with pytest.raises(TypeError, match="em must be a customobj.RegressionEM"):
         ad.train_regression_em(None, customobj.RegressionEM, X, y, position)
+
+
+@pytest.mark.parametrize("train", [ad.train_lightgbm, ad.train_xgboost])
+def test_unbiased_with_positions_of_all_rows_is_refused_on_dask(train, click_log):
+    X, y, g = click_log
+    position = np.concatenate([np.arange(n) for n in g])
+    obj = customobj.Unbiased(customobj.LambdaRank(), propensity=1.0 / np.arange(1, 11), position=position)
+    for wrapped in (obj, customobj.RankNet() + 0.5 * obj):
+        with pytest.raises(ValueError, match=r"Unbiased\(position=...\).*each session's row order"):
+            train(None, {}, X, y, g, wrapped)
