@@ -44,7 +44,7 @@ def train_regression_em(client: Any, em: RegressionEM, X: Any, y: Any, position:
     all workers' rows, ``ranker_`` is an ``xgboost.Booster``.
 
     ``X``: numpy (sliced into ``npartitions`` blocks, default one per worker, scattered to the workers)
-    or a Dask array (its row blocks kept). ``y`` (clicks), ``position`` and ``sample_weight``: one value per
+    or a Dask array / DataFrame (its row blocks kept). ``y`` (clicks), ``position`` and ``sample_weight``: one value per
     row, checked as ``fit`` checks them (they pass through the client once; the features never do).
     Rows need not be grouped by session: the model is pointwise. Each EM iteration runs one
     ``xgboost.dask.train`` (continuing the trees) and one ``xgboost.dask.predict``.
@@ -62,10 +62,11 @@ def train_regression_em(client: Any, em: RegressionEM, X: Any, y: Any, position:
     y = _to_numpy_1d(y, "y") if _is_dask(y) else y
     position = _to_numpy_1d(position, "position") if _is_dask(position) else position
     weight = _to_numpy_1d(sample_weight, "sample_weight") if _is_dask(sample_weight) else sample_weight
+    if hasattr(X, "to_dask_array"):  # a Dask DataFrame: its partitions' lengths, so the rows can be checked
+        X = X.to_dask_array(lengths=True)
     clicks, pos, w = checked_rows(X, y, position, first_position, weight)
     if _is_dask(X):
-        Xd = X.to_dask_array(lengths=True) if hasattr(X, "to_dask_array") else X
-        rows = Xd.chunks[0]
+        Xd, rows = X, X.chunks[0]
     else:
         # one row per "query" (the model is pointwise): the numpy rows sliced and scattered to the workers
         parts = scatter_by_query(client, X, clicks, np.ones(clicks.shape[0], dtype=np.int64),

@@ -262,13 +262,21 @@ def test_lightgbm_dask_trains_unbiased_with_known_propensities(client, click_log
     assert model.booster_.current_iteration() == 3
 
 
-def test_regression_em_on_dask_estimates_the_one_machine_propensities(client, click_log):
+@pytest.mark.parametrize("frame", [False, True], ids=["numpy", "dask_dataframe"])
+def test_regression_em_on_dask_estimates_the_one_machine_propensities(client, click_log, frame):
     X, y, g = click_log
+    if frame:  # rows kept in the DataFrame's own partitions (three, on two workers)
+        import dask.dataframe as dd
+        import pandas as pd
+
+        data = dd.from_pandas(pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])]), npartitions=3)
+    else:
+        data = X
     position = np.concatenate([np.arange(n) for n in g])
     em = customobj.RegressionEM(library="xgboost", n_iter=2, n_estimators=2, min_child_samples=1,
                                 params={"nthread": 1})
     one = customobj.RegressionEM(**em.get_params()).fit(X, y, position=position)
-    assert ad.train_regression_em(client, em, X, y, position) is em
+    assert ad.train_regression_em(client, em, data, y, position) is em
     assert em.propensity_.shape == one.propensity_.shape == (10,)
     np.testing.assert_allclose(em.propensity_, one.propensity_, rtol=0, atol=1e-9)
     np.testing.assert_allclose(em.position_bias_, one.position_bias_, rtol=0, atol=1e-9)
