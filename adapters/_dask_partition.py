@@ -176,6 +176,10 @@ def _assemble(X, y, weight, ptr, row_chunks):
     return QueryPartitions(X, y, qid, group, weight)
 
 
+def _n_workers(client):
+    return max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
+
+
 def _workers(client, workers):
     if workers is None:
         workers = sorted(client.scheduler_info(n_workers=-1)["workers"])

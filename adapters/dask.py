@@ -13,7 +13,15 @@ LightGBM's group sizes (one Dask chunk of sizes per partition, as ``DaskLGBMRank
 - :func:`train_xgboost` -> ``{"booster": xgboost.Booster, "history": {...}}`` (as ``xgboost.dask.train``);
 - :func:`train_lightgbm` -> a fitted ``lightgbm.DaskLGBMRanker`` (``.to_local()`` gives an ``LGBMRanker``);
 - :func:`lightgbm_history` -> the per-round validation curve of a LightGBM model on whole
-  validation data, computed on the client.
+  validation data, computed on the client;
+- :func:`train_regression_em` -> a fitted ``customobj.RegressionEM`` (XGBoost), its examination
+  estimated from all workers' rows.
+
+Click debiasing (docs/distributed.md, "Clicks"): ``Unbiased`` estimates one set of propensities
+from all workers' rows with :func:`train_xgboost` (XGBoost's allreduce adds the workers'
+per-position sums every round; the estimate comes back as ``out["fitted_attributes"]``);
+:func:`train_lightgbm` refuses an objective that estimates from all rows (``NotImplementedError``:
+lightgbm.dask has no collective operation for Python code), and takes ``Unbiased(propensity=...)``.
 
 Early stopping and histories (checked on lightgbm 4.7, xgboost 3.2):
 
@@ -63,12 +71,14 @@ require_installed("distributed", "customobj.adapters.dask")
 from ._dask_partition import (
     QueryPartitions,
     _is_dask,
+    _n_workers,
     place_partitions,
     query_partitions,
     query_ptr,
     repartition_by_query,
     scatter_by_query,
 )
+from ._dask_em import train_regression_em
 from ._data import require_objective
 from .lightgbm import lightgbm_sklearn_objective
 from .xgboost import XGBoostObjective, xgboost_params
@@ -87,6 +97,7 @@ __all__ = [
     "train_xgboost",
     "train_lightgbm",
     "lightgbm_history",
+    "train_regression_em",
 ]
 
 configure_threads()
@@ -105,7 +116,8 @@ _LGB_NO_EARLY_STOPPING = (
 
 
 _LGB_NO_POOLING = (
-    "train_lightgbm cannot train {objective!r}: it estimates its propensities from all rows every round, and "
+    "train_lightgbm cannot train this {name}: Unbiased without propensity= (alone or in a sum) estimates its "
+    "propensities from all rows every round, and "
     "lightgbm.dask gives a custom objective no way to sum the workers' statistics (no collective operations "
     "reach Python), so each worker would estimate its own. Use train_xgboost (XGBoost's allreduce sums them: "
     "one estimate from all workers' rows), or give known propensities, Unbiased(..., propensity=...) (for "
@@ -126,10 +138,6 @@ def _has_early_stopping(callbacks: object) -> bool:
     return any(_is_early_stopping_callback(cb) for cb in callbacks)
 
 
-def _n_workers(client):
-    return max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
-
-
 def _aligned(client, X, y, qid_or_group, npartitions, weight, kind):
     """Query-aligned partitions placed round-robin on the workers: the user's (checked) if ``X``
     is Dask and ``npartitions`` is None, else ``npartitions`` (default: one per worker) cut at
@@ -142,6 +150,23 @@ def _aligned(client, X, y, qid_or_group, npartitions, weight, kind):
         return scatter_by_query(client, X, y, qid_or_group, npartitions, weight=weight, kind=kind)
     parts = repartition_by_query(X, y, qid_or_group, npartitions, weight=weight, kind=kind)
     return place_partitions(client, parts)
+
+
+def _check_no_positions(objective):
+    """``Unbiased(position=...)`` holds one position per row of the whole data set, which no worker has:
+    on Dask the positions are each session's row order. Refused here, not as a length error on a worker."""
+    stack = [objective]
+    while stack:
+        o = stack.pop()
+        if getattr(o, "position", None) is not None:
+            raise ValueError(
+                f"{type(o).__name__}(position=...) gives positions for all rows, but each Dask worker trains on its "
+                "own sessions: drop position= and give the rows of each session in display order (on Dask the "
+                "positions are each session's row order, XGBoost's convention)")
+        stack.extend(getattr(o, "parts", ()))
+        inner = getattr(o, "objective", None)
+        if inner is not None:
+            stack.append(inner)
 
 
 def _check_single_output(objective, library):
@@ -168,12 +193,16 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
     ``evals``: ``[(X, y, qid_or_group, name), ...]`` aligned the same way; evaluate with a native
     metric, e.g. ``params["eval_metric"] = "ndcg@10"`` (XGBoost reduces it over workers).
     ``params`` are completed by :func:`customobj.adapters.xgboost_params` (``base_score=0``, no default metric).
-    Other keyword arguments go to ``xgboost.dask.train``. Returns its ``{"booster", "history"}``.
+    Other keyword arguments go to ``xgboost.dask.train``. Returns its ``{"booster", "history"}`` plus
+    ``"fitted_attributes"``: what the objective learned on the training data
+    (:meth:`customobj.objectives.Objective.fitted_attributes`; ``Unbiased``: ``position_bias_``,
+    ``position_bias_unclicked_``, estimated from all workers' rows), ``{}`` for most objectives.
     """
     import xgboost.dask as xgb_dask
 
     objective = require_objective(objective, "train_xgboost")
     _check_single_output(objective, "XGBoost")
+    _check_no_positions(objective)
     if "obj" in train_kwargs:
         raise TypeError("train_xgboost builds obj= from objective; do not pass obj")
     stops = train_kwargs.get("early_stopping_rounds") or _has_early_stopping(train_kwargs.get("callbacks"))
@@ -201,7 +230,8 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
     # device="cuda" (or "cuda:N") in params: the GPU objective, checked on each worker (the client may have no GPU).
     device = as_device((params or {}).get("device", "cpu"), "params['device']")
     f = _KeyedXGBoostObjective(objective, device=device, check_device=False)
-    train_kwargs["callbacks"] = [*(train_kwargs.get("callbacks") or ()), _fitted_attributes_callback(f.key)]
+    given: Any = train_kwargs.get("callbacks") or []
+    train_kwargs["callbacks"] = [*given, _fitted_attributes_callback(f.key)]
     out = xgb_dask.train(client, xgboost_params(objective, params), dtrain, num_boost_round,
                          evals=dev or None, obj=f, **train_kwargs)
     stored = out["booster"].attr(_FITTED_ATTR)
@@ -249,7 +279,7 @@ def _fitted_attributes_callback(key: str) -> object:
     from xgboost.callback import TrainingCallback
 
     class FittedAttributes(TrainingCallback):
-        def after_training(self, model):  # type: ignore[no-untyped-def]
+        def after_training(self, model):
             _store_fitted_attributes(key, model)
             return model
 
@@ -268,6 +298,8 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     ``eval_set``...), passed to the estimator; ``objective`` must not be among them.
     ``eval_set``: ``[(X, y, qid_or_group), ...]``. Other keyword arguments go to ``fit``.
     Returns the fitted ``DaskLGBMRanker`` (``.to_local()`` for a plain ``LGBMRanker``).
+    An objective that estimates from all rows every round (``Unbiased`` without ``propensity=``:
+    ``Objective.pools_rows``) is refused with a ``NotImplementedError`` naming :func:`train_xgboost`.
     Early stopping (a ``lightgbm.early_stopping`` callback, ``early_stopping_round`` and its
     aliases) is refused with a ValueError before training: it hangs lightgbm.dask (module
     docstring); use :func:`lightgbm_history` to choose the round.
@@ -276,8 +308,9 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
 
     objective = require_objective(objective, "train_lightgbm")
     _check_single_output(objective, "LightGBM")
+    _check_no_positions(objective)
     if objective.pools_rows:
-        raise NotImplementedError(_LGB_NO_POOLING.format(objective=objective))
+        raise NotImplementedError(_LGB_NO_POOLING.format(name=type(objective).__name__))
     params = dict(params or {})
     if "objective" in params:
         raise TypeError("train_lightgbm takes the customobj objective as objective=, not in params")

@@ -1,5 +1,7 @@
 """adapters.dask: distributed training on a 2-worker LocalCluster reaching the single-machine
-NDCG@10 on MQ2008 Fold1 (query-aligned partitions and their errors: tests/test_adapters_dask_partition.py)."""
+NDCG@10 on MQ2008 Fold1 (query-aligned partitions and their errors: tests/test_adapters_dask_partition.py);
+propensities estimated from all workers' rows (Unbiased through train_xgboost, and RegressionEM through
+adapters/_dask_em.py's train_regression_em) equal to the one-machine estimate."""
 import os
 
 import numpy as np
@@ -258,3 +260,47 @@ def test_lightgbm_dask_trains_unbiased_with_known_propensities(client, click_log
     obj = customobj.Unbiased(customobj.LambdaRank(), propensity=1.0 / np.arange(1, 11))  # nothing estimated
     model = ad.train_lightgbm(client, {"num_leaves": 7, "min_data_in_leaf": 5}, X, y, g, obj, num_boost_round=3)
     assert model.booster_.current_iteration() == 3
+
+
+@pytest.mark.parametrize("frame", [False, True], ids=["numpy", "dask_dataframe"])
+def test_regression_em_on_dask_estimates_the_one_machine_propensities(client, click_log, frame):
+    X, y, g = click_log
+    if frame:  # rows kept in the DataFrame's own partitions (three, on two workers)
+        import dask.dataframe as dd
+        import pandas as pd
+
+        data = dd.from_pandas(pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])]), npartitions=3)
+    else:
+        data = X
+    position = np.concatenate([np.arange(n) for n in g])
+    em = customobj.RegressionEM(library="xgboost", n_iter=2, n_estimators=2, min_child_samples=1,
+                                params={"nthread": 1})
+    one = customobj.RegressionEM(**em.get_params()).fit(X, y, position=position)
+    assert ad.train_regression_em(client, em, data, y, position) is em
+    assert em.propensity_.shape == one.propensity_.shape == (10,)
+    np.testing.assert_allclose(em.propensity_, one.propensity_, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(em.position_bias_, one.position_bias_, rtol=0, atol=1e-9)
+    assert em.position_bias_[-1] < 0.8  # a real, non-trivial estimate was compared
+    assert em.n_trees_ == one.n_trees_ == 4
+    np.testing.assert_array_equal(em.predict(X), one.predict(X))
+
+
+def test_regression_em_on_dask_refuses_lightgbm_and_bad_rows(click_log):
+    X, y, g = click_log
+    position = np.concatenate([np.arange(n) for n in g])
+    with pytest.raises(NotImplementedError, match="library='xgboost'"):
+        ad.train_regression_em(None, customobj.RegressionEM(library="lightgbm"), X, y, position)
+    with pytest.raises(ValueError, match="position has 3 entries"):  # fit's checks, before anything is sent
+        ad.train_regression_em(None, customobj.RegressionEM(library="xgboost"), X, y, position[:3])
+    with pytest.raises(TypeError, match="em must be a customobj.RegressionEM"):
+        ad.train_regression_em(None, customobj.RegressionEM, X, y, position)
+
+
+@pytest.mark.parametrize("train", [ad.train_lightgbm, ad.train_xgboost])
+def test_unbiased_with_positions_of_all_rows_is_refused_on_dask(train, click_log):
+    X, y, g = click_log
+    position = np.concatenate([np.arange(n) for n in g])
+    obj = customobj.Unbiased(customobj.LambdaRank(), propensity=1.0 / np.arange(1, 11), position=position)
+    for wrapped in (obj, customobj.RankNet() + 0.5 * obj):
+        with pytest.raises(ValueError, match=r"Unbiased\(position=...\).*each session's row order"):
+            train(None, {}, X, y, g, wrapped)

@@ -374,3 +374,61 @@ def test_click_kernels_take_records():
 
     for kernel in (CK.debias_pairs, CK.lambdarank_pair_terms, CK.loss_pair_terms, CK.update_propensities):
         assert len(inspect.signature(kernel.py_func).parameters) <= 12, kernel.py_func.__name__
+
+
+class _TwinWorkers:
+    """A ``Prepared.collective`` of two workers holding the same rows: sums double, maxima stay."""
+
+    def __init__(self, extra_positions=0):
+        self.calls = []
+        self.extra = extra_positions
+
+    def sum(self, values):
+        self.calls.append("sum")
+        return 2.0 * values
+
+    def max(self, values):
+        self.calls.append("max")
+        return values + self.extra
+
+
+def test_pooled_estimate_sums_through_the_collective_once_per_round():
+    """Issue 33 item 3: eq. 30-31 are ratios of per-position sums, so twin workers (sums doubled)
+    give the one-machine estimate; the positions tracked are agreed once, before the first round."""
+    d = customobj.data.synthetic(20, 10, 5, seed=0)
+    log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], sessions=2, seed=0)
+    obj = Unbiased(LambdaRank())
+    alone = obj.prepare(log.y, log.group, position=log.position)
+    pooled = obj.prepare(log.y, log.group, position=log.position)
+    pooled.collective = twins = _TwinWorkers()
+    scores = np.zeros(log.y.size)
+    for _ in range(3):
+        obj.grad_hess_prepared(scores, alone)
+        obj.grad_hess_prepared(scores, pooled)
+        scores = scores - 0.1 * log.X[:, 1]
+    obj.loss_prepared(scores, pooled)  # no estimate, no collective call
+    assert twins.calls == ["max", "sum", "sum", "sum"]
+    want, got = obj.fitted_attributes(alone), obj.fitted_attributes(pooled)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=0)
+    assert want["position_bias_"][-1] < 1.0  # something was estimated
+
+
+def test_pooled_estimate_tracks_the_positions_of_every_worker():
+    d = customobj.data.synthetic(20, 10, 5, seed=0)
+    log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], sessions=2, seed=0)
+    obj = Unbiased(LambdaRank())
+    prep = obj.prepare(log.y, log.group, position=log.position)
+    k = obj.fitted_attributes(prep)["position_bias_"].size
+    prep.collective = _TwinWorkers(extra_positions=3)  # another worker's longest session is 3 rows longer
+    obj.grad_hess_prepared(np.zeros(log.y.size), prep)
+    got = obj.fitted_attributes(prep)
+    assert got["position_bias_"].size == got["position_bias_unclicked_"].size == k + 3
+    np.testing.assert_array_equal(got["position_bias_"][k:], 0.0)  # no pair of this worker's there: 0, as in XGBoost
+    # known propensities estimate nothing: no collective call, and nothing to pool (LightGBM on Dask takes them)
+    known = Unbiased(LambdaRank(), propensity=np.linspace(1.0, 0.2, k))
+    assert obj.pools_rows and not known.pools_rows and (0.5 * obj + RankNet()).pools_rows
+    p2 = known.prepare(log.y, log.group, position=log.position)
+    p2.collective = twins = _TwinWorkers()
+    known.grad_hess_prepared(np.zeros(log.y.size), p2)
+    assert twins.calls == []

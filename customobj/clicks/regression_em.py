@@ -52,6 +52,40 @@ def e_step(clicks, theta_at, gamma):
     return exam, rel
 
 
+def checked_rows(X, y, position, first_position, sample_weight):
+    """``fit``'s row inputs checked and converted: ``(clicks, 0-based positions, weights)`` (ones when none)."""
+    clicks = as_1d_float(y, "y")
+    check_clicks(clicks, "y")
+    first_position = check_int(first_position, "first_position", minimum=0)
+    pos = zero_based(as_position(position), first_position)
+    if pos.shape[0] != clicks.shape[0]:
+        raise ValueError(f"position has {pos.shape[0]} entries but y has {clicks.shape[0]} rows")
+    if getattr(X, "shape", (clicks.shape[0],))[0] != clicks.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {clicks.shape[0]}")
+    w = as_weight(sample_weight, clicks.shape[0], name="sample_weight")
+    return clicks, pos, np.ones(clicks.shape[0]) if w is None else w
+
+
+def relevance(margin):
+    """``gamma``: ``P(R = 1)`` from the relevance model's raw scores, kept inside (EPS, 1 - EPS)."""
+    return np.clip(_sigmoid(margin), EPS, 1.0 - EPS)
+
+
+def m_step_theta(seen, count):
+    """The M-step's examination per position (Wang et al. 2018, eq. 5): the mean posterior examination,
+    ``seen[k] / count[k]`` (per-position sums of ``w P(E=1 | c)`` and of ``w``), kept inside (EPS, 1 - EPS).
+    Distributed training sums ``seen`` and ``count`` over all rows first (``adapters.dask.train_regression_em``)."""
+    return np.clip(seen / np.maximum(count, EPS), EPS, 1.0 - EPS)
+
+
+def xgboost_em_params(lr, leaves, min_child, seed, extra):
+    """The XGBoost parameters of the relevance model (LightGBM's names mapped, ``extra`` applied last)."""
+    from ..adapters import xgboost_params
+
+    return xgboost_params(_LOGISTIC, dict(dict(eta=lr, max_leaves=leaves, grow_policy="lossguide", max_depth=0,
+                                               tree_method="hist", min_child_weight=min_child, seed=seed), **extra))
+
+
 class RegressionEM:
     """Regression EM: position bias and relevance from clicks, relevance learned by GBDT.
 
@@ -144,16 +178,7 @@ class RegressionEM:
         no row at the top position is refused: position 0 would have no examination estimate, and
         ``position_bias_`` (relative to it) would be meaningless."""
         lib, n_iter, n_est, lr, leaves, min_child, seed, extra = self._checked()
-        clicks = as_1d_float(y, "y")
-        check_clicks(clicks, "y")
-        first_position = check_int(first_position, "first_position", minimum=0)
-        pos = zero_based(as_position(position), first_position)
-        if pos.shape[0] != clicks.shape[0]:
-            raise ValueError(f"position has {pos.shape[0]} entries but y has {clicks.shape[0]} rows")
-        if getattr(X, "shape", (clicks.shape[0],))[0] != clicks.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} rows but y has {clicks.shape[0]}")
-        w = as_weight(sample_weight, clicks.shape[0], name="sample_weight")
-        w = np.ones(clicks.shape[0]) if w is None else w
+        clicks, pos, w = checked_rows(X, y, position, first_position, sample_weight)
         n_pos = int(pos.max(initial=-1)) + 1
         count = np.bincount(pos, weights=w, minlength=n_pos)
         theta = np.full(n_pos, 0.5)
@@ -163,11 +188,14 @@ class RegressionEM:
         model = None
         for _ in range(n_iter):
             exam, rel = e_step(clicks, theta[pos], gamma)
-            seen = np.bincount(pos, weights=w * exam, minlength=n_pos)
-            theta = np.clip(seen / np.maximum(count, EPS), EPS, 1.0 - EPS)
+            theta = m_step_theta(np.bincount(pos, weights=w * exam, minlength=n_pos), count)
             weight2 = np.concatenate([w * rel, w * (1.0 - rel)])
             model = _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed, extra)
-            gamma = np.clip(_sigmoid(_raw_predict(lib, model, X, 0)), EPS, 1.0 - EPS)
+            gamma = relevance(_raw_predict(lib, model, X, 0))
+        return self._fitted(lib, model, theta)
+
+    def _fitted(self, lib, model, theta):
+        """Set the fitted attributes (also from ``customobj.adapters.dask.train_regression_em``)."""
         self.ranker_ = model
         self.n_trees_ = _n_trees(lib, model)
         self.propensity_ = theta
@@ -209,7 +237,7 @@ def _checked_params(params):
 
 def _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed, extra):
     """``n_est`` more trees of the soft-label logistic fit, continuing ``model``."""
-    from ..adapters import lightgbm_objective, xgboost_objective, xgboost_params
+    from ..adapters import lightgbm_objective, xgboost_objective
 
     if lib == LIGHTGBM:
         import lightgbm as lgb
@@ -221,8 +249,7 @@ def _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, se
                          keep_training_booster=True)
     import xgboost as xgb
 
-    params = xgboost_params(_LOGISTIC, dict(dict(eta=lr, max_leaves=leaves, grow_policy="lossguide", max_depth=0,
-                                                 tree_method="hist", min_child_weight=min_child, seed=seed), **extra))
+    params = xgboost_em_params(lr, leaves, min_child, seed, extra)
     return xgb.train(params, xgb.DMatrix(X2, labels2, weight=weight2), n_est, obj=xgboost_objective(_LOGISTIC),
                      xgb_model=model)
 
