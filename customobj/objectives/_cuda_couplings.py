@@ -18,7 +18,8 @@ has a coupling kernel (``_cuda_lambdarank.count_pairs`` / ``fill_pairs``, one th
 every pair of nonzero ``|dZ|``, as the CPU writes them), and so do the listed-pair losses RankNet,
 RankSVM, MPBoost, QBRank and PreferencePairs (``_cuda_pairwise.count_kept_pairs`` /
 ``fill_kept_pairs``, one thread per chunk of the pair list: the pairs of coupling > 0, which the CPU
-booster keeps of the objective's list). Composites (``Sum``, ``Scaled``) and subclasses have none:
+booster keeps of the objective's list), as does LambdaLoss (its label pair list with the pair weights
+its gradient launch computed this round). Composites (``Sum``, ``Scaled``) and subclasses have none:
 :func:`couplings_reason` says so.
 
 Examples
@@ -36,7 +37,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .base import Objective, Prepared
+from .lambdaloss import LambdaLoss
 from .listwise import LambdaRank, _METRICS
+from ._pairwise_kernels import PairKind
 from ._arrays import kernel_weights
 from .pairwise import _EXPLICIT_SPEC, MPBoost, PreferencePairs, QBRank, RankNet, RankSVM, _LabelPairLoss
 from . import devices
@@ -135,9 +138,18 @@ def _preference_pairs(obj: PreferencePairs, s: Any, prep: Prepared, data: Any, p
     return _listed(s, data, pair_buffer, pairs, pair_w, use_pw, _EXPLICIT_SPEC.kind, _EXPLICIT_SPEC.scale)
 
 
+def _lambdaloss(obj: LambdaLoss, s: Any, prep: Prepared, data: Any, pair_buffer: PairBuffer) -> tuple:
+    """LambdaLoss: its label pairs with the weights its gradient launch just computed (``_listwise_routes``)."""
+    from ._listwise_routes import lambdaloss_device_pairs
+
+    arrays, pair_w = lambdaloss_device_pairs(obj, prep, data)
+    return _listed(s, data, pair_buffer, arrays[:3], pair_w, True, PairKind.LOGISTIC, 1.0)
+
+
 #: The objectives whose pair couplings have a GPU kernel (exact classes, as ``devices.CUDA_KERNELS``).
 COUPLING_KERNELS: dict = {LambdaRank: _lambdarank, RankNet: _label_pair_loss, RankSVM: _label_pair_loss,
-                          MPBoost: _label_pair_loss, QBRank: _qbrank, PreferencePairs: _preference_pairs}
+                          MPBoost: _label_pair_loss, QBRank: _qbrank, PreferencePairs: _preference_pairs,
+                          LambdaLoss: _lambdaloss}
 
 
 def couplings_reason(obj: Objective) -> Optional[str]:

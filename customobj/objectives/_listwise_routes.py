@@ -17,7 +17,7 @@ import numpy as np
 
 from .._cuda_runtime import THREADS, blocks
 
-__all__ = ["query_rmse", "softmax", "xendcg", "lambdaloss", "yetirank"]
+__all__ = ["query_rmse", "softmax", "xendcg", "lambdaloss", "lambdaloss_device_pairs", "yetirank"]
 
 
 def _launch(kernel: Any, n: int, *args: Any) -> None:
@@ -73,30 +73,39 @@ def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     _softmax_ce(s, data, mass, mass, False, 1.0, g, h)
 
 
-def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
-    """LambdaLoss: its label pair list and each row's incidence, uploaded once; a round ranks the rows,
-    weighs the pairs and sums each row's pairs (``_cuda_sampled_pairs``)."""
-    from . import _cuda_lambdarank as CL
-    from . import _cuda_pairwise as CP
-    from . import _cuda_sampled_pairs as CS
+def lambdaloss_device_pairs(obj: Any, prep: Any, data: Any) -> tuple:
+    """LambdaLoss's device arrays: ``(pi, pj, theta, inc_ptr, inc_pair, inc_sign, gain, inv_idcg)`` (its
+    label pair list, each row's incidence, the gains and ``1/IDCG``, uploaded once per data set) and the
+    pair weights' scratch (this round's weights once :func:`lambdaloss` ran; the couplings read them)."""
     from . import _pairwise_kernels as PK
     from ._pair_sets import row_incidence
-    from .lambdaloss import _WEIGHTINGS
 
     state = prep.state_for(obj)
-    key = obj._cache_key()
 
     def build() -> tuple:
         pi, pj, theta = state.pairs.pair_list(prep.labels, prep.ptr, PK.Theta.CONST, obj.sigma)
         return (pi, pj, theta, *row_incidence(pi, pj, prep.n_rows), _padded(state.row_gain), _padded(state.inv_idcg))
 
-    pi, pj, theta, inc_ptr, inc_pair, inc_sign, gain, inv_idcg = data.arrays((key, "lambdaloss_pairs"), build)
-    n, m = data.n_rows, pi.shape[0]
+    arrays = data.arrays((obj._cache_key(), "lambdaloss_pairs"), build)
+    return arrays, data.scratch("lambdaloss_pair_w", (max(arrays[0].shape[0], 1),), np.float64)
+
+
+def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """LambdaLoss: a round ranks the rows, weighs the label pairs and sums each row's pairs
+    (``_cuda_sampled_pairs``)."""
+    from . import _cuda_lambdarank as CL
+    from . import _cuda_pairwise as CP
+    from . import _cuda_sampled_pairs as CS
+    from . import _pairwise_kernels as PK
+    from .lambdaloss import _WEIGHTINGS
+
+    (pi, pj, theta, inc_ptr, inc_pair, inc_sign, gain, inv_idcg), pair_w = lambdaloss_device_pairs(obj, prep, data)
+    n = data.n_rows
     order = data.scratch("lambdaloss_order", (max(n, 1),), np.int64)
     pos = data.scratch("lambdaloss_pos", (max(n, 1),), np.int64)
-    pair_w = data.scratch("lambdaloss_pair_w", (max(m, 1),), np.float64)
     _launch(CL.rank_rows, n, s, data.ptr, data.qid, order, pos)
-    _launch(CS.lambdaloss_weights, m, pi, pj, pos, gain, inv_idcg, _WEIGHTINGS[obj.weighting], obj.mu, pair_w)
+    _launch(CS.lambdaloss_weights, pi.shape[0], pi, pj, pos, gain, inv_idcg, _WEIGHTINGS[obj.weighting], obj.mu,
+            pair_w)
     _launch(CP.pair_list_rows, n, s, pi, pj, theta, pair_w, True, data.weights, data.use_weights, inc_ptr, inc_pair,
             inc_sign, int(PK.LOGISTIC), 1.0, 1.0, g, h)
 
