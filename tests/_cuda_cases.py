@@ -110,8 +110,9 @@ import numba.cuda.dispatcher as dispatcher
 dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))  # no GPU: sm_80
 K = importlib.import_module({module!r})
 f1, i1, f2, b, i, f = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.boolean, T.int64, T.float64
+j1 = T.int32[::1]
 SIGS = {{name: tuple(eval(t) for t in types) for name, types in {sigs!r}.items()}}
-kernels = {{n for n, v in vars(K).items() if isinstance(v, dispatcher.CUDADispatcher)}}
+kernels = {{n for n, v in vars(K).items() if isinstance(v, dispatcher.CUDADispatcher) and not n.startswith("_")}}
 assert kernels == set(SIGS), kernels ^ set(SIGS)
 first = next(iter(SIGS))
 try:
@@ -128,10 +129,11 @@ print("COMPILED", len(SIGS))
 
 
 def assert_kernels_compile(module, signatures):
-    """Every ``cuda.jit`` kernel of ``module`` (none left out) types and compiles to PTX for sm_80 with
-    the argument types it is launched with: ``{kernel: ("f1", "i1", ...)}`` (``f1``/``i1`` contiguous
-    float64/int64 arrays, ``f2`` a C-contiguous float64 matrix, ``b``/``i``/``f`` bool/int64/float64
-    scalars). Needs NVIDIA's NVVM library (skips without it), not a GPU."""
+    """Every public ``cuda.jit`` kernel of ``module`` (none left out; ``_``-named ones are its device
+    functions) types and compiles to PTX for sm_80 with the argument types it is launched with:
+    ``{kernel: ("f1", "i1", ...)}`` (``f1``/``i1``/``j1`` contiguous float64/int64/int32 arrays, ``f2`` a
+    C-contiguous float64 matrix, ``b``/``i``/``f`` bool/int64/float64 scalars). Needs NVIDIA's NVVM
+    library (skips without it), not a GPU."""
     from _isolated import run_isolated
 
     out = run_isolated(_PTX.format(module=module, sigs=signatures), timeout=600)

@@ -1,8 +1,8 @@
 """GPU LambdaLoss (its three weightings) and YetiRank (customobj/objectives/_cuda_sampled_pairs.py,
 routed by _listwise_routes.py) against their CPU twins under the simulator: random and degenerate data
 (one-row queries, equal labels, tied or equal scores, weights, an empty query, extreme scores), YetiRank's
-seeded permutations over several rounds (the same draws), the pair budget, and the kernels typed and
-compiled to PTX for sm_80."""
+seeded permutations over several rounds (the same draws), the pair budget, YetiRank's pair couplings (the
+CPU's sampled pairs, in order), and the kernels typed and compiled to PTX for sm_80."""
 from __future__ import annotations
 
 import numpy as np
@@ -56,4 +56,26 @@ def test_every_kernel_compiles_for_a_real_gpu():
         "lambdaloss_weights": ("i1", "i1", "i1", "f1", "f1", "i", "f", "f1"),
         "yetirank_ranks": ("f1", "i1", "i1", "i", "i", "i", "i1"),
         "yetirank_sums": ("f1", "f1", "i1", "f1", "i", "f", "i1", "f1", "f1"),
+        "yetirank_count_pairs": ("f1", "f1", "i1", "f1", "i", "f", "i1", "i1"),
+        "yetirank_fill_pairs": ("f1", "f1", "i1", "f1", "i", "f", "i1", "i1", "j1", "j1", "f1"),
     })
+
+
+@pytest.mark.parametrize("case", [c for c in query_level_cases() if c[0] in ("random", "weights", "empty query",
+                                                                           "all labels equal", "extreme scores")],
+                         ids=lambda c: c[0])
+def test_yetirank_couplings_keep_the_cpus_sampled_pairs(case):
+    # Two copies of the data so both sides sample round 0; the CPU booster keeps the pairs of coupling > 0.
+    from customobj.objectives._cuda_couplings import grad_hess_couplings_prepared
+
+    _, s, y, sizes, w = case
+    obj = YetiRank(permutations=3, seed=5)
+    g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, obj.prepare(y, sizes, w))
+    keep = c > 0
+    gd, hd, (id_, jd, cd) = grad_hess_couplings_prepared(obj, to_device(s), obj.prepare(y, sizes, w),
+                                                         index_dtype=np.int32)
+    np.testing.assert_array_equal(id_.copy_to_host(), i[keep])  # the CPU's pairs, in the CPU's order
+    np.testing.assert_array_equal(jd.copy_to_host(), j[keep])
+    for cpu, gpu in ((g, gd), (h, hd), (c[keep], cd)):
+        np.testing.assert_allclose(gpu.copy_to_host(), cpu, rtol=1e-9,
+                                   atol=1e-9 * max(1.0, float(np.abs(cpu).max(initial=0.0))))

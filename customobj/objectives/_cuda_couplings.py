@@ -19,7 +19,8 @@ every pair of nonzero ``|dZ|``, as the CPU writes them), and so do the listed-pa
 RankSVM, MPBoost, QBRank and PreferencePairs (``_cuda_pairwise.count_kept_pairs`` /
 ``fill_kept_pairs``, one thread per chunk of the pair list: the pairs of coupling > 0, which the CPU
 booster keeps of the objective's list), as does LambdaLoss (its label pair list with the pair weights
-its gradient launch computed this round). Composites (``Sum``, ``Scaled``) and subclasses have none:
+its gradient launch computed this round) and YetiRank (``_cuda_sampled_pairs.yetirank_count_pairs`` /
+``yetirank_fill_pairs``, one thread per query: the pairs its gradient launch sampled this round). Composites (``Sum``, ``Scaled``) and subclasses have none:
 :func:`couplings_reason` says so.
 
 Examples
@@ -38,6 +39,7 @@ import numpy as np
 
 from .base import Objective, Prepared
 from .lambdaloss import LambdaLoss
+from .yetirank import YetiRank
 from .listwise import LambdaRank, _METRICS
 from ._pairwise_kernels import PairKind
 from ._arrays import kernel_weights
@@ -146,10 +148,24 @@ def _lambdaloss(obj: LambdaLoss, s: Any, prep: Prepared, data: Any, pair_buffer:
     return _listed(s, data, pair_buffer, arrays[:3], pair_w, True, PairKind.LOGISTIC, 1.0)
 
 
+def _yetirank(obj: YetiRank, s: Any, prep: Prepared, data: Any, pair_buffer: PairBuffer) -> tuple:
+    """YetiRank: the pairs its gradient launch sampled this round (``_cuda_sampled_pairs``)."""
+    from . import _cuda_sampled_pairs as CS
+    from ._listwise_routes import yetirank_device_state
+
+    nq = data.n_queries
+    qweight, order = yetirank_device_state(obj, prep, data)
+    args = (s, data.labels, data.ptr, qweight, obj.permutations, obj.decay, order)
+    offsets, out = _sized(_segments(data, nq), pair_buffer, CS.yetirank_count_pairs, nq, *args)
+    if out[0].shape[0] > 0:
+        devices._launch(CS.yetirank_fill_pairs, nq, *args, offsets, *out)
+    return out
+
+
 #: The objectives whose pair couplings have a GPU kernel (exact classes, as ``devices.CUDA_KERNELS``).
 COUPLING_KERNELS: dict = {LambdaRank: _lambdarank, RankNet: _label_pair_loss, RankSVM: _label_pair_loss,
                           MPBoost: _label_pair_loss, QBRank: _qbrank, PreferencePairs: _preference_pairs,
-                          LambdaLoss: _lambdaloss}
+                          LambdaLoss: _lambdaloss, YetiRank: _yetirank}
 
 
 def couplings_reason(obj: Objective) -> Optional[str]:

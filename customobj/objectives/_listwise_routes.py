@@ -17,7 +17,8 @@ import numpy as np
 
 from .._cuda_runtime import THREADS, blocks
 
-__all__ = ["query_rmse", "softmax", "xendcg", "lambdaloss", "lambdaloss_device_pairs", "yetirank"]
+__all__ = ["query_rmse", "softmax", "xendcg", "lambdaloss", "lambdaloss_device_pairs", "yetirank",
+           "yetirank_device_state"]
 
 
 def _launch(kernel: Any, n: int, *args: Any) -> None:
@@ -110,16 +111,22 @@ def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
             inc_sign, int(PK.LOGISTIC), 1.0, 1.0, g, h)
 
 
+def yetirank_device_state(obj: Any, prep: Any, data: Any) -> tuple:
+    """YetiRank's device ``(qweight, order)``: the query weights (uploaded once) and the sampled
+    permutations' scratch (this round's once :func:`yetirank` ran; the couplings read it)."""
+    state = prep.state_for(obj)
+    qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
+    return qweight, data.scratch("yetirank_order", (max(data.n_rows * obj.permutations, 1),), np.int64)
+
+
 def yetirank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     """YetiRank: a new round (as the CPU's ``grad_hess``, within the same pair budget), its permutations
     sampled on the device from the same per-query streams, then each query's pairs summed."""
     from . import _cuda_sampled_pairs as CS
 
-    state = prep.state_for(obj)
-    rnd = state.rounds.advance()
+    rnd = prep.state_for(obj).rounds.advance()
     obj._pair_offsets(prep)  # the CPU's pair budget, refused the same way
-    n, perm = data.n_rows, obj.permutations
-    qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
-    order = data.scratch("yetirank_order", (max(n * perm, 1),), np.int64)
-    _launch(CS.yetirank_ranks, n * perm, s, data.ptr, data.qid, perm, obj.seed, rnd, order)
+    qweight, order = yetirank_device_state(obj, prep, data)
+    perm = obj.permutations
+    _launch(CS.yetirank_ranks, data.n_rows * perm, s, data.ptr, data.qid, perm, obj.seed, rnd, order)
     _launch(CS.yetirank_sums, data.n_queries, s, data.labels, data.ptr, qweight, perm, obj.decay, order, g, h)

@@ -7,9 +7,9 @@ into two buffers it reuses, hands those device arrays to the grower (the backend
 them where they are) and adds each finished tree to the scores with :mod:`._cuda_score_kernels`.
 When the criterion needs the objective's pair couplings (``ole``, ``ole_fast``, ``ole_float64`` with a
 pairwise objective), the same call computes them there too (``objectives._cuda_couplings``:
-LambdaRank in every convention, RankNet, RankSVM, MPBoost, QBRank, PreferencePairs), into a pair
-buffer it reuses, in the CPU's pair order with the CPU's values (with bagging, the out-of-bag pairs
-are dropped there too); the grower's pair histograms and partitions take those device arrays as they
+LambdaRank in every convention, RankNet, RankSVM, MPBoost, QBRank, PreferencePairs, LambdaLoss,
+YetiRank), into a pair buffer it reuses, in the CPU's pair order with the CPU's values (with bagging,
+the out-of-bag pairs are dropped there too); the grower's pair histograms and partitions take those device arrays as they
 are. Nothing of size ``n`` (or of the pair count) crosses the bus per tree for the gradients and
 pairs; ``ole_fast`` brings the pairs to the host for its per-query pruning, as it pruned host pairs
 before.
