@@ -99,6 +99,29 @@ def assert_rounds_equal_cpu(obj, rounds=3, seed=6):
     return seen
 
 
+#: The cases the pair-coupling checks run (each a few kernel launches more than the gradients).
+COUPLING_CASES = [c for c in query_level_cases() if c[0] in ("random", "weights", "empty query", "all labels equal",
+                                                             "extreme scores")]
+
+
+def assert_kept_couplings_equal_cpu(obj, s, y, sizes, w=None):
+    """``devices``' couplings route (``_cuda_couplings``) against the CPU's ``grad_hess_couplings_prepared``
+    on a fresh prepared copy each (so a stochastic objective samples the same round on both): the pairs
+    of coupling > 0 (what the CPU booster keeps), in the CPU's order, and the gradients."""
+    from customobj.objectives._cuda_couplings import grad_hess_couplings_prepared
+
+    g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, obj.prepare(y, sizes, w))
+    keep = c > 0
+    gd, hd, (id_, jd, cd) = grad_hess_couplings_prepared(obj, to_device(s), obj.prepare(y, sizes, w),
+                                                         index_dtype=np.int32)
+    np.testing.assert_array_equal(id_.copy_to_host(), i[keep])  # the CPU's pairs, in the CPU's order
+    np.testing.assert_array_equal(jd.copy_to_host(), j[keep])
+    for cpu, gpu in ((g, gd), (h, hd), (c[keep], cd)):
+        np.testing.assert_allclose(gpu.copy_to_host(), cpu, rtol=1e-9,
+                                   atol=1e-9 * max(1.0, float(np.abs(cpu).max(initial=0.0))))
+    return i[keep], c[keep]
+
+
 _PTX = """
 import os
 os.environ.pop("NUMBA_ENABLE_CUDASIM", None)

@@ -1,16 +1,16 @@
 """GPU QueryRMSE, ListNet, QuerySoftMax and XENDCG (customobj/objectives/_cuda_listwise.py, routed by
 _listwise_routes.py) against their CPU twins under the simulator: random and degenerate data (one-row
 queries, equal labels, tied or equal scores, weights, an empty query, extreme scores), XENDCG's noise
-over several rounds in both conventions (the same seeds, the same draws), and the kernels typed and
-compiled to PTX for sm_80."""
+over several rounds in both conventions (the same seeds, the same draws), their dense pair couplings (the
+CPU's pairs of coupling > 0, in order), and the kernels typed and compiled to PTX for sm_80."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from customobj import ListNet, QueryRMSE, QuerySoftMax, XENDCG
-from _cuda_cases import (assert_gpu_equals_cpu, assert_kernels_compile, assert_rounds_equal_cpu, data,
-                         needs_gpu, query_level_cases, to_device)
+from _cuda_cases import (COUPLING_CASES, assert_gpu_equals_cpu, assert_kept_couplings_equal_cpu,
+                         assert_kernels_compile, assert_rounds_equal_cpu, data, needs_gpu, query_level_cases, to_device)
 
 pytestmark = needs_gpu
 
@@ -42,6 +42,15 @@ def test_gradients_sum_to_zero_per_query_on_the_device():
         np.testing.assert_allclose(np.add.reduceat(g, ptr[:-1]), 0.0, atol=1e-12)
 
 
+@pytest.mark.parametrize("obj", LOSSES, ids=repr)
+@pytest.mark.parametrize("case", COUPLING_CASES, ids=lambda c: c[0])
+def test_dense_couplings_keep_the_cpus_pairs(case, obj):
+    _, s, y, sizes, w = case
+    i, c = assert_kept_couplings_equal_cpu(obj, s, y, sizes, w)
+    if case[0] == "random":  # every pair of each query of two rows or more
+        assert i.size > 0 and np.all(c > 0)
+
+
 def test_every_kernel_compiles_for_a_real_gpu():
     # The argument types customobj/objectives/_listwise_routes.py launches them with.
     assert_kernels_compile("customobj.objectives._cuda_listwise", {
@@ -52,4 +61,22 @@ def test_every_kernel_compiles_for_a_real_gpu():
         "xendcg_mass_queries": ("f1", "i1", "f1", "i", "i", "f1"),
         "xendcg_lightgbm_queries": ("f1", "f1", "i1", "i", "i", "f2"),
         "xendcg_lightgbm_rows": ("f1", "f1", "i1", "i1", "i", "i", "f1", "b", "f2", "f1", "f1"),
+        "softmax_probs_rows": ("f1", "i1", "f1", "b", "f", "f2", "f1"),
+        "softmax_qscale_queries": ("f2", "f", "i", "f1"),
+        "dense_count_pairs": ("i1", "f1", "f1", "i1"),
+        "dense_fill_pairs": ("i1", "f1", "f1", "i1", "j1", "j1", "f1"),
     })
+
+
+@pytest.mark.parametrize("obj", [QueryRMSE(), ListNet(), XENDCG(convention="lightgbm")], ids=repr)
+def test_device_gradients_and_couplings_grow_the_cpu_trees(obj):
+    # TreeBooster(device="cuda") with an OLE criterion: gradients and couplings on the device, the CPU's trees.
+    from customobj.ole import TreeBooster
+    from _ole_cases import QUIET, make_rank_data, tree_dicts
+
+    X, y, group = make_rank_data(6, n_queries=5)
+    kw = dict(num_leaves=4, n_estimators=2, min_data_in_leaf=4, max_bin=8, objective=obj, criterion="ole",
+              bagging_fraction=0.8, random_state=1, **QUIET)
+    cpu, gpu = TreeBooster(**kw).fit(X, y, group), TreeBooster(device="cuda", **kw).fit(X, y, group)
+    assert gpu.device_gradients_ == "device"
+    assert tree_dicts(gpu) == tree_dicts(cpu)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from customobj import LambdaLoss, YetiRank
-from _cuda_cases import (assert_gpu_equals_cpu, assert_kernels_compile, assert_rounds_equal_cpu, data,
-                         needs_gpu, query_level_cases, to_device)
+from _cuda_cases import (COUPLING_CASES, assert_gpu_equals_cpu, assert_kept_couplings_equal_cpu,
+                         assert_kernels_compile, assert_rounds_equal_cpu, data, needs_gpu, query_level_cases, to_device)
 
 # The simulator runs the seeded streams' Python source, where numpy warns on the uint64 wraparound
 # the generators rely on (compiled code, on the CPU or a GPU, wraps silently).
@@ -50,6 +50,20 @@ def test_yetirank_pair_budget_is_refused_on_the_device(monkeypatch):
         YetiRank().grad_hess(to_device(s), y, sizes)
 
 
+@pytest.mark.parametrize("obj", [LambdaLoss(), YetiRank(permutations=2)], ids=repr)
+def test_device_gradients_and_couplings_grow_the_cpu_trees(obj):
+    # TreeBooster(device="cuda") with an OLE criterion: gradients and couplings on the device, the CPU's trees.
+    from customobj.ole import TreeBooster
+    from _ole_cases import QUIET, make_rank_data, tree_dicts
+
+    X, y, group = make_rank_data(6, n_queries=5)
+    kw = dict(num_leaves=4, n_estimators=2, min_data_in_leaf=4, max_bin=8, objective=obj, criterion="ole",
+              bagging_fraction=0.8, random_state=1, **QUIET)
+    cpu, gpu = TreeBooster(**kw).fit(X, y, group), TreeBooster(device="cuda", **kw).fit(X, y, group)
+    assert gpu.device_gradients_ == "device"
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+
+
 def test_every_kernel_compiles_for_a_real_gpu():
     # The argument types customobj/objectives/_listwise_routes.py launches them with.
     assert_kernels_compile("customobj.objectives._cuda_sampled_pairs", {
@@ -61,21 +75,7 @@ def test_every_kernel_compiles_for_a_real_gpu():
     })
 
 
-@pytest.mark.parametrize("case", [c for c in query_level_cases() if c[0] in ("random", "weights", "empty query",
-                                                                           "all labels equal", "extreme scores")],
-                         ids=lambda c: c[0])
+@pytest.mark.parametrize("case", COUPLING_CASES, ids=lambda c: c[0])
 def test_yetirank_couplings_keep_the_cpus_sampled_pairs(case):
-    # Two copies of the data so both sides sample round 0; the CPU booster keeps the pairs of coupling > 0.
-    from customobj.objectives._cuda_couplings import grad_hess_couplings_prepared
-
     _, s, y, sizes, w = case
-    obj = YetiRank(permutations=3, seed=5)
-    g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, obj.prepare(y, sizes, w))
-    keep = c > 0
-    gd, hd, (id_, jd, cd) = grad_hess_couplings_prepared(obj, to_device(s), obj.prepare(y, sizes, w),
-                                                         index_dtype=np.int32)
-    np.testing.assert_array_equal(id_.copy_to_host(), i[keep])  # the CPU's pairs, in the CPU's order
-    np.testing.assert_array_equal(jd.copy_to_host(), j[keep])
-    for cpu, gpu in ((g, gd), (h, hd), (c[keep], cd)):
-        np.testing.assert_allclose(gpu.copy_to_host(), cpu, rtol=1e-9,
-                                   atol=1e-9 * max(1.0, float(np.abs(cpu).max(initial=0.0))))
+    assert_kept_couplings_equal_cpu(YetiRank(permutations=3, seed=5), s, y, sizes, w)

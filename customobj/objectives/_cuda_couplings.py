@@ -20,7 +20,9 @@ RankSVM, MPBoost, QBRank and PreferencePairs (``_cuda_pairwise.count_kept_pairs`
 ``fill_kept_pairs``, one thread per chunk of the pair list: the pairs of coupling > 0, which the CPU
 booster keeps of the objective's list), as does LambdaLoss (its label pair list with the pair weights
 its gradient launch computed this round) and YetiRank (``_cuda_sampled_pairs.yetirank_count_pairs`` /
-``yetirank_fill_pairs``, one thread per query: the pairs its gradient launch sampled this round). Composites (``Sum``, ``Scaled``) and subclasses have none:
+``yetirank_fill_pairs``, one thread per query: the pairs its gradient launch sampled this round), and the
+dense ones of QueryRMSE, ListNet, QuerySoftMax and XENDCG (``_cuda_listwise.dense_count_pairs`` /
+``dense_fill_pairs``, one thread per query: every pair of coupling > 0). Composites (``Sum``, ``Scaled``) and subclasses have none:
 :func:`couplings_reason` says so.
 
 Examples
@@ -40,6 +42,9 @@ import numpy as np
 from .base import Objective, Prepared
 from .lambdaloss import LambdaLoss
 from .yetirank import YetiRank
+from .query_rmse import QueryRMSE
+from .softmax import ListNet, QuerySoftMax
+from .xendcg import XENDCG
 from .listwise import LambdaRank, _METRICS
 from ._pairwise_kernels import PairKind
 from ._arrays import kernel_weights
@@ -162,10 +167,23 @@ def _yetirank(obj: YetiRank, s: Any, prep: Prepared, data: Any, pair_buffer: Pai
     return out
 
 
+def _dense(obj: Objective, s: Any, prep: Prepared, data: Any, pair_buffer: PairBuffer) -> tuple:
+    """QueryRMSE, ListNet, QuerySoftMax, XENDCG: every pair of a query, ``qscale f_a f_b`` (``_cuda_listwise``)."""
+    from . import _cuda_listwise as CQ
+    from ._listwise_routes import dense_coupling_factors
+
+    args = (data.ptr, *dense_coupling_factors(obj, s, prep, data))
+    offsets, out = _sized(_segments(data, data.n_queries), pair_buffer, CQ.dense_count_pairs, data.n_queries, *args)
+    if out[0].shape[0] > 0:
+        devices._launch(CQ.dense_fill_pairs, data.n_queries, *args, offsets, *out)
+    return out
+
+
 #: The objectives whose pair couplings have a GPU kernel (exact classes, as ``devices.CUDA_KERNELS``).
 COUPLING_KERNELS: dict = {LambdaRank: _lambdarank, RankNet: _label_pair_loss, RankSVM: _label_pair_loss,
                           MPBoost: _label_pair_loss, QBRank: _qbrank, PreferencePairs: _preference_pairs,
-                          LambdaLoss: _lambdaloss, YetiRank: _yetirank}
+                          LambdaLoss: _lambdaloss, YetiRank: _yetirank, QueryRMSE: _dense, ListNet: _dense,
+                          QuerySoftMax: _dense, XENDCG: _dense}
 
 
 def couplings_reason(obj: Objective) -> Optional[str]:

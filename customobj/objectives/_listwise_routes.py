@@ -18,7 +18,7 @@ import numpy as np
 from .._cuda_runtime import THREADS, blocks
 
 __all__ = ["query_rmse", "softmax", "xendcg", "lambdaloss", "lambdaloss_device_pairs", "yetirank",
-           "yetirank_device_state"]
+           "yetirank_device_state", "dense_coupling_factors"]
 
 
 def _launch(kernel: Any, n: int, *args: Any) -> None:
@@ -47,11 +47,27 @@ def _softmax_ce(s: Any, data: Any, mass: Any, vw: Any, use_vw: bool, beta: float
     _launch(CQ.softmax_rows, data.n_rows, s, data.qid, mass, vw, use_vw, beta, stats, g, h)
 
 
-def softmax(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
-    """ListNet, QuerySoftMax: their label-only targets (``_Targets``), uploaded once."""
+def _softmax_targets(obj: Any, prep: Any, data: Any) -> tuple:
+    """ListNet's, QuerySoftMax's device ``(mass, vw, use_vw, beta)``: label-only, uploaded once."""
     state = prep.state_for(obj)
     mass, vw = data.arrays((obj._cache_key(), "softmax_targets"), lambda: (_padded(state.mass), _padded(state.vw)))
-    _softmax_ce(s, data, mass, vw, state.use_vw, state.beta, g, h)
+    return mass, vw, state.use_vw, state.beta
+
+
+def softmax(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """ListNet, QuerySoftMax: their label-only targets (``_Targets``)."""
+    _softmax_ce(s, data, *_softmax_targets(obj, prep, data), g, h)
+
+
+def _xendcg_mass(obj: Any, prep: Any, data: Any, rnd: int) -> Any:
+    """XENDCG's target masses of round ``rnd``, drawn on the device (its gradients' and couplings')."""
+    from . import _cuda_listwise as CQ
+
+    state = prep.state_for(obj)
+    qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
+    mass = data.scratch("xendcg_mass", (max(data.n_rows, 1),), np.float64)
+    _launch(CQ.xendcg_mass_queries, data.n_queries, data.labels, data.ptr, qweight, rnd, obj.seed, mass)
+    return mass
 
 
 def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
@@ -59,19 +75,40 @@ def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     per-query generators; LightGBM's gradients or the softmax cross-entropy against the noisy masses."""
     from . import _cuda_listwise as CQ
 
-    state = prep.state_for(obj)
-    rnd = obj._round(state, True)
-    n, nq = data.n_rows, data.n_queries
+    rnd = obj._round(prep.state_for(obj), True)
     if obj._lightgbm:
-        stats = data.scratch("xendcg_stats", (CQ.N_XE, max(nq, 1)), np.float64)
-        _launch(CQ.xendcg_lightgbm_queries, nq, s, data.labels, data.ptr, rnd, obj.seed, stats)
-        _launch(CQ.xendcg_lightgbm_rows, n, s, data.labels, data.ptr, data.qid, rnd, obj.seed, data.weights,
+        stats = data.scratch("xendcg_stats", (CQ.N_XE, max(data.n_queries, 1)), np.float64)
+        _launch(CQ.xendcg_lightgbm_queries, data.n_queries, s, data.labels, data.ptr, rnd, obj.seed, stats)
+        _launch(CQ.xendcg_lightgbm_rows, data.n_rows, s, data.labels, data.ptr, data.qid, rnd, obj.seed, data.weights,
                 data.use_weights, stats, g, h)
         return
-    qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
-    mass = data.scratch("xendcg_mass", (max(n, 1),), np.float64)
-    _launch(CQ.xendcg_mass_queries, nq, data.labels, data.ptr, qweight, rnd, obj.seed, mass)
+    mass = _xendcg_mass(obj, prep, data, rnd)
     _softmax_ce(s, data, mass, mass, False, 1.0, g, h)
+
+
+def dense_coupling_factors(obj: Any, s: Any, prep: Any, data: Any) -> tuple:
+    """The device ``(factor, qscale)`` of the dense couplings ``qscale_q f_a f_b`` (``_cuda_listwise``):
+    QueryRMSE's label-only ones (uploaded once), else the softmax's ``p`` and ``beta^2 M`` at ``s``
+    (XENDCG: with the noise of its latest round, as the CPU's ``pair_couplings``)."""
+    from . import _cuda_listwise as CQ
+    from .query_rmse import QueryRMSE
+    from .xendcg import XENDCG
+
+    if type(obj) is QueryRMSE:
+        return data.arrays((obj._cache_key(), "coupling_factors"),
+                           lambda: tuple(_padded(a) for a in obj._coupling_factors(prep)))
+    if type(obj) is XENDCG:
+        mass = _xendcg_mass(obj, prep, data, prep.state_for(obj).rounds.current)
+        mass, vw, use_vw, beta = mass, mass, False, 1.0
+    else:
+        mass, vw, use_vw, beta = _softmax_targets(obj, prep, data)
+    stats = data.scratch("softmax_stats", (CQ.N_SM, max(data.n_queries, 1)), np.float64)
+    p = data.scratch("coupling_p", (max(data.n_rows, 1),), np.float64)
+    qscale = data.scratch("coupling_qscale", (max(data.n_queries, 1),), np.float64)
+    _launch(CQ.softmax_queries, data.n_queries, s, data.ptr, mass, vw, use_vw, beta, stats)
+    _launch(CQ.softmax_probs_rows, data.n_rows, s, data.qid, vw, use_vw, beta, stats, p)
+    _launch(CQ.softmax_qscale_queries, data.n_queries, stats, beta, data.n_queries, qscale)
+    return p, qscale
 
 
 def lambdaloss_device_pairs(obj: Any, prep: Any, data: Any) -> tuple:
