@@ -47,7 +47,7 @@ def _softmax_ce(s: Any, data: Any, mass: Any, vw: Any, use_vw: bool, beta: float
     _launch(CQ.softmax_rows, data.n_rows, s, data.qid, mass, vw, use_vw, beta, stats, g, h)
 
 
-def _softmax_targets(obj: Any, prep: Any, data: Any) -> tuple:
+def _softmax_targets(obj: Any, prep: Any, data: Any) -> "tuple[Any, Any, bool, float]":
     """ListNet's, QuerySoftMax's device ``(mass, vw, use_vw, beta)``: label-only, uploaded once."""
     state = prep.state_for(obj)
     mass, vw = data.arrays((obj._cache_key(), "softmax_targets"), lambda: (_padded(state.mass), _padded(state.vw)))

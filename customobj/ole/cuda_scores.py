@@ -20,7 +20,7 @@ Otherwise the gradients stay on the host, and :func:`host_gradients_reason` says
   or that the host must see (``leaf_solver="joint"`` solves the leaves from every pair:
   ``pairs_on_host``); with ``bagging_fraction < 1`` the out-of-bag pairs are dropped on the device;
 - ``line_search`` evaluates the loss on the host;
-- the objective has no GPU kernel (``objectives.devices.CPU_ONLY`` says why).
+- the objective has no GPU kernel (a subclass of a loss: ``objectives.devices`` names it).
 
 Under the simulator the device gradients and couplings equal the CPU's bit for bit (the same float64
 operations), so the trees do; on a GPU an ``exp`` or ``log`` of the device's libm may differ in the
