@@ -122,6 +122,20 @@ def assert_kept_couplings_equal_cpu(obj, s, y, sizes, w=None):
     return i[keep], c[keep]
 
 
+def assert_device_trees_equal_cpu(obj):
+    """``TreeBooster(device="cuda", criterion="ole")`` (bagged) takes gradients and couplings on the device
+    and grows the CPU's trees."""
+    from customobj.ole import TreeBooster
+    from _ole_cases import QUIET, make_rank_data, tree_dicts
+
+    X, y, group = make_rank_data(6, n_queries=5)
+    kw = dict(num_leaves=4, n_estimators=2, min_data_in_leaf=4, max_bin=8, objective=obj, criterion="ole",
+              bagging_fraction=0.8, random_state=1, **QUIET)
+    cpu, gpu = TreeBooster(**kw).fit(X, y, group), TreeBooster(device="cuda", **kw).fit(X, y, group)
+    assert gpu.device_gradients_ == "device"
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+
+
 _PTX = """
 import os
 os.environ.pop("NUMBA_ENABLE_CUDASIM", None)

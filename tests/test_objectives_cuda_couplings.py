@@ -1,9 +1,9 @@
 """GPU pair couplings (customobj/objectives/_cuda_couplings.py; kernels in _cuda_lambdarank.py and
 _cuda_pairwise.py) against the CPU's ``grad_hess_couplings_prepared``: the same pairs in the same order,
 couplings and gradients to 1e-9 relative (bit for bit under the simulator, where the device's exp is the
-host's); every LambdaRank metric and convention and every listed-pair loss (LambdaLoss too), on random and degenerate data
-(one-row queries, equal labels, tied scores, weights), and the bagged pairs against the CPU's
-compaction. Runs on the simulator where no GPU is present."""
+host's); every LambdaRank metric and convention and every listed-pair loss (LambdaLoss too), on random and
+degenerate data (one-row queries, equal labels, tied scores, weights), and the bagged pairs against the
+CPU's compaction. Runs on the simulator where no GPU is present."""
 from __future__ import annotations
 
 import numpy as np

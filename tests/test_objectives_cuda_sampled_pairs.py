@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from customobj import LambdaLoss, YetiRank
-from _cuda_cases import (COUPLING_CASES, assert_gpu_equals_cpu, assert_kept_couplings_equal_cpu,
-                         assert_kernels_compile, assert_rounds_equal_cpu, data, needs_gpu, query_level_cases, to_device)
+from _cuda_cases import (COUPLING_CASES, assert_device_trees_equal_cpu, assert_gpu_equals_cpu,
+                         assert_kept_couplings_equal_cpu, assert_kernels_compile, assert_rounds_equal_cpu, data,
+                         needs_gpu, query_level_cases, to_device)
 
 # The simulator runs the seeded streams' Python source, where numpy warns on the uint64 wraparound
 # the generators rely on (compiled code, on the CPU or a GPU, wraps silently).
@@ -52,16 +53,7 @@ def test_yetirank_pair_budget_is_refused_on_the_device(monkeypatch):
 
 @pytest.mark.parametrize("obj", [LambdaLoss(), YetiRank(permutations=2)], ids=repr)
 def test_device_gradients_and_couplings_grow_the_cpu_trees(obj):
-    # TreeBooster(device="cuda") with an OLE criterion: gradients and couplings on the device, the CPU's trees.
-    from customobj.ole import TreeBooster
-    from _ole_cases import QUIET, make_rank_data, tree_dicts
-
-    X, y, group = make_rank_data(6, n_queries=5)
-    kw = dict(num_leaves=4, n_estimators=2, min_data_in_leaf=4, max_bin=8, objective=obj, criterion="ole",
-              bagging_fraction=0.8, random_state=1, **QUIET)
-    cpu, gpu = TreeBooster(**kw).fit(X, y, group), TreeBooster(device="cuda", **kw).fit(X, y, group)
-    assert gpu.device_gradients_ == "device"
-    assert tree_dicts(gpu) == tree_dicts(cpu)
+    assert_device_trees_equal_cpu(obj)
 
 
 def test_every_kernel_compiles_for_a_real_gpu():

@@ -22,8 +22,8 @@ booster keeps of the objective's list), as does LambdaLoss (its label pair list 
 its gradient launch computed this round) and YetiRank (``_cuda_sampled_pairs.yetirank_count_pairs`` /
 ``yetirank_fill_pairs``, one thread per query: the pairs its gradient launch sampled this round), and the
 dense ones of QueryRMSE, ListNet, QuerySoftMax and XENDCG (``_cuda_listwise.dense_count_pairs`` /
-``dense_fill_pairs``, one thread per query: every pair of coupling > 0). Composites (``Sum``, ``Scaled``) and subclasses have none:
-:func:`couplings_reason` says so.
+``dense_fill_pairs``, one thread per query: every pair of coupling > 0). Composites (``Sum``,
+``Scaled``) and subclasses have none: :func:`couplings_reason` says so.
 
 Examples
 --------

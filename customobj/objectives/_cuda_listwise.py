@@ -202,6 +202,19 @@ def softmax_qscale_queries(stats, beta, n_queries, out_qscale):
 
 
 @cuda.jit(device=True)
+def _keep_pair(out_i, out_j, out_c, at, kept, a, b, c):
+    """The count of kept pairs after pair ``(a, b, c)`` when ``c > 0``: the COUNT/FILL passes of the
+    couplings (written at ``at + kept`` when ``at >= 0``; a COUNT pass passes ``at < 0``)."""
+    if c <= 0.0:
+        return kept
+    if at >= 0:
+        out_i[at + kept] = a
+        out_j[at + kept] = b
+        out_c[at + kept] = c
+    return kept + 1
+
+
+@cuda.jit(device=True)
 def _dense_pairs(ptr, factor, qscale, q, out_i, out_j, out_c, at):
     """Query ``q``'s pairs ``a < b`` of coupling ``qscale f_a f_b > 0``, in the CPU's order (by ``a``,
     then ``b``), written from ``at`` when ``at >= 0`` (else only counted); returns how many."""
@@ -210,13 +223,7 @@ def _dense_pairs(ptr, factor, qscale, q, out_i, out_j, out_c, at):
         return kept
     for a in range(ptr[q], ptr[q + 1]):
         for b in range(a + 1, ptr[q + 1]):
-            c = qscale[q] * factor[a] * factor[b]
-            if c > 0.0:
-                if at >= 0:
-                    out_i[at + kept] = a
-                    out_j[at + kept] = b
-                    out_c[at + kept] = c
-                kept += 1
+            kept = _keep_pair(out_i, out_j, out_c, at, kept, a, b, qscale[q] * factor[a] * factor[b])
     return kept
 
 

@@ -22,6 +22,7 @@ seeded streams) and ``_pairwise_kernels.pair_grad`` (the logistic pair gradient)
 """
 from .._cuda_runtime import cuda_module, device_function
 from . import _listwise_terms as LT
+from ._cuda_listwise import _keep_pair
 from ._noise import query_stream, splitmix_at
 from ._pairwise_kernels import LOGISTIC, pair_grad
 
@@ -123,12 +124,7 @@ def _kept_pairs(scores, labels, ptr, qweight, n_perm, decay, order, q, out_i, ou
             dec *= decay
             if w > 0.0:
                 c = w * _grad(_LOGISTIC, scores[a] - scores[b], 1.0)[1]
-                if c > 0.0:
-                    if at >= 0:
-                        out_i[at + kept] = a
-                        out_j[at + kept] = b
-                        out_c[at + kept] = c
-                    kept += 1
+                kept = _keep_pair(out_i, out_j, out_c, at, kept, a, b, c)
     return kept
 
 
