@@ -102,3 +102,109 @@ def degenerate_cases():
     yield "all scores equal", np.zeros_like(s), y, sizes, None
     s3, y3, _, w3 = data(3, weights=True)
     yield "weights", s3, y3, sizes, w3
+
+
+def query_level_cases():
+    """:func:`degenerate_cases` plus an empty query (with weights), extreme scores and all labels 0."""
+    yield from degenerate_cases()
+    sizes = [3, 0, 4, 1, 2]
+    s, y, _, w = data(5, sizes=sizes, weights=True)
+    yield "empty query", s, y, sizes, w
+    yield "extreme scores", np.where(s > 0, 600.0, -600.0) + s, y, sizes, None
+    yield "all labels zero", s, np.zeros_like(y), sizes, None
+
+
+def assert_rounds_equal_cpu(obj, rounds=3, seed=6):
+    """A stochastic objective's rounds on two prepared copies of weighted data, one fed host and one
+    device scores: the same noise round after round. Returns the CPU gradients of each round."""
+    s, y, sizes, w = data(seed, weights=True)
+    cpu, gpu = obj.prepare(y, sizes, w), obj.prepare(y, sizes, w)
+    seen = []
+    for _ in range(rounds):
+        g, h = obj.grad_hess_prepared(s, cpu)
+        gd, hd = (a.copy_to_host() for a in obj.grad_hess_prepared(to_device(s), gpu))
+        scale = float(np.abs(g).max())
+        np.testing.assert_allclose(gd, g, rtol=1e-9, atol=1e-9 * scale)
+        np.testing.assert_allclose(hd, h, rtol=1e-9, atol=1e-9 * scale)
+        seen.append(g)
+    return seen
+
+
+#: The cases the pair-coupling checks run (each a few kernel launches more than the gradients).
+COUPLING_CASES = [c for c in query_level_cases() if c[0] in ("random", "weights", "empty query", "all labels equal",
+                                                             "extreme scores")]
+
+
+def assert_kept_couplings_equal_cpu(obj, s, y, sizes, w=None):
+    """``devices``' couplings route (``_cuda_couplings``) against the CPU's ``grad_hess_couplings_prepared``
+    on a fresh prepared copy each (so a stochastic objective samples the same round on both): the pairs
+    of coupling > 0 (what the CPU booster keeps), in the CPU's order, and the gradients."""
+    from customobj.objectives._cuda_couplings import grad_hess_couplings_prepared
+
+    g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, obj.prepare(y, sizes, w))
+    keep = c > 0
+    gd, hd, (id_, jd, cd) = grad_hess_couplings_prepared(obj, to_device(s), obj.prepare(y, sizes, w),
+                                                         index_dtype=np.int32)
+    np.testing.assert_array_equal(id_.copy_to_host(), i[keep])  # the CPU's pairs, in the CPU's order
+    np.testing.assert_array_equal(jd.copy_to_host(), j[keep])
+    for cpu, gpu in ((g, gd), (h, hd), (c[keep], cd)):
+        np.testing.assert_allclose(gpu.copy_to_host(), cpu, rtol=1e-9,
+                                   atol=1e-9 * max(1.0, float(np.abs(cpu).max(initial=0.0))))
+    return i[keep], c[keep]
+
+
+def assert_device_trees_equal_cpu(obj):
+    """``TreeBooster(device="cuda", criterion="ole")`` (bagged) takes gradients and couplings on the device
+    and grows the CPU's trees."""
+    from customobj.ole import TreeBooster
+    from _ole_cases import QUIET, make_rank_data, tree_dicts
+
+    X, y, group = make_rank_data(6, n_queries=5)
+    kw = dict(num_leaves=4, n_estimators=2, min_data_in_leaf=4, max_bin=8, objective=obj, criterion="ole",
+              bagging_fraction=0.8, random_state=1, **QUIET)
+    cpu, gpu = TreeBooster(**kw).fit(X, y, group), TreeBooster(device="cuda", **kw).fit(X, y, group)
+    assert gpu.device_gradients_ == "device"
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+
+
+_PTX = """
+import os
+os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+import importlib, types as pytypes
+from customobj._cuda_runtime import cuda_module
+cuda = cuda_module()
+from numba import types as T
+import numba.cuda.dispatcher as dispatcher
+dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))  # no GPU: sm_80
+K = importlib.import_module({module!r})
+f1, i1, f2, b, i, f = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.boolean, T.int64, T.float64
+j1 = T.int32[::1]
+SIGS = {{name: tuple(eval(t) for t in types) for name, types in {sigs!r}.items()}}
+kernels = {{n for n, v in vars(K).items() if isinstance(v, dispatcher.CUDADispatcher) and not n.startswith("_")}}
+assert kernels == set(SIGS), kernels ^ set(SIGS)
+first = next(iter(SIGS))
+try:
+    cuda.compile_ptx(getattr(K, first).py_func, T.void(*SIGS[first]), cc=(8, 0))
+except Exception as exc:
+    if "nvvm" not in repr(exc).lower():
+        raise
+    print("NO-NVVM", type(exc).__name__)
+    raise SystemExit
+for name, sig in SIGS.items():
+    cuda.compile_ptx(getattr(K, name).py_func, T.void(*sig), cc=(8, 0))
+print("COMPILED", len(SIGS))
+"""
+
+
+def assert_kernels_compile(module, signatures):
+    """Every public ``cuda.jit`` kernel of ``module`` (none left out; ``_``-named ones are its device
+    functions) types and compiles to PTX for sm_80 with the argument types it is launched with:
+    ``{kernel: ("f1", "i1", ...)}`` (``f1``/``i1``/``j1`` contiguous float64/int64/int32 arrays, ``f2`` a
+    C-contiguous float64 matrix, ``b``/``i``/``f`` bool/int64/float64 scalars). Needs NVIDIA's NVVM
+    library (skips without it), not a GPU."""
+    from _isolated import run_isolated
+
+    out = run_isolated(_PTX.format(module=module, sigs=signatures), timeout=600)
+    if "NO-NVVM" in out:
+        pytest.skip("NVIDIA's NVVM library is not installed (pip install nvidia-cuda-nvcc-cu12 to compile PTX)")
+    assert f"COMPILED {len(signatures)}" in out

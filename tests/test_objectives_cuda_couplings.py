@@ -1,15 +1,15 @@
 """GPU pair couplings (customobj/objectives/_cuda_couplings.py; kernels in _cuda_lambdarank.py and
 _cuda_pairwise.py) against the CPU's ``grad_hess_couplings_prepared``: the same pairs in the same order,
 couplings and gradients to 1e-9 relative (bit for bit under the simulator, where the device's exp is the
-host's); every LambdaRank metric and convention and every listed-pair loss, on random and degenerate data
-(one-row queries, equal labels, tied scores, weights), and the bagged pairs against the CPU's
-compaction. Runs on the simulator where no GPU is present."""
+host's); every LambdaRank metric and convention and every listed-pair loss (LambdaLoss too), on random and
+degenerate data (one-row queries, equal labels, tied scores, weights), and the bagged pairs against the
+CPU's compaction. Runs on the simulator where no GPU is present."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from customobj import MPBoost, LambdaRank, PreferencePairs, QBRank, RankNet, RankSVM
+from customobj import LambdaLoss, LambdaRank, MPBoost, PreferencePairs, QBRank, RankNet, RankSVM
 from customobj.objectives._cuda_couplings import couplings_reason, grad_hess_couplings_prepared, in_bag_pairs
 from customobj.ole.pairhist import compact_pairs
 from _cuda_cases import STATUS, data, degenerate_cases, needs_gpu, to_device
@@ -51,9 +51,10 @@ def test_objectives_without_a_kernel_are_refused():
 @pytest.mark.parametrize("obj", [RankNet(), RankNet(sigma=3.0), RankSVM(), MPBoost(), MPBoost(ddf="logdd"), QBRank(),
                                  QBRank(pairs=[[0, 2], [3, 1], [2, 1]], margin=0.5),
                                  PreferencePairs([[0, 2], [3, 1], [2, 1], [2, 0]], margin=1.0,
-                                                 weight=[1.0, 2.0, 0.5, 3.0])],
+                                                 weight=[1.0, 2.0, 0.5, 3.0]),
+                                 LambdaLoss(), LambdaLoss(weighting="ndcg1", sigma=2.0)],
                          ids=["ranknet", "ranknet-s3", "ranksvm", "mpboost", "mpboost-logdd", "qbrank",
-                              "qbrank-pairs", "preference-pairs"])
+                              "qbrank-pairs", "preference-pairs", "lambdaloss", "lambdaloss-ndcg1"])
 @pytest.mark.parametrize("chunk", [1024, 5], ids=["one-chunk", "chunks-of-5"])
 def test_listed_pair_losses_keep_the_cpu_pairs_of_positive_coupling(obj, chunk, monkeypatch):
     from customobj.objectives import _cuda_routes

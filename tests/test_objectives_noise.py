@@ -45,3 +45,13 @@ def test_round_counter():
     assert rounds.current == 0  # loss before any grad_hess uses round 0
     assert [rounds.advance() for _ in range(3)] == [0, 1, 2]
     assert rounds.current == 2
+
+
+def test_splitmix_at_reads_any_draw_of_the_stream():
+    # The GPU kernels read a query's k-th draw directly; it must be the k-th sequential draw.
+    from customobj.objectives._noise import query_stream, splitmix_at, splitmix_uniform
+
+    state = start = query_stream(7, 3, 11)
+    for k in range(50):
+        u, state = splitmix_uniform(np.uint64(state))  # as the kernels keep it: uint64
+        assert splitmix_at(start, k) == u

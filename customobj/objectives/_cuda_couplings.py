@@ -19,8 +19,13 @@ has a coupling kernel (``_cuda_lambdarank.count_pairs`` / ``fill_pairs``, one th
 every pair of nonzero ``|dZ|``, as the CPU writes them), and so do the listed-pair losses RankNet,
 RankSVM, MPBoost, QBRank and PreferencePairs (their ``listed_pairs``;
 ``_cuda_pairwise.count_kept_pairs`` / ``fill_kept_pairs``, one thread per chunk of the pair list:
-the pairs of coupling > 0, which the CPU booster keeps of the objective's list). Composites
-(``Sum``, ``Scaled``) have none: :func:`couplings_reason` says so.
+the pairs of coupling > 0, which the CPU booster keeps of the objective's list), as does LambdaLoss
+(its label pair list with the pair weights its gradient launch computed this round), YetiRank
+(``_cuda_sampled_pairs.yetirank_count_pairs`` / ``yetirank_fill_pairs``, one thread per query: the
+pairs its gradient launch sampled this round), and the dense ones of QueryRMSE, ListNet, QuerySoftMax
+and XENDCG (``_cuda_listwise.dense_count_pairs`` / ``dense_fill_pairs``, one thread per query: every
+pair of coupling > 0); each is its ``device_route().couplings`` (``_cuda_routes``, ``_listwise_routes``).
+Composites (``Sum``, ``Scaled``) have none: :func:`couplings_reason` says so.
 
 Examples
 --------

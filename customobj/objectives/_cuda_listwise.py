@@ -14,6 +14,12 @@ kernels are only the GPU-shaped drivers. Each loss is two launches, no atomics, 
 
 XENDCG's target masses (``xendcg_mass_queries``, one thread per query) draw LightGBM's per-query
 generator in row order, as the CPU does: the same seeds give the same noise on both.
+
+The couplings of these losses (``TreeBooster(device="cuda")``'s OLE criteria, driven by
+``_cuda_couplings``) are dense: every pair ``a < b`` of a query, ``c = qscale_q f_a f_b``, with ``f = p``
+and ``qscale = beta^2 M`` for the softmax losses (from the sums the gradient launch left) and
+QueryRMSE's label-only ``f = w``, ``qscale = 1 / W``. ``dense_count_pairs`` then ``dense_fill_pairs``
+(one thread per query) keep those with ``c > 0``, in the CPU's order, as the CPU booster does.
 """
 from .._cuda_runtime import cuda_module, device_function
 from . import _listwise_terms as LT
@@ -171,3 +177,67 @@ def xendcg_lightgbm_rows(scores, labels, ptr, qid, rnd, seed, weights, use_w, st
     g, h = _xendcg_row(_weight(weights, use_w, i), term1 + term2, rho, rest, stats[XE_L2, q], param2)
     out_grad[i] += g
     out_hess[i] += h
+
+
+# --- the dense pair couplings (driven by _cuda_couplings) --------------------------------------------
+@cuda.jit
+def softmax_probs_rows(scores, qid, vw, use_vw, beta, stats, out_p):
+    """Each row's ``p`` from the softmax sums the gradient launch left (0 in a query that contributes
+    nothing): the factor of its couplings ``beta^2 M p_i p_j``."""
+    i = cuda.grid(1)
+    if i >= scores.shape[0]:
+        return
+    q = qid[i]
+    out_p[i] = 0.0
+    if stats[SM_M, q] > 0.0:
+        out_p[i] = _share(scores[i], _weight(vw, use_vw, i), beta, stats[SM_TOP, q], stats[SM_Z, q])[0]
+
+
+@cuda.jit
+def softmax_qscale_queries(stats, beta, n_queries, out_qscale):
+    """Each query's coupling scale ``beta^2 M`` (0 for a query that contributes nothing)."""
+    q = cuda.grid(1)
+    if q < n_queries:
+        out_qscale[q] = beta * beta * stats[SM_M, q]
+
+
+@cuda.jit(device=True)
+def _keep_pair(out_i, out_j, out_c, at, kept, a, b, c):
+    """The count of kept pairs after pair ``(a, b, c)`` when ``c > 0``: the COUNT/FILL passes of the
+    couplings (written at ``at + kept`` when ``at >= 0``; a COUNT pass passes ``at < 0``)."""
+    if c <= 0.0:
+        return kept
+    if at >= 0:
+        out_i[at + kept] = a
+        out_j[at + kept] = b
+        out_c[at + kept] = c
+    return kept + 1
+
+
+@cuda.jit(device=True)
+def _dense_pairs(ptr, factor, qscale, q, out_i, out_j, out_c, at):
+    """Query ``q``'s pairs ``a < b`` of coupling ``qscale f_a f_b > 0``, in the CPU's order (by ``a``,
+    then ``b``), written from ``at`` when ``at >= 0`` (else only counted); returns how many."""
+    kept = 0
+    if qscale[q] <= 0.0:
+        return kept
+    for a in range(ptr[q], ptr[q + 1]):
+        for b in range(a + 1, ptr[q + 1]):
+            kept = _keep_pair(out_i, out_j, out_c, at, kept, a, b, qscale[q] * factor[a] * factor[b])
+    return kept
+
+
+@cuda.jit
+def dense_count_pairs(ptr, factor, qscale, counts):
+    """The dense couplings, COUNT pass (one thread per query)."""
+    q = cuda.grid(1)
+    if q < ptr.shape[0] - 1:
+        counts[q] = _dense_pairs(ptr, factor, qscale, q, counts, counts, factor, -1)
+
+
+@cuda.jit
+def dense_fill_pairs(ptr, factor, qscale, offsets, out_i, out_j, out_c):
+    """The dense couplings, FILL pass: the counted pairs from ``offsets[q]``."""
+    q = cuda.grid(1)
+    if q < ptr.shape[0] - 1:
+        _dense_pairs(ptr, factor, qscale, q, out_i, out_j, out_c, offsets[q])

@@ -164,18 +164,34 @@ def listed_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBu
     """The pairs of ``obj.listed_pairs(prep)`` with coupling > 0, in list order (the CPU booster keeps
     those of the objective's list): ``_cuda_pairwise.count_kept_pairs`` / ``fill_kept_pairs``, a
     chunk of the list a thread."""
-    from . import _cuda_pairwise as CP
-
     lp = obj.listed_pairs(prep)
     if lp is None:  # no coupled pairs (QBRank's diagonal bound, or no pairs at all)
         return pair_buffer(0)
     check_spec(lp.spec)
     plist = _device_list(obj, "listed", data, lp.pi, lp.pj, lp.theta, lp.pair_w if lp.use_pw else None)
-    n_seg = chunks(lp.pi.shape[0], LIST_CHUNK)
-    args = (s, plist, lp.spec, LIST_CHUNK)
+    return kept_pairs(s, data, pair_buffer, plist, lp.spec)
+
+
+def kept_pairs(s: Any, data: Any, pair_buffer: PairBuffer, plist: Any, spec: PK.PairSpec) -> tuple:
+    """The pairs of the device list ``plist`` (a ``_cuda_pairwise.PairList``) with coupling > 0 under
+    ``spec``, in list order, written to ``pair_buffer(m)``."""
+    from . import _cuda_pairwise as CP
+
+    n_seg = chunks(plist.pi.shape[0], LIST_CHUNK)
+    args = (s, plist, spec, LIST_CHUNK)
     offsets, out = sized(segments(data, n_seg), pair_buffer, CP.count_kept_pairs, n_seg, *args)
     if out[0].shape[0] > 0:
         launch(CP.fill_kept_pairs, n_seg, *args, offsets, *out)
+    return out
+
+
+def query_pairs(data: Any, pair_buffer: PairBuffer, count: Any, fill: Any, *args: Any) -> tuple:
+    """The pairs a per-query ``count`` / ``fill`` kernel pair writes (one thread per query, ``args``
+    then the counts / the offsets and buffers), in query order."""
+    nq = data.n_queries
+    offsets, out = sized(segments(data, nq), pair_buffer, count, nq, *args)
+    if out[0].shape[0] > 0:
+        launch(fill, nq, *args, offsets, *out)
     return out
 
 

@@ -16,10 +16,13 @@ seeded streams) and ``_pairwise_kernels.pair_grad`` (the logistic pair gradient)
   takes in order, so the sampled permutations are the CPU's. ``yetirank_sums`` (one thread per
   query; its rows belong to no other query) walks the neighbour pairs in the CPU's list order (by
   permutation, then position) and adds their logistic terms into its rows, as the CPU's pair-list
-  loop does.
+  loop does. Its pair couplings (``TreeBooster(device="cuda")``'s OLE criteria, driven by
+  ``_cuda_couplings``) walk the same pairs again: ``yetirank_count_pairs`` then
+  ``yetirank_fill_pairs`` keep those of coupling > 0, in that order, as the CPU booster does.
 """
 from .._cuda_runtime import cuda_module, device_function
 from . import _listwise_terms as LT
+from ._cuda_listwise import _keep_pair
 from ._noise import query_stream, splitmix_at
 from ._pairwise_kernels import LOGISTIC, pair_grad
 
@@ -74,6 +77,18 @@ def yetirank_ranks(scores, ptr, qid, n_perm, seed, rnd, order):
     order[n_perm * lo + first + r] = i
 
 
+@cuda.jit(device=True)
+def _neighbours_at(labels, order, at, qweight, dec, n_perm):
+    """``(a, b, w)``: the sampled neighbours ``order[at - 1]``, ``order[at]``, better labelled first,
+    and their pair weight (``dec`` the running ``decay^(r - 1)``)."""
+    a = order[at - 1]
+    b = order[at]
+    swap, gap = _neighbours(labels[a], labels[b])
+    if swap:
+        a, b = b, a
+    return a, b, _yeti_weight(qweight, gap, dec, n_perm)
+
+
 @cuda.jit
 def yetirank_sums(scores, labels, ptr, qweight, n_perm, decay, order, out_grad, out_hess):
     """Adds each query's sampled neighbour pairs (weight > 0) in the CPU's list order."""
@@ -81,20 +96,11 @@ def yetirank_sums(scores, labels, ptr, qweight, n_perm, decay, order, out_grad, 
     if q >= ptr.shape[0] - 1:
         return
     lo = ptr[q]
-    hi = ptr[q + 1]
-    n = hi - lo
-    if n < 2:
-        return
-    for p in range(n_perm):
-        base = n_perm * lo + p * n
+    n = ptr[q + 1] - lo
+    for p in range(n_perm if n >= 2 else 0):
         dec = 1.0
         for r in range(1, n):
-            a = order[base + r - 1]
-            b = order[base + r]
-            swap, gap = _neighbours(labels[a], labels[b])
-            if swap:
-                a, b = b, a
-            w = _yeti_weight(qweight[q], gap, dec, n_perm)
+            a, b, w = _neighbours_at(labels, order, n_perm * lo + p * n + r, qweight[q], dec, n_perm)
             dec *= decay
             if w > 0.0:  # the CPU drops the pairs of weight 0 (equal labels)
                 g, c = _grad(_LOGISTIC, scores[a] - scores[b], 1.0)
@@ -102,3 +108,37 @@ def yetirank_sums(scores, labels, ptr, qweight, n_perm, decay, order, out_grad, 
                 out_grad[b] -= w * g
                 out_hess[a] += w * c
                 out_hess[b] += w * c
+
+
+@cuda.jit(device=True)
+def _kept_pairs(scores, labels, ptr, qweight, n_perm, decay, order, q, out_i, out_j, out_c, at):
+    """Query ``q``'s sampled pairs of coupling > 0 in the CPU's order, written from ``at`` when
+    ``at >= 0`` (else only counted); returns how many."""
+    lo = ptr[q]
+    n = ptr[q + 1] - lo
+    kept = 0
+    for p in range(n_perm if n >= 2 else 0):
+        dec = 1.0
+        for r in range(1, n):
+            a, b, w = _neighbours_at(labels, order, n_perm * lo + p * n + r, qweight[q], dec, n_perm)
+            dec *= decay
+            if w > 0.0:
+                c = w * _grad(_LOGISTIC, scores[a] - scores[b], 1.0)[1]
+                kept = _keep_pair(out_i, out_j, out_c, at, kept, a, b, c)
+    return kept
+
+
+@cuda.jit
+def yetirank_count_pairs(scores, labels, ptr, qweight, n_perm, decay, order, counts):
+    """YetiRank's couplings, COUNT pass: per query its sampled pairs of coupling > 0."""
+    q = cuda.grid(1)
+    if q < ptr.shape[0] - 1:
+        counts[q] = _kept_pairs(scores, labels, ptr, qweight, n_perm, decay, order, q, counts, counts, scores, -1)
+
+
+@cuda.jit
+def yetirank_fill_pairs(scores, labels, ptr, qweight, n_perm, decay, order, offsets, out_i, out_j, out_c):
+    """YetiRank's couplings, FILL pass: the counted pairs ``(i, j, w h)`` from ``offsets[q]``."""
+    q = cuda.grid(1)
+    if q < ptr.shape[0] - 1:
+        _kept_pairs(scores, labels, ptr, qweight, n_perm, decay, order, q, out_i, out_j, out_c, offsets[q])

@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ._cuda_routes import launch
+from ._cuda_routes import PairBuffer, kept_pairs, launch, query_pairs
 
-__all__ = ["query_rmse", "softmax", "xendcg", "lambdaloss", "yetirank"]
+__all__ = ["query_rmse", "softmax", "xendcg", "lambdaloss", "lambdaloss_device_pairs", "yetirank",
+           "yetirank_device_state", "dense_coupling_factors", "lambdaloss_couplings", "yetirank_couplings",
+           "dense_couplings"]
 
 
 def _padded(a: np.ndarray) -> np.ndarray:
@@ -42,11 +44,27 @@ def _softmax_ce(s: Any, data: Any, mass: Any, vw: Any, use_vw: bool, beta: float
     launch(CQ.softmax_rows, data.n_rows, s, data.qid, mass, vw, use_vw, beta, stats, g, h)
 
 
-def softmax(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
-    """ListNet, QuerySoftMax: their label-only targets (``_Targets``), uploaded once."""
+def _softmax_targets(obj: Any, prep: Any, data: Any) -> "tuple[Any, Any, bool, float]":
+    """ListNet's, QuerySoftMax's device ``(mass, vw, use_vw, beta)``: label-only, uploaded once."""
     state = prep.state_for(obj)
     mass, vw = data.arrays((obj._cache_key(), "softmax_targets"), lambda: (_padded(state.mass), _padded(state.vw)))
-    _softmax_ce(s, data, mass, vw, state.use_vw, state.beta, g, h)
+    return mass, vw, state.use_vw, state.beta
+
+
+def softmax(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """ListNet, QuerySoftMax: their label-only targets (``_Targets``)."""
+    _softmax_ce(s, data, *_softmax_targets(obj, prep, data), g, h)
+
+
+def _xendcg_mass(obj: Any, prep: Any, data: Any, rnd: int) -> Any:
+    """XENDCG's target masses of round ``rnd``, drawn on the device (its gradients' and couplings')."""
+    from . import _cuda_listwise as CQ
+
+    state = prep.state_for(obj)
+    qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
+    mass = data.scratch("xendcg_mass", (max(data.n_rows, 1),), np.float64)
+    launch(CQ.xendcg_mass_queries, data.n_queries, data.labels, data.ptr, qweight, rnd, obj.seed, mass)
+    return mass
 
 
 def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
@@ -54,48 +72,86 @@ def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     per-query generators; LightGBM's gradients or the softmax cross-entropy against the noisy masses."""
     from . import _cuda_listwise as CQ
 
-    state = prep.state_for(obj)
-    rnd = obj._round(state, True)
-    n, nq = data.n_rows, data.n_queries
+    rnd = obj._round(prep.state_for(obj), True)
     if obj._lightgbm:
-        stats = data.scratch("xendcg_stats", (CQ.N_XE, max(nq, 1)), np.float64)
-        launch(CQ.xendcg_lightgbm_queries, nq, s, data.labels, data.ptr, rnd, obj.seed, stats)
-        launch(CQ.xendcg_lightgbm_rows, n, s, data.labels, data.ptr, data.qid, rnd, obj.seed, data.weights,
+        stats = data.scratch("xendcg_stats", (CQ.N_XE, max(data.n_queries, 1)), np.float64)
+        launch(CQ.xendcg_lightgbm_queries, data.n_queries, s, data.labels, data.ptr, rnd, obj.seed, stats)
+        launch(CQ.xendcg_lightgbm_rows, data.n_rows, s, data.labels, data.ptr, data.qid, rnd, obj.seed, data.weights,
                 data.use_weights, stats, g, h)
         return
-    qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
-    mass = data.scratch("xendcg_mass", (max(n, 1),), np.float64)
-    launch(CQ.xendcg_mass_queries, nq, data.labels, data.ptr, qweight, rnd, obj.seed, mass)
+    mass = _xendcg_mass(obj, prep, data, rnd)
     _softmax_ce(s, data, mass, mass, False, 1.0, g, h)
 
 
-def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
-    """LambdaLoss: its label pair list and each row's incidence, uploaded once; a round ranks the rows,
-    weighs the pairs and sums each row's pairs (``_cuda_sampled_pairs``)."""
-    from . import _cuda_lambdarank as CL
-    from . import _cuda_pairwise as CP
-    from . import _cuda_sampled_pairs as CS
+def dense_coupling_factors(obj: Any, s: Any, prep: Any, data: Any) -> tuple:
+    """The device ``(factor, qscale)`` of the dense couplings ``qscale_q f_a f_b`` (``_cuda_listwise``):
+    QueryRMSE's label-only ones (uploaded once), else the softmax's ``p`` and ``beta^2 M`` at ``s``
+    (XENDCG: with the noise of its latest round, as the CPU's ``pair_couplings``)."""
+    from . import _cuda_listwise as CQ
+    from .query_rmse import QueryRMSE
+    from .xendcg import XENDCG
+
+    if type(obj) is QueryRMSE:
+        return data.arrays((obj._cache_key(), "coupling_factors"),
+                           lambda: tuple(_padded(a) for a in obj._coupling_factors(prep)))
+    if type(obj) is XENDCG:
+        mass = _xendcg_mass(obj, prep, data, prep.state_for(obj).rounds.current)
+        mass, vw, use_vw, beta = mass, mass, False, 1.0
+    else:
+        mass, vw, use_vw, beta = _softmax_targets(obj, prep, data)
+    stats = data.scratch("softmax_stats", (CQ.N_SM, max(data.n_queries, 1)), np.float64)
+    p = data.scratch("coupling_p", (max(data.n_rows, 1),), np.float64)
+    qscale = data.scratch("coupling_qscale", (max(data.n_queries, 1),), np.float64)
+    launch(CQ.softmax_queries, data.n_queries, s, data.ptr, mass, vw, use_vw, beta, stats)
+    launch(CQ.softmax_probs_rows, data.n_rows, s, data.qid, vw, use_vw, beta, stats, p)
+    launch(CQ.softmax_qscale_queries, data.n_queries, stats, beta, data.n_queries, qscale)
+    return p, qscale
+
+
+def lambdaloss_device_pairs(obj: Any, prep: Any, data: Any) -> tuple:
+    """LambdaLoss's device arrays: ``(pi, pj, theta, inc_ptr, inc_pair, inc_sign, gain, inv_idcg)`` (its
+    label pair list, each row's incidence, the gains and ``1/IDCG``, uploaded once per data set) and the
+    pair weights' scratch (this round's weights once :func:`lambdaloss` ran; the couplings read them)."""
     from . import _pairwise_kernels as PK
     from ._pair_sets import row_incidence
-    from .lambdaloss import _WEIGHTINGS
 
     state = prep.state_for(obj)
-    key = obj._cache_key()
 
     def build() -> tuple:
         pi, pj, theta = state.pairs.pair_list(prep.labels, prep.ptr, PK.Theta.CONST, obj.sigma)
         return (pi, pj, theta, *row_incidence(pi, pj, prep.n_rows), _padded(state.row_gain), _padded(state.inv_idcg))
 
-    pi, pj, theta, inc_ptr, inc_pair, inc_sign, gain, inv_idcg = data.arrays((key, "lambdaloss_pairs"), build)
-    n, m = data.n_rows, pi.shape[0]
+    arrays = data.arrays((obj._cache_key(), "lambdaloss_pairs"), build)
+    return arrays, data.scratch("lambdaloss_pair_w", (max(arrays[0].shape[0], 1),), np.float64)
+
+
+def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """LambdaLoss: a round ranks the rows, weighs the label pairs and sums each row's pairs
+    (``_cuda_sampled_pairs``)."""
+    from . import _cuda_lambdarank as CL
+    from . import _cuda_pairwise as CP
+    from . import _cuda_sampled_pairs as CS
+    from . import _pairwise_kernels as PK
+    from .lambdaloss import _WEIGHTINGS
+
+    (pi, pj, theta, inc_ptr, inc_pair, inc_sign, gain, inv_idcg), pair_w = lambdaloss_device_pairs(obj, prep, data)
+    n = data.n_rows
     order = data.scratch("lambdaloss_order", (max(n, 1),), np.int64)
     pos = data.scratch("lambdaloss_pos", (max(n, 1),), np.int64)
-    pair_w = data.scratch("lambdaloss_pair_w", (max(m, 1),), np.float64)
     launch(CL.rank_rows, n, s, data.ptr, data.qid, order, pos)
-    launch(CS.lambdaloss_weights, m, pi, pj, pos, gain, inv_idcg, _WEIGHTINGS[obj.weighting], obj.mu, pair_w)
+    launch(CS.lambdaloss_weights, pi.shape[0], pi, pj, pos, gain, inv_idcg, _WEIGHTINGS[obj.weighting], obj.mu,
+            pair_w)
     plist = CP.PairList(pi, pj, theta, pair_w, True, data.weights, data.use_weights)
     spec = PK.PairSpec(int(PK.LOGISTIC), int(PK.Theta.CONST), obj.sigma, 1.0, 1.0)  # theta is listed per pair
     launch(CP.pair_list_rows, n, s, plist, inc_ptr, inc_pair, inc_sign, spec, g, h)
+
+
+def yetirank_device_state(obj: Any, prep: Any, data: Any) -> tuple:
+    """YetiRank's device ``(qweight, order)``: the query weights (uploaded once) and the sampled
+    permutations' scratch (this round's once :func:`yetirank` ran; the couplings read it)."""
+    state = prep.state_for(obj)
+    qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
+    return qweight, data.scratch("yetirank_order", (max(data.n_rows * obj.permutations, 1),), np.int64)
 
 
 def yetirank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
@@ -103,11 +159,37 @@ def yetirank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     sampled on the device from the same per-query streams, then each query's pairs summed."""
     from . import _cuda_sampled_pairs as CS
 
-    state = prep.state_for(obj)
-    rnd = state.rounds.advance()
+    rnd = prep.state_for(obj).rounds.advance()
     obj._pair_offsets(prep)  # the CPU's pair budget, refused the same way
-    n, perm = data.n_rows, obj.permutations
-    qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
-    order = data.scratch("yetirank_order", (max(n * perm, 1),), np.int64)
-    launch(CS.yetirank_ranks, n * perm, s, data.ptr, data.qid, perm, obj.seed, rnd, order)
+    qweight, order = yetirank_device_state(obj, prep, data)
+    perm = obj.permutations
+    launch(CS.yetirank_ranks, data.n_rows * perm, s, data.ptr, data.qid, perm, obj.seed, rnd, order)
     launch(CS.yetirank_sums, data.n_queries, s, data.labels, data.ptr, qweight, perm, obj.decay, order, g, h)
+
+
+# --- pair couplings (``device_route().couplings``, for TreeBooster(device="cuda")'s OLE criteria) ------
+def lambdaloss_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:
+    """LambdaLoss: its label pairs with the weights its gradient launch just computed."""
+    from . import _cuda_pairwise as CP
+    from . import _pairwise_kernels as PK
+
+    arrays, pair_w = lambdaloss_device_pairs(obj, prep, data)
+    plist = CP.PairList(arrays[0], arrays[1], arrays[2], pair_w, True, data.weights, data.use_weights)
+    return kept_pairs(s, data, pair_buffer, plist, PK.PairSpec(int(PK.LOGISTIC), int(PK.Theta.CONST), 0.0, 1.0, 1.0))
+
+
+def yetirank_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:
+    """YetiRank: the pairs its gradient launch sampled this round (``_cuda_sampled_pairs``)."""
+    from . import _cuda_sampled_pairs as CS
+
+    qweight, order = yetirank_device_state(obj, prep, data)
+    return query_pairs(data, pair_buffer, CS.yetirank_count_pairs, CS.yetirank_fill_pairs,
+                       s, data.labels, data.ptr, qweight, obj.permutations, obj.decay, order)
+
+
+def dense_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:
+    """QueryRMSE, ListNet, QuerySoftMax, XENDCG: every pair of a query, ``qscale f_a f_b`` (``_cuda_listwise``)."""
+    from . import _cuda_listwise as CQ
+
+    return query_pairs(data, pair_buffer, CQ.dense_count_pairs, CQ.dense_fill_pairs,
+                       data.ptr, *dense_coupling_factors(obj, s, prep, data))

@@ -101,4 +101,4 @@ def splitmix_at(start, k):
     """The ``k``-th uniform (0-based) of the stream that starts at ``start``: what the ``k + 1``-th
     ``splitmix_uniform`` call returns, in O(1) (the state only adds the golden gamma each draw), so a
     GPU thread reads any draw of its query without walking the stream."""
-    return splitmix_uniform(start + np.uint64(k) * _GOLDEN)[0]
+    return splitmix_uniform(np.uint64(start) + np.uint64(k) * _GOLDEN)[0]  # uint64 whatever the caller passes

@@ -41,7 +41,7 @@ class QueryRMSE(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _listwise_routes as LR
 
-        return DeviceRoute(LR.query_rmse)
+        return DeviceRoute(LR.query_rmse, LR.dense_couplings)
 
     def __init__(self) -> None:
         pass
@@ -54,7 +54,8 @@ class QueryRMSE(Objective):
         w, use_w = kernel_weights(prep.weight)
         return QK.query_rmse_loss(scores, prep.labels, prep.ptr, w, use_w)
 
-    def _pair_couplings(self, scores, prep, state):
+    def _coupling_factors(self, prep):
+        """``(f, qscale)`` of the couplings ``qscale_q f_i f_j`` (label-only): ``f = w``, ``qscale = 1 / W``."""
         sizes = prep.groups.sizes
         if prep.weight is None:
             factor = np.ones(prep.n_rows)
@@ -62,5 +63,7 @@ class QueryRMSE(Objective):
         else:
             factor = prep.weight
             total = query_sums(sizes, factor)
-        qscale = np.divide(1.0, total, out=np.zeros(sizes.size), where=total > 0)
-        return dense_couplings(prep.ptr, factor, qscale, "QueryRMSE couplings")
+        return factor, np.divide(1.0, total, out=np.zeros(sizes.size), where=total > 0)
+
+    def _pair_couplings(self, scores, prep, state):
+        return dense_couplings(prep.ptr, *self._coupling_factors(prep), "QueryRMSE couplings")

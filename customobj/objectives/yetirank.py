@@ -66,7 +66,7 @@ class YetiRank(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _listwise_routes as LR
 
-        return DeviceRoute(LR.yetirank)
+        return DeviceRoute(LR.yetirank, LR.yetirank_couplings)
 
     def __init__(self, *, permutations: int = 10, decay: float = 0.85, seed: int = 0) -> None:
         self.permutations = check_int(permutations, "permutations", minimum=1, maximum=MAX_PERMUTATIONS)
