@@ -26,7 +26,9 @@ results: the same splits, ties broken the same way, sums equal to float toleranc
 
 Histograms and pair buffers may live on the device: the grower only passes them back to the
 backend, subtracts histograms (``parent -= child``, which the arrays must support) and reads
-``row_hist`` counts at a NaN slot. What the grower reads on the host: the sums, the split (a
+``row_hist`` counts at a NaN slot. Sums are exact: each tree's gradients, hessians and couplings
+are rounded to a power-of-two grid first (:mod:`.fixed_point`), so every backend adds the same bits.
+What the grower reads on the host: the sums, the split (a
 :class:`~customobj.ole.common.SplitInfo`) and, at the end of the tree, the row order.
 """
 from __future__ import annotations
@@ -34,11 +36,11 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-from numba import njit
 
 from .common import HIST_COUNT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
 from .criterion import SplitScore, WSE
+from .fixed_point import grid_step_of, grid_step_of_rows, round_range, round_rows
 from .histogram import build_row_hist_fm
 from .pair_pruning import Dropped, dropped_leaf_couplings, prune_for_tree
 from .pairhist import build_pair_hist, partition_pairs, split_coupling_sums, sum_couplings
@@ -50,16 +52,6 @@ __all__ = ["CPUBackend", "PARALLEL_SLOTS"]
 #: Histogram slots from which the split search runs in parallel: a search over few slots is
 #: cheaper than waking the thread team (see partition.PARALLEL_ROWS).
 PARALLEL_SLOTS = 32768
-
-
-@njit(cache=True)
-def _row_sums(order, grad, hess):
-    g = 0.0
-    h = 0.0
-    for k in range(order.shape[0]):
-        g += grad[order[k]]
-        h += hess[order[k]]
-    return g, h
 
 
 class CPUBackend:
@@ -88,6 +80,8 @@ class CPUBackend:
         self.min_hess = float(params.min_sum_hessian_in_leaf)
         self._find = find_best_split_parallel if self.data.n_slots >= PARALLEL_SLOTS else find_best_split
         self._no_pair_hist = np.zeros((1, PH_CHANNELS))
+        self._gh_grid: Optional[np.ndarray] = None  # (2, rows): the tree's g and h on their grids (row_sums)
+        self._gh_src: Optional[tuple] = None  # the arrays they were rounded from
 
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
                       pairs_on_host: Optional[str] = None):
@@ -101,8 +95,28 @@ class CPUBackend:
 
     # --- sums and histograms ------------------------------------------------------------------------
     def row_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:
-        """``(sum g, sum h)`` over the rows ``order``, in order."""
-        return _row_sums(order, grad, hess)
+        """``(sum g, sum h)`` over the rows ``order``, of the tree's gradients and hessians rounded to
+        their grids (:mod:`.fixed_point`: exact sums, the GPU's bits); the rounded copies are what
+        the tree's row histograms add."""
+        if self._gh_grid is None or self._gh_grid.shape[1] != grad.shape[0]:
+            self._gh_grid = np.zeros((2, grad.shape[0]))
+        rg, rh = self._gh_grid
+        self._gh_src = (grad, hess)
+        G = round_rows(order, grad, grid_step_of_rows(order, grad), rg)
+        H = round_rows(order, hess, grid_step_of_rows(order, hess), rh)
+        return G, H
+
+    def _on_grid(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:
+        """The rounded copies of ``grad, hess`` made by :meth:`row_sums` (made now from the rows of
+        ``order`` when it saw other arrays: a histogram built without a tree around it)."""
+        src = self._gh_src
+        if src is None or src[0] is not grad or src[1] is not hess:
+            self.row_sums(order, grad, hess)
+        return self._gh_grid
+
+    def round_pairs(self, pc: np.ndarray) -> None:
+        """The tree's couplings onto their grid, in place (:mod:`.fixed_point`: exact pair sums)."""
+        round_range(pc, 0, pc.shape[0], grid_step_of(pc, 0, pc.shape[0]))
 
     def row_hist(self, order: np.ndarray, start: int, end: int, grad: np.ndarray, hess: np.ndarray,
                  root: bool = False) -> np.ndarray:
@@ -110,6 +124,7 @@ class CPUBackend:
         d, s = self.data, self.ctx.scratch
         full = root and end - start == d.n_rows
         counts = s.root_counts if full else None
+        grad, hess = self._on_grid(order[start:end], grad, hess)  # rounded by row_sums: exact sums
         hist = build_row_hist_fm(d.feature_major, order, start, end, grad, hess, d.offsets, d.n_slots, s.gh,
                                  counts=counts)
         if full and counts is None:  # a root over every row has the same counts every round
@@ -132,6 +147,7 @@ class CPUBackend:
     def pair_buffers(self, pairs: tuple) -> tuple:
         """The tree's two pair buffers: ``pairs`` and the one they are partitioned into (pair
         histograms prepared with the criterion's accumulators)."""
+        self.round_pairs(pairs[2])
         second = self.ctx.pair_buffers_for_tree(pairs[0].shape[0], pairs[0].dtype, self.criterion.acc_dtype)
         return pairs, second
 

@@ -19,11 +19,11 @@ without curvature a Newton step cannot reduce the loss.
 Criteria by name (``TreeBooster(criterion=...)``, :mod:`.criterion`); the kernels see only their
 :class:`~customobj.ole.criterion.SplitScore` code, SE, WSE or OLE:
 
-- ``"ole"``: pair histograms accumulated in float32 within a chunk of pairs, flushed to float64
-  (pairhist.py); node couplings ``C`` summed exactly in float64 from each node's pairs. Candidate
-  gains carry float32 rounding (about 1e-7 of the node's coupling), so only near-ties may split
-  differently from the reference;
-- ``"ole_float64"``: the same with float64 accumulators, the reference;
+- ``"ole"``: pair histograms of the tree's couplings pre-rounded to a power-of-two grid
+  (:mod:`.fixed_point`, pairhist.py), so every pair sum is exact, in any order, on the CPU and the
+  GPU; node couplings ``C`` summed from each node's pairs (exact too). The rounding moves a
+  candidate's coupling by at most ``2**-51`` of the tree's coupling mass per pair;
+- ``"ole_float64"``: the same (once the float64 reference of a float32 ``"ole"``);
 - ``"ole_fast"``: pair histograms only for the ``k`` features of largest WSE gain at each node
   (``ole_fast_features``), OLE gains searched over those ``k`` (grower.py, ``select_features``).
 """
