@@ -43,15 +43,22 @@ from .criterion import SplitScore, WSE
 from .fixed_point import grid_step_of, grid_step_of_rows, round_range, round_rows
 from .histogram import build_row_hist_fm
 from .pair_pruning import Dropped, dropped_leaf_couplings, prune_for_tree
-from .pairhist import build_pair_hist, partition_pairs, split_coupling_sums, sum_couplings
+from .pair_partition import partition_pairs, split_coupling_sums, sum_couplings
+from .pairhist import build_pair_hist
 from .partition import partition_rows
-from .splitting import check_status, feature_gains, find_best_split, find_best_split_parallel, split_gain
+from .splitting import (FeatureBins, SplitRules, check_status, feature_gains, find_best_split, find_best_split_parallel,
+                        split_gain)
 
 __all__ = ["CPUBackend", "PARALLEL_SLOTS"]
 
 #: Histogram slots from which the split search runs in parallel: a search over few slots is
 #: cheaper than waking the thread team (see partition.PARALLEL_ROWS).
 PARALLEL_SLOTS = 32768
+
+
+def _node(sums: ChildSums, with_c: bool = True) -> ChildSums:
+    """A node's sums as the split kernels' record: four floats (one compiled type), ``C`` 0 for WSE."""
+    return ChildSums(float(sums.G), float(sums.H), float(sums.N), float(sums.C) if with_c else 0.0)
 
 
 class CPUBackend:
@@ -79,6 +86,9 @@ class CPUBackend:
         self.min_data = float(params.min_data_in_leaf)
         self.min_hess = float(params.min_sum_hessian_in_leaf)
         self._find = find_best_split_parallel if self.data.n_slots >= PARALLEL_SLOTS else find_best_split
+        # the split search's records (splitting.py): the features' slots, and the fit's rules
+        self.bins_rec = FeatureBins(self.data.n_bins, self.data.offsets)
+        self.rules = SplitRules(self.score, self.lam, self.min_data, self.min_hess)
         self._no_pair_hist = np.zeros((1, PH_CHANNELS))
         self._gh_grid: Optional[np.ndarray] = None  # (2, rows): the tree's g and h on their grids (row_sums)
         self._gh_src: Optional[tuple] = None  # the arrays they were rounded from
@@ -170,16 +180,15 @@ class CPUBackend:
         tree uses pairs, ``phist``, over the features of ``mask``."""
         res = np.zeros(SPLIT_SIZE)
         use_pairs = phist is not None
-        status = self._find(hist, phist if use_pairs else self._no_pair_hist, use_pairs, self.score,
-                            self.data.n_bins, self.data.offsets, mask, sums.G, sums.H, sums.N, sums.C,
-                            self.lam, self.min_data, self.min_hess, res)
+        status = self._find(hist, phist if use_pairs else self._no_pair_hist, use_pairs, self.bins_rec, mask,
+                            _node(sums), self.rules, res)
         check_status(status, self.score, "find_best_split")
         return SplitInfo.from_array(res)
 
     def wse_gains(self, hist: np.ndarray, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
         """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``)."""
-        check_status(feature_gains(hist, WSE, self.data.n_bins, self.data.offsets, mask, sums.G, sums.H, sums.N,
-                                   self.lam, self.min_data, self.min_hess, out), WSE, "feature_gains")
+        check_status(feature_gains(hist, self.bins_rec, mask, _node(sums, with_c=False), self.rules._replace(score=WSE),
+                                   out), WSE, "feature_gains")
         return out
 
     def split_gain(self, parent: ChildSums, left: ChildSums, right: ChildSums) -> float:

@@ -3,10 +3,9 @@
 :class:`CUDABackend` provides the contract of :mod:`customobj.ole.backend` (issue "OLE at scale").
 What runs where:
 
-- **on the device**, every kernel deterministic (fixed blocks whose number depends only on the
-  item count, summed in order; no atomics):
+- **on the device**, every kernel deterministic (see *Kernels* below):
 
-  - the binned matrix, uploaded once per fit (feature-major);
+  - the binned matrix, uploaded once per fit (feature-major and row-major);
   - the gradients and hessians, computed there from scores kept there for the whole fit when the
     objective has GPU kernels (:mod:`.cuda_scores`: se / wse with any objective that has GPU
     kernels, every criterion with a pointwise objective), and with them the pair couplings when the
@@ -14,14 +13,13 @@ What runs where:
     LambdaRank and the pairwise losses: ``objectives._cuda_couplings``, the CPU's pairs in the
     CPU's order; with bagging the out-of-bag pairs are dropped there too), which the pair histograms
     and partitions take where they are; each finished tree is added to those scores there;
-  - the root's sums, the row and pair histograms (:mod:`._cuda_hist_kernels`), which stay there
-    (:class:`~customobj.ole.cuda_memory.DeviceHist`: the grower's ``parent -= child`` is a kernel);
-  - the split search of every criterion (:mod:`._cuda_split_kernels`: the CPU's per-feature search
-    compiled as a device function, then the first strictly best feature, so ties break as on the
-    CPU), and ``ole_fast``'s per-feature WSE ranking; only the chosen split (12 float64) comes back,
-    and ``ole_fast``'s per-feature gains (one float64 a feature) and a NaN slot's row count;
-  - the row and pair partitions and the in-node coupling sums (:mod:`._cuda_partition_kernels`,
-    stable: the CPU's order); host pairs are uploaded once per tree, device pairs used as they are.
+  - each tree's gradients, hessians and couplings rounded to their grids, the root's sums, the row
+    and pair histograms, which stay there (:class:`~customobj.ole.cuda_memory.DeviceHist`: the
+    grower's ``parent -= child`` is a kernel), the split search of every criterion and
+    ``ole_fast``'s per-feature WSE ranking, the row and pair partitions and the in-node coupling
+    sums; only the chosen split (12 float64) comes back, and the sums, ``ole_fast``'s per-feature
+    gains (one float64 a feature) and a NaN slot's row count. Host pairs are uploaded once per
+    tree, device pairs used as they are.
 
 - **on the host**: the objective's gradients and its pair couplings when the criterion needs
   couplings that have no GPU kernel (composites: ``Sum``, ``Scaled``) or that the host must see
@@ -31,15 +29,56 @@ What runs where:
   ones go back) and its dropped pairs' leaf couplings; the joint leaf solve; the tree's
   bookkeeping (:mod:`.grower`). The row order comes back once per finished tree.
 
-Sums over more than one block (``ROW_BLOCK`` rows, ``PAIR_BLOCK`` pairs) differ from the CPU's
-sequential sums by float64 rounding only, so a split can differ from the CPU's only where two
-candidates tie to rounding; under the simulator, on small data, the trees are the CPU's exactly
-(tests/test_ole_cuda_backend.py). ``TreeBooster.device_memory_peak_`` is the peak of what the fit
-held on the device (:class:`~customobj.ole.cuda_memory.DeviceMemory`).
+Kernels
+-------
+**Why the trees are the CPU's.** Every tree first rounds its gradients, hessians and couplings to
+a power-of-two grid (:mod:`.fixed_point`, XGBoost's deterministic-histogram technique); the CPU
+backend does the same. On the grid every partial sum is exact, so a sum is the same whatever the
+order of its terms: atomics, block counts, thread counts and the card cannot change a bit, and
+the GPU's histograms, node sums and couplings are the CPU's bit for bit. The split search is the
+CPU's own source (a ``@njit`` function compiled as a device function), ties broken the CPU's way.
+Under the simulator the trees are the CPU's exactly (tests/test_ole_cuda_backend.py; the tiny
+fits where float32 pair sums used to choose other splits at exact ties are kept there).
+
+**Which kernel does what** (``U``: rows or pairs x features of a histogram; traffic per update):
+
+- :mod:`._cuda_reduce_kernels` ``grid_max``, ``grid_units``, ``grid_round`` (after ``reset``): a
+  tree's grid, 4 launches for its rows and 4 for its pairs, once per tree: grid-stride loops, a
+  tree reduction in shared memory, one atomic per block (a max, an int64 sum, an exact float64
+  sum); ``coupling_sums``: a node's (or both children's) couplings, the same way; ``scan_counts``:
+  the partitions' block offsets, a block-wide Hillis-Steele scan; ``pick_best``: the best feature,
+  a block tree reduction (larger gain, then lower feature).
+- :mod:`._cuda_hist_kernels` ``row_hist_shared`` / ``pair_hist_shared`` (after ``zero``): a grid
+  of (chunks, feature groups); each block keeps its group's histogram in shared memory as int64
+  grid units (``SHARED_SLOTS`` slots, 48,000 bytes: eight 255-bin features), its threads stride
+  over (item, feature) updates, neighbouring lanes on neighbouring features of one item, so a
+  warp reads one row's run of the row-major bins in one coalesced transaction. Per update: 1 bin
+  byte (rows) or 2 (pairs), 3 shared ``atom.add.u64``, the item's index and values (16-24 bytes)
+  broadcast to the group's lanes; per block, once: one global float64 atomic per non-zero slot
+  and channel. No per-block partial histograms in global memory (the old design's 214 MB at
+  WEB30K). A feature wider than a block's shared memory adds straight to global memory.
+- :mod:`._cuda_split_kernels` ``feature_bests``: one thread per feature runs the CPU's
+  ``_best_in_feature`` (records ``FeatureBins``, ``ChildSums``, ``SplitRules``: no kernel over 12
+  arguments); ``subtract``: ``parent -= child``, elementwise (exact on the grid).
+- :mod:`._cuda_partition_kernels`: stable row and pair partitions, blocks of ``PARTITION_BLOCK``
+  items marked and placed by the CPU's own per-block code, offsets from ``scan_counts``.
+
+**Launches per split** (a split's two children, one histogram built and one subtracted):
+partition rows 4 (mark, scan, place, copy) with 1 read (the left count); partition pairs 3 with
+1 read; children's couplings 2 x 2 with 2 reads; the smaller child's row histogram 2 and pair
+histogram 2 (4 with the split-pairs pass); 2 subtractions; split search of both children 2 x 2
+with 2 reads: about 21-23 launches and 6 blocking reads per split, all but the histogram passes
+short; per tree another 8 (the grids) + 4 (root sums and histograms). The issue's budget (8 and 1)
+needs the grower to fuse these calls (partition + couplings + histogram of one child per launch
+sequence, decisions kept on the card): the kernels here take device-side counts where the
+grower can pass them.
+
+``TreeBooster.device_memory_peak_`` is the peak of what the fit held on the device
+(:class:`~customobj.ole.cuda_memory.DeviceMemory`).
 
 Before a fit uses the device, :func:`check_device_memory` compares what it needs
 (:func:`device_memory_needed`: bins, gradients, the row order and its scratch, the two pair
-buffers, histogram partials; not the leaves' histograms, ``slots x 3`` float64 each, nor the
+buffers, one histogram; not the leaves' histograms, ``slots x 3`` float64 each, nor the
 objective's scratch) with the card's free memory and refuses with the numbers (:class:`DeviceMemoryError`); the pairs are
 checked again each tree, once their count is known.
 
@@ -54,9 +93,9 @@ WEB30K's size (3.8 million rows x 136 features, 255 bins, ~60 million pairs) on 
 >>> check_device_memory(need, free=2**30)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-customobj.ole.cuda_backend.DeviceMemoryError: TreeBooster(device="cuda") needs 2.58 GiB of GPU memory (...), but the device has 1 GiB free
+customobj.ole.cuda_backend.DeviceMemoryError: TreeBooster(device="cuda") needs 2.92 GiB of GPU memory (...), but the device has 1 GiB free
 >>> print(f"{need['pairs'] / 2**30:.3f} GiB of pairs, {need['bins'] / 2**30:.3f} GiB of bins")
-1.788 GiB of pairs, 0.480 GiB of bins
+1.788 GiB of pairs, 0.960 GiB of bins
 """
 from __future__ import annotations
 
@@ -66,22 +105,17 @@ from typing import Any, Optional
 import numpy as np
 
 from .._cuda_runtime import THREADS, GPUUnavailableError, is_device_array, require_gpu
-from .backend import CPUBackend
+from ._cuda_launch import grid_launch, pow2_threads
+from .backend import CPUBackend, _node
 from .common import HIST_CHANNELS, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
 from .criterion import WSE
+from .fixed_point import grid_step_of
 from .cuda_memory import DeviceHist, DeviceMemory
-from .splitting import _score, node_hessian
+from .splitting import FeatureBins, parent_score
 
-__all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory",
-           "n_blocks", "ROW_BLOCK", "PAIR_BLOCK", "MAX_BLOCKS"]
+__all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory"]
 
-#: Rows per block of a row histogram (a node this small is summed by one thread per feature, in
-#: the CPU's order) and pairs per block of a pair histogram (:mod:`._cuda_hist_kernels`).
-ROW_BLOCK = 4096
-PAIR_BLOCK = 4096
-#: Most blocks of one histogram: the partials take ``MAX_BLOCKS x slots x 3`` float64 on the device.
-MAX_BLOCKS = 256
 #: Rows (or pairs) per block of a partition, and most blocks: a partition's result does not depend on
 #: its block count (it is stable), so it takes many short blocks (one thread each) for parallelism.
 PARTITION_BLOCK = 1024
@@ -99,17 +133,18 @@ def device_memory_needed(*, n_rows: int, n_features: int, bin_itemsize: int, n_s
                          index_itemsize: int = 4) -> dict:
     """Bytes of GPU memory a fit holds at its peak, by item.
 
-    ``bins``: the binned matrix; ``gradients``: a tree's ``g`` and ``h`` (float64); ``rows``: the
+    ``bins``: the binned matrix, feature-major (partitions) and row-major (the histograms' coalesced
+    reads); ``gradients``: a tree's ``g`` and ``h`` and their on-grid copies (float64); ``rows``: the
     tree's row order and the partition's scratch (int64 each) and each row's side (a byte);
     ``pairs``: the tree's two pair buffers (two indices and a float64 coupling each, every pair);
-    ``histograms``: the per-block partials and the reduced histogram (float64, ``slots x 3``).
+    ``histograms``: one histogram (float64, ``slots x 3``; the blocks add into it, no partials).
     """
     return {
-        "bins": int(n_rows) * int(n_features) * int(bin_itemsize),
-        "gradients": 2 * int(n_rows) * 8,
+        "bins": 2 * int(n_rows) * int(n_features) * int(bin_itemsize),
+        "gradients": 4 * int(n_rows) * 8,
         "rows": int(n_rows) * (8 + 8 + 1),
         "pairs": 2 * int(n_pairs) * (2 * int(index_itemsize) + 8),
-        "histograms": (MAX_BLOCKS + 1) * int(n_slots) * max(HIST_CHANNELS, PH_CHANNELS) * 8,
+        "histograms": int(n_slots) * max(HIST_CHANNELS, PH_CHANNELS) * 8,
     }
 
 
@@ -127,16 +162,6 @@ def check_device_memory(need: dict, free: Optional[float] = None) -> None:
         items = ", ".join(f"{k} {v / _GIB:.3g}" for k, v in need.items())
         raise DeviceMemoryError(f"{_WHAT} needs {total / _GIB:.3g} GiB of GPU memory ({items} GiB), but the device "
                                 f"has {free / _GIB:.3g} GiB free")
-
-
-def n_blocks(n_items: int, block: int) -> int:
-    """Blocks of one histogram over ``n_items`` rows or pairs: a function of the count only, so the
-    sums' order never depends on the device.
-
-    >>> n_blocks(0, ROW_BLOCK), n_blocks(ROW_BLOCK, ROW_BLOCK), n_blocks(ROW_BLOCK + 1, ROW_BLOCK), n_blocks(10**9, 1)
-    (1, 1, 2, 256)
-    """
-    return int(max(1, min(MAX_BLOCKS, (n_items + block - 1) // block)))
 
 
 def _launch(n_threads: int) -> tuple:
@@ -171,9 +196,10 @@ class CUDABackend(CPUBackend):
         super().__init__(ctx, params)
         from . import _cuda_hist_kernels as kernels
         from . import _cuda_partition_kernels as partition_kernels
+        from . import _cuda_reduce_kernels as reduce_kernels
         from . import _cuda_split_kernels as split_kernels
 
-        self._k, self._ks, self._kp = kernels, split_kernels, partition_kernels
+        self._k, self._ks, self._kp, self._kr = kernels, split_kernels, partition_kernels, reduce_kernels
         d = ctx.data
         n_feat = d.feature_major.shape[0]
         self._shape = dict(n_rows=d.n_rows, n_features=n_feat, bin_itemsize=d.feature_major.dtype.itemsize,
@@ -184,24 +210,30 @@ class CUDABackend(CPUBackend):
         self._resident = need["bins"] + need["histograms"]
         mem = self.memory = DeviceMemory(self._cuda)
         self._bins = mem.upload(d.feature_major)
+        self._bins_rm = mem.upload(np.ascontiguousarray(d.feature_major.T))  # coalesced histogram reads
         self._offsets = mem.upload(np.asarray(d.offsets, dtype=np.int64))
         self._n_bins = np.ascontiguousarray(d.n_bins, dtype=np.int64)
         self._n_bins_d = mem.upload(self._n_bins)
-        # one partial buffer serves both histograms: each has three channels (common.py)
-        self._partial = mem.array((MAX_BLOCKS, d.n_slots, HIST_CHANNELS), np.float64)
+        self._bins_d = FeatureBins(self._n_bins_d, self._offsets)  # the split kernels' record, on the device
         self._all_features = np.arange(n_feat, dtype=np.int64)
-        self._all_feature_args = self._feature_args(self._all_features)  # every tree's full pair histograms
+        self._all_groups = self._feature_args(self._all_features)  # every full histogram's feature groups
         # the split search's per-feature records, gains and result; a stand-in pair histogram for SE/WSE
         self._per = mem.array((max(n_feat, 1), SPLIT_SIZE), np.float64)
         self._gains = mem.array((max(n_feat, 1),), np.float64)
         self._res = mem.array((SPLIT_SIZE,), np.float64)
         self._no_ph = mem.upload(np.zeros((1, PH_CHANNELS)))
-        self._sums = mem.array((MAX_BLOCKS, 2), np.float64)
-        self._sum_out = mem.array((2,), np.float64)
+        # the grids (fixed_point) of the tree's rows and pairs: stats [max|a|, max|b|, step a, step b],
+        # int64 unit sums, exact sums; and the coupling sums' accumulators
+        self._rstats, self._pstats = mem.array((4,), np.float64), mem.array((4,), np.float64)
+        self._runits, self._punits = mem.array((2,), np.int64), mem.array((2,), np.int64)
+        self._rsums, self._psums = mem.array((2,), np.float64), mem.array((2,), np.float64)
+        self._csums = mem.array((2,), np.float64)
+        self._gh = mem.array((2, max(d.n_rows, 1)), np.float64)  # the tree's g and h on their grids
         # the tree's row order, the partition's scratch, each row's side and the blocks' counts
         self._tmp_rows = mem.array((max(d.n_rows, 1),), np.int64)
         self._go_left = mem.array((max(d.n_rows, 1),), np.bool_)
         self._counts = mem.array((MAX_PARTITION_BLOCKS, 2), np.int64)
+        self._no_idx = mem.array((1,), np.int64)
         self._before = mem.array((MAX_PARTITION_BLOCKS + 1, 2), np.int64)
         self._grad: Any = None
         self._hess: Any = None
@@ -211,20 +243,39 @@ class CUDABackend(CPUBackend):
 
     # --- the tree's gradients and root sums: the first call of every tree -----------------------------
     def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
-        """``(sum g, sum h)`` over ``order``. Gradients already on the device (the objective's GPU
-        kernels, :mod:`.cuda_scores`) are summed there, in blocks of rows in order (one block: the
-        CPU's order); host gradients are uploaded and summed on the host, as on the CPU."""
+        """``(sum g, sum h)`` over ``order``, of the tree's gradients and hessians rounded to their
+        grids on the device (:mod:`._cuda_reduce_kernels`: the CPU's grids and exact sums); host
+        gradients are uploaded first. The rounded copies are what the row histograms add."""
         n = int(order.shape[0])
         self.memory.sample()  # the card's use as a tree starts (a real card only)
         self._order = self.memory.upload(np.asarray(order, dtype=np.int64))  # partitioned there from now on
-        if is_device_array(grad):
-            self._grad, self._hess = grad, hess
-            nb = n_blocks(n, ROW_BLOCK)
-            self._ks.block_sums[_launch(nb)](self._order, n, nb, grad, hess, self._sums)
-            return self._ordered_sums(nb)
-        self._grad = self.memory.upload(np.asarray(grad, dtype=np.float64))
-        self._hess = self.memory.upload(np.asarray(hess, dtype=np.float64))
-        return super().row_sums(order, grad, hess)
+        if not is_device_array(grad):
+            grad = self.memory.upload(np.asarray(grad, dtype=np.float64))
+            hess = self.memory.upload(np.asarray(hess, dtype=np.float64))
+        self._grad, self._hess = grad, hess
+        self._to_grid(grad, hess, self._order, True, n, self._rstats, self._runits, self._gh[0], self._gh[1],
+                      self._rsums)
+        G, H = self._rsums.copy_to_host()
+        return float(G), float(H)
+
+    def _to_grid(self, a, b, idx, use_idx: bool, n: int, stats, units, oa, ob, sums) -> None:
+        """``a`` and ``b`` (items ``idx[:n]`` or ``:n``) onto their grids: reset, max, unit sums, round."""
+        kr, launch = self._kr, grid_launch(n)
+        kr.reset[1, 4](stats, units, sums)
+        kr.grid_max[launch](a, b, idx, use_idx, n, stats)
+        kr.grid_units[launch](a, b, idx, use_idx, n, stats, units)
+        kr.grid_round[launch](a, b, idx, use_idx, n, stats, units, oa, ob, sums)
+
+    def round_pairs(self, pc) -> None:
+        """The tree's couplings onto their grid (:mod:`.fixed_point`), on the device for device
+        couplings; host ones on the host as the CPU does (the joint solve keeps that copy), their
+        step then uploaded for the pair histograms."""
+        if not is_device_array(pc):
+            super().round_pairs(pc)
+            step = grid_step_of(pc, 0, pc.shape[0])
+            self._pstats = self.memory.upload(np.array([0.0, 0.0, step, step]))
+            return
+        self._to_grid(pc, pc, self._no_idx, False, int(pc.shape[0]), self._pstats, self._punits, pc, pc, self._psums)
 
     def pair_buffers(self, pairs: tuple) -> tuple:
         """The tree's two pair buffers on the device (the pairs uploaded once per tree), after checking
@@ -235,6 +286,7 @@ class CUDABackend(CPUBackend):
         check_device_memory(need, free=free_device_memory() + self._resident + held)
         if self.criterion.prunes_pairs and self.ctx.queries is not None:  # device pairs come to the host here
             return super().pair_buffers(tuple(a.copy_to_host() if is_device_array(a) else a for a in pairs))
+        self.round_pairs(pairs[2])
         return self._device_pairs(pairs)
 
     def prune_pairs(self, bufs: tuple) -> tuple:
@@ -250,16 +302,17 @@ class CUDABackend(CPUBackend):
         return first, tuple(mem.array(a.shape, a.dtype) for a in first)
 
     def _feature_args(self, feats: np.ndarray) -> tuple:
-        """``(feats, their first slots, their bin counts)`` on the device, for ``pair_hist_blocks``."""
+        """The shared-memory feature groups of ``feats`` on the device (``feature_groups``) and, on the
+        host, the groups' table (launch sizes)."""
         mem = self.memory
-        return (mem.upload(feats), mem.upload(np.asarray(self.data.offsets[feats], dtype=np.int64)),
-                mem.upload(self._n_bins[feats]))
+        groups, members, smap = self._k.feature_groups(self.data.offsets, self._n_bins, feats)
+        return groups, (mem.upload(groups), mem.upload(members), mem.upload(smap))
 
     # --- histograms on the device: they stay there (DeviceHist) ------------------------------------------
-    def _reduced(self, nb: int) -> DeviceHist:
+    def _zeroed(self) -> Any:
         out = self.memory.array((self.data.n_slots, HIST_CHANNELS), np.float64)
-        self._k.reduce_blocks[_launch(out.size)](self._partial, nb, out)
-        return DeviceHist(out, self._ks.subtract)
+        self._k.zero[grid_launch(out.size)](out.reshape(out.size))
+        return out
 
     def row_hist(self, order: np.ndarray, start: int, end: int, grad, hess, root: bool = False) -> Any:
         """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``, built and kept on
@@ -268,10 +321,12 @@ class CUDABackend(CPUBackend):
             raise RuntimeError("CUDABackend.row_hist before row_sums: the tree's gradients are not on the device")
         k, n = self._k, end - start
         rows_d = self._order[start:end]  # the device order (the host's ``order`` is only read at the end)
-        nb = n_blocks(n, ROW_BLOCK)
-        k.row_hist_blocks[_launch(self._shape["n_features"] * nb)](self._bins, rows_d, n, nb, self._grad, self._hess,
-                                                                   self._offsets, self._partial)
-        return self._reduced(nb)
+        out = self._zeroed()
+        groups, dev = self._all_groups
+        if n > 0 and groups.shape[0]:
+            k.row_hist_shared[k.launch_for(n, groups)](
+                self._bins_rm, rows_d, n, self._gh[0], self._gh[1], self._rstats[2:4], *dev, out)
+        return DeviceHist(out, self._ks.subtract)
 
     def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> Any:
         """``(slots, 3)`` pair histogram [hi, nanp, R] of the pairs ``buf[start:end]``, built and kept
@@ -280,14 +335,13 @@ class CUDABackend(CPUBackend):
         feats = self._all_features if features is None else np.unique(np.asarray(features, dtype=np.int64))
         if feats.size and (feats[0] < 0 or feats[-1] >= self._all_features.size):
             raise ValueError(f"features must be in [0, {self._all_features.size}), got {feats[0]}..{feats[-1]}")
-        nb = n_blocks(n, PAIR_BLOCK)
-        if n <= 0 or feats.size < self._all_features.size:  # slots of the other features are read: zero them
-            k.zero[_launch(nb * self.data.n_slots * PH_CHANNELS)](self._partial.reshape(self._partial.size))
+        out = self._zeroed()
         if n > 0 and feats.size:
-            args = self._all_feature_args if features is None else self._feature_args(feats)
-            pi, pj, pc = (a[start:end] if is_device_array(a) else self.memory.upload(a[start:end]) for a in buf)
-            k.pair_hist_blocks[_launch(feats.size * nb)](self._bins, pi, pj, pc, n, nb, *args, self._partial)
-        return self._reduced(nb)
+            groups, dev = self._all_groups if features is None else self._feature_args(feats)
+            pi, pj, pc = (a if is_device_array(a) else self.memory.upload(a) for a in buf)
+            k.pair_hist_shared[k.launch_for(n, groups)](
+                self._bins_rm, pi, pj, pc, start, n, self._pstats[2:4], *dev, out)
+        return DeviceHist(out, self._ks.subtract)
 
     # --- split search on the device: only the chosen split comes back ---------------------------------------
     def _mask(self, mask: np.ndarray):
@@ -300,26 +354,23 @@ class CUDABackend(CPUBackend):
     def find_split(self, hist: Any, phist: Any, mask: np.ndarray,
                    sums: ChildSums) -> SplitInfo:
         """The best split of a node from its device histograms (:mod:`._cuda_split_kernels`: the CPU's
-        per-feature search, one thread per feature, then the first strictly best feature)."""
-        ks, n_feat = self._ks, self._shape["n_features"]
-        G, H, N, C = (float(v) for v in sums)
-        parent = _score(G, node_hessian(self.score, G, H, N, C), self.lam)
-        use_pairs = phist is not None
-        ks.feature_bests[_launch(n_feat)](hist.array, phist.array if phist is not None else self._no_ph, use_pairs,
-                                          self.score, self._n_bins_d, self._offsets, self._mask(mask), G, H, N, C,
-                                          self.lam, self.min_data, self.min_hess, parent, self._per, self._gains)
-        ks.pick_best[1, 1](self._per, self._gains, self._res)
+        per-feature search, one thread per feature, then the first strictly best feature by a block
+        reduction); only the chosen split comes back."""
+        self._search(hist, phist, mask, _node(sums), self.rules)
+        self._kr.pick_best[1, pow2_threads(self._shape["n_features"])](self._per, self._gains, self._res)
         return SplitInfo.from_array(self._res.copy_to_host())
 
     def wse_gains(self, hist: Any, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
         """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``), searched on the device."""
-        G, H, N = float(sums.G), float(sums.H), float(sums.N)
-        parent = _score(G, node_hessian(WSE, G, H, N, 0.0), self.lam)
-        self._ks.feature_wse_gains[_launch(self._shape["n_features"])](
-            hist.array, self._no_ph, self._n_bins_d, self._offsets, self._mask(mask), G, H, N, self.lam,
-            self.min_data, self.min_hess, parent, self._per, self._gains)
+        self._search(hist, None, mask, _node(sums, with_c=False), self.rules._replace(score=WSE))
         out[:] = self._gains.copy_to_host()[:out.shape[0]]
         return out
+
+    def _search(self, hist: Any, phist: Any, mask: np.ndarray, node: ChildSums, rules) -> None:
+        n_feat = self._shape["n_features"]
+        self._ks.feature_bests[_launch(n_feat)](hist.array, self._no_ph if phist is None else phist.array,
+                                                phist is not None, self._bins_d, self._mask(mask), node, rules,
+                                                parent_score(node, rules), self._per, self._gains)
 
     # --- where the scores live, and what the fit held -------------------------------------------------------
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
@@ -343,14 +394,9 @@ class CUDABackend(CPUBackend):
         return self.memory.peak
 
     # --- partitions and coupling sums on the device ---------------------------------------------------------
-    def _ordered_sums(self, nb: int) -> tuple:
-        self._ks.ordered_sums[1, 1](self._sums, nb, self._sum_out)
-        a, b = self._sum_out.copy_to_host()
-        return float(a), float(b)
-
     def _scanned(self, nb: int) -> np.ndarray:
-        """The blocks' offsets from their counts; the totals come back."""
-        self._kp.scan_counts[1, 1](self._counts, nb, self._before)
+        """The blocks' offsets from their counts (a block-wide scan); the totals come back."""
+        self._kr.scan_counts[1, pow2_threads(nb)](self._counts, nb, self._before)
         return self._before[nb].copy_to_host()
 
     @staticmethod
@@ -386,15 +432,18 @@ class CUDABackend(CPUBackend):
         return int(tl), int(tr)
 
     def sum_couplings(self, pc, start: int, end: int) -> float:
-        """The coupling of the pairs ``start:end``: blocks of pairs in order, then the blocks in order."""
+        """The coupling of the pairs ``start:end`` (on their grid: exact, the CPU's bits)."""
         if not is_device_array(pc):
             return super().sum_couplings(pc, start, end)
-        nb = n_blocks(end - start, PAIR_BLOCK)
-        self._kp.coupling_blocks[_launch(nb)](pc, start, end - start, nb, self._sums)
-        return self._ordered_sums(nb)[0]
+        return self._coupling_sums((pc, pc, pc), start, end, False)[0]
 
     def split_coupling_sums(self, buf: tuple, start: int, end: int) -> tuple:
         """The children's couplings ``(C_left, C_right)`` of the device pairs ``buf[start:end]``."""
-        nb = n_blocks(end - start, PAIR_BLOCK)
-        self._kp.split_coupling_blocks[_launch(nb)](*buf, start, end - start, nb, self._go_left, self._sums)
-        return self._ordered_sums(nb)
+        return self._coupling_sums(buf, start, end, True)
+
+    def _coupling_sums(self, buf: tuple, start: int, end: int, split: bool) -> tuple:
+        n, kr = end - start, self._kr
+        kr.reset[1, 4](self._csums, self._no_idx[:0], self._csums)
+        kr.coupling_sums[grid_launch(n)](*buf, start, n, self._go_left, split, self._csums)
+        a, b = self._csums.copy_to_host()
+        return float(a), float(b)

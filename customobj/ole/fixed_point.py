@@ -51,7 +51,7 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["pow2_at_least", "grid_step", "magnitude_units", "to_grid", "grid_step_of", "grid_step_of_rows",
+__all__ = ["pow2_at_least", "fold_abs_max", "grid_step", "magnitude_units", "to_grid", "grid_step_of", "grid_step_of_rows",
            "round_range", "round_rows", "UNIT_BITS"]
 
 #: Bits of the integer magnitudes behind ``T`` (``2**20`` units per ``P``): ``T`` bounds the sum of
@@ -77,10 +77,19 @@ def pow2_at_least(x):
 
 
 @njit(cache=True)
+def fold_abs_max(m, x):
+    """``max(m, |x|)``, a NaN ``x`` counting as ``inf`` (so its grid step is 0): order-free."""
+    a = abs(x)
+    if a != a:
+        return np.inf
+    return a if a > m else m
+
+
+@njit(cache=True)
 def magnitude_units(x, p):
     """``ceil(2**20 |x| / p)`` as int64 (``p``: a power of two ``>=`` every ``|x|``; 0 for a non-finite ``x``)."""
     a = abs(x)
-    if not (a <= p):
+    if not (a <= p) or p == 0.0:  # a non-finite x, or no grid (every value 0)
         return np.int64(0)
     return np.int64(math.ceil(a / p * _UNITS))
 
@@ -109,9 +118,7 @@ def grid_step_of(x, lo, hi):
     """The grid step of ``x[lo:hi]``."""
     m = 0.0
     for k in range(lo, hi):
-        a = abs(x[k])
-        if a > m or a != a:
-            m = a if a == a else np.inf
+        m = fold_abs_max(m, x[k])
     p = pow2_at_least(m)
     total = np.int64(0)
     for k in range(lo, hi):
@@ -124,9 +131,7 @@ def grid_step_of_rows(order, x):
     """The grid step of ``x[order]``."""
     m = 0.0
     for k in range(order.shape[0]):
-        a = abs(x[order[k]])
-        if a > m or a != a:
-            m = a if a == a else np.inf
+        m = fold_abs_max(m, x[order[k]])
     p = pow2_at_least(m)
     total = np.int64(0)
     for k in range(order.shape[0]):
