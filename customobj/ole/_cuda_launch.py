@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from .._cuda_runtime import THREADS, simulated
 
-__all__ = ["pow2_threads", "grid_launch", "MAX_GRID_BLOCKS", "SIMULATOR_THREADS"]
+__all__ = ["pow2_threads", "grid_launch", "MAX_GRID_BLOCKS", "SIMULATOR_THREADS", "SIMULATOR_BLOCKS"]
 
 #: Most blocks of a grid-stride kernel (:mod:`._cuda_reduce_kernels`): a few per SM of a large card.
 MAX_GRID_BLOCKS = 1024
-#: Most threads of a block under numba's CUDA simulator, where every thread is a Python thread (the
-#: kernel tests run other counts: tests/test_ole_cuda_hist_kernels.py, test_ole_cuda_reduce_kernels.py).
+#: Most threads of a block and blocks of a grid-stride kernel under numba's CUDA simulator, where
+#: every thread is a Python thread started per block (the kernel tests run other counts:
+#: tests/test_ole_cuda_hist_kernels.py, test_ole_cuda_reduce_kernels.py).
 SIMULATOR_THREADS = 8
+SIMULATOR_BLOCKS = 2
 
 
 def pow2_threads(n_items: int) -> int:
@@ -35,4 +37,5 @@ def grid_launch(n_items: int) -> tuple:
     """``(blocks, threads)`` of a grid-stride kernel over ``n_items``: at most ``MAX_GRID_BLOCKS`` blocks
     (the loop covers the rest)."""
     per = pow2_threads(n_items)
-    return (int(max(1, min(MAX_GRID_BLOCKS, -(-int(n_items) // per)))), per)
+    top = SIMULATOR_BLOCKS if simulated() else MAX_GRID_BLOCKS
+    return (int(max(1, min(top, -(-int(n_items) // per)))), per)

@@ -63,15 +63,11 @@ fits where float32 pair sums used to choose other splits at exact ties are kept 
 - :mod:`._cuda_partition_kernels`: stable row and pair partitions, blocks of ``PARTITION_BLOCK``
   items marked and placed by the CPU's own per-block code, offsets from ``scan_counts``.
 
-**Launches per split** (a split's two children, one histogram built and one subtracted):
-partition rows 4 (mark, scan, place, copy) with 1 read (the left count); partition pairs 3 with
-1 read; children's couplings 2 x 2 with 2 reads; the smaller child's row histogram 2 and pair
-histogram 2 (4 with the split-pairs pass); 2 subtractions; split search of both children 2 x 2
-with 2 reads: about 21-23 launches and 6 blocking reads per split, all but the histogram passes
-short; per tree another 8 (the grids) + 4 (root sums and histograms). The issue's budget (8 and 1)
-needs the grower to fuse these calls (partition + couplings + histogram of one child per launch
-sequence, decisions kept on the card): the kernels here take device-side counts where the
-grower can pass them.
+**Launches per split**, counted under the simulator (2 ``ole`` trees of 8 leaves, 400 rows): about
+22 launches and 6 blocking reads per split, the objective's per-tree kernels included (partitions
+7 with 2 reads, children's couplings 2 with 2 reads, histograms and subtractions ~6, split search
+~3.5 with ~2 reads). The issue's budget (8 and 1) needs the grower to fuse these steps and keep
+the counts on the card.
 
 ``TreeBooster.device_memory_peak_`` is the peak of what the fit held on the device
 (:class:`~customobj.ole.cuda_memory.DeviceMemory`).
@@ -117,9 +113,11 @@ from .splitting import FeatureBins, parent_score
 __all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory"]
 
 #: Rows (or pairs) per block of a partition, and most blocks: a partition's result does not depend on
-#: its block count (it is stable), so it takes many short blocks (one thread each) for parallelism.
-PARTITION_BLOCK = 1024
-MAX_PARTITION_BLOCKS = 4096
+#: its block count (it is stable), so it takes many short blocks (one thread each: 30,000 threads at
+#: WEB30K's 3.8M rows; their offsets are one block-wide scan) for parallelism.
+PARTITION_BLOCK = 128
+MAX_PARTITION_BLOCKS = 32768
+ACC_RING = 256  # coupling sums per zeroing of their accumulators
 
 _WHAT = 'TreeBooster(device="cuda")'
 _GIB = 2.0**30
@@ -227,7 +225,8 @@ class CUDABackend(CPUBackend):
         self._rstats, self._pstats = mem.array((4,), np.float64), mem.array((4,), np.float64)
         self._runits, self._punits = mem.array((2,), np.int64), mem.array((2,), np.int64)
         self._rsums, self._psums = mem.array((2,), np.float64), mem.array((2,), np.float64)
-        self._csums = mem.array((2,), np.float64)
+        # coupling sums' accumulators, a ring zeroed in one launch each time it wraps (not one per sum)
+        self._csums, self._csum_next = mem.array((ACC_RING, 2), np.float64), ACC_RING
         self._gh = mem.array((2, max(d.n_rows, 1)), np.float64)  # the tree's g and h on their grids
         # the tree's row order, the partition's scratch, each row's side and the blocks' counts
         self._tmp_rows = mem.array((max(d.n_rows, 1),), np.int64)
@@ -267,9 +266,8 @@ class CUDABackend(CPUBackend):
         kr.grid_round[launch](a, b, idx, use_idx, n, stats, units, oa, ob, sums)
 
     def round_pairs(self, pc) -> None:
-        """The tree's couplings onto their grid (:mod:`.fixed_point`), on the device for device
-        couplings; host ones on the host as the CPU does (the joint solve keeps that copy), their
-        step then uploaded for the pair histograms."""
+        """The tree's couplings onto their grid (:mod:`.fixed_point`) where they are (host ones as the
+        CPU does: the joint solve keeps that copy; their step then goes up for the pair histograms)."""
         if not is_device_array(pc):
             super().round_pairs(pc)
             step = grid_step_of(pc, 0, pc.shape[0])
@@ -302,8 +300,7 @@ class CUDABackend(CPUBackend):
         return first, tuple(mem.array(a.shape, a.dtype) for a in first)
 
     def _feature_args(self, feats: np.ndarray) -> tuple:
-        """The shared-memory feature groups of ``feats`` on the device (``feature_groups``) and, on the
-        host, the groups' table (launch sizes)."""
+        """``feats``' shared-memory groups (``feature_groups``): their table, and the arrays on the device."""
         mem = self.memory
         groups, members, smap = self._k.feature_groups(self.data.offsets, self._n_bins, feats)
         return groups, (mem.upload(groups), mem.upload(members), mem.upload(smap))
@@ -443,7 +440,11 @@ class CUDABackend(CPUBackend):
 
     def _coupling_sums(self, buf: tuple, start: int, end: int, split: bool) -> tuple:
         n, kr = end - start, self._kr
-        kr.reset[1, 4](self._csums, self._no_idx[:0], self._csums)
-        kr.coupling_sums[grid_launch(n)](*buf, start, n, self._go_left, split, self._csums)
-        a, b = self._csums.copy_to_host()
+        if self._csum_next == ACC_RING:
+            self._k.zero[grid_launch(2 * ACC_RING)](self._csums.reshape(2 * ACC_RING))
+            self._csum_next = 0
+        acc = self._csums[self._csum_next]
+        self._csum_next += 1
+        kr.coupling_sums[grid_launch(n)](*buf, start, n, self._go_left, split, acc)
+        a, b = acc.copy_to_host()
         return float(a), float(b)
