@@ -86,12 +86,15 @@ class CPUBackend:
         self.min_data = float(params.min_data_in_leaf)
         self.min_hess = float(params.min_sum_hessian_in_leaf)
         self._find = find_best_split_parallel if self.data.n_slots >= PARALLEL_SLOTS else find_best_split
-        # the split search's records (splitting.py): the features' slots, and the fit's rules
-        self.bins_rec = FeatureBins(self.data.n_bins, self.data.offsets)
-        self.rules = SplitRules(self.score, self.lam, self.min_data, self.min_hess)
+        self.bins_rec = FeatureBins(self.data.n_bins, self.data.offsets)  # the split search's record of the slots
         self._no_pair_hist = np.zeros((1, PH_CHANNELS))
         self._gh_grid: Optional[np.ndarray] = None  # (2, rows): the tree's g and h on their grids (row_sums)
         self._gh_src: Optional[tuple] = None  # the arrays they were rounded from
+
+    @property
+    def rules(self) -> SplitRules:
+        """The split search's record of the fit's score and constraints (splitting.py)."""
+        return SplitRules(self.score, self.lam, self.min_data, self.min_hess)
 
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
                       pairs_on_host: Optional[str] = None):
