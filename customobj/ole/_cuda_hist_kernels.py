@@ -106,12 +106,21 @@ def zero(flat):
 
 
 @cuda.jit(device=True)
-def _clear(sh, nloc):
-    for s in range(cuda.threadIdx.x, nloc, cuda.blockDim.x):
-        sh[s, 0] = 0
-        sh[s, 1] = 0
-        sh[s, 2] = 0
-    cuda.syncthreads()
+def _block_work(sh, groups, grp, start, n):
+    """Block ``(b, grp)``'s group (first member, width, local slots, in shared memory) and its chunk
+    ``lo:hi`` of the items ``start:start+n``; its shared histogram cleared."""
+    q0 = groups[grp, 0]
+    nloc = groups[grp, 2]
+    shared = groups[grp, 3] != 0
+    if shared:
+        for s in range(cuda.threadIdx.x, nloc, cuda.blockDim.x):
+            sh[s, 0] = 0
+            sh[s, 1] = 0
+            sh[s, 2] = 0
+        cuda.syncthreads()
+    nb = cuda.gridDim.x
+    b = cuda.blockIdx.x
+    return q0, groups[grp, 1] - q0, nloc, shared, start + (n * b) // nb, start + (n * (b + 1)) // nb
 
 
 @cuda.jit(device=True)
@@ -151,16 +160,7 @@ def row_hist_shared(bins_rm, rows, n, g, h, steps, groups, members, slot_map, ou
     of the rows for feature group ``grp``. ``g, h``: on their grids, steps ``steps[0], steps[1]``."""
     sh = cuda.shared.array((SHARED_SLOTS, 3), dtype=int64)
     grp = cuda.blockIdx.y
-    q0 = groups[grp, 0]
-    width = groups[grp, 1] - q0
-    nloc = groups[grp, 2]
-    shared = groups[grp, 3] != 0
-    if shared:
-        _clear(sh, nloc)
-    nb = cuda.gridDim.x
-    b = cuda.blockIdx.x
-    lo = (n * b) // nb
-    hi = (n * (b + 1)) // nb
+    q0, width, nloc, shared, lo, hi = _block_work(sh, groups, grp, 0, n)
     sg = steps[0]
     shh = steps[1]
     for t in range(cuda.threadIdx.x, (hi - lo) * width, cuda.blockDim.x):
@@ -183,16 +183,7 @@ def pair_hist_shared(bins_rm, pi, pj, pc, start, n, steps, groups, members, slot
     ``b`` of the pairs for feature group ``grp``. ``pc``: on its grid, step ``steps[0]``."""
     sh = cuda.shared.array((SHARED_SLOTS, 3), dtype=int64)
     grp = cuda.blockIdx.y
-    q0 = groups[grp, 0]
-    width = groups[grp, 1] - q0
-    nloc = groups[grp, 2]
-    shared = groups[grp, 3] != 0
-    if shared:
-        _clear(sh, nloc)
-    nb = cuda.gridDim.x
-    b = cuda.blockIdx.x
-    lo = start + (n * b) // nb
-    hi = start + (n * (b + 1)) // nb
+    q0, width, nloc, shared, lo, hi = _block_work(sh, groups, grp, start, n)
     step = steps[0]
     for t in range(cuda.threadIdx.x, (hi - lo) * width, cuda.blockDim.x):
         k = t // width

@@ -56,31 +56,41 @@ def _tree(sh, t, op):
     cuda.syncthreads()
 
 
+@cuda.jit(device=True)
+def _block_result(sh, va, vb, op, out, i0):
+    """The block's ``va`` and ``vb`` reduced (``op`` 0: sums, 1: maxima) into ``out[i0]``, ``out[i0 + 1]``
+    with one atomic each."""
+    t = cuda.threadIdx.x
+    sh[0, t] = va
+    sh[1, t] = vb
+    _tree(sh[0], t, op)
+    _tree(sh[1], t, op)
+    if t == 0:
+        if op == 0:
+            cuda.atomic.add(out, i0, sh[0, 0])
+            cuda.atomic.add(out, i0 + 1, sh[1, 0])
+        else:
+            cuda.atomic.max(out, i0, sh[0, 0])
+            cuda.atomic.max(out, i0 + 1, sh[1, 0])
+
+
 @cuda.jit
 def grid_max(a, b, idx, use_idx, n, stats):
     """``stats[0] = max |a|``, ``stats[1] = max |b|`` over the items (``stats`` reset to 0 first)."""
     sh = cuda.shared.array((2, THREADS), dtype=float64)
-    t = cuda.threadIdx.x
     ma = 0.0
     mb = 0.0
     for k in range(cuda.grid(1), n, cuda.gridsize(1)):
         r = idx[k] if use_idx else k
         ma = _fold(ma, a[r])
         mb = _fold(mb, b[r])
-    sh[0, t] = ma
-    sh[1, t] = mb
-    _tree(sh[0], t, 1)
-    _tree(sh[1], t, 1)
-    if t == 0:
-        cuda.atomic.max(stats, 0, sh[0, 0])
-        cuda.atomic.max(stats, 1, sh[1, 0])
+    _block_result(sh, ma, mb, 1, stats, 0)
 
 
 @cuda.jit
 def grid_units(a, b, idx, use_idx, n, stats, units):
     """``units[0], units[1]``: the int64 unit sums ``T`` of ``a`` and ``b`` (:mod:`.fixed_point`)."""
     sh = cuda.shared.array((2, THREADS), dtype=int64)
-    t = cuda.threadIdx.x
     pa = _pow2(stats[0])
     pb = _pow2(stats[1])
     ua = 0
@@ -89,13 +99,7 @@ def grid_units(a, b, idx, use_idx, n, stats, units):
         r = idx[k] if use_idx else k
         ua += _units(a[r], pa)
         ub += _units(b[r], pb)
-    sh[0, t] = ua
-    sh[1, t] = ub
-    _tree(sh[0], t, 0)
-    _tree(sh[1], t, 0)
-    if t == 0:
-        cuda.atomic.add(units, 0, sh[0, 0])
-        cuda.atomic.add(units, 1, sh[1, 0])
+    _block_result(sh, ua, ub, 0, units, 0)
 
 
 @cuda.jit
@@ -103,7 +107,6 @@ def grid_round(a, b, idx, use_idx, n, stats, units, oa, ob, sums):
     """``oa[r], ob[r]``: ``a[r], b[r]`` on their grids (in place when ``oa is a``); ``stats[2:4]``: the
     grid steps; ``sums[0:2]``: the rounded values' sums (exact: on-grid values, ``sums`` reset first)."""
     sh = cuda.shared.array((2, THREADS), dtype=float64)
-    t = cuda.threadIdx.x
     sa = _step(stats[0], units[0])
     sb = _step(stats[1], units[1])
     if cuda.grid(1) == 0:
@@ -119,13 +122,7 @@ def grid_round(a, b, idx, use_idx, n, stats, units, oa, ob, sums):
         ob[r] = vb
         ga += va
         gb += vb
-    sh[0, t] = ga
-    sh[1, t] = gb
-    _tree(sh[0], t, 0)
-    _tree(sh[1], t, 0)
-    if t == 0:
-        cuda.atomic.add(sums, 0, sh[0, 0])
-        cuda.atomic.add(sums, 1, sh[1, 0])
+    _block_result(sh, ga, gb, 0, sums, 0)
 
 
 @cuda.jit
@@ -133,7 +130,6 @@ def coupling_sums(pi, pj, pc, start, n, go_left, split, sums):
     """``sums[0]``: the couplings ``pc[start:start+n]`` (``split`` False), or ``sums[0], sums[1]``: those
     of pairs with both rows left, both right (``split`` True); on-grid couplings: exact, any order."""
     sh = cuda.shared.array((2, THREADS), dtype=float64)
-    t = cuda.threadIdx.x
     cl = 0.0
     cr = 0.0
     for k in range(cuda.grid(1), n, cuda.gridsize(1)):
@@ -147,13 +143,7 @@ def coupling_sums(pi, pj, pc, start, n, go_left, split, sums):
                 cl += pc[p]
             elif not la and not lb:
                 cr += pc[p]
-    sh[0, t] = cl
-    sh[1, t] = cr
-    _tree(sh[0], t, 0)
-    _tree(sh[1], t, 0)
-    if t == 0:
-        cuda.atomic.add(sums, 0, sh[0, 0])
-        cuda.atomic.add(sums, 1, sh[1, 0])
+    _block_result(sh, cl, cr, 0, sums, 0)
 
 
 @cuda.jit
