@@ -66,7 +66,7 @@ fits where float32 pair sums used to choose other splits at exact ties are kept 
 **Launches per split**, counted under the simulator (2 ``ole`` trees of 8 leaves, 400 rows): about
 22 launches and 6 blocking reads per split, the objective's per-tree kernels included (partitions
 7 with 2 reads, children's couplings 2 with 2 reads, histograms and subtractions ~6, split search
-~3.5 with ~2 reads). The issue's budget (8 and 1) needs the grower to fuse these steps and keep
+4 with 2 reads). The issue's budget (8 and 1) needs the grower to fuse these steps and keep
 the counts on the card.
 
 ``TreeBooster.device_memory_peak_`` is the peak of what the fit held on the device
