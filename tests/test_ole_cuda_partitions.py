@@ -1,7 +1,7 @@
 """customobj.ole.cuda_partitions: the GPU backend's row and pair partitions and coupling sums equal
 the CPU's (partition.partition_rows, pair_partition.partition_pairs / split_coupling_sums) under the
 simulator, in one block and in many; the children's couplings come back with the pair counts in one
-read; the accumulator ring is cleared when it wraps; customobj/ole/_cuda_launch.py's launch shapes."""
+read; the accumulator ring is cleared when it wraps."""
 import numpy as np
 import pytest
 
@@ -63,11 +63,3 @@ def test_the_coupling_ring_is_cleared_when_it_wraps(monkeypatch):
     sums = [parts.coupling_sums(buf, s, 4, False)[0] for s in (0, 1, 2, 3, 0)]
     assert sums == [3.75, 3.25, 3.0, 2.0, 3.75]
 
-
-def test_launch_shapes_cover_the_items_in_powers_of_two():
-    from customobj.ole._cuda_launch import grid_launch, pow2_threads
-    for n in (0, 1, 3, 8, 9, 1000, 10**7):
-        t = pow2_threads(n)
-        assert t & (t - 1) == 0 and (t >= n or t == pow2_threads(10**9))
-        blocks, per = grid_launch(n)
-        assert per == t and blocks >= 1 and (blocks * per >= n or blocks == grid_launch(10**12)[0])
