@@ -37,7 +37,7 @@ _STEPS = [
     ("customobj.ole.backend", "partition_rows", None),
     ("customobj.ole.backend", "feature_gains", None),
     ("customobj.ole.backend", "sum_couplings", None),
-    ("customobj.ole.backend", "_row_sums", None),
+    ("customobj.ole.backend", "row_sums", "CPUBackend"),
     ("customobj.ole.grower", "_compute_best_splits_and_push", "TreeGrower"),
     ("customobj.ole.backend", "row_hist", "CPUBackend"),
     ("customobj.ole.histogram", "gather_gh", None),
@@ -50,7 +50,7 @@ _STEPS = [
 ]
 #: Steps that run on one thread whatever the thread count (one in-order pass; a float sum in pair
 #: order keeps its bits only serially): what bounds the speedup of a tree (Amdahl).
-SERIAL_STEPS = frozenset({"sum_couplings", "_row_sums", "gather_gh", "add_leaf_values", "_check_scores"})
+SERIAL_STEPS = frozenset({"sum_couplings", "row_sums", "gather_gh", "add_leaf_values", "_check_scores"})
 
 
 def _timed(fn, name, totals, sync=None):

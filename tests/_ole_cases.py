@@ -9,11 +9,11 @@ import json
 import numpy as np
 
 from customobj import RankNet
-from customobj.ole.common import SPLIT_SIZE, SplitInfo
+from customobj.ole.common import SPLIT_SIZE, ChildSums, SplitInfo
 from customobj.ole.histogram import build_row_hist
 from customobj.ole.pairhist import build_pair_hist
 from customobj.ole.criterion import CRITERIA
-from customobj.ole.splitting import find_best_split
+from customobj.ole.splitting import FeatureBins, SplitRules, find_best_split
 
 from _oracles import node_rows
 
@@ -102,9 +102,9 @@ def kernel_best_split(mapper, bins, rows, grad, hess, pairs, criterion, lam=0.0,
     ph = build_pair_hist(bins, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins, mapper.n_slots)
     res = np.zeros(SPLIT_SIZE)
     mask = np.ones(bins.shape[1], dtype=np.bool_)
-    find_best_split(hist, ph, criterion == "ole", int(CRITERIA[criterion].score), mapper.n_bins, mapper.offsets,
-                    mask, grad[order].sum(), hess[order].sum(), float(order.size), pc.sum(), lam, float(min_data),
-                    min_hess, res)
+    find_best_split(hist, ph, criterion == "ole", FeatureBins(mapper.n_bins, mapper.offsets), mask,
+                    ChildSums(grad[order].sum(), hess[order].sum(), float(order.size), pc.sum()),
+                    SplitRules(int(CRITERIA[criterion].score), lam, float(min_data), float(min_hess)), res)
     return SplitInfo.from_array(res)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from customobj import LambdaLoss, LambdaRank, MPBoost, PreferencePairs, QBRank, RankNet, RankSVM
 from customobj.objectives._cuda_couplings import couplings_reason, grad_hess_couplings_prepared, in_bag_pairs
-from customobj.ole.pairhist import compact_pairs
+from customobj.ole.pair_partition import compact_pairs
 from _cuda_cases import STATUS, data, degenerate_cases, needs_gpu, to_device
 
 

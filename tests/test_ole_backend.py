@@ -11,7 +11,7 @@ from customobj.ole.binning import BinMapper
 from customobj._kernel_status import KernelStatus
 from customobj.ole.common import SPLIT_SIZE, ChildSums, SplitInfo
 from customobj.ole.context import GrowContext
-from customobj.ole.splitting import find_best_split, split_gain
+from customobj.ole.splitting import FeatureBins, SplitRules, find_best_split, split_gain
 
 from _ole_cases import QUIET, make_X, ranknet_setup, tree_dicts
 
@@ -80,7 +80,8 @@ def test_find_split_is_the_kernels_result_read_by_name(use_pairs):
     sums = ChildSums(G, H, 200.0, pc.sum() if use_pairs else 0.0)
     mask = np.ones(5, dtype=np.bool_)
     res = np.zeros(SPLIT_SIZE)
-    find_best_split(hist, ph, use_pairs, 2, mapper.n_bins, mapper.offsets, mask, *sums, 0.5, 3.0, 1e-3, res)
+    find_best_split(hist, ph, use_pairs, FeatureBins(mapper.n_bins, mapper.offsets), mask, sums,
+                    SplitRules(2, 0.5, 3.0, 1e-3), res)
     got = backend.find_split(hist, ph if use_pairs else None, mask, sums)
     assert got == SplitInfo.from_array(res) and got.gain > 0
     want = split_gain(2, *sums, *got.left, *got.right, 0.5)[1]

@@ -8,6 +8,7 @@ import pytest
 
 from customobj import LambdaRank, ListNet, McRank, QBRank, RankNet, RankSVM
 from customobj._cuda_runtime import is_device_array
+from customobj.objectives.base import Objective
 from customobj.ole import TreeBooster
 from customobj.ole import cuda_backend
 from customobj.ole.cuda_scores import host_gradients_reason
@@ -18,10 +19,6 @@ from _ole_cases import QUIET, make_rank_data, tree_dicts
 KW = dict(num_leaves=5, n_estimators=2, min_data_in_leaf=4, max_bin=12, **QUIET)
 
 
-class MyListNet(ListNet):
-    """A subclass may change the math: it gets no GPU route (every exported loss has one)."""
-
-
 def test_the_reason_names_what_keeps_the_gradients_on_the_host():
     assert host_gradients_reason(RankNet(), need_pairs=False, line_search=False) is None
     assert host_gradients_reason(RankNet(), need_pairs=True, line_search=False) is None
@@ -30,7 +27,9 @@ def test_the_reason_names_what_keeps_the_gradients_on_the_host():
     assert host_gradients_reason(LambdaRank(), True, False, pairs_on_host="joint") == "joint"
     assert host_gradients_reason(LambdaRank(), False, False, pairs_on_host="joint") is None  # no pairs needed
     assert "line_search" in host_gradients_reason(RankNet(), need_pairs=False, line_search=True)
-    assert "MyListNet has no GPU kernel" in host_gradients_reason(MyListNet(), need_pairs=False, line_search=False)
+    # every built-in loss has GPU kernels now (ListNet's came with the softmax losses' GPU routes)
+    assert host_gradients_reason(ListNet(), need_pairs=False, line_search=False) is None
+    assert "Objective has no GPU kernel" in host_gradients_reason(Objective(), need_pairs=False, line_search=False)
 
 
 def _spy_row_sums(monkeypatch):
@@ -69,8 +68,7 @@ def test_couplings_line_search_and_cpu_only_objectives_keep_host_gradients(monke
     cases = [(dict(criterion="ole", objective=LambdaRank() + RankNet()),
               "host: the pair couplings of Sum have no GPU kernel"),
              (dict(criterion="ole", leaf_solver="joint"), 'host: leaf_solver="joint"'),
-             (dict(criterion="wse", line_search=True), "host: line_search"),
-             (dict(criterion="wse", objective=MyListNet()), "host: MyListNet has no GPU kernel")]
+             (dict(criterion="wse", line_search=True), "host: line_search")]
     for extra, why in cases:
         seen.clear()
         gpu = TreeBooster(device="cuda", **{**KW, **extra}).fit(X, y, group)

@@ -1,20 +1,20 @@
 """customobj.ole._cuda_split_kernels: the GPU split search against the CPU's (splitting.find_best_split
 and feature_gains) on random and deliberately tied histograms for every score, with and without pairs
-and NaN, with feature masks; the node sums against the CPU's row sums (one block: bit for bit); the
-elementwise subtraction. Small data: without a GPU they run on numba's CUDA simulator. Where NVIDIA's
-NVVM is installed, every kernel of the OLE GPU learner (these, the histograms', the partitions' and
-the score update) is also typed and compiled to PTX as for a real GPU."""
+and NaN, with feature masks (the best feature picked by _cuda_reduce_kernels.pick_best); the
+elementwise subtraction. Small data: without a GPU they run on numba's CUDA simulator. Where
+NVIDIA's NVVM is installed, every kernel of the OLE GPU learner (these, the histograms', the
+reductions', the partitions' and the score update) is also typed and compiled to PTX as for a real
+GPU (sm_80 and sm_90), and every kernel of those modules is in the list."""
 import numpy as np
 import pytest
 
-from customobj.ole.backend import _row_sums
 from customobj.ole.binning import BinMapper
-from customobj.ole.common import SPLIT_SIZE
+from customobj.ole.common import SPLIT_SIZE, ChildSums
 from customobj.ole.criterion import OLE, SE, WSE
-from customobj.ole.cuda_backend import ROW_BLOCK, _launch
+from customobj.ole.cuda_backend import _launch
 from customobj.ole.histogram import build_row_hist_fm
 from customobj.ole.pairhist import build_pair_hist
-from customobj.ole.splitting import _score, feature_gains, find_best_split, node_hessian
+from customobj.ole.splitting import FeatureBins, SplitRules, feature_gains, find_best_split, parent_score
 
 from _cuda_cases import LIST_KERNELS, NVVM_MISSING, needs_gpu
 from _ole_cases import make_X, random_pairs
@@ -42,22 +42,29 @@ def _node(seed, tie):
     pi, pj, pc = pi[keep], pj[keep], pc[keep] * 0.02
     ph = build_pair_hist(np.ascontiguousarray(fm.T), pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins,
                          mapper.n_slots)
-    G, H = _row_sums(rows, grad, hess)
+    G, H = float(grad.sum()), float(hess.sum())
     return mapper, hist, ph, (G, H, 140.0, float(pc.sum()))
 
 
 def _gpu_split(mapper, hist, ph, use_pairs, score, mask, sums, lam, min_data, min_hess):
     from numba import cuda
+    from customobj.ole import _cuda_reduce_kernels as R
+    gains, per = _gpu_bests(mapper, hist, ph, use_pairs, mask, ChildSums(*sums),
+                            SplitRules(score, lam, min_data, min_hess))
+    res = cuda.device_array(SPLIT_SIZE)
+    R.pick_best[1, 8](per, gains, res)
+    return res.copy_to_host()
+
+
+def _gpu_bests(mapper, hist, ph, use_pairs, mask, node, rules):
+    from numba import cuda
     from customobj.ole import _cuda_split_kernels as K
     n_feat = mapper.n_bins.shape[0]
-    per, gains, res = cuda.device_array((n_feat, SPLIT_SIZE)), cuda.device_array(n_feat), cuda.device_array(SPLIT_SIZE)
-    G, H, N, C = sums
-    parent = _score(G, node_hessian(score, G, H, N, C), lam)
-    K.feature_bests[_launch(n_feat)](cuda.to_device(hist), cuda.to_device(ph), use_pairs, score,
-                                     cuda.to_device(mapper.n_bins.astype(np.int64)), cuda.to_device(mapper.offsets),
-                                     cuda.to_device(mask), G, H, N, C, lam, min_data, min_hess, parent, per, gains)
-    K.pick_best[1, 1](per, gains, res)
-    return res.copy_to_host()
+    per, gains = cuda.device_array((n_feat, SPLIT_SIZE)), cuda.device_array(n_feat)
+    bins = FeatureBins(cuda.to_device(mapper.n_bins.astype(np.int64)), cuda.to_device(mapper.offsets))
+    K.feature_bests[_launch(n_feat)](cuda.to_device(hist), cuda.to_device(ph), use_pairs, bins, cuda.to_device(mask),
+                                     node, rules, parent_score(node, rules), per, gains)
+    return gains, per
 
 
 @pytest.mark.parametrize("tie", [False, True])
@@ -69,8 +76,9 @@ def test_the_gpu_search_picks_the_cpu_split_ties_included(score, tie):
         for use_pairs in ([False, True] if score == OLE else [False]):
             for lam, min_data, min_hess in ((0.0, 1.0, 0.0), (0.5, 9.0, 0.5)):
                 want = np.zeros(SPLIT_SIZE)
-                find_best_split(hist, ph if use_pairs else np.zeros((1, 3)), use_pairs, score, mapper.n_bins,
-                                mapper.offsets, mask, *sums, lam, min_data, min_hess, want)
+                find_best_split(hist, ph if use_pairs else np.zeros((1, 3)), use_pairs,
+                                FeatureBins(mapper.n_bins, mapper.offsets), mask, ChildSums(*sums),
+                                SplitRules(score, lam, min_data, min_hess), want)
                 got = _gpu_split(mapper, hist, ph if use_pairs else np.zeros((1, 3)), use_pairs, score, mask, sums,
                                  lam, min_data, min_hess)
                 np.testing.assert_array_equal(got, want)  # the same record, bit for bit
@@ -87,39 +95,14 @@ def test_no_split_is_gain_zero_and_feature_minus_one():
 
 
 def test_the_wse_gains_equal_the_cpu_feature_gains():
-    from numba import cuda
-    from customobj.ole import _cuda_split_kernels as K
     mapper, hist, _, (G, H, N, _) = _node(3, True)
     mask = np.array([True, True, False, True, True])
     want = np.zeros(5)
-    feature_gains(hist, WSE, mapper.n_bins, mapper.offsets, mask, G, H, N, 0.5, 2.0, 0.1, want)
-    per, gains = cuda.device_array((5, SPLIT_SIZE)), cuda.device_array(5)
-    parent = _score(G, node_hessian(WSE, G, H, N, 0.0), 0.5)
-    K.feature_wse_gains[_launch(5)](cuda.to_device(hist), cuda.to_device(np.zeros((1, 3))),
-                                    cuda.to_device(mapper.n_bins.astype(np.int64)), cuda.to_device(mapper.offsets),
-                                    cuda.to_device(mask), G, H, N, 0.5, 2.0, 0.1, parent, per, gains)
+    node, rules = ChildSums(G, H, N, 0.0), SplitRules(WSE, 0.5, 2.0, 0.1)
+    feature_gains(hist, FeatureBins(mapper.n_bins, mapper.offsets), mask, node, rules, want)
+    gains, _ = _gpu_bests(mapper, hist, np.zeros((1, 3)), False, mask, node, rules)
     np.testing.assert_array_equal(gains.copy_to_host(), want)
     assert want[2] == 0.0 and want.max() > 0
-
-
-@pytest.mark.parametrize("n", [0, 1, 77, ROW_BLOCK + 5])
-def test_node_sums_are_the_cpu_sums_in_one_block_and_rounding_close_in_more(n):
-    from numba import cuda
-    from customobj.ole import _cuda_split_kernels as K
-    from customobj.ole.cuda_backend import n_blocks
-    rng = np.random.default_rng(n)
-    grad, hess = rng.normal(size=max(n, 1)) * 1e3, rng.random(max(n, 1))
-    rows = rng.permutation(n).astype(np.int64)
-    nb = n_blocks(n, ROW_BLOCK)
-    part, out = cuda.device_array((nb, 2)), cuda.device_array(2)
-    K.block_sums[_launch(nb)](cuda.to_device(rows if n else np.zeros(1, np.int64)), n, nb, cuda.to_device(grad),
-                              cuda.to_device(hess), part)
-    K.ordered_sums[1, 1](part, nb, out)
-    got, want = out.copy_to_host(), np.array(_row_sums(rows, grad, hess))
-    if nb == 1:
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_subtract_is_numpys_elementwise_subtraction():
@@ -142,29 +125,38 @@ from numba import types as T
 import numba.cuda.dispatcher as dispatcher
 dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))  # no GPU: sm_80
 from customobj.ole import _cuda_split_kernels as K, _cuda_score_kernels as S, _cuda_hist_kernels as HK
-from customobj.ole import _cuda_partition_kernels as P
+from customobj.ole import _cuda_partition_kernels as P, _cuda_reduce_kernels as R, _cuda_node_kernels as N
 f1, i1, f2, f3, b1 = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.float64[:, :, ::1], T.boolean[::1]
 i, f, b, fA = T.int64, T.float64, T.boolean, T.float64[:]  # fA: a column of McRank's (n, K) gradients
-i2, j1 = T.int64[:, ::1], T.int32[::1]  # block counts; int32 pair indices
-SIGS = [(K.feature_bests, (f2, f2, b, i, i1, i1, b1, f, f, f, f, f, f, f, f, f2, f1)), (K.pick_best, (f2, f1, f1)),
-        (K.feature_wse_gains, (f2, f2, i1, i1, b1, f, f, f, f, f, f, f, f2, f1)), (K.subtract, (f1, f1)),
-        (K.block_sums, (i1, i, i, f1, f1, f2)), (K.block_sums, (i1, i, i, fA, fA, f2)), (K.ordered_sums, (f2, i, f1)),
-        (S.add_tree_bins, (T.uint8[:, ::1], i1, i1, i1, b1, i1, i1, f1, f1)),
-        (S.add_tree_bins, (T.uint16[:, ::1], i1, i1, i1, b1, i1, i1, f1, fA)),
-        (HK.row_hist_blocks, (T.uint8[:, ::1], i1, i, i, fA, fA, i1, f3)), (HK.zero, (f1,)),
-        (HK.pair_hist_blocks, (T.uint8[:, ::1], j1, j1, f1, i, i, i1, i1, i1, f3)), (HK.reduce_blocks, (f3, i, f2)),
+i2, j1 = T.int64[:, ::1], T.int32[::1]  # block counts, feature groups; int32 pair indices
+u8, u16 = T.uint8[:, ::1], T.uint16[:, ::1]
+from customobj.ole.common import ChildSums
+from customobj.ole.splitting import FeatureBins, SplitRules
+bins = T.NamedTuple([i1, i1], FeatureBins)  # the split search's records (issue: no kernel over 12 arguments)
+node, rules = T.NamedUniTuple(f, 4, ChildSums), T.NamedTuple([i, f, f, f], SplitRules)
+SIGS = [(K.feature_bests, (f2, f2, b, bins, b1, node, rules, f, f2, f1)), (R.pick_best, (f2, f1, f1)),
+        (K.subtract, (f1, f1)),
+        (S.add_tree_bins, (u8, i1, i1, i1, b1, i1, i1, f1, f1)), (S.add_tree_bins, (u16, i1, i1, i1, b1, i1, i1, f1, fA)),
+        (HK.zero, (f1,)), (HK.row_hist_shared, (u8, i1, i, f1, f1, f1, i2, i2, i1, f2)),
+        (HK.row_hist_shared, (u16, i1, i, f1, f1, f1, i2, i2, i1, f2)),
+        (HK.pair_hist_shared, (u8, j1, j1, f1, i, i, f1, i2, i2, i1, f2)),
+        (HK.pair_hist_shared, (u16, i1, i1, f1, i, i, f1, i2, i2, i1, f2)),
+        (R.reset, (f1, T.int64[::1], f1)), (R.grid_max, (f1, f1, i1, b, i, f1)), (R.grid_max, (fA, fA, i1, b, i, f1)),
+        (R.grid_units, (f1, f1, i1, b, i, f1, i1)), (R.grid_round, (f1, f1, i1, b, i, f1, i1, f1, f1, f1)),
+        (R.grid_round, (fA, fA, i1, b, i, f1, i1, f1, f1, f1)), (R.coupling_sums, (j1, j1, f1, i, i, b1, b, f1)),
+        (R.scan_counts, (i2, i, i2)),
         (P.mark_rows_blocks, (T.uint8[::1], i1, i, i, i, i, i, b, b1, i2)),
-        (P.place_rows_blocks, (i1, i, i, i, b1, i2, i1)), (P.copy_rows, (i1, i1, i, i)), (P.scan_counts, (i2, i, i2)),
+        (P.place_rows_blocks, (i1, i, i, i, b1, i2, i1)), (P.copy_rows, (i1, i1, i, i)),
         (P.count_sides_blocks, (j1, j1, i, i, i, b1, i2)),
-        (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, j1, j1, f1)),
-        (P.coupling_blocks, (f1, i, i, i, f2)), (P.split_coupling_blocks, (j1, j1, f1, i, i, i, b1, f2))]
+        (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, j1, j1, f1)), (N.split_nan_count, (f2, i1, i1, f1))]
 try:
     cuda.compile_ptx(K.subtract.py_func, T.void(f1, f1), cc=(8, 0))
 except Exception as exc:
     print("NO-NVVM", type(exc).__name__)
     raise SystemExit
 for kernel, sig in SIGS:
-    cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
+    for cc in ((8, 0), (9, 0)):
+        cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=cc)
 print("COMPILED", len(SIGS))
 check_listed(SIGS, "customobj.ole")
 """

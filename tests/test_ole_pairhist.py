@@ -1,6 +1,6 @@
 """customobj.ole.pairhist: the chunked pair histogram against its per-pair definition (any pair order,
-NaN, feature-major bins), the stable three-way pair partition, and criterion="ole" (float32 chunk
-accumulators) against the float64 reference criterion="ole_float64".
+NaN, feature-major bins), and the kernel's float32 chunk accumulators (the former criterion="ole")
+against float64 ones; criterion="ole" (now float64 on pre-rounded couplings) against "ole_float64".
 
 The exactness statement checked here (Xia, Zhai, Wang, "Analysis of regression tree fitting
 algorithms in learning to rank", section 3.1):
@@ -19,7 +19,7 @@ import pytest
 from customobj import LambdaRank, RankNet
 from customobj.ole import TreeBooster
 from customobj.ole.binning import BinMapper
-from customobj.ole.pairhist import PairScratch, build_pair_hist, split_coupling_sums
+from customobj.ole.pairhist import PairScratch, build_pair_hist
 
 from _ole_cases import assert_subset_slots, make_X, make_rank_data
 from _oracles import node_rows
@@ -74,17 +74,6 @@ def test_float32_pair_hist_candidates_within_1e6_of_the_node_coupling_mq2008(mq2
     X, y, group = mq2008_fold1["train"]
     mapper, c_node, ph32, ph64 = pair_hists(X, y, group, LambdaRank(truncation=30), np.zeros(y.size))
     assert_candidate_couplings_close(mapper, c_node, ph32, ph64)
-
-
-def test_split_coupling_sums_match_masks():
-    rng = np.random.default_rng(3)
-    pi, pj = rng.integers(0, 50, 400).astype(np.int32), rng.integers(0, 50, 400).astype(np.int32)
-    pc = rng.random(400)
-    go_left = rng.random(50) < 0.4
-    cl, cr = split_coupling_sums(pi, pj, pc, 10, 350, go_left)
-    s = slice(10, 350)
-    assert cl == pytest.approx(pc[s][go_left[pi[s]] & go_left[pj[s]]].sum(), rel=1e-12)
-    assert cr == pytest.approx(pc[s][~go_left[pi[s]] & ~go_left[pj[s]]].sum(), rel=1e-12)
 
 
 # ---- trees -------------------------------------------------------------------------------------------
@@ -246,30 +235,6 @@ def test_pair_hist_matches_definition(nan_frac, chunk_rows, monkeypatch):
                 bins, mapper.n_bins, mapper.offsets, pi[lo:hi], pj[lo:hi], pc[lo:hi])
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
         assert np.all(scratch.loc == -1)  # the row -> slot maps are left clean for the next call
-
-
-@pytest.mark.parametrize("n,m,start,end", [(50, 400, 30, 350), (5000, 300_000, 1_000, 299_000)])
-def test_partition_pairs_is_stable_three_way(n, m, start, end):
-    # the second case spans several parallel blocks (65,536 pairs each)
-    from customobj.ole.pairhist import partition_pairs
-    rng = np.random.default_rng(21)
-    go_left = rng.random(n) < 0.4
-    pi = rng.integers(0, n, m).astype(np.int32)
-    pj = rng.integers(0, n, m).astype(np.int32)
-    pc = rng.random(m)
-    oi, oj, oc = np.full(m, -7, np.int32), np.full(m, -7, np.int32), np.full(m, -7.0)
-    a, b, c = pi.copy(), pj.copy(), pc.copy()
-    nl, nr = partition_pairs(a, b, c, start, end, go_left, oi, oj, oc)
-    side = np.where(go_left[pi[start:end]] & go_left[pj[start:end]], 0,
-                    np.where(~go_left[pi[start:end]] & ~go_left[pj[start:end]], 1, 2))
-    order = np.argsort(side, kind="stable") + start
-    assert (nl, nr) == ((side == 0).sum(), (side == 1).sum())
-    np.testing.assert_array_equal(oi[start:end], pi[order])
-    np.testing.assert_array_equal(oj[start:end], pj[order])
-    np.testing.assert_array_equal(oc[start:end], pc[order])
-    assert np.all(oi[:start] == -7) and np.all(oi[end:] == -7)  # outside the range: untouched
-    np.testing.assert_array_equal(a, pi)  # the source is left as it was
-    np.testing.assert_array_equal(c, pc)
 
 
 # --- feature groups: more work items than blocks, the same bits -----------------------------------

@@ -8,7 +8,9 @@ from customobj import Logistic, McRank, MPBoost, RankNet, SquaredError
 from customobj._kernel_status import KernelStatus
 from customobj.ole import TreeBooster
 from customobj.ole.binning import BinMapper
+from customobj.ole.common import ChildSums
 from customobj.ole.histogram import build_row_hist_fm
+from customobj.ole.splitting import FeatureBins, SplitRules
 
 from _ole_cases import QUIET, kernel_best_split, make_X, make_rank_data, ranknet_setup, reference_best_split, tree_dicts
 
@@ -85,8 +87,8 @@ def test_parallel_split_search_equals_serial(criterion, two_threads):
     ph = build_pair_hist(fm.T, pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins, mapper.n_slots)
     mask = np.ones(9, dtype=np.bool_)
     mask[7] = False
-    args = (hist, ph, criterion == "ole", int(CRITERIA[criterion].score), mapper.n_bins, mapper.offsets, mask,
-            grad.sum(), hess.sum(), 300.0, pc.sum(), 0.5, 5.0, 1e-3)
+    args = (hist, ph, criterion == "ole", FeatureBins(mapper.n_bins, mapper.offsets), mask,
+            ChildSums(grad.sum(), hess.sum(), 300.0, pc.sum()), SplitRules(int(CRITERIA[criterion].score), 0.5, 5.0, 1e-3))
     want, got = np.zeros(SPLIT_SIZE), np.zeros(SPLIT_SIZE)
     assert find_best_split(*args, want) == KernelStatus.SPLIT_FOUND
     saved = numba.get_num_threads()
@@ -159,10 +161,11 @@ def test_an_unknown_criterion_code_is_flagged_never_computed(code):
     mask = np.ones(mapper.n_bins.shape[0], dtype=np.bool_)
     for kernel in (find_best_split, find_best_split_parallel):
         res = np.full(SPLIT_SIZE, 7.0)
-        known = kernel(hist, ph, True, OLE, mapper.n_bins, mapper.offsets, mask, G, H, N, C, 0.5, 3.0, 1e-3, res)
+        bins, node = FeatureBins(mapper.n_bins, mapper.offsets), ChildSums(G, H, N, C)
+        known = kernel(hist, ph, True, bins, mask, node, SplitRules(OLE, 0.5, 3.0, 1e-3), res)
         assert known == KernelStatus.SPLIT_FOUND and res[SPLIT_GAIN] > 0  # the same node with a known code splits
         res[:] = 7.0
-        status = kernel(hist, ph, True, code, mapper.n_bins, mapper.offsets, mask, G, H, N, C, 0.5, 3.0, 1e-3, res)
+        status = kernel(hist, ph, True, bins, mask, node, SplitRules(code, 0.5, 3.0, 1e-3), res)
         assert status == KernelStatus.UNKNOWN_CODE
         assert res[SPLIT_GAIN] == 0.0 and res[SPLIT_FEATURE] == -1.0
         with pytest.raises(ValueError, match=f"unknown criterion code {code}"):
@@ -171,13 +174,12 @@ def test_an_unknown_criterion_code_is_flagged_never_computed(code):
     assert split_gain(OLE, *args)[0] == KernelStatus.SPLIT_NONE
     assert split_gain(code, *args) == (KernelStatus.UNKNOWN_CODE, 0.0)
     out = np.full(mask.size, 5.0)
-    none = KernelStatus.SPLIT_NONE
-    assert feature_gains(hist, WSE, mapper.n_bins, mapper.offsets, mask, G, H, N, 0.5, 3.0, 1e-3, out) == none
+    wse_node = ChildSums(G, H, N, 0.0)
+    assert feature_gains(hist, bins, mask, wse_node, SplitRules(WSE, 0.5, 3.0, 1e-3), out) == KernelStatus.SPLIT_NONE
     assert out.max() > 0
     for bad in (code, OLE):  # a row-only kernel: the OLE score is no code of it either
         out[:] = 5.0
-        assert feature_gains(hist, bad, mapper.n_bins, mapper.offsets, mask, G, H, N, 0.5, 3.0, 1e-3,
-                             out) == KernelStatus.UNKNOWN_CODE
+        assert feature_gains(hist, bins, mask, wse_node, SplitRules(bad, 0.5, 3.0, 1e-3), out) == KernelStatus.UNKNOWN_CODE
         assert not out.any()
     assert np.isnan(node_hessian(code, G, H, N, C))
 

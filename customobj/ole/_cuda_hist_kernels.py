@@ -1,111 +1,211 @@
-"""numba.cuda kernels of the OLE grower's histograms: the GPU twins of :mod:`.histogram` and :mod:`.pairhist`.
+"""numba.cuda kernels of the OLE grower's histograms in shared memory: the GPU twins of
+:func:`customobj.ole.histogram.build_row_hist_fm` and :func:`customobj.ole.pairhist.build_pair_hist`.
 
-Deterministic by construction (issue "OLE at scale": the GPU must grow the CPU's trees, ties
-broken the same way). No atomics: a node's rows (or pairs) are cut into blocks whose number
-depends only on their count (:func:`customobj.ole.cuda_backend.n_blocks`), one thread per (block,
-feature) sums its block **in node order** into its own partial histogram, and one thread per
-(slot, channel) adds the partials in block order. A node of at most ``cuda_backend.ROW_BLOCK``
-rows is one block: its row histogram then adds every row in the CPU kernel's order
-(``histogram.build_row_hist_fm``: per feature, rows in node order), bit for bit. More blocks, and
-the pair histograms (the CPU's ``criterion="ole"`` sums chunks in float32 first), differ from the
-CPU's sums only by float64 rounding: two features or thresholds that tie on the CPU (the same
-rows, the same bins) tie here too, because equal inputs go through equal arithmetic. Only
-additions: no multiply-add the compiler could fuse differently from the CPU.
+**Layout.** Features are packed into groups (:func:`feature_groups`) whose slots fit one block's
+shared memory (``SHARED_SLOTS`` slots x 3 int64 channels = 48,000 bytes, the default limit of a
+block without opt-in; eight 255-bin features). The grid is ``(chunks, groups)``: block ``(b, g)``
+keeps group ``g``'s histogram in shared memory and walks chunk ``b`` of the node's rows (pairs);
+its ``THREADS`` threads stride over the chunk's (item, feature) updates, neighbouring threads
+taking neighbouring features of one item, so a warp reads a contiguous run of the **row-major**
+bins (one row's group of features: a coalesced transaction) and the item's index, gradient or
+coupling once for all its lanes (a broadcast). Each block merges its shared histogram into the
+global one once, one atomic per non-zero slot and channel. A feature with more slots than fit a
+block has its group to itself and adds straight into global memory.
+
+**Arithmetic.** Values arrive on their grid (:mod:`.fixed_point`: the tree's gradients and
+hessians, rounded by :func:`._cuda_reduce_kernels.grid_round`, and its couplings): each update
+adds the integer ``q = x / step`` to an int64 shared slot with ``atom.shared.add.u64`` (XGBoost's
+``GradientQuantiser``), and the merge adds ``q_sum * step`` (exact) to the float64 histogram. Integer
+additions are exact, so the histogram does not depend on the order of the threads, the number of
+blocks or chunks, or the card: it is the CPU's bit for bit (the CPU adds the same on-grid values in
+float64, exactly too).
+
+**Traffic per update** (one feature of one row, or of one pair): a row update reads one bin byte
+(coalesced) and does 3 shared int64 atomics (g, h, count), the row's index, ``g`` and ``h`` (24 bytes)
+shared by the group's lanes; a pair update reads two bin bytes and does 3 shared atomics (``R`` at
+both rows' bins, then ``hi`` or ``nanp``), the pair's two indices and coupling (16-24 bytes) shared
+the same way. Global histogram traffic: ``slots x 3`` atomics per block, once.
 
 The pair channels follow :mod:`.pairhist`: ``hi`` at the larger bin (ties: the first row's),
-``nanp`` at the non-NaN row's bin when the other row's bin is the NaN slot, ``R`` at both rows'
-bins. Bins are feature-major ``(features, rows)``: a thread walks one feature's column.
+``nanp`` at the non-NaN row's bin when the other row's bin is the NaN slot, ``R`` at both rows' bins.
 """
+from __future__ import annotations
+
+import numpy as np
+from numba import int64
+
 from .._cuda_runtime import cuda_module
+from ._cuda_launch import pow2_threads
 from .common import HIST_COUNT, HIST_G, HIST_H, PH_HI, PH_NANP, PH_R
 
 cuda = cuda_module()
 
-__all__ = ["zero", "row_hist_blocks", "pair_hist_blocks", "reduce_blocks"]
+__all__ = ["zero", "row_hist_shared", "pair_hist_shared", "feature_groups", "chunks_for", "launch_for", "SHARED_SLOTS",
+           "CHUNK_UPDATES", "MAX_CHUNKS", "GROUP_COLUMNS", "MEMBER_COLUMNS"]
+
+#: Slots of one block's shared histogram: 3 int64 channels each, 48,000 bytes (the default limit).
+SHARED_SLOTS = 2000
+#: (item, feature) updates per block of a histogram (its chunk), and most chunks: fewer blocks
+#: merge fewer shared histograms; the result does not depend on either.
+CHUNK_UPDATES = 65536
+MAX_CHUNKS = 1024
+#: ``groups[g]`` = (first member, end member, local slots, in shared memory, first entry of ``slot_map``)
+GROUP_COLUMNS = 5
+#: ``members[m]`` = (feature, its first global slot, its NaN bin, its first local slot)
+MEMBER_COLUMNS = 4
+
+
+def feature_groups(offsets: np.ndarray, n_bins: np.ndarray, feats: np.ndarray,
+                   capacity: int = SHARED_SLOTS) -> tuple:
+    """``(groups, members, slot_map)`` (int64) packing ``feats`` (in order) into groups of at most
+    ``capacity`` slots; ``slot_map[groups[g, 4] + s]`` is local slot ``s``'s global slot.
+
+    >>> g, m, smap = feature_groups(np.array([0, 3, 9, 12]), np.array([2, 5, 2]), np.arange(3), capacity=9)
+    >>> g.tolist(), m[:, 3].tolist(), smap.tolist()
+    ([[0, 2, 9, 1, 0], [2, 3, 3, 1, 9]], [0, 3, 0], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+    """
+    feats = np.asarray(feats, dtype=np.int64)
+    members = np.zeros((feats.size, MEMBER_COLUMNS), dtype=np.int64)
+    groups, smap = [], []
+    first, local = 0, 0
+    for q, f in enumerate(feats):
+        width = int(n_bins[f]) + 1
+        if q > first and local + width > capacity:  # close the group before this feature
+            groups.append((first, q, local, 1, len(smap) - local))
+            first, local = q, 0
+        members[q] = (f, offsets[f], n_bins[f], local)
+        smap.extend(range(int(offsets[f]), int(offsets[f]) + width))
+        local += width
+    if feats.size:
+        groups.append((first, feats.size, local, int(local <= capacity), len(smap) - local))
+    # a lone feature wider than the capacity closed above is flagged too
+    g = np.array(groups, dtype=np.int64).reshape(-1, GROUP_COLUMNS)
+    g[:, 3] = g[:, 2] <= capacity
+    return g, members, np.array(smap, dtype=np.int64)
+
+
+def launch_for(n_items: int, groups: np.ndarray) -> tuple:
+    """``((chunks, groups), threads)`` of a histogram over ``n_items`` rows or pairs."""
+    chunks = chunks_for(n_items, groups)
+    width = int((groups[:, 1] - groups[:, 0]).max())
+    return (chunks, groups.shape[0]), pow2_threads(-(-int(n_items) * width // chunks))
+
+
+def chunks_for(n_items: int, groups: np.ndarray) -> int:
+    """Chunks (blocks per group) of a histogram over ``n_items`` rows or pairs: about
+    ``CHUNK_UPDATES`` updates each, at least 1, at most ``MAX_CHUNKS``."""
+    width = int((groups[:, 1] - groups[:, 0]).max()) if groups.shape[0] else 1
+    return int(max(1, min(MAX_CHUNKS, -(-int(n_items) * width // CHUNK_UPDATES))))
+
 
 @cuda.jit(cache=True)
 def zero(flat):
-    """``flat[:] = 0`` (a partial buffer before a feature subset fills only its own slots)."""
-    i = cuda.grid(1)
-    if i < flat.shape[0]:
+    """``flat[:] = 0`` (a histogram before its blocks add into it)."""
+    for i in range(cuda.grid(1), flat.shape[0], cuda.gridsize(1)):
         flat[i] = 0.0
 
 
 @cuda.jit(device=True)
-def _block_of_thread(t, n_feat, n, nb):
-    """Thread ``t`` of ``n_feat * nb``: its block ``b``, its feature ``f`` and the block's items
-    ``lo:hi`` of ``n``; ``b = -1`` for a thread past the end. Neighbouring threads take one block and
-    neighbouring features, so a warp reads the same rows (or pairs)."""
-    if t >= n_feat * nb:
-        return -1, 0, 0, 0
-    b = t // n_feat
-    return b, t - b * n_feat, (n * b) // nb, (n * (b + 1)) // nb
+def _block_work(sh, groups, grp, start, n):
+    """Block ``(b, grp)``'s group (first member, width, local slots, in shared memory) and its chunk
+    ``lo:hi`` of the items ``start:start+n``; its shared histogram cleared."""
+    q0 = groups[grp, 0]
+    nloc = groups[grp, 2]
+    shared = groups[grp, 3] != 0
+    if shared:
+        for s in range(cuda.threadIdx.x, nloc, cuda.blockDim.x):
+            sh[s, 0] = 0
+            sh[s, 1] = 0
+            sh[s, 2] = 0
+        cuda.syncthreads()
+    nb = cuda.gridDim.x
+    b = cuda.blockIdx.x
+    return q0, groups[grp, 1] - q0, nloc, shared, start + (n * b) // nb, start + (n * (b + 1)) // nb
+
+
+@cuda.jit(device=True)
+def _merge(sh, nloc, smap, base, s0, s1, s2, out):
+    """Add the block's shared histogram to ``out`` once: channel ``c`` counts ``q * step_c``."""
+    cuda.syncthreads()
+    for s in range(cuda.threadIdx.x, nloc, cuda.blockDim.x):
+        slot = smap[base + s]
+        if sh[s, 0] != 0:
+            cuda.atomic.add(out, (slot, 0), float(sh[s, 0]) * s0)
+        if sh[s, 1] != 0:
+            cuda.atomic.add(out, (slot, 1), float(sh[s, 1]) * s1)
+        if sh[s, 2] != 0:
+            cuda.atomic.add(out, (slot, 2), float(sh[s, 2]) * s2)
+
+
+@cuda.jit(device=True)
+def _add(sh, out, shared, local, glob, ch, q, step):
+    """One update: ``q`` units at a slot, in shared memory (int64) or, for a wide feature, global (float64)."""
+    if shared:
+        cuda.atomic.add(sh, (local, ch), q)
+    else:
+        cuda.atomic.add(out, (glob, ch), float(q) * step)
+
+
+@cuda.jit(device=True)
+def _units(x, step):
+    """An on-grid value as its integer count of grid steps (0 without a grid: non-finite input)."""
+    if step == 0.0:
+        return int64(0)
+    return int64(x / step)
 
 
 @cuda.jit(cache=True)
-def row_hist_blocks(bins_fm, rows, n, nb, grad, hess, offsets, partial):
-    """Thread ``(b, f)``: ``partial[b]``'s slots of feature ``f`` = [g, h, count] sums of the rows
-    ``rows[lo:hi]`` of block ``b``, in order."""
-    b, f, lo, hi = _block_of_thread(cuda.grid(1), bins_fm.shape[0], n, nb)
-    if b < 0:
-        return
-    part = partial[b]
-    for s in range(offsets[f], offsets[f + 1]):
-        part[s, HIST_G] = 0.0
-        part[s, HIST_H] = 0.0
-        part[s, HIST_COUNT] = 0.0
-    col = bins_fm[f]
-    base = offsets[f]
-    for k in range(lo, hi):
-        r = rows[k]
-        s = base + col[r]
-        part[s, HIST_G] += grad[r]
-        part[s, HIST_H] += hess[r]
-        part[s, HIST_COUNT] += 1.0
+def row_hist_shared(bins_rm, rows, n, g, h, steps, groups, members, slot_map, out):
+    """``out`` (zeroed) += [g, h, count] of the rows ``rows[0:n]``: block ``(b, grp)`` adds chunk ``b``
+    of the rows for feature group ``grp``. ``g, h``: on their grids, steps ``steps[0], steps[1]``."""
+    sh = cuda.shared.array((SHARED_SLOTS, 3), dtype=int64)
+    grp = cuda.blockIdx.y
+    q0, width, nloc, shared, lo, hi = _block_work(sh, groups, grp, 0, n)
+    sg = steps[0]
+    shh = steps[1]
+    for t in range(cuda.threadIdx.x, (hi - lo) * width, cuda.blockDim.x):
+        k = t // width
+        m = q0 + t - k * width
+        r = rows[lo + k]
+        x = int64(bins_rm[r, members[m, 0]])
+        loc = members[m, 3] + x
+        glob = members[m, 1] + x
+        _add(sh, out, shared, loc, glob, HIST_G, _units(g[r], sg), sg)
+        _add(sh, out, shared, loc, glob, HIST_H, _units(h[r], shh), shh)
+        _add(sh, out, shared, loc, glob, HIST_COUNT, int64(1), 1.0)
+    if shared:
+        _merge(sh, nloc, slot_map, groups[grp, 4], sg, shh, 1.0, out)
 
 
 @cuda.jit(cache=True)
-def pair_hist_blocks(bins_fm, pi, pj, pc, n, nb, feats, foff, fnb, partial):
-    """Thread ``(b, q)``: ``partial[b]``'s slots of feature ``feats[q]`` = [hi, nanp, R] of the pairs
-    ``lo:hi`` of block ``b``, in pair order (``partial`` zeroed outside the features' slots)."""
-    b, q, lo, hi = _block_of_thread(cuda.grid(1), feats.shape[0], n, nb)
-    if b < 0:
-        return
-    part = partial[b]
-    base = foff[q]
-    top = fnb[q]  # the NaN slot's bin
-    for s in range(base, base + top + 1):
-        part[s, PH_HI] = 0.0
-        part[s, PH_NANP] = 0.0
-        part[s, PH_R] = 0.0
-    col = bins_fm[feats[q]]
-    for k in range(lo, hi):
-        c = pc[k]
-        x = col[pi[k]]
-        y = col[pj[k]]
-        part[base + x, PH_R] += c
-        part[base + y, PH_R] += c
+def pair_hist_shared(bins_rm, pi, pj, pc, start, n, steps, groups, members, slot_map, out):
+    """``out`` (zeroed) += [hi, nanp, R] of the pairs ``start:start+n``: block ``(b, grp)`` adds chunk
+    ``b`` of the pairs for feature group ``grp``. ``pc``: on its grid, step ``steps[0]``."""
+    sh = cuda.shared.array((SHARED_SLOTS, 3), dtype=int64)
+    grp = cuda.blockIdx.y
+    q0, width, nloc, shared, lo, hi = _block_work(sh, groups, grp, start, n)
+    step = steps[0]
+    for t in range(cuda.threadIdx.x, (hi - lo) * width, cuda.blockDim.x):
+        k = t // width
+        m = q0 + t - k * width
+        p = lo + k
+        f = members[m, 0]
+        top = members[m, 2]  # the NaN slot's bin
+        x = int64(bins_rm[pi[p], f])
+        y = int64(bins_rm[pj[p], f])
+        q = _units(pc[p], step)
+        lx = members[m, 3]
+        gx = members[m, 1]
+        _add(sh, out, shared, lx + x, gx + x, PH_R, q, step)
+        _add(sh, out, shared, lx + y, gx + y, PH_R, q, step)
         if x < y:
             if y == top:  # the larger row is NaN: nanp at the other row's bin
-                part[base + x, PH_NANP] += c
+                _add(sh, out, shared, lx + x, gx + x, PH_NANP, q, step)
             else:
-                part[base + y, PH_HI] += c
+                _add(sh, out, shared, lx + y, gx + y, PH_HI, q, step)
         elif y < x and x == top:
-            part[base + y, PH_NANP] += c
+            _add(sh, out, shared, lx + y, gx + y, PH_NANP, q, step)
         else:  # the first row holds the larger (or equal) bin; two NaN rows land on the NaN slot
-            part[base + x, PH_HI] += c
-
-
-@cuda.jit(cache=True)
-def reduce_blocks(partial, nb, out):
-    """``out[s, ch] = sum_b partial[b, s, ch]``, blocks added in order (one thread per entry)."""
-    i = cuda.grid(1)
-    n_ch = out.shape[1]
-    if i >= out.shape[0] * n_ch:
-        return
-    s = i // n_ch
-    ch = i - s * n_ch
-    acc = partial[0, s, ch]
-    for b in range(1, nb):
-        acc += partial[b, s, ch]
-    out[s, ch] = acc
+            _add(sh, out, shared, lx + x, gx + x, PH_HI, q, step)
+    if shared:
+        _merge(sh, nloc, slot_map, groups[grp, 4], step, step, step, out)

@@ -1,31 +1,26 @@
 """numba.cuda kernels of the OLE grower's row and pair partitions and coupling sums: the GPU twins of
-:func:`customobj.ole.partition.partition_rows`, :func:`customobj.ole.pairhist.partition_pairs`,
-``sum_couplings`` and ``split_coupling_sums``.
+:func:`customobj.ole.partition.partition_rows` and :func:`customobj.ole.pair_partition.partition_pairs`.
 
 Like the CPU's parallel versions, a range is cut into blocks whose number depends only on its size
-(:func:`customobj.ole.cuda_backend.n_blocks`); one thread per block runs the CPU's own per-block code
-(``partition._mark_rows`` / ``_place_rows``, ``pairhist._count_sides`` / ``_place_sides``, compiled
+(``CUDABackend._partition_blocks``); one thread per block runs the CPU's own per-block code
+(``partition._mark_rows`` / ``_place_rows``, ``pair_partition._count_sides`` / ``_place_sides``, compiled
 as device functions; their Python source under the simulator, as in :mod:`._cuda_split_kernels`),
-:func:`scan_counts` turns the blocks' counts into their offsets (one thread, blocks in order), and
-each block places its items at its offsets. The partitions are
+:func:`._cuda_reduce_kernels.scan_counts` turns the blocks' counts into their offsets (a block-wide
+scan), and each block places its items at its offsets. The partitions are
 stable, so their result is the CPU's whatever the block count: [left | right] rows and [both left |
-both right | split] pairs, each in node order. The coupling sums add each block in pair order and
-then the blocks in order (:func:`._cuda_split_kernels.ordered_sums`): one block is the CPU's sum bit
-for bit, more differ from it by float64 rounding only.
+both right | split] pairs, each in node order. The coupling sums are
+:func:`._cuda_reduce_kernels.coupling_sums` (exact: the couplings are on their grid).
 """
 from .._cuda_runtime import cuda_module, device_function
-from ..objectives._query_kernels import range_sum
-from .pairhist import _count_sides, _place_sides, split_coupling_sums
+from .pair_partition import _count_sides, _place_sides
 from .partition import _mark_rows, _place_rows
 
 cuda = cuda_module()
 
-__all__ = ["mark_rows_blocks", "scan_counts", "place_rows_blocks", "copy_rows", "count_sides_blocks",
-           "place_sides_blocks", "coupling_blocks", "split_coupling_blocks"]
+__all__ = ["mark_rows_blocks", "place_rows_blocks", "copy_rows", "count_sides_blocks", "place_sides_blocks"]
 
 
 _mark, _place, _count, _sides = device_function(_mark_rows), device_function(_place_rows), device_function(_count_sides), device_function(_place_sides)
-_range_sum, _split_sums = device_function(range_sum), device_function(split_coupling_sums)
 
 
 @cuda.jit(device=True)
@@ -41,22 +36,6 @@ def mark_rows_blocks(col, order, start, n, nb, tbin, nan_bin, nan_left, go_left,
         lo, hi = _block(b, start, n, nb)
         counts[b, 0] = _mark(col, order, lo, hi, tbin, nan_bin, nan_left, go_left)
         counts[b, 1] = 0
-
-
-@cuda.jit(cache=True)
-def scan_counts(counts, nb, before):
-    """One thread: ``before[b] = counts[:b].sum(axis=0)`` for ``b`` in ``0..nb`` (``before[nb]``: the totals)."""
-    if cuda.grid(1) != 0:
-        return
-    a = 0
-    c = 0
-    for b in range(nb):
-        before[b, 0] = a
-        before[b, 1] = c
-        a += counts[b, 0]
-        c += counts[b, 1]
-    before[nb, 0] = a
-    before[nb, 1] = c
 
 
 @cuda.jit(cache=True)
@@ -104,24 +83,3 @@ def place_sides_blocks(pi, pj, pc, start, n, nb, go_left, before, oi, oj, oc):
     lo, hi = _block(b, start, n, nb)
     _sides(pi, pj, pc, lo, hi, go_left, start + bl, start + tl + br, start + tl + tr + (lo - start - bl - br),
            oi, oj, oc)
-
-
-@cuda.jit(cache=True)
-def coupling_blocks(pc, start, n, nb, part):
-    """Thread ``b``: ``part[b] = (sum of its block's couplings in order, 0)``."""
-    b = cuda.grid(1)
-    if b < nb:
-        lo, hi = _block(b, start, n, nb)
-        part[b, 0] = _range_sum(pc, lo, hi)
-        part[b, 1] = 0.0
-
-
-@cuda.jit(cache=True)
-def split_coupling_blocks(pi, pj, pc, start, n, nb, go_left, part):
-    """Thread ``b``: ``part[b]`` = its block's couplings of pairs with both rows left, both right."""
-    b = cuda.grid(1)
-    if b < nb:
-        lo, hi = _block(b, start, n, nb)
-        cl, cr = _split_sums(pi, pj, pc, lo, hi, go_left)
-        part[b, 0] = cl
-        part[b, 1] = cr

@@ -30,7 +30,9 @@ results: the same splits, ties broken the same way, sums equal to float toleranc
 
 Histograms and pair buffers may live on the device: the grower only passes them back to the
 backend, subtracts histograms (``parent -= child``, which the arrays must support) and reads
-``row_hist`` counts at a NaN slot. What the grower reads on the host: the sums, the split (a
+``row_hist`` counts at a NaN slot. Sums are exact: each tree's gradients, hessians and couplings
+are rounded to a power-of-two grid first (:mod:`.fixed_point`), so every backend adds the same bits.
+What the grower reads on the host: the sums, the split (a
 :class:`~customobj.ole.common.SplitInfo`) and, at the end of the tree, the row order.
 """
 from __future__ import annotations
@@ -38,16 +40,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
-from numba import njit
 
 from .common import HIST_COUNT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
 from .criterion import SplitScore, WSE
+from .fixed_point import grid_step_of, grid_step_of_rows, round_range, round_rows
 from .histogram import build_row_hist_fm
 from .pair_pruning import Dropped, dropped_leaf_couplings, prune_for_tree
-from .pairhist import build_pair_hist, partition_pairs, split_coupling_sums, sum_couplings
+from .pair_partition import partition_pairs, split_coupling_sums, sum_couplings
+from .pairhist import build_pair_hist
 from .partition import partition_rows
-from .splitting import check_status, feature_gains, find_best_split, find_best_split_parallel, split_gain
+from .splitting import (FeatureBins, SplitRules, check_status, feature_gains, find_best_split, find_best_split_parallel,
+                        split_gain)
 
 if TYPE_CHECKING:
     from .cuda_stats import DeviceStats
@@ -59,14 +63,9 @@ __all__ = ["CPUBackend", "PARALLEL_SLOTS"]
 PARALLEL_SLOTS = 32768
 
 
-@njit(cache=True)
-def _row_sums(order, grad, hess):
-    g = 0.0
-    h = 0.0
-    for k in range(order.shape[0]):
-        g += grad[order[k]]
-        h += hess[order[k]]
-    return g, h
+def _node(sums: ChildSums, with_c: bool = True) -> ChildSums:
+    """A node's sums as the split kernels' record: four floats (one compiled type), ``C`` 0 for WSE."""
+    return ChildSums(float(sums.G), float(sums.H), float(sums.N), float(sums.C) if with_c else 0.0)
 
 
 class CPUBackend:
@@ -98,7 +97,15 @@ class CPUBackend:
         self.min_data = float(params.min_data_in_leaf)
         self.min_hess = float(params.min_sum_hessian_in_leaf)
         self._find = find_best_split_parallel if self.data.n_slots >= PARALLEL_SLOTS else find_best_split
+        self.bins_rec = FeatureBins(self.data.n_bins, self.data.offsets)  # the split search's record of the slots
         self._no_pair_hist = np.zeros((1, PH_CHANNELS))
+        self._gh_grid: Optional[np.ndarray] = None  # (2, rows): the tree's g and h on their grids (row_sums)
+        self._gh_src: Optional[tuple] = None  # the arrays they were rounded from
+
+    @property
+    def rules(self) -> SplitRules:
+        """The split search's record of the fit's score and constraints (splitting.py)."""
+        return SplitRules(self.score, self.lam, self.min_data, self.min_hess)
 
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
                       pairs_on_host: Optional[str] = None):
@@ -116,8 +123,28 @@ class CPUBackend:
 
     # --- sums and histograms ------------------------------------------------------------------------
     def row_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:
-        """``(sum g, sum h)`` over the rows ``order``, in order."""
-        return _row_sums(order, grad, hess)
+        """``(sum g, sum h)`` over the rows ``order``, of the tree's gradients and hessians rounded to
+        their grids (:mod:`.fixed_point`: exact sums, the GPU's bits); the rounded copies are what
+        the tree's row histograms add."""
+        if self._gh_grid is None or self._gh_grid.shape[1] != grad.shape[0]:
+            self._gh_grid = np.zeros((2, grad.shape[0]))
+        rg, rh = self._gh_grid
+        self._gh_src = (grad, hess)
+        G = round_rows(order, grad, grid_step_of_rows(order, grad), rg)
+        H = round_rows(order, hess, grid_step_of_rows(order, hess), rh)
+        return G, H
+
+    def _on_grid(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:
+        """The rounded copies of ``grad, hess`` made by :meth:`row_sums` (made now from the rows of
+        ``order`` when it saw other arrays: a histogram built without a tree around it)."""
+        src = self._gh_src
+        if src is None or src[0] is not grad or src[1] is not hess:
+            self.row_sums(order, grad, hess)
+        return self._gh_grid
+
+    def round_pairs(self, pc: np.ndarray) -> None:
+        """The tree's couplings onto their grid, in place (:mod:`.fixed_point`: exact pair sums)."""
+        round_range(pc, 0, pc.shape[0], grid_step_of(pc, 0, pc.shape[0]))
 
     def root_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray, pc: Optional[np.ndarray],
                   n_pairs: int) -> tuple:
@@ -132,6 +159,7 @@ class CPUBackend:
         d, s = self.data, self.ctx.scratch
         full = root and end - start == d.n_rows
         counts = s.root_counts if full else None
+        grad, hess = self._on_grid(order[start:end], grad, hess)  # rounded by row_sums: exact sums
         hist = build_row_hist_fm(d.feature_major, order, start, end, grad, hess, d.offsets, d.n_slots, s.gh,
                                  counts=counts)
         if full and counts is None:  # a root over every row has the same counts every round
@@ -154,6 +182,7 @@ class CPUBackend:
     def pair_buffers(self, pairs: tuple) -> tuple:
         """The tree's two pair buffers: ``pairs`` and the one they are partitioned into (pair
         histograms prepared with the criterion's accumulators)."""
+        self.round_pairs(pairs[2])
         second = self.ctx.pair_buffers_for_tree(pairs[0].shape[0], pairs[0].dtype, self.criterion.acc_dtype)
         return pairs, second
 
@@ -176,9 +205,8 @@ class CPUBackend:
         tree uses pairs, ``phist``, over the features of ``mask``."""
         res = np.zeros(SPLIT_SIZE)
         use_pairs = phist is not None
-        status = self._find(hist, phist if use_pairs else self._no_pair_hist, use_pairs, self.score,
-                            self.data.n_bins, self.data.offsets, mask, sums.G, sums.H, sums.N, sums.C,
-                            self.lam, self.min_data, self.min_hess, res)
+        status = self._find(hist, phist if use_pairs else self._no_pair_hist, use_pairs, self.bins_rec, mask,
+                            _node(sums), self.rules, res)
         check_status(status, self.score, "find_best_split")
         return SplitInfo.from_array(res)
 
@@ -192,8 +220,8 @@ class CPUBackend:
 
     def wse_gains(self, hist: np.ndarray, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
         """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``)."""
-        check_status(feature_gains(hist, WSE, self.data.n_bins, self.data.offsets, mask, sums.G, sums.H, sums.N,
-                                   self.lam, self.min_data, self.min_hess, out), WSE, "feature_gains")
+        check_status(feature_gains(hist, self.bins_rec, mask, _node(sums, with_c=False), self.rules._replace(score=WSE),
+                                   out), WSE, "feature_gains")
         return out
 
     def split_gain(self, parent: ChildSums, left: ChildSums, right: ChildSums) -> float:

@@ -83,9 +83,10 @@ class TreeBooster(BaseEstimator):
         The loss; ``None`` means ``customobj.LambdaRank()``. Ranking objectives need ``group=`` or
         ``qid=`` in ``fit``; pointwise ones treat all rows as one list without them.
     criterion : {"ole", "wse", "se", "ole_fast", "ole_float64"}
-        ``"ole"`` accumulates pair histograms in float32 within chunks of pairs (flushed to float64;
-        node hessians, leaf values and gains are float64 sums); ``"ole_float64"`` is the float64
-        reference; ``"ole_fast"`` searches OLE splits only over the ``ole_fast_features`` features
+        ``"ole"``: the exact OLE node hessian, pair histograms from each tree's couplings
+        pre-rounded to a power-of-two grid (``customobj.ole.fixed_point``: every sum exact, the same
+        on the CPU and the GPU); ``"ole_float64"`` is the same (its old float64 reference role,
+        kept for scripts that name it); ``"ole_fast"`` searches OLE splits only over the ``ole_fast_features`` features
         of largest WSE gain at each node (node hessians stay exact).
     num_leaves : int in [2, 131072]
     learning_rate : float > 0

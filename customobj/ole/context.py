@@ -16,7 +16,8 @@ from typing import Optional, Tuple
 import numpy as np
 
 from .common import GH_CHANNELS
-from .pairhist import PairScratch, compact_pairs
+from .pair_partition import compact_pairs
+from .pairhist import PairScratch
 
 #: A round's pairs ``(pi, pj, pc)``: both row indices and the coupling.
 Pairs = Tuple[np.ndarray, np.ndarray, np.ndarray]

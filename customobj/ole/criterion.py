@@ -74,8 +74,10 @@ class Criterion(NamedTuple):
         ``ole_fast``: pair histograms only for the ``ole_fast_features`` features of largest WSE
         gain per node, searched on pairs pruned by ``ole_fast_epsilon`` (grower.py, pair_pruning.py).
     acc_dtype : numpy dtype or None
-        The pair-histogram chunk accumulators (pairhist.py): float32, or float64 for the reference
-        ``ole_float64``; None without pairs.
+        The pair-histogram chunk accumulators (pairhist.py): float64 (the couplings are pre-rounded
+        per tree, :mod:`.fixed_point`, so their sums are exact in any order, on the CPU and the GPU
+        alike: ``ole_float64`` now grows the ``ole`` trees, and keeps its name for old scripts);
+        None without pairs.
     ole_fast_features, ole_fast_epsilon : int, float
         ``ole_fast``'s ``k`` and ``epsilon`` for this fit (their defaults for the other criteria,
         which do not read them).
@@ -96,10 +98,10 @@ class Criterion(NamedTuple):
 
 #: The criteria by the names ``TreeBooster(criterion=...)`` accepts, in the order the docs list them.
 CRITERIA = {
-    "ole": Criterion("ole", SplitScore.OLE, True, False, np.float32),
+    "ole": Criterion("ole", SplitScore.OLE, True, False, np.float64),
     "wse": Criterion("wse", SplitScore.WSE, False, False, None),
     "se": Criterion("se", SplitScore.SE, False, False, None),
-    "ole_fast": Criterion("ole_fast", SplitScore.OLE, True, True, np.float32),
+    "ole_fast": Criterion("ole_fast", SplitScore.OLE, True, True, np.float64),
     "ole_float64": Criterion("ole_float64", SplitScore.OLE, True, False, np.float64),
 }
 

@@ -1,123 +1,92 @@
 """The grower's GPU backend (``TreeBooster(device="cuda")``): a tree grown in numba.cuda.
 
-:class:`CUDABackend` provides the contract of :mod:`customobj.ole.backend` (issue "OLE at scale").
-What runs where:
+:class:`CUDABackend` provides the contract of :mod:`customobj.ole.backend`. **On the device**: the
+binned matrix (uploaded once per fit, feature-major for partitions and row-major for histograms);
+the gradients, hessians and pair couplings when the objective has GPU kernels
+(:mod:`.cuda_scores`: the scores stay there, each finished tree is added there); per tree, their
+grids, the root's sums, the row and pair histograms (they stay there:
+:class:`~customobj.ole.cuda_memory.DeviceHist`, ``parent -= child`` is a kernel), the split search
+of every criterion and ``ole_fast``'s WSE ranking, the row and pair partitions and the coupling
+sums. **On the host**: gradients and couplings the objective cannot make on the card (composites,
+``line_search``, ``leaf_solver="joint"``: ``TreeBooster.device_gradients_`` says why; copied into
+the pool once per tree), ``ole_fast``'s per-query pair pruning (the pairs come to the host and the
+kept ones go back, once per tree), the joint leaf solve and the tree's bookkeeping (:mod:`.grower`).
 
-- **on the device**, every kernel deterministic (fixed blocks whose number depends only on the
-  item count, summed in order; no atomics):
+**Why the trees are the CPU's.** Each tree's gradients, hessians and couplings are first rounded
+to a power-of-two grid (:mod:`.fixed_point`, XGBoost's deterministic histograms; the CPU backend
+rounds them the same way, the bound is stated there). On the grid every partial sum is exact, so
+no sum depends on the order of its terms: atomics, block and thread counts and the card change no
+bit, and the histograms, node sums and couplings are the CPU's. The split search is the CPU's own
+source compiled as a device function, ties broken the CPU's way (lower feature, then bin). Under
+the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-tie fits included).
 
-  - the binned matrix, uploaded once per fit (feature-major);
-  - the gradients and hessians, computed there from scores kept there for the whole fit when the
-    objective has GPU kernels (:mod:`.cuda_scores`: se / wse with any objective that has GPU
-    kernels, every criterion with a pointwise objective), and with them the pair couplings when the
-    criterion needs them and they have a GPU kernel (``ole``, ``ole_fast``, ``ole_float64`` with
-    LambdaRank and the pairwise losses: ``objectives._cuda_couplings``, the CPU's pairs in the
-    CPU's order; with bagging the out-of-bag pairs are dropped there too), which the pair histograms
-    and partitions take where they are; each finished tree is added to those scores there;
-  - the root's sums, the row and pair histograms (:mod:`._cuda_hist_kernels`), which stay there
-    (:class:`~customobj.ole.cuda_memory.DeviceHist`: the grower's ``parent -= child`` is a kernel);
-  - the split search of every criterion (:mod:`._cuda_split_kernels`: the CPU's per-feature search
-    compiled as a device function, then the first strictly best feature, so ties break as on the
-    CPU), and ``ole_fast``'s per-feature WSE ranking; only the chosen split (12 float64) comes back,
-    and ``ole_fast``'s per-feature gains (one float64 a feature) and a NaN slot's row count;
-  - the row and pair partitions and the in-node coupling sums (:mod:`._cuda_partition_kernels`,
-    stable: the CPU's order); host pairs are copied into the pool once per tree, device pairs used as they are.
+**Kernels** (per update: one feature of one row or pair):
 
-- **on the host**: the objective's gradients and its pair couplings when the criterion needs
-  couplings that have no GPU kernel (composites: ``Sum``, ``Scaled``) or that the host must see
-  (``leaf_solver="joint"``), with ``line_search``, and for an objective without GPU kernels
-  (``TreeBooster.device_gradients_`` says which and why; those gradients are uploaded once per
-  tree); ``ole_fast``'s per-query pair pruning (device pairs come to the host for it, then the kept
-  ones go back) and its dropped pairs' leaf couplings; the joint leaf solve; the tree's
-  bookkeeping (:mod:`.grower`). The row order comes back once per finished tree.
+- :mod:`._cuda_reduce_kernels`: ``reset``, ``grid_max``, ``grid_units``, ``grid_round`` (a tree's
+  grid, 4 launches for its rows and 4 for device couplings: grid-stride loops, a tree reduction in
+  shared memory, one atomic per block); ``coupling_sums``; ``scan_counts`` (the partitions' block
+  offsets, a block-wide scan); ``pick_best`` (the best feature, a block reduction).
+- :mod:`._cuda_hist_kernels` ``row_hist_shared`` / ``pair_hist_shared`` (into a pool histogram
+  cleared by ``zero``): blocks of (chunk of items, group of features) keep the group's histogram in
+  shared memory as int64 grid units (``SHARED_SLOTS``: eight 255-bin features); neighbouring lanes
+  take neighbouring features of one item, so a warp reads one run of the row-major bins (coalesced).
+  Per update: 1 bin byte (rows) or 2 (pairs) and 3 shared int64 atomics; the item's index and
+  values (16-24 bytes) are read once per item for the group's lanes; per block, once, one global
+  float64 atomic per non-zero slot and channel (no per-block partials in global memory).
+- :mod:`._cuda_split_kernels` ``feature_bests`` (one thread per feature runs the CPU's
+  ``_best_in_feature`` on the records ``FeatureBins``, ``ChildSums``, ``SplitRules``) and
+  ``subtract``; :mod:`._cuda_node_kernels` ``split_nan_count`` (the chosen feature's NaN count
+  beside the split); :mod:`._cuda_partition_kernels` through :mod:`.cuda_partitions` (stable row
+  and pair partitions, the CPU's per-block code, many short blocks).
 
-Sums over more than one block (``ROW_BLOCK`` rows, ``PAIR_BLOCK`` pairs) differ from the CPU's
-sequential sums by float64 rounding only, so a split can differ from the CPU's only where two
-candidates tie to rounding; under the simulator, on small data, the trees are the CPU's exactly
-(tests/test_ole_cuda_backend.py). ``TreeBooster.device_memory_peak_`` is the peak of what the fit
-held on the device (:class:`~customobj.ole.cuda_memory.DeviceMemory`).
+**Orchestration and instrumentation** (issue 32, items 3-4):
+
+- One pool per fit (:class:`~customobj.ole.cuda_pool.DevicePool`), made before the first tree and
+  counted by the memory refusal: the node histograms, the row order and its starting rows, a
+  feature subset's group tables, the mask; the pair buffers grow only in a tree with more pairs than
+  every earlier one. The row order stays on the card between trees and comes back only when the
+  host needs it (host gradients, ``ole_fast``'s pruning, the joint solve).
+- Blocking reads: the root's ``G``, ``H``, ``C`` (one); a split's two children searched together
+  and both splits read at once (:meth:`CUDABackend.find_splits`, each with its NaN count); the pair
+  partition's counts and the children's couplings (one, :meth:`CUDABackend.split_pairs`); a row
+  partition reads nothing (the left count is the split's exact histogram count). ``ole_fast`` also
+  reads its two children's WSE gains together (:meth:`CUDABackend.wse_gains_of`).
+- Every launch (:class:`~customobj.ole.cuda_stats.CountedKernels`), read, allocation and copy is
+  counted (:class:`~customobj.ole.cuda_stats.DeviceCounter`): ``TreeBooster.device_stats_``, per
+  tree and per split, the same under the simulator and on a card. COUNTS_HERE
+  Issue 32's budget (:data:`~customobj.ole.cuda_stats.BUDGET`) and what holds of it:
+  tests/test_ole_cuda_stats.py.
 
 Before a fit uses the device, :func:`~customobj.ole.cuda_memory.check_device_memory` compares what
-it needs (:func:`~customobj.ole.cuda_memory.device_memory_needed`: bins, gradients, the row order and
-its scratch, the two pair buffers, histogram partials and the pool's node histograms; not the
-objective's scratch) with the card's free memory and refuses with the numbers
-(:class:`~customobj.ole.cuda_memory.DeviceMemoryError`); the pairs are checked again each tree, once
-their count is known.
-
-Orchestration, memory and instrumentation (issue 32, items 3-4)
----------------------------------------------------------------
-- **One pool per fit** (:class:`~customobj.ole.cuda_pool.DevicePool`), made before the first tree
-  and counted by the memory refusal: the node histograms a tree can hold at once, the row order and
-  the rows it starts from, the feature lists and mask; a node takes its histograms from it and gives
-  them back when the grower drops them. Only a tree with more pairs than every earlier one grows
-  the pair buffers (by half again). So no tree allocates on the device
-  (tests/test_ole_cuda_stats.py).
-- **The row order stays on the card**: a tree starts from the last tree's starting rows by a
-  device copy (only a new bag is uploaded), and the finished order comes back only when the host
-  needs it (host gradients, ``ole_fast``'s host pruning, the joint leaf solve).
-- **Blocking reads** (each waits for every kernel before it): a split's children are searched
-  together and their two splits come back in one read (:meth:`CUDABackend.find_splits`), each with
-  its feature's NaN-slot row count (:mod:`._cuda_node_kernels`); the left row count is the
-  split's own (exact histogram counts), so a row partition reads nothing; the pair partition's two
-  counts and the children's couplings come back in one read (:meth:`CUDABackend.split_pairs`). A
-  tree also reads its root sums and root coupling. ``ole_fast`` also reads a split's two
-  children's per-feature WSE gains (one read: :meth:`CUDABackend.wse_gains_of`) and brings the
-  pairs to the host for its per-query pruning once per tree (not yet on the card).
-- **Counted**: every launch (:class:`~customobj.ole.cuda_stats.CountedKernels`), blocking read,
-  allocation and copy goes through :class:`~customobj.ole.cuda_memory.DeviceMemory`'s
-  :class:`~customobj.ole.cuda_stats.DeviceCounter`: ``TreeBooster.device_stats_``, per tree and per
-  split, the same under the simulator and on a card (Python integers, no synchronisation). Issue
-  32's budget (at most 8 launches and 1 read per split) needs fused kernels; the counts today and
-  the budget's constants are in :mod:`.cuda_stats` and tests/test_ole_cuda_stats.py.
+it needs (:func:`~customobj.ole.cuda_memory.device_memory_needed`) with the card's free memory and
+refuses with the numbers (:class:`~customobj.ole.cuda_memory.DeviceMemoryError`); the pairs are
+checked again each tree, once their count is known. ``TreeBooster.device_memory_peak_`` is the
+peak of what the fit held.
 """
 from __future__ import annotations
 
-import math
 import weakref
 from typing import Any, Optional
 
 import numpy as np
 
-from .._cuda_runtime import THREADS, is_device_array, require_gpu
-from .backend import CPUBackend
+from .._cuda_runtime import is_device_array, require_gpu
+from ._cuda_launch import grid_launch, pow2_threads
+from .backend import CPUBackend, _node
 from .common import HIST_CHANNELS, HIST_COUNT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
 from .criterion import WSE
-from .cuda_memory import (MAX_BLOCKS, DeviceHist, DeviceMemory, DeviceMemoryError, check_device_memory,
-                          device_memory_needed, free_device_memory)
+from .cuda_memory import (DeviceHist, DeviceMemory, DeviceMemoryError, check_device_memory, device_memory_needed,
+                          free_device_memory)
+from .cuda_partitions import DevicePartitions, launch as _launch
 from .cuda_pool import DevicePool, hists_per_tree
 from .cuda_stats import CountedKernels, DeviceStats
-from .splitting import _score, node_hessian
+from .fixed_point import grid_step_of
+from .splitting import FeatureBins, parent_score
 
-__all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory",
-           "n_blocks", "ROW_BLOCK", "PAIR_BLOCK", "MAX_BLOCKS"]
-
-#: Rows per block of a row histogram (a node this small is summed by one thread per feature, in
-#: the CPU's order) and pairs per block of a pair histogram (:mod:`._cuda_hist_kernels`).
-ROW_BLOCK = 4096
-PAIR_BLOCK = 4096
-#: Rows (or pairs) per block of a partition, and most blocks: a partition's result does not depend on
-#: its block count (it is stable), so it takes many short blocks (one thread each) for parallelism.
-PARTITION_BLOCK = 1024
-MAX_PARTITION_BLOCKS = 4096
+__all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory"]
 
 _WHAT = 'TreeBooster(device="cuda")'
-
-
-def n_blocks(n_items: int, block: int) -> int:
-    """Blocks of one histogram over ``n_items`` rows or pairs: a function of the count only, so the
-    sums' order never depends on the device.
-
-    >>> n_blocks(0, ROW_BLOCK), n_blocks(ROW_BLOCK, ROW_BLOCK), n_blocks(ROW_BLOCK + 1, ROW_BLOCK), n_blocks(10**9, 1)
-    (1, 1, 2, 256)
-    """
-    return int(max(1, min(MAX_BLOCKS, (n_items + block - 1) // block)))
-
-
-def _launch(n_threads: int) -> tuple:
-    """``(blocks, threads)`` covering ``n_threads``: small launches use fewer threads per block."""
-    per = min(THREADS, max(1, n_threads))
-    return (max(1, math.ceil(n_threads / per)), per)
 
 
 class CUDABackend(CPUBackend):
@@ -147,7 +116,8 @@ class CUDABackend(CPUBackend):
     def __init__(self, ctx: GrowContext, params) -> None:
         self._cuda = require_gpu(_WHAT)
         super().__init__(ctx, params)
-        from . import _cuda_hist_kernels, _cuda_node_kernels, _cuda_partition_kernels, _cuda_split_kernels
+        from . import (_cuda_hist_kernels, _cuda_node_kernels, _cuda_partition_kernels, _cuda_reduce_kernels,
+                       _cuda_split_kernels)
 
         d = ctx.data
         n_feat = d.feature_major.shape[0]
@@ -160,19 +130,21 @@ class CUDABackend(CPUBackend):
         self._resident = need["bins"] + need["histograms"]
         mem = self.memory = DeviceMemory(self._cuda)
         counter = mem.counter  # every launch, allocation and read of the fit (cuda_stats)
-        self._k, self._ks, self._kp, self._kn = (CountedKernels(m, counter) for m in (
-            _cuda_hist_kernels, _cuda_split_kernels, _cuda_partition_kernels, _cuda_node_kernels))
+        self._k, self._ks, self._kp, self._kn, self._kr = (CountedKernels(m, counter) for m in (
+            _cuda_hist_kernels, _cuda_split_kernels, _cuda_partition_kernels, _cuda_node_kernels,
+            _cuda_reduce_kernels))
         self._joint = bool(params.joint_leaves)
         self._bins = mem.upload(d.feature_major)
+        self._bins_rm = mem.upload(np.ascontiguousarray(d.feature_major.T))  # coalesced histogram reads
         self._offsets = mem.upload(np.asarray(d.offsets, dtype=np.int64))
         self._n_bins = np.ascontiguousarray(d.n_bins, dtype=np.int64)
         self._n_bins_d = mem.upload(self._n_bins)
+        self._bins_d = FeatureBins(self._n_bins_d, self._offsets)  # the split kernels' record, on the device
         self.pool = DevicePool(mem, n_rows=d.n_rows, n_features=n_feat, n_slots=d.n_slots,
                                n_hists=self._shape["n_hists"])
-        # one partial buffer serves both histograms: each has three channels (common.py)
-        self._partial = mem.array((MAX_BLOCKS, d.n_slots, HIST_CHANNELS), np.float64)
         self._all_features = np.arange(n_feat, dtype=np.int64)
-        self._all_feature_args = tuple(mem.upload(a) for a in (self._all_features, d.offsets, self._n_bins))
+        groups = _cuda_hist_kernels.feature_groups(d.offsets, self._n_bins, self._all_features)
+        self._all_groups = groups[0], tuple(mem.upload(a) for a in groups)  # every full histogram's groups
         # the split search's per-feature records, gains and results (two nodes: one read for both), each
         # with the chosen feature's NaN count behind it (_cuda_node_kernels)
         self._per = mem.array((max(n_feat, 1), SPLIT_SIZE), np.float64)
@@ -181,68 +153,98 @@ class CUDABackend(CPUBackend):
         self._res = mem.array((2, SPLIT_SIZE + 1), np.float64)
         self._has_nan = bool(np.any(d.mapper.has_nan))
         self._no_ph = mem.upload(np.zeros((1, PH_CHANNELS)))
-        self._sums = mem.array((MAX_BLOCKS, 2), np.float64)
-        self._sum_out = mem.array((2,), np.float64)
-        self._root = mem.array((4,), np.float64)  # the root's G, H and C (and a spare), one read
-        # the partition's scratch, each row's side and the blocks' counts; the scan's offsets, with two
-        # rows behind the totals for the children's couplings (read with the totals, in one copy)
-        self._tmp_rows = mem.array((max(d.n_rows, 1),), np.int64)
-        self._go_left = mem.array((max(d.n_rows, 1),), np.bool_)
-        self._counts = mem.array((MAX_PARTITION_BLOCKS, 2), np.int64)
-        self._before = mem.array((MAX_PARTITION_BLOCKS + 2, 2), np.int64)
+        # the grids (fixed_point) of the tree's rows and pairs: stats [max|a|, max|b|, step a, step b] and
+        # int64 unit sums; the root's G, H (the rows' exact sums) and C (the pairs'), read in one copy
+        self._rstats, self._pstats = mem.array((4,), np.float64), mem.array((4,), np.float64)
+        self._runits, self._punits = mem.array((2,), np.int64), mem.array((2,), np.int64)
+        self._root = mem.array((4,), np.float64)
+        self._gh = mem.array((2, max(d.n_rows, 1)), np.float64)  # the tree's g and h on their grids
+        self._pc_sum: Optional[tuple] = None  # (the tree's device couplings, their sum or None: in _root[2])
+        self._parts = DevicePartitions(mem, self._kp, self._kr, self._k.zero, n_rows=d.n_rows)
+        self._no_idx = mem.array((1,), np.int64)
         self._grad: Any = None
         self._hess: Any = None
         self._order: Any = None  # the tree's row order on the device (the pool's)
         self._scores_on_device = False
+        self._in_tree = False
 
-    # --- the tree's gradients and root sums: the first call of every tree -----------------------------
+    def _begin_tree(self) -> None:
+        """Counts go to a new tree from the tree's first call (its pairs, or its root sums) on."""
+        if not self._in_tree:
+            self._in_tree = True
+            self.memory.counter.begin_tree()
+            self.memory.sample()  # the card's use as a tree starts (a real card only)
+
+    # --- the tree's gradients, couplings and root sums on their grids ---------------------------------
     def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
         """``(sum g, sum h)`` over ``order``: :meth:`root_sums` without pairs."""
         return self.root_sums(order, grad, hess, None, 0)[:2]
 
     def root_sums(self, order: np.ndarray, grad, hess, pc, n_pairs: int) -> tuple:
-        """The tree's root ``(G, H, C)``, its first call. Gradients already on the device (the
-        objective's GPU kernels, :mod:`.cuda_scores`) are summed there, in blocks of rows in order (one
-        block: the CPU's order); host gradients are copied into the pool and summed on the host, as on
-        the CPU. The coupling of the pairs ``pc[:n_pairs]`` as :meth:`sum_couplings`; what the device
-        summed comes back in one read."""
+        """The tree's root ``(G, H, C)``, its first call with rows. The gradients and hessians (host
+        ones copied into the pool first) are rounded to their grids on the device
+        (:mod:`._cuda_reduce_kernels`: the CPU's grids, exact sums); the rounded copies are what the row
+        histograms add. ``C``: the coupling of ``pc[:n_pairs]``, summed when :meth:`pair_buffers`
+        rounded or copied them (else here); what the device summed comes back in one read."""
         n = int(order.shape[0])
-        self.memory.counter.begin_tree()
-        self.memory.sample()  # the card's use as a tree starts (a real card only)
+        self._begin_tree()
         self._order = self.pool.start_rows(order)  # partitioned there from now on
-        dev_g, dev_c = is_device_array(grad), pc is not None and is_device_array(pc)
-        G = H = C = 0.0
-        if dev_g:
-            self._grad, self._hess = grad, hess
-            nb = n_blocks(n, ROW_BLOCK)
-            self._ks.block_sums[_launch(nb)](self._order, n, nb, grad, hess, self._sums)
-            self._ordered_sums(nb, self._root[0:2])
-        else:
+        if not is_device_array(grad):
             gh = self.pool.buffers("gradients", int(grad.shape[0]), (np.float64, np.float64))
-            self._grad, self._hess = (self.memory.copy_in(b, a) for b, a in zip(gh, (grad, hess)))
-            G, H = CPUBackend.row_sums(self, order, grad, hess)
-        if dev_c:
-            nb = n_blocks(n_pairs, PAIR_BLOCK)
-            self._kp.coupling_blocks[_launch(nb)](pc, 0, n_pairs, nb, self._sums)
-            self._ordered_sums(nb, self._root[2:4])
-        elif pc is not None:
-            C = super().sum_couplings(pc, 0, n_pairs)
-        if dev_g or dev_c:
-            got = self.memory.read(self._root[:3])
-            G, H = (float(got[0]), float(got[1])) if dev_g else (G, H)
-            C = float(got[2]) if dev_c else C
-        return float(G), float(H), float(C)
+            grad, hess = (self.memory.copy_in(b, a) for b, a in zip(gh, (grad, hess)))
+        self._grad, self._hess = grad, hess
+        self._to_grid(grad, hess, self._order, True, n, self._rstats, self._runits, self._gh[0], self._gh[1],
+                      self._root[0:2])
+        C = 0.0 if pc is None else self._root_coupling(pc, n_pairs)
+        got = self.memory.read(self._root[:3])
+        return float(got[0]), float(got[1]), float(got[2]) if C is None else float(C)
+
+    def _root_coupling(self, pc, n_pairs: int) -> Optional[float]:
+        """The root's coupling: known already (a float), or summed on the device into ``_root[2]`` (None)."""
+        known = self._pc_sum
+        if known is not None and known[0] is pc and n_pairs == pc.shape[0]:
+            return known[1]
+        if not is_device_array(pc):
+            return super().sum_couplings(pc, 0, n_pairs)
+        acc = self._root[2:4]
+        self._k.zero[1, 2](acc)
+        self._kr.coupling_sums[grid_launch(n_pairs)](pc, pc, pc, 0, n_pairs, self._parts.go_left, False, acc)
+        return None
+
+    def _to_grid(self, a, b, idx, use_idx: bool, n: int, stats, units, oa, ob, sums) -> None:
+        """``a`` and ``b`` (items ``idx[:n]`` or ``:n``) onto their grids: reset, max, unit sums, round."""
+        kr, launch = self._kr, grid_launch(n)
+        kr.reset[1, 4](stats, units, sums)
+        kr.grid_max[launch](a, b, idx, use_idx, n, stats)
+        kr.grid_units[launch](a, b, idx, use_idx, n, stats, units)
+        kr.grid_round[launch](a, b, idx, use_idx, n, stats, units, oa, ob, sums)
+
+    def round_pairs(self, pc) -> None:
+        """The tree's couplings onto their grid (:mod:`.fixed_point`) where they are: device ones by
+        the reductions (their sum, the root's ``C``, into ``_root[2]``), host ones as the CPU does (the
+        joint solve and ``ole_fast``'s pruning keep that copy; their step then goes to the device)."""
+        if not is_device_array(pc):
+            super().round_pairs(pc)
+            step = grid_step_of(pc, 0, pc.shape[0])
+            self.memory.copy_in(self._pstats, np.array([0.0, 0.0, step, step]))
+            return
+        self._to_grid(pc, pc, self._no_idx, False, int(pc.shape[0]), self._pstats, self._punits, pc, pc,
+                      self._root[2:4])
+        self._pc_sum = (pc, None)
 
     def pair_buffers(self, pairs: tuple) -> tuple:
         """The tree's two pair buffers on the device (host pairs copied into the pool once per tree),
-        after checking that they fit next to the rest; ``ole_fast`` keeps them on the host until
-        :meth:`prune_pairs`."""
+        their couplings on their grid, after checking that they fit next to the rest; ``ole_fast``
+        keeps them on the host until :meth:`prune_pairs`."""
+        self._begin_tree()
         need = device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0])
         # device pairs (the objective's couplings, cuda_scores) already hold the first of the two buffers
         held = (need["pairs"] // 2 if is_device_array(pairs[0]) else 0) + self.pool.buffer_bytes
         check_device_memory(need, free=free_device_memory() + self._resident + held)
+        self._pc_sum = None
         if self.criterion.prunes_pairs and self.ctx.queries is not None:  # device pairs come to the host here
             return super().pair_buffers(tuple(self.memory.read(a) if is_device_array(a) else a for a in pairs))
+        self.round_pairs(pairs[2])
         return self._device_pairs(pairs)
 
     def prune_pairs(self, bufs: tuple) -> tuple:
@@ -257,27 +259,35 @@ class CUDABackend(CPUBackend):
         first = pairs
         if not all(is_device_array(a) for a in pairs):  # device couplings stay put
             first = tuple(self.memory.copy_in(b, a) for b, a in zip(self.pool.buffers("pairs", m, dtypes), pairs))
+            # on their grid already: the host's in-order sum is exact, the device's bits
+            self._pc_sum = (first[2], CPUBackend.sum_couplings(self, pairs[2], 0, m))
         return first, self.pool.buffers("pair scratch", m, dtypes)
 
     # --- histograms on the device: they stay there (DeviceHist), in the pool ----------------------------
-    def _reduced(self, nb: int) -> DeviceHist:
+    def _zeroed(self) -> Any:
+        """A pool histogram set to 0 (the blocks of a histogram kernel add into it)."""
         out = self.pool.hist()
-        self._k.reduce_blocks[_launch(out.size)](self._partial, nb, out)
+        self._k.zero[grid_launch(out.size)](out.reshape(out.size))
+        return out
+
+    def _hist(self, out: Any) -> DeviceHist:
         hist = DeviceHist(out, self._ks.subtract, self.memory)
         weakref.finalize(hist, self.pool.give_back, out)  # back to the pool when the grower drops it
         return hist
 
     def row_hist(self, order: np.ndarray, start: int, end: int, grad, hess, root: bool = False) -> Any:
         """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``, built and kept on
-        the device from the gradients :meth:`row_sums` took (``grad``, ``hess`` are those arrays)."""
+        the device from the on-grid gradients :meth:`root_sums` made (``grad``, ``hess`` are their sources)."""
         if self._grad is None or self._order is None:
             raise RuntimeError("CUDABackend.row_hist before row_sums: the tree's gradients are not on the device")
         k, n = self._k, end - start
         rows_d = self._order[start:end]  # the device order (the host's ``order`` is only read at the end)
-        nb = n_blocks(n, ROW_BLOCK)
-        k.row_hist_blocks[_launch(self._shape["n_features"] * nb)](self._bins, rows_d, n, nb, self._grad, self._hess,
-                                                                   self._offsets, self._partial)
-        return self._reduced(nb)
+        out = self._zeroed()
+        groups, dev = self._all_groups
+        if n > 0 and groups.shape[0]:
+            k.row_hist_shared[k.launch_for(n, groups)](
+                self._bins_rm, rows_d, n, self._gh[0], self._gh[1], self._rstats[2:4], *dev, out)
+        return self._hist(out)
 
     def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> Any:
         """``(slots, 3)`` pair histogram [hi, nanp, R] of the pairs ``buf[start:end]``, built and kept
@@ -286,15 +296,17 @@ class CUDABackend(CPUBackend):
         feats = self._all_features if features is None else np.unique(np.asarray(features, dtype=np.int64))
         if feats.size and (feats[0] < 0 or feats[-1] >= self._all_features.size):
             raise ValueError(f"features must be in [0, {self._all_features.size}), got {feats[0]}..{feats[-1]}")
-        nb = n_blocks(n, PAIR_BLOCK)
-        if n <= 0 or feats.size < self._all_features.size:  # slots of the other features are read: zero them
-            k.zero[_launch(nb * self.data.n_slots * PH_CHANNELS)](self._partial.reshape(self._partial.size))
+        out = self._zeroed()
         if n > 0 and feats.size:
-            args = (self._all_feature_args if features is None else
-                    self.pool.feature_args(feats, self.data.offsets, self._n_bins))
-            pi, pj, pc = (a[start:end] for a in buf)  # device buffers (pair_buffers)
-            k.pair_hist_blocks[_launch(feats.size * nb)](self._bins, pi, pj, pc, n, nb, *args, self._partial)
-        return self._reduced(nb)
+            if features is None:
+                groups, dev = self._all_groups
+            else:  # the subset's groups, copied into the pool's buffers
+                groups, *tables = k.feature_groups(self.data.offsets, self._n_bins, feats)
+                dev = self.pool.feature_groups(groups, *tables)
+            pi, pj, pc = buf  # device buffers (pair_buffers)
+            k.pair_hist_shared[k.launch_for(n, groups)](
+                self._bins_rm, pi, pj, pc, start, n, self._pstats[2:4], *dev, out)
+        return self._hist(out)
 
     # --- split search on the device: only the chosen splits come back -------------------------------------
     def find_split(self, hist: Any, phist: Any, mask: np.ndarray, sums: ChildSums) -> SplitInfo:
@@ -303,22 +315,17 @@ class CUDABackend(CPUBackend):
 
     def find_splits(self, searches: list) -> list:
         """The best splits of up to two nodes (a split's children), each ``(hist, phist, mask, sums)``:
-        :mod:`._cuda_split_kernels` (the CPU's per-feature search, one thread per feature, then the
-        first strictly best feature) per node, then every chosen split in one read."""
+        :mod:`._cuda_split_kernels` (the CPU's per-feature search, one thread per feature), the first
+        strictly best feature by a block reduction (``pick_best``) per node, then every chosen split
+        in one read."""
         if not searches:
             return []
         if len(searches) > self._res.shape[0]:
             return self.find_splits(searches[:2]) + self.find_splits(searches[2:])
-        ks, n_feat = self._ks, self._shape["n_features"]
+        threads = pow2_threads(self._shape["n_features"])
         for k, (hist, phist, mask, sums) in enumerate(searches):
-            G, H, N, C = (float(v) for v in sums)
-            parent = _score(G, node_hessian(self.score, G, H, N, C), self.lam)
-            use_pairs = phist is not None
-            ks.feature_bests[_launch(n_feat)](hist.array, phist.array if use_pairs else self._no_ph, use_pairs,
-                                              self.score, self._n_bins_d, self._offsets, self.pool.feature_mask(mask),
-                                              G, H, N, C, self.lam, self.min_data, self.min_hess, parent, self._per,
-                                              self._gains)
-            ks.pick_best[1, 1](self._per, self._gains, self._res[k])
+            self._search(hist, phist, mask, _node(sums), self.rules, self._gains)
+            self._kr.pick_best[1, threads](self._per, self._gains, self._res[k])
             if self._has_nan:  # its NaN count comes back with the split (the grower needs it to place NaN)
                 self._kn.split_nan_count[1, 1](hist.array, self._offsets, self._n_bins_d, self._res[k])
         res = self.memory.read(self._res[:len(searches)])
@@ -343,12 +350,14 @@ class CUDABackend(CPUBackend):
         if len(nodes) > self._wse.shape[0]:
             return self.wse_gains_of(nodes[:2], mask) + self.wse_gains_of(nodes[2:], mask)
         for k, (hist, sums) in enumerate(nodes):
-            G, H, N = float(sums.G), float(sums.H), float(sums.N)
-            parent = _score(G, node_hessian(WSE, G, H, N, 0.0), self.lam)
-            self._ks.feature_wse_gains[_launch(self._shape["n_features"])](
-                hist.array, self._no_ph, self._n_bins_d, self._offsets, self.pool.feature_mask(mask), G, H, N,
-                self.lam, self.min_data, self.min_hess, parent, self._per, self._wse[k])
+            self._search(hist, None, mask, _node(sums, with_c=False), self.rules._replace(score=WSE), self._wse[k])
         return list(self.memory.read(self._wse[:len(nodes)])) if nodes else []
+
+    def _search(self, hist: Any, phist: Any, mask: np.ndarray, node: ChildSums, rules, gains: Any) -> None:
+        """``feature_bests``: every feature's best split of ``node`` into ``_per``, its gain into ``gains``."""
+        self._ks.feature_bests[_launch(self._shape["n_features"])](
+            hist.array, self._no_ph if phist is None else phist.array, phist is not None, self._bins_d,
+            self.pool.feature_mask(mask), node, rules, parent_score(node, rules), self._per, gains)
 
     # --- where the scores live, and what the fit held and did -------------------------------------------------
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
@@ -376,37 +385,21 @@ class CUDABackend(CPUBackend):
         """What the fit asked of the card, per tree (:mod:`.cuda_stats`)."""
         return self.memory.counter.stats()
 
-    # --- partitions and coupling sums on the device ---------------------------------------------------------
-    def _ordered_sums(self, nb: int, out: Any = None) -> tuple:
-        """The blocks' sums in order into ``out``; without ``out``, into a buffer read back at once."""
-        self._ks.ordered_sums[1, 1](self._sums, nb, self._sum_out if out is None else out)
-        if out is not None:
-            return ()
-        a, b = self.memory.read(self._sum_out)
-        return float(a), float(b)
-
-    @staticmethod
-    def _partition_blocks(n: int) -> int:
-        return int(max(1, min(MAX_PARTITION_BLOCKS, (n + PARTITION_BLOCK - 1) // PARTITION_BLOCK)))
-
+    # --- partitions and coupling sums on the device (cuda_partitions) --------------------------------------
     def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool) -> int:
         """Reorder the device order's ``[start:end]`` as [left | right] by ``split`` (stable: the CPU's
         order), mark each row's side there; the left count, which is the split's (its histogram
         counts are exact), so nothing is read back. ``order`` (host) is brought up to date by
         :meth:`row_order` when the host needs it."""
-        kp, n, f = self._kp, end - start, split.feature
+        f = split.feature
         self.memory.counter.split()
-        nb = self._partition_blocks(n)
-        kp.mark_rows_blocks[_launch(nb)](self._bins[f], self._order, start, n, nb, split.bin, int(self._n_bins[f]),
-                                         bool(nan_left), self._go_left, self._counts)
-        kp.scan_counts[1, 1](self._counts, nb, self._before)
-        kp.place_rows_blocks[_launch(nb)](self._order, start, n, nb, self._go_left, self._before, self._tmp_rows)
-        kp.copy_rows[_launch(n)](self._tmp_rows, self._order, start, n)
+        self._parts.rows(self._bins[f], self._order, start, end - start, split.bin, int(self._n_bins[f]), nan_left)
         return int(split.left.N)
 
     def row_order(self, order: np.ndarray) -> Optional[np.ndarray]:
         """The finished tree's row order, copied from the device into ``order`` when the host needs it
         (its scores, ``ole_fast``'s dropped pairs, the joint leaf solve); else None: it stays on the card."""
+        self._in_tree = False
         self.memory.counter.end_tree()
         host_pruned = self.criterion.prunes_pairs and self.ctx.queries is not None
         if self._scores_on_device and not host_pruned and not self._joint:
@@ -417,34 +410,19 @@ class CUDABackend(CPUBackend):
     def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
         """Copy the device pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right |
         split] by the last :meth:`partition_rows`; ``(n_left, n_right, C_left, C_right)`` in one read
-        (the couplings summed over ``src`` by blocks of pairs in order, then the blocks in order)."""
-        n = end - start
-        nb = self._partition_blocks(n)
-        kp = self._kp
-        kp.count_sides_blocks[_launch(nb)](src[0], src[1], start, n, nb, self._go_left, self._counts)
-        kp.scan_counts[1, 1](self._counts, nb, self._before)
-        kp.place_sides_blocks[_launch(nb)](*src, start, n, nb, self._go_left, self._before, *dst)
-        nbs = n_blocks(n, PAIR_BLOCK)
-        kp.split_coupling_blocks[_launch(nbs)](*src, start, n, nbs, self._go_left, self._sums)
-        self._ordered_sums(nbs, self._before[nb + 1].view(np.float64))  # beside the totals
-        packed = self.memory.read(self._before[nb:nb + 2])
-        (tl, tr), (cl, cr) = packed[0], packed[1].view(np.float64)
-        return int(tl), int(tr), float(cl), float(cr)
+        (:meth:`~customobj.ole.cuda_partitions.DevicePartitions.pairs`)."""
+        return self._parts.pairs(src, start, end, dst)
 
     def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
         """:meth:`split_pairs` without the couplings: ``(n_left, n_right)``."""
         return self.split_pairs(src, start, end, dst)[:2]
 
     def sum_couplings(self, pc, start: int, end: int) -> float:
-        """The coupling of the pairs ``start:end``: blocks of pairs in order, then the blocks in order."""
+        """The coupling of the pairs ``start:end`` (on their grid: exact, the CPU's bits)."""
         if not is_device_array(pc):
             return super().sum_couplings(pc, start, end)
-        nb = n_blocks(end - start, PAIR_BLOCK)
-        self._kp.coupling_blocks[_launch(nb)](pc, start, end - start, nb, self._sums)
-        return self._ordered_sums(nb)[0]
+        return self._parts.coupling_sums((pc, pc, pc), start, end, False)[0]
 
     def split_coupling_sums(self, buf: tuple, start: int, end: int) -> tuple:
         """The children's couplings ``(C_left, C_right)`` of the device pairs ``buf[start:end]``."""
-        nb = n_blocks(end - start, PAIR_BLOCK)
-        self._kp.split_coupling_blocks[_launch(nb)](*buf, start, end - start, nb, self._go_left, self._sums)
-        return self._ordered_sums(nb)
+        return self._parts.coupling_sums(buf, start, end, True)

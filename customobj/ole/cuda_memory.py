@@ -38,9 +38,9 @@ card's free memory, with the numbers: WEB30K's size (3.8 million rows x 136 feat
 >>> check_device_memory(need, free=2**30)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-customobj.ole.cuda_memory.DeviceMemoryError: TreeBooster(device="cuda") needs 2.66 GiB of GPU memory (...), but the device has 1 GiB free
+customobj.ole.cuda_memory.DeviceMemoryError: TreeBooster(device="cuda") needs 3 GiB of GPU memory (...), but the device has 1 GiB free
 >>> print(f"{need['pairs'] / 2**30:.3f} GiB of pairs, {need['bins'] / 2**30:.3f} GiB of bins")
-1.788 GiB of pairs, 0.480 GiB of bins
+1.788 GiB of pairs, 0.960 GiB of bins
 """
 from __future__ import annotations
 
@@ -58,10 +58,7 @@ from .cuda_stats import DeviceCounter
 _SIMULATED = bool(getattr(config, "ENABLE_CUDASIM", 0))
 
 __all__ = ["DeviceMemory", "DeviceHist", "DeviceMemoryError", "device_memory_needed", "check_device_memory",
-           "free_device_memory", "MAX_BLOCKS"]
-
-#: Most blocks of one histogram: the partials take ``MAX_BLOCKS x slots x 3`` float64 on the device.
-MAX_BLOCKS = 256
+           "free_device_memory"]
 
 _WHAT = 'TreeBooster(device="cuda")'
 _GIB = 2.0**30
@@ -75,18 +72,19 @@ def device_memory_needed(*, n_rows: int, n_features: int, bin_itemsize: int, n_s
                          index_itemsize: int = 4, n_hists: int = 1) -> dict:
     """Bytes of GPU memory a fit holds at its peak, by item.
 
-    ``bins``: the binned matrix; ``gradients``: a tree's ``g`` and ``h`` (float64); ``rows``: the
+    ``bins``: the binned matrix, feature-major (partitions) and row-major (the histograms' coalesced
+    reads); ``gradients``: a tree's ``g`` and ``h`` and their on-grid copies (float64); ``rows``: the
     tree's row order, the rows it started from and the partition's scratch (int64 each) and each
     row's side (a byte); ``pairs``: the tree's two pair buffers (two indices and a float64 coupling
-    each, every pair); ``histograms``: the per-block partials and the pool's ``n_hists`` node
-    histograms (float64, ``slots x 3``; :func:`~customobj.ole.cuda_pool.hists_per_tree`).
+    each, every pair); ``histograms``: the pool's ``n_hists`` node histograms (float64, ``slots x 3``;
+    :func:`~customobj.ole.cuda_pool.hists_per_tree`: the blocks add into them, no partials).
     """
     return {
-        "bins": int(n_rows) * int(n_features) * int(bin_itemsize),
-        "gradients": 2 * int(n_rows) * 8,
+        "bins": 2 * int(n_rows) * int(n_features) * int(bin_itemsize),
+        "gradients": 4 * int(n_rows) * 8,
         "rows": int(n_rows) * (8 + 8 + 8 + 1),
         "pairs": 2 * int(n_pairs) * (2 * int(index_itemsize) + 8),
-        "histograms": (MAX_BLOCKS + int(n_hists)) * int(n_slots) * max(HIST_CHANNELS, PH_CHANNELS) * 8,
+        "histograms": int(n_hists) * int(n_slots) * max(HIST_CHANNELS, PH_CHANNELS) * 8,
     }
 
 

@@ -3,7 +3,7 @@
 :class:`DevicePool` is made with the backend, before the first tree, and sized up front: the node
 histograms a tree can hold at once (``2 * num_leaves + 3``: a row and a pair histogram per leaf,
 and a split's small child and cross pairs while it is being subtracted), the row order and its
-starting rows, the feature lists of ``ole_fast``'s pair histograms and the feature mask. A node
+starting rows, the feature groups of ``ole_fast``'s pair histograms and the feature mask. A node
 then takes a histogram from the pool and gives it back when the grower drops it (a finalizer of
 its :class:`~customobj.ole.cuda_memory.DeviceHist`), so no node allocates (issue 32, item 3;
 ``TreeBooster.device_stats_`` counts it). Only the pair buffers grow, by half again, in the
@@ -37,6 +37,7 @@ from typing import Any, List, Optional
 
 import numpy as np
 
+from ._cuda_hist_kernels import GROUP_COLUMNS, MEMBER_COLUMNS
 from .common import HIST_CHANNELS
 from .cuda_memory import DeviceMemory
 
@@ -71,7 +72,9 @@ class DevicePool:
         self._rows0 = memory.array((n,), np.int64)  # the rows the last tree started from
         self._rows0_host: Optional[np.ndarray] = None
         f = max(int(n_features), 1)
-        self.features = tuple(memory.array((f,), np.int64) for _ in range(3))  # feats, first slots, bin counts
+        # a feature subset's shared-memory groups (_cuda_hist_kernels.feature_groups): groups, members, slot map
+        self.features = (memory.array((f, GROUP_COLUMNS), np.int64), memory.array((f, MEMBER_COLUMNS), np.int64),
+                         memory.array((max(int(n_slots), 1),), np.int64))
         self.mask = memory.array((f,), np.bool_)
         self._mask_host: Optional[np.ndarray] = None
         self._pairs: dict = {}
@@ -102,10 +105,9 @@ class DevicePool:
             order.copy_to_device(self._rows0[:n])  # device to device: nothing crosses the bus
         return order
 
-    def feature_args(self, feats: np.ndarray, offsets: np.ndarray, n_bins: np.ndarray) -> tuple:
-        """``(feats, their first slots, their bin counts)`` on the device, in the pool's buffers."""
-        return tuple(self.memory.copy_in(buf, a) for buf, a in
-                     zip(self.features, (feats, np.asarray(offsets[feats]), np.asarray(n_bins[feats]))))
+    def feature_groups(self, groups: np.ndarray, members: np.ndarray, slot_map: np.ndarray) -> tuple:
+        """A feature subset's ``(groups, members, slot_map)`` tables on the device, in the pool's buffers."""
+        return tuple(self.memory.copy_in(buf, a) for buf, a in zip(self.features, (groups, members, slot_map)))
 
     def feature_mask(self, mask: np.ndarray) -> Any:
         """The feature mask on the device, copied again only when it changes."""

@@ -19,15 +19,17 @@ without curvature a Newton step cannot reduce the loss.
 Criteria by name (``TreeBooster(criterion=...)``, :mod:`.criterion`); the kernels see only their
 :class:`~customobj.ole.criterion.SplitScore` code, SE, WSE or OLE:
 
-- ``"ole"``: pair histograms accumulated in float32 within a chunk of pairs, flushed to float64
-  (pairhist.py); node couplings ``C`` summed exactly in float64 from each node's pairs. Candidate
-  gains carry float32 rounding (about 1e-7 of the node's coupling), so only near-ties may split
-  differently from the reference;
-- ``"ole_float64"``: the same with float64 accumulators, the reference;
+- ``"ole"``: pair histograms of the tree's couplings pre-rounded to a power-of-two grid
+  (:mod:`.fixed_point`, pairhist.py), so every pair sum is exact, in any order, on the CPU and the
+  GPU; node couplings ``C`` summed from each node's pairs (exact too). The rounding moves a
+  candidate's coupling by at most ``2**-51`` of the tree's coupling mass per pair;
+- ``"ole_float64"``: the same (once the float64 reference of a float32 ``"ole"``);
 - ``"ole_fast"``: pair histograms only for the ``k`` features of largest WSE gain at each node
   (``ole_fast_features``), OLE gains searched over those ``k`` (grower.py, ``select_features``).
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -39,9 +41,23 @@ from .common import (HIST_COUNT, HIST_G, HIST_H, LEFT_C, LEFT_G, LEFT_H, LEFT_N,
 from .criterion import OLE, SE, WSE, SplitScore
 
 __all__ = ["check_status", "feature_gains", "find_best_split", "find_best_split_parallel", "known_score",
-           "node_hessian", "split_gain"]
+           "node_hessian", "split_gain", "FeatureBins", "SplitRules"]
 # Relative size below which H - 2C counts as zero curvature (cancellation leaves ~1e-16 * H).
 _REL_ZERO = 1e-9
+
+
+class FeatureBins(NamedTuple):
+    """Where each feature's slots are in a histogram (a record the kernels take: numba and CUDA)."""
+    n_bins: np.ndarray  # value bins per feature; the NaN slot follows them
+    offsets: np.ndarray  # first slot per feature
+
+
+class SplitRules(NamedTuple):
+    """What a split must satisfy and how it scores, the same for every node of a fit."""
+    score: int  # a SplitScore code (criterion.py)
+    lam: float  # lambda_l2
+    min_data: float  # min_data_in_leaf
+    min_hess: float  # min_sum_hessian_in_leaf (of the leaf hessian: H, or H - 2C for OLE)
 
 
 @njit(cache=True)
@@ -76,11 +92,21 @@ def _score(G, D, lam):
 
 
 @njit(cache=True)
-def _best_in_feature(f, hist, ph, use_pairs, criterion, n_bins, offsets, G, H, N, C, lam, min_data, min_hess,
-                     parent, res):
-    """Best split of feature ``f`` with gain > 0 into ``res`` (same layout as find_best_split); its gain, else 0."""
+def parent_score(node, rules):
+    """The node's own score ``G^2 / (D + lambda)`` that a split's children must beat (``node.C`` read
+    only by the OLE score)."""
+    return _score(node.G, node_hessian(rules.score, node.G, node.H, node.N, node.C), rules.lam)
+
+
+@njit(cache=True)
+def _best_in_feature(f, hist, ph, use_pairs, bins, node, rules, parent, res):
+    """Best split of feature ``f`` with gain > 0 into ``res`` (same layout as find_best_split); its gain,
+    else 0. ``bins``: :class:`FeatureBins`; ``node``: the node's ``ChildSums``; ``rules``: :class:`SplitRules`."""
+    criterion, lam, min_data, min_hess = rules
+    G, H, N, C = node
+    offsets = bins.offsets
     best = 0.0
-    nb = n_bins[f]
+    nb = bins.n_bins[f]
     if nb < 2:
         return 0.0
     off = offsets[f]
@@ -155,29 +181,29 @@ def _best_in_feature(f, hist, ph, use_pairs, criterion, n_bins, offsets, G, H, N
 
 
 @njit(cache=True)
-def find_best_split(hist, ph, use_pairs, criterion, n_bins, offsets, feature_mask,
-                    G, H, N, C, lam, min_data, min_hess, res):
+def find_best_split(hist, ph, use_pairs, bins, feature_mask, node, rules, res):
     """Fill ``res`` (float64[SPLIT_SIZE], slots named in common.py: ``SPLIT_GAIN``, ``SPLIT_FEATURE``,
     ``SPLIT_BIN``, ``SPLIT_NAN_LEFT``, ``LEFT_G/H/N/C``, ``RIGHT_G/H/N/C``); gain <= 0: none.
 
     ``hist``: (slots, 3) row histogram [g, h, count]; with ``use_pairs``, ``ph`` (slots, 3) the
     pair histogram [hi, nanp, R] (pairhist.py): ``lo = R - hi - nanp`` (channels named in common.py).
-    Returns ``SPLIT_FOUND``, ``SPLIT_NONE``, or ``UNKNOWN_CODE`` (``res`` then says no split) when
-    ``criterion`` is no :class:`~customobj.ole.criterion.SplitScore` code (see :func:`check_status`).
+    ``bins``: :class:`FeatureBins`; ``node``: the node's sums (``common.ChildSums``); ``rules``:
+    :class:`SplitRules`. Returns ``SPLIT_FOUND``, ``SPLIT_NONE``, or ``UNKNOWN_CODE`` (``res`` then
+    says no split) when ``rules.score`` is no :class:`~customobj.ole.criterion.SplitScore` code (see
+    :func:`check_status`).
     """
     res[:] = 0.0
     res[SPLIT_FEATURE] = -1.0
-    if not known_score(criterion):
+    if not known_score(rules.score):
         return KernelStatus.UNKNOWN_CODE
     res[SPLIT_GAIN] = -1.0
-    parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
+    parent = parent_score(node, rules)
     best = 0.0
     found = False
     tmp = np.zeros(res.shape[0])
-    for f in range(n_bins.shape[0]):
+    for f in range(bins.n_bins.shape[0]):
         tmp[SPLIT_GAIN] = 0.0
-        gain = _best_in_feature(f, hist, ph, use_pairs, criterion, n_bins, offsets, G, H, N, C, lam, min_data,
-                                min_hess, parent, tmp) if feature_mask[f] else 0.0
+        gain = _best_in_feature(f, hist, ph, use_pairs, bins, node, rules, parent, tmp) if feature_mask[f] else 0.0
         if gain > best:
             best = gain
             found = True
@@ -189,22 +215,20 @@ def find_best_split(hist, ph, use_pairs, criterion, n_bins, offsets, feature_mas
 
 
 @njit(cache=True, parallel=True)
-def find_best_split_parallel(hist, ph, use_pairs, criterion, n_bins, offsets, feature_mask,
-                             G, H, N, C, lam, min_data, min_hess, res):
+def find_best_split_parallel(hist, ph, use_pairs, bins, feature_mask, node, rules, res):
     """``find_best_split`` with the features searched in parallel; the same result for any thread
     count (per-feature bests, then the first strictly best feature in order, as the serial scan)."""
-    n_feat = n_bins.shape[0]
+    n_feat = bins.n_bins.shape[0]
     res[:] = 0.0
     res[SPLIT_FEATURE] = -1.0
-    if not known_score(criterion):
+    if not known_score(rules.score):
         return KernelStatus.UNKNOWN_CODE
-    parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
+    parent = parent_score(node, rules)
     per = np.zeros((n_feat, res.shape[0]))
     gains = np.zeros(n_feat)
     for f in prange(n_feat):
         if feature_mask[f]:
-            gains[f] = _best_in_feature(f, hist, ph, use_pairs, criterion, n_bins, offsets, G, H, N, C, lam,
-                                        min_data, min_hess, parent, per[f])
+            gains[f] = _best_in_feature(f, hist, ph, use_pairs, bins, node, rules, parent, per[f])
     best = 0.0
     found = False
     for f in range(n_feat):
@@ -227,23 +251,23 @@ def split_gain(criterion, G, H, N, C, GL, HL, NL, CL, GR, HR, NR, CR, lam):
 
 
 @njit(cache=True)
-def feature_gains(hist, criterion, n_bins, offsets, feature_mask, G, H, N, lam, min_data, min_hess, out):
-    """``out[f]``: the best gain > 0 of feature ``f`` under a row-only criterion (SE or WSE), else 0.
+def feature_gains(hist, bins, feature_mask, node, rules, out):
+    """``out[f]``: the best gain > 0 of feature ``f`` under a row-only criterion (SE or WSE), else 0
+    (``node.C`` is not read).
 
     ``criterion="ole_fast"`` ranks the features by their WSE gains (grower.py). Returns
     ``SPLIT_NONE``, or ``UNKNOWN_CODE`` (``out`` all 0) for a code other than SE or WSE.
     """
     out[:] = 0.0
-    if criterion != SE and criterion != WSE:
+    if rules.score != SE and rules.score != WSE:
         return KernelStatus.UNKNOWN_CODE
-    parent = _score(G, node_hessian(criterion, G, H, N, 0.0), lam)
+    parent = parent_score(node, rules)
     tmp = np.zeros(SPLIT_SIZE)
     dummy = np.zeros((1, PH_CHANNELS))
-    for f in range(n_bins.shape[0]):
+    for f in range(bins.n_bins.shape[0]):
         out[f] = 0.0
         if feature_mask[f]:
-            out[f] = _best_in_feature(f, hist, dummy, False, criterion, n_bins, offsets, G, H, N, 0.0, lam,
-                                      min_data, min_hess, parent, tmp)
+            out[f] = _best_in_feature(f, hist, dummy, False, bins, node, rules, parent, tmp)
     return KernelStatus.SPLIT_NONE
 
 

@@ -1,0 +1,65 @@
+"""customobj.ole.cuda_partitions: the GPU backend's row and pair partitions and coupling sums equal
+the CPU's (partition.partition_rows, pair_partition.partition_pairs / split_coupling_sums) under the
+simulator, in one block and in many; the children's couplings come back with the pair counts in one
+read; the accumulator ring is cleared when it wraps."""
+import numpy as np
+import pytest
+
+from customobj.ole import cuda_partitions
+from customobj.ole.fixed_point import grid_step_of, round_range
+from customobj.ole.pair_partition import partition_pairs, split_coupling_sums
+from customobj.ole.partition import partition_rows
+
+from _cuda_cases import needs_gpu
+from _ole_cases import random_pairs
+
+pytestmark = needs_gpu
+
+
+def _parts(n_rows):
+    from customobj._cuda_runtime import cuda_module
+    from customobj.ole import _cuda_hist_kernels, _cuda_partition_kernels, _cuda_reduce_kernels
+    from customobj.ole.cuda_memory import DeviceMemory
+    mem = DeviceMemory(cuda_module())
+    return mem, cuda_partitions.DevicePartitions(mem, _cuda_partition_kernels, _cuda_reduce_kernels,
+                                                 _cuda_hist_kernels.zero, n_rows=n_rows)
+
+
+@pytest.mark.parametrize("block", [128, 7])
+def test_rows_then_pairs_equal_the_cpu(monkeypatch, block):
+    monkeypatch.setattr(cuda_partitions, "PARTITION_BLOCK", block)  # 7: many blocks
+    pi, pj, pc, _ = random_pairs(1, n_queries=4, max_rows=9)
+    pi, pj = pi.astype(np.int32), pj.astype(np.int32)
+    n = int(max(pi.max(), pj.max())) + 1
+    round_range(pc, 0, pc.size, grid_step_of(pc, 0, pc.size))  # on the grid: exact sums in any order
+    col = np.random.default_rng(0).integers(0, 4, n).astype(np.uint8)  # bin 3: NaN
+    order = np.arange(n, dtype=np.int64)[::-1].copy()
+    mem, parts = _parts(n)
+    dev_order = mem.upload(order)
+    parts.go_left.copy_to_device(np.zeros(n, dtype=np.bool_))  # rows outside the range: right, as on the host
+    parts.rows(mem.upload(col), dev_order, 2, n - 2, 1, 3, True)
+    go_left, tmp = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.int64)
+    want_left = partition_rows(col, order, 2, n, 1, 3, True, go_left, tmp)
+    np.testing.assert_array_equal(mem.read(dev_order), order)
+    np.testing.assert_array_equal(mem.read(parts.go_left)[order[2:]], go_left[order[2:]])
+    src = tuple(mem.upload(a) for a in (pi, pj, pc))
+    dst = tuple(mem.array(a.shape, a.dtype) for a in (pi, pj, pc))
+    reads = mem.counter.stats().outside.reads
+    got = parts.pairs(src, 1, pi.size, dst)
+    assert mem.counter.stats().outside.reads == reads + 1  # counts and couplings in one read
+    oi, oj, oc = (np.zeros_like(a) for a in (pi, pj, pc))
+    nl, nr = partition_pairs(pi, pj, pc, 1, pi.size, go_left, oi, oj, oc)
+    cl, cr = split_coupling_sums(pi, pj, pc, 1, pi.size, go_left)
+    assert got == (nl, nr, cl, cr) and want_left >= 0
+    for d, h in zip(dst, (oi, oj, oc)):
+        np.testing.assert_array_equal(mem.read(d)[1:], h[1:])
+
+
+def test_the_coupling_ring_is_cleared_when_it_wraps(monkeypatch):
+    monkeypatch.setattr(cuda_partitions, "ACC_RING", 2)
+    pc = np.array([0.5, 0.25, 1.0, 2.0])
+    mem, parts = _parts(4)
+    buf = (mem.upload(np.zeros(4, np.int32)),) * 2 + (mem.upload(pc),)
+    sums = [parts.coupling_sums(buf, s, 4, False)[0] for s in (0, 1, 2, 3, 0)]
+    assert sums == [3.75, 3.25, 3.0, 2.0, 3.75]
+
