@@ -12,10 +12,13 @@ No atomics, float64, results independent of the launch:
   list is permuted by query once per data set). Every pair of a query joins two of its rows, so a
   query's thread owns its rows' gradients: a row adds its pairs in the CPU's order, and the
   per-query sums (LambdaRank's normalisation, the debiased ``sum 2 lambda``) are the CPU's too.
-- eq. 30-31's per-position sums: each query's thread writes its own partial sums
-  (``partial[channel, query, position]``), then ``position_sums`` (one thread per channel and
-  position) adds them in query order. Only these ``2 x n_positions`` sums cross the bus a round
-  (the host updates the propensities, pooling them over distributed workers as on the CPU).
+- eq. 30-31's per-position sums: each query's thread writes each pair's two terms and the
+  positions they count for (``Outputs.terms``, ``Outputs.at``), then ``position_sums`` (one thread
+  per channel and position) adds them in list order, the CPU's running sum bit for bit (a sum of
+  per-query partial sums differed in the last bits, and LambdaRank's sort of tied scores turns
+  such a bit into a different ranking some rounds later). Only these ``2 x n_positions`` sums cross
+  the bus a round (the host updates the propensities, pooling them over distributed workers as on
+  the CPU).
 """
 from typing import Any, NamedTuple
 
@@ -48,7 +51,8 @@ class Outputs(NamedTuple):
     grad: Any
     hess: Any
     c: Any
-    partial: Any  # (2, queries, positions): eq. 30's and eq. 31's sums of each query
+    terms: Any  # (2, pairs): each pair's term of eq. 30's and eq. 31's sums
+    at: Any  # (2, pairs): the position each term counts for (-1: none)
 
 
 @cuda.jit(device=True)
@@ -97,7 +101,7 @@ def lambdarank_terms(scores, qp, c, sigma, hess_scale, norm, swapped, out):
 @cuda.jit(cache=True)
 def debias_queries(qp, terms, weights, props, scale, norm, estimate, out):
     """One thread per query: ``_kernels.debias_pairs`` of its pairs (records as there; ``out``: an
-    :class:`Outputs`, its ``partial`` zeroed before)."""
+    :class:`Outputs`)."""
     q = cuda.grid(1)
     if q >= qp.qptr.shape[0] - 1:
         return
@@ -108,11 +112,15 @@ def debias_queries(qp, terms, weights, props, scale, norm, estimate, out):
         a = props.pos[qp.i[p]]
         b = props.pos[qp.j[p]]
         tracked, tp, tm, u = _factor(a, b, props.tplus, props.tminus)
+        out.at[0, p] = -1
+        out.at[1, p] = -1
         if tracked and estimate:
             if tm >= _TINY:
-                out.partial[0, q, a] += scale * terms.est[p] / tm
+                out.at[0, p] = a
+                out.terms[0, p] = scale * terms.est[p] / tm
             if tp >= _TINY:
-                out.partial[1, q, b] += scale * terms.est[p] / tp
+                out.at[1, p] = b
+                out.terms[1, p] = scale * terms.est[p] / tp
         total += 2.0 * terms.lam[p] * u
     f = _norm_factor(norm, total)
     for t in range(lo, hi):
@@ -131,15 +139,17 @@ def debias_queries(qp, terms, weights, props, scale, norm, estimate, out):
 
 
 @cuda.jit(cache=True)
-def position_sums(partial, sums):
-    """One thread per channel and position: ``sums[channel, a] +=`` the queries' partial sums, in query order."""
+def position_sums(terms, at, m, sums):
+    """One thread per channel and position ``a``: ``sums[channel, a] +=`` the terms of the ``m`` pairs
+    that count for ``a``, in list order (the CPU's running sum)."""
     t = cuda.grid(1)
-    k = partial.shape[2]
+    k = sums.shape[1]
     if t >= 2 * k:
         return
     ch = t // k
     a = t - ch * k
     acc = sums[ch, a]
-    for q in range(partial.shape[1]):
-        acc += partial[ch, q, a]
+    for p in range(m):
+        if at[ch, p] == a:
+            acc += terms[ch, p]
     sums[ch, a] = acc

@@ -44,7 +44,7 @@ def _raw_terms(cuda: Any, m: int) -> CK.RawTerms:
 
 
 def _lambdarank(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, swapped: bool) -> tuple:
-    """``(QueryPairs, RawTerms, PairWeights, norm)`` of a LambdaRank leaf: its couplings on the unweighted data."""
+    """``(QueryPairs, RawTerms, PairWeights, norm, pairs)`` of a LambdaRank leaf: its couplings on the unweighted data."""
     from ..objectives import devices
     from . import _cuda_unbiased as CU
 
@@ -74,11 +74,11 @@ def _lambdarank(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, s
 
     w = data.arrays((obj, part, "unbiased_weights"), weights)[0]
     use_w = kernel_weights(prep.weight if own is None else own)[1]
-    return qp, terms, CK.PairWeights(w, use_w, w, False), bool(part.norm)
+    return qp, terms, CK.PairWeights(w, use_w, w, False), bool(part.norm), int(i.shape[0])
 
 
 def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, swapped: bool) -> tuple:
-    """``(QueryPairs, RawTerms, PairWeights, norm)`` of a pair loss: its listed pairs, by query once per data set."""
+    """``(QueryPairs, RawTerms, PairWeights, norm, pairs)`` of a pair loss: its listed pairs, by query once per data set."""
     from . import _cuda_unbiased as CU
 
     lp = part.listed_pairs(prep)
@@ -104,8 +104,8 @@ def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, swapp
         R.check_spec(lp.spec)
         R.launch(CU.loss_terms_pairs, m, s, pi, pj, theta, int(lp.spec.kind), float(lp.spec.scale), swapped, terms)
     use_pw = lp is not None and bool(lp.use_pw)
-    return CU.QueryPairs(pi, pj, perm, True, qptr), terms, CK.PairWeights(data.weights, data.use_weights, pair_w,
-                                                                          use_pw), False
+    weights = CK.PairWeights(data.weights, data.use_weights, pair_w, use_pw)
+    return CU.QueryPairs(pi, pj, perm, True, qptr), terms, weights, False, m
 
 
 def _add_part(key: Any, route: Any, part: Any, scale: float, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
@@ -140,7 +140,6 @@ def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     pos = data.array((obj, "unbiased_position"), lambda: state.position)
     props = CK.Propensities(pos, cuda.to_device(state.tplus), cuda.to_device(state.tminus))  # 2k floats up
     sums = data.scratch(("unbiased_sums", obj), (2, k), np.float64)
-    partial = data.scratch(("unbiased_partial", obj), (2, max(nq, 1), k), np.float64)
     R.zero(sums)
     for n, (part, scale) in enumerate(leaf_parts(obj.objective)):
         prep.state_for(part)
@@ -150,13 +149,13 @@ def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
         if getattr(prep.state_for(part), "labeled_weight", None) is not None:
             _add_part((obj, n), _labelled_rows, part, scale, s, prep, data, g, h)
         pairs_of = _lambdarank if isinstance(part, LambdaRank) else _listed
-        qp, terms, weights, norm = pairs_of(obj, part, s, prep, data, state, obj._swapped)
-        c = cuda.device_array(terms.lam.shape[0], np.float64)
-        R.zero(partial)
-        R.launch(CU.debias_queries, nq, qp, terms, weights, props, float(scale), norm or obj.query_norm, estimate,
-                 CU.Outputs(g, h, c, partial))
+        qp, terms, weights, norm, m = pairs_of(obj, part, s, prep, data, state, obj._swapped)
+        size = max(m, 1)
+        out = CU.Outputs(g, h, cuda.device_array(size, np.float64), cuda.device_array((2, size), np.float64),
+                         cuda.device_array((2, size), np.int64))
+        R.launch(CU.debias_queries, nq, qp, terms, weights, props, float(scale), norm or obj.query_norm, estimate, out)
         if estimate:
-            R.launch(CU.position_sums, 2 * k, partial, sums)
+            R.launch(CU.position_sums, 2 * k, out.terms, out.at, m, sums)
     if estimate:
         li, lj = sums.copy_to_host()  # 2k floats down
         obj._finish_estimate(prep, state, li.copy(), lj.copy())
