@@ -33,11 +33,12 @@ def _assert_close(gpu, cpu, what):
     np.testing.assert_allclose(gpu, cpu, rtol=1e-9, atol=1e-9 * scale, err_msg=what)
 
 
-def assert_rounds_equal(obj, clicks, weight, rounds=ROUNDS):
+def assert_rounds_equal(obj, clicks, weight, rounds=ROUNDS, collective=None):
     """``rounds`` rounds on the CPU and on the device, each at the CPU's Newton step from the last:
     gradients, hessians and both propensity vectors equal after every round."""
     cpu = obj.prepare(clicks.y, clicks.group, weight, position=clicks.position)
     gpu = obj.prepare(clicks.y, clicks.group, weight, position=clicks.position)
+    cpu.collective = gpu.collective = collective
     s = clicks.X[:, 0] * 0.3
     for r in range(rounds):
         g, h = obj.grad_hess_prepared(s, cpu)
@@ -81,6 +82,29 @@ def test_known_propensities_estimate_nothing_on_the_device():
     obj = Unbiased(LambdaRank(), propensity=1.0 / (1.0 + np.arange(k)))
     fitted = assert_rounds_equal(obj, clicks, None, rounds=2)
     np.testing.assert_array_equal(fitted["position_bias_"], obj.propensity)
+
+
+class _OtherWorker:
+    """A ``Prepared.collective`` whose other worker adds fixed sums (what Dask training pools, one process)."""
+
+    def __init__(self, k):
+        self.other = np.random.default_rng(5).uniform(0.5, 2.0, 2 * k)
+
+    def sum(self, values):
+        return values + self.other
+
+    def max(self, values):
+        return values
+
+
+@needs_gpu
+def test_the_device_estimate_pools_the_workers_sums_as_the_cpu_does():
+    clicks = _clicks(4)
+    obj = Unbiased(LambdaRank())
+    alone = assert_rounds_equal(obj, clicks, None, rounds=2)
+    k = alone["position_bias_"].size
+    pooled = assert_rounds_equal(obj, clicks, None, rounds=2, collective=_OtherWorker(k))
+    assert not np.allclose(pooled["position_bias_"], alone["position_bias_"])  # the other worker's sums count
 
 
 @needs_gpu
