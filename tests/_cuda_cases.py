@@ -208,3 +208,33 @@ def assert_kernels_compile(module, signatures):
     if "NO-NVVM" in out:
         pytest.skip(NVVM_MISSING)
     assert f"COMPILED {len(signatures)}" in out, out
+
+
+_NVVM_PROBE = """
+import os
+os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+from numba import cuda
+def k(a):
+    a[0] = 1.0
+try:
+    cuda.compile_ptx(k, "void(float64[:])", cc=(8, 0))
+    print("NVVM")
+except Exception as exc:
+    print("NO-NVVM", type(exc).__name__)
+"""
+
+
+def compile_listed_kernels(check: str) -> int:
+    """Run ``check`` (code that compiles each kernel's listed signature and calls ``check_listed``, see
+    :data:`LIST_KERNELS`) in a child process with the simulator off; skip without NVVM. Asserts that
+    no kernel was left unlisted and every listed one compiled; returns how many kernels the code defines."""
+    from _isolated import run_isolated
+
+    if "NO-NVVM" in run_isolated(_NVVM_PROBE):
+        pytest.skip(NVVM_MISSING)
+    out = run_isolated("import os\nos.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n" + LIST_KERNELS + check,
+                       timeout=600)
+    assert "UNLISTED []" in out, out  # every kernel found in the code was listed and compiled
+    kernels = int(out.split("KERNELS ")[1].split()[0])
+    assert f"LISTED {kernels}" in out and "COMPILED" in out, out
+    return kernels

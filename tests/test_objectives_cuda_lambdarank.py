@@ -76,3 +76,24 @@ def test_scores_far_apart_give_the_cpus_values_not_an_overflow(metric, sigma, ga
     s = s * gap
     g, h = assert_gpu_equals_cpu(LambdaRank(metric=metric, sigma=sigma), s, y, sizes, w)
     assert np.isfinite(g).all() and np.isfinite(h).all()
+
+
+def test_a_skipped_query_reads_no_stale_scratch():
+    # Regression: setup_queries set only Q_LIM of a query it skips (no relevant row), and _cut then read
+    # F[A, start + first] with whatever the reused scratch held in Q_FIRST (an out-of-bounds index; found by
+    # Unbiased, whose click data has such queries). Fill the scratch with a bad index first.
+    from numba import cuda
+
+    from customobj.objectives import _cuda_lambdarank as CL
+    from customobj.objectives.devices import device_data
+    from _cuda_cases import to_device
+
+    s, y, sizes, _ = data(11, sizes=[4, 3, 5])
+    y[4:7] = 0.0  # the second query has no relevant row
+    obj = LambdaRank()
+    prep = obj.prepare(y, sizes)
+    d = device_data(prep, cuda)
+    Q = CL.scratch(d, prep.n_rows, len(sizes))[3]
+    Q.copy_to_device(np.full(Q.shape, -10**15, dtype=np.int64))
+    g, _ = obj.grad_hess_prepared(to_device(s), prep)
+    np.testing.assert_allclose(g.copy_to_host(), obj.grad_hess_prepared(s, prep)[0], rtol=1e-9, atol=1e-12)

@@ -9,16 +9,21 @@ then divides each tracked pair by ``t+[pos_i] t-[pos_j]``, applies the normalisa
 debiased lambdas (as XGBoost does), the pair weights, and adds the sums of eq. 30-31 of the paper
 into ``li`` / ``lj``.
 
+The per-pair and per-query scalar math (``lambdarank_raw_lam``, ``undo_norm``, ``lambdarank_cost_est``,
+``loss_terms``, ``debias_factor``, ``norm_factor``, ``pair_weight``) is written once with ``math.*``: these CPU
+loops and the GPU kernels of ``_cuda_unbiased`` (through ``_cuda_runtime.device_function``) call it alike.
+
 The kernels take records (``NamedTuple`` of arrays and scalars, which numba passes as their fields):
 the pairs' rows, their raw terms, their weights, the propensities and the outputs each travel as
 one argument, so no kernel has more than a dozen.
 """
+import math
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from ..objectives._pairwise_kernels import pair_terms
+from ..objectives._pair_terms import pair_terms
 
 #: Propensities below this are treated as "do not debias" (XGBoost's ``Eps64()``): dividing by
 #: them would blow a pair up beyond any meaningful weight.
@@ -81,11 +86,78 @@ def raw_terms(m: int) -> RawTerms:
 def _ratio_softplus(x):
     """``(1 + e^x) softplus(-x)``: a pair's loss over its ``rho = 1 / (1 + e^x)``, without overflow."""
     if x <= 0.0:
-        return (1.0 + np.exp(x)) * np.log1p(np.exp(-x)) if x > -_EXP_CAP else -x
-    t = np.exp(-x)
+        return (1.0 + math.exp(x)) * math.log1p(math.exp(-x)) if x > -_EXP_CAP else -x
+    t = math.exp(-x)
     if t == 0.0:
         return 1.0
-    return (1.0 + t) * np.log1p(t) / t
+    return (1.0 + t) * math.log1p(t) / t
+
+
+@njit(cache=True)
+def lambdarank_raw_lam(c, x, hess_scale, sigma):
+    """``f sigma |dZ| rho`` of a LambdaRank pair from its coupling ``c`` at ``x = sigma (s_i - s_j)``."""
+    return c * (1.0 + math.exp(min(-x, _EXP_CAP))) / (hess_scale * sigma)
+
+
+@njit(cache=True)
+def undo_norm(norm, total):
+    """The factor ``f = log2(1 + S) / S`` a query's lambdas carry, from ``T = f S`` (their sum; 1 without ``norm``)."""
+    if norm and total > 0.0:
+        return total / (math.exp2(total) - 1.0)
+    return 1.0
+
+
+@njit(cache=True)
+def lambdarank_cost_est(lam, x, sigma, swapped):
+    """``(cost, est)`` of a LambdaRank pair of raw lambda ``lam`` (see :func:`lambdarank_pair_terms`)."""
+    if lam == 0.0:
+        return 0.0, 0.0
+    cost = lam * _ratio_softplus(x) / sigma
+    if not swapped:
+        return cost, cost
+    dz = lam * (1.0 + math.exp(min(x, _EXP_CAP))) / sigma  # |dZ| = lam / (sigma rho)
+    return cost, dz * (x + math.log1p(math.exp(-x)) if x > 0.0 else math.log1p(math.exp(x)))
+
+
+@njit(cache=True)
+def loss_terms(kind, d, theta, scale, swapped):
+    """``(lam, hess, cost, est)`` of a pair of a loss ``scale phi(d; theta)`` at ``d = s_i - s_j``."""
+    phi, dphi, cc = pair_terms(kind, d, theta)
+    cost = scale * phi
+    est = scale * pair_terms(kind, -d, theta)[0] if swapped else cost
+    return -scale * dphi, scale * cc, cost, est
+
+
+@njit(cache=True)
+def debias_factor(a, b, tplus, tminus):
+    """``(tracked, tp, tm, u)`` of a pair at positions ``a`` (clicked row), ``b``: whether both are
+    tracked, their propensities and the debiasing factor ``u = 1 / (tp tm)`` (1 when not debiased)."""
+    k = tplus.size
+    if 0 <= a < k and 0 <= b < k:
+        tp = tplus[a]
+        tm = tminus[b]
+        if tp >= TINY_PROPENSITY and tm >= TINY_PROPENSITY:
+            return True, tp, tm, 1.0 / (tp * tm)
+        return True, tp, tm, 1.0
+    return False, 1.0, 1.0, 1.0
+
+
+@njit(cache=True)
+def norm_factor(norm, total):
+    """A query's normalisation ``log2(1 + S') / S'`` of its debiased lambdas' sum ``S'`` (1 without ``norm``)."""
+    if norm and total > 0.0:
+        return math.log2(1.0 + total) / total
+    return 1.0
+
+
+@njit(cache=True)
+def pair_weight(wt, weights, i, j, p):
+    """``wt`` times the pair's weight: ``(w_i + w_j) / 2`` (``use_w``), its own weight (``use_pw``)."""
+    if weights.use_w:
+        wt *= 0.5 * weights.rows[i] + 0.5 * weights.rows[j]
+    if weights.use_pw:
+        wt *= weights.pairs[p]
+    return wt
 
 
 @njit(cache=True)
@@ -110,30 +182,17 @@ def lambdarank_pair_terms(scores, rows, c, n_queries, sigma, hess_scale, norm, s
         if c[p] == 0.0:
             out_lam[p] = 0.0
             continue
-        x = sigma * (scores[pi[p]] - scores[pj[p]])
-        out_lam[p] = c[p] * (1.0 + np.exp(min(-x, _EXP_CAP))) / (hess_scale * sigma)
+        out_lam[p] = lambdarank_raw_lam(c[p], sigma * (scores[pi[p]] - scores[pj[p]]), hess_scale, sigma)
         total[qid[p]] += 2.0 * out_lam[p]
     f = np.ones(n_queries)
-    if norm:
-        for q in range(n_queries):
-            if total[q] > 0.0:
-                f[q] = total[q] / (np.exp2(total[q]) - 1.0)
+    for q in range(n_queries):
+        f[q] = undo_norm(norm, total[q])
     for p in range(m):
         fq = f[qid[p]]
         lam = out_lam[p] / fq
         out_lam[p] = lam
         out_h[p] = c[p] / fq
-        if lam == 0.0:
-            out_cost[p] = 0.0
-            out_est[p] = 0.0
-            continue
-        x = sigma * (scores[pi[p]] - scores[pj[p]])
-        out_cost[p] = lam * _ratio_softplus(x) / sigma
-        if swapped:
-            dz = lam * (1.0 + np.exp(min(x, _EXP_CAP))) / sigma  # |dZ| = lam / (sigma rho)
-            out_est[p] = dz * (x + np.log1p(np.exp(-x)) if x > 0.0 else np.log1p(np.exp(x)))
-        else:
-            out_est[p] = out_cost[p]
+        out_cost[p], out_est[p] = lambdarank_cost_est(lam, sigma * (scores[pi[p]] - scores[pj[p]]), sigma, swapped)
 
 
 @njit(cache=True)
@@ -141,14 +200,9 @@ def loss_pair_terms(scores, pi, pj, theta, kind, scale, swapped, out):
     """Raw pair terms (into the :class:`RawTerms` ``out``) of a pairwise loss ``scale phi(s_i - s_j;
     theta)`` (``_pairwise_kernels``); ``est`` is the swapped pair's ``scale phi(s_j - s_i; theta)``
     when ``swapped``, else ``cost``."""
-    out_lam, out_h, out_cost, out_est = out.lam, out.hess, out.cost, out.est
     for p in range(pi.size):
-        d = scores[pi[p]] - scores[pj[p]]
-        phi, dphi, cc = pair_terms(kind, d, theta[p])
-        out_lam[p] = -scale * dphi
-        out_h[p] = scale * cc
-        out_cost[p] = scale * phi
-        out_est[p] = scale * pair_terms(kind, -d, theta[p])[0] if swapped else out_cost[p]
+        out.lam[p], out.hess[p], out.cost[p], out.est[p] = loss_terms(kind, scores[pi[p]] - scores[pj[p]],
+                                                                      theta[p], scale, swapped)
 
 
 @njit(cache=True)
@@ -166,41 +220,28 @@ def debias_pairs(rows, terms, weights, props, n_queries, scale, norm, estimate, 
     pi, pj, qid = rows.i, rows.j, rows.qid
     lam, h, cost, est = terms.lam, terms.hess, terms.cost, terms.est
     pos, tplus, tminus = props.pos, props.tplus, props.tminus
-    use_w, use_pw, pair_w = weights.use_w, weights.use_pw, weights.pairs
-    row_w = weights.rows
     out_grad, out_hess, out_c, li, lj = out.grad, out.hess, out.c, out.li, out.lj
     m = pi.size
-    k = tplus.size
     u = np.ones(m)
     total = np.zeros(n_queries)
     for p in range(m):
         a = pos[pi[p]]
         b = pos[pj[p]]
-        if 0 <= a < k and 0 <= b < k:
-            tp = tplus[a]
-            tm = tminus[b]
-            if tp >= TINY_PROPENSITY and tm >= TINY_PROPENSITY:
-                u[p] = 1.0 / (tp * tm)
-            if estimate:
-                if tm >= TINY_PROPENSITY:
-                    li[a] += scale * est[p] / tm
-                if tp >= TINY_PROPENSITY:
-                    lj[b] += scale * est[p] / tp
+        tracked, tp, tm, u[p] = debias_factor(a, b, tplus, tminus)
+        if tracked and estimate:
+            if tm >= TINY_PROPENSITY:
+                li[a] += scale * est[p] / tm
+            if tp >= TINY_PROPENSITY:
+                lj[b] += scale * est[p] / tp
         total[qid[p]] += 2.0 * lam[p] * u[p]
     f = np.ones(n_queries)
-    if norm:
-        for q in range(n_queries):
-            if total[q] > 0.0:
-                f[q] = np.log2(1.0 + total[q]) / total[q]
+    for q in range(n_queries):
+        f[q] = norm_factor(norm, total[q])
     loss = 0.0
     for p in range(m):
         i = pi[p]
         j = pj[p]
-        wt = scale * u[p] * f[qid[p]]
-        if use_w:
-            wt *= 0.5 * row_w[i] + 0.5 * row_w[j]
-        if use_pw:
-            wt *= pair_w[p]
+        wt = pair_weight(scale * u[p] * f[qid[p]], weights, i, j, p)
         g = wt * lam[p]
         hh = wt * h[p]
         out_grad[i] -= g

@@ -17,7 +17,8 @@ from ._inputs import (DEFAULT_POSITIONS, MAX_POSITION, as_position, as_propensit
                       check_position_groups, row_order_positions, zero_based)
 from ._pairs import leaf_parts, pair_terms_of
 from .._validation import check_bool, check_choice, check_int, check_nonnegative
-from ..objectives.base import Objective, Prepared
+from ..objectives.base import DeviceRoute, Objective, Prepared
+from . import _device_route
 
 __all__ = ["Unbiased"]
 
@@ -241,14 +242,9 @@ class Unbiased(Objective):
     # --- the pass ---------------------------------------------------------------------------------
     def _run(self, scores, prep, state, out_grad, out_hess, estimate):
         """Add the debiased gradients into the outputs; returns ``(loss, (i, j, c))``."""
-        estimate = estimate and self.propensity is None
-        # one worker's part of a distributed training set: the estimate pools all workers' sums
-        pooled = prep.collective if estimate else None
-        if pooled is not None and not state.pooled:
-            _pool_positions(pooled, state)
+        estimate = estimate and self._start_estimate(prep, state)
         k = state.tplus.size
         li, lj = np.zeros(k), np.zeros(k)
-        swapped = _COSTS[self.cost]
         props = CK.Propensities(state.position, state.tplus, state.tminus)
         loss = 0.0
         pieces = []
@@ -261,20 +257,53 @@ class Unbiased(Objective):
                 loss += scale * part._loss(scores, prep, prep.state_for(part))
                 continue
             t = pair_terms_of(part, scores, prep, state.unweighted, state.row_query, out_grad, out_hess, scale,
-                              swapped)
+                              self._swapped)
             c = np.empty(t.rows.i.size)
             loss += t.extra_loss * scale
             loss += CK.debias_pairs(t.rows, t.terms, t.weights, props, prep.groups.n_groups, scale,
                                     t.norm or self.query_norm, estimate, CK.DebiasOutputs(out_grad, out_hess, c, li, lj))
             pieces.append((t.rows.i, t.rows.j, c))
         if estimate:
-            if pooled is not None:  # eq. 30-31 are ratios of sums over all rows: sum them over the workers
-                sums = pooled.sum(np.concatenate([li, lj]))
-                li, lj = sums[:k].copy(), sums[k:].copy()
-            CK.update_propensities(li, lj, 1.0 / (1.0 + self.bias_norm), state.tplus, state.tminus)
-            state.rounds += 1
+            self._finish_estimate(prep, state, li, lj)
         pairs = tuple(np.concatenate(a) for a in zip(*pieces))
         return loss, pairs
+
+    @property
+    def _swapped(self) -> bool:
+        return _COSTS[self.cost]
+
+    def _start_estimate(self, prep, state):
+        """Whether this round estimates; one worker's part of a distributed training set first tracks
+        the positions of all workers (the CPU's and the GPU's pass, ``_device_route``)."""
+        if self.propensity is not None:
+            return False
+        if prep.collective is not None and not state.pooled:
+            _pool_positions(prep.collective, state)
+        return True
+
+    def _finish_estimate(self, prep, state, li, lj):
+        """Eq. 30-31 from the round's per-position sums ``li`` / ``lj`` (this worker's)."""
+        if prep.collective is not None:  # eq. 30-31 are ratios of sums over all rows: sum them over the workers
+            k = state.tplus.size
+            sums = prep.collective.sum(np.concatenate([li, lj]))
+            li, lj = sums[:k].copy(), sums[k:].copy()
+        CK.update_propensities(li, lj, 1.0 / (1.0 + self.bias_norm), state.tplus, state.tminus)
+        state.rounds += 1
+
+    def device_route(self) -> DeviceRoute:
+        """The GPU route (``customobj.clicks._device_route``): the wrapped loss's pairs, their debiasing and
+        eq. 30-31's sums on the device; each part's own route for the pointwise parts of a sum.
+
+        Examples
+        --------
+        >>> import customobj
+        >>> customobj.Unbiased(customobj.LambdaRank()).device_route().grad_hess.__module__
+        'customobj.clicks._device_route'
+        """
+        for part, _ in leaf_parts(self.objective):
+            if not part.pairwise:
+                part.device_route()  # NotImplementedError naming a part without one
+        return DeviceRoute(_device_route.grad_hess)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         self._run(scores, prep, state, out_grad, out_hess, True)

@@ -131,6 +131,9 @@ def setup_queries(scores, inp, order, F, Q):
     start = ptr[q]
     n = ptr[q + 1] - start
     if n < 2 or inp.qnorm[q] == 0.0:
+        # every field set: ``_cut`` reads them all (the scratch is reused, and a stale ``first`` indexed out of bounds)
+        for r in range(N_QINT):
+            Q[r, q] = 0
         Q[Q_LIM, q] = -1
         return
     kk = min(inp.k, n)
