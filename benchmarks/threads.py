@@ -184,8 +184,7 @@ def objective_stages(obj, s, y, group, calls: int) -> list[tuple[str, bool, floa
     from customobj.objectives import _lambdarank_kernels as LK
     from customobj.objectives.prepared import Prepared
     prep = obj.prepare(y, group)
-    state = prep.state_for(obj)
-    inp = obj._inputs(s, prep, state)
+    inp = obj.pass_inputs(s, prep)
     row_gain = obj._row_gain(prep.labels)
     n_max = int(prep.groups.sizes.max())
     disc = LK.discount_table(n_max, obj.k if obj.k is not None else n_max)

@@ -51,11 +51,16 @@ def test_gradients_beyond_float32_are_refused():
 
 @needs_gpu
 def test_objectives_without_gpu_kernels_are_refused_up_front():
-    class MyRankNet(customobj.RankNet):
+    class MyLoss(customobj.Objective):  # a loss of its own, without a device_route
+        def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+            out_grad += scores
+
+    class MyRankNet(customobj.RankNet):  # a subclass inherits its parent's GPU route
         pass
 
-    with pytest.raises(NotImplementedError, match="MyRankNet"):
-        C.check_gpu_objective(MyRankNet(), "xgboost_objective")
+    with pytest.raises(NotImplementedError, match="MyLoss"):
+        C.check_gpu_objective(MyLoss(), "xgboost_objective")
+    C.check_gpu_objective(MyRankNet(), "xgboost_objective")
 
 
 @needs_gpu

@@ -122,7 +122,7 @@ def test_pair_helpers_return_nan_for_an_unknown_code():
 
 def test_an_objective_raises_when_its_kernel_signals(monkeypatch):
     obj = RankNet()
-    monkeypatch.setattr(obj, "_spec", lambda: PK.PairSpec(9, 0, 1.0, 1.0, 1.0))
+    monkeypatch.setattr(obj, "pair_spec", lambda: PK.PairSpec(9, 0, 1.0, 1.0, 1.0))
     s, y = np.linspace(-1, 1, N), LABELS
     for call in (obj.grad_hess, obj.loss):
         with pytest.raises(ValueError, match="RankNet: the kernel met a dispatch code it does not know"):

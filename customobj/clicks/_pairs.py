@@ -7,7 +7,7 @@ LambdaRank from its couplings on the unweighted data (``lambdarank_pair_terms``)
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -57,7 +57,7 @@ def leaf_parts(objective: Objective, factor: float = 1.0) -> list:
     return [(objective, factor)]
 
 
-def _diagonal(objective: Objective) -> bool:
+def _diagonal(objective: Any) -> bool:
     # A hessian multiplier (QBRank(hessian="upper_bound")'s 2) bounds each pair's hessian block by a
     # diagonal: no pair couplings to debias.
     return objective.pair_spec().hmul != 1.0

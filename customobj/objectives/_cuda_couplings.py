@@ -86,7 +86,9 @@ def grad_hess_couplings_prepared(obj: Objective, scores: Any, prep: Prepared, ou
 
         def pair_buffer(m: int) -> tuple:
             return cuda.device_array(m, index), cuda.device_array(m, index), cuda.device_array(m, np.float64)
-    return grad, hess, obj.device_route().couplings(obj, s, prep, data, pair_buffer)
+    couplings = obj.device_route().couplings
+    assert couplings is not None  # couplings_reason said so above
+    return grad, hess, couplings(obj, s, prep, data, pair_buffer)
 
 
 def in_bag_pairs(pairs: tuple, in_bag: Any, pair_buffer: PairBuffer) -> tuple:

@@ -130,7 +130,7 @@ def _pair_list(obj: Any, name: str, s: Any, data: Any, g: Any, h: Any, pairs: tu
     from . import _cuda_pairwise as CP
 
     check_spec(spec)
-    plist = _device_list(obj, name, data, *pairs, pair_w)
+    plist = _device_list(obj, name, data, pairs[0], pairs[1], pairs[2], pair_w)
     incidence = data.arrays((obj, name, "incidence"), lambda: row_incidence(pairs[0], pairs[1], data.n_rows))
     launch(CP.pair_list_rows, data.n_rows, s, plist, *incidence, spec, g, h)
 

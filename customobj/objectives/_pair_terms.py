@@ -142,17 +142,18 @@ def pair_grad(kind, d, theta):
     return math.nan, math.nan  # unknown code: the drivers refuse it before their loops
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def row_pair_weight(scale, weights, use_w, i, j):
     """``scale`` times the pair weight ``(w_i + w_j) / 2`` of rows ``i``, ``j``, computed as
-    ``w_i / 2 + w_j / 2`` (two weights near the float64 maximum cannot overflow; halving is exact)."""
+    ``w_i / 2 + w_j / 2`` (two weights near the float64 maximum cannot overflow; halving is exact).
+    Inlined by numba: a call with an array argument in the pair loop costs its reference count."""
     pw = scale
     if use_w:
         pw *= (0.5 * weights[i] + 0.5 * weights[j])
     return pw
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j):
     """The weight of listed pair ``k = (i, j)``: ``scale``, times its own weight, times the pair
     weight ``(w_i + w_j) / 2`` of the rows."""

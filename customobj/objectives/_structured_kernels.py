@@ -5,75 +5,36 @@ rectangular assignment of the ``m = min(k, n)`` scored positions to distinct row
 sit below ``k`` where ``A = D = 0``). It is solved exactly by the shortest-augmenting-path
 Hungarian method with potentials (Kuhn-Munkres / Jonker-Volgenant form), O(m^2 c) per query on
 the ``c`` candidate rows that can be in an optimum (``candidates``: ``m`` per gain level).
-Positions are 0-based here: ``A[r] = k - r``, ``D[r] = 1/log2(2 + r)`` for ``r < k``.
+Positions are 0-based here: ``A[r] = k - r``, ``D[r] = 1/log2(2 + r)`` for ``r < k``. The per-query
+steps (candidates, assignment, loss) are ``_structured_terms``', shared with the GPU kernels.
 """
 import numpy as np
 from numba import njit, prange
 
-from .._dcg_kernels import position_discount
+from ._structured_terms import assign_core, assignment_loss, position_weights, select_candidates
 
 
 @njit(cache=True)
 def assign_max(s, gain, A, D):
-    """Rows assigned to positions ``0..m-1`` maximising ``sum s_i A[r] - G_i D[r]`` (``m = A.size``).
+    """Rows assigned to positions ``0..m-1`` maximising ``sum s_i A[r] - G_i D[r]`` (``m = A.size``),
+    every row a candidate (``_structured_terms.assign_core``).
 
     Returns ``(at, ok)``. ``ok`` is False when a search step found no finite reduced cost (a
     non-finite score or gain): the search then stops instead of looping forever, and ``at`` is
     meaningless.
     """
-    n = s.size
+    return _assign(s, gain, np.arange(s.size), A, D)
+
+
+@njit(cache=True)
+def _assign(s, gain, cand, A, D):
+    c = cand.size
     m = A.size
-    inf = np.inf
-    # 1-based potentials: u over positions (rows of the cost matrix), v over documents.
-    u = np.zeros(m + 1)
-    v = np.zeros(n + 1)
-    p = np.zeros(n + 1, dtype=np.int64)    # p[j] = position (1-based) holding document j, 0 = none
-    way = np.zeros(n + 1, dtype=np.int64)
-    minv = np.empty(n + 1)
-    used = np.empty(n + 1, dtype=np.bool_)
-    for i in range(1, m + 1):
-        p[0] = i
-        j0 = 0
-        minv[:] = inf
-        used[:] = False
-        while True:
-            used[j0] = True
-            i0 = p[j0]
-            a0 = A[i0 - 1]
-            d0 = D[i0 - 1]
-            delta = inf
-            j1 = 0
-            for j in range(1, n + 1):
-                if not used[j]:
-                    cur = -(s[j - 1] * a0 - gain[j - 1] * d0) - u[i0] - v[j]
-                    if cur < minv[j]:
-                        minv[j] = cur
-                        way[j] = j0
-                    if minv[j] < delta:
-                        delta = minv[j]
-                        j1 = j
-            for j in range(n + 1):
-                if used[j]:
-                    u[p[j]] += delta
-                    v[j] -= delta
-                else:
-                    minv[j] -= delta
-            if j1 == 0:  # no finite reduced cost: inf/NaN input; stop rather than spin
-                return np.zeros(m, dtype=np.int64), False
-            j0 = j1
-            if p[j0] == 0:
-                break
-        while True:
-            j1 = way[j0]
-            p[j0] = p[j1]
-            j0 = j1
-            if j0 == 0:
-                break
-    at = np.empty(m, dtype=np.int64)
-    for j in range(1, n + 1):
-        if p[j] != 0:
-            at[p[j] - 1] = j - 1
-    return at, True
+    at = np.zeros(m, dtype=np.int64)
+    ok = assign_core(s, gain, cand, A, D, np.empty(m + 1), np.empty(c + 1), np.empty(c + 1),
+                     np.empty(c + 1, dtype=np.int64), np.empty(c + 1, dtype=np.int64),
+                     np.empty(c + 1, dtype=np.bool_), at)
+    return at, ok
 
 
 @njit(cache=True)
@@ -89,24 +50,9 @@ def ideal_order(s, labels):
 
 @njit(cache=True)
 def candidates(star, gain, m):
-    """Rows that can fill an optimal assignment: the ``m`` best-scored rows of each gain level.
-
-    Within one gain level ``w(j, r) = s_j A[r] - G D[r]`` orders rows by score at every position
-    (``A > 0``). A row with ``m`` same-gain rows scored at least as high can be exchanged for one
-    of them left free (only ``m - 1`` other positions) without lowering the total, so some optimum
-    uses candidates only. ``star`` (label, then score, descending) lists each level best first.
-    """
+    """Rows that can fill an optimal assignment (``_structured_terms.select_candidates``)."""
     keep = np.empty(star.size, dtype=np.int64)
-    c = 0
-    run = 0
-    for t in range(star.size):
-        if t > 0 and gain[star[t]] != gain[star[t - 1]]:
-            run = 0
-        if run < m:
-            keep[c] = star[t]
-            c += 1
-        run += 1
-    return keep[:c]
+    return keep[:select_candidates(star, gain, m, keep)]
 
 
 @njit(cache=True)
@@ -117,24 +63,17 @@ def _query(s, gain, k):
     m = min(k, n)
     A = np.empty(m)
     D = np.empty(m)
-    for r in range(m):
-        A[r] = float(k - r)
-        D[r] = position_discount(r)
+    position_weights(k, m, A, D)
     star = ideal_order(s, gain)  # gain is monotone in the label, so it orders like the label
     rows = candidates(star, gain, m)
-    at, ok = assign_max(s[rows], gain[rows], A, D)
+    at, ok = _assign(s, gain, rows, A, D)
     if not ok:
         return 0.0, star[:m], star[:m], False
-    hat = rows[at]
-    loss = 0.0
-    scale = 1.0
-    for r in range(m):
-        loss += (s[hat[r]] - s[star[r]]) * A[r] - (gain[hat[r]] - gain[star[r]]) * D[r]
-        scale += (abs(s[hat[r]]) + abs(s[star[r]])) * A[r] + (gain[hat[r]] + gain[star[r]]) * D[r]
+    loss, scale = assignment_loss(s, gain, rows, at, star, A, D)
     if loss <= 1e-12 * scale:
         # pi* attains the max (up to rounding): zero loss and zero subgradient, never noise.
         return 0.0, star[:m], star[:m], True
-    return loss, hat, star[:m], True
+    return loss, rows[at], star[:m], True
 
 
 @njit(cache=True, inline="always")

@@ -348,7 +348,7 @@ class QBRank(Objective):
             return None
         spec = self.pair_spec()
         pairs = prep.state_for(self).pair_list(prep, spec.theta_mode, spec.p)
-        return None if pairs is None else ListedPairs(*pairs, _EMPTY, False, spec)
+        return None if pairs is None else ListedPairs(pairs[0], pairs[1], pairs[2], _EMPTY, False, spec)
 
     def device_route(self) -> DeviceRoute:
         from . import _cuda_routes as R

@@ -1,15 +1,15 @@
 """The training scores of ``TreeBooster(device="cuda")`` on the device: each round's gradients there.
 
-When the objective has GPU kernels (:data:`customobj.objectives.devices.CUDA_KERNELS`),
+When the objective has GPU kernels (its ``device_route()``, ``customobj.objectives._cuda_routes``),
 :class:`DeviceScores` uploads the scores once per fit, computes every round's gradients and
 hessians on the device (``Objective.grad_hess_prepared`` with device scores: ``objectives.devices``)
 into two buffers it reuses, hands those device arrays to the grower (the backend sums and histograms
 them where they are) and adds each finished tree to the scores with :mod:`._cuda_score_kernels`.
 When the criterion needs the objective's pair couplings (``ole``, ``ole_fast``, ``ole_float64`` with a
-pairwise objective), the same call computes them there too (``objectives._cuda_couplings``:
-LambdaRank in every convention, RankNet, RankSVM, MPBoost, QBRank, PreferencePairs, LambdaLoss,
-YetiRank), into a pair buffer it reuses, in the CPU's pair order with the CPU's values (with bagging,
-the out-of-bag pairs are dropped there too); the grower's pair histograms and partitions take those device arrays as they
+pairwise objective), the same call computes them there too (``objectives._cuda_couplings``, the
+objective's ``device_route().couplings``: every built-in loss but the composites), into a pair
+buffer it reuses, in the CPU's pair order with the CPU's values (with bagging, the out-of-bag pairs
+are dropped there too); the grower's pair histograms and partitions take those device arrays as they
 are. Nothing of size ``n`` (or of the pair count) crosses the bus per tree for the gradients and
 pairs; ``ole_fast`` brings the pairs to the host for its per-query pruning, as it pruned host pairs
 before.
@@ -20,7 +20,7 @@ Otherwise the gradients stay on the host, and :func:`host_gradients_reason` says
   or that the host must see (``leaf_solver="joint"`` solves the leaves from every pair:
   ``pairs_on_host``); with ``bagging_fraction < 1`` the out-of-bag pairs are dropped on the device;
 - ``line_search`` evaluates the loss on the host;
-- the objective has no GPU kernel (a subclass of a loss: ``objectives.devices`` names it).
+- the objective has no GPU kernel (its ``device_route()`` raises, saying so).
 
 Under the simulator the device gradients and couplings equal the CPU's bit for bit (the same float64
 operations), so the trees do; on a GPU an ``exp`` or ``log`` of the device's libm may differ in the
