@@ -17,7 +17,10 @@ from numba import njit, prange
 from .._dcg_kernels import discount_table, ideal_dcg_query
 from ._listwise_terms import NDCG1, NDCG2, NDCG2PP, lambdaloss_weight
 
-__all__ = ["NDCG1", "NDCG2", "NDCG2PP", "score_positions", "inverse_ideal_dcg", "lambdaloss_pair_weights"]
+__all__ = ["NDCG1", "NDCG2", "NDCG2PP", "WEIGHTINGS", "score_positions", "inverse_ideal_dcg", "lambdaloss_pair_weights"]
+
+#: ``LambdaLoss(weighting=...)`` -> the kernels' weighting code (the CPU's and the GPU route's one map).
+WEIGHTINGS = {"ndcg1": NDCG1, "ndcg2": NDCG2, "ndcg2++": NDCG2PP}
 
 
 @njit(cache=True, parallel=True)

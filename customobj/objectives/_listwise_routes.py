@@ -18,8 +18,8 @@ import numpy as np
 from ._cuda_routes import PairBuffer, kept_pairs, launch, query_pairs
 
 __all__ = ["query_rmse", "softmax", "xendcg", "lambdaloss", "lambdaloss_device_pairs", "yetirank",
-           "yetirank_device_state", "dense_coupling_factors", "lambdaloss_couplings", "yetirank_couplings",
-           "dense_couplings"]
+           "yetirank_device_state", "lambdaloss_couplings", "yetirank_couplings", "query_rmse_couplings",
+           "softmax_couplings", "xendcg_couplings"]
 
 
 def _padded(a: np.ndarray) -> np.ndarray:
@@ -83,22 +83,10 @@ def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     _softmax_ce(s, data, mass, mass, False, 1.0, g, h)
 
 
-def dense_coupling_factors(obj: Any, s: Any, prep: Any, data: Any) -> tuple:
-    """The device ``(factor, qscale)`` of the dense couplings ``qscale_q f_a f_b`` (``_cuda_listwise``):
-    QueryRMSE's label-only ones (uploaded once), else the softmax's ``p`` and ``beta^2 M`` at ``s``
-    (XENDCG: with the noise of its latest round, as the CPU's ``pair_couplings``)."""
+def _softmax_factors(s: Any, data: Any, mass: Any, vw: Any, use_vw: bool, beta: float) -> tuple:
+    """The device ``(p, qscale)`` of the softmax's dense couplings ``qscale_q p_a p_b`` at ``s``."""
     from . import _cuda_listwise as CQ
-    from .query_rmse import QueryRMSE
-    from .xendcg import XENDCG
 
-    if type(obj) is QueryRMSE:
-        return data.arrays((obj._cache_key(), "coupling_factors"),
-                           lambda: tuple(_padded(a) for a in obj._coupling_factors(prep)))
-    if type(obj) is XENDCG:
-        mass = _xendcg_mass(obj, prep, data, prep.state_for(obj).rounds.current)
-        mass, vw, use_vw, beta = mass, mass, False, 1.0
-    else:
-        mass, vw, use_vw, beta = _softmax_targets(obj, prep, data)
     stats = data.scratch("softmax_stats", (CQ.N_SM, max(data.n_queries, 1)), np.float64)
     p = data.scratch("coupling_p", (max(data.n_rows, 1),), np.float64)
     qscale = data.scratch("coupling_qscale", (max(data.n_queries, 1),), np.float64)
@@ -132,14 +120,14 @@ def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     from . import _cuda_pairwise as CP
     from . import _cuda_sampled_pairs as CS
     from . import _pairwise_kernels as PK
-    from .lambdaloss import _WEIGHTINGS
+    from ._lambdaloss_kernels import WEIGHTINGS
 
     (pi, pj, theta, inc_ptr, inc_pair, inc_sign, gain, inv_idcg), pair_w = lambdaloss_device_pairs(obj, prep, data)
     n = data.n_rows
     order = data.scratch("lambdaloss_order", (max(n, 1),), np.int64)
     pos = data.scratch("lambdaloss_pos", (max(n, 1),), np.int64)
     launch(CL.rank_rows, n, s, data.ptr, data.qid, order, pos)
-    launch(CS.lambdaloss_weights, pi.shape[0], pi, pj, pos, gain, inv_idcg, _WEIGHTINGS[obj.weighting], obj.mu,
+    launch(CS.lambdaloss_weights, pi.shape[0], pi, pj, pos, gain, inv_idcg, WEIGHTINGS[obj.weighting], obj.mu,
             pair_w)
     plist = CP.PairList(pi, pj, theta, pair_w, True, data.weights, data.use_weights)
     spec = PK.PairSpec(int(PK.LOGISTIC), int(PK.Theta.CONST), obj.sigma, 1.0, 1.0)  # theta is listed per pair
@@ -187,9 +175,25 @@ def yetirank_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: Pair
                        s, data.labels, data.ptr, qweight, obj.permutations, obj.decay, order)
 
 
-def dense_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:
-    """QueryRMSE, ListNet, QuerySoftMax, XENDCG: every pair of a query, ``qscale f_a f_b`` (``_cuda_listwise``)."""
+def _dense(data: Any, pair_buffer: PairBuffer, factor: Any, qscale: Any) -> tuple:
+    """Every pair of a query of coupling ``qscale_q f_a f_b > 0`` (``_cuda_listwise``), in the CPU's order."""
     from . import _cuda_listwise as CQ
 
-    return query_pairs(data, pair_buffer, CQ.dense_count_pairs, CQ.dense_fill_pairs,
-                       data.ptr, *dense_coupling_factors(obj, s, prep, data))
+    return query_pairs(data, pair_buffer, CQ.dense_count_pairs, CQ.dense_fill_pairs, data.ptr, factor, qscale)
+
+
+def query_rmse_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:
+    """QueryRMSE: its label-only dense couplings (factors uploaded once)."""
+    return _dense(data, pair_buffer, *data.arrays((obj._cache_key(), "coupling_factors"),
+                                                  lambda: tuple(_padded(a) for a in obj._coupling_factors(prep))))
+
+
+def softmax_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:
+    """ListNet, QuerySoftMax: the softmax's ``p`` and ``beta^2 M`` at ``s``."""
+    return _dense(data, pair_buffer, *_softmax_factors(s, data, *_softmax_targets(obj, prep, data)))
+
+
+def xendcg_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:
+    """XENDCG: the softmax couplings with the noise of its latest round (as the CPU's ``pair_couplings``)."""
+    mass = _xendcg_mass(obj, prep, data, prep.state_for(obj).rounds.current)
+    return _dense(data, pair_buffer, *_softmax_factors(s, data, mass, mass, False, 1.0))

@@ -19,7 +19,6 @@ _LOGISTIC = PK.pair_spec(PK.PairKind.LOGISTIC, PK.Theta.CONST, 0.0, 1.0)
 
 __all__ = ["LambdaLoss"]
 
-_WEIGHTINGS = {"ndcg1": LLK.NDCG1, "ndcg2": LLK.NDCG2, "ndcg2++": LLK.NDCG2PP}
 
 
 class _LambdaLossState(NamedTuple):
@@ -66,7 +65,7 @@ class LambdaLoss(Objective):
         return DeviceRoute(LR.lambdaloss, LR.lambdaloss_couplings)
 
     def __init__(self, *, weighting: str = "ndcg2++", mu: float = 1.0, sigma: float = 1.0) -> None:
-        self.weighting = check_choice(weighting, "weighting", set(_WEIGHTINGS))
+        self.weighting = check_choice(weighting, "weighting", set(LLK.WEIGHTINGS))
         self.mu = check_nonnegative(mu, "mu")
         self.sigma = check_positive(sigma, "sigma")
 
@@ -87,7 +86,7 @@ class LambdaLoss(Objective):
         pos = np.empty(scores.shape[0], dtype=np.int64)
         LLK.score_positions(scores, prep.ptr, pos)
         pw = np.empty(pi.size)
-        LLK.lambdaloss_pair_weights(pi, pj, pos, state.row_gain, state.inv_idcg, _WEIGHTINGS[self.weighting],
+        LLK.lambdaloss_pair_weights(pi, pj, pos, state.row_gain, state.inv_idcg, LLK.WEIGHTINGS[self.weighting],
                                     self.mu, pw)
         w, use_w = kernel_weights(prep.weight)
         return pi, pj, theta, pw, True, w, use_w

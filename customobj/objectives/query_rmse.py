@@ -41,7 +41,7 @@ class QueryRMSE(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _listwise_routes as LR
 
-        return DeviceRoute(LR.query_rmse, LR.dense_couplings)
+        return DeviceRoute(LR.query_rmse, LR.query_rmse_couplings)
 
     def __init__(self) -> None:
         pass

@@ -59,7 +59,7 @@ class SoftmaxCrossEntropy(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _listwise_routes as LR
 
-        return DeviceRoute(LR.softmax, LR.dense_couplings)
+        return DeviceRoute(LR.softmax, LR.softmax_couplings)
 
     def _targets(self, scores, prep, state, new_round):  # pragma: no cover - abstract
         raise NotImplementedError

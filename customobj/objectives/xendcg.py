@@ -67,7 +67,7 @@ class XENDCG(SoftmaxCrossEntropy):
     def device_route(self) -> DeviceRoute:
         from . import _listwise_routes as LR
 
-        return DeviceRoute(LR.xendcg, LR.dense_couplings)
+        return DeviceRoute(LR.xendcg, LR.xendcg_couplings)
 
     def __init__(self, *, seed: int = LIGHTGBM_SEED, convention: str = "customobj") -> None:
         self.seed = check_int(seed, "seed", minimum=0, maximum=2**31 - 1)
