@@ -34,8 +34,7 @@ cuda = cuda_module()
 # the routes (``_cuda_routes.check_spec``) refuse before any launch.
 _theta = device_function(T.pair_theta)
 _grad = device_function(T.pair_grad)
-_row_pair_weight = device_function(T.row_pair_weight)
-_listed_pair_weight = device_function(T.listed_pair_weight)
+_pair_weight = device_function(T.pair_weight)
 
 
 class LabelRows(NamedTuple):
@@ -83,7 +82,9 @@ def label_pairs_rows(scores, d, spec, out_grad, out_hess):
         j = d.order[a]
         theta = _theta(spec.theta_mode, d.labels[j], yi, spec.p)
         g, c = _grad(spec.kind, scores[j] - si, theta)
-        pw = _row_pair_weight(spec.scale, d.weights, d.use_w, j, i)
+        pw = spec.scale
+        if d.use_w:
+            pw *= _pair_weight(d.weights[j], d.weights[i])
         acc_g -= pw * g
         acc_h += spec.hmul * pw * c
     gi = 0.0
@@ -92,7 +93,9 @@ def label_pairs_rows(scores, d, spec, out_grad, out_hess):
         j = d.order[b]
         theta = _theta(spec.theta_mode, yi, d.labels[j], spec.p)
         g, c = _grad(spec.kind, si - scores[j], theta)
-        pw = _row_pair_weight(spec.scale, d.weights, d.use_w, i, j)
+        pw = spec.scale
+        if d.use_w:
+            pw *= _pair_weight(d.weights[i], d.weights[j])
         gi += pw * g
         hi_acc += spec.hmul * pw * c
     out_grad[i] += acc_g + gi
@@ -124,7 +127,12 @@ def _weighted_terms(scores, pl, spec, k):
     i = pl.pi[k]
     j = pl.pj[k]
     g, c = _grad(spec.kind, scores[i] - scores[j], pl.theta[k])
-    return _listed_pair_weight(spec.scale, pl.pair_w, pl.use_pw, pl.weights, pl.use_w, k, i, j), g, c
+    pw = spec.scale
+    if pl.use_pw:
+        pw *= pl.pair_w[k]
+    if pl.use_w:
+        pw *= _pair_weight(pl.weights[i], pl.weights[j])
+    return pw, g, c
 
 
 @cuda.jit(device=True)

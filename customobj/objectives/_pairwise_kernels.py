@@ -27,8 +27,7 @@ from numba import njit, prange
 from .._kernel_status import KernelStatus, as_code
 from ._pair_terms import (  # noqa: F401 - the codes and the pair math are part of this module's interface
     EXP_CLIP, EXPONENTIAL, LOGISTIC, SQ_HINGE, THETA_CONST, THETA_DIFF, THETA_LDD, THETA_LOGDD, THETA_LOGITDD,
-    PairKind, Theta, kind_known, listed_pair_weight, pair_grad, pair_terms, pair_theta, row_pair_weight,
-    theta_known,
+    PairKind, Theta, kind_known, pair_grad, pair_terms, pair_theta, pair_weight, theta_known,
 )
 
 
@@ -95,7 +94,9 @@ def _query_grad_hess(scores, labels, order, lower, lo, hi, weights, use_w, spec,
             j = order[b]
             theta = pair_theta(theta_mode, yi, labels[j], p)
             g, c = pair_grad(kind, si - scores[j], theta)
-            pw = row_pair_weight(scale, weights, use_w, i, j)
+            pw = scale
+            if use_w:
+                pw *= pair_weight(weights[i], weights[j])
             gi += pw * g
             hi_acc += hmul * pw * c
             out_grad[j] -= pw * g
@@ -139,7 +140,9 @@ def _query_loss(scores, labels, order, lower, lo, hi, weights, use_w, spec):
             j = order[b]
             theta = pair_theta(theta_mode, labels[i], labels[j], p)
             phi, _, _ = pair_terms(kind, scores[i] - scores[j], theta)
-            pw = row_pair_weight(scale, weights, use_w, i, j)
+            pw = scale
+            if use_w:
+                pw *= pair_weight(weights[i], weights[j])
             total += pw * phi
     return total
 
@@ -164,6 +167,18 @@ def label_pairs_loss(scores, labels, ptr, order, lower, weights, use_w, spec):
 # --- explicit pair lists (serial: pairs may share rows across queries) ----------------------------------
 # ``spec.theta_mode`` and ``spec.p`` are not read here: every pair carries its own ``theta[k]``.
 @njit(cache=True)
+def _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j):
+    """The weight of listed pair ``k = (i, j)``: ``scale``, times its own weight, times the pair weight
+    ``(w_i + w_j) / 2`` of the rows."""
+    pw = scale
+    if use_pw:
+        pw *= pair_w[k]
+    if use_w:
+        pw *= pair_weight(weights[i], weights[j])
+    return pw
+
+
+@njit(cache=True)
 def pair_list_grad_hess(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, spec, out_grad, out_hess):
     """Sum over explicit pairs ``(pi[k], pj[k])`` with per-pair ``theta[k]`` and weight ``pair_w[k]``;
     returns the status."""
@@ -175,7 +190,7 @@ def pair_list_grad_hess(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, s
         i = pi[k]
         j = pj[k]
         g, c = pair_grad(kind, scores[i] - scores[j], theta[k])
-        pw = listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
+        pw = _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
         out_grad[i] += pw * g
         out_grad[j] -= pw * g
         out_hess[i] += hmul * pw * c
@@ -195,7 +210,7 @@ def pair_list_loss(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, spec):
         i = pi[k]
         j = pj[k]
         phi, _, _ = pair_terms(kind, scores[i] - scores[j], theta[k])
-        pw = listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
+        pw = _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
         total += pw * phi
     return total, status
 
@@ -212,7 +227,7 @@ def pair_list_couplings(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, s
         i = pi[k]
         j = pj[k]
         _, c = pair_grad(kind, scores[i] - scores[j], theta[k])
-        pw = listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
+        pw = _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j)
         out_c[k] = pw * c
     return status
 

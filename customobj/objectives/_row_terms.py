@@ -6,7 +6,8 @@ function is one row's gradient and hessian, written once with ``math.*``; the CP
 ``customobj._cuda_runtime.device_function``) both call it and add its result into the outputs.
 What stays per target is only the loop over rows (and, for McRank, where the probabilities are
 kept: a scratch row on the CPU, recomputed per class on the GPU, which has no per-thread array of
-a run-time size; ``exp(f_k - top) / z`` has the same bits either way).
+a run-time size; ``exp(f_k - top) / z`` has the same bits either way, and the CPU loop spells the
+sum out to keep its one ``exp`` per class).
 
 Examples
 --------
@@ -62,7 +63,9 @@ def squared_hinge_row(s, y, w, c):
 @njit(cache=True)
 def softmax_top_z(f):
     """``(top, z)`` of the softmax over the row ``f``: its maximum and ``sum exp(f_k - top)``;
-    the probability of class ``k`` is ``exp(f_k - top) / z`` (:func:`softmax_p`)."""
+    the probability of class ``k`` is ``exp(f_k - top) / z`` (:func:`softmax_p`). The CPU loop
+    keeps the exps it sums (one pass, a scratch row); a GPU thread has no scratch row of a run-time
+    size and evaluates them again in :func:`softmax_p`."""
     top = f[0]
     for k in range(1, f.shape[0]):
         top = max(top, f[k])
