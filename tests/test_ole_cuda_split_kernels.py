@@ -137,7 +137,8 @@ node, rules = T.NamedUniTuple(f, 4, ChildSums), T.NamedTuple([i, f, f, f], Split
 SIGS = [(K.feature_bests, (f2, f2, b, bins, b1, node, rules, f, f2, f1)), (R.pick_best, (f2, f1, f1)),
         (K.subtract, (f1, f1)),
         (S.add_tree_bins, (u8, i1, i1, i1, b1, i1, i1, f1, f1)), (S.add_tree_bins, (u16, i1, i1, i1, b1, i1, i1, f1, fA)),
-        (HK.zero, (f1,)), (HK.row_hist_shared, (u8, i1, i, f1, f1, f1, i2, i2, i1, f2)),
+        (HK.zero, (f1,)), (HK.zero3, (f1, f1, f1)),
+        (HK.row_hist_shared, (u8, i1, i, f1, f1, f1, i2, i2, i1, f2)),
         (HK.row_hist_shared, (u16, i1, i, f1, f1, f1, i2, i2, i1, f2)),
         (HK.pair_hist_shared, (u8, j1, j1, f1, i, i, f1, i2, i2, i1, f2)),
         (HK.pair_hist_shared, (u16, i1, i1, f1, i, i, f1, i2, i2, i1, f2)),
@@ -148,7 +149,8 @@ SIGS = [(K.feature_bests, (f2, f2, b, bins, b1, node, rules, f, f2, f1)), (R.pic
         (P.mark_rows_blocks, (T.uint8[::1], i1, i, i, i, i, i, b, b1, i2)),
         (P.place_rows_blocks, (i1, i, i, i, b1, i2, i1)), (P.copy_rows, (i1, i1, i, i)),
         (P.count_sides_blocks, (j1, j1, i, i, i, b1, i2)),
-        (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, j1, j1, f1)), (N.split_nan_count, (f2, i1, i1, f1))]
+        (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, j1, j1, f1)),
+        (N.pick_splits, (T.float64[:, :, ::1], f2, f2, f2, f2, i1, i1, b))]
 try:
     cuda.compile_ptx(K.subtract.py_func, T.void(f1, f1), cc=(8, 0))
 except Exception as exc:

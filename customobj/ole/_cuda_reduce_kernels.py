@@ -23,7 +23,8 @@ from .fixed_point import fold_abs_max, grid_step, magnitude_units, pow2_at_least
 
 cuda = cuda_module()
 
-__all__ = ["reset", "grid_max", "grid_units", "grid_round", "coupling_sums", "scan_counts", "pick_best"]
+__all__ = ["reset", "grid_max", "grid_units", "grid_round", "coupling_sums", "scan_counts", "pick_best",
+           "best_feature"]
 
 _fold, _units, _pow2 = device_function(fold_abs_max), device_function(magnitude_units), device_function(pow2_at_least)
 _step, _grid = device_function(grid_step), device_function(to_grid)
@@ -193,14 +194,10 @@ def scan_counts(counts, nb, before):
             before[nb + 1, 1] = 0
 
 
-@cuda.jit(cache=True)
-def pick_best(per, gains, res):
-    """One block: ``res`` = the record of the first feature with the strictly largest gain > 0 (the
-    CPU's tie-breaking: the lowest feature), else zeros with feature -1. Each thread keeps the first
-    best of its strided features, then a tree reduction keeps the larger gain, on equal gains the
-    lower feature."""
-    shg = cuda.shared.array(THREADS, dtype=float64)
-    shi = cuda.shared.array(THREADS, dtype=int64)
+@cuda.jit(device=True)
+def best_feature(per, gains, res, shg, shi):
+    """The block's body of :func:`pick_best` (shared scratch ``shg``, ``shi`` of ``blockDim`` items);
+    returns the chosen feature (-1: none). Also called by ``_cuda_node_kernels.pick_splits``."""
     t = cuda.threadIdx.x
     best = 0.0
     bi = -1
@@ -224,3 +221,15 @@ def pick_best(per, gains, res):
     f = shi[0]
     for k in range(t, SPLIT_SIZE, cuda.blockDim.x):
         res[k] = per[f, k] if f >= 0 else (-1.0 if k == SPLIT_FEATURE else 0.0)
+    return f
+
+
+@cuda.jit(cache=True)
+def pick_best(per, gains, res):
+    """One block: ``res`` = the record of the first feature with the strictly largest gain > 0 (the
+    CPU's tie-breaking: the lowest feature), else zeros with feature -1. Each thread keeps the first
+    best of its strided features, then a tree reduction keeps the larger gain, on equal gains the
+    lower feature."""
+    shg = cuda.shared.array(THREADS, dtype=float64)
+    shi = cuda.shared.array(THREADS, dtype=int64)
+    best_feature(per, gains, res, shg, shi)

@@ -25,19 +25,21 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
 - :mod:`._cuda_reduce_kernels`: ``reset``, ``grid_max``, ``grid_units``, ``grid_round`` (a tree's
   grid, 4 launches for its rows and 4 for device couplings: grid-stride loops, a tree reduction in
   shared memory, one atomic per block); ``coupling_sums``; ``scan_counts`` (the partitions' block
-  offsets, a block-wide scan); ``pick_best`` (the best feature, a block reduction).
-- :mod:`._cuda_hist_kernels` ``row_hist_shared`` / ``pair_hist_shared`` (into a pool histogram
-  cleared by ``zero``): blocks of (chunk of items, group of features) keep the group's histogram in
-  shared memory as int64 grid units (``SHARED_SLOTS``: eight 255-bin features); neighbouring lanes
-  take neighbouring features of one item, so a warp reads one run of the row-major bins (coalesced).
+  offsets, a block-wide scan); ``best_feature`` (the best feature, a block reduction).
+- :mod:`._cuda_hist_kernels` ``row_hist_shared`` / ``pair_hist_shared`` (into pool histograms
+  cleared three at a time by ``zero3``): blocks of (chunk of items, group of features) keep the
+  group's histogram in shared memory as int64 grid units (``SHARED_SLOTS``: eight 255-bin
+  features); neighbouring lanes take neighbouring features of one item, so a warp reads one run of
+  the row-major bins (coalesced).
   Per update: 1 bin byte (rows) or 2 (pairs) and 3 shared int64 atomics; the item's index and
   values (16-24 bytes) are read once per item for the group's lanes; per block, once, one global
   float64 atomic per non-zero slot and channel (no per-block partials in global memory).
 - :mod:`._cuda_split_kernels` ``feature_bests`` (one thread per feature runs the CPU's
   ``_best_in_feature`` on the records ``FeatureBins``, ``ChildSums``, ``SplitRules``) and
-  ``subtract``; :mod:`._cuda_node_kernels` ``split_nan_count`` (the chosen feature's NaN count
-  beside the split); :mod:`._cuda_partition_kernels` through :mod:`.cuda_partitions` (stable row
-  and pair partitions, the CPU's per-block code, many short blocks).
+  ``subtract``; :mod:`._cuda_node_kernels` ``pick_splits`` (both children's splits in one launch,
+  each with its feature's NaN count beside it); :mod:`._cuda_partition_kernels` through
+  :mod:`.cuda_partitions` (stable row and pair partitions, the CPU's per-block code, many short
+  blocks).
 
 **Orchestration and instrumentation** (issue 32, items 3-4):
 
@@ -53,9 +55,12 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   reads its two children's WSE gains together (:meth:`CUDABackend.wse_gains_of`).
 - Every launch (:class:`~customobj.ole.cuda_stats.CountedKernels`), read, allocation and copy is
   counted (:class:`~customobj.ole.cuda_stats.DeviceCounter`): ``TreeBooster.device_stats_``, per
-  tree and per split, the same under the simulator and on a card. COUNTS_HERE
-  Issue 32's budget (:data:`~customobj.ole.cuda_stats.BUDGET`) and what holds of it:
-  tests/test_ole_cuda_stats.py.
+  tree and per split, the same under the simulator and on a card. Per split, 6-leaf trees on 300
+  rows (tests/test_ole_cuda_stats.py): ``wse`` 9.7 launches and 1.2 reads (partition 4, search
+  ~2.7, histogram and subtraction ~2, the tree's grid ~0.8), ``ole`` 16.7 and 2.2 (+ the pair
+  partition 4 with its read, pair histograms ~3), ``ole_fast`` 17.0 and 3.8. Issue 32's budget
+  (:data:`~customobj.ole.cuda_stats.BUDGET`: 8 launches, 1 read) is not met: no tree after the
+  first allocates; the root's read and the pair partition's are the reads above one per split.
 
 Before a fit uses the device, :func:`~customobj.ole.cuda_memory.check_device_memory` compares what
 it needs (:func:`~customobj.ole.cuda_memory.device_memory_needed`) with the card's free memory and
@@ -147,8 +152,8 @@ class CUDABackend(CPUBackend):
         self._all_groups = groups[0], tuple(mem.upload(a) for a in groups)  # every full histogram's groups
         # the split search's per-feature records, gains and results (two nodes: one read for both), each
         # with the chosen feature's NaN count behind it (_cuda_node_kernels)
-        self._per = mem.array((max(n_feat, 1), SPLIT_SIZE), np.float64)
-        self._gains = mem.array((max(n_feat, 1),), np.float64)
+        self._per = mem.array((2, max(n_feat, 1), SPLIT_SIZE), np.float64)
+        self._gains = mem.array((2, max(n_feat, 1)), np.float64)
         self._wse = mem.array((2, max(n_feat, 1)), np.float64)  # ole_fast: two nodes' WSE gains, one read
         self._res = mem.array((2, SPLIT_SIZE + 1), np.float64)
         self._has_nan = bool(np.any(d.mapper.has_nan))
@@ -167,6 +172,7 @@ class CUDABackend(CPUBackend):
         self._order: Any = None  # the tree's row order on the device (the pool's)
         self._scores_on_device = False
         self._in_tree = False
+        self._zeroed_stash: list = []  # pool histograms cleared ahead (_zeroed)
 
     def _begin_tree(self) -> None:
         """Counts go to a new tree from the tree's first call (its pairs, or its root sums) on."""
@@ -265,10 +271,14 @@ class CUDABackend(CPUBackend):
 
     # --- histograms on the device: they stay there (DeviceHist), in the pool ----------------------------
     def _zeroed(self) -> Any:
-        """A pool histogram set to 0 (the blocks of a histogram kernel add into it)."""
-        out = self.pool.hist()
-        self._k.zero[grid_launch(out.size)](out.reshape(out.size))
-        return out
+        """A pool histogram set to 0 (the blocks of a histogram kernel add into it): up to three are
+        cleared in one launch and kept zeroed until asked for (a split needs one to three)."""
+        if not self._zeroed_stash:
+            hists = [self.pool.hist() for _ in range(max(1, min(3, self.pool.n_free)))]
+            flat = [h.reshape(h.size) for h in hists]
+            self._k.zero3[grid_launch(flat[0].size)](flat[0], flat[-1], flat[min(1, len(flat) - 1)])
+            self._zeroed_stash = hists
+        return self._zeroed_stash.pop()
 
     def _hist(self, out: Any) -> DeviceHist:
         hist = DeviceHist(out, self._ks.subtract, self.memory)
@@ -315,19 +325,18 @@ class CUDABackend(CPUBackend):
 
     def find_splits(self, searches: list) -> list:
         """The best splits of up to two nodes (a split's children), each ``(hist, phist, mask, sums)``:
-        :mod:`._cuda_split_kernels` (the CPU's per-feature search, one thread per feature), the first
-        strictly best feature by a block reduction (``pick_best``) per node, then every chosen split
-        in one read."""
+        :mod:`._cuda_split_kernels` (the CPU's per-feature search, one thread per feature) per node,
+        then one ``pick_splits`` (:mod:`._cuda_node_kernels`: the first strictly best feature of each
+        node by a block reduction, with its NaN count) and every chosen split in one read."""
         if not searches:
             return []
         if len(searches) > self._res.shape[0]:
             return self.find_splits(searches[:2]) + self.find_splits(searches[2:])
-        threads = pow2_threads(self._shape["n_features"])
         for k, (hist, phist, mask, sums) in enumerate(searches):
-            self._search(hist, phist, mask, _node(sums), self.rules, self._gains)
-            self._kr.pick_best[1, threads](self._per, self._gains, self._res[k])
-            if self._has_nan:  # its NaN count comes back with the split (the grower needs it to place NaN)
-                self._kn.split_nan_count[1, 1](hist.array, self._offsets, self._n_bins_d, self._res[k])
+            self._search(hist, phist, mask, _node(sums), self.rules, self._per[k], self._gains[k])
+        hists = [search[0].array for search in searches]
+        self._kn.pick_splits[len(searches), pow2_threads(self._shape["n_features"])](
+            self._per, self._gains, self._res, hists[0], hists[-1], self._offsets, self._n_bins_d, self._has_nan)
         res = self.memory.read(self._res[:len(searches)])
         out = []
         for (hist, _, _, _), r in zip(searches, res):
@@ -350,14 +359,15 @@ class CUDABackend(CPUBackend):
         if len(nodes) > self._wse.shape[0]:
             return self.wse_gains_of(nodes[:2], mask) + self.wse_gains_of(nodes[2:], mask)
         for k, (hist, sums) in enumerate(nodes):
-            self._search(hist, None, mask, _node(sums, with_c=False), self.rules._replace(score=WSE), self._wse[k])
+            self._search(hist, None, mask, _node(sums, with_c=False), self.rules._replace(score=WSE), self._per[k],
+                         self._wse[k])
         return list(self.memory.read(self._wse[:len(nodes)])) if nodes else []
 
-    def _search(self, hist: Any, phist: Any, mask: np.ndarray, node: ChildSums, rules, gains: Any) -> None:
-        """``feature_bests``: every feature's best split of ``node`` into ``_per``, its gain into ``gains``."""
+    def _search(self, hist: Any, phist: Any, mask: np.ndarray, node: ChildSums, rules, per: Any, gains: Any) -> None:
+        """``feature_bests``: every feature's best split of ``node`` into ``per``, its gain into ``gains``."""
         self._ks.feature_bests[_launch(self._shape["n_features"])](
             hist.array, self._no_ph if phist is None else phist.array, phist is not None, self._bins_d,
-            self.pool.feature_mask(mask), node, rules, parent_score(node, rules), self._per, gains)
+            self.pool.feature_mask(mask), node, rules, parent_score(node, rules), per, gains)
 
     # --- where the scores live, and what the fit held and did -------------------------------------------------
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
