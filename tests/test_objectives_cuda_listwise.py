@@ -1,5 +1,5 @@
 """GPU QueryRMSE, ListNet, QuerySoftMax and XENDCG (customobj/objectives/_cuda_listwise.py, routed by
-_listwise_routes.py) against their CPU twins under the simulator: random and degenerate data (one-row
+customobj/objectives/_listwise_routes.py; their shared math customobj/objectives/_listwise_terms.py) against their CPU twins under the simulator: random and degenerate data (one-row
 queries, equal labels, tied or equal scores, weights, an empty query, extreme scores), XENDCG's noise
 over several rounds in both conventions (the same seeds, the same draws), their dense pair couplings (the
 CPU's pairs of coupling > 0, in order), and the kernels typed and compiled to PTX for sm_80."""

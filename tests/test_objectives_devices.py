@@ -1,4 +1,5 @@
-"""The objective device seam (customobj/objectives/devices.py): the device follows the data, each
+"""The objective device seam (customobj/objectives/devices.py) and the routes of the label-pair, LambdaRank,
+pointwise and structured losses (customobj/objectives/_cuda_routes.py): the device follows the data, each
 objective's own GPU route (``device_route``; a subclass inherits it), Sum / Scaled on the device, the per-data-set device cache (a changed label is
 noticed), and the errors: no GPU kernel, no GPU, no numba-cuda, bad device arrays."""
 from __future__ import annotations

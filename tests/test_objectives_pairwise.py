@@ -1,4 +1,4 @@
-"""customobj.objectives.pairwise: finite differences, the slow NumPy reference (tests/_oracles.py),
+"""customobj.objectives.pairwise (and customobj/objectives/preference_pairs.py): finite differences, the slow NumPy reference (tests/_oracles.py),
 couplings, degenerate data, options. The pure kernels' own tests: test_objectives_pairwise_kernels.py."""
 import math
 
