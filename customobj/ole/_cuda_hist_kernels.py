@@ -66,7 +66,8 @@ def feature_groups(offsets: np.ndarray, n_bins: np.ndarray, feats: np.ndarray,
     """
     feats = np.asarray(feats, dtype=np.int64)
     members = np.zeros((feats.size, MEMBER_COLUMNS), dtype=np.int64)
-    groups, smap = [], []
+    groups: list = []
+    smap: list = []
     first, local = 0, 0
     for q, f in enumerate(feats):
         width = int(n_bins[f]) + 1

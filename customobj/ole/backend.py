@@ -140,7 +140,8 @@ class CPUBackend:
         src = self._gh_src
         if src is None or src[0] is not grad or src[1] is not hess:
             self.row_sums(order, grad, hess)
-        return self._gh_grid
+        assert self._gh_grid is not None  # row_sums made it
+        return self._gh_grid[0], self._gh_grid[1]
 
     def round_pairs(self, pc: np.ndarray) -> None:
         """The tree's couplings onto their grid, in place (:mod:`.fixed_point`: exact pair sums)."""
