@@ -55,7 +55,7 @@ XE_INV, XE_TOP, XE_Z, XE_L1, XE_L2 = range(5)
 N_XE = 5
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def query_rmse_queries(scores, labels, ptr, weights, use_w, stats):
     q = cuda.grid(1)
     if q >= ptr.shape[0] - 1:
@@ -65,7 +65,7 @@ def query_rmse_queries(scores, labels, ptr, weights, use_w, stats):
     stats[RMSE_W, q] = big_w
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def query_rmse_rows(scores, labels, qid, weights, use_w, stats, out_grad, out_hess):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
@@ -79,7 +79,7 @@ def query_rmse_rows(scores, labels, qid, weights, use_w, stats, out_grad, out_he
     out_hess[i] += h
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def softmax_queries(scores, ptr, mass, vw, use_vw, beta, stats):
     """``M``, ``top``, ``z`` of each query; ``M = 0`` for a query that contributes nothing (fewer than
     two rows or no target mass)."""
@@ -98,7 +98,7 @@ def softmax_queries(scores, ptr, mass, vw, use_vw, beta, stats):
     stats[SM_Z, q] = z
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def softmax_rows(scores, qid, mass, vw, use_vw, beta, stats, out_grad, out_hess):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
@@ -112,7 +112,7 @@ def softmax_rows(scores, qid, mass, vw, use_vw, beta, stats, out_grad, out_hess)
     out_hess[i] += h
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def xendcg_mass_queries(labels, ptr, qweight, rnd, seed, out_mass):
     """XENDCG's target masses of round ``rnd``, one thread per query (its generator, in row order)."""
     q = cuda.grid(1)
@@ -121,7 +121,7 @@ def xendcg_mass_queries(labels, ptr, qweight, rnd, seed, out_mass):
     _query_mass(labels, ptr[q], ptr[q + 1], q, rnd, seed, qweight[q], out_mass)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def xendcg_lightgbm_queries(scores, labels, ptr, rnd, seed, stats):
     """The sums of LightGBM's XENDCG gradient loop, in its order: three walks over the query's rows
     from the round's generator state (phi is drawn again on each walk, never stored)."""
@@ -160,7 +160,7 @@ def xendcg_lightgbm_queries(scores, labels, ptr, rnd, seed, stats):
     stats[XE_L2, q] = sum_l2
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def xendcg_lightgbm_rows(scores, labels, ptr, qid, rnd, seed, weights, use_w, stats, out_grad, out_hess):
     i = cuda.grid(1)
     if i >= scores.shape[0]:

@@ -39,7 +39,7 @@ _grad = device_function(pair_grad)
 _LOGISTIC = int(LOGISTIC)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def lambdaloss_weights(pi, pj, pos, row_gain, inv_idcg, mode, mu, out_w):
     """LambdaLoss's weight of every listed label pair at the current positions ``pos``."""
     k = cuda.grid(1)
@@ -50,7 +50,7 @@ def lambdaloss_weights(pi, pj, pos, row_gain, inv_idcg, mode, mu, out_w):
     out_w[k] = _pair_weight(mode, row_gain[i], row_gain[j], inv_idcg[i], pos[i], pos[j], mu)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def yetirank_ranks(scores, ptr, qid, n_perm, seed, rnd, order):
     """Thread ``p n + i``: row ``i``'s position in permutation ``p`` of its query (ascending noisy key,
     ties by row), written to ``order[n_perm lo + p n_q + position]``."""
@@ -89,7 +89,7 @@ def _neighbours_at(labels, order, at, qweight, dec, n_perm):
     return a, b, _yeti_weight(qweight, gap, dec, n_perm)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def yetirank_sums(scores, labels, ptr, qweight, n_perm, decay, order, out_grad, out_hess):
     """Adds each query's sampled neighbour pairs (weight > 0) in the CPU's list order."""
     q = cuda.grid(1)

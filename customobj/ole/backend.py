@@ -134,14 +134,14 @@ class CPUBackend:
         H = round_rows(order, hess, grid_step_of_rows(order, hess), rh)
         return G, H
 
-    def _on_grid(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
-        """The rounded copies of ``grad, hess`` (rows 0 and 1) made by :meth:`row_sums` (made now from the rows of
+    def _on_grid(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:
+        """The rounded copies of ``grad, hess`` made by :meth:`row_sums` (made now from the rows of
         ``order`` when it saw other arrays: a histogram built without a tree around it)."""
         src = self._gh_src
         if src is None or src[0] is not grad or src[1] is not hess:
             self.row_sums(order, grad, hess)
-        assert self._gh_grid is not None  # row_sums just made it
-        return self._gh_grid
+        assert self._gh_grid is not None  # row_sums made it
+        return self._gh_grid[0], self._gh_grid[1]
 
     def round_pairs(self, pc: np.ndarray) -> None:
         """The tree's couplings onto their grid, in place (:mod:`.fixed_point`: exact pair sums)."""
