@@ -411,6 +411,13 @@ def legend_below(ax, *, ncol=2):
               handlelength=3.5)
 
 
+def curve_panel(ax, curves, *, title, xlabel, ylabel, ncol=2):
+    """One panel of curves: :func:`draw_curves`, its title and axis labels, the legend below it."""
+    draw_curves(ax, curves)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    legend_below(ax, ncol=ncol)
+
+
 def data_title(fig, args, what):
     """The figure's title: what it shows, on which data and folds."""
     folds = ",".join(map(str, args.fold_list))

@@ -183,9 +183,8 @@ def plot(args, curves, spam_table):
                 c = np.mean(cs, axis=0)
                 lines.append((np.arange(1, c.size + 1), c, f"{name} ({lib})",
                               dict(ls="-" if lib == "lightgbm" else "--", color=colors[name], lw=1.2)))
-        C.draw_curves(ax, lines)
-        ax.set(title=f"{d}: test NDCG@10 against rounds", xlabel="rounds", ylabel="NDCG@10")
-        C.legend_below(ax)
+        C.curve_panel(ax, lines,
+                      title=f"{d}: test NDCG@10 against rounds", xlabel="rounds", ylabel="NDCG@10")
     ax = axes[0, -1]
     C.draw_curves(ax, [([r["lambda"] for r in spam_table if r["model"] == model],
                         [r["AUC"] for r in spam_table if r["model"] == model], f"{model}: AUC",

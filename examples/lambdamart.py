@@ -123,24 +123,21 @@ def plot(args, curves, alpha_curves, adapt):
     fig, axes = C.new_figure(len(datasets), 3, height=4.6)  # room for the legends below the panels
     for d, (a1, a2, a3) in zip(datasets, axes):
         means = [(name, np.mean(cs, axis=0)) for (dd, name), cs in curves.items() if dd == d and name != "adaptation"]
-        C.draw_curves(a1, [(np.arange(1, c.size + 1), c, name, dict(lw=1.2)) for name, c in means])
-        a1.set(title=f"{d}: test NDCG@10 against rounds", xlabel="rounds", ylabel="NDCG@10")
-        C.legend_below(a1)
+        C.curve_panel(a1, [(np.arange(1, c.size + 1), c, name, dict(lw=1.2)) for name, c in means],
+                      title=f"{d}: test NDCG@10 against rounds", xlabel="rounds", ylabel="NDCG@10")
         c = np.mean(curves[(d, "adaptation")], axis=0)
         x = np.arange(1, c.size + 1)
         lines = [(x, c, "adapted: base (A) + rounds on B", dict(color="tab:red", lw=1.2))]
         for r, style in zip([r for r in adapt if r["dataset"] == d and not r["model"].startswith("adapted")],
                             (":", "--", "-.")):
             lines.append((x[[0, -1]], np.full(2, r["ndcg@10"]), r["model"], dict(ls=style, color="k", lw=1)))
-        C.draw_curves(a2, lines)
-        a2.set(title=f"{d}: model adaptation", xlabel="adaptation rounds on B", ylabel="test NDCG@10")
-        C.legend_below(a2)
+        C.curve_panel(a2, lines,
+                      title=f"{d}: model adaptation", xlabel="adaptation rounds on B", ylabel="test NDCG@10")
         grid = np.linspace(0, 1, 101)
-        C.draw_curves(a3, [(grid, np.mean(cs, axis=0), f"LambdaRank-NDCG + {other}", dict(lw=1.2))
-                           for (dd, other), cs in alpha_curves.items() if dd == d])
-        a3.set(title=f"{d}: combination on validation", xlabel="alpha (weight of LambdaRank-NDCG)",
-               ylabel="validation NDCG@10")
-        C.legend_below(a3)
+        C.curve_panel(a3, [(grid, np.mean(cs, axis=0), f"LambdaRank-NDCG + {other}", dict(lw=1.2))
+                           for (dd, other), cs in alpha_curves.items() if dd == d],
+                      title=f"{d}: combination on validation", xlabel="alpha (weight of LambdaRank-NDCG)",
+                      ylabel="validation NDCG@10")
     C.data_title(fig, args, "RankNet, LambdaRank and LambdaMART (Burges 2010): rounds, model adaptation, "
                             "linear combination")
     C.save_figure(fig, args, "lambdamart")

@@ -97,10 +97,9 @@ def plot(args, table, curves):
     fig, axes = C.new_figure(1, 3, width=5.6, height=4.6)
     colors = {"BINARY": "tab:gray", "LDD": "tab:blue", "LOGDD": "tab:green", "LOGITDD": "tab:red"}
     ax = axes[0, 0]
-    C.draw_curves(ax, [(KS, [r[f"@{k}"] for k in KS], f"{r['ddf']} {r['learner']}",
-                        dict(color=colors[r["ddf"]], ms=4, lw=1.2, **LEARNER_STYLE[r["learner"]])) for r in table])
-    ax.set(title="test NDCG@k (MPBoost's variant)", xlabel="k", ylabel="NDCG@k")
-    C.legend_below(ax)
+    C.curve_panel(ax, [(KS, [r[f"@{k}"] for k in KS], f"{r['ddf']} {r['learner']}",
+                        dict(color=colors[r["ddf"]], ms=4, lw=1.2, **LEARNER_STYLE[r["learner"]])) for r in table],
+                  title="test NDCG@k (MPBoost's variant)", xlabel="k", ylabel="NDCG@k")
     # Rounds: one panel per learner (stumps run STUMP_FACTOR times the rounds of trees), four DDFs each;
     # eight series in one panel overlapped into an unreadable band.
     for ax, learner in zip(axes[0, 1:], LEARNER_STYLE):
@@ -111,9 +110,8 @@ def plot(args, table, curves):
                 style = dict(LEARNER_STYLE[learner], markevery=max(1, c.size // 8))
                 lines.append((np.arange(1, c.size + 1), c, f"{ddf} {learner}",
                               dict(color=colors[ddf], lw=1.2, ms=4, **style)))
-        C.draw_curves(ax, lines)
-        ax.set(title=f"{learner}: test NDCG@5 against rounds (overfitting)", xlabel="rounds", ylabel="NDCG@5")
-        C.legend_below(ax)
+        C.curve_panel(ax, lines,
+                      title=f"{learner}: test NDCG@5 against rounds (overfitting)", xlabel="rounds", ylabel="NDCG@5")
     C.data_title(fig, args, "MPBoost's four DDFs as GentleBoost with stumps (OLE builder, 2 leaves) "
                             "and with LightGBM trees")
     C.save_figure(fig, args, "mpboost")

@@ -104,13 +104,12 @@ def plot(args, table, curves):
     # and draw_curves names both where one would hide the other
     dashes = {"exact": "-", "upper_bound": "--", "-": "-"}
     for d, (ax_p, ax_c) in zip(datasets, axes):
-        C.draw_curves(ax_p, [(PERCENTS, [r[f"P@{k}%"] for k in PERCENTS],
+        C.curve_panel(ax_p, [(PERCENTS, [r[f"P@{k}%"] for k in PERCENTS],
                               r["method"] + ("" if r["hessian"] == "-" else f" ({r['hessian']})"),
                               dict(marker="o", ms=3, ls=dashes[r["hessian"]], color=colors[(r["method"], r["hessian"])]))
-                             for r in table if r["dataset"] == d and r["line_search"] != "off"])
-        ax_p.set(title=f"{d}: precision at K% (line search on)", xlabel="K (% of pairs, by |score difference|)",
-                 ylabel="fraction of pairs ordered correctly")
-        C.legend_below(ax_p, ncol=1)
+                             for r in table if r["dataset"] == d and r["line_search"] != "off"],
+                      title=f"{d}: precision at K% (line search on)", xlabel="K (% of pairs, by |score difference|)",
+                      ylabel="fraction of pairs ordered correctly", ncol=1)
         lines = []
         for (dd, m, h, ls), cs in curves.items():
             if dd != d or ls == "off":  # line search off: see the table
@@ -118,9 +117,8 @@ def plot(args, table, curves):
             c = np.mean(cs, axis=0)
             lines.append((np.arange(1, c.size + 1), c, m + ("" if h == "-" else f" ({h})"),
                           dict(ls=dashes[h], color=colors[(m, h)], lw=1.1)))
-        C.draw_curves(ax_c, lines)
-        ax_c.set(title=f"{d}: test DCG@5 against rounds (line search on)", xlabel="rounds (trees)", ylabel="DCG@5")
-        C.legend_below(ax_c, ncol=1)
+        C.curve_panel(ax_c, lines, title=f"{d}: test DCG@5 against rounds (line search on)",
+                      xlabel="rounds (trees)", ylabel="DCG@5", ncol=1)
     C.data_title(fig, args, "QBRank vs GBT and a linear RankSVM")
     C.save_figure(fig, args, "qbrank")
 

@@ -91,6 +91,13 @@ def assert_gpu_equals_cpu(obj, scores, labels, sizes, weight=None):
     return g, h
 
 
+def assert_case_gpu_equals_cpu(case, obj):
+    """:func:`assert_gpu_equals_cpu` on a ``(name, scores, labels, sizes, weight)`` case; the result finite."""
+    _, s, y, sizes, w = case
+    g, h = assert_gpu_equals_cpu(obj, s, y, sizes, w)
+    assert np.isfinite(g).all() and np.isfinite(h).all()
+
+
 def degenerate_cases():
     """``(name, scores, labels, sizes, weight)``: random, one-row queries, equal labels, ties, weights."""
     s, y, sizes, _ = data(1)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from customobj import LambdaLoss, YetiRank
-from _cuda_cases import (COUPLING_CASES, assert_device_trees_equal_cpu, assert_gpu_equals_cpu,
-                         assert_kept_couplings_equal_cpu, assert_kernels_compile, assert_rounds_equal_cpu, data,
-                         needs_gpu, query_level_cases, to_device)
+from _cuda_cases import (COUPLING_CASES, assert_case_gpu_equals_cpu, assert_device_trees_equal_cpu,
+                         assert_gpu_equals_cpu, assert_kept_couplings_equal_cpu, assert_kernels_compile,
+                         assert_rounds_equal_cpu, data, needs_gpu, query_level_cases, to_device)
 
 # The simulator runs the seeded streams' Python source, where numpy warns on the uint64 wraparound
 # the generators rely on (compiled code, on the CPU or a GPU, wraps silently).
@@ -24,9 +24,7 @@ LOSSES = [LambdaLoss(weighting="ndcg1"), LambdaLoss(weighting="ndcg2", sigma=2.0
 @pytest.mark.parametrize("obj", LOSSES, ids=repr)
 @pytest.mark.parametrize("case", list(query_level_cases()), ids=lambda c: c[0])
 def test_gpu_equals_cpu(case, obj):
-    _, s, y, sizes, w = case
-    g, h = assert_gpu_equals_cpu(obj, s, y, sizes, w)
-    assert np.isfinite(g).all() and np.isfinite(h).all()
+    assert_case_gpu_equals_cpu(case, obj)
 
 
 def test_yetirank_rounds_sample_the_cpus_permutations():

@@ -20,6 +20,7 @@ from numba import float64, int64
 from .._cuda_runtime import THREADS, cuda_module, device_function
 from .common import SPLIT_FEATURE, SPLIT_SIZE
 from .fixed_point import fold_abs_max, grid_step, magnitude_units, pow2_at_least, to_grid
+from .pair_partition import split_coupling_sums
 
 cuda = cuda_module()
 
@@ -28,6 +29,7 @@ __all__ = ["reset", "grid_max", "grid_units", "grid_round", "coupling_sums", "sc
 
 _fold, _units, _pow2 = device_function(fold_abs_max), device_function(magnitude_units), device_function(pow2_at_least)
 _step, _grid = device_function(grid_step), device_function(to_grid)
+_split_sums = device_function(split_coupling_sums)
 
 
 @cuda.jit(cache=True)
@@ -137,13 +139,10 @@ def coupling_sums(pi, pj, pc, start, n, go_left, split, sums):
         p = start + k
         if not split:
             cl += pc[p]
-        else:
-            la = go_left[pi[p]]
-            lb = go_left[pj[p]]
-            if la and lb:
-                cl += pc[p]
-            elif not la and not lb:
-                cr += pc[p]
+        else:  # the CPU's split sums over the one pair p: (pc[p], 0), (0, pc[p]) or (0, 0), so the same sums
+            left, right = _split_sums(pi, pj, pc, p, p + 1, go_left)
+            cl += left
+            cr += right
     _block_result(sh, cl, cr, 0, sums, 0)
 
 

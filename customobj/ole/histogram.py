@@ -107,6 +107,16 @@ _SHIFT = 2  # log2(_STRIDE)
 _NO_COUNTS = np.zeros(0)
 
 
+@njit(cache=True, inline="always")
+def _add_row(acc, slot, g, h, count_rows):
+    # One row into one feature's flat accumulator at its bin's ``slot`` (already ``_STRIDE * bin``);
+    # inlined before compiling, so the four calls per row stay four independent add chains.
+    acc[slot + uint64(HIST_G)] += g
+    acc[slot + uint64(HIST_H)] += h
+    if count_rows:
+        acc[slot + uint64(HIST_COUNT)] += 1.0
+
+
 @njit(cache=True)
 def _hist_group(bins_fm, order, start, end, gh, offsets, counts, out, grp):
     # Four features per pass over the node's rows: the row index and (g, h) are loaded once for
@@ -124,7 +134,6 @@ def _hist_group(bins_fm, order, start, end, gh, offsets, counts, out, grp):
     shift = uint64(_SHIFT)
     cg = uint64(HIST_G)
     ch = uint64(HIST_H)
-    cn = uint64(HIST_COUNT)
     f0 = _GROUP * grp
     f1 = min(f0 + 1, n_feat - 1)
     f2 = min(f0 + 2, n_feat - 1)
@@ -146,22 +155,10 @@ def _hist_group(bins_fm, order, start, end, gh, offsets, counts, out, grp):
         s1 = uint64(c1[r]) << shift
         s2 = uint64(c2[r]) << shift
         s3 = uint64(c3[r]) << shift
-        a0[s0 + cg] += g
-        a0[s0 + ch] += h
-        if count_rows:
-            a0[s0 + cn] += 1.0
-        a1[s1 + cg] += g
-        a1[s1 + ch] += h
-        if count_rows:
-            a1[s1 + cn] += 1.0
-        a2[s2 + cg] += g
-        a2[s2 + ch] += h
-        if count_rows:
-            a2[s2 + cn] += 1.0
-        a3[s3 + cg] += g
-        a3[s3 + ch] += h
-        if count_rows:
-            a3[s3 + cn] += 1.0
+        _add_row(a0, s0, g, h, count_rows)
+        _add_row(a1, s1, g, h, count_rows)
+        _add_row(a2, s2, g, h, count_rows)
+        _add_row(a3, s3, g, h, count_rows)
     for q in range(_GROUP):
         f = min(f0 + q, n_feat - 1)
         acc = a0 if q == 0 else (a1 if q == 1 else (a2 if q == 2 else a3))
