@@ -89,12 +89,13 @@ def models(train, weak, seed, model_rounds=MODEL_ROUNDS):
 
 
 def estimated_propensities(train, weak, args, seed):
-    """``Unbiased(LambdaRank()).position_bias_`` after training on a click log of the training fold."""
+    """``Unbiased(LambdaRank())``'s estimated ``position_bias_`` after training on a click log of the training fold."""
     log = simulate_clicks(train, ranker=weak.predict(train.X), eta=args.eta, sessions=12, seed=seed + 1000)
     obj = customobj.Unbiased(customobj.LambdaRank())
     ds = lgb.Dataset(log.X, log.y, group=log.group)
-    lgb.train(dict(_clicks.LGB, objective=adapters.lightgbm_objective(obj)), ds, args.rounds)
-    return obj.position_bias_[:10]
+    f = adapters.lightgbm_objective(obj)
+    lgb.train(dict(_clicks.LGB, objective=f), ds, args.rounds)
+    return f.fitted_attributes(ds)["position_bias_"][:10]
 
 
 def _rounds_list(text):

@@ -39,9 +39,10 @@ ARGS = dict(query="query", session="session", position="rank", click="clicked", 
 def _train(X, y, group, position):
     obj = customobj.Unbiased(customobj.LambdaRank(), position=position)
     ds = lgb.Dataset(X, y, group=group)
-    booster = lgb.train({"objective": adapters.lightgbm_objective(obj), "verbose": -1, "num_threads": 1,
+    f = adapters.lightgbm_objective(obj)
+    booster = lgb.train({"objective": f, "verbose": -1, "num_threads": 1,
                          "deterministic": True, "min_data_in_leaf": 5}, ds, 5)
-    return booster.predict(X), obj.position_bias_
+    return booster.predict(X), f.fitted_attributes(ds)["position_bias_"]
 
 
 def test_a_parquet_log_with_1_based_shuffled_rows_gives_the_hand_built_layout_and_model(log, tmp_path):

@@ -209,13 +209,13 @@ def test_lambdarank_raises_when_its_kernel_signals(monkeypatch):
     s, y, sizes = random_queries(rng, n_queries=4, max_size=6)
     obj = LambdaRank()
     prep = obj.prepare(y, sizes)
-    inputs = obj._inputs
-    monkeypatch.setattr(obj, "_inputs", lambda *a: inputs(*a)._replace(metric=7))
+    inputs = obj.pass_inputs
+    monkeypatch.setattr(obj, "pass_inputs", lambda *a: inputs(*a)._replace(metric=7))
     for call in (obj.grad_hess_prepared, obj.loss_prepared, obj.pair_couplings_prepared):
         with pytest.raises(ValueError, match="LambdaRank: the kernel met a dispatch code"):
             call(s, prep)
     # and the Python boundary refuses a code that is no Metric
     monkeypatch.setitem(listwise._METRICS, "ndcg", 7)
-    monkeypatch.setattr(obj, "_inputs", inputs)
+    monkeypatch.delattr(obj, "pass_inputs")  # the class method again
     with pytest.raises(ValueError, match="metric must be a Metric code"):
         obj.grad_hess_prepared(s, prep)

@@ -81,9 +81,14 @@ class TrainResult:
     position_bias: np.ndarray | None = None
 
 
-def _position_bias(fitted) -> np.ndarray | None:
-    """``fitted.position_bias_`` (an Unbiased objective after training, a RegressionEM) as a copy, or None."""
-    bias = getattr(fitted, "position_bias_", None)
+def _position_bias(fitted, data=None) -> np.ndarray | None:
+    """The estimated ``position_bias_`` a trainer reports, as a copy, or None: a library objective's
+    callable reports it per training set (``f.fitted_attributes(data)``: ``Unbiased`` holds no fitted
+    state), a fitted ``TreeBooster`` or ``RegressionEM`` holds it."""
+    if data is not None:
+        bias = fitted.fitted_attributes(data).get("position_bias_")
+    else:
+        bias = getattr(fitted, "position_bias_", None)
     return None if bias is None else np.array(bias, dtype=np.float64)
 
 
@@ -174,8 +179,8 @@ def _train_lgb(spec, st, train_, valid, test):
     # lgb.train keeps only the best rounds of an early-stopped model; the record has them all.
     best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
     predict = lambda X: _ranking_score(obj, booster.predict(X, num_iteration=best, raw_score=True))  # noqa: E731
-    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(curve.size), elapsed,
-                       _position_bias(obj))
+    bias = _position_bias(params["objective"], dtrain) if obj is not None else None
+    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(curve.size), elapsed, bias)
 
 
 # --- XGBoost --------------------------------------------------------------------------------------
@@ -216,7 +221,7 @@ def _train_xgb(spec, st, train_, valid, test):
         raw = booster.predict(xgb.DMatrix(X, nthread=st.jobs), output_margin=True, iteration_range=(0, best))
         return _ranking_score(obj, raw)
 
-    bias = _position_bias(obj) if obj is not None else _xgboost_position_bias(booster, params, train_)
+    bias = _position_bias(kwargs["obj"], dtrain) if obj is not None else _xgboost_position_bias(booster, params, train_)
     return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(trained), elapsed, bias)
 
 
@@ -276,7 +281,7 @@ def _train_ole(spec, st, train_, valid, test):
     best = int(best) if best else trained
     predict = lambda X: _ranking_score(obj, model.predict(X, num_iteration=best))  # noqa: E731
     return TrainResult(predict(test.X), predict(valid.X), curve, best, int(trained), elapsed,
-                       _position_bias(getattr(model, "objective_", None)))
+                       _position_bias(model))
 
 
 # --- RegressionEM: a trainer, not an objective (compare --clicks) ---------------------------------

@@ -180,7 +180,7 @@ def xendcg_lightgbm_rows(scores, labels, ptr, qid, rnd, seed, weights, use_w, st
 
 
 # --- the dense pair couplings (driven by _cuda_couplings) --------------------------------------------
-@cuda.jit
+@cuda.jit(cache=True)
 def softmax_probs_rows(scores, qid, vw, use_vw, beta, stats, out_p):
     """Each row's ``p`` from the softmax sums the gradient launch left (0 in a query that contributes
     nothing): the factor of its couplings ``beta^2 M p_i p_j``."""
@@ -193,7 +193,7 @@ def softmax_probs_rows(scores, qid, vw, use_vw, beta, stats, out_p):
         out_p[i] = _share(scores[i], _weight(vw, use_vw, i), beta, stats[SM_TOP, q], stats[SM_Z, q])[0]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def softmax_qscale_queries(stats, beta, n_queries, out_qscale):
     """Each query's coupling scale ``beta^2 M`` (0 for a query that contributes nothing)."""
     q = cuda.grid(1)
@@ -227,7 +227,7 @@ def _dense_pairs(ptr, factor, qscale, q, out_i, out_j, out_c, at):
     return kept
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def dense_count_pairs(ptr, factor, qscale, counts):
     """The dense couplings, COUNT pass (one thread per query)."""
     q = cuda.grid(1)
@@ -235,7 +235,7 @@ def dense_count_pairs(ptr, factor, qscale, counts):
         counts[q] = _dense_pairs(ptr, factor, qscale, q, counts, counts, factor, -1)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def dense_fill_pairs(ptr, factor, qscale, offsets, out_i, out_j, out_c):
     """The dense couplings, FILL pass: the counted pairs from ``offsets[q]``."""
     q = cuda.grid(1)

@@ -128,7 +128,7 @@ def _kept_pairs(scores, labels, ptr, qweight, n_perm, decay, order, q, out_i, ou
     return kept
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def yetirank_count_pairs(scores, labels, ptr, qweight, n_perm, decay, order, counts):
     """YetiRank's couplings, COUNT pass: per query its sampled pairs of coupling > 0."""
     q = cuda.grid(1)
@@ -136,7 +136,7 @@ def yetirank_count_pairs(scores, labels, ptr, qweight, n_perm, decay, order, cou
         counts[q] = _kept_pairs(scores, labels, ptr, qweight, n_perm, decay, order, q, counts, counts, scores, -1)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def yetirank_fill_pairs(scores, labels, ptr, qweight, n_perm, decay, order, offsets, out_i, out_j, out_c):
     """YetiRank's couplings, FILL pass: the counted pairs ``(i, j, w h)`` from ``offsets[q]``."""
     q = cuda.grid(1)
