@@ -78,7 +78,7 @@ import numpy as np
 from .._cuda_runtime import is_device_array, require_gpu
 from ._cuda_launch import grid_launch, pow2_threads
 from .backend import CPUBackend, _node
-from .common import HIST_CHANNELS, HIST_COUNT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
+from .common import HIST_COUNT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
 from .criterion import WSE
 from .cuda_memory import (DeviceHist, DeviceMemory, DeviceMemoryError, check_device_memory, device_memory_needed,
