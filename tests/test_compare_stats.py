@@ -65,3 +65,33 @@ def test_the_terminal_table_marks_what_survives_the_correction():
     assert not lines["lost"].rstrip().endswith("*") and not lines["none"].rstrip().endswith("*")
     assert f"significant at {ALPHA:g} after Holm's correction over the 3 methods" in text
     assert text.rstrip().endswith("1 of 3")
+
+
+def test_paired_difference_is_the_paired_t_test_with_its_interval():
+    from scipy import stats
+
+    from customobj.compare.stats import paired_difference
+
+    d = [0.02, 0.01, 0.03, 0.00, 0.04]
+    r = paired_difference(d)
+    # by hand: mean 0.02, sd 0.0158114, se 0.00707107, t = 2.828427 on 4 df, t_{4, 0.975} = 2.776445
+    assert r["mean"] == pytest.approx(0.02) and (r["n"], r["wins"], r["losses"]) == (5, 4, 0)
+    assert r["ci_low"] == pytest.approx(0.02 - 2.776445 * 0.00707107, abs=1e-7)
+    assert r["ci_high"] == pytest.approx(0.02 + 2.776445 * 0.00707107, abs=1e-7)
+    assert r["p"] == pytest.approx(stats.ttest_1samp(d, 0.0).pvalue, rel=1e-12)
+    wide = paired_difference(d, level=0.99)
+    assert wide["ci_low"] < r["ci_low"] and wide["ci_high"] > r["ci_high"]
+
+
+def test_paired_difference_without_spread_runs_no_test_and_refuses_bad_input():
+    from customobj.compare.stats import paired_difference
+
+    zero = paired_difference([0.0, 0.0, 0.0])
+    assert (zero["ci_low"], zero["ci_high"]) == (0.0, 0.0) and math.isnan(zero["p"])
+    one = paired_difference([0.1])
+    assert one["mean"] == 0.1 and math.isnan(one["p"]) and math.isnan(one["ci_low"])
+    for bad, match in (([], "diff"), ([0.1, math.nan], "finite"), ([[0.1]], "diff")):
+        with pytest.raises(ValueError, match=match):
+            paired_difference(bad)
+    with pytest.raises(ValueError, match="level"):
+        paired_difference([0.1, 0.2], level=1.0)
