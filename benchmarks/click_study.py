@@ -256,7 +256,7 @@ def _said(c):
 def verdicts(contrasts, datasets, models):
     """One line per data set and click model on the issue's target there (or why there is none)."""
     targets = {"trust": [("Affine", "Unbiased", "beats"), ("Affine", "XGBoost unbiased", "beats")],
-               "pbm": [("Affine", "Unbiased", "no worse")]}
+               "pbm": [("Affine", "Unbiased", "no worse than")]}
     lines = []
     for d in datasets:
         for m in models:
