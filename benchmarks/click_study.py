@@ -48,7 +48,7 @@ from customobj.compare import report, runner  # noqa: E402
 from customobj.compare.clicks import click_folds, parse_clicks  # noqa: E402
 from customobj.compare.command import _check_methods, _jobs, _nonnegative_int, _positive_float, _positive_int  # noqa: E402
 from customobj.compare.folds import load_folds, parse_folds  # noqa: E402
-from customobj.compare.methods import split_methods  # noqa: E402
+from customobj.compare.methods import build_objective, parse_method, split_methods  # noqa: E402
 from customobj.compare.stats import ALPHA, holm, paired_difference  # noqa: E402
 from customobj.compare.trainers import Settings, train  # noqa: E402
 
@@ -86,14 +86,29 @@ def role(label: str) -> str | None:
     return None
 
 
+def _compare_refuses(name: str) -> str | None:
+    """Why compare's method parser cannot build the customobj objective ``name`` (None: it can)."""
+    try:
+        build_objective(parse_method(name))
+    except (ValueError, TypeError) as exc:
+        return str(exc).splitlines()[0]
+    return None
+
+
 def default_methods(note) -> str:
-    """BASE_METHODS, and Affine's when ``customobj.Affine`` exists (``note`` says so when it does not)."""
+    """BASE_METHODS, and Affine's when ``customobj.Affine`` exists and compare trains it (``note`` says
+    why it was left out otherwise)."""
     import customobj
 
-    if hasattr(customobj, "Affine"):
-        return ",".join((*BASE_METHODS, AFFINE_METHOD))
-    note(f"note: customobj.Affine is not importable here, so the default methods leave out {AFFINE_METHOD}")
-    return ",".join(BASE_METHODS)
+    if not hasattr(customobj, "Affine"):
+        note(f"note: customobj.Affine is not importable here, so the default methods leave out {AFFINE_METHOD}")
+        return ",".join(BASE_METHODS)
+    why = _compare_refuses(AFFINE_METHOD)
+    if why is not None:
+        note(f"note: customobj.Affine exists but compare cannot train {AFFINE_METHOD} ({why}), so the default "
+             "methods leave it out")
+        return ",".join(BASE_METHODS)
+    return ",".join((*BASE_METHODS, AFFINE_METHOD))
 
 
 def _names(text, known, option):

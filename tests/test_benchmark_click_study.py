@@ -101,15 +101,21 @@ def test_verdicts_follow_the_issue_targets():
     assert flipped["ci_high"] < 0 and flipped["losses"] == 15
 
 
-def test_default_methods_include_affine_only_when_it_exists(monkeypatch):
+def test_default_methods_include_affine_only_when_it_exists_and_compare_trains_it(monkeypatch):
     import customobj
 
     notes = []
     monkeypatch.delattr(customobj, "Affine", raising=False)
     assert bench.default_methods(notes.append) == ",".join(bench.BASE_METHODS)
-    assert "Affine" in notes[0] and "leave out" in notes[0]
+    assert "not importable" in notes[-1] and "leave out" in notes[-1]
     monkeypatch.setattr(customobj, "Affine", object, raising=False)
-    assert bench.default_methods(notes.append).split(",")[-1] == bench.AFFINE_METHOD and len(notes) == 1
+    if bench._compare_refuses(bench.AFFINE_METHOD) is not None:  # the class alone: compare must parse it too
+        assert bench.default_methods(notes.append) == ",".join(bench.BASE_METHODS)
+        assert "compare cannot train" in notes[-1] and "leave it out" in notes[-1]
+    assert bench._compare_refuses("lgb:LambdaRank") is None and "NoSuchLoss" in bench._compare_refuses("lgb:NoSuchLoss")
+    monkeypatch.setattr(bench, "_compare_refuses", lambda name: None)  # as once compare trains Affine
+    said = len(notes)
+    assert bench.default_methods(notes.append).split(",")[-1] == bench.AFFINE_METHOD and len(notes) == said
 
 
 @pytest.mark.parametrize("argv, option", [
