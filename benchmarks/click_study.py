@@ -319,9 +319,23 @@ def format_tables(means, contrasts):
 
 
 def figure(contrasts, datasets, models, n_units) -> bytes:
-    """PNG: per data set (rows) and click model (columns), each contrast's mean difference and interval."""
+    """PNG of :func:`draw`."""
     import io
 
+    import matplotlib.pyplot as plt
+
+    fig = draw(contrasts, datasets, models, n_units)
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=110)
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def draw(contrasts, datasets, models, n_units):
+    """The figure: per data set (rows) and click model (columns), each contrast's mean difference and
+    interval; the overall title wrapped to the figure's width (about 11 characters per inch at 10 pt)."""
     import matplotlib
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
@@ -350,12 +364,7 @@ def figure(contrasts, datasets, models, n_units) -> bytes:
              f"filled: Holm-adjusted p < {ALPHA:g} within each panel")
     fig.suptitle("\n".join(textwrap.wrap(title, int(11 * fig.get_figwidth()))), fontsize=10)
     fig.tight_layout()
-    buf = io.BytesIO()
-    try:
-        fig.savefig(buf, format="png", dpi=110)
-    finally:
-        plt.close(fig)
-    return buf.getvalue()
+    return fig
 
 
 def main(argv=None):

@@ -118,6 +118,29 @@ def test_default_methods_include_affine_only_when_it_exists_and_compare_trains_i
     assert bench.default_methods(notes.append).split(",")[-1] == bench.AFFINE_METHOD and len(notes) == said
 
 
+@pytest.mark.parametrize("datasets, models", [(["mq2008", "ohsumed"], ["trust", "pbm", "dcm", "ubm"]),
+                                              (["mq2008"], ["trust"])])
+def test_every_title_and_label_of_the_figure_fits(datasets, models):
+    import matplotlib.pyplot as plt
+
+    base = np.random.default_rng(0).uniform(0.3, 0.7, 15)
+    scores = {NAIVE: base, XGB: base + 0.01 * np.sin(np.arange(15)), UNB: base + 0.002 * np.arange(15),
+              AFF: base + 0.01 * np.cos(np.arange(15))}
+    rows = [r for d in datasets for m in models for r in _rows(d, m, scores)]
+    fig = bench.draw(bench.analyse(rows, list(scores))[1], datasets, models, 15)
+    try:
+        fig.canvas.draw()
+        renderer, box = fig.canvas.get_renderer(), fig.bbox
+        texts = [fig._suptitle] + [t for ax in fig.axes for t in (ax.title, *ax.get_yticklabels(), ax.xaxis.label)]
+        assert len(fig.axes) == len(datasets) * len(models)
+        for t in texts:
+            if t.get_text():
+                e = t.get_window_extent(renderer)
+                assert box.x0 <= e.x0 and e.x1 <= box.x1 and box.y0 <= e.y0 and e.y1 <= box.y1, t.get_text()
+    finally:
+        plt.close(fig)
+
+
 @pytest.mark.parametrize("argv, option", [
     (["--datasets", "mq2009"], "--datasets"),
     (["--click-models", "pbm,pbm"], "--click-models"),
