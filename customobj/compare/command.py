@@ -99,8 +99,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     data.add_argument("--synthetic-docs", type=_positive_int, metavar="N",
                       help=f"documents per synthetic query (default {SYNTHETIC_DOCS})")
     data.add_argument("--clicks", metavar="MODEL[:eta=E,sessions=S,shown=K]",
-                      help="train on simulated clicks instead of the training labels: pbm or cascade users on a "
-                           "weak ranker's top K rows (default eta=1, sessions=12, shown=10); validation and test "
+                      help="train on simulated clicks instead of the training labels: pbm, cascade, trust, dcm or "
+                           "ubm users on a weak ranker's top K rows (default eta=1, sessions=12, shown=10; trust "
+                           "takes epsilon_plus=/epsilon_minus=, dcm continue_prob=, each a number or one per "
+                           "position joined by /); validation and test "
                            "keep the true labels; methods such as lgb:Unbiased(objective=LambdaRank) and "
                            "lgb:RegressionEM debias them")
     m = parser.add_argument_group("methods and training")
@@ -336,21 +338,22 @@ def run(args: argparse.Namespace) -> int:
               "per_method": result.tuning} if args.tune else None
     # curves.png draws the first seed's curves: say which when there are several
     seed_note = f", seed {seeds[0]} (the first of {len(seeds)}; the tables average them)" if len(seeds) > 1 else ""
-    true_bias = None
-    if click_spec is not None and click_spec.model == "pbm":  # the simulated users' examination (1/r)^eta
-        true_bias = (1.0 / np.arange(1, click_spec.shown + 1)) ** click_spec.eta
+    true = None
+    if click_spec is not None:  # the simulated users' own curves (pbm and trust)
+        from .clicks import true_curves
+
+        true = true_curves(click_spec)
     contents = report.render_files(
         result.rows, summary, paired, {
             "data": data_desc, "folds": [f[0] for f in folds], "methods": labels, "baseline": baseline,
             "seeds": seeds, "settings": vars(settings), "arguments": config, "wall_time_s": wall,
             "tuning": tuning, "ensembles": result.alphas,
             "curves": {lab: {"metric": "valid ndcg@10", "per_fold": c} for lab, c in result.curves.items()},
-            "position_bias": {"estimated": result.position_bias,
-                              "true": None if true_bias is None else true_bias.tolist()} if click_spec else None,
+            "position_bias": {"estimated": result.position_bias, "true": true} if click_spec else None,
         },
         curves=None if args.no_plot else result.curves,
         title=f"Validation NDCG@10 — {data_desc}, folds {fold_list}{seed_note}",
-        position_bias=result.position_bias, true_bias=None if true_bias is None else true_bias.tolist(),
+        position_bias=result.position_bias, true_curves=true,
         bias_title=f"Estimated position bias — {data_desc}, folds {fold_list}", plot=not args.no_plot)
     replaced = default_out and any((out / name).exists() for name in output.RESULT_FILES)
     written = output.write_results(out, contents, overwrite=args.overwrite or default_out)

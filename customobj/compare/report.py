@@ -27,6 +27,7 @@ __all__ = [
     "curves_png",
     "position_bias_rows",
     "position_bias_png",
+    "EXAMINATION",
     "mean_curve",
     "RESULTS_SCHEMA",
     "RESULTS_SCHEMA_VERSION",
@@ -201,12 +202,18 @@ def format_paired(paired: list[dict]) -> str:
 # --- files ----------------------------------------------------------------------------------------
 #: Version of the layout of results.json (its "schema_version" field). Readers check it.
 RESULTS_SCHEMA = "customobj-compare-results"
-RESULTS_SCHEMA_VERSION = 3
+RESULTS_SCHEMA_VERSION = 4
 #: Versions read_results accepts. 2 added per-seed rows ("seed"), Holm-adjusted p-values, "seeds"
 #: and "tuning"; 3 renamed the metric column "p@100%" to "precision@100%" (the metric's name) and
-#: added "position_bias" (compare --clicks); every other field kept its meaning, so older files still read.
-READABLE_SCHEMA_VERSIONS = (1, 2, 3)
-POSITION_BIAS_COLUMNS = ("method", "fold", "seed", "position", "estimated", "true")
+#: added "position_bias" (compare --clicks); 4 gave each "position_bias" record its "quantity" and made
+#: "position_bias"'s "true" a ``{quantity: curve}`` object (trust bias has three); every other field kept
+#: its meaning, so older files still read.
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
+POSITION_BIAS_COLUMNS = ("method", "fold", "seed", "quantity", "position", "estimated", "true")
+#: The quantity of position_bias.csv a record estimates unless it names another: the examination
+#: propensity relative to position 1 (``position_bias_``). Others: a click model's per-position rates
+#: (trust bias' ``epsilon_plus`` / ``epsilon_minus``, an affine correction's ``alpha`` / ``beta``).
+EXAMINATION = "examination"
 
 
 def csv_text(rows: list[dict], columns) -> str:
@@ -272,14 +279,14 @@ def read_results(path: str | os.PathLike) -> dict:
 
 def render_files(rows: list[dict], summary: list[dict], paired: list[dict], payload: dict, *,
                  curves: dict | None = None, title: str = "", position_bias: dict | None = None,
-                 true_bias: list | None = None, bias_title: str = "", plot: bool = True) -> dict[str, bytes]:
+                 true_curves: dict | None = None, bias_title: str = "", plot: bool = True) -> dict[str, bytes]:
     """Every result file as bytes, serialised before any is written (a failure here touches nothing).
 
     ``payload`` is the run description of results.json (the tables are added to it); ``curves``
     (method -> per-fold curves) draws curves.png, ``None`` skips the plot. ``position_bias``
     (:attr:`customobj.compare.runner.Outcome.position_bias`, non-empty for click methods that
-    estimate one) writes position_bias.csv and, with ``plot``, position_bias.png against
-    ``true_bias`` (the simulated users' examination per position, when known).
+    estimate a curve per position) writes position_bias.csv and, with ``plot``, position_bias.png
+    against ``true_curves`` (``{quantity: values per position}``, the simulated users' own, when known).
     """
     first = summary[0] if summary else {}
     summary_cols = ["method", "n_folds"] + [k for k in first if k not in ("method", "n_folds")]
@@ -292,23 +299,31 @@ def render_files(rows: list[dict], summary: list[dict], paired: list[dict], payl
     if curves is not None:
         files["curves.png"] = curves_png(curves, title)
     if position_bias:
-        files["position_bias.csv"] = csv_text(position_bias_rows(position_bias, true_bias),
+        files["position_bias.csv"] = csv_text(position_bias_rows(position_bias, true_curves),
                                               POSITION_BIAS_COLUMNS).encode()
         if plot:
-            files["position_bias.png"] = position_bias_png(position_bias, true_bias, bias_title)
+            files["position_bias.png"] = position_bias_png(position_bias, true_curves, bias_title)
     return files
 
 
-def position_bias_rows(position_bias: dict, true_bias: list | None) -> list[dict]:
-    """One row per method, fold, seed and display position (1 first): the estimated examination
-    relative to position 1 and, where known, the simulated users' true one."""
+def _quantity(record: dict) -> str:
+    """What a position-bias record estimates: ``"examination"`` unless it says (``"quantity"``)."""
+    return str(record.get("quantity", EXAMINATION))
+
+
+def position_bias_rows(position_bias: dict, true_curves: dict | None) -> list[dict]:
+    """One row per method, fold, seed, quantity and display position (1 first): the estimate (the
+    examination relative to position 1, or what the record's ``quantity`` names, e.g. a trust-bias
+    ``epsilon_plus``) and, where known, the simulated users' true value of that quantity."""
     rows = []
     for method, records in position_bias.items():
         for rec in records:
+            quantity = _quantity(rec)
+            truth = (true_curves or {}).get(quantity)
             for p, value in enumerate(rec["estimated"], 1):
-                true = true_bias[p - 1] if true_bias is not None and p <= len(true_bias) else None
-                rows.append({"method": method, "fold": rec["fold"], "seed": rec["seed"], "position": p,
-                             "estimated": float(value), "true": "" if true is None else float(true)})
+                true = truth[p - 1] if truth is not None and p <= len(truth) else None
+                rows.append({"method": method, "fold": rec["fold"], "seed": rec["seed"], "quantity": quantity,
+                             "position": p, "estimated": float(value), "true": "" if true is None else float(true)})
     return rows
 
 
@@ -318,38 +333,57 @@ def _figure_title(ax, title: str, width_in: float) -> None:
     ax.set_title("\n".join(textwrap.wrap(title, max(20, int(11 * width_in)))), fontsize=10)
 
 
-def position_bias_png(position_bias: dict, true_bias: list | None, title: str) -> bytes:
-    """PNG of each click method's estimated position bias (mean over folds, first seed of each)
-    against display position, beside the simulated users' true curve when one is known."""
-    fig, ax = _new_axes((7.5, 4.8))
+def position_bias_png(position_bias: dict, true_curves: dict | None, title: str) -> bytes:
+    """PNG of each click method's estimated curves (mean over folds, first seed of each) against
+    display position, one panel per quantity (examination, then e.g. trust bias' click rates), each
+    beside the simulated users' true curve of that quantity when one is known."""
+    truths = dict(true_curves or {})
+    quantities = list(dict.fromkeys([EXAMINATION] * (EXAMINATION in truths) + [
+        _quantity(r) for records in position_bias.values() for r in records] + list(truths)))
+    fig, axes = _new_axes((7.5, 4.8 * len(quantities)), rows=len(quantities))
+    panels = dict(zip(quantities, np.ravel(axes)))
     for method, records in position_bias.items():
-        first = min(r["seed"] for r in records)
-        c = mean_curve([r["estimated"] for r in records if r["seed"] == first])
-        ax.plot(np.arange(1, c.size + 1), c, marker="o", ms=3, lw=1.4, label=f"{method} (estimated)")
-    if true_bias is not None:
-        ax.plot(np.arange(1, len(true_bias) + 1), true_bias, "k--", lw=1.4, label="true (the simulated users)")
-    return _finish(fig, ax, ("display position (1 = top)", "examination relative to position 1 (mean over folds)"),
-                   title, 7.5, "upper right")
+        for quantity in dict.fromkeys(_quantity(r) for r in records):
+            mine = [r for r in records if _quantity(r) == quantity]
+            first = min(r["seed"] for r in mine)
+            c = mean_curve([r["estimated"] for r in mine if r["seed"] == first])
+            panels[quantity].plot(np.arange(1, c.size + 1), c, marker="o", ms=3, lw=1.4, label=f"{method} (estimated)")
+    for quantity, truth in truths.items():
+        panels[quantity].plot(np.arange(1, len(truth) + 1), truth, "k--", lw=1.4, label="true (the simulated users)")
+    ylabel = {EXAMINATION: "examination relative to position 1 (mean over folds)"}
+    for i, (quantity, ax) in enumerate(panels.items()):
+        _label_axes(ax, ("display position (1 = top)", ylabel.get(quantity, f"{quantity} (mean over folds)")),
+                    title if i == 0 else quantity, 7.5, "upper right")
+    return _png(fig)
 
 
-def _new_axes(size):
+def _new_axes(size, rows: int = 1):
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    return plt.subplots(figsize=size, dpi=110)
+    return plt.subplots(rows, 1, figsize=size, dpi=110, squeeze=rows == 1)
 
 
-def _finish(fig, ax, labels, title, width_in, legend_at) -> bytes:
-    """Axis labels, the wrapped title, grid and legend; the figure as PNG bytes (then closed)."""
-    import matplotlib.pyplot as plt
-
+def _label_axes(ax, labels, title, width_in, legend_at) -> None:
+    """Axis labels, the wrapped title, grid and legend of one panel."""
     ax.set_xlabel(labels[0])
     ax.set_ylabel(labels[1])
     _figure_title(ax, title, width_in)
     ax.grid(True, alpha=0.3)
     ax.legend(loc=legend_at, fontsize=8, framealpha=0.9)
+
+
+def _finish(fig, ax, labels, title, width_in, legend_at) -> bytes:
+    """:func:`_label_axes`, then the figure as PNG bytes (then closed)."""
+    _label_axes(ax, labels, title, width_in, legend_at)
+    return _png(fig)
+
+
+def _png(fig) -> bytes:
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     buf = io.BytesIO()
     try:

@@ -25,8 +25,9 @@ __all__ = ["Outcome", "run_all", "n_runs", "seed_list", "tuning_note"]
 class Outcome:
     """Everything the report needs: result rows (one per method, fold and seed), validation curves
     (first seed, per fold), per-query test NDCG@10 (per fold, mean over seeds), the tuning records
-    (``{method: {fold: record}}``, empty without ``--tune``), the ensembles' alphas and the position
-    bias each click method estimated (``{method: [{"fold", "seed", "estimated"}]}``, compare --clicks)."""
+    (``{method: {fold: record}}``, empty without ``--tune``), the ensembles' alphas and the per-position
+    curves each click method estimated (``{method: [{"fold", "seed", "quantity", "estimated"}]}``, compare
+    --clicks / --click-log; ``quantity`` is :data:`customobj.compare.report.EXAMINATION` for ``position_bias_``)."""
 
     rows: list = field(default_factory=list)
     curves: dict = field(default_factory=dict)
@@ -124,9 +125,11 @@ def _score(out, spec, fold, va, te, seeds, trained):
             out.alphas.setdefault(lab, []).append({"fold": fold, "seed": seed, "alpha": alpha})
         else:
             res = trained[(lab, seed)]
-            if res.position_bias is not None:
+            curves = {report.EXAMINATION: res.position_bias} if res.position_bias is not None else {}
+            curves.update(res.click_curves or {})
+            for quantity, values in curves.items():
                 out.position_bias.setdefault(lab, []).append(
-                    {"fold": fold, "seed": seed, "estimated": res.position_bias.tolist()})
+                    {"fold": fold, "seed": seed, "quantity": quantity, "estimated": np.asarray(values).tolist()})
         metrics, pq = report.evaluate(res.test_scores, te)
         valid_ndcg = report.evaluate(res.valid_scores, va)[0]["ndcg@10"]
         out.rows.append({"method": lab, "fold": fold, "seed": seed, **metrics, "valid_ndcg@10": valid_ndcg,

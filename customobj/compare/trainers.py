@@ -79,6 +79,10 @@ class TrainResult:
     #: The estimated examination per display position (position 1 first) of a click method that
     #: estimates one (customobj's ``Unbiased`` and ``RegressionEM``: their ``position_bias_``).
     position_bias: np.ndarray | None = None
+    #: Further per-position estimates of a click method, by quantity (position 1 first): what a
+    #: method estimates beside the examination, e.g. an affine correction's ``{"alpha": ..., "beta": ...}``;
+    #: reported in position_bias.csv / .png as rows of that quantity (customobj.compare.report).
+    click_curves: dict | None = None
 
 
 def _position_bias(fitted, data=None) -> np.ndarray | None:
