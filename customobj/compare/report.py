@@ -8,6 +8,7 @@ import math
 import os
 import textwrap
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -15,6 +16,8 @@ from .._io import read_regular_file
 
 __all__ = [
     "TEST_METRICS",
+    "Scoring",
+    "LABELS",
     "evaluate",
     "summarize",
     "paired_comparison",
@@ -45,26 +48,51 @@ TEST_METRICS = (
     ("precision@100%", "precision@100%"),  # one name: the metric's (it was "p@100%" here)
 )
 RUN_COLUMNS = ("train_time_s", "best_round", "rounds_trained")
-RESULT_COLUMNS = ("method", "fold", "seed", *(c for c, _ in TEST_METRICS), "valid_ndcg@10", *RUN_COLUMNS)
 PAIRED_COLUMNS = ("method", "baseline", "n_queries", "mean_diff_ndcg@10", "wins", "losses", "ties",
                   "wilcoxon_p", "wilcoxon_p_holm", "ttest_p", "ttest_p_holm")
 
 
-def evaluate(scores: np.ndarray, split) -> tuple[dict, np.ndarray]:
-    """Test metrics of one fold (means over queries) and the per-query NDCG@10 for the paired test."""
-    from ..metrics import get_metric, ndcg
+class Scoring(NamedTuple):
+    """What a run is scored with: the test columns (``(column, metric name or Metric)``), the column
+    of the per-query paired test and the seed spread (``primary``), the validation column. The true
+    labels' (:data:`LABELS`) unless the test part has clicks only (``compare --click-log`` without
+    ``--test``: the IPS click metrics, customobj.compare.click_log)."""
 
-    row = {col: float(get_metric(name).func(scores, split.y, split.sizes)) for col, name in TEST_METRICS}
-    per_query = np.asarray(ndcg(scores, split.y, split.sizes, k=10, per_query=True), dtype=np.float64)
+    metrics: tuple
+    primary: str
+    valid: str
+
+    @property
+    def result_columns(self) -> tuple:
+        return ("method", "fold", "seed", *(c for c, _ in self.metrics), self.valid, *RUN_COLUMNS)
+
+    @property
+    def paired_columns(self) -> tuple:
+        return tuple(f"mean_diff_{self.primary}" if c == "mean_diff_ndcg@10" else c for c in PAIRED_COLUMNS)
+
+
+#: Scoring on graded labels: TEST_METRICS, the paired test on NDCG@10.
+LABELS = Scoring(TEST_METRICS, "ndcg@10", "valid_ndcg@10")
+RESULT_COLUMNS = LABELS.result_columns
+
+
+def evaluate(scores: np.ndarray, split, scoring: Scoring = LABELS) -> tuple[dict, np.ndarray]:
+    """Test metrics of one fold (means over queries) and the per-query primary metric (NDCG@10) for
+    the paired test."""
+    from ..metrics import get_metric
+
+    funcs = {col: (get_metric(m) if isinstance(m, str) else m).func for col, m in scoring.metrics}
+    row = {col: float(f(scores, split.y, split.sizes)) for col, f in funcs.items()}
+    per_query = np.asarray(funcs[scoring.primary](scores, split.y, split.sizes, per_query=True), dtype=np.float64)
     return row, per_query
 
 
-def summarize(rows: list[dict], methods: list[str]) -> list[dict]:
+def summarize(rows: list[dict], methods: list[str], scoring: Scoring = LABELS) -> list[dict]:
     """Per method (in the given order), every numeric column averaged over seeds within a fold, then
     mean and std over folds (``ddof=0``). With several seeds also ``<column>_seed_std``: the std over
     seeds within a fold (``ddof=0``), averaged over folds -- the seed spread beside the fold spread."""
     out = []
-    numeric = [c for c in RESULT_COLUMNS if c not in ("method", "fold", "seed")]
+    numeric = [c for c in scoring.result_columns if c not in ("method", "fold", "seed")]
     for m in methods:
         mine = [r for r in rows if r["method"] == m]
         if not mine:
@@ -98,7 +126,7 @@ def _safe_p(test, diff):
     return p
 
 
-def paired_comparison(per_query: dict, methods: list[str], baseline: str) -> list[dict]:
+def paired_comparison(per_query: dict, methods: list[str], baseline: str, scoring: Scoring = LABELS) -> list[dict]:
     """Each method against ``baseline`` on test NDCG@10 per query, pooled over folds.
 
     ``per_query[method]`` is the concatenation over folds (same fold order for every method; with
@@ -119,7 +147,7 @@ def paired_comparison(per_query: dict, methods: list[str], baseline: str) -> lis
         diff = per_query[m] - base
         out.append({
             "method": m, "baseline": baseline, "n_queries": int(diff.size),
-            "mean_diff_ndcg@10": float(diff.mean()) if diff.size else math.nan,
+            f"mean_diff_{scoring.primary}": float(diff.mean()) if diff.size else math.nan,
             "wins": int((diff > 0).sum()), "losses": int((diff < 0).sum()), "ties": int((diff == 0).sum()),
             "wilcoxon_p": _safe_p(stats.wilcoxon, diff),
             "ttest_p": _safe_p(lambda d: stats.ttest_1samp(d, 0.0), diff),
@@ -139,21 +167,21 @@ def _render(header, body, align):
     return "\n".join([line(header), rule, *(line(r) for r in body)])
 
 
-def format_table(summary: list[dict], *, tuning: str | None = None) -> str:
+def format_table(summary: list[dict], *, tuning: str | None = None, scoring: Scoring = LABELS) -> str:
     """Methods x (test metrics mean±std over folds, time, rounds); with several seeds a column of the
     NDCG@10 seed spread; ``tuning`` (a sentence on the search and its budget) ends the note."""
     n_seeds = max((s.get("n_seeds", 1) for s in summary), default=1)
-    header = ["method", *(c.upper() for c, _ in TEST_METRICS), "time s", "rounds"]
+    header = ["method", *(c.upper() for c, _ in scoring.metrics), "time s", "rounds"]
     if n_seeds > 1:
-        header.insert(len(TEST_METRICS) + 1, "NDCG@10 seed±")
+        header.insert(len(scoring.metrics) + 1, f"{scoring.primary.upper()} seed±")
     body = []
     for s in summary:
         cells = [s["method"]]
-        for c, _ in TEST_METRICS:  # one fold has no spread: "±0.000" would claim one
+        for c, _ in scoring.metrics:  # one fold has no spread: "±0.000" would claim one
             spread = f"±{s[c + '_std']:.3f}" if s["n_folds"] > 1 else ""
             cells.append(f"{s[c + '_mean']:.4f}{spread}")
         if n_seeds > 1:
-            cells.append(f"{s.get('ndcg@10_seed_std', 0.0):.4f}")
+            cells.append(f"{s.get(scoring.primary + '_seed_std', 0.0):.4f}")
         cells.append(f"{s['train_time_s_mean']:.2f}")
         cells.append(f"{s['best_round_mean']:.0f}/{s['rounds_trained_mean']:.0f}")
         body.append(cells)
@@ -163,7 +191,7 @@ def format_table(summary: list[dict], *, tuning: str | None = None) -> str:
     note = (f"test metrics: {what}; time = training seconds per fold; "
             "rounds = kept (best on validation) / trained")
     if n_seeds > 1:
-        note += f"; seed± = std of NDCG@10 over the {n_seeds} seeds, averaged over folds"
+        note += f"; seed± = std of {scoring.primary.upper()} over the {n_seeds} seeds, averaged over folds"
     if tuning:
         note += "\n" + tuning
     return _render(header, body, "l" + "r" * (len(header) - 1)) + "\n" + note
@@ -179,7 +207,7 @@ def _survives(p):
     return bool(np.isfinite(p) and p <= ALPHA)
 
 
-def format_paired(paired: list[dict]) -> str:
+def format_paired(paired: list[dict], scoring: Scoring = LABELS) -> str:
     """The paired tests, raw and Holm-adjusted; ``*`` marks a Wilcoxon test that survives Holm at
     :data:`customobj.compare.stats.ALPHA`."""
     from .stats import ALPHA
@@ -187,12 +215,12 @@ def format_paired(paired: list[dict]) -> str:
     if not paired:
         return ""
     base = paired[0]["baseline"]
-    header = ["method", "ΔNDCG@10", "wins/losses/ties", "Wilcoxon p", "Holm", "t-test p", "Holm", ""]
-    body = [[p["method"], f"{p['mean_diff_ndcg@10']:+.4f}", f"{p['wins']}/{p['losses']}/{p['ties']}",
+    header = ["method", f"Δ{scoring.primary.upper()}", "wins/losses/ties", "Wilcoxon p", "Holm", "t-test p", "Holm", ""]
+    body = [[p["method"], f"{p['mean_diff_' + scoring.primary]:+.4f}", f"{p['wins']}/{p['losses']}/{p['ties']}",
              _p(p["wilcoxon_p"]), _p(p["wilcoxon_p_holm"]), _p(p["ttest_p"]), _p(p["ttest_p_holm"]),
              "*" if _survives(p["wilcoxon_p_holm"]) else ""] for p in paired]
     n = paired[0]["n_queries"]
-    title = f"paired comparison with {base} on test NDCG@10 ({n} queries pooled over folds, two-sided):"
+    title = f"paired comparison with {base} on test {scoring.primary.upper()} ({n} queries pooled over folds, two-sided):"
     kept = sum(_survives(p["wilcoxon_p_holm"]) for p in paired)
     note = (f"* = significant at {ALPHA:g} after Holm's correction over the {len(paired)} methods compared "
             f"(Wilcoxon): {kept} of {len(paired)}")
@@ -279,7 +307,8 @@ def read_results(path: str | os.PathLike) -> dict:
 
 def render_files(rows: list[dict], summary: list[dict], paired: list[dict], payload: dict, *,
                  curves: dict | None = None, title: str = "", position_bias: dict | None = None,
-                 true_curves: dict | None = None, bias_title: str = "", plot: bool = True) -> dict[str, bytes]:
+                 true_curves: dict | None = None, bias_title: str = "", plot: bool = True,
+                 scoring: Scoring = LABELS) -> dict[str, bytes]:
     """Every result file as bytes, serialised before any is written (a failure here touches nothing).
 
     ``payload`` is the run description of results.json (the tables are added to it); ``curves``
@@ -291,9 +320,9 @@ def render_files(rows: list[dict], summary: list[dict], paired: list[dict], payl
     first = summary[0] if summary else {}
     summary_cols = ["method", "n_folds"] + [k for k in first if k not in ("method", "n_folds")]
     files = {
-        "results.csv": csv_text(rows, RESULT_COLUMNS).encode(),
+        "results.csv": csv_text(rows, scoring.result_columns).encode(),
         "summary.csv": csv_text(summary, summary_cols).encode(),
-        "paired.csv": csv_text(paired, PAIRED_COLUMNS).encode(),
+        "paired.csv": csv_text(paired, scoring.paired_columns).encode(),
         "results.json": json_text({**payload, "results": rows, "summary": summary, "paired": paired}).encode(),
     }
     if curves is not None:

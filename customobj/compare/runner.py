@@ -15,7 +15,7 @@ import numpy as np
 from .._cli_errors import RunError, one_line, stderr_held
 from . import report
 from .ensemble import EnsembleSpec, combine, member_specs
-from .trainers import Settings
+from .trainers import Settings, validation_score
 from .tuning import tune
 
 __all__ = ["Outcome", "run_all", "n_runs", "seed_list", "tuning_note"]
@@ -76,11 +76,12 @@ def _guarded(what, fn, *args, **kwargs):
 
 
 def run_all(specs: Sequence, folds: Sequence, settings: Settings, *, seeds: Sequence[int], n_trials: int,
-            train_fn: Callable, bar: Any) -> Outcome:
+            train_fn: Callable, bar: Any, scoring: report.Scoring = report.LABELS) -> Outcome:
     """Train and score ``specs`` on ``folds`` (``[(fold, train, valid, test)]``); see the module doc.
 
     ``train_fn`` has the signature of :func:`customobj.compare.trainers.train`; ``bar`` is a tqdm
-    bar advanced once per training run (trials included).
+    bar advanced once per training run (trials included); ``scoring`` what the test part is scored with
+    (the validation column is what early stopping watched, :func:`customobj.compare.trainers.validation_score`).
     """
     labels = [s.label for s in specs]
     out = Outcome(curves={lab: [] for lab in labels}, per_query={lab: [] for lab in labels})
@@ -111,11 +112,11 @@ def run_all(specs: Sequence, folds: Sequence, settings: Settings, *, seeds: Sequ
                                                 sp, replace(st, seed=seed), tr, va, te)
                 bar.update(1)
         for spec in specs:
-            _score(out, spec, fold, va, te, seeds, trained)
+            _score(out, spec, fold, va, te, seeds, trained, settings, scoring)
     return out
 
 
-def _score(out, spec, fold, va, te, seeds, trained):
+def _score(out, spec, fold, va, te, seeds, trained, settings, scoring):
     lab = spec.label
     per_seed = []
     for seed in seeds:
@@ -130,9 +131,9 @@ def _score(out, spec, fold, va, te, seeds, trained):
             for quantity, values in curves.items():
                 out.position_bias.setdefault(lab, []).append(
                     {"fold": fold, "seed": seed, "quantity": quantity, "estimated": np.asarray(values).tolist()})
-        metrics, pq = report.evaluate(res.test_scores, te)
-        valid_ndcg = report.evaluate(res.valid_scores, va)[0]["ndcg@10"]
-        out.rows.append({"method": lab, "fold": fold, "seed": seed, **metrics, "valid_ndcg@10": valid_ndcg,
+        metrics, pq = report.evaluate(res.test_scores, te, scoring)
+        valid = validation_score(settings, res.valid_scores, va)
+        out.rows.append({"method": lab, "fold": fold, "seed": seed, **metrics, scoring.valid: valid,
                          "train_time_s": res.train_time, "best_round": res.best_round,
                          "rounds_trained": res.rounds_trained})
         if seed == seeds[0]:

@@ -19,9 +19,12 @@ from ..objectives.pointwise import McRank
 from .clicks import CLICK_TRAINERS
 from .methods import BACKENDS, MethodSpec, build_objective
 
-__all__ = ["Settings", "Split", "TrainResult", "train", "warm_up", "catboost_available"]
+__all__ = ["Settings", "Split", "TrainResult", "train", "warm_up", "catboost_available", "valid_metric",
+           "validation_score"]
 
 CURVE_METRIC = "ndcg@10"
+#: The validation metric on a click log (Settings.valid_propensity): customobj.metrics.click_metric's name.
+CLICK_CURVE_METRIC = "ips_ndcg@10"
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,10 @@ class Settings:
     #: defaults above: LightGBM / XGBoost / CatBoost parameters, TreeBooster keyword arguments.
     #: ``--tune`` fills it (customobj.compare.tuning); empty means the fixed settings.
     params: tuple = ()
+    #: Propensity per display position (0 first) of the IPS click NDCG@10 that validates (early stopping,
+    #: the validation column, --tune) on a validation part of clicks (compare --click-log); empty means
+    #: NDCG@10 on graded validation labels.
+    valid_propensity: tuple = ()
 
 
 @dataclass
@@ -107,6 +114,24 @@ def _xgboost_position_bias(booster, params: dict, train_: Split) -> np.ndarray |
     return None if not ti else np.asarray(ti[:int(train_.sizes.max())], dtype=np.float64)
 
 
+def valid_metric(st: Settings):
+    """The validation metric of ``st``: the IPS click NDCG@10 with ``st.valid_propensity`` (a validation
+    part of clicks, rows in display order), or None: the libraries' own NDCG@10 on graded labels."""
+    from ..metrics import click_metric
+
+    return click_metric(CLICK_CURVE_METRIC, propensity=st.valid_propensity) if st.valid_propensity else None
+
+
+def validation_score(st: Settings, scores: np.ndarray, valid: Split) -> float:
+    """The validation value of ``scores`` as early stopping measured it (:func:`valid_metric`)."""
+    from ..metrics import ndcg
+
+    metric = valid_metric(st)
+    if metric is None:
+        return float(ndcg(scores, valid.y, valid.sizes, k=10))
+    return float(metric.func(scores, valid.y, valid.sizes))
+
+
 def catboost_available() -> bool:
     try:
         import catboost  # noqa: F401
@@ -165,6 +190,10 @@ def _train_lgb(spec, st, train_, valid, test):
             params["num_class"] = obj.n_outputs
             params["metric"] = "None"
             feval = lightgbm_metric(CURVE_METRIC)
+    clicks = valid_metric(st)
+    if clicks is not None:  # a validation part of clicks: the IPS click metric, the only one watched
+        params["metric"] = "None"
+        feval = lightgbm_metric(clicks)
     start = time.perf_counter()
     dtrain = lgb.Dataset(train_.X, train_.y, group=train_.sizes, position=train_.position, free_raw_data=False)
     dvalid = lgb.Dataset(valid.X, valid.y, group=valid.sizes, reference=dtrain)
@@ -209,6 +238,11 @@ def _train_xgb(spec, st, train_, valid, test):
             params.pop("eval_metric")
             kwargs["custom_metric"] = xgboost_metric(CURVE_METRIC)
             kwargs["maximize"] = True
+    clicks = valid_metric(st)
+    if clicks is not None:  # a validation part of clicks: the IPS click metric
+        params.pop("eval_metric", None)
+        kwargs["custom_metric"] = xgboost_metric(clicks)
+        kwargs["maximize"] = True
     start = time.perf_counter()
     dtrain = xgb.DMatrix(train_.X, label=train_.y, group=train_.sizes, nthread=st.jobs)
     dvalid = xgb.DMatrix(valid.X, label=valid.y, group=valid.sizes, nthread=st.jobs)
@@ -276,8 +310,10 @@ def _train_ole(spec, st, train_, valid, test):
     obj = _objective(spec, train_)
     model = _ole_booster(spec, st, obj, st.rounds)
     start = time.perf_counter()
+    clicks = valid_metric(st)
     model.fit(train_.X, train_.y, train_.sizes, eval_set=[(valid.X, valid.y)], eval_group=[valid.sizes],
-              eval_metric=CURVE_METRIC, early_stopping_rounds=st.early_stopping or None)
+              eval_metric=CURVE_METRIC if clicks is None else clicks.func,
+              early_stopping_rounds=st.early_stopping or None)
     elapsed = time.perf_counter() - start
     curve = _first_curve(model.evals_result_)
     best = getattr(model, "best_iteration_", None)
@@ -293,18 +329,17 @@ def _train_em(spec, st, train_, valid, test):
     """Regression EM on the click log; the curve is the validation NDCG@10 after each tree, and the
     model kept stops where ``early_stopping`` rounds brought no gain (lgb.early_stopping's rule), so
     it is the booster early stopping would have kept: later EM iterations never change earlier trees."""
-    from ..metrics import ndcg
     from .clicks import build_regression_em
 
     if train_.position is None:
-        raise ValueError("RegressionEM learns from clicks: run compare with --clicks")
+        raise ValueError("RegressionEM learns from clicks: run compare with --clicks or --click-log")
     em, _ = build_regression_em(spec.backend, spec.kwargs, rounds=st.rounds, num_leaves=st.num_leaves,
                                 learning_rate=st.learning_rate, seed=st.seed, params=st.params)
     start = time.perf_counter()
     em.fit(train_.X, train_.y, position=train_.position)
     elapsed = time.perf_counter() - start
     trained = min(em.n_iter * em.n_estimators, st.rounds)
-    curve = np.array([ndcg(em.predict(valid.X, num_trees=k), valid.y, valid.sizes, 10) for k in range(1, trained + 1)])
+    curve = np.array([validation_score(st, em.predict(valid.X, num_trees=k), valid) for k in range(1, trained + 1)])
     best = _best_round(curve, st.early_stopping)
     return TrainResult(em.predict(test.X, num_trees=best), em.predict(valid.X, num_trees=best), curve, best,
                        trained, elapsed, _position_bias(em))
