@@ -90,7 +90,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     data.add_argument("--letor", metavar="DIR", help="folder with Fold1..5/{train,vali,test}.txt[.gz] (LETOR layout)")
     data.add_argument("--train", metavar="FILE", help="training file (LETOR/SVMlight); needs --valid and --test")
     data.add_argument("--valid", metavar="FILE", help="validation file (early stopping, learning curves)")
-    data.add_argument("--test", metavar="FILE", help="test file (reported metrics)")
+    data.add_argument("--test", metavar="FILE", help="test file (reported metrics); with --click-log a labelled LETOR "
+                                                     "file, or a folder holding test.txt")
     data.add_argument("--folds", type=parse_folds, metavar="LIST",
                       help=f"folds to run, e.g. 1,2 (default: every fold of --letor; {SYNTHETIC_FOLDS} for synthetic)")
     # default None: given with --letor / --train they are an error, not silently ignored
@@ -105,6 +106,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                            "position joined by /); validation and test "
                            "keep the true labels; methods such as lgb:Unbiased(objective=LambdaRank) and "
                            "lgb:RegressionEM debias them")
+    data.add_argument("--click-log", metavar="FILE",
+                      help="train every method on a real click log (Parquet or CSV, one row per shown document), "
+                           "validate on the IPS click NDCG@10 of held-out queries, test on --test's labels or, "
+                           "without --test, on the click metrics of more held-out queries")
+    data.add_argument("--click-columns", metavar="KEY=COLUMN,...",
+                      help="the log's columns: query=, position=, click= (default: columns of those names), "
+                           "session=, document= (default: those columns when present), features=a:b:c or "
+                           "features=f* (default: every other column)")
+    data.add_argument("--first-position", type=_nonnegative_int, metavar="N",
+                      help="the number the top position carries in --click-log (default: the smallest, 0 or 1)")
     m = parser.add_argument_group("methods and training")
     m.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
                    help=f"comma-separated method names (default: {DEFAULT_METHODS})")
@@ -146,6 +157,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 # --- data -----------------------------------------------------------------------------------------
 
 # --- checks before training -----------------------------------------------------------------------
+def _refuse_with_click_log(args):
+    """--click-log is the training data: the other data options would be silently ignored."""
+    given = [opt for opt, v in (("--letor", args.letor), ("--train", args.train), ("--valid", args.valid),
+                                ("--clicks", getattr(args, "clicks", None)), ("--folds", args.folds),
+                                ("--synthetic-queries", args.synthetic_queries),
+                                ("--synthetic-docs", args.synthetic_docs)) if v is not None]
+    if given:
+        raise UsageError(f"--click-log is the training data: drop {', '.join(given)} (--test gives the labelled "
+                         "test set)")
+
+
+def _refuse_click_log_options(args):
+    given = [opt for opt, v in (("--click-columns", getattr(args, "click_columns", None)),
+                                ("--first-position", getattr(args, "first_position", None))) if v is not None]
+    if given:
+        raise UsageError(f"{' and '.join(given)} describe --click-log, which is not given")
+
+
 def _method_error(exc):
     """One line: the parser's first line (its ValueError goes on to list every valid name)."""
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -160,6 +189,9 @@ def _check_methods(args):
     except (ValueError, TypeError) as exc:
         raise _method_error(exc) from None
     for s in member_specs(specs):  # an ensemble's members are checked as single methods
+        if s.backend == "cb" and getattr(args, "click_log", None):
+            raise UsageError(f"{s.label}: CatBoost cannot validate on the click metric of --click-log; "
+                             "use lgb:, xgb: or ole: methods")
         if s.backend == "cb" and not catboost_available():
             raise UsageError(f"{s.label} needs CatBoost, an optional extra: {install_hint('catboost')}")
         if s.backend == "xgb" and not available("xgboost"):
@@ -189,8 +221,8 @@ def _check_trainer(spec, args):
     """``lgb:RegressionEM(...)``: its options now, and the click log it needs."""
     from .clicks import build_regression_em
 
-    if not getattr(args, "clicks", None):
-        raise UsageError(f"{spec.label} learns from clicks: add --clicks pbm (or cascade)")
+    if not getattr(args, "clicks", None) and not getattr(args, "click_log", None):
+        raise UsageError(f"{spec.label} learns from clicks: add --clicks pbm (or cascade), or --click-log FILE")
     if _on_gpu(args):
         raise UsageError(f"{spec.label} trains on the CPU: leave it out of --device cuda runs")
     try:
@@ -300,7 +332,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--seed {args.seed} with --seeds {args.seeds} goes past {INT32_MAX}, the largest seed "
                          "the libraries take")
     # the data first: a wrong --letor / --train names that mistake, not an earlier run's --out folder
-    folds, data_desc = load_folds(args)
+    labelled = True
+    if getattr(args, "click_log", None):
+        from .click_log import load_click_log
+
+        _refuse_with_click_log(args)
+        folds, data_desc, labelled = load_click_log(args)
+    else:
+        _refuse_click_log_options(args)
+        folds, data_desc = load_folds(args)
     if click_spec is not None:
         from .clicks import click_folds
 
@@ -316,6 +356,17 @@ def run(args: argparse.Namespace) -> int:
                         seed=args.seed, jobs=args.jobs, early_stopping=args.early_stopping,
                         device=str(getattr(args, "device", Device.CPU)))
     labels = [s.label for s in specs]
+    scoring, propensity = report.LABELS, None
+    if getattr(args, "click_log", None):  # one IPS propensity estimate validates (and may test) every method
+        from dataclasses import replace
+
+        from .click_log import click_scoring, estimate_propensity
+
+        clicks = folds[0][1:3] if labelled else folds[0][1:]  # the parts of clicks: the metric's positions
+        longest = max(int(s.sizes.max()) for s in clicks)
+        propensity = estimate_propensity(folds[0][1], settings, longest)
+        settings = replace(settings, valid_propensity=tuple(propensity.tolist()))
+        scoring = click_scoring(labelled, propensity)
 
     bar = _progress(len(folds) * len(specs), args.quiet)
     start = time.perf_counter()  # wall time includes the trial runs (numba compilation), as it always did
@@ -324,14 +375,15 @@ def run(args: argparse.Namespace) -> int:
         bar.reset(total=runner.n_runs(specs, len(folds), len(seeds), args.tune))
         bar.unit = "trial" if args.tune else "run"
         # `train` is looked up here, at call time, so tests can stand in for it
-        result = runner.run_all(specs, folds, settings, seeds=seeds, n_trials=args.tune, train_fn=train, bar=bar)
+        result = runner.run_all(specs, folds, settings, seeds=seeds, n_trials=args.tune, train_fn=train, bar=bar,
+                                scoring=scoring)
     finally:
         bar.close()
     wall = time.perf_counter() - start
 
-    summary = report.summarize(result.rows, labels)
+    summary = report.summarize(result.rows, labels, scoring)
     pooled = {lab: np.concatenate(v) for lab, v in result.per_query.items()}
-    paired = report.paired_comparison(pooled, labels, baseline)
+    paired = report.paired_comparison(pooled, labels, baseline, scoring)
     config = {k: v for k, v in vars(args).items() if isinstance(v, (str, int, float, bool, list, type(None)))}
     fold_list = ",".join(str(f[0]) for f in folds)
     tuning = {"n_trials": args.tune, "sampler": "optuna TPESampler", "seed": seeds[0],
@@ -348,22 +400,32 @@ def run(args: argparse.Namespace) -> int:
             "data": data_desc, "folds": [f[0] for f in folds], "methods": labels, "baseline": baseline,
             "seeds": seeds, "settings": vars(settings), "arguments": config, "wall_time_s": wall,
             "tuning": tuning, "ensembles": result.alphas,
-            "curves": {lab: {"metric": "valid ndcg@10", "per_fold": c} for lab, c in result.curves.items()},
-            "position_bias": {"estimated": result.position_bias, "true": true} if click_spec else None,
+            "curves": {lab: {"metric": scoring.valid.replace("_", " ", 1), "per_fold": c}
+                       for lab, c in result.curves.items()},
+            "position_bias": {"estimated": result.position_bias, "true": true}
+            if click_spec or propensity is not None else None,
+            "click_metric": None if propensity is None else {
+                "name": "ips_ndcg@10", "estimated_by": "Unbiased(LambdaRank()) through LightGBM on the training part",
+                "propensity": propensity.tolist(), "test": "labels" if labelled else "ips click metrics"},
         },
         curves=None if args.no_plot else result.curves,
-        title=f"Validation NDCG@10 — {data_desc}, folds {fold_list}{seed_note}",
+        title=f"Validation {'NDCG@10' if propensity is None else 'IPS click NDCG@10'} — {data_desc}, "
+              f"folds {fold_list}{seed_note}",
         position_bias=result.position_bias, true_curves=true,
-        bias_title=f"Estimated position bias — {data_desc}, folds {fold_list}", plot=not args.no_plot)
+        bias_title=f"Estimated position bias — {data_desc}, folds {fold_list}", plot=not args.no_plot,
+        scoring=scoring)
     replaced = default_out and any((out / name).exists() for name in output.RESULT_FILES)
     written = output.write_results(out, contents, overwrite=args.overwrite or default_out)
     if replaced:  # said even with --quiet, as the line naming the files is
         print(f"replaced the earlier results in ./{output.DEFAULT_OUT} (the default --out; give --out DIR to keep a run)")
     say(f"data: {data_desc}; folds {fold_list}; {len(specs)} methods; wall time {wall:.1f} s")
-    say(report.format_table(summary, tuning=runner.tuning_note(args.tune, len(seeds)) if args.tune else None))
+    say(report.format_table(summary, tuning=runner.tuning_note(args.tune, len(seeds)) if args.tune else None,
+                            scoring=scoring))
+    if not labelled:
+        say("no --test: the test columns are IPS click metrics on held-out sessions of the log, not labels")
     if paired:
         say()
-        say(report.format_paired(paired))
+        say(report.format_paired(paired, scoring))
         say()
     print(f"wrote {', '.join(written)} to {out.resolve()}")
     return 0
