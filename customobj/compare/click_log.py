@@ -81,7 +81,7 @@ def _read_table(path: Path):
 
         return pcsv.read_csv(path)
     except Exception as exc:  # noqa: BLE001 - pyarrow's errors (ArrowInvalid, OSError): a file it cannot read
-        raise UsageError(f"--click-log {path}: cannot be read as {kind}: {one_line(exc)}") from None
+        raise UsageError(f"--click-log {path}: cannot be read as {kind}: {one_line(str(exc))}") from None
 
 
 def _columns(given: dict, names: list, index: tuple = ()) -> dict:
@@ -145,7 +145,7 @@ def _test_file(path: Path, n_features: int) -> Split:
     try:
         split = Split.from_data(load_letor(file))
     except (ValueError, TypeError, OSError) as exc:
-        raise UsageError(f"--test {file}: {one_line(exc)}") from None
+        raise UsageError(f"--test {file}: {one_line(str(exc))}") from None
     if split.X.shape[1] != n_features:
         raise UsageError(f"--test {file} has {split.X.shape[1]} features but the click log has {n_features} feature "
                          "columns: the log's feature columns must be the test file's features 1, 2, ... in order "
@@ -167,7 +167,7 @@ def load_click_log(args) -> tuple[list, str, bool]:
     try:
         data = read_click_log(table, first_position=first, **cols)
     except (ValueError, TypeError) as exc:
-        raise UsageError(f"--click-log {path}: {one_line(exc)}") from None
+        raise UsageError(f"--click-log {path}: {one_line(str(exc))}") from None
     queries = np.unique(data.query)
     test_share = 0.0 if args.test else TEST_SHARE
     n_valid, n_test = (int(np.ceil(share * queries.size)) for share in (VALID_SHARE, test_share))

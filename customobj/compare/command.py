@@ -22,6 +22,7 @@ from .._extras import available, install_hint
 from . import output, report, runner
 from .clicks import CLICK_TRAINERS
 from .ensemble import member_specs
+from .harvested import N_RANKERS, checkable, harvest_folds, wants_harvest
 from .folds import MAX_GRADE, SYNTHETIC_DOCS, SYNTHETIC_FOLDS, SYNTHETIC_QUERIES, load_folds, parse_folds
 from .methods import build_objective, parse_method, parse_methods, split_methods, valid_names_help
 from .trainers import Settings, Split, catboost_available, train, warm_up
@@ -199,8 +200,9 @@ def _check_methods(args):
         if s.target in CLICK_TRAINERS:
             _check_trainer(s, args)
         elif not s.native:
+            _check_harvest(s, args)
             try:
-                build_objective(s)  # bad options fail now, not after an hour of training
+                build_objective(checkable(s))  # bad options fail now, not after an hour of training
             except (ValueError, TypeError, OverflowError) as exc:
                 raise UsageError(one_line(exc)) from None
     if _on_gpu(args):
@@ -215,6 +217,14 @@ def _check_methods(args):
         if baseline not in labels:
             raise UsageError(f"--baseline {baseline} is not one of --methods: {', '.join(labels)}")
     return specs, baseline
+
+
+def _check_harvest(spec, args):
+    """``Unbiased(..., propensity=harvest)`` needs simulated rankers' logs (customobj.compare.harvested)."""
+    if wants_harvest(spec) and not getattr(args, "clicks", None):
+        raise UsageError(f"{spec.label} harvests propensities from the simulated logs of {N_RANKERS} rankers: "
+                         "add --clicks (a --click-log is one log; harvest yours with "
+                         "customobj.clicks.harvest_propensities and pass propensity= to Unbiased)")
 
 
 def _check_trainer(spec, args):
@@ -247,7 +257,7 @@ def _check_gpu_methods(specs, device):
     try:
         for s in xgb:
             if not s.native:
-                check_gpu_objective(build_objective(s), "--device cuda: xgboost_objective", device)
+                check_gpu_objective(build_objective(checkable(s)), "--device cuda: xgboost_objective", device)
     except (GPUUnavailableError, NotImplementedError) as exc:
         raise UsageError(one_line(exc)) from None
 
@@ -259,7 +269,7 @@ def _check_labels(specs, folds):
             continue
         for fold, tr, _, _ in folds:
             try:
-                build_objective(spec).prepare(tr.y, tr.sizes)
+                build_objective(checkable(spec)).prepare(tr.y, tr.sizes)
             except (ValueError, TypeError, OverflowError) as exc:
                 raise UsageError(f"{spec.label} cannot train on fold {fold}: {one_line(exc)}") from None
 
@@ -275,7 +285,8 @@ def _sample(split):
     ends = np.cumsum(split.sizes)
     k = min(int(np.searchsorted(ends, SAMPLE_ROWS)) + 1, split.sizes.size)
     n = int(ends[k - 1])
-    return Split(split.X[:n], split.y[:n], split.sizes[:k], None if split.position is None else split.position[:n])
+    return Split(split.X[:n], split.y[:n], split.sizes[:k], None if split.position is None else split.position[:n],
+                 split.propensity)
 
 
 def _warm_up(specs, settings, sample, bar):
@@ -344,7 +355,9 @@ def run(args: argparse.Namespace) -> int:
     if click_spec is not None:
         from .clicks import click_folds
 
-        folds = click_folds(folds, click_spec, args.seed, args.jobs)
+        labelled_folds, folds = folds, click_folds(folds, click_spec, args.seed, args.jobs)
+        if any(wants_harvest(s) for s in member_specs(specs)):  # the logs of more rankers, harvested
+            folds = harvest_folds(labelled_folds, folds, click_spec, args.seed, args.jobs)
         data_desc += f", trained on {click_spec.label} clicks"
     _check_labels(specs, folds)
     # The default folder is the README's command run again: replaced as a whole (atomically, below).

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..objectives.pointwise import McRank
 from .clicks import CLICK_TRAINERS
+from .harvested import wants_harvest, with_harvest
 from .methods import BACKENDS, MethodSpec, build_objective
 
 __all__ = ["Settings", "Split", "TrainResult", "train", "warm_up", "catboost_available", "valid_metric",
@@ -56,6 +57,9 @@ class Split:
     y: np.ndarray
     sizes: np.ndarray
     position: np.ndarray | None = None  # display positions of a click log (compare --clicks)
+    #: Examination propensities harvested from several rankers' logs of this training part, for the methods
+    #: ``Unbiased(..., propensity=harvest)`` (customobj.compare.harvested); None when no method asks.
+    propensity: np.ndarray | None = None
 
     @classmethod
     def from_data(cls, data) -> Split:
@@ -154,6 +158,11 @@ def _ranking_score(obj, raw):
 
 def _objective(spec, train_):
     """The customobj objective of ``spec``, its number of outputs settled on the training labels."""
+    if wants_harvest(spec):
+        if train_.propensity is None:
+            raise ValueError(f"{spec.label} needs the propensities harvested from several rankers' logs: "
+                             "compare --clicks simulates them")
+        spec = with_harvest(spec, train_.propensity)
     obj = build_objective(spec)
     if obj.n_outputs is None:  # McRank without n_classes infers K from the first data it sees
         obj.prepare(train_.y, train_.sizes)
@@ -377,7 +386,10 @@ def train(spec: MethodSpec, settings: Settings, train_: Split, valid: Split, tes
     """Train ``spec`` on ``train_`` with early stopping on ``valid``; score ``valid`` and ``test``."""
     if spec.target in CLICK_TRAINERS:
         return _train_em(spec, settings, train_, valid, test)
-    return _TRAINERS[spec.backend](spec, settings, train_, valid, test)
+    res = _TRAINERS[spec.backend](spec, settings, train_, valid, test)
+    if wants_harvest(spec) and train_.propensity is not None:  # fixed, not estimated: the harvested curve
+        res.position_bias = train_.propensity / train_.propensity[0]
+    return res
 
 
 def warm_up(spec: MethodSpec, settings: Settings, sample: Split) -> None:
