@@ -128,6 +128,8 @@ def test_the_click_metric_drives_every_trainers_early_stopping(method):
     (["--click-columns", "position=rank,click=clicked", "--first-position", "0"], "position 0 is missing"),
     (["--click-columns", "position=rank,click=clicked", "--clicks", "pbm"], "drop --clicks"),
     (["--click-columns", "position=rank,click=clicked", "--methods", "cb:YetiRank"], "CatBoost cannot validate"),
+    (["--click-columns", "position=rank,click=clicked", "--methods", "ens:lgb:LambdaRank+lgb:RankNet"],
+     "list its members as methods of their own"),
     (["--click-columns", "position=rank,click=clicked", "--test", "NOFILE"], "no such file"),
 ])
 def test_compare_click_log_refusals(mq2008_log, data_dir, tmp_path, capsys, extra, match):

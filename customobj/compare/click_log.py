@@ -28,7 +28,7 @@ from .._cli_errors import UsageError, one_line
 from .report import LABELS, Scoring
 from .trainers import Settings, Split
 
-__all__ = ["parse_click_columns", "load_click_log", "estimate_propensity", "click_scoring", "VALID_SHARE",
+__all__ = ["parse_click_columns", "load_click_log", "estimate_propensity", "click_scoring", "refuse_methods", "VALID_SHARE",
            "TEST_SHARE", "COLUMN_DEFAULTS", "OPTIONAL_COLUMNS"]
 
 #: Shares of the log's queries held out to validate, and to test when there is no --test.
@@ -205,6 +205,21 @@ def estimate_propensity(train: Split, settings: Settings, longest: int) -> np.nd
     lgb.train(params, data, settings.rounds)
     bias = np.asarray(f.fitted_attributes(data)["position_bias_"], dtype=np.float64)
     return np.concatenate([bias, np.full(max(0, longest - bias.size), bias[-1])])
+
+
+def refuse_methods(specs: list) -> None:
+    """The methods a click log cannot validate: CatBoost's (its early stopping takes no custom metric
+    here) and ``ens:`` ensembles (their combination is chosen on graded validation labels)."""
+    from .ensemble import EnsembleSpec, member_specs
+
+    for s in specs:
+        if isinstance(s, EnsembleSpec):
+            raise UsageError(f"{s.label}: an ensemble's combination is chosen on graded validation labels, which "
+                             "--click-log does not have; list its members as methods of their own")
+    for s in member_specs(specs):
+        if s.backend == "cb":
+            raise UsageError(f"{s.label}: CatBoost cannot validate on the click metric of --click-log; "
+                             "use lgb:, xgb: or ole: methods")
 
 
 def click_scoring(labelled: bool, propensity: np.ndarray) -> Scoring:

@@ -190,9 +190,6 @@ def _check_methods(args):
     except (ValueError, TypeError) as exc:
         raise _method_error(exc) from None
     for s in member_specs(specs):  # an ensemble's members are checked as single methods
-        if s.backend == "cb" and getattr(args, "click_log", None):
-            raise UsageError(f"{s.label}: CatBoost cannot validate on the click metric of --click-log; "
-                             "use lgb:, xgb: or ole: methods")
         if s.backend == "cb" and not catboost_available():
             raise UsageError(f"{s.label} needs CatBoost, an optional extra: {install_hint('catboost')}")
         if s.backend == "xgb" and not available("xgboost"):
@@ -205,6 +202,10 @@ def _check_methods(args):
                 build_objective(checkable(s))  # bad options fail now, not after an hour of training
             except (ValueError, TypeError, OverflowError) as exc:
                 raise UsageError(one_line(exc)) from None
+    if getattr(args, "click_log", None):
+        from .click_log import refuse_methods
+
+        refuse_methods(specs)
     if _on_gpu(args):
         _check_gpu_methods(member_specs(specs), args.device)
     labels = [s.label for s in specs]
