@@ -93,6 +93,16 @@ def test_compare_on_a_real_log_without_labels(mq2008_log, tmp_path, capsys):
     assert not (out / "position_bias.csv").exists()  # no method here estimates a curve
 
 
+def test_the_default_methods_of_a_click_log_are_the_click_methods(mq2008_log, tmp_path):
+    from customobj.compare.command import CLICK_LOG_METHODS
+
+    path, _ = mq2008_log
+    out = tmp_path / "r"
+    assert _run(path, out, "--no-plot") == 0
+    meta = json.loads((out / "results.json").read_text())
+    assert ",".join(meta["methods"]) == CLICK_LOG_METHODS and "lgb:RegressionEM" in meta["position_bias"]["estimated"]
+
+
 def _small_click_splits():
     d = customobj.data.synthetic(60, 12, 5, seed=3)
     log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], sessions=2, seed=0)

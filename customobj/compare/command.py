@@ -33,6 +33,9 @@ __all__ = ["add_arguments", "run", "DEFAULT_METHODS", "MAX_GRADE", "UsageError",
 #: adapters, and the OLE booster with the OLE and WSE split criteria (sized for ~2 min on 2 cores).
 DEFAULT_METHODS = ("lgb:lambdarank,xgb:rank:ndcg,lgb:LambdaRank,lgb:QBRank,xgb:RankNet,"
                    "ole:LambdaRank[ole],ole:LambdaRank[wse]")
+#: Default method set of --click-log: the naive ranker and every click method of both libraries.
+CLICK_LOG_METHODS = ("lgb:LambdaRank,lgb:lambdarank,lgb:Unbiased(objective=LambdaRank),lgb:RegressionEM,"
+                     "xgb:rank:ndcg(lambdarank_unbiased=true)")
 #: Seeds, rounds and patience go to the libraries as 32-bit C ints.
 INT32_MAX = 2**31 - 1
 MAX_LEAVES = 131072  # LightGBM's upper limit of num_leaves
@@ -119,7 +122,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                       help="the number the top position carries in --click-log (default: the smallest, 0 or 1)")
     m = parser.add_argument_group("methods and training")
     m.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
-                   help=f"comma-separated method names (default: {DEFAULT_METHODS})")
+                   help=f"comma-separated method names (default: {DEFAULT_METHODS}; with --click-log "
+                        f"{CLICK_LOG_METHODS})")
     m.add_argument("--baseline", metavar="NAME", help="method of the paired comparison (default: the first)")
     m.add_argument("--rounds", type=_positive_int, default=200, help="maximum boosting rounds (default 200)")
     m.add_argument("--num-leaves", type=_leaves, default=31, help="leaves per tree (default 31)")
@@ -315,8 +319,10 @@ def _optional_parts(args, note):
     without XGBoost's methods, curves.png without matplotlib; ``--tune`` without Optuna is an error."""
     if args.tune and not available("optuna"):
         raise UsageError(f"--tune needs Optuna, an optional extra: {install_hint('optuna')}")
-    if args.methods == DEFAULT_METHODS and not available("xgboost"):
-        args.methods = ",".join(m for m in split_methods(DEFAULT_METHODS) if not m.startswith("xgb:"))
+    if getattr(args, "click_log", None) and args.methods == DEFAULT_METHODS:  # a click log: the click methods
+        args.methods = CLICK_LOG_METHODS
+    if args.methods in (DEFAULT_METHODS, CLICK_LOG_METHODS) and not available("xgboost"):
+        args.methods = ",".join(m for m in split_methods(args.methods) if not m.startswith("xgb:"))
         note(f"note: XGBoost is not installed, so the default methods leave out its xgb: methods "
              f"({install_hint('xgboost')} adds them)")
     if not args.no_plot and not available("matplotlib"):
