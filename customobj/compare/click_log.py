@@ -26,7 +26,7 @@ import numpy as np
 
 from .._cli_errors import UsageError, one_line
 from .report import LABELS, Scoring
-from .trainers import Settings, Split
+from .trainers import CLICK_CURVE_METRIC, Settings, Split
 
 __all__ = ["parse_click_columns", "load_click_log", "estimate_propensity", "click_scoring", "refuse_methods", "VALID_SHARE",
            "TEST_SHARE", "COLUMN_DEFAULTS", "OPTIONAL_COLUMNS"]
@@ -42,7 +42,7 @@ _KEYS = (*COLUMN_DEFAULTS, "features", *OPTIONAL_COLUMNS)
 #: The IPS click metrics of a test part without labels: (column, click_metric name).
 CLICK_TEST_METRICS = (("ips_ndcg@1", "ips_ndcg@1"), ("ips_ndcg@3", "ips_ndcg@3"), ("ips_ndcg@5", "ips_ndcg@5"),
                       ("ips_ndcg@10", "ips_ndcg@10"), ("ips_dcg@10", "ips_dcg@10"))
-VALID_COLUMN = "valid_ips_ndcg@10"
+VALID_COLUMN = f"valid_{CLICK_CURVE_METRIC}"
 
 
 def parse_click_columns(text: str) -> dict[str, Any]:
@@ -230,4 +230,4 @@ def click_scoring(labelled: bool, propensity: np.ndarray) -> Scoring:
     if labelled:
         return LABELS._replace(valid=VALID_COLUMN)
     metrics = tuple((col, click_metric(name, propensity=propensity)) for col, name in CLICK_TEST_METRICS)
-    return Scoring(metrics, "ips_ndcg@10", VALID_COLUMN)
+    return Scoring(metrics, CLICK_CURVE_METRIC, VALID_COLUMN)

@@ -25,7 +25,7 @@ from .ensemble import member_specs
 from .harvested import N_RANKERS, checkable, harvest_folds, wants_harvest
 from .folds import MAX_GRADE, SYNTHETIC_DOCS, SYNTHETIC_FOLDS, SYNTHETIC_QUERIES, load_folds, parse_folds
 from .methods import build_objective, parse_method, parse_methods, split_methods, valid_names_help
-from .trainers import Settings, Split, catboost_available, train, warm_up
+from .trainers import CLICK_CURVE_METRIC, Settings, Split, catboost_available, train, warm_up
 
 __all__ = ["add_arguments", "run", "DEFAULT_METHODS", "MAX_GRADE", "UsageError", "RunError"]
 
@@ -425,7 +425,7 @@ def run(args: argparse.Namespace) -> int:
             "position_bias": {"estimated": result.position_bias, "true": true}
             if click_spec or propensity is not None else None,
             "click_metric": None if propensity is None else {
-                "name": "ips_ndcg@10", "estimated_by": "Unbiased(LambdaRank()) through LightGBM on the training part",
+                "name": CLICK_CURVE_METRIC, "estimated_by": "Unbiased(LambdaRank()) through LightGBM on the training part",
                 "propensity": propensity.tolist(), "test": "labels" if labelled else "ips click metrics"},
         },
         curves=None if args.no_plot else result.curves,
