@@ -85,6 +85,7 @@ def test_compare_on_a_real_log_without_labels(mq2008_log, tmp_path, capsys):
                  "--rounds", "3", "--out", str(out), "--no-plot", "--methods", "lgb:LambdaRank,ole:LambdaRank[ole]"]) == 0
     said = capsys.readouterr().out
     assert "no --test: the test columns are IPS click metrics" in said and "IPS_NDCG@10" in said
+    assert "on test IPS_NDCG@10 (" in said and " sessions pooled over folds" in said
     meta = json.loads((out / "results.json").read_text())
     assert meta["click_metric"]["test"] == "ips click metrics" and "no --test" in meta["data"]
     header = (out / "results.csv").read_text().splitlines()[0].split(",")

@@ -230,4 +230,4 @@ def click_scoring(labelled: bool, propensity: np.ndarray) -> Scoring:
     if labelled:
         return LABELS._replace(valid=VALID_COLUMN)
     metrics = tuple((col, click_metric(name, propensity=propensity)) for col, name in CLICK_TEST_METRICS)
-    return Scoring(metrics, CLICK_CURVE_METRIC, VALID_COLUMN)
+    return Scoring(metrics, CLICK_CURVE_METRIC, VALID_COLUMN, "sessions")

@@ -54,13 +54,15 @@ PAIRED_COLUMNS = ("method", "baseline", "n_queries", "mean_diff_ndcg@10", "wins"
 
 class Scoring(NamedTuple):
     """What a run is scored with: the test columns (``(column, metric name or Metric)``), the column
-    of the per-query paired test and the seed spread (``primary``), the validation column. The true
+    of the per-query paired test and the seed spread (``primary``), the validation column, what the
+    paired test pairs (``unit``: a test part of clicks pairs sessions). The true
     labels' (:data:`LABELS`) unless the test part has clicks only (``compare --click-log`` without
     ``--test``: the IPS click metrics, customobj.compare.click_log)."""
 
     metrics: tuple
     primary: str
     valid: str
+    unit: str = "queries"
 
     @property
     def result_columns(self) -> tuple:
@@ -220,7 +222,7 @@ def format_paired(paired: list[dict], scoring: Scoring = LABELS) -> str:
              _p(p["wilcoxon_p"]), _p(p["wilcoxon_p_holm"]), _p(p["ttest_p"]), _p(p["ttest_p_holm"]),
              "*" if _survives(p["wilcoxon_p_holm"]) else ""] for p in paired]
     n = paired[0]["n_queries"]
-    title = f"paired comparison with {base} on test {scoring.primary.upper()} ({n} queries pooled over folds, two-sided):"
+    title = f"paired comparison with {base} on test {scoring.primary.upper()} ({n} {scoring.unit} pooled over folds, two-sided):"
     kept = sum(_survives(p["wilcoxon_p_holm"]) for p in paired)
     note = (f"* = significant at {ALPHA:g} after Holm's correction over the {len(paired)} methods compared "
             f"(Wilcoxon): {kept} of {len(paired)}")
