@@ -204,4 +204,7 @@ def test_true_curves_of_each_click_model():
     np.testing.assert_allclose(pbm["examination"], [1.0, 0.25, 1 / 9])
     trust = true_curves(parse_clicks("trust:shown=2,epsilon_minus=0.3"))
     assert trust["epsilon_minus"] == [0.3, 0.3] and len(trust["epsilon_plus"]) == 2
+    # the affine form of trust bias: P(click | examined position r) = alpha_r * relevance + beta_r
+    np.testing.assert_allclose(trust["alpha"], np.array([1.0, 0.5]) * (np.array(trust["epsilon_plus"]) - 0.3))
+    np.testing.assert_allclose(trust["beta"], [0.3, 0.15])
     assert all(true_curves(parse_clicks(m)) is None for m in ("cascade", "dcm", "ubm"))

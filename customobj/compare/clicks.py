@@ -133,23 +133,28 @@ def model_options(spec: ClickSpec) -> tuple:
 def true_curves(spec: ClickSpec) -> dict | None:
     """The simulated users' own per-position curves (position 1 first), by the quantity the click methods
     estimate: ``examination`` ``(1/r)^eta`` for pbm and trust (relative to position 1, as ``position_bias_``),
-    and trust's click rates ``epsilon_plus`` / ``epsilon_minus``. Cascade, DCM and UBM users have no
-    examination per position alone (it depends on the clicks above): ``None``.
+    and trust's click rates ``epsilon_plus`` / ``epsilon_minus`` and their affine form (Vardasbi et al.
+    2020: ``P(click) = alpha_r gamma + beta_r``) ``alpha`` = ``theta_r (epsilon_plus - epsilon_minus)``,
+    ``beta`` = ``theta_r epsilon_minus``. Cascade, DCM and UBM users have no examination per position
+    alone (it depends on the clicks above): ``None``.
 
     Examples
     --------
     >>> {k: [round(v, 2) for v in c] for k, c in true_curves(parse_clicks("trust:shown=2")).items()}
-    {'examination': [1.0, 0.5], 'epsilon_plus': [0.98, 0.97], 'epsilon_minus': [0.65, 0.33]}
+    {'examination': [1.0, 0.5], 'epsilon_plus': [0.98, 0.97], 'epsilon_minus': [0.65, 0.33],
+     'alpha': [0.33, 0.32], 'beta': [0.65, 0.16]}
     """
     from ..clicks.simulation import PBM, TRUST
 
     code = CLICK_MODELS[spec.model]
     if code not in (PBM, TRUST):
         return None
-    out = {"examination": ((1.0 / np.arange(1, spec.shown + 1)) ** spec.eta).tolist()}
+    theta = (1.0 / np.arange(1, spec.shown + 1)) ** spec.eta
+    out = {"examination": theta.tolist()}
     if code == TRUST:
         plus, minus, _ = model_options(spec)
-        out.update(epsilon_plus=plus.tolist(), epsilon_minus=minus.tolist())
+        out.update(epsilon_plus=plus.tolist(), epsilon_minus=minus.tolist(), alpha=(theta * (plus - minus)).tolist(),
+                   beta=(theta * minus).tolist())
     return out
 
 

@@ -366,11 +366,11 @@ def _figure_title(ax, title: str, width_in: float) -> None:
 
 def position_bias_png(position_bias: dict, true_curves: dict | None, title: str) -> bytes:
     """PNG of each click method's estimated curves (mean over folds, first seed of each) against
-    display position, one panel per quantity (examination, then e.g. trust bias' click rates), each
-    beside the simulated users' true curve of that quantity when one is known."""
-    truths = dict(true_curves or {})
-    quantities = list(dict.fromkeys([EXAMINATION] * (EXAMINATION in truths) + [
-        _quantity(r) for records in position_bias.values() for r in records] + list(truths)))
+    display position, one panel per quantity estimated (examination, then e.g. an affine correction's
+    alpha), each beside the simulated users' true curve of that quantity when one is known."""
+    estimated = [_quantity(r) for records in position_bias.values() for r in records]
+    quantities = list(dict.fromkeys([EXAMINATION] * (EXAMINATION in (true_curves or {})) + estimated))
+    truths = {q: c for q, c in (true_curves or {}).items() if q in quantities}
     fig, axes = _new_axes((7.5, 4.8 * len(quantities)), rows=len(quantities))
     panels = dict(zip(quantities, np.ravel(axes)))
     for method, records in position_bias.items():
