@@ -17,8 +17,8 @@ from customobj.compare.trainers import Split
 
 
 def test_parse_clicks_defaults_and_options():
-    assert parse_clicks("pbm") == ("pbm", 1.0, 12, 10)
-    assert parse_clicks(" cascade : sessions=3 , shown=5 ") == ("cascade", 1.0, 3, 5)
+    assert parse_clicks("pbm") == ("pbm", 1.0, 12, 10, ())
+    assert parse_clicks(" cascade : sessions=3 , shown=5 ") == ("cascade", 1.0, 3, 5, ())
     assert parse_clicks("pbm:eta=0.5").eta == 0.5
 
 
@@ -83,7 +83,7 @@ def test_compare_runs_on_clicks(tmp_path):
     assert meta["arguments"]["clicks"] == "pbm:sessions=2,eta=2"
     # issue 30: each click method's estimated position bias, beside the simulated users' true one
     true = (1.0 / np.arange(1, 11)) ** 2
-    np.testing.assert_allclose(meta["position_bias"]["true"], true)
+    np.testing.assert_allclose(meta["position_bias"]["true"]["examination"], true)
     estimated = meta["position_bias"]["estimated"]
     assert sorted(estimated) == ["lgb:RegressionEM(n_iter=2)", "lgb:Unbiased(objective=LambdaRank)",
                                  "xgb:rank:ndcg(lambdarank_unbiased=true)"]
@@ -157,3 +157,54 @@ def test_tune_runs_the_click_methods(tmp_path):
     assert rc == 0
     text = (out / "results.json").read_text()
     assert "lambda_l2" in text and "lgb:RegressionEM(n_iter=2)" in text
+
+
+@pytest.mark.parametrize("text, key, options", [
+    ("trust:epsilon_plus=0.9,epsilon_minus=0.2/0.1/0.05,shown=3", "trust",
+     {"epsilon_plus": 0.9, "epsilon_minus": [0.2, 0.1, 0.05]}),
+    ("dcm:continue_prob=0.8", "dcm", {"continue_prob": 0.8}),
+    ("ubm:eta=2", "ubm", {}),
+])
+def test_each_click_models_options_reach_simulate_clicks(text, key, options):
+    """Issue 33: --clicks trust|dcm|ubm[:options]; the model's own options are simulate_clicks' keywords,
+    and click_folds draws the log simulate_clicks draws with them (not the defaults)."""
+    from customobj.compare.clicks import _weak_ranker
+
+    spec = parse_clicks(text)
+    assert spec.model == key and spec.simulation_options() == options
+    d = customobj.data.synthetic(40, 10, 4, seed=1)
+    split = Split.from_data(d)
+    train = click_folds([(1, split, split, split)], spec, seed=3, jobs=1)[0][1]
+    direct = customobj.data.simulate_clicks((split.X, split.y, split.sizes), ranker=_weak_ranker(split, 4, 1),
+                                            click_model=key, eta=spec.eta, shown=spec.shown, sessions=spec.sessions,
+                                            seed=4, **options)
+    assert np.array_equal(train.y, direct.y)
+    if options:  # the options change the log: they were not dropped on the way
+        plain = customobj.data.simulate_clicks((split.X, split.y, split.sizes), ranker=_weak_ranker(split, 4, 1),
+                                               click_model=key, eta=spec.eta, shown=spec.shown,
+                                               sessions=spec.sessions, seed=4)
+        assert not np.array_equal(plain.y, direct.y)
+    assert parse_clicks(spec.label) == spec  # the label reads back as the same spec
+
+
+@pytest.mark.parametrize("bad, match", [
+    ("pbm:epsilon_plus=0.9", "option of click_model='trust'"), ("trust:continue_prob=0.5", "click_model='dcm'"),
+    ("trust:epsilon_minus=1.5", r"\[0, 1\]"), ("trust:shown=3,epsilon_plus=1/0.9", "shown=3"),
+    ("dcm:continue_prob=x", "numbers joined by /"), ("dcm:continue_prob=0.5,continue_prob=0.6", "twice"),
+])
+def test_click_model_options_refused_with_the_reason(bad, match):
+    with pytest.raises(UsageError, match=match):
+        parse_clicks(bad)
+
+
+def test_true_curves_of_each_click_model():
+    from customobj.compare.clicks import true_curves
+
+    pbm = true_curves(parse_clicks("pbm:eta=2,shown=3"))
+    np.testing.assert_allclose(pbm["examination"], [1.0, 0.25, 1 / 9])
+    trust = true_curves(parse_clicks("trust:shown=2,epsilon_minus=0.3"))
+    assert trust["epsilon_minus"] == [0.3, 0.3] and len(trust["epsilon_plus"]) == 2
+    # the affine form of trust bias: P(click | examined position r) = alpha_r * relevance + beta_r
+    np.testing.assert_allclose(trust["alpha"], np.array([1.0, 0.5]) * (np.array(trust["epsilon_plus"]) - 0.3))
+    np.testing.assert_allclose(trust["beta"], [0.3, 0.15])
+    assert all(true_curves(parse_clicks(m)) is None for m in ("cascade", "dcm", "ubm"))

@@ -129,7 +129,50 @@ def test_position_bias_rows_and_figure():
 
     bias = {"lgb:Unbiased": [{"fold": 1, "seed": 0, "estimated": [1.0, 0.6, 0.4]},
                              {"fold": 2, "seed": 0, "estimated": [1.0, 0.5, 0.3]}]}
-    rows = position_bias_rows(bias, [1.0, 0.5])
+    rows = position_bias_rows(bias, {"examination": [1.0, 0.5]})
     assert [(r["fold"], r["position"], r["estimated"], r["true"]) for r in rows] == [
         (1, 1, 1.0, 1.0), (1, 2, 0.6, 0.5), (1, 3, 0.4, ""), (2, 1, 1.0, 1.0), (2, 2, 0.5, 0.5), (2, 3, 0.3, "")]
-    assert position_bias_png(bias, [1.0, 0.5, 1 / 3], "Estimated position bias")[:8] == b"\x89PNG\r\n\x1a\n"
+    assert {r["quantity"] for r in rows} == {"examination"}  # a record without "quantity" is the examination
+    assert position_bias_png(bias, {"examination": [1.0, 0.5, 1 / 3]}, "Estimated position bias")[:8] == \
+        b"\x89PNG\r\n\x1a\n"
+
+
+def test_position_bias_of_other_quantities_against_their_own_truth():
+    """Issue 33: a method reporting other per-position quantities (trust bias' click rates, an affine
+    correction's alpha / beta) gets rows of that quantity, compared with that quantity's true curve,
+    and a panel of its own in the figure, whose titles fit."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from customobj.compare import report
+
+    bias = {"lgb:Affine": [{"fold": 1, "seed": 0, "quantity": "examination", "estimated": [1.0, 0.4]},
+                           {"fold": 1, "seed": 0, "quantity": "epsilon_plus", "estimated": [0.9, 0.8]}]}
+    true = {"examination": [1.0, 0.5], "epsilon_plus": [0.98, 0.97], "epsilon_minus": [0.65, 0.33]}
+    rows = report.position_bias_rows(bias, true)
+    assert [(r["quantity"], r["position"], r["estimated"], r["true"]) for r in rows] == [
+        ("examination", 1, 1.0, 1.0), ("examination", 2, 0.4, 0.5), ("epsilon_plus", 1, 0.9, 0.98),
+        ("epsilon_plus", 2, 0.8, 0.97)]
+    assert report.csv_text(rows, report.POSITION_BIAS_COLUMNS).splitlines()[0] == \
+        "method,fold,seed,quantity,position,estimated,true"
+    title = ("Estimated position bias — synthetic LETOR-like data (300 queries), trained on "
+             "trust:eta=1,sessions=12,shown=10,epsilon_plus=0.98/0.97/0.96/0.95 clicks, folds 1,2,3,4,5")
+    seen = {}
+    real_png = report._png
+
+    def keep(fig):
+        FigureCanvasAgg(fig).draw()
+        seen["axes"] = [(ax.title.get_window_extent(), ax.title.get_text(), ax.get_legend()) for ax in fig.axes]
+        seen["frame"] = fig.bbox
+        return real_png(fig)
+
+    report._png = keep
+    try:
+        assert report.position_bias_png(bias, true, title)[:4] == b"\x89PNG"
+    finally:
+        report._png = real_png
+    frame = seen["frame"]
+    # a panel per quantity estimated; epsilon_minus, which no method estimates, has its truth in the CSV only
+    assert [t.replace("\n", " ") for _, t, _ in seen["axes"]] == [title, "epsilon_plus"]
+    for box, _, legend in seen["axes"]:
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and box.y1 <= frame.y1, (box, frame)
+        assert legend is not None

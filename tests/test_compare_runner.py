@@ -94,3 +94,24 @@ def test_bad_seeds(argv, message, tmp_path, capsys):
     assert cli_main(["compare", *argv, "--out", str(tmp_path), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_every_per_position_curve_a_method_reports_is_recorded_with_its_quantity():
+    """Issue 33: besides ``position_bias`` (the examination), a trainer may report other per-position
+    estimates (``TrainResult.click_curves``: an affine correction's alpha / beta); each becomes a record
+    of its quantity for position_bias.csv / .png."""
+    from dataclasses import replace
+
+    tr, va, te = _fold()
+    st = Settings(rounds=2, num_leaves=7, early_stopping=0, jobs=1)
+
+    def fake(spec, settings, *parts):
+        res = train(spec, settings, *parts)
+        return replace(res, position_bias=np.array([1.0, 0.5]), click_curves={"alpha": [0.9, 0.4], "beta": [0.1, 0.2]})
+
+    out = run_all(parse_methods("lgb:LambdaRank"), [(1, tr, va, te)], st, seeds=[0], n_trials=0, train_fn=fake,
+                  bar=_Bar())
+    assert out.position_bias == {"lgb:LambdaRank": [
+        {"fold": 1, "seed": 0, "quantity": "examination", "estimated": [1.0, 0.5]},
+        {"fold": 1, "seed": 0, "quantity": "alpha", "estimated": [0.9, 0.4]},
+        {"fold": 1, "seed": 0, "quantity": "beta", "estimated": [0.1, 0.2]}]}

@@ -23,7 +23,7 @@ import numpy as np
 from .._cli_errors import UsageError
 from ..clicks.simulation import CLICK_MODELS
 
-__all__ = ["ClickSpec", "parse_clicks", "click_folds", "build_unbiased", "build_regression_em", "CLICK_TARGETS",
+__all__ = ["ClickSpec", "parse_clicks", "model_options", "true_curves", "click_folds", "build_unbiased", "build_regression_em", "CLICK_TARGETS",
            "CLICK_TRAINERS", "EM_BACKENDS", "WEAK_SHARE", "WEAK_ROUNDS"]
 
 #: Share of the training queries, and trees, of the weak production ranker that orders the queries.
@@ -39,28 +39,41 @@ EM_BACKENDS = {"lgb": "lightgbm", "xgb": "xgboost"}
 #: RegressionEM options a method name may set; the number of trees comes from ``--rounds``.
 _EM_OPTIONS = ("n_iter", "min_child_samples")
 _OPTIONS = {"eta": float, "sessions": int, "shown": int}
+#: Options of one click model (``simulate_clicks``' keywords): a number, or one per position from the top
+#: joined by ``/`` (``epsilon_plus=0.98/0.97/0.96``). simulate_clicks refuses one of another model.
+_MODEL_OPTIONS = ("epsilon_plus", "epsilon_minus", "continue_prob")
 
 
 class ClickSpec(NamedTuple):
-    """A parsed ``--clicks`` value."""
+    """A parsed ``--clicks`` value; ``options`` holds the model's own options (``_MODEL_OPTIONS``) as
+    ``(name, values)`` pairs, each a tuple of one number or one per position."""
 
     model: str
     eta: float = 1.0
     sessions: int = 12
     shown: int = 10
+    options: tuple = ()
 
     @property
     def label(self) -> str:
-        return f"{self.model}:eta={self.eta:g},sessions={self.sessions},shown={self.shown}"
+        extra = "".join(f",{k}={'/'.join(f'{v:g}' for v in vals)}" for k, vals in self.options)
+        return f"{self.model}:eta={self.eta:g},sessions={self.sessions},shown={self.shown}{extra}"
+
+    def simulation_options(self) -> dict:
+        """The model's options as ``simulate_clicks`` keywords (a number, or a list per position)."""
+        return {k: (vals[0] if len(vals) == 1 else list(vals)) for k, vals in self.options}
 
 
 def parse_clicks(text: str) -> ClickSpec:
-    """``"pbm"``, ``"pbm:eta=2"``, ``"cascade:sessions=5,shown=8"`` -> :class:`ClickSpec`.
+    """``"pbm"``, ``"pbm:eta=2"``, ``"cascade:sessions=5,shown=8"``, ``"trust:epsilon_minus=0.1"``,
+    ``"dcm:continue_prob=0.7"`` -> :class:`ClickSpec`.
 
     Examples
     --------
     >>> parse_clicks("pbm:eta=2").label
     'pbm:eta=2,sessions=12,shown=10'
+    >>> parse_clicks("trust:shown=3,epsilon_plus=1/0.9/0.8").simulation_options()
+    {'epsilon_plus': [1.0, 0.9, 0.8]}
     """
     if not text.strip():  # `--clicks ''` (an unset shell variable) must not quietly train on the true labels
         raise UsageError(f"--clicks is empty: name a click model ({' or '.join(CLICK_MODELS)}, e.g. --clicks pbm:eta=2), "
@@ -69,22 +82,80 @@ def parse_clicks(text: str) -> ClickSpec:
     model = model.strip()
     if model not in CLICK_MODELS:
         raise UsageError(f"--clicks: the click model must be one of {', '.join(CLICK_MODELS)}, got {model!r}")
-    values = {}
+    values: dict[str, Any] = {}
+    options = []
     for item in filter(None, (t.strip() for t in rest.split(","))):
         key, eq, value = (t.strip() for t in item.partition("="))
+        if eq and key in _MODEL_OPTIONS:
+            options.append((key, _numbers(key, value)))
+            continue
         if not eq or key not in _OPTIONS:
-            raise UsageError(f"--clicks: options are {', '.join(k + '=...' for k in _OPTIONS)}, got {item!r}")
+            raise UsageError(f"--clicks: options are {', '.join(k + '=...' for k in (*_OPTIONS, *_MODEL_OPTIONS))}, "
+                             f"got {item!r}")
         try:
             values[key] = _OPTIONS[key](value)
         except ValueError:
             raise UsageError(f"--clicks: {key} must be a{'n integer' if _OPTIONS[key] is int else ' number'}, "
                              f"got {value!r}") from None
-    spec = ClickSpec(model, **values)
+    if len({k for k, _ in options}) != len(options):
+        raise UsageError(f"--clicks: an option is given twice in {text!r}")
+    spec = ClickSpec(model, **values, options=tuple(options))
     if not (np.isfinite(spec.eta) and spec.eta >= 0):
         raise UsageError(f"--clicks: eta must be a finite number >= 0, got {spec.eta}")
     if not 1 <= spec.sessions <= 1000 or not 1 <= spec.shown <= 1000:
         raise UsageError("--clicks: sessions and shown must be integers in 1..1000")
+    try:  # simulate_clicks' own checks of the model's options (its model, [0, 1], one per position shown)
+        model_options(spec)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--clicks {text.strip()}: {exc}") from None
     return spec
+
+
+def _numbers(key: str, value: str) -> tuple:
+    try:
+        out = tuple(float(v) for v in value.split("/"))
+    except ValueError:
+        raise UsageError(f"--clicks: {key} must be a number or numbers joined by / (one per position), "
+                         f"got {value!r}") from None
+    return out
+
+
+def model_options(spec: ClickSpec) -> tuple:
+    """``(epsilon_plus, epsilon_minus, continue_prob)`` per 1-based position ``1..shown`` as the simulation
+    uses them (defaults filled in; for the model's true curves in the report)."""
+    from ..clicks.simulation import _model_options
+
+    opts = spec.simulation_options()
+    return _model_options(CLICK_MODELS[spec.model], spec.shown, opts.get("epsilon_plus"), opts.get("epsilon_minus"),
+                          opts.get("continue_prob"))
+
+
+def true_curves(spec: ClickSpec) -> dict | None:
+    """The simulated users' own per-position curves (position 1 first), by the quantity the click methods
+    estimate: ``examination`` ``(1/r)^eta`` for pbm and trust (relative to position 1, as ``position_bias_``),
+    and trust's click rates ``epsilon_plus`` / ``epsilon_minus`` and their affine form (Vardasbi et al.
+    2020: ``P(click) = alpha_r gamma + beta_r``) ``alpha`` = ``theta_r (epsilon_plus - epsilon_minus)``,
+    ``beta`` = ``theta_r epsilon_minus``. Cascade, DCM and UBM users have no examination per position
+    alone (it depends on the clicks above): ``None``.
+
+    Examples
+    --------
+    >>> {k: [round(v, 2) for v in c] for k, c in true_curves(parse_clicks("trust:shown=2")).items()}
+    {'examination': [1.0, 0.5], 'epsilon_plus': [0.98, 0.97], 'epsilon_minus': [0.65, 0.33],
+     'alpha': [0.33, 0.32], 'beta': [0.65, 0.16]}
+    """
+    from ..clicks.simulation import PBM, TRUST
+
+    code = CLICK_MODELS[spec.model]
+    if code not in (PBM, TRUST):
+        return None
+    theta = (1.0 / np.arange(1, spec.shown + 1)) ** spec.eta
+    out = {"examination": theta.tolist()}
+    if code == TRUST:
+        plus, minus, _ = model_options(spec)
+        out.update(epsilon_plus=plus.tolist(), epsilon_minus=minus.tolist(), alpha=(theta * (plus - minus)).tolist(),
+                   beta=(theta * minus).tolist())
+    return out
 
 
 def _weak_ranker(train, seed, jobs):
@@ -109,7 +180,8 @@ def click_folds(folds: list, spec: ClickSpec, seed: int, jobs: int) -> list:
     for fold, train, valid, test in folds:
         s = seed + fold
         log = simulate_clicks((train.X, train.y, train.sizes), ranker=_weak_ranker(train, s, jobs),
-                              click_model=spec.model, eta=spec.eta, shown=spec.shown, sessions=spec.sessions, seed=s)
+                              click_model=spec.model, eta=spec.eta, shown=spec.shown, sessions=spec.sessions, seed=s,
+                              **spec.simulation_options())
         # the training Split (trainers.Split) with the log's rows: replace() builds it without importing trainers,
         # which imports methods, which imports this module
         out.append((fold, replace(train, X=log.X, y=log.y, sizes=log.group, position=log.position), valid, test))

@@ -22,9 +22,10 @@ from .._extras import available, install_hint
 from . import output, report, runner
 from .clicks import CLICK_TRAINERS
 from .ensemble import member_specs
+from .harvested import N_RANKERS, checkable, harvest_folds, wants_harvest
 from .folds import MAX_GRADE, SYNTHETIC_DOCS, SYNTHETIC_FOLDS, SYNTHETIC_QUERIES, load_folds, parse_folds
 from .methods import build_objective, parse_method, parse_methods, split_methods, valid_names_help
-from .trainers import Settings, Split, catboost_available, train, warm_up
+from .trainers import CLICK_CURVE_METRIC, Settings, Split, catboost_available, train, warm_up
 
 __all__ = ["add_arguments", "run", "DEFAULT_METHODS", "MAX_GRADE", "UsageError", "RunError"]
 
@@ -32,6 +33,9 @@ __all__ = ["add_arguments", "run", "DEFAULT_METHODS", "MAX_GRADE", "UsageError",
 #: adapters, and the OLE booster with the OLE and WSE split criteria (sized for ~2 min on 2 cores).
 DEFAULT_METHODS = ("lgb:lambdarank,xgb:rank:ndcg,lgb:LambdaRank,lgb:QBRank,xgb:RankNet,"
                    "ole:LambdaRank[ole],ole:LambdaRank[wse]")
+#: Default method set of --click-log: the naive ranker and every click method of both libraries.
+CLICK_LOG_METHODS = ("lgb:LambdaRank,lgb:lambdarank,lgb:Unbiased(objective=LambdaRank),lgb:RegressionEM,"
+                     "xgb:rank:ndcg(lambdarank_unbiased=true)")
 #: Seeds, rounds and patience go to the libraries as 32-bit C ints.
 INT32_MAX = 2**31 - 1
 MAX_LEAVES = 131072  # LightGBM's upper limit of num_leaves
@@ -90,7 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     data.add_argument("--letor", metavar="DIR", help="folder with Fold1..5/{train,vali,test}.txt[.gz] (LETOR layout)")
     data.add_argument("--train", metavar="FILE", help="training file (LETOR/SVMlight); needs --valid and --test")
     data.add_argument("--valid", metavar="FILE", help="validation file (early stopping, learning curves)")
-    data.add_argument("--test", metavar="FILE", help="test file (reported metrics)")
+    data.add_argument("--test", metavar="FILE", help="test file (reported metrics); with --click-log a labelled LETOR "
+                                                     "file, or a folder holding test.txt")
     data.add_argument("--folds", type=parse_folds, metavar="LIST",
                       help=f"folds to run, e.g. 1,2 (default: every fold of --letor; {SYNTHETIC_FOLDS} for synthetic)")
     # default None: given with --letor / --train they are an error, not silently ignored
@@ -99,13 +104,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     data.add_argument("--synthetic-docs", type=_positive_int, metavar="N",
                       help=f"documents per synthetic query (default {SYNTHETIC_DOCS})")
     data.add_argument("--clicks", metavar="MODEL[:eta=E,sessions=S,shown=K]",
-                      help="train on simulated clicks instead of the training labels: pbm or cascade users on a "
-                           "weak ranker's top K rows (default eta=1, sessions=12, shown=10); validation and test "
+                      help="train on simulated clicks instead of the training labels: pbm, cascade, trust, dcm or "
+                           "ubm users on a weak ranker's top K rows (default eta=1, sessions=12, shown=10; trust "
+                           "takes epsilon_plus=/epsilon_minus=, dcm continue_prob=, each a number or one per "
+                           "position joined by /); validation and test "
                            "keep the true labels; methods such as lgb:Unbiased(objective=LambdaRank) and "
                            "lgb:RegressionEM debias them")
+    data.add_argument("--click-log", metavar="FILE",
+                      help="train every method on a real click log (Parquet or CSV, one row per shown document), "
+                           "validate on the IPS click NDCG@10 of held-out queries, test on --test's labels or, "
+                           "without --test, on the click metrics of more held-out queries")
+    data.add_argument("--click-columns", metavar="KEY=COLUMN,...",
+                      help="the log's columns: query=, position=, click= (default: columns of those names), "
+                           "session=, document= (default: those columns when present), features=a:b:c or "
+                           "features=f* (default: every other column)")
+    data.add_argument("--first-position", type=_nonnegative_int, metavar="N",
+                      help="the number the top position carries in --click-log (default: the smallest, 0 or 1)")
     m = parser.add_argument_group("methods and training")
     m.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
-                   help=f"comma-separated method names (default: {DEFAULT_METHODS})")
+                   help=f"comma-separated method names (default: {DEFAULT_METHODS}; with --click-log "
+                        f"{CLICK_LOG_METHODS})")
     m.add_argument("--baseline", metavar="NAME", help="method of the paired comparison (default: the first)")
     m.add_argument("--rounds", type=_positive_int, default=200, help="maximum boosting rounds (default 200)")
     m.add_argument("--num-leaves", type=_leaves, default=31, help="leaves per tree (default 31)")
@@ -144,6 +162,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 # --- data -----------------------------------------------------------------------------------------
 
 # --- checks before training -----------------------------------------------------------------------
+def _refuse_with_click_log(args):
+    """--click-log is the training data: the other data options would be silently ignored."""
+    given = [opt for opt, v in (("--letor", args.letor), ("--train", args.train), ("--valid", args.valid),
+                                ("--clicks", getattr(args, "clicks", None)), ("--folds", args.folds),
+                                ("--synthetic-queries", args.synthetic_queries),
+                                ("--synthetic-docs", args.synthetic_docs)) if v is not None]
+    if given:
+        raise UsageError(f"--click-log is the training data: drop {', '.join(given)} (--test gives the labelled "
+                         "test set)")
+
+
+def _refuse_click_log_options(args):
+    given = [opt for opt, v in (("--click-columns", getattr(args, "click_columns", None)),
+                                ("--first-position", getattr(args, "first_position", None))) if v is not None]
+    if given:
+        raise UsageError(f"{' and '.join(given)} describe --click-log, which is not given")
+
+
 def _method_error(exc):
     """One line: the parser's first line (its ValueError goes on to list every valid name)."""
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -165,10 +201,15 @@ def _check_methods(args):
         if s.target in CLICK_TRAINERS:
             _check_trainer(s, args)
         elif not s.native:
+            _check_harvest(s, args)
             try:
-                build_objective(s)  # bad options fail now, not after an hour of training
+                build_objective(checkable(s))  # bad options fail now, not after an hour of training
             except (ValueError, TypeError, OverflowError) as exc:
                 raise UsageError(one_line(exc)) from None
+    if getattr(args, "click_log", None):
+        from .click_log import refuse_methods
+
+        refuse_methods(specs)
     if _on_gpu(args):
         _check_gpu_methods(member_specs(specs), args.device)
     labels = [s.label for s in specs]
@@ -183,12 +224,20 @@ def _check_methods(args):
     return specs, baseline
 
 
+def _check_harvest(spec, args):
+    """``Unbiased(..., propensity=harvest)`` needs simulated rankers' logs (customobj.compare.harvested)."""
+    if wants_harvest(spec) and not getattr(args, "clicks", None):
+        raise UsageError(f"{spec.label} harvests propensities from the simulated logs of {N_RANKERS} rankers: "
+                         "add --clicks (a --click-log is one log; harvest yours with "
+                         "customobj.clicks.harvest_propensities and pass propensity= to Unbiased)")
+
+
 def _check_trainer(spec, args):
     """``lgb:RegressionEM(...)``: its options now, and the click log it needs."""
     from .clicks import build_regression_em
 
-    if not getattr(args, "clicks", None):
-        raise UsageError(f"{spec.label} learns from clicks: add --clicks pbm (or cascade)")
+    if not getattr(args, "clicks", None) and not getattr(args, "click_log", None):
+        raise UsageError(f"{spec.label} learns from clicks: add --clicks pbm (or cascade), or --click-log FILE")
     if _on_gpu(args):
         raise UsageError(f"{spec.label} trains on the CPU: leave it out of --device cuda runs")
     try:
@@ -213,7 +262,7 @@ def _check_gpu_methods(specs, device):
     try:
         for s in xgb:
             if not s.native:
-                check_gpu_objective(build_objective(s), "--device cuda: xgboost_objective", device)
+                check_gpu_objective(build_objective(checkable(s)), "--device cuda: xgboost_objective", device)
     except (GPUUnavailableError, NotImplementedError) as exc:
         raise UsageError(one_line(exc)) from None
 
@@ -225,7 +274,7 @@ def _check_labels(specs, folds):
             continue
         for fold, tr, _, _ in folds:
             try:
-                build_objective(spec).prepare(tr.y, tr.sizes)
+                build_objective(checkable(spec)).prepare(tr.y, tr.sizes)
             except (ValueError, TypeError, OverflowError) as exc:
                 raise UsageError(f"{spec.label} cannot train on fold {fold}: {one_line(exc)}") from None
 
@@ -241,7 +290,8 @@ def _sample(split):
     ends = np.cumsum(split.sizes)
     k = min(int(np.searchsorted(ends, SAMPLE_ROWS)) + 1, split.sizes.size)
     n = int(ends[k - 1])
-    return Split(split.X[:n], split.y[:n], split.sizes[:k], None if split.position is None else split.position[:n])
+    return Split(split.X[:n], split.y[:n], split.sizes[:k], None if split.position is None else split.position[:n],
+                 split.propensity)
 
 
 def _warm_up(specs, settings, sample, bar):
@@ -269,8 +319,10 @@ def _optional_parts(args, note):
     without XGBoost's methods, curves.png without matplotlib; ``--tune`` without Optuna is an error."""
     if args.tune and not available("optuna"):
         raise UsageError(f"--tune needs Optuna, an optional extra: {install_hint('optuna')}")
-    if args.methods == DEFAULT_METHODS and not available("xgboost"):
-        args.methods = ",".join(m for m in split_methods(DEFAULT_METHODS) if not m.startswith("xgb:"))
+    if getattr(args, "click_log", None) and args.methods == DEFAULT_METHODS:  # a click log: the click methods
+        args.methods = CLICK_LOG_METHODS
+    if args.methods in (DEFAULT_METHODS, CLICK_LOG_METHODS) and not available("xgboost"):
+        args.methods = ",".join(m for m in split_methods(args.methods) if not m.startswith("xgb:"))
         note(f"note: XGBoost is not installed, so the default methods leave out its xgb: methods "
              f"({install_hint('xgboost')} adds them)")
     if not args.no_plot and not available("matplotlib"):
@@ -298,11 +350,21 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--seed {args.seed} with --seeds {args.seeds} goes past {INT32_MAX}, the largest seed "
                          "the libraries take")
     # the data first: a wrong --letor / --train names that mistake, not an earlier run's --out folder
-    folds, data_desc = load_folds(args)
+    labelled = True
+    if getattr(args, "click_log", None):
+        from .click_log import load_click_log
+
+        _refuse_with_click_log(args)
+        folds, data_desc, labelled = load_click_log(args)
+    else:
+        _refuse_click_log_options(args)
+        folds, data_desc = load_folds(args)
     if click_spec is not None:
         from .clicks import click_folds
 
-        folds = click_folds(folds, click_spec, args.seed, args.jobs)
+        labelled_folds, folds = folds, click_folds(folds, click_spec, args.seed, args.jobs)
+        if any(wants_harvest(s) for s in member_specs(specs)):  # the logs of more rankers, harvested
+            folds = harvest_folds(labelled_folds, folds, click_spec, args.seed, args.jobs)
         data_desc += f", trained on {click_spec.label} clicks"
     _check_labels(specs, folds)
     # The default folder is the README's command run again: replaced as a whole (atomically, below).
@@ -314,6 +376,17 @@ def run(args: argparse.Namespace) -> int:
                         seed=args.seed, jobs=args.jobs, early_stopping=args.early_stopping,
                         device=str(getattr(args, "device", Device.CPU)))
     labels = [s.label for s in specs]
+    scoring, propensity = report.LABELS, None
+    if getattr(args, "click_log", None):  # one IPS propensity estimate validates (and may test) every method
+        from dataclasses import replace
+
+        from .click_log import click_scoring, estimate_propensity
+
+        clicks = folds[0][1:3] if labelled else folds[0][1:]  # the parts of clicks: the metric's positions
+        longest = max(int(s.sizes.max()) for s in clicks)
+        propensity = estimate_propensity(folds[0][1], settings, longest)
+        settings = replace(settings, valid_propensity=tuple(propensity.tolist()))
+        scoring = click_scoring(labelled, propensity)
 
     bar = _progress(len(folds) * len(specs), args.quiet)
     start = time.perf_counter()  # wall time includes the trial runs (numba compilation), as it always did
@@ -322,45 +395,57 @@ def run(args: argparse.Namespace) -> int:
         bar.reset(total=runner.n_runs(specs, len(folds), len(seeds), args.tune))
         bar.unit = "trial" if args.tune else "run"
         # `train` is looked up here, at call time, so tests can stand in for it
-        result = runner.run_all(specs, folds, settings, seeds=seeds, n_trials=args.tune, train_fn=train, bar=bar)
+        result = runner.run_all(specs, folds, settings, seeds=seeds, n_trials=args.tune, train_fn=train, bar=bar,
+                                scoring=scoring)
     finally:
         bar.close()
     wall = time.perf_counter() - start
 
-    summary = report.summarize(result.rows, labels)
+    summary = report.summarize(result.rows, labels, scoring)
     pooled = {lab: np.concatenate(v) for lab, v in result.per_query.items()}
-    paired = report.paired_comparison(pooled, labels, baseline)
+    paired = report.paired_comparison(pooled, labels, baseline, scoring)
     config = {k: v for k, v in vars(args).items() if isinstance(v, (str, int, float, bool, list, type(None)))}
     fold_list = ",".join(str(f[0]) for f in folds)
     tuning = {"n_trials": args.tune, "sampler": "optuna TPESampler", "seed": seeds[0],
               "per_method": result.tuning} if args.tune else None
     # curves.png draws the first seed's curves: say which when there are several
     seed_note = f", seed {seeds[0]} (the first of {len(seeds)}; the tables average them)" if len(seeds) > 1 else ""
-    true_bias = None
-    if click_spec is not None and click_spec.model == "pbm":  # the simulated users' examination (1/r)^eta
-        true_bias = (1.0 / np.arange(1, click_spec.shown + 1)) ** click_spec.eta
+    true = None
+    if click_spec is not None:  # the simulated users' own curves (pbm and trust)
+        from .clicks import true_curves
+
+        true = true_curves(click_spec)
     contents = report.render_files(
         result.rows, summary, paired, {
             "data": data_desc, "folds": [f[0] for f in folds], "methods": labels, "baseline": baseline,
             "seeds": seeds, "settings": vars(settings), "arguments": config, "wall_time_s": wall,
             "tuning": tuning, "ensembles": result.alphas,
-            "curves": {lab: {"metric": "valid ndcg@10", "per_fold": c} for lab, c in result.curves.items()},
-            "position_bias": {"estimated": result.position_bias,
-                              "true": None if true_bias is None else true_bias.tolist()} if click_spec else None,
+            "curves": {lab: {"metric": scoring.valid.replace("_", " ", 1), "per_fold": c}
+                       for lab, c in result.curves.items()},
+            "position_bias": {"estimated": result.position_bias, "true": true}
+            if click_spec or propensity is not None else None,
+            "click_metric": None if propensity is None else {
+                "name": CLICK_CURVE_METRIC, "estimated_by": "Unbiased(LambdaRank()) through LightGBM on the training part",
+                "propensity": propensity.tolist(), "test": "labels" if labelled else "ips click metrics"},
         },
         curves=None if args.no_plot else result.curves,
-        title=f"Validation NDCG@10 — {data_desc}, folds {fold_list}{seed_note}",
-        position_bias=result.position_bias, true_bias=None if true_bias is None else true_bias.tolist(),
-        bias_title=f"Estimated position bias — {data_desc}, folds {fold_list}", plot=not args.no_plot)
+        title=f"Validation {'NDCG@10' if propensity is None else 'IPS click NDCG@10'} — {data_desc}, "
+              f"folds {fold_list}{seed_note}",
+        position_bias=result.position_bias, true_curves=true,
+        bias_title=f"Estimated position bias — {data_desc}, folds {fold_list}", plot=not args.no_plot,
+        scoring=scoring)
     replaced = default_out and any((out / name).exists() for name in output.RESULT_FILES)
     written = output.write_results(out, contents, overwrite=args.overwrite or default_out)
     if replaced:  # said even with --quiet, as the line naming the files is
         print(f"replaced the earlier results in ./{output.DEFAULT_OUT} (the default --out; give --out DIR to keep a run)")
     say(f"data: {data_desc}; folds {fold_list}; {len(specs)} methods; wall time {wall:.1f} s")
-    say(report.format_table(summary, tuning=runner.tuning_note(args.tune, len(seeds)) if args.tune else None))
+    say(report.format_table(summary, tuning=runner.tuning_note(args.tune, len(seeds)) if args.tune else None,
+                            scoring=scoring))
+    if not labelled:
+        say("no --test: the test columns are IPS click metrics on held-out sessions of the log, not labels")
     if paired:
         say()
-        say(report.format_paired(paired))
+        say(report.format_paired(paired, scoring))
         say()
     print(f"wrote {', '.join(written)} to {out.resolve()}")
     return 0

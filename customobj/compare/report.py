@@ -8,6 +8,7 @@ import math
 import os
 import textwrap
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -15,6 +16,8 @@ from .._io import read_regular_file
 
 __all__ = [
     "TEST_METRICS",
+    "Scoring",
+    "LABELS",
     "evaluate",
     "summarize",
     "paired_comparison",
@@ -27,6 +30,7 @@ __all__ = [
     "curves_png",
     "position_bias_rows",
     "position_bias_png",
+    "EXAMINATION",
     "mean_curve",
     "RESULTS_SCHEMA",
     "RESULTS_SCHEMA_VERSION",
@@ -44,26 +48,53 @@ TEST_METRICS = (
     ("precision@100%", "precision@100%"),  # one name: the metric's (it was "p@100%" here)
 )
 RUN_COLUMNS = ("train_time_s", "best_round", "rounds_trained")
-RESULT_COLUMNS = ("method", "fold", "seed", *(c for c, _ in TEST_METRICS), "valid_ndcg@10", *RUN_COLUMNS)
 PAIRED_COLUMNS = ("method", "baseline", "n_queries", "mean_diff_ndcg@10", "wins", "losses", "ties",
                   "wilcoxon_p", "wilcoxon_p_holm", "ttest_p", "ttest_p_holm")
 
 
-def evaluate(scores: np.ndarray, split) -> tuple[dict, np.ndarray]:
-    """Test metrics of one fold (means over queries) and the per-query NDCG@10 for the paired test."""
-    from ..metrics import get_metric, ndcg
+class Scoring(NamedTuple):
+    """What a run is scored with: the test columns (``(column, metric name or Metric)``), the column
+    of the per-query paired test and the seed spread (``primary``), the validation column, what the
+    paired test pairs (``unit``: a test part of clicks pairs sessions). The true
+    labels' (:data:`LABELS`) unless the test part has clicks only (``compare --click-log`` without
+    ``--test``: the IPS click metrics, customobj.compare.click_log)."""
 
-    row = {col: float(get_metric(name).func(scores, split.y, split.sizes)) for col, name in TEST_METRICS}
-    per_query = np.asarray(ndcg(scores, split.y, split.sizes, k=10, per_query=True), dtype=np.float64)
+    metrics: tuple
+    primary: str
+    valid: str
+    unit: str = "queries"
+
+    @property
+    def result_columns(self) -> tuple:
+        return ("method", "fold", "seed", *(c for c, _ in self.metrics), self.valid, *RUN_COLUMNS)
+
+    @property
+    def paired_columns(self) -> tuple:
+        return tuple(f"mean_diff_{self.primary}" if c == "mean_diff_ndcg@10" else c for c in PAIRED_COLUMNS)
+
+
+#: Scoring on graded labels: TEST_METRICS, the paired test on NDCG@10.
+LABELS = Scoring(TEST_METRICS, "ndcg@10", "valid_ndcg@10")
+RESULT_COLUMNS = LABELS.result_columns
+
+
+def evaluate(scores: np.ndarray, split, scoring: Scoring = LABELS) -> tuple[dict, np.ndarray]:
+    """Test metrics of one fold (means over queries) and the per-query primary metric (NDCG@10) for
+    the paired test."""
+    from ..metrics import get_metric
+
+    funcs = {col: (get_metric(m) if isinstance(m, str) else m).func for col, m in scoring.metrics}
+    row = {col: float(f(scores, split.y, split.sizes)) for col, f in funcs.items()}
+    per_query = np.asarray(funcs[scoring.primary](scores, split.y, split.sizes, per_query=True), dtype=np.float64)
     return row, per_query
 
 
-def summarize(rows: list[dict], methods: list[str]) -> list[dict]:
+def summarize(rows: list[dict], methods: list[str], scoring: Scoring = LABELS) -> list[dict]:
     """Per method (in the given order), every numeric column averaged over seeds within a fold, then
     mean and std over folds (``ddof=0``). With several seeds also ``<column>_seed_std``: the std over
     seeds within a fold (``ddof=0``), averaged over folds -- the seed spread beside the fold spread."""
     out = []
-    numeric = [c for c in RESULT_COLUMNS if c not in ("method", "fold", "seed")]
+    numeric = [c for c in scoring.result_columns if c not in ("method", "fold", "seed")]
     for m in methods:
         mine = [r for r in rows if r["method"] == m]
         if not mine:
@@ -97,7 +128,7 @@ def _safe_p(test, diff):
     return p
 
 
-def paired_comparison(per_query: dict, methods: list[str], baseline: str) -> list[dict]:
+def paired_comparison(per_query: dict, methods: list[str], baseline: str, scoring: Scoring = LABELS) -> list[dict]:
     """Each method against ``baseline`` on test NDCG@10 per query, pooled over folds.
 
     ``per_query[method]`` is the concatenation over folds (same fold order for every method; with
@@ -118,7 +149,7 @@ def paired_comparison(per_query: dict, methods: list[str], baseline: str) -> lis
         diff = per_query[m] - base
         out.append({
             "method": m, "baseline": baseline, "n_queries": int(diff.size),
-            "mean_diff_ndcg@10": float(diff.mean()) if diff.size else math.nan,
+            f"mean_diff_{scoring.primary}": float(diff.mean()) if diff.size else math.nan,
             "wins": int((diff > 0).sum()), "losses": int((diff < 0).sum()), "ties": int((diff == 0).sum()),
             "wilcoxon_p": _safe_p(stats.wilcoxon, diff),
             "ttest_p": _safe_p(lambda d: stats.ttest_1samp(d, 0.0), diff),
@@ -138,21 +169,21 @@ def _render(header, body, align):
     return "\n".join([line(header), rule, *(line(r) for r in body)])
 
 
-def format_table(summary: list[dict], *, tuning: str | None = None) -> str:
+def format_table(summary: list[dict], *, tuning: str | None = None, scoring: Scoring = LABELS) -> str:
     """Methods x (test metrics mean±std over folds, time, rounds); with several seeds a column of the
     NDCG@10 seed spread; ``tuning`` (a sentence on the search and its budget) ends the note."""
     n_seeds = max((s.get("n_seeds", 1) for s in summary), default=1)
-    header = ["method", *(c.upper() for c, _ in TEST_METRICS), "time s", "rounds"]
+    header = ["method", *(c.upper() for c, _ in scoring.metrics), "time s", "rounds"]
     if n_seeds > 1:
-        header.insert(len(TEST_METRICS) + 1, "NDCG@10 seed±")
+        header.insert(len(scoring.metrics) + 1, f"{scoring.primary.upper()} seed±")
     body = []
     for s in summary:
         cells = [s["method"]]
-        for c, _ in TEST_METRICS:  # one fold has no spread: "±0.000" would claim one
+        for c, _ in scoring.metrics:  # one fold has no spread: "±0.000" would claim one
             spread = f"±{s[c + '_std']:.3f}" if s["n_folds"] > 1 else ""
             cells.append(f"{s[c + '_mean']:.4f}{spread}")
         if n_seeds > 1:
-            cells.append(f"{s.get('ndcg@10_seed_std', 0.0):.4f}")
+            cells.append(f"{s.get(scoring.primary + '_seed_std', 0.0):.4f}")
         cells.append(f"{s['train_time_s_mean']:.2f}")
         cells.append(f"{s['best_round_mean']:.0f}/{s['rounds_trained_mean']:.0f}")
         body.append(cells)
@@ -162,7 +193,7 @@ def format_table(summary: list[dict], *, tuning: str | None = None) -> str:
     note = (f"test metrics: {what}; time = training seconds per fold; "
             "rounds = kept (best on validation) / trained")
     if n_seeds > 1:
-        note += f"; seed± = std of NDCG@10 over the {n_seeds} seeds, averaged over folds"
+        note += f"; seed± = std of {scoring.primary.upper()} over the {n_seeds} seeds, averaged over folds"
     if tuning:
         note += "\n" + tuning
     return _render(header, body, "l" + "r" * (len(header) - 1)) + "\n" + note
@@ -178,7 +209,7 @@ def _survives(p):
     return bool(np.isfinite(p) and p <= ALPHA)
 
 
-def format_paired(paired: list[dict]) -> str:
+def format_paired(paired: list[dict], scoring: Scoring = LABELS) -> str:
     """The paired tests, raw and Holm-adjusted; ``*`` marks a Wilcoxon test that survives Holm at
     :data:`customobj.compare.stats.ALPHA`."""
     from .stats import ALPHA
@@ -186,12 +217,12 @@ def format_paired(paired: list[dict]) -> str:
     if not paired:
         return ""
     base = paired[0]["baseline"]
-    header = ["method", "ΔNDCG@10", "wins/losses/ties", "Wilcoxon p", "Holm", "t-test p", "Holm", ""]
-    body = [[p["method"], f"{p['mean_diff_ndcg@10']:+.4f}", f"{p['wins']}/{p['losses']}/{p['ties']}",
+    header = ["method", f"Δ{scoring.primary.upper()}", "wins/losses/ties", "Wilcoxon p", "Holm", "t-test p", "Holm", ""]
+    body = [[p["method"], f"{p['mean_diff_' + scoring.primary]:+.4f}", f"{p['wins']}/{p['losses']}/{p['ties']}",
              _p(p["wilcoxon_p"]), _p(p["wilcoxon_p_holm"]), _p(p["ttest_p"]), _p(p["ttest_p_holm"]),
              "*" if _survives(p["wilcoxon_p_holm"]) else ""] for p in paired]
     n = paired[0]["n_queries"]
-    title = f"paired comparison with {base} on test NDCG@10 ({n} queries pooled over folds, two-sided):"
+    title = f"paired comparison with {base} on test {scoring.primary.upper()} ({n} {scoring.unit} pooled over folds, two-sided):"
     kept = sum(_survives(p["wilcoxon_p_holm"]) for p in paired)
     note = (f"* = significant at {ALPHA:g} after Holm's correction over the {len(paired)} methods compared "
             f"(Wilcoxon): {kept} of {len(paired)}")
@@ -201,12 +232,18 @@ def format_paired(paired: list[dict]) -> str:
 # --- files ----------------------------------------------------------------------------------------
 #: Version of the layout of results.json (its "schema_version" field). Readers check it.
 RESULTS_SCHEMA = "customobj-compare-results"
-RESULTS_SCHEMA_VERSION = 3
+RESULTS_SCHEMA_VERSION = 4
 #: Versions read_results accepts. 2 added per-seed rows ("seed"), Holm-adjusted p-values, "seeds"
 #: and "tuning"; 3 renamed the metric column "p@100%" to "precision@100%" (the metric's name) and
-#: added "position_bias" (compare --clicks); every other field kept its meaning, so older files still read.
-READABLE_SCHEMA_VERSIONS = (1, 2, 3)
-POSITION_BIAS_COLUMNS = ("method", "fold", "seed", "position", "estimated", "true")
+#: added "position_bias" (compare --clicks); 4 gave each "position_bias" record its "quantity" and made
+#: "position_bias"'s "true" a ``{quantity: curve}`` object (trust bias has three); every other field kept
+#: its meaning, so older files still read.
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
+POSITION_BIAS_COLUMNS = ("method", "fold", "seed", "quantity", "position", "estimated", "true")
+#: The quantity of position_bias.csv a record estimates unless it names another: the examination
+#: propensity relative to position 1 (``position_bias_``). Others: a click model's per-position rates
+#: (trust bias' ``epsilon_plus`` / ``epsilon_minus``, an affine correction's ``alpha`` / ``beta``).
+EXAMINATION = "examination"
 
 
 def csv_text(rows: list[dict], columns) -> str:
@@ -272,43 +309,52 @@ def read_results(path: str | os.PathLike) -> dict:
 
 def render_files(rows: list[dict], summary: list[dict], paired: list[dict], payload: dict, *,
                  curves: dict | None = None, title: str = "", position_bias: dict | None = None,
-                 true_bias: list | None = None, bias_title: str = "", plot: bool = True) -> dict[str, bytes]:
+                 true_curves: dict | None = None, bias_title: str = "", plot: bool = True,
+                 scoring: Scoring = LABELS) -> dict[str, bytes]:
     """Every result file as bytes, serialised before any is written (a failure here touches nothing).
 
     ``payload`` is the run description of results.json (the tables are added to it); ``curves``
     (method -> per-fold curves) draws curves.png, ``None`` skips the plot. ``position_bias``
     (:attr:`customobj.compare.runner.Outcome.position_bias`, non-empty for click methods that
-    estimate one) writes position_bias.csv and, with ``plot``, position_bias.png against
-    ``true_bias`` (the simulated users' examination per position, when known).
+    estimate a curve per position) writes position_bias.csv and, with ``plot``, position_bias.png
+    against ``true_curves`` (``{quantity: values per position}``, the simulated users' own, when known).
     """
     first = summary[0] if summary else {}
     summary_cols = ["method", "n_folds"] + [k for k in first if k not in ("method", "n_folds")]
     files = {
-        "results.csv": csv_text(rows, RESULT_COLUMNS).encode(),
+        "results.csv": csv_text(rows, scoring.result_columns).encode(),
         "summary.csv": csv_text(summary, summary_cols).encode(),
-        "paired.csv": csv_text(paired, PAIRED_COLUMNS).encode(),
+        "paired.csv": csv_text(paired, scoring.paired_columns).encode(),
         "results.json": json_text({**payload, "results": rows, "summary": summary, "paired": paired}).encode(),
     }
     if curves is not None:
         files["curves.png"] = curves_png(curves, title)
     if position_bias:
-        files["position_bias.csv"] = csv_text(position_bias_rows(position_bias, true_bias),
+        files["position_bias.csv"] = csv_text(position_bias_rows(position_bias, true_curves),
                                               POSITION_BIAS_COLUMNS).encode()
         if plot:
-            files["position_bias.png"] = position_bias_png(position_bias, true_bias, bias_title)
+            files["position_bias.png"] = position_bias_png(position_bias, true_curves, bias_title)
     return files
 
 
-def position_bias_rows(position_bias: dict, true_bias: list | None) -> list[dict]:
-    """One row per method, fold, seed and display position (1 first): the estimated examination
-    relative to position 1 and, where known, the simulated users' true one."""
+def _quantity(record: dict) -> str:
+    """What a position-bias record estimates: ``"examination"`` unless it says (``"quantity"``)."""
+    return str(record.get("quantity", EXAMINATION))
+
+
+def position_bias_rows(position_bias: dict, true_curves: dict | None) -> list[dict]:
+    """One row per method, fold, seed, quantity and display position (1 first): the estimate (the
+    examination relative to position 1, or what the record's ``quantity`` names, e.g. a trust-bias
+    ``epsilon_plus``) and, where known, the simulated users' true value of that quantity."""
     rows = []
     for method, records in position_bias.items():
         for rec in records:
+            quantity = _quantity(rec)
+            truth = (true_curves or {}).get(quantity)
             for p, value in enumerate(rec["estimated"], 1):
-                true = true_bias[p - 1] if true_bias is not None and p <= len(true_bias) else None
-                rows.append({"method": method, "fold": rec["fold"], "seed": rec["seed"], "position": p,
-                             "estimated": float(value), "true": "" if true is None else float(true)})
+                true = truth[p - 1] if truth is not None and p <= len(truth) else None
+                rows.append({"method": method, "fold": rec["fold"], "seed": rec["seed"], "quantity": quantity,
+                             "position": p, "estimated": float(value), "true": "" if true is None else float(true)})
     return rows
 
 
@@ -318,38 +364,57 @@ def _figure_title(ax, title: str, width_in: float) -> None:
     ax.set_title("\n".join(textwrap.wrap(title, max(20, int(11 * width_in)))), fontsize=10)
 
 
-def position_bias_png(position_bias: dict, true_bias: list | None, title: str) -> bytes:
-    """PNG of each click method's estimated position bias (mean over folds, first seed of each)
-    against display position, beside the simulated users' true curve when one is known."""
-    fig, ax = _new_axes((7.5, 4.8))
+def position_bias_png(position_bias: dict, true_curves: dict | None, title: str) -> bytes:
+    """PNG of each click method's estimated curves (mean over folds, first seed of each) against
+    display position, one panel per quantity estimated (examination, then e.g. an affine correction's
+    alpha), each beside the simulated users' true curve of that quantity when one is known."""
+    estimated = [_quantity(r) for records in position_bias.values() for r in records]
+    quantities = list(dict.fromkeys([EXAMINATION] * (EXAMINATION in (true_curves or {})) + estimated))
+    truths = {q: c for q, c in (true_curves or {}).items() if q in quantities}
+    fig, axes = _new_axes((7.5, 4.8 * len(quantities)), rows=len(quantities))
+    panels = dict(zip(quantities, np.ravel(axes)))
     for method, records in position_bias.items():
-        first = min(r["seed"] for r in records)
-        c = mean_curve([r["estimated"] for r in records if r["seed"] == first])
-        ax.plot(np.arange(1, c.size + 1), c, marker="o", ms=3, lw=1.4, label=f"{method} (estimated)")
-    if true_bias is not None:
-        ax.plot(np.arange(1, len(true_bias) + 1), true_bias, "k--", lw=1.4, label="true (the simulated users)")
-    return _finish(fig, ax, ("display position (1 = top)", "examination relative to position 1 (mean over folds)"),
-                   title, 7.5, "upper right")
+        for quantity in dict.fromkeys(_quantity(r) for r in records):
+            mine = [r for r in records if _quantity(r) == quantity]
+            first = min(r["seed"] for r in mine)
+            c = mean_curve([r["estimated"] for r in mine if r["seed"] == first])
+            panels[quantity].plot(np.arange(1, c.size + 1), c, marker="o", ms=3, lw=1.4, label=f"{method} (estimated)")
+    for quantity, truth in truths.items():
+        panels[quantity].plot(np.arange(1, len(truth) + 1), truth, "k--", lw=1.4, label="true (the simulated users)")
+    ylabel = {EXAMINATION: "examination relative to position 1 (mean over folds)"}
+    for i, (quantity, ax) in enumerate(panels.items()):
+        _label_axes(ax, ("display position (1 = top)", ylabel.get(quantity, f"{quantity} (mean over folds)")),
+                    title if i == 0 else quantity, 7.5, "upper right")
+    return _png(fig)
 
 
-def _new_axes(size):
+def _new_axes(size, rows: int = 1):
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    return plt.subplots(figsize=size, dpi=110)
+    return plt.subplots(rows, 1, figsize=size, dpi=110, squeeze=rows == 1)
 
 
-def _finish(fig, ax, labels, title, width_in, legend_at) -> bytes:
-    """Axis labels, the wrapped title, grid and legend; the figure as PNG bytes (then closed)."""
-    import matplotlib.pyplot as plt
-
+def _label_axes(ax, labels, title, width_in, legend_at) -> None:
+    """Axis labels, the wrapped title, grid and legend of one panel."""
     ax.set_xlabel(labels[0])
     ax.set_ylabel(labels[1])
     _figure_title(ax, title, width_in)
     ax.grid(True, alpha=0.3)
     ax.legend(loc=legend_at, fontsize=8, framealpha=0.9)
+
+
+def _finish(fig, ax, labels, title, width_in, legend_at) -> bytes:
+    """:func:`_label_axes`, then the figure as PNG bytes (then closed)."""
+    _label_axes(ax, labels, title, width_in, legend_at)
+    return _png(fig)
+
+
+def _png(fig) -> bytes:
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     buf = io.BytesIO()
     try:

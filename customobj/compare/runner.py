@@ -15,7 +15,7 @@ import numpy as np
 from .._cli_errors import RunError, one_line, stderr_held
 from . import report
 from .ensemble import EnsembleSpec, combine, member_specs
-from .trainers import Settings
+from .trainers import Settings, validation_score
 from .tuning import tune
 
 __all__ = ["Outcome", "run_all", "n_runs", "seed_list", "tuning_note"]
@@ -25,8 +25,9 @@ __all__ = ["Outcome", "run_all", "n_runs", "seed_list", "tuning_note"]
 class Outcome:
     """Everything the report needs: result rows (one per method, fold and seed), validation curves
     (first seed, per fold), per-query test NDCG@10 (per fold, mean over seeds), the tuning records
-    (``{method: {fold: record}}``, empty without ``--tune``), the ensembles' alphas and the position
-    bias each click method estimated (``{method: [{"fold", "seed", "estimated"}]}``, compare --clicks)."""
+    (``{method: {fold: record}}``, empty without ``--tune``), the ensembles' alphas and the per-position
+    curves each click method estimated (``{method: [{"fold", "seed", "quantity", "estimated"}]}``, compare
+    --clicks / --click-log; ``quantity`` is :data:`customobj.compare.report.EXAMINATION` for ``position_bias_``)."""
 
     rows: list = field(default_factory=list)
     curves: dict = field(default_factory=dict)
@@ -75,11 +76,12 @@ def _guarded(what, fn, *args, **kwargs):
 
 
 def run_all(specs: Sequence, folds: Sequence, settings: Settings, *, seeds: Sequence[int], n_trials: int,
-            train_fn: Callable, bar: Any) -> Outcome:
+            train_fn: Callable, bar: Any, scoring: report.Scoring = report.LABELS) -> Outcome:
     """Train and score ``specs`` on ``folds`` (``[(fold, train, valid, test)]``); see the module doc.
 
     ``train_fn`` has the signature of :func:`customobj.compare.trainers.train`; ``bar`` is a tqdm
-    bar advanced once per training run (trials included).
+    bar advanced once per training run (trials included); ``scoring`` what the test part is scored with
+    (the validation column is what early stopping watched, :func:`customobj.compare.trainers.validation_score`).
     """
     labels = [s.label for s in specs]
     out = Outcome(curves={lab: [] for lab in labels}, per_query={lab: [] for lab in labels})
@@ -110,11 +112,11 @@ def run_all(specs: Sequence, folds: Sequence, settings: Settings, *, seeds: Sequ
                                                 sp, replace(st, seed=seed), tr, va, te)
                 bar.update(1)
         for spec in specs:
-            _score(out, spec, fold, va, te, seeds, trained)
+            _score(out, spec, fold, va, te, seeds, trained, settings, scoring)
     return out
 
 
-def _score(out, spec, fold, va, te, seeds, trained):
+def _score(out, spec, fold, va, te, seeds, trained, settings, scoring):
     lab = spec.label
     per_seed = []
     for seed in seeds:
@@ -124,12 +126,14 @@ def _score(out, spec, fold, va, te, seeds, trained):
             out.alphas.setdefault(lab, []).append({"fold": fold, "seed": seed, "alpha": alpha})
         else:
             res = trained[(lab, seed)]
-            if res.position_bias is not None:
+            curves = {report.EXAMINATION: res.position_bias} if res.position_bias is not None else {}
+            curves.update(res.click_curves or {})
+            for quantity, values in curves.items():
                 out.position_bias.setdefault(lab, []).append(
-                    {"fold": fold, "seed": seed, "estimated": res.position_bias.tolist()})
-        metrics, pq = report.evaluate(res.test_scores, te)
-        valid_ndcg = report.evaluate(res.valid_scores, va)[0]["ndcg@10"]
-        out.rows.append({"method": lab, "fold": fold, "seed": seed, **metrics, "valid_ndcg@10": valid_ndcg,
+                    {"fold": fold, "seed": seed, "quantity": quantity, "estimated": np.asarray(values).tolist()})
+        metrics, pq = report.evaluate(res.test_scores, te, scoring)
+        valid = validation_score(settings, res.valid_scores, va)
+        out.rows.append({"method": lab, "fold": fold, "seed": seed, **metrics, scoring.valid: valid,
                          "train_time_s": res.train_time, "best_round": res.best_round,
                          "rounds_trained": res.rounds_trained})
         if seed == seeds[0]:

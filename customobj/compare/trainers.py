@@ -17,11 +17,15 @@ import numpy as np
 
 from ..objectives.pointwise import McRank
 from .clicks import CLICK_TRAINERS
+from .harvested import wants_harvest, with_harvest
 from .methods import BACKENDS, MethodSpec, build_objective
 
-__all__ = ["Settings", "Split", "TrainResult", "train", "warm_up", "catboost_available"]
+__all__ = ["Settings", "Split", "TrainResult", "train", "warm_up", "catboost_available", "valid_metric",
+           "validation_score"]
 
 CURVE_METRIC = "ndcg@10"
+#: The validation metric on a click log (Settings.valid_propensity): customobj.metrics.click_metric's name.
+CLICK_CURVE_METRIC = "ips_ndcg@10"
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,10 @@ class Settings:
     #: defaults above: LightGBM / XGBoost / CatBoost parameters, TreeBooster keyword arguments.
     #: ``--tune`` fills it (customobj.compare.tuning); empty means the fixed settings.
     params: tuple = ()
+    #: Propensity per display position (0 first) of the IPS click NDCG@10 that validates (early stopping,
+    #: the validation column, --tune) on a validation part of clicks (compare --click-log); empty means
+    #: NDCG@10 on graded validation labels.
+    valid_propensity: tuple = ()
 
 
 @dataclass
@@ -49,6 +57,9 @@ class Split:
     y: np.ndarray
     sizes: np.ndarray
     position: np.ndarray | None = None  # display positions of a click log (compare --clicks)
+    #: Examination propensities harvested from several rankers' logs of this training part, for the methods
+    #: ``Unbiased(..., propensity=harvest)`` (customobj.compare.harvested); None when no method asks.
+    propensity: np.ndarray | None = None
 
     @classmethod
     def from_data(cls, data) -> Split:
@@ -79,6 +90,10 @@ class TrainResult:
     #: The estimated examination per display position (position 1 first) of a click method that
     #: estimates one (customobj's ``Unbiased`` and ``RegressionEM``: their ``position_bias_``).
     position_bias: np.ndarray | None = None
+    #: Further per-position estimates of a click method, by quantity (position 1 first): what a
+    #: method estimates beside the examination, e.g. an affine correction's ``{"alpha": ..., "beta": ...}``;
+    #: reported in position_bias.csv / .png as rows of that quantity (customobj.compare.report).
+    click_curves: dict | None = None
 
 
 def _position_bias(fitted, data=None) -> np.ndarray | None:
@@ -103,6 +118,24 @@ def _xgboost_position_bias(booster, params: dict, train_: Split) -> np.ndarray |
     return None if not ti else np.asarray(ti[:int(train_.sizes.max())], dtype=np.float64)
 
 
+def valid_metric(st: Settings):
+    """The validation metric of ``st``: the IPS click NDCG@10 with ``st.valid_propensity`` (a validation
+    part of clicks, rows in display order), or None: the libraries' own NDCG@10 on graded labels."""
+    from ..metrics import click_metric
+
+    return click_metric(CLICK_CURVE_METRIC, propensity=st.valid_propensity) if st.valid_propensity else None
+
+
+def validation_score(st: Settings, scores: np.ndarray, valid: Split) -> float:
+    """The validation value of ``scores`` as early stopping measured it (:func:`valid_metric`)."""
+    from ..metrics import ndcg
+
+    metric = valid_metric(st)
+    if metric is None:
+        return float(ndcg(scores, valid.y, valid.sizes, k=10))
+    return float(metric.func(scores, valid.y, valid.sizes))
+
+
 def catboost_available() -> bool:
     try:
         import catboost  # noqa: F401
@@ -125,6 +158,11 @@ def _ranking_score(obj, raw):
 
 def _objective(spec, train_):
     """The customobj objective of ``spec``, its number of outputs settled on the training labels."""
+    if wants_harvest(spec):
+        if train_.propensity is None:
+            raise ValueError(f"{spec.label} needs the propensities harvested from several rankers' logs: "
+                             "compare --clicks simulates them")
+        spec = with_harvest(spec, train_.propensity)
     obj = build_objective(spec)
     if obj.n_outputs is None:  # McRank without n_classes infers K from the first data it sees
         obj.prepare(train_.y, train_.sizes)
@@ -161,6 +199,10 @@ def _train_lgb(spec, st, train_, valid, test):
             params["num_class"] = obj.n_outputs
             params["metric"] = "None"
             feval = lightgbm_metric(CURVE_METRIC)
+    clicks = valid_metric(st)
+    if clicks is not None:  # a validation part of clicks: the IPS click metric, the only one watched
+        params["metric"] = "None"
+        feval = lightgbm_metric(clicks)
     start = time.perf_counter()
     dtrain = lgb.Dataset(train_.X, train_.y, group=train_.sizes, position=train_.position, free_raw_data=False)
     dvalid = lgb.Dataset(valid.X, valid.y, group=valid.sizes, reference=dtrain)
@@ -205,6 +247,11 @@ def _train_xgb(spec, st, train_, valid, test):
             params.pop("eval_metric")
             kwargs["custom_metric"] = xgboost_metric(CURVE_METRIC)
             kwargs["maximize"] = True
+    clicks = valid_metric(st)
+    if clicks is not None:  # a validation part of clicks: the IPS click metric
+        params.pop("eval_metric", None)
+        kwargs["custom_metric"] = xgboost_metric(clicks)
+        kwargs["maximize"] = True
     start = time.perf_counter()
     dtrain = xgb.DMatrix(train_.X, label=train_.y, group=train_.sizes, nthread=st.jobs)
     dvalid = xgb.DMatrix(valid.X, label=valid.y, group=valid.sizes, nthread=st.jobs)
@@ -272,8 +319,10 @@ def _train_ole(spec, st, train_, valid, test):
     obj = _objective(spec, train_)
     model = _ole_booster(spec, st, obj, st.rounds)
     start = time.perf_counter()
+    clicks = valid_metric(st)
     model.fit(train_.X, train_.y, train_.sizes, eval_set=[(valid.X, valid.y)], eval_group=[valid.sizes],
-              eval_metric=CURVE_METRIC, early_stopping_rounds=st.early_stopping or None)
+              eval_metric=CURVE_METRIC if clicks is None else clicks.func,
+              early_stopping_rounds=st.early_stopping or None)
     elapsed = time.perf_counter() - start
     curve = _first_curve(model.evals_result_)
     best = getattr(model, "best_iteration_", None)
@@ -289,18 +338,17 @@ def _train_em(spec, st, train_, valid, test):
     """Regression EM on the click log; the curve is the validation NDCG@10 after each tree, and the
     model kept stops where ``early_stopping`` rounds brought no gain (lgb.early_stopping's rule), so
     it is the booster early stopping would have kept: later EM iterations never change earlier trees."""
-    from ..metrics import ndcg
     from .clicks import build_regression_em
 
     if train_.position is None:
-        raise ValueError("RegressionEM learns from clicks: run compare with --clicks")
+        raise ValueError("RegressionEM learns from clicks: run compare with --clicks or --click-log")
     em, _ = build_regression_em(spec.backend, spec.kwargs, rounds=st.rounds, num_leaves=st.num_leaves,
                                 learning_rate=st.learning_rate, seed=st.seed, params=st.params)
     start = time.perf_counter()
     em.fit(train_.X, train_.y, position=train_.position)
     elapsed = time.perf_counter() - start
     trained = min(em.n_iter * em.n_estimators, st.rounds)
-    curve = np.array([ndcg(em.predict(valid.X, num_trees=k), valid.y, valid.sizes, 10) for k in range(1, trained + 1)])
+    curve = np.array([validation_score(st, em.predict(valid.X, num_trees=k), valid) for k in range(1, trained + 1)])
     best = _best_round(curve, st.early_stopping)
     return TrainResult(em.predict(test.X, num_trees=best), em.predict(valid.X, num_trees=best), curve, best,
                        trained, elapsed, _position_bias(em))
@@ -338,7 +386,10 @@ def train(spec: MethodSpec, settings: Settings, train_: Split, valid: Split, tes
     """Train ``spec`` on ``train_`` with early stopping on ``valid``; score ``valid`` and ``test``."""
     if spec.target in CLICK_TRAINERS:
         return _train_em(spec, settings, train_, valid, test)
-    return _TRAINERS[spec.backend](spec, settings, train_, valid, test)
+    res = _TRAINERS[spec.backend](spec, settings, train_, valid, test)
+    if wants_harvest(spec) and train_.propensity is not None:  # fixed, not estimated: the harvested curve
+        res.position_bias = train_.propensity / train_.propensity[0]
+    return res
 
 
 def warm_up(spec: MethodSpec, settings: Settings, sample: Split) -> None:

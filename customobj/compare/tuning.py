@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
 from .methods import MethodSpec
-from .trainers import Settings, Split, TrainResult
+from .trainers import Settings, Split, TrainResult, validation_score
 
 __all__ = ["Param", "SPACES", "OBJECTIVE_SPACE", "NATIVE_SPACE", "Tuned", "search_space", "apply", "tune",
            "startup_trials"]
@@ -182,7 +182,6 @@ def tune(spec: MethodSpec, settings: Settings, n_trials: int, train_: Split, val
     trial. The same ``seed`` and deterministic training give the same trials and choice.
     """
     from .._extras import require
-    from ..metrics import ndcg
 
     optuna = require("optuna", "customobj compare --tune")
 
@@ -196,7 +195,7 @@ def tune(spec: MethodSpec, settings: Settings, n_trials: int, train_: Split, val
         sp, st = apply(spec, settings, values)
         res = train_fn(sp, st, train_, valid, test)
         results[trial.number] = res
-        value = float(ndcg(res.valid_scores, valid.y, valid.sizes, k=10))
+        value = validation_score(st, res.valid_scores, valid)  # the IPS click NDCG@10 on a click log
         if on_trial is not None:
             on_trial(trial.number)
         return value

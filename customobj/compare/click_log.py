@@ -1,0 +1,233 @@
+"""``customobj compare --click-log FILE``: every method trained on a real click log.
+
+The log (Parquet or CSV, one row per shown document: query id, display position, click, features;
+optionally session and document ids) is read with :func:`customobj.data.read_click_log`. Its queries
+are shuffled (seeded by ``--seed``) and cut: :data:`VALID_SHARE` of them validate (early stopping and
+``--tune`` on the IPS click NDCG@10, :func:`customobj.metrics.ips_ndcg`), the rest train; every session
+of a query goes to the same part, so no query-document is trained and validated on. The IPS metric's
+propensities are estimated once, on the training part, by ``Unbiased(LambdaRank())`` through LightGBM
+(``--rounds`` rounds, the run's leaves and learning rate): one estimate for every method, so their
+validation scores compare. ``--test LETOR_FILE_OR_DIR`` scores on graded labels (its features must be
+the log's feature columns, in that order); without it :data:`TEST_SHARE` more of the log's queries are
+held out and scored with the IPS click metrics, which the output says.
+
+Examples
+--------
+>>> parse_click_columns("query=qid,click=clicked,features=f1:f2")
+{'query': 'qid', 'click': 'clicked', 'features': ['f1', 'f2']}
+"""
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._cli_errors import UsageError, one_line
+from .report import LABELS, Scoring
+from .trainers import CLICK_CURVE_METRIC, Settings, Split
+
+__all__ = ["parse_click_columns", "load_click_log", "estimate_propensity", "click_scoring", "refuse_methods", "VALID_SHARE",
+           "TEST_SHARE", "COLUMN_DEFAULTS", "OPTIONAL_COLUMNS"]
+
+#: Shares of the log's queries held out to validate, and to test when there is no --test.
+VALID_SHARE = 0.2
+TEST_SHARE = 0.2
+#: Column names used when --click-columns does not name them.
+COLUMN_DEFAULTS = {"query": "query", "position": "position", "click": "click"}
+#: Columns read when the table has a column of that name and --click-columns does not say otherwise.
+OPTIONAL_COLUMNS = ("session", "document")
+_KEYS = (*COLUMN_DEFAULTS, "features", *OPTIONAL_COLUMNS)
+#: The IPS click metrics of a test part without labels: (column, click_metric name).
+CLICK_TEST_METRICS = (("ips_ndcg@1", "ips_ndcg@1"), ("ips_ndcg@3", "ips_ndcg@3"), ("ips_ndcg@5", "ips_ndcg@5"),
+                      ("ips_ndcg@10", "ips_ndcg@10"), ("ips_dcg@10", "ips_dcg@10"))
+VALID_COLUMN = f"valid_{CLICK_CURVE_METRIC}"
+
+
+def parse_click_columns(text: str) -> dict[str, Any]:
+    """``--click-columns``: ``key=column`` pairs joined by commas; ``features`` lists its columns
+    joined by ``:`` and may use shell patterns (``features=f*``)."""
+    out: dict[str, Any] = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        key, eq, value = (t.strip() for t in item.partition("="))
+        if not eq or key not in _KEYS or not value:
+            raise UsageError(f"--click-columns: expected key=column with key one of {', '.join(_KEYS)}, got {item!r}")
+        if key in out:
+            raise UsageError(f"--click-columns: {key} is given twice")
+        out[key] = [v.strip() for v in value.split(":") if v.strip()] if key == "features" else value
+    return out
+
+
+def _read_table(path: Path):
+    """The whole table of a Parquet or CSV file, with pyarrow."""
+    from .._extras import available, install_hint
+    from ..clicks.reader import CLICK_LOG_SUFFIXES
+
+    if not path.is_file():
+        raise UsageError(f"--click-log: no such file: {path}")
+    kind = next((k for s, k in sorted(CLICK_LOG_SUFFIXES.items(), key=lambda kv: -len(kv[0]))
+                 if path.name.lower().endswith(s)), None)
+    if kind is None:
+        raise UsageError(f"--click-log {path}: compare reads {', '.join(CLICK_LOG_SUFFIXES)} files")
+    if not available("pyarrow"):
+        raise UsageError(f"--click-log needs pyarrow, an optional extra: {install_hint('parquet')}")
+    try:
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            return pq.read_table(path)
+        import pyarrow.csv as pcsv
+
+        return pcsv.read_csv(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow's errors (ArrowInvalid, OSError): a file it cannot read
+        raise UsageError(f"--click-log {path}: cannot be read as {kind}: {one_line(str(exc))}") from None
+
+
+def _columns(given: dict, names: list, index: tuple = ()) -> dict:
+    """read_click_log's column keywords: the given names, the defaults, optional columns present, and
+    as features every other column but the ``index`` columns pandas stored (or the --click-columns
+    features, patterns expanded in table order)."""
+    cols = {key: given.get(key, default) for key, default in COLUMN_DEFAULTS.items()}
+    for key in OPTIONAL_COLUMNS:
+        if key in given or key in names:
+            cols[key] = given.get(key, key)
+    for key, name in cols.items():
+        if name not in names:
+            how = "" if key in given else f" (the default {key} column; name yours with --click-columns {key}=...)"
+            raise UsageError(f"--click-log: no {key} column {name!r}{how}; the table's columns: {', '.join(names)}")
+    taken = set(cols.values())
+    if "features" in given:
+        features: list = []
+        for pattern in given["features"]:
+            hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)] if any(c in pattern for c in "*?[") \
+                else [pattern]
+            if not hits or (len(hits) == 1 and hits[0] not in names):
+                raise UsageError(f"--click-columns features: the table has no column {pattern!r}; its columns: "
+                                 f"{', '.join(names)}")
+            features += [h for h in hits if h not in features and h not in taken]
+    else:
+        features = [n for n in names if n not in taken and n not in index]
+    if not features:
+        raise UsageError("--click-log: no feature column left (name them with --click-columns features=a:b:c)")
+    cols["features"] = features
+    return cols
+
+
+def _first_position(table, column: str, given: int | None) -> int:
+    """--first-position, or the table's smallest position when it is 0 or 1 (a wrong guess cannot pass
+    silently: read_click_log then finds a gap or a position below the first in every session)."""
+    if given is not None:
+        return given
+    values = np.asarray(table.column(column).to_numpy())
+    if values.dtype.kind not in "iuf" or not values.size:
+        return 0  # read_click_log refuses the column, naming it
+    low = values.min()
+    if low not in (0, 1):
+        raise UsageError(f"--click-log: column {column!r}'s smallest position is {low}: give --first-position N, "
+                         "the number the top position carries in the table")
+    return int(low)
+
+
+def _split(data, sessions: np.ndarray) -> Split:
+    rows = np.repeat(sessions, data.group)
+    return Split(data.X[rows], data.y[rows], data.group[sessions], data.position[rows])
+
+
+def _test_file(path: Path, n_features: int) -> Split:
+    """The labelled test part: a LETOR file, or a folder holding test.txt[.gz]; its features must be the log's."""
+    from ..data import _split_file, load_letor
+    from .folds import _check_split
+
+    file = _split_file(path, "test") if path.is_dir() else path
+    if file is None or not file.is_file():
+        raise UsageError(f"--test {path}: no such file" + (" (the folder holds no test.txt[.gz])" if path.is_dir() else ""))
+    try:
+        split = Split.from_data(load_letor(file))
+    except (ValueError, TypeError, OSError) as exc:
+        raise UsageError(f"--test {file}: {one_line(str(exc))}") from None
+    if split.X.shape[1] != n_features:
+        raise UsageError(f"--test {file} has {split.X.shape[1]} features but the click log has {n_features} feature "
+                         "columns: the log's feature columns must be the test file's features 1, 2, ... in order "
+                         "(name them with --click-columns features=a:b:c)")
+    return _check_split(split, f"--test {file}")
+
+
+def load_click_log(args) -> tuple[list, str, bool]:
+    """``([(1, train, valid, test)], description, labelled)``: the log read and cut by query (module doc);
+    ``labelled`` says whether the test part has graded labels (``--test``) or clicks."""
+    from ..data import read_click_log
+
+    path = Path(args.click_log)
+    table = _read_table(path)
+    meta = table.schema.pandas_metadata or {}  # a DataFrame's index written beside its columns is no feature
+    index = tuple(c for c in meta.get("index_columns", []) if isinstance(c, str))
+    cols = _columns(parse_click_columns(args.click_columns or ""), list(table.column_names), index)
+    first = _first_position(table, cols["position"], args.first_position)
+    try:
+        data = read_click_log(table, first_position=first, **cols)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--click-log {path}: {one_line(str(exc))}") from None
+    queries = np.unique(data.query)
+    test_share = 0.0 if args.test else TEST_SHARE
+    n_valid, n_test = (int(np.ceil(share * queries.size)) for share in (VALID_SHARE, test_share))
+    if queries.size < n_valid + n_test + 1:
+        raise UsageError(f"--click-log {path}: {queries.size} queries, too few to hold out "
+                         f"{'validation and test queries' if n_test else 'validation queries'} and train on the rest")
+    order = np.random.default_rng(args.seed).permutation(queries.size)
+    part = np.zeros(queries.size, dtype=np.int64)  # 0 train, 1 validation, 2 test
+    part[order[:n_valid]], part[order[n_valid:n_valid + n_test]] = 1, 2
+    of_session = part[np.searchsorted(queries, data.query)]
+    train, valid, held = (_split(data, of_session == k) for k in range(3))
+    desc = (f"click log {path} ({data.group.size} sessions of {queries.size} queries, {len(cols['features'])} "
+            f"features, positions from {first}); validated on the IPS click NDCG@10 of {n_valid} held-out queries")
+    if args.test:
+        test = _test_file(Path(args.test), len(cols["features"]))
+        return [(1, train, valid, test)], desc + f"; tested on the labels of {args.test}", True
+    desc += (f"; no --test: tested on the IPS click metrics of {n_test} more held-out queries' sessions "
+             "(no labels)")
+    return [(1, train, valid, held)], desc, False
+
+
+def estimate_propensity(train: Split, settings: Settings, longest: int) -> np.ndarray:
+    """The IPS metric's propensities: ``Unbiased(LambdaRank())``'s ``position_bias_`` trained through
+    LightGBM on ``train``; positions beyond its estimate (down to ``longest``) take its last value."""
+    import lightgbm as lgb
+
+    from .. import LambdaRank, Unbiased
+    from ..adapters import lightgbm_objective
+
+    f = lightgbm_objective(Unbiased(LambdaRank()))
+    params = {"objective": f, "num_leaves": settings.num_leaves, "learning_rate": settings.learning_rate,
+              "seed": settings.seed, "deterministic": True, "force_row_wise": True, "num_threads": settings.jobs,
+              "verbosity": -1}
+    data = lgb.Dataset(train.X, train.y, group=train.sizes, position=train.position)
+    lgb.train(params, data, settings.rounds)
+    bias = np.asarray(f.fitted_attributes(data)["position_bias_"], dtype=np.float64)
+    return np.concatenate([bias, np.full(max(0, longest - bias.size), bias[-1])])
+
+
+def refuse_methods(specs: list) -> None:
+    """The methods a click log cannot validate: CatBoost's (its early stopping takes no custom metric
+    here) and ``ens:`` ensembles (their combination is chosen on graded validation labels)."""
+    from .ensemble import EnsembleSpec, member_specs
+
+    for s in specs:
+        if isinstance(s, EnsembleSpec):
+            raise UsageError(f"{s.label}: an ensemble's combination is chosen on graded validation labels, which "
+                             "--click-log does not have; list its members as methods of their own")
+    for s in member_specs(specs):
+        if s.backend == "cb":
+            raise UsageError(f"{s.label}: CatBoost cannot validate on the click metric of --click-log; "
+                             "use lgb:, xgb: or ole: methods")
+
+
+def click_scoring(labelled: bool, propensity: np.ndarray) -> Scoring:
+    """The run's :class:`~customobj.compare.report.Scoring`: graded test labels or the IPS click metrics with
+    ``propensity``; the validation column is the IPS click NDCG@10 either way."""
+    from ..metrics import click_metric
+
+    if labelled:
+        return LABELS._replace(valid=VALID_COLUMN)
+    metrics = tuple((col, click_metric(name, propensity=propensity)) for col, name in CLICK_TEST_METRICS)
+    return Scoring(metrics, CLICK_CURVE_METRIC, VALID_COLUMN, "sessions")
