@@ -346,6 +346,19 @@ def test_extreme_scores_stay_finite(log):
         assert np.all(np.isfinite(obj.fitted_attributes()["position_bias_"]))
 
 
+def test_widely_misordered_pairs_keep_their_lambdas(log):
+    """Regression: LambdaRank's raw lambdas were recovered from its couplings, whose ``rho (1 - rho)``
+    is exactly 0 once a clicked row sits ``sigma d < -37`` below, so those pairs, the most misordered,
+    lost their lambdas; the propensities now go into LambdaRank's pair function (TERMS pass)."""
+    s = np.where(log.y > 0, -25.0, 25.0)
+    for base in (LambdaRank(), LambdaRank(norm=True, metric="err")):
+        g0, h0 = base.grad_hess(s, log.y, log.group)
+        g1, h1 = Unbiased(base, propensity=np.ones(10), query_norm=False).grad_hess(s, log.y, log.group)
+        assert np.abs(g0).max() > 0.01
+        np.testing.assert_allclose(g1, g0, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(h1, h0, rtol=1e-10, atol=1e-12)
+
+
 def test_estimated_propensities_track_the_examination_curve():
     """PBM clicks with examination 1/r on a weak ranker's lists: the swapped-pair estimate
     (default) is within 0.1 of 1/r at every shown position (measured: 0.07), the paper's cost
@@ -372,7 +385,7 @@ def test_click_kernels_take_records():
 
     from customobj.clicks import _kernels as CK
 
-    for kernel in (CK.debias_pairs, CK.lambdarank_pair_terms, CK.loss_pair_terms, CK.update_propensities):
+    for kernel in (CK.debias_pairs, CK.loss_pair_terms, CK.update_propensities):
         assert len(inspect.signature(kernel.py_func).parameters) <= 12, kernel.py_func.__name__
 
 

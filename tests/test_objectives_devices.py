@@ -207,6 +207,7 @@ from customobj.objectives import _cuda_structured as CS
 f1, i1, f2, i2, b, i, f = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.int64[:, ::1], T.boolean, T.int64, T.float64
 j1 = T.int32[::1]
 from customobj.objectives._pairwise_kernels import PairSpec
+from customobj.objectives._lambdarank_records import Debias
 # The records the routes (customobj/objectives/_cuda_routes.py) pass, typed as numba types them.
 LR = T.NamedTuple([i1, i1, f1, f1, f1, f1, b, i, i, i, f, b], CL.Inputs)
 LROWS = T.NamedTuple([f1, i1, i1, i1, i1, i1, i1, f1, b], CP.LabelRows)
@@ -239,6 +240,8 @@ SIGNATURES = [
     (CL.scan_pairs, (i1, i, i1)),
     (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, j1, j1, f1)),
     (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, i1, i1, f1)),
+    # Unbiased's LambdaRank terms (customobj/clicks/_device_route.py), its Debias record of device arrays
+    (CL.fill_terms, (LR, f, i1, f2, i2, i1, T.NamedTuple([i1, f1, f1, b, f1, f1, f1], Debias), i1, i1, f1)),
     (CP.count_kept_pairs, (f1, PL, SPEC, i, i1)),
     (CP.fill_kept_pairs, (f1, PL, SPEC, i, i1, j1, j1, f1)),
     (CP.count_in_bag, (j1, j1, f1, T.boolean[::1], i, i1)),

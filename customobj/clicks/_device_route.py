@@ -4,12 +4,11 @@ on the device, debiased there, eq. 30-31's per-position sums reduced there
 
 Per round, for each pairwise leaf of the wrapped loss (as ``Unbiased._run`` on the CPU):
 
-- LambdaRank: its own GPU route (``objectives._cuda_routes.lambdarank`` and
-  ``lambdarank_couplings``) on the unweighted data gives its pairs by query and their couplings,
-  as the CPU's ``pair_couplings_prepared`` on the unweighted data does; ``lambdarank_terms`` turns
-  them into raw terms.
+- LambdaRank: its own GPU pass (``objectives._cuda_routes.lambdarank_debiased_terms``) on the
+  unweighted data gives its pairs by query and their terms, the propensities passed into its pair
+  function, as the CPU's ``LambdaRank.debiased_pair_terms`` does.
 - a pair loss (RankNet, RankSVM, MPBoost, QBRank, PreferencePairs): its ``listed_pairs`` (label
-  only: uploaded once, with their order by query), ``loss_terms_pairs`` for the raw terms.
+  only: uploaded once, with their order by query), ``loss_terms_pairs`` for the debiased terms.
 
 then ``debias_queries`` adds the debiased terms and writes each query's partial sums. Pointwise
 parts of a sum (and QBRank's labelled rows) run their own GPU route into scratch, added times their
@@ -25,7 +24,6 @@ import numpy as np
 
 from ..objectives import _cuda_routes as R
 from ..objectives._arrays import kernel_weights
-from ..objectives._parity import CONVENTIONS
 from ..objectives.listwise import LambdaRank
 from . import _kernels as CK
 from ._pairs import leaf_parts
@@ -39,12 +37,15 @@ def _padded(a: np.ndarray, dtype: type) -> np.ndarray:
     return a if a.size else np.zeros(1, dtype=dtype)
 
 
-def _raw_terms(cuda: Any, m: int) -> CK.RawTerms:
-    return CK.RawTerms(*(cuda.device_array(max(m, 1), np.float64) for _ in range(4)))
+def _terms(cuda: Any, m: int) -> CK.DebiasedTerms:
+    return CK.DebiasedTerms(*(cuda.device_array(max(m, 1), np.float64) for _ in range(4)))
 
 
-def _lambdarank(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, swapped: bool) -> tuple:
-    """``(QueryPairs, RawTerms, PairWeights, norm, pairs)`` of a LambdaRank leaf: its couplings on the unweighted data."""
+def _lambdarank(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props: CK.Propensities,
+                swapped: bool) -> tuple:
+    """``(QueryPairs, DebiasedTerms, PairWeights, norm, pairs)`` of a LambdaRank leaf: its own pass
+    on the unweighted data with the propensities passed into its pair function (the CPU's
+    ``LambdaRank.debiased_pair_terms``)."""
     from ..objectives import devices
     from . import _cuda_unbiased as CU
 
@@ -52,20 +53,14 @@ def _lambdarank(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, s
     unweighted = state.unweighted
     du = devices.device_data(unweighted, cuda)
     unweighted.state_for(part)
-    gs = du.scratch("unbiased_grad", (du.n_rows,), np.float64)
-    hs = du.scratch("unbiased_hess", (du.n_rows,), np.float64)
-    R.zero(gs, hs)
-    R.lambdarank(part, s, unweighted, du, gs, hs)  # the couplings read what these launches leave
 
     def buffer(m: int) -> tuple:
         return (cuda.device_array(m, np.int64), cuda.device_array(m, np.int64), cuda.device_array(m, np.float64))
 
-    i, j, c = R.lambdarank_couplings(part, s, unweighted, du, buffer)
+    i, j, h, t = R.lambdarank_debiased_terms(part, s, unweighted, du, props.pos, props.tplus, props.tminus, swapped,
+                                             buffer)
     qp = CU.QueryPairs(i, j, du.ptr, False, R.segments(du, du.n_queries)[1])  # pairs by query: no permutation
-    terms = _raw_terms(cuda, i.shape[0])
-    hess_scale = CONVENTIONS[part.convention].hess_scale
-    R.launch(CU.lambdarank_terms, du.n_queries, s, qp, c, float(part.sigma), float(hess_scale), bool(part.norm),
-             swapped, terms)
+    terms = CK.DebiasedTerms(t.lam, h, t.cost, t.est)
     own = prep.state_for(part).weight  # a convention's per-query weights, else the data's
 
     def weights() -> tuple:
@@ -77,8 +72,9 @@ def _lambdarank(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, s
     return qp, terms, CK.PairWeights(w, use_w, w, False), bool(part.norm), int(i.shape[0])
 
 
-def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, swapped: bool) -> tuple:
-    """``(QueryPairs, RawTerms, PairWeights, norm, pairs)`` of a pair loss: its listed pairs, by query once per data set."""
+def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props: CK.Propensities,
+            swapped: bool) -> tuple:
+    """``(QueryPairs, DebiasedTerms, PairWeights, norm, pairs)`` of a pair loss: its listed pairs, by query once per data set."""
     from . import _cuda_unbiased as CU
 
     lp = part.listed_pairs(prep)
@@ -99,10 +95,11 @@ def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, swapp
 
     pi, pj, theta, pair_w, perm, qptr = data.arrays((obj, part, "unbiased_pairs"), build)
     m = 0 if lp is None else int(lp.pi.size)
-    terms = _raw_terms(data.cuda, m)
+    terms = _terms(data.cuda, m)
     if m:
         R.check_spec(lp.spec)
-        R.launch(CU.loss_terms_pairs, m, s, pi, pj, theta, int(lp.spec.kind), float(lp.spec.scale), swapped, terms)
+        R.launch(CU.loss_terms_pairs, m, s, pi, pj, theta, int(lp.spec.kind), float(lp.spec.scale), swapped, props,
+                 terms)
     use_pw = lp is not None and bool(lp.use_pw)
     weights = CK.PairWeights(data.weights, data.use_weights, pair_w, use_pw)
     return CU.QueryPairs(pi, pj, perm, True, qptr), terms, weights, False, m
@@ -149,7 +146,7 @@ def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
         if getattr(prep.state_for(part), "labeled_weight", None) is not None:
             _add_part((obj, n), _labelled_rows, part, scale, s, prep, data, g, h)
         pairs_of = _lambdarank if isinstance(part, LambdaRank) else _listed
-        qp, terms, weights, norm, m = pairs_of(obj, part, s, prep, data, state, obj._swapped)
+        qp, terms, weights, norm, m = pairs_of(obj, part, s, prep, data, state, props, obj._swapped)
         size = max(m, 1)
         out = CU.Outputs(g, h, cuda.device_array(size, np.float64), cuda.device_array((2, size), np.float64),
                          cuda.device_array((2, size), np.int64))

@@ -1,9 +1,10 @@
 """The raw pair terms of each pairwise customobj loss, for :class:`customobj.clicks.Unbiased`.
 
 Debiasing divides each pair by the propensities of its rows' positions, so it needs the pairs one
-by one: ``(i, j, lam, hess, cost, est)`` before pair weights and normalisation (see
-``customobj.clicks._kernels``). Pairwise losses give them from their pair lists and ``pair_terms``;
-LambdaRank from its couplings on the unweighted data (``lambdarank_pair_terms``).
+by one: ``(i, j, lam, hess, cost, est)``, debiased, before pair weights and normalisation (see
+``customobj.clicks._kernels``). Pairwise losses give them from their pair lists and ``pair_terms``
+(``loss_pair_terms``); LambdaRank from its own pass on the unweighted data, the propensities passed
+into its pair function (``LambdaRank.debiased_pair_terms``, XGBoost's ``LambdaGrad<unbiased>``).
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import numpy as np
 from . import _kernels as CK
 from ..objectives._arrays import kernel_weights
 from ..objectives._pair_sets import ListedPairs
-from ..objectives._parity import CONVENTIONS
 from ..objectives._pointwise_kernels import squared_error_grad_hess, squared_error_loss
 from ..objectives.base import Objective
 from ..objectives.composite import Scaled, Sum
@@ -31,7 +31,7 @@ class PairTerms(NamedTuple):
     """One loss's raw pair terms and how to weigh them (the kernels' records, ``_kernels``)."""
 
     rows: CK.PairRows  # (i, j, qid): the clicked row i should rank above j
-    terms: CK.RawTerms  # (lam, hess, cost, est)
+    terms: CK.DebiasedTerms  # (lam, hess, cost, est)
     weights: CK.PairWeights
     norm: bool  # LambdaRank's per-query log2(1 + S) / S on the debiased lambdas
     extra_loss: float  # loss of a part that is not pairs (QBRank's labelled rows)
@@ -63,25 +63,23 @@ def _diagonal(objective: Any) -> bool:
     return objective.pair_spec().hmul != 1.0
 
 
-def _lambdarank(part, scores, prep, unweighted, row_query, swapped):
-    i, j, c = part.pair_couplings_prepared(scores, unweighted)
+def _lambdarank(part, scores, prep, unweighted, row_query, props, swapped):
+    i, j, h, t = part.debiased_pair_terms(scores, unweighted, props.pos, props.tplus, props.tminus, swapped)
     rows = CK.PairRows(i, j, row_query[i])
-    terms = CK.raw_terms(i.size)
-    CK.lambdarank_pair_terms(scores, rows, c, prep.groups.n_groups, part.sigma,
-                             CONVENTIONS[part.convention].hess_scale, part.norm, swapped, terms)
+    terms = CK.DebiasedTerms(t.lam, h, t.cost, t.est)
     state = prep.state_for(part)
     w, use_w = kernel_weights(prep.weight if state.weight is None else state.weight)
     return PairTerms(rows, terms, CK.PairWeights(w, use_w, _EMPTY, False), part.norm, 0.0)
 
 
-def pair_terms_of(part, scores, prep, unweighted, row_query, out_grad, out_hess, scale,
+def pair_terms_of(part, scores, prep, unweighted, row_query, props, out_grad, out_hess, scale,
                   swapped) -> PairTerms:
-    """The raw pair terms of one pairwise leaf at ``scores`` (``swapped``: the estimate sums the
-    swapped pairs' losses; ``row_query``: each row's query, from the once-per-data-set state); a
-    QBRank's labelled-row term is added to ``out_grad`` / ``out_hess`` here (times ``scale``),
-    undebiased."""
+    """The debiased pair terms of one pairwise leaf at ``scores`` (``props``: the
+    ``_kernels.Propensities`` of the rows' positions; ``swapped``: the estimate sums the swapped
+    pairs' losses; ``row_query``: each row's query, from the once-per-data-set state); a QBRank's
+    labelled-row term is added to ``out_grad`` / ``out_hess`` here (times ``scale``), undebiased."""
     if isinstance(part, LambdaRank):
-        return _lambdarank(part, scores, prep, unweighted, row_query, swapped)
+        return _lambdarank(part, scores, prep, unweighted, row_query, props, swapped)
     w, use_w = kernel_weights(prep.weight)
     state = prep.state_for(part)
     extra = 0.0
@@ -95,7 +93,7 @@ def pair_terms_of(part, scores, prep, unweighted, row_query, out_grad, out_hess,
         out_grad += scale * g
         out_hess += scale * h
         extra = squared_error_loss(scores, prep.labels, labeled_weight, True)
-    terms = CK.raw_terms(lp.pi.size)
-    CK.loss_pair_terms(scores, lp.pi, lp.pj, lp.theta, lp.spec.kind, lp.spec.scale, swapped, terms)
+    terms = CK.debiased_terms(lp.pi.size)
+    CK.loss_pair_terms(scores, lp.pi, lp.pj, lp.theta, lp.spec.kind, lp.spec.scale, swapped, props, terms)
     return PairTerms(CK.PairRows(lp.pi, lp.pj, row_query[lp.pi]), terms,
                      CK.PairWeights(w, use_w, lp.pair_w, lp.use_pw), False, extra)

@@ -59,14 +59,25 @@ def _lambdarank_inputs(obj: Any, s: Any, prep: Any, data: Any) -> tuple:
                      int(inp.trunc), float(inp.sigma), bool(inp.norm)), float(inp.hess_scale)
 
 
-def lambdarank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+def _lambdarank_setup(obj: Any, s: Any, prep: Any, data: Any) -> tuple:
+    """The first two launches of every LambdaRank pass (each query sorted, its tables filled);
+    returns ``(Inputs, hess_scale, scratch)``."""
     from . import _cuda_lambdarank as CL
 
     inp, hess_scale = _lambdarank_inputs(obj, s, prep, data)
     n, nq = data.n_rows, data.n_queries
-    order, pos, F, Q, factor = CL.scratch(data, n, nq)
+    scratch = CL.scratch(data, n, nq)
+    order, pos, F, Q, _ = scratch
     launch(CL.rank_rows, n, s, data.ptr, data.qid, order, pos)
     launch(CL.setup_queries, nq, s, inp, order, F, Q)
+    return inp, hess_scale, scratch
+
+
+def lambdarank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    from . import _cuda_lambdarank as CL
+
+    inp, hess_scale, (order, pos, F, Q, factor) = _lambdarank_setup(obj, s, prep, data)
+    n, nq = data.n_rows, data.n_queries
     launch(CL.pair_rows, n, inp, pos, F, Q)
     launch(CL.finish_queries, nq, inp, hess_scale, F, Q, factor)
     launch(CL.write_rows, n, data.qid, pos, data.ptr, F, Q, factor, g, h)
@@ -83,6 +94,24 @@ def lambdarank_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: Pa
     if out[0].shape[0] > 0:
         launch(CL.fill_pairs, nq, inp, order, F, Q, factor, offsets, *out)
     return out
+
+
+def lambdarank_debiased_terms(obj: Any, s: Any, prep: Any, data: Any, position: Any, tplus: Any, tminus: Any,
+                              swapped: bool, pair_buffer: PairBuffer) -> tuple:
+    """``(i, j, h, Debias)``: ``LambdaRank.debiased_pair_terms`` on the device (device ``position``,
+    ``tplus``, ``tminus``), pairs by query from ``segments(data, n_queries)[1]``."""
+    from . import _cuda_lambdarank as CL
+    from ._lambdarank_records import Debias
+
+    inp, hess_scale, (order, _, F, Q, _) = _lambdarank_setup(obj, s, prep, data)
+    nq = data.n_queries
+    offsets, out = sized(segments(data, nq), pair_buffer, CL.count_pairs, nq, inp, F, Q)
+    m = out[0].shape[0]
+    deb = Debias(position, tplus, tminus, bool(swapped),
+                 *(data.cuda.device_array(max(m, 1), np.float64) for _ in range(3)))
+    if m > 0:
+        launch(CL.fill_terms, nq, inp, hess_scale, order, F, Q, offsets, deb, *out)
+    return (*out, deb)
 
 
 # --- pair losses -----------------------------------------------------------------------------------
