@@ -346,6 +346,29 @@ def test_extreme_scores_stay_finite(log):
         assert np.all(np.isfinite(obj.fitted_attributes()["position_bias_"]))
 
 
+def test_a_subclass_is_debiased_through_its_parents_pair_source(log):
+    """Issue 31 item 3: Unbiased asks the loss for its pairs (``pair_source``), no isinstance on LambdaRank."""
+    class MyRank(LambdaRank):
+        pass
+
+    class MyQB(QBRank):
+        pass
+
+    s = _scores(log.y.size, seed=5)
+    for base, sub in ((LambdaRank(norm=True), MyRank(norm=True)), (QBRank(w=0.7), MyQB(w=0.7))):
+        want = Unbiased(base).grad_hess(s, log.y, log.group)
+        got = Unbiased(sub).grad_hess(s, log.y, log.group)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+
+    class NoPairs(RankNet):
+        def pair_source(self):
+            return customobj.objectives.base.PairSource.NONE
+
+    with pytest.raises(TypeError, match="cannot debias"):
+        Unbiased(NoPairs())
+
+
 def test_widely_misordered_pairs_keep_their_lambdas(log):
     """Regression: LambdaRank's raw lambdas were recovered from its couplings, whose ``rho (1 - rho)``
     is exactly 0 once a clicked row sits ``sigma d < -37`` below, so those pairs, the most misordered,

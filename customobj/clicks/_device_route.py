@@ -23,8 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..objectives import _cuda_routes as R
-from ..objectives._arrays import kernel_weights
-from ..objectives.listwise import LambdaRank
+from ..objectives.base import PairSource
 from . import _kernels as CK
 from ._pairs import leaf_parts
 
@@ -41,9 +40,9 @@ def _terms(cuda: Any, m: int) -> CK.DebiasedTerms:
     return CK.DebiasedTerms(*(cuda.device_array(max(m, 1), np.float64) for _ in range(4)))
 
 
-def _lambdarank(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props: CK.Propensities,
-                swapped: bool) -> tuple:
-    """``(QueryPairs, DebiasedTerms, PairWeights, norm, pairs)`` of a LambdaRank leaf: its own pass
+def _own_pass(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props: CK.Propensities,
+              swapped: bool) -> tuple:
+    """``(QueryPairs, DebiasedTerms, PairWeights, norm, pairs)`` of an ``OWN_PASS`` leaf (LambdaRank): its own pass
     on the unweighted data with the propensities passed into its pair function (the CPU's
     ``LambdaRank.debiased_pair_terms``)."""
     from ..objectives import devices
@@ -61,15 +60,9 @@ def _lambdarank(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, p
                                              buffer)
     qp = CU.QueryPairs(i, j, du.ptr, False, R.segments(du, du.n_queries)[1])  # pairs by query: no permutation
     terms = CK.DebiasedTerms(t.lam, h, t.cost, t.est)
-    own = prep.state_for(part).weight  # a convention's per-query weights, else the data's
-
-    def weights() -> tuple:
-        w, _ = kernel_weights(prep.weight if own is None else own)
-        return (_padded(w, np.float64),)
-
-    w = data.arrays((obj, part, "unbiased_weights"), weights)[0]
-    use_w = kernel_weights(prep.weight if own is None else own)[1]
-    return qp, terms, CK.PairWeights(w, use_w, w, False), bool(part.norm), int(i.shape[0])
+    inp = part.pass_inputs(s, prep)  # the row weights its own pass takes (a convention's, or the data's), its norm
+    w = data.arrays((obj, part, "unbiased_weights"), lambda: (_padded(inp.weights, np.float64),))[0]
+    return qp, terms, CK.PairWeights(w, bool(inp.use_weights), w, False), bool(inp.norm), int(i.shape[0])
 
 
 def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props: CK.Propensities,
@@ -121,7 +114,7 @@ def _labelled_rows(part: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> N
     """QBRank's squared error on its labelled rows (``_pairs.pair_terms_of``: undebiased)."""
     from ..objectives import _cuda_pointwise as CW
 
-    lab_w = prep.state_for(part).labeled_weight
+    lab_w = part.squared_error_weight(prep)
     w = data.array((part, "unbiased_labeled_weight"), lambda: lab_w)
     R.launch(CW.squared_error_rows, data.n_rows, s, data.labels, w, True, g, h)
 
@@ -143,9 +136,9 @@ def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
         if not part.pairwise:
             _add_part((obj, n), part.device_route().grad_hess, part, scale, s, prep, data, g, h)
             continue
-        if getattr(prep.state_for(part), "labeled_weight", None) is not None:
+        if part.squared_error_weight(prep) is not None:
             _add_part((obj, n), _labelled_rows, part, scale, s, prep, data, g, h)
-        pairs_of = _lambdarank if isinstance(part, LambdaRank) else _listed
+        pairs_of = _own_pass if part.pair_source() == PairSource.OWN_PASS else _listed  # leaf_parts: OWN_PASS or LISTED
         qp, terms, weights, norm, m = pairs_of(obj, part, s, prep, data, state, props, obj._swapped)
         size = max(m, 1)
         out = CU.Outputs(g, h, cuda.device_array(size, np.float64), cuda.device_array((2, size), np.float64),

@@ -41,8 +41,9 @@ objective documents its surrogate.
 from __future__ import annotations
 
 import numbers
+from enum import IntEnum
 from importlib import import_module
-from typing import Callable, NamedTuple, Optional, Tuple
+from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -53,7 +54,7 @@ from ..groups import GroupLike
 from ._arrays import freeze_option, zero_fill
 from .prepared import Prepared
 
-__all__ = ["Objective", "Prepared", "DeviceRoute"]
+__all__ = ["Objective", "Prepared", "DeviceRoute", "PairSource"]
 #: The device seam (``objectives.devices``), imported by name when device scores arrive: it imports the
 #: objectives' routes, and a plain import here would be a cycle; it also loads numba.cuda lazily, which
 #: the CPU path never pays for.
@@ -80,6 +81,22 @@ class DeviceRoute(NamedTuple):
 
     grad_hess: Callable
     couplings: Optional[Callable] = None
+
+
+class PairSource(IntEnum):
+    """Where position debiasing (``customobj.clicks.Unbiased``) takes a loss's pairs from, one by one
+    (:meth:`Objective.pair_source`)."""
+
+    NONE = 0  # no pairs it can debias (pointwise and listwise losses, a diagonal hessian bound)
+    OWN_PASS = 1  # the loss's own pass with the propensities in its pair function: debiased_pair_terms (LambdaRank)
+    LISTED = 2  # its listed_pairs(prep), their terms debiased by customobj.clicks (the pair losses)
+
+
+def listed_source(spec: Any) -> PairSource:
+    """A pair loss's :class:`PairSource` from its ``PairSpec``: ``LISTED``, or ``NONE`` when a hessian
+    multiplier (QBRank(hessian="upper_bound")'s 2) bounds each pair's hessian block by a diagonal, so
+    there are no pair couplings to debias."""
+    return PairSource.LISTED if spec.hmul == 1.0 else PairSource.NONE
 
 
 class Objective:
@@ -315,6 +332,25 @@ class Objective:
         """
         raise NotImplementedError(f"{type(self).__name__} has no GPU kernel yet (its CPU kernels have no numba.cuda "
                                   "twin): pass host (numpy) scores to run it on the CPU")
+
+    def pair_source(self) -> PairSource:
+        """Where ``customobj.clicks.Unbiased`` takes this loss's pairs from (:class:`PairSource`); a
+        subclass inherits its parent's. ``NONE`` here: no pairs to debias.
+
+        Examples
+        --------
+        >>> import customobj
+        >>> customobj.LambdaRank().pair_source().name, customobj.RankNet().pair_source().name
+        ('OWN_PASS', 'LISTED')
+        >>> customobj.QBRank(hessian="upper_bound").pair_source().name  # a diagonal bound: no pair couplings
+        'NONE'
+        """
+        return PairSource.NONE
+
+    def squared_error_weight(self, prep: Prepared) -> Optional[np.ndarray]:
+        """Row weights of the squared-error term the loss adds beside its pairs on ``prep`` (QBRank's
+        labelled rows), which ``customobj.clicks.Unbiased`` adds undebiased; ``None`` (here) without one."""
+        return None
 
     # --- to implement ----------------------------------------------------------------------------
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):  # pragma: no cover - abstract

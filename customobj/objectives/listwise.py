@@ -20,7 +20,7 @@ from .._validation import (
     check_positive,
 )
 from ._arrays import kernel_weights, query_sums
-from .base import DeviceRoute, Objective, Prepared
+from .base import DeviceRoute, Objective, PairSource, Prepared
 from . import _lambdarank_kernels as LK
 from . import _parity as P
 from . import _structured_kernels as SK
@@ -306,6 +306,11 @@ class LambdaRank(Objective):
 
     def _grad_hess_couplings_into(self, scores, prep, state, out_grad, out_hess, pair_buffer):
         return self._couplings(scores, prep, state, True, out_grad, out_hess, pair_buffer)
+
+    def pair_source(self) -> PairSource:
+        """``OWN_PASS``: position debiasing runs its own pass, the propensities passed into its pair
+        function (:meth:`debiased_pair_terms`)."""
+        return PairSource.OWN_PASS
 
     def debiased_pair_terms(self, scores: np.ndarray, prep: Prepared, position: np.ndarray, tplus: np.ndarray,
                             tminus: np.ndarray, swapped: bool) -> "tuple[np.ndarray, np.ndarray, np.ndarray, LK.Debias]":
