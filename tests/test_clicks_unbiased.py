@@ -1,7 +1,7 @@
-"""Tests of customobj/clicks/unbiased.py (Unbiased), with its kernels customobj/clicks/_kernels.py and
-the pair terms of customobj/clicks/_pairs.py: against the wrapped objective (unit propensities), a slow
-reference of the debiasing and of eq. 30-31, finite differences, XGBoost's lambdarank_unbiased,
-and the three trainers."""
+"""Tests of customobj/clicks/unbiased.py (Unbiased), with its kernels customobj/clicks/_kernels.py
+(the pair sources of customobj/clicks/_pairs.py: tests/test_clicks_pairs.py): against the wrapped
+objective (unit propensities), a slow reference of the debiasing and of eq. 30-31, finite
+differences, XGBoost's lambdarank_unbiased, and the three trainers."""
 from __future__ import annotations
 
 import json
@@ -344,42 +344,6 @@ def test_extreme_scores_stay_finite(log):
             g, h = obj.grad_hess(s, log.y, log.group)
         assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h >= 0)
         assert np.all(np.isfinite(obj.fitted_attributes()["position_bias_"]))
-
-
-def test_a_subclass_is_debiased_through_its_parents_pair_source(log):
-    """Issue 31 item 3: Unbiased asks the loss for its pairs (``pair_source``), no isinstance on LambdaRank."""
-    class MyRank(LambdaRank):
-        pass
-
-    class MyQB(QBRank):
-        pass
-
-    s = _scores(log.y.size, seed=5)
-    for base, sub in ((LambdaRank(norm=True), MyRank(norm=True)), (QBRank(w=0.7), MyQB(w=0.7))):
-        want = Unbiased(base).grad_hess(s, log.y, log.group)
-        got = Unbiased(sub).grad_hess(s, log.y, log.group)
-        np.testing.assert_array_equal(got[0], want[0])
-        np.testing.assert_array_equal(got[1], want[1])
-
-    class NoPairs(RankNet):
-        def pair_source(self):
-            return customobj.objectives.base.PairSource.NONE
-
-    with pytest.raises(TypeError, match="cannot debias"):
-        Unbiased(NoPairs())
-
-
-def test_widely_misordered_pairs_keep_their_lambdas(log):
-    """Regression: LambdaRank's raw lambdas were recovered from its couplings, whose ``rho (1 - rho)``
-    is exactly 0 once a clicked row sits ``sigma d < -37`` below, so those pairs, the most misordered,
-    lost their lambdas; the propensities now go into LambdaRank's pair function (TERMS pass)."""
-    s = np.where(log.y > 0, -25.0, 25.0)
-    for base in (LambdaRank(), LambdaRank(norm=True, metric="err")):
-        g0, h0 = base.grad_hess(s, log.y, log.group)
-        g1, h1 = Unbiased(base, propensity=np.ones(10), query_norm=False).grad_hess(s, log.y, log.group)
-        assert np.abs(g0).max() > 0.01
-        np.testing.assert_allclose(g1, g0, rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(h1, h0, rtol=1e-10, atol=1e-12)
 
 
 def test_estimated_propensities_track_the_examination_curve():
