@@ -52,13 +52,12 @@ from .._device import device_of
 from .._validation import SCORE_LIMIT, as_1d_float, as_scores
 from ..groups import GroupLike
 from ._arrays import freeze_option, zero_fill
+# The device seam: it loads numba.cuda only when device scores arrive (the CPU path never pays for it)
+# and reads the objectives only through their public methods (no import of this module).
+from . import devices as _devices
 from .prepared import Prepared
 
 __all__ = ["Objective", "Prepared", "DeviceRoute", "PairSource"]
-#: The device seam (``objectives.devices``), imported by name when device scores arrive: it imports the
-#: objectives' routes, and a plain import here would be a cycle; it also loads numba.cuda lazily, which
-#: the CPU path never pays for.
-_SEAM = ".devices"
 #: Sums and scalings of objectives: imported on use, since they are objectives themselves (no import cycle).
 _COMPOSITE = ".composite"
 
@@ -240,7 +239,7 @@ class Objective:
         """Gradient ``dL/ds`` and diagonal hessian (float64, ``hess >= 0``); computed on the GPU as numba
         device arrays when ``scores`` are there (the device follows the data: ``objectives.devices``)."""
         if device_of(scores).is_cuda:
-            return import_module(_SEAM, __package__).grad_hess(self, scores, labels, group, weight)
+            return _devices.grad_hess(self, scores, labels, group, weight)
         return self.grad_hess_prepared(scores, self._public_prep(labels, group, weight))
 
     def loss(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
@@ -256,7 +255,7 @@ class Objective:
     def grad_hess_prepared(self, scores: npt.ArrayLike, prep: Prepared, out_grad: "np.ndarray | None" = None,
                            out_hess: "np.ndarray | None" = None) -> "tuple[np.ndarray, np.ndarray]":
         if device_of(scores).is_cuda:
-            return import_module(_SEAM, __package__).grad_hess_prepared(self, scores, prep, out_grad, out_hess)
+            return _devices.grad_hess_prepared(self, scores, prep, out_grad, out_hess)
         s = self._check_scores(scores, prep)
         out_grad, out_hess = self._zeroed_outputs(s.shape, out_grad, out_hess)
         self._grad_hess(s, prep, prep.state_for(self), out_grad, out_hess)
