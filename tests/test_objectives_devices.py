@@ -214,6 +214,7 @@ LROWS = T.NamedTuple([f1, i1, i1, i1, i1, i1, i1, f1, b], CP.LabelRows)
 PL = T.NamedTuple([i1, i1, f1, f1, b, f1, b], CP.PairList)
 SPEC = T.NamedTuple([i, i, f, f, f], PairSpec)
 SROWS = T.NamedTuple([f1, i1, f1, b, i1], CS.Rows)
+DEB = T.NamedTuple([i1, f1, f1, b, f1, f1, f1], Debias)
 # The argument types the seam (customobj/objectives/devices.py) and adapters/_cuda.py launch them with.
 SIGNATURES = [
     (CL.rank_rows, (f1, i1, i1, i1, i1)),
@@ -238,10 +239,9 @@ SIGNATURES = [
     # the pair couplings (customobj/objectives/_cuda_couplings.py), rows as int32 (the booster's) and int64
     (CL.count_pairs, (LR, f2, i2, i1)),
     (CL.scan_pairs, (i1, i, i1)),
-    (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, j1, j1, f1)),
-    (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, i1, i1, f1)),
-    # Unbiased's LambdaRank terms (customobj/clicks/_device_route.py), its Debias record of device arrays
-    (CL.fill_terms, (LR, f, i1, f2, i2, i1, T.NamedTuple([i1, f1, f1, b, f1, f1, f1], Debias), i1, i1, f1)),
+    # with the Debias record of device arrays of Unbiased's LambdaRank terms (customobj/clicks/_device_route.py)
+    (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, b, DEB, j1, j1, f1)),
+    (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, b, DEB, i1, i1, f1)),
     (CP.count_kept_pairs, (f1, PL, SPEC, i, i1)),
     (CP.fill_kept_pairs, (f1, PL, SPEC, i, i1, j1, j1, f1)),
     (CP.count_in_bag, (j1, j1, f1, T.boolean[::1], i, i1)),

@@ -65,10 +65,8 @@ def loss_terms_pairs(scores, pi, pj, theta, kind, scale, swapped, props, out):
     p = cuda.grid(1)
     if p >= pi.shape[0]:
         return
-    i = pi[p]
-    j = pj[p]
-    _, tp, tm = _tracked(props.pos[i], props.pos[j], props.tplus, props.tminus)
-    lam, h, cost, est = _loss_terms(kind, scores[i] - scores[j], theta[p], scale, tp, tm, swapped)
+    _, tp, tm = _tracked(props.pos[pi[p]], props.pos[pj[p]], props.tplus, props.tminus)
+    lam, h, cost, est = _loss_terms(kind, scores[pi[p]] - scores[pj[p]], theta[p], scale, tp, tm, swapped)
     out.lam[p] = lam
     out.hess[p] = h
     out.cost[p] = cost

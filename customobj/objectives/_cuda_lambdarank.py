@@ -23,9 +23,9 @@ The pair couplings (``_lambdarank_kernels.lambdarank_couplings``' COUNT and FILL
 ``_cuda_couplings``) reuse the scratch of launches 1, 2 and 4, one thread per query:
 ``count_pairs`` (pairs with nonzero ``|dZ|``), ``scan_pairs`` (one thread: the queries' offsets, in
 query order) and ``fill_pairs`` (rows ``i`` above ``j`` by label, coupling ``h`` times the query's
-hessian factor), in the CPU's order: by query, upper position, lower position. ``fill_terms`` is
-the CPU's TERMS pass (``customobj.clicks.Unbiased``): the same pairs after launches 1 and 2, with
-their terms debiased by the propensities of the rows' positions (``_lambdarank_terms.unbiased_pair``).
+hessian factor), in the CPU's order: by query, upper position, lower position. ``fill_pairs`` also
+runs the CPU's TERMS pass (``customobj.clicks.Unbiased``): the same pairs after launches 1 and 2,
+with their terms debiased by the propensities of the rows' positions (``_lambdarank_terms.unbiased_pair``).
 
 Positions are 0-based and relative to the query start; every per-position table is a row of ``F``
 named by the CPU's ``Channel``, indexed ``start + position``. The data set's arrays and the
@@ -294,9 +294,14 @@ def scan_pairs(counts, nq, offsets):
 
 
 @cuda.jit(cache=True)
-def fill_pairs(inp, order, F, Q, factor, offsets, out_i, out_j, out_c):
+def fill_pairs(inp, order, F, Q, factor, offsets, terms, deb, out_i, out_j, out_c):
     """Per query: its pairs from ``offsets[q]``, by upper then lower position: ``out_i`` the row of
-    the higher label, ``out_j`` the other, ``out_c`` the coupling ``h`` times the hessian factor."""
+    the higher label, ``out_j`` the other, ``out_c`` the coupling ``h`` times the hessian factor
+    ``factor[1, q]``. With ``terms`` (the CPU's TERMS pass, after ``rank_rows`` and ``setup_queries``
+    only; ``factor[1]`` the hessian scale), each pair's terms debiased by ``t+`` of the better row's
+    position and ``t-`` of the other's (``_lambdarank_terms.unbiased_pair``; ``deb`` a
+    ``_lambdarank_records.Debias`` of device arrays) go to ``deb.lam`` / ``deb.cost`` / ``deb.est``
+    and the debiased hessian to ``out_c``; unnormalised."""
     q = cuda.grid(1)
     if q >= inp.ptr.shape[0] - 1:
         return
@@ -307,31 +312,6 @@ def fill_pairs(inp, order, F, Q, factor, offsets, out_i, out_j, out_c):
     t = offsets[q]
     for a in range(min(c.n - 1, c.lim)):
         for b in range(a + 1, c.n):
-            if _pair_dz(inp, F, c, a, b) == 0.0:
-                continue
-            _, _, h = _pair(inp, F, c, a, b)
-            hi, lo = (a, b) if F[G, c.start + a] > F[G, c.start + b] else (b, a)
-            out_i[t] = order[c.start + hi]
-            out_j[t] = order[c.start + lo]
-            out_c[t] = h * hf
-            t += 1
-
-
-@cuda.jit(cache=True)
-def fill_terms(inp, hess_scale, order, F, Q, offsets, deb, out_i, out_j, out_h):
-    """Per query: ``fill_pairs``' pairs (after ``rank_rows`` and ``setup_queries`` only) with their
-    terms debiased by ``t+`` of the better row's position and ``t-`` of the other's (the CPU's TERMS
-    pass; ``deb`` a ``_lambdarank_records.Debias`` of device arrays): ``out_h`` the hessian times
-    ``hess_scale``, ``deb.lam`` / ``deb.cost`` / ``deb.est``; unnormalised."""
-    q = cuda.grid(1)
-    if q >= inp.ptr.shape[0] - 1:
-        return
-    c = _cut(inp, q, F, Q)
-    if c.lim < 0:
-        return
-    t = offsets[q]
-    for a in range(min(c.n - 1, c.lim)):
-        for b in range(a + 1, c.n):
             dz = _pair_dz(inp, F, c, a, b)
             if dz == 0.0:
                 continue
@@ -339,12 +319,13 @@ def fill_terms(inp, hess_scale, order, F, Q, offsets, deb, out_i, out_j, out_h):
             hi, lo = (a, b) if sg > 0 else (b, a)
             i = order[c.start + hi]
             j = order[c.start + lo]
-            _, tp, tm = _tracked(deb.pos[i], deb.pos[j], deb.tplus, deb.tminus)
-            lam, h, cost, est = _unbiased_pair(lam, h, dz, d, inp.sigma, tp, tm, deb.swapped)
+            if terms:
+                _, tp, tm = _tracked(deb.pos[i], deb.pos[j], deb.tplus, deb.tminus)
+                lam, h, cost, est = _unbiased_pair(lam, h, dz, d, inp.sigma, tp, tm, deb.swapped)
+                deb.lam[t] = lam
+                deb.cost[t] = cost
+                deb.est[t] = est
             out_i[t] = i
             out_j[t] = j
-            out_h[t] = h * hess_scale
-            deb.lam[t] = lam
-            deb.cost[t] = cost
-            deb.est[t] = est
+            out_c[t] = h * hf
             t += 1

@@ -92,8 +92,21 @@ def lambdarank_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: Pa
     order, _, F, Q, factor = CL.scratch(data, data.n_rows, nq)
     offsets, out = sized(segments(data, nq), pair_buffer, CL.count_pairs, nq, inp, F, Q)
     if out[0].shape[0] > 0:
-        launch(CL.fill_pairs, nq, inp, order, F, Q, factor, offsets, *out)
+        launch(CL.fill_pairs, nq, inp, order, F, Q, factor, offsets, False, _debias(data, 0), *out)
     return out
+
+
+def _debias(data: Any, m: int, position: Any = None, tplus: Any = None, tminus: Any = None,
+            swapped: bool = False) -> Any:
+    """A ``_lambdarank_records.Debias`` of device arrays for ``m`` pairs' terms; without ``position``
+    (plain couplings) one-entry stand-ins the kernel never reads, kept across rounds."""
+    from ._lambdarank_records import Debias
+
+    if position is None:
+        pos, stand_in = data.scratch("no_debias_pos", (1,), np.int64), data.scratch("no_debias", (1,), np.float64)
+        return Debias(pos, stand_in, stand_in, False, stand_in, stand_in, stand_in)
+    return Debias(position, tplus, tminus, bool(swapped),
+                  *(data.cuda.device_array(max(m, 1), np.float64) for _ in range(3)))
 
 
 def lambdarank_debiased_terms(obj: Any, s: Any, prep: Any, data: Any, position: Any, tplus: Any, tminus: Any,
@@ -101,16 +114,17 @@ def lambdarank_debiased_terms(obj: Any, s: Any, prep: Any, data: Any, position: 
     """``(i, j, h, Debias)``: ``LambdaRank.debiased_pair_terms`` on the device (device ``position``,
     ``tplus``, ``tminus``), pairs by query from ``segments(data, n_queries)[1]``."""
     from . import _cuda_lambdarank as CL
-    from ._lambdarank_records import Debias
 
-    inp, hess_scale, (order, _, F, Q, _) = _lambdarank_setup(obj, s, prep, data)
+    inp, hess_scale, (order, _, F, Q, factor) = _lambdarank_setup(obj, s, prep, data)
     nq = data.n_queries
     offsets, out = sized(segments(data, nq), pair_buffer, CL.count_pairs, nq, inp, F, Q)
     m = out[0].shape[0]
-    deb = Debias(position, tplus, tminus, bool(swapped),
-                 *(data.cuda.device_array(max(m, 1), np.float64) for _ in range(3)))
+    deb = _debias(data, m, position, tplus, tminus, swapped)
     if m > 0:
-        launch(CL.fill_terms, nq, inp, hess_scale, order, F, Q, offsets, deb, *out)
+        from . import _cuda_pointwise as CW
+
+        launch(CW.fill, nq, factor[1], hess_scale)  # no norm factor: the hessian scale alone scales the terms
+        launch(CL.fill_pairs, nq, inp, order, F, Q, factor, offsets, True, deb, *out)
     return (*out, deb)
 
 
