@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..objectives import _cuda_routes as R
+from ..objectives._row_terms import RowKind
 from ..objectives.base import PairSource
 from . import _kernels as CK
 from ._pairs import leaf_parts
@@ -116,7 +117,7 @@ def _labelled_rows(part: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> N
 
     lab_w = part.squared_error_weight(prep)
     w = data.array((part, "unbiased_labeled_weight"), lambda: lab_w)
-    R.launch(CW.squared_error_rows, data.n_rows, s, data.labels, w, True, g, h)
+    R.launch(CW.pointwise_rows, data.n_rows, int(RowKind.SQUARED_ERROR), s, data.labels, w, True, 0.0, g, h)
 
 
 def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 from .._cuda_runtime import THREADS, blocks
 from . import _pairwise_kernels as PK
 from ._pair_sets import row_incidence
+from ._row_terms import RowKind
 
 #: ``m -> (i, j, c)``: device arrays of length ``m`` the pairs are written to.
 PairBuffer = Callable[[int], tuple]
@@ -195,7 +196,7 @@ def qbrank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
         _pair_list(obj, "explicit", s, data, g, h, tuple(state.explicit), None, spec)
     if state.labeled_weight is not None:
         lab_w = data.array((obj, "labeled_weight"), lambda: state.labeled_weight)
-        launch(CW.squared_error_rows, data.n_rows, s, data.labels, lab_w, True, g, h)
+        launch(CW.pointwise_rows, data.n_rows, int(RowKind.SQUARED_ERROR), s, data.labels, lab_w, True, 0.0, g, h)
 
 
 def preference_pairs(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
@@ -262,26 +263,35 @@ def segments(data: Any, n_seg: int) -> tuple:
 
 
 # --- pointwise, structured, composites ---------------------------------------------------------------
-def pointwise(kernel_name: str, *params: str) -> Callable:
-    """The route of a pointwise loss: one thread per row of ``_cuda_pointwise.<kernel_name>``, with
-    the objective's attributes ``params`` after the weights."""
+def _row_weights(obj: Any, prep: Any, data: Any) -> tuple:
+    state = prep.state_for(obj)
+    if state is None:
+        return data.weights, data.use_weights
+    return data.array((obj, "weight"), lambda: state), True  # Logistic(balanced=True): its state is the row weights
+
+
+def pointwise(kind: RowKind, param: Optional[str] = None) -> Callable:
+    """The route of a pointwise loss: one thread per row of ``_cuda_pointwise.pointwise_rows`` with
+    its :class:`~._row_terms.RowKind` and the objective's attribute ``param``."""
     def route(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
         from . import _cuda_pointwise as CW
 
-        state = prep.state_for(obj)
-        if state is None:
-            w, use_w = data.weights, data.use_weights
-        else:  # Logistic(balanced=True): its state is the row weights
-            w, use_w = data.array((obj, "weight"), lambda: state), True
-        launch(getattr(CW, kernel_name), data.n_rows, s, data.labels, w, use_w,
-               *(getattr(obj, a) for a in params), g, h)
+        w, use_w = _row_weights(obj, prep, data)
+        p = float(getattr(obj, param)) if param is not None else 0.0
+        launch(CW.pointwise_rows, data.n_rows, int(kind), s, data.labels, w, use_w, p, g, h)
     return route
 
 
-SQUARED_ERROR = pointwise("squared_error_rows")
-LOGISTIC = pointwise("logistic_rows", "sigma")
-SQUARED_HINGE = pointwise("squared_hinge_rows", "C")
-MCRANK = pointwise("mcrank_rows")
+SQUARED_ERROR = pointwise(RowKind.SQUARED_ERROR)
+LOGISTIC = pointwise(RowKind.LOGISTIC, "sigma")
+SQUARED_HINGE = pointwise(RowKind.SQUARED_HINGE, "C")
+
+
+def mcrank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """McRank's route: one thread per row of ``_cuda_pointwise.mcrank_rows`` (a softmax over its outputs)."""
+    from . import _cuda_pointwise as CW
+
+    launch(CW.mcrank_rows, data.n_rows, s, data.labels, *_row_weights(obj, prep, data), g, h)
 
 
 def structured(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
