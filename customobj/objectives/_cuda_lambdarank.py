@@ -100,18 +100,27 @@ def query_bounds(ptr, qid, i):
     return ptr[q], ptr[q + 1]
 
 
+@cuda.jit(device=True)
+def rank_in_query(keys, use_keys, scores, start, end, i):
+    """Row ``i``'s position among the rows ``start:end`` sorted by descending ``keys`` (when
+    ``use_keys``), then descending score, ties by row order (a stable sort's), by counting: O(n)."""
+    ki = keys[i] if use_keys else 0.0
+    si = scores[i]
+    r = 0
+    for j in range(start, end):
+        kj = keys[j] if use_keys else 0.0
+        if kj > ki or (kj == ki and (scores[j] > si or (scores[j] == si and j < i))):
+            r += 1
+    return r
+
+
 @cuda.jit(cache=True)
 def rank_rows(scores, ptr, qid, order, pos):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
         return
     start, end = query_bounds(ptr, qid, i)
-    si = scores[i]
-    r = 0
-    for j in range(start, end):
-        sj = scores[j]
-        if sj > si or (sj == si and j < i):
-            r += 1
+    r = rank_in_query(scores, False, scores, start, end, i)
     pos[i] = r
     order[start + r] = i
 
