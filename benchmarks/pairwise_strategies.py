@@ -7,6 +7,7 @@ materialised pair list. Run: python benchmarks/pairwise_strategies.py [n_queries
 import sys
 import time
 
+import numba
 import numpy as np
 from numba import njit
 
@@ -51,6 +52,15 @@ def specialised_ranknet(scores, ptr, order, lower, sigma, out_grad, out_hess):
             out_hess[i] += hh
 
 
+def one_thread(kernel, *args):
+    saved = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        return kernel(*args)
+    finally:
+        numba.set_num_threads(saved)
+
+
 def best_of(fn, repeat=5):
     fn()
     times = []
@@ -80,7 +90,7 @@ def main(nq=2000, rows=120):
         spec = PK.pair_spec(kind, PK.Theta.CONST, 1.0, 1.0)
         res = {
             "direct double loop": lambda: direct_grad_hess(scores, labels, ptr, spec.kind, 1.0, g, h),
-            "sorted blocks, serial": lambda: PK.label_pairs_grad_hess(
+            "sorted blocks, one thread": lambda: one_thread(PK.label_pairs_grad_hess_parallel,
                 scores, labels, ptr, order, lower, E, False, spec, g, h),
             "sorted blocks, prange": lambda: PK.label_pairs_grad_hess_parallel(
                 scores, labels, ptr, order, lower, E, False, spec, g, h),

@@ -1,7 +1,7 @@
-"""Tests of customobj/clicks/unbiased.py (Unbiased), with its kernels customobj/clicks/_kernels.py and
-the pair terms of customobj/clicks/_pairs.py: against the wrapped objective (unit propensities), a slow
-reference of the debiasing and of eq. 30-31, finite differences, XGBoost's lambdarank_unbiased,
-and the three trainers."""
+"""Tests of customobj/clicks/unbiased.py (Unbiased), with its kernels customobj/clicks/_kernels.py
+(the pair sources of customobj/clicks/_pairs.py: tests/test_clicks_pairs.py): against the wrapped
+objective (unit propensities), a slow reference of the debiasing and of eq. 30-31, finite
+differences, XGBoost's lambdarank_unbiased, and the three trainers."""
 from __future__ import annotations
 
 import json
@@ -372,7 +372,7 @@ def test_click_kernels_take_records():
 
     from customobj.clicks import _kernels as CK
 
-    for kernel in (CK.debias_pairs, CK.lambdarank_pair_terms, CK.loss_pair_terms, CK.update_propensities):
+    for kernel in (CK.debias_pairs, CK.loss_pair_terms, CK.update_propensities):
         assert len(inspect.signature(kernel.py_func).parameters) <= 12, kernel.py_func.__name__
 
 

@@ -135,3 +135,12 @@ def test_no_import_cycle_at_import_time():
 
 def test_no_import_cycle_through_imports_inside_functions():
     assert cycles(import_graph(import_time=False)) == []
+
+
+def test_the_device_seam_is_a_plain_import_the_graph_sees():
+    """Issue 31 item 2: base reached objectives.devices through ``import_module(".devices")``, an edge
+    this graph could not see (and a cycle it hid: devices imported base); now a plain import, and
+    devices reads Objective only for annotations."""
+    graph = import_graph(import_time=True)
+    assert "customobj.objectives.devices" in graph["customobj.objectives.base"]
+    assert "customobj.objectives.base" not in graph["customobj.objectives.devices"]

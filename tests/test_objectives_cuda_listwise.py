@@ -53,9 +53,8 @@ def test_every_kernel_compiles_for_a_real_gpu():
     # The argument types customobj/objectives/_listwise_routes.py launches them with.
     assert_kernels_compile("customobj.objectives._cuda_listwise", {
         "query_rmse_queries": ("f1", "f1", "i1", "f1", "b", "f2"),
-        "query_rmse_rows": ("f1", "f1", "i1", "f1", "b", "f2", "f1", "f1"),
+        "query_rows": ("i", "f1", "i1", "f1", "f1", "b", "f", "f2", "f1", "f1"),
         "softmax_queries": ("f1", "i1", "f1", "f1", "b", "f", "f2"),
-        "softmax_rows": ("f1", "i1", "f1", "f1", "b", "f", "f2", "f1", "f1"),
         "xendcg_mass_queries": ("f1", "i1", "f1", "i", "i", "f1"),
         "xendcg_lightgbm_queries": ("f1", "f1", "i1", "i", "i", "f2"),
         "xendcg_lightgbm_rows": ("f1", "f1", "i1", "i1", "i", "i", "f1", "b", "f2", "f1", "f1"),

@@ -207,12 +207,14 @@ from customobj.objectives import _cuda_structured as CS
 f1, i1, f2, i2, b, i, f = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.int64[:, ::1], T.boolean, T.int64, T.float64
 j1 = T.int32[::1]
 from customobj.objectives._pairwise_kernels import PairSpec
+from customobj.objectives._lambdarank_records import Debias
 # The records the routes (customobj/objectives/_cuda_routes.py) pass, typed as numba types them.
 LR = T.NamedTuple([i1, i1, f1, f1, f1, f1, b, i, i, i, f, b], CL.Inputs)
 LROWS = T.NamedTuple([f1, i1, i1, i1, i1, i1, i1, f1, b], CP.LabelRows)
 PL = T.NamedTuple([i1, i1, f1, f1, b, f1, b], CP.PairList)
 SPEC = T.NamedTuple([i, i, f, f, f], PairSpec)
 SROWS = T.NamedTuple([f1, i1, f1, b, i1], CS.Rows)
+DEB = T.NamedTuple([i1, f1, f1, b, f1, f1, f1], Debias)
 # The argument types the seam (customobj/objectives/devices.py) and adapters/_cuda.py launch them with.
 SIGNATURES = [
     (CL.rank_rows, (f1, i1, i1, i1, i1)),
@@ -222,9 +224,7 @@ SIGNATURES = [
     (CL.write_rows, (i1, i1, i1, f2, i2, f2, f1, f1)),
     (CP.label_pairs_rows, (f1, LROWS, SPEC, f1, f1)),
     (CP.pair_list_rows, (f1, PL, i1, i1, i1, SPEC, f1, f1)),
-    (CW.squared_error_rows, (f1, f1, f1, b, f1, f1)),
-    (CW.logistic_rows, (f1, f1, f1, b, f, f1, f1)),
-    (CW.squared_hinge_rows, (f1, f1, f1, b, f, f1, f1)),
+    (CW.pointwise_rows, (i, f1, f1, f1, b, f, f1, f1)),
     (CW.mcrank_rows, (f2, f1, f1, b, f2, f2)),
     (CW.to_float64, (T.float32[::1], f1, f, i1)),
     (CW.to_float64, (i1, f1, f, i1)),
@@ -237,8 +237,9 @@ SIGNATURES = [
     # the pair couplings (customobj/objectives/_cuda_couplings.py), rows as int32 (the booster's) and int64
     (CL.count_pairs, (LR, f2, i2, i1)),
     (CL.scan_pairs, (i1, i, i1)),
-    (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, j1, j1, f1)),
-    (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, i1, i1, f1)),
+    # with the Debias record of device arrays of Unbiased's LambdaRank terms (customobj/clicks/_device_route.py)
+    (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, b, DEB, j1, j1, f1)),
+    (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, b, DEB, i1, i1, f1)),
     (CP.count_kept_pairs, (f1, PL, SPEC, i, i1)),
     (CP.fill_kept_pairs, (f1, PL, SPEC, i, i1, j1, j1, f1)),
     (CP.count_in_bag, (j1, j1, f1, T.boolean[::1], i, i1)),

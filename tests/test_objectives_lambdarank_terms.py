@@ -45,3 +45,18 @@ def test_cpu_pass_with_scores_far_apart_is_finite(metric):
     s = np.array([0.0, 1000.0, -1000.0, 3.0, 2.0])
     g, h = LambdaRank(metric=metric, sigma=1000.0).grad_hess(s, y, [5])
     assert np.isfinite(g).all() and np.isfinite(h).all() and (h >= 0).all()
+
+
+def test_unbiased_pair_divides_by_the_propensities_in_both_forms():
+    """XGBoost's ``LambdaGrad<unbiased>``: lambda, hessian and loss over ``t+ t-``, the estimate's cost not."""
+    dz, d, sigma = 0.3, -0.7, 1.5
+    rho_ = 1.0 / (1.0 + math.exp(sigma * d))
+    lam, h = LT.lambda_hess(dz, rho_, 1.0, sigma, sigma * sigma)
+    for swapped in (True, False):
+        plain = LT.unbiased_pair(lam, h, dz, d, sigma, 1.0, 1.0, swapped)
+        got = LT.unbiased_pair(lam, h, dz, d, sigma, 0.5, 0.25, swapped)
+        assert got == LT.unbiased_pair.py_func(lam, h, dz, d, sigma, 0.5, 0.25, swapped)
+        assert plain[:3] == (lam, h, dz * LT.softplus(-sigma * d))
+        np.testing.assert_allclose(got[:3], np.array(plain[:3]) * 8.0, rtol=1e-15)
+        assert got[3] == plain[3] == dz * LT.softplus(sigma * d if swapped else -sigma * d)
+    assert LT.unbiased_pair(lam, h, dz, d, sigma, 1e-17, 0.5, True)[:3] == plain[:3]  # below TINY: not debiased

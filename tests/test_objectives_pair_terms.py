@@ -37,3 +37,15 @@ def test_unknown_codes_give_nan_never_another_loss():
 
 def test_pair_weights_halve_before_adding():
     assert T.pair_weight(1.5e308, 1.5e308) == 1.5e308 == T.pair_weight.py_func(1.5e308, 1.5e308)
+
+
+def test_debiasing_tracks_positions_below_the_propensities_size():
+    from customobj.objectives._pair_terms import TINY_PROPENSITY, debias_scale, tracked_propensities
+
+    tplus, tminus = np.array([1.0, 0.5, 0.0]), np.array([1.0, 0.8, 0.4])
+    assert tracked_propensities(1, 2, tplus, tminus) == (True, 0.5, 0.4)
+    for a, b in ((3, 0), (0, 3), (-1, 0)):
+        assert tracked_propensities(a, b, tplus, tminus) == (False, 1.0, 1.0)
+    assert debias_scale(0.5, 0.4) == 1.0 / (0.5 * 0.4)
+    assert debias_scale(0.0, 0.4) == debias_scale(0.5, TINY_PROPENSITY / 2) == 1.0
+    assert debias_scale.py_func(0.5, 0.4) == debias_scale(0.5, 0.4)

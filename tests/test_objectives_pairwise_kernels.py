@@ -55,7 +55,7 @@ def test_pair_weight_is_halved_before_adding(kind):
     for w, must_match in ((np.full(N, 1.7e308), False), (np.linspace(0.5, 3.0, N), True)):
         g, h = np.zeros(N), np.zeros(N)
         spec = PK.pair_spec(kind, PK.Theta.CONST, 1.0, 1e-300)
-        assert PK.label_pairs_grad_hess(s, LABELS, PTR, order, lower, w, True, spec, g, h) == KernelStatus.OK
+        assert PK.label_pairs_grad_hess_parallel(s, LABELS, PTR, order, lower, w, True, spec, g, h) == KernelStatus.OK
         assert np.all(np.isfinite(g)) and np.all(np.isfinite(h))
         if must_match:  # a reference with the old arithmetic
             gr, hr = np.zeros(N), np.zeros(N)
@@ -101,7 +101,6 @@ def test_every_driver_signals_an_unknown_code_and_writes_nothing(kind, theta_mod
     pi, pj, th = np.array([0, 3]), np.array([1, 2]), np.ones(2)
     g, h, c = np.zeros(N), np.zeros(N), np.full(2, -7.0)
     bad = KernelStatus.UNKNOWN_CODE
-    assert PK.label_pairs_grad_hess(s, LABELS, PTR, order, lower, s, False, spec, g, h) == bad
     assert PK.label_pairs_grad_hess_parallel(s, LABELS, PTR, order, lower, s, False, spec, g, h) == bad
     assert PK.label_pairs_loss(s, LABELS, PTR, order, lower, s, False, spec) == (0.0, bad)
     assert PK.pair_list_grad_hess(s, pi, pj, th, th, False, s, False, spec, g, h) == bad

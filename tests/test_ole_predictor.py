@@ -86,3 +86,19 @@ def test_malformed_trees_raise_instead_of_crashing():
         assert results[name].startswith("ValueError") and message in results[name], (name, results[name])
 
 
+
+
+def test_staged_raw_is_the_running_sum_of_each_rounds_trees():
+    import contextlib
+
+    from customobj import RankNet
+    from customobj.ole import TreeBooster
+    from customobj.ole.predictor import staged_raw
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 3))
+    model = TreeBooster(RankNet(), num_leaves=3, n_estimators=3, min_data_in_leaf=5, verbose=False).fit(
+        X, rng.integers(0, 3, 60).astype(float), [10] * 6)
+    packed, cols = PackedTrees(model.trees_), np.zeros(3, np.int64)
+    stages = [a.copy() for a in staged_raw(X, packed, cols, 1, 3, contextlib.nullcontext())]
+    for r, got in enumerate(stages, 1):
+        np.testing.assert_array_equal(got, predict_raw(X, packed, cols, 1, 0, r))

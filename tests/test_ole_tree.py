@@ -47,3 +47,13 @@ def test_tree_reads_as_a_mapping_of_its_model_file_fields():
     other = Tree.from_fields(fields)
     assert t != other and Tree.from_fields(dict(t)) == t
     assert repr(t) == "Tree(num_leaves=3)"
+
+
+def test_feature_importances_count_splits_or_sum_gains():
+    from customobj.ole.tree import feature_importances
+    trees = [{"split_feature": [0, 2, 0], "split_gain": [1.5, 2.0, 0.5]}, {"split_feature": [2], "split_gain": [4.0]}]
+    split = feature_importances(trees, 4, "split")
+    assert split.dtype == np.int64 and split.tolist() == [2, 0, 2, 0]
+    assert feature_importances(trees, 4, "gain").tolist() == [2.0, 0.0, 6.0, 0.0]
+    with pytest.raises(ValueError, match="importance_type"):
+        feature_importances(trees, 4, "cover")

@@ -1,13 +1,13 @@
 """numba.cuda kernels of Unbiased LambdaMART's debiasing (Hu et al., WWW 2019, sec. 4-5): the GPU
-drivers of ``_kernels`` (``lambdarank_pair_terms``, ``loss_pair_terms``, ``debias_pairs``), calling
-the CPU's own scalar math (``lambdarank_raw_lam``, ``undo_norm``, ``lambdarank_cost_est``,
-``loss_terms``, ``debias_factor``, ``norm_factor``, ``pair_weight``, through ``device_function``).
-The route that launches them is ``_device_route``.
+drivers of ``_kernels`` (``loss_pair_terms``, ``debias_pairs``), calling the CPU's own scalar math
+(``loss_terms``, ``tracked_propensities``, ``norm_factor``, ``pair_weight``, through
+``device_function``). LambdaRank's debiased terms come from its own GPU pass
+(``objectives._cuda_lambdarank.fill_terms``). The route that launches them is ``_device_route``.
 
 No atomics, float64, results independent of the launch:
 
-- ``loss_terms_pairs`` (one thread per pair): a pair loss's raw terms.
-- ``lambdarank_terms`` and ``debias_queries`` (one thread per query): a query's pairs, walked in
+- ``loss_terms_pairs`` (one thread per pair): a pair loss's debiased terms.
+- ``debias_queries`` (one thread per query): a query's pairs, walked in
   the CPU's list order (``QueryPairs``: LambdaRank's device pairs come by query; a listed pair
   list is permuted by query once per data set). Every pair of a query joins two of its rows, so a
   query's thread owns its rows' gradients: a row adds its pairs in the CPU's order, and the
@@ -27,9 +27,8 @@ from . import _kernels as CK
 
 cuda = cuda_module()
 
-_raw_lam, _undo_norm = device_function(CK.lambdarank_raw_lam), device_function(CK.undo_norm)
-_cost_est, _loss_terms = device_function(CK.lambdarank_cost_est), device_function(CK.loss_terms)
-_factor, _norm_factor = device_function(CK.debias_factor), device_function(CK.norm_factor)
+_loss_terms, _tracked = device_function(CK.loss_terms), device_function(CK.tracked_propensities)
+_norm_factor = device_function(CK.norm_factor)
 _pair_weight = device_function(CK.pair_weight)
 _TINY = CK.TINY_PROPENSITY
 
@@ -61,41 +60,17 @@ def _pair(qp, t):
 
 
 @cuda.jit(cache=True)
-def loss_terms_pairs(scores, pi, pj, theta, kind, scale, swapped, out):
-    """One thread per pair: ``_kernels.loss_pair_terms`` into the ``RawTerms`` ``out``."""
+def loss_terms_pairs(scores, pi, pj, theta, kind, scale, swapped, props, out):
+    """One thread per pair: ``_kernels.loss_pair_terms`` into the ``DebiasedTerms`` ``out``."""
     p = cuda.grid(1)
     if p >= pi.shape[0]:
         return
-    lam, h, cost, est = _loss_terms(kind, scores[pi[p]] - scores[pj[p]], theta[p], scale, swapped)
+    _, tp, tm = _tracked(props.pos[pi[p]], props.pos[pj[p]], props.tplus, props.tminus)
+    lam, h, cost, est = _loss_terms(kind, scores[pi[p]] - scores[pj[p]], theta[p], scale, tp, tm, swapped)
     out.lam[p] = lam
     out.hess[p] = h
     out.cost[p] = cost
     out.est[p] = est
-
-
-@cuda.jit(cache=True)
-def lambdarank_terms(scores, qp, c, sigma, hess_scale, norm, swapped, out):
-    """One thread per query: ``_kernels.lambdarank_pair_terms`` of its pairs (couplings ``c``)."""
-    q = cuda.grid(1)
-    if q >= qp.qptr.shape[0] - 1:
-        return
-    total = 0.0
-    for t in range(qp.qptr[q], qp.qptr[q + 1]):
-        p = _pair(qp, t)
-        if c[p] == 0.0:
-            out.lam[p] = 0.0
-            continue
-        out.lam[p] = _raw_lam(c[p], sigma * (scores[qp.i[p]] - scores[qp.j[p]]), hess_scale, sigma)
-        total += 2.0 * out.lam[p]
-    fq = _undo_norm(norm, total)
-    for t in range(qp.qptr[q], qp.qptr[q + 1]):
-        p = _pair(qp, t)
-        lam = out.lam[p] / fq
-        out.lam[p] = lam
-        out.hess[p] = c[p] / fq
-        cost, est = _cost_est(lam, sigma * (scores[qp.i[p]] - scores[qp.j[p]]), sigma, swapped)
-        out.cost[p] = cost
-        out.est[p] = est
 
 
 @cuda.jit(cache=True)
@@ -111,7 +86,7 @@ def debias_queries(qp, terms, weights, props, scale, norm, estimate, out):
         p = _pair(qp, t)
         a = props.pos[qp.i[p]]
         b = props.pos[qp.j[p]]
-        tracked, tp, tm, u = _factor(a, b, props.tplus, props.tminus)
+        tracked, tp, tm = _tracked(a, b, props.tplus, props.tminus)
         out.at[0, p] = -1
         out.at[1, p] = -1
         if tracked and estimate:
@@ -121,14 +96,13 @@ def debias_queries(qp, terms, weights, props, scale, norm, estimate, out):
             if tp >= _TINY:
                 out.at[1, p] = b
                 out.terms[1, p] = scale * terms.est[p] / tp
-        total += 2.0 * terms.lam[p] * u
+        total += 2.0 * terms.lam[p]
     f = _norm_factor(norm, total)
     for t in range(lo, hi):
         p = _pair(qp, t)
         i = qp.i[p]
         j = qp.j[p]
-        u = _factor(props.pos[i], props.pos[j], props.tplus, props.tminus)[3]
-        wt = _pair_weight(scale * u * f, weights, i, j, p)
+        wt = _pair_weight(scale * f, weights, i, j, p)
         g = wt * terms.lam[p]
         hh = wt * terms.hess[p]
         out.grad[i] -= g

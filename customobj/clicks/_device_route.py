@@ -4,12 +4,11 @@ on the device, debiased there, eq. 30-31's per-position sums reduced there
 
 Per round, for each pairwise leaf of the wrapped loss (as ``Unbiased._run`` on the CPU):
 
-- LambdaRank: its own GPU route (``objectives._cuda_routes.lambdarank`` and
-  ``lambdarank_couplings``) on the unweighted data gives its pairs by query and their couplings,
-  as the CPU's ``pair_couplings_prepared`` on the unweighted data does; ``lambdarank_terms`` turns
-  them into raw terms.
+- LambdaRank: its own GPU pass (``objectives._cuda_routes.lambdarank_debiased_terms``) on the
+  unweighted data gives its pairs by query and their terms, the propensities passed into its pair
+  function, as the CPU's ``LambdaRank.debiased_pair_terms`` does.
 - a pair loss (RankNet, RankSVM, MPBoost, QBRank, PreferencePairs): its ``listed_pairs`` (label
-  only: uploaded once, with their order by query), ``loss_terms_pairs`` for the raw terms.
+  only: uploaded once, with their order by query), ``loss_terms_pairs`` for the debiased terms.
 
 then ``debias_queries`` adds the debiased terms and writes each query's partial sums. Pointwise
 parts of a sum (and QBRank's labelled rows) run their own GPU route into scratch, added times their
@@ -24,9 +23,8 @@ from typing import Any
 import numpy as np
 
 from ..objectives import _cuda_routes as R
-from ..objectives._arrays import kernel_weights
-from ..objectives._parity import CONVENTIONS
-from ..objectives.listwise import LambdaRank
+from ..objectives._row_terms import RowKind
+from ..objectives.base import PairSource
 from . import _kernels as CK
 from ._pairs import leaf_parts
 
@@ -39,12 +37,15 @@ def _padded(a: np.ndarray, dtype: type) -> np.ndarray:
     return a if a.size else np.zeros(1, dtype=dtype)
 
 
-def _raw_terms(cuda: Any, m: int) -> CK.RawTerms:
-    return CK.RawTerms(*(cuda.device_array(max(m, 1), np.float64) for _ in range(4)))
+def _terms(cuda: Any, m: int) -> CK.DebiasedTerms:
+    return CK.DebiasedTerms(*(cuda.device_array(max(m, 1), np.float64) for _ in range(4)))
 
 
-def _lambdarank(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, swapped: bool) -> tuple:
-    """``(QueryPairs, RawTerms, PairWeights, norm, pairs)`` of a LambdaRank leaf: its couplings on the unweighted data."""
+def _own_pass(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props: CK.Propensities,
+              swapped: bool) -> tuple:
+    """``(QueryPairs, DebiasedTerms, PairWeights, norm, pairs)`` of an ``OWN_PASS`` leaf (LambdaRank): its own pass
+    on the unweighted data with the propensities passed into its pair function (the CPU's
+    ``LambdaRank.debiased_pair_terms``)."""
     from ..objectives import devices
     from . import _cuda_unbiased as CU
 
@@ -52,33 +53,22 @@ def _lambdarank(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, s
     unweighted = state.unweighted
     du = devices.device_data(unweighted, cuda)
     unweighted.state_for(part)
-    gs = du.scratch("unbiased_grad", (du.n_rows,), np.float64)
-    hs = du.scratch("unbiased_hess", (du.n_rows,), np.float64)
-    R.zero(gs, hs)
-    R.lambdarank(part, s, unweighted, du, gs, hs)  # the couplings read what these launches leave
 
     def buffer(m: int) -> tuple:
         return (cuda.device_array(m, np.int64), cuda.device_array(m, np.int64), cuda.device_array(m, np.float64))
 
-    i, j, c = R.lambdarank_couplings(part, s, unweighted, du, buffer)
+    i, j, h, t = R.lambdarank_debiased_terms(part, s, unweighted, du, props.pos, props.tplus, props.tminus, swapped,
+                                             buffer)
     qp = CU.QueryPairs(i, j, du.ptr, False, R.segments(du, du.n_queries)[1])  # pairs by query: no permutation
-    terms = _raw_terms(cuda, i.shape[0])
-    hess_scale = CONVENTIONS[part.convention].hess_scale
-    R.launch(CU.lambdarank_terms, du.n_queries, s, qp, c, float(part.sigma), float(hess_scale), bool(part.norm),
-             swapped, terms)
-    own = prep.state_for(part).weight  # a convention's per-query weights, else the data's
-
-    def weights() -> tuple:
-        w, _ = kernel_weights(prep.weight if own is None else own)
-        return (_padded(w, np.float64),)
-
-    w = data.arrays((obj, part, "unbiased_weights"), weights)[0]
-    use_w = kernel_weights(prep.weight if own is None else own)[1]
-    return qp, terms, CK.PairWeights(w, use_w, w, False), bool(part.norm), int(i.shape[0])
+    terms = CK.DebiasedTerms(t.lam, h, t.cost, t.est)
+    inp = part.pass_inputs(s, prep)  # the row weights its own pass takes (a convention's, or the data's), its norm
+    w = data.arrays((obj, part, "unbiased_weights"), lambda: (_padded(inp.weights, np.float64),))[0]
+    return qp, terms, CK.PairWeights(w, bool(inp.use_weights), w, False), bool(inp.norm), int(i.shape[0])
 
 
-def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, swapped: bool) -> tuple:
-    """``(QueryPairs, RawTerms, PairWeights, norm, pairs)`` of a pair loss: its listed pairs, by query once per data set."""
+def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props: CK.Propensities,
+            swapped: bool) -> tuple:
+    """``(QueryPairs, DebiasedTerms, PairWeights, norm, pairs)`` of a pair loss: its listed pairs, by query once per data set."""
     from . import _cuda_unbiased as CU
 
     lp = part.listed_pairs(prep)
@@ -99,10 +89,11 @@ def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, swapp
 
     pi, pj, theta, pair_w, perm, qptr = data.arrays((obj, part, "unbiased_pairs"), build)
     m = 0 if lp is None else int(lp.pi.size)
-    terms = _raw_terms(data.cuda, m)
+    terms = _terms(data.cuda, m)
     if m:
         R.check_spec(lp.spec)
-        R.launch(CU.loss_terms_pairs, m, s, pi, pj, theta, int(lp.spec.kind), float(lp.spec.scale), swapped, terms)
+        R.launch(CU.loss_terms_pairs, m, s, pi, pj, theta, int(lp.spec.kind), float(lp.spec.scale), swapped, props,
+                 terms)
     use_pw = lp is not None and bool(lp.use_pw)
     weights = CK.PairWeights(data.weights, data.use_weights, pair_w, use_pw)
     return CU.QueryPairs(pi, pj, perm, True, qptr), terms, weights, False, m
@@ -124,9 +115,9 @@ def _labelled_rows(part: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> N
     """QBRank's squared error on its labelled rows (``_pairs.pair_terms_of``: undebiased)."""
     from ..objectives import _cuda_pointwise as CW
 
-    lab_w = prep.state_for(part).labeled_weight
+    lab_w = part.squared_error_weight(prep)
     w = data.array((part, "unbiased_labeled_weight"), lambda: lab_w)
-    R.launch(CW.squared_error_rows, data.n_rows, s, data.labels, w, True, g, h)
+    R.launch(CW.pointwise_rows, data.n_rows, int(RowKind.SQUARED_ERROR), s, data.labels, w, True, 0.0, g, h)
 
 
 def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
@@ -146,10 +137,10 @@ def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
         if not part.pairwise:
             _add_part((obj, n), part.device_route().grad_hess, part, scale, s, prep, data, g, h)
             continue
-        if getattr(prep.state_for(part), "labeled_weight", None) is not None:
+        if part.squared_error_weight(prep) is not None:
             _add_part((obj, n), _labelled_rows, part, scale, s, prep, data, g, h)
-        pairs_of = _lambdarank if isinstance(part, LambdaRank) else _listed
-        qp, terms, weights, norm, m = pairs_of(obj, part, s, prep, data, state, obj._swapped)
+        pairs_of = _own_pass if part.pair_source() == PairSource.OWN_PASS else _listed  # leaf_parts: OWN_PASS or LISTED
+        qp, terms, weights, norm, m = pairs_of(obj, part, s, prep, data, state, props, obj._swapped)
         size = max(m, 1)
         out = CU.Outputs(g, h, cuda.device_array(size, np.float64), cuda.device_array((2, size), np.float64),
                          cuda.device_array((2, size), np.int64))

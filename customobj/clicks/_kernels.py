@@ -3,18 +3,21 @@
 Every wrapped pairwise loss is reduced to one list of pair terms: row ``i`` (clicked) should rank
 above row ``j`` (not clicked), with the pair's lambda ``lam`` (``grad_i -= lam``, ``grad_j += lam``),
 its hessian coupling ``h`` (added to both rows' hessians), its loss ``cost`` and the cost the
-propensity estimate sums (``est``: ``cost`` itself, or the swapped pair's loss, XGBoost's choice). All four are *raw*:
-before pair weights, before debiasing, before LambdaRank's per-query normalisation. ``debias_pairs``
-then divides each tracked pair by ``t+[pos_i] t-[pos_j]``, applies the normalisation to the
-debiased lambdas (as XGBoost does), the pair weights, and adds the sums of eq. 30-31 of the paper
-into ``li`` / ``lj``.
+propensity estimate sums (``est``: ``cost`` itself, or the swapped pair's loss, XGBoost's choice).
+The pair-term functions take the propensities ``t+`` of ``i``'s position and ``t-`` of ``j``'s, as
+XGBoost's ``LambdaGrad<unbiased>`` does, and divide ``lam``, ``h`` and ``cost`` by ``t+ t-``
+(``est`` stays undebiased): LambdaRank's TERMS pass (``objectives._lambdarank_terms.unbiased_pair``,
+through ``LambdaRank.debiased_pair_terms``) and, for a pair loss, :func:`loss_terms`. All terms are
+before pair weights and before the per-query normalisation: ``debias_pairs`` then applies the
+normalisation to the debiased lambdas (as XGBoost does) and the pair weights, and adds the sums of
+eq. 30-31 of the paper into ``li`` / ``lj``.
 
-The per-pair and per-query scalar math (``lambdarank_raw_lam``, ``undo_norm``, ``lambdarank_cost_est``,
-``loss_terms``, ``debias_factor``, ``norm_factor``, ``pair_weight``) is written once with ``math.*``: these CPU
-loops and the GPU kernels of ``_cuda_unbiased`` (through ``_cuda_runtime.device_function``) call it alike.
+The per-pair and per-query scalar math (``loss_terms``, ``tracked_propensities``, ``debias_scale``,
+``norm_factor``, ``pair_weight``) is written once with ``math.*``: these CPU loops and the GPU
+kernels of ``_cuda_unbiased`` (through ``_cuda_runtime.device_function``) call it alike.
 
 The kernels take records (``NamedTuple`` of arrays and scalars, which numba passes as their fields):
-the pairs' rows, their raw terms, their weights, the propensities and the outputs each travel as
+the pairs' rows, their terms, their weights, the propensities and the outputs each travel as
 one argument, so no kernel has more than a dozen.
 """
 import math
@@ -23,14 +26,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..objectives._pair_terms import pair_terms
-
-#: Propensities below this are treated as "do not debias" (XGBoost's ``Eps64()``): dividing by
-#: them would blow a pair up beyond any meaningful weight.
-TINY_PROPENSITY = 1e-16
-#: Exponents beyond this are clipped when a sigmoid's reciprocal is rebuilt from a coupling.
-_EXP_CAP = 700.0
-
+# TINY_PROPENSITY is read here by the debiasing modules; its home is _pair_terms
+from ..objectives._pair_terms import TINY_PROPENSITY, debias_scale, pair_terms, tracked_propensities  # noqa: F401
 
 class PairRows(NamedTuple):
     """The pairs: row ``i`` (clicked, should rank higher), row ``j``, and the query of each pair."""
@@ -40,13 +37,14 @@ class PairRows(NamedTuple):
     qid: np.ndarray
 
 
-class RawTerms(NamedTuple):
-    """Each pair's raw terms (before pair weights, debiasing and normalisation), one entry per pair."""
+class DebiasedTerms(NamedTuple):
+    """Each pair's terms, one entry per pair: debiased (divided by ``t+ t-``) but for ``est``, before
+    pair weights and the per-query normalisation."""
 
     lam: np.ndarray  # grad_i -= lam, grad_j += lam
     hess: np.ndarray  # hessian coupling, added to both rows
     cost: np.ndarray  # the pair's loss
-    est: np.ndarray  # the cost the propensity estimate sums
+    est: np.ndarray  # the undebiased cost the propensity estimate sums
 
 
 class PairWeights(NamedTuple):
@@ -77,69 +75,21 @@ class DebiasOutputs(NamedTuple):
     lj: np.ndarray
 
 
-def raw_terms(m: int) -> RawTerms:
-    """Uninitialised raw terms of ``m`` pairs, for the ``*_pair_terms`` kernels to fill."""
-    return RawTerms(np.empty(m), np.empty(m), np.empty(m), np.empty(m))
+def debiased_terms(m: int) -> DebiasedTerms:
+    """Uninitialised terms of ``m`` pairs, for ``loss_pair_terms`` to fill."""
+    return DebiasedTerms(np.empty(m), np.empty(m), np.empty(m), np.empty(m))
 
 
 @njit(cache=True)
-def _ratio_softplus(x):
-    """``(1 + e^x) softplus(-x)``: a pair's loss over its ``rho = 1 / (1 + e^x)``, without overflow."""
-    if x <= 0.0:
-        return (1.0 + math.exp(x)) * math.log1p(math.exp(-x)) if x > -_EXP_CAP else -x
-    t = math.exp(-x)
-    if t == 0.0:
-        return 1.0
-    return (1.0 + t) * math.log1p(t) / t
-
-
-@njit(cache=True)
-def lambdarank_raw_lam(c, x, hess_scale, sigma):
-    """``f sigma |dZ| rho`` of a LambdaRank pair from its coupling ``c`` at ``x = sigma (s_i - s_j)``."""
-    return c * (1.0 + math.exp(min(-x, _EXP_CAP))) / (hess_scale * sigma)
-
-
-@njit(cache=True)
-def undo_norm(norm, total):
-    """The factor ``f = log2(1 + S) / S`` a query's lambdas carry, from ``T = f S`` (their sum; 1 without ``norm``)."""
-    if norm and total > 0.0:
-        return total / (math.exp2(total) - 1.0)
-    return 1.0
-
-
-@njit(cache=True)
-def lambdarank_cost_est(lam, x, sigma, swapped):
-    """``(cost, est)`` of a LambdaRank pair of raw lambda ``lam`` (see :func:`lambdarank_pair_terms`)."""
-    if lam == 0.0:
-        return 0.0, 0.0
-    cost = lam * _ratio_softplus(x) / sigma
-    if not swapped:
-        return cost, cost
-    dz = lam * (1.0 + math.exp(min(x, _EXP_CAP))) / sigma  # |dZ| = lam / (sigma rho)
-    return cost, dz * (x + math.log1p(math.exp(-x)) if x > 0.0 else math.log1p(math.exp(x)))
-
-
-@njit(cache=True)
-def loss_terms(kind, d, theta, scale, swapped):
-    """``(lam, hess, cost, est)`` of a pair of a loss ``scale phi(d; theta)`` at ``d = s_i - s_j``."""
+def loss_terms(kind, d, theta, scale, tp, tm, swapped):
+    """``(lam, hess, cost, est)`` of a pair of a loss ``scale phi(d; theta)`` at ``d = s_i - s_j``,
+    the first three divided by ``tp tm`` (``objectives._pair_terms.debias_scale``), ``est``, the
+    pair's loss or the swapped pair's ``scale phi(-d; theta)`` (``swapped``), not."""
     phi, dphi, cc = pair_terms(kind, d, theta)
     cost = scale * phi
     est = scale * pair_terms(kind, -d, theta)[0] if swapped else cost
-    return -scale * dphi, scale * cc, cost, est
-
-
-@njit(cache=True)
-def debias_factor(a, b, tplus, tminus):
-    """``(tracked, tp, tm, u)`` of a pair at positions ``a`` (clicked row), ``b``: whether both are
-    tracked, their propensities and the debiasing factor ``u = 1 / (tp tm)`` (1 when not debiased)."""
-    k = tplus.size
-    if 0 <= a < k and 0 <= b < k:
-        tp = tplus[a]
-        tm = tminus[b]
-        if tp >= TINY_PROPENSITY and tm >= TINY_PROPENSITY:
-            return True, tp, tm, 1.0 / (tp * tm)
-        return True, tp, tm, 1.0
-    return False, 1.0, 1.0, 1.0
+    u = debias_scale(tp, tm)
+    return -scale * dphi * u, scale * cc * u, cost * u, est
 
 
 @njit(cache=True)
@@ -161,79 +111,48 @@ def pair_weight(wt, weights, i, j, p):
 
 
 @njit(cache=True)
-def lambdarank_pair_terms(scores, rows, c, n_queries, sigma, hess_scale, norm, swapped, out):
-    """Raw pair terms of LambdaRank (into the :class:`RawTerms` ``out``) from its unweighted
-    couplings ``c`` (one entry per pair of :class:`PairRows` ``rows``).
-
-    ``c = f hess_scale sigma^2 |dZ| rho (1 - rho)`` with ``rho = 1 / (1 + exp(sigma d))``,
-    ``d = s_i - s_j`` and ``f = log2(1 + S) / S`` the query's normalisation (1 without ``norm``),
-    ``S = sum 2 sigma |dZ| rho``. So ``f sigma |dZ| rho = c (1 + e^{-sigma d}) / (hess_scale sigma)``,
-    ``T = f S = log2(1 + S)`` per query gives ``S = 2^T - 1`` and ``f``; dividing ``f`` out leaves
-    the raw terms. ``cost = |dZ| softplus(-sigma d)`` (Burges' pair utility); ``est`` is the
-    swapped pair's ``|dZ| softplus(sigma d)`` when ``swapped`` (XGBoost's ``LambdaGrad`` writes
-    ``log(1 / (1 - sigmoid(s_hi - s_lo)))``), else ``cost``. A coupling that underflowed to 0
-    (``|sigma d| > ~700``) gives a zero pair: the loss no longer sees it either.
-    """
-    pi, pj, qid = rows.i, rows.j, rows.qid
-    out_lam, out_h, out_cost, out_est = out.lam, out.hess, out.cost, out.est
-    m = pi.size
-    total = np.zeros(n_queries)
-    for p in range(m):
-        if c[p] == 0.0:
-            out_lam[p] = 0.0
-            continue
-        out_lam[p] = lambdarank_raw_lam(c[p], sigma * (scores[pi[p]] - scores[pj[p]]), hess_scale, sigma)
-        total[qid[p]] += 2.0 * out_lam[p]
-    f = np.ones(n_queries)
-    for q in range(n_queries):
-        f[q] = undo_norm(norm, total[q])
-    for p in range(m):
-        fq = f[qid[p]]
-        lam = out_lam[p] / fq
-        out_lam[p] = lam
-        out_h[p] = c[p] / fq
-        out_cost[p], out_est[p] = lambdarank_cost_est(lam, sigma * (scores[pi[p]] - scores[pj[p]]), sigma, swapped)
-
-
-@njit(cache=True)
-def loss_pair_terms(scores, pi, pj, theta, kind, scale, swapped, out):
-    """Raw pair terms (into the :class:`RawTerms` ``out``) of a pairwise loss ``scale phi(s_i - s_j;
-    theta)`` (``_pairwise_kernels``); ``est`` is the swapped pair's ``scale phi(s_j - s_i; theta)``
-    when ``swapped``, else ``cost``."""
+def loss_pair_terms(scores, pi, pj, theta, kind, scale, swapped, props, out):
+    """Pair terms (into the :class:`DebiasedTerms` ``out``) of a pairwise loss ``scale phi(s_i - s_j;
+    theta)`` (``_pairwise_kernels``), debiased by the :class:`Propensities` ``props`` of the rows'
+    positions (:func:`loss_terms`); ``est`` is the swapped pair's ``scale phi(s_j - s_i; theta)``
+    when ``swapped``, else the undebiased ``cost``."""
+    pos, tplus, tminus = props.pos, props.tplus, props.tminus
     for p in range(pi.size):
-        out.lam[p], out.hess[p], out.cost[p], out.est[p] = loss_terms(kind, scores[pi[p]] - scores[pj[p]],
-                                                                      theta[p], scale, swapped)
+        i = pi[p]
+        j = pj[p]
+        _, tp, tm = tracked_propensities(pos[i], pos[j], tplus, tminus)
+        out.lam[p], out.hess[p], out.cost[p], out.est[p] = loss_terms(kind, scores[i] - scores[j], theta[p],
+                                                                      scale, tp, tm, swapped)
 
 
 @njit(cache=True)
 def debias_pairs(rows, terms, weights, props, n_queries, scale, norm, estimate, out):
-    """Add the debiased pair terms (:class:`PairRows` ``rows``, :class:`RawTerms` ``terms``,
+    """Add the debiased pair terms (:class:`PairRows` ``rows``, :class:`DebiasedTerms` ``terms``,
     :class:`PairWeights` ``weights``, :class:`Propensities` ``props``) into ``out.grad`` /
     ``out.hess`` and ``out.c`` (:class:`DebiasOutputs`); returns the loss.
 
-    A pair whose rows sit at tracked positions (``0 <= pos < len(tplus)``) with propensities at
-    least ``TINY_PROPENSITY`` is divided by ``t+[pos_i] t-[pos_j]``; others keep weight 1 (as in
-    XGBoost). ``norm``: the query's terms are multiplied by ``log2(1 + S') / S'``, ``S'`` the sum of
-    the debiased ``2 lam``. With ``estimate``, ``li[pos_i] += est / t-[pos_j]`` and
-    ``lj[pos_j] += est / t+[pos_i]`` (eq. 30-31), unweighted, over tracked pairs.
+    The terms come debiased: a pair whose rows sit at tracked positions (``0 <= pos < len(tplus)``)
+    with propensities at least ``TINY_PROPENSITY`` divided by ``t+[pos_i] t-[pos_j]``, others with
+    weight 1 (as in XGBoost). ``norm``: the query's terms are multiplied by ``log2(1 + S') / S'``,
+    ``S'`` the sum of the debiased ``2 lam``. With ``estimate``, ``li[pos_i] += est / t-[pos_j]``
+    and ``lj[pos_j] += est / t+[pos_i]`` (eq. 30-31), unweighted, over tracked pairs.
     """
     pi, pj, qid = rows.i, rows.j, rows.qid
     lam, h, cost, est = terms.lam, terms.hess, terms.cost, terms.est
     pos, tplus, tminus = props.pos, props.tplus, props.tminus
     out_grad, out_hess, out_c, li, lj = out.grad, out.hess, out.c, out.li, out.lj
     m = pi.size
-    u = np.ones(m)
     total = np.zeros(n_queries)
     for p in range(m):
         a = pos[pi[p]]
         b = pos[pj[p]]
-        tracked, tp, tm, u[p] = debias_factor(a, b, tplus, tminus)
+        tracked, tp, tm = tracked_propensities(a, b, tplus, tminus)
         if tracked and estimate:
             if tm >= TINY_PROPENSITY:
                 li[a] += scale * est[p] / tm
             if tp >= TINY_PROPENSITY:
                 lj[b] += scale * est[p] / tp
-        total[qid[p]] += 2.0 * lam[p] * u[p]
+        total[qid[p]] += 2.0 * lam[p]
     f = np.ones(n_queries)
     for q in range(n_queries):
         f[q] = norm_factor(norm, total[q])
@@ -241,7 +160,7 @@ def debias_pairs(rows, terms, weights, props, n_queries, scale, norm, estimate, 
     for p in range(m):
         i = pi[p]
         j = pj[p]
-        wt = pair_weight(scale * u[p] * f[qid[p]], weights, i, j, p)
+        wt = pair_weight(scale * f[qid[p]], weights, i, j, p)
         g = wt * lam[p]
         hh = wt * h[p]
         out_grad[i] -= g

@@ -1,24 +1,23 @@
 """The raw pair terms of each pairwise customobj loss, for :class:`customobj.clicks.Unbiased`.
 
 Debiasing divides each pair by the propensities of its rows' positions, so it needs the pairs one
-by one: ``(i, j, lam, hess, cost, est)`` before pair weights and normalisation (see
-``customobj.clicks._kernels``). Pairwise losses give them from their pair lists and ``pair_terms``;
-LambdaRank from its couplings on the unweighted data (``lambdarank_pair_terms``).
+by one: ``(i, j, lam, hess, cost, est)``, debiased, before pair weights and normalisation (see
+``customobj.clicks._kernels``). Pairwise losses give them from their pair lists and ``pair_terms``
+(``loss_pair_terms``); LambdaRank from its own pass on the unweighted data, the propensities passed
+into its pair function (``LambdaRank.debiased_pair_terms``, XGBoost's ``LambdaGrad<unbiased>``).
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from . import _kernels as CK
 from ..objectives._arrays import kernel_weights
 from ..objectives._pair_sets import ListedPairs
-from ..objectives._parity import CONVENTIONS
 from ..objectives._pointwise_kernels import squared_error_grad_hess, squared_error_loss
-from ..objectives.base import Objective
+from ..objectives.base import Objective, PairSource
 from ..objectives.composite import Scaled, Sum
-from ..objectives.listwise import LambdaRank
 
 __all__ = ["PairTerms", "leaf_parts", "pair_terms_of"]
 
@@ -31,7 +30,7 @@ class PairTerms(NamedTuple):
     """One loss's raw pair terms and how to weigh them (the kernels' records, ``_kernels``)."""
 
     rows: CK.PairRows  # (i, j, qid): the clicked row i should rank above j
-    terms: CK.RawTerms  # (lam, hess, cost, est)
+    terms: CK.DebiasedTerms  # (lam, hess, cost, est)
     weights: CK.PairWeights
     norm: bool  # LambdaRank's per-query log2(1 + S) / S on the debiased lambdas
     extra_loss: float  # loss of a part that is not pairs (QBRank's labelled rows)
@@ -47,55 +46,44 @@ def leaf_parts(objective: Objective, factor: float = 1.0) -> list:
     if not objective.pairwise and objective.needs_group:
         raise TypeError(f"Unbiased cannot debias {objective!r}: a listwise loss without pairs; it debiases the "
                         f"pairs of {_DEBIASABLE} (pointwise parts of a sum are added unchanged)")
-    if objective.pairwise:
-        # LambdaRank debiases its couplings; a pair loss the pairs its ``listed_pairs`` gives (None:
-        # no coupled pairs, QBRank's diagonal bound)
-        supported = isinstance(objective, LambdaRank) or (
-            hasattr(objective, "listed_pairs") and not _diagonal(objective))
-        if not supported:
-            raise TypeError(f"Unbiased cannot debias {objective!r}: it debiases the pairs of {_DEBIASABLE}")
+    if objective.pairwise and objective.pair_source() == PairSource.NONE:
+        raise TypeError(f"Unbiased cannot debias {objective!r}: it debiases the pairs of {_DEBIASABLE}")
     return [(objective, factor)]
 
 
-def _diagonal(objective: Any) -> bool:
-    # A hessian multiplier (QBRank(hessian="upper_bound")'s 2) bounds each pair's hessian block by a
-    # diagonal: no pair couplings to debias.
-    return objective.pair_spec().hmul != 1.0
-
-
-def _lambdarank(part, scores, prep, unweighted, row_query, swapped):
-    i, j, c = part.pair_couplings_prepared(scores, unweighted)
+def _own_pass(part, scores, prep, unweighted, row_query, props, swapped):
+    i, j, h, t = part.debiased_pair_terms(scores, unweighted, props.pos, props.tplus, props.tminus, swapped)
     rows = CK.PairRows(i, j, row_query[i])
-    terms = CK.raw_terms(i.size)
-    CK.lambdarank_pair_terms(scores, rows, c, prep.groups.n_groups, part.sigma,
-                             CONVENTIONS[part.convention].hess_scale, part.norm, swapped, terms)
-    state = prep.state_for(part)
-    w, use_w = kernel_weights(prep.weight if state.weight is None else state.weight)
-    return PairTerms(rows, terms, CK.PairWeights(w, use_w, _EMPTY, False), part.norm, 0.0)
+    terms = CK.DebiasedTerms(t.lam, h, t.cost, t.est)
+    inp = part.pass_inputs(scores, prep)  # the row weights its own pass takes (a convention's, or the data's)
+    return PairTerms(rows, terms, CK.PairWeights(inp.weights, inp.use_weights, _EMPTY, False), inp.norm,
+                     0.0)
 
 
-def pair_terms_of(part, scores, prep, unweighted, row_query, out_grad, out_hess, scale,
+def pair_terms_of(part, scores, prep, unweighted, row_query, props, out_grad, out_hess, scale,
                   swapped) -> PairTerms:
-    """The raw pair terms of one pairwise leaf at ``scores`` (``swapped``: the estimate sums the
-    swapped pairs' losses; ``row_query``: each row's query, from the once-per-data-set state); a
-    QBRank's labelled-row term is added to ``out_grad`` / ``out_hess`` here (times ``scale``),
-    undebiased."""
-    if isinstance(part, LambdaRank):
-        return _lambdarank(part, scores, prep, unweighted, row_query, swapped)
+    """The debiased pair terms of one pairwise leaf at ``scores`` (``props``: the
+    ``_kernels.Propensities`` of the rows' positions; ``swapped``: the estimate sums the swapped
+    pairs' losses; ``row_query``: each row's query, from the once-per-data-set state); a QBRank's
+    labelled-row term is added to ``out_grad`` / ``out_hess`` here (times ``scale``), undebiased."""
+    source = part.pair_source()
+    if source == PairSource.OWN_PASS:
+        return _own_pass(part, scores, prep, unweighted, row_query, props, swapped)
+    if source != PairSource.LISTED:  # leaf_parts refused it already; never fall through
+        raise TypeError(f"Unbiased cannot debias {part!r}: pair source {source!r}")
     w, use_w = kernel_weights(prep.weight)
-    state = prep.state_for(part)
     extra = 0.0
     lp = part.listed_pairs(prep)
     if lp is None:  # a QBRank without pairs: its labelled rows only
         lp = ListedPairs(_EMPTY_I, _EMPTY_I, _EMPTY, _EMPTY, False, part.pair_spec())
-    labeled_weight = getattr(state, "labeled_weight", None)  # QBRankState's squared-error rows
+    labeled_weight = part.squared_error_weight(prep)
     if labeled_weight is not None:  # QBRank's labelled rows, undebiased
         g, h = np.zeros_like(out_grad), np.zeros_like(out_hess)
         squared_error_grad_hess(scores, prep.labels, labeled_weight, True, g, h)
         out_grad += scale * g
         out_hess += scale * h
         extra = squared_error_loss(scores, prep.labels, labeled_weight, True)
-    terms = CK.raw_terms(lp.pi.size)
-    CK.loss_pair_terms(scores, lp.pi, lp.pj, lp.theta, lp.spec.kind, lp.spec.scale, swapped, terms)
+    terms = CK.debiased_terms(lp.pi.size)
+    CK.loss_pair_terms(scores, lp.pi, lp.pj, lp.theta, lp.spec.kind, lp.spec.scale, swapped, props, terms)
     return PairTerms(CK.PairRows(lp.pi, lp.pj, row_query[lp.pi]), terms,
                      CK.PairWeights(w, use_w, lp.pair_w, lp.use_pw), False, extra)

@@ -256,7 +256,7 @@ class Unbiased(Objective):
                 out_hess += scale * h
                 loss += scale * part._loss(scores, prep, prep.state_for(part))
                 continue
-            t = pair_terms_of(part, scores, prep, state.unweighted, state.row_query, out_grad, out_hess, scale,
+            t = pair_terms_of(part, scores, prep, state.unweighted, state.row_query, props, out_grad, out_hess, scale,
                               self._swapped)
             c = np.empty(t.rows.i.size)
             loss += t.extra_loss * scale

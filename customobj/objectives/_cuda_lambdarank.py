@@ -23,7 +23,9 @@ The pair couplings (``_lambdarank_kernels.lambdarank_couplings``' COUNT and FILL
 ``_cuda_couplings``) reuse the scratch of launches 1, 2 and 4, one thread per query:
 ``count_pairs`` (pairs with nonzero ``|dZ|``), ``scan_pairs`` (one thread: the queries' offsets, in
 query order) and ``fill_pairs`` (rows ``i`` above ``j`` by label, coupling ``h`` times the query's
-hessian factor), in the CPU's order: by query, upper position, lower position.
+hessian factor), in the CPU's order: by query, upper position, lower position. ``fill_pairs`` also
+runs the CPU's TERMS pass (``customobj.clicks.Unbiased``): the same pairs after launches 1 and 2,
+with their terms debiased by the propensities of the rows' positions (``_lambdarank_terms.unbiased_pair``).
 
 Positions are 0-based and relative to the query start; every per-position table is a row of ``F``
 named by the CPU's ``Channel``, indexed ``start + position``. The data set's arrays and the
@@ -36,6 +38,7 @@ import numpy as np
 
 from .._cuda_runtime import cuda_module, device_function
 from . import _lambdarank_terms as LT
+from ._pair_terms import tracked_propensities
 from ._lambdarank_records import Channel
 
 cuda = cuda_module()
@@ -55,6 +58,7 @@ _fill_prefixes, _exp_table = device_function(LT.fill_prefixes), device_function(
 _dz, _sigmoid, _damped = device_function(LT.pair_dz), device_function(LT.pair_sigmoid), device_function(LT.damped)
 _lambda_hess, _pair_weight = device_function(LT.lambda_hess), device_function(LT.pair_weight)
 _norm_factor = device_function(LT.norm_factor)
+_unbiased_pair, _tracked = device_function(LT.unbiased_pair), device_function(tracked_propensities)
 
 
 class Inputs(NamedTuple):
@@ -96,18 +100,27 @@ def query_bounds(ptr, qid, i):
     return ptr[q], ptr[q + 1]
 
 
+@cuda.jit(device=True)
+def rank_in_query(keys, use_keys, scores, start, end, i):
+    """Row ``i``'s position among the rows ``start:end`` sorted by descending ``keys`` (when
+    ``use_keys``), then descending score, ties by row order (a stable sort's), by counting: O(n)."""
+    ki = keys[i] if use_keys else 0.0
+    si = scores[i]
+    r = 0
+    for j in range(start, end):
+        kj = keys[j] if use_keys else 0.0
+        if kj > ki or (kj == ki and (scores[j] > si or (scores[j] == si and j < i))):
+            r += 1
+    return r
+
+
 @cuda.jit(cache=True)
 def rank_rows(scores, ptr, qid, order, pos):
     i = cuda.grid(1)
     if i >= scores.shape[0]:
         return
     start, end = query_bounds(ptr, qid, i)
-    si = scores[i]
-    r = 0
-    for j in range(start, end):
-        sj = scores[j]
-        if sj > si or (sj == si and j < i):
-            r += 1
+    r = rank_in_query(scores, False, scores, start, end, i)
     pos[i] = r
     order[start + r] = i
 
@@ -176,6 +189,19 @@ def _pair_dz(inp, F, c, a, b):
 
 
 @cuda.jit(device=True)
+def _pair_parts(inp, F, c, a, b, dz):
+    """``(sg, d, |dZ|, lambda, pw, h)`` of the pair at positions ``a < b`` with ``|dZ| qnorm = dz != 0``:
+    its orientation, score distance and damped ``|dZ|``, the unweighted ``lambda``, the pair weight
+    and the weighted ``h`` (the CPU's ``_metric_pairs``)."""
+    sigma = inp.sigma
+    sg, d, rho = _sigmoid(F, c.start, a, b, F[G, c.start + a], F[G, c.start + b], sigma)
+    pw = _pair_weight(F[W, c.start + a], F[W, c.start + b])
+    dz = _damped(dz, c.damp, d)
+    lam, h = _lambda_hess(dz, rho, pw, sigma, sigma * sigma)
+    return sg, d, dz, lam, pw, h
+
+
+@cuda.jit(device=True)
 def _pair(inp, F, c, a, b):
     """``(lambda, pw sg, h)`` of the pair at positions ``a < b``: the unweighted ``lambda``, the
     factor that weighs and signs it for the lower row (``grad_b += lambda pw sg``, ``grad_a -=``),
@@ -183,10 +209,7 @@ def _pair(inp, F, c, a, b):
     dz = _pair_dz(inp, F, c, a, b)
     if dz == 0.0:
         return 0.0, 0.0, 0.0
-    sigma = inp.sigma
-    sg, d, rho = _sigmoid(F, c.start, a, b, F[G, c.start + a], F[G, c.start + b], sigma)
-    pw = _pair_weight(F[W, c.start + a], F[W, c.start + b])
-    lam, h = _lambda_hess(_damped(dz, c.damp, d), rho, pw, sigma, sigma * sigma)
+    sg, _, _, lam, pw, h = _pair_parts(inp, F, c, a, b, dz)
     return lam, pw * sg, h
 
 
@@ -280,9 +303,14 @@ def scan_pairs(counts, nq, offsets):
 
 
 @cuda.jit(cache=True)
-def fill_pairs(inp, order, F, Q, factor, offsets, out_i, out_j, out_c):
+def fill_pairs(inp, order, F, Q, factor, offsets, terms, deb, out_i, out_j, out_c):
     """Per query: its pairs from ``offsets[q]``, by upper then lower position: ``out_i`` the row of
-    the higher label, ``out_j`` the other, ``out_c`` the coupling ``h`` times the hessian factor."""
+    the higher label, ``out_j`` the other, ``out_c`` the coupling ``h`` times the hessian factor
+    ``factor[1, q]``. With ``terms`` (the CPU's TERMS pass, after ``rank_rows`` and ``setup_queries``
+    only; ``factor[1]`` the hessian scale), each pair's terms debiased by ``t+`` of the better row's
+    position and ``t-`` of the other's (``_lambdarank_terms.unbiased_pair``; ``deb`` a
+    ``_lambdarank_records.Debias`` of device arrays) go to ``deb.lam`` / ``deb.cost`` / ``deb.est``
+    and the debiased hessian to ``out_c``; unnormalised."""
     q = cuda.grid(1)
     if q >= inp.ptr.shape[0] - 1:
         return
@@ -293,11 +321,20 @@ def fill_pairs(inp, order, F, Q, factor, offsets, out_i, out_j, out_c):
     t = offsets[q]
     for a in range(min(c.n - 1, c.lim)):
         for b in range(a + 1, c.n):
-            if _pair_dz(inp, F, c, a, b) == 0.0:
+            dz = _pair_dz(inp, F, c, a, b)
+            if dz == 0.0:
                 continue
-            _, _, h = _pair(inp, F, c, a, b)
-            hi, lo = (a, b) if F[G, c.start + a] > F[G, c.start + b] else (b, a)
-            out_i[t] = order[c.start + hi]
-            out_j[t] = order[c.start + lo]
+            sg, d, dz, lam, _, h = _pair_parts(inp, F, c, a, b, dz)
+            hi, lo = (a, b) if sg > 0 else (b, a)
+            i = order[c.start + hi]
+            j = order[c.start + lo]
+            if terms:
+                _, tp, tm = _tracked(deb.pos[i], deb.pos[j], deb.tplus, deb.tminus)
+                lam, h, cost, est = _unbiased_pair(lam, h, dz, d, inp.sigma, tp, tm, deb.swapped)
+                deb.lam[t] = lam
+                deb.cost[t] = cost
+                deb.est[t] = est
+            out_i[t] = i
+            out_j[t] = j
             out_c[t] = h * hf
             t += 1

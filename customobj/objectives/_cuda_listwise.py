@@ -21,6 +21,8 @@ and ``qscale = beta^2 M`` for the softmax losses (from the sums the gradient lau
 QueryRMSE's label-only ``f = w``, ``qscale = 1 / W``. ``dense_count_pairs`` then ``dense_fill_pairs``
 (one thread per query) keep those with ``c > 0``, in the CPU's order, as the CPU booster does.
 """
+import math
+
 from .._cuda_runtime import cuda_module, device_function
 from . import _listwise_terms as LT
 from ._noise import lcg_next, lcg_skip
@@ -50,6 +52,8 @@ N_RMSE = 2
 #: Channels of the softmax per-query scratch (``SM_M`` 0: the query contributes nothing).
 SM_M, SM_TOP, SM_Z = range(3)
 N_SM = 3
+#: The losses of ``query_rows``.
+RMSE_ROWS, SOFTMAX_ROWS = range(2)
 #: Channels of LightGBM's XENDCG per-query scratch.
 XE_INV, XE_TOP, XE_Z, XE_L1, XE_L2 = range(5)
 N_XE = 5
@@ -63,20 +67,6 @@ def query_rmse_queries(scores, labels, ptr, weights, use_w, stats):
     mean, big_w = _centre(scores, labels, weights, use_w, ptr[q], ptr[q + 1])
     stats[RMSE_MEAN, q] = mean
     stats[RMSE_W, q] = big_w
-
-
-@cuda.jit(cache=True)
-def query_rmse_rows(scores, labels, qid, weights, use_w, stats, out_grad, out_hess):
-    i = cuda.grid(1)
-    if i >= scores.shape[0]:
-        return
-    q = qid[i]
-    big_w = stats[RMSE_W, q]
-    if big_w <= 0.0:
-        return
-    g, h = _centred_row(scores[i], labels[i], _weight(weights, use_w, i), stats[RMSE_MEAN, q], big_w)
-    out_grad[i] += g
-    out_hess[i] += h
 
 
 @cuda.jit(cache=True)
@@ -99,15 +89,26 @@ def softmax_queries(scores, ptr, mass, vw, use_vw, beta, stats):
 
 
 @cuda.jit(cache=True)
-def softmax_rows(scores, qid, mass, vw, use_vw, beta, stats, out_grad, out_hess):
+def query_rows(loss, scores, qid, values, weights, use_w, beta, stats, out_grad, out_hess):
+    """One thread per row: its terms from its query's sums (``loss``: ``RMSE_ROWS``, QueryRMSE's
+    centred row, ``values`` the labels; ``SOFTMAX_ROWS``, the softmax row, ``values`` the target
+    masses, ``weights`` the value weights); a query with no weight or no mass adds nothing, an
+    unknown ``loss`` NaN (the routes pass their own)."""
     i = cuda.grid(1)
     if i >= scores.shape[0]:
         return
     q = qid[i]
-    big_m = stats[SM_M, q]
-    if big_m <= 0.0:
-        return
-    g, h = _softmax_row(scores[i], _weight(vw, use_vw, i), mass[i], beta, stats[SM_TOP, q], stats[SM_Z, q], big_m)
+    w = _weight(weights, use_w, i)
+    if loss == RMSE_ROWS:
+        if stats[RMSE_W, q] <= 0.0:
+            return
+        g, h = _centred_row(scores[i], values[i], w, stats[RMSE_MEAN, q], stats[RMSE_W, q])
+    elif loss == SOFTMAX_ROWS:
+        if stats[SM_M, q] <= 0.0:
+            return
+        g, h = _softmax_row(scores[i], w, values[i], beta, stats[SM_TOP, q], stats[SM_Z, q], stats[SM_M, q])
+    else:
+        g, h = math.nan, math.nan
     out_grad[i] += g
     out_hess[i] += h
 

@@ -1,6 +1,6 @@
 """numba.cuda kernels of the pointwise losses and of the device plumbing: the GPU drivers of
-``_pointwise_kernels`` (SquaredError, Logistic, SquaredHinge, McRank's softmax), one thread per row,
-calling the CPU's own row math (``_row_terms``); plus the checked score conversion, ``Scaled``'s
+``_pointwise_kernels`` (SquaredError, Logistic, SquaredHinge through one kernel and their
+``RowKind``, McRank's softmax), one thread per row, calling the CPU's own row math (``_row_terms``); plus the checked score conversion, ``Scaled``'s
 ``out += f x`` and the float32 copy handed to XGBoost.
 """
 from .._cuda_runtime import cuda_module, device_function
@@ -9,8 +9,7 @@ from . import _row_terms as R
 cuda = cuda_module()
 
 _weight = device_function(R.row_weight)
-_squared_error, _logistic = device_function(R.squared_error_row), device_function(R.logistic_row)
-_hinge_margin, _hinge = device_function(R.squared_hinge_margin), device_function(R.squared_hinge_row)
+_row_terms = device_function(R.row_terms)
 _top_z, _p, _mcrank = device_function(R.softmax_top_z), device_function(R.softmax_p), device_function(R.mcrank_row_class)
 
 #: Flags raised by ``to_float64`` (``bad[0]``) and ``to_float32`` (``bad[0]``).
@@ -18,32 +17,14 @@ NOT_FINITE_OR_TOO_LARGE = 1
 
 
 @cuda.jit(cache=True)
-def squared_error_rows(scores, labels, weights, use_weights, out_grad, out_hess):
+def pointwise_rows(kind, scores, labels, weights, use_weights, param, out_grad, out_hess):
+    """One thread per row: the row's terms of the loss ``kind`` (a ``_row_terms.RowKind`` code,
+    ``param`` its parameter: ``_row_terms.row_terms``) added into the outputs."""
     i = cuda.grid(1)
     if i >= scores.shape[0]:
         return
-    g, h = _squared_error(scores[i], labels[i], _weight(weights, use_weights, i))
-    out_grad[i] += g
-    out_hess[i] += h
-
-
-@cuda.jit(cache=True)
-def logistic_rows(scores, labels, weights, use_weights, sigma, out_grad, out_hess):
-    i = cuda.grid(1)
-    if i >= scores.shape[0]:
-        return
-    g, h = _logistic(scores[i], labels[i], _weight(weights, use_weights, i), sigma)
-    out_grad[i] += g
-    out_hess[i] += h
-
-
-@cuda.jit(cache=True)
-def squared_hinge_rows(scores, labels, weights, use_weights, c, out_grad, out_hess):
-    i = cuda.grid(1)
-    if i >= scores.shape[0]:
-        return
-    if _hinge_margin(scores[i], labels[i]) > 0.0:
-        g, h = _hinge(scores[i], labels[i], _weight(weights, use_weights, i), c)
+    adds, g, h = _row_terms(kind, scores[i], labels[i], _weight(weights, use_weights, i), param)
+    if adds:
         out_grad[i] += g
         out_hess[i] += h
 

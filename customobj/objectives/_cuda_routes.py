@@ -21,6 +21,7 @@ import numpy as np
 from .._cuda_runtime import THREADS, blocks
 from . import _pairwise_kernels as PK
 from ._pair_sets import row_incidence
+from ._row_terms import RowKind
 
 #: ``m -> (i, j, c)``: device arrays of length ``m`` the pairs are written to.
 PairBuffer = Callable[[int], tuple]
@@ -59,14 +60,25 @@ def _lambdarank_inputs(obj: Any, s: Any, prep: Any, data: Any) -> tuple:
                      int(inp.trunc), float(inp.sigma), bool(inp.norm)), float(inp.hess_scale)
 
 
-def lambdarank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+def _lambdarank_setup(obj: Any, s: Any, prep: Any, data: Any) -> tuple:
+    """The first two launches of every LambdaRank pass (each query sorted, its tables filled);
+    returns ``(Inputs, hess_scale, scratch)``."""
     from . import _cuda_lambdarank as CL
 
     inp, hess_scale = _lambdarank_inputs(obj, s, prep, data)
     n, nq = data.n_rows, data.n_queries
-    order, pos, F, Q, factor = CL.scratch(data, n, nq)
+    scratch = CL.scratch(data, n, nq)
+    order, pos, F, Q, _ = scratch
     launch(CL.rank_rows, n, s, data.ptr, data.qid, order, pos)
     launch(CL.setup_queries, nq, s, inp, order, F, Q)
+    return inp, hess_scale, scratch
+
+
+def lambdarank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    from . import _cuda_lambdarank as CL
+
+    inp, hess_scale, (order, pos, F, Q, factor) = _lambdarank_setup(obj, s, prep, data)
+    n, nq = data.n_rows, data.n_queries
     launch(CL.pair_rows, n, inp, pos, F, Q)
     launch(CL.finish_queries, nq, inp, hess_scale, F, Q, factor)
     launch(CL.write_rows, n, data.qid, pos, data.ptr, F, Q, factor, g, h)
@@ -81,8 +93,40 @@ def lambdarank_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: Pa
     order, _, F, Q, factor = CL.scratch(data, data.n_rows, nq)
     offsets, out = sized(segments(data, nq), pair_buffer, CL.count_pairs, nq, inp, F, Q)
     if out[0].shape[0] > 0:
-        launch(CL.fill_pairs, nq, inp, order, F, Q, factor, offsets, *out)
+        launch(CL.fill_pairs, nq, inp, order, F, Q, factor, offsets, False, _debias(data, 0), *out)
     return out
+
+
+def _debias(data: Any, m: int, position: Any = None, tplus: Any = None, tminus: Any = None,
+            swapped: bool = False) -> Any:
+    """A ``_lambdarank_records.Debias`` of device arrays for ``m`` pairs' terms; without ``position``
+    (plain couplings) one-entry stand-ins the kernel never reads, kept across rounds."""
+    from ._lambdarank_records import Debias
+
+    if position is None:
+        pos, stand_in = data.scratch("no_debias_pos", (1,), np.int64), data.scratch("no_debias", (1,), np.float64)
+        return Debias(pos, stand_in, stand_in, False, stand_in, stand_in, stand_in)
+    return Debias(position, tplus, tminus, bool(swapped),
+                  *(data.cuda.device_array(max(m, 1), np.float64) for _ in range(3)))
+
+
+def lambdarank_debiased_terms(obj: Any, s: Any, prep: Any, data: Any, position: Any, tplus: Any, tminus: Any,
+                              swapped: bool, pair_buffer: PairBuffer) -> tuple:
+    """``(i, j, h, Debias)``: ``LambdaRank.debiased_pair_terms`` on the device (device ``position``,
+    ``tplus``, ``tminus``), pairs by query from ``segments(data, n_queries)[1]``."""
+    from . import _cuda_lambdarank as CL
+
+    inp, hess_scale, (order, _, F, Q, factor) = _lambdarank_setup(obj, s, prep, data)
+    nq = data.n_queries
+    offsets, out = sized(segments(data, nq), pair_buffer, CL.count_pairs, nq, inp, F, Q)
+    m = out[0].shape[0]
+    deb = _debias(data, m, position, tplus, tminus, swapped)
+    if m > 0:
+        from . import _cuda_pointwise as CW
+
+        launch(CW.fill, nq, factor[1], hess_scale)  # no norm factor: the hessian scale alone scales the terms
+        launch(CL.fill_pairs, nq, inp, order, F, Q, factor, offsets, True, deb, *out)
+    return (*out, deb)
 
 
 # --- pair losses -----------------------------------------------------------------------------------
@@ -152,7 +196,7 @@ def qbrank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
         _pair_list(obj, "explicit", s, data, g, h, tuple(state.explicit), None, spec)
     if state.labeled_weight is not None:
         lab_w = data.array((obj, "labeled_weight"), lambda: state.labeled_weight)
-        launch(CW.squared_error_rows, data.n_rows, s, data.labels, lab_w, True, g, h)
+        launch(CW.pointwise_rows, data.n_rows, int(RowKind.SQUARED_ERROR), s, data.labels, lab_w, True, 0.0, g, h)
 
 
 def preference_pairs(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
@@ -219,26 +263,35 @@ def segments(data: Any, n_seg: int) -> tuple:
 
 
 # --- pointwise, structured, composites ---------------------------------------------------------------
-def pointwise(kernel_name: str, *params: str) -> Callable:
-    """The route of a pointwise loss: one thread per row of ``_cuda_pointwise.<kernel_name>``, with
-    the objective's attributes ``params`` after the weights."""
+def _row_weights(obj: Any, prep: Any, data: Any) -> tuple:
+    state = prep.state_for(obj)
+    if state is None:
+        return data.weights, data.use_weights
+    return data.array((obj, "weight"), lambda: state), True  # Logistic(balanced=True): its state is the row weights
+
+
+def pointwise(kind: RowKind, param: Optional[str] = None) -> Callable:
+    """The route of a pointwise loss: one thread per row of ``_cuda_pointwise.pointwise_rows`` with
+    its :class:`~._row_terms.RowKind` and the objective's attribute ``param``."""
     def route(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
         from . import _cuda_pointwise as CW
 
-        state = prep.state_for(obj)
-        if state is None:
-            w, use_w = data.weights, data.use_weights
-        else:  # Logistic(balanced=True): its state is the row weights
-            w, use_w = data.array((obj, "weight"), lambda: state), True
-        launch(getattr(CW, kernel_name), data.n_rows, s, data.labels, w, use_w,
-               *(getattr(obj, a) for a in params), g, h)
+        w, use_w = _row_weights(obj, prep, data)
+        p = float(getattr(obj, param)) if param is not None else 0.0
+        launch(CW.pointwise_rows, data.n_rows, int(kind), s, data.labels, w, use_w, p, g, h)
     return route
 
 
-SQUARED_ERROR = pointwise("squared_error_rows")
-LOGISTIC = pointwise("logistic_rows", "sigma")
-SQUARED_HINGE = pointwise("squared_hinge_rows", "C")
-MCRANK = pointwise("mcrank_rows")
+SQUARED_ERROR = pointwise(RowKind.SQUARED_ERROR)
+LOGISTIC = pointwise(RowKind.LOGISTIC, "sigma")
+SQUARED_HINGE = pointwise(RowKind.SQUARED_HINGE, "C")
+
+
+def mcrank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """McRank's route: one thread per row of ``_cuda_pointwise.mcrank_rows`` (a softmax over its outputs)."""
+    from . import _cuda_pointwise as CW
+
+    launch(CW.mcrank_rows, data.n_rows, s, data.labels, *_row_weights(obj, prep, data), g, h)
 
 
 def structured(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:

@@ -14,7 +14,7 @@ Two launches:
 from typing import Any, NamedTuple
 
 from .._cuda_runtime import cuda_module, device_function
-from ._cuda_lambdarank import query_bounds
+from ._cuda_lambdarank import query_bounds, rank_in_query
 from . import _structured_terms as ST
 
 cuda = cuda_module()
@@ -38,14 +38,7 @@ def ideal_rank_rows(scores, gain, ptr, qid, star):
     if i >= scores.shape[0]:
         return
     start, end = query_bounds(ptr, qid, i)
-    gi = gain[i]
-    si = scores[i]
-    r = 0
-    for j in range(start, end):
-        gj = gain[j]
-        if gj > gi or (gj == gi and (scores[j] > si or (scores[j] == si and j < i))):
-            r += 1
-    star[start + r] = i - start
+    star[start + rank_in_query(gain, True, scores, start, end, i)] = i - start  # label first, then score
 
 
 class Rows(NamedTuple):

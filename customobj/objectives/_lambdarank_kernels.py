@@ -26,7 +26,7 @@ from ._lambdarank_pass import (  # noqa: F401 - the pre-enum code names stay imp
     COUNT, ERR, FILL, GRAD, GRAD_FILL, LOSS, MAP, MRR, NDCG, _sort_query, query_count, query_grad, query_loss,
 )
 from ._lambdarank_records import (  # noqa: F401 - the codes and records are part of this module's interface
-    Channel, IntChannel, Metric, Mode, PassInputs, PassOutputs, Query, block_scratch_arrays,
+    Channel, Debias, IntChannel, Metric, Mode, PassInputs, PassOutputs, Query, block_scratch_arrays,
 )
 
 
@@ -102,7 +102,7 @@ def query_chunks(ptr, lim, chunk_rows):
 @njit(cache=True)
 def _known(mode, metric):
     known_mode = (mode == Mode.GRAD or mode == Mode.LOSS or mode == Mode.COUNT or mode == Mode.FILL
-                  or mode == Mode.GRAD_FILL)
+                  or mode == Mode.GRAD_FILL or mode == Mode.TERMS)
     known_metric = metric == Metric.NDCG or metric == Metric.ERR or metric == Metric.MAP or metric == Metric.MRR
     return known_mode and known_metric
 
@@ -116,15 +116,16 @@ def _block_scratch(ptr, q0, q1):
 
 
 @njit(cache=True, parallel=True)
-def _run_blocks(mode, inp, out, order, offsets, per_query):
+def _run_blocks(mode, inp, out, order, offsets, per_query, deb):
     """The one block loop (work items from ``query_chunks``): each query with at least two rows and
     ``qnorm > 0`` through the kernel of ``mode``. GRAD and LOSS sort into the block scratch, COUNT
-    into ``order`` (stored for FILL), FILL and GRAD_FILL read ``order`` and write pairs from
-    ``offsets[q]``; LOSS and COUNT write ``per_query[q]``. Returns a KernelStatus (``UNKNOWN_CODE`` before any work)."""
+    into ``order`` (stored for FILL), FILL, GRAD_FILL and TERMS read ``order`` and write pairs from
+    ``offsets[q]``; LOSS and COUNT write ``per_query[q]``; TERMS reads and writes ``deb`` too.
+    Returns a KernelStatus (``UNKNOWN_CODE`` before any work)."""
     if not _known(mode, inp.metric):
         return KernelStatus.UNKNOWN_CODE
     ptr, qnorm, scores = inp.ptr, inp.qnorm, inp.scores
-    fills = mode == Mode.FILL or mode == Mode.GRAD_FILL
+    fills = mode == Mode.FILL or mode == Mode.GRAD_FILL or mode == Mode.TERMS
     bounds = query_chunks(ptr, min(inp.k, inp.trunc), CHUNK_ROWS)
     for item in prange(bounds.size - 1):
         q0 = bounds[item]
@@ -140,21 +141,23 @@ def _run_blocks(mode, inp, out, order, offsets, per_query):
             cut = Query(n, qnorm[q], kk, min(kk, inp.trunc), offsets[q] if fills else 0)
             if mode == Mode.GRAD:
                 _sort_query(scores, start, n, neg, own_order)
-                query_grad(mode, inp, out, cut, own_order, F, I)
+                query_grad(mode, inp, out, cut, own_order, F, I, deb)
             elif mode == Mode.LOSS:
                 _sort_query(scores, start, n, neg, own_order)
-                per_query[q] = query_loss(inp, out, cut, own_order, F)
+                per_query[q] = query_loss(inp, out, cut, own_order, F, deb)
             elif mode == Mode.COUNT:
                 o = order[start:start + n]
                 _sort_query(scores, start, n, neg, o)
-                per_query[q] = query_count(inp, out, cut, o, F)
+                per_query[q] = query_count(inp, out, cut, o, F, deb)
             else:
-                query_grad(mode, inp, out, cut, order[start:start + n], F, I)
+                query_grad(mode, inp, out, cut, order[start:start + n], F, I, deb)
     return KernelStatus.OK
 
 
 _NO_I = np.zeros(0, dtype=np.int64)
 _NO_F = np.zeros(0, dtype=np.float64)
+#: The TERMS record of every other mode (nothing read, nothing written).
+_NO_DEBIAS = Debias(_NO_I, _NO_F, _NO_F, False, _NO_F, _NO_F, _NO_F)
 
 # The drivers below are plain Python calling the one parallel block loop: numba writes a cached
 # kernel that calls a ``parallel=True`` kernel whose code came from the cache into a library that
@@ -173,13 +176,15 @@ def _serial_sum(values):
 
 def lambdarank_grad_hess(inp: PassInputs, out_grad: np.ndarray, out_hess: np.ndarray) -> int:
     """Adds every query's gradients and hessians into ``out_grad`` / ``out_hess``; returns the status."""
-    return _run_blocks(Mode.GRAD, inp, PassOutputs(out_grad, out_hess, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I, _NO_F)
+    return _run_blocks(Mode.GRAD, inp, PassOutputs(out_grad, out_hess, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I, _NO_F,
+                       _NO_DEBIAS)
 
 
 def lambdarank_loss(inp: PassInputs) -> "tuple[float, int]":
     """``(loss, status)``: the utility summed over queries (serially, in query order)."""
     per_query = np.zeros(inp.ptr.size - 1)
-    status = _run_blocks(Mode.LOSS, inp, PassOutputs(_NO_F, _NO_F, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I, per_query)
+    status = _run_blocks(Mode.LOSS, inp, PassOutputs(_NO_F, _NO_F, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I, per_query,
+                         _NO_DEBIAS)
     return _serial_sum(per_query), status
 
 
@@ -188,7 +193,8 @@ def lambdarank_pair_offsets(inp: PassInputs, order: np.ndarray) -> "tuple[np.nda
     of each query's pairs with nonzero ``|dZ|`` (size n_queries + 1; the last is the pair count)."""
     nq = inp.ptr.size - 1
     per_query = np.zeros(nq)
-    status = _run_blocks(Mode.COUNT, inp, PassOutputs(_NO_F, _NO_F, _NO_I, _NO_I, _NO_F), order, _NO_I, per_query)
+    status = _run_blocks(Mode.COUNT, inp, PassOutputs(_NO_F, _NO_F, _NO_I, _NO_I, _NO_F), order, _NO_I, per_query,
+                         _NO_DEBIAS)
     counts = np.zeros(nq + 1, dtype=np.int64)
     counts[1:] = per_query  # pair counts are below 2**53: exact in float64
     return np.cumsum(counts), status
@@ -201,7 +207,17 @@ def lambdarank_pair_fill(inp: PassInputs, with_grad: bool, out: PassOutputs, ord
     ``out.grad`` / ``out.hess`` (one pair pass: GRAD_FILL). ``order`` and ``offsets`` come from
     ``lambdarank_pair_offsets``. Returns the status."""
     mode = Mode.GRAD_FILL if with_grad else Mode.FILL
-    return _run_blocks(mode, inp, out, order, offsets, _NO_F)
+    return _run_blocks(mode, inp, out, order, offsets, _NO_F, _NO_DEBIAS)
+
+
+def lambdarank_pair_terms(inp: PassInputs, deb: Debias, out: PassOutputs, order: np.ndarray,
+                          offsets: np.ndarray) -> int:
+    """TERMS: writes query ``q``'s pairs (rows; ``out.pair_c`` their debiased hessians) to
+    ``out.pair_*[offsets[q]:offsets[q + 1]]`` and their debiased lambdas, losses and undebiased
+    estimate costs to ``deb.lam`` / ``deb.cost`` / ``deb.est`` (unweighted, unnormalised;
+    ``_lambdarank_terms.unbiased_pair``). ``order`` and ``offsets`` come from
+    ``lambdarank_pair_offsets``. Returns the status."""
+    return _run_blocks(Mode.TERMS, inp, out, order, offsets, _NO_F, deb)
 
 
 def lambdarank_couplings(inp: PassInputs, with_grad: bool, out_grad: np.ndarray,

@@ -37,11 +37,12 @@ from numba import njit
 
 from ._lambdarank_records import Channel, IntChannel, Metric, Mode
 from ._lambdarank_terms import (EXP_FLOOR, damped, err_dz, exp_table, fill_prefixes, lambda_hess, map_dz, mrr_dz,
-                                ndcg_dz, norm_factor, pair_weight, rho, softplus)
+                                ndcg_dz, norm_factor, pair_weight, rho, softplus, unbiased_pair)
+from ._pair_terms import tracked_propensities
 
 #: The pre-enum names of the codes (aliases of the members; the codes' home is ``_lambdarank_records``).
 NDCG, ERR, MAP, MRR = Metric
-GRAD, LOSS, COUNT, FILL, GRAD_FILL = Mode
+GRAD, LOSS, COUNT, FILL, GRAD_FILL, TERMS = Mode
 
 
 @njit(cache=True)
@@ -150,10 +151,12 @@ def _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out):
 
 
 @njit(cache=True)
-def _metric_pairs(mode, inp, q, first, second, spread, order, F, out):
+def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
     """The general pair loop of one sorted query (every metric; NDCG when ``_ndcg_pairs`` cannot
-    serve). Returns ``(count, sum_lambda, total)``: pairs with nonzero ``|dZ|`` (COUNT; written
-    by FILL), the sum of ``2 lambda`` (for the norm factor) and the utility (LOSS).
+    serve, and TERMS). Returns ``(count, sum_lambda, total)``: pairs with nonzero ``|dZ|`` (COUNT;
+    written by FILL and TERMS), the sum of ``2 lambda`` (for the norm factor) and the utility (LOSS).
+    TERMS writes each pair's debiased terms (``_lambdarank_terms.unbiased_pair`` with the
+    propensities of :class:`~._lambdarank_records.Debias` ``deb``).
 
     The formulas are ``_lambdarank_terms``'; the table entries they take are read here from the
     channels' views (``_lambdarank_terms.pair_dz`` reads the same from ``F``: 1.7-1.9x slower here)."""
@@ -166,7 +169,8 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out):
     out_i, out_j, out_c = out.pair_i, out.pair_j, out.pair_c
     a_first = A[first] if first < n else 0.0
     grad = mode == Mode.GRAD or mode == Mode.GRAD_FILL
-    fill = mode == Mode.FILL or mode == Mode.GRAD_FILL
+    terms = mode == Mode.TERMS
+    fill = mode == Mode.FILL or mode == Mode.GRAD_FILL or terms
     damp = inp.norm and spread
     sig2 = sigma * sigma
     sum_lambda = 0.0
@@ -223,9 +227,13 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out):
                 lh[b] += h
             if fill:
                 hi, lo = (a, b) if sg > 0 else (b, a)
-                out_i[at + count] = order[hi]
-                out_j[at + count] = order[lo]
-                out_c[at + count] = h
+                t = at + count
+                out_i[t] = order[hi]
+                out_j[t] = order[lo]
+                if terms:  # the better row is the clicked one: t+ of its position, t- of the other's
+                    _, tp, tm = tracked_propensities(deb.pos[order[hi]], deb.pos[order[lo]], deb.tplus, deb.tminus)
+                    deb.lam[t], h, deb.cost[t], deb.est[t] = unbiased_pair(lam, h, dz, d, sigma, tp, tm, deb.swapped)
+                out_c[t] = h
             count += 1
         if grad:
             lg[a] += acc_g
@@ -243,26 +251,27 @@ def _sorted_scores(inp, q, order, F):
 
 
 @njit(cache=True)
-def query_grad(mode, inp, out, q, order, F, I):
+def query_grad(mode, inp, out, q, order, F, I, deb):
     """GRAD adds the query's gradients and hessians into ``out.grad/out.hess``; FILL writes its
     pairs with nonzero ``|dZ|`` (rows, coupling) to ``out.pair_*`` from ``q.at``; GRAD_FILL does
-    both in one pair pass. Hessians and couplings are multiplied by ``inp.hess_scale`` (1 but for
-    XGBoost's convention, see ``_parity.py``) once per row, outside the pair loop. ``order[:n]``
-    are the query's rows by score, ``F`` / ``I`` the block's scratch (rows named by ``Channel``
-    / ``IntChannel``)."""
+    both in one pair pass; TERMS writes FILL's pairs with their debiased terms (``deb``, unnormalised:
+    the caller normalises the debiased sums). Hessians and couplings are multiplied by
+    ``inp.hess_scale`` (1 but for XGBoost's convention, see ``_parity.py``) once per row, outside
+    the pair loop. ``order[:n]`` are the query's rows by score, ``F`` / ``I`` the block's scratch
+    (rows named by ``Channel`` / ``IntChannel``)."""
     n = q.n
     first, second, spread = _sorted_scores(inp, q, order, F)
     grad = mode == Mode.GRAD or mode == Mode.GRAD_FILL
-    fill = mode == Mode.FILL or mode == Mode.GRAD_FILL
+    fill = mode == Mode.FILL or mode == Mode.GRAD_FILL or mode == Mode.TERMS
     lg, lh = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H]
     if grad:
         lg[:n] = 0.0
         lh[:n] = 0.0
-    if inp.metric == Metric.NDCG and F[Channel.EXP, n - 1] > EXP_FLOOR:
+    if inp.metric == Metric.NDCG and F[Channel.EXP, n - 1] > EXP_FLOOR and mode != Mode.TERMS:
         count, sum_lambda = _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out)
     else:
-        count, sum_lambda, _ = _metric_pairs(mode, inp, q, first, second, spread, order, F, out)
-    factor = norm_factor(inp.norm, sum_lambda)
+        count, sum_lambda, _ = _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb)
+    factor = 1.0 if mode == Mode.TERMS else norm_factor(inp.norm, sum_lambda)
     hfactor = factor * inp.hess_scale
     if grad:
         out_grad, out_hess = out.grad, out.hess
@@ -276,20 +285,20 @@ def query_grad(mode, inp, out, q, order, F, I):
 
 
 @njit(cache=True)
-def query_loss(inp, out, q, order, F):
+def query_loss(inp, out, q, order, F, deb):
     """LOSS: the query's utility ``sum_pairs w_ij |dZ_ij| log(1 + exp(-sigma d))`` (times the
-    frozen norm factor). ``out`` is only passed through (LOSS writes nothing)."""
+    frozen norm factor). ``out`` and ``deb`` are only passed through (LOSS writes nothing)."""
     first, second, spread = _sorted_scores(inp, q, order, F)
-    _, sum_lambda, total = _metric_pairs(Mode.LOSS, inp, q, first, second, spread, order, F, out)
+    _, sum_lambda, total = _metric_pairs(Mode.LOSS, inp, q, first, second, spread, order, F, out, deb)
     return total * norm_factor(inp.norm, sum_lambda)
 
 
 @njit(cache=True)
-def query_count(inp, out, q, order, F):
-    """COUNT: the number of the query's pairs with nonzero ``|dZ|`` (what FILL will write; ``out`` is
-    only passed through)."""
+def query_count(inp, out, q, order, F, deb):
+    """COUNT: the number of the query's pairs with nonzero ``|dZ|`` (what FILL and TERMS will write;
+    ``out`` and ``deb`` are only passed through)."""
     first, second = _setup(inp, q.n, q.kk, order, F)
     if inp.metric == Metric.NDCG:
         return _ndcg_count(q, inp.disc, F[Channel.GAIN])
-    count, _, _ = _metric_pairs(Mode.COUNT, inp, q, first, second, False, order, F, out)
+    count, _, _ = _metric_pairs(Mode.COUNT, inp, q, first, second, False, order, F, out, deb)
     return count

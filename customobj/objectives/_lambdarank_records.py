@@ -37,13 +37,15 @@ class Metric(IntEnum):
 
 class Mode(IntEnum):
     """What one pass over a query does (``_lambdarank_pass``): gradients and hessians, the loss,
-    the count of pairs with nonzero ``|dZ|``, the pairs themselves, or gradients and pairs at once."""
+    the count of pairs with nonzero ``|dZ|``, the pairs themselves, gradients and pairs at once, or
+    the pairs with their debiased terms (TERMS, for ``customobj.clicks.Unbiased``: see :class:`Debias`)."""
 
     GRAD = 0
     LOSS = 1
     COUNT = 2
     FILL = 3
     GRAD_FILL = 4
+    TERMS = 5
 
 
 class Channel(IntEnum):
@@ -101,6 +103,24 @@ class PassOutputs(NamedTuple):
     pair_i: np.ndarray  # upper (better) row of each pair; any integer dtype
     pair_j: np.ndarray
     pair_c: np.ndarray  # coupling h_ij
+
+
+class Debias(NamedTuple):
+    """What the TERMS pass reads and writes beside :class:`PassOutputs` (Unbiased LambdaMART, Hu et
+    al. WWW 2019; XGBoost's ``LambdaGrad<unbiased>``): the propensities it divides each pair by and
+    the pair's terms (``PassOutputs.pair_c`` gets its debiased hessian). Zero-length in every other mode.
+
+    A pair counts as tracked when both rows' positions are below ``tplus.size``; untracked pairs are
+    not debiased. Terms are unweighted and unnormalised: ``customobj.clicks`` weighs them and
+    applies the per-query normalisation to the debiased sums."""
+
+    pos: np.ndarray  # each row's display position, 0-based
+    tplus: np.ndarray  # t+ per tracked position: the clicked (better) row's propensity
+    tminus: np.ndarray  # t- per tracked position: the other row's
+    swapped: bool  # est: the swapped pair's loss (else the pair's own)
+    lam: np.ndarray  # out: each pair's debiased lambda (grad_i -= lam, grad_j += lam)
+    cost: np.ndarray  # out: its debiased loss
+    est: np.ndarray  # out: the undebiased cost the propensity estimate sums
 
 
 class Query(NamedTuple):

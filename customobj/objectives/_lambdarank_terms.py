@@ -35,6 +35,7 @@ import math
 from numba import njit
 
 from ._lambdarank_records import Channel, Metric
+from ._pair_terms import debias_scale
 
 # The channels and metric codes as plain ints: numba's CUDA target takes no IntEnum as an index.
 _GAIN, _SCORE, _WEIGHT, _EXP = int(Channel.GAIN), int(Channel.SCORE), int(Channel.WEIGHT), int(Channel.EXP)
@@ -214,3 +215,19 @@ def norm_factor(norm, sum_lambda):
     if norm and sum_lambda > 0.0:
         return math.log2(1.0 + sum_lambda) / sum_lambda
     return 1.0
+
+
+@njit(cache=True)
+def unbiased_pair(lam, h, dz, d, sigma, tp, tm, swapped):
+    """XGBoost's ``LambdaGrad<unbiased>`` (Hu et al., WWW 2019, sec. 4-5): ``(lambda, h, cost, est)``
+    of a pair with unweighted ``lam`` and ``h`` (:func:`lambda_hess`), ``|dZ|`` ``dz`` and
+    ``d = s_better - s_worse``, debiased by the propensities ``tp`` (``t+`` of the better, clicked
+    row's position) and ``tm`` (``t-`` of the other's): lambda, hessian and the loss
+    ``|dZ| softplus(-sigma d)`` divided by ``t+ t-`` (:func:`~._pair_terms.debias_scale`).
+    ``est``, the cost the propensity estimate sums, stays undebiased: the swapped pair's
+    ``|dZ| softplus(sigma d)`` (``swapped``, XGBoost's ``log(1 / (1 - sigmoid))``) or the loss."""
+    u = debias_scale(tp, tm)
+    x = sigma * d
+    cost = dz * softplus(-x)
+    est = dz * softplus(x) if swapped else cost
+    return lam * u, h * u, cost * u, est

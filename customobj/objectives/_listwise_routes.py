@@ -33,7 +33,8 @@ def query_rmse(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
 
     stats = data.scratch("query_rmse_stats", (CQ.N_RMSE, max(data.n_queries, 1)), np.float64)
     launch(CQ.query_rmse_queries, data.n_queries, s, data.labels, data.ptr, data.weights, data.use_weights, stats)
-    launch(CQ.query_rmse_rows, data.n_rows, s, data.labels, data.qid, data.weights, data.use_weights, stats, g, h)
+    launch(CQ.query_rows, data.n_rows, CQ.RMSE_ROWS, s, data.qid, data.labels, data.weights, data.use_weights, 0.0,
+           stats, g, h)
 
 
 def _softmax_ce(s: Any, data: Any, mass: Any, vw: Any, use_vw: bool, beta: float, g: Any, h: Any) -> None:
@@ -41,7 +42,7 @@ def _softmax_ce(s: Any, data: Any, mass: Any, vw: Any, use_vw: bool, beta: float
 
     stats = data.scratch("softmax_stats", (CQ.N_SM, max(data.n_queries, 1)), np.float64)
     launch(CQ.softmax_queries, data.n_queries, s, data.ptr, mass, vw, use_vw, beta, stats)
-    launch(CQ.softmax_rows, data.n_rows, s, data.qid, mass, vw, use_vw, beta, stats, g, h)
+    launch(CQ.query_rows, data.n_rows, CQ.SOFTMAX_ROWS, s, data.qid, mass, vw, use_vw, beta, stats, g, h)
 
 
 def _softmax_targets(obj: Any, prep: Any, data: Any) -> "tuple[Any, Any, bool, float]":

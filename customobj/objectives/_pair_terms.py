@@ -148,3 +148,30 @@ def pair_weight(wi, wj):
     weights near the float64 maximum cannot overflow; halving is exact). Scalars only: measured, a
     helper taking the weights array in the pair loop (even inlined) doubled RankNet's CPU time."""
     return 0.5 * wi + 0.5 * wj
+
+
+#: Propensities below this are treated as "do not debias" (XGBoost's ``Eps64()``): dividing by
+#: them would blow a pair up beyond any meaningful weight.
+TINY_PROPENSITY = 1e-16
+
+
+@njit(cache=True)
+def debias_scale(tp, tm):
+    """Unbiased LambdaMART's factor ``1 / (t+ t-)`` of a pair whose clicked row's position has the
+    propensity ``tp`` and the other row's ``tm`` (Hu et al., WWW 2019, eq. 27; XGBoost's
+    ``LambdaGrad<unbiased>``); 1 (not debiased) when either is below ``TINY_PROPENSITY``. Callers
+    pass ``tp = tm = 1`` for a pair with an untracked position."""
+    if tp >= TINY_PROPENSITY and tm >= TINY_PROPENSITY:
+        return 1.0 / (tp * tm)
+    return 1.0
+
+
+@njit(cache=True)
+def tracked_propensities(a, b, tplus, tminus):
+    """``(tracked, tp, tm)`` of a pair at positions ``a`` (clicked row) and ``b``: whether both are
+    below ``tplus.size`` (tracked; as in XGBoost only those are debiased and estimated), and
+    ``t+[a]``, ``t-[b]`` (1 and 1 when not tracked)."""
+    k = tplus.size
+    if 0 <= a < k and 0 <= b < k:
+        return True, tplus[a], tminus[b]
+    return False, 1.0, 1.0

@@ -105,23 +105,11 @@ def _query_grad_hess(scores, labels, order, lower, lo, hi, weights, use_w, spec,
         out_hess[i] += hi_acc
 
 
-@njit(cache=True)
-def label_pairs_grad_hess(scores, labels, ptr, order, lower, weights, use_w, spec, out_grad, out_hess):
-    """Sum over the label pairs of every query (``spec``: a :class:`PairSpec`); returns the status."""
-    status = _spec_status(spec)
-    if status != KernelStatus.OK:
-        return status
-    for q in range(ptr.size - 1):
-        _query_grad_hess(scores, labels, order, lower, ptr[q], ptr[q + 1], weights, use_w, spec, out_grad, out_hess)
-    return status
-
-
 @njit(cache=True, parallel=True)
 def label_pairs_grad_hess_parallel(scores, labels, ptr, order, lower, weights, use_w, spec, out_grad, out_hess):
-    """As ``label_pairs_grad_hess``; queries write disjoint rows, so they run in parallel.
-
-    The objectives use this one (2 cores, idle machine: RankNet 95 vs 114 ms, RankSVM 77 vs 89 ms
-    at 2,000 x 120); the serial twin stays for comparison and single-threaded callers."""
+    """Sum over the label pairs of every query (``spec``: a :class:`PairSpec`); returns the status.
+    Queries write disjoint rows, so they run in parallel (2 cores, idle machine: RankNet 95 vs 114 ms,
+    RankSVM 77 vs 89 ms at 2,000 x 120 against a serial loop; one thread: ``numba.set_num_threads(1)``)."""
     status = _spec_status(spec)
     if status != KernelStatus.OK:
         return status

@@ -17,8 +17,18 @@ Examples
 (-1.0, 1.0)
 """
 import math
+from enum import IntEnum
 
 from numba import njit
+
+
+class RowKind(IntEnum):
+    """The pointwise loss of a row, as :func:`row_terms` takes it (the GPU's one row driver,
+    ``_cuda_pointwise.pointwise_rows``; the CPU keeps one loop per loss)."""
+
+    SQUARED_ERROR = 0
+    LOGISTIC = 1  # param: sigma
+    SQUARED_HINGE = 2  # param: C
 
 
 @njit(cache=True)
@@ -86,3 +96,22 @@ def mcrank_row_class(p, k, y, w):
     """``(grad, hess)`` of the multiclass log loss at class ``k`` of a row of label ``y`` whose
     class ``k`` has probability ``p``."""
     return w * (p - (1.0 if k == y else 0.0)), w * p * (1.0 - p)
+
+
+@njit(cache=True)
+def row_terms(kind, s, y, w, param):
+    """``(adds, grad, hess)`` of one row of the loss ``kind`` (a :class:`RowKind` code, ``param`` its
+    parameter); ``adds`` is False for a squared-hinge row outside the margin (it adds nothing), and
+    an unknown code gives NaN (its route never passes one)."""
+    if kind == RowKind.SQUARED_ERROR:
+        g, h = squared_error_row(s, y, w)
+        return True, g, h
+    if kind == RowKind.LOGISTIC:
+        g, h = logistic_row(s, y, w, param)
+        return True, g, h
+    if kind == RowKind.SQUARED_HINGE:
+        if squared_hinge_margin(s, y) > 0.0:
+            g, h = squared_hinge_row(s, y, w, param)
+            return True, g, h
+        return False, 0.0, 0.0
+    return True, math.nan, math.nan

@@ -41,8 +41,9 @@ objective documents its surrogate.
 from __future__ import annotations
 
 import numbers
+from enum import IntEnum
 from importlib import import_module
-from typing import Callable, NamedTuple, Optional, Tuple
+from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -51,13 +52,12 @@ from .._device import device_of
 from .._validation import SCORE_LIMIT, as_1d_float, as_scores
 from ..groups import GroupLike
 from ._arrays import freeze_option, zero_fill
+# The device seam: it loads numba.cuda only when device scores arrive (the CPU path never pays for it)
+# and reads the objectives only through their public methods (no import of this module).
+from . import devices as _devices
 from .prepared import Prepared
 
-__all__ = ["Objective", "Prepared", "DeviceRoute"]
-#: The device seam (``objectives.devices``), imported by name when device scores arrive: it imports the
-#: objectives' routes, and a plain import here would be a cycle; it also loads numba.cuda lazily, which
-#: the CPU path never pays for.
-_SEAM = ".devices"
+__all__ = ["Objective", "Prepared", "DeviceRoute", "PairSource"]
 #: Sums and scalings of objectives: imported on use, since they are objectives themselves (no import cycle).
 _COMPOSITE = ".composite"
 
@@ -80,6 +80,22 @@ class DeviceRoute(NamedTuple):
 
     grad_hess: Callable
     couplings: Optional[Callable] = None
+
+
+class PairSource(IntEnum):
+    """Where position debiasing (``customobj.clicks.Unbiased``) takes a loss's pairs from, one by one
+    (:meth:`Objective.pair_source`)."""
+
+    NONE = 0  # no pairs it can debias (pointwise and listwise losses, a diagonal hessian bound)
+    OWN_PASS = 1  # the loss's own pass with the propensities in its pair function: debiased_pair_terms (LambdaRank)
+    LISTED = 2  # its listed_pairs(prep), their terms debiased by customobj.clicks (the pair losses)
+
+
+def listed_source(spec: Any) -> PairSource:
+    """A pair loss's :class:`PairSource` from its ``PairSpec``: ``LISTED``, or ``NONE`` when a hessian
+    multiplier (QBRank(hessian="upper_bound")'s 2) bounds each pair's hessian block by a diagonal, so
+    there are no pair couplings to debias."""
+    return PairSource.LISTED if spec.hmul == 1.0 else PairSource.NONE
 
 
 class Objective:
@@ -223,7 +239,7 @@ class Objective:
         """Gradient ``dL/ds`` and diagonal hessian (float64, ``hess >= 0``); computed on the GPU as numba
         device arrays when ``scores`` are there (the device follows the data: ``objectives.devices``)."""
         if device_of(scores).is_cuda:
-            return import_module(_SEAM, __package__).grad_hess(self, scores, labels, group, weight)
+            return _devices.grad_hess(self, scores, labels, group, weight)
         return self.grad_hess_prepared(scores, self._public_prep(labels, group, weight))
 
     def loss(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
@@ -239,7 +255,7 @@ class Objective:
     def grad_hess_prepared(self, scores: npt.ArrayLike, prep: Prepared, out_grad: "np.ndarray | None" = None,
                            out_hess: "np.ndarray | None" = None) -> "tuple[np.ndarray, np.ndarray]":
         if device_of(scores).is_cuda:
-            return import_module(_SEAM, __package__).grad_hess_prepared(self, scores, prep, out_grad, out_hess)
+            return _devices.grad_hess_prepared(self, scores, prep, out_grad, out_hess)
         s = self._check_scores(scores, prep)
         out_grad, out_hess = self._zeroed_outputs(s.shape, out_grad, out_hess)
         self._grad_hess(s, prep, prep.state_for(self), out_grad, out_hess)
@@ -315,6 +331,25 @@ class Objective:
         """
         raise NotImplementedError(f"{type(self).__name__} has no GPU kernel yet (its CPU kernels have no numba.cuda "
                                   "twin): pass host (numpy) scores to run it on the CPU")
+
+    def pair_source(self) -> PairSource:
+        """Where ``customobj.clicks.Unbiased`` takes this loss's pairs from (:class:`PairSource`); a
+        subclass inherits its parent's. ``NONE`` here: no pairs to debias.
+
+        Examples
+        --------
+        >>> import customobj
+        >>> customobj.LambdaRank().pair_source().name, customobj.RankNet().pair_source().name
+        ('OWN_PASS', 'LISTED')
+        >>> customobj.QBRank(hessian="upper_bound").pair_source().name  # a diagonal bound: no pair couplings
+        'NONE'
+        """
+        return PairSource.NONE
+
+    def squared_error_weight(self, prep: Prepared) -> Optional[np.ndarray]:
+        """Row weights of the squared-error term the loss adds beside its pairs on ``prep`` (QBRank's
+        labelled rows), which ``customobj.clicks.Unbiased`` adds undebiased; ``None`` (here) without one."""
+        return None
 
     # --- to implement ----------------------------------------------------------------------------
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):  # pragma: no cover - abstract

@@ -29,7 +29,7 @@ Under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) or on a GPU::
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -39,7 +39,10 @@ from .._validation import SCORE_LIMIT
 from ..groups import as_groups
 from ._arrays import kernel_weights
 from ._cuda_routes import flat, launch, zero
-from .base import Objective, Prepared
+from .prepared import Prepared
+
+if TYPE_CHECKING:  # only annotations: base imports this seam (Objective.grad_hess on device scores)
+    from .base import Objective
 
 __all__ = ["Device", "device_of", "kernels_for", "grad_hess", "grad_hess_prepared", "grad_hess_scores",
            "DeviceData", "device_data", "GPUUnavailableError"]

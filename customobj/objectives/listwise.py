@@ -20,7 +20,7 @@ from .._validation import (
     check_positive,
 )
 from ._arrays import kernel_weights, query_sums
-from .base import DeviceRoute, Objective, Prepared
+from .base import DeviceRoute, Objective, PairSource, Prepared
 from . import _lambdarank_kernels as LK
 from . import _parity as P
 from . import _structured_kernels as SK
@@ -307,12 +307,49 @@ class LambdaRank(Objective):
     def _grad_hess_couplings_into(self, scores, prep, state, out_grad, out_hess, pair_buffer):
         return self._couplings(scores, prep, state, True, out_grad, out_hess, pair_buffer)
 
-    def _couplings(self, scores, prep, state, with_grad, out_grad, out_hess, pair_buffer):
-        # Count pass (no pair memory), the pair budget, then the arrays: every pair path honours it.
+    def pair_source(self) -> PairSource:
+        """``OWN_PASS``: position debiasing runs its own pass, the propensities passed into its pair
+        function (:meth:`debiased_pair_terms`)."""
+        return PairSource.OWN_PASS
+
+    def debiased_pair_terms(self, scores: np.ndarray, prep: Prepared, position: np.ndarray, tplus: np.ndarray,
+                            tminus: np.ndarray, swapped: bool) -> "tuple[np.ndarray, np.ndarray, np.ndarray, LK.Debias]":
+        """``(i, j, h, terms)``: every pair with nonzero ``|dZ|`` (``i`` the better row) at float64
+        ``scores``, its terms divided by ``t+`` of ``i``'s ``position`` and ``t-`` of ``j``'s
+        (Unbiased LambdaMART, Hu et al. WWW 2019; XGBoost's ``LambdaGrad<unbiased>``: the TERMS
+        pass, ``_lambdarank_terms.unbiased_pair``): ``h`` the hessian, ``terms.lam`` / ``terms.cost``
+        the lambda and loss, ``terms.est`` the undebiased cost the estimate sums (the swapped pair's
+        with ``swapped``). Unnormalised; weighted as ``prep`` is (``customobj.clicks.Unbiased``
+        passes unweighted data and weighs the pairs itself).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> obj = LambdaRank()
+        >>> prep = obj.prepare(np.array([0.0, 1.0]), np.array([2]))
+        >>> one = np.ones(2)
+        >>> i, j, h, t = obj.debiased_pair_terms(np.zeros(2), prep, np.arange(2), one, one, True)
+        >>> i.tolist(), j.tolist()
+        ([1], [0])
+        >>> _, _, h2, t2 = obj.debiased_pair_terms(np.zeros(2), prep, np.arange(2), one, one / 2, True)
+        >>> bool(t2.lam[0] == 2 * t.lam[0] and h2[0] == 2 * h[0] and t2.est[0] == t.est[0])
+        True
+        """
+        inp, order, offsets, m = self._counted_pairs(scores, prep)
+        out = LK.PassOutputs(_EMPTY, _EMPTY, np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m))
+        terms = LK.Debias(position, tplus, tminus, bool(swapped), np.empty(m), np.empty(m), np.empty(m))
+        check_status(LK.lambdarank_pair_terms(inp, terms, out, order, offsets), "LambdaRank")
+        return out.pair_i, out.pair_j, out.pair_c, terms
+
+    def _counted_pairs(self, scores, prep):
+        # Count pass (no pair memory), then the pair budget: every pair path honours it.
         inp = self.pass_inputs(scores, prep)
         order = np.empty(scores.shape[0], dtype=np.int64)
         offsets = checked_value(LK.lambdarank_pair_offsets(inp, order), "LambdaRank")
-        m = _pair_budget(offsets)
+        return inp, order, offsets, _pair_budget(offsets)
+
+    def _couplings(self, scores, prep, state, with_grad, out_grad, out_hess, pair_buffer):
+        inp, order, offsets, m = self._counted_pairs(scores, prep)
         if pair_buffer is None:
             out_i, out_j, out_c = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.float64)
         else:

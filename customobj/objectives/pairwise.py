@@ -27,7 +27,7 @@ from ._arrays import kernel_weights
 from ._pair_sets import (ExplicitPairs, LabelPairs, ListedPairs, QBRankState, check_pairs_option, labeled_rows,
                          listed_couplings, pairs_in_range)
 from .preference_pairs import PreferencePairs  # noqa: F401 - importable from here too
-from .base import DeviceRoute, Objective, Prepared
+from .base import DeviceRoute, Objective, PairSource, Prepared, listed_source
 from . import _pairwise_kernels as PK
 from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
 
@@ -49,6 +49,10 @@ class _LabelPairLoss(Objective):
     def pair_spec(self) -> PK.PairSpec:
         """The loss as the pair kernels take it: its ``PairKind``, ``Theta`` mode and parameters."""
         raise NotImplementedError(f"{type(self).__name__} must define pair_spec()")
+
+    def pair_source(self) -> PairSource:
+        """Its listed pairs (``LISTED``), or ``NONE`` under a diagonal hessian bound (no couplings)."""
+        return listed_source(self.pair_spec())
 
     def listed_pairs(self, prep: Prepared) -> Optional[ListedPairs]:
         """Every label pair of ``prep`` with its ``theta`` (built on first use, then cached)."""
@@ -340,6 +344,14 @@ class QBRank(Objective):
         mode, p, _ = self._theta()
         hmul = 2.0 if self.hessian == "upper_bound" else 1.0
         return PK.pair_spec(PK.PairKind.SQ_HINGE, mode, p, 0.5 * self.w, hmul)
+
+    def pair_source(self) -> PairSource:
+        """Its listed pairs (``LISTED``), or ``NONE`` under the diagonal ``hessian="upper_bound"``."""
+        return listed_source(self.pair_spec())
+
+    def squared_error_weight(self, prep: Prepared) -> Optional[np.ndarray]:
+        """``(1 - w)`` times the labelled rows' mask (and row weights), or ``None`` when no row is labelled."""
+        return prep.state_for(self).labeled_weight
 
     def listed_pairs(self, prep: Prepared) -> Optional[ListedPairs]:
         """Its label and explicit pairs (cached); None under the diagonal ``hessian="upper_bound"``

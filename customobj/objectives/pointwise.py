@@ -283,7 +283,7 @@ class McRank(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _cuda_routes as R
 
-        return DeviceRoute(R.MCRANK)
+        return DeviceRoute(R.mcrank)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         _labelwise(K.mcrank_grad_hess, scores, prep, out_grad, out_hess)

@@ -40,9 +40,9 @@ from .inputs import (
     training_targets,
 )
 from .params import check_n_jobs, check_params, default_objective
-from .predictor import PackedTrees, predict_raw
+from .predictor import PackedTrees, predict_raw, staged_raw
 from .training import Threads, boost, check_gpu, feature_infos, grow_params
-from .tree import Tree
+from .tree import Tree, feature_importances
 
 __all__ = ["TreeBooster"]
 
@@ -388,15 +388,10 @@ class TreeBooster(BaseEstimator):
     def staged_predict(self, X: ArrayLike, raw_score: bool = True) -> Iterator[np.ndarray]:
         """Yield the predictions after each boosting round (learning curves)."""
         X = self._features(X)
-        K = self.n_outputs_
         cols = np.asarray(self.tree_class_, dtype=np.int64)
-        packed = self._packed_trees()
         n_jobs = check_n_jobs(self.n_jobs)
-        acc = np.zeros((X.shape[0], K))
-        for it in range(self.n_iterations_):
-            with Threads(n_jobs):
-                acc += predict_raw(X, packed, cols, K, it * K, (it + 1) * K)
-            if K == 1:
+        for acc in staged_raw(X, self._packed_trees(), cols, self.n_outputs_, self.n_iterations_, Threads(n_jobs)):
+            if self.n_outputs_ == 1:
                 yield acc[:, 0].copy()
             else:
                 yield acc.copy() if raw_score else ranking_score(acc)
@@ -405,15 +400,7 @@ class TreeBooster(BaseEstimator):
     def feature_importances_(self) -> np.ndarray:
         """Per feature: number of splits (``importance_type="split"``) or total split gain (``"gain"``)."""
         self._check_fitted()
-        if self.importance_type not in ("split", "gain"):
-            raise ValueError(f"importance_type must be 'split' or 'gain', got {self.importance_type!r}")
-        split = self.importance_type == "split"
-        imp = np.zeros(self.n_features_in_)
-        for t in self.trees_:
-            f = np.asarray(t["split_feature"], dtype=np.int64)
-            w = np.ones(f.size) if split else np.asarray(t["split_gain"], dtype=np.float64)
-            np.add.at(imp, f, w)
-        return imp.astype(np.int64) if split else imp
+        return feature_importances(self.trees_, self.n_features_in_, self.importance_type)
 
     # ------------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:

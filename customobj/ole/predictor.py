@@ -8,13 +8,15 @@ arrays are checked (child indices, acyclic trees, feature indices) before any ke
 """
 from __future__ import annotations
 
+from typing import ContextManager, Iterator
+
 import numpy as np
 from numba import njit, prange
 
 from .tree import Tree
 from .tree_schema import check_structure
 
-__all__ = ["ZERO_THRESHOLD", "PackedTrees", "predict_raw", "add_tree_bins", "child_of_bin"]
+__all__ = ["ZERO_THRESHOLD", "PackedTrees", "predict_raw", "staged_raw", "add_tree_bins", "child_of_bin"]
 
 #: LightGBM's ``kZeroThreshold`` (``1e-35f``, a float32 literal: 1.0000000180025095e-35). Its
 #: dense prediction turns every feature value with ``|x| <= kZeroThreshold`` into 0 before the
@@ -114,6 +116,17 @@ def predict_raw(X: np.ndarray, packed: PackedTrees, tree_col: np.ndarray, n_cols
         _predict_raw(X, packed.feature, packed.threshold, packed.default_left, packed.left, packed.right,
                      packed.leaf_value, packed.node_ptr, packed.leaf_ptr, tree_col, t0, t1, out)
     return out
+
+
+def staged_raw(X: np.ndarray, packed: PackedTrees, tree_col: np.ndarray, n_cols: int, n_rounds: int,
+               threads: ContextManager) -> Iterator[np.ndarray]:
+    """The raw scores ``(n, n_cols)`` after each of ``n_rounds`` boosting rounds of ``n_cols`` trees
+    (one running sum, yielded in place: copy it to keep it), each round predicted inside ``threads``."""
+    acc = np.zeros((X.shape[0], n_cols))
+    for it in range(n_rounds):
+        with threads:
+            acc += predict_raw(X, packed, tree_col, n_cols, it * n_cols, (it + 1) * n_cols)
+        yield acc
 
 
 @njit(cache=True)

@@ -9,11 +9,11 @@ as a mapping ``tree["threshold"]`` of those names; model files convert at save a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["NODE_DTYPE", "LEAF_DTYPE", "Tree"]
+__all__ = ["NODE_DTYPE", "LEAF_DTYPE", "Tree", "feature_importances"]
 
 #: One internal node: the split (feature, threshold bin and raw threshold, the side of NaN), the
 #: children, and LightGBM's node statistics (gain, value ``-G / (D + lambda)`` times the learning
@@ -91,3 +91,17 @@ class Tree(Mapping):
 
     def __repr__(self) -> str:
         return f"Tree(num_leaves={self.num_leaves})"
+
+
+def feature_importances(trees: Sequence, n_features: int, importance_type: str) -> np.ndarray:
+    """Per feature over ``trees``: its number of splits (``importance_type="split"``, int64) or its
+    total split gain (``"gain"``); ``ValueError`` for another type."""
+    if importance_type not in ("split", "gain"):
+        raise ValueError(f"importance_type must be 'split' or 'gain', got {importance_type!r}")
+    split = importance_type == "split"
+    imp = np.zeros(n_features)
+    for t in trees:
+        f = np.asarray(t["split_feature"], dtype=np.int64)
+        w = np.ones(f.size) if split else np.asarray(t["split_gain"], dtype=np.float64)
+        np.add.at(imp, f, w)
+    return imp.astype(np.int64) if split else imp
