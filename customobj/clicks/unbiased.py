@@ -13,8 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _kernels as CK
-from ._inputs import (DEFAULT_POSITIONS, MAX_POSITION, as_position, as_propensity, check_clicks, check_display_order,
-                      check_position_groups, row_order_positions, zero_based)
+from ._inputs import DEFAULT_POSITIONS, MAX_POSITION, as_position, as_propensity, check_clicks, data_positions
 from ._pairs import leaf_parts, pair_terms_of
 from .._validation import check_bool, check_choice, check_int, check_nonnegative
 from ..objectives.base import DeviceRoute, Objective, Prepared
@@ -211,19 +210,7 @@ class Unbiased(Objective):
         super().check_prepared(prep)
 
     def _state(self, prep):
-        position = self.position
-        if prep.position is not None:  # the data's own positions (e.g. a LightGBM Dataset's position field)
-            given = as_position(prep.position)
-            if position is not None and not np.array_equal(position, given):
-                raise ValueError("the data's position field differs from Unbiased(position=...): give one of them")
-            position = given
-        if position is None:
-            position = row_order_positions(prep.ptr)
-        else:
-            check_position_groups(position, prep.ptr, prep.n_rows)
-            position = zero_based(position, self.first_position)
-            check_display_order(position, prep.ptr)
-        return self._new_state(prep, position)
+        return self._new_state(prep, data_positions(self.position, prep, self.first_position, "Unbiased"))
 
     def _fitted_attributes(self, prep, state):
         return {"position_bias_": state.tplus.copy(), "position_bias_unclicked_": state.tminus.copy()}
