@@ -1,7 +1,7 @@
 """Learning to rank from clicks under trust bias: the affine correction around a pairwise objective.
 
 Vardasbi, Oosterhuis, de Rijke, "When Inverse Propensity Scoring does not Work: Affine Corrections
-for Unbiased Learning to Rank", CIKM 2020, sec. 3-4; the click model of Agarwal, Wang, Li,
+for Unbiased Learning to Rank", CIKM 2020 (arXiv:2008.10242): the affine estimator; the click model of Agarwal, Wang, Li,
 Bendersky, Najork, "Addressing Trust Bias for Unbiased Learning-to-Rank", WWW 2019. The parameters
 are given or estimated from the log by :class:`customobj.clicks.TrustEM`; input checks come from
 :mod:`customobj.clicks._inputs`, the kernels from :mod:`customobj.clicks._affine_kernels`.
@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from . import _affine_kernels as AK
 from ._inputs import MAX_POSITION, as_position, as_propensity, check_clicks, data_positions
-from .._validation import _to_numpy, check_bool, check_int, check_nonnegative
+from .._validation import _to_numpy, check_bool, check_int
 from ..objectives._arrays import kernel_weights
 from ..objectives._pair_terms import PairKind, pair_theta
 from ..objectives._parity import CONVENTIONS
@@ -34,8 +34,8 @@ def _pair_loss(part: Objective, scale: float, query_norm: bool) -> AK.AffinePair
     """The kernel record of one pairwise leaf; TypeError for a loss without an affine form."""
     if isinstance(part, LambdaRank):
         if part.metric != "ndcg" or part.gain is not None:
-            raise TypeError(f"Affine cannot correct {part!r}: the corrected relevance enters DCG linearly (sec. 4 of "
-                            "the paper: additive metrics), so LambdaRank must use metric='ndcg' and no gain table")
+            raise TypeError(f"Affine cannot correct {part!r}: the corrected relevance enters DCG linearly (the paper "
+                            "corrects additive metrics), so LambdaRank must use metric='ndcg' and no gain table")
         return AK.AffinePairLoss(int(PairKind.LOGISTIC), part.sigma, scale, CONVENTIONS[part.convention].hess_scale,
                                  True, part.k or _NO_LIMIT, part.truncation or _NO_LIMIT, part.norm or query_norm)
     spec = part.pair_spec() if hasattr(part, "pair_spec") and hasattr(part, "listed_pairs") else None
@@ -92,7 +92,7 @@ class Affine(Objective):
     ``R`` shown at position ``k`` is clicked with probability ``alpha_k R + beta_k`` (``alpha_k =
     theta_k (eps+_k - eps-_k)``, ``beta_k = theta_k eps-_k``: examination times the click rates of
     relevant and non-relevant rows). Each row's click becomes the affine-corrected estimate of its
-    relevance (sec. 4, eq. 9 of the paper), unbiased whatever the position:
+    relevance (the paper's affine estimator), unbiased whatever the position:
 
     .. math::
 
@@ -101,7 +101,7 @@ class Affine(Objective):
 
     Every unordered pair ``{i, j}`` of a query (session) enters the loss with both orientations,
     each weighted linearly by the estimate of the row that should rank higher, as the paper
-    weights each row of an additive metric (sec. 4.2; Joachims et al.'s propensity-weighted rank
+    weights each row of an additive metric (DCG; Joachims et al.'s propensity-weighted rank
     bound does the same with ``1 / theta``):
 
     .. math::
@@ -116,16 +116,20 @@ class Affine(Objective):
     non-relevant row. ``m_ij`` never depends on the clicks, so the expected gradient is the
     gradient with the true relevances: a relevant row is pushed above every non-relevant one, and
     two relevant rows' terms ``R_i psi(d) + R_j psi(-d)`` only tie them (they change no order
-    between relevant and non-relevant rows). ``LambdaRank(norm=True)`` multiplies a query's terms
-    by ``log2(1 + S) / S``, ``S = sigma sum m_ij`` (scores only: the expectation is kept).
+    between relevant and non-relevant rows).
 
     **Negative estimates and variance.** A row clicked at ``k`` gets ``(1 - beta_k) / alpha_k``, an
     unclicked one ``-beta_k / alpha_k < 0``: the correction penalises rows shown where users click
     out of trust (the paper: it "both reweights clicks and penalizes items displayed on ranks with
-    high trust bias"). They are used as they are, unclipped, as the paper's estimator is; its
-    variance grows as ``alpha_k`` shrinks (about ``1 / alpha_k`` per click). The hessian is not
-    the loss's second derivative where an estimate is negative (that can be negative): each pair's
-    coupling is ``m hmul (|r_i| psi''(d) + |r_j| psi''(-d))``, never negative.
+    high trust bias"). They are not clipped: the paper's estimator is the unclipped one, and its
+    variance grows as ``alpha_k`` shrinks (about ``1 / alpha_k`` per click). What bounds it here is
+    the per-session normalisation ``query_norm`` (as :class:`Unbiased`'s): each query's terms are
+    multiplied by ``log2(1 + S) / S``, ``S`` the sum of its corrected lambdas
+    ``m (|r_i| |psi'(d)| + |r_j| |psi'(-d)|)``. That factor depends on the clicks, so with it the
+    expected gradient is no longer exactly the true one; it is what made the correction pay on
+    MQ2008 (docs/clicks.md: with ``query_norm=False`` it ranked below ``Unbiased``, with it above).
+    The hessian is not the loss's second derivative where an estimate is negative (that can be
+    negative): each pair's coupling is ``m hmul (|r_i| psi''(d) + |r_j| psi''(-d))``, never negative.
 
     Parameters
     ----------
@@ -136,12 +140,16 @@ class Affine(Objective):
     alpha, beta : array of float, one per position (the top, position 0, first)
         The affine parameters: ``alpha > 0``, ``beta >= 0``, ``alpha + beta <= 1`` (the click
         rate of a relevant row). Estimate them from the log with :meth:`from_log`
-        (:class:`TrustEM`); an ``Affine`` without them refuses to train.
+        (:class:`TrustEM`); an ``Affine`` without them checks the data but refuses to train.
     position : array of int >= 0, optional
         Display position of each row, as for :class:`Unbiased` (default the data's own positions,
         else the row order within each query); every position must have an ``alpha``.
     first_position : int >= 0
         The number the positions give the top row (0, or 1 for a 1-based log).
+    query_norm : bool
+        Normalise each query's (session's) corrected terms by ``log2(1 + S) / S`` (default ``True``;
+        above). ``False`` keeps the estimator exactly unbiased; a wrapped ``LambdaRank(norm=True)``
+        is normalised once, the same way.
 
     Notes
     -----
@@ -167,7 +175,7 @@ class Affine(Objective):
 
     def __init__(self, objective: Objective, *, alpha: Optional[npt.ArrayLike] = None,
                  beta: Optional[npt.ArrayLike] = None, position: Optional[npt.ArrayLike] = None,
-                 first_position: int = 0, query_norm: bool = False, min_alpha: float = 0.0) -> None:
+                 first_position: int = 0, query_norm: bool = True) -> None:
         if not isinstance(objective, Objective):
             raise TypeError(f"objective must be a customobj Objective, got {type(objective).__name__}")
         if type(objective).__name__ in ("Unbiased", "Affine"):
@@ -193,7 +201,6 @@ class Affine(Objective):
         self.first_position = check_int(first_position, "first_position", minimum=0, maximum=MAX_POSITION - 1)
         self.integer_labels = objective.integer_labels
         self.query_norm = check_bool(query_norm, "query_norm")
-        self.min_alpha = check_nonnegative(min_alpha, "min_alpha")
 
     @classmethod
     def from_log(cls, objective: Objective, X: Any, y: npt.ArrayLike, *, position: npt.ArrayLike,
@@ -221,7 +228,7 @@ class Affine(Objective):
 
     def _params(self):
         return (("alpha", self.alpha), ("beta", self.beta), ("first_position", self.first_position),
-                ("min_alpha", self.min_alpha), ("objective", self.objective), ("position", self.position),
+                ("objective", self.objective), ("position", self.position),
                 ("query_norm", self.query_norm))
 
     def _convert_labels(self, labels):
@@ -229,21 +236,20 @@ class Affine(Objective):
 
     def check_prepared(self, prep: Prepared) -> None:
         check_clicks(prep.labels, "labels")
-        if self.alpha is None or self.beta is None:
-            raise ValueError("Affine needs its trust-bias parameters: Affine(objective, alpha=..., beta=...), or "
-                             "Affine.from_log(objective, X, clicks, position=...) to estimate them (TrustEM)")
         self.objective.check_prepared(prep)
         super().check_prepared(prep)
 
     def _state(self, prep):
         position = data_positions(self.position, prep, self.first_position, "Affine")
+        if self.alpha is None or self.beta is None:
+            return None  # the data are checked; training refuses (_run) until the parameters are given
         k = self.alpha.size
         if position.size and position.max() >= k:
             row = int(np.argmax(position))
             raise ValueError(f"position {int(position[row])} (row {row}) has no alpha / beta: they cover positions "
                              f"0..{k - 1}; give one per shown position")
         rhat = np.empty(prep.n_rows)
-        AK.corrected_relevance(prep.labels, position, np.maximum(self.alpha, self.min_alpha), self.beta, rhat)
+        AK.corrected_relevance(prep.labels, position, self.alpha, self.beta, rhat)
         return _AffineState(position, rhat)
 
     def fitted_attributes(self, prep: "Prepared | None" = None) -> dict:
@@ -256,6 +262,9 @@ class Affine(Objective):
 
     def _run(self, scores, prep, state, out_grad, out_hess):
         """Add every part's terms into the outputs; returns ``(loss, (i, j, c))``."""
+        if state is None:
+            raise ValueError("Affine needs its trust-bias parameters: Affine(objective, alpha=..., beta=...), or "
+                             "Affine.from_log(objective, X, clicks, position=...) to estimate them (TrustEM)")
         loss = 0.0
         w, use_w = kernel_weights(prep.weight)
         i, j = self._pair_rows(prep)

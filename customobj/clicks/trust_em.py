@@ -2,7 +2,7 @@
 that :class:`customobj.clicks.Affine` corrects with, estimated from a click log.
 
 Agarwal, Wang, Li, Bendersky, Najork, "Addressing Trust Bias for Unbiased Learning-to-Rank",
-WWW 2019, sec. 4 (TrustPBM and its EM) with the relevance learned by gradient boosting as in
+WWW 2019 (TrustPBM and its EM algorithm) with the relevance learned by gradient boosting as in
 regression EM (Wang et al., WSDM 2018, sec. 4; :class:`customobj.RegressionEM`).
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ MIN_ALPHA = 1e-3
 
 
 def trust_e_step(clicks, plus_at, minus_at, gamma):
-    """Posterior relevance ``P(R = 1 | c, k)`` under trust bias (Agarwal et al. 2019, sec. 4.2).
+    """Posterior relevance ``P(R = 1 | c, k)`` under trust bias (Agarwal et al. 2019, TrustPBM).
 
     ``plus_at`` / ``minus_at`` are the rows' click rates of a relevant / non-relevant row at their
     position (``theta_k eps+_k`` and ``theta_k eps-_k``: examination is summed out):
@@ -67,7 +67,7 @@ def trust_m_step(position, clicks, weight, rel, n_positions):
 class TrustEM(RegressionEM):
     """Trust bias and relevance from clicks: the affine click model fitted by regression EM.
 
-    The click model (Agarwal et al., WWW 2019, sec. 3-4, "TrustPBM"): a row at position ``k`` is
+    The click model (Agarwal et al., WWW 2019, "TrustPBM"): a row at position ``k`` is
     examined with probability ``theta_k``, relevant with probability ``gamma(x)``, and an examined
     row is clicked with probability ``eps+_k`` if relevant, ``eps-_k`` if not. Only the products are
     identified from clicks; with ``p+_k = theta_k eps+_k`` and ``p-_k = theta_k eps-_k``,
@@ -77,7 +77,7 @@ class TrustEM(RegressionEM):
         P(c = 1 \\mid x, k) = p^+_k \\gamma(x) + p^-_k (1 - \\gamma(x)) = \\alpha_k \\gamma(x) + \\beta_k,
         \\qquad \\alpha_k = p^+_k - p^-_k,\\quad \\beta_k = p^-_k,
 
-    the affine parameters of Vardasbi, Oosterhuis, de Rijke (CIKM 2020, sec. 3, eq. 5). Each EM
+    the affine parameters of Vardasbi, Oosterhuis, de Rijke (CIKM 2020). Each EM
     iteration: the E-step gives every row its posterior relevance (:func:`trust_e_step`), the
     M-step sets ``p+_k`` / ``p-_k`` to the click rates at ``k`` weighted by it (:func:`trust_m_step`)
     and fits ``n_estimators`` more trees of the relevance model to the posteriors (soft labels, as
