@@ -204,17 +204,18 @@ class Affine(Objective):
 
     @classmethod
     def from_log(cls, objective: Objective, X: Any, y: npt.ArrayLike, *, position: npt.ArrayLike,
-                 first_position: int = 0, em: Any = None) -> "Affine":
-        """``Affine(objective)`` with ``alpha`` / ``beta`` estimated from the click log ``(X, y, position)``
-        by ``em`` (default ``TrustEM()``: the trust-bias click model by regression EM); the fitted
-        ``em`` is kept as the result's ``em_`` (its relevance model, its estimates)."""
+                 first_position: int = 0, em: Any = None, query_norm: bool = True) -> "Affine":
+        """``Affine(objective, query_norm=query_norm)`` with ``alpha`` / ``beta`` estimated from the click
+        log ``(X, y, position)`` by ``em`` (default ``TrustEM()``: the trust-bias click model by
+        regression EM); the fitted ``em`` is kept as the result's ``em_`` (its relevance model, its
+        estimates). The result reads the positions of the data it trains on, as any ``Affine``."""
         from .trust_em import TrustEM
 
         em = TrustEM() if em is None else em
         if not isinstance(em, TrustEM):
             raise TypeError(f"em must be a customobj.clicks.TrustEM, got {type(em).__name__}")
         em.fit(X, y, position=position, first_position=first_position)
-        out = cls(objective, alpha=em.alpha_, beta=em.beta_)
+        out = cls(objective, alpha=em.alpha_, beta=em.beta_, query_norm=query_norm)
         out.__dict__["_em"] = em  # how the parameters were found; not an option (no part of equality)
         return out
 

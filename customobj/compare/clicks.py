@@ -149,7 +149,8 @@ def build_affine(kwargs: dict):
 
 def estimate_affine(obj: Any, X: Any, y: np.ndarray, position: Any, seed: int):
     """``obj`` itself, or, for an ``Affine`` without parameters, ``Affine.from_log`` on the training
-    click log (``TrustEM(**AFFINE_EM)``, seeded by the run)."""
+    click log (``TrustEM(**AFFINE_EM)``, seeded by the run) with ``obj``'s options (``position``: the
+    log's, which the trainers pass with the data)."""
     from ..clicks import Affine, TrustEM
 
     if not isinstance(obj, Affine) or obj.alpha is not None:
@@ -158,7 +159,7 @@ def estimate_affine(obj: Any, X: Any, y: np.ndarray, position: Any, seed: int):
         raise ValueError("Affine learns from clicks: run compare with --clicks (its parameters are estimated on the "
                          "click log)")
     em = TrustEM(seed=seed, **AFFINE_EM)
-    return Affine.from_log(obj.objective, X, y, position=position, em=em)
+    return Affine.from_log(obj.objective, X, y, position=position, em=em, query_norm=obj.query_norm)
 
 
 #: Method targets that are not objective classes but wrap one named by their ``objective`` option,
