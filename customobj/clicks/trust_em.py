@@ -64,6 +64,14 @@ def trust_m_step(position, clicks, weight, rel, n_positions):
     return np.clip(plus, EPS, 1.0 - EPS), np.clip(minus, EPS, 1.0 - EPS)
 
 
+def _stretched(gamma):
+    """The relevance mapped affinely onto (EPS, 1 - EPS): the scale the click model leaves free."""
+    lo, hi = np.quantile(gamma, 0.001), np.quantile(gamma, 0.999)
+    if hi - lo < EPS:
+        return gamma
+    return np.clip((gamma - lo) / (hi - lo), EPS, 1.0 - EPS)
+
+
 class TrustEM(RegressionEM):
     """Trust bias and relevance from clicks: the affine click model fitted by regression EM.
 
@@ -82,7 +90,11 @@ class TrustEM(RegressionEM):
     M-step sets ``p+_k`` / ``p-_k`` to the click rates at ``k`` weighted by it (:func:`trust_m_step`)
     and fits ``n_estimators`` more trees of the relevance model to the posteriors (soft labels, as
     :class:`RegressionEM`). Start: ``gamma = 0.5``, ``p+_k = 1.5 ctr_k``, ``p-_k = 0.5 ctr_k``
-    (``ctr_k`` the click rate at ``k``).
+    (``ctr_k`` the click rate at ``k``). Before each E-step the relevance is mapped affinely onto
+    ``[0, 1]`` (its 0.1% and 99.9% quantiles to 0 and 1): the scale the click model leaves free
+    (below), fixed so that no click rate is pushed against 0 or 1 along it. Without it the fit
+    drifted along that freedom until the top position's ``p+`` met 1, which distorted every ratio to
+    it (measured on a randomised log: ``alpha_1 / alpha_0`` 1.5 against the true 0.98; with it 1.13).
 
     **Identifiability.** Clicks determine ``alpha`` and ``beta`` only up to an affine change of the
     relevance scale, ``gamma' = a gamma + b`` (``a > 0``): ``alpha' = alpha / a``, ``beta' = beta -
@@ -135,7 +147,7 @@ class TrustEM(RegressionEM):
             plus, minus = trust_m_step(pos, clicks, w, rel, n_pos)
             weight2 = np.concatenate([w * rel, w * (1.0 - rel)])
             model = _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed, extra)
-            gamma = relevance(_raw_predict(lib, model, X, 0))
+            gamma = _stretched(relevance(_raw_predict(lib, model, X, 0)))
         return self._fitted_trust(lib, model, plus, minus)
 
     def _fitted_trust(self, lib, model, plus, minus):
