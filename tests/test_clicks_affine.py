@@ -301,7 +301,7 @@ def test_bad_parameters_are_refused_naming_them(kwargs, exc, match):
 @pytest.mark.parametrize("objective, match", [
     ("not an objective", "Objective"),
     (customobj.Unbiased(LambdaRank()), "already Unbiased"),
-    (customobj.ListNet(), "pairwise"),
+    (customobj.ListNet(), "listwise"),
     (LambdaRank(metric="err"), "metric='ndcg'"),
     (LambdaRank(gain=[0.0, 1.0, 3.0]), "gain"),
     (customobj.QBRank(hessian="exact"), "explicit pairs"),

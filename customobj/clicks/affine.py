@@ -38,10 +38,13 @@ def _pair_loss(part: Objective, scale: float, query_norm: bool) -> AK.AffinePair
                             "corrects additive metrics), so LambdaRank must use metric='ndcg' and no gain table")
         return AK.AffinePairLoss(int(PairKind.LOGISTIC), part.sigma, scale, CONVENTIONS[part.convention].hess_scale,
                                  True, part.k or _NO_LIMIT, part.truncation or _NO_LIMIT, part.norm or query_norm)
-    spec = part.pair_spec() if hasattr(part, "pair_spec") and hasattr(part, "listed_pairs") else None
-    if spec is None or type(part).__name__ in ("QBRank", "PreferencePairs"):
-        raise TypeError(f"Affine cannot correct {part!r}: it corrects the label pairs of {_SUPPORTED} (explicit pairs "
-                        "and QBRank's labelled rows have no per-row relevance to correct)")
+    if type(part).__name__ in ("QBRank", "PreferencePairs"):
+        raise TypeError(f"Affine cannot correct {part!r}: explicit pairs and QBRank's labelled rows have no per-row "
+                        f"relevance to correct; it corrects the label pairs of {_SUPPORTED}")
+    if not (hasattr(part, "pair_spec") and hasattr(part, "listed_pairs")):
+        raise TypeError(f"Affine cannot correct {part!r}: not a loss on label pairs (a listwise loss); it corrects "
+                        f"the label pairs of {_SUPPORTED}")
+    spec = part.pair_spec()
     return AK.AffinePairLoss(int(spec.kind), float(pair_theta(spec.theta_mode, 1.0, 0.0, spec.p)), scale * spec.scale,
                              spec.hmul, False, _NO_LIMIT, _NO_LIMIT, query_norm)
 

@@ -53,7 +53,7 @@ def trust_m_step(position, clicks, weight, rel, n_positions):
     --------
     >>> plus, minus = trust_m_step(np.array([0, 0]), np.array([1.0, 0.0]), np.ones(2), np.array([0.8, 0.2]), 1)
     >>> plus.round(2).tolist(), minus.round(2).tolist()
-    [0.8], [0.2]
+    ([0.8], [0.2])
     """
     wr = weight * rel
     wn = weight * (1.0 - rel)
