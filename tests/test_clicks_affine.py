@@ -122,6 +122,14 @@ def test_pair_terms_match_a_slow_reference(log, name, query_norm):
     np.testing.assert_allclose(np.bincount(i, c, log.y.size) + np.bincount(j, c, log.y.size), h, rtol=1e-10)
 
 
+def _central(f, s, r, eps=1e-6):
+    """The central difference of ``f`` in ``s[r]``."""
+    up, dn = s.copy(), s.copy()
+    up[r] += eps
+    dn[r] -= eps
+    return (f(up) - f(dn)) / (2 * eps)
+
+
 @pytest.mark.parametrize("name", ["LambdaRank", "RankNet", "RankSVM", "MPBoost"])
 def test_gradient_is_the_derivative_of_the_loss(log, name):
     """Without the per-session norm (a frozen factor) the gradient is the loss's derivative; LambdaRank's
@@ -131,13 +139,8 @@ def test_gradient_is_the_derivative_of_the_loss(log, name):
     prep = obj.prepare(log.y, log.group, position=log.position)
     s = np.random.default_rng(2).normal(size=log.y.size)
     g, _ = obj.grad_hess_prepared(s, prep)
-    eps = 1e-6
     for r in range(0, log.y.size, 7):
-        up, dn = s.copy(), s.copy()
-        up[r] += eps
-        dn[r] -= eps
-        fd = (obj.loss_prepared(up, prep) - obj.loss_prepared(dn, prep)) / (2 * eps)
-        assert g[r] == pytest.approx(fd, rel=1e-5, abs=1e-7)
+        assert g[r] == pytest.approx(_central(lambda x: obj.loss_prepared(x, prep), s, r), rel=1e-5, abs=1e-7)
 
 
 def test_hessian_is_the_second_derivative_where_estimates_are_not_negative(log):
@@ -146,13 +149,8 @@ def test_hessian_is_the_second_derivative_where_estimates_are_not_negative(log):
     prep = obj.prepare(log.y, log.group, position=log.position)
     s = np.random.default_rng(3).normal(size=log.y.size)
     _, h = obj.grad_hess_prepared(s, prep)
-    eps = 1e-6
     for r in range(0, log.y.size, 5):
-        up, dn = s.copy(), s.copy()
-        up[r] += eps
-        dn[r] -= eps
-        fd = (obj.grad_hess_prepared(up, prep)[0][r] - obj.grad_hess_prepared(dn, prep)[0][r]) / (2 * eps)
-        assert h[r] == pytest.approx(fd, rel=1e-5, abs=1e-8)
+        assert h[r] == pytest.approx(_central(lambda x: obj.grad_hess_prepared(x, prep)[0][r], s, r), rel=1e-5, abs=1e-8)
 
 
 @pytest.mark.parametrize("base", [LambdaRank(), RankNet()])

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _affine_kernels as AK
+from .unbiased import add_unchanged
 from ._inputs import MAX_POSITION, as_position, as_propensity, check_clicks, data_positions
 from .._validation import _to_numpy, check_bool, check_int
 from ..objectives._arrays import kernel_weights
@@ -275,11 +276,7 @@ class Affine(Objective):
         couplings = np.zeros(i.size)
         for part, record, scale in _leaves(self.objective, self.query_norm):
             if record is None:
-                g, h = np.zeros_like(out_grad), np.zeros_like(out_hess)
-                part._grad_hess(scores, prep, prep.state_for(part), g, h)
-                out_grad += scale * g
-                out_hess += scale * h
-                loss += scale * part._loss(scores, prep, prep.state_for(part))
+                loss += add_unchanged(part, scale, scores, prep, out_grad, out_hess)
                 continue
             c = np.zeros(i.size)
             loss += AK.affine_pairs(scores, prep.ptr, state.rhat, w, use_w, record, out_grad, out_hess, c)

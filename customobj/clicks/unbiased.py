@@ -51,6 +51,16 @@ def _pool_positions(collective, state):
     state.pooled = True
 
 
+def add_unchanged(part, scale, scores, prep, out_grad, out_hess) -> float:
+    """Add a pointwise part of a wrapped sum as it is (times ``scale``, on the clicks); returns its loss.
+    The click estimators (``Unbiased``, ``Affine``) debias pairs only."""
+    g, h = np.zeros_like(out_grad), np.zeros_like(out_hess)
+    part._grad_hess(scores, prep, prep.state_for(part), g, h)
+    out_grad += scale * g
+    out_hess += scale * h
+    return scale * part._loss(scores, prep, prep.state_for(part))
+
+
 class Unbiased(Objective):
     """Position-debiased pairwise objective: Unbiased LambdaMART (Hu et al., WWW 2019) around any
     pairwise customobj loss.
@@ -237,11 +247,7 @@ class Unbiased(Objective):
         pieces = []
         for part, scale in leaf_parts(self.objective):
             if not part.pairwise:
-                g, h = np.zeros_like(out_grad), np.zeros_like(out_hess)
-                part._grad_hess(scores, prep, prep.state_for(part), g, h)
-                out_grad += scale * g
-                out_hess += scale * h
-                loss += scale * part._loss(scores, prep, prep.state_for(part))
+                loss += add_unchanged(part, scale, scores, prep, out_grad, out_hess)
                 continue
             t = pair_terms_of(part, scores, prep, state.unweighted, state.row_query, out_grad, out_hess, scale,
                               self._swapped)
