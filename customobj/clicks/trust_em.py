@@ -101,7 +101,12 @@ class TrustEM(RegressionEM):
     alpha b / a`` give the same clicks. What the log fixes is ``alpha_k / alpha_0`` (``position_bias_``)
     and ``beta_k - beta_0 alpha_k / alpha_0``; the EM settles the rest by its relevance model. The
     correction ``(c - beta_k) / alpha_k`` then changes to ``a r + b``, one affine map for all rows,
-    which does not change which of two rows is more relevant.
+    which does not change which of two rows is more relevant. Of that family ``TrustEM`` reports the
+    member in which the position least prone to trust has no false clicks (``beta_ - alpha_ min(beta_
+    / alpha_)``, ``b`` shifted so that ``min_k beta_k / alpha_k = 0``): a log of position bias alone
+    then gets ``beta_ = 0`` (inverse propensity weighting), where the stretch onto [0, 1] alone gave
+    its unclicked rows a penalty that bought nothing (measured: ``Affine`` 0.010 below ``Unbiased``
+    on eight PBM logs of MQ2008, docs/clicks.md).
 
     Parameters: those of :class:`RegressionEM` (the library and its relevance model).
 
@@ -155,7 +160,10 @@ class TrustEM(RegressionEM):
         del self.propensity_  # examination alone is not identified under trust bias
         self.click_rate_relevant_ = plus
         self.click_rate_nonrelevant_ = minus
-        self.alpha_ = np.maximum(plus - minus, MIN_ALPHA)
-        self.beta_ = minus.copy()
+        alpha = np.maximum(plus - minus, MIN_ALPHA)
+        # the one member of the family the clicks leave free in which the position least prone to
+        # trust has no false clicks: beta - alpha min(beta / alpha) (under position bias alone, beta = 0)
+        self.alpha_ = alpha
+        self.beta_ = np.maximum(minus - alpha * float(np.min(minus / alpha)), 0.0)
         self.position_bias_ = self.alpha_ / self.alpha_[0]
         return self
