@@ -2,6 +2,9 @@
 
 - :class:`Unbiased` (``unbiased.py``): Unbiased LambdaMART's pairwise debiasing around any pairwise
   customobj loss, with its pair terms (``_pairs.py``) and numba kernels (``_kernels.py``);
+- :class:`Affine` (``affine.py``): the affine correction of trust bias (Vardasbi et al. 2020) around a
+  pairwise customobj loss, its kernels in ``_affine_kernels.py``; :class:`TrustEM` (``trust_em.py``)
+  estimates its parameters from a log (the trust-bias click model by regression EM);
 - :class:`RegressionEM` (``regression_em.py``): the position-based click model fitted by EM, relevance
   learned by LightGBM or XGBoost;
 - :func:`simulate_clicks` (``simulation.py``, also :func:`customobj.data.simulate_clicks`): semi-synthetic
@@ -12,9 +15,11 @@
 
 Positions are 0-based everywhere (0 = top of the page); see docs/clicks.md for a click log of one's own.
 """
+from .affine import Affine
 from .harvest import harvest_propensities
 from .regression_em import RegressionEM
 from .simulation import CLICK_MODELS, ClickLog, simulate_clicks
+from .trust_em import TrustEM
 from .unbiased import Unbiased
 
-__all__ = ["Unbiased", "RegressionEM", "simulate_clicks", "ClickLog", "CLICK_MODELS", "harvest_propensities"]
+__all__ = ["Unbiased", "Affine", "RegressionEM", "TrustEM", "simulate_clicks", "ClickLog", "CLICK_MODELS", "harvest_propensities"]

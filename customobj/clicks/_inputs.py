@@ -15,7 +15,7 @@ import numpy as np
 from .._validation import _to_numpy
 
 __all__ = ["MAX_POSITION", "DEFAULT_POSITIONS", "as_position", "as_propensity", "check_clicks",
-           "check_position_groups", "check_display_order", "zero_based", "row_order_positions"]
+           "check_position_groups", "check_display_order", "zero_based", "row_order_positions", "data_positions"]
 
 #: Largest display position (0-based) accepted: the propensity tables have one entry per position,
 #: and no result page shows more rows than this.
@@ -121,6 +121,25 @@ def row_order_positions(ptr: np.ndarray) -> np.ndarray:
     sizes = np.diff(ptr)
     n = int(ptr[-1]) if ptr.size else 0
     return np.arange(n, dtype=np.int64) - np.repeat(ptr[:-1], sizes)
+
+
+def data_positions(own: Any, prep: Any, first_position: int, owner: str) -> np.ndarray:
+    """The 0-based display positions of a prepared data set's rows, checked: the data's own
+    (``prep.position``, e.g. a LightGBM Dataset's field) or the objective's ``position=`` option
+    ``own`` (both given: they must agree), numbered from ``first_position``; without either, the row
+    order within each query (XGBoost's convention). ``owner`` names the objective in messages."""
+    position = own
+    if prep.position is not None:
+        given = as_position(prep.position)
+        if position is not None and not np.array_equal(position, given):
+            raise ValueError(f"the data's position field differs from {owner}(position=...): give one of them")
+        position = given
+    if position is None:
+        return row_order_positions(prep.ptr)
+    check_position_groups(position, prep.ptr, prep.n_rows)
+    position = zero_based(position, first_position)
+    check_display_order(position, prep.ptr)
+    return position
 
 
 def check_clicks(labels: np.ndarray, name: str = "labels") -> None:

@@ -154,12 +154,12 @@ class RegressionEM:
     def set_params(self, **params: Any) -> "RegressionEM":
         for k, v in params.items():
             if k not in self.get_params():
-                raise ValueError(f"RegressionEM has no parameter {k!r}")
+                raise ValueError(f"{type(self).__name__} has no parameter {k!r}")
             setattr(self, k, v)
         return self
 
     def __repr__(self) -> str:
-        return "RegressionEM(" + ", ".join(f"{k}={v!r}" for k, v in self.get_params().items()) + ")"
+        return type(self).__name__ + "(" + ", ".join(f"{k}={v!r}" for k, v in self.get_params().items()) + ")"
 
     def _checked(self):
         lib = _LIBRARIES[check_choice(self.library, "library", set(_LIBRARIES))]

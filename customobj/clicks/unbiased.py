@@ -13,8 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _kernels as CK
-from ._inputs import (DEFAULT_POSITIONS, MAX_POSITION, as_position, as_propensity, check_clicks, check_display_order,
-                      check_position_groups, row_order_positions, zero_based)
+from ._inputs import DEFAULT_POSITIONS, MAX_POSITION, as_position, as_propensity, check_clicks, data_positions
 from ._pairs import leaf_parts, pair_terms_of
 from .._validation import check_bool, check_choice, check_int, check_nonnegative
 from ..objectives.base import DeviceRoute, Objective, Prepared
@@ -50,6 +49,16 @@ def _pool_positions(collective, state):
         state.tplus = np.concatenate([state.tplus, np.ones(k_all - k)])
         state.tminus = np.concatenate([state.tminus, np.ones(k_all - k)])
     state.pooled = True
+
+
+def add_unchanged(part, scale, scores, prep, out_grad, out_hess) -> float:
+    """Add a pointwise part of a wrapped sum as it is (times ``scale``, on the clicks); returns its loss.
+    The click estimators (``Unbiased``, ``Affine``) debias pairs only."""
+    g, h = np.zeros_like(out_grad), np.zeros_like(out_hess)
+    part._grad_hess(scores, prep, prep.state_for(part), g, h)
+    out_grad += scale * g
+    out_hess += scale * h
+    return scale * part._loss(scores, prep, prep.state_for(part))
 
 
 class Unbiased(Objective):
@@ -211,19 +220,7 @@ class Unbiased(Objective):
         super().check_prepared(prep)
 
     def _state(self, prep):
-        position = self.position
-        if prep.position is not None:  # the data's own positions (e.g. a LightGBM Dataset's position field)
-            given = as_position(prep.position)
-            if position is not None and not np.array_equal(position, given):
-                raise ValueError("the data's position field differs from Unbiased(position=...): give one of them")
-            position = given
-        if position is None:
-            position = row_order_positions(prep.ptr)
-        else:
-            check_position_groups(position, prep.ptr, prep.n_rows)
-            position = zero_based(position, self.first_position)
-            check_display_order(position, prep.ptr)
-        return self._new_state(prep, position)
+        return self._new_state(prep, data_positions(self.position, prep, self.first_position, "Unbiased"))
 
     def _fitted_attributes(self, prep, state):
         return {"position_bias_": state.tplus.copy(), "position_bias_unclicked_": state.tminus.copy()}
@@ -250,11 +247,7 @@ class Unbiased(Objective):
         pieces = []
         for part, scale in leaf_parts(self.objective):
             if not part.pairwise:
-                g, h = np.zeros_like(out_grad), np.zeros_like(out_hess)
-                part._grad_hess(scores, prep, prep.state_for(part), g, h)
-                out_grad += scale * g
-                out_hess += scale * h
-                loss += scale * part._loss(scores, prep, prep.state_for(part))
+                loss += add_unchanged(part, scale, scores, prep, out_grad, out_hess)
                 continue
             t = pair_terms_of(part, scores, prep, state.unweighted, state.row_query, props, out_grad, out_hess, scale,
                               self._swapped)

@@ -10,7 +10,9 @@ others). Validation (early stopping) and test keep their graded labels.
 Methods: every method name works on clicks (naive); ``lgb:lambdarank`` with the position field is
 LightGBM's position debiasing; ``xgb:rank:ndcg(lambdarank_unbiased=true)`` XGBoost's Unbiased
 LambdaMART; ``lgb:Unbiased(objective=LambdaRank,bias_norm=0)`` customobj's (any backend, any
-pairwise objective by name); ``lgb:RegressionEM(n_iter=10)`` (or ``xgb:``) regression EM, ``--rounds``
+pairwise objective by name); ``lgb:Affine(objective=LambdaRank)`` the affine correction of trust bias,
+its parameters estimated on each fold's click log by :class:`customobj.clicks.TrustEM` before training
+(:func:`estimate_affine`); ``lgb:RegressionEM(n_iter=10)`` (or ``xgb:``) regression EM, ``--rounds``
 trees in all, ``n_iter`` EM iterations.
 """
 from __future__ import annotations
@@ -23,14 +25,16 @@ import numpy as np
 from .._cli_errors import UsageError
 from ..clicks.simulation import CLICK_MODELS
 
-__all__ = ["ClickSpec", "parse_clicks", "model_options", "true_curves", "click_folds", "build_unbiased", "build_regression_em", "CLICK_TARGETS",
+__all__ = ["ClickSpec", "parse_clicks", "model_options", "true_curves", "click_folds", "build_unbiased", "build_affine",
+           "estimate_affine", "build_regression_em", "CLICK_TARGETS", "CLICK_BUILDERS", "AFFINE_EM",
            "CLICK_TRAINERS", "EM_BACKENDS", "WEAK_SHARE", "WEAK_ROUNDS"]
 
 #: Share of the training queries, and trees, of the weak production ranker that orders the queries.
 WEAK_SHARE = 0.05
 WEAK_ROUNDS = 10
-#: Method targets that are not objective classes but wrap one named by their ``objective`` option.
-CLICK_TARGETS = ("Unbiased",)
+#: Settings of the :class:`customobj.clicks.TrustEM` that estimates ``Affine``'s parameters on a fold's
+#: click log (those measured in docs/clicks.md); its seed is the run's.
+AFFINE_EM: dict[str, Any] = {"n_iter": 10, "n_estimators": 10, "learning_rate": 0.05}
 #: Method targets that are trainers of their own, not objectives: ``lgb:RegressionEM`` /
 #: ``xgb:RegressionEM`` (:class:`customobj.RegressionEM` on that library).
 CLICK_TRAINERS = ("RegressionEM",)
@@ -188,16 +192,52 @@ def click_folds(folds: list, spec: ClickSpec, seed: int, jobs: int) -> list:
     return out
 
 
-def build_unbiased(kwargs: dict):
-    """``Unbiased`` of the objective named by the ``objective`` option (its default options)."""
+def _wrapped(target: str, kwargs: dict):
+    """The objective named by the ``objective`` option (default LambdaRank), with its default options."""
     from .. import objectives
-    from ..clicks import Unbiased
 
     name = kwargs.pop("objective", "LambdaRank")
     cls = getattr(objectives, name, None) if isinstance(name, str) else None
     if not isinstance(cls, type) or not issubclass(cls, objectives.Objective):
-        raise ValueError(f"Unbiased: objective must name a customobj objective such as LambdaRank, got {name!r}")
-    return Unbiased(cls(), **kwargs)
+        raise ValueError(f"{target}: objective must name a customobj objective such as LambdaRank, got {name!r}")
+    return cls()
+
+
+def build_unbiased(kwargs: dict):
+    """``Unbiased`` of the objective named by the ``objective`` option (its default options)."""
+    from ..clicks import Unbiased
+
+    return Unbiased(_wrapped("Unbiased", kwargs), **kwargs)
+
+
+def build_affine(kwargs: dict):
+    """``Affine`` of the objective named by the ``objective`` option, without its parameters: the
+    trainer estimates them on the training click log (:func:`estimate_affine`) unless ``alpha`` and
+    ``beta`` are given."""
+    from ..clicks import Affine
+
+    return Affine(_wrapped("Affine", kwargs), **kwargs)
+
+
+def estimate_affine(obj: Any, X: Any, y: np.ndarray, position: Any, seed: int):
+    """``obj`` itself, or, for an ``Affine`` without parameters, ``Affine.from_log`` on the training
+    click log (``TrustEM(**AFFINE_EM)``, seeded by the run) with ``obj``'s options (``position``: the
+    log's, which the trainers pass with the data)."""
+    from ..clicks import Affine, TrustEM
+
+    if not isinstance(obj, Affine) or obj.alpha is not None:
+        return obj
+    if position is None:
+        raise ValueError("Affine learns from clicks: run compare with --clicks (its parameters are estimated on the "
+                         "click log)")
+    em = TrustEM(seed=seed, **AFFINE_EM)
+    return Affine.from_log(obj.objective, X, y, position=position, em=em, query_norm=obj.query_norm)
+
+
+#: Method targets that are not objective classes but wrap one named by their ``objective`` option,
+#: and how each is built from the method's options.
+CLICK_BUILDERS = {"Unbiased": build_unbiased, "Affine": build_affine}
+CLICK_TARGETS = tuple(CLICK_BUILDERS)
 
 
 def build_regression_em(backend: str, kwargs: dict, *, rounds: int, num_leaves: int, learning_rate: float,

@@ -295,13 +295,13 @@ def build_objective(spec: MethodSpec) -> Objective:
     if spec.native:
         raise ValueError(f"{spec.label} is a native {BACKENDS[spec.backend]} objective, not a customobj one")
     from .. import objectives
-    from .clicks import CLICK_TARGETS, CLICK_TRAINERS, build_unbiased
+    from .clicks import CLICK_BUILDERS, CLICK_TARGETS, CLICK_TRAINERS
 
     if spec.target in CLICK_TRAINERS:
         raise ValueError(f"{spec.label} is a trainer (customobj.{spec.target}), not an objective")
     if spec.target in CLICK_TARGETS:
         try:
-            return build_unbiased(spec.kwargs)
+            return CLICK_BUILDERS[spec.target](spec.kwargs)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"invalid options for {spec.label}: {type(exc).__name__}: {exc}") from None
     cls = getattr(objectives, spec.target)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..objectives.pointwise import McRank
-from .clicks import CLICK_TRAINERS
+from .clicks import CLICK_TRAINERS, estimate_affine
 from .harvested import wants_harvest, with_harvest
 from .methods import BACKENDS, MethodSpec, build_objective
 
@@ -156,14 +156,15 @@ def _ranking_score(obj, raw):
     return raw.reshape(-1)
 
 
-def _objective(spec, train_):
-    """The customobj objective of ``spec``, its number of outputs settled on the training labels."""
+def _objective(spec, train_, seed):
+    """The customobj objective of ``spec``, its number of outputs settled on the training labels (an
+    ``Affine``'s parameters estimated on the training click log; harvested propensities put in)."""
     if wants_harvest(spec):
         if train_.propensity is None:
             raise ValueError(f"{spec.label} needs the propensities harvested from several rankers' logs: "
                              "compare --clicks simulates them")
         spec = with_harvest(spec, train_.propensity)
-    obj = build_objective(spec)
+    obj = estimate_affine(build_objective(spec), train_.X, train_.y, train_.position, seed)
     if obj.n_outputs is None:  # McRank without n_classes infers K from the first data it sees
         obj.prepare(train_.y, train_.sizes)
     return obj
@@ -178,7 +179,7 @@ def _library_params(params: dict, spec: MethodSpec, st: Settings, train_: Split)
         params["objective"] = spec.target
         params.update(spec.kwargs)
         return None
-    return _objective(spec, train_)
+    return _objective(spec, train_, st.seed)
 
 
 def _train_lgb(spec, st, train_, valid, test):
@@ -316,7 +317,7 @@ def _ole_booster(spec, st, obj, rounds):
 
 
 def _train_ole(spec, st, train_, valid, test):
-    obj = _objective(spec, train_)
+    obj = _objective(spec, train_, st.seed)
     model = _ole_booster(spec, st, obj, st.rounds)
     start = time.perf_counter()
     clicks = valid_metric(st)

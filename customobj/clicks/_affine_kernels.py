@@ -1,0 +1,158 @@
+"""Numba kernels of the affine correction (Vardasbi, Oosterhuis, de Rijke, CIKM 2020), for
+:class:`customobj.clicks.Affine`.
+
+``corrected_relevance`` turns each row's click into its affine-corrected relevance estimate
+``(c - beta[p]) / alpha[p]``. ``affine_pairs`` walks every unordered pair ``{i, j}`` of rows of one
+query (session) once and adds both of its ordered terms, ``r_i psi(s_i - s_j) + r_j psi(s_j - s_i)``,
+``psi`` the wrapped loss's pair loss for a unit label difference (``pair_terms`` of
+``objectives._pair_terms``), times LambdaRank's ``|D(rank_i) - D(rank_j)|`` for a LambdaRank. The
+estimates ``r`` enter linearly, so the expected gradient over the clicks is the gradient with the
+true relevances (see ``Affine``).
+
+The loss's options travel as one record (:class:`AffinePairLoss`), the pair weights as
+``(w_i + w_j) / 2`` of the row weights, as in every customobj pairwise loss.
+"""
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from ..objectives._pair_terms import pair_terms
+
+
+class AffinePairLoss(NamedTuple):
+    """One wrapped pair loss as ``affine_pairs`` takes it."""
+
+    kind: int  # a PairKind code of objectives._pair_terms
+    theta: float  # theta of a pair of unit label difference
+    scale: float  # the loss's own scale times the Scaled factors above it
+    hmul: float  # multiplies the hessian coupling (LambdaRank's convention)
+    lambdarank: bool  # weigh each pair by |D(rank_i) - D(rank_j)| at the current ranks
+    k: int  # DCG cutoff: a row ranked k or lower (0-based) has discount 0
+    truncation: int  # a pair whose two rows are both ranked truncation or lower is skipped
+    norm: bool  # multiply a query's terms by log2(1 + S) / S, S the sum of its corrected lambdas
+
+
+@njit(cache=True)
+def corrected_relevance(clicks, position, alpha, beta, out):
+    """``out[r] = (clicks[r] - beta[p]) / alpha[p]``, ``p = position[r]`` (checked in range by the caller)."""
+    for r in range(clicks.size):
+        p = position[r]
+        out[r] = (clicks[r] - beta[p]) / alpha[p]
+
+
+@njit(cache=True)
+def discount(rank, k):
+    """DCG's discount of a 0-based rank, 0 from rank ``k`` on."""
+    if rank >= k:
+        return 0.0
+    return 1.0 / math.log2(2.0 + rank)
+
+
+@njit(cache=True)
+def _ranks(scores, a, b, out):
+    """0-based rank of each row of ``scores[a:b]`` by descending score, ties by row order."""
+    order = np.argsort(-scores[a:b], kind="mergesort")
+    for t in range(b - a):
+        out[order[t]] = t
+
+
+@njit(cache=True)
+def _pair_factor(loss, rank, i, j):
+    """``|D(rank_i) - D(rank_j)|`` of a LambdaRank pair (0 when truncated), 1 otherwise."""
+    if not loss.lambdarank:
+        return 1.0
+    ri = rank[i]
+    rj = rank[j]
+    if ri >= loss.truncation and rj >= loss.truncation:
+        return 0.0
+    return abs(discount(ri, loss.k) - discount(rj, loss.k))
+
+
+@njit(cache=True)
+def _pair_mass(loss, scores, rhat, rank, w, use_w, a, ii, jj):
+    """``(m, d)`` of the pair of query-local rows ``ii < jj`` (query start ``a``): its factor before the
+    query's norm (scale, LambdaRank's ``|dD|``, the pair weight) and ``d = s_i - s_j``."""
+    i = a + ii
+    j = a + jj
+    m = loss.scale * _pair_factor(loss, rank, ii, jj)
+    if use_w:
+        m *= 0.5 * w[i] + 0.5 * w[j]
+    return m, scores[i] - scores[j]
+
+
+@njit(cache=True)
+def _query_norm(loss, scores, rhat, rank, w, use_w, a, n):
+    """``log2(1 + S) / S``, ``S`` the query's sum of corrected lambdas ``m (|r_i| |phi'(d)| + |r_j| |phi'(-d)|)``
+    (1 without ``norm``)."""
+    if not loss.norm:
+        return 1.0
+    total = 0.0
+    for ii in range(n):
+        for jj in range(ii + 1, n):
+            m, d = _pair_mass(loss, scores, rhat, rank, w, use_w, a, ii, jj)
+            if m != 0.0:
+                dphi1 = pair_terms(loss.kind, d, loss.theta)[1]
+                dphi2 = pair_terms(loss.kind, -d, loss.theta)[1]
+                total += m * (abs(rhat[a + ii] * dphi1) + abs(rhat[a + jj] * dphi2))
+    if total <= 0.0:
+        return 1.0
+    return math.log2(1.0 + total) / total
+
+
+@njit(cache=True)
+def affine_pairs(scores, ptr, rhat, w, use_w, loss, out_grad, out_hess, out_c):
+    """Add the affine-corrected pair terms of every query into ``out_grad`` / ``out_hess``; returns the loss.
+
+    Pair ``p`` (queries in order, then ``i < j`` within each) gets its hessian coupling in
+    ``out_c[p]`` (``out_c`` holds ``sum n_q (n_q - 1) / 2`` entries). Per pair, with
+    ``d = s_i - s_j``, ``m`` its factor (scale, LambdaRank's ``|dD|``, the query's norm, the pair weight):
+    loss ``m (r_i phi(d) + r_j phi(-d))``, ``dL/ds_i = m (r_i phi'(d) - r_j phi'(-d)) = -dL/ds_j``, and
+    the coupling ``m hmul (|r_i| phi''(d) + |r_j| phi''(-d))`` (absolute values: never negative).
+    """
+    total = 0.0
+    p = 0
+    n_max = 0
+    for q in range(ptr.size - 1):
+        n_max = max(n_max, ptr[q + 1] - ptr[q])
+    rank = np.zeros(n_max, dtype=np.int64)
+    for q in range(ptr.size - 1):
+        a = ptr[q]
+        n = ptr[q + 1] - a
+        if loss.lambdarank:
+            _ranks(scores, a, a + n, rank)
+        f = _query_norm(loss, scores, rhat, rank, w, use_w, a, n)
+        for ii in range(n):
+            for jj in range(ii + 1, n):
+                m, d = _pair_mass(loss, scores, rhat, rank, w, use_w, a, ii, jj)
+                m *= f
+                out_c[p] = 0.0
+                p += 1
+                if m == 0.0:
+                    continue
+                i = a + ii
+                j = a + jj
+                phi1, dphi1, c1 = pair_terms(loss.kind, d, loss.theta)
+                phi2, dphi2, c2 = pair_terms(loss.kind, -d, loss.theta)
+                g = m * (rhat[i] * dphi1 - rhat[j] * dphi2)
+                out_grad[i] += g
+                out_grad[j] -= g
+                h = m * loss.hmul * (abs(rhat[i]) * c1 + abs(rhat[j]) * c2)
+                out_hess[i] += h
+                out_hess[j] += h
+                out_c[p - 1] = h
+                total += m * (rhat[i] * phi1 + rhat[j] * phi2)
+    return total
+
+
+@njit(cache=True)
+def pair_rows(ptr, out_i, out_j):
+    """The rows of pair ``p`` in ``affine_pairs``' order: every ``i < j`` of each query."""
+    p = 0
+    for q in range(ptr.size - 1):
+        for i in range(ptr[q], ptr[q + 1]):
+            for j in range(i + 1, ptr[q + 1]):
+                out_i[p] = i
+                out_j[p] = j
+                p += 1
