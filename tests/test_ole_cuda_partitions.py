@@ -37,9 +37,10 @@ def test_rows_then_pairs_equal_the_cpu(monkeypatch, block):
     mem, parts = _parts(n)
     dev_order = mem.upload(order)
     parts.go_left.copy_to_device(np.zeros(n, dtype=np.bool_))  # rows outside the range: right, as on the host
-    parts.rows(mem.upload(col), dev_order, 2, n - 2, 1, 3, True)
-    go_left, tmp = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.int64)
-    want_left = partition_rows(col, order, 2, n, 1, 3, True, go_left, tmp)
+    go_left, tmp, host = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.int64), order.copy()
+    want_left = partition_rows(col, host, 2, n, 1, 3, True, go_left, tmp)
+    parts.rows(mem.upload(col), dev_order, 2, n - 2, 1, 3, True, want_left)
+    order = host
     np.testing.assert_array_equal(mem.read(dev_order), order)
     np.testing.assert_array_equal(mem.read(parts.go_left)[order[2:]], go_left[order[2:]])
     src = tuple(mem.upload(a) for a in (pi, pj, pc))
