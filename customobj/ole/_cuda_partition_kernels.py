@@ -13,7 +13,9 @@ launch places each block's items at its offsets, which each CUDA block computes 
 (:func:`_offsets`: the counts of every earlier block summed and scanned in shared memory, in a fixed
 order, integers: exact), so no scan launch sits between them. Its cost: each CUDA block reads the
 counts before it, ``nb**2 / (2 x threads)`` int64 pairs in all (2M at WEB30K's 32,768 blocks, in L2).
-The partitions are stable, so their result is the CPU's whatever the block count: [left | right]
+A split with pairs places its rows and counts its pairs in one launch
+(:func:`place_rows_count_sides`: both read only the marked sides), so its rows and pairs take three
+launches. The partitions are stable, so their result is the CPU's whatever the block count: [left | right]
 rows and [both left | both right | split] pairs, each in node order. The couplings are on their
 grid (:mod:`.fixed_point`), so their atomic sums are exact in any order.
 """
@@ -26,7 +28,8 @@ from .partition import _mark_rows, _place_rows
 
 cuda = cuda_module()
 
-__all__ = ["mark_rows_blocks", "place_rows_blocks", "count_sides_blocks", "place_sides_blocks"]
+__all__ = ["mark_rows_blocks", "place_rows_blocks", "count_sides_blocks", "place_rows_count_sides",
+           "place_sides_blocks"]
 
 
 _mark, _place, _count, _sides = device_function(_mark_rows), device_function(_place_rows), device_function(_count_sides), device_function(_place_sides)
@@ -96,12 +99,9 @@ def mark_rows_blocks(col, order, start, n, nb, tbin, nan_bin, nan_left, go_left,
             tmp[k] = order[k]
 
 
-@cuda.jit(cache=True)
-def place_rows_blocks(tmp, order, start, n, nb, n_left, go_left, counts):
-    """Thread ``b``: put its block's rows (``tmp``: :func:`mark_rows_blocks`) back into ``order``, left
-    ones after the earlier blocks' left rows, right ones after all ``n_left`` left rows and the earlier
-    blocks' right rows (the offsets: :func:`_offsets`)."""
-    sh = cuda.shared.array((2, THREADS), dtype=int64)
+@cuda.jit(device=True)
+def _put_rows(tmp, order, start, n, nb, n_left, go_left, counts, sh):
+    """:func:`place_rows_blocks`' body (``sh``: ``(2, THREADS)`` int64 shared)."""
     ml, _ = _offsets(counts, nb, sh)
     b = cuda.grid(1)
     if b < nb:
@@ -109,13 +109,9 @@ def place_rows_blocks(tmp, order, start, n, nb, n_left, go_left, counts):
         _place(tmp, lo, hi, go_left, order, start + ml, start + n_left + (lo - start) - ml)
 
 
-@cuda.jit(cache=True)
-def count_sides_blocks(pi, pj, pc, start, n, nb, go_left, counts, totals, couplings):
-    """Thread ``b``: ``counts[b] = (pairs with both rows left, with both rows right)`` in its block; the
-    block's sums of those and of the children's couplings are added to ``totals`` (int64, zeroed
-    before) and ``couplings`` (float64, zeroed before), one atomic each per CUDA block."""
-    shn = cuda.shared.array((2, THREADS), dtype=int64)
-    shc = cuda.shared.array((2, THREADS), dtype=float64)
+@cuda.jit(device=True)
+def _count_pairs(pi, pj, pc, start, n, nb, go_left, counts, totals, couplings, shn, shc):
+    """:func:`count_sides_blocks`' body (``shn``, ``shc``: ``(2, THREADS)`` int64 and float64 shared)."""
     b = cuda.grid(1)
     nl = 0
     nr = 0
@@ -129,6 +125,40 @@ def count_sides_blocks(pi, pj, pc, start, n, nb, go_left, counts, totals, coupli
         cl, cr = _split_sums(pi, pj, pc, lo, hi, go_left)
     block_sums(shn, nl, nr, totals)
     block_sums(shc, cl, cr, couplings)
+
+
+@cuda.jit(cache=True)
+def place_rows_blocks(tmp, order, start, n, nb, n_left, go_left, counts):
+    """Thread ``b``: put its block's rows (``tmp``: :func:`mark_rows_blocks`) back into ``order``, left
+    ones after the earlier blocks' left rows, right ones after all ``n_left`` left rows and the earlier
+    blocks' right rows (the offsets: :func:`_offsets`)."""
+    sh = cuda.shared.array((2, THREADS), dtype=int64)
+    _put_rows(tmp, order, start, n, nb, n_left, go_left, counts, sh)
+
+
+@cuda.jit(cache=True)
+def count_sides_blocks(pi, pj, pc, start, n, nb, go_left, counts, totals, couplings):
+    """Thread ``b``: ``counts[b] = (pairs with both rows left, with both rows right)`` in its block; the
+    block's sums of those and of the children's couplings are added to ``totals`` (int64, zeroed
+    before) and ``couplings`` (float64, zeroed before), one atomic each per CUDA block."""
+    shn = cuda.shared.array((2, THREADS), dtype=int64)
+    shc = cuda.shared.array((2, THREADS), dtype=float64)
+    _count_pairs(pi, pj, pc, start, n, nb, go_left, counts, totals, couplings, shn, shc)
+
+
+@cuda.jit(cache=True)
+def place_rows_count_sides(rows, pairs, go_left):
+    """A split's rows placed and its pairs counted in one launch (both read only the sides
+    :func:`mark_rows_blocks` wrote): blocks ``(x, 0)`` run :func:`place_rows_blocks` on ``rows``
+    (``cuda_partitions.RowPlace``), blocks ``(x, 1)`` :func:`count_sides_blocks` on ``pairs``
+    (``cuda_partitions.PairCount``); ``x`` covers the larger of their block counts."""
+    shn = cuda.shared.array((2, THREADS), dtype=int64)
+    shc = cuda.shared.array((2, THREADS), dtype=float64)
+    if cuda.blockIdx.y == 0:
+        _put_rows(rows.tmp, rows.order, rows.start, rows.n, rows.nb, rows.n_left, go_left, rows.counts, shn)
+    else:
+        _count_pairs(pairs.pi, pairs.pj, pairs.pc, pairs.start, pairs.n, pairs.nb, go_left, pairs.counts,
+                     pairs.totals, pairs.couplings, shn, shc)
 
 
 @cuda.jit(cache=True)

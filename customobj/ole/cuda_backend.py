@@ -44,7 +44,8 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   (:class:`~customobj.ole.cuda_memory.SubtractQueue`).
 - :mod:`._cuda_partition_kernels` through :mod:`.cuda_partitions`: stable row and pair partitions,
   the CPU's per-block code, many short blocks, 2 launches each (count, place: each CUDA block scans
-  its blocks' offsets itself; the pairs' totals and the children's couplings summed with the counts).
+  its blocks' offsets itself; the pairs' totals and the children's couplings summed with the counts)
+  and 3 for both (the rows' placing and the pairs' counting in one: ``place_rows_count_sides``).
 
 **Orchestration and instrumentation** (issue 32, items 3-4):
 
@@ -62,8 +63,8 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   tree and per split, the same under the simulator and on a card. Per split, 6-leaf trees on 300
   rows (tests/test_ole_cuda_stats.py): ``se`` and ``wse`` 5.7 launches and 1.0 read (partition 2,
   search 1, histogram 1, subtraction 0.8, the tree's grid 0.6, clearing 0.2): issue 32's budget
-  (:data:`~customobj.ole.cuda_stats.BUDGET`: 8 launches, 1 read) holds; ``ole`` 10.1 and 2.0 (+ the
-  pair partition 2 with its read, pair histograms 1.7, their grid 0.6), ``ole_fast`` 10.1 and 3.6
+  (:data:`~customobj.ole.cuda_stats.BUDGET`: 8 launches, 1 read) holds; ``ole`` 9.3 and 2.0 (+ the
+  pair partition 1.2 with its read, pair histograms 1.7, their grid 0.6), ``ole_fast`` 9.3 and 3.6
   (+ the WSE ranking's read, the pairs to the host for pruning): above it, the pair partition's
   read the first cause. No tree after the first allocates.
 
@@ -194,12 +195,10 @@ class CUDABackend(CPUBackend):
     def root_sums(self, order: np.ndarray, grad, hess, pc, n_pairs: int, *, searched: bool = False
                   ) -> Optional[tuple]:
         """The tree's root ``(G, H, C)``, its first call with rows. The gradients and hessians (host
-        ones copied into the pool first) are rounded to their grids on the device
-        (:mod:`._cuda_reduce_kernels`: the CPU's grids, exact sums); the rounded copies are what the row
-        histograms add. ``C``: the coupling of ``pc[:n_pairs]``, summed when :meth:`pair_buffers`
-        rounded or copied them (else here). What the device summed comes back in one read or, when
-        the root is ``searched``, with its split (None here: :meth:`searched_root_sums`): the root's
-        search reads its sums on the device."""
+        ones copied into the pool first) are rounded to their grids on the device (the CPU's grids,
+        exact sums): the row histograms add the rounded copies. ``C``: the coupling of ``pc[:n_pairs]``,
+        summed when :meth:`pair_buffers` rounded or copied them (else here). The sums come back in one
+        read or, when the root is ``searched``, with its split (None here: :meth:`searched_root_sums`)."""
         n = int(order.shape[0])
         self._begin_tree()
         self._order = self.pool.start_rows(order)  # partitioned there from now on
@@ -306,6 +305,7 @@ class CUDABackend(CPUBackend):
         if self._grad is None or self._order is None:
             raise RuntimeError("CUDABackend.row_hist before row_sums: the tree's gradients are not on the device")
         k, n = self._k, end - start
+        self._parts.flush()  # the last row partition placed
         rows_d = self._order[start:end]  # the device order (the host's ``order`` is only read at the end)
         out = self._zeroed()
         groups, dev = self._all_groups
@@ -369,7 +369,7 @@ class CUDABackend(CPUBackend):
         return out
 
     def wse_gains_of(self, nodes: list, mask: np.ndarray) -> list:
-        """The WSE gains of up to two nodes (``(hist, sums)`` each), searched on the device in one launch, in one read."""
+        """The WSE gains of up to two nodes (``(hist, sums)`` each): one launch, one read."""
         if len(nodes) > 2:
             return self.wse_gains_of(nodes[:2], mask) + self.wse_gains_of(nodes[2:], mask)
         if not nodes:
@@ -419,6 +419,7 @@ class CUDABackend(CPUBackend):
         """The finished tree's row order, copied from the device into ``order`` when the host needs it
         (its scores, ``ole_fast``'s dropped pairs, the joint leaf solve); else None: it stays on the card."""
         self._subtractions.flush()  # none is left to a later tree
+        self._parts.flush()
         self._in_tree = False
         self.memory.counter.end_tree()
         host_pruned = self.criterion.prunes_pairs and self.ctx.queries is not None
