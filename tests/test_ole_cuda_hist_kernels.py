@@ -112,9 +112,9 @@ def test_feature_groups_pack_features_in_order_and_flag_wide_ones():
     assert chunks_for(CHUNK_UPDATES, groups) == 2  # groups of two features: two updates per item
 
 
-def test_zero3_clears_three_histograms_in_one_launch():
+def test_zero6_clears_six_histograms_in_one_launch():
     from numba import cuda
     from customobj.ole import _cuda_hist_kernels as K
-    arrays = [cuda.to_device(np.full(37, v)) for v in (1.0, 2.0, 3.0)]
-    K.zero3[2, 8](*arrays)  # fewer threads than items: the grid-stride loop covers the rest
+    arrays = [cuda.to_device(np.full(37, v)) for v in (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)]
+    K.zero6[2, 8](*arrays)  # fewer threads than items: the grid-stride loop covers the rest
     assert all(not a.copy_to_host().any() for a in arrays)

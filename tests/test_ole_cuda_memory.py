@@ -6,7 +6,7 @@ import gc
 import numpy as np
 import pytest
 
-from customobj.ole.cuda_memory import DeviceHist, DeviceMemory
+from customobj.ole.cuda_memory import DeviceHist, DeviceMemory, SubtractQueue
 
 from _cuda_cases import needs_gpu
 
@@ -39,17 +39,25 @@ def test_the_count_follows_each_arrays_life_and_keeps_the_peak():
 
 def test_a_device_histogram_subtracts_like_numpy_and_reads_one_entry():
     from customobj.ole import _cuda_split_kernels as K
+    from customobj.ole.cuda_stats import CountedKernels
     mem = _mem()
+    queue = SubtractQueue(CountedKernels(K, mem.counter).subtract3)
     rng = np.random.default_rng(0)
-    a, b = rng.normal(size=(6, 3)), rng.normal(size=(6, 3))
-    ha, hb = DeviceHist(mem.upload(a), K.subtract), DeviceHist(mem.upload(b), K.subtract)
+    a, b, c, x = rng.normal(size=(4, 6, 3))
+    ha, hb, hc, hx = (DeviceHist(mem.upload(v), queue) for v in (a, b, c, x))
     same = ha
     ha -= hb
-    assert ha is same and ha.shape == (6, 3)
-    np.testing.assert_array_equal(ha.copy_to_host(), a - b)
-    assert ha[4, 2] == (a - b)[4, 2] and isinstance(ha[np.int64(4), 2], float)
+    hc -= hx
+    ha -= hx  # three queued: one launch, in order
+    assert ha is same and ha.shape == (6, 3) and mem.counter.stats().outside.launches == 1
+    np.testing.assert_array_equal(ha.copy_to_host(), a - b - x)
+    np.testing.assert_array_equal(hc.copy_to_host(), c - x)
+    hc -= hb  # queued until the histogram is used
+    assert mem.counter.stats().outside.launches == 1
+    assert hc[4, 2] == (c - x - b)[4, 2] and isinstance(hc[np.int64(4), 2], float)
+    assert mem.counter.stats().outside.launches == 2
     with pytest.raises(ValueError, match="shape"):
-        ha -= DeviceHist(mem.upload(np.zeros((5, 3))), K.subtract)
+        ha -= DeviceHist(mem.upload(np.zeros((5, 3))), queue)
     with pytest.raises(ValueError, match="shape"):
         ha -= np.zeros((6, 3))
 

@@ -37,9 +37,11 @@ def test_rows_then_pairs_equal_the_cpu(monkeypatch, block):
     mem, parts = _parts(n)
     dev_order = mem.upload(order)
     parts.go_left.copy_to_device(np.zeros(n, dtype=np.bool_))  # rows outside the range: right, as on the host
-    parts.rows(mem.upload(col), dev_order, 2, n - 2, 1, 3, True)
-    go_left, tmp = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.int64)
-    want_left = partition_rows(col, order, 2, n, 1, 3, True, go_left, tmp)
+    go_left, tmp, host = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.int64), order.copy()
+    want_left = partition_rows(col, host, 2, n, 1, 3, True, go_left, tmp)
+    parts.rows(mem.upload(col), dev_order, 2, n - 2, 1, 3, True, want_left)
+    parts.flush()  # placed now (else with the pairs' counting: test_rows_and_pairs_share_a_launch)
+    order = host
     np.testing.assert_array_equal(mem.read(dev_order), order)
     np.testing.assert_array_equal(mem.read(parts.go_left)[order[2:]], go_left[order[2:]])
     src = tuple(mem.upload(a) for a in (pi, pj, pc))
@@ -53,6 +55,34 @@ def test_rows_then_pairs_equal_the_cpu(monkeypatch, block):
     assert got == (nl, nr, cl, cr) and want_left >= 0
     for d, h in zip(dst, (oi, oj, oc)):
         np.testing.assert_array_equal(mem.read(d)[1:], h[1:])
+
+
+@pytest.mark.parametrize("block", [128, 5])
+def test_rows_and_pairs_share_a_launch(monkeypatch, block):
+    """A split's row placing waits for its pairs' counting (place_rows_count_sides): the same order,
+    pairs and couplings, one launch fewer."""
+    monkeypatch.setattr(cuda_partitions, "PARTITION_BLOCK", block)  # 5: more pair blocks than row blocks
+    pi, pj, pc, _ = random_pairs(4, n_queries=4, max_rows=9)
+    pi, pj = pi.astype(np.int32), pj.astype(np.int32)
+    n = int(max(pi.max(), pj.max())) + 1
+    round_range(pc, 0, pc.size, grid_step_of(pc, 0, pc.size))
+    col = np.random.default_rng(1).integers(0, 3, n).astype(np.uint8)
+    order, go_left = np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.bool_)
+    nl = partition_rows(col, order, 0, n, 0, 9, False, go_left, np.zeros(n, dtype=np.int64))
+    want = tuple(np.zeros_like(a) for a in (pi, pj, pc))
+    counts = partition_pairs(pi, pj, pc, 0, pi.size, go_left, *want)
+    mem, parts = _parts(n)
+    dev_order = mem.upload(np.arange(n, dtype=np.int64))
+    src = tuple(mem.upload(a) for a in (pi, pj, pc))
+    dst = tuple(mem.array(a.shape, a.dtype) for a in (pi, pj, pc))
+    parts.rows(mem.upload(col), dev_order, 0, n, 0, 9, False, nl)
+    got = parts.pairs(src, 0, pi.size, dst)
+    assert got == (*counts, *split_coupling_sums(pi, pj, pc, 0, pi.size, go_left)) and 0 < nl < n
+    np.testing.assert_array_equal(mem.read(dev_order), order)
+    for d, h in zip(dst, want):
+        np.testing.assert_array_equal(mem.read(d), h)
+    parts.flush()  # nothing waits: the order stays
+    np.testing.assert_array_equal(mem.read(dev_order), order)
 
 
 def test_the_coupling_ring_is_cleared_when_it_wraps(monkeypatch):

@@ -1,6 +1,6 @@
 """customobj.ole._cuda_reduce_kernels: the grid computed on the card is the CPU's (fixed_point: the same
 step, the same rounded values, the same exact sums) for any launch, of a node's rows or of a range;
-the coupling sums equal the CPU's bit for bit; the block-wide scan is a cumulative sum; the best
+the coupling sums equal the CPU's bit for bit; the best
 split across features is the CPU's first strictly best. Small data: without a GPU they run on
 numba's CUDA simulator (tests/conftest.py)."""
 import numpy as np
@@ -24,11 +24,10 @@ def _k():
 
 def _grid_on_device(a, b, idx, use_idx, n, launch):
     cuda, R = _k()
-    stats, units, sums = cuda.device_array(4), cuda.device_array(2, np.int64), cuda.device_array(2)
+    stats, units, sums = (cuda.to_device(np.zeros(k, t)) for k, t in ((4, np.float64), (2, np.int64), (2, np.float64)))
     da, db = cuda.to_device(a), cuda.to_device(b)
     oa, ob = cuda.to_device(np.zeros_like(a)), cuda.to_device(np.zeros_like(b))
     d_idx = cuda.to_device(idx)
-    R.reset[1, 4](stats, units, sums)
     R.grid_max[launch](da, db, d_idx, use_idx, n, stats)
     R.grid_units[launch](da, db, d_idx, use_idx, n, stats, units)
     R.grid_round[launch](da, db, d_idx, use_idx, n, stats, units, oa, ob, sums)
@@ -57,9 +56,8 @@ def test_the_device_grid_of_a_range_rounds_in_place_like_the_cpu():
     step = grid_step_of(want, 0, 150)
     round_range(want, 0, 150, step)
     d = cuda.to_device(pc)
-    stats, units, sums = cuda.device_array(4), cuda.device_array(2, np.int64), cuda.device_array(2)
+    stats, units, sums = (cuda.to_device(np.zeros(k, t)) for k, t in ((4, np.float64), (2, np.int64), (2, np.float64)))
     idx = cuda.device_array(1, np.int64)
-    R.reset[1, 4](stats, units, sums)
     for kern, extra in ((R.grid_max, ()), (R.grid_units, (units,)), (R.grid_round, (units, d, d, sums))):
         kern[2, 16](d, d, idx, False, 150, stats, *extra)
     np.testing.assert_array_equal(d.copy_to_host(), want)
@@ -84,15 +82,6 @@ def test_coupling_sums_are_the_cpus_bit_for_bit(launch):
         sums = cuda.to_device(np.zeros(2))
         R.coupling_sums[launch](*src, start, end - start, cuda.to_device(go), split, sums)
         assert tuple(sums.copy_to_host()) == tuple(want)
-
-
-@pytest.mark.parametrize("nb,threads", [(1, 1), (5, 4), (37, 8), (300, 32)])
-def test_the_block_scan_is_a_cumulative_sum(nb, threads):
-    cuda, R = _k()
-    counts = np.random.default_rng(nb).integers(0, 50, size=(nb, 2)).astype(np.int64)
-    before = cuda.device_array((nb + 1, 2), np.int64)
-    R.scan_counts[1, threads](cuda.to_device(counts), nb, before)
-    np.testing.assert_array_equal(before.copy_to_host(), np.r_[[[0, 0]], np.cumsum(counts, axis=0)])
 
 
 @pytest.mark.parametrize("threads", [1, 4, 16])

@@ -36,9 +36,9 @@ def _spy_row_sums(monkeypatch):
     seen = []
     real = cuda_backend.CUDABackend.root_sums  # a tree's first call
 
-    def spy(self, order, grad, hess, pc, n_pairs):
+    def spy(self, order, grad, hess, pc, n_pairs, **kw):
         seen.append(is_device_array(grad) and is_device_array(hess))
-        return real(self, order, grad, hess, pc, n_pairs)
+        return real(self, order, grad, hess, pc, n_pairs, **kw)
 
     monkeypatch.setattr(cuda_backend.CUDABackend, "root_sums", spy)
     return seen

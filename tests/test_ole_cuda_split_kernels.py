@@ -11,10 +11,11 @@ import pytest
 from customobj.ole.binning import BinMapper
 from customobj.ole.common import SPLIT_SIZE, ChildSums
 from customobj.ole.criterion import OLE, SE, WSE
-from customobj.ole.cuda_backend import _launch
+from customobj.ole.cuda_partitions import launch as _launch
+from customobj.ole.cuda_search import NodeHists
 from customobj.ole.histogram import build_row_hist_fm
 from customobj.ole.pairhist import build_pair_hist
-from customobj.ole.splitting import FeatureBins, SplitRules, feature_gains, find_best_split, parent_score
+from customobj.ole.splitting import FeatureBins, SplitRules, feature_gains, find_best_split
 
 from _cuda_cases import LIST_KERNELS, NVVM_MISSING, needs_gpu
 from _ole_cases import make_X, random_pairs
@@ -46,25 +47,30 @@ def _node(seed, tie):
     return mapper, hist, ph, (G, H, 140.0, float(pc.sum()))
 
 
-def _gpu_split(mapper, hist, ph, use_pairs, score, mask, sums, lam, min_data, min_hess):
+def _gpu_split(mapper, hist, ph, use_pairs, score, mask, sums, lam, min_data, min_hess, on_device=False):
     from numba import cuda
     from customobj.ole import _cuda_reduce_kernels as R
     gains, per = _gpu_bests(mapper, hist, ph, use_pairs, mask, ChildSums(*sums),
-                            SplitRules(score, lam, min_data, min_hess))
+                            SplitRules(score, lam, min_data, min_hess), on_device)
     res = cuda.device_array(SPLIT_SIZE)
     R.pick_best[1, 8](per, gains, res)
     return res.copy_to_host()
 
 
-def _gpu_bests(mapper, hist, ph, use_pairs, mask, node, rules):
+def _gpu_bests(mapper, hist, ph, use_pairs, mask, node, rules, on_device=False):
+    """``feature_bests`` with the node's G, H, C in its record, or (``on_device``: a root's) on the
+    device, the record's then wrong (0)."""
     from numba import cuda
     from customobj.ole import _cuda_split_kernels as K
     n_feat = mapper.n_bins.shape[0]
-    per, gains = cuda.device_array((n_feat, SPLIT_SIZE)), cuda.device_array(n_feat)
+    per, gains = cuda.device_array((1, n_feat, SPLIT_SIZE)), cuda.device_array((1, n_feat))
     bins = FeatureBins(cuda.to_device(mapper.n_bins.astype(np.int64)), cuda.to_device(mapper.offsets))
-    K.feature_bests[_launch(n_feat)](cuda.to_device(hist), cuda.to_device(ph), use_pairs, bins, cuda.to_device(mask),
-                                     node, rules, parent_score(node, rules), per, gains)
-    return gains, per
+    sums = cuda.to_device(np.array([node.G, node.H, node.C, 0.0]))
+    record = node._replace(G=0.0, H=0.0, C=0.0) if on_device else node
+    h, p, m = cuda.to_device(hist), cuda.to_device(ph), cuda.to_device(mask)
+    K.feature_bests[(2, 1), 4](NodeHists(h, h, p, p, m, m), use_pairs, bins, record, record, rules, sums, on_device,
+                               per, gains)  # 2 blocks of 4 threads: 5 features
+    return gains[0], per[0]
 
 
 @pytest.mark.parametrize("tie", [False, True])
@@ -80,7 +86,7 @@ def test_the_gpu_search_picks_the_cpu_split_ties_included(score, tie):
                                 FeatureBins(mapper.n_bins, mapper.offsets), mask, ChildSums(*sums),
                                 SplitRules(score, lam, min_data, min_hess), want)
                 got = _gpu_split(mapper, hist, ph if use_pairs else np.zeros((1, 3)), use_pairs, score, mask, sums,
-                                 lam, min_data, min_hess)
+                                 lam, min_data, min_hess, on_device=lam > 0)  # a root's sums on the device
                 np.testing.assert_array_equal(got, want)  # the same record, bit for bit
                 if tie and lam == 0.0:  # three equal features: the lowest unmasked one wins
                     assert got[1] == tied_winner
@@ -100,19 +106,24 @@ def test_the_wse_gains_equal_the_cpu_feature_gains():
     want = np.zeros(5)
     node, rules = ChildSums(G, H, N, 0.0), SplitRules(WSE, 0.5, 2.0, 0.1)
     feature_gains(hist, FeatureBins(mapper.n_bins, mapper.offsets), mask, node, rules, want)
-    gains, _ = _gpu_bests(mapper, hist, np.zeros((1, 3)), False, mask, node, rules)
-    np.testing.assert_array_equal(gains.copy_to_host(), want)
+    for on_device in (False, True):
+        gains, _ = _gpu_bests(mapper, hist, np.zeros((1, 3)), False, mask, node, rules, on_device)
+        np.testing.assert_array_equal(gains.copy_to_host(), want)
     assert want[2] == 0.0 and want.max() > 0
 
 
-def test_subtract_is_numpys_elementwise_subtraction():
+@pytest.mark.parametrize("n_ops", [1, 2, 3])
+def test_subtract3_is_numpys_elementwise_subtractions_in_order(n_ops):
     from numba import cuda
     from customobj.ole import _cuda_split_kernels as K
     rng = np.random.default_rng(0)
-    a, b = rng.normal(size=300) * 1e8, rng.normal(size=300)
-    d = cuda.to_device(a)
-    K.subtract[_launch(300)](d, cuda.to_device(b))
-    np.testing.assert_array_equal(d.copy_to_host(), a - b)
+    a, c, b, x, y = rng.normal(size=300) * 1e8, rng.normal(size=300), *rng.normal(size=(3, 300))
+    da, dc = cuda.to_device(a), cuda.to_device(c)
+    # a -= b; c -= x; a -= y (a twice: in order), the ones past n_ops not applied
+    K.subtract3[_launch(300)](da, cuda.to_device(b), dc, cuda.to_device(x), da, cuda.to_device(y), n_ops)
+    want_a = a - b - (y if n_ops > 2 else 0.0)
+    np.testing.assert_array_equal(da.copy_to_host(), want_a)
+    np.testing.assert_array_equal(dc.copy_to_host(), c - x if n_ops > 1 else c)
 
 
 _PTX = """
@@ -134,25 +145,30 @@ from customobj.ole.common import ChildSums
 from customobj.ole.splitting import FeatureBins, SplitRules
 bins = T.NamedTuple([i1, i1], FeatureBins)  # the split search's records (issue: no kernel over 12 arguments)
 node, rules = T.NamedUniTuple(f, 4, ChildSums), T.NamedTuple([i, f, f, f], SplitRules)
-SIGS = [(K.feature_bests, (f2, f2, b, bins, b1, node, rules, f, f2, f1)), (R.pick_best, (f2, f1, f1)),
-        (K.subtract, (f1, f1)),
+from customobj.ole.cuda_search import NodeHists, SearchOut
+hists = T.NamedTuple([f2, f2, f2, f2, b1, b1], NodeHists)
+out = T.NamedTuple([f3, f2, f2, i1], SearchOut)
+from customobj.ole.cuda_partitions import PairCount, RowPlace
+place, count = T.NamedTuple([i1, i1, i2, i, i, i, i], RowPlace), T.NamedTuple([j1, j1, f1, i2, i1, f1, i, i, i], PairCount)
+SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (R.pick_best, (f2, f1, f1)),
+        (K.subtract3, (f1, f1, f1, f1, f1, f1, i)),
         (S.add_tree_bins, (u8, i1, i1, i1, b1, i1, i1, f1, f1)), (S.add_tree_bins, (u16, i1, i1, i1, b1, i1, i1, f1, fA)),
-        (HK.zero, (f1,)), (HK.zero3, (f1, f1, f1)),
+        (HK.zero, (f1,)), (HK.zero6, (f1, f1, f1, f1, f1, f1)),
         (HK.row_hist_shared, (u8, i1, i, f1, f1, f1, i2, i2, i1, f2)),
         (HK.row_hist_shared, (u16, i1, i, f1, f1, f1, i2, i2, i1, f2)),
         (HK.pair_hist_shared, (u8, j1, j1, f1, i, i, f1, i2, i2, i1, f2)),
         (HK.pair_hist_shared, (u16, i1, i1, f1, i, i, f1, i2, i2, i1, f2)),
-        (R.reset, (f1, T.int64[::1], f1)), (R.grid_max, (f1, f1, i1, b, i, f1)), (R.grid_max, (fA, fA, i1, b, i, f1)),
+        (R.grid_max, (f1, f1, i1, b, i, f1)), (R.grid_max, (fA, fA, i1, b, i, f1)),
         (R.grid_units, (f1, f1, i1, b, i, f1, i1)), (R.grid_round, (f1, f1, i1, b, i, f1, i1, f1, f1, f1)),
         (R.grid_round, (fA, fA, i1, b, i, f1, i1, f1, f1, f1)), (R.coupling_sums, (j1, j1, f1, i, i, b1, b, f1)),
-        (R.scan_counts, (i2, i, i2)),
-        (P.mark_rows_blocks, (T.uint8[::1], i1, i, i, i, i, i, b, b1, i2)),
-        (P.place_rows_blocks, (i1, i, i, i, b1, i2, i1)), (P.copy_rows, (i1, i1, i, i)),
-        (P.count_sides_blocks, (j1, j1, i, i, i, b1, i2)),
-        (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, j1, j1, f1)),
-        (N.pick_splits, (T.float64[:, :, ::1], f2, f2, f2, f2, i1, i1, b))]
+        (P.mark_rows_blocks, (T.uint8[::1], i1, i, i, i, i, i, b, b1, i1, i2)),
+        (P.place_rows_blocks, (i1, i1, i, i, i, i, b1, i2)),
+        (P.count_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, f1)),
+        (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, j1, j1, f1)),
+        (P.place_rows_count_sides, (place, count, b1)),
+        (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b))]
 try:
-    cuda.compile_ptx(K.subtract.py_func, T.void(f1, f1), cc=(8, 0))
+    cuda.compile_ptx(K.subtract3.py_func, T.void(f1, f1, f1, f1, f1, f1, i), cc=(8, 0))
 except Exception as exc:
     print("NO-NVVM", type(exc).__name__)
     raise SystemExit

@@ -40,7 +40,7 @@ from .common import HIST_COUNT, HIST_G, HIST_H, PH_HI, PH_NANP, PH_R
 
 cuda = cuda_module()
 
-__all__ = ["zero", "zero3", "row_hist_shared", "pair_hist_shared", "feature_groups", "chunks_for", "launch_for", "SHARED_SLOTS",
+__all__ = ["zero", "zero6", "row_hist_shared", "pair_hist_shared", "feature_groups", "chunks_for", "launch_for", "SHARED_SLOTS",
            "CHUNK_UPDATES", "MAX_CHUNKS", "GROUP_COLUMNS", "MEMBER_COLUMNS"]
 
 #: Slots of one block's shared histogram: 3 int64 channels each, 48,000 bytes (the default limit).
@@ -107,13 +107,16 @@ def zero(flat):
 
 
 @cuda.jit(cache=True)
-def zero3(a, b, c):
-    """``a[:] = b[:] = c[:] = 0`` (flat, one size): three histograms cleared in one launch, so a split's
-    histograms (the small child's rows and pairs, the cross pairs) cost one between them."""
+def zero6(a, b, c, d, e, f):
+    """``a[:] = ... = f[:] = 0`` (flat, one size): six histograms cleared in one launch, so two splits'
+    histograms (each: the small child's rows and pairs, the cross pairs) cost one between them."""
     for i in range(cuda.grid(1), a.shape[0], cuda.gridsize(1)):
         a[i] = 0.0
         b[i] = 0.0
         c[i] = 0.0
+        d[i] = 0.0
+        e[i] = 0.0
+        f[i] = 0.0
 
 
 @cuda.jit(device=True)

@@ -1,38 +1,61 @@
-"""numba.cuda kernels of the GPU backend's orchestration (:mod:`.cuda_backend`): a split's children's
-chosen splits picked in one launch, each with what the grower needs beside it, so the grower reads
-them all in one copy.
+"""numba.cuda kernel of the GPU backend's split search (:mod:`.cuda_search`): a split's two children
+searched and their splits picked in one launch, each with what the grower needs beside it, so the
+grower reads them all in one copy.
 
-:func:`pick_splits`: block ``b`` picks node ``b``'s split from its per-feature records
-(:func:`._cuda_reduce_kernels.best_feature`, the CPU's tie-breaking) into ``res[b, :SPLIT_SIZE]``, and
-writes the chosen feature's NaN-slot row count in the node's histogram into ``res[b, SPLIT_SIZE]``
-(the grower sends NaN to the search's side only where the node saw NaN:
-:meth:`customobj.ole.grower.TreeGrower._nan_side`): one launch and no read of its own per split,
-where a ``pick_best`` per node and a NaN count per node took four.
+:func:`search_nodes`: blocks ``(feature blocks, nodes)`` run :func:`._cuda_split_kernels.node_bests`
+(one thread per feature and node: the CPU's per-feature search); the last block to finish (a ticket
+taken with one atomic after a memory fence, the counter put back to 0 by that block for the next
+search: no launch clears it) then picks each node's split from the per-feature records
+(:func:`._cuda_reduce_kernels.best_feature`, the CPU's tie-breaking, a block reduction in a fixed
+order: the pick does not depend on which block is last) into ``res[b, :SPLIT_SIZE]``, writes the
+chosen feature's NaN-slot row count in the node's histogram into ``res[b, SPLIT_SIZE]`` (the
+grower sends NaN to the search's side only where the node saw NaN:
+:meth:`customobj.ole.grower.TreeGrower._nan_side`) and a root's sums, searched on the device, into
+``res[0, NODE_SUMS:]``: one launch per split's children, where a search per node and a pick took three.
 """
 from numba import float64, int64
 
 from .._cuda_runtime import THREADS, cuda_module
 from ._cuda_reduce_kernels import best_feature
-from .common import HIST_COUNT, SPLIT_SIZE
+from ._cuda_split_kernels import node_bests
+from .common import HIST_COUNT, NODE_SUMS, SPLIT_SIZE
 
 cuda = cuda_module()
 
-__all__ = ["pick_splits"]
+__all__ = ["search_nodes"]
 
 
 @cuda.jit(cache=True)
-def pick_splits(per, gains, res, hist_a, hist_b, offsets, n_bins, with_nan):
-    """Block ``b`` (one per node, at most two): ``res[b, :SPLIT_SIZE]`` = the split of the first
-    feature with the strictly largest ``gains[b]`` > 0 (record ``per[b, f]``; none: feature -1), and
-    ``res[b, SPLIT_SIZE]`` = that feature's NaN-slot row count in node ``b``'s histogram (``hist_a``,
-    ``hist_b``), 0 without ``with_nan`` or a split."""
+def search_nodes(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, out, with_nan):
+    """Every feature's best split of one or two nodes (:func:`node_bests` into ``out.per``,
+    ``out.gains``), then, by the last block, node ``b``'s split in ``out.res[b, :SPLIT_SIZE]``: the
+    first feature with the strictly largest gain > 0 (none: feature -1); ``out.res[b, SPLIT_SIZE]``:
+    that feature's NaN-slot row count in the node's histogram (0 without ``with_nan`` or a split);
+    ``out.res[0, NODE_SUMS:NODE_SUMS + 3]`` = ``sums[0:3]`` (node 1's: 0). ``out.done``: the ticket
+    counter, 0 before and after."""
     shg = cuda.shared.array(THREADS, dtype=float64)
     shi = cuda.shared.array(THREADS, dtype=int64)
-    b = cuda.blockIdx.x
-    out = res[b]
-    f = best_feature(per[b], gains[b], out, shg, shi)
-    if cuda.threadIdx.x == 0:
-        out[SPLIT_SIZE] = 0.0
-        if with_nan and 0 <= f < n_bins.shape[0]:
-            hist = hist_a if b == 0 else hist_b
-            out[SPLIT_SIZE] = hist[offsets[f] + n_bins[f], HIST_COUNT]
+    last = cuda.shared.array(1, dtype=int64)
+    t = cuda.threadIdx.x
+    node_bests(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, out.per, out.gains)
+    cuda.threadfence()  # this block's records are visible to every block before its ticket is taken
+    cuda.syncthreads()
+    if t == 0:
+        last[0] = 1 if cuda.atomic.add(out.done, 0, 1) == cuda.gridDim.x * cuda.gridDim.y - 1 else 0
+    cuda.syncthreads()
+    if last[0] == 0:
+        return
+    cuda.threadfence()
+    for b in range(cuda.gridDim.y):
+        res = out.res[b]
+        f = best_feature(out.per[b], out.gains[b], res, shg, shi)
+        if t == 0:
+            for k in range(3):
+                res[NODE_SUMS + k] = sums[k] if b == 0 else 0.0
+            res[SPLIT_SIZE] = 0.0
+            if with_nan and 0 <= f < bins.n_bins.shape[0]:
+                hist = h.row_a if b == 0 else h.row_b
+                res[SPLIT_SIZE] = hist[bins.offsets[f] + bins.n_bins[f], HIST_COUNT]
+        cuda.syncthreads()  # the shared scratch is the next node's
+    if t == 0:
+        out.done[0] = 0

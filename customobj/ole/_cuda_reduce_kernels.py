@@ -1,5 +1,5 @@
-"""numba.cuda reductions and scans of the OLE grower: the grid of :mod:`.fixed_point` computed on the
-card, exact sums of on-grid values, the block-wide scan of the partitions' block counts and the best
+"""numba.cuda reductions of the OLE grower: the grid of :mod:`.fixed_point` computed on the
+card, exact sums of on-grid values (:func:`block_sums`, also the partitions' totals) and the best
 split across features.
 
 Every kernel is a grid-stride loop (any grid size gives the same result), then a tree reduction
@@ -10,7 +10,7 @@ additions are exact, and the float64 sums here add values already on their grid
 and one atomic per block: no thread walks more than ``n / (blocks x THREADS)`` items.
 
 Per array pair ``(a, b)`` (a tree's gradients and hessians, or its couplings twice), the grid
-takes three launches after :func:`reset`: :func:`grid_max` (``stats[0:2]``: ``max |a|``,
+takes three launches (its accumulators zeroed before: a tree's row of the backend's ring): :func:`grid_max` (``stats[0:2]``: ``max |a|``,
 ``max |b|``), :func:`grid_units` (``units``: the int64 unit sums ``T``) and :func:`grid_round`
 (the values rounded, ``stats[2:4]``: the grid steps, ``sums``: their exact sums). Items are
 ``a[idx[k]]`` with ``use_idx`` (a node's rows), else ``a[k]``.
@@ -24,24 +24,12 @@ from .pair_partition import split_coupling_sums
 
 cuda = cuda_module()
 
-__all__ = ["reset", "grid_max", "grid_units", "grid_round", "coupling_sums", "scan_counts", "pick_best",
-           "best_feature"]
+__all__ = ["grid_max", "grid_units", "grid_round", "coupling_sums", "pick_best", "best_feature",
+           "block_sums"]
 
 _fold, _units, _pow2 = device_function(fold_abs_max), device_function(magnitude_units), device_function(pow2_at_least)
 _step, _grid = device_function(grid_step), device_function(to_grid)
 _split_sums = device_function(split_coupling_sums)
-
-
-@cuda.jit(cache=True)
-def reset(stats, units, sums):
-    """The accumulators of a grid or a sum at 0 (one thread per entry of the longest)."""
-    i = cuda.grid(1)
-    if i < stats.shape[0]:
-        stats[i] = 0.0
-    if i < units.shape[0]:
-        units[i] = 0
-    if i < sums.shape[0]:
-        sums[i] = 0.0
 
 
 @cuda.jit(device=True)
@@ -75,6 +63,13 @@ def _block_result(sh, va, vb, op, out, i0):
         else:
             cuda.atomic.max(out, i0, sh[0, 0])
             cuda.atomic.max(out, i0 + 1, sh[1, 0])
+
+
+@cuda.jit(device=True)
+def block_sums(sh, va, vb, out):
+    """The block's sums of ``va`` and ``vb`` added to ``out[0]``, ``out[1]`` (one atomic each; ``sh``:
+    ``(2, THREADS)`` shared, of their dtype; every thread of the block must call it)."""
+    _block_result(sh, va, vb, 0, out, 0)
 
 
 @cuda.jit(cache=True)
@@ -146,57 +141,10 @@ def coupling_sums(pi, pj, pc, start, n, go_left, split, sums):
     _block_result(sh, cl, cr, 0, sums, 0)
 
 
-@cuda.jit(cache=True)
-def scan_counts(counts, nb, before):
-    """One block: ``before[b] = counts[:b].sum(axis=0)`` for ``b`` in ``0..nb`` (``before[nb]``: the
-    totals; ``before[nb + 1]``, where it exists, zeroed). Each thread sums a contiguous segment, the
-    threads' totals are scanned in shared memory (Hillis-Steele, ``log2(THREADS)`` steps), then each
-    thread writes its segment's offsets."""
-    sh = cuda.shared.array((2, THREADS), dtype=int64)
-    t = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    per = (nb + nt - 1) // nt
-    lo = min(nb, t * per)
-    hi = min(nb, lo + per)
-    a = 0
-    c = 0
-    for b in range(lo, hi):
-        a += counts[b, 0]
-        c += counts[b, 1]
-    sh[0, t] = a
-    sh[1, t] = c
-    d = 1
-    while d < nt:
-        cuda.syncthreads()
-        va = 0
-        vc = 0
-        if t >= d:
-            va = sh[0, t - d]
-            vc = sh[1, t - d]
-        cuda.syncthreads()
-        sh[0, t] += va
-        sh[1, t] += vc
-        d *= 2
-    cuda.syncthreads()
-    ea = sh[0, t] - a
-    ec = sh[1, t] - c
-    for b in range(lo, hi):
-        before[b, 0] = ea
-        before[b, 1] = ec
-        ea += counts[b, 0]
-        ec += counts[b, 1]
-    if t == nt - 1:
-        before[nb, 0] = sh[0, t]
-        before[nb, 1] = sh[1, t]
-        if before.shape[0] > nb + 1:  # the row behind the totals zeroed: the backend sums couplings into it
-            before[nb + 1, 0] = 0
-            before[nb + 1, 1] = 0
-
-
 @cuda.jit(device=True)
 def best_feature(per, gains, res, shg, shi):
     """The block's body of :func:`pick_best` (shared scratch ``shg``, ``shi`` of ``blockDim`` items);
-    returns the chosen feature (-1: none). Also called by ``_cuda_node_kernels.pick_splits``."""
+    returns the chosen feature (-1: none). Also called by ``_cuda_node_kernels.search_nodes``."""
     t = cuda.threadIdx.x
     best = 0.0
     bi = -1

@@ -1,47 +1,71 @@
 """numba.cuda kernels of the OLE grower's split search and histogram arithmetic: the GPU twins of
 :func:`customobj.ole.splitting.find_best_split_parallel` and ``feature_gains``.
 
-The search is the CPU's own code: :func:`feature_bests` runs one thread per feature, and each calls
-``splitting._best_in_feature`` (numba's CUDA target compiles a ``@njit`` function called from a
-kernel as a device function), so a feature's thresholds, NaN directions, constraints and gains are
-evaluated by the same source in the same order. :func:`._cuda_reduce_kernels.pick_best` then takes, by a block
-reduction, the first feature whose gain is strictly larger than every earlier one: the CPU's tie-breaking (lower
-feature, then lower bin, then NaN right before NaN left). Only the chosen split, a
-``float64[SPLIT_SIZE]`` record (:mod:`.common`), goes back to the host; the histograms stay.
+The search is the CPU's own code: :func:`node_bests` runs one thread per feature and node (a split's
+two children in one launch), and each calls ``splitting._best_in_feature`` (numba's CUDA target
+compiles a ``@njit`` function called from a kernel as a device function), so a feature's thresholds,
+NaN directions, constraints and gains are evaluated by the same source in the same order.
+:func:`feature_bests` is it alone (``ole_fast``'s WSE ranking: the gains come back);
+:func:`._cuda_node_kernels.search_nodes` then takes, by a block reduction, the first feature whose
+gain is strictly larger than every earlier one: the CPU's tie-breaking (lower feature, then lower
+bin, then NaN right before NaN left). Only the chosen split, a ``float64[SPLIT_SIZE]`` record
+(:mod:`.common`), goes back to the host; the histograms stay.
 
 Under numba's CUDA simulator a kernel's arrays are Python objects that ``@njit`` code cannot take,
 so there the kernels call the function's Python source (``py_func``), whose helpers
 (``node_hessian``, ``_score``) still run compiled on the same scalars: the same arithmetic.
 
-The arithmetic kernel: :func:`subtract` (``parent -= child``, elementwise, as numpy does on the
-host; exact on the grid of :mod:`.fixed_point`).
+The arithmetic kernel: :func:`subtract3` (up to three ``parent -= child``, elementwise, as numpy
+does on the host; exact on the grid of :mod:`.fixed_point`; a split's, queued by
+:class:`~customobj.ole.cuda_memory.SubtractQueue`).
 """
 from .._cuda_runtime import cuda_module, device_function
-from .splitting import _best_in_feature
+from .common import ChildSums
+from .splitting import _best_in_feature, parent_score
 
 cuda = cuda_module()
 
-__all__ = ["feature_bests", "subtract"]
+__all__ = ["feature_bests", "node_bests", "subtract3"]
 
-_best = device_function(_best_in_feature)
+_best, _parent = device_function(_best_in_feature), device_function(parent_score)
 
 
-@cuda.jit(cache=True)
-def feature_bests(hist, ph, use_pairs, bins, mask, node, rules, parent, per, gains):
-    """Thread ``f``: ``gains[f]`` = feature ``f``'s best gain > 0 (0 outside ``mask``), ``per[f]`` its
-    split record (written only when its gain > 0). ``bins``, ``node``, ``rules``: the records of
-    ``splitting.find_best_split`` (with ``rules.score`` WSE and no pairs: ``feature_gains``'s gains)."""
-    f = cuda.grid(1)
+@cuda.jit(device=True)
+def node_bests(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, per, gains):
+    """Thread ``f`` of node ``b`` (``cuda.blockIdx.y``, at most two: a split's children): ``gains[b, f]`` =
+    feature ``f``'s best gain > 0 (0 outside node ``b``'s mask), ``per[b, f]`` its split record
+    (written only when its gain > 0). ``h``: the nodes' histograms and masks (``cuda_search.NodeHists``);
+    ``bins``, ``node_a`` / ``node_b``, ``rules``: the records of ``splitting.find_best_split`` (with
+    ``rules.score`` WSE and no pairs: ``feature_gains``'s gains). With ``on_device`` node 0's ``G, H, C``
+    are ``sums[0:3]`` (a tree's root, never read back before its search), not its record's; the
+    parent's score is the CPU's function."""
+    b = cuda.blockIdx.y
+    f = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     if f >= bins.n_bins.shape[0]:
         return
-    gains[f] = 0.0
-    if mask[f]:
-        gains[f] = _best(f, hist, ph, use_pairs, bins, node, rules, parent, per[f])
+    node = node_a if b == 0 else node_b
+    if on_device and b == 0:
+        node = ChildSums(sums[0], sums[1], node.N, sums[2])
+    gains[b, f] = 0.0
+    if (h.mask_a if b == 0 else h.mask_b)[f]:
+        gains[b, f] = _best(f, h.row_a if b == 0 else h.row_b, h.pair_a if b == 0 else h.pair_b, use_pairs, bins,
+                            node, rules, _parent(node, rules), per[b, f])
 
 
 @cuda.jit(cache=True)
-def subtract(a, b):
-    """``a -= b`` over flat arrays of one size (one thread per entry)."""
+def feature_bests(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, per, gains):
+    """Every feature's best split of one or two nodes (:func:`node_bests`; blocks: ``(features, nodes)``)."""
+    node_bests(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, per, gains)
+
+
+@cuda.jit(cache=True)
+def subtract3(a0, b0, a1, b1, a2, b2, n_ops):
+    """``a0 -= b0``, then (``n_ops`` > 1) ``a1 -= b1``, then (> 2) ``a2 -= b2``, over flat arrays of one
+    size (one thread per entry, the subtractions in that order: a target may appear twice)."""
     i = cuda.grid(1)
-    if i < a.shape[0]:
-        a[i] -= b[i]
+    if i < a0.shape[0]:
+        a0[i] -= b0[i]
+        if n_ops > 1:
+            a1[i] -= b1[i]
+        if n_ops > 2:
+            a2[i] -= b2[i]

@@ -11,8 +11,8 @@ results: the same splits, ties broken the same way, sums equal to float toleranc
 
 - ``data``: the binned training set's description (``n_bins``, ``offsets``, ``n_slots``,
   ``mapper`` for thresholds); ``n_rows``: its row count;
-- ``root_sums`` (a tree's first call), ``row_sums``, ``row_hist``: the root's sums (its coupling
-  too), a node's gradient and hessian sums and its row histogram
+- ``root_sums`` (a tree's first call; ``searched_root_sums`` when it deferred them to the root's
+  search), ``row_sums``, ``row_hist``: the root's sums (its coupling too), a node's gradient and hessian sums and its row histogram
   ``(slots, HIST_CHANNELS)`` (channels in :mod:`.common`); ``pair_hist``: its pair histogram
   ``(slots, PH_CHANNELS)``, all features or a subset; ``sum_couplings``: a pair range's coupling;
 - ``pair_buffers``, ``prune_pairs``, ``dropped_couplings``: the tree's two pair buffers, and
@@ -100,6 +100,7 @@ class CPUBackend:
         self.bins_rec = FeatureBins(self.data.n_bins, self.data.offsets)  # the split search's record of the slots
         self._no_pair_hist = np.zeros((1, PH_CHANNELS))
         self._gh_grid: Optional[np.ndarray] = None  # (2, rows): the tree's g and h on their grids (row_sums)
+        self._root_sums: tuple = (0.0, 0.0, 0.0)  # the tree's root G, H, C (root_sums)
         self._gh_src: Optional[tuple] = None  # the arrays they were rounded from
 
     @property
@@ -148,11 +149,18 @@ class CPUBackend:
         round_range(pc, 0, pc.shape[0], grid_step_of(pc, 0, pc.shape[0]))
 
     def root_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray, pc: Optional[np.ndarray],
-                  n_pairs: int) -> tuple:
+                  n_pairs: int, *, searched: bool = False) -> Optional[tuple]:
         """The tree's root ``(G, H, C)``: :meth:`row_sums` and, with pairs, :meth:`sum_couplings` of
-        ``pc[:n_pairs]`` (else ``C = 0``); a tree's first call."""
+        ``pc[:n_pairs]`` (else ``C = 0``); a tree's first call. ``searched``: the root is searched
+        next; a backend may then return None and the sums with the root's split
+        (:meth:`searched_root_sums`: the GPU's, so the root costs no read of its own)."""
         G, H = self.row_sums(order, grad, hess)
-        return G, H, (0.0 if pc is None else self.sum_couplings(pc, 0, n_pairs))
+        self._root_sums = (G, H, 0.0 if pc is None else self.sum_couplings(pc, 0, n_pairs))
+        return self._root_sums
+
+    def searched_root_sums(self) -> tuple:
+        """The root's ``(G, H, C)`` of the tree's :meth:`root_sums`, once the root's split is found."""
+        return self._root_sums
 
     def row_hist(self, order: np.ndarray, start: int, end: int, grad: np.ndarray, hess: np.ndarray,
                  root: bool = False) -> np.ndarray:

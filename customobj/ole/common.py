@@ -20,7 +20,7 @@ import numpy as np
 __all__ = ["HIST_G", "HIST_H", "HIST_COUNT", "HIST_CHANNELS", "GH_CHANNELS", "PH_HI", "PH_NANP", "PH_R", "PH_CHANNELS",
            "SPLIT_GAIN", "SPLIT_FEATURE", "SPLIT_BIN", "SPLIT_NAN_LEFT",
            "LEFT_G", "LEFT_H", "LEFT_N", "LEFT_C", "RIGHT_G", "RIGHT_H", "RIGHT_N", "RIGHT_C", "SPLIT_SIZE",
-           "ChildSums", "SplitInfo", "NO_SPLIT"]
+           "NODE_SUMS", "RESULT_SIZE", "ChildSums", "SplitInfo", "NO_SPLIT"]
 
 # --- histogram channels: the last axis of a (slots, channels) float64 histogram -------------------
 #: Row histogram ``hist[slot, ch]`` (histogram.py): the sums of ``g`` and ``h`` and the row count of
@@ -53,6 +53,10 @@ RIGHT_H = 9
 RIGHT_N = 10
 RIGHT_C = 11
 SPLIT_SIZE = 12
+# the GPU's split result (:func:`~customobj.ole._cuda_node_kernels.pick_splits`): the record, then the
+# chosen feature's NaN count at ``SPLIT_SIZE``, then a searched root's G, H, C at ``NODE_SUMS``
+NODE_SUMS = SPLIT_SIZE + 1
+RESULT_SIZE = NODE_SUMS + 3
 
 
 class ChildSums(NamedTuple):

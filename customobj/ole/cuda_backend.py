@@ -22,45 +22,51 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
 
 **Kernels** (per update: one feature of one row or pair):
 
-- :mod:`._cuda_reduce_kernels`: ``reset``, ``grid_max``, ``grid_units``, ``grid_round`` (a tree's
-  grid, 4 launches for its rows and 4 for device couplings: grid-stride loops, a tree reduction in
-  shared memory, one atomic per block); ``coupling_sums``; ``scan_counts`` (the partitions' block
-  offsets, a block-wide scan); ``best_feature`` (the best feature, a block reduction).
+- :mod:`._cuda_reduce_kernels`: ``grid_max``, ``grid_units``, ``grid_round`` (a tree's grid, 3
+  launches for its rows and 3 for device couplings, into the tree's row of an accumulator ring
+  zeroed once per 64 trees: grid-stride loops, a tree reduction in shared memory, one atomic per
+  block); ``coupling_sums``; ``best_feature`` (the best feature, a block reduction).
 - :mod:`._cuda_hist_kernels` ``row_hist_shared`` / ``pair_hist_shared`` (into pool histograms
-  cleared three at a time by ``zero3``): blocks of (chunk of items, group of features) keep the
+  cleared six at a time by ``zero6``): blocks of (chunk of items, group of features) keep the
   group's histogram in shared memory as int64 grid units (``SHARED_SLOTS``: eight 255-bin
   features); neighbouring lanes take neighbouring features of one item, so a warp reads one run of
   the row-major bins (coalesced).
   Per update: 1 bin byte (rows) or 2 (pairs) and 3 shared int64 atomics; the item's index and
   values (16-24 bytes) are read once per item for the group's lanes; per block, once, one global
   float64 atomic per non-zero slot and channel (no per-block partials in global memory).
-- :mod:`._cuda_split_kernels` ``feature_bests`` (one thread per feature runs the CPU's
-  ``_best_in_feature`` on the records ``FeatureBins``, ``ChildSums``, ``SplitRules``) and
-  ``subtract``; :mod:`._cuda_node_kernels` ``pick_splits`` (both children's splits in one launch,
-  each with its feature's NaN count beside it); :mod:`._cuda_partition_kernels` through
-  :mod:`.cuda_partitions` (stable row and pair partitions, the CPU's per-block code, many short
-  blocks).
+- The split search (:mod:`.cuda_search`): :mod:`._cuda_node_kernels` ``search_nodes``, one launch
+  for a split's two children: one thread per feature and node runs the CPU's ``_best_in_feature``
+  (:mod:`._cuda_split_kernels` ``node_bests``, records ``NodeHists``, ``FeatureBins``,
+  ``ChildSums``, ``SplitRules``), then the last block to finish (a ticket after a memory fence)
+  picks each node's split by a fixed-order block reduction, with its NaN count and a root's sums;
+  ``feature_bests`` alone for ``ole_fast``'s WSE ranking. ``subtract3``: a split's ``parent -=
+  child`` (rows, pairs, cross pairs) queued and run in one launch
+  (:class:`~customobj.ole.cuda_memory.SubtractQueue`).
+- :mod:`._cuda_partition_kernels` through :mod:`.cuda_partitions`: stable row and pair partitions,
+  the CPU's per-block code, many short blocks, 2 launches each (count, place: each CUDA block scans
+  its blocks' offsets itself; the pairs' totals and the children's couplings summed with the counts)
+  and 3 for both (the rows' placing and the pairs' counting in one: ``place_rows_count_sides``).
 
 **Orchestration and instrumentation** (issue 32, items 3-4):
 
 - One pool per fit (:class:`~customobj.ole.cuda_pool.DevicePool`), made before the first tree and
   counted by the memory refusal: the node histograms, the row order and its starting rows, a
-  feature subset's group tables, the mask; the pair buffers grow only in a tree with more pairs than
-  every earlier one. The row order stays on the card between trees and comes back only when the
-  host needs it (host gradients, ``ole_fast``'s pruning, the joint solve).
-- Blocking reads: the root's ``G``, ``H``, ``C`` (one); a split's two children searched together
-  and both splits read at once (:meth:`CUDABackend.find_splits`, each with its NaN count); the pair
-  partition's counts and the children's couplings (one, :meth:`CUDABackend.split_pairs`); a row
-  partition reads nothing (the left count is the split's exact histogram count). ``ole_fast`` also
-  reads its two children's WSE gains together (:meth:`CUDABackend.wse_gains_of`).
+  feature subset's group tables, two nodes' masks; the pair buffers grow only in a tree with more
+  pairs than every earlier one. The row order stays on the card between trees and comes back only
+  when the host needs it (host gradients, ``ole_fast``'s pruning, the joint solve).
+- Blocking reads: a split's two children's splits, at once (:meth:`CUDABackend.find_splits`; a
+  root's sums with its split, :meth:`CUDABackend.searched_root_sums`); the pair partition's counts
+  and couplings (:meth:`CUDABackend.split_pairs`); ``ole_fast``'s two children's WSE gains
+  (:meth:`CUDABackend.wse_gains_of`). A row partition reads nothing (the split has its left count).
 - Every launch (:class:`~customobj.ole.cuda_stats.CountedKernels`), read, allocation and copy is
   counted (:class:`~customobj.ole.cuda_stats.DeviceCounter`): ``TreeBooster.device_stats_``, per
   tree and per split, the same under the simulator and on a card. Per split, 6-leaf trees on 300
-  rows (tests/test_ole_cuda_stats.py): ``wse`` 9.7 launches and 1.2 reads (partition 4, search
-  ~2.7, histogram and subtraction ~2, the tree's grid ~0.8), ``ole`` 16.7 and 2.2 (+ the pair
-  partition 4 with its read, pair histograms ~3), ``ole_fast`` 17.0 and 3.8. Issue 32's budget
-  (:data:`~customobj.ole.cuda_stats.BUDGET`: 8 launches, 1 read) is not met: no tree after the
-  first allocates; the root's read and the pair partition's are the reads above one per split.
+  rows (tests/test_ole_cuda_stats.py): ``se`` and ``wse`` 5.7 launches and 1.0 read (partition 2,
+  search 1, histogram 1, subtraction 0.8, the tree's grid 0.6, clearing 0.2): issue 32's budget
+  (:data:`~customobj.ole.cuda_stats.BUDGET`: 8 launches, 1 read) holds; ``ole`` 9.3 and 2.0 (+ the
+  pair partition 1.2 with its read, pair histograms 1.7, their grid 0.6), ``ole_fast`` 9.3 and 3.6
+  (+ the WSE ranking's read, the pairs to the host for pruning): above it, the pair partition's
+  read the first cause. No tree after the first allocates.
 
 Before a fit uses the device, :func:`~customobj.ole.cuda_memory.check_device_memory` compares what
 it needs (:func:`~customobj.ole.cuda_memory.device_memory_needed`) with the card's free memory and
@@ -76,18 +82,18 @@ from typing import Any, Optional
 import numpy as np
 
 from .._cuda_runtime import is_device_array, require_gpu
-from ._cuda_launch import grid_launch, pow2_threads
-from .backend import CPUBackend, _node
-from .common import HIST_COUNT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
+from ._cuda_launch import grid_launch
+from .backend import CPUBackend
+from .common import HIST_COUNT, NODE_SUMS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
-from .criterion import WSE
-from .cuda_memory import (DeviceHist, DeviceMemory, DeviceMemoryError, check_device_memory, device_memory_needed,
+from .cuda_memory import (DeviceHist, DeviceMemory, SubtractQueue, DeviceMemoryError, check_device_memory, device_memory_needed,
                           free_device_memory)
-from .cuda_partitions import DevicePartitions, launch as _launch
+from .cuda_partitions import DevicePartitions
 from .cuda_pool import DevicePool, hists_per_tree
+from .cuda_search import DeviceSearch
 from .cuda_stats import CountedKernels, DeviceStats
 from .fixed_point import grid_step_of
-from .splitting import FeatureBins, parent_score
+from .splitting import FeatureBins
 
 __all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory"]
 
@@ -150,19 +156,13 @@ class CUDABackend(CPUBackend):
         self._all_features = np.arange(n_feat, dtype=np.int64)
         groups = _cuda_hist_kernels.feature_groups(d.offsets, self._n_bins, self._all_features)
         self._all_groups = groups[0], tuple(mem.upload(a) for a in groups)  # every full histogram's groups
-        # the split search's per-feature records, gains and results (two nodes: one read for both), each
-        # with the chosen feature's NaN count behind it (_cuda_node_kernels)
-        self._per = mem.array((2, max(n_feat, 1), SPLIT_SIZE), np.float64)
-        self._gains = mem.array((2, max(n_feat, 1)), np.float64)
-        self._wse = mem.array((2, max(n_feat, 1)), np.float64)  # ole_fast: two nodes' WSE gains, one read
-        self._res = mem.array((2, SPLIT_SIZE + 1), np.float64)
-        self._has_nan = bool(np.any(d.mapper.has_nan))
-        self._no_ph = mem.upload(np.zeros((1, PH_CHANNELS)))
-        # the grids (fixed_point) of the tree's rows and pairs: stats [max|a|, max|b|, step a, step b] and
-        # int64 unit sums; the root's G, H (the rows' exact sums) and C (the pairs'), read in one copy
-        self._rstats, self._pstats = mem.array((4,), np.float64), mem.array((4,), np.float64)
-        self._runits, self._punits = mem.array((2,), np.int64), mem.array((2,), np.int64)
-        self._root = mem.array((4,), np.float64)
+        # the split search: a split's two children in one launch, their splits in one read (cuda_search)
+        self._search = DeviceSearch(mem, self._ks, self._kn, self.pool, self._bins_d, n_features=n_feat,
+                                    has_nan=bool(np.any(d.mapper.has_nan)))
+        # the grids (fixed_point) of a tree's rows and pairs: stats [max|a|, max|b|, step a, step b] and
+        # int64 unit sums; the root's G, H (the rows' exact sums) and C (the pairs'): _begin_tree
+        # a searched root's sums stay on the device until its split is read (root_sums): C when known here
+        self._root_pending, self._root_c = False, None  # type: bool, Optional[float]
         self._gh = mem.array((2, max(d.n_rows, 1)), np.float64)  # the tree's g and h on their grids
         self._pc_sum: Optional[tuple] = None  # (the tree's device couplings, their sum or None: in _root[2])
         self._parts = DevicePartitions(mem, self._kp, self._kr, self._k.zero, n_rows=d.n_rows)
@@ -173,25 +173,32 @@ class CUDABackend(CPUBackend):
         self._scores_on_device = False
         self._in_tree = False
         self._zeroed_stash: list = []  # pool histograms cleared ahead (_zeroed)
+        self._subtractions = SubtractQueue(self._ks.subtract3)  # a split's parent -= child, in one launch
 
     def _begin_tree(self) -> None:
-        """Counts go to a new tree from the tree's first call (its pairs, or its root sums) on."""
+        """Counts go to a new tree from the tree's first call (its pairs, or its root sums) on; the
+        tree's grids and root sums accumulate in zeroed device memory (the pool's ring)."""
         if not self._in_tree:
             self._in_tree = True
             self.memory.counter.begin_tree()
             self.memory.sample()  # the card's use as a tree starts (a real card only)
+            acc = self.pool.tree_accumulators(self._k.zero)
+            self._rstats, self._pstats, self._root, self._runits, self._punits = acc
 
     # --- the tree's gradients, couplings and root sums on their grids ---------------------------------
     def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
         """``(sum g, sum h)`` over ``order``: :meth:`root_sums` without pairs."""
-        return self.root_sums(order, grad, hess, None, 0)[:2]
+        sums = self.root_sums(order, grad, hess, None, 0)
+        assert sums is not None  # not searched: read here
+        return sums[:2]
 
-    def root_sums(self, order: np.ndarray, grad, hess, pc, n_pairs: int) -> tuple:
+    def root_sums(self, order: np.ndarray, grad, hess, pc, n_pairs: int, *, searched: bool = False
+                  ) -> Optional[tuple]:
         """The tree's root ``(G, H, C)``, its first call with rows. The gradients and hessians (host
-        ones copied into the pool first) are rounded to their grids on the device
-        (:mod:`._cuda_reduce_kernels`: the CPU's grids, exact sums); the rounded copies are what the row
-        histograms add. ``C``: the coupling of ``pc[:n_pairs]``, summed when :meth:`pair_buffers`
-        rounded or copied them (else here); what the device summed comes back in one read."""
+        ones copied into the pool first) are rounded to their grids on the device (the CPU's grids,
+        exact sums): the row histograms add the rounded copies. ``C``: the coupling of ``pc[:n_pairs]``,
+        summed when :meth:`pair_buffers` rounded or copied them (else here). The sums come back in one
+        read or, when the root is ``searched``, with its split (None here: :meth:`searched_root_sums`)."""
         n = int(order.shape[0])
         self._begin_tree()
         self._order = self.pool.start_rows(order)  # partitioned there from now on
@@ -202,8 +209,14 @@ class CUDABackend(CPUBackend):
         self._to_grid(grad, hess, self._order, True, n, self._rstats, self._runits, self._gh[0], self._gh[1],
                       self._root[0:2])
         C = 0.0 if pc is None else self._root_coupling(pc, n_pairs)
+        if searched:
+            if C is not None:  # known here (0 without pairs): where the search reads it
+                self.memory.copy_in(self._root[2:3], np.array([C]))
+            self._root_pending, self._root_c = True, C
+            return None
         got = self.memory.read(self._root[:3])
-        return float(got[0]), float(got[1]), float(got[2]) if C is None else float(C)
+        self._root_sums = (float(got[0]), float(got[1]), float(got[2]) if C is None else float(C))
+        return self._root_sums
 
     def _root_coupling(self, pc, n_pairs: int) -> Optional[float]:
         """The root's coupling: known already (a float), or summed on the device into ``_root[2]`` (None)."""
@@ -212,15 +225,14 @@ class CUDABackend(CPUBackend):
             return known[1]
         if not is_device_array(pc):
             return super().sum_couplings(pc, 0, n_pairs)
-        acc = self._root[2:4]
-        self._k.zero[1, 2](acc)
+        acc = self._root[2:4]  # the tree's: zeroed (_begin_tree)
         self._kr.coupling_sums[grid_launch(n_pairs)](pc, pc, pc, 0, n_pairs, self._parts.go_left, False, acc)
         return None
 
     def _to_grid(self, a, b, idx, use_idx: bool, n: int, stats, units, oa, ob, sums) -> None:
-        """``a`` and ``b`` (items ``idx[:n]`` or ``:n``) onto their grids: reset, max, unit sums, round."""
+        """``a`` and ``b`` (items ``idx[:n]`` or ``:n``) onto their grids: max, unit sums, round (the
+        accumulators ``stats``, ``units``, ``sums``: the tree's, zeroed)."""
         kr, launch = self._kr, grid_launch(n)
-        kr.reset[1, 4](stats, units, sums)
         kr.grid_max[launch](a, b, idx, use_idx, n, stats)
         kr.grid_units[launch](a, b, idx, use_idx, n, stats, units)
         kr.grid_round[launch](a, b, idx, use_idx, n, stats, units, oa, ob, sums)
@@ -271,17 +283,19 @@ class CUDABackend(CPUBackend):
 
     # --- histograms on the device: they stay there (DeviceHist), in the pool ----------------------------
     def _zeroed(self) -> Any:
-        """A pool histogram set to 0 (the blocks of a histogram kernel add into it): up to three are
+        """A pool histogram set to 0 (the blocks of a histogram kernel add into it): up to six are
         cleared in one launch and kept zeroed until asked for (a split needs one to three)."""
         if not self._zeroed_stash:
-            hists = [self.pool.hist() for _ in range(max(1, min(3, self.pool.n_free)))]
+            if not self.pool.n_free:  # queued subtractions hold histograms the grower may have dropped
+                self._subtractions.flush()
+            hists = [self.pool.hist() for _ in range(max(1, min(6, self.pool.n_free)))]
             flat = [h.reshape(h.size) for h in hists]
-            self._k.zero3[grid_launch(flat[0].size)](flat[0], flat[-1], flat[min(1, len(flat) - 1)])
+            self._k.zero6[grid_launch(flat[0].size)](*(flat[min(k, len(flat) - 1)] for k in range(6)))
             self._zeroed_stash = hists
         return self._zeroed_stash.pop()
 
     def _hist(self, out: Any) -> DeviceHist:
-        hist = DeviceHist(out, self._ks.subtract, self.memory)
+        hist = DeviceHist(out, self._subtractions, self.memory)
         weakref.finalize(hist, self.pool.give_back, out)  # back to the pool when the grower drops it
         return hist
 
@@ -291,6 +305,7 @@ class CUDABackend(CPUBackend):
         if self._grad is None or self._order is None:
             raise RuntimeError("CUDABackend.row_hist before row_sums: the tree's gradients are not on the device")
         k, n = self._k, end - start
+        self._parts.flush()  # the last row partition placed
         rows_d = self._order[start:end]  # the device order (the host's ``order`` is only read at the end)
         out = self._zeroed()
         groups, dev = self._all_groups
@@ -325,23 +340,22 @@ class CUDABackend(CPUBackend):
 
     def find_splits(self, searches: list) -> list:
         """The best splits of up to two nodes (a split's children), each ``(hist, phist, mask, sums)``:
-        :mod:`._cuda_split_kernels` (the CPU's per-feature search, one thread per feature) per node,
-        then one ``pick_splits`` (:mod:`._cuda_node_kernels`: the first strictly best feature of each
-        node by a block reduction, with its NaN count) and every chosen split in one read."""
+        one launch and one read (:class:`~customobj.ole.cuda_search.DeviceSearch`); each split's NaN
+        count goes to its node's histogram, a searched root's sums to :meth:`searched_root_sums`."""
         if not searches:
             return []
-        if len(searches) > self._res.shape[0]:
-            return self.find_splits(searches[:2]) + self.find_splits(searches[2:])
-        for k, (hist, phist, mask, sums) in enumerate(searches):
-            self._search(hist, phist, mask, _node(sums), self.rules, self._per[k], self._gains[k])
-        hists = [search[0].array for search in searches]
-        self._kn.pick_splits[len(searches), pow2_threads(self._shape["n_features"])](
-            self._per, self._gains, self._res, hists[0], hists[-1], self._offsets, self._n_bins_d, self._has_nan)
-        res = self.memory.read(self._res[:len(searches)])
+        if len(searches) > 2 or len({s[1] is None for s in searches}) > 1:
+            return self.find_splits(searches[:1]) + self.find_splits(searches[1:])
+        on_device = [(h.array, None if ph is None else ph.array, mask, sums) for h, ph, mask, sums in searches]
+        res = self._search.splits(on_device, self.rules, self._root, self._root_pending)
+        if self._root_pending:  # the root's search: its sums came with its split
+            G, H, C = (float(v) for v in res[0][NODE_SUMS:NODE_SUMS + 3])
+            self._root_sums = (G, H, C if self._root_c is None else float(self._root_c))
+            self._root_pending = False
         out = []
         for (hist, _, _, _), r in zip(searches, res):
             split = SplitInfo.from_array(r[:SPLIT_SIZE])
-            if self._has_nan and split.feature >= 0:
+            if split.feature >= 0 and self.data.mapper.has_nan[split.feature]:
                 hist.known(self.data.offsets[split.feature] + int(self._n_bins[split.feature]), HIST_COUNT,
                            float(r[SPLIT_SIZE]))
             out.append(split)
@@ -355,19 +369,13 @@ class CUDABackend(CPUBackend):
         return out
 
     def wse_gains_of(self, nodes: list, mask: np.ndarray) -> list:
-        """The WSE gains of up to two nodes (``(hist, sums)`` each), searched on the device, in one read."""
-        if len(nodes) > self._wse.shape[0]:
+        """The WSE gains of up to two nodes (``(hist, sums)`` each): one launch, one read."""
+        if len(nodes) > 2:
             return self.wse_gains_of(nodes[:2], mask) + self.wse_gains_of(nodes[2:], mask)
-        for k, (hist, sums) in enumerate(nodes):
-            self._search(hist, None, mask, _node(sums, with_c=False), self.rules._replace(score=WSE), self._per[k],
-                         self._wse[k])
-        return list(self.memory.read(self._wse[:len(nodes)])) if nodes else []
-
-    def _search(self, hist: Any, phist: Any, mask: np.ndarray, node: ChildSums, rules, per: Any, gains: Any) -> None:
-        """``feature_bests``: every feature's best split of ``node`` into ``per``, its gain into ``gains``."""
-        self._ks.feature_bests[_launch(self._shape["n_features"])](
-            hist.array, self._no_ph if phist is None else phist.array, phist is not None, self._bins_d,
-            self.pool.feature_mask(mask), node, rules, parent_score(node, rules), per, gains)
+        if not nodes:
+            return []
+        return self._search.wse_gains([(h.array, s) for h, s in nodes], mask, self.rules, self._root,
+                                      self._root_pending)
 
     # --- where the scores live, and what the fit held and did -------------------------------------------------
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
@@ -403,12 +411,15 @@ class CUDABackend(CPUBackend):
         :meth:`row_order` when the host needs it."""
         f = split.feature
         self.memory.counter.split()
-        self._parts.rows(self._bins[f], self._order, start, end - start, split.bin, int(self._n_bins[f]), nan_left)
-        return int(split.left.N)
+        nl = int(split.left.N)
+        self._parts.rows(self._bins[f], self._order, start, end - start, split.bin, int(self._n_bins[f]), nan_left, nl)
+        return nl
 
     def row_order(self, order: np.ndarray) -> Optional[np.ndarray]:
         """The finished tree's row order, copied from the device into ``order`` when the host needs it
         (its scores, ``ole_fast``'s dropped pairs, the joint leaf solve); else None: it stays on the card."""
+        self._subtractions.flush()  # none is left to a later tree
+        self._parts.flush()
         self._in_tree = False
         self.memory.counter.end_tree()
         host_pruned = self.criterion.prunes_pairs and self.ctx.queries is not None

@@ -11,8 +11,9 @@ allocation, upload and blocking read it makes is also counted in its
 :class:`~customobj.ole.cuda_stats.DeviceCounter` (``counter``: ``TreeBooster.device_stats_``).
 
 :class:`DeviceHist` is a histogram that stays in device memory: the grower subtracts one from
-another (``parent -= child``, a kernel, elementwise as numpy's) and reads a single entry (the NaN
-slot's row count: one float comes back); the backend's split search reads the rest on the device.
+another (``parent -= child``, elementwise as numpy's: a split's subtractions queued and run in one
+launch, :class:`SubtractQueue`) and reads a single entry (the NaN slot's row count: one float comes
+back); the backend's split search reads the rest on the device.
 
 Examples
 --------
@@ -57,7 +58,7 @@ from .cuda_stats import DeviceCounter
 # numba.cuda's simulator (NUMBA_ENABLE_CUDASIM), fixed when numba.cuda is imported
 _SIMULATED = bool(getattr(config, "ENABLE_CUDASIM", 0))
 
-__all__ = ["DeviceMemory", "DeviceHist", "DeviceMemoryError", "device_memory_needed", "check_device_memory",
+__all__ = ["DeviceMemory", "DeviceHist", "SubtractQueue", "DeviceMemoryError", "device_memory_needed", "check_device_memory",
            "free_device_memory"]
 
 _WHAT = 'TreeBooster(device="cuda")'
@@ -171,6 +172,43 @@ def _flat(a: Any) -> Any:
     return a.reshape(a.size)
 
 
+class SubtractQueue:
+    """``a -= b`` of device histograms (:class:`DeviceHist`), queued and run together: up to
+    ``MAX_OPS`` in one launch of ``subtract3`` (elementwise, each thread applies them in the order
+    they were queued, so a target subtracted twice gets both in order: numpy's result, exact on the
+    grid of :mod:`.fixed_point`). A queue runs when a histogram of it is read or used (``array``),
+    when it is full, or at :meth:`flush`; it holds its histograms until then (none goes back to the
+    pool with a subtraction pending).
+
+    Parameters
+    ----------
+    subtract3 : numba.cuda kernel
+        ``subtract3(a0, b0, a1, b1, a2, b2, n_ops)`` (:mod:`._cuda_split_kernels`), counted or not.
+    """
+
+    MAX_OPS = 3  # a split's: the rows' parent - small child, the pairs' parent - small child - cross pairs
+
+    def __init__(self, subtract3: Any) -> None:
+        self._kernel, self._ops = subtract3, []  # type: Any, list
+
+    def add(self, a: "DeviceHist", b: "DeviceHist") -> None:
+        if self._ops and self._ops[0][0]._array.size != a._array.size:
+            self.flush()  # one launch covers one size
+        self._ops.append((a, b))
+        if len(self._ops) == self.MAX_OPS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Run the queued subtractions (one launch; none: nothing)."""
+        if not self._ops:
+            return
+        ops, self._ops = self._ops, []
+        flat = [(_flat(a._array), _flat(b._array)) for a, b in ops]
+        flat += [flat[0]] * (self.MAX_OPS - len(flat))  # not applied: n_ops
+        n = int(flat[0][0].size)
+        self._kernel[max(1, (n + THREADS - 1) // THREADS), THREADS](*(x for ab in flat for x in ab), len(ops))
+
+
 class DeviceHist:
     """A ``(slots, channels)`` float64 histogram in device memory (``array``), as the grower uses it.
 
@@ -178,19 +216,25 @@ class DeviceHist:
     ----------
     array : device array
         The histogram (C-contiguous, float64); owned by this object from now on.
-    subtract : numba.cuda kernel
-        ``subtract(a, b)``: ``a -= b`` over flat arrays (:mod:`._cuda_split_kernels`).
+    queue : SubtractQueue
+        Where ``-=`` goes (run before ``array`` is used).
     memory : DeviceMemory, optional
         Counts the single-entry reads (:meth:`DeviceMemory.read`).
     """
 
-    __slots__ = ("array", "_subtract", "_memory", "_known", "__weakref__")
+    __slots__ = ("_array", "_queue", "_memory", "_known", "__weakref__")
 
-    def __init__(self, array: Any, subtract: Any, memory: Optional[DeviceMemory] = None) -> None:
-        self.array = array
-        self._subtract = subtract
+    def __init__(self, array: Any, queue: SubtractQueue, memory: Optional[DeviceMemory] = None) -> None:
+        self._array = array
+        self._queue = queue
         self._memory = memory
         self._known: dict = {}  # entries that came back with another read (the backend's split search)
+
+    @property
+    def array(self) -> Any:
+        """The device array, every queued subtraction applied."""
+        self._queue.flush()
+        return self._array
 
     def known(self, slot: int, channel: int, value: float) -> None:
         """Entry ``[slot, channel]`` is ``value`` (read with something else): ``self[slot, channel]``
@@ -199,14 +243,13 @@ class DeviceHist:
 
     @property
     def shape(self) -> tuple:
-        return tuple(self.array.shape)
+        return tuple(self._array.shape)
 
     def __isub__(self, other: "DeviceHist") -> "DeviceHist":
         if not isinstance(other, DeviceHist) or other.shape != self.shape:
             raise ValueError(f"a device histogram of shape {self.shape} can only subtract another of that shape")
         self._known.clear()
-        n = int(self.array.size)
-        self._subtract[max(1, (n + THREADS - 1) // THREADS), THREADS](_flat(self.array), _flat(other.array))
+        self._queue.add(self, other)
         return self
 
     def __getitem__(self, index: tuple) -> float:
@@ -215,9 +258,10 @@ class DeviceHist:
         value = self._known.get((int(slot), int(channel)))
         if value is not None:
             return value
+        array = self.array
         if self._memory is None:
-            return float(self.array[int(slot), int(channel)])
-        return float(self._memory.read(self.array[int(slot), int(channel):int(channel) + 1])[0])
+            return float(array[int(slot), int(channel)])
+        return float(self._memory.read(array[int(slot), int(channel):int(channel) + 1])[0])
 
     def copy_to_host(self) -> np.ndarray:
         """The whole histogram on the host (tests, debugging: the grower never needs it)."""

@@ -5,11 +5,13 @@ pairs reordered on the card, and the children's couplings read back with the pai
 sides and temporary order, the blocks' counts and offsets, a ring of coupling accumulators) and
 launches, through the fit's counted kernels (:mod:`.cuda_stats`):
 
-- a row partition: ``mark_rows_blocks``, ``scan_counts``, ``place_rows_blocks``, ``copy_rows``
-  (4 launches, nothing read: the left count is the split's own, exact histogram count);
-- a pair partition with the children's couplings: ``count_sides_blocks``, ``scan_counts``,
-  ``place_sides_blocks``, ``coupling_sums`` (4 launches, one read of 32 bytes: the two counts
-  and, in the row behind them that the scan zeroed, the two couplings).
+- a row partition: ``mark_rows_blocks``, ``place_rows_blocks`` (2 launches, nothing read: the left
+  count is the split's own, exact histogram count); the placing waits (:meth:`DevicePartitions.flush`)
+  until the order is used or the split's pairs are partitioned;
+- a pair partition with the children's couplings: ``count_sides_blocks`` (the counts, their totals
+  and the couplings; in the same launch as the waiting rows' placing: ``place_rows_count_sides``),
+  ``place_sides_blocks`` (1 or 2 launches, one read of 32 bytes: the two counts and the two
+  couplings, from a ring of accumulators zeroed in one launch each time it wraps).
 
 A partition is stable (the CPU's order, :mod:`.partition` and :mod:`.pair_partition`), so its
 result does not depend on its block count; the couplings are on their grid (:mod:`.fixed_point`),
@@ -26,13 +28,14 @@ Examples
 ...                          n_rows=6)
 >>> order = mem.upload(np.arange(6, dtype=np.int64))
 >>> col = mem.upload(np.array([3, 0, 2, 1, 0, 3], dtype=np.uint8))  # one feature's bins, 3: NaN
->>> parts.rows(col, order, 0, 6, 1, 3, False)  # bins <= 1 go left, NaN right
+>>> parts.rows(col, order, 0, 6, 1, 3, False, 3)  # bins <= 1 go left (3 rows), NaN right
+>>> parts.flush()  # the placing waits for the split's pairs, or for this
 >>> mem.read(order).tolist()
 [1, 3, 4, 0, 2, 5]
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -40,20 +43,53 @@ from .._cuda_runtime import THREADS
 from ._cuda_launch import grid_launch, pow2_threads
 from .cuda_memory import DeviceMemory
 
-__all__ = ["DevicePartitions", "PARTITION_BLOCK", "MAX_PARTITION_BLOCKS", "ACC_RING"]
+__all__ = ["DevicePartitions", "RowPlace", "PairCount", "PARTITION_BLOCK", "MAX_PARTITION_BLOCKS", "ACC_RING"]
 
 #: Rows (or pairs) per block of a partition, and most blocks: a partition's result does not depend on
 #: its block count (it is stable), so it takes many short blocks (one thread each: 30,000 threads at
-#: WEB30K's 3.8M rows; their offsets are one block-wide scan) for parallelism.
+#: WEB30K's 3.8M rows; each CUDA block scans its blocks' offsets) for parallelism.
 PARTITION_BLOCK = 128
 MAX_PARTITION_BLOCKS = 32768
-ACC_RING = 256  # coupling sums per zeroing of their accumulators
+ACC_RING = 256  # pair partitions and coupling sums per zeroing of their accumulators
+
+
+class RowPlace(NamedTuple):
+    """A row partition's placing (``place_rows_blocks``' arguments but the sides), as a kernel record."""
+
+    tmp: Any
+    order: Any
+    counts: Any
+    start: int
+    n: int
+    nb: int
+    n_left: int
+
+
+class PairCount(NamedTuple):
+    """A pair partition's counting (``count_sides_blocks``' arguments but the sides), as a kernel record."""
+
+    pi: Any
+    pj: Any
+    pc: Any
+    counts: Any
+    totals: Any
+    couplings: Any
+    start: int
+    n: int
+    nb: int
 
 
 def launch(n_threads: int) -> tuple:
     """``(blocks, threads)`` covering ``n_threads``: small launches use fewer threads per block."""
     per = min(THREADS, max(1, n_threads))
     return (max(1, -(-n_threads // per)), per)
+
+
+def _blocks(nb: int) -> tuple:
+    """``(blocks, threads)`` of a partition kernel over ``nb`` partition blocks: a power of two threads
+    per block (their offsets are scanned across the block)."""
+    per = pow2_threads(nb)
+    return (-(-nb // per), per)
 
 
 def partition_blocks(n: int) -> int:
@@ -86,47 +122,60 @@ class DevicePartitions:
         self.go_left = memory.array((n,), np.bool_)  # each row's side at the last row partition
         self._tmp_rows = memory.array((n,), np.int64)
         self._counts = memory.array((MAX_PARTITION_BLOCKS, 2), np.int64)
-        # the scan's offsets, with a row behind the totals for the children's couplings (zeroed by the scan)
-        self._before = memory.array((MAX_PARTITION_BLOCKS + 2, 2), np.int64)
-        # coupling sums' accumulators, a ring zeroed in one launch each time it wraps (not one per sum)
-        self._csums, self._csum_next = memory.array((ACC_RING, 2), np.float64), ACC_RING
+        self._pair_counts = memory.array((MAX_PARTITION_BLOCKS, 2), np.int64)  # beside the rows' in one launch
+        self._waiting: Optional[RowPlace] = None  # the last row partition's placing, not launched yet
+        # accumulators, a ring zeroed in one launch each time it wraps (not one per sum): per use, two
+        # int64 (a pair partition's totals) and two float64 (couplings) in one row, read in one copy
+        self._acc, self._acc_next = memory.array((ACC_RING, 4), np.int64), ACC_RING
 
-    def _scan(self, nb: int) -> None:
-        """The blocks' offsets from their counts (a block-wide scan); the totals in ``_before[nb]``."""
-        self._kr.scan_counts[1, pow2_threads(nb)](self._counts, nb, self._before)
+    def _next_acc(self) -> Any:
+        """A zeroed accumulator row (four int64; the last two are float64 sums)."""
+        if self._acc_next >= self._acc.shape[0]:
+            self._zero[grid_launch(self._acc.size)](self._acc.reshape(self._acc.size).view(np.float64))
+            self._acc_next = 0
+        self._acc_next += 1
+        return self._acc[self._acc_next - 1]
 
-    def rows(self, col: Any, order: Any, start: int, n: int, tbin: int, nan_bin: int, nan_left: bool) -> None:
+    def rows(self, col: Any, order: Any, start: int, n: int, tbin: int, nan_bin: int, nan_left: bool,
+             n_left: int) -> None:
         """Reorder ``order[start:start+n]`` as [left | right] by ``col[row] <= tbin`` (NaN bin
-        ``nan_bin`` to the left when ``nan_left``), stably; each row's side in :attr:`go_left`."""
+        ``nan_bin`` to the left when ``nan_left``), stably; each row's side in :attr:`go_left`;
+        ``n_left``: the rows that go left (the split's exact count)."""
+        self.flush()
         kp, nb = self._kp, partition_blocks(n)
-        kp.mark_rows_blocks[launch(nb)](col, order, start, n, nb, tbin, nan_bin, bool(nan_left), self.go_left,
-                                        self._counts)
-        self._scan(nb)
-        kp.place_rows_blocks[launch(nb)](order, start, n, nb, self.go_left, self._before, self._tmp_rows)
-        kp.copy_rows[launch(n)](self._tmp_rows, order, start, n)
+        kp.mark_rows_blocks[_blocks(nb)](col, order, start, n, nb, tbin, nan_bin, bool(nan_left), self.go_left,
+                                         self._tmp_rows, self._counts)
+        self._waiting = RowPlace(self._tmp_rows, order, self._counts, int(start), int(n), nb, int(n_left))
+
+    def flush(self) -> None:
+        """Place the rows of the last :meth:`rows` if :meth:`pairs` has not (call before using the order)."""
+        r, self._waiting = self._waiting, None
+        if r is not None:
+            self._kp.place_rows_blocks[_blocks(r.nb)](r.tmp, r.order, r.start, r.n, r.nb, r.n_left, self.go_left,
+                                                      r.counts)
 
     def pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
         """Copy the pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right | split]
         by :attr:`go_left`; ``(n_left, n_right, C_left, C_right)`` in one read."""
         n = end - start
-        nb, kp = partition_blocks(n), self._kp
-        kp.count_sides_blocks[launch(nb)](src[0], src[1], start, n, nb, self.go_left, self._counts)
-        self._scan(nb)
-        kp.place_sides_blocks[launch(nb)](*src, start, n, nb, self.go_left, self._before, *dst)
-        self._kr.coupling_sums[grid_launch(n)](*src, start, n, self.go_left, True,
-                                                self._before[nb + 1].view(np.float64))
-        packed = self.memory.read(self._before[nb:nb + 2])
-        (tl, tr), (cl, cr) = packed[0], packed[1].view(np.float64)
-        return int(tl), int(tr), float(cl), float(cr)
+        nb, kp, acc = partition_blocks(n), self._kp, self._next_acc()
+        counts, totals, couplings = self._pair_counts, acc[0:2], acc[2:4].view(np.float64)
+        rows, self._waiting = self._waiting, None
+        if rows is None:
+            kp.count_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals, couplings)
+        else:  # the split's rows placed in the same launch
+            bx, per = _blocks(max(nb, rows.nb))
+            pairs = PairCount(src[0], src[1], src[2], counts, totals, couplings, int(start), int(n), nb)
+            kp.place_rows_count_sides[(bx, 2), per](rows, pairs, self.go_left)
+        kp.place_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals, *dst)
+        packed = self.memory.read(acc)
+        cl, cr = packed[2:4].view(np.float64)
+        return int(packed[0]), int(packed[1]), float(cl), float(cr)
 
     def coupling_sums(self, buf: tuple, start: int, end: int, split: bool) -> tuple:
         """``(C, 0)`` of the couplings ``buf[2][start:end]`` or, with ``split``, the children's
         ``(C_left, C_right)`` by :attr:`go_left`; one read."""
-        if self._csum_next == ACC_RING:
-            self._zero[grid_launch(2 * ACC_RING)](self._csums.reshape(2 * ACC_RING))
-            self._csum_next = 0
-        acc = self._csums[self._csum_next]
-        self._csum_next += 1
+        acc = self._next_acc()[2:4].view(np.float64)
         self._kr.coupling_sums[grid_launch(end - start)](*buf, start, end - start, self.go_left, split, acc)
         a, b = self.memory.read(acc)
         return float(a), float(b)

@@ -3,7 +3,8 @@
 :class:`DevicePool` is made with the backend, before the first tree, and sized up front: the node
 histograms a tree can hold at once (``2 * num_leaves + 3``: a row and a pair histogram per leaf,
 and a split's small child and cross pairs while it is being subtracted), the row order and its
-starting rows, the feature groups of ``ole_fast``'s pair histograms and the feature mask. A node
+starting rows, the feature groups of ``ole_fast``'s pair histograms, two nodes' feature masks and
+a ring of the trees' grid accumulators (zeroed once per ``TREE_RING`` trees, not per tree). A node
 then takes a histogram from the pool and gives it back when the grower drops it (a finalizer of
 its :class:`~customobj.ole.cuda_memory.DeviceHist`), so no node allocates (issue 32, item 3;
 ``TreeBooster.device_stats_`` counts it). Only the pair buffers grow, by half again, in the
@@ -38,10 +39,14 @@ from typing import Any, List, Optional
 import numpy as np
 
 from ._cuda_hist_kernels import GROUP_COLUMNS, MEMBER_COLUMNS
+from ._cuda_launch import grid_launch
 from .common import HIST_CHANNELS
 from .cuda_memory import DeviceMemory
 
-__all__ = ["DevicePool", "hists_per_tree"]
+__all__ = ["DevicePool", "hists_per_tree", "TREE_RING"]
+
+#: Trees per zeroing of the grids' accumulators (:meth:`DevicePool.tree_accumulators`, 128 bytes a tree).
+TREE_RING = 64
 
 
 def hists_per_tree(num_leaves: int) -> int:
@@ -75,8 +80,9 @@ class DevicePool:
         # a feature subset's shared-memory groups (_cuda_hist_kernels.feature_groups): groups, members, slot map
         self.features = (memory.array((f, GROUP_COLUMNS), np.int64), memory.array((f, MEMBER_COLUMNS), np.int64),
                          memory.array((max(int(n_slots), 1),), np.int64))
-        self.mask = memory.array((f,), np.bool_)
-        self._mask_host: Optional[np.ndarray] = None
+        self.mask = memory.array((2, f), np.bool_)  # two nodes searched at once: a mask each
+        self._ring, self._ring_next = memory.array((TREE_RING, 16), np.float64), TREE_RING  # 12 float64, 4 int64
+        self._mask_host: List[Optional[np.ndarray]] = [None, None]
         self._pairs: dict = {}
 
     # --- histograms ---------------------------------------------------------------------------------
@@ -91,6 +97,19 @@ class DevicePool:
     def give_back(self, array: Any) -> None:
         """``array`` (from :meth:`hist`) is free again."""
         self._free.append(array)
+
+    # --- a tree's accumulators ---------------------------------------------------------------------------
+    def tree_accumulators(self, zero: Any) -> tuple:
+        """A tree's zeroed accumulators of its grids (:mod:`.fixed_point`) and root sums:
+        ``(row stats, pair stats, root sums)`` float64[4] each and ``(row units, pair units)`` int64[2]
+        each, a row of a ring that ``zero(flat)`` (a counted kernel) clears in one launch when it wraps."""
+        ring = self._ring
+        if self._ring_next == TREE_RING:
+            zero[grid_launch(ring.size)](ring.reshape(ring.size))
+            self._ring_next = 0
+        k, self._ring_next = self._ring_next, self._ring_next + 1
+        units = ring[k, 12:16].view(np.int64)
+        return ring[k, 0:4], ring[k, 4:8], ring[k, 8:12], units[0:2], units[2:4]
 
     # --- rows, features, mask -----------------------------------------------------------------------
     def start_rows(self, rows: np.ndarray) -> Any:
@@ -109,13 +128,15 @@ class DevicePool:
         """A feature subset's ``(groups, members, slot_map)`` tables on the device, in the pool's buffers."""
         return tuple(self.memory.copy_in(buf, a) for buf, a in zip(self.features, (groups, members, slot_map)))
 
-    def feature_mask(self, mask: np.ndarray) -> Any:
-        """The feature mask on the device, copied again only when it changes."""
+    def feature_mask(self, mask: np.ndarray, slot: int = 0) -> Any:
+        """The feature mask on the device (in ``slot`` 0 or 1: a split's two children), copied again
+        only when it changes."""
         host = np.ascontiguousarray(mask, dtype=np.bool_)
-        if self._mask_host is None or not np.array_equal(host, self._mask_host):
-            self._mask_host = host.copy()
-            self.memory.copy_in(self.mask, host)
-        return self.mask[:host.shape[0]]
+        known = self._mask_host[slot]
+        if known is None or not np.array_equal(host, known):
+            self._mask_host[slot] = host.copy()
+            self.memory.copy_in(self.mask[slot], host)
+        return self.mask[slot, :host.shape[0]]
 
     # --- pairs and host gradients -------------------------------------------------------------------
     @property

@@ -173,16 +173,22 @@ class TreeGrower:
 
     def _initialise_root(self) -> None:
         p, order = self.params, self.order
-        G, H, C = self.backend.root_sums(order, self.grad, self.hess, self.bufs[0][2] if self.use_pairs else None,
-                                         self.n_pairs)
-        root = Leaf(0, order.shape[0], 0, -1, True, ChildSums(G, H, float(order.shape[0]), C))
+        root = Leaf(0, order.shape[0], 0, -1, True, ChildSums(0.0, 0.0, float(order.shape[0]), 0.0))
         root.pend = self.n_pairs
-        if p.num_leaves > 1 and self._can_split(root):
+        searched = p.num_leaves > 1 and self._can_split(root)  # N and depth only: known before the sums
+        # None: the backend reads the sums with the root's split (a GPU's one read), searched_root_sums
+        sums = self.backend.root_sums(order, self.grad, self.hess, self.bufs[0][2] if self.use_pairs else None,
+                                      self.n_pairs, searched=searched)
+        if sums is not None:
+            root.G, root.H, root.C = sums
+        if searched:
             root.hist = self.backend.row_hist(order, 0, order.shape[0], self.grad, self.hess, root=True)
             if self.use_pairs and not self.fast:
                 root.phist = self.backend.pair_hist(self.bufs[0], 0, self.n_pairs)
         self.leaves.append(root)
         self._compute_best_split_and_push(0)
+        if sums is None:
+            root.G, root.H, root.C = self.backend.searched_root_sums()
 
     def _compute_best_split_and_push(self, index: int) -> None:
         self._compute_best_splits_and_push([index])
