@@ -59,24 +59,51 @@ def _ranks(scores, a, b, out):
 
 
 @njit(cache=True)
-def _pair_factor(loss, rank, i, j):
-    """``|D(rank_i) - D(rank_j)|`` of a LambdaRank pair (0 when truncated), 1 otherwise."""
+def pair_factor(loss, rank_i, rank_j):
+    """``|D(rank_i) - D(rank_j)|`` of a LambdaRank pair at its rows' 0-based ranks (0 when truncated), 1
+    otherwise. Scalar: shared with the GPU kernel (``_cuda_affine``)."""
     if not loss.lambdarank:
         return 1.0
-    ri = rank[i]
-    rj = rank[j]
-    if ri >= loss.truncation and rj >= loss.truncation:
+    if rank_i >= loss.truncation and rank_j >= loss.truncation:
         return 0.0
-    return abs(discount(ri, loss.k) - discount(rj, loss.k))
+    return abs(discount(rank_i, loss.k) - discount(rank_j, loss.k))
 
 
 @njit(cache=True)
-def _pair_mass(loss, scores, rhat, rank, w, use_w, a, ii, jj):
+def pair_lambda(loss, m, d, ri, rj):
+    """The pair's corrected lambda ``m (|r_i phi'(d)| + |r_j phi'(-d)|)``, its part of a query's norm sum ``S``."""
+    dphi1 = pair_terms(loss.kind, d, loss.theta)[1]
+    dphi2 = pair_terms(loss.kind, -d, loss.theta)[1]
+    return m * (abs(ri * dphi1) + abs(rj * dphi2))
+
+
+@njit(cache=True)
+def norm_factor(loss, total):
+    """``log2(1 + S) / S`` of a query's lambda sum ``S`` (1 without ``norm`` or when ``S <= 0``)."""
+    if not loss.norm or total <= 0.0:
+        return 1.0
+    return math.log2(1.0 + total) / total
+
+
+@njit(cache=True)
+def pair_step(loss, m, d, ri, rj):
+    """``(dL/ds_i, coupling, loss)`` of one pair of factor ``m``, score difference ``d = s_i - s_j`` and
+    estimates ``r_i``, ``r_j`` (``dL/ds_j = -dL/ds_i``; see ``affine_pairs``). Scalar: shared with the
+    GPU kernel (``_cuda_affine``)."""
+    phi1, dphi1, c1 = pair_terms(loss.kind, d, loss.theta)
+    phi2, dphi2, c2 = pair_terms(loss.kind, -d, loss.theta)
+    g = m * (ri * dphi1 - rj * dphi2)
+    h = m * loss.hmul * (abs(ri) * c1 + abs(rj) * c2)
+    return g, h, m * (ri * phi1 + rj * phi2)
+
+
+@njit(cache=True)
+def _pair_mass(loss, scores, rank, w, use_w, a, ii, jj):
     """``(m, d)`` of the pair of query-local rows ``ii < jj`` (query start ``a``): its factor before the
     query's norm (scale, LambdaRank's ``|dD|``, the pair weight) and ``d = s_i - s_j``."""
     i = a + ii
     j = a + jj
-    m = loss.scale * _pair_factor(loss, rank, ii, jj)
+    m = loss.scale * pair_factor(loss, rank[ii], rank[jj])
     if use_w:
         m *= 0.5 * w[i] + 0.5 * w[j]
     return m, scores[i] - scores[j]
@@ -91,14 +118,10 @@ def _query_norm(loss, scores, rhat, rank, w, use_w, a, n):
     total = 0.0
     for ii in range(n):
         for jj in range(ii + 1, n):
-            m, d = _pair_mass(loss, scores, rhat, rank, w, use_w, a, ii, jj)
+            m, d = _pair_mass(loss, scores, rank, w, use_w, a, ii, jj)
             if m != 0.0:
-                dphi1 = pair_terms(loss.kind, d, loss.theta)[1]
-                dphi2 = pair_terms(loss.kind, -d, loss.theta)[1]
-                total += m * (abs(rhat[a + ii] * dphi1) + abs(rhat[a + jj] * dphi2))
-    if total <= 0.0:
-        return 1.0
-    return math.log2(1.0 + total) / total
+                total += pair_lambda(loss, m, d, rhat[a + ii], rhat[a + jj])
+    return norm_factor(loss, total)
 
 
 @njit(cache=True)
@@ -125,7 +148,7 @@ def affine_pairs(scores, ptr, rhat, w, use_w, loss, out_grad, out_hess, out_c):
         f = _query_norm(loss, scores, rhat, rank, w, use_w, a, n)
         for ii in range(n):
             for jj in range(ii + 1, n):
-                m, d = _pair_mass(loss, scores, rhat, rank, w, use_w, a, ii, jj)
+                m, d = _pair_mass(loss, scores, rank, w, use_w, a, ii, jj)
                 m *= f
                 out_c[p] = 0.0
                 p += 1
@@ -133,16 +156,13 @@ def affine_pairs(scores, ptr, rhat, w, use_w, loss, out_grad, out_hess, out_c):
                     continue
                 i = a + ii
                 j = a + jj
-                phi1, dphi1, c1 = pair_terms(loss.kind, d, loss.theta)
-                phi2, dphi2, c2 = pair_terms(loss.kind, -d, loss.theta)
-                g = m * (rhat[i] * dphi1 - rhat[j] * dphi2)
+                g, h, cost = pair_step(loss, m, d, rhat[i], rhat[j])
                 out_grad[i] += g
                 out_grad[j] -= g
-                h = m * loss.hmul * (abs(rhat[i]) * c1 + abs(rhat[j]) * c2)
                 out_hess[i] += h
                 out_hess[j] += h
                 out_c[p - 1] = h
-                total += m * (rhat[i] * phi1 + rhat[j] * phi2)
+                total += cost
     return total
 
 

@@ -14,13 +14,14 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _affine_kernels as AK
+from . import _affine_route
 from .unbiased import add_unchanged
 from ._inputs import MAX_POSITION, as_position, as_propensity, check_clicks, data_positions
 from .._validation import _to_numpy, check_bool, check_int
 from ..objectives._arrays import kernel_weights
 from ..objectives._pair_terms import PairKind, pair_theta
 from ..objectives._parity import CONVENTIONS
-from ..objectives.base import Objective, Prepared
+from ..objectives.base import DeviceRoute, Objective, Prepared
 from ..objectives.composite import Scaled, Sum
 from ..objectives.listwise import LambdaRank
 
@@ -76,6 +77,14 @@ def _as_beta(beta: Any) -> np.ndarray:
         raise ValueError(f"beta must be finite and >= 0 (a click rate); found {arr[bad[0]]} at position {int(bad[0])}")
     arr.setflags(write=False)
     return arr
+
+
+def _require_parameters(state: Optional["_AffineState"]) -> "_AffineState":
+    """``state``, or the ValueError of an ``Affine`` without its parameters (CPU and GPU route alike)."""
+    if state is None:
+        raise ValueError("Affine needs its trust-bias parameters: Affine(objective, alpha=..., beta=...), or "
+                         "Affine.from_log(objective, X, clicks, position=...) to estimate them (TrustEM)")
+    return state
 
 
 class _AffineState:
@@ -158,8 +167,10 @@ class Affine(Objective):
     Notes
     -----
     Fitted values (:meth:`fitted_attributes`; ``TreeBooster`` sets them on the model):
-    ``affine_alpha_``, ``affine_beta_`` and ``position_bias_ = alpha / alpha[0]``. No GPU route:
-    ``TreeBooster(device="cuda")`` and device scores raise ``NotImplementedError``.
+    ``affine_alpha_``, ``affine_beta_`` and ``position_bias_ = alpha / alpha[0]``. GPU route
+    (:meth:`device_route`): device scores, ``xgboost_objective(device="cuda")`` and
+    ``TreeBooster(device="cuda")`` (its OLE criteria included) compute the corrected terms and the pair
+    couplings on the device, equal to the CPU's.
 
     Examples
     --------
@@ -267,14 +278,12 @@ class Affine(Objective):
 
     def _run(self, scores, prep, state, out_grad, out_hess):
         """Add every part's terms into the outputs; returns ``(loss, (i, j, c))``."""
-        if state is None:
-            raise ValueError("Affine needs its trust-bias parameters: Affine(objective, alpha=..., beta=...), or "
-                             "Affine.from_log(objective, X, clicks, position=...) to estimate them (TrustEM)")
+        _require_parameters(state)
         loss = 0.0
         w, use_w = kernel_weights(prep.weight)
         i, j = self._pair_rows(prep)
         couplings = np.zeros(i.size)
-        for part, record, scale in _leaves(self.objective, self.query_norm):
+        for part, record, scale in self._leaf_records():
             if record is None:
                 loss += add_unchanged(part, scale, scores, prep, out_grad, out_hess)
                 continue
@@ -290,6 +299,30 @@ class Affine(Objective):
         i, j = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
         AK.pair_rows(prep.ptr, i, j)
         return i, j
+
+    def device_route(self) -> DeviceRoute:
+        """The GPU route (``customobj.clicks._affine_route``): the corrected pair terms one thread per query
+        (``_cuda_affine``), pointwise parts of a sum through their own routes, and the pair couplings the
+        OLE criteria of ``TreeBooster(device="cuda")`` take.
+
+        Examples
+        --------
+        >>> import customobj
+        >>> customobj.Affine(customobj.RankNet()).device_route().grad_hess.__module__
+        'customobj.clicks._affine_route'
+        """
+        for part, record, _ in self._leaf_records():
+            if record is None:
+                part.device_route()  # NotImplementedError naming a part without one
+        return DeviceRoute(_affine_route.grad_hess, _affine_route.couplings)
+
+    def _leaf_records(self) -> list:
+        """``[(leaf, AffinePairLoss or None for a pointwise leaf, factor)]``, in the order both routes add them."""
+        return _leaves(self.objective, self.query_norm)
+
+    def _trained_state(self, prep: Prepared) -> _AffineState:
+        """The data set's state; the ValueError of an ``Affine`` without its parameters (the GPU route's check)."""
+        return _require_parameters(prep.state_for(self))
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         self._run(scores, prep, state, out_grad, out_hess)

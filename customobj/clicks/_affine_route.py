@@ -1,0 +1,69 @@
+"""``Affine``'s GPU route (``Affine.device_route()``): the affine-corrected pair terms on the device
+(kernel: ``_cuda_affine.affine_queries``, one thread per query), and its pair couplings for
+``TreeBooster(device="cuda")``'s OLE criteria.
+
+Per round, for each leaf of the wrapped loss, in the CPU's order (``Affine._run``): a pairwise leaf
+(its ``AffinePairLoss`` record) adds its terms into the outputs and writes its couplings into
+scratch, added into the round's couplings (the CPU's ``couplings += c``); a pointwise part of a sum
+runs its own GPU route into scratch, added times its factor (as ``Unbiased``'s route does). Only
+label-only arrays go up, once per data set: each row's corrected relevance, the query offsets of the
+pairs, the pair rows (for the couplings).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..objectives import _cuda_routes as R
+from ._device_route import _add_part
+
+__all__ = ["grad_hess", "couplings"]
+
+
+def _pair_ptr(prep: Any) -> np.ndarray:
+    """Query ``q``'s pairs are ``pair_ptr[q]:pair_ptr[q + 1]`` of the list (``affine_pairs``' order)."""
+    sizes = prep.groups.sizes.astype(np.int64)
+    return np.concatenate([[0], np.cumsum(sizes * (sizes - 1) // 2)]).astype(np.int64)
+
+
+def _couplings_scratch(obj: Any, data: Any, m: int) -> Any:
+    return data.scratch(("affine_couplings", obj), (max(m, 1),), np.float64)
+
+
+def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """One round of ``obj`` (an ``Affine``) at device scores ``s`` into the device outputs (``base.DeviceRoute``);
+    the round's pair couplings stay on the device for :func:`couplings`."""
+    from ..objectives import _cuda_pointwise as CW
+    from . import _cuda_affine as CA
+
+    state = obj._trained_state(prep)
+    host_ptr = _pair_ptr(prep)
+    rhat, pair_ptr = data.arrays((obj, "affine_rows"), lambda: (state.rhat, host_ptr))
+    m = int(host_ptr[-1])
+    total = _couplings_scratch(obj, data, m)
+    part_c = data.scratch(("affine_part_couplings", obj), total.shape, np.float64)
+    rank = data.scratch("affine_rank", (max(data.n_rows, 1),), np.int64)
+    R.zero(total)
+    for n, (part, record, scale) in enumerate(obj._leaf_records()):
+        prep.state_for(part)
+        if record is None:
+            _add_part((obj, n), part.device_route().grad_hess, part, scale, s, prep, data, g, h)
+            continue
+        R.launch(CA.affine_queries, data.n_queries, s, data.ptr, pair_ptr, rhat, data.weights, data.use_weights,
+                 record, rank, g, h, part_c)
+        if m:
+            R.launch(CW.add_scaled, m, total, part_c, 1.0)
+
+
+def couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: Any) -> tuple:
+    """The pairs of coupling > 0 of the round :func:`grad_hess` just ran, in the CPU's order (every ``i < j``
+    of each query), written to ``pair_buffer(m)``: what the CPU booster keeps of ``Affine``'s list."""
+    from ..objectives._cuda_couplings import in_bag_pairs
+
+    m = int(_pair_ptr(prep)[-1])
+    if m == 0:
+        return pair_buffer(0)
+    pi, pj = data.arrays((obj, "affine_pair_rows"), lambda: obj._pair_rows(prep))
+    every_row = data.array((obj, "affine_every_row"), lambda: np.ones(data.n_rows, dtype=np.bool_))
+    return in_bag_pairs((pi, pj, _couplings_scratch(obj, data, m)), every_row, pair_buffer)
