@@ -325,8 +325,6 @@ def test_bad_data_is_refused(log):
                                                                                    log.group)[0])
     with pytest.raises(ValueError, match="trust-bias parameters"):
         Affine(RankNet()).grad_hess(np.zeros(log.y.size), log.y, log.group)
-    with pytest.raises(NotImplementedError, match="Affine"):
-        Affine(RankNet(), alpha=A10, beta=B10).device_route()
 
 
 def test_extreme_scores_stay_finite(log):

@@ -164,7 +164,7 @@ SIGNATURES = [
 for kernel, sig in SIGNATURES:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
 print("COMPILED", len(SIGNATURES))
-check_listed(SIGNATURES, "customobj.clicks")
+check_listed(SIGNATURES, "customobj.clicks", own=("_cuda_affine",))  # its own test lists it
 """
 
 
