@@ -1,7 +1,8 @@
-"""Tests of customobj/clicks/affine.py and its kernels (_affine_kernels.py): the corrected estimates'
-expectation, the pair terms against a slow reference, gradients against finite differences, the
-expected gradient against the one with true relevances, given against estimated parameters, the
-LightGBM / XGBoost / TreeBooster paths, the compare method and hostile inputs."""
+"""Tests of customobj/clicks/affine.py and its kernels (customobj/clicks/_affine_kernels.py): the
+corrected estimates' expectation, the pair terms against a slow reference, gradients against finite
+differences, the expected gradient against the one with true relevances, given against estimated
+parameters, the LightGBM / XGBoost / TreeBooster paths, the compare method and hostile inputs (the GPU
+route: tests/test_clicks_cuda_affine.py)."""
 from __future__ import annotations
 
 import itertools

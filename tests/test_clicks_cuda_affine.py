@@ -33,7 +33,8 @@ def _tied_scores(clicks):
 WRAPPED = {"LambdaRank": LambdaRank(), "LambdaRank(k=3,truncation=4,sigma=2)": LambdaRank(k=3, truncation=4, sigma=2.0),
            "LambdaRank(xgboost,norm=False)": LambdaRank(convention="xgboost", norm=False),
            "RankNet": RankNet(sigma=0.7), "RankSVM": RankSVM(margin=0.5), "MPBoost": MPBoost(),
-           "RankNet+SquaredError": RankNet() + 0.5 * SquaredError(), "2(LambdaRank+RankSVM)": 2.0 * (LambdaRank() + RankSVM())}
+           "RankNet+SquaredError": RankNet() + 0.5 * SquaredError(),
+           "2(LambdaRank+RankSVM)": 2.0 * (LambdaRank() + RankSVM())}
 
 
 def _assert_close(gpu, cpu, what):
