@@ -9,6 +9,9 @@ query (session) once and adds both of its ordered terms, ``r_i psi(s_i - s_j) + 
 estimates ``r`` enter linearly, so the expected gradient over the clicks is the gradient with the
 true relevances (see ``Affine``).
 
+``affine_pairs`` runs ``query_pairs`` on each query; the GPU kernel (``_cuda_affine``) runs the same
+``query_pairs`` one thread per query, so the two share every line of the per-pair math.
+
 The loss's options travel as one record (:class:`AffinePairLoss`), the pair weights as
 ``(w_i + w_j) / 2`` of the row weights, as in every customobj pairwise loss.
 """
@@ -97,31 +100,50 @@ def pair_step(loss, m, d, ri, rj):
     return g, h, m * (ri * phi1 + rj * phi2)
 
 
-@njit(cache=True)
-def _pair_mass(loss, scores, rank, w, use_w, a, ii, jj):
-    """``(m, d)`` of the pair of query-local rows ``ii < jj`` (query start ``a``): its factor before the
-    query's norm (scale, LambdaRank's ``|dD|``, the pair weight) and ``d = s_i - s_j``."""
-    i = a + ii
-    j = a + jj
-    m = loss.scale * pair_factor(loss, rank[ii], rank[jj])
-    if use_w:
-        m *= 0.5 * w[i] + 0.5 * w[j]
-    return m, scores[i] - scores[j]
+#: ``query_pairs``' two walks over a query's pairs: the norm's sum ``S`` (with ``norm`` only), then the terms.
+SUM_STAGE, TERM_STAGE = 0, 1
 
 
 @njit(cache=True)
-def _query_norm(loss, scores, rhat, rank, w, use_w, a, n):
-    """``log2(1 + S) / S``, ``S`` the query's sum of corrected lambdas ``m (|r_i| |phi'(d)| + |r_j| |phi'(-d)|)``
-    (1 without ``norm``)."""
-    if not loss.norm:
-        return 1.0
-    total = 0.0
-    for ii in range(n):
-        for jj in range(ii + 1, n):
-            m, d = _pair_mass(loss, scores, rank, w, use_w, a, ii, jj)
-            if m != 0.0:
-                total += pair_lambda(loss, m, d, rhat[a + ii], rhat[a + jj])
-    return norm_factor(loss, total)
+def query_pairs(loss, scores, rhat, rank, r0, w, use_w, a, n, p, out_grad, out_hess, out_c, total):
+    """One query's part of ``affine_pairs`` (rows ``a:a + n``, its first pair ``p``, the rank of its row
+    ``ii`` at ``rank[r0 + ii]``); returns ``total`` plus its loss terms, added in order.
+
+    Shared with the GPU kernel (``_cuda_affine``, one thread per query): it reads arrays by index and
+    calls only scalar functions, so the simulator can run its Python source. The query's norm
+    ``log2(1 + S) / S`` (``norm``) takes ``S``, the running sum of its corrected lambdas
+    ``m (|r_i| |phi'(d)| + |r_j| |phi'(-d)|)``, ``m`` each pair's factor before the norm (scale,
+    LambdaRank's ``|dD|``, the pair weight).
+    """
+    s_total = 0.0
+    f = 1.0
+    for stage in range(SUM_STAGE if loss.norm else TERM_STAGE, TERM_STAGE + 1):
+        if stage == TERM_STAGE:
+            f = norm_factor(loss, s_total)
+        for ii in range(n):
+            for jj in range(ii + 1, n):
+                i = a + ii
+                j = a + jj
+                m = loss.scale * pair_factor(loss, rank[r0 + ii], rank[r0 + jj])
+                if use_w:
+                    m *= 0.5 * w[i] + 0.5 * w[j]
+                if stage == SUM_STAGE:
+                    if m != 0.0:
+                        s_total += pair_lambda(loss, m, scores[i] - scores[j], rhat[i], rhat[j])
+                    continue
+                m *= f
+                out_c[p] = 0.0
+                p += 1
+                if m == 0.0:
+                    continue
+                g, h, cost = pair_step(loss, m, scores[i] - scores[j], rhat[i], rhat[j])
+                out_grad[i] += g
+                out_grad[j] -= g
+                out_hess[i] += h
+                out_hess[j] += h
+                out_c[p - 1] = h
+                total += cost
+    return total
 
 
 @njit(cache=True)
@@ -145,24 +167,8 @@ def affine_pairs(scores, ptr, rhat, w, use_w, loss, out_grad, out_hess, out_c):
         n = ptr[q + 1] - a
         if loss.lambdarank:
             _ranks(scores, a, a + n, rank)
-        f = _query_norm(loss, scores, rhat, rank, w, use_w, a, n)
-        for ii in range(n):
-            for jj in range(ii + 1, n):
-                m, d = _pair_mass(loss, scores, rank, w, use_w, a, ii, jj)
-                m *= f
-                out_c[p] = 0.0
-                p += 1
-                if m == 0.0:
-                    continue
-                i = a + ii
-                j = a + jj
-                g, h, cost = pair_step(loss, m, d, rhat[i], rhat[j])
-                out_grad[i] += g
-                out_grad[j] -= g
-                out_hess[i] += h
-                out_hess[j] += h
-                out_c[p - 1] = h
-                total += cost
+        total = query_pairs(loss, scores, rhat, rank, 0, w, use_w, a, n, p, out_grad, out_hess, out_c, total)
+        p += n * (n - 1) // 2
     return total
 
 

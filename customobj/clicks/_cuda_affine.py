@@ -1,23 +1,25 @@
 """numba.cuda kernel of the affine correction (Vardasbi, Oosterhuis, de Rijke, CIKM 2020): the GPU
-driver of ``_affine_kernels.affine_pairs``, calling the CPU's own per-pair scalar math
-(``pair_factor``, ``pair_lambda``, ``norm_factor``, ``pair_step``, through ``device_function``). The
-route that launches it is ``_affine_route``.
+driver of ``_affine_kernels.affine_pairs``, calling the CPU's own per-query function ``query_pairs``
+(and through it the per-pair scalar math ``pair_factor``, ``pair_lambda``, ``norm_factor``,
+``pair_step``) via ``device_function``. The route that launches it is ``_affine_route``.
 
-``affine_queries`` runs one thread per query, not a block: each row's gradient and hessian receive
-their pairs' terms in the CPU's order (pair ``(i, j)`` adds to both rows, so a thread per pair or
-per row would need atomics, whose order is not the CPU's), and the query's norm sum ``S`` is the
-CPU's running sum over its pairs in order (a block's tree reduction differs in the last bits, and
-LambdaRank's ranks of tied scores turn such a bit into another ranking some rounds later, as
-``_cuda_unbiased`` found). So the results are the CPU's bit for bit up to the device's ``exp`` /
-``log``. No atomics, float64, results independent of the launch.
+``affine_queries`` runs one thread per query, not a block, for three reasons: it then runs the CPU's
+own per-query source (one definition of the loop, the weights and the norm); the query's norm sum
+``S`` must be the CPU's running sum over its pairs in order (a block's tree reduction differs in the
+last bits, and LambdaRank's ranks of tied scores turn such a bit into another ranking some rounds
+later, as ``_cuda_unbiased`` found), so a block would wait on one thread for it anyway; and a pair
+adds to both of its rows, so threads per pair would need atomics (an order that is not the CPU's),
+and threads per row would compute every pair twice. The results are the CPU's bit for bit up to the
+device's ``exp`` / ``log``. No atomics, float64, results independent of the launch. A block per
+query (rows split over its threads, the ranks counted in parallel) is the next step if the
+quadratic per-query loop of long sessions shows in profiles.
 """
 from .._cuda_runtime import cuda_module, device_function
 from . import _affine_kernels as AK
 
 cuda = cuda_module()
 
-_pair_factor, _pair_lambda = device_function(AK.pair_factor), device_function(AK.pair_lambda)
-_norm_factor, _pair_step = device_function(AK.norm_factor), device_function(AK.pair_step)
+_query_pairs = device_function(AK.query_pairs)
 
 
 @cuda.jit(device=True)
@@ -34,17 +36,6 @@ def _ranks(scores, a, n, rank):
         rank[a + r] = above
 
 
-@cuda.jit(device=True)
-def _pair_mass(loss, scores, rank, w, use_w, a, ii, jj):
-    """``_affine_kernels._pair_mass`` with the ranks at the query's offset ``a``."""
-    i = a + ii
-    j = a + jj
-    m = loss.scale * _pair_factor(loss, rank[i], rank[j])
-    if use_w:
-        m *= 0.5 * w[i] + 0.5 * w[j]
-    return m, scores[i] - scores[j]
-
-
 @cuda.jit(cache=True)
 def affine_queries(scores, ptr, pair_ptr, rhat, w, use_w, loss, rank, out_grad, out_hess, out_c):
     """One thread per query: ``_affine_kernels.affine_pairs`` of its pairs into ``out_grad`` /
@@ -57,29 +48,4 @@ def affine_queries(scores, ptr, pair_ptr, rhat, w, use_w, loss, rank, out_grad, 
     n = ptr[q + 1] - a
     if loss.lambdarank:
         _ranks(scores, a, n, rank)
-    total = 0.0
-    if loss.norm:
-        for ii in range(n):
-            for jj in range(ii + 1, n):
-                m, d = _pair_mass(loss, scores, rank, w, use_w, a, ii, jj)
-                if m != 0.0:
-                    total += _pair_lambda(loss, m, d, rhat[a + ii], rhat[a + jj])
-    f = _norm_factor(loss, total)
-    p = pair_ptr[q]
-    for ii in range(n):
-        for jj in range(ii + 1, n):
-            m, d = _pair_mass(loss, scores, rank, w, use_w, a, ii, jj)
-            m *= f
-            out_c[p] = 0.0
-            p += 1
-            if m == 0.0:
-                continue
-            i = a + ii
-            j = a + jj
-            g, h, _ = _pair_step(loss, m, d, rhat[i], rhat[j])
-            out_grad[i] += g
-            out_grad[j] -= g
-            out_hess[i] += h
-            out_hess[j] += h
-            out_c[p - 1] = h
-
+    _query_pairs(loss, scores, rhat, rank, a, w, use_w, a, n, pair_ptr[q], out_grad, out_hess, out_c, 0.0)
