@@ -1,7 +1,8 @@
 """GPU Affine (customobj/clicks/_cuda_affine.py, launched by customobj/clicks/_affine_route.py) against
 its CPU twin under the simulator: gradients and hessians for every loss it corrects (sums and
 scalings too), ``query_norm`` on and off, tied scores, weights; the pair couplings the OLE criteria
-take and ``TreeBooster(device="cuda", criterion="ole")``'s trees; the refusal without parameters;
+take and ``TreeBooster(device="cuda", criterion="ole")``'s trees; ``xgboost_objective(device="cuda")``'s
+float32 round; the refusal without parameters;
 and the kernel typed and compiled to PTX for sm_80 (listed from the module, not counted by hand)."""
 from __future__ import annotations
 
@@ -87,6 +88,21 @@ def test_tree_booster_ole_on_the_device_grows_the_cpus_trees():
     gpu = customobj.TreeBooster(device="cuda", **kw).fit(clicks.X, clicks.y, group=clicks.group)
     assert gpu.device_gradients_ == "device"
     assert tree_dicts(gpu) == tree_dicts(cpu)
+
+
+@needs_gpu
+def test_xgboost_objective_on_the_device_equals_the_cpu_round():
+    from customobj.adapters import _cuda as C
+
+    clicks = _clicks(3)
+    obj = Affine(LambdaRank() + RankNet(), **_params(clicks))
+    C.check_gpu_objective(obj, "xgboost_objective")  # xgboost_objective(device="cuda") accepts it up front
+    prep = obj.prepare(clicks.y, clicks.group)
+    margins = (clicks.X[:, 0] * 0.3).astype(np.float32)
+    g, h = obj.grad_hess_prepared(margins.astype(np.float64), prep)
+    gd, hd = C.device_round(obj, prep, margins, (clicks.y.size,), "XGBoost")
+    np.testing.assert_allclose(gd.copy_to_host(), g.astype(np.float32), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(hd.copy_to_host(), h.astype(np.float32), rtol=1e-6, atol=1e-7)
 
 
 @needs_gpu
