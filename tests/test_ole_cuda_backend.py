@@ -134,7 +134,7 @@ def test_a_fit_that_does_not_fit_the_card_is_refused_before_it_starts(monkeypatc
 
 @needs_gpu
 def test_the_pairs_are_checked_once_their_count_is_known(monkeypatch):
-    X, y, group = make_rank_data(2)
+    X, y, group = make_rank_data(2, n_queries=4)  # 4 fits: 100 rows
     real = cuda_backend.device_memory_needed
     seen = []
 
@@ -171,12 +171,13 @@ def test_the_pairs_are_checked_once_their_count_is_known(monkeypatch):
 @needs_gpu
 def test_wide_bins_joint_leaves_and_early_stopping_match_too():
     X, y, group = make_rank_data(9, n_values=4000)  # many distinct values: more than 255 bins, uint16
+    X[:, 1:] = np.round(X[:, 1:] / 20)  # in feature 0 only: the other features' slots cost simulator threads
     Xv, yv, gv = make_rank_data(10, n_queries=4)
     kw = dict(KW, max_bin=300, n_estimators=4, leaf_solver="joint")
     fit = dict(eval_set=[(Xv, yv)], eval_group=[gv], early_stopping_rounds=1)
     cpu = TreeBooster(criterion="ole", **kw).fit(X, y, group, **fit)
     gpu = TreeBooster(criterion="ole", device="cuda", **kw).fit(X, y, group, **fit)
-    assert cpu.bin_mapper_.bins_feature_major(X).dtype == np.uint16
+    assert cpu.bin_mapper_.bins_feature_major(X).dtype == np.uint16 and cpu.bin_mapper_.n_bins[0] > 255
     assert tree_dicts(gpu) == tree_dicts(cpu) and gpu.best_iteration_ == cpu.best_iteration_
     assert gpu.evals_result_ == cpu.evals_result_
 
