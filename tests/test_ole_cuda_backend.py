@@ -27,7 +27,7 @@ def _pair(criterion, X, y, group, **kw):
 @needs_gpu
 @pytest.mark.parametrize("criterion", ["se", "wse", "ole", "ole_fast", "ole_float64"])
 def test_the_gpu_grows_the_cpu_trees_for_every_criterion(criterion):
-    X, y, group = make_rank_data(3)  # 300 rows, 4 features, NaN, few distinct values (ties)
+    X, y, group = make_rank_data(3, n_queries=8)  # 200 rows, 4 features, NaN, few distinct values (ties)
     cpu, gpu = _pair(criterion, X, y, group, ole_fast_features=2)
     assert tree_dicts(gpu) == tree_dicts(cpu)  # splits, thresholds, gains and leaf values, exactly
     assert sum(len(t.nodes) for t in cpu.trees_) >= 2 * 3  # real trees, not stumps
@@ -36,7 +36,7 @@ def test_the_gpu_grows_the_cpu_trees_for_every_criterion(criterion):
 
 @needs_gpu
 def test_bagging_feature_sampling_weights_and_breadth_first_match_too():
-    X, y, group = make_rank_data(5)
+    X, y, group = make_rank_data(5, n_queries=6)  # 150 rows
     w = np.random.default_rng(0).uniform(0.5, 2.0, y.size)
     kw = dict(bagging_fraction=0.7, feature_fraction=0.75, growth="breadth_first", random_state=4)
     cpu = TreeBooster(criterion="ole", **KW, **kw).fit(X, y, group, sample_weight=w)
