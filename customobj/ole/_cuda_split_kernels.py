@@ -41,7 +41,7 @@ def feature_bests(hist, ph, use_pairs, bins, mask, node, rules, parent, per, gai
 
 @cuda.jit(cache=True)
 def subtract(a, b):
-    """``a -= b`` over flat arrays of one size, grid-stride (any launch covers every entry:
-    :func:`._cuda_launch.grid_launch`'s few blocks under the simulator, where each thread is a Python one)."""
-    for i in range(cuda.grid(1), a.shape[0], cuda.gridsize(1)):
+    """``a -= b`` over flat arrays of one size (one thread per entry)."""
+    i = cuda.grid(1)
+    if i < a.shape[0]:
         a[i] -= b[i]

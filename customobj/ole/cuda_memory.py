@@ -50,8 +50,7 @@ from typing import Any, Optional
 import numpy as np
 from numba import config
 
-from .._cuda_runtime import GPUUnavailableError, require_gpu
-from ._cuda_launch import grid_launch
+from .._cuda_runtime import THREADS, GPUUnavailableError, require_gpu
 from .common import HIST_CHANNELS, PH_CHANNELS
 from .cuda_stats import DeviceCounter
 
@@ -207,7 +206,7 @@ class DeviceHist:
             raise ValueError(f"a device histogram of shape {self.shape} can only subtract another of that shape")
         self._known.clear()
         n = int(self.array.size)
-        self._subtract[grid_launch(n)](_flat(self.array), _flat(other.array))
+        self._subtract[max(1, (n + THREADS - 1) // THREADS), THREADS](_flat(self.array), _flat(other.array))
         return self
 
     def __getitem__(self, index: tuple) -> float:
