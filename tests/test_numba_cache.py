@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -27,6 +28,16 @@ SCRIPT = textwrap.dedent("""
     s = np.arange(6.0); y = np.array([0, 1, 2, 0, 1, 2.0])
     print(co.metrics.ndcg(s, y, [3, 3], k=2))
 """)
+#: Compiles (or loads) one small cached metric kernel: about 1 s cold where :data:`SCRIPT`'s ndcg
+#: (sorting included) takes 5-20 s. For the tests of where the cache goes, whether it warns and
+#: whether it speaks, which do not depend on the kernel; :data:`SCRIPT` is compiled once, by
+#: :func:`filled_cache`.
+CHEAP_SCRIPT = textwrap.dedent("""
+    import numpy as np, customobj as co
+    from customobj import _metric_kernels
+    print(_metric_kernels.count_pairs_upper(np.array([0, 3, 6])))
+""")
+
 
 
 def _run(script: str, env_extra: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
@@ -51,23 +62,49 @@ def _beside_sources() -> dict[Path, int]:
     return out
 
 
-def test_kernels_cache_in_customobj_cache_dir_not_beside_sources(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
+class FilledCache(NamedTuple):
+    """A cold run of :data:`COLD_SCRIPT` into an empty ``CUSTOMOBJ_CACHE_DIR``, then a warm run of
+    :data:`SCRIPT` from it: what several tests below check, compiled once for the module (a cold
+    run compiles the metric kernels: the slowest step here)."""
+
+    cache: Path
+    cold: subprocess.CompletedProcess
+    warm: subprocess.CompletedProcess
+    written: dict  # the cache files after the cold run
+    after_warm: dict  # and after the warm one
+    beside_before: dict  # cache files beside the sources before the cold run
+    beside_after: dict  # and after the warm one
+
+
+#: :data:`SCRIPT` and a second ndcg call: the compile notice must still come once.
+COLD_SCRIPT = SCRIPT + "print(co.metrics.ndcg(s, y, [3, 3], k=1))\n"
+
+
+@pytest.fixture(scope="module")
+def filled_cache(tmp_path_factory: pytest.TempPathFactory) -> FilledCache:
+    tmp = tmp_path_factory.mktemp("filled")
+    cache = tmp / "cache"
     before = _beside_sources()
-    _run(SCRIPT, {"CUSTOMOBJ_CACHE_DIR": str(cache)}, tmp_path)
+    cold = _run(COLD_SCRIPT, {"CUSTOMOBJ_CACHE_DIR": str(cache)}, tmp)
     written = _cache_files(cache)
+    warm = _run(SCRIPT, {"CUSTOMOBJ_CACHE_DIR": str(cache)}, tmp)
+    return FilledCache(cache, cold, warm, written, _cache_files(cache), before, _beside_sources())
+
+
+def test_kernels_cache_in_customobj_cache_dir_not_beside_sources(filled_cache: FilledCache) -> None:
+    written = filled_cache.written
     assert any(p.suffix == ".nbi" for p in written) and any(p.suffix == ".nbc" for p in written)
     assert any("_metric_kernels" in p.name for p in written)
-    assert _beside_sources() == before, "numba wrote or rewrote cache files beside customobj's sources"
+    assert filled_cache.beside_after == filled_cache.beside_before, \
+        "numba wrote or rewrote cache files beside customobj's sources"
     # A second process loads the kernels: nothing is compiled or written again.
-    _run(SCRIPT, {"CUSTOMOBJ_CACHE_DIR": str(cache)}, tmp_path)
-    assert _cache_files(cache) == written
+    assert filled_cache.after_warm == written
 
 
 def test_numba_cache_dir_takes_precedence(tmp_path: Path) -> None:
     ours, numbas = tmp_path / "customobj-cache", tmp_path / "numba-cache"
     before = _beside_sources()
-    _run(SCRIPT, {"CUSTOMOBJ_CACHE_DIR": str(ours), "NUMBA_CACHE_DIR": str(numbas)}, tmp_path)
+    _run(CHEAP_SCRIPT, {"CUSTOMOBJ_CACHE_DIR": str(ours), "NUMBA_CACHE_DIR": str(numbas)}, tmp_path)
     assert any("_metric_kernels" in p.name for p in _cache_files(numbas))
     assert _cache_files(ours) == {}
     assert _beside_sources() == before
@@ -144,7 +181,7 @@ def test_editing_another_kernel_module_recompiles(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     script = ("import numpy as np, customobj, numba\n"
               "from customobj import _metric_kernels as m\n"
-              "customobj.metrics.ndcg(np.arange(6.0), np.arange(6.0) % 3, [3, 3], k=2)\n"
+              "m.count_pairs_upper(np.array([0, 3, 6]))\n"  # one small kernel: ~1 s to compile
               "ks = [k for k in vars(m).values() if isinstance(k, numba.core.registry.CPUDispatcher)]\n"
               "print(sum(len(k.stats.cache_hits) for k in ks), sum(len(k.stats.cache_misses) for k in ks))\n")
     env = {"CUSTOMOBJ_CACHE_DIR": str(cache), "PYTHONPATH": str(copy)}
@@ -215,12 +252,13 @@ def test_no_kernel_calls_a_parallel_kernel() -> None:
 # --- a cache folder that cannot be written: never the package, one warning, compile in memory -------
 #: root ignores file permissions, so the unwritable folders here fail for everyone: a path through a
 #: regular file (NotADirectoryError), or writes refused by the child itself (a read-only mount).
-COUNT_SCRIPT = SCRIPT + textwrap.dedent("""
+_COUNT = textwrap.dedent("""
     import numba
     from customobj import _metric_kernels as m
     ks = [k for k in vars(m).values() if isinstance(k, numba.core.registry.CPUDispatcher)]
     print(sum(len(k.stats.cache_hits) for k in ks), sum(len(k.stats.cache_misses) for k in ks))
 """)
+COUNT_SCRIPT, CHEAP_COUNT_SCRIPT = SCRIPT + _COUNT, CHEAP_SCRIPT + _COUNT
 
 
 def _no_cache_env(tmp_path: Path) -> dict[str, str]:
@@ -231,8 +269,8 @@ def _no_cache_env(tmp_path: Path) -> dict[str, str]:
 
 def test_unwritable_home_cache_compiles_in_memory_with_one_warning(tmp_path: Path) -> None:
     before = _beside_sources()
-    proc = _run(COUNT_SCRIPT, _no_cache_env(tmp_path), tmp_path)
-    assert proc.stdout.split()[0] == "1.0"
+    proc = _run(CHEAP_COUNT_SCRIPT, _no_cache_env(tmp_path), tmp_path)
+    assert proc.stdout.split()[0] == "6"
     hits, misses = map(int, proc.stdout.split()[1:])
     assert hits == 0 and misses > 0
     assert proc.stderr.count("KernelCacheWarning") == 1, proc.stderr
@@ -247,15 +285,18 @@ def test_unwritable_customobj_cache_dir_is_not_a_fallback_to_the_package(tmp_pat
     before = _beside_sources()
     env = _no_cache_env(tmp_path)
     env[_numba_cache.CACHE_ENV] = str(tmp_path / "a-file" / "kernels")
-    proc = _run("import customobj, customobj.ole; from customobj import TreeBooster\n" + SCRIPT, env, tmp_path)
+    proc = _run("import customobj, customobj.ole; from customobj import TreeBooster\n" + CHEAP_SCRIPT, env, tmp_path)
     assert proc.stderr.count("KernelCacheWarning") == 1 and str(tmp_path / "a-file" / "kernels") in proc.stderr
     assert _beside_sources() == before
 
 
-def test_a_prefilled_cache_made_read_only_loads_and_writes_nothing(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    _run(SCRIPT, {"CUSTOMOBJ_CACHE_DIR": str(cache)}, tmp_path)  # filled when the image was built
+def test_a_prefilled_cache_made_read_only_loads_and_writes_nothing(filled_cache: FilledCache, tmp_path: Path) -> None:
+    import shutil
+
+    cache = tmp_path / "cache"  # filled when the image was built: a copy (mtimes kept) of the module's
+    shutil.copytree(filled_cache.cache, cache)
     filled = _cache_files(cache)
+    assert filled and sorted(p.name for p in filled) == sorted(p.name for p in filled_cache.after_warm)
     # Then read-only: the child refuses every write under the folder, as a read-only mount does.
     refuse = textwrap.dedent(f"""
         import builtins, os, tempfile
@@ -280,13 +321,11 @@ def test_a_prefilled_cache_made_read_only_loads_and_writes_nothing(tmp_path: Pat
     assert _cache_files(cache) == filled
 
 
-def test_a_cold_cache_says_once_that_kernels_compile(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    cold = _run(SCRIPT + "print(co.metrics.ndcg(s, y, [3, 3], k=1))\n", {"CUSTOMOBJ_CACHE_DIR": str(cache)}, tmp_path)
+def test_a_cold_cache_says_once_that_kernels_compile(filled_cache: FilledCache) -> None:
+    cold = filled_cache.cold
     assert cold.stderr.count("customobj: compiling numba kernels on first use") == 1, cold.stderr
-    assert _numba_cache.COLD_START_NOTE in cold.stderr and str(cache) in cold.stderr
-    warm = _run(SCRIPT, {"CUSTOMOBJ_CACHE_DIR": str(cache)}, tmp_path)
-    assert warm.stderr == ""
+    assert _numba_cache.COLD_START_NOTE in cold.stderr and str(filled_cache.cache) in cold.stderr
+    assert filled_cache.warm.stderr == ""
 
 
 def test_cache_status_names_the_folder_and_whether_it_can_be_written(monkeypatch, tmp_path: Path) -> None:
@@ -299,7 +338,7 @@ def test_cache_status_names_the_folder_and_whether_it_can_be_written(monkeypatch
 
 
 def test_the_notice_can_be_silenced_in_a_process(tmp_path: Path) -> None:
-    proc = _run("from customobj import _numba_cache; _numba_cache.silence_compile_notice()\n" + SCRIPT,
+    proc = _run("from customobj import _numba_cache; _numba_cache.silence_compile_notice()\n" + CHEAP_SCRIPT,
                 {"CUSTOMOBJ_CACHE_DIR": str(tmp_path / "cold")}, tmp_path)
     assert proc.stderr == ""
 

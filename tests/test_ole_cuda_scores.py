@@ -88,12 +88,20 @@ def _spy_pairs(monkeypatch):
     return seen
 
 
+_COUPLED = {"default": LambdaRank(), "lightgbm": LambdaRank.like_lightgbm(), "err": LambdaRank(metric="err", k=3),
+            "ranknet": RankNet(), "ranksvm": RankSVM(), "qbrank": QBRank()}
+#: Every objective under "ole" (bagged: its out-of-bag pairs dropped on the device), and "ole_fast" and
+#: "ole_float64" each with a LambdaRank pair route and a label-pair route: how a criterion uses the device
+#: pairs does not depend on the loss that made them, and each loss's device couplings equal the CPU's
+#: in tests/test_objectives_cuda_couplings.py (the full 6 x 3 grid cost ~2 simulator minutes).
+_COUPLED_CASES = [*[(name, "ole") for name in _COUPLED], ("default", "ole_fast"), ("ranksvm", "ole_fast"),
+                  ("lightgbm", "ole_float64"), ("qbrank", "ole_float64")]
+
+
 @needs_gpu
-@pytest.mark.parametrize("criterion", ["ole", "ole_fast", "ole_float64"])
-@pytest.mark.parametrize("obj", [LambdaRank(), LambdaRank.like_lightgbm(), LambdaRank(metric="err", k=3), RankNet(),
-                                 RankSVM(), QBRank()],
-                         ids=["default", "lightgbm", "err", "ranknet", "ranksvm", "qbrank"])
-def test_device_couplings_grow_the_cpu_trees(obj, criterion, monkeypatch):
+@pytest.mark.parametrize("name, criterion", _COUPLED_CASES, ids=[f"{n}-{c}" for n, c in _COUPLED_CASES])
+def test_device_couplings_grow_the_cpu_trees(name, criterion, monkeypatch):
+    obj = _COUPLED[name]
     X, y, group = make_rank_data(6, n_queries=6)
     w = np.repeat(np.random.default_rng(3).uniform(0.5, 2.0, 6), np.diff(np.r_[0, np.cumsum(group)]))
     bag = dict(bagging_fraction=0.7, random_state=2) if criterion == "ole" else {}  # out-of-bag pairs dropped there
