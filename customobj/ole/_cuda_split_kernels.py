@@ -61,9 +61,9 @@ def feature_bests(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, pe
 @cuda.jit(cache=True)
 def subtract3(a0, b0, a1, b1, a2, b2, n_ops):
     """``a0 -= b0``, then (``n_ops`` > 1) ``a1 -= b1``, then (> 2) ``a2 -= b2``, over flat arrays of one
-    size (one thread per entry, the subtractions in that order: a target may appear twice)."""
-    i = cuda.grid(1)
-    if i < a0.shape[0]:
+    size (a grid-stride loop: each entry's subtractions in that order, as a target may appear twice; a
+    bounded grid, so the simulator starts a few threads, not one per entry)."""
+    for i in range(cuda.grid(1), a0.shape[0], cuda.gridsize(1)):
         a0[i] -= b0[i]
         if n_ops > 1:
             a1[i] -= b1[i]

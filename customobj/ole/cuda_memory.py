@@ -51,7 +51,8 @@ from typing import Any, Optional
 import numpy as np
 from numba import config
 
-from .._cuda_runtime import THREADS, GPUUnavailableError, require_gpu
+from .._cuda_runtime import GPUUnavailableError, require_gpu
+from ._cuda_launch import grid_launch
 from .common import HIST_CHANNELS, PH_CHANNELS
 from .cuda_stats import DeviceCounter
 
@@ -206,7 +207,7 @@ class SubtractQueue:
         flat = [(_flat(a._array), _flat(b._array)) for a, b in ops]
         flat += [flat[0]] * (self.MAX_OPS - len(flat))  # not applied: n_ops
         n = int(flat[0][0].size)
-        self._kernel[max(1, (n + THREADS - 1) // THREADS), THREADS](*(x for ab in flat for x in ab), len(ops))
+        self._kernel[grid_launch(n)](*(x for ab in flat for x in ab), len(ops))
 
 
 class DeviceHist:
