@@ -141,22 +141,17 @@ def test_every_title_and_label_of_the_figure_fits(datasets, models):
         plt.close(fig)
 
 
-@pytest.mark.parametrize("argv, option", [
-    (["--datasets", "mq2009"], "--datasets"),
-    (["--click-models", "pbm,pbm"], "--click-models"),
-    (["--click-models", "random"], "--click-models"),
-    (["--folds", "0"], "fold"),
-    (["--logs", "0"], "--logs"),
-    (["--logs", "101"], "--logs"),
-    (["--rounds", "-3"], "--rounds"),
-    (["--jobs", "0"], "--jobs"),
-    (["--eta", "-1"], "eta"),
-    (["--methods", "lgb:NoSuchLoss,lgb:LambdaRank"], "NoSuchLoss"),
-    (["--methods", "lgb:LambdaRank"], "--methods"),
-    (["--data", "/no/such/folder"], "--data"),
-])
-def test_bad_options_are_refused_before_any_training(argv, option, capsys):
+#: A bad command line -> what its error message must name.
+BAD_OPTIONS = {"--datasets mq2009": "--datasets", "--click-models pbm,pbm": "--click-models",
+               "--click-models random": "--click-models", "--folds 0": "fold", "--logs 0": "--logs",
+               "--logs 101": "--logs", "--rounds -3": "--rounds", "--jobs 0": "--jobs", "--eta -1": "eta",
+               "--methods lgb:NoSuchLoss,lgb:LambdaRank": "NoSuchLoss", "--methods lgb:LambdaRank": "--methods",
+               "--data /no/such/folder": "--data"}
+
+
+@pytest.mark.parametrize("line", sorted(BAD_OPTIONS))
+def test_bad_options_are_refused_before_any_training(line, capsys):
     with pytest.raises(SystemExit) as exc:
-        bench.parse_args(argv)
+        bench.parse_args(line.split())
     assert exc.value.code == 2
-    assert option in capsys.readouterr().err
+    assert BAD_OPTIONS[line] in capsys.readouterr().err

@@ -79,9 +79,10 @@ class DeviceSearch:
     Parameters
     ----------
     memory : DeviceMemory
-        The fit's allocator and counter (reads go through it).
+        Allocates the search buffers once per fit and counts the one blocking read of each search.
     ks, kn : module or CountedKernels
-        :mod:`._cuda_split_kernels` and :mod:`._cuda_node_kernels` (counted: :mod:`.cuda_stats`).
+        The split kernels (:mod:`._cuda_split_kernels`) and the node kernels (:mod:`._cuda_node_kernels`),
+        wrapped by :mod:`.cuda_stats` when counted.
     pool : DevicePool
         Holds the nodes' feature masks on the device.
     bins : FeatureBins
