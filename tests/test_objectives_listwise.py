@@ -147,8 +147,7 @@ CONFIGS = [
     dict(metric="map"),
     dict(metric="map", k=3),
     dict(metric="mrr"),
-    dict(metric="mrr", k=2, truncation=1),
-]
+    dict(metric="mrr", k=2, truncation=1)]
 
 
 @pytest.mark.parametrize("opts", CONFIGS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))

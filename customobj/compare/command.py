@@ -415,8 +415,7 @@ def run(args: argparse.Namespace) -> int:
         from .clicks import true_curves
 
         true = true_curves(click_spec)
-    contents = report.render_files(
-        result.rows, summary, paired, {
+    contents = report.render_files(result.rows, summary, paired, {
             "data": data_desc, "folds": [f[0] for f in folds], "methods": labels, "baseline": baseline,
             "seeds": seeds, "settings": vars(settings), "arguments": config, "wall_time_s": wall,
             "tuning": tuning, "ensembles": result.alphas,
@@ -428,10 +427,9 @@ def run(args: argparse.Namespace) -> int:
                 "name": CLICK_CURVE_METRIC, "estimated_by": "Unbiased(LambdaRank()) through LightGBM on the training part",
                 "propensity": propensity.tolist(), "test": "labels" if labelled else "ips click metrics"},
         },
-        curves=None if args.no_plot else result.curves,
+        curves=None if args.no_plot else result.curves, position_bias=result.position_bias, true_curves=true,
         title=f"Validation {'NDCG@10' if propensity is None else 'IPS click NDCG@10'} — {data_desc}, "
               f"folds {fold_list}{seed_note}",
-        position_bias=result.position_bias, true_curves=true,
         bias_title=f"Estimated position bias — {data_desc}, folds {fold_list}", plot=not args.no_plot,
         scoring=scoring)
     replaced = default_out and any((out / name).exists() for name in output.RESULT_FILES)

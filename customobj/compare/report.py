@@ -14,28 +14,10 @@ import numpy as np
 
 from .._io import read_regular_file
 
-__all__ = [
-    "TEST_METRICS",
-    "Scoring",
-    "LABELS",
-    "evaluate",
-    "summarize",
-    "paired_comparison",
-    "format_table",
-    "format_paired",
-    "csv_text",
-    "json_text",
-    "read_results",
-    "render_files",
-    "curves_png",
-    "position_bias_rows",
-    "position_bias_png",
-    "EXAMINATION",
-    "mean_curve",
-    "RESULTS_SCHEMA",
-    "RESULTS_SCHEMA_VERSION",
-    "READABLE_SCHEMA_VERSIONS",
-]
+__all__ = ["TEST_METRICS", "Scoring", "LABELS", "evaluate", "summarize", "paired_comparison",
+           "format_table", "format_paired", "csv_text", "json_text", "read_results", "render_files",
+           "curves_png", "position_bias_rows", "position_bias_png", "EXAMINATION", "mean_curve",
+           "RESULTS_SCHEMA", "RESULTS_SCHEMA_VERSION", "READABLE_SCHEMA_VERSIONS"]
 
 #: (column, metric name for customobj.metrics.get_metric) of the test-set table.
 TEST_METRICS = (
