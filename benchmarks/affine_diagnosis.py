@@ -9,8 +9,8 @@ part's true NDCG@10) and scores test NDCG@10 on the queries with a relevant row,
 - ``Affine``             ``lgb:Affine(objective=LambdaRank)``, parameters estimated by compare's ``TrustEM``;
 - ``Affine true``        the same with the simulation's true ``alpha``, ``beta`` (``compare.clicks.true_curves``);
 - ``Affine true, no norm``  the true parameters, ``query_norm=False`` (the exactly unbiased estimator);
-- ``labels ceiling``     ``lgb:LambdaRank`` on the *true graded labels* of the very rows the log shows (every
-  session's copy): what a perfectly debiased learner could at best extract from the shown rows.
+- ``labels ceiling``     ``lgb:LambdaRank`` on the *true graded labels* of the rows the log shows, each query's
+  shown rows once: what a perfectly debiased learner could at best extract from them.
 
 and records how far ``TrustEM``'s estimate is from the truth (largest absolute error over the positions).
 Each variant is compared with ``Unbiased`` by the paired t-test over the units
@@ -79,6 +79,21 @@ def _true_labels(log_split, labelled):
     return np.array([lab[x.tobytes()] for x in log_split.X])
 
 
+def _one_session_per_query(split):
+    """The log with every repeated session (the same rows in the same order: the sessions of one query under
+    one fixed production ranker) kept once: what a learner given the true labels of the shown rows sees."""
+    seen, keep = set(), []
+    ptr = split.ptr
+    for q in range(split.sizes.size):
+        key = split.X[ptr[q]:ptr[q + 1]].tobytes()
+        if key not in seen:
+            seen.add(key)
+            keep.append(q)
+    rows = np.concatenate([np.arange(ptr[q], ptr[q + 1]) for q in keep])
+    return replace(split, X=split.X[rows], y=split.y[rows], sizes=split.sizes[keep],
+                   position=None if split.position is None else split.position[rows])
+
+
 def _score(res, test):
     has = np.maximum.reduceat(test.y, test.ptr[:-1]) > 0
     return float(np.mean(report.evaluate(res.test_scores, test)[1][has]))
@@ -96,7 +111,8 @@ def run_unit(log_split, labelled, valid, test, settings, truth):
     for name, norm in (("Affine true", True), ("Affine true, no norm", False)):
         with _affine_parameters(alpha, beta, norm):
             out[name] = _score(trainers.train(parse_method(_AFFINE), settings, log_split, valid, test), test)
-    ceiling = replace(log_split, y=_true_labels(log_split, labelled), position=None)
+    shown = _one_session_per_query(log_split)
+    ceiling = replace(shown, y=_true_labels(shown, labelled), position=None)
     out["labels ceiling"] = _score(trainers.train(parse_method(_METHOD["labels ceiling"]), settings, ceiling, valid,
                                                   test), test)
     return out, errors

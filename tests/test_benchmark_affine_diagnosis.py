@@ -57,3 +57,13 @@ def test_ceiling_labels_are_the_shown_rows_true_labels():
     labelled = Split(np.array([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]), np.array([2.0, 0.0, 1.0]), np.array([3]))
     log = Split(labelled.X[[2, 0, 2, 0]], np.array([1.0, 0.0, 0.0, 1.0]), np.array([2, 2]))
     np.testing.assert_array_equal(bench._true_labels(log, labelled), [1.0, 2.0, 1.0, 2.0])
+
+
+def test_repeated_sessions_are_kept_once():
+    X = np.array([[1.0], [2.0], [1.0], [2.0], [3.0], [4.0], [1.0], [2.0]])
+    log = Split(X, np.array([1.0, 0, 0, 1, 0, 0, 0, 0]), np.array([2, 2, 2, 2]), position=np.array([0, 1] * 4))
+    once = bench._one_session_per_query(log)
+    np.testing.assert_array_equal(once.X[:, 0], [1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(once.sizes, [2, 2])
+    np.testing.assert_array_equal(once.y, [1.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(once.position, [0, 1, 0, 1])
