@@ -140,7 +140,8 @@ class Affine(Objective):
     multiplied by ``log2(1 + S) / S``, ``S`` the sum of its corrected lambdas
     ``m (|r_i| |psi'(d)| + |r_j| |psi'(-d)|)``. That factor depends on the clicks, so with it the
     expected gradient is no longer exactly the true one; it is what made the correction pay on
-    MQ2008 (docs/clicks.md: with ``query_norm=False`` it ranked below ``Unbiased``, with it above).
+    small MQ2008 logs (docs/clicks.md: at 12 sessions per query ``query_norm=False`` ranked below
+    ``Unbiased``, ``query_norm=True`` above; at 48 sessions ``query_norm=False`` was better).
     The hessian is not the loss's second derivative where an estimate is negative (that can be
     negative): each pair's coupling is ``m hmul (|r_i| psi''(d) + |r_j| psi''(-d))``, never negative.
 
