@@ -79,3 +79,21 @@ def test_regression_em_trains_on_a_click_log_and_stops_early():
     # early stopping's rule: the first best, found before `patience` rounds without a gain
     curve = np.array([0.1, 0.3, 0.2, 0.3, 0.25, 0.5])
     assert [_best_round(curve, p) for p in (0, 1, 2, 3, 4)] == [6, 2, 2, 2, 6]
+
+
+def test_the_warm_up_sample_reaches_the_first_click():
+    """A click log whose first ~500 rows hold no click: the 2-round trial must still see one (it failed
+    for the click methods with a ValueError that blamed their options)."""
+    from customobj.compare.trainers import SAMPLE_ROWS, warm_up, warm_up_sample
+
+    sizes = np.full(120, 10, dtype=np.int64)
+    y = np.zeros(sizes.sum())
+    y[[SAMPLE_ROWS + 203, SAMPLE_ROWS + 215, 1100]] = 1.0
+    rng = np.random.default_rng(0)
+    split = Split(rng.normal(size=(y.size, 4)), y, sizes, np.tile(np.arange(10), 120))
+    sample = warm_up_sample(split)
+    assert sample.sizes.sum() == SAMPLE_ROWS + 210 and sample.y.sum() == 1.0  # whole queries, up to the click
+    assert np.array_equal(sample.position, split.position[:SAMPLE_ROWS + 210])
+    warm_up(parse_method("lgb:Unbiased(objective=LambdaRank)"), Settings(rounds=2, num_leaves=7, jobs=1), sample)
+    graded = Split(split.X, np.ones_like(y), sizes)  # no row above the lowest label: about SAMPLE_ROWS rows
+    assert warm_up_sample(graded).sizes.sum() == SAMPLE_ROWS

@@ -25,7 +25,7 @@ from .ensemble import member_specs
 from .harvested import N_RANKERS, checkable, harvest_folds, wants_harvest
 from .folds import MAX_GRADE, SYNTHETIC_DOCS, SYNTHETIC_FOLDS, SYNTHETIC_QUERIES, load_folds, parse_folds
 from .methods import build_objective, parse_method, parse_methods, split_methods, valid_names_help
-from .trainers import CLICK_CURVE_METRIC, Settings, Split, catboost_available, train, warm_up
+from .trainers import CLICK_CURVE_METRIC, Settings, catboost_available, train, warm_up, warm_up_sample
 
 __all__ = ["add_arguments", "run", "DEFAULT_METHODS", "MAX_GRADE", "UsageError", "RunError"]
 
@@ -279,21 +279,6 @@ def _check_labels(specs, folds):
                 raise UsageError(f"{spec.label} cannot train on fold {fold}: {one_line(exc)}") from None
 
 
-#: Rows of the training data each method trains on for two rounds before the real runs. LightGBM
-#: drops every feature of a smaller sample (a split needs min_data_in_leaf = 20 rows on each side)
-#: and the custom-objective path then stops on an internal check.
-SAMPLE_ROWS = 500
-
-
-def _sample(split):
-    """Whole queries from the start of a training split, up to about SAMPLE_ROWS rows."""
-    ends = np.cumsum(split.sizes)
-    k = min(int(np.searchsorted(ends, SAMPLE_ROWS)) + 1, split.sizes.size)
-    n = int(ends[k - 1])
-    return Split(split.X[:n], split.y[:n], split.sizes[:k], None if split.position is None else split.position[:n],
-                 split.propensity)
-
-
 def _warm_up(specs, settings, sample, bar):
     """Train every method for two rounds on ``sample``: compiles the numba code outside the timings and
     makes bad options of native methods (which only the library can judge) fail before the real runs."""
@@ -391,7 +376,7 @@ def run(args: argparse.Namespace) -> int:
     bar = _progress(len(folds) * len(specs), args.quiet)
     start = time.perf_counter()  # wall time includes the trial runs (numba compilation), as it always did
     try:
-        _warm_up(member_specs(specs), settings, _sample(folds[0][1]), bar)
+        _warm_up(member_specs(specs), settings, warm_up_sample(folds[0][1]), bar)
         bar.reset(total=runner.n_runs(specs, len(folds), len(seeds), args.tune))
         bar.unit = "trial" if args.tune else "run"
         # `train` is looked up here, at call time, so tests can stand in for it

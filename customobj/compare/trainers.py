@@ -21,7 +21,7 @@ from .harvested import wants_harvest, with_harvest
 from .methods import BACKENDS, MethodSpec, build_objective
 
 __all__ = ["Settings", "Split", "TrainResult", "train", "warm_up", "catboost_available", "valid_metric",
-           "validation_score"]
+           "validation_score", "warm_up_sample", "SAMPLE_ROWS"]
 
 CURVE_METRIC = "ndcg@10"
 #: The validation metric on a click log (Settings.valid_propensity): customobj.metrics.click_metric's name.
@@ -402,3 +402,22 @@ def warm_up(spec: MethodSpec, settings: Settings, sample: Split) -> None:
     """
     tiny = replace(settings, rounds=2, early_stopping=0)
     train(spec, tiny, sample, sample, sample)
+
+
+#: Rows of the training data each method trains on for two rounds before the real runs. LightGBM
+#: drops every feature of a smaller sample (a split needs min_data_in_leaf = 20 rows on each side)
+#: and the custom-objective path then stops on an internal check.
+SAMPLE_ROWS = 500
+
+
+def warm_up_sample(split: Split) -> Split:
+    """Whole queries from the start of a training split, up to about SAMPLE_ROWS rows, and on to the
+    first row above the lowest label (a click log's first click may come later: a trial without one
+    fails for click methods, not because of their options)."""
+    ends = np.cumsum(split.sizes)
+    above = np.flatnonzero(split.y > split.y.min())
+    need = max(SAMPLE_ROWS, int(above[0]) + 1) if above.size else SAMPLE_ROWS
+    k = min(int(np.searchsorted(ends, need)) + 1, split.sizes.size)
+    n = int(ends[k - 1])
+    return Split(split.X[:n], split.y[:n], split.sizes[:k], None if split.position is None else split.position[:n],
+                 split.propensity)
