@@ -271,6 +271,13 @@ def test_compare_runs_affine_on_clicks(tmp_path):
     estimated = json.loads((out / "results.json").read_text())["position_bias"]["estimated"]
     bias = estimated["lgb:Affine(objective=LambdaRank)"][0]["estimated"]
     assert len(bias) == 10 and bias[0] == 1.0
+    for method, records in estimated.items():  # alpha and beta reported beside the examination, both trainers
+        by = {r["quantity"]: np.asarray(r["estimated"]) for r in records}
+        assert set(by) == {"examination", "alpha", "beta"}, method
+        np.testing.assert_allclose(by["examination"], by["alpha"] / by["alpha"][0], rtol=1e-12)
+        assert by["beta"].shape == (10,) and np.all(by["beta"] >= 0.0)
+    rows = (out / "position_bias.csv").read_text()
+    assert ",alpha," in rows and ",beta," in rows  # beside the trust model's true alpha / beta
 
 
 # --- hostile inputs ------------------------------------------------------------------------------

@@ -88,7 +88,7 @@ class TrainResult:
     rounds_trained: int
     train_time: float  # seconds, data set construction + training, prediction excluded
     #: The estimated examination per display position (position 1 first) of a click method that
-    #: estimates one (customobj's ``Unbiased`` and ``RegressionEM``: their ``position_bias_``).
+    #: estimates one (customobj's ``Unbiased``, ``Affine`` and ``RegressionEM``: their ``position_bias_``).
     position_bias: np.ndarray | None = None
     #: Further per-position estimates of a click method, by quantity (position 1 first): what a
     #: method estimates beside the examination, e.g. an affine correction's ``{"alpha": ..., "beta": ...}``;
@@ -105,6 +105,21 @@ def _position_bias(fitted, data=None) -> np.ndarray | None:
     else:
         bias = getattr(fitted, "position_bias_", None)
     return None if bias is None else np.array(bias, dtype=np.float64)
+
+
+#: Fitted attribute -> the quantity of position_bias.csv it is reported as (the names of
+#: customobj.compare.clicks.true_curves): what a click method estimates beside the examination.
+CLICK_CURVE_ATTRIBUTES = {"affine_alpha_": "alpha", "affine_beta_": "beta"}
+
+
+def _click_curves(fitted, data=None) -> dict | None:
+    """An ``Affine``'s ``alpha`` and ``beta`` per position (copies), read as :func:`_position_bias`
+    reads the examination; None for a method that estimates neither."""
+    got = fitted.fitted_attributes(data) if data is not None else {
+        a: getattr(fitted, a, None) for a in CLICK_CURVE_ATTRIBUTES}
+    curves = {q: np.array(got[a], dtype=np.float64) for a, q in CLICK_CURVE_ATTRIBUTES.items()
+              if got.get(a) is not None}
+    return curves or None
 
 
 def _xgboost_position_bias(booster, params: dict, train_: Split) -> np.ndarray | None:
@@ -222,8 +237,9 @@ def _train_lgb(spec, st, train_, valid, test):
     # lgb.train keeps only the best rounds of an early-stopped model; the record has them all.
     best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
     predict = lambda X: _ranking_score(obj, booster.predict(X, num_iteration=best, raw_score=True))  # noqa: E731
-    bias = _position_bias(params["objective"], dtrain) if obj is not None else None
-    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(curve.size), elapsed, bias)
+    bias, curves = (_position_bias(params["objective"], dtrain), _click_curves(params["objective"], dtrain)) \
+        if obj is not None else (None, None)
+    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(curve.size), elapsed, bias, curves)
 
 
 # --- XGBoost --------------------------------------------------------------------------------------
@@ -270,7 +286,8 @@ def _train_xgb(spec, st, train_, valid, test):
         return _ranking_score(obj, raw)
 
     bias = _position_bias(kwargs["obj"], dtrain) if obj is not None else _xgboost_position_bias(booster, params, train_)
-    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(trained), elapsed, bias)
+    curves = _click_curves(kwargs["obj"], dtrain) if obj is not None else None
+    return TrainResult(predict(test.X), predict(valid.X), curve, int(best), int(trained), elapsed, bias, curves)
 
 
 # --- CatBoost -------------------------------------------------------------------------------------
@@ -331,7 +348,7 @@ def _train_ole(spec, st, train_, valid, test):
     best = int(best) if best else trained
     predict = lambda X: _ranking_score(obj, model.predict(X, num_iteration=best))  # noqa: E731
     return TrainResult(predict(test.X), predict(valid.X), curve, best, int(trained), elapsed,
-                       _position_bias(model))
+                       _position_bias(model), _click_curves(model))
 
 
 # --- RegressionEM: a trainer, not an objective (compare --clicks) ---------------------------------
