@@ -59,7 +59,9 @@ def _file_kind(path: str) -> str:
     raise ValueError(f"source {path!r}: read_click_log reads {', '.join(CLICK_LOG_SUFFIXES)} files")
 
 
-def _read_file(source, wanted):
+def read_log_file(source: Any, wanted: Optional[list] = None) -> Any:
+    """The pyarrow Table of a Parquet or CSV click-log file (checked to be a regular file with a known
+    suffix); of a Parquet file only the ``wanted`` columns that exist, all of them for None."""
     path = os.fspath(source)
     if isinstance(path, bytes):
         raise TypeError("source must be a str or os.PathLike path, a pandas DataFrame or a pyarrow Table, got bytes")
@@ -74,6 +76,8 @@ def _read_file(source, wanted):
     if kind == "parquet":
         import pyarrow.parquet as pq
 
+        if wanted is None:
+            return pq.read_table(path)
         names = set(pq.read_schema(path).names)
         return pq.read_table(path, columns=[c for c in wanted if c in names])  # only the columns asked for
     import pyarrow.csv as pcsv
@@ -86,7 +90,7 @@ class _Table:
 
     def __init__(self, source: Any, wanted: list) -> None:
         if isinstance(source, (str, os.PathLike, bytes)):
-            source = _read_file(source, wanted)
+            source = read_log_file(source, wanted)
         if hasattr(source, "column_names") and hasattr(source, "column"):  # pyarrow.Table
             self.names = list(source.column_names)
             self._get = lambda name: (np.asarray(source.column(name).to_numpy()),

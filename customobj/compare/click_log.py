@@ -60,28 +60,21 @@ def parse_click_columns(text: str) -> dict[str, Any]:
 
 
 def _read_table(path: Path):
-    """The whole table of a Parquet or CSV file, with pyarrow."""
-    from .._extras import available, install_hint
-    from ..clicks.reader import CLICK_LOG_SUFFIXES
+    """The whole table of a Parquet or CSV file (:func:`customobj.clicks.reader.read_log_file`), its
+    refusals as usage errors naming ``--click-log``."""
+    from .._extras import MissingExtraError, install_hint
+    from ..clicks.reader import read_log_file
 
     if not path.is_file():
         raise UsageError(f"--click-log: no such file: {path}")
-    kind = next((k for s, k in sorted(CLICK_LOG_SUFFIXES.items(), key=lambda kv: -len(kv[0]))
-                 if path.name.lower().endswith(s)), None)
-    if kind is None:
-        raise UsageError(f"--click-log {path}: compare reads {', '.join(CLICK_LOG_SUFFIXES)} files")
-    if not available("pyarrow"):
-        raise UsageError(f"--click-log needs pyarrow, an optional extra: {install_hint('parquet')}")
     try:
-        if kind == "parquet":
-            import pyarrow.parquet as pq
-
-            return pq.read_table(path)
-        import pyarrow.csv as pcsv
-
-        return pcsv.read_csv(path)
+        return read_log_file(path)
+    except MissingExtraError:
+        raise UsageError(f"--click-log needs pyarrow, an optional extra: {install_hint('parquet')}") from None
+    except (ValueError, TypeError) as exc:  # an unknown suffix, not a regular file
+        raise UsageError(f"--click-log: {one_line(str(exc))}") from None
     except Exception as exc:  # noqa: BLE001 - pyarrow's errors (ArrowInvalid, OSError): a file it cannot read
-        raise UsageError(f"--click-log {path}: cannot be read as {kind}: {one_line(str(exc))}") from None
+        raise UsageError(f"--click-log {path}: cannot be read: {one_line(str(exc))}") from None
 
 
 def _columns(given: dict, names: list, index: tuple = ()) -> dict:
