@@ -90,9 +90,8 @@ def paired_difference(diff: Sequence[float], *, level: float = 0.95) -> dict:
     sd = float(d.std(ddof=1)) if d.size > 1 else 0.0
     if d.size > 1 and np.all(d == 0):
         out["ci_low"] = out["ci_high"] = 0.0
-    elif d.size > 1 and sd > 0:
-        se = sd / math.sqrt(d.size)
-        half = float(stats.t.ppf((1.0 + level) / 2.0, d.size - 1)) * se
-        out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
-        out["p"] = float(2.0 * stats.t.sf(abs(out["mean"]) / se, d.size - 1))
+    elif d.size > 1 and sd > 0:  # the test compare's report runs (report.paired_comparison), with its interval
+        res = stats.ttest_1samp(d, 0.0)
+        ci = res.confidence_interval(confidence_level=level)
+        out["ci_low"], out["ci_high"], out["p"] = float(ci.low), float(ci.high), float(res.pvalue)
     return out
