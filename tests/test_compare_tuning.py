@@ -93,6 +93,11 @@ def test_tune_is_deterministic_with_a_seed_and_calls_train_n_times():
     record = a.record()
     assert set(record["params"]) == {p.name for p in SPACES["lgb"]}
     assert set(record["objective_params"]) == {"sigma", "truncation"}
+    assert record["best_valid_ndcg@10"] == a.best_valid and record["trial_valid_ndcg@10"] == a.trial_values
+    # compare --click-log validates on the IPS click metric: the record says so, not "ndcg@10"
+    clicks = a.record("valid_ips_ndcg@10")
+    assert clicks["best_valid_ips_ndcg@10"] == a.best_valid and clicks["trial_valid_ips_ndcg@10"] == a.trial_values
+    assert not any("valid_ndcg" in k for k in clicks)
     # another seed samples another trial 1
     c = tune(spec, st, 2, tr, va, te, seed=4, train_fn=train)
     assert c.trial_values[0] == a.trial_values[0]

@@ -102,7 +102,7 @@ def run_all(specs: Sequence, folds: Sequence, settings: Settings, *, seeds: Sequ
                 tuned = _guarded(f"{where} (tuning)", tune, spec, replace(settings, seed=seeds[0]), n_trials,
                                  tr, va, te, seed=seeds[0], train_fn=_held(train_fn), on_trial=on_trial)
                 trained[(lab, seeds[0])] = tuned.result
-                out.tuning.setdefault(lab, {})[str(fold)] = tuned.record()
+                out.tuning.setdefault(lab, {})[str(fold)] = tuned.record(scoring.valid)
                 sp, st = tuned.spec, tuned.settings
             for seed in seeds:
                 if (lab, seed) in trained:

@@ -163,13 +163,15 @@ class Tuned:
     spec: MethodSpec  # the method with the chosen objective options
     settings: Settings  # the settings with the chosen model parameters
 
-    def record(self) -> dict:
-        """The JSON record of results.json: chosen model and objective parameters, the trials."""
+    def record(self, valid: str = "valid_ndcg@10") -> dict:
+        """The JSON record of results.json: chosen model and objective parameters, the trials. Their
+        values are named by ``valid``, the run's validation column (``compare --click-log`` validates
+        on the IPS click NDCG@10, not on labels: ``best_valid_ips_ndcg@10``)."""
         return {
             "params": {k: v for k, v in self.values.items() if not k.startswith(OBJ)},
             "objective_params": {k[len(OBJ):]: v for k, v in self.values.items() if k.startswith(OBJ)},
-            "best_trial": self.best_trial, "best_valid_ndcg@10": self.best_valid,
-            "trial_valid_ndcg@10": self.trial_values,
+            "best_trial": self.best_trial, f"best_{valid}": self.best_valid,
+            f"trial_{valid}": self.trial_values,
         }
 
 
