@@ -37,6 +37,15 @@ def client():
     cluster.close()
 
 
+@pytest.fixture(autouse=True)
+def _both_workers_up(request):
+    """Each test that uses the cluster starts with both workers registered: a worker its nanny restarts
+    (after a crash, or a missed heartbeat on a loaded machine) is absent for a moment, and a test
+    scattering its rows then failed with "the Dask cluster has no workers" (seen once, suite on 2 cores)."""
+    if "client" in request.fixturenames:
+        request.getfixturevalue("client").wait_for_workers(2, timeout=120)
+
+
 @pytest.fixture(scope="module")
 def mq2008(mq2008_fold1):
     # Features on a grid of 32 levels: with fewer distinct values than max_bin every worker
