@@ -148,6 +148,8 @@ node, rules = T.NamedUniTuple(f, 4, ChildSums), T.NamedTuple([i, f, f, f], Split
 from customobj.ole.cuda_search import NodeHists, SearchOut
 hists = T.NamedTuple([f2, f2, f2, f2, b1, b1], NodeHists)
 out = T.NamedTuple([f3, f2, f2, i1], SearchOut)
+from customobj.ole import _cuda_select_kernels as C
+choice = T.NamedTuple([b1, T.boolean[:, ::1], T.int64[:, :, ::1], T.int64[:, :, ::1], i2], C.FeatureChoice)
 from customobj.ole.cuda_partitions import PairCount, RowPlace
 place, count = T.NamedTuple([i1, i1, i2, i, i, i, i], RowPlace), T.NamedTuple([j1, j1, f1, i2, i1, f1, i, i, i], PairCount)
 SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (R.pick_best, (f2, f1, f1)),
@@ -166,7 +168,8 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (P.count_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, f1)),
         (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, j1, j1, f1)),
         (P.place_rows_count_sides, (place, count, b1)),
-        (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b))]
+        (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b)),
+        (C.wse_choose, (hists, bins, node, node, rules, f1, b, out, choice, i, i))]
 try:
     cuda.compile_ptx(K.subtract3.py_func, T.void(f1, f1, f1, f1, f1, f1, i), cc=(8, 0))
 except Exception as exc:

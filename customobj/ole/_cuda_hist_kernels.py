@@ -40,7 +40,7 @@ from .common import HIST_COUNT, HIST_G, HIST_H, PH_HI, PH_NANP, PH_R
 
 cuda = cuda_module()
 
-__all__ = ["zero", "zero6", "row_hist_shared", "pair_hist_shared", "feature_groups", "chunks_for", "launch_for", "SHARED_SLOTS",
+__all__ = ["zero", "zero6", "row_hist_shared", "pair_hist_shared", "feature_groups", "chunks_for", "launch_for", "launch_shape", "SHARED_SLOTS",
            "CHUNK_UPDATES", "MAX_CHUNKS", "GROUP_COLUMNS", "MEMBER_COLUMNS"]
 
 #: Slots of one block's shared histogram: 3 int64 channels each, 48,000 bytes (the default limit).
@@ -87,16 +87,24 @@ def feature_groups(offsets: np.ndarray, n_bins: np.ndarray, feats: np.ndarray,
 
 def launch_for(n_items: int, groups: np.ndarray) -> tuple:
     """``((chunks, groups), threads)`` of a histogram over ``n_items`` rows or pairs."""
-    chunks = chunks_for(n_items, groups)
-    width = int((groups[:, 1] - groups[:, 0]).max())
-    return (chunks, groups.shape[0]), pow2_threads(-(-int(n_items) * width // chunks))
+    return launch_shape(n_items, groups.shape[0], int((groups[:, 1] - groups[:, 0]).max()))
+
+
+def launch_shape(n_items: int, n_groups: int, width: int) -> tuple:
+    """:func:`launch_for` from the number of groups and the most features of one (``ole_fast``'s
+    groups made on the device: bounds, the blocks of absent groups return at once)."""
+    chunks = _chunks(n_items, width)
+    return (chunks, max(int(n_groups), 1)), pow2_threads(-(-int(n_items) * int(width) // chunks))
 
 
 def chunks_for(n_items: int, groups: np.ndarray) -> int:
     """Chunks (blocks per group) of a histogram over ``n_items`` rows or pairs: about
     ``CHUNK_UPDATES`` updates each, at least 1, at most ``MAX_CHUNKS``."""
-    width = int((groups[:, 1] - groups[:, 0]).max()) if groups.shape[0] else 1
-    return int(max(1, min(MAX_CHUNKS, -(-int(n_items) * width // CHUNK_UPDATES))))
+    return _chunks(n_items, int((groups[:, 1] - groups[:, 0]).max()) if groups.shape[0] else 1)
+
+
+def _chunks(n_items: int, width: int) -> int:
+    return int(max(1, min(MAX_CHUNKS, -(-int(n_items) * int(width) // CHUNK_UPDATES))))
 
 
 @cuda.jit(cache=True)

@@ -17,10 +17,11 @@ results: the same splits, ties broken the same way, sums equal to float toleranc
   ``(slots, PH_CHANNELS)``, all features or a subset; ``sum_couplings``: a pair range's coupling;
 - ``pair_buffers``, ``prune_pairs``, ``dropped_couplings``: the tree's two pair buffers, and
   ``ole_fast``'s pruned pairs and the couplings of the dropped ones per leaf;
-- ``find_split``, ``find_splits``, ``wse_gains``, ``split_gain``: the split search of a node (or
-  of a split's two children at once: a GPU backend reads both back in one copy) under the fit's
-  criterion, the per-feature WSE gains ``ole_fast`` ranks features by, and a split's gain from
-  its children's exact sums;
+- ``find_split``, ``find_splits``, ``fast_splits``, ``wse_gains``, ``split_gain``: the split search
+  of a node (or of a split's two children at once: a GPU backend reads both back in one copy) under
+  the fit's criterion, ``ole_fast``'s (the pair histograms of the node's top features by WSE gain,
+  then the search over them; a GPU backend chooses the features on the device), the per-feature
+  WSE gains, and a split's gain from its children's exact sums;
 - ``partition_rows``, ``split_pairs`` (``partition_pairs`` and the children's couplings),
   ``split_coupling_sums``: a split's row and pair partitions (rows marked left in ``go_left``)
   and its children's couplings without one; ``row_order``: the finished tree's row order (a GPU
@@ -56,11 +57,20 @@ from .splitting import (FeatureBins, SplitRules, check_status, feature_gains, fi
 if TYPE_CHECKING:
     from .cuda_stats import DeviceStats
 
-__all__ = ["CPUBackend", "PARALLEL_SLOTS"]
+__all__ = ["CPUBackend", "PARALLEL_SLOTS", "select_features"]
 
 #: Histogram slots from which the split search runs in parallel: a search over few slots is
 #: cheaper than waking the thread team (see partition.PARALLEL_ROWS).
 PARALLEL_SLOTS = 32768
+
+
+def select_features(gains: np.ndarray, feature_mask: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` features of ``feature_mask`` with the largest ``gains`` (ties: lower index first),
+    in increasing index order: the features ``criterion="ole_fast"`` searches at a node (on a GPU:
+    :mod:`._cuda_select_kernels`)."""
+    cand = np.flatnonzero(feature_mask)
+    top = cand[np.argsort(-gains[cand], kind="stable")[:k]]
+    return np.sort(top)
 
 
 def _node(sums: ChildSums, with_c: bool = True) -> ChildSums:
@@ -83,11 +93,6 @@ class CPUBackend:
 
     #: Where a device fit's gradients ran ("device" or "host: <why>"); None on the CPU.
     gradients_where: Optional[str] = None
-    #: Whether a pair histogram of some features stays valid after the next one (the CPU builds
-    #: them in one scratch: no; a GPU backend gives each its own buffer): ``ole_fast``'s children
-    #: are then searched together.
-    keeps_subset_pair_hists = False
-
     def __init__(self, ctx: GrowContext, params) -> None:
         self.ctx, self.data = ctx, ctx.data
         self.n_rows = ctx.data.n_rows
@@ -219,9 +224,18 @@ class CPUBackend:
         check_status(status, self.score, "find_best_split")
         return SplitInfo.from_array(res)
 
-    def wse_gains_of(self, nodes: list, mask: np.ndarray) -> list:
-        """:meth:`wse_gains` of each ``(hist, sums)`` in ``nodes``, each in its own array."""
-        return [self.wse_gains(hist, mask, sums, np.zeros(self.data.n_bins.shape[0])) for hist, sums in nodes]
+    def fast_splits(self, searches: list, mask: np.ndarray, k: int) -> list:
+        """``ole_fast``'s split of each node ``(hist, buf, start, end, sums)`` (row histogram, pair buffer
+        and range, sums): the pair histogram of only the ``k`` features of ``mask`` of largest WSE gain
+        (:func:`select_features`; valid until the next, so one node at a time), then the OLE search
+        over those features."""
+        found = []
+        for hist, buf, start, end, sums in searches:
+            feats = select_features(self.wse_gains(hist, mask, sums, np.zeros(mask.shape[0])), mask, k)
+            subset = np.zeros_like(mask)
+            subset[feats] = True
+            found.append(self.find_split(hist, self.pair_hist(buf, start, end, feats), subset, sums))
+        return found
 
     def find_splits(self, searches: list) -> list:
         """:meth:`find_split` of each ``(hist, phist, mask, sums)`` in ``searches``, in order."""

@@ -56,8 +56,8 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   when the host needs it (host gradients, ``ole_fast``'s pruning, the joint solve).
 - Blocking reads: a split's two children's splits, at once (:meth:`CUDABackend.find_splits`; a
   root's sums with its split, :meth:`CUDABackend.searched_root_sums`); the pair partition's counts
-  and couplings (:meth:`CUDABackend.split_pairs`); ``ole_fast``'s two children's WSE gains
-  (:meth:`CUDABackend.wse_gains_of`). A row partition reads nothing (the split has its left count).
+  and couplings (:meth:`CUDABackend.split_pairs`). ``ole_fast`` chooses each node's features on
+  the device (:mod:`.cuda_fast`, :meth:`CUDABackend.fast_splits`): no read. A row partition reads nothing.
 - Every launch (:class:`~customobj.ole.cuda_stats.CountedKernels`), read, allocation and copy is
   counted (:class:`~customobj.ole.cuda_stats.DeviceCounter`): ``TreeBooster.device_stats_``, per
   tree and per split, the same under the simulator and on a card. Per split, 6-leaf trees on 300
@@ -90,6 +90,7 @@ from .cuda_memory import (DeviceHist, DeviceMemory, SubtractQueue, DeviceMemoryE
                           free_device_memory)
 from .cuda_partitions import DevicePartitions
 from .cuda_pool import DevicePool, hists_per_tree
+from .cuda_fast import DeviceFeatureChoice
 from .cuda_search import DeviceSearch
 from .cuda_stats import CountedKernels, DeviceStats
 from .fixed_point import grid_step_of
@@ -128,7 +129,7 @@ class CUDABackend(CPUBackend):
         self._cuda = require_gpu(_WHAT)
         super().__init__(ctx, params)
         from . import (_cuda_hist_kernels, _cuda_node_kernels, _cuda_partition_kernels, _cuda_reduce_kernels,
-                       _cuda_split_kernels)
+                       _cuda_select_kernels, _cuda_split_kernels)
 
         d = ctx.data
         n_feat = d.feature_major.shape[0]
@@ -159,6 +160,8 @@ class CUDABackend(CPUBackend):
         # the split search: a split's two children in one launch, their splits in one read (cuda_search)
         self._search = DeviceSearch(mem, self._ks, self._kn, self.pool, self._bins_d, n_features=n_feat,
                                     has_nan=bool(np.any(d.mapper.has_nan)))
+        self._choice = DeviceFeatureChoice(mem, CountedKernels(_cuda_select_kernels, counter), self.pool,
+                                           n_features=n_feat, n_slots=d.n_slots)
         # the grids (fixed_point) of a tree's rows and pairs: stats [max|a|, max|b|, step a, step b] and
         # int64 unit sums; the root's G, H (the rows' exact sums) and C (the pairs'): _begin_tree
         # a searched root's sums stay on the device until its split is read (root_sums): C when known here
@@ -328,10 +331,12 @@ class CUDABackend(CPUBackend):
             else:  # the subset's groups, copied into the pool's buffers
                 groups, *tables = k.feature_groups(self.data.offsets, self._n_bins, feats)
                 dev = self.pool.feature_groups(groups, *tables)
-            pi, pj, pc = buf  # device buffers (pair_buffers)
-            k.pair_hist_shared[k.launch_for(n, groups)](
-                self._bins_rm, pi, pj, pc, start, n, self._pstats[2:4], *dev, out)
+            self._pair_hist_launch(buf, start, n, k.launch_for(n, groups), dev, out)
         return self._hist(out)
+
+    def _pair_hist_launch(self, buf: tuple, start: int, n: int, shape: tuple, tables: tuple, out: Any) -> None:
+        pi, pj, pc = buf  # device buffers (pair_buffers)
+        self._k.pair_hist_shared[shape](self._bins_rm, pi, pj, pc, start, n, self._pstats[2:4], *tables, out)
 
     # --- split search on the device: only the chosen splits come back -------------------------------------
     def find_split(self, hist: Any, phist: Any, mask: np.ndarray, sums: ChildSums) -> SplitInfo:
@@ -361,21 +366,29 @@ class CUDABackend(CPUBackend):
             out.append(split)
         return out
 
-    keeps_subset_pair_hists = True  # each pair histogram has its own pool buffer
-
     def wse_gains(self, hist: Any, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
         """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``), searched on the device."""
-        out[:] = self.wse_gains_of([(hist, sums)], mask)[0][:out.shape[0]]
+        out[:] = self._search.wse_gains([(hist.array, sums)], mask, self.rules, self._root, self._root_pending)[0]
         return out
 
-    def wse_gains_of(self, nodes: list, mask: np.ndarray) -> list:
-        """The WSE gains of up to two nodes (``(hist, sums)`` each): one launch, one read."""
-        if len(nodes) > 2:
-            return self.wse_gains_of(nodes[:2], mask) + self.wse_gains_of(nodes[2:], mask)
-        if not nodes:
+    def fast_splits(self, searches: list, mask: np.ndarray, k: int) -> list:
+        """``ole_fast``'s splits of up to two nodes (``(hist, buf, start, end, sums)`` each), chosen on
+        the device (:mod:`.cuda_fast`: WSE gains, top ``k`` features and their groups, pair histograms,
+        the OLE search): one read, the splits."""
+        if len(searches) > 2:
+            return self.fast_splits(searches[:2], mask, k) + self.fast_splits(searches[2:], mask, k)
+        if not searches:
             return []
-        return self._search.wse_gains([(h.array, s) for h, s in nodes], mask, self.rules, self._root,
-                                      self._root_pending)
+        bound = self._choice.choose(self._search, [(s[0].array, s[4]) for s in searches], mask, k, self.rules,
+                                    self._root, self._root_pending)
+        found = []
+        for slot, (hist, buf, start, end, sums) in enumerate(searches):
+            out = self._zeroed()
+            if end > start and bound:
+                self._pair_hist_launch(buf, start, end - start, self._k.launch_shape(end - start, bound, bound),
+                                       self._choice.tables(slot), out)
+            found.append((hist, self._hist(out), None, sums))  # mask None: in the pool's slot
+        return self.find_splits(found)
 
     # --- where the scores live, and what the fit held and did -------------------------------------------------
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,

@@ -138,6 +138,11 @@ class DevicePool:
             self.memory.copy_in(self.mask[slot], host)
         return self.mask[slot, :host.shape[0]]
 
+    def masks_written(self) -> None:
+        """A kernel wrote both mask slots (``ole_fast``'s choice, :mod:`.cuda_fast`): the next
+        :meth:`feature_mask` copies its mask again."""
+        self._mask_host = [None, None]
+
     # --- pairs and host gradients -------------------------------------------------------------------
     @property
     def buffer_bytes(self) -> int:

@@ -10,7 +10,10 @@ the fit's counted kernels (:mod:`.cuda_stats`):
   :data:`~customobj.ole.common.RESULT_SIZE` float64 per node (the split record, the chosen
   feature's NaN count, a root's sums);
 - :meth:`DeviceSearch.wse_gains`: :func:`._cuda_split_kernels.feature_bests` with the WSE score
-  (``ole_fast``'s ranking of the features; 1 launch for one or two nodes) and one read of the gains.
+  (a node's ranking of the features; 1 launch for one or two nodes) and one read of the gains;
+- :meth:`DeviceSearch.choose_features`: the same gains and, by the last block, each node's top ``k``
+  features chosen where the gains are (``ole_fast``: :func:`._cuda_select_kernels.wse_choose`; 1
+  launch, no read; :mod:`.cuda_fast`).
 
 The kernels' arguments travel as records (:class:`NodeHists`, :class:`SearchOut`). A tree's root
 can be searched from its sums on the device (``root_on_device``: ``root[0:3]`` are its ``G, H, C``),
@@ -43,6 +46,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._cuda_hist_kernels import SHARED_SLOTS
 from ._cuda_launch import pow2_threads
 from .backend import _node
 from .common import PH_CHANNELS, RESULT_SIZE, SPLIT_SIZE
@@ -109,7 +113,9 @@ class DeviceSearch:
         return (max(1, -(-self._n_features // per)), n_nodes), per
 
     def _hists(self, rows: list, pairs: list, masks: list) -> NodeHists:
-        dev = [self._pool.feature_mask(m, slot) for slot, m in enumerate(masks)]
+        # a mask None is on the device already, in the pool's slot (ole_fast's choice, .cuda_fast)
+        dev = [self._pool.mask[slot, :self._n_features] if m is None else self._pool.feature_mask(m, slot)
+               for slot, m in enumerate(masks)]
         pairs = [self._no_ph if p is None else p for p in pairs]
         return NodeHists(rows[0], rows[-1], pairs[0], pairs[-1], dev[0], dev[-1])
 
@@ -137,3 +143,16 @@ class DeviceSearch:
             hists, False, self._bins, sums[0], sums[-1], rules._replace(score=WSE), root, root_on_device,
             self._out.per, self._wse)
         return list(self.memory.read(self._wse[:len(nodes)]))
+
+    def choose_features(self, nodes: list, choose: Any, choice: Any, k: int, rules: Any, root: Any,
+                        root_on_device: bool) -> None:
+        """``ole_fast``: the WSE gains of one or two nodes (``(hist, sums)`` each) and each node's top ``k``
+        features with their groups, into ``choice`` (:func:`._cuda_select_kernels.wse_choose`, given as
+        ``choose``: one launch, no read; the fit's mask is ``choice.mask``; :mod:`.cuda_fast`)."""
+        if not 0 < len(nodes) <= 2:
+            raise ValueError("DeviceSearch.choose_features takes one or two nodes")
+        hists = NodeHists(nodes[0][0], nodes[-1][0], self._no_ph, self._no_ph, choice.mask, choice.mask)
+        sums = [_node(n[1], with_c=False) for n in nodes]
+        choose[self._launch(len(nodes))](hists, self._bins, sums[0], sums[-1], rules._replace(score=WSE), root,
+                                         root_on_device, self._out._replace(gains=self._wse), choice, int(k),
+                                         SHARED_SLOTS)

@@ -54,7 +54,7 @@ from typing import Deque, List, NamedTuple, Optional
 import numpy as np
 from numba import njit
 
-from .backend import CPUBackend
+from .backend import CPUBackend, select_features
 from .common import HIST_COUNT, NO_SPLIT, ChildSums, SplitInfo
 from .criterion import OLE, Criterion
 from .joint_leaves import joint_newton_step
@@ -89,14 +89,6 @@ class GrownTree(NamedTuple):
     order: Optional[np.ndarray]
     starts: np.ndarray
     ends: np.ndarray
-
-
-def select_features(gains: np.ndarray, feature_mask: np.ndarray, k: int) -> np.ndarray:
-    """The ``k`` features of ``feature_mask`` with the largest ``gains`` (ties: lower index first),
-    in increasing index order: the features ``criterion="ole_fast"`` searches at a node."""
-    cand = np.flatnonzero(feature_mask)
-    top = cand[np.argsort(-gains[cand], kind="stable")[:k]]
-    return np.sort(top)
 
 
 @njit(cache=True)
@@ -158,7 +150,6 @@ class TreeGrower:
             if self.fast:  # search on the largest couplings
                 self.bufs, self.dropped = backend.prune_pairs(self.bufs)
         self.n_pairs = self.bufs[0][0].shape[0] if self.use_pairs else 0
-        self.wse_gains = np.zeros(self.data.n_bins.shape[0])  # ole_fast's per-feature ranking
         self.leaves: List[Leaf] = []
         self.nodes = np.zeros(max(p.num_leaves - 1, 0), dtype=NODE_DTYPE)  # the first len(leaves) - 1 are used
         self.open_best: List[tuple] = []  # best-first: heap of (-gain, leaf index) of leaves with a split
@@ -197,16 +188,14 @@ class TreeGrower:
         """The best splits of leaves ``indices`` from their histograms (searched together: a GPU
         backend reads them back at once); each opens for splitting when its gain > 0, in order."""
         searching = [i for i in indices if self.leaves[i].hist is not None]
-        find, nodes = self.backend.find_splits, [self.leaves[i] for i in searching]
-        if self.use_pairs and self.fast and not self.backend.keeps_subset_pair_hists:
-            # a subset pair histogram lives until the next one (the CPU's scratch): one node at a time
-            splits = {i: find([self._search(leaf, None)])[0] for i, leaf in zip(searching, nodes)}
+        nodes = [self.leaves[i] for i in searching]
+        if self.use_pairs and self.fast:  # pair histograms of each node's top k features by WSE gain
+            found = self.backend.fast_splits([(leaf.hist, self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, _sums(leaf))
+                                              for leaf in nodes], self.feature_mask,
+                                             self.params.criterion.ole_fast_features)
         else:
-            gains = None
-            if self.use_pairs and self.fast:  # every node's WSE ranking at once (a GPU backend: one read)
-                gains = self.backend.wse_gains_of([(leaf.hist, _sums(leaf)) for leaf in nodes], self.feature_mask)
-            searches = [self._search(leaf, None if gains is None else gains[k]) for k, leaf in enumerate(nodes)]
-            splits = dict(zip(searching, find(searches)))
+            found = self.backend.find_splits([self._search(leaf) for leaf in nodes])
+        splits = dict(zip(searching, found))
         for index in indices:
             leaf = self.leaves[index]
             leaf.split = splits.get(index, NO_SPLIT)
@@ -284,18 +273,9 @@ class TreeGrower:
             return False
         return leaf.N >= 2 * p.min_data_in_leaf
 
-    def _search(self, leaf: Leaf, gains: Optional[np.ndarray]) -> tuple:
-        """The split search of ``leaf``: ``(hist, phist, mask, sums)`` for ``backend.find_splits``
-        (``ole_fast``: from the node's WSE ``gains``, or computed here when None)."""
-        mask = self.feature_mask
-        if self.use_pairs and self.fast:  # pair histograms of the k features of largest WSE gain only
-            if gains is None:
-                gains = self.backend.wse_gains(leaf.hist, self.feature_mask, _sums(leaf), self.wse_gains)
-            feats = select_features(gains, self.feature_mask, self.params.criterion.ole_fast_features)
-            mask = np.zeros_like(self.feature_mask)
-            mask[feats] = True
-            leaf.phist = self.backend.pair_hist(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, feats)
-        return leaf.hist, leaf.phist if self.use_pairs else None, mask, _sums(leaf)
+    def _search(self, leaf: Leaf) -> tuple:
+        """The split search of ``leaf``: ``(hist, phist, mask, sums)`` for ``backend.find_splits``."""
+        return leaf.hist, leaf.phist if self.use_pairs else None, self.feature_mask, _sums(leaf)
 
     def _nan_side(self, leaf: Leaf, split: SplitInfo) -> tuple:
         """Where NaN goes, and the raw threshold of the split."""
