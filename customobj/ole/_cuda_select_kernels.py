@@ -46,6 +46,17 @@ def _before(go, o, g, f):
 
 
 @cuda.jit(device=True)
+def _set_group(groups, node, g, first, end, local, capacity, n_map):
+    """Group ``g``: members ``first:end``, ``local`` slots (in shared memory when they fit ``capacity``),
+    its slot map starting where the maps of the groups before it end (``n_map - local``)."""
+    groups[node, g, 0] = first
+    groups[node, g, 1] = end
+    groups[node, g, 2] = local
+    groups[node, g, 3] = int64(local <= capacity)
+    groups[node, g, 4] = n_map - local
+
+
+@cuda.jit(device=True)
 def _pack(keep, node, offsets, n_bins, capacity, groups, members, counts):
     """:func:`._cuda_hist_kernels.feature_groups` of the kept features of ``node`` (one thread); the
     unused group rows zeroed, ``counts[0:2]`` = (members, groups)."""
@@ -59,11 +70,7 @@ def _pack(keep, node, offsets, n_bins, capacity, groups, members, counts):
             continue
         width = n_bins[f] + 1
         if q > first and local + width > capacity:  # close the group before this feature
-            groups[node, ng, 0] = first
-            groups[node, ng, 1] = q
-            groups[node, ng, 2] = local
-            groups[node, ng, 3] = int64(local <= capacity)
-            groups[node, ng, 4] = n_map - local
+            _set_group(groups, node, ng, first, q, local, capacity, n_map)
             ng += 1
             first = q
             local = 0
@@ -75,11 +82,7 @@ def _pack(keep, node, offsets, n_bins, capacity, groups, members, counts):
         local += width
         q += 1
     if q > 0:
-        groups[node, ng, 0] = first
-        groups[node, ng, 1] = q
-        groups[node, ng, 2] = local
-        groups[node, ng, 3] = int64(local <= capacity)
-        groups[node, ng, 4] = n_map - local
+        _set_group(groups, node, ng, first, q, local, capacity, n_map)
         ng += 1
     for g in range(ng, groups.shape[1]):
         for c in range(GROUP_COLUMNS):
