@@ -137,10 +137,10 @@ class CUDABackend(CPUBackend):
         self._shape = dict(n_rows=d.n_rows, n_features=n_feat, bin_itemsize=d.feature_major.dtype.itemsize,
                            n_slots=d.n_slots, index_itemsize=np.dtype(d.index_dtype()).itemsize,
                            n_hists=hists_per_tree(params.num_leaves))
-        need = device_memory_needed(**self._shape)
+        need = {**device_memory_needed(**self._shape), **DevicePruning.memory_for_fit(ctx, params)}
         check_device_memory(need, free=free_device_memory())
         # what this fit keeps on the device from here on: later checks count it as theirs, not as taken
-        self._resident = need["bins"] + need["histograms"]
+        self._resident = need["bins"] + need["histograms"] + need.get("pair pruning", 0)
         mem = self.memory = DeviceMemory(self._cuda)
         counter = mem.counter  # every launch, allocation and read of the fit (cuda_stats)
         self._k, self._ks, self._kp, self._kn, self._kr = (CountedKernels(m, counter) for m in (

@@ -5,8 +5,9 @@ GPU backend (:mod:`.cuda_backend`): the pairs never leave the device.
 tables (each query's top key, mass and bucket masses, ``N_BUCKETS`` float64 a query, zero between
 trees: the kernel that reads them last clears them), its thresholds, the partition's block counts,
 each row's leaf and the leaves' ranges and sums; it allocates nothing per tree (a tree with more
-leaves than the fit's ``num_leaves`` would grow the leaf buffers, counted). Per tree, through the
-fit's counted kernels (:mod:`._cuda_prune_kernels`):
+leaves than the fit's ``num_leaves`` would grow the leaf buffers, counted); the backend's memory
+refusal counts its bytes (:meth:`DevicePruning.memory_needed`, the item ``"pair pruning"``). Per
+tree, through the fit's counted kernels (:mod:`._cuda_prune_kernels`):
 
 - :meth:`DevicePruning.prune`: ``query_tops``, ``query_masses``, ``query_cuts``,
   ``count_kept_blocks``, ``place_kept_blocks`` (5 launches), one read of 16 bytes (the kept count
@@ -117,6 +118,24 @@ class DevicePruning:
 
         return cls(memory, *ctx.queries, epsilon=params.criterion.ole_fast_epsilon, n_rows=ctx.data.n_rows,
                    num_leaves=params.num_leaves, kernels=CountedKernels(_cuda_prune_kernels, memory.counter))
+
+    @staticmethod
+    def memory_needed(*, n_rows: int, n_queries: int, num_leaves: int) -> int:
+        """Bytes a fit's pruning holds on the device (what :class:`DevicePruning` allocates): the rows'
+        queries and leaves (int32, int64), per query its tables (top, mass, ``N_BUCKETS`` bucket
+        masses, threshold: ``8 * (N_BUCKETS + 4)``), the partition's block counts, per leaf its range
+        and sum."""
+        q, n, leaves = max(int(n_queries), 1), max(int(n_rows), 1), max(int(num_leaves), 1)
+        return int(n) * (4 + 8) + q * 8 * (N_BUCKETS + 4) + MAX_PARTITION_BLOCKS * 16 + 32 + leaves * 24
+
+    @classmethod
+    def memory_for_fit(cls, ctx: Any, params: Any) -> dict:
+        """``{"pair pruning": bytes}`` of the fit's pruning (:meth:`for_fit`), ``{}`` without one: an item
+        of :func:`~customobj.ole.cuda_memory.device_memory_needed`'s record for the memory refusal."""
+        if not params.criterion.prunes_pairs or ctx.queries is None:
+            return {}
+        return {"pair pruning": cls.memory_needed(n_rows=ctx.data.n_rows, n_queries=ctx.queries[1],
+                                                  num_leaves=params.num_leaves)}
 
     def _leaf_bufs(self, n_leaves: int) -> None:
         self._ranges = self.memory.array((2 * n_leaves,), np.int64)
