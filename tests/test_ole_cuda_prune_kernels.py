@@ -96,16 +96,19 @@ def test_dropped_couplings_per_leaf_are_the_cpus(case):
     rng = np.random.default_rng(5)
     order = rng.permutation(n)[: n - 1].astype(np.int64)  # one row out of the bag
     cuts = np.sort(rng.choice(np.arange(1, n - 1), min(3, n - 2), replace=False))
-    starts, ends = np.r_[0, cuts].astype(np.int64), np.r_[cuts, n - 1].astype(np.int64)
+    starts, ends = np.r_[0, cuts, cuts[-1]].astype(np.int64), np.r_[cuts, n - 1, cuts[-1]].astype(np.int64)
+    perm = rng.permutation(starts.size)  # the leaves in the grower's order, one of them empty
+    starts, ends = starts[perm], ends[perm]
     want = np.zeros(starts.size)
     _dropped_leaf_sums(order, starts, ends, pi, pj, pc, pc.view(np.int64), query_of_rows(ptr), np.zeros(1, np.int64),
                        np.zeros(1, np.int64), True, n, want)
     leaf = cuda.to_device(np.zeros(n, np.int64))
     sums = cuda.to_device(np.full(starts.size, 9.0))
-    dev = [cuda.to_device(a) for a in (order, starts, ends, pi, pj, pc)]
+    by = np.lexsort((ends, starts))  # as cuda_pruning sorts them
+    dev = [cuda.to_device(a) for a in (order, starts[by], ends[by], by, pi, pj, pc)]
     for tree, launch in ((1, (1, 1)), (2, (2, 8))):  # a later tree: the earlier stamps match nothing
         stamp = tree << 32
-        K.leaf_map[launch](dev[0], dev[1], dev[2], starts.size, stamp, leaf, sums)
-        K.dropped_leaf_sums[launch](*dev[3:], pc.size, leaf, stamp, starts.size, sums)
+        K.leaf_map[launch](dev[0], n - 1, dev[1], dev[2], dev[3], starts.size, stamp, leaf, sums)
+        K.dropped_leaf_sums[launch](*dev[4:], pc.size, leaf, stamp, starts.size, sums)
         np.testing.assert_array_equal(sums.copy_to_host(), want)
         assert leaf.copy_to_host()[np.setdiff1d(np.arange(n), order)][0] == 0  # out of the bag: no leaf

@@ -171,7 +171,7 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (PR.query_tops, (j1, f1, i1, j1, i, i1, f1)), (PR.query_masses, (j1, f1, i1, j1, i, i1, f2)),
         (PR.query_cuts, (i1, f1, f2, i, f, i2, i1)), (PR.count_kept_blocks, (j1, f1, i1, j1, i2, i, i, i2, i1, f1)),
         (PR.place_kept_blocks, (j1, j1, f1, i1, j1, i2, i, i, i2, i1, j1, j1, f1)),
-        (PR.leaf_map, (i1, i1, i1, i, i, i1, f1)), (PR.dropped_leaf_sums, (j1, j1, f1, i, i1, i, i, f1))]
+        (PR.leaf_map, (i1, i, i1, i1, i1, i, i, i1, f1)), (PR.dropped_leaf_sums, (j1, j1, f1, i, i1, i, i, f1))]
 try:
     cuda.compile_ptx(K.subtract3.py_func, T.void(f1, f1, f1, f1, f1, f1, i), cc=(8, 0))
 except Exception as exc:

@@ -127,15 +127,23 @@ def place_kept_blocks(pi, pj, pc, bits, query_of_row, thresholds, m, nb, counts,
 
 
 @cuda.jit(cache=True)
-def leaf_map(order, starts, ends, n_leaves, stamp, leaf_of_row, sums):
-    """``leaf_of_row[order[k]] = stamp + l`` for the positions ``k`` of leaf ``l`` (``starts[l]:ends[l]``);
-    ``sums[:n_leaves] = 0``."""
-    g = cuda.grid(1)
-    for i in range(g, n_leaves, cuda.gridsize(1)):
+def leaf_map(order, n, starts, ends, leaves, n_leaves, stamp, leaf_of_row, sums):
+    """``leaf_of_row[order[k]] = stamp + leaves[j]`` for the positions ``starts[j] <= k < ends[j]``,
+    ``k < n`` (the ranges sorted by start, then end: a binary search per position, so any number of
+    leaves costs ``log2`` of it); ``sums[:n_leaves] = 0``."""
+    for i in range(cuda.grid(1), n_leaves, cuda.gridsize(1)):
         sums[i] = 0.0
-    for l in range(n_leaves):
-        for k in range(starts[l] + g, ends[l], cuda.gridsize(1)):
-            leaf_of_row[order[k]] = stamp + l
+    for k in range(cuda.grid(1), n, cuda.gridsize(1)):
+        lo = 0
+        hi = n_leaves
+        while hi - lo > 1:  # the last range starting at or before k
+            mid = (lo + hi) // 2
+            if starts[mid] <= k:
+                lo = mid
+            else:
+                hi = mid
+        if n_leaves > 0 and starts[lo] <= k < ends[lo]:
+            leaf_of_row[order[k]] = stamp + leaves[lo]
 
 
 @cuda.jit(cache=True)

@@ -12,7 +12,7 @@ tree, through the fit's counted kernels (:mod:`._cuda_prune_kernels`):
 - :meth:`DevicePruning.prune`: ``query_tops``, ``query_masses``, ``query_cuts``,
   ``count_kept_blocks``, ``place_kept_blocks`` (5 launches), one read of 16 bytes (the kept count
   and their coupling, the root's ``C``);
-- :meth:`DevicePruning.leaf_couplings`: the leaves' ranges copied in (16 bytes a leaf), ``leaf_map``
+- :meth:`DevicePruning.leaf_couplings`: the leaves' ranges copied in (24 bytes a leaf), ``leaf_map``
   and ``dropped_leaf_sums`` (2 launches), one read (8 bytes a leaf).
 
 Why the result is the CPU's bit for bit (:func:`customobj.ole.pair_pruning.prune_for_tree` and
@@ -126,7 +126,7 @@ class DevicePruning:
         masses, threshold: ``8 * (N_BUCKETS + 4)``), the partition's block counts, per leaf its range
         and sum."""
         q, n, leaves = max(int(n_queries), 1), max(int(n_rows), 1), max(int(num_leaves), 1)
-        return int(n) * (4 + 8) + q * 8 * (N_BUCKETS + 4) + MAX_PARTITION_BLOCKS * 16 + 32 + leaves * 24
+        return int(n) * (4 + 8) + q * 8 * (N_BUCKETS + 4) + MAX_PARTITION_BLOCKS * 16 + 32 + leaves * 32
 
     @classmethod
     def memory_for_fit(cls, ctx: Any, params: Any) -> dict:
@@ -138,7 +138,7 @@ class DevicePruning:
                                                   num_leaves=params.num_leaves)}
 
     def _leaf_bufs(self, n_leaves: int) -> None:
-        self._ranges = self.memory.array((2 * n_leaves,), np.int64)
+        self._ranges = self.memory.array((3 * n_leaves,), np.int64)
         self._sums = self.memory.array((n_leaves,), np.float64)
 
     def prune(self, bufs: tuple) -> tuple:
@@ -186,10 +186,12 @@ class DevicePruning:
         se = np.asarray(ranges, dtype=np.int64).reshape(n_leaves, 2)
         if se.min() < 0 or se.max() > order.shape[0] or (se[:, 1] < se[:, 0]).any():
             raise ValueError(f"leaf ranges must be (start, end) positions within the {order.shape[0]} rows of order")
-        flat = self.memory.copy_in(self._ranges, np.concatenate([se[:, 0], se[:, 1]]))
-        starts, ends, sums = flat[:n_leaves], flat[n_leaves:], self._sums[:n_leaves]
-        n = int((se[:, 1] - se[:, 0]).sum())  # the tree's rows
-        self._k.leaf_map[grid_launch(max(n, n_leaves))](order, starts, ends, n_leaves, stamp, self._leaf_of_row, sums)
+        by_start = np.lexsort((se[:, 1], se[:, 0]))  # an empty leaf before the one starting where it does
+        flat = self.memory.copy_in(self._ranges, np.concatenate([se[by_start, 0], se[by_start, 1], by_start]))
+        starts, ends, leaves = (flat[i * n_leaves:(i + 1) * n_leaves] for i in range(3))
+        n, sums = int(se[:, 1].max()), self._sums[:n_leaves]
+        self._k.leaf_map[grid_launch(max(n, n_leaves))](order, n, starts, ends, leaves, n_leaves, stamp,
+                                                         self._leaf_of_row, sums)
         pi, pj, pc = dropped.pairs
         md = int(pc.shape[0])
         self._k.dropped_leaf_sums[grid_launch(md)](pi, pj, pc, md, self._leaf_of_row, stamp, n_leaves, sums)
