@@ -73,7 +73,7 @@ def test_thresholds_kept_pairs_and_dropped_set_are_the_cpus(case, eps, launch):
     for nb in (1, 5):  # partition blocks: the result does not depend on them
         counts, acc = cuda.device_array((nb, 2), np.int64), cuda.to_device(np.zeros(4, np.int64))
         out = tuple(cuda.to_device(np.full(m, -5, a.dtype)) for a in (pi, pj, pc))
-        K.count_kept_blocks[_blocks(nb)](d[0], d[1], d[2], d[3], thr, m, nb, counts, acc[0:2], acc[2:4].view(np.float64))
+        K.count_kept_blocks[_blocks(nb)](*d, thr, m, nb, counts, acc[0:2], acc[2:4].view(np.float64))
         K.place_kept_blocks[_blocks(nb)](d[0], cuda.to_device(pj), d[1], d[2], d[3], thr, m, nb, counts, acc[0:2], *out)
         got, packed = [a.copy_to_host() for a in out], acc.copy_to_host()
         assert packed[0] == k and packed[2:4].view(np.float64)[0] == sum_couplings(ref[2], 0, k)  # exact

@@ -100,13 +100,14 @@ def test_the_memory_refusal_counts_what_the_pruning_holds(monkeypatch):
     from customobj.ole.cuda_pruning import DevicePruning
     mem, _, _, qor, n = _pruning(0.1)
     held = mem.current
-    kept = DevicePruning(mem, qor, qor.max() + 2, epsilon=0.1, n_rows=n, num_leaves=5)  # noqa: F841 (held while measured)
+    kept = DevicePruning(mem, qor, qor.max() + 2, epsilon=0.1, n_rows=n, num_leaves=5)  # noqa: F841 (held)
     assert mem.current - held == DevicePruning.memory_needed(n_rows=n, n_queries=qor.max() + 2, num_leaves=5)
     seen = []
     monkeypatch.setattr(cuda_backend, "check_device_memory", lambda need, free=None: seen.append(dict(need)))
     X, y, group = make_rank_data(4, n_queries=2)
     for criterion in ("ole_fast", "ole"):
-        TreeBooster(device="cuda", criterion=criterion, num_leaves=3, n_estimators=1, max_bin=8, **QUIET).fit(X, y, group)
+        TreeBooster(device="cuda", criterion=criterion, num_leaves=3, n_estimators=1, max_bin=8,
+                    **QUIET).fit(X, y, group)
         first, seen[:] = seen[0], []
         assert first.get("pair pruning", 0) == (criterion == "ole_fast") * DevicePruning.memory_needed(
             n_rows=X.shape[0], n_queries=len(group), num_leaves=3)

@@ -21,7 +21,8 @@ Why the result is the CPU's bit for bit (:func:`customobj.ole.pair_pruning.prune
 so each query's mass, bucket masses and dropped mass, the kept coupling and the leaves' dropped
 couplings are exact sums, equal in any order; keys and cuts are integers; the budget
 ``eps * M_q`` is one float64 product on both. The kept pairs are placed stably (the CPU's order);
-the dropped ones behind them, in their order (their set is the CPU's).
+the dropped ones behind them, in their order (their set is the CPU's). (A non-finite coupling leaves
+the tree's grid step at 0: its sums are then exact neither here nor on the CPU.)
 
 Examples
 --------
