@@ -137,6 +137,7 @@ import numba.cuda.dispatcher as dispatcher
 dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))  # no GPU: sm_80
 from customobj.ole import _cuda_split_kernels as K, _cuda_score_kernels as S, _cuda_hist_kernels as HK
 from customobj.ole import _cuda_partition_kernels as P, _cuda_reduce_kernels as R, _cuda_node_kernels as N
+from customobj.ole import _cuda_prune_kernels as PR
 f1, i1, f2, f3, b1 = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.float64[:, :, ::1], T.boolean[::1]
 i, f, b, fA = T.int64, T.float64, T.boolean, T.float64[:]  # fA: a column of McRank's (n, K) gradients
 i2, j1 = T.int64[:, ::1], T.int32[::1]  # block counts, feature groups; int32 pair indices
@@ -169,7 +170,11 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, j1, j1, f1)),
         (P.place_rows_count_sides, (place, count, b1)),
         (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b)),
-        (C.wse_choose, (hists, bins, node, node, rules, f1, b, out, choice, i, i))]
+        (C.wse_choose, (hists, bins, node, node, rules, f1, b, out, choice, i, i)),
+        (PR.query_tops, (j1, f1, i1, j1, i, i1, f1)), (PR.query_masses, (j1, f1, i1, j1, i, i1, f2)),
+        (PR.query_cuts, (i1, f1, f2, i, f, i2, i1)), (PR.count_kept_blocks, (j1, f1, i1, j1, i2, i, i, i2, i1, f1)),
+        (PR.place_kept_blocks, (j1, j1, f1, i1, j1, i2, i, i, i2, i1, j1, j1, f1)),
+        (PR.leaf_map, (i1, i, i1, i1, i1, i, i, i1, f1)), (PR.dropped_leaf_sums, (j1, j1, f1, i, i1, i, i, f1))]
 try:
     cuda.compile_ptx(K.subtract3.py_func, T.void(f1, f1, f1, f1, f1, f1, i), cc=(8, 0))
 except Exception as exc:

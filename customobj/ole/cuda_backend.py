@@ -6,11 +6,10 @@ the gradients, hessians and pair couplings when the objective has GPU kernels
 (:mod:`.cuda_scores`: the scores stay there, each finished tree is added there); per tree, their
 grids, the root's sums, the row and pair histograms (they stay there:
 :class:`~customobj.ole.cuda_memory.DeviceHist`, ``parent -= child`` is a kernel), the split search
-of every criterion and ``ole_fast``'s WSE ranking, the row and pair partitions and the coupling
-sums. **On the host**: gradients and couplings the objective cannot make on the card (composites,
-``line_search``, ``leaf_solver="joint"``: ``TreeBooster.device_gradients_`` says why; copied into
-the pool once per tree), ``ole_fast``'s per-query pair pruning (the pairs come to the host and the
-kept ones go back, once per tree), the joint leaf solve and the tree's bookkeeping (:mod:`.grower`).
+of every criterion, ``ole_fast``'s WSE ranking, pair pruning and dropped couplings, the row and pair
+partitions and the coupling sums. **On the host**: gradients and couplings the objective cannot make
+on the card (composites, ``line_search``, ``leaf_solver="joint"``: ``TreeBooster.device_gradients_``
+says why; copied into the pool once per tree), the joint leaf solve and the tree's bookkeeping.
 
 **Why the trees are the CPU's.** Each tree's gradients, hessians and couplings are first rounded
 to a power-of-two grid (:mod:`.fixed_point`, XGBoost's deterministic histograms; the CPU backend
@@ -46,6 +45,9 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   the CPU's per-block code, many short blocks, 2 launches each (count, place: each CUDA block scans
   its blocks' offsets itself; the pairs' totals and the children's couplings summed with the counts)
   and 3 for both (the rows' placing and the pairs' counting in one: ``place_rows_count_sides``).
+- :mod:`.cuda_pruning` (:mod:`._cuda_prune_kernels`): ``ole_fast``'s pruning, per tree 5 launches and a
+  16-byte read (the CPU's thresholds: ``query_tops``, ``query_masses``, ``query_cuts``; a stable kept |
+  dropped partition), and its dropped couplings per leaf (``leaf_map``, ``dropped_leaf_sums``, a read).
 
 **Orchestration and instrumentation** (issue 32, items 3-4):
 
@@ -53,7 +55,7 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   counted by the memory refusal: the node histograms, the row order and its starting rows, a
   feature subset's group tables, two nodes' masks; the pair buffers grow only in a tree with more
   pairs than every earlier one. The row order stays on the card between trees and comes back only
-  when the host needs it (host gradients, ``ole_fast``'s pruning, the joint solve).
+  when the host needs it (host gradients, the joint solve).
 - Blocking reads: a split's two children's splits, at once (:meth:`CUDABackend.find_splits`; a
   root's sums with its split, :meth:`CUDABackend.searched_root_sums`); the pair partition's counts
   and couplings (:meth:`CUDABackend.split_pairs`). ``ole_fast`` chooses each node's features on
@@ -64,9 +66,8 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   rows (tests/test_ole_cuda_stats.py): ``se`` and ``wse`` 5.7 launches and 1.0 read (partition 2,
   search 1, histogram 1, subtraction 0.8, the tree's grid 0.6, clearing 0.2): issue 32's budget
   (:data:`~customobj.ole.cuda_stats.BUDGET`: 8 launches, 1 read) holds; ``ole`` 9.3 and 2.0 (+ the
-  pair partition 1.2 with its read, pair histograms 1.7, their grid 0.6), ``ole_fast`` 9.3 and 3.6
-  (+ the WSE ranking's read, the pairs to the host for pruning): above it, the pair partition's
-  read the first cause. No tree after the first allocates.
+  pair partition 1.2 with its read, pair histograms 1.7, their grid 0.6), ``ole_fast`` 11.3 and 3.4
+  (+ the WSE ranking's read, the pruning's 10 launches and 2 reads a tree): above it. No tree after the first allocates.
 
 Before a fit uses the device, :func:`~customobj.ole.cuda_memory.check_device_memory` compares what
 it needs (:func:`~customobj.ole.cuda_memory.device_memory_needed`) with the card's free memory and
@@ -91,6 +92,7 @@ from .cuda_memory import (DeviceHist, DeviceMemory, SubtractQueue, DeviceMemoryE
 from .cuda_partitions import DevicePartitions
 from .cuda_pool import DevicePool, hists_per_tree
 from .cuda_fast import DeviceFeatureChoice
+from .cuda_pruning import DevicePruning
 from .cuda_search import DeviceSearch
 from .cuda_stats import CountedKernels, DeviceStats
 from .fixed_point import grid_step_of
@@ -136,10 +138,10 @@ class CUDABackend(CPUBackend):
         self._shape = dict(n_rows=d.n_rows, n_features=n_feat, bin_itemsize=d.feature_major.dtype.itemsize,
                            n_slots=d.n_slots, index_itemsize=np.dtype(d.index_dtype()).itemsize,
                            n_hists=hists_per_tree(params.num_leaves))
-        need = device_memory_needed(**self._shape)
+        need = {**device_memory_needed(**self._shape), **DevicePruning.memory_for_fit(ctx, params)}
         check_device_memory(need, free=free_device_memory())
         # what this fit keeps on the device from here on: later checks count it as theirs, not as taken
-        self._resident = need["bins"] + need["histograms"]
+        self._resident = need["bins"] + need["histograms"] + need.get("pair pruning", 0)
         mem = self.memory = DeviceMemory(self._cuda)
         counter = mem.counter  # every launch, allocation and read of the fit (cuda_stats)
         self._k, self._ks, self._kp, self._kn, self._kr = (CountedKernels(m, counter) for m in (
@@ -177,6 +179,7 @@ class CUDABackend(CPUBackend):
         self._in_tree = False
         self._zeroed_stash: list = []  # pool histograms cleared ahead (_zeroed)
         self._subtractions = SubtractQueue(self._ks.subtract3)  # a split's parent -= child, in one launch
+        self._pruning = DevicePruning.for_fit(mem, ctx, params)  # ole_fast's, or None
 
     def _begin_tree(self) -> None:
         """Counts go to a new tree from the tree's first call (its pairs, or its root sums) on; the
@@ -243,7 +246,7 @@ class CUDABackend(CPUBackend):
     def round_pairs(self, pc) -> None:
         """The tree's couplings onto their grid (:mod:`.fixed_point`) where they are: device ones by
         the reductions (their sum, the root's ``C``, into ``_root[2]``), host ones as the CPU does (the
-        joint solve and ``ole_fast``'s pruning keep that copy; their step then goes to the device)."""
+        joint solve keeps that copy; their step then goes to the device, and they follow: _device_pairs)."""
         if not is_device_array(pc):
             super().round_pairs(pc)
             step = grid_step_of(pc, 0, pc.shape[0])
@@ -255,25 +258,27 @@ class CUDABackend(CPUBackend):
 
     def pair_buffers(self, pairs: tuple) -> tuple:
         """The tree's two pair buffers on the device (host pairs copied into the pool once per tree),
-        their couplings on their grid, after checking that they fit next to the rest; ``ole_fast``
-        keeps them on the host until :meth:`prune_pairs`."""
+        their couplings on their grid (before :meth:`prune_pairs`), after checking that they fit next to the rest."""
         self._begin_tree()
         need = device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0])
         # device pairs (the objective's couplings, cuda_scores) already hold the first of the two buffers
         held = (need["pairs"] // 2 if is_device_array(pairs[0]) else 0) + self.pool.buffer_bytes
         check_device_memory(need, free=free_device_memory() + self._resident + held)
         self._pc_sum = None
-        if self.criterion.prunes_pairs and self.ctx.queries is not None:  # device pairs come to the host here
-            return super().pair_buffers(tuple(self.memory.read(a) if is_device_array(a) else a for a in pairs))
         self.round_pairs(pairs[2])
         return self._device_pairs(pairs)
 
     def prune_pairs(self, bufs: tuple) -> tuple:
-        """``ole_fast``'s pruning on the host (:mod:`.pair_pruning`), then the kept pairs to the device."""
-        if not self.criterion.prunes_pairs or self.ctx.queries is None:
+        """``ole_fast``'s pruning on the card (:mod:`.cuda_pruning`): the kept pairs and their coupling."""
+        if self._pruning is None:
             return bufs, None
-        kept, dropped = super().prune_pairs(bufs)
-        return self._device_pairs(kept[0]), dropped
+        bufs, c_kept, dropped = self._pruning.prune(bufs)
+        self._pc_sum = (bufs[0][2], c_kept)
+        return bufs, dropped
+
+    def dropped_couplings(self, order: np.ndarray, ranges: list, dropped) -> np.ndarray:
+        """Per leaf the coupling of its dropped pairs, from the device row order: the tree's last read."""
+        return self._pruning.leaf_couplings(self._order, ranges, dropped)  # type: ignore[union-attr]
 
     def _device_pairs(self, pairs: tuple) -> tuple:
         m, dtypes = int(pairs[0].shape[0]), tuple(a.dtype for a in pairs)
@@ -430,13 +435,13 @@ class CUDABackend(CPUBackend):
 
     def row_order(self, order: np.ndarray) -> Optional[np.ndarray]:
         """The finished tree's row order, copied from the device into ``order`` when the host needs it
-        (its scores, ``ole_fast``'s dropped pairs, the joint leaf solve); else None: it stays on the card."""
+        (its scores, the joint leaf solve); else None: it stays on the card."""
         self._subtractions.flush()  # none is left to a later tree
         self._parts.flush()
         self._in_tree = False
-        self.memory.counter.end_tree()
-        host_pruned = self.criterion.prunes_pairs and self.ctx.queries is not None
-        if self._scores_on_device and not host_pruned and not self._joint:
+        if self._pruning is None or not self._pruning.pending:  # else the tree ends with dropped_couplings
+            self.memory.counter.end_tree()
+        if self._scores_on_device and not self._joint:
             return None
         order[:] = self.memory.read(self._order)
         return order
