@@ -83,7 +83,7 @@ import numpy as np
 
 from .._cuda_runtime import is_device_array, require_gpu
 from ._cuda_launch import grid_launch
-from .backend import CPUBackend
+from .backend import CPUBackend, PairCounts
 from .common import HIST_COUNT, NODE_SUMS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
 from .cuda_memory import (DeviceHist, DeviceMemory, SubtractQueue, DeviceMemoryError, check_device_memory, device_memory_needed,
@@ -428,22 +428,18 @@ class CUDABackend(CPUBackend):
         order[:] = self.memory.read(self._order)
         return order
 
-    def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
+    def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> PairCounts:
         """Copy the device pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right |
-        split] by the last :meth:`partition_rows`; ``(n_left, n_right, C_left, C_right)`` in one read
+        split] by the last :meth:`partition_rows`; their counts in one read
         (:meth:`~customobj.ole.cuda_partitions.DevicePartitions.pairs`)."""
-        return self._parts.pairs(src, start, end, dst)
+        return PairCounts(*self._parts.pairs(src, start, end, dst)[:2])
 
     def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
-        """:meth:`split_pairs` without the couplings: ``(n_left, n_right)``."""
-        return self.split_pairs(src, start, end, dst)[:2]
+        """:meth:`split_pairs`' counts ``(n_left, n_right)``."""
+        return self.split_pairs(src, start, end, dst).counts
 
     def sum_couplings(self, pc, start: int, end: int) -> float:
         """The coupling of the pairs ``start:end`` (on their grid: exact, the CPU's bits)."""
         if not is_device_array(pc):
             return super().sum_couplings(pc, start, end)
         return self._parts.coupling_sums((pc, pc, pc), start, end, False)[0]
-
-    def split_coupling_sums(self, buf: tuple, start: int, end: int) -> tuple:
-        """The children's couplings ``(C_left, C_right)`` of the device pairs ``buf[start:end]``."""
-        return self._parts.coupling_sums(buf, start, end, True)
