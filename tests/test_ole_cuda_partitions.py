@@ -1,11 +1,13 @@
 """customobj.ole.cuda_partitions: the GPU backend's row and pair partitions and coupling sums equal
 the CPU's (partition.partition_rows, pair_partition.partition_pairs / split_coupling_sums) under the
-simulator, in one block and in many; the children's couplings come back with the pair counts in one
-read; the accumulator ring is cleared when it wraps."""
+simulator, in one block and in many; the pair counts and the children's couplings stay on the card in
+the partition's record (DevicePairCounts: read only when asked, once); the accumulator ring is
+cleared when it wraps."""
 import numpy as np
 import pytest
 
 from customobj.ole import cuda_partitions
+from customobj.ole.common import PART_COUPLINGS, PART_N_LEFT, PART_N_RIGHT
 from customobj.ole.fixed_point import grid_step_of, round_range
 from customobj.ole.pair_partition import partition_pairs, split_coupling_sums
 from customobj.ole.partition import partition_rows
@@ -48,13 +50,20 @@ def test_rows_then_pairs_equal_the_cpu(monkeypatch, block):
     dst = tuple(mem.array(a.shape, a.dtype) for a in (pi, pj, pc))
     reads = mem.counter.stats().outside.reads
     got = parts.pairs(src, 1, pi.size, dst)
-    assert mem.counter.stats().outside.reads == reads + 1  # counts and couplings in one read
+    assert mem.counter.stats().outside.reads == reads and not got.known  # the counts stay on the card
     oi, oj, oc = (np.zeros_like(a) for a in (pi, pj, pc))
     nl, nr = partition_pairs(pi, pj, pc, 1, pi.size, go_left, oi, oj, oc)
-    cl, cr = split_coupling_sums(pi, pj, pc, 1, pi.size, go_left)
-    assert got == (nl, nr, cl, cr) and want_left >= 0
+    assert _record(mem, got) == (nl, nr, *split_coupling_sums(pi, pj, pc, 1, pi.size, go_left)) and want_left >= 0
+    assert got.counts == (nl, nr) and got.counts == (nl, nr)  # asked for: read once
+    assert mem.counter.stats().outside.reads == reads + 2  # the record above, the counts
     for d, h in zip(dst, (oi, oj, oc)):
         np.testing.assert_array_equal(mem.read(d)[1:], h[1:])
+
+
+def _record(mem, counts):
+    """A pair partition's record on the card: its counts and the children's couplings."""
+    rec = mem.read(counts.record)
+    return int(rec[PART_N_LEFT]), int(rec[PART_N_RIGHT]), *rec[PART_COUPLINGS:PART_COUPLINGS + 2].view(np.float64)
 
 
 @pytest.mark.parametrize("block", [128, 5])
@@ -77,7 +86,10 @@ def test_rows_and_pairs_share_a_launch(monkeypatch, block):
     dst = tuple(mem.array(a.shape, a.dtype) for a in (pi, pj, pc))
     parts.rows(mem.upload(col), dev_order, 0, n, 0, 9, False, nl)
     got = parts.pairs(src, 0, pi.size, dst)
-    assert got == (*counts, *split_coupling_sums(pi, pj, pc, 0, pi.size, go_left)) and 0 < nl < n
+    assert _record(mem, got) == (*counts, *split_coupling_sums(pi, pj, pc, 0, pi.size, go_left)) and 0 < nl < n
+    got.arrived(*counts)  # as the children's splits bring them back: nothing read
+    reads = mem.counter.stats().outside.reads
+    assert got.counts == counts and mem.counter.stats().outside.reads == reads
     np.testing.assert_array_equal(mem.read(dev_order), order)
     for d, h in zip(dst, want):
         np.testing.assert_array_equal(mem.read(d), h)
