@@ -51,7 +51,7 @@ def test_both_children_are_the_cpus_splits_with_their_nan_counts(threads):
                     cuda.to_device(np.full((2, RESULT_SIZE), 7.0)), cuda.to_device(np.zeros(1, np.int64)))
     d_bins = FeatureBins(*(cuda.to_device(a) for a in bins))
     root = np.array([1.5, 2.5, -0.25, 9.0])  # stands for a root's G, H, C on the device: not used here
-    record = cuda.to_device(np.array([12, 30, 5, 6, 0, 0], np.int64))  # a pair partition's: its counts come back
+    record = cuda.to_device(np.array([12, 30, 0, 0], np.int64))  # a pair partition's: its counts come back
     for _ in range(2):  # the ticket counter is back at 0: the second search picks again
         K.search_nodes[(-(-5 // threads), 2), threads](h, False, d_bins, sums[0], sums[1], rules,
                                                        cuda.to_device(root), False, out, True, record, True)
@@ -84,7 +84,7 @@ def test_a_root_is_searched_from_its_sums_on_the_device():
     wrong = sums[0]._replace(G=0.0, H=1.0)  # the record's G, H are not read: the device's are
     K.search_nodes[(1, 1), 8](NodeHists(hd, hd, ph, ph, md, md), False, FeatureBins(*(cuda.to_device(a) for a in bins)),
                               wrong, wrong, rules, cuda.to_device(root), True, out, False,
-                              cuda.to_device(np.full(6, 7, np.int64)), False)
+                              cuda.to_device(np.full(4, 7, np.int64)), False)
     got = out.res.copy_to_host()[0]
     np.testing.assert_array_equal(got[:SPLIT_SIZE], want)
     assert got[NODE_SUMS:PAIR_COUNTS].tolist() == root[:3].tolist() and got[SPLIT_SIZE] == 0.0  # no NaN count asked

@@ -173,7 +173,7 @@ from customobj.ole.cuda_search import NodeHists, SearchOut
 hists = T.NamedTuple([f2, f2, f2, f2, b1, b1], NodeHists)
 out = T.NamedTuple([f3, f2, f2, i1], SearchOut)
 from customobj.ole.cuda_partitions import PairCount, RowPlace
-place, count = T.NamedTuple([i1, i1, i2, i, i, i, i], RowPlace), T.NamedTuple([j1, j1, f1, i2, i1, f1, i, i, i], PairCount)
+place, count = T.NamedTuple([i1, i1, i2, i, i, i, i], RowPlace), T.NamedTuple([j1, j1, i2, i1, i, i, i], PairCount)
 from customobj.ole.cuda_hists import ChildPlan, RowBuild
 plan32, plan64 = (T.NamedTuple([i1, i, i, f, f, f, b, b, p, p, f1, f1, f2, f2], ChildPlan) for p in (j1, i1))
 build = T.NamedTuple([i1, i, f1, f1, f1, f2], RowBuild)
@@ -191,7 +191,7 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (R.grid_round, (fA, fA, i1, b, i, f1, i1, f1, f1, f1)), (R.coupling_sums, (j1, j1, f1, i, i, b1, b, f1)),
         (P.mark_rows_blocks, (T.uint8[::1], i1, i, i, i, i, i, b, b1, i1, i2)),
         (P.place_rows_blocks, (i1, i1, i, i, i, i, b1, i2)),
-        (P.count_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, f1)),
+        (P.count_sides_blocks, (j1, j1, i, i, i, b1, i2, i1)),
         (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, j1, j1, f1)),
         (P.place_rows_count_sides, (place, count, b1)),
         (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b, i1, b))]

@@ -20,7 +20,7 @@ import numpy as np
 __all__ = ["HIST_G", "HIST_H", "HIST_COUNT", "HIST_CHANNELS", "GH_CHANNELS", "PH_HI", "PH_NANP", "PH_R", "PH_CHANNELS",
            "SPLIT_GAIN", "SPLIT_FEATURE", "SPLIT_BIN", "SPLIT_NAN_LEFT",
            "LEFT_G", "LEFT_H", "LEFT_N", "LEFT_C", "RIGHT_G", "RIGHT_H", "RIGHT_N", "RIGHT_C", "SPLIT_SIZE",
-           "NODE_SUMS", "PAIR_COUNTS", "RESULT_SIZE", "PART_N_LEFT", "PART_N_RIGHT", "PART_COUPLINGS", "PART_PLAN",
+           "NODE_SUMS", "PAIR_COUNTS", "RESULT_SIZE", "PART_N_LEFT", "PART_N_RIGHT", "PART_PLAN",
            "PART_RECORD", "ChildSums", "SplitInfo", "NO_SPLIT"]
 
 # --- histogram channels: the last axis of a (slots, channels) float64 histogram -------------------
@@ -64,9 +64,8 @@ RESULT_SIZE = PAIR_COUNTS + 2
 # --- a GPU pair partition's record: int64[PART_RECORD] on the card (cuda_partitions.DevicePairCounts) ----
 PART_N_LEFT = 0  # pairs with both rows left
 PART_N_RIGHT = 1  # with both rows right
-PART_COUPLINGS = 2  # the children's couplings, two float64 (their bits): 2 and 3
-PART_PLAN = 4  # how the children's pair histograms were made (pairhist.pair_hist_plan), set on the card
-PART_RECORD = 6
+PART_PLAN = 2  # how the children's pair histograms were made (pairhist.pair_hist_plan), set on the card
+PART_RECORD = 4
 
 
 class ChildSums(NamedTuple):

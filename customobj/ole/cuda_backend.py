@@ -47,7 +47,7 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   (:class:`~customobj.ole.cuda_memory.SubtractQueue`).
 - :mod:`._cuda_partition_kernels` through :mod:`.cuda_partitions`: stable row and pair partitions,
   the CPU's per-block code, many short blocks, 2 launches each (count, place: each CUDA block scans
-  its blocks' offsets itself; the pairs' totals and the children's couplings summed with the counts)
+  its blocks' offsets itself; the pairs' totals summed with the counts, kept on the card)
   and 3 for both (the rows' placing and the pairs' counting in one: ``place_rows_count_sides``).
 
 **Orchestration and instrumentation** (issue 32, items 3-4):

@@ -8,8 +8,8 @@ launches, through the fit's counted kernels (:mod:`.cuda_stats`):
 - a row partition: ``mark_rows_blocks``, ``place_rows_blocks`` (2 launches, nothing read: the left
   count is the split's own, exact histogram count); the placing waits (:meth:`DevicePartitions.flush`)
   until the order is used or the split's pairs are partitioned;
-- a pair partition: ``count_sides_blocks`` (the counts, their totals and the children's couplings;
-  in the same launch as the waiting rows' placing: ``place_rows_count_sides``), ``place_sides_blocks``
+- a pair partition: ``count_sides_blocks`` (the counts and their totals; in the same launch as the
+  waiting rows' placing: ``place_rows_count_sides``), ``place_sides_blocks``
   (1 or 2 launches, nothing read). The totals stay on the card in a record
   (:class:`DevicePairCounts`, a row of a ring of accumulators zeroed in one launch each time it
   wraps: ``common.PART_RECORD``), where the children's pair histograms are planned and built from
@@ -17,8 +17,8 @@ launches, through the fit's counted kernels (:mod:`.cuda_stats`):
   children's splits (``cuda_search``), or in a read of their own when the host asks first.
 
 A partition is stable (the CPU's order, :mod:`.partition` and :mod:`.pair_partition`), so its
-result does not depend on its block count; the couplings are on their grid (:mod:`.fixed_point`),
-so their atomic sums are exact in any order.
+result does not depend on its block count. :meth:`DevicePartitions.coupling_sums` (a range's
+couplings, one read) adds values on their grid (:mod:`.fixed_point`): exact in any order.
 
 Examples
 --------
@@ -50,7 +50,7 @@ import numpy as np
 from .._cuda_runtime import THREADS
 from ._cuda_launch import grid_launch, pow2_threads
 from .backend import PairCounts
-from .common import PART_COUPLINGS, PART_N_LEFT, PART_N_RIGHT, PART_RECORD
+from .common import PART_N_LEFT, PART_N_RIGHT, PART_RECORD
 from .cuda_memory import DeviceMemory
 
 __all__ = ["DevicePartitions", "DevicePairCounts", "RowPlace", "PairCount", "PARTITION_BLOCK",
@@ -81,10 +81,8 @@ class PairCount(NamedTuple):
 
     pi: Any
     pj: Any
-    pc: Any
     counts: Any
     totals: Any
-    couplings: Any
     start: int
     n: int
     nb: int
@@ -161,11 +159,11 @@ class DevicePartitions:
         self._pair_counts = memory.array((MAX_PARTITION_BLOCKS, 2), np.int64)  # beside the rows' in one launch
         self._waiting: Optional[RowPlace] = None  # the last row partition's placing, not launched yet
         # accumulators, a ring zeroed in one launch each time it wraps (not one per sum): per use, a
-        # pair partition's record (common.PART_RECORD: totals, couplings as float64, the plan) in one row
+        # pair partition's record (common.PART_RECORD: totals, the plan) or a coupling sum's two float64
         self._acc, self._acc_next = memory.array((ACC_RING, PART_RECORD), np.int64), ACC_RING
 
     def _next_acc(self) -> Any:
-        """A zeroed accumulator row (``PART_RECORD`` int64; ``PART_COUPLINGS``: two float64 sums)."""
+        """A zeroed accumulator row (``PART_RECORD`` int64)."""
         if self._acc_next >= self._acc.shape[0]:
             self._zero[grid_launch(self._acc.size)](self._acc.reshape(self._acc.size).view(np.float64))
             self._acc_next = 0
@@ -192,18 +190,17 @@ class DevicePartitions:
 
     def pairs(self, src: tuple, start: int, end: int, dst: tuple) -> DevicePairCounts:
         """Copy the pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right | split]
-        by :attr:`go_left`; the counts (and the children's couplings) stay on the card, in the record of
-        the :class:`DevicePairCounts` returned: nothing is read."""
+        by :attr:`go_left`; the counts stay on the card, in the record of the :class:`DevicePairCounts`
+        returned: nothing is read."""
         n = end - start
         nb, kp, acc = partition_blocks(n), self._kp, self._next_acc()
         counts, totals = self._pair_counts, acc[PART_N_LEFT:PART_N_RIGHT + 1]
-        couplings = acc[PART_COUPLINGS:PART_COUPLINGS + 2].view(np.float64)
         rows, self._waiting = self._waiting, None
         if rows is None:
-            kp.count_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals, couplings)
+            kp.count_sides_blocks[_blocks(nb)](src[0], src[1], start, n, nb, self.go_left, counts, totals)
         else:  # the split's rows placed in the same launch
             bx, per = _blocks(max(nb, rows.nb))
-            pairs = PairCount(src[0], src[1], src[2], counts, totals, couplings, int(start), int(n), nb)
+            pairs = PairCount(src[0], src[1], counts, totals, int(start), int(n), nb)
             kp.place_rows_count_sides[(bx, 2), per](rows, pairs, self.go_left)
         kp.place_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals, *dst)
         return DevicePairCounts(self.memory, acc)
@@ -211,7 +208,7 @@ class DevicePartitions:
     def coupling_sums(self, buf: tuple, start: int, end: int, split: bool) -> tuple:
         """``(C, 0)`` of the couplings ``buf[2][start:end]`` or, with ``split``, the children's
         ``(C_left, C_right)`` by :attr:`go_left`; one read."""
-        acc = self._next_acc()[PART_COUPLINGS:PART_COUPLINGS + 2].view(np.float64)
+        acc = self._next_acc()[0:2].view(np.float64)
         self._kr.coupling_sums[grid_launch(end - start)](*buf, start, end - start, self.go_left, split, acc)
         a, b = self.memory.read(acc)
         return float(a), float(b)
