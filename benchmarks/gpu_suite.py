@@ -49,7 +49,7 @@ XGB_PARAMS = dict(tree_method="hist", max_leaves=31, grow_policy="lossguide", ma
 #: The GPU backend's steps timed by ``phases`` (benchmarks/ole_phases.py's timers, synchronised).
 PHASES = [("customobj.ole.cuda_backend", name, "CUDABackend") for name in (
     "root_sums", "row_hist", "pair_hist", "find_splits", "fast_splits", "partition_rows", "split_pairs",
-    "sum_couplings", "split_coupling_sums", "pair_buffers", "prune_pairs", "row_order", "dropped_couplings")] + [
+    "sum_couplings", "child_pair_hists", "pair_buffers", "prune_pairs", "row_order", "dropped_couplings")] + [
     ("customobj.ole.cuda_scores", "gradients", "DeviceScores"), ("customobj.ole.cuda_scores", "add_trees",
                                                                   "DeviceScores")]
 #: Rough seconds per million rows of each part's work on an H100/H200 (the plan's estimates: a part

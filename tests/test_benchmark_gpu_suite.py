@@ -81,3 +81,10 @@ def test_runs_end_to_end_under_the_simulator_and_writes_valid_json(tmp_path):
 def test_bad_arguments_are_refused(argv):
     r = _run(argv)
     assert r.returncode == 2 and "usage" in r.stderr
+
+
+def test_every_timed_phase_is_a_method_of_its_class():
+    """A phase the backend no longer has (a renamed step) would stop the suite on the card."""
+    import importlib
+    for module, name, cls in _suite().PHASES:
+        assert callable(getattr(getattr(importlib.import_module(module), cls), name, None)), (module, cls, name)

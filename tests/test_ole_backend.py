@@ -114,5 +114,29 @@ def test_partitions_go_through_the_backend():
     n_left, n_right = backend.partition_pairs((pi, pj, pc), 0, 3, dst)
     both = [(left[a] and left[b], not left[a] and not left[b]) for a, b in zip(pi, pj)]
     assert (n_left, n_right) == (sum(b[0] for b in both), sum(b[1] for b in both))
-    cl, cr = backend.split_coupling_sums((pi, pj, pc), 0, 3)
-    assert cl == sum(c for c, b in zip(pc, both) if b[0]) and cr == sum(c for c, b in zip(pc, both) if b[1])
+    assert backend.split_pairs((pi, pj, pc), 0, 3, dst).counts == (n_left, n_right)
+
+
+@pytest.mark.parametrize("need", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("rows", [(5.0, 40.0, 45.0), (40.0, 5.0, 45.0), (200.0, 200.0, 400.0)])
+def test_the_childrens_pair_histograms_are_their_own_pairs_whichever_the_plan(need, rows):
+    from customobj.ole.pairhist import PAIRS_DIRECT, pair_hist_plan
+    backend, _ = _backend(n=50)
+    backend.partition_rows(np.arange(50, dtype=np.int64), 0, 50, SplitInfo(1.0, 2, 3, False, *[ChildSums(0, 0, 0, 0)] * 2),
+                           False)
+    rng = np.random.default_rng(1)
+    pi, pj = (rng.integers(0, 50, 400).astype(np.int32) for _ in range(2))
+    pc = np.round(rng.uniform(0, 1, 400) * 1024) / 1024  # on a grid: exact sums
+    buf = tuple(np.empty_like(a) for a in (pi, pj, pc))
+    counts = backend.split_pairs((pi, pj, pc), 0, 400, buf)
+    nl, nr = counts.counts
+    want = [backend.pair_hist(buf, 0, nl).copy(), backend.pair_hist(buf, nl, nl + nr).copy()]
+    got = backend.child_pair_hists(buf, 0, 400, counts, backend.pair_hist(buf, 0, 400).copy(), rows, need)
+    plan = pair_hist_plan(nl, nr, 400, *rows, *need)
+    for k in range(2):
+        if need[k] or plan != PAIRS_DIRECT:
+            np.testing.assert_array_equal(got[k], want[k])
+        else:
+            assert got[k] is None
+    if rows == (5.0, 40.0, 45.0) and need == (True, True):  # few rows: the larger child by subtraction
+        assert plan != PAIRS_DIRECT

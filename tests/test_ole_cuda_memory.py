@@ -62,6 +62,36 @@ def test_a_device_histogram_subtracts_like_numpy_and_reads_one_entry():
         ha -= np.zeros((6, 3))
 
 
+def test_a_splits_children_are_completed_with_its_row_subtraction_in_one_launch():
+    from customobj.ole import _cuda_split_kernels as K
+    from customobj.ole.common import PART_PLAN, PART_RECORD
+    from customobj.ole.cuda_stats import CountedKernels
+    from customobj.ole.pairhist import PAIRS_LEFT_SMALL
+    mem = _mem()
+    ran = []
+    k = CountedKernels(K, mem.counter)
+    queue = SubtractQueue(k.subtract3, k.subtract_children, before=lambda: ran.append(True))
+    rng = np.random.default_rng(1)
+    rp, rs, pp, pl, pr = rng.normal(size=(5, 6, 3))
+    hrp, hrs, hpp, hpl, hpr = (DeviceHist(mem.upload(v), queue) for v in (rp, rs, pp, pl, pr))
+    record = np.zeros(PART_RECORD, np.int64)
+    record[PART_PLAN] = PAIRS_LEFT_SMALL  # as child_hists leaves it: right holds the split pairs'
+    hrp -= hrs
+    queue.children(hpp, hpl, hpr, mem.upload(record))
+    assert mem.counter.stats().outside.launches == 0 and not ran
+    np.testing.assert_array_equal(hpr.copy_to_host(), (pp - pl) - pr)  # used: the queue runs, its hook first
+    assert mem.counter.stats().outside.launches == 1 and ran == [True]
+    np.testing.assert_array_equal(hrp.copy_to_host(), rp - rs)
+    np.testing.assert_array_equal(hpl.copy_to_host(), pl)
+    hrp -= hrs
+    hrp -= hrs
+    queue.children(hpp, hpl, hpr, mem.upload(record))  # two subtractions before: they run first
+    assert mem.counter.stats().outside.launches == 2
+    queue.flush()
+    assert mem.counter.stats().outside.launches == 3
+    np.testing.assert_array_equal(hrp.copy_to_host(), rp - rs - rs - rs)
+
+
 def test_a_device_fit_reports_its_peak_and_a_cpu_fit_none():
     from customobj.ole import TreeBooster
     from _ole_cases import QUIET, make_rank_data

@@ -1,13 +1,14 @@
 """customobj.ole.cuda_partitions: the GPU backend's row and pair partitions and coupling sums equal
-the CPU's (partition.partition_rows, pair_partition.partition_pairs / split_coupling_sums) under the
-simulator, in one block and in many; the children's couplings come back with the pair counts in one
-read; the accumulator ring is cleared when it wraps."""
+the CPU's (partition.partition_rows, pair_partition.partition_pairs) under the
+simulator, in one block and in many; the pair counts stay on the card in the partition's record
+(DevicePairCounts: read only when asked, once); the accumulator ring is cleared when it wraps."""
 import numpy as np
 import pytest
 
 from customobj.ole import cuda_partitions
+from customobj.ole.common import PART_N_LEFT, PART_N_RIGHT
 from customobj.ole.fixed_point import grid_step_of, round_range
-from customobj.ole.pair_partition import partition_pairs, split_coupling_sums
+from customobj.ole.pair_partition import partition_pairs
 from customobj.ole.partition import partition_rows
 
 from _cuda_cases import needs_gpu
@@ -48,19 +49,26 @@ def test_rows_then_pairs_equal_the_cpu(monkeypatch, block):
     dst = tuple(mem.array(a.shape, a.dtype) for a in (pi, pj, pc))
     reads = mem.counter.stats().outside.reads
     got = parts.pairs(src, 1, pi.size, dst)
-    assert mem.counter.stats().outside.reads == reads + 1  # counts and couplings in one read
+    assert mem.counter.stats().outside.reads == reads and not got.known  # the counts stay on the card
     oi, oj, oc = (np.zeros_like(a) for a in (pi, pj, pc))
     nl, nr = partition_pairs(pi, pj, pc, 1, pi.size, go_left, oi, oj, oc)
-    cl, cr = split_coupling_sums(pi, pj, pc, 1, pi.size, go_left)
-    assert got == (nl, nr, cl, cr) and want_left >= 0
+    assert _record(mem, got) == (nl, nr) and want_left >= 0
+    assert got.counts == (nl, nr) and got.counts == (nl, nr)  # asked for: read once
+    assert mem.counter.stats().outside.reads == reads + 2  # the record above, the counts
     for d, h in zip(dst, (oi, oj, oc)):
         np.testing.assert_array_equal(mem.read(d)[1:], h[1:])
+
+
+def _record(mem, counts):
+    """A pair partition's counts in its record on the card."""
+    rec = mem.read(counts.record)
+    return int(rec[PART_N_LEFT]), int(rec[PART_N_RIGHT])
 
 
 @pytest.mark.parametrize("block", [128, 5])
 def test_rows_and_pairs_share_a_launch(monkeypatch, block):
     """A split's row placing waits for its pairs' counting (place_rows_count_sides): the same order,
-    pairs and couplings, one launch fewer."""
+    pairs and counts, one launch fewer."""
     monkeypatch.setattr(cuda_partitions, "PARTITION_BLOCK", block)  # 5: more pair blocks than row blocks
     pi, pj, pc, _ = random_pairs(4, n_queries=4, max_rows=9)
     pi, pj = pi.astype(np.int32), pj.astype(np.int32)
@@ -77,7 +85,10 @@ def test_rows_and_pairs_share_a_launch(monkeypatch, block):
     dst = tuple(mem.array(a.shape, a.dtype) for a in (pi, pj, pc))
     parts.rows(mem.upload(col), dev_order, 0, n, 0, 9, False, nl)
     got = parts.pairs(src, 0, pi.size, dst)
-    assert got == (*counts, *split_coupling_sums(pi, pj, pc, 0, pi.size, go_left)) and 0 < nl < n
+    assert _record(mem, got) == counts and 0 < nl < n
+    got.arrived(*counts)  # as the children's splits bring them back: nothing read
+    reads = mem.counter.stats().outside.reads
+    assert got.counts == counts and mem.counter.stats().outside.reads == reads
     np.testing.assert_array_equal(mem.read(dev_order), order)
     for d, h in zip(dst, want):
         np.testing.assert_array_equal(mem.read(d), h)

@@ -126,6 +126,30 @@ def test_subtract3_is_numpys_elementwise_subtractions_in_order(n_ops):
     np.testing.assert_array_equal(dc.copy_to_host(), c - x if n_ops > 1 else c)
 
 
+@pytest.mark.parametrize("n_ops", [0, 1])
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_subtract_children_completes_the_larger_child_in_the_cpus_order(mode, n_ops):
+    from numba import cuda
+    from customobj.ole import _cuda_split_kernels as K
+    from customobj.ole.common import PART_PLAN, PART_RECORD
+    from customobj.ole.pairhist import PAIRS_DIRECT, PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL
+    rng = np.random.default_rng(1)
+    a, b, p, left, right = rng.normal(size=(5, 200)) * np.array([[1e8], [1.0], [1e9], [3.0], [1e-3]])
+    d = [cuda.to_device(v) for v in (a, b, p, left, right)]
+    record = np.zeros(PART_RECORD, np.int64)
+    record[PART_PLAN] = (PAIRS_DIRECT, PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL)[mode]
+    K.subtract_children[_launch(200)](d[0], d[1], n_ops, d[2], d[3], d[4], cuda.to_device(record))
+    want_left, want_right = left.copy(), right.copy()
+    if mode == 1:  # the CPU: parent -= left; parent -= split pairs (in right's buffer)
+        want_right = (p - left) - right
+    elif mode == 2:
+        want_left = (p - right) - left
+    np.testing.assert_array_equal(d[3].copy_to_host(), want_left)
+    np.testing.assert_array_equal(d[4].copy_to_host(), want_right)
+    np.testing.assert_array_equal(d[0].copy_to_host(), a - b if n_ops else a)
+    np.testing.assert_array_equal(d[2].copy_to_host(), p)  # the parent is read only
+
+
 _PTX = """
 import os
 os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
@@ -152,9 +176,14 @@ out = T.NamedTuple([f3, f2, f2, i1], SearchOut)
 from customobj.ole import _cuda_select_kernels as C
 choice = T.NamedTuple([b1, T.boolean[:, ::1], T.int64[:, :, ::1], T.int64[:, :, ::1], i2], C.FeatureChoice)
 from customobj.ole.cuda_partitions import PairCount, RowPlace
-place, count = T.NamedTuple([i1, i1, i2, i, i, i, i], RowPlace), T.NamedTuple([j1, j1, f1, i2, i1, f1, i, i, i], PairCount)
+place, count = T.NamedTuple([i1, i1, i2, i, i, i, i], RowPlace), T.NamedTuple([j1, j1, i2, i1, i, i, i], PairCount)
+from customobj.ole.cuda_hists import ChildPlan, ChosenPairs, RowBuild
+plan32, plan64 = (T.NamedTuple([i1, i, i, f, f, f, b, b, p, p, f1, f1, f2, f2], ChildPlan) for p in (j1, i1))
+build = T.NamedTuple([i1, i, f1, f1, f1, f2], RowBuild)
 SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (R.pick_best, (f2, f1, f1)),
-        (K.subtract3, (f1, f1, f1, f1, f1, f1, i)),
+        (K.subtract3, (f1, f1, f1, f1, f1, f1, i)), (K.subtract_children, (f1, f1, i, f1, f1, f1, i1)),
+        (HK.child_hists, (u8, i2, i2, i1, plan32, build)), (HK.child_hists, (u16, i2, i2, i1, plan64, build)),
+        (HK.chosen_child_pairs, (u8, T.NamedTuple([i1, i, i, i, j1, j1, f1, f1], ChosenPairs), choice, f2, f2)),
         (S.add_tree_bins, (u8, i1, i1, i1, b1, i1, i1, f1, f1)), (S.add_tree_bins, (u16, i1, i1, i1, b1, i1, i1, f1, fA)),
         (HK.zero, (f1,)), (HK.zero6, (f1, f1, f1, f1, f1, f1)),
         (HK.row_hist_shared, (u8, i1, i, f1, f1, f1, i2, i2, i1, f2)),
@@ -166,10 +195,10 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (R.grid_round, (fA, fA, i1, b, i, f1, i1, f1, f1, f1)), (R.coupling_sums, (j1, j1, f1, i, i, b1, b, f1)),
         (P.mark_rows_blocks, (T.uint8[::1], i1, i, i, i, i, i, b, b1, i1, i2)),
         (P.place_rows_blocks, (i1, i1, i, i, i, i, b1, i2)),
-        (P.count_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, f1)),
+        (P.count_sides_blocks, (j1, j1, i, i, i, b1, i2, i1)),
         (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, j1, j1, f1)),
         (P.place_rows_count_sides, (place, count, b1)),
-        (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b)),
+        (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b, i1, b)),
         (C.wse_choose, (hists, bins, node, node, rules, f1, b, out, choice, i, i)),
         (PR.query_tops, (j1, f1, i1, j1, i, i1, f1)), (PR.query_masses, (j1, f1, i1, j1, i, i1, f2)),
         (PR.query_cuts, (i1, f1, f2, i, f, i2, i1)), (PR.count_kept_blocks, (j1, f1, i1, j1, i2, i, i, i2, i1, f1)),

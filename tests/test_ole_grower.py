@@ -88,3 +88,38 @@ def test_select_features_takes_the_largest_gains_in_the_mask():
     np.testing.assert_array_equal(select_features(gains, mask, 2), [1, 2])  # 4 is masked out
     np.testing.assert_array_equal(select_features(gains, mask, 3), [1, 2, 5])
     np.testing.assert_array_equal(select_features(gains, mask, 10), [0, 1, 2, 3, 5])
+
+
+@pytest.mark.parametrize("criterion", ["ole", "ole_fast"])
+def test_a_childs_coupling_from_its_split_is_the_sum_over_its_own_pairs(criterion):
+    """The children's C come from the split's record (the pair histograms' sums, exact on the grid),
+    nothing summed after the split: each leaf's C is the sum of the couplings of the pairs inside it
+    (ole_fast: kept pairs, then the dropped ones added at the end), bit for bit."""
+    from customobj.ole.backend import CPUBackend
+    from customobj.ole.context import GrowContext
+    from customobj.ole.grower import TreeGrower
+    X = make_X(5, n=96, n_features=4, nan_frac=0.1)
+    y = np.random.default_rng(5).integers(0, 3, 96).astype(float)
+    obj = RankNet()
+    params = TreeBooster(obj, criterion=criterion, num_leaves=7, min_data_in_leaf=3, ole_fast_epsilon=0.0,
+                         verbose=False)._grow_params()
+    mapper = BinMapper.fit(X, 8)
+    ctx = GrowContext(mapper.bins_feature_major(X), mapper)
+    grad, hess, (pi, pj, pc) = obj.grad_hess_couplings_prepared(np.zeros(96), obj.prepare(y, [12] * 8, None))
+    rounded = []
+
+    class Keeps(CPUBackend):  # the tree's couplings on their grid, before the grower partitions them
+        def pair_buffers(self, pairs):
+            bufs = super().pair_buffers(pairs)
+            rounded.append(tuple(a.copy() for a in bufs[0]))
+            return bufs
+
+    grower = TreeGrower(Keeps(ctx, params), grad, hess, np.arange(96, dtype=np.int64),
+                        ctx.pairs.load((pi, pj, pc), None), np.ones(4, np.bool_), params)
+    tree, order, starts, ends = grower.grow()
+    assert tree["num_leaves"] == 7
+    ri, rj, rc = rounded[0]
+    for leaf, s, e in zip(grower.leaves, starts, ends):
+        inside = np.zeros(96, np.bool_)
+        inside[order[s:e]] = True
+        assert leaf.C == rc[inside[ri] & inside[rj]].sum() and leaf.N == e - s

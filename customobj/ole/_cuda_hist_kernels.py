@@ -26,6 +26,11 @@ shared by the group's lanes; a pair update reads two bin bytes and does 3 shared
 both rows' bins, then ``hi`` or ``nanp``), the pair's two indices and coupling (16-24 bytes) shared
 the same way. Global histogram traffic: ``slots x 3`` atomics per block, once.
 
+A split's children: :func:`child_hists` builds the smaller child's row histogram and both children's
+pair histograms in one launch (blocks of a third grid axis: left pairs, right pairs, rows), the
+pairs by the plan it makes from the partition's counts on the card (the CPU's
+:func:`~customobj.ole.pairhist.pair_hist_plan`), so the host needs no count to launch it.
+
 The pair channels follow :mod:`.pairhist`: ``hi`` at the larger bin (ties: the first row's),
 ``nanp`` at the non-NaN row's bin when the other row's bin is the NaN slot, ``R`` at both rows' bins.
 """
@@ -34,13 +39,17 @@ from __future__ import annotations
 import numpy as np
 from numba import int64
 
-from .._cuda_runtime import cuda_module
+from .._cuda_runtime import cuda_module, device_function
 from ._cuda_launch import pow2_threads
-from .common import HIST_COUNT, HIST_G, HIST_H, PH_HI, PH_NANP, PH_R
+from .common import HIST_COUNT, HIST_G, HIST_H, PART_N_LEFT, PART_N_RIGHT, PART_PLAN, PH_HI, PH_NANP, PH_R
+from .pairhist import PAIRS_DIRECT, PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL, pair_hist_plan
 
 cuda = cuda_module()
 
-__all__ = ["zero", "zero6", "row_hist_shared", "pair_hist_shared", "feature_groups", "chunks_for", "launch_for", "launch_shape", "SHARED_SLOTS",
+_plan = device_function(pair_hist_plan)
+
+__all__ = ["zero", "zero6", "row_hist_shared", "pair_hist_shared", "child_hists", "chosen_child_pairs", "feature_groups", "chunks_for",
+           "launch_for", "launch_shape", "SHARED_SLOTS",
            "CHUNK_UPDATES", "MAX_CHUNKS", "GROUP_COLUMNS", "MEMBER_COLUMNS"]
 
 #: Slots of one block's shared histogram: 3 int64 channels each, 48,000 bytes (the default limit).
@@ -176,11 +185,10 @@ def _units(x, step):
     return int64(x / step)
 
 
-@cuda.jit(cache=True)
-def row_hist_shared(bins_rm, rows, n, g, h, steps, groups, members, slot_map, out):
-    """``out`` (zeroed) += [g, h, count] of the rows ``rows[0:n]``: block ``(b, grp)`` adds chunk ``b``
-    of the rows for feature group ``grp``. ``g, h``: on their grids, steps ``steps[0], steps[1]``."""
-    sh = cuda.shared.array((SHARED_SLOTS, 3), dtype=int64)
+@cuda.jit(device=True)
+def _row_updates(sh, bins_rm, rows, n, g, h, steps, groups, members, slot_map, out):
+    """Block ``(b, grp)``'s part of :func:`row_hist_shared`: chunk ``b`` of the rows ``rows[0:n]`` for
+    feature group ``grp`` into its shared histogram, merged into ``out`` once."""
     grp = cuda.blockIdx.y
     q0, width, nloc, shared, lo, hi = _block_work(sh, groups, grp, 0, n)
     sg = steps[0]
@@ -200,13 +208,19 @@ def row_hist_shared(bins_rm, rows, n, g, h, steps, groups, members, slot_map, ou
 
 
 @cuda.jit(cache=True)
-def pair_hist_shared(bins_rm, pi, pj, pc, start, n, steps, groups, members, slot_map, out):
-    """``out`` (zeroed) += [hi, nanp, R] of the pairs ``start:start+n``: block ``(b, grp)`` adds chunk
-    ``b`` of the pairs for feature group ``grp``. ``pc``: on its grid, step ``steps[0]``."""
+def row_hist_shared(bins_rm, rows, n, g, h, steps, groups, members, slot_map, out):
+    """``out`` (zeroed) += [g, h, count] of the rows ``rows[0:n]``: block ``(b, grp)`` adds chunk ``b``
+    of the rows for feature group ``grp``. ``g, h``: on their grids, steps ``steps[0], steps[1]``."""
     sh = cuda.shared.array((SHARED_SLOTS, 3), dtype=int64)
+    _row_updates(sh, bins_rm, rows, n, g, h, steps, groups, members, slot_map, out)
+
+
+@cuda.jit(device=True)
+def _pair_updates(sh, bins_rm, pi, pj, pc, start, n, step, groups, members, slot_map, out):
+    """Block ``(b, grp)``'s part of :func:`pair_hist_shared`: chunk ``b`` of the pairs ``start:start+n``
+    for feature group ``grp`` into its shared histogram, merged into ``out`` once."""
     grp = cuda.blockIdx.y
     q0, width, nloc, shared, lo, hi = _block_work(sh, groups, grp, start, n)
-    step = steps[0]
     for t in range(cuda.threadIdx.x, (hi - lo) * width, cuda.blockDim.x):
         k = t // width
         m = q0 + t - k * width
@@ -231,3 +245,72 @@ def pair_hist_shared(bins_rm, pi, pj, pc, start, n, steps, groups, members, slot
             _add(sh, out, shared, lx + x, gx + x, PH_HI, q, step)
     if shared:
         _merge(sh, nloc, slot_map, groups[grp, 4], step, step, step, out)
+
+
+@cuda.jit(cache=True)
+def pair_hist_shared(bins_rm, pi, pj, pc, start, n, steps, groups, members, slot_map, out):
+    """``out`` (zeroed) += [hi, nanp, R] of the pairs ``start:start+n``: block ``(b, grp)`` adds chunk
+    ``b`` of the pairs for feature group ``grp``. ``pc``: on its grid, step ``steps[0]``."""
+    sh = cuda.shared.array((SHARED_SLOTS, 3), dtype=int64)
+    _pair_updates(sh, bins_rm, pi, pj, pc, start, n, steps[0], groups, members, slot_map, out)
+
+
+@cuda.jit(cache=True)
+def child_hists(bins_rm, groups, members, slot_map, plan, rows):
+    """A split's children's pair histograms, and the row histogram of its smaller child, in one launch,
+    from pair counts that never left the card. ``plan`` (``cuda_hists.ChildPlan``) holds the pair
+    partition's record (the children's pair counts ``n_l, n_r``; the parent's pairs ``plan.start +
+    [0, n_l | n_r | split pairs]``); every block makes the CPU's choice
+    (:func:`~customobj.ole.pairhist.pair_hist_plan`; block ``(0, 0, 0)`` writes it to
+    ``record[PART_PLAN]``), and blocks ``(b, grp, 0)`` add into ``plan.left``, ``(b, grp, 1)`` into
+    ``plan.right`` (both zeroed) as :func:`pair_hist_shared` does: each child that needs one its own
+    pairs, or (the larger by subtraction) the smaller child's pairs and the split pairs into the
+    larger's buffer, which ``_cuda_split_kernels.subtract_children`` then completes. Blocks ``(b, grp,
+    2)`` (a grid of depth 3) do :func:`row_hist_shared`'s work on ``rows`` (``cuda_hists.RowBuild``).
+    The grid covers the parent's pairs (or the rows, if more); a block past its range, or for a child
+    that needs nothing, returns at once."""
+    sh = cuda.shared.array((SHARED_SLOTS, 3), dtype=int64)
+    z = cuda.blockIdx.z
+    if z == 2:
+        if rows.n > 0:
+            _row_updates(sh, bins_rm, rows.rows, rows.n, rows.g, rows.h, rows.steps, groups, members, slot_map,
+                         rows.out)
+        return
+    rec = plan.record
+    nl = rec[PART_N_LEFT]
+    nr = rec[PART_N_RIGHT]
+    mode = _plan(nl, nr, plan.n, plan.rows_left, plan.rows_right, plan.rows_parent, plan.need_left,
+                 plan.need_right)
+    if cuda.threadIdx.x == 0 and cuda.blockIdx.x == 0 and cuda.blockIdx.y == 0 and z == 0:
+        rec[PART_PLAN] = mode
+    lo = plan.start + nl + nr  # the split pairs: the buffer of the larger child (by subtraction)
+    n = plan.n - nl - nr
+    if mode == PAIRS_DIRECT or mode == (PAIRS_LEFT_SMALL if z == 0 else PAIRS_RIGHT_SMALL):  # its own pairs
+        lo = plan.start if z == 0 else plan.start + nl
+        n = nl if z == 0 else nr
+        if mode == PAIRS_DIRECT and not (plan.need_left if z == 0 else plan.need_right):
+            n = 0
+    if n > 0:
+        _pair_updates(sh, bins_rm, plan.pi, plan.pj, plan.pc, lo, n, plan.steps[0], groups, members, slot_map,
+                      plan.left if z == 0 else plan.right)
+
+
+@cuda.jit(cache=True)
+def chosen_child_pairs(bins_rm, pairs, choice, out_a, out_b):
+    """``ole_fast``: the pair histograms of one or two children of a split (``cuda.blockIdx.z``: node 0
+    into ``out_a``, 1 into ``out_b``, both zeroed), each over its own features chosen on the card
+    (``choice``, ``_cuda_select_kernels.FeatureChoice``: node ``z``'s groups) and its own pairs, the
+    left or right part (``pairs.side_a``, ``side_b``) of the parent's ``pairs.start + [n_l | n_r | split]``
+    from the partition's counts in ``pairs.record``, which never left the card. Blocks ``(b, grp, z)``
+    work as :func:`pair_hist_shared`'s; the grid covers the parent's pairs and a bound on the groups: a
+    block past its node's pairs or groups returns at once."""
+    sh = cuda.shared.array((SHARED_SLOTS, 3), dtype=int64)
+    z = cuda.blockIdx.z
+    nl = pairs.record[PART_N_LEFT]
+    side = pairs.side_a if z == 0 else pairs.side_b
+    lo = pairs.start if side == 0 else pairs.start + nl
+    n = nl if side == 0 else pairs.record[PART_N_RIGHT]
+    if n > 0:
+        _pair_updates(sh, bins_rm, pairs.pi, pairs.pj, pairs.pc, lo, n, pairs.steps[0], choice.groups[z],
+                      choice.members[z], choice.slot_map[z], out_a if z == 0 else out_b)
+

@@ -10,15 +10,17 @@ search: no launch clears it) then picks each node's split from the per-feature r
 order: the pick does not depend on which block is last) into ``res[b, :SPLIT_SIZE]``, writes the
 chosen feature's NaN-slot row count in the node's histogram into ``res[b, SPLIT_SIZE]`` (the
 grower sends NaN to the search's side only where the node saw NaN:
-:meth:`customobj.ole.grower.TreeGrower._nan_side`) and a root's sums, searched on the device, into
-``res[0, NODE_SUMS:]``: one launch per split's children, where a search per node and a pick took three.
+:meth:`customobj.ole.grower.TreeGrower._nan_side`), a root's sums, searched on the device, into
+``res[0, NODE_SUMS:]`` and the pair counts of the split whose children these are (its partition's
+record, ``cuda_partitions.DevicePairCounts``, never read on its own) into ``res[0, PAIR_COUNTS:]``:
+one launch per split's children, where a search per node and a pick took three, and one read.
 """
 from numba import float64, int64
 
 from .._cuda_runtime import THREADS, cuda_module
 from ._cuda_reduce_kernels import best_feature
 from ._cuda_split_kernels import node_bests
-from .common import HIST_COUNT, NODE_SUMS, SPLIT_SIZE
+from .common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, PART_N_LEFT, SPLIT_SIZE
 
 cuda = cuda_module()
 
@@ -26,13 +28,14 @@ __all__ = ["search_nodes"]
 
 
 @cuda.jit(cache=True)
-def search_nodes(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, out, with_nan):
+def search_nodes(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, out, with_nan, pair_record, with_pairs):
     """Every feature's best split of one or two nodes (:func:`node_bests` into ``out.per``,
     ``out.gains``), then, by the last block, node ``b``'s split in ``out.res[b, :SPLIT_SIZE]``: the
     first feature with the strictly largest gain > 0 (none: feature -1); ``out.res[b, SPLIT_SIZE]``:
     that feature's NaN-slot row count in the node's histogram (0 without ``with_nan`` or a split);
-    ``out.res[0, NODE_SUMS:NODE_SUMS + 3]`` = ``sums[0:3]`` (node 1's: 0). ``out.done``: the ticket
-    counter, 0 before and after."""
+    ``out.res[0, NODE_SUMS:NODE_SUMS + 3]`` = ``sums[0:3]`` (node 1's: 0); with ``with_pairs``,
+    ``out.res[0, PAIR_COUNTS:PAIR_COUNTS + 2]`` = the two pair counts of ``pair_record`` (else, and
+    node 1's: 0). ``out.done``: the ticket counter, 0 before and after."""
     shg = cuda.shared.array(THREADS, dtype=float64)
     shi = cuda.shared.array(THREADS, dtype=int64)
     last = cuda.shared.array(1, dtype=int64)
@@ -52,6 +55,8 @@ def search_nodes(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, out
         if t == 0:
             for k in range(3):
                 res[NODE_SUMS + k] = sums[k] if b == 0 else 0.0
+            for k in range(2):
+                res[PAIR_COUNTS + k] = float(pair_record[PART_N_LEFT + k]) if with_pairs and b == 0 else 0.0
             res[SPLIT_SIZE] = 0.0
             if with_nan and 0 <= f < bins.n_bins.shape[0]:
                 hist = h.row_a if b == 0 else h.row_b

@@ -5,10 +5,11 @@ two launches each.
 Like the CPU's parallel versions, a range is cut into blocks whose number depends only on its size
 (:func:`.cuda_partitions.partition_blocks`); one thread per block runs the CPU's own per-block code
 (``partition._mark_rows`` / ``_place_rows``, ``pair_partition._count_sides`` / ``_place_sides``,
-``split_coupling_sums``, compiled as device functions; their Python source under the simulator, as in
+compiled as device functions; their Python source under the simulator, as in
 :mod:`._cuda_split_kernels`). The first launch counts each block's sides (rows: and copies the range
 to a scratch order, which the second reads, so no third launch copies it back; pairs: and adds the
-totals and the children's couplings, one atomic per CUDA block, into a ``totals`` record). The second
+totals, one atomic per CUDA block, into a ``totals`` record that stays on the card: the children's
+couplings are their split's, nothing sums them here). The second
 launch places each block's items at its offsets, which each CUDA block computes itself
 (:func:`_offsets`: the counts of every earlier block summed and scanned in shared memory, in a fixed
 order, integers: exact), so no scan launch sits between them. Its cost: each CUDA block reads the
@@ -16,14 +17,13 @@ counts before it, ``nb**2 / (2 x threads)`` int64 pairs in all (2M at WEB30K's 3
 A split with pairs places its rows and counts its pairs in one launch
 (:func:`place_rows_count_sides`: both read only the marked sides), so its rows and pairs take three
 launches. The partitions are stable, so their result is the CPU's whatever the block count: [left | right]
-rows and [both left | both right | split] pairs, each in node order. The couplings are on their
-grid (:mod:`.fixed_point`), so their atomic sums are exact in any order.
+rows and [both left | both right | split] pairs, each in node order.
 """
-from numba import float64, int64
+from numba import int64
 
 from .._cuda_runtime import THREADS, cuda_module, device_function
 from ._cuda_reduce_kernels import block_sums
-from .pair_partition import _count_sides, _place_sides, split_coupling_sums
+from .pair_partition import _count_sides, _place_sides
 from .partition import _mark_rows, _place_rows
 
 cuda = cuda_module()
@@ -33,7 +33,6 @@ __all__ = ["mark_rows_blocks", "place_rows_blocks", "count_sides_blocks", "place
 
 
 _mark, _place, _count, _sides = device_function(_mark_rows), device_function(_place_rows), device_function(_count_sides), device_function(_place_sides)
-_split_sums = device_function(split_coupling_sums)
 
 
 @cuda.jit(device=True)
@@ -110,21 +109,17 @@ def _put_rows(tmp, order, start, n, nb, n_left, go_left, counts, sh):
 
 
 @cuda.jit(device=True)
-def _count_pairs(pi, pj, pc, start, n, nb, go_left, counts, totals, couplings, shn, shc):
-    """:func:`count_sides_blocks`' body (``shn``, ``shc``: ``(2, THREADS)`` int64 and float64 shared)."""
+def _count_pairs(pi, pj, start, n, nb, go_left, counts, totals, shn):
+    """:func:`count_sides_blocks`' body (``shn``: ``(2, THREADS)`` int64 shared)."""
     b = cuda.grid(1)
     nl = 0
     nr = 0
-    cl = 0.0
-    cr = 0.0
     if b < nb:
         lo, hi = _block(b, start, n, nb)
         nl, nr = _count(pi, pj, lo, hi, go_left)
         counts[b, 0] = nl
         counts[b, 1] = nr
-        cl, cr = _split_sums(pi, pj, pc, lo, hi, go_left)
     block_sums(shn, nl, nr, totals)
-    block_sums(shc, cl, cr, couplings)
 
 
 @cuda.jit(cache=True)
@@ -137,13 +132,11 @@ def place_rows_blocks(tmp, order, start, n, nb, n_left, go_left, counts):
 
 
 @cuda.jit(cache=True)
-def count_sides_blocks(pi, pj, pc, start, n, nb, go_left, counts, totals, couplings):
+def count_sides_blocks(pi, pj, start, n, nb, go_left, counts, totals):
     """Thread ``b``: ``counts[b] = (pairs with both rows left, with both rows right)`` in its block; the
-    block's sums of those and of the children's couplings are added to ``totals`` (int64, zeroed
-    before) and ``couplings`` (float64, zeroed before), one atomic each per CUDA block."""
+    block's sums of those are added to ``totals`` (int64, zeroed before), one atomic each per CUDA block."""
     shn = cuda.shared.array((2, THREADS), dtype=int64)
-    shc = cuda.shared.array((2, THREADS), dtype=float64)
-    _count_pairs(pi, pj, pc, start, n, nb, go_left, counts, totals, couplings, shn, shc)
+    _count_pairs(pi, pj, start, n, nb, go_left, counts, totals, shn)
 
 
 @cuda.jit(cache=True)
@@ -153,12 +146,10 @@ def place_rows_count_sides(rows, pairs, go_left):
     (``cuda_partitions.RowPlace``), blocks ``(x, 1)`` :func:`count_sides_blocks` on ``pairs``
     (``cuda_partitions.PairCount``); ``x`` covers the larger of their block counts."""
     shn = cuda.shared.array((2, THREADS), dtype=int64)
-    shc = cuda.shared.array((2, THREADS), dtype=float64)
     if cuda.blockIdx.y == 0:
         _put_rows(rows.tmp, rows.order, rows.start, rows.n, rows.nb, rows.n_left, go_left, rows.counts, shn)
     else:
-        _count_pairs(pairs.pi, pairs.pj, pairs.pc, pairs.start, pairs.n, pairs.nb, go_left, pairs.counts,
-                     pairs.totals, pairs.couplings, shn, shc)
+        _count_pairs(pairs.pi, pairs.pj, pairs.start, pairs.n, pairs.nb, go_left, pairs.counts, pairs.totals, shn)
 
 
 @cuda.jit(cache=True)

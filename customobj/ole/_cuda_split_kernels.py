@@ -15,17 +15,20 @@ Under numba's CUDA simulator a kernel's arrays are Python objects that ``@njit``
 so there the kernels call the function's Python source (``py_func``), whose helpers
 (``node_hessian``, ``_score``) still run compiled on the same scalars: the same arithmetic.
 
-The arithmetic kernel: :func:`subtract3` (up to three ``parent -= child``, elementwise, as numpy
+The arithmetic kernels: :func:`subtract3` (up to three ``parent -= child``, elementwise, as numpy
 does on the host; exact on the grid of :mod:`.fixed_point`; a split's, queued by
-:class:`~customobj.ole.cuda_memory.SubtractQueue`).
+:class:`~customobj.ole.cuda_memory.SubtractQueue`) and :func:`subtract_children` (a split's rows'
+``parent -= child`` and its children's pair histograms completed by the plan made on the card:
+``larger = parent - smaller - split pairs``, the CPU's order, or nothing).
 """
 from .._cuda_runtime import cuda_module, device_function
-from .common import ChildSums
+from .common import PART_PLAN, ChildSums
+from .pairhist import PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL
 from .splitting import _best_in_feature, parent_score
 
 cuda = cuda_module()
 
-__all__ = ["feature_bests", "node_bests", "subtract3"]
+__all__ = ["feature_bests", "node_bests", "subtract3", "subtract_children"]
 
 _best, _parent = device_function(_best_in_feature), device_function(parent_score)
 
@@ -69,3 +72,20 @@ def subtract3(a0, b0, a1, b1, a2, b2, n_ops):
             a1[i] -= b1[i]
         if n_ops > 2:
             a2[i] -= b2[i]
+
+
+@cuda.jit(cache=True)
+def subtract_children(a0, b0, n_ops, parent, left, right, record):
+    """``a0 -= b0`` (``n_ops`` 1; 0: not), then a split's children's pair histograms (flat, one size)
+    completed by ``record[PART_PLAN]`` (``_cuda_hist_kernels.child_hists``):
+    ``PAIRS_LEFT_SMALL``: ``right = (parent - left) - right`` (``right`` held the split pairs'),
+    ``PAIRS_RIGHT_SMALL``: ``left = (parent - right) - left``, else nothing: the CPU's
+    ``parent -= smaller; parent -= split pairs``, in its order (exact on the grid either way)."""
+    mode = record[PART_PLAN]
+    for i in range(cuda.grid(1), parent.shape[0], cuda.gridsize(1)):
+        if n_ops > 0:
+            a0[i] -= b0[i]
+        if mode == PAIRS_LEFT_SMALL:
+            right[i] = (parent[i] - left[i]) - right[i]
+        elif mode == PAIRS_RIGHT_SMALL:
+            left[i] = (parent[i] - right[i]) - left[i]

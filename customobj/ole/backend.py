@@ -22,10 +22,12 @@ results: the same splits, ties broken the same way, sums equal to float toleranc
   the fit's criterion, ``ole_fast``'s (the pair histograms of the node's top features by WSE gain,
   then the search over them; a GPU backend chooses the features on the device), the per-feature
   WSE gains, and a split's gain from its children's exact sums;
-- ``partition_rows``, ``split_pairs`` (``partition_pairs`` and the children's couplings),
-  ``split_coupling_sums``: a split's row and pair partitions (rows marked left in ``go_left``)
-  and its children's couplings without one; ``row_order``: the finished tree's row order (a GPU
-  backend partitions its own copy, and keeps it there when the host needs none: None);
+- ``partition_rows``, ``split_pairs``: a split's row and pair partitions (rows marked left in
+  ``go_left``; the pairs' counts a :class:`PairCounts`, which a GPU backend brings back with the
+  children's splits), ``child_pair_hists``: the children's pair histograms (built, or the larger's
+  by subtraction: :func:`~customobj.ole.pairhist.pair_hist_plan`); ``row_order``: the finished
+  tree's row order (a GPU backend partitions its own copy, and keeps it there when the host needs
+  none: None);
 - ``device_scores``: the fit's scores kept on the device, or None (the CPU keeps them on the host);
   ``device_stats``: what the fit asked of the device (None on the CPU).
 
@@ -38,7 +40,7 @@ What the grower reads on the host: the sums, the split (a
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 import numpy as np
 
@@ -48,8 +50,8 @@ from .criterion import SplitScore, WSE
 from .fixed_point import grid_step_of, grid_step_of_rows, round_range, round_rows
 from .histogram import build_row_hist_fm
 from .pair_pruning import Dropped, dropped_leaf_couplings, prune_for_tree
-from .pair_partition import partition_pairs, split_coupling_sums, sum_couplings
-from .pairhist import build_pair_hist
+from .pair_partition import partition_pairs, sum_couplings
+from .pairhist import PAIRS_DIRECT, PAIRS_LEFT_SMALL, build_pair_hist, pair_hist_plan
 from .partition import partition_rows
 from .splitting import (FeatureBins, SplitRules, check_status, feature_gains, find_best_split, find_best_split_parallel,
                         split_gain)
@@ -57,7 +59,7 @@ from .splitting import (FeatureBins, SplitRules, check_status, feature_gains, fi
 if TYPE_CHECKING:
     from .cuda_stats import DeviceStats
 
-__all__ = ["CPUBackend", "PARALLEL_SLOTS", "select_features"]
+__all__ = ["CPUBackend", "NodePairs", "PairCounts", "PARALLEL_SLOTS", "select_features"]
 
 #: Histogram slots from which the split search runs in parallel: a search over few slots is
 #: cheaper than waking the thread team (see partition.PARALLEL_ROWS).
@@ -78,6 +80,40 @@ def _node(sums: ChildSums, with_c: bool = True) -> ChildSums:
     return ChildSums(float(sums.G), float(sums.H), float(sums.N), float(sums.C) if with_c else 0.0)
 
 
+class PairCounts:
+    """A pair partition's children's pair counts ``(n_left, n_right)`` (:attr:`counts`): here known at
+    once; a GPU backend keeps them on the card, where its children's histograms are chosen and built
+    from them, until they come back with the children's splits (read on their own only if asked first).
+    """
+
+    def __init__(self, n_left: int, n_right: int) -> None:
+        self._counts = (int(n_left), int(n_right))
+
+    @property
+    def counts(self) -> tuple:
+        return self._counts
+
+
+class NodePairs(NamedTuple):
+    """A node's pairs for ``ole_fast``'s search (:meth:`CPUBackend.fast_splits`): ``buf[start:end]``, or,
+    with ``counts`` (a pair partition's, maybe still on the card), the left (``side`` 0) or right (1)
+    child's part of its parent's range ``start:end``, ``[left | right | split pairs]``."""
+
+    buf: tuple
+    start: int
+    end: int
+    counts: Optional[PairCounts] = None
+    side: int = 0
+
+    def range(self) -> tuple[int, int]:
+        """``(start, end)`` of the node's own pairs (a GPU backend's counts are read if not known yet)."""
+        if self.counts is None:
+            return self.start, self.end
+        n_left, n_right = self.counts.counts
+        return (self.start, self.start + n_left) if self.side == 0 else (self.start + n_left,
+                                                                          self.start + n_left + n_right)
+
+
 class CPUBackend:
     """The numba kernels behind the grower, for one fit (see the module docstring for the contract).
 
@@ -93,6 +129,7 @@ class CPUBackend:
 
     #: Where a device fit's gradients ran ("device" or "host: <why>"); None on the CPU.
     gradients_where: Optional[str] = None
+
     def __init__(self, ctx: GrowContext, params) -> None:
         self.ctx, self.data = ctx, ctx.data
         self.n_rows = ctx.data.n_rows
@@ -225,16 +262,17 @@ class CPUBackend:
         return SplitInfo.from_array(res)
 
     def fast_splits(self, searches: list, mask: np.ndarray, k: int) -> list:
-        """``ole_fast``'s split of each node ``(hist, buf, start, end, sums)`` (row histogram, pair buffer
-        and range, sums): the pair histogram of only the ``k`` features of ``mask`` of largest WSE gain
+        """``ole_fast``'s split of each node ``(hist, pairs, sums)`` (row histogram, :class:`NodePairs`,
+        sums): the pair histogram of only the ``k`` features of ``mask`` of largest WSE gain
         (:func:`select_features`; valid until the next, so one node at a time), then the OLE search
         over those features."""
         found = []
-        for hist, buf, start, end, sums in searches:
+        for hist, pairs, sums in searches:
             feats = select_features(self.wse_gains(hist, mask, sums, np.zeros(mask.shape[0])), mask, k)
             subset = np.zeros_like(mask)
             subset[feats] = True
-            found.append(self.find_split(hist, self.pair_hist(buf, start, end, feats), subset, sums))
+            start, end = pairs.range()
+            found.append(self.find_split(hist, self.pair_hist(pairs.buf, start, end, feats), subset, sums))
         return found
 
     def find_splits(self, searches: list) -> list:
@@ -272,14 +310,25 @@ class CPUBackend:
         oi, oj, oc = dst
         return partition_pairs(pi, pj, pc, start, end, self.ctx.scratch.go_left, oi, oj, oc)
 
-    def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
-        """:meth:`partition_pairs`, then the children's couplings summed over their pairs in ``dst``:
-        ``(n_left, n_right, C_left, C_right)``."""
-        npl, npr = self.partition_pairs(src, start, end, dst)
-        mid = start + npl
-        return npl, npr, self.sum_couplings(dst[2], start, mid), self.sum_couplings(dst[2], mid, mid + npr)
+    def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> PairCounts:
+        """:meth:`partition_pairs`, its counts as a :class:`PairCounts`."""
+        return PairCounts(*self.partition_pairs(src, start, end, dst))
 
-    def split_coupling_sums(self, buf: tuple, start: int, end: int) -> tuple:
-        """The children's couplings ``(C_left, C_right)`` of pairs ``buf[start:end]``, not partitioned."""
-        pi, pj, pc = buf
-        return split_coupling_sums(pi, pj, pc, start, end, self.ctx.scratch.go_left)
+    def child_pair_hists(self, buf: tuple, start: int, end: int, pairs: PairCounts, parent: np.ndarray,
+                         rows: tuple, need: tuple) -> tuple:
+        """The pair histograms ``(left, right)`` of a split's children, whose pairs ``buf[start:end]``
+        :meth:`split_pairs` ordered (counts ``pairs``; ``rows``: the left, right and parent row counts),
+        for the children with ``need`` (others: None, or the one built anyway): built from their own
+        pairs or, as :func:`~customobj.ole.pairhist.pair_hist_plan` chooses, the larger's as
+        ``parent - smaller - split pairs`` (``parent`` is then overwritten: it becomes that histogram)."""
+        nl, nr = pairs.counts
+        plan = pair_hist_plan(nl, nr, end - start, float(rows[0]), float(rows[1]), float(rows[2]), bool(need[0]),
+                              bool(need[1]))
+        ranges = ((start, start + nl), (start + nl, start + nl + nr))
+        if plan == PAIRS_DIRECT:
+            return tuple(self.pair_hist(buf, lo, hi) if nd else None for (lo, hi), nd in zip(ranges, need))
+        small = 0 if plan == PAIRS_LEFT_SMALL else 1
+        hist = self.pair_hist(buf, *ranges[small])
+        parent -= hist
+        parent -= self.pair_hist(buf, start + nl + nr, end)
+        return (hist, parent) if small == 0 else (parent, hist)

@@ -20,7 +20,8 @@ import numpy as np
 __all__ = ["HIST_G", "HIST_H", "HIST_COUNT", "HIST_CHANNELS", "GH_CHANNELS", "PH_HI", "PH_NANP", "PH_R", "PH_CHANNELS",
            "SPLIT_GAIN", "SPLIT_FEATURE", "SPLIT_BIN", "SPLIT_NAN_LEFT",
            "LEFT_G", "LEFT_H", "LEFT_N", "LEFT_C", "RIGHT_G", "RIGHT_H", "RIGHT_N", "RIGHT_C", "SPLIT_SIZE",
-           "NODE_SUMS", "RESULT_SIZE", "ChildSums", "SplitInfo", "NO_SPLIT"]
+           "NODE_SUMS", "PAIR_COUNTS", "RESULT_SIZE", "PART_N_LEFT", "PART_N_RIGHT", "PART_PLAN",
+           "PART_RECORD", "ChildSums", "SplitInfo", "NO_SPLIT"]
 
 # --- histogram channels: the last axis of a (slots, channels) float64 histogram -------------------
 #: Row histogram ``hist[slot, ch]`` (histogram.py): the sums of ``g`` and ``h`` and the row count of
@@ -53,10 +54,18 @@ RIGHT_H = 9
 RIGHT_N = 10
 RIGHT_C = 11
 SPLIT_SIZE = 12
-# the GPU's split result (:func:`~customobj.ole._cuda_node_kernels.pick_splits`): the record, then the
-# chosen feature's NaN count at ``SPLIT_SIZE``, then a searched root's G, H, C at ``NODE_SUMS``
+# the GPU's split result (:func:`~customobj.ole._cuda_node_kernels.search_nodes`): the record, then the
+# chosen feature's NaN count at ``SPLIT_SIZE``, then a searched root's G, H, C at ``NODE_SUMS``, then
+# (node 0's row) the pair counts of the split whose children these are at ``PAIR_COUNTS``
 NODE_SUMS = SPLIT_SIZE + 1
-RESULT_SIZE = NODE_SUMS + 3
+PAIR_COUNTS = NODE_SUMS + 3
+RESULT_SIZE = PAIR_COUNTS + 2
+
+# --- a GPU pair partition's record: int64[PART_RECORD] on the card (cuda_partitions.DevicePairCounts) ----
+PART_N_LEFT = 0  # pairs with both rows left
+PART_N_RIGHT = 1  # with both rows right
+PART_PLAN = 2  # how the children's pair histograms were made (pairhist.pair_hist_plan), set on the card
+PART_RECORD = 4
 
 
 class ChildSums(NamedTuple):

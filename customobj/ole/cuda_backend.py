@@ -25,11 +25,13 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   launches for its rows and 3 for device couplings, into the tree's row of an accumulator ring
   zeroed once per 64 trees: grid-stride loops, a tree reduction in shared memory, one atomic per
   block); ``coupling_sums``; ``best_feature`` (the best feature, a block reduction).
-- :mod:`._cuda_hist_kernels` ``row_hist_shared`` / ``pair_hist_shared`` (into pool histograms
-  cleared six at a time by ``zero6``): blocks of (chunk of items, group of features) keep the
-  group's histogram in shared memory as int64 grid units (``SHARED_SLOTS``: eight 255-bin
-  features); neighbouring lanes take neighbouring features of one item, so a warp reads one run of
-  the row-major bins (coalesced).
+- :mod:`._cuda_hist_kernels` through :mod:`.cuda_hists`: ``row_hist_shared`` / ``pair_hist_shared``
+  (a root's; into pool histograms cleared six at a time by ``zero6``) and ``child_hists`` (a split's
+  children's, one launch: the smaller child's rows and both children's pairs, planned on the card
+  from the pair counts the partition left there, :func:`~customobj.ole.pairhist.pair_hist_plan`):
+  blocks of (chunk of items, group of features) keep the group's histogram in shared memory as
+  int64 grid units (``SHARED_SLOTS``: eight 255-bin features); neighbouring lanes take
+  neighbouring features of one item, so a warp reads one run of the row-major bins (coalesced).
   Per update: 1 bin byte (rows) or 2 (pairs) and 3 shared int64 atomics; the item's index and
   values (16-24 bytes) are read once per item for the group's lanes; per block, once, one global
   float64 atomic per non-zero slot and channel (no per-block partials in global memory).
@@ -37,13 +39,16 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   for a split's two children: one thread per feature and node runs the CPU's ``_best_in_feature``
   (:mod:`._cuda_split_kernels` ``node_bests``, records ``NodeHists``, ``FeatureBins``,
   ``ChildSums``, ``SplitRules``), then the last block to finish (a ticket after a memory fence)
-  picks each node's split by a fixed-order block reduction, with its NaN count and a root's sums;
-  ``feature_bests`` alone for ``ole_fast``'s WSE ranking. ``subtract3``: a split's ``parent -=
-  child`` (rows, pairs, cross pairs) queued and run in one launch
+  picks each node's split by a fixed-order block reduction, with its NaN count, a root's sums and
+  the split's pair counts; for ``ole_fast`` first :mod:`._cuda_select_kernels` ``wse_choose`` (the WSE
+  gains, then each node's top features and their groups by the last block, :mod:`.cuda_fast`) and
+  ``chosen_child_pairs`` (the children's pair histograms over them, one launch). ``subtract3`` /
+  ``subtract_children``: a split's ``parent -= child`` (rows) and its larger child's pair histogram
+  ``parent - smaller - split pairs`` (as the card's plan says) queued and run in one launch
   (:class:`~customobj.ole.cuda_memory.SubtractQueue`).
 - :mod:`._cuda_partition_kernels` through :mod:`.cuda_partitions`: stable row and pair partitions,
   the CPU's per-block code, many short blocks, 2 launches each (count, place: each CUDA block scans
-  its blocks' offsets itself; the pairs' totals and the children's couplings summed with the counts)
+  its blocks' offsets itself; the pairs' totals summed with the counts, kept on the card)
   and 3 for both (the rows' placing and the pairs' counting in one: ``place_rows_count_sides``).
 - :mod:`.cuda_pruning` (:mod:`._cuda_prune_kernels`): ``ole_fast``'s pruning, per tree 5 launches and a
   16-byte read (the CPU's thresholds: ``query_tops``, ``query_masses``, ``query_cuts``; a stable kept |
@@ -52,44 +57,49 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
 **Orchestration and instrumentation** (issue 32, items 3-4):
 
 - One pool per fit (:class:`~customobj.ole.cuda_pool.DevicePool`), made before the first tree and
-  counted by the memory refusal: the node histograms, the row order and its starting rows, a
-  feature subset's group tables, two nodes' masks; the pair buffers grow only in a tree with more
-  pairs than every earlier one. The row order stays on the card between trees and comes back only
-  when the host needs it (host gradients, the joint solve).
-- Blocking reads: a split's two children's splits, at once (:meth:`CUDABackend.find_splits`; a
-  root's sums with its split, :meth:`CUDABackend.searched_root_sums`); the pair partition's counts
-  and couplings (:meth:`CUDABackend.split_pairs`). ``ole_fast`` chooses each node's features on
-  the device (:mod:`.cuda_fast`, :meth:`CUDABackend.fast_splits`): no read. A row partition reads nothing.
+  counted by the memory refusal: node histograms, row order, group tables, masks; the pair buffers
+  grow only in a tree with more pairs than every earlier one. The row order stays on the card
+  between trees and comes back only when the host needs it (host gradients, the joint solve).
+- Blocking reads: a split's two children's splits, at once (:meth:`CUDABackend.find_splits`),
+  with a root's sums (:meth:`CUDABackend.searched_root_sums`) or the split's pair counts (the
+  children's pair ranges; the pair partition reads nothing, :meth:`CUDABackend.split_pairs`, and a
+  split whose children are never split partitions no pairs). ``ole_fast`` chooses each node's
+  features on the device (:mod:`.cuda_fast`, :meth:`CUDABackend.fast_splits`: no read of the WSE
+  gains) and builds its children's pair histograms from counts that stay there (``chosen_child_pairs``);
+  once a tree it reads its pruning's kept count and its leaves' dropped couplings (:mod:`.cuda_pruning`).
+  A row partition reads nothing (the split has its left count). The children's couplings ``C``
+  are the split's (exact on the grid: :mod:`.grower`): nothing sums or reads them.
 - Every launch (:class:`~customobj.ole.cuda_stats.CountedKernels`), read, allocation and copy is
   counted (:class:`~customobj.ole.cuda_stats.DeviceCounter`): ``TreeBooster.device_stats_``, per
   tree and per split, the same under the simulator and on a card. Per split, 6-leaf trees on 300
-  rows (tests/test_ole_cuda_stats.py): ``se`` and ``wse`` 5.7 launches and 1.0 read (partition 2,
-  search 1, histogram 1, subtraction 0.8, the tree's grid 0.6, clearing 0.2): issue 32's budget
-  (:data:`~customobj.ole.cuda_stats.BUDGET`: 8 launches, 1 read) holds; ``ole`` 9.3 and 2.0 (+ the
-  pair partition 1.2 with its read, pair histograms 1.7, their grid 0.6), ``ole_fast`` 11.3 and 3.4
-  (+ the WSE ranking's read, the pruning's 10 launches and 2 reads a tree): above it. No tree after the first allocates.
+  rows (tests/test_ole_cuda_stats.py), against issue 32's budget
+  (:data:`~customobj.ole.cuda_stats.BUDGET`: 8 launches, 1 read): ``se`` and ``wse`` 5.7
+  launches and 1.0 read (partition 2, search 1, histogram 1, subtraction 0.8, the tree's grid 0.6,
+  clearing 0.3); ``ole`` 7.6 and 1.0 (partition 2.8, search 1, histograms 1.2: the children's 0.8,
+  the root's 0.4, subtraction 0.8, grids 1.2, clearing 0.6); ``ole_fast`` 10.7 and 1.4, above it
+  (its pruning's 10 launches and 2 reads a tree: 2 and 0.4 a split on these 5-split trees).
+  No tree after the first allocates.
 
-Before a fit uses the device, :func:`~customobj.ole.cuda_memory.check_device_memory` compares what
-it needs (:func:`~customobj.ole.cuda_memory.device_memory_needed`) with the card's free memory and
-refuses with the numbers (:class:`~customobj.ole.cuda_memory.DeviceMemoryError`); the pairs are
-checked again each tree, once their count is known. ``TreeBooster.device_memory_peak_`` is the
-peak of what the fit held.
+Before a fit uses the device, :func:`~customobj.ole.cuda_memory.check_device_memory` compares what it
+needs (:func:`~customobj.ole.cuda_memory.device_memory_needed`) with the card's free memory and refuses
+with the numbers (:class:`~customobj.ole.cuda_memory.DeviceMemoryError`); the pairs are checked again
+each tree. ``TreeBooster.device_memory_peak_`` is the peak of what the fit held.
 """
 from __future__ import annotations
 
-import weakref
 from typing import Any, Optional
 
 import numpy as np
 
 from .._cuda_runtime import is_device_array, require_gpu
 from ._cuda_launch import grid_launch
-from .backend import CPUBackend
-from .common import HIST_COUNT, NODE_SUMS, SPLIT_SIZE, ChildSums, SplitInfo
+from .backend import CPUBackend, PairCounts
+from .common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
-from .cuda_memory import (DeviceHist, DeviceMemory, SubtractQueue, DeviceMemoryError, check_device_memory, device_memory_needed,
+from .cuda_memory import (DeviceMemory, DeviceMemoryError, check_device_memory, device_memory_needed,
                           free_device_memory)
-from .cuda_partitions import DevicePartitions
+from .cuda_hists import DeviceHistograms
+from .cuda_partitions import DevicePairCounts, DevicePartitions
 from .cuda_pool import DevicePool, hists_per_tree
 from .cuda_fast import DeviceFeatureChoice
 from .cuda_pruning import DevicePruning
@@ -156,9 +166,8 @@ class CUDABackend(CPUBackend):
         self._bins_d = FeatureBins(self._n_bins_d, self._offsets)  # the split kernels' record, on the device
         self.pool = DevicePool(mem, n_rows=d.n_rows, n_features=n_feat, n_slots=d.n_slots,
                                n_hists=self._shape["n_hists"])
-        self._all_features = np.arange(n_feat, dtype=np.int64)
-        groups = _cuda_hist_kernels.feature_groups(d.offsets, self._n_bins, self._all_features)
-        self._all_groups = groups[0], tuple(mem.upload(a) for a in groups)  # every full histogram's groups
+        # the node histograms (cuda_hists), a split's parent -= child and children's completion in one launch
+        self._hists = DeviceHistograms(mem, self._k, self._ks, self.pool, self._bins_rm, d.offsets, self._n_bins)
         # the split search: a split's two children in one launch, their splits in one read (cuda_search)
         self._search = DeviceSearch(mem, self._ks, self._kn, self.pool, self._bins_d, n_features=n_feat,
                                     has_nan=bool(np.any(d.mapper.has_nan)))
@@ -177,8 +186,7 @@ class CUDABackend(CPUBackend):
         self._order: Any = None  # the tree's row order on the device (the pool's)
         self._scores_on_device = False
         self._in_tree = False
-        self._zeroed_stash: list = []  # pool histograms cleared ahead (_zeroed)
-        self._subtractions = SubtractQueue(self._ks.subtract3)  # a split's parent -= child, in one launch
+        self._pairs_pending: Optional[DevicePairCounts] = None  # the last pair partition's counts, on the card
         self._pruning = DevicePruning.for_fit(mem, ctx, params)  # ole_fast's, or None
 
     def _begin_tree(self) -> None:
@@ -290,58 +298,23 @@ class CUDABackend(CPUBackend):
         return first, self.pool.buffers("pair scratch", m, dtypes)
 
     # --- histograms on the device: they stay there (DeviceHist), in the pool ----------------------------
-    def _zeroed(self) -> Any:
-        """A pool histogram set to 0 (the blocks of a histogram kernel add into it): up to six are
-        cleared in one launch and kept zeroed until asked for (a split needs one to three)."""
-        if not self._zeroed_stash:
-            if not self.pool.n_free:  # queued subtractions hold histograms the grower may have dropped
-                self._subtractions.flush()
-            hists = [self.pool.hist() for _ in range(max(1, min(6, self.pool.n_free)))]
-            flat = [h.reshape(h.size) for h in hists]
-            self._k.zero6[grid_launch(flat[0].size)](*(flat[min(k, len(flat) - 1)] for k in range(6)))
-            self._zeroed_stash = hists
-        return self._zeroed_stash.pop()
-
-    def _hist(self, out: Any) -> DeviceHist:
-        hist = DeviceHist(out, self._subtractions, self.memory)
-        weakref.finalize(hist, self.pool.give_back, out)  # back to the pool when the grower drops it
-        return hist
-
     def row_hist(self, order: np.ndarray, start: int, end: int, grad, hess, root: bool = False) -> Any:
         """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``, built and kept on
         the device from the on-grid gradients :meth:`root_sums` made (``grad``, ``hess`` are their sources)."""
         if self._grad is None or self._order is None:
             raise RuntimeError("CUDABackend.row_hist before row_sums: the tree's gradients are not on the device")
-        k, n = self._k, end - start
         self._parts.flush()  # the last row partition placed
-        rows_d = self._order[start:end]  # the device order (the host's ``order`` is only read at the end)
-        out = self._zeroed()
-        groups, dev = self._all_groups
-        if n > 0 and groups.shape[0]:
-            k.row_hist_shared[k.launch_for(n, groups)](
-                self._bins_rm, rows_d, n, self._gh[0], self._gh[1], self._rstats[2:4], *dev, out)
-        return self._hist(out)
+        # the device order (the host's ``order`` is only read at the end); a child's waits for its pairs'
+        return self._hists.rows(self._order[start:end], end - start, self._gh, self._rstats[2:4], root=root)
 
     def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> Any:
         """``(slots, 3)`` pair histogram [hi, nanp, R] of the pairs ``buf[start:end]``, built and kept
         on the device (all features, or only ``features``: the other slots are 0)."""
-        k, n = self._k, end - start
-        feats = self._all_features if features is None else np.unique(np.asarray(features, dtype=np.int64))
-        if feats.size and (feats[0] < 0 or feats[-1] >= self._all_features.size):
-            raise ValueError(f"features must be in [0, {self._all_features.size}), got {feats[0]}..{feats[-1]}")
-        out = self._zeroed()
-        if n > 0 and feats.size:
-            if features is None:
-                groups, dev = self._all_groups
-            else:  # the subset's groups, copied into the pool's buffers
-                groups, *tables = k.feature_groups(self.data.offsets, self._n_bins, feats)
-                dev = self.pool.feature_groups(groups, *tables)
-            self._pair_hist_launch(buf, start, n, k.launch_for(n, groups), dev, out)
-        return self._hist(out)
-
-    def _pair_hist_launch(self, buf: tuple, start: int, n: int, shape: tuple, tables: tuple, out: Any) -> None:
-        pi, pj, pc = buf  # device buffers (pair_buffers)
-        self._k.pair_hist_shared[shape](self._bins_rm, pi, pj, pc, start, n, self._pstats[2:4], *tables, out)
+        feats = None if features is None else np.unique(np.asarray(features, dtype=np.int64))
+        n_feat = self._hists.all_features.size
+        if feats is not None and feats.size and (feats[0] < 0 or feats[-1] >= n_feat):
+            raise ValueError(f"features must be in [0, {n_feat}), got {feats[0]}..{feats[-1]}")
+        return self._hists.pairs(buf, start, end - start, self._pstats[2:4], feats)
 
     # --- split search on the device: only the chosen splits come back -------------------------------------
     def find_split(self, hist: Any, phist: Any, mask: np.ndarray, sums: ChildSums) -> SplitInfo:
@@ -357,7 +330,13 @@ class CUDABackend(CPUBackend):
         if len(searches) > 2 or len({s[1] is None for s in searches}) > 1:
             return self.find_splits(searches[:1]) + self.find_splits(searches[1:])
         on_device = [(h.array, None if ph is None else ph.array, mask, sums) for h, ph, mask, sums in searches]
-        res = self._search.splits(on_device, self.rules, self._root, self._root_pending)
+        pending, self._pairs_pending = self._pairs_pending, None  # the children's pair counts come with them
+        if pending is not None and pending.known:
+            pending = None
+        res = self._search.splits(on_device, self.rules, self._root, self._root_pending,
+                                  None if pending is None else pending.record)
+        if pending is not None:
+            pending.arrived(res[0, PAIR_COUNTS], res[0, PAIR_COUNTS + 1])
         if self._root_pending:  # the root's search: its sums came with its split
             G, H, C = (float(v) for v in res[0][NODE_SUMS:NODE_SUMS + 3])
             self._root_sums = (G, H, C if self._root_c is None else float(self._root_c))
@@ -377,23 +356,17 @@ class CUDABackend(CPUBackend):
         return out
 
     def fast_splits(self, searches: list, mask: np.ndarray, k: int) -> list:
-        """``ole_fast``'s splits of up to two nodes (``(hist, buf, start, end, sums)`` each), chosen on
-        the device (:mod:`.cuda_fast`: WSE gains, top ``k`` features and their groups, pair histograms,
-        the OLE search): one read, the splits."""
+        """``ole_fast``'s splits of up to two nodes (``(hist, NodePairs, sums)`` each), chosen on the
+        device (:mod:`.cuda_fast`: WSE gains, top ``k`` features and their groups, pair histograms
+        from counts that stay there, the OLE search): one read, the splits (and the counts)."""
         if len(searches) > 2:
             return self.fast_splits(searches[:2], mask, k) + self.fast_splits(searches[2:], mask, k)
         if not searches:
             return []
-        bound = self._choice.choose(self._search, [(s[0].array, s[4]) for s in searches], mask, k, self.rules,
+        bound = self._choice.choose(self._search, [(s[0].array, s[2]) for s in searches], mask, k, self.rules,
                                     self._root, self._root_pending)
-        found = []
-        for slot, (hist, buf, start, end, sums) in enumerate(searches):
-            out = self._zeroed()
-            if end > start and bound:
-                self._pair_hist_launch(buf, start, end - start, self._k.launch_shape(end - start, bound, bound),
-                                       self._choice.tables(slot), out)
-            found.append((hist, self._hist(out), None, sums))  # mask None: in the pool's slot
-        return self.find_splits(found)
+        phists = self._choice.pair_hists(self._hists, [s[1] for s in searches], self._pstats[2:4], bound)
+        return self.find_splits([(s[0], ph, None, s[2]) for s, ph in zip(searches, phists)])  # masks: the pool's
 
     # --- where the scores live, and what the fit held and did -------------------------------------------------
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
@@ -436,7 +409,7 @@ class CUDABackend(CPUBackend):
     def row_order(self, order: np.ndarray) -> Optional[np.ndarray]:
         """The finished tree's row order, copied from the device into ``order`` when the host needs it
         (its scores, the joint leaf solve); else None: it stays on the card."""
-        self._subtractions.flush()  # none is left to a later tree
+        self._hists.queue.flush()  # none is left to a later tree
         self._parts.flush()
         self._in_tree = False
         if self._pruning is None or not self._pruning.pending:  # else the tree ends with dropped_couplings
@@ -446,22 +419,28 @@ class CUDABackend(CPUBackend):
         order[:] = self.memory.read(self._order)
         return order
 
-    def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
+    def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> PairCounts:
         """Copy the device pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right |
-        split] by the last :meth:`partition_rows`; ``(n_left, n_right, C_left, C_right)`` in one read
-        (:meth:`~customobj.ole.cuda_partitions.DevicePartitions.pairs`)."""
-        return self._parts.pairs(src, start, end, dst)
+        split] by the last :meth:`partition_rows`; their counts stay on the card until the children's
+        splits bring them back (:meth:`find_splits`; :class:`~customobj.ole.cuda_partitions.DevicePairCounts`)."""
+        self._pairs_pending = self._parts.pairs(src, start, end, dst)
+        return self._pairs_pending
+
+    def child_pair_hists(self, buf: tuple, start: int, end: int, pairs: PairCounts, parent: Any, rows: tuple,
+                         need: tuple) -> tuple:
+        """The children's pair histograms ``(left, right)`` (see the CPU's), planned and built in one launch
+        from the counts on the card with the smaller child's waiting row histogram
+        (:meth:`~customobj.ole.cuda_hists.DeviceHistograms.children`), the larger's subtraction queued
+        with the split's rows': nothing is read."""
+        assert isinstance(pairs, DevicePairCounts)  # split_pairs'
+        return self._hists.children(buf, start, end, pairs.record, parent, rows, need, self._pstats[2:4])
 
     def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
-        """:meth:`split_pairs` without the couplings: ``(n_left, n_right)``."""
-        return self.split_pairs(src, start, end, dst)[:2]
+        """:meth:`split_pairs`' counts ``(n_left, n_right)``."""
+        return self.split_pairs(src, start, end, dst).counts
 
     def sum_couplings(self, pc, start: int, end: int) -> float:
         """The coupling of the pairs ``start:end`` (on their grid: exact, the CPU's bits)."""
         if not is_device_array(pc):
             return super().sum_couplings(pc, start, end)
         return self._parts.coupling_sums((pc, pc, pc), start, end, False)[0]
-
-    def split_coupling_sums(self, buf: tuple, start: int, end: int) -> tuple:
-        """The children's couplings ``(C_left, C_right)`` of the device pairs ``buf[start:end]``."""
-        return self._parts.coupling_sums(buf, start, end, True)

@@ -49,7 +49,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._cuda_hist_kernels import GROUP_COLUMNS, MEMBER_COLUMNS
+from ._cuda_hist_kernels import GROUP_COLUMNS, MEMBER_COLUMNS, launch_shape
 from ._cuda_select_kernels import FeatureChoice
 from .cuda_memory import DeviceMemory
 
@@ -94,6 +94,21 @@ class DeviceFeatureChoice:
         search.choose_features(nodes, self._ks.wse_choose, self.record, k, rules, root, root_on_device)
         self._pool.masks_written()
         return int(min(int(k), int(host.sum())))
+
+    def pair_hists(self, hists: Any, nodes: list, steps: Any, bound: int) -> list:
+        """The pair histograms of the nodes just chosen for (:meth:`choose`; ``nodes``: their
+        :class:`~customobj.ole.backend.NodePairs`, couplings on the grid of step ``steps[0]``) over their
+        chosen features, at most ``bound`` each (``hists``: the fit's
+        :class:`~customobj.ole.cuda_hists.DeviceHistograms`): a split's children whose pair counts are
+        still on the card in one launch (``chosen_child_pairs``), else one launch per node."""
+        if nodes[0].counts is not None and not nodes[0].counts.known:
+            return hists.chosen_children(nodes, steps, bound, self.record)
+        out = []
+        for slot, p in enumerate(nodes):
+            start, end = p.range()
+            n = (end - start) if bound else 0
+            out.append(hists.pairs_with(p.buf, start, n, steps, launch_shape(n, bound, bound), self.tables(slot)))
+        return out
 
     def tables(self, slot: int) -> tuple:
         """Node ``slot``'s ``(groups, members, slot_map)`` on the device (:func:`._cuda_hist_kernels.feature_groups`'s)."""

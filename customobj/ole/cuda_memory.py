@@ -177,33 +177,58 @@ class SubtractQueue:
     """``a -= b`` of device histograms (:class:`DeviceHist`), queued and run together: up to
     ``MAX_OPS`` in one launch of ``subtract3`` (elementwise, each thread applies them in the order
     they were queued, so a target subtracted twice gets both in order: numpy's result, exact on the
-    grid of :mod:`.fixed_point`). A queue runs when a histogram of it is read or used (``array``),
-    when it is full, or at :meth:`flush`; it holds its histograms until then (none goes back to the
-    pool with a subtraction pending).
+    grid of :mod:`.fixed_point`), or one with a split's children's pair histograms completed on the
+    card (:meth:`children`: ``subtract_children``). A queue runs when a histogram of it is read or
+    used (``array``), when it is full, or at :meth:`flush`; it holds its histograms until then (none
+    goes back to the pool with a subtraction pending).
 
     Parameters
     ----------
     subtract3 : numba.cuda kernel
         ``subtract3(a0, b0, a1, b1, a2, b2, n_ops)`` (:mod:`._cuda_split_kernels`), counted or not.
+    subtract_children : numba.cuda kernel, optional
+        ``subtract_children(a0, b0, n_ops, parent, left, right, record)`` (:mod:`._cuda_split_kernels`),
+        for :meth:`children`.
+    before : callable, optional
+        Run first by every :meth:`flush` (the histograms' waiting build: ``cuda_hists``).
     """
 
     MAX_OPS = 3  # a split's: the rows' parent - small child, the pairs' parent - small child - cross pairs
 
-    def __init__(self, subtract3: Any) -> None:
-        self._kernel, self._ops = subtract3, []  # type: Any, list
+    def __init__(self, subtract3: Any, subtract_children: Any = None, before: Any = None) -> None:
+        self._kernel, self._children_kernel, self._ops = subtract3, subtract_children, []  # type: Any, Any, list
+        self._children: Optional[tuple] = None
+        self._before = before
 
     def add(self, a: "DeviceHist", b: "DeviceHist") -> None:
-        if self._ops and self._ops[0][0]._array.size != a._array.size:
-            self.flush()  # one launch covers one size
+        if (self._ops and self._ops[0][0]._array.size != a._array.size) or self._children is not None:
+            self.flush()  # one launch covers one size; a completion runs after the one subtraction before it
         self._ops.append((a, b))
         if len(self._ops) == self.MAX_OPS:
             self.flush()
 
+    def children(self, parent: "DeviceHist", left: "DeviceHist", right: "DeviceHist", record: Any) -> None:
+        """A split's children's pair histograms completed by the plan in ``record`` (made on the card:
+        ``_cuda_hist_kernels.child_hists``), after the subtractions queued before, in one launch
+        with at most one of them."""
+        if (self._children is not None or len(self._ops) > 1
+                or (self._ops and self._ops[0][0]._array.size != parent._array.size)):
+            self.flush()
+        self._children = (parent, left, right, record)
+
     def flush(self) -> None:
         """Run the queued subtractions (one launch; none: nothing)."""
-        if not self._ops:
+        if self._before is not None:
+            self._before()
+        ops, self._ops, children, self._children = self._ops, [], self._children, None
+        if children is not None:
+            parent, left, right, record = children
+            first = (_flat(ops[0][0]._array), _flat(ops[0][1]._array)) if ops else (_flat(parent._array),) * 2
+            self._children_kernel[grid_launch(int(parent._array.size))](
+                *first, len(ops), _flat(parent._array), _flat(left._array), _flat(right._array), record)
             return
-        ops, self._ops = self._ops, []
+        if not ops:
+            return
         flat = [(_flat(a._array), _flat(b._array)) for a, b in ops]
         flat += [flat[0]] * (self.MAX_OPS - len(flat))  # not applied: n_ops
         n = int(flat[0][0].size)

@@ -8,14 +8,17 @@ launches, through the fit's counted kernels (:mod:`.cuda_stats`):
 - a row partition: ``mark_rows_blocks``, ``place_rows_blocks`` (2 launches, nothing read: the left
   count is the split's own, exact histogram count); the placing waits (:meth:`DevicePartitions.flush`)
   until the order is used or the split's pairs are partitioned;
-- a pair partition with the children's couplings: ``count_sides_blocks`` (the counts, their totals
-  and the couplings; in the same launch as the waiting rows' placing: ``place_rows_count_sides``),
-  ``place_sides_blocks`` (1 or 2 launches, one read of 32 bytes: the two counts and the two
-  couplings, from a ring of accumulators zeroed in one launch each time it wraps).
+- a pair partition: ``count_sides_blocks`` (the counts and their totals; in the same launch as the
+  waiting rows' placing: ``place_rows_count_sides``), ``place_sides_blocks``
+  (1 or 2 launches, nothing read). The totals stay on the card in a record
+  (:class:`DevicePairCounts`, a row of a ring of accumulators zeroed in one launch each time it
+  wraps: ``common.PART_RECORD``), where the children's pair histograms are planned and built from
+  them (``cuda_hists.ChildPlan``, ``_cuda_hist_kernels.child_hists``); the counts come back with the
+  children's splits (``cuda_search``), or in a read of their own when the host asks first.
 
 A partition is stable (the CPU's order, :mod:`.partition` and :mod:`.pair_partition`), so its
-result does not depend on its block count; the couplings are on their grid (:mod:`.fixed_point`),
-so their atomic sums are exact in any order.
+result does not depend on its block count. :meth:`DevicePartitions.coupling_sums` (a range's
+couplings, one read) adds values on their grid (:mod:`.fixed_point`): exact in any order.
 
 Examples
 --------
@@ -32,6 +35,11 @@ Examples
 >>> parts.flush()  # the placing waits for the split's pairs, or for this
 >>> mem.read(order).tolist()
 [1, 3, 4, 0, 2, 5]
+>>> pi, pj = mem.upload(np.array([0, 1, 0], np.int32)), mem.upload(np.array([3, 2, 5], np.int32))
+>>> dst = tuple(mem.array((3,), t) for t in (np.int32, np.int32, np.float64))
+>>> counts = parts.pairs((pi, pj, mem.upload(np.array([0.5, 1.0, 2.0]))), 0, 3, dst)  # nothing read
+>>> counts.counts  # rows 1, 3, 4 went left: (0, 5) both right; one read, as nothing brought them back
+(0, 1)
 """
 from __future__ import annotations
 
@@ -41,9 +49,12 @@ import numpy as np
 
 from .._cuda_runtime import THREADS
 from ._cuda_launch import grid_launch, pow2_threads
+from .backend import PairCounts
+from .common import PART_N_LEFT, PART_N_RIGHT, PART_RECORD
 from .cuda_memory import DeviceMemory
 
-__all__ = ["DevicePartitions", "RowPlace", "PairCount", "PARTITION_BLOCK", "MAX_PARTITION_BLOCKS", "ACC_RING"]
+__all__ = ["DevicePartitions", "DevicePairCounts", "RowPlace", "PairCount", "PARTITION_BLOCK",
+           "MAX_PARTITION_BLOCKS", "ACC_RING"]
 
 #: Rows (or pairs) per block of a partition, and most blocks: a partition's result does not depend on
 #: its block count (it is stable), so it takes many short blocks (one thread each: 30,000 threads at
@@ -70,13 +81,36 @@ class PairCount(NamedTuple):
 
     pi: Any
     pj: Any
-    pc: Any
     counts: Any
     totals: Any
-    couplings: Any
     start: int
     n: int
     nb: int
+
+
+class DevicePairCounts(PairCounts):
+    """A pair partition's counts, in its ``record`` on the card (``common.PART_RECORD`` int64) until they
+    come back with the children's splits (:meth:`arrived`), or :attr:`counts` reads them (one read)."""
+
+    def __init__(self, memory: DeviceMemory, record: Any) -> None:
+        self._memory, self.record = memory, record
+        self._got: Optional[tuple] = None
+
+    @property
+    def known(self) -> bool:
+        """Whether the counts are on the host."""
+        return self._got is not None
+
+    def arrived(self, n_left: float, n_right: float) -> None:
+        """The counts, read with something else (the children's splits)."""
+        self._got = (int(n_left), int(n_right))
+
+    @property
+    def counts(self) -> tuple:
+        if self._got is None:
+            got = self._memory.read(self.record[PART_N_LEFT:PART_N_RIGHT + 1])
+            self._got = (int(got[0]), int(got[1]))
+        return self._got
 
 
 def launch(n_threads: int) -> tuple:
@@ -124,12 +158,12 @@ class DevicePartitions:
         self._counts = memory.array((MAX_PARTITION_BLOCKS, 2), np.int64)
         self._pair_counts = memory.array((MAX_PARTITION_BLOCKS, 2), np.int64)  # beside the rows' in one launch
         self._waiting: Optional[RowPlace] = None  # the last row partition's placing, not launched yet
-        # accumulators, a ring zeroed in one launch each time it wraps (not one per sum): per use, two
-        # int64 (a pair partition's totals) and two float64 (couplings) in one row, read in one copy
-        self._acc, self._acc_next = memory.array((ACC_RING, 4), np.int64), ACC_RING
+        # accumulators, a ring zeroed in one launch each time it wraps (not one per sum): per use, a
+        # pair partition's record (common.PART_RECORD: totals, the plan) or a coupling sum's two float64
+        self._acc, self._acc_next = memory.array((ACC_RING, PART_RECORD), np.int64), ACC_RING
 
     def _next_acc(self) -> Any:
-        """A zeroed accumulator row (four int64; the last two are float64 sums)."""
+        """A zeroed accumulator row (``PART_RECORD`` int64)."""
         if self._acc_next >= self._acc.shape[0]:
             self._zero[grid_launch(self._acc.size)](self._acc.reshape(self._acc.size).view(np.float64))
             self._acc_next = 0
@@ -154,28 +188,27 @@ class DevicePartitions:
             self._kp.place_rows_blocks[_blocks(r.nb)](r.tmp, r.order, r.start, r.n, r.nb, r.n_left, self.go_left,
                                                       r.counts)
 
-    def pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
+    def pairs(self, src: tuple, start: int, end: int, dst: tuple) -> DevicePairCounts:
         """Copy the pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right | split]
-        by :attr:`go_left`; ``(n_left, n_right, C_left, C_right)`` in one read."""
+        by :attr:`go_left`; the counts stay on the card, in the record of the :class:`DevicePairCounts`
+        returned: nothing is read."""
         n = end - start
         nb, kp, acc = partition_blocks(n), self._kp, self._next_acc()
-        counts, totals, couplings = self._pair_counts, acc[0:2], acc[2:4].view(np.float64)
+        counts, totals = self._pair_counts, acc[PART_N_LEFT:PART_N_RIGHT + 1]
         rows, self._waiting = self._waiting, None
         if rows is None:
-            kp.count_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals, couplings)
+            kp.count_sides_blocks[_blocks(nb)](src[0], src[1], start, n, nb, self.go_left, counts, totals)
         else:  # the split's rows placed in the same launch
             bx, per = _blocks(max(nb, rows.nb))
-            pairs = PairCount(src[0], src[1], src[2], counts, totals, couplings, int(start), int(n), nb)
+            pairs = PairCount(src[0], src[1], counts, totals, int(start), int(n), nb)
             kp.place_rows_count_sides[(bx, 2), per](rows, pairs, self.go_left)
         kp.place_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals, *dst)
-        packed = self.memory.read(acc)
-        cl, cr = packed[2:4].view(np.float64)
-        return int(packed[0]), int(packed[1]), float(cl), float(cr)
+        return DevicePairCounts(self.memory, acc)
 
     def coupling_sums(self, buf: tuple, start: int, end: int, split: bool) -> tuple:
         """``(C, 0)`` of the couplings ``buf[2][start:end]`` or, with ``split``, the children's
         ``(C_left, C_right)`` by :attr:`go_left`; one read."""
-        acc = self._next_acc()[2:4].view(np.float64)
+        acc = self._next_acc()[0:2].view(np.float64)
         self._kr.coupling_sums[grid_launch(end - start)](*buf, start, end - start, self.go_left, split, acc)
         a, b = self.memory.read(acc)
         return float(a), float(b)

@@ -2,7 +2,7 @@
 
 :class:`DevicePool` is made with the backend, before the first tree, and sized up front: the node
 histograms a tree can hold at once (``2 * num_leaves + 3``: a row and a pair histogram per leaf,
-and a split's small child and cross pairs while it is being subtracted), the row order and its
+and a split's new ones while its larger child is being subtracted), the row order and its
 starting rows, the feature groups of ``ole_fast``'s pair histograms, two nodes' feature masks and
 a ring of the trees' grid accumulators (zeroed once per ``TREE_RING`` trees, not per tree). A node
 then takes a histogram from the pool and gives it back when the grower drops it (a finalizer of
@@ -51,7 +51,7 @@ TREE_RING = 64
 
 def hists_per_tree(num_leaves: int) -> int:
     """Node histograms a tree holds at most at once: a row and a pair histogram per leaf, and a
-    split's small child, cross pairs and reduced result while it subtracts."""
+    split's smaller child's rows and its children's two pair histograms while they are completed."""
     return 2 * max(int(num_leaves), 1) + 3
 
 

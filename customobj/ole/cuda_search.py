@@ -8,7 +8,7 @@ the fit's counted kernels (:mod:`.cuda_stats`):
 - :meth:`DeviceSearch.splits`: :func:`._cuda_node_kernels.search_nodes` (1 launch for one or two
   nodes: the CPU's per-feature search, then the pick by the last block) and one read of
   :data:`~customobj.ole.common.RESULT_SIZE` float64 per node (the split record, the chosen
-  feature's NaN count, a root's sums);
+  feature's NaN count, a root's sums, the pair counts of the split whose children they are);
 - :meth:`DeviceSearch.wse_gains`: :func:`._cuda_split_kernels.feature_bests` with the WSE score
   (a node's ranking of the features; 1 launch for one or two nodes) and one read of the gains;
 - :meth:`DeviceSearch.choose_features`: the same gains and, by the last block, each node's top ``k``
@@ -42,14 +42,14 @@ Examples
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
 from ._cuda_hist_kernels import SHARED_SLOTS
 from ._cuda_launch import pow2_threads
 from .backend import _node
-from .common import PH_CHANNELS, RESULT_SIZE, SPLIT_SIZE
+from .common import PART_RECORD, PH_CHANNELS, RESULT_SIZE, SPLIT_SIZE
 from .criterion import WSE
 from .cuda_memory import DeviceMemory
 
@@ -106,6 +106,7 @@ class DeviceSearch:
                               memory.array((2, RESULT_SIZE), np.float64), memory.upload(np.zeros(1, np.int64)))
         self._wse = memory.array((2, f), np.float64)  # ole_fast: two nodes' WSE gains, one read
         self._no_ph = memory.upload(np.zeros((1, PH_CHANNELS)))
+        self._no_record = memory.upload(np.zeros(PART_RECORD, np.int64))  # no pair counts to bring back
 
     def _launch(self, n_nodes: int) -> tuple:
         """``((feature blocks, nodes), threads)``: a power of two threads (the pick's block reduction)."""
@@ -119,17 +120,19 @@ class DeviceSearch:
         pairs = [self._no_ph if p is None else p for p in pairs]
         return NodeHists(rows[0], rows[-1], pairs[0], pairs[-1], dev[0], dev[-1])
 
-    def splits(self, searches: list, rules: Any, root: Any, root_on_device: bool) -> np.ndarray:
+    def splits(self, searches: list, rules: Any, root: Any, root_on_device: bool,
+               pair_record: Optional[Any] = None) -> np.ndarray:
         """The results of one or two nodes' searches, each ``(hist, phist, mask, sums)`` (device
         histograms, ``phist`` None without pairs, both nodes alike): ``(nodes, RESULT_SIZE)``, read in
-        one copy. ``root_on_device``: node 0 is a root whose ``G, H, C`` are ``root[0:3]``."""
+        one copy. ``root_on_device``: node 0 is a root whose ``G, H, C`` are ``root[0:3]``;
+        ``pair_record``: a pair partition's record whose counts come back in node 0's result."""
         if not 0 < len(searches) <= 2 or len({s[1] is None for s in searches}) > 1:
             raise ValueError("DeviceSearch.splits takes one or two nodes, both with pair histograms or neither")
         hists = self._hists([s[0] for s in searches], [s[1] for s in searches], [s[2] for s in searches])
         nodes = [_node(s[3]) for s in searches]
         self._kn.search_nodes[self._launch(len(searches))](
             hists, searches[0][1] is not None, self._bins, nodes[0], nodes[-1], rules, root, root_on_device,
-            self._out, self._has_nan)
+            self._out, self._has_nan, self._no_record if pair_record is None else pair_record, pair_record is not None)
         return self.memory.read(self._out.res[:len(searches)])
 
     def wse_gains(self, nodes: list, mask: np.ndarray, rules: Any, root: Any, root_on_device: bool) -> list:

@@ -2,8 +2,10 @@ r"""One regression tree, grown leaf by leaf (best-first) or level by level (brea
 
 The Python loop keeps per-leaf bookkeeping; histograms, pair histograms, split search and
 partitioning are numba kernels. Under every OLE criterion a child's in-node coupling ``C`` (its
-node hessian ``H - 2C``, leaf value and recorded split gain) is summed in float64 from its own
-pairs after the split; the pair histograms only choose the split.
+node hessian ``H - 2C``, leaf value and recorded split gain) is the split's record's: the pair
+histogram's sums of the tree's couplings, which are on their grid (:mod:`.fixed_point`), so every
+partial sum is exact and ``C`` is the sum over the child's own pairs bit for bit (no sum after the
+split, nothing read back for it on a GPU).
 
 ``criterion="ole_fast"`` (tolerance ``k = ole_fast_features``): at each node the WSE gains of every
 feature come from the row histogram (one extra split search), and the pair histogram is built
@@ -54,7 +56,7 @@ from typing import Deque, List, NamedTuple, Optional
 import numpy as np
 from numba import njit
 
-from .backend import CPUBackend, select_features
+from .backend import CPUBackend, NodePairs, PairCounts, select_features
 from .common import HIST_COUNT, NO_SPLIT, ChildSums, SplitInfo
 from .criterion import OLE, Criterion
 from .joint_leaves import joint_newton_step
@@ -62,11 +64,6 @@ from .splitting import node_hessian
 from .tree import LEAF_DTYPE, NODE_DTYPE, Tree
 
 __all__ = ["GrowParams", "GrownTree", "Leaf", "TreeGrower", "add_leaf_values", "select_features"]
-
-# A pair-histogram pass costs about 27 ns per pair plus 280 ns per row it touches (each touched row
-# scatters its sums into every feature's histogram once), measured on MSLR-shaped data: the row
-# term dominates deep nodes, where rows keep only one or two pairs each.
-_ROW_COST = 10.0
 
 
 class GrowParams(NamedTuple):
@@ -102,10 +99,6 @@ def add_leaf_values(order, starts, ends, values, out):
 
 def _sums(leaf) -> ChildSums:
     return ChildSums(leaf.G, leaf.H, leaf.N, leaf.C)
-
-
-def _pass_cost(n_pairs, n_rows):
-    return n_pairs + _ROW_COST * min(n_rows, 2 * n_pairs)
 
 
 class Leaf:
@@ -184,15 +177,15 @@ class TreeGrower:
     def _compute_best_split_and_push(self, index: int) -> None:
         self._compute_best_splits_and_push([index])
 
-    def _compute_best_splits_and_push(self, indices: list) -> None:
+    def _compute_best_splits_and_push(self, indices: list, pairs: Optional[PairCounts] = None) -> None:
         """The best splits of leaves ``indices`` from their histograms (searched together: a GPU
-        backend reads them back at once); each opens for splitting when its gain > 0, in order."""
+        backend reads them back at once); each opens for splitting when its gain > 0, in order.
+        ``pairs``: the counts of the split that made them (``ole_fast`` searches each one's own pairs)."""
         searching = [i for i in indices if self.leaves[i].hist is not None]
         nodes = [self.leaves[i] for i in searching]
         if self.use_pairs and self.fast:  # pair histograms of each node's top k features by WSE gain
-            found = self.backend.fast_splits([(leaf.hist, self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, _sums(leaf))
-                                              for leaf in nodes], self.feature_mask,
-                                             self.params.criterion.ole_fast_features)
+            found = self.backend.fast_splits([(leaf.hist, self._node_pairs(leaf, pairs), _sums(leaf)) for leaf in nodes],
+                                             self.feature_mask, self.params.criterion.ole_fast_features)
         else:
             found = self.backend.find_splits([self._search(leaf) for leaf in nodes])
         splits = dict(zip(searching, found))
@@ -231,19 +224,24 @@ class TreeGrower:
         right = Leaf(leaf.start + nl, leaf.end, leaf.depth + 1, node_id, False, split.right)
         n_after = len(self.leaves) + 1
         need = [n_after < self.params.num_leaves and self._can_split(c) for c in (left, right)]
+        pairs = None
         if self.use_pairs:
-            self._split_pairs(leaf, left, right, need)
-            # the exact float64 C of the children: the recorded gain uses them too
+            pairs = self._split_pairs(leaf, left, right, need)
+            # the gain of the children's exact sums (the search's, re-evaluated as the CPU always has)
             self.nodes["split_gain"][node_id] = self.backend.split_gain(_sums(leaf), _sums(left), _sums(right))
         if any(need):
-            self._child_histograms(leaf, left, right, need)
+            self._child_histograms(leaf, left, right, need, pairs)
         leaf.hist = leaf.phist = None
         for child, nd in zip((left, right), need):
             if not nd:  # never split: no histograms, so no split search
                 child.hist = child.phist = None
         self.leaves[index] = left
         self.leaves.append(right)
-        self._compute_best_splits_and_push([index, len(self.leaves) - 1])
+        for child in (left, right):  # until the counts are known: the parent's range (ole_fast: NodePairs)
+            child.pstart, child.pend = leaf.pstart, leaf.pend
+        self._compute_best_splits_and_push([index, len(self.leaves) - 1], pairs)
+        if pairs is not None:  # a GPU backend's counts came back with the children's splits
+            self._pair_ranges(leaf, left, right, pairs)
 
     def _finish(self) -> GrownTree:
         p, leaves = self.params, self.leaves
@@ -296,48 +294,40 @@ class TreeGrower:
                                split.gain, self._leaf_value(leaf) * self.params.learning_rate, leaf.H, int(leaf.N))
         return node_id
 
-    def _split_pairs(self, leaf: Leaf, left: Leaf, right: Leaf, need: list) -> None:
-        """The children's pairs (copied, partitioned, to the other buffer) and exact couplings ``C``."""
-        backend = self.backend
+    def _split_pairs(self, leaf: Leaf, left: Leaf, right: Leaf, need: list) -> Optional[PairCounts]:
+        """The children's pairs, copied, partitioned, to the other buffer (children that are never split
+        need none: None); their couplings ``C`` came with the split."""
         left.pbuf = right.pbuf = 1 - leaf.pbuf
-        if any(need):  # children that are never split need no pairs
-            npl, npr, left.C, right.C = backend.split_pairs(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend,
-                                                            self.bufs[left.pbuf])
-            left.pstart, left.pend = leaf.pstart, leaf.pstart + npl
-            right.pstart, right.pend = leaf.pstart + npl, leaf.pstart + npl + npr
-        else:
-            left.C, right.C = backend.split_coupling_sums(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend)
+        if not any(need):
+            return None
+        return self.backend.split_pairs(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, self.bufs[left.pbuf])
 
-    def _child_histograms(self, parent: Leaf, left: Leaf, right: Leaf, need: list) -> None:
-        """Row histograms: the smaller child's built, the larger's by subtraction from the parent's."""
+    def _node_pairs(self, leaf: Leaf, pairs: Optional[PairCounts]) -> NodePairs:
+        """``leaf``'s pairs for ``ole_fast``'s search: its range, or its side of its parent's (``pairs``:
+        the counts of the split that made it, maybe still on a GPU)."""
+        return NodePairs(self.bufs[leaf.pbuf], leaf.pstart, leaf.pend, pairs, 0 if leaf.is_left else 1)
+
+    @staticmethod
+    def _pair_ranges(parent: Leaf, left: Leaf, right: Leaf, pairs: PairCounts) -> None:
+        """The children's pair ranges: [left | right | split pairs] in the parent's range."""
+        npl, npr = pairs.counts
+        left.pstart, left.pend = parent.pstart, parent.pstart + npl
+        right.pstart, right.pend = parent.pstart + npl, parent.pstart + npl + npr
+
+    def _child_histograms(self, parent: Leaf, left: Leaf, right: Leaf, need: list,
+                          pairs: Optional[PairCounts]) -> None:
+        """Row histograms: the smaller child's built, the larger's by subtraction from the parent's.
+        Pair histograms: each child's from its own pairs or the larger's as parent - smaller - split
+        pairs, whichever is cheaper (``pairhist.pair_hist_plan``: the split pairs touch rows of both
+        children), chosen by the backend (a GPU backend on the card, from counts that stay there)."""
         small, large = (left, right) if left.N <= right.N else (right, left)
         small.hist = self.backend.row_hist(self.order, small.start, small.end, self.grad, self.hess)
         parent.hist -= small.hist
         large.hist = parent.hist
-        if self.use_pairs and not self.fast:
-            self._child_pair_hists(self.bufs[left.pbuf], parent, left, right, need)
-
-    def _child_pair_hists(self, buf, parent, left, right, need):
-        """Pair histograms of the children: direct, or parent - small child - split pairs when cheaper
-        (by ``_pass_cost``; the split pairs touch rows of both children)."""
-        backend = self.backend
-        n_l = left.pend - left.pstart
-        n_r = right.pend - right.pstart
-        n_x = parent.pend - right.pend
-        small, large = (left, right) if n_l <= n_r else (right, left)
-        need_large = need[0] if large is left else need[1]
-        direct = sum(_pass_cost(c.pend - c.pstart, c.N) for c, nd in zip((left, right), need) if nd)
-        subtract = _pass_cost(small.pend - small.pstart, small.N) + _pass_cost(n_x, parent.N)
-        if need_large and subtract < direct:
-            small.phist = backend.pair_hist(buf, small.pstart, small.pend)
-            cross = backend.pair_hist(buf, right.pend, parent.pend)
-            parent.phist -= small.phist
-            parent.phist -= cross
-            large.phist = parent.phist
-        else:
-            for child, nd in zip((left, right), need):
-                if nd:
-                    child.phist = backend.pair_hist(buf, child.pstart, child.pend)
+        if pairs is not None and not self.fast:
+            left.phist, right.phist = self.backend.child_pair_hists(
+                self.bufs[left.pbuf], parent.pstart, parent.pend, pairs, parent.phist, (left.N, right.N, parent.N),
+                tuple(need))
 
     def _leaf_value(self, leaf: Leaf) -> float:
         """Newton step ``-G / (D + lambda_l2)`` (``D = H - 2C`` under OLE, else ``H``); 0 without curvature."""

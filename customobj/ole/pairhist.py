@@ -49,8 +49,13 @@ measured 5.5e-9 of it at worst on MQ2008 Fold1 (LambdaRank, truncation 30), test
 SIMD lanes of the pair loop: 1.5x faster on the root's pass (MSLR-shaped data, one thread), but
 only ~4% on a whole OLE tree, whose pair passes are dominated by per-pair bookkeeping and by each
 touched row's flush (one scatter per feature and channel), not by the vector work.
-The histograms only choose a split: the children's ``C`` (node hessians, leaf values, recorded
-gains) are summed in float64 from their own pairs by the grower.
+With float64 accumulators the split's children's ``C`` (their node hessians, leaf values, recorded
+gains) are the histogram's exact sums, which the grower takes from the split (:mod:`.grower`).
+
+A split's children's histograms (:func:`pair_hist_plan`): each child that is split later from its
+own pairs, or the smaller child's and the split pairs' with the larger's as ``parent - smaller -
+split pairs``, whichever pass costs less (:func:`pass_cost`); the GPU makes the same choice on the
+card from the pair counts the partition left there (:mod:`._cuda_hist_kernels`).
 
 Pairs live per node in a contiguous range of one of two pair buffers and are partitioned with the
 rows into the other buffer (:mod:`.pair_partition`); pairs split across the two children leave the
@@ -66,7 +71,18 @@ from .common import PH_CHANNELS, PH_HI, PH_NANP, PH_R
 from .histogram import n_blocks_for
 from .pairhist_subset import build_pair_hist_subset, reduce_feature_slots, subset_output, zero_feature_slots
 
-__all__ = ["PairScratch", "build_pair_hist"]
+__all__ = ["PairScratch", "build_pair_hist", "pass_cost", "pair_hist_plan", "PAIRS_DIRECT", "PAIRS_LEFT_SMALL",
+           "PAIRS_RIGHT_SMALL", "ROW_COST"]
+
+#: A pair-histogram pass costs about 27 ns per pair plus 280 ns per row it touches (each touched row
+#: scatters its sums into every feature's histogram once), measured on MSLR-shaped data: the row
+#: term dominates deep nodes, where rows keep only one or two pairs each.
+ROW_COST = 10.0
+#: :func:`pair_hist_plan`'s choices: each child that needs one built from its own pairs; the left
+#: child's and the split pairs' built, the right child's by subtraction from the parent's; the mirror.
+PAIRS_DIRECT = 0
+PAIRS_LEFT_SMALL = 1
+PAIRS_RIGHT_SMALL = 2
 
 # Up to this many features the pair-by-pair kernel (pairhist_subset) is faster than the chunked one:
 # measured on MSLR-shaped pairs pruned at epsilon 0.2, one thread, 9 vs 15 ns/pair at 1 feature, 17
@@ -321,3 +337,41 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
     _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, nb, ng, s.loc, s.rows, s.acc,
                    s.nanacc, s.rsum, tile, buf, out)
     return out
+
+
+@njit(cache=True)
+def pass_cost(n_pairs, n_rows):
+    """The cost of a pair-histogram pass over ``n_pairs`` pairs of a node of ``n_rows`` rows, in pairs
+    (:data:`ROW_COST` per touched row: at most ``n_rows``, at most two a pair)."""
+    return n_pairs + ROW_COST * min(n_rows, 2.0 * n_pairs)
+
+
+@njit(cache=True)
+def pair_hist_plan(n_left, n_right, n_parent, rows_left, rows_right, rows_parent, need_left, need_right):
+    """How a split's children's pair histograms are made: :data:`PAIRS_DIRECT` (each child with
+    ``need_*`` from its own ``n_*`` pairs), or, when the larger child (by pairs; ties: the right) needs
+    one and it costs less (:func:`pass_cost`), :data:`PAIRS_LEFT_SMALL` / :data:`PAIRS_RIGHT_SMALL`:
+    the smaller child's and the ``n_parent - n_left - n_right`` split pairs' (rows of both children:
+    the parent's rows) built, the larger's by subtraction from the parent's. The CPU's choice and,
+    compiled as a device function, the GPU's (on counts that stay on the card).
+
+    >>> pair_hist_plan(10, 500, 600, 20.0, 400.0, 420.0, True, True) == PAIRS_LEFT_SMALL
+    True
+    >>> pair_hist_plan(10, 500, 600, 20.0, 400.0, 420.0, True, False) == PAIRS_DIRECT  # the larger is not split
+    True
+    """
+    left_small = n_left <= n_right
+    direct = 0.0
+    if need_left:
+        direct += pass_cost(n_left, rows_left)
+    if need_right:
+        direct += pass_cost(n_right, rows_right)
+    if left_small:
+        subtract = pass_cost(n_left, rows_left) + pass_cost(n_parent - n_left - n_right, rows_parent)
+        if need_right and subtract < direct:
+            return PAIRS_LEFT_SMALL
+    else:
+        subtract = pass_cost(n_right, rows_right) + pass_cost(n_parent - n_left - n_right, rows_parent)
+        if need_left and subtract < direct:
+            return PAIRS_RIGHT_SMALL
+    return PAIRS_DIRECT
