@@ -18,7 +18,7 @@ one launch per split's children, where a search per node and a pick took three, 
 from numba import float64, int64
 
 from .._cuda_runtime import THREADS, cuda_module
-from ._cuda_reduce_kernels import best_feature
+from ._cuda_reduce_kernels import best_feature, last_block
 from ._cuda_split_kernels import node_bests
 from .common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, PART_N_LEFT, SPLIT_SIZE
 
@@ -41,14 +41,8 @@ def search_nodes(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, out
     last = cuda.shared.array(1, dtype=int64)
     t = cuda.threadIdx.x
     node_bests(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, out.per, out.gains)
-    cuda.threadfence()  # this block's records are visible to every block before its ticket is taken
-    cuda.syncthreads()
-    if t == 0:
-        last[0] = 1 if cuda.atomic.add(out.done, 0, 1) == cuda.gridDim.x * cuda.gridDim.y - 1 else 0
-    cuda.syncthreads()
-    if last[0] == 0:
+    if not last_block(out.done, last):
         return
-    cuda.threadfence()
     for b in range(cuda.gridDim.y):
         res = out.res[b]
         f = best_feature(out.per[b], out.gains[b], res, shg, shi)
@@ -62,5 +56,3 @@ def search_nodes(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, out
                 hist = h.row_a if b == 0 else h.row_b
                 res[SPLIT_SIZE] = hist[bins.offsets[f] + bins.n_bins[f], HIST_COUNT]
         cuda.syncthreads()  # the shared scratch is the next node's
-    if t == 0:
-        out.done[0] = 0

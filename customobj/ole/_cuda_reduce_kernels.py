@@ -25,7 +25,7 @@ from .pair_partition import split_coupling_sums
 cuda = cuda_module()
 
 __all__ = ["grid_max", "grid_units", "grid_round", "coupling_sums", "pick_best", "best_feature",
-           "block_sums"]
+           "block_sums", "last_block"]
 
 _fold, _units, _pow2 = device_function(fold_abs_max), device_function(magnitude_units), device_function(pow2_at_least)
 _step, _grid = device_function(grid_step), device_function(to_grid)
@@ -180,3 +180,24 @@ def pick_best(per, gains, res):
     shg = cuda.shared.array(THREADS, dtype=float64)
     shi = cuda.shared.array(THREADS, dtype=int64)
     best_feature(per, gains, res, shg, shi)
+
+
+@cuda.jit(device=True)
+def last_block(done, flag):
+    """Whether this block is the grid's last to get here (every thread of every block calls it once):
+    each block fences its writes and takes a ticket from the counter ``done[0]`` (one atomic), so the
+    last one sees every block's results (and fences again before reading them); ``flag`` is a one-int64
+    shared array. The last block puts ``done[0]`` back to 0 for the next launch, so no launch clears it."""
+    cuda.threadfence()  # this block's results are visible to every block before its ticket is taken
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        blocks = cuda.gridDim.x * cuda.gridDim.y * cuda.gridDim.z
+        flag[0] = 1 if cuda.atomic.add(done, 0, 1) == blocks - 1 else 0
+    cuda.syncthreads()
+    if flag[0] == 0:
+        return False
+    cuda.threadfence()
+    if cuda.threadIdx.x == 0:
+        done[0] = 0
+    return True
+

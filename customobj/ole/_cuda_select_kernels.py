@@ -27,6 +27,7 @@ from numba import int64
 
 from .._cuda_runtime import cuda_module
 from ._cuda_hist_kernels import GROUP_COLUMNS
+from ._cuda_reduce_kernels import last_block
 from ._cuda_split_kernels import node_bests
 
 cuda = cuda_module()
@@ -144,15 +145,7 @@ def wse_choose(h, bins, node_a, node_b, rules, sums, on_device, out, choice, k, 
     counts = cuda.shared.array(2, dtype=int64)
     last = cuda.shared.array(1, dtype=int64)
     node_bests(h, False, bins, node_a, node_b, rules, sums, on_device, out.per, out.gains)
-    cuda.threadfence()  # this block's gains are visible to every block before its ticket is taken
-    cuda.syncthreads()
-    if cuda.threadIdx.x == 0:
-        last[0] = 1 if cuda.atomic.add(out.done, 0, 1) == cuda.gridDim.x * cuda.gridDim.y - 1 else 0
-    cuda.syncthreads()
-    if last[0] == 0:
+    if not last_block(out.done, last):
         return
-    cuda.threadfence()
     for b in range(cuda.gridDim.y):
         choose_top(out.gains, b, k, bins.offsets, bins.n_bins, capacity, choice, counts)
-    if cuda.threadIdx.x == 0:
-        out.done[0] = 0
