@@ -5,7 +5,8 @@ The search is the CPU's own code: :func:`node_bests` runs one thread per feature
 two children in one launch), and each calls ``splitting._best_in_feature`` (numba's CUDA target
 compiles a ``@njit`` function called from a kernel as a device function), so a feature's thresholds,
 NaN directions, constraints and gains are evaluated by the same source in the same order.
-:func:`feature_bests` is it alone (``ole_fast``'s WSE ranking: the gains come back);
+:func:`feature_bests` is it alone (a node's WSE ranking, read back; ``ole_fast`` ranks on the card:
+:func:`._cuda_select_kernels.wse_choose`);
 :func:`._cuda_node_kernels.search_nodes` then takes, by a block reduction, the first feature whose
 gain is strictly larger than every earlier one: the CPU's tie-breaking (lower feature, then lower
 bin, then NaN right before NaN left). Only the chosen split, a ``float64[SPLIT_SIZE]`` record

@@ -6,7 +6,7 @@ the gradients, hessians and pair couplings when the objective has GPU kernels
 (:mod:`.cuda_scores`: the scores stay there, each finished tree is added there); per tree, their
 grids, the root's sums, the row and pair histograms (they stay there:
 :class:`~customobj.ole.cuda_memory.DeviceHist`, ``parent -= child`` is a kernel), the split search
-of every criterion, ``ole_fast``'s WSE ranking, pair pruning and dropped couplings, the row and pair
+of every criterion, ``ole_fast``'s feature choice, pair pruning and dropped couplings, the row and pair
 partitions and the coupling sums. **On the host**: gradients and couplings the objective cannot make
 on the card (composites, ``line_search``, ``leaf_solver="joint"``: ``TreeBooster.device_gradients_``
 says why; copied into the pool once per tree), the joint leaf solve and the tree's bookkeeping.

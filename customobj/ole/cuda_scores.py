@@ -11,8 +11,7 @@ objective's ``device_route().couplings``: every built-in loss but the composites
 buffer it reuses, in the CPU's pair order with the CPU's values (with bagging, the out-of-bag pairs
 are dropped there too); the grower's pair histograms and partitions take those device arrays as they
 are. Nothing of size ``n`` (or of the pair count) crosses the bus per tree for the gradients and
-pairs; ``ole_fast`` brings the pairs to the host for its per-query pruning, as it pruned host pairs
-before.
+pairs; ``ole_fast`` prunes them per query where they are (:mod:`.cuda_pruning`).
 
 Otherwise the gradients stay on the host, and :func:`host_gradients_reason` says why:
 
