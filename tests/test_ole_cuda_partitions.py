@@ -100,7 +100,6 @@ def test_the_coupling_ring_is_cleared_when_it_wraps(monkeypatch):
     monkeypatch.setattr(cuda_partitions, "ACC_RING", 2)
     pc = np.array([0.5, 0.25, 1.0, 2.0])
     mem, parts = _parts(4)
-    buf = (mem.upload(np.zeros(4, np.int32)),) * 2 + (mem.upload(pc),)
-    sums = [parts.coupling_sums(buf, s, 4, False)[0] for s in (0, 1, 2, 3, 0)]
+    sums = [parts.coupling_sum(mem.upload(pc), s, 4) for s in (0, 1, 2, 3, 0)]
     assert sums == [3.75, 3.25, 3.0, 2.0, 3.75]
 

@@ -8,7 +8,7 @@ import pytest
 
 from customobj.ole.common import SPLIT_FEATURE, SPLIT_SIZE
 from customobj.ole.fixed_point import grid_step_of, grid_step_of_rows, round_range, round_rows
-from customobj.ole.pair_partition import split_coupling_sums, sum_couplings
+from customobj.ole.pair_partition import sum_couplings
 
 from _cuda_cases import needs_gpu
 from _ole_cases import random_pairs
@@ -74,14 +74,10 @@ def test_coupling_sums_are_the_cpus_bit_for_bit(launch):
     cuda, R = _k()
     pi, pj, pc, ptr = random_pairs(2, n_queries=10, max_rows=12)
     round_range(pc, 0, pc.size, grid_step_of(pc, 0, pc.size))
-    go = np.random.default_rng(3).random(int(ptr[-1])) < 0.5
     start, end = 5, pi.size - 3
-    src = [cuda.to_device(a) for a in (pi, pj, pc)]
-    for split, want in ((False, (sum_couplings(pc, start, end), 0.0)),
-                        (True, split_coupling_sums(pi, pj, pc, start, end, go))):
-        sums = cuda.to_device(np.zeros(2))
-        R.coupling_sums[launch](*src, start, end - start, cuda.to_device(go), split, sums)
-        assert tuple(sums.copy_to_host()) == tuple(want)
+    sums = cuda.to_device(np.zeros(2))
+    R.coupling_sums[launch](cuda.to_device(pc), start, end - start, sums)
+    assert tuple(sums.copy_to_host()) == (sum_couplings(pc, start, end), 0.0)
 
 
 @pytest.mark.parametrize("threads", [1, 4, 16])

@@ -1,20 +1,9 @@
 """customobj.ole.pair_partition: the stable three-way pair partition (one block and several parallel
-blocks) and the children's coupling sums against explicit masks."""
+blocks)."""
 import numpy as np
 import pytest
 
-from customobj.ole.pair_partition import partition_pairs, split_coupling_sums
-
-
-def test_split_coupling_sums_match_masks():
-    rng = np.random.default_rng(3)
-    pi, pj = rng.integers(0, 50, 400).astype(np.int32), rng.integers(0, 50, 400).astype(np.int32)
-    pc = rng.random(400)
-    go_left = rng.random(50) < 0.4
-    cl, cr = split_coupling_sums(pi, pj, pc, 10, 350, go_left)
-    s = slice(10, 350)
-    assert cl == pytest.approx(pc[s][go_left[pi[s]] & go_left[pj[s]]].sum(), rel=1e-12)
-    assert cr == pytest.approx(pc[s][~go_left[pi[s]] & ~go_left[pj[s]]].sum(), rel=1e-12)
+from customobj.ole.pair_partition import partition_pairs
 
 
 @pytest.mark.parametrize("n,m,start,end", [(50, 400, 30, 350), (5000, 300_000, 1_000, 299_000)])

@@ -20,7 +20,6 @@ from numba import float64, int64
 from .._cuda_runtime import THREADS, cuda_module, device_function
 from .common import SPLIT_FEATURE, SPLIT_SIZE
 from .fixed_point import fold_abs_max, grid_step, magnitude_units, pow2_at_least, to_grid
-from .pair_partition import split_coupling_sums
 
 cuda = cuda_module()
 
@@ -29,7 +28,6 @@ __all__ = ["grid_max", "grid_units", "grid_round", "coupling_sums", "pick_best",
 
 _fold, _units, _pow2 = device_function(fold_abs_max), device_function(magnitude_units), device_function(pow2_at_least)
 _step, _grid = device_function(grid_step), device_function(to_grid)
-_split_sums = device_function(split_coupling_sums)
 
 
 @cuda.jit(device=True)
@@ -124,21 +122,13 @@ def grid_round(a, b, idx, use_idx, n, stats, units, oa, ob, sums):
 
 
 @cuda.jit(cache=True)
-def coupling_sums(pi, pj, pc, start, n, go_left, split, sums):
-    """``sums[0]``: the couplings ``pc[start:start+n]`` (``split`` False), or ``sums[0], sums[1]``: those
-    of pairs with both rows left, both right (``split`` True); on-grid couplings: exact, any order."""
+def coupling_sums(pc, start, n, sums):
+    """``sums[0]`` += the couplings ``pc[start:start+n]`` (on their grid: exact, in any order)."""
     sh = cuda.shared.array((2, THREADS), dtype=float64)
-    cl = 0.0
-    cr = 0.0
+    c = 0.0
     for k in range(cuda.grid(1), n, cuda.gridsize(1)):
-        p = start + k
-        if not split:
-            cl += pc[p]
-        else:  # the CPU's split sums over the one pair p: (pc[p], 0), (0, pc[p]) or (0, 0), so the same sums
-            left, right = _split_sums(pi, pj, pc, p, p + 1, go_left)
-            cl += left
-            cr += right
-    _block_result(sh, cl, cr, 0, sums, 0)
+        c += pc[start + k]
+    _block_result(sh, c, 0.0, 0, sums, 0)
 
 
 @cuda.jit(device=True)

@@ -240,7 +240,7 @@ class CUDABackend(CPUBackend):
         if not is_device_array(pc):
             return super().sum_couplings(pc, 0, n_pairs)
         acc = self._root[2:4]  # the tree's: zeroed (_begin_tree)
-        self._kr.coupling_sums[grid_launch(n_pairs)](pc, pc, pc, 0, n_pairs, self._parts.go_left, False, acc)
+        self._kr.coupling_sums[grid_launch(n_pairs)](pc, 0, n_pairs, acc)
         return None
 
     def _to_grid(self, a, b, idx, use_idx: bool, n: int, stats, units, oa, ob, sums) -> None:
@@ -443,4 +443,4 @@ class CUDABackend(CPUBackend):
         """The coupling of the pairs ``start:end`` (on their grid: exact, the CPU's bits)."""
         if not is_device_array(pc):
             return super().sum_couplings(pc, start, end)
-        return self._parts.coupling_sums((pc, pc, pc), start, end, False)[0]
+        return self._parts.coupling_sum(pc, start, end)

@@ -17,7 +17,7 @@ launches, through the fit's counted kernels (:mod:`.cuda_stats`):
   children's splits (``cuda_search``), or in a read of their own when the host asks first.
 
 A partition is stable (the CPU's order, :mod:`.partition` and :mod:`.pair_partition`), so its
-result does not depend on its block count. :meth:`DevicePartitions.coupling_sums` (a range's
+result does not depend on its block count. :meth:`DevicePartitions.coupling_sum` (a range's
 couplings, one read) adds values on their grid (:mod:`.fixed_point`): exact in any order.
 
 Examples
@@ -205,10 +205,8 @@ class DevicePartitions:
         kp.place_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals, *dst)
         return DevicePairCounts(self.memory, acc)
 
-    def coupling_sums(self, buf: tuple, start: int, end: int, split: bool) -> tuple:
-        """``(C, 0)`` of the couplings ``buf[2][start:end]`` or, with ``split``, the children's
-        ``(C_left, C_right)`` by :attr:`go_left`; one read."""
+    def coupling_sum(self, pc: Any, start: int, end: int) -> float:
+        """The coupling of ``pc[start:end]``; one read."""
         acc = self._next_acc()[0:2].view(np.float64)
-        self._kr.coupling_sums[grid_launch(end - start)](*buf, start, end - start, self.go_left, split, acc)
-        a, b = self.memory.read(acc)
-        return float(a), float(b)
+        self._kr.coupling_sums[grid_launch(end - start)](pc, start, end - start, acc)
+        return float(self.memory.read(acc)[0])

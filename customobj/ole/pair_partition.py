@@ -15,8 +15,6 @@ Examples
 >>> out = tuple(np.zeros_like(a) for a in (pi, pj, pc))
 >>> partition_pairs(pi, pj, pc, 0, 3, go_left, *out), out[2].tolist()
 ((1, 1), [1.0, 4.0, 2.0])
->>> split_coupling_sums(pi, pj, pc, 0, 3, go_left)
-(1.0, 4.0)
 """
 from __future__ import annotations
 
@@ -25,7 +23,7 @@ from numba import njit, prange
 
 from ..objectives._query_kernels import range_sum
 
-__all__ = ["compact_pairs", "partition_pairs", "split_coupling_sums", "sum_couplings"]
+__all__ = ["compact_pairs", "partition_pairs", "sum_couplings"]
 
 _PART_BLOCK = 65536
 _PART_MAX_BLOCKS = 16
@@ -146,19 +144,3 @@ def compact_pairs(pi, pj, pc, in_bag, use_bag, oi, oj, oc):
 
 #: A node's coupling sum ``C = pc[start:end].sum()`` (float64, in pair order): the objectives' range sum.
 sum_couplings = range_sum
-
-
-@njit(cache=True)
-def split_coupling_sums(pi, pj, pc, start, end, go_left):
-    """Coupling sums of pairs ``start:end`` with both rows left and with both rows right (float64,
-    in pair order): the children's ``C`` when their pairs are not partitioned."""
-    cl = 0.0
-    cr = 0.0
-    for k in range(start, end):
-        la = go_left[pi[k]]
-        lb = go_left[pj[k]]
-        if la and lb:
-            cl += pc[k]
-        elif not la and not lb:
-            cr += pc[k]
-    return cl, cr

@@ -360,18 +360,13 @@ def pair_hist_plan(n_left, n_right, n_parent, rows_left, rows_right, rows_parent
     >>> pair_hist_plan(10, 500, 600, 20.0, 400.0, 420.0, True, False) == PAIRS_DIRECT  # the larger is not split
     True
     """
-    left_small = n_left <= n_right
-    direct = 0.0
-    if need_left:
-        direct += pass_cost(n_left, rows_left)
-    if need_right:
-        direct += pass_cost(n_right, rows_right)
-    if left_small:
-        subtract = pass_cost(n_left, rows_left) + pass_cost(n_parent - n_left - n_right, rows_parent)
-        if need_right and subtract < direct:
+    cost_left = pass_cost(n_left, rows_left)
+    cost_right = pass_cost(n_right, rows_right)
+    direct = (cost_left if need_left else 0.0) + (cost_right if need_right else 0.0)
+    split = pass_cost(n_parent - n_left - n_right, rows_parent)
+    if n_left <= n_right:
+        if need_right and cost_left + split < direct:
             return PAIRS_LEFT_SMALL
-    else:
-        subtract = pass_cost(n_right, rows_right) + pass_cost(n_parent - n_left - n_right, rows_parent)
-        if need_left and subtract < direct:
-            return PAIRS_RIGHT_SMALL
+    elif need_left and cost_right + split < direct:
+        return PAIRS_RIGHT_SMALL
     return PAIRS_DIRECT
