@@ -37,8 +37,10 @@ def _data():
     return mapper, hists, sums
 
 
-def _choose(mapper, hists, sums, mask, k, capacity):
-    """``wse_choose`` launched as DeviceSearch.choose_features does, with a given capacity."""
+def _choose(mapper, hists, sums, mask, k, capacity, subtract=None):
+    """``wse_choose`` launched as DeviceSearch.choose_features does, with a given capacity;
+    ``subtract``: ``(node, small)``, node ``node``'s histogram completed there as ``-= small``
+    (then returned as well, after the launch)."""
     from customobj._cuda_runtime import cuda_module
     from customobj.ole import _cuda_select_kernels as K
     from customobj.ole.cuda_search import NodeHists, SearchOut
@@ -54,10 +56,12 @@ def _choose(mapper, hists, sums, mask, k, capacity):
                     cuda.to_device(np.zeros((2, RESULT_SIZE))), cuda.to_device(np.zeros(1, np.int64)))
     rules = SplitRules(WSE, 0.1, 2.0, 0.0)
     node = [ChildSums(float(s.G), float(s.H), float(s.N), 0.0) for s in sums]
+    sub, small = (-1, d[0]) if subtract is None else (subtract[0], cuda.to_device(subtract[1]))
     K.wse_choose[(3, 2), 4](NodeHists(d[0], d[1], no_ph, no_ph, choice.mask, choice.mask), bins, node[0], node[1], rules,
-                            cuda.to_device(np.zeros(4)), False, out, choice, k, capacity)
+                            cuda.to_device(np.zeros(4)), False, out, choice, k, capacity, sub, d[max(sub, 0)], small)
     assert out.done.copy_to_host()[0] == 0  # the ticket counter is back to 0 for the next search
-    return out.gains.copy_to_host(), [a.copy_to_host() for a in choice[1:]]
+    got = out.gains.copy_to_host(), [a.copy_to_host() for a in choice[1:]]
+    return got if subtract is None else (*got, d[sub].copy_to_host())
 
 
 cuda = None  # numba.cuda (or its simulator), set by the test that compiles the kernel below
@@ -110,3 +114,22 @@ def test_ties_go_to_the_lower_index_and_nan_gains_last():
         assert np.flatnonzero(choice.keep.copy_to_host()[0]).tolist() == want, k
         np.testing.assert_array_equal(np.flatnonzero(choice.keep.copy_to_host()[0]),
                                       select_features(gains[0], np.ones(6, np.bool_), k))
+
+
+@pytest.mark.parametrize("node", [0, 1])
+def test_a_larger_childs_subtraction_runs_in_the_choice_and_before_its_search(node):
+    # node ``node`` arrives as its parent's histogram (parent = both nodes' rows) and is completed
+    # there by ``-= the other node's``, every feature, masked out or not; the gains and the choice
+    # are those of the finished histogram
+    mapper, hists, sums = _data()
+    hists = [np.round(h * 64) / 64 for h in hists]  # on a grid: (a + b) - b is a, as on the fit's
+    other = hists[1 - node]
+    parent = [h.copy() for h in hists]
+    parent[node] = hists[0] + hists[1]
+    mask = np.array([1, 1, 0, 1, 1, 1, 1], np.bool_)  # feature 2's slots are subtracted all the same
+    gains, tables, done = _choose(mapper, parent, sums, mask, 3, 12, subtract=(node, other))
+    np.testing.assert_array_equal(done, hists[node])
+    want_gains, want_tables = _choose(mapper, hists, sums, mask, 3, 12)
+    np.testing.assert_array_equal(gains, want_gains)
+    for got, want in zip(tables, want_tables):
+        np.testing.assert_array_equal(got, want)

@@ -199,7 +199,7 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, j1, j1, f1)),
         (P.place_rows_count_sides, (place, count, b1)),
         (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b, i1, b)),
-        (C.wse_choose, (hists, bins, node, node, rules, f1, b, out, choice, i, i)),
+        (C.wse_choose, (hists, bins, node, node, rules, f1, b, out, choice, i, i, i, f2, f2)),
         (PR.query_tops, (j1, f1, i1, j1, i, i1, f1)), (PR.query_masses, (j1, f1, i1, j1, i, i1, f2)),
         (PR.query_cuts, (i1, f1, f2, i, f, i2, i1)), (PR.count_kept_blocks, (j1, f1, i1, j1, i2, i, i, i2, i1, f1)),
         (PR.place_kept_blocks, (j1, j1, f1, i1, j1, i2, i, i, i2, i1, j1, j1, f1)),

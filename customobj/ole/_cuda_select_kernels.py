@@ -136,14 +136,30 @@ def choose_top(gains, node, k, offsets, n_bins, capacity, choice, counts):
     cuda.syncthreads()
 
 
+@cuda.jit(device=True)
+def _subtract_feature(bins, f, big, small):
+    """``big -= small`` over feature ``f``'s slots (its bins and NaN slot), every channel."""
+    lo = bins.offsets[f]
+    for s in range(lo, lo + bins.n_bins[f] + 1):
+        for c in range(big.shape[1]):
+            big[s, c] -= small[s, c]
+
+
 @cuda.jit(cache=True)
-def wse_choose(h, bins, node_a, node_b, rules, sums, on_device, out, choice, k, capacity):
+def wse_choose(h, bins, node_a, node_b, rules, sums, on_device, out, choice, k, capacity, sub_node, big, small):
     """Every feature's best WSE split of one or two nodes (:func:`._cuda_split_kernels.node_bests`,
     blocks ``(features, nodes)``, gains into ``out.gains``), then, by the last block to finish (a
     ticket, as :func:`._cuda_node_kernels.search_nodes`), each node's top ``k`` features and their
-    groups into ``choice`` (:func:`choose_top`). ``out.done``: the ticket counter, 0 before and after."""
+    groups into ``choice`` (:func:`choose_top`). ``out.done``: the ticket counter, 0 before and after.
+
+    With ``sub_node`` 0 or 1, that node's row histogram is first completed here: ``big -= small``
+    (``big`` is the node's: a split's larger child, its parent's histogram less the smaller child's),
+    each feature's slots by the thread that searches them next, so no launch of its own (-1: none)."""
     counts = cuda.shared.array(2, dtype=int64)
     last = cuda.shared.array(1, dtype=int64)
+    f = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if cuda.blockIdx.y == sub_node and f < bins.n_bins.shape[0]:
+        _subtract_feature(bins, f, big, small)  # every feature, masked or not: its children subtract from it
     node_bests(h, False, bins, node_a, node_b, rules, sums, on_device, out.per, out.gains)
     if not last_block(out.done, last):
         return

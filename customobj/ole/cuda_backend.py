@@ -363,8 +363,10 @@ class CUDABackend(CPUBackend):
             return self.fast_splits(searches[:2], mask, k) + self.fast_splits(searches[2:], mask, k)
         if not searches:
             return []
+        # the larger child's parent - smaller runs in the choice's launch (a leaf never split: dropped)
+        sub = self._hists.queue.take([s[0] for s in searches], drop_others=True)
         bound = self._choice.choose(self._search, [(s[0].array, s[2]) for s in searches], mask, k, self.rules,
-                                    self._root, self._root_pending)
+                                    self._root, self._root_pending, sub)
         phists = self._choice.pair_hists(self._hists, [s[1] for s in searches], self._pstats[2:4], bound)
         return self.find_splits([(s[0], ph, None, s[2]) for s, ph in zip(searches, phists)])  # masks: the pool's
 

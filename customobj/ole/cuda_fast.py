@@ -81,7 +81,7 @@ class DeviceFeatureChoice:
         self._mask_host: Optional[np.ndarray] = None
 
     def choose(self, search: Any, nodes: list, mask: np.ndarray, k: int, rules: Any, root: Any,
-               root_on_device: bool) -> int:
+               root_on_device: bool, subtract: Optional[tuple] = None) -> int:
         """The WSE gains of one or two nodes (``(device hist, sums)`` each) and each one's top ``k``
         features of ``mask`` (:meth:`~customobj.ole.cuda_search.DeviceSearch.choose_features`: one
         launch); returns the bound on their number, ``min(k, mask.sum())`` (the histograms' launch)."""
@@ -91,7 +91,7 @@ class DeviceFeatureChoice:
         if self._mask_host is None or not np.array_equal(host, self._mask_host):
             self._mask_host = host.copy()
             self._memory.copy_in(self.record.mask, host)
-        search.choose_features(nodes, self._ks.wse_choose, self.record, k, rules, root, root_on_device)
+        search.choose_features(nodes, self._ks.wse_choose, self.record, k, rules, root, root_on_device, subtract)
         self._pool.masks_written()
         return int(min(int(k), int(host.sum())))
 

@@ -216,6 +216,24 @@ class SubtractQueue:
             self.flush()
         self._children = (parent, left, right, record)
 
+    def take(self, targets: list, *, drop_others: bool = False) -> Optional[tuple]:
+        """The one queued ``a -= b``, taken off the queue for a kernel that applies it itself as it reads
+        ``a`` (``ole_fast``'s feature choice, :func:`._cuda_select_kernels.wse_choose`), when ``a`` is
+        one of ``targets``: ``(index of a in targets, a's array, b's array)``. With ``drop_others``, an
+        ``a`` that is none of them is dropped (None): the caller knows it is never read again (a
+        leaf that is never split). Else, or when the queue holds anything but one subtraction, None
+        and the queue as it was. The waiting build runs first either way."""
+        if self._children is not None or len(self._ops) != 1:
+            return None
+        a, b = self._ops[0]
+        index = next((i for i, t in enumerate(targets) if t is a), -1)
+        if index < 0 and not drop_others:
+            return None
+        if self._before is not None:
+            self._before()  # b's build, queued before this kernel
+        self._ops = []
+        return None if index < 0 else (index, a._array, b._array)
+
     def flush(self) -> None:
         """Run the queued subtractions (one launch; none: nothing)."""
         if self._before is not None:

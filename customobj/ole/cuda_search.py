@@ -148,14 +148,19 @@ class DeviceSearch:
         return list(self.memory.read(self._wse[:len(nodes)]))
 
     def choose_features(self, nodes: list, choose: Any, choice: Any, k: int, rules: Any, root: Any,
-                        root_on_device: bool) -> None:
+                        root_on_device: bool, subtract: Optional[tuple] = None) -> None:
         """``ole_fast``: the WSE gains of one or two nodes (``(hist, sums)`` each) and each node's top ``k``
         features with their groups, into ``choice`` (:func:`._cuda_select_kernels.wse_choose`, given as
-        ``choose``: one launch, no read; the fit's mask is ``choice.mask``; :mod:`.cuda_fast`)."""
+        ``choose``: one launch, no read; the fit's mask is ``choice.mask``; :mod:`.cuda_fast`).
+        ``subtract``: ``(node, big, small)``, node ``node``'s histogram ``big`` completed first as
+        ``big -= small`` in the same launch."""
         if not 0 < len(nodes) <= 2:
             raise ValueError("DeviceSearch.choose_features takes one or two nodes")
         hists = NodeHists(nodes[0][0], nodes[-1][0], self._no_ph, self._no_ph, choice.mask, choice.mask)
         sums = [_node(n[1], with_c=False) for n in nodes]
+        node, big, small = (-1, nodes[0][0], nodes[0][0]) if subtract is None else subtract
+        if not -1 <= node < len(nodes):
+            raise ValueError(f"subtract's node must be one of the {len(nodes)} searched, got {node}")
         choose[self._launch(len(nodes))](hists, self._bins, sums[0], sums[-1], rules._replace(score=WSE), root,
                                          root_on_device, self._out._replace(gains=self._wse), choice, int(k),
-                                         SHARED_SLOTS)
+                                         SHARED_SLOTS, int(node), big, small)
