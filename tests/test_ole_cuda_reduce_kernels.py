@@ -28,7 +28,7 @@ def _grid_on_device(a, b, idx, use_idx, n, launch):
     da, db = cuda.to_device(a), cuda.to_device(b)
     oa, ob = cuda.to_device(np.zeros_like(a)), cuda.to_device(np.zeros_like(b))
     d_idx = cuda.to_device(idx)
-    R.grid_max[launch](da, db, d_idx, use_idx, n, stats)
+    R.grid_max[launch](da, db, d_idx, use_idx, n, stats, cuda.to_device(np.zeros(0)))
     R.grid_units[launch](da, db, d_idx, use_idx, n, stats, units)
     R.grid_round[launch](da, db, d_idx, use_idx, n, stats, units, oa, ob, sums)
     return stats.copy_to_host(), oa.copy_to_host(), ob.copy_to_host(), sums.copy_to_host()
@@ -58,7 +58,8 @@ def test_the_device_grid_of_a_range_rounds_in_place_like_the_cpu():
     d = cuda.to_device(pc)
     stats, units, sums = (cuda.to_device(np.zeros(k, t)) for k, t in ((4, np.float64), (2, np.int64), (2, np.float64)))
     idx = cuda.device_array(1, np.int64)
-    for kern, extra in ((R.grid_max, ()), (R.grid_units, (units,)), (R.grid_round, (units, d, d, sums))):
+    no_clear = cuda.to_device(np.zeros(0))
+    for kern, extra in ((R.grid_max, (no_clear,)), (R.grid_units, (units,)), (R.grid_round, (units, d, d, sums))):
         kern[2, 16](d, d, idx, False, 150, stats, *extra)
     np.testing.assert_array_equal(d.copy_to_host(), want)
     assert stats[2] == step and sums.copy_to_host()[0] == sum_couplings(want, 0, 150)
@@ -93,3 +94,16 @@ def test_pick_best_is_the_first_strictly_best_feature(threads):
             np.testing.assert_array_equal(got, per[want])
         else:
             assert got[SPLIT_FEATURE] == -1.0 and np.count_nonzero(got) == 1
+
+
+@pytest.mark.parametrize("launch", [(1, 1), (2, 32)])
+def test_grid_max_clears_what_it_is_given_and_nothing_else(launch):
+    # a tree's first launch clears the pool's histograms (DevicePool.clear_all): any grid, every entry
+    cuda, R = _k()
+    a = np.array([1.0, -3.0, 2.0])
+    stats, clear = cuda.to_device(np.zeros(4)), cuda.to_device(np.arange(1.0, 101.0))
+    da = cuda.to_device(a)
+    R.grid_max[launch](da, da, cuda.to_device(np.zeros(1, np.int64)), False, 3, stats, clear)
+    assert not clear.copy_to_host().any()
+    np.testing.assert_array_equal(stats.copy_to_host(), [3.0, 3.0, 0.0, 0.0])
+    np.testing.assert_array_equal(da.copy_to_host(), a)

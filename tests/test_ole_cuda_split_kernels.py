@@ -190,7 +190,7 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (HK.row_hist_shared, (u16, i1, i, f1, f1, f1, i2, i2, i1, f2)),
         (HK.pair_hist_shared, (u8, j1, j1, f1, i, i, f1, i2, i2, i1, f2)),
         (HK.pair_hist_shared, (u16, i1, i1, f1, i, i, f1, i2, i2, i1, f2)),
-        (R.grid_max, (f1, f1, i1, b, i, f1)), (R.grid_max, (fA, fA, i1, b, i, f1)),
+        (R.grid_max, (f1, f1, i1, b, i, f1, f1)), (R.grid_max, (fA, fA, i1, b, i, f1, f1)),
         (R.grid_units, (f1, f1, i1, b, i, f1, i1)), (R.grid_round, (f1, f1, i1, b, i, f1, i1, f1, f1, f1)),
         (R.grid_round, (fA, fA, i1, b, i, f1, i1, f1, f1, f1)), (R.coupling_sums, (f1, i, i, f1)),
         (P.mark_rows_blocks, (T.uint8[::1], i1, i, i, i, i, i, b, b1, i1, i2)),

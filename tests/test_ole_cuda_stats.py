@@ -59,8 +59,7 @@ def test_a_stump_is_counted_by_hand():
     assert st.n_trees == 3 and all(len(t.nodes) == 1 for t in model.trees_)
     # a later tree: the gradients' grid and root sums (grid_max, grid_units, grid_round into the tree's
     # row of the accumulator ring; nothing read: the root's C, 0, copied in where its search reads its
-    # sums), root histogram (row_hist_shared into one of the six histograms the first tree's zero6
-    # cleared), root search (search_nodes; 1 read of the split, 12 float64, its NaN count, the root's
+    # sums), root histogram (row_hist_shared into a pool histogram the tree's grid_max cleared), root search (search_nodes; 1 read of the split, 12 float64, its NaN count, the root's
     # G, H, C and 2 pair counts), the partition (mark, place; nothing read: the split has the left count); the children
     # are never searched (2 leaves), the row order stays on the card, the rows and the mask are there
     later = DeviceCounts(launches=3 + 1 + 1 + 2, reads=1, allocations=0, bytes_to_device=8,
@@ -68,7 +67,7 @@ def test_a_stump_is_counted_by_hand():
     assert st.trees[1] == st.trees[2] == later
     n, n_feat = X.shape
     # the first tree also uploads its starting rows (int64) and the feature mask (a byte a feature)
-    assert st.trees[0] == later._replace(launches=later.launches + 2,  # + zero6, the ring's zero
+    assert st.trees[0] == later._replace(launches=later.launches + 1,  # + the ring's zero
                                          bytes_to_device=later.bytes_to_device + n * 8 + n_feat)
     # outside: the data, the pool and the scores (allocations), one add_tree_bins launch per tree
     assert st.outside.launches == 3 and st.outside.allocations > 10 and st.outside.reads == 0
@@ -132,3 +131,31 @@ def test_the_trees_accumulators_are_zeroed_once_per_ring(monkeypatch):
     assert mem.counter.stats().outside.launches == 2  # trees 0 and 2: the ring wrapped
     assert seen == [[[0.0] * 4] * 3 + [[0, 0]] * 2] * 3
 
+
+
+@needs_gpu
+def test_the_pool_knows_which_free_histograms_are_clean():
+    # clear_all: the whole pool for the tree's first launch to clear, only when every histogram is
+    # free; then clean_hist hands out cleared ones, hist() written ones first, give_back marks written
+    from customobj._cuda_runtime import cuda_module
+    from customobj.ole.cuda_memory import DeviceMemory
+    from customobj.ole.cuda_pool import DevicePool
+    pool = DevicePool(DeviceMemory(cuda_module()), n_rows=4, n_features=1, n_slots=5, n_hists=3)
+    assert pool.n_clean == 0 and pool.clean_hist() is None
+    held = pool.hist()
+    assert pool.clear_all().size == 0  # one in use: nothing cleared wholesale
+    pool.give_back(held)
+    flat = pool.clear_all()
+    assert flat.size == 3 * 5 * 3 and pool.n_clean == 3
+    flat.copy_to_device(np.zeros(flat.size))  # as grid_max does on the card
+    a = pool.clean_hist()
+    assert pool.n_clean == 2 and not a.copy_to_host().any()
+    a.copy_to_device(np.ones((5, 3)))
+    pool.give_back(a)
+    assert pool.n_clean == 2 and pool.hist() is a  # the written one first: the clean ones stay clean
+    b, c = pool.clean_hist(), pool.clean_hist()
+    assert pool.clean_hist() is None and len({id(a), id(b), id(c)}) == 3
+    extra = pool.hist()  # beyond the pool: made (counted), never cleared wholesale
+    for h in (a, b, c, extra):
+        pool.give_back(h)
+    assert pool.clear_all().size == 0 and pool.n_clean == 0

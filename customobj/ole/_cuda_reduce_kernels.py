@@ -10,8 +10,9 @@ additions are exact, and the float64 sums here add values already on their grid
 and one atomic per block: no thread walks more than ``n / (blocks x THREADS)`` items.
 
 Per array pair ``(a, b)`` (a tree's gradients and hessians, or its couplings twice), the grid
-takes three launches (its accumulators zeroed before: a tree's row of the backend's ring): :func:`grid_max` (``stats[0:2]``: ``max |a|``,
-``max |b|``), :func:`grid_units` (``units``: the int64 unit sums ``T``) and :func:`grid_round`
+takes three launches (its accumulators zeroed before: a tree's row of the backend's ring):
+:func:`grid_max` (``stats[0:2]``: ``max |a|``, ``max |b|``; a tree's first also clears the pool's
+histograms), :func:`grid_units` (``units``: the int64 unit sums ``T``) and :func:`grid_round`
 (the values rounded, ``stats[2:4]``: the grid steps, ``sums``: their exact sums). Items are
 ``a[idx[k]]`` with ``use_idx`` (a node's rows), else ``a[k]``.
 """
@@ -71,9 +72,13 @@ def block_sums(sh, va, vb, out):
 
 
 @cuda.jit(cache=True)
-def grid_max(a, b, idx, use_idx, n, stats):
-    """``stats[0] = max |a|``, ``stats[1] = max |b|`` over the items (``stats`` reset to 0 first)."""
+def grid_max(a, b, idx, use_idx, n, stats, clear):
+    """``stats[0] = max |a|``, ``stats[1] = max |b|`` over the items (``stats`` reset to 0 first);
+    ``clear[:] = 0`` on the way (a tree's first launch clears the pool's histograms: no launch of
+    their own; empty: nothing)."""
     sh = cuda.shared.array((2, THREADS), dtype=float64)
+    for i in range(cuda.grid(1), clear.shape[0], cuda.gridsize(1)):
+        clear[i] = 0.0
     ma = 0.0
     mb = 0.0
     for k in range(cuda.grid(1), n, cuda.gridsize(1)):

@@ -181,6 +181,7 @@ class CUDABackend(CPUBackend):
         self._pc_sum: Optional[tuple] = None  # (the tree's device couplings, their sum or None: in _root[2])
         self._parts = DevicePartitions(mem, self._kp, self._kr, self._k.zero, n_rows=d.n_rows)
         self._no_idx = mem.array((1,), np.int64)
+        self._no_clear, self._clear_pool = mem.array((0,), np.float64), False
         self._grad: Any = None
         self._hess: Any = None
         self._order: Any = None  # the tree's row order on the device (the pool's)
@@ -198,6 +199,7 @@ class CUDABackend(CPUBackend):
             self.memory.sample()  # the card's use as a tree starts (a real card only)
             acc = self.pool.tree_accumulators(self._k.zero)
             self._rstats, self._pstats, self._root, self._runits, self._punits = acc
+            self._clear_pool = True  # by the tree's first grid launch (_to_grid)
 
     # --- the tree's gradients, couplings and root sums on their grids ---------------------------------
     def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
@@ -247,7 +249,8 @@ class CUDABackend(CPUBackend):
         """``a`` and ``b`` (items ``idx[:n]`` or ``:n``) onto their grids: max, unit sums, round (the
         accumulators ``stats``, ``units``, ``sums``: the tree's, zeroed)."""
         kr, launch = self._kr, grid_launch(n)
-        kr.grid_max[launch](a, b, idx, use_idx, n, stats)
+        clear, self._clear_pool = (self._hists.clear_all() if self._clear_pool else self._no_clear), False
+        kr.grid_max[launch](a, b, idx, use_idx, n, stats, clear)  # the tree's first clears the histograms
         kr.grid_units[launch](a, b, idx, use_idx, n, stats, units)
         kr.grid_round[launch](a, b, idx, use_idx, n, stats, units, oa, ob, sums)
 

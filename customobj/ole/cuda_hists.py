@@ -124,9 +124,13 @@ class DeviceHistograms:
         self._waiting: Optional[RowBuild] = None  # a child's row histogram, built with its pair histograms
 
     def zeroed(self) -> Any:
-        """A pool histogram set to 0 (the blocks of a histogram kernel add into it): up to six are
-        cleared in one launch and kept zeroed until asked for (a split needs one to three)."""
+        """A pool histogram set to 0 (the blocks of a histogram kernel add into it): one the tree's
+        first launch cleared, else up to six are cleared in one launch and kept zeroed until asked
+        for (a split needs one to three)."""
         if not self._zeroed_stash:
+            clean = self.pool.clean_hist()  # cleared by the tree's first launch (DevicePool.clear_all)
+            if clean is not None:
+                return clean
             if not self.pool.n_free:  # queued subtractions hold histograms the grower may have dropped
                 self.queue.flush()
             hists = [self.pool.hist() for _ in range(max(1, min(6, self.pool.n_free)))]
@@ -134,6 +138,14 @@ class DeviceHistograms:
             self._k.zero6[grid_launch(flat[0].size)](*(flat[min(k, len(flat) - 1)] for k in range(6)))
             self._zeroed_stash = hists
         return self._zeroed_stash.pop()
+
+    def clear_all(self) -> Any:
+        """Every pool histogram flat for the tree's first launch to clear (:meth:`DevicePool.clear_all`:
+        empty when one is in use), the ones cleared ahead given back first."""
+        stash, self._zeroed_stash = self._zeroed_stash, []
+        for h in stash:
+            self.pool.give_back(h)
+        return self.pool.clear_all()
 
     def _hist(self, out: Any) -> DeviceHist:
         hist = DeviceHist(out, self.queue, self.memory)
