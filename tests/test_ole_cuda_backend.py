@@ -142,7 +142,9 @@ def test_the_pairs_are_checked_once_their_count_is_known(monkeypatch):
         seen.append(kw)
         return real(**kw)
 
-    monkeypatch.setattr(cuda_backend, "device_memory_needed", needed)
+    from customobj.ole import cuda_tree_inputs  # the tree's pairs are checked there
+    for module in (cuda_backend, cuda_tree_inputs):
+        monkeypatch.setattr(module, "device_memory_needed", needed)
     TreeBooster(device="cuda", criterion="ole", **KW).fit(X, y, group)
     assert seen[0].get("n_pairs", 0) == 0 and max(kw.get("n_pairs", 0) for kw in seen) > 0
     # room for everything but the pairs: the fit starts (its bins and histograms then take their
@@ -155,7 +157,8 @@ def test_the_pairs_are_checked_once_their_count_is_known(monkeypatch):
         calls.append(1)
         return room if len(calls) == 1 else room - need["bins"] - need["histograms"]
 
-    monkeypatch.setattr(cuda_backend, "free_device_memory", free)
+    for module in (cuda_backend, cuda_tree_inputs):
+        monkeypatch.setattr(module, "free_device_memory", free)
     with pytest.raises(DeviceMemoryError, match=r"pairs \d"):
         TreeBooster(device="cuda", criterion="ole", **KW).fit(X, y, group)
     assert len(calls) == 2

@@ -37,26 +37,69 @@ def test_two_trees_prune_and_correct_their_leaves_as_the_cpu_with_no_new_buffer(
     host = (tuple(a.copy() for a in pairs), tuple(np.empty(m, a.dtype) for a in pairs))
     (kept_c, _), dropped_c = prune_for_tree(host, qor, qor.max() + 1, eps)
     rng = np.random.default_rng(1)
+    bins, n_bins = mem.upload(np.zeros((1, n), np.uint8)), mem.upload(np.array([2]))
     for tree in range(2):
         bufs = (tuple(mem.upload(a) for a in pairs), tuple(mem.upload(np.full(m, -1, a.dtype)) for a in pairs))
         order = rng.permutation(n)[: n - 2 * tree]  # the second tree's bag leaves two rows out
         order_d = mem.upload(order.astype(np.int64))
+        c = mem.upload(np.full(2, 7.0))  # the root's C: set, not added to
         before = mem.counter.stats().outside.allocations
-        (kept, other), c_kept, dropped = prune.prune(bufs)
+        reads = mem.counter.stats().outside.reads
+        (kept, other), counts, dropped = prune.prune(bufs, c)
+        assert mem.counter.stats().outside.reads == reads  # nothing read: the count stays on the card
         k = kept_c[0].size
-        assert other[2].shape[0] == k and c_kept == kept_c[2].sum()  # on the grid: exact in any order
+        assert counts.counts == (k, 0) and other[2].shape[0] == m
+        assert mem.read(c)[0] == kept_c[2].sum()  # on the grid: exact in any order
         for a, b in zip(kept, kept_c):
-            np.testing.assert_array_equal(mem.read(a), b)
-        gone = set(zip(*(mem.read(a).tolist() for a in dropped.pairs)))
+            np.testing.assert_array_equal(mem.read(a)[:k], b)
+        gone = set(zip(*(mem.read(a)[k:].tolist() for a in dropped.pairs)))
         want = {p for p in zip(*(a.tolist() for a in pairs)) if p not in set(zip(*(a.tolist() for a in kept_c)))}
         assert gone == want and len(gone) == m - k
         cuts = np.sort(rng.choice(np.arange(1, order.size), 2, replace=False))
         ranges = list(zip(np.r_[0, cuts].tolist(), np.r_[cuts, order.size].tolist()))
-        got = prune.leaf_couplings(order_d, ranges, dropped)
+        got = prune.leaf_couplings(order_d, ranges, dropped, bins, n_bins)
         np.testing.assert_array_equal(got, dropped_leaf_couplings(order, ranges, dropped_c, n))
         if tree:  # the tables, counts and leaf buffers of the first tree serve the second
             assert mem.counter.stats().outside.allocations == before
     assert eps == 0.0 or got.any()
+
+
+@pytest.mark.parametrize("nan_left", [0, 1])
+def test_a_plan_sums_each_leaf_and_each_side_of_its_split_as_the_cpu_after_it(nan_left):
+    # three leaves: one with a split given on the host, one whose split is a search's result on the
+    # card, one without; each side's sum is the CPU's for the leaf the split would make
+    from customobj.ole.common import SPLIT_BIN, SPLIT_FEATURE, SPLIT_GAIN, SPLIT_NAN_LEFT
+    mem, prune, pairs, qor, n = _pruning(0.6, n_queries=6, seed=4)
+    m = pairs[2].size
+    bufs = (tuple(mem.upload(a) for a in pairs), tuple(mem.upload(np.zeros(m, a.dtype)) for a in pairs))
+    (kept, _), counts, dropped = prune.prune(bufs, mem.upload(np.zeros(2)))
+    host = (tuple(a.copy() for a in pairs), tuple(np.empty(m, a.dtype) for a in pairs))
+    _, dropped_c = prune_for_tree(host, qor, qor.max() + 1, 0.6)
+    rng = np.random.default_rng(2)
+    fm = rng.integers(0, 4, size=(2, n)).astype(np.uint8)  # feature 0: 3 bins and NaN (3); feature 1: 4
+    n_bins = np.array([3, 4])
+    order = rng.permutation(n)
+    ranges = [(0, n // 3), (n // 3, 2 * n // 3), (2 * n // 3, n)]
+    res = np.zeros((2, RESULT_SIZE))
+    res[1, [SPLIT_GAIN, SPLIT_FEATURE, SPLIT_BIN, SPLIT_NAN_LEFT]] = (0.5, 1, 1, 0.0)
+    table = np.array([[0, 1, nan_left, -1], [-1, -1, -1, 1], [-1, -1, -1, -1]], np.int64)
+    out = mem.upload(np.full(9, 5.0))
+    prune.plan(mem.upload(order.astype(np.int64)), ranges, table, mem.upload(res), mem.upload(fm), mem.upload(n_bins),
+               dropped, out)
+    got = mem.read(out).reshape(3, 3)
+    want = dropped_leaf_couplings(order, ranges, dropped_c, n)
+    np.testing.assert_array_equal(got[:, 0], want)
+    for leaf, (f, b, nl) in ((0, (0, 1, nan_left)), (1, (1, 1, 0))):
+        s, e = ranges[leaf]
+        rows = order[s:e]
+        v = fm[f, rows].astype(np.int64)
+        left = np.where(v == n_bins[f], bool(nl), v <= b)
+        sides = [(s, s + left.sum()), (s + left.sum(), e)]
+        part = np.r_[rows[left], rows[~left]]
+        child = dropped_leaf_couplings(np.r_[order[:s], part, order[e:]], sides, dropped_c, n)
+        np.testing.assert_array_equal(got[leaf, 1:], child)
+    assert not got[2, 1:].any() and got[:, 0].any()
+    prune.planned()  # the tree ends without a read
 
 
 def test_bad_epsilon_and_queries_are_refused():
@@ -71,16 +114,17 @@ def test_bad_epsilon_and_queries_are_refused():
     prune = DevicePruning(mem, qor, qor.max() + 1, epsilon=0.1, n_rows=n, num_leaves=2)
     pairs = tuple(mem.upload(np.zeros(4, t)) for t in (np.int32, np.int32, np.float64))
     with pytest.raises(ValueError, match="too short"):
-        prune.prune((pairs, tuple(a[:3] for a in pairs)))
+        prune.prune((pairs, tuple(a[:3] for a in pairs)), mem.upload(np.zeros(2)))
     order = mem.upload(np.arange(n, dtype=np.int64))
     for bad in ([(0, n + 1)], [(3, 2)], [(-1, 4)]):
         with pytest.raises(ValueError, match="leaf ranges"):
-            prune.leaf_couplings(order, bad, None)
+            prune.leaf_couplings(order, bad, None, None, None)
 
 
 @pytest.mark.parametrize("objective, kw", [
     (LambdaRank(), dict(bagging_fraction=0.7, random_state=3)),  # couplings made on the card; a bag
     (2.0 * RankNet(), {}),  # couplings from the host, pruned on the card
+    (LambdaRank(), dict(max_depth=1)),  # trees that end before a search that could be their last
 ])
 def test_ole_fast_trees_are_the_cpus_pairs_and_order_left_on_the_card(objective, kw, monkeypatch):
     from customobj.ole.cuda_memory import DeviceMemory
@@ -90,9 +134,15 @@ def test_ole_fast_trees_are_the_cpus_pairs_and_order_left_on_the_card(objective,
     opts = dict(criterion="ole_fast", num_leaves=4, n_estimators=2, min_data_in_leaf=4, max_bin=8, ole_fast_features=2,
                 ole_fast_epsilon=0.3, objective=objective, **kw, **QUIET)
     cpu, gpu = TreeBooster(**opts).fit(X, y, group), TreeBooster(device="cuda", **opts).fit(X, y, group)
-    assert tree_dicts(gpu) == tree_dicts(cpu) and sum(len(t.nodes) for t in cpu.trees_) >= 4
-    if gpu.device_gradients_ == "device":  # no row order, no pairs come back: two splits' records do
-        assert 0 < max(sizes) <= 2 * RESULT_SIZE < 0.7 * X.shape[0], sizes
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+    assert sum(len(t.nodes) for t in cpu.trees_) >= (2 if kw.get("max_depth") else 4)
+    if "max_depth" in kw:  # the root's split: children never searched, their couplings read at the end
+        assert sizes == [RESULT_SIZE, 3 * 2] * 2 and gpu.device_stats_.per_split()["reads"] == 2.0, sizes
+    elif gpu.device_gradients_ == "device":  # no row order, no pairs come back: two splits' records do
+        # (and with the tree's last search, its leaves' dropped couplings: 3 a leaf, in whole records)
+        last = (2 + -(-3 * 4 // RESULT_SIZE)) * RESULT_SIZE
+        assert set(sizes) <= {RESULT_SIZE, 2 * RESULT_SIZE, last} and sizes.count(last) == 2, sizes
+        assert gpu.device_stats_.per_split()["reads"] <= 1.0
     assert gpu.device_stats_.total(first=1).allocations == 0
 
 

@@ -22,16 +22,33 @@ def _k():
     return cuda, R
 
 
-def _grid_on_device(a, b, idx, use_idx, n, launch):
+def _items(a, b, idx, use_idx, n, out_a=None, out_b=None):
+    """A GridItems on the device (zeroed accumulators; rounded values to ``out_a``/``out_b``: new arrays)."""
     cuda, R = _k()
     stats, units, sums = (cuda.to_device(np.zeros(k, t)) for k, t in ((4, np.float64), (2, np.int64), (2, np.float64)))
     da, db = cuda.to_device(a), cuda.to_device(b)
-    oa, ob = cuda.to_device(np.zeros_like(a)), cuda.to_device(np.zeros_like(b))
-    d_idx = cuda.to_device(idx)
-    R.grid_max[launch](da, db, d_idx, use_idx, n, stats, cuda.to_device(np.zeros(0)))
-    R.grid_units[launch](da, db, d_idx, use_idx, n, stats, units)
-    R.grid_round[launch](da, db, d_idx, use_idx, n, stats, units, oa, ob, sums)
-    return stats.copy_to_host(), oa.copy_to_host(), ob.copy_to_host(), sums.copy_to_host()
+    oa = cuda.to_device(np.zeros_like(a)) if out_a is None else out_a
+    ob = cuda.to_device(np.zeros_like(b)) if out_b is None else out_b
+    return R.GridItems(da, db, cuda.to_device(idx), use_idx, n, stats, units, oa, ob, sums)
+
+
+def _no_tops():
+    cuda, R = _k()
+    return R.QueryTops(*(cuda.to_device(np.zeros(1, t)) for t in (np.int32, np.int64, np.int32, np.int64, np.float64)),
+                       False)
+
+
+def _run(x, y, launch, tops=None, clear=None):
+    cuda, R = _k()
+    R.grid_max[launch](x, y, cuda.to_device(np.zeros(0)) if clear is None else clear)
+    R.grid_units[launch](x, y)
+    R.grid_round[launch](x, y, _no_tops() if tops is None else tops)
+
+
+def _grid_on_device(a, b, idx, use_idx, n, launch):
+    x = _items(a, b, idx, use_idx, n)
+    _run(x, x._replace(n=0), launch)
+    return x.stats.copy_to_host(), x.oa.copy_to_host(), x.ob.copy_to_host(), x.sums.copy_to_host()
 
 
 @pytest.mark.parametrize("launch", [(1, 1), (3, 8), (2, 32)])
@@ -55,14 +72,44 @@ def test_the_device_grid_of_a_range_rounds_in_place_like_the_cpu():
     want = pc.copy()
     step = grid_step_of(want, 0, 150)
     round_range(want, 0, 150, step)
-    d = cuda.to_device(pc)
-    stats, units, sums = (cuda.to_device(np.zeros(k, t)) for k, t in ((4, np.float64), (2, np.int64), (2, np.float64)))
-    idx = cuda.device_array(1, np.int64)
-    no_clear = cuda.to_device(np.zeros(0))
-    for kern, extra in ((R.grid_max, (no_clear,)), (R.grid_units, (units,)), (R.grid_round, (units, d, d, sums))):
-        kern[2, 16](d, d, idx, False, 150, stats, *extra)
-    np.testing.assert_array_equal(d.copy_to_host(), want)
-    assert stats[2] == step and sums.copy_to_host()[0] == sum_couplings(want, 0, 150)
+    x = _items(pc, pc, np.zeros(1, np.int64), False, 150)
+    x = x._replace(oa=x.a, ob=x.a, b=x.a)  # in place, as the backend rounds its couplings
+    _run(x, x._replace(n=0), (2, 16))
+    np.testing.assert_array_equal(x.a.copy_to_host(), want)
+    assert x.stats[2] == step and x.sums.copy_to_host()[0] == sum_couplings(want, 0, 150)
+
+
+@pytest.mark.parametrize("launch", [(1, 1), (3, 8)])
+def test_a_trees_rows_and_couplings_share_their_launches_and_the_couplings_tops_are_the_cpus(launch):
+    # one set of launches for both grids: each is what it is alone; the rounded couplings' per-query
+    # tops and masses are pair_pruning's (the first pruning step, on the card as they are rounded)
+    from customobj.ole.pair_pruning import query_of_rows
+    from customobj.ole.pair_pruning_kernels import _cuts
+    cuda, R = _k()
+    rng = np.random.default_rng(7)
+    g, h = rng.normal(size=90) * 3.0, rng.uniform(0.1, 2.0, 90)
+    order = rng.permutation(90)[:70].astype(np.int64)
+    pi, pj, pc, ptr = random_pairs(4, n_queries=5, max_rows=9)
+    pc = pc.astype(np.float64)
+    rows = _items(g, h, order, True, order.size)
+    pairs = _items(pc, pc, np.zeros(1, np.int64), False, pc.size)
+    pairs = pairs._replace(b=pairs.a, oa=pairs.a, ob=pairs.a)
+    qor, nq = query_of_rows(ptr), ptr.size - 1
+    tops = R.QueryTops(cuda.to_device(pi), pairs.a.view(np.int64), cuda.to_device(qor),
+                       cuda.to_device(np.zeros(nq, np.int64)), cuda.to_device(np.zeros(nq)), True)
+    _run(rows, pairs, launch, tops)
+    stats, og, oh, sums = _grid_on_device(g, h, order, True, order.size, launch)
+    np.testing.assert_array_equal(rows.stats.copy_to_host(), stats)
+    np.testing.assert_array_equal(rows.oa.copy_to_host(), og)
+    np.testing.assert_array_equal(rows.sums.copy_to_host(), sums)
+    want = pc.copy()
+    round_range(want, 0, want.size, grid_step_of(want, 0, want.size))
+    np.testing.assert_array_equal(pairs.a.copy_to_host(), want)
+    top, _ = _cuts(pi, want, want.view(np.int64), want.size, qor, nq, 0.5)
+    np.testing.assert_array_equal(tops.tops.copy_to_host(), top)
+    np.testing.assert_array_equal(tops.totals.copy_to_host(),
+                                  [sum_couplings(np.where((qor[pi] == q) & (want > 0), want, 0.0), 0, want.size)
+                                   for q in range(nq)])
 
 
 def test_all_zero_values_round_to_zero_without_nan():
@@ -101,9 +148,9 @@ def test_grid_max_clears_what_it_is_given_and_nothing_else(launch):
     # a tree's first launch clears the pool's histograms (DevicePool.clear_all): any grid, every entry
     cuda, R = _k()
     a = np.array([1.0, -3.0, 2.0])
-    stats, clear = cuda.to_device(np.zeros(4)), cuda.to_device(np.arange(1.0, 101.0))
-    da = cuda.to_device(a)
-    R.grid_max[launch](da, da, cuda.to_device(np.zeros(1, np.int64)), False, 3, stats, clear)
+    x = _items(a, a, np.zeros(1, np.int64), False, 3)
+    clear = cuda.to_device(np.arange(1.0, 101.0))
+    R.grid_max[launch](x, x._replace(n=0), clear)
     assert not clear.copy_to_host().any()
-    np.testing.assert_array_equal(stats.copy_to_host(), [3.0, 3.0, 0.0, 0.0])
-    np.testing.assert_array_equal(da.copy_to_host(), a)
+    np.testing.assert_array_equal(x.stats.copy_to_host(), [3.0, 3.0, 0.0, 0.0])
+    np.testing.assert_array_equal(x.a.copy_to_host(), a)

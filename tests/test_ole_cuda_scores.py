@@ -80,9 +80,9 @@ def _spy_pairs(monkeypatch):
     seen = []
     real = cuda_backend.CUDABackend.pair_buffers
 
-    def spy(self, pairs):
+    def spy(self, pairs, rows=None):
         seen.append(all(is_device_array(a) for a in pairs))
-        return real(self, pairs)
+        return real(self, pairs, rows)
 
     monkeypatch.setattr(cuda_backend.CUDABackend, "pair_buffers", spy)
     return seen

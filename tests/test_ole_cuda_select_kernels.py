@@ -58,7 +58,8 @@ def _choose(mapper, hists, sums, mask, k, capacity, subtract=None):
     node = [ChildSums(float(s.G), float(s.H), float(s.N), 0.0) for s in sums]
     sub, small = (-1, d[0]) if subtract is None else (subtract[0], cuda.to_device(subtract[1]))
     K.wse_choose[(3, 2), 4](NodeHists(d[0], d[1], no_ph, no_ph, choice.mask, choice.mask), bins, node[0], node[1], rules,
-                            cuda.to_device(np.zeros(4)), False, out, choice, k, capacity, sub, d[max(sub, 0)], small)
+                            cuda.to_device(np.zeros(4)), False, out, choice, k, capacity,
+                            K.Completion(sub, d[max(sub, 0)], small))
     assert out.done.copy_to_host()[0] == 0  # the ticket counter is back to 0 for the next search
     got = out.gains.copy_to_host(), [a.copy_to_host() for a in choice[1:]]
     return got if subtract is None else (*got, d[sub].copy_to_host())

@@ -180,6 +180,9 @@ place, count = T.NamedTuple([i1, i1, i2, i, i, i, i], RowPlace), T.NamedTuple([j
 from customobj.ole.cuda_hists import ChildPlan, ChosenPairs, RowBuild
 plan32, plan64 = (T.NamedTuple([i1, i, i, f, f, f, b, b, p, p, f1, f1, f2, f2], ChildPlan) for p in (j1, i1))
 build = T.NamedTuple([i1, i, f1, f1, f1, f2], RowBuild)
+pairs, tables = T.NamedTuple([j1, j1, f1], PR.PairArrays), T.NamedTuple([i1, f1, f2, f], PR.QueryTables)
+grid, gridA = (T.NamedTuple([a, a, i1, b, i, f1, i1, f1, f1, f1], R.GridItems) for a in (f1, fA))  # fA: McRank's
+tops32, tops64 = (T.NamedTuple([p, i1, j1, i1, f1, b], R.QueryTops) for p in (j1, i1))
 SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (R.pick_best, (f2, f1, f1)),
         (K.subtract3, (f1, f1, f1, f1, f1, f1, i)), (K.subtract_children, (f1, f1, i, f1, f1, f1, i1)),
         (HK.child_hists, (u8, i2, i2, i1, plan32, build)), (HK.child_hists, (u16, i2, i2, i1, plan64, build)),
@@ -190,20 +193,23 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (HK.row_hist_shared, (u16, i1, i, f1, f1, f1, i2, i2, i1, f2)),
         (HK.pair_hist_shared, (u8, j1, j1, f1, i, i, f1, i2, i2, i1, f2)),
         (HK.pair_hist_shared, (u16, i1, i1, f1, i, i, f1, i2, i2, i1, f2)),
-        (R.grid_max, (f1, f1, i1, b, i, f1, f1)), (R.grid_max, (fA, fA, i1, b, i, f1, f1)),
-        (R.grid_units, (f1, f1, i1, b, i, f1, i1)), (R.grid_round, (f1, f1, i1, b, i, f1, i1, f1, f1, f1)),
-        (R.grid_round, (fA, fA, i1, b, i, f1, i1, f1, f1, f1)), (R.coupling_sums, (f1, i, i, f1)),
+        (R.grid_max, (grid, grid, f1)), (R.grid_max, (gridA, grid, f1)), (R.grid_units, (grid, grid)),
+        (R.grid_units, (gridA, grid)), (R.grid_round, (grid, grid, tops32)), (R.grid_round, (gridA, grid, tops64)),
+        (R.coupling_sums, (f1, i, i, f1)),
         (P.mark_rows_blocks, (T.uint8[::1], i1, i, i, i, i, i, b, b1, i1, i2)),
         (P.place_rows_blocks, (i1, i1, i, i, i, i, b1, i2)),
         (P.count_sides_blocks, (j1, j1, i, i, i, b1, i2, i1)),
         (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, j1, j1, f1)),
         (P.place_rows_count_sides, (place, count, b1)),
         (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b, i1, b)),
-        (C.wse_choose, (hists, bins, node, node, rules, f1, b, out, choice, i, i, i, f2, f2)),
-        (PR.query_tops, (j1, f1, i1, j1, i, i1, f1)), (PR.query_masses, (j1, f1, i1, j1, i, i1, f2)),
-        (PR.query_cuts, (i1, f1, f2, i, f, i2, i1)), (PR.count_kept_blocks, (j1, f1, i1, j1, i2, i, i, i2, i1, f1)),
-        (PR.place_kept_blocks, (j1, j1, f1, i1, j1, i2, i, i, i2, i1, j1, j1, f1)),
-        (PR.leaf_map, (i1, i, i1, i1, i1, i, i, i1, f1)), (PR.dropped_leaf_sums, (j1, j1, f1, i, i1, i, i, f1))]
+        (C.wse_choose, (hists, bins, node, node, rules, f1, b, out, choice, i, i,
+                        T.NamedTuple([i, f2, f2], C.Completion))),
+        (PR.query_tops, (j1, f1, i1, j1, i, i1, f1)), (PR.query_masses, (j1, f1, i1, j1, i, i1, f2, i1, f1)),
+        (PR.count_kept_blocks, (pairs, i1, j1, tables, i, i, i2, i1, f1)),
+        (PR.place_kept_blocks, (pairs, i1, j1, tables, i, i, i2, i1, pairs)),
+        (PR.leaf_map, (i1, i, i1, i1, i1, i, i, i1, f1)),
+        (PR.dropped_leaf_sums, (pairs, i1, i, i1, i, i, T.NamedTuple([i2, f2, u8, i1], PR.LeafSplits), f1, tables)),
+        (PR.dropped_leaf_sums, (pairs, i1, i, i1, i, i, T.NamedTuple([i2, f2, u16, i1], PR.LeafSplits), f1, tables))]
 try:
     cuda.compile_ptx(K.subtract3.py_func, T.void(f1, f1, f1, f1, f1, f1, i), cc=(8, 0))
 except Exception as exc:

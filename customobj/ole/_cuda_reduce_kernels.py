@@ -9,23 +9,27 @@ additions are exact, and the float64 sums here add values already on their grid
 (:mod:`.fixed_point`), whose every partial sum is exact. A sum of ``n`` items costs one read each
 and one atomic per block: no thread walks more than ``n / (blocks x THREADS)`` items.
 
-Per array pair ``(a, b)`` (a tree's gradients and hessians, or its couplings twice), the grid
-takes three launches (its accumulators zeroed before: a tree's row of the backend's ring):
-:func:`grid_max` (``stats[0:2]``: ``max |a|``, ``max |b|``; a tree's first also clears the pool's
-histograms), :func:`grid_units` (``units``: the int64 unit sums ``T``) and :func:`grid_round`
-(the values rounded, ``stats[2:4]``: the grid steps, ``sums``: their exact sums). Items are
-``a[idx[k]]`` with ``use_idx`` (a node's rows), else ``a[k]``.
+Per array pair ``(a, b)`` (a tree's gradients and hessians, or its couplings twice: a
+:class:`GridItems`), the grid takes three passes (its accumulators zeroed before: a tree's row of
+the backend's ring), and a tree's two grids share their launches: :func:`grid_max` (``stats[0:2]``:
+``max |a|``, ``max |b|``; a tree's first also clears the pool's histograms), :func:`grid_units`
+(``units``: the int64 unit sums ``T``) and :func:`grid_round` (the values rounded, ``stats[2:4]``:
+the grid steps, ``sums``: their exact sums; ``ole_fast``'s per-query tops of the rounded couplings,
+:class:`QueryTops`). Items are ``a[idx[k]]`` with ``use_idx`` (a node's rows), else ``a[k]``.
 """
+from typing import Any, NamedTuple
+
 from numba import float64, int64
 
 from .._cuda_runtime import THREADS, cuda_module, device_function
 from .common import SPLIT_FEATURE, SPLIT_SIZE
 from .fixed_point import fold_abs_max, grid_step, magnitude_units, pow2_at_least, to_grid
+from .pair_pruning_kernels import _KEY_SHIFT
 
 cuda = cuda_module()
 
-__all__ = ["grid_max", "grid_units", "grid_round", "coupling_sums", "pick_best", "best_feature",
-           "block_sums", "last_block"]
+__all__ = ["GridItems", "QueryTops", "grid_max", "grid_units", "grid_round", "coupling_sums", "pick_best",
+           "best_feature", "block_sums", "last_block"]
 
 _fold, _units, _pow2 = device_function(fold_abs_max), device_function(magnitude_units), device_function(pow2_at_least)
 _step, _grid = device_function(grid_step), device_function(to_grid)
@@ -71,59 +75,125 @@ def block_sums(sh, va, vb, out):
     _block_result(sh, va, vb, 0, out, 0)
 
 
+class GridItems(NamedTuple):
+    """One array pair's grid (:mod:`.fixed_point`): the items ``a[idx[k]]``, ``b[idx[k]]`` (``use_idx``,
+    a node's rows) or ``a[k]``, ``b[k]``, ``k < n`` (0: none); ``stats`` float64[4] (``max |a|``,
+    ``max |b|``, the two steps), ``units`` int64[2] (the unit sums ``T``), the rounded values into
+    ``oa``, ``ob`` (in place when ``oa is a``) and their exact sums into ``sums[0:2]``; every
+    accumulator zeroed before."""
+
+    a: Any
+    b: Any
+    idx: Any
+    use_idx: bool
+    n: int
+    stats: Any
+    units: Any
+    oa: Any
+    ob: Any
+    sums: Any
+
+
+class QueryTops(NamedTuple):
+    """``ole_fast``'s first pruning step done as its couplings are rounded (:func:`grid_round`): per
+    query ``q`` of the pairs' first rows ``pi``, ``tops[q]`` the largest key ``bits >> 50`` of its
+    positive rounded couplings (``bits``: their int64 view) and ``totals[q]`` their sum (``on``
+    False: nothing; ``_cuda_prune_kernels.query_tops``' work)."""
+
+    pi: Any
+    bits: Any
+    query_of_row: Any
+    tops: Any
+    totals: Any
+    on: bool
+
+
+@cuda.jit(device=True)
+def _item(g, k):
+    return g.idx[k] if g.use_idx else k
+
+
+@cuda.jit(device=True)
+def _max_of(g):
+    ma = 0.0
+    mb = 0.0
+    for k in range(cuda.grid(1), g.n, cuda.gridsize(1)):
+        r = _item(g, k)
+        ma = _fold(ma, g.a[r])
+        mb = _fold(mb, g.b[r])
+    return ma, mb
+
+
 @cuda.jit(cache=True)
-def grid_max(a, b, idx, use_idx, n, stats, clear):
-    """``stats[0] = max |a|``, ``stats[1] = max |b|`` over the items (``stats`` reset to 0 first);
-    ``clear[:] = 0`` on the way (a tree's first launch clears the pool's histograms: no launch of
-    their own; empty: nothing)."""
+def grid_max(x, y, clear):
+    """``stats[0] = max |a|``, ``stats[1] = max |b|`` of two grids' items (:class:`GridItems`: a tree's
+    rows and its couplings in one launch); ``clear[:] = 0`` on the way (a tree's first launch
+    clears the pool's histograms: no launch of their own; empty: nothing)."""
     sh = cuda.shared.array((2, THREADS), dtype=float64)
     for i in range(cuda.grid(1), clear.shape[0], cuda.gridsize(1)):
         clear[i] = 0.0
-    ma = 0.0
-    mb = 0.0
-    for k in range(cuda.grid(1), n, cuda.gridsize(1)):
-        r = idx[k] if use_idx else k
-        ma = _fold(ma, a[r])
-        mb = _fold(mb, b[r])
-    _block_result(sh, ma, mb, 1, stats, 0)
+    ma, mb = _max_of(x)
+    _block_result(sh, ma, mb, 1, x.stats, 0)
+    ma, mb = _max_of(y)
+    _block_result(sh, ma, mb, 1, y.stats, 0)
 
 
-@cuda.jit(cache=True)
-def grid_units(a, b, idx, use_idx, n, stats, units):
-    """``units[0], units[1]``: the int64 unit sums ``T`` of ``a`` and ``b`` (:mod:`.fixed_point`)."""
-    sh = cuda.shared.array((2, THREADS), dtype=int64)
-    pa = _pow2(stats[0])
-    pb = _pow2(stats[1])
+@cuda.jit(device=True)
+def _units_of(g):
+    pa = _pow2(g.stats[0])
+    pb = _pow2(g.stats[1])
     ua = 0
     ub = 0
-    for k in range(cuda.grid(1), n, cuda.gridsize(1)):
-        r = idx[k] if use_idx else k
-        ua += _units(a[r], pa)
-        ub += _units(b[r], pb)
-    _block_result(sh, ua, ub, 0, units, 0)
+    for k in range(cuda.grid(1), g.n, cuda.gridsize(1)):
+        r = _item(g, k)
+        ua += _units(g.a[r], pa)
+        ub += _units(g.b[r], pb)
+    return ua, ub
 
 
 @cuda.jit(cache=True)
-def grid_round(a, b, idx, use_idx, n, stats, units, oa, ob, sums):
-    """``oa[r], ob[r]``: ``a[r], b[r]`` on their grids (in place when ``oa is a``); ``stats[2:4]``: the
-    grid steps; ``sums[0:2]``: the rounded values' sums (exact: on-grid values, ``sums`` reset first)."""
-    sh = cuda.shared.array((2, THREADS), dtype=float64)
-    sa = _step(stats[0], units[0])
-    sb = _step(stats[1], units[1])
+def grid_units(x, y):
+    """Each grid's ``units[0], units[1]``: the int64 unit sums ``T`` of ``a`` and ``b`` (:mod:`.fixed_point`)."""
+    sh = cuda.shared.array((2, THREADS), dtype=int64)
+    ua, ub = _units_of(x)
+    _block_result(sh, ua, ub, 0, x.units, 0)
+    ua, ub = _units_of(y)
+    _block_result(sh, ua, ub, 0, y.units, 0)
+
+
+@cuda.jit(device=True)
+def _round(g, q, with_tops):
+    sa = _step(g.stats[0], g.units[0])
+    sb = _step(g.stats[1], g.units[1])
     if cuda.grid(1) == 0:
-        stats[2] = sa
-        stats[3] = sb
+        g.stats[2] = sa
+        g.stats[3] = sb
     ga = 0.0
     gb = 0.0
-    for k in range(cuda.grid(1), n, cuda.gridsize(1)):
-        r = idx[k] if use_idx else k
-        va = _grid(a[r], sa)
-        vb = _grid(b[r], sb)
-        oa[r] = va
-        ob[r] = vb
+    for k in range(cuda.grid(1), g.n, cuda.gridsize(1)):
+        r = _item(g, k)
+        va = _grid(g.a[r], sa)
+        vb = _grid(g.b[r], sb)
+        g.oa[r] = va
+        g.ob[r] = vb
         ga += va
         gb += vb
-    _block_result(sh, ga, gb, 0, sums, 0)
+        if with_tops and va > 0.0:  # the rounded coupling's key: its bits, as this thread just wrote them
+            p = q.query_of_row[q.pi[r]]
+            cuda.atomic.max(q.tops, p, q.bits[r] >> _KEY_SHIFT)
+            cuda.atomic.add(q.totals, p, va)  # on the grid: exact in any order
+    return ga, gb
+
+
+@cuda.jit(cache=True)
+def grid_round(x, y, tops):
+    """Each grid's items rounded into ``oa``, ``ob``, its steps into ``stats[2:4]`` and the rounded
+    values' sums into ``sums[0:2]`` (exact: on-grid values); ``tops``: :class:`QueryTops` of ``y``'s."""
+    sh = cuda.shared.array((2, THREADS), dtype=float64)
+    ga, gb = _round(x, tops, False)
+    _block_result(sh, ga, gb, 0, x.sums, 0)
+    ga, gb = _round(y, tops, tops.on)
+    _block_result(sh, ga, gb, 0, y.sums, 0)
 
 
 @cuda.jit(cache=True)

@@ -32,7 +32,7 @@ from ._cuda_split_kernels import node_bests
 
 cuda = cuda_module()
 
-__all__ = ["wse_choose", "choose_top", "FeatureChoice"]
+__all__ = ["wse_choose", "choose_top", "FeatureChoice", "Completion"]
 
 
 @cuda.jit(device=True)
@@ -92,6 +92,14 @@ def _pack(keep, node, offsets, n_bins, capacity, groups, members, counts):
     counts[1] = ng
 
 
+class Completion(NamedTuple):
+    """:func:`wse_choose`'s ``big -= small`` of node ``node``'s row histogram ``big`` (-1: none)."""
+
+    node: int
+    big: Any
+    small: Any
+
+
 class FeatureChoice(NamedTuple):
     """Where :func:`wse_choose` reads the fit's feature mask and writes each node's choice: ``mask``
     (features), ``keep`` (2, features): the chosen ones, ``groups`` (2, features, GROUP_COLUMNS),
@@ -146,20 +154,21 @@ def _subtract_feature(bins, f, big, small):
 
 
 @cuda.jit(cache=True)
-def wse_choose(h, bins, node_a, node_b, rules, sums, on_device, out, choice, k, capacity, sub_node, big, small):
+def wse_choose(h, bins, node_a, node_b, rules, sums, on_device, out, choice, k, capacity, sub):
     """Every feature's best WSE split of one or two nodes (:func:`._cuda_split_kernels.node_bests`,
     blocks ``(features, nodes)``, gains into ``out.gains``), then, by the last block to finish (a
     ticket, as :func:`._cuda_node_kernels.search_nodes`), each node's top ``k`` features and their
     groups into ``choice`` (:func:`choose_top`). ``out.done``: the ticket counter, 0 before and after.
 
-    With ``sub_node`` 0 or 1, that node's row histogram is first completed here: ``big -= small``
-    (``big`` is the node's: a split's larger child, its parent's histogram less the smaller child's),
-    each feature's slots by the thread that searches them next, so no launch of its own (-1: none)."""
+    With ``sub.node`` 0 or 1 (:class:`Completion`), that node's row histogram is first completed
+    here: ``sub.big -= sub.small`` (``big`` is the node's: a split's larger child, its parent's
+    histogram less the smaller child's), each feature's slots by the thread that searches them
+    next, so no launch of its own (-1: none)."""
     counts = cuda.shared.array(2, dtype=int64)
     last = cuda.shared.array(1, dtype=int64)
     f = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-    if cuda.blockIdx.y == sub_node and f < bins.n_bins.shape[0]:
-        _subtract_feature(bins, f, big, small)  # every feature, masked or not: its children subtract from it
+    if cuda.blockIdx.y == sub.node and f < bins.n_bins.shape[0]:
+        _subtract_feature(bins, f, sub.big, sub.small)  # every feature, masked or not: its children subtract from it
     node_bests(h, False, bins, node_a, node_b, rules, sums, on_device, out.per, out.gains)
     if not last_block(out.done, last):
         return

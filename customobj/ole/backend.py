@@ -230,23 +230,35 @@ class CPUBackend:
         return sum_couplings(pc, start, end)
 
     # --- the tree's pairs ---------------------------------------------------------------------------
-    def pair_buffers(self, pairs: tuple) -> tuple:
+    def pair_buffers(self, pairs: tuple, rows: Optional[tuple] = None) -> tuple:
         """The tree's two pair buffers: ``pairs`` and the one they are partitioned into (pair
-        histograms prepared with the criterion's accumulators)."""
+        histograms prepared with the criterion's accumulators). ``rows``: the tree's ``(order, grad,
+        hess)``, for a backend that puts them on their grid with the couplings (a GPU's: one set of
+        launches); here each is rounded where it is used."""
         self.round_pairs(pairs[2])
         second = self.ctx.pair_buffers_for_tree(pairs[0].shape[0], pairs[0].dtype, self.criterion.acc_dtype)
         return pairs, second
 
     def prune_pairs(self, bufs: tuple) -> tuple:
-        """``ole_fast``'s pruned buffers and :class:`~customobj.ole.pair_pruning.Dropped` record, or
-        ``(bufs, None)`` when the fit prunes nothing."""
+        """``ole_fast``'s pruned buffers, :class:`~customobj.ole.pair_pruning.Dropped` record and the
+        root's pairs ``(kept, 0)`` (:class:`PairCounts`, the kept ones first in the buffer), or
+        ``(bufs, None, None)`` when the fit prunes nothing."""
         if not self.criterion.prunes_pairs or self.ctx.queries is None:
-            return bufs, None
+            return bufs, None, None
         query_of_row, n_queries = self.ctx.queries
-        return prune_for_tree(bufs, query_of_row, n_queries, self.criterion.ole_fast_epsilon)
+        bufs, dropped = prune_for_tree(bufs, query_of_row, n_queries, self.criterion.ole_fast_epsilon)
+        return bufs, dropped, PairCounts(bufs[0][0].shape[0], 0)
 
-    def dropped_couplings(self, order: np.ndarray, ranges: list, dropped: Dropped) -> np.ndarray:
-        """Per leaf (rows ``order[s:e]``, ``(s, e)`` in ``ranges``) the coupling of its dropped pairs."""
+    def plan_leaf_couplings(self, leaves: list, dropped: Optional[Dropped]) -> None:
+        """The next split search may be the tree's last, one split at most after it: ``leaves`` (each
+        ``(start, end, split)``: its rows' range, and its split: a :class:`SplitInfo`, the index of
+        its node among that search's, or None) and their dropped pairs. A GPU backend sums the
+        leaves' dropped couplings then, with the search; here they are summed at the end."""
+
+    def dropped_couplings(self, order: np.ndarray, ranges: list, dropped: Dropped,
+                          sources: Optional[list] = None) -> np.ndarray:
+        """Per leaf (rows ``order[s:e]``, ``(s, e)`` in ``ranges``) the coupling of its dropped pairs
+        (``sources``: each leaf's place in the last :meth:`plan_leaf_couplings`, for a GPU backend)."""
         return dropped_leaf_couplings(order, ranges, dropped, self.n_rows)
 
     # --- split search -------------------------------------------------------------------------------
@@ -292,8 +304,10 @@ class CPUBackend:
         return float(gain)
 
     # --- partitions ---------------------------------------------------------------------------------
-    def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool) -> int:
-        """Reorder ``order[start:end]`` as [left | right] by ``split``, mark ``go_left``; the left count."""
+    def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool, *,
+                       children_searched: bool = True) -> int:
+        """Reorder ``order[start:end]`` as [left | right] by ``split``, mark ``go_left``; the left count
+        (``children_searched``: whether the children are searched; here the order is always made)."""
         d, s = self.data, self.ctx.scratch
         f = split.feature
         return partition_rows(d.feature_major[f], order, start, end, split.bin, int(d.n_bins[f]), nan_left,

@@ -21,12 +21,15 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
 
 **Kernels** (per update: one feature of one row or pair):
 
-- :mod:`._cuda_reduce_kernels`: ``grid_max``, ``grid_units``, ``grid_round`` (a tree's grid, 3
-  launches for its rows and 3 for device couplings, into the tree's row of an accumulator ring
-  zeroed once per 64 trees: grid-stride loops, a tree reduction in shared memory, one atomic per
-  block); ``coupling_sums``; ``best_feature`` (the best feature, a block reduction).
+- :mod:`._cuda_reduce_kernels` through :mod:`.cuda_tree_inputs`: ``grid_max``, ``grid_units``,
+  ``grid_round`` (a tree's grids, its rows' and its device couplings' in the same 3 launches, into
+  the tree's row of an accumulator ring made zeroed and cleared once per 64 trees: grid-stride
+  loops, a tree reduction in shared memory, one atomic per block; the first also clears the pool's
+  histograms, the last makes ``ole_fast``'s per-query tops); ``coupling_sums``; ``best_feature``
+  (the best feature, a block reduction).
 - :mod:`._cuda_hist_kernels` through :mod:`.cuda_hists`: ``row_hist_shared`` / ``pair_hist_shared``
-  (a root's; into pool histograms cleared six at a time by ``zero6``) and ``child_hists`` (a split's
+  (a root's; into pool histograms the tree's first launch cleared, or, once those are used, six at
+  a time by ``zero6``) and ``child_hists`` (a split's
   children's, one launch: the smaller child's rows and both children's pairs, planned on the card
   from the pair counts the partition left there, :func:`~customobj.ole.pairhist.pair_hist_plan`):
   blocks of (chunk of items, group of features) keep the group's histogram in shared memory as
@@ -41,18 +44,22 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   ``ChildSums``, ``SplitRules``), then the last block to finish (a ticket after a memory fence)
   picks each node's split by a fixed-order block reduction, with its NaN count, a root's sums and
   the split's pair counts; for ``ole_fast`` first :mod:`._cuda_select_kernels` ``wse_choose`` (the WSE
-  gains, then each node's top features and their groups by the last block, :mod:`.cuda_fast`) and
-  ``chosen_child_pairs`` (the children's pair histograms over them, one launch). ``subtract3`` /
-  ``subtract_children``: a split's ``parent -= child`` (rows) and its larger child's pair histogram
-  ``parent - smaller - split pairs`` (as the card's plan says) queued and run in one launch
-  (:class:`~customobj.ole.cuda_memory.SubtractQueue`).
+  gains, then each node's top features and their groups by the last block, :mod:`.cuda_fast`; the
+  larger child's ``parent -= smaller`` rows first, by the thread that searches each feature) and
+  ``chosen_child_pairs`` (the children's pair histograms over them, one launch; a root's from the
+  kept count on the card). ``subtract3`` / ``subtract_children``: a split's ``parent -= child``
+  (rows) and its larger child's pair histogram ``parent - smaller - split pairs`` (as the card's
+  plan says) queued and run in one launch (:class:`~customobj.ole.cuda_memory.SubtractQueue`).
 - :mod:`._cuda_partition_kernels` through :mod:`.cuda_partitions`: stable row and pair partitions,
   the CPU's per-block code, many short blocks, 2 launches each (count, place: each CUDA block scans
   its blocks' offsets itself; the pairs' totals summed with the counts, kept on the card)
-  and 3 for both (the rows' placing and the pairs' counting in one: ``place_rows_count_sides``).
-- :mod:`.cuda_pruning` (:mod:`._cuda_prune_kernels`): ``ole_fast``'s pruning, per tree 5 launches and a
-  16-byte read (the CPU's thresholds: ``query_tops``, ``query_masses``, ``query_cuts``; a stable kept |
-  dropped partition), and its dropped couplings per leaf (``leaf_map``, ``dropped_leaf_sums``, a read).
+  and 3 for both (the rows' placing and the pairs' counting in one: ``place_rows_count_sides``);
+  none for a split whose children are never searched, when nothing reads the order.
+- :mod:`.cuda_pruning` (:mod:`._cuda_prune_kernels`): ``ole_fast``'s pruning, per tree 3 launches
+  after the grids (``query_masses``; a stable kept | dropped partition that makes each query's cut
+  as it counts and places its pairs), nothing read, and its dropped couplings per leaf and per side
+  of each leaf's split (``leaf_map``, ``dropped_leaf_sums``, 2 launches) with the search after which
+  at most one split is left: read with it.
 
 **Orchestration and instrumentation** (issue 32, items 3-4):
 
@@ -66,19 +73,20 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   split whose children are never split partitions no pairs). ``ole_fast`` chooses each node's
   features on the device (:mod:`.cuda_fast`, :meth:`CUDABackend.fast_splits`: no read of the WSE
   gains) and builds its children's pair histograms from counts that stay there (``chosen_child_pairs``);
-  once a tree it reads its pruning's kept count and its leaves' dropped couplings (:mod:`.cuda_pruning`).
+  its pruning's kept count comes back with the root's split, its leaves' dropped couplings with
+  the tree's last search (:mod:`.cuda_tree_inputs`; a tree that stops before it reads them once).
   A row partition reads nothing (the split has its left count). The children's couplings ``C``
   are the split's (exact on the grid: :mod:`.grower`): nothing sums or reads them.
 - Every launch (:class:`~customobj.ole.cuda_stats.CountedKernels`), read, allocation and copy is
   counted (:class:`~customobj.ole.cuda_stats.DeviceCounter`): ``TreeBooster.device_stats_``, per
   tree and per split, the same under the simulator and on a card. Per split, 6-leaf trees on 300
   rows (tests/test_ole_cuda_stats.py), against issue 32's budget
-  (:data:`~customobj.ole.cuda_stats.BUDGET`: 8 launches, 1 read): ``se`` and ``wse`` 5.7
-  launches and 1.0 read (partition 2, search 1, histogram 1, subtraction 0.8, the tree's grid 0.6,
-  clearing 0.3); ``ole`` 7.6 and 1.0 (partition 2.8, search 1, histograms 1.2: the children's 0.8,
-  the root's 0.4, subtraction 0.8, grids 1.2, clearing 0.6); ``ole_fast`` 10.7 and 1.4, above it
-  (its pruning's 10 launches and 2 reads a tree: 2 and 0.4 a split on these 5-split trees).
-  No tree after the first allocates.
+  (:data:`~customobj.ole.cuda_stats.BUDGET`: 8 launches, 1 read): ``se`` and ``wse`` 5.0
+  launches and 1.0 read (partition 1.6, search 1, histogram 1, subtraction 0.8, the tree's grid
+  0.6); ``ole`` 6.0 and 1.0 (partition 2.4, search 1, histograms 1.2: the children's 0.8, the
+  root's 0.4, subtraction 0.8, grids 0.6); ``ole_fast`` 7.93 and 1.0 (partition 2.4, feature
+  choice 1, row histogram 1, pair histograms 0.93, search 1, grids 0.6, pruning 0.6, dropped
+  couplings 0.4). No tree after the first allocates.
 
 Before a fit uses the device, :func:`~customobj.ole.cuda_memory.check_device_memory` compares what it
 needs (:func:`~customobj.ole.cuda_memory.device_memory_needed`) with the card's free memory and refuses
@@ -92,8 +100,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._cuda_runtime import is_device_array, require_gpu
-from ._cuda_launch import grid_launch
-from .backend import CPUBackend, PairCounts
+from .backend import PairCounts
 from .common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
 from .cuda_memory import (DeviceMemory, DeviceMemoryError, check_device_memory, device_memory_needed,
@@ -105,7 +112,8 @@ from .cuda_fast import DeviceFeatureChoice
 from .cuda_pruning import DevicePruning
 from .cuda_search import DeviceSearch
 from .cuda_stats import CountedKernels, DeviceStats
-from .fixed_point import grid_step_of
+from .cuda_tree_inputs import CUDATreeInputs
+from ._cuda_reduce_kernels import QueryTops
 from .splitting import FeatureBins
 
 __all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory"]
@@ -113,7 +121,7 @@ __all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_de
 _WHAT = 'TreeBooster(device="cuda")'
 
 
-class CUDABackend(CPUBackend):
+class CUDABackend(CUDATreeInputs):
     """The grower's kernels on the GPU (see the module docstring for what is where).
 
     Parameters
@@ -170,7 +178,8 @@ class CUDABackend(CPUBackend):
         self._hists = DeviceHistograms(mem, self._k, self._ks, self.pool, self._bins_rm, d.offsets, self._n_bins)
         # the split search: a split's two children in one launch, their splits in one read (cuda_search)
         self._search = DeviceSearch(mem, self._ks, self._kn, self.pool, self._bins_d, n_features=n_feat,
-                                    has_nan=bool(np.any(d.mapper.has_nan)))
+                                    has_nan=bool(np.any(d.mapper.has_nan)),
+                                    tail=3 * params.num_leaves if params.criterion.prunes_pairs else 0)
         self._choice = DeviceFeatureChoice(mem, CountedKernels(_cuda_select_kernels, counter), self.pool,
                                            n_features=n_feat, n_slots=d.n_slots)
         # the grids (fixed_point) of a tree's rows and pairs: stats [max|a|, max|b|, step a, step b] and
@@ -182,6 +191,9 @@ class CUDABackend(CPUBackend):
         self._parts = DevicePartitions(mem, self._kp, self._kr, self._k.zero, n_rows=d.n_rows)
         self._no_idx = mem.array((1,), np.int64)
         self._no_clear, self._clear_pool = mem.array((0,), np.float64), False
+        self._rows_gridded = False
+        i32, i64, f64 = (mem.array((1,), t) for t in (np.int32, np.int64, np.float64))
+        self._no_tops = QueryTops(i32, i64, i32, i64, f64, False)  # grid_round's when no pruning rides along
         self._grad: Any = None
         self._hess: Any = None
         self._order: Any = None  # the tree's row order on the device (the pool's)
@@ -189,116 +201,10 @@ class CUDABackend(CPUBackend):
         self._in_tree = False
         self._pairs_pending: Optional[DevicePairCounts] = None  # the last pair partition's counts, on the card
         self._pruning = DevicePruning.for_fit(mem, ctx, params)  # ole_fast's, or None
-
-    def _begin_tree(self) -> None:
-        """Counts go to a new tree from the tree's first call (its pairs, or its root sums) on; the
-        tree's grids and root sums accumulate in zeroed device memory (the pool's ring)."""
-        if not self._in_tree:
-            self._in_tree = True
-            self.memory.counter.begin_tree()
-            self.memory.sample()  # the card's use as a tree starts (a real card only)
-            acc = self.pool.tree_accumulators(self._k.zero)
-            self._rstats, self._pstats, self._root, self._runits, self._punits = acc
-            self._clear_pool = True  # by the tree's first grid launch (_to_grid)
-
-    # --- the tree's gradients, couplings and root sums on their grids ---------------------------------
-    def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
-        """``(sum g, sum h)`` over ``order``: :meth:`root_sums` without pairs."""
-        sums = self.root_sums(order, grad, hess, None, 0)
-        assert sums is not None  # not searched: read here
-        return sums[:2]
-
-    def root_sums(self, order: np.ndarray, grad, hess, pc, n_pairs: int, *, searched: bool = False
-                  ) -> Optional[tuple]:
-        """The tree's root ``(G, H, C)``, its first call with rows. The gradients and hessians (host
-        ones copied into the pool first) are rounded to their grids on the device (the CPU's grids,
-        exact sums): the row histograms add the rounded copies. ``C``: the coupling of ``pc[:n_pairs]``,
-        summed when :meth:`pair_buffers` rounded or copied them (else here). The sums come back in one
-        read or, when the root is ``searched``, with its split (None here: :meth:`searched_root_sums`)."""
-        n = int(order.shape[0])
-        self._begin_tree()
-        self._order = self.pool.start_rows(order)  # partitioned there from now on
-        if not is_device_array(grad):
-            gh = self.pool.buffers("gradients", int(grad.shape[0]), (np.float64, np.float64))
-            grad, hess = (self.memory.copy_in(b, a) for b, a in zip(gh, (grad, hess)))
-        self._grad, self._hess = grad, hess
-        self._to_grid(grad, hess, self._order, True, n, self._rstats, self._runits, self._gh[0], self._gh[1],
-                      self._root[0:2])
-        C = 0.0 if pc is None else self._root_coupling(pc, n_pairs)
-        if searched:
-            if C is not None:  # known here (0 without pairs): where the search reads it
-                self.memory.copy_in(self._root[2:3], np.array([C]))
-            self._root_pending, self._root_c = True, C
-            return None
-        got = self.memory.read(self._root[:3])
-        self._root_sums = (float(got[0]), float(got[1]), float(got[2]) if C is None else float(C))
-        return self._root_sums
-
-    def _root_coupling(self, pc, n_pairs: int) -> Optional[float]:
-        """The root's coupling: known already (a float), or summed on the device into ``_root[2]`` (None)."""
-        known = self._pc_sum
-        if known is not None and known[0] is pc and n_pairs == pc.shape[0]:
-            return known[1]
-        if not is_device_array(pc):
-            return super().sum_couplings(pc, 0, n_pairs)
-        acc = self._root[2:4]  # the tree's: zeroed (_begin_tree)
-        self._kr.coupling_sums[grid_launch(n_pairs)](pc, 0, n_pairs, acc)
-        return None
-
-    def _to_grid(self, a, b, idx, use_idx: bool, n: int, stats, units, oa, ob, sums) -> None:
-        """``a`` and ``b`` (items ``idx[:n]`` or ``:n``) onto their grids: max, unit sums, round (the
-        accumulators ``stats``, ``units``, ``sums``: the tree's, zeroed)."""
-        kr, launch = self._kr, grid_launch(n)
-        clear, self._clear_pool = (self._hists.clear_all() if self._clear_pool else self._no_clear), False
-        kr.grid_max[launch](a, b, idx, use_idx, n, stats, clear)  # the tree's first clears the histograms
-        kr.grid_units[launch](a, b, idx, use_idx, n, stats, units)
-        kr.grid_round[launch](a, b, idx, use_idx, n, stats, units, oa, ob, sums)
-
-    def round_pairs(self, pc) -> None:
-        """The tree's couplings onto their grid (:mod:`.fixed_point`) where they are: device ones by
-        the reductions (their sum, the root's ``C``, into ``_root[2]``), host ones as the CPU does (the
-        joint solve keeps that copy; their step then goes to the device, and they follow: _device_pairs)."""
-        if not is_device_array(pc):
-            super().round_pairs(pc)
-            step = grid_step_of(pc, 0, pc.shape[0])
-            self.memory.copy_in(self._pstats, np.array([0.0, 0.0, step, step]))
-            return
-        self._to_grid(pc, pc, self._no_idx, False, int(pc.shape[0]), self._pstats, self._punits, pc, pc,
-                      self._root[2:4])
-        self._pc_sum = (pc, None)
-
-    def pair_buffers(self, pairs: tuple) -> tuple:
-        """The tree's two pair buffers on the device (host pairs copied into the pool once per tree),
-        their couplings on their grid (before :meth:`prune_pairs`), after checking that they fit next to the rest."""
-        self._begin_tree()
-        need = device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0])
-        # device pairs (the objective's couplings, cuda_scores) already hold the first of the two buffers
-        held = (need["pairs"] // 2 if is_device_array(pairs[0]) else 0) + self.pool.buffer_bytes
-        check_device_memory(need, free=free_device_memory() + self._resident + held)
-        self._pc_sum = None
-        self.round_pairs(pairs[2])
-        return self._device_pairs(pairs)
-
-    def prune_pairs(self, bufs: tuple) -> tuple:
-        """``ole_fast``'s pruning on the card (:mod:`.cuda_pruning`): the kept pairs and their coupling."""
-        if self._pruning is None:
-            return bufs, None
-        bufs, c_kept, dropped = self._pruning.prune(bufs)
-        self._pc_sum = (bufs[0][2], c_kept)
-        return bufs, dropped
-
-    def dropped_couplings(self, order: np.ndarray, ranges: list, dropped) -> np.ndarray:
-        """Per leaf the coupling of its dropped pairs, from the device row order: the tree's last read."""
-        return self._pruning.leaf_couplings(self._order, ranges, dropped)  # type: ignore[union-attr]
-
-    def _device_pairs(self, pairs: tuple) -> tuple:
-        m, dtypes = int(pairs[0].shape[0]), tuple(a.dtype for a in pairs)
-        first = pairs
-        if not all(is_device_array(a) for a in pairs):  # device couplings stay put
-            first = tuple(self.memory.copy_in(b, a) for b, a in zip(self.pool.buffers("pairs", m, dtypes), pairs))
-            # on their grid already: the host's in-order sum is exact, the device's bits
-            self._pc_sum = (first[2], CPUBackend.sum_couplings(self, pairs[2], 0, m))
-        return first, self.pool.buffers("pair scratch", m, dtypes)
+        # ole_fast's dropped couplings summed with the tree's last search: planned, launched, read
+        self._plan: Optional[tuple] = None
+        self._planned: Optional[list] = None
+        self._planned_got: Optional[np.ndarray] = None
 
     # --- histograms on the device: they stay there (DeviceHist), in the pool ----------------------------
     def row_hist(self, order: np.ndarray, start: int, end: int, grad, hess, root: bool = False) -> Any:
@@ -336,8 +242,12 @@ class CUDABackend(CPUBackend):
         pending, self._pairs_pending = self._pairs_pending, None  # the children's pair counts come with them
         if pending is not None and pending.known:
             pending = None
+        planned = self._planned_sums()
         res = self._search.splits(on_device, self.rules, self._root, self._root_pending,
-                                  None if pending is None else pending.record)
+                                  None if pending is None else pending.record,
+                                  *(planned if planned is not None else (None, 0)))
+        if planned is not None:
+            self._planned_got = self._search.tail_values
         if pending is not None:
             pending.arrived(res[0, PAIR_COUNTS], res[0, PAIR_COUNTS + 1])
         if self._root_pending:  # the root's search: its sums came with its split
@@ -400,14 +310,20 @@ class CUDABackend(CPUBackend):
         return self.memory.counter.stats()
 
     # --- partitions and coupling sums on the device (cuda_partitions) --------------------------------------
-    def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool) -> int:
+    def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool, *,
+                       children_searched: bool = True) -> int:
         """Reorder the device order's ``[start:end]`` as [left | right] by ``split`` (stable: the CPU's
         order), mark each row's side there; the left count, which is the split's (its histogram
         counts are exact), so nothing is read back. ``order`` (host) is brought up to date by
-        :meth:`row_order` when the host needs it."""
+        :meth:`row_order` when the host needs it. Nothing is launched for a split whose children are
+        never searched when nothing else reads the order (the scores on the card, no joint solve,
+        ``ole_fast``'s leaf couplings summed already)."""
         f = split.feature
         self.memory.counter.split()
         nl = int(split.left.N)
+        if (not children_searched and self._scores_on_device and not self._joint
+                and (self._pruning is None or self._planned is not None)):
+            return nl
         self._parts.rows(self._bins[f], self._order, start, end - start, split.bin, int(self._n_bins[f]), nan_left, nl)
         return nl
 

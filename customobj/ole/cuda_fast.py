@@ -8,10 +8,12 @@ histogram only for the ``k`` features of largest WSE gain. :meth:`CUDABackend.fa
 1. :class:`DeviceFeatureChoice`: the WSE gains of every feature and, by the kernel's last block,
    each node's top ``k`` and their shared-memory groups (:func:`._cuda_select_kernels.wse_choose`
    through :meth:`~customobj.ole.cuda_search.DeviceSearch.choose_features`; 1 launch, as the gains
-   alone took), into the pool's two mask slots and the tables held here;
-2. each node's pair histogram from those tables (:func:`._cuda_hist_kernels.pair_hist_shared`, 1
-   launch per node, sized by the bound ``min(k, features in the mask)`` on groups and on features
-   per group: the blocks of absent groups return at once);
+   alone took; the larger child's row histogram, ``parent - smaller``, completed there first), into
+   the pool's two mask slots and the tables held here;
+2. the nodes' pair histograms from those tables: a split's children's (or a root's, from its kept
+   count) in one launch from counts on the card (``chosen_child_pairs``), else one per node
+   (:func:`._cuda_hist_kernels.pair_hist_shared`), sized by the bound ``min(k, features in the
+   mask)`` on groups and on features per group: the blocks of absent groups return at once;
 3. the OLE split search of both (:class:`~customobj.ole.cuda_search.DeviceSearch`, 1 launch) and
    the one read of the splits.
 

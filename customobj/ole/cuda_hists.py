@@ -3,7 +3,8 @@ buffers and kept there (:class:`~customobj.ole.cuda_memory.DeviceHist`), a split
 one launch from pair counts that never leave the card.
 
 :class:`DeviceHistograms` holds what every node histogram reuses (the pool, the feature groups of a
-full histogram, six histograms cleared ahead by one ``zero6``, the queue of subtractions) and
+full histogram, the histograms cleared ahead: by the tree's first launch, else six at a time by one
+``zero6``, the queue of subtractions) and
 launches, through the fit's counted kernels (:mod:`.cuda_stats`):
 
 - a root's (or ``ole_fast``'s) histograms: ``row_hist_shared``, ``pair_hist_shared`` (1 launch each);

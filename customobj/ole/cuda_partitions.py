@@ -160,7 +160,7 @@ class DevicePartitions:
         self._waiting: Optional[RowPlace] = None  # the last row partition's placing, not launched yet
         # accumulators, a ring zeroed in one launch each time it wraps (not one per sum): per use, a
         # pair partition's record (common.PART_RECORD: totals, the plan) or a coupling sum's two float64
-        self._acc, self._acc_next = memory.array((ACC_RING, PART_RECORD), np.int64), ACC_RING
+        self._acc, self._acc_next = memory.upload(np.zeros((ACC_RING, PART_RECORD), np.int64)), 0  # made zeroed
 
     def _next_acc(self) -> Any:
         """A zeroed accumulator row (``PART_RECORD`` int64)."""

@@ -86,7 +86,8 @@ class DevicePool:
         self.features = (memory.array((f, GROUP_COLUMNS), np.int64), memory.array((f, MEMBER_COLUMNS), np.int64),
                          memory.array((max(int(n_slots), 1),), np.int64))
         self.mask = memory.array((2, f), np.bool_)  # two nodes searched at once: a mask each
-        self._ring, self._ring_next = memory.array((TREE_RING, 16), np.float64), TREE_RING  # 12 float64, 4 int64
+        # 12 float64, 4 int64 a tree; made zeroed (outside the trees), cleared by a launch when it wraps
+        self._ring, self._ring_next = memory.upload(np.zeros((TREE_RING, 16))), 0
         self._mask_host: List[Optional[np.ndarray]] = [None, None]
         self._pairs: dict = {}
 

@@ -1,19 +1,25 @@
 r"""``criterion="ole_fast"``'s pair pruning and its dropped couplings per leaf on the card, for the
-GPU backend (:mod:`.cuda_backend`): the pairs never leave the device.
+GPU backend (:mod:`.cuda_backend`): the pairs never leave the device, and nothing here reads more
+than the tree's searches already do.
 
 :class:`DevicePruning` holds, for one fit, the rows' query indices (uploaded once), the per-query
 tables (each query's top key, mass and bucket masses, ``N_BUCKETS`` float64 a query, zero between
-trees: the kernel that reads them last clears them), its thresholds, the partition's block counts,
-each row's leaf and the leaves' ranges and sums; it allocates nothing per tree (a tree with more
-leaves than the fit's ``num_leaves`` would grow the leaf buffers, counted); the backend's memory
-refusal counts its bytes (:meth:`DevicePruning.memory_needed`, the item ``"pair pruning"``). Per
-tree, through the fit's counted kernels (:mod:`._cuda_prune_kernels`):
+trees: the kernel that reads them last clears them), the partition's block counts and the kept
+pairs' record, each row's leaf and the leaves' ranges, splits and sums; it allocates nothing per
+tree (a tree with more leaves than the fit's ``num_leaves`` would grow the leaf buffers, counted);
+the backend's memory refusal counts its bytes (:meth:`DevicePruning.memory_needed`, the item
+``"pair pruning"``). Per tree, through the fit's counted kernels (:mod:`._cuda_prune_kernels`):
 
-- :meth:`DevicePruning.prune`: ``query_tops``, ``query_masses``, ``query_cuts``,
-  ``count_kept_blocks``, ``place_kept_blocks`` (5 launches), one read of 16 bytes (the kept count
-  and their coupling, the root's ``C``);
-- :meth:`DevicePruning.leaf_couplings`: the leaves' ranges copied in (24 bytes a leaf), ``leaf_map``
-  and ``dropped_leaf_sums`` (2 launches), one read (8 bytes a leaf).
+- :meth:`DevicePruning.prune`: ``query_tops`` (or, device couplings, in the launch that rounds them:
+  :meth:`DevicePruning.query_tops`), ``query_masses``, ``count_kept_blocks``, ``place_kept_blocks``
+  (3 or 4 launches, each query's cut made where its pairs are counted and placed),
+  nothing read: the kept count comes back with the root's split, as a split's pair counts do, and
+  the kept coupling is the root's ``C`` on the card;
+- :meth:`DevicePruning.plan`, with a search after which at most one split is left: the leaves'
+  ranges and splits copied in (56 bytes a leaf), ``leaf_map`` and ``dropped_leaf_sums`` (2
+  launches): every leaf's dropped coupling and each side's of its split, read with the search;
+- :meth:`DevicePruning.leaf_couplings`, only for a tree that ends before such a search: the same
+  launches without splits and one read (24 bytes a leaf).
 
 Why the result is the CPU's bit for bit (:func:`customobj.ole.pair_pruning.prune_for_tree` and
 :func:`~customobj.ole.pair_pruning.dropped_leaf_couplings`): the couplings are on the tree's grid
@@ -21,8 +27,9 @@ Why the result is the CPU's bit for bit (:func:`customobj.ole.pair_pruning.prune
 so each query's mass, bucket masses and dropped mass, the kept coupling and the leaves' dropped
 couplings are exact sums, equal in any order; keys and cuts are integers; the budget
 ``eps * M_q`` is one float64 product on both. The kept pairs are placed stably (the CPU's order);
-the dropped ones behind them, in their order (their set is the CPU's). (A non-finite coupling leaves
-the tree's grid step at 0: its sums are then exact neither here nor on the CPU.)
+the dropped ones behind them, in their order (their set is the CPU's). A leaf's split sends a row
+where the row partition does (``partition._mark_rows``' rule). (A non-finite coupling leaves the
+tree's grid step at 0: its sums are then exact neither here nor on the CPU.)
 
 Examples
 --------
@@ -34,11 +41,13 @@ Examples
 >>> pairs = (np.array([0, 0, 1, 3, 3], np.int32), np.array([1, 2, 2, 4, 5], np.int32),
 ...          np.array([1.0, 0.0625, 0.5, 2.0, 2.0]))   # on a grid: exact sums
 >>> src, dst = tuple(mem.upload(a) for a in pairs), tuple(mem.upload(np.zeros_like(a)) for a in pairs)
->>> (kept, other), c_kept, dropped = prune.prune((src, dst))
->>> mem.read(kept[2]).tolist(), c_kept   # 0.0625 <= 0.1 * 1.5625 is dropped
-([1.0, 0.5, 2.0, 2.0], 5.5)
+>>> c = mem.upload(np.zeros(2))
+>>> (kept, other), counts, dropped = prune.prune((src, dst), c)
+>>> counts.counts, mem.read(kept[2]).tolist(), float(mem.read(c)[0])   # 0.0625 <= 0.1 * 1.5625 is dropped
+((4, 0), [1.0, 0.5, 2.0, 2.0, 0.0625], 5.5)
 >>> order = mem.upload(np.array([2, 0, 1, 3, 4, 5]))   # the tree's rows: leaf 0 holds 2, 0, 1
->>> prune.leaf_couplings(order, [(0, 3), (3, 6)], dropped).tolist()
+>>> bins = mem.upload(np.zeros((1, 6), np.uint8))
+>>> prune.leaf_couplings(order, [(0, 3), (3, 6)], dropped, bins, mem.upload(np.array([2]))).tolist()
 [0.0625, 0.0]
 """
 from __future__ import annotations
@@ -49,7 +58,10 @@ import numpy as np
 
 from ._cuda_launch import grid_launch
 from .cuda_memory import DeviceMemory
-from .cuda_partitions import MAX_PARTITION_BLOCKS, _blocks, partition_blocks
+from ._cuda_prune_kernels import LeafSplits, PairArrays, QueryTables
+from ._cuda_reduce_kernels import QueryTops
+from .common import PART_RECORD, RESULT_SIZE
+from .cuda_partitions import MAX_PARTITION_BLOCKS, DevicePairCounts, _blocks, partition_blocks
 from .pair_pruning_kernels import N_BUCKETS
 
 __all__ = ["DevicePruning", "DeviceDropped", "LEAF_BITS"]
@@ -60,9 +72,11 @@ LEAF_BITS = 32
 
 
 class DeviceDropped(NamedTuple):
-    """The pairs a tree's splits were searched without, on the device: ``(pi, pj, pc)``."""
+    """The pairs a tree's splits were searched without, on the device: ``pairs[record[0]:]`` of
+    ``pairs = (pi, pj, pc)`` (``record``: the kept count, on the card)."""
 
     pairs: tuple
+    record: Any
 
 
 class DevicePruning:
@@ -97,12 +111,14 @@ class DevicePruning:
         self.memory, self._k = memory, kernels
         self._qor = memory.upload(qor)
         q = max(nq, 1)
-        # zero once here; query_cuts sets them back to 0 after each tree's use
+        # zero once here; dropped_leaf_sums sets them back to 0 after each tree's use
         self._tops, self._totals = memory.upload(np.zeros(q, np.int64)), memory.upload(np.zeros(q))
         self._mass = memory.upload(np.zeros((q, N_BUCKETS)))
-        self._thresholds = memory.array((q, 2), np.int64)
+        self._tables = QueryTables(self._tops, self._totals, self._mass, self.eps)
+        self._tops_of: Any = None  # the couplings whose query tops grid_round made (query_tops)
         self._counts = memory.array((MAX_PARTITION_BLOCKS, 2), np.int64)
-        self._acc = memory.array((4,), np.int64)  # the kept count (int64) and their coupling (float64 [2])
+        self._record = memory.array((PART_RECORD,), np.int64)  # the kept pairs' counts: [kept | 0]
+        self._no_res = memory.array((2, RESULT_SIZE), np.float64)  # no search results to point at
         self._leaf_of_row = memory.upload(np.zeros(max(int(n_rows), 1), np.int64))  # stamp 0: no tree
         self._trees = 0
         self.pending = False  #: a tree pruned whose dropped couplings (:meth:`leaf_couplings`) are to come
@@ -124,10 +140,11 @@ class DevicePruning:
     def memory_needed(*, n_rows: int, n_queries: int, num_leaves: int) -> int:
         """Bytes a fit's pruning holds on the device (what :class:`DevicePruning` allocates): the rows'
         queries and leaves (int32, int64), per query its tables (top, mass, ``N_BUCKETS`` bucket
-        masses, threshold: ``8 * (N_BUCKETS + 4)``), the partition's block counts, per leaf its range
-        and sum."""
+        masses: ``8 * (N_BUCKETS + 2)``), the partition's block counts and record, per leaf its range,
+        split and three sums."""
         q, n, leaves = max(int(n_queries), 1), max(int(n_rows), 1), max(int(num_leaves), 1)
-        return int(n) * (4 + 8) + q * 8 * (N_BUCKETS + 4) + MAX_PARTITION_BLOCKS * 16 + 32 + leaves * 32
+        return (int(n) * (4 + 8) + q * 8 * (N_BUCKETS + 2) + MAX_PARTITION_BLOCKS * 16 + 8 * PART_RECORD
+                + 16 * RESULT_SIZE + leaves * 80)
 
     @classmethod
     def memory_for_fit(cls, ctx: Any, params: Any) -> dict:
@@ -140,62 +157,97 @@ class DevicePruning:
 
     def _leaf_bufs(self, n_leaves: int) -> None:
         self._ranges = self.memory.array((3 * n_leaves,), np.int64)
-        self._sums = self.memory.array((n_leaves,), np.float64)
+        self._sums = self.memory.array((3 * n_leaves,), np.float64)
+        self._splits = self.memory.array((n_leaves, 4), np.int64)
 
-    def prune(self, bufs: tuple) -> tuple:
+    def prune(self, bufs: tuple, kept_c: Any) -> tuple:
         """``bufs = (pairs, scratch)`` (device, couplings on their grid) pruned per query:
-        ``((kept, other), C_kept, dropped)``: the kept pairs, in their order, in ``scratch[:k]``, the
-        buffer they ping-pong with (``pairs[:k]``), their coupling (exact) and the
-        :class:`DeviceDropped` pairs ``scratch[k:]``."""
+        ``((kept, other), kept_counts, dropped)``. ``kept``: ``scratch``, the kept pairs first, in
+        their order, then the :class:`DeviceDropped` ones; ``other``: ``pairs``, the buffer they
+        ping-pong with. The kept count stays on the card (``kept_counts``, a
+        :class:`~customobj.ole.cuda_partitions.DevicePairCounts` ``(kept, 0)`` that comes back with the
+        root's split) and so does their coupling, in ``kept_c[0]`` (the root's ``C``): nothing is read."""
         src, dst = bufs
-        m, k, nq = int(src[2].shape[0]), self._k, self.n_queries
+        m, k = int(src[2].shape[0]), self._k
         if any(int(a.shape[0]) != m for a in src) or any(int(a.shape[0]) < m for a in dst):
             raise ValueError("DevicePruning.prune: pair arrays of different lengths or a scratch buffer too short")
         pi, pj, pc = src
         bits = pc.view(np.int64)
-        acc = self._acc
-        totals, couplings = acc[0:2], acc[2:4].view(np.float64)
         launch = grid_launch(m)
-        k.query_tops[launch](pi, pc, bits, self._qor, m, self._tops, self._totals)
-        k.query_masses[launch](pi, pc, bits, self._qor, m, self._tops, self._mass)
-        k.query_cuts[grid_launch(nq)](self._tops, self._totals, self._mass, nq, self.eps,
-                                      self._thresholds, acc)
+        if self._tops_of is not pc:  # not made as the couplings were rounded (query_tops below)
+            k.query_tops[launch](pi, pc, bits, self._qor, m, self._tops, self._totals)
+        self._tops_of = None
+        k.query_masses[launch](pi, pc, bits, self._qor, m, self._tops, self._mass, self._record, kept_c)
         nb = partition_blocks(m)
-        k.count_kept_blocks[_blocks(nb)](pi, pc, bits, self._qor, self._thresholds, m, nb, self._counts, totals,
-                                         couplings)
-        k.place_kept_blocks[_blocks(nb)](pi, pj, pc, bits, self._qor, self._thresholds, m, nb, self._counts, totals,
-                                         *dst)
-        got = self.memory.read(acc)
+        k.count_kept_blocks[_blocks(nb)](PairArrays(*src), bits, self._qor, self._tables, m, nb, self._counts,
+                                         self._record, kept_c)
+        k.place_kept_blocks[_blocks(nb)](PairArrays(*src), bits, self._qor, self._tables, m, nb, self._counts,
+                                         self._record, PairArrays(*dst[:3]))
         self.pending = True
-        n_kept, c_kept = int(got[0]), float(got[2:4].view(np.float64)[0])
-        kept, other = tuple(a[:n_kept] for a in dst), tuple(a[:n_kept] for a in src)
-        return (kept, other), c_kept, DeviceDropped(tuple(a[n_kept:m] for a in dst))
+        kept, other = tuple(a[:m] for a in dst), src
+        return (kept, other), DevicePairCounts(self.memory, self._record), DeviceDropped(kept, self._record)
 
-    def leaf_couplings(self, order: Any, ranges: list, dropped: DeviceDropped) -> np.ndarray:
-        """Per leaf (positions ``(s, e)`` of the device row ``order``, for each of ``ranges``) the
-        coupling of the ``dropped`` pairs inside it (exact): one read, which ends the tree's counts
-        (:meth:`~customobj.ole.cuda_stats.DeviceCounter.end_tree`: the backend's ``row_order`` leaves
-        them open while :attr:`pending`)."""
-        n_leaves, self.pending = len(ranges), False
-        if n_leaves == 0:  # no tree has none; nothing to read
-            self.memory.counter.end_tree()
-            return np.zeros(0)
-        if n_leaves > self._sums.shape[0]:
+    def query_tops(self, pi: Any, pc: Any) -> QueryTops:
+        """The first step of :meth:`prune` for the pairs ``(pi, ..., pc)``, done by the kernel that rounds
+        their couplings onto the tree's grid (``_cuda_reduce_kernels.grid_round``): its record. The
+        next :meth:`prune` of these couplings then launches one kernel fewer."""
+        self._tops_of = pc
+        return QueryTops(pi, pc.view(np.int64), self._qor, self._tops, self._totals, True)
+
+    def _sum_leaves(self, order: Any, ranges: list, dropped: DeviceDropped, table: np.ndarray, res: Any,
+                    bins: Any, n_bins: Any, out: Optional[Any] = None) -> Any:
+        """:func:`~._cuda_prune_kernels.leaf_map` and :func:`~._cuda_prune_kernels.dropped_leaf_sums`
+        of the leaves ``ranges`` with their splits ``table`` (2 launches) into ``out`` (``3 * leaves``
+        float64 on the device; None: the pruning's own), not read."""
+        n_leaves = len(ranges)
+        if n_leaves > self._sums.shape[0] // 3:
             self._leaf_bufs(n_leaves)
+        if out is not None and int(out.shape[0]) != 3 * n_leaves:
+            raise ValueError(f"the leaves' sums take {3 * n_leaves} values, not {out.shape[0]}")
         self._trees += 1
         stamp = self._trees << LEAF_BITS  # rows of earlier trees hold smaller stamps
         se = np.asarray(ranges, dtype=np.int64).reshape(n_leaves, 2)
-        if se.min() < 0 or se.max() > order.shape[0] or (se[:, 1] < se[:, 0]).any():
+        if n_leaves and (se.min() < 0 or se.max() > order.shape[0] or (se[:, 1] < se[:, 0]).any()):
             raise ValueError(f"leaf ranges must be (start, end) positions within the {order.shape[0]} rows of order")
         by_start = np.lexsort((se[:, 1], se[:, 0]))  # an empty leaf before the one starting where it does
-        flat = self.memory.copy_in(self._ranges, np.concatenate([se[by_start, 0], se[by_start, 1], by_start]))
+        flat = self.memory.copy_in(self._ranges[:3 * n_leaves],
+                                   np.concatenate([se[by_start, 0], se[by_start, 1], by_start]))
         starts, ends, leaves = (flat[i * n_leaves:(i + 1) * n_leaves] for i in range(3))
-        n, sums = int(se[:, 1].max()), self._sums[:n_leaves]
+        n, sums = int(se[:, 1].max()) if n_leaves else 0, self._sums[:3 * n_leaves] if out is None else out
         self._k.leaf_map[grid_launch(max(n, n_leaves))](order, n, starts, ends, leaves, n_leaves, stamp,
                                                          self._leaf_of_row, sums)
-        pi, pj, pc = dropped.pairs
-        md = int(pc.shape[0])
-        self._k.dropped_leaf_sums[grid_launch(md)](pi, pj, pc, md, self._leaf_of_row, stamp, n_leaves, sums)
-        out = self.memory.read(sums)
+        splits = LeafSplits(self.memory.copy_in(self._splits[:max(n_leaves, 1)], table), res, bins, n_bins)
+        md = int(dropped.pairs[2].shape[0])
+        self._k.dropped_leaf_sums[grid_launch(max(md, self.n_queries))](
+            PairArrays(*dropped.pairs), dropped.record, md, self._leaf_of_row, stamp, n_leaves, splits, sums,
+            self._tables)
+        return sums
+
+    def plan(self, order: Any, ranges: list, table: np.ndarray, res: Any, bins: Any, n_bins: Any,
+             dropped: DeviceDropped, out: Optional[Any] = None) -> Any:
+        """The dropped couplings of the leaves ``ranges`` (positions of the device row ``order``) and of
+        each side of each one's split (``table``: :class:`~._cuda_prune_kernels.LeafSplits`' rows;
+        ``res``: the search's results they may point to), summed before the search's results are
+        read, so they come back with them: ``3 * leaves`` values ``[inside, left, right]`` on the
+        device, in ``out`` (the search's tail; None: the pruning's own), 2 launches, nothing read.
+        ``bins``, ``n_bins``: the binned matrix (feature-major) and the features' bins. The tree's
+        counts end at :meth:`planned`."""
+        return self._sum_leaves(order, ranges, dropped, np.ascontiguousarray(table, dtype=np.int64), res, bins,
+                                n_bins, out)
+
+    def planned(self) -> None:
+        """The tree's dropped couplings came with its last search (:meth:`plan`): its counts end."""
+        self.pending = False
+        self.memory.counter.end_tree()
+
+    def leaf_couplings(self, order: Any, ranges: list, dropped: DeviceDropped, bins: Any, n_bins: Any) -> np.ndarray:
+        """Per leaf (positions ``(s, e)`` of the device row ``order``, for each of ``ranges``) the
+        coupling of the ``dropped`` pairs inside it (exact): one read, which ends the tree's counts
+        (:meth:`~customobj.ole.cuda_stats.DeviceCounter.end_tree`: the backend's ``row_order`` leaves
+        them open while :attr:`pending`). A tree that ended before a search that could be its last."""
+        self.pending = False
+        table = np.full((max(len(ranges), 1), 4), -1, np.int64)  # no splits: the leaves' own sums
+        sums = self._sum_leaves(order, ranges, dropped, table, self._no_res, bins, n_bins)
+        out = self.memory.read(sums)[0::3] if len(ranges) else np.zeros(0)
         self.memory.counter.end_tree()  # the tree's last call: its row order (the backend's) left it open
         return out

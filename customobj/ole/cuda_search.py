@@ -48,6 +48,7 @@ import numpy as np
 
 from ._cuda_hist_kernels import SHARED_SLOTS
 from ._cuda_launch import pow2_threads
+from ._cuda_select_kernels import Completion
 from .backend import _node
 from .common import PART_RECORD, PH_CHANNELS, RESULT_SIZE, SPLIT_SIZE
 from .criterion import WSE
@@ -98,12 +99,15 @@ class DeviceSearch:
     """
 
     def __init__(self, memory: DeviceMemory, ks: Any, kn: Any, pool: Any, bins: Any, *, n_features: int,
-                 has_nan: bool) -> None:
+                 has_nan: bool, tail: int = 0) -> None:
         self.memory, self._ks, self._kn, self._pool, self._bins = memory, ks, kn, pool, bins
         f = max(int(n_features), 1)
         self._n_features, self._has_nan = int(n_features), bool(has_nan)
+        rows = 2 + -(-max(int(tail), 0) // RESULT_SIZE)  # the results, then the tail (read with them)
+        self._res = memory.array((rows, RESULT_SIZE), np.float64)
         self._out = SearchOut(memory.array((2, f, SPLIT_SIZE), np.float64), memory.array((2, f), np.float64),
-                              memory.array((2, RESULT_SIZE), np.float64), memory.upload(np.zeros(1, np.int64)))
+                              self._res[:2], memory.upload(np.zeros(1, np.int64)))
+        self.tail_values: Optional[np.ndarray] = None  # what the last splits() read of the tail
         self._wse = memory.array((2, f), np.float64)  # ole_fast: two nodes' WSE gains, one read
         self._no_ph = memory.upload(np.zeros((1, PH_CHANNELS)))
         self._no_record = memory.upload(np.zeros(PART_RECORD, np.int64))  # no pair counts to bring back
@@ -120,12 +124,26 @@ class DeviceSearch:
         pairs = [self._no_ph if p is None else p for p in pairs]
         return NodeHists(rows[0], rows[-1], pairs[0], pairs[-1], dev[0], dev[-1])
 
+    @property
+    def results(self) -> Any:
+        """The searches' results on the device, ``(2, RESULT_SIZE)``: what a kernel launched before the
+        read (``before_read``) may read of them."""
+        return self._out.res
+
+    def tail(self, n: int) -> Any:
+        """``n`` float64 on the device read with the next search's results (``tail_n``)."""
+        if n > (self._res.shape[0] - 2) * RESULT_SIZE:
+            raise ValueError(f"the search's tail holds {(self._res.shape[0] - 2) * RESULT_SIZE} values, not {n}")
+        return self._res[2:].reshape((self._res.shape[0] - 2) * RESULT_SIZE)[:n]
+
     def splits(self, searches: list, rules: Any, root: Any, root_on_device: bool,
-               pair_record: Optional[Any] = None) -> np.ndarray:
+               pair_record: Optional[Any] = None, before_read: Optional[Any] = None, tail_n: int = 0) -> np.ndarray:
         """The results of one or two nodes' searches, each ``(hist, phist, mask, sums)`` (device
         histograms, ``phist`` None without pairs, both nodes alike): ``(nodes, RESULT_SIZE)``, read in
         one copy. ``root_on_device``: node 0 is a root whose ``G, H, C`` are ``root[0:3]``;
-        ``pair_record``: a pair partition's record whose counts come back in node 0's result."""
+        ``pair_record``: a pair partition's record whose counts come back in node 0's result;
+        ``before_read``: called after the launch, before the read (more launches); ``tail_n``: the
+        first values of :meth:`tail` come back in the same copy (:attr:`tail_values`)."""
         if not 0 < len(searches) <= 2 or len({s[1] is None for s in searches}) > 1:
             raise ValueError("DeviceSearch.splits takes one or two nodes, both with pair histograms or neither")
         hists = self._hists([s[0] for s in searches], [s[1] for s in searches], [s[2] for s in searches])
@@ -133,7 +151,14 @@ class DeviceSearch:
         self._kn.search_nodes[self._launch(len(searches))](
             hists, searches[0][1] is not None, self._bins, nodes[0], nodes[-1], rules, root, root_on_device,
             self._out, self._has_nan, self._no_record if pair_record is None else pair_record, pair_record is not None)
-        return self.memory.read(self._out.res[:len(searches)])
+        if before_read is not None:
+            before_read()
+        if tail_n <= 0:
+            self.tail_values = None
+            return self.memory.read(self._out.res[:len(searches)])
+        got = self.memory.read(self._res[:2 + -(-int(tail_n) // RESULT_SIZE)])
+        self.tail_values = got[2:].reshape(-1)[:tail_n].copy()
+        return got[:len(searches)]
 
     def wse_gains(self, nodes: list, mask: np.ndarray, rules: Any, root: Any, root_on_device: bool) -> list:
         """``ole_fast``'s per-feature WSE gains of one or two nodes (``(hist, sums)`` each; 0 outside
@@ -163,4 +188,4 @@ class DeviceSearch:
             raise ValueError(f"subtract's node must be one of the {len(nodes)} searched, got {node}")
         choose[self._launch(len(nodes))](hists, self._bins, sums[0], sums[-1], rules._replace(score=WSE), root,
                                          root_on_device, self._out._replace(gains=self._wse), choice, int(k),
-                                         SHARED_SLOTS, int(node), big, small)
+                                         SHARED_SLOTS, Completion(int(node), big, small))

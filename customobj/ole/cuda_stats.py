@@ -38,7 +38,7 @@ FIELDS = ("launches", "reads", "allocations", "bytes_to_device", "bytes_to_host"
 
 #: Issue 32's launch budget, per split on average over a fit's trees: kernel launches and
 #: blocking device-to-host reads; allocations: in every tree (the pool is made before the first).
-#: The one home of these limits (tests/test_ole_cuda_stats.py asserts the part that holds now).
+#: The one home of these limits (tests/test_ole_cuda_stats.py asserts them for every criterion).
 BUDGET = {"launches": 8.0, "reads": 1.0, "allocations": 0}
 
 

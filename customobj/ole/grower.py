@@ -135,13 +135,15 @@ class TreeGrower:
         self.order = np.array(rows, dtype=np.int64, copy=True)
         self.pairs = pairs
         self.dropped = None  # ole_fast: the pairs left out of the split search (pair_pruning.Dropped)
+        self.kept: Optional[PairCounts] = None  # ole_fast: the root's pairs (kept, 0), maybe still on a GPU
+        self.planned: Optional[list] = None  # the leaves when their dropped couplings were summed (_plan)
         if pairs is not None and self.use_pairs:
             # a leaf's pairs sit in bufs[leaf.pbuf]; its children's in the other buffer
-            self.bufs = backend.pair_buffers(pairs)
+            self.bufs = backend.pair_buffers(pairs, (self.order, grad, hess))
             if p.joint_leaves:  # the joint solve needs every pair after growth
                 self.pairs = tuple(a.copy() for a in pairs)
             if self.fast:  # search on the largest couplings
-                self.bufs, self.dropped = backend.prune_pairs(self.bufs)
+                self.bufs, self.dropped, self.kept = backend.prune_pairs(self.bufs)
         self.n_pairs = self.bufs[0][0].shape[0] if self.use_pairs else 0
         self.leaves: List[Leaf] = []
         self.nodes = np.zeros(max(p.num_leaves - 1, 0), dtype=NODE_DTYPE)  # the first len(leaves) - 1 are used
@@ -170,9 +172,11 @@ class TreeGrower:
             if self.use_pairs and not self.fast:
                 root.phist = self.backend.pair_hist(self.bufs[0], 0, self.n_pairs)
         self.leaves.append(root)
-        self._compute_best_split_and_push(0)
+        self._compute_best_splits_and_push([0], self.kept)
         if sums is None:
             root.G, root.H, root.C = self.backend.searched_root_sums()
+        if self.kept is not None and searched:  # the kept pairs: they came with the root's split
+            root.pend = root.pstart + self.kept.counts[0]
 
     def _compute_best_split_and_push(self, index: int) -> None:
         self._compute_best_splits_and_push([index])
@@ -183,6 +187,8 @@ class TreeGrower:
         ``pairs``: the counts of the split that made them (``ole_fast`` searches each one's own pairs)."""
         searching = [i for i in indices if self.leaves[i].hist is not None]
         nodes = [self.leaves[i] for i in searching]
+        if self.dropped is not None and nodes and len(self.leaves) + 1 >= self.params.num_leaves:
+            self._plan(searching)
         if self.use_pairs and self.fast:  # pair histograms of each node's top k features by WSE gain
             found = self.backend.fast_splits([(leaf.hist, self._node_pairs(leaf, pairs), _sums(leaf)) for leaf in nodes],
                                              self.feature_mask, self.params.criterion.ole_fast_features)
@@ -199,6 +205,26 @@ class TreeGrower:
                     heapq.heappush(self.open_best, (-leaf.split.gain, index))  # ties: the lower index
                 else:
                     self.open_fifo.append(index)
+
+    def _plan(self, searching: list) -> None:
+        """At most one split follows this search: the leaves' dropped couplings can be summed with it
+        (each leaf's, and each side's of its split: the searched ones' as the search finds them)."""
+        slot = {index: k for k, index in enumerate(searching)}
+        self.planned = list(self.leaves)
+        self.backend.plan_leaf_couplings([(l.start, l.end, slot.get(i, l.split if l.split.gain > 0 else None))
+                                          for i, l in enumerate(self.leaves)], self.dropped)
+
+    def _planned_sources(self) -> Optional[list]:
+        """Each final leaf's ``(planned leaf, part)`` (part 0: the leaf, 1 / 2: its split's left / right),
+        or None when the leaves are not those of the plan with at most one of them split."""
+        plan, leaves = self.planned, self.leaves
+        if plan is None or len(leaves) - len(plan) not in (0, 1):
+            return None
+        out = [(i, 0 if leaf is plan[i] else 1) for i, leaf in enumerate(leaves[:len(plan)])]
+        split = [i for i, part in out if part]
+        if len(split) != len(leaves) - len(plan):
+            return None
+        return out + [(split[0], 2)] if split else out
 
     def _split_next(self) -> bool:
         """Split the next open leaf: False when none is left."""
@@ -218,12 +244,16 @@ class TreeGrower:
         index, the right one gets the next; both get histograms and their best split."""
         leaf, split = self.leaves[index], self.leaves[index].split
         nan_left, threshold = self._nan_side(leaf, split)
-        nl = self.backend.partition_rows(self.order, leaf.start, leaf.end, split, nan_left)
+        nl = int(split.left.N)  # the partition's left count: the split's (exact)
         node_id = self._record_node(leaf, index, split, threshold, nan_left)
         left = Leaf(leaf.start, leaf.start + nl, leaf.depth + 1, node_id, True, split.left)
         right = Leaf(leaf.start + nl, leaf.end, leaf.depth + 1, node_id, False, split.right)
         n_after = len(self.leaves) + 1
         need = [n_after < self.params.num_leaves and self._can_split(c) for c in (left, right)]
+        got = self.backend.partition_rows(self.order, leaf.start, leaf.end, split, nan_left,
+                                          children_searched=any(need))
+        if got != nl:
+            raise RuntimeError(f"a partition sent {got} rows left where its split counted {nl}")
         pairs = None
         if self.use_pairs:
             pairs = self._split_pairs(leaf, left, right, need)
@@ -248,7 +278,8 @@ class TreeGrower:
         # a GPU backend partitioned its own copy: None when it stays there (the host needs none of it)
         order = self.backend.row_order(self.order)
         if self.dropped is not None:  # leaf values from every pair (pair_pruning: the bound)
-            extra = self.backend.dropped_couplings(self.order, [(l.start, l.end) for l in leaves], self.dropped)
+            extra = self.backend.dropped_couplings(self.order, [(l.start, l.end) for l in leaves], self.dropped,
+                                                   self._planned_sources())
             for leaf, c in zip(leaves, extra):
                 leaf.C += c
         out = np.zeros(len(leaves), dtype=LEAF_DTYPE)
