@@ -27,9 +27,10 @@ Examples
 2
 >>> pool.give_back(a); pool.n_free
 3
->>> rows = pool.start_rows(np.arange(10)); rows.shape, mem.counter.stats().outside.bytes_to_device
+>>> sent = lambda: mem.counter.stats().outside.bytes_to_device
+>>> before = sent(); rows = pool.start_rows(np.arange(10)); rows.shape, sent() - before
 ((10,), 80)
->>> rows = pool.start_rows(np.arange(10)); mem.counter.stats().outside.bytes_to_device  # on the card already
+>>> rows = pool.start_rows(np.arange(10)); sent() - before  # on the card already
 80
 """
 from __future__ import annotations
