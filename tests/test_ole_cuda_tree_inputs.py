@@ -95,3 +95,14 @@ def test_a_plan_without_a_search_is_never_read_and_the_tree_reads_its_couplings_
     got = gpu.dropped_couplings(order, [(0, 72)], dropped, [(0, 0)])
     assert _counts(gpu)[1] == before + 1  # no search brought them: read here
     np.testing.assert_array_equal(got, cpu.dropped_couplings(order, [(0, 72)], cdropped))
+
+
+def test_a_plan_and_its_sources_are_checked():
+    gpu, cpu, grad, hess, pairs, dev = _setup("ole_fast", ole_fast_epsilon=0.5)
+    order = np.arange(72, dtype=np.int64)
+    bufs, dropped, kept = gpu.prune_pairs(gpu.pair_buffers(dev, (order, grad, hess)))
+    with pytest.raises(ValueError, match="node 0 or 1"):
+        gpu.plan_leaf_couplings([(0, 72, 2)], dropped)
+    gpu._planned_got = np.zeros(6)  # two planned leaves' sums, as a search brought them
+    with pytest.raises(ValueError, match="sources"):
+        gpu.dropped_couplings(order, [(0, 72)], dropped, [(2, 0)])

@@ -75,7 +75,7 @@ class CUDATreeInputs(CPUBackend):
             self.memory.sample()  # the card's use as a tree starts (a real card only)
             acc = self.pool.tree_accumulators(self._k.zero)
             self._rstats, self._pstats, self._root, self._runits, self._punits = acc
-            self._clear_pool = True  # by the tree's first grid launch (_to_grid)
+            self._clear_pool = True  # by the tree's first grid launch (_grids)
             self._plan = self._planned = self._planned_got = None
             self._rows_gridded = False  # the rows' grid: with the couplings' (pair_buffers) or root_sums
 
@@ -192,7 +192,9 @@ class CUDATreeInputs(CPUBackend):
             return
         table = np.full((max(len(leaves), 1), 4), -1, np.int64)
         for row, (_, _, split) in zip(table, leaves):
-            if isinstance(split, int):  # the split the search finds for its node ``split``
+            if isinstance(split, (int, np.integer)):  # the split the search finds for its node ``split``
+                if not 0 <= split < 2:
+                    raise ValueError(f"a leaf's split in a plan is a search's node 0 or 1, got {split}")
                 row[3] = split
             elif split is not None and split.gain > 0:
                 row[:3] = (split.feature, split.bin, int(split.nan_left))
@@ -218,6 +220,8 @@ class CUDATreeInputs(CPUBackend):
         right), else summed from the device row order in the tree's last read."""
         got, self._planned_got = self._planned_got, None
         if sources is not None and got is not None and len(sources) == len(ranges):
+            if any(not (0 <= leaf < got.shape[0] // 3 and part in (0, 1, 2)) for leaf, part in sources):
+                raise ValueError(f"sources must name planned leaves (< {got.shape[0] // 3}) and parts 0-2: {sources}")
             self._pruning.planned()
             return np.array([got[3 * leaf + part] for leaf, part in sources])
         return self._pruning.leaf_couplings(self._order, ranges, dropped, self._bins, self._n_bins_d)
