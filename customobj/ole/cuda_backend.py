@@ -100,6 +100,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._cuda_runtime import is_device_array, require_gpu
+from ._cuda_reduce_kernels import QueryTops
 from .backend import PairCounts
 from .common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import GrowContext
@@ -113,7 +114,6 @@ from .cuda_pruning import DevicePruning
 from .cuda_search import DeviceSearch
 from .cuda_stats import CountedKernels, DeviceStats
 from .cuda_tree_inputs import CUDATreeInputs
-from ._cuda_reduce_kernels import QueryTops
 from .splitting import FeatureBins
 
 __all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory"]
@@ -190,7 +190,7 @@ class CUDABackend(CUDATreeInputs):
         self._pc_sum: Optional[tuple] = None  # (the tree's device couplings, their sum or None: in _root[2])
         self._parts = DevicePartitions(mem, self._kp, self._kr, self._k.zero, n_rows=d.n_rows)
         self._no_idx = mem.array((1,), np.int64)
-        self._no_clear, self._clear_pool = mem.array((0,), np.float64), False
+        self._clear_pool = False
         self._rows_gridded = False
         i32, i64, f64 = (mem.array((1,), t) for t in (np.int32, np.int64, np.float64))
         self._no_tops = QueryTops(i32, i64, i32, i64, f64, False)  # grid_round's when no pruning rides along
@@ -203,7 +203,6 @@ class CUDABackend(CUDATreeInputs):
         self._pruning = DevicePruning.for_fit(mem, ctx, params)  # ole_fast's, or None
         # ole_fast's dropped couplings summed with the tree's last search: planned, launched, read
         self._plan: Optional[tuple] = None
-        self._planned: Optional[list] = None
         self._planned_got: Optional[np.ndarray] = None
 
     # --- histograms on the device: they stay there (DeviceHist), in the pool ----------------------------
@@ -322,7 +321,7 @@ class CUDABackend(CUDATreeInputs):
         self.memory.counter.split()
         nl = int(split.left.N)
         if (not children_searched and self._scores_on_device and not self._joint
-                and (self._pruning is None or self._planned is not None)):
+                and (self._pruning is None or self._planned_got is not None)):
             return nl
         self._parts.rows(self._bins[f], self._order, start, end - start, split.bin, int(self._n_bins[f]), nan_left, nl)
         return nl

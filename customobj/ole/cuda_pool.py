@@ -74,10 +74,10 @@ class DevicePool:
         self._shape = (int(n_slots), HIST_CHANNELS)
         # one array, so one launch clears them all (clear_all); hist() hands out its rows
         self._all = memory.array((max(int(n_hists), 1),) + self._shape, np.float64)
-        self._free: List[Any] = [self._all[i] for i in range(int(n_hists))]
+        self._free: List[Any] = [self._all[i] for i in range(int(n_hists))]  # written (contents undefined)
+        self._clean: List[Any] = []  # free and known to be all 0 (clear_all)
         self._n_made = len(self._free)
-        self._clean: set = set()  # ids of free histograms known to be all 0 (clear_all)
-        self._no_clear = memory.array((0,), np.float64)
+        self.no_clear = memory.array((0,), np.float64)  #: what a kernel given nothing to clear gets
         n = max(int(n_rows), 1)
         self.order = memory.array((n,), np.int64)  # the tree's row order, partitioned in place
         self._rows0 = memory.array((n,), np.int64)  # the rows the last tree started from
@@ -95,7 +95,7 @@ class DevicePool:
     # --- histograms ---------------------------------------------------------------------------------
     @property
     def n_free(self) -> int:
-        return len(self._free)
+        return len(self._free) + len(self._clean)
 
     @property
     def n_clean(self) -> int:
@@ -103,36 +103,28 @@ class DevicePool:
         return len(self._clean)
 
     def hist(self) -> Any:
-        """A ``(slots, 3)`` float64 histogram from the pool (contents undefined: a dirty one first)."""
-        for k in range(len(self._free) - 1, -1, -1):
-            if id(self._free[k]) not in self._clean:
-                return self._free.pop(k)
-        if self._free:
-            self._clean.discard(id(self._free[-1]))
-            return self._free.pop()
+        """A ``(slots, 3)`` float64 histogram from the pool (contents undefined: a written one first)."""
+        if self._free or self._clean:
+            return (self._free or self._clean).pop()
         self._n_made += 1
         return self.memory.array(self._shape, np.float64)
 
     def clean_hist(self) -> Optional[Any]:
         """A free histogram that is all 0 (:meth:`clear_all` cleared it), or None when none is left."""
-        for k in range(len(self._free) - 1, -1, -1):
-            if id(self._free[k]) in self._clean:
-                self._clean.discard(id(self._free[k]))
-                return self._free.pop(k)
-        return None
+        return self._clean.pop() if self._clean else None
 
     def give_back(self, array: Any) -> None:
         """``array`` (from :meth:`hist`) is free again (written: not clean)."""
-        self._clean.discard(id(array))
         self._free.append(array)
 
     def clear_all(self) -> Any:
         """The pool's histograms flat, for a kernel launched anyway to set to 0 (a tree's first,
-        ``grid_max``), every one then counted clean; an empty array when one is in use (a grower
-        holds it) or made outside the pool's array: they are cleared as they are needed."""
-        if len(self._free) != self._n_made or self._n_made != self._all.shape[0]:
-            return self._no_clear
-        self._clean = {id(a) for a in self._free}
+        ``grid_max``), every one then counted clean; :attr:`no_clear` (empty) when one is in use (a
+        grower holds it) or made outside the pool's array: they are cleared as they are needed."""
+        if self.n_free != self._n_made or self._n_made != self._all.shape[0]:
+            return self.no_clear
+        self._clean += self._free
+        self._free = []
         return self._all.reshape(self._all.size)
 
     # --- a tree's accumulators ---------------------------------------------------------------------------

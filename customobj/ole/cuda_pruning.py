@@ -112,9 +112,8 @@ class DevicePruning:
         self._qor = memory.upload(qor)
         q = max(nq, 1)
         # zero once here; dropped_leaf_sums sets them back to 0 after each tree's use
-        self._tops, self._totals = memory.upload(np.zeros(q, np.int64)), memory.upload(np.zeros(q))
-        self._mass = memory.upload(np.zeros((q, N_BUCKETS)))
-        self._tables = QueryTables(self._tops, self._totals, self._mass, self.eps)
+        self._tables = QueryTables(memory.upload(np.zeros(q, np.int64)), memory.upload(np.zeros(q)),
+                                   memory.upload(np.zeros((q, N_BUCKETS))), self.eps)
         self._tops_of: Any = None  # the couplings whose query tops grid_round made (query_tops)
         self._counts = memory.array((MAX_PARTITION_BLOCKS, 2), np.int64)
         self._record = memory.array((PART_RECORD,), np.int64)  # the kept pairs' counts: [kept | 0]
@@ -175,9 +174,9 @@ class DevicePruning:
         bits = pc.view(np.int64)
         launch = grid_launch(m)
         if self._tops_of is not pc:  # not made as the couplings were rounded (query_tops below)
-            k.query_tops[launch](pi, pc, bits, self._qor, m, self._tops, self._totals)
+            k.query_tops[launch](pi, pc, bits, self._qor, m, self._tables.tops, self._tables.totals)
         self._tops_of = None
-        k.query_masses[launch](pi, pc, bits, self._qor, m, self._tops, self._mass, self._record, kept_c)
+        k.query_masses[launch](pi, pc, bits, self._qor, m, self._tables.tops, self._tables.mass, self._record, kept_c)
         nb = partition_blocks(m)
         k.count_kept_blocks[_blocks(nb)](PairArrays(*src), bits, self._qor, self._tables, m, nb, self._counts,
                                          self._record, kept_c)
@@ -192,7 +191,7 @@ class DevicePruning:
         their couplings onto the tree's grid (``_cuda_reduce_kernels.grid_round``): its record. The
         next :meth:`prune` of these couplings then launches one kernel fewer."""
         self._tops_of = pc
-        return QueryTops(pi, pc.view(np.int64), self._qor, self._tops, self._totals, True)
+        return QueryTops(pi, pc.view(np.int64), self._qor, self._tables.tops, self._tables.totals, True)
 
     def _sum_leaves(self, order: Any, ranges: list, dropped: DeviceDropped, table: np.ndarray, res: Any,
                     bins: Any, n_bins: Any, out: Optional[Any] = None) -> Any:

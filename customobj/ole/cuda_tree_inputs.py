@@ -50,7 +50,6 @@ class CUDATreeInputs(CPUBackend):
     _resident: int
     _gh: Any
     _no_idx: Any
-    _no_clear: Any
     _no_tops: Any
     _rows_gridded: bool
     _clear_pool: bool
@@ -60,7 +59,6 @@ class CUDATreeInputs(CPUBackend):
     _pc_sum: Optional[tuple]
     _pairs_pending: Any
     _plan: Optional[tuple]
-    _planned: Optional[list]
     _planned_got: Optional[np.ndarray]
     _grad: Any
     _hess: Any
@@ -76,7 +74,7 @@ class CUDATreeInputs(CPUBackend):
             acc = self.pool.tree_accumulators(self._k.zero)
             self._rstats, self._pstats, self._root, self._runits, self._punits = acc
             self._clear_pool = True  # by the tree's first grid launch (_grids)
-            self._plan = self._planned = self._planned_got = None
+            self._plan = self._planned_got = None
             self._rows_gridded = False  # the rows' grid: with the couplings' (pair_buffers) or root_sums
 
     # --- the tree's gradients, couplings and root sums on their grids ---------------------------------
@@ -137,7 +135,7 @@ class CUDATreeInputs(CPUBackend):
         assert x is not None
         y = pairs if pairs is not None and rows is not None else x._replace(n=0)
         launch = grid_launch(max(x.n, y.n))
-        clear, self._clear_pool = (self._hists.clear_all() if self._clear_pool else self._no_clear), False
+        clear, self._clear_pool = (self._hists.clear_all() if self._clear_pool else self.pool.no_clear), False
         kr = self._kr
         kr.grid_max[launch](x, y, clear)  # the tree's first clears the histograms
         kr.grid_units[launch](x, y)
@@ -211,7 +209,6 @@ class CUDATreeInputs(CPUBackend):
             self._parts.flush()  # the order's last partition placed
             self._pruning.plan(self._order, ranges, table, self._search.results, self._bins, self._n_bins_d,
                                dropped, self._search.tail(3 * len(ranges)))
-        self._planned = ranges
         return launch, 3 * len(ranges)
 
     def dropped_couplings(self, order: np.ndarray, ranges: list, dropped, sources: Optional[list] = None) -> np.ndarray:
