@@ -83,7 +83,7 @@ def slow_affine(base, scores, y, group, pos, alpha, beta, weight=None, query_nor
             terms.append((i, j, m, _phi(base, d), _phi(base, -d)))
         f = 1.0
         if query_norm:
-            total = sum(m * (abs(r[i] * p1[1]) + abs(r[j] * p2[1])) for i, j, m, p1, p2 in terms)
+            total = sum(m * (abs(p1[1]) + abs(p2[1])) for i, j, m, p1, p2 in terms)  # unit estimates: click-free
             f = math.log2(1 + total) / total if total > 0 else 1.0
         for i, j, m, p1, p2 in terms:
             m *= f
@@ -154,23 +154,36 @@ def test_hessian_is_the_second_derivative_where_estimates_are_not_negative(log):
         assert h[r] == pytest.approx(_central(lambda x: obj.grad_hess_prepared(x, prep)[0][r], s, r), rel=1e-5, abs=1e-8)
 
 
-@pytest.mark.parametrize("base", [LambdaRank(), RankNet()])
-def test_expected_gradient_is_the_gradient_with_true_relevances(base):
+@pytest.mark.parametrize("query_norm", [False, True])
+@pytest.mark.parametrize("base", [LambdaRank(), RankNet(), RankSVM(margin=0.5), LambdaRank(norm=True)])
+def test_expected_gradient_is_the_gradient_with_true_relevances(base, query_norm):
     """Exact expectation over every click vector of one session (2^6 of them): the corrected gradient
-    averages to the one computed with the true relevances as the estimates."""
+    averages to the one computed with the true relevances as the estimates, with the query norm too
+    (its factor depends on the scores only, issue 43)."""
     alpha, beta = true_params(shown=6)
     gamma = np.array([0.9, 0.1, 0.6, 0.0, 1.0, 0.3])
     pos = np.arange(6)
     s = np.random.default_rng(4).normal(size=6)
     p_click = alpha * gamma + beta
-    obj = Affine(base, alpha=alpha, beta=beta, query_norm=False)
+    obj = Affine(base, alpha=alpha, beta=beta, query_norm=query_norm)
     expected = np.zeros(6)
     for clicks in itertools.product([0.0, 1.0], repeat=6):
         c = np.array(clicks)
         prob = np.prod(np.where(c > 0, p_click, 1 - p_click))
         expected += prob * obj.grad_hess(s, c, [6])[0]
-    truth = slow_affine(base, s, gamma * alpha + beta, [6], pos, alpha, beta)[0]  # r = gamma exactly
+    norm = query_norm or getattr(base, "norm", False)
+    truth = slow_affine(base, s, gamma * alpha + beta, [6], pos, alpha, beta, query_norm=norm)[0]  # r = gamma exactly
     np.testing.assert_allclose(expected, truth, atol=1e-12)
+    assert np.abs(truth).max() > 1e-3  # not a trivially zero gradient
+
+
+def test_sessions_without_a_click_are_kept_and_carry_the_trust_penalty():
+    """A session without any click still trains (dropping it biases the estimate): its rows get
+    ``-beta / alpha``, different per position, so its pairs push the lower-trust rows up."""
+    alpha, beta = true_params(shown=4)
+    obj = Affine(RankNet(), alpha=alpha, beta=beta)
+    g = obj.grad_hess(np.zeros(8), np.array([0.0] * 4 + [1.0, 0, 0, 0]), [4, 4])[0]
+    assert np.abs(g[:4]).max() > 1e-3
 
 
 def test_unit_affine_on_clicks_is_the_wrapped_pair_loss_over_all_pairs(log):
