@@ -12,8 +12,8 @@ in which order, and the probability that the policy put each shown document wher
   ``T`` and shows its top ``shown`` (Oosterhuis, ACM TOIS 2023, sec. 7's stochastic logging policy).
 
 The logging probability of a row (``ClickLog.logging_prob``) is ``P(document at its position)`` under
-the logger: exact for the first three, a Monte Carlo estimate from ``samples`` Plackett-Luce draws
-(:func:`plackett_luce_marginals`) for the stochastic one.
+the logger: exact for the first three, a Monte Carlo estimate for the stochastic one, from ``samples``
+Plackett-Luce draws (:func:`plackett_luce_marginals`) and the sessions' own draws.
 """
 from __future__ import annotations
 
@@ -90,8 +90,10 @@ def log_order(code: int, scores: np.ndarray, ptr: np.ndarray, shown: int, sessio
         if code == STOCHASTIC:
             order = _gumbel_rankings(scores[a:b], temperature, sessions, rng)[:, :n]
             marg = plackett_luce_marginals(scores[a:b], [n_q], temperature=temperature, shown=n, samples=samples,
-                                           seed=seed + q)
-            p = marg[order, np.arange(n)[None, :]]
+                                           seed=seed + q) * samples
+            for k in range(n):  # the sessions' own draws join the sample: a shown row never gets probability 0
+                marg[:, k] += np.bincount(order[:, k], minlength=n_q)
+            p = marg[order, np.arange(n)[None, :]] / (samples + sessions)
         else:
             order = np.tile(base, (sessions, 1))
             p = np.ones((sessions, n))

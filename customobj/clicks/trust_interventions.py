@@ -40,6 +40,7 @@ from .._validation import check_int, check_positive
 from .harvest import _cells
 from .reader import ClickData
 from .simulation import ClickLog
+from .trust_em import MIN_ALPHA
 
 __all__ = ["TrustEstimate", "estimate_trust"]
 
@@ -48,8 +49,9 @@ P_EPS = 1e-6
 
 
 class TrustEstimate(NamedTuple):
-    """``estimate_trust``'s result: per position (0 = top) the parameters and, with ``bootstrap``, their
-    95% percentile intervals (``2 x k``: low, high; NaN without bootstrap)."""
+    """``estimate_trust``'s result: per position (0 = top) the parameters (``alpha >= MIN_ALPHA``,
+    ``alpha + beta <= 1``: what ``Affine`` accepts) and, with ``bootstrap``, their 95% percentile
+    intervals (``2 x k``: low, high; NaN without bootstrap)."""
 
     alpha: np.ndarray
     beta: np.ndarray
@@ -120,8 +122,8 @@ def _anchored(lo, hi, pi, g, min_mass, r0, r1) -> tuple:
     support = g[pi >= min_mass * pi.max()] if np.any(pi >= min_mass) else g[[int(np.argmax(pi))]]
     gl, gh = float(support.min()), float(support.max())
     span = max(gh - gl, 1e-6)
-    alpha = np.maximum((hi - lo) * span / (r1 - r0), 0.0)
-    beta = np.maximum(lo + (hi - lo) * (gl - r0 * span / (r1 - r0)), 0.0)
+    alpha = np.clip((hi - lo) * span / (r1 - r0), MIN_ALPHA, 1.0)
+    beta = np.clip(lo + (hi - lo) * (gl - r0 * span / (r1 - r0)), 0.0, 1.0 - alpha)  # what Affine accepts
     return alpha, beta
 
 
