@@ -198,9 +198,9 @@ def main(argv=None):
                             folds=args.folds, synthetic_queries=None, synthetic_docs=None, seed=args.seed)
     folds, _ = load_folds(ns)
     rows, units = [], []
-    for logger in args.loggers:
-        for log in range(args.logs):
-            for fold, train, valid, test in folds:
+    for log in range(args.logs):  # the loggers innermost: a run cut short has every logger's first units
+        for fold, train, valid, test in folds:
+            for logger in args.loggers:
                 seed = args.seed + LOG_STRIDE * log + fold
                 scores, errors = run_unit(args, logger, train, valid, test, seed, truth, settings)
                 units.append({"logger": logger, "fold": fold, "log": log + 1, **scores, "max_errors": errors})
