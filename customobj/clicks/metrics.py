@@ -69,8 +69,8 @@ def affine_dcg(scores: npt.ArrayLike, clicks: npt.ArrayLike, group: Any, k: Opti
 
     Examples
     --------
-    >>> affine_dcg([1.0, 0.0], [0, 1], [2], alpha=[0.5, 0.5], beta=[0.2, 0.1])  # the click moves to the top
-    1.4
+    >>> round(affine_dcg([0.0, 1.0], [0, 1], [2], alpha=[0.5, 0.5], beta=[0.2, 0.1]), 4)  # the click moves to the top
+    1.5476
     """
     gains, g = _affine_gains(clicks, group, alpha, beta)
     k = check_int(k, "k", minimum=1, allow_none=True)
@@ -87,8 +87,8 @@ def affine_ndcg(scores: npt.ArrayLike, clicks: npt.ArrayLike, group: Any, k: Opt
 
     Examples
     --------
-    >>> round(affine_ndcg([1.0, 0.0], [0, 1], [2], alpha=[0.5, 0.5], beta=[0.2, 0.1]), 4)
-    0.8642
+    >>> round(affine_ndcg([1.0, 0.0], [0, 1], [2], alpha=[0.5, 0.5], beta=[0.2, 0.1]), 4)  # the click second
+    0.4754
     """
     gains, g = _affine_gains(clicks, group, alpha, beta)
     k = check_int(k, "k", minimum=1, allow_none=True)
