@@ -38,7 +38,7 @@ def cuda_kernels(package):
     from numba.cuda.dispatcher import CUDADispatcher
     found = {}
     for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        if info.name.startswith("_cuda_"):
+        if info.name.startswith("_cuda_") or info.name.endswith("_kernels"):  # ole/cuda/: _<component>_kernels
             module = importlib.import_module(package + "." + info.name)
             for name, obj in vars(module).items():
                 if (isinstance(obj, CUDADispatcher) and not obj.targetoptions.get("device")
