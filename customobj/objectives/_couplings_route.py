@@ -1,6 +1,6 @@
 """Gradients, hessians and pair couplings on the GPU in one call: the device twin of
 ``Objective.grad_hess_couplings_prepared`` for the objectives whose ``device_route()`` has a
-``couplings`` driver (``_cuda_routes``).
+``couplings`` driver (``_<family>_route``).
 
 ``TreeBooster(device="cuda")`` with ``criterion="ole" | "ole_fast" | "ole_float64"`` needs each round's
 pairs ``(i, j, c)`` (rows ``i``, ``j`` and their hessian coupling ``h_ij = c``) next to the gradients
@@ -15,16 +15,16 @@ the trees grown from them are the CPU's.
 Only the pair count crosses the bus (one integer a round), to size the output.
 
 LambdaRank (every metric and convention: ``LambdaRank()``, ``like_lightgbm()``, ``like_xgboost()``)
-has a coupling kernel (``_cuda_lambdarank.count_pairs`` / ``fill_pairs``, one thread per query:
+has a coupling kernel (``_lambdarank_cuda.count_pairs`` / ``fill_pairs``, one thread per query:
 every pair of nonzero ``|dZ|``, as the CPU writes them), and so do the listed-pair losses RankNet,
 RankSVM, MPBoost, QBRank and PreferencePairs (their ``listed_pairs``;
-``_cuda_pairwise.count_kept_pairs`` / ``fill_kept_pairs``, one thread per chunk of the pair list:
+``_pairwise_cuda.count_kept_pairs`` / ``fill_kept_pairs``, one thread per chunk of the pair list:
 the pairs of coupling > 0, which the CPU booster keeps of the objective's list), as does LambdaLoss
 (its label pair list with the pair weights its gradient launch computed this round), YetiRank
-(``_cuda_sampled_pairs.yetirank_count_pairs`` / ``yetirank_fill_pairs``, one thread per query: the
+(``_sampled_pairs_cuda.yetirank_count_pairs`` / ``yetirank_fill_pairs``, one thread per query: the
 pairs its gradient launch sampled this round), and the dense ones of QueryRMSE, ListNet, QuerySoftMax
-and XENDCG (``_cuda_listwise.dense_count_pairs`` / ``dense_fill_pairs``, one thread per query: every
-pair of coupling > 0); each is its ``device_route().couplings`` (``_cuda_routes``, ``_listwise_routes``).
+and XENDCG (``_listwise_cuda.dense_count_pairs`` / ``dense_fill_pairs``, one thread per query: every
+pair of coupling > 0); each is its ``device_route().couplings`` (``_pairwise_route``, ``_lambdarank_route``, ``_listwise_route``).
 Composites (``Sum``, ``Scaled``) have none: :func:`couplings_reason` says so.
 
 Examples
@@ -42,8 +42,8 @@ from typing import Any, Optional
 import numpy as np
 
 from .base import Objective, Prepared
-from ._cuda_routes import PairBuffer, chunks, launch, sized
-from . import _cuda_routes as R
+from . import _launch as R
+from ._launch import PairBuffer, chunks, launch, sized
 from . import devices
 
 __all__ = ["couplings_reason", "grad_hess_couplings_prepared", "in_bag_pairs"]
@@ -97,7 +97,7 @@ def in_bag_pairs(pairs: tuple, in_bag: Any, pair_buffer: PairBuffer) -> tuple:
     objective's pairs under ``bagging_fraction < 1`` (``compact_pairs``)."""
     from numba import cuda
 
-    from . import _cuda_pairwise as CP
+    from . import _pairwise_cuda as CP
 
     n_seg = chunks(pairs[0].shape[0], R.LIST_CHUNK)
     # the pair count changes from round to round: fresh (small) counts, not a scratch kept per count
