@@ -19,7 +19,9 @@ copyright = "customobj developers"  # noqa: A001  (Sphinx's name)
 release = customobj.__version__
 version = release
 
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax"]
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+myst_heading_anchors = 3
 
 # NumPy-style docstrings only (the house style).
 napoleon_google_docstring = False
