@@ -167,7 +167,7 @@ def test_customobj_warnings_are_found_in_stderr() -> None:
 
 def test_xgboost_early_stopping_examples_predict_with_the_best_trees() -> None:
     """Issue 30: after early stopping, xgboost.train's Booster keeps every tree and predicts with all
-    of them; a block that stops early and predicts must pass iteration_range (the README's does)."""
+    of them; a block that stops early and predicts must pass iteration_range (docs/adapters.md's does)."""
     stopping = re.compile(r"(xgb|xgboost)\.train\((?s:.*?)(early_stopping_rounds=|xgboost_early_stopping\()")
     checked = 0
     for path in doc_files():
@@ -175,7 +175,7 @@ def test_xgboost_early_stopping_examples_predict_with_the_best_trees() -> None:
             if stopping.search(code) and re.search(r"\bbst\.predict\(|booster\.predict\(", code):
                 checked += 1
                 assert "iteration_range=(0, bst.best_iteration + 1)" in code, f"{path.name}: block at line {line}"
-    assert checked >= 1  # the README's "Using the objectives in LightGBM and XGBoost" block
+    assert checked >= 1  # docs/adapters.md's "LightGBM and XGBoost side by side" block
 
 
 @pytest.mark.parametrize("path", _params())
