@@ -343,3 +343,14 @@ def test_path_check_finds_paths_and_misses() -> None:
 def test_every_path_a_page_names_exists(rel: str) -> None:
     page = REPO / rel
     assert missing_paths(page.read_text(encoding="utf-8"), page.parent) == [], f"{rel} names paths that do not exist"
+
+
+#: Issue 40: the README is a signpost into docs/ (LightGBM's and scikit-learn's are 150-200 lines),
+#: not a manual; results, manuals and benchmark tables live in docs/ and benchmarks/README.md.
+README_MAX_LINES = 200
+
+
+def test_the_readme_is_a_signpost() -> None:
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) < README_MAX_LINES, f"README.md has {len(lines)} lines: move sections into docs/ pages"
+    assert "docs/contributing.md" in "\n".join(lines)
