@@ -296,15 +296,17 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert install_and_test in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
 
 
-#: Pages whose every named repository path must exist: the README's links and docs/contributing.md's
-#: code-structure table and recipes (issue 40: a recipe named three files that no longer existed).
-PATH_PAGES = ["README.md", "docs/contributing.md"]
+#: Pages whose every named repository path must exist: the README's links, docs/contributing.md's
+#: code-structure table and recipes (issue 40: a recipe named three files that no longer existed) and
+#: docs/gpu-design.md's map of the GPU tree builder.
+PATH_PAGES = ["README.md", "docs/contributing.md", "docs/gpu-design.md"]
 #: A code span that names a file or folder: no spaces, brackets or templates (``clicks/<name>.py``).
 _CODE_SPAN = re.compile(r"`([\w./*-]+)`")
 _FILE = re.compile(r"(?:[\w*-]+/)*[\w*-]+\.(?:py|md|rst|toml|txt|json|png)$|(?:[\w.-]+/)+$")
 _LINK_TARGET = re.compile(r"\]\(([^)#\s]+)")
-#: Where a code span's path may start: the repository root, or customobj/ (``ole/criterion.py``).
-_ROOTS = ("", "customobj/")
+#: Where a code span's path may start: the repository root, customobj/ (``ole/criterion.py``) or
+#: customobj/ole/ (``cuda/backend.py``).
+_ROOTS = ("", "customobj/", "customobj/ole/")
 _SEARCHED = ("customobj", "adapters", "tests", "benchmarks", "examples", "docs")
 
 
