@@ -7,7 +7,8 @@
   estimates its parameters from a log (the trust-bias click model by regression EM),
   :func:`estimate_trust` (``trust_interventions.py``) from randomised / swap logs or several rankers' logs;
 - :class:`DoublyRobust` (``doubly_robust.py``): the doubly robust estimator (Oosterhuis 2023) for
-  stochastic logging policies (``loggers.py``: the loggers of :func:`simulate_clicks`);
+  stochastic logging policies (``loggers.py``: the loggers of :func:`simulate_clicks`), and the
+  click metrics under trust bias for validation without labels (``metrics.py``: affine and DR);
 - :class:`RegressionEM` (``regression_em.py``): the position-based click model fitted by EM, relevance
   learned by LightGBM or XGBoost;
 - :func:`simulate_clicks` (``simulation.py``, also :func:`customobj.data.simulate_clicks`): semi-synthetic
