@@ -76,7 +76,7 @@ def test_epo_balance_mode_solves_its_least_squares_over_the_simplex(m, kind):
 
 def test_epo_descent_mode_keeps_the_cost_change_on_the_ray():
     rng = np.random.default_rng(5)
-    pref = np.array([0.25, 0.75])
+    pref = np.array([0.45, 0.55])
     rt = (1 / pref) / np.linalg.norm(1 / pref)
     costs = 1.7 * rt  # on the ray: descend
     solved = 0
