@@ -168,7 +168,7 @@ class MultiObjective(Objective):
                             f"got {type(labels).__name__}")
         if len(labels) != m:
             raise ValueError(f"labels must have one entry per objective ({m}), got {len(labels)}")
-        out = []
+        out: list = []
         for k, y in enumerate(labels):
             if y is None:
                 out.append(None)
@@ -225,7 +225,8 @@ class MultiObjective(Objective):
             preps.append(sub)
         return _MultiState(preps, len(self.objectives), self._settings.seed)
 
-    def _fitted_attributes(self, prep: Prepared, state: _MultiState) -> dict:
+    def _fitted_attributes(self, prep: Prepared, state: object) -> dict:
+        assert isinstance(state, _MultiState)
         s = self._settings
         m = s.m
         out = {"label_weights_": np.array(state.weights, dtype=np.float64).reshape(-1, m),

@@ -140,6 +140,7 @@ def _wc_mgda(costs, gram, s: Settings, mem: Memory):
         top = _top_eigen(gram * np.outer(r_hat, r_hat))
         mem = mem._replace(scales=r_hat, gram_scale=top if top > 0 else 1.0)
     r_hat = mem.scales
+    assert r_hat is not None  # set just above on the first round
     k_hat = gram * np.outer(r_hat, r_hat) / mem.gram_scale
     fun, jac = mgda_objective(r_hat * (costs - s.reference), k_hat, s.u)
     x, ok = solve_box(fun, jac, np.zeros(m), np.ones(m), np.full(m, 1.0 / m), [_simplex_eq(m)])
@@ -165,6 +166,7 @@ def _ec_mgda(costs, gram, s: Settings, mem: Memory):
     if mem.scales is None:
         top = _top_eigen(gram)
         mem = mem._replace(scales=_ec_scales(costs, s), gram_scale=top if top > 0 else 1.0)
+    assert mem.scales is not None  # set just above on the first round
     scaled = costs / mem.scales
     bound = s.bounds / mem.scales[1:]
     g_hat = gram / mem.gram_scale
