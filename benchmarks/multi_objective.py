@@ -8,16 +8,19 @@ LambdaRank()], labels=[None, second])`` on the training split with the same tree
 - linear scalarisation on an 11-point grid of weights ``(1 - w, w)``, w = 0, 0.1, ..., 1;
 - EPO on the preference rays ``(1 - w, w)`` of ``--rays`` (a subset of the grid), beside the
   grid's linear model of the same vector: the paper's maximum weighted loss ``max_k r_k l_k``
-  with ``l_k = 1 - NDCG@10`` of label k on the test split (lower: closer to the ray);
+  with ``l_k = 1 - NDCG@10`` of label k on the test split (lower: closer to the ray), and with
+  ``l_k`` the test costs (mean LambdaRank loss per query: what EPO balances in training);
 - epsilon-constraint with a bound on the second label's training cost taken from the linear model
   at ``--bound-weights`` (so the bound is met by some model): on the test split, the bound is met
   when its NDCG@10 on label 2 is at least that linear model's minus 0.01; its NDCG@10 on label 1 is
-  compared with the best grid model that meets the same NDCG bound on the test split.
+  compared with the best grid model that meets the same NDCG bound on the test split; once per
+  augmented-Lagrangian ``--penalties``.
 
 Prints per fold and the mean with a 95% t-interval over the folds.
 
     nice -n 10 python benchmarks/multi_objective.py study [--data ../shared/data/mq2008] [--rounds 100]
         [--folds 1,2,3,4,5] [--feature 41] [--rays 0.2,0.4,0.5,0.6,0.8] [--bound-weights 0.3,0.7]
+        [--penalties 1,10]
 
 ``rounds``: the cost of one round of ``MultiObjective`` with m = 2 and 4 LambdaRank labels against m
 rounds of one LambdaRank, through each library's callable (LightGBM and XGBoost), timed interleaved
@@ -78,9 +81,11 @@ def train(obj, split, rounds):
 
 
 def score(booster, split):
+    """Test NDCG@10 of both labels and their costs (mean LambdaRank loss per query, what the methods weigh)."""
     X, y, y2, group = split
     s = booster.predict(X)
-    return ndcg(s, y, group, 10), ndcg(s, y2, group, 10)
+    costs = [LambdaRank().loss(s, lab, group) / len(group) for lab in (y, y2)]
+    return ndcg(s, y, group, 10), ndcg(s, y2, group, 10), *costs
 
 
 def model(split, method, rounds, **kw):  # noqa: ARG001
@@ -108,24 +113,25 @@ def study_fold(root, fold, args):
         s = booster.predict(train_split[0])
         c2 = LambdaRank().loss(s, train_split[2], train_split[3]) / len(train_split[3])
         grid[w] = (*score(booster, test_split), c2)
-    mwl_ls, mwl_epo = [], []
+    mwl = {"ls": [], "epo": [], "ls_cost": [], "epo_cost": []}
     for w in args.rays:
         r = np.array([1 - w, w])
         booster, _ = train(model(train_split, "epo", args.rounds, preference=r), train_split, args.rounds)
-        n1, n2 = score(booster, test_split)
-        mwl_epo.append(max(r[0] * (1 - n1), r[1] * (1 - n2)))
-        g1, g2, _ = grid[w]
-        mwl_ls.append(max(r[0] * (1 - g1), r[1] * (1 - g2)))
+        for name, (n1, n2, l1, l2, *_) in (("epo", score(booster, test_split)), ("ls", grid[w])):
+            mwl[name].append(max(r[0] * (1 - n1), r[1] * (1 - n2)))  # the paper's loss: 1 - NDCG@10
+            mwl[name + "_cost"].append(max(r[0] * l1, r[1] * l2))  # the costs EPO balances
     ec = []
     for w in args.bound_weights:
-        g1, g2, c2 = grid[w]
-        booster, fitted = train(model(train_split, "epsilon_constraint", args.rounds, bounds=[c2]), train_split,
-                                args.rounds)
-        n1, n2 = score(booster, test_split)
-        feasible = [v[0] for v in grid.values() if v[1] >= g2 - 0.01]
-        ec.append(dict(bound_weight=w, ndcg2_target=g2, ec_ndcg1=n1, ec_ndcg2=n2, met=n2 >= g2 - 0.01,
-                       best_ls_ndcg1=max(feasible), train_cost2=float(fitted["label_costs_"][-1, 1]), bound=c2))
-    return dict(grid=grid, mwl_ls=float(np.mean(mwl_ls)), mwl_epo=float(np.mean(mwl_epo)), ec=ec)
+        g1, g2, _, _, c2 = grid[w]
+        for penalty in args.penalties:
+            booster, fitted = train(model(train_split, "epsilon_constraint", args.rounds, bounds=[c2], penalty=penalty),
+                                    train_split, args.rounds)
+            n1, n2, *_ = score(booster, test_split)
+            feasible = [v[0] for v in grid.values() if v[1] >= g2 - 0.01]
+            ec.append(dict(bound_weight=w, penalty=penalty, ndcg2_target=g2, ec_ndcg1=n1, ec_ndcg2=n2,
+                           met=n2 >= g2 - 0.01, best_ls_ndcg1=max(feasible),
+                           train_cost2=float(fitted["label_costs_"][-1, 1]), bound=c2))
+    return dict(grid=grid, ec=ec, **{f"mwl_{k}": float(np.mean(v)) for k, v in mwl.items()})
 
 
 def study(args):
@@ -133,22 +139,24 @@ def study(args):
     for fold in args.folds:
         r = study_fold(args.data, fold, args)
         results.append(r)
-        print(f"Fold{fold}: mean max weighted loss  linear {r['mwl_ls']:.4f}  epo {r['mwl_epo']:.4f}", flush=True)
+        print(f"Fold{fold}: mean max weighted loss (1 - NDCG@10) linear {r['mwl_ls']:.4f}  epo {r['mwl_epo']:.4f}; "
+              f"(test costs) linear {r['mwl_ls_cost']:.4f}  epo {r['mwl_epo_cost']:.4f}", flush=True)
         for e in r["ec"]:
-            print(f"  eps-constraint (bound from w={e['bound_weight']}): NDCG@10 label2 {e['ec_ndcg2']:.4f} "
+            print(f"  eps-constraint (bound from w={e['bound_weight']}, penalty {e['penalty']}): NDCG@10 label2 {e['ec_ndcg2']:.4f} "
                   f"(target {e['ndcg2_target']:.4f}, met {e['met']}), label1 {e['ec_ndcg1']:.4f} vs best "
                   f"feasible linear {e['best_ls_ndcg1']:.4f}; train cost2 {e['train_cost2']:.4f} "
                   f"(bound {e['bound']:.4f})", flush=True)
-    ls, ci_ls = interval([r["mwl_ls"] for r in results])
-    epo, ci_epo = interval([r["mwl_epo"] for r in results])
-    diff, ci_diff = interval([r["mwl_epo"] - r["mwl_ls"] for r in results])
-    print(f"mean max weighted loss over {len(results)} folds: linear {ls:.4f} +- {ci_ls:.4f}, epo {epo:.4f} +- "
-          f"{ci_epo:.4f}, epo - linear {diff:+.4f} +- {ci_diff:.4f}")
-    for i, w in enumerate(args.bound_weights):
+    for suffix, what in (("", "1 - NDCG@10"), ("_cost", "test costs")):
+        ls, ci_ls = interval([r["mwl_ls" + suffix] for r in results])
+        epo, ci_epo = interval([r["mwl_epo" + suffix] for r in results])
+        diff, ci_diff = interval([r["mwl_epo" + suffix] - r["mwl_ls" + suffix] for r in results])
+        print(f"mean max weighted loss ({what}) over {len(results)} folds: linear {ls:.4f} +- {ci_ls:.4f}, epo "
+              f"{epo:.4f} +- {ci_epo:.4f}, epo - linear {diff:+.4f} +- {ci_diff:.4f} (95% t-interval)")
+    for i, e0 in enumerate(results[0]["ec"]):
         met = sum(r["ec"][i]["met"] for r in results)
         d, ci = interval([r["ec"][i]["ec_ndcg1"] - r["ec"][i]["best_ls_ndcg1"] for r in results])
-        print(f"eps-constraint, bound from w={w}: met on {met}/{len(results)} test folds; label-1 NDCG@10 minus "
-              f"the best feasible linear model's {d:+.4f} +- {ci:.4f}")
+        print(f"eps-constraint, bound from w={e0['bound_weight']}, penalty {e0['penalty']}: met on {met}/{len(results)} "
+              f"test folds; label-1 NDCG@10 minus the best feasible linear model's {d:+.4f} +- {ci:.4f}")
 
 
 def time_rounds(args):
@@ -190,6 +198,7 @@ def main(argv=None):
     s.add_argument("--feature", type=int, default=41)
     s.add_argument("--rays", type=lambda t: [float(v) for v in t.split(",")], default=[0.2, 0.4, 0.5, 0.6, 0.8])
     s.add_argument("--bound-weights", type=lambda t: [float(v) for v in t.split(",")], default=[0.3, 0.7])
+    s.add_argument("--penalties", type=lambda t: [float(v) for v in t.split(",")], default=[1.0, 10.0])
     r = sub.add_parser("rounds")
     r.add_argument("--data", default="../shared/data/mq2008/Fold1")
     r.add_argument("--repeats", type=int, default=30)

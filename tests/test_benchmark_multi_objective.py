@@ -27,11 +27,12 @@ def test_grade_per_query_scales_within_each_query(bench):
 
 def test_one_fold_of_the_study(bench, data_dir, capsys):
     args = bench.argparse.Namespace(data=str(data_dir / "mq2008"), rounds=2, folds=[1], feature=41, rays=[0.5],
-                                    bound_weights=[0.3])
+                                    bound_weights=[0.3], penalties=[1.0])
     r = bench.study_fold(args.data, 1, args)
     assert sorted(r["grid"]) == pytest.approx(bench.GRID.tolist())
-    g1, g2, _ = r["grid"][0.5]
+    g1, g2, l1, l2, _ = r["grid"][0.5]
     assert r["mwl_ls"] == pytest.approx(max(0.5 * (1 - g1), 0.5 * (1 - g2)))
+    assert r["mwl_ls_cost"] == pytest.approx(max(0.5 * l1, 0.5 * l2))
     (ec,) = r["ec"]
     assert ec["best_ls_ndcg1"] == max(v[0] for v in r["grid"].values() if v[1] >= ec["ndcg2_target"] - 0.01)
     assert ec["met"] == (ec["ec_ndcg2"] >= ec["ndcg2_target"] - 0.01)
