@@ -157,7 +157,8 @@ class MultiObjective(Objective):
         self.integer_labels = any(o.integer_labels for o in main)
         self.needs_group = any(o.needs_group for o in self.objectives)
         self.rounds_matter = True  # the weights' memory, the duals and the draws go on from round to round
-        self.pools_rows = any(o.pools_rows for o in self.objectives)
+        # costs and Gram matrices are sums over all rows: a distributed training sums them over the workers
+        self.pools_rows = spec.needs_costs or spec.needs_gram or any(o.pools_rows for o in self.objectives)
 
     @staticmethod
     def _check_labels(labels: Any, m: int) -> tuple:
