@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from customobj.multi.methods import METHODS, check_settings
-from customobj.multi.solvers import augmented_lagrangian, first_memory, step
+from customobj.multi.solvers import augmented_lagrangian, epo_problem, first_memory, step
 
 
 def settings(name, m, **kw):
@@ -205,3 +205,26 @@ def test_degenerate_rounds_never_give_nan():
             res = step(s, mem, costs, np.zeros((2, 2)))
             assert np.all(np.isfinite(res.weights)) and res.weights.min() >= 0, name
             mem = res.memory
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_epo_closed_form_for_two_labels_equals_the_general_solve(kind):
+    from customobj.multi.solvers import _epo
+
+    rng = np.random.default_rng(300 + KINDS.index(kind))
+    s = settings("epo", 2, preference=[0.45, 0.55])
+    rt = (1 / s.preference) / np.linalg.norm(1 / s.preference)
+    for costs in [rng.uniform(0.5, 2, 2) for _ in range(4)] + [1.3 * rt]:  # balance, and descent on the ray
+        g = gradients(kind, 2, rng)
+        gram = g @ g.T
+        closed, fell = _epo(costs, gram, s)
+        general, fell_general = _epo(costs, gram, s, general=True)
+        assert fell == fell_general
+        g_hat, a_hat, descent, _ = epo_problem(costs, gram, s.preference)
+        if not descent and not fell:  # the same objective value (the minimiser may not be unique)
+            f = lambda a: np.sum((g_hat @ a - a_hat) ** 2)  # noqa: E731
+            grid = simplex_grid(2)
+            assert f(closed) == pytest.approx(f(general), abs=1e-8)
+            assert f(closed) <= np.sum((grid @ g_hat.T - a_hat) ** 2, axis=1).min() + 1e-9
+        else:
+            np.testing.assert_allclose(closed, general, atol=1e-6)

@@ -105,9 +105,31 @@ def epo_problem(costs: np.ndarray, gram: np.ndarray, pref: np.ndarray):
     return g_hat, a_hat, descent, restricted
 
 
-def _epo(costs, gram, s: Settings):
+def _epo_pair(g_hat, a_hat, descent, restricted, pref):
+    """EPO's problem for m = 2 in closed form on the segment ``alpha = (t, 1 - t)``: ``(t, solved)``."""
+    d = g_hat[:, 0] - g_hat[:, 1]
+    e = g_hat[:, 1] - a_hat
+    dd = float(d @ d)
+    free = float(pref[0]) if dd == 0 else min(1.0, max(0.0, -float(d @ e) / dd))  # the 1-D least squares
+    if not descent:
+        return free, True
+    row = restricted[0]
+    slope = float(row[0] - row[1])
+    if slope == 0:  # the ray constraint does not depend on t: met everywhere or nowhere
+        return (free, True) if row[1] == 0 else (float(pref[0]), False)
+    t = -float(row[1]) / slope
+    return (t, True) if 0.0 <= t <= 1.0 else (float(pref[0]), False)
+
+
+def _epo(costs, gram, s: Settings, general: bool = False):
+    """EPO's weights; m = 2 in closed form unless ``general`` (the tests compare both)."""
     m = s.m
     g_hat, a_hat, descent, restricted = epo_problem(costs, gram, s.preference)
+    if m == 2 and not general:
+        t, solved = _epo_pair(g_hat, a_hat, descent, restricted, s.preference)
+        if solved:
+            return np.array([t, 1.0 - t]), False
+        return (s.preference.copy() if descent else _vertex(s.preference * costs)), True
     fun = lambda a: float(np.sum((g_hat @ a - a_hat) ** 2))  # noqa: E731
     jac = lambda a: 2.0 * g_hat.T @ (g_hat @ a - a_hat)  # noqa: E731
     eq = [_simplex_eq(m)]
