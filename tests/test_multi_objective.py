@@ -1,4 +1,5 @@
-"""customobj/multi/objective.py (and its kernels, customobj/multi/_kernels.py): MultiObjective's combined
+"""customobj/multi/objective.py (its kernels, customobj/multi/_kernels.py, and its GPU route,
+customobj/multi/_device_route.py, under the CUDA simulator): MultiObjective's combined
 gradient and hessian, its losses against finite differences, the label checks, the record of the rounds,
 and its plumbing into lightgbm.train, LGBMRanker, xgboost.train and TreeBooster."""
 import warnings
@@ -11,6 +12,7 @@ from customobj import adapters  # before lightgbm / xgboost: sets the OpenMP wai
 import customobj
 from customobj import LambdaRank, ListNet, RankNet, Unbiased
 from customobj.multi import MultiObjective
+from _cuda_cases import assert_gpu_equals_cpu, to_device
 
 
 def data(seed=0, n_queries=6):
@@ -192,8 +194,19 @@ def test_identity_repr_and_no_gpu_route():
     assert a == b and hash(a) == hash(b)
     assert a != MultiObjective([RankNet(), ListNet()], labels=[None, y2 + 1], method="epo", preference=[1, 2])
     assert "method='epo'" in repr(a) and "<5 values>" in repr(a)
-    with pytest.raises(NotImplementedError, match=r"MultiObjective has no GPU kernel"):
+    with pytest.raises(NotImplementedError, match=r"MultiObjective\(method='epo'\) has no GPU route yet"):
         a.device_route()
+    with pytest.raises(NotImplementedError, match=r"MultiObjective\(method='epo'\)"):
+        a.grad_hess(to_device(np.zeros(5)), np.zeros(5), [5])
+
+
+def test_linear_on_the_gpu_equals_the_cpu():
+    """Under the CUDA simulator (tests/conftest.py): customobj/multi/_device_route.py."""
+    s, y, y2, sizes = data(9)
+    obj = MultiObjective([LambdaRank(), RankNet()], labels=[None, y2], method="linear", preference=[2, 1])
+    g, h = assert_gpu_equals_cpu(obj, s, y, sizes)
+    assert np.abs(g).max() > 0
+    assert obj.fitted_attributes()["label_weights_"][-1] == pytest.approx([2 / 3, 1 / 3])
 
 
 # --- plumbing --------------------------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ import numpy.typing as npt
 
 from .._validation import as_1d_float, as_labels
 from ..objectives._arrays import freeze_option
-from ..objectives.base import Objective, Prepared
+from ..objectives.base import DeviceRoute, Objective, Prepared
+from . import _device_route
 from . import _kernels as K
 from .methods import Method, check_settings, method_spec
 from .solvers import augmented_lagrangian, first_memory, step
@@ -244,6 +245,24 @@ class MultiObjective(Objective):
                               "training met it (a looser bound, more rounds or a larger penalty)",
                               UserWarning, stacklevel=3)
         return out
+
+    def device_route(self) -> DeviceRoute:
+        """``method="linear"``: each label's GPU route, weighted on the card (``_device_route``); the other
+        methods read per-label costs, which the GPU routes do not compute (``NotImplementedError``).
+
+        Examples
+        --------
+        >>> from customobj import LambdaRank, RankNet
+        >>> MultiObjective([LambdaRank(), RankNet()]).device_route().grad_hess.__module__
+        'customobj.multi._device_route'
+        """
+        if self._settings.spec.method != Method.LINEAR:
+            raise NotImplementedError(f"MultiObjective(method={self.method!r}) has no GPU route yet (it reads each "
+                                      "round's per-label costs, which the GPU routes do not compute): pass host "
+                                      "(numpy) scores, or method='linear' on the GPU")
+        for o in self.objectives:
+            o.device_route()  # NotImplementedError naming a per-label loss without one
+        return DeviceRoute(_device_route.grad_hess)
 
     # --- rounds -------------------------------------------------------------------------------------
     def _parts(self, scores, prep, state, with_pairs):
