@@ -1,6 +1,7 @@
 """The package entry points: customobj/__init__.py, customobj/objectives/__init__.py,
 customobj/compare/__init__.py, customobj/clicks/__init__.py, customobj/multi/__init__.py,
-customobj/ole/__init__.py and adapters/__init__.py (installed as customobj.adapters). Every name in ``__all__`` resolves to the object of its home module;
+customobj/ole/__init__.py, customobj/ole/cuda/__init__.py and adapters/__init__.py (installed as
+customobj.adapters). Every name in ``__all__`` resolves to the object of its home module;
 ``import customobj`` and ``import customobj.ole`` stay light (TreeBooster, and scikit-learn with it,
 load on first use); ``import customobj.adapters`` sets the
 OpenMP wait policy before LightGBM / XGBoost load."""
