@@ -252,3 +252,8 @@ def test_tree_booster_keeps_the_rounds_as_fitted_attributes(two_labels, criterio
                                   n_jobs=1).fit(X, y, group=sizes)
     assert model.label_weights_.shape == (3, 2) and model.label_costs_.shape == (3, 2)
     assert np.all(np.isfinite(model.predict(X)))
+    import pickle
+
+    back = pickle.loads(pickle.dumps(model))  # a saved (pickled) model keeps the rounds' weights
+    np.testing.assert_array_equal(back.label_weights_, model.label_weights_)
+    np.testing.assert_array_equal(back.predict(X), model.predict(X))
