@@ -123,6 +123,18 @@ def test_every_method_records_its_rounds_and_combines_with_its_weights(method, k
     assert np.all(fitted["label_weights_"] >= 0)
 
 
+def test_the_loss_advances_nothing():
+    s, y, y2, sizes = data(10)
+    obj = MultiObjective([RankNet(), ListNet()], labels=[None, y2], method="epo", preference=[1, 3])
+    l1, l2 = RankNet().loss(s, y, sizes), ListNet().loss(s, y2, sizes)
+    assert obj.loss(s, y, sizes) == pytest.approx(0.25 * l1 + 0.75 * l2)  # before a round: the preference
+    obj.grad_hess(s, y, sizes)
+    w = obj.fitted_attributes()["label_weights_"]
+    assert obj.loss(s, y, sizes) == pytest.approx(w[-1] @ [l1, l2])  # then the last round's weights
+    obj.loss(s + 1, y, sizes)
+    assert obj.fitted_attributes()["label_weights_"].shape == (1, 2)  # no round was added
+
+
 def test_label_columns_are_checked_like_positions():
     s, y, y2, sizes = data(5)
     with pytest.raises(ValueError, match=r"labels\[1\] has 5 entries but the data has \d+ rows"):

@@ -108,8 +108,8 @@ class MultiObjective(Objective):
     could not solve, which took the method's fallback weights). The loss (``loss``) is the combined
     cost whose gradient the round takes where the method has one ("linear": ``sum r_k L_k``;
     "chebyshev": the loss of the label of largest weighted cost; "epsilon_constraint": the
-    augmented Lagrangian, in loss-sum units); for the others, ``sum alpha_k L_k`` at the weights the
-    next round would take ("stochastic": the expected loss ``sum r_k L_k``).
+    augmented Lagrangian, in loss-sum units); for the others, ``sum alpha_k L_k`` at the weights of the
+    last round ("stochastic": the expected loss ``sum r_k L_k``; before the first round: the preference).
 
     References
     ----------
@@ -283,23 +283,24 @@ class MultiObjective(Objective):
         return np.array([o._loss(scores, sub, sub.state_for(o)) for o, sub in zip(self.objectives, state.preps)],
                         dtype=np.float64)
 
-    def _inputs(self, scores, prep, state, grads):
-        """``(costs, gram)`` of the round: mean loss per query and the gradients' Gram matrix, summed
-        over the workers of a distributed training."""
+    def _inputs(self, prep, losses, grads, pooled):
+        """``(costs, gram, queries)`` of the round: mean loss per query and the gradients' Gram matrix,
+        summed over the workers of a distributed training when ``pooled`` (the rounds only: every
+        worker makes the same calls)."""
         spec = self._settings.spec
         m = self._settings.m
-        losses = self._losses(scores, state) if spec.needs_costs else np.zeros(m)
         gram = grads @ grads.T if spec.needs_gram else np.zeros((m, m))
         n_q = float(prep.groups.n_groups) if prep.groups is not None else 1.0
-        if prep.collective is not None and (spec.needs_costs or spec.needs_gram):
+        if pooled and prep.collective is not None and (spec.needs_costs or spec.needs_gram):
             total = prep.collective.sum(np.concatenate([gram.ravel(), losses, [n_q]]))
             gram, losses, n_q = total[:m * m].reshape(m, m), total[m * m:-1], float(total[-1])
-        return losses / max(n_q, 1.0), gram
+        return losses / max(n_q, 1.0), gram, n_q
 
     def _round(self, scores, prep, state, out_grad, out_hess, with_pairs):
         s = self._settings
         g, h, pairs = self._parts(scores, prep, state, with_pairs)
-        costs, gram = self._inputs(scores, prep, state, g)
+        losses = self._losses(scores, state) if s.spec.needs_costs else np.zeros(s.m)
+        costs, gram, _ = self._inputs(prep, losses, g, True)
         result = step(s, state.memory, costs, gram)
         state.memory = result.memory
         state.fallbacks += int(result.fallback)
@@ -331,30 +332,33 @@ class MultiObjective(Objective):
         return self._round(scores, prep, state, out_grad, out_hess, True)
 
     def _peek(self, scores, prep, state):
-        """The weights the next round would take at ``scores`` and the round's per-label losses (nothing advances)."""
+        """``(weights, losses, costs, queries)`` at ``scores``, nothing advanced: the weights the next
+        round would take, except for the methods that read the Gram matrix (it would take every label's
+        gradient, and advance the per-label losses whose rounds matter), which read the last round's
+        (the preference before the first)."""
         s = self._settings
         losses = self._losses(scores, state)
-        g = None
+        costs, _, n_q = self._inputs(prep, losses, np.zeros((s.m, 0)), False)
         if s.spec.needs_gram:
-            g, _, _ = self._parts(scores, prep, state, False)
-        costs, gram = self._inputs(scores, prep, state, g if g is not None else np.zeros((s.m, 0)))
-        return step(s, state.memory, costs, gram), losses, costs
+            weights = state.weights[-1] if state.weights else s.preference
+        else:
+            weights = step(s, state.memory, costs, np.zeros((s.m, s.m))).weights
+        return weights, losses, costs, n_q
 
     def _loss(self, scores, prep, state):
         s = self._settings
-        result, losses, costs = self._peek(scores, prep, state)
+        weights, losses, costs, n_q = self._peek(scores, prep, state)
         if s.spec.method == Method.EPSILON_CONSTRAINT:  # in loss-sum units, as the gradient is
-            scale = losses[0] / costs[0] if costs[0] != 0 else float(prep.groups.n_groups)
-            return scale * augmented_lagrangian(costs, s, state.memory.duals)
+            return max(n_q, 1.0) * augmented_lagrangian(costs, s, state.memory.duals)
         if s.spec.method == Method.STOCHASTIC:
             return float(s.preference @ losses)
-        return float(result.weights @ losses)
+        return float(weights @ losses)
 
     def _pair_couplings(self, scores, prep, state):
-        result, _, _ = self._peek(scores, prep, state)
+        weights = self._peek(scores, prep, state)[0]
         pieces = [o._pair_couplings(scores, sub, sub.state_for(o)) if o.pairwise else None
                   for o, sub in zip(self.objectives, state.preps)]
-        return _weighted_pairs(pieces, result.weights, None)
+        return _weighted_pairs(pieces, weights, None)
 
 
 def _weighted_pairs(pairs: list, weights: np.ndarray, row_label: "np.ndarray | None"):
