@@ -199,6 +199,22 @@ def test_pair_couplings_are_the_parts_times_their_weights():
     np.testing.assert_allclose(c1, 0.25 * c0)
 
 
+def test_stochastic_couplings_are_the_drawn_labels_pairs():
+    s, y, y2, sizes = data(11, n_queries=12)
+    obj = MultiObjective([RankNet(), RankNet()], labels=[None, y2], method="stochastic", random_state=1)
+    g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, obj.prepare(y, sizes))
+    (g1, _), (g2, _) = parts(obj, s, y, y2, sizes)
+    pairs = [RankNet().pair_couplings(s, lab, sizes) for lab in (y, y2)]
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    for q in range(sizes.size):
+        rows = slice(ptr[q], ptr[q + 1])
+        k = 0 if np.allclose(g[rows], g1[rows]) and not np.allclose(g[rows], g2[rows]) else 1
+        mine = (i >= ptr[q]) & (i < ptr[q + 1])
+        theirs = (pairs[k][0] >= ptr[q]) & (pairs[k][0] < ptr[q + 1])
+        np.testing.assert_array_equal(i[mine], pairs[k][0][theirs])
+        np.testing.assert_allclose(c[mine], pairs[k][2][theirs])
+
+
 def test_identity_repr_and_no_gpu_route():
     y2 = np.arange(5.0)
     a = MultiObjective([RankNet(), ListNet()], labels=[None, y2], method="epo", preference=[1, 2])
