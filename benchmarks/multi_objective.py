@@ -20,7 +20,7 @@ Prints per fold and the mean with a 95% t-interval over the folds.
 
     nice -n 10 python benchmarks/multi_objective.py study [--data ../shared/data/mq2008] [--rounds 100]
         [--folds 1,2,3,4,5] [--feature 41] [--rays 0.2,0.4,0.5,0.6,0.8] [--bound-weights 0.3,0.7]
-        [--penalties 1,10]
+        [--penalties 1,10] [--plot docs/img/multi_objective_front.png]
 
 ``rounds``: the cost of one round of ``MultiObjective`` with m = 2 and 4 LambdaRank labels against m
 rounds of one LambdaRank, through each library's callable (LightGBM and XGBoost), timed interleaved
@@ -113,11 +113,13 @@ def study_fold(root, fold, args):
         s = booster.predict(train_split[0])
         c2 = LambdaRank().loss(s, train_split[2], train_split[3]) / len(train_split[3])
         grid[w] = (*score(booster, test_split), c2)
-    mwl = {"ls": [], "epo": [], "ls_cost": [], "epo_cost": []}
+    mwl: dict = {"ls": [], "epo": [], "ls_cost": [], "epo_cost": []}
+    epo_points = {}
     for w in args.rays:
         r = np.array([1 - w, w])
         booster, _ = train(model(train_split, "epo", args.rounds, preference=r), train_split, args.rounds)
-        for name, (n1, n2, l1, l2, *_) in (("epo", score(booster, test_split)), ("ls", grid[w])):
+        epo_points[w] = score(booster, test_split)
+        for name, (n1, n2, l1, l2, *_) in (("epo", epo_points[w]), ("ls", grid[w])):
             mwl[name].append(max(r[0] * (1 - n1), r[1] * (1 - n2)))  # the paper's loss: 1 - NDCG@10
             mwl[name + "_cost"].append(max(r[0] * l1, r[1] * l2))  # the costs EPO balances
     ec = []
@@ -131,7 +133,45 @@ def study_fold(root, fold, args):
             ec.append(dict(bound_weight=w, penalty=penalty, ndcg2_target=g2, ec_ndcg1=n1, ec_ndcg2=n2,
                            met=n2 >= g2 - 0.01, best_ls_ndcg1=max(feasible),
                            train_cost2=float(fitted["label_costs_"][-1, 1]), bound=c2))
-    return dict(grid=grid, ec=ec, **{f"mwl_{k}": float(np.mean(v)) for k, v in mwl.items()})
+    return dict(grid=grid, ec=ec, epo=epo_points, **{f"mwl_{k}": float(np.mean(v)) for k, v in mwl.items()})
+
+
+def plot_front(results, args, path):
+    """The fold means of each model's test NDCG@10 on both labels: the linear grid (a line, its weights
+    written), EPO per ray, the epsilon-constraint models; written atomically to ``path``."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from customobj._io import atomic_write_bytes
+
+    def mean(points):
+        return np.mean([p[0] for p in points]), np.mean([p[1] for p in points])
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.6))
+    ls = [mean([r["grid"][w] for r in results]) for w in GRID]
+    ax.plot([p[0] for p in ls], [p[1] for p in ls], "o-", color="0.5", label="linear scalarisation (w on label 2)")
+    for w, p in zip(GRID, ls):
+        ax.annotate(f"{w:g}", p, textcoords="offset points", xytext=(4, 2), fontsize=7, color="0.4")
+    epo = [mean([r["epo"][w] for r in results]) for w in args.rays]
+    ax.plot([p[0] for p in epo], [p[1] for p in epo], "s", color="C0", label="EPO (one per preference ray)")
+    for i, e0 in enumerate(results[0]["ec"]):
+        p = mean([(r["ec"][i]["ec_ndcg1"], r["ec"][i]["ec_ndcg2"]) for r in results])
+        target = np.mean([r["ec"][i]["ndcg2_target"] for r in results])
+        ax.plot(*p, "^", color=f"C{1 + i}", label=f"eps-constraint, bound from w={e0['bound_weight']:g}, "
+                f"penalty {e0['penalty']:g}")
+        ax.axhline(target - 0.01, color=f"C{1 + i}", lw=0.8, ls=":")
+    ax.set_xlabel("NDCG@10, label 1 (relevance), test folds' mean")
+    ax.set_ylabel("NDCG@10, label 2 (graded feature), test folds' mean")
+    ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def study(args):
@@ -157,6 +197,8 @@ def study(args):
         d, ci = interval([r["ec"][i]["ec_ndcg1"] - r["ec"][i]["best_ls_ndcg1"] for r in results])
         print(f"eps-constraint, bound from w={e0['bound_weight']}, penalty {e0['penalty']}: met on {met}/{len(results)} "
               f"test folds; label-1 NDCG@10 minus the best feasible linear model's {d:+.4f} +- {ci:.4f}")
+    if args.plot:
+        plot_front(results, args, args.plot)
 
 
 def time_rounds(args):
@@ -199,6 +241,7 @@ def main(argv=None):
     s.add_argument("--rays", type=lambda t: [float(v) for v in t.split(",")], default=[0.2, 0.4, 0.5, 0.6, 0.8])
     s.add_argument("--bound-weights", type=lambda t: [float(v) for v in t.split(",")], default=[0.3, 0.7])
     s.add_argument("--penalties", type=lambda t: [float(v) for v in t.split(",")], default=[1.0, 10.0])
+    s.add_argument("--plot", default=None, metavar="PNG", help="write the front (fold means) to this PNG, atomically")
     r = sub.add_parser("rounds")
     r.add_argument("--data", default="../shared/data/mq2008/Fold1")
     r.add_argument("--repeats", type=int, default=30)

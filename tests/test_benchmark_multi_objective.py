@@ -25,9 +25,9 @@ def test_grade_per_query_scales_within_each_query(bench):
     assert got.tolist() == [0, 2, 4, 0, 0, 0, 4]  # a query of equal values is all 0
 
 
-def test_one_fold_of_the_study(bench, data_dir, capsys):
+def test_one_fold_of_the_study(bench, data_dir, capsys, tmp_path):
     args = bench.argparse.Namespace(data=str(data_dir / "mq2008"), rounds=2, folds=[1], feature=41, rays=[0.5],
-                                    bound_weights=[0.3], penalties=[1.0])
+                                    bound_weights=[0.3], penalties=[1.0], plot=str(tmp_path / "front.png"))
     r = bench.study_fold(args.data, 1, args)
     assert sorted(r["grid"]) == pytest.approx(bench.GRID.tolist())
     g1, g2, l1, l2, _ = r["grid"][0.5]
@@ -36,6 +36,8 @@ def test_one_fold_of_the_study(bench, data_dir, capsys):
     (ec,) = r["ec"]
     assert ec["best_ls_ndcg1"] == max(v[0] for v in r["grid"].values() if v[1] >= ec["ndcg2_target"] - 0.01)
     assert ec["met"] == (ec["ec_ndcg2"] >= ec["ndcg2_target"] - 0.01)
+    bench.plot_front([r], args, args.plot)
+    assert (tmp_path / "front.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     bench.main(["rounds", "--data", str(data_dir / "mq2008" / "Fold1"), "--repeats", "1"])
     out = capsys.readouterr().out
     assert out.count("round / (m x single round) median") == 8
