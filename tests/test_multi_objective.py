@@ -1,5 +1,5 @@
-"""customobj/multi/objective.py (its kernels, customobj/multi/_kernels.py, and its GPU route,
-customobj/multi/_device_route.py, under the CUDA simulator): MultiObjective's combined
+"""customobj/multi/objective.py (its kernels, customobj/multi/_combine_kernels.py, and its GPU route,
+customobj/multi/_weighted_route.py, under the CUDA simulator): MultiObjective's combined
 gradient and hessian, its losses against finite differences, the label checks, the record of the rounds,
 and its plumbing into lightgbm.train, LGBMRanker, xgboost.train and TreeBooster."""
 import warnings
@@ -229,7 +229,7 @@ def test_identity_repr_and_no_gpu_route():
 
 
 def test_linear_on_the_gpu_equals_the_cpu():
-    """Under the CUDA simulator (tests/conftest.py): customobj/multi/_device_route.py."""
+    """Under the CUDA simulator (tests/conftest.py): customobj/multi/_weighted_route.py."""
     s, y, y2, sizes = data(9)
     obj = MultiObjective([LambdaRank(), RankNet()], labels=[None, y2], method="linear", preference=[2, 1])
     g, h = assert_gpu_equals_cpu(obj, s, y, sizes)

@@ -27,8 +27,8 @@ import numpy.typing as npt
 from .._validation import as_1d_float, as_labels
 from ..objectives._arrays import freeze_option
 from ..objectives.base import DeviceRoute, Objective, Prepared
-from . import _device_route
-from . import _kernels as K
+from . import _combine_kernels as K
+from . import _weighted_route
 from .methods import Method, check_settings, method_spec
 from .solvers import augmented_lagrangian, first_memory, step
 
@@ -247,14 +247,14 @@ class MultiObjective(Objective):
         return out
 
     def device_route(self) -> DeviceRoute:
-        """``method="linear"``: each label's GPU route, weighted on the card (``_device_route``); the other
+        """``method="linear"``: each label's GPU route, weighted on the card (``_weighted_route``); the other
         methods read per-label costs, which the GPU routes do not compute (``NotImplementedError``).
 
         Examples
         --------
         >>> from customobj import LambdaRank, RankNet
         >>> MultiObjective([LambdaRank(), RankNet()]).device_route().grad_hess.__module__
-        'customobj.multi._device_route'
+        'customobj.multi._weighted_route'
         """
         if self._settings.spec.method != Method.LINEAR:
             raise NotImplementedError(f"MultiObjective(method={self.method!r}) has no GPU route yet (it reads each "
@@ -262,7 +262,7 @@ class MultiObjective(Objective):
                                       "(numpy) scores, or method='linear' on the GPU")
         for o in self.objectives:
             o.device_route()  # NotImplementedError naming a per-label loss without one
-        return DeviceRoute(_device_route.grad_hess)
+        return DeviceRoute(_weighted_route.grad_hess)
 
     # --- rounds -------------------------------------------------------------------------------------
     def _parts(self, scores, prep, state, with_pairs):

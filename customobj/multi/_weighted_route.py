@@ -16,8 +16,8 @@ __all__ = ["grad_hess"]
 def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     """The route of :meth:`customobj.multi.MultiObjective.device_route`: per label, its own route into
     scratch (on its own labels' device copies), then ``out += weight * scratch`` (``Scaled``'s kernel)."""
-    from ..objectives import _cuda_pointwise as CW
-    from ..objectives._cuda_routes import flat, launch, zero
+    from ..objectives import _pointwise_cuda as CW
+    from ..objectives._launch import flat, launch, zero
     from ..objectives.devices import device_data
 
     state = prep.state_for(obj)
