@@ -1,10 +1,10 @@
-"""The shared row math of the pointwise losses (customobj/objectives/_row_terms.py): the compiled
+"""The shared row math of the pointwise losses (customobj/objectives/_pointwise_terms.py): the compiled
 functions and their Python source (the GPU kernels under the CUDA simulator) agree bit for bit."""
 import math
 
 import numpy as np
 
-from customobj.objectives import _row_terms as R
+from customobj.objectives import _pointwise_terms as R
 
 RNG = np.random.default_rng(1)
 S = np.concatenate([RNG.normal(size=100) * 4, [0.0, 400.0, -400.0, 1e100, -1e100]])
@@ -29,7 +29,7 @@ def test_softmax_terms_sum_to_one_and_agree():
 
 
 def test_row_terms_dispatches_each_kind_and_never_falls_through():
-    from customobj.objectives._row_terms import RowKind, row_terms
+    from customobj.objectives._pointwise_terms import RowKind, row_terms
     for s, y in ((0.3, 1.0), (-2.0, 0.0), (2.0, 1.0)):
         assert row_terms(int(RowKind.SQUARED_ERROR), s, y, 1.5, 0.0) == (True, *R.squared_error_row(s, y, 1.5))
         assert row_terms(int(RowKind.LOGISTIC), s, y, 1.5, 0.7) == (True, *R.logistic_row(s, y, 1.5, 0.7))

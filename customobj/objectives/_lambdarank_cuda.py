@@ -20,7 +20,7 @@ Five launches per call, each over rows or queries (no atomics, results independe
    couplings and the trees grown from them).
 
 The pair couplings (``_lambdarank_kernels.lambdarank_couplings``' COUNT and FILL passes; driven by
-``_cuda_couplings``) reuse the scratch of launches 1, 2 and 4, one thread per query:
+``_couplings_route``) reuse the scratch of launches 1, 2 and 4, one thread per query:
 ``count_pairs`` (pairs with nonzero ``|dZ|``), ``scan_pairs`` (one thread: the queries' offsets, in
 query order) and ``fill_pairs`` (rows ``i`` above ``j`` by label, coupling ``h`` times the query's
 hessian factor), in the CPU's order: by query, upper position, lower position. ``fill_pairs`` also
@@ -38,7 +38,7 @@ import numpy as np
 
 from .._cuda_runtime import cuda_module, device_function
 from . import _lambdarank_terms as LT
-from ._pair_terms import tracked_propensities
+from ._pairwise_terms import tracked_propensities
 from ._lambdarank_records import Channel
 
 cuda = cuda_module()

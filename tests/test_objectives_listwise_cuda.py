@@ -1,5 +1,5 @@
-"""GPU QueryRMSE, ListNet, QuerySoftMax and XENDCG (customobj/objectives/_cuda_listwise.py, routed by
-customobj/objectives/_listwise_routes.py; their shared math customobj/objectives/_listwise_terms.py) against their CPU twins under the simulator: random and degenerate data (one-row
+"""GPU QueryRMSE, ListNet, QuerySoftMax and XENDCG (customobj/objectives/_listwise_cuda.py, routed by
+customobj/objectives/_listwise_route.py; their shared math customobj/objectives/_listwise_terms.py) against their CPU twins under the simulator: random and degenerate data (one-row
 queries, equal labels, tied or equal scores, weights, an empty query, extreme scores), XENDCG's noise
 over several rounds in both conventions (the same seeds, the same draws), their dense pair couplings (the
 CPU's pairs of coupling > 0, in order), and the kernels typed and compiled to PTX for sm_80."""
@@ -50,8 +50,8 @@ def test_dense_couplings_keep_the_cpus_pairs(case, obj):
 
 
 def test_every_kernel_compiles_for_a_real_gpu():
-    # The argument types customobj/objectives/_listwise_routes.py launches them with.
-    assert_kernels_compile("customobj.objectives._cuda_listwise", {
+    # The argument types customobj/objectives/_listwise_route.py launches them with.
+    assert_kernels_compile("customobj.objectives._listwise_cuda", {
         "query_rmse_queries": ("f1", "f1", "i1", "f1", "b", "f2"),
         "query_rows": ("i", "f1", "i1", "f1", "f1", "b", "f", "f2", "f1", "f1"),
         "softmax_queries": ("f1", "i1", "f1", "f1", "b", "f", "f2"),

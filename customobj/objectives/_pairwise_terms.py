@@ -1,12 +1,12 @@
 """The scalar math of one pair of the pairwise losses, shared by the CPU and the GPU kernels.
 
-Design note (the terms modules: ``_pair_terms``, ``_row_terms``, ``_lambdarank_terms``,
+Design note (the terms modules: ``_pairwise_terms``, ``_pointwise_terms``, ``_lambdarank_terms``,
 ``_structured_terms``). What is shared: every formula evaluated per pair, per row or per sorted
 position, written once here as a plain ``@njit`` function over scalars (and, where a formula reads
 a per-query table, over the table and an offset into it) with ``math.*`` only. ``np.exp`` /
 ``np.log1p`` do not compile for the GPU; ``math.exp`` / ``math.log1p`` give the CPU the same bits
 (``benchmarks/objective_bits.py`` compares every loss's outputs byte for byte). The CPU kernels
-(``_pairwise_kernels``, ...) call these functions directly; the GPU kernels (``_cuda_pairwise``,
+(``_pairwise_kernels``, ...) call these functions directly; the GPU kernels (``_pairwise_cuda``,
 ...) call their GPU form, ``customobj._cuda_runtime.device_function(fn)`` (the one switch,
 simulator included). What stays per target: the drivers, i.e. how the work is split and the
 memory walked. The CPU loops over queries and scatters a pair into both of its rows; the GPU gives

@@ -7,7 +7,7 @@ driver of ``_affine_kernels.affine_pairs``, calling the CPU's own per-query func
 own per-query source (one definition of the loop, the weights and the norm); the query's norm sum
 ``S`` must be the CPU's running sum over its pairs in order (a block's tree reduction differs in the
 last bits, and LambdaRank's ranks of tied scores turn such a bit into another ranking some rounds
-later, as ``_cuda_unbiased`` found), so a block would wait on one thread for it anyway; and a pair
+later, as ``_unbiased_cuda`` found), so a block would wait on one thread for it anyway; and a pair
 adds to both of its rows, so threads per pair would need atomics (an order that is not the CPU's),
 and threads per row would compute every pair twice. The results are the CPU's bit for bit up to the
 device's ``exp`` / ``log``. No atomics, float64, results independent of the launch. A block per

@@ -1,4 +1,4 @@
-"""GPU LambdaRank (customobj/objectives/_cuda_lambdarank.py) against its CPU twin: every metric,
+"""GPU LambdaRank (customobj/objectives/_lambdarank_cuda.py) against its CPU twin: every metric,
 ``k``, ``truncation``, ``gain``, ``norm`` and the three conventions, on random and degenerate data
 (one-row queries, equal labels, tied scores, weights). Runs on the simulator where no GPU is present."""
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_a_skipped_query_reads_no_stale_scratch():
     # Unbiased, whose click data has such queries). Fill the scratch with a bad index first.
     from numba import cuda
 
-    from customobj.objectives import _cuda_lambdarank as CL
+    from customobj.objectives import _lambdarank_cuda as CL
     from customobj.objectives.devices import device_data
     from _cuda_cases import to_device
 

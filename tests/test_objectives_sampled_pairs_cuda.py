@@ -1,5 +1,5 @@
-"""GPU LambdaLoss (its three weightings) and YetiRank (customobj/objectives/_cuda_sampled_pairs.py,
-routed by _listwise_routes.py) against their CPU twins under the simulator: random and degenerate data
+"""GPU LambdaLoss (its three weightings) and YetiRank (customobj/objectives/_sampled_pairs_cuda.py,
+routed by _listwise_route.py) against their CPU twins under the simulator: random and degenerate data
 (one-row queries, equal labels, tied or equal scores, weights, an empty query, extreme scores), YetiRank's
 seeded permutations over several rounds (the same draws), the pair budget, YetiRank's pair couplings (the
 CPU's sampled pairs, in order), and the kernels typed and compiled to PTX for sm_80."""
@@ -55,8 +55,8 @@ def test_device_gradients_and_couplings_grow_the_cpu_trees(obj):
 
 
 def test_every_kernel_compiles_for_a_real_gpu():
-    # The argument types customobj/objectives/_listwise_routes.py launches them with.
-    assert_kernels_compile("customobj.objectives._cuda_sampled_pairs", {
+    # The argument types customobj/objectives/_listwise_route.py launches them with.
+    assert_kernels_compile("customobj.objectives._sampled_pairs_cuda", {
         "lambdaloss_weights": ("i1", "i1", "i1", "f1", "f1", "i", "f", "f1"),
         "yetirank_ranks": ("f1", "i1", "i1", "i", "i", "i", "i1"),
         "yetirank_sums": ("f1", "f1", "i1", "f1", "i", "f", "i1", "f1", "f1"),

@@ -1,5 +1,5 @@
-"""GPU pair couplings (customobj/objectives/_cuda_couplings.py; kernels in _cuda_lambdarank.py and
-_cuda_pairwise.py) against the CPU's ``grad_hess_couplings_prepared``: the same pairs in the same order,
+"""GPU pair couplings (customobj/objectives/_couplings_route.py; kernels in _lambdarank_cuda.py and
+_pairwise_cuda.py) against the CPU's ``grad_hess_couplings_prepared``: the same pairs in the same order,
 couplings and gradients to 1e-9 relative (bit for bit under the simulator, where the device's exp is the
 host's); every LambdaRank metric and convention and every listed-pair loss (LambdaLoss too), on random and
 degenerate data (one-row queries, equal labels, tied scores, weights), and the bagged pairs against the
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from customobj import LambdaLoss, LambdaRank, MPBoost, PreferencePairs, QBRank, RankNet, RankSVM
-from customobj.objectives._cuda_couplings import couplings_reason, grad_hess_couplings_prepared, in_bag_pairs
+from customobj.objectives._couplings_route import couplings_reason, grad_hess_couplings_prepared, in_bag_pairs
 from customobj.ole.pair_partition import compact_pairs
 from _cuda_cases import STATUS, data, degenerate_cases, needs_gpu, to_device
 
@@ -57,9 +57,9 @@ def test_objectives_without_a_kernel_are_refused():
                               "qbrank-pairs", "preference-pairs", "lambdaloss", "lambdaloss-ndcg1"])
 @pytest.mark.parametrize("chunk", [1024, 5], ids=["one-chunk", "chunks-of-5"])
 def test_listed_pair_losses_keep_the_cpu_pairs_of_positive_coupling(obj, chunk, monkeypatch):
-    from customobj.objectives import _cuda_routes
+    from customobj.objectives import _launch
 
-    monkeypatch.setattr(_cuda_routes, "LIST_CHUNK", chunk)  # the result never depends on the chunk
+    monkeypatch.setattr(_launch, "LIST_CHUNK", chunk)  # the result never depends on the chunk
     s, y, sizes, w = data(6, weights=True)
     i, _, c = assert_couplings_equal_cpu(obj, s, y, sizes, w, index_dtype=np.int32)
     assert i.size > 0 and np.all(c > 0)
@@ -131,9 +131,9 @@ def test_underflowing_exp_table_and_given_buffers():
 @pytest.mark.parametrize("chunk", [1024, 3], ids=["one-chunk", "chunks-of-3"])
 def test_in_bag_pairs_are_the_cpu_compaction(obj, chunk, monkeypatch):
     from numba import cuda
-    from customobj.objectives import _cuda_routes
+    from customobj.objectives import _launch
 
-    monkeypatch.setattr(_cuda_routes, "LIST_CHUNK", chunk)  # the result never depends on the chunk
+    monkeypatch.setattr(_launch, "LIST_CHUNK", chunk)  # the result never depends on the chunk
 
     s, y, sizes, w = data(7, weights=True, per_query=True)
     s[:3] = [30.0, 0.0, -30.0]  # far apart: RankSVM's couplings there are 0 and dropped

@@ -1,15 +1,15 @@
 """numba.cuda kernels of the pointwise losses and of the device plumbing: the GPU drivers of
 ``_pointwise_kernels`` (SquaredError, Logistic, SquaredHinge through one kernel and their
-``RowKind``, McRank's softmax), one thread per row, calling the CPU's own row math (``_row_terms``); plus the checked score conversion, ``Scaled``'s
+``RowKind``, McRank's softmax), one thread per row, calling the CPU's own row math (``_pointwise_terms``); plus the checked score conversion, ``Scaled``'s
 ``out += f x`` and the float32 copy handed to XGBoost.
 """
 from .._cuda_runtime import cuda_module, device_function
-from . import _row_terms as R
+from . import _pointwise_terms as R
 
 cuda = cuda_module()
 
 _weight = device_function(R.row_weight)
-_row_terms = device_function(R.row_terms)
+_pointwise_terms = device_function(R.row_terms)
 _top_z, _p, _mcrank = device_function(R.softmax_top_z), device_function(R.softmax_p), device_function(R.mcrank_row_class)
 
 #: Flags raised by ``to_float64`` (``bad[0]``) and ``to_float32`` (``bad[0]``).
@@ -18,12 +18,12 @@ NOT_FINITE_OR_TOO_LARGE = 1
 
 @cuda.jit(cache=True)
 def pointwise_rows(kind, scores, labels, weights, use_weights, param, out_grad, out_hess):
-    """One thread per row: the row's terms of the loss ``kind`` (a ``_row_terms.RowKind`` code,
-    ``param`` its parameter: ``_row_terms.row_terms``) added into the outputs."""
+    """One thread per row: the row's terms of the loss ``kind`` (a ``_pointwise_terms.RowKind`` code,
+    ``param`` its parameter: ``_pointwise_terms.row_terms``) added into the outputs."""
     i = cuda.grid(1)
     if i >= scores.shape[0]:
         return
-    adds, g, h = _row_terms(kind, scores[i], labels[i], _weight(weights, use_weights, i), param)
+    adds, g, h = _pointwise_terms(kind, scores[i], labels[i], _weight(weights, use_weights, i), param)
     if adds:
         out_grad[i] += g
         out_hess[i] += h

@@ -1,4 +1,4 @@
-"""GPU Unbiased (customobj/clicks/_cuda_unbiased.py, launched by customobj/clicks/_device_route.py)
+"""GPU Unbiased (customobj/clicks/_unbiased_cuda.py, launched by customobj/clicks/_unbiased_route.py)
 against its CPU twin under the simulator: gradients, hessians and the estimated propensities
 (``position_bias_``, ``position_bias_unclicked_``) round after round, for every wrapped loss it
 debiases, weights on and off, both costs, known propensities, no query normalisation; the refusals;
@@ -137,7 +137,7 @@ def test_tree_booster_on_the_device_grows_the_cpus_trees():
 
 def test_the_route_is_unbiaseds_own():
     obj = Unbiased(RankNet() + SquaredError())
-    assert devices.kernels_for(obj, devices.Device.CUDA).__module__ == "customobj.clicks._device_route"
+    assert devices.kernels_for(obj, devices.Device.CUDA).__module__ == "customobj.clicks._unbiased_route"
     assert obj.device_route().couplings is None  # TreeBooster(device="cuda") with OLE takes its pairs on the host
 
 
@@ -148,9 +148,9 @@ cuda = cuda_module()
 from numba import types as T
 import numba.cuda.dispatcher as dispatcher
 dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))  # no GPU: sm_80
-from customobj.clicks import _cuda_unbiased as CU, _kernels as CK
+from customobj.clicks import _unbiased_cuda as CU, _unbiased_kernels as CK
 f1, i1, f2, i2, b, i, f = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.int64[:, ::1], T.boolean, T.int64, T.float64
-# The records customobj/clicks/_device_route.py passes, typed as numba types them.
+# The records customobj/clicks/_unbiased_route.py passes, typed as numba types them.
 QP = T.NamedTuple([i1, i1, i1, b, i1], CU.QueryPairs)
 TERMS = T.NamedTuple([f1, f1, f1, f1], CK.DebiasedTerms)
 PW = T.NamedTuple([f1, b, f1, b], CK.PairWeights)
@@ -164,7 +164,7 @@ SIGNATURES = [
 for kernel, sig in SIGNATURES:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
 print("COMPILED", len(SIGNATURES))
-check_listed(SIGNATURES, "customobj.clicks", own=("_cuda_affine",))  # its own test lists it
+check_listed(SIGNATURES, "customobj.clicks", own=("_affine_cuda",))  # its own test lists it
 """
 
 

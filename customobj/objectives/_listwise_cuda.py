@@ -1,5 +1,5 @@
 """numba.cuda kernels of the query-level losses: QueryRMSE, the softmax cross-entropy of ListNet /
-QuerySoftMax / XENDCG, and LightGBM's XENDCG gradients; the GPU twins of ``_query_kernels``.
+QuerySoftMax / XENDCG, and LightGBM's XENDCG gradients; the GPU twins of ``_listwise_kernels``.
 
 Every formula comes from ``_listwise_terms`` (through ``_cuda_runtime.device_function``): these
 kernels are only the GPU-shaped drivers. Each loss is two launches, no atomics, float64 throughout:
@@ -16,7 +16,7 @@ XENDCG's target masses (``xendcg_mass_queries``, one thread per query) draw Ligh
 generator in row order, as the CPU does: the same seeds give the same noise on both.
 
 The couplings of these losses (``TreeBooster(device="cuda")``'s OLE criteria, driven by
-``_cuda_couplings``) are dense: every pair ``a < b`` of a query, ``c = qscale_q f_a f_b``, with ``f = p``
+``_couplings_route``) are dense: every pair ``a < b`` of a query, ``c = qscale_q f_a f_b``, with ``f = p``
 and ``qscale = beta^2 M`` for the softmax losses (from the sums the gradient launch left) and
 QueryRMSE's label-only ``f = w``, ``qscale = 1 / W``. ``dense_count_pairs`` then ``dense_fill_pairs``
 (one thread per query) keep those with ``c > 0``, in the CPU's order, as the CPU booster does.
@@ -26,7 +26,7 @@ import math
 from .._cuda_runtime import cuda_module, device_function
 from . import _listwise_terms as LT
 from ._noise import lcg_next, lcg_skip
-from ._query_kernels import LIGHTGBM_EPSILON, range_sum
+from ._listwise_kernels import LIGHTGBM_EPSILON, range_sum
 
 cuda = cuda_module()
 
@@ -180,7 +180,7 @@ def xendcg_lightgbm_rows(scores, labels, ptr, qid, rnd, seed, weights, use_w, st
     out_hess[i] += h
 
 
-# --- the dense pair couplings (driven by _cuda_couplings) --------------------------------------------
+# --- the dense pair couplings (driven by _couplings_route) --------------------------------------------
 @cuda.jit(cache=True)
 def softmax_probs_rows(scores, qid, vw, use_vw, beta, stats, out_p):
     """Each row's ``p`` from the softmax sums the gradient launch left (0 in a query that contributes

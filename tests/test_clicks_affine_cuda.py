@@ -1,4 +1,4 @@
-"""GPU Affine (customobj/clicks/_cuda_affine.py, launched by customobj/clicks/_affine_route.py) against
+"""GPU Affine (customobj/clicks/_affine_cuda.py, launched by customobj/clicks/_affine_route.py) against
 its CPU twin under the simulator: gradients and hessians for every loss it corrects (sums and
 scalings too), ``query_norm`` on and off, tied scores, weights; the pair couplings the OLE criteria
 take and ``TreeBooster(device="cuda", criterion="ole")``'s trees; ``xgboost_objective(device="cuda")``'s
@@ -125,7 +125,7 @@ cuda = cuda_module()
 from numba import types as T
 import numba.cuda.dispatcher as dispatcher
 dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))  # no GPU: sm_80
-from customobj.clicks import _cuda_affine as CA, _affine_kernels as AK
+from customobj.clicks import _affine_cuda as CA, _affine_kernels as AK
 f1, i1, b, i, f = T.float64[::1], T.int64[::1], T.boolean, T.int64, T.float64
 # The record customobj/clicks/_affine_route.py passes, typed as numba types it.
 LOSS = T.NamedTuple([i, f, f, f, b, i, i, b], AK.AffinePairLoss)
@@ -133,7 +133,7 @@ SIGNATURES = [(CA.affine_queries, (f1, i1, i1, f1, f1, b, LOSS, i1, f1, f1, f1))
 for kernel, sig in SIGNATURES:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
 print("COMPILED", len(SIGNATURES))
-check_listed(SIGNATURES, "customobj.clicks", own=("_cuda_unbiased",))
+check_listed(SIGNATURES, "customobj.clicks", own=("_unbiased_cuda",))
 """
 
 

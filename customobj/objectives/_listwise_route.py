@@ -7,7 +7,7 @@ out_grad, out_hess)``: ``scores`` the checked float64 device scores, ``data`` th
 adds into. Label-only state (targets, query weights, pair lists) is the CPU objective's own
 ``_state``, uploaded once; per-round values (XENDCG's noise, LambdaLoss's ranks, YetiRank's
 sampled pairs) are computed on the device: one integer (the round) crosses the bus, never an array.
-The kernels live in ``_cuda_listwise`` and ``_cuda_sampled_pairs``, their math in ``_listwise_terms``.
+The kernels live in ``_listwise_cuda`` and ``_sampled_pairs_cuda``, their math in ``_listwise_terms``.
 """
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ._cuda_routes import PairBuffer, kept_pairs, launch, query_pairs
+from ._launch import PairBuffer, launch, query_pairs
+from ._pairwise_route import kept_pairs
 
 __all__ = ["query_rmse", "softmax", "xendcg", "lambdaloss", "lambdaloss_device_pairs", "yetirank",
            "yetirank_device_state", "lambdaloss_couplings", "yetirank_couplings", "query_rmse_couplings",
@@ -29,7 +30,7 @@ def _padded(a: np.ndarray) -> np.ndarray:
 
 def query_rmse(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     """QueryRMSE: per query its mean residual and ``W``, then per row its terms."""
-    from . import _cuda_listwise as CQ
+    from . import _listwise_cuda as CQ
 
     stats = data.scratch("query_rmse_stats", (CQ.N_RMSE, max(data.n_queries, 1)), np.float64)
     launch(CQ.query_rmse_queries, data.n_queries, s, data.labels, data.ptr, data.weights, data.use_weights, stats)
@@ -38,7 +39,7 @@ def query_rmse(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
 
 
 def _softmax_ce(s: Any, data: Any, mass: Any, vw: Any, use_vw: bool, beta: float, g: Any, h: Any) -> None:
-    from . import _cuda_listwise as CQ
+    from . import _listwise_cuda as CQ
 
     stats = data.scratch("softmax_stats", (CQ.N_SM, max(data.n_queries, 1)), np.float64)
     launch(CQ.softmax_queries, data.n_queries, s, data.ptr, mass, vw, use_vw, beta, stats)
@@ -59,7 +60,7 @@ def softmax(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
 
 def _xendcg_mass(obj: Any, prep: Any, data: Any, rnd: int) -> Any:
     """XENDCG's target masses of round ``rnd``, drawn on the device (its gradients' and couplings')."""
-    from . import _cuda_listwise as CQ
+    from . import _listwise_cuda as CQ
 
     state = prep.state_for(obj)
     qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
@@ -71,7 +72,7 @@ def _xendcg_mass(obj: Any, prep: Any, data: Any, rnd: int) -> Any:
 def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     """XENDCG: a new round (as the CPU's ``grad_hess``), its noise drawn on the device from the same
     per-query generators; LightGBM's gradients or the softmax cross-entropy against the noisy masses."""
-    from . import _cuda_listwise as CQ
+    from . import _listwise_cuda as CQ
 
     rnd = obj._round(prep.state_for(obj), True)
     if obj._lightgbm:
@@ -86,7 +87,7 @@ def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
 
 def _softmax_factors(s: Any, data: Any, mass: Any, vw: Any, use_vw: bool, beta: float) -> tuple:
     """The device ``(p, qscale)`` of the softmax's dense couplings ``qscale_q p_a p_b`` at ``s``."""
-    from . import _cuda_listwise as CQ
+    from . import _listwise_cuda as CQ
 
     stats = data.scratch("softmax_stats", (CQ.N_SM, max(data.n_queries, 1)), np.float64)
     p = data.scratch("coupling_p", (max(data.n_rows, 1),), np.float64)
@@ -116,12 +117,12 @@ def lambdaloss_device_pairs(obj: Any, prep: Any, data: Any) -> tuple:
 
 def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     """LambdaLoss: a round ranks the rows, weighs the label pairs and sums each row's pairs
-    (``_cuda_sampled_pairs``)."""
-    from . import _cuda_lambdarank as CL
-    from . import _cuda_pairwise as CP
-    from . import _cuda_sampled_pairs as CS
+    (``_sampled_pairs_cuda``)."""
+    from . import _lambdarank_cuda as CL
+    from . import _pairwise_cuda as CP
+    from . import _sampled_pairs_cuda as CS
     from . import _pairwise_kernels as PK
-    from ._lambdaloss_kernels import WEIGHTINGS
+    from ._sampled_pairs_kernels import WEIGHTINGS
 
     (pi, pj, theta, inc_ptr, inc_pair, inc_sign, gain, inv_idcg), pair_w = lambdaloss_device_pairs(obj, prep, data)
     n = data.n_rows
@@ -146,7 +147,7 @@ def yetirank_device_state(obj: Any, prep: Any, data: Any) -> tuple:
 def yetirank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     """YetiRank: a new round (as the CPU's ``grad_hess``, within the same pair budget), its permutations
     sampled on the device from the same per-query streams, then each query's pairs summed."""
-    from . import _cuda_sampled_pairs as CS
+    from . import _sampled_pairs_cuda as CS
 
     rnd = prep.state_for(obj).rounds.advance()
     obj._pair_offsets(prep)  # the CPU's pair budget, refused the same way
@@ -159,7 +160,7 @@ def yetirank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
 # --- pair couplings (``device_route().couplings``, for TreeBooster(device="cuda")'s OLE criteria) ------
 def lambdaloss_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:
     """LambdaLoss: its label pairs with the weights its gradient launch just computed."""
-    from . import _cuda_pairwise as CP
+    from . import _pairwise_cuda as CP
     from . import _pairwise_kernels as PK
 
     arrays, pair_w = lambdaloss_device_pairs(obj, prep, data)
@@ -168,8 +169,8 @@ def lambdaloss_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: Pa
 
 
 def yetirank_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:
-    """YetiRank: the pairs its gradient launch sampled this round (``_cuda_sampled_pairs``)."""
-    from . import _cuda_sampled_pairs as CS
+    """YetiRank: the pairs its gradient launch sampled this round (``_sampled_pairs_cuda``)."""
+    from . import _sampled_pairs_cuda as CS
 
     qweight, order = yetirank_device_state(obj, prep, data)
     return query_pairs(data, pair_buffer, CS.yetirank_count_pairs, CS.yetirank_fill_pairs,
@@ -177,8 +178,8 @@ def yetirank_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: Pair
 
 
 def _dense(data: Any, pair_buffer: PairBuffer, factor: Any, qscale: Any) -> tuple:
-    """Every pair of a query of coupling ``qscale_q f_a f_b > 0`` (``_cuda_listwise``), in the CPU's order."""
-    from . import _cuda_listwise as CQ
+    """Every pair of a query of coupling ``qscale_q f_a f_b > 0`` (``_listwise_cuda``), in the CPU's order."""
+    from . import _listwise_cuda as CQ
 
     return query_pairs(data, pair_buffer, CQ.dense_count_pairs, CQ.dense_fill_pairs, data.ptr, factor, qscale)
 

@@ -1,8 +1,8 @@
 """numba.cuda kernels of Unbiased LambdaMART's debiasing (Hu et al., WWW 2019, sec. 4-5): the GPU
-drivers of ``_kernels`` (``loss_pair_terms``, ``debias_pairs``), calling the CPU's own scalar math
+drivers of ``_unbiased_kernels`` (``loss_pair_terms``, ``debias_pairs``), calling the CPU's own scalar math
 (``loss_terms``, ``tracked_propensities``, ``norm_factor``, ``pair_weight``, through
 ``device_function``). LambdaRank's debiased terms come from its own GPU pass
-(``objectives._cuda_lambdarank.fill_terms``). The route that launches them is ``_device_route``.
+(``objectives._lambdarank_cuda.fill_terms``). The route that launches them is ``_unbiased_route``.
 
 No atomics, float64, results independent of the launch:
 
@@ -23,7 +23,7 @@ No atomics, float64, results independent of the launch:
 from typing import Any, NamedTuple
 
 from .._cuda_runtime import cuda_module, device_function
-from . import _kernels as CK
+from . import _unbiased_kernels as CK
 
 cuda = cuda_module()
 
@@ -61,7 +61,7 @@ def _pair(qp, t):
 
 @cuda.jit(cache=True)
 def loss_terms_pairs(scores, pi, pj, theta, kind, scale, swapped, props, out):
-    """One thread per pair: ``_kernels.loss_pair_terms`` into the ``DebiasedTerms`` ``out``."""
+    """One thread per pair: ``_unbiased_kernels.loss_pair_terms`` into the ``DebiasedTerms`` ``out``."""
     p = cuda.grid(1)
     if p >= pi.shape[0]:
         return
@@ -75,7 +75,7 @@ def loss_terms_pairs(scores, pi, pj, theta, kind, scale, swapped, props, out):
 
 @cuda.jit(cache=True)
 def debias_queries(qp, terms, weights, props, scale, norm, estimate, out):
-    """One thread per query: ``_kernels.debias_pairs`` of its pairs (records as there; ``out``: an
+    """One thread per query: ``_unbiased_kernels.debias_pairs`` of its pairs (records as there; ``out``: an
     :class:`Outputs`)."""
     q = cuda.grid(1)
     if q >= qp.qptr.shape[0] - 1:

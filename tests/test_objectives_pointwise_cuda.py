@@ -1,4 +1,4 @@
-"""GPU pointwise losses and device plumbing (customobj/objectives/_cuda_pointwise.py) against the CPU:
+"""GPU pointwise losses and device plumbing (customobj/objectives/_pointwise_cuda.py) against the CPU:
 SquaredError, Logistic (plain, balanced), SquaredHinge, McRank (K outputs), with weights; the
 checked float64 conversion of device scores."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GPU pairwise losses (customobj/objectives/_cuda_pairwise.py) against their CPU twins: RankNet,
+"""GPU pairwise losses (customobj/objectives/_pairwise_cuda.py) against their CPU twins: RankNet,
 RankSVM, MPBoost with every DDF, QBRank (label pairs, explicit pairs across queries, both hessians,
 labelled rows), PreferencePairs (with pair weights), on random and degenerate data."""
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """``Unbiased``'s GPU route (``Unbiased.device_route()``): the wrapped loss's pairs and raw terms
 on the device, debiased there, eq. 30-31's per-position sums reduced there
-(kernels: ``_cuda_unbiased``).
+(kernels: ``_unbiased_cuda``).
 
 Per round, for each pairwise leaf of the wrapped loss (as ``Unbiased._run`` on the CPU):
 
-- LambdaRank: its own GPU pass (``objectives._cuda_routes.lambdarank_debiased_terms``) on the
+- LambdaRank: its own GPU pass (``objectives._lambdarank_route.lambdarank_debiased_terms``) on the
   unweighted data gives its pairs by query and their terms, the propensities passed into its pair
   function, as the CPU's ``LambdaRank.debiased_pair_terms`` does.
 - a pair loss (RankNet, RankSVM, MPBoost, QBRank, PreferencePairs): its ``listed_pairs`` (label
@@ -22,10 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from ..objectives import _cuda_routes as R
-from ..objectives._row_terms import RowKind
+from ..objectives import _launch as R
+from ..objectives._lambdarank_route import lambdarank_debiased_terms
+from ..objectives._pairwise_route import check_spec
+from ..objectives._pointwise_terms import RowKind
 from ..objectives.base import PairSource
-from . import _kernels as CK
+from . import _unbiased_kernels as CK
 from ._pairs import leaf_parts
 
 __all__ = ["grad_hess"]
@@ -47,7 +49,7 @@ def _own_pass(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, pro
     on the unweighted data with the propensities passed into its pair function (the CPU's
     ``LambdaRank.debiased_pair_terms``)."""
     from ..objectives import devices
-    from . import _cuda_unbiased as CU
+    from . import _unbiased_cuda as CU
 
     cuda = data.cuda
     unweighted = state.unweighted
@@ -57,7 +59,7 @@ def _own_pass(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, pro
     def buffer(m: int) -> tuple:
         return (cuda.device_array(m, np.int64), cuda.device_array(m, np.int64), cuda.device_array(m, np.float64))
 
-    i, j, h, t = R.lambdarank_debiased_terms(part, s, unweighted, du, props.pos, props.tplus, props.tminus, swapped,
+    i, j, h, t = lambdarank_debiased_terms(part, s, unweighted, du, props.pos, props.tplus, props.tminus, swapped,
                                              buffer)
     qp = CU.QueryPairs(i, j, du.ptr, False, R.segments(du, du.n_queries)[1])  # pairs by query: no permutation
     terms = CK.DebiasedTerms(t.lam, h, t.cost, t.est)
@@ -69,7 +71,7 @@ def _own_pass(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, pro
 def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props: CK.Propensities,
             swapped: bool) -> tuple:
     """``(QueryPairs, DebiasedTerms, PairWeights, norm, pairs)`` of a pair loss: its listed pairs, by query once per data set."""
-    from . import _cuda_unbiased as CU
+    from . import _unbiased_cuda as CU
 
     lp = part.listed_pairs(prep)
 
@@ -91,7 +93,7 @@ def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props
     m = 0 if lp is None else int(lp.pi.size)
     terms = _terms(data.cuda, m)
     if m:
-        R.check_spec(lp.spec)
+        check_spec(lp.spec)
         R.launch(CU.loss_terms_pairs, m, s, pi, pj, theta, int(lp.spec.kind), float(lp.spec.scale), swapped, props,
                  terms)
     use_pw = lp is not None and bool(lp.use_pw)
@@ -101,7 +103,7 @@ def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props
 
 def _add_part(key: Any, route: Any, part: Any, scale: float, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     """``out += scale * (part's route into scratch)``: an undebiased part, as the CPU adds it."""
-    from ..objectives import _cuda_pointwise as CW
+    from ..objectives import _pointwise_cuda as CW
 
     cg = data.scratch(("unbiased_part_grad", key), g.shape, np.float64)
     ch = data.scratch(("unbiased_part_hess", key), h.shape, np.float64)
@@ -113,7 +115,7 @@ def _add_part(key: Any, route: Any, part: Any, scale: float, s: Any, prep: Any, 
 
 def _labelled_rows(part: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     """QBRank's squared error on its labelled rows (``_pairs.pair_terms_of``: undebiased)."""
-    from ..objectives import _cuda_pointwise as CW
+    from ..objectives import _pointwise_cuda as CW
 
     lab_w = part.squared_error_weight(prep)
     w = data.array((part, "unbiased_labeled_weight"), lambda: lab_w)
@@ -122,7 +124,7 @@ def _labelled_rows(part: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> N
 
 def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     """One round of ``obj`` (an ``Unbiased``) at device scores ``s`` into the device outputs (``base.DeviceRoute``)."""
-    from . import _cuda_unbiased as CU
+    from . import _unbiased_cuda as CU
 
     state = prep.state_for(obj)
     estimate = obj._start_estimate(prep, state)

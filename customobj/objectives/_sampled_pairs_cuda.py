@@ -1,14 +1,14 @@
 """numba.cuda kernels of the losses whose pairs or pair weights follow the current ranking:
 LambdaLoss (Wang et al. 2018; its three weightings) and YetiRank (Gulin et al. 2011; CatBoost's
-``YetiRank``); the GPU twins of ``_lambdaloss_kernels`` and ``_yetirank_kernels``.
+``YetiRank``); the GPU twins of ``_sampled_pairs_kernels`` and ``_sampled_pairs_kernels``.
 
 The formulas come from ``_listwise_terms`` (pair weights, YetiRank's noise), ``_noise`` (the
 seeded streams) and ``_pairwise_kernels.pair_grad`` (the logistic pair gradient), all through
 ``_cuda_runtime.device_function``; these kernels are the GPU-shaped drivers, float64, no atomics:
 
-- LambdaLoss: the rows' positions by score (``_cuda_lambdarank.rank_rows``, one thread per row,
+- LambdaLoss: the rows' positions by score (``_lambdarank_cuda.rank_rows``, one thread per row,
   counting: the CPU's stable order), then ``lambdaloss_weights`` (one thread per listed label
-  pair), then ``_cuda_pairwise.pair_list_rows`` (one thread per row, its pairs in list order from
+  pair), then ``_pairwise_cuda.pair_list_rows`` (one thread per row, its pairs in list order from
   the incidence built once per data set), so a row's sum is the CPU's, term by term.
 - YetiRank: ``yetirank_ranks`` (one thread per row and permutation, consecutive threads on
   consecutive rows) ranks a row's noisy key among its query's keys by counting; every key is
@@ -17,12 +17,12 @@ seeded streams) and ``_pairwise_kernels.pair_grad`` (the logistic pair gradient)
   query; its rows belong to no other query) walks the neighbour pairs in the CPU's list order (by
   permutation, then position) and adds their logistic terms into its rows, as the CPU's pair-list
   loop does. Its pair couplings (``TreeBooster(device="cuda")``'s OLE criteria, driven by
-  ``_cuda_couplings``) walk the same pairs again: ``yetirank_count_pairs`` then
+  ``_couplings_route``) walk the same pairs again: ``yetirank_count_pairs`` then
   ``yetirank_fill_pairs`` keep those of coupling > 0, in that order, as the CPU booster does.
 """
 from .._cuda_runtime import cuda_module, device_function
 from . import _listwise_terms as LT
-from ._cuda_listwise import _keep_pair
+from ._listwise_cuda import _keep_pair
 from ._noise import query_stream, splitmix_at
 from ._pairwise_kernels import LOGISTIC, pair_grad
 

@@ -14,7 +14,7 @@ Two launches:
 from typing import Any, NamedTuple
 
 from .._cuda_runtime import cuda_module, device_function
-from ._cuda_lambdarank import query_bounds, rank_in_query
+from ._lambdarank_cuda import query_bounds, rank_in_query
 from . import _structured_terms as ST
 
 cuda = cuda_module()

@@ -1,6 +1,6 @@
 """Gradients, hessians and pair couplings on the GPU in one call: the device twin of
 ``Objective.grad_hess_couplings_prepared`` for the objectives whose ``device_route()`` has a
-``couplings`` driver (``_cuda_routes``).
+``couplings`` driver (``_<family>_route``).
 
 ``TreeBooster(device="cuda")`` with ``criterion="ole" | "ole_fast" | "ole_float64"`` needs each round's
 pairs ``(i, j, c)`` (rows ``i``, ``j`` and their hessian coupling ``h_ij = c``) next to the gradients
@@ -32,8 +32,8 @@ from typing import Any, Optional
 import numpy as np
 
 from .base import Objective, Prepared
-from ._cuda_routes import PairBuffer, chunks, launch, sized
-from . import _cuda_routes as R
+from . import _launch as R
+from ._launch import PairBuffer, chunks, launch, sized
 from . import devices
 
 __all__ = ["couplings_reason", "grad_hess_couplings_prepared", "in_bag_pairs"]
@@ -87,7 +87,7 @@ def in_bag_pairs(pairs: tuple, in_bag: Any, pair_buffer: PairBuffer) -> tuple:
     objective's pairs under ``bagging_fraction < 1`` (``compact_pairs``)."""
     from numba import cuda
 
-    from . import _cuda_pairwise as CP
+    from . import _pairwise_cuda as CP
 
     n_seg = chunks(pairs[0].shape[0], R.LIST_CHUNK)
     # the pair count changes from round to round: fresh (small) counts, not a scratch kept per count

@@ -14,7 +14,7 @@ eq. 30-31 of the paper into ``li`` / ``lj``.
 
 The per-pair and per-query scalar math (``loss_terms``, ``tracked_propensities``, ``debias_scale``,
 ``norm_factor``, ``pair_weight``) is written once with ``math.*``: these CPU loops and the GPU
-kernels of ``_cuda_unbiased`` (through ``_cuda_runtime.device_function``) call it alike.
+kernels of ``_unbiased_cuda`` (through ``_cuda_runtime.device_function``) call it alike.
 
 The kernels take records (``NamedTuple`` of arrays and scalars, which numba passes as their fields):
 the pairs' rows, their terms, their weights, the propensities and the outputs each travel as
@@ -26,8 +26,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-# TINY_PROPENSITY is read here by the debiasing modules; its home is _pair_terms
-from ..objectives._pair_terms import TINY_PROPENSITY, debias_scale, pair_terms, tracked_propensities  # noqa: F401
+# TINY_PROPENSITY is read here by the debiasing modules; its home is _pairwise_terms
+from ..objectives._pairwise_terms import TINY_PROPENSITY, debias_scale, pair_terms, tracked_propensities  # noqa: F401
 
 class PairRows(NamedTuple):
     """The pairs: row ``i`` (clicked, should rank higher), row ``j``, and the query of each pair."""
@@ -83,7 +83,7 @@ def debiased_terms(m: int) -> DebiasedTerms:
 @njit(cache=True)
 def loss_terms(kind, d, theta, scale, tp, tm, swapped):
     """``(lam, hess, cost, est)`` of a pair of a loss ``scale phi(d; theta)`` at ``d = s_i - s_j``,
-    the first three divided by ``tp tm`` (``objectives._pair_terms.debias_scale``), ``est``, the
+    the first three divided by ``tp tm`` (``objectives._pairwise_terms.debias_scale``), ``est``, the
     pair's loss or the swapped pair's ``scale phi(-d; theta)`` (``swapped``), not."""
     phi, dphi, cc = pair_terms(kind, d, theta)
     cost = scale * phi

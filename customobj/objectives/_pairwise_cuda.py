@@ -1,6 +1,6 @@
 """numba.cuda kernels of the pairwise losses: the GPU drivers of ``_pairwise_kernels`` (RankNet,
 RankSVM, MPBoost with every DDF, QBRank, PreferencePairs), calling the CPU's own pair math
-(``_pair_terms``, through ``device_function``). Data and pair lists travel as records
+(``_pairwise_terms``, through ``device_function``). Data and pair lists travel as records
 (:class:`LabelRows`, :class:`PairList`), the loss as its ``PairSpec``.
 
 One thread per row, no atomics. A row sums its own pair terms in the order the CPU kernels add
@@ -13,25 +13,25 @@ them into that row, so a row's sum equals the CPU's bit for bit where ``exp`` / 
   rows of lower labels (positions ``lower[t]:ptr[q + 1]``).
 - explicit pairs (``pair_list_rows``): pairs may share rows across queries, so each row reads
   its own pairs from an incidence list (``inc_ptr``, ``inc_pair``, ``inc_sign``; pairs in list
-  order, built once per data set by ``_cuda_routes``) instead of adding atomically.
+  order, built once per data set by ``_pairwise_route``) instead of adding atomically.
 
-The listed pairs' couplings (driven by ``_cuda_routes.listed_couplings``: the label pair list of
+The listed pairs' couplings (driven by ``_pairwise_route.listed_couplings``: the label pair list of
 ``_pair_sets.LabelPairs.pair_list``, QBRank's label and explicit pairs, PreferencePairs' pairs), one
 thread per fixed chunk of the list (pairs of several queries may share a row, and a chunk balances
 the work): ``count_kept_pairs`` then ``fill_kept_pairs`` keep the pairs of coupling > 0, in list
 order, as the CPU booster's ``compact_pairs`` does; the offsets come from
-``_cuda_lambdarank.scan_pairs``. With bagging, ``count_in_bag`` / ``place_in_bag`` keep the pairs of
+``_lambdarank_cuda.scan_pairs``. With bagging, ``count_in_bag`` / ``place_in_bag`` keep the pairs of
 coupling > 0 with both rows in the bag, in order (``compact_pairs`` with a bag).
 """
 from typing import Any, NamedTuple
 
 from .._cuda_runtime import cuda_module, device_function
-from . import _pair_terms as T
+from . import _pairwise_terms as T
 
 cuda = cuda_module()
 
-# The pair math is the CPU's (``_pair_terms``), compiled for the GPU: NaN for an unknown code, which
-# the routes (``_cuda_routes.check_spec``) refuse before any launch.
+# The pair math is the CPU's (``_pairwise_terms``), compiled for the GPU: NaN for an unknown code, which
+# the routes (``_pairwise_route.check_spec``) refuse before any launch.
 _theta = device_function(T.pair_theta)
 _grad = device_function(T.pair_grad)
 _pair_weight = device_function(T.pair_weight)

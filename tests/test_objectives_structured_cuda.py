@@ -1,4 +1,4 @@
-"""GPU StructuredDCG (customobj/objectives/_cuda_structured.py) against its CPU twin: the same
+"""GPU StructuredDCG (customobj/objectives/_structured_cuda.py) against its CPU twin: the same
 assignment, subgradient and surrogate hessian for several ``k``, on random and degenerate data
 (one-row queries, equal labels, tied scores, weights), and the guard on a failed assignment."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The shared pair math (customobj/objectives/_pair_terms.py): one source for the CPU kernels and the
+"""The shared pair math (customobj/objectives/_pairwise_terms.py): one source for the CPU kernels and the
 GPU kernels. The compiled functions (the CPU's, and what the GPU compiles) and their Python source
 (what the GPU kernels run under the CUDA simulator) give the same bits, unknown codes give NaN."""
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from customobj.objectives import _pair_terms as T
+from customobj.objectives import _pairwise_terms as T
 
 RNG = np.random.default_rng(0)
 D = np.concatenate([RNG.normal(size=200) * 3, [0.0, -0.0, 60.0, -60.0, 800.0, -800.0, 1e100, -1e100]])
@@ -40,7 +40,7 @@ def test_pair_weights_halve_before_adding():
 
 
 def test_debiasing_tracks_positions_below_the_propensities_size():
-    from customobj.objectives._pair_terms import TINY_PROPENSITY, debias_scale, tracked_propensities
+    from customobj.objectives._pairwise_terms import TINY_PROPENSITY, debias_scale, tracked_propensities
 
     tplus, tminus = np.array([1.0, 0.5, 0.0]), np.array([1.0, 0.8, 0.4])
     assert tracked_propensities(1, 2, tplus, tminus) == (True, 0.5, 0.4)

@@ -1,8 +1,8 @@
 """The scalar math of one row of the pointwise losses, shared by the CPU and the GPU kernels.
 
-Design note: as in ``_pair_terms`` (which says what the terms modules share and why), each
+Design note: as in ``_pairwise_terms`` (which says what the terms modules share and why), each
 function is one row's gradient and hessian, written once with ``math.*``; the CPU loops of
-``_pointwise_kernels`` and the one-thread-per-row kernels of ``_cuda_pointwise`` (through
+``_pointwise_kernels`` and the one-thread-per-row kernels of ``_pointwise_cuda`` (through
 ``customobj._cuda_runtime.device_function``) both call it and add its result into the outputs.
 What stays per target is only the loop over rows (and, for McRank, where the probabilities are
 kept: a scratch row on the CPU, recomputed per class on the GPU, which has no per-thread array of
@@ -24,7 +24,7 @@ from numba import njit
 
 class RowKind(IntEnum):
     """The pointwise loss of a row, as :func:`row_terms` takes it (the GPU's one row driver,
-    ``_cuda_pointwise.pointwise_rows``; the CPU keeps one loop per loss)."""
+    ``_pointwise_cuda.pointwise_rows``; the CPU keeps one loop per loss)."""
 
     SQUARED_ERROR = 0
     LOGISTIC = 1  # param: sigma
