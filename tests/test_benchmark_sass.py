@@ -1,0 +1,117 @@
+"""benchmarks/sass.py (issue 42, item 5): the histogram kernels' machine code, counted without a card.
+
+The parser and the loop finder are checked on hand-written SASS (a loop with a native atomic, a
+compare-and-swap spin loop inside an update loop, a subroutine call, a branch out of the loop); then
+every histogram kernel is compiled for sm_80 and sm_90 (NVVM, ptxas, nvdisasm: NVIDIA's wheels, no
+GPU) and held to issue 42's budget per (item, feature) update. The compilers are in the ``test``
+extra, so under CI=true a missing one is an error, not a skip.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCH))
+try:
+    import sass
+finally:
+    sys.path.remove(str(BENCH))
+
+#: Issue 42's budget per update: instructions on the longest path of one iteration, native shared atomics.
+MAX_INSTRUCTIONS = 60
+
+_SPIN = """
+        /*0000*/                   MOV R1, 0x0 ;
+.L_x_0:
+        /*0010*/                   LDG.E R2, [R4.64] ;
+        /*0020*/               @P1 BRA `(.L_x_2) ;
+        /*0030*/                   CALL.REL.NOINC `($__internal_0_$__cuda_sm20_div_s64) ;
+.L_x_1:
+        /*0040*/                   LDS.64 R12, [R17] ;
+        /*0050*/                   ATOMS.CAST.SPIN.64 R14, [R17], R12, R14 ;
+        /*0060*/              @!P2 BRA `(.L_x_1) ;
+.L_x_2:
+        /*0070*/                   REDG.E.ADD.F64.RN.STRONG.GPU [R8.64], R10 ;
+        /*0080*/               @P0 BRA `(.L_x_0) ;
+        /*0090*/                   EXIT ;
+$__internal_0_$__cuda_sm20_div_s64:
+        /*00a0*/                   IADD3 R1, R1, 0x1, RZ ;
+        /*00b0*/                   IADD3 R1, R1, 0x1, RZ ;
+        /*00c0*/                   RET.REL.NODEC R2 `(kernel) ;
+"""
+
+
+def test_a_spin_loop_is_looked_through_and_a_call_counts_its_subroutine():
+    funcs = sass.parse_sass(_SPIN)
+    assert len(funcs["kernel"][0]) == 10 and len(funcs["$__internal_0_$__cuda_sm20_div_s64"][0]) == 3
+    (u,) = sass.update_loops(funcs)
+    assert u.header == 0x10 and u.static == 8 and (u.native, u.cas, u.global_) == (0, 1, 1)
+    # longest: LDG BRA CALL(+3) | LDS ATOMS BRA (spin once) | RED BRA; shortest: LDG BRA | RED BRA
+    assert (u.longest, u.shortest) == (11, 4)
+    assert u.calls == ("$__internal_0_$__cuda_sm20_div_s64",)
+
+
+def test_no_shared_atomic_no_update_loop():
+    text = _SPIN.replace("ATOMS.CAST.SPIN.64", "LDS.64")
+    assert sass.update_loops(sass.parse_sass(text)) == []
+
+
+def test_a_call_to_a_label_is_a_jump_out_of_the_loop():
+    text = """
+        /*0000*/                   MOV R1, 0x0 ;
+.L_x_0:
+        /*0010*/                   ATOMS.ADD RZ, [R2], R3 ;
+        /*0020*/              @!P0 CALL.REL.NOINC `(.L_x_9) ;
+        /*0030*/                   BRA `(.L_x_0) ;
+.L_x_9:
+        /*0040*/                   EXIT ;
+"""
+    (u,) = sass.update_loops(sass.parse_sass(text))
+    assert (u.static, u.longest, u.native, u.cas) == (3, 3, 1, 0)
+
+
+@pytest.fixture(scope="module")
+def measured():
+    """Every histogram kernel's update loops at sm_80 and sm_90, compiled in a child process with
+    the simulator off (the suite runs under it)."""
+    from _isolated import run_isolated
+
+    if sass.find_tools() is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("ptxas or nvdisasm is missing: pip install -e '.[test]' brings both")
+        pytest.skip("ptxas or nvdisasm is missing: pip install -e '.[test]'")
+    code = f"""
+import os, sys, json
+os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+sys.path.insert(0, {str(BENCH)!r})
+import sass
+print("JSON" + json.dumps(sass.measure()))
+"""
+    out = run_isolated(code, timeout=600)
+    return json.loads(out.split("JSON", 1)[1])
+
+
+def test_every_histogram_kernel_is_measured_at_both_archs(measured):
+    assert set(measured) == set(sass.histogram_kernels())
+    for name, by_cc in measured.items():
+        assert set(by_cc) == {"sm_80", "sm_90"}, name
+        for arch, loops in by_cc.items():
+            assert loops, f"{name} {arch}: no update loop found"
+            for u in loops:
+                assert 0 < u["shortest"] <= u["longest"] and u["static"] > 0, (name, arch, u)
+
+
+def test_the_histogram_updates_fit_issue_42s_budget(measured):
+    over = []
+    for name, by_cc in measured.items():
+        for arch, loops in by_cc.items():
+            for u in loops:
+                if u["cas"] or u["longest"] > MAX_INSTRUCTIONS or u["calls"]:
+                    over.append(f"{name} {arch} loop {u['header']:#x}: {u['longest']} instructions, "
+                                f"{u['cas']} CAS, calls {u['calls']}")
+    assert over == []
