@@ -60,7 +60,9 @@ class Instr(NamedTuple):
 class UpdateLoop(NamedTuple):
     """An update loop's measures: instructions of one iteration on its ``longest`` and ``shortest``
     path (subroutine calls counted at their size), its ``static`` size, and its shared atomics:
-    ``native`` adds, ``cas`` compare-and-swaps (each a spin loop), and ``global_`` global atomics."""
+    ``native`` adds, ``cas`` compare-and-swaps (each a spin loop), and ``global_`` global atomics
+    (static counts); ``fewest_atomics``: the shared atomics of the iteration that runs fewest (those
+    every update runs, a carry's conditional add left out)."""
 
     header: int
     longest: int
@@ -70,6 +72,7 @@ class UpdateLoop(NamedTuple):
     cas: int
     global_: int
     calls: tuple
+    fewest_atomics: int
 
 
 class Tools(NamedTuple):
@@ -257,12 +260,15 @@ def update_loops(funcs: dict) -> list:
         back = {(b, c) for b in body for c in succ[b] if c == h or any(c == x and b in inner[x] for x in inner)}
         longest: dict = {}
         shortest: dict = {}
+        fewest: dict = {}
         order = _topo(body, succ, back, h)
         for b in order:
             ins_pred = [p for p in body if b in succ[p] and (p, b) not in back]
             base_l = max((longest[p] for p in ins_pred if p in longest), default=0)
             base_s = min((shortest[p] for p in ins_pred if p in shortest), default=0)
+            base_a = min((fewest[p] for p in ins_pred if p in fewest), default=0)
             longest[b], shortest[b] = base_l + cost(b), base_s + cost(b)
+            fewest[b] = base_a + sum(_is_shared_atomic(i) for i in block_atomics(b))
         latches = [b for b in body if h in succ[b]]
         code = [i for b in body for i in block_atomics(b)]
         calls = tuple(sorted({t.group(1) for i in code if i.op.startswith("CALL")
@@ -272,7 +278,8 @@ def update_loops(funcs: dict) -> list:
             shortest=min(shortest[b] for b in latches), static=sum(spans[b][1] - spans[b][0] for b in body),
             native=sum(_is_shared_atomic(i) and not _is_cas(i) for i in code),
             cas=sum(_is_shared_atomic(i) and _is_cas(i) for i in code),
-            global_=sum(_is_global_atomic(i) for i in code), calls=calls))
+            global_=sum(_is_global_atomic(i) for i in code), calls=calls,
+            fewest_atomics=min(fewest[b] for b in latches)))
     return result
 
 
@@ -297,6 +304,11 @@ def _topo(body: set, succ: list, back: set, h: int) -> list:
     return out[::-1]
 
 
+def cas_anywhere(funcs: dict) -> int:
+    """Compare-and-swap instructions (``CAS``, ``CAST``) anywhere in the kernel's code, loops or not."""
+    return sum(_is_cas(i) for code, _ in funcs.values() for i in code)
+
+
 def kernel_sass(kernel, signature, cc: tuple, tools: Tools) -> str:
     """The SASS text of ``kernel`` (a ``cuda.jit`` dispatcher) compiled for ``signature`` (numba
     types of its arguments) and compute capability ``cc`` (``(8, 0)``): NVVM's PTX, ``ptxas``,
@@ -311,14 +323,18 @@ def kernel_sass(kernel, signature, cc: tuple, tools: Tools) -> str:
         src, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
         with open(src, "w") as fh:
             fh.write(ptx)
-        subprocess.run([tools.ptxas, f"-arch={arch}", "-O3", "-o", cubin, src], check=True, capture_output=True)
-        out = subprocess.run([tools.nvdisasm, "-c", cubin], check=True, capture_output=True, text=True)
+        for cmd in ([tools.ptxas, f"-arch={arch}", "-O3", "-o", cubin, src], [tools.nvdisasm, "-c", cubin]):
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            if out.returncode != 0:
+                raise RuntimeError(f"{os.path.basename(cmd[0])} failed on {kernel.__name__} ({arch}): "
+                                   f"{out.stderr.strip()[-2000:]}")
     return out.stdout
 
 
-def histogram_kernels() -> dict:
+def histogram_kernels(every_signature: bool = True) -> dict:
     """``{name: (kernel, signature)}``: every histogram kernel of the OLE grower with each launch
-    signature it is used with (u8 / u16 bins, int32 / int64 pair indices)."""
+    signature it is used with (u8 / u16 bins, int32 / int64 pair indices), or (``every_signature``
+    False) with its first only: u8 bins, int32 pairs (255 bins, fewer than 2**31 pairs)."""
     from numba import types as T
 
     import numba.cuda.dispatcher as dispatcher
@@ -336,7 +352,7 @@ def histogram_kernels() -> dict:
     build = T.NamedTuple([i1, i, f1, f1, f1, f2], RowBuild)
     choice = T.NamedTuple([b1, T.boolean[:, ::1], T.int64[:, :, ::1], T.int64[:, :, ::1], i2], C.FeatureChoice)
     chosen = T.NamedTuple([i1, i, i, i, j1, j1, f1, f1], ChosenPairs)
-    return {
+    found = {
         "row_hist_shared[u8]": (HK.row_hist_shared, (u8, i1, i, f1, f1, f1, i2, i2, i1, f2)),
         "row_hist_shared[u16]": (HK.row_hist_shared, (u16, i1, i, f1, f1, f1, i2, i2, i1, f2)),
         "pair_hist_shared[u8,i32]": (HK.pair_hist_shared, (u8, j1, j1, f1, i, i, f1, i2, i2, i1, f2)),
@@ -345,21 +361,26 @@ def histogram_kernels() -> dict:
         "child_hists[u16,i64]": (HK.child_hists, (u16, i2, i2, i1, plan64, build)),
         "chosen_child_pairs[u8]": (HK.chosen_child_pairs, (u8, chosen, choice, f2, f2)),
     }
+    if not every_signature:
+        firsts = {name.split("[")[0]: name for name in reversed(list(found))}
+        found = {name: found[name] for name in firsts.values()}
+    return found
 
 
-def measure(ccs=((8, 0), (9, 0)), only=None, tools: Tools | None = None) -> dict:
-    """``{kernel: {"sm_XY": [UpdateLoop as dict, ...]}}`` of :func:`histogram_kernels` (``only``:
-    names to keep). Raises RuntimeError naming what is missing when ``ptxas`` or ``nvdisasm`` is."""
+def measure(ccs=((8, 0), (9, 0)), only=None, tools: Tools | None = None, every_signature: bool = True) -> dict:
+    """``{kernel: {"sm_XY": [UpdateLoop as dict, ...], "sm_XY_cas": CAS anywhere}}`` of
+    :func:`histogram_kernels` (``only``: names to keep). Raises RuntimeError naming what is missing when ``ptxas`` or ``nvdisasm`` is."""
     tools = tools or find_tools()
     if tools is None:
         raise RuntimeError("ptxas and nvdisasm are needed: pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvdisasm")
     out: dict = {}
-    for name, (kernel, sig) in histogram_kernels().items():
+    for name, (kernel, sig) in histogram_kernels(every_signature).items():
         if only and name not in only:
             continue
         for cc in ccs:
-            loops = update_loops(parse_sass(kernel_sass(kernel, sig, cc, tools)))
-            out.setdefault(name, {})[f"sm_{cc[0]}{cc[1]}"] = [u._asdict() for u in loops]
+            funcs = parse_sass(kernel_sass(kernel, sig, cc, tools))
+            out.setdefault(name, {})[f"sm_{cc[0]}{cc[1]}"] = [u._asdict() for u in update_loops(funcs)]
+            out[name][f"sm_{cc[0]}{cc[1]}_cas"] = cas_anywhere(funcs)
     return out
 
 
@@ -379,12 +400,15 @@ def main(argv=None) -> int:
         return 0
     res = measure(ccs)
     print(f"{'kernel':28s} {'arch':6s} {'loop':>6s} {'longest':>8s} {'shortest':>8s} {'static':>7s} "
-          f"{'native':>6s} {'CAS':>4s} {'global':>6s} calls")
+          f"{'native':>6s} {'fewest':>6s} {'CAS':>4s} {'global':>6s} {'CAS in kernel':>13s} calls")
     for name, by_cc in res.items():
         for arch, loops in by_cc.items():
+            if arch.endswith("_cas"):
+                continue
             for u in loops:
                 print(f"{name:28s} {arch:6s} {u['header']:#6x} {u['longest']:8d} {u['shortest']:8d} {u['static']:7d} "
-                      f"{u['native']:6d} {u['cas']:4d} {u['global_']:6d} {','.join(u['calls']) or '-'}")
+                      f"{u['native']:6d} {u['fewest_atomics']:6d} {u['cas']:4d} {u['global_']:6d} "
+                      f"{by_cc[arch + '_cas']:13d} {','.join(u['calls']) or '-'}")
     if args.out:
         tmp = args.out + ".tmp"
         with open(tmp, "w") as fh:
