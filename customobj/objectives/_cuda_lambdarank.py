@@ -7,8 +7,9 @@ Five launches per call, each over rows or queries (no atomics, results independe
 
 1. ``rank_rows`` (one thread per row): the row's position in its query sorted by descending score,
    ties by row order (the CPU's stable mergesort), by counting: O(n) per row, no sort.
-2. ``setup_queries`` (one thread per query): the per-position arrays of ``_setup`` (gain, score,
-   weight, ``exp`` table, ERR / MAP / MRR prefixes), the query's cutoffs and flags.
+2. ``setup_queries`` (a block per query): the per-position arrays of ``_setup`` (gain, score,
+   weight, ``exp`` table: the block's threads; ERR / MAP / MRR prefixes: its first thread, in the
+   CPU's order), the query's cutoffs and flags.
 3. ``pair_rows`` (one thread per row): every pair of the row, ``|dZ|`` in O(1) from the prefixes.
    The row sums its own gradient in the CPU's order (pairs with upper rows first, by upper
    position, then its own pairs with lower rows), so the sums equal the CPU's bit for bit where
@@ -62,7 +63,7 @@ QUERY_THREADS = 32
 Q_LIM, Q_KK, Q_FIRST, Q_SECOND, Q_SPREAD = range(5)
 N_QINT = 5
 
-_fill_prefixes, _exp_table = device_function(LT.fill_prefixes), device_function(LT.exp_table)
+_fill_prefixes, _exp_entry = device_function(LT.fill_prefixes), device_function(LT.exp_entry)
 _dz, _sigmoid, _damped = device_function(LT.pair_dz), device_function(LT.pair_sigmoid), device_function(LT.damped)
 _lambda_hess, _pair_weight = device_function(LT.lambda_hess), device_function(LT.pair_weight)
 _norm_factor = device_function(LT.norm_factor)
@@ -145,26 +146,35 @@ def scratch(data, n, nq):
 
 @cuda.jit(cache=True)
 def setup_queries(scores, inp, order, F, Q):
-    q = cuda.grid(1)
+    """Block ``q``: query ``q``'s per-position tables (gain, score, weight and ``exp`` entries by the
+    block's threads, one position each in turn) and, by its first thread, the prefixes and cuts."""
+    q = cuda.blockIdx.x
     ptr = inp.ptr
     if q >= ptr.shape[0] - 1:
         return
+    tid = cuda.threadIdx.x
     start = ptr[q]
     n = ptr[q + 1] - start
     if n < 2 or inp.qnorm[q] == 0.0:
         # every field set: ``_cut`` reads them all (the scratch is reused, and a stale ``first`` indexed out of bounds)
-        for r in range(N_QINT):
-            Q[r, q] = 0
-        Q[Q_LIM, q] = -1
+        if tid == 0:
+            for r in range(N_QINT):
+                Q[r, q] = 0
+            Q[Q_LIM, q] = -1
         return
-    kk = min(inp.k, n)
-    lim = min(kk, inp.trunc)
-    for r in range(n):
+    for r in range(tid, n, cuda.blockDim.x):
         row = order[start + r]
         F[G, start + r] = inp.row_gain[row]
         F[S, start + r] = scores[row]
         F[W, start + r] = inp.weights[row] if inp.use_weights else 1.0
-    _exp_table(F, start, n, inp.sigma)
+    cuda.syncthreads()  # the exp entries read the first position's score
+    for r in range(tid, n, cuda.blockDim.x):
+        _exp_entry(F, start, r, inp.sigma)
+    cuda.syncthreads()
+    if tid != 0:
+        return
+    kk = min(inp.k, n)
+    lim = min(kk, inp.trunc)
     first, second = _fill_prefixes(inp.metric, F, start, n, kk)
     if inp.metric == _MRR:
         lim = min(lim, first + 1)  # below the first relevant row RR is unchanged
@@ -426,4 +436,4 @@ def _fill_one(inp, order, F, c, a, b, dz, hf, t, terms, deb, out_i, out_j, out_c
 
 
 #: The kernels that work a block of ``QUERY_THREADS`` threads per query (``_cuda_routes.launch``).
-BLOCK_PER_QUERY = (count_pairs, fill_pairs, finish_queries)
+BLOCK_PER_QUERY = (setup_queries, count_pairs, fill_pairs, finish_queries)
