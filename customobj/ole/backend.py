@@ -57,7 +57,7 @@ from .splitting import (FeatureBins, SplitRules, check_status, feature_gains, fi
                         split_gain)
 
 if TYPE_CHECKING:
-    from .cuda_stats import DeviceStats
+    from .cuda.stats import DeviceStats
 
 __all__ = ["CPUBackend", "NodePairs", "PairCounts", "PARALLEL_SLOTS", "select_features"]
 
@@ -69,7 +69,7 @@ PARALLEL_SLOTS = 32768
 def select_features(gains: np.ndarray, feature_mask: np.ndarray, k: int) -> np.ndarray:
     """The ``k`` features of ``feature_mask`` with the largest ``gains`` (ties: lower index first),
     in increasing index order: the features ``criterion="ole_fast"`` searches at a node (on a GPU:
-    :mod:`._cuda_select_kernels`)."""
+    :mod:`.cuda._choice_kernels`)."""
     cand = np.flatnonzero(feature_mask)
     top = cand[np.argsort(-gains[cand], kind="stable")[:k]]
     return np.sort(top)
@@ -153,7 +153,7 @@ class CPUBackend:
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
                       pairs_on_host: Optional[str] = None):
         """The fit's scores kept on the device (a GPU backend's
-        :class:`~customobj.ole.cuda_scores.DeviceScores`), or None: here they stay on the host."""
+        :class:`~customobj.ole.cuda.scores.DeviceScores`), or None: here they stay on the host."""
         return None
 
     def device_memory_peak(self) -> Optional[int]:
@@ -161,7 +161,7 @@ class CPUBackend:
         return None
 
     def device_stats(self) -> Optional["DeviceStats"]:
-        """What the fit asked of the device (:class:`~customobj.ole.cuda_stats.DeviceStats`): None on the CPU."""
+        """What the fit asked of the device (:class:`~customobj.ole.cuda.stats.DeviceStats`): None on the CPU."""
         return None
 
     # --- sums and histograms ------------------------------------------------------------------------

@@ -62,11 +62,11 @@ def grow_params(p: dict) -> GrowParams:
 
 
 def make_backend(ctx: GrowContext, params: GrowParams, device: Device) -> CPUBackend:
-    """The fit's backend on ``device``: the CPU kernels, or the GPU's (:mod:`.cuda_backend`, imported
+    """The fit's backend on ``device``: the CPU kernels, or the GPU's (:mod:`.cuda.backend`, imported
     only then; it raises ``GPUUnavailableError`` without a usable GPU)."""
     if not device.is_cuda:
         return CPUBackend(ctx, params)
-    from .cuda_backend import CUDABackend
+    from .cuda.backend import CUDABackend
     return CUDABackend(ctx, params)
 
 
@@ -107,7 +107,7 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
     backend = make_backend(ctx, params, p["device"])  # every tree's kernels, one object per fit
     rng = np.random.default_rng(p["random_state"])
     need_pairs = obj.pairwise and (params.criterion.uses_pairs or params.joint_leaves)
-    # device="cuda": scores, gradients (and pairs) on the device when the objective's kernels allow (cuda_scores)
+    # device="cuda": scores, gradients (and pairs) on the device when the objective's kernels allow (cuda.scores)
     on_device = backend.device_scores(obj, prep, scores, need_pairs, p["line_search"],
                                       pairs_on_host=pairs_on_host(params.joint_leaves))
     progress = Progress(p["n_estimators"], p["verbose"])

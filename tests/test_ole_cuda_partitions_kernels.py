@@ -1,4 +1,4 @@
-"""customobj.ole._cuda_partition_kernels: the GPU row and pair partitions give the CPU's order (stable,
+"""customobj.ole.cuda._partitions_kernels: the GPU row and pair partitions give the CPU's order (stable,
 [left | right] rows, [both left | both right | split] pairs) and sides for any block count, NaN rows
 included (each CUDA block scans its blocks' offsets, _offsets: a cumulative sum); the pair counts'
 totals are the CPU's. Without a GPU they run on numba's CUDA simulator (tests/conftest.py): small data."""
@@ -18,7 +18,7 @@ pytestmark = needs_gpu
 
 def _cuda():
     from numba import cuda
-    from customobj.ole import _cuda_partition_kernels as P, _cuda_reduce_kernels as R
+    from customobj.ole.cuda import _partitions_kernels as P, _reduce_kernels as R
     return cuda, P, R
 
 

@@ -8,7 +8,7 @@ memory reported). Arrays the objective's GPU kernels keep (labels, queries, scra
 :meth:`DeviceMemory.sample` also records the card's used memory (total - free, every process on
 it) at the points it is called, as ``card_peak``; the simulator has no card (``None``). Every
 allocation, upload and blocking read it makes is also counted in its
-:class:`~customobj.ole.cuda_stats.DeviceCounter` (``counter``: ``TreeBooster.device_stats_``).
+:class:`~customobj.ole.cuda.stats.DeviceCounter` (``counter``: ``TreeBooster.device_stats_``).
 
 :class:`DeviceHist` is a histogram that stays in device memory: the grower subtracts one from
 another (``parent -= child``, elementwise as numpy's: a split's subtractions queued and run in one
@@ -39,7 +39,7 @@ card's free memory, with the numbers: WEB30K's size (3.8 million rows x 136 feat
 >>> check_device_memory(need, free=2**30)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-customobj.ole.cuda_memory.DeviceMemoryError: TreeBooster(device="cuda") needs 3 GiB of GPU memory (...), but the device has 1 GiB free
+customobj.ole.cuda.memory.DeviceMemoryError: TreeBooster(device="cuda") needs 3 GiB of GPU memory (...), but the device has 1 GiB free
 >>> print(f"{need['pairs'] / 2**30:.3f} GiB of pairs, {need['bins'] / 2**30:.3f} GiB of bins")
 1.788 GiB of pairs, 0.960 GiB of bins
 """
@@ -51,10 +51,10 @@ from typing import Any, Optional
 import numpy as np
 from numba import config
 
-from .._cuda_runtime import GPUUnavailableError, require_gpu
-from ._cuda_launch import grid_launch
-from .common import HIST_CHANNELS, PH_CHANNELS
-from .cuda_stats import DeviceCounter
+from ..._cuda_runtime import GPUUnavailableError, require_gpu
+from ._launch import grid_launch
+from ..common import HIST_CHANNELS, PH_CHANNELS
+from .stats import DeviceCounter
 
 # numba.cuda's simulator (NUMBA_ENABLE_CUDASIM), fixed when numba.cuda is imported
 _SIMULATED = bool(getattr(config, "ENABLE_CUDASIM", 0))
@@ -79,7 +79,7 @@ def device_memory_needed(*, n_rows: int, n_features: int, bin_itemsize: int, n_s
     tree's row order, the rows it started from and the partition's scratch (int64 each) and each
     row's side (a byte); ``pairs``: the tree's two pair buffers (two indices and a float64 coupling
     each, every pair); ``histograms``: the pool's ``n_hists`` node histograms (float64, ``slots x 3``;
-    :func:`~customobj.ole.cuda_pool.hists_per_tree`: the blocks add into them, no partials).
+    :func:`~customobj.ole.cuda.pool.hists_per_tree`: the blocks add into them, no partials).
     """
     return {
         "bins": 2 * int(n_rows) * int(n_features) * int(bin_itemsize),
@@ -185,12 +185,12 @@ class SubtractQueue:
     Parameters
     ----------
     subtract3 : numba.cuda kernel
-        ``subtract3(a0, b0, a1, b1, a2, b2, n_ops)`` (:mod:`._cuda_split_kernels`), counted or not.
+        ``subtract3(a0, b0, a1, b1, a2, b2, n_ops)`` (:mod:`._split_kernels`), counted or not.
     subtract_children : numba.cuda kernel, optional
-        ``subtract_children(a0, b0, n_ops, parent, left, right, record)`` (:mod:`._cuda_split_kernels`),
+        ``subtract_children(a0, b0, n_ops, parent, left, right, record)`` (:mod:`._split_kernels`),
         for :meth:`children`.
     before : callable, optional
-        Run first by every :meth:`flush` (the histograms' waiting build: ``cuda_hists``).
+        Run first by every :meth:`flush` (the histograms' waiting build: ``histograms``).
     """
 
     MAX_OPS = 3  # a split's: the rows' parent - small child, the pairs' parent - small child - cross pairs
@@ -209,7 +209,7 @@ class SubtractQueue:
 
     def children(self, parent: "DeviceHist", left: "DeviceHist", right: "DeviceHist", record: Any) -> None:
         """A split's children's pair histograms completed by the plan in ``record`` (made on the card:
-        ``_cuda_hist_kernels.child_hists``), after the subtractions queued before, in one launch
+        ``_histograms_kernels.child_hists``), after the subtractions queued before, in one launch
         with at most one of them."""
         if (self._children is not None or len(self._ops) > 1
                 or (self._ops and self._ops[0][0]._array.size != parent._array.size)):
@@ -218,7 +218,7 @@ class SubtractQueue:
 
     def take(self, targets: list, *, drop_others: bool = False) -> Optional[tuple]:
         """The one queued ``a -= b``, taken off the queue for a kernel that applies it itself as it reads
-        ``a`` (``ole_fast``'s feature choice, :func:`._cuda_select_kernels.wse_choose`), when ``a`` is
+        ``a`` (``ole_fast``'s feature choice, :func:`._choice_kernels.wse_choose`), when ``a`` is
         one of ``targets``: ``(index of a in targets, a's array, b's array)``. With ``drop_others``, an
         ``a`` that is none of them is dropped (None): the caller knows it is never read again (a
         leaf that is never split). Else, or when the queue holds anything but one subtraction, None

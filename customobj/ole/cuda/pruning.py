@@ -1,5 +1,5 @@
 r"""``criterion="ole_fast"``'s pair pruning and its dropped couplings per leaf on the card, for the
-GPU backend (:mod:`.cuda_backend`): the pairs never leave the device, and nothing here reads more
+GPU backend (:mod:`.backend`): the pairs never leave the device, and nothing here reads more
 than the tree's searches already do.
 
 :class:`DevicePruning` holds, for one fit, the rows' query indices (uploaded once), the per-query
@@ -8,7 +8,7 @@ trees: the kernel that reads them last clears them), the partition's block count
 pairs' record, each row's leaf and the leaves' ranges, splits and sums; it allocates nothing per
 tree (a tree with more leaves than the fit's ``num_leaves`` would grow the leaf buffers, counted);
 the backend's memory refusal counts its bytes (:meth:`DevicePruning.memory_needed`, the item
-``"pair pruning"``). Per tree, through the fit's counted kernels (:mod:`._cuda_prune_kernels`):
+``"pair pruning"``). Per tree, through the fit's counted kernels (:mod:`._pruning_kernels`):
 
 - :meth:`DevicePruning.prune`: ``query_tops`` (or, device couplings, in the launch that rounds them:
   :meth:`DevicePruning.query_tops`), ``query_masses``, ``count_kept_blocks``, ``place_kept_blocks``
@@ -35,7 +35,7 @@ Examples
 --------
 >>> import numpy as np
 >>> from customobj._cuda_runtime import cuda_module
->>> from customobj.ole.cuda_memory import DeviceMemory
+>>> from customobj.ole.cuda.memory import DeviceMemory
 >>> mem = DeviceMemory(cuda_module())
 >>> prune = DevicePruning(mem, np.array([0, 0, 0, 1, 1, 1], np.int32), 2, epsilon=0.1, n_rows=6, num_leaves=2)
 >>> pairs = (np.array([0, 0, 1, 3, 3], np.int32), np.array([1, 2, 2, 4, 5], np.int32),
@@ -56,13 +56,13 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from ._cuda_launch import grid_launch
-from .cuda_memory import DeviceMemory
-from ._cuda_prune_kernels import LeafSplits, PairArrays, QueryTables
-from ._cuda_reduce_kernels import QueryTops
-from .common import PART_RECORD, RESULT_SIZE
-from .cuda_partitions import MAX_PARTITION_BLOCKS, DevicePairCounts, _blocks, partition_blocks
-from .pair_pruning_kernels import N_BUCKETS
+from ._launch import grid_launch
+from .memory import DeviceMemory
+from ._pruning_kernels import LeafSplits, PairArrays, QueryTables
+from ._reduce_kernels import QueryTops
+from ..common import PART_RECORD, RESULT_SIZE
+from .partitions import MAX_PARTITION_BLOCKS, DevicePairCounts, _blocks, partition_blocks
+from ..pair_pruning_kernels import N_BUCKETS
 
 __all__ = ["DevicePruning", "DeviceDropped", "LEAF_BITS"]
 
@@ -94,13 +94,13 @@ class DevicePruning:
     n_rows, num_leaves : int
         The training rows (pairs index them) and the most leaves of a tree.
     kernels : module or CountedKernels, optional
-        :mod:`._cuda_prune_kernels` (the backend passes them counted: :mod:`.cuda_stats`).
+        :mod:`._pruning_kernels` (the backend passes them counted: :mod:`.stats`).
     """
 
     def __init__(self, memory: DeviceMemory, query_of_row: np.ndarray, n_queries: int, *, epsilon: float,
                  n_rows: int, num_leaves: int, kernels: Any = None) -> None:
         if kernels is None:
-            from . import _cuda_prune_kernels as kernels
+            from . import _pruning_kernels as kernels
         self.eps = float(epsilon)
         if not 0.0 <= self.eps < 1.0:
             raise ValueError(f"epsilon must be in [0, 1), got {epsilon}")
@@ -108,7 +108,7 @@ class DevicePruning:
         self.n_queries = nq = int(n_queries)
         if qor.shape[0] != int(n_rows) or (qor.size and (qor.min() < 0 or qor.max() >= nq)):
             raise ValueError(f"query_of_row must hold {n_rows} query indices in [0, {nq})")
-        self.memory, self._k = memory, kernels
+        self.memory, self._kernels = memory, kernels
         self._qor = memory.upload(qor)
         q = max(nq, 1)
         # zero once here; dropped_leaf_sums sets them back to 0 after each tree's use
@@ -126,14 +126,14 @@ class DevicePruning:
     @classmethod
     def for_fit(cls, memory: DeviceMemory, ctx: Any, params: Any) -> "Optional[DevicePruning]":
         """The pruning of a fit (``ctx``: its :class:`~customobj.ole.context.GrowContext`, ``params``: its
-        ``GrowParams``) with counted kernels (:mod:`.cuda_stats`), or None when it prunes nothing."""
+        ``GrowParams``) with counted kernels (:mod:`.stats`), or None when it prunes nothing."""
         if not params.criterion.prunes_pairs or ctx.queries is None:
             return None
-        from . import _cuda_prune_kernels
-        from .cuda_stats import CountedKernels
+        from . import _pruning_kernels
+        from .stats import CountedKernels
 
         return cls(memory, *ctx.queries, epsilon=params.criterion.ole_fast_epsilon, n_rows=ctx.data.n_rows,
-                   num_leaves=params.num_leaves, kernels=CountedKernels(_cuda_prune_kernels, memory.counter))
+                   num_leaves=params.num_leaves, kernels=CountedKernels(_pruning_kernels, memory.counter))
 
     @staticmethod
     def memory_needed(*, n_rows: int, n_queries: int, num_leaves: int) -> int:
@@ -148,7 +148,7 @@ class DevicePruning:
     @classmethod
     def memory_for_fit(cls, ctx: Any, params: Any) -> dict:
         """``{"pair pruning": bytes}`` of the fit's pruning (:meth:`for_fit`), ``{}`` without one: an item
-        of :func:`~customobj.ole.cuda_memory.device_memory_needed`'s record for the memory refusal."""
+        of :func:`~customobj.ole.cuda.memory.device_memory_needed`'s record for the memory refusal."""
         if not params.criterion.prunes_pairs or ctx.queries is None:
             return {}
         return {"pair pruning": cls.memory_needed(n_rows=ctx.data.n_rows, n_queries=ctx.queries[1],
@@ -164,38 +164,39 @@ class DevicePruning:
         ``((kept, other), kept_counts, dropped)``. ``kept``: ``scratch``, the kept pairs first, in
         their order, then the :class:`DeviceDropped` ones; ``other``: ``pairs``, the buffer they
         ping-pong with. The kept count stays on the card (``kept_counts``, a
-        :class:`~customobj.ole.cuda_partitions.DevicePairCounts` ``(kept, 0)`` that comes back with the
+        :class:`~customobj.ole.cuda.partitions.DevicePairCounts` ``(kept, 0)`` that comes back with the
         root's split) and so does their coupling, in ``kept_c[0]`` (the root's ``C``): nothing is read."""
         src, dst = bufs
-        m, k = int(src[2].shape[0]), self._k
+        m, kernels = int(src[2].shape[0]), self._kernels
         if any(int(a.shape[0]) != m for a in src) or any(int(a.shape[0]) < m for a in dst):
             raise ValueError("DevicePruning.prune: pair arrays of different lengths or a scratch buffer too short")
         pi, pj, pc = src
         bits = pc.view(np.int64)
         launch = grid_launch(m)
         if self._tops_of is not pc:  # not made as the couplings were rounded (query_tops below)
-            k.query_tops[launch](pi, pc, bits, self._qor, m, self._tables.tops, self._tables.totals)
+            kernels.query_tops[launch](pi, pc, bits, self._qor, m, self._tables.tops, self._tables.totals)
         self._tops_of = None
-        k.query_masses[launch](pi, pc, bits, self._qor, m, self._tables.tops, self._tables.mass, self._record, kept_c)
+        kernels.query_masses[launch](pi, pc, bits, self._qor, m, self._tables.tops, self._tables.mass, self._record,
+                                     kept_c)
         nb = partition_blocks(m)
-        k.count_kept_blocks[_blocks(nb)](PairArrays(*src), bits, self._qor, self._tables, m, nb, self._counts,
-                                         self._record, kept_c)
-        k.place_kept_blocks[_blocks(nb)](PairArrays(*src), bits, self._qor, self._tables, m, nb, self._counts,
-                                         self._record, PairArrays(*dst[:3]))
+        kernels.count_kept_blocks[_blocks(nb)](PairArrays(*src), bits, self._qor, self._tables, m, nb, self._counts,
+                                               self._record, kept_c)
+        kernels.place_kept_blocks[_blocks(nb)](PairArrays(*src), bits, self._qor, self._tables, m, nb, self._counts,
+                                               self._record, PairArrays(*dst[:3]))
         self.pending = True
         kept, other = tuple(a[:m] for a in dst), src
         return (kept, other), DevicePairCounts(self.memory, self._record), DeviceDropped(kept, self._record)
 
     def query_tops(self, pi: Any, pc: Any) -> QueryTops:
         """The first step of :meth:`prune` for the pairs ``(pi, ..., pc)``, done by the kernel that rounds
-        their couplings onto the tree's grid (``_cuda_reduce_kernels.grid_round``): its record. The
+        their couplings onto the tree's grid (``_reduce_kernels.grid_round``): its record. The
         next :meth:`prune` of these couplings then launches one kernel fewer."""
         self._tops_of = pc
         return QueryTops(pi, pc.view(np.int64), self._qor, self._tables.tops, self._tables.totals, True)
 
     def _sum_leaves(self, order: Any, ranges: list, dropped: DeviceDropped, table: np.ndarray, res: Any,
                     bins: Any, n_bins: Any, out: Optional[Any] = None) -> Any:
-        """:func:`~._cuda_prune_kernels.leaf_map` and :func:`~._cuda_prune_kernels.dropped_leaf_sums`
+        """:func:`~._pruning_kernels.leaf_map` and :func:`~._pruning_kernels.dropped_leaf_sums`
         of the leaves ``ranges`` with their splits ``table`` (2 launches) into ``out`` (``3 * leaves``
         float64 on the device; None: the pruning's own), not read."""
         n_leaves = len(ranges)
@@ -213,11 +214,11 @@ class DevicePruning:
                                    np.concatenate([se[by_start, 0], se[by_start, 1], by_start]))
         starts, ends, leaves = (flat[i * n_leaves:(i + 1) * n_leaves] for i in range(3))
         n, sums = int(se[:, 1].max()) if n_leaves else 0, self._sums[:3 * n_leaves] if out is None else out
-        self._k.leaf_map[grid_launch(max(n, n_leaves))](order, n, starts, ends, leaves, n_leaves, stamp,
+        self._kernels.leaf_map[grid_launch(max(n, n_leaves))](order, n, starts, ends, leaves, n_leaves, stamp,
                                                          self._leaf_of_row, sums)
         splits = LeafSplits(self.memory.copy_in(self._splits[:max(n_leaves, 1)], table), res, bins, n_bins)
         md = int(dropped.pairs[2].shape[0])
-        self._k.dropped_leaf_sums[grid_launch(max(md, self.n_queries))](
+        self._kernels.dropped_leaf_sums[grid_launch(max(md, self.n_queries))](
             PairArrays(*dropped.pairs), dropped.record, md, self._leaf_of_row, stamp, n_leaves, splits, sums,
             self._tables)
         return sums
@@ -225,7 +226,7 @@ class DevicePruning:
     def plan(self, order: Any, ranges: list, table: np.ndarray, res: Any, bins: Any, n_bins: Any,
              dropped: DeviceDropped, out: Optional[Any] = None) -> Any:
         """The dropped couplings of the leaves ``ranges`` (positions of the device row ``order``) and of
-        each side of each one's split (``table``: :class:`~._cuda_prune_kernels.LeafSplits`' rows;
+        each side of each one's split (``table``: :class:`~._pruning_kernels.LeafSplits`' rows;
         ``res``: the search's results they may point to), summed before the search's results are
         read, so they come back with them: ``3 * leaves`` values ``[inside, left, right]`` on the
         device, in ``out`` (the search's tail; None: the pruning's own), 2 launches, nothing read.
@@ -242,7 +243,7 @@ class DevicePruning:
     def leaf_couplings(self, order: Any, ranges: list, dropped: DeviceDropped, bins: Any, n_bins: Any) -> np.ndarray:
         """Per leaf (positions ``(s, e)`` of the device row ``order``, for each of ``ranges``) the
         coupling of the ``dropped`` pairs inside it (exact): one read, which ends the tree's counts
-        (:meth:`~customobj.ole.cuda_stats.DeviceCounter.end_tree`: the backend's ``row_order`` leaves
+        (:meth:`~customobj.ole.cuda.stats.DeviceCounter.end_tree`: the backend's ``row_order`` leaves
         them open while :attr:`pending`). A tree that ended before a search that could be its last."""
         self.pending = False
         table = np.full((max(len(ranges), 1), 4), -1, np.int64)  # no splits: the leaves' own sums

@@ -1,4 +1,4 @@
-"""customobj.ole._cuda_hist_kernels: the shared-memory GPU row and pair histograms equal their CPU twins
+"""customobj.ole.cuda._histograms_kernels: the shared-memory GPU row and pair histograms equal their CPU twins
 (histogram.build_row_hist_fm, pairhist.build_pair_hist) bit for bit on on-grid values, for any
 chunk count, thread count and feature grouping (shared memory or the global path of a wide
 feature), NaN rows and feature subsets included. Small data: on a machine without a GPU they run
@@ -25,14 +25,14 @@ def _setup(seed=0, n=160, n_features=4):
 
 
 def _groups(mapper, feats, capacity):
-    from customobj.ole._cuda_hist_kernels import feature_groups
+    from customobj.ole.cuda._histograms_kernels import feature_groups
     return feature_groups(mapper.offsets, mapper.n_bins.astype(np.int64), feats, capacity=capacity)
 
 
 def _gpu_hist(kernel_name, mapper, bins_fm, args, steps, chunks, threads, feats, capacity):
     """``kernel_name`` over ``args`` (arrays go to the device, ints as they are) on a ``(chunks, groups)`` grid."""
     from numba import cuda
-    from customobj.ole import _cuda_hist_kernels as K
+    from customobj.ole.cuda import _histograms_kernels as K
     groups, members, smap = _groups(mapper, feats, capacity)
     out = cuda.device_array((mapper.n_slots, HIST_CHANNELS))
     K.zero[4, 32](out.reshape(out.size))
@@ -103,7 +103,7 @@ def test_the_pair_histogram_is_the_cpus_bit_for_bit_with_nan_rows_and_subsets(ch
 
 
 def test_feature_groups_pack_features_in_order_and_flag_wide_ones():
-    from customobj.ole._cuda_hist_kernels import chunks_for, CHUNK_UPDATES, MAX_CHUNKS
+    from customobj.ole.cuda._histograms_kernels import chunks_for, CHUNK_UPDATES, MAX_CHUNKS
     offsets, n_bins = np.array([0, 3, 9, 12, 40]), np.array([2, 5, 2, 27])
     groups, members, smap = _groups(type("M", (), {"offsets": offsets, "n_bins": n_bins})(), np.arange(4), 10)
     assert groups.tolist() == [[0, 2, 9, 1, 0], [2, 3, 3, 1, 9], [3, 4, 28, 0, 12]]
@@ -114,7 +114,7 @@ def test_feature_groups_pack_features_in_order_and_flag_wide_ones():
 
 def test_zero6_clears_six_histograms_in_one_launch():
     from numba import cuda
-    from customobj.ole import _cuda_hist_kernels as K
+    from customobj.ole.cuda import _histograms_kernels as K
     arrays = [cuda.to_device(np.full(37, v)) for v in (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)]
     K.zero6[2, 8](*arrays)  # fewer threads than items: the grid-stride loop covers the rest
     assert all(not a.copy_to_host().any() for a in arrays)

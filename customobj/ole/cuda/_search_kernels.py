@@ -1,26 +1,26 @@
-"""numba.cuda kernel of the GPU backend's split search (:mod:`.cuda_search`): a split's two children
+"""numba.cuda kernel of the GPU backend's split search (:mod:`.search`): a split's two children
 searched and their splits picked in one launch, each with what the grower needs beside it, so the
 grower reads them all in one copy.
 
-:func:`search_nodes`: blocks ``(feature blocks, nodes)`` run :func:`._cuda_split_kernels.node_bests`
+:func:`search_nodes`: blocks ``(feature blocks, nodes)`` run :func:`._split_kernels.node_bests`
 (one thread per feature and node: the CPU's per-feature search); the last block to finish (a ticket
 taken with one atomic after a memory fence, the counter put back to 0 by that block for the next
 search: no launch clears it) then picks each node's split from the per-feature records
-(:func:`._cuda_reduce_kernels.best_feature`, the CPU's tie-breaking, a block reduction in a fixed
+(:func:`._reduce_kernels.best_feature`, the CPU's tie-breaking, a block reduction in a fixed
 order: the pick does not depend on which block is last) into ``res[b, :SPLIT_SIZE]``, writes the
 chosen feature's NaN-slot row count in the node's histogram into ``res[b, SPLIT_SIZE]`` (the
 grower sends NaN to the search's side only where the node saw NaN:
 :meth:`customobj.ole.grower.TreeGrower._nan_side`), a root's sums, searched on the device, into
 ``res[0, NODE_SUMS:]`` and the pair counts of the split whose children these are (its partition's
-record, ``cuda_partitions.DevicePairCounts``, never read on its own) into ``res[0, PAIR_COUNTS:]``:
+record, ``partitions.DevicePairCounts``, never read on its own) into ``res[0, PAIR_COUNTS:]``:
 one launch per split's children, where a search per node and a pick took three, and one read.
 """
 from numba import float64, int64
 
-from .._cuda_runtime import THREADS, cuda_module
-from ._cuda_reduce_kernels import best_feature, last_block
-from ._cuda_split_kernels import node_bests
-from .common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, PART_N_LEFT, SPLIT_SIZE
+from ..._cuda_runtime import THREADS, cuda_module
+from ._reduce_kernels import best_feature, last_block
+from ._split_kernels import node_bests
+from ..common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, PART_N_LEFT, SPLIT_SIZE
 
 cuda = cuda_module()
 

@@ -13,7 +13,7 @@ global one once, one atomic per non-zero slot and channel. A feature with more s
 block has its group to itself and adds straight into global memory.
 
 **Arithmetic.** Values arrive on their grid (:mod:`.fixed_point`: the tree's gradients and
-hessians, rounded by :func:`._cuda_reduce_kernels.grid_round`, and its couplings): each update
+hessians, rounded by :func:`._reduce_kernels.grid_round`, and its couplings): each update
 adds the integer ``q = x / step`` to an int64 shared slot with ``atom.shared.add.u64`` (XGBoost's
 ``GradientQuantiser``), and the merge adds ``q_sum * step`` (exact) to the float64 histogram. Integer
 additions are exact, so the histogram does not depend on the order of the threads, the number of
@@ -39,10 +39,10 @@ from __future__ import annotations
 import numpy as np
 from numba import int64
 
-from .._cuda_runtime import cuda_module, device_function
-from ._cuda_launch import pow2_threads
-from .common import HIST_COUNT, HIST_G, HIST_H, PART_N_LEFT, PART_N_RIGHT, PART_PLAN, PH_HI, PH_NANP, PH_R
-from .pairhist import PAIRS_DIRECT, PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL, pair_hist_plan
+from ..._cuda_runtime import cuda_module, device_function
+from ._launch import pow2_threads
+from ..common import HIST_COUNT, HIST_G, HIST_H, PART_N_LEFT, PART_N_RIGHT, PART_PLAN, PH_HI, PH_NANP, PH_R
+from ..pairhist import PAIRS_DIRECT, PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL, pair_hist_plan
 
 cuda = cuda_module()
 
@@ -258,15 +258,15 @@ def pair_hist_shared(bins_rm, pi, pj, pc, start, n, steps, groups, members, slot
 @cuda.jit(cache=True)
 def child_hists(bins_rm, groups, members, slot_map, plan, rows):
     """A split's children's pair histograms, and the row histogram of its smaller child, in one launch,
-    from pair counts that never left the card. ``plan`` (``cuda_hists.ChildPlan``) holds the pair
+    from pair counts that never left the card. ``plan`` (``histograms.ChildPlan``) holds the pair
     partition's record (the children's pair counts ``n_l, n_r``; the parent's pairs ``plan.start +
     [0, n_l | n_r | split pairs]``); every block makes the CPU's choice
     (:func:`~customobj.ole.pairhist.pair_hist_plan`; block ``(0, 0, 0)`` writes it to
     ``record[PART_PLAN]``), and blocks ``(b, grp, 0)`` add into ``plan.left``, ``(b, grp, 1)`` into
     ``plan.right`` (both zeroed) as :func:`pair_hist_shared` does: each child that needs one its own
     pairs, or (the larger by subtraction) the smaller child's pairs and the split pairs into the
-    larger's buffer, which ``_cuda_split_kernels.subtract_children`` then completes. Blocks ``(b, grp,
-    2)`` (a grid of depth 3) do :func:`row_hist_shared`'s work on ``rows`` (``cuda_hists.RowBuild``).
+    larger's buffer, which ``_split_kernels.subtract_children`` then completes. Blocks ``(b, grp,
+    2)`` (a grid of depth 3) do :func:`row_hist_shared`'s work on ``rows`` (``histograms.RowBuild``).
     The grid covers the parent's pairs (or the rows, if more); a block past its range, or for a child
     that needs nothing, returns at once."""
     sh = cuda.shared.array((SHARED_SLOTS, 3), dtype=int64)
@@ -299,7 +299,7 @@ def child_hists(bins_rm, groups, members, slot_map, plan, rows):
 def chosen_child_pairs(bins_rm, pairs, choice, out_a, out_b):
     """``ole_fast``: the pair histograms of one or two children of a split (``cuda.blockIdx.z``: node 0
     into ``out_a``, 1 into ``out_b``, both zeroed), each over its own features chosen on the card
-    (``choice``, ``_cuda_select_kernels.FeatureChoice``: node ``z``'s groups) and its own pairs, the
+    (``choice``, ``_choice_kernels.FeatureChoice``: node ``z``'s groups) and its own pairs, the
     left or right part (``pairs.side_a``, ``side_b``) of the parent's ``pairs.start + [n_l | n_r | split]``
     from the partition's counts in ``pairs.record``, which never left the card. Blocks ``(b, grp, z)``
     work as :func:`pair_hist_shared`'s; the grid covers the parent's pairs and a bound on the groups: a

@@ -1,6 +1,6 @@
 """numba.cuda kernels of ``criterion="ole_fast"``'s pair pruning and of its dropped couplings per
 leaf: the GPU twins of :func:`customobj.ole.pair_pruning.prune_pairs` and
-:func:`~customobj.ole.pair_pruning.dropped_leaf_couplings` (orchestrated by :mod:`.cuda_pruning`).
+:func:`~customobj.ole.pair_pruning.dropped_leaf_couplings` (orchestrated by :mod:`.pruning`).
 
 The thresholds are the CPU's (the bucket scheme and the bound: :mod:`.pair_pruning`), from the
 CPU's own scalar code compiled as device functions (``_bucket``, ``_first_dropped_bucket``,
@@ -11,7 +11,7 @@ and bucket the mass, float64 atomics). The couplings are on the tree's grid when
 of them is exact and the atomics' order changes no bit: the masses, the budget ``eps * M_q`` and so
 the cuts are the CPU's. Kept and dropped pairs are then placed by a stable two-launch partition
 (:func:`count_kept_blocks`, :func:`place_kept_blocks`: the per-block counting and offsets of
-:mod:`._cuda_partition_kernels`), each computing a query's cut from its tables when its pairs begin
+:mod:`._partitions_kernels`), each computing a query's cut from its tables when its pairs begin
 (no launch of its own), the kept ones in their order (the CPU's), the dropped ones behind them in
 theirs (the CPU writes them reversed, or not at all; only their set matters: their sums are exact).
 The kept count and coupling stay on the card, as the root's pair counts and ``C``.
@@ -27,11 +27,11 @@ from typing import Any, NamedTuple
 
 from numba import float64, int64
 
-from .._cuda_runtime import THREADS, cuda_module, device_function
-from ._cuda_partition_kernels import _block, _offsets
-from .common import PART_N_LEFT, SPLIT_BIN, SPLIT_FEATURE, SPLIT_GAIN, SPLIT_NAN_LEFT
-from ._cuda_reduce_kernels import block_sums
-from .pair_pruning_kernels import _KEY_SHIFT, N_BUCKETS, _bucket, _first_dropped_bucket, _kept
+from ..._cuda_runtime import THREADS, cuda_module, device_function
+from ._partitions_kernels import _block, _offsets
+from ..common import PART_N_LEFT, SPLIT_BIN, SPLIT_FEATURE, SPLIT_GAIN, SPLIT_NAN_LEFT
+from ._reduce_kernels import block_sums
+from ..pair_pruning_kernels import _KEY_SHIFT, N_BUCKETS, _bucket, _first_dropped_bucket, _kept
 
 cuda = cuda_module()
 

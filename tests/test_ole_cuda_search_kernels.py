@@ -1,4 +1,4 @@
-"""customobj.ole._cuda_node_kernels: a split's two children searched and picked in one launch
+"""customobj.ole.cuda._search_kernels: a split's two children searched and picked in one launch
 (search_nodes), each split the CPU's (splitting.find_best_split: the first strictly best feature,
 none: feature -1) with its NaN-slot count beside it, a searched root's sums with it; in several
 feature blocks (the last block picks, whichever it is) and twice in a row (its ticket counter back
@@ -10,7 +10,7 @@ import pytest
 from customobj.ole.binning import BinMapper
 from customobj.ole.common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, RESULT_SIZE, SPLIT_FEATURE, SPLIT_SIZE, ChildSums
 from customobj.ole.criterion import SE
-from customobj.ole.cuda_search import NodeHists, SearchOut
+from customobj.ole.cuda.search import NodeHists, SearchOut
 from customobj.ole.histogram import build_row_hist_fm
 from customobj.ole.splitting import FeatureBins, SplitRules, find_best_split
 
@@ -41,7 +41,7 @@ def _nodes():
 @pytest.mark.parametrize("threads", [2, 8])
 def test_both_children_are_the_cpus_splits_with_their_nan_counts(threads):
     from numba import cuda
-    from customobj.ole import _cuda_node_kernels as K
+    from customobj.ole.cuda import _search_kernels as K
     mapper, hists, sums, masks = _nodes()
     bins = FeatureBins(mapper.n_bins.astype(np.int64), mapper.offsets)
     rules = SplitRules(SE, 0.5, 3.0, 0.1)
@@ -71,7 +71,7 @@ def test_both_children_are_the_cpus_splits_with_their_nan_counts(threads):
 
 def test_a_root_is_searched_from_its_sums_on_the_device():
     from numba import cuda
-    from customobj.ole import _cuda_node_kernels as K
+    from customobj.ole.cuda import _search_kernels as K
     mapper, hists, sums, masks = _nodes()
     bins = FeatureBins(mapper.n_bins.astype(np.int64), mapper.offsets)
     rules = SplitRules(SE, 0.5, 3.0, 0.1)

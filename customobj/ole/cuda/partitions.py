@@ -1,9 +1,9 @@
-"""The OLE GPU backend's partitions and coupling sums (:mod:`.cuda_backend`): a split's rows and
+"""The OLE GPU backend's partitions and coupling sums (:mod:`.backend`): a split's rows and
 pairs reordered on the card, and the children's couplings read back with the pair counts.
 
 :class:`DevicePartitions` holds the scratch every partition reuses (made once per fit: the rows'
 sides and temporary order, the blocks' counts and offsets, a ring of coupling accumulators) and
-launches, through the fit's counted kernels (:mod:`.cuda_stats`):
+launches, through the fit's counted kernels (:mod:`.stats`):
 
 - a row partition: ``mark_rows_blocks``, ``place_rows_blocks`` (2 launches, nothing read: the left
   count is the split's own, exact histogram count); the placing waits (:meth:`DevicePartitions.flush`)
@@ -13,8 +13,8 @@ launches, through the fit's counted kernels (:mod:`.cuda_stats`):
   (1 or 2 launches, nothing read). The totals stay on the card in a record
   (:class:`DevicePairCounts`, a row of a ring of accumulators zeroed in one launch each time it
   wraps: ``common.PART_RECORD``), where the children's pair histograms are planned and built from
-  them (``cuda_hists.ChildPlan``, ``_cuda_hist_kernels.child_hists``); the counts come back with the
-  children's splits (``cuda_search``), or in a read of their own when the host asks first.
+  them (``histograms.ChildPlan``, ``_histograms_kernels.child_hists``); the counts come back with the
+  children's splits (``search``), or in a read of their own when the host asks first.
 
 A partition is stable (the CPU's order, :mod:`.partition` and :mod:`.pair_partition`), so its
 result does not depend on its block count. :meth:`DevicePartitions.coupling_sum` (a range's
@@ -24,10 +24,10 @@ Examples
 --------
 >>> import numpy as np
 >>> from customobj._cuda_runtime import cuda_module
->>> from customobj.ole import _cuda_hist_kernels, _cuda_partition_kernels, _cuda_reduce_kernels
->>> from customobj.ole.cuda_memory import DeviceMemory
+>>> from customobj.ole.cuda import _histograms_kernels, _partitions_kernels, _reduce_kernels
+>>> from customobj.ole.cuda.memory import DeviceMemory
 >>> mem = DeviceMemory(cuda_module())
->>> parts = DevicePartitions(mem, _cuda_partition_kernels, _cuda_reduce_kernels, _cuda_hist_kernels.zero,
+>>> parts = DevicePartitions(mem, _partitions_kernels, _reduce_kernels, _histograms_kernels.zero,
 ...                          n_rows=6)
 >>> order = mem.upload(np.arange(6, dtype=np.int64))
 >>> col = mem.upload(np.array([3, 0, 2, 1, 0, 3], dtype=np.uint8))  # one feature's bins, 3: NaN
@@ -47,11 +47,11 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from .._cuda_runtime import THREADS
-from ._cuda_launch import grid_launch, pow2_threads
-from .backend import PairCounts
-from .common import PART_N_LEFT, PART_N_RIGHT, PART_RECORD
-from .cuda_memory import DeviceMemory
+from ..._cuda_runtime import THREADS
+from ._launch import grid_launch, pow2_threads
+from ..backend import PairCounts
+from ..common import PART_N_LEFT, PART_N_RIGHT, PART_RECORD
+from .memory import DeviceMemory
 
 __all__ = ["DevicePartitions", "DevicePairCounts", "RowPlace", "PairCount", "PARTITION_BLOCK",
            "MAX_PARTITION_BLOCKS", "ACC_RING"]
@@ -142,16 +142,16 @@ class DevicePartitions:
     ----------
     memory : DeviceMemory
         The fit's allocator and counter (reads go through it).
-    kp, kr : module or CountedKernels
-        :mod:`._cuda_partition_kernels` and :mod:`._cuda_reduce_kernels` (counted: :mod:`.cuda_stats`).
+    kernels, reduce_kernels : module or CountedKernels
+        :mod:`._partitions_kernels` and :mod:`._reduce_kernels` (counted: :mod:`.stats`).
     zero : numba.cuda kernel
-        ``zero(flat)`` (:mod:`._cuda_hist_kernels`): clears the coupling accumulators.
+        ``zero(flat)`` (:mod:`._histograms_kernels`): clears the coupling accumulators.
     n_rows : int
         Rows of the training set.
     """
 
-    def __init__(self, memory: DeviceMemory, kp: Any, kr: Any, zero: Any, *, n_rows: int) -> None:
-        self.memory, self._kp, self._kr, self._zero = memory, kp, kr, zero
+    def __init__(self, memory: DeviceMemory, kernels: Any, reduce_kernels: Any, zero: Any, *, n_rows: int) -> None:
+        self.memory, self._kernels, self._reduce_kernels, self._zero = memory, kernels, reduce_kernels, zero
         n = max(int(n_rows), 1)
         self.go_left = memory.array((n,), np.bool_)  # each row's side at the last row partition
         self._tmp_rows = memory.array((n,), np.int64)
@@ -176,8 +176,8 @@ class DevicePartitions:
         ``nan_bin`` to the left when ``nan_left``), stably; each row's side in :attr:`go_left`;
         ``n_left``: the rows that go left (the split's exact count)."""
         self.flush()
-        kp, nb = self._kp, partition_blocks(n)
-        kp.mark_rows_blocks[_blocks(nb)](col, order, start, n, nb, tbin, nan_bin, bool(nan_left), self.go_left,
+        kernels, nb = self._kernels, partition_blocks(n)
+        kernels.mark_rows_blocks[_blocks(nb)](col, order, start, n, nb, tbin, nan_bin, bool(nan_left), self.go_left,
                                          self._tmp_rows, self._counts)
         self._waiting = RowPlace(self._tmp_rows, order, self._counts, int(start), int(n), nb, int(n_left))
 
@@ -185,7 +185,7 @@ class DevicePartitions:
         """Place the rows of the last :meth:`rows` if :meth:`pairs` has not (call before using the order)."""
         r, self._waiting = self._waiting, None
         if r is not None:
-            self._kp.place_rows_blocks[_blocks(r.nb)](r.tmp, r.order, r.start, r.n, r.nb, r.n_left, self.go_left,
+            self._kernels.place_rows_blocks[_blocks(r.nb)](r.tmp, r.order, r.start, r.n, r.nb, r.n_left, self.go_left,
                                                       r.counts)
 
     def pairs(self, src: tuple, start: int, end: int, dst: tuple) -> DevicePairCounts:
@@ -193,20 +193,20 @@ class DevicePartitions:
         by :attr:`go_left`; the counts stay on the card, in the record of the :class:`DevicePairCounts`
         returned: nothing is read."""
         n = end - start
-        nb, kp, acc = partition_blocks(n), self._kp, self._next_acc()
+        nb, kernels, acc = partition_blocks(n), self._kernels, self._next_acc()
         counts, totals = self._pair_counts, acc[PART_N_LEFT:PART_N_RIGHT + 1]
         rows, self._waiting = self._waiting, None
         if rows is None:
-            kp.count_sides_blocks[_blocks(nb)](src[0], src[1], start, n, nb, self.go_left, counts, totals)
+            kernels.count_sides_blocks[_blocks(nb)](src[0], src[1], start, n, nb, self.go_left, counts, totals)
         else:  # the split's rows placed in the same launch
             bx, per = _blocks(max(nb, rows.nb))
             pairs = PairCount(src[0], src[1], counts, totals, int(start), int(n), nb)
-            kp.place_rows_count_sides[(bx, 2), per](rows, pairs, self.go_left)
-        kp.place_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals, *dst)
+            kernels.place_rows_count_sides[(bx, 2), per](rows, pairs, self.go_left)
+        kernels.place_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals, *dst)
         return DevicePairCounts(self.memory, acc)
 
     def coupling_sum(self, pc: Any, start: int, end: int) -> float:
         """The coupling of ``pc[start:end]``; one read."""
         acc = self._next_acc()[0:2].view(np.float64)
-        self._kr.coupling_sums[grid_launch(end - start)](pc, start, end - start, acc)
+        self._reduce_kernels.coupling_sums[grid_launch(end - start)](pc, start, end - start, acc)
         return float(self.memory.read(acc)[0])

@@ -21,10 +21,10 @@ from typing import Any, NamedTuple
 
 from numba import float64, int64
 
-from .._cuda_runtime import THREADS, cuda_module, device_function
-from .common import SPLIT_FEATURE, SPLIT_SIZE
-from .fixed_point import fold_abs_max, grid_step, magnitude_units, pow2_at_least, to_grid
-from .pair_pruning_kernels import _KEY_SHIFT
+from ..._cuda_runtime import THREADS, cuda_module, device_function
+from ..common import SPLIT_FEATURE, SPLIT_SIZE
+from ..fixed_point import fold_abs_max, grid_step, magnitude_units, pow2_at_least, to_grid
+from ..pair_pruning_kernels import _KEY_SHIFT
 
 cuda = cuda_module()
 
@@ -98,7 +98,7 @@ class QueryTops(NamedTuple):
     """``ole_fast``'s first pruning step done as its couplings are rounded (:func:`grid_round`): per
     query ``q`` of the pairs' first rows ``pi``, ``tops[q]`` the largest key ``bits >> 50`` of its
     positive rounded couplings (``bits``: their int64 view) and ``totals[q]`` their sum (``on``
-    False: nothing; ``_cuda_prune_kernels.query_tops``' work)."""
+    False: nothing; ``_pruning_kernels.query_tops``' work)."""
 
     pi: Any
     bits: Any
@@ -209,7 +209,7 @@ def coupling_sums(pc, start, n, sums):
 @cuda.jit(device=True)
 def best_feature(per, gains, res, shg, shi):
     """The block's body of :func:`pick_best` (shared scratch ``shg``, ``shi`` of ``blockDim`` items);
-    returns the chosen feature (-1: none). Also called by ``_cuda_node_kernels.search_nodes``."""
+    returns the chosen feature (-1: none). Also called by ``_search_kernels.search_nodes``."""
     t = cuda.threadIdx.x
     best = 0.0
     bi = -1

@@ -9,15 +9,15 @@ writes each output from one thread), so they are chosen for the card's occupancy
 """
 from __future__ import annotations
 
-from .._cuda_runtime import THREADS, simulated
+from ..._cuda_runtime import THREADS, simulated
 
 __all__ = ["pow2_threads", "grid_launch", "MAX_GRID_BLOCKS", "SIMULATOR_THREADS", "SIMULATOR_BLOCKS"]
 
-#: Most blocks of a grid-stride kernel (:mod:`._cuda_reduce_kernels`): a few per SM of a large card.
+#: Most blocks of a grid-stride kernel (:mod:`._reduce_kernels`): a few per SM of a large card.
 MAX_GRID_BLOCKS = 1024
 #: Most threads of a block and blocks of a grid-stride kernel under numba's CUDA simulator, where
 #: every thread is a Python thread started per block (the kernel tests run other counts:
-#: tests/test_ole_cuda_hist_kernels.py, test_ole_cuda_reduce_kernels.py).
+#: tests/test_ole_cuda_histograms_kernels.py, test_ole_cuda_reduce_kernels.py).
 SIMULATOR_THREADS = 8
 SIMULATOR_BLOCKS = 2
 

@@ -2,14 +2,14 @@
 :func:`customobj.ole.predictor.add_tree_bins`.
 
 One thread per row walks the tree on the row's bins (feature-major ``(features, rows)``, as the
-backend holds them: :mod:`.cuda_backend`), each step the CPU's own
+backend holds them: :mod:`.backend`), each step the CPU's own
 :func:`customobj.ole.predictor.child_of_bin` (a device function here), and adds its leaf's value once, the addition the CPU makes
 (``add_tree_bins``, or ``grower.add_leaf_values`` from the partition: the same leaf, the same single
 ``+=`` per row and tree), so the scores stay equal bit for bit. The walk stops after as many steps as
 the tree has nodes: a malformed tree cannot make the kernel loop.
 """
-from .._cuda_runtime import cuda_module, device_function
-from .predictor import child_of_bin
+from ..._cuda_runtime import cuda_module, device_function
+from ..predictor import child_of_bin
 
 cuda = cuda_module()
 _child = device_function(child_of_bin)

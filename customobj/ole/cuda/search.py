@@ -1,19 +1,19 @@
-"""The OLE GPU backend's split search (:mod:`.cuda_backend`): a node, or a split's two children,
+"""The OLE GPU backend's split search (:mod:`.backend`): a node, or a split's two children,
 searched in one launch and the chosen splits read in one copy.
 
 :class:`DeviceSearch` holds what every search reuses (made once per fit: two nodes' per-feature
 records and gains, their results, the ticket counter of the search kernel) and launches, through
-the fit's counted kernels (:mod:`.cuda_stats`):
+the fit's counted kernels (:mod:`.stats`):
 
-- :meth:`DeviceSearch.splits`: :func:`._cuda_node_kernels.search_nodes` (1 launch for one or two
+- :meth:`DeviceSearch.splits`: :func:`._search_kernels.search_nodes` (1 launch for one or two
   nodes: the CPU's per-feature search, then the pick by the last block) and one read of
   :data:`~customobj.ole.common.RESULT_SIZE` float64 per node (the split record, the chosen
   feature's NaN count, a root's sums, the pair counts of the split whose children they are);
-- :meth:`DeviceSearch.wse_gains`: :func:`._cuda_split_kernels.feature_bests` with the WSE score
+- :meth:`DeviceSearch.wse_gains`: :func:`._split_kernels.feature_bests` with the WSE score
   (a node's ranking of the features; 1 launch for one or two nodes) and one read of the gains;
 - :meth:`DeviceSearch.choose_features`: the same gains and, by the last block, each node's top ``k``
-  features chosen where the gains are (``ole_fast``: :func:`._cuda_select_kernels.wse_choose`; 1
-  launch, no read; :mod:`.cuda_fast`).
+  features chosen where the gains are (``ole_fast``: :func:`._choice_kernels.wse_choose`; 1
+  launch, no read; :mod:`.choice`).
 
 The kernels' arguments travel as records (:class:`NodeHists`, :class:`SearchOut`). A tree's root
 can be searched from its sums on the device (``root_on_device``: ``root[0:3]`` are its ``G, H, C``),
@@ -23,15 +23,15 @@ Examples
 --------
 >>> import numpy as np
 >>> from customobj._cuda_runtime import cuda_module
->>> from customobj.ole import _cuda_node_kernels, _cuda_split_kernels
+>>> from customobj.ole.cuda import _search_kernels, _split_kernels
 >>> from customobj.ole.common import ChildSums, SplitInfo
 >>> from customobj.ole.criterion import SE
->>> from customobj.ole.cuda_memory import DeviceMemory
->>> from customobj.ole.cuda_pool import DevicePool
+>>> from customobj.ole.cuda.memory import DeviceMemory
+>>> from customobj.ole.cuda.pool import DevicePool
 >>> from customobj.ole.splitting import FeatureBins, SplitRules
 >>> mem = DeviceMemory(cuda_module())
 >>> bins = FeatureBins(mem.upload(np.array([2])), mem.upload(np.array([0])))  # one feature, 2 bins
->>> search = DeviceSearch(mem, _cuda_split_kernels, _cuda_node_kernels, DevicePool(mem, n_rows=4,
+>>> search = DeviceSearch(mem, _split_kernels, _search_kernels, DevicePool(mem, n_rows=4,
 ...                       n_features=1, n_slots=3, n_hists=1), bins, n_features=1, has_nan=False)
 >>> hist = mem.upload(np.array([[-2.0, 1.0, 2.0], [2.0, 1.0, 2.0], [0.0, 0.0, 0.0]]))  # [g, h, count]
 >>> res = search.splits([(hist, None, np.ones(1, np.bool_), ChildSums(0.0, 2.0, 4.0, 0.0))],
@@ -46,13 +46,13 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from ._cuda_hist_kernels import SHARED_SLOTS
-from ._cuda_launch import pow2_threads
-from ._cuda_select_kernels import Completion
-from .backend import _node
-from .common import PART_RECORD, PH_CHANNELS, RESULT_SIZE, SPLIT_SIZE
-from .criterion import WSE
-from .cuda_memory import DeviceMemory
+from ._histograms_kernels import SHARED_SLOTS
+from ._launch import pow2_threads
+from ._choice_kernels import Completion
+from ..backend import _node
+from ..common import PART_RECORD, PH_CHANNELS, RESULT_SIZE, SPLIT_SIZE
+from ..criterion import WSE
+from .memory import DeviceMemory
 
 __all__ = ["DeviceSearch", "NodeHists", "SearchOut"]
 
@@ -69,7 +69,7 @@ class NodeHists(NamedTuple):
 
 
 class SearchOut(NamedTuple):
-    """:func:`~customobj.ole._cuda_node_kernels.search_nodes`' outputs: the per-feature records and
+    """:func:`~customobj.ole.cuda._search_kernels.search_nodes`' outputs: the per-feature records and
     gains of each node, each node's result and the blocks' ticket counter (0 between searches)."""
 
     per: Any
@@ -85,9 +85,9 @@ class DeviceSearch:
     ----------
     memory : DeviceMemory
         Allocates the search buffers once per fit and counts the one blocking read of each search.
-    ks, kn : module or CountedKernels
-        The split kernels (:mod:`._cuda_split_kernels`) and the node kernels (:mod:`._cuda_node_kernels`),
-        wrapped by :mod:`.cuda_stats` when counted.
+    split_kernels, kernels : module or CountedKernels
+        The split kernels (:mod:`._split_kernels`) and the node kernels (:mod:`._search_kernels`),
+        wrapped by :mod:`.stats` when counted.
     pool : DevicePool
         Holds the nodes' feature masks on the device.
     bins : FeatureBins
@@ -98,9 +98,9 @@ class DeviceSearch:
         Whether any feature has a NaN bin (the NaN count of the chosen feature is then looked up).
     """
 
-    def __init__(self, memory: DeviceMemory, ks: Any, kn: Any, pool: Any, bins: Any, *, n_features: int,
+    def __init__(self, memory: DeviceMemory, split_kernels: Any, kernels: Any, pool: Any, bins: Any, *, n_features: int,
                  has_nan: bool, tail: int = 0) -> None:
-        self.memory, self._ks, self._kn, self._pool, self._bins = memory, ks, kn, pool, bins
+        self.memory, self._split_kernels, self._kernels, self._pool, self._bins = memory, split_kernels, kernels, pool, bins
         f = max(int(n_features), 1)
         self._n_features, self._has_nan = int(n_features), bool(has_nan)
         rows = 2 + -(-max(int(tail), 0) // RESULT_SIZE)  # the results, then the tail (read with them)
@@ -118,7 +118,7 @@ class DeviceSearch:
         return (max(1, -(-self._n_features // per)), n_nodes), per
 
     def _hists(self, rows: list, pairs: list, masks: list) -> NodeHists:
-        # a mask None is on the device already, in the pool's slot (ole_fast's choice, .cuda_fast)
+        # a mask None is on the device already, in the pool's slot (ole_fast's choice, .choice)
         dev = [self._pool.mask[slot, :self._n_features] if m is None else self._pool.feature_mask(m, slot)
                for slot, m in enumerate(masks)]
         pairs = [self._no_ph if p is None else p for p in pairs]
@@ -148,7 +148,7 @@ class DeviceSearch:
             raise ValueError("DeviceSearch.splits takes one or two nodes, both with pair histograms or neither")
         hists = self._hists([s[0] for s in searches], [s[1] for s in searches], [s[2] for s in searches])
         nodes = [_node(s[3]) for s in searches]
-        self._kn.search_nodes[self._launch(len(searches))](
+        self._kernels.search_nodes[self._launch(len(searches))](
             hists, searches[0][1] is not None, self._bins, nodes[0], nodes[-1], rules, root, root_on_device,
             self._out, self._has_nan, self._no_record if pair_record is None else pair_record, pair_record is not None)
         if before_read is not None:
@@ -167,7 +167,7 @@ class DeviceSearch:
             raise ValueError("DeviceSearch.wse_gains takes one or two nodes")
         hists = self._hists([n[0] for n in nodes], [None], [mask])
         sums = [_node(n[1], with_c=False) for n in nodes]
-        self._ks.feature_bests[self._launch(len(nodes))](
+        self._split_kernels.feature_bests[self._launch(len(nodes))](
             hists, False, self._bins, sums[0], sums[-1], rules._replace(score=WSE), root, root_on_device,
             self._out.per, self._wse)
         return list(self.memory.read(self._wse[:len(nodes)]))
@@ -175,8 +175,8 @@ class DeviceSearch:
     def choose_features(self, nodes: list, choose: Any, choice: Any, k: int, rules: Any, root: Any,
                         root_on_device: bool, subtract: Optional[tuple] = None) -> None:
         """``ole_fast``: the WSE gains of one or two nodes (``(hist, sums)`` each) and each node's top ``k``
-        features with their groups, into ``choice`` (:func:`._cuda_select_kernels.wse_choose`, given as
-        ``choose``: one launch, no read; the fit's mask is ``choice.mask``; :mod:`.cuda_fast`).
+        features with their groups, into ``choice`` (:func:`._choice_kernels.wse_choose`, given as
+        ``choose``: one launch, no read; the fit's mask is ``choice.mask``; :mod:`.choice`).
         ``subtract``: ``(node, big, small)``, node ``node``'s histogram ``big`` completed first as
         ``big -= small`` in the same launch."""
         if not 0 < len(nodes) <= 2:

@@ -1,14 +1,14 @@
-"""The tree's inputs on the card for the OLE GPU backend (:mod:`.cuda_backend`): its gradients,
+"""The tree's inputs on the card for the OLE GPU backend (:mod:`.backend`): its gradients,
 hessians and couplings on their grids (:mod:`.fixed_point`), its root's sums, ``ole_fast``'s pair
-pruning (:mod:`.cuda_pruning`) and the leaves' dropped couplings, summed with the tree's last search.
+pruning (:mod:`.pruning`) and the leaves' dropped couplings, summed with the tree's last search.
 
-:class:`CUDATreeInputs` is the part of :class:`~customobj.ole.cuda_backend.CUDABackend` that starts a
+:class:`CUDATreeInputs` is the part of :class:`~customobj.ole.cuda.backend.CUDABackend` that starts a
 tree (the backend's constructor makes the state it reads: the declarations below). Per tree:
 
 - the grids: ``grid_max``, ``grid_units``, ``grid_round`` (3 launches for the rows and the device
-  couplings together, :mod:`._cuda_reduce_kernels`: the grower gives :meth:`pair_buffers` the
+  couplings together, :mod:`._reduce_kernels`: the grower gives :meth:`pair_buffers` the
   rows); the tree's first ``grid_max`` also clears the pool's histograms
-  (:meth:`~customobj.ole.cuda_pool.DevicePool.clear_all`), and the couplings' rounding makes
+  (:meth:`~customobj.ole.cuda.pool.DevicePool.clear_all`), and the couplings' rounding makes
   ``ole_fast``'s per-query tops (``QueryTops``);
 - the root's sums: read with its split when it is searched (:meth:`root_sums`);
 - ``ole_fast``: the pruning (3 more launches, nothing read: the kept count comes back with the root's
@@ -22,12 +22,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._cuda_runtime import is_device_array
-from ._cuda_launch import grid_launch
-from ._cuda_reduce_kernels import GridItems, QueryTops
-from .backend import CPUBackend
-from .cuda_memory import check_device_memory, device_memory_needed, free_device_memory
-from .fixed_point import grid_step_of
+from ..._cuda_runtime import is_device_array
+from ._launch import grid_launch
+from ._reduce_kernels import GridItems, QueryTops
+from ..backend import CPUBackend
+from .memory import check_device_memory, device_memory_needed, free_device_memory
+from ..fixed_point import grid_step_of
 
 __all__ = ["CUDATreeInputs"]
 
@@ -164,7 +164,7 @@ class CUDATreeInputs(CPUBackend):
         the rows' grid in the same launches), after checking that they fit next to the rest."""
         self._begin_tree()
         need = device_memory_needed(**self._shape, n_pairs=pairs[0].shape[0])
-        # device pairs (the objective's couplings, cuda_scores) already hold the first of the two buffers
+        # device pairs (the objective's couplings, scores) already hold the first of the two buffers
         held = (need["pairs"] // 2 if is_device_array(pairs[0]) else 0) + self.pool.buffer_bytes
         check_device_memory(need, free=free_device_memory() + self._resident + held)
         self._pc_sum = None
@@ -172,7 +172,7 @@ class CUDATreeInputs(CPUBackend):
         return self._device_pairs(pairs)
 
     def prune_pairs(self, bufs: tuple) -> tuple:
-        """``ole_fast``'s pruning on the card (:mod:`.cuda_pruning`): the kept pairs first, the dropped
+        """``ole_fast``'s pruning on the card (:mod:`.pruning`): the kept pairs first, the dropped
         ones and the kept count (on the card: it comes back with the root's split, its coupling is the
         root's ``C`` there)."""
         if self._pruning is None:

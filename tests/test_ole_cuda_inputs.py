@@ -1,4 +1,4 @@
-"""customobj/ole/cuda_tree_inputs.py: a tree's inputs on the card. The rows' and the device
+"""customobj/ole/cuda/inputs.py: a tree's inputs on the card. The rows' and the device
 couplings' grids share one set of three launches (the grower gives ``pair_buffers`` the rows) and
 give the CPU's root sums, read once; ``ole_fast``'s pruning leaves its kept count and coupling on
 the card (no read: the count comes back as the root's pair counts, the coupling is the root's
@@ -22,7 +22,7 @@ pytestmark = needs_gpu
 
 def _setup(criterion, **kw):
     from customobj._cuda_runtime import cuda_module
-    from customobj.ole.cuda_backend import CUDABackend
+    from customobj.ole.cuda.backend import CUDABackend
     X = make_X(8, n=72, n_features=3, nan_frac=0.0)
     y = np.random.default_rng(8).integers(0, 3, 72).astype(float)
     obj = RankNet()

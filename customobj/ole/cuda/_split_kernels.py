@@ -6,8 +6,8 @@ two children in one launch), and each calls ``splitting._best_in_feature`` (numb
 compiles a ``@njit`` function called from a kernel as a device function), so a feature's thresholds,
 NaN directions, constraints and gains are evaluated by the same source in the same order.
 :func:`feature_bests` is it alone (a node's WSE ranking, read back; ``ole_fast`` ranks on the card:
-:func:`._cuda_select_kernels.wse_choose`);
-:func:`._cuda_node_kernels.search_nodes` then takes, by a block reduction, the first feature whose
+:func:`._choice_kernels.wse_choose`);
+:func:`._search_kernels.search_nodes` then takes, by a block reduction, the first feature whose
 gain is strictly larger than every earlier one: the CPU's tie-breaking (lower feature, then lower
 bin, then NaN right before NaN left). Only the chosen split, a ``float64[SPLIT_SIZE]`` record
 (:mod:`.common`), goes back to the host; the histograms stay.
@@ -18,14 +18,14 @@ so there the kernels call the function's Python source (``py_func``), whose help
 
 The arithmetic kernels: :func:`subtract3` (up to three ``parent -= child``, elementwise, as numpy
 does on the host; exact on the grid of :mod:`.fixed_point`; a split's, queued by
-:class:`~customobj.ole.cuda_memory.SubtractQueue`) and :func:`subtract_children` (a split's rows'
+:class:`~customobj.ole.cuda.memory.SubtractQueue`) and :func:`subtract_children` (a split's rows'
 ``parent -= child`` and its children's pair histograms completed by the plan made on the card:
 ``larger = parent - smaller - split pairs``, the CPU's order, or nothing).
 """
-from .._cuda_runtime import cuda_module, device_function
-from .common import PART_PLAN, ChildSums
-from .pairhist import PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL
-from .splitting import _best_in_feature, parent_score
+from ..._cuda_runtime import cuda_module, device_function
+from ..common import PART_PLAN, ChildSums
+from ..pairhist import PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL
+from ..splitting import _best_in_feature, parent_score
 
 cuda = cuda_module()
 
@@ -38,7 +38,7 @@ _best, _parent = device_function(_best_in_feature), device_function(parent_score
 def node_bests(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, per, gains):
     """Thread ``f`` of node ``b`` (``cuda.blockIdx.y``, at most two: a split's children): ``gains[b, f]`` =
     feature ``f``'s best gain > 0 (0 outside node ``b``'s mask), ``per[b, f]`` its split record
-    (written only when its gain > 0). ``h``: the nodes' histograms and masks (``cuda_search.NodeHists``);
+    (written only when its gain > 0). ``h``: the nodes' histograms and masks (``search.NodeHists``);
     ``bins``, ``node_a`` / ``node_b``, ``rules``: the records of ``splitting.find_best_split`` (with
     ``rules.score`` WSE and no pairs: ``feature_gains``'s gains). With ``on_device`` node 0's ``G, H, C``
     are ``sums[0:3]`` (a tree's root, never read back before its search), not its record's; the
@@ -78,7 +78,7 @@ def subtract3(a0, b0, a1, b1, a2, b2, n_ops):
 @cuda.jit(cache=True)
 def subtract_children(a0, b0, n_ops, parent, left, right, record):
     """``a0 -= b0`` (``n_ops`` 1; 0: not), then a split's children's pair histograms (flat, one size)
-    completed by ``record[PART_PLAN]`` (``_cuda_hist_kernels.child_hists``):
+    completed by ``record[PART_PLAN]`` (``_histograms_kernels.child_hists``):
     ``PAIRS_LEFT_SMALL``: ``right = (parent - left) - right`` (``right`` held the split pairs'),
     ``PAIRS_RIGHT_SMALL``: ``left = (parent - right) - left``, else nothing: the CPU's
     ``parent -= smaller; parent -= split pairs``, in its order (exact on the grid either way)."""

@@ -3,10 +3,10 @@
 two launches each.
 
 Like the CPU's parallel versions, a range is cut into blocks whose number depends only on its size
-(:func:`.cuda_partitions.partition_blocks`); one thread per block runs the CPU's own per-block code
+(:func:`.partitions.partition_blocks`); one thread per block runs the CPU's own per-block code
 (``partition._mark_rows`` / ``_place_rows``, ``pair_partition._count_sides`` / ``_place_sides``,
 compiled as device functions; their Python source under the simulator, as in
-:mod:`._cuda_split_kernels`). The first launch counts each block's sides (rows: and copies the range
+:mod:`._split_kernels`). The first launch counts each block's sides (rows: and copies the range
 to a scratch order, which the second reads, so no third launch copies it back; pairs: and adds the
 totals, one atomic per CUDA block, into a ``totals`` record that stays on the card: the children's
 couplings are their split's, nothing sums them here). The second
@@ -21,10 +21,10 @@ rows and [both left | both right | split] pairs, each in node order.
 """
 from numba import int64
 
-from .._cuda_runtime import THREADS, cuda_module, device_function
-from ._cuda_reduce_kernels import block_sums
-from .pair_partition import _count_sides, _place_sides
-from .partition import _mark_rows, _place_rows
+from ..._cuda_runtime import THREADS, cuda_module, device_function
+from ._reduce_kernels import block_sums
+from ..pair_partition import _count_sides, _place_sides
+from ..partition import _mark_rows, _place_rows
 
 cuda = cuda_module()
 
@@ -143,8 +143,8 @@ def count_sides_blocks(pi, pj, start, n, nb, go_left, counts, totals):
 def place_rows_count_sides(rows, pairs, go_left):
     """A split's rows placed and its pairs counted in one launch (both read only the sides
     :func:`mark_rows_blocks` wrote): blocks ``(x, 0)`` run :func:`place_rows_blocks` on ``rows``
-    (``cuda_partitions.RowPlace``), blocks ``(x, 1)`` :func:`count_sides_blocks` on ``pairs``
-    (``cuda_partitions.PairCount``); ``x`` covers the larger of their block counts."""
+    (``partitions.RowPlace``), blocks ``(x, 1)`` :func:`count_sides_blocks` on ``pairs``
+    (``partitions.PairCount``); ``x`` covers the larger of their block counts."""
     shn = cuda.shared.array((2, THREADS), dtype=int64)
     if cuda.blockIdx.y == 0:
         _put_rows(rows.tmp, rows.order, rows.start, rows.n, rows.nb, rows.n_left, go_left, rows.counts, shn)

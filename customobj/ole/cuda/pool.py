@@ -6,11 +6,11 @@ and a split's new ones while its larger child is being subtracted), the row orde
 starting rows, the feature groups of ``ole_fast``'s pair histograms, two nodes' feature masks and
 a ring of the trees' grid accumulators (zeroed once per ``TREE_RING`` trees, not per tree). A node
 then takes a histogram from the pool and gives it back when the grower drops it (a finalizer of
-its :class:`~customobj.ole.cuda_memory.DeviceHist`), so no node allocates (issue 32, item 3;
+its :class:`~customobj.ole.cuda.memory.DeviceHist`), so no node allocates (issue 32, item 3;
 ``TreeBooster.device_stats_`` counts it). Only the pair buffers grow, by half again, in the
 (rare) tree that has more pairs than every tree before it.
 
-The pool's bytes are part of :func:`customobj.ole.cuda_backend.device_memory_needed`, so the
+The pool's bytes are part of :func:`customobj.ole.cuda.backend.device_memory_needed`, so the
 up-front memory refusal counts them.
 
 The row order stays on the card between trees: a tree starts from the rows the last one started
@@ -20,7 +20,7 @@ Examples
 --------
 >>> import numpy as np
 >>> from customobj._cuda_runtime import cuda_module
->>> from customobj.ole.cuda_memory import DeviceMemory
+>>> from customobj.ole.cuda.memory import DeviceMemory
 >>> mem = DeviceMemory(cuda_module())
 >>> pool = DevicePool(mem, n_rows=10, n_features=3, n_slots=12, n_hists=4)
 >>> a = pool.hist(); b = pool.hist(); pool.n_free
@@ -39,10 +39,10 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from ._cuda_hist_kernels import GROUP_COLUMNS, MEMBER_COLUMNS
-from ._cuda_launch import grid_launch
-from .common import HIST_CHANNELS
-from .cuda_memory import DeviceMemory
+from ._histograms_kernels import GROUP_COLUMNS, MEMBER_COLUMNS
+from ._launch import grid_launch
+from ..common import HIST_CHANNELS
+from .memory import DeviceMemory
 
 __all__ = ["DevicePool", "hists_per_tree", "TREE_RING"]
 
@@ -83,7 +83,7 @@ class DevicePool:
         self._rows0 = memory.array((n,), np.int64)  # the rows the last tree started from
         self._rows0_host: Optional[np.ndarray] = None
         f = max(int(n_features), 1)
-        # a feature subset's shared-memory groups (_cuda_hist_kernels.feature_groups): groups, members, slot map
+        # a feature subset's shared-memory groups (_histograms_kernels.feature_groups): groups, members, slot map
         self.features = (memory.array((f, GROUP_COLUMNS), np.int64), memory.array((f, MEMBER_COLUMNS), np.int64),
                          memory.array((max(int(n_slots), 1),), np.int64))
         self.mask = memory.array((2, f), np.bool_)  # two nodes searched at once: a mask each
@@ -168,7 +168,7 @@ class DevicePool:
         return self.mask[slot, :host.shape[0]]
 
     def masks_written(self) -> None:
-        """A kernel wrote both mask slots (``ole_fast``'s choice, :mod:`.cuda_fast`): the next
+        """A kernel wrote both mask slots (``ole_fast``'s choice, :mod:`.choice`): the next
         :meth:`feature_mask` copies its mask again."""
         self._mask_host = [None, None]
 

@@ -4,14 +4,14 @@ When the objective has GPU kernels (its ``device_route()``, ``customobj.objectiv
 :class:`DeviceScores` uploads the scores once per fit, computes every round's gradients and
 hessians on the device (``Objective.grad_hess_prepared`` with device scores: ``objectives.devices``)
 into two buffers it reuses, hands those device arrays to the grower (the backend sums and histograms
-them where they are) and adds each finished tree to the scores with :mod:`._cuda_score_kernels`.
+them where they are) and adds each finished tree to the scores with :mod:`._scores_kernels`.
 When the criterion needs the objective's pair couplings (``ole``, ``ole_fast``, ``ole_float64`` with a
 pairwise objective), the same call computes them there too (``objectives._cuda_couplings``, the
 objective's ``device_route().couplings``: every built-in loss but the composites), into a pair
 buffer it reuses, in the CPU's pair order with the CPU's values (with bagging, the out-of-bag pairs
 are dropped there too); the grower's pair histograms and partitions take those device arrays as they
 are. Nothing of size ``n`` (or of the pair count) crosses the bus per tree for the gradients and
-pairs; ``ole_fast`` prunes them per query where they are (:mod:`.cuda_pruning`).
+pairs; ``ole_fast`` prunes them per query where they are (:mod:`.pruning`).
 
 Otherwise the gradients stay on the host, and :func:`host_gradients_reason` says why:
 
@@ -31,9 +31,9 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from .._cuda_runtime import THREADS, blocks
-from ..objectives.devices import Device, kernels_for
-from .cuda_memory import DeviceMemory
+from ..._cuda_runtime import THREADS, blocks
+from ...objectives.devices import Device, kernels_for
+from .memory import DeviceMemory
 
 __all__ = ["DeviceScores", "host_gradients_reason"]
 
@@ -53,7 +53,7 @@ def host_gradients_reason(obj: Any, need_pairs: bool, line_search: bool,
     >>> host_gradients_reason(customobj.LambdaRank(), need_pairs=True, line_search=False) is None
     True
     """
-    from ..objectives._cuda_couplings import couplings_reason
+    from ...objectives._cuda_couplings import couplings_reason
 
     if need_pairs:
         why = pairs_on_host if pairs_on_host is not None else couplings_reason(obj)
@@ -87,10 +87,10 @@ class DeviceScores:
 
     def __init__(self, memory: DeviceMemory, bins: Any, n_bins: Any, obj: Any, prep: Any,
                  scores: np.ndarray, index_dtype: Optional[type] = None) -> None:
-        from . import _cuda_score_kernels as kernels
-        from .cuda_stats import CountedKernels
+        from . import _scores_kernels as kernels
+        from .stats import CountedKernels
 
-        self._k, self._mem, self._bins, self._n_bins = CountedKernels(kernels, memory.counter), memory, bins, n_bins
+        self._kernels, self._mem, self._bins, self._n_bins = CountedKernels(kernels, memory.counter), memory, bins, n_bins
         self.obj, self.prep = obj, prep
         self.scores = memory.upload(np.asarray(scores, dtype=np.float64))
         self.grad = memory.array(self.scores.shape, np.float64)
@@ -109,7 +109,7 @@ class DeviceScores:
             g, h = self.obj.grad_hess_prepared(self.scores, self.prep, self.grad, self.hess)
             pairs = None
         else:
-            from ..objectives._cuda_couplings import grad_hess_couplings_prepared, in_bag_pairs
+            from ...objectives._cuda_couplings import grad_hess_couplings_prepared, in_bag_pairs
 
             g, h, pairs = grad_hess_couplings_prepared(self.obj, self.scores, self.prep, self.grad, self.hess,
                                                        lambda m: self._pair_buffer("objective", m))
@@ -151,4 +151,4 @@ class DeviceScores:
                      ("left_child", np.int64), ("right_child", np.int64))]
             leaves = tree.leaves["leaf_value"]
             values = mem.copy_in(self._tree_buffer("leaf_value", leaves.shape[0], np.float64), leaves)
-            self._k.add_tree_bins[blocks(n), THREADS](self._bins, self._n_bins, *args, values, out)
+            self._kernels.add_tree_bins[blocks(n), THREADS](self._bins, self._n_bins, *args, values, out)

@@ -1,10 +1,10 @@
 """numba.cuda kernel of ``criterion="ole_fast"``'s feature choice on the device: the GPU twin of
-:func:`customobj.ole.backend.select_features` followed by :func:`._cuda_hist_kernels.feature_groups`.
+:func:`customobj.ole.backend.select_features` followed by :func:`._histograms_kernels.feature_groups`.
 
 At each node ``ole_fast`` builds pair histograms only for the ``k`` features of largest WSE gain
 (Xia, Zhai, Wang, section 3.1; :mod:`customobj.ole.grower`). On the host that choice needs the
 node's gains read back (one blocking read per split). :func:`wse_choose` searches the WSE gains of
-a split's two children as :func:`._cuda_node_kernels.search_nodes` searches splits, and its last
+a split's two children as :func:`._search_kernels.search_nodes` searches splits, and its last
 block makes the choice where the gains are (:func:`choose_top`), writing what the pair histograms
 and the split search then read on the device: each node's feature mask and the chosen features'
 shared-memory groups. One launch, as the gains alone took, and the only read left is the split.
@@ -14,7 +14,7 @@ mask come before it in the order (larger gain first, ties: lower index first, as
 sort), so the kept set does not depend on thread order. Each thread ranks its features against all
 others: ``F^2`` comparisons per node (136 features: 18,496), work the card does in microseconds.
 
-**The groups** are packed in feature order exactly as :func:`._cuda_hist_kernels.feature_groups`
+**The groups** are packed in feature order exactly as :func:`._histograms_kernels.feature_groups`
 does (one thread: at most ``F`` features), then the slot map is filled with one thread per chosen
 feature. Rows of the group table past the last group are zero: a histogram launched with more groups
 than there are (the host knows only a bound) gives their blocks no feature, and they return at once.
@@ -25,10 +25,10 @@ from typing import Any, NamedTuple
 
 from numba import int64
 
-from .._cuda_runtime import cuda_module
-from ._cuda_hist_kernels import GROUP_COLUMNS
-from ._cuda_reduce_kernels import last_block
-from ._cuda_split_kernels import node_bests
+from ..._cuda_runtime import cuda_module
+from ._histograms_kernels import GROUP_COLUMNS
+from ._reduce_kernels import last_block
+from ._split_kernels import node_bests
 
 cuda = cuda_module()
 
@@ -59,7 +59,7 @@ def _set_group(groups, node, g, first, end, local, capacity, n_map):
 
 @cuda.jit(device=True)
 def _pack(keep, node, offsets, n_bins, capacity, groups, members, counts):
-    """:func:`._cuda_hist_kernels.feature_groups` of the kept features of ``node`` (one thread); the
+    """:func:`._histograms_kernels.feature_groups` of the kept features of ``node`` (one thread); the
     unused group rows zeroed, ``counts[0:2]`` = (members, groups)."""
     first = 0
     local = 0
@@ -155,9 +155,9 @@ def _subtract_feature(bins, f, big, small):
 
 @cuda.jit(cache=True)
 def wse_choose(h, bins, node_a, node_b, rules, sums, on_device, out, choice, k, capacity, sub):
-    """Every feature's best WSE split of one or two nodes (:func:`._cuda_split_kernels.node_bests`,
+    """Every feature's best WSE split of one or two nodes (:func:`._split_kernels.node_bests`,
     blocks ``(features, nodes)``, gains into ``out.gains``), then, by the last block to finish (a
-    ticket, as :func:`._cuda_node_kernels.search_nodes`), each node's top ``k`` features and their
+    ticket, as :func:`._search_kernels.search_nodes`), each node's top ``k`` features and their
     groups into ``choice`` (:func:`choose_top`). ``out.done``: the ticket counter, 0 before and after.
 
     With ``sub.node`` 0 or 1 (:class:`Completion`), that node's row histogram is first completed

@@ -1,4 +1,4 @@
-"""customobj.ole.cuda_hists: a split's children's histograms on the card equal the CPU's (the row
+"""customobj.ole.cuda.histograms: a split's children's histograms on the card equal the CPU's (the row
 histogram of the smaller child, histogram.build_row_hist_fm; each child's pair histogram,
 pairhist.build_pair_hist) bit for bit, whichever plan the card makes from the pair counts it keeps
 (pairhist.pair_hist_plan: direct, or the larger child by subtraction, either side), in two launches
@@ -22,11 +22,11 @@ pytestmark = needs_gpu
 
 def _setup(left_share):
     from customobj._cuda_runtime import cuda_module
-    from customobj.ole import _cuda_hist_kernels, _cuda_split_kernels
-    from customobj.ole.cuda_hists import DeviceHistograms
-    from customobj.ole.cuda_memory import DeviceMemory
-    from customobj.ole.cuda_pool import DevicePool
-    from customobj.ole.cuda_stats import CountedKernels
+    from customobj.ole.cuda import _histograms_kernels, _split_kernels
+    from customobj.ole.cuda.histograms import DeviceHistograms
+    from customobj.ole.cuda.memory import DeviceMemory
+    from customobj.ole.cuda.pool import DevicePool
+    from customobj.ole.cuda.stats import CountedKernels
     n = 60
     X = make_X(2, n=n, n_features=3, nan_frac=0.15)
     mapper = BinMapper.fit(X, 8)
@@ -39,7 +39,7 @@ def _setup(left_share):
     buf = tuple(np.zeros_like(a) for a in (pi, pj, pc))
     counts = partition_pairs(pi, pj, pc, 0, 150, go_left, *buf)
     mem = DeviceMemory(cuda_module())
-    kh, ks = (CountedKernels(m, mem.counter) for m in (_cuda_hist_kernels, _cuda_split_kernels))
+    kh, ks = (CountedKernels(m, mem.counter) for m in (_histograms_kernels, _split_kernels))
     hists = DeviceHistograms(mem, kh, ks, DevicePool(mem, n_rows=n, n_features=3, n_slots=mapper.n_slots, n_hists=6),
                              mem.upload(np.ascontiguousarray(fm.T)), mapper.offsets, mapper.n_bins)
     return mapper, fm, mem, hists, buf, counts, go_left
@@ -100,11 +100,11 @@ def test_a_childs_row_histogram_is_built_when_used_first():
 @pytest.mark.parametrize("sides", [(0, 1), (1,), (0,)])
 def test_ole_fasts_children_over_features_chosen_on_the_card_are_the_cpus_in_one_launch(sides):
     """chosen_child_pairs: each child its own pairs (its side of the parent's range, from counts that
-    stay on the card) over its own features (the device tables of _cuda_select_kernels' choice)."""
-    from customobj.ole._cuda_hist_kernels import feature_groups
-    from customobj.ole._cuda_select_kernels import FeatureChoice
+    stay on the card) over its own features (the device tables of _choice_kernels' choice)."""
+    from customobj.ole.cuda._histograms_kernels import feature_groups
+    from customobj.ole.cuda._choice_kernels import FeatureChoice
     from customobj.ole.backend import NodePairs
-    from customobj.ole.cuda_partitions import DevicePairCounts
+    from customobj.ole.cuda.partitions import DevicePairCounts
     mapper, fm, mem, hists, buf, (nl, nr), go_left = _setup(0.4)
     d_buf = tuple(mem.upload(a) for a in buf)
     steps = mem.upload(np.array([grid_step_of(buf[2], 0, 150)] * 2))

@@ -1,11 +1,11 @@
-"""The OLE GPU backend's node histograms (:mod:`.cuda_backend`): built on the card into the pool's
-buffers and kept there (:class:`~customobj.ole.cuda_memory.DeviceHist`), a split's children's in
+"""The OLE GPU backend's node histograms (:mod:`.backend`): built on the card into the pool's
+buffers and kept there (:class:`~customobj.ole.cuda.memory.DeviceHist`), a split's children's in
 one launch from pair counts that never leave the card.
 
 :class:`DeviceHistograms` holds what every node histogram reuses (the pool, the feature groups of a
 full histogram, the histograms cleared ahead: by the tree's first launch, else six at a time by one
 ``zero6``, the queue of subtractions) and
-launches, through the fit's counted kernels (:mod:`.cuda_stats`):
+launches, through the fit's counted kernels (:mod:`.stats`):
 
 - a root's (or ``ole_fast``'s) histograms: ``row_hist_shared``, ``pair_hist_shared`` (1 launch each);
   ``ole_fast``'s children's pair histograms over features chosen on the card, from counts that stay
@@ -15,19 +15,19 @@ launches, through the fit's counted kernels (:mod:`.cuda_stats`):
   :func:`~customobj.ole.pairhist.pair_hist_plan` made on the card from the partition's counts), or
   alone when something needs it first (``se``/``wse``: at the children's search); the larger
   children's ``parent - smaller`` (rows) and ``parent - smaller - split pairs`` (pairs, by the
-  plan) in one launch, queued (:class:`~customobj.ole.cuda_memory.SubtractQueue`, ``subtract3`` or
+  plan) in one launch, queued (:class:`~customobj.ole.cuda.memory.SubtractQueue`, ``subtract3`` or
   ``subtract_children``). Per split: 1 or 2 histogram launches, 1 subtraction, nothing read.
 
 Examples
 --------
 >>> import numpy as np
 >>> from customobj._cuda_runtime import cuda_module
->>> from customobj.ole import _cuda_hist_kernels, _cuda_split_kernels
->>> from customobj.ole.cuda_memory import DeviceMemory
->>> from customobj.ole.cuda_pool import DevicePool
+>>> from customobj.ole.cuda import _histograms_kernels, _split_kernels
+>>> from customobj.ole.cuda.memory import DeviceMemory
+>>> from customobj.ole.cuda.pool import DevicePool
 >>> mem = DeviceMemory(cuda_module())
 >>> bins = np.array([[0, 1, 1, 0]], dtype=np.uint8)  # one feature (2 bins, slot 2: NaN), 4 rows
->>> hists = DeviceHistograms(mem, _cuda_hist_kernels, _cuda_split_kernels, DevicePool(mem, n_rows=4,
+>>> hists = DeviceHistograms(mem, _histograms_kernels, _split_kernels, DevicePool(mem, n_rows=4,
 ...     n_features=1, n_slots=3, n_hists=4), mem.upload(bins.T.copy()), np.array([0]), np.array([2]))
 >>> gh = mem.upload(np.array([[1.0, 2.0, 4.0, 8.0], [1.0, 1.0, 1.0, 1.0]]))
 >>> h = hists.rows(mem.upload(np.arange(4)), 4, gh, mem.upload(np.array([1.0, 1.0])), root=False)
@@ -41,8 +41,8 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from ._cuda_launch import grid_launch
-from .cuda_memory import DeviceHist, DeviceMemory, SubtractQueue
+from ._launch import grid_launch
+from .memory import DeviceHist, DeviceMemory, SubtractQueue
 
 __all__ = ["DeviceHistograms", "RowBuild", "ChildPlan", "ChosenPairs"]
 
@@ -61,7 +61,7 @@ class RowBuild(NamedTuple):
 
 class ChildPlan(NamedTuple):
     """A split's children's pair histograms (``child_hists``' record): the pair partition's ``record``
-    (``cuda_partitions.DevicePairCounts``; the plan is written to it), the parent's pairs
+    (``partitions.DevicePairCounts``; the plan is written to it), the parent's pairs
     ``start:start+n`` in ``pi, pj, pc`` (couplings on the grid of step ``steps[0]``), the children's
     and the parent's row counts, which children are split later, and the zeroed ``left``, ``right``."""
 
@@ -103,8 +103,8 @@ class DeviceHistograms:
     ----------
     memory : DeviceMemory
         The fit's allocator and counter.
-    kh, ks : module or CountedKernels
-        :mod:`._cuda_hist_kernels` and :mod:`._cuda_split_kernels` (counted: :mod:`.cuda_stats`).
+    kernels, split_kernels : module or CountedKernels
+        :mod:`._histograms_kernels` and :mod:`._split_kernels` (counted: :mod:`.stats`).
     pool : DevicePool
         Where the histograms come from and go back to.
     bins_rm : device array
@@ -113,14 +113,14 @@ class DeviceHistograms:
         Each feature's first histogram slot and its bin count (its NaN slot after them).
     """
 
-    def __init__(self, memory: DeviceMemory, kh: Any, ks: Any, pool: Any, bins_rm: Any, offsets: np.ndarray,
-                 n_bins: np.ndarray) -> None:
-        self.memory, self._k, self.pool, self._bins_rm = memory, kh, pool, bins_rm
+    def __init__(self, memory: DeviceMemory, kernels: Any, split_kernels: Any, pool: Any, bins_rm: Any,
+                 offsets: np.ndarray, n_bins: np.ndarray) -> None:
+        self.memory, self._kernels, self.pool, self._bins_rm = memory, kernels, pool, bins_rm
         self._offsets, self._n_bins = np.asarray(offsets, dtype=np.int64), np.asarray(n_bins, dtype=np.int64)
         self.all_features = np.arange(self._n_bins.size, dtype=np.int64)
-        groups = kh.feature_groups(self._offsets, self._n_bins, self.all_features)
+        groups = kernels.feature_groups(self._offsets, self._n_bins, self.all_features)
         self._all_groups = groups[0], tuple(memory.upload(a) for a in groups)  # every full histogram's groups
-        self.queue = SubtractQueue(ks.subtract3, ks.subtract_children, before=self.launch_waiting)
+        self.queue = SubtractQueue(split_kernels.subtract3, split_kernels.subtract_children, before=self.launch_waiting)
         self._zeroed_stash: list = []  # pool histograms cleared ahead (zeroed)
         self._waiting: Optional[RowBuild] = None  # a child's row histogram, built with its pair histograms
 
@@ -136,7 +136,7 @@ class DeviceHistograms:
                 self.queue.flush()
             hists = [self.pool.hist() for _ in range(max(1, min(6, self.pool.n_free)))]
             flat = [h.reshape(h.size) for h in hists]
-            self._k.zero6[grid_launch(flat[0].size)](*(flat[min(k, len(flat) - 1)] for k in range(6)))
+            self._kernels.zero6[grid_launch(flat[0].size)](*(flat[min(k, len(flat) - 1)] for k in range(6)))
             self._zeroed_stash = hists
         return self._zeroed_stash.pop()
 
@@ -158,8 +158,9 @@ class DeviceHistograms:
         build, self._waiting = self._waiting, None
         if build is not None:
             groups, dev = self._all_groups
-            self._k.row_hist_shared[self._k.launch_for(build.n, groups)](self._bins_rm, build.rows, build.n, build.g,
-                                                                         build.h, build.steps, *dev, build.out)
+            launch = self._kernels.launch_for(build.n, groups)
+            self._kernels.row_hist_shared[launch](self._bins_rm, build.rows, build.n, build.g, build.h, build.steps,
+                                                  *dev, build.out)
 
     def rows(self, rows: Any, n: int, gh: Any, steps: Any, *, root: bool) -> DeviceHist:
         """The ``(slots, 3)`` histogram [g, h, count] of the device rows ``rows[0:n]`` (on-grid ``gh[0]``,
@@ -180,17 +181,17 @@ class DeviceHistograms:
         if features is None:
             groups, dev = self._all_groups
         else:  # the subset's groups, copied into the pool's buffers
-            groups, *tables = self._k.feature_groups(self._offsets, self._n_bins, features)
+            groups, *tables = self._kernels.feature_groups(self._offsets, self._n_bins, features)
             dev = self.pool.feature_groups(groups, *tables)
-        return self.pairs_with(buf, start, n, steps, self._k.launch_for(n, groups), dev)
+        return self.pairs_with(buf, start, n, steps, self._kernels.launch_for(n, groups), dev)
 
     def pairs_with(self, buf: tuple, start: int, n: int, steps: Any, shape: tuple, tables: tuple) -> DeviceHist:
         """:meth:`pairs` of the features of the device group ``tables`` (``(groups, members, slot_map)``,
-        :func:`._cuda_hist_kernels.feature_groups`'), launched as ``shape``: ``ole_fast``'s features,
-        chosen and grouped on the device (:mod:`.cuda_fast`; the shape from a bound on their number)."""
+        :func:`._histograms_kernels.feature_groups`'), launched as ``shape``: ``ole_fast``'s features,
+        chosen and grouped on the device (:mod:`.choice`; the shape from a bound on their number)."""
         out = self.zeroed()
         if n > 0:
-            self._k.pair_hist_shared[shape](self._bins_rm, *buf, start, n, steps, *tables, out)
+            self._kernels.pair_hist_shared[shape](self._bins_rm, *buf, start, n, steps, *tables, out)
         return self._hist(out)
 
     def chosen_children(self, nodes: list, steps: Any, bound: int, choice: Any) -> list:
@@ -201,12 +202,12 @@ class DeviceHistograms:
         outs = [self.zeroed() for _ in nodes]
         n = first.end - first.start  # the parent's pairs: a bound on each child's
         if n > 0 and bound:
-            (chunks, n_groups), threads = self._k.launch_shape(n, bound, bound)
+            (chunks, n_groups), threads = self._kernels.launch_shape(n, bound, bound)
             pi, pj, pc = first.buf
             rec = ChosenPairs(first.counts.record, int(first.start), int(first.side), int(nodes[-1].side), pi, pj, pc,
                               steps)
-            self._k.chosen_child_pairs[(chunks, n_groups, len(nodes)), threads](self._bins_rm, rec, choice, outs[0],
-                                                                                outs[-1])
+            self._kernels.chosen_child_pairs[(chunks, n_groups, len(nodes)), threads](self._bins_rm, rec, choice,
+                                                                                      outs[0], outs[-1])
         return [self._hist(out) for out in outs]
 
     def children(self, buf: tuple, start: int, end: int, record: Any, parent: DeviceHist, rows: tuple, need: tuple,
@@ -215,18 +216,19 @@ class DeviceHistograms:
         (ordered by the partition whose ``record`` has their counts; ``rows``: the left, right and
         parent row counts; ``need``: which are split later), built with the waiting row histogram in
         one launch (``child_hists``), completed after the split's row subtraction in one more
-        (:meth:`~customobj.ole.cuda_memory.SubtractQueue.children`): nothing is read."""
+        (:meth:`~customobj.ole.cuda.memory.SubtractQueue.children`): nothing is read."""
         left, right = self.zeroed(), self.zeroed()
         build, self._waiting = self._waiting, None
         groups, dev = self._all_groups
         n_rows = 0 if build is None else build.n
         if (end > start or n_rows) and groups.shape[0]:
-            (chunks, n_groups), threads = self._k.launch_for(max(end - start, n_rows), groups)
+            (chunks, n_groups), threads = self._kernels.launch_for(max(end - start, n_rows), groups)
             plan = ChildPlan(record, int(start), int(end - start), float(rows[0]), float(rows[1]), float(rows[2]),
                              bool(need[0]), bool(need[1]), buf[0], buf[1], buf[2], steps, left, right)
             if build is None:  # no rows: blocks of depth 2 only (the record stands in for the kernel's types)
                 build = RowBuild(record, 0, steps, steps, steps, left)
-            self._k.child_hists[(chunks, n_groups, 2 if n_rows == 0 else 3), threads](self._bins_rm, *dev, plan, build)
+            grid = (chunks, n_groups, 2 if n_rows == 0 else 3)
+            self._kernels.child_hists[grid, threads](self._bins_rm, *dev, plan, build)
         hists = self._hist(left), self._hist(right)
         self.queue.children(parent, *hists, record)
         return hists

@@ -1,4 +1,4 @@
-"""customobj.ole._cuda_prune_kernels against their CPU twins (customobj.ole.pair_pruning_kernels)
+"""customobj.ole.cuda._pruning_kernels against their CPU twins (customobj.ole.pair_pruning_kernels)
 under the simulator, on tiny on-grid pairs: each query's tables (query_tops, query_masses), the kept
 pairs in the CPU's order with the CPU's dropped set behind them, each query's cut the CPU's
 ``_cuts`` (count_kept_blocks, place_kept_blocks), and the dropped couplings per leaf (leaf_map,
@@ -61,8 +61,8 @@ def _tables(K, pi, pc, qor, nq, eps, launch):
 @pytest.mark.parametrize("eps, launch", [(0.0, (1, 1)), (0.3, (2, 4)), (0.9, (3, 8))])
 def test_thresholds_kept_pairs_and_dropped_set_are_the_cpus(case, eps, launch):
     from numba import cuda
-    from customobj.ole import _cuda_prune_kernels as K
-    from customobj.ole.cuda_partitions import _blocks
+    from customobj.ole.cuda import _pruning_kernels as K
+    from customobj.ole.cuda.partitions import _blocks
     pi, pj, pc, ptr = _case(case)
     qor, nq, m = query_of_rows(ptr), ptr.size - 1, pc.size
     d, tables = _tables(K, pi, pc, qor, nq, eps, launch)
@@ -94,7 +94,7 @@ def test_thresholds_kept_pairs_and_dropped_set_are_the_cpus(case, eps, launch):
 @pytest.mark.parametrize("case", CASES)
 def test_dropped_couplings_per_leaf_are_the_cpus(case):
     from numba import cuda
-    from customobj.ole import _cuda_prune_kernels as K
+    from customobj.ole.cuda import _pruning_kernels as K
     pi, pj, pc, ptr = _case(case)
     n = int(ptr[-1])
     rng = np.random.default_rng(5)
@@ -108,7 +108,7 @@ def test_dropped_couplings_per_leaf_are_the_cpus(case):
                        np.zeros(1, np.int64), True, n, want)
     leaf = cuda.to_device(np.zeros(n, np.int64))
     sums = cuda.to_device(np.full(3 * starts.size, 9.0))
-    by = np.lexsort((ends, starts))  # as cuda_pruning sorts them
+    by = np.lexsort((ends, starts))  # as pruning sorts them
     dev = [cuda.to_device(a) for a in (order, starts[by], ends[by], by)]
     pairs = K.PairArrays(*(cuda.to_device(np.r_[a[:2], a]) for a in (pi, pj, pc)))  # two kept pairs first
     record = cuda.to_device(np.array([2, 0, 0, 0], np.int64))

@@ -1,7 +1,7 @@
 """What ``TreeBooster(device="cuda")`` asks of the card, counted: ``model.device_stats_``.
 
 Every kernel launch, blocking device-to-host read, device allocation and byte copied each way that
-the GPU backend (:mod:`.cuda_backend`, :mod:`.cuda_scores`, :mod:`.cuda_memory`) makes goes through
+the GPU backend (:mod:`.backend`, :mod:`.scores`, :mod:`.memory`) makes goes through
 one :class:`DeviceCounter`, a few Python integers: no synchronisation is added and nothing runs on
 the device, so the counts are the same under numba's CUDA simulator and on a real card, and cost
 well under a microsecond per event (a launch costs several).

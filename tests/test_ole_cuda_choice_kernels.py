@@ -1,7 +1,7 @@
-"""customobj/ole/_cuda_select_kernels.py: ``wse_choose``, ole_fast's feature choice where the gains
+"""customobj/ole/cuda/_choice_kernels.py: ``wse_choose``, ole_fast's feature choice where the gains
 are, against its CPU twin: the WSE gains (splitting.feature_gains), the top ``k`` of the mask
 (backend.select_features: larger gain first, ties to the lower index) and their shared-memory groups
-(_cuda_hist_kernels.feature_groups), the group table zero past its last group. Capacities of a few
+(_histograms_kernels.feature_groups), the group table zero past its last group. Capacities of a few
 slots force several groups and a feature wider than one; two identical features tie. Small data
 under numba's CUDA simulator."""
 import numpy as np
@@ -42,8 +42,8 @@ def _choose(mapper, hists, sums, mask, k, capacity, subtract=None):
     ``subtract``: ``(node, small)``, node ``node``'s histogram completed there as ``-= small``
     (then returned as well, after the launch)."""
     from customobj._cuda_runtime import cuda_module
-    from customobj.ole import _cuda_select_kernels as K
-    from customobj.ole.cuda_search import NodeHists, SearchOut
+    from customobj.ole.cuda import _choice_kernels as K
+    from customobj.ole.cuda.search import NodeHists, SearchOut
     cuda = cuda_module()
     f, n_slots = N_FEAT, mapper.n_slots
     bins = FeatureBins(*(cuda.to_device(np.asarray(a, np.int64)) for a in (mapper.n_bins, mapper.offsets)))
@@ -69,7 +69,7 @@ cuda = None  # numba.cuda (or its simulator), set by the test that compiles the 
 
 
 def _choose_top_of_node_0(gains, k, offsets, n_bins, choice):
-    from customobj.ole._cuda_select_kernels import choose_top
+    from customobj.ole.cuda._choice_kernels import choose_top
     counts = cuda.shared.array(2, dtype=np.int64)
     choose_top(gains, 0, k, offsets, n_bins, 100, choice, counts)
 
@@ -81,7 +81,7 @@ def _choose_top_of_node_0(gains, k, offsets, n_bins, choice):
     (20, 6, np.ones(N_FEAT, np.bool_)),  # k above the features; 6 slots: features wider than a group
 ])
 def test_the_choice_and_its_groups_are_the_cpus(k, capacity, mask):
-    from customobj.ole._cuda_hist_kernels import feature_groups
+    from customobj.ole.cuda._histograms_kernels import feature_groups
     mapper, hists, sums = _data()
     gains, (keep, groups, members, slot_map) = _choose(mapper, hists, sums, mask, k, capacity)
     bins = FeatureBins(mapper.n_bins.astype(np.int64), mapper.offsets)
@@ -103,7 +103,7 @@ def test_ties_go_to_the_lower_index_and_nan_gains_last():
     # through the device function alone: gains given, one node
     global cuda
     from customobj._cuda_runtime import cuda_module
-    from customobj.ole import _cuda_select_kernels as K
+    from customobj.ole.cuda import _choice_kernels as K
     cuda = cuda_module()
     run = cuda.jit(_choose_top_of_node_0)
     gains = np.array([[1.0, 3.0, np.nan, 3.0, 2.0, 0.0]])

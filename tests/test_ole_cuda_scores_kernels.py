@@ -1,4 +1,4 @@
-"""customobj.ole._cuda_score_kernels: the device score update adds each row's leaf value exactly as
+"""customobj.ole.cuda._scores_kernels: the device score update adds each row's leaf value exactly as
 the CPU's add_tree_bins does (NaN rows to the default side, a stump to every row), into a 1-D score
 vector or one column of McRank's scores. Without a GPU it runs on numba's CUDA simulator."""
 import numpy as np
@@ -15,7 +15,7 @@ pytestmark = needs_gpu
 
 def _device_add(bins_fm, n_bins, tree, out):
     from numba import cuda
-    from customobj.ole import _cuda_score_kernels as K
+    from customobj.ole.cuda import _scores_kernels as K
     nodes = tree.nodes
     args = [cuda.to_device(np.ascontiguousarray(nodes[k], dtype=t)) for k, t in
             (("split_feature", np.int64), ("threshold_bin", np.int64), ("default_left", np.bool_),

@@ -1,7 +1,7 @@
-"""customobj/ole/cuda_fast.py: ``DeviceFeatureChoice``, ole_fast's feature choice on the device. The
+"""customobj/ole/cuda/choice.py: ``DeviceFeatureChoice``, ole_fast's feature choice on the device. The
 chosen masks land in the pool's two slots (and the pool copies a host mask again afterwards), the
 tables are the CPU's groups, the fit's mask is copied only when it changes, and a mask of the wrong
-shape is refused naming it. The kernel itself: tests/test_ole_cuda_select_kernels.py; the trees:
+shape is refused naming it. The kernel itself: tests/test_ole_cuda_choice_kernels.py; the trees:
 tests/test_ole_cuda_backend.py (ole_fast equal to the CPU's), the reads: tests/test_ole_cuda_stats.py."""
 import numpy as np
 import pytest
@@ -18,17 +18,17 @@ pytestmark = needs_gpu
 
 def _setup():
     from customobj._cuda_runtime import cuda_module
-    from customobj.ole import _cuda_node_kernels, _cuda_select_kernels, _cuda_split_kernels
-    from customobj.ole.cuda_fast import DeviceFeatureChoice
-    from customobj.ole.cuda_memory import DeviceMemory
-    from customobj.ole.cuda_pool import DevicePool
-    from customobj.ole.cuda_search import DeviceSearch
+    from customobj.ole.cuda import _search_kernels, _choice_kernels, _split_kernels
+    from customobj.ole.cuda.choice import DeviceFeatureChoice
+    from customobj.ole.cuda.memory import DeviceMemory
+    from customobj.ole.cuda.pool import DevicePool
+    from customobj.ole.cuda.search import DeviceSearch
     mem = DeviceMemory(cuda_module())
     n_bins, offsets = np.array([2, 3, 2, 2]), np.array([0, 3, 7, 10])
     pool = DevicePool(mem, n_rows=8, n_features=4, n_slots=13, n_hists=1)
     bins = FeatureBins(mem.upload(n_bins), mem.upload(offsets))
-    search = DeviceSearch(mem, _cuda_split_kernels, _cuda_node_kernels, pool, bins, n_features=4, has_nan=False)
-    choice = DeviceFeatureChoice(mem, _cuda_select_kernels, pool, n_features=4, n_slots=13)
+    search = DeviceSearch(mem, _split_kernels, _search_kernels, pool, bins, n_features=4, has_nan=False)
+    choice = DeviceFeatureChoice(mem, _choice_kernels, pool, n_features=4, n_slots=13)
     rng = np.random.default_rng(0)
     hists = []
     for _ in range(2):
@@ -42,7 +42,7 @@ def _setup():
 
 
 def test_two_nodes_choices_land_in_the_pools_mask_slots_and_the_cpus_groups():
-    from customobj.ole._cuda_hist_kernels import feature_groups
+    from customobj.ole.cuda._histograms_kernels import feature_groups
     mem, pool, search, choice, bins, hists, sums = _setup()
     rules, mask = SplitRules(SE, 0.0, 1.0, 0.0), np.array([True, True, False, True])
     pool.feature_mask(np.ones(4, np.bool_), 0)  # the pool knows slot 0 holds all features

@@ -3,9 +3,9 @@
 :class:`CUDABackend` provides the contract of :mod:`customobj.ole.backend`. **On the device**: the
 binned matrix (uploaded once per fit, feature-major for partitions and row-major for histograms);
 the gradients, hessians and pair couplings when the objective has GPU kernels
-(:mod:`.cuda_scores`: the scores stay there, each finished tree is added there); per tree, their
+(:mod:`.scores`: the scores stay there, each finished tree is added there); per tree, their
 grids, the root's sums, the row and pair histograms (they stay there:
-:class:`~customobj.ole.cuda_memory.DeviceHist`, ``parent -= child`` is a kernel), the split search
+:class:`~customobj.ole.cuda.memory.DeviceHist`, ``parent -= child`` is a kernel), the split search
 of every criterion, ``ole_fast``'s feature choice, pair pruning and dropped couplings, the row and pair
 partitions and the coupling sums. **On the host**: gradients and couplings the objective cannot make
 on the card (composites, ``line_search``, ``leaf_solver="joint"``: ``TreeBooster.device_gradients_``
@@ -21,13 +21,13 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
 
 **Kernels** (per update: one feature of one row or pair):
 
-- :mod:`._cuda_reduce_kernels` through :mod:`.cuda_tree_inputs`: ``grid_max``, ``grid_units``,
+- :mod:`._reduce_kernels` through :mod:`.inputs`: ``grid_max``, ``grid_units``,
   ``grid_round`` (a tree's grids, its rows' and its device couplings' in the same 3 launches, into
   the tree's row of an accumulator ring made zeroed and cleared once per 64 trees: grid-stride
   loops, a tree reduction in shared memory, one atomic per block; the first also clears the pool's
   histograms, the last makes ``ole_fast``'s per-query tops); ``coupling_sums``; ``best_feature``
   (the best feature, a block reduction).
-- :mod:`._cuda_hist_kernels` through :mod:`.cuda_hists`: ``row_hist_shared`` / ``pair_hist_shared``
+- :mod:`._histograms_kernels` through :mod:`.histograms`: ``row_hist_shared`` / ``pair_hist_shared``
   (a root's; into pool histograms the tree's first launch cleared, or, once those are used, six at
   a time by ``zero6``) and ``child_hists`` (a split's
   children's, one launch: the smaller child's rows and both children's pairs, planned on the card
@@ -38,24 +38,24 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   Per update: 1 bin byte (rows) or 2 (pairs) and 3 shared int64 atomics; the item's index and
   values (16-24 bytes) are read once per item for the group's lanes; per block, once, one global
   float64 atomic per non-zero slot and channel (no per-block partials in global memory).
-- The split search (:mod:`.cuda_search`): :mod:`._cuda_node_kernels` ``search_nodes``, one launch
+- The split search (:mod:`.search`): :mod:`._search_kernels` ``search_nodes``, one launch
   for a split's two children: one thread per feature and node runs the CPU's ``_best_in_feature``
-  (:mod:`._cuda_split_kernels` ``node_bests``, records ``NodeHists``, ``FeatureBins``,
+  (:mod:`._split_kernels` ``node_bests``, records ``NodeHists``, ``FeatureBins``,
   ``ChildSums``, ``SplitRules``), then the last block to finish (a ticket after a memory fence)
   picks each node's split by a fixed-order block reduction, with its NaN count, a root's sums and
-  the split's pair counts; for ``ole_fast`` first :mod:`._cuda_select_kernels` ``wse_choose`` (the WSE
-  gains, then each node's top features and their groups by the last block, :mod:`.cuda_fast`; the
+  the split's pair counts; for ``ole_fast`` first :mod:`._choice_kernels` ``wse_choose`` (the WSE
+  gains, then each node's top features and their groups by the last block, :mod:`.choice`; the
   larger child's ``parent -= smaller`` rows first, by the thread that searches each feature) and
   ``chosen_child_pairs`` (the children's pair histograms over them, one launch; a root's from the
   kept count on the card). ``subtract3`` / ``subtract_children``: a split's ``parent -= child``
   (rows) and its larger child's pair histogram ``parent - smaller - split pairs`` (as the card's
-  plan says) queued and run in one launch (:class:`~customobj.ole.cuda_memory.SubtractQueue`).
-- :mod:`._cuda_partition_kernels` through :mod:`.cuda_partitions`: stable row and pair partitions,
+  plan says) queued and run in one launch (:class:`~customobj.ole.cuda.memory.SubtractQueue`).
+- :mod:`._partitions_kernels` through :mod:`.partitions`: stable row and pair partitions,
   the CPU's per-block code, many short blocks, 2 launches each (count, place: each CUDA block scans
   its blocks' offsets itself; the pairs' totals summed with the counts, kept on the card)
   and 3 for both (the rows' placing and the pairs' counting in one: ``place_rows_count_sides``);
   none for a split whose children are never searched, when nothing reads the order.
-- :mod:`.cuda_pruning` (:mod:`._cuda_prune_kernels`): ``ole_fast``'s pruning, per tree 3 launches
+- :mod:`.pruning` (:mod:`._pruning_kernels`): ``ole_fast``'s pruning, per tree 3 launches
   after the grids (``query_masses``; a stable kept | dropped partition that makes each query's cut
   as it counts and places its pairs), nothing read, and its dropped couplings per leaf and per side
   of each leaf's split (``leaf_map``, ``dropped_leaf_sums``, 2 launches) with the search after which
@@ -63,7 +63,7 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
 
 **Orchestration and instrumentation** (issue 32, items 3-4):
 
-- One pool per fit (:class:`~customobj.ole.cuda_pool.DevicePool`), made before the first tree and
+- One pool per fit (:class:`~customobj.ole.cuda.pool.DevicePool`), made before the first tree and
   counted by the memory refusal: node histograms, row order, group tables, masks; the pair buffers
   grow only in a tree with more pairs than every earlier one. The row order stays on the card
   between trees and comes back only when the host needs it (host gradients, the joint solve).
@@ -71,26 +71,26 @@ the simulator the trees equal the CPU's (tests/test_ole_cuda_backend.py, exact-t
   with a root's sums (:meth:`CUDABackend.searched_root_sums`) or the split's pair counts (the
   children's pair ranges; the pair partition reads nothing, :meth:`CUDABackend.split_pairs`, and a
   split whose children are never split partitions no pairs). ``ole_fast`` chooses each node's
-  features on the device (:mod:`.cuda_fast`, :meth:`CUDABackend.fast_splits`: no read of the WSE
+  features on the device (:mod:`.choice`, :meth:`CUDABackend.fast_splits`: no read of the WSE
   gains) and builds its children's pair histograms from counts that stay there (``chosen_child_pairs``);
   its pruning's kept count comes back with the root's split, its leaves' dropped couplings with
-  the tree's last search (:mod:`.cuda_tree_inputs`; a tree that stops before it reads them once).
+  the tree's last search (:mod:`.inputs`; a tree that stops before it reads them once).
   A row partition reads nothing (the split has its left count). The children's couplings ``C``
   are the split's (exact on the grid: :mod:`.grower`): nothing sums or reads them.
-- Every launch (:class:`~customobj.ole.cuda_stats.CountedKernels`), read, allocation and copy is
-  counted (:class:`~customobj.ole.cuda_stats.DeviceCounter`): ``TreeBooster.device_stats_``, per
+- Every launch (:class:`~customobj.ole.cuda.stats.CountedKernels`), read, allocation and copy is
+  counted (:class:`~customobj.ole.cuda.stats.DeviceCounter`): ``TreeBooster.device_stats_``, per
   tree and per split, the same under the simulator and on a card. Per split, 6-leaf trees on 300
   rows (tests/test_ole_cuda_stats.py), against issue 32's budget
-  (:data:`~customobj.ole.cuda_stats.BUDGET`: 8 launches, 1 read): ``se`` and ``wse`` 5.0
+  (:data:`~customobj.ole.cuda.stats.BUDGET`: 8 launches, 1 read): ``se`` and ``wse`` 5.0
   launches and 1.0 read (partition 1.6, search 1, histogram 1, subtraction 0.8, the tree's grid
   0.6); ``ole`` 6.0 and 1.0 (partition 2.4, search 1, histograms 1.2: the children's 0.8, the
   root's 0.4, subtraction 0.8, grids 0.6); ``ole_fast`` 7.93 and 1.0 (partition 2.4, feature
   choice 1, row histogram 1, pair histograms 0.93, search 1, grids 0.6, pruning 0.6, dropped
   couplings 0.4). No tree after the first allocates.
 
-Before a fit uses the device, :func:`~customobj.ole.cuda_memory.check_device_memory` compares what it
-needs (:func:`~customobj.ole.cuda_memory.device_memory_needed`) with the card's free memory and refuses
-with the numbers (:class:`~customobj.ole.cuda_memory.DeviceMemoryError`); the pairs are checked again
+Before a fit uses the device, :func:`~customobj.ole.cuda.memory.check_device_memory` compares what it
+needs (:func:`~customobj.ole.cuda.memory.device_memory_needed`) with the card's free memory and refuses
+with the numbers (:class:`~customobj.ole.cuda.memory.DeviceMemoryError`); the pairs are checked again
 each tree. ``TreeBooster.device_memory_peak_`` is the peak of what the fit held.
 """
 from __future__ import annotations
@@ -99,22 +99,22 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._cuda_runtime import is_device_array, require_gpu
-from ._cuda_reduce_kernels import QueryTops
-from .backend import PairCounts
-from .common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, SPLIT_SIZE, ChildSums, SplitInfo
-from .context import GrowContext
-from .cuda_memory import (DeviceMemory, DeviceMemoryError, check_device_memory, device_memory_needed,
+from ..._cuda_runtime import is_device_array, require_gpu
+from ._reduce_kernels import QueryTops
+from ..backend import PairCounts
+from ..common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, SPLIT_SIZE, ChildSums, SplitInfo
+from ..context import GrowContext
+from .memory import (DeviceMemory, DeviceMemoryError, check_device_memory, device_memory_needed,
                           free_device_memory)
-from .cuda_hists import DeviceHistograms
-from .cuda_partitions import DevicePairCounts, DevicePartitions
-from .cuda_pool import DevicePool, hists_per_tree
-from .cuda_fast import DeviceFeatureChoice
-from .cuda_pruning import DevicePruning
-from .cuda_search import DeviceSearch
-from .cuda_stats import CountedKernels, DeviceStats
-from .cuda_tree_inputs import CUDATreeInputs
-from .splitting import FeatureBins
+from .histograms import DeviceHistograms
+from .partitions import DevicePairCounts, DevicePartitions
+from .pool import DevicePool, hists_per_tree
+from .choice import DeviceFeatureChoice
+from .pruning import DevicePruning
+from .search import DeviceSearch
+from .stats import CountedKernels, DeviceStats
+from .inputs import CUDATreeInputs
+from ..splitting import FeatureBins
 
 __all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory"]
 
@@ -133,9 +133,9 @@ class CUDABackend(CUDATreeInputs):
     ----------
     memory : DeviceMemory
         What the fit holds on the device, now and at its peak (bytes), and its
-        :class:`~customobj.ole.cuda_stats.DeviceCounter` (``memory.counter``).
+        :class:`~customobj.ole.cuda.stats.DeviceCounter` (``memory.counter``).
     pool : DevicePool
-        The buffers every node reuses (:mod:`.cuda_pool`).
+        The buffers every node reuses (:mod:`.pool`).
 
     Raises
     ------
@@ -148,8 +148,8 @@ class CUDABackend(CUDATreeInputs):
     def __init__(self, ctx: GrowContext, params) -> None:
         self._cuda = require_gpu(_WHAT)
         super().__init__(ctx, params)
-        from . import (_cuda_hist_kernels, _cuda_node_kernels, _cuda_partition_kernels, _cuda_reduce_kernels,
-                       _cuda_select_kernels, _cuda_split_kernels)
+        from . import (_histograms_kernels, _search_kernels, _partitions_kernels, _reduce_kernels,
+                       _choice_kernels, _split_kernels)
 
         d = ctx.data
         n_feat = d.feature_major.shape[0]
@@ -161,10 +161,10 @@ class CUDABackend(CUDATreeInputs):
         # what this fit keeps on the device from here on: later checks count it as theirs, not as taken
         self._resident = need["bins"] + need["histograms"] + need.get("pair pruning", 0)
         mem = self.memory = DeviceMemory(self._cuda)
-        counter = mem.counter  # every launch, allocation and read of the fit (cuda_stats)
+        counter = mem.counter  # every launch, allocation and read of the fit (stats)
         self._k, self._ks, self._kp, self._kn, self._kr = (CountedKernels(m, counter) for m in (
-            _cuda_hist_kernels, _cuda_split_kernels, _cuda_partition_kernels, _cuda_node_kernels,
-            _cuda_reduce_kernels))
+            _histograms_kernels, _split_kernels, _partitions_kernels, _search_kernels,
+            _reduce_kernels))
         self._joint = bool(params.joint_leaves)
         self._bins = mem.upload(d.feature_major)
         self._bins_rm = mem.upload(np.ascontiguousarray(d.feature_major.T))  # coalesced histogram reads
@@ -174,13 +174,13 @@ class CUDABackend(CUDATreeInputs):
         self._bins_d = FeatureBins(self._n_bins_d, self._offsets)  # the split kernels' record, on the device
         self.pool = DevicePool(mem, n_rows=d.n_rows, n_features=n_feat, n_slots=d.n_slots,
                                n_hists=self._shape["n_hists"])
-        # the node histograms (cuda_hists), a split's parent -= child and children's completion in one launch
+        # the node histograms (histograms), a split's parent -= child and children's completion in one launch
         self._hists = DeviceHistograms(mem, self._k, self._ks, self.pool, self._bins_rm, d.offsets, self._n_bins)
-        # the split search: a split's two children in one launch, their splits in one read (cuda_search)
+        # the split search: a split's two children in one launch, their splits in one read (search)
         self._search = DeviceSearch(mem, self._ks, self._kn, self.pool, self._bins_d, n_features=n_feat,
                                     has_nan=bool(np.any(d.mapper.has_nan)),
                                     tail=3 * params.num_leaves if params.criterion.prunes_pairs else 0)
-        self._choice = DeviceFeatureChoice(mem, CountedKernels(_cuda_select_kernels, counter), self.pool,
+        self._choice = DeviceFeatureChoice(mem, CountedKernels(_choice_kernels, counter), self.pool,
                                            n_features=n_feat, n_slots=d.n_slots)
         # the grids (fixed_point) of a tree's rows and pairs: stats [max|a|, max|b|, step a, step b] and
         # int64 unit sums; the root's G, H (the rows' exact sums) and C (the pairs'): _begin_tree
@@ -231,7 +231,7 @@ class CUDABackend(CUDATreeInputs):
 
     def find_splits(self, searches: list) -> list:
         """The best splits of up to two nodes (a split's children), each ``(hist, phist, mask, sums)``:
-        one launch and one read (:class:`~customobj.ole.cuda_search.DeviceSearch`); each split's NaN
+        one launch and one read (:class:`~customobj.ole.cuda.search.DeviceSearch`); each split's NaN
         count goes to its node's histogram, a searched root's sums to :meth:`searched_root_sums`."""
         if not searches:
             return []
@@ -269,7 +269,7 @@ class CUDABackend(CUDATreeInputs):
 
     def fast_splits(self, searches: list, mask: np.ndarray, k: int) -> list:
         """``ole_fast``'s splits of up to two nodes (``(hist, NodePairs, sums)`` each), chosen on the
-        device (:mod:`.cuda_fast`: WSE gains, top ``k`` features and their groups, pair histograms
+        device (:mod:`.choice`: WSE gains, top ``k`` features and their groups, pair histograms
         from counts that stay there, the OLE search): one read, the splits (and the counts)."""
         if len(searches) > 2:
             return self.fast_splits(searches[:2], mask, k) + self.fast_splits(searches[2:], mask, k)
@@ -286,9 +286,9 @@ class CUDABackend(CUDATreeInputs):
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
                       pairs_on_host: Optional[str] = None):
         """The scores on the device with each round's gradients (and, with ``need_pairs``, pair
-        couplings) computed there (:class:`~customobj.ole.cuda_scores.DeviceScores`), or None with the
+        couplings) computed there (:class:`~customobj.ole.cuda.scores.DeviceScores`), or None with the
         reason in ``gradients_where``."""
-        from .cuda_scores import DeviceScores, host_gradients_reason
+        from .scores import DeviceScores, host_gradients_reason
 
         why = host_gradients_reason(obj, need_pairs, line_search, pairs_on_host)
         if why is not None:
@@ -305,10 +305,10 @@ class CUDABackend(CUDATreeInputs):
         return self.memory.peak
 
     def device_stats(self) -> Optional[DeviceStats]:
-        """What the fit asked of the card, per tree (:mod:`.cuda_stats`)."""
+        """What the fit asked of the card, per tree (:mod:`.stats`)."""
         return self.memory.counter.stats()
 
-    # --- partitions and coupling sums on the device (cuda_partitions) --------------------------------------
+    # --- partitions and coupling sums on the device (partitions) --------------------------------------
     def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool, *,
                        children_searched: bool = True) -> int:
         """Reorder the device order's ``[start:end]`` as [left | right] by ``split`` (stable: the CPU's
@@ -342,7 +342,7 @@ class CUDABackend(CUDATreeInputs):
     def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> PairCounts:
         """Copy the device pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right |
         split] by the last :meth:`partition_rows`; their counts stay on the card until the children's
-        splits bring them back (:meth:`find_splits`; :class:`~customobj.ole.cuda_partitions.DevicePairCounts`)."""
+        splits bring them back (:meth:`find_splits`; :class:`~customobj.ole.cuda.partitions.DevicePairCounts`)."""
         self._pairs_pending = self._parts.pairs(src, start, end, dst)
         return self._pairs_pending
 
@@ -350,7 +350,7 @@ class CUDABackend(CUDATreeInputs):
                          need: tuple) -> tuple:
         """The children's pair histograms ``(left, right)`` (see the CPU's), planned and built in one launch
         from the counts on the card with the smaller child's waiting row histogram
-        (:meth:`~customobj.ole.cuda_hists.DeviceHistograms.children`), the larger's subtraction queued
+        (:meth:`~customobj.ole.cuda.histograms.DeviceHistograms.children`), the larger's subtraction queued
         with the split's rows': nothing is read."""
         assert isinstance(pairs, DevicePairCounts)  # split_pairs'
         return self._hists.children(buf, start, end, pairs.record, parent, rows, need, self._pstats[2:4])
