@@ -343,9 +343,9 @@ def histogram_kernels(every_signature: bool = True) -> dict:
     cuda = cuda_module()
     if not cuda.is_available():  # no card: numba asks the current device's capability while typing
         dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))
-    from customobj.ole import _cuda_hist_kernels as HK
-    from customobj.ole import _cuda_select_kernels as C
-    from customobj.ole.cuda_hists import ChildPlan, ChosenPairs, RowBuild
+    from customobj.ole.cuda import _choice_kernels as C
+    from customobj.ole.cuda import _histograms_kernels as HK
+    from customobj.ole.cuda.histograms import ChildPlan, ChosenPairs, RowBuild
     f1, i1, f2, i, f, b = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.int64, T.float64, T.boolean
     i2, j1, b1, u8, u16 = T.int64[:, ::1], T.int32[::1], T.boolean[::1], T.uint8[:, ::1], T.uint16[:, ::1]
     plan32, plan64 = (T.NamedTuple([i1, i, i, f, f, f, b, b, p, p, f1, f1, f2, f2], ChildPlan) for p in (j1, i1))
