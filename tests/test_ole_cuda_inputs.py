@@ -103,6 +103,6 @@ def test_a_plan_and_its_sources_are_checked():
     bufs, dropped, kept = gpu.prune_pairs(gpu.pair_buffers(dev, (order, grad, hess)))
     with pytest.raises(ValueError, match="node 0 or 1"):
         gpu.plan_leaf_couplings([(0, 72, 2)], dropped)
-    gpu._planned_got = np.zeros(6)  # two planned leaves' sums, as a search brought them
+    gpu.inputs.planned_got = np.zeros(6)  # two planned leaves' sums, as a search brought them
     with pytest.raises(ValueError, match="sources"):
         gpu.dropped_couplings(order, [(0, 72)], dropped, [(2, 0)])

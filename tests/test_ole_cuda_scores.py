@@ -93,7 +93,7 @@ _COUPLED = {"default": LambdaRank(), "lightgbm": LambdaRank.like_lightgbm(), "er
 #: Every objective under "ole" (bagged: its out-of-bag pairs dropped on the device), and "ole_fast" and
 #: "ole_float64" each with a LambdaRank pair route and a label-pair route: how a criterion uses the device
 #: pairs does not depend on the loss that made them, and each loss's device couplings equal the CPU's
-#: in tests/test_objectives_cuda_couplings.py (the full 6 x 3 grid cost ~2 simulator minutes).
+#: in tests/test_objectives_couplings_route.py (the full 6 x 3 grid cost ~2 simulator minutes).
 _COUPLED_CASES = [*[(name, "ole") for name in _COUPLED], ("default", "ole_fast"), ("ranksvm", "ole_fast"),
                   ("lightgbm", "ole_float64"), ("qbrank", "ole_float64")]
 

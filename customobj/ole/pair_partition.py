@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..objectives._query_kernels import range_sum
+from ..objectives._listwise_kernels import range_sum
 
 __all__ = ["compact_pairs", "partition_pairs", "sum_couplings"]
 

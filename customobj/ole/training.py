@@ -13,7 +13,7 @@ import numpy as np
 
 from .._cuda_runtime import is_device_array, on_device, require_gpu
 from .._device import Device
-from .backend import CPUBackend
+from .backend import CPUBackend, TreeBackend
 from .context import BinnedData, GrowContext
 from .criterion import criterion_for
 from .evaluation import EarlyStopping, Progress, update_evals
@@ -61,7 +61,7 @@ def grow_params(p: dict) -> GrowParams:
                       joint_leaves=p["leaf_solver"] == "joint", learning_rate=p["learning_rate"])
 
 
-def make_backend(ctx: GrowContext, params: GrowParams, device: Device) -> CPUBackend:
+def make_backend(ctx: GrowContext, params: GrowParams, device: Device) -> TreeBackend:
     """The fit's backend on ``device``: the CPU kernels, or the GPU's (:mod:`.cuda.backend`, imported
     only then; it raises ``GPUUnavailableError`` without a usable GPU)."""
     if not device.is_cuda:
@@ -180,7 +180,7 @@ def round_gradients(obj: "Objective", prep: "Prepared", scores: np.ndarray, ctx:
     return RoundGradients(grad, hess, ctx.pairs.load(couplings, in_bag))
 
 
-def grow_round(backend: CPUBackend, gradients: RoundGradients, sample: RoundSample, params: GrowParams,
+def grow_round(backend: TreeBackend, gradients: RoundGradients, sample: RoundSample, params: GrowParams,
                n_outputs: int) -> List[GrownTree]:
     """One tree per output column (McRank: per grade), in column order."""
     grad, hess, pairs = gradients

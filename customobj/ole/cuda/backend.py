@@ -100,29 +100,29 @@ from typing import Any, Optional
 import numpy as np
 
 from ..._cuda_runtime import is_device_array, require_gpu
-from ._reduce_kernels import QueryTops
-from ..backend import PairCounts
+from ..backend import CPUBackend, PairCounts
 from ..common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, SPLIT_SIZE, ChildSums, SplitInfo
 from ..context import GrowContext
-from .memory import (DeviceMemory, DeviceMemoryError, check_device_memory, device_memory_needed,
-                          free_device_memory)
+from ..splitting import FeatureBins, SplitRules
+from .choice import DeviceFeatureChoice
 from .histograms import DeviceHistograms
+from .inputs import TreeInputs
+from .memory import (DeviceMemory, DeviceMemoryError, check_device_memory, device_memory_needed,
+                     free_device_memory)
 from .partitions import DevicePairCounts, DevicePartitions
 from .pool import DevicePool, hists_per_tree
-from .choice import DeviceFeatureChoice
 from .pruning import DevicePruning
 from .search import DeviceSearch
 from .stats import CountedKernels, DeviceStats
-from .inputs import CUDATreeInputs
-from ..splitting import FeatureBins
 
 __all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory"]
 
 _WHAT = 'TreeBooster(device="cuda")'
 
 
-class CUDABackend(CUDATreeInputs):
-    """The grower's kernels on the GPU (see the module docstring for what is where).
+class CUDABackend:
+    """The grower's kernels on the GPU (see the module docstring for what is where): the seam of
+    :class:`~customobj.ole.backend.TreeBackend`, each concern a component it owns.
 
     Parameters
     ----------
@@ -136,6 +136,14 @@ class CUDABackend(CUDATreeInputs):
         :class:`~customobj.ole.cuda.stats.DeviceCounter` (``memory.counter``).
     pool : DevicePool
         The buffers every node reuses (:mod:`.pool`).
+    inputs : TreeInputs
+        A tree's gradients, couplings, grids and root sums on the card (:mod:`.inputs`).
+    histograms, search, choice, partitions : DeviceHistograms, DeviceSearch, DeviceFeatureChoice, DevicePartitions
+        The node histograms, the split search, ``ole_fast``'s feature choice and the partitions.
+    pruning : DevicePruning or None
+        ``ole_fast``'s pair pruning (None: the fit prunes nothing).
+    host : CPUBackend
+        What stays on the host: a split's gain from its children's exact sums, host couplings' sums.
 
     Raises
     ------
@@ -146,83 +154,117 @@ class CUDABackend(CUDATreeInputs):
     """
 
     def __init__(self, ctx: GrowContext, params) -> None:
-        self._cuda = require_gpu(_WHAT)
-        super().__init__(ctx, params)
-        from . import (_histograms_kernels, _search_kernels, _partitions_kernels, _reduce_kernels,
-                       _choice_kernels, _split_kernels)
+        cuda = require_gpu(_WHAT)
+        from . import (_choice_kernels, _histograms_kernels, _partitions_kernels, _reduce_kernels, _search_kernels,
+                       _split_kernels)
 
+        self.host = CPUBackend(ctx, params)
+        self.ctx, self.data, self.n_rows = ctx, ctx.data, ctx.data.n_rows
+        self.gradients_where: Optional[str] = None
         d = ctx.data
         n_feat = d.feature_major.shape[0]
-        self._shape = dict(n_rows=d.n_rows, n_features=n_feat, bin_itemsize=d.feature_major.dtype.itemsize,
-                           n_slots=d.n_slots, index_itemsize=np.dtype(d.index_dtype()).itemsize,
-                           n_hists=hists_per_tree(params.num_leaves))
-        need = {**device_memory_needed(**self._shape), **DevicePruning.memory_for_fit(ctx, params)}
+        shape = dict(n_rows=d.n_rows, n_features=n_feat, bin_itemsize=d.feature_major.dtype.itemsize,
+                     n_slots=d.n_slots, index_itemsize=np.dtype(d.index_dtype()).itemsize,
+                     n_hists=hists_per_tree(params.num_leaves))
+        need = {**device_memory_needed(**shape), **DevicePruning.memory_for_fit(ctx, params)}
         check_device_memory(need, free=free_device_memory())
         # what this fit keeps on the device from here on: later checks count it as theirs, not as taken
-        self._resident = need["bins"] + need["histograms"] + need.get("pair pruning", 0)
-        mem = self.memory = DeviceMemory(self._cuda)
+        resident = need["bins"] + need["histograms"] + need.get("pair pruning", 0)
+        mem = self.memory = DeviceMemory(cuda)
         counter = mem.counter  # every launch, allocation and read of the fit (stats)
-        self._k, self._ks, self._kp, self._kn, self._kr = (CountedKernels(m, counter) for m in (
-            _histograms_kernels, _split_kernels, _partitions_kernels, _search_kernels,
-            _reduce_kernels))
+        histogram_kernels, split_kernels, partition_kernels, search_kernels, reduce_kernels = (
+            CountedKernels(m, counter) for m in (_histograms_kernels, _split_kernels, _partitions_kernels,
+                                                 _search_kernels, _reduce_kernels))
         self._joint = bool(params.joint_leaves)
         self._bins = mem.upload(d.feature_major)
-        self._bins_rm = mem.upload(np.ascontiguousarray(d.feature_major.T))  # coalesced histogram reads
-        self._offsets = mem.upload(np.asarray(d.offsets, dtype=np.int64))
+        bins_rm = mem.upload(np.ascontiguousarray(d.feature_major.T))  # coalesced histogram reads
+        offsets = mem.upload(np.asarray(d.offsets, dtype=np.int64))
         self._n_bins = np.ascontiguousarray(d.n_bins, dtype=np.int64)
         self._n_bins_d = mem.upload(self._n_bins)
-        self._bins_d = FeatureBins(self._n_bins_d, self._offsets)  # the split kernels' record, on the device
-        self.pool = DevicePool(mem, n_rows=d.n_rows, n_features=n_feat, n_slots=d.n_slots,
-                               n_hists=self._shape["n_hists"])
-        # the node histograms (histograms), a split's parent -= child and children's completion in one launch
-        self._hists = DeviceHistograms(mem, self._k, self._ks, self.pool, self._bins_rm, d.offsets, self._n_bins)
-        # the split search: a split's two children in one launch, their splits in one read (search)
-        self._search = DeviceSearch(mem, self._ks, self._kn, self.pool, self._bins_d, n_features=n_feat,
-                                    has_nan=bool(np.any(d.mapper.has_nan)),
-                                    tail=3 * params.num_leaves if params.criterion.prunes_pairs else 0)
-        self._choice = DeviceFeatureChoice(mem, CountedKernels(_choice_kernels, counter), self.pool,
-                                           n_features=n_feat, n_slots=d.n_slots)
-        # the grids (fixed_point) of a tree's rows and pairs: stats [max|a|, max|b|, step a, step b] and
-        # int64 unit sums; the root's G, H (the rows' exact sums) and C (the pairs'): _begin_tree
-        # a searched root's sums stay on the device until its split is read (root_sums): C when known here
-        self._root_pending, self._root_c = False, None  # type: bool, Optional[float]
-        self._gh = mem.array((2, max(d.n_rows, 1)), np.float64)  # the tree's g and h on their grids
-        self._pc_sum: Optional[tuple] = None  # (the tree's device couplings, their sum or None: in _root[2])
-        self._parts = DevicePartitions(mem, self._kp, self._kr, self._k.zero, n_rows=d.n_rows)
-        self._no_idx = mem.array((1,), np.int64)
-        self._clear_pool = False
-        self._rows_gridded = False
-        i32, i64, f64 = (mem.array((1,), t) for t in (np.int32, np.int64, np.float64))
-        self._no_tops = QueryTops(i32, i64, i32, i64, f64, False)  # grid_round's when no pruning rides along
-        self._grad: Any = None
-        self._hess: Any = None
-        self._order: Any = None  # the tree's row order on the device (the pool's)
+        self.pool = DevicePool(mem, n_rows=d.n_rows, n_features=n_feat, n_slots=d.n_slots, n_hists=shape["n_hists"])
+        # the node histograms, a split's parent -= child and children's completion in one launch
+        self.histograms = DeviceHistograms(mem, histogram_kernels, split_kernels, self.pool, bins_rm, d.offsets,
+                                           self._n_bins)
+        # the split search: a split's two children in one launch, their splits in one read
+        self.search = DeviceSearch(mem, split_kernels, search_kernels, self.pool,
+                                   FeatureBins(self._n_bins_d, offsets), n_features=n_feat,
+                                   has_nan=bool(np.any(d.mapper.has_nan)),
+                                   tail=3 * params.num_leaves if params.criterion.prunes_pairs else 0)
+        self.choice = DeviceFeatureChoice(mem, CountedKernels(_choice_kernels, counter), self.pool,
+                                          n_features=n_feat, n_slots=d.n_slots)
+        self.partitions = DevicePartitions(mem, partition_kernels, reduce_kernels, histogram_kernels.zero,
+                                           n_rows=d.n_rows)
+        self.pruning = DevicePruning.for_fit(mem, ctx, params)  # ole_fast's, or None
+        self.inputs = TreeInputs(mem, self.pool, self.histograms, self.partitions, self.search, self.pruning,
+                                 reduce_kernels, histogram_kernels.zero, self._bins, self._n_bins_d, shape=shape,
+                                 resident=resident)
         self._scores_on_device = False
-        self._in_tree = False
         self._pairs_pending: Optional[DevicePairCounts] = None  # the last pair partition's counts, on the card
-        self._pruning = DevicePruning.for_fit(mem, ctx, params)  # ole_fast's, or None
-        # ole_fast's dropped couplings summed with the tree's last search: planned, launched, read
-        self._plan: Optional[tuple] = None
-        self._planned_got: Optional[np.ndarray] = None
+
+    @property
+    def rules(self) -> SplitRules:
+        """The split search's record of the fit's score and constraints (the host's)."""
+        return self.host.rules
+
+    # --- a tree's gradients, couplings and root sums on the card (inputs) ---------------------------------
+    def row_sums(self, order: np.ndarray, grad, hess) -> tuple:
+        """``(sum g, sum h)`` over ``order`` (:meth:`TreeInputs.row_sums`)."""
+        return self.inputs.row_sums(order, grad, hess)
+
+    def root_sums(self, order: np.ndarray, grad, hess, pc, n_pairs: int, *, searched: bool = False
+                  ) -> Optional[tuple]:
+        """The tree's root ``(G, H, C)``, or None when the root is ``searched``: they come with its split
+        (:meth:`TreeInputs.root_sums`)."""
+        return self.inputs.root_sums(order, grad, hess, pc, n_pairs, searched=searched)
+
+    def searched_root_sums(self) -> tuple:
+        """The root's ``(G, H, C)``, read with the root's split."""
+        return self.inputs.searched_root_sums()
+
+    def round_pairs(self, pc, rows: Optional[tuple] = None, pi: Any = None) -> None:
+        """The tree's couplings onto their grid where they are (:meth:`TreeInputs.round_pairs`)."""
+        self.inputs.round_pairs(pc, rows, pi)
+
+    def pair_buffers(self, pairs: tuple, rows: Optional[tuple] = None) -> tuple:
+        """The tree's two pair buffers on the device, their couplings (and, with ``rows``, the rows) on
+        their grids (:meth:`TreeInputs.pair_buffers`)."""
+        return self.inputs.pair_buffers(pairs, rows)
+
+    def prune_pairs(self, bufs: tuple) -> tuple:
+        """``ole_fast``'s pruning on the card (:meth:`TreeInputs.prune_pairs`); the kept count comes
+        back with the root's split."""
+        bufs, dropped, kept = self.inputs.prune_pairs(bufs)
+        if kept is not None:
+            self._pairs_pending = kept
+        return bufs, dropped, kept
+
+    def plan_leaf_couplings(self, leaves: list, dropped) -> None:
+        """The leaves' dropped couplings summed with the next search (:meth:`TreeInputs.plan_leaf_couplings`)."""
+        self.inputs.plan_leaf_couplings(leaves, dropped)
+
+    def dropped_couplings(self, order: np.ndarray, ranges: list, dropped, sources: Optional[list] = None) -> np.ndarray:
+        """Per leaf the coupling of its dropped pairs (:meth:`TreeInputs.dropped_couplings`)."""
+        return self.inputs.dropped_couplings(order, ranges, dropped, sources)
 
     # --- histograms on the device: they stay there (DeviceHist), in the pool ----------------------------
     def row_hist(self, order: np.ndarray, start: int, end: int, grad, hess, root: bool = False) -> Any:
         """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``, built and kept on
         the device from the on-grid gradients :meth:`root_sums` made (``grad``, ``hess`` are their sources)."""
-        if self._grad is None or self._order is None:
+        if self.inputs.grad is None or self.inputs.order is None:
             raise RuntimeError("CUDABackend.row_hist before row_sums: the tree's gradients are not on the device")
-        self._parts.flush()  # the last row partition placed
+        self.partitions.flush()  # the last row partition placed
         # the device order (the host's ``order`` is only read at the end); a child's waits for its pairs'
-        return self._hists.rows(self._order[start:end], end - start, self._gh, self._rstats[2:4], root=root)
+        rows = self.inputs
+        return self.histograms.rows(rows.order[start:end], end - start, rows.gh, rows.row_stats[2:4], root=root)
 
     def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> Any:
         """``(slots, 3)`` pair histogram [hi, nanp, R] of the pairs ``buf[start:end]``, built and kept
         on the device (all features, or only ``features``: the other slots are 0)."""
         feats = None if features is None else np.unique(np.asarray(features, dtype=np.int64))
-        n_feat = self._hists.all_features.size
+        n_feat = self.histograms.all_features.size
         if feats is not None and feats.size and (feats[0] < 0 or feats[-1] >= n_feat):
             raise ValueError(f"features must be in [0, {n_feat}), got {feats[0]}..{feats[-1]}")
-        return self._hists.pairs(buf, start, end - start, self._pstats[2:4], feats)
+        return self.histograms.pairs(buf, start, end - start, self.inputs.pair_stats[2:4], feats)
 
     # --- split search on the device: only the chosen splits come back -------------------------------------
     def find_split(self, hist: Any, phist: Any, mask: np.ndarray, sums: ChildSums) -> SplitInfo:
@@ -241,18 +283,16 @@ class CUDABackend(CUDATreeInputs):
         pending, self._pairs_pending = self._pairs_pending, None  # the children's pair counts come with them
         if pending is not None and pending.known:
             pending = None
-        planned = self._planned_sums()
-        res = self._search.splits(on_device, self.rules, self._root, self._root_pending,
-                                  None if pending is None else pending.record,
-                                  *(planned if planned is not None else (None, 0)))
+        planned = self.inputs.planned_sums()
+        res = self.search.splits(on_device, self.rules, self.inputs.root, self.inputs.root_pending,
+                                 None if pending is None else pending.record,
+                                 *(planned if planned is not None else (None, 0)))
         if planned is not None:
-            self._planned_got = self._search.tail_values
+            self.inputs.planned_got = self.search.tail_values
         if pending is not None:
             pending.arrived(res[0, PAIR_COUNTS], res[0, PAIR_COUNTS + 1])
-        if self._root_pending:  # the root's search: its sums came with its split
-            G, H, C = (float(v) for v in res[0][NODE_SUMS:NODE_SUMS + 3])
-            self._root_sums = (G, H, C if self._root_c is None else float(self._root_c))
-            self._root_pending = False
+        if self.inputs.root_pending:  # the root's search: its sums came with its split
+            self.inputs.found_root(res[0][NODE_SUMS:NODE_SUMS + 3])
         out = []
         for (hist, _, _, _), r in zip(searches, res):
             split = SplitInfo.from_array(r[:SPLIT_SIZE])
@@ -262,9 +302,14 @@ class CUDABackend(CUDATreeInputs):
             out.append(split)
         return out
 
+    def split_gain(self, parent: ChildSums, left: ChildSums, right: ChildSums) -> float:
+        """``score(left) + score(right) - score(parent)`` from the children's exact sums, on the host."""
+        return self.host.split_gain(parent, left, right)
+
     def wse_gains(self, hist: Any, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
         """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``), searched on the device."""
-        out[:] = self._search.wse_gains([(hist.array, sums)], mask, self.rules, self._root, self._root_pending)[0]
+        out[:] = self.search.wse_gains([(hist.array, sums)], mask, self.rules, self.inputs.root,
+                                       self.inputs.root_pending)[0]
         return out
 
     def fast_splits(self, searches: list, mask: np.ndarray, k: int) -> list:
@@ -276,10 +321,11 @@ class CUDABackend(CUDATreeInputs):
         if not searches:
             return []
         # the larger child's parent - smaller runs in the choice's launch (a leaf never split: dropped)
-        sub = self._hists.queue.take([s[0] for s in searches], drop_others=True)
-        bound = self._choice.choose(self._search, [(s[0].array, s[2]) for s in searches], mask, k, self.rules,
-                                    self._root, self._root_pending, sub)
-        phists = self._choice.pair_hists(self._hists, [s[1] for s in searches], self._pstats[2:4], bound)
+        sub = self.histograms.queue.take([s[0] for s in searches], drop_others=True)
+        bound = self.choice.choose(self.search, [(s[0].array, s[2]) for s in searches], mask, k, self.rules,
+                                   self.inputs.root, self.inputs.root_pending, sub)
+        phists = self.choice.pair_hists(self.histograms, [s[1] for s in searches], self.inputs.pair_stats[2:4],
+                                        bound)
         return self.find_splits([(s[0], ph, None, s[2]) for s, ph in zip(searches, phists)])  # masks: the pool's
 
     # --- where the scores live, and what the fit held and did -------------------------------------------------
@@ -321,29 +367,30 @@ class CUDABackend(CUDATreeInputs):
         self.memory.counter.split()
         nl = int(split.left.N)
         if (not children_searched and self._scores_on_device and not self._joint
-                and (self._pruning is None or self._planned_got is not None)):
+                and (self.pruning is None or self.inputs.planned_got is not None)):
             return nl
-        self._parts.rows(self._bins[f], self._order, start, end - start, split.bin, int(self._n_bins[f]), nan_left, nl)
+        self.partitions.rows(self._bins[f], self.inputs.order, start, end - start, split.bin, int(self._n_bins[f]),
+                             nan_left, nl)
         return nl
 
     def row_order(self, order: np.ndarray) -> Optional[np.ndarray]:
         """The finished tree's row order, copied from the device into ``order`` when the host needs it
         (its scores, the joint leaf solve); else None: it stays on the card."""
-        self._hists.queue.flush()  # none is left to a later tree
-        self._parts.flush()
-        self._in_tree = False
-        if self._pruning is None or not self._pruning.pending:  # else the tree ends with dropped_couplings
+        self.histograms.queue.flush()  # none is left to a later tree
+        self.partitions.flush()
+        self.inputs.end_tree()
+        if self.pruning is None or not self.pruning.pending:  # else the tree ends with dropped_couplings
             self.memory.counter.end_tree()
         if self._scores_on_device and not self._joint:
             return None
-        order[:] = self.memory.read(self._order)
+        order[:] = self.memory.read(self.inputs.order)
         return order
 
     def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> PairCounts:
         """Copy the device pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right |
         split] by the last :meth:`partition_rows`; their counts stay on the card until the children's
         splits bring them back (:meth:`find_splits`; :class:`~customobj.ole.cuda.partitions.DevicePairCounts`)."""
-        self._pairs_pending = self._parts.pairs(src, start, end, dst)
+        self._pairs_pending = self.partitions.pairs(src, start, end, dst)
         return self._pairs_pending
 
     def child_pair_hists(self, buf: tuple, start: int, end: int, pairs: PairCounts, parent: Any, rows: tuple,
@@ -353,7 +400,8 @@ class CUDABackend(CUDATreeInputs):
         (:meth:`~customobj.ole.cuda.histograms.DeviceHistograms.children`), the larger's subtraction queued
         with the split's rows': nothing is read."""
         assert isinstance(pairs, DevicePairCounts)  # split_pairs'
-        return self._hists.children(buf, start, end, pairs.record, parent, rows, need, self._pstats[2:4])
+        return self.histograms.children(buf, start, end, pairs.record, parent, rows, need,
+                                        self.inputs.pair_stats[2:4])
 
     def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
         """:meth:`split_pairs`' counts ``(n_left, n_right)``."""
@@ -362,5 +410,5 @@ class CUDABackend(CUDATreeInputs):
     def sum_couplings(self, pc, start: int, end: int) -> float:
         """The coupling of the pairs ``start:end`` (on their grid: exact, the CPU's bits)."""
         if not is_device_array(pc):
-            return super().sum_couplings(pc, start, end)
-        return self._parts.coupling_sum(pc, start, end)
+            return self.host.sum_couplings(pc, start, end)
+        return self.partitions.coupling_sum(pc, start, end)

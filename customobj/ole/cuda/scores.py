@@ -1,12 +1,12 @@
 """The training scores of ``TreeBooster(device="cuda")`` on the device: each round's gradients there.
 
-When the objective has GPU kernels (its ``device_route()``, ``customobj.objectives._cuda_routes``),
+When the objective has GPU kernels (its ``device_route()``, ``customobj.objectives._<family>_route``),
 :class:`DeviceScores` uploads the scores once per fit, computes every round's gradients and
 hessians on the device (``Objective.grad_hess_prepared`` with device scores: ``objectives.devices``)
 into two buffers it reuses, hands those device arrays to the grower (the backend sums and histograms
 them where they are) and adds each finished tree to the scores with :mod:`._scores_kernels`.
 When the criterion needs the objective's pair couplings (``ole``, ``ole_fast``, ``ole_float64`` with a
-pairwise objective), the same call computes them there too (``objectives._cuda_couplings``, the
+pairwise objective), the same call computes them there too (``objectives._couplings_route``, the
 objective's ``device_route().couplings``: every built-in loss but the composites), into a pair
 buffer it reuses, in the CPU's pair order with the CPU's values (with bagging, the out-of-bag pairs
 are dropped there too); the grower's pair histograms and partitions take those device arrays as they
@@ -53,7 +53,7 @@ def host_gradients_reason(obj: Any, need_pairs: bool, line_search: bool,
     >>> host_gradients_reason(customobj.LambdaRank(), need_pairs=True, line_search=False) is None
     True
     """
-    from ...objectives._cuda_couplings import couplings_reason
+    from ...objectives._couplings_route import couplings_reason
 
     if need_pairs:
         why = pairs_on_host if pairs_on_host is not None else couplings_reason(obj)
@@ -109,7 +109,7 @@ class DeviceScores:
             g, h = self.obj.grad_hess_prepared(self.scores, self.prep, self.grad, self.hess)
             pairs = None
         else:
-            from ...objectives._cuda_couplings import grad_hess_couplings_prepared, in_bag_pairs
+            from ...objectives._couplings_route import grad_hess_couplings_prepared, in_bag_pairs
 
             g, h, pairs = grad_hess_couplings_prepared(self.obj, self.scores, self.prep, self.grad, self.hess,
                                                        lambda m: self._pair_buffer("objective", m))
