@@ -170,6 +170,9 @@ class Objective:
         if last is not None and _same_data(last, prep):
             return last
         if remember:
+            # the cache owns its labels and weights: a view of the caller's arrays, edited in place between
+            # calls, would still compare equal while the state built from the old values went on
+            prep = _owned(self, prep)
             self.__dict__["_last_prep"] = prep  # a cache of the public calls, not an option: not pickled
         return prep
 
@@ -381,6 +384,16 @@ class Objective:
 
 def _largest(weight):
     return 1.0 if weight is None else float(weight.max(initial=0.0))
+
+
+def _owned(objective: "Objective", prep: Prepared) -> Prepared:
+    """``prep`` as a data set owning copies of its labels, weights and positions (its state built anew)."""
+    def copy(x):
+        return None if x is None else np.array(x, copy=True)
+
+    out = Prepared(copy(prep.labels), prep.groups, copy(prep.weight), copy(prep.position))
+    out.state_for(objective)
+    return out
 
 
 def _same_data(a: Prepared, b: Prepared) -> bool:
