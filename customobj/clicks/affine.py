@@ -152,8 +152,9 @@ class Affine(Objective):
         ``norm``), ``RankNet``, ``RankSVM``, ``MPBoost``, or sums and scalings of them; pointwise
         parts of a sum are added unchanged (on the clicks).
     alpha, beta : array of float, one per position (the top, position 0, first)
-        The affine parameters: ``alpha > 0``, ``beta >= 0``, ``alpha + beta <= 1`` (the click
-        rate of a relevant row). Estimate them from the log with :meth:`from_log`
+        The affine parameters: ``alpha >= 1e-16`` (``customobj._validation.MIN_PROPENSITY``: a
+        click is divided by it, so gradients stay finite), ``beta >= 0``, ``alpha + beta <= 1``
+        (the click rate of a relevant row). Estimate them from the log with :meth:`from_log`
         (:class:`TrustEM`); an ``Affine`` without them checks the data but refuses to train.
     position : array of int >= 0, optional
         Display position of each row, as for :class:`Unbiased` (default the data's own positions,

@@ -255,15 +255,15 @@ def harvest_propensities(logs: Sequence[Any], *, n_positions: Optional[int] = No
         (its ``query`` and ``document`` ids identify it; ids of one kind, numbers or strings, in
         every log). Positions 0-based, one session per group.
     n_positions : int, optional
-        Positions estimated (rows below are ignored). Default: the deepest position any log shows,
-        at most 32.
+        Positions estimated, ``2 <= n_positions <= 10_000`` (rows below are ignored). Default: the
+        deepest position any log shows, at most 32.
     estimator : "all_pairs" or "top_ratio"
 
     Returns
     -------
     ndarray of float, shape (n_positions,)
-        The propensity of each position relative to the top (first entry 1.0), for
-        ``Unbiased(objective, propensity=...)``.
+        The propensity of each position relative to the top (first entry 1.0), each in
+        ``[exp(-30), exp(30)]`` (inside what ``Unbiased(objective, propensity=...)`` accepts).
 
     Raises
     ------

@@ -100,8 +100,9 @@ class Unbiased(Objective):
         A pairwise customobj loss: ``LambdaRank`` (any metric, any convention), ``RankNet``,
         ``RankSVM``, ``MPBoost``, ``QBRank(hessian="exact")``, ``PreferencePairs``, or sums and
         scalings of them; pointwise parts of a sum are added unchanged.
-    propensity : array of float > 0, optional
-        Known examination propensities per position (the top, position 0, first): inverse
+    propensity : array of float in [1e-16, 1e20], optional
+        Known examination propensities per position (the top, position 0, first; the range is
+        ``customobj._validation.MIN_PROPENSITY`` / ``MAX_PROPENSITY``): inverse
         propensity scoring, ``t+ = propensity``, ``t- = 1``, nothing estimated.
     bias_norm : float >= 0
         The ``L_p`` regulariser of the estimate (XGBoost's ``lambdarank_bias_norm``, default 1).
