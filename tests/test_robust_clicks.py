@@ -199,7 +199,8 @@ def test_em_fits_a_constant_relevance_where_no_tree_can_split(case, cls, library
 
 
 @pytest.mark.parametrize("X, match", [(np.zeros((6, 0)), "at least one feature"), (np.zeros(6), "2-D"),
-                                      (np.full((6, 2), np.inf), "infinite"), (np.array([["a"]] * 6), "X must be numeric")])
+                                      (np.full((6, 2), np.inf), "finite and within float32"),
+                                      (np.full((6, 2), -1e300), "X holds -1e.300"), (np.array([["a"]] * 6), "X must be numeric")])
 def test_em_refuses_features_it_cannot_read_naming_x(X, match):
     with pytest.raises((ValueError, TypeError), match=match):
         RegressionEM(n_iter=1, n_estimators=1).fit(X, CLICKS, position=[0, 1, 2, 0, 1, 2])
@@ -238,3 +239,13 @@ def test_unbiased_rounds_still_go_on_while_the_labels_are_unchanged():
     obj.grad_hess(S, labels.copy(), G)
     assert obj.__dict__["_last_prep"] is first and not np.shares_memory(first.labels, labels)
 
+
+
+@pytest.mark.parametrize("cls", [RegressionEM, TrustEM])
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+def test_em_takes_the_largest_weights_the_libraries_hold_as_float32(cls, library):
+    X, clicks, pos = _always_clicked_top(40)
+    w = np.full(40, WEIGHT_LIMIT)
+    w[::3] = 5e-324
+    em = cls(library=library, n_iter=2, n_estimators=2).fit(X, clicks, position=pos, sample_weight=w)
+    assert np.isfinite(em.position_bias_).all() and np.isfinite(em.predict(X)).all()

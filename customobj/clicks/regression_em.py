@@ -17,6 +17,10 @@ __all__ = ["RegressionEM"]
 
 #: Relevance and examination are kept inside (EPS, 1 - EPS): the posteriors divide by 1 - theta gamma.
 EPS = 1e-6
+#: Largest feature magnitude the libraries can hold (float32).
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: Largest sample weight passed to the libraries as it is (they hold weights as float32).
+_FLOAT32_SAFE = 1e30
 #: Most EM iterations (``n_iter``).
 MAX_ITER = 10_000
 #: LightGBM / XGBoost, as codes once the option is read.
@@ -54,7 +58,7 @@ def e_step(clicks, theta_at, gamma):
 
 def check_features(X: Any, n: Optional[int] = None) -> int:
     """``X`` as the relevance model reads it: a 2-D array of real numbers (NaN a missing value, as
-    LightGBM and XGBoost take it; +-inf refused), a pandas DataFrame or a scipy sparse matrix, with at
+    LightGBM and XGBoost take it; +-inf and magnitudes beyond float32's 3.4e38 refused), a pandas DataFrame or a scipy sparse matrix, with at
     least one column (and ``n`` rows when given); returns its row count."""
     if hasattr(X, "tocsr") and hasattr(X, "nnz"):
         shape = X.shape
@@ -68,8 +72,10 @@ def check_features(X: Any, n: Optional[int] = None) -> int:
         raise ValueError(f"X must be 2-D with at least one feature column (one row per click row), got shape {shape}")
     if n is not None and shape[0] != n:
         raise ValueError(f"X has {shape[0]} rows but y has {n}")
-    if values.dtype.kind == "f" and np.isinf(values).any():
-        raise ValueError("X holds an infinite value; features must be finite (NaN marks a missing value)")
+    big = np.flatnonzero(np.abs(values.ravel()) > _FLOAT32_MAX) if values.dtype.kind in "fiu" else []
+    if len(big):
+        raise ValueError(f"X holds {values.ravel()[big[0]]}: features must be finite and within float32's range "
+                         f"(|x| <= {_FLOAT32_MAX:.3g}), which LightGBM and XGBoost use; NaN marks a missing value")
     return int(shape[0])
 
 
@@ -85,9 +91,14 @@ def checked_rows(X, y, position, first_position, sample_weight):
         raise ValueError("y is empty: a click log needs at least one row")
     check_features(X, clicks.shape[0])
     w = as_weight(sample_weight, clicks.shape[0], name="sample_weight")
-    if w is not None and not w.sum() > 0.0:
+    if w is None:
+        return clicks, pos, np.ones(clicks.shape[0])
+    top = float(w.max())
+    if not top > 0.0:
         raise ValueError("sample_weight is 0 on every row: no row would count")
-    return clicks, pos, np.ones(clicks.shape[0]) if w is None else w
+    # the libraries store weights as float32 (largest 3.4e38): larger ones, which only matter relative
+    # to each other, are divided by their maximum
+    return clicks, pos, w / top if top > _FLOAT32_SAFE else w
 
 
 def relevance(margin):
@@ -235,6 +246,7 @@ class RegressionEM:
             raise ValueError("this RegressionEM is not fitted yet: call fit first")
         total = self.n_trees_
         n = check_int(num_trees, "num_trees", minimum=1, maximum=total, allow_none=True)
+        check_features(X)
         return _raw_predict(self._lib, self.ranker_, X, total if n is None else n)
 
 
