@@ -249,3 +249,55 @@ def test_em_takes_the_largest_weights_the_libraries_hold_as_float32(cls, library
     w[::3] = 5e-324
     em = cls(library=library, n_iter=2, n_estimators=2).fit(X, clicks, position=pos, sample_weight=w)
     assert np.isfinite(em.position_bias_).all() and np.isfinite(em.predict(X)).all()
+
+
+# --- the GPU click paths accept and refuse what the CPU does (issue 39 item 4), under the simulator -------
+def _outcome_of(call):
+    """``("ok", (grad, hess))`` or ``(error type, message)``."""
+    try:
+        g, h = call()
+    except (ValueError, TypeError, NotImplementedError) as exc:
+        return type(exc), str(exc)
+    return "ok", (np.asarray(g.copy_to_host() if hasattr(g, "copy_to_host") else g),
+                  np.asarray(h.copy_to_host() if hasattr(h, "copy_to_host") else h))
+
+
+_POS = np.array([0, 1, 2, 0, 1, 2])
+DEVICE_CASES = {
+    "Affine without parameters": (lambda: Affine(customobj.RankNet()), S, CLICKS, None),
+    "Affine, labels not clicks": (lambda: Affine(customobj.RankNet(), alpha=[1.0] * 3, beta=[0.0] * 3),
+                                  S, np.array([2.0, 0, 0, 0, 1, 0]), None),
+    "Affine, a position without alpha": (lambda: Affine(customobj.RankNet(), alpha=[1.0] * 2, beta=[0.0] * 2,
+                                                        position=_POS), S, CLICKS, None),
+    "Affine, rows out of display order": (lambda: Affine(customobj.LambdaRank(), alpha=[1.0] * 3, beta=[0.0] * 3,
+                                                         position=np.array([0, 2, 1, 0, 1, 2])), S, CLICKS, None),
+    "Affine, scores past the limit": (lambda: Affine(customobj.RankNet(), alpha=[1.0] * 3, beta=[0.0] * 3),
+                                      np.array([1e101, 0, 0, 0, 0, 0]), CLICKS, None),
+    "Affine at the alpha floor, largest weights": (
+        lambda: Affine(customobj.RankNet() + customobj.LambdaRank(), alpha=[MIN_PROPENSITY] * 3, beta=[0.0] * 3),
+        np.array([1e100, -1e100, 0.0, 5e-324, 0, 0]), CLICKS, np.full(6, WEIGHT_LIMIT)),
+    "Unbiased, labels not clicks": (lambda: Unbiased(customobj.LambdaRank()), S, np.array([0.5, 0, 0, 0, 1, 0]), None),
+    "Unbiased, no row at the top": (lambda: Unbiased(customobj.RankNet(), position=_POS + 1), S, CLICKS, None),
+    "Unbiased, NaN weight": (lambda: Unbiased(customobj.RankNet()), S, CLICKS, np.array([np.nan, 1, 1, 1, 1, 1])),
+    "Unbiased at the propensity floor, largest weights": (
+        lambda: Unbiased(customobj.RankNet() + customobj.LambdaRank(), propensity=[MIN_PROPENSITY] * 3),
+        np.array([1e100, -1e100, 0.0, 5e-324, 0, 0]), CLICKS, np.full(6, WEIGHT_LIMIT)),
+}
+
+
+@pytest.mark.parametrize("case", list(DEVICE_CASES))
+def test_gpu_click_paths_accept_and_refuse_what_the_cpu_does(case):
+    from _cuda_cases import STATUS, to_device
+
+    if not STATUS.available:
+        pytest.skip(f"no GPU and no CUDA simulator: {STATUS.reason}")
+    make, scores, labels, weight = DEVICE_CASES[case]
+    cpu = _outcome_of(lambda: make().grad_hess(scores, labels, G, weight))
+    gpu = _outcome_of(lambda: make().grad_hess(to_device(scores), labels, G, weight))
+    assert cpu[0] == gpu[0], (cpu, gpu)
+    if cpu[0] == "ok":
+        for c, d in zip(cpu[1], gpu[1]):
+            assert np.isfinite(d).all()
+            np.testing.assert_allclose(d, c, rtol=1e-9)
+    else:
+        assert cpu[1] == gpu[1]
