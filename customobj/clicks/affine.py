@@ -19,11 +19,8 @@ from .unbiased import add_unchanged
 from ._inputs import MAX_POSITION, as_position, as_propensity, check_clicks, data_positions
 from .._validation import _to_numpy, check_bool, check_int
 from ..objectives._arrays import kernel_weights
-from ..objectives._pair_terms import PairKind, pair_theta
-from ..objectives._parity import CONVENTIONS
 from ..objectives.base import DeviceRoute, Objective, Prepared
-from ..objectives.composite import Scaled, Sum
-from ..objectives.listwise import LambdaRank
+from ..objectives.composite import scaled_leaves
 
 __all__ = ["Affine"]
 
@@ -33,35 +30,24 @@ _SUPPORTED = "LambdaRank(metric='ndcg'), RankNet, RankSVM, MPBoost"
 
 
 def _pair_loss(part: Objective, scale: float, query_norm: bool) -> AK.AffinePairLoss:
-    """The kernel record of one pairwise leaf; TypeError for a loss without an affine form."""
-    if isinstance(part, LambdaRank):
-        if part.metric != "ndcg" or part.gain is not None:
-            raise TypeError(f"Affine cannot correct {part!r}: the corrected relevance enters DCG linearly (the paper "
-                            "corrects additive metrics), so LambdaRank must use metric='ndcg' and no gain table")
-        return AK.AffinePairLoss(int(PairKind.LOGISTIC), part.sigma, scale, CONVENTIONS[part.convention].hess_scale,
-                                 True, part.k or _NO_LIMIT, part.truncation or _NO_LIMIT, part.norm or query_norm)
-    if type(part).__name__ in ("QBRank", "PreferencePairs"):
-        raise TypeError(f"Affine cannot correct {part!r}: explicit pairs and QBRank's labelled rows have no per-row "
-                        f"relevance to correct; it corrects the label pairs of {_SUPPORTED}")
-    if not (hasattr(part, "pair_spec") and hasattr(part, "listed_pairs")):
-        raise TypeError(f"Affine cannot correct {part!r}: not a loss on label pairs (a listwise loss); it corrects "
-                        f"the label pairs of {_SUPPORTED}")
-    spec = part.pair_spec()
-    return AK.AffinePairLoss(int(spec.kind), float(pair_theta(spec.theta_mode, 1.0, 0.0, spec.p)), scale * spec.scale,
-                             spec.hmul, False, _NO_LIMIT, _NO_LIMIT, query_norm)
+    """The kernel record of one pairwise leaf, from the loss's own :meth:`relevance_pairs`; its
+    TypeError (saying why) for a loss without an affine form."""
+    try:
+        form = part.relevance_pairs()
+    except TypeError as exc:
+        raise TypeError(f"Affine cannot correct {exc}") from None
+    return AK.AffinePairLoss(form.kind, form.theta, scale * form.scale, form.hmul, form.dcg_weighted,
+                             form.k or _NO_LIMIT, form.truncation or _NO_LIMIT, form.norm or query_norm)
 
 
-def _leaves(objective: Objective, query_norm: bool, factor: float = 1.0) -> list:
+def _leaves(objective: Objective, query_norm: bool) -> list:
     """``[(leaf, kernel record or None for a pointwise leaf, factor)]`` of a sum of scalings."""
-    if isinstance(objective, Sum):
-        return [leaf for p in objective.parts for leaf in _leaves(p, query_norm, factor)]
-    if isinstance(objective, Scaled):
-        return _leaves(objective.objective, query_norm, factor * objective.factor)
-    if objective.pairwise:
-        return [(objective, _pair_loss(objective, factor, query_norm), factor)]
-    if objective.needs_group:
-        raise TypeError(f"Affine cannot correct {objective!r}: a listwise loss without pairs; it corrects {_SUPPORTED}")
-    return [(objective, None, factor)]
+    out = []
+    for leaf, factor in scaled_leaves(objective):
+        if not leaf.pairwise and leaf.needs_group:
+            raise TypeError(f"Affine cannot correct {leaf!r}: a listwise loss without pairs; it corrects {_SUPPORTED}")
+        out.append((leaf, _pair_loss(leaf, factor, query_norm) if leaf.pairwise else None, factor))
+    return out
 
 
 def _as_beta(beta: Any) -> np.ndarray:
@@ -189,13 +175,14 @@ class Affine(Objective):
 
     pairwise = True
     needs_group = True
+    corrects_clicks = True
 
     def __init__(self, objective: Objective, *, alpha: Optional[npt.ArrayLike] = None,
                  beta: Optional[npt.ArrayLike] = None, position: Optional[npt.ArrayLike] = None,
                  first_position: int = 0, query_norm: bool = True) -> None:
         if not isinstance(objective, Objective):
             raise TypeError(f"objective must be a customobj Objective, got {type(objective).__name__}")
-        if type(objective).__name__ in ("Unbiased", "Affine"):
+        if objective.corrects_clicks:
             raise TypeError(f"objective is already {type(objective).__name__}: correct the clicks once")
         if not objective.pairwise:
             raise TypeError(f"objective must be a pairwise loss (it corrects pairs), got {objective!r}")

@@ -72,8 +72,8 @@ def check_features(X: Any, n: Optional[int] = None) -> int:
         raise ValueError(f"X must be 2-D with at least one feature column (one row per click row), got shape {shape}")
     if n is not None and shape[0] != n:
         raise ValueError(f"X has {shape[0]} rows but y has {n}")
-    big = np.flatnonzero(np.abs(values.ravel()) > _FLOAT32_MAX) if values.dtype.kind in "fiu" else []
-    if len(big):
+    big = np.flatnonzero(np.abs(values.ravel()) > _FLOAT32_MAX)
+    if big.size:
         raise ValueError(f"X holds {values.ravel()[big[0]]}: features must be finite and within float32's range "
                          f"(|x| <= {_FLOAT32_MAX:.3g}), which LightGBM and XGBoost use; NaN marks a missing value")
     return int(shape[0])

@@ -165,6 +165,7 @@ class Unbiased(Objective):
 
     pairwise = True
     needs_group = True
+    corrects_clicks = True
 
     def __init__(self, objective: Objective, *, propensity: Optional[npt.ArrayLike] = None,
                  bias_norm: float = 1.0, n_positions: Optional[int] = None,
@@ -172,8 +173,9 @@ class Unbiased(Objective):
                  query_norm: bool = True) -> None:
         if not isinstance(objective, Objective):
             raise TypeError(f"objective must be a customobj Objective, got {type(objective).__name__}")
-        if isinstance(objective, Unbiased):
-            raise TypeError("objective is already Unbiased: debiasing twice divides by the propensities twice")
+        if objective.corrects_clicks:
+            raise TypeError(f"objective is already {type(objective).__name__}: debiasing twice divides by the "
+                            "propensities twice")
         if not objective.pairwise:
             raise TypeError(f"objective must be a pairwise loss (it debiases pairs), got {objective!r}")
         leaf_parts(objective)  # raises TypeError for losses it cannot debias
