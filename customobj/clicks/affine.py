@@ -211,8 +211,10 @@ class Affine(Objective):
                  first_position: int = 0, em: Any = None, query_norm: bool = True) -> "Affine":
         """``Affine(objective, query_norm=query_norm)`` with ``alpha`` / ``beta`` estimated from the click
         log ``(X, y, position)`` by ``em`` (default ``TrustEM()``: the trust-bias click model by
-        regression EM); the fitted ``em`` is kept as the result's ``em_`` (its relevance model, its
-        estimates). The result reads the positions of the data it trains on, as any ``Affine``."""
+        regression EM); the fitted ``em`` is the result's ``em_`` (its relevance model, its estimates)
+        in this process: it travels with neither a pickle nor a copy of the objective (a booster's
+        weight; keep ``em`` itself). The result reads the positions of the data it trains on, as any
+        ``Affine``."""
         from .trust_em import TrustEM
 
         em = TrustEM() if em is None else em
@@ -225,11 +227,17 @@ class Affine(Objective):
 
     @property
     def em_(self) -> Any:
-        """The fitted :class:`TrustEM` of :meth:`from_log`."""
+        """The fitted :class:`TrustEM` of :meth:`from_log` (not pickled or copied with the objective)."""
         em = self.__dict__.get("_em")
         if em is None:
-            raise AttributeError("this Affine was given its alpha and beta: no em_ (Affine.from_log sets it)")
+            raise AttributeError("this Affine has no em_: it was given its alpha and beta, or is a pickle or copy "
+                                 "(Affine.from_log sets em_ on the objective it returns; keep the em you pass it)")
         return em
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state.pop("_em", None)  # the fitted EM (a relevance booster) stays beside the objective, not inside it
+        return state
 
     def _params(self):
         return (("alpha", self.alpha), ("beta", self.beta), ("first_position", self.first_position),
