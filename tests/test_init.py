@@ -1,5 +1,5 @@
 """The package entry points: customobj/__init__.py, customobj/objectives/__init__.py,
-customobj/compare/__init__.py, customobj/clicks/__init__.py, customobj/ole/__init__.py and adapters/__init__.py (installed as
+customobj/compare/__init__.py, customobj/clicks/__init__.py, customobj/ole/__init__.py, customobj/ole/cuda/__init__.py and adapters/__init__.py (installed as
 customobj.adapters). Every name in ``__all__`` resolves to the object of its home module;
 ``import customobj`` and ``import customobj.ole`` stay light (TreeBooster, and scikit-learn with it,
 load on first use); ``import customobj.adapters`` sets the

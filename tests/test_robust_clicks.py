@@ -15,7 +15,7 @@ from customobj.clicks._inputs import MAX_POSITION
 from customobj.clicks.regression_em import ConstantRelevance
 from customobj.clicks.simulation import trust_defaults
 from customobj.metrics import click_metric, ips_dcg, ips_ndcg
-from customobj.objectives._pair_terms import TINY_PROPENSITY
+from customobj.objectives._pairwise_terms import TINY_PROPENSITY
 
 S = np.array([0.3, -1.0, 2.0, 0.1, 0.5, -0.2])
 CLICKS = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])

@@ -299,7 +299,7 @@ class Affine(Objective):
 
     def device_route(self) -> DeviceRoute:
         """The GPU route (``customobj.clicks._affine_route``): the corrected pair terms one thread per query
-        (``_cuda_affine``), pointwise parts of a sum through their own routes, and the pair couplings the
+        (``_affine_cuda``), pointwise parts of a sum through their own routes, and the pair couplings the
         OLE criteria of ``TreeBooster(device="cuda")`` take.
 
         Examples

@@ -285,7 +285,7 @@ class LambdaRank(Objective):
                              P.CONVENTIONS[self.convention].hess_scale)
 
     def device_route(self) -> DeviceRoute:
-        from . import _cuda_routes as R
+        from . import _lambdarank_route as R
 
         return DeviceRoute(R.lambdarank, R.lambdarank_couplings)
 
@@ -311,7 +311,7 @@ class LambdaRank(Objective):
         """The logistic pair loss weighed by ``|D(rank_i) - D(rank_j)|``: NDCG's pairs, whose corrected
         relevance enters DCG linearly (the paper corrects additive metrics); other metrics and gain
         tables are a ``TypeError``."""
-        from ._pair_terms import PairKind
+        from ._pairwise_terms import PairKind
 
         if self.metric != "ndcg" or self.gain is not None:
             raise TypeError(f"{self!r}: the corrected relevance enters DCG linearly (the paper corrects additive "
@@ -419,7 +419,7 @@ class StructuredDCG(Objective):
         return _StructuredState(row_gain=np.exp2(prep.labels) - 1.0)
 
     def device_route(self) -> DeviceRoute:
-        from . import _cuda_routes as R
+        from . import _structured_route as R
 
         return DeviceRoute(R.structured)
 

@@ -56,7 +56,7 @@ class _LabelPairLoss(Objective):
 
     def relevance_pairs(self) -> RelevancePairs:
         """Its pair loss at a unit label difference, each pair weighed by the higher row's relevance."""
-        from ._pair_terms import pair_theta
+        from ._pairwise_terms import pair_theta
 
         spec = self.pair_spec()
         return RelevancePairs(int(spec.kind), float(pair_theta(spec.theta_mode, 1.0, 0.0, spec.p)), spec.scale,
@@ -69,7 +69,7 @@ class _LabelPairLoss(Objective):
         return ListedPairs(pi, pj, th, _EMPTY, False, spec)
 
     def device_route(self) -> DeviceRoute:
-        from . import _cuda_routes as R
+        from . import _pairwise_route as R
 
         return DeviceRoute(R.label_pair_loss, R.listed_couplings)
 
@@ -377,7 +377,7 @@ class QBRank(Objective):
         return None if pairs is None else ListedPairs(pairs[0], pairs[1], pairs[2], _EMPTY, False, spec)
 
     def device_route(self) -> DeviceRoute:
-        from . import _cuda_routes as R
+        from . import _pairwise_route as R
 
         return DeviceRoute(R.qbrank, R.listed_couplings)
 
