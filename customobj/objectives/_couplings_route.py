@@ -6,26 +6,16 @@
 pairs ``(i, j, c)`` (rows ``i``, ``j`` and their hessian coupling ``h_ij = c``) next to the gradients
 (Xia, Zhai, Wang: a child's second derivative is ``sum h_i - 2 sum h_ij`` over its pairs). Here they are
 computed where the scores are: the objective's gradient launches (``devices.grad_hess_prepared``),
-then, reading the per-query scratch those left on the device, one thread per query counts its pairs,
-one thread scans the counts into offsets, and one thread per query writes its pairs. No atomics, all
+then the loss's count kernel, a scan of the counts into offsets and its fill kernel. No atomics, all
 float64; the pairs come in the CPU's order (by query, by upper then lower sorted position) with the
 CPU's values (the same float64 operations; a device ``exp`` may differ in the last bit on a GPU), so
 the trees grown from them are the CPU's.
 
 Only the pair count crosses the bus (one integer a round), to size the output.
 
-LambdaRank (every metric and convention: ``LambdaRank()``, ``like_lightgbm()``, ``like_xgboost()``)
-has a coupling kernel (``_lambdarank_cuda.count_pairs`` / ``fill_pairs``, one thread per query:
-every pair of nonzero ``|dZ|``, as the CPU writes them), and so do the listed-pair losses RankNet,
-RankSVM, MPBoost, QBRank and PreferencePairs (their ``listed_pairs``;
-``_pairwise_cuda.count_kept_pairs`` / ``fill_kept_pairs``, one thread per chunk of the pair list:
-the pairs of coupling > 0, which the CPU booster keeps of the objective's list), as does LambdaLoss
-(its label pair list with the pair weights its gradient launch computed this round), YetiRank
-(``_sampled_pairs_cuda.yetirank_count_pairs`` / ``yetirank_fill_pairs``, one thread per query: the
-pairs its gradient launch sampled this round), and the dense ones of QueryRMSE, ListNet, QuerySoftMax
-and XENDCG (``_listwise_cuda.dense_count_pairs`` / ``dense_fill_pairs``, one thread per query: every
-pair of coupling > 0); each is its ``device_route().couplings`` (``_pairwise_route``, ``_lambdarank_route``, ``_listwise_route``).
-Composites (``Sum``, ``Scaled``) have none: :func:`couplings_reason` says so.
+Every loss whose ``device_route().couplings`` is set writes its pairs with kernels of its own
+(which ones, and how they are launched: docs/gpu-design.md). Composites (``Sum``, ``Scaled``) have
+none: :func:`couplings_reason` says so.
 
 Examples
 --------

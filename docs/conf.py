@@ -1,9 +1,10 @@
-"""Sphinx configuration of customobj's API reference (generated from the docstrings).
+"""Sphinx configuration of customobj's documentation: one site of the user guide (the Markdown
+pages of docs/, read by MyST) and the API reference (docs/api/, generated from the docstrings).
 
 Build (warnings are errors, as in CI: ``tests/test_api_docs.py``)::
 
     pip install -e '.[docs]'
-    python -m sphinx -W --keep-going -b html docs/api build/api-docs
+    python -m sphinx -W --keep-going -b html docs build/docs
 
 customobj must be installed (``customobj.adapters`` exists only in an installed tree). Importing
 the documented modules compiles nothing (numba kernels compile on first call) and imports neither
@@ -19,7 +20,10 @@ copyright = "customobj developers"  # noqa: A001  (Sphinx's name)
 release = customobj.__version__
 version = release
 
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax"]
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+# GitHub-style anchors for the pages' links to sections (``clicks.md#compare---clicks``)
+myst_heading_anchors = 3
 
 # NumPy-style docstrings only (the house style).
 napoleon_google_docstring = False
