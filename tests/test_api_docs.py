@@ -21,7 +21,7 @@ from conftest import REPO
 DOCS = REPO / "docs"
 API = DOCS / "api"
 #: One page per public module (the file names under docs/api).
-PAGES = ["customobj", "objectives", "metrics", "data", "groups", "clicks", "ole", "adapters", "adapters.lightgbm",
+PAGES = ["customobj", "objectives", "metrics", "data", "groups", "clicks", "multi", "ole", "adapters", "adapters.lightgbm",
          "adapters.xgboost", "adapters.metrics", "adapters.callbacks", "adapters.exact_leaves", "adapters.dask"]
 # (not pandas: documenting TreeBooster, a scikit-learn estimator, imports scikit-learn, which
 # imports pandas itself from version 1.9 on)

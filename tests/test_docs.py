@@ -356,3 +356,47 @@ def test_the_readme_is_a_signpost() -> None:
     lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) < README_MAX_LINES, f"README.md has {len(lines)} lines: move sections into docs/ pages"
     assert "docs/contributing.md" in "\n".join(lines)
+
+
+#: A row of docs/contributing.md's code-structure table: paths | what they hold | main names.
+_TABLE_ROW = re.compile(r"^\| (`[^|]+`[^|]*) \| [^|]+ \| ([^|]*) \|$", re.MULTILINE)
+_DEFINES = "(?:class |def |)({name})\\b(?:\\(|:| =|\\[)"
+
+
+def table_rows(text: str) -> list[tuple[list[str], list[str]]]:
+    """(files of the row, names the row says they define) for each row of the code-structure table;
+    a bare file name is in the folder of the row's first path; names in parentheses are left out."""
+    section = text.split("## Where the code is", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for paths_cell, names_cell in _TABLE_ROW.findall(section):
+        paths = re.findall(r"`([\w./*-]+)`", paths_cell)
+        folder = paths[0].rsplit("/", 1)[0] + "/" if "/" in paths[0].rstrip("/") else ""
+        files = [q if "/" in q else folder + q for q in paths if q.endswith(".py")]
+        names = re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", names_cell))
+        rows.append((files, names))
+    return rows
+
+
+def undefined_names(text: str) -> list[str]:
+    """The main names of the code-structure table that none of their row's files defines."""
+    wrong = []
+    for files, names in table_rows(text):
+        source = "\n".join(f.read_text(encoding="utf-8") for pattern in files for f in REPO.glob(pattern))
+        wrong += [f"{name} ({', '.join(files)})" for name in names
+                  if not re.search("^\\s*" + _DEFINES.format(name=name), source, re.MULTILINE)]
+    return wrong
+
+
+def test_the_table_check_finds_a_name_its_files_do_not_define() -> None:
+    text = ("## Where the code is\n\n| path | what | names |\n|---|---|---|\n"
+            "| `customobj/ole/grower.py`, `tree.py` | trees | `TreeGrower`, `Tree`, `GoneClass` (not `Hidden`) |\n")
+    assert table_rows(text) == [(["customobj/ole/grower.py", "customobj/ole/tree.py"], ["TreeGrower", "Tree", "GoneClass"])]
+    assert undefined_names(text) == ["GoneClass (customobj/ole/grower.py, customobj/ole/tree.py)"]
+
+
+def test_the_code_structure_table_names_what_its_files_define() -> None:
+    """Each main class or function of a row is defined in one of the row's files (issue 40: the
+    table must follow the code as the recipes' paths do)."""
+    text = (REPO / "docs" / "contributing.md").read_text(encoding="utf-8")
+    assert len(table_rows(text)) >= 30
+    assert undefined_names(text) == [], "the code-structure table names what its files do not define"
