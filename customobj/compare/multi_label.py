@@ -41,7 +41,7 @@ import numpy as np
 from .._cli_errors import RunError, UsageError
 from .._extras import available, install_hint
 
-__all__ = ["MULTI_METHODS", "DEFAULT_MULTI_METHODS", "RAYS", "BOUND_RAYS", "RESULT_FILES", "parse_labels",
+__all__ = ["column_name", "MULTI_METHODS", "DEFAULT_MULTI_METHODS", "RAYS", "BOUND_RAYS", "RESULT_FILES", "parse_labels",
            "parse_multi_methods", "preferences", "hypervolume", "max_weighted_loss", "run"]
 
 #: The ``method=`` names of MultiObjective, in the order compare reports them.
@@ -142,6 +142,11 @@ def max_weighted_loss(ndcgs: np.ndarray, preference: np.ndarray) -> float:
     0.25
     """
     return float(np.max(np.asarray(preference) * (1.0 - np.asarray(ndcgs))))
+
+
+def column_name(col) -> str:
+    """How a label column is written in tables and plots: ``relevance`` or ``feature 41``."""
+    return "relevance" if col == "label" else f"feature {col}"
 
 
 def _grade_per_query(values, sizes):
@@ -275,7 +280,7 @@ def summarise(rows: list, cols: list, methods: list) -> list:
 
 
 def format_summary(summary: list, cols: list) -> str:
-    head = f"{'method':<20}" + "".join(f"{'NDCG@' + str(K) + ' ' + str(c):>14}" for c in cols)
+    head = f"{'method':<20}" + "".join(f"{'NDCG@' + str(K) + ' ' + column_name(c):>20}" for c in cols)
     lines = [head + f"{'hypervolume':>20}  trade-off"]
     for s in summary:
         hv = f"{s['hypervolume']:.4f} +- {s['hypervolume_ci95']:.4f}"
@@ -283,7 +288,7 @@ def format_summary(summary: list, cols: list) -> str:
             extra = f"max weighted loss {s['max_weighted_loss']:.4f} +- {s['max_weighted_loss_ci95']:.4f}"
         else:
             extra = f"bounds met: train {s['bounds_met_train']}, test {s['bounds_met_test']}"
-        lines.append(f"{s['method']:<20}" + "".join(f"{s[f'ndcg{K}_{c}']:>14.4f}" for c in cols) + f"{hv:>20}  {extra}")
+        lines.append(f"{s['method']:<20}" + "".join(f"{s[f'ndcg{K}_{c}']:>20.4f}" for c in cols) + f"{hv:>20}  {extra}")
     return "\n".join(lines)
 
 
@@ -337,8 +342,8 @@ def draw_pareto(rows: list, cols: list, methods: list, title: str) -> bytes:
     lo = min(min(r[k1] for r in rows), min(r[k2] for r in rows)) - 0.02
     ax.set_xlim(lo, 1.0)
     ax.set_ylim(lo, 1.0)
-    ax.set_xlabel(f"test NDCG@{K}, label {cols[0]}")
-    ax.set_ylabel(f"test NDCG@{K}, label {cols[1]}")
+    ax.set_xlabel(f"test NDCG@{K}, label 1: {column_name(cols[0])} (fold mean)")
+    ax.set_ylabel(f"test NDCG@{K}, label 2: {column_name(cols[1])} (fold mean)")
     ax.set_title(title, fontsize=8)
     ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
@@ -357,7 +362,7 @@ def draw_weights(weights: dict, cols: list) -> bytes:
         for j, (setting, w) in enumerate(runs):
             ax.plot(np.arange(1, w.shape[0] + 1), w[:, 1], lw=0.9, color=f"C{j}", label=setting)
         ax.set_ylim(-0.02, 1.02)
-        ax.set_ylabel(f"weight {cols[1]}", fontsize=7)
+        ax.set_ylabel(f"weight of {column_name(cols[1])}", fontsize=7)
         ax.set_title(method, fontsize=8)
         ax.legend(fontsize=6, loc="upper right", ncol=3)
     axes[-1, 0].set_xlabel("boosting round")
