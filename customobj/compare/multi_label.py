@@ -2,20 +2,14 @@ r"""``customobj compare --labels COL,COL[,...]``: the trade-off between several 
 
 Each method of :class:`customobj.multi.MultiObjective` named in ``--methods`` trains LightGBM with one
 LambdaRank per label on every fold, once per preference vector (the preference-based methods) or per
-bound (the constrained ones), and every model is scored on the fold's test part by each label's
-NDCG@k. Reported per method (mean over folds):
-
-- each label's NDCG@k (the mean over its models);
-- the hypervolume of its front: the points ``(NDCG_1, ..., NDCG_m)`` of its models on one fold,
-  the exact volume of the region they dominate above the reference point 0 (:func:`hypervolume`),
-  averaged over the folds;
-- preference-based methods: the maximum weighted loss of Mahapatra et al. (2023, section 5.2),
-  ``max_k r_k l_k`` with ``l_k = 1 - NDCG@k`` of label k and ``r`` the model's preference (lower:
-  the model lies closer to its preference ray), averaged over the rays;
-- constrained methods: per bound, whether it was met on the training data (the secondary labels'
-  mean LambdaRank loss per query at the end, which the bound caps) and on the test part (the
-  secondary labels' NDCG@k at least the NDCG@k of the linear model whose training costs gave the
-  bound, minus :data:`NDCG_SLACK`).
+bound (the constrained ones); every model is scored on the fold's test part by each label's NDCG@k.
+Reported per method (mean over folds): each label's NDCG@k; the hypervolume of its front (the exact
+volume its models' points ``(NDCG_1, ..., NDCG_m)`` dominate above 0 on one fold, :func:`hypervolume`);
+for the preference-based methods the maximum weighted loss of Mahapatra et al. (2023, section 5.2),
+``max_k r_k (1 - NDCG_k)`` (lower: closer to the preference ray); for the constrained ones whether each
+bound was met on the training data (the secondary labels' mean LambdaRank loss per query, which the
+bound caps) and on the test part (secondary NDCG@k at least that of the linear model whose training
+costs gave the bound, minus :data:`NDCG_SLACK`).
 
 Label columns: ``label`` is the data set's relevance label; a number ``j`` is feature ``j`` (LETOR's
 1-based feature id), graded per query into ``0..GRADES`` and removed from the features (the KDD
@@ -40,9 +34,10 @@ import numpy as np
 
 from .._cli_errors import RunError, UsageError
 from .._extras import available, install_hint
+from . import output
 
-__all__ = ["column_name", "MULTI_METHODS", "DEFAULT_MULTI_METHODS", "RAYS", "BOUND_RAYS", "RESULT_FILES", "parse_labels",
-           "parse_multi_methods", "preferences", "hypervolume", "max_weighted_loss", "run"]
+__all__ = ["column_name", "MULTI_METHODS", "DEFAULT_MULTI_METHODS", "RAYS", "BOUND_RAYS", "RESULT_FILES",
+           "parse_labels", "parse_multi_methods", "preferences", "hypervolume", "max_weighted_loss", "run"]
 
 #: The ``method=`` names of MultiObjective, in the order compare reports them.
 MULTI_METHODS = ("linear", "stochastic", "chebyshev", "epo", "wc_mgda", "epsilon_constraint", "ec_mgda")
@@ -56,9 +51,8 @@ RAYS = (0.1, 0.3, 0.5, 0.7, 0.9)
 BOUND_RAYS = (0.3, 0.7)
 #: A bound counts as met on the test part when the secondary NDCG@k is at most this far below the target.
 NDCG_SLACK = 0.01
-#: A feature used as a label is graded per query into 0..GRADES.
-GRADES = 4
-K = 10
+GRADES = 4  # a feature used as a label is graded per query into 0..GRADES
+K = 10  # NDCG@K
 RESULT_FILES = ("multi_label.csv", "multi_summary.csv", "pareto.png", "weights.png", "multi_label.json")
 
 
@@ -212,7 +206,7 @@ def _runs(methods, m):
     return runs
 
 
-def _fold(fold, train, test, cols, methods, args, tick):
+def _fold(fold, train, test, cols, methods, args, bar):
     X, labels = _columns(train, cols)
     Xt, tlabels = _columns(test, cols)
     m = len(cols)
@@ -225,7 +219,7 @@ def _fold(fold, train, test, cols, methods, args, tick):
             anchors[w] = (_costs(booster.predict(X), labels, train.sizes)[1:],
                           _ndcgs(booster.predict(Xt), tlabels, test.sizes))
     for method, setting, kw, pref, bound_ray in _runs(methods, m):
-        tick(f"fold {fold} {method} {setting}")
+        bar.set_description(f"fold {fold} {method} {setting}")
         if bound_ray is not None:
             kw = {"bounds": anchors[bound_ray][0]}
         booster, fitted = _train(X, labels, train.sizes, method, kw, args)
@@ -245,15 +239,17 @@ def _fold(fold, train, test, cols, methods, args, tick):
             row["bound_met_test"] = bool(np.all(nd[1:] >= target - NDCG_SLACK))
         rows.append(row)
         weights.setdefault(method, []).append((setting, fitted["label_weights_"]))
+        bar.update(1)
     return rows, weights
 
 
 def _interval(values):
+    """Mean and the half-width of a 95% t-interval over the folds (0 for one fold: no spread measured)."""
     from scipy import stats
 
     v = np.asarray(values, dtype=float)
     if v.size < 2:
-        return float(v.mean()), float("nan")
+        return float(v.mean()), 0.0
     return float(v.mean()), float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
 
 
@@ -267,7 +263,7 @@ def summarise(rows: list, cols: list, methods: list) -> list:
         folds = sorted({r["fold"] for r in mine})
         hv = [hypervolume(np.array([[r[k] for k in keys] for r in mine if r["fold"] == f]), np.zeros(len(cols)))
               for f in folds]
-        s = {"method": method, "models": len(mine), **{k: float(np.mean([r[k] for r in mine])) for k in keys}}
+        s = {"method": method, "models": len(mine), "folds": len(folds), **{k: float(np.mean([r[k] for r in mine])) for k in keys}}
         s["hypervolume"], s["hypervolume_ci95"] = _interval(hv)
         if method in PREFERENCE_METHODS:
             s["max_weighted_loss"], s["max_weighted_loss_ci95"] = _interval(
@@ -279,13 +275,18 @@ def summarise(rows: list, cols: list, methods: list) -> list:
     return out
 
 
+def _pm(s: dict, key: str) -> str:
+    """``mean +- half-width`` over several folds, the mean alone for one."""
+    return f"{s[key]:.4f}" + (f" +- {s[key + '_ci95']:.4f}" if s["folds"] > 1 else "")
+
+
 def format_summary(summary: list, cols: list) -> str:
     head = f"{'method':<20}" + "".join(f"{'NDCG@' + str(K) + ' ' + column_name(c):>20}" for c in cols)
     lines = [head + f"{'hypervolume':>20}  trade-off"]
     for s in summary:
-        hv = f"{s['hypervolume']:.4f} +- {s['hypervolume_ci95']:.4f}"
+        hv = _pm(s, "hypervolume")
         if "max_weighted_loss" in s:
-            extra = f"max weighted loss {s['max_weighted_loss']:.4f} +- {s['max_weighted_loss_ci95']:.4f}"
+            extra = f"max weighted loss {_pm(s, 'max_weighted_loss')}"
         else:
             extra = f"bounds met: train {s['bounds_met_train']}, test {s['bounds_met_test']}"
         lines.append(f"{s['method']:<20}" + "".join(f"{s[f'ndcg{K}_{c}']:>20.4f}" for c in cols) + f"{hv:>20}  {extra}")
@@ -371,8 +372,8 @@ def draw_weights(weights: dict, cols: list) -> bytes:
 
 
 def _check_out(out: Path, overwrite: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: exists and is not a folder")
+    """compare's rules (customobj.compare.output) for this run's files."""
+    output.check_folder(out, overwrite=True)
     found = [n for n in RESULT_FILES if (out / n).exists()]
     if found and not overwrite:
         raise UsageError(f"--out {out} already holds multi-label results ({', '.join(found)}); pass --overwrite "
@@ -384,13 +385,12 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from .._io import replace_files
-    from . import output
     from .folds import load_folds
+
+    from .command import DEFAULT_METHODS
 
     say = (lambda *a: None) if args.quiet else print
     cols = parse_labels(args.labels)
-    from .command import DEFAULT_METHODS
-
     methods = parse_multi_methods(DEFAULT_MULTI_METHODS if args.methods == DEFAULT_METHODS else args.methods)
     for opt, given in (("--click-log", args.click_log), ("--clicks", args.clicks), ("--tune", args.tune),
                        ("--baseline", args.baseline), ("--seeds", args.seeds != 1)):
@@ -416,19 +416,13 @@ def run(args: argparse.Namespace) -> int:
     total = len(folds) * len(_runs(methods, len(cols)))
     bar = tqdm(total=total, file=sys.stderr, disable=args.quiet, unit="run", dynamic_ncols=True, leave=False)
 
-    def tick(text):
-        bar.set_description(text)
-        bar.update(0)
-
-    rows, first_weights = [], None
+    rows: list = []
+    first_weights: dict = {}
     start = time.perf_counter()
     try:
         for fold, train, _, test in folds:
-            def step(text):
-                tick(text)
-                bar.update(1)
             try:
-                fold_rows, weights = _fold(fold, train, test, cols, methods, args, step)
+                fold_rows, weights = _fold(fold, train, test, cols, methods, args, bar)
             except (ValueError, TypeError) as exc:
                 raise RunError(f"fold {fold}: {exc}") from None
             rows += fold_rows
