@@ -362,7 +362,8 @@ def draw_weights(weights: dict, cols: list) -> bytes:
     for ax, (method, runs) in zip(axes[:, 0], weights.items()):
         for j, (setting, w) in enumerate(runs):
             ax.plot(np.arange(1, w.shape[0] + 1), w[:, 1], lw=0.9, color=f"C{j}", label=setting)
-        ax.set_ylim(-0.02, 1.02)
+        top = max(float(w[:, 1].max()) for _, w in runs)  # epsilon_constraint's multipliers may pass 1
+        ax.set_ylim(-0.02, max(1.02, 1.05 * top))
         ax.set_ylabel(f"weight of {column_name(cols[1])}", fontsize=7)
         ax.set_title(method, fontsize=8)
         ax.legend(fontsize=6, loc="upper right", ncol=3)
@@ -396,9 +397,8 @@ def run(args: argparse.Namespace) -> int:
                        ("--baseline", args.baseline), ("--seeds", args.seeds != 1)):
         if given:
             raise UsageError(f"{opt} does not apply with --labels (multi-label comparison); drop it")
-    default_out = args.out is None
     out = Path(args.out or output.DEFAULT_OUT)
-    _check_out(out, args.overwrite or default_out)
+    _check_out(out, args.overwrite or args.out is None)  # the default folder is replaced, as compare's
     plot = not args.no_plot
     if plot and not available("matplotlib"):
         plot = False
