@@ -99,6 +99,8 @@ TINY = ["compare", "--synthetic-queries", "30", "--synthetic-docs", "6", "--fold
     (["--labels", "label"], "at least 2 label columns"),
     (["--labels", "label,3", "--methods", "linear,foo"], "unknown multi-label method 'foo'"),
     (["--labels", "label,3", "--tune", "2"], "--tune does not apply"),
+    (["--labels", "label,3", "--seeds", "2"], "--seeds does not apply"),
+    (["--labels", "3,label,21"], "unknown label column 21"),
 ])
 def test_cli_refuses_bad_arguments(extra, named, capsys):
     assert cli_main(TINY + extra + ["--out", "res"]) == 2

@@ -181,16 +181,14 @@ def _train(X, labels, sizes, method, kw, args):
     return booster, fitted
 
 
-def _costs(scores, labels, sizes):
+def _measure(booster, X, labels, sizes):
+    """Each label's cost (mean LambdaRank loss per query: what the bounds cap) and NDCG@K at the model's scores."""
     from customobj import LambdaRank
-
-    return np.array([LambdaRank().loss(scores, y, sizes) / sizes.size for y in labels])
-
-
-def _ndcgs(scores, labels, sizes):
     from customobj.metrics import ndcg
 
-    return np.array([ndcg(scores, y, sizes, K) for y in labels])
+    s = booster.predict(X)
+    return (np.array([LambdaRank().loss(s, y, sizes) / sizes.size for y in labels]),
+            np.array([ndcg(s, y, sizes, K) for y in labels]))
 
 
 def _runs(methods, m):
@@ -216,21 +214,22 @@ def _fold(fold, train, test, cols, methods, args, bar):
     if CONSTRAINED_METHODS & set(methods):
         for w in BOUND_RAYS:
             booster, _ = _train(X, labels, train.sizes, "linear", {"preference": prefs[w]}, args)
-            anchors[w] = (_costs(booster.predict(X), labels, train.sizes)[1:],
-                          _ndcgs(booster.predict(Xt), tlabels, test.sizes))
+            anchors[w] = (_measure(booster, X, labels, train.sizes)[0][1:],
+                          _measure(booster, Xt, tlabels, test.sizes)[1])
     for method, setting, kw, pref, bound_ray in _runs(methods, m):
         bar.set_description(f"fold {fold} {method} {setting}")
         if bound_ray is not None:
             kw = {"bounds": anchors[bound_ray][0]}
         booster, fitted = _train(X, labels, train.sizes, method, kw, args)
-        nd = _ndcgs(booster.predict(Xt), tlabels, test.sizes)
-        row = {"fold": fold, "method": method, "setting": setting, **{f"ndcg{K}_{c}": float(v) for c, v in zip(cols, nd)}}
+        nd = _measure(booster, Xt, tlabels, test.sizes)[1]
+        row = {"fold": fold, "method": method, "setting": setting,
+               **{f"ndcg{K}_{c}": float(v) for c, v in zip(cols, nd)}}
         if pref is not None:
             row["preference"] = "/".join(f"{v:.3g}" for v in pref)
             row["max_weighted_loss"] = max_weighted_loss(nd, pref)
         else:
             bound = anchors[bound_ray][0]
-            train_cost = fitted["label_costs_"][-1, 1:]
+            train_cost = _measure(booster, X, labels, train.sizes)[0][1:]  # after the last tree, as the bound's
             target = anchors[bound_ray][1][1:]
             row["bounds"] = "/".join(f"{v:.4g}" for v in bound)
             row["train_costs"] = "/".join(f"{v:.4g}" for v in train_cost)
@@ -263,7 +262,8 @@ def summarise(rows: list, cols: list, methods: list) -> list:
         folds = sorted({r["fold"] for r in mine})
         hv = [hypervolume(np.array([[r[k] for k in keys] for r in mine if r["fold"] == f]), np.zeros(len(cols)))
               for f in folds]
-        s = {"method": method, "models": len(mine), "folds": len(folds), **{k: float(np.mean([r[k] for r in mine])) for k in keys}}
+        s = {"method": method, "models": len(mine), "folds": len(folds),
+             **{k: float(np.mean([r[k] for r in mine])) for k in keys}}
         s["hypervolume"], s["hypervolume_ci95"] = _interval(hv)
         if method in PREFERENCE_METHODS:
             s["max_weighted_loss"], s["max_weighted_loss_ci95"] = _interval(
@@ -394,7 +394,7 @@ def run(args: argparse.Namespace) -> int:
     cols = parse_labels(args.labels)
     methods = parse_multi_methods(DEFAULT_MULTI_METHODS if args.methods == DEFAULT_METHODS else args.methods)
     for opt, given in (("--click-log", args.click_log), ("--clicks", args.clicks), ("--tune", args.tune),
-                       ("--baseline", args.baseline), ("--seeds", args.seeds != 1)):
+                       ("--baseline", args.baseline), ("--seeds", args.seeds != 1), ("--device", args.device.is_cuda)):
         if given:
             raise UsageError(f"{opt} does not apply with --labels (multi-label comparison); drop it")
     out = Path(args.out or output.DEFAULT_OUT)
