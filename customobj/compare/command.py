@@ -125,8 +125,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help=f"comma-separated method names (default: {DEFAULT_METHODS}; with --click-log "
                         f"{CLICK_LOG_METHODS})")
     m.add_argument("--labels", metavar="COL,COL[,...]",
-                   help="multi-label comparison (docs/multi-objective.md): label columns, 'label' or a feature "
-                        "number; --methods then names MultiObjective methods (default linear,epo,epsilon_constraint)")
+                   help="compare multi-label methods instead: two or more label columns, each 'label' (the "
+                        "relevance label) or a feature number (graded per query, removed from the features); "
+                        "--methods then names MultiObjective methods (default linear,epo,epsilon_constraint)")
     m.add_argument("--baseline", metavar="NAME", help="method of the paired comparison (default: the first)")
     m.add_argument("--rounds", type=_positive_int, default=200, help="maximum boosting rounds (default 200)")
     m.add_argument("--num-leaves", type=_leaves, default=31, help="leaves per tree (default 31)")
