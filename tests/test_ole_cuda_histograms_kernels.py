@@ -1,6 +1,6 @@
 """customobj.ole.cuda._histograms_kernels: the shared-memory GPU row and pair histograms equal their CPU twins
 (histogram.build_row_hist_fm, pairhist.build_pair_hist) bit for bit on on-grid values, for any
-chunk count, thread count and feature grouping (shared memory or the global path of a wide
+chunk count, block shape (1-D, or features x items) and feature grouping (shared memory or the global path of a wide
 feature), NaN rows and feature subsets included. Small data: on a machine without a GPU they run
 on numba's CUDA simulator (tests/conftest.py)."""
 import numpy as np
@@ -52,7 +52,9 @@ def _on_grid_rows(seed, n):
     return rows, g, h, np.array([grid_step_of_rows(rows, grad), grid_step_of_rows(rows, hess)])
 
 
-@pytest.mark.parametrize("chunks,threads,capacity", [(1, 32, 2000), (3, 8, 2000), (2, 16, 26), (2, 4, 5)])
+# threads: 1-D blocks (lanes on features only) and 2-D ones (features x items, as launch_shape makes)
+@pytest.mark.parametrize("chunks,threads,capacity", [(1, 32, 2000), (3, 8, 2000), (2, 16, 26), (2, 4, 5),
+                                                     (2, (2, 4), 2000), (1, (4, 2), 26)])
 def test_the_row_histogram_is_the_cpus_bit_for_bit_for_any_launch_and_grouping(chunks, threads, capacity):
     mapper, bins_fm = _setup()
     n = bins_fm.shape[1]
@@ -84,7 +86,8 @@ def _on_grid_pairs(mapper_rows):
     return pairs, np.array([step, step])
 
 
-@pytest.mark.parametrize("chunks,threads,capacity", [(1, 32, 2000), (3, 16, 26), (2, 8, 5)])
+@pytest.mark.parametrize("chunks,threads,capacity", [(1, 32, 2000), (3, 16, 26), (2, 8, 5), (2, (2, 4), 2000),
+                                                     (1, (4, 2), 5)])
 def test_the_pair_histogram_is_the_cpus_bit_for_bit_with_nan_rows_and_subsets(chunks, threads, capacity):
     mapper, bins_fm = _setup(3, n=200)
     assert mapper.has_nan.any()  # the nanp channel is exercised
@@ -118,3 +121,26 @@ def test_zero6_clears_six_histograms_in_one_launch():
     arrays = [cuda.to_device(np.full(37, v)) for v in (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)]
     K.zero6[2, 8](*arrays)  # fewer threads than items: the grid-stride loop covers the rest
     assert all(not a.copy_to_host().any() for a in arrays)
+
+
+def test_the_launch_shape_puts_features_on_x_and_items_on_y():
+    from customobj.ole.cuda._histograms_kernels import launch_shape
+    from customobj.ole.cuda._launch import pow2_threads
+    top = pow2_threads(10**6)  # THREADS, or the simulator's
+    (chunks, groups), (x, y) = launch_shape(10**6, 3, 5)
+    assert groups == 3 and chunks >= 1 and x == min(8, top) and x * y == top
+    (_, _), (x, y) = launch_shape(3, 1, 2)  # 6 updates: 2 feature lanes, 4 item lanes (at most 6 threads needed)
+    assert (x, y) == (2, min(8, top) // 2)
+
+
+def test_a_row_without_a_grid_adds_nothing_but_its_count():
+    # a non-finite gradient leaves the grid step at 0 (fixed_point): its sums are 0, never NaN, on any card
+    mapper, bins_fm = _setup(5)
+    n = bins_fm.shape[1]
+    rows = np.arange(n, dtype=np.int64)
+    g = np.full(n, np.nan)
+    h = np.ones(n)
+    gpu = _gpu_hist("row_hist_shared", mapper, bins_fm, (rows, n, g, h), np.array([0.0, 1.0]), 2, (2, 4),
+                    np.arange(bins_fm.shape[0], dtype=np.int64), 2000)
+    assert np.isfinite(gpu).all() and not gpu[:, 0].any()
+    assert gpu[:, HIST_COUNT].sum() == n * bins_fm.shape[0] and gpu[:, 1].sum() == n * bins_fm.shape[0]

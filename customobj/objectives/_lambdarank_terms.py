@@ -123,7 +123,13 @@ def exp_table(F, o, n, sigma):
     """``F[_EXP, o + r] = exp(sigma (s_r - s_0))`` in ``(0, 1]``: ``rho`` of a pair is then
     one division instead of one ``exp``."""
     for r in range(n):
-        F[_EXP, o + r] = math.exp(sigma * (F[_SCORE, o + r] - F[_SCORE, o]))
+        exp_entry(F, o, r, sigma)
+
+
+@njit(cache=True)
+def exp_entry(F, o, r, sigma):
+    """Entry ``r`` of :func:`exp_table` (the GPU's threads of a query fill the entries in parallel)."""
+    F[_EXP, o + r] = math.exp(sigma * (F[_SCORE, o + r] - F[_SCORE, o]))
 
 
 @njit(cache=True)

@@ -32,8 +32,23 @@ LIST_CHUNK = 1024
 
 
 def launch(kernel: Any, n: int, *args: Any) -> None:
-    """``kernel`` over ``n`` work items (threads), :data:`THREADS` per block."""
-    kernel[blocks(n), THREADS](*args)
+    """``kernel`` over ``n`` work items (threads), :data:`THREADS` per block; a kernel that works a
+    block per query (``_lambdarank_cuda.BLOCK_PER_QUERY``) gets ``n`` blocks of :func:`query_threads`."""
+    from . import _lambdarank_cuda as CL
+
+    if any(kernel is k for k in CL.BLOCK_PER_QUERY):
+        kernel[max(n, 1), query_threads()](*args)
+    else:
+        kernel[blocks(n), THREADS](*args)
+
+
+def query_threads() -> int:
+    """Threads of a block-per-query kernel: ``_lambdarank_cuda.QUERY_THREADS``, 8 under the simulator
+    (each a Python thread)."""
+    from .._cuda_runtime import simulated
+    from . import _lambdarank_cuda as CL
+
+    return 8 if simulated() else CL.QUERY_THREADS
 
 
 def flat(a: Any) -> Any:
@@ -58,14 +73,14 @@ def query_pairs(data: Any, pair_buffer: PairBuffer, count: Any, fill: Any, *args
 
 
 def sized(scratch: tuple, pair_buffer: PairBuffer, count: Any, n_seg: int, *args: Any) -> tuple:
-    """``(offsets, pair buffers)``: ``count`` (one thread per segment, ``args`` then the counts) gives
-    each segment's pairs, one thread scans them into offsets; only the total comes back, to size the
+    """``(offsets, pair buffers)``: ``count`` (a thread or a block per segment, ``args`` then the counts)
+    gives each segment's pairs, one block scans them into offsets; only the total comes back, to size the
     buffers. ``scratch``: the ``(counts, offsets)`` arrays, ``n_seg`` (at least 1) and ``n_seg + 1``."""
     from . import _lambdarank_cuda as CL
 
     counts, offsets = scratch
     launch(count, n_seg, *args, counts)
-    CL.scan_pairs[1, 1](counts, n_seg, offsets)
+    CL.scan_pairs[1, query_threads()](counts, n_seg, offsets)
     return offsets, pair_buffer(int(offsets[n_seg:n_seg + 1].copy_to_host()[0]))
 
 
