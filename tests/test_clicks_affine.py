@@ -363,3 +363,36 @@ def test_extreme_scores_stay_finite(log):
     g, h = obj.grad_hess(s, log.y, log.group)
     assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h >= 0)
     assert np.isfinite(obj.loss(s, log.y, log.group))
+
+
+def test_affine_asks_the_loss_through_relevance_pairs_not_its_class_name(log):
+    """Issue 40 item 5: the loss's public hook decides, not isinstance or a class name."""
+
+    class QBRank(RankNet):  # a RankNet whatever its name: corrected as one
+        pass
+
+    class Renamed(RankNet):  # a loss that refuses the form through its own hook
+        def relevance_pairs(self):
+            raise TypeError(f"{self!r}: no affine form here")
+
+    scores = np.linspace(-1.0, 1.0, log.y.size)
+    want = Affine(RankNet(), alpha=A10, beta=B10).grad_hess(scores, log.y, log.group)
+    got = Affine(QBRank(), alpha=A10, beta=B10).grad_hess(scores, log.y, log.group)
+    np.testing.assert_array_equal(got[0], want[0])
+    with pytest.raises(TypeError, match="Affine cannot correct .*no affine form here"):
+        Affine(Renamed(), alpha=A10, beta=B10)
+    assert RankNet(sigma=2.0).relevance_pairs().theta == 2.0 and LambdaRank(k=5).relevance_pairs().k == 5
+
+
+def test_the_fitted_em_travels_with_neither_a_pickle_nor_a_copy(log):
+    """Issue 40 item 5: the EM stays beside the objective; the objective's parameters travel."""
+    import copy
+    import pickle
+
+    em = customobj.clicks.TrustEM(n_iter=1, n_estimators=2)
+    obj = Affine.from_log(RankNet(), log.X, log.y, position=log.position, em=em)
+    assert obj.em_ is em
+    for other in (pickle.loads(pickle.dumps(obj)), copy.deepcopy(obj)):
+        assert other == obj and "_em" not in other.__dict__
+        with pytest.raises(AttributeError, match="pickle or copy"):
+            other.em_  # noqa: B018

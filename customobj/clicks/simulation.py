@@ -12,6 +12,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 import numpy as np
 
 from . import loggers as L
+from ._inputs import MAX_POSITION
 from .._validation import _to_numpy, as_1d_float, as_labels, check_choice, check_int, check_nonnegative, check_positive
 from ..groups import as_groups
 
@@ -93,7 +94,7 @@ def trust_defaults(shown: int) -> tuple:
     >>> plus.round(2).tolist(), minus.round(3).tolist()
     ([0.98, 0.97, 0.96], [0.65, 0.325, 0.217])
     """
-    r = np.arange(1, check_int(shown, "shown", minimum=1) + 1, dtype=np.float64)
+    r = np.arange(1, check_int(shown, "shown", minimum=1, maximum=MAX_POSITION) + 1, dtype=np.float64)
     return 1.0 - (np.minimum(r, 20.0) + 1.0) / 100.0, 0.65 / np.minimum(r, 10.0)
 
 
@@ -197,7 +198,9 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
     click_prob : sequence of floats in [0, 1]
         Click probability of an examined row per grade (default 0.1 / 0.5 / 1.0 for 0 / 1 / 2).
     shown, sessions, seed : int
-        Rows displayed per query, sessions per query, the random seed.
+        Rows displayed per query (``1 <= shown <= MAX_POSITION = 10_000``, the largest display
+        position any click estimator takes), sessions per query (``1 <= sessions <= 100_000``; the
+        log has at most :data:`MAX_LOG_ROWS` rows), the random seed (``0 <= seed < 2**62``).
     epsilon_plus, epsilon_minus : float or sequence of floats in [0, 1], optional
         ``click_model="trust"`` only: the click rates of examined relevant / non-relevant rows, one
         per position from the top (or one number for all).
@@ -242,7 +245,8 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
     model = CLICK_MODELS[check_choice(click_model, "click_model", set(CLICK_MODELS))]
     eta = check_nonnegative(eta, "eta")
     table = _click_table(click_prob)
-    shown = check_int(shown, "shown", minimum=1)
+    # shown sizes the per-position tables before any row is drawn: bounded like every display position
+    shown = check_int(shown, "shown", minimum=1, maximum=MAX_POSITION)
     sessions = check_int(sessions, "sessions", minimum=1, maximum=100_000)
     seed = check_int(seed, "seed", minimum=0)
     plus, minus, cont = _model_options(model, shown, epsilon_plus, epsilon_minus, continue_prob)
@@ -262,7 +266,8 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
     # Sessions of one query follow each other, rows in display order (the logger's).
     rows, sizes, position, randomised, logging_prob = L.log_order(code, scores, groups.ptr, shown, sessions, explore,
                                                                   temperature, samples, seed)
-    p_click = table[np.minimum(grades[rows].astype(np.int64), table.size - 1)]
+    # grades beyond the table use its last entry; capped as floats first (a grade of 1e20 wraps int64)
+    p_click = table[np.minimum(grades[rows], table.size - 1).astype(np.int64)]
 
     rng = np.random.default_rng(seed)
     u_exam = rng.random(rows.size)
