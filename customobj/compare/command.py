@@ -124,6 +124,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     m.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
                    help=f"comma-separated method names (default: {DEFAULT_METHODS}; with --click-log "
                         f"{CLICK_LOG_METHODS})")
+    m.add_argument("--labels", metavar="COL,COL[,...]",
+                   help="compare multi-label methods instead: two or more label columns, each 'label' (the "
+                        "relevance label) or a feature number (graded per query, removed from the features); "
+                        "--methods then names MultiObjective methods (default linear,epo,epsilon_constraint)")
     m.add_argument("--baseline", metavar="NAME", help="method of the paired comparison (default: the first)")
     m.add_argument("--rounds", type=_positive_int, default=200, help="maximum boosting rounds (default 200)")
     m.add_argument("--num-leaves", type=_leaves, default=31, help="leaves per tree (default 31)")
@@ -318,6 +322,10 @@ def _optional_parts(args, note):
 
 def run(args: argparse.Namespace) -> int:
     """Run the comparison described by parsed ``args``; returns 0 (errors are raised, see the module doc)."""
+    if getattr(args, "labels", None) is not None:  # several labels: customobj.compare.multi_label
+        from .multi_label import run as run_multi_label
+
+        return run_multi_label(args)
     say = (lambda *a: None) if args.quiet else print
     _optional_parts(args, (lambda *a: None) if args.quiet else (lambda text: print(text, file=sys.stderr)))
     # adapters sets OMP_WAIT_POLICY=passive unless the user chose one; it must be imported before
