@@ -260,3 +260,19 @@ def test_a_feature_that_is_the_click_column_is_refused_not_dropped(mq2008_log, t
     assert _run(path, tmp_path / "r", "--click-columns", "position=rank,click=clicked,features=f1:clicked") == 2
     err = capsys.readouterr().err
     assert "features: column 'clicked' is the click column" in err, err
+
+
+def test_missing_feature_values_train_every_backend(mq2008_log, tmp_path):
+    """Issue 39: missing feature values were refused although LightGBM and XGBoost take NaN."""
+    _, table = mq2008_log
+    holes = table.copy()
+    rows = np.random.default_rng(0).random(len(holes)) < 0.2
+    holes.loc[rows, "f3"] = np.nan
+    holes.loc[~rows, "f7"] = None
+    log = tmp_path / "holes.parquet"
+    holes.to_parquet(log)
+    out = tmp_path / "r"
+    methods = "lgb:Unbiased(objective=LambdaRank),xgb:rank:ndcg(lambdarank_unbiased=true)"
+    assert _run(log, out, "--methods", methods) == 0
+    summary = (out / "summary.csv").read_text()
+    assert all(m.split("(")[0] in summary for m in methods.split(",")) and "nan" not in summary.lower()
