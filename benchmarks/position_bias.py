@@ -134,14 +134,14 @@ def main(argv=None):
             truth = (1.0 / np.arange(1, int(group.max()) + 1)) ** eta
             for est, fit in estimators.items():
                 curve = fit(X, y, group, position, args.rounds, seed)[:truth.size]
-                results[est].append((curve, *errors(curve, truth)))
+                results[est].append((curve, *errors(curve, truth), truth[:curve.size]))
         print(f"{name}: truth {np.round(truth[1:10], 3).tolist()}")
         for est, runs in results.items():
             curve = np.mean([r[0] for r in runs], axis=0)
             worst, mean = float(np.mean([r[1] for r in runs])), float(np.mean([r[2] for r in runs]))
             print(f"  {est:<32} max {worst:.3f} mean {mean:.3f}  curve {np.round(curve[1:10], 3).tolist()}")
             out.append({"log": name, "estimator": est, "max_rel_error": worst, "mean_rel_error": mean,
-                        "curve": curve.tolist(), "truth": truth.tolist()})
+                        "curve": curve.tolist(), "truth": runs[0][3].tolist()})
     if args.json:
         atomic_write_text(args.json, json.dumps({"arguments": vars(args), "results": out}, indent=1))
     return 0
