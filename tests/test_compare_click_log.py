@@ -15,6 +15,7 @@ import customobj.adapters  # noqa: F401  (before lightgbm: OpenMP wait policy)
 from customobj._cli_errors import UsageError
 from customobj.cli import main
 from customobj.compare.click_log import parse_click_columns
+from customobj.compare.clicks import ESTIMATOR_NOTE
 from customobj.compare.trainers import Settings, Split, train, validation_score
 
 pytest.importorskip("pyarrow")
@@ -262,7 +263,7 @@ def test_a_feature_that_is_the_click_column_is_refused_not_dropped(mq2008_log, t
     assert "features: column 'clicked' is the click column" in err, err
 
 
-def test_missing_feature_values_train_every_backend(mq2008_log, tmp_path):
+def test_missing_feature_values_train_every_backend(mq2008_log, tmp_path, capsys):
     """Issue 39: missing feature values were refused although LightGBM and XGBoost take NaN."""
     _, table = mq2008_log
     holes = table.copy()
@@ -273,6 +274,9 @@ def test_missing_feature_values_train_every_backend(mq2008_log, tmp_path):
     holes.to_parquet(log)
     out = tmp_path / "r"
     methods = "lgb:Unbiased(objective=LambdaRank),xgb:rank:ndcg(lambdarank_unbiased=true)"
-    assert _run(log, out, "--methods", methods) == 0
+    assert main(["compare", "--click-log", str(log), "--click-columns", "position=rank,click=clicked", "--rounds", "3",
+                 "--out", str(out), "--no-plot", "--methods", methods]) == 0
     summary = (out / "summary.csv").read_text()
     assert all(m.split("(")[0] in summary for m in methods.split(",")) and "nan" not in summary.lower()
+    # issue 39: the output says which of the reported position-bias curves to trust, and why
+    assert ESTIMATOR_NOTE in capsys.readouterr().out

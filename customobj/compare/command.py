@@ -431,6 +431,10 @@ def run(args: argparse.Namespace) -> int:
                             scoring=scoring))
     if not labelled:
         say("no --test: the test columns are IPS click metrics on held-out sessions of the log, not labels")
+    if result.position_bias:  # which of the estimated curves to trust (measured on the simulators)
+        from .clicks import ESTIMATOR_NOTE
+
+        say(ESTIMATOR_NOTE)
     if paired:
         say()
         say(report.format_paired(paired, scoring))
