@@ -290,7 +290,9 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
         Column names: the query id (integers or strings), the display position (integers), the click
         (0 / 1 or booleans).
     features : list of str
-        The feature columns (numeric, finite), in the order of ``X``'s columns.
+        The feature columns (numeric), in the order of ``X``'s columns. A missing value (null or
+        NaN) is NaN in ``X``, the missing value LightGBM, XGBoost and ``TreeBooster`` take; an
+        infinite one is refused.
     session : str, optional
         The session id column: the same query shown to several users is several sessions. Without
         it every query id is one session.
@@ -310,9 +312,11 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
     Raises
     ------
     ValueError
-        Naming the column: a missing column or value, a click not 0 / 1, a non-finite feature, a
-        position below ``first_position`` or not an integer, a position twice in one session, a
-        gap in a session's positions, a session with one row (no pair to learn from).
+        Naming the column: a missing column, a missing id, position or click, a click not 0 / 1, an
+        infinite feature, a position below ``first_position`` or not an integer, a position twice in
+        one session, a gap in a session's positions, a session with one row (no pair to learn
+        from). Every defect of the table is in the one error, each with its rows (or sessions)
+        counted, so that a dirty log is fixed in one round.
 
     Examples
     --------
