@@ -248,16 +248,21 @@ def _check_positions(p: np.ndarray, ptr: np.ndarray, first: int, column: str, id
     bad = np.unique(np.searchsorted(ptr, wrong, side="right") - 1)
     r = int(wrong[0])
     s = int(bad[0])
-    where = _describe(*ids, s)
+    where = _where(ids, s)
     shown = p[ptr[s]:ptr[s + 1]].tolist()
     more = "" if bad.size == 1 else (f"; {bad.size} sessions in all, e.g. " +
-                                     ", ".join(f"({_describe(*ids, int(k))})" for k in bad[1:_SHOWN]))
+                                     ", ".join(f"({_where(ids, int(k))})" for k in bad[1:_SHOWN]))
     if r > ptr[s] and p[r] == p[r - 1]:
         raise ValueError(f"position: {where} shows position {p[r]} twice (column {column!r}: {shown}); "
                          f"each position of a session must be one row{more}")
     raise ValueError(f"position: {where} has positions {shown} (column {column!r}): position {expected[r]} is "
                      f"missing; a session's positions must run {first}, {first + 1}, ... without a gap "
                      f"(is first_position right?){more}")
+
+
+def _where(ids: tuple, s: int) -> str:
+    """:func:`_describe` of session ``s``, ``ids`` = (query ids, session ids, has a session column)."""
+    return _describe(ids[0], ids[1], ids[2], s)
 
 
 def _describe(query_ids, session_ids, has_session, s) -> str:
@@ -374,7 +379,7 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
                                         f"{MAX_POSITION}"))
     single = np.flatnonzero(sizes == 1)
     if single.size:
-        where = _describe(*ids, int(single[0]))
+        where = _where(ids, int(single[0]))
         defects.found.append(ValueError(
             f"{'session' if session is not None else 'query'}: {where} has one row, so its click compares with "
             f"nothing; {single.size} such session(s): drop them from the table"))
