@@ -214,3 +214,42 @@ def test_corrupt_and_empty_files_are_refused_naming_the_path(tmp_path):
         os.mkfifo(fifo)
         with pytest.raises(ValueError, match=r"is not a regular file \(a FIFO\)"):
             read_click_log(fifo, **kw)
+
+
+# --- the logger's columns (issue 43) -------------------------------------------------------------
+def _logger_table():
+    import pandas as pd
+
+    return pd.DataFrame({"qid": [7, 7, 7, 3, 3], "rank": [2, 1, 3, 2, 1], "clicked": [1, 0, 0, 0, 1],
+                         "bm25": [0.5, 0.9, 0.1, 0.3, 0.7], "rk": [1, 1, 1, 0, 0], "rand": [True, True, True, False, False],
+                         "p": [0.5, 0.25, 1.0, 1.0, 0.5]})
+
+
+def test_logger_columns_are_read_in_session_order():
+    from customobj.data import read_click_log
+
+    d = read_click_log(_logger_table(), query="qid", position="rank", click="clicked", features=["bm25"],
+                       first_position=1, ranker="rk", randomised="rand", logging_prob="p")
+    assert d.ranker_id.tolist() == [0, 0, 1, 1, 1] and d.randomised.tolist() == [False, False, True, True, True]
+    assert d.logging_prob.tolist() == [0.5, 1.0, 0.25, 0.5, 1.0]  # rows by query, then position
+    plain = read_click_log(_logger_table(), query="qid", position="rank", click="clicked", features=["bm25"],
+                           first_position=1)
+    assert plain.ranker_id is None and plain.randomised is None and plain.logging_prob is None
+
+
+@pytest.mark.parametrize("column, values, exc, match", [
+    ("p", [0.5, 0.0, 1.0, 1.0, 0.5], ValueError, "logging_prob"),
+    ("p", [0.5, 1.5, 1.0, 1.0, 0.5], ValueError, "logging_prob"),
+    ("rk", [1, 2, 1, 0, 0], ValueError, "differs within session"),
+    ("rk", [1, 1, 1, -1, -1], ValueError, "ranker"),
+    ("rk", [0.5, 0.5, 0.5, 0, 0], TypeError, "ranker"),
+    ("rand", [2, 2, 2, 0, 0], ValueError, "randomised"),
+])
+def test_bad_logger_columns_are_refused(column, values, exc, match):
+    from customobj.data import read_click_log
+
+    table = _logger_table()
+    table[column] = values
+    with pytest.raises(exc, match=match):
+        read_click_log(table, query="qid", position="rank", click="clicked", features=["bm25"], first_position=1,
+                       ranker="rk", randomised="rand", logging_prob="p")

@@ -297,3 +297,32 @@ def test_ole_trees_equal_across_thread_counts(two_threads):
     finally:
         numba.set_num_threads(saved)
     assert dumps[0] == dumps[1]
+
+
+def test_the_r_channel_is_the_row_histogram_of_each_rows_coupling_sum():
+    # Issue 42, item 1: R is a per-row quantity. R[f, b] = sum over the node's rows r at bin b of
+    # rho_r, the sum of r's pair couplings inside the node; on the couplings' grid the two sums are
+    # the same exact integers of steps, so the identity holds bit for bit (the GPU may build R from
+    # the rows, leaving one channel on the pairs).
+    from customobj.ole.common import HIST_G, PH_R
+    from customobj.ole.fixed_point import grid_step_of, round_range
+    from customobj.ole.histogram import build_row_hist_fm
+
+    from _ole_cases import random_pairs
+
+    X = make_X(3, n=200, n_features=4)
+    mapper = BinMapper.fit(X, 12)
+    bins_fm = mapper.bins_feature_major(X)
+    pi, pj, pc, _ = random_pairs(4, n_queries=8, max_rows=25)
+    keep = (pi < 200) & (pj < 200)
+    pi, pj, pc = (np.ascontiguousarray(a[keep]) for a in (pi, pj, pc))
+    round_range(pc, 0, pc.size, grid_step_of(pc, 0, pc.size))
+    ph = build_pair_hist(np.ascontiguousarray(bins_fm.T), pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins,
+                         mapper.n_slots, PairScratch(bins_fm.shape[1], bins_fm.shape[0], True, dtype=np.float64))
+    rho = np.zeros(200)
+    np.add.at(rho, pi, pc)
+    np.add.at(rho, pj, pc)
+    rows = np.unique(np.concatenate([pi, pj])).astype(np.int64)
+    rh = build_row_hist_fm(bins_fm, rows, 0, rows.size, rho, np.zeros(200), mapper.offsets, mapper.n_slots)
+    assert pi.size > 50 and np.isnan(X).any()
+    np.testing.assert_array_equal(ph[:, PH_R], rh[:, HIST_G])

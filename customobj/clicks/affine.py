@@ -19,7 +19,7 @@ from .unbiased import add_unchanged
 from ._inputs import MAX_POSITION, as_position, as_propensity, check_clicks, data_positions
 from .._validation import _to_numpy, check_bool, check_int
 from ..objectives._arrays import kernel_weights
-from ..objectives._pair_terms import PairKind, pair_theta
+from ..objectives._pairwise_terms import PairKind, pair_theta
 from ..objectives._parity import CONVENTIONS
 from ..objectives.base import DeviceRoute, Objective, Prepared
 from ..objectives.composite import Scaled, Sum
@@ -137,11 +137,13 @@ class Affine(Objective):
     high trust bias"). They are not clipped: the paper's estimator is the unclipped one, and its
     variance grows as ``alpha_k`` shrinks (about ``1 / alpha_k`` per click). What bounds it here is
     the per-session normalisation ``query_norm`` (as :class:`Unbiased`'s): each query's terms are
-    multiplied by ``log2(1 + S) / S``, ``S`` the sum of its corrected lambdas
-    ``m (|r_i| |psi'(d)| + |r_j| |psi'(-d)|)``. That factor depends on the clicks, so with it the
-    expected gradient is no longer exactly the true one; it is what made the correction pay on
-    small MQ2008 logs (docs/clicks.md: at 12 sessions per query ``query_norm=False`` ranked below
-    ``Unbiased``, ``query_norm=True`` above; at 48 sessions ``query_norm=False`` was better).
+    multiplied by ``log2(1 + S) / S``, ``S`` the sum of its lambdas with unit estimates
+    ``m (|psi'(d)| + |psi'(-d)|)`` (for RankNet's and LambdaRank's logistic ``psi``, ``sigma sum m``).
+    ``S`` depends on the scores and ranks only, never on the clicks, so the normalised gradient's
+    expectation is still exactly the true-relevance gradient (times the same factor): one
+    click-independent factor per query. Issue 43 replaced the earlier factor, which summed the
+    corrected ``|r|`` into ``S`` and so depended on the clicks (biased: on single sessions the
+    expected gradient's cosine with the true one fell to 0.73); measurements: docs/trust-bias.md.
     The hessian is not the loss's second derivative where an estimate is negative (that can be
     negative): each pair's coupling is ``m hmul (|r_i| psi''(d) + |r_j| psi''(-d))``, never negative.
 
@@ -161,9 +163,9 @@ class Affine(Objective):
     first_position : int >= 0
         The number the positions give the top row (0, or 1 for a 1-based log).
     query_norm : bool
-        Normalise each query's (session's) corrected terms by ``log2(1 + S) / S`` (default ``True``;
-        above). ``False`` keeps the estimator exactly unbiased; a wrapped ``LambdaRank(norm=True)``
-        is normalised once, the same way.
+        Normalise each query's (session's) terms by the click-independent ``log2(1 + S) / S``
+        (default ``True``; above). Either value keeps the estimator unbiased; a wrapped
+        ``LambdaRank(norm=True)`` is normalised once, the same way.
 
     Notes
     -----
@@ -303,7 +305,7 @@ class Affine(Objective):
 
     def device_route(self) -> DeviceRoute:
         """The GPU route (``customobj.clicks._affine_route``): the corrected pair terms one thread per query
-        (``_cuda_affine``), pointwise parts of a sum through their own routes, and the pair couplings the
+        (``_affine_cuda``), pointwise parts of a sum through their own routes, and the pair couplings the
         OLE criteria of ``TreeBooster(device="cuda")`` take.
 
         Examples

@@ -46,6 +46,9 @@ class ClickData(NamedTuple):
     session: np.ndarray
     row: np.ndarray
     document: Optional[np.ndarray] = None
+    ranker_id: Optional[np.ndarray] = None  # per row: the ranker that logged the session (``ranker=``)
+    randomised: Optional[np.ndarray] = None  # per row: the session's randomisation marker (``randomised=``)
+    logging_prob: Optional[np.ndarray] = None  # per row: P(document at its position) (``logging_prob=``)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -265,6 +268,35 @@ def _where(ids: tuple, s: int) -> str:
     return _describe(ids[0], ids[1], ids[2], s)
 
 
+def _logger_columns(table: _Table, names: dict, order: np.ndarray, ptr: np.ndarray) -> dict:
+    """The logger's columns (issue 43: ``ranker``, ``randomised``, ``logging_prob``), checked, in the
+    sessions' row order: ranker ids integers >= 0 and randomisation markers 0 / 1 (booleans), each the
+    same on every row of a session; logging probabilities in (0, 1]."""
+    out: dict = {}
+    for arg, name in names.items():
+        values = table.column(name, arg)[order]
+        if arg == "logging_prob":
+            v = values.astype(np.float64) if values.dtype.kind in "iuf" else None
+            bad = np.flatnonzero(~((v > 0.0) & (v <= 1.0))) if v is not None else np.zeros(1, dtype=np.int64)
+            if bad.size:
+                raise ValueError(f"logging_prob: column {name!r} must hold probabilities in (0, 1]; found "
+                                 f"{values[bad[0]]!r} at row {int(order[bad[0]])}")
+            out["logging_prob"] = v
+            continue
+        if values.dtype.kind not in "biu" and not (values.dtype.kind == "f" and np.all(values == np.floor(values))):
+            raise TypeError(f"{arg}: column {name!r} must hold integers, got dtype {values.dtype}")
+        v = values.astype(np.int64)
+        bad = np.flatnonzero((v < 0) | ((v > 1) if arg == "randomised" else False))
+        if bad.size:
+            raise ValueError(f"{arg}: column {name!r} must hold {'0 / 1' if arg == 'randomised' else 'ids >= 0'}; "
+                             f"found {values[bad[0]]} at row {int(order[bad[0]])}")
+        mixed = np.flatnonzero(np.maximum.reduceat(v, ptr[:-1]) != np.minimum.reduceat(v, ptr[:-1]))
+        if mixed.size:
+            raise ValueError(f"{arg}: column {name!r} differs within session {int(mixed[0])}: one value per session")
+        out["randomised" if arg == "randomised" else "ranker_id"] = v.astype(bool) if arg == "randomised" else v
+    return out
+
+
 def _describe(query_ids, session_ids, has_session, s) -> str:
     def plain(v):  # numpy scalars print as np.int64(3) otherwise
         return repr(v.item() if isinstance(v, np.generic) else v)
@@ -277,7 +309,9 @@ def _describe(query_ids, session_ids, has_session, s) -> str:
 # the reader
 # ------------------------------------------------------------------------------------------------
 def read_click_log(source: Any, *, query: str, position: str, click: str, features: Sequence[str],
-                   session: Optional[str] = None, first_position: int, document: Optional[str] = None) -> ClickData:
+                   session: Optional[str] = None, first_position: int, document: Optional[str] = None,
+                   ranker: Optional[str] = None, randomised: Optional[str] = None,
+                   logging_prob: Optional[str] = None) -> ClickData:
     """Read a click log table into customobj's layout: sessions grouped, rows in display order,
     positions renumbered from 0.
 
@@ -307,6 +341,11 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
     document : str, optional
         The document id column (integers or strings): the same document under the same query in
         two logs is the same query-document pair (intervention harvesting).
+    ranker, randomised, logging_prob : str, optional
+        The logger's columns (``estimate_trust``, ``dr_data``): the id (integer >= 0) of the ranker
+        that logged each session, its randomisation marker (0 / 1: an intervention shuffled or
+        swapped the session), each the same on every row of a session; and each row's probability
+        (in (0, 1]) that the logging policy put its document at its position.
 
     Returns
     -------
@@ -340,6 +379,9 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
         named["session"] = session
     if document is not None:
         named["document"] = document
+    logger = {a: n for a, n in (("ranker", ranker), ("randomised", randomised), ("logging_prob", logging_prob))
+              if n is not None}
+    named.update(logger)
     table = _Table(source, [*named.values(), *(features if isinstance(features, Sequence) else [])])
     for arg, name in named.items():
         if not isinstance(name, str):
@@ -390,4 +432,4 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
         d_code, d_ids = doc_ids
         doc = d_ids[d_code[order]]
     return ClickData(np.ascontiguousarray(X[order]), y[order], sizes, row_order_positions(ptr), query_ids,
-                     session_ids, order.astype(np.int64), doc)
+                     session_ids, order.astype(np.int64), doc, **_logger_columns(table, logger, order, ptr))
