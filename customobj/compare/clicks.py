@@ -28,7 +28,15 @@ from ..clicks.simulation import CLICK_MODELS
 
 __all__ = ["ClickSpec", "parse_clicks", "model_options", "true_curves", "click_folds", "build_unbiased", "build_affine",
            "estimate_affine", "build_regression_em", "CLICK_TARGETS", "CLICK_BUILDERS", "AFFINE_EM",
-           "CLICK_TRAINERS", "EM_BACKENDS", "WEAK_SHARE", "WEAK_ROUNDS"]
+           "CLICK_TRAINERS", "EM_BACKENDS", "WEAK_SHARE", "WEAK_ROUNDS", "ESTIMATOR_NOTE"]
+
+#: What compare says under its tables when position_bias.csv has estimated curves: which to trust and
+#: why, as measured by benchmarks/position_bias.py (docs/clicks.md, "Which position-bias estimate to trust").
+ESTIMATOR_NOTE = ("position_bias.csv: every estimator overestimated examination below the top on simulated "
+                  "PBM logs (benchmarks/position_bias.py), so read its curves as upper bounds; of the pairwise "
+                  "ones, Unbiased(LambdaRank()) (--click-log's IPS propensities) came closest, norm=True and "
+                  "XGBoost's lambdarank_unbiased were no closer (docs/clicks.md, 'Which position-bias estimate "
+                  "to trust')")
 
 #: Share of the training queries, and trees, of the weak production ranker that orders the queries.
 WEAK_SHARE = 0.05

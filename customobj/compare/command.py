@@ -149,7 +149,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "trial's score in results.json (default 0: no tuning, the fixed settings above)")
     m.add_argument("--seeds", type=_seeds, default=1, metavar="K",
                    help="train each method and fold with K seeds (--seed, --seed+1, ...) and report the mean, "
-                        "with the seed spread beside the fold spread (default 1)")
+                        "with the seed spread beside the fold spread (default 1); the seed drives the libraries' "
+                        "randomness (bagging, feature sampling, random pairs) and --tune, so without either it is "
+                        "refused, and a method it does not change is named")
     o = parser.add_argument_group("output")
     o.add_argument("--out", metavar="DIR",
                    help="folder for " + ", ".join(output.RESULT_FILES) + f" (default ./{output.DEFAULT_OUT}, whose "
@@ -385,6 +387,9 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()  # wall time includes the trial runs (numba compilation), as it always did
     try:
         _warm_up(member_specs(specs), settings, warm_up_sample(folds[0][1]), bar)
+        if len(seeds) > 1 and not args.tune:  # K identical copies help no one (runner.check_seeds)
+            for note in runner.check_seeds(specs, settings, warm_up_sample(folds[0][1]), train, len(seeds)):
+                print(note, file=sys.stderr)
         bar.reset(total=runner.n_runs(specs, len(folds), len(seeds), args.tune))
         bar.unit = "trial" if args.tune else "run"
         # `train` is looked up here, at call time, so tests can stand in for it
@@ -434,6 +439,10 @@ def run(args: argparse.Namespace) -> int:
                             scoring=scoring))
     if not labelled:
         say("no --test: the test columns are IPS click metrics on held-out sessions of the log, not labels")
+    if result.position_bias:  # which of the estimated curves to trust (measured on the simulators)
+        from .clicks import ESTIMATOR_NOTE
+
+        say(ESTIMATOR_NOTE)
     if paired:
         say()
         say(report.format_paired(paired, scoring))

@@ -178,7 +178,8 @@ class Objective:
                      remember: bool = True) -> Prepared:
         """The prepared data of a public call: for an objective whose rounds matter, the data set of
         its last public call while the data are equal (its rounds go on), else a fresh one (kept for
-        the next calls unless ``remember`` is false: ``pair_couplings``, which takes no weights)."""
+        the next calls unless ``remember`` is false: ``pair_couplings``, which takes no weights, and
+        ``loss``, which a held-out set may call between rounds)."""
         prep = self.prepare(labels, group, weight)
         if not self.rounds_matter:
             return prep
@@ -263,8 +264,11 @@ class Objective:
 
     def loss(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
              weight: "npt.ArrayLike | None" = None) -> float:
-        """The exact loss the gradients differentiate (a sum over rows / pairs / queries; docs/formulas.md)."""
-        return self.loss_prepared(scores, self._public_prep(labels, group, weight))
+        """The exact loss the gradients differentiate (a sum over rows / pairs / queries; docs/formulas.md).
+
+        A loss on other data (a held-out set) leaves the rounds of the last ``grad_hess`` data set going
+        on: only gradient calls choose the data set the public calls continue."""
+        return self.loss_prepared(scores, self._public_prep(labels, group, weight, remember=False))
 
     def pair_couplings(self, scores: npt.ArrayLike, labels: npt.ArrayLike,
                        group: "GroupLike | None" = None) -> Optional[Couplings]:
