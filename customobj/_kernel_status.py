@@ -89,10 +89,7 @@ def split_found(status: int, kernel: str, code: int, codes: Type[IntEnum], name:
 
     Examples
     --------
-    >>> from enum import IntEnum
-    >>> class Score(IntEnum):
-    ...     SE = 0
-    ...     OLE = 2
+    >>> Score = IntEnum("Score", {"SE": 0, "OLE": 2})
     >>> split_found(KernelStatus.SPLIT_FOUND, "find_best_split", 2, Score, "criterion")
     True
     >>> split_found(KernelStatus.UNKNOWN_CODE, "find_best_split", 7, Score, "criterion")
