@@ -48,7 +48,7 @@ def device_round(objective: Objective, prep: Any, preds: Any, shape: tuple, libr
 
 def _round(objective, prep, data, preds, shape, library):
     from customobj.objectives import devices
-    from customobj.objectives import _cuda_pointwise as CW
+    from customobj.objectives import _pointwise_cuda as CW
 
     if is_device_array(preds):
         margins = preds

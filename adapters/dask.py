@@ -163,7 +163,12 @@ def _check_no_positions(objective):
                 f"{type(o).__name__}(position=...) gives positions for all rows, but each Dask worker trains on its "
                 "own sessions: drop position= and give the rows of each session in display order (on Dask the "
                 "positions are each session's row order, XGBoost's convention)")
+        if type(o).__name__ == "MultiObjective" and any(c is not None for c in o.labels):
+            raise ValueError("MultiObjective(labels=[...]) gives label columns for all rows, but each Dask worker "
+                             "trains on its own queries: on Dask its objectives train on the data's label only "
+                             "(labels=None); extra label columns are not supported on Dask yet")
         stack.extend(getattr(o, "parts", ()))
+        stack.extend(getattr(o, "objectives", ()))
         inner = getattr(o, "objective", None)
         if inner is not None:
             stack.append(inner)

@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 #: Environment variable naming the folder for customobj's compiled kernels.
 CACHE_ENV = "CUSTOMOBJ_CACHE_DIR"
-#: What a cold start costs, printed with the compile notice (the figures of README's "Installing").
+#: What a cold start costs, printed with the compile notice (the figures of docs/install.md).
 COLD_START_NOTE = ("tens of seconds for a first objective, a minute or two for a first "
                    "`customobj compare`")
 

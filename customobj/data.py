@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from . import _letor_files as _f
+from . import _letor_labels as _ll
 from . import _letor_parser as _p
 from ._validation import check_bool, check_int, check_nonnegative
 
@@ -38,18 +39,23 @@ class LetorData(_LetorFields):
     """
 
     qid: Optional[np.ndarray] = None  # default for instances made by tuple machinery (``_make``)
+    #: ``load_letor(label_features=...)``: the moved features' values, one float64 column each
+    extra_labels: Optional[np.ndarray] = None
 
-    def __new__(cls, X: Any, y: np.ndarray, group: Optional[np.ndarray], qid: Optional[np.ndarray] = None) -> LetorData:
+    def __new__(cls, X: Any, y: np.ndarray, group: Optional[np.ndarray], qid: Optional[np.ndarray] = None,
+                extra_labels: Optional[np.ndarray] = None) -> LetorData:
         self = super().__new__(cls, X, y, group)
         self.qid = qid
+        self.extra_labels = extra_labels
         return self
 
     def __getnewargs__(self) -> tuple:
-        return (*tuple(self), self.qid)
+        return (*tuple(self), self.qid, self.extra_labels)
 
     def _replace(self, **kwargs: Any) -> LetorData:
         qid = kwargs.pop("qid", self.qid)
-        return LetorData(*super()._replace(**kwargs), qid=qid)
+        extra = kwargs.pop("extra_labels", self.extra_labels)
+        return LetorData(*super()._replace(**kwargs), qid=qid, extra_labels=extra)
 
     @property
     def n_features(self) -> int:
@@ -107,7 +113,7 @@ def _finish(parsed, width, sparse):
 
 def load_letor(path: str | os.PathLike, *, sparse: bool = False, n_features: int | None = None,
                query_file: str | os.PathLike | None = None,
-               max_features: int = MAX_DENSE_FEATURES) -> LetorData:
+               max_features: int = MAX_DENSE_FEATURES, label_features: Iterable[int] | None = None) -> LetorData:
     """Read a LETOR / SVMlight ranking file (plain or gzip) into ``LetorData(X, y, group)``.
 
     Lines are ``<label> [qid:<q>] <j>:<v> ... [# comment]``; feature ``j`` (1-based, as in LETOR)
@@ -140,6 +146,10 @@ def load_letor(path: str | os.PathLike, *, sparse: bool = False, n_features: int
         Widest dense ``X`` to build. A wider one (from the file's largest index or ``n_features``)
         is a ``ValueError`` that gives its size, before anything is allocated; a dense ``X`` larger
         than the machine's RAM is a ``MemoryError``. Ignored when ``sparse=True``.
+    label_features : list of int, optional
+        Feature numbers (1-based, as in the file) that become labels (multi-label learning to rank,
+        ``customobj.multi``): they leave ``X`` (the other columns keep their order) and come back as
+        ``extra_labels`` (``n x k`` float64, in this order; each value finite).
 
     Returns
     -------
@@ -159,11 +169,16 @@ def load_letor(path: str | os.PathLike, *, sparse: bool = False, n_features: int
     if query_file is not None:
         query_file = _check_path(query_file, "query_file")
     sparse, n_features, max_features = _check_reader_options(sparse, n_features, max_features)
+    moved = _ll.check_label_features(label_features)
     parsed = _f.parse_file(path, n_features=n_features, query_file=query_file)
     width = parsed.max_index if n_features is None else n_features
     if not sparse:
         _check_width([parsed], parsed.labels.size, width, n_features, max_features)
-    return _finish(parsed, width, sparse)
+    data = _finish(parsed, width, sparse)
+    if moved is None:
+        return data
+    X, extra = _ll.move_label_features(data.X, moved)
+    return data._replace(X=X, extra_labels=extra)
 
 
 def _split_file(folder, name):

@@ -38,7 +38,8 @@ def cuda_kernels(package):
     from numba.cuda.dispatcher import CUDADispatcher
     found = {}
     for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        if info.name.startswith("_cuda_"):
+        # GPU kernel modules: _<family>_cuda beside CPU kernels, _<component>_kernels in ole/cuda/
+        if info.name.startswith("_") and info.name.endswith(("_cuda", "_kernels")):
             module = importlib.import_module(package + "." + info.name)
             for name, obj in vars(module).items():
                 if (isinstance(obj, CUDADispatcher) and not obj.targetoptions.get("device")
@@ -143,10 +144,10 @@ COUPLING_CASES = [c for c in query_level_cases() if c[0] in ("random", "weights"
 
 
 def assert_kept_couplings_equal_cpu(obj, s, y, sizes, w=None):
-    """``devices``' couplings route (``_cuda_couplings``) against the CPU's ``grad_hess_couplings_prepared``
+    """``devices``' couplings route (``_couplings_route``) against the CPU's ``grad_hess_couplings_prepared``
     on a fresh prepared copy each (so a stochastic objective samples the same round on both): the pairs
     of coupling > 0 (what the CPU booster keeps), in the CPU's order, and the gradients."""
-    from customobj.objectives._cuda_couplings import grad_hess_couplings_prepared
+    from customobj.objectives._couplings_route import grad_hess_couplings_prepared
 
     g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, obj.prepare(y, sizes, w))
     keep = c > 0

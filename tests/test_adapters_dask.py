@@ -305,6 +305,35 @@ def test_regression_em_on_dask_refuses_lightgbm_and_bad_rows(click_log):
         ad.train_regression_em(None, customobj.RegressionEM, X, y, position)
 
 
+def test_multi_objective_sums_its_gram_and_costs_over_the_workers(client, click_log):
+    from customobj.multi import MultiObjective
+
+    X, y, g = click_log
+    obj = MultiObjective([customobj.LambdaRank(), customobj.RankNet()], method="epo", preference=[1, 2])
+    params = dict(tree_method="hist", max_leaves=7, grow_policy="lossguide", max_depth=0, eta=0.3, nthread=1)
+    f = adapters.xgboost_objective(obj)
+    dtrain = xgb.DMatrix(X, y, group=g)
+    local = xgb.train(adapters.xgboost_params(obj, params), dtrain, 4, obj=f)
+    want = f.fitted_attributes(dtrain)
+    got = ad.train_xgboost(client, params, X, y, g, obj, num_boost_round=4)
+    for name in ("label_weights_", "label_costs_"):
+        assert got["fitted_attributes"][name].shape == want[name].shape == (4, 2)
+        np.testing.assert_allclose(got["fitted_attributes"][name], want[name], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(got["booster"].predict(xgb.DMatrix(X)), local.predict(xgb.DMatrix(X)), atol=1e-5)
+    with pytest.raises(NotImplementedError, match=r"train_xgboost"):
+        ad.train_lightgbm(None, {}, X, y, g, obj)  # LightGBM's Dask has no sums over the workers
+
+
+@pytest.mark.parametrize("train", [ad.train_lightgbm, ad.train_xgboost])
+def test_multi_objective_label_columns_are_refused_on_dask(train, click_log):
+    from customobj.multi import MultiObjective
+
+    X, y, g = click_log
+    obj = MultiObjective([customobj.LambdaRank(), customobj.RankNet()], labels=[None, y])
+    with pytest.raises(ValueError, match=r"MultiObjective\(labels=\[...\]\) gives label columns for all rows"):
+        train(None, {}, X, y, g, obj)
+
+
 @pytest.mark.parametrize("train", [ad.train_lightgbm, ad.train_xgboost])
 def test_unbiased_with_positions_of_all_rows_is_refused_on_dask(train, click_log):
     X, y, g = click_log

@@ -2,7 +2,7 @@
 corrected estimates' expectation, the pair terms against a slow reference, gradients against finite
 differences, the expected gradient against the one with true relevances, given against estimated
 parameters, the LightGBM / XGBoost / TreeBooster paths, the compare method and hostile inputs (the GPU
-route: tests/test_clicks_cuda_affine.py)."""
+route: tests/test_clicks_affine_cuda.py)."""
 from __future__ import annotations
 
 import itertools

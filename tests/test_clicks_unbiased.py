@@ -1,4 +1,4 @@
-"""Tests of customobj/clicks/unbiased.py (Unbiased), with its kernels customobj/clicks/_kernels.py
+"""Tests of customobj/clicks/unbiased.py (Unbiased), with its kernels customobj/clicks/_unbiased_kernels.py
 (the pair sources of customobj/clicks/_pairs.py: tests/test_clicks_pairs.py): against the wrapped
 objective (unit propensities), a slow reference of the debiasing and of eq. 30-31, finite
 differences, XGBoost's lambdarank_unbiased, and the three trainers."""

@@ -167,7 +167,7 @@ def test_customobj_warnings_are_found_in_stderr() -> None:
 
 def test_xgboost_early_stopping_examples_predict_with_the_best_trees() -> None:
     """Issue 30: after early stopping, xgboost.train's Booster keeps every tree and predicts with all
-    of them; a block that stops early and predicts must pass iteration_range (the README's does)."""
+    of them; a block that stops early and predicts must pass iteration_range (docs/adapters.md's does)."""
     stopping = re.compile(r"(xgb|xgboost)\.train\((?s:.*?)(early_stopping_rounds=|xgboost_early_stopping\()")
     checked = 0
     for path in doc_files():
@@ -175,7 +175,7 @@ def test_xgboost_early_stopping_examples_predict_with_the_best_trees() -> None:
             if stopping.search(code) and re.search(r"\bbst\.predict\(|booster\.predict\(", code):
                 checked += 1
                 assert "iteration_range=(0, bst.best_iteration + 1)" in code, f"{path.name}: block at line {line}"
-    assert checked >= 1  # the README's "Using the objectives in LightGBM and XGBoost" block
+    assert checked >= 1  # docs/adapters.md's "LightGBM and XGBoost side by side" block
 
 
 @pytest.mark.parametrize("path", _params())
@@ -214,46 +214,189 @@ def test_python_blocks_run(path: Path, tmp_path: Path) -> None:
                                             "'NDCG@10 <score> (random ranking <score>)' line")
 
 
-#: A block fenced as ```python gpu: an example that needs a real CUDA GPU (README, "On the GPU").
+#: A block fenced as ```python gpu: an example that needs a real CUDA GPU (README and docs/gpu.md).
 _GPU_BLOCK = re.compile(r"^```python gpu[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+#: The pages with GPU examples: the README's short one, docs/gpu.md's XGBoost one.
+GPU_PAGES = ["README.md", "docs/gpu.md"]
 
 
-def test_gpu_blocks_are_not_run_with_the_others_and_run_on_a_gpu() -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    gpu_blocks = _GPU_BLOCK.findall(text)
-    assert gpu_blocks, "README.md has a GPU example fenced as python gpu"
-    assert not any(code in gpu_blocks for _, code in python_blocks(text))
+def gpu_blocks() -> dict[str, list[str]]:
+    """Every page's ```python gpu blocks, by page (relative path)."""
+    found = {}
+    for path in doc_files():
+        blocks = _GPU_BLOCK.findall(path.read_text(encoding="utf-8"))
+        if blocks:
+            found[path.relative_to(REPO).as_posix()] = blocks
+    return found
+
+
+def test_gpu_blocks_are_not_run_with_the_others() -> None:
+    found = gpu_blocks()
+    assert sorted(found) == sorted(GPU_PAGES), f"pages with a python gpu example: {sorted(found)}"
+    for rel, blocks in found.items():
+        assert not any(code in blocks for _, code in python_blocks((REPO / rel).read_text(encoding="utf-8"))), rel
+
+
+@pytest.mark.parametrize("rel", GPU_PAGES)
+def test_gpu_blocks_run_on_a_gpu(rel: str) -> None:
+    """Each page's GPU blocks, concatenated, in one process; only where a real GPU is present."""
     from customobj._cuda_runtime import gpu_status
 
     status = gpu_status()
     if not status.available or status.simulator:
-        pytest.skip(f"the README's GPU example needs a real CUDA GPU: {status.reason or 'the simulator is on'}")
+        pytest.skip(f"{rel}'s GPU example needs a real CUDA GPU: {status.reason or 'the simulator is on'}")
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    proc = subprocess.run([sys.executable, "-c", "\n".join(gpu_blocks)], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=TIMEOUT_S)
+    proc = subprocess.run([sys.executable, "-c", "\n".join(gpu_blocks()[rel])], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr[-6000:]
 
 
-#: A block fenced as ```python simulator: the README's GPU path on numba's CUDA simulator (no GPU needed).
+#: A block fenced as ```python simulator: docs/gpu.md's GPU path on numba's CUDA simulator (no GPU needed).
 _SIMULATOR_BLOCK = re.compile(r"^```python simulator[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+SIMULATOR_PAGE = REPO / "docs" / "gpu.md"
 
 
-def test_the_gpu_example_imports_customobj_adapters_before_xgboost() -> None:
+def test_the_gpu_examples_import_customobj_adapters_before_xgboost() -> None:
     # Importing xgboost first makes customobj.adapters warn that it cannot set the thread policy.
-    (block,) = _GPU_BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8"))
-    lines = block.splitlines()
-    first = min(i for i, ln in enumerate(lines) if "customobj.adapters" in ln or "from customobj import adapters" in ln)
-    assert first < min(i for i, ln in enumerate(lines) if re.match(r"\s*(import|from) xgboost\b", ln)), block
+    checked = 0
+    for block in (b for blocks in gpu_blocks().values() for b in blocks):
+        lines = block.splitlines()
+        xgb = [i for i, ln in enumerate(lines) if re.match(r"\s*(import|from) xgboost\b", ln)]
+        if not xgb:
+            continue
+        checked += 1
+        first = min(i for i, ln in enumerate(lines)
+                    if "customobj.adapters" in ln or "from customobj import adapters" in ln)
+        assert first < min(xgb), block
+    assert checked >= 1  # docs/gpu.md's XGBoost example
 
 
 def test_the_simulator_example_runs_and_equals_the_cpu(tmp_path: Path) -> None:
-    # README "Without a GPU": run as it says, NUMBA_ENABLE_CUDASIM=1 python sim.py (tiny data: it is slow).
-    (block,) = _SIMULATOR_BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8"))
-    assert "NUMBA_ENABLE_CUDASIM=1 python sim.py" in (REPO / "README.md").read_text(encoding="utf-8")
+    # docs/gpu.md "Without a GPU": run as it says, NUMBA_ENABLE_CUDASIM=1 python sim.py (tiny data: it is slow).
+    text = SIMULATOR_PAGE.read_text(encoding="utf-8")
+    (block,) = _SIMULATOR_BLOCK.findall(text)
+    assert "NUMBA_ENABLE_CUDASIM=1 python sim.py" in text
     (tmp_path / "sim.py").write_text(block)
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run([sys.executable, "-W", "error::UserWarning", str(tmp_path / "sim.py")], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr[-6000:]
     assert proc.stdout.split() == ["True", "True"], proc.stdout
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """The README opens with its two commands; `.ci/run` runs the second, the test command, as written."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    first = re.search(r"^```bash\n(.*?)^```", readme, re.MULTILINE | re.DOTALL)
+    assert first and readme.index(first.group(0)) < readme.index("\n## "), "the README opens with its commands"
+    install_and_compare, install_and_test = first.group(1).splitlines()
+    assert install_and_compare.endswith("&& customobj compare")
+    assert install_and_test.endswith("&& python -m pytest")
+    assert install_and_test in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+
+
+#: Pages whose every named repository path must exist: the README's links, docs/contributing.md's
+#: code-structure table and recipes (issue 40: a recipe named three files that no longer existed) and
+#: docs/gpu-design.md's map of the GPU tree builder.
+PATH_PAGES = ["README.md", "docs/contributing.md", "docs/gpu-design.md"]
+#: A code span that names a file or folder: no spaces, brackets or templates (``clicks/<name>.py``).
+_CODE_SPAN = re.compile(r"`([\w./*-]+)`")
+_FILE = re.compile(r"(?:[\w*-]+/)*[\w*-]+\.(?:py|md|rst|toml|txt|json|png)$|(?:[\w.-]+/)+$")
+_LINK_TARGET = re.compile(r"\]\(([^)#\s]+)")
+#: Where a code span's path may start: the repository root, customobj/ (``ole/criterion.py``) or
+#: customobj/ole/ (``cuda/backend.py``).
+_ROOTS = ("", "customobj/", "customobj/ole/")
+_SEARCHED = ("customobj", "adapters", "tests", "benchmarks", "examples", "docs")
+
+
+def named_paths(text: str) -> tuple[list[str], list[str]]:
+    """(code spans that name a file or folder, relative link targets) of a Markdown text."""
+    spans = [m for m in _CODE_SPAN.findall(text) if _FILE.fullmatch(m) and not m.startswith(".")]
+    links = [m for m in _LINK_TARGET.findall(text) if "://" not in m and not m.startswith("mailto:")]
+    return spans, links
+
+
+def missing_paths(text: str, folder: Path) -> list[str]:
+    """The paths ``text`` names that do not exist (its links taken relative to ``folder``)."""
+    spans, links = named_paths(text)
+    missing = []
+    for span in spans:
+        if "/" in span.rstrip("/"):  # a path: from the root or from customobj/
+            found = any(list(REPO.glob(root + span.rstrip("/"))) for root in _ROOTS)
+        else:  # a bare file name (``lambdaloss.py`` beside ``customobj/objectives/pairwise.py``)
+            found = (REPO / span).exists() or any(list((REPO / top).rglob(span)) for top in _SEARCHED)
+        if not found:
+            missing.append(span)
+    missing += [link for link in links if not (folder / link).exists()]
+    return missing
+
+
+def test_path_check_finds_paths_and_misses() -> None:
+    spans, links = named_paths("`customobj/ole/grower.py` and `ole/criterion.py`, `clicks/<name>.py`, "
+                               "`a + b`, `tests/`, `pairwise.py`, [x](docs/tests.md#a), [y](https://x.org/a.md)")
+    assert spans == ["customobj/ole/grower.py", "ole/criterion.py", "tests/", "pairwise.py"]
+    assert links == ["docs/tests.md"]
+    text = "`customobj/click_simulation.py` `ole/criterion.py` `gone.py` `examples/` [t](tests.md) [g](gone.md)"
+    assert missing_paths(text, REPO / "docs") == ["customobj/click_simulation.py", "gone.py", "gone.md"]
+
+
+@pytest.mark.parametrize("rel", PATH_PAGES)
+def test_every_path_a_page_names_exists(rel: str) -> None:
+    page = REPO / rel
+    assert missing_paths(page.read_text(encoding="utf-8"), page.parent) == [], f"{rel} names paths that do not exist"
+
+
+#: Issue 40: the README is a signpost into docs/ (LightGBM's and scikit-learn's are 150-200 lines),
+#: not a manual; results, manuals and benchmark tables live in docs/ and benchmarks/README.md.
+README_MAX_LINES = 200
+
+
+def test_the_readme_is_a_signpost() -> None:
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) < README_MAX_LINES, f"README.md has {len(lines)} lines: move sections into docs/ pages"
+    assert "docs/contributing.md" in "\n".join(lines)
+
+
+#: A row of docs/contributing.md's code-structure table: paths | what they hold | main names.
+_TABLE_ROW = re.compile(r"^\| (`[^|]+`[^|]*) \| [^|]+ \| ([^|]*) \|$", re.MULTILINE)
+_DEFINES = "(?:class |def |)({name})\\b(?:\\(|:| =|\\[)"
+
+
+def table_rows(text: str) -> list[tuple[list[str], list[str]]]:
+    """(files of the row, names the row says they define) for each row of the code-structure table;
+    a bare file name is in the folder of the row's first path; names in parentheses are left out."""
+    section = text.split("## Where the code is", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for paths_cell, names_cell in _TABLE_ROW.findall(section):
+        paths = re.findall(r"`([\w./*-]+)`", paths_cell)
+        folder = paths[0].rsplit("/", 1)[0] + "/" if "/" in paths[0].rstrip("/") else ""
+        files = [q if "/" in q else folder + q for q in paths if q.endswith(".py")]
+        names = re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", names_cell))
+        rows.append((files, names))
+    return rows
+
+
+def undefined_names(text: str) -> list[str]:
+    """The main names of the code-structure table that none of their row's files defines."""
+    wrong = []
+    for files, names in table_rows(text):
+        source = "\n".join(f.read_text(encoding="utf-8") for pattern in files for f in REPO.glob(pattern))
+        wrong += [f"{name} ({', '.join(files)})" for name in names
+                  if not re.search("^\\s*" + _DEFINES.format(name=name), source, re.MULTILINE)]
+    return wrong
+
+
+def test_the_table_check_finds_a_name_its_files_do_not_define() -> None:
+    text = ("## Where the code is\n\n| path | what | names |\n|---|---|---|\n"
+            "| `customobj/ole/grower.py`, `tree.py` | trees | `TreeGrower`, `Tree`, `GoneClass` (not `Hidden`) |\n")
+    assert table_rows(text) == [(["customobj/ole/grower.py", "customobj/ole/tree.py"], ["TreeGrower", "Tree", "GoneClass"])]
+    assert undefined_names(text) == ["GoneClass (customobj/ole/grower.py, customobj/ole/tree.py)"]
+
+
+def test_the_code_structure_table_names_what_its_files_define() -> None:
+    """Each main class or function of a row is defined in one of the row's files (issue 40: the
+    table must follow the code as the recipes' paths do)."""
+    text = (REPO / "docs" / "contributing.md").read_text(encoding="utf-8")
+    assert len(table_rows(text)) >= 30
+    assert undefined_names(text) == [], "the code-structure table names what its files do not define"

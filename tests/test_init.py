@@ -1,5 +1,6 @@
 """The package entry points: customobj/__init__.py, customobj/objectives/__init__.py,
-customobj/compare/__init__.py, customobj/clicks/__init__.py, customobj/ole/__init__.py and adapters/__init__.py (installed as
+customobj/compare/__init__.py, customobj/clicks/__init__.py, customobj/multi/__init__.py,
+customobj/ole/__init__.py, customobj/ole/cuda/__init__.py and adapters/__init__.py (installed as
 customobj.adapters). Every name in ``__all__`` resolves to the object of its home module;
 ``import customobj`` and ``import customobj.ole`` stay light (TreeBooster, and scikit-learn with it,
 load on first use); ``import customobj.adapters`` sets the
@@ -15,13 +16,14 @@ import customobj
 import customobj.adapters
 import customobj.clicks
 import customobj.compare
+import customobj.multi
 import customobj.objectives
 from customobj.compare import methods
 from customobj.objectives import Objective, Prepared
 
 
 @pytest.mark.parametrize("package", [customobj, customobj.objectives, customobj.compare, customobj.adapters,
-                                     customobj.clicks],
+                                     customobj.clicks, customobj.multi],
                          ids=lambda p: p.__name__)
 def test_every_public_name_resolves_once(package):
     assert len(package.__all__) == len(set(package.__all__))
@@ -52,6 +54,13 @@ def test_clicks_package_holds_the_click_names_once():
 
     assert compare_clicks.CLICK_MODELS is customobj.clicks.CLICK_MODELS == {"pbm": 0, "cascade": 1, "trust": 2, "dcm": 3,
                                                                            "ubm": 4}
+
+
+def test_multi_objective_is_one_class_in_both_places():
+    from customobj.multi import objective
+
+    assert customobj.MultiObjective is customobj.multi.MultiObjective is objective.MultiObjective
+    assert "MultiObjective" in customobj.__all__
 
 
 def test_tree_booster_is_listed_and_loaded_on_first_use():

@@ -1,5 +1,7 @@
 """The objective device seam (customobj/objectives/devices.py) and the routes of the label-pair, LambdaRank,
-pointwise and structured losses (customobj/objectives/_cuda_routes.py): the device follows the data, each
+pointwise, structured and composite losses (customobj/objectives/_launch.py, customobj/objectives/_pairwise_route.py,
+customobj/objectives/_lambdarank_route.py, customobj/objectives/_pointwise_route.py,
+customobj/objectives/_structured_route.py, customobj/objectives/_composite_route.py): the device follows the data, each
 objective's own GPU route (``device_route``; a subclass inherits it), Sum / Scaled on the device, the per-data-set device cache (a changed label is
 noticed), and the errors: no GPU kernel, no GPU, no numba-cuda, bad device arrays."""
 from __future__ import annotations
@@ -196,19 +198,19 @@ except GPUUnavailableError as exc:
 
 
 _PTX_CHECK = """
-OWN_PTX_TESTS = ("_cuda_listwise", "_cuda_sampled_pairs")
+OWN_PTX_TESTS = ("_listwise_cuda", "_sampled_pairs_cuda")
 import types as pytypes
 from numba import cuda, types as T
 import numba.cuda.dispatcher as dispatcher
 # No GPU here: device functions ask the current device for its compute capability; type them for sm_80.
 dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))
-from customobj.objectives import _cuda_lambdarank as CL, _cuda_pairwise as CP, _cuda_pointwise as CW
-from customobj.objectives import _cuda_structured as CS
+from customobj.objectives import _lambdarank_cuda as CL, _pairwise_cuda as CP, _pointwise_cuda as CW
+from customobj.objectives import _structured_cuda as CS
 f1, i1, f2, i2, b, i, f = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.int64[:, ::1], T.boolean, T.int64, T.float64
 j1 = T.int32[::1]
 from customobj.objectives._pairwise_kernels import PairSpec
 from customobj.objectives._lambdarank_records import Debias
-# The records the routes (customobj/objectives/_cuda_routes.py) pass, typed as numba types them.
+# The records the routes (customobj/objectives/_<family>_route.py) pass, typed as numba types them.
 LR = T.NamedTuple([i1, i1, f1, f1, f1, f1, b, i, i, i, f, b], CL.Inputs)
 LROWS = T.NamedTuple([f1, i1, i1, i1, i1, i1, i1, f1, b], CP.LabelRows)
 PL = T.NamedTuple([i1, i1, f1, f1, b, f1, b], CP.PairList)
@@ -234,10 +236,10 @@ SIGNATURES = [
     (CW.to_float32, (f1, T.float32[::1], f, i1)),
     (CS.ideal_rank_rows, (f1, f1, i1, i1, i1)),
     (CS.structured_queries, (f1, SROWS, i, f, f2, i2, f1, f1, i1)),
-    # the pair couplings (customobj/objectives/_cuda_couplings.py), rows as int32 (the booster's) and int64
+    # the pair couplings (customobj/objectives/_couplings_route.py), rows as int32 (the booster's) and int64
     (CL.count_pairs, (LR, f2, i2, i1)),
     (CL.scan_pairs, (i1, i, i1)),
-    # with the Debias record of device arrays of Unbiased's LambdaRank terms (customobj/clicks/_device_route.py)
+    # with the Debias record of device arrays of Unbiased's LambdaRank terms (customobj/clicks/_unbiased_route.py)
     (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, b, DEB, j1, j1, f1)),
     (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, b, DEB, i1, i1, f1)),
     (CP.count_kept_pairs, (f1, PL, SPEC, i, i1)),
@@ -249,7 +251,7 @@ for kernel, sig in SIGNATURES:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
 print("COMPILED", len(SIGNATURES))
 # the query-level losses' kernel modules list and compile every kernel in their own tests
-# (tests/test_objectives_cuda_listwise.py, test_objectives_cuda_sampled_pairs.py: assert_kernels_compile)
+# (tests/test_objectives_listwise_cuda.py, test_objectives_sampled_pairs_cuda.py: assert_kernels_compile)
 check_listed(SIGNATURES, "customobj.objectives", own=OWN_PTX_TESTS)
 """
 
@@ -257,7 +259,7 @@ check_listed(SIGNATURES, "customobj.objectives", own=OWN_PTX_TESTS)
 def test_every_kernel_compiles_for_a_real_gpu():
     # The simulator runs the kernels as Python; this types and compiles them as numba.cuda does for a
     # GPU (NVVM, PTX for sm_80), which needs NVIDIA's NVVM library but no GPU.
-    assert compile_listed_kernels(_PTX_CHECK) >= 20  # every kernel of objectives/_cuda_*.py (but OWN_PTX_TESTS), found in the code
+    assert compile_listed_kernels(_PTX_CHECK) >= 20  # every kernel of objectives/_*_cuda.py (but OWN_PTX_TESTS), found in the code
 
 
 @needs_gpu

@@ -1,4 +1,4 @@
-"""LambdaLoss (customobj/objectives/lambdaloss.py) through customobj/objectives/_lambdaloss_kernels.py:
+"""LambdaLoss (customobj/objectives/lambdaloss.py) through customobj/objectives/_sampled_pairs_kernels.py:
 a slow reference of the three weightings (Wang et al. 2018), finite differences, the coupled
 hessian, ``ndcg2++`` with ``mu = 0`` as LambdaRank, degenerate queries, bad options, and a short
 LightGBM / XGBoost training run."""
@@ -80,7 +80,7 @@ def test_bad_options():
         LambdaLoss(sigma=0.0)
     with pytest.raises(ValueError, match="labels"):
         LambdaLoss().grad_hess([0.0, 1.0], [701.0, 0.0], [2])
-    from customobj.objectives import _lambdaloss_kernels as LLK
+    from customobj.objectives import _sampled_pairs_kernels as LLK
 
     one = np.zeros(1, dtype=np.int64)
     with pytest.raises(ValueError, match="unknown weighting"):  # an unknown code never falls through

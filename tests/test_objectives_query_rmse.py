@@ -1,4 +1,4 @@
-"""QueryRMSE (customobj/objectives/query_rmse.py) through customobj/objectives/_query_kernels.py: a
+"""QueryRMSE (customobj/objectives/query_rmse.py) through customobj/objectives/_listwise_kernels.py: a
 slow reference, finite differences, the exact coupled hessian, shift invariance per query,
 degenerate queries, extreme inputs, and a short LightGBM / XGBoost / TreeBooster training run."""
 import numpy as np

@@ -1,5 +1,5 @@
 """ListNet and QuerySoftMax (customobj/objectives/softmax.py) through their kernels
-customobj/objectives/_query_kernels.py: slow NumPy references (ListNet as rax's ``softmax_loss``
+customobj/objectives/_listwise_kernels.py and their pair helpers customobj/objectives/_query_arrays.py: slow NumPy references (ListNet as rax's ``softmax_loss``
 defines it), finite differences, the exact coupled hessian, weights, degenerate queries, extreme
 scores, bad options, and a short LightGBM / XGBoost / TreeBooster training run."""
 import numpy as np
@@ -151,7 +151,7 @@ def test_training_improves_ranking(obj, library):
 
 
 def test_range_sum_accumulates_in_float64_in_order():
-    from customobj.objectives._query_kernels import range_sum
+    from customobj.objectives._listwise_kernels import range_sum
 
     v = np.full(5000, 0.1, dtype=np.float32)
     want = 0.0

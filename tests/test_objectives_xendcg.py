@@ -1,4 +1,4 @@
-"""XENDCG (customobj/objectives/xendcg.py) through customobj/objectives/_query_kernels.py: a slow
+"""XENDCG (customobj/objectives/xendcg.py) through customobj/objectives/_listwise_kernels.py: a slow
 reference with LightGBM's generator written out in Python, finite differences, the round counter,
 thread independence, the expected-value form, LightGBM's native ``rank_xendcg`` trees, degenerate
 queries, bad options, and a short LightGBM / XGBoost / TreeBooster training run."""

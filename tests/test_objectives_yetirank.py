@@ -1,4 +1,4 @@
-"""YetiRank (customobj/objectives/yetirank.py) through customobj/objectives/_yetirank_kernels.py:
+"""YetiRank (customobj/objectives/yetirank.py) through customobj/objectives/_sampled_pairs_kernels.py:
 the sampled pairs against a slow Python loop over the same noise, finite differences within a
 round, determinism per seed and round whatever the thread count, the expected pair weights,
 degenerate queries, bad options, and a short LightGBM / XGBoost / TreeBooster training run."""

@@ -1,4 +1,4 @@
-"""customobj.ole.cuda_backend: ``TreeBooster(device="cuda")`` grows the CPU's trees (every criterion,
+"""customobj.ole.cuda.backend: ``TreeBooster(device="cuda")`` grows the CPU's trees (every criterion,
 NaN, bagging, McRank), refuses a machine without a GPU naming what is missing, and refuses a fit that
 does not fit the card's free memory, with the numbers. On a machine without NVIDIA's driver the GPU
 kernels run on numba's CUDA simulator (tests/conftest.py): the data stay small."""
@@ -8,8 +8,8 @@ import pytest
 import customobj._cuda_runtime as runtime
 from customobj import McRank
 from customobj.ole import TreeBooster
-from customobj.ole import cuda_backend, cuda_partitions
-from customobj.ole.cuda_backend import DeviceMemoryError, check_device_memory, device_memory_needed
+from customobj.ole.cuda import backend, partitions
+from customobj.ole.cuda.backend import DeviceMemoryError, check_device_memory, device_memory_needed
 from customobj.objectives.devices import GPUUnavailableError
 
 from _cuda_cases import needs_gpu
@@ -125,7 +125,7 @@ def test_the_memory_estimate_counts_every_item():
 @needs_gpu
 def test_a_fit_that_does_not_fit_the_card_is_refused_before_it_starts(monkeypatch):
     X, y, group = make_rank_data(2)
-    monkeypatch.setattr(cuda_backend, "free_device_memory", lambda: 4096.0)  # a tiny card
+    monkeypatch.setattr(backend, "free_device_memory", lambda: 4096.0)  # a tiny card
     model = TreeBooster(device="cuda", **KW)
     with pytest.raises(DeviceMemoryError, match="GiB free"):
         model.fit(X, y, group)
@@ -135,15 +135,15 @@ def test_a_fit_that_does_not_fit_the_card_is_refused_before_it_starts(monkeypatc
 @needs_gpu
 def test_the_pairs_are_checked_once_their_count_is_known(monkeypatch):
     X, y, group = make_rank_data(2, n_queries=4)  # 4 fits: 100 rows
-    real = cuda_backend.device_memory_needed
+    real = backend.device_memory_needed
     seen = []
 
     def needed(**kw):
         seen.append(kw)
         return real(**kw)
 
-    from customobj.ole import cuda_tree_inputs  # the tree's pairs are checked there
-    for module in (cuda_backend, cuda_tree_inputs):
+    from customobj.ole.cuda import inputs  # the tree's pairs are checked there
+    for module in (backend, inputs):
         monkeypatch.setattr(module, "device_memory_needed", needed)
     TreeBooster(device="cuda", criterion="ole", **KW).fit(X, y, group)
     assert seen[0].get("n_pairs", 0) == 0 and max(kw.get("n_pairs", 0) for kw in seen) > 0
@@ -157,7 +157,7 @@ def test_the_pairs_are_checked_once_their_count_is_known(monkeypatch):
         calls.append(1)
         return room if len(calls) == 1 else room - need["bins"] - need["histograms"]
 
-    for module in (cuda_backend, cuda_tree_inputs):
+    for module in (backend, inputs):
         monkeypatch.setattr(module, "free_device_memory", free)
     with pytest.raises(DeviceMemoryError, match=r"pairs \d"):
         TreeBooster(device="cuda", criterion="ole", **KW).fit(X, y, group)
@@ -196,7 +196,7 @@ def test_a_pointwise_objective_without_queries_matches():
 @needs_gpu
 def test_partitions_in_many_blocks_still_grow_the_cpu_trees(monkeypatch):
     # a partition is stable, so its result does not depend on its block count: 16-row blocks here
-    monkeypatch.setattr(cuda_partitions, "PARTITION_BLOCK", 16)
+    monkeypatch.setattr(partitions, "PARTITION_BLOCK", 16)
     X, y, group = make_rank_data(8, n_queries=8)
     cpu, gpu = _pair("ole_float64", X, y, group)
     assert tree_dicts(gpu) == tree_dicts(cpu)

@@ -1,10 +1,10 @@
-"""customobj.ole._cuda_launch: a block's threads are a power of two (the tree reductions halve it) that
+"""customobj.ole.cuda._launch: a block's threads are a power of two (the tree reductions halve it) that
 covers small launches, capped at THREADS on a GPU and SIMULATOR_THREADS under the simulator; a grid
 covers its items or stops at the block cap (the grid-stride loops cover the rest)."""
 import pytest
 
 from customobj._cuda_runtime import THREADS, simulated
-from customobj.ole._cuda_launch import MAX_GRID_BLOCKS, SIMULATOR_BLOCKS, SIMULATOR_THREADS, grid_launch, pow2_threads
+from customobj.ole.cuda._launch import MAX_GRID_BLOCKS, SIMULATOR_BLOCKS, SIMULATOR_THREADS, grid_launch, pow2_threads
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 8, 9, 100, 10**7])

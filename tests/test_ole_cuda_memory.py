@@ -1,4 +1,4 @@
-"""customobj.ole.cuda_memory: the device-memory count follows the arrays' lives (peak kept after a
+"""customobj.ole.cuda.memory: the device-memory count follows the arrays' lives (peak kept after a
 free), and a device histogram subtracts like numpy and reads one entry; a fit on the device reports
 its peak. Without a GPU they run on numba's CUDA simulator (tests/conftest.py)."""
 import gc
@@ -6,7 +6,7 @@ import gc
 import numpy as np
 import pytest
 
-from customobj.ole.cuda_memory import DeviceHist, DeviceMemory, SubtractQueue
+from customobj.ole.cuda.memory import DeviceHist, DeviceMemory, SubtractQueue
 
 from _cuda_cases import needs_gpu
 
@@ -38,8 +38,8 @@ def test_the_count_follows_each_arrays_life_and_keeps_the_peak():
 
 
 def test_a_device_histogram_subtracts_like_numpy_and_reads_one_entry():
-    from customobj.ole import _cuda_split_kernels as K
-    from customobj.ole.cuda_stats import CountedKernels
+    from customobj.ole.cuda import _split_kernels as K
+    from customobj.ole.cuda.stats import CountedKernels
     mem = _mem()
     queue = SubtractQueue(CountedKernels(K, mem.counter).subtract3)
     rng = np.random.default_rng(0)
@@ -63,9 +63,9 @@ def test_a_device_histogram_subtracts_like_numpy_and_reads_one_entry():
 
 
 def test_a_splits_children_are_completed_with_its_row_subtraction_in_one_launch():
-    from customobj.ole import _cuda_split_kernels as K
+    from customobj.ole.cuda import _split_kernels as K
     from customobj.ole.common import PART_PLAN, PART_RECORD
-    from customobj.ole.cuda_stats import CountedKernels
+    from customobj.ole.cuda.stats import CountedKernels
     from customobj.ole.pairhist import PAIRS_LEFT_SMALL
     mem = _mem()
     ran = []

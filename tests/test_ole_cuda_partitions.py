@@ -1,11 +1,11 @@
-"""customobj.ole.cuda_partitions: the GPU backend's row and pair partitions and coupling sums equal
+"""customobj.ole.cuda.partitions: the GPU backend's row and pair partitions and coupling sums equal
 the CPU's (partition.partition_rows, pair_partition.partition_pairs) under the
 simulator, in one block and in many; the pair counts stay on the card in the partition's record
 (DevicePairCounts: read only when asked, once); the accumulator ring is cleared when it wraps."""
 import numpy as np
 import pytest
 
-from customobj.ole import cuda_partitions
+from customobj.ole.cuda import partitions
 from customobj.ole.common import PART_N_LEFT, PART_N_RIGHT
 from customobj.ole.fixed_point import grid_step_of, round_range
 from customobj.ole.pair_partition import partition_pairs
@@ -19,16 +19,16 @@ pytestmark = needs_gpu
 
 def _parts(n_rows):
     from customobj._cuda_runtime import cuda_module
-    from customobj.ole import _cuda_hist_kernels, _cuda_partition_kernels, _cuda_reduce_kernels
-    from customobj.ole.cuda_memory import DeviceMemory
+    from customobj.ole.cuda import _histograms_kernels, _partitions_kernels, _reduce_kernels
+    from customobj.ole.cuda.memory import DeviceMemory
     mem = DeviceMemory(cuda_module())
-    return mem, cuda_partitions.DevicePartitions(mem, _cuda_partition_kernels, _cuda_reduce_kernels,
-                                                 _cuda_hist_kernels.zero, n_rows=n_rows)
+    return mem, partitions.DevicePartitions(mem, _partitions_kernels, _reduce_kernels,
+                                                 _histograms_kernels.zero, n_rows=n_rows)
 
 
 @pytest.mark.parametrize("block", [128, 7])
 def test_rows_then_pairs_equal_the_cpu(monkeypatch, block):
-    monkeypatch.setattr(cuda_partitions, "PARTITION_BLOCK", block)  # 7: many blocks
+    monkeypatch.setattr(partitions, "PARTITION_BLOCK", block)  # 7: many blocks
     pi, pj, pc, _ = random_pairs(1, n_queries=4, max_rows=9)
     pi, pj = pi.astype(np.int32), pj.astype(np.int32)
     n = int(max(pi.max(), pj.max())) + 1
@@ -69,7 +69,7 @@ def _record(mem, counts):
 def test_rows_and_pairs_share_a_launch(monkeypatch, block):
     """A split's row placing waits for its pairs' counting (place_rows_count_sides): the same order,
     pairs and counts, one launch fewer."""
-    monkeypatch.setattr(cuda_partitions, "PARTITION_BLOCK", block)  # 5: more pair blocks than row blocks
+    monkeypatch.setattr(partitions, "PARTITION_BLOCK", block)  # 5: more pair blocks than row blocks
     pi, pj, pc, _ = random_pairs(4, n_queries=4, max_rows=9)
     pi, pj = pi.astype(np.int32), pj.astype(np.int32)
     n = int(max(pi.max(), pj.max())) + 1
@@ -97,7 +97,7 @@ def test_rows_and_pairs_share_a_launch(monkeypatch, block):
 
 
 def test_the_coupling_ring_is_cleared_when_it_wraps(monkeypatch):
-    monkeypatch.setattr(cuda_partitions, "ACC_RING", 2)
+    monkeypatch.setattr(partitions, "ACC_RING", 2)
     pc = np.array([0.5, 0.25, 1.0, 2.0])
     mem, parts = _parts(4)
     sums = [parts.coupling_sum(mem.upload(pc), s, 4) for s in (0, 1, 2, 3, 0)]

@@ -1,4 +1,4 @@
-"""customobj.ole.cuda_pruning: ``ole_fast``'s pruning on the card keeps the CPU's pairs in the CPU's
+"""customobj.ole.cuda.pruning: ``ole_fast``'s pruning on the card keeps the CPU's pairs in the CPU's
 order (``pair_pruning.prune_for_tree``) with the CPU's dropped set behind them and their exact
 coupling, its dropped couplings per leaf are the CPU's (``dropped_leaf_couplings``), a second tree
 reuses every buffer, bad inputs are refused; and ``TreeBooster(device="cuda", criterion="ole_fast")``
@@ -21,8 +21,8 @@ pytestmark = needs_gpu
 
 def _pruning(eps, n_queries=5, seed=21):
     from customobj._cuda_runtime import cuda_module
-    from customobj.ole.cuda_memory import DeviceMemory
-    from customobj.ole.cuda_pruning import DevicePruning
+    from customobj.ole.cuda.memory import DeviceMemory
+    from customobj.ole.cuda.pruning import DevicePruning
     pi, pj, pc, ptr = random_pairs(seed, n_queries=n_queries, max_rows=8)
     round_range(pc, 0, pc.size, grid_step_of(pc, 0, pc.size))  # on the tree's grid, as the backend prunes
     mem = DeviceMemory(cuda_module())
@@ -104,7 +104,7 @@ def test_a_plan_sums_each_leaf_and_each_side_of_its_split_as_the_cpu_after_it(na
 
 def test_bad_epsilon_and_queries_are_refused():
     mem, _, _, qor, n = _pruning(0.1)
-    from customobj.ole.cuda_pruning import DevicePruning
+    from customobj.ole.cuda.pruning import DevicePruning
     with pytest.raises(ValueError, match="epsilon"):
         DevicePruning(mem, qor, qor.max() + 1, epsilon=1.0, n_rows=n, num_leaves=2)
     with pytest.raises(ValueError, match="query_of_row"):
@@ -127,7 +127,7 @@ def test_bad_epsilon_and_queries_are_refused():
     (LambdaRank(), dict(max_depth=1)),  # trees that end before a search that could be their last
 ])
 def test_ole_fast_trees_are_the_cpus_pairs_and_order_left_on_the_card(objective, kw, monkeypatch):
-    from customobj.ole.cuda_memory import DeviceMemory
+    from customobj.ole.cuda.memory import DeviceMemory
     sizes, read = [], DeviceMemory.read
     monkeypatch.setattr(DeviceMemory, "read", lambda self, dev: sizes.append(dev.size) or read(self, dev))
     X, y, group = make_rank_data(4, n_queries=3)  # 75 rows
@@ -147,14 +147,14 @@ def test_ole_fast_trees_are_the_cpus_pairs_and_order_left_on_the_card(objective,
 
 
 def test_the_memory_refusal_counts_what_the_pruning_holds(monkeypatch):
-    from customobj.ole import cuda_backend
-    from customobj.ole.cuda_pruning import DevicePruning
+    from customobj.ole.cuda import backend
+    from customobj.ole.cuda.pruning import DevicePruning
     mem, _, _, qor, n = _pruning(0.1)
     held = mem.current
     kept = DevicePruning(mem, qor, qor.max() + 2, epsilon=0.1, n_rows=n, num_leaves=5)  # noqa: F841 (held)
     assert mem.current - held == DevicePruning.memory_needed(n_rows=n, n_queries=qor.max() + 2, num_leaves=5)
     seen = []
-    monkeypatch.setattr(cuda_backend, "check_device_memory", lambda need, free=None: seen.append(dict(need)))
+    monkeypatch.setattr(backend, "check_device_memory", lambda need, free=None: seen.append(dict(need)))
     X, y, group = make_rank_data(4, n_queries=2)
     for criterion in ("ole_fast", "ole"):
         TreeBooster(device="cuda", criterion=criterion, num_leaves=3, n_estimators=1, max_bin=8,

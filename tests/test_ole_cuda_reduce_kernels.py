@@ -1,4 +1,4 @@
-"""customobj.ole._cuda_reduce_kernels: the grid computed on the card is the CPU's (fixed_point: the same
+"""customobj.ole.cuda._reduce_kernels: the grid computed on the card is the CPU's (fixed_point: the same
 step, the same rounded values, the same exact sums) for any launch, of a node's rows or of a range;
 the coupling sums equal the CPU's bit for bit; the best
 split across features is the CPU's first strictly best. Small data: without a GPU they run on
@@ -18,7 +18,7 @@ pytestmark = needs_gpu
 
 def _k():
     from numba import cuda
-    from customobj.ole import _cuda_reduce_kernels as R
+    from customobj.ole.cuda import _reduce_kernels as R
     return cuda, R
 
 

@@ -1,4 +1,4 @@
-"""customobj.ole.cuda_scores: a ``device="cuda"`` fit computes its gradients on the device when the
+"""customobj.ole.cuda.scores: a ``device="cuda"`` fit computes its gradients on the device when the
 objective has GPU kernels, and its pair couplings there too when the criterion needs them and they
 have a GPU kernel (LambdaRank); the grower then receives device arrays and grows the CPU's trees. It
 says why they stay on the host otherwise. Without a GPU it runs on numba's CUDA simulator
@@ -10,8 +10,8 @@ from customobj import LambdaRank, ListNet, McRank, QBRank, RankNet, RankSVM
 from customobj._cuda_runtime import is_device_array
 from customobj.objectives.base import Objective
 from customobj.ole import TreeBooster
-from customobj.ole import cuda_backend
-from customobj.ole.cuda_scores import host_gradients_reason
+from customobj.ole.cuda import backend
+from customobj.ole.cuda.scores import host_gradients_reason
 
 from _cuda_cases import needs_gpu
 from _ole_cases import QUIET, make_rank_data, tree_dicts
@@ -34,13 +34,13 @@ def test_the_reason_names_what_keeps_the_gradients_on_the_host():
 
 def _spy_row_sums(monkeypatch):
     seen = []
-    real = cuda_backend.CUDABackend.root_sums  # a tree's first call
+    real = backend.CUDABackend.root_sums  # a tree's first call
 
     def spy(self, order, grad, hess, pc, n_pairs, **kw):
         seen.append(is_device_array(grad) and is_device_array(hess))
         return real(self, order, grad, hess, pc, n_pairs, **kw)
 
-    monkeypatch.setattr(cuda_backend.CUDABackend, "root_sums", spy)
+    monkeypatch.setattr(backend.CUDABackend, "root_sums", spy)
     return seen
 
 
@@ -78,13 +78,13 @@ def test_couplings_line_search_and_cpu_only_objectives_keep_host_gradients(monke
 
 def _spy_pairs(monkeypatch):
     seen = []
-    real = cuda_backend.CUDABackend.pair_buffers
+    real = backend.CUDABackend.pair_buffers
 
     def spy(self, pairs, rows=None):
         seen.append(all(is_device_array(a) for a in pairs))
         return real(self, pairs, rows)
 
-    monkeypatch.setattr(cuda_backend.CUDABackend, "pair_buffers", spy)
+    monkeypatch.setattr(backend.CUDABackend, "pair_buffers", spy)
     return seen
 
 
@@ -93,7 +93,7 @@ _COUPLED = {"default": LambdaRank(), "lightgbm": LambdaRank.like_lightgbm(), "er
 #: Every objective under "ole" (bagged: its out-of-bag pairs dropped on the device), and "ole_fast" and
 #: "ole_float64" each with a LambdaRank pair route and a label-pair route: how a criterion uses the device
 #: pairs does not depend on the loss that made them, and each loss's device couplings equal the CPU's
-#: in tests/test_objectives_cuda_couplings.py (the full 6 x 3 grid cost ~2 simulator minutes).
+#: in tests/test_objectives_couplings_route.py (the full 6 x 3 grid cost ~2 simulator minutes).
 _COUPLED_CASES = [*[(name, "ole") for name in _COUPLED], ("default", "ole_fast"), ("ranksvm", "ole_fast"),
                   ("lightgbm", "ole_float64"), ("qbrank", "ole_float64")]
 

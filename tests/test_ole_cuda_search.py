@@ -1,4 +1,4 @@
-"""customobj.ole.cuda_search: a split's two children searched in one launch and read in one copy,
+"""customobj.ole.cuda.search: a split's two children searched in one launch and read in one copy,
 each the CPU's split (splitting.find_best_split) under its own feature mask; the WSE ranking of two
 nodes (splitting.feature_gains) likewise; more than two nodes, or pair histograms for one node of
 two, refused. Small data under numba's CUDA simulator."""
@@ -19,10 +19,10 @@ pytestmark = needs_gpu
 
 def _search():
     from customobj._cuda_runtime import cuda_module
-    from customobj.ole import _cuda_node_kernels, _cuda_split_kernels
-    from customobj.ole.cuda_memory import DeviceMemory
-    from customobj.ole.cuda_pool import DevicePool
-    from customobj.ole.cuda_search import DeviceSearch
+    from customobj.ole.cuda import _search_kernels, _split_kernels
+    from customobj.ole.cuda.memory import DeviceMemory
+    from customobj.ole.cuda.pool import DevicePool
+    from customobj.ole.cuda.search import DeviceSearch
     X = make_X(6, n=60, n_features=4, nan_frac=0.1)
     mapper = BinMapper.fit(X, 5)
     fm = mapper.bins_feature_major(X)
@@ -37,7 +37,7 @@ def _search():
     bins = FeatureBins(mapper.n_bins.astype(np.int64), mapper.offsets)
     d_bins = FeatureBins(*(mem.upload(a) for a in bins))
     pool = DevicePool(mem, n_rows=60, n_features=4, n_slots=mapper.n_slots, n_hists=1)
-    search = DeviceSearch(mem, _cuda_split_kernels, _cuda_node_kernels, pool, d_bins, n_features=4, has_nan=True)
+    search = DeviceSearch(mem, _split_kernels, _search_kernels, pool, d_bins, n_features=4, has_nan=True)
     return mem, search, bins, [mem.upload(h) for h in hists], hists, sums
 
 

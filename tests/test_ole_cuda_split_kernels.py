@@ -1,6 +1,6 @@
-"""customobj.ole._cuda_split_kernels: the GPU split search against the CPU's (splitting.find_best_split
+"""customobj.ole.cuda._split_kernels: the GPU split search against the CPU's (splitting.find_best_split
 and feature_gains) on random and deliberately tied histograms for every score, with and without pairs
-and NaN, with feature masks (the best feature picked by _cuda_reduce_kernels.pick_best); the
+and NaN, with feature masks (the best feature picked by _reduce_kernels.pick_best); the
 elementwise subtraction. Small data: without a GPU they run on numba's CUDA simulator. Where
 NVIDIA's NVVM is installed, every kernel of the OLE GPU learner (these, the histograms', the
 reductions', the partitions' and the score update) is also typed and compiled to PTX as for a real
@@ -11,8 +11,8 @@ import pytest
 from customobj.ole.binning import BinMapper
 from customobj.ole.common import SPLIT_SIZE, ChildSums
 from customobj.ole.criterion import OLE, SE, WSE
-from customobj.ole.cuda_partitions import launch as _launch
-from customobj.ole.cuda_search import NodeHists
+from customobj.ole.cuda.partitions import launch as _launch
+from customobj.ole.cuda.search import NodeHists
 from customobj.ole.histogram import build_row_hist_fm
 from customobj.ole.pairhist import build_pair_hist
 from customobj.ole.splitting import FeatureBins, SplitRules, feature_gains, find_best_split
@@ -49,7 +49,7 @@ def _node(seed, tie):
 
 def _gpu_split(mapper, hist, ph, use_pairs, score, mask, sums, lam, min_data, min_hess, on_device=False):
     from numba import cuda
-    from customobj.ole import _cuda_reduce_kernels as R
+    from customobj.ole.cuda import _reduce_kernels as R
     gains, per = _gpu_bests(mapper, hist, ph, use_pairs, mask, ChildSums(*sums),
                             SplitRules(score, lam, min_data, min_hess), on_device)
     res = cuda.device_array(SPLIT_SIZE)
@@ -61,7 +61,7 @@ def _gpu_bests(mapper, hist, ph, use_pairs, mask, node, rules, on_device=False):
     """``feature_bests`` with the node's G, H, C in its record, or (``on_device``: a root's) on the
     device, the record's then wrong (0)."""
     from numba import cuda
-    from customobj.ole import _cuda_split_kernels as K
+    from customobj.ole.cuda import _split_kernels as K
     n_feat = mapper.n_bins.shape[0]
     per, gains = cuda.device_array((1, n_feat, SPLIT_SIZE)), cuda.device_array((1, n_feat))
     bins = FeatureBins(cuda.to_device(mapper.n_bins.astype(np.int64)), cuda.to_device(mapper.offsets))
@@ -115,7 +115,7 @@ def test_the_wse_gains_equal_the_cpu_feature_gains():
 @pytest.mark.parametrize("n_ops", [1, 2, 3])
 def test_subtract3_is_numpys_elementwise_subtractions_in_order(n_ops):
     from numba import cuda
-    from customobj.ole import _cuda_split_kernels as K
+    from customobj.ole.cuda import _split_kernels as K
     rng = np.random.default_rng(0)
     a, c, b, x, y = rng.normal(size=300) * 1e8, rng.normal(size=300), *rng.normal(size=(3, 300))
     da, dc = cuda.to_device(a), cuda.to_device(c)
@@ -130,7 +130,7 @@ def test_subtract3_is_numpys_elementwise_subtractions_in_order(n_ops):
 @pytest.mark.parametrize("mode", [0, 1, 2])
 def test_subtract_children_completes_the_larger_child_in_the_cpus_order(mode, n_ops):
     from numba import cuda
-    from customobj.ole import _cuda_split_kernels as K
+    from customobj.ole.cuda import _split_kernels as K
     from customobj.ole.common import PART_PLAN, PART_RECORD
     from customobj.ole.pairhist import PAIRS_DIRECT, PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL
     rng = np.random.default_rng(1)
@@ -159,9 +159,9 @@ cuda = cuda_module()
 from numba import types as T
 import numba.cuda.dispatcher as dispatcher
 dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))  # no GPU: sm_80
-from customobj.ole import _cuda_split_kernels as K, _cuda_score_kernels as S, _cuda_hist_kernels as HK
-from customobj.ole import _cuda_partition_kernels as P, _cuda_reduce_kernels as R, _cuda_node_kernels as N
-from customobj.ole import _cuda_prune_kernels as PR
+from customobj.ole.cuda import _split_kernels as K, _scores_kernels as S, _histograms_kernels as HK
+from customobj.ole.cuda import _partitions_kernels as P, _reduce_kernels as R, _search_kernels as N
+from customobj.ole.cuda import _pruning_kernels as PR
 f1, i1, f2, f3, b1 = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.float64[:, :, ::1], T.boolean[::1]
 i, f, b, fA = T.int64, T.float64, T.boolean, T.float64[:]  # fA: a column of McRank's (n, K) gradients
 i2, j1 = T.int64[:, ::1], T.int32[::1]  # block counts, feature groups; int32 pair indices
@@ -170,14 +170,14 @@ from customobj.ole.common import ChildSums
 from customobj.ole.splitting import FeatureBins, SplitRules
 bins = T.NamedTuple([i1, i1], FeatureBins)  # the split search's records (issue: no kernel over 12 arguments)
 node, rules = T.NamedUniTuple(f, 4, ChildSums), T.NamedTuple([i, f, f, f], SplitRules)
-from customobj.ole.cuda_search import NodeHists, SearchOut
+from customobj.ole.cuda.search import NodeHists, SearchOut
 hists = T.NamedTuple([f2, f2, f2, f2, b1, b1], NodeHists)
 out = T.NamedTuple([f3, f2, f2, i1], SearchOut)
-from customobj.ole import _cuda_select_kernels as C
+from customobj.ole.cuda import _choice_kernels as C
 choice = T.NamedTuple([b1, T.boolean[:, ::1], T.int64[:, :, ::1], T.int64[:, :, ::1], i2], C.FeatureChoice)
-from customobj.ole.cuda_partitions import PairCount, RowPlace
+from customobj.ole.cuda.partitions import PairCount, RowPlace
 place, count = T.NamedTuple([i1, i1, i2, i, i, i, i], RowPlace), T.NamedTuple([j1, j1, i2, i1, i, i, i], PairCount)
-from customobj.ole.cuda_hists import ChildPlan, ChosenPairs, RowBuild
+from customobj.ole.cuda.histograms import ChildPlan, ChosenPairs, RowBuild
 plan32, plan64 = (T.NamedTuple([i1, i, i, f, f, f, b, b, p, p, f1, f1, f2, f2], ChildPlan) for p in (j1, i1))
 build = T.NamedTuple([i1, i, f1, f1, f1, f2], RowBuild)
 pairs, tables = T.NamedTuple([j1, j1, f1], PR.PairArrays), T.NamedTuple([i1, f1, f2, f], PR.QueryTables)
@@ -219,7 +219,7 @@ for kernel, sig in SIGS:
     for cc in ((8, 0), (9, 0)):
         cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=cc)
 print("COMPILED", len(SIGS))
-check_listed(SIGS, "customobj.ole")
+check_listed(SIGS, "customobj.ole.cuda")
 """
 
 
@@ -230,6 +230,6 @@ def test_the_kernels_compile_for_a_real_gpu_the_cpu_search_as_a_device_function(
     out = run_isolated(LIST_KERNELS + _PTX, timeout=600)
     if "NO-NVVM" in out:
         pytest.skip(NVVM_MISSING)
-    assert "UNLISTED []" in out, out  # every kernel of ole/_cuda_*.py, found in the code, compiled
+    assert "UNLISTED []" in out, out  # every kernel of ole/cuda/_*_kernels.py, found in the code, compiled
     kernels = int(out.split("KERNELS ")[1].split()[0])
     assert kernels >= 15 and f"LISTED {kernels}" in out and "COMPILED" in out

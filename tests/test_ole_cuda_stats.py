@@ -1,7 +1,7 @@
-"""customobj.ole.cuda_stats and customobj/ole/cuda_pool.py (no tree allocates: the pool):
+"""customobj.ole.cuda.stats and customobj/ole/cuda/pool.py (no tree allocates: the pool):
 ``TreeBooster(device="cuda").device_stats_`` counts what the fit asks of the card (launches, blocking
 reads, allocations, bytes each way), checked by hand on a stump, and the launch budget of issue 32
-(``cuda_stats.BUDGET``): met by every criterion (``ole_fast``: 7.93 launches, 1.0 read per split);
+(``stats.BUDGET``): met by every criterion (``ole_fast``: 7.93 launches, 1.0 read per split);
 a tree's grid accumulators come from a ring zeroed once per ``TREE_RING`` trees; the pool knows its
 clean histograms.
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from customobj.ole import TreeBooster
-from customobj.ole.cuda_stats import BUDGET, FIELDS, DeviceCounter, DeviceCounts, DeviceStats
+from customobj.ole.cuda.stats import BUDGET, FIELDS, DeviceCounter, DeviceCounts, DeviceStats
 
 from _cuda_cases import needs_gpu
 from _ole_cases import QUIET, make_rank_data
@@ -107,13 +107,13 @@ def test_the_launch_budget_of_issue_32(criterion):
 @needs_gpu
 def test_the_trees_accumulators_are_zeroed_once_per_ring(monkeypatch):
     from customobj._cuda_runtime import cuda_module
-    from customobj.ole import _cuda_hist_kernels, cuda_pool
-    from customobj.ole.cuda_memory import DeviceMemory
-    from customobj.ole.cuda_stats import CountedKernels
-    monkeypatch.setattr(cuda_pool, "TREE_RING", 2)
+    from customobj.ole.cuda import _histograms_kernels, pool as pool_module
+    from customobj.ole.cuda.memory import DeviceMemory
+    from customobj.ole.cuda.stats import CountedKernels
+    monkeypatch.setattr(pool_module, "TREE_RING", 2)
     mem = DeviceMemory(cuda_module())
-    pool = cuda_pool.DevicePool(mem, n_rows=4, n_features=2, n_slots=6, n_hists=1)
-    zero = CountedKernels(_cuda_hist_kernels, mem.counter).zero
+    pool = pool_module.DevicePool(mem, n_rows=4, n_features=2, n_slots=6, n_hists=1)
+    zero = CountedKernels(_histograms_kernels, mem.counter).zero
     seen = []
     for tree in range(3):
         acc = pool.tree_accumulators(zero)
@@ -129,8 +129,8 @@ def test_the_pool_knows_which_free_histograms_are_clean():
     # clear_all: the whole pool for the tree's first launch to clear, only when every histogram is
     # free; then clean_hist hands out cleared ones, hist() written ones first, give_back marks written
     from customobj._cuda_runtime import cuda_module
-    from customobj.ole.cuda_memory import DeviceMemory
-    from customobj.ole.cuda_pool import DevicePool
+    from customobj.ole.cuda.memory import DeviceMemory
+    from customobj.ole.cuda.pool import DevicePool
     pool = DevicePool(DeviceMemory(cuda_module()), n_rows=4, n_features=1, n_slots=5, n_hists=3)
     assert pool.n_clean == 0 and pool.clean_hist() is None
     held = pool.hist()

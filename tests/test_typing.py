@@ -24,7 +24,7 @@ from conftest import REPO
 PUBLIC = ["customobj", "customobj.objectives", "customobj.metrics", "customobj.data", "customobj.groups",
           "customobj.pairs", "customobj.combine", "customobj.adapters", "customobj.adapters.lightgbm",
           "customobj.adapters.xgboost", "customobj.adapters.metrics", "customobj.adapters.callbacks",
-          "customobj.adapters.exact_leaves"]
+          "customobj.adapters.exact_leaves", "customobj.multi"]
 
 
 def _mypy_cache() -> Path:

@@ -1,7 +1,7 @@
 """Learning to rank from clicks, in one package.
 
 - :class:`Unbiased` (``unbiased.py``): Unbiased LambdaMART's pairwise debiasing around any pairwise
-  customobj loss, with its pair terms (``_pairs.py``) and numba kernels (``_kernels.py``);
+  customobj loss, with its pair terms (``_pairs.py``) and numba kernels (``_unbiased_kernels.py``);
 - :class:`Affine` (``affine.py``): the affine correction of trust bias (Vardasbi et al. 2020) around a
   pairwise customobj loss, its kernels in ``_affine_kernels.py``; :class:`TrustEM` (``trust_em.py``)
   estimates its parameters from a log (the trust-bias click model by regression EM);

@@ -5,11 +5,11 @@
 ``(c - beta[p]) / alpha[p]``. ``affine_pairs`` walks every unordered pair ``{i, j}`` of rows of one
 query (session) once and adds both of its ordered terms, ``r_i psi(s_i - s_j) + r_j psi(s_j - s_i)``,
 ``psi`` the wrapped loss's pair loss for a unit label difference (``pair_terms`` of
-``objectives._pair_terms``), times LambdaRank's ``|D(rank_i) - D(rank_j)|`` for a LambdaRank. The
+``objectives._pairwise_terms``), times LambdaRank's ``|D(rank_i) - D(rank_j)|`` for a LambdaRank. The
 estimates ``r`` enter linearly, so the expected gradient over the clicks is the gradient with the
 true relevances (see ``Affine``).
 
-``affine_pairs`` runs ``query_pairs`` on each query; the GPU kernel (``_cuda_affine``) runs the same
+``affine_pairs`` runs ``query_pairs`` on each query; the GPU kernel (``_affine_cuda``) runs the same
 ``query_pairs`` one thread per query, so the two share every line of the per-pair math.
 
 The loss's options travel as one record (:class:`AffinePairLoss`), the rows' inputs as another
@@ -22,13 +22,13 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..objectives._pair_terms import pair_terms
+from ..objectives._pairwise_terms import pair_terms
 
 
 class AffinePairLoss(NamedTuple):
     """One wrapped pair loss as ``affine_pairs`` takes it."""
 
-    kind: int  # a PairKind code of objectives._pair_terms
+    kind: int  # a PairKind code of objectives._pairwise_terms
     theta: float  # theta of a pair of unit label difference
     scale: float  # the loss's own scale times the Scaled factors above it
     hmul: float  # multiplies the hessian coupling (LambdaRank's convention)
@@ -82,7 +82,7 @@ def _ranks(scores, a, b, out):
 @njit(cache=True)
 def pair_factor(loss, rank_i, rank_j):
     """``|D(rank_i) - D(rank_j)|`` of a LambdaRank pair at its rows' 0-based ranks (0 when truncated), 1
-    otherwise. Scalar: shared with the GPU kernel (``_cuda_affine``)."""
+    otherwise. Scalar: shared with the GPU kernel (``_affine_cuda``)."""
     if not loss.lambdarank:
         return 1.0
     if rank_i >= loss.truncation and rank_j >= loss.truncation:
@@ -110,7 +110,7 @@ def norm_factor(loss, total):
 def pair_step(loss, m, d, ri, rj):
     """``(dL/ds_i, coupling, loss)`` of one pair of factor ``m``, score difference ``d = s_i - s_j`` and
     estimates ``r_i``, ``r_j`` (``dL/ds_j = -dL/ds_i``; see ``affine_pairs``). Scalar: shared with the
-    GPU kernel (``_cuda_affine``)."""
+    GPU kernel (``_affine_cuda``)."""
     phi1, dphi1, c1 = pair_terms(loss.kind, d, loss.theta)
     phi2, dphi2, c2 = pair_terms(loss.kind, -d, loss.theta)
     g = m * (ri * dphi1 - rj * dphi2)
@@ -128,7 +128,7 @@ def query_pairs(loss, rows, rank, r0, a, n, p, out, total):
     pair ``p``, the rank of its row ``ii`` at ``rank[r0 + ii]``) into :class:`PairOutputs` ``out``;
     returns ``total`` plus its loss terms, added in order.
 
-    Shared with the GPU kernel (``_cuda_affine``, one thread per query): it reads arrays by index and
+    Shared with the GPU kernel (``_affine_cuda``, one thread per query): it reads arrays by index and
     calls only scalar functions, so the simulator can run its Python source. The query's norm
     ``log2(1 + S) / S`` (``norm``) takes ``S``, the running sum of its corrected lambdas
     ``m (|r_i| |phi'(d)| + |r_j| |phi'(-d)|)``, ``m`` each pair's factor before the norm (scale,

@@ -1,5 +1,5 @@
 """``Affine``'s GPU route (``Affine.device_route()``): the affine-corrected pair terms on the device
-(kernel: ``_cuda_affine.affine_queries``, one thread per query), and its pair couplings for
+(kernel: ``_affine_cuda.affine_queries``, one thread per query), and its pair couplings for
 ``TreeBooster(device="cuda")``'s OLE criteria.
 
 Per round, for each leaf of the wrapped loss, in the CPU's order (``Affine._run``): a pairwise leaf
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..objectives import _cuda_routes as R
-from ._device_route import _add_part
+from ..objectives import _launch as R
+from ._unbiased_route import _add_part
 
 __all__ = ["grad_hess", "couplings"]
 
@@ -34,8 +34,8 @@ def _couplings_scratch(obj: Any, data: Any, m: int) -> Any:
 def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     """One round of ``obj`` (an ``Affine``) at device scores ``s`` into the device outputs (``base.DeviceRoute``);
     the round's pair couplings stay on the device for :func:`couplings`."""
-    from ..objectives import _cuda_pointwise as CW
-    from . import _affine_kernels as AK, _cuda_affine as CA
+    from ..objectives import _pointwise_cuda as CW
+    from . import _affine_cuda as CA, _affine_kernels as AK
 
     state = obj._trained_state(prep)
     host_ptr = _pair_ptr(prep)
@@ -59,7 +59,7 @@ def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
 def couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: Any) -> tuple:
     """The pairs of coupling > 0 of the round :func:`grad_hess` just ran, in the CPU's order (every ``i < j``
     of each query), written to ``pair_buffer(m)``: what the CPU booster keeps of ``Affine``'s list."""
-    from ..objectives._cuda_couplings import in_bag_pairs
+    from ..objectives._couplings_route import in_bag_pairs
 
     m = int(_pair_ptr(prep)[-1])
     if m == 0:

@@ -2,7 +2,7 @@
 
 Debiasing divides each pair by the propensities of its rows' positions, so it needs the pairs one
 by one: ``(i, j, lam, hess, cost, est)``, debiased, before pair weights and normalisation (see
-``customobj.clicks._kernels``). Pairwise losses give them from their pair lists and ``pair_terms``
+``customobj.clicks._unbiased_kernels``). Pairwise losses give them from their pair lists and ``pair_terms``
 (``loss_pair_terms``); LambdaRank from its own pass on the unweighted data, the propensities passed
 into its pair function (``LambdaRank.debiased_pair_terms``, XGBoost's ``LambdaGrad<unbiased>``).
 """
@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _kernels as CK
+from . import _unbiased_kernels as CK
 from ..objectives._arrays import kernel_weights
 from ..objectives._pair_sets import ListedPairs
 from ..objectives._pointwise_kernels import squared_error_grad_hess, squared_error_loss
@@ -27,7 +27,7 @@ _DEBIASABLE = "LambdaRank, RankNet, RankSVM, MPBoost, QBRank(hessian='exact'), P
 
 
 class PairTerms(NamedTuple):
-    """One loss's raw pair terms and how to weigh them (the kernels' records, ``_kernels``)."""
+    """One loss's raw pair terms and how to weigh them (the kernels' records, ``_unbiased_kernels``)."""
 
     rows: CK.PairRows  # (i, j, qid): the clicked row i should rank above j
     terms: CK.DebiasedTerms  # (lam, hess, cost, est)
@@ -63,7 +63,7 @@ def _own_pass(part, scores, prep, unweighted, row_query, props, swapped):
 def pair_terms_of(part, scores, prep, unweighted, row_query, props, out_grad, out_hess, scale,
                   swapped) -> PairTerms:
     """The debiased pair terms of one pairwise leaf at ``scores`` (``props``: the
-    ``_kernels.Propensities`` of the rows' positions; ``swapped``: the estimate sums the swapped
+    ``_unbiased_kernels.Propensities`` of the rows' positions; ``swapped``: the estimate sums the swapped
     pairs' losses; ``row_query``: each row's query, from the once-per-data-set state); a QBRank's
     labelled-row term is added to ``out_grad`` / ``out_hess`` here (times ``scale``), undebiased."""
     source = part.pair_source()

@@ -19,7 +19,7 @@ from .unbiased import add_unchanged
 from ._inputs import MAX_POSITION, as_position, as_propensity, check_clicks, data_positions
 from .._validation import _to_numpy, check_bool, check_int
 from ..objectives._arrays import kernel_weights
-from ..objectives._pair_terms import PairKind, pair_theta
+from ..objectives._pairwise_terms import PairKind, pair_theta
 from ..objectives._parity import CONVENTIONS
 from ..objectives.base import DeviceRoute, Objective, Prepared
 from ..objectives.composite import Scaled, Sum
@@ -303,7 +303,7 @@ class Affine(Objective):
 
     def device_route(self) -> DeviceRoute:
         """The GPU route (``customobj.clicks._affine_route``): the corrected pair terms one thread per query
-        (``_cuda_affine``), pointwise parts of a sum through their own routes, and the pair couplings the
+        (``_affine_cuda``), pointwise parts of a sum through their own routes, and the pair couplings the
         OLE criteria of ``TreeBooster(device="cuda")`` take.
 
         Examples

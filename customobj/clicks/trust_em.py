@@ -92,9 +92,8 @@ class TrustEM(RegressionEM):
     :class:`RegressionEM`). Start: ``gamma = 0.5``, ``p+_k = 1.5 ctr_k``, ``p-_k = 0.5 ctr_k``
     (``ctr_k`` the click rate at ``k``). Before each E-step the relevance is mapped affinely onto
     ``[0, 1]`` (its 0.1% and 99.9% quantiles to 0 and 1): the scale the click model leaves free
-    (below), fixed so that no click rate is pushed against 0 or 1 along it. Without it the fit
-    drifted along that freedom until the top position's ``p+`` met 1, which distorted every ratio to
-    it (measured on a randomised log: ``alpha_1 / alpha_0`` 1.5 against the true 0.98; with it 1.13).
+    (below), fixed so that no click rate is pushed against 0 or 1 along it (without it the fit drifts
+    along that freedom until the top position's ``p+`` meets 1; measured in docs/clicks.md, "Affine").
 
     **Identifiability.** Clicks determine ``alpha`` and ``beta`` only up to an affine change of the
     relevance scale, ``gamma' = a gamma + b`` (``a > 0``): ``alpha' = alpha / a``, ``beta' = beta -
@@ -104,9 +103,8 @@ class TrustEM(RegressionEM):
     which does not change which of two rows is more relevant. Of that family ``TrustEM`` reports the
     member in which the position least prone to trust has no false clicks (``beta_ - alpha_ min(beta_
     / alpha_)``, ``b`` shifted so that ``min_k beta_k / alpha_k = 0``): a log of position bias alone
-    then gets ``beta_ = 0`` (inverse propensity weighting), where the stretch onto [0, 1] alone gave
-    its unclicked rows a penalty that bought nothing (measured: ``Affine`` 0.010 below ``Unbiased``
-    on eight PBM logs of MQ2008, docs/clicks.md).
+    then gets ``beta_ = 0`` (inverse propensity weighting; what the other members cost is measured in
+    docs/clicks.md).
 
     Parameters: those of :class:`RegressionEM` (the library and its relevance model).
 

@@ -12,12 +12,12 @@ from typing import Optional
 import numpy as np
 import numpy.typing as npt
 
-from . import _kernels as CK
+from . import _unbiased_kernels as CK
 from ._inputs import DEFAULT_POSITIONS, MAX_POSITION, as_position, as_propensity, check_clicks, data_positions
 from ._pairs import leaf_parts, pair_terms_of
 from .._validation import check_bool, check_choice, check_int, check_nonnegative
 from ..objectives.base import DeviceRoute, Objective, Prepared
-from . import _device_route
+from . import _unbiased_route
 
 __all__ = ["Unbiased"]
 
@@ -267,7 +267,7 @@ class Unbiased(Objective):
 
     def _start_estimate(self, prep, state):
         """Whether this round estimates; one worker's part of a distributed training set first tracks
-        the positions of all workers (the CPU's and the GPU's pass, ``_device_route``)."""
+        the positions of all workers (the CPU's and the GPU's pass, ``_unbiased_route``)."""
         if self.propensity is not None:
             return False
         if prep.collective is not None and not state.pooled:
@@ -284,19 +284,19 @@ class Unbiased(Objective):
         state.rounds += 1
 
     def device_route(self) -> DeviceRoute:
-        """The GPU route (``customobj.clicks._device_route``): the wrapped loss's pairs, their debiasing and
+        """The GPU route (``customobj.clicks._unbiased_route``): the wrapped loss's pairs, their debiasing and
         eq. 30-31's sums on the device; each part's own route for the pointwise parts of a sum.
 
         Examples
         --------
         >>> import customobj
         >>> customobj.Unbiased(customobj.LambdaRank()).device_route().grad_hess.__module__
-        'customobj.clicks._device_route'
+        'customobj.clicks._unbiased_route'
         """
         for part, _ in leaf_parts(self.objective):
             if not part.pairwise:
                 part.device_route()  # NotImplementedError naming a part without one
-        return DeviceRoute(_device_route.grad_hess)
+        return DeviceRoute(_unbiased_route.grad_hess)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         self._run(scores, prep, state, out_grad, out_hess, True)

@@ -38,7 +38,7 @@ from numba import njit
 from ._lambdarank_records import Channel, IntChannel, Metric, Mode
 from ._lambdarank_terms import (EXP_FLOOR, damped, err_dz, exp_table, fill_prefixes, lambda_hess, map_dz, mrr_dz,
                                 ndcg_dz, norm_factor, pair_weight, rho, softplus, unbiased_pair)
-from ._pair_terms import tracked_propensities
+from ._pairwise_terms import tracked_propensities
 
 #: The pre-enum names of the codes (aliases of the members; the codes' home is ``_lambdarank_records``).
 NDCG, ERR, MAP, MRR = Metric

@@ -1,8 +1,8 @@
 """The scalar math of LambdaRank / LambdaMART (Burges 2010, sections 3, 4, 7), shared by the CPU
-pass (``_lambdarank_pass``) and the GPU kernels (``_cuda_lambdarank``, through
+pass (``_lambdarank_pass``) and the GPU kernels (``_lambdarank_cuda``, through
 ``customobj._cuda_runtime.device_function``).
 
-Design note (see ``_pair_terms`` for what every terms module shares and why): one sorted query's
+Design note (see ``_pairwise_terms`` for what every terms module shares and why): one sorted query's
 per-position tables live in the rows of a float scratch ``F`` named by
 :class:`~._lambdarank_records.Channel` (``F[Channel.P, o + r]`` for position ``r``); the CPU keeps
 one query per block scratch (offset ``o = 0``), the GPU all queries side by side (``o`` = the
@@ -35,7 +35,7 @@ import math
 from numba import njit
 
 from ._lambdarank_records import Channel, Metric
-from ._pair_terms import debias_scale
+from ._pairwise_terms import debias_scale
 
 # The channels and metric codes as plain ints: numba's CUDA target takes no IntEnum as an index.
 _GAIN, _SCORE, _WEIGHT, _EXP = int(Channel.GAIN), int(Channel.SCORE), int(Channel.WEIGHT), int(Channel.EXP)
@@ -223,7 +223,7 @@ def unbiased_pair(lam, h, dz, d, sigma, tp, tm, swapped):
     of a pair with unweighted ``lam`` and ``h`` (:func:`lambda_hess`), ``|dZ|`` ``dz`` and
     ``d = s_better - s_worse``, debiased by the propensities ``tp`` (``t+`` of the better, clicked
     row's position) and ``tm`` (``t-`` of the other's): lambda, hessian and the loss
-    ``|dZ| softplus(-sigma d)`` divided by ``t+ t-`` (:func:`~._pair_terms.debias_scale`).
+    ``|dZ| softplus(-sigma d)`` divided by ``t+ t-`` (:func:`~._pairwise_terms.debias_scale`).
     ``est``, the cost the propensity estimate sums, stays undebiased: the swapped pair's
     ``|dZ| softplus(sigma d)`` (``swapped``, XGBoost's ``log(1 / (1 - sigmoid))``) or the loss."""
     u = debias_scale(tp, tm)

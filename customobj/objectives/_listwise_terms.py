@@ -5,9 +5,9 @@ LightGBM's XENDCG terms, LambdaLoss's pair weights, YetiRank's noise and pair we
 Design note (issue 31, "shared terms").
 
 - What is shared: each formula, as a plain ``@njit`` function of scalars (or of one query's row
-  range ``lo:hi``, read in row order) written with ``math.*``. The CPU kernels (``_query_kernels``,
-  ``_lambdaloss_kernels``, ``_yetirank_kernels``) call them, and the GPU kernels (``_cuda_listwise``,
-  ``_cuda_sampled_pairs``) call the same functions through ``customobj._cuda_runtime.device_function``,
+  range ``lo:hi``, read in row order) written with ``math.*``. The CPU kernels (``_listwise_kernels``,
+  ``_sampled_pairs_kernels``, ``_sampled_pairs_kernels``) call them, and the GPU kernels (``_listwise_cuda``,
+  ``_sampled_pairs_cuda``) call the same functions through ``customobj._cuda_runtime.device_function``,
   so both targets run one source and the same float64 operations in the same order (numba compiles
   ``math.exp`` and ``np.exp`` alike on the CPU: the CPU outputs kept their bits through this refactor).
 - A function that takes arrays calls other ``@njit`` functions with scalars only: under numba's
@@ -166,7 +166,7 @@ def xendcg_row(w, lam, rho, rest, sum_l2, param2):
 @njit(cache=True, inline="always")
 def lambdaloss_weight(mode, gain_i, gain_j, inv_idcg, pos_i, pos_j, mu):
     """The weight of a label pair ``y_i > y_j`` at 0-based positions ``pos_i``, ``pos_j`` (see
-    ``_lambdaloss_kernels``); NaN for an unknown ``mode`` (the drivers refuse one before their loops)."""
+    ``_sampled_pairs_kernels``); NaN for an unknown ``mode`` (the drivers refuse one before their loops)."""
     if mode == NDCG1:
         return gain_i * position_discount(pos_i) * inv_idcg
     gap = abs(pos_i - pos_j)

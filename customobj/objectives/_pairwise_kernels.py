@@ -2,7 +2,7 @@
 
 Every pair term is ``scale * phi(d; theta)`` with ``d = s_i - s_j`` (row ``i`` should rank above
 row ``j``), times the pair weight ``(w_i + w_j) / 2``. The pair math (``phi`` of each ``kind``, ``theta``,
-the pair weights) lives in ``_pair_terms``, shared with the GPU kernels; this module holds the CPU
+the pair weights) lives in ``_pairwise_terms``, shared with the GPU kernels; this module holds the CPU
 drivers. ``theta_mode`` says how ``theta`` follows from the two labels (a constant, the grade difference,
 or one of MPBoost's directed distance functions). Both are ``IntEnum`` codes (:class:`PairKind`,
 :class:`Theta`) carried with ``p``, ``scale`` and ``hmul`` by one :class:`PairSpec` record, built
@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._kernel_status import KernelStatus, as_code
-from ._pair_terms import (  # noqa: F401 - the codes and the pair math are part of this module's interface
+from ._pairwise_terms import (  # noqa: F401 - the codes and the pair math are part of this module's interface
     EXP_CLIP, EXPONENTIAL, LOGISTIC, SQ_HINGE, THETA_CONST, THETA_DIFF, THETA_LDD, THETA_LOGDD, THETA_LOGITDD,
     PairKind, Theta, kind_known, pair_grad, pair_terms, pair_theta, pair_weight, theta_known,
 )

@@ -1,11 +1,11 @@
 """Numba kernels of the pointwise losses (docs/formulas.md, "Pointwise"). Each adds into out_grad / out_hess.
 
-The per-row math lives in ``_row_terms``, shared with the GPU kernels (``_cuda_pointwise``); these are
+The per-row math lives in ``_pointwise_terms``, shared with the GPU kernels (``_pointwise_cuda``); these are
 the CPU loops over the rows."""
 import numpy as np
 from numba import njit
 
-from ._row_terms import (logistic_row, mcrank_row_class, row_weight, squared_error_row,
+from ._pointwise_terms import (logistic_row, mcrank_row_class, row_weight, squared_error_row,
                          squared_hinge_margin, squared_hinge_row)
 
 

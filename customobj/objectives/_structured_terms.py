@@ -1,8 +1,8 @@
 """The per-query steps of Chapelle's structured-output DCG loss, shared by the CPU kernels
-(``_structured_kernels``) and the GPU kernels (``_cuda_structured``, through
+(``_structured_kernels``) and the GPU kernels (``_structured_cuda``, through
 ``customobj._cuda_runtime.device_function``).
 
-Design note (see ``_pair_terms`` for what the terms modules share and why): the candidates, the
+Design note (see ``_pairwise_terms`` for what the terms modules share and why): the candidates, the
 exact assignment (shortest augmenting paths with potentials) and the loss of one query are written
 once here over 1-D arrays: the query's scores and gains, its candidate rows, the position weights
 ``A``, ``D`` and the search's work arrays. What stays per target is where those arrays live: the

@@ -23,7 +23,7 @@ Subclasses implement:
   diagonal hessian into the (zeroed or partially filled) float64 output arrays.
 - ``_loss(scores, prep, state) -> float``.
 - ``_pair_couplings(scores, prep, state) -> (i, j, c)`` for pairwise / listwise objectives.
-- ``device_route() -> DeviceRoute`` (optional): its GPU drivers (``_cuda_routes``); inherited by subclasses.
+- ``device_route() -> DeviceRoute`` (optional): its GPU drivers (``_<family>_route``); inherited by subclasses.
 - ``_convert_labels(y) -> y`` (optional): map the user's labels to the non-negative grades the
   kernels use, before validation (``Logistic``: ``{-1, +1} -> {0, 1}``). ``Sum`` and ``Scaled``
   apply their parts' conversions in turn, so a converting part works inside a sum too.
@@ -69,7 +69,7 @@ PairBuffer = Callable[[int], Couplings]
 
 class DeviceRoute(NamedTuple):
     """An objective's GPU drivers (:meth:`Objective.device_route`), plain functions of
-    ``customobj.objectives._cuda_routes`` or of the loss's own GPU module.
+    a family's route module (``customobj.objectives._<family>_route``) or of the loss's own GPU module.
 
     ``grad_hess(objective, scores, prep, device_data, out_grad, out_hess)`` adds the gradients and
     hessians at float64 device ``scores`` into the device outputs; ``couplings(objective, scores,

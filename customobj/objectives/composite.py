@@ -108,7 +108,7 @@ class Sum(Objective):
     def device_route(self) -> DeviceRoute:
         """Each part's route in turn (``NotImplementedError`` from the first part without one); the
         pair couplings of a sum are taken on the host."""
-        from . import _cuda_routes as R
+        from . import _composite_route as R
 
         for part in self.parts:
             part.device_route()
@@ -210,7 +210,7 @@ class Scaled(Objective):
 
     def device_route(self) -> DeviceRoute:
         """The child's route, scaled (``NotImplementedError`` when the child has none)."""
-        from . import _cuda_routes as R
+        from . import _composite_route as R
 
         self.objective.device_route()
         return DeviceRoute(R.scaled)

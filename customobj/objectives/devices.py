@@ -4,12 +4,12 @@ The device follows the data. ``Objective.grad_hess(scores, ...)`` with ``scores`
 (anything with ``__cuda_array_interface__``: a numba device array, CuPy, PyTorch) calls
 :func:`grad_hess_prepared` here, which runs the numba.cuda kernels of ``_cuda_*`` and returns
 numba device arrays; host arrays keep the CPU kernels, untouched. Each objective names its own GPU
-drivers (``Objective.device_route()``, from ``_cuda_routes``; a subclass inherits its parent's); one
+drivers (``Objective.device_route()``, from its family's ``_<family>_route``; a subclass inherits its parent's); one
 without raises ``NotImplementedError`` naming it, and a machine without a usable GPU raises
 :class:`GPUUnavailableError` (from ``customobj._cuda_runtime``, re-exported here) naming what is
 missing. Nothing ever falls back to the CPU silently. Pair couplings on the device
 (``grad_hess_couplings_prepared``, for ``TreeBooster(device="cuda")``'s OLE criteria) live in
-``_cuda_couplings``, which calls this seam for the gradients.
+``_couplings_route``, which calls this seam for the gradients.
 
 Labels, groups, weights and each objective's label-only state (the CPU objects' own ``_state``,
 built once) go to the device once per :class:`~customobj.objectives.base.Prepared`, cached on it
@@ -29,7 +29,7 @@ Under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) or on a GPU::
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -38,11 +38,28 @@ from .._device import Device, DeviceKind, as_device, device_of
 from .._validation import SCORE_LIMIT
 from ..groups import as_groups
 from ._arrays import kernel_weights
-from ._cuda_routes import flat, launch, zero
+from ._launch import flat, launch, zero
 from .prepared import Prepared
 
-if TYPE_CHECKING:  # only annotations: base imports this seam (Objective.grad_hess on device scores)
-    from .base import Objective
+
+
+class RoutedObjective(Protocol):
+    """What the device seam needs of an objective (``base.Objective`` provides it; base imports this
+    module for ``Objective.grad_hess`` on device scores, so nothing here imports base)."""
+
+    n_outputs: int
+
+    def _cache_key(self) -> tuple: ...
+
+    def check_prepared(self, prep: Prepared) -> None: ...
+
+    def _state(self, prep: Prepared) -> Any: ...
+
+    def prepare(self, labels: Any, group: Any = None, weight: Any = None) -> Prepared: ...
+
+    def device_route(self) -> Any: ...
+
+    def _grad_hess(self, scores: Any, prep: Any, state: Any, out_grad: Any, out_hess: Any) -> Any: ...
 
 __all__ = ["Device", "device_of", "kernels_for", "grad_hess", "grad_hess_prepared", "grad_hess_scores",
            "DeviceData", "device_data", "GPUUnavailableError"]
@@ -65,7 +82,7 @@ class DeviceData:
         self._arrays: dict = {}
         self._routes: dict = {}
 
-    def route(self, objective: Objective) -> Callable:
+    def route(self, objective: RoutedObjective) -> Callable:
         """``kernels_for(objective, Device.CUDA)``, asked once per objective and data set."""
         if objective not in self._routes:
             self._routes[objective] = kernels_for(objective, Device.CUDA)
@@ -109,7 +126,7 @@ def device_data(prep: Prepared, cuda: Any) -> DeviceData:
     return data
 
 
-def kernels_for(objective: Objective, device: "Device | str") -> Callable:
+def kernels_for(objective: RoutedObjective, device: "Device | str") -> Callable:
     """The function that adds ``objective``'s gradients and hessians on ``device``:
     ``(scores, prep, state, out_grad, out_hess)`` for the CPU (the objective's own numba kernels),
     ``(objective, scores, prep, device_data, out_grad, out_hess)`` for CUDA (its
@@ -130,7 +147,7 @@ def kernels_for(objective: Objective, device: "Device | str") -> Callable:
 
 def _device_scores(objective, scores, prep, data, cuda):
     """``scores`` as a float64 device array of the right shape; ValueError on bad values (checked on the device)."""
-    from . import _cuda_pointwise as CW
+    from . import _pointwise_cuda as CW
 
     if not hasattr(scores, "copy_to_host"):
         scores = cuda.as_cuda_array(scores)
@@ -157,7 +174,7 @@ def _device_scores(objective, scores, prep, data, cuda):
     return out
 
 
-def grad_hess_prepared(objective: Objective, scores: Any, prep: Prepared, out_grad: Any = None,
+def grad_hess_prepared(objective: RoutedObjective, scores: Any, prep: Prepared, out_grad: Any = None,
                        out_hess: Any = None) -> tuple:
     """``objective``'s gradient and hessian at device ``scores`` as float64 numba device arrays.
 
@@ -166,7 +183,7 @@ def grad_hess_prepared(objective: Objective, scores: Any, prep: Prepared, out_gr
     return grad_hess_scores(objective, scores, prep, out_grad, out_hess)[:2]
 
 
-def grad_hess_scores(objective: Objective, scores: Any, prep: Prepared, out_grad: Any, out_hess: Any) -> tuple:
+def grad_hess_scores(objective: RoutedObjective, scores: Any, prep: Prepared, out_grad: Any, out_hess: Any) -> tuple:
     """:func:`grad_hess_prepared`, then the checked float64 scores the kernels read and the ``DeviceData``
     (for kernels that read the same round again: the pair couplings)."""
     data = prep.device_data
@@ -201,7 +218,7 @@ def _host(x):
     return x.copy_to_host() if hasattr(x, "copy_to_host") else np.asarray(x)
 
 
-def grad_hess(objective: Objective, scores: Any, labels: Any, group: Any = None, weight: Any = None) -> tuple:
+def grad_hess(objective: RoutedObjective, scores: Any, labels: Any, group: Any = None, weight: Any = None) -> tuple:
     """``objective.grad_hess`` with device ``scores``: the data prepared and uploaded once while equal."""
     y = _host(labels)
     w = _host(weight)

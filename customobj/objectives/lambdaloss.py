@@ -1,5 +1,5 @@
 """LambdaLoss (Wang, Li, Golbandi, Bendersky, Najork 2018): RankNet's pair loss with NDCG weights
-that depend on the current ranking (kernels: ``_lambdaloss_kernels.py``)."""
+that depend on the current ranking (kernels: ``_sampled_pairs_kernels.py``)."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -11,7 +11,7 @@ from .._validation import check_choice, check_exp_gain_labels, check_nonnegative
 from ._arrays import kernel_weights
 from .base import DeviceRoute, Objective, Prepared
 from ._pair_sets import LabelPairs
-from . import _lambdaloss_kernels as LLK
+from . import _sampled_pairs_kernels as LLK
 from . import _pairwise_kernels as PK
 
 #: Logistic pair loss of the pair-list kernels (each pair's theta is its sigma).
@@ -32,7 +32,7 @@ class LambdaLoss(Objective):
     ``pairwise_logistic_loss`` with ``dcg_lambdaweight``-style ``lambdaweights``).
 
     Over the label pairs ``y_i > y_j`` of each query, with pair weights ``W_ij`` computed from the
-    ranking by the current scores and frozen there (``_lambdaloss_kernels``):
+    ranking by the current scores and frozen there (``_sampled_pairs_kernels``):
 
     .. math:: L = \\sum_q \\sum_{y_i > y_j} \\frac{w_i + w_j}{2} W_{ij}
               \\log\\big(1 + e^{-\\sigma (s_i - s_j)}\\big)
@@ -60,7 +60,7 @@ class LambdaLoss(Objective):
     needs_group = True
 
     def device_route(self) -> DeviceRoute:
-        from . import _listwise_routes as LR
+        from . import _listwise_route as LR
 
         return DeviceRoute(LR.lambdaloss, LR.lambdaloss_couplings)
 

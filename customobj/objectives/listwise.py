@@ -285,7 +285,7 @@ class LambdaRank(Objective):
                              P.CONVENTIONS[self.convention].hess_scale)
 
     def device_route(self) -> DeviceRoute:
-        from . import _cuda_routes as R
+        from . import _lambdarank_route as R
 
         return DeviceRoute(R.lambdarank, R.lambdarank_couplings)
 
@@ -407,7 +407,7 @@ class StructuredDCG(Objective):
         return _StructuredState(row_gain=np.exp2(prep.labels) - 1.0)
 
     def device_route(self) -> DeviceRoute:
-        from . import _cuda_routes as R
+        from . import _structured_route as R
 
         return DeviceRoute(R.structured)
 

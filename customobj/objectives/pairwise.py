@@ -61,7 +61,7 @@ class _LabelPairLoss(Objective):
         return ListedPairs(pi, pj, th, _EMPTY, False, spec)
 
     def device_route(self) -> DeviceRoute:
-        from . import _cuda_routes as R
+        from . import _pairwise_route as R
 
         return DeviceRoute(R.label_pair_loss, R.listed_couplings)
 
@@ -363,7 +363,7 @@ class QBRank(Objective):
         return None if pairs is None else ListedPairs(pairs[0], pairs[1], pairs[2], _EMPTY, False, spec)
 
     def device_route(self) -> DeviceRoute:
-        from . import _cuda_routes as R
+        from . import _pairwise_route as R
 
         return DeviceRoute(R.qbrank, R.listed_couplings)
 

@@ -49,7 +49,7 @@ class SquaredError(Objective):
     """
 
     def device_route(self) -> DeviceRoute:
-        from . import _cuda_routes as R
+        from . import _pointwise_route as R
 
         return DeviceRoute(R.SQUARED_ERROR)
 
@@ -148,7 +148,7 @@ class Logistic(_BinaryObjective):
         return np.ascontiguousarray(w, dtype=np.float64)
 
     def device_route(self) -> DeviceRoute:
-        from . import _cuda_routes as R
+        from . import _pointwise_route as R
 
         return DeviceRoute(R.LOGISTIC)
 
@@ -195,7 +195,7 @@ class SquaredHinge(_BinaryObjective):
         self.C = check_positive(C, "C")
 
     def device_route(self) -> DeviceRoute:
-        from . import _cuda_routes as R
+        from . import _pointwise_route as R
 
         return DeviceRoute(R.SQUARED_HINGE)
 
@@ -281,7 +281,7 @@ class McRank(Objective):
         return s
 
     def device_route(self) -> DeviceRoute:
-        from . import _cuda_routes as R
+        from . import _pointwise_route as R
 
         return DeviceRoute(R.mcrank)
 

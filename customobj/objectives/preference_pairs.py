@@ -90,7 +90,7 @@ class PreferencePairs(Objective):
         return ListedPairs(pi, pj, theta, pw, use_pw, EXPLICIT_SPEC)
 
     def device_route(self) -> DeviceRoute:
-        from . import _cuda_routes as R
+        from . import _pairwise_route as R
 
         return DeviceRoute(R.preference_pairs, R.listed_couplings)
 

@@ -5,8 +5,8 @@ import numpy as np
 
 from ._arrays import kernel_weights, query_sums
 from .base import DeviceRoute, Objective
-from .softmax import dense_couplings
-from . import _query_kernels as QK
+from ._query_arrays import dense_couplings
+from . import _listwise_kernels as QK
 
 __all__ = ["QueryRMSE"]
 
@@ -39,7 +39,7 @@ class QueryRMSE(Objective):
     needs_group = True
 
     def device_route(self) -> DeviceRoute:
-        from . import _listwise_routes as LR
+        from . import _listwise_route as LR
 
         return DeviceRoute(LR.query_rmse, LR.query_rmse_couplings)
 

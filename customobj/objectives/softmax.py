@@ -2,7 +2,7 @@
 ``QuerySoftMax``; the shared machinery XENDCG (``xendcg.py``) builds on.
 
 Each query's scores become a distribution ``p = softmax(beta s)`` and the loss is the cross-entropy
-``-sum_i m_i log p_i`` against target masses ``m`` (kernels: ``_query_kernels.py``). The exact
+``-sum_i m_i log p_i`` against target masses ``m`` (kernels: ``_listwise_kernels.py``). The exact
 hessian ``beta^2 M (diag(p) - p p^T)`` is a sum of pair terms, so these objectives are pairwise:
 :meth:`pair_couplings` lists every pair of a contributing query with ``h_ij = beta^2 M p_i p_j``
 (``n (n - 1) / 2`` pairs per query, within the pair budget ``MAX_PAIRS``).
@@ -13,10 +13,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validation import check_pair_budget, check_positive
+from .._validation import check_positive
 from ._arrays import kernel_weights, query_sums
+from ._query_arrays import dense_couplings, query_weights
 from .base import DeviceRoute, Objective, Prepared
-from . import _query_kernels as QK
+from . import _listwise_kernels as QK
 
 __all__ = ["ListNet", "QuerySoftMax"]
 
@@ -30,26 +31,6 @@ class _Targets(NamedTuple):
     beta: float
 
 
-def query_weights(prep: Prepared) -> np.ndarray:
-    """Mean row weight of each query (ones without weights); 0 for an empty query."""
-    sizes = np.diff(prep.ptr)
-    if prep.weight is None:
-        return np.ones(sizes.size, dtype=np.float64)
-    totals = query_sums(sizes, prep.weight / 2.0) * 2.0  # halved: no overflow
-    return np.divide(totals, sizes, out=np.zeros(sizes.size), where=sizes > 0)
-
-
-def dense_couplings(ptr: np.ndarray, factor: np.ndarray, qscale: np.ndarray, what: str) -> tuple:
-    """``(i, j, c)`` of every pair ``i < j`` of each query with ``qscale > 0``: ``c = qscale f_i f_j``."""
-    sizes = np.diff(ptr)
-    per_query = np.where(qscale > 0.0, sizes * (sizes - 1) // 2, 0)
-    offsets = np.concatenate([[0], np.cumsum(per_query)]).astype(np.int64)
-    m = check_pair_budget(int(offsets[-1]), what, hint="gradients need no pair list; split very large queries")
-    out_i, out_j, out_c = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.float64)
-    QK.dense_pair_fill(ptr, factor, np.ascontiguousarray(qscale, dtype=np.float64), offsets, out_i, out_j, out_c)
-    return out_i, out_j, out_c
-
-
 class SoftmaxCrossEntropy(Objective):
     """Base of the softmax losses: subclasses give the round's :class:`_Targets` (``_targets``)."""
 
@@ -57,7 +38,7 @@ class SoftmaxCrossEntropy(Objective):
     needs_group = True
 
     def device_route(self) -> DeviceRoute:
-        from . import _listwise_routes as LR
+        from . import _listwise_route as LR
 
         return DeviceRoute(LR.softmax, LR.softmax_couplings)
 

@@ -11,8 +11,9 @@ from ._arrays import kernel_weights
 from ._noise import RoundCounter
 from .base import DeviceRoute
 from .prepared import Prepared
-from .softmax import SoftmaxCrossEntropy, _Targets, query_weights
-from . import _query_kernels as QK
+from ._query_arrays import query_weights
+from .softmax import SoftmaxCrossEntropy, _Targets
+from . import _listwise_kernels as QK
 
 __all__ = ["XENDCG"]
 
@@ -65,7 +66,7 @@ class XENDCG(SoftmaxCrossEntropy):
     rounds_matter = True  # each round draws new noise
 
     def device_route(self) -> DeviceRoute:
-        from . import _listwise_routes as LR
+        from . import _listwise_route as LR
 
         return DeviceRoute(LR.xendcg, LR.xendcg_couplings)
 

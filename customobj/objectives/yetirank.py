@@ -1,5 +1,5 @@
 """YetiRank (Gulin, Kuralenok, Pavlov 2011; CatBoost's ``loss_function="YetiRank"``): RankNet's pair
-loss on pairs sampled from noisy rankings (kernel: ``_yetirank_kernels.py``)."""
+loss on pairs sampled from noisy rankings (kernel: ``_sampled_pairs_kernels.py``)."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -10,9 +10,9 @@ from .._kernel_status import check_status, checked_value
 from .._validation import check_int, check_pair_budget, check_positive
 from .base import DeviceRoute, Objective
 from ._noise import RoundCounter
-from .softmax import query_weights
+from ._query_arrays import query_weights
 from . import _pairwise_kernels as PK
-from . import _yetirank_kernels as YK
+from . import _sampled_pairs_kernels as YK
 
 #: Logistic pair loss of the pair-list kernels (each pair's theta is its sigma).
 _LOGISTIC = PK.pair_spec(PK.PairKind.LOGISTIC, PK.Theta.CONST, 0.0, 1.0)
@@ -64,7 +64,7 @@ class YetiRank(Objective):
     rounds_matter = True  # each round samples new pairs
 
     def device_route(self) -> DeviceRoute:
-        from . import _listwise_routes as LR
+        from . import _listwise_route as LR
 
         return DeviceRoute(LR.yetirank, LR.yetirank_couplings)
 

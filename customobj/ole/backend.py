@@ -40,13 +40,13 @@ What the grower reads on the host: the sums, the split (a
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional, Protocol
 
 import numpy as np
 
 from .._kernel_status import split_found
 from .common import HIST_COUNT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
-from .context import GrowContext
+from .context import BinnedData, GrowContext
 from .criterion import SplitScore, WSE
 from .fixed_point import grid_step_of, grid_step_of_rows, round_range, round_rows
 from .histogram import build_row_hist_fm
@@ -57,10 +57,7 @@ from .partition import partition_rows
 from .splitting import (FeatureBins, SplitRules, feature_gains, find_best_split, find_best_split_parallel,
                         split_gain)
 
-if TYPE_CHECKING:
-    from .cuda_stats import DeviceStats
-
-__all__ = ["CPUBackend", "NodePairs", "PairCounts", "PARALLEL_SLOTS", "select_features"]
+__all__ = ["CPUBackend", "NodePairs", "PairCounts", "PARALLEL_SLOTS", "TreeBackend", "select_features"]
 
 #: Histogram slots from which the split search runs in parallel: a search over few slots is
 #: cheaper than waking the thread team (see partition.PARALLEL_ROWS).
@@ -70,7 +67,7 @@ PARALLEL_SLOTS = 32768
 def select_features(gains: np.ndarray, feature_mask: np.ndarray, k: int) -> np.ndarray:
     """The ``k`` features of ``feature_mask`` with the largest ``gains`` (ties: lower index first),
     in increasing index order: the features ``criterion="ole_fast"`` searches at a node (on a GPU:
-    :mod:`._cuda_select_kernels`)."""
+    :mod:`.cuda._choice_kernels`)."""
     cand = np.flatnonzero(feature_mask)
     top = cand[np.argsort(-gains[cand], kind="stable")[:k]]
     return np.sort(top)
@@ -115,6 +112,60 @@ class NodePairs(NamedTuple):
                                                                           self.start + n_left + n_right)
 
 
+
+class TreeBackend(Protocol):
+    """The seam between :class:`~customobj.ole.grower.TreeGrower` (and the boosting loop) and the
+    kernels: what :class:`CPUBackend` and the GPU's :class:`~customobj.ole.cuda.backend.CUDABackend`
+    both provide (the module docstring says what each method promises). Histograms, pair buffers and
+    counts may live on the device: the grower passes them back, subtracts histograms and reads a
+    histogram's count at a NaN slot; it reads on the host the sums, the splits and the row order."""
+
+    data: BinnedData
+    n_rows: int
+    gradients_where: Optional[str]
+
+    def device_scores(self, obj: Any, prep: Any, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
+                      pairs_on_host: Optional[str] = None) -> Any: ...
+
+    def device_memory_peak(self) -> Optional[int]: ...
+
+    def device_stats(self) -> Optional[tuple]: ...
+
+    def root_sums(self, order: np.ndarray, grad: Any, hess: Any, pc: Any, n_pairs: int, *,
+                  searched: bool = False) -> Optional[tuple]: ...
+
+    def searched_root_sums(self) -> tuple: ...
+
+    def row_hist(self, order: np.ndarray, start: int, end: int, grad: Any, hess: Any, root: bool = False) -> Any: ...
+
+    def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> Any: ...
+
+    def pair_buffers(self, pairs: tuple, rows: Optional[tuple] = None) -> tuple: ...
+
+    def prune_pairs(self, bufs: tuple) -> tuple: ...
+
+    def plan_leaf_couplings(self, leaves: list, dropped: Any) -> None: ...
+
+    def dropped_couplings(self, order: np.ndarray, ranges: list, dropped: Any,
+                          sources: Optional[list] = None) -> np.ndarray: ...
+
+    def find_splits(self, searches: list) -> list: ...
+
+    def fast_splits(self, searches: list, mask: np.ndarray, k: int) -> list: ...
+
+    def split_gain(self, parent: ChildSums, left: ChildSums, right: ChildSums) -> float: ...
+
+    def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool, *,
+                       children_searched: bool = True) -> int: ...
+
+    def row_order(self, order: np.ndarray) -> Optional[np.ndarray]: ...
+
+    def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> PairCounts: ...
+
+    def child_pair_hists(self, buf: tuple, start: int, end: int, pairs: PairCounts, parent: Any, rows: tuple,
+                         need: tuple) -> tuple: ...
+
+
 class CPUBackend:
     """The numba kernels behind the grower, for one fit (see the module docstring for the contract).
 
@@ -154,15 +205,15 @@ class CPUBackend:
     def device_scores(self, obj, prep, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
                       pairs_on_host: Optional[str] = None):
         """The fit's scores kept on the device (a GPU backend's
-        :class:`~customobj.ole.cuda_scores.DeviceScores`), or None: here they stay on the host."""
+        :class:`~customobj.ole.cuda.scores.DeviceScores`), or None: here they stay on the host."""
         return None
 
     def device_memory_peak(self) -> Optional[int]:
         """Bytes the fit held on the device at its peak: None on the CPU."""
         return None
 
-    def device_stats(self) -> Optional["DeviceStats"]:
-        """What the fit asked of the device (:class:`~customobj.ole.cuda_stats.DeviceStats`): None on the CPU."""
+    def device_stats(self) -> Optional[tuple]:
+        """What the fit asked of the device (:class:`~customobj.ole.cuda.stats.DeviceStats`): None on the CPU."""
         return None
 
     # --- sums and histograms ------------------------------------------------------------------------

@@ -110,7 +110,7 @@ class TreeBooster(BaseEstimator):
     device : {"cpu", "cuda", "cuda:N"}
         Where the trees grow. ``"cuda"`` grows them on the GPU (``"cuda:N"``: CUDA device ``N``;
         histograms, split search, partitions; the gradients too when the objective allows:
-        :mod:`customobj.ole.cuda_backend` says what runs where) and grows the CPU's trees; ``fit``
+        :mod:`customobj.ole.cuda.backend` says what runs where) and grows the CPU's trees; ``fit``
         raises ``GPUUnavailableError`` naming what is missing (package, driver, device), before any
         preparation, or, with the numbers, when the data do not fit the card's free memory.
         Never a silent CPU fallback. Not saved in model files: a model predicts on any machine.
@@ -138,7 +138,7 @@ class TreeBooster(BaseEstimator):
     device_memory_peak_, device_gradients_ : int or None, str or None
         ``device="cuda"``: the peak bytes the fit held on the GPU, and ``"device"`` or ``"host: <why>"``
         for where the gradients were computed; None on the CPU.
-    device_stats_ : customobj.ole.cuda_stats.DeviceStats or None
+    device_stats_ : customobj.ole.cuda.stats.DeviceStats or None
         ``device="cuda"``: the kernel launches, blocking device-to-host reads, device allocations and
         bytes copied each way, per tree (``device_stats_.trees``) and per split
         (``device_stats_.per_split()``); None on the CPU.

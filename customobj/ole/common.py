@@ -54,14 +54,14 @@ RIGHT_H = 9
 RIGHT_N = 10
 RIGHT_C = 11
 SPLIT_SIZE = 12
-# the GPU's split result (:func:`~customobj.ole._cuda_node_kernels.search_nodes`): the record, then the
+# the GPU's split result (:func:`~customobj.ole.cuda._search_kernels.search_nodes`): the record, then the
 # chosen feature's NaN count at ``SPLIT_SIZE``, then a searched root's G, H, C at ``NODE_SUMS``, then
 # (node 0's row) the pair counts of the split whose children these are at ``PAIR_COUNTS``
 NODE_SUMS = SPLIT_SIZE + 1
 PAIR_COUNTS = NODE_SUMS + 3
 RESULT_SIZE = PAIR_COUNTS + 2
 
-# --- a GPU pair partition's record: int64[PART_RECORD] on the card (cuda_partitions.DevicePairCounts) ----
+# --- a GPU pair partition's record: int64[PART_RECORD] on the card (cuda.partitions.DevicePairCounts) ----
 PART_N_LEFT = 0  # pairs with both rows left
 PART_N_RIGHT = 1  # with both rows right
 PART_PLAN = 2  # how the children's pair histograms were made (pairhist.pair_hist_plan), set on the card

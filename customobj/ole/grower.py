@@ -56,7 +56,7 @@ from typing import Deque, List, NamedTuple, Optional
 import numpy as np
 from numba import njit
 
-from .backend import CPUBackend, NodePairs, PairCounts, select_features
+from .backend import NodePairs, PairCounts, TreeBackend, select_features
 from .common import HIST_COUNT, NO_SPLIT, ChildSums, SplitInfo
 from .criterion import OLE, Criterion
 from .joint_leaves import joint_newton_step
@@ -121,11 +121,11 @@ class TreeGrower:
     ``TreeGrower(backend, grad, hess, rows, pairs, feature_mask, params).grow()`` returns a
     :class:`GrownTree` whose ``tree`` is a :class:`~customobj.ole.tree.Tree` (leaf values already
     multiplied by the learning rate). Every kernel runs through ``backend`` (the fit's
-    :class:`~customobj.ole.backend.CPUBackend`). The pair arrays are overwritten (the first of the
+    :class:`~customobj.ole.backend.TreeBackend`). The pair arrays are overwritten (the first of the
     two buffers the pairs ping-pong between, see ``partition_pairs``).
     """
 
-    def __init__(self, backend: CPUBackend, grad: np.ndarray, hess: np.ndarray, rows: np.ndarray,
+    def __init__(self, backend: TreeBackend, grad: np.ndarray, hess: np.ndarray, rows: np.ndarray,
                  pairs: Optional[tuple], feature_mask: np.ndarray, params: GrowParams) -> None:
         p = self.params = params
         self.backend, self.data = backend, backend.data

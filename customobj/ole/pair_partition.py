@@ -1,6 +1,6 @@
 """A tree's pair buffers: the stable three-way pair partition, the compaction of a round's pairs and
-the couplings of a pair range, on the CPU (the GPU twins: :mod:`._cuda_partition_kernels`,
-:mod:`._cuda_reduce_kernels`).
+the couplings of a pair range, on the CPU (the GPU twins: :mod:`.cuda._partitions_kernels`,
+:mod:`.cuda._reduce_kernels`).
 
 A node's pairs are a contiguous range of one of two pair buffers; a split copies them, partitioned
 [both rows left | both rows right | split], into the same range of the other buffer (the pairs of
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..objectives._query_kernels import range_sum
+from ..objectives._listwise_kernels import range_sum
 
 __all__ = ["compact_pairs", "partition_pairs", "sum_couplings"]
 

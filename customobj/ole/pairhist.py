@@ -38,7 +38,7 @@ per feature in parallel, in block order.
 Precision (``PairScratch(dtype=...)``). The grower passes couplings pre-rounded to a power-of-two
 grid (:mod:`.fixed_point`) and float64 accumulators (every OLE criterion): every sum is then exact,
 so the histogram is the same in any order, for any block or group count, and on the GPU
-(:mod:`._cuda_hist_kernels`). The kernel also takes float32 chunk accumulators (the former
+(:mod:`.cuda._histograms_kernels`). The kernel also takes float32 chunk accumulators (the former
 ``criterion="ole"``; kept for measurement): each chunk's sums are flushed into a float64
 histogram, and the coupling-sum channel R is float64 throughout. A float32 row sum of ``m`` couplings ``c >= 0`` is within ``(m + 1) u`` of its exact
 value, ``u = 2**-24``, relative to the sum (``m`` is at most the row's pairs in one chunk, a few
@@ -55,7 +55,7 @@ gains) are the histogram's exact sums, which the grower takes from the split (:m
 A split's children's histograms (:func:`pair_hist_plan`): each child that is split later from its
 own pairs, or the smaller child's and the split pairs' with the larger's as ``parent - smaller -
 split pairs``, whichever pass costs less (:func:`pass_cost`); the GPU makes the same choice on the
-card from the pair counts the partition left there (:mod:`._cuda_hist_kernels`).
+card from the pair counts the partition left there (:mod:`.cuda._histograms_kernels`).
 
 Pairs live per node in a contiguous range of one of two pair buffers and are partitioned with the
 rows into the other buffer (:mod:`.pair_partition`); pairs split across the two children leave the

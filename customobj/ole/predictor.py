@@ -151,7 +151,7 @@ def staged_raw(X: np.ndarray, packed: PackedTrees, tree_col: np.ndarray, n_cols:
 def child_of_bin(node, b, nan_bin, tbin, default_left, left, right):
     """The child of ``node`` that a row with bin ``b`` of its feature goes to (``nan_bin``: the NaN
     bin, sent to the default side); a leaf ``l`` as ``~l`` (negative). The GPU score update
-    (``_cuda_score_kernels``) walks trees with it too."""
+    (``cuda._scores_kernels``) walks trees with it too."""
     go_left = default_left[node] if b == nan_bin else b <= tbin[node]
     return left[node] if go_left else right[node]
 

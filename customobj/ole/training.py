@@ -13,7 +13,7 @@ import numpy as np
 
 from .._cuda_runtime import is_device_array, on_device, require_gpu
 from .._device import Device
-from .backend import CPUBackend
+from .backend import CPUBackend, TreeBackend
 from .context import BinnedData, GrowContext
 from .criterion import criterion_for
 from .evaluation import EarlyStopping, Progress, update_evals
@@ -64,12 +64,12 @@ def grow_params(p: dict) -> GrowParams:
                       joint_leaves=p["leaf_solver"] == "joint", learning_rate=p["learning_rate"])
 
 
-def make_backend(ctx: GrowContext, params: GrowParams, device: Device) -> CPUBackend:
-    """The fit's backend on ``device``: the CPU kernels, or the GPU's (:mod:`.cuda_backend`, imported
+def make_backend(ctx: GrowContext, params: GrowParams, device: Device) -> TreeBackend:
+    """The fit's backend on ``device``: the CPU kernels, or the GPU's (:mod:`.cuda.backend`, imported
     only then; it raises ``GPUUnavailableError`` without a usable GPU)."""
     if not device.is_cuda:
         return CPUBackend(ctx, params)
-    from .cuda_backend import CUDABackend
+    from .cuda.backend import CUDABackend
     return CUDABackend(ctx, params)
 
 
@@ -110,7 +110,7 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
     backend = make_backend(ctx, params, p["device"])  # every tree's kernels, one object per fit
     rng = np.random.default_rng(p["random_state"])
     need_pairs = obj.pairwise and (params.criterion.uses_pairs or params.joint_leaves)
-    # device="cuda": scores, gradients (and pairs) on the device when the objective's kernels allow (cuda_scores)
+    # device="cuda": scores, gradients (and pairs) on the device when the objective's kernels allow (cuda.scores)
     on_device = backend.device_scores(obj, prep, scores, need_pairs, p["line_search"],
                                       pairs_on_host=pairs_on_host(params.joint_leaves))
     progress = Progress(p["n_estimators"], p["verbose"])
@@ -185,7 +185,7 @@ def round_gradients(obj: "Objective", prep: "Prepared", scores: np.ndarray, ctx:
     return RoundGradients(grad, hess, ctx.pairs.load(couplings, in_bag))
 
 
-def grow_round(backend: CPUBackend, gradients: RoundGradients, sample: RoundSample, params: GrowParams,
+def grow_round(backend: TreeBackend, gradients: RoundGradients, sample: RoundSample, params: GrowParams,
                n_outputs: int) -> List[GrownTree]:
     """One tree per output column (McRank: per grade), in column order."""
     grad, hess, pairs = gradients

@@ -1,0 +1,256 @@
+"""Multi-label learning to rank (issue 41): a study of the trade-offs on MQ2008, and the cost of a round.
+
+``study``: MQ2008, every fold; the second label is a feature (``--feature``, default 41, PageRank),
+graded per query into 0..4 (``round(4 (v - min) / (max - min))`` within each query) and removed from
+the features (``load_letor(label_features=[...])``). LightGBM trains ``MultiObjective([LambdaRank(),
+LambdaRank()], labels=[None, second])`` on the training split with the same trees for every model:
+
+- linear scalarisation on an 11-point grid of weights ``(1 - w, w)``, w = 0, 0.1, ..., 1;
+- EPO on the preference rays ``(1 - w, w)`` of ``--rays`` (a subset of the grid), beside the
+  grid's linear model of the same vector: the paper's maximum weighted loss ``max_k r_k l_k``
+  with ``l_k = 1 - NDCG@10`` of label k on the test split (lower: closer to the ray), and with
+  ``l_k`` the test costs (mean LambdaRank loss per query: what EPO balances in training);
+- epsilon-constraint with a bound on the second label's training cost taken from the linear model
+  at ``--bound-weights`` (so the bound is met by some model): on the test split, the bound is met
+  when its NDCG@10 on label 2 is at least that linear model's minus 0.01; its NDCG@10 on label 1 is
+  compared with the best grid model that meets the same NDCG bound on the test split; once per
+  augmented-Lagrangian ``--penalties``.
+
+Prints per fold and the mean with a 95% t-interval over the folds.
+
+    nice -n 10 python benchmarks/multi_objective.py study [--data ../shared/data/mq2008] [--rounds 100]
+        [--folds 1,2,3,4,5] [--feature 41] [--rays 0.2,0.4,0.5,0.6,0.8] [--bound-weights 0.3,0.7]
+        [--penalties 1,10] [--plot docs/img/multi_objective_front.png]
+
+``rounds``: the cost of one round of ``MultiObjective`` with m = 2 and 4 LambdaRank labels against m
+rounds of one LambdaRank, through each library's callable (LightGBM and XGBoost), timed interleaved
+(single, multi, single, multi, ...); prints the median ratio ``multi / (m * single)`` per method and
+library (the target: at most 1.1). A timing: run it on an idle machine only.
+
+    python benchmarks/multi_objective.py rounds [--data ../shared/data/mq2008/Fold1] [--repeats 30]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import numpy as np  # noqa: E402
+
+from customobj import adapters  # noqa: E402  (before lightgbm / xgboost: OpenMP wait policy)
+from customobj import LambdaRank  # noqa: E402
+from customobj.data import load_letor  # noqa: E402
+from customobj.metrics import ndcg  # noqa: E402
+from customobj.multi import MultiObjective  # noqa: E402
+
+import lightgbm as lgb  # noqa: E402
+
+LGB = dict(learning_rate=0.1, num_leaves=31, min_data_in_leaf=20, deterministic=True, num_threads=2, verbose=-1,
+           force_row_wise=True)
+GRID = np.round(np.linspace(0, 1, 11), 1)
+
+
+def grade_per_query(values: np.ndarray, group: np.ndarray, grades: int = 4) -> np.ndarray:
+    """Each query's values scaled to [0, 1] within the query and rounded to ``0..grades``."""
+    out = np.zeros(values.size)
+    start = 0
+    for size in group:
+        v = values[start:start + size]
+        span = v.max() - v.min()
+        if span > 0:
+            out[start:start + size] = np.round(grades * (v - v.min()) / span)
+        start += size
+    return out
+
+
+def load_split(path, feature):
+    d = load_letor(path, label_features=[feature])
+    return d.X, d.y, grade_per_query(d.extra_labels[:, 0], d.group), d.group
+
+
+def train(obj, split, rounds):
+    X, y, _, group = split
+    f = adapters.lightgbm_objective(obj)
+    ds = lgb.Dataset(X, y, group=group)
+    booster = lgb.train(dict(LGB, objective=f), ds, rounds)
+    return booster, f.fitted_attributes(ds)
+
+
+def score(booster, split):
+    """Test NDCG@10 of both labels and their costs (mean LambdaRank loss per query, what the methods weigh)."""
+    X, y, y2, group = split
+    s = booster.predict(X)
+    costs = [LambdaRank().loss(s, lab, group) / len(group) for lab in (y, y2)]
+    return ndcg(s, y, group, 10), ndcg(s, y2, group, 10), *costs
+
+
+def model(split, method, rounds, **kw):  # noqa: ARG001
+    _, _, y2, _ = split
+    return MultiObjective([LambdaRank(), LambdaRank()], labels=[None, y2], method=method, **kw)
+
+
+def interval(values):
+    """Mean and the half-width of a 95% t-interval over the folds."""
+    from scipy import stats
+
+    v = np.asarray(values, dtype=float)
+    if v.size < 2:
+        return float(v.mean()), float("nan")
+    return float(v.mean()), float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
+
+
+def study_fold(root, fold, args):
+    train_split = load_split(os.path.join(root, f"Fold{fold}", "train.txt.gz"), args.feature)
+    test_split = load_split(os.path.join(root, f"Fold{fold}", "test.txt.gz"), args.feature)
+    grid = {}
+    for w in GRID:
+        booster, _ = train(model(train_split, "linear", args.rounds, preference=[1 - w, w]), train_split, args.rounds)
+        # the training cost of label 2 (mean LambdaRank loss per query) at the end: the bounds' values
+        s = booster.predict(train_split[0])
+        c2 = LambdaRank().loss(s, train_split[2], train_split[3]) / len(train_split[3])
+        grid[w] = (*score(booster, test_split), c2)
+    mwl: dict = {"ls": [], "epo": [], "ls_cost": [], "epo_cost": []}
+    epo_points = {}
+    for w in args.rays:
+        r = np.array([1 - w, w])
+        booster, _ = train(model(train_split, "epo", args.rounds, preference=r), train_split, args.rounds)
+        epo_points[w] = score(booster, test_split)
+        for name, (n1, n2, l1, l2, *_) in (("epo", epo_points[w]), ("ls", grid[w])):
+            mwl[name].append(max(r[0] * (1 - n1), r[1] * (1 - n2)))  # the paper's loss: 1 - NDCG@10
+            mwl[name + "_cost"].append(max(r[0] * l1, r[1] * l2))  # the costs EPO balances
+    ec = []
+    for w in args.bound_weights:
+        g1, g2, _, _, c2 = grid[w]
+        for penalty in args.penalties:
+            booster, fitted = train(model(train_split, "epsilon_constraint", args.rounds, bounds=[c2], penalty=penalty),
+                                    train_split, args.rounds)
+            n1, n2, *_ = score(booster, test_split)
+            feasible = [v[0] for v in grid.values() if v[1] >= g2 - 0.01]
+            ec.append(dict(bound_weight=w, penalty=penalty, ndcg2_target=g2, ec_ndcg1=n1, ec_ndcg2=n2,
+                           met=n2 >= g2 - 0.01, best_ls_ndcg1=max(feasible),
+                           train_cost2=float(fitted["label_costs_"][-1, 1]), bound=c2))
+    return dict(grid=grid, ec=ec, epo=epo_points, **{f"mwl_{k}": float(np.mean(v)) for k, v in mwl.items()})
+
+
+def plot_front(results, args, path):
+    """The fold means of each model's test NDCG@10 on both labels: the linear grid (a line, its weights
+    written), EPO per ray, the epsilon-constraint models; written atomically to ``path``."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from customobj._io import atomic_write_bytes
+
+    def mean(points):
+        return np.mean([p[0] for p in points]), np.mean([p[1] for p in points])
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.6))
+    ls = [mean([r["grid"][w] for r in results]) for w in GRID]
+    ax.plot([p[0] for p in ls], [p[1] for p in ls], "o-", color="0.5", label="linear scalarisation (w on label 2)")
+    for w, p in zip(GRID, ls):
+        ax.annotate(f"{w:g}", p, textcoords="offset points", xytext=(4, 2), fontsize=7, color="0.4")
+    epo = [mean([r["epo"][w] for r in results]) for w in args.rays]
+    ax.plot([p[0] for p in epo], [p[1] for p in epo], "s", color="C0", label="EPO (one per preference ray)")
+    for i, e0 in enumerate(results[0]["ec"]):
+        p = mean([(r["ec"][i]["ec_ndcg1"], r["ec"][i]["ec_ndcg2"]) for r in results])
+        target = np.mean([r["ec"][i]["ndcg2_target"] for r in results])
+        ax.plot(*p, "^", color=f"C{1 + i}", label=f"eps-constraint, bound from w={e0['bound_weight']:g}, "
+                f"penalty {e0['penalty']:g}")
+        ax.axhline(target - 0.01, color=f"C{1 + i}", lw=0.8, ls=":")
+    ax.set_xlabel("NDCG@10, label 1 (relevance), test folds' mean")
+    ax.set_ylabel("NDCG@10, label 2 (graded feature), test folds' mean")
+    ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def study(args):
+    results = []
+    for fold in args.folds:
+        r = study_fold(args.data, fold, args)
+        results.append(r)
+        print(f"Fold{fold}: mean max weighted loss (1 - NDCG@10) linear {r['mwl_ls']:.4f}  epo {r['mwl_epo']:.4f}; "
+              f"(test costs) linear {r['mwl_ls_cost']:.4f}  epo {r['mwl_epo_cost']:.4f}", flush=True)
+        for e in r["ec"]:
+            print(f"  eps-constraint (bound from w={e['bound_weight']}, penalty {e['penalty']}): NDCG@10 label2 {e['ec_ndcg2']:.4f} "
+                  f"(target {e['ndcg2_target']:.4f}, met {e['met']}), label1 {e['ec_ndcg1']:.4f} vs best "
+                  f"feasible linear {e['best_ls_ndcg1']:.4f}; train cost2 {e['train_cost2']:.4f} "
+                  f"(bound {e['bound']:.4f})", flush=True)
+    for suffix, what in (("", "1 - NDCG@10"), ("_cost", "test costs")):
+        ls, ci_ls = interval([r["mwl_ls" + suffix] for r in results])
+        epo, ci_epo = interval([r["mwl_epo" + suffix] for r in results])
+        diff, ci_diff = interval([r["mwl_epo" + suffix] - r["mwl_ls" + suffix] for r in results])
+        print(f"mean max weighted loss ({what}) over {len(results)} folds: linear {ls:.4f} +- {ci_ls:.4f}, epo "
+              f"{epo:.4f} +- {ci_epo:.4f}, epo - linear {diff:+.4f} +- {ci_diff:.4f} (95% t-interval)")
+    for i, e0 in enumerate(results[0]["ec"]):
+        met = sum(r["ec"][i]["met"] for r in results)
+        d, ci = interval([r["ec"][i]["ec_ndcg1"] - r["ec"][i]["best_ls_ndcg1"] for r in results])
+        print(f"eps-constraint, bound from w={e0['bound_weight']}, penalty {e0['penalty']}: met on {met}/{len(results)} "
+              f"test folds; label-1 NDCG@10 minus the best feasible linear model's {d:+.4f} +- {ci:.4f}")
+    if args.plot:
+        plot_front(results, args, args.plot)
+
+
+def time_rounds(args):
+    import xgboost as xgb
+
+    X, y, _, group = load_split(os.path.join(args.data, "train.txt.gz"), 41)
+    rng = np.random.default_rng(0)
+    cols = [grade_per_query(rng.permutation(y), group) for _ in range(3)]
+    scores = rng.normal(size=y.size)
+    ds = lgb.Dataset(X, y, group=group).construct()
+    dm = xgb.DMatrix(X, y, group=group)
+    for m in (2, 4):
+        for method, kw in (("linear", {}), ("epo", {})):
+            multi = MultiObjective([LambdaRank()] * m, labels=[None, *cols[:m - 1]], method=method, **kw)
+            for lib, data, make in (("lightgbm", ds, adapters.lightgbm_objective),
+                                    ("xgboost", dm, adapters.xgboost_objective)):
+                single_f, multi_f = make(LambdaRank()), make(multi)
+                single_f(scores, data), multi_f(scores, data)  # prepare and compile outside the timing
+                ratios = []
+                for _ in range(args.repeats):  # interleaved: single, multi, single, multi, ...
+                    t0 = time.perf_counter()
+                    single_f(scores, data)
+                    t1 = time.perf_counter()
+                    multi_f(scores, data)
+                    t2 = time.perf_counter()
+                    ratios.append((t2 - t1) / (m * (t1 - t0)))
+                q = np.percentile(ratios, [25, 50, 75])
+                print(f"m={m} {method:7s} {lib:8s}: round / (m x single round) median {q[1]:.3f} "
+                      f"(quartiles {q[0]:.3f}-{q[2]:.3f}, {args.repeats} interleaved pairs)", flush=True)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("study")
+    s.add_argument("--data", default="../shared/data/mq2008")
+    s.add_argument("--rounds", type=int, default=100)
+    s.add_argument("--folds", type=lambda t: [int(v) for v in t.split(",")], default=[1, 2, 3, 4, 5])
+    s.add_argument("--feature", type=int, default=41)
+    s.add_argument("--rays", type=lambda t: [float(v) for v in t.split(",")], default=[0.2, 0.4, 0.5, 0.6, 0.8])
+    s.add_argument("--bound-weights", type=lambda t: [float(v) for v in t.split(",")], default=[0.3, 0.7])
+    s.add_argument("--penalties", type=lambda t: [float(v) for v in t.split(",")], default=[1.0, 10.0])
+    s.add_argument("--plot", default=None, metavar="PNG", help="write the front (fold means) to this PNG, atomically")
+    r = sub.add_parser("rounds")
+    r.add_argument("--data", default="../shared/data/mq2008/Fold1")
+    r.add_argument("--repeats", type=int, default=30)
+    args = p.parse_args(argv)
+    for v in getattr(args, "rays", []) + getattr(args, "bound_weights", []):
+        if v not in GRID:
+            p.error(f"--rays and --bound-weights must be points of the grid {GRID.tolist()}, got {v}")
+    study(args) if args.command == "study" else time_rounds(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""``Unbiased``'s GPU route (``Unbiased.device_route()``): the wrapped loss's pairs and raw terms
+on the device, debiased there, eq. 30-31's per-position sums reduced there
+(kernels: ``_unbiased_cuda``).
+
+Per round, for each pairwise leaf of the wrapped loss (as ``Unbiased._run`` on the CPU):
+
+- LambdaRank: its own GPU pass (``objectives._lambdarank_route.lambdarank_debiased_terms``) on the
+  unweighted data gives its pairs by query and their terms, the propensities passed into its pair
+  function, as the CPU's ``LambdaRank.debiased_pair_terms`` does.
+- a pair loss (RankNet, RankSVM, MPBoost, QBRank, PreferencePairs): its ``listed_pairs`` (label
+  only: uploaded once, with their order by query), ``loss_terms_pairs`` for the debiased terms.
+
+then ``debias_queries`` adds the debiased terms and writes each query's partial sums. Pointwise
+parts of a sum (and QBRank's labelled rows) run their own GPU route into scratch, added times their
+factor. Only the propensities (``n_positions`` each) go up and the ``2 n_positions`` sums come back;
+the host updates the propensities with the CPU's ``update_propensities`` (pooled over distributed
+workers as on the CPU: ``Unbiased._finish_estimate``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..objectives import _launch as R
+from ..objectives._lambdarank_route import lambdarank_debiased_terms
+from ..objectives._pairwise_route import check_spec
+from ..objectives._pointwise_terms import RowKind
+from ..objectives.base import PairSource
+from . import _unbiased_kernels as CK
+from ._pairs import leaf_parts
+
+__all__ = ["grad_hess"]
+
+
+def _padded(a: np.ndarray, dtype: type) -> np.ndarray:
+    """``a`` as ``dtype``, or a length-1 stand-in the kernels never read when it is empty (no empty uploads)."""
+    a = np.ascontiguousarray(a, dtype=dtype)
+    return a if a.size else np.zeros(1, dtype=dtype)
+
+
+def _terms(cuda: Any, m: int) -> CK.DebiasedTerms:
+    return CK.DebiasedTerms(*(cuda.device_array(max(m, 1), np.float64) for _ in range(4)))
+
+
+def _own_pass(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props: CK.Propensities,
+              swapped: bool) -> tuple:
+    """``(QueryPairs, DebiasedTerms, PairWeights, norm, pairs)`` of an ``OWN_PASS`` leaf (LambdaRank): its own pass
+    on the unweighted data with the propensities passed into its pair function (the CPU's
+    ``LambdaRank.debiased_pair_terms``)."""
+    from ..objectives import devices
+    from . import _unbiased_cuda as CU
+
+    cuda = data.cuda
+    unweighted = state.unweighted
+    du = devices.device_data(unweighted, cuda)
+    unweighted.state_for(part)
+
+    def buffer(m: int) -> tuple:
+        return (cuda.device_array(m, np.int64), cuda.device_array(m, np.int64), cuda.device_array(m, np.float64))
+
+    i, j, h, t = lambdarank_debiased_terms(part, s, unweighted, du, props.pos, props.tplus, props.tminus, swapped,
+                                             buffer)
+    qp = CU.QueryPairs(i, j, du.ptr, False, R.segments(du, du.n_queries)[1])  # pairs by query: no permutation
+    terms = CK.DebiasedTerms(t.lam, h, t.cost, t.est)
+    inp = part.pass_inputs(s, prep)  # the row weights its own pass takes (a convention's, or the data's), its norm
+    w = data.arrays((obj, part, "unbiased_weights"), lambda: (_padded(inp.weights, np.float64),))[0]
+    return qp, terms, CK.PairWeights(w, bool(inp.use_weights), w, False), bool(inp.norm), int(i.shape[0])
+
+
+def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props: CK.Propensities,
+            swapped: bool) -> tuple:
+    """``(QueryPairs, DebiasedTerms, PairWeights, norm, pairs)`` of a pair loss: its listed pairs, by query once per data set."""
+    from . import _unbiased_cuda as CU
+
+    lp = part.listed_pairs(prep)
+
+    def build() -> tuple:
+        if lp is None:  # a QBRank without pairs
+            return tuple(np.zeros(1, dtype=t) for t in (np.int64, np.int64, np.float64, np.float64, np.int64)) + (
+                np.zeros(data.n_queries + 1, dtype=np.int64),)
+        qi, qj = state.row_query[lp.pi], state.row_query[lp.pj]
+        if np.any(qi != qj):
+            raise NotImplementedError(
+                f"Unbiased({part!r}) on the GPU: some of its pairs join rows of two queries, so one thread per "
+                "query cannot own its rows' gradients; pass host (numpy) scores to run it on the CPU")
+        perm = np.argsort(qi, kind="stable")
+        qptr = np.searchsorted(qi[perm], np.arange(data.n_queries + 1), side="left")
+        return (_padded(lp.pi, np.int64), _padded(lp.pj, np.int64), _padded(lp.theta, np.float64),
+                _padded(lp.pair_w, np.float64), _padded(perm, np.int64), qptr.astype(np.int64))
+
+    pi, pj, theta, pair_w, perm, qptr = data.arrays((obj, part, "unbiased_pairs"), build)
+    m = 0 if lp is None else int(lp.pi.size)
+    terms = _terms(data.cuda, m)
+    if m:
+        check_spec(lp.spec)
+        R.launch(CU.loss_terms_pairs, m, s, pi, pj, theta, int(lp.spec.kind), float(lp.spec.scale), swapped, props,
+                 terms)
+    use_pw = lp is not None and bool(lp.use_pw)
+    weights = CK.PairWeights(data.weights, data.use_weights, pair_w, use_pw)
+    return CU.QueryPairs(pi, pj, perm, True, qptr), terms, weights, False, m
+
+
+def _add_part(key: Any, route: Any, part: Any, scale: float, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """``out += scale * (part's route into scratch)``: an undebiased part, as the CPU adds it."""
+    from ..objectives import _pointwise_cuda as CW
+
+    cg = data.scratch(("unbiased_part_grad", key), g.shape, np.float64)
+    ch = data.scratch(("unbiased_part_hess", key), h.shape, np.float64)
+    R.zero(cg, ch)
+    route(part, s, prep, data, cg, ch)
+    for dst, src in ((g, cg), (h, ch)):
+        R.launch(CW.add_scaled, dst.size, R.flat(dst), R.flat(src), scale)
+
+
+def _labelled_rows(part: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """QBRank's squared error on its labelled rows (``_pairs.pair_terms_of``: undebiased)."""
+    from ..objectives import _pointwise_cuda as CW
+
+    lab_w = part.squared_error_weight(prep)
+    w = data.array((part, "unbiased_labeled_weight"), lambda: lab_w)
+    R.launch(CW.pointwise_rows, data.n_rows, int(RowKind.SQUARED_ERROR), s, data.labels, w, True, 0.0, g, h)
+
+
+def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """One round of ``obj`` (an ``Unbiased``) at device scores ``s`` into the device outputs (``base.DeviceRoute``)."""
+    from . import _unbiased_cuda as CU
+
+    state = prep.state_for(obj)
+    estimate = obj._start_estimate(prep, state)
+    cuda = data.cuda
+    k, nq = state.tplus.size, data.n_queries
+    pos = data.array((obj, "unbiased_position"), lambda: state.position)
+    props = CK.Propensities(pos, cuda.to_device(state.tplus), cuda.to_device(state.tminus))  # 2k floats up
+    sums = data.scratch(("unbiased_sums", obj), (2, k), np.float64)
+    R.zero(sums)
+    for n, (part, scale) in enumerate(leaf_parts(obj.objective)):
+        prep.state_for(part)
+        if not part.pairwise:
+            _add_part((obj, n), part.device_route().grad_hess, part, scale, s, prep, data, g, h)
+            continue
+        if part.squared_error_weight(prep) is not None:
+            _add_part((obj, n), _labelled_rows, part, scale, s, prep, data, g, h)
+        pairs_of = _own_pass if part.pair_source() == PairSource.OWN_PASS else _listed  # leaf_parts: OWN_PASS or LISTED
+        qp, terms, weights, norm, m = pairs_of(obj, part, s, prep, data, state, props, obj._swapped)
+        size = max(m, 1)
+        out = CU.Outputs(g, h, cuda.device_array(size, np.float64), cuda.device_array((2, size), np.float64),
+                         cuda.device_array((2, size), np.int64))
+        R.launch(CU.debias_queries, nq, qp, terms, weights, props, float(scale), norm or obj.query_norm, estimate, out)
+        if estimate:
+            R.launch(CU.position_sums, 2 * k, out.terms, out.at, m, sums)
+    if estimate:
+        li, lj = sums.copy_to_host()  # 2k floats down
+        obj._finish_estimate(prep, state, li.copy(), lj.copy())

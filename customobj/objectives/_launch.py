@@ -1,0 +1,80 @@
+"""What every GPU route of the objectives shares: launches of ``THREADS`` per block, zeroed device
+outputs, and pair buffers sized on the card (each segment's pairs counted, scanned, only the total
+read back).
+
+A GPU route is a pair of plain functions (``base.DeviceRoute``) that ``Objective.device_route()``
+returns, one module per family (``_<family>_route.py``: ``_pointwise_route``, ``_pairwise_route``,
+``_lambdarank_route``, ``_structured_route``, ``_listwise_route``, ``_composite_route``):
+``grad_hess(obj, scores, prep, data, out_grad, out_hess)`` adds the objective's gradients at float64
+device ``scores`` into the device outputs, and ``couplings(obj, scores, prep, data, pair_buffer)``
+writes its pair couplings ``(i, j, c)`` after the gradient launches (``_couplings_route``). ``data``
+is the prepared data's ``devices.DeviceData`` (device copies uploaded once per data set). A route
+reads the objective only through its public methods (``pair_spec``, ``listed_pairs``,
+``pass_inputs``, ``parts``) and its label-only state (``prep.state_for``), so every loss of a family
+shares it, and a subclass of a loss inherits its parent's route with ``device_route``. No route
+imports an objective class.
+
+Kernel modules (``_<family>_cuda``, which need numba.cuda) are imported inside the routes: the CPU
+path never loads them.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .._cuda_runtime import THREADS, blocks
+
+#: ``m -> (i, j, c)``: device arrays of length ``m`` the pairs are written to.
+PairBuffer = Callable[[int], tuple]
+#: Listed pairs per thread of the list kernels (their result does not depend on it: stable, in order).
+LIST_CHUNK = 1024
+
+
+def launch(kernel: Any, n: int, *args: Any) -> None:
+    """``kernel`` over ``n`` work items (threads), :data:`THREADS` per block."""
+    kernel[blocks(n), THREADS](*args)
+
+
+def flat(a: Any) -> Any:
+    return a.reshape(a.size) if a.ndim != 1 else a
+
+
+def zero(*arrays: Any) -> None:
+    from . import _pointwise_cuda as CW
+
+    for a in arrays:
+        launch(CW.fill, a.size, flat(a), 0.0)
+
+
+def query_pairs(data: Any, pair_buffer: PairBuffer, count: Any, fill: Any, *args: Any) -> tuple:
+    """The pairs a per-query ``count`` / ``fill`` kernel pair writes (one thread per query, ``args``
+    then the counts / the offsets and buffers), in query order."""
+    nq = data.n_queries
+    offsets, out = sized(segments(data, nq), pair_buffer, count, nq, *args)
+    if out[0].shape[0] > 0:
+        launch(fill, nq, *args, offsets, *out)
+    return out
+
+
+def sized(scratch: tuple, pair_buffer: PairBuffer, count: Any, n_seg: int, *args: Any) -> tuple:
+    """``(offsets, pair buffers)``: ``count`` (one thread per segment, ``args`` then the counts) gives
+    each segment's pairs, one thread scans them into offsets; only the total comes back, to size the
+    buffers. ``scratch``: the ``(counts, offsets)`` arrays, ``n_seg`` (at least 1) and ``n_seg + 1``."""
+    from . import _lambdarank_cuda as CL
+
+    counts, offsets = scratch
+    launch(count, n_seg, *args, counts)
+    CL.scan_pairs[1, 1](counts, n_seg, offsets)
+    return offsets, pair_buffer(int(offsets[n_seg:n_seg + 1].copy_to_host()[0]))
+
+
+def chunks(m: int, chunk: int) -> int:
+    """Chunks of ``chunk`` pairs covering ``m`` pairs."""
+    return (m + chunk - 1) // chunk
+
+
+def segments(data: Any, n_seg: int) -> tuple:
+    """The ``(counts, offsets)`` scratch of ``n_seg`` segments, reused every round (a fixed count per fit)."""
+    return (data.scratch("pair_counts", (max(n_seg, 1),), np.int64),
+            data.scratch("pair_offsets", (n_seg + 1,), np.int64))

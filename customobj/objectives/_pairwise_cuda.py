@@ -1,0 +1,214 @@
+"""numba.cuda kernels of the pairwise losses: the GPU drivers of ``_pairwise_kernels`` (RankNet,
+RankSVM, MPBoost with every DDF, QBRank, PreferencePairs), calling the CPU's own pair math
+(``_pairwise_terms``, through ``device_function``). Data and pair lists travel as records
+(:class:`LabelRows`, :class:`PairList`), the loss as its ``PairSpec``.
+
+One thread per row, no atomics. A row sums its own pair terms in the order the CPU kernels add
+them into that row, so a row's sum equals the CPU's bit for bit where ``exp`` / ``log`` agree:
+
+- label pairs (``label_pairs_rows``): the rows of the query sorted by label (``order``, built once
+  per data set by ``label_order_kernel``). The CPU walks upper positions ``a`` and adds ``-pw g``
+  into each lower row, then the upper row's own sum: a row first subtracts its pairs with the
+  rows of higher labels (positions ``ptr[q]:block[t]``, in order), then adds its pairs with the
+  rows of lower labels (positions ``lower[t]:ptr[q + 1]``).
+- explicit pairs (``pair_list_rows``): pairs may share rows across queries, so each row reads
+  its own pairs from an incidence list (``inc_ptr``, ``inc_pair``, ``inc_sign``; pairs in list
+  order, built once per data set by ``_pairwise_route``) instead of adding atomically.
+
+The listed pairs' couplings (driven by ``_pairwise_route.listed_couplings``: the label pair list of
+``_pair_sets.LabelPairs.pair_list``, QBRank's label and explicit pairs, PreferencePairs' pairs), one
+thread per fixed chunk of the list (pairs of several queries may share a row, and a chunk balances
+the work): ``count_kept_pairs`` then ``fill_kept_pairs`` keep the pairs of coupling > 0, in list
+order, as the CPU booster's ``compact_pairs`` does; the offsets come from
+``_lambdarank_cuda.scan_pairs``. With bagging, ``count_in_bag`` / ``place_in_bag`` keep the pairs of
+coupling > 0 with both rows in the bag, in order (``compact_pairs`` with a bag).
+"""
+from typing import Any, NamedTuple
+
+from .._cuda_runtime import cuda_module, device_function
+from . import _pairwise_terms as T
+
+cuda = cuda_module()
+
+# The pair math is the CPU's (``_pairwise_terms``), compiled for the GPU: NaN for an unknown code, which
+# the routes (``_pairwise_route.check_spec``) refuse before any launch.
+_theta = device_function(T.pair_theta)
+_grad = device_function(T.pair_grad)
+_pair_weight = device_function(T.pair_weight)
+
+
+class LabelRows(NamedTuple):
+    """What ``label_pairs_rows`` reads of the data: the rows sorted by label per query (``order``,
+    ``lower``: ``_pair_sets.LabelPairs``), each row's position in that order and the first position
+    of its label block, and the row weights."""
+
+    labels: Any
+    ptr: Any
+    qid: Any
+    order: Any
+    lower: Any
+    lpos: Any
+    block: Any
+    weights: Any
+    use_w: bool
+
+
+class PairList(NamedTuple):
+    """A list of pairs ``(pi[k], pj[k])`` with ``theta[k]``, per-pair weights (read when ``use_pw``)
+    and the row weights (read when ``use_w``)."""
+
+    pi: Any
+    pj: Any
+    theta: Any
+    pair_w: Any
+    use_pw: bool
+    weights: Any
+    use_w: bool
+
+
+@cuda.jit(cache=True)
+def label_pairs_rows(scores, d, spec, out_grad, out_hess):
+    """One thread per row: the row's label pairs (``d``: :class:`LabelRows`, ``spec``: a ``PairSpec``)."""
+    i = cuda.grid(1)
+    if i >= scores.shape[0]:
+        return
+    q = d.qid[i]
+    t = d.lpos[i]
+    yi = d.labels[i]
+    si = scores[i]
+    acc_g = 0.0
+    acc_h = 0.0
+    for a in range(d.ptr[q], d.block[t]):  # rows with higher labels: this row is their lower row
+        j = d.order[a]
+        theta = _theta(spec.theta_mode, d.labels[j], yi, spec.p)
+        g, c = _grad(spec.kind, scores[j] - si, theta)
+        pw = spec.scale
+        if d.use_w:
+            pw *= _pair_weight(d.weights[j], d.weights[i])
+        acc_g -= pw * g
+        acc_h += spec.hmul * pw * c
+    gi = 0.0
+    hi_acc = 0.0
+    for b in range(d.lower[t], d.ptr[q + 1]):  # rows with lower labels
+        j = d.order[b]
+        theta = _theta(spec.theta_mode, yi, d.labels[j], spec.p)
+        g, c = _grad(spec.kind, si - scores[j], theta)
+        pw = spec.scale
+        if d.use_w:
+            pw *= _pair_weight(d.weights[i], d.weights[j])
+        gi += pw * g
+        hi_acc += spec.hmul * pw * c
+    out_grad[i] += acc_g + gi
+    out_hess[i] += acc_h + hi_acc
+
+
+@cuda.jit(cache=True)
+def pair_list_rows(scores, pl, inc_ptr, inc_pair, inc_sign, spec, out_grad, out_hess):
+    """One thread per row: the listed pairs ``pl`` (a :class:`PairList`) the row is in, in list order."""
+    r = cuda.grid(1)
+    if r >= scores.shape[0]:
+        return
+    acc_g = 0.0
+    acc_h = 0.0
+    for e in range(inc_ptr[r], inc_ptr[r + 1]):
+        pw, g, c = _weighted_terms(scores, pl, spec, inc_pair[e])
+        if inc_sign[e] > 0:
+            acc_g += pw * g
+        else:
+            acc_g -= pw * g
+        acc_h += spec.hmul * pw * c
+    out_grad[r] += acc_g
+    out_hess[r] += acc_h
+
+
+@cuda.jit(device=True)
+def _weighted_terms(scores, pl, spec, k):
+    """Listed pair ``k``'s weight ``scale * pair_w * (w_i + w_j) / 2`` and its raw ``(g, c)``."""
+    i = pl.pi[k]
+    j = pl.pj[k]
+    g, c = _grad(spec.kind, scores[i] - scores[j], pl.theta[k])
+    pw = spec.scale
+    if pl.use_pw:
+        pw *= pl.pair_w[k]
+    if pl.use_w:
+        pw *= _pair_weight(pl.weights[i], pl.weights[j])
+    return pw, g, c
+
+
+@cuda.jit(device=True)
+def _coupling(scores, pl, spec, k):
+    """Pair ``k``'s coupling ``h_ij`` times its weight: ``_pairwise_kernels.pair_list_couplings``."""
+    pw, _, c = _weighted_terms(scores, pl, spec, k)
+    return pw * c
+
+
+@cuda.jit(device=True)
+def _chunk(q, chunk, m):
+    """Pairs ``lo:hi`` of chunk ``q`` of a list of ``m`` pairs."""
+    return q * chunk, min(m, (q + 1) * chunk)
+
+
+@cuda.jit(cache=True)
+def count_kept_pairs(scores, pl, spec, chunk, counts):
+    """Per chunk of ``chunk`` listed pairs: those with coupling > 0."""
+    q = cuda.grid(1)
+    if q >= counts.shape[0]:
+        return
+    lo, hi = _chunk(q, chunk, pl.pi.shape[0])
+    c = 0
+    for k in range(lo, hi):
+        if _coupling(scores, pl, spec, k) > 0.0:
+            c += 1
+    counts[q] = c
+
+
+@cuda.jit(cache=True)
+def fill_kept_pairs(scores, pl, spec, chunk, offsets, out_i, out_j, out_c):
+    """Per chunk: its pairs with coupling > 0, in list order, from ``offsets[q]``."""
+    q = cuda.grid(1)
+    if q >= offsets.shape[0] - 1:
+        return
+    lo, hi = _chunk(q, chunk, pl.pi.shape[0])
+    t = offsets[q]
+    for k in range(lo, hi):
+        c = _coupling(scores, pl, spec, k)
+        if c > 0.0:
+            out_i[t] = pl.pi[k]
+            out_j[t] = pl.pj[k]
+            out_c[t] = c
+            t += 1
+
+
+@cuda.jit(device=True)
+def _kept(pi, pj, pc, in_bag, k):
+    return pc[k] > 0.0 and in_bag[pi[k]] and in_bag[pj[k]]
+
+
+@cuda.jit(cache=True)
+def count_in_bag(pi, pj, pc, in_bag, chunk, counts):
+    """Per chunk of ``chunk`` pairs: those with coupling > 0 and both rows in the bag."""
+    q = cuda.grid(1)
+    if q >= counts.shape[0]:
+        return
+    lo, hi = _chunk(q, chunk, pi.shape[0])
+    c = 0
+    for k in range(lo, hi):
+        if _kept(pi, pj, pc, in_bag, k):
+            c += 1
+    counts[q] = c
+
+
+@cuda.jit(cache=True)
+def place_in_bag(pi, pj, pc, in_bag, chunk, offsets, out_i, out_j, out_c):
+    """Per chunk: the pairs ``count_in_bag`` counts, in order, from ``offsets[q]``."""
+    q = cuda.grid(1)
+    if q >= offsets.shape[0] - 1:
+        return
+    lo, hi = _chunk(q, chunk, pi.shape[0])
+    t = offsets[q]
+    for k in range(lo, hi):
+        if _kept(pi, pj, pc, in_bag, k):
+            out_i[t] = pi[k]
+            out_j[t] = pj[k]
+            out_c[t] = pc[k]
+            t += 1

@@ -1,0 +1,114 @@
+"""The pairwise losses' GPU route (RankNet, RankSVM, MPBoost, QBRank, PreferencePairs: their
+``device_route()``): label pairs and pair lists on the device (kernels: ``_pairwise_cuda``), and the
+listed pairs' couplings. See ``_launch`` for what a route is.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _launch as L
+from . import _pairwise_kernels as PK
+from ._launch import PairBuffer, chunks, launch, segments, sized
+from ._pair_sets import row_incidence
+from ._pointwise_terms import RowKind
+
+
+def _label_order(prep: Any, state: Any) -> tuple:
+    """Per row its position in the label order, and per position the first position of its label block."""
+    lpos = np.empty(prep.n_rows, dtype=np.int64)
+    lpos[state.order] = np.arange(prep.n_rows, dtype=np.int64)
+    y = prep.labels[state.order]
+    t = np.arange(prep.n_rows, dtype=np.int64)
+    new = np.ones(prep.n_rows, dtype=bool)
+    new[1:] = y[1:] != y[:-1]
+    new[prep.ptr[:-1][np.diff(prep.ptr) > 0]] = True  # every query starts a block
+    return lpos, np.maximum.accumulate(np.where(new, t, 0)) if t.size else t
+
+
+def check_spec(spec: PK.PairSpec) -> None:
+    # The shared pair math gives NaN for an unknown code: refuse it here, before any launch.
+    if spec.kind not in set(PK.PairKind) or spec.theta_mode not in set(PK.Theta):
+        raise ValueError(f"no GPU pair kernel for kind={spec.kind}, theta_mode={spec.theta_mode}")
+
+
+def _label_pairs(lp: Any, obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, spec: PK.PairSpec) -> None:
+    from . import _pairwise_cuda as CP
+
+    check_spec(spec)
+    order, lower = data.arrays((obj, "label_pairs"), lambda: (lp.order, lp.lower))
+    lpos, block = data.arrays((obj, "label_order"), lambda: _label_order(prep, lp))
+    rows = CP.LabelRows(data.labels, data.ptr, data.qid, order, lower, lpos, block, data.weights, data.use_weights)
+    launch(CP.label_pairs_rows, data.n_rows, s, rows, spec, g, h)
+
+
+def _device_list(obj: Any, name: str, data: Any, pi: np.ndarray, pj: np.ndarray, theta: np.ndarray,
+                 pair_w: Optional[np.ndarray]) -> Any:
+    """The pair list as the device ``_pairwise_cuda.PairList`` record (uploaded once per data set)."""
+    from . import _pairwise_cuda as CP
+
+    dpi, dpj, dth = data.arrays((obj, name, "pairs"), lambda: (pi, pj, theta))
+    pw, use_pw = data.array((obj, name, "pair_w"), lambda: pair_w if pair_w is not None else np.ones(1)), \
+        pair_w is not None
+    return CP.PairList(dpi, dpj, dth, pw, use_pw, data.weights, data.use_weights)
+
+
+def _pair_list(obj: Any, name: str, s: Any, data: Any, g: Any, h: Any, pairs: tuple,
+               pair_w: Optional[np.ndarray], spec: PK.PairSpec) -> None:
+    from . import _pairwise_cuda as CP
+
+    check_spec(spec)
+    plist = _device_list(obj, name, data, pairs[0], pairs[1], pairs[2], pair_w)
+    incidence = data.arrays((obj, name, "incidence"), lambda: row_incidence(pairs[0], pairs[1], data.n_rows))
+    launch(CP.pair_list_rows, data.n_rows, s, plist, *incidence, spec, g, h)
+
+
+def label_pair_loss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """RankNet, RankSVM, MPBoost and any loss on the label pairs of each query with a ``pair_spec``."""
+    _label_pairs(prep.state_for(obj), obj, s, prep, data, g, h, obj.pair_spec())
+
+
+def qbrank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """QBRank: its label pairs, its explicit pairs, and the squared error of its labelled rows."""
+    from . import _pointwise_cuda as CW
+
+    state = prep.state_for(obj)
+    spec = obj.pair_spec()
+    if state.label_pairs is not None and spec.scale > 0.0:
+        _label_pairs(state.label_pairs, obj, s, prep, data, g, h, spec)
+    if state.explicit is not None and spec.scale > 0.0:
+        _pair_list(obj, "explicit", s, data, g, h, tuple(state.explicit), None, spec)
+    if state.labeled_weight is not None:
+        lab_w = data.array((obj, "labeled_weight"), lambda: state.labeled_weight)
+        launch(CW.pointwise_rows, data.n_rows, int(RowKind.SQUARED_ERROR), s, data.labels, lab_w, True, 0.0, g, h)
+
+
+def preference_pairs(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """PreferencePairs: its explicit pairs with their own weights."""
+    _pair_list(obj, "explicit", s, data, g, h, tuple(prep.state_for(obj)), obj.weight, obj.pair_spec())
+
+
+def listed_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:
+    """The pairs of ``obj.listed_pairs(prep)`` with coupling > 0, in list order (the CPU booster keeps
+    those of the objective's list): ``_pairwise_cuda.count_kept_pairs`` / ``fill_kept_pairs``, a
+    chunk of the list a thread."""
+    lp = obj.listed_pairs(prep)
+    if lp is None:  # no coupled pairs (QBRank's diagonal bound, or no pairs at all)
+        return pair_buffer(0)
+    check_spec(lp.spec)
+    plist = _device_list(obj, "listed", data, lp.pi, lp.pj, lp.theta, lp.pair_w if lp.use_pw else None)
+    return kept_pairs(s, data, pair_buffer, plist, lp.spec)
+
+
+def kept_pairs(s: Any, data: Any, pair_buffer: PairBuffer, plist: Any, spec: PK.PairSpec) -> tuple:
+    """The pairs of the device list ``plist`` (a ``_pairwise_cuda.PairList``) with coupling > 0 under
+    ``spec``, in list order, written to ``pair_buffer(m)``."""
+    from . import _pairwise_cuda as CP
+
+    n_seg = chunks(plist.pi.shape[0], L.LIST_CHUNK)
+    args = (s, plist, spec, L.LIST_CHUNK)  # read at the call: a test changes it
+    offsets, out = sized(segments(data, n_seg), pair_buffer, CP.count_kept_pairs, n_seg, *args)
+    if out[0].shape[0] > 0:
+        launch(CP.fill_kept_pairs, n_seg, *args, offsets, *out)
+    return out

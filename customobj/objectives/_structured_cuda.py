@@ -1,0 +1,99 @@
+"""numba.cuda kernels of Chapelle's structured-output DCG loss: the GPU drivers of
+``_structured_kernels`` (the same per-query code and tie-breaking, so the same assignment).
+
+Two launches:
+
+1. ``ideal_rank_rows`` (one thread per row): the row's position in the ideal order ``pi*`` (gain
+   descending, then score descending, then row order: ``ideal_order``'s two stable sorts) by counting.
+2. ``structured_queries`` (one thread per query): the candidates, the exact assignment and the
+   subgradient, the CPU's own steps (``_structured_terms``: ``select_candidates``, ``assign_core``,
+   ``assignment_loss``, ``position_weights``). Each query's scratch is its own slice
+   ``[start + q, stop + q + 1)`` of arrays of ``n_rows + n_queries`` entries (a query of ``n`` rows
+   needs ``n + 1``).
+"""
+from typing import Any, NamedTuple
+
+from .._cuda_runtime import cuda_module, device_function
+from ._lambdarank_cuda import query_bounds, rank_in_query
+from . import _structured_terms as ST
+
+cuda = cuda_module()
+
+#: ``failed[q]`` after a query whose assignment met non-finite costs (the CPU's ``out_failed``).
+FAILED = 1
+#: Scratch rows of the float array ``SF[c, base + j]`` and the int array ``SI[c, base + j]``.
+SF_U, SF_V, SF_MINV, SF_A, SF_D = range(5)
+N_SF = 5
+SI_P, SI_WAY, SI_USED, SI_CAND, SI_AT = range(5)
+N_SI = 5
+
+_select, _assign, _loss = (device_function(ST.select_candidates), device_function(ST.assign_core),
+                           device_function(ST.assignment_loss))
+_position_weights = device_function(ST.position_weights)
+
+
+@cuda.jit(cache=True)
+def ideal_rank_rows(scores, gain, ptr, qid, star):
+    i = cuda.grid(1)
+    if i >= scores.shape[0]:
+        return
+    start, end = query_bounds(ptr, qid, i)
+    star[start + rank_in_query(gain, True, scores, start, end, i)] = i - start  # label first, then score
+
+
+class Rows(NamedTuple):
+    """What ``structured_queries`` reads of the data: gains, query offsets, row weights and each
+    query's ideal order (``star``, from ``ideal_rank_rows``)."""
+
+    gain: Any
+    ptr: Any
+    weights: Any
+    use_weights: bool
+    star: Any
+
+
+@cuda.jit(cache=True)
+def structured_queries(scores, rows, k, hess, SF, SI, out_grad, out_hess, failed):
+    q = cuda.grid(1)
+    gain, ptr, weights, use_weights, star = rows
+    if q >= ptr.shape[0] - 1:
+        return
+    start = ptr[q]
+    stop = ptr[q + 1]
+    failed[q] = 0
+    if stop == start:
+        return
+    n = stop - start
+    wq = 1.0
+    if use_weights:
+        total = 0.0
+        for t in range(start, stop):
+            total += weights[t]
+        wq = total / n
+    for t in range(start, stop):
+        out_hess[t] += hess * wq
+    if n < 2:
+        return
+    m = min(k, n)
+    base = start + q  # this query's slice of the scratch: n + 1 entries
+    s = scores[start:stop]
+    g = gain[start:stop]
+    st = star[start:stop]
+    A = SF[SF_A, base:base + m]
+    D = SF[SF_D, base:base + m]
+    _position_weights(k, m, A, D)
+    c = _select(st, g, m, SI[SI_CAND, base:base + n])
+    cand = SI[SI_CAND, base:base + c]
+    at = SI[SI_AT, base:base + m]
+    w = base + c + 1
+    if not _assign(s, g, cand, A, D, SF[SF_U, base:base + m + 1], SF[SF_V, base:w], SF[SF_MINV, base:w],
+                   SI[SI_P, base:w], SI[SI_WAY, base:w], SI[SI_USED, base:w], at):
+        failed[q] = FAILED
+        return
+    loss, scale = _loss(s, g, cand, at, st, A, D)
+    if loss <= 1e-12 * scale:
+        return  # pi* attains the max: zero loss and zero subgradient
+    for r in range(m):
+        a = A[r]
+        out_grad[start + cand[at[r]]] += wq * a
+        out_grad[start + st[r]] -= wq * a

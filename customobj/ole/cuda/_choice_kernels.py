@@ -1,0 +1,176 @@
+"""numba.cuda kernel of ``criterion="ole_fast"``'s feature choice on the device: the GPU twin of
+:func:`customobj.ole.backend.select_features` followed by :func:`._histograms_kernels.feature_groups`.
+
+At each node ``ole_fast`` builds pair histograms only for the ``k`` features of largest WSE gain
+(Xia, Zhai, Wang, section 3.1; :mod:`customobj.ole.grower`). On the host that choice needs the
+node's gains read back (one blocking read per split). :func:`wse_choose` searches the WSE gains of
+a split's two children as :func:`._search_kernels.search_nodes` searches splits, and its last
+block makes the choice where the gains are (:func:`choose_top`), writing what the pair histograms
+and the split search then read on the device: each node's feature mask and the chosen features'
+shared-memory groups. One launch, as the gains alone took, and the only read left is the split.
+
+**The choice** is the CPU's: feature ``f`` of the mask is kept when fewer than ``k`` features of the
+mask come before it in the order (larger gain first, ties: lower index first, as the CPU's stable
+sort), so the kept set does not depend on thread order. Each thread ranks its features against all
+others: ``F^2`` comparisons per node (136 features: 18,496), work the card does in microseconds.
+
+**The groups** are packed in feature order exactly as :func:`._histograms_kernels.feature_groups`
+does (one thread: at most ``F`` features), then the slot map is filled with one thread per chosen
+feature. Rows of the group table past the last group are zero: a histogram launched with more groups
+than there are (the host knows only a bound) gives their blocks no feature, and they return at once.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from numba import int64
+
+from ..._cuda_runtime import cuda_module
+from ._histograms_kernels import GROUP_COLUMNS
+from ._reduce_kernels import last_block
+from ._split_kernels import node_bests
+
+cuda = cuda_module()
+
+__all__ = ["wse_choose", "choose_top", "FeatureChoice", "Completion"]
+
+
+@cuda.jit(device=True)
+def _before(go, o, g, f):
+    """Whether feature ``o`` (gain ``go``) comes before ``f`` (gain ``g``): larger gain, then lower
+    index; a NaN gain counts as the smallest (numpy's sort puts it last)."""
+    if go != go:
+        return g != g and o < f
+    if g != g:
+        return True
+    return go > g or (go == g and o < f)
+
+
+@cuda.jit(device=True)
+def _set_group(groups, node, g, first, end, local, capacity, n_map):
+    """Group ``g``: members ``first:end``, ``local`` slots (in shared memory when they fit ``capacity``),
+    its slot map starting where the maps of the groups before it end (``n_map - local``)."""
+    groups[node, g, 0] = first
+    groups[node, g, 1] = end
+    groups[node, g, 2] = local
+    groups[node, g, 3] = int64(local <= capacity)
+    groups[node, g, 4] = n_map - local
+
+
+@cuda.jit(device=True)
+def _pack(keep, node, offsets, n_bins, capacity, groups, members, counts):
+    """:func:`._histograms_kernels.feature_groups` of the kept features of ``node`` (one thread); the
+    unused group rows zeroed, ``counts[0:2]`` = (members, groups)."""
+    first = 0
+    local = 0
+    q = 0
+    ng = 0
+    n_map = 0
+    for f in range(keep.shape[1]):
+        if not keep[node, f]:
+            continue
+        width = n_bins[f] + 1
+        if q > first and local + width > capacity:  # close the group before this feature
+            _set_group(groups, node, ng, first, q, local, capacity, n_map)
+            ng += 1
+            first = q
+            local = 0
+        members[node, q, 0] = f
+        members[node, q, 1] = offsets[f]
+        members[node, q, 2] = n_bins[f]
+        members[node, q, 3] = local
+        n_map += width
+        local += width
+        q += 1
+    if q > 0:
+        _set_group(groups, node, ng, first, q, local, capacity, n_map)
+        ng += 1
+    for g in range(ng, groups.shape[1]):
+        for c in range(GROUP_COLUMNS):
+            groups[node, g, c] = 0
+    counts[0] = q
+    counts[1] = ng
+
+
+class Completion(NamedTuple):
+    """:func:`wse_choose`'s ``big -= small`` of node ``node``'s row histogram ``big`` (-1: none)."""
+
+    node: int
+    big: Any
+    small: Any
+
+
+class FeatureChoice(NamedTuple):
+    """Where :func:`wse_choose` reads the fit's feature mask and writes each node's choice: ``mask``
+    (features), ``keep`` (2, features): the chosen ones, ``groups`` (2, features, GROUP_COLUMNS),
+    ``members`` (2, features, MEMBER_COLUMNS), ``slot_map`` (2, slots): their shared-memory groups."""
+
+    mask: Any
+    keep: Any
+    groups: Any
+    members: Any
+    slot_map: Any
+
+
+@cuda.jit(device=True)
+def choose_top(gains, node, k, offsets, n_bins, capacity, choice, counts):
+    """By every thread of one block: ``choice.keep[node, f]`` for the ``k`` features of ``choice.mask``
+    of largest ``gains[node]`` (ties: the lower index), and their groups (:func:`_pack`) and slot map."""
+    mask = choice.mask
+    nf = mask.shape[0]
+    for f in range(cuda.threadIdx.x, nf, cuda.blockDim.x):
+        kept = False
+        if mask[f]:
+            g = gains[node, f]
+            rank = 0
+            for o in range(nf):
+                if mask[o] and _before(gains[node, o], o, g, f):
+                    rank += 1
+            kept = rank < k
+        choice.keep[node, f] = kept
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        _pack(choice.keep, node, offsets, n_bins, capacity, choice.groups, choice.members, counts)
+    cuda.syncthreads()
+    groups, members = choice.groups, choice.members
+    for m in range(cuda.threadIdx.x, counts[0], cuda.blockDim.x):
+        grp = 0
+        while grp + 1 < counts[1] and groups[node, grp + 1, 0] <= m:  # the group holding member m
+            grp += 1
+        base = groups[node, grp, 4] + members[node, m, 3]
+        first = members[node, m, 1]
+        for s in range(members[node, m, 2] + 1):
+            choice.slot_map[node, base + s] = first + s
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def _subtract_feature(bins, f, big, small):
+    """``big -= small`` over feature ``f``'s slots (its bins and NaN slot), every channel."""
+    lo = bins.offsets[f]
+    for s in range(lo, lo + bins.n_bins[f] + 1):
+        for c in range(big.shape[1]):
+            big[s, c] -= small[s, c]
+
+
+@cuda.jit(cache=True)
+def wse_choose(h, bins, node_a, node_b, rules, sums, on_device, out, choice, k, capacity, sub):
+    """Every feature's best WSE split of one or two nodes (:func:`._split_kernels.node_bests`,
+    blocks ``(features, nodes)``, gains into ``out.gains``), then, by the last block to finish (a
+    ticket, as :func:`._search_kernels.search_nodes`), each node's top ``k`` features and their
+    groups into ``choice`` (:func:`choose_top`). ``out.done``: the ticket counter, 0 before and after.
+
+    With ``sub.node`` 0 or 1 (:class:`Completion`), that node's row histogram is first completed
+    here: ``sub.big -= sub.small`` (``big`` is the node's: a split's larger child, its parent's
+    histogram less the smaller child's), each feature's slots by the thread that searches them
+    next, so no launch of its own (-1: none)."""
+    counts = cuda.shared.array(2, dtype=int64)
+    last = cuda.shared.array(1, dtype=int64)
+    f = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if cuda.blockIdx.y == sub.node and f < bins.n_bins.shape[0]:
+        _subtract_feature(bins, f, sub.big, sub.small)  # every feature, masked or not: its children subtract from it
+    node_bests(h, False, bins, node_a, node_b, rules, sums, on_device, out.per, out.gains)
+    if not last_block(out.done, last):
+        return
+    for b in range(cuda.gridDim.y):
+        choose_top(out.gains, b, k, bins.offsets, bins.n_bins, capacity, choice, counts)

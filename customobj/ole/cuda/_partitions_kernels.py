@@ -1,0 +1,168 @@
+"""numba.cuda kernels of the OLE grower's row and pair partitions: the GPU twins of
+:func:`customobj.ole.partition.partition_rows` and :func:`customobj.ole.pair_partition.partition_pairs`,
+two launches each.
+
+Like the CPU's parallel versions, a range is cut into blocks whose number depends only on its size
+(:func:`.partitions.partition_blocks`); one thread per block runs the CPU's own per-block code
+(``partition._mark_rows`` / ``_place_rows``, ``pair_partition._count_sides`` / ``_place_sides``,
+compiled as device functions; their Python source under the simulator, as in
+:mod:`._split_kernels`). The first launch counts each block's sides (rows: and copies the range
+to a scratch order, which the second reads, so no third launch copies it back; pairs: and adds the
+totals, one atomic per CUDA block, into a ``totals`` record that stays on the card: the children's
+couplings are their split's, nothing sums them here). The second
+launch places each block's items at its offsets, which each CUDA block computes itself
+(:func:`_offsets`: the counts of every earlier block summed and scanned in shared memory, in a fixed
+order, integers: exact), so no scan launch sits between them. Its cost: each CUDA block reads the
+counts before it, ``nb**2 / (2 x threads)`` int64 pairs in all (2M at WEB30K's 32,768 blocks, in L2).
+A split with pairs places its rows and counts its pairs in one launch
+(:func:`place_rows_count_sides`: both read only the marked sides), so its rows and pairs take three
+launches. The partitions are stable, so their result is the CPU's whatever the block count: [left | right]
+rows and [both left | both right | split] pairs, each in node order.
+"""
+from numba import int64
+
+from ..._cuda_runtime import THREADS, cuda_module, device_function
+from ._reduce_kernels import block_sums
+from ..pair_partition import _count_sides, _place_sides
+from ..partition import _mark_rows, _place_rows
+
+cuda = cuda_module()
+
+__all__ = ["mark_rows_blocks", "place_rows_blocks", "count_sides_blocks", "place_rows_count_sides",
+           "place_sides_blocks"]
+
+
+_mark, _place, _count, _sides = device_function(_mark_rows), device_function(_place_rows), device_function(_count_sides), device_function(_place_sides)
+
+
+@cuda.jit(device=True)
+def _block(b, start, n, nb):
+    return start + (n * b) // nb, start + (n * (b + 1)) // nb
+
+
+@cuda.jit(device=True)
+def _scan2(sh, t, a, c):
+    """Inclusive scan of the block's ``(a, c)`` into ``sh[0], sh[1]`` (Hillis-Steele, ``log2(blockDim)`` steps)."""
+    sh[0, t] = a
+    sh[1, t] = c
+    d = 1
+    while d < cuda.blockDim.x:
+        cuda.syncthreads()
+        va = 0
+        vc = 0
+        if t >= d:
+            va = sh[0, t - d]
+            vc = sh[1, t - d]
+        cuda.syncthreads()
+        sh[0, t] += va
+        sh[1, t] += vc
+        d *= 2
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def _offsets(counts, nb, sh):
+    """Thread ``b = cuda.grid(1)``: ``counts[:b].sum(axis=0)`` (0 past ``nb``); every thread of the block
+    must call it. The block first sums the counts of the blocks before its own (strided, then scanned),
+    then scans its own."""
+    t = cuda.threadIdx.x
+    b0 = cuda.blockIdx.x * cuda.blockDim.x
+    a = 0
+    c = 0
+    for k in range(t, min(b0, nb), cuda.blockDim.x):
+        a += counts[k, 0]
+        c += counts[k, 1]
+    _scan2(sh, t, a, c)
+    base_a = sh[0, cuda.blockDim.x - 1]
+    base_c = sh[1, cuda.blockDim.x - 1]
+    cuda.syncthreads()
+    a = 0
+    c = 0
+    if b0 + t < nb:
+        a = counts[b0 + t, 0]
+        c = counts[b0 + t, 1]
+    _scan2(sh, t, a, c)
+    return base_a + sh[0, t] - a, base_c + sh[1, t] - c
+
+
+@cuda.jit(cache=True)
+def mark_rows_blocks(col, order, start, n, nb, tbin, nan_bin, nan_left, go_left, tmp, counts):
+    """Thread ``b``: mark ``go_left`` for its block of ``order[start:start+n]`` and copy the block to
+    ``tmp`` (same positions); ``counts[b, 0]``: its left rows."""
+    b = cuda.grid(1)
+    if b < nb:
+        lo, hi = _block(b, start, n, nb)
+        counts[b, 0] = _mark(col, order, lo, hi, tbin, nan_bin, nan_left, go_left)
+        counts[b, 1] = 0
+        for k in range(lo, hi):
+            tmp[k] = order[k]
+
+
+@cuda.jit(device=True)
+def _put_rows(tmp, order, start, n, nb, n_left, go_left, counts, sh):
+    """:func:`place_rows_blocks`' body (``sh``: ``(2, THREADS)`` int64 shared)."""
+    ml, _ = _offsets(counts, nb, sh)
+    b = cuda.grid(1)
+    if b < nb:
+        lo, hi = _block(b, start, n, nb)
+        _place(tmp, lo, hi, go_left, order, start + ml, start + n_left + (lo - start) - ml)
+
+
+@cuda.jit(device=True)
+def _count_pairs(pi, pj, start, n, nb, go_left, counts, totals, shn):
+    """:func:`count_sides_blocks`' body (``shn``: ``(2, THREADS)`` int64 shared)."""
+    b = cuda.grid(1)
+    nl = 0
+    nr = 0
+    if b < nb:
+        lo, hi = _block(b, start, n, nb)
+        nl, nr = _count(pi, pj, lo, hi, go_left)
+        counts[b, 0] = nl
+        counts[b, 1] = nr
+    block_sums(shn, nl, nr, totals)
+
+
+@cuda.jit(cache=True)
+def place_rows_blocks(tmp, order, start, n, nb, n_left, go_left, counts):
+    """Thread ``b``: put its block's rows (``tmp``: :func:`mark_rows_blocks`) back into ``order``, left
+    ones after the earlier blocks' left rows, right ones after all ``n_left`` left rows and the earlier
+    blocks' right rows (the offsets: :func:`_offsets`)."""
+    sh = cuda.shared.array((2, THREADS), dtype=int64)
+    _put_rows(tmp, order, start, n, nb, n_left, go_left, counts, sh)
+
+
+@cuda.jit(cache=True)
+def count_sides_blocks(pi, pj, start, n, nb, go_left, counts, totals):
+    """Thread ``b``: ``counts[b] = (pairs with both rows left, with both rows right)`` in its block; the
+    block's sums of those are added to ``totals`` (int64, zeroed before), one atomic each per CUDA block."""
+    shn = cuda.shared.array((2, THREADS), dtype=int64)
+    _count_pairs(pi, pj, start, n, nb, go_left, counts, totals, shn)
+
+
+@cuda.jit(cache=True)
+def place_rows_count_sides(rows, pairs, go_left):
+    """A split's rows placed and its pairs counted in one launch (both read only the sides
+    :func:`mark_rows_blocks` wrote): blocks ``(x, 0)`` run :func:`place_rows_blocks` on ``rows``
+    (``partitions.RowPlace``), blocks ``(x, 1)`` :func:`count_sides_blocks` on ``pairs``
+    (``partitions.PairCount``); ``x`` covers the larger of their block counts."""
+    shn = cuda.shared.array((2, THREADS), dtype=int64)
+    if cuda.blockIdx.y == 0:
+        _put_rows(rows.tmp, rows.order, rows.start, rows.n, rows.nb, rows.n_left, go_left, rows.counts, shn)
+    else:
+        _count_pairs(pairs.pi, pairs.pj, pairs.start, pairs.n, pairs.nb, go_left, pairs.counts, pairs.totals, shn)
+
+
+@cuda.jit(cache=True)
+def place_sides_blocks(pi, pj, pc, start, n, nb, go_left, counts, totals, oi, oj, oc):
+    """Thread ``b``: copy its block's pairs to ``(oi, oj, oc)``, stably, as [both left | both right |
+    split] (``counts``, ``totals``: :func:`count_sides_blocks`; the offsets: :func:`_offsets`)."""
+    sh = cuda.shared.array((2, THREADS), dtype=int64)
+    bl, br = _offsets(counts, nb, sh)
+    b = cuda.grid(1)
+    if b >= nb:
+        return
+    tl = totals[0]
+    tr = totals[1]
+    lo, hi = _block(b, start, n, nb)
+    _sides(pi, pj, pc, lo, hi, go_left, start + bl, start + tl + br, start + tl + tr + (lo - start - bl - br),
+           oi, oj, oc)

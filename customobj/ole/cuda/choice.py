@@ -1,0 +1,118 @@
+"""``criterion="ole_fast"``'s node search on the GPU with one blocking read: the features are chosen
+where their gains are.
+
+``ole_fast`` (Xia, Zhai, Wang, section 3.1; :mod:`customobj.ole.grower`) builds each node's pair
+histogram only for the ``k`` features of largest WSE gain. :meth:`CUDABackend.fast_splits
+<customobj.ole.cuda.backend.CUDABackend.fast_splits>` runs, for a split's two children at once:
+
+1. :class:`DeviceFeatureChoice`: the WSE gains of every feature and, by the kernel's last block,
+   each node's top ``k`` and their shared-memory groups (:func:`._choice_kernels.wse_choose`
+   through :meth:`~customobj.ole.cuda.search.DeviceSearch.choose_features`; 1 launch, as the gains
+   alone took; the larger child's row histogram, ``parent - smaller``, completed there first), into
+   the pool's two mask slots and the tables held here;
+2. the nodes' pair histograms from those tables: a split's children's (or a root's, from its kept
+   count) in one launch from counts on the card (``chosen_child_pairs``), else one per node
+   (:func:`._histograms_kernels.pair_hist_shared`), sized by the bound ``min(k, features in the
+   mask)`` on groups and on features per group: the blocks of absent groups return at once;
+3. the OLE split search of both (:class:`~customobj.ole.cuda.search.DeviceSearch`, 1 launch) and
+   the one read of the splits.
+
+Before, the gains were read back so the host could choose (a second blocking read per split). The
+choice, the groups and therefore the histograms and splits are the CPU's (tests/test_ole_cuda_choice.py).
+
+Examples
+--------
+>>> import numpy as np
+>>> from customobj._cuda_runtime import cuda_module
+>>> from customobj.ole.cuda import _search_kernels, _choice_kernels, _split_kernels
+>>> from customobj.ole.common import ChildSums
+>>> from customobj.ole.criterion import SE
+>>> from customobj.ole.cuda.memory import DeviceMemory
+>>> from customobj.ole.cuda.pool import DevicePool
+>>> from customobj.ole.cuda.search import DeviceSearch
+>>> from customobj.ole.splitting import FeatureBins, SplitRules
+>>> mem = DeviceMemory(cuda_module())
+>>> pool = DevicePool(mem, n_rows=4, n_features=3, n_slots=9, n_hists=1)
+>>> bins = FeatureBins(mem.upload(np.array([2, 2, 2])), mem.upload(np.array([0, 3, 6])))
+>>> search = DeviceSearch(mem, _split_kernels, _search_kernels, pool, bins, n_features=3, has_nan=False)
+>>> choice = DeviceFeatureChoice(mem, _choice_kernels, pool, n_features=3, n_slots=9)
+>>> g = [[0.0, 0.0, 0.0], [-1.0, 1.0, 2.0], [-3.0, 3.0, 2.0]]  # feature 2 separates best, then 1
+>>> hist = mem.upload(np.array([[g[f][b], 1.0, 2.0] if b < 2 else [0.0, 0.0, 0.0]
+...                             for f in range(3) for b in range(3)]))
+>>> choice.choose(search, [(hist, ChildSums(0.0, 2.0, 4.0, 0.0))], np.ones(3, np.bool_), 2,
+...               SplitRules(SE, 0.0, 1.0, 0.0), mem.upload(np.zeros(4)), False)  # the bound on features
+2
+>>> mem.read(pool.mask)[0].tolist()  # features 1 and 2: the two largest WSE gains
+[False, True, True]
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from ._histograms_kernels import GROUP_COLUMNS, MEMBER_COLUMNS, launch_shape
+from ._choice_kernels import FeatureChoice
+from .memory import DeviceMemory
+
+__all__ = ["DeviceFeatureChoice"]
+
+
+class DeviceFeatureChoice:
+    """``ole_fast``'s feature choice of one or two nodes on the device (see the module docstring).
+
+    Parameters
+    ----------
+    memory : DeviceMemory
+        Allocates the tables once per fit.
+    kernels : module or CountedKernels
+        :mod:`._choice_kernels`, wrapped by :mod:`.stats` when counted.
+    pool : DevicePool
+        Its two mask slots receive the chosen features (the split search reads them there).
+    n_features, n_slots : int
+        Features and histogram slots of the binned matrix.
+    """
+
+    def __init__(self, memory: DeviceMemory, kernels: Any, pool: Any, *, n_features: int, n_slots: int) -> None:
+        self._kernels, self._pool, self._memory = kernels, pool, memory
+        f = max(int(n_features), 1)
+        self._n_features = int(n_features)
+        self.record = FeatureChoice(memory.array((f,), np.bool_), pool.mask, memory.array((2, f, GROUP_COLUMNS), np.int64),
+                                    memory.array((2, f, MEMBER_COLUMNS), np.int64),
+                                    memory.array((2, max(int(n_slots), 1)), np.int64))
+        self._mask_host: Optional[np.ndarray] = None
+
+    def choose(self, search: Any, nodes: list, mask: np.ndarray, k: int, rules: Any, root: Any,
+               root_on_device: bool, subtract: Optional[tuple] = None) -> int:
+        """The WSE gains of one or two nodes (``(device hist, sums)`` each) and each one's top ``k``
+        features of ``mask`` (:meth:`~customobj.ole.cuda.search.DeviceSearch.choose_features`: one
+        launch); returns the bound on their number, ``min(k, mask.sum())`` (the histograms' launch)."""
+        host = np.ascontiguousarray(mask, dtype=np.bool_)
+        if host.shape != (self._n_features,):
+            raise ValueError(f"mask must have one entry per feature ({self._n_features}), got shape {host.shape}")
+        if self._mask_host is None or not np.array_equal(host, self._mask_host):
+            self._mask_host = host.copy()
+            self._memory.copy_in(self.record.mask, host)
+        search.choose_features(nodes, self._kernels.wse_choose, self.record, k, rules, root, root_on_device, subtract)
+        self._pool.masks_written()
+        return int(min(int(k), int(host.sum())))
+
+    def pair_hists(self, hists: Any, nodes: list, steps: Any, bound: int) -> list:
+        """The pair histograms of the nodes just chosen for (:meth:`choose`; ``nodes``: their
+        :class:`~customobj.ole.backend.NodePairs`, couplings on the grid of step ``steps[0]``) over their
+        chosen features, at most ``bound`` each (``hists``: the fit's
+        :class:`~customobj.ole.cuda.histograms.DeviceHistograms`): a split's children whose pair counts are
+        still on the card in one launch (``chosen_child_pairs``), else one launch per node."""
+        if nodes[0].counts is not None and not nodes[0].counts.known:
+            return hists.chosen_children(nodes, steps, bound, self.record)
+        out = []
+        for slot, p in enumerate(nodes):
+            start, end = p.range()
+            n = (end - start) if bound else 0
+            out.append(hists.pairs_with(p.buf, start, n, steps, launch_shape(n, bound, bound), self.tables(slot)))
+        return out
+
+    def tables(self, slot: int) -> tuple:
+        """Node ``slot``'s ``(groups, members, slot_map)`` on the device (:func:`._histograms_kernels.feature_groups`'s)."""
+        r = self.record
+        return r.groups[slot], r.members[slot], r.slot_map[slot]

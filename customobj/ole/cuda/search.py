@@ -1,0 +1,191 @@
+"""The OLE GPU backend's split search (:mod:`.backend`): a node, or a split's two children,
+searched in one launch and the chosen splits read in one copy.
+
+:class:`DeviceSearch` holds what every search reuses (made once per fit: two nodes' per-feature
+records and gains, their results, the ticket counter of the search kernel) and launches, through
+the fit's counted kernels (:mod:`.stats`):
+
+- :meth:`DeviceSearch.splits`: :func:`._search_kernels.search_nodes` (1 launch for one or two
+  nodes: the CPU's per-feature search, then the pick by the last block) and one read of
+  :data:`~customobj.ole.common.RESULT_SIZE` float64 per node (the split record, the chosen
+  feature's NaN count, a root's sums, the pair counts of the split whose children they are);
+- :meth:`DeviceSearch.wse_gains`: :func:`._split_kernels.feature_bests` with the WSE score
+  (a node's ranking of the features; 1 launch for one or two nodes) and one read of the gains;
+- :meth:`DeviceSearch.choose_features`: the same gains and, by the last block, each node's top ``k``
+  features chosen where the gains are (``ole_fast``: :func:`._choice_kernels.wse_choose`; 1
+  launch, no read; :mod:`.choice`).
+
+The kernels' arguments travel as records (:class:`NodeHists`, :class:`SearchOut`). A tree's root
+can be searched from its sums on the device (``root_on_device``: ``root[0:3]`` are its ``G, H, C``),
+which then come back with its split.
+
+Examples
+--------
+>>> import numpy as np
+>>> from customobj._cuda_runtime import cuda_module
+>>> from customobj.ole.cuda import _search_kernels, _split_kernels
+>>> from customobj.ole.common import ChildSums, SplitInfo
+>>> from customobj.ole.criterion import SE
+>>> from customobj.ole.cuda.memory import DeviceMemory
+>>> from customobj.ole.cuda.pool import DevicePool
+>>> from customobj.ole.splitting import FeatureBins, SplitRules
+>>> mem = DeviceMemory(cuda_module())
+>>> bins = FeatureBins(mem.upload(np.array([2])), mem.upload(np.array([0])))  # one feature, 2 bins
+>>> search = DeviceSearch(mem, _split_kernels, _search_kernels, DevicePool(mem, n_rows=4,
+...                       n_features=1, n_slots=3, n_hists=1), bins, n_features=1, has_nan=False)
+>>> hist = mem.upload(np.array([[-2.0, 1.0, 2.0], [2.0, 1.0, 2.0], [0.0, 0.0, 0.0]]))  # [g, h, count]
+>>> res = search.splits([(hist, None, np.ones(1, np.bool_), ChildSums(0.0, 2.0, 4.0, 0.0))],
+...                     SplitRules(SE, 0.0, 1.0, 0.0), mem.upload(np.zeros(4)), False)
+>>> split = SplitInfo.from_array(res[0])
+>>> split.feature, split.bin, float(split.left.G)
+(0, 0, -2.0)
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+
+from ._histograms_kernels import SHARED_SLOTS
+from ._launch import pow2_threads
+from ._choice_kernels import Completion
+from ..backend import _node
+from ..common import PART_RECORD, PH_CHANNELS, RESULT_SIZE, SPLIT_SIZE
+from ..criterion import WSE
+from .memory import DeviceMemory
+
+__all__ = ["DeviceSearch", "NodeHists", "SearchOut"]
+
+
+class NodeHists(NamedTuple):
+    """The histograms and feature masks of one or two nodes (``_b``: ``_a`` again for one node)."""
+
+    row_a: Any
+    row_b: Any
+    pair_a: Any
+    pair_b: Any
+    mask_a: Any
+    mask_b: Any
+
+
+class SearchOut(NamedTuple):
+    """:func:`~customobj.ole.cuda._search_kernels.search_nodes`' outputs: the per-feature records and
+    gains of each node, each node's result and the blocks' ticket counter (0 between searches)."""
+
+    per: Any
+    gains: Any
+    res: Any
+    done: Any
+
+
+class DeviceSearch:
+    """A fit's split-search buffers and launches (see the module docstring).
+
+    Parameters
+    ----------
+    memory : DeviceMemory
+        Allocates the search buffers once per fit and counts the one blocking read of each search.
+    split_kernels, kernels : module or CountedKernels
+        The split kernels (:mod:`._split_kernels`) and the node kernels (:mod:`._search_kernels`),
+        wrapped by :mod:`.stats` when counted.
+    pool : DevicePool
+        Holds the nodes' feature masks on the device.
+    bins : FeatureBins
+        The features' bin counts and histogram offsets, on the device.
+    n_features : int
+        Features of the binned matrix.
+    has_nan : bool
+        Whether any feature has a NaN bin (the NaN count of the chosen feature is then looked up).
+    """
+
+    def __init__(self, memory: DeviceMemory, split_kernels: Any, kernels: Any, pool: Any, bins: Any, *, n_features: int,
+                 has_nan: bool, tail: int = 0) -> None:
+        self.memory, self._split_kernels, self._kernels, self._pool, self._bins = memory, split_kernels, kernels, pool, bins
+        f = max(int(n_features), 1)
+        self._n_features, self._has_nan = int(n_features), bool(has_nan)
+        rows = 2 + -(-max(int(tail), 0) // RESULT_SIZE)  # the results, then the tail (read with them)
+        self._res = memory.array((rows, RESULT_SIZE), np.float64)
+        self._out = SearchOut(memory.array((2, f, SPLIT_SIZE), np.float64), memory.array((2, f), np.float64),
+                              self._res[:2], memory.upload(np.zeros(1, np.int64)))
+        self.tail_values: Optional[np.ndarray] = None  # what the last splits() read of the tail
+        self._wse = memory.array((2, f), np.float64)  # ole_fast: two nodes' WSE gains, one read
+        self._no_ph = memory.upload(np.zeros((1, PH_CHANNELS)))
+        self._no_record = memory.upload(np.zeros(PART_RECORD, np.int64))  # no pair counts to bring back
+
+    def _launch(self, n_nodes: int) -> tuple:
+        """``((feature blocks, nodes), threads)``: a power of two threads (the pick's block reduction)."""
+        per = pow2_threads(self._n_features)
+        return (max(1, -(-self._n_features // per)), n_nodes), per
+
+    def _hists(self, rows: list, pairs: list, masks: list) -> NodeHists:
+        # a mask None is on the device already, in the pool's slot (ole_fast's choice, .choice)
+        dev = [self._pool.mask[slot, :self._n_features] if m is None else self._pool.feature_mask(m, slot)
+               for slot, m in enumerate(masks)]
+        pairs = [self._no_ph if p is None else p for p in pairs]
+        return NodeHists(rows[0], rows[-1], pairs[0], pairs[-1], dev[0], dev[-1])
+
+    @property
+    def results(self) -> Any:
+        """The searches' results on the device, ``(2, RESULT_SIZE)``: what a kernel launched before the
+        read (``before_read``) may read of them."""
+        return self._out.res
+
+    def tail(self, n: int) -> Any:
+        """``n`` float64 on the device read with the next search's results (``tail_n``)."""
+        if n > (self._res.shape[0] - 2) * RESULT_SIZE:
+            raise ValueError(f"the search's tail holds {(self._res.shape[0] - 2) * RESULT_SIZE} values, not {n}")
+        return self._res[2:].reshape((self._res.shape[0] - 2) * RESULT_SIZE)[:n]
+
+    def splits(self, searches: list, rules: Any, root: Any, root_on_device: bool,
+               pair_record: Optional[Any] = None, before_read: Optional[Any] = None, tail_n: int = 0) -> np.ndarray:
+        """The results of one or two nodes' searches, each ``(hist, phist, mask, sums)`` (device
+        histograms, ``phist`` None without pairs, both nodes alike): ``(nodes, RESULT_SIZE)``, read in
+        one copy. ``root_on_device``: node 0 is a root whose ``G, H, C`` are ``root[0:3]``;
+        ``pair_record``: a pair partition's record whose counts come back in node 0's result;
+        ``before_read``: called after the launch, before the read (more launches); ``tail_n``: the
+        first values of :meth:`tail` come back in the same copy (:attr:`tail_values`)."""
+        if not 0 < len(searches) <= 2 or len({s[1] is None for s in searches}) > 1:
+            raise ValueError("DeviceSearch.splits takes one or two nodes, both with pair histograms or neither")
+        hists = self._hists([s[0] for s in searches], [s[1] for s in searches], [s[2] for s in searches])
+        nodes = [_node(s[3]) for s in searches]
+        self._kernels.search_nodes[self._launch(len(searches))](
+            hists, searches[0][1] is not None, self._bins, nodes[0], nodes[-1], rules, root, root_on_device,
+            self._out, self._has_nan, self._no_record if pair_record is None else pair_record, pair_record is not None)
+        if before_read is not None:
+            before_read()
+        if tail_n <= 0:
+            self.tail_values = None
+            return self.memory.read(self._out.res[:len(searches)])
+        got = self.memory.read(self._res[:2 + -(-int(tail_n) // RESULT_SIZE)])
+        self.tail_values = got[2:].reshape(-1)[:tail_n].copy()
+        return got[:len(searches)]
+
+    def wse_gains(self, nodes: list, mask: np.ndarray, rules: Any, root: Any, root_on_device: bool) -> list:
+        """``ole_fast``'s per-feature WSE gains of one or two nodes (``(hist, sums)`` each; 0 outside
+        ``mask``), in one read."""
+        if not 0 < len(nodes) <= 2:
+            raise ValueError("DeviceSearch.wse_gains takes one or two nodes")
+        hists = self._hists([n[0] for n in nodes], [None], [mask])
+        sums = [_node(n[1], with_c=False) for n in nodes]
+        self._split_kernels.feature_bests[self._launch(len(nodes))](
+            hists, False, self._bins, sums[0], sums[-1], rules._replace(score=WSE), root, root_on_device,
+            self._out.per, self._wse)
+        return list(self.memory.read(self._wse[:len(nodes)]))
+
+    def choose_features(self, nodes: list, choose: Any, choice: Any, k: int, rules: Any, root: Any,
+                        root_on_device: bool, subtract: Optional[tuple] = None) -> None:
+        """``ole_fast``: the WSE gains of one or two nodes (``(hist, sums)`` each) and each node's top ``k``
+        features with their groups, into ``choice`` (:func:`._choice_kernels.wse_choose`, given as
+        ``choose``: one launch, no read; the fit's mask is ``choice.mask``; :mod:`.choice`).
+        ``subtract``: ``(node, big, small)``, node ``node``'s histogram ``big`` completed first as
+        ``big -= small`` in the same launch."""
+        if not 0 < len(nodes) <= 2:
+            raise ValueError("DeviceSearch.choose_features takes one or two nodes")
+        hists = NodeHists(nodes[0][0], nodes[-1][0], self._no_ph, self._no_ph, choice.mask, choice.mask)
+        sums = [_node(n[1], with_c=False) for n in nodes]
+        node, big, small = (-1, nodes[0][0], nodes[0][0]) if subtract is None else subtract
+        if not -1 <= node < len(nodes):
+            raise ValueError(f"subtract's node must be one of the {len(nodes)} searched, got {node}")
+        choose[self._launch(len(nodes))](hists, self._bins, sums[0], sums[-1], rules._replace(score=WSE), root,
+                                         root_on_device, self._out._replace(gains=self._wse), choice, int(k),
+                                         SHARED_SLOTS, Completion(int(node), big, small))

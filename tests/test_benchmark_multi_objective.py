@@ -1,0 +1,43 @@
+"""benchmarks/multi_objective.py at a tiny size: the per-query grading of a feature into a label, one
+fold of the study end to end (its grid, EPO rays and epsilon-constraint rows agree with each other), and
+the per-round cost benchmark runs (its timings mean nothing here: correctness only)."""
+import importlib.util
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_multi_objective", REPO / "benchmarks" / "multi_objective.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_grade_per_query_scales_within_each_query(bench):
+    values = np.array([0.0, 0.5, 1.0, 3.0, 3.0, 10.0, 20.0])
+    got = bench.grade_per_query(values, np.array([3, 2, 2]))
+    assert got.tolist() == [0, 2, 4, 0, 0, 0, 4]  # a query of equal values is all 0
+
+
+def test_one_fold_of_the_study(bench, data_dir, capsys, tmp_path):
+    args = bench.argparse.Namespace(data=str(data_dir / "mq2008"), rounds=2, folds=[1], feature=41, rays=[0.5],
+                                    bound_weights=[0.3], penalties=[1.0], plot=str(tmp_path / "front.png"))
+    r = bench.study_fold(args.data, 1, args)
+    assert sorted(r["grid"]) == pytest.approx(bench.GRID.tolist())
+    g1, g2, l1, l2, _ = r["grid"][0.5]
+    assert r["mwl_ls"] == pytest.approx(max(0.5 * (1 - g1), 0.5 * (1 - g2)))
+    assert r["mwl_ls_cost"] == pytest.approx(max(0.5 * l1, 0.5 * l2))
+    (ec,) = r["ec"]
+    assert ec["best_ls_ndcg1"] == max(v[0] for v in r["grid"].values() if v[1] >= ec["ndcg2_target"] - 0.01)
+    assert ec["met"] == (ec["ec_ndcg2"] >= ec["ndcg2_target"] - 0.01)
+    bench.plot_front([r], args, args.plot)
+    assert (tmp_path / "front.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bench.main(["rounds", "--data", str(data_dir / "mq2008" / "Fold1"), "--repeats", "1"])
+    out = capsys.readouterr().out
+    assert out.count("round / (m x single round) median") == 8

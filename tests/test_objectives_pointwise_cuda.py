@@ -1,0 +1,47 @@
+"""GPU pointwise losses and device plumbing (customobj/objectives/_pointwise_cuda.py) against the CPU:
+SquaredError, Logistic (plain, balanced), SquaredHinge, McRank (K outputs), with weights; the
+checked float64 conversion of device scores."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from customobj import Logistic, McRank, SquaredError, SquaredHinge
+from _cuda_cases import assert_gpu_equals_cpu, data, needs_gpu, to_device
+
+pytestmark = needs_gpu
+
+
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("obj", [SquaredError(), Logistic(), Logistic(sigma=2.0, balanced=True), SquaredHinge(),
+                                 SquaredHinge(C=3.0)], ids=repr)
+def test_binary_and_regression_losses_equal_cpu(obj, weights):
+    s, y, _, w = data(10, grades=2, weights=weights)
+    assert_gpu_equals_cpu(obj, 4.0 * s, y, None, w)
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_mcrank_k_outputs_equal_cpu(weights):
+    rng = np.random.default_rng(11)
+    _, y, _, w = data(11, grades=3, weights=weights)
+    s = rng.normal(scale=5.0, size=(y.size, 3))
+    g, h = assert_gpu_equals_cpu(McRank(n_classes=3), s, y, None, w)
+    assert g.shape == (y.size, 3)
+    np.testing.assert_allclose(g.sum(axis=1), 0.0, atol=1e-12 * (1 if w is None else w.max()))
+
+
+def test_float32_and_integer_device_scores_are_converted():
+    s, y, _, _ = data(12, grades=2)
+    g, _ = SquaredError().grad_hess(s.astype(np.float32), y)
+    gd, _ = SquaredError().grad_hess(to_device(s.astype(np.float32)), y)
+    np.testing.assert_array_equal(gd.copy_to_host(), g)
+    gi, _ = SquaredError().grad_hess(to_device(np.arange(y.size)), y)
+    np.testing.assert_array_equal(gi.copy_to_host(), np.arange(y.size) - y)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, 1e101])
+def test_non_finite_or_huge_device_scores_are_refused(bad):
+    s, y, _, _ = data(13, grades=2)
+    s[3] = bad
+    with pytest.raises(ValueError, match="scores must be finite"):
+        SquaredError().grad_hess(to_device(s), y)

@@ -1,0 +1,71 @@
+"""GPU LambdaLoss (its three weightings) and YetiRank (customobj/objectives/_sampled_pairs_cuda.py,
+routed by _listwise_route.py) against their CPU twins under the simulator: random and degenerate data
+(one-row queries, equal labels, tied or equal scores, weights, an empty query, extreme scores), YetiRank's
+seeded permutations over several rounds (the same draws), the pair budget, YetiRank's pair couplings (the
+CPU's sampled pairs, in order), and the kernels typed and compiled to PTX for sm_80."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from customobj import LambdaLoss, YetiRank
+from _cuda_cases import (COUPLING_CASES, assert_case_gpu_equals_cpu, assert_device_trees_equal_cpu,
+                         assert_gpu_equals_cpu, assert_kept_couplings_equal_cpu, assert_kernels_compile,
+                         assert_rounds_equal_cpu, data, needs_gpu, query_level_cases, to_device)
+
+# The simulator runs the seeded streams' Python source, where numpy warns on the uint64 wraparound
+# the generators rely on (compiled code, on the CPU or a GPU, wraps silently).
+pytestmark = [needs_gpu, pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
+
+LOSSES = [LambdaLoss(weighting="ndcg1"), LambdaLoss(weighting="ndcg2", sigma=2.0), LambdaLoss(),
+          LambdaLoss(mu=0.5, sigma=0.7), YetiRank(), YetiRank(permutations=3, decay=0.5, seed=2**40 + 7)]
+
+
+@pytest.mark.parametrize("obj", LOSSES, ids=repr)
+@pytest.mark.parametrize("case", list(query_level_cases()), ids=lambda c: c[0])
+def test_gpu_equals_cpu(case, obj):
+    assert_case_gpu_equals_cpu(case, obj)
+
+
+def test_yetirank_rounds_sample_the_cpus_permutations():
+    # Each grad_hess is a round with new permutations; the device samples the CPU's, round after round.
+    seen = assert_rounds_equal_cpu(YetiRank(permutations=4, seed=11))
+    assert not np.array_equal(seen[0], seen[1])  # the permutations did change between rounds
+
+
+def test_lambdaloss_weights_follow_the_device_ranking():
+    # Reversing the scores reverses the positions: the NDCG-Loss1 weights, and so the gradients, change.
+    s, y, sizes, _ = data(8)
+    obj = LambdaLoss(weighting="ndcg1")
+    g1 = assert_gpu_equals_cpu(obj, s, y, sizes)[0]
+    g2 = assert_gpu_equals_cpu(obj, -s, y, sizes)[0]
+    assert not np.allclose(g1, g2)
+
+
+def test_yetirank_pair_budget_is_refused_on_the_device(monkeypatch):
+    s, y, sizes, _ = data(9)
+    monkeypatch.setattr("customobj._validation.MAX_PAIRS", 3)
+    with pytest.raises(ValueError, match="YetiRank's sampled pairs"):
+        YetiRank().grad_hess(to_device(s), y, sizes)
+
+
+@pytest.mark.parametrize("obj", [LambdaLoss(), YetiRank(permutations=2)], ids=repr)
+def test_device_gradients_and_couplings_grow_the_cpu_trees(obj):
+    assert_device_trees_equal_cpu(obj)
+
+
+def test_every_kernel_compiles_for_a_real_gpu():
+    # The argument types customobj/objectives/_listwise_route.py launches them with.
+    assert_kernels_compile("customobj.objectives._sampled_pairs_cuda", {
+        "lambdaloss_weights": ("i1", "i1", "i1", "f1", "f1", "i", "f", "f1"),
+        "yetirank_ranks": ("f1", "i1", "i1", "i", "i", "i", "i1"),
+        "yetirank_sums": ("f1", "f1", "i1", "f1", "i", "f", "i1", "f1", "f1"),
+        "yetirank_count_pairs": ("f1", "f1", "i1", "f1", "i", "f", "i1", "i1"),
+        "yetirank_fill_pairs": ("f1", "f1", "i1", "f1", "i", "f", "i1", "i1", "j1", "j1", "f1"),
+    })
+
+
+@pytest.mark.parametrize("case", COUPLING_CASES, ids=lambda c: c[0])
+def test_yetirank_couplings_keep_the_cpus_sampled_pairs(case):
+    _, s, y, sizes, w = case
+    assert_kept_couplings_equal_cpu(YetiRank(permutations=3, seed=5), s, y, sizes, w)

@@ -1,0 +1,136 @@
+"""customobj/ole/cuda/_choice_kernels.py: ``wse_choose``, ole_fast's feature choice where the gains
+are, against its CPU twin: the WSE gains (splitting.feature_gains), the top ``k`` of the mask
+(backend.select_features: larger gain first, ties to the lower index) and their shared-memory groups
+(_histograms_kernels.feature_groups), the group table zero past its last group. Capacities of a few
+slots force several groups and a feature wider than one; two identical features tie. Small data
+under numba's CUDA simulator."""
+import numpy as np
+import pytest
+
+from customobj.ole.backend import select_features
+from customobj.ole.binning import BinMapper
+from customobj.ole.common import RESULT_SIZE, SPLIT_SIZE, ChildSums
+from customobj.ole.criterion import SE, WSE
+from customobj.ole.histogram import build_row_hist_fm
+from customobj.ole.splitting import FeatureBins, SplitRules, feature_gains
+
+from _cuda_cases import needs_gpu
+
+pytestmark = needs_gpu
+
+N_FEAT = 7
+
+
+def _data():
+    rng = np.random.default_rng(3)
+    n = 80
+    X = np.column_stack([np.round(rng.normal(size=n) * k) for k in (1, 2, 3, 5, 8, 8, 13)])
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[:, 5] = X[:, 4]  # features 4 and 5 are one: equal gains, the lower index first
+    mapper = BinMapper.fit(X, 12)
+    fm = mapper.bins_feature_major(X)
+    grad, hess = np.nan_to_num(X[:, 2] + X[:, 4]) + 0.3 * rng.normal(size=n), rng.uniform(0.5, 1.0, n)
+    rows = np.arange(n, dtype=np.int64)
+    cuts = ((0, 50), (50, n))
+    hists = [build_row_hist_fm(fm, rows, lo, hi, grad, hess, mapper.offsets, mapper.n_slots) for lo, hi in cuts]
+    sums = [ChildSums(float(grad[lo:hi].sum()), float(hess[lo:hi].sum()), float(hi - lo), 0.0) for lo, hi in cuts]
+    return mapper, hists, sums
+
+
+def _choose(mapper, hists, sums, mask, k, capacity, subtract=None):
+    """``wse_choose`` launched as DeviceSearch.choose_features does, with a given capacity;
+    ``subtract``: ``(node, small)``, node ``node``'s histogram completed there as ``-= small``
+    (then returned as well, after the launch)."""
+    from customobj._cuda_runtime import cuda_module
+    from customobj.ole.cuda import _choice_kernels as K
+    from customobj.ole.cuda.search import NodeHists, SearchOut
+    cuda = cuda_module()
+    f, n_slots = N_FEAT, mapper.n_slots
+    bins = FeatureBins(*(cuda.to_device(np.asarray(a, np.int64)) for a in (mapper.n_bins, mapper.offsets)))
+    choice = K.FeatureChoice(cuda.to_device(mask), cuda.to_device(np.zeros((2, f), np.bool_)),
+                             cuda.to_device(np.full((2, f, 5), -7, np.int64)),  # garbage: the kernel overwrites
+                             cuda.to_device(np.zeros((2, f, 4), np.int64)), cuda.to_device(np.zeros((2, n_slots), np.int64)))
+    d = [cuda.to_device(h) for h in hists]
+    no_ph = cuda.to_device(np.zeros((1, 3)))
+    out = SearchOut(cuda.to_device(np.zeros((2, f, SPLIT_SIZE))), cuda.to_device(np.zeros((2, f))),
+                    cuda.to_device(np.zeros((2, RESULT_SIZE))), cuda.to_device(np.zeros(1, np.int64)))
+    rules = SplitRules(WSE, 0.1, 2.0, 0.0)
+    node = [ChildSums(float(s.G), float(s.H), float(s.N), 0.0) for s in sums]
+    sub, small = (-1, d[0]) if subtract is None else (subtract[0], cuda.to_device(subtract[1]))
+    K.wse_choose[(3, 2), 4](NodeHists(d[0], d[1], no_ph, no_ph, choice.mask, choice.mask), bins, node[0], node[1], rules,
+                            cuda.to_device(np.zeros(4)), False, out, choice, k, capacity,
+                            K.Completion(sub, d[max(sub, 0)], small))
+    assert out.done.copy_to_host()[0] == 0  # the ticket counter is back to 0 for the next search
+    got = out.gains.copy_to_host(), [a.copy_to_host() for a in choice[1:]]
+    return got if subtract is None else (*got, d[sub].copy_to_host())
+
+
+cuda = None  # numba.cuda (or its simulator), set by the test that compiles the kernel below
+
+
+def _choose_top_of_node_0(gains, k, offsets, n_bins, choice):
+    from customobj.ole.cuda._choice_kernels import choose_top
+    counts = cuda.shared.array(2, dtype=np.int64)
+    choose_top(gains, 0, k, offsets, n_bins, 100, choice, counts)
+
+
+@pytest.mark.parametrize("k, capacity, mask", [
+    (3, 12, np.ones(N_FEAT, np.bool_)),
+    (1, 2000, np.ones(N_FEAT, np.bool_)),
+    (5, 9, np.array([1, 1, 0, 1, 1, 1, 1], np.bool_)),  # a feature masked out
+    (20, 6, np.ones(N_FEAT, np.bool_)),  # k above the features; 6 slots: features wider than a group
+])
+def test_the_choice_and_its_groups_are_the_cpus(k, capacity, mask):
+    from customobj.ole.cuda._histograms_kernels import feature_groups
+    mapper, hists, sums = _data()
+    gains, (keep, groups, members, slot_map) = _choose(mapper, hists, sums, mask, k, capacity)
+    bins = FeatureBins(mapper.n_bins.astype(np.int64), mapper.offsets)
+    for node in range(2):
+        want_gains = np.zeros(N_FEAT)
+        feature_gains(hists[node], bins, mask, sums[node], SplitRules(WSE, 0.1, 2.0, 0.0), want_gains)
+        np.testing.assert_array_equal(gains[node], want_gains)
+        feats = select_features(want_gains, mask, k)
+        np.testing.assert_array_equal(np.flatnonzero(keep[node]), feats)
+        g, m, smap = feature_groups(mapper.offsets, bins.n_bins, feats, capacity=capacity)
+        np.testing.assert_array_equal(groups[node, :len(g)], g)
+        assert not groups[node, len(g):].any()  # absent groups: no feature, their blocks return
+        np.testing.assert_array_equal(members[node, :len(feats)], m)
+        np.testing.assert_array_equal(slot_map[node, :len(smap)], smap)
+    assert len(np.unique(gains[0][[4, 5]])) == 1  # the tie the choice breaks by index
+
+
+def test_ties_go_to_the_lower_index_and_nan_gains_last():
+    # through the device function alone: gains given, one node
+    global cuda
+    from customobj._cuda_runtime import cuda_module
+    from customobj.ole.cuda import _choice_kernels as K
+    cuda = cuda_module()
+    run = cuda.jit(_choose_top_of_node_0)
+    gains = np.array([[1.0, 3.0, np.nan, 3.0, 2.0, 0.0]])
+    for k, want in ((1, [1]), (2, [1, 3]), (3, [1, 3, 4]), (5, [0, 1, 3, 4, 5]), (6, [0, 1, 2, 3, 4, 5])):
+        choice = K.FeatureChoice(*(cuda.to_device(a) for a in (
+            np.ones(6, np.bool_), np.zeros((1, 6), np.bool_), np.zeros((1, 6, 5), np.int64),
+            np.zeros((1, 6, 4), np.int64), np.zeros((1, 18), np.int64))))
+        run[1, 4](cuda.to_device(gains), k, cuda.to_device(np.arange(0, 18, 3)), cuda.to_device(np.full(6, 2)), choice)
+        assert np.flatnonzero(choice.keep.copy_to_host()[0]).tolist() == want, k
+        np.testing.assert_array_equal(np.flatnonzero(choice.keep.copy_to_host()[0]),
+                                      select_features(gains[0], np.ones(6, np.bool_), k))
+
+
+@pytest.mark.parametrize("node", [0, 1])
+def test_a_larger_childs_subtraction_runs_in_the_choice_and_before_its_search(node):
+    # node ``node`` arrives as its parent's histogram (parent = both nodes' rows) and is completed
+    # there by ``-= the other node's``, every feature, masked out or not; the gains and the choice
+    # are those of the finished histogram
+    mapper, hists, sums = _data()
+    hists = [np.round(h * 64) / 64 for h in hists]  # on a grid: (a + b) - b is a, as on the fit's
+    other = hists[1 - node]
+    parent = [h.copy() for h in hists]
+    parent[node] = hists[0] + hists[1]
+    mask = np.array([1, 1, 0, 1, 1, 1, 1], np.bool_)  # feature 2's slots are subtracted all the same
+    gains, tables, done = _choose(mapper, parent, sums, mask, 3, 12, subtract=(node, other))
+    np.testing.assert_array_equal(done, hists[node])
+    want_gains, want_tables = _choose(mapper, hists, sums, mask, 3, 12)
+    np.testing.assert_array_equal(gains, want_gains)
+    for got, want in zip(tables, want_tables):
+        np.testing.assert_array_equal(got, want)

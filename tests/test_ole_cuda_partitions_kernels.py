@@ -1,0 +1,90 @@
+"""customobj.ole.cuda._partitions_kernels: the GPU row and pair partitions give the CPU's order (stable,
+[left | right] rows, [both left | both right | split] pairs) and sides for any block count, NaN rows
+included (each CUDA block scans its blocks' offsets, _offsets: a cumulative sum); the pair counts'
+totals are the CPU's. Without a GPU they run on numba's CUDA simulator (tests/conftest.py): small data."""
+import numpy as np
+import pytest
+from numba import cuda, int64
+
+from customobj.ole.binning import BinMapper
+from customobj.ole.pair_partition import partition_pairs
+from customobj.ole.partition import partition_rows
+
+from _cuda_cases import needs_gpu
+from _ole_cases import make_X, random_pairs
+
+pytestmark = needs_gpu
+
+
+def _cuda():
+    from numba import cuda
+    from customobj.ole.cuda import _partitions_kernels as P, _reduce_kernels as R
+    return cuda, P, R
+
+
+def _blocks(nb, threads):
+    return (-(-nb // threads), threads)
+
+
+@pytest.mark.parametrize("nb,threads", [(1, 1), (5, 4), (37, 8), (300, 32)])
+def test_each_block_scans_its_offsets_a_cumulative_sum(nb, threads):
+    _, P, _ = _cuda()
+
+    @cuda.jit  # the module's ``cuda``: the simulator swaps a kernel's global numba.cuda
+    def offsets(counts, nb, before):
+        sh = cuda.shared.array((2, 32), dtype=int64)
+        a, c = P._offsets(counts, nb, sh)
+        b = cuda.grid(1)
+        if b < nb:
+            before[b, 0] = a
+            before[b, 1] = c
+
+    counts = np.random.default_rng(nb).integers(0, 50, size=(nb, 2)).astype(np.int64)
+    before = cuda.to_device(np.full((nb, 2), -1, np.int64))
+    offsets[_blocks(nb, threads)](cuda.to_device(counts), nb, before)
+    np.testing.assert_array_equal(before.copy_to_host(), np.r_[[[0, 0]], np.cumsum(counts, axis=0)[:-1]])
+
+
+@pytest.mark.parametrize("nb,threads", [(1, 1), (3, 4), (7, 2)])
+@pytest.mark.parametrize("nan_left", [False, True])
+def test_the_row_partition_is_the_cpus(nb, threads, nan_left):
+    cuda, P, R = _cuda()
+    X = make_X(5, n=150, n_features=3, nan_frac=0.2)
+    mapper = BinMapper.fit(X, 8)
+    fm = mapper.bins_feature_major(X)
+    f, tbin, start, end = 0, 2, 9, 140
+    order = np.random.default_rng(1).permutation(150).astype(np.int64)
+    want, go = order.copy(), np.zeros(150, np.bool_)
+    nl = partition_rows(fm[f], want, start, end, tbin, int(mapper.n_bins[f]), nan_left, go, np.empty(150, np.int64))
+    d_order, d_go, tmp = cuda.to_device(order), cuda.to_device(np.zeros(150, np.bool_)), cuda.device_array(150, np.int64)
+    counts = cuda.device_array((nb, 2), np.int64)
+    n = end - start
+    P.mark_rows_blocks[_blocks(nb, threads)](cuda.to_device(fm[f]), d_order, start, n, nb, tbin,
+                                             int(mapper.n_bins[f]), nan_left, d_go, tmp, counts)
+    P.place_rows_blocks[_blocks(nb, threads)](tmp, d_order, start, n, nb, nl, d_go, counts)
+    assert counts.copy_to_host()[:, 0].sum() == nl and 0 < nl < n
+    np.testing.assert_array_equal(d_order.copy_to_host(), want)  # untouched outside start:end too
+    rows = order[start:end]
+    np.testing.assert_array_equal(d_go.copy_to_host()[rows], go[rows])
+
+
+@pytest.mark.parametrize("nb,threads", [(1, 1), (4, 2), (9, 4)])
+def test_the_pair_partition_and_its_totals_are_the_cpus(nb, threads):
+    cuda, P, R = _cuda()
+    pi, pj, pc, ptr = random_pairs(2, n_queries=10, max_rows=12)
+    n_rows = int(ptr[-1])
+    go = np.random.default_rng(3).random(n_rows) < 0.5
+    start, end = 5, pi.size - 3
+    want = tuple(np.zeros_like(a) for a in (pi, pj, pc))
+    tl, tr = partition_pairs(pi, pj, pc, start, end, go, *want)
+    src = tuple(cuda.to_device(a) for a in (pi, pj, pc))
+    dst = tuple(cuda.to_device(np.zeros_like(a)) for a in (pi, pj, pc))
+    counts, d_go = cuda.device_array((nb, 2), np.int64), cuda.to_device(go)
+    totals = cuda.to_device(np.zeros(2, np.int64))
+    n = end - start
+    P.count_sides_blocks[_blocks(nb, threads)](src[0], src[1], start, n, nb, d_go, counts, totals)
+    assert tuple(totals.copy_to_host()) == (tl, tr) and tl > 0 and tr > 0
+    P.place_sides_blocks[_blocks(nb, threads)](*src, start, n, nb, d_go, counts, totals, *dst)
+    assert tuple(counts.copy_to_host().sum(axis=0)) == (tl, tr)
+    for got, w in zip(dst, want):
+        np.testing.assert_array_equal(got.copy_to_host(), w)
