@@ -70,8 +70,8 @@ def test_thresholds_kept_pairs_and_dropped_set_are_the_cpus(case, eps, launch):
     top, cut = _cuts(pi, pc, pc.view(np.int64), m, qor, nq, eps)
     np.testing.assert_array_equal(tables.tops.copy_to_host(), top)  # the cuts: the CPU's, from these tables
     ref = tuple(np.empty(m, a.dtype) for a in (pi, pj, pc))
-    tables = QueryTable(qor, np.zeros(nq, np.int64), np.zeros(nq, np.int64))
-    k = _prune(KeyedPairs(pi, pj, pc, pc.view(np.int64)), tables, nq, eps, PairOutput(*ref), True)
+    cpu_table = QueryTable(qor, np.zeros(nq, np.int64), np.zeros(nq, np.int64))
+    k = _prune(KeyedPairs(pi, pj, pc, pc.view(np.int64)), cpu_table, nq, eps, PairOutput(*ref), True)
     src = K.PairArrays(d[0], cuda.to_device(pj), d[1])
     for nb in (1, 5):  # partition blocks: the result does not depend on them
         counts, record, kept_c = cuda.device_array((nb, 2), np.int64), cuda.to_device(np.zeros(4, np.int64)), \
