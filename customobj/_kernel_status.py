@@ -7,7 +7,8 @@ turns it into a plain ``int`` once, at the boundary, with :func:`as_code` (which
 that is not a member: a kernel compiled for ``int64`` then serves every call, and an
 ``IntEnum`` argument never triggers a second compilation). A kernel that still meets a code it
 does not know computes nothing and returns :attr:`KernelStatus.UNKNOWN_CODE`; the caller passes
-the status to :func:`check_status`, which raises. No kernel falls through to another case.
+the status to :func:`check_status`, which raises (a split search's to :func:`split_found`, which
+also says whether it found a split). No kernel falls through to another case.
 
 Examples
 --------
@@ -33,7 +34,7 @@ import numbers
 from enum import IntEnum
 from typing import Any, Type
 
-__all__ = ["KernelStatus", "as_code", "check_status", "checked_value"]
+__all__ = ["KernelStatus", "as_code", "check_status", "checked_value", "split_found"]
 
 
 class KernelStatus(IntEnum):
@@ -79,3 +80,26 @@ def checked_value(result: "tuple[Any, int]", kernel: str) -> Any:
     value, status = result
     check_status(status, kernel)
     return value
+
+
+def split_found(status: int, kernel: str, code: int, codes: Type[IntEnum], name: str) -> bool:
+    """A split search's ``status`` read at the Python boundary: True for ``SPLIT_FOUND``, False for
+    ``SPLIT_NONE``; ``ValueError`` naming the unknown ``name`` code ``code`` (the members of ``codes``)
+    for ``UNKNOWN_CODE`` (the kernel computed nothing), or for any other status.
+
+    Examples
+    --------
+    >>> Score = IntEnum("Score", {"SE": 0, "OLE": 2})
+    >>> split_found(KernelStatus.SPLIT_FOUND, "find_best_split", 2, Score, "criterion")
+    True
+    >>> split_found(KernelStatus.UNKNOWN_CODE, "find_best_split", 7, Score, "criterion")
+    Traceback (most recent call last):
+    ...
+    ValueError: find_best_split: unknown criterion code 7 (Score codes: SE=0, OLE=2)
+    """
+    if status == KernelStatus.UNKNOWN_CODE:
+        known = ", ".join(f"{m.name}={int(m)}" for m in codes)
+        raise ValueError(f"{kernel}: unknown {name} code {code} ({codes.__name__} codes: {known})")
+    if status != KernelStatus.SPLIT_FOUND and status != KernelStatus.SPLIT_NONE:
+        raise ValueError(f"{kernel}: a split search returned status {int(status)} (SPLIT_FOUND=1, SPLIT_NONE=0)")
+    return status == KernelStatus.SPLIT_FOUND

@@ -129,7 +129,9 @@ from customobj.clicks import _affine_cuda as CA, _affine_kernels as AK
 f1, i1, b, i, f = T.float64[::1], T.int64[::1], T.boolean, T.int64, T.float64
 # The record customobj/clicks/_affine_route.py passes, typed as numba types it.
 LOSS = T.NamedTuple([i, f, f, f, b, i, i, b], AK.AffinePairLoss)
-SIGNATURES = [(CA.affine_queries, (f1, i1, i1, f1, f1, b, LOSS, i1, f1, f1, f1))]
+ROWS = T.NamedTuple([f1, f1, f1, b], AK.AffineRows)
+OUT = T.NamedTuple([f1, f1, f1], AK.PairOutputs)
+SIGNATURES = [(CA.affine_queries, (ROWS, i1, i1, LOSS, i1, OUT))]
 for kernel, sig in SIGNATURES:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
 print("COMPILED", len(SIGNATURES))

@@ -84,7 +84,7 @@ def test_find_split_is_the_kernels_result_read_by_name(use_pairs):
                     SplitRules(2, 0.5, 3.0, 1e-3), res)
     got = backend.find_split(hist, ph if use_pairs else None, mask, sums)
     assert got == SplitInfo.from_array(res) and got.gain > 0
-    want = split_gain(2, *sums, *got.left, *got.right, 0.5)[1]
+    want = split_gain(SplitRules(2, 0.5, 3.0, 1e-3), sums, got.left, got.right)[1]
     assert backend.split_gain(sums, got.left, got.right) == want == pytest.approx(got.gain, rel=1e-12)
 
 

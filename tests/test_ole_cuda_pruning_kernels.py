@@ -13,7 +13,8 @@ import pytest
 from customobj.ole.fixed_point import grid_step_of, round_range
 from customobj.ole.pair_partition import sum_couplings
 from customobj.ole.pair_pruning import query_of_rows
-from customobj.ole.pair_pruning_kernels import N_BUCKETS, _cuts, _dropped_leaf_sums, _prune
+from customobj.ole.pair_pruning_kernels import (N_BUCKETS, KeyedPairs, PairOutput, QueryTable, _cuts,
+                                                _dropped_leaf_sums, _prune)
 
 from _cuda_cases import needs_gpu
 from _ole_cases import random_pairs
@@ -69,7 +70,8 @@ def test_thresholds_kept_pairs_and_dropped_set_are_the_cpus(case, eps, launch):
     top, cut = _cuts(pi, pc, pc.view(np.int64), m, qor, nq, eps)
     np.testing.assert_array_equal(tables.tops.copy_to_host(), top)  # the cuts: the CPU's, from these tables
     ref = tuple(np.empty(m, a.dtype) for a in (pi, pj, pc))
-    k = _prune(pi, pj, pc, pc.view(np.int64), qor, nq, eps, *ref, True, np.zeros(nq, np.int64), np.zeros(nq, np.int64))
+    cpu_table = QueryTable(qor, np.zeros(nq, np.int64), np.zeros(nq, np.int64))
+    k = _prune(KeyedPairs(pi, pj, pc, pc.view(np.int64)), cpu_table, nq, eps, PairOutput(*ref), True)
     src = K.PairArrays(d[0], cuda.to_device(pj), d[1])
     for nb in (1, 5):  # partition blocks: the result does not depend on them
         counts, record, kept_c = cuda.device_array((nb, 2), np.int64), cuda.to_device(np.zeros(4, np.int64)), \
@@ -104,8 +106,8 @@ def test_dropped_couplings_per_leaf_are_the_cpus(case):
     perm = rng.permutation(starts.size)  # the leaves in the grower's order, one of them empty
     starts, ends = starts[perm], ends[perm]
     want = np.zeros(starts.size)
-    _dropped_leaf_sums(order, starts, ends, pi, pj, pc, pc.view(np.int64), query_of_rows(ptr), np.zeros(1, np.int64),
-                       np.zeros(1, np.int64), True, n, want)
+    _dropped_leaf_sums(order, starts, ends, KeyedPairs(pi, pj, pc, pc.view(np.int64)),
+                       QueryTable(query_of_rows(ptr), np.zeros(1, np.int64), np.zeros(1, np.int64)), True, n, want)
     leaf = cuda.to_device(np.zeros(n, np.int64))
     sums = cuda.to_device(np.full(3 * starts.size, 9.0))
     by = np.lexsort((ends, starts))  # as pruning sorts them

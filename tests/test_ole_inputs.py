@@ -105,3 +105,20 @@ def test_checked_callbacks():
     assert checked_callbacks(None) == [] and checked_callbacks((print,)) == [print]
     with pytest.raises(TypeError, match="callbacks must be callables, got int"):
         checked_callbacks([print, 3])
+
+
+def test_fit_positions_are_one_integer_per_row_or_refused_by_name():
+    from customobj.ole.inputs import as_fit_positions
+
+    assert as_fit_positions(None, 3) is None
+    got = as_fit_positions(np.array([2.0, 0.0, 1.0]), 3)
+    assert got.dtype == np.int64 and got.tolist() == [2, 0, 1] and not got.flags.writeable
+    for bad, exc, message in [([0, 1], ValueError, r"one display position per row \(3 rows\)"),
+                              ([[0, 1, 2]], ValueError, "must be 1-D"),
+                              ([0, -1, 2], ValueError, "found -1 at row 1"),
+                              ([0, np.nan, 2], ValueError, "found nan at row 1"),
+                              ([0, 1, 2.5], ValueError, "found 2.5 at row 2"),
+                              ([True, False, True], TypeError, "integer display positions, got dtype bool"),
+                              (["a", "b", "c"], TypeError, "integer display positions")]:
+        with pytest.raises(exc, match=message):
+            as_fit_positions(bad, 3)

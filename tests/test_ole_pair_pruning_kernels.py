@@ -6,7 +6,13 @@ import pytest
 
 from _ole_cases import contiguous_pairs, random_pairs
 from customobj.ole.pair_pruning import prune_pairs, query_of_rows
-from customobj.ole.pair_pruning_kernels import _BLOCK_PAIRS, _prune
+from customobj.ole.pair_pruning_kernels import _BLOCK_PAIRS, KeyedPairs, PairOutput, QueryTable, _prune
+
+
+def serial_prune(pi, pj, pc, qor, nq, eps, ref, tables=None):
+    """The any-order kernel ``_prune`` into ``ref`` (the reference), dropped pairs written."""
+    tables = (np.zeros(nq, np.int64), np.zeros(nq, np.int64)) if tables is None else tables
+    return _prune(KeyedPairs(pi, pj, pc, pc.view(np.int64)), QueryTable(qor, *tables), nq, eps, PairOutput(*ref), True)
 
 
 def run(pi, pj, pc, ptr, eps):  # the public entry: the kernels' dispatch included
@@ -24,8 +30,7 @@ def test_contiguous_queries_take_the_per_query_path_with_the_same_result(eps):
     k, out = run(pi, pj, pc, ptr, eps)
     ref = tuple(np.empty(pc.size, a.dtype) for a in (pi, pj, pc))
     nq = ptr.size - 1
-    k_ref = _prune(pi, pj, pc, pc.view(np.int64), qor, nq, eps, *ref, True, np.zeros(nq, np.int64),
-                   np.zeros(nq, np.int64))
+    k_ref = serial_prune(pi, pj, pc, qor, nq, eps, ref)
     assert k == k_ref
     for a, b in zip(out, ref):
         np.testing.assert_array_equal(a, b)
@@ -44,7 +49,7 @@ def test_parallel_blocks_of_queries_give_the_serial_result(threads, write_droppe
     qor, nq = query_of_rows(ptr), ptr.size - 1
     ref = tuple(np.empty(pc.size, a.dtype) for a in (pi, pj, pc))
     ref_t = (np.zeros(nq, np.int64), np.zeros(nq, np.int64))
-    k_ref = _prune(pi, pj, pc, pc.view(np.int64), qor, nq, 0.3, *ref, True, *ref_t)
+    k_ref = serial_prune(pi, pj, pc, qor, nq, 0.3, ref, ref_t)
     before = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
@@ -72,8 +77,7 @@ def test_a_query_in_two_runs_is_noticed_across_blocks():
     qor, nq = query_of_rows(ptr), ptr.size - 1
     k, out = run(pi, pj, pc, ptr, 0.3)
     ref = tuple(np.empty(pc.size, a.dtype) for a in (pi, pj, pc))
-    k_ref = _prune(pi, pj, pc, pc.view(np.int64), qor, nq, 0.3, *ref, True, np.zeros(nq, np.int64),
-                   np.zeros(nq, np.int64))
+    k_ref = serial_prune(pi, pj, pc, qor, nq, 0.3, ref)
     assert k == k_ref
     for a, b in zip(out, ref):
         np.testing.assert_array_equal(a, b)
@@ -103,11 +107,12 @@ def test_block_edges_are_restored_whatever_order_the_blocks_ran_in(write_dropped
     out = tuple(np.full(m, -7, a.dtype) for a in (pi, pj, pc))
     order = range(5, -1, -1) if block_order == "reversed" else np.random.default_rng(0).permutation(6)
     for b in order:
-        _place_queries(pi, pj, pc, bits, qor, bounds[b], bounds[b + 1], tops, cuts, write_dropped, *out, front[b],
-                       m - (bounds[b] - front[b]))
-    _restore_block_edges(pi, pj, pc, bits, qor, bounds, front, tops, cuts, write_dropped, *out)
+        _place_queries(KeyedPairs(pi, pj, pc, bits), QueryTable(qor, tops, cuts), bounds[b], bounds[b + 1],
+                       write_dropped, PairOutput(*out), front[b], m - (bounds[b] - front[b]))
+    _restore_block_edges(KeyedPairs(pi, pj, pc, bits), QueryTable(qor, tops, cuts), bounds, front, write_dropped,
+                         PairOutput(*out))
     ref = tuple(np.empty(m, a.dtype) for a in (pi, pj, pc))
-    k_ref = _prune(pi, pj, pc, bits, qor, nq, 0.0, *ref, True, np.zeros(nq, np.int64), np.zeros(nq, np.int64))
+    k_ref = serial_prune(pi, pj, pc, qor, nq, 0.0, ref)
     assert k_ref == front[-1]
     for a, b in zip(out, ref):
         if write_dropped:

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from customobj.ole.binning import BinMapper
-from customobj.ole.pairhist import PairScratch, _BLOCK_PAIRS, _pair_block
+from customobj.ole.pairhist import FeatureSlots, HistPairs, PairScratch, _BLOCK_PAIRS, _pair_block
 from customobj.ole.pairhist_subset import _BLOCK_PAIRS as SUBSET_BLOCK, build_pair_hist_subset, zero_feature_slots
 
 
@@ -26,8 +26,8 @@ def chunked(mapper, bins, pi, pj, pc, lo, hi, feats):
     foff, fnb = mapper.offsets[feats].astype(np.int64), mapper.n_bins[feats].astype(np.int64)
     out = np.zeros((mapper.n_slots, 3))
     zero_feature_slots(out, foff, fnb)
-    _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, True, s.loc[0], s.rows[0], s.acc[0], s.nanacc[0],
-                s.rsum[0], s.tile_for(bins)[0], out)
+    _pair_block(bins, HistPairs(pi, pj, pc), lo, hi, FeatureSlots(feats, foff, fnb), True, s.chunk(0, s.tile_for(bins)),
+                out)
     return out
 
 

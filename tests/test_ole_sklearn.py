@@ -122,6 +122,34 @@ def test_qid_trains_the_same_model_as_group(data):
     assert a.to_json() == b.to_json()
 
 
+def test_fit_position_travels_with_the_data_as_lightgbms_dataset_position(data):
+    """Issue 40 item 5: ``fit(position=)`` reaches the objective as the data's own positions (as a
+    LightGBM Dataset's ``position`` field does through the adapters): the trees of ``Unbiased``
+    given the positions itself, not those of the row order; a 1-based log with ``first_position=1``."""
+    X, y, g, _ = data
+    clicks = (y > 1).astype(float)
+    # position 1 skipped in every other query: a row's position is not its place in the query's rows
+    pos = np.concatenate([np.r_[0, np.arange(1 + q % 2, n + q % 2)] for q, n in enumerate(g)])
+    given = TreeBooster(co.Unbiased(co.LambdaRank()), **SMALL).fit(X, clicks, g, position=pos)
+    own = TreeBooster(co.Unbiased(co.LambdaRank(), position=pos), **SMALL).fit(X, clicks, g)
+    one_based = TreeBooster(co.Unbiased(co.LambdaRank(), first_position=1), **SMALL).fit(X, clicks, g,
+                                                                                           position=pos + 1)
+    row_order = TreeBooster(co.Unbiased(co.LambdaRank()), **SMALL).fit(X, clicks, g)
+    for other in (own, one_based):  # the same trees (the model files differ in the objective's repr)
+        np.testing.assert_array_equal(given.predict(X), other.predict(X))
+        np.testing.assert_array_equal(given.position_bias_, other.position_bias_)
+    assert not np.array_equal(given.predict(X), row_order.predict(X))
+    assert TreeBooster(co.RankNet(), **SMALL).fit(X, y, g, position=pos).to_json() == \
+        TreeBooster(co.RankNet(), **SMALL).fit(X, y, g).to_json()  # a loss that reads no positions ignores them
+    with pytest.raises(ValueError, match="position must be 1-D with one display position per row"):
+        TreeBooster(co.RankNet(), **SMALL).fit(X, y, g, position=pos[:-1])
+    with pytest.raises(ValueError, match="position must hold integer display positions >= 0"):
+        TreeBooster(co.RankNet(), **SMALL).fit(X, y, g, position=pos - 2)
+    with pytest.raises(ValueError, match="position field differs"):
+        TreeBooster(co.Unbiased(co.LambdaRank(), position=pos), **SMALL).fit(X, clicks, g,
+                                                                                position=np.minimum(pos, 1))
+
+
 def test_eval_qid_equals_eval_group(data):
     X, y, g, qid = data
     kw = dict(eval_metric=["ndcg@5", "map"], early_stopping_rounds=2)

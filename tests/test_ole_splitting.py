@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 
 from customobj import Logistic, McRank, MPBoost, RankNet, SquaredError
-from customobj._kernel_status import KernelStatus
+from customobj._kernel_status import KernelStatus, split_found
 from customobj.ole import TreeBooster
 from customobj.ole.binning import BinMapper
 from customobj.ole.common import ChildSums
+from customobj.ole.criterion import SplitScore
 from customobj.ole.histogram import build_row_hist_fm
 from customobj.ole.splitting import FeatureBins, SplitRules
 
@@ -155,7 +156,7 @@ def test_an_unknown_criterion_code_is_flagged_never_computed(code):
     (3 and 4 were ole_fast's and ole_float64's user codes) and leaves no split; the boundary raises."""
     from customobj.ole.common import SPLIT_FEATURE, SPLIT_GAIN, SPLIT_SIZE
     from customobj.ole.criterion import OLE, WSE
-    from customobj.ole.splitting import (check_status, feature_gains, find_best_split, find_best_split_parallel,
+    from customobj.ole.splitting import (feature_gains, find_best_split, find_best_split_parallel,
                                          node_hessian, split_gain)
     hist, ph, mapper, (G, H, N, C) = _node()
     mask = np.ones(mapper.n_bins.shape[0], dtype=np.bool_)
@@ -169,10 +170,10 @@ def test_an_unknown_criterion_code_is_flagged_never_computed(code):
         assert status == KernelStatus.UNKNOWN_CODE
         assert res[SPLIT_GAIN] == 0.0 and res[SPLIT_FEATURE] == -1.0
         with pytest.raises(ValueError, match=f"unknown criterion code {code}"):
-            check_status(status, code, kernel.__name__)
-    args = (G, H, N, C, G / 2, H / 2, N / 2, 0.0, G / 2, H / 2, N / 2, 0.0, 0.5)
-    assert split_gain(OLE, *args)[0] == KernelStatus.SPLIT_NONE
-    assert split_gain(code, *args) == (KernelStatus.UNKNOWN_CODE, 0.0)
+            split_found(status, kernel.__name__, code, SplitScore, "criterion")
+    args = (ChildSums(G, H, N, C), ChildSums(G / 2, H / 2, N / 2, 0.0), ChildSums(G / 2, H / 2, N / 2, 0.0))
+    assert split_gain(SplitRules(OLE, 0.5, 3.0, 1e-3), *args)[0] == KernelStatus.SPLIT_NONE
+    assert split_gain(SplitRules(code, 0.5, 3.0, 1e-3), *args) == (KernelStatus.UNKNOWN_CODE, 0.0)
     out = np.full(mask.size, 5.0)
     wse_node = ChildSums(G, H, N, 0.0)
     assert feature_gains(hist, bins, mask, wse_node, SplitRules(WSE, 0.5, 3.0, 1e-3), out) == KernelStatus.SPLIT_NONE
@@ -184,7 +185,8 @@ def test_an_unknown_criterion_code_is_flagged_never_computed(code):
     assert np.isnan(node_hessian(code, G, H, N, C))
 
 
-def test_check_status_reads_found_and_none():
-    from customobj.ole.splitting import check_status
-    assert check_status(KernelStatus.SPLIT_FOUND, 2, "k") is True
-    assert check_status(KernelStatus.SPLIT_NONE, 2, "k") is False
+def test_split_found_reads_found_and_none():
+    assert split_found(KernelStatus.SPLIT_FOUND, "k", 2, SplitScore, "criterion") is True
+    assert split_found(KernelStatus.SPLIT_NONE, "k", 2, SplitScore, "criterion") is False
+    with pytest.raises(ValueError, match="k: a split search returned status 5"):
+        split_found(5, "k", 2, SplitScore, "criterion")

@@ -37,15 +37,16 @@ def _ranks(scores, a, n, rank):
 
 
 @cuda.jit(cache=True)
-def affine_queries(scores, ptr, pair_ptr, rhat, w, use_w, loss, rank, out_grad, out_hess, out_c):
-    """One thread per query: ``_affine_kernels.affine_pairs`` of its pairs into ``out_grad`` /
-    ``out_hess`` (added) and ``out_c[pair_ptr[q]:pair_ptr[q + 1]]`` (written: each pair's coupling, 0
-    for a pair of factor 0). ``rank``: a row's scratch (read only for a LambdaRank record)."""
+def affine_queries(rows, ptr, pair_ptr, loss, rank, out):
+    """One thread per query: ``_affine_kernels.affine_pairs`` of its pairs (``rows``: an
+    ``AffineRows`` record) into ``out`` (a ``PairOutputs`` record: gradients and hessians added,
+    ``c[pair_ptr[q]:pair_ptr[q + 1]]`` written, each pair's coupling, 0 for a pair of factor 0).
+    ``rank``: a row's scratch (read only for a LambdaRank record)."""
     q = cuda.grid(1)
     if q >= ptr.shape[0] - 1:
         return
     a = ptr[q]
     n = ptr[q + 1] - a
     if loss.lambdarank:
-        _ranks(scores, a, n, rank)
-    _query_pairs(loss, scores, rhat, rank, a, w, use_w, a, n, pair_ptr[q], out_grad, out_hess, out_c, 0.0)
+        _ranks(rows.scores, a, n, rank)
+    _query_pairs(loss, rows, rank, a, a, n, pair_ptr[q], out, 0.0)

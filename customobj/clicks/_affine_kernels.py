@@ -12,7 +12,8 @@ true relevances (see ``Affine``).
 ``affine_pairs`` runs ``query_pairs`` on each query; the GPU kernel (``_affine_cuda``) runs the same
 ``query_pairs`` one thread per query, so the two share every line of the per-pair math.
 
-The loss's options travel as one record (:class:`AffinePairLoss`), the pair weights as
+The loss's options travel as one record (:class:`AffinePairLoss`), the rows' inputs as another
+(:class:`AffineRows`) and the outputs as a third (:class:`PairOutputs`); the pair weights are
 ``(w_i + w_j) / 2`` of the row weights, as in every customobj pairwise loss.
 """
 import math
@@ -35,6 +36,23 @@ class AffinePairLoss(NamedTuple):
     k: int  # DCG cutoff: a row ranked k or lower (0-based) has discount 0
     truncation: int  # a pair whose two rows are both ranked truncation or lower is skipped
     norm: bool  # multiply a query's terms by log2(1 + S) / S, S its lambda sum with unit estimates (click-free)
+
+
+class AffineRows(NamedTuple):
+    """What ``query_pairs`` reads per row: scores, corrected relevances, weights (read with ``use_w``)."""
+
+    scores: np.ndarray
+    rhat: np.ndarray
+    w: np.ndarray
+    use_w: bool
+
+
+class PairOutputs(NamedTuple):
+    """Where ``query_pairs`` adds its terms: per-row gradients and hessians, per-pair couplings."""
+
+    grad: np.ndarray
+    hess: np.ndarray
+    c: np.ndarray
 
 
 @njit(cache=True)
@@ -106,9 +124,10 @@ SUM_STAGE, TERM_STAGE = 0, 1
 
 
 @njit(cache=True)
-def query_pairs(loss, scores, rhat, rank, r0, w, use_w, a, n, p, out_grad, out_hess, out_c, total):
-    """One query's part of ``affine_pairs`` (rows ``a:a + n``, its first pair ``p``, the rank of its row
-    ``ii`` at ``rank[r0 + ii]``); returns ``total`` plus its loss terms, added in order.
+def query_pairs(loss, rows, rank, r0, a, n, p, out, total):
+    """One query's part of ``affine_pairs`` (rows ``a:a + n`` of :class:`AffineRows` ``rows``, its first
+    pair ``p``, the rank of its row ``ii`` at ``rank[r0 + ii]``) into :class:`PairOutputs` ``out``;
+    returns ``total`` plus its loss terms, added in order.
 
     Shared with the GPU kernel (``_affine_cuda``, one thread per query): it reads arrays by index and
     calls only scalar functions, so the simulator can run its Python source. The query's norm
@@ -117,6 +136,8 @@ def query_pairs(loss, scores, rhat, rank, r0, w, use_w, a, n, p, out_grad, out_h
     ``|dD|``, the pair weight): it depends on the scores and ranks, never on the clicks, so the
     normalised estimate stays unbiased (issue 43; the corrected estimates in ``S`` made it biased).
     """
+    scores, rhat, w, use_w = rows
+    out_grad, out_hess, out_c = out
     s_total = 0.0
     f = 1.0
     for stage in range(SUM_STAGE if loss.norm else TERM_STAGE, TERM_STAGE + 1):
@@ -164,12 +185,14 @@ def affine_pairs(scores, ptr, rhat, w, use_w, loss, out_grad, out_hess, out_c):
     for q in range(ptr.size - 1):
         n_max = max(n_max, ptr[q + 1] - ptr[q])
     rank = np.zeros(n_max, dtype=np.int64)
+    rows = AffineRows(scores, rhat, w, use_w)
+    out = PairOutputs(out_grad, out_hess, out_c)
     for q in range(ptr.size - 1):
         a = ptr[q]
         n = ptr[q + 1] - a
         if loss.lambdarank:
             _ranks(scores, a, a + n, rank)
-        total = query_pairs(loss, scores, rhat, rank, 0, w, use_w, a, n, p, out_grad, out_hess, out_c, total)
+        total = query_pairs(loss, rows, rank, 0, a, n, p, out, total)
         p += n * (n - 1) // 2
     return total
 

@@ -35,7 +35,7 @@ def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     """One round of ``obj`` (an ``Affine``) at device scores ``s`` into the device outputs (``base.DeviceRoute``);
     the round's pair couplings stay on the device for :func:`couplings`."""
     from ..objectives import _pointwise_cuda as CW
-    from . import _affine_cuda as CA
+    from . import _affine_cuda as CA, _affine_kernels as AK
 
     state = obj._trained_state(prep)
     host_ptr = _pair_ptr(prep)
@@ -50,8 +50,8 @@ def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
         if record is None:
             _add_part((obj, n), part.device_route().grad_hess, part, scale, s, prep, data, g, h)
             continue
-        R.launch(CA.affine_queries, data.n_queries, s, data.ptr, pair_ptr, rhat, data.weights, data.use_weights,
-                 record, rank, g, h, part_c)
+        R.launch(CA.affine_queries, data.n_queries, AK.AffineRows(s, rhat, data.weights, data.use_weights), data.ptr,
+                 pair_ptr, record, rank, AK.PairOutputs(g, h, part_c))
         if m:
             R.launch(CW.add_scaled, m, total, part_c, 1.0)
 

@@ -23,6 +23,9 @@ from ._noise import lcg_next
 
 #: LightGBM's ``kEpsilon``: the floor of XENDCG's ``sum phi`` in its gradient loop.
 LIGHTGBM_EPSILON = 1e-15
+#: float64's normal range: a weight ratio inside it is exact to one rounding (``_log_ratio``).
+_TINY_NORMAL = 2.2250738585072014e-308
+_HUGE = 1.7976931348623157e308
 
 
 @njit(cache=True)
@@ -71,13 +74,34 @@ def softmax_ce_grad_hess(scores, ptr, mass, vw, use_vw, beta, out_grad, out_hess
 
 @njit(cache=True, inline="always")
 def _log_ratio(scores, vw, use_vw, beta, j, k):
-    """``log(v_j e^{beta s_j}) - log(v_k e^{beta s_k})`` as a difference of scores plus a difference
-    of log weights: never the difference of two large logits, which cancels (scores of 1e36, or
-    weights 1e-300 and 1e50, leave nothing of the smaller term)."""
+    """``log(v_j e^{beta s_j}) - log(v_k e^{beta s_k})`` as a difference of scores plus the log of the
+    weights' ratio: never the difference of two large logits, which cancels (scores of 1e36, or
+    weights 1e-300 and 1e50, leave nothing of the smaller term). ``log(v_j / v_k)`` rounds once
+    (error ~1e-16 absolute), where ``log v_j - log v_k`` carries the rounding of each log (~57
+    ulp of 1 at weights 1e25: the loss of a query whose top row has nearly all the mass lost ~1e-14
+    of itself); a ratio outside the normal range (weights 1e-300 and 1e50) falls back to the
+    difference of logs, whose size (> 708) then dwarfs that error."""
     d = beta * (scores[j] - scores[k])
     if use_vw:
-        d += np.log(vw[j]) - np.log(vw[k])
+        ratio = vw[j] / vw[k]
+        if _TINY_NORMAL <= ratio <= _HUGE:
+            d += np.log(ratio)
+        else:
+            d += np.log(vw[j]) - np.log(vw[k])
     return d
+
+
+@njit(cache=True, inline="always")
+def _exp_log_ratio(scores, vw, use_vw, beta, j, k):
+    """``e^{r}`` of :func:`_log_ratio`'s ``r <= 0`` (``k`` the query's largest logit): with a normal
+    weight ratio ``(v_j / v_k) e^{beta (s_j - s_k)}``, two roundings, where ``e^{r}`` takes the
+    rounding of ``r`` itself (~1e-14 of the result at ``r = -76``, weights 1e-25 and 1e8) into its
+    relative error. ``e^{beta (s_j - s_k)} <= v_k / v_j`` is finite there."""
+    if use_vw:
+        ratio = vw[j] / vw[k]
+        if _TINY_NORMAL <= ratio <= _HUGE:
+            return ratio * np.exp(beta * (scores[j] - scores[k]))
+    return np.exp(_log_ratio(scores, vw, use_vw, beta, j, k))
 
 
 @njit(cache=True)
@@ -94,7 +118,7 @@ def _query_ce_loss(scores, mass, vw, use_vw, beta, lo, hi):
     rest = 0.0
     for j in range(lo, hi):
         if j != k and row_weight(vw, use_vw, j) > 0.0:
-            rest += np.exp(_log_ratio(scores, vw, use_vw, beta, j, k))
+            rest += _exp_log_ratio(scores, vw, use_vw, beta, j, k)
     log_z = np.log1p(rest)
     total = 0.0
     for t in range(lo, hi):

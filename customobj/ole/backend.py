@@ -45,6 +45,7 @@ from typing import Any, NamedTuple, Optional, Protocol
 
 import numpy as np
 
+from .._kernel_status import split_found
 from .common import HIST_COUNT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import BinnedData, GrowContext
 from .criterion import SplitScore, WSE
@@ -54,7 +55,7 @@ from .pair_pruning import Dropped, dropped_leaf_couplings, prune_for_tree
 from .pair_partition import partition_pairs, sum_couplings
 from .pairhist import PAIRS_DIRECT, PAIRS_LEFT_SMALL, build_pair_hist, pair_hist_plan
 from .partition import partition_rows
-from .splitting import (FeatureBins, SplitRules, check_status, feature_gains, find_best_split, find_best_split_parallel,
+from .splitting import (FeatureBins, SplitRules, feature_gains, find_best_split, find_best_split_parallel,
                         split_gain)
 
 __all__ = ["CPUBackend", "NodePairs", "PairCounts", "PARALLEL_SLOTS", "TreeBackend", "select_features"]
@@ -322,7 +323,7 @@ class CPUBackend:
         use_pairs = phist is not None
         status = self._find(hist, phist if use_pairs else self._no_pair_hist, use_pairs, self.bins_rec, mask,
                             _node(sums), self.rules, res)
-        check_status(status, self.score, "find_best_split")
+        split_found(status, "find_best_split", self.score, SplitScore, "criterion")
         return SplitInfo.from_array(res)
 
     def fast_splits(self, searches: list, mask: np.ndarray, k: int) -> list:
@@ -345,14 +346,14 @@ class CPUBackend:
 
     def wse_gains(self, hist: np.ndarray, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
         """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``)."""
-        check_status(feature_gains(hist, self.bins_rec, mask, _node(sums, with_c=False), self.rules._replace(score=WSE),
-                                   out), WSE, "feature_gains")
+        split_found(feature_gains(hist, self.bins_rec, mask, _node(sums, with_c=False), self.rules._replace(score=WSE),
+                                  out), "feature_gains", WSE, SplitScore, "criterion")
         return out
 
     def split_gain(self, parent: ChildSums, left: ChildSums, right: ChildSums) -> float:
         """``score(left) + score(right) - score(parent)`` under the fit's criterion."""
-        status, gain = split_gain(self.score, *parent, *left, *right, self.lam)
-        check_status(status, self.score, "split_gain")
+        status, gain = split_gain(self.rules, _node(parent), _node(left), _node(right))
+        split_found(status, "split_gain", self.score, SplitScore, "criterion")
         return float(gain)
 
     # --- partitions ---------------------------------------------------------------------------------

@@ -222,7 +222,7 @@ class TreeBooster(BaseEstimator):
             eval_set: Optional[Sequence] = None, eval_group: Optional[Sequence] = None,
             eval_qid: Optional[Sequence] = None, eval_metric: Union[str, Callable, Sequence] = "ndcg@10",
             early_stopping_rounds: Optional[int] = None, callbacks: Optional[Sequence[Callable]] = None,
-            ) -> "TreeBooster":
+            position: Optional[ArrayLike] = None) -> "TreeBooster":
         """Boost ``n_estimators`` rounds (``n_outputs`` trees per round, e.g. McRank: one per grade).
 
         Parameters
@@ -249,6 +249,10 @@ class TreeBooster(BaseEstimator):
             Stop when the first metric of the first eval set has not improved for that many rounds;
             ``best_iteration_`` (1-based) is then what ``predict`` uses by default.
         callbacks : list of callables ``cb(booster, iteration, evals_result)``; True stops training.
+        position : array-like of int (n_rows,), optional
+            Each row's display position, as LightGBM's ``Dataset(position=)``: it travels with the
+            data to the objectives that read it (``customobj.clicks.Unbiased``, ``Affine``:
+            numbered from their ``first_position``); the others ignore it.
 
         Returns
         -------
@@ -260,7 +264,7 @@ class TreeBooster(BaseEstimator):
         obj = copy.deepcopy(p["objective"])
         X_in = X
         X = as_matrix(X, keep_float32=True, for_fit=True)
-        prep, scores = training_targets(obj, X.shape[0], y, group, qid, sample_weight, init_score)
+        prep, scores = training_targets(obj, X.shape[0], y, group, qid, sample_weight, init_score, position)
         early_stopping_rounds = check_int(early_stopping_rounds, "early_stopping_rounds", minimum=1,
                                           allow_none=True)
         evals = prepare_evals(eval_set, eval_group, eval_qid, eval_metric, X.shape[1], obj.n_outputs)

@@ -33,6 +33,21 @@ so each value moves by less than :math:`2^{-51} (\sum_k |x_k| + n\,2^{-20} P)`, 
 A value below :math:`\delta/2` becomes 0; non-finite values leave the grid step at 0 (no
 rounding; the sums are then not exact, and the GPU's are 0).
 
+**Range** (issue 39): the grid exists while :math:`R` is finite: :math:`m \le 2^{1023}` (no larger
+power of two exists; :func:`pow2_at_least` says 0 above it instead of doubling to ``inf`` and
+halving ``inf`` for ever) and :math:`4 (\sum_k |x_k| + n P 2^{-20})` below float64's maximum;
+otherwise the step is 0, as for non-finite values. ``TreeBooster`` keeps inside it: every gradient and hessian it grows a tree from
+is finite with magnitude at most :data:`VALUE_LIMIT` (``2**900``, about 8.5e270;
+:func:`check_tree_values` raises ``ValueError`` naming them otherwise, before any tree is grown
+from them). With at most ``MAX_ROWS`` (``2**40``) rows, ``R < 2**943``: every grid exists.
+customobj's own objectives stay below 1e183 by their input limits (docs/robustness.md), so the
+check bounds only a user's own objective, whose gradients a GPU fit also takes on the host: the CPU
+and the GPU refuse alike. Inside the range the trees stay finite: a criterion's ``G^2`` that
+overflows (sums above ``2**511``) scores no split, and a tree whose leaf values or gains leave what
+a model file holds is refused, naming the gradients and hessians (``training.check_finite_tree``).
+Values this large are not scaled: leaf values ``-G / (D + lambda_l2)`` and ``lambda_l2`` itself
+are not scale-free, so a silent rescaling would change the model.
+
 Examples
 --------
 >>> import numpy as np
@@ -51,7 +66,7 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["pow2_at_least", "fold_abs_max", "grid_step", "magnitude_units", "to_grid", "grid_step_of", "grid_step_of_rows",
+__all__ = ["VALUE_LIMIT", "check_tree_values", "first_outside", "pow2_at_least", "fold_abs_max", "grid_step", "magnitude_units", "to_grid", "grid_step_of", "grid_step_of_rows",
            "round_range", "round_rows", "UNIT_BITS"]
 
 #: Bits of the integer magnitudes behind ``T`` (``2**20`` units per ``P``): ``T`` bounds the sum of
@@ -60,13 +75,16 @@ UNIT_BITS = 20
 _UNITS = float(2**UNIT_BITS)
 _MANTISSA = 2.0**-52
 _TINIEST = 5e-324  # the smallest subnormal: a grid step never rounds down to 0 for a finite m > 0
+_LARGEST_POW2 = 2.0**1023  # no power of two lies between it and float64's maximum
+#: Largest ``|gradient|`` and ``|hessian|`` a tree is grown from (module docstring, "Range").
+VALUE_LIMIT = 2.0**900
 
 
 @njit(cache=True)
 def pow2_at_least(x):
     """The smallest power of two ``>= x`` for a finite ``x > 0`` (0.0 otherwise), by exact doublings
     and halvings (no ``log2``, whose last bit the CPU's and the GPU's libraries may round differently)."""
-    if not (x > 0.0) or x > 1.7e308:
+    if not (x > 0.0) or x > _LARGEST_POW2:  # above 2**1023 the doubling would reach inf and never halve back
         return 0.0
     p = 1.0
     while p < x:
@@ -102,6 +120,8 @@ def grid_step(m, total):
     if p == 0.0 or total <= 0:
         return 0.0
     r = pow2_at_least(2.0 * float(total)) * (p / _UNITS)
+    if r > _LARGEST_POW2:  # R overflowed to inf: no grid (module docstring, "Range")
+        return 0.0
     return max(r * _MANTISSA, _TINIEST)
 
 
@@ -156,3 +176,40 @@ def round_rows(order, x, step, out):
         out[r] = v
         s += v
     return s
+
+
+@njit(cache=True)
+def first_outside(x, limit):
+    """The first index ``k`` (C order) whose ``x`` is NaN, infinite or of magnitude above ``limit``;
+    -1 when there is none. One pass, no temporary array."""
+    flat = x.reshape(-1)
+    for k in range(flat.shape[0]):
+        if not (abs(flat[k]) <= limit):
+            return k
+    return -1
+
+
+def check_tree_values(grad: np.ndarray, hess: np.ndarray) -> None:
+    """Refuse gradients or hessians outside the grid's range (module docstring, "Range").
+
+    Raises
+    ------
+    ValueError
+        Naming ``gradients`` or ``hessians``, the first bad value and its position, and the limit.
+
+    Examples
+    --------
+    >>> check_tree_values(np.array([1.0, -2.0]), np.array([0.5, 0.5]))
+    >>> check_tree_values(np.array([1.0, np.nan]), np.array([0.5, 0.5]))
+    Traceback (most recent call last):
+    ...
+    ValueError: the objective's gradients must be finite with magnitude at most 2**900 (about 8.5e+270: customobj.ole.fixed_point.VALUE_LIMIT); found nan at row 1
+    """
+    for name, a in (("gradients", grad), ("hessians", hess)):
+        k = first_outside(np.ascontiguousarray(a), VALUE_LIMIT)
+        if k >= 0:
+            row = np.unravel_index(k, a.shape)
+            where = f"row {row[0]}" if a.ndim == 1 else f"row {row[0]}, column {row[1]}"
+            raise ValueError(f"the objective's {name} must be finite with magnitude at most 2**900 (about "
+                             f"{VALUE_LIMIT:.2g}: customobj.ole.fixed_point.VALUE_LIMIT); found "
+                             f"{float(a.reshape(-1)[k])!r} at {where}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import SCORE_LIMIT, as_1d_float, as_scores
+from .._validation import INT_LIMIT, SCORE_LIMIT, as_1d_float, as_scores
 from ..groups import PER_ROW_IDS_HINT, Groups, as_groups
 
 __all__ = ["as_matrix", "check_feature_names", "resolve_groups", "as_fit_labels", "check_fit_rows",
@@ -137,15 +137,51 @@ def as_fit_labels(y, name: str = "y") -> np.ndarray:
     return as_1d_float(y, name, finite=False)
 
 
-def training_targets(obj, n: int, y, group, qid, sample_weight, init_score) -> tuple:
-    """Labels, queries and weights checked and prepared for ``obj``; the starting raw scores."""
+def as_fit_positions(position, n_rows: int, name: str = "position"):
+    """Each row's display position (LightGBM's ``Dataset(position=)``: integer ids, here ``>= 0``,
+    one per row) as a read-only int64 array, or None; numbered as the objective's ``first_position``
+    says (the objectives that read positions check their range and order; the others ignore them).
+
+    Examples
+    --------
+    >>> as_fit_positions([1, 2, 1], 3).tolist()
+    [1, 2, 1]
+    >>> as_fit_positions([0, 1.5], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: position must hold integer display positions >= 0 (one per row); found 1.5 at row 1
+    """
+    if position is None:
+        return None
+    arr = np.asarray(position)
+    if arr.dtype == object:
+        arr = _from_objects(arr, name)
+    if arr.ndim != 1 or arr.shape[0] != n_rows:
+        raise ValueError(f"{name} must be 1-D with one display position per row ({n_rows} rows), got shape "
+                         f"{arr.shape}")
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold integer display positions, got dtype {arr.dtype}")
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(~(arr >= 0) | (arr != np.floor(arr)) | (arr > INT_LIMIT))
+    if bad.size:
+        raise ValueError(f"{name} must hold integer display positions >= 0 (one per row); found "
+                         f"{arr[bad[0]]} at row {int(bad[0])}")
+    out = np.ascontiguousarray(arr, dtype=np.int64)
+    out.setflags(write=False)
+    return out
+
+
+def training_targets(obj, n: int, y, group, qid, sample_weight, init_score, position=None) -> tuple:
+    """Labels, queries, weights and display positions checked and prepared for ``obj``; the
+    starting raw scores."""
     y = as_fit_labels(y)
     check_fit_rows(n, y, sample_weight)
+    position = as_fit_positions(position, n)
     groups = resolve_groups(group, qid, n)
     if groups is None and obj.needs_group:
         raise ValueError(f"{type(obj).__name__} is a ranking objective: fit needs group= (query sizes) or "
                          "qid= (one query id per row)")
-    prep = obj.prepare(y, groups, sample_weight)
+    prep = obj.prepare(y, groups, sample_weight, position=position)
     K = obj.n_outputs
     shape = (n,) if K == 1 else (n, K)
     scores = np.zeros(shape, dtype=np.float64)

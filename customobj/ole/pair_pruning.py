@@ -50,8 +50,8 @@ from __future__ import annotations
 import numpy as np
 
 from .context import Pairs
-from .pair_pruning_kernels import (BUCKETS_PER_OCTAVE, N_BUCKETS, _dropped_leaf_sums, _prune,
-                                   _prune_contiguous)
+from .pair_pruning_kernels import (BUCKETS_PER_OCTAVE, N_BUCKETS, KeyedPairs, PairOutput, QueryTable,
+                                   _dropped_leaf_sums, _prune, _prune_contiguous)
 
 __all__ = ["prune_pairs", "prune_for_tree", "query_of_rows", "Dropped", "dropped_leaf_couplings",
            "N_BUCKETS", "BUCKETS_PER_OCTAVE"]
@@ -104,9 +104,10 @@ def prune_pairs(pi: np.ndarray, pj: np.ndarray, pc: np.ndarray, query_of_row: np
     bits = pc.view(np.int64)
     tops = np.zeros(n_queries, dtype=np.int64) if thresholds is None else thresholds[0]
     cuts = np.full(n_queries, N_BUCKETS, dtype=np.int64) if thresholds is None else thresholds[1]
-    k = _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dropped, tops, cuts)
+    pairs, table, out = KeyedPairs(pi, pj, pc, bits), QueryTable(query_of_row, tops, cuts), PairOutput(oi, oj, oc)
+    k = _prune_contiguous(pairs, table, n_queries, eps, out, write_dropped)
     if k < 0:  # some query's pairs are not contiguous: per-query tables over all pairs
-        k = _prune(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dropped, tops, cuts)
+        k = _prune(pairs, table, n_queries, eps, out, write_dropped)
     return int(k)
 
 
@@ -163,6 +164,6 @@ def dropped_leaf_couplings(order: np.ndarray, ranges: list, dropped: "Dropped", 
     out = np.zeros(len(ranges))
     pi, pj, pc = dropped.pairs
     pc = np.ascontiguousarray(pc, dtype=np.float64)
-    _dropped_leaf_sums(order, starts, ends, pi, pj, pc, pc.view(np.int64), dropped.query_of_row, dropped.tops,
-                       dropped.cuts, dropped.only_dropped, n_rows, out)
+    _dropped_leaf_sums(order, starts, ends, KeyedPairs(pi, pj, pc, pc.view(np.int64)),
+                       QueryTable(dropped.query_of_row, dropped.tops, dropped.cuts), dropped.only_dropped, n_rows, out)
     return out

@@ -7,8 +7,13 @@ query while its pairs are in cache), then each block places its pairs at its own
 ``_prune``, any order: per-query tables over all pairs, then one placement pass. Placement is
 branch-free (``_place_query`` says why). ``_dropped_leaf_sums``: the couplings of the dropped
 pairs inside each leaf of a grown tree, by parallel blocks of pairs summed in block order.
+
+The kernels take records (:class:`KeyedPairs`, :class:`PairOutput`, :class:`QueryTable`); the hot
+loops unpack them into locals first, so their bodies are the ones of the unpacked arguments.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -18,6 +23,30 @@ from numba import njit, prange
 BUCKETS_PER_OCTAVE = 4
 #: Buckets per query; the last holds every coupling below ``2**-16`` of the query's largest.
 N_BUCKETS = 64
+
+
+class KeyedPairs(NamedTuple):
+    """The pairs to prune: rows ``pi, pj``, couplings ``pc`` (float64) and ``bits``, ``pc``'s int64 view
+    (the bucket keys)."""
+    pi: np.ndarray
+    pj: np.ndarray
+    pc: np.ndarray
+    bits: np.ndarray
+
+
+class PairOutput(NamedTuple):
+    """Where the pruning places the pairs (dtypes of :class:`KeyedPairs`' ``pi, pj, pc``)."""
+    oi: np.ndarray
+    oj: np.ndarray
+    oc: np.ndarray
+
+
+class QueryTable(NamedTuple):
+    """Each row's query and each query's threshold: the key of its largest coupling and its first
+    dropped bucket (``N_BUCKETS``: none), int64; filled by the pruning, read by the later passes."""
+    query_of_row: np.ndarray
+    tops: np.ndarray
+    cuts: np.ndarray
 
 
 # A positive float64's bits shifted right by 50 (exponent, then the top two mantissa bits) increase
@@ -83,7 +112,7 @@ def _kept(c, key_bits, top, cut):
 
 
 @njit(cache=True, inline="always")
-def _place_query(pi, pj, pc, bits, s, e, top, cut, write_dropped, oi, oj, oc, front, back):
+def _place_query(pairs, s, e, top, cut, write_dropped, out, front, back):
     """Pairs ``s:e`` of one query to the front of the output (kept) or, when asked, to its back.
 
     Branch-free: each pair is written at ``front`` (and at ``back - 1``) whatever its fate, and only
@@ -92,6 +121,8 @@ def _place_query(pi, pj, pc, bits, s, e, top, cut, write_dropped, oi, oj, oc, fr
     ``front`` is the next kept slot, and ``back - 1 >= front`` while a pair is unplaced (equal only
     for the last free slot, which then receives the same pair twice).
     """
+    pi, pj, pc, bits = pairs
+    oi, oj, oc = out
     for k in range(s, e):
         c = pc[k]
         keep = _kept(c, bits[k], top, cut)
@@ -108,15 +139,18 @@ def _place_query(pi, pj, pc, bits, s, e, top, cut, write_dropped, oi, oj, oc, fr
 
 
 @njit(cache=True)
-def _prune(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dropped, top, cut):
+def _prune(pairs, table, n_queries, eps, out, write_dropped):
+    """The pairs of :class:`KeyedPairs` ``pairs``, any order, into ``out`` (kept to the front, dropped
+    behind them when ``write_dropped``); fills ``table``'s thresholds; returns the kept count."""
+    pi, pc, bits = pairs.pi, pairs.pc, pairs.bits
+    query_of_row, top, cut = table
     m = pc.shape[0]
     top[:], cut[:] = _cuts(pi, pc, bits, m, query_of_row, n_queries, eps)
     front = 0
     back = m
     for k in range(m):  # pairs of any order: each with its own query's threshold
         q = query_of_row[pi[k]]
-        front, back = _place_query(pi, pj, pc, bits, k, k + 1, top[q], cut[q], write_dropped, oi, oj, oc, front,
-                                   back)
+        front, back = _place_query(pairs, k, k + 1, top[q], cut[q], write_dropped, out, front, back)
     return front
 
 
@@ -174,20 +208,25 @@ def _cut_queries(pi, pc, bits, query_of_row, lo, hi, eps, tops, cuts, seen):
 
 
 @njit(cache=True)
-def _place_queries(pi, pj, pc, bits, query_of_row, lo, hi, tops, cuts, write_dropped, oi, oj, oc, front, back):
+def _place_queries(pairs, table, lo, hi, write_dropped, out, front, back):
+    """The query runs of pairs ``lo:hi`` into ``out`` from ``front`` (kept) and below ``back`` (dropped)."""
+    pi = pairs.pi
+    query_of_row, tops, cuts = table
     s = lo
     while s < hi:
         e = _run_end(pi, query_of_row, s, hi)
         q = query_of_row[pi[s]]
-        front, back = _place_query(pi, pj, pc, bits, s, e, tops[q], cuts[q], write_dropped, oi, oj, oc, front, back)
+        front, back = _place_query(pairs, s, e, tops[q], cuts[q], write_dropped, out, front, back)
         s = e
     return front, back
 
 
 @njit(cache=True)
-def _find_placed(pi, pc, bits, query_of_row, lo, hi, step, tops, cuts, want):
+def _find_placed(pairs, table, lo, hi, step, want):
     """Index of the first pair of ``lo:hi`` (the last one when ``step`` is -1) that is kept
     (``want`` 1) or dropped (0); -1 if none."""
+    pi, pc, bits = pairs.pi, pairs.pc, pairs.bits
+    query_of_row, tops, cuts = table
     k = lo if step > 0 else hi - 1
     while lo <= k < hi:
         q = query_of_row[pi[k]]
@@ -198,15 +237,15 @@ def _find_placed(pi, pc, bits, query_of_row, lo, hi, step, tops, cuts, want):
 
 
 @njit(cache=True)
-def _restore(pi, pj, pc, k, d, oi, oj, oc):
+def _restore(pairs, k, d, out):
     if k >= 0:
-        oi[d] = pi[k]
-        oj[d] = pj[k]
-        oc[d] = pc[k]
+        out.oi[d] = pairs.pi[k]
+        out.oj[d] = pairs.pj[k]
+        out.oc[d] = pairs.pc[k]
 
 
 @njit(cache=True)
-def _restore_block_edges(pi, pj, pc, bits, query_of_row, bounds, front, tops, cuts, write_dropped, oi, oj, oc):
+def _restore_block_edges(pairs, table, bounds, front, write_dropped, out):
     """Rewrite the slots that parallel branch-free placement can overwrite: a block's stray writes
     land one slot past its kept range (the first kept slot of a later block, or the last dropped
     slot) and one slot below its dropped range (the first dropped slot of a later block, or the
@@ -214,19 +253,17 @@ def _restore_block_edges(pi, pj, pc, bits, query_of_row, bounds, front, tops, cu
     nb = bounds.shape[0] - 1
     m = bounds[nb]
     for b in range(1, nb):
-        k = _find_placed(pi, pc, bits, query_of_row, bounds[b], bounds[b + 1], 1, tops, cuts, 1)
-        _restore(pi, pj, pc, k, front[b], oi, oj, oc)
+        k = _find_placed(pairs, table, bounds[b], bounds[b + 1], 1, 1)
+        _restore(pairs, k, front[b], out)
         if write_dropped:
-            k = _find_placed(pi, pc, bits, query_of_row, bounds[b], bounds[b + 1], 1, tops, cuts, 0)
-            _restore(pi, pj, pc, k, m - (bounds[b] - front[b]) - 1, oi, oj, oc)
+            k = _find_placed(pairs, table, bounds[b], bounds[b + 1], 1, 0)
+            _restore(pairs, k, m - (bounds[b] - front[b]) - 1, out)
     if write_dropped and nb > 1:
         total = front[nb]
         if total > 0:
-            _restore(pi, pj, pc, _find_placed(pi, pc, bits, query_of_row, 0, m, -1, tops, cuts, 1), total - 1,
-                     oi, oj, oc)
+            _restore(pairs, _find_placed(pairs, table, 0, m, -1, 1), total - 1, out)
         if total < m:
-            _restore(pi, pj, pc, _find_placed(pi, pc, bits, query_of_row, 0, m, -1, tops, cuts, 0), total, oi, oj,
-                     oc)
+            _restore(pairs, _find_placed(pairs, table, 0, m, -1, 0), total, out)
 
 
 @njit(cache=True)
@@ -245,7 +282,7 @@ def _block_bounds(pi, query_of_row, nb):
 
 
 @njit(cache=True, parallel=True)
-def _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc, write_dropped, tops, cuts):
+def _prune_contiguous(pairs, table, n_queries, eps, out, write_dropped):
     """``_prune`` when each query's pairs are contiguous (LambdaRank writes them so). Returns -1
     when some query's pairs form more than one run.
 
@@ -256,6 +293,8 @@ def _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc
     no memory). A block's branch-free placement (``_place_query``) may write a pair into a slot of
     another block's range: ``_restore_block_edges`` rewrites those slots afterwards.
     """
+    pi, pc, bits = pairs.pi, pairs.pc, pairs.bits
+    query_of_row, tops, cuts = table
     m = pc.shape[0]
     seen = np.zeros(n_queries, dtype=np.bool_)
     bounds = _block_bounds(pi, query_of_row, max(1, min(_MAX_BLOCKS, m // _BLOCK_PAIRS)))
@@ -270,14 +309,15 @@ def _prune_contiguous(pi, pj, pc, bits, query_of_row, n_queries, eps, oi, oj, oc
     for b in range(nb):
         front[b + 1] = front[b] + kept[b]
     for b in prange(nb):
-        _place_queries(pi, pj, pc, bits, query_of_row, bounds[b], bounds[b + 1], tops, cuts, write_dropped, oi, oj,
-                       oc, front[b], m - (bounds[b] - front[b]))
-    _restore_block_edges(pi, pj, pc, bits, query_of_row, bounds, front, tops, cuts, write_dropped, oi, oj, oc)
+        _place_queries(pairs, table, bounds[b], bounds[b + 1], write_dropped, out, front[b], m - (bounds[b] - front[b]))
+    _restore_block_edges(pairs, table, bounds, front, write_dropped, out)
     return front[nb]
 
 
 @njit(cache=True)
-def _dropped_block(leaf, lo, hi, pi, pj, pc, bits, query_of_row, tops, cuts, only_dropped, out):
+def _dropped_block(leaf, lo, hi, pairs, table, only_dropped, out):
+    pi, pj, pc, bits = pairs
+    query_of_row, tops, cuts = table
     for k in range(lo, hi):
         a = leaf[pi[k]]
         if a < 0 or a != leaf[pj[k]]:
@@ -291,7 +331,10 @@ def _dropped_block(leaf, lo, hi, pi, pj, pc, bits, query_of_row, tops, cuts, onl
 
 
 @njit(cache=True, parallel=True)
-def _dropped_leaf_sums(order, starts, ends, pi, pj, pc, bits, query_of_row, tops, cuts, only_dropped, n_rows, out):
+def _dropped_leaf_sums(order, starts, ends, pairs, table, only_dropped, n_rows, out):
+    """``out[l] +=`` the couplings of the dropped pairs (all of ``pairs`` when ``only_dropped``, else
+    those the thresholds of ``table`` drop) with both rows in leaf ``l`` (rows ``order[starts[l]:ends[l]]``)."""
+    pc = pairs.pc
     n_leaves = starts.shape[0]
     leaf = np.full(n_rows, -1, dtype=np.int32)
     for l in range(n_leaves):
@@ -301,8 +344,7 @@ def _dropped_leaf_sums(order, starts, ends, pi, pj, pc, bits, query_of_row, tops
     nb = max(1, min(_MAX_BLOCKS, m // _BLOCK_PAIRS))  # blocks fixed by the pair count: the sums do not
     part = np.zeros((nb, n_leaves))                     # depend on the threads
     for b in prange(nb):
-        _dropped_block(leaf, (m * b) // nb, (m * (b + 1)) // nb, pi, pj, pc, bits, query_of_row, tops, cuts,
-                       only_dropped, part[b])
+        _dropped_block(leaf, (m * b) // nb, (m * (b + 1)) // nb, pairs, table, only_dropped, part[b])
     for b in range(nb):
         for l in range(n_leaves):
             out[l] += part[b, l]

@@ -63,6 +63,8 @@ node's list.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 from numba import njit, prange
@@ -71,7 +73,7 @@ from .common import PH_CHANNELS, PH_HI, PH_NANP, PH_R
 from .histogram import n_blocks_for
 from .pairhist_subset import build_pair_hist_subset, reduce_feature_slots, subset_output, zero_feature_slots
 
-__all__ = ["PairScratch", "build_pair_hist", "pass_cost", "pair_hist_plan", "PAIRS_DIRECT", "PAIRS_LEFT_SMALL",
+__all__ = ["PairScratch", "HistPairs", "FeatureSlots", "ChunkScratch", "build_pair_hist", "pass_cost", "pair_hist_plan", "PAIRS_DIRECT", "PAIRS_LEFT_SMALL",
            "PAIRS_RIGHT_SMALL", "ROW_COST"]
 
 #: A pair-histogram pass costs about 27 ns per pair plus 280 ns per row it touches (each touched row
@@ -107,6 +109,31 @@ _GROUP_MIN_PAIRS = 8192
 # At most this many work items per pass: each needs its own row -> slot map (4 bytes per training
 # row: 154 MB for 32 items at 1.2M rows), so machines beyond 32 threads get no more items.
 _MAX_ITEMS = 32
+
+
+class HistPairs(NamedTuple):
+    """The pairs a pass reads: rows ``pi, pj`` (one integer dtype) and couplings ``pc`` (float64)."""
+    pi: np.ndarray
+    pj: np.ndarray
+    pc: np.ndarray
+
+
+class FeatureSlots(NamedTuple):
+    """The features a pass fills (int64): their indices, first histogram slots and value-bin counts."""
+    feats: np.ndarray
+    foff: np.ndarray
+    fnb: np.ndarray
+
+
+class ChunkScratch(NamedTuple):
+    """A work item's chunk scratch (:class:`PairScratch`'s arrays; with a leading item axis for the
+    parallel pass): row -> chunk slot map, the chunk's rows, accumulators, row coupling sums, bin tile."""
+    loc: np.ndarray
+    rows: np.ndarray
+    acc: np.ndarray
+    nanacc: np.ndarray
+    rsum: np.ndarray
+    tile: np.ndarray
 
 
 class PairScratch:
@@ -146,6 +173,11 @@ class PairScratch:
         if self.loc.shape[0] < items:
             self._allocate(items)
 
+    def chunk(self, item: int, tile: np.ndarray) -> ChunkScratch:
+        """Work item ``item``'s :class:`ChunkScratch` (``tile``: :meth:`tile_for`'s array)."""
+        return ChunkScratch(self.loc[item], self.rows[item], self.acc[item], self.nanacc[item], self.rsum[item],
+                            tile[item])
+
     def tile_for(self, bins: np.ndarray) -> np.ndarray:
         items = self.loc.shape[0]
         t = self.tile
@@ -164,7 +196,12 @@ def feature_groups(n_blocks: int, n_features: int, n_pairs: int, threads: int) -
 
 
 @njit(cache=True)
-def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, acc, nanacc, rsum, tile, out):
+def _pair_block(bins, pairs, lo, hi, fs, any_nan, scratch, out):
+    """Pairs ``lo:hi`` of :class:`HistPairs` ``pairs`` into ``out`` at the features of
+    :class:`FeatureSlots` ``fs``, chunk by chunk through one item's :class:`ChunkScratch`."""
+    pi, pj, pc = pairs
+    feats, foff, fnb = fs
+    loc, rows, acc, nanacc, rsum, tile = scratch  # locals: the loops below index plain arrays
     n_feat = feats.shape[0]
     # a run of consecutive features (all of them, or a feature group): a plain copy from ``first``
     first = feats[0] if n_feat > 0 else 0
@@ -261,10 +298,12 @@ def _pair_block(bins, pi, pj, pc, lo, hi, feats, foff, fnb, any_nan, loc, rows, 
 
 
 @njit(cache=True, parallel=True)
-def _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, any_nan, n_blocks, n_groups, loc, rows, acc,
-                   nanacc, rsum, tile, buf, out):
+def _pair_parallel(bins, pairs, start, end, fs, any_nan, n_blocks, n_groups, scratch, buf, out):
     """Work item ``b * n_groups + g``: block ``b``'s pairs for group ``g``'s features, into ``out``
-    (one block) or ``buf[b]``, then ``out`` = the blocks' sum, feature by feature in parallel."""
+    (one block) or ``buf[b]``, then ``out`` = the blocks' sum, feature by feature in parallel.
+    ``scratch``: every item's :class:`ChunkScratch` (arrays with a leading item axis)."""
+    feats, foff, fnb = fs
+    loc, rows, acc, nanacc, rsum, tile = scratch
     n = end - start
     nf = feats.shape[0]
     for item in prange(n_blocks * n_groups):
@@ -276,8 +315,8 @@ def _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, any_nan, n_bl
         f1 = (nf * (g + 1)) // n_groups
         dest = out if n_blocks == 1 else buf[b]
         zero_feature_slots(dest, foff[f0:f1], fnb[f0:f1])
-        _pair_block(bins, pi, pj, pc, lo, hi, feats[f0:f1], foff[f0:f1], fnb[f0:f1], any_nan, loc[item], rows[item],
-                    acc[item], nanacc[item], rsum[item], tile[item], dest)
+        _pair_block(bins, pairs, lo, hi, FeatureSlots(feats[f0:f1], foff[f0:f1], fnb[f0:f1]), any_nan,
+                    ChunkScratch(loc[item], rows[item], acc[item], nanacc[item], rsum[item], tile[item]), dest)
     if n_blocks > 1:
         for t in prange(nf):
             reduce_feature_slots(buf, n_blocks, foff[t], foff[t] + fnb[t] + 1, out)
@@ -324,8 +363,8 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
         subset_output(s.subset, n_slots, foff, fnb)
     if nb == 1 and ng == 1:
         zero_feature_slots(out, foff, fnb)
-        _pair_block(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, s.loc[0], s.rows[0], s.acc[0],
-                    s.nanacc[0], s.rsum[0], tile[0], out)
+        _pair_block(bins, HistPairs(pi, pj, pc), start, end, FeatureSlots(feats, foff, fnb), s.any_nan,
+                    s.chunk(0, tile), out)
         return out
     s.ensure_items(nb * ng)
     tile = s.tile_for(bins)
@@ -334,8 +373,8 @@ def build_pair_hist(bins: np.ndarray, pi: np.ndarray, pj: np.ndarray, pc: np.nda
     buf = s.blocks
     if buf is None or buf.shape[1] != n_slots:
         buf = s.blocks = np.empty((_MAX_BLOCKS, n_slots, PH_CHANNELS), dtype=np.float64)
-    _pair_parallel(bins, pi, pj, pc, start, end, feats, foff, fnb, s.any_nan, nb, ng, s.loc, s.rows, s.acc,
-                   s.nanacc, s.rsum, tile, buf, out)
+    _pair_parallel(bins, HistPairs(pi, pj, pc), start, end, FeatureSlots(feats, foff, fnb), s.any_nan, nb, ng,
+                   ChunkScratch(s.loc, s.rows, s.acc, s.nanacc, s.rsum, tile), buf, out)
     return out
 
 

@@ -8,7 +8,7 @@ arrays are checked (child indices, acyclic trees, feature indices) before any ke
 """
 from __future__ import annotations
 
-from typing import ContextManager, Iterator
+from typing import ContextManager, Iterator, NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -16,12 +16,24 @@ from numba import njit, prange
 from .tree import Tree
 from .tree_schema import check_structure
 
-__all__ = ["ZERO_THRESHOLD", "PackedTrees", "predict_raw", "staged_raw", "add_tree_bins", "child_of_bin"]
+__all__ = ["ZERO_THRESHOLD", "PackedTrees", "TreeArrays", "predict_raw", "staged_raw", "add_tree_bins", "child_of_bin"]
 
 #: LightGBM's ``kZeroThreshold`` (``1e-35f``, a float32 literal: 1.0000000180025095e-35). Its
 #: dense prediction turns every feature value with ``|x| <= kZeroThreshold`` into 0 before the
 #: trees see it; this predictor does the same.
 ZERO_THRESHOLD = float(np.float32(1e-35))
+
+
+class TreeArrays(NamedTuple):
+    """The packed trees as the prediction kernel takes them (one record: numba reads its fields)."""
+    feature: np.ndarray  # split feature per internal node (int64)
+    threshold: np.ndarray  # raw threshold per internal node (float64)
+    default_left: np.ndarray  # NaN goes left (bool)
+    left: np.ndarray  # child of each node: a node id, or ~leaf (int64)
+    right: np.ndarray
+    leaf_value: np.ndarray  # (float64)
+    node_ptr: np.ndarray  # tree t's nodes: node_ptr[t]:node_ptr[t + 1]
+    leaf_ptr: np.ndarray  # tree t's leaves: leaf_ptr[t]:leaf_ptr[t + 1]
 
 
 class PackedTrees:
@@ -68,6 +80,11 @@ class PackedTrees:
             raise ValueError(f"trees_ has a negative split_feature {int(self.feature.min())}")
         self.n_features_used = int(self.feature.max()) + 1 if self.feature.size else 0
 
+    def arrays(self) -> TreeArrays:
+        """The prediction kernel's record of these arrays."""
+        return TreeArrays(self.feature, self.threshold, self.default_left, self.left, self.right, self.leaf_value,
+                          self.node_ptr, self.leaf_ptr)
+
 
 _NODE_KEYS = ("split_feature", "threshold", "threshold_bin", "default_left", "left_child", "right_child")
 
@@ -92,8 +109,10 @@ def _leaf_raw(x, feature, threshold, default_left, left, right, n0, n1):
 
 
 @njit(cache=True, parallel=True)
-def _predict_raw(X, feature, threshold, default_left, left, right, leaf_value, node_ptr, leaf_ptr,
-                 tree_col, t0, t1, out):
+def _predict_raw(X, trees, tree_col, t0, t1, out):
+    """``out[i, tree_col[t]] +=`` tree ``t``'s leaf value of row ``X[i]``, trees ``t0:t1`` of ``trees``
+    (:class:`TreeArrays`)."""
+    feature, threshold, default_left, left, right, leaf_value, node_ptr, leaf_ptr = trees
     for i in prange(X.shape[0]):
         x = X[i]
         for t in range(t0, t1):
@@ -113,8 +132,7 @@ def predict_raw(X: np.ndarray, packed: PackedTrees, tree_col: np.ndarray, n_cols
         raise ValueError(f"tree_col must give each of the {packed.n_trees} trees an output column in 0..{n_cols - 1}")
     out = np.zeros((X.shape[0], n_cols), dtype=np.float64)
     if t1 > t0:
-        _predict_raw(X, packed.feature, packed.threshold, packed.default_left, packed.left, packed.right,
-                     packed.leaf_value, packed.node_ptr, packed.leaf_ptr, tree_col, t0, t1, out)
+        _predict_raw(X, packed.arrays(), tree_col, t0, t1, out)
     return out
 
 

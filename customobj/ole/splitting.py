@@ -38,9 +38,9 @@ from .._kernel_status import KernelStatus
 from .common import (HIST_COUNT, HIST_G, HIST_H, LEFT_C, LEFT_G, LEFT_H, LEFT_N, PH_CHANNELS, PH_HI, PH_NANP, PH_R,
                      RIGHT_C, RIGHT_G, RIGHT_H, RIGHT_N, SPLIT_BIN, SPLIT_FEATURE, SPLIT_GAIN, SPLIT_NAN_LEFT,
                      SPLIT_SIZE)
-from .criterion import OLE, SE, WSE, SplitScore
+from .criterion import OLE, SE, WSE
 
-__all__ = ["check_status", "feature_gains", "find_best_split", "find_best_split_parallel", "known_score",
+__all__ = ["feature_gains", "find_best_split", "find_best_split_parallel", "known_score",
            "node_hessian", "split_gain", "FeatureBins", "SplitRules"]
 # Relative size below which H - 2C counts as zero curvature (cancellation leaves ~1e-16 * H).
 _REL_ZERO = 1e-9
@@ -189,8 +189,8 @@ def find_best_split(hist, ph, use_pairs, bins, feature_mask, node, rules, res):
     pair histogram [hi, nanp, R] (pairhist.py): ``lo = R - hi - nanp`` (channels named in common.py).
     ``bins``: :class:`FeatureBins`; ``node``: the node's sums (``common.ChildSums``); ``rules``:
     :class:`SplitRules`. Returns ``SPLIT_FOUND``, ``SPLIT_NONE``, or ``UNKNOWN_CODE`` (``res`` then
-    says no split) when ``rules.score`` is no :class:`~customobj.ole.criterion.SplitScore` code (see
-    :func:`check_status`).
+    says no split) when ``rules.score`` is no :class:`~customobj.ole.criterion.SplitScore` code (read by
+    :func:`customobj._kernel_status.split_found`).
     """
     res[:] = 0.0
     res[SPLIT_FEATURE] = -1.0
@@ -240,14 +240,18 @@ def find_best_split_parallel(hist, ph, use_pairs, bins, feature_mask, node, rule
 
 
 @njit(cache=True)
-def split_gain(criterion, G, H, N, C, GL, HL, NL, CL, GR, HR, NR, CR, lam):
+def split_gain(rules, parent, left, right):
     """``(status, gain)``: ``SPLIT_NONE`` and ``score(left) + score(right) - score(parent)`` of a split
-    whose child sums are known, or ``UNKNOWN_CODE`` and 0 for an unknown ``criterion``."""
+    whose child sums are known (``parent``, ``left``, ``right``: ``common.ChildSums``; ``rules``:
+    :class:`SplitRules`, its ``score`` and ``lam`` read), or ``UNKNOWN_CODE`` and 0 for an unknown
+    ``rules.score``."""
+    criterion = rules.score
     if not known_score(criterion):
         return KernelStatus.UNKNOWN_CODE, 0.0
-    parent = _score(G, node_hessian(criterion, G, H, N, C), lam)
-    return KernelStatus.SPLIT_NONE, (_score(GL, node_hessian(criterion, GL, HL, NL, CL), lam)
-                        + _score(GR, node_hessian(criterion, GR, HR, NR, CR), lam) - parent)
+    return KernelStatus.SPLIT_NONE, (_score(left.G, node_hessian(criterion, left.G, left.H, left.N, left.C), rules.lam)
+                                     + _score(right.G, node_hessian(criterion, right.G, right.H, right.N, right.C),
+                                              rules.lam)
+                                     - parent_score(parent, rules))
 
 
 @njit(cache=True)
@@ -269,26 +273,3 @@ def feature_gains(hist, bins, feature_mask, node, rules, out):
         if feature_mask[f]:
             out[f] = _best_in_feature(f, hist, dummy, False, bins, node, rules, parent, tmp)
     return KernelStatus.SPLIT_NONE
-
-
-def check_status(status: int, criterion: int, kernel: str) -> bool:
-    """Read a split kernel's status at the Python boundary: True when a split was found.
-
-    Raises
-    ------
-    ValueError
-        The kernel met an unknown ``criterion`` code (``UNKNOWN_CODE``) and computed nothing.
-
-    Examples
-    --------
-    >>> check_status(KernelStatus.SPLIT_FOUND, 2, "find_best_split")
-    True
-    >>> check_status(KernelStatus.UNKNOWN_CODE, 7, "find_best_split")
-    Traceback (most recent call last):
-    ...
-    ValueError: find_best_split: unknown criterion code 7 (SplitScore codes: SE=0, WSE=1, OLE=2)
-    """
-    if status == KernelStatus.UNKNOWN_CODE:
-        codes = ", ".join(f"{s.name}={s.value}" for s in SplitScore)
-        raise ValueError(f"{kernel}: unknown criterion code {criterion} (SplitScore codes: {codes})")
-    return status == KernelStatus.SPLIT_FOUND

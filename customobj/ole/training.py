@@ -17,16 +17,19 @@ from .backend import CPUBackend, TreeBackend
 from .context import BinnedData, GrowContext
 from .criterion import criterion_for
 from .evaluation import EarlyStopping, Progress, update_evals
+from .fixed_point import check_tree_values
 from .grower import GrowParams, GrownTree, TreeGrower, add_leaf_values
 from .pair_pruning import query_of_rows
 from .predictor import add_tree_bins
 from .tree import Tree
+from .tree_schema import MAGNITUDE_LIMITS
 
 if TYPE_CHECKING:
     from ..objectives.base import Objective, Prepared
 
 __all__ = ["boost", "sample_round", "round_gradients", "grow_round", "update_scores", "stop_reason", "line_search",
-           "grow_params", "feature_infos", "Threads", "RoundSample", "RoundGradients", "make_backend", "check_gpu"]
+           "grow_params", "feature_infos", "Threads", "RoundSample", "RoundGradients", "make_backend", "check_gpu",
+           "check_finite_tree"]
 
 
 def feature_infos(value_range):
@@ -167,6 +170,7 @@ def round_gradients(obj: "Objective", prep: "Prepared", scores: np.ndarray, ctx:
     out_grad, out_hess = ctx.gradient_outputs(scores.shape)  # reused every round (no fresh pages)
     if not need_pairs:
         grad, hess = obj.grad_hess_prepared(scores, prep, out_grad, out_hess)
+        check_tree_values(grad, hess)
         return RoundGradients(grad, hess, None)
     if not obj.writes_pair_buffer:
         # large pair buffers go first: the objective's own (int64, int64, float64)
@@ -177,6 +181,7 @@ def round_gradients(obj: "Objective", prep: "Prepared", scores: np.ndarray, ctx:
                                                              pair_buffer=ctx.pairs.pair_buffer)
     if couplings is None:  # pairs are asked of pairwise objectives only
         raise TypeError(f"{type(obj).__name__} returned no pair couplings")
+    check_tree_values(grad, hess)
     return RoundGradients(grad, hess, ctx.pairs.load(couplings, in_bag))
 
 
@@ -191,7 +196,25 @@ def grow_round(backend: TreeBackend, gradients: RoundGradients, sample: RoundSam
         # the grower reorders the pair arrays in place; later classes need the original set
         pk = pairs if (pairs is None or n_outputs == 1) else tuple(a.copy() for a in pairs)
         out.append(TreeGrower(backend, g, h, sample.rows, pk, sample.features, params).grow())
+        check_finite_tree(out[-1].tree)
     return out
+
+
+def check_finite_tree(tree: Tree) -> None:
+    """A tree's values within what a model file holds (``tree_schema.MAGNITUDE_LIMITS``: leaf values
+    up to ``SCORE_LIMIT``, finite gains), or ``ValueError`` naming the gradients and hessians: values
+    inside :data:`~customobj.ole.fixed_point.VALUE_LIMIT` can still make ``-G / (D + lambda_l2)``
+    overflow when ``D`` is tiny (hessians of 5e-324 with ``lambda_l2=0``). Checked on the host, where
+    both backends finish their trees, so the CPU and the GPU refuse alike."""
+    for field, limit in MAGNITUDE_LIMITS.items():
+        values = np.asarray(tree[field], dtype=np.float64)
+        bad = np.flatnonzero(~(np.abs(values) <= limit))
+        if bad.size:
+            k = int(bad[0])
+            raise ValueError(f"the objective's gradients and hessians made a tree's {field}[{k}] = "
+                             f"{float(values[k])!r}, beyond {limit:g} (what a model holds): the Newton step "
+                             f"-G / (H + lambda_l2) grows this large where the hessians are tiny against the gradients; "
+                             f"raise lambda_l2 or min_sum_hessian_in_leaf, or rescale the objective")
 
 
 def _column(a, k: int):
