@@ -81,6 +81,26 @@ def _check_preds(objective, preds):
     return preds
 
 
+def _first_position(objective) -> int:
+    """The ``first_position`` of the click objective in ``objective`` (itself, a wrapped one, or a
+    part of a sum), 0 when none has one."""
+    for part in (objective, getattr(objective, "objective", None), *getattr(objective, "parts", ())):
+        if part is not None and hasattr(part, "first_position"):
+            return int(part.first_position)
+    return 0
+
+
+def _as_given(position, objective):
+    """A constructed Dataset's position field holds LightGBM's position ids, 0, 1, ... by first
+    appearance, whatever numbers the user gave (a 1-based field reads back 0-based): renumbered
+    from the objective's ``first_position`` so that ``first_position=1`` with a 1-based field is
+    accepted, as the user wrote it, instead of refused (issue 39)."""
+    if position is None:
+        return None
+    first = _first_position(objective)
+    return np.asarray(position) + first if first else position
+
+
 def _new_state(objective, labels, ptr, weight, position=None):
     """``labels``: the array :func:`as_label_array` made (labels are converted once, by the caller);
     ``position``: the Dataset's position field (LightGBM's position ids), or None."""
@@ -158,7 +178,7 @@ class LightGBMObjective(AdapterObjective):
         if state is None or not state.stamp.matches(fields):
             # the position field travels with the prepared data (click debiasing reads it; LightGBM keeps
             # its ids by first appearance: docs/clicks.md)
-            position = getattr(dataset, "get_position", lambda: None)()
+            position = _as_given(getattr(dataset, "get_position", lambda: None)(), self.objective)
             state = _new_state(self.objective, as_label_array(fields[0]), _dataset_ptr(dataset), fields[1], position)
             state.stamp = Stamp(fields, by="identity")  # arrays owned by the Dataset: no leak
             self._states[dataset] = state

@@ -139,6 +139,10 @@ def parse_args(argv):
     ap.add_argument("--sessions", type=_positive_int, help=f"sessions per query (default {FULL['sessions']})")
     ap.add_argument("--shown", type=_positive_int, default=10, help="rows shown per session (default 10)")
     ap.add_argument("--eta", type=float, default=1.0, help="examination (1/r)^eta (default 1)")
+    ap.add_argument("--logger", default="deterministic", help="simulate_clicks' logger: deterministic (default), "
+                                                              "randomised, swap or stochastic (issue 43)")
+    ap.add_argument("--explore", type=float, default=1.0, help="randomised / swap logger: share of sessions")
+    ap.add_argument("--temperature", type=float, default=1.0, help="stochastic logger: Plackett-Luce temperature")
     ap.add_argument("--seed", type=_nonnegative_int, default=0)
     ap.add_argument("--jobs", type=_jobs, default=2, help="training threads (default 2)")
     ap.add_argument("--out", default="click_study", help="folder of " + ", ".join(FILES) + " (default ./click_study)")
@@ -164,7 +168,9 @@ def _check(args):
         raise UsageError(f"--logs: at most {MAX_LOGS}, got {args.logs}")
     if args.seed + LOG_STRIDE * (args.logs - 1) + max(args.folds) > 2**31 - 1:
         raise UsageError("--seed: the click logs' seeds go past 2**31 - 1")
-    args.specs = {m: parse_clicks(f"{m}:eta={args.eta!r},sessions={args.sessions},shown={args.shown}")
+    logger = "" if args.logger == "deterministic" else \
+        f",logger={args.logger},explore={args.explore!r},temperature={args.temperature!r}"
+    args.specs = {m: parse_clicks(f"{m}:eta={args.eta!r},sessions={args.sessions},shown={args.shown}{logger}")
                   for m in args.click_models}
     if args.methods is None:
         args.methods = default_methods(lambda text: print(text, file=sys.stderr))

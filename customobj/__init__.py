@@ -18,13 +18,13 @@ from .groups import Groups, as_groups  # noqa: E402
 from .pairs import label_pairs  # noqa: E402
 from .objectives import *  # noqa: F401,F403,E402  (the objective classes are the public API)
 from .objectives import __all__ as _objective_names  # noqa: E402
-from .clicks import Affine, RegressionEM, Unbiased  # noqa: E402
+from .clicks import Affine, DoublyRobust, RegressionEM, Unbiased  # noqa: E402
 from .multi import MultiObjective  # noqa: E402
 
 __all__ = [
     "__version__", "Groups", "as_groups", "label_pairs", "data", "metrics",
     "load_letor", "load_letor_folds", "synthetic", "best_linear_combination", "TreeBooster",
-    "Unbiased", "Affine", "RegressionEM", "MultiObjective",
+    "Unbiased", "Affine", "DoublyRobust", "RegressionEM", "MultiObjective",
     *_objective_names,
 ]
 

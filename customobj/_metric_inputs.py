@@ -6,7 +6,9 @@ import numpy as np
 
 from customobj import _metric_kernels as K
 from customobj._validation import (
+    MAX_PROPENSITY,
     MAX_ROWS,
+    MIN_PROPENSITY,
     as_1d_float,
     as_gain_table,
     as_labels,
@@ -98,14 +100,18 @@ def _reduce(values, status, empty, per_query):
 
 
 def _ips_propensity(propensity, clip):
-    """The click metrics' ``propensity`` (float64, each >= 0, position 0 first) and ``clip`` (in (0, 1]), checked."""
+    """The click metrics' ``propensity`` (float64, each in ``[0, MAX_PROPENSITY]``, position 0 first) and
+    ``clip`` (in ``[MIN_PROPENSITY, 1]``: a click weighs at most ``1 / clip = 1e16``, so a session's DCG
+    stays finite; a denormal clip made it inf and NDCG NaN), checked."""
     rho = as_1d_float(propensity, "propensity", allow_bool=False)
-    if rho.size == 0 or np.any(rho < 0.0):
-        raise ValueError("propensity must be a non-empty array of examination propensities >= 0 (position 0 first)")
+    if rho.size == 0 or np.any(rho < 0.0) or np.any(rho > MAX_PROPENSITY):
+        raise ValueError(f"propensity must be a non-empty array of examination propensities in [0, {MAX_PROPENSITY:g}] "
+                         "(position 0 first)")
     if isinstance(clip, bool) or not isinstance(clip, (int, float, np.integer, np.floating)):
-        raise TypeError(f"clip must be a number in (0, 1], got {type(clip).__name__}")
-    if not 0.0 < check_real(clip, "clip") <= 1.0:
-        raise ValueError(f"clip must be in (0, 1] (the smallest propensity a click is divided by), got {clip}")
+        raise TypeError(f"clip must be a number in [{MIN_PROPENSITY:g}, 1], got {type(clip).__name__}")
+    if not MIN_PROPENSITY <= check_real(clip, "clip") <= 1.0:
+        raise ValueError(f"clip must be in [{MIN_PROPENSITY:g}, 1] (the smallest propensity a click is divided by; "
+                         f"customobj._validation.MIN_PROPENSITY), got {clip}")
     return rho, float(clip)
 
 

@@ -45,6 +45,8 @@ __all__ = [
     "ERR_MAX_LABEL",
     "ERR_MAX_GAIN",
     "MAX_PAIRS",
+    "MIN_PROPENSITY",
+    "MAX_PROPENSITY",
 ]
 
 #: Largest ``|score|`` an objective accepts. Margins this large mean a diverged model; beyond it
@@ -96,6 +98,14 @@ ERR_MAX_GAIN = 2.0**53 - 1
 #: about 3.2 GB. One query of 20,000 rows has up to 2e8 pairs; gradients and losses never
 #: materialise pairs and are not limited.
 MAX_PAIRS = 100_000_000
+
+#: Smallest examination propensity, affine ``alpha`` and click-metric ``clip`` a click estimator
+#: divides by: a click weighs at most ``1 / MIN_PROPENSITY = 1e16`` (two of them in a debiased pair,
+#: ``1 / (t+ t-)``: 1e32). Together with the bounds above (gradient terms below 6e143, scales below
+#: 1e20) every corrected gradient stays below 1e200; a denormal ``1 / 5e-324`` is inf.
+MIN_PROPENSITY = 1e-16
+#: Largest examination propensity (relative to the top) a click estimator or metric accepts.
+MAX_PROPENSITY = PARAM_LIMIT
 
 
 def _to_numpy(x: Any, name: str) -> np.ndarray:

@@ -301,12 +301,13 @@ def ips_dcg(scores: ArrayLike, clicks: ArrayLike, group: GroupLike, k: Optional[
         Rows per session.
     k : int or None
         Cut-off (``None``: the whole session).
-    propensity : array of float >= 0
+    propensity : array of float in [0, 1e20]
         Examination propensity per display position (position 0 first), given or estimated
         (``Unbiased(...).position_bias_``, ``RegressionEM(...).position_bias_``); ``np.ones(n)``
         gives the naive click DCG. Every position shown needs an entry.
-    clip : float in (0, 1]
-        ``tau``: propensities below it count as ``tau`` (default :data:`IPS_CLIP`).
+    clip : float in [1e-16, 1]
+        ``tau``: propensities below it count as ``tau`` (default :data:`IPS_CLIP`; the floor is
+        ``customobj._validation.MIN_PROPENSITY``, so no click weighs more than 1e16).
     ties, per_query
         As in :func:`ndcg`.
 

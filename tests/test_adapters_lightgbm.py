@@ -372,3 +372,19 @@ def test_setup_converts_the_labels_once(small, monkeypatch):
     assert len(calls) == 1
     f(np.zeros(len(y)), lgb.Dataset(X, y, group=sizes).construct())  # lightgbm.train's
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("wrap", [lambda o: o, lambda o: 2.0 * o], ids=["alone", "scaled"])
+def test_a_1_based_position_field_with_first_position_1_is_accepted(wrap):
+    """Issue 39: LightGBM reads a constructed Dataset's position field back as its 0-based ids, so a
+    1-based field with first_position=1 (what the refusal advised) was refused."""
+    d = customobj.data.synthetic(30, 8, 4, seed=0)
+    log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], sessions=2, seed=0)
+    bias = []
+    for first in (0, 1):
+        f = adapters.lightgbm_objective(wrap(customobj.Unbiased(customobj.LambdaRank(), first_position=first)))
+        ds = lgb.Dataset(log.X, log.y, group=log.group, position=log.position + first)
+        booster = lgb.train({"objective": f, "verbose": -1, "num_threads": 1, "deterministic": True}, ds, 3)
+        bias.append(f.fitted_attributes(ds)["position_bias_"])
+        assert np.isfinite(booster.predict(log.X)).all()
+    assert np.array_equal(bias[0], bias[1]) and bias[0][0] == 1.0 and bias[0][1] < 1.0

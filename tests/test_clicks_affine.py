@@ -83,7 +83,7 @@ def slow_affine(base, scores, y, group, pos, alpha, beta, weight=None, query_nor
             terms.append((i, j, m, _phi(base, d), _phi(base, -d)))
         f = 1.0
         if query_norm:
-            total = sum(m * (abs(r[i] * p1[1]) + abs(r[j] * p2[1])) for i, j, m, p1, p2 in terms)
+            total = sum(m * (abs(p1[1]) + abs(p2[1])) for i, j, m, p1, p2 in terms)  # unit estimates: click-free
             f = math.log2(1 + total) / total if total > 0 else 1.0
         for i, j, m, p1, p2 in terms:
             m *= f
@@ -154,23 +154,36 @@ def test_hessian_is_the_second_derivative_where_estimates_are_not_negative(log):
         assert h[r] == pytest.approx(_central(lambda x: obj.grad_hess_prepared(x, prep)[0][r], s, r), rel=1e-5, abs=1e-8)
 
 
-@pytest.mark.parametrize("base", [LambdaRank(), RankNet()])
-def test_expected_gradient_is_the_gradient_with_true_relevances(base):
+@pytest.mark.parametrize("query_norm", [False, True])
+@pytest.mark.parametrize("base", [LambdaRank(), RankNet(), RankSVM(margin=0.5), LambdaRank(norm=True)])
+def test_expected_gradient_is_the_gradient_with_true_relevances(base, query_norm):
     """Exact expectation over every click vector of one session (2^6 of them): the corrected gradient
-    averages to the one computed with the true relevances as the estimates."""
+    averages to the one computed with the true relevances as the estimates, with the query norm too
+    (its factor depends on the scores only, issue 43)."""
     alpha, beta = true_params(shown=6)
     gamma = np.array([0.9, 0.1, 0.6, 0.0, 1.0, 0.3])
     pos = np.arange(6)
     s = np.random.default_rng(4).normal(size=6)
     p_click = alpha * gamma + beta
-    obj = Affine(base, alpha=alpha, beta=beta, query_norm=False)
+    obj = Affine(base, alpha=alpha, beta=beta, query_norm=query_norm)
     expected = np.zeros(6)
     for clicks in itertools.product([0.0, 1.0], repeat=6):
         c = np.array(clicks)
         prob = np.prod(np.where(c > 0, p_click, 1 - p_click))
         expected += prob * obj.grad_hess(s, c, [6])[0]
-    truth = slow_affine(base, s, gamma * alpha + beta, [6], pos, alpha, beta)[0]  # r = gamma exactly
+    norm = query_norm or getattr(base, "norm", False)
+    truth = slow_affine(base, s, gamma * alpha + beta, [6], pos, alpha, beta, query_norm=norm)[0]  # r = gamma exactly
     np.testing.assert_allclose(expected, truth, atol=1e-12)
+    assert np.abs(truth).max() > 1e-3  # not a trivially zero gradient
+
+
+def test_sessions_without_a_click_are_kept_and_carry_the_trust_penalty():
+    """A session without any click still trains (dropping it biases the estimate): its rows get
+    ``-beta / alpha``, different per position, so its pairs push the lower-trust rows up."""
+    alpha, beta = true_params(shown=4)
+    obj = Affine(RankNet(), alpha=alpha, beta=beta)
+    g = obj.grad_hess(np.zeros(8), np.array([0.0] * 4 + [1.0, 0, 0, 0]), [4, 4])[0]
+    assert np.abs(g[:4]).max() > 1e-3
 
 
 def test_unit_affine_on_clicks_is_the_wrapped_pair_loss_over_all_pairs(log):
@@ -223,23 +236,32 @@ def test_from_log_estimates_and_trains(log):
 
 
 def test_given_parameters_beat_a_random_ranking_and_estimated_ones_come_close():
-    """On a larger log, Affine trained with the true and with the estimated parameters both rank the
-    true labels far above random (measured on MQ2008: docs/clicks.md)."""
+    """On a larger log, Affine trained with the true parameters, with TrustEM's and with those
+    estimate_trust finds on a larger randomised log all rank the true labels far above random, and the
+    randomised log's come close to the true ones. (TrustEM's, from one deterministic ranker, are not
+    held to that: with the unbiased query norm they ranked 0.10 below the true ones on this seed;
+    docs/trust-bias.md.)"""
     import lightgbm as lgb
 
+    from customobj.clicks import estimate_trust
+
     d = customobj.data.synthetic(200, 12, 6, seed=3)
-    log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0] + d.X[:, 1], click_model="trust", sessions=6, seed=3)
+    log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0] + d.X[:, 1], click_model="trust", sessions=6, seed=3,
+                                         logger="randomised")
     alpha, beta = true_params()
+    est = estimate_trust(customobj.data.simulate_clicks(d, ranker=d.X[:, 0] + d.X[:, 1], click_model="trust",
+                                                        sessions=30, seed=4, logger="randomised"), n_iter=200)
     scores = {}
     for name, obj in (("given", Affine(LambdaRank(), alpha=alpha, beta=beta)),
-                      ("estimated", Affine.from_log(LambdaRank(), log.X, log.y, position=log.position,
-                                                    em=customobj.clicks.TrustEM(n_iter=4, n_estimators=5)))):
+                      ("interventions", Affine(LambdaRank(), alpha=est.alpha, beta=est.beta)),
+                      ("trustem", Affine.from_log(LambdaRank(), log.X, log.y, position=log.position,
+                                                  em=customobj.clicks.TrustEM(n_iter=4, n_estimators=5)))):
         ds = lgb.Dataset(log.X, log.y, group=log.group, position=log.position)
         b = lgb.train(dict(objective=adapters.lightgbm_objective(obj), verbose=-1, num_leaves=7, num_threads=1), ds, 20)
         scores[name] = customobj.metrics.ndcg(b.predict(d.X), d.y, d.group, 10)
     random = customobj.metrics.ndcg(np.random.default_rng(0).random(d.y.size), d.y, d.group, 10)
-    assert scores["given"] > random + 0.1 and scores["estimated"] > random + 0.1
-    assert abs(scores["given"] - scores["estimated"]) < 0.05
+    assert min(scores.values()) > random + 0.1
+    assert abs(scores["given"] - scores["interventions"]) < 0.05
 
 
 def test_compare_method_estimates_on_the_training_log(log):
@@ -341,3 +363,36 @@ def test_extreme_scores_stay_finite(log):
     g, h = obj.grad_hess(s, log.y, log.group)
     assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h >= 0)
     assert np.isfinite(obj.loss(s, log.y, log.group))
+
+
+def test_affine_asks_the_loss_through_relevance_pairs_not_its_class_name(log):
+    """Issue 40 item 5: the loss's public hook decides, not isinstance or a class name."""
+
+    class QBRank(RankNet):  # a RankNet whatever its name: corrected as one
+        pass
+
+    class Renamed(RankNet):  # a loss that refuses the form through its own hook
+        def relevance_pairs(self):
+            raise TypeError(f"{self!r}: no affine form here")
+
+    scores = np.linspace(-1.0, 1.0, log.y.size)
+    want = Affine(RankNet(), alpha=A10, beta=B10).grad_hess(scores, log.y, log.group)
+    got = Affine(QBRank(), alpha=A10, beta=B10).grad_hess(scores, log.y, log.group)
+    np.testing.assert_array_equal(got[0], want[0])
+    with pytest.raises(TypeError, match="Affine cannot correct .*no affine form here"):
+        Affine(Renamed(), alpha=A10, beta=B10)
+    assert RankNet(sigma=2.0).relevance_pairs().theta == 2.0 and LambdaRank(k=5).relevance_pairs().k == 5
+
+
+def test_the_fitted_em_travels_with_neither_a_pickle_nor_a_copy(log):
+    """Issue 40 item 5: the EM stays beside the objective; the objective's parameters travel."""
+    import copy
+    import pickle
+
+    em = customobj.clicks.TrustEM(n_iter=1, n_estimators=2)
+    obj = Affine.from_log(RankNet(), log.X, log.y, position=log.position, em=em)
+    assert obj.em_ is em
+    for other in (pickle.loads(pickle.dumps(obj)), copy.deepcopy(obj)):
+        assert other == obj and "_em" not in other.__dict__
+        with pytest.raises(AttributeError, match="pickle or copy"):
+            other.em_  # noqa: B018

@@ -370,7 +370,7 @@ def test_click_kernels_take_records():
     """Issue 31, item 4: debias_pairs took 23 positional arguments; records now carry them."""
     import inspect
 
-    from customobj.clicks import _kernels as CK
+    from customobj.clicks import _unbiased_kernels as CK
 
     for kernel in (CK.debias_pairs, CK.loss_pair_terms, CK.update_propensities):
         assert len(inspect.signature(kernel.py_func).parameters) <= 12, kernel.py_func.__name__

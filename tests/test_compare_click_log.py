@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ import customobj.adapters  # noqa: F401  (before lightgbm: OpenMP wait policy)
 from customobj._cli_errors import UsageError
 from customobj.cli import main
 from customobj.compare.click_log import parse_click_columns
+from customobj.compare.clicks import ESTIMATOR_NOTE
 from customobj.compare.trainers import Settings, Split, train, validation_score
 
 pytest.importorskip("pyarrow")
@@ -134,8 +136,8 @@ def test_the_click_metric_drives_every_trainers_early_stopping(method):
     (["--click-columns", "click=clicked"], "no position column 'position' (the default position column"),
     (["--click-columns", "position=rank,click=nope"], "no click column 'nope'; the table's columns"),
     (["--click-columns", "position=rank,click=clicked,features=g*"], "no column 'g*'"),
-    (["--click-columns", "position=rank,click=clicked,features=f1:f2", "--test", "TEST"],
-     "has 46 features but the click log has 2 feature columns"),
+    (["--click-columns", "position=rank,click=clicked,features=f1:f2:query", "--test", "TEST"],
+     "features: column 'query' is the query column"),
     (["--click-columns", "position=rank,click=clicked", "--first-position", "0"], "position 0 is missing"),
     (["--click-columns", "position=rank,click=clicked", "--clicks", "pbm"], "drop --clicks"),
     (["--click-columns", "position=rank,click=clicked", "--methods", "cb:YetiRank"], "CatBoost cannot validate"),
@@ -170,3 +172,111 @@ def test_compare_click_log_refuses_a_bad_table(mq2008_log, tmp_path, capsys):
     assert _run(tmp_path / "log.txt", tmp_path / "r") == 2 and "no such file" in capsys.readouterr().err
     assert main(["compare", "--click-columns", "query=q", "--out", str(tmp_path / "r")]) == 2
     assert "describe --click-log" in capsys.readouterr().err
+
+
+def _args(log, **kw):
+    import argparse
+
+    return argparse.Namespace(**{"click_log": str(log), "click_columns": "position=rank,click=clicked",
+                                 "first_position": None, "seed": 0, "test": None, **kw})
+
+
+def test_test_features_are_matched_to_the_log_columns_by_name(mq2008_log, data_dir, tmp_path):
+    """Issue 39: with two feature columns swapped in the table, --test paired them with the wrong features
+    (test NDCG@10 .89 -> .24, below random) and the run looked normal."""
+    from customobj.compare.click_log import load_click_log
+    from customobj.data import load_letor
+
+    _, table = mq2008_log
+    names = list(table.columns)
+    i, j = names.index("f1"), names.index("f40")
+    names[i], names[j] = names[j], names[i]
+    swapped = tmp_path / "swapped.parquet"
+    table[names].to_parquet(swapped)
+    test_file = data_dir / "mq2008" / "Fold1" / "test.txt.gz"
+    letor = load_letor(test_file)
+    X = letor.X.toarray() if hasattr(letor.X, "toarray") else np.asarray(letor.X)
+    (_, train, _, test), = load_click_log(_args(swapped, test=str(test_file)))[0]
+    assert np.array_equal(test.X[:, 0], X[:, 39]) and np.array_equal(test.X[:, 39], X[:, 0])
+    assert np.array_equal(test.X[:, 1:39], X[:, 1:39])
+    (_, train0, _, test0), = load_click_log(_args(mq2008_log[0], test=str(test_file)))[0]
+    assert np.array_equal(train.X[:, 0], train0.X[:, 39])  # the log's own order, and the test file's follows it
+    assert np.array_equal(test0.X, X)
+
+
+@pytest.mark.parametrize("columns, match", [
+    ("features=f1:abc", "'abc' carry no number"),
+    ("features=f1:f01", "'f1', 'f01' name the same feature 1"),
+    ("features=f46:f47", "has 46 features but the click log's feature columns 'f47' name features beyond them"),
+])
+def test_test_features_that_cannot_be_matched_are_refused(mq2008_log, data_dir, tmp_path, columns, match):
+    from customobj.compare.click_log import load_click_log
+
+    _, table = mq2008_log
+    extra = table.assign(abc=table["f2"], f01=table["f3"], f47=table["f4"])
+    log = tmp_path / "extra.parquet"
+    extra.to_parquet(log)
+    test_file = data_dir / "mq2008" / "Fold1" / "test.txt.gz"
+    with pytest.raises(UsageError, match=match):
+        load_click_log(_args(log, test=str(test_file), click_columns=f"position=rank,click=clicked,{columns}"))
+
+
+def test_a_log_no_tree_can_split_is_refused_in_customobjs_words(mq2008_log, tmp_path, capsys):
+    """Issue 39: constant features (or too few rows for LightGBM) exited 1 with LightGBM's 'Check failed'."""
+    _, table = mq2008_log
+    three = table[table["query"].isin(np.unique(table["query"])[:3])]
+    flat = three.assign(**{f"f{j + 1}": 1.0 for j in range(46)})
+    for name, frame, match in (("flat", flat, "is constant over the 2 training sessions: no tree can split"),
+                               ("few", three, "LightGBM finds no feature it can split in the")):
+        log = tmp_path / f"{name}.parquet"
+        frame.to_parquet(log)
+        assert _run(log, tmp_path / "r") == 2
+        err = capsys.readouterr().err
+        assert match in err and "Check failed" not in err, err
+
+
+def test_paths_that_are_not_regular_files_are_called_what_they_are(mq2008_log, tmp_path, capsys):
+    """Issue 39: an existing FIFO or directory was called 'no such file'."""
+    path, _ = mq2008_log
+    folder = tmp_path / "dir.parquet"
+    folder.mkdir()
+    assert _run(folder, tmp_path / "r") == 2
+    assert f"--click-log: {folder} is not a regular file (a directory)" in capsys.readouterr().err
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe.csv")
+        assert _run(tmp_path / "pipe.csv", tmp_path / "r") == 2
+        assert "is not a regular file (a FIFO)" in capsys.readouterr().err
+        os.mkfifo(tmp_path / "test.txt")
+        assert _run(path, tmp_path / "r", "--test", str(tmp_path / "test.txt")) == 2
+        assert f"--test: {tmp_path / 'test.txt'} is not a regular file (a FIFO)" in capsys.readouterr().err
+    empty = tmp_path / "empty.parquet"
+    empty.write_bytes(b"")
+    assert _run(empty, tmp_path / "r") == 2
+    assert f"source '{empty}' is empty (0 bytes)" in capsys.readouterr().err
+
+
+def test_a_feature_that_is_the_click_column_is_refused_not_dropped(mq2008_log, tmp_path, capsys):
+    """Issue 39: --click-columns features=f1:clicked trained on f1 alone, dropping 'clicked' silently."""
+    path, _ = mq2008_log
+    assert _run(path, tmp_path / "r", "--click-columns", "position=rank,click=clicked,features=f1:clicked") == 2
+    err = capsys.readouterr().err
+    assert "features: column 'clicked' is the click column" in err, err
+
+
+def test_missing_feature_values_train_every_backend(mq2008_log, tmp_path, capsys):
+    """Issue 39: missing feature values were refused although LightGBM and XGBoost take NaN."""
+    _, table = mq2008_log
+    holes = table.copy()
+    rows = np.random.default_rng(0).random(len(holes)) < 0.2
+    holes.loc[rows, "f3"] = np.nan
+    holes.loc[~rows, "f7"] = None
+    log = tmp_path / "holes.parquet"
+    holes.to_parquet(log)
+    out = tmp_path / "r"
+    methods = "lgb:Unbiased(objective=LambdaRank),xgb:rank:ndcg(lambdarank_unbiased=true)"
+    assert main(["compare", "--click-log", str(log), "--click-columns", "position=rank,click=clicked", "--rounds", "3",
+                 "--out", str(out), "--no-plot", "--methods", methods]) == 0
+    summary = (out / "summary.csv").read_text()
+    assert all(m.split("(")[0] in summary for m in methods.split(",")) and "nan" not in summary.lower()
+    # issue 39: the output says which of the reported position-bias curves to trust, and why
+    assert ESTIMATOR_NOTE in capsys.readouterr().out

@@ -17,8 +17,8 @@ from customobj.compare.trainers import Split
 
 
 def test_parse_clicks_defaults_and_options():
-    assert parse_clicks("pbm") == ("pbm", 1.0, 12, 10, ())
-    assert parse_clicks(" cascade : sessions=3 , shown=5 ") == ("cascade", 1.0, 3, 5, ())
+    assert parse_clicks("pbm")[:5] == ("pbm", 1.0, 12, 10, ())
+    assert parse_clicks(" cascade : sessions=3 , shown=5 ")[:5] == ("cascade", 1.0, 3, 5, ())
     assert parse_clicks("pbm:eta=0.5").eta == 0.5
 
 
@@ -208,3 +208,17 @@ def test_true_curves_of_each_click_model():
     np.testing.assert_allclose(trust["alpha"], np.array([1.0, 0.5]) * (np.array(trust["epsilon_plus"]) - 0.3))
     np.testing.assert_allclose(trust["beta"], [0.3, 0.15])
     assert all(true_curves(parse_clicks(m)) is None for m in ("cascade", "dcm", "ubm"))
+
+
+def test_click_spec_takes_the_logger_options():
+    """issue 43: ``--clicks trust:logger=...`` reaches simulate_clicks; the default keeps the old labels."""
+    from customobj._cli_errors import UsageError
+    from customobj.compare.clicks import parse_clicks
+
+    spec = parse_clicks("trust:sessions=3,logger=randomised,explore=0.5")
+    assert spec.simulation_options()["logger"] == "randomised" and spec.explore == 0.5
+    assert spec.label == "trust:eta=1,sessions=3,shown=10,logger=randomised,explore=0.5,temperature=1"
+    assert parse_clicks("trust").label == "trust:eta=1,sessions=12,shown=10"
+    for bad in ("trust:logger=random", "trust:explore=2,logger=swap", "trust:temperature=0"):
+        with pytest.raises(UsageError, match="logger"):
+            parse_clicks(bad)

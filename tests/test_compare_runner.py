@@ -65,7 +65,10 @@ def test_seeds_repeat_each_run_and_the_paired_input_is_their_mean():
     assert len(out.curves["lgb:lambdarank"]) == 1  # the first seed's curve per fold
 
 
-def test_cli_seeds(tmp_path, monkeypatch):
+BAGGED = "lgb:lambdarank(bagging_fraction=0.7,bagging_freq=1)"
+
+
+def test_cli_seeds(tmp_path, monkeypatch, capsys):
     from customobj.compare import report
 
     titles, draw = [], report.curves_png
@@ -73,16 +76,31 @@ def test_cli_seeds(tmp_path, monkeypatch):
     out = tmp_path / "o"
     code = cli_main(["compare", "--synthetic-queries", "40", "--synthetic-docs", "8", "--rounds", "3",
                      "--num-leaves", "7", "--quiet", "--folds", "1", "--seeds", "2", "--seed", "7",
-                     "--methods", "lgb:lambdarank,ole:RankNet", "--out", str(out)])
+                     "--methods", f"{BAGGED},ole:RankNet", "--out", str(out)])
     assert code == 0
+    # issue 39: the method the seed does not change is named (its seed spread is 0)
+    assert "the seed changes nothing in ole:RankNet[ole] (no bagging" in capsys.readouterr().err
     assert len(titles) == 1 and "seed 7 (the first of 2" in titles[0]  # issue 30: which seed curves.png shows
     with open(out / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
+    bagged = parse_methods(BAGGED)[0].label
     assert sorted((r["method"], r["seed"]) for r in rows) == [
-        ("lgb:lambdarank", "7"), ("lgb:lambdarank", "8"), ("ole:RankNet[ole]", "7"), ("ole:RankNet[ole]", "8")]
+        (bagged, "7"), (bagged, "8"), ("ole:RankNet[ole]", "7"), ("ole:RankNet[ole]", "8")]
+    assert len({r["ndcg@10"] for r in rows if r["method"] == bagged}) == 2  # the seed changed the bagged one
     data = read_results(out / "results.json")
     assert data["seeds"] == [7, 8]
     assert all(s["n_seeds"] == 2 for s in data["summary"])
+
+
+def test_seeds_that_change_nothing_are_refused(tmp_path, capsys):
+    """Issue 39: --seeds K with default settings trained K identical copies of every method."""
+    code = cli_main(["compare", "--synthetic-queries", "40", "--synthetic-docs", "8", "--rounds", "3",
+                     "--num-leaves", "7", "--quiet", "--folds", "1", "--seeds", "3",
+                     "--methods", "lgb:lambdarank,xgb:rank:ndcg,ole:RankNet", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "--seeds 3: the seed changes nothing in lgb:lambdarank, xgb:rank:ndcg, ole:RankNet[ole]" in err
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -97,3 +97,17 @@ def test_the_warm_up_sample_reaches_the_first_click():
     warm_up(parse_method("lgb:Unbiased(objective=LambdaRank)"), Settings(rounds=2, num_leaves=7, jobs=1), sample)
     graded = Split(split.X, np.ones_like(y), sizes)  # no row above the lowest label: about SAMPLE_ROWS rows
     assert warm_up_sample(graded).sizes.sum() == SAMPLE_ROWS
+
+
+@pytest.mark.parametrize("name", ["lgb:YetiRank", "ole:XENDCG"])
+def test_the_run_seed_reaches_an_objective_that_draws_random_numbers(fold, name):
+    """Issue 39: --seeds K trained K identical copies of YetiRank / XENDCG, whose own seed stayed 0."""
+    tr, va, te = fold
+    spec = parse_method(name)
+    runs = [train(spec, Settings(rounds=3, num_leaves=7, early_stopping=0, jobs=1, seed=seed), tr, va, te)
+            for seed in (0, 1, 0)]
+    assert not np.array_equal(runs[0].test_scores, runs[1].test_scores)
+    np.testing.assert_array_equal(runs[0].test_scores, runs[2].test_scores)  # one seed, one model
+    fixed = parse_method(name.replace(":YetiRank", ":YetiRank(seed=4)").replace(":XENDCG", ":XENDCG(seed=4)"))
+    same = [train(fixed, Settings(rounds=3, num_leaves=7, early_stopping=0, jobs=1, seed=s), tr, va, te) for s in (0, 1)]
+    np.testing.assert_array_equal(same[0].test_scores, same[1].test_scores)  # a seed the method fixes is kept

@@ -148,6 +148,23 @@ def test_public_calls_on_the_same_data_are_successive_rounds(make):
                                   _round_losses()[make].grad_hess(s, y2, group)[0])  # new data: round 0
 
 
+@pytest.mark.parametrize("make", range(4), ids=["yetirank", "xendcg", "unbiased", "sum"])
+def test_a_held_out_loss_between_rounds_does_not_restart_them(make):
+    """Issue 39: a loss() on held-out data between public grad_hess calls made the next call round 0."""
+    rng = np.random.default_rng(1)
+    y, y_held = rng.integers(0, 2, 40).astype(float), rng.integers(0, 2, 24).astype(float)
+    group, held = [8] * 5, [6] * 4
+    s, s_held = rng.normal(size=40), rng.normal(size=24)
+    ref, obj = _round_losses()[make], _round_losses()[make]
+    prep = ref.prepare(y, group)
+    expected = [ref.grad_hess_prepared(s, prep)[0].copy() for _ in range(3)]
+    for e in expected:
+        np.testing.assert_array_equal(obj.grad_hess(s, y, group)[0], e)
+        assert np.isfinite(obj.loss(s_held, y_held, held))  # a validation loss, as a training loop logs it
+    if make == 2:  # what was learned is still the training data's
+        assert np.array_equal(obj.fitted_attributes()["position_bias_"], ref.fitted_attributes(prep)["position_bias_"])
+
+
 def test_objectives_whose_rounds_do_not_matter_keep_nothing():
     obj = customobj.LambdaRank()
     obj.grad_hess(np.zeros(4), [1.0, 0.0, 1.0, 0.0], [4])

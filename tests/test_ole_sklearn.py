@@ -206,6 +206,37 @@ def test_grid_search_with_group_kfold(data):
     assert search.best_estimator_.n_features_in_ == X.shape[1]
 
 
+def test_a_pipeline_in_grid_search_is_scored_with_routing_on(data):
+    """Issue 39: Pipeline.score passes sample_weight under routing; score lacked it, so every candidate
+    scored NaN (or raised) and GridSearchCV chose an arbitrary 'best' model."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, _, qid = data
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = TreeBooster(**SMALL).set_fit_request(qid=True).set_score_request(qid=True)
+        pipe = Pipeline([("scale", StandardScaler()), ("rank", est)])
+        search = GridSearchCV(pipe, {"rank__num_leaves": [2, 6]}, cv=GroupKFold(3), error_score="raise")
+        search.fit(X, y, qid=qid, groups=qid)
+    scores = search.cv_results_["mean_test_score"]
+    assert np.isfinite(scores).all() and search.best_index_ == int(np.argmax(scores))
+
+
+def test_score_weighs_each_query_by_its_rows_mean_weight(fitted, data):
+    X, y, g, _ = data
+    per_query = co.metrics.ndcg(fitted.predict(X), y, g, 10, per_query=True)
+    w_query = np.arange(1.0, g.size + 1)
+    weight = np.repeat(w_query, g) * np.resize([0.5, 1.5], int(g.sum()))  # rows differ; their means per query
+    ptr = np.r_[0, np.cumsum(g)]
+    means = np.array([weight[a:b].mean() for a, b in zip(ptr[:-1], ptr[1:])])
+    assert fitted.score(X, y, g, sample_weight=weight) == pytest.approx(np.dot(per_query, means) / means.sum(), abs=1e-12)
+    assert fitted.score(X, y, g, sample_weight=np.ones(y.size)) == pytest.approx(fitted.score(X, y, g), abs=1e-12)
+    with pytest.raises(ValueError, match="sample_weight must be non-negative"):
+        fitted.score(X, y, g, sample_weight=-np.ones(y.size))
+    with pytest.raises(ValueError, match="sample_weight has 3"):
+        fitted.score(X, y, g, sample_weight=np.ones(3))
+
+
 def test_without_routing_score_says_how_to_route_qid(data):
     X, y, _, qid = data
     search = GridSearchCV(TreeBooster(**SMALL), {"num_leaves": [2]}, cv=GroupKFold(3), error_score="raise")

@@ -34,7 +34,7 @@ class AffinePairLoss(NamedTuple):
     lambdarank: bool  # weigh each pair by |D(rank_i) - D(rank_j)| at the current ranks
     k: int  # DCG cutoff: a row ranked k or lower (0-based) has discount 0
     truncation: int  # a pair whose two rows are both ranked truncation or lower is skipped
-    norm: bool  # multiply a query's terms by log2(1 + S) / S, S the sum of its corrected lambdas
+    norm: bool  # multiply a query's terms by log2(1 + S) / S, S its lambda sum with unit estimates (click-free)
 
 
 @njit(cache=True)
@@ -74,7 +74,8 @@ def pair_factor(loss, rank_i, rank_j):
 
 @njit(cache=True)
 def pair_lambda(loss, m, d, ri, rj):
-    """The pair's corrected lambda ``m (|r_i phi'(d)| + |r_j phi'(-d)|)``, its part of a query's norm sum ``S``."""
+    """The pair's lambda ``m (|r_i phi'(d)| + |r_j phi'(-d)|)``; with ``r_i = r_j = 1`` its part of a query's
+    norm sum ``S`` (``query_pairs``)."""
     dphi1 = pair_terms(loss.kind, d, loss.theta)[1]
     dphi2 = pair_terms(loss.kind, -d, loss.theta)[1]
     return m * (abs(ri * dphi1) + abs(rj * dphi2))
@@ -111,9 +112,10 @@ def query_pairs(loss, scores, rhat, rank, r0, w, use_w, a, n, p, out_grad, out_h
 
     Shared with the GPU kernel (``_affine_cuda``, one thread per query): it reads arrays by index and
     calls only scalar functions, so the simulator can run its Python source. The query's norm
-    ``log2(1 + S) / S`` (``norm``) takes ``S``, the running sum of its corrected lambdas
-    ``m (|r_i| |phi'(d)| + |r_j| |phi'(-d)|)``, ``m`` each pair's factor before the norm (scale,
-    LambdaRank's ``|dD|``, the pair weight).
+    ``log2(1 + S) / S`` (``norm``) takes ``S``, the running sum of its lambdas with unit estimates
+    ``m (|phi'(d)| + |phi'(-d)|)``, ``m`` each pair's factor before the norm (scale, LambdaRank's
+    ``|dD|``, the pair weight): it depends on the scores and ranks, never on the clicks, so the
+    normalised estimate stays unbiased (issue 43; the corrected estimates in ``S`` made it biased).
     """
     s_total = 0.0
     f = 1.0
@@ -129,7 +131,7 @@ def query_pairs(loss, scores, rhat, rank, r0, w, use_w, a, n, p, out_grad, out_h
                     m *= 0.5 * w[i] + 0.5 * w[j]
                 if stage == SUM_STAGE:
                     if m != 0.0:
-                        s_total += pair_lambda(loss, m, scores[i] - scores[j], rhat[i], rhat[j])
+                        s_total += pair_lambda(loss, m, scores[i] - scores[j], 1.0, 1.0)  # click-free: unbiased
                     continue
                 m *= f
                 out_c[p] = 0.0

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import _to_numpy
+from .._validation import MAX_PROPENSITY, MIN_PROPENSITY, _to_numpy
 
 __all__ = ["MAX_POSITION", "DEFAULT_POSITIONS", "as_position", "as_propensity", "check_clicks",
            "check_position_groups", "check_display_order", "zero_based", "row_order_positions", "data_positions"]
@@ -150,7 +150,9 @@ def check_clicks(labels: np.ndarray, name: str = "labels") -> None:
 
 
 def as_propensity(propensity: Any, name: str = "propensity") -> np.ndarray:
-    """Per-position examination propensities (the top position, 0, first), each finite and > 0, read-only.
+    """Per-position examination propensities (the top position, 0, first), read-only, each in
+    ``[MIN_PROPENSITY, MAX_PROPENSITY]`` (1e-16 to 1e20, ``customobj._validation``): a click is divided
+    by them, so a smaller one (a denormal: ``1 / 5e-324`` is inf) would make gradients infinite.
 
     Examples
     --------
@@ -165,8 +167,9 @@ def as_propensity(propensity: Any, name: str = "propensity") -> np.ndarray:
     if arr.size > MAX_POSITION:
         raise ValueError(f"{name} has {arr.size} entries, more than MAX_POSITION = {MAX_POSITION}")
     arr = np.array(arr, dtype=np.float64)
-    bad = np.flatnonzero(~(np.isfinite(arr) & (arr > 0.0)))
+    bad = np.flatnonzero(~(np.isfinite(arr) & (arr >= MIN_PROPENSITY) & (arr <= MAX_PROPENSITY)))
     if bad.size:
-        raise ValueError(f"{name} must be finite and > 0; found {arr[bad[0]]} at position {int(bad[0])}")
+        raise ValueError(f"{name} must be finite and in [{MIN_PROPENSITY:g}, {MAX_PROPENSITY:g}] (a click is divided "
+                         f"by it; customobj._validation.MIN_PROPENSITY); found {arr[bad[0]]} at position {int(bad[0])}")
     arr.setflags(write=False)
     return arr

@@ -17,7 +17,7 @@ from ..objectives._arrays import kernel_weights
 from ..objectives._pair_sets import ListedPairs
 from ..objectives._pointwise_kernels import squared_error_grad_hess, squared_error_loss
 from ..objectives.base import Objective, PairSource
-from ..objectives.composite import Scaled, Sum
+from ..objectives.composite import scaled_leaves
 
 __all__ = ["PairTerms", "leaf_parts", "pair_terms_of"]
 
@@ -37,18 +37,16 @@ class PairTerms(NamedTuple):
 
 
 def leaf_parts(objective: Objective, factor: float = 1.0) -> list:
-    """``[(leaf objective, product of Scaled factors)]`` of a sum; TypeError for a pairwise loss
-    whose pairs cannot be debiased."""
-    if isinstance(objective, Sum):
-        return [leaf for p in objective.parts for leaf in leaf_parts(p, factor)]
-    if isinstance(objective, Scaled):
-        return leaf_parts(objective.objective, factor * objective.factor)
-    if not objective.pairwise and objective.needs_group:
-        raise TypeError(f"Unbiased cannot debias {objective!r}: a listwise loss without pairs; it debiases the "
-                        f"pairs of {_DEBIASABLE} (pointwise parts of a sum are added unchanged)")
-    if objective.pairwise and objective.pair_source() == PairSource.NONE:
-        raise TypeError(f"Unbiased cannot debias {objective!r}: it debiases the pairs of {_DEBIASABLE}")
-    return [(objective, factor)]
+    """``[(leaf objective, product of Scaled factors)]`` of a sum (``composite.scaled_leaves``); TypeError
+    for a pairwise loss whose pairs cannot be debiased."""
+    leaves = scaled_leaves(objective, factor)
+    for leaf, _ in leaves:
+        if not leaf.pairwise and leaf.needs_group:
+            raise TypeError(f"Unbiased cannot debias {leaf!r}: a listwise loss without pairs; it debiases the "
+                            f"pairs of {_DEBIASABLE} (pointwise parts of a sum are added unchanged)")
+        if leaf.pairwise and leaf.pair_source() == PairSource.NONE:
+            raise TypeError(f"Unbiased cannot debias {leaf!r}: it debiases the pairs of {_DEBIASABLE}")
+    return leaves
 
 
 def _own_pass(part, scores, prep, unweighted, row_query, props, swapped):

@@ -19,11 +19,8 @@ from .unbiased import add_unchanged
 from ._inputs import MAX_POSITION, as_position, as_propensity, check_clicks, data_positions
 from .._validation import _to_numpy, check_bool, check_int
 from ..objectives._arrays import kernel_weights
-from ..objectives._pairwise_terms import PairKind, pair_theta
-from ..objectives._parity import CONVENTIONS
 from ..objectives.base import DeviceRoute, Objective, Prepared
-from ..objectives.composite import Scaled, Sum
-from ..objectives.listwise import LambdaRank
+from ..objectives.composite import scaled_leaves
 
 __all__ = ["Affine"]
 
@@ -33,35 +30,24 @@ _SUPPORTED = "LambdaRank(metric='ndcg'), RankNet, RankSVM, MPBoost"
 
 
 def _pair_loss(part: Objective, scale: float, query_norm: bool) -> AK.AffinePairLoss:
-    """The kernel record of one pairwise leaf; TypeError for a loss without an affine form."""
-    if isinstance(part, LambdaRank):
-        if part.metric != "ndcg" or part.gain is not None:
-            raise TypeError(f"Affine cannot correct {part!r}: the corrected relevance enters DCG linearly (the paper "
-                            "corrects additive metrics), so LambdaRank must use metric='ndcg' and no gain table")
-        return AK.AffinePairLoss(int(PairKind.LOGISTIC), part.sigma, scale, CONVENTIONS[part.convention].hess_scale,
-                                 True, part.k or _NO_LIMIT, part.truncation or _NO_LIMIT, part.norm or query_norm)
-    if type(part).__name__ in ("QBRank", "PreferencePairs"):
-        raise TypeError(f"Affine cannot correct {part!r}: explicit pairs and QBRank's labelled rows have no per-row "
-                        f"relevance to correct; it corrects the label pairs of {_SUPPORTED}")
-    if not (hasattr(part, "pair_spec") and hasattr(part, "listed_pairs")):
-        raise TypeError(f"Affine cannot correct {part!r}: not a loss on label pairs (a listwise loss); it corrects "
-                        f"the label pairs of {_SUPPORTED}")
-    spec = part.pair_spec()
-    return AK.AffinePairLoss(int(spec.kind), float(pair_theta(spec.theta_mode, 1.0, 0.0, spec.p)), scale * spec.scale,
-                             spec.hmul, False, _NO_LIMIT, _NO_LIMIT, query_norm)
+    """The kernel record of one pairwise leaf, from the loss's own :meth:`relevance_pairs`; its
+    TypeError (saying why) for a loss without an affine form."""
+    try:
+        form = part.relevance_pairs()
+    except TypeError as exc:
+        raise TypeError(f"Affine cannot correct {exc}") from None
+    return AK.AffinePairLoss(form.kind, form.theta, scale * form.scale, form.hmul, form.dcg_weighted,
+                             form.k or _NO_LIMIT, form.truncation or _NO_LIMIT, form.norm or query_norm)
 
 
-def _leaves(objective: Objective, query_norm: bool, factor: float = 1.0) -> list:
+def _leaves(objective: Objective, query_norm: bool) -> list:
     """``[(leaf, kernel record or None for a pointwise leaf, factor)]`` of a sum of scalings."""
-    if isinstance(objective, Sum):
-        return [leaf for p in objective.parts for leaf in _leaves(p, query_norm, factor)]
-    if isinstance(objective, Scaled):
-        return _leaves(objective.objective, query_norm, factor * objective.factor)
-    if objective.pairwise:
-        return [(objective, _pair_loss(objective, factor, query_norm), factor)]
-    if objective.needs_group:
-        raise TypeError(f"Affine cannot correct {objective!r}: a listwise loss without pairs; it corrects {_SUPPORTED}")
-    return [(objective, None, factor)]
+    out = []
+    for leaf, factor in scaled_leaves(objective):
+        if not leaf.pairwise and leaf.needs_group:
+            raise TypeError(f"Affine cannot correct {leaf!r}: a listwise loss without pairs; it corrects {_SUPPORTED}")
+        out.append((leaf, _pair_loss(leaf, factor, query_norm) if leaf.pairwise else None, factor))
+    return out
 
 
 def _as_beta(beta: Any) -> np.ndarray:
@@ -137,11 +123,13 @@ class Affine(Objective):
     high trust bias"). They are not clipped: the paper's estimator is the unclipped one, and its
     variance grows as ``alpha_k`` shrinks (about ``1 / alpha_k`` per click). What bounds it here is
     the per-session normalisation ``query_norm`` (as :class:`Unbiased`'s): each query's terms are
-    multiplied by ``log2(1 + S) / S``, ``S`` the sum of its corrected lambdas
-    ``m (|r_i| |psi'(d)| + |r_j| |psi'(-d)|)``. That factor depends on the clicks, so with it the
-    expected gradient is no longer exactly the true one; it is what made the correction pay on
-    small MQ2008 logs (docs/clicks.md: at 12 sessions per query ``query_norm=False`` ranked below
-    ``Unbiased``, ``query_norm=True`` above; at 48 sessions ``query_norm=False`` was better).
+    multiplied by ``log2(1 + S) / S``, ``S`` the sum of its lambdas with unit estimates
+    ``m (|psi'(d)| + |psi'(-d)|)`` (for RankNet's and LambdaRank's logistic ``psi``, ``sigma sum m``).
+    ``S`` depends on the scores and ranks only, never on the clicks, so the normalised gradient's
+    expectation is still exactly the true-relevance gradient (times the same factor): one
+    click-independent factor per query. Issue 43 replaced the earlier factor, which summed the
+    corrected ``|r|`` into ``S`` and so depended on the clicks (biased: on single sessions the
+    expected gradient's cosine with the true one fell to 0.73); measurements: docs/trust-bias.md.
     The hessian is not the loss's second derivative where an estimate is negative (that can be
     negative): each pair's coupling is ``m hmul (|r_i| psi''(d) + |r_j| psi''(-d))``, never negative.
 
@@ -152,8 +140,9 @@ class Affine(Objective):
         ``norm``), ``RankNet``, ``RankSVM``, ``MPBoost``, or sums and scalings of them; pointwise
         parts of a sum are added unchanged (on the clicks).
     alpha, beta : array of float, one per position (the top, position 0, first)
-        The affine parameters: ``alpha > 0``, ``beta >= 0``, ``alpha + beta <= 1`` (the click
-        rate of a relevant row). Estimate them from the log with :meth:`from_log`
+        The affine parameters: ``alpha >= 1e-16`` (``customobj._validation.MIN_PROPENSITY``: a
+        click is divided by it, so gradients stay finite), ``beta >= 0``, ``alpha + beta <= 1``
+        (the click rate of a relevant row). Estimate them from the log with :meth:`from_log`
         (:class:`TrustEM`); an ``Affine`` without them checks the data but refuses to train.
     position : array of int >= 0, optional
         Display position of each row, as for :class:`Unbiased` (default the data's own positions,
@@ -161,9 +150,9 @@ class Affine(Objective):
     first_position : int >= 0
         The number the positions give the top row (0, or 1 for a 1-based log).
     query_norm : bool
-        Normalise each query's (session's) corrected terms by ``log2(1 + S) / S`` (default ``True``;
-        above). ``False`` keeps the estimator exactly unbiased; a wrapped ``LambdaRank(norm=True)``
-        is normalised once, the same way.
+        Normalise each query's (session's) terms by the click-independent ``log2(1 + S) / S``
+        (default ``True``; above). Either value keeps the estimator unbiased; a wrapped
+        ``LambdaRank(norm=True)`` is normalised once, the same way.
 
     Notes
     -----
@@ -188,13 +177,14 @@ class Affine(Objective):
 
     pairwise = True
     needs_group = True
+    corrects_clicks = True
 
     def __init__(self, objective: Objective, *, alpha: Optional[npt.ArrayLike] = None,
                  beta: Optional[npt.ArrayLike] = None, position: Optional[npt.ArrayLike] = None,
                  first_position: int = 0, query_norm: bool = True) -> None:
         if not isinstance(objective, Objective):
             raise TypeError(f"objective must be a customobj Objective, got {type(objective).__name__}")
-        if type(objective).__name__ in ("Unbiased", "Affine"):
+        if objective.corrects_clicks:
             raise TypeError(f"objective is already {type(objective).__name__}: correct the clicks once")
         if not objective.pairwise:
             raise TypeError(f"objective must be a pairwise loss (it corrects pairs), got {objective!r}")
@@ -223,8 +213,10 @@ class Affine(Objective):
                  first_position: int = 0, em: Any = None, query_norm: bool = True) -> "Affine":
         """``Affine(objective, query_norm=query_norm)`` with ``alpha`` / ``beta`` estimated from the click
         log ``(X, y, position)`` by ``em`` (default ``TrustEM()``: the trust-bias click model by
-        regression EM); the fitted ``em`` is kept as the result's ``em_`` (its relevance model, its
-        estimates). The result reads the positions of the data it trains on, as any ``Affine``."""
+        regression EM); the fitted ``em`` is the result's ``em_`` (its relevance model, its estimates)
+        in this process: it travels with neither a pickle nor a copy of the objective (a booster's
+        weight; keep ``em`` itself). The result reads the positions of the data it trains on, as any
+        ``Affine``."""
         from .trust_em import TrustEM
 
         em = TrustEM() if em is None else em
@@ -237,11 +229,17 @@ class Affine(Objective):
 
     @property
     def em_(self) -> Any:
-        """The fitted :class:`TrustEM` of :meth:`from_log`."""
+        """The fitted :class:`TrustEM` of :meth:`from_log` (not pickled or copied with the objective)."""
         em = self.__dict__.get("_em")
         if em is None:
-            raise AttributeError("this Affine was given its alpha and beta: no em_ (Affine.from_log sets it)")
+            raise AttributeError("this Affine has no em_: it was given its alpha and beta, or is a pickle or copy "
+                                 "(Affine.from_log sets em_ on the objective it returns; keep the em you pass it)")
         return em
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state.pop("_em", None)  # the fitted EM (a relevance booster) stays beside the objective, not inside it
+        return state
 
     def _params(self):
         return (("alpha", self.alpha), ("beta", self.beta), ("first_position", self.first_position),

@@ -142,6 +142,14 @@ def _interventional_sets(q, d, pos, N, C, E, k) -> tuple:
     return Cw, Rw
 
 
+def _fewer_positions(k: int) -> str:
+    """The advice to estimate the first ``k`` positions only: ``n_positions=k`` where it is accepted (at
+    least 2), else what else to change (position 2 is already what fails)."""
+    if k >= 2:
+        return f"give n_positions={k} or"
+    return "give"
+
+
 def _check_estimable(Cw: np.ndarray, Rw: np.ndarray) -> None:
     from scipy.sparse.csgraph import connected_components
 
@@ -153,12 +161,13 @@ def _check_estimable(Cw: np.ndarray, Rw: np.ndarray) -> None:
     apart = np.flatnonzero(label != label[0])
     if apart.size:
         raise ValueError(f"logs: position {int(apart[0]) + 1} (1 = top) is linked to the top by no query-document "
-                         f"shown at both; give n_positions={int(apart[0])} or logs of rankers that differ more")
+                         f"shown at both; {_fewer_positions(int(apart[0]))} logs of rankers that differ more")
     silent = np.flatnonzero(Cw.sum(axis=1) <= 0)
     if silent.size:
+        what = "the top's propensity, the reference of all others," if silent[0] == 0 else "its propensity"
         raise ValueError(f"logs: no click at position {int(silent[0]) + 1} (1 = top) on the query-documents it "
-                         f"shares with other positions: its propensity would be 0; give n_positions="
-                         f"{int(silent[0])} or more sessions")
+                         f"shares with other positions: {what} would be 0; {_fewer_positions(int(silent[0]))} "
+                         "more sessions")
 
 
 def _profile(x: np.ndarray, a, b, ca, ra, cb, rb) -> tuple:
@@ -199,9 +208,9 @@ def _top_ratio(Cw: np.ndarray, Rw: np.ndarray) -> np.ndarray:
     k = Cw.shape[0]
     missing = np.flatnonzero((Rw[0, 1:] <= 0) | (Cw[0, 1:] <= 0) | (Cw[1:, 0] <= 0))
     if missing.size:
+        fewer = f" or n_positions={int(missing[0]) + 1}" if missing[0] >= 1 else ""
         raise ValueError(f"logs: estimator='top_ratio' needs clicked query-documents shown both at the top and at "
-                         f"position {int(missing[0]) + 2}; use estimator='all_pairs' (it chains positions) or "
-                         f"n_positions={int(missing[0]) + 1}")
+                         f"position {int(missing[0]) + 2}; use estimator='all_pairs' (it chains positions){fewer}")
     return np.concatenate(([1.0], Cw[1:k, 0] / Cw[0, 1:k]))
 
 
@@ -246,15 +255,15 @@ def harvest_propensities(logs: Sequence[Any], *, n_positions: Optional[int] = No
         (its ``query`` and ``document`` ids identify it; ids of one kind, numbers or strings, in
         every log). Positions 0-based, one session per group.
     n_positions : int, optional
-        Positions estimated (rows below are ignored). Default: the deepest position any log shows,
-        at most 32.
+        Positions estimated, ``2 <= n_positions <= 10_000`` (rows below are ignored). Default: the
+        deepest position any log shows, at most 32.
     estimator : "all_pairs" or "top_ratio"
 
     Returns
     -------
     ndarray of float, shape (n_positions,)
-        The propensity of each position relative to the top (first entry 1.0), for
-        ``Unbiased(objective, propensity=...)``.
+        The propensity of each position relative to the top (first entry 1.0), each in
+        ``[exp(-30), exp(30)]`` (inside what ``Unbiased(objective, propensity=...)`` accepts).
 
     Raises
     ------

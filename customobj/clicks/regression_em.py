@@ -10,13 +10,17 @@ import numpy as np
 import numpy.typing as npt
 
 from ._inputs import as_position, check_clicks, zero_based
-from .._validation import as_1d_float, as_weight, check_choice, check_int, check_positive
+from .._validation import _to_numpy, as_1d_float, as_weight, check_choice, check_int, check_positive
 from ..objectives.pointwise import Logistic
 
 __all__ = ["RegressionEM"]
 
 #: Relevance and examination are kept inside (EPS, 1 - EPS): the posteriors divide by 1 - theta gamma.
 EPS = 1e-6
+#: Largest feature magnitude the libraries can hold (float32).
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: Largest sample weight passed to the libraries as it is (they hold weights as float32).
+_FLOAT32_SAFE = 1e30
 #: Most EM iterations (``n_iter``).
 MAX_ITER = 10_000
 #: LightGBM / XGBoost, as codes once the option is read.
@@ -52,6 +56,29 @@ def e_step(clicks, theta_at, gamma):
     return exam, rel
 
 
+def check_features(X: Any, n: Optional[int] = None) -> int:
+    """``X`` as the relevance model reads it: a 2-D array of real numbers (NaN a missing value, as
+    LightGBM and XGBoost take it; +-inf and magnitudes beyond float32's 3.4e38 refused), a pandas DataFrame or a scipy sparse matrix, with at
+    least one column (and ``n`` rows when given); returns its row count."""
+    if hasattr(X, "tocsr") and hasattr(X, "nnz"):
+        shape = X.shape
+        values = np.asarray(X.tocsr().data)
+    else:
+        values = _to_numpy(X, "X")
+        shape = values.shape
+        if values.dtype.kind not in "iuf":
+            raise TypeError(f"X must hold real numbers (features), got dtype {values.dtype}")
+    if len(shape) != 2 or shape[1] == 0:
+        raise ValueError(f"X must be 2-D with at least one feature column (one row per click row), got shape {shape}")
+    if n is not None and shape[0] != n:
+        raise ValueError(f"X has {shape[0]} rows but y has {n}")
+    big = np.flatnonzero(np.abs(values.ravel()) > _FLOAT32_MAX)
+    if big.size:
+        raise ValueError(f"X holds {values.ravel()[big[0]]}: features must be finite and within float32's range "
+                         f"(|x| <= {_FLOAT32_MAX:.3g}), which LightGBM and XGBoost use; NaN marks a missing value")
+    return int(shape[0])
+
+
 def checked_rows(X, y, position, first_position, sample_weight):
     """``fit``'s row inputs checked and converted: ``(clicks, 0-based positions, weights)`` (ones when none)."""
     clicks = as_1d_float(y, "y")
@@ -60,10 +87,18 @@ def checked_rows(X, y, position, first_position, sample_weight):
     pos = zero_based(as_position(position), first_position)
     if pos.shape[0] != clicks.shape[0]:
         raise ValueError(f"position has {pos.shape[0]} entries but y has {clicks.shape[0]} rows")
-    if getattr(X, "shape", (clicks.shape[0],))[0] != clicks.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} rows but y has {clicks.shape[0]}")
+    if clicks.shape[0] == 0:
+        raise ValueError("y is empty: a click log needs at least one row")
+    check_features(X, clicks.shape[0])
     w = as_weight(sample_weight, clicks.shape[0], name="sample_weight")
-    return clicks, pos, np.ones(clicks.shape[0]) if w is None else w
+    if w is None:
+        return clicks, pos, np.ones(clicks.shape[0])
+    top = float(w.max())
+    if not top > 0.0:
+        raise ValueError("sample_weight is 0 on every row: no row would count")
+    # the libraries store weights as float32 (largest 3.4e38): larger ones, which only matter relative
+    # to each other, are divided by their maximum
+    return clicks, pos, w / top if top > _FLOAT32_SAFE else w
 
 
 def relevance(margin):
@@ -211,6 +246,7 @@ class RegressionEM:
             raise ValueError("this RegressionEM is not fitted yet: call fit first")
         total = self.n_trees_
         n = check_int(num_trees, "num_trees", minimum=1, maximum=total, allow_none=True)
+        check_features(X)
         return _raw_predict(self._lib, self.ranker_, X, total if n is None else n)
 
 
@@ -235,18 +271,55 @@ def _checked_params(params):
     return dict(params)
 
 
+class ConstantRelevance:
+    """The relevance model of a log no tree can split (one row, constant or identical feature rows,
+    features LightGBM bins into nothing): one logit for every row, the soft labels' weighted mean,
+    refit at each EM iteration (the optimum the trees would approach). ``n_trees``: the rounds that
+    trees would have taken, so ``n_trees_`` and ``predict(num_trees=)`` read as for a tree model.
+
+    Examples
+    --------
+    >>> ConstantRelevance(0.5, 3).predict(np.zeros((2, 4))).tolist()
+    [0.5, 0.5]
+    """
+
+    def __init__(self, margin: float, n_trees: int) -> None:
+        self.margin = float(margin)
+        self.n_trees = int(n_trees)
+
+    def predict(self, X: Any) -> np.ndarray:
+        return np.full(check_features(X), self.margin)
+
+    def __repr__(self) -> str:
+        return f"ConstantRelevance(margin={self.margin!r}, n_trees={self.n_trees})"
+
+
+def _constant_more(model, labels2, weight2, n_est):
+    """The next :class:`ConstantRelevance`: the logit of the soft labels' weighted mean."""
+    p = float(np.clip(np.dot(weight2, labels2) / max(float(weight2.sum()), EPS), EPS, 1.0 - EPS))
+    return ConstantRelevance(np.log(p / (1.0 - p)), (0 if model is None else model.n_trees) + n_est)
+
+
 def _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed, extra):
-    """``n_est`` more trees of the soft-label logistic fit, continuing ``model``."""
+    """``n_est`` more trees of the soft-label logistic fit, continuing ``model``; a
+    :class:`ConstantRelevance` when LightGBM finds no feature to split (its internal error otherwise)."""
     from ..adapters import lightgbm_objective, xgboost_objective
 
+    if isinstance(model, ConstantRelevance):
+        return _constant_more(model, labels2, weight2, n_est)
     if lib == LIGHTGBM:
         import lightgbm as lgb
 
-        params = dict(objective=lightgbm_objective(_LOGISTIC), learning_rate=lr, num_leaves=leaves,
-                      min_data_in_leaf=min_child, seed=seed, deterministic=True, verbose=-1)
+        params = dict(learning_rate=lr, num_leaves=leaves, min_data_in_leaf=min_child, seed=seed,
+                      deterministic=True, verbose=-1)
         params.update(extra)
-        return lgb.train(params, lgb.Dataset(X2, labels2, weight=weight2), n_est, init_model=model,
-                         keep_training_booster=True)
+        data = lgb.Dataset(X2, labels2, weight=weight2, params=dict(params))
+        if model is None:  # binned once, here: a feature LightGBM keeps has at least one bin
+            data.construct()
+            if not any(data.feature_num_bin(f) > 0 for f in range(data.num_feature())):
+                return _constant_more(None, labels2, weight2, n_est)
+        params["objective"] = lightgbm_objective(_LOGISTIC)
+        return lgb.train(params, data, n_est, init_model=model, keep_training_booster=True)
     import xgboost as xgb
 
     params = xgboost_em_params(lr, leaves, min_child, seed, extra)
@@ -256,10 +329,14 @@ def _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, se
 
 def _n_trees(lib, model):
     """Boosting rounds in the fitted model, counted on the model itself."""
+    if isinstance(model, ConstantRelevance):
+        return model.n_trees
     return int(model.current_iteration() if lib == LIGHTGBM else model.num_boosted_rounds())
 
 
 def _raw_predict(lib, model, X, n_trees):
+    if isinstance(model, ConstantRelevance):
+        return model.predict(X)
     if lib == LIGHTGBM:
         return np.asarray(model.predict(X, raw_score=True, num_iteration=n_trees), dtype=np.float64)
     import xgboost as xgb

@@ -11,12 +11,13 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from ._inputs import row_order_positions
-from .._validation import _to_numpy, as_1d_float, as_labels, check_choice, check_int, check_nonnegative
+from . import loggers as L
+from ._inputs import MAX_POSITION
+from .._validation import _to_numpy, as_1d_float, as_labels, check_choice, check_int, check_nonnegative, check_positive
 from ..groups import as_groups
 
 __all__ = ["ClickLog", "simulate_clicks", "CLICK_MODELS", "PBM", "CASCADE", "TRUST", "DCM", "UBM",
-           "DEFAULT_CONTINUE_PROB", "trust_defaults"]
+           "DEFAULT_CONTINUE_PROB", "trust_defaults", "LOGGERS", "plackett_luce_marginals"]
 
 #: The click models, as codes once the option is read (nothing below compares strings).
 PBM, CASCADE, TRUST, DCM, UBM = 0, 1, 2, 3, 4
@@ -33,7 +34,10 @@ class ClickLog(NamedTuple):
 
     ``X``, ``y`` (clicks, 0 / 1) and ``group`` (rows per session) train like any LETOR data;
     ``position`` is each row's display position (0 = top), ``true_label`` its graded label (for
-    evaluation only), ``row`` its row in the source data, ``qid`` its source query.
+    evaluation only), ``row`` its row in the source data, ``qid`` its source query. The logger's
+    record (``simulate_clicks``' ``logger``): ``randomised`` marks the rows of sessions whose order
+    an intervention changed (randomised or swapped), ``logging_prob`` is the probability that the
+    logging policy put the row's document at its position, ``ranker_id`` the ranker that logged it.
     """
 
     X: Any
@@ -43,6 +47,9 @@ class ClickLog(NamedTuple):
     true_label: np.ndarray
     row: np.ndarray
     qid: np.ndarray
+    randomised: Optional[np.ndarray] = None
+    logging_prob: Optional[np.ndarray] = None
+    ranker_id: Optional[np.ndarray] = None
 
 
 def _ranker_scores(ranker, X, n):
@@ -87,7 +94,7 @@ def trust_defaults(shown: int) -> tuple:
     >>> plus.round(2).tolist(), minus.round(3).tolist()
     ([0.98, 0.97, 0.96], [0.65, 0.325, 0.217])
     """
-    r = np.arange(1, check_int(shown, "shown", minimum=1) + 1, dtype=np.float64)
+    r = np.arange(1, check_int(shown, "shown", minimum=1, maximum=MAX_POSITION) + 1, dtype=np.float64)
     return 1.0 - (np.minimum(r, 20.0) + 1.0) / 100.0, 0.65 / np.minimum(r, 10.0)
 
 
@@ -143,7 +150,8 @@ def _ubm_clicks(position, sizes, u_exam, wants, eta):
 def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: float = 1.0,
                     click_prob: Sequence[float] = (0.1, 0.5, 1.0), shown: int = 10, sessions: int = 12,
                     seed: int = 0, epsilon_plus: Optional[Any] = None, epsilon_minus: Optional[Any] = None,
-                    continue_prob: Optional[Any] = None) -> ClickLog:
+                    continue_prob: Optional[Any] = None, logger: str = "deterministic", explore: float = 1.0,
+                    temperature: float = 1.0, samples: int = L.DEFAULT_SAMPLES, ranker_id: int = 0) -> ClickLog:
     """Simulate the click log of ``sessions`` users per query on the ranker's top ``shown`` rows.
 
     For each query, the rows are sorted by ``ranker`` (descending, ties by row order) and the
@@ -190,13 +198,28 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
     click_prob : sequence of floats in [0, 1]
         Click probability of an examined row per grade (default 0.1 / 0.5 / 1.0 for 0 / 1 / 2).
     shown, sessions, seed : int
-        Rows displayed per query, sessions per query, the random seed.
+        Rows displayed per query (``1 <= shown <= MAX_POSITION = 10_000``, the largest display
+        position any click estimator takes), sessions per query (``1 <= sessions <= 100_000``; the
+        log has at most :data:`MAX_LOG_ROWS` rows), the random seed (``0 <= seed < 2**62``).
     epsilon_plus, epsilon_minus : float or sequence of floats in [0, 1], optional
         ``click_model="trust"`` only: the click rates of examined relevant / non-relevant rows, one
         per position from the top (or one number for all).
     continue_prob : float or sequence of floats in [0, 1], optional
         ``click_model="dcm"`` only: the probability of examining on after a click, per position.
         An option of another model than ``click_model`` is a ``ValueError``.
+    logger : "deterministic", "randomised", "swap" or "stochastic"
+        The logging policy (:mod:`customobj.clicks.loggers`): the production order every session
+        (default), a share ``explore`` of the sessions shuffled or with one random pair of positions
+        swapped (marked in ``ClickLog.randomised``), or a Plackett-Luce ranking per session over the
+        ranker's scores with ``temperature`` (the logging probabilities estimated from ``samples``
+        draws per query). ``ClickLog.logging_prob`` records each shown row's probability of its position.
+    explore : float in [0, 1]
+        Share of the sessions a randomised or swap logger intervenes on (default all).
+    temperature : float > 0
+        The stochastic logger's Plackett-Luce temperature (scores divided by it; larger: more random).
+    ranker_id : int >= 0
+        Recorded in ``ClickLog.ranker_id``: which ranker logged the sessions (several rankers' logs,
+        :func:`customobj.clicks.trust_interventions.estimate_trust`).
 
     Returns
     -------
@@ -222,27 +245,29 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
     model = CLICK_MODELS[check_choice(click_model, "click_model", set(CLICK_MODELS))]
     eta = check_nonnegative(eta, "eta")
     table = _click_table(click_prob)
-    shown = check_int(shown, "shown", minimum=1)
+    # shown sizes the per-position tables before any row is drawn: bounded like every display position
+    shown = check_int(shown, "shown", minimum=1, maximum=MAX_POSITION)
     sessions = check_int(sessions, "sessions", minimum=1, maximum=100_000)
     seed = check_int(seed, "seed", minimum=0)
     plus, minus, cont = _model_options(model, shown, epsilon_plus, epsilon_minus, continue_prob)
 
+    code = L.LOGGERS[check_choice(logger, "logger", set(L.LOGGERS))]
+    explore = check_nonnegative(explore, "explore")
+    if explore > 1.0:
+        raise ValueError(f"explore must be a share of the sessions in [0, 1], got {explore}")
+    temperature = check_positive(temperature, "temperature")
+    samples = check_int(samples, "samples", minimum=1, maximum=10**6)
+    ranker_id = check_int(ranker_id, "ranker_id", minimum=0)
     qid = np.repeat(np.arange(groups.n_groups, dtype=np.int64), groups.sizes)
-    order = np.lexsort((np.arange(n), -scores, qid))  # by query, then score descending, then row
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = row_order_positions(groups.ptr)  # sorted rows' index within their query
-    shown_rows = order[rank[order] < shown]  # displayed rows, query by query, in displayed order
-    per_query = np.bincount(qid[shown_rows], minlength=groups.n_groups)
-    if shown_rows.size * sessions > MAX_LOG_ROWS:
-        raise ValueError(f"sessions={sessions} would log {shown_rows.size * sessions:,} rows, more than "
+    n_shown = int(np.minimum(groups.sizes, shown).sum())
+    if n_shown * sessions > MAX_LOG_ROWS:
+        raise ValueError(f"sessions={sessions} would log {n_shown * sessions:,} rows, more than "
                          f"customobj.clicks.simulation.MAX_LOG_ROWS = {MAX_LOG_ROWS:,}; use fewer sessions or shown")
-    # Sessions of one query follow each other: row block of query q repeated `sessions` times.
-    starts = np.concatenate(([0], np.cumsum(per_query)))
-    rows = np.concatenate([np.tile(shown_rows[starts[q]:starts[q + 1]], sessions)
-                           for q in range(groups.n_groups) if per_query[q]] or [np.zeros(0, np.int64)])
-    sizes = np.repeat(per_query[per_query > 0], sessions)
-    position = rank[rows]
-    p_click = table[np.minimum(grades[rows].astype(np.int64), table.size - 1)]
+    # Sessions of one query follow each other, rows in display order (the logger's).
+    rows, sizes, position, randomised, logging_prob = L.log_order(code, scores, groups.ptr, shown, sessions, explore,
+                                                                  temperature, samples, seed)
+    # grades beyond the table use its last entry; capped as floats first (a grade of 1e20 wraps int64)
+    p_click = table[np.minimum(grades[rows], table.size - 1).astype(np.int64)]
 
     rng = np.random.default_rng(seed)
     u_exam = rng.random(rows.size)
@@ -266,4 +291,5 @@ def simulate_clicks(data: Any, *, ranker: Any, click_model: str = "pbm", eta: fl
         raise AssertionError(f"click model code {model} has no simulation")
     X_out = X[rows]
     return ClickLog(X_out, clicks.astype(np.float64), sizes.astype(np.int64), position, grades[rows].copy(),
-                    rows.astype(np.int64), qid[rows])
+                    rows.astype(np.int64), qid[rows], randomised, logging_prob,
+                    np.full(rows.size, ranker_id, dtype=np.int64))

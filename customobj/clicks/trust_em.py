@@ -111,7 +111,10 @@ class TrustEM(RegressionEM):
     Attributes
     ----------
     alpha_, beta_ : ndarray
-        Per position, 0-based (the top first); ``alpha_`` at least :data:`MIN_ALPHA`.
+        Per position, 0-based (the top first); ``alpha_`` in ``[MIN_ALPHA, 1)``, ``beta_ >= 0`` and
+        ``alpha_ + beta_ <= 1``, what :class:`Affine` accepts: at a position whose clicks carry no
+        relevance signal (clicked whatever the relevance: ``p+ - p- < MIN_ALPHA``) ``alpha_`` is
+        raised to :data:`MIN_ALPHA` and ``beta_`` lowered to ``1 - alpha_`` where it would exceed it.
     click_rate_relevant_, click_rate_nonrelevant_ : ndarray
         ``p+_k`` and ``p-_k``.
     position_bias_ : ndarray
@@ -162,6 +165,9 @@ class TrustEM(RegressionEM):
         # the one member of the family the clicks leave free in which the position least prone to
         # trust has no false clicks: beta - alpha min(beta / alpha) (under position bias alone, beta = 0)
         self.alpha_ = alpha
-        self.beta_ = np.maximum(minus - alpha * float(np.min(minus / alpha)), 0.0)
+        beta = np.maximum(minus - alpha * float(np.min(minus / alpha)), 0.0)
+        # Affine takes alpha + beta <= 1 (a relevant row's click rate); where alpha was raised to MIN_ALPHA
+        # (a position clicked whatever the relevance, e.g. a top row always clicked) beta gives way
+        self.beta_ = np.minimum(beta, 1.0 - alpha)
         self.position_bias_ = self.alpha_ / self.alpha_[0]
         return self

@@ -100,8 +100,9 @@ class Unbiased(Objective):
         A pairwise customobj loss: ``LambdaRank`` (any metric, any convention), ``RankNet``,
         ``RankSVM``, ``MPBoost``, ``QBRank(hessian="exact")``, ``PreferencePairs``, or sums and
         scalings of them; pointwise parts of a sum are added unchanged.
-    propensity : array of float > 0, optional
-        Known examination propensities per position (the top, position 0, first): inverse
+    propensity : array of float in [1e-16, 1e20], optional
+        Known examination propensities per position (the top, position 0, first; the range is
+        ``customobj._validation.MIN_PROPENSITY`` / ``MAX_PROPENSITY``): inverse
         propensity scoring, ``t+ = propensity``, ``t- = 1``, nothing estimated.
     bias_norm : float >= 0
         The ``L_p`` regulariser of the estimate (XGBoost's ``lambdarank_bias_norm``, default 1).
@@ -164,6 +165,7 @@ class Unbiased(Objective):
 
     pairwise = True
     needs_group = True
+    corrects_clicks = True
 
     def __init__(self, objective: Objective, *, propensity: Optional[npt.ArrayLike] = None,
                  bias_norm: float = 1.0, n_positions: Optional[int] = None,
@@ -171,8 +173,9 @@ class Unbiased(Objective):
                  query_norm: bool = True) -> None:
         if not isinstance(objective, Objective):
             raise TypeError(f"objective must be a customobj Objective, got {type(objective).__name__}")
-        if isinstance(objective, Unbiased):
-            raise TypeError("objective is already Unbiased: debiasing twice divides by the propensities twice")
+        if objective.corrects_clicks:
+            raise TypeError(f"objective is already {type(objective).__name__}: debiasing twice divides by the "
+                            "propensities twice")
         if not objective.pairwise:
             raise TypeError(f"objective must be a pairwise loss (it debiases pairs), got {objective!r}")
         leaf_parts(objective)  # raises TypeError for losses it cannot debias

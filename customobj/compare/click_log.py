@@ -7,8 +7,9 @@ are shuffled (seeded by ``--seed``) and cut: :data:`VALID_SHARE` of them validat
 of a query goes to the same part, so no query-document is trained and validated on. The IPS metric's
 propensities are estimated once, on the training part, by ``Unbiased(LambdaRank())`` through LightGBM
 (``--rounds`` rounds, the run's leaves and learning rate): one estimate for every method, so their
-validation scores compare. ``--test LETOR_FILE_OR_DIR`` scores on graded labels (its features must be
-the log's feature columns, in that order); without it :data:`TEST_SHARE` more of the log's queries are
+validation scores compare. ``--test LETOR_FILE_OR_DIR`` scores on graded labels (each feature column
+is matched to the test file's feature by the number ending its name, :func:`feature_numbers`; a column
+without one is refused); without it :data:`TEST_SHARE` more of the log's queries are
 held out and scored with the IPS click metrics, which the output says.
 
 Examples
@@ -19,16 +20,17 @@ Examples
 from __future__ import annotations
 
 import fnmatch
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._cli_errors import UsageError, one_line
+from .._cli_errors import UsageError, one_line, stderr_held
 from .report import LABELS, Scoring
 from .trainers import CLICK_CURVE_METRIC, Settings, Split
 
-__all__ = ["parse_click_columns", "load_click_log", "estimate_propensity", "click_scoring", "refuse_methods", "VALID_SHARE",
+__all__ = ["parse_click_columns", "load_click_log", "feature_numbers", "unlearnable", "estimate_propensity", "click_scoring", "refuse_methods", "VALID_SHARE",
            "TEST_SHARE", "COLUMN_DEFAULTS", "OPTIONAL_COLUMNS"]
 
 #: Shares of the log's queries held out to validate, and to test when there is no --test.
@@ -65,8 +67,7 @@ def _read_table(path: Path):
     from .._extras import MissingExtraError, install_hint
     from ..clicks.reader import read_log_file
 
-    if not path.is_file():
-        raise UsageError(f"--click-log: no such file: {path}")
+    _check_path(path, "--click-log")
     try:
         return read_log_file(path)
     except MissingExtraError:
@@ -75,6 +76,24 @@ def _read_table(path: Path):
         raise UsageError(f"--click-log: {one_line(str(exc))}") from None
     except Exception as exc:  # noqa: BLE001 - pyarrow's errors (ArrowInvalid, OSError): a file it cannot read
         raise UsageError(f"--click-log {path}: cannot be read: {one_line(str(exc))}") from None
+
+
+def _check_path(path: Path, option: str, folder: bool = False) -> None:
+    """``option``'s path exists and is a regular file (or a folder, when ``folder``): "no such file" only
+    when nothing is there; a FIFO or a directory is called what it is."""
+    import os
+    import stat
+
+    from ..clicks.reader import _file_type
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise UsageError(f"{option}: no such file: {path}") from None
+    except OSError as exc:
+        raise UsageError(f"{option}: {path} cannot be read: {exc.strerror}") from None
+    if not stat.S_ISREG(mode) and not (folder and stat.S_ISDIR(mode)):
+        raise UsageError(f"{option}: {path} is not a regular file ({_file_type(mode)})")
 
 
 def _columns(given: dict, names: list, index: tuple = ()) -> dict:
@@ -98,6 +117,10 @@ def _columns(given: dict, names: list, index: tuple = ()) -> dict:
             if not hits or (len(hits) == 1 and hits[0] not in names):
                 raise UsageError(f"--click-columns features: the table has no column {pattern!r}; its columns: "
                                  f"{', '.join(names)}")
+            if pattern in taken:  # named outright: refused, never dropped (a pattern's matches skip these)
+                role = next(k for k, v in cols.items() if v == pattern)
+                raise UsageError(f"--click-columns features: column {pattern!r} is the {role} column; a feature "
+                                 "cannot be it (drop it from features=)")
             features += [h for h in hits if h not in features and h not in taken]
     else:
         features = [n for n in names if n not in taken and n not in index]
@@ -127,23 +150,66 @@ def _split(data, sessions: np.ndarray) -> Split:
     return Split(data.X[rows], data.y[rows], data.group[sessions], data.position[rows])
 
 
-def _test_file(path: Path, n_features: int) -> Split:
-    """The labelled test part: a LETOR file, or a folder holding test.txt[.gz]; its features must be the log's."""
+def feature_numbers(names: list) -> tuple[np.ndarray, str]:
+    """``(column of a LETOR file's X per feature column, how)``: the number that ends each feature
+    column's name is its LETOR feature (``f1``, ``feature_1`` or ``1`` = feature 1; when a name
+    ends in 0, as ``f0``, the names count from 0). A name without a number, or two names of one
+    number, is refused naming the columns: a test file's features have no other name to match.
+
+    Examples
+    --------
+    >>> feature_numbers(["f2", "f1", "f3"])[0].tolist()
+    [1, 0, 2]
+    >>> feature_numbers(["f0", "f1"])[0].tolist()
+    [0, 1]
+    """
+    found = [re.fullmatch(r"\D*?(\d+)", str(n)) for n in names]
+    bare = [str(n) for n, m in zip(names, found) if m is None]
+    if bare:
+        raise UsageError(f"--test: the log's feature columns are matched to the test file's features by the number "
+                         f"ending their names (f1 or 1 = feature 1); {', '.join(map(repr, bare[:5]))} carry no "
+                         "number: rename them, or choose numbered ones with --click-columns features=...")
+    numbers = np.array([int(m.group(1)) for m in found if m is not None], dtype=np.int64)
+    values, counts = np.unique(numbers, return_counts=True)
+    if (counts > 1).any():
+        twice = [str(n) for n, k in zip(names, numbers) if k == values[counts > 1][0]]
+        raise UsageError(f"--test: feature columns {', '.join(map(repr, twice))} name the same feature "
+                         f"{values[counts > 1][0]}; each feature column must name a feature of its own")
+    zero_based = bool((numbers == 0).any())
+    return numbers if zero_based else numbers - 1, "counted from 0 (a name ends in 0)" if zero_based else "from 1"
+
+
+def _test_file(path: Path, names: list) -> tuple[Split, str]:
+    """The labelled test part: a LETOR file, or a folder holding test.txt[.gz]; its features are
+    matched to the log's feature columns by name (:func:`feature_numbers`), in the log's order."""
     from ..data import _split_file, load_letor
     from .folds import _check_split
 
+    _check_path(path, "--test", folder=True)
     file = _split_file(path, "test") if path.is_dir() else path
-    if file is None or not file.is_file():
-        raise UsageError(f"--test {path}: no such file" + (" (the folder holds no test.txt[.gz])" if path.is_dir() else ""))
+    if file is None:
+        raise UsageError(f"--test {path}: the folder holds no test.txt[.gz]")
+    _check_path(file, "--test")
+    columns, how = feature_numbers(names)
     try:
         split = Split.from_data(load_letor(file))
     except (ValueError, TypeError, OSError) as exc:
         raise UsageError(f"--test {file}: {one_line(str(exc))}") from None
-    if split.X.shape[1] != n_features:
-        raise UsageError(f"--test {file} has {split.X.shape[1]} features but the click log has {n_features} feature "
-                         "columns: the log's feature columns must be the test file's features 1, 2, ... in order "
-                         "(name them with --click-columns features=a:b:c)")
-    return _check_split(split, f"--test {file}")
+    beyond = [str(n) for n, c in zip(names, columns) if c >= split.X.shape[1]]
+    if beyond:
+        raise UsageError(f"--test {file} has {split.X.shape[1]} features but the click log's feature columns "
+                         f"{', '.join(map(repr, beyond[:5]))} name features beyond them (feature numbers {how}); "
+                         "choose the log's features with --click-columns features=a:b:c")
+    split = Split(np.ascontiguousarray(split.X[:, columns]), split.y, split.sizes)
+    shown = ", ".join(f"{n}={c + 1}" for n, c in list(zip(names, columns))[:3]) + (", ..." if len(names) > 3 else "")
+    return _check_split(split, f"--test {file}"), f"feature columns matched to its features by name ({shown})"
+
+
+def unlearnable(X: np.ndarray) -> bool:
+    """Whether no tree can split ``X``: every column constant (NaN, LightGBM's missing value, aside)."""
+    with np.errstate(invalid="ignore"):
+        low, high = np.nanmin(X, axis=0, initial=np.inf), np.nanmax(X, axis=0, initial=-np.inf)
+    return bool(X.size == 0 or not (high > low).any())
 
 
 def load_click_log(args) -> tuple[list, str, bool]:
@@ -174,9 +240,14 @@ def load_click_log(args) -> tuple[list, str, bool]:
     train, valid, held = (_split(data, of_session == k) for k in range(3))
     desc = (f"click log {path} ({data.group.size} sessions of {queries.size} queries, {len(cols['features'])} "
             f"features, positions from {first}); validated on the IPS click NDCG@10 of {n_valid} held-out queries")
+    if unlearnable(train.X):
+        raise UsageError(f"--click-log {path}: every feature column ({', '.join(cols['features'][:5])}"
+                         f"{', ...' if len(cols['features']) > 5 else ''}) is constant over the "
+                         f"{train.sizes.size} training sessions: no tree can split them, so no method can learn "
+                         "a ranking (add features that vary, or more queries)")
     if args.test:
-        test = _test_file(Path(args.test), len(cols["features"]))
-        return [(1, train, valid, test)], desc + f"; tested on the labels of {args.test}", True
+        test, matched = _test_file(Path(args.test), cols["features"])
+        return [(1, train, valid, test)], desc + f"; tested on the labels of {args.test} ({matched})", True
     desc += (f"; no --test: tested on the IPS click metrics of {n_test} more held-out queries' sessions "
              "(no labels)")
     return [(1, train, valid, held)], desc, False
@@ -195,7 +266,15 @@ def estimate_propensity(train: Split, settings: Settings, longest: int) -> np.nd
               "seed": settings.seed, "deterministic": True, "force_row_wise": True, "num_threads": settings.jobs,
               "verbosity": -1}
     data = lgb.Dataset(train.X, train.y, group=train.sizes, position=train.position)
-    lgb.train(params, data, settings.rounds)
+    try:
+        with stderr_held():  # LightGBM prints its fatal errors to descriptor 2 too
+            lgb.train(params, data, settings.rounds)
+    except lgb.basic.LightGBMError as exc:
+        if "num_features" not in str(exc):
+            raise
+        raise UsageError(f"--click-log: LightGBM finds no feature it can split in the {train.y.size} training rows "
+                         "(each feature constant or its values too few for min_data_in_leaf = 20): nothing to "
+                         "learn from; log more queries or features") from None
     bias = np.asarray(f.fitted_attributes(data)["position_bias_"], dtype=np.float64)
     return np.concatenate([bias, np.full(max(0, longest - bias.size), bias[-1])])
 

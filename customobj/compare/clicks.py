@@ -23,11 +23,20 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._cli_errors import UsageError
+from ..clicks.loggers import LOGGERS
 from ..clicks.simulation import CLICK_MODELS
 
 __all__ = ["ClickSpec", "parse_clicks", "model_options", "true_curves", "click_folds", "build_unbiased", "build_affine",
            "estimate_affine", "build_regression_em", "CLICK_TARGETS", "CLICK_BUILDERS", "AFFINE_EM",
-           "CLICK_TRAINERS", "EM_BACKENDS", "WEAK_SHARE", "WEAK_ROUNDS"]
+           "CLICK_TRAINERS", "EM_BACKENDS", "WEAK_SHARE", "WEAK_ROUNDS", "ESTIMATOR_NOTE"]
+
+#: What compare says under its tables when position_bias.csv has estimated curves: which to trust and
+#: why, as measured by benchmarks/position_bias.py (docs/clicks.md, "Which position-bias estimate to trust").
+ESTIMATOR_NOTE = ("position_bias.csv: every estimator overestimated examination below the top on simulated "
+                  "PBM logs (benchmarks/position_bias.py), so read its curves as upper bounds; of the pairwise "
+                  "ones, Unbiased(LambdaRank()) (--click-log's IPS propensities) came closest, norm=True and "
+                  "XGBoost's lambdarank_unbiased were no closer (docs/clicks.md, 'Which position-bias estimate "
+                  "to trust')")
 
 #: Share of the training queries, and trees, of the weak production ranker that orders the queries.
 WEAK_SHARE = 0.05
@@ -42,7 +51,7 @@ CLICK_TRAINERS = ("RegressionEM",)
 EM_BACKENDS = {"lgb": "lightgbm", "xgb": "xgboost"}
 #: RegressionEM options a method name may set; the number of trees comes from ``--rounds``.
 _EM_OPTIONS = ("n_iter", "min_child_samples")
-_OPTIONS = {"eta": float, "sessions": int, "shown": int}
+_OPTIONS = {"eta": float, "sessions": int, "shown": int, "logger": str, "explore": float, "temperature": float}
 #: Options of one click model (``simulate_clicks``' keywords): a number, or one per position from the top
 #: joined by ``/`` (``epsilon_plus=0.98/0.97/0.96``). simulate_clicks refuses one of another model.
 _MODEL_OPTIONS = ("epsilon_plus", "epsilon_minus", "continue_prob")
@@ -57,15 +66,24 @@ class ClickSpec(NamedTuple):
     sessions: int = 12
     shown: int = 10
     options: tuple = ()
+    logger: str = "deterministic"  # simulate_clicks' logging policy (issue 43), its share and temperature
+    explore: float = 1.0
+    temperature: float = 1.0
 
     @property
     def label(self) -> str:
         extra = "".join(f",{k}={'/'.join(f'{v:g}' for v in vals)}" for k, vals in self.options)
+        if self.logger != "deterministic":  # the default logger keeps the labels logs have always had
+            extra += f",logger={self.logger},explore={self.explore:g},temperature={self.temperature:g}"
         return f"{self.model}:eta={self.eta:g},sessions={self.sessions},shown={self.shown}{extra}"
 
     def simulation_options(self) -> dict:
-        """The model's options as ``simulate_clicks`` keywords (a number, or a list per position)."""
-        return {k: (vals[0] if len(vals) == 1 else list(vals)) for k, vals in self.options}
+        """The model's options as ``simulate_clicks`` keywords (a number, or a list per position), and
+        the logger's unless it is the default one."""
+        out = {k: (vals[0] if len(vals) == 1 else list(vals)) for k, vals in self.options}
+        if self.logger != "deterministic":
+            out.update(logger=self.logger, explore=self.explore, temperature=self.temperature)
+        return out
 
 
 def parse_clicks(text: str) -> ClickSpec:
@@ -76,8 +94,10 @@ def parse_clicks(text: str) -> ClickSpec:
     --------
     >>> parse_clicks("pbm:eta=2").label
     'pbm:eta=2,sessions=12,shown=10'
-    >>> parse_clicks("trust:shown=3,epsilon_plus=1/0.9/0.8").simulation_options()
-    {'epsilon_plus': [1.0, 0.9, 0.8]}
+    >>> parse_clicks("trust:shown=3,epsilon_plus=1/0.9/0.8").simulation_options()["epsilon_plus"]
+    [1.0, 0.9, 0.8]
+    >>> parse_clicks("trust:logger=stochastic,temperature=0.5").label
+    'trust:eta=1,sessions=12,shown=10,logger=stochastic,explore=1,temperature=0.5'
     """
     if not text.strip():  # `--clicks ''` (an unset shell variable) must not quietly train on the true labels
         raise UsageError(f"--clicks is empty: name a click model ({' or '.join(CLICK_MODELS)}, e.g. --clicks pbm:eta=2), "
@@ -108,6 +128,9 @@ def parse_clicks(text: str) -> ClickSpec:
         raise UsageError(f"--clicks: eta must be a finite number >= 0, got {spec.eta}")
     if not 1 <= spec.sessions <= 1000 or not 1 <= spec.shown <= 1000:
         raise UsageError("--clicks: sessions and shown must be integers in 1..1000")
+    if spec.logger not in LOGGERS or not 0.0 <= spec.explore <= 1.0 or not (0.0 < spec.temperature < np.inf):
+        raise UsageError(f"--clicks: logger must be one of {', '.join(LOGGERS)}, explore in [0, 1] and temperature "
+                         f"> 0 (finite), got {spec.logger!r}, {spec.explore}, {spec.temperature}")
     try:  # simulate_clicks' own checks of the model's options (its model, [0, 1], one per position shown)
         model_options(spec)
     except (ValueError, TypeError) as exc:

@@ -124,6 +124,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     m.add_argument("--methods", default=DEFAULT_METHODS, metavar="LIST",
                    help=f"comma-separated method names (default: {DEFAULT_METHODS}; with --click-log "
                         f"{CLICK_LOG_METHODS})")
+    m.add_argument("--labels", metavar="COL,COL[,...]",
+                   help="compare multi-label methods instead: two or more label columns, each 'label' (the "
+                        "relevance label) or a feature number (graded per query, removed from the features); "
+                        "--methods then names MultiObjective methods (default linear,epo,epsilon_constraint)")
     m.add_argument("--baseline", metavar="NAME", help="method of the paired comparison (default: the first)")
     m.add_argument("--rounds", type=_positive_int, default=200, help="maximum boosting rounds (default 200)")
     m.add_argument("--num-leaves", type=_leaves, default=31, help="leaves per tree (default 31)")
@@ -145,7 +149,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "trial's score in results.json (default 0: no tuning, the fixed settings above)")
     m.add_argument("--seeds", type=_seeds, default=1, metavar="K",
                    help="train each method and fold with K seeds (--seed, --seed+1, ...) and report the mean, "
-                        "with the seed spread beside the fold spread (default 1)")
+                        "with the seed spread beside the fold spread (default 1); the seed drives the libraries' "
+                        "randomness (bagging, feature sampling, random pairs) and --tune, so without either it is "
+                        "refused, and a method it does not change is named")
     o = parser.add_argument_group("output")
     o.add_argument("--out", metavar="DIR",
                    help="folder for " + ", ".join(output.RESULT_FILES) + f" (default ./{output.DEFAULT_OUT}, whose "
@@ -318,6 +324,10 @@ def _optional_parts(args, note):
 
 def run(args: argparse.Namespace) -> int:
     """Run the comparison described by parsed ``args``; returns 0 (errors are raised, see the module doc)."""
+    if getattr(args, "labels", None) is not None:  # several labels: customobj.compare.multi_label
+        from .multi_label import run as run_multi_label
+
+        return run_multi_label(args)
     say = (lambda *a: None) if args.quiet else print
     _optional_parts(args, (lambda *a: None) if args.quiet else (lambda text: print(text, file=sys.stderr)))
     # adapters sets OMP_WAIT_POLICY=passive unless the user chose one; it must be imported before
@@ -377,6 +387,9 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()  # wall time includes the trial runs (numba compilation), as it always did
     try:
         _warm_up(member_specs(specs), settings, warm_up_sample(folds[0][1]), bar)
+        if len(seeds) > 1 and not args.tune:  # K identical copies help no one (runner.check_seeds)
+            for note in runner.check_seeds(specs, settings, warm_up_sample(folds[0][1]), train, len(seeds)):
+                print(note, file=sys.stderr)
         bar.reset(total=runner.n_runs(specs, len(folds), len(seeds), args.tune))
         bar.unit = "trial" if args.tune else "run"
         # `train` is looked up here, at call time, so tests can stand in for it
@@ -426,6 +439,10 @@ def run(args: argparse.Namespace) -> int:
                             scoring=scoring))
     if not labelled:
         say("no --test: the test columns are IPS click metrics on held-out sessions of the log, not labels")
+    if result.position_bias:  # which of the estimated curves to trust (measured on the simulators)
+        from .clicks import ESTIMATOR_NOTE
+
+        say(ESTIMATOR_NOTE)
     if paired:
         say()
         say(report.format_paired(paired, scoring))

@@ -34,6 +34,7 @@ __all__ = [
     "CRITERIA",
     "MethodSpec",
     "parse_method",
+    "seeded",
     "parse_methods",
     "split_methods",
     "parse_value",
@@ -288,6 +289,27 @@ def _keyword_options(cls) -> list[str] | None:
     if any(p.kind is p.VAR_KEYWORD for p in params):
         return None
     return [p.name for p in params if p.name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def seeded(spec: MethodSpec, seed: int) -> MethodSpec:
+    """``spec`` with the run's ``seed`` as its objective's ``seed`` option when the objective draws
+    random numbers (YetiRank's pairs, XENDCG's gammas) and the method does not fix one, so that
+    ``--seed`` / ``--seeds`` reach it as they reach the libraries' sampling (issue 39).
+
+    Examples
+    --------
+    >>> seeded(parse_method("lgb:YetiRank"), 3).kwargs, seeded(parse_method("lgb:RankNet"), 3).kwargs
+    ({'seed': 3}, {})
+    """
+    if spec.native or "seed" in spec.kwargs:
+        return spec
+    from .. import objectives
+
+    cls = getattr(objectives, spec.target, None)
+    if cls is None or "seed" not in (_keyword_options(cls) or ()):
+        return spec
+    return MethodSpec(spec.backend, spec.target, spec.native, (*spec.options, ("seed", seed)), spec.criterion,
+                      spec.leaves)
 
 
 def build_objective(spec: MethodSpec) -> Objective:

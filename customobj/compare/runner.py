@@ -18,7 +18,7 @@ from .ensemble import EnsembleSpec, combine, member_specs
 from .trainers import Settings, validation_score
 from .tuning import tune
 
-__all__ = ["Outcome", "run_all", "n_runs", "seed_list", "tuning_note"]
+__all__ = ["Outcome", "run_all", "n_runs", "seed_list", "tuning_note", "seed_independent", "check_seeds"]
 
 
 @dataclass
@@ -40,6 +40,35 @@ class Outcome:
 def seed_list(seed: int, n_seeds: int) -> list[int]:
     """The seeds of the repeated runs: ``seed, seed + 1, ..., seed + n_seeds - 1``."""
     return [seed + i for i in range(n_seeds)]
+
+
+def seed_independent(specs: Sequence, settings: Settings, sample: Any, train_fn: Callable) -> list[str]:
+    """The labels of the single methods whose training the seed does not change: two 2-round runs on
+    ``sample`` (seeds ``settings.seed`` and the next) score it identically. Nothing random by default
+    (LightGBM and XGBoost without bagging, feature sampling or random pairs; customobj's objectives
+    with their own seeds): ``--seeds K`` would train K identical copies of them."""
+    same = []
+    for spec in member_specs(list(specs)):
+        runs = [_held(train_fn)(spec, replace(settings, rounds=2, early_stopping=0, seed=settings.seed + k),
+                                sample, sample, sample) for k in (0, 1)]
+        if np.array_equal(runs[0].test_scores, runs[1].test_scores):
+            same.append(spec.label)
+    return same
+
+
+def check_seeds(specs: Sequence, settings: Settings, sample: Any, train_fn: Callable, n_seeds: int) -> list[str]:
+    """``--seeds K > 1`` without ``--tune``: refused (:class:`UsageError`) when the seed changes no method,
+    else the note on those it does not change (empty when it changes every one)."""
+    from .._cli_errors import UsageError
+
+    same = seed_independent(specs, settings, sample, train_fn)
+    if len(same) == len(member_specs(list(specs))):
+        raise UsageError(f"--seeds {n_seeds}: the seed changes nothing in {', '.join(same)} (no bagging, feature "
+                         "sampling or random pairs at these settings), so the runs would be identical copies; give "
+                         "a method randomness, e.g. lgb:LambdaRank(bagging_fraction=0.8,bagging_freq=1) or "
+                         "xgb:rank:ndcg(subsample=0.8), or use --tune, or drop --seeds")
+    return [f"note: --seeds {n_seeds}: the seed changes nothing in {', '.join(same)} (no bagging, feature sampling or "
+            "random pairs): their seed spread is 0"] if same else []
 
 
 def n_runs(specs: Sequence, n_folds: int, n_seeds: int, n_trials: int) -> int:

@@ -18,7 +18,7 @@ import numpy as np
 from ..objectives.pointwise import McRank
 from .clicks import CLICK_TRAINERS, estimate_affine
 from .harvested import wants_harvest, with_harvest
-from .methods import BACKENDS, MethodSpec, build_objective
+from .methods import BACKENDS, MethodSpec, build_objective, seeded
 
 __all__ = ["Settings", "Split", "TrainResult", "train", "warm_up", "catboost_available", "valid_metric",
            "validation_score", "warm_up_sample", "SAMPLE_ROWS"]
@@ -179,7 +179,7 @@ def _objective(spec, train_, seed):
             raise ValueError(f"{spec.label} needs the propensities harvested from several rankers' logs: "
                              "compare --clicks simulates them")
         spec = with_harvest(spec, train_.propensity)
-    obj = estimate_affine(build_objective(spec), train_.X, train_.y, train_.position, seed)
+    obj = estimate_affine(build_objective(seeded(spec, seed)), train_.X, train_.y, train_.position, seed)
     if obj.n_outputs is None:  # McRank without n_classes infers K from the first data it sees
         obj.prepare(train_.y, train_.sizes)
     return obj

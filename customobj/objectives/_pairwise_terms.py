@@ -34,6 +34,8 @@ from enum import IntEnum
 
 from numba import njit
 
+from .._validation import MIN_PROPENSITY
+
 
 class PairKind(IntEnum):
     """The pair loss ``phi``."""
@@ -151,8 +153,9 @@ def pair_weight(wi, wj):
 
 
 #: Propensities below this are treated as "do not debias" (XGBoost's ``Eps64()``): dividing by
-#: them would blow a pair up beyond any meaningful weight.
-TINY_PROPENSITY = 1e-16
+#: them would blow a pair up beyond any meaningful weight. The click estimators refuse a given
+#: propensity below it (its home: ``customobj._validation.MIN_PROPENSITY``).
+TINY_PROPENSITY = MIN_PROPENSITY
 
 
 @njit(cache=True)

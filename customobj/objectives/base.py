@@ -91,6 +91,22 @@ class PairSource(IntEnum):
     LISTED = 2  # its listed_pairs(prep), their terms debiased by customobj.clicks (the pair losses)
 
 
+class RelevancePairs(NamedTuple):
+    """A loss as a sum over the label pairs ``y_i > y_j`` of every query of ``m_ij psi(s_i - s_j)``,
+    ``psi`` its pair loss for a unit label difference, each pair weighed linearly by the relevance of
+    the row that should rank higher: the form the affine correction of trust bias corrects
+    (``customobj.clicks.Affine``; Vardasbi, Oosterhuis, de Rijke, CIKM 2020). :meth:`Objective.relevance_pairs`."""
+
+    kind: int  # a PairKind code of objectives._pairwise_terms (psi)
+    theta: float  # psi's theta for a unit label difference
+    scale: float  # the loss's own scale
+    hmul: float  # multiplies the pair hessian coupling (LambdaRank's convention)
+    dcg_weighted: bool  # m_ij = |D(rank_i) - D(rank_j)| at the current ranks (LambdaRank NDCG), else 1
+    k: Optional[int]  # DCG cutoff (None: none)
+    truncation: Optional[int]  # pairs whose rows both rank here or lower are skipped (None: none)
+    norm: bool  # the loss normalises each query by log2(1 + S) / S itself
+
+
 def listed_source(spec: Any) -> PairSource:
     """A pair loss's :class:`PairSource` from its ``PairSpec``: ``LISTED``, or ``NONE`` when a hessian
     multiplier (QBRank(hessian="upper_bound")'s 2) bounds each pair's hessian block by a diagonal, so
@@ -162,7 +178,8 @@ class Objective:
                      remember: bool = True) -> Prepared:
         """The prepared data of a public call: for an objective whose rounds matter, the data set of
         its last public call while the data are equal (its rounds go on), else a fresh one (kept for
-        the next calls unless ``remember`` is false: ``pair_couplings``, which takes no weights)."""
+        the next calls unless ``remember`` is false: ``pair_couplings``, which takes no weights, and
+        ``loss``, which a held-out set may call between rounds)."""
         prep = self.prepare(labels, group, weight)
         if not self.rounds_matter:
             return prep
@@ -170,6 +187,9 @@ class Objective:
         if last is not None and _same_data(last, prep):
             return last
         if remember:
+            # the cache owns its labels and weights: a view of the caller's arrays, edited in place between
+            # calls, would still compare equal while the state built from the old values went on
+            prep = _owned(self, prep)
             self.__dict__["_last_prep"] = prep  # a cache of the public calls, not an option: not pickled
         return prep
 
@@ -244,8 +264,11 @@ class Objective:
 
     def loss(self, scores: npt.ArrayLike, labels: npt.ArrayLike, group: "GroupLike | None" = None,
              weight: "npt.ArrayLike | None" = None) -> float:
-        """The exact loss the gradients differentiate (a sum over rows / pairs / queries; docs/formulas.md)."""
-        return self.loss_prepared(scores, self._public_prep(labels, group, weight))
+        """The exact loss the gradients differentiate (a sum over rows / pairs / queries; docs/formulas.md).
+
+        A loss on other data (a held-out set) leaves the rounds of the last ``grad_hess`` data set going
+        on: only gradient calls choose the data set the public calls continue."""
+        return self.loss_prepared(scores, self._public_prep(labels, group, weight, remember=False))
 
     def pair_couplings(self, scores: npt.ArrayLike, labels: npt.ArrayLike,
                        group: "GroupLike | None" = None) -> Optional[Couplings]:
@@ -332,6 +355,22 @@ class Objective:
         raise NotImplementedError(f"{type(self).__name__} has no GPU kernel yet (its CPU kernels have no numba.cuda "
                                   "twin): pass host (numpy) scores to run it on the CPU")
 
+    #: A click estimator (``Unbiased``, ``Affine``): wrapping one in another would correct the clicks twice.
+    corrects_clicks = False
+
+    def relevance_pairs(self) -> RelevancePairs:
+        """This loss as :class:`RelevancePairs`, the form ``customobj.clicks.Affine`` corrects; a
+        ``TypeError`` saying why for a loss without it (here: not a loss on label pairs).
+
+        Examples
+        --------
+        >>> import customobj
+        >>> customobj.RankNet(sigma=2.0).relevance_pairs().theta
+        2.0
+        """
+        raise TypeError(f"{self!r}: not a loss on label pairs (a listwise or pointwise loss); the affine "
+                        "correction corrects the label pairs of LambdaRank(metric='ndcg'), RankNet, RankSVM, MPBoost")
+
     def pair_source(self) -> PairSource:
         """Where ``customobj.clicks.Unbiased`` takes this loss's pairs from (:class:`PairSource`); a
         subclass inherits its parent's. ``NONE`` here: no pairs to debias.
@@ -381,6 +420,16 @@ class Objective:
 
 def _largest(weight):
     return 1.0 if weight is None else float(weight.max(initial=0.0))
+
+
+def _owned(objective: "Objective", prep: Prepared) -> Prepared:
+    """``prep`` as a data set owning copies of its labels, weights and positions (its state built anew)."""
+    def copy(x):
+        return None if x is None else np.array(x, copy=True)
+
+    out = Prepared(copy(prep.labels), prep.groups, copy(prep.weight), copy(prep.position))
+    out.state_for(objective)
+    return out
 
 
 def _same_data(a: Prepared, b: Prepared) -> bool:

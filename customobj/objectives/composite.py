@@ -12,7 +12,7 @@ import numpy as np
 from .._validation import PARAM_LIMIT, check_pair_budget, check_real
 from .base import DeviceRoute, Objective, Prepared
 
-__all__ = ["Sum", "Scaled"]
+__all__ = ["Sum", "Scaled", "scaled_leaves"]
 
 
 def _merge_flags(parts):
@@ -237,3 +237,20 @@ class Scaled(Objective):
         out_grad += self.factor * g
         out_hess += self.factor * h
         return i, j, self.factor * c
+
+
+def scaled_leaves(objective: Objective, factor: float = 1.0) -> "list[tuple[Objective, float]]":
+    """``[(leaf, product of the Scaled factors above it)]`` of a sum of scalings, in the sum's order:
+    the one walk the click estimators (``Unbiased``, ``Affine``) take over what they wrap.
+
+    Examples
+    --------
+    >>> import customobj
+    >>> [(type(o).__name__, f) for o, f in scaled_leaves(2.0 * (customobj.RankNet() + 3.0 * customobj.MPBoost()))]
+    [('RankNet', 2.0), ('MPBoost', 6.0)]
+    """
+    if isinstance(objective, Sum):
+        return [leaf for p in objective.parts for leaf in scaled_leaves(p, factor)]
+    if isinstance(objective, Scaled):
+        return scaled_leaves(objective.objective, factor * objective.factor)
+    return [(objective, factor)]

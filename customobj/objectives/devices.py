@@ -169,6 +169,8 @@ def _device_scores(objective, scores, prep, data, cuda):
         raise ValueError("scores on the GPU must be C-contiguous")
     launch(CW.to_float64, out.size, src, flat(out), SCORE_LIMIT, bad)
     if int(bad.copy_to_host()[0]):
+        # the refusal's own path: the CPU's check on a host copy gives the CPU's message (the position named)
+        objective._check_scores(np.asarray(scores.copy_to_host()), prep)
         raise ValueError(f"scores must be finite with |scores| <= {SCORE_LIMIT:g} (customobj._validation.SCORE_LIMIT); "
                          "the scores on the GPU are not (margins this large mean the model diverged)")
     return out

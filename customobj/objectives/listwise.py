@@ -20,7 +20,7 @@ from .._validation import (
     check_positive,
 )
 from ._arrays import kernel_weights, query_sums
-from .base import DeviceRoute, Objective, PairSource, Prepared
+from .base import DeviceRoute, Objective, PairSource, Prepared, RelevancePairs
 from . import _lambdarank_kernels as LK
 from . import _parity as P
 from . import _structured_kernels as SK
@@ -306,6 +306,18 @@ class LambdaRank(Objective):
 
     def _grad_hess_couplings_into(self, scores, prep, state, out_grad, out_hess, pair_buffer):
         return self._couplings(scores, prep, state, True, out_grad, out_hess, pair_buffer)
+
+    def relevance_pairs(self) -> RelevancePairs:
+        """The logistic pair loss weighed by ``|D(rank_i) - D(rank_j)|``: NDCG's pairs, whose corrected
+        relevance enters DCG linearly (the paper corrects additive metrics); other metrics and gain
+        tables are a ``TypeError``."""
+        from ._pairwise_terms import PairKind
+
+        if self.metric != "ndcg" or self.gain is not None:
+            raise TypeError(f"{self!r}: the corrected relevance enters DCG linearly (the paper corrects additive "
+                            "metrics), so LambdaRank must use metric='ndcg' and no gain table")
+        return RelevancePairs(int(PairKind.LOGISTIC), self.sigma, 1.0, P.CONVENTIONS[self.convention].hess_scale,
+                              True, self.k, self.truncation, bool(self.norm))
 
     def pair_source(self) -> PairSource:
         """``OWN_PASS``: position debiasing runs its own pass, the propensities passed into its pair

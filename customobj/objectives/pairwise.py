@@ -27,7 +27,7 @@ from ._arrays import kernel_weights
 from ._pair_sets import (ExplicitPairs, LabelPairs, ListedPairs, QBRankState, check_pairs_option, labeled_rows,
                          listed_couplings, pairs_in_range)
 from .preference_pairs import PreferencePairs  # noqa: F401 - importable from here too
-from .base import DeviceRoute, Objective, PairSource, Prepared, listed_source
+from .base import DeviceRoute, Objective, PairSource, Prepared, RelevancePairs, listed_source
 from . import _pairwise_kernels as PK
 from ._pointwise_kernels import squared_error_grad_hess, squared_error_loss
 
@@ -53,6 +53,14 @@ class _LabelPairLoss(Objective):
     def pair_source(self) -> PairSource:
         """Its listed pairs (``LISTED``), or ``NONE`` under a diagonal hessian bound (no couplings)."""
         return listed_source(self.pair_spec())
+
+    def relevance_pairs(self) -> RelevancePairs:
+        """Its pair loss at a unit label difference, each pair weighed by the higher row's relevance."""
+        from ._pairwise_terms import pair_theta
+
+        spec = self.pair_spec()
+        return RelevancePairs(int(spec.kind), float(pair_theta(spec.theta_mode, 1.0, 0.0, spec.p)), spec.scale,
+                              spec.hmul, False, None, None, False)
 
     def listed_pairs(self, prep: Prepared) -> Optional[ListedPairs]:
         """Every label pair of ``prep`` with its ``theta`` (built on first use, then cached)."""
@@ -344,6 +352,12 @@ class QBRank(Objective):
         mode, p, _ = self._theta()
         hmul = 2.0 if self.hessian == "upper_bound" else 1.0
         return PK.pair_spec(PK.PairKind.SQ_HINGE, mode, p, 0.5 * self.w, hmul)
+
+    def relevance_pairs(self) -> RelevancePairs:
+        """A ``TypeError``: explicit pairs and labelled rows have no per-row relevance the affine correction corrects."""
+        raise TypeError(f"{self!r}: explicit pairs (QBRank's, PreferencePairs'), no per-row relevance to "
+                        "correct; the affine correction corrects the label pairs of LambdaRank(metric='ndcg'), "
+                        "RankNet, RankSVM, MPBoost")
 
     def pair_source(self) -> PairSource:
         """Its listed pairs (``LISTED``), or ``NONE`` under the diagonal ``hessian="upper_bound"``."""

@@ -12,7 +12,7 @@ from .._kernel_status import check_status, checked_value
 from .._validation import WEIGHT_LIMIT, as_1d_float, check_nonnegative
 from ._arrays import kernel_weights
 from ._pair_sets import ExplicitPairs, ListedPairs, check_pairs_option, listed_couplings, pairs_in_range
-from .base import DeviceRoute, Objective, PairSource, Prepared, listed_source
+from .base import DeviceRoute, Objective, PairSource, Prepared, RelevancePairs, listed_source
 from . import _pairwise_kernels as PK
 
 __all__ = ["PreferencePairs", "EXPLICIT_SPEC"]
@@ -78,6 +78,12 @@ class PreferencePairs(Objective):
     def pair_spec(self) -> PK.PairSpec:
         """Half the squared hinge, each pair with its own margin ``theta``."""
         return EXPLICIT_SPEC
+
+    def relevance_pairs(self) -> RelevancePairs:
+        """A ``TypeError``: explicit pairs and labelled rows have no per-row relevance the affine correction corrects."""
+        raise TypeError(f"{self!r}: explicit pairs (QBRank's, PreferencePairs'), no per-row relevance to "
+                        "correct; the affine correction corrects the label pairs of LambdaRank(metric='ndcg'), "
+                        "RankNet, RankSVM, MPBoost")
 
     def pair_source(self) -> PairSource:
         """Its listed pairs (``LISTED``)."""

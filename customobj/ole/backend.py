@@ -6,8 +6,9 @@ holds its ``HistogramBuilder`` and ``Splitter``. One backend is created per fit
 (:func:`customobj.ole.training.boost`) and serves every tree of it. :class:`CPUBackend` wraps the
 numba kernels of this package unchanged.
 
-What a backend provides (a GPU backend, issue "OLE at scale", provides the same, with the same
-results: the same splits, ties broken the same way, sums equal to float tolerance):
+What a backend provides, typed by the :class:`TreeBackend` protocol (the GPU's
+:class:`~customobj.ole.cuda.backend.CUDABackend` provides the same, with the same results: the same
+splits, ties broken the same way, the same sums):
 
 - ``data``: the binned training set's description (``n_bins``, ``offsets``, ``n_slots``,
   ``mapper`` for thresholds); ``n_rows``: its row count;

@@ -25,7 +25,7 @@ from sklearn.exceptions import NotFittedError
 if TYPE_CHECKING:  # the return type of to_lightgbm; imported there, on use
     import lightgbm
 
-from .._validation import check_int
+from .._validation import as_weight, check_int
 from ..groups import Groups
 from .binning import BinMapper
 from .criterion import OLE_FAST_EPSILON, OLE_FAST_FEATURES
@@ -364,16 +364,20 @@ class TreeBooster(BaseEstimator):
         return out if raw_score else ranking_score(out)
 
     def score(self, X: ArrayLike, y: ArrayLike, group: Optional[ArrayLike] = None, *,
-              qid: Optional[ArrayLike] = None, metric: Union[str, Callable] = SCORE_METRIC) -> float:
+              qid: Optional[ArrayLike] = None, metric: Union[str, Callable] = SCORE_METRIC,
+              sample_weight: Optional[ArrayLike] = None) -> float:
         """Mean ``metric`` (default NDCG@10) over the queries of ``(X, y)``: higher is better.
 
         ``group`` (query sizes) or ``qid`` (one id per row) give the queries; without them all rows
         are one query, which only pointwise objectives accept (as in ``fit``). In ``GridSearchCV`` /
         ``cross_val_score`` route ``qid`` with ``set_score_request(qid=True)`` (docs/sklearn.md).
+        ``sample_weight`` (one per row, >= 0) weighs each query by its rows' mean weight (LightGBM's
+        query weights); scikit-learn's ``Pipeline.score`` passes it (None) under metadata routing.
         """
         X = self._features(X)
         y = as_fit_labels(y)
-        check_fit_rows(X.shape[0], y, None)
+        check_fit_rows(X.shape[0], y, sample_weight)
+        weight = as_weight(sample_weight, X.shape[0], name="sample_weight")
         groups = resolve_groups(group, qid, X.shape[0])
         if groups is None:
             obj = self._resolved_objective()
@@ -383,7 +387,7 @@ class TreeBooster(BaseEstimator):
                     "ranking objective. In GridSearchCV / cross_val_score enable metadata routing "
                     "(sklearn.set_config(enable_metadata_routing=True)) and call set_score_request(qid=True)")
             groups = Groups.from_sizes([X.shape[0]])
-        return score_queries(ranking_score(self._raw(X, None)), y, groups, metric)
+        return score_queries(ranking_score(self._raw(X, None)), y, groups, metric, weight)
 
     def staged_predict(self, X: ArrayLike, raw_score: bool = True) -> Iterator[np.ndarray]:
         """Yield the predictions after each boosting round (learning curves)."""

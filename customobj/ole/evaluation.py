@@ -161,12 +161,29 @@ class Progress:
         self.bar.close()
 
 
-def score_queries(scores: np.ndarray, y: np.ndarray, groups: Groups, metric: MetricLike) -> float:
-    """Mean of ``metric`` over queries (a name of :func:`~customobj.metrics.get_metric` or a callable)."""
+def score_queries(scores: np.ndarray, y: np.ndarray, groups: Groups, metric: MetricLike,
+                  weight: Optional[np.ndarray] = None) -> float:
+    """Mean of ``metric`` over queries (a name of :func:`~customobj.metrics.get_metric` or a callable).
+
+    ``weight`` (one per row, checked by the caller): a weighted mean, each query weighing the mean
+    of its rows' weights (LightGBM's query weights); queries the metric leaves out (NaN) or of weight
+    0 take no part."""
     if not isinstance(metric, str) and not callable(metric):
         raise TypeError(f"metric must be a metric name (e.g. 'ndcg@10') or a callable, got {type(metric).__name__}")
     (m,) = resolve_metrics(metric)
     if not m.higher_is_better:
         raise ValueError(f"metric {m.name!r} is lower-is-better; score must be higher-is-better (scikit-learn's "
                          "model selection maximises it): use it in eval_metric instead")
-    return float(m.func(scores, y, groups))
+    if weight is None:
+        return float(m.func(scores, y, groups))
+    ptr = groups.ptr
+    values, weights = [], []
+    for a, b in zip(ptr[:-1], ptr[1:]):
+        if b > a:
+            values.append(float(m.func(scores[a:b], y[a:b], Groups.from_sizes([b - a]))))
+            weights.append(float(weight[a:b].mean()))
+    v, w = np.array(values, dtype=np.float64), np.array(weights, dtype=np.float64)
+    used = np.isfinite(v) & (w > 0)
+    if not used.any():
+        return float("nan")
+    return float(np.dot(v[used], w[used]) / w[used].sum())

@@ -1,0 +1,101 @@
+"""Issue 43's estimator-level check: do the click metrics rank a fixed set of rankers as their true DCG@10
+does, on a trust-biased log (no training involved)?
+
+Per fold of MQ2008, the training part's queries get a trust click log (``simulate_clicks`` defaults,
+``--sessions`` per query, the deterministic production ranker of compare's click studies). Rankers: the
+first ``--features`` single features and ``--mixes`` random mixes (Gaussian weights over the
+standardised features, seeded). For each ranker, over the log's sessions:
+
+- ``true``: the mean DCG@10 of its order of each session's rows with the true relevance
+  (``click_prob[grade]``, 0.1 / 0.5 / 1.0) as gains (what the click metrics estimate);
+- ``affine (TrustEM)`` / ``affine (true)``: ``customobj.clicks.metrics.affine_dcg`` with ``TrustEM``'s
+  parameters (compare's ``AFFINE_EM``) and with the simulation's;
+- ``IPS``: ``customobj.metrics.ips_dcg`` with TrustEM's ``position_bias_`` as the propensity;
+- ``clicks``: ``ips_dcg`` with propensity 1 (raw clicks).
+
+Reported per fold and metric: Kendall's tau with ``true`` over the rankers, and the mean relative error
+``|estimate - true| / true`` (meaningful only for estimators on the true scale).
+
+    python benchmarks/trust_click_metrics.py [--data ../shared/data] [--folds 1,2,3,4,5] [--sessions 48]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import numpy as np  # noqa: E402
+
+import customobj  # noqa: E402
+from customobj import adapters  # noqa: E402,F401  (before lightgbm: OpenMP wait policy)
+from customobj.clicks import TrustEM  # noqa: E402
+from customobj.clicks.metrics import affine_dcg  # noqa: E402
+from customobj.compare.clicks import AFFINE_EM, _weak_ranker, parse_clicks, true_curves  # noqa: E402
+from customobj.metrics import ips_dcg  # noqa: E402
+from customobj._io import atomic_write_text  # noqa: E402
+
+CLICK_PROB = np.array([0.1, 0.5, 1.0])
+
+
+def _kendall(a, b):
+    from scipy.stats import kendalltau
+
+    return float(kendalltau(a, b).statistic)
+
+
+def run_fold(path, fold, args, truth):
+    train = customobj.load_letor(os.path.join(path, f"Fold{fold}", "train.txt.gz"))
+    split = argparse.Namespace(X=train.X, y=train.y, sizes=np.asarray(train.group))
+    log = customobj.data.simulate_clicks((train.X, train.y.astype(int), train.group),
+                                         ranker=_weak_ranker(split, fold, 2), click_model="trust",
+                                         sessions=args.sessions, seed=fold)
+    em = TrustEM(seed=fold, **AFFINE_EM).fit(log.X, log.y, position=log.position)
+    rng = np.random.default_rng(fold)
+    Z = (log.X - log.X.mean(0)) / np.maximum(log.X.std(0), 1e-12)
+    rankers = [log.X[:, f] for f in range(args.features)] + [Z @ rng.normal(size=Z.shape[1]) for _ in range(args.mixes)]
+    gains = CLICK_PROB[np.minimum(log.true_label.astype(int), 2)]
+    est = {"true": [], "affine (TrustEM)": [], "affine (true)": [], "IPS": [], "clicks": []}
+    for s in rankers:
+        est["true"].append(_dcg(s, gains, log.group))
+        est["affine (TrustEM)"].append(affine_dcg(s, log.y, log.group, 10, alpha=em.alpha_, beta=em.beta_))
+        est["affine (true)"].append(affine_dcg(s, log.y, log.group, 10, alpha=truth[0], beta=truth[1]))
+        est["IPS"].append(ips_dcg(s, log.y, log.group, 10, propensity=em.position_bias_))
+        est["clicks"].append(ips_dcg(s, log.y, log.group, 10, propensity=np.ones(10)))
+    t = np.array(est["true"])
+    return {m: {"kendall_tau": _kendall(t, v), "mean_relative_error": float(np.mean(np.abs(np.array(v) - t) / t))}
+            for m, v in est.items() if m != "true"}
+
+
+def _dcg(scores, gains, group):
+    """Mean over the sessions of DCG@10 with real gains (``customobj.clicks.metrics._dcg``'s walk)."""
+    from customobj.clicks.metrics import _dcg as walk
+
+    return float(walk(np.asarray(scores, dtype=np.float64), gains, customobj.as_groups(group, gains.size), 10)[0].mean())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=os.path.join(_HERE, "..", "..", "shared", "data"))
+    ap.add_argument("--folds", default="1,2,3,4,5")
+    ap.add_argument("--sessions", type=int, default=48)
+    ap.add_argument("--features", type=int, default=10)
+    ap.add_argument("--mixes", type=int, default=10)
+    ap.add_argument("--out", default="trust_click_metrics.json")
+    args = ap.parse_args(argv)
+    curves = true_curves(parse_clicks(f"trust:eta=1.0,sessions={args.sessions},shown=10"))
+    truth = (np.array(curves["alpha"]), np.array(curves["beta"]))
+    out = {}
+    for fold in [int(f) for f in args.folds.split(",") if f]:
+        out[fold] = run_fold(os.path.join(args.data, "mq2008"), fold, args, truth)
+        print(f"fold {fold}: " + "; ".join(f"{m} tau {r['kendall_tau']:.3f} rel.err {r['mean_relative_error']:.3f}"
+                                           for m, r in out[fold].items()), flush=True)
+    atomic_write_text(args.out, json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""Tests of customobj/clicks/doubly_robust.py: the doubly robust estimates' and gradient's exact
+expectation over every logged ranking and click pattern of a small query, its reduction to the affine
+estimate under a deterministic policy, the direct method, the three trainers, and bad input."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import customobj
+from customobj import LambdaRank, RankNet, adapters
+from customobj.clicks.doubly_robust import DoublyRobust, dr_data, fit_direct_method
+from customobj.clicks.loggers import plackett_luce_marginals
+from customobj.clicks.simulation import ClickLog, trust_defaults
+
+
+def true_params(shown):
+    plus, minus = trust_defaults(shown)
+    theta = 1.0 / np.arange(1, shown + 1)
+    return theta * (plus - minus), theta * minus
+
+
+def _pl_prob(scores, order, temperature):
+    """Exact Plackett-Luce probability of the top of a ranking."""
+    w = np.exp(np.asarray(scores) / temperature)
+    left, p = list(range(len(scores))), 1.0
+    for d in order:
+        p *= w[d] / w[left].sum()
+        left.remove(d)
+    return p
+
+
+def _one_session(order, clicks, n):
+    k = len(order)
+    return ClickLog(np.eye(n)[list(order)], np.array(clicks, dtype=float), np.array([k]), np.arange(k),
+                    np.zeros(k, dtype=np.int64), np.array(order, dtype=np.int64), np.zeros(k, dtype=np.int64))
+
+
+@pytest.mark.parametrize("base", [LambdaRank(), RankNet()])
+@pytest.mark.parametrize("query_norm", [False, True])
+def test_expected_estimate_and_gradient_are_the_true_ones(base, query_norm):
+    """Exact expectation over the policy's 12 shown rankings (4 candidates, 2 shown) and their 4 click
+    patterns each: the DR estimates average to the true relevances, whatever the direct method, and so
+    does the gradient (it is linear in them; the norm is click-free)."""
+    n, shown, temperature = 4, 2, 0.7
+    alpha, beta = true_params(shown)
+    gamma = np.array([0.9, 0.2, 0.6, 0.0])
+    policy = np.array([0.3, 1.0, -0.5, 0.1])
+    r_hat = np.array([0.5, 0.5, 0.1, 0.8])  # deliberately wrong
+    P = np.zeros((n, shown))
+    rankings = list(itertools.permutations(range(n), shown))
+    for order in rankings:
+        for k, d in enumerate(order):
+            P[d, k] += _pl_prob(policy, order, temperature)
+    data = (np.eye(n), np.zeros(n, dtype=np.int64), [n])
+    shift = 50.0  # larger than any estimate's magnitude here: one objective for every pattern
+    obj = DoublyRobust(base, shift=shift, query_norm=query_norm)
+    s = np.random.default_rng(3).normal(size=n)
+    mean_y, mean_g = np.zeros(n), np.zeros(n)
+    for order in rankings:
+        p_rank = _pl_prob(policy, order, temperature)
+        p_click = alpha * gamma[list(order)] + beta
+        for clicks in itertools.product([0.0, 1.0], repeat=shown):
+            c = np.array(clicks)
+            p = p_rank * np.prod(np.where(c > 0, p_click, 1 - p_click))
+            est = dr_data(_one_session(order, clicks, n), data, alpha=alpha, beta=beta, position_prob=P, direct=r_hat)
+            assert np.all(est.y >= 0) and np.allclose(est.y - est.shift, est.estimate)
+            mean_y += p * est.estimate
+            mean_g += p * obj.grad_hess(s, est.estimate + shift, est.group)[0]
+    np.testing.assert_allclose(mean_y, gamma, atol=1e-12)
+    np.testing.assert_allclose(mean_g, obj.grad_hess(s, gamma + shift, [n])[0], atol=1e-12)
+    assert np.abs(mean_g).max() > 1e-3
+
+
+def test_deterministic_policy_gives_the_affine_estimate():
+    d = customobj.data.synthetic(12, 8, 4, seed=0)
+    log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], click_model="trust", sessions=5, seed=0, shown=5)
+    alpha, beta = true_params(5)
+    P = np.zeros((d.y.size, 5))
+    P[log.row, log.position] = 1.0
+    r_hat = np.random.default_rng(0).random(d.y.size)
+    est = dr_data(log, d, alpha=alpha, beta=beta, position_prob=P, direct=r_hat)
+    affine = (log.y - beta[log.position]) / alpha[log.position]
+    sums = np.bincount(log.row, weights=affine, minlength=d.y.size)[est.row] / 5.0
+    shown = est.rho > 0
+    np.testing.assert_allclose(est.estimate[shown], sums[shown], atol=1e-12)  # r_hat cancels: DR = affine
+    np.testing.assert_allclose(est.estimate[~shown], r_hat[est.row][~shown])  # never shown: the direct method
+
+
+def test_stochastic_log_trains_through_lightgbm_xgboost_and_treebooster():
+    import lightgbm as lgb
+    import xgboost as xgb
+
+    d = customobj.data.synthetic(40, 12, 5, seed=1)
+    log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], click_model="trust", sessions=6, seed=1,
+                                         logger="stochastic", temperature=0.5, samples=300)
+    alpha, beta = true_params(10)
+    P = plackett_luce_marginals(d.X[:, 0], d.group, temperature=0.5, shown=10, samples=300, seed=1)
+    model = fit_direct_method(log, alpha=alpha, beta=beta, n_estimators=5)
+    est = dr_data(log, d, alpha=alpha, beta=beta, position_prob=P, direct=model.predict(d.X))
+    obj = DoublyRobust.for_data(LambdaRank(), est)
+    b = lgb.train(dict(objective=adapters.lightgbm_objective(obj), verbose=-1, num_leaves=7, num_threads=1),
+                  lgb.Dataset(est.X, est.y, group=est.group), 5)
+    dm = xgb.DMatrix(est.X, est.y)
+    dm.set_group(est.group)
+    bx = xgb.train(dict(adapters.xgboost_params(obj), nthread=1), dm, 5, obj=adapters.xgboost_objective(obj))
+    tb = customobj.TreeBooster(obj, n_estimators=3, num_leaves=5).fit(est.X, est.y, group=est.group)
+    for pred in (b.predict(d.X), bx.predict(xgb.DMatrix(d.X)), tb.predict(d.X)):
+        assert np.all(np.isfinite(pred)) and np.std(pred) > 0
+
+
+def test_bad_input_is_refused():
+    d = customobj.data.synthetic(5, 6, 3, seed=0)
+    log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], sessions=2, seed=0, shown=3)
+    alpha, beta = true_params(3)
+    with pytest.raises(TypeError, match="log"):
+        dr_data((log.X, log.y, log.group), d, alpha=alpha, beta=beta, position_prob=np.zeros((d.y.size, 3)))
+    with pytest.raises(ValueError, match="position_prob"):
+        dr_data(log, d, alpha=alpha, beta=beta, position_prob=np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="position_prob"):
+        dr_data(log, d, alpha=alpha, beta=beta, position_prob=np.full((d.y.size, 3), 2.0))
+    with pytest.raises(ValueError, match="labels must be finite"):
+        DoublyRobust(RankNet()).check_prepared(type("P", (), {"labels": np.array([np.nan, 1.0])})())
+    with pytest.raises(ValueError, match="shift"):
+        DoublyRobust(RankNet(), shift=-1.0)
+    with pytest.raises(TypeError, match="pairwise"):
+        DoublyRobust(customobj.Logistic())
