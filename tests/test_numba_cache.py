@@ -352,7 +352,8 @@ CUDA_SCRIPT = textwrap.dedent("""
     from numba.cuda.dispatcher import CUDACache, CUDADispatcher
     root, bad, n = os.environ["CUSTOMOBJ_CACHE_DIR"], [], 0
     for info in pkgutil.walk_packages(customobj.__path__, "customobj."):
-        if info.name.rsplit(".", 1)[-1].startswith("_cuda_") and info.name != "customobj._cuda_runtime":
+        last = info.name.rsplit(".", 1)[-1]  # GPU kernels: objectives' and clicks' _X_cuda, ole/cuda's _X_kernels
+        if last.endswith("_cuda") or (info.name.startswith("customobj.ole.cuda.") and last.endswith("_kernels")):
             module = importlib.import_module(info.name)
             for name, obj in vars(module).items():
                 if isinstance(obj, CUDADispatcher) and not obj.targetoptions.get("device"):

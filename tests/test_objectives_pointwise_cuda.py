@@ -43,5 +43,6 @@ def test_float32_and_integer_device_scores_are_converted():
 def test_non_finite_or_huge_device_scores_are_refused(bad):
     s, y, _, _ = data(13, grades=2)
     s[3] = bad
-    with pytest.raises(ValueError, match="scores must be finite"):
+    # the device check refuses, then the CPU's check on a host copy words it (the CPU's message)
+    with pytest.raises(ValueError, match=r"scores must (be finite|satisfy \|scores\| <= 1e\+100)"):
         SquaredError().grad_hess(to_device(s), y)

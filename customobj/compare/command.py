@@ -327,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "labels", None) is not None:  # several labels: customobj.compare.multi_label
         from .multi_label import run as run_multi_label
 
-        return run_multi_label(args)
+        return run_multi_label(args, DEFAULT_METHODS)
     say = (lambda *a: None) if args.quiet else print
     _optional_parts(args, (lambda *a: None) if args.quiet else (lambda text: print(text, file=sys.stderr)))
     # adapters sets OMP_WAIT_POLICY=passive unless the user chose one; it must be imported before

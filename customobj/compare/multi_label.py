@@ -111,7 +111,7 @@ def hypervolume(points: np.ndarray, reference: np.ndarray) -> float:
     With two labels this is the sweep of the staircase: exact area. Points not above the reference
     in every coordinate add nothing.
 
-    >>> hypervolume(np.array([[0.5, 0.2], [0.3, 0.4]]), np.zeros(2))
+    >>> float(hypervolume(np.array([[0.5, 0.2], [0.3, 0.4]]), np.zeros(2)))
     0.16
     """
     p = np.asarray(points, dtype=np.float64).reshape(-1, np.size(reference))
@@ -381,18 +381,17 @@ def _check_out(out: Path, overwrite: bool) -> None:
                          "to replace them, or choose another --out")
 
 
-def run(args: argparse.Namespace) -> int:
-    """``compare --labels``: check, train every method x setting x fold, report, write the folder."""
+def run(args: argparse.Namespace, default_methods: str) -> int:
+    """``compare --labels``: check, train every method x setting x fold, report, write the folder.
+    ``default_methods`` is compare's own default list: left as it is, the multi-label methods run."""
     from tqdm.auto import tqdm
 
     from .._io import replace_files
     from .folds import load_folds
 
-    from .command import DEFAULT_METHODS
-
     say = (lambda *a: None) if args.quiet else print
     cols = parse_labels(args.labels)
-    methods = parse_multi_methods(DEFAULT_MULTI_METHODS if args.methods == DEFAULT_METHODS else args.methods)
+    methods = parse_multi_methods(DEFAULT_MULTI_METHODS if args.methods == default_methods else args.methods)
     for opt, given in (("--click-log", args.click_log), ("--clicks", args.clicks), ("--tune", args.tune),
                        ("--baseline", args.baseline), ("--seeds", args.seeds != 1), ("--device", args.device.is_cuda)):
         if given:

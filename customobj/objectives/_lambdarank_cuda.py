@@ -413,13 +413,15 @@ def fill_pairs(inp, order, F, Q, factor, offsets, terms, deb, out_i, out_j, out_
             dz = _pair_dz(inp, F, c, a, b) if b < c.n else 0.0
             before, kept = _block_scan(sh, 1 if dz != 0.0 else 0)
             if dz != 0.0:
-                _fill_one(inp, order, F, c, a, b, dz, hf, t + before, terms, deb, out_i, out_j, out_c)
+                _fill_one(inp, order, F, c, a, b, dz, hf, t + before, terms, deb, (out_i, out_j, out_c))
             t += kept
 
 
 @cuda.jit(device=True)
-def _fill_one(inp, order, F, c, a, b, dz, hf, t, terms, deb, out_i, out_j, out_c):
-    """:func:`fill_pairs`' pair at positions ``a < b`` (``|dZ| qnorm = dz != 0``) written at ``t``."""
+def _fill_one(inp, order, F, c, a, b, dz, hf, t, terms, deb, out):
+    """:func:`fill_pairs`' pair at positions ``a < b`` (``|dZ| qnorm = dz != 0``) written at ``t`` of
+    ``out = (i, j, coupling)``."""
+    out_i, out_j, out_c = out
     sg, d, dz, lam, _, h = _pair_parts(inp, F, c, a, b, dz)
     hi, lo = (a, b) if sg > 0 else (b, a)
     i = order[c.start + hi]
