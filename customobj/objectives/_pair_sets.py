@@ -21,7 +21,8 @@ from ._arrays import kernel_weights
 from .prepared import Prepared
 
 __all__ = ["ExplicitPairs", "LabelPairs", "ListedPairs", "QBRankState", "no_pairs", "listed_couplings",
-           "check_pairs_option", "pairs_in_range", "labeled_rows", "row_incidence"]
+           "check_pairs_option", "pairs_in_range", "labeled_rows", "row_incidence",
+           "explicit_pairs_refusal"]
 
 _EMPTY = np.zeros(0, dtype=np.float64)
 _EMPTY_I = np.zeros(0, dtype=np.int64)
@@ -184,3 +185,10 @@ def row_incidence(pi: np.ndarray, pj: np.ndarray, n: int) -> tuple:
     np.cumsum(np.bincount(rows, minlength=n), out=ptr[1:])
     sign = np.where(side[idx] == 0, 1, -1).astype(np.int64)
     return ptr, pair[idx], sign
+
+
+def explicit_pairs_refusal(objective: object) -> TypeError:
+    """The ``TypeError`` of ``relevance_pairs()`` for losses over explicit pairs (QBRank, PreferencePairs)."""
+    return TypeError(f"{objective!r}: explicit pairs (QBRank's, PreferencePairs'), no per-row relevance to "
+                     "correct; the affine correction corrects the label pairs of LambdaRank(metric='ndcg'), "
+                     "RankNet, RankSVM, MPBoost")

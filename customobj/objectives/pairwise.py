@@ -25,7 +25,7 @@ from .._validation import (
 )
 from ._arrays import kernel_weights
 from ._pair_sets import (ExplicitPairs, LabelPairs, ListedPairs, QBRankState, check_pairs_option, labeled_rows,
-                         listed_couplings, pairs_in_range)
+                         explicit_pairs_refusal, listed_couplings, pairs_in_range)
 from .preference_pairs import PreferencePairs  # noqa: F401 - importable from here too
 from .base import DeviceRoute, Objective, PairSource, Prepared, RelevancePairs, listed_source
 from . import _pairwise_kernels as PK
@@ -355,9 +355,7 @@ class QBRank(Objective):
 
     def relevance_pairs(self) -> RelevancePairs:
         """A ``TypeError``: explicit pairs and labelled rows have no per-row relevance the affine correction corrects."""
-        raise TypeError(f"{self!r}: explicit pairs (QBRank's, PreferencePairs'), no per-row relevance to "
-                        "correct; the affine correction corrects the label pairs of LambdaRank(metric='ndcg'), "
-                        "RankNet, RankSVM, MPBoost")
+        raise explicit_pairs_refusal(self)
 
     def pair_source(self) -> PairSource:
         """Its listed pairs (``LISTED``), or ``NONE`` under the diagonal ``hessian="upper_bound"``."""

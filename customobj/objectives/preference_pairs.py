@@ -11,7 +11,8 @@ import numpy.typing as npt
 from .._kernel_status import check_status, checked_value
 from .._validation import WEIGHT_LIMIT, as_1d_float, check_nonnegative
 from ._arrays import kernel_weights
-from ._pair_sets import ExplicitPairs, ListedPairs, check_pairs_option, listed_couplings, pairs_in_range
+from ._pair_sets import (ExplicitPairs, ListedPairs, check_pairs_option, explicit_pairs_refusal, listed_couplings,
+                         pairs_in_range)
 from .base import DeviceRoute, Objective, PairSource, Prepared, RelevancePairs, listed_source
 from . import _pairwise_kernels as PK
 
@@ -81,9 +82,7 @@ class PreferencePairs(Objective):
 
     def relevance_pairs(self) -> RelevancePairs:
         """A ``TypeError``: explicit pairs and labelled rows have no per-row relevance the affine correction corrects."""
-        raise TypeError(f"{self!r}: explicit pairs (QBRank's, PreferencePairs'), no per-row relevance to "
-                        "correct; the affine correction corrects the label pairs of LambdaRank(metric='ndcg'), "
-                        "RankNet, RankSVM, MPBoost")
+        raise explicit_pairs_refusal(self)
 
     def pair_source(self) -> PairSource:
         """Its listed pairs (``LISTED``)."""
