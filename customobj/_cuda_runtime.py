@@ -40,8 +40,9 @@ __all__ = ["GPUUnavailableError", "GPUStatus", "cuda_module", "gpu_status", "req
 #: Threads per block of every customobj kernel (a multiple of the 32-thread warp).
 THREADS = 128
 
-_EXTRA_HINT = ("install the extra: pip install 'customobj[cuda]' (NVIDIA's numba-cuda with the NVVM and NVRTC "
-               "compilers of CUDA 12; 'customobj[cuda13]' for CUDA 13's)")
+_EXTRA_HINT = ("install the extra: pip install '.[cuda]' in customobj's source folder (NVIDIA's numba-cuda "
+               "with the NVVM and NVRTC "
+               "compilers of CUDA 12; '.[cuda13]' for CUDA 13's)")
 
 
 class GPUUnavailableError(RuntimeError):

@@ -1,4 +1,4 @@
-"""Optional dependencies: which ``pip install 'customobj[extra]'`` brings each, and one clear error
+"""Optional dependencies: which ``pip install '.[extra]'`` brings each, and one clear error
 when one is missing.
 
 The core install (numpy, numba, scipy, scikit-learn, LightGBM, tqdm) runs every objective, metric,
@@ -44,20 +44,21 @@ class MissingExtraError(ImportError):
 
 
 def install_hint(module: str) -> str:
-    """How to install ``module``: ``pip install 'customobj[<extra>]'``.
+    """How to install ``module``: ``pip install '.[<extra>]'`` in customobj's source folder (customobj is
+    on no package index: it installs from its clone).
 
     Examples
     --------
     >>> from customobj._extras import install_hint
     >>> install_hint("optuna")
-    "pip install 'customobj[tune]'"
+    "pip install '.[tune]' (in customobj's source folder)"
     >>> install_hint("xgboost")
-    "pip install 'customobj[xgboost]' (or 'customobj[xgboost-cpu]': no CUDA, no NCCL)"
+    "pip install '.[xgboost]' (in customobj's source folder; or '.[xgboost-cpu]': no CUDA, no NCCL)"
     """
     extra = EXTRA_OF[module]
     if extra == "xgboost":
-        return "pip install 'customobj[xgboost]' (or 'customobj[xgboost-cpu]': no CUDA, no NCCL)"
-    return f"pip install 'customobj[{extra}]'"
+        return "pip install '.[xgboost]' (in customobj's source folder; or '.[xgboost-cpu]': no CUDA, no NCCL)"
+    return f"pip install '.[{extra}]' (in customobj's source folder)"
 
 
 def available(module: str) -> bool:
@@ -100,7 +101,7 @@ def require(module: str, purpose: str) -> ModuleType:
     ...     require("optuna", "customobj compare --tune")
     ... except ImportError as exc:
     ...     print(exc)
-    customobj compare --tune needs optuna, which is not installed: pip install 'customobj[tune]'
+    customobj compare --tune needs optuna, which is not installed: pip install '.[tune]' (in customobj's source folder)
     >>> _ = sys.modules.pop("optuna"); sys.modules.update({"optuna": hidden} if hidden else {})
     """
     try:

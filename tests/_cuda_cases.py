@@ -25,7 +25,7 @@ needs_real_gpu = pytest.mark.skipif(not STATUS.available or STATUS.simulator,
 
 #: Why the PTX tests skip: they compile every kernel for sm_80 with NVIDIA's NVVM (no GPU needed), which
 #: the ``cuda`` extra brings (numba-cuda's cu12 extra: NVVM, NVRTC and nvJitLink wheels; pyproject.toml).
-NVVM_MISSING = ("NVIDIA's NVVM library is not installed: pip install 'customobj[cuda]' (numba-cuda[cu12], which "
+NVVM_MISSING = ("NVIDIA's NVVM library is not installed: pip install '.[cuda]' (numba-cuda[cu12], which "
                 "brings NVVM and NVRTC) to compile the kernels to PTX")
 
 #: Code for the PTX tests' child processes (numba.cuda imported, simulator off): ``cuda_kernels(package)``,

@@ -234,7 +234,7 @@ def test_missing_catboost_is_a_clear_error(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(command, "catboost_available", lambda: False)
     code = cli_main(["compare", "--methods", "lgb:lambdarank,cb:YetiRank", "--out", str(tmp_path), "--quiet"])
     assert code == 2 and not any(tmp_path.iterdir())
-    assert "cb:YetiRank needs CatBoost, an optional extra: pip install 'customobj[catboost]'" in capsys.readouterr().err
+    assert "cb:YetiRank needs CatBoost, an optional extra: pip install '.[catboost]'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", ["cuda", "cuda:1"])
@@ -268,8 +268,8 @@ def test_default_methods_without_xgboost_run_the_others_and_say_so(monkeypatch, 
     out = tmp_path / "o"
     assert cli_main(["compare", *[a for a in TINY if a != "--quiet"], "--folds", "1", "--out", str(out)]) == 0
     err = capsys.readouterr().err
-    assert err.count("note: XGBoost is not installed") == 1 and "pip install 'customobj[xgboost]'" in err
-    assert err.count("note: matplotlib is not installed") == 1 and "customobj[plot]" in err
+    assert err.count("note: XGBoost is not installed") == 1 and "pip install '.[xgboost]'" in err
+    assert err.count("note: matplotlib is not installed") == 1 and "'.[plot]'" in err
     methods = read_results(out / "results.json")["methods"]
     assert methods and not any(m.startswith("xgb:") for m in methods)
     assert len(methods) == len([m for m in command.split_methods(command.DEFAULT_METHODS) if not m.startswith("xgb:")])
@@ -279,9 +279,9 @@ def test_default_methods_without_xgboost_run_the_others_and_say_so(monkeypatch, 
 def test_an_xgb_method_or_tune_without_its_extra_is_a_usage_error(monkeypatch, tmp_path, capsys):
     _without(monkeypatch, "xgboost", "optuna")
     assert cli_main(["compare", "--methods", "lgb:lambdarank,xgb:rank:ndcg", "--out", str(tmp_path), "--quiet"]) == 2
-    assert "xgb:rank:ndcg needs XGBoost, an optional extra: pip install 'customobj[xgboost]'" in capsys.readouterr().err
+    assert "xgb:rank:ndcg needs XGBoost, an optional extra: pip install '.[xgboost]'" in capsys.readouterr().err
     assert cli_main(["compare", "--methods", "lgb:lambdarank", "--tune", "3", "--out", str(tmp_path), "--quiet"]) == 2
-    assert "--tune needs Optuna, an optional extra: pip install 'customobj[tune]'" in capsys.readouterr().err
+    assert "--tune needs Optuna, an optional extra: pip install '.[tune]'" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
 
 

@@ -42,7 +42,7 @@ try:
 except GPUUnavailableError as exc:
     print("ERR", exc)
 """)
-    assert "STATUS False" in out and "pip install 'customobj[cuda]'" in out
+    assert "STATUS False" in out and "pip install '.[cuda]'" in out
     assert "ERR the test needs a CUDA GPU" in out
 
 
@@ -109,9 +109,9 @@ def test_a_core_install_names_the_extra_not_the_driver(sim):
     out = run_isolated(_CORE_INSTALL.format(sim=sim))
     status = next(ln for ln in out.splitlines() if ln.startswith("STATUS"))
     fit = next(ln for ln in out.splitlines() if ln.startswith("FIT"))
-    assert status.startswith("STATUS False") and "pip install 'customobj[cuda]'" in status, status
+    assert status.startswith("STATUS False") and "pip install '.[cuda]'" in status, status
     assert "numba-cuda" in status and "driver" not in status, status
-    assert 'TreeBooster(device="cuda") needs a CUDA GPU' in fit and "pip install 'customobj[cuda]'" in fit, fit
+    assert 'TreeBooster(device="cuda") needs a CUDA GPU' in fit and "pip install '.[cuda]'" in fit, fit
 
 
 def test_the_builtin_numba_cuda_is_refused_even_where_numba_cuda_is_installed(monkeypatch):
@@ -123,7 +123,7 @@ def test_the_builtin_numba_cuda_is_refused_even_where_numba_cuda_is_installed(mo
     import numba
 
     monkeypatch.setattr(numba, "cuda", fake, raising=False)
-    with pytest.raises(R.GPUUnavailableError, match=r"deprecated built-in .*pip install 'customobj\[cuda\]'"):
+    with pytest.raises(R.GPUUnavailableError, match=r"deprecated built-in .*pip install '\.\[cuda\]'"):
         R.cuda_module()
 
 

@@ -194,7 +194,7 @@ try:
 except GPUUnavailableError as exc:
     print("ERR", exc)
 """)
-    assert "ERR" in out and "customobj[cuda]" in out and "numba-cuda" in out
+    assert "ERR" in out and "'.[cuda]'" in out and "numba-cuda" in out
 
 
 _PTX_CHECK = """

@@ -324,7 +324,7 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
     ----------
     source : pandas.DataFrame, pyarrow.Table, or path
         A table, or a Parquet (``.parquet``, ``.pq``) or CSV (``.csv``, ``.csv.gz``, ``.csv.bz2``)
-        file, read with pyarrow (``pip install 'customobj[parquet]'``); a path must be a regular file.
+        file, read with pyarrow (``pip install '.[parquet]'``); a path must be a regular file.
     query, position, click : str
         Column names: the query id (integers or strings), the display position (integers), the click
         (0 / 1 or booleans).

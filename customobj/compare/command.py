@@ -139,7 +139,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     m.add_argument("--jobs", type=_jobs, default=2, help="training threads (default 2)")
     m.add_argument("--device", type=_device, default=Device.CPU, metavar="{cpu,cuda,cuda:N}",
                    help="where XGBoost methods (xgb:...) train: cuda (or cuda:N, CUDA device N) = XGBoost device='cuda' "
-                        "with customobj's GPU objectives (needs customobj[cuda] and an NVIDIA GPU); other backends "
+                        "with customobj's GPU objectives (needs the cuda extra and an NVIDIA GPU); other backends "
                         "use the CPU")
     m.add_argument("--tune", type=_trials, default=0, metavar="N",
                    help="N trials of hyperparameter search (seeded Optuna TPE) per method and fold on the "

@@ -51,7 +51,7 @@ __all__ = [
 BACKENDS = {
     "lgb": "LightGBM",
     "xgb": "XGBoost",
-    "cb": "CatBoost, an optional extra: pip install 'customobj[catboost]'",
+    "cb": "CatBoost, an optional extra: pip install '.[catboost]'",
     "ole": "customobj.ole.TreeBooster",
 }
 

@@ -295,7 +295,7 @@ def _train_cb(spec, st, train_, valid, test):
     try:
         import catboost
     except ImportError:
-        raise RuntimeError(f"{spec.label} needs CatBoost, an optional extra: pip install 'customobj[catboost]'") from None
+        raise RuntimeError(f"{spec.label} needs CatBoost, an optional extra: pip install '.[catboost]'") from None
     metric = "NDCG:top=10;type=Exp"
     params = {
         "loss_function": spec.target, "iterations": st.rounds, "learning_rate": st.learning_rate,
