@@ -181,7 +181,8 @@ class CPUBackend:
     def expand(self, batch: List[Expansion]) -> List[Expanded]:
         """Split each leaf of ``batch`` in order: partition its rows (and pairs), build its searched
         children's histograms (the smaller's, the larger's by subtraction) and search them."""
-        return [self._current().expand(e) for e in batch]
+        tree = self._current()
+        return [tree.expand(e) for e in batch]
 
     def end_tree(self) -> TreeRows:
         """The grown tree's rows per leaf and, for ``ole_fast``, its leaves' dropped couplings."""

@@ -5,7 +5,7 @@ partitioning are numba kernels. Under every OLE criterion a child's in-node coup
 node hessian ``H - 2C``, leaf value and recorded split gain) is the split's record's: the pair
 histogram's sums of the tree's couplings, which are on their grid (:mod:`.fixed_point`), so every
 partial sum is exact and ``C`` is the sum over the child's own pairs bit for bit (no sum after the
-split, nothing read back for it on a GPU).
+split).
 
 ``criterion="ole_fast"`` (tolerance ``k = ole_fast_features``): at each node the WSE gains of every
 feature come from the row histogram (one extra split search), and the pair histogram is built
@@ -82,7 +82,7 @@ class GrowParams(NamedTuple):
 
 class GrownTree(NamedTuple):
     """A grown tree and where its training rows ended up: leaf ``l`` holds ``order[starts[l]:ends[l]]``
-    (``order`` is None when it stayed on the device: nothing on the host needs it)."""
+    (``order`` is None when its backend kept it: nothing here needs it)."""
     tree: Tree
     order: Optional[np.ndarray]
     starts: np.ndarray

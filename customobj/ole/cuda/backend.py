@@ -160,7 +160,8 @@ class CUDABackend:
     def expand(self, batch: List[Expansion]) -> List[Expanded]:
         """Split each leaf of ``batch`` in order on the card; each split's children's splits come back
         in one read (with the pair counts that set their ranges)."""
-        return [self._current().expand(e) for e in batch]
+        tree = self._current()
+        return [tree.expand(e) for e in batch]
 
     def end_tree(self) -> TreeRows:
         """The tree's rows per leaf (its row order read only when the host needs it) and, for
