@@ -126,8 +126,9 @@ class TreeGrower:
         self.grad, self.hess, self.feature_mask = grad, hess, feature_mask
         self.use_pairs = p.criterion.uses_pairs and pairs is not None and pairs[0].shape[0] > 0
         self.order = np.array(rows, dtype=np.int64, copy=True)
+        self.tree_pairs = pairs if self.use_pairs else None  # the backend's: rounded, partitioned in place
         self.pairs = pairs
-        if self.use_pairs and p.joint_leaves:  # the joint solve needs every pair after growth
+        if pairs is not None and self.use_pairs and p.joint_leaves:  # the joint solve needs every pair after growth
             self.pairs = tuple(a.copy() for a in pairs)
             pc = self.pairs[2]  # on the tree's grid, as every backend rounds them (exact sums)
             round_range(pc, 0, pc.shape[0], grid_step_of(pc, 0, pc.shape[0]))
@@ -147,7 +148,7 @@ class TreeGrower:
         order = self.order
         root = Leaf(0, -1, True, ChildSums(0.0, 0.0, float(order.shape[0]), 0.0))
         searched = self.params.num_leaves > 1 and self._can_split(root)  # N and depth only: known before the sums
-        start = self.backend.begin_tree(order, self.grad, self.hess, self.pairs if self.use_pairs else None,
+        start = self.backend.begin_tree(order, self.grad, self.hess, self.tree_pairs,
                                         self.feature_mask, searched=searched)
         root.G, root.H, _, root.C = start.sums
         self.leaves.append(root)

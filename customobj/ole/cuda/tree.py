@@ -160,6 +160,7 @@ class DeviceTree:
         if self.dropped is not None and len(self.table) + 1 >= gpu.num_leaves:
             self._plan(nodes)
         inputs = gpu.inputs
+        searches: list  # (row hist, pair hist or None, mask or None, sums) on the card, per node
         if self.use_pairs and self.fast:  # features chosen on the card, their pair histograms, the OLE search
             sub = gpu.histograms.queue.take([n.hist for n in nodes], drop_others=True)
             bound = gpu.choice.choose(gpu.search, [(n.hist.array, n.sums) for n in nodes], self.mask, self.k,
