@@ -1,7 +1,8 @@
-"""customobj.ole.backend: the grower's one seam to the kernels. A fit makes one backend and every
-tree's histograms, split searches and partitions go through it (same trees as before: the
-model-file and node-by-node grower tests); the criterion code is checked at the boundary, and a
-kernel's unknown-code flag becomes an error."""
+"""customobj.ole.backend: the grower's one seam to the kernels, begin_tree / expand(batch) / end_tree.
+A fit makes one backend and every tree's histograms, split searches and partitions go through it
+(same trees as before: the model-file and node-by-node grower tests); no method of the CPU side
+does nothing, and the grower names no device concept; the criterion code is checked at the
+boundary, and a kernel's unknown-code flag becomes an error."""
 import numpy as np
 import pytest
 
