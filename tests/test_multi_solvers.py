@@ -12,7 +12,7 @@ from customobj.multi.solvers import augmented_lagrangian, epo_problem, first_mem
 
 def settings(name, m, **kw):
     opts = dict(preference=None, bounds=None, reference_point=None, smoothing=None, mgda_u=None, penalty=None,
-                secondary_cap=None, random_state=None)
+                secondary_cap=None, random_state=None, dual_interval=None)
     opts.update(kw)
     return check_settings(METHODS[name], m, **opts)
 
@@ -193,7 +193,20 @@ def test_augmented_lagrangian_multipliers_are_its_gradient_and_the_dual_update()
               for e in np.eye(m)]
         assert res.weights == pytest.approx(fd, rel=1e-5, abs=1e-7)  # d AL / d l_k: (1, nu_k / eps_k)
         nu = np.maximum(0, duals + s.penalty * (costs[1:] / bounds - 1))
-        assert res.memory.duals == pytest.approx(nu)
+        assert res.memory.duals == pytest.approx(duals)  # lambda is kept until the outer step
+        every = step(settings("epsilon_constraint", m, bounds=bounds, penalty=s.penalty, dual_interval=1),
+                     first_memory(m)._replace(duals=duals), costs, np.zeros((m, m)))
+        assert every.memory.duals == pytest.approx(nu) and every.weights == pytest.approx(res.weights)
+
+
+def test_augmented_lagrangian_multipliers_move_every_dual_interval_rounds():
+    s = settings("epsilon_constraint", 2, bounds=[1.0], penalty=1.0, dual_interval=3)
+    mem = first_memory(2)
+    seen = []
+    for _ in range(7):  # the cost stays twice its bound: each outer step adds mu * (2 - 1) = 1
+        mem = step(s, mem, np.array([1.0, 2.0]), np.zeros((2, 2))).memory
+        seen.append(float(mem.duals[0]))
+    assert seen == [0.0, 0.0, 1.0, 1.0, 1.0, 2.0, 2.0]
 
 
 def test_degenerate_rounds_never_give_nan():

@@ -23,7 +23,7 @@ gradients (``G_kl = <g_k, g_l>``), ``r`` the preference (sums to 1), ``\Delta`` 
     + u \sqrt{\beta^\top \hat G \beta}, \quad \beta = (1 - \bar c, \alpha_s)
 
     \text{augmented Lagrangian:}\quad \nu_k = \max(0, \lambda_k + \mu (l_k / \epsilon_k - 1)),
-    \quad \alpha = (1, \nu / \epsilon), \quad \lambda \leftarrow \nu
+    \quad \alpha = (1, \nu / \epsilon), \quad \lambda \leftarrow \nu \text{ every } T \text{ rounds}
 
 References
 ----------
@@ -54,7 +54,7 @@ class Memory(NamedTuple):
 
     rounds: int
     weights: Optional[np.ndarray]  # the last round's weights (smoothing), None before round 1
-    duals: np.ndarray  # (m - 1,) the augmented Lagrangian's multipliers
+    duals: np.ndarray  # (m - 1,) the augmented Lagrangian's multiplier estimates lambda (updated every T rounds)
     scales: Optional[np.ndarray]  # WC-MGDA: r-hat; EC-MGDA: the cost normalisers (first round)
     gram_scale: float  # the first round's largest Gram eigenvalue (MGDA methods), 0 before
 
@@ -252,10 +252,13 @@ def step(s: Settings, mem: Memory, costs: np.ndarray, gram: np.ndarray) -> Round
     elif method == Method.WC_MGDA:
         w, mem, fallback = _wc_mgda(costs, gram, s, mem)
     elif method == Method.EPSILON_CONSTRAINT:
+        # Nocedal & Wright, Framework 17.3: the penalised problem at fixed lambda for T rounds (its gradient
+        # is alpha's every round: the quadratic penalty pulls at once), then lambda <- nu (the outer step).
         assert s.bounds is not None
         nu = augmented_multipliers(costs, s, mem.duals)
         w = np.concatenate([[1.0], nu / s.bounds])
-        duals = nu
+        if (mem.rounds + 1) % s.dual_interval == 0:
+            duals = nu
     elif method == Method.EC_MGDA:
         w, mem, fallback = _ec_mgda(costs, gram, s, mem)
     else:  # pragma: no cover - every Method is handled above
