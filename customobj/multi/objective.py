@@ -273,18 +273,27 @@ class MultiObjective(Objective):
 
     # --- rounds -------------------------------------------------------------------------------------
     def _parts(self, scores, prep, state, with_pairs):
-        """Each label's gradient and hessian (rows of ``state``'s buffers) and its couplings or None."""
+        """Each label's gradient and hessian (rows of ``state``'s buffers), its couplings or None, and,
+        for the methods that read costs, its loss: from the gradients' own pass where the loss has one
+        (``_grad_hess_loss``; LambdaRank walks its pairs once for both), else a second pass."""
         g, h = state.buffers(prep.n_rows)
         pairs: list = []
+        costs = self._settings.spec.needs_costs
+        losses = np.zeros(len(self.objectives))
         for k, o in enumerate(self.objectives):
             sub = state.preps[k]
             sub.collective = prep.collective
+            st = sub.state_for(o)
             if with_pairs and o.pairwise:
-                pairs.append(o._grad_hess_couplings(scores, sub, sub.state_for(o), g[k], h[k]))
-            else:
-                o._grad_hess(scores, sub, sub.state_for(o), g[k], h[k])
+                pairs.append(o._grad_hess_couplings(scores, sub, st, g[k], h[k]))
+                losses[k] = o._loss(scores, sub, st) if costs else 0.0
+            elif costs:
+                losses[k] = o._grad_hess_loss(scores, sub, st, g[k], h[k])
                 pairs.append(None)
-        return g, h, pairs
+            else:
+                o._grad_hess(scores, sub, st, g[k], h[k])
+                pairs.append(None)
+        return g, h, pairs, losses
 
     def _losses(self, scores, state) -> np.ndarray:
         return np.array([o._loss(scores, sub, sub.state_for(o)) for o, sub in zip(self.objectives, state.preps)],
@@ -305,8 +314,7 @@ class MultiObjective(Objective):
 
     def _round(self, scores, prep, state, out_grad, out_hess, with_pairs):
         s = self._settings
-        g, h, pairs = self._parts(scores, prep, state, with_pairs)
-        losses = self._losses(scores, state) if s.spec.needs_costs else np.zeros(s.m)
+        g, h, pairs, losses = self._parts(scores, prep, state, with_pairs)
         costs, gram, _ = self._inputs(prep, losses, g, True)
         result = step(s, state.memory, costs, gram)
         state.memory = result.memory
