@@ -22,12 +22,14 @@ Prints per fold and the mean with a 95% t-interval over the folds.
         [--folds 1,2,3,4,5] [--feature 41] [--rays 0.2,0.4,0.5,0.6,0.8] [--bound-weights 0.3,0.7]
         [--penalties 1,10] [--dual-interval 10] [--plot docs/img/multi_objective_front.png]
 
-``rounds``: the cost of one round of ``MultiObjective`` with m = 2 and 4 LambdaRank labels against m
-rounds of one LambdaRank, through each library's callable (LightGBM and XGBoost), timed interleaved
+``rounds``: the cost of one round of ``MultiObjective`` with m = 2 and 4 LambdaRank labels (methods
+``linear``: no costs; ``epsilon_constraint``: the per-label costs, from the gradients' own pass; ``epo``:
+costs, Gram matrix and its LP) against m rounds of one LambdaRank, through each library's callable (LightGBM and XGBoost), timed interleaved
 (single, multi, single, multi, ...); prints the median ratio ``multi / (m * single)`` per method and
 library (the target: at most 1.1). A timing: run it on an idle machine only.
 
     python benchmarks/multi_objective.py rounds [--data ../shared/data/mq2008/Fold1] [--repeats 30]
+        [--methods linear,epsilon_constraint,epo]
 """
 from __future__ import annotations
 
@@ -219,7 +221,8 @@ def time_rounds(args):
     ds = lgb.Dataset(X, y, group=group).construct()
     dm = xgb.DMatrix(X, y, group=group)
     for m in (2, 4):
-        for method, kw in (("linear", {}), ("epo", {})):
+        for method in args.methods:
+            kw = {"bounds": [1.0] * (m - 1)} if method == "epsilon_constraint" else {}
             multi = MultiObjective([LambdaRank()] * m, labels=[None, *cols[:m - 1]], method=method, **kw)
             for lib, data, make in (("lightgbm", ds, adapters.lightgbm_objective),
                                     ("xgboost", dm, adapters.xgboost_objective)):
@@ -234,7 +237,7 @@ def time_rounds(args):
                     t2 = time.perf_counter()
                     ratios.append((t2 - t1) / (m * (t1 - t0)))
                 q = np.percentile(ratios, [25, 50, 75])
-                print(f"m={m} {method:7s} {lib:8s}: round / (m x single round) median {q[1]:.3f} "
+                print(f"m={m} {method:18s} {lib:8s}: round / (m x single round) median {q[1]:.3f} "
                       f"(quartiles {q[0]:.3f}-{q[2]:.3f}, {args.repeats} interleaved pairs)", flush=True)
 
 
@@ -254,6 +257,9 @@ def main(argv=None):
     r = sub.add_parser("rounds")
     r.add_argument("--data", default="../shared/data/mq2008/Fold1")
     r.add_argument("--repeats", type=int, default=30)
+    r.add_argument("--methods", type=lambda t: t.split(","), default=["linear", "epsilon_constraint", "epo"],
+                   help="linear reads nothing; epsilon_constraint the per-label costs (fused into the gradients' "
+                        "pass); epo the costs, the Gram matrix and its LP")
     args = p.parse_args(argv)
     for v in getattr(args, "rays", []) + getattr(args, "bound_weights", []):
         if v not in GRID:
