@@ -16,11 +16,13 @@ LambdaRank()], labels=[None, second])`` on the training split with the same tree
   compared with the best grid model that meets the same NDCG bound on the test split; once per
   augmented-Lagrangian ``--penalties``.
 
-Prints per fold and the mean with a 95% t-interval over the folds.
+Prints per fold and the mean with a 95% t-interval over the folds. ``--synthetic`` runs the same study
+on two conflicting synthetic tasks (``conflicting_tasks``: the labels grade two linear scores whose
+directions are at cosine -0.5, 300 queries of 20 rows to train and to test; each ``--folds`` entry a seed).
 
     nice -n 10 python benchmarks/multi_objective.py study [--data ../shared/data/mq2008] [--rounds 100]
         [--folds 1,2,3,4,5] [--feature 41] [--rays 0.2,0.4,0.5,0.6,0.8] [--bound-weights 0.3,0.7]
-        [--penalties 1,10] [--dual-interval 10] [--plot docs/img/multi_objective_front.png]
+        [--penalties 1,10] [--dual-interval 10] [--plot docs/img/multi_objective_front.png] [--synthetic]
 
 ``rounds``: the cost of one round of ``MultiObjective`` with m = 2 and 4 LambdaRank labels (methods
 ``linear``: no costs; ``epsilon_constraint``: the per-label costs, from the gradients' own pass; ``epo``:
@@ -115,6 +117,30 @@ def interval(values):
 def study_fold(root, fold, args):
     train_split = load_split(os.path.join(root, f"Fold{fold}", "train.txt.gz"), args.feature)
     test_split = load_split(os.path.join(root, f"Fold{fold}", "test.txt.gz"), args.feature)
+    return study_splits(train_split, test_split, args)
+
+
+def conflicting_tasks(seed, n_queries=300, size=20, n_features=10, cosine=-0.5):
+    """Two conflicting tasks on the same rows: each label grades (0..4, per query) a linear score of the
+    features plus noise, the two score directions at the given ``cosine`` (negative: what raises one label
+    lowers the other). Returns ``(train, test)`` splits of ``(X, y, y2, group)``, ``n_queries`` each."""
+    rng = np.random.default_rng(seed)
+    u = rng.normal(size=n_features)
+    u /= np.linalg.norm(u)
+    v = rng.normal(size=n_features)
+    v -= (v @ u) * u
+    v /= np.linalg.norm(v)
+    w1, w2 = u, cosine * u + np.sqrt(1.0 - cosine ** 2) * v
+    splits = []
+    for _ in range(2):
+        X = rng.normal(size=(n_queries * size, n_features))
+        group = np.full(n_queries, size)
+        labels = [grade_per_query(X @ w + 0.5 * rng.normal(size=X.shape[0]), group) for w in (w1, w2)]
+        splits.append((X, labels[0], labels[1], group))
+    return splits
+
+
+def study_splits(train_split, test_split, args):
     grid = {}
     for w in GRID:
         booster, _ = train(model(train_split, "linear", args.rounds, preference=[1 - w, w]), train_split, args.rounds)
@@ -185,7 +211,7 @@ def plot_front(results, args, path):
 def study(args):
     results = []
     for fold in args.folds:
-        r = study_fold(args.data, fold, args)
+        r = study_splits(*conflicting_tasks(fold), args) if args.synthetic else study_fold(args.data, fold, args)
         results.append(r)
         print(f"Fold{fold}: mean max weighted loss (1 - NDCG@10) linear {r['mwl_ls']:.4f}  epo {r['mwl_epo']:.4f}; "
               f"(test costs) linear {r['mwl_ls_cost']:.4f}  epo {r['mwl_epo_cost']:.4f}", flush=True)
@@ -253,6 +279,8 @@ def main(argv=None):
     s.add_argument("--bound-weights", type=lambda t: [float(v) for v in t.split(",")], default=[0.3, 0.7])
     s.add_argument("--penalties", type=lambda t: [float(v) for v in t.split(",")], default=[1.0, 10.0])
     s.add_argument("--dual-interval", type=int, default=10, help="epsilon_constraint's dual_interval")
+    s.add_argument("--synthetic", action="store_true",
+                   help="two conflicting synthetic tasks (conflicting_tasks; each fold a seed) instead of MQ2008")
     s.add_argument("--plot", default=None, metavar="PNG", help="write the front (fold means) to this PNG, atomically")
     r = sub.add_parser("rounds")
     r.add_argument("--data", default="../shared/data/mq2008/Fold1")
