@@ -60,8 +60,8 @@ def test_every_kernel_compiles_for_a_real_gpu():
         "xendcg_lightgbm_rows": ("f1", "f1", "i1", "i1", "i", "i", "f1", "b", "f2", "f1", "f1"),
         "softmax_probs_rows": ("f1", "i1", "f1", "b", "f", "f2", "f1"),
         "softmax_qscale_queries": ("f2", "f", "i", "f1"),
-        "dense_count_pairs": ("i1", "f1", "f1", "i1"),
-        "dense_fill_pairs": ("i1", "f1", "f1", "i1", "j1", "j1", "f1"),
+        "dense_count_pairs": ("i1", "i1", "f1", "f1", "i1"),
+        "dense_fill_pairs": ("i1", "i1", "f1", "f1", "i1", "j1", "j1", "f1"),
     })
 
 
