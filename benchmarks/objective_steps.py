@@ -91,13 +91,14 @@ class _Launch:
 class _Recorder:
     """Counts each simulated thread's steps per barrier phase, grouped by launch."""
 
-    def __init__(self) -> None:
+    def __init__(self, roots: tuple) -> None:
         self.launches: List[_Launch] = []
         self.current: Any = None
+        self.roots = roots
 
     def trace(self, frame: Any, event: str, arg: Any) -> Any:
-        # the global tracer of each new thread: trace customobj's frames only (not the simulator's)
-        if not frame.f_code.co_filename.startswith(_PACKAGE):
+        # the global tracer of each new thread: trace the counted code's frames only (not the simulator's)
+        if not frame.f_code.co_filename.startswith(self.roots):
             return None
         t = threading.current_thread()
         if getattr(t, "_steps", None) is None and self.current is not None:
@@ -134,15 +135,15 @@ def _launch_steps(launch: _Launch) -> LaunchSteps:
     return LaunchSteps(launch.name, int(np.prod(launch.grid)), n_threads, path, work, barriers)
 
 
-def counted(run: Any) -> tuple:
+def counted(run: Any, roots: tuple = (_PACKAGE,)) -> tuple:
     """``(run(), [LaunchSteps])``: ``run`` (a function of no arguments) under the simulator, its
-    kernels' threads counted."""
+    kernels' threads counted (the lines of files under ``roots``: customobj's by default)."""
     from numba.cuda.simulator import kernel as K
 
     if not getattr(customobj._cuda_runtime, "simulated")():
         raise RuntimeError("the steps are counted under numba's CUDA simulator: set NUMBA_ENABLE_CUDASIM=1 "
                            "before numba.cuda is imported")
-    rec = _Recorder()
+    rec = _Recorder(tuple(str(r) for r in roots))
     call, sync = K.FakeCUDAKernel.__call__, K.BlockThread.syncthreads
 
     def counted_call(self: Any, *args: Any) -> Any:
