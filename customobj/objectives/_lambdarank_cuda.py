@@ -14,30 +14,23 @@ why this shape, and how its cost per row is counted: docs/gpu-design.md, "A warp
 3. ``pair_rows`` (one thread per row): every pair of the row, ``|dZ|`` in O(1) from the prefixes.
    The row sums its own gradient in the CPU's order (pairs with upper rows first, by upper
    position, then its own pairs with lower rows), so the sums equal the CPU's bit for bit where
-   ``exp`` / ``log`` agree. As the upper row of its pairs it also sums their ``2 lambda``
-   (unweighted) into ``F[LS]``, in lower-position order: the CPU's per-row part of ``S``.
-4. ``finish_queries`` (one thread per query) then ``write_rows`` (per row): LightGBM's ``norm``
-   factor and the convention's hessian scale, added into the outputs. The factor's
-   ``S = sum 2 lambda`` adds the upper rows' parts ``F[LS]`` in position order, as the CPU does
-   (``_lambdarank_pass``: each upper row's pairs summed on their own, then added to ``S``): O(n) per
-   query, not the O(n^2) of one running sum over the pairs, and the CPU's bits.
+   ``exp`` / ``log`` agree. As the upper row of its pairs it also sums their ``2 lambda`` into
+   ``F[LS]``: the CPU's per-row part of the norm's ``S`` (``_lambdarank_pass``).
+4. ``finish_queries`` (one thread per query: the parts ``F[LS]`` added in position order, O(n), the
+   CPU's bits) then ``write_rows`` (per row): the ``norm`` factor and hessian scale applied.
 
-The pair couplings (``_lambdarank_kernels.lambdarank_couplings``' COUNT and FILL passes; driven by
-``_couplings_route``) reuse the scratch of launches 1, 2 and 4, a warp (a one-warp block of
-``QUERY_THREADS``) per upper position, so a 1,251-row query is 1,251 warps' work, each walking its
-lower positions ``QUERY_THREADS`` at a time (issue 42, item 2): ``count_pairs`` (pairs with
-nonzero ``|dZ|``, a warp sum), ``scan_pairs`` (one block of ``SCAN_THREADS``: the positions'
-offsets, in position order, by a block scan) and ``fill_pairs`` (rows ``i`` above ``j`` by label,
-coupling ``h`` times the query's hessian factor), in the CPU's order: by query, upper position,
-lower position (a fixed-order warp scan of each step's kept flags places them). ``fill_pairs`` also runs the CPU's TERMS pass (``customobj.clicks.Unbiased``):
-the same pairs after launches 1 and 2, with their terms debiased by the propensities of the rows'
-positions (``_lambdarank_terms.unbiased_pair``). Integer counts and scans are the same in any
-order; no float is summed in another order than the CPU's.
+The pair couplings (driven by ``_couplings_route``) reuse that scratch, a warp (a one-warp block)
+per upper position: ``count_pairs`` (pairs with nonzero ``|dZ|``, a warp sum), ``scan_pairs`` (one
+block: the positions' offsets) and ``fill_pairs`` (rows ``i`` above ``j`` by label, coupling ``h``
+times the query's hessian factor; placed by a fixed-order warp scan of each step's kept flags), in
+the CPU's order: by query, upper, lower position. ``fill_pairs`` also runs the CPU's TERMS pass
+(``customobj.clicks.Unbiased``): the same pairs with their terms debiased by the propensities of
+the rows' positions (``_lambdarank_terms.unbiased_pair``). No float is summed in another order
+than the CPU's.
 
 Positions are 0-based and relative to the query start; every per-position table is a row of ``F``
-named by the CPU's ``Channel``, indexed ``start + position``. The data set's arrays and the
-objective's options travel as one record, :class:`Inputs`. Query flags: ``lim`` < 0 marks a query
-that contributes nothing (fewer than two rows or ``qnorm = 0``).
+named by the CPU's ``Channel``, indexed ``start + position``; the data and options travel as one
+record, :class:`Inputs`. ``lim`` < 0 marks a query that contributes nothing (< 2 rows, ``qnorm = 0``).
 """
 from typing import Any, NamedTuple
 
@@ -142,9 +135,8 @@ def rank_rows(scores, ptr, qid, order, pos):
 
 
 def scratch(data, n, nq):
-    """``(order, pos, F, Q, factor)``: the device scratch of one LambdaRank pass, reused every round
-    (``data`` is the prepared data's ``devices.DeviceData``); the coupling launches read what the
-    gradient launches left there."""
+    """``(order, pos, F, Q, factor)``: one LambdaRank pass's device scratch in ``data`` (a
+    ``devices.DeviceData``), reused every round; the coupling launches read what the gradients left."""
     return (data.scratch("order", (n,), np.int64), data.scratch("pos", (n,), np.int64),
             data.scratch("lambdarank_f", (N_FLOAT, max(n, 1)), np.float64),
             data.scratch("lambdarank_q", (N_QINT, max(nq, 1)), np.int64),
@@ -343,9 +335,8 @@ def _block_scan(sh, v):
 
 @cuda.jit(device=True)
 def _upper(inp, F, Q, p):
-    """``(cut, a, n_steps)`` of block ``p``'s upper position: the cut of its query, ``a`` the position
-    in it, and how many ``blockDim.x``-wide steps its lower positions take (0: it has no pairs, as in
-    a query that contributes nothing, or ``a`` at or below the truncation or the query's last row)."""
+    """``(cut, a, n_steps)`` of block ``p``'s upper position ``a`` in its query: ``blockDim.x``-wide
+    steps over its lower positions (0: no pairs: a skipped query, ``a`` past the truncation or last)."""
     q = inp.qid[p]
     c = _cut(inp, q, F, Q)
     a = p - c.start
@@ -357,9 +348,8 @@ def _upper(inp, F, Q, p):
 
 @cuda.jit(cache=True)
 def count_pairs(inp, F, Q, counts):
-    """Block ``p`` (one warp of ``QUERY_THREADS`` threads) per sorted position ``p`` (``start + a``):
-    the pairs with nonzero ``|dZ|`` of upper position ``a`` in its query, its lanes taking its lower
-    positions ``blockDim.x`` at a time, so a long query's pairs spread over its rows' warps."""
+    """Block ``p`` (one warp) per sorted position ``p = start + a``: upper position ``a``'s pairs with
+    nonzero ``|dZ|``, its lanes taking the lower positions ``blockDim.x`` at a time."""
     sh = cuda.shared.array(QUERY_THREADS, dtype=int64)
     p = cuda.blockIdx.x
     if p >= inp.qid.shape[0]:
@@ -429,8 +419,7 @@ def fill_pairs(inp, order, F, Q, factor, offsets, terms, deb, out_i, out_j, out_
 
 @cuda.jit(cache=True)
 def query_offsets(ptr, position_offsets, out):
-    """``out[q]`` = the pairs before query ``q``'s (``q <= n_queries``): the offset of its first
-    position, for the callers that read the pairs by query (``clicks.Unbiased``)."""
+    """``out[q]`` = the pairs before query ``q``'s (``q <= n_queries``), for ``clicks.Unbiased``."""
     q = cuda.grid(1)
     if q < ptr.shape[0]:
         out[q] = position_offsets[ptr[q]]

@@ -32,11 +32,27 @@ LIST_CHUNK = 1024
 
 
 class LaunchCount:
-    """The objectives' kernel launches so far, in this process (:func:`launch`, :func:`sized`'s scan):
-    a Python integer bumped per launch, nothing synchronised. ``TreeBooster`` reads it around each
-    round's objective call (``device_stats_.objective``)."""
+    """The objectives' kernel launches and blocking reads so far, in this process (:func:`launch`,
+    :func:`sized`'s scan and its one read of the pair total): Python integers bumped per event,
+    nothing synchronised. ``TreeBooster`` reads them around its fit
+    (``device_stats_.objective_launches``, ``objective_reads``).
+
+    >>> before = LaunchCount.snapshot()
+    >>> LaunchCount.since(before)
+    (0, 0)
+    """
 
     launches = 0
+    reads = 0
+
+    @classmethod
+    def snapshot(cls) -> tuple:
+        return cls.launches, cls.reads
+
+    @classmethod
+    def since(cls, snapshot: tuple) -> tuple:
+        """``(launches, reads)`` since ``snapshot``."""
+        return cls.launches - snapshot[0], cls.reads - snapshot[1]
 
 
 def launch(kernel: Any, n: int, *args: Any) -> None:
@@ -108,6 +124,7 @@ def sized(scratch: tuple, pair_buffer: PairBuffer, count: Any, n_seg: int, *args
     launch(count, n_seg, *args, counts)
     LaunchCount.launches += 1
     CL.scan_pairs[1, scan_threads()](counts, n_seg, offsets)
+    LaunchCount.reads += 1
     return offsets, pair_buffer(int(offsets[n_seg:n_seg + 1].copy_to_host()[0]))
 
 
