@@ -26,9 +26,9 @@ The default sizes are MQ2008 / OHSUMED's longest query (1,251 rows) against 100-
 simulated pair evaluations, which take the simulator tens of minutes; the test
 (tests/test_benchmark_objective_steps.py) runs small ones.
 
->>> p = measure(LambdaRank(), [3, 2])
->>> p.launches, p.rows, p.pairs
-(9, 5, 3)
+>>> p = measure(LambdaRank(), [3, 2])  # under the simulator
+>>> p.launches == len(p.steps), p.rows, [s.kernel for s in p.steps][-3:]
+(True, 5, ['count_pairs', 'scan_pairs', 'fill_pairs'])
 """
 from __future__ import annotations
 

@@ -79,6 +79,13 @@ def test_a_long_query_costs_no_more_per_row_than_short_ones(obj):
     assert long["launches"] == short["launches"] == len(long["kernels"])
 
 
+@needs_simulator
+def test_the_modules_example():
+    import doctest
+
+    assert doctest.testmod(S).failed == 0
+
+
 def test_the_command_refuses_bad_sizes(capsys):
     with pytest.raises(SystemExit):
         S.main(["--long", "3", "--short", "5"])
