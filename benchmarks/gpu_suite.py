@@ -47,9 +47,11 @@ OLE_PARAMS = dict(num_leaves=31, max_bin=255, min_data_in_leaf=20, learning_rate
 XGB_PARAMS = dict(tree_method="hist", max_leaves=31, grow_policy="lossguide", max_depth=0, eta=0.1, max_bin=255,
                   base_score=0.0, disable_default_eval_metric=1, device="cuda", verbosity=0)
 #: The GPU backend's steps timed by ``phases`` (benchmarks/ole_phases.py's timers, synchronised).
-PHASES = [("customobj.ole.cuda.backend", name, "CUDABackend") for name in (
-    "root_sums", "row_hist", "pair_hist", "find_splits", "fast_splits", "partition_rows", "split_pairs",
-    "sum_couplings", "child_pair_hists", "pair_buffers", "prune_pairs", "row_order", "dropped_couplings")] + [
+PHASES = [("customobj.ole.cuda.tree", name, "DeviceTree") for name in (
+    "start", "_row_hist", "_child_histograms", "_search", "end")] + [
+    ("customobj.ole.cuda.partitions", "rows", "DevicePartitions"),
+    ("customobj.ole.cuda.partitions", "pairs", "DevicePartitions")] + [
+    ("customobj.ole.cuda.inputs", name, "TreeInputs") for name in ("pair_buffers", "prune_pairs", "dropped_couplings")] + [
     ("customobj.ole.cuda.scores", "gradients", "DeviceScores"), ("customobj.ole.cuda.scores", "add_trees",
                                                                   "DeviceScores")]
 #: Rough seconds per million rows of each part's work on an H100/H200 (the plan's estimates: a part

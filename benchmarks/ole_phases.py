@@ -4,7 +4,7 @@ Same data and settings as ``benchmarks/ole.py`` (``customobj.data.synthetic(quer
 ``LambdaRank(metric="ndcg", truncation=30)``, 31 leaves, 255 bins, 2 threads). The grower's steps
 are wrapped with timers for one fit (rounds 2..N; round 1 also bins the data), and the table lists
 the seconds per tree spent in each, largest first; steps that run on one thread whatever the
-thread count are marked ``serial`` and summed on a last line. Steps nest (``_compute_best_splits_and_push`` contains
+thread count are marked ``serial`` and summed on a last line. Steps nest (``_HostTree._search`` contains
 ``pair_hist`` under ``ole_fast``; ``round_gradients`` contains the objective's kernels), so the
 column does not add up to the total; the timers themselves cost ~1 microsecond per call.
 
@@ -38,7 +38,7 @@ _STEPS = [
     ("customobj.ole.backend", "feature_gains", None),
     ("customobj.ole.backend", "sum_couplings", None),
     ("customobj.ole.backend", "row_sums", "CPUBackend"),
-    ("customobj.ole.grower", "_compute_best_splits_and_push", "TreeGrower"),
+    ("customobj.ole.backend", "_search", "_HostTree"),
     ("customobj.ole.backend", "row_hist", "CPUBackend"),
     ("customobj.ole.histogram", "gather_gh", None),
     ("customobj.ole.backend", "pair_hist", "CPUBackend"),

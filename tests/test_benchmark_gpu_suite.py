@@ -71,7 +71,7 @@ def test_runs_end_to_end_under_the_simulator_and_writes_valid_json(tmp_path):
         assert o["device_stats"]["n_trees"] == 2 and o["per_split"]["allocations"] == 0
         assert o["device_memory_peak_mb"] > 0 and o["gradients"] == "device"
     assert [p["criterion"] for p in rec["phases"]] == ["ole", "wse"]
-    assert "find_splits" in rec["phases"][0]["steps_s"] and "split_pairs" in rec["phases"][0]["steps_s"]
+    assert "_search" in rec["phases"][0]["steps_s"] and "pairs" in rec["phases"][0]["steps_s"]
     skipped = {s["part"].split(",")[0]: s["why"] for s in rec["skipped"]}
     assert any("XGBoost" in k for k in skipped) and any("LightGBM" in k for k in skipped)
     assert "wrote" in r.stdout and "no number below is a timing" in r.stdout

@@ -1,7 +1,8 @@
-"""customobj.ole.backend: the grower's one seam to the kernels. A fit makes one backend and every
-tree's histograms, split searches and partitions go through it (same trees as before: the
-model-file and node-by-node grower tests); the criterion code is checked at the boundary, and a
-kernel's unknown-code flag becomes an error."""
+"""customobj.ole.backend: the grower's one seam to the kernels, begin_tree / expand(batch) / end_tree.
+A fit makes one backend and every tree's histograms, split searches and partitions go through it
+(same trees as before: the model-file and node-by-node grower tests); no method of the CPU side
+does nothing, and the grower names no device concept; the criterion code is checked at the
+boundary, and a kernel's unknown-code flag becomes an error."""
 import numpy as np
 import pytest
 
@@ -15,8 +16,9 @@ from customobj.ole.splitting import FeatureBins, SplitRules, find_best_split, sp
 
 from _ole_cases import QUIET, make_X, ranknet_setup, tree_dicts
 
-SEAM = ("row_sums", "row_hist", "pair_hist", "sum_couplings", "pair_buffers", "find_split", "split_gain",
-        "partition_rows", "partition_pairs")
+SEAM = ("begin_tree", "expand", "end_tree")
+KERNELS = ("row_sums", "row_hist", "pair_hist", "sum_couplings", "pair_buffers", "find_split", "split_gain",
+           "partition_rows", "partition_pairs")
 
 
 def _backend(criterion="ole", n=200, **kw):
@@ -39,7 +41,7 @@ def test_one_backend_per_fit_serves_every_kernel_call(criterion, monkeypatch):
             super().__init__(*args)
             made.append(self)
 
-    for name in SEAM + ("wse_gains",):
+    for name in SEAM + KERNELS + ("wse_gains",):
         def counted(self, *args, _name=name, **kwargs):
             calls[_name] = calls.get(_name, 0) + 1
             return getattr(CPUBackend, _name)(self, *args, **kwargs)
@@ -48,6 +50,7 @@ def test_one_backend_per_fit_serves_every_kernel_call(criterion, monkeypatch):
     assert tree_dicts(TreeBooster(obj, **kw).fit(X, y, group)) == want  # the seam changes nothing
     assert len(made) == 1
     uses_pairs = criterion != "wse"
+    assert calls["begin_tree"] == calls["end_tree"] == 3 and calls["expand"] > 0  # one tree a round
     for name in ("row_sums", "row_hist", "find_split", "partition_rows"):
         assert calls[name] > 0, name
     assert ("pair_hist" in calls) is uses_pairs and ("split_gain" in calls) is uses_pairs
@@ -114,7 +117,6 @@ def test_partitions_go_through_the_backend():
     n_left, n_right = backend.partition_pairs((pi, pj, pc), 0, 3, dst)
     both = [(left[a] and left[b], not left[a] and not left[b]) for a, b in zip(pi, pj)]
     assert (n_left, n_right) == (sum(b[0] for b in both), sum(b[1] for b in both))
-    assert backend.split_pairs((pi, pj, pc), 0, 3, dst).counts == (n_left, n_right)
 
 
 @pytest.mark.parametrize("need", [(True, True), (True, False), (False, True)])
@@ -128,8 +130,8 @@ def test_the_childrens_pair_histograms_are_their_own_pairs_whichever_the_plan(ne
     pi, pj = (rng.integers(0, 50, 400).astype(np.int32) for _ in range(2))
     pc = np.round(rng.uniform(0, 1, 400) * 1024) / 1024  # on a grid: exact sums
     buf = tuple(np.empty_like(a) for a in (pi, pj, pc))
-    counts = backend.split_pairs((pi, pj, pc), 0, 400, buf)
-    nl, nr = counts.counts
+    counts = backend.partition_pairs((pi, pj, pc), 0, 400, buf)
+    nl, nr = counts
     want = [backend.pair_hist(buf, 0, nl).copy(), backend.pair_hist(buf, nl, nl + nr).copy()]
     got = backend.child_pair_hists(buf, 0, 400, counts, backend.pair_hist(buf, 0, 400).copy(), rows, need)
     plan = pair_hist_plan(nl, nr, 400, *rows, *need)
@@ -140,3 +142,47 @@ def test_the_childrens_pair_histograms_are_their_own_pairs_whichever_the_plan(ne
             assert got[k] is None
     if rows == (5.0, 40.0, 45.0) and need == (True, True):  # few rows: the larger child by subtraction
         assert plan != PAIRS_DIRECT
+
+
+def test_a_batch_is_expanded_in_order_and_the_rows_end_where_the_leaves_say():
+    # the seam: begin_tree searches the root, expand splits a batch (each right child gets the next
+    # index), end_tree gives each leaf's rows; a split's children carry the split's sums
+    from customobj.ole.backend import Expansion
+    backend, _ = _backend(criterion="wse")
+    rng = np.random.default_rng(4)
+    grad, hess = rng.normal(size=200), rng.uniform(0.5, 1.0, 200)
+    order = np.arange(200, dtype=np.int64)
+    start = backend.begin_tree(order, grad, hess, None, np.ones(5, np.bool_), searched=True)
+    assert start.sums.N == 200 and start.split.gain > 0
+    (root,) = backend.expand([Expansion(0, start.split, (True, True))])
+    assert root.gain == start.split.gain and root.left.gain > 0 and root.right.gain > 0
+    second = backend.expand([Expansion(0, root.left, (False, False)), Expansion(1, root.right, (False, True))])
+    assert [e.left.gain for e in second] == [0.0, 0.0] and second[1].right.gain >= 0.0
+    rows = backend.end_tree()
+    sizes = [root.left.left.N, root.right.left.N, root.left.right.N, root.right.right.N]
+    assert (rows.ends - rows.starts).tolist() == sizes and rows.dropped is None
+    assert sorted(rows.order.tolist()) == list(range(200))
+    with pytest.raises(RuntimeError, match="before begin_tree"):
+        backend.expand([])
+
+
+def test_no_cpu_backend_method_is_only_a_docstring_or_pass():
+    # the seam has no hook that does nothing on one side
+    import ast
+    import inspect
+    import textwrap
+    import customobj.ole.backend as module
+    for cls in (module.CPUBackend, module._HostTree):
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+        for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+            body = [st for st in fn.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+            assert body and not all(isinstance(st, ast.Pass) for st in body), f"{cls.__name__}.{fn.name}"
+
+
+def test_the_grower_names_no_device_concept():
+    # the grower keeps leaves, nodes and the open heap; what a GPU defers or plans is its backend's
+    from pathlib import Path
+    import customobj.ole.grower as grower
+    text = Path(grower.__file__).read_text().lower()
+    for word in ("device", "gpu", "cuda", "card", "deferred", "plan", "pending", "searched_root", "arrived"):
+        assert word not in text, word

@@ -34,13 +34,13 @@ def test_the_reason_names_what_keeps_the_gradients_on_the_host():
 
 def _spy_row_sums(monkeypatch):
     seen = []
-    real = backend.CUDABackend.root_sums  # a tree's first call
+    real = backend.CUDABackend.begin_tree  # a tree's first call
 
-    def spy(self, order, grad, hess, pc, n_pairs, **kw):
+    def spy(self, order, grad, hess, pairs, mask, **kw):
         seen.append(is_device_array(grad) and is_device_array(hess))
-        return real(self, order, grad, hess, pc, n_pairs, **kw)
+        return real(self, order, grad, hess, pairs, mask, **kw)
 
-    monkeypatch.setattr(backend.CUDABackend, "root_sums", spy)
+    monkeypatch.setattr(backend.CUDABackend, "begin_tree", spy)
     return seen
 
 
@@ -78,13 +78,14 @@ def test_couplings_line_search_and_cpu_only_objectives_keep_host_gradients(monke
 
 def _spy_pairs(monkeypatch):
     seen = []
-    real = backend.CUDABackend.pair_buffers
+    real = backend.CUDABackend.begin_tree
 
-    def spy(self, pairs, rows=None):
-        seen.append(all(is_device_array(a) for a in pairs))
-        return real(self, pairs, rows)
+    def spy(self, order, grad, hess, pairs, mask, **kw):
+        if pairs is not None:
+            seen.append(all(is_device_array(a) for a in pairs))
+        return real(self, order, grad, hess, pairs, mask, **kw)
 
-    monkeypatch.setattr(backend.CUDABackend, "pair_buffers", spy)
+    monkeypatch.setattr(backend.CUDABackend, "begin_tree", spy)
     return seen
 
 

@@ -109,8 +109,8 @@ def test_a_childs_coupling_from_its_split_is_the_sum_over_its_own_pairs(criterio
     rounded = []
 
     class Keeps(CPUBackend):  # the tree's couplings on their grid, before the grower partitions them
-        def pair_buffers(self, pairs, rows=None):
-            bufs = super().pair_buffers(pairs, rows)
+        def pair_buffers(self, pairs):
+            bufs = super().pair_buffers(pairs)
             rounded.append(tuple(a.copy() for a in bufs[0]))
             return bufs
 
@@ -125,58 +125,34 @@ def test_a_childs_coupling_from_its_split_is_the_sum_over_its_own_pairs(criterio
         assert leaf.C == rc[inside[ri] & inside[rj]].sum() and leaf.N == e - s
 
 
-@pytest.mark.parametrize("num_leaves, max_depth", [(7, 0), (2, 0), (7, 2), (40, 0)])
-def test_the_leaves_dropped_couplings_are_planned_with_the_trees_last_search(num_leaves, max_depth):
-    # ole_fast: when at most one split follows a search, the grower gives the backend the leaves and
-    # their splits (a GPU sums the dropped couplings with that search); at the end each leaf's source
-    # in that plan: itself, or a side of the one split made after it. A tree that stops before
-    # (max_depth, few rows) has no plan and its backend sums the leaves at the end.
+@pytest.mark.parametrize("growth", ["best_first", "breadth_first"])
+def test_the_backend_gets_one_leaf_best_first_and_a_level_breadth_first(growth):
+    # the batch seam: best-first expands the open leaf of largest gain, breadth-first the open leaves
+    # of one level at once (as many as num_leaves allows); either way the tree is the one-by-one tree
     from customobj.ole.backend import CPUBackend
-    from customobj.ole.binning import BinMapper
     from customobj.ole.context import GrowContext
     from customobj.ole.grower import TreeGrower
-    X = make_X(6, n=96, n_features=4, nan_frac=0.1)
-    y = np.random.default_rng(6).integers(0, 3, 96).astype(float)
+    X = make_X(6, n=120, n_features=4, nan_frac=0.1)
+    y = np.random.default_rng(6).integers(0, 3, 120).astype(float)
     obj = RankNet()
-    params = TreeBooster(obj, criterion="ole_fast", num_leaves=num_leaves, max_depth=max_depth, min_data_in_leaf=3,
-                         ole_fast_epsilon=0.3, verbose=False)._grow_params()
+    params = TreeBooster(obj, criterion="ole", num_leaves=6, min_data_in_leaf=3, growth=growth,
+                         verbose=False)._grow_params()
     mapper = BinMapper.fit(X, 8)
     ctx = GrowContext(mapper.bins_feature_major(X), mapper)
-    ctx.queries = (np.repeat(np.arange(8), 12).astype(np.int32), 8)
-    grad, hess, (pi, pj, pc) = obj.grad_hess_couplings_prepared(np.zeros(96), obj.prepare(y, [12] * 8, None))
-    seen = {"plans": [], "sources": None, "searched": []}
+    grad, hess, (pi, pj, pc) = obj.grad_hess_couplings_prepared(np.zeros(120), obj.prepare(y, [12] * 10, None))
+    batches = []
 
     class Records(CPUBackend):
-        def plan_leaf_couplings(self, leaves, dropped):
-            seen["plans"].append(list(leaves))
+        def expand(self, batch):
+            batches.append([e.leaf for e in batch])
+            return super().expand(batch)
 
-        def dropped_couplings(self, order, ranges, dropped, sources=None):
-            seen["sources"] = sources
-            return super().dropped_couplings(order, ranges, dropped, sources)
-
-        def partition_rows(self, order, start, end, split, nan_left, *, children_searched=True):
-            seen["searched"].append(children_searched)
-            return super().partition_rows(order, start, end, split, nan_left, children_searched=children_searched)
-
-    grower = TreeGrower(Records(ctx, params), grad, hess, np.arange(96, dtype=np.int64),
+    grower = TreeGrower(Records(ctx, params), grad, hess, np.arange(120, dtype=np.int64),
                         ctx.pairs.load((pi, pj, pc), None), np.ones(4, np.bool_), params)
-    tree, order, starts, ends = grower.grow()
-    leaves = grower.leaves
-    if len(leaves) < num_leaves:  # stopped early: no plan, or one the last split did not use
-        assert seen["sources"] is None or len(seen["plans"]) == 1
-    if not seen["plans"]:
-        assert seen["sources"] is None and (max_depth or num_leaves == 40)
-        return
-    assert len(seen["plans"]) == 1
-    plan, sources = seen["plans"][0], seen["sources"]
-    assert len(plan) >= num_leaves - 1 or len(leaves) < num_leaves
-    assert sources is not None and len(sources) == len(leaves)
-    for (s, e), (p, part) in zip(zip(starts, ends), sources):
-        ps, pe, split = plan[p]
-        if part == 0:
-            assert (s, e) == (ps, pe)
-        else:  # a side of the planned leaf, split by the split the plan named
-            assert (s == ps) if part == 1 else (e == pe)
-            assert split is not None
-    if len(leaves) == num_leaves > 2:  # the last split's children are never searched
-        assert seen["searched"][-1] is False and any(seen["searched"])
+    tree = grower.grow().tree
+    assert tree["num_leaves"] == 6 and sum(len(b) for b in batches) == 5
+    if growth == "best_first":
+        assert all(len(b) == 1 for b in batches)
+    else:  # the root, its two children, then as many of the next level as fit (2 more leaves)
+        assert batches == [[0], [0, 1], batches[2]] and len(batches[2]) == 2
+        assert all(leaf in (0, 1, 2, 3) for leaf in batches[2])

@@ -1,56 +1,47 @@
-"""The grower's device seam: one object builds the histograms, searches the splits and partitions.
+"""The grower's device seam: a tree begun, its leaves expanded in batches, the tree ended.
 
 :class:`~customobj.ole.grower.TreeGrower` keeps the tree's bookkeeping (leaves, open splits, nodes)
-in Python and calls every kernel through the backend it is given, as scikit-learn's ``TreeGrower``
-holds its ``HistogramBuilder`` and ``Splitter``. One backend is created per fit
-(:func:`customobj.ole.training.boost`) and serves every tree of it. :class:`CPUBackend` wraps the
-numba kernels of this package unchanged.
+in Python and hands the backend it is given the work, as XGBoost's driver hands its device a batch
+of independent nodes and gets their splits back. One backend is created per fit
+(:func:`customobj.ole.training.boost`) and serves every tree of it. :class:`CPUBackend` runs the
+numba kernels of this package and answers at once; the GPU's
+:class:`~customobj.ole.cuda.backend.CUDABackend` keeps its leaf table, histograms and pair counts on
+the card and plans its reads itself. Both give the same results: the same splits, ties broken the
+same way, the same sums.
 
-What a backend provides, typed by the :class:`TreeBackend` protocol (the GPU's
-:class:`~customobj.ole.cuda.backend.CUDABackend` provides the same, with the same results: the same
-splits, ties broken the same way, the same sums):
+The seam, typed by the :class:`TreeBackend` protocol:
 
-- ``data``: the binned training set's description (``n_bins``, ``offsets``, ``n_slots``,
-  ``mapper`` for thresholds); ``n_rows``: its row count;
-- ``root_sums`` (a tree's first call; ``searched_root_sums`` when it deferred them to the root's
-  search), ``row_sums``, ``row_hist``: the root's sums (its coupling too), a node's gradient and hessian sums and its row histogram
-  ``(slots, HIST_CHANNELS)`` (channels in :mod:`.common`); ``pair_hist``: its pair histogram
-  ``(slots, PH_CHANNELS)``, all features or a subset; ``sum_couplings``: a pair range's coupling;
-- ``pair_buffers``, ``prune_pairs``, ``dropped_couplings``: the tree's two pair buffers, and
-  ``ole_fast``'s pruned pairs and the couplings of the dropped ones per leaf;
-- ``find_split``, ``find_splits``, ``fast_splits``, ``wse_gains``, ``split_gain``: the split search
-  of a node (or of a split's two children at once: a GPU backend reads both back in one copy) under
-  the fit's criterion, ``ole_fast``'s (the pair histograms of the node's top features by WSE gain,
-  then the search over them; a GPU backend chooses the features on the device), the per-feature
-  WSE gains, and a split's gain from its children's exact sums;
-- ``partition_rows``, ``split_pairs``: a split's row and pair partitions (rows marked left in
-  ``go_left``; the pairs' counts a :class:`PairCounts`, which a GPU backend brings back with the
-  children's splits), ``child_pair_hists``: the children's pair histograms (built, or the larger's
-  by subtraction: :func:`~customobj.ole.pairhist.pair_hist_plan`); ``row_order``: the finished
-  tree's row order (a GPU backend partitions its own copy, and keeps it there when the host needs
-  none: None);
-- ``device_scores``: the fit's scores kept on the device, or None (the CPU keeps them on the host);
-  ``device_stats``: what the fit asked of the device (None on the CPU).
+- ``begin_tree(order, grad, hess, pairs, feature_mask, searched=)``: a tree on the rows ``order``
+  (int64, reordered by the backend as the tree grows) with their gradients, hessians and, for a
+  criterion on pairs, the in-bag pairs ``(pi, pj, pc)`` (overwritten); returns the root's sums and,
+  when ``searched``, its best split (a :class:`TreeStart`);
+- ``expand(batch)``: split the leaves of ``batch`` (each an :class:`Expansion`: the leaf, its split
+  and which of its children are searched), in order; each split's left child keeps the leaf's index,
+  its right child gets the next one (:mod:`.leaf_table`). Returns per expansion an
+  :class:`Expanded`: where the split sends NaN, its gain from the children's exact sums and the
+  searched children's best splits (``NO_SPLIT`` for the others);
+- ``end_tree()``: where the training rows ended up and, for ``ole_fast``, each leaf's coupling of
+  the pairs its search left out (a :class:`TreeRows`);
+- per fit: ``device_scores`` (the scores kept on the device, or None: the CPU keeps them on the
+  host), ``device_memory_peak`` and ``device_stats`` (None on the CPU), ``data`` (the binned
+  training set's description), ``n_rows``, ``gradients_where``.
 
-Histograms and pair buffers may live on the device: the grower only passes them back to the
-backend, subtracts histograms (``parent -= child``, which the arrays must support) and reads
-``row_hist`` counts at a NaN slot. Sums are exact: each tree's gradients, hessians and couplings
-are rounded to a power-of-two grid first (:mod:`.fixed_point`), so every backend adds the same bits.
-What the grower reads on the host: the sums, the split (a
-:class:`~customobj.ole.common.SplitInfo`) and, at the end of the tree, the row order.
+Sums are exact: each tree's gradients, hessians and couplings are rounded to a power-of-two grid
+first (:mod:`.fixed_point`), so every backend adds the same bits.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Protocol
+from typing import Any, List, NamedTuple, Optional, Protocol
 
 import numpy as np
 
 from .._kernel_status import split_found
-from .common import HIST_COUNT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
+from .common import HIST_COUNT, NO_SPLIT, PH_CHANNELS, SPLIT_SIZE, ChildSums, SplitInfo
 from .context import BinnedData, GrowContext
 from .criterion import SplitScore, WSE
 from .fixed_point import grid_step_of, grid_step_of_rows, round_range, round_rows
 from .histogram import build_row_hist_fm
+from .leaf_table import LeafRows, LeafTable, NodePairs, PairCounts, nan_goes_left, select_features
 from .pair_pruning import Dropped, dropped_leaf_couplings, prune_for_tree
 from .pair_partition import partition_pairs, sum_couplings
 from .pairhist import PAIRS_DIRECT, PAIRS_LEFT_SMALL, build_pair_hist, pair_hist_plan
@@ -58,20 +49,12 @@ from .partition import partition_rows
 from .splitting import (FeatureBins, SplitRules, feature_gains, find_best_split, find_best_split_parallel,
                         split_gain)
 
-__all__ = ["CPUBackend", "NodePairs", "PairCounts", "PARALLEL_SLOTS", "TreeBackend", "select_features"]
+__all__ = ["CPUBackend", "Expanded", "Expansion", "NodePairs", "PairCounts", "PARALLEL_SLOTS", "TreeBackend",
+           "TreeRows", "TreeStart", "select_features"]
 
 #: Histogram slots from which the split search runs in parallel: a search over few slots is
 #: cheaper than waking the thread team (see partition.PARALLEL_ROWS).
 PARALLEL_SLOTS = 32768
-
-
-def select_features(gains: np.ndarray, feature_mask: np.ndarray, k: int) -> np.ndarray:
-    """The ``k`` features of ``feature_mask`` with the largest ``gains`` (ties: lower index first),
-    in increasing index order: the features ``criterion="ole_fast"`` searches at a node (on a GPU:
-    :mod:`.cuda._choice_kernels`)."""
-    cand = np.flatnonzero(feature_mask)
-    top = cand[np.argsort(-gains[cand], kind="stable")[:k]]
-    return np.sort(top)
 
 
 def _node(sums: ChildSums, with_c: bool = True) -> ChildSums:
@@ -79,47 +62,44 @@ def _node(sums: ChildSums, with_c: bool = True) -> ChildSums:
     return ChildSums(float(sums.G), float(sums.H), float(sums.N), float(sums.C) if with_c else 0.0)
 
 
-class PairCounts:
-    """A pair partition's children's pair counts ``(n_left, n_right)`` (:attr:`counts`): here known at
-    once; a GPU backend keeps them on the card, where its children's histograms are chosen and built
-    from them, until they come back with the children's splits (read on their own only if asked first).
-    """
-
-    def __init__(self, n_left: int, n_right: int) -> None:
-        self._counts = (int(n_left), int(n_right))
-
-    @property
-    def counts(self) -> tuple:
-        return self._counts
+class TreeStart(NamedTuple):
+    """``begin_tree``'s answer: the root's sums ``(G, H, N, C)`` and its best split (``NO_SPLIT`` when
+    it is not searched)."""
+    sums: ChildSums
+    split: SplitInfo
 
 
-class NodePairs(NamedTuple):
-    """A node's pairs for ``ole_fast``'s search (:meth:`CPUBackend.fast_splits`): ``buf[start:end]``, or,
-    with ``counts`` (a pair partition's, maybe still on the card), the left (``side`` 0) or right (1)
-    child's part of its parent's range ``start:end``, ``[left | right | split pairs]``."""
+class Expansion(NamedTuple):
+    """A leaf to split: its index, the split (its children's sums are the split's) and whether each
+    child (left, right) is searched for a split of its own."""
+    leaf: int
+    split: SplitInfo
+    need: tuple
 
-    buf: tuple
-    start: int
-    end: int
-    counts: Optional[PairCounts] = None
-    side: int = 0
 
-    def range(self) -> tuple[int, int]:
-        """``(start, end)`` of the node's own pairs (a GPU backend's counts are read if not known yet)."""
-        if self.counts is None:
-            return self.start, self.end
-        n_left, n_right = self.counts.counts
-        return (self.start, self.start + n_left) if self.side == 0 else (self.start + n_left,
-                                                                          self.start + n_left + n_right)
+class Expanded(NamedTuple):
+    """An expansion's answer: where the split sends NaN, its gain from its children's exact sums
+    (under a criterion on pairs; else the search's) and its children's best splits."""
+    nan_left: bool
+    gain: float
+    left: SplitInfo
+    right: SplitInfo
 
+
+class TreeRows(NamedTuple):
+    """``end_tree``'s answer: leaf ``l`` holds the rows ``order[starts[l]:ends[l]]`` (``order`` None when
+    it stayed on a device: nothing on the host needs it); ``dropped``: each leaf's coupling of the
+    pairs ``ole_fast`` left out of its search (None when none were)."""
+    order: Optional[np.ndarray]
+    starts: np.ndarray
+    ends: np.ndarray
+    dropped: Optional[np.ndarray]
 
 
 class TreeBackend(Protocol):
     """The seam between :class:`~customobj.ole.grower.TreeGrower` (and the boosting loop) and the
     kernels: what :class:`CPUBackend` and the GPU's :class:`~customobj.ole.cuda.backend.CUDABackend`
-    both provide (the module docstring says what each method promises). Histograms, pair buffers and
-    counts may live on the device: the grower passes them back, subtracts histograms and reads a
-    histogram's count at a NaN slot; it reads on the host the sums, the splits and the row order."""
+    both provide (the module docstring says what each method promises)."""
 
     data: BinnedData
     n_rows: int
@@ -132,39 +112,12 @@ class TreeBackend(Protocol):
 
     def device_stats(self) -> Optional[tuple]: ...
 
-    def root_sums(self, order: np.ndarray, grad: Any, hess: Any, pc: Any, n_pairs: int, *,
-                  searched: bool = False) -> Optional[tuple]: ...
+    def begin_tree(self, order: np.ndarray, grad: Any, hess: Any, pairs: Optional[tuple], feature_mask: np.ndarray,
+                   *, searched: bool) -> TreeStart: ...
 
-    def searched_root_sums(self) -> tuple: ...
+    def expand(self, batch: List[Expansion]) -> List[Expanded]: ...
 
-    def row_hist(self, order: np.ndarray, start: int, end: int, grad: Any, hess: Any, root: bool = False) -> Any: ...
-
-    def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> Any: ...
-
-    def pair_buffers(self, pairs: tuple, rows: Optional[tuple] = None) -> tuple: ...
-
-    def prune_pairs(self, bufs: tuple) -> tuple: ...
-
-    def plan_leaf_couplings(self, leaves: list, dropped: Any) -> None: ...
-
-    def dropped_couplings(self, order: np.ndarray, ranges: list, dropped: Any,
-                          sources: Optional[list] = None) -> np.ndarray: ...
-
-    def find_splits(self, searches: list) -> list: ...
-
-    def fast_splits(self, searches: list, mask: np.ndarray, k: int) -> list: ...
-
-    def split_gain(self, parent: ChildSums, left: ChildSums, right: ChildSums) -> float: ...
-
-    def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool, *,
-                       children_searched: bool = True) -> int: ...
-
-    def row_order(self, order: np.ndarray) -> Optional[np.ndarray]: ...
-
-    def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> PairCounts: ...
-
-    def child_pair_hists(self, buf: tuple, start: int, end: int, pairs: PairCounts, parent: Any, rows: tuple,
-                         need: tuple) -> tuple: ...
+    def end_tree(self) -> TreeRows: ...
 
 
 class CPUBackend:
@@ -195,8 +148,8 @@ class CPUBackend:
         self.bins_rec = FeatureBins(self.data.n_bins, self.data.offsets)  # the split search's record of the slots
         self._no_pair_hist = np.zeros((1, PH_CHANNELS))
         self._gh_grid: Optional[np.ndarray] = None  # (2, rows): the tree's g and h on their grids (row_sums)
-        self._root_sums: tuple = (0.0, 0.0, 0.0)  # the tree's root G, H, C (root_sums)
         self._gh_src: Optional[tuple] = None  # the arrays they were rounded from
+        self._tree: Optional[_HostTree] = None  # the tree begun and not ended
 
     @property
     def rules(self) -> SplitRules:
@@ -216,6 +169,34 @@ class CPUBackend:
     def device_stats(self) -> Optional[tuple]:
         """What the fit asked of the device (:class:`~customobj.ole.cuda.stats.DeviceStats`): None on the CPU."""
         return None
+
+    # --- the seam: a tree begun, expanded, ended -----------------------------------------------------
+    def begin_tree(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray, pairs: Optional[tuple],
+                   feature_mask: np.ndarray, *, searched: bool) -> TreeStart:
+        """A tree on the rows ``order`` (see the module docstring): its pairs on their grid (and pruned for
+        ``ole_fast``), the root's sums and, when ``searched``, its histograms and best split."""
+        tree = self._tree = _HostTree(self, order, grad, hess, pairs, feature_mask)
+        return tree.start(searched)
+
+    def expand(self, batch: List[Expansion]) -> List[Expanded]:
+        """Split each leaf of ``batch`` in order: partition its rows (and pairs), build its searched
+        children's histograms (the smaller's, the larger's by subtraction) and search them."""
+        tree = self._current()
+        return [tree.expand(e) for e in batch]
+
+    def end_tree(self) -> TreeRows:
+        """The grown tree's rows per leaf and, for ``ole_fast``, its leaves' dropped couplings."""
+        tree, self._tree = self._current(), None
+        starts, ends = tree.table.bounds()
+        dropped = None
+        if tree.dropped is not None:
+            dropped = self.dropped_couplings(tree.order, tree.table.ranges(), tree.dropped)
+        return TreeRows(tree.order, starts, ends, dropped)
+
+    def _current(self) -> "_HostTree":
+        if self._tree is None:
+            raise RuntimeError("expand or end_tree before begin_tree")
+        return self._tree
 
     # --- sums and histograms ------------------------------------------------------------------------
     def row_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> tuple:
@@ -243,20 +224,6 @@ class CPUBackend:
         """The tree's couplings onto their grid, in place (:mod:`.fixed_point`: exact pair sums)."""
         round_range(pc, 0, pc.shape[0], grid_step_of(pc, 0, pc.shape[0]))
 
-    def root_sums(self, order: np.ndarray, grad: np.ndarray, hess: np.ndarray, pc: Optional[np.ndarray],
-                  n_pairs: int, *, searched: bool = False) -> Optional[tuple]:
-        """The tree's root ``(G, H, C)``: :meth:`row_sums` and, with pairs, :meth:`sum_couplings` of
-        ``pc[:n_pairs]`` (else ``C = 0``); a tree's first call. ``searched``: the root is searched
-        next; a backend may then return None and the sums with the root's split
-        (:meth:`searched_root_sums`: the GPU's, so the root costs no read of its own)."""
-        G, H = self.row_sums(order, grad, hess)
-        self._root_sums = (G, H, 0.0 if pc is None else self.sum_couplings(pc, 0, n_pairs))
-        return self._root_sums
-
-    def searched_root_sums(self) -> tuple:
-        """The root's ``(G, H, C)`` of the tree's :meth:`root_sums`, once the root's split is found."""
-        return self._root_sums
-
     def row_hist(self, order: np.ndarray, start: int, end: int, grad: np.ndarray, hess: np.ndarray,
                  root: bool = False) -> np.ndarray:
         """``(slots, 3)`` histogram [g, h, count] of the rows ``order[start:end]``."""
@@ -283,11 +250,9 @@ class CPUBackend:
         return sum_couplings(pc, start, end)
 
     # --- the tree's pairs ---------------------------------------------------------------------------
-    def pair_buffers(self, pairs: tuple, rows: Optional[tuple] = None) -> tuple:
-        """The tree's two pair buffers: ``pairs`` and the one they are partitioned into (pair
-        histograms prepared with the criterion's accumulators). ``rows``: the tree's ``(order, grad,
-        hess)``, for a backend that puts them on their grid with the couplings (a GPU's: one set of
-        launches); here each is rounded where it is used."""
+    def pair_buffers(self, pairs: tuple) -> tuple:
+        """The tree's two pair buffers: ``pairs``, their couplings rounded onto their grid, and the one
+        they are partitioned into (pair histograms prepared with the criterion's accumulators)."""
         self.round_pairs(pairs[2])
         second = self.ctx.pair_buffers_for_tree(pairs[0].shape[0], pairs[0].dtype, self.criterion.acc_dtype)
         return pairs, second
@@ -302,16 +267,8 @@ class CPUBackend:
         bufs, dropped = prune_for_tree(bufs, query_of_row, n_queries, self.criterion.ole_fast_epsilon)
         return bufs, dropped, PairCounts(bufs[0][0].shape[0], 0)
 
-    def plan_leaf_couplings(self, leaves: list, dropped: Optional[Dropped]) -> None:
-        """The next split search may be the tree's last, one split at most after it: ``leaves`` (each
-        ``(start, end, split)``: its rows' range, and its split: a :class:`SplitInfo`, the index of
-        its node among that search's, or None) and their dropped pairs. A GPU backend sums the
-        leaves' dropped couplings then, with the search; here they are summed at the end."""
-
-    def dropped_couplings(self, order: np.ndarray, ranges: list, dropped: Dropped,
-                          sources: Optional[list] = None) -> np.ndarray:
-        """Per leaf (rows ``order[s:e]``, ``(s, e)`` in ``ranges``) the coupling of its dropped pairs
-        (``sources``: each leaf's place in the last :meth:`plan_leaf_couplings`, for a GPU backend)."""
+    def dropped_couplings(self, order: np.ndarray, ranges: list, dropped: Dropped) -> np.ndarray:
+        """Per leaf (rows ``order[s:e]``, ``(s, e)`` in ``ranges``) the coupling of its dropped pairs."""
         return dropped_leaf_couplings(order, ranges, dropped, self.n_rows)
 
     # --- split search -------------------------------------------------------------------------------
@@ -340,10 +297,6 @@ class CPUBackend:
             found.append(self.find_split(hist, self.pair_hist(pairs.buf, start, end, feats), subset, sums))
         return found
 
-    def find_splits(self, searches: list) -> list:
-        """:meth:`find_split` of each ``(hist, phist, mask, sums)`` in ``searches``, in order."""
-        return [self.find_split(*search) for search in searches]
-
     def wse_gains(self, hist: np.ndarray, mask: np.ndarray, sums: ChildSums, out: np.ndarray) -> np.ndarray:
         """``out[f]``: feature ``f``'s best WSE gain at the node (0 outside ``mask``)."""
         split_found(feature_gains(hist, self.bins_rec, mask, _node(sums, with_c=False), self.rules._replace(score=WSE),
@@ -357,18 +310,12 @@ class CPUBackend:
         return float(gain)
 
     # --- partitions ---------------------------------------------------------------------------------
-    def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool, *,
-                       children_searched: bool = True) -> int:
-        """Reorder ``order[start:end]`` as [left | right] by ``split``, mark ``go_left``; the left count
-        (``children_searched``: whether the children are searched; here the order is always made)."""
+    def partition_rows(self, order: np.ndarray, start: int, end: int, split: SplitInfo, nan_left: bool) -> int:
+        """Reorder ``order[start:end]`` as [left | right] by ``split``, mark ``go_left``; the left count."""
         d, s = self.data, self.ctx.scratch
         f = split.feature
         return partition_rows(d.feature_major[f], order, start, end, split.bin, int(d.n_bins[f]), nan_left,
                               s.go_left, s.tmp_rows)
-
-    def row_order(self, order: np.ndarray) -> Optional[np.ndarray]:
-        """The finished tree's row order: ``order`` itself, which :meth:`partition_rows` reordered."""
-        return order
 
     def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
         """Copy pairs ``src[start:end]`` to ``dst``, ordered [both left | both right | split] by the
@@ -377,18 +324,15 @@ class CPUBackend:
         oi, oj, oc = dst
         return partition_pairs(pi, pj, pc, start, end, self.ctx.scratch.go_left, oi, oj, oc)
 
-    def split_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> PairCounts:
-        """:meth:`partition_pairs`, its counts as a :class:`PairCounts`."""
-        return PairCounts(*self.partition_pairs(src, start, end, dst))
-
-    def child_pair_hists(self, buf: tuple, start: int, end: int, pairs: PairCounts, parent: np.ndarray,
+    def child_pair_hists(self, buf: tuple, start: int, end: int, counts: tuple, parent: np.ndarray,
                          rows: tuple, need: tuple) -> tuple:
         """The pair histograms ``(left, right)`` of a split's children, whose pairs ``buf[start:end]``
-        :meth:`split_pairs` ordered (counts ``pairs``; ``rows``: the left, right and parent row counts),
-        for the children with ``need`` (others: None, or the one built anyway): built from their own
-        pairs or, as :func:`~customobj.ole.pairhist.pair_hist_plan` chooses, the larger's as
-        ``parent - smaller - split pairs`` (``parent`` is then overwritten: it becomes that histogram)."""
-        nl, nr = pairs.counts
+        :meth:`partition_pairs` ordered (``counts``: its ``(n_left, n_right)``; ``rows``: the left, right
+        and parent row counts), for the children with ``need`` (others: None, or the one built anyway):
+        built from their own pairs or, as :func:`~customobj.ole.pairhist.pair_hist_plan` chooses, the
+        larger's as ``parent - smaller - split pairs`` (``parent`` is then overwritten: it becomes that
+        histogram)."""
+        nl, nr = counts
         plan = pair_hist_plan(nl, nr, end - start, float(rows[0]), float(rows[1]), float(rows[2]), bool(need[0]),
                               bool(need[1]))
         ranges = ((start, start + nl), (start + nl, start + nl + nr))
@@ -399,3 +343,91 @@ class CPUBackend:
         parent -= hist
         parent -= self.pair_hist(buf, start + nl + nr, end)
         return (hist, parent) if small == 0 else (parent, hist)
+
+
+class _HostTree:
+    """The tree a :class:`CPUBackend` grows: its rows, pair buffers and leaf table, and the steps of
+    its seam (each answered at once)."""
+
+    def __init__(self, backend: CPUBackend, order: np.ndarray, grad: np.ndarray, hess: np.ndarray,
+                 pairs: Optional[tuple], feature_mask: np.ndarray) -> None:
+        self.backend, self.order, self.grad, self.hess, self.mask = backend, order, grad, hess, feature_mask
+        self.fast = backend.criterion.fast
+        self.use_pairs = pairs is not None
+        self.dropped: Optional[Dropped] = None  # ole_fast: the pairs left out of the split search
+        self.kept: Optional[PairCounts] = None  # ole_fast: the root's pairs (kept, 0)
+        self.bufs: tuple = ()
+        if pairs is not None:  # a leaf's pairs sit in bufs[leaf.pbuf]; its children's in the other buffer
+            self.bufs = backend.pair_buffers(pairs)
+            if self.fast:  # search on the largest couplings
+                self.bufs, self.dropped, self.kept = backend.prune_pairs(self.bufs)
+        self.n_pairs = self.bufs[0][0].shape[0] if pairs is not None else 0
+        self.table = LeafTable(LeafRows(0, order.shape[0], 0, self.n_pairs, NO_SPLIT.left))
+
+    def start(self, searched: bool) -> TreeStart:
+        b, root, order = self.backend, self.table[0], self.order
+        G, H = b.row_sums(order, self.grad, self.hess)
+        C = b.sum_couplings(self.bufs[0][2], 0, self.n_pairs) if self.use_pairs else 0.0
+        root.sums = ChildSums(G, H, float(order.shape[0]), C)
+        if not searched:
+            return TreeStart(root.sums, NO_SPLIT)
+        root.hist = b.row_hist(order, 0, order.shape[0], self.grad, self.hess, root=True)
+        if self.use_pairs and not self.fast:
+            root.phist = b.pair_hist(self.bufs[0], 0, self.n_pairs)
+        self._search([root], self.kept)
+        if self.kept is not None:  # the kept pairs, first in the buffer
+            root.pend = root.pstart + self.kept.counts[0]
+        return TreeStart(root.sums, root.split)
+
+    def expand(self, e: Expansion) -> Expanded:
+        b, split = self.backend, e.split
+        leaf = self.table[e.leaf]
+        nan_left = nan_goes_left(b.data, leaf.hist, split)
+        parent, left, right = self.table.split(e.leaf, split)
+        got = b.partition_rows(self.order, parent.start, parent.end, split, nan_left)
+        if got != left.end - left.start:
+            raise RuntimeError(f"a partition sent {got} rows left where its split counted {left.end - left.start}")
+        counts, gain = None, float(split.gain)
+        if self.use_pairs:
+            if any(e.need):  # children never split need no pairs
+                counts = b.partition_pairs(self.bufs[parent.pbuf], parent.pstart, parent.pend, self.bufs[left.pbuf])
+            # the gain of the children's exact sums (the search's, re-evaluated as the CPU always has)
+            gain = b.split_gain(parent.sums, split.left, split.right)
+        if any(e.need):
+            self._child_histograms(parent, left, right, e.need, counts)
+        self._search([c for c, nd in zip((left, right), e.need) if nd], None if counts is None else PairCounts(*counts))
+        if counts is not None:
+            self.table.pair_ranges(parent, left, right, counts)
+        return Expanded(nan_left, gain, left.split, right.split)
+
+    def _child_histograms(self, parent: LeafRows, left: LeafRows, right: LeafRows, need: tuple,
+                          counts: Optional[tuple]) -> None:
+        """Row histograms: the smaller child's built, the larger's by subtraction from the parent's.
+        Pair histograms: each child's from its own pairs or the larger's as parent - smaller - split
+        pairs, whichever is cheaper (``pairhist.pair_hist_plan``)."""
+        b = self.backend
+        small, large = (left, right) if left.sums.N <= right.sums.N else (right, left)
+        small.hist = b.row_hist(self.order, small.start, small.end, self.grad, self.hess)
+        parent.hist -= small.hist
+        large.hist = parent.hist
+        if counts is not None and not self.fast:
+            left.phist, right.phist = b.child_pair_hists(self.bufs[left.pbuf], parent.pstart, parent.pend, counts,
+                                                         parent.phist, (left.sums.N, right.sums.N, parent.sums.N),
+                                                         tuple(need))
+        for child, nd in zip((left, right), need):
+            if not nd:  # never split: no histograms kept
+                child.hist = child.phist = None
+
+    def _search(self, nodes: list, counts: Optional[PairCounts]) -> None:
+        """The best split of each of ``nodes`` (``counts``: the pair partition that made them, for
+        ``ole_fast``'s search of each one's own pairs), kept in its row of the table."""
+        b = self.backend
+        if self.use_pairs and self.fast:  # pair histograms of each node's top k features by WSE gain
+            found = b.fast_splits([(n.hist, n.pairs(self.bufs, counts), n.sums) for n in nodes], self.mask,
+                                  b.criterion.ole_fast_features)
+        else:
+            found = [b.find_split(n.hist, n.phist if self.use_pairs else None, self.mask, n.sums) for n in nodes]
+        for node, split in zip(nodes, found):
+            node.split = split
+            if self.fast:
+                node.phist = None  # no subtraction in ole_fast: each node's features differ

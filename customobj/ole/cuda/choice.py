@@ -2,8 +2,8 @@
 where their gains are.
 
 ``ole_fast`` (Xia, Zhai, Wang, section 3.1; :mod:`customobj.ole.grower`) builds each node's pair
-histogram only for the ``k`` features of largest WSE gain. :meth:`CUDABackend.fast_splits
-<customobj.ole.cuda.backend.CUDABackend.fast_splits>` runs, for a split's two children at once:
+histogram only for the ``k`` features of largest WSE gain. :class:`~customobj.ole.cuda.tree.DeviceTree`
+runs, for a split's two children at once:
 
 1. :class:`DeviceFeatureChoice`: the WSE gains of every feature and, by the kernel's last block,
    each node's top ``k`` and their shared-memory groups (:func:`._choice_kernels.wse_choose`
@@ -17,8 +17,8 @@ histogram only for the ``k`` features of largest WSE gain. :meth:`CUDABackend.fa
 3. the OLE split search of both (:class:`~customobj.ole.cuda.search.DeviceSearch`, 1 launch) and
    the one read of the splits.
 
-Before, the gains were read back so the host could choose (a second blocking read per split). The
-choice, the groups and therefore the histograms and splits are the CPU's (tests/test_ole_cuda_choice.py).
+The choice, the groups and therefore the histograms and splits are the CPU's
+(tests/test_ole_cuda_choice.py).
 
 Examples
 --------
@@ -103,7 +103,7 @@ class DeviceFeatureChoice:
         chosen features, at most ``bound`` each (``hists``: the fit's
         :class:`~customobj.ole.cuda.histograms.DeviceHistograms`): a split's children whose pair counts are
         still on the card in one launch (``chosen_child_pairs``), else one launch per node."""
-        if nodes[0].counts is not None and not nodes[0].counts.known:
+        if nodes[0].counts is not None:  # on the card
             return hists.chosen_children(nodes, steps, bound, self.record)
         out = []
         for slot, p in enumerate(nodes):

@@ -12,7 +12,7 @@ pruning (:mod:`.pruning`) and the leaves' dropped couplings, summed with the tre
 - the root's sums: read with its split when it is searched (:meth:`TreeInputs.root_sums`);
 - ``ole_fast``: the pruning (3 more launches, nothing read: the kept count comes back with the root's
   split, the kept coupling is the root's ``C`` on the card) and, when a search may be the tree's
-  last (:meth:`TreeInputs.plan_leaf_couplings`), the leaves' dropped couplings summed before its
+  last (:meth:`TreeInputs.plan_dropped_sums`), the leaves' dropped couplings summed before its
   results are read, read with them (:meth:`TreeInputs.dropped_couplings`; a tree that ends earlier
   reads them once).
 """
@@ -139,7 +139,7 @@ class TreeInputs:
         couplings' when :meth:`pair_buffers` was given the rows: the row histograms add the rounded
         copies. ``C``: the coupling of ``pc[:n_pairs]``, summed when :meth:`pair_buffers` rounded or
         copied them (else here). The sums come back in one read or, when the root is ``searched``,
-        with its split (None here: :meth:`found_root`, then :meth:`searched_root_sums`)."""
+        with its split (None here: :meth:`found_root`)."""
         self.begin_tree()
         if not self._rows_gridded:
             self._grids(self._tree_rows(order, grad, hess), None)
@@ -153,14 +153,12 @@ class TreeInputs:
         self._root_sums = (float(got[0]), float(got[1]), float(got[2]) if C is None else float(C))
         return self._root_sums
 
-    def found_root(self, sums: np.ndarray) -> None:
-        """The searched root's ``G, H, C`` as its split's read brought them (``C``: this tree's when known here)."""
+    def found_root(self, sums: np.ndarray) -> tuple:
+        """The searched root's ``(G, H, C)`` from what its split's read brought (``C``: this tree's when
+        known here)."""
         G, H, C = (float(v) for v in sums[:3])
         self._root_sums = (G, H, C if self._root_c is None else float(self._root_c))
         self.root_pending = False
-
-    def searched_root_sums(self) -> tuple:
-        """The root's ``(G, H, C)`` of the tree's :meth:`root_sums`, once the root's split is found."""
         return self._root_sums
 
     def _root_coupling(self, pc, n_pairs: int) -> Optional[float]:
@@ -239,10 +237,12 @@ class TreeInputs:
         self._pc_sum = (bufs[0][2], None)  # the root's C: on the device
         return bufs, dropped, kept
 
-    def plan_leaf_couplings(self, leaves: list, dropped) -> None:
+    def plan_dropped_sums(self, leaves: list, dropped) -> None:
         """The next search may be the tree's last (one split at most after it): its leaves' dropped
         couplings, and each side's of each one's split, are summed on the card before its results
-        are read, and come back with them (``leaves``: ``(start, end, split)``, see the CPU's)."""
+        are read, and come back with them. ``leaves``: ``(start, end, split)`` each, its rows' range
+        and its split: a :class:`~customobj.ole.common.SplitInfo`, the index (0 or 1) of its node among
+        that search's, or None."""
         if self._pruning is None or dropped is None:
             return
         table = np.full((max(len(leaves), 1), 4), -1, np.int64)
@@ -268,7 +268,7 @@ class TreeInputs:
                                dropped, self._search.tail(3 * len(ranges)))
         return launch, 3 * len(ranges)
 
-    def dropped_couplings(self, order: np.ndarray, ranges: list, dropped, sources: Optional[list] = None) -> np.ndarray:
+    def dropped_couplings(self, ranges: list, dropped, sources: Optional[list] = None) -> np.ndarray:
         """Per leaf the coupling of its dropped pairs: from the sums that came with the tree's last search
         (``sources``: each leaf's ``(planned leaf, part)``, part 0 all of it, 1 / 2 its split's left /
         right), else summed from the device row order in the tree's last read."""

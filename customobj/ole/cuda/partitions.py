@@ -89,28 +89,17 @@ class PairCount(NamedTuple):
 
 
 class DevicePairCounts(PairCounts):
-    """A pair partition's counts, in its ``record`` on the card (``common.PART_RECORD`` int64) until they
-    come back with the children's splits (:meth:`arrived`), or :attr:`counts` reads them (one read)."""
+    """A pair partition's counts, in its ``record`` on the card (``common.PART_RECORD`` int64), where the
+    children's pair histograms are planned from them; they come back with the children's splits
+    (:class:`~customobj.ole.cuda.tree.DeviceTree`), and :attr:`counts` reads them on their own (one read)."""
 
     def __init__(self, memory: DeviceMemory, record: Any) -> None:
         self._memory, self.record = memory, record
-        self._got: Optional[tuple] = None
-
-    @property
-    def known(self) -> bool:
-        """Whether the counts are on the host."""
-        return self._got is not None
-
-    def arrived(self, n_left: float, n_right: float) -> None:
-        """The counts, read with something else (the children's splits)."""
-        self._got = (int(n_left), int(n_right))
 
     @property
     def counts(self) -> tuple:
-        if self._got is None:
-            got = self._memory.read(self.record[PART_N_LEFT:PART_N_RIGHT + 1])
-            self._got = (int(got[0]), int(got[1]))
-        return self._got
+        got = self._memory.read(self.record[PART_N_LEFT:PART_N_RIGHT + 1])
+        return int(got[0]), int(got[1])
 
 
 def launch(n_threads: int) -> tuple:

@@ -243,7 +243,7 @@ class DevicePruning:
     def leaf_couplings(self, order: Any, ranges: list, dropped: DeviceDropped, bins: Any, n_bins: Any) -> np.ndarray:
         """Per leaf (positions ``(s, e)`` of the device row ``order``, for each of ``ranges``) the
         coupling of the ``dropped`` pairs inside it (exact): one read, which ends the tree's counts
-        (:meth:`~customobj.ole.cuda.stats.DeviceCounter.end_tree`: the backend's ``row_order`` leaves
+        (:meth:`~customobj.ole.cuda.stats.DeviceCounter.end_tree`: the tree's end (``DeviceTree.end``) leaves
         them open while :attr:`pending`). A tree that ended before a search that could be its last."""
         self.pending = False
         table = np.full((max(len(ranges), 1), 4), -1, np.int64)  # no splits: the leaves' own sums

@@ -15,7 +15,7 @@ the backend: their launches and reads over the fit are counted apart
 trees' budget stays the trees'; the arrays they keep on the device are in
 ``TreeBooster.device_memory_peak_``.
 
-A split is a call of the backend's ``partition_rows``; :meth:`DeviceStats.per_split` divides the
+A split is one expansion of the backend's ``expand`` batch; :meth:`DeviceStats.per_split` divides the
 trees' counts by their splits: what the launch budget of :data:`BUDGET` bounds.
 
 Examples

@@ -1,0 +1,209 @@
+"""The tree a GPU backend grows (:mod:`.backend`): its leaf table, its pair counts on the card and
+the reads it plans, behind the seam ``begin_tree`` / ``expand`` / ``end_tree`` (:mod:`..backend`).
+
+:class:`DeviceTree` runs a tree's steps on the backend's components in the CPU's order, so every
+sum, histogram and split is the CPU's (:mod:`..leaf_table` holds the steps both share). What only
+the card needs is decided here, not by the grower:
+
+- a searched root's sums stay on the card and come back with its split;
+- a pair partition's counts stay on the card (:class:`~customobj.ole.cuda.partitions.DevicePairCounts`),
+  where the children's pair histograms are planned from them, and come back with the children's
+  splits, which set the children's pair ranges;
+- ``ole_fast``: when a search may be the tree's last (at most one split after it), the leaves'
+  dropped couplings, and each side's of each one's split, are summed before its results are read
+  and come back with them (:meth:`DeviceTree.end` finds each final leaf's part of that plan);
+- a split whose children are never searched partitions no rows when nothing reads the order.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from ..backend import Expanded, Expansion, TreeRows, TreeStart
+from ..common import HIST_COUNT, NO_SPLIT, NODE_SUMS, PAIR_COUNTS, SPLIT_SIZE, ChildSums, SplitInfo
+from ..leaf_table import LeafRows, LeafTable, nan_goes_left
+
+__all__ = ["DeviceTree"]
+
+
+class DeviceTree:
+    """One tree on the card, from ``begin_tree`` to ``end_tree`` (see the module docstring).
+
+    Parameters
+    ----------
+    gpu : CUDABackend
+        The fit's backend: its components (``inputs``, ``histograms``, ``search``, ``choice``,
+        ``partitions``) run every step.
+    order, grad, hess, pairs, feature_mask
+        As given to ``begin_tree`` (:mod:`..backend`).
+    """
+
+    def __init__(self, gpu: Any, order: np.ndarray, grad: Any, hess: Any, pairs: Optional[tuple],
+                 feature_mask: np.ndarray) -> None:
+        self.gpu, self.order, self.grad, self.hess, self.mask = gpu, order, grad, hess, feature_mask
+        criterion = gpu.host.criterion
+        self.fast, self.k = criterion.fast, criterion.ole_fast_features
+        self.use_pairs = pairs is not None
+        self.dropped: Any = None  # ole_fast: the pairs left out of the search, on the card
+        self.kept: Any = None  # ole_fast: the root's pair counts (kept, 0), on the card
+        self.bufs: tuple = ()
+        if pairs is not None:  # the rows' grids in the couplings' launches
+            self.bufs = gpu.inputs.pair_buffers(pairs, (order, grad, hess))
+            if self.fast:
+                self.bufs, self.dropped, self.kept = gpu.inputs.prune_pairs(self.bufs)
+        self.n_pairs = int(self.bufs[0][0].shape[0]) if pairs is not None else 0
+        # the root's sums: (0, 0, N, 0) until they are known (a searched root's are read with its split)
+        self.table = LeafTable(LeafRows(0, order.shape[0], 0, self.n_pairs, ChildSums(0.0, 0.0, float(order.shape[0]),
+                                                                                        0.0)))
+        self.planned: Optional[list] = None  # the leaves when their dropped couplings were planned
+
+    # --- the seam's steps ---------------------------------------------------------------------------
+    def start(self, searched: bool) -> TreeStart:
+        """The root's sums (with its split when ``searched``: one read for both)."""
+        gpu, root, n = self.gpu, self.table[0], self.order.shape[0]
+        pc = self.bufs[0][2] if self.use_pairs else None
+        sums = gpu.inputs.root_sums(self.order, self.grad, self.hess, pc, self.n_pairs, searched=searched)
+        if sums is not None:
+            root.sums = ChildSums(sums[0], sums[1], float(n), sums[2])
+        if not searched:
+            return TreeStart(root.sums, NO_SPLIT)
+        root.hist = self._row_hist(root, root=True)
+        if self.use_pairs and not self.fast:
+            root.phist = gpu.histograms.pairs(self.bufs[0], 0, self.n_pairs, gpu.inputs.pair_stats[2:4])
+        counts = self._search([root], self.kept)
+        if counts is not None:  # the kept pairs, first in the buffer
+            root.pend = root.pstart + counts[0]
+        return TreeStart(root.sums, root.split)
+
+    def expand(self, e: Expansion) -> Expanded:
+        """Split leaf ``e.leaf``: its rows (and pairs) partitioned, its searched children's histograms
+        built and searched; their pair counts come back with their splits."""
+        gpu, split = self.gpu, e.split
+        nan_left = nan_goes_left(gpu.data, self.table[e.leaf].hist, split)
+        parent, left, right = self.table.split(e.leaf, split)
+        gpu.memory.counter.split()
+        if any(e.need) or self._order_read():
+            f = split.feature
+            gpu.partitions.rows(gpu.bins[f], gpu.inputs.order, parent.start, parent.end - parent.start, split.bin,
+                                int(gpu.n_bins[f]), nan_left, left.end - left.start)
+        counts, gain = None, float(split.gain)
+        if self.use_pairs:
+            if any(e.need):  # nothing read: the counts stay on the card
+                counts = gpu.partitions.pairs(self.bufs[parent.pbuf], parent.pstart, parent.pend, self.bufs[left.pbuf])
+            gain = gpu.host.split_gain(parent.sums, split.left, split.right)
+        if any(e.need):
+            self._child_histograms(parent, left, right, e.need, counts)
+            got = self._search([c for c, nd in zip((left, right), e.need) if nd], counts)
+            if got is not None:
+                self.table.pair_ranges(parent, left, right, got)
+        return Expanded(nan_left, gain, left.split, right.split)
+
+    def end(self) -> TreeRows:
+        """The tree's row order (read only when the host needs it) and ``ole_fast``'s dropped couplings:
+        from the plan's sums when the final leaves are its, else summed now (one read)."""
+        gpu = self.gpu
+        gpu.histograms.queue.flush()  # none is left to a later tree
+        gpu.partitions.flush()
+        gpu.inputs.end_tree()
+        if gpu.pruning is None or not gpu.pruning.pending:  # else the tree ends with its dropped couplings
+            gpu.memory.counter.end_tree()
+        order = None
+        if gpu.order_on_host():
+            order = self.order
+            order[:] = gpu.memory.read(gpu.inputs.order)
+        starts, ends = self.table.bounds()
+        dropped = None
+        if self.dropped is not None:
+            dropped = gpu.inputs.dropped_couplings(self.table.ranges(), self.dropped, self._planned_sources())
+        return TreeRows(order, starts, ends, dropped)
+
+    # --- the steps ----------------------------------------------------------------------------------
+    def _order_read(self) -> bool:
+        """Whether the row order is read after the tree (the host's scores, the joint solve, the
+        dropped couplings of leaves no plan summed): then every split partitions its rows."""
+        gpu = self.gpu
+        return gpu.order_on_host() or (gpu.pruning is not None and gpu.inputs.planned_got is None)
+
+    def _row_hist(self, leaf: LeafRows, root: bool = False) -> Any:
+        """The row histogram of ``leaf``, built on the card from the device order and on-grid gradients."""
+        gpu = self.gpu
+        gpu.partitions.flush()  # the last row partition placed
+        rows = gpu.inputs
+        return gpu.histograms.rows(rows.order[leaf.start:leaf.end], leaf.end - leaf.start, rows.gh,
+                                   rows.row_stats[2:4], root=root)
+
+    def _child_histograms(self, parent: LeafRows, left: LeafRows, right: LeafRows, need: tuple, counts: Any) -> None:
+        """Row histograms: the smaller child's built, the larger's by subtraction (queued). Pair
+        histograms: planned and built in one launch from the counts on the card."""
+        gpu = self.gpu
+        small, large = (left, right) if left.sums.N <= right.sums.N else (right, left)
+        small.hist = self._row_hist(small)
+        parent.hist -= small.hist
+        large.hist = parent.hist
+        if counts is not None and not self.fast:
+            rows = (left.sums.N, right.sums.N, parent.sums.N)
+            left.phist, right.phist = gpu.histograms.children(self.bufs[left.pbuf], parent.pstart, parent.pend,
+                                                              counts.record, parent.phist, rows, tuple(need),
+                                                              gpu.inputs.pair_stats[2:4])
+        for child, nd in zip((left, right), need):
+            if not nd:  # never split: no histograms kept
+                child.hist = child.phist = None
+
+    def _search(self, nodes: list, counts: Any) -> Optional[tuple]:
+        """The best splits of one or two ``nodes`` (a root, or a split's searched children), in one
+        launch and one read, kept in their rows of the table; returns the pair counts ``counts``
+        (on the card) that came back with them, or None."""
+        gpu = self.gpu
+        if not 0 < len(nodes) <= 2:
+            raise ValueError(f"a device search takes one or two nodes, got {len(nodes)}")
+        if self.dropped is not None and len(self.table) + 1 >= gpu.num_leaves:
+            self._plan(nodes)
+        inputs = gpu.inputs
+        searches: list  # (row hist, pair hist or None, mask or None, sums) on the card, per node
+        if self.use_pairs and self.fast:  # features chosen on the card, their pair histograms, the OLE search
+            sub = gpu.histograms.queue.take([n.hist for n in nodes], drop_others=True)
+            bound = gpu.choice.choose(gpu.search, [(n.hist.array, n.sums) for n in nodes], self.mask, self.k,
+                                      gpu.rules, inputs.root, inputs.root_pending, sub)
+            phists = gpu.choice.pair_hists(gpu.histograms, [n.pairs(self.bufs, counts) for n in nodes],
+                                           inputs.pair_stats[2:4], bound)
+            searches = [(n.hist.array, ph.array, None, n.sums) for n, ph in zip(nodes, phists)]  # masks: the pool's
+        else:
+            searches = [(n.hist.array, None if n.phist is None or not self.use_pairs else n.phist.array, self.mask, n.sums)
+                        for n in nodes]
+        planned = inputs.planned_sums()
+        res = gpu.search.splits(searches, gpu.rules, inputs.root, inputs.root_pending,
+                                None if counts is None else counts.record, *(planned if planned is not None else (None, 0)))
+        if planned is not None:
+            inputs.planned_got = gpu.search.tail_values
+        if inputs.root_pending:  # the root's search: its sums came with its split
+            G, H, C = inputs.found_root(res[0][NODE_SUMS:NODE_SUMS + 3])
+            nodes[0].sums = ChildSums(G, H, nodes[0].sums.N, C)
+        for node, r in zip(nodes, res):
+            node.split = split = SplitInfo.from_array(r[:SPLIT_SIZE])
+            if split.feature >= 0 and gpu.data.mapper.has_nan[split.feature]:  # its NaN count: no read for it
+                node.hist.known(gpu.data.offsets[split.feature] + int(gpu.n_bins[split.feature]), HIST_COUNT,
+                                float(r[SPLIT_SIZE]))
+            if self.fast:
+                node.phist = None  # no subtraction in ole_fast: each node's features differ
+        return None if counts is None else (int(res[0, PAIR_COUNTS]), int(res[0, PAIR_COUNTS + 1]))
+
+    def _plan(self, searching: list) -> None:
+        """At most one split follows this search: the leaves' dropped couplings are summed with it (each
+        leaf's, and each side's of its split: the searched ones' as the search finds them)."""
+        slot = {id(node): k for k, node in enumerate(searching)}
+        self.planned = list(self.table.leaves)
+        self.gpu.inputs.plan_dropped_sums([(l.start, l.end, slot.get(id(l), l.split if l.split.gain > 0 else None))
+                                           for l in self.planned], self.dropped)
+
+    def _planned_sources(self) -> Optional[list]:
+        """Each final leaf's ``(planned leaf, part)`` (part 0: the leaf, 1 / 2: its split's left / right),
+        or None when the leaves are not those of the plan with at most one of them split."""
+        plan, leaves = self.planned, self.table.leaves
+        if plan is None or len(leaves) - len(plan) not in (0, 1):
+            return None
+        out = [(i, 0 if leaf is plan[i] else 1) for i, leaf in enumerate(leaves[:len(plan)])]
+        split = [i for i, part in out if part]
+        if len(split) != len(leaves) - len(plan):
+            return None
+        return out + [(split[0], 2)] if split else out

@@ -1,0 +1,95 @@
+"""customobj/ole/cuda/tree.py: the tree a GPU backend grows. Under ``ole_fast`` the leaves' dropped
+couplings are planned with the search that may be the tree's last (the grower plans nothing), and
+each final leaf finds its part of that plan; a split whose children are never searched partitions
+no rows when nothing reads the order. Tiny data under numba's CUDA simulator; whole fits against
+the CPU: tests/test_ole_cuda_backend.py."""
+import numpy as np
+import pytest
+
+from customobj import RankNet
+from customobj.ole import TreeBooster
+from customobj.ole.backend import CPUBackend
+from customobj.ole.binning import BinMapper
+from customobj.ole.context import GrowContext
+
+from _cuda_cases import needs_gpu
+from _ole_cases import make_X
+
+pytestmark = needs_gpu
+
+
+@pytest.mark.parametrize("num_leaves, max_depth", [(7, 0), (2, 0), (7, 2), (40, 0)])
+def test_the_leaves_dropped_couplings_are_planned_with_the_trees_last_search(num_leaves, max_depth):
+    # when at most one split follows a search, the device tree sums the leaves' dropped couplings
+    # with it; at the end each leaf's source in that plan is itself or a side of the one split made
+    # after it. A tree that stops before (max_depth, few rows) has no plan and sums them at its end.
+    from customobj.ole.cuda.backend import CUDABackend
+    from customobj.ole.grower import TreeGrower
+    X = make_X(6, n=96, n_features=4, nan_frac=0.1)
+    y = np.random.default_rng(6).integers(0, 3, 96).astype(float)
+    obj = RankNet()
+    params = TreeBooster(obj, criterion="ole_fast", num_leaves=num_leaves, max_depth=max_depth, min_data_in_leaf=3,
+                         ole_fast_epsilon=0.3, verbose=False)._grow_params()
+    mapper = BinMapper.fit(X, 8)
+
+    def ctx():
+        c = GrowContext(mapper.bins_feature_major(X), mapper)
+        c.queries = (np.repeat(np.arange(8), 12).astype(np.int32), 8)
+        return c
+    grad, hess, pairs = obj.grad_hess_couplings_prepared(np.zeros(96), obj.prepare(y, [12] * 8, None))
+    gpu = CUDABackend(ctx(), params)
+    seen = {"plans": [], "sources": None}
+    plan, couplings = gpu.inputs.plan_dropped_sums, gpu.inputs.dropped_couplings
+
+    def planned(leaves, dropped):
+        seen["plans"].append(list(leaves))
+        return plan(leaves, dropped)
+
+    def summed(ranges, dropped, sources=None):
+        seen["sources"] = sources
+        return couplings(ranges, dropped, sources)
+
+    gpu.inputs.plan_dropped_sums, gpu.inputs.dropped_couplings = planned, summed
+    grown = [TreeGrower(b, grad, hess, np.arange(96, dtype=np.int64), b.ctx.pairs.load(tuple(a.copy() for a in pairs),
+                                                                                       None),
+                        np.ones(4, np.bool_), params).grow() for b in (gpu, CPUBackend(ctx(), params))]
+    (tree, _, starts, ends), (want, _, cpu_starts, cpu_ends) = grown
+    assert tree.nodes.tobytes() == want.nodes.tobytes() and tree.leaves.tobytes() == want.leaves.tobytes()
+    np.testing.assert_array_equal(starts, cpu_starts)
+    n_leaves = tree["num_leaves"]
+    if not seen["plans"]:
+        assert seen["sources"] is None and (max_depth or num_leaves == 40)
+        return
+    assert len(seen["plans"]) == 1
+    (leaves,), sources = seen["plans"], seen["sources"]
+    assert len(leaves) >= num_leaves - 1 or n_leaves < num_leaves
+    if sources is None:  # the tree stopped early: the plan's leaves were not its leaves
+        assert n_leaves < num_leaves
+        return
+    assert len(sources) == n_leaves
+    for (s, e), (p, part) in zip(zip(starts, ends), sources):
+        ps, pe, split = leaves[p]
+        if part == 0:
+            assert (s, e) == (ps, pe)
+        else:  # a side of the planned leaf, split by the split the plan named
+            assert (s == ps) if part == 1 else (e == pe)
+            assert split is not None
+
+
+def test_a_split_whose_children_are_never_searched_partitions_nothing_when_the_order_stays():
+    # scores on the card, no joint solve, no pruning: the last split's rows are never read
+    from customobj.ole.cuda.backend import CUDABackend
+    from customobj.ole.grower import TreeGrower
+    X = make_X(2, n=60, n_features=3, nan_frac=0.0)
+    grad = np.random.default_rng(2).normal(size=60)
+    hess = np.ones(60)
+    params = TreeBooster(RankNet(), criterion="wse", num_leaves=3, min_data_in_leaf=2, verbose=False)._grow_params()
+    mapper = BinMapper.fit(X, 8)
+    gpu = CUDABackend(GrowContext(mapper.bins_feature_major(X), mapper), params)
+    gpu._scores_on_device = True  # as DeviceScores leaves it
+    rows = []
+    place = gpu.partitions.rows
+    gpu.partitions.rows = lambda *a: rows.append(a[2:4]) or place(*a)
+    grown = TreeGrower(gpu, grad, hess, np.arange(60, dtype=np.int64), None, np.ones(3, np.bool_), params).grow()
+    assert grown.tree["num_leaves"] == 3 and grown.order is None
+    assert len(rows) == 1 and rows[0] == (0, 60)  # the root's only: the second split's children are leaves
