@@ -9,7 +9,8 @@ or one of MPBoost's directed distance functions). Both are ``IntEnum`` codes (:c
 and validated in Python by :func:`pair_spec`; the kernels read them as plain ints so one compiled
 loop serves every loss (no function arguments inside kernels); what the dispatch costs against a
 hand-specialised loop is measured by benchmarks/pairwise_strategies.py (docs/kernel-notes.md).
-Gradient loops call ``pair_grad``, which skips the loss (its log1p costs more than the gradient: docs/kernel-notes.md).
+Gradient loops call ``pair_grad``, which skips the loss (its log1p costs more than the gradient:
+docs/kernel-notes.md).
 Every driver checks the codes before its loop and returns a ``KernelStatus`` (last, with any value):
 an unknown code computes nothing and returns ``UNKNOWN_CODE`` (``customobj._kernel_status``);
 ``pair_theta`` / ``pair_terms`` / ``pair_grad`` themselves return NaN for one.
