@@ -2,7 +2,7 @@
 per row, no query structure needed."""
 from __future__ import annotations
 
-from typing import Any, ClassVar, Optional, Tuple
+from typing import ClassVar, Optional
 
 import numpy as np
 
@@ -10,6 +10,7 @@ from .._validation import SCORE_LIMIT, as_scores, check_int, check_positive
 from ._arrays import kernel_weights
 from .base import DeviceRoute, Objective, Prepared
 from . import _pointwise_kernels as K
+from ._pointwise_terms import RowKind
 
 __all__ = ["SquaredError", "Logistic", "SquaredHinge", "McRank"]
 
@@ -19,15 +20,16 @@ MAX_CLASSES = 1024
 
 
 class _RowLoss(Objective):
-    """A loss of one term a row, run by its two CPU kernels ``_KERNELS`` (gradients and hessians; loss),
-    each called as ``kernel(scores, labels, weights, use_weights, *self._kernel_args(), ...)`` with the
-    weights of :meth:`_row_weights`; its GPU route is ``_pointwise_route.<_ROUTE>`` (imported on use)."""
+    """A loss of one term a row of a :class:`~._pointwise_terms.RowKind` (``_ROW_KIND``), with the
+    parameter :meth:`_param`: its CPU kernels are ``_pointwise_kernels.rows_grad_hess`` / ``rows_loss``
+    over the weights of :meth:`_row_weights`; its GPU route is ``_pointwise_route.<_ROUTE>`` (imported
+    on use). McRank, with K outputs a row, brings its own kernels."""
 
-    _KERNELS: ClassVar[Tuple[Any, Any]]
+    _ROW_KIND: ClassVar[RowKind]
     _ROUTE: ClassVar[str]
 
-    def _kernel_args(self) -> Tuple[float, ...]:
-        return ()
+    def _param(self) -> float:
+        return 0.0
 
     def _row_weights(self, prep, state):
         """The prepared weights in kernel form (:func:`~customobj.objectives._arrays.kernel_weights`)."""
@@ -40,11 +42,11 @@ class _RowLoss(Objective):
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         w, use_w = self._row_weights(prep, state)
-        self._KERNELS[0](scores, prep.labels, w, use_w, *self._kernel_args(), out_grad, out_hess)
+        K.rows_grad_hess(int(self._ROW_KIND), scores, prep.labels, w, use_w, self._param(), out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
         w, use_w = self._row_weights(prep, state)
-        return self._KERNELS[1](scores, prep.labels, w, use_w, *self._kernel_args())
+        return K.rows_loss(int(self._ROW_KIND), scores, prep.labels, w, use_w, self._param())
 
 
 class SquaredError(_RowLoss):
@@ -70,7 +72,7 @@ class SquaredError(_RowLoss):
     ([-0.5, 0.0], [1.0, 1.0])
     """
 
-    _KERNELS = (K.squared_error_grad_hess, K.squared_error_loss)
+    _ROW_KIND = RowKind.SQUARED_ERROR
     _ROUTE = "SQUARED_ERROR"
 
 
@@ -161,11 +163,11 @@ class Logistic(_BinaryObjective):
             w = w * prep.weight
         return np.ascontiguousarray(w, dtype=np.float64)
 
-    _KERNELS = (K.logistic_grad_hess, K.logistic_loss)
+    _ROW_KIND = RowKind.LOGISTIC
     _ROUTE = "LOGISTIC"
 
-    def _kernel_args(self) -> Tuple[float, ...]:
-        return (self.sigma,)
+    def _param(self) -> float:
+        return self.sigma
 
 
 class SquaredHinge(_BinaryObjective):
@@ -201,11 +203,11 @@ class SquaredHinge(_BinaryObjective):
     def __init__(self, *, C: float = 1.0) -> None:
         self.C = check_positive(C, "C")
 
-    _KERNELS = (K.squared_hinge_grad_hess, K.squared_hinge_loss)
+    _ROW_KIND = RowKind.SQUARED_HINGE
     _ROUTE = "SQUARED_HINGE"
 
-    def _kernel_args(self) -> Tuple[float, ...]:
-        return (self.C,)
+    def _param(self) -> float:
+        return self.C
 
 
 class McRank(_RowLoss):
@@ -282,8 +284,13 @@ class McRank(_RowLoss):
             raise ValueError(f"scores must have shape (n_rows, {k}) for McRank with {k} classes, got {s.shape}")
         return s
 
-    _KERNELS = (K.mcrank_grad_hess, K.mcrank_loss)
     _ROUTE = "mcrank"
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        K.mcrank_grad_hess(scores, prep.labels, *self._row_weights(prep, state), out_grad, out_hess)
+
+    def _loss(self, scores, prep, state):
+        return K.mcrank_loss(scores, prep.labels, *self._row_weights(prep, state))
 
     def predict_relevance(self, raw_scores: np.ndarray) -> np.ndarray:
         """Expected grade ``sum_k k p_k`` of each row (the McRank ranking score), shape ``(n,)``."""
