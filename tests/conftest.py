@@ -165,3 +165,27 @@ def fail_nth_call(monkeypatch):
         monkeypatch.setattr(owner, name, wrapper)
 
     return patch
+
+
+#: benchmarks/, whose scripts the test_benchmark_* modules import by name (:func:`import_benchmark`).
+BENCH = REPO / "benchmarks"
+
+
+def import_benchmark(name: str):
+    """``benchmarks/<name>.py`` as a module. Its folder goes on ``sys.path`` first, every time: each
+    benchmark takes its own folder off ``sys.path`` again when it is imported."""
+    import importlib
+    import sys
+
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    return importlib.import_module(name)
+
+
+@pytest.fixture
+def in_empty_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run from an empty folder: compare's default --out (./compare-results) must neither depend on nor
+    land in the folder pytest was started from (the README's first command leaves results there).
+    Modules whose every test runs the CLI use it with ``pytestmark = pytest.mark.usefixtures(...)``."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -239,15 +239,25 @@ def click_log():
     return np.round(log.X[rows] * 7) / 7, log.y[rows], np.asarray(log.group)[order]
 
 
+#: XGBoost's settings where a Dask run's fitted attributes are compared with one machine's: small
+#: lossguide trees, one thread.
+FITTED_PARAMS = dict(tree_method="hist", max_leaves=7, grow_policy="lossguide", max_depth=0, eta=0.3, nthread=1)
+
+
+def _xgboost_on_one_machine(obj, X, y, g, rounds):
+    """``(booster, fitted attributes)`` of ``obj`` trained by XGBoost in this process, with
+    :data:`FITTED_PARAMS`: what the Dask run must give."""
+    f = adapters.xgboost_objective(obj)
+    dtrain = xgb.DMatrix(X, y, group=g)
+    booster = xgb.train(adapters.xgboost_params(obj, FITTED_PARAMS), dtrain, rounds, obj=f)
+    return booster, f.fitted_attributes(dtrain)
+
+
 def test_xgboost_dask_unbiased_estimates_the_one_machine_propensities(client, click_log):
     X, y, g = click_log
     obj = customobj.Unbiased(customobj.LambdaRank())
-    params = dict(tree_method="hist", max_leaves=7, grow_policy="lossguide", max_depth=0, eta=0.3, nthread=1)
-    f = adapters.xgboost_objective(obj)
-    dtrain = xgb.DMatrix(X, y, group=g)
-    local = xgb.train(adapters.xgboost_params(obj, params), dtrain, 5, obj=f)
-    want = f.fitted_attributes(dtrain)
-    out = ad.train_xgboost(client, params, X, y, g, obj, num_boost_round=5)
+    local, want = _xgboost_on_one_machine(obj, X, y, g, 5)
+    out = ad.train_xgboost(client, FITTED_PARAMS, X, y, g, obj, num_boost_round=5)
     got = out["fitted_attributes"]
     assert got.keys() == want.keys() == {"position_bias_", "position_bias_unclicked_"}
     for name in want:
@@ -310,12 +320,8 @@ def test_multi_objective_sums_its_gram_and_costs_over_the_workers(client, click_
 
     X, y, g = click_log
     obj = MultiObjective([customobj.LambdaRank(), customobj.RankNet()], method="epo", preference=[1, 2])
-    params = dict(tree_method="hist", max_leaves=7, grow_policy="lossguide", max_depth=0, eta=0.3, nthread=1)
-    f = adapters.xgboost_objective(obj)
-    dtrain = xgb.DMatrix(X, y, group=g)
-    local = xgb.train(adapters.xgboost_params(obj, params), dtrain, 4, obj=f)
-    want = f.fitted_attributes(dtrain)
-    got = ad.train_xgboost(client, params, X, y, g, obj, num_boost_round=4)
+    local, want = _xgboost_on_one_machine(obj, X, y, g, 4)
+    got = ad.train_xgboost(client, FITTED_PARAMS, X, y, g, obj, num_boost_round=4)
     for name in ("label_weights_", "label_costs_"):
         assert got["fitted_attributes"][name].shape == want[name].shape == (4, 2)
         np.testing.assert_allclose(got["fitted_attributes"][name], want[name], rtol=1e-6, atol=1e-9)

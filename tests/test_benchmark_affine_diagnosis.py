@@ -3,17 +3,13 @@ error recorded, the JSON written and its paired differences those of the units),
 reach the trainer's ``Affine`` and the trainer is restored afterwards, and the ceiling's labels are the
 log rows' true labels."""
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
+from conftest import import_benchmark
 
-import affine_diagnosis as bench  # noqa: E402
+bench = import_benchmark("affine_diagnosis")
 
 from customobj import LambdaRank  # noqa: E402
 from customobj.clicks import Affine  # noqa: E402

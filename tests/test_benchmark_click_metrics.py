@@ -3,17 +3,13 @@ Fold1 at a tiny size, in-process: the printed Spearman correlations agree with t
 which holds every model's scores per click log and the estimated propensities."""
 import json
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
+from conftest import import_benchmark
 
-import click_metrics as bench  # noqa: E402
+bench = import_benchmark("click_metrics")
 
 
 def test_tiny_run_prints_and_writes_the_same_results(data_dir, tmp_path, capsys):

@@ -4,18 +4,14 @@ the default methods with and without ``customobj.Affine``, and the options refus
 import csv
 import json
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
+from conftest import import_benchmark
 
-import click_study as bench  # noqa: E402
+bench = import_benchmark("click_study")
 
 NAIVE, XGB, UNB, AFF = "lgb:LambdaRank", "xgb:rank:ndcg(lambdarank_unbiased=true)", \
     "lgb:Unbiased(objective=LambdaRank)", "lgb:Affine(objective=LambdaRank)"

@@ -1,17 +1,13 @@
 """benchmarks/clicks.py (issue 22's click protocol) end to end on MQ2008 Fold1 at a tiny size,
 in-process: the per-log scores, the paired differences, the propensities and the PNG it writes."""
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
+from conftest import import_benchmark
 
-import clicks as bench  # noqa: E402
+bench = import_benchmark("clicks")
 
 METHODS = "naive LambdaRank(),Unbiased(LambdaRank()),IPS LambdaRank (true propensities)"
 

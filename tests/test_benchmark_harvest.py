@@ -1,16 +1,12 @@
 """benchmarks/harvest.py (intervention harvesting against the true PBM curve) on MQ2008 Fold1 at a
 tiny size, in-process: one line per ranker set and eta, each estimator's error or why it has none."""
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
+from conftest import import_benchmark
 
-import harvest as bench  # noqa: E402
+bench = import_benchmark("harvest")
 
 
 def test_tiny_run_prints_each_estimators_error(data_dir, capsys):

@@ -8,17 +8,13 @@ one-line errors.
 import csv
 import json
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
+from conftest import import_benchmark
 
-import ole_paper  # noqa: E402
+ole_paper = import_benchmark("ole_paper")
 
 ROUNDS = 3
 ARGV = ["--queries", "40", "--rows", "24", "--features", "12", "--rounds", str(ROUNDS), "--leaves", "4", "6",

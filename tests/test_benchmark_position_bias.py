@@ -2,17 +2,13 @@
 truth) at a tiny size, in-process: every estimator's curve and errors per log, the errors recomputed
 from the written JSON's curves and truths."""
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
+from conftest import import_benchmark
 
-import position_bias as bench  # noqa: E402
+bench = import_benchmark("position_bias")
 
 
 def test_tiny_run_measures_every_estimator_against_the_truth(data_dir, tmp_path, capsys):

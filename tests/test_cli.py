@@ -11,11 +11,7 @@ import customobj
 from customobj import cli
 
 
-@pytest.fixture(autouse=True)
-def _outside_the_repository(tmp_path, monkeypatch):
-    """Run from an empty folder: compare's default --out (./compare-results) must neither depend on
-    nor land in the folder pytest was started from (the README's first command leaves results there)."""
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_empty_folder")  # conftest: compare's default --out lands there
 
 
 def test_version_flag(capsys):

@@ -21,9 +21,7 @@ from customobj.compare.multi_label import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _outside_the_repository(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_empty_folder")  # conftest: compare's default --out lands there
 
 
 # --- hypervolume ---------------------------------------------------------------------------------

@@ -13,11 +13,7 @@ from customobj.compare.tuning import CB_PAIRWISE_MAX_DEPTH, OBJ, SPACES, apply, 
 from customobj.data import synthetic
 
 
-@pytest.fixture(autouse=True)
-def _outside_the_repository(tmp_path, monkeypatch):
-    """Run from an empty folder: compare's default --out (./compare-results) must neither depend on
-    nor land in the folder pytest was started from (the README's first command leaves results there)."""
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_empty_folder")  # conftest: compare's default --out lands there
 
 TINY = ["--synthetic-queries", "40", "--synthetic-docs", "8", "--rounds", "4", "--num-leaves", "7",
         "--early-stopping", "2", "--quiet", "--no-plot"]

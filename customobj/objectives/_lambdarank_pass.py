@@ -19,10 +19,9 @@ row is within the cutoff ``kk``, and ``truncation`` (LightGBM's ``lambdarank_tru
 keeps only pairs whose upper row is in the top ``trunc``; the outer loop stops at the smaller.
 
 NDCG pairs run through ``_ndcg_pairs`` (counted by ``_ndcg_count``), a branch-free loop (the
-``y_i > y_j`` / ``y_i == y_j`` branches are unpredictable on real labels; about 10% faster for
-NDCG@all-rows, truncation 30, one thread); equal-grade pairs add exact zeros there, so it returns
-the same bits as the general loop. The sort (numba's mergesort argsort) is about a third of a truncated NDCG call;
-hand-written insertion / merge and quicksort-plus-tie-fix versions measured slower.
+``y_i > y_j`` / ``y_i == y_j`` branches are unpredictable on real labels); equal-grade pairs add
+exact zeros there, so it returns the same bits as the general loop. Each query is sorted by numba's
+mergesort argsort. What both choices were measured against: docs/kernel-notes.md.
 
 ``row_gain`` holds, per row: NDCG the gain ``G(y)``; ERR the probability ``R``; MAP/MRR the binary
 relevance. ``qnorm`` per query: NDCG ``1/IDCG@k``, MAP ``1/#relevant`` (capped at ``k``), ERR/MRR 1;

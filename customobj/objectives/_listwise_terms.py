@@ -13,9 +13,8 @@ Design note (issue 31, "shared terms").
 - A function that takes arrays calls other ``@njit`` functions with scalars only: under numba's
   CUDA simulator it runs as Python on the simulator's arrays, which compiled code cannot take (so
   ``row_weight`` is spelled out there).
-- The functions called once per pair are ``inline="always"`` (numba inlines them before compiling).
-  Called as functions, LambdaLoss's pair weights took 1.57x (NDCG-Loss1) and 1.12x (NDCG-Loss2++) the
-  CPU time of the old inline loop, measured interleaved in one process; inlined, 0.99x and 1.02x.
+- The functions called once per pair are ``inline="always"`` (numba inlines them before compiling):
+  called as functions they were measurably slower than the inline loop (docs/kernel-notes.md).
 - What stays per target: the drivers. The CPU runs a query per ``prange`` iteration and keeps a
   query's intermediate values in small arrays; a GPU thread has no heap, so its drivers run one
   thread per query for the per-query sums and one thread per row for the row terms, recomputing a

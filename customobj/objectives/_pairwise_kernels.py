@@ -7,9 +7,10 @@ drivers. ``theta_mode`` says how ``theta`` follows from the two labels (a consta
 or one of MPBoost's directed distance functions). Both are ``IntEnum`` codes (:class:`PairKind`,
 :class:`Theta`) carried with ``p``, ``scale`` and ``hmul`` by one :class:`PairSpec` record, built
 and validated in Python by :func:`pair_spec`; the kernels read them as plain ints so one compiled
-loop serves every loss (no function arguments inside kernels); measured against a
-hand-specialised RankNet loop the dispatch costs ~13% CPU (benchmarks/pairwise_strategies.py).
-Gradient loops call ``pair_grad``, which skips the loss (its log1p tripled RankNet's time).
+loop serves every loss (no function arguments inside kernels); what the dispatch costs against a
+hand-specialised loop is measured by benchmarks/pairwise_strategies.py (docs/kernel-notes.md).
+Gradient loops call ``pair_grad``, which skips the loss (its log1p costs more than the gradient:
+docs/kernel-notes.md).
 Every driver checks the codes before its loop and returns a ``KernelStatus`` (last, with any value):
 an unknown code computes nothing and returns ``UNKNOWN_CODE`` (``customobj._kernel_status``);
 ``pair_theta`` / ``pair_terms`` / ``pair_grad`` themselves return NaN for one.

@@ -1,69 +1,44 @@
 """Numba kernels of the pointwise losses (docs/formulas.md, "Pointwise"). Each adds into out_grad / out_hess.
 
 The per-row math lives in ``_pointwise_terms``, shared with the GPU kernels (``_pointwise_cuda``); these are
-the CPU loops over the rows."""
+the CPU loops over the rows: one row driver for the losses of a ``RowKind`` (as on the GPU), McRank's own."""
 import numpy as np
 from numba import njit
 
-from ._pointwise_terms import (logistic_row, mcrank_row_class, row_weight, squared_error_row,
-                         squared_hinge_margin, squared_hinge_row)
+from ._pointwise_terms import RowKind, mcrank_row_class, row_loss, row_terms, row_weight
 
 
-@njit(cache=True)
-def squared_error_grad_hess(scores, labels, weights, use_weights, out_grad, out_hess):
+@njit(cache=True, inline="always")
+def rows_grad_hess(kind, scores, labels, weights, use_weights, param, out_grad, out_hess):
+    """Each row's gradient and hessian of the loss ``kind`` (``_pointwise_terms.row_terms``: a
+    ``RowKind`` code and its parameter) added into the outputs: the CPU twin of
+    ``_pointwise_cuda.pointwise_rows``. Called from Python with the loss's code, and inlined into
+    :func:`squared_error_grad_hess`, where the code is a constant."""
     for i in range(scores.shape[0]):
-        g, h = squared_error_row(scores[i], labels[i], row_weight(weights, use_weights, i))
-        out_grad[i] += g
-        out_hess[i] += h
-
-
-@njit(cache=True)
-def squared_error_loss(scores, labels, weights, use_weights):
-    total = 0.0
-    for i in range(scores.shape[0]):
-        w = row_weight(weights, use_weights, i)
-        d = scores[i] - labels[i]
-        total += 0.5 * w * d * d
-    return total
-
-
-# --- binary classification: labels are 0/1 here (t = 2 y - 1) ---------------------------------------
-@njit(cache=True)
-def logistic_grad_hess(scores, labels, weights, use_weights, sigma, out_grad, out_hess):
-    for i in range(scores.shape[0]):
-        g, h = logistic_row(scores[i], labels[i], row_weight(weights, use_weights, i), sigma)
-        out_grad[i] += g
-        out_hess[i] += h
-
-
-@njit(cache=True)
-def logistic_loss(scores, labels, weights, use_weights, sigma):
-    total = 0.0
-    for i in range(scores.shape[0]):
-        w = row_weight(weights, use_weights, i)
-        z = -2.0 * (2.0 * labels[i] - 1.0) * sigma * scores[i]
-        total += w * (max(z, 0.0) + np.log1p(np.exp(-abs(z))))  # softplus(z)
-    return total
-
-
-@njit(cache=True)
-def squared_hinge_grad_hess(scores, labels, weights, use_weights, c, out_grad, out_hess):
-    for i in range(scores.shape[0]):
-        if squared_hinge_margin(scores[i], labels[i]) > 0.0:
-            g, h = squared_hinge_row(scores[i], labels[i], row_weight(weights, use_weights, i), c)
+        adds, g, h = row_terms(kind, scores[i], labels[i], row_weight(weights, use_weights, i), param)
+        if adds:
             out_grad[i] += g
             out_hess[i] += h
 
 
-@njit(cache=True)
-def squared_hinge_loss(scores, labels, weights, use_weights, c):
+@njit(cache=True, inline="always")
+def rows_loss(kind, scores, labels, weights, use_weights, param):
+    """The loss ``kind`` summed over the rows (``_pointwise_terms.row_loss``), as :func:`rows_grad_hess`."""
     total = 0.0
     for i in range(scores.shape[0]):
-        m = 1.0 - (2.0 * labels[i] - 1.0) * scores[i]
-        if m > 0.0:
-            w = row_weight(weights, use_weights, i)
-            total += c * w * m * m
+        total += row_loss(kind, scores[i], labels[i], row_weight(weights, use_weights, i), param)
     return total
+
+
+# The least-squares terms inside other losses' kernels (QBRank's, the click losses' labelled rows).
+@njit(cache=True)
+def squared_error_grad_hess(scores, labels, weights, use_weights, out_grad, out_hess):
+    rows_grad_hess(RowKind.SQUARED_ERROR, scores, labels, weights, use_weights, 0.0, out_grad, out_hess)
+
+
+@njit(cache=True)
+def squared_error_loss(scores, labels, weights, use_weights):
+    return rows_loss(RowKind.SQUARED_ERROR, scores, labels, weights, use_weights, 0.0)
 
 
 # --- McRank: softmax over K outputs per row ----------------------------------------------------------

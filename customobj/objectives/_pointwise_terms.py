@@ -23,8 +23,8 @@ from numba import njit
 
 
 class RowKind(IntEnum):
-    """The pointwise loss of a row, as :func:`row_terms` takes it (the GPU's one row driver,
-    ``_pointwise_cuda.pointwise_rows``; the CPU keeps one loop per loss)."""
+    """The pointwise loss of a row, as :func:`row_terms` and :func:`row_loss` take it (the row drivers:
+    ``_pointwise_kernels.rows_grad_hess`` on the CPU, ``_pointwise_cuda.pointwise_rows`` on the GPU)."""
 
     SQUARED_ERROR = 0
     LOGISTIC = 1  # param: sigma
@@ -115,3 +115,19 @@ def row_terms(kind, s, y, w, param):
             return True, g, h
         return False, 0.0, 0.0
     return True, math.nan, math.nan
+
+
+@njit(cache=True)
+def row_loss(kind, s, y, w, param):
+    """One row's loss of ``kind`` (codes and ``param`` as :func:`row_terms`): ``w (s - y)^2 / 2``,
+    ``w softplus(-2 t sigma s)`` or ``C w max(0, 1 - t s)^2``; an unknown code gives NaN."""
+    if kind == RowKind.SQUARED_ERROR:
+        d = s - y
+        return 0.5 * w * d * d
+    if kind == RowKind.LOGISTIC:
+        z = -2.0 * (2.0 * y - 1.0) * param * s
+        return w * (max(z, 0.0) + math.log1p(math.exp(-abs(z))))  # softplus(z)
+    if kind == RowKind.SQUARED_HINGE:
+        m = squared_hinge_margin(s, y)
+        return param * w * m * m if m > 0.0 else 0.0
+    return math.nan

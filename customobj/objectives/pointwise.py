@@ -2,7 +2,7 @@
 per row, no query structure needed."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import ClassVar, Optional
 
 import numpy as np
 
@@ -10,6 +10,7 @@ from .._validation import SCORE_LIMIT, as_scores, check_int, check_positive
 from ._arrays import kernel_weights
 from .base import DeviceRoute, Objective, Prepared
 from . import _pointwise_kernels as K
+from ._pointwise_terms import RowKind
 
 __all__ = ["SquaredError", "Logistic", "SquaredHinge", "McRank"]
 
@@ -18,14 +19,37 @@ __all__ = ["SquaredError", "Logistic", "SquaredHinge", "McRank"]
 MAX_CLASSES = 1024
 
 
-def _labelwise(kernel, scores, prep, *rest):
-    """``kernel(scores, labels, weights, use_weights, *rest)``: a pointwise kernel on the prepared labels
-    and weights (the weights in kernel form, :func:`~customobj.objectives._arrays.kernel_weights`)."""
-    w, use_w = kernel_weights(prep.weight)
-    return kernel(scores, prep.labels, w, use_w, *rest)
+class _RowLoss(Objective):
+    """A loss of one term a row of a :class:`~._pointwise_terms.RowKind` (``_ROW_KIND``), with the
+    parameter :meth:`_param`: its CPU kernels are ``_pointwise_kernels.rows_grad_hess`` / ``rows_loss``
+    over the weights of :meth:`_row_weights`; its GPU route is ``_pointwise_route.<_ROUTE>`` (imported
+    on use). McRank, with K outputs a row, brings its own kernels."""
+
+    _ROW_KIND: ClassVar[RowKind]
+    _ROUTE: ClassVar[str]
+
+    def _param(self) -> float:
+        return 0.0
+
+    def _row_weights(self, prep, state):
+        """The prepared weights in kernel form (:func:`~customobj.objectives._arrays.kernel_weights`)."""
+        return kernel_weights(prep.weight)
+
+    def device_route(self) -> DeviceRoute:
+        from . import _pointwise_route as R
+
+        return DeviceRoute(getattr(R, self._ROUTE))
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        w, use_w = self._row_weights(prep, state)
+        K.rows_grad_hess(int(self._ROW_KIND), scores, prep.labels, w, use_w, self._param(), out_grad, out_hess)
+
+    def _loss(self, scores, prep, state):
+        w, use_w = self._row_weights(prep, state)
+        return K.rows_loss(int(self._ROW_KIND), scores, prep.labels, w, use_w, self._param())
 
 
-class SquaredError(Objective):
+class SquaredError(_RowLoss):
     r"""Least squares on the labels: MART / GBT regression.
 
     .. math::
@@ -48,16 +72,8 @@ class SquaredError(Objective):
     ([-0.5, 0.0], [1.0, 1.0])
     """
 
-    def device_route(self) -> DeviceRoute:
-        from . import _pointwise_route as R
-
-        return DeviceRoute(R.SQUARED_ERROR)
-
-    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        _labelwise(K.squared_error_grad_hess, scores, prep, out_grad, out_hess)
-
-    def _loss(self, scores, prep, state):
-        return _labelwise(K.squared_error_loss, scores, prep)
+    _ROW_KIND = RowKind.SQUARED_ERROR
+    _ROUTE = "SQUARED_ERROR"
 
 
 def _binary_labels(y):
@@ -72,7 +88,7 @@ def _binary_labels(y):
     return y
 
 
-class _BinaryObjective(Objective):
+class _BinaryObjective(_RowLoss):
     """Shared label handling of the two-class losses: ``t = 2 y - 1`` with ``y`` in ``{0, 1}``.
 
     ``prepare`` also accepts ``{-1, +1}`` labels and maps them to ``{0, 1}`` (also inside a ``Sum``,
@@ -147,18 +163,11 @@ class Logistic(_BinaryObjective):
             w = w * prep.weight
         return np.ascontiguousarray(w, dtype=np.float64)
 
-    def device_route(self) -> DeviceRoute:
-        from . import _pointwise_route as R
+    _ROW_KIND = RowKind.LOGISTIC
+    _ROUTE = "LOGISTIC"
 
-        return DeviceRoute(R.LOGISTIC)
-
-    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        w, use_w = self._row_weights(prep, state)
-        K.logistic_grad_hess(scores, prep.labels, w, use_w, self.sigma, out_grad, out_hess)
-
-    def _loss(self, scores, prep, state):
-        w, use_w = self._row_weights(prep, state)
-        return K.logistic_loss(scores, prep.labels, w, use_w, self.sigma)
+    def _param(self) -> float:
+        return self.sigma
 
 
 class SquaredHinge(_BinaryObjective):
@@ -194,19 +203,14 @@ class SquaredHinge(_BinaryObjective):
     def __init__(self, *, C: float = 1.0) -> None:
         self.C = check_positive(C, "C")
 
-    def device_route(self) -> DeviceRoute:
-        from . import _pointwise_route as R
+    _ROW_KIND = RowKind.SQUARED_HINGE
+    _ROUTE = "SQUARED_HINGE"
 
-        return DeviceRoute(R.SQUARED_HINGE)
-
-    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        _labelwise(K.squared_hinge_grad_hess, scores, prep, self.C, out_grad, out_hess)
-
-    def _loss(self, scores, prep, state):
-        return _labelwise(K.squared_hinge_loss, scores, prep, self.C)
+    def _param(self) -> float:
+        return self.C
 
 
-class McRank(Objective):
+class McRank(_RowLoss):
     r"""McRank: ranking by multiclass classification, ``K`` outputs (one per grade) per row.
 
     .. math::
@@ -280,16 +284,13 @@ class McRank(Objective):
             raise ValueError(f"scores must have shape (n_rows, {k}) for McRank with {k} classes, got {s.shape}")
         return s
 
-    def device_route(self) -> DeviceRoute:
-        from . import _pointwise_route as R
-
-        return DeviceRoute(R.mcrank)
+    _ROUTE = "mcrank"
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        _labelwise(K.mcrank_grad_hess, scores, prep, out_grad, out_hess)
+        K.mcrank_grad_hess(scores, prep.labels, *self._row_weights(prep, state), out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
-        return _labelwise(K.mcrank_loss, scores, prep)
+        return K.mcrank_loss(scores, prep.labels, *self._row_weights(prep, state))
 
     def predict_relevance(self, raw_scores: np.ndarray) -> np.ndarray:
         """Expected grade ``sum_k k p_k`` of each row (the McRank ranking score), shape ``(n,)``."""

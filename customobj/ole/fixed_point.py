@@ -28,8 +28,7 @@ in float64. **Rounding bound:** :math:`|\tilde x_k - x_k| \le \delta / 2 = R\,2^
 :math:`2^{20}\sum|x| / P \le T \le 2^{20}\sum|x| / P + n`, :math:`R < 4 (\sum_k |x_k| + n P 2^{-20})`,
 so each value moves by less than :math:`2^{-51} (\sum_k |x_k| + n\,2^{-20} P)`, a sum of
 :math:`n'` of them by less than :math:`n'` times that (the errors have random signs: typically
-:math:`\sqrt{n'}` times). With 60 million couplings the tree's total coupling moves by at most
-~3e-8 of itself, typically ~1e-12 (the float32 chunk sums this replaces: ~5e-9 measured).
+:math:`\sqrt{n'}` times); docs/kernel-notes.md works the bound out at a large data set's size.
 A value below :math:`\delta/2` becomes 0; non-finite values leave the grid step at 0 (no
 rounding; the sums are then not exact, and the GPU's are 0).
 

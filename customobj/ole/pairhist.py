@@ -31,9 +31,9 @@ Threads: at most ``_MAX_BLOCKS`` blocks of pairs, so with more threads than bloc
 also cut into groups of features (``feature_groups``), one work item per (block, group): every
 group walks the block's pairs (the same chunks, so each feature's sums are added in the same
 order: the same bits for any number of groups) and fills only its features' slots. Groups repeat
-the per-pair bookkeeping, but the per-feature work, most of a pass, is split; without groups a
-16-thread machine left half its threads idle in this pass. The blocks' histograms are then added
-per feature in parallel, in block order.
+the per-pair bookkeeping, but the per-feature work, most of a pass, is split (without groups, threads
+sat idle in this pass: docs/kernel-notes.md). The blocks' histograms are then added per feature in
+parallel, in block order.
 
 Precision (``PairScratch(dtype=...)``). The grower passes couplings pre-rounded to a power-of-two
 grid (:mod:`.fixed_point`) and float64 accumulators (every OLE criterion): every sum is then exact,
@@ -43,12 +43,11 @@ so the histogram is the same in any order, for any block or group count, and on 
 histogram, and the coupling-sum channel R is float64 throughout. A float32 row sum of ``m`` couplings ``c >= 0`` is within ``(m + 1) u`` of its exact
 value, ``u = 2**-24``, relative to the sum (``m`` is at most the row's pairs in one chunk, a few
 dozen), and these errors have random signs, so a candidate child coupling
-``C_left(t) = sum_{b <= t} hi[b]`` carries an error of about ``u`` times the node's coupling:
-measured 5.5e-9 of it at worst on MQ2008 Fold1 (LambdaRank, truncation 30), tested at < 1e-6
-(tests/test_ole_pairhist.py). Float32 halves the accumulators' memory traffic and doubles the
-SIMD lanes of the pair loop: 1.5x faster on the root's pass (MSLR-shaped data, one thread), but
-only ~4% on a whole OLE tree, whose pair passes are dominated by per-pair bookkeeping and by each
-touched row's flush (one scatter per feature and channel), not by the vector work.
+``C_left(t) = sum_{b <= t} hi[b]`` carries an error of about ``u`` times the node's coupling,
+tested at < 1e-6 of it (tests/test_ole_pairhist.py). Float32 halves the accumulators' memory
+traffic and doubles the SIMD lanes of the pair loop; a whole OLE tree gains little from it, its
+pair passes being dominated by per-pair bookkeeping and by each touched row's flush (one scatter
+per feature and channel). The measured error and speeds: docs/kernel-notes.md.
 With float64 accumulators the split's children's ``C`` (their node hessians, leaf values, recorded
 gains) are the histogram's exact sums, which the grower takes from the split (:mod:`.grower`).
 
