@@ -22,10 +22,17 @@ beta, the logger's position probabilities and ``fit_direct_method``), and ``labe
 (``lgb:LambdaRank`` on the true labels of every query-document the log shows, once each).
 
 Per logger every pair of methods is a paired t-test over the ``folds x logs`` units, Holm-adjusted
-over the pairs of that logger (click_study.analyse).
+over the pairs of that logger (click_study.analyse); the issue's target has its own family of two
+(``Affine`` over ``Unbiased`` and over ``XGBoost unbiased``, Holm over those two) and the share of the
+gap from ``Unbiased`` to ``labels ceiling`` that ``Affine`` takes (``target`` in the JSON).
+
+Each finished unit is appended as one JSON line to ``--units`` (default: ``--out`` with ``.units.jsonl``);
+a run started again with the same file skips the units it holds (same dataset, logger, fold and log),
+so a run cut short is resumed and a partial run is reported (``--report`` analyses the file alone).
 
     python benchmarks/trust_study.py [--data ../shared/data] [--dataset mq2008] [--folds 1,2,3,4,5] [--logs 8]
         [--sessions 48] [--loggers deterministic,randomised,stochastic] [--rounds 200] [--out trust_study.json]
+        [--units trust_study.units.jsonl] [--report]
 """
 from __future__ import annotations
 
@@ -33,6 +40,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from dataclasses import replace
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -51,6 +59,7 @@ from customobj.compare.folds import load_folds, parse_folds  # noqa: E402
 from customobj.compare.methods import parse_method  # noqa: E402
 from customobj._io import atomic_write_text  # noqa: E402
 from customobj.compare import report  # noqa: E402
+from customobj.compare.stats import holm, paired_difference  # noqa: E402
 
 
 
@@ -178,7 +187,12 @@ def parse_args(argv):
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="trust_study.json")
+    ap.add_argument("--units", default=None, help="JSON lines, one per finished unit (default: --out's stem "
+                    "+ .units.jsonl); units already there are skipped")
+    ap.add_argument("--report", action="store_true", help="analyse the units in --units only; train nothing")
     args = ap.parse_args(argv)
+    if args.units is None:
+        args.units = os.path.splitext(args.out)[0] + ".units.jsonl"
     args.folds = parse_folds(args.folds)
     args.loggers = [x for x in args.loggers.split(",") if x]
     if not args.loggers or any(x not in LOGGERS for x in args.loggers):
@@ -188,41 +202,103 @@ def parse_args(argv):
     return args
 
 
+def _load_units(path):
+    """The units already in the JSON-lines file (none when it does not exist); a torn last line (a run
+    killed while writing) is dropped."""
+    if not os.path.exists(path):
+        return []
+    if not os.path.isfile(path):
+        raise ValueError(f"--units {path!r} is not a regular file")
+    units = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                units.append(json.loads(line))
+            except json.JSONDecodeError:
+                break
+    return units
+
+
+def _append_unit(path, unit):
+    """One finished unit, one line, flushed and synced (a run cut short keeps every unit it finished)."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(report._json_clean(unit)) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def target(units, logger):
+    """The issue's learning-level target on one logger's units: ``Affine`` minus ``Unbiased`` and minus
+    ``XGBoost unbiased`` (paired, Holm over those two), and the share of the gap ``labels ceiling -
+    Unbiased`` (of the means) that ``Affine`` takes."""
+    mine = sorted((u for u in units if u["logger"] == logger), key=lambda u: (u["fold"], u["log"]))
+    need = ("Affine", "Unbiased", "XGBoost unbiased", "labels ceiling")
+    mine = [u for u in mine if all(m in u for m in need)]
+    if len(mine) < 2:
+        return None
+    score = {m: np.array([u[m] for u in mine]) for m in need}
+    family = [dict(versus=v, **paired_difference(score["Affine"] - score[v])) for v in ("Unbiased", "XGBoost unbiased")]
+    for c, p in zip(family, holm([c["p"] for c in family])):
+        c["p_holm"] = float(p)
+    gap = float(score["labels ceiling"].mean() - score["Unbiased"].mean())
+    share = float((score["Affine"].mean() - score["Unbiased"].mean()) / gap) if gap > 0 else float("nan")
+    met = all(c["mean"] > 0 and c["p_holm"] < 0.05 for c in family) and share >= 0.6
+    return {"logger": logger, "n": len(mine), "contrasts": family, "gap_share": share, "met": bool(met)}
+
+
 def main(argv=None):
     args = parse_args(argv)
     curves = true_curves(parse_clicks(f"trust:eta=1.0,sessions={args.sessions},shown=10"))
     truth = (np.array(curves["alpha"]), np.array(curves["beta"]))
     settings = trainers.Settings(rounds=args.rounds, num_leaves=31, learning_rate=0.1, seed=args.seed, jobs=args.jobs,
                                  early_stopping=20)
-    ns = argparse.Namespace(train=None, valid=None, test=None, letor=os.path.join(args.data, args.dataset),
-                            folds=args.folds, synthetic_queries=None, synthetic_docs=None, seed=args.seed)
-    folds, _ = load_folds(ns)
-    rows, units = [], []
-    for log in range(args.logs):  # the loggers innermost: a run cut short has every logger's first units
-        for fold, train, valid, test in folds:
-            for logger in args.loggers:
-                seed = args.seed + LOG_STRIDE * log + fold
-                scores, errors = run_unit(args, logger, train, valid, test, seed, truth, settings)
-                units.append({"logger": logger, "fold": fold, "log": log + 1, **scores, "max_errors": errors})
-                print(json.dumps(units[-1]), file=sys.stderr, flush=True)
-                rows += [{"dataset": args.dataset, "click_model": logger, "fold": fold, "log": log + 1, "method": m,
-                          "ndcg@10": v} for m, v in scores.items()]
+    units = [u for u in _load_units(args.units) if u.get("dataset", args.dataset) == args.dataset]
+    if not args.report:
+        ns = argparse.Namespace(train=None, valid=None, test=None, letor=os.path.join(args.data, args.dataset),
+                                folds=args.folds, synthetic_queries=None, synthetic_docs=None, seed=args.seed)
+        folds, _ = load_folds(ns)
+        done = {(u["logger"], u["fold"], u["log"]) for u in units}
+        for log in range(args.logs):  # the loggers innermost: a run cut short has every logger's first units
+            for fold, train, valid, test in folds:
+                for logger in args.loggers:
+                    if (logger, fold, log + 1) in done:
+                        continue
+                    seed = args.seed + LOG_STRIDE * log + fold
+                    start = time.perf_counter()
+                    scores, errors = run_unit(args, logger, train, valid, test, seed, truth, settings)
+                    units.append({"dataset": args.dataset, "logger": logger, "fold": fold, "log": log + 1, **scores,
+                                  "max_errors": errors, "seconds": round(time.perf_counter() - start, 1)})
+                    _append_unit(args.units, units[-1])
+                    print(json.dumps(units[-1]), file=sys.stderr, flush=True)
+    units = [u for u in units if u["logger"] in args.loggers]
+    rows = [{"dataset": args.dataset, "click_model": u["logger"], "fold": u["fold"], "log": u["log"], "method": m,
+             "ndcg@10": v} for u in units for m, v in u.items() if isinstance(v, float) and m != "seconds"]
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    means, contrasts = [], []
+    means, contrasts, targets = [], [], []
     for logger in args.loggers:
         mine = [r for r in rows if r["click_model"] == logger]
         have = [m for m in methods if any(r["method"] == m for r in mine)]
+        if not mine:
+            continue
         m2, c2 = analyse(mine, have)
         means += m2
         contrasts += c2
     print(format_tables(means, contrasts).replace(" clicks:", " logger, trust clicks:"))
     for logger in args.loggers:
+        t = target(units, logger)
+        if t is not None:
+            targets.append(t)
+            said = "; ".join(f"Affine - {c['versus']} {c['mean']:+.4f} [{c['ci_low']:+.4f}, {c['ci_high']:+.4f}] "
+                             f"Holm p {c['p_holm']:.3g}" for c in t["contrasts"])
+            print(f"{logger} ({t['n']} units) target: {said}; share of the gap to the ceiling {t['gap_share']:.2f}: "
+                  f"{'met' if t['met'] else 'NOT met'}")
         for kind in ("TrustEM", "interventions"):
             e = [u["max_errors"][kind] for u in units if u["logger"] == logger and kind in u["max_errors"]]
             if e:
                 print(f"{logger}: {kind} largest error over the positions, mean over units: alpha "
                       f"{np.mean([x[0] for x in e]):.3f}, beta {np.mean([x[1] for x in e]):.3f}")
-    doc = {"options": {k: v for k, v in vars(args).items()}, "units": units, "means": means, "contrasts": contrasts}
+    doc = {"options": {k: v for k, v in vars(args).items()}, "units": units, "means": means, "contrasts": contrasts,
+           "target": targets}
     atomic_write_text(args.out, json.dumps(report._json_clean(doc), indent=1) + "\n")
     return 0
 
