@@ -55,6 +55,9 @@ def train_regression_em(client: Any, em: RegressionEM, X: Any, y: Any, position:
     if not isinstance(em, RegressionEM):
         raise TypeError(f"em must be a customobj.RegressionEM, got {type(em).__name__}")
     lib, n_iter, n_est, lr, leaves, min_child, seed, extra = em._checked()
+    if em.relevance_model is not None:
+        raise NotImplementedError("train_regression_em grows the default relevance model (xgboost.dask); "
+                                  f"relevance_model={type(em.relevance_model).__name__} trains on one machine: em.fit")
     if lib != XGBOOST:
         raise NotImplementedError(
             f"train_regression_em trains RegressionEM(library='xgboost') on Dask; got library={em.library!r}: "

@@ -254,7 +254,7 @@ def estimate_affine(obj: Any, X: Any, y: np.ndarray, position: Any, seed: int):
         raise ValueError("Affine learns from clicks: run compare with --clicks (its parameters are estimated on the "
                          "click log)")
     em = TrustEM(seed=seed, **AFFINE_EM)
-    return Affine.from_log(obj.objective, X, y, position=position, em=em, query_norm=obj.query_norm)
+    return Affine.fit_log(obj.objective, X, y, position=position, em=em, query_norm=obj.query_norm).objective
 
 
 #: Method targets that are not objective classes but wrap one named by their ``objective`` option,
