@@ -303,6 +303,10 @@ def test_regression_em_on_dask_refuses_lightgbm_and_bad_rows(click_log):
         ad.train_regression_em(None, customobj.RegressionEM(library="xgboost"), X, y, position[:3])
     with pytest.raises(TypeError, match="em must be a customobj.RegressionEM"):
         ad.train_regression_em(None, customobj.RegressionEM, X, y, position)
+    from customobj.clicks.relevance_model import BoostedRelevance
+    with pytest.raises(NotImplementedError, match="relevance_model=BoostedRelevance"):
+        ad.train_regression_em(None, customobj.RegressionEM(library="xgboost", relevance_model=BoostedRelevance()), X,
+                               y, position)
 
 
 def test_multi_objective_sums_its_gram_and_costs_over_the_workers(client, click_log):

@@ -242,8 +242,8 @@ def raw_predict(lib, model, X, n_trees):
 
 
 def check_relevance_model(model: Any) -> Any:
-    """``model`` if it has callable ``fit`` and ``predict`` (a :class:`RelevanceLearner`), else TypeError."""
-    if not isinstance(model, RelevanceLearner):
+    """``model`` if it is an instance with ``fit`` and ``predict`` (a :class:`RelevanceLearner`), else TypeError."""
+    if isinstance(model, type) or not isinstance(model, RelevanceLearner):
         raise TypeError(f"relevance_model must have fit(X, y, sample_weight=) and predict(X) (a RelevanceLearner, "
                         f"e.g. BoostedRelevance or a scikit-learn regressor), got {type(model).__name__}")
     return model
