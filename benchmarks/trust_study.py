@@ -32,7 +32,7 @@ so a run cut short is resumed and a partial run is reported (``--report`` analys
 
     python benchmarks/trust_study.py [--data ../shared/data] [--dataset mq2008] [--folds 1,2,3,4,5] [--logs 8]
         [--sessions 48] [--loggers deterministic,randomised,stochastic] [--rounds 200] [--out trust_study.json]
-        [--units trust_study.units.jsonl] [--report]
+        [--units trust_study.units.jsonl] [--methods Affine,...] [--report [--units A.jsonl:Affine=Old+B.jsonl]]
 """
 from __future__ import annotations
 
@@ -81,6 +81,7 @@ LOG_STRIDE = 1000  # click_study's: log l of a fold is seeded seed + 1000 l + fo
 _METHODS = {"Unbiased": "lgb:Unbiased(objective=LambdaRank)", "XGBoost unbiased": "xgb:rank:ndcg(lambdarank_unbiased=true)",
             "labels ceiling": "lgb:LambdaRank"}
 _AFFINE = "lgb:Affine(objective=LambdaRank)"
+METHODS = ("Unbiased", "XGBoost unbiased", "Affine", "Affine interventions", "Affine true", "DR true", "labels ceiling")
 
 
 def _with_objective(build, split, valid, test, settings):
@@ -144,32 +145,39 @@ def run_unit(args, logger, train, valid, test, seed, truth, settings):
     split = replace(train, X=log.X, y=log.y, sizes=log.group, position=log.position)
     alpha, beta = truth
     out, errors = {}, {}
+    want = set(args.methods)
     for name in ("Unbiased", "XGBoost unbiased"):
-        out[name] = _score(trainers.train(parse_method(_METHODS[name]), settings, split, valid, test), test)
+        if name in want:
+            out[name] = _score(trainers.train(parse_method(_METHODS[name]), settings, split, valid, test), test)
     seen = []
 
     def estimated(obj, X, y, position, s, saved):
         seen.append(saved(obj, X, y, position, s))
         return seen[-1]
-    out["Affine"] = _with_objective(estimated, split, valid, test, settings)
-    errors["TrustEM"] = (float(np.abs(seen[0].alpha - alpha).max()), float(np.abs(seen[0].beta - beta).max()))
-    if logger == "randomised":
+    if "Affine" in want:
+        out["Affine"] = _with_objective(estimated, split, valid, test, settings)
+        errors["TrustEM"] = (float(np.abs(seen[0].alpha - alpha).max()), float(np.abs(seen[0].beta - beta).max()))
+    if logger == "randomised" and "Affine interventions" in want:
         est = estimate_trust(log)
         errors["interventions"] = (float(np.abs(est.alpha - alpha).max()), float(np.abs(est.beta - beta).max()))
         out["Affine interventions"] = _with_objective(
             lambda obj, *a: Affine(obj.objective, alpha=est.alpha, beta=est.beta), split, valid, test, settings)
-    out["Affine true"] = _with_objective(lambda obj, *a: Affine(obj.objective, alpha=alpha, beta=beta),
-                                         split, valid, test, settings)
-    P = _position_prob(logger, production, train, 10, args.explore, temperature, seed)
-    direct = fit_direct_method(log, alpha=alpha, beta=beta, seed=seed).predict(train.X)
-    dr = dr_data(log, (train.X, train.y, train.sizes), alpha=alpha, beta=beta, position_prob=P, direct=direct)
-    dr_split = replace(train, X=dr.X, y=dr.y, sizes=dr.group, position=None)
-    out["DR true"] = _train_dr(DoublyRobust.for_data(LambdaRank(), dr), dr_split, valid, test, settings)
-    rows = np.unique(log.row)  # sorted: grouped by query as the training part is
-    qid = np.repeat(np.arange(train.sizes.size), train.sizes)[rows]
-    ceiling = replace(train, X=train.X[rows], y=train.y[rows], sizes=np.bincount(qid)[np.unique(qid)], position=None)
-    out["labels ceiling"] = _score(trainers.train(parse_method(_METHODS["labels ceiling"]), settings, ceiling, valid,
-                                                  test), test)
+    if "Affine true" in want:
+        out["Affine true"] = _with_objective(lambda obj, *a: Affine(obj.objective, alpha=alpha, beta=beta),
+                                             split, valid, test, settings)
+    if "DR true" in want:
+        P = _position_prob(logger, production, train, 10, args.explore, temperature, seed)
+        direct = fit_direct_method(log, alpha=alpha, beta=beta, seed=seed).predict(train.X)
+        dr = dr_data(log, (train.X, train.y, train.sizes), alpha=alpha, beta=beta, position_prob=P, direct=direct)
+        dr_split = replace(train, X=dr.X, y=dr.y, sizes=dr.group, position=None)
+        out["DR true"] = _train_dr(DoublyRobust.for_data(LambdaRank(), dr), dr_split, valid, test, settings)
+    if "labels ceiling" in want:
+        rows = np.unique(log.row)  # sorted: grouped by query as the training part is
+        qid = np.repeat(np.arange(train.sizes.size), train.sizes)[rows]
+        ceiling = replace(train, X=train.X[rows], y=train.y[rows], sizes=np.bincount(qid)[np.unique(qid)],
+                          position=None)
+        out["labels ceiling"] = _score(trainers.train(parse_method(_METHODS["labels ceiling"]), settings, ceiling,
+                                                      valid, test), test)
     return out, errors
 
 
@@ -190,16 +198,39 @@ def parse_args(argv):
     ap.add_argument("--units", default=None, help="JSON lines, one per finished unit (default: --out's stem "
                     "+ .units.jsonl); units already there are skipped")
     ap.add_argument("--report", action="store_true", help="analyse the units in --units only; train nothing")
+    ap.add_argument("--methods", default=",".join(METHODS), help="the methods to train (a run of some of them can "
+                    "be joined to another's units in a report)")
     args = ap.parse_args(argv)
     if args.units is None:
         args.units = os.path.splitext(args.out)[0] + ".units.jsonl"
     args.folds = parse_folds(args.folds)
     args.loggers = [x for x in args.loggers.split(",") if x]
+    args.methods = [x for x in args.methods.split(",") if x]
+    if not args.methods or any(x not in METHODS for x in args.methods):
+        ap.error(f"--methods: a comma-separated list of {', '.join(METHODS)}")
     if not args.loggers or any(x not in LOGGERS for x in args.loggers):
         ap.error(f"--loggers: a comma-separated list of {', '.join(LOGGERS)}")
     if args.logs < 1 or args.sessions < 1 or args.rounds < 1 or not 0 <= args.explore <= 1 or args.temperature <= 0:
         ap.error("--logs, --sessions, --rounds and --temperature must be positive, --explore in [0, 1]")
     return args
+
+
+def _joined_units(spec):
+    """The units of ``--units`` in a report: one file, or several joined by ``+``, each optionally
+    ``FILE:old=new;...`` to rename its methods; units of the same (dataset, logger, fold, log) are merged
+    (a later file's methods added to an earlier's: runs of some methods joined to another's)."""
+    merged: dict = {}
+    for part in spec.split("+"):
+        path, _, renames = part.partition(":")
+        names = dict(r.split("=", 1) for r in renames.split(";") if "=" in r)
+        for u in _load_units(path):
+            key = (u.get("dataset"), u["logger"], u["fold"], u["log"])
+            unit = merged.setdefault(key, {})
+            errors = dict(unit.get("max_errors", {}))
+            errors.update({names.get(k, k): v for k, v in u.get("max_errors", {}).items()})
+            unit.update({names.get(k, k): v for k, v in u.items()})
+            unit["max_errors"] = errors
+    return list(merged.values())
 
 
 def _load_units(path):
@@ -227,23 +258,24 @@ def _append_unit(path, unit):
         os.fsync(f.fileno())
 
 
-def target(units, logger):
+def target(units, logger, affine="Affine"):
     """The issue's learning-level target on one logger's units: ``Affine`` minus ``Unbiased`` and minus
     ``XGBoost unbiased`` (paired, Holm over those two), and the share of the gap ``labels ceiling -
     Unbiased`` (of the means) that ``Affine`` takes."""
     mine = sorted((u for u in units if u["logger"] == logger), key=lambda u: (u["fold"], u["log"]))
-    need = ("Affine", "Unbiased", "XGBoost unbiased", "labels ceiling")
+    need = (affine, "Unbiased", "XGBoost unbiased", "labels ceiling")
     mine = [u for u in mine if all(m in u for m in need)]
     if len(mine) < 2:
         return None
     score = {m: np.array([u[m] for u in mine]) for m in need}
-    family = [dict(versus=v, **paired_difference(score["Affine"] - score[v])) for v in ("Unbiased", "XGBoost unbiased")]
+    family = [dict(versus=v, **paired_difference(score[affine] - score[v])) for v in ("Unbiased", "XGBoost unbiased")]
     for c, p in zip(family, holm([c["p"] for c in family])):
         c["p_holm"] = float(p)
     gap = float(score["labels ceiling"].mean() - score["Unbiased"].mean())
-    share = float((score["Affine"].mean() - score["Unbiased"].mean()) / gap) if gap > 0 else float("nan")
+    share = float((score[affine].mean() - score["Unbiased"].mean()) / gap) if gap > 0 else float("nan")
     met = all(c["mean"] > 0 and c["p_holm"] < 0.05 for c in family) and share >= 0.6
-    return {"logger": logger, "n": len(mine), "contrasts": family, "gap_share": share, "met": bool(met)}
+    return {"logger": logger, "affine": affine, "n": len(mine), "contrasts": family, "gap_share": share,
+            "met": bool(met)}
 
 
 def main(argv=None):
@@ -252,7 +284,8 @@ def main(argv=None):
     truth = (np.array(curves["alpha"]), np.array(curves["beta"]))
     settings = trainers.Settings(rounds=args.rounds, num_leaves=31, learning_rate=0.1, seed=args.seed, jobs=args.jobs,
                                  early_stopping=20)
-    units = [u for u in _load_units(args.units) if u.get("dataset", args.dataset) == args.dataset]
+    loaded = _joined_units(args.units) if args.report else _load_units(args.units)
+    units = [u for u in loaded if u.get("dataset", args.dataset) == args.dataset]
     if not args.report:
         ns = argparse.Namespace(train=None, valid=None, test=None, letor=os.path.join(args.data, args.dataset),
                                 folds=args.folds, synthetic_queries=None, synthetic_docs=None, seed=args.seed)
@@ -271,9 +304,13 @@ def main(argv=None):
                     _append_unit(args.units, units[-1])
                     print(json.dumps(units[-1]), file=sys.stderr, flush=True)
     units = [u for u in units if u["logger"] in args.loggers]
+    scored = [m for u in units for m, v in u.items() if isinstance(v, float) and m != "seconds"]
+    methods = list(dict.fromkeys(scored))
+    complete = [u for u in units if all(m in u for m in methods)]  # the pairwise tables: units with every method
+    if len(complete) < len(units):
+        print(f"pairwise tables over the {len(complete)} of {len(units)} units that have every method", flush=True)
     rows = [{"dataset": args.dataset, "click_model": u["logger"], "fold": u["fold"], "log": u["log"], "method": m,
-             "ndcg@10": v} for u in units for m, v in u.items() if isinstance(v, float) and m != "seconds"]
-    methods = list(dict.fromkeys(r["method"] for r in rows))
+             "ndcg@10": u[m]} for u in complete for m in methods]
     means, contrasts, targets = [], [], []
     for logger in args.loggers:
         mine = [r for r in rows if r["click_model"] == logger]
@@ -285,10 +322,12 @@ def main(argv=None):
         contrasts += c2
     print(format_tables(means, contrasts).replace(" clicks:", " logger, trust clicks:"))
     for logger in args.loggers:
-        t = target(units, logger)
-        if t is not None:
+        for affine in [m for m in methods if m.startswith("Affine") and m not in ("Affine true", "Affine interventions")]:
+            t = target(units, logger, affine)
+            if t is None:
+                continue
             targets.append(t)
-            said = "; ".join(f"Affine - {c['versus']} {c['mean']:+.4f} [{c['ci_low']:+.4f}, {c['ci_high']:+.4f}] "
+            said = "; ".join(f"{affine} - {c['versus']} {c['mean']:+.4f} [{c['ci_low']:+.4f}, {c['ci_high']:+.4f}] "
                              f"Holm p {c['p_holm']:.3g}" for c in t["contrasts"])
             print(f"{logger} ({t['n']} units) target: {said}; share of the gap to the ceiling {t['gap_share']:.2f}: "
                   f"{'met' if t['met'] else 'NOT met'}")
