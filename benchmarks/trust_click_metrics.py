@@ -14,7 +14,10 @@ standardised features, seeded). For each ranker, over the log's sessions:
 - ``clicks``: ``ips_dcg`` with propensity 1 (raw clicks).
 
 Reported per fold and metric: Kendall's tau with ``true`` over the rankers, and the mean relative error
-``|estimate - true| / true`` (meaningful only for estimators on the true scale).
+``|estimate - true| / true`` (meaningful only for estimators on the true scale); for ``affine
+(TrustEM)`` also that error after the one affine map ``a DCG + b`` fitted to the truth over the
+rankers (``relative_error_scale_fitted``, ``scale_map``): the part of the error the relevance scale,
+which clicks leave free, does not explain.
 
     python benchmarks/trust_click_metrics.py [--data ../shared/data] [--folds 1,2,3,4,5] [--sessions 48]
 """
@@ -66,8 +69,15 @@ def run_fold(path, fold, args, truth):
         est["IPS"].append(ips_dcg(s, log.y, log.group, 10, propensity=em.position_bias_))
         est["clicks"].append(ips_dcg(s, log.y, log.group, 10, propensity=np.ones(10)))
     t = np.array(est["true"])
-    return {m: {"kendall_tau": _kendall(t, v), "mean_relative_error": float(np.mean(np.abs(np.array(v) - t) / t))}
-            for m, v in est.items() if m != "true"}
+    out = {m: {"kendall_tau": _kendall(t, v), "mean_relative_error": float(np.mean(np.abs(np.array(v) - t) / t))}
+           for m, v in est.items() if m != "true"}
+    # how much of TrustEM's error is the relevance scale clicks leave free: every affine estimate moves by
+    # one map a DCG + b (a, b the same for all rankers; sessions of one length), so fit that map to the truth
+    v = np.array(est["affine (TrustEM)"])
+    a, b = np.polyfit(v, t, 1)
+    out["affine (TrustEM)"]["relative_error_scale_fitted"] = float(np.mean(np.abs(a * v + b - t) / t))
+    out["affine (TrustEM)"]["scale_map"] = [float(a), float(b)]
+    return out
 
 
 def _dcg(scores, gains, group):
