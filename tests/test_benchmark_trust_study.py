@@ -16,6 +16,8 @@ import trust_study as bench  # noqa: E402
 
 sys.path.insert(0, str(BENCH))  # each benchmark takes its own folder off sys.path when imported
 import trust_click_metrics  # noqa: E402
+sys.path.insert(0, str(BENCH))
+import trust_em_trace  # noqa: E402
 
 from customobj.compare import trainers  # noqa: E402
 
@@ -100,3 +102,31 @@ def test_tiny_click_metric_check(data_dir, tmp_path):
     assert set(fold) == {"affine (TrustEM)", "affine (true)", "IPS", "clicks"}
     assert all(-1.0 <= r["kendall_tau"] <= 1.0 and r["mean_relative_error"] >= 0 for r in fold.values())
     assert 0 <= fold["affine (TrustEM)"]["relative_error_scale_fitted"] and len(fold["affine (TrustEM)"]["scale_map"]) == 2
+
+
+def test_tiny_trust_em_trace(data_dir, tmp_path):
+    out = tmp_path / "t.json"
+    assert trust_em_trace.main(["--data", str(data_dir), "--folds", "1", "--sessions", "1", "--iterations", "2",
+                                "--variants", "default,monotone", "--out", str(out)]) == 0
+    runs = json.loads(out.read_text())
+    assert [r["variant"] for r in runs] == ["default", "monotone"] and all(len(r["trace"]) == 2 for r in runs)
+    assert all(0 <= s["alpha"] <= 1 and 0 <= s["beta"] <= 1 and s["family"] >= 0 for r in runs for s in r["trace"])
+    with pytest.raises(SystemExit):
+        trust_em_trace.main(["--variants", "bigger"])
+
+
+def test_the_trace_follows_trust_em_fit():
+    """The traced loop is TrustEM.fit's: after the last iteration its errors are those of the fitted estimate."""
+    d = __import__("customobj").data.synthetic(40, 10, 5, seed=0)
+    log = __import__("customobj").data.simulate_clicks(d, ranker=d.X[:, 0], click_model="trust", sessions=3, seed=0)
+    truth = (np.linspace(0.3, 0.1, 10), np.linspace(0.3, 0.0, 10))
+    em = customobj_trust_em(n_iter=2)
+    steps = trust_em_trace.trace(em, log.X, log.y, log.position, truth)
+    fitted = customobj_trust_em(n_iter=2).fit(log.X, log.y, position=log.position)
+    assert steps[-1] == trust_em_trace.errors(fitted.alpha_, fitted.beta_, truth)
+
+
+def customobj_trust_em(**kw):
+    from customobj.clicks import TrustEM
+
+    return TrustEM(n_estimators=3, **kw)
