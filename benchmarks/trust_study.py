@@ -54,7 +54,7 @@ from customobj.clicks import Affine, DoublyRobust, estimate_trust  # noqa: E402
 from customobj.clicks.doubly_robust import dr_data, fit_direct_method  # noqa: E402
 from customobj.clicks.loggers import plackett_luce_marginals  # noqa: E402
 from customobj.compare import trainers  # noqa: E402
-from customobj.compare.clicks import _weak_ranker, parse_clicks, true_curves  # noqa: E402
+from customobj.compare.clicks import AFFINE_EM, _weak_ranker, parse_clicks, true_curves  # noqa: E402
 from customobj.compare.folds import load_folds, parse_folds  # noqa: E402
 from customobj.compare.methods import parse_method  # noqa: E402
 from customobj._io import atomic_write_text  # noqa: E402
@@ -152,7 +152,14 @@ def run_unit(args, logger, train, valid, test, seed, truth, settings):
     seen = []
 
     def estimated(obj, X, y, position, s, saved):
-        seen.append(saved(obj, X, y, position, s))
+        if args.affine_iterations is None:
+            seen.append(saved(obj, X, y, position, s))
+        else:
+            from customobj.clicks import TrustEM
+
+            em = TrustEM(seed=s, **dict(AFFINE_EM, n_iter=args.affine_iterations))
+            seen.append(Affine.fit_log(obj.objective, X, y, position=position, em=em,
+                                       query_norm=obj.query_norm).objective)
         return seen[-1]
     if "Affine" in want:
         out["Affine"] = _with_objective(estimated, split, valid, test, settings)
@@ -198,6 +205,8 @@ def parse_args(argv):
     ap.add_argument("--units", default=None, help="JSON lines, one per finished unit (default: --out's stem "
                     "+ .units.jsonl); units already there are skipped")
     ap.add_argument("--report", action="store_true", help="analyse the units in --units only; train nothing")
+    ap.add_argument("--affine-iterations", type=int, default=None, help="Affine's TrustEM with this n_iter instead "
+                    "of its default (a variant of the default, labelled in a joined report)")
     ap.add_argument("--methods", default=",".join(METHODS), help="the methods to train (a run of some of them can "
                     "be joined to another's units in a report)")
     args = ap.parse_args(argv)
@@ -331,10 +340,11 @@ def main(argv=None):
                              f"Holm p {c['p_holm']:.3g}" for c in t["contrasts"])
             print(f"{logger} ({t['n']} units) target: {said}; share of the gap to the ceiling {t['gap_share']:.2f}: "
                   f"{'met' if t['met'] else 'NOT met'}")
-        for kind in ("TrustEM", "interventions"):
+        kinds = dict.fromkeys(k for u in units if u["logger"] == logger for k in u.get("max_errors", {}))
+        for kind in kinds:  # TrustEM's, estimate_trust's ("interventions"), as renamed in a joined report
             e = [u["max_errors"][kind] for u in units if u["logger"] == logger and kind in u["max_errors"]]
             if e:
-                print(f"{logger}: {kind} largest error over the positions, mean over units: alpha "
+                print(f"{logger}: {kind} largest error over the positions, mean over {len(e)} units: alpha "
                       f"{np.mean([x[0] for x in e]):.3f}, beta {np.mean([x[1] for x in e]):.3f}")
     doc = {"options": {k: v for k, v in vars(args).items()}, "units": units, "means": means, "contrasts": contrasts,
            "target": targets}
