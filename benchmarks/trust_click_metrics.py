@@ -19,7 +19,7 @@ Reported per fold and metric: Kendall's tau with ``true`` over the rankers, and 
 rankers (``relative_error_scale_fitted``, ``scale_map``): the part of the error the relevance scale,
 which clicks leave free, does not explain.
 
-    python benchmarks/trust_click_metrics.py [--data ../shared/data] [--folds 1,2,3,4,5] [--sessions 48]
+    python benchmarks/trust_click_metrics.py [--data ../shared/data] [--folds 1,2,3,4,5] [--sessions 48] [--iterations N]
 """
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ def run_fold(path, fold, args, truth):
     log = customobj.data.simulate_clicks((train.X, train.y.astype(int), train.group),
                                          ranker=_weak_ranker(split, fold, 2), click_model="trust",
                                          sessions=args.sessions, seed=fold)
-    em = TrustEM(seed=fold, **AFFINE_EM).fit(log.X, log.y, position=log.position)
+    em = TrustEM(seed=fold, **dict(AFFINE_EM, n_iter=args.iterations or AFFINE_EM["n_iter"])).fit(
+        log.X, log.y, position=log.position)
     rng = np.random.default_rng(fold)
     Z = (log.X - log.X.mean(0)) / np.maximum(log.X.std(0), 1e-12)
     rankers = [log.X[:, f] for f in range(args.features)] + [Z @ rng.normal(size=Z.shape[1]) for _ in range(args.mixes)]
@@ -94,6 +95,7 @@ def main(argv=None):
     ap.add_argument("--sessions", type=int, default=48)
     ap.add_argument("--features", type=int, default=10)
     ap.add_argument("--mixes", type=int, default=10)
+    ap.add_argument("--iterations", type=int, default=None, help="TrustEM's n_iter (default compare's AFFINE_EM)")
     ap.add_argument("--out", default="trust_click_metrics.json")
     args = ap.parse_args(argv)
     curves = true_curves(parse_clicks(f"trust:eta=1.0,sessions={args.sessions},shown=10"))

@@ -43,7 +43,7 @@ WEAK_SHARE = 0.05
 WEAK_ROUNDS = 10
 #: Settings of the :class:`customobj.clicks.TrustEM` that estimates ``Affine``'s parameters on a fold's
 #: click log (TrustEM's defaults, measured in docs/trust-bias.md); its seed is the run's.
-AFFINE_EM: dict[str, Any] = {"n_iter": 3, "n_estimators": 10, "learning_rate": 0.05}
+AFFINE_EM: dict[str, Any] = {"n_iter": 10, "n_estimators": 10, "learning_rate": 0.05}
 #: Method targets that are trainers of their own, not objectives: ``lgb:RegressionEM`` /
 #: ``xgb:RegressionEM`` (:class:`customobj.RegressionEM` on that library).
 CLICK_TRAINERS = ("RegressionEM",)
