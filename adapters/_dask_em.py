@@ -33,6 +33,20 @@ def _posterior(clicks, pos, gamma, theta, which):
     return e_step(clicks, theta[pos], gamma)[which]
 
 
+def _stacked(block):
+    """A row block twice: its rows as relevant, then as not relevant (the soft labels' two copies)."""
+    return np.concatenate([block, block])
+
+
+def _stacked_labels(clicks):
+    return np.concatenate([np.ones(clicks.shape[0]), np.zeros(clicks.shape[0])])
+
+
+def _stacked_weights(w, rel):
+    """The two copies' weights: ``w P(R=1)`` and ``w (1 - P(R=1))``."""
+    return np.concatenate([w * rel, w * (1.0 - rel)])
+
+
 def _relevance_block(margin):
     return relevance(np.asarray(margin, dtype=np.float64))
 
@@ -55,6 +69,9 @@ def train_regression_em(client: Any, em: RegressionEM, X: Any, y: Any, position:
     if not isinstance(em, RegressionEM):
         raise TypeError(f"em must be a customobj.RegressionEM, got {type(em).__name__}")
     lib, n_iter, n_est, lr, leaves, min_child, seed, extra = em._checked()
+    if em.relevance_model is not None:
+        raise NotImplementedError("train_regression_em grows the default relevance model (xgboost.dask); "
+                                  f"relevance_model={type(em.relevance_model).__name__} trains on one machine: em.fit")
     if lib != XGBOOST:
         raise NotImplementedError(
             f"train_regression_em trains RegressionEM(library='xgboost') on Dask; got library={em.library!r}: "
@@ -77,8 +94,12 @@ def train_regression_em(client: Any, em: RegressionEM, X: Any, y: Any, position:
     count = np.bincount(pos, weights=w, minlength=n_pos)
     theta = np.full(n_pos, 0.5)
     gamma = da.full(clicks.shape[0], 0.5, chunks=(rows,))
-    X2 = da.concatenate([Xd, Xd])
-    labels2 = da.concatenate([da.ones_like(c_d), da.zeros_like(c_d)])
+    # each row block stacked on itself where it is (relevant copy, then non-relevant): da.concatenate([Xd, Xd])
+    # made blocks that alias another array's blocks, which the scheduler saw again each iteration with a
+    # different task spec for the same key and warned of (dask/dask#9888, "Detected different run_spec")
+    twice = tuple(2 * r for r in rows)
+    X2 = Xd.map_blocks(_stacked, chunks=(twice,) + Xd.chunks[1:], dtype=Xd.dtype).persist()
+    labels2 = c_d.map_blocks(_stacked_labels, chunks=(twice,), dtype=np.float64).persist()
     params = xgboost_em_params(lr, leaves, min_child, seed, extra)
     f = XGBoostObjective(_LOGISTIC)
     model = None
@@ -87,7 +108,7 @@ def train_regression_em(client: Any, em: RegressionEM, X: Any, y: Any, position:
         rel = da.map_blocks(_posterior, c_d, p_d, gamma, theta, 1, dtype=np.float64)
         # the M-step's sums over all rows, then the same theta everywhere
         theta = m_step_theta(da.bincount(p_d, weights=w_d * exam, minlength=n_pos).compute(), count)
-        weight2 = da.concatenate([w_d * rel, w_d * (1.0 - rel)])
+        weight2 = da.map_blocks(_stacked_weights, w_d, rel, chunks=(twice,), dtype=np.float64)
         dtrain = xgb_dask.DaskDMatrix(client, X2, labels2, weight=weight2)
         model = xgb_dask.train(client, params, dtrain, n_est, obj=f, xgb_model=model)["booster"]
         margin = xgb_dask.predict(client, model, Xd, output_margin=True)

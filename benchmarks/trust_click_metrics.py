@@ -14,9 +14,12 @@ standardised features, seeded). For each ranker, over the log's sessions:
 - ``clicks``: ``ips_dcg`` with propensity 1 (raw clicks).
 
 Reported per fold and metric: Kendall's tau with ``true`` over the rankers, and the mean relative error
-``|estimate - true| / true`` (meaningful only for estimators on the true scale).
+``|estimate - true| / true`` (meaningful only for estimators on the true scale); for ``affine
+(TrustEM)`` also that error after the one affine map ``a DCG + b`` fitted to the truth over the
+rankers (``relative_error_scale_fitted``, ``scale_map``): the part of the error the relevance scale,
+which clicks leave free, does not explain.
 
-    python benchmarks/trust_click_metrics.py [--data ../shared/data] [--folds 1,2,3,4,5] [--sessions 48]
+    python benchmarks/trust_click_metrics.py [--data ../shared/data] [--folds 1,2,3,4,5] [--sessions 48] [--iterations N]
 """
 from __future__ import annotations
 
@@ -53,7 +56,8 @@ def run_fold(path, fold, args, truth):
     log = customobj.data.simulate_clicks((train.X, train.y.astype(int), train.group),
                                          ranker=_weak_ranker(split, fold, 2), click_model="trust",
                                          sessions=args.sessions, seed=fold)
-    em = TrustEM(seed=fold, **AFFINE_EM).fit(log.X, log.y, position=log.position)
+    em = TrustEM(seed=fold, **dict(AFFINE_EM, n_iter=args.iterations or AFFINE_EM["n_iter"])).fit(
+        log.X, log.y, position=log.position)
     rng = np.random.default_rng(fold)
     Z = (log.X - log.X.mean(0)) / np.maximum(log.X.std(0), 1e-12)
     rankers = [log.X[:, f] for f in range(args.features)] + [Z @ rng.normal(size=Z.shape[1]) for _ in range(args.mixes)]
@@ -66,8 +70,15 @@ def run_fold(path, fold, args, truth):
         est["IPS"].append(ips_dcg(s, log.y, log.group, 10, propensity=em.position_bias_))
         est["clicks"].append(ips_dcg(s, log.y, log.group, 10, propensity=np.ones(10)))
     t = np.array(est["true"])
-    return {m: {"kendall_tau": _kendall(t, v), "mean_relative_error": float(np.mean(np.abs(np.array(v) - t) / t))}
-            for m, v in est.items() if m != "true"}
+    out = {m: {"kendall_tau": _kendall(t, v), "mean_relative_error": float(np.mean(np.abs(np.array(v) - t) / t))}
+           for m, v in est.items() if m != "true"}
+    # how much of TrustEM's error is the relevance scale clicks leave free: every affine estimate moves by
+    # one map a DCG + b (a, b the same for all rankers; sessions of one length), so fit that map to the truth
+    v = np.array(est["affine (TrustEM)"])
+    a, b = np.polyfit(v, t, 1)
+    out["affine (TrustEM)"]["relative_error_scale_fitted"] = float(np.mean(np.abs(a * v + b - t) / t))
+    out["affine (TrustEM)"]["scale_map"] = [float(a), float(b)]
+    return out
 
 
 def _dcg(scores, gains, group):
@@ -84,6 +95,7 @@ def main(argv=None):
     ap.add_argument("--sessions", type=int, default=48)
     ap.add_argument("--features", type=int, default=10)
     ap.add_argument("--mixes", type=int, default=10)
+    ap.add_argument("--iterations", type=int, default=None, help="TrustEM's n_iter (default compare's AFFINE_EM)")
     ap.add_argument("--out", default="trust_click_metrics.json")
     args = ap.parse_args(argv)
     curves = true_curves(parse_clicks(f"trust:eta=1.0,sessions={args.sessions},shown=10"))

@@ -282,7 +282,10 @@ def test_lightgbm_dask_trains_unbiased_with_known_propensities(client, click_log
 
 
 @pytest.mark.parametrize("frame", [False, True], ids=["numpy", "dask_dataframe"])
-def test_regression_em_on_dask_estimates_the_one_machine_propensities(client, click_log, frame):
+def test_regression_em_on_dask_estimates_the_one_machine_propensities(client, click_log, frame, caplog):
+    import logging
+
+    caplog.set_level(logging.WARNING, logger="distributed.scheduler")  # the fixture silences it below ERROR
     X, y, g = click_log
     if frame:  # rows kept in the DataFrame's own partitions (three, on two workers)
         import dask.dataframe as dd
@@ -302,6 +305,8 @@ def test_regression_em_on_dask_estimates_the_one_machine_propensities(client, cl
     assert em.position_bias_[-1] < 0.8  # a real, non-trivial estimate was compared
     assert em.n_trees_ == one.n_trees_ == 4
     np.testing.assert_array_equal(em.predict(X), one.predict(X))
+    # the stacked rows are built where they are, so no key is sent again with another task spec
+    assert not [r for r in caplog.records if "run_spec" in r.getMessage()]
 
 
 def test_regression_em_on_dask_refuses_lightgbm_and_bad_rows(click_log):
@@ -313,6 +318,10 @@ def test_regression_em_on_dask_refuses_lightgbm_and_bad_rows(click_log):
         ad.train_regression_em(None, customobj.RegressionEM(library="xgboost"), X, y, position[:3])
     with pytest.raises(TypeError, match="em must be a customobj.RegressionEM"):
         ad.train_regression_em(None, customobj.RegressionEM, X, y, position)
+    from customobj.clicks.relevance_model import BoostedRelevance
+    with pytest.raises(NotImplementedError, match="relevance_model=BoostedRelevance"):
+        ad.train_regression_em(None, customobj.RegressionEM(library="xgboost", relevance_model=BoostedRelevance()), X,
+                               y, position)
 
 
 def test_multi_objective_sums_its_gram_and_costs_over_the_workers(client, click_log):

@@ -16,6 +16,8 @@ import trust_study as bench  # noqa: E402
 
 sys.path.insert(0, str(BENCH))  # each benchmark takes its own folder off sys.path when imported
 import trust_click_metrics  # noqa: E402
+sys.path.insert(0, str(BENCH))
+import trust_em_trace  # noqa: E402
 
 from customobj.compare import trainers  # noqa: E402
 
@@ -53,7 +55,40 @@ def test_position_probabilities_of_each_logger():
     np.testing.assert_allclose(pl.sum(axis=0), [2.0, 2.0, 2.0])
 
 
-@pytest.mark.parametrize("argv", [["--loggers", "cascade"], ["--explore", "2"], ["--temperature", "0"]])
+def _unit(fold, log, **scores):
+    return {"dataset": "mq2008", "logger": "deterministic", "fold": fold, "log": log, **scores,
+            "max_errors": {"TrustEM": [0.1, 0.02]}, "seconds": 1.0}
+
+
+def test_units_are_appended_resumed_and_joined(tmp_path, capsys):
+    """A run writes one line per unit; a report joins a run of some methods to another's units, renaming."""
+    rng = np.random.default_rng(0)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for fold in range(1, 5):
+        base = 0.6 + 0.02 * rng.normal()
+        bench._append_unit(a, _unit(fold, 1, **{"Unbiased": base, "XGBoost unbiased": base - 0.01,
+                                               "Affine": base + 0.001, "labels ceiling": base + 0.02}))
+        if fold < 4:
+            bench._append_unit(b, _unit(fold, 1, Affine=base + 0.015 + 0.001 * fold))
+    with open(a, "a") as f:
+        f.write('{"torn')  # a run killed while writing
+    assert len(bench._load_units(str(a))) == 4
+    units = bench._joined_units(f"{a}:Affine=Affine old+{b}")
+    assert len(units) == 4 and sum("Affine" in u for u in units) == 3 and all("Affine old" in u for u in units)
+    t = bench.target(units, "deterministic")
+    assert t["n"] == 3 and [c["versus"] for c in t["contrasts"]] == ["Unbiased", "XGBoost unbiased"]
+    assert t["contrasts"][0]["mean"] == pytest.approx(0.017, abs=1e-9) and t["met"]  # 85% of the gap
+    assert not bench.target(units, "deterministic", "Affine old")["met"]  # 5% of the gap
+    out = tmp_path / "r.json"
+    assert bench.main(["--report", "--loggers", "deterministic", "--units", f"{a}:Affine=Affine old+{b}",
+                       "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "3 of 4 units that have every method" in said and "Affine old - Unbiased" in said
+    assert {t["affine"] for t in json.loads(out.read_text())["target"]} == {"Affine", "Affine old"}
+
+
+@pytest.mark.parametrize("argv", [["--loggers", "cascade"], ["--explore", "2"], ["--temperature", "0"],
+                                  ["--methods", "Affine,Unknown"]])
 def test_bad_options_are_refused(argv):
     with pytest.raises(SystemExit):
         bench.parse_args(argv)
@@ -66,3 +101,32 @@ def test_tiny_click_metric_check(data_dir, tmp_path):
     fold = json.loads(out.read_text())["1"]
     assert set(fold) == {"affine (TrustEM)", "affine (true)", "IPS", "clicks"}
     assert all(-1.0 <= r["kendall_tau"] <= 1.0 and r["mean_relative_error"] >= 0 for r in fold.values())
+    assert 0 <= fold["affine (TrustEM)"]["relative_error_scale_fitted"] and len(fold["affine (TrustEM)"]["scale_map"]) == 2
+
+
+def test_tiny_trust_em_trace(data_dir, tmp_path):
+    out = tmp_path / "t.json"
+    assert trust_em_trace.main(["--data", str(data_dir), "--folds", "1", "--sessions", "1", "--iterations", "2",
+                                "--variants", "default,monotone", "--out", str(out)]) == 0
+    runs = json.loads(out.read_text())
+    assert [r["variant"] for r in runs] == ["default", "monotone"] and all(len(r["trace"]) == 2 for r in runs)
+    assert all(0 <= s["alpha"] <= 1 and 0 <= s["beta"] <= 1 and s["family"] >= 0 for r in runs for s in r["trace"])
+    with pytest.raises(SystemExit):
+        trust_em_trace.main(["--variants", "bigger"])
+
+
+def test_the_trace_follows_trust_em_fit():
+    """The traced loop is TrustEM.fit's: after the last iteration its errors are those of the fitted estimate."""
+    d = __import__("customobj").data.synthetic(40, 10, 5, seed=0)
+    log = __import__("customobj").data.simulate_clicks(d, ranker=d.X[:, 0], click_model="trust", sessions=3, seed=0)
+    truth = (np.linspace(0.3, 0.1, 10), np.linspace(0.3, 0.0, 10))
+    em = customobj_trust_em(n_iter=2)
+    steps = trust_em_trace.trace(em, log.X, log.y, log.position, truth)
+    fitted = customobj_trust_em(n_iter=2).fit(log.X, log.y, position=log.position)
+    assert steps[-1] == trust_em_trace.errors(fitted.alpha_, fitted.beta_, truth)
+
+
+def customobj_trust_em(**kw):
+    from customobj.clicks import TrustEM
+
+    return TrustEM(n_estimators=3, **kw)

@@ -384,6 +384,13 @@ def test_affine_asks_the_loss_through_relevance_pairs_not_its_class_name(log):
     assert RankNet(sigma=2.0).relevance_pairs().theta == 2.0 and LambdaRank(k=5).relevance_pairs().k == 5
 
 
+def test_fit_log_returns_the_em_beside_the_objective(log):
+    em = customobj.clicks.TrustEM(n_iter=1, n_estimators=2)
+    obj, fitted = Affine.fit_log(RankNet(), log.X, log.y, position=log.position, em=em, query_norm=False)
+    assert fitted is em and "_em" not in obj.__dict__ and obj.query_norm is False
+    assert obj == Affine(RankNet(), alpha=em.alpha_, beta=em.beta_, query_norm=False)
+
+
 def test_the_fitted_em_travels_with_neither_a_pickle_nor_a_copy(log):
     """Issue 40 item 5: the EM stays beside the objective; the objective's parameters travel."""
     import copy

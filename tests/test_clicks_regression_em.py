@@ -126,3 +126,49 @@ def test_one_based_positions_are_refused_or_taken_with_first_position(log):
     assert np.all(one.position_bias_ <= 1.0 + 1e-12)
     with pytest.raises(ValueError, match="first_position"):
         RegressionEM(n_iter=1, n_estimators=2).fit(clicks.X, clicks.y, position=clicks.position, first_position=1)
+
+
+class _Linear:
+    """A relevance model of one's own: weighted least squares on the features (counts its fits)."""
+
+    def __init__(self):
+        self.fits = 0
+
+    def fit(self, X, y, sample_weight=None):
+        assert np.all((y >= 0) & (y <= 1)) and sample_weight is not None
+        A = np.c_[X, np.ones(len(X))] * np.sqrt(sample_weight)[:, None]
+        self.coef = np.linalg.lstsq(A, y * np.sqrt(sample_weight), rcond=None)[0]
+        self.fits += 1
+        return self
+
+    def predict(self, X):
+        return np.c_[X, np.ones(len(X))] @ self.coef
+
+
+@pytest.mark.parametrize("cls", [RegressionEM, customobj.clicks.TrustEM])
+def test_a_relevance_model_of_ones_own(log, cls):
+    """Issue 40 item 5: the learner is an argument; a copy is fitted once per EM iteration."""
+    d, clicks = log
+    mine = _Linear()
+    em = cls(n_iter=3, relevance_model=mine).fit(clicks.X, clicks.y, position=clicks.position)
+    assert mine.fits == 0 and em.relevance_model_.fits == 3 and em.ranker_ is em.relevance_model_
+    assert em.n_trees_ is None and em.position_bias_[0] == 1.0 and np.all(np.isfinite(em.position_bias_))
+    gamma = np.clip(em.relevance_model_.predict(d.X), 1e-6, 1 - 1e-6)
+    np.testing.assert_allclose(em.predict(d.X), np.log(gamma / (1 - gamma)))
+    with pytest.raises(ValueError, match="num_trees"):
+        em.predict(d.X, num_trees=1)
+    if cls is not RegressionEM:
+        customobj.clicks.Affine(customobj.RankNet(), alpha=em.alpha_, beta=em.beta_)  # accepted
+
+
+def test_a_relevance_model_is_checked(log):
+    _, clicks = log
+    with pytest.raises(TypeError, match="relevance_model"):
+        RegressionEM(relevance_model="lgbm").fit(clicks.X, clicks.y, position=clicks.position)
+
+    class NaNs(_Linear):
+        def predict(self, X):
+            return np.full(len(X), np.nan)
+
+    with pytest.raises(ValueError, match="relevance_model.predict.*NaN"):
+        RegressionEM(n_iter=1, relevance_model=NaNs()).fit(clicks.X, clicks.y, position=clicks.position)

@@ -8,7 +8,7 @@ are given or estimated from the log by :class:`customobj.clicks.TrustEM`; input 
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import numpy.typing as npt
@@ -22,7 +22,7 @@ from ..objectives._arrays import kernel_weights
 from ..objectives.base import DeviceRoute, Objective, Prepared
 from ..objectives.composite import scaled_leaves
 
-__all__ = ["Affine"]
+__all__ = ["Affine", "AffineFit"]
 
 #: "No cutoff" for the kernels' rank limits (LambdaRank's ``k=None`` / ``truncation=None``).
 _NO_LIMIT = np.iinfo(np.int64).max // 4
@@ -209,27 +209,47 @@ class Affine(Objective):
         self.query_norm = check_bool(query_norm, "query_norm")
 
     @classmethod
-    def from_log(cls, objective: Objective, X: Any, y: npt.ArrayLike, *, position: npt.ArrayLike,
-                 first_position: int = 0, em: Any = None, query_norm: bool = True) -> "Affine":
-        """``Affine(objective, query_norm=query_norm)`` with ``alpha`` / ``beta`` estimated from the click
-        log ``(X, y, position)`` by ``em`` (default ``TrustEM()``: the trust-bias click model by
-        regression EM); the fitted ``em`` is the result's ``em_`` (its relevance model, its estimates)
-        in this process: it travels with neither a pickle nor a copy of the objective (a booster's
-        weight; keep ``em`` itself). The result reads the positions of the data it trains on, as any
-        ``Affine``."""
+    def fit_log(cls, objective: Objective, X: Any, y: npt.ArrayLike, *, position: npt.ArrayLike,
+                first_position: int = 0, em: Any = None, query_norm: bool = True) -> "AffineFit":
+        """``(objective, em)``: ``Affine(objective, query_norm=query_norm)`` with ``alpha`` / ``beta``
+        estimated from the click log ``(X, y, position)`` by ``em`` (default ``TrustEM()``: the
+        trust-bias click model by regression EM), and the fitted ``em`` beside it (its relevance model
+        and estimates: a booster's weight, which the objective does not carry). The objective reads the
+        positions of the data it trains on, as any ``Affine``.
+
+        Examples
+        --------
+        >>> import customobj
+        >>> d = customobj.data.synthetic(30, 10, 5, seed=0)
+        >>> log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], click_model="trust", sessions=4, seed=0)
+        >>> em = customobj.clicks.TrustEM(n_iter=2, n_estimators=3)
+        >>> obj, fitted = Affine.fit_log(customobj.RankNet(), log.X, log.y, position=log.position, em=em)
+        >>> fitted is em, bool((obj.alpha == em.alpha_).all())
+        (True, True)
+        """
         from .trust_em import TrustEM
 
         em = TrustEM() if em is None else em
         if not isinstance(em, TrustEM):
             raise TypeError(f"em must be a customobj.clicks.TrustEM, got {type(em).__name__}")
         em.fit(X, y, position=position, first_position=first_position)
-        out = cls(objective, alpha=em.alpha_, beta=em.beta_, query_norm=query_norm)
-        out.__dict__["_em"] = em  # how the parameters were found; not an option (no part of equality)
+        return AffineFit(cls(objective, alpha=em.alpha_, beta=em.beta_, query_norm=query_norm), em)
+
+    @classmethod
+    def from_log(cls, objective: Objective, X: Any, y: npt.ArrayLike, *, position: npt.ArrayLike,
+                 first_position: int = 0, em: Any = None, query_norm: bool = True) -> "Affine":
+        """The objective of :meth:`fit_log` alone. For existing code its ``em_`` gives the fitted EM in
+        this process (it travels with neither a pickle nor a copy); new code takes the pair from
+        :meth:`fit_log`."""
+        out, fitted = cls.fit_log(objective, X, y, position=position, first_position=first_position, em=em,
+                                  query_norm=query_norm)
+        out.__dict__["_em"] = fitted  # how the parameters were found; not an option (no part of equality)
         return out
 
     @property
     def em_(self) -> Any:
-        """The fitted :class:`TrustEM` of :meth:`from_log` (not pickled or copied with the objective)."""
+        """The fitted :class:`TrustEM` of :meth:`from_log` (not pickled or copied with the objective;
+        :meth:`fit_log` returns it beside the objective instead)."""
         em = self.__dict__.get("_em")
         if em is None:
             raise AttributeError("this Affine has no em_: it was given its alpha and beta, or is a pickle or copy "
@@ -336,3 +356,10 @@ class Affine(Objective):
     def _pair_couplings(self, scores, prep, state):
         g = np.zeros(prep.n_rows)
         return self._run(scores, prep, state, g, np.zeros_like(g))[1]
+
+
+class AffineFit(NamedTuple):
+    """What :meth:`Affine.fit_log` returns: the objective, and the fitted EM that estimated its parameters."""
+
+    objective: Affine
+    em: Any

@@ -4,34 +4,25 @@ Learning to Rank in Personal Search", WSDM 2018, sec. 4): the position-based cli
 """
 from __future__ import annotations
 
+import copy
 from typing import Any, Optional
 
 import numpy as np
 import numpy.typing as npt
 
 from ._inputs import as_position, check_clicks, zero_based
-from .._validation import _to_numpy, as_1d_float, as_weight, check_choice, check_int, check_positive
-from ..objectives.pointwise import Logistic
+from .relevance_model import (EPS, FLOAT32_MAX as _FLOAT32_MAX, LIGHTGBM, LOGISTIC as _LOGISTIC, XGBOOST,
+                              BoostedRelevance, ConstantRelevance, check_relevance_model, n_trees as _n_trees,
+                              raw_predict as _raw_predict, relevance, xgboost_em_params)
+from .._validation import _to_numpy, as_1d_float, as_weight, check_int
 
 __all__ = ["RegressionEM"]
+__all__ += ["EPS", "LIGHTGBM", "XGBOOST", "ConstantRelevance", "relevance", "xgboost_em_params"]  # the Dask EM's
 
-#: Relevance and examination are kept inside (EPS, 1 - EPS): the posteriors divide by 1 - theta gamma.
-EPS = 1e-6
-#: Largest feature magnitude the libraries can hold (float32).
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: Largest sample weight passed to the libraries as it is (they hold weights as float32).
 _FLOAT32_SAFE = 1e30
 #: Most EM iterations (``n_iter``).
 MAX_ITER = 10_000
-#: LightGBM / XGBoost, as codes once the option is read.
-LIGHTGBM, XGBOOST = 0, 1
-_LIBRARIES = {"lightgbm": LIGHTGBM, "xgboost": XGBOOST}
-#: Logistic(sigma=0.5): ``P(relevant) = sigmoid(score)``.
-_LOGISTIC = Logistic(sigma=0.5)
-
-
-def _sigmoid(s):
-    return 0.5 * (1.0 + np.tanh(0.5 * s))
 
 
 def e_step(clicks, theta_at, gamma):
@@ -101,11 +92,6 @@ def checked_rows(X, y, position, first_position, sample_weight):
     return clicks, pos, w / top if top > _FLOAT32_SAFE else w
 
 
-def relevance(margin):
-    """``gamma``: ``P(R = 1)`` from the relevance model's raw scores, kept inside (EPS, 1 - EPS)."""
-    return np.clip(_sigmoid(margin), EPS, 1.0 - EPS)
-
-
 def m_step_theta(seen, count):
     """The M-step's examination per position (Wang et al. 2018, eq. 5): the mean posterior examination,
     ``seen[k] / count[k]`` (per-position sums of ``w P(E=1 | c)`` and of ``w``), kept inside (EPS, 1 - EPS).
@@ -113,24 +99,17 @@ def m_step_theta(seen, count):
     return np.clip(seen / np.maximum(count, EPS), EPS, 1.0 - EPS)
 
 
-def xgboost_em_params(lr, leaves, min_child, seed, extra):
-    """The XGBoost parameters of the relevance model (LightGBM's names mapped, ``extra`` applied last)."""
-    from ..adapters import xgboost_params
-
-    return xgboost_params(_LOGISTIC, dict(dict(eta=lr, max_leaves=leaves, grow_policy="lossguide", max_depth=0,
-                                               tree_method="hist", min_child_weight=min_child, seed=seed), **extra))
-
-
 class RegressionEM:
     """Regression EM: position bias and relevance from clicks, relevance learned by GBDT.
 
     Each EM iteration: the E-step gives every row its posterior ``P(R = 1 | click, position)``
     (:func:`e_step`); the M-step sets ``theta_k`` to the mean posterior examination at position
-    ``k`` and fits ``n_estimators`` more trees of the relevance model to the posteriors, continuing
-    the previous trees (each row enters twice, as relevant with weight ``P(R=1)`` and as not relevant
-    with weight ``1 - P(R=1)``: the cross entropy with soft labels, through ``customobj.Logistic``
-    and the library's adapter). The paper samples binary labels instead; the soft labels are their
-    expectation. Start: ``theta = 0.5``, ``gamma = 0.5``.
+    ``k`` and fits the relevance model to the posteriors (soft labels). The default model,
+    :class:`customobj.clicks.relevance_model.BoostedRelevance`, adds ``n_estimators`` trees each
+    iteration, continuing the previous trees (each row enters twice, as relevant with weight
+    ``P(R=1)`` and as not relevant with weight ``1 - P(R=1)``: the cross entropy with soft labels,
+    through ``customobj.Logistic``). The paper samples binary labels instead; the soft labels are
+    their expectation. Start: ``theta = 0.5``, ``gamma = 0.5``.
 
     Parameters
     ----------
@@ -147,14 +126,22 @@ class RegressionEM:
         Further parameters of the library, in its own names, applied last (for example LightGBM's
         ``lambda_l2``, ``feature_fraction``; XGBoost's ``lambda``, ``colsample_bytree``). The
         objective is this class's: ``objective`` / ``obj`` are refused.
+    relevance_model : RelevanceLearner, optional
+        The relevance model: any object with ``fit(X, y, sample_weight=)`` (``y`` the posterior
+        relevance in [0, 1]) and ``predict(X)`` (``P(R = 1)``), e.g. a scikit-learn regressor; a copy
+        is fitted once per EM iteration. Default (None): ``BoostedRelevance`` built from the options
+        above, which configure only it.
 
     Attributes
     ----------
-    ranker_ : lightgbm.Booster or xgboost.Booster
+    ranker_ : lightgbm.Booster, xgboost.Booster or the fitted relevance_model
         The relevance model; its raw score ranks (``predict``).
-    n_trees_ : int
+    relevance_model_ : RelevanceLearner or None
+        The fitted relevance model (None when fitted on Dask).
+    n_trees_ : int or None
         Trees in ``ranker_`` (boosting rounds, counted on the model: ``params`` such as LightGBM's
         ``num_iterations`` may change how many each EM iteration adds); ``predict`` uses them all.
+        None for a ``relevance_model`` of one's own.
     propensity_ : ndarray
         ``theta_k`` per position, 0-based (the top, position 0, first).
     position_bias_ : ndarray
@@ -170,9 +157,12 @@ class RegressionEM:
     (1.0, True)
     """
 
+    _OPTIONS = ("library", "n_iter", "n_estimators", "learning_rate", "num_leaves", "min_child_samples", "seed",
+                "params", "relevance_model")
+
     def __init__(self, *, library: str = "lightgbm", n_iter: int = 10, n_estimators: int = 20,
                  learning_rate: float = 0.1, num_leaves: int = 31, min_child_samples: int = 20,
-                 seed: int = 0, params: Optional[dict] = None) -> None:
+                 seed: int = 0, params: Optional[dict] = None, relevance_model: Any = None) -> None:
         self.library = library
         self.n_iter = n_iter
         self.n_estimators = n_estimators
@@ -181,10 +171,10 @@ class RegressionEM:
         self.min_child_samples = min_child_samples
         self.params = params
         self.seed = seed
+        self.relevance_model = relevance_model
 
     def get_params(self, deep: bool = True) -> dict:
-        return {k: getattr(self, k) for k in ("library", "n_iter", "n_estimators", "learning_rate", "num_leaves",
-                                              "min_child_samples", "seed", "params")}
+        return {k: getattr(self, k) for k in self._OPTIONS}
 
     def set_params(self, **params: Any) -> "RegressionEM":
         for k, v in params.items():
@@ -196,14 +186,23 @@ class RegressionEM:
     def __repr__(self) -> str:
         return type(self).__name__ + "(" + ", ".join(f"{k}={v!r}" for k, v in self.get_params().items()) + ")"
 
+    def _boosted(self) -> BoostedRelevance:
+        return BoostedRelevance(library=self.library, n_estimators=self.n_estimators, learning_rate=self.learning_rate,
+                                num_leaves=self.num_leaves, min_child_samples=self.min_child_samples, seed=self.seed,
+                                params=self.params)
+
     def _checked(self):
-        lib = _LIBRARIES[check_choice(self.library, "library", set(_LIBRARIES))]
-        return (lib, check_int(self.n_iter, "n_iter", minimum=1, maximum=MAX_ITER),
-                check_int(self.n_estimators, "n_estimators", minimum=1, maximum=100_000),
-                check_positive(self.learning_rate, "learning_rate"),
-                check_int(self.num_leaves, "num_leaves", minimum=2, maximum=131_072),
-                check_int(self.min_child_samples, "min_child_samples", minimum=0),
-                check_int(self.seed, "seed", minimum=0), _checked_params(self.params))
+        """``(library code, n_iter, n_estimators, learning_rate, num_leaves, min_child_samples, seed, params)``
+        (the Dask EM's settings; ``relevance_model`` is checked too)."""
+        n_iter = check_int(self.n_iter, "n_iter", minimum=1, maximum=MAX_ITER)
+        if self.relevance_model is not None:
+            check_relevance_model(self.relevance_model)
+        lib, *rest = self._boosted().checked()
+        return (lib, n_iter, *rest)
+
+    def _learner(self) -> Any:
+        """A fresh relevance model for one fit: a copy of ``relevance_model`` (or the default)."""
+        return self._boosted() if self.relevance_model is None else copy.deepcopy(self.relevance_model)
 
     def fit(self, X: Any, y: npt.ArrayLike, *, position: npt.ArrayLike, first_position: int = 0,
             sample_weight: Optional[npt.ArrayLike] = None) -> "RegressionEM":
@@ -212,27 +211,35 @@ class RegressionEM:
         Positions are 0-based (0 = top); ``first_position=1`` takes a log numbered from 1. A log with
         no row at the top position is refused: position 0 would have no examination estimate, and
         ``position_bias_`` (relative to it) would be meaningless."""
-        lib, n_iter, n_est, lr, leaves, min_child, seed, extra = self._checked()
+        n_iter = self._checked()[1]
         clicks, pos, w = checked_rows(X, y, position, first_position, sample_weight)
         n_pos = int(pos.max(initial=-1)) + 1
         count = np.bincount(pos, weights=w, minlength=n_pos)
         theta = np.full(n_pos, 0.5)
         gamma = np.full(clicks.shape[0], 0.5)
-        X2 = _stack(X)
-        labels2 = np.concatenate([np.ones(clicks.shape[0]), np.zeros(clicks.shape[0])])
-        model = None
+        learner = self._learner()
         for _ in range(n_iter):
             exam, rel = e_step(clicks, theta[pos], gamma)
             theta = m_step_theta(np.bincount(pos, weights=w * exam, minlength=n_pos), count)
-            weight2 = np.concatenate([w * rel, w * (1.0 - rel)])
-            model = _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed, extra)
-            gamma = relevance(_raw_predict(lib, model, X, 0))
-        return self._fitted(lib, model, theta)
+            learner.fit(X, rel, sample_weight=w)
+            gamma = learned_relevance(learner, X)
+        return self._fitted_learner(learner, theta)
+
+    def _fitted_learner(self, learner, theta):
+        if isinstance(learner, BoostedRelevance):
+            learner.forget_rows()
+            self._fitted(learner._lib, learner.booster_, theta)
+        else:
+            self._fitted(None, learner, theta)
+        self.relevance_model_ = learner
+        return self
 
     def _fitted(self, lib, model, theta):
-        """Set the fitted attributes (also from ``customobj.adapters.dask.train_regression_em``)."""
+        """Set the fitted attributes (also from ``customobj.adapters.dask.train_regression_em``); ``lib``
+        None: ``model`` is a relevance model of the user's."""
         self.ranker_ = model
-        self.n_trees_ = _n_trees(lib, model)
+        self.n_trees_ = None if lib is None else _n_trees(lib, model)
+        self.relevance_model_ = None
         self.propensity_ = theta
         self.position_bias_ = theta / theta[0]
         self._lib = lib
@@ -241,105 +248,30 @@ class RegressionEM:
     def predict(self, X: Any, *, num_trees: Optional[int] = None) -> np.ndarray:
         """Raw relevance scores (logits of ``gamma``): rank by them. ``num_trees``: score with the
         first trees only (default all ``n_trees_`` of the fitted model, whatever the parameters
-        say now); early stopping on a validation curve picks it."""
+        say now); early stopping on a validation curve picks it. A ``relevance_model`` of one's own
+        takes no ``num_trees``."""
         if not hasattr(self, "ranker_"):
             raise ValueError("this RegressionEM is not fitted yet: call fit first")
+        check_features(X)
+        if self._lib is None:
+            if num_trees is not None:
+                raise ValueError("num_trees applies to the default boosted relevance model, not to "
+                                 f"relevance_model={type(self.ranker_).__name__}")
+            gamma = learned_relevance(self.ranker_, X)
+            return np.log(gamma) - np.log1p(-gamma)
         total = self.n_trees_
         n = check_int(num_trees, "num_trees", minimum=1, maximum=total, allow_none=True)
-        check_features(X)
         return _raw_predict(self._lib, self.ranker_, X, total if n is None else n)
 
 
-def _stack(X):
-    if hasattr(X, "tocsr"):
-        import scipy.sparse as sp
-
-        return sp.vstack([X, X]).tocsr()
-    X = np.asarray(X)
-    return np.concatenate([X, X])
-
-
-def _checked_params(params):
-    """``params`` as a dict of library parameters (str keys), without an objective of its own."""
-    if params is None:
-        return {}
-    if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
-        raise TypeError(f"params must be a dict of library parameter names to values, got {type(params).__name__}")
-    clash = sorted({"objective", "obj", "fobj"} & set(params))
-    if clash:
-        raise ValueError(f"params may not set {clash[0]!r}: RegressionEM trains its own soft-label objective")
-    return dict(params)
-
-
-class ConstantRelevance:
-    """The relevance model of a log no tree can split (one row, constant or identical feature rows,
-    features LightGBM bins into nothing): one logit for every row, the soft labels' weighted mean,
-    refit at each EM iteration (the optimum the trees would approach). ``n_trees``: the rounds that
-    trees would have taken, so ``n_trees_`` and ``predict(num_trees=)`` read as for a tree model.
-
-    Examples
-    --------
-    >>> ConstantRelevance(0.5, 3).predict(np.zeros((2, 4))).tolist()
-    [0.5, 0.5]
-    """
-
-    def __init__(self, margin: float, n_trees: int) -> None:
-        self.margin = float(margin)
-        self.n_trees = int(n_trees)
-
-    def predict(self, X: Any) -> np.ndarray:
-        return np.full(check_features(X), self.margin)
-
-    def __repr__(self) -> str:
-        return f"ConstantRelevance(margin={self.margin!r}, n_trees={self.n_trees})"
-
-
-def _constant_more(model, labels2, weight2, n_est):
-    """The next :class:`ConstantRelevance`: the logit of the soft labels' weighted mean."""
-    p = float(np.clip(np.dot(weight2, labels2) / max(float(weight2.sum()), EPS), EPS, 1.0 - EPS))
-    return ConstantRelevance(np.log(p / (1.0 - p)), (0 if model is None else model.n_trees) + n_est)
-
-
-def _fit_more(lib, model, X2, labels2, weight2, n_est, lr, leaves, min_child, seed, extra):
-    """``n_est`` more trees of the soft-label logistic fit, continuing ``model``; a
-    :class:`ConstantRelevance` when LightGBM finds no feature to split (its internal error otherwise)."""
-    from ..adapters import lightgbm_objective, xgboost_objective
-
-    if isinstance(model, ConstantRelevance):
-        return _constant_more(model, labels2, weight2, n_est)
-    if lib == LIGHTGBM:
-        import lightgbm as lgb
-
-        params = dict(learning_rate=lr, num_leaves=leaves, min_data_in_leaf=min_child, seed=seed,
-                      deterministic=True, verbose=-1)
-        params.update(extra)
-        data = lgb.Dataset(X2, labels2, weight=weight2, params=dict(params))
-        if model is None:  # binned once, here: a feature LightGBM keeps has at least one bin
-            data.construct()
-            if not any(data.feature_num_bin(f) > 0 for f in range(data.num_feature())):
-                return _constant_more(None, labels2, weight2, n_est)
-        params["objective"] = lightgbm_objective(_LOGISTIC)
-        return lgb.train(params, data, n_est, init_model=model, keep_training_booster=True)
-    import xgboost as xgb
-
-    params = xgboost_em_params(lr, leaves, min_child, seed, extra)
-    return xgb.train(params, xgb.DMatrix(X2, labels2, weight=weight2), n_est, obj=xgboost_objective(_LOGISTIC),
-                     xgb_model=model)
-
-
-def _n_trees(lib, model):
-    """Boosting rounds in the fitted model, counted on the model itself."""
-    if isinstance(model, ConstantRelevance):
-        return model.n_trees
-    return int(model.current_iteration() if lib == LIGHTGBM else model.num_boosted_rounds())
-
-
-def _raw_predict(lib, model, X, n_trees):
-    if isinstance(model, ConstantRelevance):
-        return model.predict(X)
-    if lib == LIGHTGBM:
-        return np.asarray(model.predict(X, raw_score=True, num_iteration=n_trees), dtype=np.float64)
-    import xgboost as xgb
-
-    return np.asarray(model.predict(xgb.DMatrix(X), output_margin=True, iteration_range=(0, n_trees)),
-                      dtype=np.float64)
+def learned_relevance(learner: Any, X: Any) -> np.ndarray:
+    """``gamma``: the relevance model's ``P(R = 1)`` per row, checked (one finite value per row) and
+    kept inside (EPS, 1 - EPS)."""
+    if isinstance(learner, BoostedRelevance):
+        return relevance(learner.raw(X))
+    gamma = np.asarray(learner.predict(X), dtype=np.float64).reshape(-1)
+    n = X.shape[0] if hasattr(X, "shape") else len(X)
+    if gamma.shape[0] != n or not np.all(np.isfinite(gamma)):
+        raise ValueError(f"relevance_model.predict must give one finite relevance per row ({n}), got "
+                         f"{gamma.shape[0]} values" + ("" if np.all(np.isfinite(gamma)) else " with NaN or inf"))
+    return np.clip(gamma, EPS, 1.0 - EPS)

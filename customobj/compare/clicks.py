@@ -42,7 +42,7 @@ ESTIMATOR_NOTE = ("position_bias.csv: every estimator overestimated examination 
 WEAK_SHARE = 0.05
 WEAK_ROUNDS = 10
 #: Settings of the :class:`customobj.clicks.TrustEM` that estimates ``Affine``'s parameters on a fold's
-#: click log (those measured in docs/clicks.md); its seed is the run's.
+#: click log (TrustEM's defaults, measured in docs/trust-bias.md); its seed is the run's.
 AFFINE_EM: dict[str, Any] = {"n_iter": 10, "n_estimators": 10, "learning_rate": 0.05}
 #: Method targets that are trainers of their own, not objectives: ``lgb:RegressionEM`` /
 #: ``xgb:RegressionEM`` (:class:`customobj.RegressionEM` on that library).
@@ -254,7 +254,7 @@ def estimate_affine(obj: Any, X: Any, y: np.ndarray, position: Any, seed: int):
         raise ValueError("Affine learns from clicks: run compare with --clicks (its parameters are estimated on the "
                          "click log)")
     em = TrustEM(seed=seed, **AFFINE_EM)
-    return Affine.from_log(obj.objective, X, y, position=position, em=em, query_norm=obj.query_norm)
+    return Affine.fit_log(obj.objective, X, y, position=position, em=em, query_norm=obj.query_norm).objective
 
 
 #: Method targets that are not objective classes but wrap one named by their ``objective`` option,
