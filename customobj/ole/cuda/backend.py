@@ -255,7 +255,8 @@ class CUDABackend:
         self.partitions.flush()  # the last row partition placed
         # the device order (the host's ``order`` is only read at the end); a child's waits for its pairs'
         rows = self.inputs
-        return self.histograms.rows(rows.order[start:end], end - start, rows.gh, rows.row_stats[2:4], root=root)
+        return self.histograms.rows(rows.order[start:end], end - start, rows.gh, rows.row_stats[2:4], root=root,
+                                    pairs=rows.root_pairs() if root else None)
 
     def pair_hist(self, buf: tuple, start: int, end: int, features: Optional[np.ndarray] = None) -> Any:
         """``(slots, 3)`` pair histogram [hi, nanp, R] of the pairs ``buf[start:end]``, built and kept
@@ -264,7 +265,9 @@ class CUDABackend:
         n_feat = self.histograms.all_features.size
         if feats is not None and feats.size and (feats[0] < 0 or feats[-1] >= n_feat):
             raise ValueError(f"features must be in [0, {n_feat}), got {feats[0]}..{feats[-1]}")
-        return self.histograms.pairs(buf, start, end - start, self.inputs.pair_stats[2:4], feats)
+        # the root's (the grower's only one): R from the tree's rows
+        return self.histograms.pairs(buf, start, end - start, self.inputs.pair_stats[2:4], self.inputs.root_rows(),
+                                     feats)
 
     # --- split search on the device: only the chosen splits come back -------------------------------------
     def find_split(self, hist: Any, phist: Any, mask: np.ndarray, sums: ChildSums) -> SplitInfo:
@@ -324,8 +327,9 @@ class CUDABackend:
         sub = self.histograms.queue.take([s[0] for s in searches], drop_others=True)
         bound = self.choice.choose(self.search, [(s[0].array, s[2]) for s in searches], mask, k, self.rules,
                                    self.inputs.root, self.inputs.root_pending, sub)
-        phists = self.choice.pair_hists(self.histograms, [s[1] for s in searches], self.inputs.pair_stats[2:4],
-                                        bound)
+        nodes = [s[1] for s in searches]
+        rows = self.partitions.node_rows(self.inputs.order, [p.side for p in nodes], self.inputs.root_rows())
+        phists = self.choice.pair_hists(self.histograms, nodes, self.inputs.pair_stats[2:4], bound, rows)
         return self.find_splits([(s[0], ph, None, s[2]) for s, ph in zip(searches, phists)])  # masks: the pool's
 
     # --- where the scores live, and what the fit held and did -------------------------------------------------
@@ -400,8 +404,9 @@ class CUDABackend:
         (:meth:`~customobj.ole.cuda.histograms.DeviceHistograms.children`), the larger's subtraction queued
         with the split's rows': nothing is read."""
         assert isinstance(pairs, DevicePairCounts)  # split_pairs'
+        nodes = self.partitions.node_rows(self.inputs.order, [0, 1], self.inputs.root_rows())
         return self.histograms.children(buf, start, end, pairs.record, parent, rows, need,
-                                        self.inputs.pair_stats[2:4])
+                                        self.inputs.pair_stats[2:4], tuple(nodes))
 
     def partition_pairs(self, src: tuple, start: int, end: int, dst: tuple) -> tuple:
         """:meth:`split_pairs`' counts ``(n_left, n_right)``."""
