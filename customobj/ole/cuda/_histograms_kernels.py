@@ -442,9 +442,9 @@ def chosen_child_pairs(bins_rm, pairs, choice, out_a, out_b, rows_a, rows_b):
                          choice.slot_map[1], out_b)
         return
     nl = pairs.record[PART_N_LEFT]
-    side = pairs.side_a if z == 0 else pairs.side_b
+    side = pairs.side_a if z == 0 else pairs.side_b  # -1: no node 1
     lo = pairs.start if side == 0 else pairs.start + nl
-    n = nl if side == 0 else pairs.record[PART_N_RIGHT]
+    n = nl if side == 0 else (pairs.record[PART_N_RIGHT] if side == 1 else 0)
     if n > 0 and z == 0:
         _pair_updates(sh, bins_rm, pairs.pi, pairs.pj, pairs.pc, lo, n, pairs.steps[0], choice.groups[z],
                       choice.members[z], choice.slot_map[z], out_a)

@@ -84,7 +84,7 @@ class ChildPlan(NamedTuple):
 class ChosenPairs(NamedTuple):
     """``ole_fast``'s children's pair histograms (``chosen_child_pairs``' record): the partition's
     ``record`` (their counts, on the card), the parent's pairs from ``start`` in ``pi, pj, pc`` (on the
-    grid of step ``steps[0]``), and which side (0 left, 1 right) node 0 and node 1 are."""
+    grid of step ``steps[0]``), and which side (0 left, 1 right) node 0 and node 1 are (-1: no node 1)."""
 
     record: Any
     start: int
@@ -223,11 +223,10 @@ class DeviceHistograms:
         if n > 0 and bound:
             (chunks, n_groups), threads = self._kernels.launch_shape(max([n] + [r.n for r in rows]), bound, bound)
             pi, pj, pc = first.buf
-            rec = ChosenPairs(first.counts.record, int(first.start), int(first.side), int(nodes[-1].side), pi, pj, pc,
-                              steps)
+            side_b = int(nodes[1].side) if len(nodes) > 1 else -1  # -1: no node 1
+            rec = ChosenPairs(first.counts.record, int(first.start), int(first.side), side_b, pi, pj, pc, steps)
             # depth: node 0's and 1's pairs, then node 0's and 1's rows (R)
-            grid = (chunks, n_groups, 4 if len(nodes) > 1 else 3)
-            self._kernels.chosen_child_pairs[grid, threads](self._bins_rm, rec, choice, outs[0], outs[-1], rows[0],
+            self._kernels.chosen_child_pairs[(chunks, n_groups, 4), threads](self._bins_rm, rec, choice, outs[0], outs[-1], rows[0],
                                                             rows[-1] if len(nodes) > 1 else rows[0]._replace(n=0))
         return [self._hist(out) for out in outs]
 
