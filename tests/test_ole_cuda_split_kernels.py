@@ -181,7 +181,7 @@ place, count = T.NamedTuple([i1, i1, i2, i, i, i, i], RowPlace), T.NamedTuple([j
 from customobj.ole.cuda.histograms import ChildPlan, ChosenPairs, RowBuild
 plan32, plan64 = (T.NamedTuple([i1, i, i, f, f, f, b, b, p, p, f1, f1, f2, f2], ChildPlan) for p in (j1, i1))
 build = T.NamedTuple([i1, i, f1, f1, f1, f2], RowBuild)
-node = T.NamedTuple([f1, i1, i], HK.NodeRows)
+nrows = T.NamedTuple([f1, i1, i], HK.NodeRows)
 root32, root64 = (T.NamedTuple([p, p, f1, i, i, i1, b, f1], HK.RootPairs) for p in (j1, i1))
 place32 = T.NamedTuple([j1, j1, f1, f1], P.PairPlace)
 pairs, tables = T.NamedTuple([j1, j1, f1], PR.PairArrays), T.NamedTuple([i1, f1, f2, f], PR.QueryTables)
@@ -189,16 +189,16 @@ grid, gridA = (T.NamedTuple([a, a, i1, b, i, f1, i1, f1, f1, f1], R.GridItems) f
 tops32, tops64 = (T.NamedTuple([p, i1, j1, i1, f1, b], R.QueryTops) for p in (j1, i1))
 SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (R.pick_best, (f2, f1, f1)),
         (K.subtract3, (f1, f1, f1, f1, f1, f1, i)), (K.subtract_children, (f1, f1, i, f1, f1, f1, i1)),
-        (HK.child_hists, (u8, i2, i2, i1, plan32, build, node, node)),
-        (HK.child_hists, (u16, i2, i2, i1, plan64, build, node, node)),
-        (HK.chosen_child_pairs, (u8, T.NamedTuple([i1, i, i, i, j1, j1, f1, f1], ChosenPairs), choice, f2, f2, node,
-                                 node)),
+        (HK.child_hists, (u8, i2, i2, i1, plan32, build, nrows, nrows)),
+        (HK.child_hists, (u16, i2, i2, i1, plan64, build, nrows, nrows)),
+        (HK.chosen_child_pairs, (u8, T.NamedTuple([i1, i, i, i, j1, j1, f1, f1], ChosenPairs), choice, f2, f2, nrows,
+                                 nrows)),
         (S.add_tree_bins, (u8, i1, i1, i1, b1, i1, i1, f1, f1)), (S.add_tree_bins, (u16, i1, i1, i1, b1, i1, i1, f1, fA)),
         (HK.zero, (f1,)), (HK.zero6, (f1, f1, f1, f1, f1, f1)),
         (HK.row_hist_shared, (u8, i1, i, f1, f1, f1, i2, i2, i1, f2, root32)),
         (HK.row_hist_shared, (u16, i1, i, f1, f1, f1, i2, i2, i1, f2, root64)),
-        (HK.pair_hist_shared, (u8, j1, j1, f1, i, i, f1, i2, i2, i1, f2, node)),
-        (HK.pair_hist_shared, (u16, i1, i1, f1, i, i, f1, i2, i2, i1, f2, node)),
+        (HK.pair_hist_shared, (u8, j1, j1, f1, i, i, f1, i2, i2, i1, f2, nrows)),
+        (HK.pair_hist_shared, (u16, i1, i1, f1, i, i, f1, i2, i2, i1, f2, nrows)),
         (R.grid_max, (grid, grid, f1, f1)), (R.grid_max, (gridA, grid, f1, f1)), (R.grid_units, (grid, grid)),
         (R.grid_units, (gridA, grid)), (R.grid_round, (grid, grid, tops32)), (R.grid_round, (gridA, grid, tops64)),
         (R.coupling_sums, (f1, i, i, f1)),
