@@ -161,10 +161,9 @@ class DeviceHistograms:
         if build is not None:
             groups, dev = self._all_groups
             (chunks, n_groups), threads = self._kernels.launch_for(build.n, groups)
-            if pairs is None:  # no pairs: blocks of depth 1 only (the rows stand in for the kernel's types)
-                grid, pairs = (chunks, n_groups), self._no_pairs(build)
-            else:
-                grid = (chunks, n_groups, 2)
+            # no pairs: blocks of depth 0 only (the rows stand in for the kernel's types)
+            grid: tuple = (chunks, n_groups) if pairs is None else (chunks, n_groups, 2)
+            pairs = self._no_pairs(build) if pairs is None else pairs
             self._kernels.row_hist_shared[grid, threads](self._bins_rm, build.rows, build.n, build.g, build.h,
                                                          build.steps, *dev, build.out, pairs)
 

@@ -210,7 +210,7 @@ class DevicePartitions:
             pairs = PairCount(src[0], src[1], counts, totals, int(start), int(n), nb)
             kernels.place_rows_count_sides[(bx, 2), per](rows, pairs, self.go_left)
         kernels.place_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals,
-                                                PairPlace(*dst, self.rho))
+                                                PairPlace(dst[0], dst[1], dst[2], self.rho))
         return DevicePairCounts(self.memory, acc)
 
     def node_rows(self, order: Any, sides: list, root: Any) -> list:
