@@ -42,10 +42,8 @@ histogram traffic: ``slots x 3`` atomics per block, once.
 A split's children: :func:`child_hists` builds the smaller child's row histogram and both children's
 pair histograms in one launch (blocks of a third grid axis: left pairs, right pairs, rows, left
 ``R``, right ``R``), the pairs by the plan it makes from the partition's counts on the card (the
-CPU's :func:`~customobj.ole.pairhist.pair_hist_plan`), so the host needs no count to launch it.
-
-The pair channels follow :mod:`.pairhist`: ``hi`` at the larger bin (ties: the first row's),
-``nanp`` at the non-NaN row's bin when the other row's bin is the NaN slot, ``R`` at both rows' bins.
+CPU's :func:`~customobj.ole.pairhist.pair_hist_plan`), so the host needs no count to launch it. The
+pair channels follow :mod:`.pairhist` (``hi``, ``nanp``, ``R``).
 """
 from __future__ import annotations
 
