@@ -39,7 +39,7 @@ card's free memory, with the numbers: WEB30K's size (3.8 million rows x 136 feat
 >>> check_device_memory(need, free=2**30)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-customobj.ole.cuda.memory.DeviceMemoryError: TreeBooster(device="cuda") needs 3 GiB of GPU memory (...), but the device has 1 GiB free
+customobj.ole.cuda.memory.DeviceMemoryError: TreeBooster(device="cuda") needs 3.03 GiB of GPU memory (...), but the device has 1 GiB free
 >>> print(f"{need['pairs'] / 2**30:.3f} GiB of pairs, {need['bins'] / 2**30:.3f} GiB of bins")
 1.788 GiB of pairs, 0.960 GiB of bins
 """
