@@ -143,6 +143,23 @@ COUPLING_CASES = [c for c in query_level_cases() if c[0] in ("random", "weights"
                                                              "extreme scores")]
 
 
+#: Queries longer than a simulated warp (8 lanes, ``_launch.query_threads``): a one-row query, one of 19 rows
+#: (three warp-wide steps from its first row), a two-row one and one of 11 rows.
+LONG_SIZES = [1, 19, 2, 11]
+
+
+def long_query_cases():
+    """``(name, scores, labels, sizes, weight)`` on :data:`LONG_SIZES`: random, weighted, the 19-row
+    query's labels all equal (no pair of its own) and every query's (no pair at all)."""
+    s, y, sizes, w = data(8, sizes=LONG_SIZES, weights=True)
+    yield "long", s, y, sizes, None
+    yield "long, weights", s, y, sizes, w
+    y_equal = y.copy()
+    y_equal[1:20] = 2.0
+    yield "long query, labels equal", s, y_equal, sizes, None
+    yield "long, no pairs", s, np.ones_like(y), sizes, None
+
+
 def assert_kept_couplings_equal_cpu(obj, s, y, sizes, w=None):
     """``devices``' couplings route (``_couplings_route``) against the CPU's ``grad_hess_couplings_prepared``
     on a fresh prepared copy each (so a stochastic objective samples the same round on both): the pairs

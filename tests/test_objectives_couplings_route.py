@@ -12,7 +12,7 @@ import pytest
 from customobj import LambdaLoss, LambdaRank, MPBoost, PreferencePairs, QBRank, RankNet, RankSVM
 from customobj.objectives._couplings_route import couplings_reason, grad_hess_couplings_prepared, in_bag_pairs
 from customobj.ole.pair_partition import compact_pairs
-from _cuda_cases import STATUS, data, degenerate_cases, needs_gpu, to_device
+from _cuda_cases import STATUS, data, degenerate_cases, long_query_cases, needs_gpu, to_device
 
 
 def assert_couplings_equal_cpu(obj, s, y, sizes, w=None, index_dtype=np.int64):
@@ -103,6 +103,23 @@ def test_degenerate_data_equals_cpu(case, obj):
     i, _, _ = assert_couplings_equal_cpu(obj, s, y, sizes, w)
     if name in ("one-row queries", "all labels equal"):
         assert i.size == 0  # no pair changes the metric
+
+
+@needs_gpu
+@pytest.mark.parametrize("case", list(long_query_cases()), ids=lambda c: c[0])
+@pytest.mark.parametrize("obj", [LambdaRank(), LambdaRank(norm=True, truncation=5), LambdaRank(metric="err", k=4),
+                                 LambdaRank(metric="mrr")], ids=["ndcg", "norm-t5", "err-k4", "mrr"])
+def test_queries_longer_than_a_warp_equal_cpu(case, obj):
+    # a warp per upper row walks its lower rows a warp's width at a time: 19 rows take three steps from row 0
+    name, s, y, sizes, w = case
+    i, j, _ = assert_couplings_equal_cpu(obj, s, y, sizes, w)
+    in_long = (i >= 1) & (i < 20)
+    if "labels equal" in name or "no pairs" in name:
+        assert not in_long.any()
+    else:
+        assert in_long.any() and (i[in_long] < 20).all() and (j[in_long] >= 1).all() and (j[in_long] < 20).all()
+    if "no pairs" in name:
+        assert i.size == 0
 
 
 @needs_gpu

@@ -239,6 +239,7 @@ SIGNATURES = [
     # the pair couplings (customobj/objectives/_couplings_route.py), rows as int32 (the booster's) and int64
     (CL.count_pairs, (LR, f2, i2, i1)),
     (CL.scan_pairs, (i1, i, i1)),
+    (CL.query_offsets, (i1, i1, i1)),
     # with the Debias record of device arrays of Unbiased's LambdaRank terms (customobj/clicks/_unbiased_route.py)
     (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, b, DEB, j1, j1, f1)),
     (CL.fill_pairs, (LR, i1, f2, i2, f2, i1, b, DEB, i1, i1, f1)),

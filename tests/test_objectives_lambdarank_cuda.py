@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from customobj import LambdaRank
-from _cuda_cases import assert_gpu_equals_cpu, data, degenerate_cases, needs_gpu
+from _cuda_cases import assert_gpu_equals_cpu, data, degenerate_cases, long_query_cases, needs_gpu, to_device
 
 pytestmark = needs_gpu
 
@@ -51,6 +51,19 @@ def test_degenerate_data_equals_cpu(case, options):
     _, s, y, sizes, w = case
     g, h = assert_gpu_equals_cpu(LambdaRank(**options), s, y, sizes, w)
     assert np.all(np.isfinite(g)) and np.all(h >= 0)
+
+
+@pytest.mark.parametrize("case", list(long_query_cases()), ids=lambda c: c[0])
+@pytest.mark.parametrize("options", [dict(), dict(norm=True), dict(norm=True, truncation=5, metric="map")],
+                         ids=["ndcg", "norm", "norm-t5-map"])
+def test_queries_longer_than_a_warp_equal_cpu(case, options):
+    # norm's S adds each upper row's part (pair_rows) in position order, as the CPU does: the same bits
+    _, s, y, sizes, w = case
+    obj = LambdaRank(**options)
+    g, h = assert_gpu_equals_cpu(obj, s, y, sizes, w)
+    gd, hd = obj.grad_hess(to_device(s), y, sizes, w)
+    np.testing.assert_array_equal(gd.copy_to_host(), g)
+    np.testing.assert_array_equal(hd.copy_to_host(), h)
 
 
 def test_underflowing_exp_table_takes_the_direct_rho():

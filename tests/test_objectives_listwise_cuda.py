@@ -11,7 +11,7 @@ import pytest
 from customobj import ListNet, QueryRMSE, QuerySoftMax, XENDCG
 from _cuda_cases import (COUPLING_CASES, assert_case_gpu_equals_cpu, assert_device_trees_equal_cpu,
                          assert_kept_couplings_equal_cpu, assert_kernels_compile, assert_rounds_equal_cpu, data,
-                         needs_gpu, query_level_cases, to_device)
+                         long_query_cases, needs_gpu, query_level_cases, to_device)
 
 pytestmark = needs_gpu
 
@@ -40,6 +40,15 @@ def test_gradients_sum_to_zero_per_query_on_the_device():
         np.testing.assert_allclose(np.add.reduceat(g, ptr[:-1]), 0.0, atol=1e-12)
 
 
+@pytest.mark.parametrize("obj", [QueryRMSE(), ListNet()], ids=repr)
+@pytest.mark.parametrize("case", list(long_query_cases()), ids=lambda c: c[0])
+def test_dense_couplings_of_queries_longer_than_a_warp(case, obj):
+    # a warp per row walks the rows after it a warp's width at a time (19 rows: three steps from row 0)
+    _, s, y, sizes, w = case
+    i, c = assert_kept_couplings_equal_cpu(obj, s, y, sizes, w)
+    assert np.all(c > 0)
+
+
 @pytest.mark.parametrize("obj", LOSSES, ids=repr)
 @pytest.mark.parametrize("case", COUPLING_CASES, ids=lambda c: c[0])
 def test_dense_couplings_keep_the_cpus_pairs(case, obj):
@@ -60,8 +69,8 @@ def test_every_kernel_compiles_for_a_real_gpu():
         "xendcg_lightgbm_rows": ("f1", "f1", "i1", "i1", "i", "i", "f1", "b", "f2", "f1", "f1"),
         "softmax_probs_rows": ("f1", "i1", "f1", "b", "f", "f2", "f1"),
         "softmax_qscale_queries": ("f2", "f", "i", "f1"),
-        "dense_count_pairs": ("i1", "f1", "f1", "i1"),
-        "dense_fill_pairs": ("i1", "f1", "f1", "i1", "j1", "j1", "f1"),
+        "dense_count_pairs": ("i1", "i1", "f1", "f1", "i1"),
+        "dense_fill_pairs": ("i1", "i1", "f1", "f1", "i1", "j1", "j1", "f1"),
     })
 
 

@@ -1,6 +1,7 @@
 """customobj.ole.cuda.stats and customobj/ole/cuda/pool.py (no tree allocates: the pool):
 ``TreeBooster(device="cuda").device_stats_`` counts what the fit asks of the card (launches, blocking
-reads, allocations, bytes each way), checked by hand on a stump, and the launch budget of issue 32
+reads, allocations, bytes each way), checked by hand on a stump, the objective's own launches and
+reads apart from the trees', and the launch budget of issue 32
 (``stats.BUDGET``): met by every criterion (``ole_fast``: 7.93 launches, 1.0 read per split);
 a tree's grid accumulators come from a ring zeroed once per ``TREE_RING`` trees; the pool knows its
 clean histograms.
@@ -74,6 +75,20 @@ def test_a_stump_is_counted_by_hand():
     # outside: the data, the pool and the scores (allocations), one add_tree_bins launch per tree
     assert st.outside.launches == 3 and st.outside.allocations > 10 and st.outside.reads == 0
     assert TreeBooster(criterion="wse", num_leaves=2, n_estimators=1, **QUIET).fit(X, y, group).device_stats_ is None
+
+
+@needs_gpu
+def test_the_objectives_own_launches_are_counted_apart_from_the_trees():
+    # LambdaRank's gradients on the card every round; "ole" adds its couplings: count_pairs, scan_pairs,
+    # fill_pairs and one read of the pair total a round (customobj/objectives/_launch.py's LaunchCount)
+    X, y, group = _stump_data()
+    fits = {c: TreeBooster(device="cuda", criterion=c, num_leaves=2, n_estimators=3, min_data_in_leaf=4,
+                           max_bin=16, **QUIET).fit(X, y, group).device_stats_ for c in ("wse", "ole")}
+    wse, ole = fits["wse"], fits["ole"]
+    assert wse.objective_launches > 0 and wse.objective_launches % 3 == 0 and wse.objective_reads == 0
+    assert ole.objective_launches - wse.objective_launches == 3 * 3 and ole.objective_reads == 3
+    assert ole.as_dict()["objective_launches"] == ole.objective_launches
+    assert ole.total().launches == sum(t.launches for t in ole.trees)  # the trees' counts hold none of them
 
 
 @needs_gpu

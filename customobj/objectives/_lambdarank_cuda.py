@@ -3,7 +3,8 @@
 ``|dZ|``, ``rho``, lambda, hessian, the norm factor) is the CPU's own, from ``_lambdarank_terms``
 (through ``device_function``); the kernels here only split the work by row and by query.
 
-Five launches per call, each over rows or queries (no atomics, results independent of the launch):
+Five launches per call, each over rows or queries (no atomics, results independent of the launch;
+why this shape, and how its cost per row is counted: docs/gpu-design.md, "A warp per upper row"):
 
 1. ``rank_rows`` (one thread per row): the row's position in its query sorted by descending score,
    ties by row order (the CPU's stable mergesort), by counting: O(n) per row, no sort.
@@ -13,34 +14,28 @@ Five launches per call, each over rows or queries (no atomics, results independe
 3. ``pair_rows`` (one thread per row): every pair of the row, ``|dZ|`` in O(1) from the prefixes.
    The row sums its own gradient in the CPU's order (pairs with upper rows first, by upper
    position, then its own pairs with lower rows), so the sums equal the CPU's bit for bit where
-   ``exp`` / ``log`` agree.
-4. ``finish_queries`` (a block per query) then ``write_rows`` (per row): LightGBM's ``norm`` factor
-   and the convention's hessian scale, added into the outputs. The factor's ``sum 2 lambda`` is one
-   running sum over the query's pairs in the CPU's order (by upper, then lower position): the
-   block's threads compute ``QUERY_THREADS`` lambdas at a time and its first thread adds them in
-   that order, so it too equals the CPU's bit for bit (a sum of per-row partial sums differed in
-   the last bits, and with it the couplings and the trees grown from them).
+   ``exp`` / ``log`` agree. As the upper row of its pairs it also sums their ``2 lambda`` into
+   ``F[LS]``: the CPU's per-row part of the norm's ``S`` (``_lambdarank_pass``).
+4. ``finish_queries`` (one thread per query: the parts ``F[LS]`` added in position order, O(n), the
+   CPU's bits) then ``write_rows`` (per row): the ``norm`` factor and hessian scale applied.
 
-The pair couplings (``_lambdarank_kernels.lambdarank_couplings``' COUNT and FILL passes; driven by
-``_couplings_route``) reuse the scratch of launches 1, 2 and 4, a block per query (issue 42, item 2:
-a 1,251-row query is no longer one thread's work): ``count_pairs`` (pairs with nonzero ``|dZ|``, a
-block sum), ``scan_pairs`` (one block: the queries' offsets, in query order, by a block scan) and
-``fill_pairs`` (rows ``i`` above ``j`` by label, coupling ``h`` times the query's hessian factor),
-in the CPU's order: by query, upper position, lower position (a block scan of each round's kept
-flags places them). ``fill_pairs`` also runs the CPU's TERMS pass (``customobj.clicks.Unbiased``):
-the same pairs after launches 1 and 2, with their terms debiased by the propensities of the rows'
-positions (``_lambdarank_terms.unbiased_pair``). Integer counts and scans are the same in any
-order; no float is summed in another order than the CPU's.
+The pair couplings (driven by ``_couplings_route``) reuse that scratch, a warp (a one-warp block)
+per upper position: ``count_pairs`` (pairs with nonzero ``|dZ|``, a warp sum), ``scan_pairs`` (one
+block: the positions' offsets) and ``fill_pairs`` (rows ``i`` above ``j`` by label, coupling ``h``
+times the query's hessian factor; placed by a fixed-order warp scan of each step's kept flags), in
+the CPU's order: by query, upper, lower position. ``fill_pairs`` also runs the CPU's TERMS pass
+(``customobj.clicks.Unbiased``): the same pairs with their terms debiased by the propensities of
+the rows' positions (``_lambdarank_terms.unbiased_pair``). No float is summed in another order
+than the CPU's.
 
 Positions are 0-based and relative to the query start; every per-position table is a row of ``F``
-named by the CPU's ``Channel``, indexed ``start + position``. The data set's arrays and the
-objective's options travel as one record, :class:`Inputs`. Query flags: ``lim`` < 0 marks a query
-that contributes nothing (fewer than two rows or ``qnorm = 0``).
+named by the CPU's ``Channel``, indexed ``start + position``; the data and options travel as one
+record, :class:`Inputs`. ``lim`` < 0 marks a query that contributes nothing (< 2 rows, ``qnorm = 0``).
 """
 from typing import Any, NamedTuple
 
 import numpy as np
-from numba import float64, int64
+from numba import int64
 
 from .._cuda_runtime import cuda_module, device_function
 from . import _lambdarank_terms as LT
@@ -51,14 +46,19 @@ cuda = cuda_module()
 
 #: Rows of the float per-position scratch (``F[Channel.X, start + position]``): the CPU's channels
 #: up to the hessian (the GPU needs no sort or local pair buffers).
-N_FLOAT = int(Channel.LAMBDA_H) + 1
+N_FLOAT = int(Channel.LAMBDA_H) + 2
+#: The GPU's own row of ``F``: each upper position's sum of ``2 lambda`` over its pairs (``pair_rows``).
+LS = N_FLOAT - 1
 # plain ints: numba's CUDA target takes no IntEnum as an index
 G, S, W, A = int(Channel.GAIN), int(Channel.SCORE), int(Channel.WEIGHT), int(Channel.A)
 LG, LH = int(Channel.LAMBDA_G), int(Channel.LAMBDA_H)
 _MRR = int(LT.Metric.MRR)
-#: Threads of the block that works on one query (``count_pairs``, ``fill_pairs``, ``finish_queries``)
-#: and of ``scan_pairs``' one block: a power of two (block sums halve it); fewer under the simulator.
+#: Threads of the block that works on one query (``setup_queries``) or one upper position
+#: (``count_pairs``, ``fill_pairs``): one warp, a power of two (block sums halve it); fewer under the
+#: simulator (``_launch.query_threads``).
 QUERY_THREADS = 32
+#: Threads of ``scan_pairs``' one block (a power of two): each sums ``n / SCAN_THREADS`` segments.
+SCAN_THREADS = 1024
 #: Rows of the int per-query scratch (``Q[c, query]``).
 Q_LIM, Q_KK, Q_FIRST, Q_SECOND, Q_SPREAD = range(5)
 N_QINT = 5
@@ -135,9 +135,8 @@ def rank_rows(scores, ptr, qid, order, pos):
 
 
 def scratch(data, n, nq):
-    """``(order, pos, F, Q, factor)``: the device scratch of one LambdaRank pass, reused every round
-    (``data`` is the prepared data's ``devices.DeviceData``); the coupling launches read what the
-    gradient launches left there."""
+    """``(order, pos, F, Q, factor)``: one LambdaRank pass's device scratch in ``data`` (a
+    ``devices.DeviceData``), reused every round; the coupling launches read what the gradients left."""
     return (data.scratch("order", (n,), np.int64), data.scratch("pos", (n,), np.int64),
             data.scratch("lambdarank_f", (N_FLOAT, max(n, 1)), np.float64),
             data.scratch("lambdarank_q", (N_QINT, max(nq, 1)), np.int64),
@@ -240,6 +239,7 @@ def pair_rows(inp, pos, F, Q):
     me = pos[i]
     F[LG, c.start + me] = 0.0
     F[LH, c.start + me] = 0.0
+    F[LS, c.start + me] = 0.0
     if c.lim < 0:
         return
     lg = 0.0
@@ -251,45 +251,34 @@ def pair_rows(inp, pos, F, Q):
         lh += h
     acc_g = 0.0
     acc_h = 0.0
+    ls = 0.0
     if me < c.lim:
         for b in range(me + 1, c.n):
             lam, pwsg, h = _pair(inp, F, c, me, b)
             acc_g -= lam * pwsg
             acc_h += h
+            ls += 2.0 * lam
+    F[LS, c.start + me] = ls
     F[LG, c.start + me] = lg + acc_g
     F[LH, c.start + me] = lh + acc_h
 
 
 @cuda.jit(cache=True)
 def finish_queries(inp, hess_scale, F, Q, factor):
-    """Block ``q``: LightGBM's ``norm`` factor ``log2(1 + S) / S`` of query ``q`` (``S = sum 2 lambda``,
-    unweighted). The block's threads compute the lambdas of ``blockDim.x`` lower positions at a time;
-    thread 0 adds them in the CPU's pair order (upper, then lower position), so ``S`` is the CPU's
-    bit for bit."""
-    lams = cuda.shared.array(QUERY_THREADS, dtype=float64)
-    q = cuda.blockIdx.x
+    """One thread per query: LightGBM's ``norm`` factor ``log2(1 + S) / S`` of query ``q``
+    (``S = sum 2 lambda``, unweighted): the upper positions' parts ``F[LS]`` (``pair_rows``) added in
+    position order, the CPU's order, so ``S`` is the CPU's bit for bit."""
+    q = cuda.grid(1)
     if q >= inp.ptr.shape[0] - 1:
         return
-    tid = cuda.threadIdx.x
     total = 0.0
     if inp.norm and Q[Q_LIM, q] >= 0:
         c = _cut(inp, q, F, Q)
         for a in range(min(c.n - 1, c.lim)):
-            for b0 in range(a + 1, c.n, cuda.blockDim.x):
-                b = b0 + tid
-                lam = 0.0
-                if b < c.n:
-                    lam, _, _ = _pair(inp, F, c, a, b)
-                lams[tid] = lam
-                cuda.syncthreads()
-                if tid == 0:
-                    for k in range(min(cuda.blockDim.x, c.n - b0)):
-                        total += 2.0 * lams[k]
-                cuda.syncthreads()
-    if tid == 0:
-        f = _norm_factor(inp.norm, total)
-        factor[0, q] = f
-        factor[1, q] = f * hess_scale
+            total += F[LS, c.start + a]
+    f = _norm_factor(inp.norm, total)
+    factor[0, q] = f
+    factor[1, q] = f * hess_scale
 
 
 @cuda.jit(cache=True)
@@ -344,32 +333,45 @@ def _block_scan(sh, v):
     return incl - v, total
 
 
+@cuda.jit(device=True)
+def _upper(inp, F, Q, p):
+    """``(cut, a, n_steps)`` of block ``p``'s upper position ``a`` in its query: ``blockDim.x``-wide
+    steps over its lower positions (0: no pairs: a skipped query, ``a`` past the truncation or last)."""
+    q = inp.qid[p]
+    c = _cut(inp, q, F, Q)
+    a = p - c.start
+    steps = 0
+    if c.lim >= 0 and a < min(c.n - 1, c.lim):
+        steps = (c.n - a - 1 + cuda.blockDim.x - 1) // cuda.blockDim.x
+    return c, a, steps
+
+
 @cuda.jit(cache=True)
 def count_pairs(inp, F, Q, counts):
-    """Block ``q`` (``QUERY_THREADS`` threads): query ``q``'s pairs with nonzero ``|dZ|`` (0 for a
-    query that contributes nothing); the block's threads take the lower positions of each upper one
-    in turn, so a long query's pairs spread over them whatever the truncation."""
+    """Block ``p`` (one warp) per sorted position ``p = start + a``: upper position ``a``'s pairs with
+    nonzero ``|dZ|``, its lanes taking the lower positions ``blockDim.x`` at a time."""
     sh = cuda.shared.array(QUERY_THREADS, dtype=int64)
-    q = cuda.blockIdx.x
+    p = cuda.blockIdx.x
+    if p >= inp.qid.shape[0]:
+        return  # the whole block: no thread reaches a barrier
+    c, a, steps = _upper(inp, F, Q, p)
     m = 0
-    if q < inp.ptr.shape[0] - 1:
-        c = _cut(inp, q, F, Q)
-        if c.lim >= 0:
-            for a in range(min(c.n - 1, c.lim)):
-                for b in range(a + 1 + cuda.threadIdx.x, c.n, cuda.blockDim.x):
-                    if _pair_dz(inp, F, c, a, b) != 0.0:
-                        m += 1
+    for k in range(steps):
+        b = a + 1 + k * cuda.blockDim.x + cuda.threadIdx.x
+        if b < c.n and _pair_dz(inp, F, c, a, b) != 0.0:
+            m += 1
     total = _block_sum(sh, m)
-    if cuda.threadIdx.x == 0 and q < inp.ptr.shape[0] - 1:
-        counts[q] = total
+    if cuda.threadIdx.x == 0:
+        counts[p] = total
 
 
 @cuda.jit(cache=True)
 def scan_pairs(counts, nq, offsets):
-    """One block: ``offsets[q]`` = pairs of the queries before ``q`` (``offsets[nq]``: all of them).
-    Thread ``t`` sums a run of consecutive queries, a block scan gives each run its start, and each
-    thread writes its run's offsets: integers, so the same as one thread's running sum."""
-    sh = cuda.shared.array(QUERY_THREADS, dtype=int64)
+    """One block (``SCAN_THREADS`` threads at most): ``offsets[q]`` = pairs of the segments before
+    ``q`` (``offsets[nq]``: all of them). Thread ``t`` sums a run of ``nq / blockDim.x`` consecutive
+    segments, a block scan gives each run its start, and each thread writes its run's offsets:
+    integers, so the same as one thread's running sum."""
+    sh = cuda.shared.array(SCAN_THREADS, dtype=int64)
     if cuda.blockIdx.x != 0:
         return
     t = cuda.threadIdx.x
@@ -389,32 +391,38 @@ def scan_pairs(counts, nq, offsets):
 
 @cuda.jit(cache=True)
 def fill_pairs(inp, order, F, Q, factor, offsets, terms, deb, out_i, out_j, out_c):
-    """Per query: its pairs from ``offsets[q]``, by upper then lower position: ``out_i`` the row of
-    the higher label, ``out_j`` the other, ``out_c`` the coupling ``h`` times the hessian factor
-    ``factor[1, q]``. With ``terms`` (the CPU's TERMS pass, after ``rank_rows`` and ``setup_queries``
-    only; ``factor[1]`` the hessian scale), each pair's terms debiased by ``t+`` of the better row's
-    position and ``t-`` of the other's (``_lambdarank_terms.unbiased_pair``; ``deb`` a
-    ``_lambdarank_records.Debias`` of device arrays) go to ``deb.lam`` / ``deb.cost`` / ``deb.est``
-    and the debiased hessian to ``out_c``; unnormalised."""
+    """Block ``p`` (one warp) per sorted position: the pairs of upper position ``a`` from
+    ``offsets[p]``, by lower position: ``out_i`` the row of the higher label, ``out_j`` the other,
+    ``out_c`` the coupling ``h`` times the hessian factor ``factor[1, q]``. With ``terms`` (the
+    CPU's TERMS pass, after ``rank_rows`` and ``setup_queries`` only; ``factor[1]`` the hessian
+    scale), each pair's terms debiased by ``t+`` of the better row's position and ``t-`` of the
+    other's (``_lambdarank_terms.unbiased_pair``; ``deb`` a ``_lambdarank_records.Debias`` of device
+    arrays) go to ``deb.lam`` / ``deb.cost`` / ``deb.est`` and the debiased hessian to ``out_c``;
+    unnormalised."""
     sh = cuda.shared.array(QUERY_THREADS, dtype=int64)
-    q = cuda.blockIdx.x
-    if q >= inp.ptr.shape[0] - 1:
+    p = cuda.blockIdx.x
+    if p >= inp.qid.shape[0]:
         return
-    c = _cut(inp, q, F, Q)
-    if c.lim < 0:
-        return
-    hf = factor[1, q]
-    t = offsets[q]
-    # block ``q``: each upper position in turn, its lower positions ``blockDim.x`` at a time; a block
-    # scan of the kept flags places the kept pairs in the CPU's order (upper, then lower position)
-    for a in range(min(c.n - 1, c.lim)):
-        for b0 in range(a + 1, c.n, cuda.blockDim.x):
-            b = b0 + cuda.threadIdx.x
-            dz = _pair_dz(inp, F, c, a, b) if b < c.n else 0.0
-            before, kept = _block_scan(sh, 1 if dz != 0.0 else 0)
-            if dz != 0.0:
-                _fill_one(inp, order, F, c, a, b, dz, hf, t + before, terms, deb, (out_i, out_j, out_c))
-            t += kept
+    c, a, steps = _upper(inp, F, Q, p)
+    hf = factor[1, inp.qid[p]]
+    t = offsets[p]
+    # the lower positions ``blockDim.x`` at a time; a fixed-order scan of the kept flags places the
+    # kept pairs in the CPU's order (upper, then lower position)
+    for k in range(steps):
+        b = a + 1 + k * cuda.blockDim.x + cuda.threadIdx.x
+        dz = _pair_dz(inp, F, c, a, b) if b < c.n else 0.0
+        before, kept = _block_scan(sh, 1 if dz != 0.0 else 0)
+        if dz != 0.0:
+            _fill_one(inp, order, F, c, a, b, dz, hf, t + before, terms, deb, (out_i, out_j, out_c))
+        t += kept
+
+
+@cuda.jit(cache=True)
+def query_offsets(ptr, position_offsets, out):
+    """``out[q]`` = the pairs before query ``q``'s (``q <= n_queries``), for ``clicks.Unbiased``."""
+    q = cuda.grid(1)
+    if q < ptr.shape[0]:
+        out[q] = position_offsets[ptr[q]]
 
 
 @cuda.jit(device=True)
@@ -437,5 +445,6 @@ def _fill_one(inp, order, F, c, a, b, dz, hf, t, terms, deb, out):
     out_c[t] = h * hf
 
 
-#: The kernels that work a block of ``QUERY_THREADS`` threads per query (``_launch.launch``).
-BLOCK_PER_QUERY = (setup_queries, count_pairs, fill_pairs, finish_queries)
+#: The kernels that work a block of ``QUERY_THREADS`` threads per segment (``_launch.launch``): a
+#: query (``setup_queries``) or an upper position (``count_pairs``, ``fill_pairs``).
+BLOCK_PER_SEGMENT = (setup_queries, count_pairs, fill_pairs)

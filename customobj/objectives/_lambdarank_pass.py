@@ -111,6 +111,7 @@ def _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out):
         oa = order[a]
         acc_g = 0.0
         acc_h = 0.0
+        row_lambda = 0.0  # a's own sum first: the GPU sums each upper row's pairs on its own (pair_rows)
         m = 0
         for b in range(a + 1, n):
             gb = g[b]
@@ -123,7 +124,7 @@ def _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out):
             if damp:
                 dz = dz / (0.01 + abs(sa - s[b]))
             lam = sigma * dz * rho
-            sum_lambda += 2.0 * lam
+            row_lambda += 2.0 * lam
             pw = 0.5 * (wa + w[b])
             h = sig2 * dz * rho * (1.0 - rho) * pw
             if grad:
@@ -138,6 +139,7 @@ def _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out):
                 lj[m] = ob if up else oa
                 lc[m] = h
                 m += 1 if nz else 0
+        sum_lambda += row_lambda
         if grad:
             lg[a] += acc_g
             lh[a] += acc_h
@@ -182,6 +184,7 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
         sa = s[a]
         acc_g = 0.0
         acc_h = 0.0
+        row_lambda = 0.0
         for b in range(a + 1, n):
             gb = g[b]
             if ga == gb:
@@ -214,7 +217,7 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
             dz = damped(dz, damp, d)
             pw = pair_weight(w[a], w[b])
             lam, h = lambda_hess(dz, rho_, pw, sigma, sig2)
-            sum_lambda += 2.0 * lam
+            row_lambda += 2.0 * lam
             if mode == Mode.LOSS:
                 total += pw * dz * softplus(-sigma * d)
                 count += 1
@@ -235,6 +238,7 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
                     deb.lam[t], h, deb.cost[t], deb.est[t] = unbiased_pair(lam, h, dz, d, sigma, tp, tm, deb.swapped)
                 out_c[t] = h
             count += 1
+        sum_lambda += row_lambda
         if grad:
             lg[a] += acc_g
             lh[a] += acc_h

@@ -54,11 +54,11 @@ def lambdarank_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: Pa
     from . import _lambdarank_cuda as CL
 
     inp, _ = _lambdarank_inputs(obj, s, prep, data)
-    nq = data.n_queries
-    order, _, F, Q, factor = CL.scratch(data, data.n_rows, nq)
-    offsets, out = sized(segments(data, nq), pair_buffer, CL.count_pairs, nq, inp, F, Q)
+    n = data.n_rows
+    order, _, F, Q, factor = CL.scratch(data, n, data.n_queries)
+    offsets, out = sized(segments(data, n, "position_pair"), pair_buffer, CL.count_pairs, n, inp, F, Q)
     if out[0].shape[0] > 0:
-        launch(CL.fill_pairs, nq, inp, order, F, Q, factor, offsets, False, _debias(data, 0), *out)
+        launch(CL.fill_pairs, n, inp, order, F, Q, factor, offsets, False, _debias(data, 0), *out)
     return out
 
 
@@ -82,13 +82,14 @@ def lambdarank_debiased_terms(obj: Any, s: Any, prep: Any, data: Any, position: 
     from . import _lambdarank_cuda as CL
 
     inp, hess_scale, (order, _, F, Q, factor) = _lambdarank_setup(obj, s, prep, data)
-    nq = data.n_queries
-    offsets, out = sized(segments(data, nq), pair_buffer, CL.count_pairs, nq, inp, F, Q)
+    n, nq = data.n_rows, data.n_queries
+    offsets, out = sized(segments(data, n, "position_pair"), pair_buffer, CL.count_pairs, n, inp, F, Q)
+    launch(CL.query_offsets, nq + 1, data.ptr, offsets, segments(data, nq)[1])  # the pairs by query
     m = out[0].shape[0]
     deb = _debias(data, m, position, tplus, tminus, swapped)
     if m > 0:
         from . import _pointwise_cuda as CW
 
         launch(CW.fill, nq, factor[1], hess_scale)  # no norm factor: the hessian scale alone scales the terms
-        launch(CL.fill_pairs, nq, inp, order, F, Q, factor, offsets, True, deb, *out)
+        launch(CL.fill_pairs, n, inp, order, F, Q, factor, offsets, True, deb, *out)
     return (*out, deb)

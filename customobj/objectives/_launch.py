@@ -31,24 +31,63 @@ PairBuffer = Callable[[int], tuple]
 LIST_CHUNK = 1024
 
 
+class LaunchCount:
+    """The objectives' kernel launches and blocking reads so far, in this process (:func:`launch`,
+    :func:`sized`'s scan and its one read of the pair total): Python integers bumped per event,
+    nothing synchronised. ``TreeBooster`` reads them around its fit
+    (``device_stats_.objective_launches``, ``objective_reads``).
+
+    >>> before = LaunchCount.snapshot()
+    >>> LaunchCount.since(before)
+    (0, 0)
+    """
+
+    launches = 0
+    reads = 0
+
+    @classmethod
+    def snapshot(cls) -> tuple:
+        return cls.launches, cls.reads
+
+    @classmethod
+    def since(cls, snapshot: tuple) -> tuple:
+        """``(launches, reads)`` since ``snapshot``."""
+        return cls.launches - snapshot[0], cls.reads - snapshot[1]
+
+
 def launch(kernel: Any, n: int, *args: Any) -> None:
     """``kernel`` over ``n`` work items (threads), :data:`THREADS` per block; a kernel that works a
-    block per query (``_lambdarank_cuda.BLOCK_PER_QUERY``) gets ``n`` blocks of :func:`query_threads`."""
-    from . import _lambdarank_cuda as CL
-
-    if any(kernel is k for k in CL.BLOCK_PER_QUERY):
+    block per segment (a query or an upper position: ``_lambdarank_cuda.BLOCK_PER_SEGMENT``,
+    ``_listwise_cuda.BLOCK_PER_SEGMENT``) gets ``n`` blocks of :func:`query_threads`."""
+    LaunchCount.launches += 1
+    if any(kernel is k for k in _block_per_segment()):
         kernel[max(n, 1), query_threads()](*args)
     else:
         kernel[blocks(n), THREADS](*args)
 
 
+def _block_per_segment() -> tuple:
+    from . import _lambdarank_cuda as CL
+    from . import _listwise_cuda as CQ
+
+    return CL.BLOCK_PER_SEGMENT + CQ.BLOCK_PER_SEGMENT
+
+
 def query_threads() -> int:
-    """Threads of a block-per-query kernel: ``_lambdarank_cuda.QUERY_THREADS``, 8 under the simulator
-    (each a Python thread)."""
+    """Threads of a block-per-segment kernel: ``_lambdarank_cuda.QUERY_THREADS`` (a warp), 8 under the
+    simulator (each a Python thread)."""
     from .._cuda_runtime import simulated
     from . import _lambdarank_cuda as CL
 
     return 8 if simulated() else CL.QUERY_THREADS
+
+
+def scan_threads() -> int:
+    """Threads of ``scan_pairs``' one block: ``_lambdarank_cuda.SCAN_THREADS``, 8 under the simulator."""
+    from .._cuda_runtime import simulated
+    from . import _lambdarank_cuda as CL
+
+    return 8 if simulated() else CL.SCAN_THREADS
 
 
 def flat(a: Any) -> Any:
@@ -62,13 +101,16 @@ def zero(*arrays: Any) -> None:
         launch(CW.fill, a.size, flat(a), 0.0)
 
 
-def query_pairs(data: Any, pair_buffer: PairBuffer, count: Any, fill: Any, *args: Any) -> tuple:
-    """The pairs a per-query ``count`` / ``fill`` kernel pair writes (one thread per query, ``args``
-    then the counts / the offsets and buffers), in query order."""
-    nq = data.n_queries
-    offsets, out = sized(segments(data, nq), pair_buffer, count, nq, *args)
+def query_pairs(data: Any, pair_buffer: PairBuffer, count: Any, fill: Any, *args: Any,
+                per_position: bool = False) -> tuple:
+    """The pairs a ``count`` / ``fill`` kernel pair writes (one thread per query, ``args`` then the
+    counts / the offsets and buffers), in query order; or, with ``per_position`` (a block per sorted
+    position: ``_listwise_cuda.BLOCK_PER_SEGMENT``), one segment per row, in position order."""
+    n_seg = data.n_rows if per_position else data.n_queries
+    offsets, out = sized(segments(data, n_seg, "position_pair" if per_position else "pair"), pair_buffer,
+                         count, n_seg, *args)
     if out[0].shape[0] > 0:
-        launch(fill, nq, *args, offsets, *out)
+        launch(fill, n_seg, *args, offsets, *out)
     return out
 
 
@@ -80,7 +122,9 @@ def sized(scratch: tuple, pair_buffer: PairBuffer, count: Any, n_seg: int, *args
 
     counts, offsets = scratch
     launch(count, n_seg, *args, counts)
-    CL.scan_pairs[1, query_threads()](counts, n_seg, offsets)
+    LaunchCount.launches += 1
+    CL.scan_pairs[1, scan_threads()](counts, n_seg, offsets)
+    LaunchCount.reads += 1
     return offsets, pair_buffer(int(offsets[n_seg:n_seg + 1].copy_to_host()[0]))
 
 
@@ -89,7 +133,8 @@ def chunks(m: int, chunk: int) -> int:
     return (m + chunk - 1) // chunk
 
 
-def segments(data: Any, n_seg: int) -> tuple:
-    """The ``(counts, offsets)`` scratch of ``n_seg`` segments, reused every round (a fixed count per fit)."""
-    return (data.scratch("pair_counts", (max(n_seg, 1),), np.int64),
-            data.scratch("pair_offsets", (n_seg + 1,), np.int64))
+def segments(data: Any, n_seg: int, name: str = "pair") -> tuple:
+    """The ``(counts, offsets)`` scratch of ``n_seg`` segments named ``name`` (``"pair"``: per query),
+    reused every round (a fixed count per fit)."""
+    return (data.scratch(f"{name}_counts", (max(n_seg, 1),), np.int64),
+            data.scratch(f"{name}_offsets", (n_seg + 1,), np.int64))

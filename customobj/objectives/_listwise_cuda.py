@@ -19,12 +19,18 @@ The couplings of these losses (``TreeBooster(device="cuda")``'s OLE criteria, dr
 ``_couplings_route``) are dense: every pair ``a < b`` of a query, ``c = qscale_q f_a f_b``, with ``f = p``
 and ``qscale = beta^2 M`` for the softmax losses (from the sums the gradient launch left) and
 QueryRMSE's label-only ``f = w``, ``qscale = 1 / W``. ``dense_count_pairs`` then ``dense_fill_pairs``
-(one thread per query) keep those with ``c > 0``, in the CPU's order, as the CPU booster does.
+keep those with ``c > 0``, in the CPU's order, as the CPU booster does: a warp (a one-warp block of
+``_lambdarank_cuda.QUERY_THREADS``) per row ``a``, its lanes taking the rows ``b > a`` of its query a
+warp's width at a time (a warp sum counts, a fixed-order warp scan places), so a long query is as
+many warps as rows, not one thread's O(n^2) (issue 42, item 2; docs/gpu-design.md).
 """
 import math
 
+from numba import int64
+
 from .._cuda_runtime import cuda_module, device_function
 from . import _listwise_terms as LT
+from ._lambdarank_cuda import QUERY_THREADS, _block_scan, _block_sum
 from ._noise import lcg_next, lcg_skip
 from ._listwise_kernels import LIGHTGBM_EPSILON, range_sum
 
@@ -216,29 +222,57 @@ def _keep_pair(out_i, out_j, out_c, at, kept, a, b, c):
 
 
 @cuda.jit(device=True)
-def _dense_pairs(ptr, factor, qscale, q, out_i, out_j, out_c, at):
-    """Query ``q``'s pairs ``a < b`` of coupling ``qscale f_a f_b > 0``, in the CPU's order (by ``a``,
-    then ``b``), written from ``at`` when ``at >= 0`` (else only counted); returns how many."""
-    kept = 0
-    if qscale[q] <= 0.0:
-        return kept
-    for a in range(ptr[q], ptr[q + 1]):
-        for b in range(a + 1, ptr[q + 1]):
-            kept = _keep_pair(out_i, out_j, out_c, at, kept, a, b, qscale[q] * factor[a] * factor[b])
-    return kept
+def _dense_row(ptr, qid, qscale, a):
+    """``(end, n_steps)`` of block ``a``'s row: its query's end and how many ``blockDim.x``-wide steps
+    the rows ``b > a`` take (0 in a query of coupling scale 0)."""
+    q = qid[a]
+    end = ptr[q + 1]
+    steps = 0
+    if qscale[q] > 0.0:
+        steps = (end - a - 1 + cuda.blockDim.x - 1) // cuda.blockDim.x
+    return end, steps
 
 
 @cuda.jit(cache=True)
-def dense_count_pairs(ptr, factor, qscale, counts):
-    """The dense couplings, COUNT pass (one thread per query)."""
-    q = cuda.grid(1)
-    if q < ptr.shape[0] - 1:
-        counts[q] = _dense_pairs(ptr, factor, qscale, q, counts, counts, factor, -1)
+def dense_count_pairs(ptr, qid, factor, qscale, counts):
+    """The dense couplings, COUNT pass: block ``a`` (one warp) counts row ``a``'s pairs ``a < b`` of
+    coupling ``qscale f_a f_b > 0``."""
+    sh = cuda.shared.array(QUERY_THREADS, dtype=int64)
+    a = cuda.blockIdx.x
+    if a >= qid.shape[0]:
+        return  # the whole block: no thread reaches a barrier
+    end, steps = _dense_row(ptr, qid, qscale, a)
+    qs = qscale[qid[a]]
+    m = 0
+    for k in range(steps):
+        b = a + 1 + k * cuda.blockDim.x + cuda.threadIdx.x
+        if b < end and qs * factor[a] * factor[b] > 0.0:
+            m += 1
+    total = _block_sum(sh, m)
+    if cuda.threadIdx.x == 0:
+        counts[a] = total
 
 
 @cuda.jit(cache=True)
-def dense_fill_pairs(ptr, factor, qscale, offsets, out_i, out_j, out_c):
-    """The dense couplings, FILL pass: the counted pairs from ``offsets[q]``."""
-    q = cuda.grid(1)
-    if q < ptr.shape[0] - 1:
-        _dense_pairs(ptr, factor, qscale, q, out_i, out_j, out_c, offsets[q])
+def dense_fill_pairs(ptr, qid, factor, qscale, offsets, out_i, out_j, out_c):
+    """The dense couplings, FILL pass: block ``a``'s counted pairs from ``offsets[a]``, by ``b``."""
+    sh = cuda.shared.array(QUERY_THREADS, dtype=int64)
+    a = cuda.blockIdx.x
+    if a >= qid.shape[0]:
+        return
+    end, steps = _dense_row(ptr, qid, qscale, a)
+    qs = qscale[qid[a]]
+    t = offsets[a]
+    for k in range(steps):
+        b = a + 1 + k * cuda.blockDim.x + cuda.threadIdx.x
+        c = qs * factor[a] * factor[b] if b < end else 0.0
+        before, kept = _block_scan(sh, 1 if c > 0.0 else 0)
+        if c > 0.0:
+            out_i[t + before] = a
+            out_j[t + before] = b
+            out_c[t + before] = c
+        t += kept
+
+
+#: The kernels that work a block of ``QUERY_THREADS`` threads (a warp) per row (``_launch.launch``).
+BLOCK_PER_SEGMENT = (dense_count_pairs, dense_fill_pairs)

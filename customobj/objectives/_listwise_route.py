@@ -181,7 +181,8 @@ def _dense(data: Any, pair_buffer: PairBuffer, factor: Any, qscale: Any) -> tupl
     """Every pair of a query of coupling ``qscale_q f_a f_b > 0`` (``_listwise_cuda``), in the CPU's order."""
     from . import _listwise_cuda as CQ
 
-    return query_pairs(data, pair_buffer, CQ.dense_count_pairs, CQ.dense_fill_pairs, data.ptr, factor, qscale)
+    return query_pairs(data, pair_buffer, CQ.dense_count_pairs, CQ.dense_fill_pairs, data.ptr, data.qid, factor,
+                       qscale, per_position=True)
 
 
 def query_rmse_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._cuda_runtime import is_device_array, on_device, require_gpu
 from .._device import Device
+from ..objectives._launch import LaunchCount
 from .backend import CPUBackend, TreeBackend
 from .context import BinnedData, GrowContext
 from .criterion import criterion_for
@@ -115,6 +116,7 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
                                       pairs_on_host=pairs_on_host(params.joint_leaves))
     progress = Progress(p["n_estimators"], p["verbose"])
     reason = None
+    objective_calls = LaunchCount.snapshot()  # the objective's own launches and reads (device_stats_)
     try:
         for it in range(p["n_estimators"]):
             sample = sample_round(rng, bins_fm.shape[1], bins_fm.shape[0], p)
@@ -139,6 +141,9 @@ def boost(model, p, obj, prep, scores, bins_fm, mapper, evals, tracker, callback
         progress.close(reason)
         model.device_memory_peak_, model.device_gradients_ = backend.device_memory_peak(), backend.gradients_where
         model.device_stats_ = backend.device_stats()
+        if model.device_stats_ is not None:
+            launches, reads = LaunchCount.since(objective_calls)
+            model.device_stats_ = model.device_stats_._replace(objective_launches=launches, objective_reads=reads)
 
 
 def pairs_on_host(joint_leaves: bool) -> Optional[str]:

@@ -10,7 +10,9 @@ The counts are kept per tree, from the tree's first call (its root sums) to its 
 (:class:`DeviceCounts`, one per tree, in growth order), and outside the trees (``outside``: the
 fit's uploads and pool, each round's bag and the finished trees added to the scores). The
 objective's own kernels (gradients and pair couplings, :mod:`customobj.objectives`) launch outside
-the backend and are not counted; the arrays they keep on the device are in
+the backend: their launches and reads over the fit are counted apart
+(``objective_launches``, ``objective_reads``, from ``objectives._launch.LaunchCount``), so the
+trees' budget stays the trees'; the arrays they keep on the device are in
 ``TreeBooster.device_memory_peak_``.
 
 A split is a call of the backend's ``partition_rows``; :meth:`DeviceStats.per_split` divides the
@@ -63,10 +65,15 @@ class DeviceStats(NamedTuple):
     outside : DeviceCounts
         What the fit did outside the trees' growth: uploads of the data, the pool, each round's bag
         and the trees added to the device scores.
+    objective_launches, objective_reads : int
+        The objective's own kernel launches and blocking reads over the fit (its gradients and pair
+        couplings, every round), apart from the trees' budget.
     """
 
     trees: Tuple[DeviceCounts, ...]
     outside: DeviceCounts
+    objective_launches: int = 0  # the objective's kernel launches over the fit (gradients, couplings)
+    objective_reads: int = 0  # its blocking reads (the pair total of each round's couplings)
 
     @property
     def n_trees(self) -> int:
@@ -85,7 +92,8 @@ class DeviceStats(NamedTuple):
     def as_dict(self) -> Dict[str, Any]:
         """Plain types for JSON: totals, per split, per tree and outside."""
         return {"n_trees": self.n_trees, "total": self.total()._asdict(), "per_split": self.per_split(),
-                "outside": self.outside._asdict(), "trees": [t._asdict() for t in self.trees]}
+                "outside": self.outside._asdict(), "trees": [t._asdict() for t in self.trees],
+                "objective_launches": self.objective_launches, "objective_reads": self.objective_reads}
 
 
 class DeviceCounter:

@@ -1,0 +1,236 @@
+"""The objectives' GPU kernels counted per query under numba's CUDA simulator (issue 42, items 2 and 5).
+
+    NUMBA_ENABLE_CUDASIM=1 python benchmarks/objective_steps.py [--long 1251] [--short 100] [--out steps.json]
+
+Does a long query set the time of LambdaRank's GPU pass? Without a card, the kernels are run by numba's
+simulator, which runs every CUDA thread as a Python thread; each thread's **steps** (the Python lines of
+customobj's own code it executes, kernel and device functions alike: a proxy for its instructions) are
+counted, split at its block's barriers (``cuda.syncthreads``). From them, per launch:
+
+- a warp's **issue count**: the sum over its block's barrier phases of the most steps any of its lanes
+  took in that phase (lanes run in lockstep, so a warp issues for its slowest lane). A warp is 32
+  consecutive threads of a block, or the whole block when smaller (the simulator's block-per-segment
+  kernels run 8 threads, ``_launch.query_threads``);
+- its **critical path**: the largest issue count of any of its warps (the launch's time when the card
+  has a slot for every warp: the time a long query sets);
+- its **work**: the issue counts summed over its warps (the launch's time when the card is full).
+
+A call of ``grad_hess_couplings_prepared`` (the gradients, then the pair couplings ``TreeBooster``'s
+OLE criteria read) is measured on two data sets: one query of ``--long`` rows, and ``--long //
+--short`` queries of ``--short`` rows (about as many rows), each with distinct random scores and
+labels 0-4. The long query costs no more per row than the short ones when its critical path per row
+is at most theirs; its work per pair (per ``|dZ| != 0`` pair the couplings keep) is reported beside,
+and the launches of each call (``_launch.LaunchCount``), which do not depend on the data.
+
+The default sizes are MQ2008 / OHSUMED's longest query (1,251 rows) against 100-row ones: about 3.6M
+simulated pair evaluations, which take the simulator tens of minutes; the test
+(tests/test_benchmark_objective_steps.py) runs small ones.
+
+>>> p = measure(LambdaRank(), [3, 2])  # under the simulator
+>>> p.launches == len(p.steps), p.rows, [s.kernel for s in p.steps][-3:]
+(True, 5, ['count_pairs', 'scan_pairs', 'fill_pairs'])
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Dict, List, NamedTuple
+
+import numpy as np
+
+if __name__ == "__main__":  # the simulator is chosen when numba.cuda is first imported
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+import customobj
+from customobj import LambdaRank
+
+#: Lanes of a warp.
+WARP = 32
+_PACKAGE = str(Path(customobj.__file__).resolve().parent)
+
+
+class LaunchSteps(NamedTuple):
+    """One kernel launch, counted: its name, blocks, threads per block, critical path, work, barriers."""
+
+    kernel: str
+    grid: int
+    block: int
+    critical_path: int
+    work: int
+    barriers: int
+
+
+class Profile(NamedTuple):
+    """One objective call, counted: its launches, rows and kept pairs."""
+
+    steps: tuple  # of LaunchSteps, in launch order
+    launches: int  # _launch.LaunchCount's, for the call
+    rows: int
+    pairs: int
+
+    @property
+    def critical_path(self) -> int:
+        """The launches' critical paths summed: the call's time on a card wide enough for every warp."""
+        return sum(s.critical_path for s in self.steps)
+
+    @property
+    def work(self) -> int:
+        return sum(s.work for s in self.steps)
+
+
+class _Launch:
+    def __init__(self, name: str, grid: tuple, block: tuple) -> None:
+        self.name, self.grid, self.block = name, grid, block
+        self.threads: List[Any] = []
+
+
+class _Recorder:
+    """Counts each simulated thread's steps per barrier phase, grouped by launch."""
+
+    def __init__(self, roots: tuple) -> None:
+        self.launches: List[_Launch] = []
+        self.current: Any = None
+        self.roots = roots
+
+    def trace(self, frame: Any, event: str, arg: Any) -> Any:
+        # the global tracer of each new thread: trace the counted code's frames only (not the simulator's)
+        if not frame.f_code.co_filename.startswith(self.roots):
+            return None
+        t = threading.current_thread()
+        if getattr(t, "_steps", None) is None and self.current is not None:
+            t._steps = [0]
+            self.current.threads.append(t)
+        return self.line
+
+    def line(self, frame: Any, event: str, arg: Any) -> Any:
+        if event == "line":
+            steps = getattr(threading.current_thread(), "_steps", None)
+            if steps is not None:
+                steps[-1] += 1
+        return self.line
+
+
+def _launch_steps(launch: _Launch) -> LaunchSteps:
+    """A launch's critical path, work and barriers from its threads' per-phase steps."""
+    blocks: Dict[tuple, Dict[int, list]] = {}
+    for t in launch.threads:
+        bx, by, bz = launch.block
+        tid = t.threadIdx.x + bx * (t.threadIdx.y + by * t.threadIdx.z)
+        blocks.setdefault(tuple(t.blockIdx), {})[tid] = t._steps
+    n_threads = int(np.prod(launch.block))
+    width = min(WARP, n_threads)
+    path = work = barriers = 0
+    for lanes in blocks.values():
+        phases = max(len(s) for s in lanes.values())
+        barriers = max(barriers, phases - 1)
+        for w0 in range(0, n_threads, width):
+            warp = [lanes.get(t, []) for t in range(w0, w0 + width)]
+            issue = sum(max((s[k] if k < len(s) else 0) for s in warp) for k in range(phases))
+            path = max(path, issue)
+            work += issue
+    return LaunchSteps(launch.name, int(np.prod(launch.grid)), n_threads, path, work, barriers)
+
+
+def counted(run: Any, roots: tuple = (_PACKAGE,)) -> tuple:
+    """``(run(), [LaunchSteps])``: ``run`` (a function of no arguments) under the simulator, its
+    kernels' threads counted (the lines of files under ``roots``: customobj's by default)."""
+    from numba.cuda.simulator import kernel as K
+
+    if not getattr(customobj._cuda_runtime, "simulated")():
+        raise RuntimeError("the steps are counted under numba's CUDA simulator: set NUMBA_ENABLE_CUDASIM=1 "
+                           "before numba.cuda is imported")
+    rec = _Recorder(tuple(str(r) for r in roots))
+    call, sync = K.FakeCUDAKernel.__call__, K.BlockThread.syncthreads
+
+    def counted_call(self: Any, *args: Any) -> Any:
+        if self._device or K._kernel_context is not None:
+            return call(self, *args)
+        rec.current = _Launch(self.fn.__name__, self.grid_dim, self.block_dim)
+        rec.launches.append(rec.current)
+        try:
+            return call(self, *args)
+        finally:
+            rec.current = None
+
+    def counted_sync(self: Any) -> None:
+        steps = getattr(self, "_steps", None)
+        if steps is not None:
+            steps.append(0)  # a new phase
+        sync(self)
+
+    K.FakeCUDAKernel.__call__, K.BlockThread.syncthreads = counted_call, counted_sync
+    threading.settrace(rec.trace)
+    try:
+        result = run()
+    finally:
+        threading.settrace(None)  # type: ignore[arg-type]
+        K.FakeCUDAKernel.__call__, K.BlockThread.syncthreads = call, sync
+    return result, [_launch_steps(launch) for launch in rec.launches]
+
+
+def data(sizes: List[int], seed: int = 0) -> tuple:
+    """Distinct random scores and labels 0-4 for queries of ``sizes`` rows."""
+    rng = np.random.default_rng(seed)
+    n = int(sum(sizes))
+    return rng.permutation(n).astype(np.float64) / n, rng.integers(0, 5, n).astype(np.float64)
+
+
+def measure(obj: Any, sizes: List[int], seed: int = 0) -> Profile:
+    """``obj``'s gradients and pair couplings on the device for queries of ``sizes`` rows, counted."""
+    from numba import cuda
+
+    from customobj.objectives._couplings_route import grad_hess_couplings_prepared
+    from customobj.objectives._launch import LaunchCount
+
+    s, y = data(sizes, seed)
+    prep = obj.prepare(y, sizes)
+    d = cuda.to_device(s)
+    grad_hess_couplings_prepared(obj, d, prep)  # scratch allocated and uploads done before the count
+    before = LaunchCount.launches
+    (_, _, pairs), steps = counted(lambda: grad_hess_couplings_prepared(obj, d, prep))
+    return Profile(tuple(steps), LaunchCount.launches - before, int(sum(sizes)), int(pairs[0].shape[0]))
+
+
+def compare(obj: Any, long: int, short: int) -> Dict[str, Any]:
+    """The long query against ``long // short`` short ones: per row and per pair, and the launches."""
+    a = measure(obj, [long])
+    b = measure(obj, [short] * max(1, long // short))
+    out: Dict[str, Any] = {"objective": repr(obj), "long": long, "short": short}
+    for name, p, n in (("long", a, long), ("short", b, short)):
+        out[name] = {"rows": p.rows, "pairs": p.pairs, "launches": p.launches, "critical_path": p.critical_path,
+                     "critical_path_per_row": p.critical_path / n, "work": p.work,
+                     "work_per_pair": p.work / max(p.pairs, 1),
+                     "kernels": [s._asdict() for s in p.steps]}
+    return out
+
+
+def main(argv: Any = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--long", type=int, default=1251, help="rows of the long query (default 1251)")
+    ap.add_argument("--short", type=int, default=100, help="rows of each short query (default 100)")
+    ap.add_argument("--out", type=Path, default=None, help="write the counts as JSON here")
+    args = ap.parse_args(argv)
+    if not 2 <= args.short <= args.long:
+        ap.error(f"need 2 <= --short <= --long, got --short {args.short} --long {args.long}")
+    res = compare(LambdaRank(), args.long, args.short)
+    for name in ("long", "short"):
+        r = res[name]
+        print(f"{name:5s} query of {res[name]['rows'] if name == 'long' else args.short} rows: "
+              f"critical path {r['critical_path']} steps = {r['critical_path_per_row']:.2f} per row; "
+              f"work {r['work']} = {r['work_per_pair']:.2f} per pair; {r['launches']} launches")
+        for k in r["kernels"]:
+            print(f"    {k['kernel']:18s} grid {k['grid']:6d} x {k['block']:4d}  path {k['critical_path']:8d}  "
+                  f"work {k['work']:10d}  barriers {k['barriers']}")
+    if args.out is not None:
+        tmp = args.out.with_name(args.out.name + ".tmp")
+        tmp.write_text(json.dumps(res, indent=1))
+        os.replace(tmp, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""benchmarks/objective_steps.py (issue 42, items 2 and 5): the objectives' GPU kernels counted per
+simulated thread. The counter is checked on hand-made threads (a warp's issue count over barrier phases,
+the critical path, the work) and on a kernel of its own whose threads loop a known number of times; then
+LambdaRank without truncation (and with LightGBM's norm, and QueryRMSE's dense couplings) on one query
+longer than several simulated warps against short queries: the long query's critical path per row is no
+more than theirs, its work per kept pair no more, and the launches are the same."""
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from customobj import LambdaRank, QueryRMSE
+from _cuda_cases import STATUS, needs_gpu
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCH))
+try:
+    import objective_steps as S
+finally:
+    sys.path.remove(str(BENCH))
+
+if STATUS.available:  # a kernel of the test's own (the simulator swaps ``cuda`` among its module's globals)
+    from numba import cuda
+
+    @cuda.jit
+    def _loops(out):
+        t = cuda.threadIdx.x
+        acc = 0
+        for _ in range(t):
+            acc += 1
+        cuda.syncthreads()
+        out[t] = acc
+
+needs_simulator = pytest.mark.skipif(not STATUS.available or not STATUS.simulator,
+                                     reason="the steps are counted under numba's CUDA simulator")
+
+
+def _thread(block, tid, steps):
+    return types.SimpleNamespace(blockIdx=(block, 0, 0), threadIdx=types.SimpleNamespace(x=tid, y=0, z=0), _steps=steps)
+
+
+def test_issue_counts_sum_each_phases_slowest_lane_per_warp():
+    launch = S._Launch("k", (2, 1, 1), (40, 1, 1))
+    # block 0: lanes 0-31 one warp, 32-39 another; two barrier phases
+    launch.threads = [_thread(0, t, [t, 100 - t]) for t in range(40)] + [_thread(1, 0, [7])]
+    got = S._launch_steps(launch)
+    # warp 0: max(0..31) + max(100..69) = 31 + 100; warp 1: 39 + 68; block 1's lane 0: 7 (it took no barrier)
+    assert got.work == (31 + 100) + (39 + 68) + 7
+    assert got.critical_path == 131 and got.barriers == 1 and got.grid == 2 and got.block == 40
+
+
+@needs_simulator
+def test_a_kernels_threads_are_counted_by_their_loops_and_barriers():
+    import numpy as np
+
+    out = cuda.device_array(8, np.int64)
+    _, (got,) = S.counted(lambda: _loops[1, 8](out), roots=(__file__,))
+    assert got.kernel == "_loops" and got.barriers == 1
+    np.testing.assert_array_equal(out.copy_to_host(), np.arange(8))
+    _, (two,) = S.counted(lambda: _loops[1, 2](out), roots=(__file__,))
+    _, (one,) = S.counted(lambda: _loops[1, 1](out), roots=(__file__,))
+    per_iteration = two.critical_path - one.critical_path
+    assert per_iteration > 0 and got.critical_path == one.critical_path + 7 * per_iteration  # lane 7's 7 loops
+
+
+@needs_simulator
+@pytest.mark.parametrize("obj", [LambdaRank(), LambdaRank(norm=True), QueryRMSE()], ids=repr)
+def test_a_long_query_costs_no_more_per_row_than_short_ones(obj):
+    # 24 rows: three of the simulator's 8-lane warps per upper row, against 6 queries of 4 rows
+    res = S.compare(obj, 24, 4)
+    long, short = res["long"], res["short"]
+    assert long["rows"] == short["rows"] == 24 and long["pairs"] > 0 and short["pairs"] > 0
+    assert long["critical_path_per_row"] <= short["critical_path_per_row"], res
+    assert long["work_per_pair"] <= short["work_per_pair"], res
+    assert long["launches"] == short["launches"] == len(long["kernels"])
+
+
+@needs_simulator
+def test_the_modules_example():
+    import doctest
+
+    assert doctest.testmod(S).failed == 0
+
+
+def test_the_command_refuses_bad_sizes(capsys):
+    with pytest.raises(SystemExit):
+        S.main(["--long", "3", "--short", "5"])
+    assert "--short" in capsys.readouterr().err
+
+
+@needs_simulator
+def test_the_command_prints_and_writes_its_counts(tmp_path, capsys):
+    out = tmp_path / "steps.json"
+    assert S.main(["--long", "6", "--short", "3", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    text = capsys.readouterr().out
+    assert f"critical path {res['long']['critical_path']} steps" in text
+    assert [k["kernel"] for k in res["long"]["kernels"]][-3:] == ["count_pairs", "scan_pairs", "fill_pairs"]
