@@ -16,18 +16,22 @@ LambdaRank()], labels=[None, second])`` on the training split with the same tree
   compared with the best grid model that meets the same NDCG bound on the test split; once per
   augmented-Lagrangian ``--penalties``.
 
-Prints per fold and the mean with a 95% t-interval over the folds.
+Prints per fold and the mean with a 95% t-interval over the folds. ``--synthetic`` runs the same study
+on two conflicting synthetic tasks (``conflicting_tasks``: the labels grade two linear scores whose
+directions are at cosine -0.5, 300 queries of 20 rows to train and to test; each ``--folds`` entry a seed).
 
     nice -n 10 python benchmarks/multi_objective.py study [--data ../shared/data/mq2008] [--rounds 100]
         [--folds 1,2,3,4,5] [--feature 41] [--rays 0.2,0.4,0.5,0.6,0.8] [--bound-weights 0.3,0.7]
-        [--penalties 1,10] [--plot docs/img/multi_objective_front.png]
+        [--penalties 1,10] [--dual-interval 10] [--plot docs/img/multi_objective_front.png] [--synthetic]
 
-``rounds``: the cost of one round of ``MultiObjective`` with m = 2 and 4 LambdaRank labels against m
-rounds of one LambdaRank, through each library's callable (LightGBM and XGBoost), timed interleaved
+``rounds``: the cost of one round of ``MultiObjective`` with m = 2 and 4 LambdaRank labels (methods
+``linear``: no costs; ``epsilon_constraint``: the per-label costs, from the gradients' own pass; ``epo``:
+costs, Gram matrix and its LP) against m rounds of one LambdaRank, through each library's callable (LightGBM and XGBoost), timed interleaved
 (single, multi, single, multi, ...); prints the median ratio ``multi / (m * single)`` per method and
 library (the target: at most 1.1). A timing: run it on an idle machine only.
 
     python benchmarks/multi_objective.py rounds [--data ../shared/data/mq2008/Fold1] [--repeats 30]
+        [--methods linear,epsilon_constraint,epo]
 """
 from __future__ import annotations
 
@@ -88,6 +92,13 @@ def score(booster, split):
     return ndcg(s, y, group, 10), ndcg(s, y2, group, 10), *costs
 
 
+def train_costs(booster, split):
+    """Both labels' costs (mean LambdaRank loss per query) on ``split``: what the methods weigh in training."""
+    X, y, y2, group = split
+    s = booster.predict(X)
+    return tuple(LambdaRank().loss(s, lab, group) / len(group) for lab in (y, y2))
+
+
 def model(split, method, rounds, **kw):  # noqa: ARG001
     _, _, y2, _ = split
     return MultiObjective([LambdaRank(), LambdaRank()], labels=[None, y2], method=method, **kw)
@@ -106,28 +117,51 @@ def interval(values):
 def study_fold(root, fold, args):
     train_split = load_split(os.path.join(root, f"Fold{fold}", "train.txt.gz"), args.feature)
     test_split = load_split(os.path.join(root, f"Fold{fold}", "test.txt.gz"), args.feature)
+    return study_splits(train_split, test_split, args)
+
+
+def conflicting_tasks(seed, n_queries=300, size=20, n_features=10, cosine=-0.5):
+    """Two conflicting tasks on the same rows: each label grades (0..4, per query) a linear score of the
+    features plus noise, the two score directions at the given ``cosine`` (negative: what raises one label
+    lowers the other). Returns ``(train, test)`` splits of ``(X, y, y2, group)``, ``n_queries`` each."""
+    rng = np.random.default_rng(seed)
+    u = rng.normal(size=n_features)
+    u /= np.linalg.norm(u)
+    v = rng.normal(size=n_features)
+    v -= (v @ u) * u
+    v /= np.linalg.norm(v)
+    w1, w2 = u, cosine * u + np.sqrt(1.0 - cosine ** 2) * v
+    splits = []
+    for _ in range(2):
+        X = rng.normal(size=(n_queries * size, n_features))
+        group = np.full(n_queries, size)
+        labels = [grade_per_query(X @ w + 0.5 * rng.normal(size=X.shape[0]), group) for w in (w1, w2)]
+        splits.append((X, labels[0], labels[1], group))
+    return splits
+
+
+def study_splits(train_split, test_split, args):
     grid = {}
     for w in GRID:
         booster, _ = train(model(train_split, "linear", args.rounds, preference=[1 - w, w]), train_split, args.rounds)
-        # the training cost of label 2 (mean LambdaRank loss per query) at the end: the bounds' values
-        s = booster.predict(train_split[0])
-        c2 = LambdaRank().loss(s, train_split[2], train_split[3]) / len(train_split[3])
-        grid[w] = (*score(booster, test_split), c2)
-    mwl: dict = {"ls": [], "epo": [], "ls_cost": [], "epo_cost": []}
+        # the training costs (mean LambdaRank loss per query) at the end: label 2's is the bounds' value
+        grid[w] = (*score(booster, test_split), *train_costs(booster, train_split))
+    mwl: dict = {"ls": [], "epo": [], "ls_cost": [], "epo_cost": [], "ls_train": [], "epo_train": []}
     epo_points = {}
     for w in args.rays:
         r = np.array([1 - w, w])
         booster, _ = train(model(train_split, "epo", args.rounds, preference=r), train_split, args.rounds)
-        epo_points[w] = score(booster, test_split)
-        for name, (n1, n2, l1, l2, *_) in (("epo", epo_points[w]), ("ls", grid[w])):
+        epo_points[w] = (*score(booster, test_split), *train_costs(booster, train_split))
+        for name, (n1, n2, l1, l2, t1, t2) in (("epo", epo_points[w]), ("ls", grid[w])):
             mwl[name].append(max(r[0] * (1 - n1), r[1] * (1 - n2)))  # the paper's loss: 1 - NDCG@10
-            mwl[name + "_cost"].append(max(r[0] * l1, r[1] * l2))  # the costs EPO balances
+            mwl[name + "_cost"].append(max(r[0] * l1, r[1] * l2))  # the costs EPO balances, on the test split
+            mwl[name + "_train"].append(max(r[0] * t1, r[1] * t2))  # ... and on the training split
     ec = []
     for w in args.bound_weights:
-        g1, g2, _, _, c2 = grid[w]
+        g1, g2, _, _, _, c2 = grid[w]
         for penalty in args.penalties:
-            booster, fitted = train(model(train_split, "epsilon_constraint", args.rounds, bounds=[c2], penalty=penalty),
-                                    train_split, args.rounds)
+            booster, fitted = train(model(train_split, "epsilon_constraint", args.rounds, bounds=[c2], penalty=penalty,
+                                          dual_interval=args.dual_interval), train_split, args.rounds)
             n1, n2, *_ = score(booster, test_split)
             feasible = [v[0] for v in grid.values() if v[1] >= g2 - 0.01]
             ec.append(dict(bound_weight=w, penalty=penalty, ndcg2_target=g2, ec_ndcg1=n1, ec_ndcg2=n2,
@@ -177,7 +211,7 @@ def plot_front(results, args, path):
 def study(args):
     results = []
     for fold in args.folds:
-        r = study_fold(args.data, fold, args)
+        r = study_splits(*conflicting_tasks(fold), args) if args.synthetic else study_fold(args.data, fold, args)
         results.append(r)
         print(f"Fold{fold}: mean max weighted loss (1 - NDCG@10) linear {r['mwl_ls']:.4f}  epo {r['mwl_epo']:.4f}; "
               f"(test costs) linear {r['mwl_ls_cost']:.4f}  epo {r['mwl_epo_cost']:.4f}", flush=True)
@@ -186,7 +220,7 @@ def study(args):
                   f"(target {e['ndcg2_target']:.4f}, met {e['met']}), label1 {e['ec_ndcg1']:.4f} vs best "
                   f"feasible linear {e['best_ls_ndcg1']:.4f}; train cost2 {e['train_cost2']:.4f} "
                   f"(bound {e['bound']:.4f})", flush=True)
-    for suffix, what in (("", "1 - NDCG@10"), ("_cost", "test costs")):
+    for suffix, what in (("", "1 - NDCG@10"), ("_cost", "test costs"), ("_train", "training costs")):
         ls, ci_ls = interval([r["mwl_ls" + suffix] for r in results])
         epo, ci_epo = interval([r["mwl_epo" + suffix] for r in results])
         diff, ci_diff = interval([r["mwl_epo" + suffix] - r["mwl_ls" + suffix] for r in results])
@@ -194,9 +228,11 @@ def study(args):
               f"{epo:.4f} +- {ci_epo:.4f}, epo - linear {diff:+.4f} +- {ci_diff:.4f} (95% t-interval)")
     for i, e0 in enumerate(results[0]["ec"]):
         met = sum(r["ec"][i]["met"] for r in results)
+        met_train = sum(r["ec"][i]["train_cost2"] <= r["ec"][i]["bound"] for r in results)
         d, ci = interval([r["ec"][i]["ec_ndcg1"] - r["ec"][i]["best_ls_ndcg1"] for r in results])
         print(f"eps-constraint, bound from w={e0['bound_weight']}, penalty {e0['penalty']}: met on {met}/{len(results)} "
-              f"test folds; label-1 NDCG@10 minus the best feasible linear model's {d:+.4f} +- {ci:.4f}")
+              f"test folds (training bound met on {met_train}/{len(results)}); label-1 NDCG@10 minus the best "
+              f"feasible linear model's {d:+.4f} +- {ci:.4f}")
     if args.plot:
         plot_front(results, args, args.plot)
 
@@ -211,7 +247,8 @@ def time_rounds(args):
     ds = lgb.Dataset(X, y, group=group).construct()
     dm = xgb.DMatrix(X, y, group=group)
     for m in (2, 4):
-        for method, kw in (("linear", {}), ("epo", {})):
+        for method in args.methods:
+            kw = {"bounds": [1.0] * (m - 1)} if method == "epsilon_constraint" else {}
             multi = MultiObjective([LambdaRank()] * m, labels=[None, *cols[:m - 1]], method=method, **kw)
             for lib, data, make in (("lightgbm", ds, adapters.lightgbm_objective),
                                     ("xgboost", dm, adapters.xgboost_objective)):
@@ -226,7 +263,7 @@ def time_rounds(args):
                     t2 = time.perf_counter()
                     ratios.append((t2 - t1) / (m * (t1 - t0)))
                 q = np.percentile(ratios, [25, 50, 75])
-                print(f"m={m} {method:7s} {lib:8s}: round / (m x single round) median {q[1]:.3f} "
+                print(f"m={m} {method:18s} {lib:8s}: round / (m x single round) median {q[1]:.3f} "
                       f"(quartiles {q[0]:.3f}-{q[2]:.3f}, {args.repeats} interleaved pairs)", flush=True)
 
 
@@ -241,10 +278,16 @@ def main(argv=None):
     s.add_argument("--rays", type=lambda t: [float(v) for v in t.split(",")], default=[0.2, 0.4, 0.5, 0.6, 0.8])
     s.add_argument("--bound-weights", type=lambda t: [float(v) for v in t.split(",")], default=[0.3, 0.7])
     s.add_argument("--penalties", type=lambda t: [float(v) for v in t.split(",")], default=[1.0, 10.0])
+    s.add_argument("--dual-interval", type=int, default=10, help="epsilon_constraint's dual_interval")
+    s.add_argument("--synthetic", action="store_true",
+                   help="two conflicting synthetic tasks (conflicting_tasks; each fold a seed) instead of MQ2008")
     s.add_argument("--plot", default=None, metavar="PNG", help="write the front (fold means) to this PNG, atomically")
     r = sub.add_parser("rounds")
     r.add_argument("--data", default="../shared/data/mq2008/Fold1")
     r.add_argument("--repeats", type=int, default=30)
+    r.add_argument("--methods", type=lambda t: t.split(","), default=["linear", "epsilon_constraint", "epo"],
+                   help="linear reads nothing; epsilon_constraint the per-label costs (fused into the gradients' "
+                        "pass); epo the costs, the Gram matrix and its LP")
     args = p.parse_args(argv)
     for v in getattr(args, "rays", []) + getattr(args, "bound_weights", []):
         if v not in GRID:

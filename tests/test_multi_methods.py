@@ -69,6 +69,12 @@ def test_ranges_of_the_scalar_options():
         settings("wc_mgda", mgda_u=0.0)
     with pytest.raises(ValueError, match=r"penalty must be"):
         settings("epsilon_constraint", bounds=[1.0], penalty=-1)
+    with pytest.raises(ValueError, match=r"dual_interval"):
+        settings("epsilon_constraint", bounds=[1.0], dual_interval=0)
+    with pytest.raises(TypeError, match=r"dual_interval"):
+        settings("epsilon_constraint", bounds=[1.0], dual_interval=2.5)
+    with pytest.raises(ValueError, match=r"dual_interval is not read"):
+        settings("linear", dual_interval=5)
     with pytest.raises(ValueError, match=r"secondary_cap entries must be in \(0, 1\] with a mean below 1"):
         settings("ec_mgda", bounds=[1.0], secondary_cap=1.0)
     with pytest.raises(TypeError, match=r"random_state"):

@@ -273,7 +273,7 @@ def test_xgboost_train(two_labels):
 
 
 @pytest.mark.parametrize("criterion", ["se", "wse", "ole"])
-def test_tree_booster_keeps_the_rounds_as_fitted_attributes(two_labels, criterion):
+def test_tree_booster_keeps_the_rounds_as_fitted_attributes(two_labels, criterion, tmp_path):
     X, y, second, sizes = two_labels
     obj = MultiObjective([RankNet(), RankNet()], labels=[None, second], method="chebyshev", smoothing=0.5)
     model = customobj.TreeBooster(obj, criterion=criterion, n_estimators=3, num_leaves=4, max_bin=16,
@@ -285,3 +285,9 @@ def test_tree_booster_keeps_the_rounds_as_fitted_attributes(two_labels, criterio
     back = pickle.loads(pickle.dumps(model))  # a saved (pickled) model keeps the rounds' weights
     np.testing.assert_array_equal(back.label_weights_, model.label_weights_)
     np.testing.assert_array_equal(back.predict(X), model.predict(X))
+    path = tmp_path / "model.json"
+    model.save(path)  # and so does the model file: every round's weights and costs, read back after load
+    loaded = customobj.TreeBooster.load(path)
+    for name in ("label_weights_", "label_costs_", "label_fallbacks_"):
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(model, name))
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))

@@ -1,5 +1,6 @@
 """The LambdaRank drivers (customobj/objectives/_lambdarank_kernels.py): the count pass, the pair
-fill and the fused gradient + couplings pass (GRAD_FILL) give the same values as separate calls,
+fill, the fused gradient + couplings pass (GRAD_FILL) and the fused gradient + loss pass (GRAD_LOSS)
+give the same values as separate calls,
 keep the pair order, write into caller buffers, and do not depend on the thread count; an unknown
 metric code is signalled by every driver (customobj/objectives/_lambdarank_records.py holds the codes)."""
 import numba
@@ -34,6 +35,41 @@ def test_fused_grad_hess_couplings_equal_separate_calls(opts, scale, weighted):
     sep, fused = _separate_and_fused(LambdaRank(**opts), s, y, sizes, w)
     for a, b in zip(sep, fused):
         assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("opts", [
+    {}, {"truncation": 3}, {"k": 4, "norm": True}, {"sigma": 2.5, "norm": True, "truncation": 2},
+    {"metric": "err", "truncation": 3}, {"metric": "map", "norm": True}, {"metric": "mrr", "k": 3},
+    {"convention": "xgboost"},
+], ids=repr)
+@pytest.mark.parametrize("scale", [1.0, 1e3])  # 1e3: exp table underflows, general pair loop
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fused_grad_hess_loss_equals_separate_calls(opts, scale, weighted):
+    rng = np.random.default_rng(13)
+    s, y, sizes = random_queries(rng, n_queries=40, max_size=25, tie_scores=True)
+    s = s * scale
+    w = np.repeat(rng.uniform(0.5, 1.5, size=len(sizes)), sizes) if weighted else None  # per query: every convention
+    obj = LambdaRank(**opts)
+    prep = obj.prepare(y, sizes, w)
+    g, h = obj.grad_hess_prepared(s, prep)
+    loss = obj.loss_prepared(s, prep)
+    fg, fh = np.zeros(len(s)), np.zeros(len(s))
+    fused = obj._grad_hess_loss(s, prep, prep.state_for(obj), fg, fh)
+    assert np.array_equal(fg, g) and np.array_equal(fh, h)
+    assert fused == loss and loss > 0  # the same terms in the same order: the same bits
+    obj._grad_hess_loss(s, prep, prep.state_for(obj), fg, fh)  # adds into its outputs
+    np.testing.assert_allclose(fg, 2 * g, rtol=1e-15, atol=0)
+
+
+def test_the_default_grad_hess_loss_is_the_two_calls():
+    rng = np.random.default_rng(14)
+    s, y, sizes = random_queries(rng, n_queries=10, max_size=8)
+    obj = RankNet()
+    prep = obj.prepare(y, sizes)
+    g, h = np.zeros(len(s)), np.zeros(len(s))
+    assert obj._grad_hess_loss(s, prep, prep.state_for(obj), g, h) == obj.loss_prepared(s, prep)
+    rg, rh = obj.grad_hess_prepared(s, prep)
+    assert np.array_equal(g, rg) and np.array_equal(h, rh)
 
 
 def test_fused_couplings_keep_pair_order_and_add_into_outputs():
@@ -180,6 +216,7 @@ def test_every_driver_signals_an_unknown_metric_and_writes_nothing(metric):
     g, h = np.zeros(n), np.zeros(n)
     assert LK.lambdarank_grad_hess(inp, g, h) == bad
     assert LK.lambdarank_loss(inp) == (0.0, bad)
+    assert LK.lambdarank_grad_hess_loss(inp, g, h) == (0.0, bad)
     order = np.full(n, -1, np.int64)
     offsets, status = LK.lambdarank_pair_offsets(inp, order)
     assert status == bad and offsets[-1] == 0 and np.all(order == -1)

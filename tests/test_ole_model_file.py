@@ -232,6 +232,15 @@ def _delete(path):
 
 # name -> (mutation of the record, or raw file bytes; the text the error must contain)
 HOSTILE = {
+    "fitted_overwrites_trees": (_set(["objective_fitted"], {"trees_": {"shape": [1], "values": [1.0]}}),
+                                "objective_fitted.trees_ names an attribute TreeBooster already has"),
+    "fitted_bad_name": (_set(["objective_fitted"], {"__class__": {"shape": [1], "values": [1.0]}}),
+                        "objective_fitted.__class__ is not a fitted attribute name"),
+    "fitted_shape_mismatch": (_set(["objective_fitted"], {"label_weights_": {"shape": [2, 2], "values": [1.0]}}),
+                              "objective_fitted.label_weights_.values must be a list of prod(shape) = 4 numbers"),
+    "fitted_not_numbers": (_set(["objective_fitted"], {"label_weights_": {"shape": [1], "values": ["x"]}}),
+                           "objective_fitted.label_weights_.values must hold numbers"),
+    "fitted_not_an_object": (_set(["objective_fitted"], [1, 2]), "objective_fitted must be an object"),
     "child_out_of_range": (_set(["trees", 1, "left_child", 2], 10**6),
                            r"trees[1].left_child[2] = 1000000 is out of range (tree has 5 internal nodes"),
     "split_feature_out_of_range": (_set(["trees", 0, "split_feature", 0], 10**7),

@@ -16,6 +16,7 @@ from .._extras import require
 from .._validation import check_int
 from ..groups import _int_array
 from ._inputs import MAX_POSITION, row_order_positions
+from ._label_columns import check_label_names, label_columns
 
 __all__ = ["ClickData", "read_click_log", "CLICK_LOG_SUFFIXES"]
 
@@ -49,6 +50,7 @@ class ClickData(NamedTuple):
     ranker_id: Optional[np.ndarray] = None  # per row: the ranker that logged the session (``ranker=``)
     randomised: Optional[np.ndarray] = None  # per row: the session's randomisation marker (``randomised=``)
     logging_prob: Optional[np.ndarray] = None  # per row: P(document at its position) (``logging_prob=``)
+    labels: Optional[np.ndarray] = None  # (rows, k): the further label columns (``labels=``), for MultiObjective
 
 
 # ------------------------------------------------------------------------------------------------
@@ -311,7 +313,7 @@ def _describe(query_ids, session_ids, has_session, s) -> str:
 def read_click_log(source: Any, *, query: str, position: str, click: str, features: Sequence[str],
                    session: Optional[str] = None, first_position: int, document: Optional[str] = None,
                    ranker: Optional[str] = None, randomised: Optional[str] = None,
-                   logging_prob: Optional[str] = None) -> ClickData:
+                   logging_prob: Optional[str] = None, labels: Optional[Sequence[str]] = None) -> ClickData:
     """Read a click log table into customobj's layout: sessions grouped, rows in display order,
     positions renumbered from 0.
 
@@ -346,6 +348,9 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
         that logged each session, its randomisation marker (0 / 1: an intervention shuffled or
         swapped the session), each the same on every row of a session; and each row's probability
         (in (0, 1]) that the logging policy put its document at its position.
+    labels : list of str, optional
+        Further label columns (a purchase, a dwell time: numeric, finite, >= 0 on every row), returned
+        as ``labels`` (rows x k) for ``MultiObjective(..., labels=[None, d.labels[:, 0], ...])``.
 
     Returns
     -------
@@ -382,7 +387,8 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
     logger = {a: n for a, n in (("ranker", ranker), ("randomised", randomised), ("logging_prob", logging_prob))
               if n is not None}
     named.update(logger)
-    table = _Table(source, [*named.values(), *(features if isinstance(features, Sequence) else [])])
+    label_names = check_label_names(labels, {n: a for a, n in named.items()}, features)
+    table = _Table(source, [*named.values(), *(features if isinstance(features, Sequence) else []), *(label_names or [])])
     for arg, name in named.items():
         if not isinstance(name, str):
             raise TypeError(f"{arg} must be a column name (str), got {type(name).__name__}")
@@ -398,6 +404,7 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
                                            minimum=first))
     y = defects.check(lambda: _clicks(table.column(click, "click"), click))
     X = _features(table, features, taken, defects)
+    Y = label_columns(table, label_names, defects, _rows)
     doc_ids = None if document is None else defects.check(
         lambda: _ids(table.column(document, "document"), document, "document"))
     if table.n_rows == 0:
@@ -432,4 +439,5 @@ def read_click_log(source: Any, *, query: str, position: str, click: str, featur
         d_code, d_ids = doc_ids
         doc = d_ids[d_code[order]]
     return ClickData(np.ascontiguousarray(X[order]), y[order], sizes, row_order_positions(ptr), query_ids,
-                     session_ids, order.astype(np.int64), doc, **_logger_columns(table, logger, order, ptr))
+                     session_ids, order.astype(np.int64), doc, **_logger_columns(table, logger, order, ptr),
+                     labels=None if Y is None else np.ascontiguousarray(Y[order]))

@@ -22,6 +22,7 @@ from .._extras import available, install_hint
 from . import output, report, runner
 from .clicks import CLICK_TRAINERS
 from .ensemble import member_specs
+from .multi_settings import add_arguments as multi_label_arguments, refuse_without_labels
 from .harvested import N_RANKERS, checkable, harvest_folds, wants_harvest
 from .folds import MAX_GRADE, SYNTHETIC_DOCS, SYNTHETIC_FOLDS, SYNTHETIC_QUERIES, load_folds, parse_folds
 from .methods import build_objective, parse_method, parse_methods, split_methods, valid_names_help
@@ -128,6 +129,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="compare multi-label methods instead: two or more label columns, each 'label' (the "
                         "relevance label) or a feature number (graded per query, removed from the features); "
                         "--methods then names MultiObjective methods (default linear,epo,epsilon_constraint)")
+    multi_label_arguments(m)  # --preferences, --bounds
     m.add_argument("--baseline", metavar="NAME", help="method of the paired comparison (default: the first)")
     m.add_argument("--rounds", type=_positive_int, default=200, help="maximum boosting rounds (default 200)")
     m.add_argument("--num-leaves", type=_leaves, default=31, help="leaves per tree (default 31)")
@@ -328,6 +330,7 @@ def run(args: argparse.Namespace) -> int:
         from .multi_label import run as run_multi_label
 
         return run_multi_label(args, DEFAULT_METHODS)
+    refuse_without_labels(args)
     say = (lambda *a: None) if args.quiet else print
     _optional_parts(args, (lambda *a: None) if args.quiet else (lambda text: print(text, file=sys.stderr)))
     # adapters sets OMP_WAIT_POLICY=passive unless the user chose one; it must be imported before

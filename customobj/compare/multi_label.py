@@ -35,6 +35,7 @@ import numpy as np
 from .._cli_errors import RunError, UsageError
 from .._extras import available, install_hint
 from . import output
+from .multi_settings import BOUND_RAYS, RAYS, parse_bounds, parse_preferences, preference_vectors
 
 __all__ = ["column_name", "MULTI_METHODS", "DEFAULT_MULTI_METHODS", "RAYS", "BOUND_RAYS", "RESULT_FILES",
            "parse_labels", "parse_multi_methods", "preferences", "hypervolume", "max_weighted_loss", "run"]
@@ -44,11 +45,7 @@ MULTI_METHODS = ("linear", "stochastic", "chebyshev", "epo", "wc_mgda", "epsilon
 PREFERENCE_METHODS = frozenset(MULTI_METHODS[:5])
 CONSTRAINED_METHODS = frozenset(MULTI_METHODS[5:])
 DEFAULT_MULTI_METHODS = "linear,epo,epsilon_constraint"
-#: The share of the secondary labels in each preference vector (label 1 keeps 1 - w).
-RAYS = (0.1, 0.3, 0.5, 0.7, 0.9)
-#: The constrained methods' bounds are the training costs of the secondary labels reached by the linear
-#: model of these rays (so some model meets each bound).
-BOUND_RAYS = (0.3, 0.7)
+# RAYS and BOUND_RAYS (multi_settings): the default --preferences and --bounds.
 #: A bound counts as met on the test part when the secondary NDCG@k is at most this far below the target.
 NDCG_SLACK = 0.01
 GRADES = 4  # a feature used as a label is graded per query into 0..GRADES
@@ -97,8 +94,7 @@ def preferences(m: int) -> np.ndarray:
     >>> preferences(2)[0].tolist()
     [0.9, 0.1]
     """
-    w = np.asarray(RAYS)
-    return np.column_stack([1 - w] + [w / (m - 1)] * (m - 1))
+    return preference_vectors(RAYS, m)
 
 
 def hypervolume(points: np.ndarray, reference: np.ndarray) -> float:
@@ -191,51 +187,55 @@ def _measure(booster, X, labels, sizes):
             np.array([ndcg(s, y, sizes, K) for y in labels]))
 
 
-def _runs(methods, m):
-    """``[(method, setting name, options, preference or None, bound ray or None)]`` in training order;
-    the linear models of :data:`BOUND_RAYS` come first when a constrained method needs their costs."""
-    prefs = preferences(m)
+def _runs(methods, m, rays=RAYS, bounds=parse_bounds(None)):
+    """``[(method, setting name, options, preference or None, Bound or None)]`` in training order (the
+    linear models of the bounds' shares train first, in ``_fold``, when a constrained method needs them)."""
+    prefs = preference_vectors(rays, m)
     runs = []
     for method in methods:
         if method in PREFERENCE_METHODS:
-            runs += [(method, f"w={w:g}", {"preference": p}, p, None) for w, p in zip(RAYS, prefs)]
+            runs += [(method, f"w={w:g}", {"preference": p}, p, None) for w, p in zip(rays, prefs)]
         else:
-            runs += [(method, f"bound from w={w:g}", {}, None, w) for w in BOUND_RAYS]
+            runs += [(method, b.name, {}, None, b) for b in bounds]
     return runs
 
 
-def _fold(fold, train, test, cols, methods, args, bar):
+def _fold(fold, train, test, cols, methods, args, bar, trade):
+    """One fold's rows and first weights; ``trade`` is ``(shares of --preferences, Bounds of --bounds)``."""
     X, labels = _columns(train, cols)
     Xt, tlabels = _columns(test, cols)
     m = len(cols)
-    anchors: dict = {}  # linear models of BOUND_RAYS: (training costs, test NDCGs)
+    anchors: dict = {}  # linear models of the bounds' shares: (training costs, test NDCGs)
     rows, weights = [], {}
-    prefs = dict(zip(RAYS, preferences(m)))
     if CONSTRAINED_METHODS & set(methods):
-        for w in BOUND_RAYS:
-            booster, _ = _train(X, labels, train.sizes, "linear", {"preference": prefs[w]}, args)
+        for w in {b.ray for b in trade[1] if b.ray is not None}:
+            booster, _ = _train(X, labels, train.sizes, "linear", {"preference": preference_vectors((w,), m)[0]}, args)
             anchors[w] = (_measure(booster, X, labels, train.sizes)[0][1:],
                           _measure(booster, Xt, tlabels, test.sizes)[1])
-    for method, setting, kw, pref, bound_ray in _runs(methods, m):
+    for method, setting, kw, pref, bound in _runs(methods, m, *trade):
         bar.set_description(f"fold {fold} {method} {setting}")
-        if bound_ray is not None:
-            kw = {"bounds": anchors[bound_ray][0]}
+        if bound is not None:
+            kw = {"bounds": anchors[bound.ray][0] if bound.ray is not None else np.full(m - 1, bound.value)}
         booster, fitted = _train(X, labels, train.sizes, method, kw, args)
-        nd = _measure(booster, Xt, tlabels, test.sizes)[1]
+        test_cost, nd = _measure(booster, Xt, tlabels, test.sizes)
         row = {"fold": fold, "method": method, "setting": setting,
                **{f"ndcg{K}_{c}": float(v) for c, v in zip(cols, nd)}}
         if pref is not None:
             row["preference"] = "/".join(f"{v:.3g}" for v in pref)
             row["max_weighted_loss"] = max_weighted_loss(nd, pref)
         else:
-            bound = anchors[bound_ray][0]
+            cap = kw["bounds"]
             train_cost = _measure(booster, X, labels, train.sizes)[0][1:]  # after the last tree, as the bound's
-            target = anchors[bound_ray][1][1:]
-            row["bounds"] = "/".join(f"{v:.4g}" for v in bound)
+            row["bounds"] = "/".join(f"{v:.4g}" for v in cap)
             row["train_costs"] = "/".join(f"{v:.4g}" for v in train_cost)
-            row["bound_met_train"] = bool(np.all(train_cost <= bound))
-            row[f"ndcg{K}_targets"] = "/".join(f"{v:.4f}" for v in target)
-            row["bound_met_test"] = bool(np.all(nd[1:] >= target - NDCG_SLACK))
+            row["bound_met_train"] = bool(np.all(train_cost <= cap))
+            if bound.ray is not None:  # met on test: within NDCG_SLACK of the linear model's secondary NDCG
+                target = anchors[bound.ray][1][1:]
+                row[f"ndcg{K}_targets"] = "/".join(f"{v:.4f}" for v in target)
+                row["bound_met_test"] = bool(np.all(nd[1:] >= target - NDCG_SLACK))
+            else:  # a cost bound: met on test when the secondary test costs are within it
+                row["test_costs"] = "/".join(f"{v:.4g}" for v in test_cost[1:])
+                row["bound_met_test"] = bool(np.all(test_cost[1:] <= cap))
         rows.append(row)
         weights.setdefault(method, []).append((setting, fitted["label_weights_"]))
         bar.update(1)
@@ -315,7 +315,7 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def draw_pareto(rows: list, cols: list, methods: list, title: str) -> bytes:
+def draw_pareto(rows: list, cols: list, methods: list, title: str, rays: tuple = RAYS) -> bytes:
     """Labels 1 and 2: each model's test NDCG@k (fold means), the preference rays ``r_1 l_1 = r_2 l_2``
     (``l = 1 - NDCG``) dashed, and each constrained model's test target (the bound in NDCG) dotted."""
     import matplotlib
@@ -325,7 +325,7 @@ def draw_pareto(rows: list, cols: list, methods: list, title: str) -> bytes:
 
     k1, k2 = f"ndcg{K}_{cols[0]}", f"ndcg{K}_{cols[1]}"
     fig, ax = plt.subplots(figsize=(6.5, 4.8))
-    for w, p in zip(RAYS, preferences(len(cols))):
+    for w, p in zip(rays, preference_vectors(rays, len(cols))):
         t = np.linspace(0, 1, 50)
         ax.plot(1 - t * p[1], 1 - t * p[0], ls="--", lw=0.6, color="0.75")  # r1 (1 - x) = r2 (1 - y)
     for i, method in enumerate(methods):
@@ -337,7 +337,7 @@ def draw_pareto(rows: list, cols: list, methods: list, title: str) -> bytes:
             ax.annotate(s.replace("bound from ", ""), p, textcoords="offset points", xytext=(4, 2), fontsize=6,
                         color=f"C{i}")
         if method in CONSTRAINED_METHODS:
-            for s in settings:
+            for s in (s for s in settings if s.startswith("bound from")):  # a cost bound has no NDCG target
                 target = np.mean([float(r[f"ndcg{K}_targets"].split("/")[0]) for r in mine if r["setting"] == s])
                 ax.axhline(target - NDCG_SLACK, color=f"C{i}", lw=0.7, ls=":")
     lo = min(min(r[k1] for r in rows), min(r[k2] for r in rows)) - 0.02
@@ -391,6 +391,7 @@ def run(args: argparse.Namespace, default_methods: str) -> int:
 
     say = (lambda *a: None) if args.quiet else print
     cols = parse_labels(args.labels)
+    trade = (parse_preferences(getattr(args, "preferences", None)), parse_bounds(getattr(args, "bounds", None)))
     methods = parse_multi_methods(DEFAULT_MULTI_METHODS if args.methods == default_methods else args.methods)
     for opt, given in (("--click-log", args.click_log), ("--clicks", args.clicks), ("--tune", args.tune),
                        ("--baseline", args.baseline), ("--seeds", args.seeds != 1), ("--device", args.device.is_cuda)):
@@ -412,7 +413,7 @@ def run(args: argparse.Namespace, default_methods: str) -> int:
             raise UsageError(f"--labels: unknown label column {c}: the data has features 1..{n_feat}")
     if sum(c != "label" for c in cols) >= n_feat:
         raise UsageError("--labels would move every feature into a label: leave some features to train on")
-    total = len(folds) * len(_runs(methods, len(cols)))
+    total = len(folds) * len(_runs(methods, len(cols), *trade))
     bar = tqdm(total=total, file=sys.stderr, disable=args.quiet, unit="run", dynamic_ncols=True, leave=False)
 
     rows: list = []
@@ -421,7 +422,7 @@ def run(args: argparse.Namespace, default_methods: str) -> int:
     try:
         for fold, train, _, test in folds:
             try:
-                fold_rows, weights = _fold(fold, train, test, cols, methods, args, bar)
+                fold_rows, weights = _fold(fold, train, test, cols, methods, args, bar, trade)
             except (ValueError, TypeError) as exc:
                 raise RunError(f"fold {fold}: {exc}") from None
             rows += fold_rows
@@ -433,10 +434,10 @@ def run(args: argparse.Namespace, default_methods: str) -> int:
     title = f"{desc}, folds {','.join(str(f[0]) for f in folds)}, {args.rounds} rounds"
     contents = {"multi_label.csv": _csv(rows), "multi_summary.csv": _csv(summary)}
     if plot:
-        contents["pareto.png"] = draw_pareto(rows, cols, methods, title)
+        contents["pareto.png"] = draw_pareto(rows, cols, methods, title, trade[0])
         contents["weights.png"] = draw_weights(first_weights, cols)
-    meta = {"data": desc, "labels": [str(c) for c in cols], "methods": methods, "rays": list(RAYS),
-            "bound_rays": list(BOUND_RAYS), "k": K, "hypervolume_reference": [0.0] * len(cols),
+    meta = {"data": desc, "labels": [str(c) for c in cols], "methods": methods, "rays": list(trade[0]),
+            "bounds": [b.name for b in trade[1]], "k": K, "hypervolume_reference": [0.0] * len(cols),
             "rounds": args.rounds, "wall_time_s": wall, "summary": summary}
     contents["multi_label.json"] = json.dumps(meta, indent=2).encode()
     try:

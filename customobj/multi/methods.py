@@ -49,7 +49,7 @@ class MethodSpec(NamedTuple):
     reads_reference: bool  # the Chebyshev reference point
     reads_smoothing: bool  # a moving average of the weights (MO-LightGBM's "*_decay" methods)
     reads_u: bool  # the norm penalty of the MGDA min-max problems
-    reads_penalty: bool  # the augmented Lagrangian's quadratic penalty
+    reads_penalty: bool  # the augmented Lagrangian's quadratic penalty and its multipliers' update interval
     reads_cap: bool  # EC-MGDA's upper limits on the secondary weights
     reads_random_state: bool
 
@@ -73,6 +73,11 @@ METHODS = {s.name: s for s in (
 #: Defaults of the method-specific options (MO-LightGBM's: ``mo_mgda_min_u`` 0.1; ``mo_ec_mu`` 1).
 DEFAULT_U = 0.1
 DEFAULT_PENALTY = 1.0
+#: Rounds between two updates of the augmented Lagrangian's multipliers (its outer iterations). Measured on
+#: MQ2008 (docs/multi-objective.md): updated every round, the multipliers wind up while every cost is still
+#: far above its bound (the first rounds) and the secondary cost then swings around the bound and ends on
+#: either side of it; with 10 rounds of the penalised problem between updates it ends at or below the bound.
+DEFAULT_DUAL_INTERVAL = 10
 DEFAULT_CAP = 0.5
 
 
@@ -87,6 +92,7 @@ class Settings(NamedTuple):
     smoothing: float  # in [0, 1): weight of the previous round's weights
     u: float
     penalty: float
+    dual_interval: int  # rounds between two multiplier updates (epsilon_constraint)
     cap: np.ndarray  # (m - 1,) in (0, 1]
     seed: int
 
@@ -114,7 +120,7 @@ def _refuse(spec: MethodSpec, given: dict) -> None:
     reads = {"preference": spec.reads_preference, "bounds": spec.reads_bounds,
              "reference_point": spec.reads_reference, "smoothing": spec.reads_smoothing,
              "mgda_u": spec.reads_u, "penalty": spec.reads_penalty, "secondary_cap": spec.reads_cap,
-             "random_state": spec.reads_random_state}
+             "dual_interval": spec.reads_penalty, "random_state": spec.reads_random_state}
     for name, value in given.items():
         if value is not None and not reads[name]:
             users = sorted(s.name for s in METHODS.values() if getattr(s, _READS[name]))
@@ -123,7 +129,7 @@ def _refuse(spec: MethodSpec, given: dict) -> None:
 
 _READS = {"preference": "reads_preference", "bounds": "reads_bounds", "reference_point": "reads_reference",
           "smoothing": "reads_smoothing", "mgda_u": "reads_u", "penalty": "reads_penalty",
-          "secondary_cap": "reads_cap", "random_state": "reads_random_state"}
+          "secondary_cap": "reads_cap", "dual_interval": "reads_penalty", "random_state": "reads_random_state"}
 
 
 def check_preference(preference: Any, m: int, spec: MethodSpec) -> np.ndarray:
@@ -146,11 +152,12 @@ def check_preference(preference: Any, m: int, spec: MethodSpec) -> np.ndarray:
 
 
 def check_settings(spec: MethodSpec, m: int, *, preference: Any, bounds: Any, reference_point: Any,
-                   smoothing: Any, mgda_u: Any, penalty: Any, secondary_cap: Any, random_state: Any) -> Settings:
+                   smoothing: Any, mgda_u: Any, penalty: Any, secondary_cap: Any, random_state: Any,
+                   dual_interval: Any = None) -> Settings:
     """All method options checked against the method and ``m`` (the number of objectives)."""
     _refuse(spec, {"preference": preference, "bounds": bounds, "reference_point": reference_point,
                    "smoothing": smoothing, "mgda_u": mgda_u, "penalty": penalty, "secondary_cap": secondary_cap,
-                   "random_state": random_state})
+                   "dual_interval": dual_interval, "random_state": random_state})
     pref = check_preference(preference, m, spec)
     b = None
     if spec.reads_bounds:
@@ -167,6 +174,8 @@ def check_settings(spec: MethodSpec, m: int, *, preference: Any, bounds: Any, re
         raise ValueError(f"smoothing must be in [0, 1) (the previous weights' share), got {smooth}")
     u = DEFAULT_U if mgda_u is None else check_positive(mgda_u, "mgda_u")
     pen = DEFAULT_PENALTY if penalty is None else check_positive(penalty, "penalty")
+    interval = (DEFAULT_DUAL_INTERVAL if dual_interval is None
+                else check_int(dual_interval, "dual_interval", minimum=1, maximum=10**6))
     if secondary_cap is None:
         cap = np.full(m - 1, DEFAULT_CAP)
     elif np.ndim(secondary_cap) == 0:
@@ -177,4 +186,4 @@ def check_settings(spec: MethodSpec, m: int, *, preference: Any, bounds: Any, re
         raise ValueError(f"secondary_cap entries must be in (0, 1] with a mean below 1 (the primary keeps "
                          f"1 - mean), got {cap.tolist()}")
     seed = 0 if random_state is None else check_int(random_state, "random_state", minimum=0, maximum=2**32 - 1)
-    return Settings(spec, m, pref, b, ref, smooth, u, pen, cap, seed)
+    return Settings(spec, m, pref, b, ref, smooth, u, pen, interval, cap, seed)

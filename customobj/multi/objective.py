@@ -94,6 +94,10 @@ class MultiObjective(Objective):
         "wc_mgda", "ec_mgda": the weight of the combined gradient's norm in the round's min-max (0.1).
     penalty : float > 0, optional
         "epsilon_constraint": the augmented Lagrangian's ``mu`` (1.0).
+    dual_interval : int >= 1, optional
+        "epsilon_constraint": rounds between two updates of the multiplier estimates (the augmented
+        Lagrangian's outer iterations; 10). 1 updates them every round, which winds them up on the first
+        rounds, when every cost is still far above its bound (docs/multi-objective.md).
     secondary_cap : float or array of m - 1 in (0, 1], optional
         "ec_mgda": the largest weight of each secondary before normalising (0.5); the primary keeps
         ``1 - mean``.
@@ -104,7 +108,7 @@ class MultiObjective(Objective):
     -----
     What each round chose is read after training with :meth:`fitted_attributes`: ``label_weights_``
     (rounds x m), ``label_costs_`` (rounds x m, the methods that read costs), ``label_duals_``
-    (rounds x m - 1, "epsilon_constraint") and ``label_fallbacks_`` (rounds whose small problem scipy
+    (rounds x m - 1, "epsilon_constraint": each round's multipliers ``nu``) and ``label_fallbacks_`` (rounds whose small problem scipy
     could not solve, which took the method's fallback weights). The loss (``loss``) is the combined
     cost whose gradient the round takes where the method has one ("linear": ``sum r_k L_k``;
     "chebyshev": the loss of the label of largest weighted cost; "epsilon_constraint": the
@@ -133,7 +137,8 @@ class MultiObjective(Objective):
                  method: str = "linear", preference: "npt.ArrayLike | None" = None,
                  bounds: "npt.ArrayLike | None" = None, reference_point: "npt.ArrayLike | None" = None,
                  smoothing: Optional[float] = None, mgda_u: Optional[float] = None, penalty: Optional[float] = None,
-                 secondary_cap: "float | npt.ArrayLike | None" = None, random_state: Optional[int] = None) -> None:
+                 secondary_cap: "float | npt.ArrayLike | None" = None, random_state: Optional[int] = None,
+                 dual_interval: Optional[int] = None) -> None:
         if isinstance(objectives, Objective) or not isinstance(objectives, (list, tuple)):
             raise TypeError(f"objectives must be a list of objectives, got {type(objectives).__name__}")
         for k, o in enumerate(objectives):
@@ -152,7 +157,8 @@ class MultiObjective(Objective):
         self.method = spec.name
         self._settings = check_settings(spec, m, preference=preference, bounds=bounds,
                                         reference_point=reference_point, smoothing=smoothing, mgda_u=mgda_u,
-                                        penalty=penalty, secondary_cap=secondary_cap, random_state=random_state)
+                                        penalty=penalty, secondary_cap=secondary_cap, random_state=random_state,
+                                        dual_interval=dual_interval)
         main = [o for o, y in zip(self.objectives, self.labels) if y is None]
         self.pairwise = any(o.pairwise for o in self.objectives)
         self.integer_labels = any(o.integer_labels for o in main)
@@ -186,6 +192,7 @@ class MultiObjective(Objective):
         return (("method", self.method), ("objectives", self.objectives), ("labels", self.labels),
                 ("preference", s.preference), ("bounds", s.bounds), ("reference_point", s.reference),
                 ("smoothing", s.smoothing), ("mgda_u", s.u), ("penalty", s.penalty),
+                ("dual_interval", s.dual_interval),
                 ("secondary_cap", s.cap), ("random_state", s.seed))
 
     def _cache_key(self) -> tuple:
@@ -266,18 +273,27 @@ class MultiObjective(Objective):
 
     # --- rounds -------------------------------------------------------------------------------------
     def _parts(self, scores, prep, state, with_pairs):
-        """Each label's gradient and hessian (rows of ``state``'s buffers) and its couplings or None."""
+        """Each label's gradient and hessian (rows of ``state``'s buffers), its couplings or None, and,
+        for the methods that read costs, its loss: from the gradients' own pass where the loss has one
+        (``_grad_hess_loss``; LambdaRank walks its pairs once for both), else a second pass."""
         g, h = state.buffers(prep.n_rows)
         pairs: list = []
+        costs = self._settings.spec.needs_costs
+        losses = np.zeros(len(self.objectives))
         for k, o in enumerate(self.objectives):
             sub = state.preps[k]
             sub.collective = prep.collective
+            st = sub.state_for(o)
             if with_pairs and o.pairwise:
-                pairs.append(o._grad_hess_couplings(scores, sub, sub.state_for(o), g[k], h[k]))
-            else:
-                o._grad_hess(scores, sub, sub.state_for(o), g[k], h[k])
+                pairs.append(o._grad_hess_couplings(scores, sub, st, g[k], h[k]))
+                losses[k] = o._loss(scores, sub, st) if costs else 0.0
+            elif costs:
+                losses[k] = o._grad_hess_loss(scores, sub, st, g[k], h[k])
                 pairs.append(None)
-        return g, h, pairs
+            else:
+                o._grad_hess(scores, sub, st, g[k], h[k])
+                pairs.append(None)
+        return g, h, pairs, losses
 
     def _losses(self, scores, state) -> np.ndarray:
         return np.array([o._loss(scores, sub, sub.state_for(o)) for o, sub in zip(self.objectives, state.preps)],
@@ -298,8 +314,7 @@ class MultiObjective(Objective):
 
     def _round(self, scores, prep, state, out_grad, out_hess, with_pairs):
         s = self._settings
-        g, h, pairs = self._parts(scores, prep, state, with_pairs)
-        losses = self._losses(scores, state) if s.spec.needs_costs else np.zeros(s.m)
+        g, h, pairs, losses = self._parts(scores, prep, state, with_pairs)
         costs, gram, _ = self._inputs(prep, losses, g, True)
         result = step(s, state.memory, costs, gram)
         state.memory = result.memory
@@ -319,8 +334,9 @@ class MultiObjective(Objective):
         state.weights.append(w)
         if s.spec.needs_costs:
             state.costs.append(costs)
-        if s.spec.method == Method.EPSILON_CONSTRAINT:
-            state.duals.append(result.memory.duals.copy())
+        if s.spec.method == Method.EPSILON_CONSTRAINT:  # the round's multipliers nu (its weights are nu / bounds)
+            assert s.bounds is not None
+            state.duals.append(result.weights[1:] * s.bounds)
         if not with_pairs:
             return None
         return _weighted_pairs(pairs, result.weights, row_label)

@@ -4,7 +4,7 @@ Pure functions of a :class:`Memory` (what the method carries from round to round
 the dual variables, the first round's scales) and the round's inputs; :func:`step` returns the new
 weights and the next memory without changing anything, so the loss of a round can be computed without
 advancing it. The small problems over ``m`` weights are solved by scipy (``optimize.minimize`` with
-SLSQP); a solve that fails falls back to MO-LightGBM's fallback (the Chebyshev vertex, or the
+SLSQP; EPO's linear program with ``optimize.linprog``, HiGHS); a solve that fails falls back to MO-LightGBM's fallback (the Chebyshev vertex, or the
 preference) and is counted in :attr:`RoundResult.fallback`.
 
 Notation: ``l`` the per-label costs (mean loss per query), ``G`` the Gram matrix of the per-label
@@ -12,9 +12,10 @@ gradients (``G_kl = <g_k, g_l>``), ``r`` the preference (sums to 1), ``\Delta`` 
 
 .. math::
 
-    \text{EPO:}\quad \min_{\alpha \in \Delta} \lVert \hat G \alpha - \hat a \rVert^2, \quad
-    a = l - \tilde r (\tilde r^\top l) \text{ (balance) or } \tilde r \lVert l \rVert \text{ (descent,}
-    (I - \tilde r \tilde r^\top) G \alpha = 0), \quad \tilde r = \frac{1 / r}{\lVert 1 / r \rVert}
+    \text{EPO:}\quad \max_{\alpha \in \Delta} \alpha^\top C a \text{ s.t. } (C\alpha)_j \ge (Ca)_j
+    \;((Ca)_j \le 0), \; (C\alpha)_{j^*} \ge 0 \text{ (balance), or }
+    \max_{\alpha \in \Delta} 1^\top C \alpha \text{ s.t. } C\alpha \ge 0 \text{ (descent)}, \quad
+    a = r \odot (\log(m \hat l) - \mu_r(l)), \; \hat l = \frac{r \odot l}{r^\top l}
 
     \text{WC-MGDA:}\quad \min_{\alpha \in \Delta} -\alpha^\top (\hat r \odot (l - z))
     + u \sqrt{\alpha^\top \hat K \alpha}, \quad \hat K = \frac{G \odot \hat r \hat r^\top}{\lambda_{\max}(K_0)}
@@ -23,7 +24,7 @@ gradients (``G_kl = <g_k, g_l>``), ``r`` the preference (sums to 1), ``\Delta`` 
     + u \sqrt{\beta^\top \hat G \beta}, \quad \beta = (1 - \bar c, \alpha_s)
 
     \text{augmented Lagrangian:}\quad \nu_k = \max(0, \lambda_k + \mu (l_k / \epsilon_k - 1)),
-    \quad \alpha = (1, \nu / \epsilon), \quad \lambda \leftarrow \nu
+    \quad \alpha = (1, \nu / \epsilon), \quad \lambda \leftarrow \nu \text{ every } T \text{ rounds}
 
 References
 ----------
@@ -41,10 +42,12 @@ import numpy as np
 
 from .methods import Method, Settings
 
-__all__ = ["Memory", "RoundResult", "step", "first_memory", "epo_problem", "mgda_objective", "solve_box"]
+__all__ = ["Memory", "RoundResult", "step", "first_memory", "EpoLP", "epo_adjustments", "epo_lp", "mgda_objective",
+           "solve_box", "solve_simplex_lp"]
 
-#: EPO switches from balancing to descending when 1 - cos^2(l, 1/r) drops below this (MO-LightGBM's mu_thresh_).
-EPO_BALANCED = 1e-3
+#: EPO balances while the relative costs' non-uniformity mu_r(l) exceeds this, else descends (the
+#: default of Mahapatra & Rajan's code, EPO_LP's eps).
+EPO_BALANCED = 1e-4
 #: Relative floor of a scale (a first round's cost or Gram norm) before dividing by it.
 TINY = 1e-12
 
@@ -54,7 +57,7 @@ class Memory(NamedTuple):
 
     rounds: int
     weights: Optional[np.ndarray]  # the last round's weights (smoothing), None before round 1
-    duals: np.ndarray  # (m - 1,) the augmented Lagrangian's multipliers
+    duals: np.ndarray  # (m - 1,) the augmented Lagrangian's multiplier estimates lambda (updated every T rounds)
     scales: Optional[np.ndarray]  # WC-MGDA: r-hat; EC-MGDA: the cost normalisers (first round)
     gram_scale: float  # the first round's largest Gram eigenvalue (MGDA methods), 0 before
 
@@ -89,58 +92,91 @@ def _top_eigen(gram: np.ndarray) -> float:
     return float(np.linalg.eigvalsh(gram)[-1]) if gram.size else 0.0
 
 
-def epo_problem(costs: np.ndarray, gram: np.ndarray, pref: np.ndarray):
-    """EPO's round problem: ``(G-hat, a-hat, descent, P G-hat)``; both sides scaled to unit size (the
-    directions matter, not the units of the costs or gradients)."""
-    rt = 1.0 / pref
-    rt /= np.linalg.norm(rt)
-    norm = np.linalg.norm(costs)
-    descent = norm == 0 or 1.0 - (costs @ rt / norm) ** 2 < EPO_BALANCED
-    anchor = rt * norm if descent else costs - rt * (costs @ rt)
-    a_norm = np.linalg.norm(anchor)
-    g_top = _top_eigen(gram)
-    g_hat = gram / g_top if g_top > 0 else gram
-    a_hat = anchor / a_norm if a_norm > 0 else anchor
-    restricted = (np.eye(pref.size) - np.outer(rt, rt)) @ g_hat
-    return g_hat, a_hat, descent, restricted
+class EpoLP(NamedTuple):
+    """EPO's linear program of one round: maximise ``objective @ alpha`` over the simplex subject to
+    ``lhs @ alpha >= rhs`` (rows that do not bind are left out); ``balance`` says which mode it is."""
+
+    objective: np.ndarray  # (m,)
+    lhs: np.ndarray  # (k, m)
+    rhs: np.ndarray  # (k,)
+    balance: bool
+    relaxed: "tuple[np.ndarray, np.ndarray]"  # descent: the rows without the ray's (its fallback LP)
+    top: int  # the label of largest relative cost r_k l_k (balance's fallback vertex)
 
 
-def _epo_pair(g_hat, a_hat, descent, restricted, pref):
-    """EPO's problem for m = 2 in closed form on the segment ``alpha = (t, 1 - t)``: ``(t, solved)``."""
-    d = g_hat[:, 0] - g_hat[:, 1]
-    e = g_hat[:, 1] - a_hat
-    dd = float(d @ d)
-    free = float(pref[0]) if dd == 0 else min(1.0, max(0.0, -float(d @ e) / dd))  # the 1-D least squares
-    if not descent:
-        return free, True
-    row = restricted[0]
-    slope = float(row[0] - row[1])
-    if slope == 0:  # the ray constraint does not depend on t: met everywhere or nowhere
-        return (free, True) if row[1] == 0 else (float(pref[0]), False)
-    t = -float(row[1]) / slope
-    return (t, True) if 0.0 <= t <= 1.0 else (float(pref[0]), False)
+def epo_adjustments(costs: np.ndarray, pref: np.ndarray) -> "tuple[np.ndarray, float, np.ndarray]":
+    r"""``(r l, mu_r(l), a)``: the relative costs, their non-uniformity
+    :math:`\mu_r(l) = \sum_k \hat l_k \log(m \hat l_k)` (the KL divergence of
+    :math:`\hat l = r \odot l / \sum r \odot l` from uniform) and the adjustment
+    :math:`a = r \odot (\log(m \hat l) - \mu_r(l))` (Mahapatra & Rajan 2020, eqs. 5 and 9). A zero
+    relative cost is floored at ``TINY`` (its log would be minus infinity)."""
+    m = pref.size
+    rl = pref * np.maximum(costs, 0.0)
+    total = rl.sum()
+    l_hat = np.maximum(rl / total, TINY) if total > 0 else np.full(m, 1.0 / m)
+    mu = float(np.sum(l_hat * np.log(m * l_hat)))
+    return rl, mu, pref * (np.log(m * l_hat) - mu)
 
 
-def _epo(costs, gram, s: Settings, general: bool = False):
-    """EPO's weights; m = 2 in closed form unless ``general`` (the tests compare both)."""
-    m = s.m
-    g_hat, a_hat, descent, restricted = epo_problem(costs, gram, s.preference)
-    if m == 2 and not general:
-        t, solved = _epo_pair(g_hat, a_hat, descent, restricted, s.preference)
-        if solved:
-            return np.array([t, 1.0 - t]), False
-        return (s.preference.copy() if descent else _vertex(s.preference * costs)), True
-    fun = lambda a: float(np.sum((g_hat @ a - a_hat) ** 2))  # noqa: E731
-    jac = lambda a: 2.0 * g_hat.T @ (g_hat @ a - a_hat)  # noqa: E731
-    eq = [_simplex_eq(m)]
-    if descent:  # keep the cost change on the ray: (I - rr^T) G alpha = 0 (m - 1 independent rows)
-        eq.append({"type": "eq", "fun": lambda a: restricted[:-1] @ a, "jac": lambda a: restricted[:-1]})
-    x, ok = solve_box(fun, jac, np.zeros(m), np.ones(m), s.preference.copy(), eq)
-    if ok and abs(x.sum() - 1.0) < 1e-6:
-        return x / x.sum(), False
-    if descent:  # MO-LightGBM: the preference when the restricted descent has no solution
-        return s.preference.copy(), True
-    return _vertex(s.preference * costs), True
+def epo_lp(costs: np.ndarray, gram: np.ndarray, pref: np.ndarray) -> EpoLP:
+    r"""EPO's round problem (Mahapatra & Rajan 2020, section 4, the LP of eq. 11), with
+    :math:`C = G / \max_k G_{kk}` (the LP does not change with the gradients' scale).
+
+    Balance (:math:`\mu_r(l) > \epsilon`): maximise :math:`\alpha^\top C a` (the descent direction's
+    alignment with the adjustment), with :math:`(C\alpha)_j \ge (Ca)_j` for the labels the adjustment
+    would let rise (:math:`(Ca)_j \le 0`) and :math:`(C\alpha)_{j^*} \ge 0` for the label of largest
+    relative cost; all :math:`(C\alpha)_j \ge 0` when no label is to descend. Descent: maximise
+    :math:`1^\top C\alpha` (every cost descends, as much as possible) with :math:`C\alpha \ge 0` and
+    :math:`\alpha^\top Ca \ge \min(\max_j (Ca)_j, 0)` (no step off the ray); without the last row if infeasible."""
+    m = pref.size
+    top = float(np.max(np.diag(gram))) if gram.size else 0.0
+    c = gram / top if top > 0 else np.zeros_like(gram)
+    rl, mu, a = epo_adjustments(costs, pref)
+    ca = c @ a
+    relaxed = (c, np.zeros(m))
+    top_label = int(np.argmax(rl))
+    if mu > EPO_BALANCED:
+        rising = ca <= 0
+        if rising.all():
+            lhs, rhs = c, np.zeros(m)
+        else:
+            keep = rising.copy()
+            keep[top_label] = True
+            rhs = np.where(rising, ca, 0.0)
+            rhs[top_label] = 0.0
+            lhs, rhs = c[keep], rhs[keep]
+        return EpoLP(ca, lhs, rhs, True, relaxed, top_label)
+    lhs = np.vstack([c, ca[None, :]])
+    rhs = np.concatenate([np.zeros(m), [min(float(ca.max()), 0.0)]])
+    return EpoLP(c.sum(axis=0), lhs, rhs, False, relaxed, top_label)
+
+
+def solve_simplex_lp(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> "np.ndarray | None":
+    """``argmax objective @ x`` over the simplex with ``lhs @ x >= rhs`` (scipy's HiGHS), None if infeasible."""
+    from scipy.optimize import linprog  # on first use, as solve_box
+
+    m = objective.size
+    res = linprog(-objective, A_ub=-lhs if lhs.size else None, b_ub=-rhs if lhs.size else None,
+                  A_eq=np.ones((1, m)), b_eq=[1.0], bounds=[(0.0, 1.0)] * m, method="highs")
+    if res.status != 0 or res.x is None or not np.all(np.isfinite(res.x)):
+        return None
+    x = np.clip(np.asarray(res.x, dtype=np.float64), 0.0, 1.0)
+    return x / x.sum() if x.sum() > 0 else None
+
+
+def _epo(costs, gram, s: Settings):
+    """EPO's weights: its LP; balance falls back to the vertex of the largest relative cost, descent to
+    the LP without the ray's row, then to the preference (MO-LightGBM's fallbacks)."""
+    if not np.any(s.preference * costs > 0):  # every cost is 0: nothing to balance or descend
+        return s.preference.copy(), False
+    lp = epo_lp(costs, gram, s.preference)
+    x = solve_simplex_lp(lp.objective, lp.lhs, lp.rhs)
+    if x is not None:
+        return x, False
+    if lp.balance:
+        return np.eye(s.m)[lp.top], True
+    x = solve_simplex_lp(lp.objective, *lp.relaxed)
+    return (x, True) if x is not None else (s.preference.copy(), True)
 
 
 def mgda_objective(w: np.ndarray, k_hat: np.ndarray, u: float):
@@ -252,10 +288,13 @@ def step(s: Settings, mem: Memory, costs: np.ndarray, gram: np.ndarray) -> Round
     elif method == Method.WC_MGDA:
         w, mem, fallback = _wc_mgda(costs, gram, s, mem)
     elif method == Method.EPSILON_CONSTRAINT:
+        # Nocedal & Wright, Framework 17.3: the penalised problem at fixed lambda for T rounds (its gradient
+        # is alpha's every round: the quadratic penalty pulls at once), then lambda <- nu (the outer step).
         assert s.bounds is not None
         nu = augmented_multipliers(costs, s, mem.duals)
         w = np.concatenate([[1.0], nu / s.bounds])
-        duals = nu
+        if (mem.rounds + 1) % s.dual_interval == 0:
+            duals = nu
     elif method == Method.EC_MGDA:
         w, mem, fallback = _ec_mgda(costs, gram, s, mem)
     else:  # pragma: no cover - every Method is handled above

@@ -102,7 +102,7 @@ def query_chunks(ptr, lim, chunk_rows):
 @njit(cache=True)
 def _known(mode, metric):
     known_mode = (mode == Mode.GRAD or mode == Mode.LOSS or mode == Mode.COUNT or mode == Mode.FILL
-                  or mode == Mode.GRAD_FILL or mode == Mode.TERMS)
+                  or mode == Mode.GRAD_FILL or mode == Mode.TERMS or mode == Mode.GRAD_LOSS)
     known_metric = metric == Metric.NDCG or metric == Metric.ERR or metric == Metric.MAP or metric == Metric.MRR
     return known_mode and known_metric
 
@@ -120,7 +120,7 @@ def _run_blocks(mode, inp, out, order, offsets, per_query, deb):
     """The one block loop (work items from ``query_chunks``): each query with at least two rows and
     ``qnorm > 0`` through the kernel of ``mode``. GRAD and LOSS sort into the block scratch, COUNT
     into ``order`` (stored for FILL), FILL, GRAD_FILL and TERMS read ``order`` and write pairs from
-    ``offsets[q]``; LOSS and COUNT write ``per_query[q]``; TERMS reads and writes ``deb`` too.
+    ``offsets[q]``; LOSS, GRAD_LOSS and COUNT write ``per_query[q]``; TERMS reads and writes ``deb`` too.
     Returns a KernelStatus (``UNKNOWN_CODE`` before any work)."""
     if not _known(mode, inp.metric):
         return KernelStatus.UNKNOWN_CODE
@@ -142,6 +142,9 @@ def _run_blocks(mode, inp, out, order, offsets, per_query, deb):
             if mode == Mode.GRAD:
                 _sort_query(scores, start, n, neg, own_order)
                 query_grad(mode, inp, out, cut, own_order, F, I, deb)
+            elif mode == Mode.GRAD_LOSS:
+                _sort_query(scores, start, n, neg, own_order)
+                per_query[q] = query_grad(mode, inp, out, cut, own_order, F, I, deb)
             elif mode == Mode.LOSS:
                 _sort_query(scores, start, n, neg, own_order)
                 per_query[q] = query_loss(inp, out, cut, own_order, F, deb)
@@ -178,6 +181,15 @@ def lambdarank_grad_hess(inp: PassInputs, out_grad: np.ndarray, out_hess: np.nda
     """Adds every query's gradients and hessians into ``out_grad`` / ``out_hess``; returns the status."""
     return _run_blocks(Mode.GRAD, inp, PassOutputs(out_grad, out_hess, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I, _NO_F,
                        _NO_DEBIAS)
+
+
+def lambdarank_grad_hess_loss(inp: PassInputs, out_grad: np.ndarray, out_hess: np.ndarray) -> "tuple[float, int]":
+    """``(loss, status)``: ``lambdarank_grad_hess``'s additions and ``lambdarank_loss``'s value (the same
+    bits) from one sort and one pair pass per query (GRAD_LOSS; ``MultiObjective`` reads both each round)."""
+    per_query = np.zeros(inp.ptr.size - 1)
+    status = _run_blocks(Mode.GRAD_LOSS, inp, PassOutputs(out_grad, out_hess, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I,
+                         per_query, _NO_DEBIAS)
+    return _serial_sum(per_query), status
 
 
 def lambdarank_loss(inp: PassInputs) -> "tuple[float, int]":

@@ -1,7 +1,7 @@
 """The per-query pass of LambdaRank / LambdaMART (Burges 2010, sections 3, 4, 7).
 
 The drivers in ``_lambdarank_kernels`` sort each query and call one kernel per query, by mode:
-``query_grad`` (GRAD, FILL, GRAD_FILL), ``query_loss`` (LOSS), ``query_count`` (COUNT). Each is
+``query_grad`` (GRAD, FILL, GRAD_FILL, GRAD_LOSS), ``query_loss`` (LOSS), ``query_count`` (COUNT). Each is
 ``_setup`` (per-position arrays), one pair loop, then the query's norm factor and writes. The
 codes, records and scratch channels live in ``_lambdarank_records``.
 
@@ -42,7 +42,7 @@ from ._pairwise_terms import tracked_propensities
 
 #: The pre-enum names of the codes (aliases of the members; the codes' home is ``_lambdarank_records``).
 NDCG, ERR, MAP, MRR = Metric
-GRAD, LOSS, COUNT, FILL, GRAD_FILL, TERMS = Mode
+GRAD, LOSS, COUNT, FILL, GRAD_FILL, TERMS, GRAD_LOSS = Mode
 
 
 @njit(cache=True)
@@ -85,8 +85,9 @@ def _ndcg_count(q, disc, g):
 
 
 @njit(cache=True)
-def _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out):
-    """NDCG pairs of one sorted query without data-dependent branches; returns (count, sum_lambda).
+def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
+    """NDCG pairs of one sorted query without data-dependent branches; returns (count, sum_lambda,
+    total), ``total`` the utility of LOSS when ``loss`` (the same terms in the same order: the same bits).
 
     Needs every ``e[r] > EXP_FLOOR`` (``_lambdarank_terms.rho``'s table branch for all pairs). ``rho`` is
     ``e_lo / (e_a + e_b)``, the same bits as ``rho``. FILL writes each upper row's pairs to the
@@ -102,6 +103,7 @@ def _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out):
     damp = norm and spread
     count = 0
     sum_lambda = 0.0
+    total = 0.0
     for a in range(min(n - 1, lim)):
         ga = g[a]
         da = disc[a]
@@ -127,6 +129,8 @@ def _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out):
             row_lambda += 2.0 * lam
             pw = 0.5 * (wa + w[b])
             h = sig2 * dz * rho * (1.0 - rho) * pw
+            if loss and nz:  # equal grades add nothing: LOSS skips them
+                total += pw * dz * softplus(-sigma * ((sa - s[b]) if up else (s[b] - sa)))
             if grad:
                 lam *= pw * (1.0 if up else -1.0)
                 acc_g -= lam
@@ -149,7 +153,7 @@ def _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out):
                 out_j[at + count + t] = lj[t]
                 out_c[at + count + t] = lc[t]
             count += m
-    return count, sum_lambda
+    return count, sum_lambda, total
 
 
 @njit(cache=True)
@@ -170,7 +174,8 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
     lg, lh = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H]
     out_i, out_j, out_c = out.pair_i, out.pair_j, out.pair_c
     a_first = A[first] if first < n else 0.0
-    grad = mode == Mode.GRAD or mode == Mode.GRAD_FILL
+    grad = mode == Mode.GRAD or mode == Mode.GRAD_FILL or mode == Mode.GRAD_LOSS
+    with_loss = mode == Mode.GRAD_LOSS
     terms = mode == Mode.TERMS
     fill = mode == Mode.FILL or mode == Mode.GRAD_FILL or terms
     damp = inp.norm and spread
@@ -222,6 +227,8 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
                 total += pw * dz * softplus(-sigma * d)
                 count += 1
                 continue
+            if with_loss:
+                total += pw * dz * softplus(-sigma * d)
             if grad:
                 lam *= pw * sg
                 acc_g -= lam
@@ -258,23 +265,24 @@ def _sorted_scores(inp, q, order, F):
 def query_grad(mode, inp, out, q, order, F, I, deb):
     """GRAD adds the query's gradients and hessians into ``out.grad/out.hess``; FILL writes its
     pairs with nonzero ``|dZ|`` (rows, coupling) to ``out.pair_*`` from ``q.at``; GRAD_FILL does
-    both in one pair pass; TERMS writes FILL's pairs with their debiased terms (``deb``, unnormalised:
+    both in one pair pass; GRAD_LOSS adds GRAD's and returns the query's utility (``query_loss``'s) from
+    the same pair pass; TERMS writes FILL's pairs with their debiased terms (``deb``, unnormalised:
     the caller normalises the debiased sums). Hessians and couplings are multiplied by
     ``inp.hess_scale`` (1 but for XGBoost's convention, see ``_parity.py``) once per row, outside
     the pair loop. ``order[:n]`` are the query's rows by score, ``F`` / ``I`` the block's scratch
     (rows named by ``Channel`` / ``IntChannel``)."""
     n = q.n
     first, second, spread = _sorted_scores(inp, q, order, F)
-    grad = mode == Mode.GRAD or mode == Mode.GRAD_FILL
+    grad = mode == Mode.GRAD or mode == Mode.GRAD_FILL or mode == Mode.GRAD_LOSS
     fill = mode == Mode.FILL or mode == Mode.GRAD_FILL or mode == Mode.TERMS
     lg, lh = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H]
     if grad:
         lg[:n] = 0.0
         lh[:n] = 0.0
     if inp.metric == Metric.NDCG and F[Channel.EXP, n - 1] > EXP_FLOOR and mode != Mode.TERMS:
-        count, sum_lambda = _ndcg_pairs(grad, fill, inp, q, spread, order, F, I, out)
+        count, sum_lambda, total = _ndcg_pairs(grad, fill, mode == Mode.GRAD_LOSS, inp, q, spread, order, F, I, out)
     else:
-        count, sum_lambda, _ = _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb)
+        count, sum_lambda, total = _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb)
     factor = 1.0 if mode == Mode.TERMS else norm_factor(inp.norm, sum_lambda)
     hfactor = factor * inp.hess_scale
     if grad:
@@ -286,6 +294,7 @@ def query_grad(mode, inp, out, q, order, F, I, deb):
         out_c = out.pair_c
         for t in range(q.at, q.at + count):
             out_c[t] *= hfactor
+    return total * factor  # GRAD_LOSS: the query's utility, as query_loss's; 0 otherwise
 
 
 @njit(cache=True)

@@ -38,7 +38,8 @@ class Metric(IntEnum):
 class Mode(IntEnum):
     """What one pass over a query does (``_lambdarank_pass``): gradients and hessians, the loss,
     the count of pairs with nonzero ``|dZ|``, the pairs themselves, gradients and pairs at once, or
-    the pairs with their debiased terms (TERMS, for ``customobj.clicks.Unbiased``: see :class:`Debias`)."""
+    the pairs with their debiased terms (TERMS, for ``customobj.clicks.Unbiased``: see :class:`Debias`),
+    or the gradients and the loss in one pair pass (GRAD_LOSS, for ``MultiObjective``'s per-label costs)."""
 
     GRAD = 0
     LOSS = 1
@@ -46,6 +47,7 @@ class Mode(IntEnum):
     FILL = 3
     GRAD_FILL = 4
     TERMS = 5
+    GRAD_LOSS = 6
 
 
 class Channel(IntEnum):

@@ -397,6 +397,12 @@ class Objective:
     def _loss(self, scores, prep, state):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _grad_hess_loss(self, scores, prep, state, out_grad, out_hess):
+        """``_grad_hess`` then ``_loss`` at the same scores (``MultiObjective``'s per-label costs); a loss
+        whose pass can give both from one walk over the pairs overrides it (LambdaRank, the same bits)."""
+        self._grad_hess(scores, prep, state, out_grad, out_hess)
+        return float(self._loss(scores, prep, state))
+
     def _pair_couplings(self, scores, prep, state):  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -295,6 +295,10 @@ class LambdaRank(Objective):
     def _loss(self, scores, prep, state):
         return checked_value(LK.lambdarank_loss(self.pass_inputs(scores, prep)), "LambdaRank")
 
+    def _grad_hess_loss(self, scores, prep, state, out_grad, out_hess):
+        inp = self.pass_inputs(scores, prep)
+        return checked_value(LK.lambdarank_grad_hess_loss(inp, out_grad, out_hess), "LambdaRank")
+
     def _pair_couplings(self, scores, prep, state):
         return self._couplings(scores, prep, state, False, _EMPTY, _EMPTY, None)
 

@@ -5,7 +5,11 @@ A model file is one JSON object, written as strict JSON (no ``NaN`` tokens), wit
     {"format": "customobj.ole.TreeBooster", "version": 2,
      "params": {...}, "objective": {"class": ..., "params": ..., "repr": ...} | null,
      "n_features": F, "n_outputs": K, "feature_names": [...] | null, "feature_infos": [...],
-     "best_iteration": int | null, "evals_result": {...}, "tree_class": [...], "trees": [...]}
+     "best_iteration": int | null, "evals_result": {...}, "tree_class": [...], "trees": [...],
+     "objective_fitted": {name: {"shape": [...], "values": [...]}}}
+
+``objective_fitted`` (optional in version 2) holds the objective's numeric fitted arrays as ``fit`` set
+them (``MultiObjective``'s ``label_weights_``, ``Unbiased``'s ``position_bias_``), read back as float64.
 
 Version 1 (customobj before the schema) is the same without ``feature_names``, and could not
 store a non-finite metric value; it is still read. Version 2 writes the non-finite values of the
@@ -52,6 +56,10 @@ _OPTIONAL_PARAMS = {"ole_fast_features", "ole_fast_epsilon"}
 _COMMON_KEYS = ("format", "version", "params", "objective", "n_features", "n_outputs", "feature_infos",
                 "best_iteration", "evals_result", "tree_class", "trees")
 _KEYS = {1: _COMMON_KEYS, 2: _COMMON_KEYS + ("feature_names",)}
+#: Fields a version may hold but need not (added after the version was fixed).
+_OPTIONAL_KEYS: dict = {1: (), 2: ("objective_fitted",)}
+#: A fitted objective attribute's name: a lower-case identifier ending in "_" (scikit-learn's fitted style).
+_FITTED_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}_")
 _NULLABLE = {"random_state"}
 _SCALARS = (bool, int, float, str, type(None))
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -119,6 +127,31 @@ def _history_value(v):
     return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
 
 
+def _fitted_record(items) -> dict:
+    """The objective's numeric fitted arrays as ``{name: {"shape", "values"}}`` (non-finite values as strings)."""
+    arrays = ((str(name), np.asarray(value)) for name, value in items)
+    return {name: {"shape": [int(n) for n in a.shape], "values": [_history_value(v) for v in a.ravel()]}
+            for name, a in arrays if a.dtype.kind in "biuf"}
+
+
+def _check_fitted_objective(d, where) -> None:
+    if type(d) is not dict:
+        _fail(where, "must be an object of the objective's fitted arrays")
+    for name, rec in d.items():
+        at = f"{where}.{name}"
+        if not _FITTED_NAME.fullmatch(name):
+            _fail(at, "is not a fitted attribute name (lower case, ending in '_')")
+        if type(rec) is not dict or set(rec) != {"shape", "values"}:
+            _fail(at, 'must be {"shape": [...], "values": [...]}')
+        shape, values = rec["shape"], rec["values"]
+        if type(shape) is not list or len(shape) > 4 or not all(_is_int(n) and 0 <= n <= 2**31 for n in shape):
+            _fail(at + ".shape", "must be a list of at most 4 non-negative integers")
+        if type(values) is not list or len(values) != math.prod(shape):
+            _fail(at + ".values", f"must be a list of prod(shape) = {math.prod(shape)} numbers")
+        if not all(is_number(v) or (type(v) is str and v in _NONFINITE) for v in values):
+            _fail(at + ".values", 'must hold numbers (or "NaN", "Infinity", "-Infinity")')
+
+
 def to_dict(model) -> dict:
     """The model as a validated version-2 record of plain JSON values.
 
@@ -141,6 +174,7 @@ def to_dict(model) -> dict:
                          for name, hist in model.evals_result_.items()},
         "tree_class": [int(k) for k in model.tree_class_],
         "trees": [_tree_record(t, k) for k, t in enumerate(model.trees_)],
+        "objective_fitted": _fitted_record(getattr(model, "_objective_fitted", ())),
     }
     check_record(d, "model")  # never write what load would refuse
     return d
@@ -279,7 +313,7 @@ def check_record(d: object, source: str) -> list:
     for key in keys:
         if key not in d:
             _fail(f"{source}:", f"is missing the field {key!r} (required by version {version})")
-    extra = sorted(set(d) - set(keys))
+    extra = sorted(set(d) - set(keys) - set(_OPTIONAL_KEYS[version]))
     if extra:
         _fail(f"{source}:", f"has an unknown field {extra[0]!r} for version {version}")
     at = f"{source}: "
@@ -305,6 +339,8 @@ def check_record(d: object, source: str) -> list:
     if best is not None:
         _check_int(best, at + "best_iteration", 1, max(n_iter, 1))
     _check_history(d["evals_result"], n_iter, at + "evals_result")
+    if "objective_fitted" in d:
+        _check_fitted_objective(d["objective_fitted"], at + "objective_fitted")
     return [check_tree(tree, f"{at}trees[{t}]", F) for t, tree in enumerate(trees)]
 
 
@@ -361,6 +397,15 @@ def from_record(cls: type, d: dict, source: str):
     model.tree_class_ = list(d["tree_class"])
     model.trees_ = [Tree.from_fields(t) for t in trees]
     model.bin_mapper_ = None
+    fitted = []
+    for name, rec in d.get("objective_fitted", {}).items():
+        if hasattr(model, name):  # never overwrite the booster's own state (trees_, ...) from a file
+            _fail(f"{source}: objective_fitted.{name}", f"names an attribute {cls.__name__} already has")
+        value = np.array([_NONFINITE.get(v, v) if type(v) is str else v for v in rec["values"]],
+                         dtype=np.float64).reshape(rec["shape"])
+        setattr(model, name, value)
+        fitted.append((name, value))
+    model._objective_fitted = tuple(fitted)
     return model
 
 

@@ -1,0 +1,57 @@
+"""``read_click_log(labels=[...])``: a click log's further label columns (a purchase, a dwell time, a
+rating), read beside the click for multi-label training (``customobj.multi.MultiObjective``, docs/multi-objective.md).
+
+Each column is numeric, present on every row, finite and non-negative, as a label column of
+``MultiObjective`` must be; a bad one is a defect of its own in ``read_click_log``'s one error.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional
+
+import numpy as np
+
+__all__ = ["check_label_names", "label_columns"]
+
+
+def check_label_names(labels: Any, taken: dict, features: Any) -> Optional[list]:
+    """The ``labels=`` column names, checked against the other columns' (``TypeError``/``ValueError``
+    naming ``labels``); None for None."""
+    if labels is None:
+        return None
+    if isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence) or len(labels) == 0:
+        raise TypeError("labels must be a non-empty list of column names (or None)")
+    if not all(isinstance(n, str) for n in labels):
+        raise TypeError("labels must hold column names (str)")
+    if len(set(labels)) != len(labels):
+        raise ValueError("labels names a column twice")
+    for n in labels:
+        if n in taken:
+            raise ValueError(f"labels: column {n!r} is the {taken[n]} column; a label cannot be it")
+        if isinstance(features, Sequence) and not isinstance(features, str) and n in features:
+            raise ValueError(f"labels: column {n!r} is a feature; a column is a feature or a label, not both")
+    return list(labels)
+
+
+def label_columns(table: Any, names: Optional[list], defects: Any, rows: Any) -> Optional[np.ndarray]:
+    """``(rows, len(names))`` float64 in the table's row order, or None; each bad column a defect
+    (``rows`` formats the rows of one, as the reader's other messages)."""
+    if names is None:
+        return None
+    Y = np.empty((table.n_rows, len(names)), dtype=np.float64)
+    ok = True
+    for j, name in enumerate(names):
+        ok = defects.check(_label, table, name, Y, j, rows) is not None and ok
+    return Y if ok else None
+
+
+def _label(table, name, Y, j, rows):
+    values = table.column(name, "labels")
+    if values.dtype.kind not in "biuf":
+        raise TypeError(f"labels: column {name!r} must be numeric, got dtype {values.dtype}")
+    Y[:, j] = values
+    bad = np.flatnonzero(~np.isfinite(Y[:, j]) | (Y[:, j] < 0))
+    if bad.size:
+        raise ValueError(f"labels: column {name!r} holds {Y[bad[0], j]} at {rows(bad)}; a label must be finite "
+                         "and >= 0")
+    return True
