@@ -352,14 +352,16 @@ def histogram_kernels(every_signature: bool = True) -> dict:
     build = T.NamedTuple([i1, i, f1, f1, f1, f2], RowBuild)
     choice = T.NamedTuple([b1, T.boolean[:, ::1], T.int64[:, :, ::1], T.int64[:, :, ::1], i2], C.FeatureChoice)
     chosen = T.NamedTuple([i1, i, i, i, j1, j1, f1, f1], ChosenPairs)
+    node = T.NamedTuple([f1, i1, i], HK.NodeRows)
+    root32, root64 = (T.NamedTuple([p, p, f1, i, i, i1, b, f1], HK.RootPairs) for p in (j1, i1))
     found = {
-        "row_hist_shared[u8]": (HK.row_hist_shared, (u8, i1, i, f1, f1, f1, i2, i2, i1, f2)),
-        "row_hist_shared[u16]": (HK.row_hist_shared, (u16, i1, i, f1, f1, f1, i2, i2, i1, f2)),
-        "pair_hist_shared[u8,i32]": (HK.pair_hist_shared, (u8, j1, j1, f1, i, i, f1, i2, i2, i1, f2)),
-        "pair_hist_shared[u16,i64]": (HK.pair_hist_shared, (u16, i1, i1, f1, i, i, f1, i2, i2, i1, f2)),
-        "child_hists[u8,i32]": (HK.child_hists, (u8, i2, i2, i1, plan32, build)),
-        "child_hists[u16,i64]": (HK.child_hists, (u16, i2, i2, i1, plan64, build)),
-        "chosen_child_pairs[u8]": (HK.chosen_child_pairs, (u8, chosen, choice, f2, f2)),
+        "row_hist_shared[u8]": (HK.row_hist_shared, (u8, i1, i, f1, f1, f1, i2, i2, i1, f2, root32)),
+        "row_hist_shared[u16]": (HK.row_hist_shared, (u16, i1, i, f1, f1, f1, i2, i2, i1, f2, root64)),
+        "pair_hist_shared[u8,i32]": (HK.pair_hist_shared, (u8, j1, j1, f1, i, i, f1, i2, i2, i1, f2, node)),
+        "pair_hist_shared[u16,i64]": (HK.pair_hist_shared, (u16, i1, i1, f1, i, i, f1, i2, i2, i1, f2, node)),
+        "child_hists[u8,i32]": (HK.child_hists, (u8, i2, i2, i1, plan32, build, node, node)),
+        "child_hists[u16,i64]": (HK.child_hists, (u16, i2, i2, i1, plan64, build, node, node)),
+        "chosen_child_pairs[u8]": (HK.chosen_child_pairs, (u8, chosen, choice, f2, f2, node, node)),
     }
     if not every_signature:
         firsts = {name.split("[")[0]: name for name in reversed(list(found))}

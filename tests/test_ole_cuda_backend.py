@@ -113,7 +113,7 @@ def test_the_memory_estimate_counts_every_item():
                                 index_itemsize=4)
     # the bins twice (feature-major for partitions, row-major for the histograms), g and h and their grids
     assert need["bins"] == 2 * 1000 * 10 * 2 and need["gradients"] == 4 * 1000 * 8
-    assert need["rows"] == 1000 * (8 + 8 + 8 + 1)
+    assert need["rows"] == 1000 * (8 + 8 + 8 + 8 + 1)  # order, start rows, scratch, coupling sums; side
     assert need["pairs"] == 2 * 300 * (4 + 4 + 8)  # the two buffers the pairs ping-pong between
     assert need["histograms"] == 500 * 3 * 8  # one histogram: the blocks add into it (no partials)
     check_device_memory(need, free=sum(need.values()))  # exactly enough: accepted

@@ -45,6 +45,16 @@ def _setup(left_share):
     return mapper, fm, mem, hists, buf, counts, go_left
 
 
+def _node(mem, buf, lo, hi, rows, n=60):
+    """A node's rows (``rows``) for its pair histogram's R, with each row's coupling sum over the pairs
+    ``buf[lo:hi]`` (on the card: made by the root's row histogram launch, kept by the pair partitions)."""
+    from customobj.ole.cuda._histograms_kernels import NodeRows
+    rho = np.zeros(n)
+    np.add.at(rho, buf[0][lo:hi], buf[2][lo:hi])
+    np.add.at(rho, buf[1][lo:hi], buf[2][lo:hi])
+    return NodeRows(mem.upload(rho), mem.upload(np.asarray(rows, np.int64)), len(rows))
+
+
 @pytest.mark.parametrize("left_share,rows,need,plan", [
     (0.3, (8.0, 50.0, 20.0), (True, True), PAIRS_LEFT_SMALL),
     (0.7, (50.0, 8.0, 20.0), (True, True), PAIRS_RIGHT_SMALL),
@@ -55,7 +65,7 @@ def test_the_childrens_histograms_are_the_cpus_in_two_launches_whichever_the_pla
     assert pair_hist_plan(nl, nr, 150, *rows, *need) == plan and 0 < nl and 0 < nr
     d_buf = tuple(mem.upload(a) for a in buf)
     steps = mem.upload(np.array([grid_step_of(buf[2], 0, 150)] * 2))
-    parent = hists.pairs(d_buf, 0, 150, steps)
+    parent = hists.pairs(d_buf, 0, 150, steps, _node(mem, buf, 0, 150, np.arange(60)))
     small = np.flatnonzero(go_left if nl <= nr else ~go_left).astype(np.int64)  # the smaller child's rows
     rng = np.random.default_rng(4)
     g, h, grad, hess = np.zeros(60), np.zeros(60), rng.normal(size=60), rng.uniform(0.5, 1.0, 60)
@@ -68,7 +78,8 @@ def test_the_childrens_histograms_are_the_cpus_in_two_launches_whichever_the_pla
     gh, d_small, d_rsteps = mem.upload(np.stack([g, h])), mem.upload(small), mem.upload(rsteps)
     before = mem.counter.stats().outside
     row = hists.rows(d_small, small.size, gh, d_rsteps, root=False)
-    left, right = hists.children(d_buf, 0, 150, d_record, parent, rows, need, steps)
+    nodes = (_node(mem, buf, 0, nl, np.flatnonzero(go_left)), _node(mem, buf, nl, nl + nr, np.flatnonzero(~go_left)))
+    left, right = hists.children(d_buf, 0, 150, d_record, parent, rows, need, steps, nodes)
     assert mem.counter.stats().outside.reads == before.reads  # the counts never came to the host
     got = [left.copy_to_host(), right.copy_to_host(), row.copy_to_host()]  # the queue runs first
     # child_hists with the rows, subtract_children (zero6 cleared these with the parent's)
@@ -121,7 +132,9 @@ def test_ole_fasts_children_over_features_chosen_on_the_card_are_the_cpus_in_one
                            *(mem.upload(a) for a in pad))
     nodes = [NodePairs(d_buf, 0, 150, counts, side) for side in sides]
     before = mem.counter.stats().outside
-    got = [h.copy_to_host() for h in hists.chosen_children(nodes, steps, 2, choice)]
+    rows = [_node(mem, buf, 0, nl, np.flatnonzero(go_left)) if side == 0 else
+            _node(mem, buf, nl, nl + nr, np.flatnonzero(~go_left)) for side in sides]
+    got = [h.copy_to_host() for h in hists.chosen_children(nodes, steps, 2, choice, rows)]
     after = mem.counter.stats().outside
     assert after.reads == before.reads  # the counts stayed on the card
     assert after.launches - before.launches == 2  # zero6 and chosen_child_pairs

@@ -2,7 +2,9 @@
 (histogram.build_row_hist_fm, pairhist.build_pair_hist) bit for bit on on-grid values, for any
 chunk count, block shape (1-D, or features x items) and feature grouping (shared memory or the global path of a wide
 feature), NaN rows and feature subsets included. Small data: on a machine without a GPU they run
-on numba's CUDA simulator (tests/conftest.py)."""
+on numba's CUDA simulator (tests/conftest.py). The pair histograms' ``R`` comes from the rows (each row's
+coupling sum, made by the root's row-histogram launch). Also covers customobj/ole/cuda/_hist_layout.py
+(the feature groups and launch shapes)."""
 import numpy as np
 import pytest
 
@@ -29,17 +31,34 @@ def _groups(mapper, feats, capacity):
     return feature_groups(mapper.offsets, mapper.n_bins.astype(np.int64), feats, capacity=capacity)
 
 
-def _gpu_hist(kernel_name, mapper, bins_fm, args, steps, chunks, threads, feats, capacity):
-    """``kernel_name`` over ``args`` (arrays go to the device, ints as they are) on a ``(chunks, groups)`` grid."""
+def _gpu_hist(kernel_name, mapper, bins_fm, args, steps, chunks, threads, feats, capacity, extra=None):
+    """``kernel_name`` over ``args`` (arrays go to the device, ints as they are) on a ``(chunks, groups)`` grid;
+    ``extra``: the kernel's last record (row_hist_shared: none, pair_hist_shared: the node's rows for ``R``,
+    all of them, their coupling sums made here from the pairs)."""
     from numba import cuda
     from customobj.ole.cuda import _histograms_kernels as K
     groups, members, smap = _groups(mapper, feats, capacity)
     out = cuda.device_array((mapper.n_slots, HIST_CHANNELS))
     K.zero[4, 32](out.reshape(out.size))
     dev = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in (*args, steps, groups, members, smap)]
-    getattr(K, kernel_name)[(chunks, groups.shape[0]), threads](cuda.to_device(np.ascontiguousarray(bins_fm.T)),
-                                                                *dev, out)
+    grid = (chunks, groups.shape[0])
+    if extra is None and kernel_name == "row_hist_shared":  # no pairs: blocks of depth 0 only
+        extra = K.RootPairs(dev[0], dev[0], dev[2], 0, 0, dev[0], False, dev[2])
+    elif extra is None:
+        extra = _node_rows(bins_fm.shape[1], *args[:3], args[3], args[4])
+        grid = grid + (2,)
+    getattr(K, kernel_name)[grid, threads](cuda.to_device(np.ascontiguousarray(bins_fm.T)), *dev, out, extra)
     return out.copy_to_host()
+
+
+def _node_rows(n_rows, pi, pj, pc, start, n):
+    """Every row as a node's, with its coupling sum over the pairs ``start:start+n`` (the pairs' ``R`` from rows)."""
+    from numba import cuda
+    from customobj.ole.cuda._histograms_kernels import NodeRows
+    rho = np.zeros(n_rows)
+    np.add.at(rho, pi[start:start + n], pc[start:start + n])
+    np.add.at(rho, pj[start:start + n], pc[start:start + n])
+    return NodeRows(cuda.to_device(rho), cuda.to_device(np.arange(n_rows, dtype=np.int64)), n_rows)
 
 
 def _on_grid_rows(seed, n):
@@ -144,3 +163,31 @@ def test_a_row_without_a_grid_adds_nothing_but_its_count():
                     np.arange(bins_fm.shape[0], dtype=np.int64), 2000)
     assert np.isfinite(gpu).all() and not gpu[:, 0].any()
     assert gpu[:, HIST_COUNT].sum() == n * bins_fm.shape[0] and gpu[:, 1].sum() == n * bins_fm.shape[0]
+
+
+@pytest.mark.parametrize("counted", [False, True])
+def test_the_roots_row_histogram_launch_sums_each_rows_couplings(counted):
+    """row_hist_shared's blocks of depth 1: ``rho[r]`` += each pair's coupling at both its rows (the root's
+    ``R`` from rows), the pairs ``start:start+n`` or, counted, ``start:start+count[0]`` (ole_fast's kept
+    pairs: a count on the card); the row histogram beside it unchanged."""
+    from numba import cuda
+    from customobj.ole.cuda import _histograms_kernels as K
+    mapper, bins_fm = _setup(6)
+    n = bins_fm.shape[1]
+    rows, g, h, steps = _on_grid_rows(2, n)
+    (pi, pj, pc), _ = _on_grid_pairs(n)
+    start, m = 3, pi.size - 10
+    want = np.zeros(n)
+    np.add.at(want, pi[start:start + m], pc[start:start + m])
+    np.add.at(want, pj[start:start + m], pc[start:start + m])
+    feats = np.arange(bins_fm.shape[0], dtype=np.int64)
+    groups, members, smap = _groups(mapper, feats, 2000)
+    out, rho = cuda.to_device(np.zeros((mapper.n_slots, HIST_CHANNELS))), cuda.to_device(np.zeros(n))
+    count = cuda.to_device(np.array([m, 0, 0, 0], np.int64))
+    pairs = K.RootPairs(*(cuda.to_device(a) for a in (pi, pj, pc)), start, 0 if counted else m, count, counted, rho)
+    dev = [cuda.to_device(a) for a in (rows, g, h, steps, groups, members, smap)]
+    K.row_hist_shared[(2, groups.shape[0], 2), (2, 4)](cuda.to_device(np.ascontiguousarray(bins_fm.T)), dev[0],
+                                                       rows.size, *dev[1:], out, pairs)
+    np.testing.assert_array_equal(rho.copy_to_host(), want)  # on the grid: exact in any order
+    np.testing.assert_array_equal(out.copy_to_host(), build_row_hist_fm(bins_fm, rows, 0, rows.size, g, h,
+                                                                        mapper.offsets, mapper.n_slots))

@@ -84,7 +84,16 @@ def test_the_pair_partition_and_its_totals_are_the_cpus(nb, threads):
     n = end - start
     P.count_sides_blocks[_blocks(nb, threads)](src[0], src[1], start, n, nb, d_go, counts, totals)
     assert tuple(totals.copy_to_host()) == (tl, tr) and tl > 0 and tr > 0
-    P.place_sides_blocks[_blocks(nb, threads)](*src, start, n, nb, d_go, counts, totals, *dst)
+    # each row's coupling sum over the range's pairs: the split pairs' are taken out (rho of the children)
+    rho0 = np.zeros(n_rows)
+    np.add.at(rho0, pi[start:end], pc[start:end])
+    np.add.at(rho0, pj[start:end], pc[start:end])
+    rho = cuda.to_device(rho0)
+    P.place_sides_blocks[_blocks(nb, threads)](*src, start, n, nb, d_go, counts, totals, P.PairPlace(*dst, rho))
     assert tuple(counts.copy_to_host().sum(axis=0)) == (tl, tr)
     for got, w in zip(dst, want):
         np.testing.assert_array_equal(got.copy_to_host(), w)
+    kept = np.zeros(n_rows)  # the children's pairs only: [both left | both right]
+    np.add.at(kept, want[0][start:start + tl + tr], want[2][start:start + tl + tr])
+    np.add.at(kept, want[1][start:start + tl + tr], want[2][start:start + tl + tr])
+    np.testing.assert_allclose(rho.copy_to_host(), kept, rtol=0, atol=1e-12)

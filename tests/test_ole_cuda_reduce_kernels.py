@@ -40,7 +40,7 @@ def _no_tops():
 
 def _run(x, y, launch, tops=None, clear=None):
     cuda, R = _k()
-    R.grid_max[launch](x, y, cuda.to_device(np.zeros(0)) if clear is None else clear)
+    R.grid_max[launch](x, y, cuda.to_device(np.zeros(0)) if clear is None else clear, cuda.to_device(np.zeros(0)))
     R.grid_units[launch](x, y)
     R.grid_round[launch](x, y, _no_tops() if tops is None else tops)
 
@@ -149,8 +149,8 @@ def test_grid_max_clears_what_it_is_given_and_nothing_else(launch):
     cuda, R = _k()
     a = np.array([1.0, -3.0, 2.0])
     x = _items(a, a, np.zeros(1, np.int64), False, 3)
-    clear = cuda.to_device(np.arange(1.0, 101.0))
-    R.grid_max[launch](x, x._replace(n=0), clear)
-    assert not clear.copy_to_host().any()
+    clear, rho = cuda.to_device(np.arange(1.0, 101.0)), cuda.to_device(np.arange(1.0, 38.0))  # rho: rows' sums
+    R.grid_max[launch](x, x._replace(n=0), clear, rho)
+    assert not clear.copy_to_host().any() and not rho.copy_to_host().any()
     np.testing.assert_array_equal(x.stats.copy_to_host(), [3.0, 3.0, 0.0, 0.0])
     np.testing.assert_array_equal(x.a.copy_to_host(), a)

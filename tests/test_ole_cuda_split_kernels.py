@@ -131,7 +131,7 @@ def test_subtract3_is_numpys_elementwise_subtractions_in_order(n_ops):
 def test_subtract_children_completes_the_larger_child_in_the_cpus_order(mode, n_ops):
     from numba import cuda
     from customobj.ole.cuda import _split_kernels as K
-    from customobj.ole.common import PART_PLAN, PART_RECORD
+    from customobj.ole.common import PART_PLAN, PART_RECORD, PH_R
     from customobj.ole.pairhist import PAIRS_DIRECT, PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL
     rng = np.random.default_rng(1)
     a, b, p, left, right = rng.normal(size=(5, 200)) * np.array([[1e8], [1.0], [1e9], [3.0], [1e-3]])
@@ -140,10 +140,11 @@ def test_subtract_children_completes_the_larger_child_in_the_cpus_order(mode, n_
     record[PART_PLAN] = (PAIRS_DIRECT, PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL)[mode]
     K.subtract_children[_launch(200)](d[0], d[1], n_ops, d[2], d[3], d[4], cuda.to_device(record))
     want_left, want_right = left.copy(), right.copy()
+    r = np.arange(200) % 3 == PH_R  # flat (slots, 3): R is each child's own, from its rows (child_hists)
     if mode == 1:  # the CPU: parent -= left; parent -= split pairs (in right's buffer)
-        want_right = (p - left) - right
+        want_right = np.where(r, right, (p - left) - right)
     elif mode == 2:
-        want_left = (p - right) - left
+        want_left = np.where(r, left, (p - right) - left)
     np.testing.assert_array_equal(d[3].copy_to_host(), want_left)
     np.testing.assert_array_equal(d[4].copy_to_host(), want_right)
     np.testing.assert_array_equal(d[0].copy_to_host(), a - b if n_ops else a)
@@ -180,26 +181,31 @@ place, count = T.NamedTuple([i1, i1, i2, i, i, i, i], RowPlace), T.NamedTuple([j
 from customobj.ole.cuda.histograms import ChildPlan, ChosenPairs, RowBuild
 plan32, plan64 = (T.NamedTuple([i1, i, i, f, f, f, b, b, p, p, f1, f1, f2, f2], ChildPlan) for p in (j1, i1))
 build = T.NamedTuple([i1, i, f1, f1, f1, f2], RowBuild)
+nrows = T.NamedTuple([f1, i1, i], HK.NodeRows)
+root32, root64 = (T.NamedTuple([p, p, f1, i, i, i1, b, f1], HK.RootPairs) for p in (j1, i1))
+place32 = T.NamedTuple([j1, j1, f1, f1], P.PairPlace)
 pairs, tables = T.NamedTuple([j1, j1, f1], PR.PairArrays), T.NamedTuple([i1, f1, f2, f], PR.QueryTables)
 grid, gridA = (T.NamedTuple([a, a, i1, b, i, f1, i1, f1, f1, f1], R.GridItems) for a in (f1, fA))  # fA: McRank's
 tops32, tops64 = (T.NamedTuple([p, i1, j1, i1, f1, b], R.QueryTops) for p in (j1, i1))
 SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (R.pick_best, (f2, f1, f1)),
         (K.subtract3, (f1, f1, f1, f1, f1, f1, i)), (K.subtract_children, (f1, f1, i, f1, f1, f1, i1)),
-        (HK.child_hists, (u8, i2, i2, i1, plan32, build)), (HK.child_hists, (u16, i2, i2, i1, plan64, build)),
-        (HK.chosen_child_pairs, (u8, T.NamedTuple([i1, i, i, i, j1, j1, f1, f1], ChosenPairs), choice, f2, f2)),
+        (HK.child_hists, (u8, i2, i2, i1, plan32, build, nrows, nrows)),
+        (HK.child_hists, (u16, i2, i2, i1, plan64, build, nrows, nrows)),
+        (HK.chosen_child_pairs, (u8, T.NamedTuple([i1, i, i, i, j1, j1, f1, f1], ChosenPairs), choice, f2, f2, nrows,
+                                 nrows)),
         (S.add_tree_bins, (u8, i1, i1, i1, b1, i1, i1, f1, f1)), (S.add_tree_bins, (u16, i1, i1, i1, b1, i1, i1, f1, fA)),
         (HK.zero, (f1,)), (HK.zero6, (f1, f1, f1, f1, f1, f1)),
-        (HK.row_hist_shared, (u8, i1, i, f1, f1, f1, i2, i2, i1, f2)),
-        (HK.row_hist_shared, (u16, i1, i, f1, f1, f1, i2, i2, i1, f2)),
-        (HK.pair_hist_shared, (u8, j1, j1, f1, i, i, f1, i2, i2, i1, f2)),
-        (HK.pair_hist_shared, (u16, i1, i1, f1, i, i, f1, i2, i2, i1, f2)),
-        (R.grid_max, (grid, grid, f1)), (R.grid_max, (gridA, grid, f1)), (R.grid_units, (grid, grid)),
+        (HK.row_hist_shared, (u8, i1, i, f1, f1, f1, i2, i2, i1, f2, root32)),
+        (HK.row_hist_shared, (u16, i1, i, f1, f1, f1, i2, i2, i1, f2, root64)),
+        (HK.pair_hist_shared, (u8, j1, j1, f1, i, i, f1, i2, i2, i1, f2, nrows)),
+        (HK.pair_hist_shared, (u16, i1, i1, f1, i, i, f1, i2, i2, i1, f2, nrows)),
+        (R.grid_max, (grid, grid, f1, f1)), (R.grid_max, (gridA, grid, f1, f1)), (R.grid_units, (grid, grid)),
         (R.grid_units, (gridA, grid)), (R.grid_round, (grid, grid, tops32)), (R.grid_round, (gridA, grid, tops64)),
         (R.coupling_sums, (f1, i, i, f1)),
         (P.mark_rows_blocks, (T.uint8[::1], i1, i, i, i, i, i, b, b1, i1, i2)),
         (P.place_rows_blocks, (i1, i1, i, i, i, i, b1, i2)),
         (P.count_sides_blocks, (j1, j1, i, i, i, b1, i2, i1)),
-        (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, j1, j1, f1)),
+        (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, place32)),
         (P.place_rows_count_sides, (place, count, b1)),
         (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b, i1, b)),
         (C.wse_choose, (hists, bins, node, node, rules, f1, b, out, choice, i, i,

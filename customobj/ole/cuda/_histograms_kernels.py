@@ -30,25 +30,31 @@ of an update (issue 42; docs/gpu-model.md).
 **Traffic per update** (one feature of one row, or of one pair): a row update reads one bin byte
 (coalesced) and does 3 native shared adds (g, h: a low word, and a high word on a carry; the
 count: one word), the row's index, ``g`` and ``h`` (24 bytes) shared by the group's lanes; a pair
-update reads two bin bytes and does 3 (``R`` at both rows' bins, then ``hi`` or ``nanp``), the
-pair's two indices and coupling (16-24 bytes) shared the same way. Global histogram traffic:
-``slots x 3`` atomics per block, once.
+update reads two bin bytes and does 1 (``hi`` or ``nanp``; a carry's on a negative coupling), the
+pair's two indices and coupling (16-24 bytes) shared the same way. ``R`` is a per-row quantity:
+``R[slot]`` = the sum of ``rho[r]`` over the node's rows in ``slot``, ``rho[r]`` row ``r``'s coupling
+sum over the node's pairs, so blocks of another grid plane add it from the node's rows (one
+shared add per (row, feature), :func:`_rho_updates`), far fewer than its pairs; ``rho`` is made
+for the root's pairs in the root's row-histogram launch (:func:`_rho_pairs`) and kept by the
+pair partitions, which take the split pairs' couplings out (``_partitions_kernels``). Global
+histogram traffic: ``slots x 3`` atomics per block, once.
 
 A split's children: :func:`child_hists` builds the smaller child's row histogram and both children's
-pair histograms in one launch (blocks of a third grid axis: left pairs, right pairs, rows), the
-pairs by the plan it makes from the partition's counts on the card (the CPU's
-:func:`~customobj.ole.pairhist.pair_hist_plan`), so the host needs no count to launch it.
-
-The pair channels follow :mod:`.pairhist`: ``hi`` at the larger bin (ties: the first row's),
-``nanp`` at the non-NaN row's bin when the other row's bin is the NaN slot, ``R`` at both rows' bins.
+pair histograms in one launch (blocks of a third grid axis: left pairs, right pairs, rows, left
+``R``, right ``R``), the pairs by the plan it makes from the partition's counts on the card (the
+CPU's :func:`~customobj.ole.pairhist.pair_hist_plan`), so the host needs no count to launch it. The
+pair channels follow :mod:`.pairhist` (``hi``, ``nanp``, ``R``).
 """
 from __future__ import annotations
+
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import int64, uint32, uint64
 
 from ..._cuda_runtime import cuda_module, device_function
-from ._launch import pow2_threads
+from ._hist_layout import (CHUNK_UPDATES, GROUP_COLUMNS, MAX_CHUNKS, MEMBER_COLUMNS, SHARED_SLOTS, chunks_for,
+                           feature_groups, launch_for, launch_shape)
 from ..common import HIST_COUNT, HIST_G, HIST_H, PART_N_LEFT, PART_N_RIGHT, PART_PLAN, PH_HI, PH_NANP, PH_R
 from ..pairhist import PAIRS_DIRECT, PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL, pair_hist_plan
 
@@ -56,84 +62,42 @@ cuda = cuda_module()
 
 _plan = device_function(pair_hist_plan)
 
-__all__ = ["zero", "zero6", "row_hist_shared", "pair_hist_shared", "child_hists", "chosen_child_pairs", "feature_groups", "chunks_for",
-           "launch_for", "launch_shape", "SHARED_SLOTS",
-           "CHUNK_UPDATES", "MAX_CHUNKS", "GROUP_COLUMNS", "MEMBER_COLUMNS"]
+__all__ = ["zero", "zero6", "row_hist_shared", "pair_hist_shared", "child_hists", "chosen_child_pairs", "feature_groups",
+           "chunks_for", "launch_for", "launch_shape", "SHARED_SLOTS", "CHUNK_UPDATES", "MAX_CHUNKS", "GROUP_COLUMNS",
+           "MEMBER_COLUMNS", "NodeRows", "RootPairs"]
 
-#: Slots of one block's shared histogram: 3 channels of two uint32 words each (one 64-bit integer:
-#: sm_80 and sm_90 have no native 64-bit shared add, only a compare-and-swap loop), 48,000 bytes
-#: (the default limit).
-SHARED_SLOTS = 2000
+
+class NodeRows(NamedTuple):
+    """A node's rows for its pair histogram's ``R`` (a kernel record): ``rows[0:n]`` (the device order's
+    part of the node) and ``rho``, each training row's coupling sum over its node's pairs (float64, on
+    the couplings' grid: ``R[slot]`` is the sum of ``rho[r]`` over the rows ``r`` whose bin is ``slot``)."""
+
+    rho: Any
+    rows: Any
+    n: int
+
+
+class RootPairs(NamedTuple):
+    """The tree's pairs ``start:start+n`` (``counted``: ``n = count[PART_N_LEFT]``, a count on the card,
+    ``ole_fast``'s kept pairs) whose couplings the root's row histogram launch adds to ``rho`` (zeroed
+    by the tree's first launch) at both rows (a kernel record)."""
+
+    pi: Any
+    pj: Any
+    pc: Any
+    start: int
+    n: int
+    count: Any
+    counted: bool
+    rho: Any
+
+
 WORDS = 6
 _LOW = np.uint64(0xFFFFFFFF)
 _ZERO32 = np.uint32(0)
 _32 = np.uint64(32)
-#: Below this step, ``1 / step`` would overflow: :func:`_inverse` scales it by ``2**64``.
 _TINY = 2.0 ** -960
 _TWO64 = 2.0 ** 64
-#: (item, feature) updates per block of a histogram (its chunk), and most chunks: fewer blocks
-#: merge fewer shared histograms; the result does not depend on either.
-CHUNK_UPDATES = 65536
-MAX_CHUNKS = 1024
-#: ``groups[g]`` = (first member, end member, local slots, in shared memory, first entry of ``slot_map``)
-GROUP_COLUMNS = 5
-#: ``members[m]`` = (feature, its first global slot, its NaN bin, its first local slot)
-MEMBER_COLUMNS = 4
-
-
-def feature_groups(offsets: np.ndarray, n_bins: np.ndarray, feats: np.ndarray,
-                   capacity: int = SHARED_SLOTS) -> tuple:
-    """``(groups, members, slot_map)`` (int64) packing ``feats`` (in order) into groups of at most
-    ``capacity`` slots; ``slot_map[groups[g, 4] + s]`` is local slot ``s``'s global slot.
-
-    >>> g, m, smap = feature_groups(np.array([0, 3, 9, 12]), np.array([2, 5, 2]), np.arange(3), capacity=9)
-    >>> g.tolist(), m[:, 3].tolist(), smap.tolist()
-    ([[0, 2, 9, 1, 0], [2, 3, 3, 1, 9]], [0, 3, 0], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
-    """
-    feats = np.asarray(feats, dtype=np.int64)
-    members = np.zeros((feats.size, MEMBER_COLUMNS), dtype=np.int64)
-    groups: list = []
-    smap: list = []
-    first, local = 0, 0
-    for q, f in enumerate(feats):
-        width = int(n_bins[f]) + 1
-        if q > first and local + width > capacity:  # close the group before this feature
-            groups.append((first, q, local, 1, len(smap) - local))
-            first, local = q, 0
-        members[q] = (f, offsets[f], n_bins[f], local)
-        smap.extend(range(int(offsets[f]), int(offsets[f]) + width))
-        local += width
-    if feats.size:
-        groups.append((first, feats.size, local, int(local <= capacity), len(smap) - local))
-    # a lone feature wider than the capacity closed above is flagged too
-    g = np.array(groups, dtype=np.int64).reshape(-1, GROUP_COLUMNS)
-    g[:, 3] = g[:, 2] <= capacity
-    return g, members, np.array(smap, dtype=np.int64)
-
-
-def launch_for(n_items: int, groups: np.ndarray) -> tuple:
-    """``((chunks, groups), threads)`` of a histogram over ``n_items`` rows or pairs."""
-    return launch_shape(n_items, groups.shape[0], int((groups[:, 1] - groups[:, 0]).max()))
-
-
-def launch_shape(n_items: int, n_groups: int, width: int) -> tuple:
-    """:func:`launch_for` from the number of groups and the most features of one (``ole_fast``'s
-    groups made on the device: bounds, the blocks of absent groups return at once)."""
-    chunks = _chunks(n_items, width)
-    threads = pow2_threads(-(-int(n_items) * int(width) // chunks))
-    lanes = pow2_threads(int(width))  # features on the block's x axis, items on its y axis
-    lanes = min(lanes, threads)
-    return (chunks, max(int(n_groups), 1)), (lanes, threads // lanes)
-
-
-def chunks_for(n_items: int, groups: np.ndarray) -> int:
-    """Chunks (blocks per group) of a histogram over ``n_items`` rows or pairs: about
-    ``CHUNK_UPDATES`` updates each, at least 1, at most ``MAX_CHUNKS``."""
-    return _chunks(n_items, int((groups[:, 1] - groups[:, 0]).max()) if groups.shape[0] else 1)
-
-
-def _chunks(n_items: int, width: int) -> int:
-    return int(max(1, min(MAX_CHUNKS, -(-int(n_items) * int(width) // CHUNK_UPDATES))))
 
 
 @cuda.jit(cache=True)
@@ -285,18 +249,40 @@ def _row_updates(sh, bins_rm, rows, n, g, h, steps, groups, members, slot_map, o
 
 
 @cuda.jit(cache=True)
-def row_hist_shared(bins_rm, rows, n, g, h, steps, groups, members, slot_map, out):
+def row_hist_shared(bins_rm, rows, n, g, h, steps, groups, members, slot_map, out, pairs):
     """``out`` (zeroed) += [g, h, count] of the rows ``rows[0:n]``: block ``(b, grp)`` adds chunk ``b``
-    of the rows for feature group ``grp``. ``g, h``: on their grids, steps ``steps[0], steps[1]``."""
+    of the rows for feature group ``grp``. ``g, h``: on their grids, steps ``steps[0], steps[1]``.
+    Blocks ``(b, 0, 1)`` (a grid of depth 2: the root's launch) add the tree's pairs' couplings to
+    their rows' ``rho`` (:class:`RootPairs` ``pairs``: :func:`_rho_pairs`)."""
+    if cuda.blockIdx.z == 1:
+        if cuda.blockIdx.y == 0:
+            _rho_pairs(pairs)
+        return
     sh = cuda.shared.array((SHARED_SLOTS, WORDS), dtype=uint32)
     _row_updates(sh, bins_rm, rows, n, g, h, steps, groups, members, slot_map, out)
 
 
 @cuda.jit(device=True)
+def _rho_pairs(p):
+    """``rho[i] += c``, ``rho[j] += c`` for the pairs of :class:`RootPairs` ``p`` (each row's coupling
+    sum over the tree's pairs: ``R`` of the root; a split's partition takes its split pairs' out of
+    their rows', ``_partitions_kernels.place_sides_blocks``). Float64 global adds of on-grid values: exact
+    in any order (native ``RED.ADD.F64``)."""
+    n = p.count[PART_N_LEFT] if p.counted else p.n
+    nt = cuda.gridDim.x * cuda.blockDim.x * cuda.blockDim.y
+    t = (cuda.blockIdx.x * cuda.blockDim.y + cuda.threadIdx.y) * cuda.blockDim.x + cuda.threadIdx.x
+    for k in range(p.start + t, p.start + n, nt):
+        c = p.pc[k]
+        cuda.atomic.add(p.rho, p.pi[k], c)
+        cuda.atomic.add(p.rho, p.pj[k], c)
+
+
+@cuda.jit(device=True)
 def _pair_updates(sh, bins_rm, pi, pj, pc, start, n, step, groups, members, slot_map, out):
     """Block ``(b, grp)``'s part of :func:`pair_hist_shared`: chunk ``b`` of the pairs ``start:start+n``
-    for feature group ``grp`` into its shared histogram, merged into ``out`` once (lanes as
-    :func:`_row_updates`': one inner iteration, one (pair, feature) update)."""
+    for feature group ``grp`` into its shared histogram (``hi`` and ``nanp``: ``R`` comes from the rows,
+    :func:`_rho_updates`), merged into ``out`` once (lanes as :func:`_row_updates`': one inner
+    iteration, one (pair, feature) update, one shared add and a carry's)."""
     grp = cuda.blockIdx.y
     q0, width, nloc, shared, lo, hi = _block_work(sh, groups, grp, start, n)
     inv = _inverse(step)
@@ -313,25 +299,54 @@ def _pair_updates(sh, bins_rm, pi, pj, pc, start, n, step, groups, members, slot
             while k < hi32:
                 x = uint32(bins_rm[uint32(pi[k]), f])
                 y = uint32(bins_rm[uint32(pj[k]), f])
-                q = _units(pc[k], inv)
-                _add_units(sh, uint32(lx + x), PH_R, q)
-                _add_units(sh, uint32(lx + y), PH_R, q)
                 # hi at the larger bin (ties: the first row's); nanp at the other row's bin when the
                 # larger is the NaN slot (two NaN rows: hi at the NaN slot)
                 big = max(x, y)
                 nanp = big == top and x != y
-                _add_units(sh, uint32(lx + (min(x, y) if nanp else big)), PH_NANP if nanp else PH_HI, q)
+                _add_units(sh, uint32(lx + (min(x, y) if nanp else big)), PH_NANP if nanp else PH_HI,
+                           _units(pc[k], inv))
                 k = uint32(k + dk)
         else:  # a feature wider than shared memory: straight into the float64 histogram
             while k < hi32:
                 x = uint32(bins_rm[uint32(pi[k]), f])
                 y = uint32(bins_rm[uint32(pj[k]), f])
-                c = pc[k]
-                cuda.atomic.add(out, (uint32(gx + x), PH_R), c)
-                cuda.atomic.add(out, (uint32(gx + y), PH_R), c)
                 big = max(x, y)
                 nanp = big == top and x != y
-                cuda.atomic.add(out, (uint32(gx + (min(x, y) if nanp else big)), PH_NANP if nanp else PH_HI), c)
+                cuda.atomic.add(out, (uint32(gx + (min(x, y) if nanp else big)), PH_NANP if nanp else PH_HI), pc[k])
+                k = uint32(k + dk)
+        m += cuda.blockDim.x
+    if shared:
+        _merge(sh, nloc, slot_map, groups[grp, 4], step, step, step, out)
+
+
+@cuda.jit(device=True)
+def _rho_updates(sh, bins_rm, node, step, groups, members, slot_map, out):
+    """Block ``(b, grp)``'s ``R`` of a pair histogram from its node's rows (:class:`NodeRows` ``node``):
+    ``rho[r]`` at row ``r``'s bin, chunk ``b`` of the rows for feature group ``grp`` (lanes as
+    :func:`_row_updates`': one (row, feature) update, one shared add and a carry's), merged into
+    ``out[:, PH_R]`` once. The pairs' ``R`` (``c`` at both rows' bins) summed by rows: the same integers."""
+    grp = cuda.blockIdx.y
+    q0, width, nloc, shared, lo, hi = _block_work(sh, groups, grp, 0, node.n)
+    inv = _inverse(step)
+    rows = node.rows
+    rho = node.rho
+    hi32 = uint32(hi)
+    dk = uint32(cuda.blockDim.y)
+    m = q0 + cuda.threadIdx.x
+    while m < q0 + width:
+        f = uint32(members[m, 0])
+        lx = uint32(members[m, 3])
+        gx = uint32(members[m, 1])
+        k = uint32(uint32(lo) + uint32(cuda.threadIdx.y))
+        if shared:
+            while k < hi32:
+                r = uint32(rows[k])
+                _add_units(sh, uint32(lx + uint32(bins_rm[r, f])), PH_R, _units(rho[r], inv))
+                k = uint32(k + dk)
+        else:
+            while k < hi32:
+                r = uint32(rows[k])
+                cuda.atomic.add(out, (uint32(gx + uint32(bins_rm[r, f])), PH_R), rho[r])
                 k = uint32(k + dk)
         m += cuda.blockDim.x
     if shared:
@@ -339,27 +354,32 @@ def _pair_updates(sh, bins_rm, pi, pj, pc, start, n, step, groups, members, slot
 
 
 @cuda.jit(cache=True)
-def pair_hist_shared(bins_rm, pi, pj, pc, start, n, steps, groups, members, slot_map, out):
-    """``out`` (zeroed) += [hi, nanp, R] of the pairs ``start:start+n``: block ``(b, grp)`` adds chunk
-    ``b`` of the pairs for feature group ``grp``. ``pc``: on its grid, step ``steps[0]``."""
+def pair_hist_shared(bins_rm, pi, pj, pc, start, n, steps, groups, members, slot_map, out, node):
+    """``out`` (zeroed) += [hi, nanp, R] of the pairs ``start:start+n``: block ``(b, grp, 0)`` adds chunk
+    ``b`` of the pairs (``hi``, ``nanp``) for feature group ``grp``, block ``(b, grp, 1)`` chunk ``b`` of
+    the node's rows (``R``, :class:`NodeRows` ``node``). ``pc``, ``rho``: on their grid, step ``steps[0]``."""
     sh = cuda.shared.array((SHARED_SLOTS, WORDS), dtype=uint32)
-    _pair_updates(sh, bins_rm, pi, pj, pc, start, n, steps[0], groups, members, slot_map, out)
+    if cuda.blockIdx.z == 1:
+        _rho_updates(sh, bins_rm, node, steps[0], groups, members, slot_map, out)
+    else:
+        _pair_updates(sh, bins_rm, pi, pj, pc, start, n, steps[0], groups, members, slot_map, out)
 
 
 @cuda.jit(cache=True)
-def child_hists(bins_rm, groups, members, slot_map, plan, rows):
+def child_hists(bins_rm, groups, members, slot_map, plan, rows, left_rows, right_rows):
     """A split's children's pair histograms, and the row histogram of its smaller child, in one launch,
     from pair counts that never left the card. ``plan`` (``histograms.ChildPlan``) holds the pair
     partition's record (the children's pair counts ``n_l, n_r``; the parent's pairs ``plan.start +
     [0, n_l | n_r | split pairs]``); every block makes the CPU's choice
     (:func:`~customobj.ole.pairhist.pair_hist_plan`; block ``(0, 0, 0)`` writes it to
-    ``record[PART_PLAN]``), and blocks ``(b, grp, 0)`` add into ``plan.left``, ``(b, grp, 1)`` into
-    ``plan.right`` (both zeroed) as :func:`pair_hist_shared` does: each child that needs one its own
-    pairs, or (the larger by subtraction) the smaller child's pairs and the split pairs into the
-    larger's buffer, which ``_split_kernels.subtract_children`` then completes. Blocks ``(b, grp,
-    2)`` (a grid of depth 3) do :func:`row_hist_shared`'s work on ``rows`` (``histograms.RowBuild``).
-    The grid covers the parent's pairs (or the rows, if more); a block past its range, or for a child
-    that needs nothing, returns at once."""
+    ``record[PART_PLAN]``), and blocks ``(b, grp, 0)`` add ``hi``, ``nanp`` into ``plan.left``, ``(b, grp,
+    1)`` into ``plan.right`` (both zeroed) as :func:`pair_hist_shared` does: each child that needs one
+    its own pairs, or (the larger by subtraction) the smaller child's pairs and the split pairs into
+    the larger's buffer, which ``_split_kernels.subtract_children`` then completes. Blocks ``(b, grp,
+    2)`` do :func:`row_hist_shared`'s work on ``rows`` (``histograms.RowBuild``), blocks ``(b, grp, 3)``
+    and ``(b, grp, 4)`` the left's and the right's ``R`` from their rows (:class:`NodeRows`
+    ``left_rows``, ``right_rows``; ``n`` 0: none). The grid covers the parent's pairs (or the rows, if
+    more); a block past its range, or for a child that needs nothing, returns at once."""
     sh = cuda.shared.array((SHARED_SLOTS, WORDS), dtype=uint32)
     z = cuda.blockIdx.z
     if z == 2:
@@ -372,6 +392,12 @@ def child_hists(bins_rm, groups, members, slot_map, plan, rows):
     nr = rec[PART_N_RIGHT]
     mode = _plan(nl, nr, plan.n, plan.rows_left, plan.rows_right, plan.rows_parent, plan.need_left,
                  plan.need_right)
+    if z > 2:  # a child's R, when it gets a pair histogram; one call per output (see below)
+        if z == 3 and left_rows.n > 0 and (plan.need_left or mode != PAIRS_DIRECT):
+            _rho_updates(sh, bins_rm, left_rows, plan.steps[0], groups, members, slot_map, plan.left)
+        elif z == 4 and right_rows.n > 0 and (plan.need_right or mode != PAIRS_DIRECT):
+            _rho_updates(sh, bins_rm, right_rows, plan.steps[0], groups, members, slot_map, plan.right)
+        return
     if cuda.threadIdx.x == 0 and cuda.blockIdx.x == 0 and cuda.blockIdx.y == 0 and z == 0:
         rec[PART_PLAN] = mode
     lo = plan.start + nl + nr  # the split pairs: the buffer of the larger child (by subtraction)
@@ -392,24 +418,34 @@ def child_hists(bins_rm, groups, members, slot_map, plan, rows):
 
 
 @cuda.jit(cache=True)
-def chosen_child_pairs(bins_rm, pairs, choice, out_a, out_b):
-    """``ole_fast``: the pair histograms of one or two children of a split (``cuda.blockIdx.z``: node 0
-    into ``out_a``, 1 into ``out_b``, both zeroed), each over its own features chosen on the card
+def chosen_child_pairs(bins_rm, pairs, choice, out_a, out_b, rows_a, rows_b):
+    """``ole_fast``: the pair histograms of one or two children of a split (``cuda.blockIdx.z % 2``:
+    node 0 into ``out_a``, 1 into ``out_b``, both zeroed), each over its own features chosen on the card
     (``choice``, ``_choice_kernels.FeatureChoice``: node ``z``'s groups) and its own pairs, the
     left or right part (``pairs.side_a``, ``side_b``) of the parent's ``pairs.start + [n_l | n_r | split]``
-    from the partition's counts in ``pairs.record``, which never left the card. Blocks ``(b, grp, z)``
-    work as :func:`pair_hist_shared`'s; the grid covers the parent's pairs and a bound on the groups: a
-    block past its node's pairs or groups returns at once."""
+    from the partition's counts in ``pairs.record``, which never left the card. Blocks ``(b, grp, z)``,
+    ``z < 2``, work as :func:`pair_hist_shared`'s on the pairs (``hi``, ``nanp``), ``(b, grp, 2 + z)`` on
+    node ``z``'s rows (``R``: :class:`NodeRows` ``rows_a``, ``rows_b``); the grid covers the parent's
+    pairs and a bound on the groups: a block past its node's items or groups returns at once."""
     sh = cuda.shared.array((SHARED_SLOTS, WORDS), dtype=uint32)
     z = cuda.blockIdx.z
+    if z == 2:  # one call per output (as in child_hists)
+        if rows_a.n > 0:
+            _rho_updates(sh, bins_rm, rows_a, pairs.steps[0], choice.groups[0], choice.members[0],
+                         choice.slot_map[0], out_a)
+        return
+    if z == 3:
+        if rows_b.n > 0:
+            _rho_updates(sh, bins_rm, rows_b, pairs.steps[0], choice.groups[1], choice.members[1],
+                         choice.slot_map[1], out_b)
+        return
     nl = pairs.record[PART_N_LEFT]
-    side = pairs.side_a if z == 0 else pairs.side_b
+    side = pairs.side_a if z == 0 else pairs.side_b  # -1: no node 1
     lo = pairs.start if side == 0 else pairs.start + nl
-    n = nl if side == 0 else pairs.record[PART_N_RIGHT]
-    if n > 0 and z == 0:  # one call per output (as in child_hists)
+    n = nl if side == 0 else (pairs.record[PART_N_RIGHT] if side == 1 else 0)
+    if n > 0 and z == 0:
         _pair_updates(sh, bins_rm, pairs.pi, pairs.pj, pairs.pc, lo, n, pairs.steps[0], choice.groups[z],
                       choice.members[z], choice.slot_map[z], out_a)
     elif n > 0:
         _pair_updates(sh, bins_rm, pairs.pi, pairs.pj, pairs.pc, lo, n, pairs.steps[0], choice.groups[z],
                       choice.members[z], choice.slot_map[z], out_b)
-

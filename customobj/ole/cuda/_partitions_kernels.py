@@ -16,9 +16,12 @@ order, integers: exact), so no scan launch sits between them. Its cost: each CUD
 counts before it, ``nb**2 / (2 x threads)`` int64 pairs in all (2M at WEB30K's 32,768 blocks, in L2).
 A split with pairs places its rows and counts its pairs in one launch
 (:func:`place_rows_count_sides`: both read only the marked sides), so its rows and pairs take three
-launches. The partitions are stable, so their result is the CPU's whatever the block count: [left | right]
+launches; the last also takes the split pairs' couplings out of their rows' sums (``rho``: the
+pair histograms' ``R`` is their histogram, ``_histograms_kernels``). The partitions are stable, so their result is the CPU's whatever the block count: [left | right]
 rows and [both left | both right | split] pairs, each in node order.
 """
+from typing import Any, NamedTuple
+
 from numba import int64
 
 from ..._cuda_runtime import THREADS, cuda_module, device_function
@@ -29,7 +32,7 @@ from ..partition import _mark_rows, _place_rows
 cuda = cuda_module()
 
 __all__ = ["mark_rows_blocks", "place_rows_blocks", "count_sides_blocks", "place_rows_count_sides",
-           "place_sides_blocks"]
+           "place_sides_blocks", "PairPlace"]
 
 
 _mark, _place, _count, _sides = device_function(_mark_rows), device_function(_place_rows), device_function(_count_sides), device_function(_place_sides)
@@ -152,10 +155,23 @@ def place_rows_count_sides(rows, pairs, go_left):
         _count_pairs(pairs.pi, pairs.pj, pairs.start, pairs.n, pairs.nb, go_left, pairs.counts, pairs.totals, shn)
 
 
+class PairPlace(NamedTuple):
+    """Where a pair partition puts its pairs (``place_sides_blocks``' record): ``oi, oj, oc``, and ``rho``,
+    each row's coupling sum over its node's pairs (``_histograms_kernels.NodeRows``), from which the
+    split pairs' couplings are taken."""
+
+    oi: Any
+    oj: Any
+    oc: Any
+    rho: Any
+
+
 @cuda.jit(cache=True)
-def place_sides_blocks(pi, pj, pc, start, n, nb, go_left, counts, totals, oi, oj, oc):
-    """Thread ``b``: copy its block's pairs to ``(oi, oj, oc)``, stably, as [both left | both right |
-    split] (``counts``, ``totals``: :func:`count_sides_blocks`; the offsets: :func:`_offsets`)."""
+def place_sides_blocks(pi, pj, pc, start, n, nb, go_left, counts, totals, out):
+    """Thread ``b``: copy its block's pairs to ``(out.oi, out.oj, out.oc)`` (:class:`PairPlace`), stably,
+    as [both left | both right | split] (``counts``, ``totals``: :func:`count_sides_blocks`; the
+    offsets: :func:`_offsets`), and take each split pair's coupling out of both its rows' ``out.rho``:
+    each row's then is its child's (float64 global adds of on-grid values: exact in any order)."""
     sh = cuda.shared.array((2, THREADS), dtype=int64)
     bl, br = _offsets(counts, nb, sh)
     b = cuda.grid(1)
@@ -165,4 +181,11 @@ def place_sides_blocks(pi, pj, pc, start, n, nb, go_left, counts, totals, oi, oj
     tr = totals[1]
     lo, hi = _block(b, start, n, nb)
     _sides(pi, pj, pc, lo, hi, go_left, start + bl, start + tl + br, start + tl + tr + (lo - start - bl - br),
-           oi, oj, oc)
+           out.oi, out.oj, out.oc)
+    rho = out.rho
+    for k in range(lo, hi):
+        a = pi[k]
+        c = pj[k]
+        if go_left[a] != go_left[c]:
+            cuda.atomic.add(rho, a, -pc[k])
+            cuda.atomic.add(rho, c, -pc[k])

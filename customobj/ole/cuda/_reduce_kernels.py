@@ -125,13 +125,16 @@ def _max_of(g):
 
 
 @cuda.jit(cache=True)
-def grid_max(x, y, clear):
+def grid_max(x, y, clear, rho):
     """``stats[0] = max |a|``, ``stats[1] = max |b|`` of two grids' items (:class:`GridItems`: a tree's
-    rows and its couplings in one launch); ``clear[:] = 0`` on the way (a tree's first launch
-    clears the pool's histograms: no launch of their own; empty: nothing)."""
+    rows and its couplings in one launch); ``clear[:] = 0`` and ``rho[:] = 0`` on the way (a tree's
+    first launch clears the pool's histograms and the rows' coupling sums, which the root's row
+    histogram launch then adds: no launch of their own; empty: nothing)."""
     sh = cuda.shared.array((2, THREADS), dtype=float64)
     for i in range(cuda.grid(1), clear.shape[0], cuda.gridsize(1)):
         clear[i] = 0.0
+    for i in range(cuda.grid(1), rho.shape[0], cuda.gridsize(1)):
+        rho[i] = 0.0
     ma, mb = _max_of(x)
     _block_result(sh, ma, mb, 1, x.stats, 0)
     ma, mb = _max_of(y)

@@ -23,7 +23,7 @@ does on the host; exact on the grid of :mod:`.fixed_point`; a split's, queued by
 ``larger = parent - smaller - split pairs``, the CPU's order, or nothing).
 """
 from ..._cuda_runtime import cuda_module, device_function
-from ..common import PART_PLAN, ChildSums
+from ..common import PART_PLAN, PH_CHANNELS, PH_R, ChildSums
 from ..pairhist import PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL
 from ..splitting import _best_in_feature, parent_score
 
@@ -81,11 +81,14 @@ def subtract_children(a0, b0, n_ops, parent, left, right, record):
     completed by ``record[PART_PLAN]`` (``_histograms_kernels.child_hists``):
     ``PAIRS_LEFT_SMALL``: ``right = (parent - left) - right`` (``right`` held the split pairs'),
     ``PAIRS_RIGHT_SMALL``: ``left = (parent - right) - left``, else nothing: the CPU's
-    ``parent -= smaller; parent -= split pairs``, in its order (exact on the grid either way)."""
+    ``parent -= smaller; parent -= split pairs``, in its order (exact on the grid either way). Channel
+    ``PH_R`` is left alone: both children's come from their rows (``child_hists``)."""
     mode = record[PART_PLAN]
     for i in range(cuda.grid(1), parent.shape[0], cuda.gridsize(1)):
         if n_ops > 0:
             a0[i] -= b0[i]
+        if i % PH_CHANNELS == PH_R:
+            continue
         if mode == PAIRS_LEFT_SMALL:
             right[i] = (parent[i] - left[i]) - right[i]
         elif mode == PAIRS_RIGHT_SMALL:

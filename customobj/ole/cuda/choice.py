@@ -97,19 +97,21 @@ class DeviceFeatureChoice:
         self._pool.masks_written()
         return int(min(int(k), int(host.sum())))
 
-    def pair_hists(self, hists: Any, nodes: list, steps: Any, bound: int) -> list:
+    def pair_hists(self, hists: Any, nodes: list, steps: Any, bound: int, rows: list) -> list:
         """The pair histograms of the nodes just chosen for (:meth:`choose`; ``nodes``: their
         :class:`~customobj.ole.backend.NodePairs`, couplings on the grid of step ``steps[0]``) over their
         chosen features, at most ``bound`` each (``hists``: the fit's
         :class:`~customobj.ole.cuda.histograms.DeviceHistograms`): a split's children whose pair counts are
-        still on the card in one launch (``chosen_child_pairs``), else one launch per node."""
+        still on the card in one launch (``chosen_child_pairs``), else one launch per node; ``rows``: each
+        node's :class:`._histograms_kernels.NodeRows` (its pair histogram's ``R``)."""
         if nodes[0].counts is not None:  # on the card
-            return hists.chosen_children(nodes, steps, bound, self.record)
+            return hists.chosen_children(nodes, steps, bound, self.record, rows)
         out = []
-        for slot, p in enumerate(nodes):
+        for slot, (p, node) in enumerate(zip(nodes, rows)):
             start, end = p.range()
             n = (end - start) if bound else 0
-            out.append(hists.pairs_with(p.buf, start, n, steps, launch_shape(n, bound, bound), self.tables(slot)))
+            out.append(hists.pairs_with(p.buf, start, n, steps, launch_shape(max(n, node.n), bound, bound),
+                                        self.tables(slot), node))
         return out
 
     def tables(self, slot: int) -> tuple:

@@ -84,7 +84,7 @@ class ChildPlan(NamedTuple):
 class ChosenPairs(NamedTuple):
     """``ole_fast``'s children's pair histograms (``chosen_child_pairs``' record): the partition's
     ``record`` (their counts, on the card), the parent's pairs from ``start`` in ``pi, pj, pc`` (on the
-    grid of step ``steps[0]``), and which side (0 left, 1 right) node 0 and node 1 are."""
+    grid of step ``steps[0]``), and which side (0 left, 1 right) node 0 and node 1 are (-1: no node 1)."""
 
     record: Any
     start: int
@@ -153,29 +153,42 @@ class DeviceHistograms:
         weakref.finalize(hist, self.pool.give_back, out)  # back to the pool when the grower drops it
         return hist
 
-    def launch_waiting(self) -> None:
-        """Build the waiting row histogram now (before anything uses it: the queue's first step)."""
+    def launch_waiting(self, pairs: Any = None) -> None:
+        """Build the waiting row histogram now (before anything uses it: the queue's first step); with
+        ``pairs`` (:class:`._histograms_kernels.RootPairs`) their couplings go to their rows' sums in
+        the same launch."""
         build, self._waiting = self._waiting, None
         if build is not None:
             groups, dev = self._all_groups
-            launch = self._kernels.launch_for(build.n, groups)
-            self._kernels.row_hist_shared[launch](self._bins_rm, build.rows, build.n, build.g, build.h, build.steps,
-                                                  *dev, build.out)
+            (chunks, n_groups), threads = self._kernels.launch_for(build.n, groups)
+            # no pairs: blocks of depth 0 only (the rows stand in for the kernel's types)
+            grid: tuple = (chunks, n_groups) if pairs is None else (chunks, n_groups, 2)
+            pairs = self._no_pairs(build) if pairs is None else pairs
+            self._kernels.row_hist_shared[grid, threads](self._bins_rm, build.rows, build.n, build.g, build.h,
+                                                         build.steps, *dev, build.out, pairs)
 
-    def rows(self, rows: Any, n: int, gh: Any, steps: Any, *, root: bool) -> DeviceHist:
+    @staticmethod
+    def _no_pairs(build: RowBuild) -> Any:
+        from ._histograms_kernels import RootPairs
+        return RootPairs(build.rows, build.rows, build.g, 0, 0, build.rows, False, build.g)
+
+    def rows(self, rows: Any, n: int, gh: Any, steps: Any, *, root: bool, pairs: Any = None) -> DeviceHist:
         """The ``(slots, 3)`` histogram [g, h, count] of the device rows ``rows[0:n]`` (on-grid ``gh[0]``,
-        ``gh[1]``, grid ``steps``): built now (``root``) or with the next :meth:`children` (a child's)."""
+        ``gh[1]``, grid ``steps``): built now (``root``; with the tree's ``pairs``' couplings added to
+        their rows' sums, :class:`._histograms_kernels.RootPairs`) or with the next :meth:`children`."""
         self.launch_waiting()
         out = self.zeroed()
         if n > 0 and self._all_groups[0].shape[0]:
             self._waiting = RowBuild(rows, int(n), gh[0], gh[1], steps, out)
             if root:
-                self.launch_waiting()
+                self.launch_waiting(pairs)
         return self._hist(out)
 
-    def pairs(self, buf: tuple, start: int, n: int, steps: Any, features: Optional[np.ndarray] = None) -> DeviceHist:
-        """The ``(slots, 3)`` pair histogram [hi, nanp, R] of the device pairs ``buf[start:start+n]``, all
-        features or only ``features`` (sorted, unique: the other slots are 0)."""
+    def pairs(self, buf: tuple, start: int, n: int, steps: Any, node: Any,
+              features: Optional[np.ndarray] = None) -> DeviceHist:
+        """The ``(slots, 3)`` pair histogram [hi, nanp, R] of the device pairs ``buf[start:start+n]`` of the
+        node whose rows are ``node`` (:class:`._histograms_kernels.NodeRows`: ``R`` from their coupling
+        sums), all features or only ``features`` (sorted, unique: the other slots are 0)."""
         if n <= 0 or (features is not None and not features.size):
             return self._hist(self.zeroed())
         if features is None:
@@ -183,38 +196,45 @@ class DeviceHistograms:
         else:  # the subset's groups, copied into the pool's buffers
             groups, *tables = self._kernels.feature_groups(self._offsets, self._n_bins, features)
             dev = self.pool.feature_groups(groups, *tables)
-        return self.pairs_with(buf, start, n, steps, self._kernels.launch_for(n, groups), dev)
+        return self.pairs_with(buf, start, n, steps, self._kernels.launch_for(max(n, node.n), groups), dev, node)
 
-    def pairs_with(self, buf: tuple, start: int, n: int, steps: Any, shape: tuple, tables: tuple) -> DeviceHist:
+    def pairs_with(self, buf: tuple, start: int, n: int, steps: Any, shape: tuple, tables: tuple,
+                   node: Any) -> DeviceHist:
         """:meth:`pairs` of the features of the device group ``tables`` (``(groups, members, slot_map)``,
-        :func:`._histograms_kernels.feature_groups`'), launched as ``shape``: ``ole_fast``'s features,
-        chosen and grouped on the device (:mod:`.choice`; the shape from a bound on their number)."""
+        :func:`._histograms_kernels.feature_groups`'), launched as ``shape`` (covering the pairs and the
+        node's rows): ``ole_fast``'s features, chosen and grouped on the device (:mod:`.choice`; the
+        shape from a bound on their number). Blocks of depth 0 add the pairs, of depth 1 the rows' ``R``."""
         out = self.zeroed()
         if n > 0:
-            self._kernels.pair_hist_shared[shape](self._bins_rm, *buf, start, n, steps, *tables, out)
+            (chunks, n_groups), threads = shape
+            self._kernels.pair_hist_shared[(chunks, n_groups, 2), threads](self._bins_rm, *buf, start, n, steps,
+                                                                           *tables, out, node)
         return self._hist(out)
 
-    def chosen_children(self, nodes: list, steps: Any, bound: int, choice: Any) -> list:
+    def chosen_children(self, nodes: list, steps: Any, bound: int, choice: Any, rows: list) -> list:
         """``ole_fast``: the pair histograms of one or two children of a split (``nodes``: their
-        :class:`~customobj.ole.backend.NodePairs`, counts on the card) over the features chosen for
-        each on the card (``choice``, at most ``bound`` each), in one launch (``chosen_child_pairs``)."""
+        :class:`~customobj.ole.backend.NodePairs`, counts on the card; ``rows``: their
+        :class:`._histograms_kernels.NodeRows`) over the features chosen for each on the card (``choice``,
+        at most ``bound`` each), in one launch (``chosen_child_pairs``)."""
         first = nodes[0]
         outs = [self.zeroed() for _ in nodes]
         n = first.end - first.start  # the parent's pairs: a bound on each child's
         if n > 0 and bound:
-            (chunks, n_groups), threads = self._kernels.launch_shape(n, bound, bound)
+            (chunks, n_groups), threads = self._kernels.launch_shape(max([n] + [r.n for r in rows]), bound, bound)
             pi, pj, pc = first.buf
-            rec = ChosenPairs(first.counts.record, int(first.start), int(first.side), int(nodes[-1].side), pi, pj, pc,
-                              steps)
-            self._kernels.chosen_child_pairs[(chunks, n_groups, len(nodes)), threads](self._bins_rm, rec, choice,
-                                                                                      outs[0], outs[-1])
+            side_b = int(nodes[1].side) if len(nodes) > 1 else -1  # -1: no node 1
+            rec = ChosenPairs(first.counts.record, int(first.start), int(first.side), side_b, pi, pj, pc, steps)
+            # depth: node 0's and 1's pairs, then node 0's and 1's rows (R)
+            self._kernels.chosen_child_pairs[(chunks, n_groups, 4), threads](self._bins_rm, rec, choice, outs[0], outs[-1], rows[0],
+                                                            rows[-1] if len(nodes) > 1 else rows[0]._replace(n=0))
         return [self._hist(out) for out in outs]
 
     def children(self, buf: tuple, start: int, end: int, record: Any, parent: DeviceHist, rows: tuple, need: tuple,
-                 steps: Any) -> tuple:
+                 steps: Any, nodes: tuple) -> tuple:
         """A split's children's pair histograms ``(left, right)`` from their parent's pairs ``buf[start:end]``
         (ordered by the partition whose ``record`` has their counts; ``rows``: the left, right and
-        parent row counts; ``need``: which are split later), built with the waiting row histogram in
+        parent row counts; ``need``: which are split later; ``nodes``: their
+        :class:`._histograms_kernels.NodeRows`, for ``R``), built with the waiting row histogram in
         one launch (``child_hists``), completed after the split's row subtraction in one more
         (:meth:`~customobj.ole.cuda.memory.SubtractQueue.children`): nothing is read."""
         left, right = self.zeroed(), self.zeroed()
@@ -222,13 +242,14 @@ class DeviceHistograms:
         groups, dev = self._all_groups
         n_rows = 0 if build is None else build.n
         if (end > start or n_rows) and groups.shape[0]:
-            (chunks, n_groups), threads = self._kernels.launch_for(max(end - start, n_rows), groups)
+            most = max(end - start, n_rows, nodes[0].n, nodes[1].n)
+            (chunks, n_groups), threads = self._kernels.launch_for(most, groups)
             plan = ChildPlan(record, int(start), int(end - start), float(rows[0]), float(rows[1]), float(rows[2]),
                              bool(need[0]), bool(need[1]), buf[0], buf[1], buf[2], steps, left, right)
-            if build is None:  # no rows: blocks of depth 2 only (the record stands in for the kernel's types)
+            if build is None:  # no rows (the record stands in for the kernel's types): those blocks return
                 build = RowBuild(record, 0, steps, steps, steps, left)
-            grid = (chunks, n_groups, 2 if n_rows == 0 else 3)
-            self._kernels.child_hists[grid, threads](self._bins_rm, *dev, plan, build)
+            # depth: left pairs, right pairs, the smaller child's rows, the left's and the right's R
+            self._kernels.child_hists[(chunks, n_groups, 5), threads](self._bins_rm, *dev, plan, build, *nodes)
         hists = self._hist(left), self._hist(right)
         self.queue.children(parent, *hists, record)
         return hists

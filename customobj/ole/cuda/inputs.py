@@ -26,6 +26,7 @@ from ..._cuda_runtime import is_device_array
 from ..fixed_point import grid_step_of, round_range
 from ..pair_partition import sum_couplings
 from ._launch import grid_launch
+from ._histograms_kernels import NodeRows, RootPairs
 from ._reduce_kernels import GridItems, QueryTops
 from .memory import DeviceMemory, check_device_memory, device_memory_needed, free_device_memory
 
@@ -107,6 +108,7 @@ class TreeInputs:
         # ole_fast's dropped couplings summed with the tree's last search: planned, launched, read
         self._plan: Optional[tuple] = None
         self.planned_got: Optional[np.ndarray] = None
+        self._root_pairs: Optional[tuple] = None  # the tree's (pairs, count, kept record or None): rho's
 
     def begin_tree(self) -> None:
         """Counts go to a new tree from the tree's first call (its pairs, or its root sums) on; the
@@ -120,6 +122,8 @@ class TreeInputs:
             self._clear_pool = True  # by the tree's first grid launch (_grids)
             self._plan = self.planned_got = None
             self._rows_gridded = False  # the rows' grid: with the couplings' (pair_buffers) or root_sums
+            self._root_pairs = None
+            self._partitions.children_rows = None  # no split yet: the nodes searched are the root
 
     def end_tree(self) -> None:
         """The tree is grown: the next call starts another (:meth:`begin_tree`)."""
@@ -193,7 +197,7 @@ class TreeInputs:
         launch = grid_launch(max(x.n, y.n))
         clear, self._clear_pool = (self._histograms.clear_all() if self._clear_pool else self.pool.no_clear), False
         kr = self._reduce_kernels
-        kr.grid_max[launch](x, y, clear)  # the tree's first clears the histograms
+        kr.grid_max[launch](x, y, clear, self._partitions.rho)  # the tree's first clears the histograms
         kr.grid_units[launch](x, y)
         kr.grid_round[launch](x, y, self._no_tops if tops is None else tops)
 
@@ -225,7 +229,9 @@ class TreeInputs:
         check_device_memory(need, free=free_device_memory() + self._resident + held)
         self._pc_sum = None
         self.round_pairs(pairs[2], rows, pairs[0])
-        return self._device_pairs(pairs)
+        bufs = self._device_pairs(pairs)
+        self._root_pairs = (bufs[0], int(pairs[0].shape[0]), None)
+        return bufs
 
     def prune_pairs(self, bufs: tuple) -> tuple:
         """``ole_fast``'s pruning on the card (:mod:`.pruning`): the kept pairs first, the dropped
@@ -235,7 +241,21 @@ class TreeInputs:
             return bufs, None, None
         bufs, kept, dropped = self._pruning.prune(bufs, self.root[2:4])
         self._pc_sum = (bufs[0][2], None)  # the root's C: on the device
+        self._root_pairs = (bufs[0], 0, kept.record)  # the kept pairs (their count on the card)
         return bufs, dropped, kept
+
+    def root_pairs(self) -> Any:
+        """The tree's pairs (``ole_fast``: the kept ones) as the root's row histogram launch adds them to
+        their rows' coupling sums (:class:`._histograms_kernels.RootPairs`), or None without pairs."""
+        if self._root_pairs is None:
+            return None
+        (pi, pj, pc), n, kept = self._root_pairs
+        count = self._no_idx if kept is None else kept
+        return RootPairs(pi, pj, pc, 0, n, count, kept is not None, self._partitions.rho)
+
+    def root_rows(self) -> Any:
+        """The root's rows (the tree's device order) and their coupling sums: its pair histogram's ``R``."""
+        return NodeRows(self._partitions.rho, self.order, int(self.order.shape[0]))
 
     def plan_dropped_sums(self, leaves: list, dropped) -> None:
         """The next search may be the tree's last (one split at most after it): its leaves' dropped

@@ -39,7 +39,7 @@ card's free memory, with the numbers: WEB30K's size (3.8 million rows x 136 feat
 >>> check_device_memory(need, free=2**30)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-customobj.ole.cuda.memory.DeviceMemoryError: TreeBooster(device="cuda") needs 3 GiB of GPU memory (...), but the device has 1 GiB free
+customobj.ole.cuda.memory.DeviceMemoryError: TreeBooster(device="cuda") needs 3.03 GiB of GPU memory (...), but the device has 1 GiB free
 >>> print(f"{need['pairs'] / 2**30:.3f} GiB of pairs, {need['bins'] / 2**30:.3f} GiB of bins")
 1.788 GiB of pairs, 0.960 GiB of bins
 """
@@ -76,15 +76,16 @@ def device_memory_needed(*, n_rows: int, n_features: int, bin_itemsize: int, n_s
 
     ``bins``: the binned matrix, feature-major (partitions) and row-major (the histograms' coalesced
     reads); ``gradients``: a tree's ``g`` and ``h`` and their on-grid copies (float64); ``rows``: the
-    tree's row order, the rows it started from and the partition's scratch (int64 each) and each
-    row's side (a byte); ``pairs``: the tree's two pair buffers (two indices and a float64 coupling
+    tree's row order, the rows it started from and the partition's scratch (int64 each), each
+    row's coupling sum over its node's pairs (float64: the pair histograms' ``R``) and its side (a
+    byte); ``pairs``: the tree's two pair buffers (two indices and a float64 coupling
     each, every pair); ``histograms``: the pool's ``n_hists`` node histograms (float64, ``slots x 3``;
     :func:`~customobj.ole.cuda.pool.hists_per_tree`: the blocks add into them, no partials).
     """
     return {
         "bins": 2 * int(n_rows) * int(n_features) * int(bin_itemsize),
         "gradients": 4 * int(n_rows) * 8,
-        "rows": int(n_rows) * (8 + 8 + 8 + 1),
+        "rows": int(n_rows) * (8 + 8 + 8 + 8 + 1),
         "pairs": 2 * int(n_pairs) * (2 * int(index_itemsize) + 8),
         "histograms": int(n_hists) * int(n_slots) * max(HIST_CHANNELS, PH_CHANNELS) * 8,
     }

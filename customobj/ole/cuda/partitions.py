@@ -10,7 +10,8 @@ launches, through the fit's counted kernels (:mod:`.stats`):
   until the order is used or the split's pairs are partitioned;
 - a pair partition: ``count_sides_blocks`` (the counts and their totals; in the same launch as the
   waiting rows' placing: ``place_rows_count_sides``), ``place_sides_blocks``
-  (1 or 2 launches, nothing read). The totals stay on the card in a record
+  (1 or 2 launches, nothing read; the placing also takes the split pairs' couplings out of their
+  rows' sums, :attr:`DevicePartitions.rho`, so each row's is its child's: the pair histograms' ``R``). The totals stay on the card in a record
   (:class:`DevicePairCounts`, a row of a ring of accumulators zeroed in one launch each time it
   wraps: ``common.PART_RECORD``), where the children's pair histograms are planned and built from
   them (``histograms.ChildPlan``, ``_histograms_kernels.child_hists``); the counts come back with the
@@ -51,6 +52,7 @@ from ..._cuda_runtime import THREADS
 from ._launch import grid_launch, pow2_threads
 from ..backend import PairCounts
 from ..common import PART_N_LEFT, PART_N_RIGHT, PART_RECORD
+from ._partitions_kernels import PairPlace
 from .memory import DeviceMemory
 
 __all__ = ["DevicePartitions", "DevicePairCounts", "RowPlace", "PairCount", "PARTITION_BLOCK",
@@ -143,6 +145,10 @@ class DevicePartitions:
         self.memory, self._kernels, self._reduce_kernels, self._zero = memory, kernels, reduce_kernels, zero
         n = max(int(n_rows), 1)
         self.go_left = memory.array((n,), np.bool_)  # each row's side at the last row partition
+        # each row's coupling sum over its node's pairs (the pair histograms' R from rows): made for the
+        # root's pairs by the root's row histogram launch, kept by the pair partitions (place_sides_blocks)
+        self.rho = memory.array((n,), np.float64)
+        self.children_rows: Optional[tuple] = None  # the last row partition's (start, n_left, end)
         self._tmp_rows = memory.array((n,), np.int64)
         self._counts = memory.array((MAX_PARTITION_BLOCKS, 2), np.int64)
         self._pair_counts = memory.array((MAX_PARTITION_BLOCKS, 2), np.int64)  # beside the rows' in one launch
@@ -169,6 +175,7 @@ class DevicePartitions:
         kernels.mark_rows_blocks[_blocks(nb)](col, order, start, n, nb, tbin, nan_bin, bool(nan_left), self.go_left,
                                          self._tmp_rows, self._counts)
         self._waiting = RowPlace(self._tmp_rows, order, self._counts, int(start), int(n), nb, int(n_left))
+        self.children_rows = (int(start), int(start) + int(n_left), int(start) + int(n))
 
     def flush(self) -> None:
         """Place the rows of the last :meth:`rows` if :meth:`pairs` has not (call before using the order)."""
@@ -191,8 +198,19 @@ class DevicePartitions:
             bx, per = _blocks(max(nb, rows.nb))
             pairs = PairCount(src[0], src[1], counts, totals, int(start), int(n), nb)
             kernels.place_rows_count_sides[(bx, 2), per](rows, pairs, self.go_left)
-        kernels.place_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals, *dst)
+        kernels.place_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals,
+                                                PairPlace(dst[0], dst[1], dst[2], self.rho))
         return DevicePairCounts(self.memory, acc)
+
+    def node_rows(self, order: Any, sides: list, root: Any) -> list:
+        """The rows of the last row partition's children on ``sides`` (0 left, 1 right) as the pair
+        histograms' ``R`` reads them (:class:`._histograms_kernels.NodeRows`: ``order``'s part and
+        :attr:`rho`), or ``root``'s for each when no split was made in the tree yet."""
+        if self.children_rows is None:
+            return [root for _ in sides]
+        start, mid, end = self.children_rows
+        return [root._replace(rows=order[start:mid] if s == 0 else order[mid:end], n=(mid - start) if s == 0 else end - mid)
+                for s in sides]
 
     def coupling_sum(self, pc: Any, start: int, end: int) -> float:
         """The coupling of ``pc[start:end]``; one read."""

@@ -70,7 +70,8 @@ class DeviceTree:
             return TreeStart(root.sums, NO_SPLIT)
         root.hist = self._row_hist(root, root=True)
         if self.use_pairs and not self.fast:
-            root.phist = gpu.histograms.pairs(self.bufs[0], 0, self.n_pairs, gpu.inputs.pair_stats[2:4])
+            root.phist = gpu.histograms.pairs(self.bufs[0], 0, self.n_pairs, gpu.inputs.pair_stats[2:4],
+                                              gpu.inputs.root_rows())
         counts = self._search([root], self.kept)
         if counts is not None:  # the kept pairs, first in the buffer
             root.pend = root.pstart + counts[0]
@@ -131,7 +132,7 @@ class DeviceTree:
         gpu.partitions.flush()  # the last row partition placed
         rows = gpu.inputs
         return gpu.histograms.rows(rows.order[leaf.start:leaf.end], leaf.end - leaf.start, rows.gh,
-                                   rows.row_stats[2:4], root=root)
+                                   rows.row_stats[2:4], root=root, pairs=rows.root_pairs() if root else None)
 
     def _child_histograms(self, parent: LeafRows, left: LeafRows, right: LeafRows, need: tuple, counts: Any) -> None:
         """Row histograms: the smaller child's built, the larger's by subtraction (queued). Pair
@@ -143,9 +144,10 @@ class DeviceTree:
         large.hist = parent.hist
         if counts is not None and not self.fast:
             rows = (left.sums.N, right.sums.N, parent.sums.N)
+            nodes = gpu.partitions.node_rows(gpu.inputs.order, [0, 1], gpu.inputs.root_rows())  # their R
             left.phist, right.phist = gpu.histograms.children(self.bufs[left.pbuf], parent.pstart, parent.pend,
                                                               counts.record, parent.phist, rows, tuple(need),
-                                                              gpu.inputs.pair_stats[2:4])
+                                                              gpu.inputs.pair_stats[2:4], tuple(nodes))
         for child, nd in zip((left, right), need):
             if not nd:  # never split: no histograms kept
                 child.hist = child.phist = None
@@ -165,8 +167,9 @@ class DeviceTree:
             sub = gpu.histograms.queue.take([n.hist for n in nodes], drop_others=True)
             bound = gpu.choice.choose(gpu.search, [(n.hist.array, n.sums) for n in nodes], self.mask, self.k,
                                       gpu.rules, inputs.root, inputs.root_pending, sub)
-            phists = gpu.choice.pair_hists(gpu.histograms, [n.pairs(self.bufs, counts) for n in nodes],
-                                           inputs.pair_stats[2:4], bound)
+            pairs = [n.pairs(self.bufs, counts) for n in nodes]
+            rows = gpu.partitions.node_rows(inputs.order, [p.side for p in pairs], inputs.root_rows())  # their R
+            phists = gpu.choice.pair_hists(gpu.histograms, pairs, inputs.pair_stats[2:4], bound, rows)
             searches = [(n.hist.array, ph.array, None, n.sums) for n, ph in zip(nodes, phists)]  # masks: the pool's
         else:
             searches = [(n.hist.array, None if n.phist is None or not self.use_pairs else n.phist.array, self.mask, n.sums)
