@@ -267,7 +267,8 @@ def time_rounds(args):
                       f"(quartiles {q[0]:.3f}-{q[2]:.3f}, {args.repeats} interleaved pairs)", flush=True)
 
 
-def main(argv=None):
+def parser() -> argparse.ArgumentParser:
+    """The command line (``study`` and ``rounds``); its defaults are the study's."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("study")
@@ -288,6 +289,11 @@ def main(argv=None):
     r.add_argument("--methods", type=lambda t: t.split(","), default=["linear", "epsilon_constraint", "epo"],
                    help="linear reads nothing; epsilon_constraint the per-label costs (fused into the gradients' "
                         "pass); epo the costs, the Gram matrix and its LP")
+    return p
+
+
+def main(argv=None):
+    p = parser()
     args = p.parse_args(argv)
     for v in getattr(args, "rays", []) + getattr(args, "bound_weights", []):
         if v not in GRID:

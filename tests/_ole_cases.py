@@ -167,3 +167,25 @@ def assert_subset_slots(sub, full, offsets, n_features, subset):
             np.testing.assert_array_equal(sub[lo:hi], full[lo:hi])
         else:
             assert not sub[lo:hi].any()
+
+
+def backend_case(seed, n_queries, n_features, nan_frac, **params):
+    """A RankNet tree's inputs on ``n_queries`` queries of 12 rows: ``(ctx, params, grad, hess, pairs)``
+    (``ctx()``: a fresh :class:`~customobj.ole.context.GrowContext` with the queries set, one per backend;
+    ``params``: ``TreeBooster(**params)``'s grow parameters), for the backend and device-tree tests."""
+    from customobj.ole import TreeBooster
+    from customobj.ole.binning import BinMapper
+    from customobj.ole.context import GrowContext
+    n = 12 * n_queries
+    X = make_X(seed, n=n, n_features=n_features, nan_frac=nan_frac)
+    y = np.random.default_rng(seed).integers(0, 3, n).astype(float)
+    obj = RankNet()
+    grow = TreeBooster(obj, verbose=False, **params)._grow_params()
+    mapper = BinMapper.fit(X, 8)
+
+    def ctx():
+        c = GrowContext(mapper.bins_feature_major(X), mapper)
+        c.queries = (np.repeat(np.arange(n_queries), 12).astype(np.int32), n_queries)
+        return c
+    grad, hess, pairs = obj.grad_hess_couplings_prepared(np.zeros(n), obj.prepare(y, [12] * n_queries, None))
+    return ctx, grow, grad, hess, pairs

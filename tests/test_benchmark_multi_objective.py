@@ -26,18 +26,21 @@ def test_grade_per_query_scales_within_each_query(bench):
 
 
 def test_one_fold_of_the_study(bench, data_dir, capsys, tmp_path):
-    args = bench.argparse.Namespace(data=str(data_dir / "mq2008"), rounds=2, folds=[1], feature=41, rays=[0.5],
-                                    bound_weights=[0.3], penalties=[1.0], plot=str(tmp_path / "front.png"))
+    args = bench.parser().parse_args(["study", "--data", str(data_dir / "mq2008"), "--rounds", "2", "--folds", "1",
+                                      "--rays", "0.5", "--bound-weights", "0.3", "--penalties", "1",
+                                      "--plot", str(tmp_path / "front.png")])  # the script's own defaults
     r = bench.study_fold(args.data, 1, args)
     assert sorted(r["grid"]) == pytest.approx(bench.GRID.tolist())
-    g1, g2, l1, l2, _ = r["grid"][0.5]
+    g1, g2, l1, l2, t1, t2 = r["grid"][0.5]  # test NDCG@10, test costs, training costs
     assert r["mwl_ls"] == pytest.approx(max(0.5 * (1 - g1), 0.5 * (1 - g2)))
     assert r["mwl_ls_cost"] == pytest.approx(max(0.5 * l1, 0.5 * l2))
+    assert r["mwl_ls_train"] == pytest.approx(max(0.5 * t1, 0.5 * t2))
     (ec,) = r["ec"]
+    assert ec["bound"] == r["grid"][0.3][5]  # the bound: label 2's training cost of the w = 0.3 linear model
     assert ec["best_ls_ndcg1"] == max(v[0] for v in r["grid"].values() if v[1] >= ec["ndcg2_target"] - 0.01)
     assert ec["met"] == (ec["ec_ndcg2"] >= ec["ndcg2_target"] - 0.01)
     bench.plot_front([r], args, args.plot)
     assert (tmp_path / "front.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     bench.main(["rounds", "--data", str(data_dir / "mq2008" / "Fold1"), "--repeats", "1"])
     out = capsys.readouterr().out
-    assert out.count("round / (m x single round) median") == 8
+    assert out.count("round / (m x single round) median") == 3 * 2 * 2  # methods x m x libraries

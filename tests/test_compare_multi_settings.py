@@ -30,21 +30,20 @@ def test_defaults_and_parsed_values():
     np.testing.assert_allclose(p, [[0.8, 0.1, 0.1], [0.4, 0.3, 0.3]])
 
 
-@pytest.mark.parametrize("text, named", [("0", "strictly between 0 and 1"), ("1.0", "strictly between 0 and 1"),
-                                         ("0.3,,0.5", "an empty entry"), ("0.3,0.3", "given twice"),
-                                         ("x", "'x' is not a number"), ("nan", "strictly between")])
-def test_bad_preferences(text, named):
-    with pytest.raises(UsageError, match="--preferences") as e:
-        parse_preferences(text)
-    assert named in str(e.value)
+BAD_PREFERENCES = [("0", "strictly between 0 and 1"), ("1.0", "strictly between 0 and 1"),
+                   ("0.3,,0.5", "an empty entry"), ("0.3,0.3", "given twice"),
+                   ("x", "'x' is not a number"), ("nan", "strictly between")]
+BAD_BOUNDS = [("w=1.5", "strictly between 0 and 1"), ("-1", "positive number"),
+              ("0", "positive number"), ("inf", "positive number"),
+              ("cheap", "neither w=SHARE"), ("w=0.3,w=0.3", "given twice")]
 
 
-@pytest.mark.parametrize("text, named", [("w=1.5", "strictly between 0 and 1"), ("-1", "positive number"),
-                                         ("0", "positive number"), ("inf", "positive number"),
-                                         ("cheap", "neither w=SHARE"), ("w=0.3,w=0.3", "given twice")])
-def test_bad_bounds(text, named):
-    with pytest.raises(UsageError, match="--bounds") as e:
-        parse_bounds(text)
+@pytest.mark.parametrize("option, parse, text, named",
+                         [("--preferences", parse_preferences, t, n) for t, n in BAD_PREFERENCES]
+                         + [("--bounds", parse_bounds, t, n) for t, n in BAD_BOUNDS])
+def test_bad_option_values_name_the_option_and_the_defect(option, parse, text, named):
+    with pytest.raises(UsageError, match=option) as e:
+        parse(text)
     assert named in str(e.value)
 
 

@@ -12,6 +12,13 @@ from _objective_cases import random_queries
 from customobj import Groups, LambdaRank, RankNet
 
 
+# LambdaRank's options that pick a different pair loop (truncation, k, norm, sigma, metric)
+FUSED_OPTIONS = [{}, {"truncation": 3}, {"k": 4, "norm": True}, {"sigma": 2.5, "norm": True, "truncation": 2},
+                 {"metric": "err", "truncation": 3}, {"metric": "map", "norm": True}, {"metric": "mrr", "k": 3}]
+fused_cases = pytest.mark.parametrize("scale, weighted", [(sc, w) for sc in (1.0, 1e3) for w in (False, True)],
+                                      ids=lambda v: repr(v))  # 1e3: exp table underflows, general pair loop
+
+
 def _separate_and_fused(obj, s, y, sizes, w=None):
     prep = obj.prepare(y, sizes, w)
     g, h = obj.grad_hess_prepared(s, prep)
@@ -20,13 +27,8 @@ def _separate_and_fused(obj, s, y, sizes, w=None):
     return (g, h, i, j, c), (fg, fh, fi, fj, fc)
 
 
-@pytest.mark.parametrize("opts", [
-    {}, {"truncation": 3}, {"k": 4, "norm": True}, {"sigma": 2.5, "norm": True, "truncation": 2},
-    {"gain": [0.0, 1.0, 3.0, 7.0, 15.0, 31.0]},
-    {"metric": "err", "truncation": 3}, {"metric": "map", "norm": True}, {"metric": "mrr", "k": 3},
-], ids=repr)
-@pytest.mark.parametrize("scale", [1.0, 1e3])  # 1e3: exp table underflows, general pair loop
-@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("opts", FUSED_OPTIONS + [{"gain": [0.0, 1.0, 3.0, 7.0, 15.0, 31.0]}], ids=repr)
+@fused_cases
 def test_fused_grad_hess_couplings_equal_separate_calls(opts, scale, weighted):
     rng = np.random.default_rng(11)
     s, y, sizes = random_queries(rng, n_queries=40, max_size=25, tie_scores=True)
@@ -37,13 +39,8 @@ def test_fused_grad_hess_couplings_equal_separate_calls(opts, scale, weighted):
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
-@pytest.mark.parametrize("opts", [
-    {}, {"truncation": 3}, {"k": 4, "norm": True}, {"sigma": 2.5, "norm": True, "truncation": 2},
-    {"metric": "err", "truncation": 3}, {"metric": "map", "norm": True}, {"metric": "mrr", "k": 3},
-    {"convention": "xgboost"},
-], ids=repr)
-@pytest.mark.parametrize("scale", [1.0, 1e3])  # 1e3: exp table underflows, general pair loop
-@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("opts", FUSED_OPTIONS + [{"convention": "xgboost"}], ids=repr)
+@fused_cases
 def test_fused_grad_hess_loss_equals_separate_calls(opts, scale, weighted):
     rng = np.random.default_rng(13)
     s, y, sizes = random_queries(rng, n_queries=40, max_size=25, tie_scores=True)

@@ -8,14 +8,10 @@ tests/test_ole_cuda_backend.py."""
 import numpy as np
 import pytest
 
-from customobj import RankNet
-from customobj.ole import TreeBooster
 from customobj.ole.backend import CPUBackend
-from customobj.ole.binning import BinMapper
-from customobj.ole.context import GrowContext
 
 from _cuda_cases import needs_gpu
-from _ole_cases import make_X
+from _ole_cases import backend_case
 
 pytestmark = needs_gpu
 
@@ -23,18 +19,8 @@ pytestmark = needs_gpu
 def _setup(criterion, **kw):
     from customobj._cuda_runtime import cuda_module
     from customobj.ole.cuda.backend import CUDABackend
-    X = make_X(8, n=72, n_features=3, nan_frac=0.0)
-    y = np.random.default_rng(8).integers(0, 3, 72).astype(float)
-    obj = RankNet()
-    params = TreeBooster(obj, criterion=criterion, num_leaves=4, min_data_in_leaf=3, verbose=False,
-                         **kw)._grow_params()
-    mapper = BinMapper.fit(X, 8)
-
-    def ctx():
-        c = GrowContext(mapper.bins_feature_major(X), mapper)
-        c.queries = (np.repeat(np.arange(6), 12).astype(np.int32), 6)
-        return c
-    grad, hess, pairs = obj.grad_hess_couplings_prepared(np.zeros(72), obj.prepare(y, [12] * 6, None))
+    ctx, params, grad, hess, pairs = backend_case(8, 6, 3, 0.0, criterion=criterion, num_leaves=4,
+                                                  min_data_in_leaf=3, **kw)
     cuda = cuda_module()
     device_pairs = tuple(cuda.to_device(np.ascontiguousarray(a)) for a in pairs)  # as the objective's kernels leave them
     return CUDABackend(ctx(), params), CPUBackend(ctx(), params), grad, hess, pairs, device_pairs

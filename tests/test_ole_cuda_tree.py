@@ -13,7 +13,7 @@ from customobj.ole.binning import BinMapper
 from customobj.ole.context import GrowContext
 
 from _cuda_cases import needs_gpu
-from _ole_cases import make_X
+from _ole_cases import backend_case, make_X
 
 pytestmark = needs_gpu
 
@@ -25,18 +25,9 @@ def test_the_leaves_dropped_couplings_are_planned_with_the_trees_last_search(num
     # after it. A tree that stops before (max_depth, few rows) has no plan and sums them at its end.
     from customobj.ole.cuda.backend import CUDABackend
     from customobj.ole.grower import TreeGrower
-    X = make_X(6, n=96, n_features=4, nan_frac=0.1)
-    y = np.random.default_rng(6).integers(0, 3, 96).astype(float)
-    obj = RankNet()
-    params = TreeBooster(obj, criterion="ole_fast", num_leaves=num_leaves, max_depth=max_depth, min_data_in_leaf=3,
-                         ole_fast_epsilon=0.3, verbose=False)._grow_params()
-    mapper = BinMapper.fit(X, 8)
-
-    def ctx():
-        c = GrowContext(mapper.bins_feature_major(X), mapper)
-        c.queries = (np.repeat(np.arange(8), 12).astype(np.int32), 8)
-        return c
-    grad, hess, pairs = obj.grad_hess_couplings_prepared(np.zeros(96), obj.prepare(y, [12] * 8, None))
+    ctx, params, grad, hess, pairs = backend_case(6, 8, 4, 0.1, criterion="ole_fast", num_leaves=num_leaves,
+                                                  max_depth=max_depth, min_data_in_leaf=3,
+                                                  ole_fast_epsilon=0.3)
     gpu = CUDABackend(ctx(), params)
     seen = {"plans": [], "sources": None}
     plan, couplings = gpu.inputs.plan_dropped_sums, gpu.inputs.dropped_couplings

@@ -11,7 +11,23 @@ from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["check_label_names", "label_columns"]
+__all__ = ["check_column_names", "check_label_names", "label_columns"]
+
+
+def check_column_names(names: Any, argument: str, taken: dict, what: str) -> list:
+    """``names``, a non-empty list of distinct column names none of which is one of ``taken``'s
+    (``{column: its role}``); ``TypeError``/``ValueError`` naming ``argument`` (``what``: one such
+    column, for the message). Shared by ``features=`` and ``labels=``."""
+    if isinstance(names, (str, bytes)) or not isinstance(names, Sequence) or len(names) == 0:
+        raise TypeError(f"{argument} must be a non-empty list of column names")
+    if not all(isinstance(n, str) for n in names):
+        raise TypeError(f"{argument} must hold column names (str)")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{argument} names a column twice")
+    for n in names:
+        if n in taken:
+            raise ValueError(f"{argument}: column {n!r} is the {taken[n]} column; {what} cannot be it")
+    return list(names)
 
 
 def check_label_names(labels: Any, taken: dict, features: Any) -> Optional[list]:
@@ -19,15 +35,8 @@ def check_label_names(labels: Any, taken: dict, features: Any) -> Optional[list]
     naming ``labels``); None for None."""
     if labels is None:
         return None
-    if isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence) or len(labels) == 0:
-        raise TypeError("labels must be a non-empty list of column names (or None)")
-    if not all(isinstance(n, str) for n in labels):
-        raise TypeError("labels must hold column names (str)")
-    if len(set(labels)) != len(labels):
-        raise ValueError("labels names a column twice")
+    check_column_names(labels, "labels", taken, "a label")
     for n in labels:
-        if n in taken:
-            raise ValueError(f"labels: column {n!r} is the {taken[n]} column; a label cannot be it")
         if isinstance(features, Sequence) and not isinstance(features, str) and n in features:
             raise ValueError(f"labels: column {n!r} is a feature; a column is a feature or a label, not both")
     return list(labels)

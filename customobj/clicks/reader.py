@@ -16,7 +16,7 @@ from .._extras import require
 from .._validation import check_int
 from ..groups import _int_array
 from ._inputs import MAX_POSITION, row_order_positions
-from ._label_columns import check_label_names, label_columns
+from ._label_columns import check_column_names, check_label_names, label_columns
 
 __all__ = ["ClickData", "read_click_log", "CLICK_LOG_SUFFIXES"]
 
@@ -209,13 +209,7 @@ def _clicks(values: np.ndarray, name: str) -> np.ndarray:
 def _features(table: _Table, features: Any, taken: dict, defects: _Defects) -> Optional[np.ndarray]:
     """The feature matrix; a missing value (null or NaN) is NaN, LightGBM's and XGBoost's missing value.
     Each bad column is a defect of its own."""
-    if isinstance(features, (str, bytes)) or not isinstance(features, Sequence) or len(features) == 0:
-        raise TypeError("features must be a non-empty list of column names")
-    if len(set(features)) != len(features):
-        raise ValueError("features names a column twice")
-    for f in features:
-        if f in taken:
-            raise ValueError(f"features: column {f!r} is the {taken[f]} column; a feature cannot be it")
+    check_column_names(features, "features", taken, "a feature")
     X = np.empty((table.n_rows, len(features)), dtype=np.float64)
     ok = True
     for j, f in enumerate(features):
