@@ -330,6 +330,8 @@ def _rho_updates(sh, bins_rm, node, step, groups, members, slot_map, out):
     inv = _inverse(step)
     rows = node.rows
     rho = node.rho
+    # The walk over (row, feature) repeats _row_updates' on purpose: benchmarks/sass.py counts each
+    # update loop's instructions (row 55, R 37 on sm_90) and a shared helper would be inlined into both.
     hi32 = uint32(hi)
     dk = uint32(cuda.blockDim.y)
     m = q0 + cuda.threadIdx.x
