@@ -35,17 +35,11 @@ from customobj import adapters  # noqa: E402,F401  (before lightgbm: OpenMP wait
 from customobj._io import atomic_write_text  # noqa: E402
 from customobj.clicks import TrustEM  # noqa: E402
 from customobj.clicks.regression_em import EPS, checked_rows, learned_relevance  # noqa: E402
-from customobj.clicks.trust_em import MIN_ALPHA, _stretched, trust_e_step, trust_m_step  # noqa: E402
+from customobj.clicks.trust_em import _stretched, trust_e_step, trust_m_step, trust_parameters  # noqa: E402
 from customobj.compare.clicks import _weak_ranker, parse_clicks, true_curves  # noqa: E402
 
 VARIANTS = {"default": ({}, {}), "monotone": ({}, {"monotone": True}),
             "small": ({"num_leaves": 7, "min_child_samples": 200}, {}), "pbm_init": ({}, {"init": "pbm"})}
-
-
-def reported(plus, minus):
-    """The ``alpha_`` / ``beta_`` TrustEM reports from its click rates (``TrustEM._fitted_trust``)."""
-    alpha = np.maximum(plus - minus, MIN_ALPHA)
-    return alpha, np.minimum(np.maximum(minus - alpha * float(np.min(minus / alpha)), 0.0), 1.0 - alpha)
 
 
 def errors(alpha, beta, truth):
@@ -82,7 +76,7 @@ def trace(em, X, y, position, truth, monotone=False, init="default"):
             minus = np.clip(_non_increasing(minus, count - wr), EPS, 1 - EPS)
         learner.fit(X, rel, sample_weight=w)
         gamma = _stretched(learned_relevance(learner, X))
-        out.append(errors(*reported(plus, minus), truth))
+        out.append(errors(*trust_parameters(plus, minus), truth))
     return out
 
 

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from .regression_em import EPS, RegressionEM, checked_rows, learned_relevance
 
-__all__ = ["TrustEM", "trust_e_step", "trust_m_step", "MIN_ALPHA"]
+__all__ = ["TrustEM", "trust_e_step", "trust_m_step", "trust_parameters", "MIN_ALPHA"]
 
 #: Smallest ``alpha_k`` reported: a position whose clicks carry (almost) no relevance signal gets this,
 #: so that the affine correction ``(c - beta) / alpha`` stays finite (and large: such rows weigh little
@@ -62,6 +62,18 @@ def trust_m_step(position, clicks, weight, rel, n_positions):
     minus = np.bincount(position, weights=wn * clicks, minlength=n_positions) / np.maximum(
         np.bincount(position, weights=wn, minlength=n_positions), EPS)
     return np.clip(plus, EPS, 1.0 - EPS), np.clip(minus, EPS, 1.0 - EPS)
+
+
+def trust_parameters(plus: np.ndarray, minus: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
+    """``(alpha, beta)`` per position from the click rates of relevant (``plus``) and non-relevant
+    (``minus``) rows, as :class:`TrustEM` reports them."""
+    alpha = np.maximum(plus - minus, MIN_ALPHA)
+    # the one member of the family the clicks leave free in which the position least prone to
+    # trust has no false clicks: beta - alpha min(beta / alpha) (under position bias alone, beta = 0)
+    beta = np.maximum(minus - alpha * float(np.min(minus / alpha)), 0.0)
+    # Affine takes alpha + beta <= 1 (a relevant row's click rate); where alpha was raised to MIN_ALPHA
+    # (a position clicked whatever the relevance, e.g. a top row always clicked) beta gives way
+    return alpha, np.minimum(beta, 1.0 - alpha)
 
 
 def _stretched(gamma):
@@ -172,13 +184,6 @@ class TrustEM(RegressionEM):
         del self.propensity_  # examination alone is not identified under trust bias
         self.click_rate_relevant_ = plus
         self.click_rate_nonrelevant_ = minus
-        alpha = np.maximum(plus - minus, MIN_ALPHA)
-        # the one member of the family the clicks leave free in which the position least prone to
-        # trust has no false clicks: beta - alpha min(beta / alpha) (under position bias alone, beta = 0)
-        self.alpha_ = alpha
-        beta = np.maximum(minus - alpha * float(np.min(minus / alpha)), 0.0)
-        # Affine takes alpha + beta <= 1 (a relevant row's click rate); where alpha was raised to MIN_ALPHA
-        # (a position clicked whatever the relevance, e.g. a top row always clicked) beta gives way
-        self.beta_ = np.minimum(beta, 1.0 - alpha)
+        self.alpha_, self.beta_ = trust_parameters(plus, minus)
         self.position_bias_ = self.alpha_ / self.alpha_[0]
         return self
