@@ -22,7 +22,8 @@ which clicks leave free, does not explain.
 ``--anchor-queries L1,L2,...``: the outside anchor users can give, ``L`` labelled queries
 (``customobj.clicks.anchor_trust`` with their shown rows' true relevance, ``click_prob[grade]``, on their
 sessions of the log), drawn ``--anchor-draws`` times per ``L`` at random; the anchored affine metric over
-the whole log (``affine (anchored)``): per ``L`` the mean over the draws of the mean relative error, its
+the whole log (``affine (anchored)``: one map of the scale; ``affine (anchored per position)``: one per
+position, which also mends TrustEM's shape): per ``L`` the mean over the draws of the mean relative error, its
 90th percentile and largest value, Kendall's tau, and the draws the anchor refused (all rows of one
 relevance, or a scale <= 0). The truth is the same DCG@10 as above.
 
@@ -87,7 +88,8 @@ def run_fold(path, fold, args, truth):
     out["affine (TrustEM)"]["relative_error_scale_fitted"] = float(np.mean(np.abs(a * v + b - t) / t))
     out["affine (TrustEM)"]["scale_map"] = [float(a), float(b)]
     if args.anchor_queries:
-        out["affine (anchored)"] = anchored(log, rankers, gains, t, em, args, fold)
+        for name, each in (("affine (anchored)", False), ("affine (anchored per position)", True)):
+            out[name] = anchored(log, rankers, gains, t, em, args, fold, each)
     return out
 
 
@@ -103,13 +105,14 @@ def _discounts(scores, group, k=10):
     return np.where(rank < k, 1.0 / np.log2(2.0 + rank), 0.0)
 
 
-def anchored(log, rankers, gains, t, em, args, fold):
-    """The affine metric with TrustEM's parameters anchored by ``L`` labelled queries, per ``L`` over draws."""
+def anchored(log, rankers, gains, t, em, args, fold, per_position):
+    """The affine metric with TrustEM's parameters anchored by ``L`` labelled queries (one map, or one per
+    position), per ``L`` over draws (the same draws for both)."""
     sizes = np.asarray(log.group)
     session_q = log.qid[np.concatenate(([0], np.cumsum(sizes)[:-1]))]
     queries = np.unique(session_q)
     D = np.array([_discounts(s, sizes) for s in rankers])  # rankers x rows
-    rng = np.random.default_rng([fold, 43])
+    rng = np.random.default_rng([fold, 43])  # the same draws for both anchors
     res = {}
     for L in args.anchor_queries:
         errs, taus, refused = [], [], 0
@@ -118,7 +121,7 @@ def anchored(log, rankers, gains, t, em, args, fold):
             rows = np.repeat(keep, sizes)
             try:
                 fit = anchor_trust(em.alpha_, em.beta_, log.y[rows], sizes[keep], gains[rows],
-                                   position=log.position[rows])
+                                   position=log.position[rows], per_position=per_position)
             except ValueError:
                 refused += 1
                 continue
@@ -165,12 +168,13 @@ def main(argv=None):
     for fold in [int(f) for f in args.folds.split(",") if f]:
         out[fold] = run_fold(os.path.join(args.data, "mq2008"), fold, args, truth)
         print(f"fold {fold}: " + "; ".join(f"{m} tau {r['kendall_tau']:.3f} rel.err {r['mean_relative_error']:.3f}"
-                                           for m, r in out[fold].items() if m != "affine (anchored)"), flush=True)
-        for L, r in out[fold].get("affine (anchored)", {}).items():
-            err = "none" if r["mean_relative_error"] is None else \
-                f"{r['mean_relative_error']:.3f} (p90 {r['p90_relative_error']:.3f}, max {r['max_relative_error']:.3f})"
-            print(f"fold {fold}: anchored by {L} labelled queries: rel.err {err}, refused {r['refused']}/{r['draws']}",
-                  flush=True)
+                                           for m, r in out[fold].items() if "anchored" not in m), flush=True)
+        for name in ("affine (anchored)", "affine (anchored per position)"):
+            for L, r in out[fold].get(name, {}).items():
+                err = "none" if r["mean_relative_error"] is None else \
+                    f"{r['mean_relative_error']:.3f} (p90 {r['p90_relative_error']:.3f}, max {r['max_relative_error']:.3f})"
+                print(f"fold {fold}: {name} by {L} labelled queries: rel.err {err}, refused {r['refused']}/{r['draws']}",
+                      flush=True)
     atomic_write_text(args.out, json.dumps(out, indent=1) + "\n")
     return 0
 

@@ -109,9 +109,9 @@ def test_tiny_anchored_click_metric(data_dir, tmp_path):
     assert trust_click_metrics.main(["--data", str(data_dir), "--folds", "1", "--sessions", "2", "--features", "2",
                                      "--mixes", "1", "--iterations", "1", "--anchor-queries", "3,40",
                                      "--anchor-draws", "3", "--out", str(out)]) == 0
-    anchored = json.loads(out.read_text())["1"]["affine (anchored)"]
-    assert set(anchored) == {"3", "40"}
-    for r in anchored.values():
+    fold = json.loads(out.read_text())["1"]
+    assert set(fold["affine (anchored)"]) == set(fold["affine (anchored per position)"]) == {"3", "40"}
+    for r in list(fold["affine (anchored)"].values()) + list(fold["affine (anchored per position)"].values()):
         assert r["draws"] == 3 and 0 <= r["refused"] <= 3
         if r["refused"] < 3:
             assert 0 <= r["mean_relative_error"] <= r["max_relative_error"] and -1 <= r["kendall_tau"] <= 1

@@ -53,6 +53,30 @@ def test_the_anchored_metric_is_on_the_labels_scale():
     assert abs(after - gains_dcg) / gains_dcg < 0.03 < abs(before - gains_dcg) / gains_dcg
 
 
+def test_per_position_maps_equal_a_regression_of_the_clicks_on_the_labels():
+    """Per position the anchored parameters are the least squares of the clicks on (R, 1) there, whatever
+    the estimate (the slow reference: numpy's polyfit per position); the estimate's shape is mended."""
+    c, group, R = _sessions(3000, 5)
+    pos = np.tile(np.arange(4), group.size)
+    shaped = np.array([1.0, 0.7, 1.3, 0.9])  # an estimate with the wrong ratios between positions
+    fit = anchor_trust(ALPHA * shaped, BETA, c, group, R, per_position=True)
+    for k in range(4):
+        slope, intercept = np.polyfit(R[pos == k], c[pos == k], 1)
+        assert fit.alpha[k] == pytest.approx(slope, rel=1e-9) and fit.beta[k] == pytest.approx(intercept, rel=1e-9)
+    assert np.abs(fit.alpha - ALPHA).max() < 0.03
+    pooled = anchor_trust(ALPHA * shaped, BETA, c, group, R)
+    assert np.abs(pooled.alpha - ALPHA).max() > 0.05 and np.ptp(pooled.scale) == 0.0
+
+
+def test_a_position_with_one_relevance_keeps_the_pooled_map():
+    c, group, R = _sessions(400, 6)
+    R = R.reshape(-1, 4)
+    R[:, 3] = 0.5
+    pooled = anchor_trust(ALPHA, BETA, c, group, R.ravel())
+    each = anchor_trust(ALPHA, BETA, c, group, R.ravel(), per_position=True)
+    assert each.scale[3] == pooled.scale[3] and each.scale[0] != pooled.scale[0]
+
+
 def test_given_positions_equal_the_session_order():
     c, group, R = _sessions(300, 3)
     a_hat, b_hat = _family(1.2, 0.05)
@@ -72,12 +96,13 @@ def test_given_positions_equal_the_session_order():
     (dict(group=[8]), "position"),  # positions 0..7 but alpha has four
     (dict(alpha=[0.0, 0.3, 0.2, 0.1]), "alpha"),
     (dict(position=[0, 0, 1, 2, 0, 1, 2, 3]), "position"),
+    (dict(per_position=1), "per_position"),
 ])
 def test_bad_input_is_refused(change, match):
     kw = dict(alpha=ALPHA, beta=BETA, clicks=np.array([1, 0, 0, 1, 1, 1, 0, 0.0]), group=[4, 4],
               relevance=np.array([1.0, 0.1, 0.5, 0.1, 1.0, 0.5, 0.1, 0.1]))
     kw.update(change)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(TypeError if match == "per_position" else ValueError, match=match):
         anchor_trust(kw.pop("alpha"), kw.pop("beta"), kw.pop("clicks"), kw.pop("group"), kw.pop("relevance"), **kw)
 
 

@@ -20,9 +20,14 @@ a linear regression without intercept on ``(alpha_k R, alpha_k)``; least squares
 terms, the rows the clicks say most about weigh most). The anchored parameters are ``(a alpha_k,
 beta_k + b alpha_k)``: with them the affine estimate of a row is ``R`` in expectation, on the labels' scale.
 
-Assumptions: the estimate is a member of the family (its positions' ratios right; a wrong shape is not
-mended by two numbers), the labelled rows' relevance is on the scale the metric should have, and they
-are logged like the others (their clicks follow the same model).
+With ``per_position=True`` each position gets its own map from its own labelled rows: the estimate's
+shape errors are mended too (then the anchored parameters are those a regression of the clicks on the
+labels gives per position, and the estimate only fills positions whose labelled rows show one relevance),
+at the price of two numbers per position to estimate from the labels instead of two in all.
+
+Assumptions: (pooled map) the estimate is a member of the family (its positions' ratios right; a wrong
+shape is not mended by two numbers); the labelled rows' relevance is on the scale the metric should
+have; they are logged like the others (their clicks follow the same model).
 """
 from __future__ import annotations
 
@@ -40,12 +45,13 @@ __all__ = ["TrustAnchor", "anchor_trust"]
 
 class TrustAnchor(NamedTuple):
     """:func:`anchor_trust`'s result: the anchored parameters per position (0 = top), and the map of the
-    estimate's relevance scale onto the labels', ``gamma_estimate = scale * R + offset``."""
+    estimate's relevance scale onto the labels' per position, ``gamma_estimate = scale_k * R + offset_k``
+    (one value repeated for the pooled map)."""
 
     alpha: np.ndarray
     beta: np.ndarray
-    scale: float
-    offset: float
+    scale: np.ndarray
+    offset: np.ndarray
     n_rows: int  # labelled rows used
 
 
@@ -63,7 +69,8 @@ def _fit_map(clicks: np.ndarray, relevance: np.ndarray, alpha_row: np.ndarray, b
 
 
 def anchor_trust(alpha: npt.ArrayLike, beta: npt.ArrayLike, clicks: npt.ArrayLike, group: Any,
-                 relevance: npt.ArrayLike, *, position: Optional[npt.ArrayLike] = None) -> TrustAnchor:
+                 relevance: npt.ArrayLike, *, position: Optional[npt.ArrayLike] = None,
+                 per_position: bool = False) -> TrustAnchor:
     """Anchor trust-bias parameters estimated from clicks to the relevance scale of a few labelled queries.
 
     Parameters
@@ -77,13 +84,15 @@ def anchor_trust(alpha: npt.ArrayLike, beta: npt.ArrayLike, clicks: npt.ArrayLik
         relevance of its grade; at least two distinct values).
     position : array of int, optional
         Each row's display position (0 = top); default the rows' order within their session.
+    per_position : bool
+        One map per position (default one for all): mends the estimate's shape as well, needs more labels.
 
     Returns
     -------
     TrustAnchor
         ``alpha`` (``scale * alpha``) and ``beta`` (``beta + offset * alpha``) for
         ``customobj.clicks.metrics.affine_dcg``, and the map. A ``scale <= 0`` (the labels contradict the
-        estimate's direction) is a ``ValueError``. The anchored ``beta`` may be negative where the
+        estimate's direction; per position: too few labelled sessions there) is a ``ValueError``. The anchored ``beta`` may be negative where the
         estimate's scale was shifted up: the click metrics take it; ``Affine`` (training) refuses a
         negative ``beta``, and needs none of this (an offset moves every pair's lambdas alike).
 
@@ -96,7 +105,7 @@ def anchor_trust(alpha: npt.ArrayLike, beta: npt.ArrayLike, clicks: npt.ArrayLik
     >>> c = (rng.random(R.shape) < alpha * R + beta).astype(float).ravel()
     >>> wrong_a, wrong_b = alpha / 1.5, beta - alpha * 0.1 / 1.5  # the family member of gamma' = 1.5 R + 0.1
     >>> fit = anchor_trust(wrong_a, wrong_b, c, np.full(4000, 2), R.ravel())
-    >>> round(fit.scale, 1), round(fit.offset, 1), bool(np.abs(fit.alpha - alpha).max() < 0.01)
+    >>> round(float(fit.scale[0]), 1), round(float(fit.offset[0]), 1), bool(np.abs(fit.alpha - alpha).max() < 0.01)
     (1.5, 0.1, True)
     """
     a = as_propensity(alpha, "alpha")
@@ -115,8 +124,20 @@ def anchor_trust(alpha: npt.ArrayLike, beta: npt.ArrayLike, clicks: npt.ArrayLik
     if int(pos.max()) >= a.size:
         raise ValueError(f"a labelled row is at position {int(pos.max())} but alpha has {a.size} entries: one per "
                          "position")
-    scale, offset = _fit_map(c, r, a[pos], b[pos])
-    if not scale > 0.0:
-        raise ValueError(f"relevance: the labelled rows give the estimate's scale {scale:.3g} <= 0 (more relevant "
-                         "rows clicked less than its parameters say): too few labelled sessions, or the wrong labels")
-    return TrustAnchor(scale * a, b + offset * a, float(scale), float(offset), int(c.size))
+    if not isinstance(per_position, (bool, np.bool_)):
+        raise TypeError(f"per_position must be True or False, got {type(per_position).__name__}")
+    pooled = _fit_map(c, r, a[pos], b[pos])
+    scale, offset = np.full(a.size, pooled[0]), np.full(a.size, pooled[1])
+    if per_position:
+        for k in np.unique(pos):  # a position whose labelled rows show one relevance keeps the pooled map
+            at = pos == k
+            if np.ptp(r[at]) > 0.0:
+                n_at = int(at.sum())
+                scale[k], offset[k] = _fit_map(c[at], r[at], np.full(n_at, a[k]), np.full(n_at, b[k]))
+    bad = np.flatnonzero(~(scale > 0.0))
+    if bad.size:
+        where = f" at position {int(bad[0])}" if per_position else ""
+        raise ValueError(f"relevance: the labelled rows give the estimate's scale {scale[bad[0]]:.3g} <= 0{where} (more "
+                         "relevant rows clicked less than its parameters say): too few labelled sessions, or the wrong "
+                         "labels")
+    return TrustAnchor(scale * a, b + offset * a, scale, offset, int(c.size))
