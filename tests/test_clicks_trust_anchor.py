@@ -110,3 +110,14 @@ def test_labels_against_the_clicks_are_refused():
     c, group, R = _sessions(500, 4)
     with pytest.raises(ValueError, match="scale"):
         anchor_trust(ALPHA, BETA, c, group, 1.0 - R)
+
+
+def test_an_anchored_alpha_near_zero_is_refused_not_returned():
+    """At position 2 the labelled clicks do not depend on the relevance (never clicked): its map's scale is 0,
+    an anchored alpha the corrected clicks would be divided by; refused, naming the position."""
+    rel = np.tile([[1.0, 0.1, 0.1, 1.0], [0.1, 1.0, 1.0, 0.1]], (25, 1)).ravel()
+    clicks = (rel > 0.5).astype(np.float64)
+    clicks[2::4] = 0.0
+    anchor_trust(ALPHA, BETA, clicks, np.full(50, 4), rel)  # one map for all: fine
+    with pytest.raises(ValueError, match="position 2"):
+        anchor_trust(ALPHA, BETA, clicks, np.full(50, 4), rel, per_position=True)

@@ -39,6 +39,7 @@ import numpy.typing as npt
 from ._inputs import as_position, as_propensity, check_clicks, check_position_groups
 from .._validation import as_1d_float
 from ..groups import as_groups
+from .trust_em import MIN_ALPHA
 
 __all__ = ["TrustAnchor", "anchor_trust"]
 
@@ -85,14 +86,16 @@ def anchor_trust(alpha: npt.ArrayLike, beta: npt.ArrayLike, clicks: npt.ArrayLik
     position : array of int, optional
         Each row's display position (0 = top); default the rows' order within their session.
     per_position : bool
-        One map per position (default one for all): mends the estimate's shape as well, needs more labels.
+        One map per position (default one for all): mends the estimate's shape as well, needs more labels
+        (MQ2008, 48 sessions per query: about 100 labelled queries, docs/trust-bias.md).
 
     Returns
     -------
     TrustAnchor
         ``alpha`` (``scale * alpha``) and ``beta`` (``beta + offset * alpha``) for
-        ``customobj.clicks.metrics.affine_dcg``, and the map. A ``scale <= 0`` (the labels contradict the
-        estimate's direction; per position: too few labelled sessions there) is a ``ValueError``. The anchored ``beta`` may be negative where the
+        ``customobj.clicks.metrics.affine_dcg``, and the map. An anchored ``alpha`` below ``MIN_ALPHA``
+        (``1e-3``; a scale <= 0 or near it: the labels contradict the estimate, or too few labelled sessions
+        at a position) is a ``ValueError``. The anchored ``beta`` may be negative where the
         estimate's scale was shifted up: the click metrics take it; ``Affine`` (training) refuses a
         negative ``beta``, and needs none of this (an offset moves every pair's lambdas alike).
 
@@ -134,10 +137,11 @@ def anchor_trust(alpha: npt.ArrayLike, beta: npt.ArrayLike, clicks: npt.ArrayLik
             if np.ptp(r[at]) > 0.0:
                 n_at = int(at.sum())
                 scale[k], offset[k] = _fit_map(c[at], r[at], np.full(n_at, a[k]), np.full(n_at, b[k]))
-    bad = np.flatnonzero(~(scale > 0.0))
+    # an anchored alpha near 0 would blow the corrected clicks up: below TrustEM's floor it is refused
+    bad = np.flatnonzero(~(scale * a >= MIN_ALPHA))
     if bad.size:
         where = f" at position {int(bad[0])}" if per_position else ""
-        raise ValueError(f"relevance: the labelled rows give the estimate's scale {scale[bad[0]]:.3g} <= 0{where} (more "
-                         "relevant rows clicked less than its parameters say): too few labelled sessions, or the wrong "
-                         "labels")
+        raise ValueError(f"relevance: the labelled rows give the estimate's scale {scale[bad[0]]:.3g}{where}, an anchored "
+                         f"alpha below {MIN_ALPHA} (more relevant rows clicked hardly more, or less, than the others): too "
+                         "few labelled sessions (per position: use the pooled map), or the wrong labels")
     return TrustAnchor(scale * a, b + offset * a, scale, offset, int(c.size))
