@@ -38,7 +38,7 @@ from customobj import adapters  # noqa: E402,F401  (before lightgbm: OpenMP wait
 from customobj.clicks import estimate_trust  # noqa: E402
 from customobj.clicks.simulation import trust_defaults  # noqa: E402
 from customobj.compare.clicks import _weak_ranker  # noqa: E402
-from customobj._io import atomic_write_bytes, atomic_write_text  # noqa: E402
+from customobj._io import atomic_open, atomic_write_text  # noqa: E402
 
 LOGS = ("randomised", "swap", "rankers")
 TARGET = 0.05
@@ -131,11 +131,9 @@ def holds_from(results: dict, kind: str, sessions: int) -> int | None:
     return good[0] if good else None
 
 
-def figure(results: dict, true, logs) -> bytes:
+def figure(results: dict, true, logs, path) -> None:
     """Per log kind (columns), alpha and beta (rows) against the position: the truth, and each fold's
-    estimate with its bootstrap interval."""
-    import io
-
+    estimate with its bootstrap interval; written to ``path`` atomically."""
     import matplotlib
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
@@ -164,12 +162,11 @@ def figure(results: dict, true, logs) -> bytes:
     axes[0, 0].legend(fontsize=7)
     fig.suptitle("estimate_trust on MQ2008 trust clicks: estimates, 95% query-bootstrap intervals, truth", fontsize=10)
     fig.tight_layout()
-    buf = io.BytesIO()
     try:
-        fig.savefig(buf, format="png", dpi=100)
+        with atomic_open(path, "wb", encoding=None) as out:
+            fig.savefig(out, format="png", dpi=100)
     finally:
         plt.close(fig)
-    return buf.getvalue()
 
 
 def _ints(text: str, name: str) -> list:
@@ -221,7 +218,7 @@ def main(argv=None) -> int:
         print(f"{kind}: largest error over folds and positions {worst:.3f} at {args.sessions} sessions; within "
               f"{TARGET} on every fold from {summary[kind]} sessions per query (of those run)", flush=True)
     if args.plot:
-        atomic_write_bytes(args.plot, figure(results, true, args.logs))
+        figure(results, true, args.logs, args.plot)
     return 0
 
 
