@@ -43,11 +43,19 @@ import numpy as np
 from .methods import Method, Settings
 
 __all__ = ["Memory", "RoundResult", "step", "first_memory", "EpoLP", "epo_adjustments", "epo_lp", "mgda_objective",
-           "solve_box", "solve_simplex_lp"]
+           "solve_box", "solve_simplex_lp",
+           "simplex_lp_highs", "simplex_lp_two"]
 
 #: EPO balances while the relative costs' non-uniformity mu_r(l) exceeds this, else descends (the
 #: default of Mahapatra & Rajan's code, EPO_LP's eps).
 EPO_BALANCED = 1e-4
+#: The two-weight LP (:func:`simplex_lp_two`) read as HiGHS reads it: constraint entries below
+#: ``LP_SMALL_ENTRY`` are zero (HiGHS' ``small_matrix_value``), a violation up to ``LP_FEASIBILITY`` is
+#: feasible (its ``primal_feasibility_tolerance``), a slope up to ``LP_FLAT`` is flat. The LP's entries
+#: are O(1) (C's diagonal is at most 1).
+LP_SMALL_ENTRY = 1e-9
+LP_FEASIBILITY = 1e-7
+LP_FLAT = 1e-12
 #: Relative floor of a scale (a first round's cost or Gram norm) before dividing by it.
 TINY = 1e-12
 
@@ -152,7 +160,15 @@ def epo_lp(costs: np.ndarray, gram: np.ndarray, pref: np.ndarray) -> EpoLP:
 
 
 def solve_simplex_lp(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> "np.ndarray | None":
-    """``argmax objective @ x`` over the simplex with ``lhs @ x >= rhs`` (scipy's HiGHS), None if infeasible."""
+    """``argmax objective @ x`` over the simplex with ``lhs @ x >= rhs``, None if infeasible: in closed
+    form for two weights (:func:`simplex_lp_two`, finite inputs), else scipy's HiGHS (:func:`simplex_lp_highs`)."""
+    if objective.size == 2 and np.all(np.isfinite(objective)) and np.all(np.isfinite(lhs)) and np.all(np.isfinite(rhs)):
+        return simplex_lp_two(objective, lhs, rhs)
+    return simplex_lp_highs(objective, lhs, rhs)
+
+
+def simplex_lp_highs(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> "np.ndarray | None":
+    """:func:`solve_simplex_lp` by scipy's ``linprog`` (HiGHS), for any number of weights."""
     from scipy.optimize import linprog  # on first use, as solve_box
 
     m = objective.size
@@ -162,6 +178,42 @@ def solve_simplex_lp(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) ->
         return None
     x = np.clip(np.asarray(res.x, dtype=np.float64), 0.0, 1.0)
     return x / x.sum() if x.sum() > 0 else None
+
+
+def simplex_lp_two(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> "np.ndarray | None":
+    r""":func:`solve_simplex_lp` for two weights in closed form: on the simplex :math:`x = (t, 1 - t)`,
+    row ``k`` reads :math:`p_k t \ge q_k` with :math:`p_k = A_{k1} - A_{k2}`, :math:`q_k = b_k - A_{k2}`,
+    so the feasible set is an interval :math:`[t_{lo}, t_{hi}] \subseteq [0, 1]` (empty: None) and the
+    objective :math:`c_2 + (c_1 - c_2) t` is largest at its upper end when :math:`c_1 > c_2`, at its
+    lower end when :math:`c_1 < c_2`.
+
+    It reads the LP as HiGHS does: a constraint entry below ``LP_SMALL_ENTRY`` in magnitude is zero
+    (HiGHS' ``small_matrix_value``), and a row may be violated by up to ``LP_FEASIBILITY`` (its
+    ``primal_feasibility_tolerance``): an empty interval whose rows can all be met within it gives the
+    point of least violation between its ends, else None. A flat objective (every point of the
+    interval optimal) gives the lower end. On random and degenerate EPO rounds the weights equal
+    ``linprog``'s to 1e-9 wherever the optimum is unique (tests/test_multi_solvers.py).
+
+    >>> simplex_lp_two(np.array([1.0, 0.0]), np.array([[-1.0, 1.0]]), np.array([0.2])).tolist()  # t <= 0.4
+    [0.4, 0.6]
+    """
+    lhs = np.where(np.abs(lhs) < LP_SMALL_ENTRY, 0.0, lhs)
+    p = lhs[:, 0] - lhs[:, 1]
+    q = rhs - lhs[:, 1]
+    if np.any(q[p == 0.0] > LP_FEASIBILITY):
+        return None
+    up, down = p > 0.0, p < 0.0
+    lo = max(0.0, float(np.max(q[up] / p[up]))) if up.any() else 0.0
+    hi = min(1.0, float(np.min(q[down] / p[down]))) if down.any() else 1.0
+    if lo > hi:  # empty: the point where the rows bounding t from both sides are violated alike
+        k, j = int(np.argmax(np.where(up, q - p * hi, -np.inf))), int(np.argmax(np.where(down, q - p * lo, -np.inf)))
+        t = min(max((q[k] - q[j]) / (p[k] - p[j]), 0.0), 1.0) if up.any() and down.any() else (hi if up.any() else lo)
+        if float(np.max(q - p * t, initial=0.0)) > LP_FEASIBILITY:
+            return None
+        lo = hi = t
+    slope = float(objective[0] - objective[1])
+    t = hi if slope > LP_FLAT else lo
+    return np.array([t, 1.0 - t])
 
 
 def _epo(costs, gram, s: Settings):
