@@ -4,7 +4,7 @@ Pure functions of a :class:`Memory` (what the method carries from round to round
 the dual variables, the first round's scales) and the round's inputs; :func:`step` returns the new
 weights and the next memory without changing anything, so the loss of a round can be computed without
 advancing it. The small problems over ``m`` weights are solved by scipy (``optimize.minimize`` with
-SLSQP; EPO's linear program with ``optimize.linprog``, HiGHS); a solve that fails falls back to MO-LightGBM's fallback (the Chebyshev vertex, or the
+SLSQP; EPO's linear program in closed form for two labels, else with ``optimize.milp``, HiGHS); a solve that fails falls back to MO-LightGBM's fallback (the Chebyshev vertex, or the
 preference) and is counted in :attr:`RoundResult.fallback`.
 
 Notation: ``l`` the per-label costs (mean loss per query), ``G`` the Gram matrix of the per-label
@@ -44,7 +44,7 @@ from .methods import Method, Settings
 
 __all__ = ["Memory", "RoundResult", "step", "first_memory", "EpoLP", "epo_adjustments", "epo_lp", "mgda_objective",
            "solve_box", "solve_simplex_lp",
-           "simplex_lp_highs", "simplex_lp_two", "best_vertex"]
+           "simplex_lp_highs", "simplex_lp_two"]
 
 #: EPO balances while the relative costs' non-uniformity mu_r(l) exceeds this, else descends (the
 #: default of Mahapatra & Rajan's code, EPO_LP's eps).
@@ -161,45 +161,27 @@ def epo_lp(costs: np.ndarray, gram: np.ndarray, pref: np.ndarray) -> EpoLP:
 
 def solve_simplex_lp(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> "np.ndarray | None":
     """``argmax objective @ x`` over the simplex with ``lhs @ x >= rhs``, None if infeasible: in closed
-    form for two weights (:func:`simplex_lp_two`), the best vertex where it is the solution
-    (:func:`best_vertex`), else scipy's HiGHS (:func:`simplex_lp_highs`; also for non-finite input)."""
+    form for two weights (:func:`simplex_lp_two`), else scipy's HiGHS (:func:`simplex_lp_highs`; also for
+    non-finite input)."""
     if not (np.all(np.isfinite(objective)) and np.all(np.isfinite(lhs)) and np.all(np.isfinite(rhs))):
         return simplex_lp_highs(objective, lhs, rhs)  # HiGHS judges non-finite input, as it did before
     if objective.size == 2:
         return simplex_lp_two(objective, lhs, rhs)
-    vertex = best_vertex(objective, lhs, rhs)
-    return vertex if vertex is not None else simplex_lp_highs(objective, lhs, rhs)
-
-
-def best_vertex(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> "np.ndarray | None":
-    """The simplex's vertex ``e_k`` of the largest objective entry when it is the LP's solution, else None
-    (HiGHS is then asked): when that entry is larger than every other by more than ``LP_FLAT`` and
-    ``e_k`` meets every row (entries below ``LP_SMALL_ENTRY`` zero, as HiGHS reads them), no other
-    point of the simplex scores as high, so ``e_k`` is the LP's unique optimum. Saves HiGHS' call
-    (milliseconds, most of it scipy's wrapper) on the rounds where it holds.
-
-    >>> best_vertex(np.array([0.2, 0.9, 0.1]), np.array([[1.0, 0.5, -1.0]]), np.array([0.0])).tolist()
-    [0.0, 1.0, 0.0]
-    """
-    k = int(np.argmax(objective))
-    if objective.size > 1 and objective[k] - np.max(np.delete(objective, k)) <= LP_FLAT:
-        return None
-    column = lhs[:, k] if lhs.size else np.zeros(0)
-    column = np.where(np.abs(column) < LP_SMALL_ENTRY, 0.0, column)
-    if np.any(column < rhs):
-        return None
-    x = np.zeros(objective.size)
-    x[k] = 1.0
-    return x
+    return simplex_lp_highs(objective, lhs, rhs)
 
 
 def simplex_lp_highs(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> "np.ndarray | None":
-    """:func:`solve_simplex_lp` by scipy's ``linprog`` (HiGHS), for any number of weights."""
-    from scipy.optimize import linprog  # on first use, as solve_box
+    """:func:`solve_simplex_lp` by scipy's HiGHS, for any number of weights: through ``milp`` with no
+    integer variable (the same HiGHS LP solve as ``linprog(method="highs")``, the same weights to 1e-15 on
+    EPO's rounds, at a third of ``linprog``'s time per call: most of a call is scipy's Python wrapper,
+    docs/multi-objective.md)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp  # on first use, as solve_box
 
     m = objective.size
-    res = linprog(-objective, A_ub=-lhs if lhs.size else None, b_ub=-rhs if lhs.size else None,
-                  A_eq=np.ones((1, m)), b_eq=[1.0], bounds=[(0.0, 1.0)] * m, method="highs")
+    rows = [LinearConstraint(np.ones((1, m)), 1.0, 1.0)]
+    if lhs.size:
+        rows.append(LinearConstraint(lhs, rhs, np.inf))
+    res = milp(-objective, constraints=rows, bounds=Bounds(0.0, 1.0))
     if res.status != 0 or res.x is None or not np.all(np.isfinite(res.x)):
         return None
     x = np.clip(np.asarray(res.x, dtype=np.float64), 0.0, 1.0)
@@ -218,7 +200,7 @@ def simplex_lp_two(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> "
     ``primal_feasibility_tolerance``): an empty interval whose rows can all be met within it gives the
     point of least violation between its ends, else None. A flat objective (every point of the
     interval optimal) gives the lower end. On random and degenerate EPO rounds the weights equal
-    ``linprog``'s to 1e-9 wherever the optimum is unique (tests/test_multi_solvers.py).
+    HiGHS' (``linprog``'s and ``milp``'s) to 1e-9 wherever the optimum is unique (tests/test_multi_solvers.py).
 
     >>> simplex_lp_two(np.array([1.0, 0.0]), np.array([[-1.0, 1.0]]), np.array([0.2])).tolist()  # t <= 0.4
     [0.4, 0.6]
