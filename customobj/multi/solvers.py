@@ -172,9 +172,9 @@ def solve_simplex_lp(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) ->
 
 def simplex_lp_highs(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> "np.ndarray | None":
     """:func:`solve_simplex_lp` by scipy's HiGHS, for any number of weights: through ``milp`` with no
-    integer variable (the same HiGHS LP solve as ``linprog(method="highs")``, the same weights to 1e-15 on
-    EPO's rounds, at a third of ``linprog``'s time per call: most of a call is scipy's Python wrapper,
-    docs/multi-objective.md)."""
+    integer variable (the same HiGHS LP solve as ``linprog(method="highs")``, the same weights to 1e-12 on
+    EPO's rounds, with less of scipy's Python wrapper per call, which is most of a call: 1.1-2.6x faster
+    measured on loaded cores, docs/multi-objective.md)."""
     from scipy.optimize import Bounds, LinearConstraint, milp  # on first use, as solve_box
 
     m = objective.size
