@@ -1,0 +1,128 @@
+"""The shared pieces of the objectives' block-per-segment GPU kernels (issue 42, item 2): a block of
+``QUERY_THREADS`` threads (one warp) works one query or one row, and these device functions are how its
+threads agree, in a fixed order, so that the results never depend on the launch:
+
+- :func:`block_sum` / :func:`block_scan`: integers (pair counts, kept flags) summed or scanned in
+  shared memory: exact in any order;
+- :func:`block_max`: the largest of one float per thread: exact in any order (a maximum rounds
+  nothing);
+- :func:`add_staged`: a float sum in the CPU's row order. Floating-point addition is not associative,
+  so a tree over the lanes would round otherwise than the CPU's running sum; instead every thread
+  *stages* one row's term (the ``exp``, ``log``, divisions: the costly part) in shared memory, and
+  thread 0 adds the staged terms in row order. The serial path is one add per row, the terms are
+  computed a warp's width at a time, and the sum is the CPU's bit for bit.
+- :func:`grid_item`: a one-thread-per-item kernel's item (or -1 past the last), the preamble the
+  per-row kernels share.
+
+Every function here is called by all threads of a block (the barriers need them all), except
+:func:`grid_item`.
+"""
+import math
+
+from .._cuda_runtime import cuda_module
+
+cuda = cuda_module()
+
+#: Threads of the block that works on one segment (a query, or an upper position / row of the pair
+#: kernels): one warp, a power of two (the tree reductions halve it); fewer under the simulator
+#: (``_launch.query_threads``).
+QUERY_THREADS = 32
+
+
+@cuda.jit(device=True)
+def grid_item(n):
+    """This thread's item of a one-thread-per-item launch over ``n`` items, -1 past the last."""
+    i = cuda.grid(1)
+    return i if i < n else -1
+
+
+@cuda.jit(device=True)
+def block_sum(sh, v):
+    """The block's sum of the integers ``v`` (one per thread), in every thread: a tree in shared
+    memory (``sh``: ``QUERY_THREADS`` slots; ``blockDim.x`` a power of two). Integers: the same in
+    any order."""
+    t = cuda.threadIdx.x
+    sh[t] = v
+    cuda.syncthreads()
+    half = cuda.blockDim.x // 2
+    while half > 0:
+        if t < half:
+            sh[t] += sh[t + half]
+        cuda.syncthreads()
+        half //= 2
+    total = sh[0]
+    cuda.syncthreads()  # ``sh`` free again for the caller's next use
+    return total
+
+
+@cuda.jit(device=True)
+def block_max(sh, v):
+    """The largest of the floats ``v`` (one per thread; NaN never wins, as in the CPU's ``>`` walks),
+    in every thread: the tree of :func:`block_sum` over a float64 ``sh``."""
+    t = cuda.threadIdx.x
+    sh[t] = v
+    cuda.syncthreads()
+    half = cuda.blockDim.x // 2
+    while half > 0:
+        if t < half and sh[t + half] > sh[t]:
+            sh[t] = sh[t + half]
+        cuda.syncthreads()
+        half //= 2
+    top = sh[0]
+    cuda.syncthreads()
+    return top
+
+
+@cuda.jit(device=True)
+def block_scan(sh, v):
+    """``(sum of v over the threads before this one, sum over the block)``: an exclusive prefix sum
+    of one integer per thread in thread order (Hillis and Steele's scan in shared memory ``sh``)."""
+    t = cuda.threadIdx.x
+    sh[t] = v
+    cuda.syncthreads()
+    off = 1
+    while off < cuda.blockDim.x:
+        x = sh[t - off] if t >= off else 0
+        cuda.syncthreads()
+        sh[t] += x
+        cuda.syncthreads()
+        off *= 2
+    incl = sh[t]
+    total = sh[cuda.blockDim.x - 1]
+    cuda.syncthreads()
+    return incl - v, total
+
+
+@cuda.jit(device=True)
+def add_staged(sh, total, count):
+    """``total + sh[0] + ... + sh[count - 1]``, added in that order by thread 0, after the block's
+    threads staged their terms in the float64 ``sh`` (the other threads get ``total`` back unchanged:
+    broadcast the final sum with :func:`broadcast`). Both barriers are here: the staged terms are
+    complete before thread 0 reads them, and read before the next step overwrites them."""
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        for k in range(count):
+            total += sh[k]
+    cuda.syncthreads()
+    return total
+
+
+@cuda.jit(device=True)
+def broadcast(sh, v):
+    """Thread 0's ``v`` in every thread (through ``sh[0]``)."""
+    if cuda.threadIdx.x == 0:
+        sh[0] = v
+    cuda.syncthreads()
+    v = sh[0]
+    cuda.syncthreads()
+    return v
+
+
+@cuda.jit(device=True)
+def lane_max(v, m):
+    """``v`` when it is larger than ``m`` (``m`` otherwise): a thread's running maximum, NaN skipped."""
+    return v if v > m else m
+
+
+#: The lowest float, a maximum's start (no row: the CPU's ``top`` of an empty softmax).
+LOWEST = -math.inf
