@@ -37,7 +37,8 @@ from numba import float64, int64
 
 from .._cuda_runtime import cuda_module, device_function
 from . import _listwise_terms as LT
-from ._block_cuda import QUERY_THREADS, add_staged, block_max, block_scan, block_sum, broadcast
+from . import _block_cuda as CB
+from ._block_cuda import QUERY_THREADS
 from ._noise import lcg_skip
 from ._listwise_kernels import LIGHTGBM_EPSILON
 
@@ -136,8 +137,8 @@ def _ordered_sum(sh, kind, r, lo, hi):
         t = base + cuda.threadIdx.x
         if t < hi:
             sh[cuda.threadIdx.x] = _term(kind, r, t, t - lo)
-        total = add_staged(sh, total, min(cuda.blockDim.x, hi - base))
-    return broadcast(sh, total)
+        total = CB.add_staged(sh, total, min(cuda.blockDim.x, hi - base))
+    return CB.broadcast(sh, total)
 
 
 @cuda.jit(device=True)
@@ -149,7 +150,7 @@ def _largest(sh, kind, r, lo, hi):
         x = _term(kind, r, t, t - lo)
         if x > m:
             m = x
-    return block_max(sh, m)
+    return CB.block_max(sh, m)
 
 
 @cuda.jit(cache=True)
@@ -327,7 +328,7 @@ def dense_count_pairs(ptr, qid, factor, qscale, counts):
         b = a + 1 + k * cuda.blockDim.x + cuda.threadIdx.x
         if b < end and qs * factor[a] * factor[b] > 0.0:
             m += 1
-    total = block_sum(sh, m)
+    total = CB.block_sum(sh, m)
     if cuda.threadIdx.x == 0:
         counts[a] = total
 
@@ -345,7 +346,7 @@ def dense_fill_pairs(ptr, qid, factor, qscale, offsets, out_i, out_j, out_c):
     for k in range(steps):
         b = a + 1 + k * cuda.blockDim.x + cuda.threadIdx.x
         c = qs * factor[a] * factor[b] if b < end else 0.0
-        before, kept = block_scan(sh, 1 if c > 0.0 else 0)
+        before, kept = CB.block_scan(sh, 1 if c > 0.0 else 0)
         if c > 0.0:
             out_i[t + before] = a
             out_j[t + before] = b

@@ -29,7 +29,8 @@ from numba import int64
 
 from .._cuda_runtime import cuda_module, device_function
 from . import _listwise_terms as LT
-from ._block_cuda import QUERY_THREADS, block_scan, block_sum, grid_item
+from . import _block_cuda as CB
+from ._block_cuda import QUERY_THREADS
 from ._noise import splitmix_at
 from ._pairwise_kernels import LOGISTIC, pair_grad
 
@@ -49,7 +50,7 @@ _LOGISTIC = int(LOGISTIC)
 @cuda.jit(cache=True)
 def lambdaloss_weights(pi, pj, pos, row_gain, inv_idcg, mode, mu, out_w):
     """LambdaLoss's weight of every listed label pair at the current positions ``pos``."""
-    k = grid_item(pi.shape[0])
+    k = CB.grid_item(pi.shape[0])
     if k >= 0:
         out_w[k] = _pair_weight(mode, row_gain[pi[k]], row_gain[pj[k]], inv_idcg[pi[k]], pos[pi[k]], pos[pj[k]], mu)
 
@@ -68,7 +69,7 @@ def yetirank_ranks(scores, ptr, qid, sampled, seed, rnd):
     """Thread ``p n + i``: row ``i``'s position in permutation ``p`` of its query (ascending noisy key,
     ties by row), written to ``sampled.rank[p n + i]`` and ``sampled.order[n_perm lo + p n_q + position]``."""
     n_rows = scores.shape[0]
-    t = grid_item(n_rows * sampled.n_perm)
+    t = CB.grid_item(n_rows * sampled.n_perm)
     if t < 0:
         return
     i = t % n_rows
@@ -104,7 +105,7 @@ def yetirank_rows(scores, labels, ptr, qid, qweight, sampled, out_grad, out_hess
     """Thread ``i``: row ``i``'s sampled neighbour pairs (weight > 0) added into its own gradient and
     hessian in the CPU's list order (by permutation, then position: the pair above the row, then the
     one below), so each sum is the CPU's pair-list loop's, term by term: O(permutations) per row."""
-    i = grid_item(scores.shape[0])
+    i = CB.grid_item(scores.shape[0])
     if i < 0:
         return
     q = qid[i]
@@ -161,7 +162,7 @@ def yetirank_count_pairs(scores, labels, ptr, qweight, sampled, counts):
     for k in range(_steps(ptr, sampled, q)):
         if _sampled_pair(scores, labels, ptr, qweight, sampled, q, k * cuda.blockDim.x + cuda.threadIdx.x)[2] > 0.0:
             kept += 1
-    total = block_sum(sh, kept)
+    total = CB.block_sum(sh, kept)
     if cuda.threadIdx.x == 0:
         counts[q] = total
 
@@ -177,7 +178,7 @@ def yetirank_fill_pairs(scores, labels, ptr, qweight, sampled, offsets, out_i, o
     t = offsets[q]
     for k in range(_steps(ptr, sampled, q)):
         a, b, c = _sampled_pair(scores, labels, ptr, qweight, sampled, q, k * cuda.blockDim.x + cuda.threadIdx.x)
-        before, kept = block_scan(sh, 1 if c > 0.0 else 0)
+        before, kept = CB.block_scan(sh, 1 if c > 0.0 else 0)
         if c > 0.0:
             out_i[t + before] = a
             out_j[t + before] = b
