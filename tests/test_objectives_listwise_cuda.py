@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from customobj import ListNet, QueryRMSE, QuerySoftMax, XENDCG
-from _cuda_cases import (COUPLING_CASES, assert_bits_equal_cpu, assert_case_gpu_equals_cpu, assert_device_trees_equal_cpu,
-                         assert_kept_couplings_equal_cpu, assert_kernels_compile, assert_rounds_equal_cpu, data,
-                         long_query_cases, needs_gpu, query_level_cases, to_device)
+from _cuda_cases import (COUPLING_CASES, assert_bits_equal_cpu, assert_case_gpu_equals_cpu,
+                         assert_device_trees_equal_cpu, assert_kept_couplings_equal_cpu, assert_kernels_compile,
+                         assert_rounds_equal_cpu, data, long_query_cases, needs_gpu, query_level_cases, to_device)
 
 pytestmark = needs_gpu
 

@@ -11,14 +11,13 @@ threads agree, in a fixed order, so that the results never depend on the launch:
   *stages* one row's term (the ``exp``, ``log``, divisions: the costly part) in shared memory, and
   thread 0 adds the staged terms in row order. The serial path is one add per row, the terms are
   computed a warp's width at a time, and the sum is the CPU's bit for bit.
-- :func:`grid_item`: a one-thread-per-item kernel's item (or -1 past the last), the preamble the
-  per-row kernels share.
+- :func:`grid_item` / :func:`query_block`: a one-thread-per-item kernel's item, a block-per-query
+  kernel's query (or -1 past the last): the preambles the kernels share; :func:`place_kept`: one
+  step of a FILL pass placing the kept pairs in order.
 
 Every function here is called by all threads of a block (the barriers need them all), except
 :func:`grid_item`.
 """
-import math
-
 from .._cuda_runtime import cuda_module
 
 cuda = cuda_module()
@@ -34,6 +33,30 @@ def grid_item(n):
     """This thread's item of a one-thread-per-item launch over ``n`` items, -1 past the last."""
     i = cuda.grid(1)
     return i if i < n else -1
+
+
+@cuda.jit(device=True)
+def query_block(ptr):
+    """``(q, lo, hi)``: this block's query and its rows ``lo:hi`` (``ptr`` the query offsets), ``q = -1``
+    past the last query (then the whole block returns: no thread reaches a barrier)."""
+    q = cuda.blockIdx.x
+    if q >= ptr.shape[0] - 1:
+        return -1, 0, 0
+    return q, ptr[q], ptr[q + 1]
+
+
+@cuda.jit(device=True)
+def place_kept(sh, t, a, b, c, out):
+    """One step of a FILL pass: each thread's pair ``(a, b, c)``, kept when ``c > 0``, written to
+    ``out = (i, j, coupling)`` from ``t`` in thread order (a fixed-order :func:`block_scan` of the kept
+    flags: the CPU's order); returns ``t`` past the block's kept pairs."""
+    before, kept = block_scan(sh, 1 if c > 0.0 else 0)
+    if c > 0.0:
+        out_i, out_j, out_c = out
+        out_i[t + before] = a
+        out_j[t + before] = b
+        out_c[t + before] = c
+    return t + kept
 
 
 @cuda.jit(device=True)
@@ -116,13 +139,3 @@ def broadcast(sh, v):
     v = sh[0]
     cuda.syncthreads()
     return v
-
-
-@cuda.jit(device=True)
-def lane_max(v, m):
-    """``v`` when it is larger than ``m`` (``m`` otherwise): a thread's running maximum, NaN skipped."""
-    return v if v > m else m
-
-
-#: The lowest float, a maximum's start (no row: the CPU's ``top`` of an empty softmax).
-LOWEST = -math.inf

@@ -157,12 +157,12 @@ def _largest(sh, kind, r, lo, hi):
 def query_rmse_queries(scores, labels, ptr, weights, use_w, stats):
     """Block ``q``: query ``q``'s mean residual and ``W`` (``_listwise_terms.query_centre``'s sums)."""
     sh = cuda.shared.array(QUERY_THREADS, dtype=float64)
-    q = cuda.blockIdx.x
-    if q >= ptr.shape[0] - 1:
+    q, lo, hi = CB.query_block(ptr)
+    if q < 0:
         return  # the whole block: no thread reaches a barrier
     r = _query(scores, labels, weights, use_w, 1.0)
-    big_w = _ordered_sum(sh, T_WEIGHT, r, ptr[q], ptr[q + 1])
-    total = _ordered_sum(sh, T_RESIDUAL, r, ptr[q], ptr[q + 1])
+    big_w = _ordered_sum(sh, T_WEIGHT, r, lo, hi)
+    total = _ordered_sum(sh, T_RESIDUAL, r, lo, hi)
     if cuda.threadIdx.x == 0:
         stats[RMSE_MEAN, q] = _mean(total, big_w)
         stats[RMSE_W, q] = big_w
@@ -173,11 +173,9 @@ def softmax_queries(scores, ptr, mass, vw, use_vw, beta, stats):
     """Block ``q``: ``M``, ``top``, ``z`` of query ``q``; ``M = 0`` for a query that contributes
     nothing (fewer than two rows or no target mass)."""
     sh = cuda.shared.array(QUERY_THREADS, dtype=float64)
-    q = cuda.blockIdx.x
-    if q >= ptr.shape[0] - 1:
-        return
-    lo = ptr[q]
-    hi = ptr[q + 1]
+    q, lo, hi = CB.query_block(ptr)
+    if q < 0:
+        return  # the whole block: no thread reaches a barrier
     r = _query(scores, mass, vw, use_vw, beta)
     big_m = _ordered_sum(sh, T_VALUE, r, lo, hi)
     if hi - lo < 2 or big_m <= 0.0:  # the same in every thread: the block leaves together
@@ -222,11 +220,9 @@ def xendcg_mass_queries(labels, ptr, qweight, rnd, seed, out_mass):
     """Block ``q``: XENDCG's target masses of round ``rnd`` in query ``q`` (``xendcg_query_mass``: each
     row's ``phi`` drawn from the query's generator in O(log), the sum in row order)."""
     sh = cuda.shared.array(QUERY_THREADS, dtype=float64)
-    q = cuda.blockIdx.x
-    if q >= ptr.shape[0] - 1:
-        return
-    lo = ptr[q]
-    hi = ptr[q + 1]
+    q, lo, hi = CB.query_block(ptr)
+    if q < 0:
+        return  # the whole block: no thread reaches a barrier
     r = _with(_query(labels, labels, labels, False, 1.0), 0.0, 0.0, 0.0, 0.0, _stream(seed, q, rnd, hi - lo))
     total = _ordered_sum(sh, T_PHI, r, lo, hi) if hi - lo >= 2 else 0.0
     for t in range(lo + cuda.threadIdx.x, hi, cuda.blockDim.x):
@@ -239,11 +235,9 @@ def xendcg_lightgbm_queries(scores, labels, ptr, rnd, seed, stats):
     (``sum phi``, the partition, the first- then the second-order parameters; phi drawn again in
     O(log) for each, never stored)."""
     sh = cuda.shared.array(QUERY_THREADS, dtype=float64)
-    q = cuda.blockIdx.x
-    if q >= ptr.shape[0] - 1:
-        return
-    lo = ptr[q]
-    hi = ptr[q + 1]
+    q, lo, hi = CB.query_block(ptr)
+    if q < 0:
+        return  # the whole block: no thread reaches a barrier
     if hi - lo < 2:
         return
     r = _with(_query(scores, labels, scores, False, 1.0), 0.0, 0.0, 0.0, 0.0, _stream(seed, q, rnd, hi - lo))
@@ -345,13 +339,7 @@ def dense_fill_pairs(ptr, qid, factor, qscale, offsets, out_i, out_j, out_c):
     t = offsets[a]
     for k in range(steps):
         b = a + 1 + k * cuda.blockDim.x + cuda.threadIdx.x
-        c = qs * factor[a] * factor[b] if b < end else 0.0
-        before, kept = CB.block_scan(sh, 1 if c > 0.0 else 0)
-        if c > 0.0:
-            out_i[t + before] = a
-            out_j[t + before] = b
-            out_c[t + before] = c
-        t += kept
+        t = CB.place_kept(sh, t, a, b, qs * factor[a] * factor[b] if b < end else 0.0, (out_i, out_j, out_c))
 
 
 #: The kernels that work a block of ``QUERY_THREADS`` threads (a warp) per query or per row (``_launch.launch``).

@@ -155,8 +155,8 @@ def yetirank_count_pairs(scores, labels, ptr, qweight, sampled, counts):
     """YetiRank's couplings, COUNT pass: block ``q`` (one warp) counts query ``q``'s sampled pairs of
     coupling > 0, its lanes taking the pairs a warp's width at a time."""
     sh = cuda.shared.array(QUERY_THREADS, dtype=int64)
-    q = cuda.blockIdx.x
-    if q >= ptr.shape[0] - 1:
+    q, _, _ = CB.query_block(ptr)
+    if q < 0:
         return  # the whole block: no thread reaches a barrier
     kept = 0
     for k in range(_steps(ptr, sampled, q)):
@@ -172,18 +172,13 @@ def yetirank_fill_pairs(scores, labels, ptr, qweight, sampled, offsets, out_i, o
     """YetiRank's couplings, FILL pass: block ``q``'s counted pairs ``(i, j, w h)`` from ``offsets[q]``,
     placed in the CPU's order by a fixed-order scan of each step's kept flags."""
     sh = cuda.shared.array(QUERY_THREADS, dtype=int64)
-    q = cuda.blockIdx.x
-    if q >= ptr.shape[0] - 1:
+    q, _, _ = CB.query_block(ptr)
+    if q < 0:
         return
     t = offsets[q]
     for k in range(_steps(ptr, sampled, q)):
         a, b, c = _sampled_pair(scores, labels, ptr, qweight, sampled, q, k * cuda.blockDim.x + cuda.threadIdx.x)
-        before, kept = CB.block_scan(sh, 1 if c > 0.0 else 0)
-        if c > 0.0:
-            out_i[t + before] = a
-            out_j[t + before] = b
-            out_c[t + before] = c
-        t += kept
+        t = CB.place_kept(sh, t, a, b, c, (out_i, out_j, out_c))
 
 
 #: The kernels that work a block of ``QUERY_THREADS`` threads (a warp) per query (``_launch.launch``).

@@ -7,8 +7,9 @@ Two launches:
    descending, then score descending, then row order: ``ideal_order``'s two stable sorts) by counting.
 2. ``structured_queries`` (a block, one warp, per query): the query's mean weight (summed in row
    order, ``_block_cuda.add_staged``) and its rows' hessians by the block's threads; then, by its
-   thread 0, the candidates, the exact assignment and the subgradient, the CPU's own steps (``_structured_terms``: ``select_candidates``, ``assign_core``,
-   ``assignment_loss``, ``position_weights``). Each query's scratch is its own slice
+   thread 0, the candidates, the exact assignment and the subgradient, the CPU's own steps
+   (``_structured_terms``: ``select_candidates``, ``assign_core``, ``assignment_loss``,
+   ``position_weights``). Each query's scratch is its own slice
    ``[start + q, stop + q + 1)`` of arrays of ``n_rows + n_queries`` entries (a query of ``n`` rows
    needs ``n + 1``).
 """
@@ -17,7 +18,8 @@ from typing import Any, NamedTuple
 from numba import float64
 
 from .._cuda_runtime import cuda_module, device_function
-from ._block_cuda import QUERY_THREADS, add_staged, broadcast
+from . import _block_cuda as CB
+from ._block_cuda import QUERY_THREADS
 from ._lambdarank_cuda import ranked_row
 from . import _structured_terms as ST
 
@@ -31,17 +33,6 @@ N_SF = 5
 SI_P, SI_WAY, SI_USED, SI_CAND, SI_AT = range(5)
 N_SI = 5
 
-_select, _assign, _loss = (device_function(ST.select_candidates), device_function(ST.assign_core),
-                           device_function(ST.assignment_loss))
-_position_weights = device_function(ST.position_weights)
-
-
-@cuda.jit(cache=True)
-def ideal_rank_rows(scores, gain, ptr, qid, star):
-    i, start, r = ranked_row(gain, True, scores, ptr, qid)  # label first, then score
-    if i >= 0:
-        star[start + r] = i - start
-
 
 class Rows(NamedTuple):
     """What ``structured_queries`` reads of the data: gains, query offsets, row weights and each
@@ -54,6 +45,18 @@ class Rows(NamedTuple):
     star: Any
 
 
+_select, _assign, _loss = (device_function(ST.select_candidates), device_function(ST.assign_core),
+                           device_function(ST.assignment_loss))
+_position_weights = device_function(ST.position_weights)
+
+
+@cuda.jit(cache=True)
+def ideal_rank_rows(scores, gain, ptr, qid, star):
+    i, start, r = ranked_row(gain, True, scores, ptr, qid)  # label first, then score
+    if i >= 0:
+        star[start + r] = i - start
+
+
 @cuda.jit(device=True)
 def _query_weight(sh, weights, use_weights, start, stop):
     """The query's mean row weight (1 without weights or rows), in every thread: the weights summed
@@ -64,8 +67,8 @@ def _query_weight(sh, weights, use_weights, start, stop):
     for base in range(start, stop, cuda.blockDim.x):
         if base + cuda.threadIdx.x < stop:
             sh[cuda.threadIdx.x] = weights[base + cuda.threadIdx.x]
-        total = add_staged(sh, total, min(cuda.blockDim.x, stop - base))
-    return broadcast(sh, total) / (stop - start)
+        total = CB.add_staged(sh, total, min(cuda.blockDim.x, stop - base))
+    return CB.broadcast(sh, total) / (stop - start)
 
 
 @cuda.jit(cache=True)
@@ -74,12 +77,10 @@ def structured_queries(scores, rows, k, hess, SF, SI, out_grad, out_hess, failed
     assignment and subgradient by thread 0 (the exact assignment is a sequential algorithm: the
     CPU's own code, run as it is)."""
     sh = cuda.shared.array(QUERY_THREADS, dtype=float64)
-    q = cuda.blockIdx.x
     gain, ptr, weights, use_weights, star = rows
-    if q >= ptr.shape[0] - 1:
+    q, start, stop = CB.query_block(ptr)
+    if q < 0:
         return  # the whole block: no thread reaches a barrier
-    start = ptr[q]
-    stop = ptr[q + 1]
     wq = _query_weight(sh, weights, use_weights, start, stop)
     for t in range(start + cuda.threadIdx.x, stop, cuda.blockDim.x):
         out_hess[t] += hess * wq
