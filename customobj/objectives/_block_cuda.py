@@ -18,6 +18,8 @@ threads agree, in a fixed order, so that the results never depend on the launch:
 Every function here is called by all threads of a block (the barriers need them all), except
 :func:`grid_item`.
 """
+import math
+
 from .._cuda_runtime import cuda_module
 
 cuda = cuda_module()
@@ -80,10 +82,11 @@ def block_sum(sh, v):
 
 @cuda.jit(device=True)
 def block_max(sh, v):
-    """The largest of the floats ``v`` (one per thread; NaN never wins, as in the CPU's ``>`` walks),
-    in every thread: the tree of :func:`block_sum` over a float64 ``sh``."""
+    """The largest of the floats ``v`` (one per thread), in every thread: the tree of :func:`block_sum`
+    over a float64 ``sh``. NaN counts as ``-inf`` (as in the CPU's walks from ``-inf`` by ``>``): ``-inf``
+    when no value is larger."""
     t = cuda.threadIdx.x
-    sh[t] = v
+    sh[t] = v if v > -math.inf else -math.inf
     cuda.syncthreads()
     half = cuda.blockDim.x // 2
     while half > 0:
