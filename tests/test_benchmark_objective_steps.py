@@ -37,6 +37,10 @@ if STATUS.available:  # a kernel of the test's own (the simulator swaps ``cuda``
         cuda.syncthreads()
         out[t] = acc
 
+# YetiRank's and XENDCG's seeded streams run as Python under the simulator, where numpy warns on the uint64
+# wraparound the generators rely on (compiled code wraps silently).
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+
 needs_simulator = pytest.mark.skipif(not STATUS.available or not STATUS.simulator,
                                      reason="the steps are counted under numba's CUDA simulator")
 
