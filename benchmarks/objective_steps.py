@@ -16,7 +16,8 @@ counted, split at its block's barriers (``cuda.syncthreads``). From them, per la
 - its **work**: the issue counts summed over its warps (the launch's time when the card is full).
 
 A call of ``grad_hess_couplings_prepared`` (the gradients, then the pair couplings ``TreeBooster``'s
-OLE criteria read) is measured on two data sets: one query of ``--long`` rows, and ``--long //
+OLE criteria read; the gradients alone for an objective without coupling kernels, ``StructuredDCG``)
+is measured on two data sets: one query of ``--long`` rows, and ``--long //
 --short`` queries of ``--short`` rows (about as many rows), each with distinct random scores and
 labels 0-4. The long query costs no more per row than the short ones when its critical path per row
 is at most theirs; its work per pair (per ``|dZ| != 0`` pair the couplings keep) is reported beside,
@@ -24,7 +25,9 @@ and the launches of each call (``_launch.LaunchCount``), which do not depend on 
 
 The default sizes are MQ2008 / OHSUMED's longest query (1,251 rows) against 100-row ones: about 3.6M
 simulated pair evaluations, which take the simulator tens of minutes; the test
-(tests/test_benchmark_objective_steps.py) runs small ones.
+(tests/test_benchmark_objective_steps.py) runs small ones. ``--objective`` (repeatable) picks the
+objectives of :data:`OBJECTIVES` (default ``lambdarank``): the query-level losses' per-query kernels
+(a block per query), YetiRank's per-row sums and per-query couplings, StructuredDCG's per-query kernel.
 
 >>> p = measure(LambdaRank(), [3, 2])  # under the simulator
 >>> p.launches == len(p.steps), p.rows, [s.kernel for s in p.steps][-3:]
@@ -46,10 +49,16 @@ if __name__ == "__main__":  # the simulator is chosen when numba.cuda is first i
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import customobj
-from customobj import LambdaRank
+from customobj import XENDCG, LambdaRank, ListNet, QueryRMSE, StructuredDCG, YetiRank
 
 #: Lanes of a warp.
 WARP = 32
+#: The objectives ``--objective`` names: LambdaRank's kernels and those of each family with per-query sums.
+OBJECTIVES = {
+    "lambdarank": LambdaRank(), "lambdarank-norm": LambdaRank(norm=True), "queryrmse": QueryRMSE(),
+    "listnet": ListNet(), "xendcg": XENDCG(seed=1), "xendcg-lightgbm": XENDCG.like_lightgbm(seed=1),
+    "yetirank": YetiRank(permutations=2, seed=1), "structured": StructuredDCG(),
+}
 _PACKAGE = str(Path(customobj.__file__).resolve().parent)
 
 
@@ -179,27 +188,46 @@ def data(sizes: List[int], seed: int = 0) -> tuple:
     return rng.permutation(n).astype(np.float64) / n, rng.integers(0, 5, n).astype(np.float64)
 
 
-def measure(obj: Any, sizes: List[int], seed: int = 0) -> Profile:
-    """``obj``'s gradients and pair couplings on the device for queries of ``sizes`` rows, counted."""
+def measure(obj: Any, sizes: List[int], seed: int = 0, lanes: int = 0) -> Profile:
+    """``obj``'s gradients and pair couplings (its gradients alone when it has no coupling kernels: 0
+    pairs) on the device for queries of ``sizes`` rows, counted; ``lanes`` > 0: the block-per-segment
+    kernels get that many threads (a power of two; 32 is a card's warp) instead of the simulator's 8."""
+    if lanes:
+        from customobj.objectives import _launch
+
+        saved = _launch.query_threads
+        _launch.query_threads = lambda: lanes  # type: ignore[assignment]
+        try:
+            return measure(obj, sizes, seed)
+        finally:
+            _launch.query_threads = saved  # type: ignore[assignment]
     from numba import cuda
 
-    from customobj.objectives._couplings_route import grad_hess_couplings_prepared
+    from customobj.objectives import devices
+    from customobj.objectives._couplings_route import couplings_reason, grad_hess_couplings_prepared
     from customobj.objectives._launch import LaunchCount
 
     s, y = data(sizes, seed)
     prep = obj.prepare(y, sizes)
     d = cuda.to_device(s)
-    grad_hess_couplings_prepared(obj, d, prep)  # scratch allocated and uploads done before the count
+    if couplings_reason(obj) is None:
+        def call() -> int:
+            return int(grad_hess_couplings_prepared(obj, d, prep)[2][0].shape[0])
+    else:
+        def call() -> int:
+            devices.grad_hess_prepared(obj, d, prep)
+            return 0
+    call()  # scratch allocated and uploads done before the count
     before = LaunchCount.launches
-    (_, _, pairs), steps = counted(lambda: grad_hess_couplings_prepared(obj, d, prep))
-    return Profile(tuple(steps), LaunchCount.launches - before, int(sum(sizes)), int(pairs[0].shape[0]))
+    pairs, steps = counted(call)
+    return Profile(tuple(steps), LaunchCount.launches - before, int(sum(sizes)), pairs)
 
 
-def compare(obj: Any, long: int, short: int) -> Dict[str, Any]:
+def compare(obj: Any, long: int, short: int, lanes: int = 0) -> Dict[str, Any]:
     """The long query against ``long // short`` short ones: per row and per pair, and the launches."""
-    a = measure(obj, [long])
-    b = measure(obj, [short] * max(1, long // short))
-    out: Dict[str, Any] = {"objective": repr(obj), "long": long, "short": short}
+    a = measure(obj, [long], lanes=lanes)
+    b = measure(obj, [short] * max(1, long // short), lanes=lanes)
+    out: Dict[str, Any] = {"objective": repr(obj), "long": long, "short": short, "lanes": lanes or 8}
     for name, p, n in (("long", a, long), ("short", b, short)):
         out[name] = {"rows": p.rows, "pairs": p.pairs, "launches": p.launches, "critical_path": p.critical_path,
                      "critical_path_per_row": p.critical_path / n, "work": p.work,
@@ -212,22 +240,30 @@ def main(argv: Any = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--long", type=int, default=1251, help="rows of the long query (default 1251)")
     ap.add_argument("--short", type=int, default=100, help="rows of each short query (default 100)")
-    ap.add_argument("--out", type=Path, default=None, help="write the counts as JSON here")
+    ap.add_argument("--objective", action="append", choices=sorted(OBJECTIVES), default=None,
+                    help="an objective to count (repeatable; default lambdarank)")
+    ap.add_argument("--lanes", type=int, default=8, choices=(8, 16, 32),
+                    help="threads of a block-per-segment kernel (default 8, the simulator's; 32: a card's warp)")
+    ap.add_argument("--out", type=Path, default=None, help="write the counts as JSON here (a list, one per objective)")
     args = ap.parse_args(argv)
     if not 2 <= args.short <= args.long:
         ap.error(f"need 2 <= --short <= --long, got --short {args.short} --long {args.long}")
-    res = compare(LambdaRank(), args.long, args.short)
-    for name in ("long", "short"):
-        r = res[name]
-        print(f"{name:5s} query of {res[name]['rows'] if name == 'long' else args.short} rows: "
-              f"critical path {r['critical_path']} steps = {r['critical_path_per_row']:.2f} per row; "
-              f"work {r['work']} = {r['work_per_pair']:.2f} per pair; {r['launches']} launches")
-        for k in r["kernels"]:
-            print(f"    {k['kernel']:18s} grid {k['grid']:6d} x {k['block']:4d}  path {k['critical_path']:8d}  "
-                  f"work {k['work']:10d}  barriers {k['barriers']}")
+    results = []
+    for key in args.objective or ["lambdarank"]:
+        res = compare(OBJECTIVES[key], args.long, args.short, args.lanes)
+        results.append(res)
+        print(res["objective"])
+        for name in ("long", "short"):
+            r = res[name]
+            print(f"{name:5s} query of {res[name]['rows'] if name == 'long' else args.short} rows: "
+                  f"critical path {r['critical_path']} steps = {r['critical_path_per_row']:.2f} per row; "
+                  f"work {r['work']} = {r['work_per_pair']:.2f} per pair; {r['launches']} launches")
+            for k in r["kernels"]:
+                print(f"    {k['kernel']:24s} grid {k['grid']:6d} x {k['block']:4d}  path {k['critical_path']:8d}  "
+                      f"work {k['work']:10d}  barriers {k['barriers']}")
     if args.out is not None:
         tmp = args.out.with_name(args.out.name + ".tmp")
-        tmp.write_text(json.dumps(res, indent=1))
+        tmp.write_text(json.dumps(results, indent=1))
         os.replace(tmp, args.out)
     return 0
 

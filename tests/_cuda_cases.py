@@ -92,6 +92,19 @@ def assert_gpu_equals_cpu(obj, scores, labels, sizes, weight=None):
     return g, h
 
 
+def assert_bits_equal_cpu(obj, scores, labels, sizes, weight=None):
+    """The device gradient and hessian of ``obj`` equal the CPU's bit for bit: a block per query adds
+    its sums in the CPU's row order (``_block_cuda.add_staged``). Only the simulator is held to it (a
+    card's ``exp`` / ``log`` may differ in the last bits)."""
+    if not STATUS.simulator:
+        pytest.skip("bit for bit only under the simulator (the device's libm may differ)")
+    g, h = obj.grad_hess(scores, labels, sizes, weight)
+    gd, hd = (a.copy_to_host() for a in obj.grad_hess(to_device(scores), labels, sizes, weight))
+    np.testing.assert_array_equal(gd, g, err_msg=repr(obj))
+    np.testing.assert_array_equal(hd, h, err_msg=repr(obj))
+    return g, h
+
+
 def assert_case_gpu_equals_cpu(case, obj):
     """:func:`assert_gpu_equals_cpu` on a ``(name, scores, labels, sizes, weight)`` case; the result finite."""
     _, s, y, sizes, w = case

@@ -3,7 +3,9 @@ simulated thread. The counter is checked on hand-made threads (a warp's issue co
 the critical path, the work) and on a kernel of its own whose threads loop a known number of times; then
 LambdaRank without truncation (and with LightGBM's norm, and QueryRMSE's dense couplings) on one query
 longer than several simulated warps against short queries: the long query's critical path per row is no
-more than theirs, its work per kept pair no more, and the launches are the same."""
+more than theirs, its work per kept pair no more, and the launches are the same; the same for LightGBM's
+XENDCG and YetiRank, whose per-query kernels run a block per query (and YetiRank's sums a thread per row,
+as long in a long query as in a short one)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from customobj import LambdaRank, QueryRMSE
+from customobj import XENDCG, LambdaRank, ListNet, QueryRMSE, StructuredDCG, YetiRank
 from _cuda_cases import STATUS, needs_gpu
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
@@ -34,6 +36,10 @@ if STATUS.available:  # a kernel of the test's own (the simulator swaps ``cuda``
             acc += 1
         cuda.syncthreads()
         out[t] = acc
+
+# YetiRank's and XENDCG's seeded streams run as Python under the simulator, where numpy warns on the uint64
+# wraparound the generators rely on (compiled code wraps silently).
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 
 needs_simulator = pytest.mark.skipif(not STATUS.available or not STATUS.simulator,
                                      reason="the steps are counted under numba's CUDA simulator")
@@ -68,7 +74,8 @@ def test_a_kernels_threads_are_counted_by_their_loops_and_barriers():
 
 
 @needs_simulator
-@pytest.mark.parametrize("obj", [LambdaRank(), LambdaRank(norm=True), QueryRMSE()], ids=repr)
+@pytest.mark.parametrize("obj", [LambdaRank(), LambdaRank(norm=True), QueryRMSE(), XENDCG.like_lightgbm(seed=1),
+                                 YetiRank(permutations=2, seed=1)], ids=repr)
 def test_a_long_query_costs_no_more_per_row_than_short_ones(obj):
     # 24 rows: three of the simulator's 8-lane warps per upper row, against 6 queries of 4 rows
     res = S.compare(obj, 24, 4)
@@ -77,6 +84,35 @@ def test_a_long_query_costs_no_more_per_row_than_short_ones(obj):
     assert long["critical_path_per_row"] <= short["critical_path_per_row"], res
     assert long["work_per_pair"] <= short["work_per_pair"], res
     assert long["launches"] == short["launches"] == len(long["kernels"])
+
+
+#: The kernels that work a query per block (one warp on a card, 8 threads under the simulator), by objective.
+PER_QUERY = {"QueryRMSE": ["query_rmse_queries"], "ListNet": ["softmax_queries"] * 2,
+             "XENDCG": ["xendcg_lightgbm_queries", "xendcg_mass_queries", "softmax_queries"],
+             "YetiRank": ["yetirank_count_pairs", "yetirank_fill_pairs"], "StructuredDCG": ["structured_queries"]}
+
+
+@needs_simulator
+@pytest.mark.parametrize("obj", [QueryRMSE(), ListNet(), XENDCG.like_lightgbm(seed=1), YetiRank(permutations=2, seed=1),
+                                 StructuredDCG(k=3)], ids=repr)
+def test_the_per_query_kernels_run_a_block_per_query(obj):
+    # 3 queries of 5 rows: each per-query kernel with a loop over the query's rows is launched as 3 blocks
+    # of the simulator's 8 threads (softmax_qscale_queries: one multiplication per query, a thread each)
+    from customobj.objectives._launch import query_threads
+
+    p = S.measure(obj, [5, 5, 5])
+    per_query = [(s.kernel, s.grid, s.block) for s in p.steps if s.kernel.endswith(("_queries", "_pairs"))
+                 and s.kernel not in ("scan_pairs", "softmax_qscale_queries") and not s.kernel.startswith("dense_")]
+    assert [k for k, _, _ in per_query] == PER_QUERY[type(obj).__name__], per_query
+    assert all(grid == 3 and block == query_threads() for _, grid, block in per_query), per_query
+
+
+@needs_simulator
+def test_yetirank_rows_cost_the_same_in_a_long_query():
+    # a thread per row, O(permutations) each: the long query's row kernel is no longer than a short query's
+    res = S.compare(YetiRank(permutations=2, seed=1), 24, 4)
+    path = {name: {k["kernel"]: k["critical_path"] for k in res[name]["kernels"]} for name in ("long", "short")}
+    assert path["long"]["yetirank_rows"] <= path["short"]["yetirank_rows"], path
 
 
 @needs_simulator
@@ -96,7 +132,19 @@ def test_the_command_refuses_bad_sizes(capsys):
 def test_the_command_prints_and_writes_its_counts(tmp_path, capsys):
     out = tmp_path / "steps.json"
     assert S.main(["--long", "6", "--short", "3", "--out", str(out)]) == 0
-    res = json.loads(out.read_text())
+    (res,) = json.loads(out.read_text())
     text = capsys.readouterr().out
-    assert f"critical path {res['long']['critical_path']} steps" in text
+    assert f"critical path {res['long']['critical_path']} steps" in text and res["lanes"] == 8
     assert [k["kernel"] for k in res["long"]["kernels"]][-3:] == ["count_pairs", "scan_pairs", "fill_pairs"]
+
+
+@needs_simulator
+def test_the_command_counts_the_objectives_it_is_given_at_a_cards_warp(tmp_path):
+    out = tmp_path / "steps.json"
+    assert S.main(["--long", "4", "--short", "2", "--lanes", "32", "--objective", "queryrmse", "--objective",
+                   "structured", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert [r["objective"] for r in res] == [repr(QueryRMSE()), repr(StructuredDCG())]
+    blocks = {k["kernel"]: k["block"] for r in res for k in r["long"]["kernels"]}
+    assert blocks["query_rmse_queries"] == blocks["structured_queries"] == 32
+    assert res[1]["long"]["pairs"] == 0  # StructuredDCG has no coupling kernels: its gradients alone

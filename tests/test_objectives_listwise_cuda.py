@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from customobj import ListNet, QueryRMSE, QuerySoftMax, XENDCG
-from _cuda_cases import (COUPLING_CASES, assert_case_gpu_equals_cpu, assert_device_trees_equal_cpu,
-                         assert_kept_couplings_equal_cpu, assert_kernels_compile, assert_rounds_equal_cpu, data,
-                         long_query_cases, needs_gpu, query_level_cases, to_device)
+from _cuda_cases import (COUPLING_CASES, assert_bits_equal_cpu, assert_case_gpu_equals_cpu,
+                         assert_device_trees_equal_cpu, assert_kept_couplings_equal_cpu, assert_kernels_compile,
+                         assert_rounds_equal_cpu, data, long_query_cases, needs_gpu, query_level_cases, to_device)
 
 pytestmark = needs_gpu
 
@@ -38,6 +38,14 @@ def test_gradients_sum_to_zero_per_query_on_the_device():
     for obj in (QueryRMSE(), ListNet(), QuerySoftMax(beta=2.0), XENDCG()):
         g = obj.grad_hess(to_device(s), y, sizes)[0].copy_to_host()
         np.testing.assert_allclose(np.add.reduceat(g, ptr[:-1]), 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("obj", LOSSES, ids=repr)
+@pytest.mark.parametrize("case", list(long_query_cases())[:2], ids=lambda c: c[0])
+def test_queries_longer_than_a_warp_sum_in_the_cpus_order(case, obj):
+    # a block per query: its threads stage a warp's width of terms, thread 0 adds them in row order
+    _, s, y, sizes, w = case
+    assert_bits_equal_cpu(obj, s, y, sizes, w)
 
 
 @pytest.mark.parametrize("obj", [QueryRMSE(), ListNet()], ids=repr)

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from customobj import LambdaLoss, YetiRank
-from _cuda_cases import (COUPLING_CASES, assert_case_gpu_equals_cpu, assert_device_trees_equal_cpu,
-                         assert_gpu_equals_cpu, assert_kept_couplings_equal_cpu, assert_kernels_compile,
-                         assert_rounds_equal_cpu, data, needs_gpu, query_level_cases, to_device)
+from _cuda_cases import (COUPLING_CASES, assert_bits_equal_cpu, assert_case_gpu_equals_cpu,
+                         assert_device_trees_equal_cpu, assert_gpu_equals_cpu, assert_kept_couplings_equal_cpu,
+                         assert_kernels_compile, assert_rounds_equal_cpu, data, long_query_cases, needs_gpu,
+                         query_level_cases, to_device)
 
 # The simulator runs the seeded streams' Python source, where numpy warns on the uint64 wraparound
 # the generators rely on (compiled code, on the CPU or a GPU, wraps silently).
@@ -58,11 +59,30 @@ def test_every_kernel_compiles_for_a_real_gpu():
     # The argument types customobj/objectives/_listwise_route.py launches them with.
     assert_kernels_compile("customobj.objectives._sampled_pairs_cuda", {
         "lambdaloss_weights": ("i1", "i1", "i1", "f1", "f1", "i", "f", "f1"),
-        "yetirank_ranks": ("f1", "i1", "i1", "i", "i", "i", "i1"),
-        "yetirank_sums": ("f1", "f1", "i1", "f1", "i", "f", "i1", "f1", "f1"),
-        "yetirank_count_pairs": ("f1", "f1", "i1", "f1", "i", "f", "i1", "i1"),
-        "yetirank_fill_pairs": ("f1", "f1", "i1", "f1", "i", "f", "i1", "i1", "j1", "j1", "f1"),
+        "yetirank_ranks": ("f1", "i1", "i1", SAMPLED, "i", "i"),
+        "yetirank_rows": ("f1", "f1", "i1", "i1", "f1", SAMPLED, "f1", "f1"),
+        "yetirank_count_pairs": ("f1", "f1", "i1", "f1", SAMPLED, "i1"),
+        "yetirank_fill_pairs": ("f1", "f1", "i1", "f1", SAMPLED, "i1", "j1", "j1", "f1"),
     })
+
+
+#: ``_sampled_pairs_cuda.Sampled`` as numba types it (evaluated in the PTX child: ``K`` the module).
+SAMPLED = "T.NamedTuple([i, i1, i1, f1], K.Sampled)"
+
+
+@pytest.mark.parametrize("obj", [YetiRank(), YetiRank(permutations=3, decay=0.5)], ids=repr)
+@pytest.mark.parametrize("case", list(long_query_cases())[:2], ids=lambda c: c[0])
+def test_yetirank_rows_add_their_pairs_in_the_cpus_order(case, obj):
+    # a thread per row: its two neighbour pairs of each permutation, in list order, decay^(r - 1) from
+    # the table of the CPU's running product
+    _, s, y, sizes, w = case
+    assert_bits_equal_cpu(obj, s, y, sizes, w)
+
+
+@pytest.mark.parametrize("case", list(long_query_cases()), ids=lambda c: c[0])
+def test_yetirank_couplings_of_queries_longer_than_a_warp(case):
+    _, s, y, sizes, w = case
+    assert_kept_couplings_equal_cpu(YetiRank(permutations=2, seed=3), s, y, sizes, w)
 
 
 @pytest.mark.parametrize("case", COUPLING_CASES, ids=lambda c: c[0])

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from customobj import StructuredDCG
-from _cuda_cases import assert_gpu_equals_cpu, data, degenerate_cases, needs_gpu
+from _cuda_cases import (assert_bits_equal_cpu, assert_gpu_equals_cpu, data, degenerate_cases, long_query_cases,
+                         needs_gpu)
 
 pytestmark = needs_gpu
 
@@ -18,6 +19,14 @@ def test_structured_dcg_equals_cpu(case, k):
     _, s, y, sizes, w = case
     g, h = assert_gpu_equals_cpu(StructuredDCG(k=k, hess=2.0), s, y, sizes, w)
     assert np.all(h > 0)
+
+
+@pytest.mark.parametrize("k", [3, 10])
+@pytest.mark.parametrize("case", list(long_query_cases())[:2], ids=lambda c: c[0])
+def test_queries_longer_than_a_warp_equal_the_cpu_bit_for_bit(case, k):
+    # a block per query: the weights summed in row order by thread 0, the hessians by every thread
+    _, s, y, sizes, w = case
+    assert_bits_equal_cpu(StructuredDCG(k=k, hess=2.0), s, y, sizes, w)
 
 
 def test_large_score_gaps_give_nonzero_subgradients_equal_to_cpu():

@@ -39,6 +39,7 @@ from numba import int64
 
 from .._cuda_runtime import cuda_module, device_function
 from . import _lambdarank_terms as LT
+from ._block_cuda import QUERY_THREADS, block_scan, block_sum, grid_item
 from ._pairwise_terms import tracked_propensities
 from ._lambdarank_records import Channel
 
@@ -53,10 +54,6 @@ LS = N_FLOAT - 1
 G, S, W, A = int(Channel.GAIN), int(Channel.SCORE), int(Channel.WEIGHT), int(Channel.A)
 LG, LH = int(Channel.LAMBDA_G), int(Channel.LAMBDA_H)
 _MRR = int(LT.Metric.MRR)
-#: Threads of the block that works on one query (``setup_queries``) or one upper position
-#: (``count_pairs``, ``fill_pairs``): one warp, a power of two (block sums halve it); fewer under the
-#: simulator (``_launch.query_threads``).
-QUERY_THREADS = 32
 #: Threads of ``scan_pairs``' one block (a power of two): each sums ``n / SCAN_THREADS`` segments.
 SCAN_THREADS = 1024
 #: Rows of the int per-query scratch (``Q[c, query]``).
@@ -123,15 +120,23 @@ def rank_in_query(keys, use_keys, scores, start, end, i):
     return r
 
 
+@cuda.jit(device=True)
+def ranked_row(keys, use_keys, scores, ptr, qid):
+    """``(i, start, r)``: this thread's row ``i`` (-1 past the last), its query's start and its
+    :func:`rank_in_query` (the one-thread-per-row ranking kernels' shared preamble)."""
+    i = grid_item(scores.shape[0])
+    if i < 0:
+        return -1, 0, 0
+    start, end = query_bounds(ptr, qid, i)
+    return i, start, rank_in_query(keys, use_keys, scores, start, end, i)
+
+
 @cuda.jit(cache=True)
 def rank_rows(scores, ptr, qid, order, pos):
-    i = cuda.grid(1)
-    if i >= scores.shape[0]:
-        return
-    start, end = query_bounds(ptr, qid, i)
-    r = rank_in_query(scores, False, scores, start, end, i)
-    pos[i] = r
-    order[start + r] = i
+    i, start, r = ranked_row(scores, False, scores, ptr, qid)
+    if i >= 0:
+        pos[i] = r
+        order[start + r] = i
 
 
 def scratch(data, n, nq):
@@ -283,54 +288,13 @@ def finish_queries(inp, hess_scale, F, Q, factor):
 
 @cuda.jit(cache=True)
 def write_rows(qid, pos, ptr, F, Q, factor, out_grad, out_hess):
-    i = cuda.grid(1)
-    if i >= qid.shape[0]:
+    i = grid_item(qid.shape[0])
+    if i < 0 or Q[Q_LIM, qid[i]] < 0:
         return
     q = qid[i]
-    if Q[Q_LIM, q] < 0:
-        return
     t = ptr[q] + pos[i]
     out_grad[i] += factor[0, q] * F[LG, t]
     out_hess[i] += factor[1, q] * F[LH, t]
-
-
-@cuda.jit(device=True)
-def _block_sum(sh, v):
-    """The block's sum of the integers ``v`` (one per thread), in every thread: a tree in shared
-    memory (``sh``: ``QUERY_THREADS`` slots; ``blockDim.x`` a power of two). Integers: the same in
-    any order."""
-    t = cuda.threadIdx.x
-    sh[t] = v
-    cuda.syncthreads()
-    half = cuda.blockDim.x // 2
-    while half > 0:
-        if t < half:
-            sh[t] += sh[t + half]
-        cuda.syncthreads()
-        half //= 2
-    total = sh[0]
-    cuda.syncthreads()  # ``sh`` free again for the caller's next use
-    return total
-
-
-@cuda.jit(device=True)
-def _block_scan(sh, v):
-    """``(sum of v over the threads before this one, sum over the block)``: an exclusive prefix sum
-    of one integer per thread in thread order (Hillis and Steele's scan in shared memory ``sh``)."""
-    t = cuda.threadIdx.x
-    sh[t] = v
-    cuda.syncthreads()
-    off = 1
-    while off < cuda.blockDim.x:
-        x = sh[t - off] if t >= off else 0
-        cuda.syncthreads()
-        sh[t] += x
-        cuda.syncthreads()
-        off *= 2
-    incl = sh[t]
-    total = sh[cuda.blockDim.x - 1]
-    cuda.syncthreads()
-    return incl - v, total
 
 
 @cuda.jit(device=True)
@@ -360,7 +324,7 @@ def count_pairs(inp, F, Q, counts):
         b = a + 1 + k * cuda.blockDim.x + cuda.threadIdx.x
         if b < c.n and _pair_dz(inp, F, c, a, b) != 0.0:
             m += 1
-    total = _block_sum(sh, m)
+    total = block_sum(sh, m)
     if cuda.threadIdx.x == 0:
         counts[p] = total
 
@@ -381,7 +345,7 @@ def scan_pairs(counts, nq, offsets):
     s = 0
     for q in range(lo, hi):
         s += counts[q]
-    run, total = _block_scan(sh, s)
+    run, total = block_scan(sh, s)
     for q in range(lo, hi):
         offsets[q] = run
         run += counts[q]
@@ -411,7 +375,7 @@ def fill_pairs(inp, order, F, Q, factor, offsets, terms, deb, out_i, out_j, out_
     for k in range(steps):
         b = a + 1 + k * cuda.blockDim.x + cuda.threadIdx.x
         dz = _pair_dz(inp, F, c, a, b) if b < c.n else 0.0
-        before, kept = _block_scan(sh, 1 if dz != 0.0 else 0)
+        before, kept = block_scan(sh, 1 if dz != 0.0 else 0)
         if dz != 0.0:
             _fill_one(inp, order, F, c, a, b, dz, hf, t + before, terms, deb, (out_i, out_j, out_c))
         t += kept

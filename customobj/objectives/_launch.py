@@ -57,8 +57,9 @@ class LaunchCount:
 
 def launch(kernel: Any, n: int, *args: Any) -> None:
     """``kernel`` over ``n`` work items (threads), :data:`THREADS` per block; a kernel that works a
-    block per segment (a query or an upper position: ``_lambdarank_cuda.BLOCK_PER_SEGMENT``,
-    ``_listwise_cuda.BLOCK_PER_SEGMENT``) gets ``n`` blocks of :func:`query_threads`."""
+    block per segment (a query, an upper position or a row: the ``BLOCK_PER_SEGMENT`` of
+    ``_lambdarank_cuda``, ``_listwise_cuda``, ``_sampled_pairs_cuda``, ``_structured_cuda``) gets ``n``
+    blocks of :func:`query_threads`."""
     LaunchCount.launches += 1
     if any(kernel is k for k in _block_per_segment()):
         kernel[max(n, 1), query_threads()](*args)
@@ -69,17 +70,19 @@ def launch(kernel: Any, n: int, *args: Any) -> None:
 def _block_per_segment() -> tuple:
     from . import _lambdarank_cuda as CL
     from . import _listwise_cuda as CQ
+    from . import _sampled_pairs_cuda as CS
+    from . import _structured_cuda as CT
 
-    return CL.BLOCK_PER_SEGMENT + CQ.BLOCK_PER_SEGMENT
+    return CL.BLOCK_PER_SEGMENT + CQ.BLOCK_PER_SEGMENT + CS.BLOCK_PER_SEGMENT + CT.BLOCK_PER_SEGMENT
 
 
 def query_threads() -> int:
-    """Threads of a block-per-segment kernel: ``_lambdarank_cuda.QUERY_THREADS`` (a warp), 8 under the
+    """Threads of a block-per-segment kernel: ``_block_cuda.QUERY_THREADS`` (a warp), 8 under the
     simulator (each a Python thread)."""
     from .._cuda_runtime import simulated
-    from . import _lambdarank_cuda as CL
+    from . import _block_cuda as CB
 
-    return 8 if simulated() else CL.QUERY_THREADS
+    return 8 if simulated() else CB.QUERY_THREADS
 
 
 def scan_threads() -> int:
@@ -103,8 +106,8 @@ def zero(*arrays: Any) -> None:
 
 def query_pairs(data: Any, pair_buffer: PairBuffer, count: Any, fill: Any, *args: Any,
                 per_position: bool = False) -> tuple:
-    """The pairs a ``count`` / ``fill`` kernel pair writes (one thread per query, ``args`` then the
-    counts / the offsets and buffers), in query order; or, with ``per_position`` (a block per sorted
+    """The pairs a ``count`` / ``fill`` kernel pair writes (a thread or a block per query, ``args`` then
+    the counts / the offsets and buffers), in query order; or, with ``per_position`` (a block per sorted
     position: ``_listwise_cuda.BLOCK_PER_SEGMENT``), one segment per row, in position order."""
     n_seg = data.n_rows if per_position else data.n_queries
     offsets, out = sized(segments(data, n_seg, "position_pair" if per_position else "pair"), pair_buffer,

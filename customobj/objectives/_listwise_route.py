@@ -137,24 +137,31 @@ def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
 
 
 def yetirank_device_state(obj: Any, prep: Any, data: Any) -> tuple:
-    """YetiRank's device ``(qweight, order)``: the query weights (uploaded once) and the sampled
-    permutations' scratch (this round's once :func:`yetirank` ran; the couplings read it)."""
+    """YetiRank's device ``(qweight, sampled)``: the query weights (uploaded once) and the sampled
+    permutations (a ``_sampled_pairs_cuda.Sampled``: this round's once :func:`yetirank` ran; the
+    couplings read them) with the table of ``decay`` powers (uploaded once)."""
+    from . import _sampled_pairs_cuda as CS
+    from ._listwise_terms import yetirank_decays
+
     state = prep.state_for(obj)
     qweight = data.array((obj._cache_key(), "qweight"), lambda: _padded(state.qweight))
-    return qweight, data.scratch("yetirank_order", (max(data.n_rows * obj.permutations, 1),), np.int64)
+    n_max = int(prep.groups.sizes.max(initial=0))
+    decays = data.array((obj._cache_key(), "yetirank_decays"), lambda: yetirank_decays(obj.decay, n_max - 1))
+    size = (max(data.n_rows * obj.permutations, 1),)
+    return qweight, CS.Sampled(obj.permutations, data.scratch("yetirank_order", size, np.int64),
+                               data.scratch("yetirank_rank", size, np.int64), decays)
 
 
 def yetirank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     """YetiRank: a new round (as the CPU's ``grad_hess``, within the same pair budget), its permutations
-    sampled on the device from the same per-query streams, then each query's pairs summed."""
+    sampled on the device from the same per-query streams, then each row's pairs summed."""
     from . import _sampled_pairs_cuda as CS
 
     rnd = prep.state_for(obj).rounds.advance()
     obj._pair_offsets(prep)  # the CPU's pair budget, refused the same way
-    qweight, order = yetirank_device_state(obj, prep, data)
-    perm = obj.permutations
-    launch(CS.yetirank_ranks, data.n_rows * perm, s, data.ptr, data.qid, perm, obj.seed, rnd, order)
-    launch(CS.yetirank_sums, data.n_queries, s, data.labels, data.ptr, qweight, perm, obj.decay, order, g, h)
+    qweight, sampled = yetirank_device_state(obj, prep, data)
+    launch(CS.yetirank_ranks, data.n_rows * obj.permutations, s, data.ptr, data.qid, sampled, obj.seed, rnd)
+    launch(CS.yetirank_rows, data.n_rows, s, data.labels, data.ptr, data.qid, qweight, sampled, g, h)
 
 
 # --- pair couplings (``device_route().couplings``, for TreeBooster(device="cuda")'s OLE criteria) ------
@@ -172,9 +179,9 @@ def yetirank_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: Pair
     """YetiRank: the pairs its gradient launch sampled this round (``_sampled_pairs_cuda``)."""
     from . import _sampled_pairs_cuda as CS
 
-    qweight, order = yetirank_device_state(obj, prep, data)
+    qweight, sampled = yetirank_device_state(obj, prep, data)
     return query_pairs(data, pair_buffer, CS.yetirank_count_pairs, CS.yetirank_fill_pairs,
-                       s, data.labels, data.ptr, qweight, obj.permutations, obj.decay, order)
+                       s, data.labels, data.ptr, qweight, sampled)
 
 
 def _dense(data: Any, pair_buffer: PairBuffer, factor: Any, qscale: Any) -> tuple:

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from .._dcg_kernels import position_discount
-from ._noise import lcg_next, lcg_skip, lightgbm_uniform
+from ._noise import lcg_next, lcg_skip, lightgbm_uniform, query_stream
 
 #: LambdaLoss's weightings (``LambdaLoss(weighting=...)``: "ndcg1", "ndcg2", "ndcg2++").
 NDCG1 = 0
@@ -57,6 +57,18 @@ def row_weight(weights, use_w, t):
 
 
 # --- QueryRMSE ---------------------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def weighted_residual(s, y, w):
+    """A row's term ``w (y - s)`` of its query's mean residual."""
+    return w * (y - s)
+
+
+@njit(cache=True, inline="always")
+def centre_mean(total, big_w):
+    """The mean residual ``total / W`` (0 at ``W = 0``)."""
+    return total / big_w if big_w > 0.0 else 0.0
+
+
 @njit(cache=True)
 def query_centre(scores, labels, weights, use_w, lo, hi):
     """``(mean residual, W)`` of one query: ``mu = sum w (y - s) / W``, ``W = sum w`` (``mu = 0`` at ``W = 0``)."""
@@ -65,8 +77,8 @@ def query_centre(scores, labels, weights, use_w, lo, hi):
     for t in range(lo, hi):
         w = weights[t] if use_w else 1.0
         big_w += w
-        total += w * (labels[t] - scores[t])
-    return (total / big_w if big_w > 0.0 else 0.0), big_w
+        total += weighted_residual(scores[t], labels[t], w)
+    return centre_mean(total, big_w), big_w
 
 
 @njit(cache=True)
@@ -76,19 +88,31 @@ def centred_row(s, y, w, mean, big_w):
 
 
 # --- softmax cross-entropy ---------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def softmax_logit(s, v, beta):
+    """A row's ``beta s``, ``-inf`` for a row of weight 0 (it leaves the softmax)."""
+    return beta * s if v > 0.0 else -math.inf
+
+
+@njit(cache=True, inline="always")
+def softmax_term(s, v, beta, top):
+    """A row's ``v exp(beta s - top)``, 0 for a row of weight 0."""
+    return v * math.exp(beta * s - top) if v > 0.0 else 0.0
+
+
 @njit(cache=True)
 def log_partition(scores, vw, use_vw, beta, lo, hi):
     """``(top, z)`` with ``log sum_j v_j exp(beta s_j) = top + log z``, without overflow (rows of
-    weight 0 leave the softmax)."""
+    weight 0 leave the softmax). A row of weight 0 adds ``+0.0`` to ``z``, which changes no sum: ``z``
+    starts at ``+0.0`` and adds terms ``>= +0.0``, so it is never ``-0.0``."""
     top = -math.inf
     for t in range(lo, hi):
-        if (vw[t] if use_vw else 1.0) > 0.0 and beta * scores[t] > top:
-            top = beta * scores[t]
+        logit = softmax_logit(scores[t], vw[t] if use_vw else 1.0, beta)
+        if logit > top:
+            top = logit
     z = 0.0
     for t in range(lo, hi):
-        v = vw[t] if use_vw else 1.0
-        if v > 0.0:
-            z += v * math.exp(beta * scores[t] - top)
+        z += softmax_term(scores[t], vw[t] if use_vw else 1.0, beta, top)
     return top, z
 
 
@@ -96,7 +120,7 @@ def log_partition(scores, vw, use_vw, beta, lo, hi):
 def softmax_share(s, v, beta, top, z):
     """``(p, 1 - p)`` of one row: ``p = v exp(beta s - top) / z``; ``1 - p`` as ``(z - e) / z``
     (no cancellation when ``p`` is near 1)."""
-    e = v * math.exp(beta * s - top) if v > 0.0 else 0.0
+    e = softmax_term(s, v, beta, top)
     return e / z, (z - e) / z
 
 
@@ -121,6 +145,12 @@ def xendcg_phi(label, x):
     return math.exp2(label) - lightgbm_uniform(x)
 
 
+@njit(cache=True, inline="always")
+def xendcg_share(qweight, phi, total):
+    """A row's target mass ``w_q phi / sum phi``."""
+    return qweight * phi / total
+
+
 @njit(cache=True)
 def xendcg_query_mass(labels, lo, hi, q, rnd, seed, qweight, out_mass):
     """XENDCG's target masses ``w_q phi_i / sum_j phi_j`` of one query of two rows or more into
@@ -137,7 +167,8 @@ def xendcg_query_mass(labels, lo, hi, q, rnd, seed, qweight, out_mass):
         out_mass[t] = phi
         total += phi
     for t in range(lo, hi):
-        out_mass[t] = qweight * out_mass[t] / total
+        out_mass[t] = xendcg_share(qweight, out_mass[t], total)
+
 
 
 @njit(cache=True)
@@ -199,3 +230,23 @@ def yetirank_weight(qweight, gap, dec, n_perm):
     """The pair weight ``0.15 w_q |y_a - y_b| decay^(r - 1) / permutations`` (``dec`` the running
     product ``decay^(r - 1)``)."""
     return YETI_SCALE * qweight * gap * dec / n_perm
+
+
+@njit(cache=True)
+def yetirank_query(ptr, q, seed, rnd):
+    """``(lo, n, state)``: query ``q``'s first row, its rows and its SplitMix64 stream of round ``rnd``
+    (a query of fewer than two rows has no pairs)."""
+    lo = ptr[q]
+    return lo, ptr[q + 1] - lo, query_stream(seed, rnd, q)
+
+
+@njit(cache=True)
+def yetirank_decays(decay, n):
+    """``out[r - 1] = decay^(r - 1)`` for the positions ``r = 1 .. n``, as the running product the
+    pair loop takes (``dec *= decay``, bit for bit), for the GPU's pairs read out of order."""
+    out = np.empty(max(n, 1))
+    dec = 1.0
+    for r in range(out.size):
+        out[r] = dec
+        dec *= decay
+    return out

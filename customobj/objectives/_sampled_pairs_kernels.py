@@ -29,8 +29,8 @@ from numba import njit, prange
 
 from .._dcg_kernels import discount_table, ideal_dcg_query
 from ._listwise_terms import (NDCG1, NDCG2, NDCG2PP, NOISE_ONE, YETI_SCALE, lambdaloss_weight, yetirank_key,
-                              yetirank_pair, yetirank_weight)
-from ._noise import query_stream, splitmix_uniform
+                              yetirank_pair, yetirank_query, yetirank_weight)
+from ._noise import splitmix_uniform
 
 __all__ = ["NDCG1", "NDCG2", "NDCG2PP", "WEIGHTINGS", "score_positions", "inverse_ideal_dcg", "lambdaloss_pair_weights",
            "NOISE_ONE", "YETI_SCALE", "yetirank_pairs"]
@@ -82,12 +82,9 @@ def yetirank_pairs(scores, labels, ptr, qweight, n_perm, decay, seed, rnd, offse
     """Writes the ``(n - 1) n_perm`` sampled neighbour pairs of each query of two rows or more from
     ``offsets[q]``; pairs of equal labels get weight 0 (the caller drops them)."""
     for q in prange(ptr.size - 1):
-        lo = ptr[q]
-        hi = ptr[q + 1]
-        n = hi - lo
+        lo, n, state = yetirank_query(ptr, q, seed, rnd)
         if n < 2:
             continue
-        state = query_stream(seed, rnd, q)
         k = offsets[q]
         noisy = np.empty(n)
         for _ in range(n_perm):

@@ -5,16 +5,22 @@ Two launches:
 
 1. ``ideal_rank_rows`` (one thread per row): the row's position in the ideal order ``pi*`` (gain
    descending, then score descending, then row order: ``ideal_order``'s two stable sorts) by counting.
-2. ``structured_queries`` (one thread per query): the candidates, the exact assignment and the
-   subgradient, the CPU's own steps (``_structured_terms``: ``select_candidates``, ``assign_core``,
-   ``assignment_loss``, ``position_weights``). Each query's scratch is its own slice
+2. ``structured_queries`` (a block, one warp, per query): the query's mean weight (summed in row
+   order, ``_block_cuda.add_staged``) and its rows' hessians by the block's threads; then, by its
+   thread 0, the candidates, the exact assignment and the subgradient, the CPU's own steps
+   (``_structured_terms``: ``select_candidates``, ``assign_core``, ``assignment_loss``,
+   ``position_weights``). Each query's scratch is its own slice
    ``[start + q, stop + q + 1)`` of arrays of ``n_rows + n_queries`` entries (a query of ``n`` rows
    needs ``n + 1``).
 """
 from typing import Any, NamedTuple
 
+from numba import float64
+
 from .._cuda_runtime import cuda_module, device_function
-from ._lambdarank_cuda import query_bounds, rank_in_query
+from . import _block_cuda as CB
+from ._block_cuda import QUERY_THREADS
+from ._lambdarank_cuda import ranked_row
 from . import _structured_terms as ST
 
 cuda = cuda_module()
@@ -26,19 +32,6 @@ SF_U, SF_V, SF_MINV, SF_A, SF_D = range(5)
 N_SF = 5
 SI_P, SI_WAY, SI_USED, SI_CAND, SI_AT = range(5)
 N_SI = 5
-
-_select, _assign, _loss = (device_function(ST.select_candidates), device_function(ST.assign_core),
-                           device_function(ST.assignment_loss))
-_position_weights = device_function(ST.position_weights)
-
-
-@cuda.jit(cache=True)
-def ideal_rank_rows(scores, gain, ptr, qid, star):
-    i = cuda.grid(1)
-    if i >= scores.shape[0]:
-        return
-    start, end = query_bounds(ptr, qid, i)
-    star[start + rank_in_query(gain, True, scores, start, end, i)] = i - start  # label first, then score
 
 
 class Rows(NamedTuple):
@@ -52,26 +45,49 @@ class Rows(NamedTuple):
     star: Any
 
 
+_select, _assign, _loss = (device_function(ST.select_candidates), device_function(ST.assign_core),
+                           device_function(ST.assignment_loss))
+_position_weights = device_function(ST.position_weights)
+
+
+@cuda.jit(cache=True)
+def ideal_rank_rows(scores, gain, ptr, qid, star):
+    i, start, r = ranked_row(gain, True, scores, ptr, qid)  # label first, then score
+    if i >= 0:
+        star[start + r] = i - start
+
+
+@cuda.jit(device=True)
+def _query_weight(sh, weights, use_weights, start, stop):
+    """The query's mean row weight (1 without weights or rows), in every thread: the weights summed
+    in row order (staged a warp's width at a time, added by thread 0: the CPU's sum)."""
+    if not use_weights or stop == start:
+        return 1.0
+    total = 0.0
+    for base in range(start, stop, cuda.blockDim.x):
+        if base + cuda.threadIdx.x < stop:
+            sh[cuda.threadIdx.x] = weights[base + cuda.threadIdx.x]
+        total = CB.add_staged(sh, total, min(cuda.blockDim.x, stop - base))
+    return CB.broadcast(sh, total) / (stop - start)
+
+
 @cuda.jit(cache=True)
 def structured_queries(scores, rows, k, hess, SF, SI, out_grad, out_hess, failed):
-    q = cuda.grid(1)
+    """Block ``q``: query ``q``'s weight and hessian by the block's threads, then its candidates,
+    assignment and subgradient by thread 0 (the exact assignment is a sequential algorithm: the
+    CPU's own code, run as it is)."""
+    sh = cuda.shared.array(QUERY_THREADS, dtype=float64)
     gain, ptr, weights, use_weights, star = rows
-    if q >= ptr.shape[0] - 1:
-        return
-    start = ptr[q]
-    stop = ptr[q + 1]
-    failed[q] = 0
-    if stop == start:
-        return
-    n = stop - start
-    wq = 1.0
-    if use_weights:
-        total = 0.0
-        for t in range(start, stop):
-            total += weights[t]
-        wq = total / n
-    for t in range(start, stop):
+    q, start, stop = CB.query_block(ptr)
+    if q < 0:
+        return  # the whole block: no thread reaches a barrier
+    wq = _query_weight(sh, weights, use_weights, start, stop)
+    for t in range(start + cuda.threadIdx.x, stop, cuda.blockDim.x):
         out_hess[t] += hess * wq
+    n = stop - start
+    if cuda.threadIdx.x != 0:
+        return
+    failed[q] = 0
     if n < 2:
         return
     m = min(k, n)
@@ -97,3 +113,7 @@ def structured_queries(scores, rows, k, hess, SF, SI, out_grad, out_hess, failed
         a = A[r]
         out_grad[start + cand[at[r]]] += wq * a
         out_grad[start + st[r]] -= wq * a
+
+
+#: The kernels that work a block of ``QUERY_THREADS`` threads (a warp) per query (``_launch.launch``).
+BLOCK_PER_SEGMENT = (structured_queries,)
