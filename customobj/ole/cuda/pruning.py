@@ -34,9 +34,8 @@ tree's grid step at 0: its sums are then exact neither here nor on the CPU.)
 Examples
 --------
 >>> import numpy as np
->>> from customobj._cuda_runtime import cuda_module
 >>> from customobj.ole.cuda.memory import DeviceMemory
->>> mem = DeviceMemory(cuda_module())
+>>> mem = DeviceMemory()
 >>> prune = DevicePruning(mem, np.array([0, 0, 0, 1, 1, 1], np.int32), 2, epsilon=0.1, n_rows=6, num_leaves=2)
 >>> pairs = (np.array([0, 0, 1, 3, 3], np.int32), np.array([1, 2, 2, 4, 5], np.int32),
 ...          np.array([1.0, 0.0625, 0.5, 2.0, 2.0]))   # on a grid: exact sums
