@@ -100,10 +100,9 @@ class DeviceHistograms:
 
     Parameters
     ----------
-    memory : DeviceMemory
-        The fit's allocator and counter.
-    kernels, split_kernels : module or CountedKernels
-        :mod:`._histograms_kernels` and :mod:`._split_kernels` (counted: :mod:`.stats`).
+    memory, kernels, split_kernels
+        The fit's allocator, :mod:`._histograms_kernels` and :mod:`._split_kernels`, as every
+        component's (:mod:`customobj.ole.cuda`).
     pool : DevicePool
         Where the histograms come from and go back to.
     bins_rm : device array
