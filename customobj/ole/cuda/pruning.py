@@ -173,7 +173,7 @@ class DevicePruning:
         bits = pc.view(np.int64)
         launch = grid_launch(m)
         if self._tops_of is not pc:  # not made as the couplings were rounded (query_tops below)
-            kernels.query_tops[launch](pi, pc, bits, self._qor, m, self._tables.tops, self._tables.totals)
+            kernels.query_tops[launch](self._tops(pi, pc), pc, m)
         self._tops_of = None
         kernels.query_masses[launch](pi, pc, bits, self._qor, m, self._tables.tops, self._tables.mass, self._record,
                                      kept_c)
@@ -191,6 +191,9 @@ class DevicePruning:
         their couplings onto the tree's grid (``_reduce_kernels.grid_round``): its record. The
         next :meth:`prune` of these couplings then launches one kernel fewer."""
         self._tops_of = pc
+        return self._tops(pi, pc)
+
+    def _tops(self, pi: Any, pc: Any) -> QueryTops:
         return QueryTops(pi, pc.view(np.int64), self._qor, self._tables.tops, self._tables.totals, True)
 
     def _sum_leaves(self, order: Any, ranges: list, dropped: DeviceDropped, table: np.ndarray, res: Any,
