@@ -143,13 +143,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="where XGBoost methods (xgb:...) train: cuda (or cuda:N, CUDA device N) = XGBoost device='cuda' "
                         "with customobj's GPU objectives (needs the cuda extra and an NVIDIA GPU); other backends "
                         "use the CPU")
-    # --tune's search space and --seeds' refusal are explained once, in docs/compare.md
     m.add_argument("--tune", type=_trials, default=0, metavar="N",
-                   help="N trials of seeded Optuna TPE search per method and fold on the validation part "
-                        "(default 0: the fixed settings above; what it searches: docs/compare.md)")
+                   help="N trials of hyperparameter search (seeded Optuna TPE) per method and fold on the "
+                        "validation part, the same budget for every method; it searches leaves (depth for "
+                        "CatBoost), learning rate, minimum data per leaf, L2, feature fraction and the "
+                        "objective's own sigma, truncation or lam, and records the chosen values and each "
+                        "trial's score in results.json (default 0: no tuning, the fixed settings above)")
     m.add_argument("--seeds", type=_seeds, default=1, metavar="K",
-                   help="K seeds per method and fold (--seed, --seed+1, ...): the mean, and the seed spread "
-                        "beside the fold spread (default 1; refused when no seed changes a method: docs/compare.md)")
+                   help="K seeds per method and fold (--seed, --seed+1, ...): the mean, with the seed spread beside "
+                        "the fold spread; refused when no seed changes a method (default 1)")
     o = parser.add_argument_group("output")
     o.add_argument("--out", metavar="DIR",
                    help="folder for " + ", ".join(output.RESULT_FILES) + f" (default ./{output.DEFAULT_OUT}, whose "
