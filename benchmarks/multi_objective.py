@@ -32,6 +32,13 @@ library (the target: at most 1.1). A timing: run it on an idle machine only.
 
     python benchmarks/multi_objective.py rounds [--data ../shared/data/mq2008/Fold1] [--repeats 30]
         [--methods linear,epsilon_constraint,epo]
+
+``lp``: one call of EPO's per-round LP on random rounds (``--labels`` m), timed interleaved per call:
+scipy's ``linprog`` (HiGHS, the route before), ``milp`` (the same HiGHS solve, what ``m >= 3`` takes now),
+the closed form (``m = 2``), and ``highspy`` (HiGHS' own Python package, when installed: not a
+dependency); prints each one's median and quartiles and its largest difference from ``linprog``'s weights.
+
+    python benchmarks/multi_objective.py lp [--labels 4] [--calls 300]
 """
 from __future__ import annotations
 
@@ -267,6 +274,77 @@ def time_rounds(args):
                       f"(quartiles {q[0]:.3f}-{q[2]:.3f}, {args.repeats} interleaved pairs)", flush=True)
 
 
+def _highspy_lp(objective, lhs, rhs):
+    """The LP through highspy (HiGHS' own Python package; one reused ``Highs``), or None if not installed."""
+    import highspy
+
+    global _HIGHS
+    if _HIGHS is None:
+        _HIGHS = highspy.Highs()
+        _HIGHS.setOptionValue("output_flag", False)
+    m = objective.size
+    a = np.vstack([np.ones((1, m)), lhs])
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = m, a.shape[0]
+    lp.col_cost_, lp.col_lower_, lp.col_upper_ = -objective, np.zeros(m), np.ones(m)
+    lp.row_lower_ = np.concatenate([[1.0], rhs])
+    lp.row_upper_ = np.concatenate([[1.0], np.full(rhs.size, highspy.kHighsInf)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.start_ = np.arange(0, a.size + 1, m, dtype=np.int32)
+    lp.a_matrix_.index_ = np.tile(np.arange(m, dtype=np.int32), a.shape[0])
+    lp.a_matrix_.value_ = a.ravel()
+    _HIGHS.passModel(lp)
+    _HIGHS.run()
+    if _HIGHS.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    x = np.array(_HIGHS.getSolution().col_value)
+    return x / x.sum()
+
+
+_HIGHS = None
+
+
+def time_lp(args):
+    from scipy.optimize import linprog
+
+    from customobj.multi.solvers import epo_lp, simplex_lp_highs, simplex_lp_two
+
+    def via_linprog(objective, lhs, rhs):
+        m = objective.size
+        res = linprog(-objective, A_ub=-lhs if lhs.size else None, b_ub=-rhs if lhs.size else None,
+                      A_eq=np.ones((1, m)), b_eq=[1.0], bounds=[(0.0, 1.0)] * m, method="highs")
+        return None if res.status != 0 else res.x / res.x.sum()
+
+    m, rng = args.labels, np.random.default_rng(0)
+    routes = {"linprog": via_linprog, "milp": simplex_lp_highs}
+    if m == 2:
+        routes["closed form"] = simplex_lp_two
+    try:
+        import highspy  # noqa: F401
+        routes["highspy"] = _highspy_lp
+    except ImportError:
+        print("highspy not installed: its route is left out")
+    times, worst = {k: [] for k in routes}, dict.fromkeys(routes, 0.0)
+    for t in range(args.calls):  # balance rounds (random costs) and descent rounds (near the ray), alternately
+        g, pref = rng.normal(size=(m, 50)), rng.uniform(0.2, 1, m)
+        pref /= pref.sum()
+        costs = rng.uniform(0.5, 2, m) if t % 2 == 0 else 1.3 / pref * (1 + rng.normal(scale=1e-3, size=m))
+        lp = epo_lp(costs, g @ g.T, pref)
+        ref = None
+        for name, f in routes.items():
+            t0 = time.perf_counter()
+            x = f(lp.objective, lp.lhs, lp.rhs)
+            times[name].append(time.perf_counter() - t0)
+            ref = x if name == "linprog" else ref
+            if name != "linprog":
+                worst[name] = max(worst[name], np.inf if (x is None) != (ref is None) else
+                                  0.0 if x is None else float(np.abs(x - ref).max()))
+    for name in routes:
+        q = np.percentile(times[name], [25, 50, 75]) * 1e6
+        diff = "the reference" if name == "linprog" else f"largest |x - linprog's x| {worst[name]:.1e}"
+        print(f"m={m} {name:11s}: median {q[1]:8.1f} us per LP (quartiles {q[0]:.1f}-{q[2]:.1f}); {diff}", flush=True)
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line (``study`` and ``rounds``); its defaults are the study's."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -289,6 +367,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--methods", type=lambda t: t.split(","), default=["linear", "epsilon_constraint", "epo"],
                    help="linear reads nothing; epsilon_constraint the per-label costs (fused into the gradients' "
                         "pass); epo the costs, the Gram matrix and its LP")
+    lp = sub.add_parser("lp")
+    lp.add_argument("--labels", type=int, default=4, help="m, the number of labels (weights of the LP)")
+    lp.add_argument("--calls", type=int, default=300)
     return p
 
 
@@ -298,7 +379,7 @@ def main(argv=None):
     for v in getattr(args, "rays", []) + getattr(args, "bound_weights", []):
         if v not in GRID:
             p.error(f"--rays and --bound-weights must be points of the grid {GRID.tolist()}, got {v}")
-    study(args) if args.command == "study" else time_rounds(args)
+    {"study": study, "rounds": time_rounds, "lp": time_lp}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """benchmarks/multi_objective.py at a tiny size: the per-query grading of a feature into a label, one
 fold of the study end to end (its grid, EPO rays and epsilon-constraint rows agree with each other), and
-the per-round cost benchmark runs (its timings mean nothing here: correctness only)."""
+the per-round cost and LP benchmarks run (their timings mean nothing here: correctness only)."""
 import importlib.util
 import sys
 
@@ -44,3 +44,13 @@ def test_one_fold_of_the_study(bench, data_dir, capsys, tmp_path):
     bench.main(["rounds", "--data", str(data_dir / "mq2008" / "Fold1"), "--repeats", "1"])
     out = capsys.readouterr().out
     assert out.count("round / (m x single round) median") == 3 * 2 * 2  # methods x m x libraries
+
+
+@pytest.mark.parametrize("m", [2, 4])
+def test_lp_benchmark_routes_agree(bench, capsys, m):
+    bench.main(["lp", "--labels", str(m), "--calls", "6"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"m={m} ")]
+    names = [line.split(":")[0].split(" ", 1)[1].strip() for line in lines]
+    assert names[:2] == ["linprog", "milp"] and ("closed form" in names) == (m == 2)
+    for line in lines[1:]:  # every route gives linprog's weights
+        assert float(line.rsplit(" ", 1)[1]) <= 1e-12, line

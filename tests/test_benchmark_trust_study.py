@@ -104,6 +104,33 @@ def test_tiny_click_metric_check(data_dir, tmp_path):
     assert 0 <= fold["affine (TrustEM)"]["relative_error_scale_fitted"] and len(fold["affine (TrustEM)"]["scale_map"]) == 2
 
 
+def test_tiny_anchored_click_metric(data_dir, tmp_path):
+    out = tmp_path / "m.json"
+    assert trust_click_metrics.main(["--data", str(data_dir), "--folds", "1", "--sessions", "2", "--features", "2",
+                                     "--mixes", "1", "--iterations", "1", "--anchor-queries", "3,40",
+                                     "--anchor-draws", "3", "--out", str(out)]) == 0
+    fold = json.loads(out.read_text())["1"]
+    assert set(fold["affine (anchored)"]) == set(fold["affine (anchored per position)"]) == {"3", "40"}
+    for r in list(fold["affine (anchored)"].values()) + list(fold["affine (anchored per position)"].values()):
+        assert r["draws"] == 3 and 0 <= r["refused"] <= 3
+        if r["refused"] < 3:
+            assert 0 <= r["mean_relative_error"] <= r["max_relative_error"] and -1 <= r["kendall_tau"] <= 1
+    with pytest.raises(SystemExit):
+        trust_click_metrics.main(["--anchor-queries", "0"])
+
+
+def test_the_anchored_metrics_discounts_give_affine_dcg():
+    """The anchor loop's shortcut (each ranker's per-row discounts, one product per draw) is affine_dcg."""
+    from customobj.clicks.metrics import affine_dcg
+
+    d = __import__("customobj").data.synthetic(30, 12, 4, seed=2)
+    log = __import__("customobj").data.simulate_clicks(d, ranker=d.X[:, 0], click_model="trust", sessions=3, seed=1)
+    alpha, beta = np.linspace(0.4, 0.1, 10), np.linspace(0.5, 0.0, 10)
+    scores = np.round(log.X[:, 1], 1)  # ties broken by row, as affine_dcg does
+    fast = trust_click_metrics._discounts(scores, log.group) @ ((log.y - beta[log.position]) / alpha[log.position])
+    assert fast / log.group.size == pytest.approx(affine_dcg(scores, log.y, log.group, alpha=alpha, beta=beta), rel=1e-12)
+
+
 def test_tiny_trust_em_trace(data_dir, tmp_path):
     out = tmp_path / "t.json"
     assert trust_em_trace.main(["--data", str(data_dir), "--folds", "1", "--sessions", "1", "--iterations", "2",

@@ -122,6 +122,126 @@ def test_epo_falls_back_to_the_vertex_of_the_largest_relative_cost_when_balance_
     assert not res.fallback and res.weights == pytest.approx([0.5, 0.5])  # nothing to balance
 
 
+def epo_rounds_two(rng, kind, trials):
+    """EPO's LPs for two labels (balance and descent, with and without the ray's row) on gradients of
+    ``kind``: random, parallel, identical, opposite, zero (one or both), orthogonal, one tiny."""
+    from customobj.multi.solvers import epo_lp
+
+    for trial in range(trials):
+        g = rng.normal(size=(2, 30))
+        if kind == "parallel":
+            g[1] = rng.uniform(0.1, 3) * g[0]
+        elif kind == "identical":
+            g[1] = g[0]
+        elif kind == "opposite":
+            g[1] = -rng.uniform(0.1, 3) * g[0]
+        elif kind == "zero":
+            g[1] = 0.0
+        elif kind == "both_zero":
+            g[:] = 0.0
+        elif kind == "orthogonal":
+            g[1] -= (g[1] @ g[0]) / (g[0] @ g[0]) * g[0]
+        elif kind == "tiny":
+            g[1] *= 1e-9
+        pref = rng.uniform(0.05, 1, 2)
+        pref /= pref.sum()
+        # balance off the ray; descent near it (mu below EPO_BALANCED) and on it
+        near = [None, 1e-3, 1e-7][trial % 3]
+        costs = rng.uniform(0.1, 3, 2) if near is None else (1.3 / pref) * (1 + rng.normal(scale=near, size=2))
+        lp = epo_lp(costs, g @ g.T, pref)
+        yield lp, (lp.lhs, lp.rhs)
+        yield lp, lp.relaxed
+
+
+TWO_KINDS = ["random", "parallel", "identical", "opposite", "zero", "both_zero", "orthogonal", "tiny"]
+
+
+@pytest.mark.parametrize("kind", TWO_KINDS)
+def test_epo_two_label_lp_in_closed_form_equals_highs(kind):
+    """The closed form gives linprog's weights (1e-9) wherever the LP's optimum is unique and well posed:
+    the objective not flat, and no row so small (all entries below HiGHS' 1e-7 feasibility tolerance)
+    that HiGHS may take it or leave it. Elsewhere its point is feasible within that tolerance and at
+    least as good as linprog's."""
+    from customobj.multi.solvers import LP_FEASIBILITY, LP_SMALL_ENTRY, simplex_lp_highs, simplex_lp_two
+
+    rng = np.random.default_rng(TWO_KINDS.index(kind))
+    modes, compared = set(), 0
+    for lp, (lhs, rhs) in epo_rounds_two(rng, kind, 150):
+        ours, highs = simplex_lp_two(lp.objective, lhs, rhs), simplex_lp_highs(lp.objective, lhs, rhs)
+        kept = np.where(np.abs(lhs) < LP_SMALL_ENTRY, 0.0, lhs)
+        row_size = np.abs(kept).max(axis=1, initial=0.0)
+        flat = abs(lp.objective[0] - lp.objective[1]) <= 1e-9
+        if not flat and not np.any((row_size > 0) & (row_size < LP_FEASIBILITY)):
+            compared += 1
+            modes.add(lp.balance)
+            assert (ours is None) == (highs is None), (ours, highs)
+            if ours is not None:
+                np.testing.assert_allclose(ours, highs, rtol=0, atol=1e-9)
+        elif ours is not None:
+            assert ours.min() >= 0 and ours.sum() == pytest.approx(1.0, abs=1e-15)
+            assert np.all(kept @ ours >= rhs - LP_FEASIBILITY)
+            if highs is not None:
+                assert lp.objective @ ours >= lp.objective @ highs - 1e-9
+    if kind not in ("identical", "both_zero"):  # these are flat: every point of the interval is optimal
+        assert modes == {True, False} and compared >= 200
+
+
+def test_epo_two_label_lp_cases():
+    from customobj.multi.solvers import simplex_lp_two
+
+    up = np.array([1.0, 0.0])
+    assert simplex_lp_two(up, np.zeros((0, 2)), np.zeros(0)).tolist() == [1.0, 0.0]  # no rows: a vertex
+    assert simplex_lp_two(-up, np.zeros((0, 2)), np.zeros(0)).tolist() == [0.0, 1.0]
+    assert simplex_lp_two(np.ones(2), np.zeros((0, 2)), np.zeros(0)).tolist() == [0.0, 1.0]  # flat: lower end
+    assert simplex_lp_two(up, np.array([[1.0, 1.0]]), np.array([1.5])) is None  # x1 + x2 >= 1.5
+    assert simplex_lp_two(up, np.array([[1.0, 1.0]]), np.array([1.0 + 1e-8])).tolist() == [1.0, 0.0]  # within tol
+    two = np.array([[1.0, -1.0], [-1.0, 1.0]])  # t >= 0.5 + 0.5 b1, t <= 0.5 - 0.5 b2
+    assert simplex_lp_two(up, two, np.array([-0.2, -0.4])) == pytest.approx([0.7, 0.3], abs=1e-15)
+    assert simplex_lp_two(-up, two, np.array([-0.2, -0.4])) == pytest.approx([0.4, 0.6], abs=1e-15)
+    assert simplex_lp_two(up, two, np.array([0.2, 0.2])) is None  # t >= 0.6 and t <= 0.4
+    crossed = simplex_lp_two(up, two, np.array([2e-8, 2e-8]))  # crossed by 2e-8: the middle, within tolerance
+    assert crossed == pytest.approx([0.5, 0.5], abs=1e-15)
+    assert simplex_lp_two(-up, np.array([[1e-10, 0.0]]), np.array([5e-11])).tolist() == [0.0, 1.0]  # 1e-10 is 0
+
+
+@pytest.mark.parametrize("m", [2, 3, 4])
+def test_highs_through_milp_gives_linprogs_weights(m):
+    """simplex_lp_highs asks HiGHS through milp (no integer variable), a third of linprog's time per call:
+    the same weights as linprog(method="highs") on EPO's rounds, degenerate ones included."""
+    from scipy.optimize import linprog
+
+    from customobj.multi.solvers import epo_lp, simplex_lp_highs
+
+    rng = np.random.default_rng(60 + m)
+    for trial in range(40):
+        g = gradients(KINDS[trial % 4], m, rng)
+        pref = rng.uniform(0.2, 1, m)
+        pref /= pref.sum()
+        costs = rng.uniform(0.5, 2, m) if trial % 2 == 0 else (1.3 / pref) * (1 + rng.normal(scale=1e-3, size=m))
+        lp = epo_lp(costs, g @ g.T, pref)
+        for lhs, rhs in ((lp.lhs, lp.rhs), lp.relaxed):
+            ours = simplex_lp_highs(lp.objective, lhs, rhs)
+            res = linprog(-lp.objective, A_ub=-lhs if lhs.size else None, b_ub=-rhs if lhs.size else None,
+                          A_eq=np.ones((1, m)), b_eq=[1.0], bounds=[(0.0, 1.0)] * m, method="highs")
+            assert (ours is None) == (res.status != 0)
+            if ours is not None:
+                np.testing.assert_allclose(ours, res.x / res.x.sum(), rtol=0, atol=1e-12)
+
+
+def test_solve_simplex_lp_takes_the_closed_form_for_two_weights(monkeypatch):
+    import customobj.multi.solvers as S
+
+    def refuse(*args):
+        raise AssertionError("linprog called")
+
+    monkeypatch.setattr(S, "simplex_lp_highs", refuse)
+    assert S.solve_simplex_lp(np.array([1.0, 0.0]), np.eye(2), np.zeros(2)).tolist() == [1.0, 0.0]
+    with pytest.raises(AssertionError):
+        S.solve_simplex_lp(np.ones(3), np.eye(3), np.zeros(3))
+    with pytest.raises(AssertionError):  # non-finite entries go to HiGHS, which judges them as before
+        S.solve_simplex_lp(np.array([np.nan, 0.0]), np.eye(2), np.zeros(2))
+
+
 # --- weighted Chebyshev ------------------------------------------------------------------------------------
 def test_chebyshev_puts_all_weight_on_the_largest_weighted_cost():
     rng = np.random.default_rng(1)

@@ -60,3 +60,20 @@ def test_unbiased_pair_divides_by_the_propensities_in_both_forms():
         np.testing.assert_allclose(got[:3], np.array(plain[:3]) * 8.0, rtol=1e-15)
         assert got[3] == plain[3] == dz * LT.softplus(sigma * d if swapped else -sigma * d)
     assert LT.unbiased_pair(lam, h, dz, d, sigma, 1e-17, 0.5, True)[:3] == plain[:3]  # below TINY: not debiased
+
+
+def test_softplus_tabled_is_within_its_stated_error():
+    """The GRAD_LOSS pass's softplus: within SOFTPLUS_TABLE_ERROR (plus 2^-52 of the value) of
+    log(1 + exp(x)) on a dense grid, at the table's knots, mid-knots, its end and far beyond; finite at
+    NaN; the error is not far below the bound (a table coarser than stated would fail)."""
+    h = LT.SOFTPLUS_STEP
+    knots = np.arange(-LT.SOFTPLUS_RANGE - 2, LT.SOFTPLUS_RANGE + 2, h)
+    x = np.concatenate([np.linspace(-60, 60, 200_001), knots, knots + h / 2, [-800.0, -40.0, 40.0, 709.0, 1e6, -1e6]])
+    got = np.array([LT.softplus_tabled(v) for v in x])
+    want = np.logaddexp(0.0, x)
+    err = np.abs(got - want)
+    assert np.all(err <= LT.SOFTPLUS_TABLE_ERROR + 2.0**-52 * want)
+    assert err.max() > 0.8 * (LT.SOFTPLUS_TABLE_ERROR - 1e-15)  # the bound is tight: at mid-knots near 0
+    at_knots = np.array([LT.softplus_tabled(v) for v in knots])
+    assert np.all(np.abs(at_knots - np.logaddexp(0.0, knots)) <= 1e-15 + 2.0**-52 * np.logaddexp(0.0, knots))
+    assert not np.isinf(LT.softplus_tabled(math.nan))  # NaN reads the table's end: no crash, no infinity

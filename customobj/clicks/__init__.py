@@ -6,6 +6,7 @@
   pairwise customobj loss, its kernels in ``_affine_kernels.py``; :class:`TrustEM` (``trust_em.py``)
   estimates its parameters from a log (the trust-bias click model by regression EM),
   :func:`estimate_trust` (``trust_interventions.py``) from randomised / swap logs or several rankers' logs;
+  :func:`anchor_trust` (``trust_anchor.py``) fixes their relevance scale with a few labelled queries;
 - :class:`DoublyRobust` (``doubly_robust.py``): the doubly robust estimator (Oosterhuis 2023) for
   stochastic logging policies (``loggers.py``: the loggers of :func:`simulate_clicks`), and the
   click metrics under trust bias for validation without labels (``metrics.py``: affine and DR);
@@ -25,8 +26,9 @@ from .harvest import harvest_propensities
 from .regression_em import RegressionEM
 from .simulation import CLICK_MODELS, ClickLog, simulate_clicks
 from .trust_em import TrustEM
+from .trust_anchor import anchor_trust
 from .trust_interventions import estimate_trust
 from .unbiased import Unbiased
 
 __all__ = ["Unbiased", "Affine", "RegressionEM", "TrustEM", "simulate_clicks", "ClickLog", "CLICK_MODELS", "harvest_propensities",
-           "DoublyRobust", "estimate_trust"]
+           "DoublyRobust", "estimate_trust", "anchor_trust"]

@@ -28,24 +28,31 @@ at least ``min_mass``) is mapped onto that range. On ``simulate_clicks``' defaul
 grade has ``gamma = 0.1``: with the default range the estimate is ``(0.9 alpha, beta + 0.1 alpha)``,
 at most 0.033 from the truth (``relevance_range=(0.1, 1.0)`` removes that; docs/trust-bias.md).
 
-Bootstrap intervals resample the query-documents (``bootstrap`` refits, warm-started).
+Bootstrap intervals resample the query-documents (``resample="documents"``, the default) or whole
+queries (``resample="queries"``: a query's documents enter a resample together, as they were logged
+together; the multinomial counts become EM weights, the same as refitting on the queries copied), with
+``bootstrap`` refits warm-started from the estimate.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from .._validation import check_int, check_positive
+from .._validation import check_choice, check_int, check_positive
 from .harvest import _cells
 from .reader import ClickData
 from .simulation import ClickLog
 from .trust_em import MIN_ALPHA
 
-__all__ = ["TrustEstimate", "estimate_trust"]
+__all__ = ["TrustEstimate", "estimate_trust", "RESAMPLE", "DOCUMENTS", "QUERIES"]
 
 #: Click rates are kept inside (P_EPS, 1 - P_EPS): the log-likelihood divides by them.
 P_EPS = 1e-6
+#: What a bootstrap resample draws, as codes once the option is read (nothing below compares strings).
+DOCUMENTS, QUERIES = 0, 1
+#: ``resample`` names -> codes: the one list.
+RESAMPLE = {"documents": DOCUMENTS, "queries": QUERIES}
 
 
 class TrustEstimate(NamedTuple):
@@ -63,8 +70,8 @@ class TrustEstimate(NamedTuple):
 
 
 def _dense(logs: Sequence[Any], n_positions: Optional[int]) -> tuple:
-    """``(N, C)``, ``documents x positions``: impressions and clicks of the query-documents shown at two or
-    more tracked positions."""
+    """``(N, C, query)``: impressions and clicks (``documents x positions``) of the query-documents shown at
+    two or more tracked positions, and each one's query (codes ``0 .. n_queries - 1``)."""
     q, d, pos, N, C, _, k = _cells(logs, n_positions)
     _, u = np.unique(q * (d.max(initial=0) + 1) + d, return_inverse=True)
     u = u.reshape(-1)
@@ -72,15 +79,29 @@ def _dense(logs: Sequence[Any], n_positions: Optional[int]) -> tuple:
     Cm = np.zeros_like(Nm)
     np.add.at(Nm, (u, pos), N)
     np.add.at(Cm, (u, pos), C)
+    query = np.zeros(Nm.shape[0], dtype=np.int64)
+    query[u] = q
     keep = (Nm > 0).sum(axis=1) >= 2
-    Nm, Cm = Nm[keep], Cm[keep]
+    Nm, Cm, query = Nm[keep], Cm[keep], np.unique(query[keep], return_inverse=True)[1].reshape(-1)
     seen = np.flatnonzero(Nm.sum(axis=0) == 0)
     if Nm.shape[0] == 0 or seen.size:
         where = "any position" if Nm.shape[0] == 0 else f"position {int(seen[0])} (0 = top)"
         raise ValueError(f"logs: no query-document shown at {where} was also shown at another position, so the "
                          "positions cannot be compared: log with a randomised or swap logger, or give the logs of "
                          "several rankers (a deterministic ranker shows every document at one position)")
-    return Nm, Cm
+    return Nm, Cm, query
+
+
+def _resample_weights(code: int, query: np.ndarray, rng: Any) -> np.ndarray:
+    """One bootstrap resample as EM weights per document: how often it (``DOCUMENTS``) or its query
+    (``QUERIES``) was drawn, ``n`` draws with replacement out of ``n`` units."""
+    if code == DOCUMENTS:
+        n = query.size
+        return rng.multinomial(n, np.full(n, 1.0 / n)).astype(np.float64)
+    if code == QUERIES:
+        n = int(query.max(initial=-1)) + 1
+        return rng.multinomial(n, np.full(n, 1.0 / n)).astype(np.float64)[query]
+    raise AssertionError(f"resample code {code} has no weights")  # RESAMPLE admits only the two
 
 
 def _rates(lo: np.ndarray, hi: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -129,7 +150,8 @@ def _anchored(lo, hi, pi, g, min_mass, r0, r1) -> tuple:
 
 def estimate_trust(logs: Any, *, n_positions: Optional[int] = None, relevance_range: tuple = (0.0, 1.0),
                    grid: int = 21, n_iter: int = 500, tol: float = 1e-9, min_mass: float = 0.02,
-                   bootstrap: int = 0, seed: int = 0) -> TrustEstimate:
+                   bootstrap: int = 0, resample: str = "documents", seed: int = 0,
+                   callback: Optional[Callable[[int, np.ndarray, np.ndarray], None]] = None) -> TrustEstimate:
     """Estimate ``alpha_k``, ``beta_k`` from a randomised or swap log, or from several rankers' logs.
 
     Parameters
@@ -145,8 +167,14 @@ def estimate_trust(logs: Any, *, n_positions: Optional[int] = None, relevance_ra
     min_mass : float in (0, 1)
         A grid point of ``pi`` with at least this share of the largest mass is in the support.
     bootstrap : int >= 0
-        Refits on resampled query-documents for the 95% intervals (0: none).
+        Refits on resamples for the 95% intervals (0: none).
+    resample : "documents" or "queries"
+        What a resample draws with replacement: query-documents (default), or whole queries (their
+        documents together: intervals that allow for documents of one query being alike).
     seed : int
+    callback : callable, optional
+        ``callback(i, alpha, beta)`` after the ``i``-th bootstrap refit (1-based) with its parameters: a
+        progress line, or the draws themselves (to check that the intervals are stable).
 
     Examples
     --------
@@ -174,8 +202,11 @@ def estimate_trust(logs: Any, *, n_positions: Optional[int] = None, relevance_ra
     if min_mass >= 1.0:
         raise ValueError(f"min_mass must be in (0, 1), got {min_mass}")
     bootstrap = check_int(bootstrap, "bootstrap", minimum=0, maximum=10_000)
+    code = RESAMPLE[check_choice(resample, "resample", set(RESAMPLE))]
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
-    Nm, Cm = _dense(logs, n_positions)
+    Nm, Cm, query = _dense(logs, n_positions)
     g = np.linspace(0.0, 1.0, grid)
     ctr = Cm.sum(0) / Nm.sum(0)
     start = (np.clip(0.5 * ctr, P_EPS, 1 - P_EPS), np.clip(1.5 * ctr + 0.05, P_EPS, 1 - P_EPS), np.full(grid, 1 / grid))
@@ -185,10 +216,11 @@ def estimate_trust(logs: Any, *, n_positions: Optional[int] = None, relevance_ra
     a_int = b_int = np.full((2, alpha.size), np.nan)
     if bootstrap:
         draws = []
-        for _ in range(bootstrap):
-            wb = rng.multinomial(Nm.shape[0], np.full(Nm.shape[0], 1.0 / Nm.shape[0])).astype(np.float64)
-            fit = _em(Nm, Cm, wb, g, lo, hi, pi, max(n_iter // 2, 1), tol)
+        for i in range(bootstrap):
+            fit = _em(Nm, Cm, _resample_weights(code, query, rng), g, lo, hi, pi, max(n_iter // 2, 1), tol)
             draws.append(_anchored(fit[0], fit[1], fit[2], g, min_mass, r0, r1))
+            if callback is not None:
+                callback(i + 1, draws[-1][0].copy(), draws[-1][1].copy())
         a_b, b_b = np.array([x[0] for x in draws]), np.array([x[1] for x in draws])
         a_int, b_int = np.quantile(a_b, [0.025, 0.975], axis=0), np.quantile(b_b, [0.025, 0.975], axis=0)
     return TrustEstimate(alpha, beta, a_int, b_int, int(Nm.shape[0]), ll, it)

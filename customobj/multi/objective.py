@@ -275,7 +275,8 @@ class MultiObjective(Objective):
     def _parts(self, scores, prep, state, with_pairs):
         """Each label's gradient and hessian (rows of ``state``'s buffers), its couplings or None, and,
         for the methods that read costs, its loss: from the gradients' own pass where the loss has one
-        (``_grad_hess_loss``; LambdaRank walks its pairs once for both), else a second pass."""
+        (``_grad_hess_loss``; LambdaRank walks its pairs once for both, each pair's softplus from a table:
+        within ``SOFTPLUS_TABLE_ERROR`` per unit of ``w |dZ|``, docs/multi-objective.md), else a second pass."""
         g, h = state.buffers(prep.n_rows)
         pairs: list = []
         costs = self._settings.spec.needs_costs

@@ -184,8 +184,10 @@ def lambdarank_grad_hess(inp: PassInputs, out_grad: np.ndarray, out_hess: np.nda
 
 
 def lambdarank_grad_hess_loss(inp: PassInputs, out_grad: np.ndarray, out_hess: np.ndarray) -> "tuple[float, int]":
-    """``(loss, status)``: ``lambdarank_grad_hess``'s additions and ``lambdarank_loss``'s value (the same
-    bits) from one sort and one pair pass per query (GRAD_LOSS; ``MultiObjective`` reads both each round)."""
+    """``(loss, status)``: ``lambdarank_grad_hess``'s additions (the same bits) and ``lambdarank_loss``'s
+    value with each pair's softplus tabled (``_lambdarank_terms.softplus_tabled``: within
+    ``SOFTPLUS_TABLE_ERROR`` times the sum of the pairs' ``w |dZ|`` times the norm factors), from one sort
+    and one pair pass per query (GRAD_LOSS; ``MultiObjective`` reads both each round)."""
     per_query = np.zeros(inp.ptr.size - 1)
     status = _run_blocks(Mode.GRAD_LOSS, inp, PassOutputs(out_grad, out_hess, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I,
                          per_query, _NO_DEBIAS)

@@ -36,7 +36,7 @@ from numba import njit
 
 from ._lambdarank_records import Channel, IntChannel, Metric, Mode
 from ._lambdarank_terms import (EXP_FLOOR, damped, err_dz, exp_table, fill_prefixes, lambda_hess, map_dz, mrr_dz,
-                                ndcg_dz, norm_factor, pair_weight, rho, softplus, unbiased_pair)
+                                ndcg_dz, norm_factor, pair_weight, rho, softplus, softplus_tabled, unbiased_pair)
 from ._pairwise_terms import tracked_propensities
 
 #: The pre-enum names of the codes (aliases of the members; the codes' home is ``_lambdarank_records``).
@@ -86,7 +86,8 @@ def _ndcg_count(q, disc, g):
 @njit(cache=True)
 def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
     """NDCG pairs of one sorted query without data-dependent branches; returns (count, sum_lambda,
-    total), ``total`` the utility of LOSS when ``loss`` (the same terms in the same order: the same bits).
+    total), ``total`` GRAD_LOSS's utility when ``loss`` (LOSS's terms in the same order, each with
+    ``_lambdarank_terms.softplus_tabled``: within ``SOFTPLUS_TABLE_ERROR`` per unit of ``w |dZ|``).
 
     Needs every ``e[r] > EXP_FLOOR`` (``_lambdarank_terms.rho``'s table branch for all pairs). ``rho`` is
     ``e_lo / (e_a + e_b)``, the same bits as ``rho``. FILL writes each upper row's pairs to the
@@ -130,8 +131,8 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
             row_lambda += 2.0 * lam
             pw = 0.5 * (wa + w[b])
             h = sig2 * dz * rho * (1.0 - rho) * pw
-            if loss and nz:  # equal grades add nothing: LOSS skips them
-                total += pw * dz * softplus(-sigma * ((sa - s[b]) if up else (s[b] - sa)))
+            if loss:  # GRAD_LOSS's costs: tabled softplus (dz = 0 for equal grades adds exact zeros)
+                total += pw * dz * softplus_tabled(-sigma * ((sa - s[b]) if up else (s[b] - sa)))
             if grad:
                 lam *= pw * (1.0 if up else -1.0)
                 acc_g -= lam
@@ -228,8 +229,8 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
                 total += pw * dz * softplus(-sigma * d)
                 count += 1
                 continue
-            if with_loss:
-                total += pw * dz * softplus(-sigma * d)
+            if with_loss:  # GRAD_LOSS's costs: the tabled softplus, within SOFTPLUS_TABLE_ERROR per pair
+                total += pw * dz * softplus_tabled(-sigma * d)
             if grad:
                 lam *= pw * sg
                 acc_g -= lam
@@ -266,8 +267,8 @@ def _sorted_scores(inp, q, order, F):
 def query_grad(mode, inp, out, q, order, F, I, deb):
     """GRAD adds the query's gradients and hessians into ``out.grad/out.hess``; FILL writes its
     pairs with nonzero ``|dZ|`` (rows, coupling) to ``out.pair_*`` from ``q.at``; GRAD_FILL does
-    both in one pair pass; GRAD_LOSS adds GRAD's and returns the query's utility (``query_loss``'s) from
-    the same pair pass; TERMS writes FILL's pairs with their debiased terms (``deb``, unnormalised:
+    both in one pair pass; GRAD_LOSS adds GRAD's (the same bits) and returns the query's utility from the
+    same pair pass (``query_loss``'s, each pair's softplus from ``softplus_tabled``); TERMS writes FILL's pairs with their debiased terms (``deb``, unnormalised:
     the caller normalises the debiased sums). Hessians and couplings are multiplied by
     ``inp.hess_scale`` (1 but for XGBoost's convention, see ``_parity.py``) once per row, outside
     the pair loop. ``order[:n]`` are the query's rows by score, ``F`` / ``I`` the block's scratch
@@ -295,7 +296,7 @@ def query_grad(mode, inp, out, q, order, F, I, deb):
         out_c = out.pair_c
         for t in range(q.at, q.at + count):
             out_c[t] *= hfactor
-    return total * factor  # GRAD_LOSS: the query's utility, as query_loss's; 0 otherwise
+    return total * factor  # GRAD_LOSS: the query's utility (tabled softplus); 0 otherwise
 
 
 @njit(cache=True)

@@ -39,7 +39,8 @@ class Mode(IntEnum):
     """What one pass over a query does (``_lambdarank_pass``): gradients and hessians, the loss,
     the count of pairs with nonzero ``|dZ|``, the pairs themselves, gradients and pairs at once, or
     the pairs with their debiased terms (TERMS, for ``customobj.clicks.Unbiased``: see :class:`Debias`),
-    or the gradients and the loss in one pair pass (GRAD_LOSS, for ``MultiObjective``'s per-label costs)."""
+    or the gradients and the loss in one pair pass (GRAD_LOSS, for ``MultiObjective``'s per-label costs; its
+    loss within a stated bound of LOSS's, ``_lambdarank_terms.softplus_tabled``)."""
 
     GRAD = 0
     LOSS = 1

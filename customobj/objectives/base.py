@@ -399,7 +399,8 @@ class Objective:
 
     def _grad_hess_loss(self, scores, prep, state, out_grad, out_hess):
         """``_grad_hess`` then ``_loss`` at the same scores (``MultiObjective``'s per-label costs); a loss
-        whose pass can give both from one walk over the pairs overrides it (LambdaRank, the same bits)."""
+        whose pass can give both from one walk over the pairs overrides it (LambdaRank: the same gradients'
+        bits, the loss within a stated bound, ``_lambdarank_terms.SOFTPLUS_TABLE_ERROR``)."""
         self._grad_hess(scores, prep, state, out_grad, out_hess)
         return float(self._loss(scores, prep, state))
 
