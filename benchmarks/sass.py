@@ -40,7 +40,7 @@ import tempfile
 import types as pytypes
 from typing import NamedTuple
 
-__all__ = ["Instr", "UpdateLoop", "Tools", "find_tools", "parse_sass", "update_loops", "kernel_sass",
+__all__ = ["Instr", "UpdateLoop", "Tools", "find_tools", "parse_sass", "update_loops", "kernel_ptx", "kernel_sass",
            "histogram_kernels", "measure", "main"]
 
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
@@ -309,15 +309,34 @@ def cas_anywhere(funcs: dict) -> int:
     return sum(_is_cas(i) for code, _ in funcs.values() for i in code)
 
 
-def kernel_sass(kernel, signature, cc: tuple, tools: Tools) -> str:
-    """The SASS text of ``kernel`` (a ``cuda.jit`` dispatcher) compiled for ``signature`` (numba
-    types of its arguments) and compute capability ``cc`` (``(8, 0)``): NVVM's PTX, ``ptxas``,
-    ``nvdisasm -c``. Needs the simulator off in this process."""
+def kernel_ptx(kernel, signature, ccs) -> dict:
+    """``{cc: PTX}`` of ``kernel`` (a ``cuda.jit`` dispatcher) for ``signature`` (numba types of its
+    arguments) and each compute capability of ``ccs``: typed and lowered once, NVVM once per chip.
+    numba-cuda's lowering reads the compute capability only below 6.0 (float64 atomics) and 7.5
+    (fastmath ``tanh``), so the LLVM IR of every chip from sm_80 on is one and its code library gives
+    each chip's PTX (``cuda.compile_ptx``'s own two steps). A numba-cuda without that step:
+    ``compile_ptx`` per chip. Needs the simulator off in this process."""
     from numba import types as T
 
     from customobj._cuda_runtime import cuda_module
     cuda = cuda_module()
-    ptx, _ = cuda.compile_ptx(kernel.py_func, T.void(*signature), cc=cc)
+    sig = T.void(*signature)
+    try:
+        from numba.cuda.compiler import _compile_pyfunc_with_fixup
+    except ImportError:
+        return {cc: cuda.compile_ptx(kernel.py_func, sig, cc=cc)[0] for cc in ccs}
+    if any(cc < (7, 5) for cc in ccs):
+        raise ValueError(f"kernel_ptx: chips from sm_75 on share their lowering, not {ccs}")
+    lib, _ = _compile_pyfunc_with_fixup(kernel.py_func, sig, device=False, abi="numba", cc=max(ccs))
+    return {cc: lib.get_asm_str(cc=cc) for cc in ccs}
+
+
+def kernel_sass(kernel, signature, cc: tuple, tools: Tools, ptx: str | None = None) -> str:
+    """The SASS text of ``kernel`` (a ``cuda.jit`` dispatcher) compiled for ``signature`` (numba
+    types of its arguments) and compute capability ``cc`` (``(8, 0)``): NVVM's PTX (``ptx``, or
+    :func:`kernel_ptx`'s), ``ptxas``, ``nvdisasm -c``. Needs the simulator off in this process."""
+    if ptx is None:
+        ptx = kernel_ptx(kernel, signature, [cc])[cc]
     arch = f"sm_{cc[0]}{cc[1]}"
     with tempfile.TemporaryDirectory() as tmp:
         src, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
@@ -379,8 +398,9 @@ def measure(ccs=((8, 0), (9, 0)), only=None, tools: Tools | None = None, every_s
     for name, (kernel, sig) in histogram_kernels(every_signature).items():
         if only and name not in only:
             continue
+        ptx = kernel_ptx(kernel, sig, ccs)
         for cc in ccs:
-            funcs = parse_sass(kernel_sass(kernel, sig, cc, tools))
+            funcs = parse_sass(kernel_sass(kernel, sig, cc, tools, ptx[cc]))
             out.setdefault(name, {})[f"sm_{cc[0]}{cc[1]}"] = [u._asdict() for u in update_loops(funcs)]
             out[name][f"sm_{cc[0]}{cc[1]}_cas"] = cas_anywhere(funcs)
     return out

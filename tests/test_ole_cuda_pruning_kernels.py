@@ -48,11 +48,12 @@ CASES = ["random", "one query", "one-pair queries", "zeros and negatives"]
 def _tables(K, pi, pc, qor, nq, eps, launch):
     """The query tables after query_tops and query_masses (which also zero the kept pairs' record and coupling)."""
     from numba import cuda
+    from customobj.ole.cuda._reduce_kernels import QueryTops
     d = [cuda.to_device(a) for a in (pi, pc, pc.view(np.int64), qor)]
     tables = K.QueryTables(*(cuda.to_device(np.zeros(s, t)) for s, t in ((nq, np.int64), (nq, np.float64),
                                                                           ((nq, N_BUCKETS), np.float64))), eps)
     record, kept_c = cuda.to_device(np.full(4, 7, np.int64)), cuda.to_device(np.full(2, 7.0))
-    K.query_tops[launch](*d, pc.size, tables.tops, tables.totals)
+    K.query_tops[launch](QueryTops(d[0], d[2], d[3], tables.tops, tables.totals, True), d[1], pc.size)
     K.query_masses[launch](*d, pc.size, tables.tops, tables.mass, record, kept_c)
     assert not record.copy_to_host().any() and kept_c.copy_to_host()[0] == 0.0
     return d, tables

@@ -150,10 +150,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "objective's own sigma, truncation or lam, and records the chosen values and each "
                         "trial's score in results.json (default 0: no tuning, the fixed settings above)")
     m.add_argument("--seeds", type=_seeds, default=1, metavar="K",
-                   help="train each method and fold with K seeds (--seed, --seed+1, ...) and report the mean, "
-                        "with the seed spread beside the fold spread (default 1); the seed drives the libraries' "
-                        "randomness (bagging, feature sampling, random pairs) and --tune, so without either it is "
-                        "refused, and a method it does not change is named")
+                   help="K seeds per method and fold (--seed, --seed+1, ...): the mean, with the seed spread beside "
+                        "the fold spread; refused when no seed changes a method (default 1)")
     o = parser.add_argument_group("output")
     o.add_argument("--out", metavar="DIR",
                    help="folder for " + ", ".join(output.RESULT_FILES) + f" (default ./{output.DEFAULT_OUT}, whose "

@@ -104,6 +104,8 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
     count = 0
     sum_lambda = 0.0
     total = 0.0
+    # The walk over (a, b) repeats _metric_pairs' on purpose: this copy has no branch on the grades,
+    # measured about 10% faster for NDCG (docs/kernel-notes.md, one thread, truncation 30)
     for a in range(min(n - 1, lim)):
         ga = g[a]
         da = disc[a]

@@ -7,4 +7,8 @@ tree's gradients and couplings on their grid), :mod:`.histograms`, :mod:`.partit
 :mod:`.search`, :mod:`.choice` (``ole_fast``'s features), :mod:`.pruning`, :mod:`.scores`, and what
 they share: :mod:`.memory`, :mod:`.pool`, :mod:`.stats`, :mod:`._launch`, :mod:`._reduce_kernels`
 and :mod:`._split_kernels`. Nothing here is imported until a fit asks for ``device="cuda"``.
+
+A component is made with the fit's :class:`~.memory.DeviceMemory` first (its allocator and
+counter: every array it keeps is counted there) and its kernel modules, which the backend passes
+counted (:class:`~.stats.CountedKernels`: the launch budget of ``TreeBooster.device_stats_``).
 """

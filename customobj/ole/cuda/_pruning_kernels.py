@@ -30,8 +30,8 @@ from numba import float64, int64
 from ..._cuda_runtime import THREADS, cuda_module, device_function
 from ._partitions_kernels import _block, _offsets
 from ..common import PART_N_LEFT, SPLIT_BIN, SPLIT_FEATURE, SPLIT_GAIN, SPLIT_NAN_LEFT
-from ._reduce_kernels import block_sums
-from ..pair_pruning_kernels import _KEY_SHIFT, N_BUCKETS, _bucket, _first_dropped_bucket, _kept
+from ._reduce_kernels import add_top, block_sums
+from ..pair_pruning_kernels import N_BUCKETS, _bucket, _first_dropped_bucket, _kept
 
 cuda = cuda_module()
 
@@ -52,27 +52,15 @@ class PairArrays(NamedTuple):
     pc: Any
 
 
-class QueryTables(NamedTuple):
-    """Per query: ``tops`` (int64 key of the largest positive coupling), ``totals`` (its positive
-    mass), ``mass`` (``(queries, N_BUCKETS)``: per bucket) and the fit's ``eps`` (its budget share)."""
-
-    tops: Any
-    totals: Any
-    mass: Any
-    eps: float
-
-
 @cuda.jit(cache=True)
-def query_tops(pi, pc, bits, query_of_row, m, tops, totals):
-    """Per query ``q`` (of the pairs' first rows): ``tops[q]`` the largest key ``bits >> 50`` and
-    ``totals[q]`` the sum of its positive couplings (both 0 before: :func:`dropped_leaf_sums` leaves
-    them so)."""
+def query_tops(tops, pc, m):
+    """Per query ``q`` (of the pairs' first rows, :class:`~._reduce_kernels.QueryTops` ``tops`` of the
+    couplings ``pc[0:m]``): ``tops.tops[q]`` the largest key ``bits >> 50`` and ``tops.totals[q]`` the
+    sum of its positive couplings (both 0 before: :func:`dropped_leaf_sums` leaves them so)."""
     for k in range(cuda.grid(1), m, cuda.gridsize(1)):
         c = pc[k]
         if c > 0.0:
-            q = query_of_row[pi[k]]
-            cuda.atomic.max(tops, q, bits[k] >> _KEY_SHIFT)
-            cuda.atomic.add(totals, q, c)  # on the grid: exact in any order
+            add_top(tops, k, c)
 
 
 @cuda.jit(cache=True)
@@ -89,6 +77,16 @@ def query_masses(pi, pc, bits, query_of_row, m, tops, mass, record, kept_c):
         if c > 0.0:
             q = query_of_row[pi[k]]
             cuda.atomic.add(mass, (q, _bucket_d(bits[k], tops[q])), c)
+
+
+class QueryTables(NamedTuple):
+    """Per query: ``tops`` (int64 key of the largest positive coupling), ``totals`` (its positive
+    mass), ``mass`` (``(queries, N_BUCKETS)``: per bucket) and the fit's ``eps`` (its budget share)."""
+
+    tops: Any
+    totals: Any
+    mass: Any
+    eps: float
 
 
 @cuda.jit(device=True)

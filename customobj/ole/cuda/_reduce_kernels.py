@@ -165,6 +165,15 @@ def grid_units(x, y):
 
 
 @cuda.jit(device=True)
+def add_top(q, k, c):
+    """Pair ``k``'s positive coupling ``c`` into its query's top key and mass (:class:`QueryTops` ``q``):
+    the one update of :func:`grid_round` and ``_pruning_kernels.query_tops``."""
+    p = q.query_of_row[q.pi[k]]
+    cuda.atomic.max(q.tops, p, q.bits[k] >> _KEY_SHIFT)
+    cuda.atomic.add(q.totals, p, c)  # on the grid: exact in any order
+
+
+@cuda.jit(device=True)
 def _round(g, q, with_tops):
     sa = _step(g.stats[0], g.units[0])
     sb = _step(g.stats[1], g.units[1])
@@ -182,9 +191,7 @@ def _round(g, q, with_tops):
         ga += va
         gb += vb
         if with_tops and va > 0.0:  # the rounded coupling's key: its bits, as this thread just wrote them
-            p = q.query_of_row[q.pi[r]]
-            cuda.atomic.max(q.tops, p, q.bits[r] >> _KEY_SHIFT)
-            cuda.atomic.add(q.totals, p, va)  # on the grid: exact in any order
+            add_top(q, r, va)
     return ga, gb
 
 

@@ -23,7 +23,6 @@ The choice, the groups and therefore the histograms and splits are the CPU's
 Examples
 --------
 >>> import numpy as np
->>> from customobj._cuda_runtime import cuda_module
 >>> from customobj.ole.cuda import _search_kernels, _choice_kernels, _split_kernels
 >>> from customobj.ole.common import ChildSums
 >>> from customobj.ole.criterion import SE
@@ -31,7 +30,7 @@ Examples
 >>> from customobj.ole.cuda.pool import DevicePool
 >>> from customobj.ole.cuda.search import DeviceSearch
 >>> from customobj.ole.splitting import FeatureBins, SplitRules
->>> mem = DeviceMemory(cuda_module())
+>>> mem = DeviceMemory()
 >>> pool = DevicePool(mem, n_rows=4, n_features=3, n_slots=9, n_hists=1)
 >>> bins = FeatureBins(mem.upload(np.array([2, 2, 2])), mem.upload(np.array([0, 3, 6])))
 >>> search = DeviceSearch(mem, _split_kernels, _search_kernels, pool, bins, n_features=3, has_nan=False)

@@ -21,11 +21,10 @@ launches, through the fit's counted kernels (:mod:`.stats`):
 Examples
 --------
 >>> import numpy as np
->>> from customobj._cuda_runtime import cuda_module
 >>> from customobj.ole.cuda import _histograms_kernels, _split_kernels
 >>> from customobj.ole.cuda.memory import DeviceMemory
 >>> from customobj.ole.cuda.pool import DevicePool
->>> mem = DeviceMemory(cuda_module())
+>>> mem = DeviceMemory()
 >>> bins = np.array([[0, 1, 1, 0]], dtype=np.uint8)  # one feature (2 bins, slot 2: NaN), 4 rows
 >>> hists = DeviceHistograms(mem, _histograms_kernels, _split_kernels, DevicePool(mem, n_rows=4,
 ...     n_features=1, n_slots=3, n_hists=4), mem.upload(bins.T.copy()), np.array([0]), np.array([2]))
@@ -101,10 +100,9 @@ class DeviceHistograms:
 
     Parameters
     ----------
-    memory : DeviceMemory
-        The fit's allocator and counter.
-    kernels, split_kernels : module or CountedKernels
-        :mod:`._histograms_kernels` and :mod:`._split_kernels` (counted: :mod:`.stats`).
+    memory, kernels, split_kernels
+        The fit's allocator, :mod:`._histograms_kernels` and :mod:`._split_kernels`, as every
+        component's (:mod:`customobj.ole.cuda`).
     pool : DevicePool
         Where the histograms come from and go back to.
     bins_rm : device array

@@ -18,8 +18,7 @@ back); the backend's split search reads the rest on the device.
 Examples
 --------
 >>> import numpy as np
->>> from customobj._cuda_runtime import cuda_module
->>> mem = DeviceMemory(cuda_module())
+>>> mem = DeviceMemory()
 >>> a = mem.array((1000,), np.float64)
 >>> b = mem.upload(np.zeros(500, dtype=np.int32))
 >>> mem.current, mem.peak
@@ -51,7 +50,7 @@ from typing import Any, Optional
 import numpy as np
 from numba import config
 
-from ..._cuda_runtime import GPUUnavailableError, require_gpu
+from ..._cuda_runtime import GPUUnavailableError, cuda_module, require_gpu
 from ._launch import grid_launch
 from ..common import HIST_CHANNELS, PH_CHANNELS
 from .stats import DeviceCounter
@@ -112,14 +111,14 @@ class DeviceMemory:
 
     Parameters
     ----------
-    cuda : module
-        ``numba.cuda`` (or its simulator).
+    cuda : module, optional
+        ``numba.cuda`` (or its simulator); by default :func:`customobj._cuda_runtime.cuda_module`'s.
     counter : DeviceCounter, optional
         Where allocations, copies and reads are counted (a new one by default).
     """
 
-    def __init__(self, cuda: Any, counter: Optional[DeviceCounter] = None) -> None:
-        self.cuda = cuda
+    def __init__(self, cuda: Any = None, counter: Optional[DeviceCounter] = None) -> None:
+        self.cuda = cuda_module() if cuda is None else cuda
         self.counter = DeviceCounter() if counter is None else counter
         self.current = 0
         self.peak = 0

@@ -24,10 +24,9 @@ couplings, one read) adds values on their grid (:mod:`.fixed_point`): exact in a
 Examples
 --------
 >>> import numpy as np
->>> from customobj._cuda_runtime import cuda_module
 >>> from customobj.ole.cuda import _histograms_kernels, _partitions_kernels, _reduce_kernels
 >>> from customobj.ole.cuda.memory import DeviceMemory
->>> mem = DeviceMemory(cuda_module())
+>>> mem = DeviceMemory()
 >>> parts = DevicePartitions(mem, _partitions_kernels, _reduce_kernels, _histograms_kernels.zero,
 ...                          n_rows=6)
 >>> order = mem.upload(np.arange(6, dtype=np.int64))

@@ -19,9 +19,8 @@ from (every row, without bagging) by a device-to-device copy; only a new bag is 
 Examples
 --------
 >>> import numpy as np
->>> from customobj._cuda_runtime import cuda_module
 >>> from customobj.ole.cuda.memory import DeviceMemory
->>> mem = DeviceMemory(cuda_module())
+>>> mem = DeviceMemory()
 >>> pool = DevicePool(mem, n_rows=10, n_features=3, n_slots=12, n_hists=4)
 >>> a = pool.hist(); b = pool.hist(); pool.n_free
 2

@@ -34,9 +34,8 @@ tree's grid step at 0: its sums are then exact neither here nor on the CPU.)
 Examples
 --------
 >>> import numpy as np
->>> from customobj._cuda_runtime import cuda_module
 >>> from customobj.ole.cuda.memory import DeviceMemory
->>> mem = DeviceMemory(cuda_module())
+>>> mem = DeviceMemory()
 >>> prune = DevicePruning(mem, np.array([0, 0, 0, 1, 1, 1], np.int32), 2, epsilon=0.1, n_rows=6, num_leaves=2)
 >>> pairs = (np.array([0, 0, 1, 3, 3], np.int32), np.array([1, 2, 2, 4, 5], np.int32),
 ...          np.array([1.0, 0.0625, 0.5, 2.0, 2.0]))   # on a grid: exact sums
@@ -174,7 +173,7 @@ class DevicePruning:
         bits = pc.view(np.int64)
         launch = grid_launch(m)
         if self._tops_of is not pc:  # not made as the couplings were rounded (query_tops below)
-            kernels.query_tops[launch](pi, pc, bits, self._qor, m, self._tables.tops, self._tables.totals)
+            kernels.query_tops[launch](self._tops(pi, pc), pc, m)
         self._tops_of = None
         kernels.query_masses[launch](pi, pc, bits, self._qor, m, self._tables.tops, self._tables.mass, self._record,
                                      kept_c)
@@ -192,6 +191,9 @@ class DevicePruning:
         their couplings onto the tree's grid (``_reduce_kernels.grid_round``): its record. The
         next :meth:`prune` of these couplings then launches one kernel fewer."""
         self._tops_of = pc
+        return self._tops(pi, pc)
+
+    def _tops(self, pi: Any, pc: Any) -> QueryTops:
         return QueryTops(pi, pc.view(np.int64), self._qor, self._tables.tops, self._tables.totals, True)
 
     def _sum_leaves(self, order: Any, ranges: list, dropped: DeviceDropped, table: np.ndarray, res: Any,

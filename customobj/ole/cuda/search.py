@@ -22,14 +22,13 @@ which then come back with its split.
 Examples
 --------
 >>> import numpy as np
->>> from customobj._cuda_runtime import cuda_module
 >>> from customobj.ole.cuda import _search_kernels, _split_kernels
 >>> from customobj.ole.common import ChildSums, SplitInfo
 >>> from customobj.ole.criterion import SE
 >>> from customobj.ole.cuda.memory import DeviceMemory
 >>> from customobj.ole.cuda.pool import DevicePool
 >>> from customobj.ole.splitting import FeatureBins, SplitRules
->>> mem = DeviceMemory(cuda_module())
+>>> mem = DeviceMemory()
 >>> bins = FeatureBins(mem.upload(np.array([2])), mem.upload(np.array([0])))  # one feature, 2 bins
 >>> search = DeviceSearch(mem, _split_kernels, _search_kernels, DevicePool(mem, n_rows=4,
 ...                       n_features=1, n_slots=3, n_hists=1), bins, n_features=1, has_nan=False)
