@@ -194,35 +194,6 @@ def feature_groups(n_blocks: int, n_features: int, n_pairs: int, threads: int) -
     return int(max(1, min(min(threads, _MAX_ITEMS) // n_blocks, n_features // _GROUP_MIN_FEATURES)))
 
 
-@njit(cache=True, inline="always")
-def _enter_row(x, nloc, bins, fs, first, full, any_nan, scratch):
-    """Row ``x``'s chunk slot in :class:`ChunkScratch` ``scratch`` and the chunk's row count after it:
-    a new row gets the next slot, its bins (of the features ``fs``, a plain copy from ``first`` when
-    ``full``) and zeroed sums. Inlined into :func:`_pair_block` in numba's IR (``inline="always"``)."""
-    loc, rows, acc, nanacc, rsum, tile = scratch
-    feats = fs[0]
-    n_feat = feats.shape[0]
-    s = loc[x]
-    if s < 0:
-        s = nloc
-        nloc += 1
-        loc[x] = s
-        rows[s] = x
-        rsum[s] = 0.0
-        if full:  # the row's bins, contiguous for the pair loops
-            for f in range(n_feat):
-                tile[s, f] = bins[x, first + f]
-        else:
-            for f in range(n_feat):
-                tile[s, f] = bins[x, feats[f]]
-        for f in range(n_feat):
-            acc[s, f] = 0.0
-        if any_nan:
-            for f in range(n_feat):
-                nanacc[s, f] = 0.0
-    return s, nloc
-
-
 @njit(cache=True)
 def _pair_block(bins, pairs, lo, hi, fs, any_nan, scratch, out):
     """Pairs ``lo:hi`` of :class:`HistPairs` ``pairs`` into ``out`` at the features of
@@ -246,11 +217,43 @@ def _pair_block(bins, pairs, lo, hi, fs, any_nan, scratch, out):
             new = (1 if loc[a] < 0 else 0) + (1 if (loc[b] < 0 and b != a) else 0)
             if nloc + new > cap:
                 break
-            # one row entry for both rows, inlined in numba's IR: the x86 code is the two inline copies'
-            # to the instruction (3599 / 3585 / 3251 / 3238 for u8 / u16 bins x float32 / float64 sums,
-            # numba 0.68); a helper LLVM was left to call ran several times slower
-            sa, nloc = _enter_row(a, nloc, bins, fs, first, full, any_nan, scratch)
-            sb, nloc = _enter_row(b, nloc, bins, fs, first, full, any_nan, scratch)
+            # inline row entry (a helper function taking the arrays ran several times slower)
+            sa = loc[a]
+            if sa < 0:
+                sa = nloc
+                nloc += 1
+                loc[a] = sa
+                rows[sa] = a
+                rsum[sa] = 0.0
+                if full:  # the row's bins, contiguous for the pair loops below
+                    for f in range(n_feat):
+                        tile[sa, f] = bins[a, first + f]
+                else:
+                    for f in range(n_feat):
+                        tile[sa, f] = bins[a, feats[f]]
+                for f in range(n_feat):
+                    acc[sa, f] = 0.0
+                if any_nan:
+                    for f in range(n_feat):
+                        nanacc[sa, f] = 0.0
+            sb = loc[b]
+            if sb < 0:
+                sb = nloc
+                nloc += 1
+                loc[b] = sb
+                rows[sb] = b
+                rsum[sb] = 0.0
+                if full:
+                    for f in range(n_feat):
+                        tile[sb, f] = bins[b, first + f]
+                else:
+                    for f in range(n_feat):
+                        tile[sb, f] = bins[b, feats[f]]
+                for f in range(n_feat):
+                    acc[sb, f] = 0.0
+                if any_nan:
+                    for f in range(n_feat):
+                        nanacc[sb, f] = 0.0
             c64 = pc[k]
             rsum[sa] += c64
             rsum[sb] += c64
