@@ -18,7 +18,8 @@ part's true NDCG@10), scored by test NDCG@10 on the queries with a relevant row 
 (``xgb:rank:ndcg(lambdarank_unbiased=true)``), ``Affine`` (``Affine.from_log``: TrustEM, compare's
 defaults), ``Affine interventions`` (randomised logger: ``estimate_trust`` on the log), ``Affine true``
 (the simulation's alpha / beta), ``DR true`` (``DoublyRobust`` on ``dr_data`` with the true alpha /
-beta, the logger's position probabilities and ``fit_direct_method``), and ``labels ceiling``
+beta, the logger's position probabilities, ``fit_direct_method`` and ``dr_data``'s default clipping),
+``DR`` (the same with TrustEM's alpha / beta, as ``Affine`` estimates them: what a user has), and ``labels ceiling``
 (``lgb:LambdaRank`` on the true labels of every query-document the log shows, once each).
 
 Per logger every pair of methods is a paired t-test over the ``folds x logs`` units, Holm-adjusted
@@ -54,7 +55,7 @@ from customobj.clicks import Affine, DoublyRobust, estimate_trust  # noqa: E402
 from customobj.clicks.doubly_robust import dr_data, fit_direct_method  # noqa: E402
 from customobj.clicks.loggers import plackett_luce_marginals  # noqa: E402
 from customobj.compare import trainers  # noqa: E402
-from customobj.compare.clicks import AFFINE_EM, _weak_ranker, parse_clicks, true_curves  # noqa: E402
+from customobj.compare.clicks import AFFINE_EM, _weak_ranker, estimate_affine, parse_clicks, true_curves  # noqa: E402
 from customobj.compare.folds import load_folds, parse_folds  # noqa: E402
 from customobj.compare.methods import parse_method  # noqa: E402
 from customobj._io import atomic_write_text  # noqa: E402
@@ -81,7 +82,8 @@ LOG_STRIDE = 1000  # click_study's: log l of a fold is seeded seed + 1000 l + fo
 _METHODS = {"Unbiased": "lgb:Unbiased(objective=LambdaRank)", "XGBoost unbiased": "xgb:rank:ndcg(lambdarank_unbiased=true)",
             "labels ceiling": "lgb:LambdaRank"}
 _AFFINE = "lgb:Affine(objective=LambdaRank)"
-METHODS = ("Unbiased", "XGBoost unbiased", "Affine", "Affine interventions", "Affine true", "DR true", "labels ceiling")
+METHODS = ("Unbiased", "XGBoost unbiased", "Affine", "Affine interventions", "Affine true", "DR true", "DR",
+           "labels ceiling")
 
 
 def _with_objective(build, split, valid, test, settings):
@@ -172,12 +174,20 @@ def run_unit(args, logger, train, valid, test, seed, truth, settings):
     if "Affine true" in want:
         out["Affine true"] = _with_objective(lambda obj, *a: Affine(obj.objective, alpha=alpha, beta=beta),
                                              split, valid, test, settings)
-    if "DR true" in want:
-        P = _position_prob(logger, production, train, 10, args.explore, temperature, seed)
-        direct = fit_direct_method(log, alpha=alpha, beta=beta, seed=seed).predict(train.X)
-        dr = dr_data(log, (train.X, train.y, train.sizes), alpha=alpha, beta=beta, position_prob=P, direct=direct)
+    P = _position_prob(logger, production, train, 10, args.explore, temperature, seed) \
+        if want & {"DR true", "DR"} else None
+
+    def doubly_robust(a, b):
+        direct = fit_direct_method(log, alpha=a, beta=b, seed=seed).predict(train.X)
+        dr = dr_data(log, (train.X, train.y, train.sizes), alpha=a, beta=b, position_prob=P, direct=direct)
         dr_split = replace(train, X=dr.X, y=dr.y, sizes=dr.group, position=None)
-        out["DR true"] = _train_dr(DoublyRobust.for_data(LambdaRank(), dr), dr_split, valid, test, settings)
+        return _train_dr(DoublyRobust.for_data(LambdaRank(), dr), dr_split, valid, test, settings)
+    if "DR true" in want:
+        out["DR true"] = doubly_robust(alpha, beta)
+    if "DR" in want:  # as a user would: TrustEM's parameters (Affine's, when it was trained: the same fit)
+        em = seen[0] if seen else estimate_affine(Affine(LambdaRank()), split.X, split.y, split.position, settings.seed)
+        errors.setdefault("TrustEM", (float(np.abs(em.alpha - alpha).max()), float(np.abs(em.beta - beta).max())))
+        out["DR"] = doubly_robust(em.alpha, em.beta)
     if "labels ceiling" in want:
         rows = np.unique(log.row)  # sorted: grouped by query as the training part is
         qid = np.repeat(np.arange(train.sizes.size), train.sizes)[rows]

@@ -10,7 +10,7 @@ import pytest
 
 import customobj
 from customobj import LambdaRank, RankNet, adapters
-from customobj.clicks.doubly_robust import DoublyRobust, dr_data, fit_direct_method
+from customobj.clicks.doubly_robust import DoublyRobust, clip_threshold, dr_data, fit_direct_method
 from customobj.clicks.loggers import plackett_luce_marginals
 from customobj.clicks.simulation import ClickLog, trust_defaults
 
@@ -64,13 +64,65 @@ def test_expected_estimate_and_gradient_are_the_true_ones(base, query_norm):
         for clicks in itertools.product([0.0, 1.0], repeat=shown):
             c = np.array(clicks)
             p = p_rank * np.prod(np.where(c > 0, p_click, 1 - p_click))
-            est = dr_data(_one_session(order, clicks, n), data, alpha=alpha, beta=beta, position_prob=P, direct=r_hat)
+            est = dr_data(_one_session(order, clicks, n), data, alpha=alpha, beta=beta, position_prob=P, direct=r_hat,
+                          clip=0.0)
             assert np.all(est.y >= 0) and np.allclose(est.y - est.shift, est.estimate)
             mean_y += p * est.estimate
             mean_g += p * obj.grad_hess(s, est.estimate + shift, est.group)[0]
     np.testing.assert_allclose(mean_y, gamma, atol=1e-12)
     np.testing.assert_allclose(mean_g, obj.grad_hess(s, gamma + shift, [n])[0], atol=1e-12)
     assert np.abs(mean_g).max() > 1e-3
+
+
+def _expected_estimate(clip, r_hat, temperature=0.7):
+    """The exact expectation of the estimates over every shown ranking and click pattern of a 4-candidate,
+    2-shown query, with ``rho`` and the true relevances."""
+    n, shown = 4, 2
+    alpha, beta = true_params(shown)
+    gamma, policy = np.array([0.9, 0.2, 0.6, 0.0]), np.array([0.3, 1.0, -0.5, 0.1])
+    rankings = list(itertools.permutations(range(n), shown))
+    P = np.zeros((n, shown))
+    for order in rankings:
+        for k, d in enumerate(order):
+            P[d, k] += _pl_prob(policy, order, temperature)
+    data = (np.eye(n), np.zeros(n, dtype=np.int64), [n])
+    mean_y = np.zeros(n)
+    for order in rankings:
+        p_click = alpha * gamma[list(order)] + beta
+        for clicks in itertools.product([0.0, 1.0], repeat=shown):
+            c = np.array(clicks)
+            p = _pl_prob(policy, order, temperature) * np.prod(np.where(c > 0, p_click, 1 - p_click))
+            mean_y += p * dr_data(_one_session(order, clicks, n), data, alpha=alpha, beta=beta, position_prob=P,
+                                  direct=r_hat, clip=clip).estimate
+    return mean_y, gamma, P @ alpha
+
+
+@pytest.mark.parametrize("clip", [0.1, 0.2, 1.0])
+def test_clipped_expectation_is_the_stated_blend(clip):
+    """With ``tau`` the expectation is ``r_hat + rho / max(rho, tau) (R - r_hat)`` exactly: the truth where
+    ``rho >= tau``, a blend with the direct method below (and the truth everywhere when ``r_hat = R``)."""
+    r_hat = np.array([0.5, 0.5, 0.1, 0.8])
+    mean_y, gamma, rho = _expected_estimate(clip, r_hat)
+    assert (rho < clip).any() and (clip < 1.0) == (rho >= clip).any()  # both kinds of rows at 0.1 and 0.2
+    np.testing.assert_allclose(mean_y, r_hat + rho / np.maximum(rho, clip) * (gamma - r_hat), atol=1e-12)
+    np.testing.assert_allclose(mean_y[rho >= clip], gamma[rho >= clip], atol=1e-12)
+    assert np.abs(mean_y - gamma).max() > 1e-3  # the clipped rows are biased towards r_hat ...
+    np.testing.assert_allclose(_expected_estimate(clip, gamma)[0], gamma, atol=1e-12)  # ... unless r_hat is R
+
+
+def test_default_clip_is_the_papers_threshold():
+    d = customobj.data.synthetic(12, 8, 4, seed=0)
+    log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], click_model="trust", sessions=40, seed=0, shown=5)
+    alpha, beta = true_params(5)
+    P = np.zeros((d.y.size, 5))
+    P[log.row, log.position] = 1.0
+    est = dr_data(log, d, alpha=alpha, beta=beta, position_prob=P)
+    assert est.clip == clip_threshold(log.group.size) == min(1.0, 10.0 / np.sqrt(480))
+    assert clip_threshold(1) == 1.0 and clip_threshold(10**6) == 0.01
+    tau = 0.3
+    manual = dr_data(log, d, alpha=alpha, beta=beta, position_prob=P, clip=tau)
+    per_row = np.bincount(log.row, weights=log.y - beta[log.position], minlength=d.y.size)[manual.row]
+    np.testing.assert_allclose(manual.estimate, per_row / (40 * np.maximum(manual.rho, tau)), atol=1e-12)
 
 
 def test_deterministic_policy_gives_the_affine_estimate():
@@ -80,7 +132,7 @@ def test_deterministic_policy_gives_the_affine_estimate():
     P = np.zeros((d.y.size, 5))
     P[log.row, log.position] = 1.0
     r_hat = np.random.default_rng(0).random(d.y.size)
-    est = dr_data(log, d, alpha=alpha, beta=beta, position_prob=P, direct=r_hat)
+    est = dr_data(log, d, alpha=alpha, beta=beta, position_prob=P, direct=r_hat, clip=0.0)
     affine = (log.y - beta[log.position]) / alpha[log.position]
     sums = np.bincount(log.row, weights=affine, minlength=d.y.size)[est.row] / 5.0
     shown = est.rho > 0
@@ -118,6 +170,11 @@ def test_bad_input_is_refused():
         dr_data((log.X, log.y, log.group), d, alpha=alpha, beta=beta, position_prob=np.zeros((d.y.size, 3)))
     with pytest.raises(ValueError, match="position_prob"):
         dr_data(log, d, alpha=alpha, beta=beta, position_prob=np.zeros((3, 3)))
+    for bad in (-0.1, 1.5, np.nan):
+        with pytest.raises(ValueError, match="clip"):
+            dr_data(log, d, alpha=alpha, beta=beta, position_prob=np.zeros((d.y.size, 3)), clip=bad)
+    with pytest.raises(TypeError, match="clip"):
+        dr_data(log, d, alpha=alpha, beta=beta, position_prob=np.zeros((d.y.size, 3)), clip="0.1")
     with pytest.raises(ValueError, match="position_prob"):
         dr_data(log, d, alpha=alpha, beta=beta, position_prob=np.full((d.y.size, 3), 2.0))
     with pytest.raises(ValueError, match="labels must be finite"):
