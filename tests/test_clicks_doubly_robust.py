@@ -37,47 +37,10 @@ def _one_session(order, clicks, n):
                     np.zeros(k, dtype=np.int64), np.array(order, dtype=np.int64), np.zeros(k, dtype=np.int64))
 
 
-@pytest.mark.parametrize("base", [LambdaRank(), RankNet()])
-@pytest.mark.parametrize("query_norm", [False, True])
-def test_expected_estimate_and_gradient_are_the_true_ones(base, query_norm):
-    """Exact expectation over the policy's 12 shown rankings (4 candidates, 2 shown) and their 4 click
-    patterns each: the DR estimates average to the true relevances, whatever the direct method, and so
-    does the gradient (it is linear in them; the norm is click-free)."""
+def _expected(clip, r_hat, obj=None, s=None, shift=50.0):
+    """Exact expectations over the policy's 12 shown rankings (4 candidates, 2 shown, temperature 0.7)
+    and their 4 click patterns each: ``(estimates, gradient of obj at s, true relevances, rho)``."""
     n, shown, temperature = 4, 2, 0.7
-    alpha, beta = true_params(shown)
-    gamma = np.array([0.9, 0.2, 0.6, 0.0])
-    policy = np.array([0.3, 1.0, -0.5, 0.1])
-    r_hat = np.array([0.5, 0.5, 0.1, 0.8])  # deliberately wrong
-    P = np.zeros((n, shown))
-    rankings = list(itertools.permutations(range(n), shown))
-    for order in rankings:
-        for k, d in enumerate(order):
-            P[d, k] += _pl_prob(policy, order, temperature)
-    data = (np.eye(n), np.zeros(n, dtype=np.int64), [n])
-    shift = 50.0  # larger than any estimate's magnitude here: one objective for every pattern
-    obj = DoublyRobust(base, shift=shift, query_norm=query_norm)
-    s = np.random.default_rng(3).normal(size=n)
-    mean_y, mean_g = np.zeros(n), np.zeros(n)
-    for order in rankings:
-        p_rank = _pl_prob(policy, order, temperature)
-        p_click = alpha * gamma[list(order)] + beta
-        for clicks in itertools.product([0.0, 1.0], repeat=shown):
-            c = np.array(clicks)
-            p = p_rank * np.prod(np.where(c > 0, p_click, 1 - p_click))
-            est = dr_data(_one_session(order, clicks, n), data, alpha=alpha, beta=beta, position_prob=P, direct=r_hat,
-                          clip=0.0)
-            assert np.all(est.y >= 0) and np.allclose(est.y - est.shift, est.estimate)
-            mean_y += p * est.estimate
-            mean_g += p * obj.grad_hess(s, est.estimate + shift, est.group)[0]
-    np.testing.assert_allclose(mean_y, gamma, atol=1e-12)
-    np.testing.assert_allclose(mean_g, obj.grad_hess(s, gamma + shift, [n])[0], atol=1e-12)
-    assert np.abs(mean_g).max() > 1e-3
-
-
-def _expected_estimate(clip, r_hat, temperature=0.7):
-    """The exact expectation of the estimates over every shown ranking and click pattern of a 4-candidate,
-    2-shown query, with ``rho`` and the true relevances."""
-    n, shown = 4, 2
     alpha, beta = true_params(shown)
     gamma, policy = np.array([0.9, 0.2, 0.6, 0.0]), np.array([0.3, 1.0, -0.5, 0.1])
     rankings = list(itertools.permutations(range(n), shown))
@@ -86,15 +49,33 @@ def _expected_estimate(clip, r_hat, temperature=0.7):
         for k, d in enumerate(order):
             P[d, k] += _pl_prob(policy, order, temperature)
     data = (np.eye(n), np.zeros(n, dtype=np.int64), [n])
-    mean_y = np.zeros(n)
+    mean_y, mean_g = np.zeros(n), np.zeros(n)
     for order in rankings:
         p_click = alpha * gamma[list(order)] + beta
         for clicks in itertools.product([0.0, 1.0], repeat=shown):
             c = np.array(clicks)
             p = _pl_prob(policy, order, temperature) * np.prod(np.where(c > 0, p_click, 1 - p_click))
-            mean_y += p * dr_data(_one_session(order, clicks, n), data, alpha=alpha, beta=beta, position_prob=P,
-                                  direct=r_hat, clip=clip).estimate
-    return mean_y, gamma, P @ alpha
+            est = dr_data(_one_session(order, clicks, n), data, alpha=alpha, beta=beta, position_prob=P,
+                          direct=r_hat, clip=clip)
+            assert np.all(est.y >= 0) and np.allclose(est.y - est.shift, est.estimate)
+            mean_y += p * est.estimate
+            if obj is not None:  # shift larger than any estimate's magnitude here: one objective for every pattern
+                mean_g += p * obj.grad_hess(s, est.estimate + shift, est.group)[0]
+    return mean_y, mean_g, gamma, P @ alpha
+
+
+@pytest.mark.parametrize("base", [LambdaRank(), RankNet()])
+@pytest.mark.parametrize("query_norm", [False, True])
+def test_expected_estimate_and_gradient_are_the_true_ones(base, query_norm):
+    """Unclipped (``clip=0``), the DR estimates average to the true relevances whatever the direct
+    method, and so does the gradient (it is linear in them; the norm is click-free)."""
+    obj = DoublyRobust(base, shift=50.0, query_norm=query_norm)
+    s = np.random.default_rng(3).normal(size=4)
+    r_hat = np.array([0.5, 0.5, 0.1, 0.8])  # deliberately wrong
+    mean_y, mean_g, gamma, _ = _expected(0.0, r_hat, obj, s)
+    np.testing.assert_allclose(mean_y, gamma, atol=1e-12)
+    np.testing.assert_allclose(mean_g, obj.grad_hess(s, gamma + 50.0, [4])[0], atol=1e-12)
+    assert np.abs(mean_g).max() > 1e-3
 
 
 @pytest.mark.parametrize("clip", [0.1, 0.2, 1.0])
@@ -102,20 +83,27 @@ def test_clipped_expectation_is_the_stated_blend(clip):
     """With ``tau`` the expectation is ``r_hat + rho / max(rho, tau) (R - r_hat)`` exactly: the truth where
     ``rho >= tau``, a blend with the direct method below (and the truth everywhere when ``r_hat = R``)."""
     r_hat = np.array([0.5, 0.5, 0.1, 0.8])
-    mean_y, gamma, rho = _expected_estimate(clip, r_hat)
+    mean_y, _, gamma, rho = _expected(clip, r_hat)
     assert (rho < clip).any() and (clip < 1.0) == (rho >= clip).any()  # both kinds of rows at 0.1 and 0.2
     np.testing.assert_allclose(mean_y, r_hat + rho / np.maximum(rho, clip) * (gamma - r_hat), atol=1e-12)
     np.testing.assert_allclose(mean_y[rho >= clip], gamma[rho >= clip], atol=1e-12)
     assert np.abs(mean_y - gamma).max() > 1e-3  # the clipped rows are biased towards r_hat ...
-    np.testing.assert_allclose(_expected_estimate(clip, gamma)[0], gamma, atol=1e-12)  # ... unless r_hat is R
+    np.testing.assert_allclose(_expected(clip, gamma)[0], gamma, atol=1e-12)  # ... unless r_hat is R
 
 
-def test_default_clip_is_the_papers_threshold():
+def _deterministic_log(sessions):
+    """A 12-query synthetic log of ``sessions`` sessions per query under the deterministic logger (5
+    shown), the true parameters and its position probabilities."""
     d = customobj.data.synthetic(12, 8, 4, seed=0)
-    log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], click_model="trust", sessions=40, seed=0, shown=5)
+    log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], click_model="trust", sessions=sessions, seed=0, shown=5)
     alpha, beta = true_params(5)
     P = np.zeros((d.y.size, 5))
     P[log.row, log.position] = 1.0
+    return d, log, alpha, beta, P
+
+
+def test_default_clip_is_the_papers_threshold():
+    d, log, alpha, beta, P = _deterministic_log(40)
     est = dr_data(log, d, alpha=alpha, beta=beta, position_prob=P)
     assert est.clip == clip_threshold(log.group.size) == min(1.0, 10.0 / np.sqrt(480))
     assert clip_threshold(1) == 1.0 and clip_threshold(10**6) == 0.01
@@ -126,11 +114,7 @@ def test_default_clip_is_the_papers_threshold():
 
 
 def test_deterministic_policy_gives_the_affine_estimate():
-    d = customobj.data.synthetic(12, 8, 4, seed=0)
-    log = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], click_model="trust", sessions=5, seed=0, shown=5)
-    alpha, beta = true_params(5)
-    P = np.zeros((d.y.size, 5))
-    P[log.row, log.position] = 1.0
+    d, log, alpha, beta, P = _deterministic_log(5)
     r_hat = np.random.default_rng(0).random(d.y.size)
     est = dr_data(log, d, alpha=alpha, beta=beta, position_prob=P, direct=r_hat, clip=0.0)
     affine = (log.y - beta[log.position]) / alpha[log.position]
