@@ -99,6 +99,23 @@ def parent_score(node, rules):
 
 
 @njit(cache=True)
+def add_bin(hist, ph, use_pairs, s, left, cuts):
+    """``(left, cuts)`` with slot ``s`` added: its row sums to ``left = (g, h, count)`` and (``use_pairs``)
+    its pair sums to ``cuts = (hi, nanp, lo)``, ``lo = R - hi - nanp``. Scalar: shared with the GPU
+    search (``cuda._split_kernels``)."""
+    g, h, n = left
+    c_hi, c_np, c_lo = cuts
+    g += hist[s, HIST_G]
+    h += hist[s, HIST_H]
+    n += hist[s, HIST_COUNT]
+    if use_pairs:
+        c_hi += ph[s, PH_HI]
+        c_np += ph[s, PH_NANP]
+        c_lo += ph[s, PH_R] - ph[s, PH_HI] - ph[s, PH_NANP]
+    return (g, h, n), (c_hi, c_np, c_lo)
+
+
+@njit(cache=True)
 def cut_gain(rules, node, parent, left, cuts, totals, nan_left, use_pairs):
     """``(gain, cl, cr)`` of one threshold: its left child's row sums ``left = (gl, hl, nl)`` (the NaN
     slot's included when ``nan_left``), its pair sums ``cuts = (c_hi, c_np, c_lo)`` over the bins up to
@@ -180,28 +197,14 @@ def _best_in_feature(f, hist, ph, use_pairs, bins, node, rules, parent, res):
     totals = (lo_tot, nanp_tot, c_nn)
     for d in range(n_dir):
         nan_left = d == 1
-        gl = 0.0
-        hl = 0.0
-        nl = 0.0
-        if nan_left:
-            gl = g_nan
-            hl = h_nan
-            nl = n_nan
-        c_hi = 0.0
-        c_lo = 0.0
-        c_np = 0.0
+        left = (g_nan, h_nan, n_nan) if nan_left else (0.0, 0.0, 0.0)
+        cuts = (0.0, 0.0, 0.0)
         for t in range(nb - 1):
-            gl += hist[off + t, HIST_G]
-            hl += hist[off + t, HIST_H]
-            nl += hist[off + t, HIST_COUNT]
-            if use_pairs:
-                c_hi += ph[off + t, PH_HI]
-                c_np += ph[off + t, PH_NANP]
-                c_lo += ph[off + t, PH_R] - ph[off + t, PH_HI] - ph[off + t, PH_NANP]
-            gain, cl, cr = cut_gain(rules, node, parent, (gl, hl, nl), (c_hi, c_np, c_lo), totals, nan_left, use_pairs)
+            left, cuts = add_bin(hist, ph, use_pairs, off + t, left, cuts)
+            gain, cl, cr = cut_gain(rules, node, parent, left, cuts, totals, nan_left, use_pairs)
             if gain > best:
                 best = gain
-                write_split(res, gain, (f, t, nan_left), node, (gl, hl, nl), cl, cr)
+                write_split(res, gain, (f, t, nan_left), node, left, cl, cr)
     return best
 
 

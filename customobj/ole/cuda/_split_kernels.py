@@ -31,77 +31,26 @@ from numba import float64, int64
 from ..._cuda_runtime import THREADS, cuda_module, device_function
 from ..common import HIST_COUNT, HIST_G, HIST_H, PART_PLAN, PH_CHANNELS, PH_HI, PH_NANP, PH_R, ChildSums
 from ..pairhist import PAIRS_LEFT_SMALL, PAIRS_RIGHT_SMALL
-from ..splitting import cut_gain, parent_score, write_split
+from ..splitting import add_bin, cut_gain, parent_score, write_split
+from ...objectives._block_cuda import block_scan
+from ._reduce_kernels import first_best
 
 cuda = cuda_module()
 
 __all__ = ["feature_bests", "node_bests", "subtract3", "subtract_children"]
 
 _cut_gain, _parent, _write_split = device_function(cut_gain), device_function(parent_score), device_function(write_split)
-
-
-@cuda.jit(device=True)
-def _scan(sh, v):
-    """``(sum of v over the lanes before this one, sum over the block)``: a Hillis-Steele scan of one
-    float64 per thread in shared ``sh`` (the simulator has no warp shuffles). Exact for values on the
-    grid of :mod:`..fixed_point`: every partial sum is, in any order."""
-    t = cuda.threadIdx.x
-    sh[t] = v
-    cuda.syncthreads()
-    off = 1
-    while off < cuda.blockDim.x:
-        x = sh[t - off] if t >= off else 0.0
-        cuda.syncthreads()
-        sh[t] += x
-        cuda.syncthreads()
-        off *= 2
-    incl = sh[t]
-    total = sh[cuda.blockDim.x - 1]
-    cuda.syncthreads()
-    return incl - v, total
+_add_bin = device_function(add_bin)
 
 
 @cuda.jit(device=True)
 def _run_sums(hist, ph, use_pairs, off, lo, hi):
-    """A lane's run of bins ``lo:hi``: its sums of g, h, count and (``use_pairs``) hi, nanp, lo pairs."""
-    rg = 0.0
-    rh = 0.0
-    rn = 0.0
-    rhi = 0.0
-    rnp = 0.0
-    rlo = 0.0
+    """A lane's run of bins ``lo:hi``: its row sums (g, h, count) and pair sums (hi, nanp, lo)."""
+    run = (0.0, 0.0, 0.0)
+    cuts = (0.0, 0.0, 0.0)
     for t in range(off + lo, off + hi):
-        rg += hist[t, HIST_G]
-        rh += hist[t, HIST_H]
-        rn += hist[t, HIST_COUNT]
-        if use_pairs:
-            rhi += ph[t, PH_HI]
-            rnp += ph[t, PH_NANP]
-            rlo += ph[t, PH_R] - ph[t, PH_HI] - ph[t, PH_NANP]
-    return rg, rh, rn, rhi, rnp, rlo
-
-
-@cuda.jit(device=True)
-def _pick_lane(shg, shk, gain, key):
-    """The block's largest ``gain`` > 0, on equal gains the lowest ``key`` (-1: none), in every thread:
-    a tree in shared memory (``best_feature``'s rule)."""
-    t = cuda.threadIdx.x
-    shg[t] = gain
-    shk[t] = key
-    s = cuda.blockDim.x // 2
-    while s > 0:
-        cuda.syncthreads()
-        if t < s:
-            og = shg[t + s]
-            ok = shk[t + s]
-            if og > shg[t] or (ok >= 0 and og == shg[t] and (shk[t] < 0 or ok < shk[t])):
-                shg[t] = og
-                shk[t] = ok
-        s //= 2
-    cuda.syncthreads()
-    best, k = shg[0], shk[0]
-    cuda.syncthreads()
-    return best, k
+        run, cuts = _add_bin(hist, ph, use_pairs, t, run, cuts)
+    return run, cuts
 
 
 @cuda.jit(device=True)
@@ -120,15 +69,16 @@ def _feature_best(f, hist, ph, use_pairs, bins, node, rules, parent, res):
     per = (nb - 1 + cuda.blockDim.x - 1) // cuda.blockDim.x
     lo = min(nb - 1, cuda.threadIdx.x * per)
     hi = min(nb - 1, lo + per)
-    rg, rh, rn, rhi, rnp, rlo = _run_sums(hist, ph, use_pairs, off, lo, hi)
-    eg, _ = _scan(sh, rg)
-    eh, _ = _scan(sh, rh)
-    en, _ = _scan(sh, rn)
+    run, cuts = _run_sums(hist, ph, use_pairs, off, lo, hi)
+    # the runs' sums before each lane: a scan in shared memory (the simulator has no warp shuffles)
+    eg, _ = block_scan(sh, run[0])
+    eh, _ = block_scan(sh, run[1])
+    en, _ = block_scan(sh, run[2])
     ehi = enp = elo = lo_tot = nanp_tot = c_nn = 0.0
     if use_pairs:
-        ehi, _ = _scan(sh, rhi)
-        enp, nanp_tot = _scan(sh, rnp)
-        elo, lo_tot = _scan(sh, rlo)
+        ehi, _ = block_scan(sh, cuts[0])
+        enp, nanp_tot = block_scan(sh, cuts[1])
+        elo, lo_tot = block_scan(sh, cuts[2])
         last = off + nb - 1  # the last value bin: no threshold after it, but in the totals
         lo_tot += ph[last, PH_R] - ph[last, PH_HI] - ph[last, PH_NANP]
         nanp_tot += ph[last, PH_NANP]
@@ -140,26 +90,19 @@ def _feature_best(f, hist, ph, use_pairs, bins, node, rules, parent, res):
     wc = (0.0, 0.0)
     for d in range(2 if n_nan > 0 else 1):
         nan_left = d == 1
-        gl, hl, nl = eg, eh, en
+        left = (eg, eh, en)
         if nan_left:
-            gl, hl, nl = hist[off + nb, HIST_G] + eg, hist[off + nb, HIST_H] + eh, n_nan + en
-        c_hi, c_np, c_lo = ehi, enp, elo
+            left = (hist[off + nb, HIST_G] + eg, hist[off + nb, HIST_H] + eh, n_nan + en)
+        cuts = (ehi, enp, elo)
         for t in range(lo, hi):
-            gl += hist[off + t, HIST_G]
-            hl += hist[off + t, HIST_H]
-            nl += hist[off + t, HIST_COUNT]
-            if use_pairs:
-                c_hi += ph[off + t, PH_HI]
-                c_np += ph[off + t, PH_NANP]
-                c_lo += ph[off + t, PH_R] - ph[off + t, PH_HI] - ph[off + t, PH_NANP]
-            gain, cl, cr = _cut_gain(rules, node, parent, (gl, hl, nl), (c_hi, c_np, c_lo), (lo_tot, nanp_tot, c_nn),
-                                     nan_left, use_pairs)
+            left, cuts = _add_bin(hist, ph, use_pairs, off + t, left, cuts)
+            gain, cl, cr = _cut_gain(rules, node, parent, left, cuts, (lo_tot, nanp_tot, c_nn), nan_left, use_pairs)
             if gain > best:
                 best = gain
                 key = d * nb + t
-                wl = (gl, hl, nl)
+                wl = left
                 wc = (cl, cr)
-    top, k = _pick_lane(sh, shk, best, key)
+    top, k = first_best(sh, shk, best, key)
     if k >= 0 and k == key:
         _write_split(res, top, (f, k % nb, k >= nb), node, wl, wc[0], wc[1])
     return top
