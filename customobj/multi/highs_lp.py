@@ -57,6 +57,9 @@ class SimplexLP:
         self._cols = np.arange(m, dtype=np.int32)
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
+        # One thread: an LP of a few weights gains nothing from HiGHS' worker pool, which would otherwise
+        # start beside the booster's own threads every training.
+        h.setOptionValue("threads", 1)
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = m, 1
         lp.col_cost_, lp.col_lower_, lp.col_upper_ = np.zeros(m), np.zeros(m), np.ones(m)
