@@ -9,21 +9,16 @@ pytest.importorskip("highspy")
 from customobj.multi.highs_lp import SimplexLP, model_for  # noqa: E402
 from customobj.multi.solvers import epo_lp, simplex_lp_highs, solve_simplex_lp  # noqa: E402
 
-KINDS = ["random", "parallel", "opposite", "zero", "identical"]
+from test_multi_solvers import KINDS, gradients  # noqa: E402
 
 
 def epo_rounds(m, rng, count):
-    """EPO's LPs (its rows and its relaxed rows) on random and degenerate gradients, balance and descent."""
+    """EPO's LPs (its rows and its relaxed rows) on random and degenerate gradients (test_multi_solvers'
+    kinds, and all labels' gradients identical), balance and descent."""
     for trial in range(count):
-        kind = KINDS[trial % len(KINDS)]
-        g = rng.normal(size=(m, 30))
-        if kind == "parallel":
-            g[1] = 2.5 * g[0]
-        elif kind == "opposite":
-            g[1] = -g[0]
-        elif kind == "zero":
-            g[1] = 0.0
-        elif kind == "identical":
+        kind = (KINDS + ["identical"])[trial % (len(KINDS) + 1)]
+        g = gradients(kind, m, rng)
+        if kind == "identical":
             g[1:] = g[0]
         pref = rng.uniform(0.2, 1, m)
         pref /= pref.sum()
