@@ -36,6 +36,12 @@ timing: run it on an idle machine only.
     python benchmarks/multi_objective.py rounds [--data ../shared/data/mq2008/Fold1] [--repeats 30]
         [--methods linear,epsilon_constraint,epo] [--scales 1,10,50]
 
+``kernel``: LambdaRank's pass with the per-label cost (``GRAD_LOSS``) against the gradient-only pass
+(``GRAD``) on the same scores, interleaved: the median ratio (what the cost adds per label; ``--scales``
+as above).
+
+    python benchmarks/multi_objective.py kernel [--data ../shared/data/mq2008/Fold1] [--repeats 200] [--scales 1,10]
+
 ``lp``: one call of EPO's per-round LP on random rounds (``--labels`` m), timed interleaved per call:
 scipy's ``linprog`` (HiGHS, the route before), ``milp`` (the same HiGHS solve, the route without highspy),
 the closed form (``m = 2``), and the kept model (``customobj.multi.highs_lp``: one highspy model whose
@@ -286,6 +292,30 @@ def time_rounds(args):
                           flush=True)
 
 
+def time_kernel(args):
+    """LambdaRank's gradient pass alone (GRAD) against the same pass with the costs (GRAD_LOSS, what the
+    cost-reading methods call per label), interleaved; the median ratio per scale."""
+    _, y0, _, group0 = load_split(os.path.join(args.data, "train.txt.gz"), 41)
+    for scale in args.scales:
+        y, group = np.tile(y0, scale), np.tile(group0, scale)  # scaled_split's labels and queries
+        obj = LambdaRank()
+        prep = obj.prepare(y, group=group)
+        scores = np.random.default_rng(0).normal(size=y.size)
+        g, h = np.zeros(y.size), np.zeros(y.size)
+        obj._grad_hess(scores, prep, None, g, h), obj._grad_hess_loss(scores, prep, None, g, h)  # compile
+        ratios = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            obj._grad_hess(scores, prep, None, g, h)
+            t1 = time.perf_counter()
+            obj._grad_hess_loss(scores, prep, None, g, h)
+            t2 = time.perf_counter()
+            ratios.append((t2 - t1) / (t1 - t0))
+        q = np.percentile(ratios, [25, 50, 75])
+        print(f"rows={y.size} GRAD_LOSS / GRAD median {q[1]:.3f} (quartiles {q[0]:.3f}-{q[2]:.3f}, "
+              f"{args.repeats} interleaved pairs)", flush=True)
+
+
 def time_lp(args):
     from scipy.optimize import linprog
 
@@ -353,6 +383,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--methods", type=lambda t: t.split(","), default=["linear", "epsilon_constraint", "epo"],
                    help="linear reads nothing; epsilon_constraint the per-label costs (fused into the gradients' "
                         "pass); epo the costs, the Gram matrix and its LP")
+    k = sub.add_parser("kernel")
+    k.add_argument("--data", default="../shared/data/mq2008/Fold1")
+    k.add_argument("--repeats", type=int, default=200)
+    k.add_argument("--scales", type=lambda t: [int(v) for v in t.split(",")], default=[1])
     lp = sub.add_parser("lp")
     lp.add_argument("--labels", type=int, default=4, help="m, the number of labels (weights of the LP)")
     lp.add_argument("--calls", type=int, default=300)
@@ -367,7 +401,7 @@ def main(argv=None):
     for v in getattr(args, "rays", []) + getattr(args, "bound_weights", []):
         if v not in GRID:
             p.error(f"--rays and --bound-weights must be points of the grid {GRID.tolist()}, got {v}")
-    {"study": study, "rounds": time_rounds, "lp": time_lp}[args.command](args)
+    {"study": study, "rounds": time_rounds, "kernel": time_kernel, "lp": time_lp}[args.command](args)
 
 
 if __name__ == "__main__":

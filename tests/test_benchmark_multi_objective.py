@@ -50,6 +50,12 @@ def test_one_fold_of_the_study(bench, data_dir, capsys, tmp_path):
         bench.main(["rounds", "--scales", "0"])
 
 
+def test_kernel_benchmark_runs(bench, data_dir, capsys):
+    bench.main(["kernel", "--data", str(data_dir / "mq2008" / "Fold1"), "--repeats", "2", "--scales", "1,2"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if "GRAD_LOSS / GRAD median" in line]
+    assert len(lines) == 2 and float(lines[0].split("median ")[1].split()[0]) > 0
+
+
 def test_scaled_split_repeats_the_queries(bench):
     X, y, group = np.arange(10.0).reshape(5, 2), np.array([0.0, 1, 2, 0, 1]), np.array([3, 2])
     X3, y3, g3 = bench.scaled_split(X, y, group, 3)

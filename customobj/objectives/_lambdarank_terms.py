@@ -118,7 +118,7 @@ def softplus_sorted(gap, up, sigma, zscale):
     >>> softplus_sorted(0.3, False, 1.0, 64.0) == softplus_tabled(0.3)
     True
     """
-    z = gap * zscale
+    z = gap * zscale  # >= 0: the pass's scores are finite and sorted (``Objective`` refuses others)
     if not z < _SOFTPLUS_LAST:
         z = _SOFTPLUS_LAST
     i = int(z)
