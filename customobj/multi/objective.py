@@ -277,7 +277,8 @@ class MultiObjective(Objective):
     # --- rounds -------------------------------------------------------------------------------------
     def _parts(self, scores, prep, state, with_pairs):
         """Each label's gradient and hessian (rows of ``state``'s buffers), its couplings or None, and,
-        for the methods that read costs, its loss: from the gradients' own pass where the loss has one
+        for the methods that read costs, its loss (every label LambdaRank: one driver for all labels, one
+        sort per query, ``_lambdarank_kernels.lambdarank_labels``): from the gradients' own pass where the loss has one
         (``_grad_hess_loss``; LambdaRank walks its pairs once for both, each pair's softplus from a table:
         within ``SOFTPLUS_TABLE_ERROR`` per unit of ``w |dZ|``, docs/multi-objective.md), else a second pass."""
         g, h = state.buffers(prep.n_rows)
