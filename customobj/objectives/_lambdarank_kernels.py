@@ -213,17 +213,13 @@ def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
     ptr, scores = L.ptr, L.scores
     bounds = query_chunks(ptr, min(L.k[0], L.trunc[0]), CHUNK_ROWS)
     for item in prange(bounds.size - 1):
-        q0 = bounds[item]
-        q1 = bounds[item + 1]
-        F, I = _block_scratch(ptr, q0, q1)
-        neg, own_order = F[Channel.NEG], I[IntChannel.ORDER]
-        for q in range(q0, q1):
-            start = ptr[q]
-            n = ptr[q + 1] - start
-            if n < 2:
-                continue
-            _sort_query(scores, start, n, neg, own_order)  # once for every label: the scores are theirs
-            for k in range(m):
+        F, I = _block_scratch(ptr, bounds[item], bounds[item + 1])
+        own_order = I[IntChannel.ORDER]
+        for q in range(bounds[item], bounds[item + 1]):
+            n = ptr[q + 1] - ptr[q]
+            if n > 1:  # once for every label: the scores are theirs
+                _sort_query(scores, ptr[q], n, F[Channel.NEG], own_order)
+            for k in range(m if n > 1 else 0):
                 inp = _label(L, k)
                 if inp.qnorm[q] == 0.0:
                     continue
