@@ -28,15 +28,24 @@ directions are at cosine -0.5, 300 queries of 20 rows to train and to test; each
 ``linear``: no costs; ``epsilon_constraint``: the per-label costs, from the gradients' own pass; ``epo``:
 costs, Gram matrix and its LP) against m rounds of one LambdaRank, through each library's callable (LightGBM and XGBoost), timed interleaved
 (single, multi, single, multi, ...); prints the median ratio ``multi / (m * single)`` per method and
-library (the target: at most 1.1). A timing: run it on an idle machine only.
+library (the target: at most 1.1, on the fold as it is). ``--scales 1,10,50`` also times the fold's
+queries repeated 10 and 50 times (10x, 50x the rows, each copy with its own scores), where a fixed
+per-round cost (the LP, Python per round) weighs less: a report beside the target, not the target. A
+timing: run it on an idle machine only.
 
     python benchmarks/multi_objective.py rounds [--data ../shared/data/mq2008/Fold1] [--repeats 30]
-        [--methods linear,epsilon_constraint,epo]
+        [--methods linear,epsilon_constraint,epo] [--scales 1,10,50]
+
+``kernel``: LambdaRank's pass with the per-label cost (``GRAD_LOSS``) against the gradient-only pass
+(``GRAD``) on the same scores, interleaved: the median ratio (what the cost adds per label; ``--scales``
+as above).
+
+    python benchmarks/multi_objective.py kernel [--data ../shared/data/mq2008/Fold1] [--repeats 200] [--scales 1,10]
 
 ``lp``: one call of EPO's per-round LP on random rounds (``--labels`` m), timed interleaved per call:
-scipy's ``linprog`` (HiGHS, the route before), ``milp`` (the same HiGHS solve, what ``m >= 3`` takes now),
-the closed form (``m = 2``), and ``highspy`` (HiGHS' own Python package, when installed: not a
-dependency); prints each one's median and quartiles and its largest difference from ``linprog``'s weights.
+scipy's ``linprog`` (HiGHS, the route before), ``milp`` (the same HiGHS solve, the route without highspy),
+the closed form (``m = 2``), and the kept model (``customobj.multi.highs_lp``: one highspy model whose
+costs and rows change per call, what ``m >= 3`` takes now); prints each one's median and quartiles and its largest difference from ``linprog``'s weights.
 
     python benchmarks/multi_objective.py lp [--labels 4] [--calls 300]
 """
@@ -244,64 +253,67 @@ def study(args):
         plot_front(results, args, args.plot)
 
 
+def scaled_split(X, y, group, scale):
+    """The split's queries repeated ``scale`` times (``scale`` times the rows, the same query sizes and
+    label mix): a fixed per-round cost (a solver call, Python per round) weighs ``1 / scale`` as much."""
+    return np.tile(X, (scale, 1)), np.tile(y, scale), np.tile(group, scale)
+
+
 def time_rounds(args):
     import xgboost as xgb
 
-    X, y, _, group = load_split(os.path.join(args.data, "train.txt.gz"), 41)
-    rng = np.random.default_rng(0)
-    cols = [grade_per_query(rng.permutation(y), group) for _ in range(3)]
-    scores = rng.normal(size=y.size)
-    ds = lgb.Dataset(X, y, group=group).construct()
-    dm = xgb.DMatrix(X, y, group=group)
-    for m in (2, 4):
-        for method in args.methods:
-            kw = {"bounds": [1.0] * (m - 1)} if method == "epsilon_constraint" else {}
-            multi = MultiObjective([LambdaRank()] * m, labels=[None, *cols[:m - 1]], method=method, **kw)
-            for lib, data, make in (("lightgbm", ds, adapters.lightgbm_objective),
-                                    ("xgboost", dm, adapters.xgboost_objective)):
-                single_f, multi_f = make(LambdaRank()), make(multi)
-                single_f(scores, data), multi_f(scores, data)  # prepare and compile outside the timing
-                ratios = []
-                for _ in range(args.repeats):  # interleaved: single, multi, single, multi, ...
-                    t0 = time.perf_counter()
-                    single_f(scores, data)
-                    t1 = time.perf_counter()
-                    multi_f(scores, data)
-                    t2 = time.perf_counter()
-                    ratios.append((t2 - t1) / (m * (t1 - t0)))
-                q = np.percentile(ratios, [25, 50, 75])
-                print(f"m={m} {method:18s} {lib:8s}: round / (m x single round) median {q[1]:.3f} "
-                      f"(quartiles {q[0]:.3f}-{q[2]:.3f}, {args.repeats} interleaved pairs)", flush=True)
+    X0, y0, _, group0 = load_split(os.path.join(args.data, "train.txt.gz"), 41)
+    for scale in args.scales:
+        X, y, group = scaled_split(X0, y0, group0, scale)
+        rng = np.random.default_rng(0)
+        cols = [grade_per_query(rng.permutation(y), group) for _ in range(3)]
+        scores = rng.normal(size=y.size)  # every copy of a query gets its own scores
+        ds = lgb.Dataset(X, y, group=group).construct()
+        dm = xgb.DMatrix(X, y, group=group)
+        for m in (2, 4):
+            for method in args.methods:
+                kw = {"bounds": [1.0] * (m - 1)} if method == "epsilon_constraint" else {}
+                multi = MultiObjective([LambdaRank()] * m, labels=[None, *cols[:m - 1]], method=method, **kw)
+                for lib, data, make in (("lightgbm", ds, adapters.lightgbm_objective),
+                                        ("xgboost", dm, adapters.xgboost_objective)):
+                    single_f, multi_f = make(LambdaRank()), make(multi)
+                    single_f(scores, data), multi_f(scores, data)  # prepare and compile outside the timing
+                    ratios = []
+                    for _ in range(args.repeats):  # interleaved: single, multi, single, multi, ...
+                        t0 = time.perf_counter()
+                        single_f(scores, data)
+                        t1 = time.perf_counter()
+                        multi_f(scores, data)
+                        t2 = time.perf_counter()
+                        ratios.append((t2 - t1) / (m * (t1 - t0)))
+                    q = np.percentile(ratios, [25, 50, 75])
+                    print(f"rows={y.size} m={m} {method:18s} {lib:8s}: round / (m x single round) median "
+                          f"{q[1]:.3f} (quartiles {q[0]:.3f}-{q[2]:.3f}, {args.repeats} interleaved pairs)",
+                          flush=True)
 
 
-def _highspy_lp(objective, lhs, rhs):
-    """The LP through highspy (HiGHS' own Python package; one reused ``Highs``), or None if not installed."""
-    import highspy
-
-    global _HIGHS
-    if _HIGHS is None:
-        _HIGHS = highspy.Highs()
-        _HIGHS.setOptionValue("output_flag", False)
-    m = objective.size
-    a = np.vstack([np.ones((1, m)), lhs])
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = m, a.shape[0]
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = -objective, np.zeros(m), np.ones(m)
-    lp.row_lower_ = np.concatenate([[1.0], rhs])
-    lp.row_upper_ = np.concatenate([[1.0], np.full(rhs.size, highspy.kHighsInf)])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = np.arange(0, a.size + 1, m, dtype=np.int32)
-    lp.a_matrix_.index_ = np.tile(np.arange(m, dtype=np.int32), a.shape[0])
-    lp.a_matrix_.value_ = a.ravel()
-    _HIGHS.passModel(lp)
-    _HIGHS.run()
-    if _HIGHS.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return None
-    x = np.array(_HIGHS.getSolution().col_value)
-    return x / x.sum()
-
-
-_HIGHS = None
+def time_kernel(args):
+    """LambdaRank's gradient pass alone (GRAD) against the same pass with the costs (GRAD_LOSS, what the
+    cost-reading methods call per label), interleaved; the median ratio per scale."""
+    _, y0, _, group0 = load_split(os.path.join(args.data, "train.txt.gz"), 41)
+    for scale in args.scales:
+        y, group = np.tile(y0, scale), np.tile(group0, scale)  # scaled_split's labels and queries
+        obj = LambdaRank()
+        prep = obj.prepare(y, group=group)
+        scores = np.random.default_rng(0).normal(size=y.size)
+        g, h = np.zeros(y.size), np.zeros(y.size)
+        obj._grad_hess(scores, prep, None, g, h), obj._grad_hess_loss(scores, prep, None, g, h)  # compile
+        ratios = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            obj._grad_hess(scores, prep, None, g, h)
+            t1 = time.perf_counter()
+            obj._grad_hess_loss(scores, prep, None, g, h)
+            t2 = time.perf_counter()
+            ratios.append((t2 - t1) / (t1 - t0))
+        q = np.percentile(ratios, [25, 50, 75])
+        print(f"rows={y.size} GRAD_LOSS / GRAD median {q[1]:.3f} (quartiles {q[0]:.3f}-{q[2]:.3f}, "
+              f"{args.repeats} interleaved pairs)", flush=True)
 
 
 def time_lp(args):
@@ -320,10 +332,11 @@ def time_lp(args):
     if m == 2:
         routes["closed form"] = simplex_lp_two
     try:
-        import highspy  # noqa: F401
-        routes["highspy"] = _highspy_lp
+        from customobj.multi.highs_lp import SimplexLP
+
+        routes["kept model"] = SimplexLP(m).solve  # highspy, what m >= 3 takes now
     except ImportError:
-        print("highspy not installed: its route is left out")
+        print("highspy not installed: the kept model's route is left out")
     times, worst = {k: [] for k in routes}, dict.fromkeys(routes, 0.0)
     for t in range(args.calls):  # balance rounds (random costs) and descent rounds (near the ray), alternately
         g, pref = rng.normal(size=(m, 50)), rng.uniform(0.2, 1, m)
@@ -364,9 +377,16 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("rounds")
     r.add_argument("--data", default="../shared/data/mq2008/Fold1")
     r.add_argument("--repeats", type=int, default=30)
+    r.add_argument("--scales", type=lambda t: [int(v) for v in t.split(",")], default=[1],
+                   help="also time the split's queries repeated K times (K times the rows), per K: a fixed "
+                        "per-round cost weighs less on more data (a report beside the target's ratio at K = 1)")
     r.add_argument("--methods", type=lambda t: t.split(","), default=["linear", "epsilon_constraint", "epo"],
                    help="linear reads nothing; epsilon_constraint the per-label costs (fused into the gradients' "
                         "pass); epo the costs, the Gram matrix and its LP")
+    k = sub.add_parser("kernel")
+    k.add_argument("--data", default="../shared/data/mq2008/Fold1")
+    k.add_argument("--repeats", type=int, default=200)
+    k.add_argument("--scales", type=lambda t: [int(v) for v in t.split(",")], default=[1])
     lp = sub.add_parser("lp")
     lp.add_argument("--labels", type=int, default=4, help="m, the number of labels (weights of the LP)")
     lp.add_argument("--calls", type=int, default=300)
@@ -376,10 +396,12 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None):
     p = parser()
     args = p.parse_args(argv)
+    if any(k < 1 for k in getattr(args, "scales", [1])):
+        p.error(f"--scales must be positive integers, got {args.scales}")
     for v in getattr(args, "rays", []) + getattr(args, "bound_weights", []):
         if v not in GRID:
             p.error(f"--rays and --bound-weights must be points of the grid {GRID.tolist()}, got {v}")
-    {"study": study, "rounds": time_rounds, "lp": time_lp}[args.command](args)
+    {"study": study, "rounds": time_rounds, "kernel": time_kernel, "lp": time_lp}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ The default sizes are MQ2008 / OHSUMED's longest query (1,251 rows) against 100-
 simulated pair evaluations, which take the simulator tens of minutes; the test
 (tests/test_benchmark_objective_steps.py) runs small ones. ``--objective`` (repeatable) picks the
 objectives of :data:`OBJECTIVES` (default ``lambdarank``): the query-level losses' per-query kernels
-(a block per query), YetiRank's per-row sums and per-query couplings, StructuredDCG's per-query kernel.
+(a block per query), YetiRank's per-row sums and per-query couplings, StructuredDCG's per-query kernel,
+``Affine(LambdaRank())``'s per-query pair kernel (on clicks: the grades 3 and 4 clicked).
 
 >>> p = measure(LambdaRank(), [3, 2])  # under the simulator
 >>> p.launches == len(p.steps), p.rows, [s.kernel for s in p.steps][-3:]
@@ -49,15 +50,27 @@ if __name__ == "__main__":  # the simulator is chosen when numba.cuda is first i
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import customobj
-from customobj import XENDCG, LambdaRank, ListNet, QueryRMSE, StructuredDCG, YetiRank
+from customobj import XENDCG, Affine, LambdaRank, ListNet, QueryRMSE, StructuredDCG, YetiRank
+from customobj.clicks._inputs import MAX_POSITION
+from customobj.clicks.simulation import trust_defaults
 
 #: Lanes of a warp.
 WARP = 32
+
+
+def _affine() -> Affine:
+    """``Affine(LambdaRank())`` with the trust-bias defaults' parameters for every position a query can show
+    (a row's position is its place in its query): its labels are clicks (:func:`measure`)."""
+    plus, minus = trust_defaults(MAX_POSITION)
+    theta = 1.0 / np.arange(1, MAX_POSITION + 1)
+    return Affine(LambdaRank(), alpha=theta * (plus - minus), beta=theta * minus)
+
+
 #: The objectives ``--objective`` names: LambdaRank's kernels and those of each family with per-query sums.
 OBJECTIVES = {
     "lambdarank": LambdaRank(), "lambdarank-norm": LambdaRank(norm=True), "queryrmse": QueryRMSE(),
     "listnet": ListNet(), "xendcg": XENDCG(seed=1), "xendcg-lightgbm": XENDCG.like_lightgbm(seed=1),
-    "yetirank": YetiRank(permutations=2, seed=1), "structured": StructuredDCG(),
+    "yetirank": YetiRank(permutations=2, seed=1), "structured": StructuredDCG(), "affine": _affine(),
 }
 _PACKAGE = str(Path(customobj.__file__).resolve().parent)
 
@@ -208,6 +221,8 @@ def measure(obj: Any, sizes: List[int], seed: int = 0, lanes: int = 0) -> Profil
     from customobj.objectives._launch import LaunchCount
 
     s, y = data(sizes, seed)
+    if obj.corrects_clicks:
+        y = (y >= 3.0).astype(np.float64)  # clicks: 2 of the 5 grades, so some short queries have none
     prep = obj.prepare(y, sizes)
     d = cuda.to_device(s)
     if couplings_reason(obj) is None:

@@ -17,6 +17,15 @@ Two traps this module handles (issue "customobj on the GPU"):
 - numba still ships its deprecated built-in ``numba.cuda``, which imports in a core install (no
   ``numba-cuda``) and then blames the driver; customobj's kernels are written for NVIDIA's
   ``numba-cuda``, so without it :func:`cuda_module` names the extra instead.
+- the simulator runs a block's threads as Python threads, and its ``cuda.shared.array``
+  (``simulator.kernelapi.FakeCUDAShared.array``: the first thread at a source line makes the array,
+  the others look it up by file and line) has no lock between the look-up and the store: two threads
+  that both miss make two arrays, and the block reduces or scans in different memories, so a correct
+  kernel reads memory no thread wrote (seen: a row partition's offsets written out of bounds; LambdaRank's
+  ``count_pairs`` in ``benchmarks/gpu_suite.py --simulator``, a pair total of 420,099,481,718,275 and
+  then a 1.49 PiB allocation). A GPU has one shared memory per block: the race is the simulator's.
+  :func:`cuda_module` installs the same look-up under a lock (:func:`lock_simulator_shared_arrays`) in
+  every process that simulates customobj's kernels (the tests, benchmark subprocesses, the CLI).
 
 Which device: ``require_gpu(what, device)`` checks that the :class:`~customobj._device.Device`'s
 ordinal exists, and :func:`on_device` makes it numba's current device for a block of work (a fit,
@@ -28,6 +37,8 @@ import contextlib
 import functools
 import importlib.util
 import os
+import sys
+import threading
 from typing import Any, ContextManager, NamedTuple
 
 import numpy as np
@@ -84,7 +95,54 @@ def cuda_module() -> Any:
         raise GPUUnavailableError(f"numba.cuda is numba's deprecated built-in target, not NVIDIA's numba-cuda: "
                                   f"{_EXTRA_HINT}")
     _cache_cuda_kernels()
+    if simulated():
+        lock_simulator_shared_arrays()
     return cuda
+
+
+@functools.cache
+def lock_simulator_shared_arrays() -> bool:
+    """Give numba's CUDA simulator one shared array per block and source line however its threads
+    interleave: ``FakeCUDAShared.array``'s look-up and store under a lock, with numba-cuda's key (the
+    caller's file and line, so arrays made either way are the same ones). Once per process; True when
+    installed, False when this numba-cuda keeps its shared arrays otherwise (left as it is). The
+    simulator's own method stays reachable as ``FakeCUDAShared.array.__wrapped__``.
+
+    Examples
+    --------
+    >>> from numba.cuda.simulator.kernelapi import FakeCUDAShared
+    >>> lock_simulator_shared_arrays() and FakeCUDAShared.array.__wrapped__ is not FakeCUDAShared.array
+    True
+    """
+    _shim_numpy()  # importing numba.cuda.simulator imports numba.cuda
+    from numba.cuda.simulator import kernelapi
+
+    shared = getattr(kernelapi, "FakeCUDAShared", None)
+    if shared is None or not hasattr(shared(0), "_allocations"):
+        return False
+    unlocked = shared.array
+    lock = threading.Lock()
+    types, numpy_support = kernelapi.types, kernelapi.numpy_support  # the simulator's own dtype mapping
+
+    def array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> Any:
+        if shape == 0 or alignment is not None:
+            # dynamic shared memory: one buffer made at launch, no look-up; alignment: the simulator's error
+            return unlocked(self, shape, dtype, alignment)
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        # numba-cuda's key (``traceback.extract_stack(...)[-2][0:2]``) without reading every frame's source:
+        # ~0.5 ms a thread and block saved; tests/test_ole_cuda_pruning.py 171 s -> 37 s (2 loaded cores)
+        caller = sys._getframe(1)
+        key = (caller.f_code.co_filename, caller.f_lineno)
+        with lock:
+            res = self._allocations.get(key)
+            if res is None:
+                res = self._allocations[key] = np.empty(shape, dtype)
+        return res
+
+    array.__wrapped__ = unlocked  # type: ignore[attr-defined]
+    shared.array = array
+    return True
 
 
 @functools.cache

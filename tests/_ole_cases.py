@@ -1,7 +1,8 @@
 """Data and brute-force references shared by the OLE test modules (not a test module): random
 feature matrices and ranking data, the brute-force best split of a node (every feature, threshold
 and NaN side, sums over explicit row / pair masks) and the split kernel's answer read by name,
-the leaf of every row of a grown tree. Imported as ``from _ole_cases import make_X``."""
+the leaf of every row of a grown tree, values put on the fixed-point grid. Imported as
+``from _ole_cases import make_X``."""
 from __future__ import annotations
 
 import json
@@ -18,6 +19,20 @@ from customobj.ole.splitting import FeatureBins, SplitRules, find_best_split
 from _oracles import node_rows
 
 QUIET = dict(verbose=False)
+
+
+def on_grid(*arrays):
+    """Copies of ``arrays``, each rounded onto its own grid (customobj.ole.fixed_point), as a tree's
+    gradients, hessians and couplings are before the GPU builds and searches their histograms: every
+    sum of them is then exact, in any order (the GPU search scans the bins in parallel)."""
+    from customobj.ole.fixed_point import grid_step_of, round_range
+
+    out = []
+    for a in arrays:
+        x = np.array(a, dtype=np.float64)
+        round_range(x, 0, x.size, grid_step_of(x, 0, x.size))
+        out.append(x)
+    return out
 
 
 def make_X(seed, n=157, n_features=6, nan_frac=0.1, dtype=np.float64):

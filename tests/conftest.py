@@ -38,42 +38,6 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
 
     sys.setswitchinterval(2e-4)
 
-# The simulator gives a block's threads one shared array per source line: the first thread to reach
-# ``cuda.shared.array`` makes it and the others look it up (kernelapi.FakeCUDAShared.array), with no
-# lock between the look-up and the store. Two threads that both miss make two arrays, the block's
-# threads then scan or reduce in different memories, and a correct kernel writes out of bounds (seen:
-# a row partition's offsets, suite on 2 loaded cores). On a GPU a block has one shared memory; here the
-# same code runs under a lock (numba-cuda's own, copied, the caller found the same way).
-if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-    import threading
-    import traceback
-
-    from numba.cuda.simulator import kernelapi as _kernelapi
-
-    _shared_lock = threading.Lock()
-    _unlocked_shared_array = _kernelapi.FakeCUDAShared.array
-
-    def _locked_shared_array(self, shape, dtype, alignment=None):
-        if shape == 0 or not hasattr(self, "_allocations"):  # dynamic shared memory: one buffer, no race
-            return _unlocked_shared_array(self, shape, dtype, alignment)
-        if alignment is not None:
-            raise RuntimeError("Array alignment is not supported in cudasim")
-        from numba.np import numpy_support
-        from numba.core import types as _types
-
-        if isinstance(dtype, _types.Type):
-            dtype = numpy_support.as_dtype(dtype)
-        caller = traceback.extract_stack(sys._getframe())[-2][0:2]  # the kernel's line, as numba-cuda's
-        with _shared_lock:
-            res = self._allocations.get(caller)
-            if res is None:
-                import numpy
-
-                res = self._allocations[caller] = numpy.empty(shape, dtype)
-        return res
-
-    _kernelapi.FakeCUDAShared.array = _locked_shared_array
-
 REPO = Path(__file__).resolve().parent.parent
 
 from customobj import _numba_cache  # noqa: E402  (after NUMBA_NUM_THREADS: importing customobj loads numba)
@@ -82,6 +46,15 @@ from customobj import _numba_cache  # noqa: E402  (after NUMBA_NUM_THREADS: impo
 # process it would land in whichever test compiles first and break that test's exact-stderr checks.
 # Its own tests run it in child processes (tests/test_numba_cache.py).
 _numba_cache.silence_compile_notice()
+
+# The simulator's shared arrays need a lock (two threads of a block could make two arrays for one
+# line: customobj/_cuda_runtime.py says how it bit). customobj's ``cuda_module`` installs it in every
+# process that runs its kernels simulated; here it is installed before any test, also for the tests'
+# own kernels that import numba.cuda directly.
+if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    from customobj._cuda_runtime import lock_simulator_shared_arrays  # noqa: E402
+
+    lock_simulator_shared_arrays()
 
 
 @pytest.fixture

@@ -41,9 +41,27 @@ def test_one_fold_of_the_study(bench, data_dir, capsys, tmp_path):
     assert ec["met"] == (ec["ec_ndcg2"] >= ec["ndcg2_target"] - 0.01)
     bench.plot_front([r], args, args.plot)
     assert (tmp_path / "front.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    bench.main(["rounds", "--data", str(data_dir / "mq2008" / "Fold1"), "--repeats", "1"])
+    bench.main(["rounds", "--data", str(data_dir / "mq2008" / "Fold1"), "--repeats", "1", "--scales", "1,2"])
     out = capsys.readouterr().out
-    assert out.count("round / (m x single round) median") == 3 * 2 * 2  # methods x m x libraries
+    assert out.count("round / (m x single round) median") == 2 * 3 * 2 * 2  # scales x methods x m x libraries
+    rows = sorted({int(line.split()[0][5:]) for line in out.splitlines() if line.startswith("rows=")})
+    assert len(rows) == 2 and rows[1] == 2 * rows[0]
+    with pytest.raises(SystemExit):
+        bench.main(["rounds", "--scales", "0"])
+
+
+def test_kernel_benchmark_runs(bench, data_dir, capsys):
+    bench.main(["kernel", "--data", str(data_dir / "mq2008" / "Fold1"), "--repeats", "2", "--scales", "1,2"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if "GRAD_LOSS / GRAD median" in line]
+    assert len(lines) == 2 and float(lines[0].split("median ")[1].split()[0]) > 0
+
+
+def test_scaled_split_repeats_the_queries(bench):
+    X, y, group = np.arange(10.0).reshape(5, 2), np.array([0.0, 1, 2, 0, 1]), np.array([3, 2])
+    X3, y3, g3 = bench.scaled_split(X, y, group, 3)
+    assert X3.shape == (15, 2) and g3.tolist() == [3, 2] * 3 and g3.sum() == y3.size
+    np.testing.assert_array_equal(X3[10:], X)
+    np.testing.assert_array_equal(y3[5:10], y)
 
 
 @pytest.mark.parametrize("m", [2, 4])

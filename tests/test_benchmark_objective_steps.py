@@ -5,7 +5,7 @@ LambdaRank without truncation (and with LightGBM's norm, and QueryRMSE's dense c
 longer than several simulated warps against short queries: the long query's critical path per row is no
 more than theirs, its work per kept pair no more, and the launches are the same; the same for LightGBM's
 XENDCG and YetiRank, whose per-query kernels run a block per query (and YetiRank's sums a thread per row,
-as long in a long query as in a short one)."""
+as long in a long query as in a short one), and Affine's pair kernel (a block per query, on clicks)."""
 from __future__ import annotations
 
 import json
@@ -89,12 +89,13 @@ def test_a_long_query_costs_no_more_per_row_than_short_ones(obj):
 #: The kernels that work a query per block (one warp on a card, 8 threads under the simulator), by objective.
 PER_QUERY = {"QueryRMSE": ["query_rmse_queries"], "ListNet": ["softmax_queries"] * 2,
              "XENDCG": ["xendcg_lightgbm_queries", "xendcg_mass_queries", "softmax_queries"],
-             "YetiRank": ["yetirank_count_pairs", "yetirank_fill_pairs"], "StructuredDCG": ["structured_queries"]}
+             "YetiRank": ["yetirank_count_pairs", "yetirank_fill_pairs"], "StructuredDCG": ["structured_queries"],
+             "Affine": ["affine_queries"]}
 
 
 @needs_simulator
 @pytest.mark.parametrize("obj", [QueryRMSE(), ListNet(), XENDCG.like_lightgbm(seed=1), YetiRank(permutations=2, seed=1),
-                                 StructuredDCG(k=3)], ids=repr)
+                                 StructuredDCG(k=3), S.OBJECTIVES["affine"]], ids=lambda o: type(o).__name__)
 def test_the_per_query_kernels_run_a_block_per_query(obj):
     # 3 queries of 5 rows: each per-query kernel with a loop over the query's rows is launched as 3 blocks
     # of the simulator's 8 threads (softmax_qscale_queries: one multiplication per query, a thread each)

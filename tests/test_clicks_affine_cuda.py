@@ -1,6 +1,8 @@
 """GPU Affine (customobj/clicks/_affine_cuda.py, launched by customobj/clicks/_affine_route.py) against
 its CPU twin under the simulator: gradients and hessians for every loss it corrects (sums and
-scalings too), ``query_norm`` on and off, tied scores, weights; the pair couplings the OLE criteria
+scalings too), ``query_norm`` on and off, tied scores, weights; bit for bit on queries longer than the
+simulator's block (a block per query, a thread per row), with weights and a session without clicks,
+and one launch a leaf; the pair couplings the OLE criteria
 take and ``TreeBooster(device="cuda", criterion="ole")``'s trees; ``xgboost_objective(device="cuda")``'s
 float32 round; the refusal without parameters;
 and the kernel typed and compiled to PTX for sm_80 (listed from the module, not counted by hand)."""
@@ -13,7 +15,11 @@ import customobj
 from customobj import Affine, LambdaRank, MPBoost, RankNet, RankSVM, SquaredError
 from customobj.clicks.simulation import trust_defaults
 from customobj.objectives import devices
-from _cuda_cases import assert_kept_couplings_equal_cpu, compile_listed_kernels, needs_gpu, to_device
+from _cuda_cases import (LONG_SIZES, STATUS, assert_kept_couplings_equal_cpu, compile_listed_kernels, needs_gpu,
+                         to_device)
+
+needs_simulator = pytest.mark.skipif(not STATUS.available or not STATUS.simulator,
+                                     reason="reads the launches' grids through numba's CUDA simulator")
 
 
 def _clicks(seed=0):
@@ -67,6 +73,72 @@ def test_couplings_equal_the_cpus_kept_pairs(name):
     obj = Affine(WRAPPED[name], **_params(clicks))
     i, c = assert_kept_couplings_equal_cpu(obj, _tied_scores(clicks), clicks.y, clicks.group)
     assert i.size > 0 and (c > 0).all()
+
+
+def _long_clicks(seed):
+    """Clicks on :data:`LONG_SIZES` (19 rows: over two of the simulator's 8-thread blocks' widths) plus a
+    session of 9 rows without a click, each row at its place in its query; random scores and weights."""
+    rng = np.random.default_rng(seed)
+    sizes = LONG_SIZES + [9]
+    n = int(sum(sizes))
+    y = (rng.uniform(size=n) < 0.4).astype(np.float64)
+    y[-9:] = 0.0
+    return rng.normal(size=n), y, sizes, rng.uniform(0.5, 2.0, n)
+
+
+@needs_gpu
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weights"])
+@pytest.mark.parametrize("query_norm", [True, False], ids=["query_norm", "no_norm"])
+@pytest.mark.parametrize("name", ["LambdaRank", "LambdaRank(k=3,truncation=4,sigma=2)", "RankNet", "MPBoost",
+                                  "2(LambdaRank+RankSVM)"])
+def test_long_queries_equal_the_cpu_bit_for_bit(name, query_norm, weighted):
+    from customobj.objectives._couplings_route import grad_hess_couplings_prepared
+
+    s, y, sizes, w = _long_clicks(4)
+    if name == "LambdaRank":
+        s = np.round(s)  # ties: ranked by row order on both
+    plus, minus = trust_defaults(max(sizes))
+    obj = Affine(WRAPPED[name], alpha=0.9 * (plus - minus), beta=0.9 * minus, query_norm=query_norm)
+    w = w if weighted else None
+    g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, obj.prepare(y, sizes, w))
+    gd, hd, (id_, jd, cd) = grad_hess_couplings_prepared(obj, to_device(s), obj.prepare(y, sizes, w))
+    keep = c > 0
+    np.testing.assert_array_equal(gd.copy_to_host(), g)
+    np.testing.assert_array_equal(hd.copy_to_host(), h)
+    np.testing.assert_array_equal(id_.copy_to_host(), i[keep])
+    np.testing.assert_array_equal(jd.copy_to_host(), j[keep])
+    np.testing.assert_array_equal(cd.copy_to_host(), c[keep])
+    click_free = slice(sum(sizes[:-1]), None)
+    assert (g[click_free] != 0.0).any() and keep.sum() > 19 * 18 // 4  # the session without clicks has terms too
+
+
+@needs_simulator
+def test_one_launch_a_pairwise_leaf_a_block_per_query():
+    from customobj.objectives._launch import LaunchCount, query_threads
+    from numba.cuda.simulator import kernel as K
+
+    s, y, sizes, _ = _long_clicks(5)
+    plus, minus = trust_defaults(max(sizes))
+    obj = Affine(RankNet() + SquaredError(), alpha=plus - minus, beta=minus)
+    prep = obj.prepare(y, sizes)
+    d = to_device(s)
+    devices.grad_hess_prepared(obj, d, prep)  # uploads and scratch first
+    grids = []
+    call = K.FakeCUDAKernel.__call__
+
+    def record(self, *args):
+        if not self._device and K._kernel_context is None:
+            grids.append((self.fn.__name__, self.grid_dim[0], self.block_dim[0]))
+        return call(self, *args)
+
+    before = LaunchCount.snapshot()
+    K.FakeCUDAKernel.__call__ = record
+    try:
+        devices.grad_hess_prepared(obj, d, prep)
+    finally:
+        K.FakeCUDAKernel.__call__ = call
+    assert LaunchCount.since(before)[0] == len(grids)  # every launch counted
+    assert [k for k in grids if k[0] == "affine_queries"] == [("affine_queries", len(sizes), query_threads())]
 
 
 @needs_gpu

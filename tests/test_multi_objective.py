@@ -123,6 +123,25 @@ def test_every_method_records_its_rounds_and_combines_with_its_weights(method, k
     assert np.all(fitted["label_weights_"] >= 0)
 
 
+@pytest.mark.parametrize("method, kw", [("linear", {}), ("epsilon_constraint", {"bounds": [0.5, 0.5]}),
+                                        ("epo", {})])
+def test_lambdarank_labels_share_one_sort_with_the_bits_of_separate_calls(method, kw):
+    """All labels LambdaRank: one driver sorts each query once for every label; the combined gradients,
+    hessians, weights and costs equal those of the per-label calls (a LambdaRank subclass takes those)."""
+    class OwnCalls(LambdaRank):
+        pass
+
+    s, y, y2, sizes = data(4)
+    y3 = y2[::-1].copy()
+    shared = MultiObjective([LambdaRank(), LambdaRank(metric="err"), LambdaRank(norm=True)], labels=[None, y2, y3],
+                            method=method, **kw)
+    own = MultiObjective([OwnCalls(), OwnCalls(metric="err"), OwnCalls(norm=True)], labels=[None, y2, y3],
+                         method=method, **kw)
+    for t in range(3):  # rounds: the methods' memories move alike
+        for a, b in zip(shared.grad_hess(s + 0.1 * t, y, sizes), own.grad_hess(s + 0.1 * t, y, sizes)):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_the_loss_advances_nothing():
     s, y, y2, sizes = data(10)
     obj = MultiObjective([RankNet(), ListNet()], labels=[None, y2], method="epo", preference=[1, 3])

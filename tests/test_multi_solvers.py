@@ -234,9 +234,12 @@ def test_solve_simplex_lp_takes_the_closed_form_for_two_weights(monkeypatch):
     def refuse(*args):
         raise AssertionError("linprog called")
 
+    import customobj.multi.highs_lp as H
+
     monkeypatch.setattr(S, "simplex_lp_highs", refuse)
+    monkeypatch.setattr(H, "model_for", refuse)
     assert S.solve_simplex_lp(np.array([1.0, 0.0]), np.eye(2), np.zeros(2)).tolist() == [1.0, 0.0]
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError):  # three weights: HiGHS' kept model (highs_lp)
         S.solve_simplex_lp(np.ones(3), np.eye(3), np.zeros(3))
     with pytest.raises(AssertionError):  # non-finite entries go to HiGHS, which judges them as before
         S.solve_simplex_lp(np.array([np.nan, 0.0]), np.eye(2), np.zeros(2))

@@ -219,6 +219,10 @@ def test_every_driver_signals_an_unknown_metric_and_writes_nothing(metric):
     assert LK.lambdarank_grad_hess(inp, g, h) == bad
     assert LK.lambdarank_loss(inp) == (0.0, bad)
     assert LK.lambdarank_grad_hess_loss(inp, g, h) == (0.0, bad)
+    ok = _inputs(int(LK.Metric.NDCG))
+    for with_loss in (False, True):  # one unknown label refuses all, before any work
+        losses, status = LK.lambdarank_labels((ok, inp), with_loss, np.zeros((2, n)), np.zeros((2, n)))
+        assert status == bad and not losses.any()
     order = np.full(n, -1, np.int64)
     offsets, status = LK.lambdarank_pair_offsets(inp, order)
     assert status == bad and offsets[-1] == 0 and np.all(order == -1)
@@ -258,3 +262,37 @@ def test_lambdarank_raises_when_its_kernel_signals(monkeypatch):
     monkeypatch.delattr(obj, "pass_inputs")  # the class method again
     with pytest.raises(ValueError, match="metric must be a Metric code"):
         obj.grad_hess_prepared(s, prep)
+
+
+@pytest.mark.parametrize("with_loss", [False, True])
+def test_labels_driver_is_each_labels_own_pass_bit_for_bit(with_loss):
+    """lambdarank_labels (one sort per query for every label, MultiObjective's LambdaRank labels): each
+    label's gradients, hessians and GRAD_LOSS cost are those of its own call, bit for bit, with labels
+    of different metrics, options and weights, queries of one row and queries that contribute nothing."""
+    from customobj.objectives import _lambdarank_kernels as LK
+    rng = np.random.default_rng(23)
+    s, y, sizes = random_queries(rng, n_queries=30, max_size=25)
+    sizes[:2] = 1  # single-row queries
+    n = int(np.sum(sizes))
+    s, y = rng.normal(size=n) * np.where(rng.random(n) < 0.3, 400.0, 1.0), rng.integers(0, 4, n).astype(float)
+    y[:5] = 0.0  # a query without relevant rows: qnorm 0
+    w = rng.uniform(0.5, 2.0, n)
+    objs = [LambdaRank(), LambdaRank(metric="err", norm=True), LambdaRank(metric="map", truncation=3, sigma=2.0),
+            LambdaRank.like_xgboost()]
+    labels = [y, rng.integers(0, 3, n).astype(float), y[::-1].copy(), rng.integers(0, 5, n).astype(float)]
+    per_query = np.repeat(rng.uniform(0.5, 2.0, len(sizes)), sizes)  # XGBoost's convention: one weight a query
+    weights = [None, w, None, per_query]
+    preps = [o.prepare(c, group=sizes, weight=wk) for o, c, wk in zip(objs, labels, weights)]
+    grads, hess = np.zeros((4, n)), np.zeros((4, n))
+    losses, status = LK.lambdarank_labels(tuple(o.pass_inputs(s, p) for o, p in zip(objs, preps)), with_loss,
+                                          grads, hess)
+    assert status == 0
+    for k, (o, p) in enumerate(zip(objs, preps)):
+        g, h = np.zeros(n), np.zeros(n)
+        if with_loss:
+            assert losses[k] == o._grad_hess_loss(s, p, None, g, h) and losses[k] > 0
+        else:
+            o._grad_hess(s, p, None, g, h)
+            assert losses[k] == 0.0
+        np.testing.assert_array_equal(grads[k], g)
+        np.testing.assert_array_equal(hess[k], h)

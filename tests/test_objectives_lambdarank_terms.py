@@ -77,3 +77,20 @@ def test_softplus_tabled_is_within_its_stated_error():
     at_knots = np.array([LT.softplus_tabled(v) for v in knots])
     assert np.all(np.abs(at_knots - np.logaddexp(0.0, knots)) <= 1e-15 + 2.0**-52 * np.logaddexp(0.0, knots))
     assert not np.isinf(LT.softplus_tabled(math.nan))  # NaN reads the table's end: no crash, no infinity
+
+
+@pytest.mark.parametrize("sigma", [1.0, 0.37, 3.0, 1000.0])
+def test_softplus_sorted_is_softplus_tabled_bit_for_bit(sigma):
+    """The pair loops' form (the gap of a sorted pair, the side, sigma / STEP per pass) reads the same
+    knots and fraction as softplus_tabled of the pair's ``-sigma d``: the same bits, on a dense grid of
+    gaps, the knots and mid-knots, the table's end and far beyond, both sides, zero gap."""
+    h = LT.SOFTPLUS_STEP
+    knots = np.arange(0.0, LT.SOFTPLUS_RANGE + 2, h) / sigma
+    gaps = np.concatenate([np.linspace(0.0, 60.0 / sigma, 20_001), knots, knots + h / (2 * sigma),
+                           [0.0, 1e-300, 5e-324, 40.0 / sigma, 709.0, 1e6, 1e300]])
+    zscale = sigma * (1.0 / h)
+    for up in (True, False):
+        got = np.array([LT.softplus_sorted(g, up, sigma, zscale) for g in gaps])
+        want = np.array([LT.softplus_tabled(-sigma * g if up else -sigma * -g) for g in gaps])
+        np.testing.assert_array_equal(got, want)
+    assert LT._SOFTPLUS_KNOTS.shape == (LT._SOFTPLUS_TABLE.size - 1, 2)

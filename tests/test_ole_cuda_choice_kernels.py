@@ -15,6 +15,7 @@ from customobj.ole.histogram import build_row_hist_fm
 from customobj.ole.splitting import FeatureBins, SplitRules, feature_gains
 
 from _cuda_cases import needs_gpu
+from _ole_cases import on_grid
 
 pytestmark = needs_gpu
 
@@ -29,7 +30,7 @@ def _data():
     X[:, 5] = X[:, 4]  # features 4 and 5 are one: equal gains, the lower index first
     mapper = BinMapper.fit(X, 12)
     fm = mapper.bins_feature_major(X)
-    grad, hess = np.nan_to_num(X[:, 2] + X[:, 4]) + 0.3 * rng.normal(size=n), rng.uniform(0.5, 1.0, n)
+    grad, hess = on_grid(np.nan_to_num(X[:, 2] + X[:, 4]) + 0.3 * rng.normal(size=n), rng.uniform(0.5, 1.0, n))
     rows = np.arange(n, dtype=np.int64)
     cuts = ((0, 50), (50, n))
     hists = [build_row_hist_fm(fm, rows, lo, hi, grad, hess, mapper.offsets, mapper.n_slots) for lo, hi in cuts]

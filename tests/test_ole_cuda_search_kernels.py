@@ -15,19 +15,19 @@ from customobj.ole.histogram import build_row_hist_fm
 from customobj.ole.splitting import FeatureBins, SplitRules, find_best_split
 
 from _cuda_cases import needs_gpu
-from _ole_cases import make_X
+from _ole_cases import make_X, on_grid
 
 pytestmark = needs_gpu
 
 
 def _nodes():
-    """Two nodes' row histograms over 5 features with NaN, their sums and feature masks (node 1:
-    every feature masked, so no split)."""
+    """Two nodes' row histograms over 5 features with NaN (values on the fixed-point grid, as a tree's),
+    their sums and feature masks (node 1: every feature masked, so no split)."""
     X = make_X(4, n=80, n_features=5, nan_frac=0.2)
     mapper = BinMapper.fit(X, 6)
     fm = mapper.bins_feature_major(X)
     rng = np.random.default_rng(4)
-    grad, hess = np.nan_to_num(X[:, 3]) + 0.1 * rng.normal(size=80), rng.uniform(0.2, 1.0, 80)
+    grad, hess = on_grid(np.nan_to_num(X[:, 3]) + 0.1 * rng.normal(size=80), rng.uniform(0.2, 1.0, 80))
     order = rng.permutation(80).astype(np.int64)
     hists, sums = [], []
     for lo, hi in ((0, 50), (50, 80)):

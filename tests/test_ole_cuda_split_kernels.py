@@ -1,5 +1,6 @@
-"""customobj.ole.cuda._split_kernels: the GPU split search against the CPU's (splitting.find_best_split
-and feature_gains) on random and deliberately tied histograms for every score, with and without pairs
+"""customobj.ole.cuda._split_kernels: the GPU split search (a block per feature, its lanes scanning the
+bins) against the CPU's (splitting.find_best_split and feature_gains) on random and deliberately tied
+histograms of values on the fixed-point grid (as a tree's) for every score, with and without pairs
 and NaN, with feature masks (the best feature picked by _reduce_kernels.pick_best); the
 elementwise subtraction. Small data: without a GPU they run on numba's CUDA simulator. Where
 NVIDIA's NVVM is installed, every kernel of the OLE GPU learner (these, the histograms', the
@@ -18,7 +19,7 @@ from customobj.ole.pairhist import build_pair_hist
 from customobj.ole.splitting import FeatureBins, SplitRules, feature_gains, find_best_split
 
 from _cuda_cases import LIST_KERNELS, NVVM_MISSING, needs_gpu
-from _ole_cases import make_X, random_pairs
+from _ole_cases import make_X, on_grid, random_pairs
 
 pytestmark = needs_gpu
 
@@ -36,11 +37,12 @@ def _node(seed, tie):
     grad, hess = rng.normal(size=140), rng.uniform(0.2, 1.0, 140)
     if tie:  # feature 0 (and its copies) explains the gradients: the tied features are the best ones
         grad = np.nan_to_num(X[:, 0]) + 0.1 * grad
+    grad, hess = on_grid(grad, hess)  # as a tree's: the GPU's scans of the bins are exact
     rows = np.arange(140, dtype=np.int64)
     hist = build_row_hist_fm(fm, rows, 0, 140, grad, hess, mapper.offsets, mapper.n_slots)
     pi, pj, pc, _ = random_pairs(seed, n_queries=8, max_rows=17)
     keep = (pi < 140) & (pj < 140) & (pc > 0)
-    pi, pj, pc = pi[keep], pj[keep], pc[keep] * 0.02
+    pi, pj, (pc,) = pi[keep], pj[keep], on_grid(pc[keep] * 0.02)
     ph = build_pair_hist(np.ascontiguousarray(fm.T), pi, pj, pc, 0, pi.size, mapper.offsets, mapper.n_bins,
                          mapper.n_slots)
     G, H = float(grad.sum()), float(hess.sum())
@@ -110,6 +112,29 @@ def test_the_wse_gains_equal_the_cpu_feature_gains():
         gains, _ = _gpu_bests(mapper, hist, np.zeros((1, 3)), False, mask, node, rules, on_device)
         np.testing.assert_array_equal(gains.copy_to_host(), want)
     assert want[2] == 0.0 and want.max() > 0
+
+
+@pytest.mark.parametrize("threads", [1, 4, 8])
+@pytest.mark.parametrize("score", [SE, WSE])
+def test_equal_gains_in_different_lanes_keep_the_cpus_first_threshold(score, threads):
+    # one feature of 9 bins, bins 3-5 empty: thresholds 2-5 split alike (the best gain, four times); with 4
+    # lanes of 2 thresholds each, 2 and 3 are lane 1's, 4 and 5 lane 2's: the first, 2, wins, as on the CPU
+    from numba import cuda
+    from customobj.ole.cuda import _split_kernels as K
+    hist = np.zeros((10, 3))
+    hist[[0, 1, 2, 6, 7, 8], 0] = [-3.0, -2.0, -1.0, 1.0, 2.0, 3.0]
+    hist[[0, 1, 2, 6, 7, 8], 1:] = [1.0, 2.0]
+    bins = FeatureBins(np.array([9]), np.array([0]))
+    node, rules = ChildSums(0.0, 6.0, 12.0, 0.0), SplitRules(score, 0.0, 1.0, 0.0)
+    want = np.zeros(SPLIT_SIZE)
+    find_best_split(hist, np.zeros((1, 3)), False, bins, np.ones(1, np.bool_), node, rules, want)
+    assert want[2] == 2.0  # the bin of the first of the four equal thresholds
+    h, m, p = cuda.to_device(hist), cuda.to_device(np.ones(1, np.bool_)), cuda.to_device(np.zeros((1, 3)))
+    per, gains = cuda.to_device(np.zeros((1, 1, SPLIT_SIZE))), cuda.device_array((1, 1))
+    K.feature_bests[(1, 1), threads](NodeHists(h, h, p, p, m, m), False, FeatureBins(*map(cuda.to_device, bins)),
+                                     node, node, rules, cuda.to_device(np.zeros(4)), False, per, gains)
+    np.testing.assert_array_equal(per.copy_to_host()[0, 0], want)
+    assert gains.copy_to_host()[0, 0] == want[0]
 
 
 @pytest.mark.parametrize("n_ops", [1, 2, 3])

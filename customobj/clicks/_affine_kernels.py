@@ -9,8 +9,10 @@ query (session) once and adds both of its ordered terms, ``r_i psi(s_i - s_j) + 
 estimates ``r`` enter linearly, so the expected gradient over the clicks is the gradient with the
 true relevances (see ``Affine``).
 
-``affine_pairs`` runs ``query_pairs`` on each query; the GPU kernel (``_affine_cuda``) runs the same
-``query_pairs`` one thread per query, so the two share every line of the per-pair math.
+``affine_pairs`` runs ``query_pairs`` on each query, each pair once; the GPU kernel (``_affine_cuda``)
+runs a block per query and a thread per row, which walks the row's pairs in the order ``query_pairs``
+adds them into that row. Both share every line of the per-pair math (``pair_multiplier``,
+``pair_lambda``, ``pair_step``, ``norm_factor``) and add every float sum in the same order.
 
 The loss's options travel as one record (:class:`AffinePairLoss`), the rows' inputs as another
 (:class:`AffineRows`) and the outputs as a third (:class:`PairOutputs`); the pair weights are
@@ -119,8 +121,15 @@ def pair_step(loss, m, d, ri, rj):
     return g, h, m * (ri * phi1 + rj * phi2)
 
 
-#: ``query_pairs``' two walks over a query's pairs: the norm's sum ``S`` (with ``norm`` only), then the terms.
-SUM_STAGE, TERM_STAGE = 0, 1
+@njit(cache=True)
+def pair_multiplier(loss, rows, rank, r0, a, ii, jj):
+    """``m`` of the pair of rows ``a + ii``, ``a + jj`` before the query's norm: the loss's scale times
+    :func:`pair_factor` at their ranks ``rank[r0 + ii]``, ``rank[r0 + jj]``, times the pair weight
+    ``(w_i + w_j) / 2`` with ``use_w``. Scalar: shared with the GPU kernel (``_affine_cuda``)."""
+    m = loss.scale * pair_factor(loss, rank[r0 + ii], rank[r0 + jj])
+    if rows.use_w:
+        m *= 0.5 * rows.w[a + ii] + 0.5 * rows.w[a + jj]
+    return m
 
 
 @njit(cache=True)
@@ -129,43 +138,42 @@ def query_pairs(loss, rows, rank, r0, a, n, p, out, total):
     pair ``p``, the rank of its row ``ii`` at ``rank[r0 + ii]``) into :class:`PairOutputs` ``out``;
     returns ``total`` plus its loss terms, added in order.
 
-    Shared with the GPU kernel (``_affine_cuda``, one thread per query): it reads arrays by index and
-    calls only scalar functions, so the simulator can run its Python source. The query's norm
-    ``log2(1 + S) / S`` (``norm``) takes ``S``, the running sum of its lambdas with unit estimates
-    ``m (|phi'(d)| + |phi'(-d)|)``, ``m`` each pair's factor before the norm (scale, LambdaRank's
-    ``|dD|``, the pair weight): it depends on the scores and ranks, never on the clicks, so the
-    normalised estimate stays unbiased (issue 43; the corrected estimates in ``S`` made it biased).
+    The query's norm ``log2(1 + S) / S`` (``norm``) takes ``S``, the sum of its lambdas with unit
+    estimates ``m (|phi'(d)| + |phi'(-d)|)``, ``m`` each pair's factor before the norm (scale,
+    LambdaRank's ``|dD|``, the pair weight): it depends on the scores and ranks, never on the clicks,
+    so the normalised estimate stays unbiased (issue 43; the corrected estimates in ``S`` made it
+    biased). ``S`` is added as each row's part (its pairs with the rows after it, in order), then
+    those parts in row order: the order the GPU kernel (``_affine_cuda``, a thread per row) adds it
+    in, so its ``S`` is this one bit for bit in ``O(n)`` serial steps, not ``O(n^2)`` (issue 42).
     """
-    scores, rhat, w, use_w = rows
+    scores, rhat = rows.scores, rows.rhat
     out_grad, out_hess, out_c = out
     s_total = 0.0
-    f = 1.0
-    for stage in range(SUM_STAGE if loss.norm else TERM_STAGE, TERM_STAGE + 1):
-        if stage == TERM_STAGE:
-            f = norm_factor(loss, s_total)
+    if loss.norm:
         for ii in range(n):
+            part = 0.0
             for jj in range(ii + 1, n):
-                i = a + ii
-                j = a + jj
-                m = loss.scale * pair_factor(loss, rank[r0 + ii], rank[r0 + jj])
-                if use_w:
-                    m *= 0.5 * w[i] + 0.5 * w[j]
-                if stage == SUM_STAGE:
-                    if m != 0.0:
-                        s_total += pair_lambda(loss, m, scores[i] - scores[j], 1.0, 1.0)  # click-free: unbiased
-                    continue
-                m *= f
-                out_c[p] = 0.0
-                p += 1
-                if m == 0.0:
-                    continue
-                g, h, cost = pair_step(loss, m, scores[i] - scores[j], rhat[i], rhat[j])
-                out_grad[i] += g
-                out_grad[j] -= g
-                out_hess[i] += h
-                out_hess[j] += h
-                out_c[p - 1] = h
-                total += cost
+                m = pair_multiplier(loss, rows, rank, r0, a, ii, jj)
+                if m != 0.0:  # click-free: unbiased
+                    part += pair_lambda(loss, m, scores[a + ii] - scores[a + jj], 1.0, 1.0)
+            s_total += part
+    f = norm_factor(loss, s_total)
+    for ii in range(n):
+        for jj in range(ii + 1, n):
+            i = a + ii
+            j = a + jj
+            m = pair_multiplier(loss, rows, rank, r0, a, ii, jj) * f
+            out_c[p] = 0.0
+            p += 1
+            if m == 0.0:
+                continue
+            g, h, cost = pair_step(loss, m, scores[i] - scores[j], rhat[i], rhat[j])
+            out_grad[i] += g
+            out_grad[j] -= g
+            out_hess[i] += h
+            out_hess[j] += h
+            out_c[p - 1] = h
+            total += cost
     return total
 
 

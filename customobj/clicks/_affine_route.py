@@ -1,6 +1,6 @@
 """``Affine``'s GPU route (``Affine.device_route()``): the affine-corrected pair terms on the device
-(kernel: ``_affine_cuda.affine_queries``, one thread per query), and its pair couplings for
-``TreeBooster(device="cuda")``'s OLE criteria.
+(kernel: ``_affine_cuda.affine_queries``, a block per query, a thread per row), and its pair couplings
+for ``TreeBooster(device="cuda")``'s OLE criteria.
 
 Per round, for each leaf of the wrapped loss, in the CPU's order (``Affine._run``): a pairwise leaf
 (its ``AffinePairLoss`` record) adds its terms into the outputs and writes its couplings into
@@ -50,8 +50,9 @@ def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
         if record is None:
             _add_part((obj, n), part.device_route().grad_hess, part, scale, s, prep, data, g, h)
             continue
-        R.launch(CA.affine_queries, data.n_queries, AK.AffineRows(s, rhat, data.weights, data.use_weights), data.ptr,
-                 pair_ptr, record, rank, AK.PairOutputs(g, h, part_c))
+        rows = AK.AffineRows(s, rhat, data.weights, data.use_weights)
+        R.launch_per_segment(CA.affine_queries, data.n_queries, rows, data.ptr, pair_ptr, record, rank,
+                             AK.PairOutputs(g, h, part_c))
         if m:
             R.launch(CW.add_scaled, m, total, part_c, 1.0)
 

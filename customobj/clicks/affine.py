@@ -320,9 +320,9 @@ class Affine(Objective):
         return i, j
 
     def device_route(self) -> DeviceRoute:
-        """The GPU route (``customobj.clicks._affine_route``): the corrected pair terms one thread per query
-        (``_affine_cuda``), pointwise parts of a sum through their own routes, and the pair couplings the
-        OLE criteria of ``TreeBooster(device="cuda")`` take.
+        """The GPU route (``customobj.clicks._affine_route``): the corrected pair terms a block per query
+        and a thread per row (``_affine_cuda``), pointwise parts of a sum through their own routes, and
+        the pair couplings the OLE criteria of ``TreeBooster(device="cuda")`` take.
 
         Examples
         --------

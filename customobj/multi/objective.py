@@ -24,9 +24,12 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from .._kernel_status import check_status
 from .._validation import as_1d_float, as_labels
 from ..objectives._arrays import freeze_option
+from ..objectives import _lambdarank_kernels as LK
 from ..objectives.base import DeviceRoute, Objective, Prepared
+from ..objectives.listwise import LambdaRank
 from . import _combine_kernels as K
 from . import _weighted_route
 from .methods import Method, check_settings, method_spec
@@ -274,13 +277,24 @@ class MultiObjective(Objective):
     # --- rounds -------------------------------------------------------------------------------------
     def _parts(self, scores, prep, state, with_pairs):
         """Each label's gradient and hessian (rows of ``state``'s buffers), its couplings or None, and,
-        for the methods that read costs, its loss: from the gradients' own pass where the loss has one
+        for the methods that read costs, its loss (every label LambdaRank: one driver for all labels, one
+        sort per query, ``_lambdarank_kernels.lambdarank_labels``): from the gradients' own pass where the loss has one
         (``_grad_hess_loss``; LambdaRank walks its pairs once for both, each pair's softplus from a table:
         within ``SOFTPLUS_TABLE_ERROR`` per unit of ``w |dZ|``, docs/multi-objective.md), else a second pass."""
         g, h = state.buffers(prep.n_rows)
         pairs: list = []
         costs = self._settings.spec.needs_costs
         losses = np.zeros(len(self.objectives))
+        if not with_pairs and all(type(o) is LambdaRank for o in self.objectives):
+            # Every label LambdaRank: one driver sorts each query once for all labels (the scores are
+            # theirs), each label's gradients, hessians and cost the bits of its own call.
+            inps = []
+            for o, sub in zip(self.objectives, state.preps):
+                sub.collective = prep.collective
+                inps.append(o.pass_inputs(scores, sub))
+            losses, status = LK.lambdarank_labels(tuple(inps), costs, g, h)
+            check_status(status, "LambdaRank")
+            return g, h, [None] * len(self.objectives), losses
         for k, o in enumerate(self.objectives):
             sub = state.preps[k]
             sub.collective = prep.collective

@@ -4,7 +4,8 @@ Pure functions of a :class:`Memory` (what the method carries from round to round
 the dual variables, the first round's scales) and the round's inputs; :func:`step` returns the new
 weights and the next memory without changing anything, so the loss of a round can be computed without
 advancing it. The small problems over ``m`` weights are solved by scipy (``optimize.minimize`` with
-SLSQP; EPO's linear program in closed form for two labels, else with ``optimize.milp``, HiGHS); a solve that fails falls back to MO-LightGBM's fallback (the Chebyshev vertex, or the
+SLSQP; EPO's linear program in closed form for two labels, else by HiGHS on a model kept across rounds,
+``highs_lp``); a solve that fails falls back to MO-LightGBM's fallback (the Chebyshev vertex, or the
 preference) and is counted in :attr:`RoundResult.fallback`.
 
 Notation: ``l`` the per-label costs (mean loss per query), ``G`` the Gram matrix of the per-label
@@ -161,13 +162,20 @@ def epo_lp(costs: np.ndarray, gram: np.ndarray, pref: np.ndarray) -> EpoLP:
 
 def solve_simplex_lp(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> "np.ndarray | None":
     """``argmax objective @ x`` over the simplex with ``lhs @ x >= rhs``, None if infeasible: in closed
-    form for two weights (:func:`simplex_lp_two`), else scipy's HiGHS (:func:`simplex_lp_highs`; also for
-    non-finite input)."""
+    form for two weights (:func:`simplex_lp_two`), else HiGHS on a model kept across rounds
+    (:func:`customobj.multi.highs_lp.model_for`, highspy; scipy's HiGHS, :func:`simplex_lp_highs`, for
+    non-finite input or without highspy)."""
     if not (np.all(np.isfinite(objective)) and np.all(np.isfinite(lhs)) and np.all(np.isfinite(rhs))):
         return simplex_lp_highs(objective, lhs, rhs)  # HiGHS judges non-finite input, as it did before
     if objective.size == 2:
         return simplex_lp_two(objective, lhs, rhs)
-    return simplex_lp_highs(objective, lhs, rhs)
+    from .highs_lp import model_for
+
+    try:
+        model = model_for(objective.size)  # HiGHS' own package (highspy): one model kept across rounds
+    except ImportError:  # highspy missing: scipy's HiGHS, the same weights (tests/test_multi_highs_lp.py)
+        return simplex_lp_highs(objective, lhs, rhs)
+    return model.solve(objective, lhs, rhs)
 
 
 def simplex_lp_highs(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> "np.ndarray | None":

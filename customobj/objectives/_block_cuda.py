@@ -11,16 +11,19 @@ threads agree, in a fixed order, so that the results never depend on the launch:
   *stages* one row's term (the ``exp``, ``log``, divisions: the costly part) in shared memory, and
   thread 0 adds the staged terms in row order. The serial path is one add per row, the terms are
   computed a warp's width at a time, and the sum is the CPU's bit for bit.
+- :func:`add_rn`: a thread's own running sum ``acc + x`` that a card never fuses with the product
+  that made ``x`` (numba-cuda contracts ``acc += b * c`` into one ``fma``, which the CPU does not):
+  for the sums a thread keeps in registers, as the thread-per-row pair walks do;
 - :func:`grid_item` / :func:`query_block`: a one-thread-per-item kernel's item, a block-per-query
   kernel's query (or -1 past the last): the preambles the kernels share; :func:`place_kept`: one
   step of a FILL pass placing the kept pairs in order.
 
 Every function here is called by all threads of a block (the barriers need them all), except
-:func:`grid_item`.
+:func:`grid_item` and :func:`add_rn`.
 """
 import math
 
-from .._cuda_runtime import cuda_module
+from .._cuda_runtime import cuda_module, simulated
 
 cuda = cuda_module()
 
@@ -28,6 +31,21 @@ cuda = cuda_module()
 #: kernels): one warp, a power of two (the tree reductions halve it); fewer under the simulator
 #: (``_launch.query_threads``).
 QUERY_THREADS = 32
+
+
+if simulated():  # Python floats: every add rounds on its own (libdevice's functions are stubs here)
+    @cuda.jit(device=True)
+    def add_rn(acc, x):
+        """``acc + x`` rounded on its own: libdevice's ``__nv_dadd_rn`` on a card."""
+        return acc + x
+else:
+    from numba.cuda import libdevice
+
+    @cuda.jit(device=True)
+    def add_rn(acc, x):
+        """``acc + x`` rounded on its own: libdevice's ``__nv_dadd_rn`` (PTX ``add.rn.f64``, which the
+        compilers never fuse with a product), so a running sum of products is the CPU's bit for bit."""
+        return libdevice.dadd_rn(acc, x)
 
 
 @cuda.jit(device=True)

@@ -16,6 +16,7 @@ plain-int :class:`~._lambdarank_records.Metric` code and returns a
 metric computes nothing and returns ``UNKNOWN_CODE``.
 """
 from enum import IntEnum
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -157,6 +158,78 @@ def _run_blocks(mode, inp, out, order, offsets, per_query, deb):
     return KernelStatus.OK
 
 
+class LabelInputs(NamedTuple):
+    """:class:`PassInputs` of ``m`` labels on the same scores and queries, stacked: row ``k`` of each 2-D
+    array and entry ``k`` of each option array are label ``k``'s (``label_inputs``)."""
+
+    scores: np.ndarray
+    ptr: np.ndarray
+    row_gain: np.ndarray  # (m, n)
+    qnorm: np.ndarray  # (m, n_queries)
+    disc: np.ndarray  # (m, d)
+    weights: np.ndarray  # (m, n) (read only where use_weights)
+    use_weights: np.ndarray  # (m,) bool
+    metric: np.ndarray  # (m,) int64 Metric codes
+    k: np.ndarray
+    trunc: np.ndarray
+    sigma: np.ndarray  # (m,) float64
+    norm: np.ndarray  # (m,) bool
+    hess_scale: np.ndarray
+
+
+def label_inputs(inps: "tuple[PassInputs, ...]") -> LabelInputs:
+    """Stack the labels' PassInputs (the same ``scores`` and ``ptr``; a label without weights gets zeros)."""
+    n = inps[0].scores.size
+    width = max(p.disc.size for p in inps)
+    disc = np.zeros((len(inps), width))
+    for k, p in enumerate(inps):
+        disc[k, :p.disc.size] = p.disc
+    weights = np.stack([p.weights if p.weights.size == n else np.zeros(n) for p in inps])
+    return LabelInputs(inps[0].scores, inps[0].ptr, np.stack([p.row_gain for p in inps]),
+                       np.stack([p.qnorm for p in inps]), disc, weights,
+                       np.array([p.use_weights for p in inps]), np.array([p.metric for p in inps], dtype=np.int64),
+                       np.array([p.k for p in inps], dtype=np.int64), np.array([p.trunc for p in inps], dtype=np.int64),
+                       np.array([p.sigma for p in inps], dtype=np.float64), np.array([p.norm for p in inps]),
+                       np.array([p.hess_scale for p in inps], dtype=np.float64))
+
+
+@njit(cache=True)
+def _label(L, k):
+    return PassInputs(L.scores, L.ptr, L.row_gain[k], L.qnorm[k], L.disc[k], L.weights[k], L.use_weights[k],
+                      L.metric[k], L.k[k], L.trunc[k], L.sigma[k], L.norm[k], L.hess_scale[k])
+
+
+@njit(cache=True, parallel=True)
+def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
+    """``_run_blocks``' GRAD or GRAD_LOSS for the ``m`` labels of ``L`` on the same scores: each query is
+    sorted once and walked once per label into row ``k`` of ``grads`` / ``hess`` (``per_query[k]``:
+    GRAD_LOSS's utilities); ``no_i``, ``no_f``, ``deb``: the empty pair outputs and TERMS record of these
+    modes. A label's results are those of ``_run_blocks`` alone, bit for bit: the same order, the same
+    pass. Returns a KernelStatus (``UNKNOWN_CODE`` before any work)."""
+    m = L.metric.size
+    for k in range(m):
+        if not _known(mode, L.metric[k]) or not (mode == Mode.GRAD or mode == Mode.GRAD_LOSS):
+            return KernelStatus.UNKNOWN_CODE
+    ptr, scores = L.ptr, L.scores
+    bounds = query_chunks(ptr, min(L.k[0], L.trunc[0]), CHUNK_ROWS)
+    for item in prange(bounds.size - 1):
+        F, I = _block_scratch(ptr, bounds[item], bounds[item + 1])
+        own_order = I[IntChannel.ORDER]
+        for q in range(bounds[item], bounds[item + 1]):
+            n = ptr[q + 1] - ptr[q]
+            if n > 1:  # once for every label: the scores are theirs
+                _sort_query(scores, ptr[q], n, F[Channel.NEG], own_order)
+            for k in range(m if n > 1 else 0):
+                inp = _label(L, k)
+                if inp.qnorm[q] == 0.0:
+                    continue
+                kk = min(inp.k, n)
+                cut = Query(n, inp.qnorm[q], kk, min(kk, inp.trunc), 0)
+                out = PassOutputs(grads[k], hess[k], no_i, no_i, no_f)
+                per_query[k, q] = query_grad(mode, inp, out, cut, own_order, F, I, deb)
+    return KernelStatus.OK
+
+
 _NO_I = np.zeros(0, dtype=np.int64)
 _NO_F = np.zeros(0, dtype=np.float64)
 #: The TERMS record of every other mode (nothing read, nothing written).
@@ -192,6 +265,18 @@ def lambdarank_grad_hess_loss(inp: PassInputs, out_grad: np.ndarray, out_hess: n
     status = _run_blocks(Mode.GRAD_LOSS, inp, PassOutputs(out_grad, out_hess, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I,
                          per_query, _NO_DEBIAS)
     return _serial_sum(per_query), status
+
+
+def lambdarank_labels(inps: tuple, with_loss: bool, grads: np.ndarray,
+                      hess: np.ndarray) -> "tuple[np.ndarray, int]":
+    """``(losses, status)``: for label ``k`` of ``inps`` (PassInputs on the same scores and queries),
+    ``lambdarank_grad_hess``'s additions into ``grads[k]`` / ``hess[k]`` and, ``with_loss``,
+    ``lambdarank_grad_hess_loss``'s loss as ``losses[k]`` (else 0), the same bits as those calls per label,
+    with one sort of each query for all labels (``MultiObjective``'s LambdaRank labels)."""
+    per_query = np.zeros((len(inps), inps[0].ptr.size - 1))
+    status = _run_labels(Mode.GRAD_LOSS if with_loss else Mode.GRAD, label_inputs(inps), grads, hess, per_query,
+                         _NO_I, _NO_F, _NO_DEBIAS)
+    return np.array([_serial_sum(per_query[k]) for k in range(len(inps))]), status
 
 
 def lambdarank_loss(inp: PassInputs) -> "tuple[float, int]":

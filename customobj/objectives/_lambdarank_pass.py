@@ -36,7 +36,8 @@ from numba import njit
 
 from ._lambdarank_records import Channel, IntChannel, Metric, Mode
 from ._lambdarank_terms import (EXP_FLOOR, damped, err_dz, exp_table, fill_prefixes, lambda_hess, map_dz, mrr_dz,
-                                ndcg_dz, norm_factor, pair_weight, rho, softplus, softplus_tabled, unbiased_pair)
+                                SOFTPLUS_STEP, ndcg_dz, norm_factor, pair_weight, rho, softplus, softplus_sorted,
+                                unbiased_pair)
 from ._pairwise_terms import tracked_propensities
 
 #: The pre-enum names of the codes (aliases of the members; the codes' home is ``_lambdarank_records``).
@@ -87,7 +88,8 @@ def _ndcg_count(q, disc, g):
 def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
     """NDCG pairs of one sorted query without data-dependent branches; returns (count, sum_lambda,
     total), ``total`` GRAD_LOSS's utility when ``loss`` (LOSS's terms in the same order, each with
-    ``_lambdarank_terms.softplus_tabled``: within ``SOFTPLUS_TABLE_ERROR`` per unit of ``w |dZ|``).
+    ``_lambdarank_terms.softplus_tabled``, read by ``softplus_sorted``: within ``SOFTPLUS_TABLE_ERROR`` per
+    unit of ``w |dZ|``).
 
     Needs every ``e[r] > EXP_FLOOR`` (``_lambdarank_terms.rho``'s table branch for all pairs). ``rho`` is
     ``e_lo / (e_a + e_b)``, the same bits as ``rho``. FILL writes each upper row's pairs to the
@@ -100,6 +102,7 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
     li, lj = I[IntChannel.LOCAL_I], I[IntChannel.LOCAL_J]
     out_i, out_j, out_c = out.pair_i, out.pair_j, out.pair_c
     sig2 = sigma * sigma
+    zscale = sigma * (1.0 / SOFTPLUS_STEP)
     damp = norm and spread
     count = 0
     sum_lambda = 0.0
@@ -132,7 +135,7 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
             pw = 0.5 * (wa + w[b])
             h = sig2 * dz * rho * (1.0 - rho) * pw
             if loss:  # GRAD_LOSS's costs: tabled softplus (dz = 0 for equal grades adds exact zeros)
-                total += pw * dz * softplus_tabled(-sigma * ((sa - s[b]) if up else (s[b] - sa)))
+                total += pw * dz * softplus_sorted(sa - s[b], up, sigma, zscale)
             if grad:
                 lam *= pw * (1.0 if up else -1.0)
                 acc_g -= lam
@@ -182,6 +185,7 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
     fill = mode == Mode.FILL or mode == Mode.GRAD_FILL or terms
     damp = inp.norm and spread
     sig2 = sigma * sigma
+    zscale = sigma * (1.0 / SOFTPLUS_STEP)
     sum_lambda = 0.0
     total = 0.0
     count = 0
@@ -230,7 +234,7 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
                 count += 1
                 continue
             if with_loss:  # GRAD_LOSS's costs: the tabled softplus, within SOFTPLUS_TABLE_ERROR per pair
-                total += pw * dz * softplus_tabled(-sigma * d)
+                total += pw * dz * softplus_sorted(sa - s[b], sg > 0.0, sigma, zscale)
             if grad:
                 lam *= pw * sg
                 acc_g -= lam

@@ -78,6 +78,10 @@ _SOFTPLUS_LAST = SOFTPLUS_RANGE / SOFTPLUS_STEP
 _SOFTPLUS_TABLE = np.log1p(np.exp(-np.arange(int(_SOFTPLUS_LAST) + 2) * SOFTPLUS_STEP))
 _SOFTPLUS_TABLE[-1] = _SOFTPLUS_TABLE[-2]
 _SOFTPLUS_TABLE.setflags(write=False)
+#: Row ``i``: ``(T[i], T[i + 1] - T[i])``, the knot and its slope (the same IEEE subtraction
+#: :func:`softplus_tabled` does per call) side by side: one base address and one index per pair.
+_SOFTPLUS_KNOTS = np.ascontiguousarray(np.column_stack([_SOFTPLUS_TABLE[:-1], np.diff(_SOFTPLUS_TABLE)]))
+_SOFTPLUS_KNOTS.setflags(write=False)
 #: Largest absolute error of :func:`softplus_tabled` beside the rounding of its result (``2^-52`` of it):
 #: linear interpolation is within ``h^2 / 8 max|f''|`` and ``f'' = sigmoid (1 - sigmoid) <= 1/4``; past
 #: the range ``f <= exp(-40)``; the table's and the interpolation's rounding add less than 1e-15.
@@ -99,6 +103,27 @@ def softplus_tabled(x):
     i = int(z)
     lo = _SOFTPLUS_TABLE[i]
     return max(x, 0.0) + (lo + (z - i) * (_SOFTPLUS_TABLE[i + 1] - lo))
+
+
+@njit(cache=True, inline="always")
+def softplus_sorted(gap, up, sigma, zscale):
+    """:func:`softplus_tabled` of a pair of a sorted query, the same bits with fewer operations per pair:
+    ``gap = s_a - s_b >= 0`` (``a`` above ``b``), ``up`` when ``a`` holds the better row, ``zscale =
+    sigma / SOFTPLUS_STEP`` (per pass). The pair's loss argument is ``x = -sigma d`` with ``d = s_better -
+    s_worse``, so ``|x| = sigma gap`` (no ``abs``, no sign select) and ``max(x, 0)`` is ``0`` when ``up``,
+    else ``sigma gap`` (no ``max``); the slope is read beside the knot in ``_SOFTPLUS_KNOTS`` (no subtraction). Scaling
+    by the power of two ``1 / SOFTPLUS_STEP`` is exact, so the index and the fraction are
+    :func:`softplus_tabled`'s (tests/test_objectives_lambdarank_terms.py compares the bits).
+
+    >>> softplus_sorted(0.3, False, 1.0, 64.0) == softplus_tabled(0.3)
+    True
+    """
+    z = gap * zscale  # >= 0: the pass's scores are finite and sorted (``Objective`` refuses others)
+    if not z < _SOFTPLUS_LAST:
+        z = _SOFTPLUS_LAST
+    i = int(z)
+    u = np.uint64(i)  # 0 <= i <= _SOFTPLUS_LAST: an unsigned index needs no negative-index wraparound per pair
+    return (0.0 if up else sigma * gap) + (_SOFTPLUS_KNOTS[u, 0] + (z - i) * _SOFTPLUS_KNOTS[u, 1])
 
 
 @njit(cache=True)

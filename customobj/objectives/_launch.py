@@ -59,12 +59,21 @@ def launch(kernel: Any, n: int, *args: Any) -> None:
     """``kernel`` over ``n`` work items (threads), :data:`THREADS` per block; a kernel that works a
     block per segment (a query, an upper position or a row: the ``BLOCK_PER_SEGMENT`` of
     ``_lambdarank_cuda``, ``_listwise_cuda``, ``_sampled_pairs_cuda``, ``_structured_cuda``) gets ``n``
-    blocks of :func:`query_threads`."""
-    LaunchCount.launches += 1
+    blocks of :func:`query_threads` (:func:`launch_per_segment`)."""
     if any(kernel is k for k in _block_per_segment()):
-        kernel[max(n, 1), query_threads()](*args)
-    else:
-        kernel[blocks(n), THREADS](*args)
+        launch_per_segment(kernel, n, *args)
+        return
+    LaunchCount.launches += 1
+    kernel[blocks(n), THREADS](*args)
+
+
+def launch_per_segment(kernel: Any, n: int, *args: Any) -> None:
+    """``kernel`` as ``n`` blocks (at least 1) of :func:`query_threads`, a block per segment, counted as
+    :func:`launch` counts. :func:`launch` calls it for the objectives' own block-per-segment kernels;
+    the kernels of packages this one does not import (``clicks._affine_cuda.affine_queries``) are
+    launched with it directly."""
+    LaunchCount.launches += 1
+    kernel[max(n, 1), query_threads()](*args)
 
 
 def _block_per_segment() -> tuple:

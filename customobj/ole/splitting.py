@@ -99,11 +99,83 @@ def parent_score(node, rules):
 
 
 @njit(cache=True)
+def add_bin(hist, ph, use_pairs, s, left, cuts):
+    """``(left, cuts)`` with slot ``s`` added: its row sums to ``left = (g, h, count)`` and (``use_pairs``)
+    its pair sums to ``cuts = (hi, nanp, lo)``, ``lo = R - hi - nanp``. Scalar: shared with the GPU
+    search (``cuda._split_kernels``)."""
+    g, h, n = left
+    c_hi, c_np, c_lo = cuts
+    g += hist[s, HIST_G]
+    h += hist[s, HIST_H]
+    n += hist[s, HIST_COUNT]
+    if use_pairs:
+        c_hi += ph[s, PH_HI]
+        c_np += ph[s, PH_NANP]
+        c_lo += ph[s, PH_R] - ph[s, PH_HI] - ph[s, PH_NANP]
+    return (g, h, n), (c_hi, c_np, c_lo)
+
+
+@njit(cache=True)
+def cut_gain(rules, node, parent, left, cuts, totals, nan_left, use_pairs):
+    """``(gain, cl, cr)`` of one threshold: its left child's row sums ``left = (gl, hl, nl)`` (the NaN
+    slot's included when ``nan_left``), its pair sums ``cuts = (c_hi, c_np, c_lo)`` over the bins up to
+    it and the feature's ``totals = (lo_tot, nanp_tot, c_nn)`` (read with ``use_pairs``); gain 0 where
+    ``min_data`` or ``min_hess`` fail (a split needs gain > 0: never a best). Scalar: shared with the
+    GPU search (``cuda._split_kernels``, a block per feature), which finds ``left`` and ``cuts`` by a
+    scan of the bins: exact on the grid of :mod:`.fixed_point`, so the same values."""
+    criterion, lam, min_data, min_hess = rules
+    G, H, N, C = node
+    gl, hl, nl = left
+    nr = N - nl
+    if nl < min_data or nr < min_data:
+        return 0.0, 0.0, 0.0
+    gr = G - gl
+    hr = H - hl
+    cl = 0.0
+    cr = 0.0
+    if use_pairs:
+        c_hi, c_np, c_lo = cuts
+        lo_tot, nanp_tot, c_nn = totals
+        if nan_left:
+            cl = c_hi + c_np + c_nn
+            cr = lo_tot - c_lo
+        else:
+            cl = c_hi
+            cr = (lo_tot - c_lo) + (nanp_tot - c_np) + c_nn
+    dl = node_hessian(criterion, gl, hl, nl, cl)
+    dr = node_hessian(criterion, gr, hr, nr, cr)
+    ml = hl if criterion != OLE else dl  # the leaf hessian min_sum_hessian_in_leaf bounds
+    mr = hr if criterion != OLE else dr
+    if ml < min_hess or mr < min_hess:
+        return 0.0, 0.0, 0.0
+    return _score(gl, dl, lam) + _score(gr, dr, lam) - parent, cl, cr
+
+
+@njit(cache=True)
+def write_split(res, gain, where, node, left, cl, cr):
+    """The split record (:func:`find_best_split`'s layout) of threshold ``where = (feature, bin,
+    nan_left)`` with left sums ``left = (gl, hl, nl)`` and couplings ``cl``, ``cr`` in a node of sums
+    ``node``."""
+    f, t, nan_left = where
+    gl, hl, nl = left
+    res[SPLIT_GAIN] = gain
+    res[SPLIT_FEATURE] = f
+    res[SPLIT_BIN] = t
+    res[SPLIT_NAN_LEFT] = 1.0 if nan_left else 0.0
+    res[LEFT_G] = gl
+    res[LEFT_H] = hl
+    res[LEFT_N] = nl
+    res[LEFT_C] = cl
+    res[RIGHT_G] = node.G - gl
+    res[RIGHT_H] = node.H - hl
+    res[RIGHT_N] = node.N - nl
+    res[RIGHT_C] = cr
+
+
+@njit(cache=True)
 def _best_in_feature(f, hist, ph, use_pairs, bins, node, rules, parent, res):
     """Best split of feature ``f`` with gain > 0 into ``res`` (same layout as find_best_split); its gain,
     else 0. ``bins``: :class:`FeatureBins`; ``node``: the node's ``ChildSums``; ``rules``: :class:`SplitRules`."""
-    criterion, lam, min_data, min_hess = rules
-    G, H, N, C = node
     offsets = bins.offsets
     best = 0.0
     nb = bins.n_bins[f]
@@ -122,61 +194,17 @@ def _best_in_feature(f, hist, ph, use_pairs, bins, node, rules, parent, res):
             nanp_tot += ph[off + b, PH_NANP]
         c_nn = ph[off + nb, PH_HI]
     n_dir = 2 if n_nan > 0 else 1
+    totals = (lo_tot, nanp_tot, c_nn)
     for d in range(n_dir):
         nan_left = d == 1
-        gl = 0.0
-        hl = 0.0
-        nl = 0.0
-        if nan_left:
-            gl = g_nan
-            hl = h_nan
-            nl = n_nan
-        c_hi = 0.0
-        c_lo = 0.0
-        c_np = 0.0
+        left = (g_nan, h_nan, n_nan) if nan_left else (0.0, 0.0, 0.0)
+        cuts = (0.0, 0.0, 0.0)
         for t in range(nb - 1):
-            gl += hist[off + t, HIST_G]
-            hl += hist[off + t, HIST_H]
-            nl += hist[off + t, HIST_COUNT]
-            if use_pairs:
-                c_hi += ph[off + t, PH_HI]
-                c_np += ph[off + t, PH_NANP]
-                c_lo += ph[off + t, PH_R] - ph[off + t, PH_HI] - ph[off + t, PH_NANP]
-            nr = N - nl
-            if nl < min_data or nr < min_data:
-                continue
-            gr = G - gl
-            hr = H - hl
-            cl = 0.0
-            cr = 0.0
-            if use_pairs:
-                if nan_left:
-                    cl = c_hi + c_np + c_nn
-                    cr = lo_tot - c_lo
-                else:
-                    cl = c_hi
-                    cr = (lo_tot - c_lo) + (nanp_tot - c_np) + c_nn
-            dl = node_hessian(criterion, gl, hl, nl, cl)
-            dr = node_hessian(criterion, gr, hr, nr, cr)
-            ml = hl if criterion != OLE else dl  # the leaf hessian min_sum_hessian_in_leaf bounds
-            mr = hr if criterion != OLE else dr
-            if ml < min_hess or mr < min_hess:
-                continue
-            gain = _score(gl, dl, lam) + _score(gr, dr, lam) - parent
+            left, cuts = add_bin(hist, ph, use_pairs, off + t, left, cuts)
+            gain, cl, cr = cut_gain(rules, node, parent, left, cuts, totals, nan_left, use_pairs)
             if gain > best:
                 best = gain
-                res[SPLIT_GAIN] = gain
-                res[SPLIT_FEATURE] = f
-                res[SPLIT_BIN] = t
-                res[SPLIT_NAN_LEFT] = 1.0 if nan_left else 0.0
-                res[LEFT_G] = gl
-                res[LEFT_H] = hl
-                res[LEFT_N] = nl
-                res[LEFT_C] = cl
-                res[RIGHT_G] = gr
-                res[RIGHT_H] = hr
-                res[RIGHT_N] = nr
-                res[RIGHT_C] = cr
+                write_split(res, gain, (f, t, nan_left), node, left, cl, cr)
     return best
 
 

@@ -145,12 +145,16 @@ def choose_top(gains, node, k, offsets, n_bins, capacity, choice, counts):
 
 
 @cuda.jit(device=True)
-def _subtract_feature(bins, f, big, small):
-    """``big -= small`` over feature ``f``'s slots (its bins and NaN slot), every channel."""
-    lo = bins.offsets[f]
-    for s in range(lo, lo + bins.n_bins[f] + 1):
-        for c in range(big.shape[1]):
-            big[s, c] -= small[s, c]
+def _subtract_features(bins, big, small):
+    """``big -= small`` over the slots (bins and NaN slot, every channel) of the features this block
+    searches (``node_bests``' ``x, x + gridDim.x, ...``), its threads over each feature's slots; then a
+    barrier: the block's search reads them next."""
+    for f in range(cuda.blockIdx.x, bins.n_bins.shape[0], cuda.gridDim.x):
+        lo = bins.offsets[f]
+        for s in range(lo + cuda.threadIdx.x, lo + bins.n_bins[f] + 1, cuda.blockDim.x):
+            for c in range(big.shape[1]):
+                big[s, c] -= small[s, c]
+    cuda.syncthreads()
 
 
 @cuda.jit(cache=True)
@@ -162,13 +166,12 @@ def wse_choose(h, bins, node_a, node_b, rules, sums, on_device, out, choice, k, 
 
     With ``sub.node`` 0 or 1 (:class:`Completion`), that node's row histogram is first completed
     here: ``sub.big -= sub.small`` (``big`` is the node's: a split's larger child, its parent's
-    histogram less the smaller child's), each feature's slots by the thread that searches them
+    histogram less the smaller child's), each feature's slots by the block that searches them
     next, so no launch of its own (-1: none)."""
     counts = cuda.shared.array(2, dtype=int64)
     last = cuda.shared.array(1, dtype=int64)
-    f = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-    if cuda.blockIdx.y == sub.node and f < bins.n_bins.shape[0]:
-        _subtract_feature(bins, f, sub.big, sub.small)  # every feature, masked or not: its children subtract from it
+    if cuda.blockIdx.y == sub.node:  # the whole block: the barrier in it is the block's
+        _subtract_features(bins, sub.big, sub.small)  # every feature, masked or not: its children subtract from it
     node_bests(h, False, bins, node_a, node_b, rules, sums, on_device, out.per, out.gains)
     if not last_block(out.done, last):
         return

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ..._cuda_runtime import THREADS, simulated
 
-__all__ = ["pow2_threads", "grid_launch", "MAX_GRID_BLOCKS", "SIMULATOR_THREADS", "SIMULATOR_BLOCKS"]
+__all__ = ["pow2_threads", "grid_launch", "feature_launch", "MAX_GRID_BLOCKS", "SIMULATOR_THREADS", "SIMULATOR_BLOCKS",
+           "WARP"]
 
 #: Most blocks of a grid-stride kernel (:mod:`._reduce_kernels`): a few per SM of a large card.
 MAX_GRID_BLOCKS = 1024
@@ -20,6 +21,8 @@ MAX_GRID_BLOCKS = 1024
 #: tests/test_ole_cuda_histograms_kernels.py, test_ole_cuda_reduce_kernels.py).
 SIMULATOR_THREADS = 8
 SIMULATOR_BLOCKS = 2
+#: Threads of a warp: the split search's block per feature (:func:`feature_launch`).
+WARP = 32
 
 
 def pow2_threads(n_items: int) -> int:
@@ -39,3 +42,10 @@ def grid_launch(n_items: int) -> tuple:
     per = pow2_threads(n_items)
     top = SIMULATOR_BLOCKS if simulated() else MAX_GRID_BLOCKS
     return (int(max(1, min(top, -(-int(n_items) // per)))), per)
+
+
+def feature_launch(n_features: int, n_nodes: int) -> tuple:
+    """``((features, nodes), threads)`` of the split search (``_split_kernels.node_bests``): a block of
+    one warp per feature and node (``SIMULATOR_THREADS`` under the simulator), its lanes over the
+    feature's bins."""
+    return (max(1, int(n_features)), int(n_nodes)), pow2_threads(WARP)

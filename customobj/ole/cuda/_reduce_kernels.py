@@ -217,18 +217,14 @@ def coupling_sums(pc, start, n, sums):
 
 
 @cuda.jit(device=True)
-def best_feature(per, gains, res, shg, shi):
-    """The block's body of :func:`pick_best` (shared scratch ``shg``, ``shi`` of ``blockDim`` items);
-    returns the chosen feature (-1: none). Also called by ``_search_kernels.search_nodes``."""
+def first_best(shg, shi, gain, key):
+    """``(gain, key)`` of the block: the largest ``gain`` > 0 of one per thread, on equal gains the lowest
+    ``key`` (-1: none), in every thread: a tree in shared memory (``shg``, ``shi``: ``blockDim`` items),
+    the same pick in any order. The features' pick (:func:`best_feature`) and a feature's thresholds'
+    (``_split_kernels``)."""
     t = cuda.threadIdx.x
-    best = 0.0
-    bi = -1
-    for f in range(t, gains.shape[0], cuda.blockDim.x):
-        if gains[f] > best:
-            best = gains[f]
-            bi = f
-    shg[t] = best
-    shi[t] = bi
+    shg[t] = gain
+    shi[t] = key
     s = cuda.blockDim.x // 2
     while s > 0:
         cuda.syncthreads()
@@ -240,7 +236,23 @@ def best_feature(per, gains, res, shg, shi):
                 shi[t] = oi
         s //= 2
     cuda.syncthreads()
-    f = shi[0]
+    best, k = shg[0], shi[0]
+    cuda.syncthreads()  # the scratch free again for the caller
+    return best, k
+
+
+@cuda.jit(device=True)
+def best_feature(per, gains, res, shg, shi):
+    """The block's body of :func:`pick_best` (shared scratch ``shg``, ``shi`` of ``blockDim`` items);
+    returns the chosen feature (-1: none). Also called by ``_search_kernels.search_nodes``."""
+    t = cuda.threadIdx.x
+    best = 0.0
+    bi = -1
+    for f in range(t, gains.shape[0], cuda.blockDim.x):
+        if gains[f] > best:
+            best = gains[f]
+            bi = f
+    _, f = first_best(shg, shi, best, bi)
     for k in range(t, SPLIT_SIZE, cuda.blockDim.x):
         res[k] = per[f, k] if f >= 0 else (-1.0 if k == SPLIT_FEATURE else 0.0)
     return f

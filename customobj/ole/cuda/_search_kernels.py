@@ -3,7 +3,7 @@ searched and their splits picked in one launch, each with what the grower needs 
 grower reads them all in one copy.
 
 :func:`search_nodes`: blocks ``(feature blocks, nodes)`` run :func:`._split_kernels.node_bests`
-(one thread per feature and node: the CPU's per-feature search); the last block to finish (a ticket
+(a warp per feature and node: the CPU's per-feature search); the last block to finish (a ticket
 taken with one atomic after a memory fence, the counter put back to 0 by that block for the next
 search: no launch clears it) then picks each node's split from the per-feature records
 (:func:`._reduce_kernels.best_feature`, the CPU's tie-breaking, a block reduction in a fixed

@@ -46,7 +46,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from ._histograms_kernels import SHARED_SLOTS
-from ._launch import pow2_threads
+from ._launch import feature_launch
 from ._choice_kernels import Completion
 from ..backend import _node
 from ..common import PART_RECORD, PH_CHANNELS, RESULT_SIZE, SPLIT_SIZE
@@ -112,9 +112,8 @@ class DeviceSearch:
         self._no_record = memory.upload(np.zeros(PART_RECORD, np.int64))  # no pair counts to bring back
 
     def _launch(self, n_nodes: int) -> tuple:
-        """``((feature blocks, nodes), threads)``: a power of two threads (the pick's block reduction)."""
-        per = pow2_threads(self._n_features)
-        return (max(1, -(-self._n_features // per)), n_nodes), per
+        """``((features, nodes), threads)``: a warp per feature and node (``_launch.feature_launch``)."""
+        return feature_launch(self._n_features, n_nodes)
 
     def _hists(self, rows: list, pairs: list, masks: list) -> NodeHists:
         # a mask None is on the device already, in the pool's slot (ole_fast's choice, .choice)

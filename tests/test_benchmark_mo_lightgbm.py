@@ -1,0 +1,79 @@
+"""benchmarks/mo_lightgbm.py without MO-LightGBM (CI has no build of it): the TSV it writes for the fork
+reads back as the split, customobj's side trains and scores one ray, and a missing or failing binary is
+refused with a clear error, never a silent row."""
+import importlib.util
+import os
+import stat
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_mo_lightgbm", REPO / "benchmarks" / "mo_lightgbm.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def split(bench, data_dir):
+    return bench.STUDY.load_split(str(data_dir / "mq2008" / "Fold1" / "vali.txt.gz"), 41)
+
+
+def test_the_tsv_reads_back_as_the_split(bench, split, tmp_path):
+    X, y, y2, group = split
+    path = tmp_path / "train.tsv"
+    bench.write_tsv(str(path), split)
+    with open(path) as f:
+        header = f.readline().rstrip("\n").split("\t")
+    assert header[:3] == ["target", "qid", "label2"] and len(header) == 3 + X.shape[1]
+    table = np.loadtxt(path, skiprows=1, delimiter="\t")
+    np.testing.assert_array_equal(table[:, 0], y)
+    np.testing.assert_array_equal(table[:, 2], y2)
+    np.testing.assert_array_equal(np.diff(np.flatnonzero(np.diff(table[:, 1])) + 1, prepend=0, append=len(y)), group)
+    np.testing.assert_allclose(table[:, 3:], X, rtol=1e-8)  # %.9g: nine significant digits
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".part")]
+
+
+def test_customobj_side_trains_one_ray(bench, split):
+    booster, seconds = bench.customobj_model(split, "epo", 0.5, 3)
+    assert booster.num_trees() == 3 and seconds > 0
+    row = bench.evaluate(booster.predict(split[0]), split, 0.5)
+    assert row["mwl"] == pytest.approx(max(0.5 * (1 - row["ndcg1"]), 0.5 * (1 - row["ndcg2"])))
+
+
+def _script(tmp_path, body):
+    path = tmp_path / "fake_lightgbm"
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_a_failing_binary_is_an_error_with_its_output(bench, tmp_path):
+    binary = _script(tmp_path, "echo 'Unknown parameter mg_combination'; exit 3")
+    with pytest.raises(RuntimeError, match="MO-LightGBM failed.*Unknown parameter"):
+        bench.mo_lightgbm(binary, str(tmp_path), "linear", 0.5, 2, "t")
+
+
+def test_a_binary_without_timings_is_refused(bench, tmp_path):
+    binary = _script(tmp_path, f"touch {tmp_path}/model_t.txt")  # a model, but no elapsed-time lines
+    with pytest.raises(RuntimeError, match="no timing"):
+        bench.mo_lightgbm(binary, str(tmp_path), "epo", 0.5, 2, "t")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--molgbm", "/nonexistent/lightgbm"], "not an executable"),
+    (["--molgbm", "{exe}", "--methods", "wc_mgda"], "--methods"),
+    (["--molgbm", "{exe}", "--rays", "0,0.5"], "--rays"),
+])
+def test_bad_arguments_are_refused(bench, tmp_path, capsys, argv, message):
+    exe = _script(tmp_path, "exit 0")
+    with pytest.raises(SystemExit):
+        bench.main([a.replace("{exe}", exe) for a in argv])
+    assert message in capsys.readouterr().err
