@@ -62,9 +62,37 @@ def test_a_failing_binary_is_an_error_with_its_output(bench, tmp_path):
 
 
 def test_a_binary_without_timings_is_refused(bench, tmp_path):
-    binary = _script(tmp_path, f"touch {tmp_path}/model_t.txt")  # a model, but no elapsed-time lines
+    binary = _script(tmp_path, f"touch {tmp_path}/model_t.txt; echo Finished training")  # no elapsed-time lines
     with pytest.raises(RuntimeError, match="no timing"):
         bench.mo_lightgbm(binary, str(tmp_path), "epo", 0.5, 2, "t")
+
+
+def test_a_run_that_crashes_before_finishing_is_refused(bench, tmp_path):
+    binary = _script(tmp_path, f"touch {tmp_path}/model_t.txt; echo '1.0 seconds elapsed, finished iteration 1'; "
+                     "kill -SEGV $$")  # a partial model and a crash: no "Finished training"
+    with pytest.raises(RuntimeError, match="MO-LightGBM failed.*rc -11"):
+        bench.mo_lightgbm(binary, str(tmp_path), "linear", 0.5, 2, "t")
+
+
+def test_a_finished_run_that_crashes_at_exit_gives_its_time(bench, tmp_path):
+    binary = _script(tmp_path, f"touch {tmp_path}/model_t.txt; echo '0.5 seconds elapsed, finished iteration 1'; "
+                     "echo '1.25 seconds elapsed, finished iteration 2'; echo Finished training; kill -SEGV $$")
+    assert bench.mo_lightgbm(binary, str(tmp_path), "linear", 0.5, 2, "t") == 1.25
+
+
+def test_fork_model_files_predict_through_stock_lightgbm(bench, split, tmp_path):
+    """A model file with the fork's parameters block (``ignore_column: name:label2`` there breaks stock LightGBM's
+    reading of the block) scores as the booster that wrote it."""
+    import lightgbm as lgb
+
+    X, y, y2, group = split
+    columns = np.column_stack([np.repeat(np.arange(group.size), group), y2, X])
+    booster = lgb.train(dict(objective="lambdarank", verbose=-1, num_threads=1), lgb.Dataset(columns, y, group=group), 3)
+    text = booster.model_to_string().replace("end of parameters", "[ignore_column: name:label2]\n[mo_labels: name:label2]\n"
+                                             "end of parameters")
+    path = tmp_path / "model.txt"
+    path.write_text(text)
+    np.testing.assert_array_equal(bench.predict_fork_model(str(path), split), booster.predict(columns))
 
 
 @pytest.mark.parametrize("argv, message", [
