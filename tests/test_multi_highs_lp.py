@@ -111,3 +111,17 @@ def test_without_highspy_scipy_solves(monkeypatch):
     monkeypatch.setattr(H, "model_for", missing)
     x = solve_simplex_lp(np.array([0.0, 1.0, 0.0]), np.eye(3)[:1], np.zeros(1))
     assert x.tolist() == [0.0, 1.0, 0.0]
+
+
+def test_the_first_model_prints_no_banner():
+    """HiGHS' first model in a process prints its banner to the C-level stdout; a user's training must not."""
+    import subprocess
+    import sys
+
+    code = ("from customobj.multi.highs_lp import SimplexLP\n"
+            "import numpy as np\n"
+            "print('before', flush=True)\n"
+            "x = SimplexLP(3).solve(np.array([1.0, 2.0, 0.0]), np.array([[1.0, 0.0, 0.0]]), np.array([0.25]))\n"
+            "print('after', round(float(x[0]), 6))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout == "before\nafter 0.25\n"

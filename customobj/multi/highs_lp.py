@@ -31,14 +31,43 @@ Examples
 """
 from __future__ import annotations
 
+import os
+import sys
 import threading
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
 __all__ = ["SimplexLP", "model_for"]
 
 _LOCAL = threading.local()  # one model per thread and per m: a HiGHS model is not shared across threads
+_BANNER = {"hidden": False}
+_BANNER_LOCK = threading.Lock()
+
+
+def _new_highs(highspy: Any) -> Any:
+    """A ``highspy.Highs()``, without the banner HiGHS' first model in a process prints ("Running HiGHS
+    ... Copyright") to the C-level standard output before any option can be set: a user's EPO run would
+    print it in the middle of training. That construction runs with file descriptor 1 on ``os.devnull``
+    (Python's own buffer flushed first, restored after); later models print nothing."""
+    with _BANNER_LOCK:
+        if _BANNER["hidden"]:
+            return highspy.Highs()
+        _BANNER["hidden"] = True
+        sys.stdout.flush()
+        try:
+            saved = os.dup(1)
+        except OSError:  # no descriptor 1 (a detached process): nothing to hide
+            return highspy.Highs()
+        try:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), 1)
+                try:
+                    return highspy.Highs()
+                finally:
+                    os.dup2(saved, 1)
+        finally:
+            os.close(saved)
 
 
 class SimplexLP:
@@ -55,7 +84,7 @@ class SimplexLP:
         self._inf = highspy.kHighsInf
         self._optimal = highspy.HighsModelStatus.kOptimal
         self._cols = np.arange(m, dtype=np.int32)
-        h = highspy.Highs()
+        h = _new_highs(highspy)
         h.setOptionValue("output_flag", False)
         # One thread: an LP of a few weights gains nothing from HiGHS' worker pool, which would otherwise
         # start beside the booster's own threads every training.
