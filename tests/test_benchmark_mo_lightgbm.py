@@ -1,24 +1,18 @@
 """benchmarks/mo_lightgbm.py without MO-LightGBM (CI has no build of it): the TSV it writes for the fork
 reads back as the split, customobj's side trains and scores one ray, and a missing or failing binary is
 refused with a clear error, never a silent row."""
-import importlib.util
 import os
 import stat
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import import_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_mo_lightgbm", REPO / "benchmarks" / "mo_lightgbm.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_benchmark("mo_lightgbm")
 
 
 @pytest.fixture(scope="module")
