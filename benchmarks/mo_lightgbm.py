@@ -119,12 +119,19 @@ def predict_fork_model(model, split):
     return booster.predict(np.column_stack([np.repeat(np.arange(group.size), group), y2, X]))
 
 
-def customobj_model(train_split, method, w, rounds):
-    """customobj's model of the same method and ray through stock LightGBM; (booster, training seconds)."""
-    X, y, y2, group = train_split
+def train_dataset(train_split):
+    """The training split as a constructed LightGBM ``Dataset``: built once a fold, shared by its models."""
+    X, y, _, group = train_split
+    return lgb.Dataset(X, y, group=group, free_raw_data=False).construct()
+
+
+def customobj_model(train_split, method, w, rounds, ds=None):
+    """customobj's model of the same method and ray through stock LightGBM (on ``ds``, the split's
+    :func:`train_dataset`, built here when not given); (booster, training seconds)."""
+    y2 = train_split[2]
     obj = MultiObjective([LambdaRank(), LambdaRank()], labels=[None, y2], method=method, preference=[1 - w, w])
     f = adapters.lightgbm_objective(obj)
-    ds = lgb.Dataset(X, y, group=group).construct()
+    ds = train_dataset(train_split) if ds is None else ds
     t0 = time.perf_counter()
     booster = lgb.train(dict(STUDY.LGB, objective=f), ds, rounds)
     return booster, time.perf_counter() - t0
@@ -141,12 +148,13 @@ def run_fold(args, fold):
     train_split = STUDY.load_split(os.path.join(root, "train.txt.gz"), args.feature)
     test_split = STUDY.load_split(os.path.join(root, "test.txt.gz"), args.feature)
     rows = []
+    ds = train_dataset(train_split)
     with tempfile.TemporaryDirectory(prefix="mo_lightgbm_") as workdir:
         write_tsv(os.path.join(workdir, "train.tsv"), train_split)
         write_tsv(os.path.join(workdir, "test.tsv"), test_split)
         for method in args.methods:
             for w in args.rays:
-                booster, ours_s = customobj_model(train_split, method, w, args.rounds)
+                booster, ours_s = customobj_model(train_split, method, w, args.rounds, ds)
                 ours = evaluate(booster.predict(test_split[0]), test_split, w)
                 tag = f"{method}_{w:g}"
                 theirs_s = mo_lightgbm(args.molgbm, workdir, method, w, args.rounds, tag)
