@@ -87,8 +87,8 @@ def test_a_plan_and_its_sources_are_checked():
     gpu, cpu, grad, hess, pairs, dev = _setup("ole_fast", ole_fast_epsilon=0.5)
     order = np.arange(72, dtype=np.int64)
     bufs, dropped, kept = gpu.inputs.prune_pairs(gpu.inputs.pair_buffers(dev, (order, grad, hess)))
-    with pytest.raises(ValueError, match="node 0 or 1"):
-        gpu.inputs.plan_dropped_sums([(0, 72, 2)], dropped)
+    with pytest.raises(ValueError, match="result row"):
+        gpu.inputs.plan_dropped_sums([(0, 72, gpu.search.result_rows)], dropped)
     gpu.inputs.planned_got = np.zeros(6)  # two planned leaves' sums, as a search brought them
     with pytest.raises(ValueError, match="sources"):
         gpu.inputs.dropped_couplings([(0, 72)], dropped, [(2, 0)])

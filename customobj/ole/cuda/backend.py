@@ -131,7 +131,8 @@ class CUDABackend:
         self.search = DeviceSearch(mem, split_kernels, search_kernels, self.pool,
                                    FeatureBins(self._n_bins_d, offsets), n_features=n_feat,
                                    has_nan=bool(np.any(d.mapper.has_nan)),
-                                   tail=3 * params.num_leaves if params.criterion.prunes_pairs else 0)
+                                   tail=3 * params.num_leaves if params.criterion.prunes_pairs else 0,
+                                   nodes=2 * params.num_leaves)  # a batch's children, read at once
         self.choice = DeviceFeatureChoice(mem, CountedKernels(_choice_kernels, counter), self.pool,
                                           n_features=n_feat, n_slots=d.n_slots)
         self.partitions = DevicePartitions(mem, partition_kernels, reduce_kernels, histogram_kernels.zero,
@@ -158,10 +159,9 @@ class CUDABackend:
         return self._tree.start(searched)
 
     def expand(self, batch: List[Expansion]) -> List[Expanded]:
-        """Split each leaf of ``batch`` in order on the card; each split's children's splits come back
-        in one read (with the pair counts that set their ranges)."""
-        tree = self._current()
-        return [tree.expand(e) for e in batch]
+        """Split each leaf of ``batch`` in order on the card; the children's splits of the whole batch
+        come back in one read (with the pair counts that set their ranges)."""
+        return self._current().expand(batch)
 
     def end_tree(self) -> TreeRows:
         """The tree's rows per leaf (its row order read only when the host needs it) and, for

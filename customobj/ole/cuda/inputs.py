@@ -261,15 +261,16 @@ class TreeInputs:
         """The next search may be the tree's last (one split at most after it): its leaves' dropped
         couplings, and each side's of each one's split, are summed on the card before its results
         are read, and come back with them. ``leaves``: ``(start, end, split)`` each, its rows' range
-        and its split: a :class:`~customobj.ole.common.SplitInfo`, the index (0 or 1) of its node among
-        that search's, or None."""
+        and its split: a :class:`~customobj.ole.common.SplitInfo`, the result row of its node among the
+        searches that read brings (:attr:`.search.DeviceSearch.results`), or None."""
         if self._pruning is None or dropped is None:
             return
         table = np.full((max(len(leaves), 1), 4), -1, np.int64)
         for row, (_, _, split) in zip(table, leaves):
             if isinstance(split, (int, np.integer)):  # the split the search finds for its node ``split``
-                if not 0 <= split < 2:
-                    raise ValueError(f"a leaf's split in a plan is a search's node 0 or 1, got {split}")
+                if not 0 <= split < self._search.result_rows:
+                    raise ValueError(f"a leaf's split in a plan is a search's result row, 0 to "
+                                     f"{self._search.result_rows - 1}, got {split}")
                 row[3] = split
             elif split is not None and split.gain > 0:
                 row[:3] = (split.feature, split.bin, int(split.nan_left))

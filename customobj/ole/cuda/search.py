@@ -98,15 +98,17 @@ class DeviceSearch:
     """
 
     def __init__(self, memory: DeviceMemory, split_kernels: Any, kernels: Any, pool: Any, bins: Any, *, n_features: int,
-                 has_nan: bool, tail: int = 0) -> None:
+                 has_nan: bool, tail: int = 0, nodes: int = 2) -> None:
         self.memory, self._split_kernels, self._kernels, self._pool, self._bins = memory, split_kernels, kernels, pool, bins
         f = max(int(n_features), 1)
         self._n_features, self._has_nan = int(n_features), bool(has_nan)
-        rows = 2 + -(-max(int(tail), 0) // RESULT_SIZE)  # the results, then the tail (read with them)
-        self._res = memory.array((rows, RESULT_SIZE), np.float64)
+        # the tail first, its used rows last, then a batch's results: one read takes both (a contiguous slice)
+        self._tail_rows = -(-max(int(tail), 0) // RESULT_SIZE)
+        self.result_rows = max(int(nodes), 2)  #: nodes a batch's searches hold before their one read
+        self._res = memory.array((self._tail_rows + self.result_rows, RESULT_SIZE), np.float64)
         self._out = SearchOut(memory.array((2, f, SPLIT_SIZE), np.float64), memory.array((2, f), np.float64),
-                              self._res[:2], memory.upload(np.zeros(1, np.int64)))
-        self.tail_values: Optional[np.ndarray] = None  # what the last splits() read of the tail
+                              self._res[self._tail_rows:self._tail_rows + 2], memory.upload(np.zeros(1, np.int64)))
+        self.tail_values: Optional[np.ndarray] = None  # what the last read of the tail brought
         self._wse = memory.array((2, f), np.float64)  # ole_fast: two nodes' WSE gains, one read
         self._no_ph = memory.upload(np.zeros((1, PH_CHANNELS)))
         self._no_record = memory.upload(np.zeros(PART_RECORD, np.int64))  # no pair counts to bring back
@@ -124,39 +126,56 @@ class DeviceSearch:
 
     @property
     def results(self) -> Any:
-        """The searches' results on the device, ``(2, RESULT_SIZE)``: what a kernel launched before the
-        read (``before_read``) may read of them."""
-        return self._out.res
+        """The searches' result rows on the device, ``(result_rows, RESULT_SIZE)`` (a batch's searches
+        write rows ``row, row + 1``, :meth:`launch`): what a kernel launched before their read may read."""
+        return self._res[self._tail_rows:]
 
     def tail(self, n: int) -> Any:
-        """``n`` float64 on the device read with the next search's results (``tail_n``)."""
-        if n > (self._res.shape[0] - 2) * RESULT_SIZE:
-            raise ValueError(f"the search's tail holds {(self._res.shape[0] - 2) * RESULT_SIZE} values, not {n}")
-        return self._res[2:].reshape((self._res.shape[0] - 2) * RESULT_SIZE)[:n]
+        """``n`` float64 on the device read with the next :meth:`read` of results (``tail_n``)."""
+        if n > self._tail_rows * RESULT_SIZE:
+            raise ValueError(f"the search's tail holds {self._tail_rows * RESULT_SIZE} values, not {n}")
+        k = -(-int(n) // RESULT_SIZE)  # the tail's last k rows, just before the results
+        return self._res[self._tail_rows - k:self._tail_rows].reshape(k * RESULT_SIZE)[:n]
 
     def splits(self, searches: list, rules: Any, root: Any, root_on_device: bool,
                pair_record: Optional[Any] = None, before_read: Optional[Any] = None, tail_n: int = 0) -> np.ndarray:
         """The results of one or two nodes' searches, each ``(hist, phist, mask, sums)`` (device
         histograms, ``phist`` None without pairs, both nodes alike): ``(nodes, RESULT_SIZE)``, read in
-        one copy. ``root_on_device``: node 0 is a root whose ``G, H, C`` are ``root[0:3]``;
-        ``pair_record``: a pair partition's record whose counts come back in node 0's result;
-        ``before_read``: called after the launch, before the read (more launches); ``tail_n``: the
-        first values of :meth:`tail` come back in the same copy (:attr:`tail_values`)."""
-        if not 0 < len(searches) <= 2 or len({s[1] is None for s in searches}) > 1:
-            raise ValueError("DeviceSearch.splits takes one or two nodes, both with pair histograms or neither")
-        hists = self._hists([s[0] for s in searches], [s[1] for s in searches], [s[2] for s in searches])
-        nodes = [_node(s[3]) for s in searches]
-        self._kernels.search_nodes[self._launch(len(searches))](
-            hists, searches[0][1] is not None, self._bins, nodes[0], nodes[-1], rules, root, root_on_device,
-            self._out, self._has_nan, self._no_record if pair_record is None else pair_record, pair_record is not None)
+        one copy (:meth:`launch` into rows 0, 1, then :meth:`read`). ``root_on_device``: node 0 is a
+        root whose ``G, H, C`` are ``root[0:3]``; ``pair_record``: a pair partition's record whose counts
+        come back in node 0's result; ``before_read``: called after the launch, before the read (more
+        launches); ``tail_n``: the first values of :meth:`tail` come back in the same copy
+        (:attr:`tail_values`)."""
+        self.launch(searches, rules, root, root_on_device, pair_record, 0)
         if before_read is not None:
             before_read()
-        if tail_n <= 0:
-            self.tail_values = None
-            return self.memory.read(self._out.res[:len(searches)])
-        got = self.memory.read(self._res[:2 + -(-int(tail_n) // RESULT_SIZE)])
-        self.tail_values = got[2:].reshape(-1)[:tail_n].copy()
-        return got[:len(searches)]
+        return self.read(len(searches), tail_n)
+
+    def launch(self, searches: list, rules: Any, root: Any, root_on_device: bool, pair_record: Optional[Any],
+               row: int) -> None:
+        """One or two nodes' searches (as :meth:`splits`) launched into result rows ``row, row + 1``,
+        nothing read: a batch of splits launches each one's at its own rows and reads them all at once
+        (:meth:`read`)."""
+        if not 0 < len(searches) <= 2 or len({s[1] is None for s in searches}) > 1:
+            raise ValueError("DeviceSearch.splits takes one or two nodes, both with pair histograms or neither")
+        if not 0 <= row <= self.result_rows - len(searches):
+            raise ValueError(f"a search's results go to rows 0 to {self.result_rows - 1}, not {row}+{len(searches)}")
+        hists = self._hists([s[0] for s in searches], [s[1] for s in searches], [s[2] for s in searches])
+        nodes = [_node(s[3]) for s in searches]
+        out = self._out._replace(res=self.results[row:row + len(searches)])
+        self._kernels.search_nodes[self._launch(len(searches))](
+            hists, searches[0][1] is not None, self._bins, nodes[0], nodes[-1], rules, root, root_on_device,
+            out, self._has_nan, self._no_record if pair_record is None else pair_record, pair_record is not None)
+
+    def read(self, rows: int, tail_n: int = 0) -> np.ndarray:
+        """Result rows ``0:rows`` of the searches launched since the last read, and with ``tail_n`` the
+        first values of :meth:`tail` (into :attr:`tail_values`): one blocking copy."""
+        if not 0 < rows <= self.result_rows:
+            raise ValueError(f"a read takes 1 to {self.result_rows} result rows, not {rows}")
+        k = -(-max(int(tail_n), 0) // RESULT_SIZE)
+        got = self.memory.read(self._res[self._tail_rows - k:self._tail_rows + rows])
+        self.tail_values = got[:k].reshape(-1)[:tail_n].copy() if tail_n > 0 else None
+        return got[k:]
 
     def wse_gains(self, nodes: list, mask: np.ndarray, rules: Any, root: Any, root_on_device: bool) -> list:
         """``ole_fast``'s per-feature WSE gains of one or two nodes (``(hist, sums)`` each; 0 outside

@@ -57,6 +57,8 @@ class DeviceTree:
         self.table = LeafTable(LeafRows(0, order.shape[0], 0, self.n_pairs, ChildSums(0.0, 0.0, float(order.shape[0]),
                                                                                         0.0)))
         self.planned: Optional[list] = None  # the leaves when their dropped couplings were planned
+        self._pending: list = []  # the searches launched since the last read: (nodes, root's sums?, counts?)
+        self._tail_n = 0  # values of the search's tail the next read brings (the planned sums)
 
     # --- the seam's steps ---------------------------------------------------------------------------
     def start(self, searched: bool) -> TreeStart:
@@ -72,14 +74,28 @@ class DeviceTree:
         if self.use_pairs and not self.fast:
             root.phist = gpu.histograms.pairs(self.bufs[0], 0, self.n_pairs, gpu.inputs.pair_stats[2:4],
                                               gpu.inputs.root_rows())
-        counts = self._search([root], self.kept)
-        if counts is not None:  # the kept pairs, first in the buffer
-            root.pend = root.pstart + counts[0]
+        self._search([root], self.kept)
+        got = self._read()
+        if got[0] is not None:  # the kept pairs, first in the buffer
+            root.pend = root.pstart + got[0][0]
         return TreeStart(root.sums, root.split)
 
-    def expand(self, e: Expansion) -> Expanded:
-        """Split leaf ``e.leaf``: its rows (and pairs) partitioned, its searched children's histograms
-        built and searched; their pair counts come back with their splits."""
+    def expand(self, batch: list) -> list:
+        """Split the leaves of ``batch`` (:class:`~customobj.ole.backend.Expansion` each) in order: each
+        one's rows (and pairs) partitioned, its searched children's histograms built and searched into
+        their own result rows; then one read brings every child's split, with the pair counts that set
+        their ranges (XGBoost's GPU driver: a frontier's splits in one copy)."""
+        done = [self._expand(e) for e in batch]
+        got = iter(self._read())  # one entry per search launched, in order
+        for _, _, parent, left, right, row in done:
+            counts = next(got) if row >= 0 else None
+            if counts is not None:
+                self.table.pair_ranges(parent, left, right, counts)
+        return [Expanded(nan_left, gain, left.split, right.split) for nan_left, gain, _, left, right, _ in done]
+
+    def _expand(self, e: Expansion) -> tuple:
+        """Leaf ``e.leaf`` split on the card, its searched children's searches launched (nothing read):
+        ``(nan_left, gain, parent, left, right, first result row or -1)``."""
         gpu, split = self.gpu, e.split
         nan_left = nan_goes_left(gpu.data, self.table[e.leaf].hist, split)
         parent, left, right = self.table.split(e.leaf, split)
@@ -88,17 +104,15 @@ class DeviceTree:
             f = split.feature
             gpu.partitions.rows(gpu.bins[f], gpu.inputs.order, parent.start, parent.end - parent.start, split.bin,
                                 int(gpu.n_bins[f]), nan_left, left.end - left.start)
-        counts, gain = None, float(split.gain)
+        counts, gain, row = None, float(split.gain), -1
         if self.use_pairs:
             if any(e.need):  # nothing read: the counts stay on the card
                 counts = gpu.partitions.pairs(self.bufs[parent.pbuf], parent.pstart, parent.pend, self.bufs[left.pbuf])
             gain = gpu.host.split_gain(parent.sums, split.left, split.right)
         if any(e.need):
             self._child_histograms(parent, left, right, e.need, counts)
-            got = self._search([c for c, nd in zip((left, right), e.need) if nd], counts)
-            if got is not None:
-                self.table.pair_ranges(parent, left, right, got)
-        return Expanded(nan_left, gain, left.split, right.split)
+            row = self._search([c for c, nd in zip((left, right), e.need) if nd], counts)
+        return nan_left, gain, parent, left, right, row
 
     def end(self) -> TreeRows:
         """The tree's row order (read only when the host needs it) and ``ole_fast``'s dropped couplings:
@@ -124,7 +138,8 @@ class DeviceTree:
         """Whether the row order is read after the tree (the host's scores, the joint solve, the
         dropped couplings of leaves no plan summed): then every split partitions its rows."""
         gpu = self.gpu
-        return gpu.order_on_host() or (gpu.pruning is not None and gpu.inputs.planned_got is None)
+        planned = gpu.inputs.planned_got is not None or self._tail_n > 0  # read, or to be read with the batch
+        return gpu.order_on_host() or (gpu.pruning is not None and not planned)
 
     def _row_hist(self, leaf: LeafRows, root: bool = False) -> Any:
         """The row histogram of ``leaf``, built on the card from the device order and on-grid gradients."""
@@ -152,15 +167,16 @@ class DeviceTree:
             if not nd:  # never split: no histograms kept
                 child.hist = child.phist = None
 
-    def _search(self, nodes: list, counts: Any) -> Optional[tuple]:
-        """The best splits of one or two ``nodes`` (a root, or a split's searched children), in one
-        launch and one read, kept in their rows of the table; returns the pair counts ``counts``
-        (on the card) that came back with them, or None."""
+    def _search(self, nodes: list, counts: Any) -> int:
+        """The best splits of one or two ``nodes`` (a root, or a split's searched children) launched into
+        the next result rows (one launch, nothing read: :meth:`_read` reads the batch's); returns the
+        first row. ``counts``: the pair counts (on the card) that come back with them, or None."""
         gpu = self.gpu
         if not 0 < len(nodes) <= 2:
             raise ValueError(f"a device search takes one or two nodes, got {len(nodes)}")
+        row = sum(len(p[0]) for p in self._pending)
         if self.dropped is not None and len(self.table) + 1 >= gpu.num_leaves:
-            self._plan(nodes)
+            self._plan(nodes, row)
         inputs = gpu.inputs
         searches: list  # (row hist, pair hist or None, mask or None, sums) on the card, per node
         if self.use_pairs and self.fast:  # features chosen on the card, their pair histograms, the OLE search
@@ -174,27 +190,53 @@ class DeviceTree:
         else:
             searches = [(n.hist.array, None if n.phist is None or not self.use_pairs else n.phist.array, self.mask, n.sums)
                         for n in nodes]
+        gpu.search.launch(searches, gpu.rules, inputs.root, inputs.root_pending,
+                          None if counts is None else counts.record, row)
         planned = inputs.planned_sums()
-        res = gpu.search.splits(searches, gpu.rules, inputs.root, inputs.root_pending,
-                                None if counts is None else counts.record, *(planned if planned is not None else (None, 0)))
-        if planned is not None:
-            inputs.planned_got = gpu.search.tail_values
-        if inputs.root_pending:  # the root's search: its sums came with its split
-            G, H, C = inputs.found_root(res[0][NODE_SUMS:NODE_SUMS + 3])
-            nodes[0].sums = ChildSums(G, H, nodes[0].sums.N, C)
-        for node, r in zip(nodes, res):
-            node.split = split = SplitInfo.from_array(r[:SPLIT_SIZE])
-            if split.feature >= 0 and gpu.data.mapper.has_nan[split.feature]:  # its NaN count: no read for it
-                node.hist.known(gpu.data.offsets[split.feature] + int(gpu.n_bins[split.feature]), HIST_COUNT,
-                                float(r[SPLIT_SIZE]))
-            if self.fast:
+        if planned is not None:  # summed after the search, before the read (which brings them)
+            planned[0]()
+            self._tail_n = planned[1]
+        self._pending.append((nodes, inputs.root_pending, counts is not None))
+        if self.fast:
+            for node in nodes:
                 node.phist = None  # no subtraction in ole_fast: each node's features differ
-        return None if counts is None else (int(res[0, PAIR_COUNTS]), int(res[0, PAIR_COUNTS + 1]))
+        return row
 
-    def _plan(self, searching: list) -> None:
+    def _read(self) -> list:
+        """One read of every search launched since the last (:meth:`_search`), their splits kept in
+        their nodes' rows of the table; returns, per search, the pair counts that came back with it
+        (None without)."""
+        gpu, pending, tail_n = self.gpu, self._pending, self._tail_n
+        self._pending, self._tail_n = [], 0
+        if not pending:
+            return []
+        res = gpu.search.read(sum(len(p[0]) for p in pending), tail_n)
+        if tail_n:
+            gpu.inputs.planned_got = gpu.search.tail_values
+        out, row = [], 0
+        for nodes, root_pending, with_counts in pending:
+            if root_pending:  # the root's search: its sums came with its split
+                G, H, C = gpu.inputs.found_root(res[row][NODE_SUMS:NODE_SUMS + 3])
+                nodes[0].sums = ChildSums(G, H, nodes[0].sums.N, C)
+            for node, r in zip(nodes, res[row:row + len(nodes)]):
+                node.split = split = SplitInfo.from_array(r[:SPLIT_SIZE])
+                if split.feature >= 0 and gpu.data.mapper.has_nan[split.feature]:  # its NaN count: no read for it
+                    node.hist.known(gpu.data.offsets[split.feature] + int(gpu.n_bins[split.feature]), HIST_COUNT,
+                                    float(r[SPLIT_SIZE]))
+            out.append((int(res[row, PAIR_COUNTS]), int(res[row, PAIR_COUNTS + 1])) if with_counts else None)
+            row += len(nodes)
+        return out
+
+    def _plan(self, searching: list, row: int) -> None:
         """At most one split follows this search: the leaves' dropped couplings are summed with it (each
-        leaf's, and each side's of its split: the searched ones' as the search finds them)."""
-        slot = {id(node): k for k, node in enumerate(searching)}
+        leaf's, and each side's of its split: those of the batch's searched leaves, this search's at
+        rows ``row, row + 1``, as the searches find them, in their result rows)."""
+        slot, at = {}, 0
+        for nodes, _, _ in self._pending:  # searched earlier in this batch, not read yet
+            for node in nodes:
+                slot[id(node)] = at
+                at += 1
+        slot.update((id(node), row + k) for k, node in enumerate(searching))
         self.planned = list(self.table.leaves)
         self.gpu.inputs.plan_dropped_sums([(l.start, l.end, slot.get(id(l), l.split if l.split.gain > 0 else None))
                                            for l in self.planned], self.dropped)
