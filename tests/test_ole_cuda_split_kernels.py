@@ -233,6 +233,7 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, place32)),
         (P.place_rows_count_sides, (place, count, b1)),
         (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b, i1, b)),
+        (N.search_batch, (T.NamedTuple([f3, f2, i2, b1, f2], N.BatchNodes), b, bins, rules, out, b)),
         (C.wse_choose, (hists, bins, node, node, rules, f1, b, out, choice, i, i,
                         T.NamedTuple([i, f2, f2], C.Completion))),
         (PR.query_tops, (tops32, f1, i)), (PR.query_masses, (j1, f1, i1, j1, i, i1, f2, i1, f1)),

@@ -14,17 +14,43 @@ grower sends NaN to the search's side only where the node saw NaN:
 ``res[0, NODE_SUMS:]`` and the pair counts of the split whose children these are (its partition's
 record, ``partitions.DevicePairCounts``, never read on its own) into ``res[0, PAIR_COUNTS:]``:
 one launch per split's children, where a search per node and a pick took three, and one read.
+
+:func:`search_batch`: the children of a batch of splits (a breadth-first level) in one launch,
+as XGBoost's GPU driver evaluates a frontier's candidates at once: each node's histograms are the
+pool's (an index into its one array), its sums and its split's partition record a row of a table
+(:class:`BatchNodes`), so the launch passes six arguments whatever the batch's size.
 """
+from typing import Any, NamedTuple
+
 from numba import float64, int64
 
 from ..._cuda_runtime import THREADS, cuda_module
 from ._reduce_kernels import best_feature, last_block
-from ._split_kernels import node_bests
-from ..common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, PART_N_LEFT, SPLIT_SIZE
+from ._split_kernels import node_bests, node_features
+from ..common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, PART_N_LEFT, SPLIT_SIZE, ChildSums
 
 cuda = cuda_module()
 
-__all__ = ["search_nodes"]
+__all__ = ["search_nodes", "search_batch", "BatchNodes", "BATCH_HIST", "BATCH_PAIRS", "BATCH_RECORD", "BATCH_ROW",
+           "BATCH_SUMS", "BATCH_COLUMNS"]
+
+#: Columns of :class:`BatchNodes`' table, per node (float64: the indices are exact): its row
+#: histogram's and pair histogram's index in the pool (-1: none), its split's partition record's row
+#: in the ring (-1: none; the counts come back in its result), its result row, then ``G, H, N, C``.
+BATCH_HIST, BATCH_PAIRS, BATCH_RECORD, BATCH_ROW, BATCH_SUMS = 0, 1, 2, 3, 4
+BATCH_COLUMNS = BATCH_SUMS + 4
+
+
+class BatchNodes(NamedTuple):
+    """A batch's nodes for :func:`search_batch`: ``hists`` the pool's histograms, ``(n, slots, 3)``;
+    ``table`` a row per node (``BATCH_*`` columns); ``records`` the partitions' record ring;
+    ``mask`` the features searched (every node's); ``no_ph`` a ``(1, 3)`` pair histogram of zeros."""
+
+    hists: Any
+    table: Any
+    records: Any
+    mask: Any
+    no_ph: Any
 
 
 @cuda.jit(cache=True)
@@ -55,4 +81,41 @@ def search_nodes(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, out
             if with_nan and 0 <= f < bins.n_bins.shape[0]:
                 hist = h.row_a if b == 0 else h.row_b
                 res[SPLIT_SIZE] = hist[bins.offsets[f] + bins.n_bins[f], HIST_COUNT]
+        cuda.syncthreads()  # the shared scratch is the next node's
+
+
+@cuda.jit(cache=True)
+def search_batch(nodes, use_pairs, bins, rules, out, with_nan):
+    """Every feature's best split of each node of ``nodes`` (block ``(x, b)``: node ``b``'s features
+    ``x, x + gridDim.x, ...``, :func:`node_features` into ``out.per[b]``, ``out.gains[b]``), then, by
+    the last block, node ``b``'s split, its NaN count and (when its table row names a partition record)
+    that record's two pair counts into ``out.res[row]`` (``row``: its ``BATCH_ROW``), as
+    :func:`search_nodes` writes them; ``NODE_SUMS``: 0 (no root). ``out.done``: 0 before and after."""
+    shg = cuda.shared.array(THREADS, dtype=float64)
+    shi = cuda.shared.array(THREADS, dtype=int64)
+    last = cuda.shared.array(1, dtype=int64)
+    t = cuda.threadIdx.x
+    me = nodes.table[cuda.blockIdx.y]
+    node = ChildSums(me[BATCH_SUMS], me[BATCH_SUMS + 1], me[BATCH_SUMS + 2], me[BATCH_SUMS + 3])
+    k = int64(me[BATCH_PAIRS])
+    ph = nodes.no_ph
+    if use_pairs and k >= 0:
+        ph = nodes.hists[k]
+    node_features(nodes.hists[int64(me[BATCH_HIST])], ph, use_pairs, nodes.mask, bins, node, rules,
+                  out.per[cuda.blockIdx.y], out.gains[cuda.blockIdx.y])
+    if not last_block(out.done, last):
+        return
+    for b in range(cuda.gridDim.y):
+        row = nodes.table[b]
+        res = out.res[int64(row[BATCH_ROW])]
+        f = best_feature(out.per[b], out.gains[b], res, shg, shi)
+        if t == 0:
+            rec = int64(row[BATCH_RECORD])
+            for j in range(3):
+                res[NODE_SUMS + j] = 0.0
+            for j in range(2):
+                res[PAIR_COUNTS + j] = float(nodes.records[rec, PART_N_LEFT + j]) if rec >= 0 else 0.0
+            res[SPLIT_SIZE] = 0.0
+            if with_nan and 0 <= f < bins.n_bins.shape[0]:
+                res[SPLIT_SIZE] = nodes.hists[int64(row[BATCH_HIST]), bins.offsets[f] + bins.n_bins[f], HIST_COUNT]
         cuda.syncthreads()  # the shared scratch is the next node's

@@ -37,7 +37,7 @@ from ._reduce_kernels import first_best
 
 cuda = cuda_module()
 
-__all__ = ["feature_bests", "node_bests", "subtract3", "subtract_children"]
+__all__ = ["feature_bests", "node_bests", "node_features", "subtract3", "subtract_children"]
 
 _cut_gain, _parent, _write_split = device_function(cut_gain), device_function(parent_score), device_function(write_split)
 _add_bin = device_function(add_bin)
@@ -123,16 +123,23 @@ def node_bests(h, use_pairs, bins, node_a, node_b, rules, sums, on_device, per, 
     node = node_a if b == 0 else node_b
     if on_device and b == 0:
         node = ChildSums(sums[0], sums[1], node.N, sums[2])
-    parent = _parent(node, rules)
     mask = h.mask_a if b == 0 else h.mask_b
     hist = h.row_a if b == 0 else h.row_b
     ph = h.pair_a if b == 0 else h.pair_b
+    node_features(hist, ph, use_pairs, mask, bins, node, rules, per[b], gains[b])
+
+
+@cuda.jit(device=True)
+def node_features(hist, ph, use_pairs, mask, bins, node, rules, per, gains):
+    """One node's part of :func:`node_bests` (its histograms, mask and sums given): block ``x`` searches
+    features ``x, x + gridDim.x, ...``; ``gains[f]``, ``per[f]`` as there."""
+    parent = _parent(node, rules)
     for f in range(cuda.blockIdx.x, bins.n_bins.shape[0], cuda.gridDim.x):
         gain = 0.0
         if mask[f]:  # the same in every thread: the block searches together
-            gain = _feature_best(f, hist, ph, use_pairs, bins, node, rules, parent, per[b, f])
+            gain = _feature_best(f, hist, ph, use_pairs, bins, node, rules, parent, per[f])
         if cuda.threadIdx.x == 0:
-            gains[b, f] = gain
+            gains[f] = gain
 
 
 @cuda.jit(cache=True)

@@ -155,6 +155,21 @@ class DeviceMemory:
             part.copy_to_device(host)
         return part
 
+    def staged(self, shape: tuple, dtype: type) -> Any:
+        """A page-locked host array for :meth:`copy_in_queued` (made once, reused)."""
+        return self.cuda.pinned_array(shape, dtype=dtype)
+
+    def copy_in_queued(self, dev: Any, staged: Any, n: int) -> Any:
+        """The first ``n`` items of ``staged`` (page-locked, :meth:`staged`) copied into the front of
+        ``dev`` on the launches' stream: queued behind them, the host does not wait (a copy from
+        pageable memory first waits for every launch before it). ``staged`` is written again only
+        after a read that follows the launch using it. That front of ``dev``."""
+        part, src = dev[:n], staged[:n]
+        if n:
+            self.counter.to_device(int(src.nbytes))
+            part.copy_to_device(src, stream=self.cuda.default_stream())
+        return part
+
     def read(self, dev: Any) -> np.ndarray:
         """``dev`` copied to the host: one blocking read, counted."""
         self.counter.read(int(dev.size) * int(np.dtype(dev.dtype).itemsize))

@@ -94,8 +94,8 @@ class DevicePairCounts(PairCounts):
     children's pair histograms are planned from them; they come back with the children's splits
     (:class:`~customobj.ole.cuda.tree.DeviceTree`), and :attr:`counts` reads them on their own (one read)."""
 
-    def __init__(self, memory: DeviceMemory, record: Any) -> None:
-        self._memory, self.record = memory, record
+    def __init__(self, memory: DeviceMemory, record: Any, index: int = -1) -> None:
+        self._memory, self.record, self.index = memory, record, int(index)  # index: its row of the ring
 
     @property
     def counts(self) -> tuple:
@@ -156,6 +156,22 @@ class DevicePartitions:
         # pair partition's record (common.PART_RECORD: totals, the plan) or a coupling sum's two float64
         self._acc, self._acc_next = memory.upload(np.zeros((ACC_RING, PART_RECORD), np.int64)), 0  # made zeroed
 
+    @property
+    def records(self) -> Any:
+        """The accumulators' ring, ``(ACC_RING, PART_RECORD)`` int64: a pair partition's record is row
+        ``DevicePairCounts.index``."""
+        return self._acc
+
+    def reserve(self, n: int) -> bool:
+        """Whether the next ``n`` accumulators come from the ring without its zeroing (done now when
+        they would not): a batch's partition records then all live until one search reads them."""
+        if n > self._acc.shape[0]:
+            return False
+        if self._acc_next + n > self._acc.shape[0]:
+            self._zero[grid_launch(self._acc.size)](self._acc.reshape(self._acc.size).view(np.float64))
+            self._acc_next = 0
+        return True
+
     def _next_acc(self) -> Any:
         """A zeroed accumulator row (``PART_RECORD`` int64)."""
         if self._acc_next >= self._acc.shape[0]:
@@ -199,7 +215,7 @@ class DevicePartitions:
             kernels.place_rows_count_sides[(bx, 2), per](rows, pairs, self.go_left)
         kernels.place_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals,
                                                 PairPlace(dst[0], dst[1], dst[2], self.rho))
-        return DevicePairCounts(self.memory, acc)
+        return DevicePairCounts(self.memory, acc, self._acc_next - 1)
 
     def node_rows(self, order: Any, sides: list, root: Any) -> list:
         """The rows of the last row partition's children on ``sides`` (0 left, 1 right) as the pair

@@ -74,6 +74,7 @@ class DevicePool:
         # one array, so one launch clears them all (clear_all); hist() hands out its rows
         self._all = memory.array((max(int(n_hists), 1),) + self._shape, np.float64)
         self._free: List[Any] = [self._all[i] for i in range(int(n_hists))]  # written (contents undefined)
+        self._index = {id(a): (i, a) for i, a in enumerate(self._free)}  # each one's row of the array
         self._clean: List[Any] = []  # free and known to be all 0 (clear_all)
         self._n_made = len(self._free)
         self.no_clear = memory.array((0,), np.float64)  #: what a kernel given nothing to clear gets
@@ -107,6 +108,16 @@ class DevicePool:
             return (self._free or self._clean).pop()
         self._n_made += 1
         return self.memory.array(self._shape, np.float64)
+
+    @property
+    def hists(self) -> Any:
+        """The pool's histograms, ``(n, slots, 3)``: a kernel finds one by its :meth:`index_of`."""
+        return self._all
+
+    def index_of(self, array: Any) -> int:
+        """``array``'s row of :attr:`hists` (-1: not the pool's, made beyond it)."""
+        got = self._index.get(id(array))
+        return got[0] if got is not None and got[1] is array else -1
 
     def clean_hist(self) -> Optional[Any]:
         """A free histogram that is all 0 (:meth:`clear_all` cleared it), or None when none is left."""

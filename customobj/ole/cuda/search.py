@@ -48,6 +48,7 @@ import numpy as np
 from ._histograms_kernels import SHARED_SLOTS
 from ._launch import feature_launch
 from ._choice_kernels import Completion
+from ._search_kernels import BATCH_COLUMNS, BATCH_ROW, BatchNodes
 from ..backend import _node
 from ..common import PART_RECORD, PH_CHANNELS, RESULT_SIZE, SPLIT_SIZE
 from ..criterion import WSE
@@ -112,6 +113,11 @@ class DeviceSearch:
         self._wse = memory.array((2, f), np.float64)  # ole_fast: two nodes' WSE gains, one read
         self._no_ph = memory.upload(np.zeros((1, PH_CHANNELS)))
         self._no_record = memory.upload(np.zeros(PART_RECORD, np.int64))  # no pair counts to bring back
+        # a batch's searches in one launch (search_batch): every node's records, gains and table row
+        self._batch = SearchOut(memory.array((self.result_rows, f, SPLIT_SIZE), np.float64),
+                                memory.array((self.result_rows, f), np.float64), self.results, self._out.done)
+        self._table = memory.array((self.result_rows, BATCH_COLUMNS), np.float64)
+        self._table_host = memory.staged((self.result_rows, BATCH_COLUMNS), np.float64)
 
     def _launch(self, n_nodes: int) -> tuple:
         """``((features, nodes), threads)``: a warp per feature and node (``_launch.feature_launch``)."""
@@ -166,6 +172,26 @@ class DeviceSearch:
         self._kernels.search_nodes[self._launch(len(searches))](
             hists, searches[0][1] is not None, self._bins, nodes[0], nodes[-1], rules, root, root_on_device,
             out, self._has_nan, self._no_record if pair_record is None else pair_record, pair_record is not None)
+
+    def launch_batch(self, table: np.ndarray, hists: Any, records: Any, mask: np.ndarray, use_pairs: bool,
+                     rules: Any) -> None:
+        """The searches of a batch's nodes in one launch (:func:`._search_kernels.search_batch`), nothing
+        read: ``table``, a row per node (``_search_kernels.BATCH_*`` columns: its histograms' rows of
+        ``hists``, the pool's, its split's partition record's row of ``records`` or -1, its result row,
+        its sums), copied to the card in one copy; ``mask``: every node's features."""
+        n = int(table.shape[0])
+        if not 0 < n <= self.result_rows or table.shape[1] != BATCH_COLUMNS:
+            raise ValueError(f"a batch's table has 1 to {self.result_rows} rows of {BATCH_COLUMNS}, got {table.shape}")
+        rows = table[:, BATCH_ROW]
+        if rows.min() < 0 or rows.max() >= self.result_rows or np.unique(rows).size != n:
+            raise ValueError(f"a batch's result rows must be distinct, 0 to {self.result_rows - 1}: {rows.tolist()}")
+        self._table_host[:n] = table
+        dev = self.memory.copy_in_queued(self._table, self._table_host, n)
+        nodes = BatchNodes(hists, dev, records, self._pool.feature_mask(mask, 0), self._no_ph)
+        self._kernels.search_batch[self._launch(n)](nodes, bool(use_pairs), self._bins, rules,
+                                                    self._batch._replace(per=self._batch.per[:n],
+                                                                         gains=self._batch.gains[:n]),
+                                                    self._has_nan)
 
     def read(self, rows: int, tail_n: int = 0) -> np.ndarray:
         """Result rows ``0:rows`` of the searches launched since the last read, and with ``tail_n`` the

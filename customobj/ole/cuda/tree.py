@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..backend import Expanded, Expansion, TreeRows, TreeStart
+from ..backend import Expanded, Expansion, TreeRows, TreeStart, _node
 from ..common import HIST_COUNT, NO_SPLIT, NODE_SUMS, PAIR_COUNTS, SPLIT_SIZE, ChildSums, SplitInfo
 from ..leaf_table import LeafRows, LeafTable, nan_goes_left
 
@@ -59,6 +59,7 @@ class DeviceTree:
         self.planned: Optional[list] = None  # the leaves when their dropped couplings were planned
         self._pending: list = []  # the searches launched since the last read: (nodes, root's sums?, counts?)
         self._tail_n = 0  # values of the search's tail the next read brings (the planned sums)
+        self._deferred: Optional[list] = None  # a batch's searches for one launch: their table rows
 
     # --- the seam's steps ---------------------------------------------------------------------------
     def start(self, searched: bool) -> TreeStart:
@@ -85,6 +86,12 @@ class DeviceTree:
         one's rows (and pairs) partitioned, its searched children's histograms built and searched into
         their own result rows; then one read brings every child's split, with the pair counts that set
         their ranges (XGBoost's GPU driver: a frontier's splits in one copy)."""
+        gpu = self.gpu
+        # every child's search in one launch when the batch has several splits (ole_fast chooses each
+        # node's features per split: its searches stay a launch per split) and their partition records
+        # all live until it runs
+        self._deferred = [] if (not self.fast and len(batch) > 1
+                                and (not self.use_pairs or gpu.partitions.reserve(len(batch)))) else None
         done = [self._expand(e) for e in batch]
         got = iter(self._read())  # one entry per search launched, in order
         for _, _, parent, left, right, row in done:
@@ -190,6 +197,9 @@ class DeviceTree:
         else:
             searches = [(n.hist.array, None if n.phist is None or not self.use_pairs else n.phist.array, self.mask, n.sums)
                         for n in nodes]
+            if self._defer(searches, counts, row):
+                self._pending.append((nodes, False, counts is not None))
+                return row
         gpu.search.launch(searches, gpu.rules, inputs.root, inputs.root_pending,
                           None if counts is None else counts.record, row)
         planned = inputs.planned_sums()
@@ -202,14 +212,30 @@ class DeviceTree:
                 node.phist = None  # no subtraction in ole_fast: each node's features differ
         return row
 
+    def _defer(self, searches: list, counts: Any, row: int) -> bool:
+        """Whether ``searches`` (a split's children's) join the batch's one search launch (:meth:`_read`):
+        when every histogram is one of the pool's and the split's partition record is in the ring."""
+        if self._deferred is None or self.gpu.inputs.root_pending:
+            return False
+        pool, rec = self.gpu.pool, -1 if counts is None else counts.index
+        got = [(pool.index_of(h), -1 if ph is None else pool.index_of(ph)) for h, ph, _, _ in searches]
+        if any(h < 0 or (ph >= 0) != self.use_pairs for h, ph in got) or (counts is not None and rec < 0):
+            return False
+        for k, ((h, ph), s) in enumerate(zip(got, searches)):
+            self._deferred.append([h, ph, rec if k == 0 else -1, row + k, *_node(s[3])])
+        return True
+
     def _read(self) -> list:
         """One read of every search launched since the last (:meth:`_search`), their splits kept in
         their nodes' rows of the table; returns, per search, the pair counts that came back with it
         (None without)."""
-        gpu, pending, tail_n = self.gpu, self._pending, self._tail_n
-        self._pending, self._tail_n = [], 0
+        gpu, pending, tail_n, deferred = self.gpu, self._pending, self._tail_n, self._deferred
+        self._pending, self._tail_n, self._deferred = [], 0, None
         if not pending:
             return []
+        if deferred:
+            gpu.search.launch_batch(np.array(deferred, dtype=np.float64), gpu.pool.hists, gpu.partitions.records,
+                                    self.mask, self.use_pairs, gpu.rules)
         res = gpu.search.read(sum(len(p[0]) for p in pending), tail_n)
         if tail_n:
             gpu.inputs.planned_got = gpu.search.tail_values
