@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from customobj.ole import TreeBooster
-from customobj.ole.cuda.stats import BUDGET, FIELDS, DeviceCounter, DeviceCounts, DeviceStats
+from customobj.ole.cuda.stats import BATCH_BUDGET, BUDGET, FIELDS, DeviceCounter, DeviceCounts, DeviceStats
 
 from _cuda_cases import needs_gpu
 from _ole_cases import QUIET, make_rank_data
@@ -168,3 +168,59 @@ def test_the_pool_knows_which_free_histograms_are_clean():
     for h in (a, b, c, extra):
         pool.give_back(h)
     assert pool.clear_all().size == 0 and pool.n_clean == 0
+
+
+class _Spy:
+    """A kernel whose launches are logged by name (then launched as given)."""
+
+    def __init__(self, kernel, log, name):
+        self.kernel, self.log, self.name = kernel, log, name
+
+    def __getitem__(self, config):
+        self.log.append(self.name)
+        return self.kernel[config]
+
+
+@needs_gpu
+@pytest.mark.parametrize("criterion", ["wse", "ole", "ole_fast"])
+def test_a_breadth_first_level_is_one_read_and_one_search_launch(criterion, monkeypatch):
+    # issue 42, item 3 (stats.BATCH_BUDGET): the grower's batch (a level) is read in one copy, its
+    # children searched in one launch (ole_fast: one per split, each split's features chosen first);
+    # a tree reads its root's split, once per searched level, and ole_fast's dropped couplings when no
+    # plan brought them; the trees are the CPU's
+    from customobj.ole.cuda import _search_kernels
+    from customobj.ole.cuda.backend import CUDABackend
+    from _ole_cases import tree_dicts
+    log, batches = [], []
+    for name in ("search_nodes", "search_batch"):
+        monkeypatch.setattr(_search_kernels, name, _Spy(getattr(_search_kernels, name), log, name))
+    expand = CUDABackend.expand
+
+    def counted(self, batch):
+        tree = self.memory.counter.stats().trees
+        reads, launched = tree[-1].reads, len(log)
+        out = expand(self, batch)
+        batches.append((len(tree) - 1, sum(any(e.need) for e in batch),
+                        self.memory.counter.stats().trees[-1].reads - reads, log[launched:]))
+        return out
+
+    monkeypatch.setattr(CUDABackend, "expand", counted)
+    X, y, group = make_rank_data(3, n_queries=8)
+    kw = dict(criterion=criterion, num_leaves=8, n_estimators=2, min_data_in_leaf=4, max_bin=16,
+              growth="breadth_first", ole_fast_features=2, **QUIET)
+    gpu = TreeBooster(device="cuda", **kw).fit(X, y, group)
+    assert tree_dicts(gpu) == tree_dicts(TreeBooster(**kw).fit(X, y, group))
+    assert max(b[1] for b in batches) >= 2  # a level of several searched splits
+    for _, searched, reads, launched in batches:
+        assert reads == (BATCH_BUDGET["reads"] if searched else 0)
+        if criterion == "ole_fast":
+            assert launched == ["search_nodes"] * searched
+        else:  # one split's children: the two-node kernel; more: the batch's
+            assert len(launched) == min(searched, BATCH_BUDGET["search_launches"])
+            assert launched == ([] if not searched else ["search_nodes" if searched == 1 else "search_batch"])
+    st = gpu.device_stats_
+    assert st.total(first=1).allocations == 0
+    for t, counts in enumerate(st.trees):
+        levels = sum(1 for tree, searched, _, _ in batches if tree == t and searched)
+        extra = counts.reads - 1 - levels  # the root's read, one per searched level
+        assert extra == 0 or (criterion == "ole_fast" and extra == 1), (t, counts, batches)

@@ -84,3 +84,25 @@ def test_a_split_whose_children_are_never_searched_partitions_nothing_when_the_o
     grown = TreeGrower(gpu, grad, hess, np.arange(60, dtype=np.int64), None, np.ones(3, np.bool_), params).grow()
     assert grown.tree["num_leaves"] == 3 and grown.order is None
     assert len(rows) == 1 and rows[0] == (0, 60)  # the root's only: the second split's children are leaves
+
+
+def test_a_breadth_first_batch_plans_the_dropped_couplings_at_its_searches_result_rows():
+    # a level's splits are searched before one read: the plan made at the search that may be the
+    # tree's last points at the rows of the batch's earlier searches too (not read yet), and the trees,
+    # leaf values (the dropped couplings) included, are the CPU's
+    from customobj.ole.cuda.backend import CUDABackend
+    from customobj.ole.grower import TreeGrower
+    ctx, params, grad, hess, pairs = backend_case(6, 8, 4, 0.1, criterion="ole_fast", num_leaves=7,
+                                                  growth="breadth_first", min_data_in_leaf=3, ole_fast_epsilon=0.3)
+    gpu = CUDABackend(ctx(), params)
+    rows = []
+    plan = gpu.inputs.plan_dropped_sums
+    gpu.inputs.plan_dropped_sums = lambda leaves, dropped: rows.extend(
+        s for _, _, s in leaves if isinstance(s, int)) or plan(leaves, dropped)
+    (tree, _, starts, _), (want, _, cpu_starts, _) = [
+        TreeGrower(b, grad, hess, np.arange(96, dtype=np.int64), b.ctx.pairs.load(tuple(a.copy() for a in pairs), None),
+                   np.ones(4, np.bool_), params).grow() for b in (gpu, CPUBackend(ctx(), params))]
+    assert tree.nodes.tobytes() == want.nodes.tobytes() and tree.leaves.tobytes() == want.leaves.tobytes()
+    np.testing.assert_array_equal(starts, cpu_starts)
+    # the plan names every child searched in its batch so far by its result row: the earlier splits' too
+    assert tree["num_leaves"] == 7 and len(rows) > 2 and sorted(rows) == list(range(len(rows)))

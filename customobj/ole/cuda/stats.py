@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, NamedTuple, Tuple
 
-__all__ = ["DeviceCounts", "DeviceStats", "DeviceCounter", "CountedKernels", "BUDGET", "FIELDS"]
+__all__ = ["DeviceCounts", "DeviceStats", "DeviceCounter", "CountedKernels", "BUDGET", "BATCH_BUDGET", "FIELDS"]
 
 #: The counted quantities, in the order of :class:`DeviceCounts`.
 FIELDS = ("launches", "reads", "allocations", "bytes_to_device", "bytes_to_host", "splits")
@@ -42,6 +42,11 @@ FIELDS = ("launches", "reads", "allocations", "bytes_to_device", "bytes_to_host"
 #: blocking device-to-host reads; allocations: in every tree (the pool is made before the first).
 #: The one home of these limits (tests/test_ole_cuda_stats.py asserts them for every criterion).
 BUDGET = {"launches": 8.0, "reads": 1.0, "allocations": 0}
+
+#: Issue 42's budget per batch of splits (a best-first leaf, a breadth-first level: the grower's
+#: ``expand`` call): blocking reads, and split-search launches (``ole_fast``: one per split, as it
+#: chooses each split's features first). A batch whose children are never searched reads nothing.
+BATCH_BUDGET = {"reads": 1, "search_launches": 1}
 
 
 class DeviceCounts(NamedTuple):
