@@ -241,8 +241,8 @@ def test_identity_repr_and_a_loss_without_a_gpu_cost():
     assert a == b and hash(a) == hash(b)
     assert a != MultiObjective([RankNet(), ListNet()], labels=[None, y2 + 1], method="epo", preference=[1, 2])
     assert "method='epo'" in repr(a) and "<5 values>" in repr(a)
-    # EPO reads each label's cost, which RankNet's GPU route does not compute (tests/test_multi_round_route.py)
-    with pytest.raises(NotImplementedError, match=r"MultiObjective\(method='epo'\).*objectives\[0\] \(RankNet\)"):
+    # EPO reads each label's cost, which ListNet's GPU route does not compute (tests/test_multi_round_route.py)
+    with pytest.raises(NotImplementedError, match=r"MultiObjective\(method='epo'\).*objectives\[1\] \(ListNet\)"):
         a.device_route()
     with pytest.raises(NotImplementedError, match=r"MultiObjective\(method='epo'\)"):
         a.grad_hess(to_device(np.zeros(5)), np.zeros(5), [5])

@@ -8,7 +8,7 @@ import pytest
 
 from customobj import adapters  # before xgboost: sets the OpenMP wait policy
 
-from customobj import LambdaRank, RankNet
+from customobj import LambdaRank, ListNet, RankNet
 from customobj.multi import MultiObjective
 from customobj.objectives._launch import LaunchCount
 from _cuda_cases import compile_listed_kernels, needs_gpu, to_device
@@ -93,6 +93,20 @@ def test_the_gram_matrix_is_summed_on_the_card():
     assert sums[1] == sums[2] and np.isclose(sums[0], sums[1], rtol=1e-12) and sums[0] > 0  # G = [[a, a], [a, a]]
 
 
+@pytest.mark.filterwarnings("ignore:bounds\\[")
+@pytest.mark.parametrize("method", ["epo", "epsilon_constraint"])
+def test_a_label_pair_loss_beside_lambdarank(method):
+    """RankNet's GPU cost (``_pairwise_cuda.label_pairs_loss_rows``): a query's pairs summed by upper row, so
+    its cost equals the CPU's to rounding."""
+    y, cols = labels(2)
+    cpu, gpu = (MultiObjective([RankNet(), LambdaRank()], labels=cols, method=method, **OPTIONS[method](2))
+                for _ in range(2))
+    want, got, reads = run_rounds(cpu, gpu, y, rounds=2)
+    assert reads == [1, 1]
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=1e-14)
+
+
 def test_stochastic_draws_the_cpu_labels_and_reads_nothing():
     cpu, gpu, y = twins("stochastic", 3, random_state=4, preference=[1, 2, 3])
     want, got, reads = run_rounds(cpu, gpu, y, rounds=2)
@@ -103,14 +117,14 @@ def test_stochastic_draws_the_cpu_labels_and_reads_nothing():
 def test_a_per_label_loss_without_a_gpu_cost_is_refused_by_name():
     y, cols = labels(2)
     for method in OPTIONS:
-        obj = MultiObjective([LambdaRank(), RankNet()], labels=cols, method=method, **OPTIONS[method](2))
-        with pytest.raises(NotImplementedError, match=rf"method='{method}'.*objectives\[1\] \(RankNet\) has no GPU cost"):
+        obj = MultiObjective([LambdaRank(), ListNet()], labels=cols, method=method, **OPTIONS[method](2))
+        with pytest.raises(NotImplementedError, match=rf"method='{method}'.*objectives\[1\] \(ListNet\) has no GPU cost"):
             obj.device_route()
-    with pytest.raises(NotImplementedError, match=r"RankNet\) has no GPU cost"):
+    with pytest.raises(NotImplementedError, match=r"ListNet\) has no GPU cost"):
         obj.grad_hess(to_device(np.zeros(y.size)), y, SIZES)
     assert np.isfinite(obj.grad_hess(np.zeros(y.size), y, SIZES)[0]).all()  # host scores: the CPU route
     # the methods that read no costs take any loss with a GPU route
-    obj = MultiObjective([LambdaRank(), RankNet()], labels=cols, method="stochastic")
+    obj = MultiObjective([LambdaRank(), ListNet()], labels=cols, method="stochastic")
     assert obj.grad_hess(to_device(np.zeros(y.size)), y, SIZES)[0].copy_to_host().shape == (y.size,)
     with pytest.raises(NotImplementedError, match=r"objectives\[0\] \(Sum\) has no GPU cost"):
         MultiObjective([LambdaRank() + RankNet(), LambdaRank()], method="epo").device_route()
