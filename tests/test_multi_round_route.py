@@ -11,7 +11,7 @@ from customobj import adapters  # before xgboost: sets the OpenMP wait policy
 from customobj import LambdaRank, ListNet, RankNet
 from customobj.multi import MultiObjective
 from customobj.objectives._launch import LaunchCount
-from _cuda_cases import compile_listed_kernels, needs_gpu, to_device
+from _cuda_cases import assert_simulated_bits, compile_listed_kernels, needs_gpu, needs_real_gpu, to_device
 
 pytestmark = needs_gpu
 
@@ -70,7 +70,7 @@ def test_every_cost_reading_method_equals_the_cpu_with_one_read_a_round(method, 
     assert reads == [1] * rounds  # the m^2 + m sums, nothing else comes back
     assert set(got) == set(want) and "label_costs_" in got
     # the costs: each query's the CPU's bits, summed in the CPU's order (fewer queries than a chunk)
-    np.testing.assert_array_equal(got["label_costs_"], want["label_costs_"])
+    assert_simulated_bits(got["label_costs_"], want["label_costs_"])
     np.testing.assert_allclose(got["label_weights_"], want["label_weights_"], rtol=1e-10, atol=1e-13)
     assert got["label_weights_"].shape == (rounds, m) and np.array_equal(got["label_fallbacks_"], want["label_fallbacks_"])
     if "label_duals_" in want:
@@ -150,8 +150,28 @@ def test_xgboost_objective_on_cuda_reaches_the_route():
         np.testing.assert_allclose(gd.copy_to_host(), np.asarray(g, np.float32).ravel(), rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(hd.copy_to_host(), np.asarray(h, np.float32).ravel(), rtol=1e-6, atol=1e-7)
     want, got = f_cpu.fitted_attributes(d), f_gpu.fitted_attributes(d)
-    np.testing.assert_array_equal(got["label_costs_"], want["label_costs_"])
+    assert_simulated_bits(got["label_costs_"], want["label_costs_"])
     np.testing.assert_allclose(got["label_duals_"], want["label_duals_"], rtol=1e-10)
+
+
+@needs_real_gpu
+@pytest.mark.filterwarnings("ignore:bounds\\[")
+def test_xgboost_train_on_a_card_records_the_cpus_first_round():
+    """``xgboost.train(device="cuda")`` end to end (a real GPU only: XGBoost reads the outputs through
+    ``__cuda_array_interface__``): the first round, at the same base scores on both devices, records the
+    CPU training's weights and costs; later rounds follow trees grown on different devices."""
+    import xgboost as xgb
+
+    cpu, gpu, y = twins("epo", 2, preference=[1, 2])
+    d = xgb.DMatrix(np.random.default_rng(5).normal(size=(y.size, 3)), y, group=SIZES)
+    params = adapters.xgboost_params(cpu, {"max_depth": 2, "tree_method": "hist"})
+    f_cpu, f_gpu = adapters.xgboost_objective(cpu), adapters.xgboost_objective(gpu, device="cuda")
+    xgb.train(params, d, 3, obj=f_cpu)
+    xgb.train({**params, "device": "cuda"}, d, 3, obj=f_gpu)
+    want, got = f_cpu.fitted_attributes(d), f_gpu.fitted_attributes(d)
+    assert got["label_weights_"].shape == (3, 2) and np.isfinite(got["label_costs_"]).all()
+    for name in ("label_weights_", "label_costs_"):
+        np.testing.assert_allclose(got[name][0], want[name][0], rtol=1e-9, atol=1e-12)
 
 
 _PTX_CHECK = """

@@ -62,7 +62,7 @@ def test_label_pair_losses_cost_equals_the_cpu_loss(obj, case):
     from numba import cuda
 
     from customobj.objectives import devices
-    from _cuda_cases import to_device
+    from _cuda_cases import assert_simulated_bits, to_device
 
     _, s, y, sizes, w = case
     prep = obj.prepare(y, sizes, w)
@@ -71,8 +71,8 @@ def test_label_pair_losses_cost_equals_the_cpu_loss(obj, case):
     gd, hd = cuda.to_device(np.zeros(y.size)), cuda.to_device(np.zeros(y.size))
     per_query = cuda.to_device(np.full(len(sizes), np.nan))  # every entry written
     obj.device_route().grad_hess_loss(obj, to_device(s), prep, devices.device_data(prep, cuda), gd, hd, per_query)
-    np.testing.assert_array_equal(gd.copy_to_host(), g)  # the gradients: the gradient-only route's bits
-    np.testing.assert_array_equal(hd.copy_to_host(), h)
+    assert_simulated_bits(gd.copy_to_host(), g)  # the gradients: the gradient-only route's
+    assert_simulated_bits(hd.copy_to_host(), h)
     got = per_query.copy_to_host()
     # each query's pairs summed upper row by upper row (the CPU: one running sum): equal to rounding
     np.testing.assert_allclose(got.sum(), loss, rtol=1e-13, atol=0)
