@@ -8,7 +8,7 @@ import pytest
 
 from customobj import adapters  # before xgboost: sets the OpenMP wait policy
 
-from customobj import LambdaRank, ListNet, RankNet
+from customobj import LambdaRank, ListNet, RankNet, SquaredError
 from customobj.multi import MultiObjective
 from customobj.objectives._launch import LaunchCount
 from _cuda_cases import assert_simulated_bits, compile_listed_kernels, needs_gpu, needs_real_gpu, to_device
@@ -94,12 +94,13 @@ def test_the_gram_matrix_is_summed_on_the_card():
 
 
 @pytest.mark.filterwarnings("ignore:bounds\\[")
-@pytest.mark.parametrize("method", ["epo", "epsilon_constraint"])
-def test_a_label_pair_loss_beside_lambdarank(method):
-    """RankNet's GPU cost (``_pairwise_cuda.label_pairs_loss_rows``): a query's pairs summed by upper row, so
-    its cost equals the CPU's to rounding."""
+@pytest.mark.parametrize("method, loss", [("epo", RankNet()), ("epsilon_constraint", SquaredError())], ids=str)
+def test_other_losses_with_a_gpu_cost_beside_lambdarank(method, loss):
+    """RankNet's and SquaredError's GPU costs (``_pairwise_cuda.label_pairs_loss_rows``,
+    ``_pointwise_cuda.pointwise_loss_rows``): a query's terms summed by row, so the costs equal the CPU's
+    to rounding."""
     y, cols = labels(2)
-    cpu, gpu = (MultiObjective([RankNet(), LambdaRank()], labels=cols, method=method, **OPTIONS[method](2))
+    cpu, gpu = (MultiObjective([loss, LambdaRank()], labels=cols, method=method, **OPTIONS[method](2))
                 for _ in range(2))
     want, got, reads = run_rounds(cpu, gpu, y, rounds=2)
     assert reads == [1, 1]

@@ -232,7 +232,8 @@ SIGNATURES = [
     (CP.pair_list_rows, (f1, PL, i1, i1, i1, SPEC, f1, f1)),
     # the label pair losses' per-query cost (customobj/objectives/_pairwise_route.py: label_pair_loss_with_cost)
     (CP.label_pairs_loss_rows, (f1, LROWS, SPEC, f1)),
-    (CP.query_sums, (i1, f1, f1)),
+    (CW.query_sums, (i1, f1, f1)),
+    (CW.pointwise_loss_rows, (i, f1, f1, f1, b, f, f1)),
     (CW.pointwise_rows, (i, f1, f1, f1, b, f, f1, f1)),
     (CW.mcrank_rows, (f2, f1, f1, b, f2, f2)),
     (CW.to_float64, (T.float32[::1], f1, f, i1)),

@@ -126,18 +126,6 @@ def label_pairs_loss_rows(scores, d, spec, out):
 
 
 @cuda.jit(cache=True)
-def query_sums(ptr, values, out):
-    """One thread per query ``q``: ``out[q]`` = ``values[ptr[q]:ptr[q + 1]]`` added in order."""
-    q = cuda.grid(1)
-    if q >= ptr.shape[0] - 1:
-        return
-    acc = 0.0
-    for a in range(ptr[q], ptr[q + 1]):
-        acc += values[a]
-    out[q] = acc
-
-
-@cuda.jit(cache=True)
 def pair_list_rows(scores, pl, inc_ptr, inc_pair, inc_sign, spec, out_grad, out_hess):
     """One thread per row: the listed pairs ``pl`` (a :class:`PairList`) the row is in, in list order."""
     r = cuda.grid(1)

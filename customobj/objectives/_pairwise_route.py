@@ -79,12 +79,13 @@ def label_pair_loss_with_cost(obj: Any, s: Any, prep: Any, data: Any, g: Any, h:
     """:func:`label_pair_loss`, then each query's loss into ``per_query`` (the CPU's ``_loss`` query by query,
     to rounding: each upper row's pairs are summed first, where the CPU keeps one running sum a query)."""
     from . import _pairwise_cuda as CP
+    from . import _pointwise_cuda as CW
 
     label_pair_loss(obj, s, prep, data, g, h)
     by_position = data.scratch("pair_loss_rows", (max(data.n_rows, 1),), np.float64)
     launch(CP.label_pairs_loss_rows, data.n_rows, s, _label_rows(prep.state_for(obj), obj, prep, data),
            obj.pair_spec(), by_position)
-    launch(CP.query_sums, data.n_queries, data.ptr, by_position, per_query)
+    launch(CW.query_sums, data.n_queries, data.ptr, by_position, per_query)
 
 
 def qbrank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
