@@ -197,4 +197,4 @@ check_listed(SIGNATURES, "customobj.multi")
 
 
 def test_every_kernel_compiles_for_a_real_gpu():
-    assert compile_listed_kernels(_PTX_CHECK) == 4
+    assert compile_listed_kernels(_PTX_CHECK) >= 4  # every kernel of multi/_combine_cuda.py, found in the code
