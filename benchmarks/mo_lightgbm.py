@@ -27,7 +27,8 @@ built here).
 
     nice -n 10 python benchmarks/mo_lightgbm.py --molgbm /path/to/MO-LightGBM/LightGBM/lightgbm \\
         [--data ../shared/data/mq2008] [--folds 1,2,3,4,5] [--rounds 100] [--rays 0.2,0.5,0.8] \\
-        [--methods linear,epo,...] [--bound-weights 0.3,0.7] [--secondary-cap 0.9] [--out mo_lightgbm.json]
+        [--methods linear,epo,...] [--bound-weights 0.3,0.7] [--secondary-cap 0.9] [--fork-tunes-u] \\
+        [--out mo_lightgbm.json]
 """
 from __future__ import annotations
 
@@ -98,13 +99,14 @@ def _conf(params):
     return "".join(f"{k} = {v}\n" for k, v in params.items())
 
 
-def fork_settings(method, *, w=None, bound=None, cap=None):
+def fork_settings(method, *, w=None, bound=None, cap=None, tune_u=False):
     """The fork's configuration entries of one model: ``mo_preferences`` (the ray ``(1 - w, w)``, secondary
     first) for the preference methods; for the constrained ones ``mo_ub_sec_obj`` (and ``ec_mgda``'s
     ``mo_ec_mgda_w``, customobj's ``secondary_cap``). The fork needs ``mo_preferences`` in every run (its
     loader sizes ``mo_ec_mu`` by them, ``size() - 1`` of an empty list), so the constrained runs get 0.5,0.5,
-    which they do not read."""
-    conf = dict(FORK[method][1])
+    which they do not read. ``tune_u``: the fork's own default for WC-MGDA and EC-MGDA (``u`` tuned from
+    round 2), not customobj's method."""
+    conf = {k: v for k, v in FORK[method][1].items() if not (tune_u and k == "mo_mgda_use_fix_u")}
     if method in CONSTRAINED:
         conf.update(mo_preferences="0.5,0.5", mo_ub_sec_obj=f"{bound:.9g}")
         if method == "ec_mgda":
@@ -251,7 +253,8 @@ class Fold:
         :func:`customobj_model`, the fork's with those ``theirs`` of :func:`fork_settings`. Returns (customobj
         booster, seconds), (fork's model path, seconds, last weights, printed costs)."""
         mine = customobj_model(self.train, method, self.args.rounds, self.ds, **ours)
-        fork = mo_lightgbm(self.args.molgbm, self.workdir, method, fork_settings(method, **theirs), self.args.rounds, tag)
+        fork = mo_lightgbm(self.args.molgbm, self.workdir, method,
+                           fork_settings(method, tune_u=self.args.fork_tunes_u, **theirs), self.args.rounds, tag)
         return mine, (os.path.join(self.workdir, f"model_{tag}.txt"), *fork)
 
 
@@ -382,6 +385,8 @@ def parser() -> argparse.ArgumentParser:
                     help="the linear weights on label 2 whose models' training costs are the bounds")
     ap.add_argument("--secondary-cap", type=float, default=0.9,
                     help="ec_mgda's cap on the secondary weight (customobj's secondary_cap, the fork's mo_ec_mgda_w)")
+    ap.add_argument("--fork-tunes-u", action="store_true",
+                    help="the fork's WC-MGDA and EC-MGDA tune u (its default) instead of keeping it fixed as customobj does")
     ap.add_argument("--out", default=None, help="write every model's figures to this JSON file, atomically")
     return ap
 

@@ -65,6 +65,8 @@ def test_fork_settings_map_each_method(bench):
                                                                               "mo_ub_sec_obj": "1.25"}
     assert bench.fork_settings("ec_mgda", bound=1.25, cap=0.9) == {
         "mo_preferences": "0.5,0.5", "mo_ub_sec_obj": "1.25", "mo_ec_mgda_w": "0.9", "mo_mgda_use_fix_u": "true"}
+    assert bench.fork_settings("ec_mgda", bound=1.0, cap=0.5, tune_u=True) == {
+        "mo_preferences": "0.5,0.5", "mo_ub_sec_obj": "1", "mo_ec_mgda_w": "0.5"}  # the fork's own default
     assert set(bench.FORK) == set(METHODS)  # every method of customobj's that the fork has, and no other
     assert bench.MO_NAMES["epsilon_constraint"] == "e_constraint"
 
