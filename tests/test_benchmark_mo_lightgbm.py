@@ -16,6 +16,7 @@ import pytest
 
 from conftest import import_benchmark
 from customobj.multi import METHODS
+from test_objectives_parity import ref_lightgbm
 
 
 @pytest.fixture(scope="module")
@@ -71,36 +72,19 @@ def test_fork_settings_map_each_method(bench):
     assert bench.MO_NAMES["epsilon_constraint"] == "e_constraint"
 
 
-def _fork_cost_loop(scores, label, group, truncation=30, sigma=1.0):
-    """``GetGradientsForOneQuery``'s cost, line by line (rank_objective.hpp), with its sigmoid table."""
+def _fork_cost_loop(scores, label, group, sigma=1.0):
+    """The fork's cost: LightGBM's LambdaRank loop (test_objectives_parity's transcription) with the cost the
+    fork adds per pair, on its sigmoid table (``GetSigmoid``: the bin's lower edge, clamped at the ends)."""
     bins, lo = 1024 * 1024, -50.0 / sigma / 2
     factor = bins / (-2 * lo)
 
-    def get_sigmoid(x):
+    def table(x):
         i = 0 if x <= lo else bins - 1 if x >= -lo else int((x - lo) * factor)
         return 1.0 / (1.0 + math.exp((i / factor + lo) * sigma))
 
-    total, start = 0.0, 0
-    for cnt in group:
-        s, y = list(scores[start:start + cnt]), [int(v) for v in label[start:start + cnt]]
-        start += cnt
-        idx = sorted(range(cnt), key=lambda a: -s[a])  # stable
-        ideal = sorted(y, reverse=True)
-        max_dcg = sum((2 ** ideal[j] - 1) / math.log2(2 + j) for j in range(min(truncation, cnt)))
-        inv = 1.0 / max_dcg if max_dcg > 0 else 0.0
-        best, worst = s[idx[0]], s[idx[-1]]
-        for i in range(min(cnt - 1, truncation)):
-            for j in range(i + 1, cnt):
-                if y[idx[i]] == y[idx[j]]:
-                    continue
-                hr, lr = (i, j) if y[idx[i]] > y[idx[j]] else (j, i)
-                high, low = idx[hr], idx[lr]
-                ds = s[high] - s[low]
-                dz = (2 ** y[high] - 2 ** y[low]) * abs(1 / math.log2(2 + hr) - 1 / math.log2(2 + lr)) * inv
-                if best != worst:
-                    dz /= 0.01 + abs(ds)
-                total += dz * math.log(1.0 / get_sigmoid(-ds))
-    return total / len(group)
+    costs: list = []
+    ref_lightgbm(list(scores), [float(v) for v in label], list(group), sigmoid=sigma, rho=table, costs=costs)
+    return sum(costs) / len(group)
 
 
 def test_fork_costs_equal_the_forks_loop(bench):
