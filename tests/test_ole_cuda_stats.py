@@ -4,7 +4,7 @@ reads, allocations, bytes each way), checked by hand on a stump, the objective's
 reads apart from the trees', and the launch budget of issue 32
 (``stats.BUDGET``): met by every criterion (``ole_fast``: 7.93 launches, 1.0 read per split);
 a tree's grid accumulators come from a ring zeroed once per ``TREE_RING`` trees; the pool knows its
-clean histograms.
+clean histograms; a breadth-first level costs one read and one search launch (``stats.BATCH_BUDGET``).
 
 Under numba's CUDA simulator (tests/conftest.py) the counts are those of a real card: they are Python
 counters at the backend's calls, not measurements."""

@@ -9,6 +9,10 @@ the fit's counted kernels (:mod:`.stats`):
   nodes: the CPU's per-feature search, then the pick by the last block) and one read of
   :data:`~customobj.ole.common.RESULT_SIZE` float64 per node (the split record, the chosen
   feature's NaN count, a root's sums, the pair counts of the split whose children they are);
+- :meth:`DeviceSearch.launch` / :meth:`DeviceSearch.read`: the same launch into a batch's own result
+  rows, and one read of every search of a batch (issue 42, item 3: a frontier per read);
+- :meth:`DeviceSearch.launch_batch`: :func:`._search_kernels.search_batch`, every child of a batch of
+  splits in one launch (a table row per node, :class:`~._search_kernels.BatchNodes`);
 - :meth:`DeviceSearch.wse_gains`: :func:`._split_kernels.feature_bests` with the WSE score
   (a node's ranking of the features; 1 launch for one or two nodes) and one read of the gains;
 - :meth:`DeviceSearch.choose_features`: the same gains and, by the last block, each node's top ``k``
