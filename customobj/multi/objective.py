@@ -18,6 +18,7 @@ Product Search Using Stochastic Label Aggregation", WWW, section 3; Momma et al.
 """
 from __future__ import annotations
 
+import copy
 import warnings
 from typing import Any, Optional, Sequence
 
@@ -181,8 +182,8 @@ class MultiObjective(Objective):
             raise ValueError(f"labels must have one entry per objective ({m}), got {len(labels)}")
         out: list = []
         for k, y in enumerate(labels):
-            if y is None:
-                out.append(None)
+            if y is None or _is_dask(y):  # a Dask column is split with the partitions (adapters.dask), never computed
+                out.append(y)
                 continue
             arr = as_1d_float(y, f"labels[{k}]").copy()  # finite, 1-D; its length is checked against the data
             arr.setflags(write=False)
@@ -200,12 +201,35 @@ class MultiObjective(Objective):
 
     def _cache_key(self) -> tuple:
         return (type(self).__name__,) + tuple(
-            (k, tuple(freeze_option(y) for y in v) if k == "labels" else freeze_option(v)) for k, v in self._params())
+            (k, tuple(_frozen_label(y) for y in v) if k == "labels" else freeze_option(v)) for k, v in self._params())
 
     def __repr__(self) -> str:
-        cols = ", ".join("None" if y is None else f"<{y.size} values>" for y in self.labels)
+        cols = ", ".join("None" if y is None else "<Dask column>" if _is_dask(y) else f"<{y.size} values>"
+                         for y in self.labels)
         return (f"MultiObjective({list(self.objectives)!r}, labels=[{cols}], method={self.method!r}, "
                 f"preference={self._settings.preference.tolist()!r})")
+
+    def with_labels(self, labels: Sequence[Any]) -> "MultiObjective":
+        """The same objectives, method and options against other label columns (checked as ``labels=``);
+        the entries that are None (the data set's label) stay None. What a distributed training gives each
+        worker: the columns of its own rows (:mod:`customobj.adapters.dask`).
+
+        Examples
+        --------
+        >>> from customobj import LambdaRank, RankNet
+        >>> obj = MultiObjective([LambdaRank(), RankNet()], labels=[None, [0, 1, 1, 0]])
+        >>> obj.with_labels([None, [1, 0]]).labels[1].tolist()
+        [1.0, 0.0]
+        """
+        new = self._check_labels(labels, len(self.objectives))
+        for k, (old, y) in enumerate(zip(self.labels, new)):
+            if (old is None) != (y is None):
+                raise ValueError(f"labels[{k}] must stay {'None' if old is None else 'a column'}: with_labels replaces "
+                                 "the columns, not which objectives read the data set's label")
+        out = copy.copy(self)
+        out.__dict__.pop("_last_prep", None)  # the public calls' data set belongs to the other columns
+        out.labels = new
+        return out
 
     # --- data ---------------------------------------------------------------------------------------
     def _convert_labels(self, labels):
@@ -217,6 +241,10 @@ class MultiObjective(Objective):
     def check_prepared(self, prep: Prepared) -> None:
         super().check_prepared(prep)
         for k, y in enumerate(self.labels):
+            if _is_dask(y):
+                raise TypeError(f"labels[{k}] is a Dask collection: train through customobj.adapters.dask "
+                                "(train_xgboost), which splits it with the query-aligned partitions, or pass a "
+                                "numpy column here")
             if y is not None and y.shape[0] != prep.n_rows:
                 raise ValueError(f"labels[{k}] has {y.shape[0]} entries but the data has {prep.n_rows} rows "
                                  "(one label per row of the training data)")
@@ -390,6 +418,18 @@ class MultiObjective(Objective):
         pieces = [o._pair_couplings(scores, sub, sub.state_for(o)) if o.pairwise else None
                   for o, sub in zip(self.objectives, state.preps)]
         return _weighted_pairs(pieces, weights, None)
+
+
+def _is_dask(y: Any) -> bool:
+    """A Dask array, Series or DataFrame (lazy: its values are on the workers; dask is never imported here)."""
+    return hasattr(y, "__dask_graph__") and hasattr(y, "dask")
+
+
+def _frozen_label(y: Any) -> object:
+    """A label entry in hashable form: numpy by content, a Dask column by its graph's name (``__dask_tokenize__``)."""
+    if _is_dask(y):
+        return ("dask", str(y.__dask_tokenize__()))
+    return freeze_option(y)
 
 
 def _weighted_pairs(pairs: list, weights: np.ndarray, row_label: "np.ndarray | None"):
