@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from customobj._device import Device, as_device
+from customobj.multi import MultiObjective
 from customobj.objectives.base import Objective
 from customobj._extras import require_installed
 
@@ -79,6 +80,8 @@ from ._dask_partition import (
     scatter_by_query,
 )
 from ._dask_em import train_regression_em
+from ._dask_labels import (PARTITION_WEIGHT_BASE, LabelledLightGBMObjective, has_label_columns, local_objective,
+                           split_labels)
 from ._data import require_objective
 from .lightgbm import lightgbm_sklearn_objective
 from .xgboost import XGBoostObjective, xgboost_params
@@ -124,6 +127,21 @@ _LGB_NO_POOLING = (
     "example the position_bias_ that train_xgboost estimated): nothing is estimated then"
 )
 
+_LGB_NO_MULTI_POOLING = (
+    "train_lightgbm cannot train MultiObjective(method={method!r}): each round it reads the per-label costs (and "
+    "the m x m Gram matrix) summed over all rows, and lightgbm.dask gives a custom objective no way to sum the "
+    "workers' statistics (no collective operations reach Python), so each worker would choose its own weights. "
+    "Use train_xgboost (XGBoost's allreduce sums them: the one-machine weights), or method='linear' (fixed "
+    "weights, nothing summed)"
+)
+
+
+def _lgb_no_pooling(objective: Objective) -> str:
+    """Why lightgbm.dask cannot train an objective that pools rows, and what can."""
+    if isinstance(objective, MultiObjective) and objective.method != "linear":
+        return _LGB_NO_MULTI_POOLING.format(method=objective.method)
+    return _LGB_NO_POOLING.format(name=type(objective).__name__)
+
 
 def _is_early_stopping_callback(cb: object) -> bool:
     return "earlystopping" in type(cb).__name__.lower().replace("_", "")
@@ -163,10 +181,6 @@ def _check_no_positions(objective):
                 f"{type(o).__name__}(position=...) gives positions for all rows, but each Dask worker trains on its "
                 "own sessions: drop position= and give the rows of each session in display order (on Dask the "
                 "positions are each session's row order, XGBoost's convention)")
-        if type(o).__name__ == "MultiObjective" and any(c is not None for c in o.labels):
-            raise ValueError("MultiObjective(labels=[...]) gives label columns for all rows, but each Dask worker "
-                             "trains on its own queries: on Dask its objectives train on the data's label only "
-                             "(labels=None); extra label columns are not supported on Dask yet")
         stack.extend(getattr(o, "parts", ()))
         stack.extend(getattr(o, "objectives", ()))
         inner = getattr(o, "objective", None)
@@ -223,8 +237,12 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
             "workers could stop at different rounds and hang): stop on a native metric instead, "
             "params['eval_metric'] = 'ndcg@10', which XGBoost reduces over the workers"
         )
+    labelled = has_label_columns(objective)
     parts = _aligned(client, X, y, qid_or_group, npartitions, None, kind)
-    dtrain = xgb_dask.DaskDMatrix(client, parts.X, parts.y, qid=parts.qid)
+    # MultiObjective's label columns: split with the partitions, each row carrying its identity (_dask_labels)
+    plan = split_labels(client, objective, parts) if labelled else None
+    rows = {} if plan is None else {"label_lower_bound": plan.lower, "label_upper_bound": plan.upper}
+    dtrain = xgb_dask.DaskDMatrix(client, parts.X, parts.y, qid=parts.qid, **rows)
     dev = []
     for item in evals or ():
         if len(item) != 4:
@@ -234,7 +252,8 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
         dev.append((xgb_dask.DaskDMatrix(client, pe.X, pe.y, qid=pe.qid), name))
     # device="cuda" (or "cuda:N") in params: the GPU objective, checked on each worker (the client may have no GPU).
     device = as_device((params or {}).get("device", "cpu"), "params['device']")
-    f = _KeyedXGBoostObjective(objective, device=device, check_device=False)
+    f = _KeyedXGBoostObjective(objective if plan is None else plan.template, device=device, check_device=False,
+                               label_keys=None if plan is None else plan.keys)
     given: Any = train_kwargs.get("callbacks") or []
     train_kwargs["callbacks"] = [*given, _fitted_attributes_callback(f.key)]
     out = xgb_dask.train(client, xgboost_params(objective, params), dtrain, num_boost_round,
@@ -255,16 +274,28 @@ class _KeyedXGBoostObjective(XGBoostObjective):
     worker: Dask ships the objective and the callbacks as separate objects, so they meet by key."""
 
     def __init__(self, objective: Objective, *, device: "str | Device" = "cpu", check_device: bool = True,
-                 key: str | None = None) -> None:
+                 key: str | None = None, label_keys: tuple | None = None) -> None:
         super().__init__(objective, device=device, check_device=check_device)
         self.key = key or uuid.uuid4().hex
+        # a MultiObjective's label columns: its partitions' blocks, found when the DMatrix is first seen
+        self.label_keys = label_keys
         _WORKER_OBJECTIVES[self.key] = self
 
+    def state_for(self, dtrain: Any) -> Any:
+        if self.label_keys is not None:
+            assert isinstance(self.objective, MultiObjective)
+            self.objective = local_objective(self.objective, self.label_keys,
+                                             dtrain.get_float_info("label_lower_bound"),
+                                             dtrain.get_float_info("label_upper_bound"))[0]
+            self.label_keys = None  # this worker's columns found: the training DMatrix is the only one called
+        return super().state_for(dtrain)
+
     def __getstate__(self) -> dict:
-        return dict(super().__getstate__(), key=self.key)
+        return dict(super().__getstate__(), key=self.key, label_keys=self.label_keys)
 
     def __setstate__(self, state: dict) -> None:
-        type(self).__init__(self, state["objective"], device=state.get("device", "cpu"), key=state["key"])
+        type(self).__init__(self, state["objective"], device=state.get("device", "cpu"), key=state["key"],
+                            label_keys=state.get("label_keys"))
 
 
 def _store_fitted_attributes(key: str, model: Any) -> None:
@@ -315,7 +346,8 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     _check_single_output(objective, "LightGBM")
     _check_no_positions(objective)
     if objective.pools_rows:
-        raise NotImplementedError(_LGB_NO_POOLING.format(name=type(objective).__name__))
+        raise NotImplementedError(_lgb_no_pooling(objective))
+    labelled = has_label_columns(objective)
     params = dict(params or {})
     if "objective" in params:
         raise TypeError("train_lightgbm takes the customobj objective as objective=, not in params")
@@ -335,9 +367,14 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
             sets.append((pe.X, pe.y))
             groups.append(pe.group)
         fit.update(eval_set=sets, eval_group=groups)
-    model = DaskLGBMRanker(client=client, objective=lightgbm_sklearn_objective(objective),
-                           n_estimators=num_boost_round, **params)
-    return model.fit(parts.X, parts.y, group=parts.group, sample_weight=parts.weight, **fit)
+    f, weights = lightgbm_sklearn_objective(objective), parts.weight
+    if labelled:  # MultiObjective's label columns (method="linear"): the rows' partitions ride in the weights
+        assert isinstance(objective, MultiObjective)
+        plan = split_labels(client, objective, parts)
+        f = LabelledLightGBMObjective(plan.template, label_keys=plan.keys)
+        weights = plan.lower + PARTITION_WEIGHT_BASE
+    model = DaskLGBMRanker(client=client, objective=f, n_estimators=num_boost_round, **params)
+    return model.fit(parts.X, parts.y, group=parts.group, sample_weight=weights, **fit)
 
 
 def lightgbm_history(model: lightgbm.Booster | lightgbm.LGBMModel, eval_set: list, *metrics: str) -> dict:

@@ -357,3 +357,80 @@ def test_unbiased_with_positions_of_all_rows_is_refused_on_dask(train, click_log
     for wrapped in (obj, customobj.RankNet() + 0.5 * obj):
         with pytest.raises(ValueError, match=r"Unbiased\(position=...\).*each session's row order"):
             train(None, {}, X, y, g, wrapped)
+
+
+# ------------------------------------------------------------------------------------------------
+# MultiObjective's label columns (issue 41): split with the partitions, the one-machine model
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def two_labels():
+    """MQ-like rows (features on a grid of 8 levels: the one-machine bins on every worker) with a second,
+    graded label that conflicts with the first: feature 1 graded 0..3."""
+    d = customobj.data.synthetic(40, 10, 5, seed=0)
+    X = np.round(d.X * 7) / 7
+    return X, d.y, np.asarray(d.group), np.clip(np.round(X[:, 1]), 0, 3)
+
+
+def _frame_cuts(g, n_rows):
+    """Row offsets cutting the data into three partitions of whole queries."""
+    ptr = np.concatenate([[0], np.cumsum(g)])
+    return [int(ptr[np.searchsorted(ptr, n * n_rows // 3)]) for n in (1, 2)]
+
+
+def _mo_data(X, g, second, how):
+    """``(X, second label)``: numpy twice; numpy X with a Dask array of other chunks than the partitions;
+    or the features and the label as columns of one Dask DataFrame whose three partitions hold whole
+    queries (kept as the training partitions: one worker holds two, so its DMatrix sorts its rows)."""
+    if how == "numpy":
+        return X, second
+    if how == "array":
+        return X, da.from_array(second, chunks=77)
+    import dask.dataframe as dd
+    import pandas as pd
+
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])]).assign(second=second)
+    cuts = _frame_cuts(g, X.shape[0])
+    ddf = dd.from_pandas(frame, npartitions=1).repartition(divisions=[0, *cuts, X.shape[0] - 1])
+    return ddf.drop(columns="second"), ddf["second"]
+
+
+MO_CASES = [pytest.param("linear", {"preference": [1, 3]}, "numpy", id="linear-numpy"),
+            pytest.param("epo", {"preference": [1, 2]}, "array", id="epo-dask_array"),
+            pytest.param("epsilon_constraint", {"bounds": [2.0], "dual_interval": 1}, "frame",
+                         id="epsilon_constraint-dask_frame")]
+
+
+@pytest.mark.parametrize("method, options, how", MO_CASES)
+def test_multi_objective_label_columns_two_workers_give_the_one_machine_model(client, two_labels, method, options,
+                                                                              how):
+    import warnings
+
+    from customobj.multi import MultiObjective
+
+    X, y, g, second = two_labels
+    losses = [customobj.LambdaRank(), customobj.RankNet()]
+    with warnings.catch_warnings():  # an unmet bound is said when the attributes are read: not the question here
+        warnings.simplefilter("ignore", UserWarning)
+        local, want = _xgboost_on_one_machine(MultiObjective(losses, labels=[None, second], method=method,
+                                                             **options), X, y, g, 4)
+        main_only, main_attrs = _xgboost_on_one_machine(MultiObjective(losses, method=method, **options), X, y, g, 4)
+    data, column = _mo_data(X, g, second, how)
+    if how == "frame":
+        assert data.npartitions == column.npartitions == 3
+    out = ad.train_xgboost(client, FITTED_PARAMS, data, y, g,
+                           MultiObjective(losses, labels=[None, column], method=method, **options), num_boost_round=4)
+    got = out["fitted_attributes"]
+    names = {"label_weights_", "label_fallbacks_"} | ({"label_costs_"} if method != "linear" else set()) | (
+        {"label_duals_"} if method == "epsilon_constraint" else set())
+    assert got.keys() == want.keys() == names
+    for name in names - {"label_fallbacks_"}:
+        assert got[name].shape[0] == 4
+        # the round's sums over two workers differ from one machine's in their last bits (summation order)
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=1e-12 * np.abs(want[name]).max())
+    assert int(got["label_fallbacks_"]) == int(want["label_fallbacks_"]) == 0
+    dx = xgb.DMatrix(X)
+    np.testing.assert_allclose(out["booster"].predict(dx), local.predict(dx), rtol=0, atol=1e-9)
+    # the second label was read: trained on the data's label twice, the model is another one
+    assert np.abs(local.predict(dx) - main_only.predict(dx)).max() > 1e-3
+    if method != "linear":
+        assert np.abs(want["label_costs_"][:, 1] - main_attrs["label_costs_"][:, 1]).max() > 1e-3
