@@ -61,6 +61,7 @@ import numpy as np
 
 from customobj._device import Device, as_device
 from customobj.multi import MultiObjective
+from customobj.multi.methods import warn_unmet_bounds
 from customobj.objectives.base import Objective
 from customobj._extras import require_installed
 
@@ -260,6 +261,9 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
                          evals=dev or None, obj=f, **train_kwargs)
     stored = out["booster"].attr(_FITTED_ATTR)
     out["fitted_attributes"] = {k: np.asarray(v) for k, v in json.loads(stored).items()} if stored else {}
+    if isinstance(objective, MultiObjective) and "label_costs_" in out["fitted_attributes"]:
+        # an unmet bound was said on the workers (their logs): said here too, never silently
+        warn_unmet_bounds(objective._settings, out["fitted_attributes"]["label_costs_"], stacklevel=2)
     return out
 
 

@@ -19,7 +19,6 @@ Product Search Using Stochastic Label Aggregation", WWW, section 3; Momma et al.
 from __future__ import annotations
 
 import copy
-import warnings
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -33,7 +32,7 @@ from ..objectives.base import DeviceRoute, Objective, Prepared
 from ..objectives.listwise import LambdaRank
 from . import _combine_kernels as K
 from . import _weighted_route
-from .methods import Method, check_settings, method_spec
+from .methods import Method, check_settings, method_spec, warn_unmet_bounds
 from .solvers import augmented_lagrangian, first_memory, step
 
 __all__ = ["MultiObjective"]
@@ -275,13 +274,8 @@ class MultiObjective(Objective):
             out["label_costs_"] = np.array(state.costs, dtype=np.float64).reshape(-1, m)
         if s.spec.method == Method.EPSILON_CONSTRAINT:
             out["label_duals_"] = np.array(state.duals, dtype=np.float64).reshape(-1, m - 1)
-        if s.bounds is not None and state.costs:
-            last = state.costs[-1][1:]
-            for k in np.flatnonzero(last > s.bounds):
-                warnings.warn(f"bounds[{k}] = {s.bounds[k]:.6g} was not met: objective {k + 2}'s cost (mean loss "
-                              f"per query) is {last[k]:.6g} after {len(state.costs)} rounds; no model of this "
-                              "training met it (a looser bound, more rounds or a larger penalty)",
-                              UserWarning, stacklevel=3)
+        if state.costs:
+            warn_unmet_bounds(s, out["label_costs_"], stacklevel=4)
         return out
 
     def device_route(self) -> DeviceRoute:
