@@ -23,6 +23,11 @@ per-position sums every round; the estimate comes back as ``out["fitted_attribut
 :func:`train_lightgbm` refuses an objective that estimates from all rows (``NotImplementedError``:
 lightgbm.dask has no collective operation for Python code), and takes ``Unbiased(propensity=...)``.
 
+Several labels (docs/multi-objective.md, "Dask"): a ``MultiObjective``'s label columns, numpy or Dask
+arrays / Series aligned with ``y``, are split with the query-aligned partitions and checked next to each
+(``adapters._dask_labels``). :func:`train_xgboost` gives the one-machine weights for every method (costs
+and Gram matrix summed by XGBoost's allreduce); :func:`train_lightgbm` takes ``method="linear"`` only.
+
 Early stopping and histories (checked on lightgbm 4.7, xgboost 3.2):
 
 - XGBoost reduces its native metrics (``params["eval_metric"]``) over the workers, so every
@@ -216,7 +221,15 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
     Other keyword arguments go to ``xgboost.dask.train``. Returns its ``{"booster", "history"}`` plus
     ``"fitted_attributes"``: what the objective learned on the training data
     (:meth:`customobj.objectives.Objective.fitted_attributes`; ``Unbiased``: ``position_bias_``,
-    ``position_bias_unclicked_``, estimated from all workers' rows), ``{}`` for most objectives.
+    ``position_bias_unclicked_``, estimated from all workers' rows; ``MultiObjective``: each round's
+    ``label_weights_``, ``label_costs_``, ``label_duals_``, the same on every worker), ``{}`` for most objectives.
+    A ``MultiObjective`` whose bound was not met is said with a ``UserWarning`` here, as on one machine.
+
+    A ``MultiObjective``'s label columns (numpy, or Dask arrays / Series aligned with ``y``) are split with
+    the partitions and checked there before any worker trains (a bad one: ValueError/TypeError naming
+    ``labels[k]`` and the partition); each row carries its partition and offset in the DMatrix's
+    ``label_lower_bound`` / ``label_upper_bound`` (so at most ``2**24 - 1`` rows a partition). Two workers
+    give the one-machine weights (to the last bits of the round's sums, added in another order) and model.
     """
     import xgboost.dask as xgb_dask
 
@@ -338,8 +351,13 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     ``eval_set``...), passed to the estimator; ``objective`` must not be among them.
     ``eval_set``: ``[(X, y, qid_or_group), ...]``. Other keyword arguments go to ``fit``.
     Returns the fitted ``DaskLGBMRanker`` (``.to_local()`` for a plain ``LGBMRanker``).
-    An objective that estimates from all rows every round (``Unbiased`` without ``propensity=``:
-    ``Objective.pools_rows``) is refused with a ``NotImplementedError`` naming :func:`train_xgboost`.
+    An objective that estimates from all rows every round (``Unbiased`` without ``propensity=``, a
+    ``MultiObjective`` whose method reads costs or the Gram matrix: ``Objective.pools_rows``) is refused
+    with a ``NotImplementedError`` naming :func:`train_xgboost`. A ``MultiObjective(method="linear")`` with
+    label columns trains: the columns are split and checked as in :func:`train_xgboost`, and since
+    ``lightgbm.dask`` hands the objective nothing but ``(y_true, y_pred, weight, group)``, the Dataset's
+    weights carry each row's partition index (LightGBM reads them nowhere else with a custom objective;
+    ``weight`` travels with the label columns and is applied by the objective as always).
     Early stopping (a ``lightgbm.early_stopping`` callback, ``early_stopping_round`` and its
     aliases) is refused with a ValueError before training: it hangs lightgbm.dask (module
     docstring); use :func:`lightgbm_history` to choose the round.
