@@ -20,7 +20,7 @@ the round (costs, Gram matrix) then go over the workers through XGBoost's allred
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 import numpy as np
 
@@ -48,7 +48,7 @@ class LabelPlan(NamedTuple):
     futures: tuple  # the blocks' futures, held by the client while the training runs
 
 
-def has_label_columns(objective: object) -> bool:
+def has_label_columns(objective: object) -> TypeGuard[MultiObjective]:
     """Whether ``objective`` is a ``MultiObjective`` with label columns; ValueError for one nested inside
     another objective (only the objective given to the trainer is split with the partitions)."""
     if isinstance(objective, MultiObjective) and any(y is not None for y in objective.labels):
@@ -118,17 +118,20 @@ def split_labels(client: Any, objective: MultiObjective, parts: QueryPartitions)
     import dask
     import distributed
 
-    row_chunks = tuple(int(c) for c in parts.y.chunks[0])
+    y: Any = parts.y  # Dask arrays (QueryPartitions holds them as object)
+    row_chunks = tuple(int(c) for c in y.chunks[0])
     biggest = max(row_chunks, default=0)
     if biggest >= MAX_PARTITION_ROWS:
         raise ValueError(f"a partition of {biggest} rows: with label columns each row carries its offset in a "
                          f"float32 field, exact below {MAX_PARTITION_ROWS}; use more partitions (npartitions=)")
-    cols = _columns(objective, int(parts.y.shape[0]), row_chunks)
+    cols = _columns(objective, int(y.shape[0]), row_chunks)
     template = objective.with_labels([None if y is None else np.zeros(0) for y in objective.labels])
     blocks = [list(a.to_delayed().ravel()) for a in cols]
-    ys = list(parts.y.to_delayed().ravel())
-    groups = list(parts.group.to_delayed().ravel())
-    weights = list(parts.weight.to_delayed().ravel()) if parts.weight is not None else [None] * len(ys)
+    group: Any = parts.group
+    weight: Any = parts.weight
+    ys = list(y.to_delayed().ravel())
+    groups = list(group.to_delayed().ravel())
+    weights = list(weight.to_delayed().ravel()) if weight is not None else [None] * len(ys)
     workers = _workers(client, None)
     starts = np.concatenate(([0], np.cumsum(row_chunks)))
     futures = []
@@ -140,7 +143,7 @@ def split_labels(client: Any, objective: MultiObjective, parts: QueryPartitions)
     for f in futures:
         if f.status == "error":
             f.result()  # the partition's ValueError / TypeError, raised here on the client
-    lower, upper = (parts.y.map_blocks(_row_ids, which, dtype=np.float32) for which in (0, 1))
+    lower, upper = (y.map_blocks(_row_ids, which, dtype=np.float32) for which in (0, 1))
     return LabelPlan(template, tuple(f.key for f in futures), lower, upper, tuple(futures))
 
 

@@ -254,7 +254,7 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
     labelled = has_label_columns(objective)
     parts = _aligned(client, X, y, qid_or_group, npartitions, None, kind)
     # MultiObjective's label columns: split with the partitions, each row carrying its identity (_dask_labels)
-    plan = split_labels(client, objective, parts) if labelled else None
+    plan = split_labels(client, objective, parts) if labelled and isinstance(objective, MultiObjective) else None
     rows = {} if plan is None else {"label_lower_bound": plan.lower, "label_upper_bound": plan.upper}
     dtrain = xgb_dask.DaskDMatrix(client, parts.X, parts.y, qid=parts.qid, **rows)
     dev = []
@@ -390,8 +390,7 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
             groups.append(pe.group)
         fit.update(eval_set=sets, eval_group=groups)
     f, weights = lightgbm_sklearn_objective(objective), parts.weight
-    if labelled:  # MultiObjective's label columns (method="linear"): the rows' partitions ride in the weights
-        assert isinstance(objective, MultiObjective)
+    if labelled and isinstance(objective, MultiObjective):  # label columns: the rows' partitions ride in the weights
         plan = split_labels(client, objective, parts)
         f = LabelledLightGBMObjective(plan.template, label_keys=plan.keys)
         weights = plan.lower + PARTITION_WEIGHT_BASE
