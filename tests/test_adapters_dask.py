@@ -417,6 +417,7 @@ def test_multi_objective_label_columns_two_workers_give_the_one_machine_model(cl
     if method == "epsilon_constraint":  # the bound is not met in 4 rounds: said on the client, with the cost reached
         assert want["label_costs_"][-1, 1] > options["bounds"][0]
         assert len(unmet) == 1 and f"is {want['label_costs_'][-1, 1]:.6g} after 4 rounds" in unmet[0]
+        assert [w.filename for w in said if "was not met" in str(w.message)] == [__file__]
     else:
         assert not unmet
     names = {"label_weights_", "label_fallbacks_"} | ({"label_costs_"} if method != "linear" else set()) | (

@@ -225,8 +225,9 @@ def test_a_bound_no_model_meets_is_reported_with_its_achieved_cost():
     obj = MultiObjective([RankNet(), ListNet()], labels=[None, y2], method="epsilon_constraint", bounds=[1e-9])
     obj.grad_hess(s, y, sizes)
     cost = ListNet().loss(s, y2, sizes) / sizes.size
-    with pytest.warns(UserWarning, match=rf"bounds\[0\] = 1e-09 was not met: objective 2's cost .* is {cost:.6g}"):
+    with pytest.warns(UserWarning, match=rf"bounds\[0\] = 1e-09 was not met: objective 2's cost .* is {cost:.6g}") as said:
         obj.fitted_attributes()
+    assert said[0].filename == __file__  # said where the attributes were read
     met = MultiObjective([RankNet(), ListNet()], labels=[None, y2], method="epsilon_constraint", bounds=[1e9])
     met.grad_hess(s, y, sizes)
     with warnings.catch_warnings():

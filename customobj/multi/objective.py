@@ -275,7 +275,7 @@ class MultiObjective(Objective):
         if s.spec.method == Method.EPSILON_CONSTRAINT:
             out["label_duals_"] = np.array(state.duals, dtype=np.float64).reshape(-1, m - 1)
         if state.costs:
-            warn_unmet_bounds(s, out["label_costs_"], stacklevel=4)
+            warn_unmet_bounds(s, out["label_costs_"], stacklevel=3)
         return out
 
     def device_route(self) -> DeviceRoute:
