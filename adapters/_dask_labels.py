@@ -20,6 +20,7 @@ the round (costs, Gram matrix) then go over the workers through XGBoost's allred
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, NamedTuple, TypeGuard
 
 import numpy as np
@@ -30,7 +31,7 @@ from ._dask_partition import QueryPartitions, _as_dask_array, _workers
 from .lightgbm import LightGBMObjective
 
 __all__ = ["LabelPlan", "LabelledLightGBMObjective", "MAX_PARTITION_ROWS", "PARTITION_WEIGHT_BASE", "has_label_columns",
-           "split_labels", "local_objective"]
+           "split_labels", "local_objective", "walk_objectives"]
 
 #: Added to the partition index carried in LightGBM's weights (0 and all-1 weights would not arrive).
 PARTITION_WEIGHT_BASE = 2
@@ -58,19 +59,26 @@ def has_label_columns(objective: object) -> TypeGuard[MultiObjective]:
     return False
 
 
-def _refuse_nested(roots: Any) -> None:
+def walk_objectives(roots: Any) -> Iterator[Any]:
+    """Every objective in the trees of ``roots``: the parts of sums, the objectives of a ``MultiObjective``,
+    the objective a wrapper (``Scaled``, ``Unbiased``) holds."""
     stack = list(roots)
     while stack:
         o = stack.pop()
-        if isinstance(o, MultiObjective) and any(y is not None for y in o.labels):
-            raise ValueError("a MultiObjective(labels=[...]) inside another objective: on Dask only the objective "
-                             "given to the trainer has its label columns split with the partitions; pass the "
-                             "MultiObjective itself (its objectives may be sums, scaled or Unbiased)")
+        yield o
         stack.extend(getattr(o, "parts", ()))
         stack.extend(getattr(o, "objectives", ()))
         inner = getattr(o, "objective", None)
         if inner is not None:
             stack.append(inner)
+
+
+def _refuse_nested(roots: Any) -> None:
+    for o in walk_objectives(roots):
+        if isinstance(o, MultiObjective) and any(y is not None for y in o.labels):
+            raise ValueError("a MultiObjective(labels=[...]) inside another objective: on Dask only the objective "
+                             "given to the trainer has its label columns split with the partitions; pass the "
+                             "MultiObjective itself (its objectives may be sums, scaled or Unbiased)")
 
 
 def _columns(objective: MultiObjective, n_rows: int, row_chunks: tuple) -> list:

@@ -87,7 +87,7 @@ from ._dask_partition import (
 )
 from ._dask_em import train_regression_em
 from ._dask_labels import (PARTITION_WEIGHT_BASE, LabelledLightGBMObjective, has_label_columns, local_objective,
-                           split_labels)
+                           split_labels, walk_objectives)
 from ._data import require_objective
 from .lightgbm import lightgbm_sklearn_objective
 from .xgboost import XGBoostObjective, xgboost_params
@@ -179,19 +179,12 @@ def _aligned(client, X, y, qid_or_group, npartitions, weight, kind):
 def _check_no_positions(objective):
     """``Unbiased(position=...)`` holds one position per row of the whole data set, which no worker has:
     on Dask the positions are each session's row order. Refused here, not as a length error on a worker."""
-    stack = [objective]
-    while stack:
-        o = stack.pop()
+    for o in walk_objectives([objective]):
         if getattr(o, "position", None) is not None:
             raise ValueError(
                 f"{type(o).__name__}(position=...) gives positions for all rows, but each Dask worker trains on its "
                 "own sessions: drop position= and give the rows of each session in display order (on Dask the "
                 "positions are each session's row order, XGBoost's convention)")
-        stack.extend(getattr(o, "parts", ()))
-        stack.extend(getattr(o, "objectives", ()))
-        inner = getattr(o, "objective", None)
-        if inner is not None:
-            stack.append(inner)
 
 
 def _check_single_output(objective, library):
