@@ -12,8 +12,9 @@ below ``2**24``, hence :data:`MAX_PARTITION_ROWS`. The sort moves them with thei
 The label columns themselves stay float64 and never pass the client: each partition's columns are
 rechunked to its rows, checked by a task next to the partition (the same checks one machine runs, so a
 bad column fails before any worker trains, instead of one worker failing while the others wait in an
-allreduce), and kept there as one ``rows x columns`` block (a Dask future). A worker's objective takes
-each of its rows' labels from those blocks (:func:`local_objective`), and trains a
+allreduce), and kept there as one ``rows x columns`` block (a Dask future, published under a name of
+the training's until it ends). A worker's objective takes each of its rows' labels from those blocks
+(:func:`local_objective`: from its own memory, or through its client from a block held elsewhere), and trains a
 :meth:`~customobj.multi.MultiObjective.with_labels` copy of the user's objective on them; the sums of
 the round (costs, Gram matrix) then go over the workers through XGBoost's allreduce
 (``Prepared.collective``), so every worker solves the one-machine problem.
@@ -23,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, NamedTuple, TypeGuard
 
+import uuid
+
 import numpy as np
 
 from customobj.multi import MultiObjective
@@ -30,7 +33,7 @@ from customobj.multi import MultiObjective
 from ._dask_partition import QueryPartitions, _as_dask_array, _workers
 from .lightgbm import LightGBMObjective
 
-__all__ = ["LabelPlan", "LabelledLightGBMObjective", "MAX_PARTITION_ROWS", "PARTITION_WEIGHT_BASE", "has_label_columns",
+__all__ = ["LabelBlocks", "LabelPlan", "released", "LabelledLightGBMObjective", "MAX_PARTITION_ROWS", "PARTITION_WEIGHT_BASE", "has_label_columns",
            "split_labels", "local_objective", "walk_objectives"]
 
 #: Added to the partition index carried in LightGBM's weights (0 and all-1 weights would not arrive).
@@ -39,14 +42,20 @@ PARTITION_WEIGHT_BASE = 2
 MAX_PARTITION_ROWS = 2**24
 
 
+class LabelBlocks(NamedTuple):
+    """Where a worker finds the partitions' checked ``rows x columns`` float64 label blocks."""
+
+    dataset: str  # the name under which the client published the blocks' futures (``Client.publish_dataset``)
+    keys: tuple  # per partition, its block's Dask key (in the memory of the partition's worker, normally)
+
+
 class LabelPlan(NamedTuple):
     """What the workers need to find their rows' label columns."""
 
     template: MultiObjective  # the user's objective, each column an empty array (the columns never travel)
-    keys: tuple  # per partition, the Dask key of its checked ``rows x columns`` float64 block
+    blocks: LabelBlocks
     lower: Any  # Dask arrays chunked as the partitions: each row's partition index, and its offset in it
     upper: Any
-    futures: tuple  # the blocks' futures, held by the client while the training runs
 
 
 def has_label_columns(objective: object) -> TypeGuard[MultiObjective]:
@@ -152,20 +161,33 @@ def split_labels(client: Any, objective: MultiObjective, parts: QueryPartitions)
         if f.status == "error":
             f.result()  # the partition's ValueError / TypeError, raised here on the client
     lower, upper = (y.map_blocks(_row_ids, which, dtype=np.float32) for which in (0, 1))
-    return LabelPlan(template, tuple(f.key for f in futures), lower, upper, tuple(futures))
+    name = f"customobj-labels-{uuid.uuid4().hex}"
+    client.publish_dataset(futures, name=name)  # held by the scheduler until released(): no worker loses a block
+    return LabelPlan(template, LabelBlocks(name, tuple(f.key for f in futures)), lower, upper)
 
 
-def _fetch(keys: list) -> list:
-    """The blocks of ``keys``: from this worker's memory (where they were placed), else through its client."""
-    from distributed import Future, get_client, get_worker
+def released(client: Any, plan: "LabelPlan | None") -> None:
+    """After training: the label blocks are let go (the published name is removed)."""
+    if plan is not None:
+        client.unpublish_dataset(plan.blocks.dataset)
+
+
+def _fetch(blocks: LabelBlocks, which: list) -> list:
+    """The blocks of partitions ``which``: from this worker's memory (where they were placed), else through
+    its client from the published futures (the scheduler may have put a block elsewhere)."""
+    from distributed import get_client, get_worker
 
     data = get_worker().data
-    missing = [k for k in keys if k not in data]
-    found = dict(zip(missing, get_client().gather([Future(k) for k in missing]))) if missing else {}
-    return [found[k] if k in found else data[k] for k in keys]
+    missing = [i for i in which if blocks.keys[i] not in data]
+    found: dict = {}
+    if missing:
+        client = get_client()
+        futures = client.get_dataset(blocks.dataset)
+        found = dict(zip(missing, client.gather([futures[i] for i in missing])))
+    return [found[i] if i in found else data[blocks.keys[i]] for i in which]
 
 
-def local_objective(template: MultiObjective, keys: tuple, partition: np.ndarray,
+def local_objective(template: MultiObjective, blocks: LabelBlocks, partition: np.ndarray,
                     offset: "np.ndarray | None") -> "tuple[MultiObjective, np.ndarray | None]":
     """On a worker: the user's objective with the label columns of the rows of its local data, in their
     order, and their weights when the blocks carry them (LightGBM), else None.
@@ -178,8 +200,8 @@ def local_objective(template: MultiObjective, keys: tuple, partition: np.ndarray
     if part.size == 0:  # a worker without rows: the template's empty columns are its columns
         return template, None
     held = np.unique(part)
-    blocks = _fetch([keys[int(i)] for i in held])
-    sizes = np.array([b.shape[0] for b in blocks], dtype=np.int64)
+    found = _fetch(blocks, [int(i) for i in held])
+    sizes = np.array([b.shape[0] for b in found], dtype=np.int64)
     if offset is None:
         offset = _run_offsets(part, held, sizes)
     offset = np.asarray(offset).astype(np.int64)
@@ -187,7 +209,7 @@ def local_objective(template: MultiObjective, keys: tuple, partition: np.ndarray
         raise RuntimeError("the rows' identities (partition, offset) do not match the label blocks: this worker's "
                            "MultiObjective label columns cannot be found")
     start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    stacked = np.concatenate(blocks, axis=0)[start[np.searchsorted(held, part)] + offset]
+    stacked = np.concatenate(found, axis=0)[start[np.searchsorted(held, part)] + offset]
     columns = iter(stacked.T)
     local = template.with_labels([None if t is None else next(columns) for t in template.labels])
     return local, (stacked[:, n_cols].copy() if stacked.shape[1] > n_cols else None)
@@ -211,23 +233,23 @@ class LabelledLightGBMObjective(LightGBMObjective):
     the weights nowhere else (the objective applies them), and the user's weights travel as the last
     column of the label blocks. The parts arrive whole and in order, so the runs give the offsets."""
 
-    def __init__(self, objective: MultiObjective, *, label_keys: "tuple | None" = None) -> None:
+    def __init__(self, objective: MultiObjective, *, label_blocks: "LabelBlocks | None" = None) -> None:
         super().__init__(objective)
-        self.label_keys = label_keys
+        self.label_blocks = label_blocks
         self._weight: "np.ndarray | None" = None
 
     def __getstate__(self) -> dict:
-        return dict(super().__getstate__(), label_keys=self.label_keys)
+        return dict(super().__getstate__(), label_blocks=self.label_blocks)
 
     def __setstate__(self, state: dict) -> None:
-        type(self).__init__(self, state["objective"], label_keys=state.get("label_keys"))
+        type(self).__init__(self, state["objective"], label_blocks=state.get("label_blocks"))
 
     def __call__(self, first: Any, second: Any, weight: Any = None, group: Any = None) -> Any:
-        if self.label_keys is not None:
+        if self.label_blocks is not None:
             if weight is None:
                 raise RuntimeError("LightGBM passed no weights: the rows' partition indices are lost")
             assert isinstance(self.objective, MultiObjective)
-            self.objective, self._weight = local_objective(self.objective, self.label_keys,
+            self.objective, self._weight = local_objective(self.objective, self.label_blocks,
                                                            np.asarray(weight) - PARTITION_WEIGHT_BASE, None)
-            self.label_keys = None  # the training data's columns found: it is the only data set called
+            self.label_blocks = None  # the training data's columns found: it is the only data set called
         return super().__call__(first, second, self._weight, group)

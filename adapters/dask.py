@@ -86,8 +86,8 @@ from ._dask_partition import (
     scatter_by_query,
 )
 from ._dask_em import train_regression_em
-from ._dask_labels import (PARTITION_WEIGHT_BASE, LabelledLightGBMObjective, has_label_columns, local_objective,
-                           split_labels, walk_objectives)
+from ._dask_labels import (PARTITION_WEIGHT_BASE, LabelBlocks, LabelledLightGBMObjective, has_label_columns,
+                           local_objective, released, split_labels, walk_objectives)
 from ._data import require_objective
 from .lightgbm import lightgbm_sklearn_objective
 from .xgboost import XGBoostObjective, xgboost_params
@@ -245,11 +245,9 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
             "params['eval_metric'] = 'ndcg@10', which XGBoost reduces over the workers"
         )
     labelled = has_label_columns(objective)
+    # device="cuda" (or "cuda:N") in params: the GPU objective, checked on each worker (the client may have no GPU).
+    device = as_device((params or {}).get("device", "cpu"), "params['device']")
     parts = _aligned(client, X, y, qid_or_group, npartitions, None, kind)
-    # MultiObjective's label columns: split with the partitions, each row carrying its identity (_dask_labels)
-    plan = split_labels(client, objective, parts) if labelled and isinstance(objective, MultiObjective) else None
-    rows = {} if plan is None else {"label_lower_bound": plan.lower, "label_upper_bound": plan.upper}
-    dtrain = xgb_dask.DaskDMatrix(client, parts.X, parts.y, qid=parts.qid, **rows)
     dev = []
     for item in evals or ():
         if len(item) != 4:
@@ -257,14 +255,19 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
         Xe, ye, ge, name = item
         pe = _aligned(client, Xe, ye, ge, npartitions, None, kind)
         dev.append((xgb_dask.DaskDMatrix(client, pe.X, pe.y, qid=pe.qid), name))
-    # device="cuda" (or "cuda:N") in params: the GPU objective, checked on each worker (the client may have no GPU).
-    device = as_device((params or {}).get("device", "cpu"), "params['device']")
-    f = _KeyedXGBoostObjective(objective if plan is None else plan.template, device=device, check_device=False,
-                               label_keys=None if plan is None else plan.keys)
-    given: Any = train_kwargs.get("callbacks") or []
-    train_kwargs["callbacks"] = [*given, _fitted_attributes_callback(f.key)]
-    out = xgb_dask.train(client, xgboost_params(objective, params), dtrain, num_boost_round,
-                         evals=dev or None, obj=f, **train_kwargs)
+    # MultiObjective's label columns: split with the partitions, each row carrying its identity (_dask_labels)
+    plan = split_labels(client, objective, parts) if labelled and isinstance(objective, MultiObjective) else None
+    try:
+        rows = {} if plan is None else {"label_lower_bound": plan.lower, "label_upper_bound": plan.upper}
+        dtrain = xgb_dask.DaskDMatrix(client, parts.X, parts.y, qid=parts.qid, **rows)
+        f = _KeyedXGBoostObjective(objective if plan is None else plan.template, device=device, check_device=False,
+                                   label_blocks=None if plan is None else plan.blocks)
+        given: Any = train_kwargs.get("callbacks") or []
+        train_kwargs["callbacks"] = [*given, _fitted_attributes_callback(f.key)]
+        out = xgb_dask.train(client, xgboost_params(objective, params), dtrain, num_boost_round,
+                             evals=dev or None, obj=f, **train_kwargs)
+    finally:
+        released(client, plan)
     stored = out["booster"].attr(_FITTED_ATTR)
     out["fitted_attributes"] = {k: np.asarray(v) for k, v in json.loads(stored).items()} if stored else {}
     if isinstance(objective, MultiObjective) and "label_costs_" in out["fitted_attributes"]:
@@ -284,28 +287,28 @@ class _KeyedXGBoostObjective(XGBoostObjective):
     worker: Dask ships the objective and the callbacks as separate objects, so they meet by key."""
 
     def __init__(self, objective: Objective, *, device: "str | Device" = "cpu", check_device: bool = True,
-                 key: str | None = None, label_keys: tuple | None = None) -> None:
+                 key: str | None = None, label_blocks: LabelBlocks | None = None) -> None:
         super().__init__(objective, device=device, check_device=check_device)
         self.key = key or uuid.uuid4().hex
         # a MultiObjective's label columns: its partitions' blocks, found when the DMatrix is first seen
-        self.label_keys = label_keys
+        self.label_blocks = label_blocks
         _WORKER_OBJECTIVES[self.key] = self
 
     def state_for(self, dtrain: Any) -> Any:
-        if self.label_keys is not None:
+        if self.label_blocks is not None:
             assert isinstance(self.objective, MultiObjective)
-            self.objective = local_objective(self.objective, self.label_keys,
+            self.objective = local_objective(self.objective, self.label_blocks,
                                              dtrain.get_float_info("label_lower_bound"),
                                              dtrain.get_float_info("label_upper_bound"))[0]
-            self.label_keys = None  # this worker's columns found: the training DMatrix is the only one called
+            self.label_blocks = None  # this worker's columns found: the training DMatrix is the only one called
         return super().state_for(dtrain)
 
     def __getstate__(self) -> dict:
-        return dict(super().__getstate__(), key=self.key, label_keys=self.label_keys)
+        return dict(super().__getstate__(), key=self.key, label_blocks=self.label_blocks)
 
     def __setstate__(self, state: dict) -> None:
         type(self).__init__(self, state["objective"], device=state.get("device", "cpu"), key=state["key"],
-                            label_keys=state.get("label_keys"))
+                            label_blocks=state.get("label_blocks"))
 
 
 def _store_fitted_attributes(key: str, model: Any) -> None:
@@ -382,13 +385,16 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
             sets.append((pe.X, pe.y))
             groups.append(pe.group)
         fit.update(eval_set=sets, eval_group=groups)
-    f, weights = lightgbm_sklearn_objective(objective), parts.weight
+    f, weights, plan = lightgbm_sklearn_objective(objective), parts.weight, None
     if labelled and isinstance(objective, MultiObjective):  # label columns: the rows' partitions ride in the weights
         plan = split_labels(client, objective, parts)
-        f = LabelledLightGBMObjective(plan.template, label_keys=plan.keys)
+        f = LabelledLightGBMObjective(plan.template, label_blocks=plan.blocks)
         weights = plan.lower + PARTITION_WEIGHT_BASE
     model = DaskLGBMRanker(client=client, objective=f, n_estimators=num_boost_round, **params)
-    return model.fit(parts.X, parts.y, group=parts.group, sample_weight=weights, **fit)
+    try:
+        return model.fit(parts.X, parts.y, group=parts.group, sample_weight=weights, **fit)
+    finally:
+        released(client, plan)
 
 
 def lightgbm_history(model: lightgbm.Booster | lightgbm.LGBMModel, eval_set: list, *metrics: str) -> dict:

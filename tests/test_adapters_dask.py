@@ -413,6 +413,7 @@ def test_multi_objective_label_columns_two_workers_give_the_one_machine_model(cl
                                MultiObjective(losses, labels=[None, column], method=method, **options),
                                num_boost_round=4)
     got = out["fitted_attributes"]
+    assert not [n for n in client.list_datasets() if str(n).startswith("customobj-labels-")]  # the blocks let go
     unmet = [str(w.message) for w in said if "was not met" in str(w.message)]
     if method == "epsilon_constraint":  # the bound is not met in 4 rounds: said on the client, with the cost reached
         assert want["label_costs_"][-1, 1] > options["bounds"][0]
@@ -459,6 +460,7 @@ def test_multi_objective_label_columns_on_lightgbm_linear_give_the_one_machine_m
     model = ad.train_lightgbm(client, params, data, y, g, MultiObjective(losses, labels=[None, column], preference=[1, 3]),
                               num_boost_round=3, weight=w)
     want = one_machine([None, second])
+    assert not [n for n in client.list_datasets() if str(n).startswith("customobj-labels-")]  # the blocks let go
     np.testing.assert_allclose(model.to_local().predict(binary), want, rtol=0, atol=1e-9)
     assert np.abs(want - one_machine(None)).max() > 1e-3  # the second label (and the weights) were read
 
@@ -518,13 +520,13 @@ def test_a_multi_objective_with_label_columns_inside_another_objective_is_refuse
 def _fake_blocks(monkeypatch, blocks):
     from customobj.adapters import _dask_labels
 
-    monkeypatch.setattr(_dask_labels, "_fetch", lambda keys: [blocks[k] for k in keys])
+    monkeypatch.setattr(_dask_labels, "_fetch", lambda where, which: [blocks[where.keys[i]] for i in which])
 
 
 def test_a_worker_finds_its_rows_labels_in_any_row_order(monkeypatch):
     """``local_objective`` in this process (the blocks handed over as a worker's memory would): rows of three
     partitions, two of them held here, scrambled as XGBoost's unstable qid sort may leave them."""
-    from customobj.adapters._dask_labels import local_objective
+    from customobj.adapters._dask_labels import LabelBlocks, local_objective
     from customobj.multi import MultiObjective
 
     rng = np.random.default_rng(0)
@@ -536,33 +538,36 @@ def test_a_worker_finds_its_rows_labels_in_any_row_order(monkeypatch):
     partition = np.array([2, 2, 2, 0, 0, 0, 0], dtype=np.float32)
     offset = np.array([0, 1, 2, 0, 1, 2, 3], dtype=np.float32)
     order = rng.permutation(7)
-    local, weight = local_objective(template, ("k0", "k1", "k2"), partition[order], offset[order])
+    where = LabelBlocks("test", ("k0", "k1", "k2"))
+    local, weight = local_objective(template, where, partition[order], offset[order])
     assert weight is None and local.labels[0] is None
     want = np.concatenate([cols[2], cols[0]])[order]
     np.testing.assert_array_equal(local.labels[1], want[:, 0])
     np.testing.assert_array_equal(local.labels[2], want[:, 1])
     with pytest.raises(RuntimeError, match="do not match the label blocks"):
-        local_objective(template, ("k0", "k1", "k2"), partition, offset + 3)  # an offset past its partition
-    empty, _ = local_objective(template, ("k0", "k1", "k2"), np.zeros(0), np.zeros(0))
+        local_objective(template, where, partition, offset + 3)  # an offset past its partition
+    empty, _ = local_objective(template, where, np.zeros(0), np.zeros(0))
     assert empty is template  # a worker without rows
 
 
 def test_lightgbm_workers_find_their_rows_from_the_partition_runs(monkeypatch):
     """LightGBM concatenates a worker's parts whole, in any order: the weights carry the partition index
     (+2), the runs give the offsets, the user's weights come back from the blocks' last column."""
-    from customobj.adapters._dask_labels import PARTITION_WEIGHT_BASE, LabelledLightGBMObjective, local_objective
+    from customobj.adapters._dask_labels import (PARTITION_WEIGHT_BASE, LabelBlocks, LabelledLightGBMObjective,
+                                                 local_objective)
     from customobj.multi import MultiObjective
 
     blocks = {"a": np.array([[1.0, 0.5], [2.0, 1.5]]), "b": np.array([[0.0, 2.0], [3.0, 1.0], [1.0, 1.0]])}
     _fake_blocks(monkeypatch, blocks)
     template = MultiObjective([customobj.LambdaRank(), customobj.LambdaRank()], labels=[None, np.zeros(0)])
-    local, weight = local_objective(template, ("a", "b"), np.array([1, 1, 1, 0, 0]), None)
+    where = LabelBlocks("test", ("a", "b"))
+    local, weight = local_objective(template, where, np.array([1, 1, 1, 0, 0]), None)
     np.testing.assert_array_equal(local.labels[1], [0.0, 3.0, 1.0, 1.0, 2.0])
     np.testing.assert_array_equal(weight, [2.0, 1.0, 1.0, 0.5, 1.5])
     with pytest.raises(RuntimeError, match="one whole run"):
-        local_objective(template, ("a", "b"), np.array([1, 0, 1, 1, 0]), None)
+        local_objective(template, where, np.array([1, 0, 1, 1, 0]), None)
     # the callable LightGBM calls: its gradients are the one-machine objective's on these rows
-    f = LabelledLightGBMObjective(template, label_keys=("a", "b"))
+    f = LabelledLightGBMObjective(template, label_blocks=where)
     y = np.array([1.0, 0.0, 2.0, 1.0, 0.0], dtype=np.float32)
     preds = np.linspace(-1.0, 1.0, 5)
     got = f(y, preds, np.array([1, 1, 1, 0, 0], dtype=np.float32) + PARTITION_WEIGHT_BASE, np.array([3, 2]))
@@ -572,5 +577,23 @@ def test_lightgbm_workers_find_their_rows_from_the_partition_runs(monkeypatch):
         np.testing.assert_array_equal(a, b)
     import pickle
 
-    again = pickle.loads(pickle.dumps(LabelledLightGBMObjective(template, label_keys=("a", "b"))))
-    assert again.label_keys == ("a", "b") and again.objective == template
+    again = pickle.loads(pickle.dumps(LabelledLightGBMObjective(template, label_blocks=where)))
+    assert again.label_blocks == where and again.objective == template
+
+
+def test_a_worker_fetches_a_block_another_worker_holds(client):
+    """A label block normally sits where its partition is; one the scheduler put elsewhere comes from the
+    published futures, through the worker's client."""
+    from customobj.adapters import _dask_labels
+
+    here, there = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    far = client.scatter(np.arange(6.0).reshape(3, 2), workers=[there])
+    near = client.scatter(np.ones((2, 2)), workers=[here])
+    client.publish_dataset([far, near], name="customobj-labels-test")
+    try:
+        where = _dask_labels.LabelBlocks("customobj-labels-test", (far.key, near.key))
+        got = client.submit(_dask_labels._fetch, where, [0, 1], workers=[here], pure=False).result(timeout=60)
+    finally:
+        client.unpublish_dataset("customobj-labels-test")
+    np.testing.assert_array_equal(got[0], np.arange(6.0).reshape(3, 2))
+    np.testing.assert_array_equal(got[1], np.ones((2, 2)))
