@@ -1,7 +1,9 @@
 """adapters.dask: distributed training on a 2-worker LocalCluster reaching the single-machine
 NDCG@10 on MQ2008 Fold1 (query-aligned partitions and their errors: tests/test_adapters_dask_partition.py);
 propensities estimated from all workers' rows (Unbiased through train_xgboost, and RegressionEM through
-adapters/_dask_em.py's train_regression_em) equal to the one-machine estimate."""
+adapters/_dask_em.py's train_regression_em) equal to the one-machine estimate; MultiObjective's label
+columns split with the partitions (adapters/_dask_labels.py): two workers give the one-machine weights and
+model, hostile columns are refused before training."""
 import os
 
 import numpy as np

@@ -1,7 +1,8 @@
 """customobj/multi/objective.py (its kernels, customobj/multi/_combine_kernels.py, and its GPU route,
 customobj/multi/_weighted_route.py, under the CUDA simulator): MultiObjective's combined
-gradient and hessian, its losses against finite differences, the label checks, the record of the rounds,
-and its plumbing into lightgbm.train, LGBMRanker, xgboost.train and TreeBooster."""
+gradient and hessian, its losses against finite differences, the label checks (customobj/multi/_labels.py:
+numpy columns, Dask columns kept lazy), the record of the rounds, and its plumbing into lightgbm.train,
+LGBMRanker, xgboost.train and TreeBooster."""
 import warnings
 
 import numpy as np
