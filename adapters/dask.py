@@ -144,7 +144,8 @@ _LGB_NO_MULTI_POOLING = (
 
 def _lgb_no_pooling(objective: Objective) -> str:
     """Why lightgbm.dask cannot train an objective that pools rows, and what can."""
-    if isinstance(objective, MultiObjective) and objective.method != "linear":
+    if isinstance(objective, MultiObjective) and (objective._settings.spec.needs_costs or
+                                                  objective._settings.spec.needs_gram):
         return _LGB_NO_MULTI_POOLING.format(method=objective.method)
     return _LGB_NO_POOLING.format(name=type(objective).__name__)
 
