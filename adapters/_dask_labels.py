@@ -21,10 +21,9 @@ the round (costs, Gram matrix) then go over the workers through XGBoost's allred
 """
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any, NamedTuple, TypeGuard
-
-import uuid
 
 import numpy as np
 
@@ -33,8 +32,8 @@ from customobj.multi import MultiObjective
 from ._dask_partition import QueryPartitions, _as_dask_array, _workers
 from .lightgbm import LightGBMObjective
 
-__all__ = ["LabelBlocks", "LabelPlan", "released", "LabelledLightGBMObjective", "MAX_PARTITION_ROWS", "PARTITION_WEIGHT_BASE", "has_label_columns",
-           "split_labels", "local_objective", "walk_objectives"]
+__all__ = ["LabelBlocks", "LabelPlan", "LabelledLightGBMObjective", "MAX_PARTITION_ROWS", "PARTITION_WEIGHT_BASE",
+           "has_label_columns", "split_labels", "released", "local_objective", "walk_objectives"]
 
 #: Added to the partition index carried in LightGBM's weights (0 and all-1 weights would not arrive).
 PARTITION_WEIGHT_BASE = 2
@@ -142,7 +141,7 @@ def split_labels(client: Any, objective: MultiObjective, parts: QueryPartitions)
         raise ValueError(f"a partition of {biggest} rows: with label columns each row carries its offset in a "
                          f"float32 field, exact below {MAX_PARTITION_ROWS}; use more partitions (npartitions=)")
     cols = _columns(objective, int(y.shape[0]), row_chunks)
-    template = objective.with_labels([None if y is None else np.zeros(0) for y in objective.labels])
+    template = objective.with_labels([None if c is None else np.zeros(0) for c in objective.labels])
     blocks = [list(a.to_delayed().ravel()) for a in cols]
     group: Any = parts.group
     weight: Any = parts.weight
