@@ -64,6 +64,18 @@ def per_tree_ms(case: str) -> dict:
     return {"hist": hist, "rest": rest, "tree": hist + rest, "fast": fast}
 
 
+def model_lines() -> list:
+    """docs/gpu-model.md's printed model: one line per case, ``ole`` and ``ole_fast`` against the references."""
+    lgb, xgb = ASSUMED["LIGHTGBM_ROUND_MS"], ASSUMED["XGBOOST_ROUND_MS"]
+    out = []
+    for case in CASES:
+        m = per_tree_ms(case)
+        out.append(f"ole {case:7s}: histograms {m['hist']:5.1f} ms + rest {m['rest']:4.1f} ms = {m['tree']:5.1f} ms, "
+                   f"{m['tree'] / lgb:.2f}x a LightGBM round, {m['tree'] / xgb:.1f}x an XGBoost round; "
+                   f"ole_fast {m['fast']:4.1f} ms, {m['fast'] / xgb:.2f}x an XGBoost round")
+    return out
+
+
 def instruction_counts(measured: dict) -> dict:
     """``{"pair", "rho", "row"}``: the longest path of one update of each kind over the kernels of
     ``measured`` (:func:`sass.measure`'s, one arch): a row update has 5 shared adds (tests/test_benchmark_sass.py);
