@@ -74,7 +74,24 @@ def test_runs_end_to_end_under_the_simulator_and_writes_valid_json(tmp_path):
     assert "_search" in rec["phases"][0]["steps_s"] and "pairs" in rec["phases"][0]["steps_s"]
     skipped = {s["part"].split(",")[0]: s["why"] for s in rec["skipped"]}
     assert any("XGBoost" in k for k in skipped) and any("LightGBM" in k for k in skipped)
+    assert any("instructions" in k and "simulator" in w for k, w in skipped.items())
     assert "wrote" in r.stdout and "no number below is a timing" in r.stdout
+    # the model section (benchmarks/gpu_model.py), labelled: the simulator's numbers are no timings
+    model = rec["model"]
+    assert model["timings"] is False and "not timings" in model["note"] and "not timings" in r.stdout
+    assert "docs/gpu-model.md" in model["card"]["source"] and "docs/gpu-model.md" in model["instructions"]["source"]
+    assert [h["criterion"] for h in model["histograms"]] == ["ole"] and model["histograms"][0]["updates_per_s"] > 0
+    assert model["host"]["method"] == "least squares" and len(model["host"]["fits"]) == 2  # ole, wse
+    assert {q["objective"] for q in model["longest_query"]} == {"LambdaRank()", "SquaredError()"}
+    assert rec["objective_rows"] - rec["objective_rows_without"] == rec["big_query"] == 12
+    # the updates counted on the host during the GPU fit: the CPU twin's own pair histograms' (same trees)
+    from test_benchmark_gpu_model import cpu_pair_updates
+    suite = _suite()
+    d = suite.make_data(60, suite.parse_args(TINY))
+    counted, truth = cpu_pair_updates(d, "ole", 3, **dict(suite.OLE_PARAMS, num_leaves=4))
+    gpu = rec["phases"][0]["updates"]
+    assert truth > 0 and gpu["pair"] == truth and gpu["rho"] == counted["rho"]
+    assert rec["phases"][1]["updates"] == {"pair": 0, "rho": 0, "row": 0}  # wse: no pair histogram
 
 
 @pytest.mark.parametrize("argv", [["--bogus"], ["--trees", "1"], ["--skip", "nothing"]])
