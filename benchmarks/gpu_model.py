@@ -297,10 +297,12 @@ def print_model(m: dict) -> None:
         print(f"  host: not derived ({h['why']})")
     else:
         lo, hi = (x * 1e6 for x in a["launch_s"])
+        tail = f", residual rms {h['residual_rms_s'] * 1e3:.3f} ms" if "residual_rms_s" in h else f"; {h.get('why')}"
         print(f"  host ({h['method']} over {len(h['fits'])} fits): {h['per_launch_s'] * 1e6:.1f} us a launch "
-              f"(assumed {lo:.0f}-{hi:.0f}), {h['per_split_s'] * 1e3:.3f} ms a split (assumed {a['host_per_split_s'] * 1e3:.2f})"
-              + (f", residual rms {h['residual_rms_s'] * 1e3:.3f} ms" if "residual_rms_s" in h else f"; {h.get('why')}"))
+              f"(assumed {lo:.0f}-{hi:.0f}), {h['per_split_s'] * 1e3:.3f} ms a split "
+              f"(assumed {a['host_per_split_s'] * 1e3:.2f}){tail}")
     for q in m["longest_query"]:
         ratio = "n/a" if q["ratio"] is None else f"{q['ratio']:.2f}"
         print(f"  longest query {q['objective']}: {q['big_query_per_row_s'] * 1e9:.1f} ns a row of it, "
-              f"{q['per_row_without_s'] * 1e9:.1f} ns a row of the others: {ratio}x (assumed <= {a['big_query_row_ratio']:g}x)")
+              f"{q['per_row_without_s'] * 1e9:.1f} ns a row of the others: {ratio}x "
+              f"(assumed <= {a['big_query_row_ratio']:g}x)")

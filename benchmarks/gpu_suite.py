@@ -118,7 +118,8 @@ def make_plan(args):
         xgb = "XGBoost's GPU learner needs a real card (the simulator is on)"
     lgb = None if _importable("lightgbm") else "lightgbm is not installed"
     n_obj = len(args.objectives) if args.objectives else len(_load("gpu").OBJECTIVES)
-    plan = [("objectives", f"{n_obj} objectives' grad_hess at {args.objective_rows:,} rows, with and without the big query",
+    plan = [("objectives", f"{n_obj} objectives' grad_hess at {args.objective_rows:,} rows, with and without "
+                           "the big query",
              COMPILE_S + 1.2 * COST_PER_MROW["objectives"] * mrows * n_obj / 6, None),
             ("xgboost", f"XGBoost GPU round, native rank:ndcg and customobj's objective, {args.objective_rows:,} rows",
              COMPILE_S + COST_PER_MROW["xgboost"] * mrows * args.rounds / 5, xgb),
