@@ -1,10 +1,12 @@
 """benchmarks/gpu_suite.py (issue 32, item 6): it refuses without a GPU, prints its plan with
 ``--dry-run``, skips what is not installed and says so, and runs end to end under numba's CUDA
-simulator on tiny data, writing one valid JSON (a functional check: the simulator run is no timing)."""
+simulator on tiny data, writing one valid JSON (a functional check: the simulator run is no timing)
+with its model section (issue 42, item 5; benchmarks/gpu_model.py) labelled as not timings."""
 import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,24 @@ def test_every_timed_phase_is_a_method_of_its_class():
     import importlib
     for module, name, cls in _suite().PHASES:
         assert callable(getattr(getattr(importlib.import_module(module), cls), name, None)), (module, cls, name)
+
+
+@needs_gpu
+def test_instruction_counts_and_the_card_fall_back_to_the_pages_values_and_say_so(monkeypatch, tmp_path):
+    """A card without the attribute (here: the simulator's), no ptxas: the model's values are the page's,
+    labelled; counted loops (sass.measure's, faked) become the record's instructions, sourced."""
+    suite = _suite()
+    card = suite.card()
+    assert card["sm"] == suite.gpu_model.ASSUMED["SM"] and "unread" in card["source"]
+    s = suite.Suite(suite.parse_args(["--out", str(tmp_path / "x.json")]), "test")
+    def no_tools(**kw):
+        raise RuntimeError("ptxas and nvdisasm are needed")
+    sass = types.SimpleNamespace(measure=no_tools)
+    monkeypatch.setattr(suite, "_load", lambda name: sass)
+    s.instructions()
+    assert "instructions" not in s.record and "ptxas" in s.record["skipped"][-1]["why"]
+    loops = {"k": {"sm_52": [{"longest": 47, "native": 2}, {"longest": 36, "native": 2},
+                             {"longest": 55, "native": 5}], "sm_52_cas": 0}}
+    sass.measure = lambda **kw: loops
+    s.instructions()
+    assert s.record["instructions"] == {"pair": 47, "rho": 36, "row": 55, "source": "benchmarks/sass.py, sm_52"}
