@@ -53,8 +53,10 @@ _numba_cache.silence_compile_notice()
 # own kernels that import numba.cuda directly.
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     from customobj._cuda_runtime import lock_simulator_shared_arrays  # noqa: E402
+    from customobj._simulator_barrier import sleep_at_simulator_barriers  # noqa: E402
 
     lock_simulator_shared_arrays()
+    sleep_at_simulator_barriers()  # the block's threads sleep at barriers: no polling launcher
 
 
 @pytest.fixture
