@@ -115,8 +115,9 @@ def sleep_at_simulator_barriers() -> bool:
         return False
     if getattr(manager.run, "__wrapped__", None) is not None:
         return True
-    for owner, name, new in ((manager, "run", _block_run), (thread, "run", _thread_run),
-                             (thread, "syncthreads", _syncthreads)):
-        new.__wrapped__ = getattr(owner, name)  # type: ignore[attr-defined]
+    replacements: tuple[tuple[Any, str, Any], ...] = (
+        (manager, "run", _block_run), (thread, "run", _thread_run), (thread, "syncthreads", _syncthreads))
+    for owner, name, new in replacements:
+        new.__wrapped__ = getattr(owner, name)
         setattr(owner, name, new)
     return True
