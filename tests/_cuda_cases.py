@@ -105,6 +105,16 @@ def assert_bits_equal_cpu(obj, scores, labels, sizes, weight=None):
     return g, h
 
 
+def assert_simulated_bits(gpu, cpu, rtol=1e-12):
+    """``gpu`` equals ``cpu`` bit for bit under the simulator, to ``rtol`` (of the largest entry) on a card,
+    whose FMA contraction and ``exp`` / ``log`` may differ in the last bits."""
+    gpu, cpu = np.asarray(gpu), np.asarray(cpu)
+    if STATUS.simulator:
+        np.testing.assert_array_equal(gpu, cpu)
+    else:
+        np.testing.assert_allclose(gpu, cpu, rtol=rtol, atol=rtol * float(np.abs(cpu).max(initial=0.0)))
+
+
 def assert_case_gpu_equals_cpu(case, obj):
     """:func:`assert_gpu_equals_cpu` on a ``(name, scores, labels, sizes, weight)`` case; the result finite."""
     _, s, y, sizes, w = case

@@ -1,13 +1,22 @@
 """benchmarks/mo_lightgbm.py without MO-LightGBM (CI has no build of it): the TSV it writes for the fork
-reads back as the split, customobj's side trains and scores one ray, and a missing or failing binary is
-refused with a clear error, never a silent row."""
+reads back as the split, customobj's side trains every method, the fork's cost equals a loop transcribed
+from its ``rank_objective.hpp``, each method gets the fork's settings, a stand-in binary (stock LightGBM
+behind the fork's log lines) runs the whole script, and a missing, failing or silent binary is refused with
+a clear error, never a silent row."""
+import gzip
+import json
+import math
 import os
 import stat
+import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from conftest import import_benchmark
+from customobj.multi import METHODS
+from test_objectives_parity import ref_lightgbm
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +45,86 @@ def test_the_tsv_reads_back_as_the_split(bench, split, tmp_path):
 
 
 def test_customobj_side_trains_one_ray(bench, split):
-    booster, seconds = bench.customobj_model(split, "epo", 0.5, 3)
+    booster, seconds = bench.customobj_model(split, "epo", 3, w=0.5)
     assert booster.num_trees() == 3 and seconds > 0
     row = bench.evaluate(booster.predict(split[0]), split, 0.5)
     assert row["mwl"] == pytest.approx(max(0.5 * (1 - row["ndcg1"]), 0.5 * (1 - row["ndcg2"])))
+
+
+@pytest.mark.parametrize("method", ["stochastic", "chebyshev", "wc_mgda", "epsilon_constraint", "ec_mgda"])
+def test_customobj_side_trains_every_method(bench, split, method):
+    """Each method with its ray or bound (the other is not passed on: MultiObjective refuses what a method
+    does not read)."""
+    booster, _ = bench.customobj_model(split, method, 2, w=0.3, bound=1.5, cap=0.9)
+    assert booster.num_trees() == 2 and np.isfinite(booster.predict(split[0])).all()
+
+
+def test_fork_settings_map_each_method(bench):
+    assert bench.fork_settings("linear", w=0.2) == {"mo_preferences": "0.2,0.8"}  # label 2 first in the fork
+    assert bench.fork_settings("wc_mgda", w=0.5) == {"mo_preferences": "0.5,0.5", "mo_mgda_use_fix_u": "true"}
+    assert bench.fork_settings("epsilon_constraint", bound=1.25, cap=0.9) == {"mo_preferences": "0.5,0.5",
+                                                                              "mo_ub_sec_obj": "1.25"}
+    assert bench.fork_settings("ec_mgda", bound=1.25, cap=0.9) == {
+        "mo_preferences": "0.5,0.5", "mo_ub_sec_obj": "1.25", "mo_ec_mgda_w": "0.9", "mo_mgda_use_fix_u": "true"}
+    assert bench.fork_settings("ec_mgda", bound=1.0, cap=0.5, tune_u=True) == {
+        "mo_preferences": "0.5,0.5", "mo_ub_sec_obj": "1", "mo_ec_mgda_w": "0.5"}  # the fork's own default
+    assert set(bench.FORK) == set(METHODS)  # every method of customobj's that the fork has, and no other
+    assert bench.MO_NAMES["epsilon_constraint"] == "e_constraint"
+
+
+def _fork_cost_loop(scores, label, group, sigma=1.0):
+    """The fork's cost: LightGBM's LambdaRank loop (test_objectives_parity's transcription) with the cost the
+    fork adds per pair, on its sigmoid table (``GetSigmoid``: the bin's lower edge, clamped at the ends)."""
+    bins, lo = 1024 * 1024, -50.0 / sigma / 2
+    factor = bins / (-2 * lo)
+
+    def table(x):
+        i = 0 if x <= lo else bins - 1 if x >= -lo else int((x - lo) * factor)
+        return 1.0 / (1.0 + math.exp((i / factor + lo) * sigma))
+
+    costs: list = []
+    ref_lightgbm(list(scores), [float(v) for v in label], list(group), sigmoid=sigma, rho=table, costs=costs)
+    return sum(costs) / len(group)
+
+
+def test_fork_costs_equal_the_forks_loop(bench):
+    rng = np.random.default_rng(3)
+    group = np.array([40, 7, 1, 5, 12, 3])  # 40 rows: pairs cut at the top 30; 1 row: no pair
+    label = rng.integers(0, 5, group.sum()).astype(float)
+    label[48:53] = 0  # a query without relevant rows (max DCG 0)
+    for scores in (rng.normal(size=group.sum()), np.round(rng.normal(size=group.sum())),  # ties
+                   30 * rng.normal(size=group.sum()),  # beyond the sigmoid table's range
+                   np.zeros(group.sum())):  # all scores equal: no norm division
+        assert bench.fork_costs(scores, label, group) == pytest.approx(_fork_cost_loop(scores, label, group), rel=1e-12)
+    tied = bench.fork_costs(np.zeros(group.sum()), label, group)
+    assert tied == pytest.approx(_fork_cost_loop(np.zeros(group.sum()), label, group), rel=1e-12) and tied > 0
+    assert bench.fork_costs(np.zeros(5), np.zeros(5), [5]) == 0.0
+
+
+def test_cost_check_compares_the_printed_costs_at_the_last_rounds_start(bench, split, tmp_path):
+    import lightgbm as lgb
+
+    X, y, y2, group = split
+    columns = np.column_stack([np.repeat(np.arange(group.size), group), y2, X])
+    booster = lgb.train(dict(objective="lambdarank", verbose=-1, num_threads=1), lgb.Dataset(columns, y, group=group), 3)
+    path = tmp_path / "model.txt"
+    path.write_text(booster.model_to_string())
+    fold = SimpleNamespace(train=split, args=SimpleNamespace(rounds=3))
+    s = booster.predict(columns, num_iteration=2)
+    printed = (bench.fork_costs(s, y2, group), bench.fork_costs(s, y, group))
+    assert bench.cost_check(str(path), fold, printed) == pytest.approx(0.0, abs=1e-15)
+    assert bench.cost_check(str(path), fold, (printed[0] * 1.1, printed[1])) == pytest.approx(0.1 / 1.1, rel=1e-9)
+    assert bench.cost_check(str(path), fold, None) is None
+
+
+def test_a_constrained_result_says_which_bounds_were_met(bench, split):
+    fold = SimpleNamespace(train=split, test=split)
+    s = split[2] + 0.1 * np.arange(split[2].size) % 1  # ranks label 2 well
+    ref = dict(bound=1e9, target=bench.ndcg(s, split[2], split[3], 10))
+    met = bench.constrained_result(s, s, fold, ref, bench.customobj_cost)
+    assert met["met_test"] and met["met_train"] and met["ndcg2"] == ref["target"]
+    missed = bench.constrained_result(-s, -s, fold, dict(ref, bound=1e-9), bench.customobj_cost)
+    assert not missed["met_test"] and not missed["met_train"] and missed["train_cost2"] > 1e-9
 
 
 def _script(tmp_path, body):
@@ -52,26 +137,113 @@ def _script(tmp_path, body):
 def test_a_failing_binary_is_an_error_with_its_output(bench, tmp_path):
     binary = _script(tmp_path, "echo 'Unknown parameter mg_combination'; exit 3")
     with pytest.raises(RuntimeError, match="MO-LightGBM failed.*Unknown parameter"):
-        bench.mo_lightgbm(binary, str(tmp_path), "linear", 0.5, 2, "t")
+        bench.mo_lightgbm(binary, str(tmp_path), "linear", {"mo_preferences": "0.5,0.5"}, 2, "t")
 
 
 def test_a_binary_without_timings_is_refused(bench, tmp_path):
     binary = _script(tmp_path, f"touch {tmp_path}/model_t.txt; echo Finished training")  # no elapsed-time lines
     with pytest.raises(RuntimeError, match="no timing"):
-        bench.mo_lightgbm(binary, str(tmp_path), "epo", 0.5, 2, "t")
+        bench.mo_lightgbm(binary, str(tmp_path), "epo", {"mo_preferences": "0.5,0.5"}, 2, "t")
 
 
 def test_a_run_that_crashes_before_finishing_is_refused(bench, tmp_path):
     binary = _script(tmp_path, f"touch {tmp_path}/model_t.txt; echo '1.0 seconds elapsed, finished iteration 1'; "
                      "kill -SEGV $$")  # a partial model and a crash: no "Finished training"
     with pytest.raises(RuntimeError, match="MO-LightGBM failed.*rc -11"):
-        bench.mo_lightgbm(binary, str(tmp_path), "linear", 0.5, 2, "t")
+        bench.mo_lightgbm(binary, str(tmp_path), "linear", {"mo_preferences": "0.5,0.5"}, 2, "t")
 
 
-def test_a_finished_run_that_crashes_at_exit_gives_its_time(bench, tmp_path):
-    binary = _script(tmp_path, f"touch {tmp_path}/model_t.txt; echo '0.5 seconds elapsed, finished iteration 1'; "
+_W = "echo '[LightGBM] [Info] multigrad-combination-coefficients: [{},]'"
+
+
+def test_a_finished_run_that_crashes_at_exit_gives_its_time_weights_and_costs(bench, tmp_path):
+    binary = _script(tmp_path, f"touch {tmp_path}/model_t.txt; {_W.format('0.4,0.6')}; "
+                     "echo '[LightGBM] [Debug] losses (before norm) = 9 9'; echo '0.5 seconds elapsed, finished iteration 1'; "
+                     f"{_W.format('0.25,0.75')}; echo '[LightGBM] [Debug] losses (before norm) =  1.5 2.25'; "
                      "echo '1.25 seconds elapsed, finished iteration 2'; echo Finished training; kill -SEGV $$")
-    assert bench.mo_lightgbm(binary, str(tmp_path), "linear", 0.5, 2, "t") == 1.25
+    got = bench.mo_lightgbm(binary, str(tmp_path), "epsilon_constraint", {"mo_ub_sec_obj": "1"}, 2, "t")
+    assert got == (1.25, [0.25, 0.75], (1.5, 2.25))
+
+
+@pytest.mark.parametrize("weights", [["0.5,0.5"], ["0.5,0.5", "nan,0.5"], ["0.5,0.5", "1"]])
+def test_a_run_with_missing_or_bad_weights_is_refused(bench, tmp_path, weights):
+    """A round without its weights, a NaN weight, or a round of one weight for two labels: wrong output."""
+    lines = "; ".join(_W.format(w) for w in weights)
+    binary = _script(tmp_path, f"touch {tmp_path}/model_t.txt; {lines}; echo '1.0 seconds elapsed, finished iteration 2'; "
+                     "echo Finished training")
+    with pytest.raises(RuntimeError, match="rounds of weights"):
+        bench.mo_lightgbm(binary, str(tmp_path), "wc_mgda", {"mo_preferences": "0.5,0.5"}, 2, "t")
+
+
+def test_stochastic_label_aggregation_reports_its_draws(bench, tmp_path):
+    draw = "echo '[LightGBM] [Info] multilable-sample-distribution: [0.45,0.55,]'"
+    binary = _script(tmp_path, f"touch {tmp_path}/model_t.txt; {draw}; {draw}; echo '2 seconds elapsed, finished iteration 2';"
+                     " echo Finished training")
+    assert bench.mo_lightgbm(binary, str(tmp_path), "stochastic", {"mo_preferences": "0.5,0.5"}, 2, "t") == (
+        2.0, [0.45, 0.55], None)
+
+
+# A stand-in for the fork: no imports beyond the standard library (numpy and LightGBM take seconds to import
+# in each process on loaded cores): it copies a model file that stock LightGBM wrote for the same columns,
+# with the fork's parameters block, and prints the fork's log lines (weights, e_constraint's costs, timings,
+# "Finished training").
+_STAND_IN = """#!{python}
+import shutil
+import sys
+conf = dict(line.split(" = ", 1) for line in open(sys.argv[1].split("=", 1)[1]).read().splitlines())
+with open({log!r}, "a") as f:
+    f.write(repr(sorted(conf.items())) + "\\n")
+shutil.copyfile({model!r}, conf["output_model"])
+for i in range(1, int(conf["num_iterations"]) + 1):
+    print("[LightGBM] [Info] multigrad-combination-coefficients: [0.5,0.5,]")
+    if conf["mg_combination"] == "e_constraint":
+        print("[LightGBM] [Debug] losses (before norm) = 1.5 2.5")
+    print(f"[LightGBM] [Info] {{0.01 * i:f}} seconds elapsed, finished iteration {{i}}")
+print("[LightGBM] [Info] Finished training")
+"""
+
+
+def test_the_whole_script_runs_against_a_stand_in_binary(bench, data_dir, tmp_path, capsys):
+    """Every method of one kind and the other on a small fold (MQ2008 Fold 1's first 600 validation rows as
+    both splits), two rounds: one row per model with both sides' figures, each bound from its own linear model,
+    the fork's configuration as :func:`fork_settings` says, and the summary lines."""
+    import lightgbm as lgb
+
+    fold = tmp_path / "data" / "Fold1"
+    fold.mkdir(parents=True)
+    with gzip.open(data_dir / "mq2008" / "Fold1" / "vali.txt.gz", "rt") as f:
+        head = [next(f) for _ in range(600)]  # about 30 queries
+    for part in ("train", "test"):
+        with gzip.open(fold / f"{part}.txt.gz", "wt") as f:
+            f.writelines(head)
+    X, y, y2, group = bench.STUDY.load_split(str(fold / "train.txt.gz"), 41)
+    columns = np.column_stack([np.repeat(np.arange(group.size), group), y2, X])  # the fork's: qid, label2, features
+    booster = lgb.train(dict(objective="lambdarank", verbose=-1, num_threads=1), lgb.Dataset(columns, y, group=group), 2)
+    model = tmp_path / "model_source.txt"
+    model.write_text(booster.model_to_string().replace("end of parameters", "[ignore_column: name:label2]\nend of parameters"))
+    log = tmp_path / "confs.txt"
+    exe = tmp_path / "stand_in"
+    exe.write_text(_STAND_IN.format(python=sys.executable, log=str(log), model=str(model)))
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    out = tmp_path / "rows.json"
+    bench.main(["--molgbm", str(exe), "--data", str(tmp_path / "data"), "--folds", "1", "--rounds", "2", "--rays", "0.5",
+                "--bound-weights", "0.4", "--methods", "wc_mgda,epsilon_constraint,ec_mgda", "--out", str(out)])
+    rows = json.loads(out.read_text())
+    assert [(r["method"], r["w"]) for r in rows] == [("wc_mgda", 0.5), ("epsilon_constraint", 0.4), ("ec_mgda", 0.4)]
+    for r in rows:
+        for side in ("customobj", "mo_lightgbm"):
+            assert 0 < r[side]["ndcg1"] <= 1 and r[side]["seconds"] > 0
+    ec = rows[1]
+    assert ec["customobj"]["bound"] > 0 and ec["mo_lightgbm"]["bound"] > 0
+    assert ec["mo_lightgbm"]["cost_check"] > 0 and rows[2]["mo_lightgbm"]["cost_check"] is None
+    confs = [dict(eval(line)) for line in log.read_text().splitlines()]  # noqa: S307 (our own repr)
+    assert [c["mg_combination"] for c in confs] == ["wc_mgda", "linear_scalarization", "e_constraint", "ec_mgda"]
+    assert confs[1]["mo_preferences"] == "0.4,0.6"  # the bound's linear model, label 2 first
+    assert float(confs[2]["mo_ub_sec_obj"]) == pytest.approx(ec["mo_lightgbm"]["bound"], rel=1e-8)
+    assert confs[3]["mo_ec_mgda_w"] == "0.9" and confs[3]["mo_mgda_use_fix_u"] == "true"
+    printed = capsys.readouterr().out
+    assert "ec_mgda bound from w=0.40, customobj minus MO-LightGBM over 1 folds" in printed
+    assert "wc_mgda w=0.50, customobj minus MO-LightGBM over 1 folds" in printed
 
 
 def test_fork_model_files_predict_through_stock_lightgbm(bench, split, tmp_path):
@@ -91,8 +263,11 @@ def test_fork_model_files_predict_through_stock_lightgbm(bench, split, tmp_path)
 
 @pytest.mark.parametrize("argv, message", [
     (["--molgbm", "/nonexistent/lightgbm"], "not an executable"),
-    (["--molgbm", "{exe}", "--methods", "wc_mgda"], "--methods"),
+    (["--molgbm", "{exe}", "--methods", "weighted_sum"], "--methods"),
     (["--molgbm", "{exe}", "--rays", "0,0.5"], "--rays"),
+    (["--molgbm", "{exe}", "--bound-weights", "1"], "--bound-weights"),
+    (["--molgbm", "{exe}", "--rounds", "1"], "--rounds"),
+    (["--molgbm", "{exe}", "--secondary-cap", "1"], "--secondary-cap"),
 ])
 def test_bad_arguments_are_refused(bench, tmp_path, capsys, argv, message):
     exe = _script(tmp_path, "exit 0")

@@ -206,6 +206,7 @@ import numba.cuda.dispatcher as dispatcher
 dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))
 from customobj.objectives import _lambdarank_cuda as CL, _pairwise_cuda as CP, _pointwise_cuda as CW
 from customobj.objectives import _structured_cuda as CS
+from customobj.objectives import _lambdarank_loss_cuda as CC
 f1, i1, f2, i2, b, i, f = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.int64[:, ::1], T.boolean, T.int64, T.float64
 j1 = T.int32[::1]
 from customobj.objectives._pairwise_kernels import PairSpec
@@ -224,8 +225,15 @@ SIGNATURES = [
     (CL.pair_rows, (LR, i1, f2, i2)),
     (CL.finish_queries, (LR, f, f2, i2, f2)),
     (CL.write_rows, (i1, i1, i1, f2, i2, f2, f1, f1)),
+    # LambdaRank's per-query cost (customobj/objectives/_lambdarank_route.py: lambdarank_loss), a row of (m, n) buffers
+    (CC.loss_rows, (LR, i1, f2, i2, f1)),
+    (CC.loss_queries, (LR, i2, f2, f1, f1)),
     (CP.label_pairs_rows, (f1, LROWS, SPEC, f1, f1)),
     (CP.pair_list_rows, (f1, PL, i1, i1, i1, SPEC, f1, f1)),
+    # the label pair losses' per-query cost (customobj/objectives/_pairwise_route.py: label_pair_loss_with_cost)
+    (CP.label_pairs_loss_rows, (f1, LROWS, SPEC, f1)),
+    (CW.query_sums, (i1, f1, f1)),
+    (CW.pointwise_loss_rows, (i, f1, f1, f1, b, f, f1)),
     (CW.pointwise_rows, (i, f1, f1, f1, b, f, f1, f1)),
     (CW.mcrank_rows, (f2, f1, f1, b, f2, f2)),
     (CW.to_float64, (T.float32[::1], f1, f, i1)),

@@ -1,6 +1,8 @@
 """GPU pairwise losses (customobj/objectives/_pairwise_cuda.py) against their CPU twins: RankNet,
 RankSVM, MPBoost with every DDF, QBRank (label pairs, explicit pairs across queries, both hessians,
-labelled rows), PreferencePairs (with pair weights), on random and degenerate data."""
+labelled rows), PreferencePairs (with pair weights), on random and degenerate data; the label pair
+losses' per-query cost (``label_pairs_loss_rows``, ``query_sums``: ``DeviceRoute.grad_hess_loss``, which
+MultiObjective's cost-reading methods read) against the CPU's loss."""
 from __future__ import annotations
 
 import numpy as np
@@ -52,3 +54,26 @@ def test_rows_in_no_pair_get_zero():
     g, h = assert_gpu_equals_cpu(PreferencePairs(np.array([[1, 2]]), margin=1.0), s, y, None)
     assert not np.delete(g, [1, 2]).any() and not np.delete(h, [1, 2]).any()
     assert sum(SIZES) == s.size
+
+
+@pytest.mark.parametrize("obj", LABEL_PAIR_LOSSES[::2], ids=repr)
+@pytest.mark.parametrize("case", list(degenerate_cases())[::2], ids=lambda c: c[0])
+def test_label_pair_losses_cost_equals_the_cpu_loss(obj, case):
+    from numba import cuda
+
+    from customobj.objectives import devices
+    from _cuda_cases import assert_simulated_bits, to_device
+
+    _, s, y, sizes, w = case
+    prep = obj.prepare(y, sizes, w)
+    g, h = np.zeros(y.size), np.zeros(y.size)
+    loss = obj._grad_hess_loss(s, prep, prep.state_for(obj), g, h)
+    gd, hd = cuda.to_device(np.zeros(y.size)), cuda.to_device(np.zeros(y.size))
+    per_query = cuda.to_device(np.full(len(sizes), np.nan))  # every entry written
+    obj.device_route().grad_hess_loss(obj, to_device(s), prep, devices.device_data(prep, cuda), gd, hd, per_query)
+    assert_simulated_bits(gd.copy_to_host(), g)  # the gradients: the gradient-only route's
+    assert_simulated_bits(hd.copy_to_host(), h)
+    got = per_query.copy_to_host()
+    # each query's pairs summed upper row by upper row (the CPU: one running sum): equal to rounding
+    np.testing.assert_allclose(got.sum(), loss, rtol=1e-13, atol=0)
+    assert np.isfinite(got).all() and (got >= 0).all()

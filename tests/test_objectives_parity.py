@@ -24,10 +24,15 @@ def _idcg(gains, cutoff):
     return sum(g / math.log2(2 + r) for r, g in enumerate(ideal))
 
 
-def ref_lightgbm(scores, labels, sizes, *, trunc=30, norm=True, sigmoid=1.0, label_gain=None, weight=None):
+def ref_lightgbm(scores, labels, sizes, *, trunc=30, norm=True, sigmoid=1.0, label_gain=None, weight=None, rho=None,
+                 costs=None):
     """LambdarankNDCG::GetGradientsForOneQuery (LightGBM 4.6 rank_objective.hpp), then the row
-    weights of RankingObjective::GetGradients; exact sigmoid instead of the table, 0.01 for 0.01f."""
+    weights of RankingObjective::GetGradients; exact sigmoid instead of the table, 0.01 for 0.01f.
+    ``rho(x)``: the sigmoid ``1 / (1 + exp(sigmoid x))`` (default exact; MO-LightGBM's table in
+    test_benchmark_mo_lightgbm). ``costs``: a list that gets each query's cost, the sum over its pairs of
+    ``d_ndcg log(1 / rho(-delta_score))``, which MO-LightGBM's fork adds to this loop (unweighted)."""
     gain = label_gain if label_gain is not None else [2.0 ** i - 1 for i in range(31)]
+    rho = rho if rho is not None else (lambda x: 1.0 / (1.0 + math.exp(sigmoid * x)))
     grad, hess = np.zeros(len(scores)), np.zeros(len(scores))
     start = 0
     for cnt in sizes:
@@ -36,7 +41,7 @@ def ref_lightgbm(scores, labels, sizes, *, trunc=30, norm=True, sigmoid=1.0, lab
         inv = 1.0 / idcg if idcg > 0 else 0.0
         order = _sorted_rows(s)
         best, worst = s[order[0]], s[order[-1]]
-        lam, h, sum_lambdas = np.zeros(cnt), np.zeros(cnt), 0.0
+        lam, h, sum_lambdas, cost = np.zeros(cnt), np.zeros(cnt), 0.0, 0.0
         for i in range(min(cnt - 1, trunc)):
             for j in range(i + 1, cnt):
                 if y[order[i]] == y[order[j]]:
@@ -48,7 +53,9 @@ def ref_lightgbm(scores, labels, sizes, *, trunc=30, norm=True, sigmoid=1.0, lab
                     abs(1 / math.log2(2 + hr) - 1 / math.log2(2 + lr))
                 if norm and best != worst:
                     d_ndcg /= 0.01 + abs(delta_score)
-                p = 1.0 / (1.0 + math.exp(sigmoid * delta_score))
+                p = rho(delta_score)
+                if costs is not None:
+                    cost += d_ndcg * math.log(1.0 / rho(-delta_score))
                 p_lambda = -sigmoid * d_ndcg * p
                 p_hess = sigmoid * sigmoid * d_ndcg * p * (1 - p)
                 lam[low] -= p_lambda
@@ -56,6 +63,8 @@ def ref_lightgbm(scores, labels, sizes, *, trunc=30, norm=True, sigmoid=1.0, lab
                 lam[high] += p_lambda
                 h[high] += p_hess
                 sum_lambdas -= 2 * p_lambda
+        if costs is not None:
+            costs.append(cost)
         if norm and sum_lambdas > 0:
             factor = math.log2(1 + sum_lambdas) / sum_lambdas
             lam, h = lam * factor, h * factor

@@ -13,18 +13,24 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["add_weighted", "add_picked"]
+__all__ = ["add_weighted", "add_picked", "weighted_row"]
+
+
+@njit(cache=True, inline="always")
+def weighted_row(parts: np.ndarray, weights: np.ndarray, i: int) -> float:  # pragma: no cover - numba
+    """``sum_k weights[k] * parts[k, i]``, added in label order (the GPU's ``_combine_cuda`` calls it too:
+    the same bits)."""
+    acc = 0.0
+    for k in range(parts.shape[0]):
+        acc += weights[k] * parts[k, i]
+    return acc
 
 
 @njit(cache=True)
 def add_weighted(parts: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - numba
     """``out[i] += sum_k weights[k] * parts[k, i]`` (linear scalarisation and every weighted method)."""
-    m, n = parts.shape
-    for i in range(n):
-        acc = 0.0
-        for k in range(m):
-            acc += weights[k] * parts[k, i]
-        out[i] += acc
+    for i in range(parts.shape[1]):
+        out[i] += weighted_row(parts, weights, i)
 
 
 @njit(cache=True)

@@ -1,8 +1,8 @@
 """``MultiObjective`` on the GPU (``method="linear"``): each label's gradient and hessian on the card,
 added with their weights there, so the per-label gradients never cross the bus.
 
-The other methods read each round's per-label costs, which the GPU routes of the per-label losses do
-not compute: they refuse device scores (``MultiObjective.device_route``) and run on the CPU.
+The other methods solve a small problem each round from the per-label costs and Gram matrix:
+``_round_route``.
 """
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["grad_hess"]
+__all__ = ["grad_hess", "label_data"]
+
+
+def label_data(prep: Any, sub: Any, data: Any) -> Any:
+    """The device data label ``sub`` (a ``Prepared`` of ``MultiObjective``'s state) trains on: the data
+    set's own (``data``) for the data set's label, else its label's copies, uploaded once and kept on ``sub``."""
+    from ..objectives.devices import device_data
+
+    return data if sub is prep else device_data(sub, data.cuda)
 
 
 def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
@@ -18,13 +26,12 @@ def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     scratch (on its own labels' device copies), then ``out += weight * scratch`` (``Scaled``'s kernel)."""
     from ..objectives import _pointwise_cuda as CW
     from ..objectives._launch import flat, launch, zero
-    from ..objectives.devices import device_data
 
     state = prep.state_for(obj)
     weights = obj._settings.preference
     for k, part in enumerate(obj.objectives):
         sub = state.preps[k]
-        sub_data = data if sub is prep else device_data(sub, data.cuda)  # its labels uploaded once
+        sub_data = label_data(prep, sub, data)
         sub.state_for(part)
         cg = data.scratch(("multi_grad", k), g.shape, np.float64)
         ch = data.scratch(("multi_hess", k), h.shape, np.float64)

@@ -31,7 +31,7 @@ from ..objectives import _lambdarank_kernels as LK
 from ..objectives.base import DeviceRoute, Objective, Prepared
 from ..objectives.listwise import LambdaRank
 from . import _combine_kernels as K
-from . import _weighted_route
+from . import _round_route, _weighted_route
 from .methods import Method, check_settings, method_spec
 from .solvers import augmented_lagrangian, first_memory, step
 
@@ -257,22 +257,33 @@ class MultiObjective(Objective):
         return out
 
     def device_route(self) -> DeviceRoute:
-        """``method="linear"``: each label's GPU route, weighted on the card (``_weighted_route``); the other
-        methods read per-label costs, which the GPU routes do not compute (``NotImplementedError``).
+        """Every method on the GPU, the per-label gradients kept on the card. "linear": each label's GPU
+        route, weighted there (``_weighted_route``). The others (``_round_route``): each label's route into
+        a row of device buffers, with its per-query cost where the method reads costs (the label's
+        ``DeviceRoute.grad_hess_loss``), the Gram matrix and the costs summed on the card in a fixed order,
+        one read of those ``m^2 + m`` numbers a round, the CPU's solve and record (``_choose``), the
+        weights written back and the combination on the card. ``NotImplementedError`` naming a per-label
+        loss without a GPU route, or without a GPU cost for a method that reads costs (LambdaRank has one).
 
         Examples
         --------
         >>> from customobj import LambdaRank, RankNet
         >>> MultiObjective([LambdaRank(), RankNet()]).device_route().grad_hess.__module__
         'customobj.multi._weighted_route'
+        >>> MultiObjective([LambdaRank(), LambdaRank()], method="epo").device_route().grad_hess.__module__
+        'customobj.multi._round_route'
         """
-        if self._settings.spec.method != Method.LINEAR:
-            raise NotImplementedError(f"MultiObjective(method={self.method!r}) has no GPU route yet (it reads each "
-                                      "round's per-label costs, which the GPU routes do not compute): pass host "
-                                      "(numpy) scores, or method='linear' on the GPU")
-        for o in self.objectives:
-            o.device_route()  # NotImplementedError naming a per-label loss without one
-        return DeviceRoute(_weighted_route.grad_hess)
+        spec = self._settings.spec
+        for k, o in enumerate(self.objectives):
+            route = o.device_route()  # NotImplementedError naming a per-label loss without one
+            if spec.needs_costs and route.grad_hess_loss is None:
+                raise NotImplementedError(
+                    f"MultiObjective(method={self.method!r}) reads each label's cost every round, and objectives[{k}] "
+                    f"({type(o).__name__}) has no GPU cost (its GPU route computes no loss; LambdaRank's does): pass "
+                    "host (numpy) scores, or a method that reads no costs ('linear', 'stochastic') on the GPU")
+        if spec.method == Method.LINEAR:
+            return DeviceRoute(_weighted_route.grad_hess)
+        return DeviceRoute(_round_route.grad_hess)
 
     # --- rounds -------------------------------------------------------------------------------------
     def _parts(self, scores, prep, state, with_pairs):
@@ -314,47 +325,56 @@ class MultiObjective(Objective):
         return np.array([o._loss(scores, sub, sub.state_for(o)) for o, sub in zip(self.objectives, state.preps)],
                         dtype=np.float64)
 
-    def _inputs(self, prep, losses, grads, pooled):
-        """``(costs, gram, queries)`` of the round: mean loss per query and the gradients' Gram matrix,
-        summed over the workers of a distributed training when ``pooled`` (the rounds only: every
-        worker makes the same calls)."""
+    def _inputs(self, prep, losses, gram, pooled):
+        """``(costs, gram, queries)`` of the round: mean loss per query and the gradients' Gram matrix
+        (``gram``: this worker's, zeros for a method that reads none), summed over the workers of a
+        distributed training when ``pooled`` (the rounds only: every worker makes the same calls)."""
         spec = self._settings.spec
         m = self._settings.m
-        gram = grads @ grads.T if spec.needs_gram else np.zeros((m, m))
         n_q = float(prep.groups.n_groups) if prep.groups is not None else 1.0
         if pooled and prep.collective is not None and (spec.needs_costs or spec.needs_gram):
             total = prep.collective.sum(np.concatenate([gram.ravel(), losses, [n_q]]))
             gram, losses, n_q = total[:m * m].reshape(m, m), total[m * m:-1], float(total[-1])
         return losses / max(n_q, 1.0), gram, n_q
 
-    def _round(self, scores, prep, state, out_grad, out_hess, with_pairs):
+    def _choose(self, prep, state, losses, gram):
+        """``(weights, draws)`` of the round from this worker's per-label losses and Gram matrix (the CPU
+        round and the GPU route, ``_round_route``, alike): the method's step on the pooled inputs, its memory
+        advanced and the round recorded; ``draws``: "stochastic"'s label per query, else None."""
         s = self._settings
-        g, h, pairs, losses = self._parts(scores, prep, state, with_pairs)
-        costs, gram, _ = self._inputs(prep, losses, g, True)
+        costs, gram, _ = self._inputs(prep, losses, gram, True)
         result = step(s, state.memory, costs, gram)
         state.memory = result.memory
         state.fallbacks += int(result.fallback)
         w = result.weights
-        row_label = None
+        draws = None
         if s.spec.method == Method.STOCHASTIC:
             sizes = prep.groups.sizes
-            draws = state.rng.choice(s.m, size=sizes.size, p=s.preference)
-            row_label = np.repeat(draws.astype(np.int64), sizes)
+            draws = state.rng.choice(s.m, size=sizes.size, p=s.preference).astype(np.int64)
             w = np.bincount(draws, minlength=s.m) / max(sizes.size, 1)
-            K.add_picked(g, row_label, out_grad)
-            K.add_picked(h, row_label, out_hess)
-        else:
-            K.add_weighted(g, w, out_grad)
-            K.add_weighted(h, w, out_hess)
         state.weights.append(w)
         if s.spec.needs_costs:
             state.costs.append(costs)
         if s.spec.method == Method.EPSILON_CONSTRAINT:  # the round's multipliers nu (its weights are nu / bounds)
             assert s.bounds is not None
             state.duals.append(result.weights[1:] * s.bounds)
+        return result.weights, draws
+
+    def _round(self, scores, prep, state, out_grad, out_hess, with_pairs):
+        s = self._settings
+        g, h, pairs, losses = self._parts(scores, prep, state, with_pairs)
+        weights, draws = self._choose(prep, state, losses, g @ g.T if s.spec.needs_gram else np.zeros((s.m, s.m)))
+        row_label = None
+        if draws is not None:
+            row_label = np.repeat(draws, prep.groups.sizes)
+            K.add_picked(g, row_label, out_grad)
+            K.add_picked(h, row_label, out_hess)
+        else:
+            K.add_weighted(g, weights, out_grad)
+            K.add_weighted(h, weights, out_hess)
         if not with_pairs:
             return None
-        return _weighted_pairs(pairs, result.weights, row_label)
+        return _weighted_pairs(pairs, weights, row_label)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         self._round(scores, prep, state, out_grad, out_hess, False)
@@ -369,7 +389,7 @@ class MultiObjective(Objective):
         (the preference before the first)."""
         s = self._settings
         losses = self._losses(scores, state)
-        costs, _, n_q = self._inputs(prep, losses, np.zeros((s.m, 0)), False)
+        costs, _, n_q = self._inputs(prep, losses, np.zeros((s.m, s.m)), False)
         if s.spec.needs_gram:
             weights = state.weights[-1] if state.weights else s.preference
         else:

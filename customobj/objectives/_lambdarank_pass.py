@@ -87,7 +87,8 @@ def _ndcg_count(q, disc, g):
 @njit(cache=True)
 def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
     """NDCG pairs of one sorted query without data-dependent branches; returns (count, sum_lambda,
-    total), ``total`` GRAD_LOSS's utility when ``loss`` (LOSS's terms in the same order, each with
+    total), ``total`` GRAD_LOSS's utility when ``loss`` (LOSS's terms, each upper row's summed first as the
+    GPU sums them, ``_lambdarank_loss_cuda``, each with
     ``_lambdarank_terms.softplus_tabled``, read by ``softplus_sorted``: within ``SOFTPLUS_TABLE_ERROR`` per
     unit of ``w |dZ|``).
 
@@ -119,6 +120,7 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
         acc_g = 0.0
         acc_h = 0.0
         row_lambda = 0.0  # a's own sum first: the GPU sums each upper row's pairs on its own (pair_rows)
+        row_total = 0.0  # likewise its losses (the GPU's loss_rows), so the query's cost has the GPU's bits
         m = 0
         for b in range(a + 1, n):
             gb = g[b]
@@ -135,7 +137,7 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
             pw = 0.5 * (wa + w[b])
             h = sig2 * dz * rho * (1.0 - rho) * pw
             if loss:  # GRAD_LOSS's costs: tabled softplus (dz = 0 for equal grades adds exact zeros)
-                total += pw * dz * softplus_sorted(sa - s[b], up, sigma, zscale)
+                row_total += pw * dz * softplus_sorted(sa - s[b], up, sigma, zscale)
             if grad:
                 lam *= pw * (1.0 if up else -1.0)
                 acc_g -= lam
@@ -149,6 +151,7 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
                 lc[m] = h
                 m += 1 if nz else 0
         sum_lambda += row_lambda
+        total += row_total
         if grad:
             lg[a] += acc_g
             lh[a] += acc_h
@@ -196,6 +199,7 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
         acc_g = 0.0
         acc_h = 0.0
         row_lambda = 0.0
+        row_total = 0.0  # GRAD_LOSS: a's own sum first, as in _ndcg_pairs (LOSS keeps its one running sum)
         for b in range(a + 1, n):
             gb = g[b]
             if ga == gb:
@@ -234,7 +238,7 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
                 count += 1
                 continue
             if with_loss:  # GRAD_LOSS's costs: the tabled softplus, within SOFTPLUS_TABLE_ERROR per pair
-                total += pw * dz * softplus_sorted(sa - s[b], sg > 0.0, sigma, zscale)
+                row_total += pw * dz * softplus_sorted(sa - s[b], sg > 0.0, sigma, zscale)
             if grad:
                 lam *= pw * sg
                 acc_g -= lam
@@ -252,6 +256,7 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
                 out_c[t] = h
             count += 1
         sum_lambda += row_lambda
+        total += row_total  # + 0.0 in LOSS: its running sum unchanged
         if grad:
             lg[a] += acc_g
             lh[a] += acc_h

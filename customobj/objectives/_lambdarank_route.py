@@ -49,6 +49,21 @@ def lambdarank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     launch(CL.write_rows, n, data.qid, pos, data.ptr, F, Q, factor, g, h)
 
 
+def lambdarank_loss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any) -> None:
+    """:func:`lambdarank`, then each query's loss into the device array ``per_query`` (``n_queries``): the
+    CPU's ``_grad_hess_loss`` per query, the same bits (kernels: ``_lambdarank_loss_cuda``)."""
+    from . import _lambdarank_cuda as CL
+    from . import _lambdarank_loss_cuda as CC
+
+    lambdarank(obj, s, prep, data, g, h)
+    inp, _ = _lambdarank_inputs(obj, s, prep, data)
+    n = data.n_rows
+    _, pos, F, Q, factor = CL.scratch(data, n, data.n_queries)
+    rows = data.scratch("lambdarank_loss_rows", (max(n, 1),), np.float64)
+    launch(CC.loss_rows, n, inp, pos, F, Q, rows)
+    launch(CC.loss_queries, data.n_queries, inp, Q, factor, rows, per_query)
+
+
 def lambdarank_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:
     """LambdaRank's pairs from the scratch its gradient launches just filled (``_lambdarank_cuda``)."""
     from . import _lambdarank_cuda as CL

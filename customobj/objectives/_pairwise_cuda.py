@@ -35,6 +35,7 @@ cuda = cuda_module()
 _theta = device_function(T.pair_theta)
 _grad = device_function(T.pair_grad)
 _pair_weight = device_function(T.pair_weight)
+_terms = device_function(T.pair_terms)
 
 
 class LabelRows(NamedTuple):
@@ -100,6 +101,28 @@ def label_pairs_rows(scores, d, spec, out_grad, out_hess):
         hi_acc += spec.hmul * pw * c
     out_grad[i] += acc_g + gi
     out_hess[i] += acc_h + hi_acc
+
+
+@cuda.jit(cache=True)
+def label_pairs_loss_rows(scores, d, spec, out):
+    """One thread per row ``i`` at label position ``t``: ``out[t]`` = the losses ``pw phi`` of its pairs with
+    the rows of lower labels, added in position order (the CPU's ``_query_loss`` for upper position ``t``;
+    ``MultiObjective``'s per-label cost, ``_pairwise_route.label_pair_loss_with_cost``)."""
+    i = cuda.grid(1)
+    if i >= scores.shape[0]:
+        return
+    t = d.lpos[i]
+    yi = d.labels[i]
+    si = scores[i]
+    acc = 0.0
+    for b in range(d.lower[t], d.ptr[d.qid[i] + 1]):
+        j = d.order[b]
+        phi, _, _ = _terms(spec.kind, si - scores[j], _theta(spec.theta_mode, yi, d.labels[j], spec.p))
+        pw = spec.scale
+        if d.use_w:
+            pw *= _pair_weight(d.weights[i], d.weights[j])
+        acc += pw * phi
+    out[t] = acc
 
 
 @cuda.jit(cache=True)

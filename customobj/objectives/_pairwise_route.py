@@ -33,14 +33,20 @@ def check_spec(spec: PK.PairSpec) -> None:
         raise ValueError(f"no GPU pair kernel for kind={spec.kind}, theta_mode={spec.theta_mode}")
 
 
+def _label_rows(lp: Any, obj: Any, prep: Any, data: Any) -> Any:
+    """The device ``_pairwise_cuda.LabelRows`` of the label pairs ``lp`` (uploaded once per data set)."""
+    from . import _pairwise_cuda as CP
+
+    order, lower = data.arrays((obj, "label_pairs"), lambda: (lp.order, lp.lower))
+    lpos, block = data.arrays((obj, "label_order"), lambda: _label_order(prep, lp))
+    return CP.LabelRows(data.labels, data.ptr, data.qid, order, lower, lpos, block, data.weights, data.use_weights)
+
+
 def _label_pairs(lp: Any, obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, spec: PK.PairSpec) -> None:
     from . import _pairwise_cuda as CP
 
     check_spec(spec)
-    order, lower = data.arrays((obj, "label_pairs"), lambda: (lp.order, lp.lower))
-    lpos, block = data.arrays((obj, "label_order"), lambda: _label_order(prep, lp))
-    rows = CP.LabelRows(data.labels, data.ptr, data.qid, order, lower, lpos, block, data.weights, data.use_weights)
-    launch(CP.label_pairs_rows, data.n_rows, s, rows, spec, g, h)
+    launch(CP.label_pairs_rows, data.n_rows, s, _label_rows(lp, obj, prep, data), spec, g, h)
 
 
 def _device_list(obj: Any, name: str, data: Any, pi: np.ndarray, pj: np.ndarray, theta: np.ndarray,
@@ -67,6 +73,19 @@ def _pair_list(obj: Any, name: str, s: Any, data: Any, g: Any, h: Any, pairs: tu
 def label_pair_loss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     """RankNet, RankSVM, MPBoost and any loss on the label pairs of each query with a ``pair_spec``."""
     _label_pairs(prep.state_for(obj), obj, s, prep, data, g, h, obj.pair_spec())
+
+
+def label_pair_loss_with_cost(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any) -> None:
+    """:func:`label_pair_loss`, then each query's loss into ``per_query`` (the CPU's ``_loss`` query by query,
+    to rounding: each upper row's pairs are summed first, where the CPU keeps one running sum a query)."""
+    from . import _pairwise_cuda as CP
+    from . import _pointwise_cuda as CW
+
+    label_pair_loss(obj, s, prep, data, g, h)
+    by_position = data.scratch("pair_loss_rows", (max(data.n_rows, 1),), np.float64)
+    launch(CP.label_pairs_loss_rows, data.n_rows, s, _label_rows(prep.state_for(obj), obj, prep, data),
+           obj.pair_spec(), by_position)
+    launch(CW.query_sums, data.n_queries, data.ptr, by_position, per_query)
 
 
 def qbrank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:

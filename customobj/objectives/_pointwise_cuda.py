@@ -1,7 +1,8 @@
 """numba.cuda kernels of the pointwise losses and of the device plumbing: the GPU drivers of
 ``_pointwise_kernels`` (SquaredError, Logistic, SquaredHinge through one kernel and their
 ``RowKind``, McRank's softmax), one thread per row, calling the CPU's own row math (``_pointwise_terms``); plus the checked score conversion, ``Scaled``'s
-``out += f x`` and the float32 copy handed to XGBoost.
+``out += f x``, the float32 copy handed to XGBoost, and each query's sum of per-row values (the
+per-query costs ``MultiObjective`` reads: ``DeviceRoute.grad_hess_loss``).
 """
 from .._cuda_runtime import cuda_module, device_function
 from . import _pointwise_terms as R
@@ -10,6 +11,7 @@ cuda = cuda_module()
 
 _weight = device_function(R.row_weight)
 _pointwise_terms = device_function(R.row_terms)
+_row_loss = device_function(R.row_loss)
 _top_z, _p, _mcrank = device_function(R.softmax_top_z), device_function(R.softmax_p), device_function(R.mcrank_row_class)
 
 #: Flags raised by ``to_float64`` (``bad[0]``) and ``to_float32`` (``bad[0]``).
@@ -27,6 +29,26 @@ def pointwise_rows(kind, scores, labels, weights, use_weights, param, out_grad, 
     if adds:
         out_grad[i] += g
         out_hess[i] += h
+
+
+@cuda.jit(cache=True)
+def pointwise_loss_rows(kind, scores, labels, weights, use_weights, param, out):
+    """One thread per row: ``out[i]`` = the row's loss of ``kind`` (``_pointwise_terms.row_loss``)."""
+    i = cuda.grid(1)
+    if i < scores.shape[0]:
+        out[i] = _row_loss(kind, scores[i], labels[i], _weight(weights, use_weights, i), param)
+
+
+@cuda.jit(cache=True)
+def query_sums(ptr, values, out):
+    """One thread per query ``q``: ``out[q]`` = ``values[ptr[q]:ptr[q + 1]]`` added in order."""
+    q = cuda.grid(1)
+    if q >= ptr.shape[0] - 1:
+        return
+    acc = 0.0
+    for a in range(ptr[q], ptr[q + 1]):
+        acc += values[a]
+    out[q] = acc
 
 
 @cuda.jit(cache=True)

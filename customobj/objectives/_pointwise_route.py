@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 from ._launch import launch
 from ._pointwise_terms import RowKind
 
@@ -19,13 +21,19 @@ def _row_weights(obj: Any, prep: Any, data: Any) -> tuple:
 
 def pointwise(kind: RowKind, param: Optional[str] = None) -> Callable:
     """The route of a pointwise loss: one thread per row of ``_pointwise_cuda.pointwise_rows`` with
-    its :class:`~._pointwise_terms.RowKind` and the objective's attribute ``param``."""
-    def route(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    its :class:`~._pointwise_terms.RowKind` and the objective's attribute ``param``. Given ``per_query``
+    (its ``grad_hess_loss``), also each query's loss: the rows' losses added in row order per query (the
+    CPU's ``_loss`` adds all rows in one running sum: equal to rounding)."""
+    def route(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any = None) -> None:
         from . import _pointwise_cuda as CW
 
         w, use_w = _row_weights(obj, prep, data)
         p = float(getattr(obj, param)) if param is not None else 0.0
         launch(CW.pointwise_rows, data.n_rows, int(kind), s, data.labels, w, use_w, p, g, h)
+        if per_query is not None:
+            rows = data.scratch("pointwise_loss_rows", (max(data.n_rows, 1),), np.float64)
+            launch(CW.pointwise_loss_rows, data.n_rows, int(kind), s, data.labels, w, use_w, p, rows)
+            launch(CW.query_sums, data.n_queries, data.ptr, rows, per_query)
     return route
 
 

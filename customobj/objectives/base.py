@@ -75,11 +75,16 @@ class DeviceRoute(NamedTuple):
     hessians at float64 device ``scores`` into the device outputs; ``couplings(objective, scores,
     prep, device_data, pair_buffer) -> (i, j, c)`` writes the pair couplings after the gradient
     launches (``None``: the loss has no coupling kernel, so ``TreeBooster(device="cuda")`` takes
-    its pairs on the host).
+    its pairs on the host); ``grad_hess_loss(objective, scores, prep, device_data, out_grad, out_hess,
+    per_query)`` adds what ``grad_hess`` adds and writes each query's loss into the float64 device array
+    ``per_query`` (one entry per query), whose sum in query order is the CPU's ``_grad_hess_loss``
+    (``None``: the loss has no GPU cost, which ``MultiObjective``'s cost-reading methods need; LambdaRank's:
+    ``_lambdarank_loss_cuda``).
     """
 
     grad_hess: Callable
     couplings: Optional[Callable] = None
+    grad_hess_loss: Optional[Callable] = None
 
 
 class PairSource(IntEnum):

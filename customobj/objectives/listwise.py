@@ -287,7 +287,7 @@ class LambdaRank(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _lambdarank_route as R
 
-        return DeviceRoute(R.lambdarank, R.lambdarank_couplings)
+        return DeviceRoute(R.lambdarank, R.lambdarank_couplings, R.lambdarank_loss)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         check_status(LK.lambdarank_grad_hess(self.pass_inputs(scores, prep), out_grad, out_hess), "LambdaRank")

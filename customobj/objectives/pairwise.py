@@ -71,7 +71,7 @@ class _LabelPairLoss(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _pairwise_route as R
 
-        return DeviceRoute(R.label_pair_loss, R.listed_couplings)
+        return DeviceRoute(R.label_pair_loss, R.listed_couplings, R.label_pair_loss_with_cost)
 
     def _state(self, prep):
         return LabelPairs(prep.labels, prep.ptr)

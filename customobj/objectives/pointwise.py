@@ -27,6 +27,8 @@ class _RowLoss(Objective):
 
     _ROW_KIND: ClassVar[RowKind]
     _ROUTE: ClassVar[str]
+    #: Its route also writes each query's loss (``DeviceRoute.grad_hess_loss``; not McRank's).
+    _PER_QUERY_COST: ClassVar[bool] = True
 
     def _param(self) -> float:
         return 0.0
@@ -38,7 +40,8 @@ class _RowLoss(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _pointwise_route as R
 
-        return DeviceRoute(getattr(R, self._ROUTE))
+        route = getattr(R, self._ROUTE)
+        return DeviceRoute(route, None, route if self._PER_QUERY_COST else None)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         w, use_w = self._row_weights(prep, state)
@@ -285,6 +288,7 @@ class McRank(_RowLoss):
         return s
 
     _ROUTE = "mcrank"
+    _PER_QUERY_COST = False
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         K.mcrank_grad_hess(scores, prep.labels, *self._row_weights(prep, state), out_grad, out_hess)

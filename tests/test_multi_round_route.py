@@ -1,0 +1,200 @@
+"""customobj/multi/_round_route.py (MultiObjective's GPU round for every method but "linear") and its
+kernels, customobj/multi/_combine_cuda.py, under the CUDA simulator (tests/conftest.py): for every
+method, with 2 and 3 labels, the GPU route's combined gradients and hessians and its recorded weights,
+costs and duals equal the CPU route's; one blocking read a round; a per-label loss without a GPU cost
+refused by name; the route reached through xgboost_objective(device="cuda")."""
+import numpy as np
+import pytest
+
+from customobj import adapters  # before xgboost: sets the OpenMP wait policy
+
+from customobj import LambdaRank, ListNet, RankNet, SquaredError
+from customobj.multi import MultiObjective
+from customobj.objectives._launch import LaunchCount
+from _cuda_cases import assert_simulated_bits, compile_listed_kernels, needs_gpu, needs_real_gpu, to_device
+
+pytestmark = needs_gpu
+
+#: A one-row query (no pairs) among small ones: few rows, as the simulator runs a thread per row.
+SIZES = [3, 1, 5, 4]
+
+#: method -> its options for m labels (bounds that bind on these data, smoothing where the method reads it).
+OPTIONS = {
+    "chebyshev": lambda m: {"smoothing": 0.5},
+    "epo": lambda m: {"smoothing": 0.3, "preference": np.arange(1.0, m + 1)},
+    "wc_mgda": lambda m: {},
+    "epsilon_constraint": lambda m: {"bounds": [0.3] * (m - 1), "dual_interval": 1},
+    "ec_mgda": lambda m: {"bounds": [0.3] * (m - 1), "smoothing": 0.5},
+}
+
+
+def labels(m, seed=0):
+    rng = np.random.default_rng(seed)
+    n = sum(SIZES)
+    cols = [rng.integers(0, 4, n).astype(float) for _ in range(m)]
+    return cols[0], [None] + cols[1:]
+
+
+def twins(method, m, **extra):
+    """``(cpu, gpu, y)``: two equal objectives (their rounds kept apart) and the data set's label."""
+    y, cols = labels(m)
+    make = lambda: MultiObjective([LambdaRank() for _ in range(m)], labels=cols, method=method, **extra)  # noqa: E731
+    return make(), make(), y
+
+
+def run_rounds(cpu, gpu, y, rounds, seed=1):
+    """Each round's CPU and GPU gradients and hessians at the same random scores; the GPU's reads per round."""
+    rng = np.random.default_rng(seed)
+    pc, pg = cpu.prepare(y, SIZES), gpu.prepare(y, SIZES)
+    reads = []
+    for _ in range(rounds):
+        s = rng.normal(size=y.size)
+        g, h = cpu.grad_hess_prepared(s, pc)
+        before = LaunchCount.snapshot()
+        gd, hd = gpu.grad_hess_prepared(to_device(s), pg)
+        gd, hd = gd.copy_to_host(), hd.copy_to_host()
+        reads.append(LaunchCount.since(before)[1])
+        for cpu_out, gpu_out in ((g, gd), (h, hd)):
+            np.testing.assert_allclose(gpu_out, cpu_out, rtol=1e-10, atol=1e-13 * np.abs(cpu_out).max())
+        assert np.abs(g).max() > 0
+    return cpu.fitted_attributes(pc), gpu.fitted_attributes(pg), reads
+
+
+@pytest.mark.filterwarnings("ignore:bounds\\[")  # a bound not met after two rounds: said, and not the point here
+@pytest.mark.parametrize("m", [2, 3])
+@pytest.mark.parametrize("method", sorted(OPTIONS))
+def test_every_cost_reading_method_equals_the_cpu_with_one_read_a_round(method, m):
+    cpu, gpu, y = twins(method, m, **OPTIONS[method](m))
+    rounds = 2 if m == 2 else 1  # the second round: smoothing, the duals' update (the simulator is slow)
+    want, got, reads = run_rounds(cpu, gpu, y, rounds=rounds)
+    assert reads == [1] * rounds  # the m^2 + m sums, nothing else comes back
+    assert set(got) == set(want) and "label_costs_" in got
+    # the costs: each query's the CPU's bits, summed in the CPU's order (fewer queries than a chunk)
+    assert_simulated_bits(got["label_costs_"], want["label_costs_"])
+    np.testing.assert_allclose(got["label_weights_"], want["label_weights_"], rtol=1e-10, atol=1e-13)
+    assert got["label_weights_"].shape == (rounds, m) and np.array_equal(got["label_fallbacks_"], want["label_fallbacks_"])
+    if "label_duals_" in want:
+        np.testing.assert_allclose(got["label_duals_"], want["label_duals_"], rtol=1e-10, atol=1e-13)
+        assert got["label_duals_"].shape == (rounds, m - 1)
+
+
+def test_the_gram_matrix_is_summed_on_the_card():
+    """Parallel per-label gradients (the same label twice) make EPO's Gram matrix singular: the GPU's
+    matrix equals the CPU's (the weights come out equal), and it is symmetric bit for bit."""
+    y, _ = labels(2)
+    cols = [None, y.copy()]
+    cpu, gpu = (MultiObjective([LambdaRank(), LambdaRank()], labels=cols, method="epo", preference=[1, 3])
+                for _ in range(2))
+    want, got, _ = run_rounds(cpu, gpu, y, rounds=1)
+    np.testing.assert_allclose(got["label_weights_"], want["label_weights_"], rtol=1e-10, atol=1e-13)
+    data = gpu.prepare(y, SIZES)
+    gpu.grad_hess_prepared(to_device(np.linspace(-1, 1, y.size)), data)
+    sums = data.device_data.scratch("multi_sums", (6,), np.float64).copy_to_host()
+    assert sums[1] == sums[2] and np.isclose(sums[0], sums[1], rtol=1e-12) and sums[0] > 0  # G = [[a, a], [a, a]]
+
+
+@pytest.mark.filterwarnings("ignore:bounds\\[")
+@pytest.mark.parametrize("method, loss", [("epo", RankNet()), ("epsilon_constraint", SquaredError())], ids=str)
+def test_other_losses_with_a_gpu_cost_beside_lambdarank(method, loss):
+    """RankNet's and SquaredError's GPU costs (``_pairwise_cuda.label_pairs_loss_rows``,
+    ``_pointwise_cuda.pointwise_loss_rows``): a query's terms summed by row, so the costs equal the CPU's
+    to rounding."""
+    y, cols = labels(2)
+    cpu, gpu = (MultiObjective([loss, LambdaRank()], labels=cols, method=method, **OPTIONS[method](2))
+                for _ in range(2))
+    want, got, reads = run_rounds(cpu, gpu, y, rounds=2)
+    assert reads == [1, 1]
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=1e-14)
+
+
+def test_stochastic_draws_the_cpu_labels_and_reads_nothing():
+    cpu, gpu, y = twins("stochastic", 3, random_state=4, preference=[1, 2, 3])
+    want, got, reads = run_rounds(cpu, gpu, y, rounds=2)
+    assert reads == [0, 0]
+    np.testing.assert_array_equal(got["label_weights_"], want["label_weights_"])
+
+
+def test_a_per_label_loss_without_a_gpu_cost_is_refused_by_name():
+    y, cols = labels(2)
+    for method in OPTIONS:
+        obj = MultiObjective([LambdaRank(), ListNet()], labels=cols, method=method, **OPTIONS[method](2))
+        with pytest.raises(NotImplementedError, match=rf"method='{method}'.*objectives\[1\] \(ListNet\) has no GPU cost"):
+            obj.device_route()
+    with pytest.raises(NotImplementedError, match=r"ListNet\) has no GPU cost"):
+        obj.grad_hess(to_device(np.zeros(y.size)), y, SIZES)
+    assert np.isfinite(obj.grad_hess(np.zeros(y.size), y, SIZES)[0]).all()  # host scores: the CPU route
+    # the methods that read no costs take any loss with a GPU route
+    obj = MultiObjective([LambdaRank(), ListNet()], labels=cols, method="stochastic")
+    assert obj.grad_hess(to_device(np.zeros(y.size)), y, SIZES)[0].copy_to_host().shape == (y.size,)
+    with pytest.raises(NotImplementedError, match=r"objectives\[0\] \(Sum\) has no GPU cost"):
+        MultiObjective([LambdaRank() + RankNet(), LambdaRank()], method="epo").device_route()
+
+
+@pytest.mark.filterwarnings("ignore:bounds\\[")
+def test_xgboost_objective_on_cuda_reaches_the_route():
+    """``xgboost_objective(obj, device="cuda")``'s round (what ``xgboost.train`` calls) runs the route: float32
+    device outputs equal to the CPU objective's, and the same recorded rounds (a real GPU's
+    ``xgboost.train(device="cuda")`` needs XGBoost to read device arrays, which the simulator's lack)."""
+    import xgboost as xgb
+
+    cpu, gpu, y = twins("epsilon_constraint", 2, bounds=[0.3])
+    X = np.arange(y.size, dtype=float)[:, None]
+    d = xgb.DMatrix(X, y, group=SIZES)
+    f_cpu, f_gpu = adapters.xgboost_objective(cpu), adapters.xgboost_objective(gpu, device="cuda")
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        preds = rng.normal(size=y.size).astype(np.float32)
+        g, h = f_cpu(preds, d)
+        gd, hd = f_gpu(preds, d)
+        assert gd.dtype == np.float32
+        np.testing.assert_allclose(gd.copy_to_host(), np.asarray(g, np.float32).ravel(), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(hd.copy_to_host(), np.asarray(h, np.float32).ravel(), rtol=1e-6, atol=1e-7)
+    want, got = f_cpu.fitted_attributes(d), f_gpu.fitted_attributes(d)
+    assert_simulated_bits(got["label_costs_"], want["label_costs_"])
+    np.testing.assert_allclose(got["label_duals_"], want["label_duals_"], rtol=1e-10)
+
+
+@needs_real_gpu
+@pytest.mark.filterwarnings("ignore:bounds\\[")
+def test_xgboost_train_on_a_card_records_the_cpus_first_round():
+    """``xgboost.train(device="cuda")`` end to end (a real GPU only: XGBoost reads the outputs through
+    ``__cuda_array_interface__``): the first round, at the same base scores on both devices, records the
+    CPU training's weights and costs; later rounds follow trees grown on different devices."""
+    import xgboost as xgb
+
+    cpu, gpu, y = twins("epo", 2, preference=[1, 2])
+    d = xgb.DMatrix(np.random.default_rng(5).normal(size=(y.size, 3)), y, group=SIZES)
+    params = adapters.xgboost_params(cpu, {"max_depth": 2, "tree_method": "hist"})
+    f_cpu, f_gpu = adapters.xgboost_objective(cpu), adapters.xgboost_objective(gpu, device="cuda")
+    xgb.train(params, d, 3, obj=f_cpu)
+    xgb.train({**params, "device": "cuda"}, d, 3, obj=f_gpu)
+    want, got = f_cpu.fitted_attributes(d), f_gpu.fitted_attributes(d)
+    assert got["label_weights_"].shape == (3, 2) and np.isfinite(got["label_costs_"]).all()
+    for name in ("label_weights_", "label_costs_"):
+        np.testing.assert_allclose(got[name][0], want[name][0], rtol=1e-9, atol=1e-12)
+
+
+_PTX_CHECK = """
+import types as pytypes
+from numba import cuda, types as T
+import numba.cuda.dispatcher as dispatcher
+dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))
+from customobj.multi import _combine_cuda as CM
+f1, i1, f2, b, i = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.boolean, T.int64
+# the argument types customobj/multi/_round_route.py launches them with
+SIGNATURES = [
+    (CM.round_partials, (f2, f2, i, b, f2)),
+    (CM.finish_sums, (f2, i, f1)),
+    (CM.add_weighted_rows, (f2, f1, f1)),
+    (CM.add_picked_rows, (f2, i1, i1, f1)),
+]
+for kernel, sig in SIGNATURES:
+    cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
+print("COMPILED", len(SIGNATURES))
+check_listed(SIGNATURES, "customobj.multi")
+"""
+
+
+def test_every_kernel_compiles_for_a_real_gpu():
+    assert compile_listed_kernels(_PTX_CHECK) >= 4  # every kernel of multi/_combine_cuda.py, found in the code
