@@ -23,6 +23,11 @@ per-position sums every round; the estimate comes back as ``out["fitted_attribut
 :func:`train_lightgbm` refuses an objective that estimates from all rows (``NotImplementedError``:
 lightgbm.dask has no collective operation for Python code), and takes ``Unbiased(propensity=...)``.
 
+Several labels (docs/multi-objective.md, "Dask"): a ``MultiObjective``'s label columns, numpy or Dask
+arrays / Series aligned with ``y``, are split with the query-aligned partitions and checked next to each
+(``adapters._dask_labels``). :func:`train_xgboost` gives the one-machine weights for every method (costs
+and Gram matrix summed by XGBoost's allreduce); :func:`train_lightgbm` takes ``method="linear"`` only.
+
 Early stopping and histories (checked on lightgbm 4.7, xgboost 3.2):
 
 - XGBoost reduces its native metrics (``params["eval_metric"]``) over the workers, so every
@@ -60,6 +65,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from customobj._device import Device, as_device
+from customobj.multi import MultiObjective
+from customobj.multi.methods import warn_unmet_bounds
 from customobj.objectives.base import Objective
 from customobj._extras import require_installed
 
@@ -79,6 +86,8 @@ from ._dask_partition import (
     scatter_by_query,
 )
 from ._dask_em import train_regression_em
+from ._dask_labels import (PARTITION_WEIGHT_BASE, LabelBlocks, LabelledLightGBMObjective, has_label_columns,
+                           local_objective, released, split_labels, walk_objectives)
 from ._data import require_objective
 from .lightgbm import lightgbm_sklearn_objective
 from .xgboost import XGBoostObjective, xgboost_params
@@ -124,6 +133,22 @@ _LGB_NO_POOLING = (
     "example the position_bias_ that train_xgboost estimated): nothing is estimated then"
 )
 
+_LGB_NO_MULTI_POOLING = (
+    "train_lightgbm cannot train MultiObjective(method={method!r}): each round it reads the per-label costs (and "
+    "the m x m Gram matrix) summed over all rows, and lightgbm.dask gives a custom objective no way to sum the "
+    "workers' statistics (no collective operations reach Python), so each worker would choose its own weights. "
+    "Use train_xgboost (XGBoost's allreduce sums them: the one-machine weights), or method='linear' (fixed "
+    "weights, nothing summed)"
+)
+
+
+def _lgb_no_pooling(objective: Objective) -> str:
+    """Why lightgbm.dask cannot train an objective that pools rows, and what can."""
+    if isinstance(objective, MultiObjective) and (objective._settings.spec.needs_costs or
+                                                  objective._settings.spec.needs_gram):
+        return _LGB_NO_MULTI_POOLING.format(method=objective.method)
+    return _LGB_NO_POOLING.format(name=type(objective).__name__)
+
 
 def _is_early_stopping_callback(cb: object) -> bool:
     return "earlystopping" in type(cb).__name__.lower().replace("_", "")
@@ -155,23 +180,12 @@ def _aligned(client, X, y, qid_or_group, npartitions, weight, kind):
 def _check_no_positions(objective):
     """``Unbiased(position=...)`` holds one position per row of the whole data set, which no worker has:
     on Dask the positions are each session's row order. Refused here, not as a length error on a worker."""
-    stack = [objective]
-    while stack:
-        o = stack.pop()
+    for o in walk_objectives([objective]):
         if getattr(o, "position", None) is not None:
             raise ValueError(
                 f"{type(o).__name__}(position=...) gives positions for all rows, but each Dask worker trains on its "
                 "own sessions: drop position= and give the rows of each session in display order (on Dask the "
                 "positions are each session's row order, XGBoost's convention)")
-        if type(o).__name__ == "MultiObjective" and any(c is not None for c in o.labels):
-            raise ValueError("MultiObjective(labels=[...]) gives label columns for all rows, but each Dask worker "
-                             "trains on its own queries: on Dask its objectives train on the data's label only "
-                             "(labels=None); extra label columns are not supported on Dask yet")
-        stack.extend(getattr(o, "parts", ()))
-        stack.extend(getattr(o, "objectives", ()))
-        inner = getattr(o, "objective", None)
-        if inner is not None:
-            stack.append(inner)
 
 
 def _check_single_output(objective, library):
@@ -201,7 +215,15 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
     Other keyword arguments go to ``xgboost.dask.train``. Returns its ``{"booster", "history"}`` plus
     ``"fitted_attributes"``: what the objective learned on the training data
     (:meth:`customobj.objectives.Objective.fitted_attributes`; ``Unbiased``: ``position_bias_``,
-    ``position_bias_unclicked_``, estimated from all workers' rows), ``{}`` for most objectives.
+    ``position_bias_unclicked_``, estimated from all workers' rows; ``MultiObjective``: each round's
+    ``label_weights_``, ``label_costs_``, ``label_duals_``, the same on every worker), ``{}`` for most objectives.
+    A ``MultiObjective`` whose bound was not met is said with a ``UserWarning`` here, as on one machine.
+
+    A ``MultiObjective``'s label columns (numpy, or Dask arrays / Series aligned with ``y``) are split with
+    the partitions and checked there before any worker trains (a bad one: ValueError/TypeError naming
+    ``labels[k]`` and the partition); each row carries its partition and offset in the DMatrix's
+    ``label_lower_bound`` / ``label_upper_bound`` (so at most ``2**24 - 1`` rows a partition). Two workers
+    give the one-machine weights (to the last bits of the round's sums, added in another order) and model.
     """
     import xgboost.dask as xgb_dask
 
@@ -223,8 +245,10 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
             "workers could stop at different rounds and hang): stop on a native metric instead, "
             "params['eval_metric'] = 'ndcg@10', which XGBoost reduces over the workers"
         )
+    labelled = has_label_columns(objective)
+    # device="cuda" (or "cuda:N") in params: the GPU objective, checked on each worker (the client may have no GPU).
+    device = as_device((params or {}).get("device", "cpu"), "params['device']")
     parts = _aligned(client, X, y, qid_or_group, npartitions, None, kind)
-    dtrain = xgb_dask.DaskDMatrix(client, parts.X, parts.y, qid=parts.qid)
     dev = []
     for item in evals or ():
         if len(item) != 4:
@@ -232,15 +256,24 @@ def train_xgboost(client: object, params: dict | None, X: object, y: object, qid
         Xe, ye, ge, name = item
         pe = _aligned(client, Xe, ye, ge, npartitions, None, kind)
         dev.append((xgb_dask.DaskDMatrix(client, pe.X, pe.y, qid=pe.qid), name))
-    # device="cuda" (or "cuda:N") in params: the GPU objective, checked on each worker (the client may have no GPU).
-    device = as_device((params or {}).get("device", "cpu"), "params['device']")
-    f = _KeyedXGBoostObjective(objective, device=device, check_device=False)
-    given: Any = train_kwargs.get("callbacks") or []
-    train_kwargs["callbacks"] = [*given, _fitted_attributes_callback(f.key)]
-    out = xgb_dask.train(client, xgboost_params(objective, params), dtrain, num_boost_round,
-                         evals=dev or None, obj=f, **train_kwargs)
+    # MultiObjective's label columns: split with the partitions, each row carrying its identity (_dask_labels)
+    plan = split_labels(client, objective, parts) if labelled and isinstance(objective, MultiObjective) else None
+    try:
+        rows = {} if plan is None else {"label_lower_bound": plan.lower, "label_upper_bound": plan.upper}
+        dtrain = xgb_dask.DaskDMatrix(client, parts.X, parts.y, qid=parts.qid, **rows)
+        f = _KeyedXGBoostObjective(objective if plan is None else plan.template, device=device, check_device=False,
+                                   label_blocks=None if plan is None else plan.blocks)
+        given: Any = train_kwargs.get("callbacks") or []
+        train_kwargs["callbacks"] = [*given, _fitted_attributes_callback(f.key)]
+        out = xgb_dask.train(client, xgboost_params(objective, params), dtrain, num_boost_round,
+                             evals=dev or None, obj=f, **train_kwargs)
+    finally:
+        released(client, plan)
     stored = out["booster"].attr(_FITTED_ATTR)
     out["fitted_attributes"] = {k: np.asarray(v) for k, v in json.loads(stored).items()} if stored else {}
+    if isinstance(objective, MultiObjective) and "label_costs_" in out["fitted_attributes"]:
+        # an unmet bound was said on the workers (their logs): said here too, never silently
+        warn_unmet_bounds(objective._settings, out["fitted_attributes"]["label_costs_"], stacklevel=2)
     return out
 
 
@@ -255,16 +288,28 @@ class _KeyedXGBoostObjective(XGBoostObjective):
     worker: Dask ships the objective and the callbacks as separate objects, so they meet by key."""
 
     def __init__(self, objective: Objective, *, device: "str | Device" = "cpu", check_device: bool = True,
-                 key: str | None = None) -> None:
+                 key: str | None = None, label_blocks: LabelBlocks | None = None) -> None:
         super().__init__(objective, device=device, check_device=check_device)
         self.key = key or uuid.uuid4().hex
+        # a MultiObjective's label columns: its partitions' blocks, found when the DMatrix is first seen
+        self.label_blocks = label_blocks
         _WORKER_OBJECTIVES[self.key] = self
 
+    def state_for(self, dtrain: Any) -> Any:
+        if self.label_blocks is not None:
+            assert isinstance(self.objective, MultiObjective)
+            self.objective = local_objective(self.objective, self.label_blocks,
+                                             dtrain.get_float_info("label_lower_bound"),
+                                             dtrain.get_float_info("label_upper_bound"))[0]
+            self.label_blocks = None  # this worker's columns found: the training DMatrix is the only one called
+        return super().state_for(dtrain)
+
     def __getstate__(self) -> dict:
-        return dict(super().__getstate__(), key=self.key)
+        return dict(super().__getstate__(), key=self.key, label_blocks=self.label_blocks)
 
     def __setstate__(self, state: dict) -> None:
-        type(self).__init__(self, state["objective"], device=state.get("device", "cpu"), key=state["key"])
+        type(self).__init__(self, state["objective"], device=state.get("device", "cpu"), key=state["key"],
+                            label_blocks=state.get("label_blocks"))
 
 
 def _store_fitted_attributes(key: str, model: Any) -> None:
@@ -303,8 +348,13 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     ``eval_set``...), passed to the estimator; ``objective`` must not be among them.
     ``eval_set``: ``[(X, y, qid_or_group), ...]``. Other keyword arguments go to ``fit``.
     Returns the fitted ``DaskLGBMRanker`` (``.to_local()`` for a plain ``LGBMRanker``).
-    An objective that estimates from all rows every round (``Unbiased`` without ``propensity=``:
-    ``Objective.pools_rows``) is refused with a ``NotImplementedError`` naming :func:`train_xgboost`.
+    An objective that estimates from all rows every round (``Unbiased`` without ``propensity=``, a
+    ``MultiObjective`` whose method reads costs or the Gram matrix: ``Objective.pools_rows``) is refused
+    with a ``NotImplementedError`` naming :func:`train_xgboost`. A ``MultiObjective(method="linear")`` with
+    label columns trains: the columns are split and checked as in :func:`train_xgboost`, and since
+    ``lightgbm.dask`` hands the objective nothing but ``(y_true, y_pred, weight, group)``, the Dataset's
+    weights carry each row's partition index (LightGBM reads them nowhere else with a custom objective;
+    ``weight`` travels with the label columns and is applied by the objective as always).
     Early stopping (a ``lightgbm.early_stopping`` callback, ``early_stopping_round`` and its
     aliases) is refused with a ValueError before training: it hangs lightgbm.dask (module
     docstring); use :func:`lightgbm_history` to choose the round.
@@ -315,7 +365,8 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     _check_single_output(objective, "LightGBM")
     _check_no_positions(objective)
     if objective.pools_rows:
-        raise NotImplementedError(_LGB_NO_POOLING.format(name=type(objective).__name__))
+        raise NotImplementedError(_lgb_no_pooling(objective))
+    labelled = has_label_columns(objective)
     params = dict(params or {})
     if "objective" in params:
         raise TypeError("train_lightgbm takes the customobj objective as objective=, not in params")
@@ -335,9 +386,16 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
             sets.append((pe.X, pe.y))
             groups.append(pe.group)
         fit.update(eval_set=sets, eval_group=groups)
-    model = DaskLGBMRanker(client=client, objective=lightgbm_sklearn_objective(objective),
-                           n_estimators=num_boost_round, **params)
-    return model.fit(parts.X, parts.y, group=parts.group, sample_weight=parts.weight, **fit)
+    f, weights, plan = lightgbm_sklearn_objective(objective), parts.weight, None
+    if labelled and isinstance(objective, MultiObjective):  # label columns: the rows' partitions ride in the weights
+        plan = split_labels(client, objective, parts)
+        f = LabelledLightGBMObjective(plan.template, label_blocks=plan.blocks)
+        weights = plan.lower + PARTITION_WEIGHT_BASE
+    model = DaskLGBMRanker(client=client, objective=f, n_estimators=num_boost_round, **params)
+    try:
+        return model.fit(parts.X, parts.y, group=parts.group, sample_weight=weights, **fit)
+    finally:
+        released(client, plan)
 
 
 def lightgbm_history(model: lightgbm.Booster | lightgbm.LGBMModel, eval_set: list, *metrics: str) -> dict:

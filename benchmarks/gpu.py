@@ -123,10 +123,10 @@ def _median_seconds(fn, repeat, sync):
     return float(np.median(times))
 
 
-def objective_seconds(obj, d, repeat, rng):
+def objective_seconds(obj, d, repeat, rng, cpu=True):
     """One ``grad_hess`` of ``obj`` on ``d``: ``{"cpu_s", "gpu_s", "max_rel_diff"}`` (medians of
-    ``repeat``; GPU: host float32 margins copied to the device included, synchronised), or None when
-    the objective has no GPU kernel. benchmarks/gpu_suite.py reuses it."""
+    ``repeat``; GPU: host float32 margins copied to the device included, synchronised; ``cpu`` False:
+    ``{"gpu_s"}`` alone), or None when the objective has no GPU kernel. benchmarks/gpu_suite.py reuses it."""
     from numba import cuda
 
     from customobj.adapters._cuda import device_round
@@ -142,6 +142,8 @@ def objective_seconds(obj, d, repeat, rng):
                               repeat, cuda.synchronize)
     except NotImplementedError:
         return None
+    if not cpu:
+        return {"gpu_s": gpu}
     cpu_out = {}
     cpu = _median_seconds(lambda: cpu_out.__setitem__("g", obj.grad_hess_prepared(s64, prep)), repeat, lambda: None)
     g_cpu = cpu_out["g"][0]

@@ -19,7 +19,14 @@ what it measured):
    peak GPU memory (held by the fit; the card's use, every process, sampled per tree);
 5. ``phases``: the same fits at the sizes again with every GPU backend step timed, each step waiting
    for its kernels (``cuda.synchronize``: the synchronisation changes the total, so these are
-   shares, not the per-tree time of part 4).
+   shares, not the per-tree time of part 4), and the histogram updates of each timed tree counted
+   on the host (benchmarks/gpu_model.py's ``UpdateCounter``: nothing read, nothing synchronised);
+6. ``instructions``: benchmarks/sass.py's instructions per histogram update for the card's arch.
+
+Then ``model``: docs/gpu-model.md's three least certain parameters derived from what this run
+measured (benchmarks/gpu_model.py's ``derive``: histogram updates per second and ``eta``, host cost
+per launch and per split, the couplings kernels with the longest query), printed beside the values
+the page assumes. ``objectives`` times each objective with and without the ``--big-query`` for it.
 
 Also recorded: the card's name, the versions, the missing packages, and how many customobj kernels
 loaded from the disk cache (a second run loads them all: issue 32, item 5). It refuses to run
@@ -40,8 +47,12 @@ import time
 import numpy as np
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+import gpu_model  # noqa: E402  (benchmarks/ is not a package)
+
+sys.path.remove(_HERE)
 CRITERIA = ("ole", "ole_fast", "wse")
-PARTS = ("objectives", "xgboost", "lightgbm", "ole", "phases")
+PARTS = ("objectives", "xgboost", "lightgbm", "ole", "phases", "instructions")
 #: The OLE fits' settings (benchmarks/scale.py's): 31 leaves, 255 bins, LambdaRank(truncation=30).
 OLE_PARAMS = dict(num_leaves=31, max_bin=255, min_data_in_leaf=20, learning_rate=0.1)
 XGB_PARAMS = dict(tree_method="hist", max_leaves=31, grow_policy="lossguide", max_depth=0, eta=0.1, max_bin=255,
@@ -52,12 +63,15 @@ PHASES = [("customobj.ole.cuda.tree", name, "DeviceTree") for name in (
     ("customobj.ole.cuda.partitions", "rows", "DevicePartitions"),
     ("customobj.ole.cuda.partitions", "pairs", "DevicePartitions")] + [
     ("customobj.ole.cuda.inputs", name, "TreeInputs") for name in ("pair_buffers", "prune_pairs", "dropped_couplings")] + [
+    ("customobj.ole.cuda.histograms", name, "DeviceHistograms") for name in gpu_model.PAIR_STEPS] + [
     ("customobj.ole.cuda.scores", "gradients", "DeviceScores"), ("customobj.ole.cuda.scores", "add_trees",
                                                                   "DeviceScores")]
 #: Rough seconds per million rows of each part's work on an H100/H200 (the plan's estimates: a part
 #: starts only when the budget left covers its estimate), and seconds of kernel compilation per part.
 COST_PER_MROW = {"objectives": 8.0, "xgboost": 4.0, "lightgbm": 6.0, "tree": 1.0}
 COMPILE_S = 20.0
+#: Seconds to compile the histogram kernels for one arch and count their SASS (benchmarks/sass.py).
+SASS_S = 30.0
 
 
 def _load(name):
@@ -104,8 +118,9 @@ def make_plan(args):
         xgb = "XGBoost's GPU learner needs a real card (the simulator is on)"
     lgb = None if _importable("lightgbm") else "lightgbm is not installed"
     n_obj = len(args.objectives) if args.objectives else len(_load("gpu").OBJECTIVES)
-    plan = [("objectives", f"{n_obj} objectives' grad_hess at {args.objective_rows:,} rows",
-             COMPILE_S + COST_PER_MROW["objectives"] * mrows * n_obj / 6, None),
+    plan = [("objectives", f"{n_obj} objectives' grad_hess at {args.objective_rows:,} rows, with and without "
+                           "the big query",
+             COMPILE_S + 1.2 * COST_PER_MROW["objectives"] * mrows * n_obj / 6, None),
             ("xgboost", f"XGBoost GPU round, native rank:ndcg and customobj's objective, {args.objective_rows:,} rows",
              COMPILE_S + COST_PER_MROW["xgboost"] * mrows * args.rounds / 5, xgb),
             ("lightgbm", f"LightGBM lambdarank round, {os.cpu_count()} threads, {max(args.sizes):,} rows",
@@ -118,6 +133,8 @@ def make_plan(args):
         for c in args.criteria:
             plan.append(("phases", f"{c} steps timed (synchronised), 3 trees, {rows:,} rows",
                          COST_PER_MROW["tree"] * rows / 1e6 * 3 * 1.5, None))
+    plan.append(("instructions", "instructions per histogram update (benchmarks/sass.py, the card's arch)", SASS_S,
+                 "the simulator: no cubin compiled (docs/gpu-model.md's counts used)" if args.simulator else None))
     return [(part, what, est, "--skip" if part in args.skip else why) for part, what, est, why in plan]
 
 
@@ -194,6 +211,8 @@ class Suite:
     # --- the parts -----------------------------------------------------------------------------------
     def objectives(self):
         d = self.dataset(self.args.objective_rows)
+        n = d.X.shape[0] - self.args.big_query
+        without = type(d)(d.X[:n], d.y[:n], np.asarray(d.group)[:-1])
         built = self.gpu._objectives(d.X.shape[0])
         if self.args.objectives:
             built = [(e, o) for e, o in built if e in self.args.objectives]
@@ -203,8 +222,12 @@ class Suite:
                 self.record["skipped"].append({"part": f"objective {expr}", "why": "budget"})
                 continue
             row = self.gpu.objective_seconds(obj, d, self.args.repeat, rng)
+            if row is not None:  # the same rows without the big query: its cost per row (gpu_model)
+                row["without_big_query"] = self.gpu.objective_seconds(obj, without, self.args.repeat, rng, cpu=False)
             self.record["objectives"][expr] = row if row is not None else {"skipped": "no GPU kernel"}
         self.record["objective_rows"] = int(d.X.shape[0])
+        self.record["objective_rows_without"] = int(without.X.shape[0])
+        self.record["big_query"] = self.args.big_query
 
     def xgboost(self):
         import xgboost as xgb
@@ -266,14 +289,18 @@ class Suite:
 
             self._timers = collections.Counter()
             _load("ole_phases").install_timers(self._timers, PHASES, sync=cuda_module().synchronize)
+            self._updates = gpu_model.UpdateCounter()
+            self._updates.install()  # after the timers: its counting is in no step's time
         d = self.dataset(rows)
         self._timers.clear()
+        self._updates.clear()
         marks = []
 
         def tick(*_):  # tree 1 (compilation, uploads) is left out
             marks.append(time.perf_counter())
             if len(marks) == 1:
                 self._timers.clear()
+                self._updates.clear()
             return False
 
         self._booster(criterion, 3).fit(d.X, d.y, d.group, eval_metric=None, callbacks=[tick])
@@ -281,7 +308,34 @@ class Suite:
         steps = sorted(self._timers.items(), key=lambda kv: -kv[1])
         self.record["phases"].append({"rows": int(d.X.shape[0]), "criterion": criterion,
                                       "per_tree_s": (marks[-1] - marks[0]) / n if len(marks) > 1 else None,
-                                      "steps_s": {k: v / n for k, v in steps}})
+                                      "steps_s": {k: v / n for k, v in steps},
+                                      "updates": {k: v / n for k, v in self._updates.counts().items()}})
+
+    def instructions(self):
+        from customobj._cuda_runtime import cuda_module
+
+        cc = cuda_module().get_current_device().compute_capability
+        try:
+            counted = gpu_model.instruction_counts(_load("sass").measure(ccs=(tuple(cc),), every_signature=False))
+        except Exception as e:  # no ptxas / nvdisasm, an arch they do not know: the page's counts stand in, said
+            self.record["skipped"].append({"part": "instructions", "why": str(e)[-300:]})
+            return
+        self.record["instructions"] = dict(counted, source=f"benchmarks/sass.py, sm_{cc[0]}{cc[1]}")
+
+
+def card():
+    """The card's SMs and clock as numba.cuda reads them (the schedulers per SM: 4 on every arch from sm_70)."""
+    from customobj._cuda_runtime import cuda_module
+
+    dev = cuda_module().get_current_device()
+    try:
+        dev.MULTIPROCESSOR_COUNT, dev.CLOCK_RATE
+    except (AttributeError, RuntimeError) as e:  # a driver without the attribute: the page's values, said
+        return {"sm": gpu_model.ASSUMED["SM"], "clock_hz": gpu_model.ASSUMED["F"], "schedulers": gpu_model.ASSUMED["S"],
+                "source": f"docs/gpu-model.md (the card's attributes unread: {e})"}
+    return {"sm": int(dev.MULTIPROCESSOR_COUNT), "clock_hz": float(dev.CLOCK_RATE) * 1e3,
+            "schedulers": gpu_model.ASSUMED["S"], "cc": list(dev.compute_capability),
+            "source": "numba.cuda's device attributes (MULTIPROCESSOR_COUNT, CLOCK_RATE)"}
 
 
 def targets(record):
@@ -342,6 +396,7 @@ def main(argv=None):
     else:
         device = _load("gpu").require_real_gpu("benchmarks/gpu_suite.py")
     suite = Suite(args, device)
+    suite.record["card"] = None if args.simulator else card()
     suite.record["plan"] = [{"part": p, "what": w, "estimate_s": e} for p, w, e, _ in plan]
     sized = {"ole": iter([(r, c) for r in args.sizes for c in args.criteria]),
              "phases": iter([(r, c) for r in args.sizes for c in args.criteria])}
@@ -356,9 +411,12 @@ def main(argv=None):
         print(f"[{time.perf_counter() - suite.t0:6.1f} s] {what}", flush=True)
         step(*params)
         suite.record["targets"] = targets(suite.record)
+        suite.record["model"] = gpu_model.derive(suite.record)
         suite.save()
+    suite.record["model"] = gpu_model.derive(suite.record)
     suite.save()
     print_table(suite.record)
+    gpu_model.print_model(suite.record["model"])
     print(f"wrote {args.out}")
     return 0
 

@@ -25,7 +25,8 @@ Two traps this module handles (issue "customobj on the GPU"):
   ``count_pairs`` in ``benchmarks/gpu_suite.py --simulator``, a pair total of 420,099,481,718,275 and
   then a 1.49 PiB allocation). A GPU has one shared memory per block: the race is the simulator's.
   :func:`cuda_module` installs the same look-up under a lock (:func:`lock_simulator_shared_arrays`) in
-  every process that simulates customobj's kernels (the tests, benchmark subprocesses, the CLI).
+  every process that simulates customobj's kernels (the tests, benchmark subprocesses, the CLI), and
+  with it barriers whose threads sleep instead of being polled (``customobj._simulator_barrier``).
 
 Which device: ``require_gpu(what, device)`` checks that the :class:`~customobj._device.Device`'s
 ordinal exists, and :func:`on_device` makes it numba's current device for a block of work (a fit,
@@ -96,7 +97,10 @@ def cuda_module() -> Any:
                                   f"{_EXTRA_HINT}")
     _cache_cuda_kernels()
     if simulated():
+        from ._simulator_barrier import sleep_at_simulator_barriers
+
         lock_simulator_shared_arrays()
+        sleep_at_simulator_barriers()
     return cuda
 
 

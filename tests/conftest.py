@@ -32,7 +32,9 @@ if "NUMBA_ENABLE_CUDASIM" not in os.environ:
 # (numba_cuda/simulator/kernel.py, BlockThread.run's caller), so a woken thread waits up to one GIL
 # switch interval (5 ms by default) for the poller to let go: at every thread start and every
 # syncthreads. 0.2 ms halves the simulator's CPU time (a tiny OLE fit: 4.4 s -> 1.8 s) and changes
-# no result (thread scheduling only); below ~1 ms it is flat.
+# no result (thread scheduling only); below ~1 ms it is flat. With the sleeping barriers installed
+# below (customobj/_simulator_barrier.py: nothing polls) the interval hardly matters (6.1 s vs 5.8 s
+# CPU at 5 ms, a 100-row ole_fast fit); it stays for kernels run before they are installed.
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     import sys
 
@@ -53,8 +55,10 @@ _numba_cache.silence_compile_notice()
 # own kernels that import numba.cuda directly.
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     from customobj._cuda_runtime import lock_simulator_shared_arrays  # noqa: E402
+    from customobj._simulator_barrier import sleep_at_simulator_barriers  # noqa: E402
 
     lock_simulator_shared_arrays()
+    sleep_at_simulator_barriers()  # the block's threads sleep at barriers: no polling launcher
 
 
 @pytest.fixture

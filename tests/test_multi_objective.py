@@ -1,7 +1,8 @@
 """customobj/multi/objective.py (its kernels, customobj/multi/_combine_kernels.py, and its GPU route,
 customobj/multi/_weighted_route.py, under the CUDA simulator): MultiObjective's combined
-gradient and hessian, its losses against finite differences, the label checks, the record of the rounds,
-and its plumbing into lightgbm.train, LGBMRanker, xgboost.train and TreeBooster."""
+gradient and hessian, its losses against finite differences, the label checks (customobj/multi/_labels.py:
+numpy columns, Dask columns kept lazy), the record of the rounds, and its plumbing into lightgbm.train,
+LGBMRanker, xgboost.train and TreeBooster."""
 import warnings
 
 import numpy as np
@@ -170,6 +171,35 @@ def test_label_columns_are_checked_like_positions():
         MultiObjective([RankNet(), ListNet()], labels=y2)
 
 
+def test_with_labels_is_the_same_objective_on_other_columns():
+    s, y, y2, sizes = data(6)
+    obj = MultiObjective([RankNet(), ListNet()], labels=[None, np.zeros(3)], method="epo", preference=[1, 3],
+                         smoothing=0.5)
+    moved = obj.with_labels([None, y2])
+    direct = MultiObjective([RankNet(), ListNet()], labels=[None, y2], method="epo", preference=[1, 3], smoothing=0.5)
+    assert moved == direct and obj.labels[1].size == 3  # the original keeps its columns
+    for a, b in zip(moved.grad_hess(s, y, sizes), direct.grad_hess(s, y, sizes)):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match=r"labels\[0\] must stay None"):
+        obj.with_labels([y2, y2])
+    with pytest.raises(ValueError, match=r"labels\[1\] must stay a column"):
+        obj.with_labels([None, None])
+    with pytest.raises(ValueError, match=r"labels\[1\].*finite"):
+        obj.with_labels([None, np.full(3, np.inf)])
+
+
+def test_a_dask_column_stays_lazy_and_trains_only_through_dask():
+    da = pytest.importorskip("dask.array")
+    s, y, y2, sizes = data(7)
+    column = da.from_array(y2, chunks=5)
+    obj = MultiObjective([RankNet(), ListNet()], labels=[None, column])
+    assert obj.labels[1] is column and "<Dask column>" in repr(obj)  # never computed at construction
+    assert obj == MultiObjective([RankNet(), ListNet()], labels=[None, column])
+    assert obj != MultiObjective([RankNet(), ListNet()], labels=[None, da.from_array(y2 + 1, chunks=5)])
+    with pytest.raises(TypeError, match=r"labels\[1\] is a Dask collection: train through customobj.adapters.dask"):
+        obj.grad_hess(s, y, sizes)
+
+
 def test_objectives_are_checked():
     with pytest.raises(ValueError, match=r"objectives needs at least 2 objectives \(got 1\)"):
         MultiObjective([RankNet()])
@@ -196,8 +226,9 @@ def test_a_bound_no_model_meets_is_reported_with_its_achieved_cost():
     obj = MultiObjective([RankNet(), ListNet()], labels=[None, y2], method="epsilon_constraint", bounds=[1e-9])
     obj.grad_hess(s, y, sizes)
     cost = ListNet().loss(s, y2, sizes) / sizes.size
-    with pytest.warns(UserWarning, match=rf"bounds\[0\] = 1e-09 was not met: objective 2's cost .* is {cost:.6g}"):
+    with pytest.warns(UserWarning, match=rf"bounds\[0\] = 1e-09 was not met: objective 2's cost .* is {cost:.6g}") as said:
         obj.fitted_attributes()
+    assert said[0].filename == __file__  # said where the attributes were read
     met = MultiObjective([RankNet(), ListNet()], labels=[None, y2], method="epsilon_constraint", bounds=[1e9])
     met.grad_hess(s, y, sizes)
     with warnings.catch_warnings():

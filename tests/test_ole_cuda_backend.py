@@ -134,7 +134,7 @@ def test_a_fit_that_does_not_fit_the_card_is_refused_before_it_starts(monkeypatc
 
 @needs_gpu
 def test_the_pairs_are_checked_once_their_count_is_known(monkeypatch):
-    X, y, group = make_rank_data(2, n_queries=4)  # 4 fits: 100 rows
+    X, y, group = make_rank_data(2, n_queries=2)  # 4 fits: 50 rows (its trees have pairs: checked below)
     real = backend.device_memory_needed
     seen = []
 

@@ -27,6 +27,21 @@ class _SlowMisses(dict):
         return got
 
 
+class _MeetingMisses(dict):
+    """A look-up where both threads have looked before either goes on: the race forced, not timed (a
+    sleep-based window lost the race once on loaded cores). Only for the unlocked method: under the lock
+    the second thread cannot reach the meeting, and the barrier's timeout breaks it (no hang)."""
+
+    def __init__(self):
+        super().__init__()
+        self.meet = threading.Barrier(2, timeout=30)
+
+    def get(self, key, default=None):
+        got = super().get(key, default)
+        self.meet.wait()
+        return got
+
+
 def _two_threads_at_one_line(shared):
     got = []
 
@@ -54,7 +69,7 @@ def test_without_the_lock_the_race_is_real(monkeypatch):
     from numba.cuda.simulator.kernelapi import FakeCUDAShared
     monkeypatch.setattr(FakeCUDAShared, "array", FakeCUDAShared.array.__wrapped__)
     shared = FakeCUDAShared(0)
-    shared._allocations = _SlowMisses()
+    shared._allocations = _MeetingMisses()
     a, b = _two_threads_at_one_line(shared)
     assert a is not b
 

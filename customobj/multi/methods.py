@@ -15,6 +15,7 @@ Optimization", KDD, section 4 (the methods) and its code, github.com/amazon-scie
 """
 from __future__ import annotations
 
+import warnings
 from enum import IntEnum
 from typing import Any, NamedTuple, Optional
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from .._validation import PARAM_LIMIT, as_1d_float, check_choice, check_int, check_positive, check_real
 
-__all__ = ["Method", "MethodSpec", "METHODS", "Settings", "method_spec", "check_settings"]
+__all__ = ["Method", "MethodSpec", "METHODS", "Settings", "method_spec", "check_settings", "warn_unmet_bounds"]
 
 
 class Method(IntEnum):
@@ -187,3 +188,21 @@ def check_settings(spec: MethodSpec, m: int, *, preference: Any, bounds: Any, re
                          f"1 - mean), got {cap.tolist()}")
     seed = 0 if random_state is None else check_int(random_state, "random_state", minimum=0, maximum=2**32 - 1)
     return Settings(spec, m, pref, b, ref, smooth, u, pen, interval, cap, seed)
+
+
+def warn_unmet_bounds(settings: Settings, costs: np.ndarray, *, stacklevel: int = 2) -> None:
+    """A ``UserWarning`` for each bound the last round's cost exceeds (``costs``: rounds x m, the
+    ``label_costs_`` read after training, on one machine or as a distributed training brought them back).
+
+    >>> s = check_settings(METHODS["epsilon_constraint"], 2, preference=None, bounds=[0.5], reference_point=None,
+    ...                    smoothing=None, mgda_u=None, penalty=None, secondary_cap=None, random_state=None)
+    >>> warn_unmet_bounds(s, np.array([[1.0, 0.4]]))  # met: nothing said
+    """
+    if settings.bounds is None or len(costs) == 0:
+        return
+    last = np.asarray(costs, dtype=np.float64)[-1, 1:]
+    for k in np.flatnonzero(last > settings.bounds):
+        warnings.warn(f"bounds[{k}] = {settings.bounds[k]:.6g} was not met: objective {k + 2}'s cost (mean loss "
+                      f"per query) is {last[k]:.6g} after {len(costs)} rounds; no model of this "
+                      "training met it (a looser bound, more rounds or a larger penalty)",
+                      UserWarning, stacklevel=stacklevel + 1)

@@ -18,21 +18,22 @@ Product Search Using Stochastic Label Aggregation", WWW, section 3; Momma et al.
 """
 from __future__ import annotations
 
-import warnings
+import copy
 from typing import Any, Optional, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from .._kernel_status import check_status
-from .._validation import as_1d_float, as_labels
+from .._validation import as_labels
 from ..objectives._arrays import freeze_option
 from ..objectives import _lambdarank_kernels as LK
 from ..objectives.base import DeviceRoute, Objective, Prepared
 from ..objectives.listwise import LambdaRank
 from . import _combine_kernels as K
 from . import _round_route, _weighted_route
-from .methods import Method, check_settings, method_spec
+from ._labels import check_labels, frozen_label, is_dask
+from .methods import Method, check_settings, method_spec, warn_unmet_bounds
 from .solvers import augmented_lagrangian, first_memory, step
 
 __all__ = ["MultiObjective"]
@@ -155,7 +156,7 @@ class MultiObjective(Objective):
             raise ValueError(f"objectives needs at least 2 objectives (got {m}): one label is one objective, "
                              "train it directly")
         self.objectives = tuple(objectives)
-        self.labels = self._check_labels(labels, m)
+        self.labels = check_labels(labels, m)
         spec = method_spec(method)
         self.method = spec.name
         self._settings = check_settings(spec, m, preference=preference, bounds=bounds,
@@ -170,25 +171,6 @@ class MultiObjective(Objective):
         # costs and Gram matrices are sums over all rows: a distributed training sums them over the workers
         self.pools_rows = spec.needs_costs or spec.needs_gram or any(o.pools_rows for o in self.objectives)
 
-    @staticmethod
-    def _check_labels(labels: Any, m: int) -> tuple:
-        if labels is None:
-            return (None,) * m
-        if isinstance(labels, (str, bytes)) or not isinstance(labels, (list, tuple)):
-            raise TypeError(f"labels must be a list of {m} label columns (or None for the data set's label), "
-                            f"got {type(labels).__name__}")
-        if len(labels) != m:
-            raise ValueError(f"labels must have one entry per objective ({m}), got {len(labels)}")
-        out: list = []
-        for k, y in enumerate(labels):
-            if y is None:
-                out.append(None)
-                continue
-            arr = as_1d_float(y, f"labels[{k}]").copy()  # finite, 1-D; its length is checked against the data
-            arr.setflags(write=False)
-            out.append(arr)
-        return tuple(out)
-
     # --- identity ---------------------------------------------------------------------------------
     def _params(self) -> tuple:
         s = self._settings
@@ -200,12 +182,35 @@ class MultiObjective(Objective):
 
     def _cache_key(self) -> tuple:
         return (type(self).__name__,) + tuple(
-            (k, tuple(freeze_option(y) for y in v) if k == "labels" else freeze_option(v)) for k, v in self._params())
+            (k, tuple(frozen_label(y) for y in v) if k == "labels" else freeze_option(v)) for k, v in self._params())
 
     def __repr__(self) -> str:
-        cols = ", ".join("None" if y is None else f"<{y.size} values>" for y in self.labels)
+        cols = ", ".join("None" if y is None else "<Dask column>" if is_dask(y) else f"<{y.size} values>"
+                         for y in self.labels)
         return (f"MultiObjective({list(self.objectives)!r}, labels=[{cols}], method={self.method!r}, "
                 f"preference={self._settings.preference.tolist()!r})")
+
+    def with_labels(self, labels: Sequence[Any]) -> "MultiObjective":
+        """The same objectives, method and options against other label columns (checked as ``labels=``);
+        the entries that are None (the data set's label) stay None. What a distributed training gives each
+        worker: the columns of its own rows (:mod:`customobj.adapters.dask`).
+
+        Examples
+        --------
+        >>> from customobj import LambdaRank, RankNet
+        >>> obj = MultiObjective([LambdaRank(), RankNet()], labels=[None, [0, 1, 1, 0]])
+        >>> obj.with_labels([None, [1, 0]]).labels[1].tolist()
+        [1.0, 0.0]
+        """
+        new = check_labels(labels, len(self.objectives))
+        for k, (old, y) in enumerate(zip(self.labels, new)):
+            if (old is None) != (y is None):
+                raise ValueError(f"labels[{k}] must stay {'None' if old is None else 'a column'}: with_labels replaces "
+                                 "the columns, not which objectives read the data set's label")
+        out = copy.copy(self)
+        out.__dict__.pop("_last_prep", None)  # the public calls' data set belongs to the other columns
+        out.labels = new
+        return out
 
     # --- data ---------------------------------------------------------------------------------------
     def _convert_labels(self, labels):
@@ -217,6 +222,10 @@ class MultiObjective(Objective):
     def check_prepared(self, prep: Prepared) -> None:
         super().check_prepared(prep)
         for k, y in enumerate(self.labels):
+            if is_dask(y):
+                raise TypeError(f"labels[{k}] is a Dask collection: train through customobj.adapters.dask "
+                                "(train_xgboost), which splits it with the query-aligned partitions, or pass a "
+                                "numpy column here")
             if y is not None and y.shape[0] != prep.n_rows:
                 raise ValueError(f"labels[{k}] has {y.shape[0]} entries but the data has {prep.n_rows} rows "
                                  "(one label per row of the training data)")
@@ -247,13 +256,8 @@ class MultiObjective(Objective):
             out["label_costs_"] = np.array(state.costs, dtype=np.float64).reshape(-1, m)
         if s.spec.method == Method.EPSILON_CONSTRAINT:
             out["label_duals_"] = np.array(state.duals, dtype=np.float64).reshape(-1, m - 1)
-        if s.bounds is not None and state.costs:
-            last = state.costs[-1][1:]
-            for k in np.flatnonzero(last > s.bounds):
-                warnings.warn(f"bounds[{k}] = {s.bounds[k]:.6g} was not met: objective {k + 2}'s cost (mean loss "
-                              f"per query) is {last[k]:.6g} after {len(state.costs)} rounds; no model of this "
-                              "training met it (a looser bound, more rounds or a larger penalty)",
-                              UserWarning, stacklevel=3)
+        if state.costs:
+            warn_unmet_bounds(s, out["label_costs_"], stacklevel=3)
         return out
 
     def device_route(self) -> DeviceRoute:
