@@ -44,6 +44,15 @@ ASSUMED = {
     "HOST_PER_SPLIT_S": 25e-3 / 30, "LAUNCH_S": (30e-6, 150e-6),
     # the longest query: no slower per row than the others (issue 42's "Done when": a warp per upper row)
     "BIG_QUERY_ROW_RATIO": 1.0,
+    # the host term by growth (docs/gpu-model.md, "The host term by growth"): ms per launch, per blocking
+    # read and of Python per split, estimates chosen so best-first reproduces issue 42's ~25 ms host term
+    "HOST_LAUNCH_MS": {"low": 0.030, "central": 0.060, "high": 0.090},
+    "HOST_READ_MS": {"low": 0.040, "central": 0.080, "high": 0.120},
+    "HOST_SPLIT_MS": {"low": 0.150, "central": 0.250, "high": 0.350},
+    # (launches, reads, splits) per 31-leaf tree, counted under the simulator (device_stats_, tree 2;
+    # best-first ole_fast: its 7.93 launches and 1.0 read per split x 30 splits, not counted whole)
+    "TREE_COUNTS": {("ole", "best_first"): (178, 29, 30), ("ole", "breadth_first"): (139, 7, 30),
+                    ("ole_fast", "best_first"): (238, 30, 30), ("ole_fast", "breadth_first"): (200, 7, 30)},
 }
 CASES = ("low", "central", "high")
 #: The suite's timers (gpu_suite.PHASES) of the pair-histogram launches, and of every step that runs
@@ -73,6 +82,35 @@ def model_lines() -> list:
         out.append(f"ole {case:7s}: histograms {m['hist']:5.1f} ms + rest {m['rest']:4.1f} ms = {m['tree']:5.1f} ms, "
                    f"{m['tree'] / lgb:.2f}x a LightGBM round, {m['tree'] / xgb:.1f}x an XGBoost round; "
                    f"ole_fast {m['fast']:4.1f} ms, {m['fast'] / xgb:.2f}x an XGBoost round")
+    return out
+
+
+def host_ms(case: str, criterion: str, growth: str) -> float:
+    """The host's milliseconds per tree: counted launches, reads and splits (``TREE_COUNTS``) at the
+    estimated cost of each (``HOST_LAUNCH_MS``, ``HOST_READ_MS``, ``HOST_SPLIT_MS``)."""
+    a = ASSUMED
+    launches, reads, splits = a["TREE_COUNTS"][criterion, growth]
+    return launches * a["HOST_LAUNCH_MS"][case] + reads * a["HOST_READ_MS"][case] + splits * a["HOST_SPLIT_MS"][case]
+
+
+def growth_lines() -> list:
+    """docs/gpu-model.md's host term by growth: per case and growth, ``ole`` and ``ole_fast`` per tree with
+    the host term from counts (the terms added; ``kernels hidden``: ole_fast's kernels under its launches)."""
+    a = ASSUMED
+    lgb, xgb, obj = a["LIGHTGBM_ROUND_MS"], a["XGBOOST_ROUND_MS"], a["OBJECTIVE_MS"]
+    out = []
+    for case in CASES:
+        hist = per_tree_ms(case)["hist"]
+        small = max(a["REST_MS"] * a["SCALE"][case] - obj[case] - host_ms(case, "ole", "best_first"), 0.0)
+        fast_kernels = a["FAST_KERNELS_MS"] * a["FAST_SCALE"][case] * a["I"] / a["FAST_I_AT"]
+        for growth in ("best_first", "breadth_first"):
+            ole_host, fast_host = host_ms(case, "ole", growth), host_ms(case, "ole_fast", growth)
+            ole = hist + small + obj[case] + ole_host
+            fast = fast_host + obj[case] + fast_kernels
+            hidden = max(fast_host, fast_kernels) + obj[case]
+            out.append(f"{case:7s} {growth:13s}: ole {ole:5.1f} ms ({ole / lgb:.2f}x LightGBM, {ole / xgb:.1f}x "
+                       f"XGBoost), host {ole_host:4.1f} ms; ole_fast {fast:4.1f} ms ({fast / xgb:.2f}x XGBoost; "
+                       f"kernels hidden {hidden / xgb:.2f}x), host {fast_host:4.1f} ms")
     return out
 
 

@@ -106,6 +106,21 @@ def test_the_pages_printed_model_is_the_modules():
     assert "27.1 ms of pair histograms" in lines[0] and f"I = {gpu_model.ASSUMED['I']}" in lines[0]
 
 
+def test_the_pages_host_term_by_growth_is_the_modules():
+    text = (REPO / "docs" / "gpu-model.md").read_text()
+    printed = re.search(r"which gives[^\n]*\n\n((?:    .*\n)+)", text).group(1)
+    lines = [ln[4:] for ln in printed.splitlines()]
+    assert lines[1:] == gpu_model.growth_lines()
+    a = gpu_model.ASSUMED
+    launches, reads, splits = a["TREE_COUNTS"]["ole_fast", "breadth_first"]
+    # the host term is its counts at their costs: a read per level, not per split, is what breadth-first saves
+    assert gpu_model.host_ms("central", "ole_fast", "breadth_first") == pytest.approx(
+        launches * a["HOST_LAUNCH_MS"]["central"] + reads * a["HOST_READ_MS"]["central"]
+        + splits * a["HOST_SPLIT_MS"]["central"])
+    assert reads < a["TREE_COUNTS"]["ole_fast", "best_first"][1]
+    assert f"{gpu_model.host_ms('central', 'ole_fast', 'best_first'):.1f} ms best-first" in lines[0]
+
+
 def test_instruction_counts_pick_each_kind_of_loop():
     loop = lambda longest, native: {"longest": longest, "native": native}  # noqa: E731
     measured = {"pair_hist_shared": {"sm_90": [loop(47, 2), loop(36, 2)], "sm_90_cas": 0},
