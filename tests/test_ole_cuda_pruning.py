@@ -130,6 +130,10 @@ def test_ole_fast_trees_are_the_cpus_pairs_and_order_left_on_the_card(objective,
     from customobj.ole.cuda.memory import DeviceMemory
     sizes, read = [], DeviceMemory.read
     monkeypatch.setattr(DeviceMemory, "read", lambda self, dev: sizes.append(dev.size) or read(self, dev))
+    from customobj.ole.cuda.search import DeviceSearch
+    tails, search_read = [], DeviceSearch.read  # per read of results: the planned values it brings
+    monkeypatch.setattr(DeviceSearch, "read", lambda self, rows, tail_n=0: tails.append(tail_n) or search_read(
+        self, rows, tail_n))
     X, y, group = make_rank_data(4, n_queries=3)  # 75 rows
     opts = dict(criterion="ole_fast", num_leaves=4, n_estimators=2, min_data_in_leaf=4, max_bin=8, ole_fast_features=2,
                 ole_fast_epsilon=0.3, objective=objective, **kw, **QUIET)
@@ -139,9 +143,11 @@ def test_ole_fast_trees_are_the_cpus_pairs_and_order_left_on_the_card(objective,
     if "max_depth" in kw:  # the root's split: children never searched, their couplings read at the end
         assert sizes == [RESULT_SIZE, 3 * 2] * 2 and gpu.device_stats_.per_split()["reads"] == 2.0, sizes
     elif gpu.device_gradients_ == "device":  # no row order, no pairs come back: two splits' records do
-        # (and with the tree's last search, its leaves' dropped couplings: 3 a leaf, in whole records)
-        last = (2 + -(-3 * 4 // RESULT_SIZE)) * RESULT_SIZE
-        assert set(sizes) <= {RESULT_SIZE, 2 * RESULT_SIZE, last} and sizes.count(last) == 2, sizes
+        # (and with the tree's last search, of one child or two, its 3 leaves' dropped couplings: 3 a
+        # leaf, in whole records; each read brings only the rows of the searches it reads)
+        tail = -(-3 * 3 // RESULT_SIZE) * RESULT_SIZE
+        assert set(sizes) <= {RESULT_SIZE, 2 * RESULT_SIZE, RESULT_SIZE + tail, 2 * RESULT_SIZE + tail}, sizes
+        assert sorted(tails)[-2:] == [3 * 3, 3 * 3] and sum(t > 0 for t in tails) == 2, tails  # one a tree
         assert gpu.device_stats_.per_split()["reads"] <= 1.0
     assert gpu.device_stats_.total(first=1).allocations == 0
 
