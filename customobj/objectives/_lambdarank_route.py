@@ -39,26 +39,30 @@ def _lambdarank_setup(obj: Any, s: Any, prep: Any, data: Any) -> tuple:
     return inp, hess_scale, scratch
 
 
-def lambdarank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+def _lambdarank_grads(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> tuple:
+    """The gradient launches; returns ``(Inputs, scratch)`` for what reads their scratch after them."""
     from . import _lambdarank_cuda as CL
 
-    inp, hess_scale, (order, pos, F, Q, factor) = _lambdarank_setup(obj, s, prep, data)
+    inp, hess_scale, scratch = _lambdarank_setup(obj, s, prep, data)
+    _, pos, F, Q, factor = scratch
     n, nq = data.n_rows, data.n_queries
     launch(CL.pair_rows, n, inp, pos, F, Q)
     launch(CL.finish_queries, nq, inp, hess_scale, F, Q, factor)
     launch(CL.write_rows, n, data.qid, pos, data.ptr, F, Q, factor, g, h)
+    return inp, scratch
+
+
+def lambdarank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    _lambdarank_grads(obj, s, prep, data, g, h)
 
 
 def lambdarank_loss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any) -> None:
     """:func:`lambdarank`, then each query's loss into the device array ``per_query`` (``n_queries``): the
     CPU's ``_grad_hess_loss`` per query, the same bits (kernels: ``_lambdarank_loss_cuda``)."""
-    from . import _lambdarank_cuda as CL
     from . import _lambdarank_loss_cuda as CC
 
-    lambdarank(obj, s, prep, data, g, h)
-    inp, _ = _lambdarank_inputs(obj, s, prep, data)
+    inp, (_, pos, F, Q, factor) = _lambdarank_grads(obj, s, prep, data, g, h)  # its inputs made once a round
     n = data.n_rows
-    _, pos, F, Q, factor = CL.scratch(data, n, data.n_queries)
     rows = data.scratch("lambdarank_loss_rows", (max(n, 1),), np.float64)
     launch(CC.loss_rows, n, inp, pos, F, Q, rows)
     launch(CC.loss_queries, data.n_queries, inp, Q, factor, rows, per_query)
