@@ -14,7 +14,8 @@ that the fork also has (``FORK``: its ``mg_combination`` names, read from its ``
 - constrained methods (``epsilon_constraint``: the fork's ``e_constraint``; ``ec_mgda``), per bound: each
   library's bound is label 2's training cost (mean LambdaRank loss per query, each library's own loss) of
   its own linear model at ``w`` (``--bound-weights``), so some model of each meets it. customobj's costs are
-  ``LambdaRank().loss``; the fork's (:func:`fork_costs`) its ``rank_objective.hpp`` formula, checked
+  its per-label loss's (``LambdaRank().loss``, or with ``--per-label lightgbm`` that of
+  ``LambdaRank.like_lightgbm()``, the fork's per-label loss); the fork's (:func:`fork_costs`) its ``rank_objective.hpp`` formula, checked
   against the costs the fork prints in every ``e_constraint`` run (``cost_check``). Reported: label 1's test
   NDCG@10, and whether the bound is met on the held-out fold (label 2's test NDCG@10 at least that linear
   model's minus 0.01) and on the training data (label 2's training cost at most the bound).
@@ -28,6 +29,7 @@ built here).
     nice -n 10 python benchmarks/mo_lightgbm.py --molgbm /path/to/MO-LightGBM/LightGBM/lightgbm \\
         [--data ../shared/data/mq2008] [--folds 1,2,3,4,5] [--rounds 100] [--rays 0.2,0.5,0.8] \\
         [--methods linear,epo,...] [--bound-weights 0.3,0.7] [--secondary-cap 0.9] [--fork-tunes-u] \\
+        [--per-label customobj|lightgbm] \\
         [--out mo_lightgbm.json]
 """
 from __future__ import annotations
@@ -73,6 +75,8 @@ FORK = {"linear": ("linear_scalarization", {}), "stochastic": ("stochastic_label
         "wc_mgda": ("wc_mgda", {"mo_mgda_use_fix_u": "true"}),
         "epsilon_constraint": ("e_constraint", {}), "ec_mgda": ("ec_mgda", {"mo_mgda_use_fix_u": "true"})}
 CONSTRAINED = ("epsilon_constraint", "ec_mgda")
+# ``--per-label``: customobj's loss for each label (:func:`per_label_loss`)
+PER_LABEL = {"customobj": LambdaRank, "lightgbm": LambdaRank.like_lightgbm}
 MO_NAMES = {k: v[0] for k, v in FORK.items()}
 _ELAPSED = re.compile(r"([0-9.]+) seconds elapsed, finished iteration (\d+)")
 # the weights the fork logs each round (its secondary label first): its combinators', or the share of
@@ -210,15 +214,26 @@ def train_dataset(train_split):
     return lgb.Dataset(X, y, group=group, free_raw_data=False).construct()
 
 
-def customobj_model(train_split, method, rounds, ds=None, *, w=None, bound=None, cap=None):
+def per_label_loss(per_label="customobj"):
+    """customobj's loss for each label (``--per-label``): ``"customobj"``, ``LambdaRank()`` (every pair, NDCG of
+    the whole list, no norm); ``"lightgbm"``, ``LambdaRank.like_lightgbm()``, the fork's own per-label loss
+    (LightGBM's ``lambdarank``: upper rows in the top 30, IDCG@30, ``lambdarank_norm``), so that the two sides
+    differ only in how they combine the labels. Its cost (what the methods weigh and the bounds are on) is
+    still customobj's: that loss with the norm's per-query factor, not the fork's cost (:func:`fork_costs`)."""
+    return PER_LABEL[per_label]()
+
+
+def customobj_model(train_split, method, rounds, ds=None, *, w=None, bound=None, cap=None, per_label="customobj"):
     """customobj's model of the same method and ray (``w``) or bound through stock LightGBM (on ``ds``, the
-    split's :func:`train_dataset`, built here when not given); (booster, training seconds)."""
+    split's :func:`train_dataset`, built here when not given), each label trained with
+    :func:`per_label_loss`; (booster, training seconds)."""
     y2 = train_split[2]
     if method in CONSTRAINED:
         kw = dict(bounds=[bound], **({"secondary_cap": cap} if method == "ec_mgda" else {}))
     else:
         kw = dict(preference=[1 - w, w], **({"random_state": 0} if method == "stochastic" else {}))
-    obj = MultiObjective([LambdaRank(), LambdaRank()], labels=[None, y2], method=method, **kw)
+    obj = MultiObjective([per_label_loss(per_label), per_label_loss(per_label)], labels=[None, y2], method=method,
+                         **kw)
     f = adapters.lightgbm_objective(obj)
     ds = train_dataset(train_split) if ds is None else ds
     t0 = time.perf_counter()
@@ -226,9 +241,9 @@ def customobj_model(train_split, method, rounds, ds=None, *, w=None, bound=None,
     return booster, time.perf_counter() - t0
 
 
-def customobj_cost(scores, label, group):
-    """customobj's cost of label ``label`` (mean ``LambdaRank().loss`` per query): what its bounds are on."""
-    return float(LambdaRank().loss(scores, label, group) / len(group))
+def customobj_cost(scores, label, group, per_label="customobj"):
+    """customobj's cost of label ``label`` (mean :func:`per_label_loss` per query): what its bounds are on."""
+    return float(per_label_loss(per_label).loss(scores, label, group) / len(group))
 
 
 def evaluate(scores, split, w):
@@ -252,7 +267,7 @@ class Fold:
         """Both libraries' models of one method: customobj's with the keywords ``ours`` of
         :func:`customobj_model`, the fork's with those ``theirs`` of :func:`fork_settings`. Returns (customobj
         booster, seconds), (fork's model path, seconds, last weights, printed costs)."""
-        mine = customobj_model(self.train, method, self.args.rounds, self.ds, **ours)
+        mine = customobj_model(self.train, method, self.args.rounds, self.ds, per_label=self.args.per_label, **ours)
         fork = mo_lightgbm(self.args.molgbm, self.workdir, method,
                            fork_settings(method, tune_u=self.args.fork_tunes_u, **theirs), self.args.rounds, tag)
         return mine, (os.path.join(self.workdir, f"model_{tag}.txt"), *fork)
@@ -279,7 +294,8 @@ def bounds_of(fold):
     out = {}
     for w in fold.args.bound_weights:
         (booster, _), (model, *_) = fold.pair("linear", f"bound_{w:g}", {"w": w}, {"w": w})
-        out[w] = dict(customobj=dict(bound=customobj_cost(booster.predict(fold.train[0]), y2, group),
+        out[w] = dict(customobj=dict(bound=customobj_cost(booster.predict(fold.train[0]), y2, group,
+                                                          fold.args.per_label),
                                      target=ndcg(booster.predict(fold.test[0]), fold.test[2], fold.test[3], 10)),
                       mo_lightgbm=dict(bound=fork_costs(predict_fork_model(model, fold.train), y2, group),
                                        target=ndcg(predict_fork_model(model, fold.test), fold.test[2], fold.test[3], 10)))
@@ -313,7 +329,7 @@ def constrained_rows(fold, methods):
                 method, f"{method}_{w:g}", {"bound": ref["customobj"]["bound"], "cap": cap},
                 {"bound": ref["mo_lightgbm"]["bound"], "cap": cap})
             ours = constrained_result(booster.predict(fold.test[0]), booster.predict(fold.train[0]), fold,
-                                      ref["customobj"], customobj_cost)
+                                      ref["customobj"], lambda s, y, g: customobj_cost(s, y, g, fold.args.per_label))
             theirs = constrained_result(predict_fork_model(model, fold.test), predict_fork_model(model, fold.train),
                                         fold, ref["mo_lightgbm"], fork_costs)
             rows.append(dict(fold=fold.fold, method=method, w=w, customobj=dict(ours, seconds=ours_s),
@@ -334,7 +350,7 @@ def warm_up(args):
     rows = int(group[:20].sum())
     small = (X[:rows], y[:rows], y2[:rows], group[:20])
     for method in args.methods:
-        customobj_model(small, method, 2, w=0.5, bound=1.0, cap=args.secondary_cap)
+        customobj_model(small, method, 2, w=0.5, bound=1.0, cap=args.secondary_cap, per_label=args.per_label)
 
 
 def run_fold(args, fold):
@@ -385,6 +401,9 @@ def parser() -> argparse.ArgumentParser:
                     help="the linear weights on label 2 whose models' training costs are the bounds")
     ap.add_argument("--secondary-cap", type=float, default=0.9,
                     help="ec_mgda's cap on the secondary weight (customobj's secondary_cap, the fork's mo_ec_mgda_w)")
+    ap.add_argument("--per-label", choices=sorted(PER_LABEL), default="customobj",
+                    help="customobj's loss for each label: LambdaRank() (customobj) or LambdaRank.like_lightgbm(), the "
+                         "fork's own per-label loss (lightgbm)")
     ap.add_argument("--fork-tunes-u", action="store_true",
                     help="the fork's WC-MGDA and EC-MGDA tune u (its default) instead of keeping it fixed as customobj does")
     ap.add_argument("--out", default=None, help="write every model's figures to this JSON file, atomically")

@@ -59,6 +59,61 @@ def test_customobj_side_trains_every_method(bench, split, method):
     assert booster.num_trees() == 2 and np.isfinite(booster.predict(split[0])).all()
 
 
+def _fork_chebyshev_round(bench, scores, labels, group, w):
+    """One round of the fork's ``chebyshev_scalarization`` with two labels, transcribed: each label's gradient
+    from its LambdaRank loop (``GetGradientsForOneQuery``; the exact sigmoid for its table), all weight on the
+    label of larger ``r_k cost_k / queries`` (``ChebyshevScalarization::GetCoefficients``), its cost
+    :func:`fork_costs` (held to the fork's loop above)."""
+    parts = [ref_lightgbm(list(scores), [float(v) for v in lab], list(group)) for lab in labels]
+    k = int(np.argmax([(1 - w) * bench.fork_costs(scores, labels[0], group),
+                       w * bench.fork_costs(scores, labels[1], group)]))
+    return parts[k][0], parts[k][1], k
+
+
+def test_per_label_lightgbm_takes_the_forks_chebyshev_step(bench):
+    """With ``--per-label lightgbm`` a Chebyshev round's gradient is the fork's (its per-label LambdaRank, the
+    label it picks): the default ``LambdaRank()`` trains another per-label loss, which is why customobj's
+    Chebyshev at ``w = .8`` lay farther from its ray than the fork's (docs/multi-objective.md). Queries longer
+    than the fork's truncation (30), scores where the two costs pick different labels."""
+    from customobj.multi import MultiObjective
+
+    rng = np.random.default_rng(5)
+    group = np.array([45, 12, 33, 8])
+    y1 = rng.integers(0, 3, group.sum()).astype(float)
+    y2 = rng.integers(0, 4, group.sum()).astype(float)
+    checked = set()
+    for w in (0.2, 0.5, 0.8):
+        scores = rng.normal(size=group.sum()) + 0.8 * (y2 if w == 0.8 else y1)
+        want_g, want_h, want_k = _fork_chebyshev_round(bench, scores, (y1, y2), group, w)
+        for per_label in ("lightgbm", "customobj"):
+            obj = MultiObjective([bench.per_label_loss(per_label), bench.per_label_loss(per_label)], labels=[None, y2],
+                                 method="chebyshev", preference=[1 - w, w])
+            g, h = obj.grad_hess(scores, y1, group=group)
+            if per_label == "lightgbm":  # customobj picks by its own cost: here the same label as the fork's
+                assert obj.fitted_attributes()["label_weights_"][0].tolist() == [1.0 - want_k, float(want_k)]
+                np.testing.assert_allclose(g, want_g, rtol=1e-10, atol=1e-13)
+                np.testing.assert_allclose(h, want_h, rtol=1e-10, atol=1e-13)
+            else:
+                assert np.abs(g - want_g).max() > 0.05 * np.abs(want_g).max()
+        checked.add(want_k)
+    assert checked == {0, 1}  # both labels picked on some ray
+
+
+def test_per_label_lightgbm_trains_stock_lambdarank_on_a_label(bench, split):
+    """The fork's per-label loss is LightGBM's ``lambdarank``: customobj's side with all weight on label 1
+    (``w = 0``) and ``per_label="lightgbm"`` trains stock LightGBM's model; with ``LambdaRank()`` it does not."""
+    import lightgbm as lgb
+
+    X, y, _, group = split
+    native = lgb.train(dict(bench.STUDY.LGB, objective="lambdarank"), lgb.Dataset(X, y, group=group), 3).predict(X)
+    ours = bench.customobj_model(split, "linear", 3, w=0.0, per_label="lightgbm")[0].predict(X)
+    other = bench.customobj_model(split, "linear", 3, w=0.0)[0].predict(X)
+    assert np.ptp(native) > 0.1
+    np.testing.assert_allclose(ours, native, rtol=0, atol=1e-4)  # LightGBM's sigmoid table: the one difference
+    assert np.abs(other - native).max() > 1e-2
+    assert bench.customobj_cost(native, y, group, "lightgbm") != pytest.approx(bench.customobj_cost(native, y, group))
+
+
 def test_fork_settings_map_each_method(bench):
     assert bench.fork_settings("linear", w=0.2) == {"mo_preferences": "0.2,0.8"}  # label 2 first in the fork
     assert bench.fork_settings("wc_mgda", w=0.5) == {"mo_preferences": "0.5,0.5", "mo_mgda_use_fix_u": "true"}
