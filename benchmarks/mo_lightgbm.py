@@ -29,7 +29,7 @@ built here).
     nice -n 10 python benchmarks/mo_lightgbm.py --molgbm /path/to/MO-LightGBM/LightGBM/lightgbm \\
         [--data ../shared/data/mq2008] [--folds 1,2,3,4,5] [--rounds 100] [--rays 0.2,0.5,0.8] \\
         [--methods linear,epo,...] [--bound-weights 0.3,0.7] [--secondary-cap 0.9] [--fork-tunes-u] \\
-        [--per-label customobj|lightgbm] \\
+        [--per-label customobj|lightgbm] [--mgda-u 0.1] \\
         [--out mo_lightgbm.json]
 """
 from __future__ import annotations
@@ -75,6 +75,8 @@ FORK = {"linear": ("linear_scalarization", {}), "stochastic": ("stochastic_label
         "wc_mgda": ("wc_mgda", {"mo_mgda_use_fix_u": "true"}),
         "epsilon_constraint": ("e_constraint", {}), "ec_mgda": ("ec_mgda", {"mo_mgda_use_fix_u": "true"})}
 CONSTRAINED = ("epsilon_constraint", "ec_mgda")
+# the methods with the MGDA min-max's ``u`` (customobj's ``mgda_u``, the fork's ``mo_mgda_min_u``; ``--mgda-u``)
+U_METHODS = ("wc_mgda", "ec_mgda")
 # ``--per-label``: customobj's loss for each label (:func:`per_label_loss`)
 PER_LABEL = {"customobj": LambdaRank, "lightgbm": LambdaRank.like_lightgbm}
 MO_NAMES = {k: v[0] for k, v in FORK.items()}
@@ -103,14 +105,17 @@ def _conf(params):
     return "".join(f"{k} = {v}\n" for k, v in params.items())
 
 
-def fork_settings(method, *, w=None, bound=None, cap=None, tune_u=False):
+def fork_settings(method, *, w=None, bound=None, cap=None, tune_u=False, u=None):
     """The fork's configuration entries of one model: ``mo_preferences`` (the ray ``(1 - w, w)``, secondary
     first) for the preference methods; for the constrained ones ``mo_ub_sec_obj`` (and ``ec_mgda``'s
     ``mo_ec_mgda_w``, customobj's ``secondary_cap``). The fork needs ``mo_preferences`` in every run (its
     loader sizes ``mo_ec_mu`` by them, ``size() - 1`` of an empty list), so the constrained runs get 0.5,0.5,
     which they do not read. ``tune_u``: the fork's own default for WC-MGDA and EC-MGDA (``u`` tuned from
-    round 2), not customobj's method."""
+    round 2), not customobj's method. ``u``: WC-MGDA's and EC-MGDA's ``u`` (``mo_mgda_min_u``: the fixed ``u``,
+    or the least the tuning may take; None: the fork's default 0.1)."""
     conf = {k: v for k, v in FORK[method][1].items() if not (tune_u and k == "mo_mgda_use_fix_u")}
+    if u is not None and method in U_METHODS:
+        conf["mo_mgda_min_u"] = f"{u:.9g}"
     if method in CONSTRAINED:
         conf.update(mo_preferences="0.5,0.5", mo_ub_sec_obj=f"{bound:.9g}")
         if method == "ec_mgda":
@@ -223,15 +228,19 @@ def per_label_loss(per_label="customobj"):
     return PER_LABEL[per_label]()
 
 
-def customobj_model(train_split, method, rounds, ds=None, *, w=None, bound=None, cap=None, per_label="customobj"):
+def customobj_model(train_split, method, rounds, ds=None, *, w=None, bound=None, cap=None, per_label="customobj",
+                    u=None):
     """customobj's model of the same method and ray (``w``) or bound through stock LightGBM (on ``ds``, the
     split's :func:`train_dataset`, built here when not given), each label trained with
-    :func:`per_label_loss`; (booster, training seconds)."""
+    :func:`per_label_loss`, WC-MGDA and EC-MGDA with ``mgda_u = u`` (None: customobj's default, 0.1); (booster,
+    training seconds)."""
     y2 = train_split[2]
     if method in CONSTRAINED:
         kw = dict(bounds=[bound], **({"secondary_cap": cap} if method == "ec_mgda" else {}))
     else:
         kw = dict(preference=[1 - w, w], **({"random_state": 0} if method == "stochastic" else {}))
+    if u is not None and method in U_METHODS:
+        kw["mgda_u"] = u
     obj = MultiObjective([per_label_loss(per_label), per_label_loss(per_label)], labels=[None, y2], method=method,
                          **kw)
     f = adapters.lightgbm_objective(obj)
@@ -267,9 +276,11 @@ class Fold:
         """Both libraries' models of one method: customobj's with the keywords ``ours`` of
         :func:`customobj_model`, the fork's with those ``theirs`` of :func:`fork_settings`. Returns (customobj
         booster, seconds), (fork's model path, seconds, last weights, printed costs)."""
-        mine = customobj_model(self.train, method, self.args.rounds, self.ds, per_label=self.args.per_label, **ours)
+        u = self.args.mgda_u
+        mine = customobj_model(self.train, method, self.args.rounds, self.ds, per_label=self.args.per_label, u=u,
+                               **ours)
         fork = mo_lightgbm(self.args.molgbm, self.workdir, method,
-                           fork_settings(method, tune_u=self.args.fork_tunes_u, **theirs), self.args.rounds, tag)
+                           fork_settings(method, tune_u=self.args.fork_tunes_u, u=u, **theirs), self.args.rounds, tag)
         return mine, (os.path.join(self.workdir, f"model_{tag}.txt"), *fork)
 
 
@@ -401,6 +412,9 @@ def parser() -> argparse.ArgumentParser:
                     help="the linear weights on label 2 whose models' training costs are the bounds")
     ap.add_argument("--secondary-cap", type=float, default=0.9,
                     help="ec_mgda's cap on the secondary weight (customobj's secondary_cap, the fork's mo_ec_mgda_w)")
+    ap.add_argument("--mgda-u", type=float, default=None,
+                    help="WC-MGDA's and EC-MGDA's u on both sides (customobj's mgda_u, the fork's mo_mgda_min_u); "
+                         "default: both libraries' 0.1")
     ap.add_argument("--per-label", choices=sorted(PER_LABEL), default="customobj",
                     help="customobj's loss for each label: LambdaRank() (customobj) or LambdaRank.like_lightgbm(), the "
                          "fork's own per-label loss (lightgbm)")
@@ -419,6 +433,8 @@ def main(argv=None):
         parser().error(f"--methods: {bad} not among {sorted(FORK)}")
     if args.rounds < 2 or not all(0 < w < 1 for w in args.rays + args.bound_weights):
         parser().error("--rounds must be at least 2 and every --rays and --bound-weights entry in (0, 1)")
+    if args.mgda_u is not None and not 0 < args.mgda_u <= 1e6:
+        parser().error("--mgda-u must be positive (at most 1e6)")
     if not 0 < args.secondary_cap < 1:
         parser().error("--secondary-cap must be in (0, 1) (the primary keeps 1 minus it)")
     warm_up(args)

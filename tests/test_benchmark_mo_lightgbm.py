@@ -114,6 +114,16 @@ def test_per_label_lightgbm_trains_stock_lambdarank_on_a_label(bench, split):
     assert bench.customobj_cost(native, y, group, "lightgbm") != pytest.approx(bench.customobj_cost(native, y, group))
 
 
+def test_mgda_u_reaches_customobjs_side(bench, split):
+    """``u`` is read by EC-MGDA (a different model), and not passed to a method that refuses it (EPO)."""
+    base = bench.customobj_model(split, "ec_mgda", 3, bound=1.0, cap=0.9)[0].predict(split[0])
+    same = bench.customobj_model(split, "ec_mgda", 3, bound=1.0, cap=0.9, u=0.1)[0].predict(split[0])
+    big = bench.customobj_model(split, "ec_mgda", 3, bound=1.0, cap=0.9, u=10.0)[0].predict(split[0])
+    np.testing.assert_array_equal(same, base)  # 0.1 is the default
+    assert np.abs(big - base).max() > 1e-6
+    assert bench.customobj_model(split, "epo", 2, w=0.5, u=10.0)[0].num_trees() == 2
+
+
 def test_fork_settings_map_each_method(bench):
     assert bench.fork_settings("linear", w=0.2) == {"mo_preferences": "0.2,0.8"}  # label 2 first in the fork
     assert bench.fork_settings("wc_mgda", w=0.5) == {"mo_preferences": "0.5,0.5", "mo_mgda_use_fix_u": "true"}
@@ -123,6 +133,11 @@ def test_fork_settings_map_each_method(bench):
         "mo_preferences": "0.5,0.5", "mo_ub_sec_obj": "1.25", "mo_ec_mgda_w": "0.9", "mo_mgda_use_fix_u": "true"}
     assert bench.fork_settings("ec_mgda", bound=1.0, cap=0.5, tune_u=True) == {
         "mo_preferences": "0.5,0.5", "mo_ub_sec_obj": "1", "mo_ec_mgda_w": "0.5"}  # the fork's own default
+    assert bench.fork_settings("ec_mgda", bound=1.0, cap=0.5, u=0.3) == {  # --mgda-u: the fixed u
+        "mo_preferences": "0.5,0.5", "mo_ub_sec_obj": "1", "mo_ec_mgda_w": "0.5", "mo_mgda_use_fix_u": "true",
+        "mo_mgda_min_u": "0.3"}
+    assert bench.fork_settings("wc_mgda", w=0.5, u=2.0)["mo_mgda_min_u"] == "2"
+    assert "mo_mgda_min_u" not in bench.fork_settings("epo", w=0.5, u=2.0)  # a method without u: not passed on
     assert set(bench.FORK) == set(METHODS)  # every method of customobj's that the fork has, and no other
     assert bench.MO_NAMES["epsilon_constraint"] == "e_constraint"
 
@@ -323,6 +338,8 @@ def test_fork_model_files_predict_through_stock_lightgbm(bench, split, tmp_path)
     (["--molgbm", "{exe}", "--bound-weights", "1"], "--bound-weights"),
     (["--molgbm", "{exe}", "--rounds", "1"], "--rounds"),
     (["--molgbm", "{exe}", "--secondary-cap", "1"], "--secondary-cap"),
+    (["--molgbm", "{exe}", "--mgda-u", "0"], "--mgda-u"),
+    (["--molgbm", "{exe}", "--per-label", "xgboost"], "--per-label"),
 ])
 def test_bad_arguments_are_refused(bench, tmp_path, capsys, argv, message):
     exe = _script(tmp_path, "exit 0")
