@@ -69,7 +69,8 @@ def _study_module():
 STUDY = _study_module()
 # customobj's method -> MO-LightGBM's ``mg_combination`` and the settings that make it the same method.
 # ``mo_mgda_use_fix_u``: customobj's WC-MGDA and EC-MGDA keep ``u`` fixed (``mgda_u`` 0.1 = the fork's
-# ``mo_mgda_min_u``); the fork's own default tunes it from round 2.
+# ``mo_mgda_min_u``); the fork's own default tunes it from its third round (``n_iter > 1``), within
+# [``mo_mgda_min_u``, 10] for WC-MGDA and [``mo_mgda_min_u``, 0.3] for EC-MGDA (its ``max_u``).
 FORK = {"linear": ("linear_scalarization", {}), "stochastic": ("stochastic_label_aggregation", {}),
         "chebyshev": ("chebyshev_scalarization", {}), "epo": ("epo_search", {}),
         "wc_mgda": ("wc_mgda", {"mo_mgda_use_fix_u": "true"}),
@@ -111,7 +112,7 @@ def fork_settings(method, *, w=None, bound=None, cap=None, tune_u=False, u=None)
     ``mo_ec_mgda_w``, customobj's ``secondary_cap``). The fork needs ``mo_preferences`` in every run (its
     loader sizes ``mo_ec_mu`` by them, ``size() - 1`` of an empty list), so the constrained runs get 0.5,0.5,
     which they do not read. ``tune_u``: the fork's own default for WC-MGDA and EC-MGDA (``u`` tuned from
-    round 2), not customobj's method. ``u``: WC-MGDA's and EC-MGDA's ``u`` (``mo_mgda_min_u``: the fixed ``u``,
+    its third round), not customobj's method. ``u``: WC-MGDA's and EC-MGDA's ``u`` (``mo_mgda_min_u``: the fixed ``u``,
     or the least the tuning may take; None: the fork's default 0.1)."""
     conf = {k: v for k, v in FORK[method][1].items() if not (tune_u and k == "mo_mgda_use_fix_u")}
     if u is not None and method in U_METHODS:
@@ -127,8 +128,8 @@ def fork_settings(method, *, w=None, bound=None, cap=None, tune_u=False, u=None)
 
 def mo_lightgbm(binary, workdir, method, settings, rounds, tag):
     """Train with MO-LightGBM (``model_{tag}.txt`` in ``workdir``) with :func:`fork_settings`' ``settings``.
-    Returns the training seconds from its log, the weights of its last round (label 2 first, as the fork
-    orders them) and, for ``e_constraint``, the costs it printed at the start of its last round."""
+    Returns the training seconds from its log, the weights of every round (rounds x 2, label 2 first, as the
+    fork orders them) and, for ``e_constraint``, the costs it printed at the start of its last round."""
     p = STUDY.LGB
     common = dict(header="true", label_column="name:target", group_column="name:qid",
                   ignore_column="name:label2")
@@ -157,7 +158,7 @@ def mo_lightgbm(binary, workdir, method, settings, rounds, tag):
         raise RuntimeError(f"MO-LightGBM logged {len(weights)} rounds of weights for {rounds} rounds, or a "
                            f"weight that is not finite ({method}, {settings}): {weights[-3:]}")
     losses = [(float(a), float(b)) for a, b in _LOSSES.findall(log)]
-    return seconds[-1], weights[-1], (losses[-1] if losses else None)
+    return seconds[-1], weights, (losses[-1] if losses else None)
 
 
 def predict_fork_model(model, split, num_iteration=None):
@@ -275,7 +276,7 @@ class Fold:
     def pair(self, method, tag, ours, theirs):
         """Both libraries' models of one method: customobj's with the keywords ``ours`` of
         :func:`customobj_model`, the fork's with those ``theirs`` of :func:`fork_settings`. Returns (customobj
-        booster, seconds), (fork's model path, seconds, last weights, printed costs)."""
+        booster, seconds), (fork's model path, seconds, every round's weights, printed costs)."""
         u = self.args.mgda_u
         mine = customobj_model(self.train, method, self.args.rounds, self.ds, per_label=self.args.per_label, u=u,
                                **ours)
@@ -291,7 +292,8 @@ def preference_rows(fold, method):
         ours = evaluate(booster.predict(fold.test[0]), fold.test, w)
         theirs = evaluate(predict_fork_model(model, fold.test), fold.test, w)
         rows.append(dict(fold=fold.fold, method=method, w=w, customobj=dict(ours, seconds=ours_s),
-                         mo_lightgbm=dict(theirs, seconds=theirs_s, last_weights=weights)))
+                         mo_lightgbm=dict(theirs, seconds=theirs_s, last_weights=weights[-1],
+                                          mean_weights=np.mean(weights, axis=0).tolist())))
         print(f"Fold{fold.fold} {method:10s} w={w:.2f}: customobj NDCG@10 {ours['ndcg1']:.4f}/{ours['ndcg2']:.4f} "
               f"mwl {ours['mwl']:.4f} {ours_s:.2f} s | MO-LightGBM {theirs['ndcg1']:.4f}/{theirs['ndcg2']:.4f} "
               f"mwl {theirs['mwl']:.4f} {theirs_s:.2f} s", flush=True)
@@ -344,7 +346,7 @@ def constrained_rows(fold, methods):
             theirs = constrained_result(predict_fork_model(model, fold.test), predict_fork_model(model, fold.train),
                                         fold, ref["mo_lightgbm"], fork_costs)
             rows.append(dict(fold=fold.fold, method=method, w=w, customobj=dict(ours, seconds=ours_s),
-                             mo_lightgbm=dict(theirs, seconds=theirs_s, last_weights=weights,
+                             mo_lightgbm=dict(theirs, seconds=theirs_s, last_weights=weights[-1],
                                               cost_check=cost_check(model, fold, printed))))
             print(f"Fold{fold.fold} {method:10s} bound from w={w:.2f}: customobj NDCG@10 {ours['ndcg1']:.4f}, label 2 "
                   f"{ours['ndcg2']:.4f} (target {ours['target']:.4f}) met test/train {ours['met_test']:d}/"

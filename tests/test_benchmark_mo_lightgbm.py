@@ -232,7 +232,7 @@ def test_a_finished_run_that_crashes_at_exit_gives_its_time_weights_and_costs(be
                      f"{_W.format('0.25,0.75')}; echo '[LightGBM] [Debug] losses (before norm) =  1.5 2.25'; "
                      "echo '1.25 seconds elapsed, finished iteration 2'; echo Finished training; kill -SEGV $$")
     got = bench.mo_lightgbm(binary, str(tmp_path), "epsilon_constraint", {"mo_ub_sec_obj": "1"}, 2, "t")
-    assert got == (1.25, [0.25, 0.75], (1.5, 2.25))
+    assert got == (1.25, [[0.4, 0.6], [0.25, 0.75]], (1.5, 2.25))
 
 
 @pytest.mark.parametrize("weights", [["0.5,0.5"], ["0.5,0.5", "nan,0.5"], ["0.5,0.5", "1"]])
@@ -250,7 +250,7 @@ def test_stochastic_label_aggregation_reports_its_draws(bench, tmp_path):
     binary = _script(tmp_path, f"touch {tmp_path}/model_t.txt; {draw}; {draw}; echo '2 seconds elapsed, finished iteration 2';"
                      " echo Finished training")
     assert bench.mo_lightgbm(binary, str(tmp_path), "stochastic", {"mo_preferences": "0.5,0.5"}, 2, "t") == (
-        2.0, [0.45, 0.55], None)
+        2.0, [[0.45, 0.55], [0.45, 0.55]], None)
 
 
 # A stand-in for the fork: no imports beyond the standard library (numpy and LightGBM take seconds to import
