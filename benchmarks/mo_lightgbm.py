@@ -15,9 +15,9 @@ that the fork also has (``FORK``: its ``mg_combination`` names, read from its ``
   library's bound is label 2's training cost (mean LambdaRank loss per query, each library's own loss) of
   its own linear model at ``w`` (``--bound-weights``), so some model of each meets it. customobj's costs are
   its per-label loss's (``LambdaRank().loss``, or with ``--per-label lightgbm`` that of
-  ``LambdaRank.like_lightgbm()``, the fork's per-label loss); the fork's (:func:`fork_costs`) its ``rank_objective.hpp`` formula, checked
-  against the costs the fork prints in every ``e_constraint`` run (``cost_check``). Reported: label 1's test
-  NDCG@10, and whether the bound is met on the held-out fold (label 2's test NDCG@10 at least that linear
+  ``LambdaRank.like_lightgbm()``, the fork's per-label loss); the fork's (:func:`fork_costs`) its
+  ``rank_objective.hpp`` formula, checked against the costs the fork prints in every ``e_constraint`` run
+  (``cost_check``). Reported: label 1's test NDCG@10, and whether the bound is met on the held-out fold (label 2's test NDCG@10 at least that linear
   model's minus 0.01) and on the training data (label 2's training cost at most the bound).
 
 Times are the libraries' own: customobj's the ``lightgbm.train`` call (the ``Dataset`` built before it),
