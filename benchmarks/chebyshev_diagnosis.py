@@ -33,25 +33,17 @@ import sys
 import tempfile
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
 
+import mo_lightgbm as MO  # noqa: E402  (it takes this folder off sys.path again on import)
 import numpy as np  # noqa: E402
 
 from customobj import LambdaRank  # noqa: E402
 from customobj._io import atomic_write_bytes  # noqa: E402
 from customobj.metrics import ndcg  # noqa: E402
 
-import importlib.util  # noqa: E402
-
-
-def _sibling(name):
-    spec = importlib.util.spec_from_file_location(f"_{name}_for_diagnosis", os.path.join(_HERE, f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MO = _sibling("mo_lightgbm")  # its data path, trees, fork runner and the fork's cost: one home
+# mo_lightgbm: the data path, trees, fork runner and the fork's cost have one home
 lgb = MO.lgb
 GRADIENTS = {"customobj": LambdaRank, "lightgbm": LambdaRank.like_lightgbm}
 COSTS = {"customobj": lambda s, y, g: LambdaRank().loss(s, y, g) / len(g),

@@ -1,12 +1,11 @@
 """benchmarks/chebyshev_diagnosis.py: its loop with customobj's loss and cost is ``MultiObjective``'s Chebyshev
 (the same picks, costs and model), the per-round facts on a hand-made run, every picking cost reachable, and
 the script end to end on a small fold (the fork's side without the fork: CI has no build of it)."""
-import gzip
-
 import numpy as np
 import pytest
 
 from conftest import import_benchmark
+from test_benchmark_mo_lightgbm import small_fold
 
 
 @pytest.fixture(scope="module")
@@ -69,13 +68,7 @@ def test_trajectory_on_a_hand_made_run(diag):
 
 
 def test_the_script_runs_on_a_small_fold(diag, data_dir, tmp_path, capsys):
-    fold = tmp_path / "data" / "Fold1"
-    fold.mkdir(parents=True)
-    with gzip.open(data_dir / "mq2008" / "Fold1" / "vali.txt.gz", "rt") as f:
-        head = [next(f) for _ in range(600)]  # about 30 queries
-    for part in ("train", "test"):
-        with gzip.open(fold / f"{part}.txt.gz", "wt") as f:
-            f.writelines(head)
+    small_fold(data_dir, tmp_path / "data")
     out = tmp_path / "diag.json"
     diag.main(["--data", str(tmp_path / "data"), "--folds", "1", "--rounds", "3", "--out", str(out)])
     import json

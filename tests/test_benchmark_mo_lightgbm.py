@@ -273,19 +273,26 @@ print("[LightGBM] [Info] Finished training")
 """
 
 
+def small_fold(data_dir, root):
+    """``root/Fold1`` with MQ2008 Fold 1's first 600 validation rows (about 30 queries) as both its training
+    and its test split; returns the fold's folder."""
+    fold = root / "Fold1"
+    fold.mkdir(parents=True)
+    with gzip.open(data_dir / "mq2008" / "Fold1" / "vali.txt.gz", "rt") as f:
+        head = [next(f) for _ in range(600)]
+    for part in ("train", "test"):
+        with gzip.open(fold / f"{part}.txt.gz", "wt") as f:
+            f.writelines(head)
+    return fold
+
+
 def test_the_whole_script_runs_against_a_stand_in_binary(bench, data_dir, tmp_path, capsys):
     """Every method of one kind and the other on a small fold (MQ2008 Fold 1's first 600 validation rows as
     both splits), two rounds: one row per model with both sides' figures, each bound from its own linear model,
     the fork's configuration as :func:`fork_settings` says, and the summary lines."""
     import lightgbm as lgb
 
-    fold = tmp_path / "data" / "Fold1"
-    fold.mkdir(parents=True)
-    with gzip.open(data_dir / "mq2008" / "Fold1" / "vali.txt.gz", "rt") as f:
-        head = [next(f) for _ in range(600)]  # about 30 queries
-    for part in ("train", "test"):
-        with gzip.open(fold / f"{part}.txt.gz", "wt") as f:
-            f.writelines(head)
+    fold = small_fold(data_dir, tmp_path / "data")
     X, y, y2, group = bench.STUDY.load_split(str(fold / "train.txt.gz"), 41)
     columns = np.column_stack([np.repeat(np.arange(group.size), group), y2, X])  # the fork's: qid, label2, features
     booster = lgb.train(dict(objective="lambdarank", verbose=-1, num_threads=1), lgb.Dataset(columns, y, group=group), 2)
