@@ -327,8 +327,9 @@ def time_training(args):
             multi = multi_of(m, method, cols)
             for lib, fit in fits.items():
                 r = np.median(interleaved(lambda: fit(LambdaRank()), lambda: fit(multi), args.repeats))
-                print(f"rows={y.size} rounds={args.rounds} m={m} {method:18s} {lib:8s}: training / (m x single training) "
-                      f"median {r / m:.3f}, training / single training median {r:.3f} ({args.repeats} interleaved pairs)",
+                print(f"rows={y.size} rounds={args.rounds} m={m} {method:18s} {lib:8s}: training / (m x single "
+                      f"training) median {r / m:.3f}, training / single training median {r:.3f} ({args.repeats} "
+                      "interleaved pairs)",
                       flush=True)
 
 

@@ -200,7 +200,8 @@ def report(asm: dict) -> dict:
 
     vector = [lp for lp in out["GRAD_LOSS"]["costs"] if lp.vector and lp.divisions == 0]
     cost_lane = min(lp.per_pair for lp in vector) if vector else min(lp.per_pair for lp in out["GRAD_LOSS"]["costs"])
-    out["summary"] = {"grad": plain(out["GRAD"]["pairs"]).per_pair, "grad_loss": plain(out["GRAD_LOSS"]["pairs"]).per_pair,
+    out["summary"] = {"grad": plain(out["GRAD"]["pairs"]).per_pair,
+                      "grad_loss": plain(out["GRAD_LOSS"]["pairs"]).per_pair,
                       "cost_lane": cost_lane, "cost_vectorised": bool(vector)}
     return out
 

@@ -62,7 +62,8 @@ def test_train_benchmark_runs(bench, data_dir, capsys):
     lines = [line for line in capsys.readouterr().out.splitlines() if "training / (m x single training)" in line]
     assert len(lines) == 2 * 2  # methods x libraries
     for line in lines:
-        per_m, whole = (float(line.split(key)[1].split()[0]) for key in ("single training) median ", "training median "))
+        per_m, whole = (float(line.split(key)[1].split()[0].rstrip(","))
+                        for key in ("single training) median ", "training median "))
         assert whole > 0 and per_m == pytest.approx(whole / 2, abs=1e-3)  # m = 2 (both printed to 3 decimals)
     for bad in (["--labels", "1"], ["--rounds", "0"]):
         with pytest.raises(SystemExit):
