@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import runpy
 import sys
 from typing import NamedTuple
 
@@ -28,6 +29,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 import numpy as np  # noqa: E402
 
+_natural_loops = runpy.run_path(os.path.join(_HERE, "sass.py"))["_natural_loops"]  # one control-flow home
 _LABEL = re.compile(r"^(\.LBB\d+_\d+):")
 _JUMP = re.compile(r"^(j\w+)\s+(\.LBB\d+_\d+)")
 
@@ -94,35 +96,9 @@ def _successors(blocks: list) -> list:
 
 
 def innermost_loops(blocks: list) -> list:
-    """The natural loops (a back edge to a block that dominates its source) that contain no other loop, as
-    sorted lists of block indices."""
-    succ = _successors(blocks)
-    n = len(blocks)
-    pred: list = [set() for _ in range(n)]
-    for i, s in enumerate(succ):
-        for j in s:
-            pred[j].add(i)
-    dom = [set(range(n)) for _ in range(n)]
-    dom[0] = {0}
-    changed = True
-    while changed:
-        changed = False
-        for i in range(1, n):
-            ps = [dom[p] for p in pred[i]]
-            d = {i} | (set.intersection(*ps) if ps else set())
-            if d != dom[i]:
-                dom[i], changed = d, True
-    loops: dict = {}
-    for i in range(n):
-        for h in succ[i]:
-            if h in dom[i]:
-                body, stack = {h, i}, ([i] if i != h else [])
-                while stack:
-                    for p in pred[stack.pop()]:
-                        if p not in body:
-                            body.add(p)
-                            stack.append(p)
-                loops.setdefault(h, set()).update(body)
+    """The natural loops (``benchmarks/sass.py``'s, of the back edges to a block that dominates their source)
+    that contain no other loop, as sorted lists of block indices."""
+    loops = _natural_loops([sorted(s) for s in _successors(blocks)])
     return [sorted(b) for h, b in loops.items() if not any(o != h and loops[o] < b for o in loops)]
 
 
@@ -206,11 +182,12 @@ def report(asm: dict) -> dict:
     return out
 
 
-def main(argv=None):
+def main(argv=None, asm=None):
+    """The command line; ``asm``: :func:`compiled_asm`'s result when already made (numba shows no cached code)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--loops", action="store_true", help="also print each loop's instructions")
     args = p.parse_args(argv)
-    r = report(compiled_asm())
+    r = report(asm if asm is not None else compiled_asm())
     for mode in ("GRAD", "GRAD_LOSS"):
         for part, loops in r[mode].items():
             for lp in loops:
