@@ -131,7 +131,8 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
     total), ``total`` GRAD_LOSS's utility when ``loss`` (LOSS's terms, each upper row's summed first as the
     GPU sums them, ``_lambdarank_loss_cuda``, each with
     ``_lambdarank_terms.softplus_tabled``, read by ``softplus_sorted``: within ``SOFTPLUS_TABLE_ERROR`` per
-    unit of ``w |dZ|``).
+    unit of ``w |dZ|``; the pair terms from :func:`_rows_losses`, ``LOSS_ROWS`` upper rows at a time).
+    Compiled once per mode by :func:`_ndcg_loop` (``grad``, ``fill``, ``loss`` constants there).
 
     Needs every ``e[r] > EXP_FLOOR`` (``_lambdarank_terms.rho``'s table branch for all pairs). ``rho`` is
     ``e_lo / (e_a + e_b)``, the same bits as ``rho``. FILL writes each upper row's pairs to the
