@@ -198,7 +198,7 @@ except GPUUnavailableError as exc:
 
 
 _PTX_CHECK = """
-OWN_PTX_TESTS = ("_listwise_cuda", "_sampled_pairs_cuda")
+OWN_PTX_TESTS = ("_listwise_cuda", "_listwise_loss_cuda", "_sampled_pairs_cuda")
 import types as pytypes
 from numba import cuda, types as T
 import numba.cuda.dispatcher as dispatcher
