@@ -11,7 +11,7 @@ import pytest
 import customobj
 from customobj import LambdaRank, MPBoost, PreferencePairs, QBRank, RankNet, RankSVM, SquaredError, Unbiased
 from customobj.objectives import devices
-from _cuda_cases import assert_simulated_bits, compile_listed_kernels, needs_gpu, to_device
+from _cuda_cases import assert_simulated_bits, compile_listed_kernels, needs_gpu, query_order_sum, to_device
 
 ROUNDS = 3
 
@@ -160,9 +160,7 @@ def test_each_querys_debiased_cost_is_the_cpus(obj):
         gd, hd, pq = to_device(np.zeros(s.size)), to_device(np.zeros(s.size)), to_device(np.full(nq, np.nan))
         route(obj, to_device(s), gpu, data, gd, hd, pq)
         per_query = pq.copy_to_host()
-        got = 0.0
-        for q in range(nq):  # MultiObjective's GPU round adds them so (one chunk of queries)
-            got += per_query[q]
+        got = query_order_sum(per_query)  # as MultiObjective's GPU round adds them (one chunk of queries)
         _assert_close(gd.copy_to_host(), g, f"{obj!r} round {r} grad")
         _assert_close(hd.copy_to_host(), h, f"{obj!r} round {r} hess")
         assert want > 0 and np.count_nonzero(per_query) > 1 and np.isfinite(per_query).all()

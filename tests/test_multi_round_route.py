@@ -10,8 +10,8 @@ import pytest
 from customobj import adapters  # before xgboost: sets the OpenMP wait policy
 
 import customobj
-from customobj import (XENDCG, LambdaRank, ListNet, PreferencePairs, QBRank, QueryRMSE, RankNet, SquaredError,
-                       Unbiased)
+from customobj import (XENDCG, LambdaLoss, LambdaRank, ListNet, PreferencePairs, QBRank, QueryRMSE, QuerySoftMax,
+                       RankNet, SquaredError, Unbiased)
 from customobj.multi import MultiObjective
 from customobj.objectives._launch import LaunchCount
 from _cuda_cases import assert_simulated_bits, compile_listed_kernels, needs_gpu, needs_real_gpu, to_device
@@ -183,17 +183,19 @@ def test_composites_have_their_parts_costs(method):
 @pytest.mark.filterwarnings("ignore:bounds\\[")
 @pytest.mark.parametrize("method, losses", [
     ("wc_mgda", (ListNet(), QueryRMSE())),
+    ("epo", (XENDCG(seed=2), QuerySoftMax(beta=2.0))),
     ("ec_mgda", (QBRank(pairs=np.array([[0, 2], [9, 4], [5, 8]])), PreferencePairs(np.array([[3, 4], [8, 7]])))),
-], ids=["listwise", "explicit-pairs"])
+], ids=["listwise", "xendcg", "explicit-pairs"])
 def test_listwise_and_explicit_pair_costs(method, losses):
-    """ListNet's and QueryRMSE's GPU costs (``_listwise_loss_cuda``: each query's the CPU's bits), QBRank's
+    """ListNet's, QueryRMSE's, XENDCG's and QuerySoftMax's GPU costs (``_listwise_loss_cuda``: each query's the
+    CPU's bits; XENDCG's at each round's noise, drawn alike on both), QBRank's
     and PreferencePairs' (``pair_list_loss_rows``: each pair at its first row's query, equal to rounding):
     the recorded costs and weights equal the CPU's, one read a round."""
     y, cols = labels(2)
     cpu, gpu = (MultiObjective(list(losses), labels=cols, method=method, **OPTIONS[method](2)) for _ in range(2))
     want, got, reads = run_rounds(cpu, gpu, y, rounds=2)
     assert reads == [1, 1] and (want["label_costs_"] > 0).all()
-    if method == "wc_mgda":
+    if method != "ec_mgda":
         assert_simulated_bits(got["label_costs_"], want["label_costs_"])
     np.testing.assert_allclose(got["label_costs_"], want["label_costs_"], rtol=1e-13, atol=0)
     np.testing.assert_allclose(got["label_weights_"], want["label_weights_"], rtol=1e-10, atol=1e-13)
@@ -207,27 +209,26 @@ def test_stochastic_draws_the_cpu_labels_and_reads_nothing():
 
 
 def test_a_per_label_loss_without_a_gpu_cost_is_refused_by_name():
-    """XENDCG (its cost reads a round's noise), LambdaLoss, YetiRank, StructuredDCG and Affine have no GPU
-    cost: refused before round 1, naming the label."""
+    """LambdaLoss, YetiRank, StructuredDCG and Affine have no GPU cost: refused before round 1, naming the label."""
     y, cols = labels(2)
     for method in OPTIONS:
-        obj = MultiObjective([LambdaRank(), XENDCG()], labels=cols, method=method, **OPTIONS[method](2))
-        with pytest.raises(NotImplementedError, match=rf"method='{method}'.*objectives\[1\] \(XENDCG\) has no GPU cost"):
+        obj = MultiObjective([LambdaRank(), LambdaLoss()], labels=cols, method=method, **OPTIONS[method](2))
+        with pytest.raises(NotImplementedError, match=rf"method='{method}'.*objectives\[1\] \(LambdaLoss\) has no GPU cost"):
             obj.device_route()
-    with pytest.raises(NotImplementedError, match=r"XENDCG\) has no GPU cost"):
+    with pytest.raises(NotImplementedError, match=r"LambdaLoss\) has no GPU cost"):
         obj.grad_hess(to_device(np.zeros(y.size)), y, SIZES)
     assert np.isfinite(obj.grad_hess(np.zeros(y.size), y, SIZES)[0]).all()  # host scores: the CPU route
-    for loss in (customobj.LambdaLoss(), customobj.YetiRank(), customobj.StructuredDCG(), customobj.Affine(RankNet())):
+    for loss in (customobj.YetiRank(), customobj.StructuredDCG(), customobj.Affine(RankNet())):
         with pytest.raises(NotImplementedError, match=rf"\({type(loss).__name__}\) has no GPU cost"):
             MultiObjective([LambdaRank(), loss], method="epo").device_route()
     # the methods that read no costs take any loss with a GPU route
-    obj = MultiObjective([LambdaRank(), XENDCG()], labels=cols, method="stochastic")
+    obj = MultiObjective([LambdaRank(), LambdaLoss()], labels=cols, method="stochastic")
     assert obj.grad_hess(to_device(np.zeros(y.size)), y, SIZES)[0].copy_to_host().shape == (y.size,)
-    # a composite has a cost when every part has one: with an XENDCG part it has none
+    # a composite has a cost when every part has one: with a LambdaLoss part it has none
     with pytest.raises(NotImplementedError, match=r"objectives\[0\] \(Sum\) has no GPU cost"):
-        MultiObjective([LambdaRank() + XENDCG(), LambdaRank()], method="epo").device_route()
+        MultiObjective([LambdaRank() + LambdaLoss(), LambdaRank()], method="epo").device_route()
     with pytest.raises(NotImplementedError, match=r"objectives\[1\] \(Scaled\) has no GPU cost"):
-        MultiObjective([LambdaRank(), 2.0 * XENDCG()], method="epo").device_route()
+        MultiObjective([LambdaRank(), 2.0 * LambdaLoss()], method="epo").device_route()
     MultiObjective([LambdaRank() + RankNet(), 2.0 * LambdaRank()], method="epo").device_route()  # both have one
 
 

@@ -1,6 +1,6 @@
 """The query-level losses' GPU costs (customobj/objectives/_listwise_loss_cuda.py, driven by
-``_listwise_route.softmax_loss`` / ``query_rmse_loss``: ``ListNet``'s, ``QuerySoftMax``'s and ``QueryRMSE``'s
-``device_route().grad_hess_loss``) against the CPU's per-query values under the simulator: random and degenerate
+``_listwise_route.softmax_loss`` / ``query_rmse_loss`` / ``xendcg_loss``: ``ListNet``'s, ``QuerySoftMax``'s,
+``QueryRMSE``'s and ``XENDCG``'s ``device_route().grad_hess_loss``) against the CPU's per-query values under the simulator: random and degenerate
 data (one-row queries, equal labels, ties, weights, an empty query, extreme scores, all labels 0), softmax
 weights of 0 and far apart; the gradients beside them those of the gradient-only route; the kernels typed and
 compiled to PTX for sm_80."""
@@ -9,19 +9,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from customobj import ListNet, QueryRMSE, QuerySoftMax
+from customobj import XENDCG, ListNet, QueryRMSE, QuerySoftMax
 from customobj.objectives import _listwise_kernels as QK
 from customobj.objectives import devices
-from _cuda_cases import assert_kernels_compile, assert_simulated_bits, needs_gpu, query_level_cases, to_device
+from _cuda_cases import (assert_kernels_compile, assert_simulated_bits, needs_gpu, query_level_cases, query_order_sum,
+                         to_device)
 
 pytestmark = needs_gpu
 
-LOSSES = [QueryRMSE(), ListNet(), QuerySoftMax(beta=2.5)]
+LOSSES = [QueryRMSE(), ListNet(), QuerySoftMax(beta=2.5), XENDCG(seed=9), XENDCG.like_lightgbm(seed=3)]
 
 
 def cpu_per_query(obj, s, prep):
     """The CPU's per-query losses, each query's own call of the CPU's loss kernel (its values summed in
-    query order are the CPU's total: ``_listwise_kernels``' serial sum)."""
+    query order are the CPU's total: ``_listwise_kernels``' serial sum); XENDCG's against the masses of the
+    data set's latest round."""
     out = np.zeros(prep.groups.n_groups)
     for q in range(out.size):
         lo, hi = prep.ptr[q], prep.ptr[q + 1]
@@ -51,16 +53,17 @@ def gpu_loss(obj, s, prep):
 @pytest.mark.parametrize("obj", LOSSES, ids=repr)
 @pytest.mark.parametrize("case", list(query_level_cases()), ids=lambda c: c[0])
 def test_each_querys_cost_is_the_cpus_bits(case, obj):
+    """Each query's cost, and their sum in query order (as MultiObjective's GPU round adds them), the CPU's
+    ``_grad_hess_loss`` (XENDCG: a round's gradients, then the loss at that round's noisy masses)."""
     _, s, y, sizes, w = case
-    prep = obj.prepare(y, sizes, w)
-    pq, gd, hd = gpu_loss(obj, s, prep)
-    assert_simulated_bits(pq, cpu_per_query(obj, s, prep))
-    total = 0.0
-    for v in pq:  # in query order, as MultiObjective's GPU round adds them: the CPU's cost
-        total += v
+    cpu = obj.prepare(y, sizes, w)
     g, h = np.zeros_like(s), np.zeros_like(s)
-    assert_simulated_bits(total, obj._grad_hess_loss(s, prep, prep.state_for(obj), g, h))
-    plain_g, plain_h = obj.grad_hess(to_device(s), y, sizes, w)  # the gradient-only route: the same gradients
+    want = obj._grad_hess_loss(s, cpu, cpu.state_for(obj), g, h)
+    pq, gd, hd = gpu_loss(obj, s, obj.prepare(y, sizes, w))
+    assert_simulated_bits(pq, cpu_per_query(obj, s, cpu))
+    assert_simulated_bits(query_order_sum(pq), want)
+    # the gradient-only route at the same round: the same gradients
+    plain_g, plain_h = obj.grad_hess_prepared(to_device(s), obj.prepare(y, sizes, w))
     np.testing.assert_array_equal(gd, plain_g.copy_to_host())
     np.testing.assert_array_equal(hd, plain_h.copy_to_host())
 

@@ -103,7 +103,7 @@ def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props
 
 
 def _add_part(key: Any, route: Any, part: Any, scale: float, s: Any, prep: Any, data: Any, g: Any, h: Any,
-              per_query: Any) -> None:
+              per_query: Any = None) -> None:
     """``out += scale * (part's route into scratch)``: an undebiased part, as the CPU adds it; with
     ``per_query``, ``route`` is the part's ``grad_hess_loss`` and its per-query losses are added times ``scale``
     (the CPU adds ``scale`` times the part's total: equal to rounding)."""

@@ -19,9 +19,9 @@ import numpy as np
 from ._launch import PairBuffer, launch, query_pairs
 from ._pairwise_route import kept_pairs
 
-__all__ = ["query_rmse", "query_rmse_loss", "softmax", "softmax_loss", "xendcg", "lambdaloss", "lambdaloss_device_pairs", "yetirank",
-           "yetirank_device_state", "lambdaloss_couplings", "yetirank_couplings", "query_rmse_couplings",
-           "softmax_couplings", "xendcg_couplings"]
+__all__ = ["query_rmse", "query_rmse_loss", "softmax", "softmax_loss", "xendcg", "xendcg_loss", "lambdaloss",
+           "lambdaloss_device_pairs", "yetirank", "yetirank_device_state", "lambdaloss_couplings", "yetirank_couplings",
+           "query_rmse_couplings", "softmax_couplings", "xendcg_couplings"]
 
 
 def _padded(a: np.ndarray) -> np.ndarray:
@@ -110,6 +110,19 @@ def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     _softmax_ce(s, data, mass, mass, False, 1.0, g, h)
 
 
+def xendcg_loss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any) -> None:
+    """XENDCG's ``grad_hess_loss``: :func:`xendcg` (a new round), then each query's softmax cross-entropy against
+    the round's noisy masses (the CPU's ``_loss`` after its ``_grad_hess``, either convention; the same bits)."""
+    from . import _listwise_cuda as CQ
+    from . import _listwise_loss_cuda as CQL
+
+    xendcg(obj, s, prep, data, g, h)
+    mass = _xendcg_mass(obj, prep, data, prep.state_for(obj).rounds.current)
+    stats = data.scratch("softmax_stats", (CQ.N_SM, max(data.n_queries, 1)), np.float64)
+    launch(CQ.softmax_queries, data.n_queries, s, data.ptr, mass, mass, False, 1.0, stats)  # M: which queries count
+    launch(CQL.softmax_ce_loss_queries, data.n_queries, s, data.ptr, mass, mass, False, 1.0, stats, per_query)
+
+
 def _softmax_factors(s: Any, data: Any, mass: Any, vw: Any, use_vw: bool, beta: float) -> tuple:
     """The device ``(p, qscale)`` of the softmax's dense couplings ``qscale_q p_a p_b`` at ``s``."""
     from . import _listwise_cuda as CQ
@@ -140,9 +153,11 @@ def lambdaloss_device_pairs(obj: Any, prep: Any, data: Any) -> tuple:
     return arrays, data.scratch("lambdaloss_pair_w", (max(arrays[0].shape[0], 1),), np.float64)
 
 
-def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any = None) -> None:
     """LambdaLoss: a round ranks the rows, weighs the label pairs and sums each row's pairs
-    (``_sampled_pairs_cuda``)."""
+    (``_sampled_pairs_cuda``). Given ``per_query`` (its ``grad_hess_loss``), each query's loss at those
+    weights: each pair's at its first row, the rows in order (the CPU keeps one running sum over the pair
+    list: equal to rounding)."""
     from . import _lambdarank_cuda as CL
     from . import _pairwise_cuda as CP
     from . import _sampled_pairs_cuda as CS
@@ -159,6 +174,12 @@ def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     plist = CP.PairList(pi, pj, theta, pair_w, True, data.weights, data.use_weights)
     spec = PK.PairSpec(int(PK.LOGISTIC), int(PK.Theta.CONST), obj.sigma, 1.0, 1.0)  # theta is listed per pair
     launch(CP.pair_list_rows, n, s, plist, inc_ptr, inc_pair, inc_sign, spec, g, h)
+    if per_query is not None:
+        from . import _pointwise_cuda as CW
+
+        rows = data.scratch("lambdaloss_loss_rows", (max(n, 1),), np.float64)
+        launch(CP.pair_list_loss_rows, n, s, plist, inc_ptr, inc_pair, inc_sign, spec, rows)
+        launch(CW.query_sums, data.n_queries, data.ptr, rows, per_query)
 
 
 def yetirank_device_state(obj: Any, prep: Any, data: Any) -> tuple:
