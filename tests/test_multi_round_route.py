@@ -10,8 +10,8 @@ import pytest
 from customobj import adapters  # before xgboost: sets the OpenMP wait policy
 
 import customobj
-from customobj import (XENDCG, LambdaLoss, LambdaRank, ListNet, PreferencePairs, QBRank, QueryRMSE, QuerySoftMax,
-                       RankNet, SquaredError, Unbiased)
+from customobj import (XENDCG, LambdaRank, ListNet, PreferencePairs, QBRank, QueryRMSE, QuerySoftMax, RankNet,
+                       SquaredError, Unbiased, YetiRank)
 from customobj.multi import MultiObjective
 from customobj.objectives._launch import LaunchCount
 from _cuda_cases import assert_simulated_bits, compile_listed_kernels, needs_gpu, needs_real_gpu, to_device
@@ -209,26 +209,26 @@ def test_stochastic_draws_the_cpu_labels_and_reads_nothing():
 
 
 def test_a_per_label_loss_without_a_gpu_cost_is_refused_by_name():
-    """LambdaLoss, YetiRank, StructuredDCG and Affine have no GPU cost: refused before round 1, naming the label."""
+    """YetiRank, StructuredDCG and Affine have no GPU cost: refused before round 1, naming the label."""
     y, cols = labels(2)
     for method in OPTIONS:
-        obj = MultiObjective([LambdaRank(), LambdaLoss()], labels=cols, method=method, **OPTIONS[method](2))
-        with pytest.raises(NotImplementedError, match=rf"method='{method}'.*objectives\[1\] \(LambdaLoss\) has no GPU cost"):
+        obj = MultiObjective([LambdaRank(), YetiRank()], labels=cols, method=method, **OPTIONS[method](2))
+        with pytest.raises(NotImplementedError, match=rf"method='{method}'.*objectives\[1\] \(YetiRank\) has no GPU cost"):
             obj.device_route()
-    with pytest.raises(NotImplementedError, match=r"LambdaLoss\) has no GPU cost"):
+    with pytest.raises(NotImplementedError, match=r"YetiRank\) has no GPU cost"):
         obj.grad_hess(to_device(np.zeros(y.size)), y, SIZES)
     assert np.isfinite(obj.grad_hess(np.zeros(y.size), y, SIZES)[0]).all()  # host scores: the CPU route
-    for loss in (customobj.YetiRank(), customobj.StructuredDCG(), customobj.Affine(RankNet())):
+    for loss in (customobj.StructuredDCG(), customobj.Affine(RankNet())):
         with pytest.raises(NotImplementedError, match=rf"\({type(loss).__name__}\) has no GPU cost"):
             MultiObjective([LambdaRank(), loss], method="epo").device_route()
     # the methods that read no costs take any loss with a GPU route
-    obj = MultiObjective([LambdaRank(), LambdaLoss()], labels=cols, method="stochastic")
+    obj = MultiObjective([LambdaRank(), YetiRank()], labels=cols, method="stochastic")
     assert obj.grad_hess(to_device(np.zeros(y.size)), y, SIZES)[0].copy_to_host().shape == (y.size,)
-    # a composite has a cost when every part has one: with a LambdaLoss part it has none
+    # a composite has a cost when every part has one: with a YetiRank part it has none
     with pytest.raises(NotImplementedError, match=r"objectives\[0\] \(Sum\) has no GPU cost"):
-        MultiObjective([LambdaRank() + LambdaLoss(), LambdaRank()], method="epo").device_route()
+        MultiObjective([LambdaRank() + YetiRank(), LambdaRank()], method="epo").device_route()
     with pytest.raises(NotImplementedError, match=r"objectives\[1\] \(Scaled\) has no GPU cost"):
-        MultiObjective([LambdaRank(), 2.0 * LambdaLoss()], method="epo").device_route()
+        MultiObjective([LambdaRank(), 2.0 * YetiRank()], method="epo").device_route()
     MultiObjective([LambdaRank() + RankNet(), 2.0 * LambdaRank()], method="epo").device_route()  # both have one
 
 
