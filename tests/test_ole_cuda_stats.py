@@ -187,7 +187,7 @@ class _Spy:
 @pytest.mark.parametrize("criterion", ["wse", "ole", "ole_fast"])
 def test_a_breadth_first_level_is_one_read_and_one_search_launch(criterion, monkeypatch):
     # issue 42, item 3 (stats.BATCH_BUDGET): the grower's batch (a level) is read in one copy, its
-    # children searched in one launch (ole_fast: one per split, each split's features chosen first);
+    # children searched in one launch (ole_fast too: each split's features chosen first);
     # a tree reads its root's split, once per searched level, and ole_fast's dropped couplings when no
     # plan brought them; the trees are the CPU's
     from customobj.ole.cuda import _search_kernels
@@ -215,11 +215,10 @@ def test_a_breadth_first_level_is_one_read_and_one_search_launch(criterion, monk
     assert max(b[1] for b in batches) >= 2  # a level of several searched splits
     for _, searched, reads, launched in batches:
         assert reads == (BATCH_BUDGET["reads"] if searched else 0)
-        if criterion == "ole_fast":
-            assert launched == ["search_nodes"] * searched
-        else:  # one split's children: the two-node kernel; more: the batch's
-            assert len(launched) == min(searched, BATCH_BUDGET["search_launches"])
-            assert launched == ([] if not searched else ["search_nodes" if searched == 1 else "search_batch"])
+        # one split's children: the two-node kernel; more: the batch's (ole_fast too: each split's
+        # features chosen first, kept by result row for the batch's one search)
+        assert len(launched) == min(searched, BATCH_BUDGET["search_launches"])
+        assert launched == ([] if not searched else ["search_nodes" if searched == 1 else "search_batch"])
     st = gpu.device_stats_
     assert st.total(first=1).allocations == 0
     for t, counts in enumerate(st.trees):

@@ -14,9 +14,9 @@ the card needs is decided here, not by the grower:
   and come back with them (:meth:`DeviceTree.end` finds each final leaf's part of that plan);
 - a split whose children are never searched partitions no rows when nothing reads the order;
 - a batch of splits (the grower's ``expand``: a breadth-first level) is read once: each split's
-  children's search is launched into its own result rows (or, several splits outside ``ole_fast``,
-  all of them in one ``search_batch`` launch at the end) and one read brings them all, as XGBoost's
-  GPU driver syncs once per frontier (``stats.BATCH_BUDGET``).
+  children's search is launched into its own result rows (or, several splits, all of them in one
+  ``search_batch`` launch at the end; ``ole_fast``'s choices kept by result row for it) and one
+  read brings them all, as XGBoost's GPU driver syncs once per frontier (``stats.BATCH_BUDGET``).
 """
 from __future__ import annotations
 
