@@ -119,7 +119,8 @@ class DeviceTree:
         counts, gain, row = None, float(split.gain), -1
         if self.use_pairs:
             if any(e.need):  # nothing read: the counts stay on the card
-                counts = gpu.partitions.pairs(self.bufs[parent.pbuf], parent.pstart, parent.pend, self.bufs[left.pbuf])
+                counts = gpu.partitions.pairs(self.bufs[parent.pbuf], parent.pstart, parent.pend, self.bufs[left.pbuf],
+                                              wait=self.fast)  # ole_fast: placed with the row histogram
             gain = gpu.host.split_gain(parent.sums, split.left, split.right)
         if any(e.need):
             self._child_histograms(parent, left, right, e.need, counts)
@@ -132,6 +133,7 @@ class DeviceTree:
         gpu = self.gpu
         gpu.histograms.queue.flush()  # none is left to a later tree
         gpu.partitions.flush()
+        gpu.partitions.place_sides(None)  # none is left waiting (ole_fast's are taken at their split)
         gpu.inputs.end_tree()
         if gpu.pruning is None or not gpu.pruning.pending:  # else the tree ends with its dropped couplings
             gpu.memory.counter.end_tree()
@@ -167,6 +169,8 @@ class DeviceTree:
         gpu = self.gpu
         small, large = (left, right) if left.sums.N <= right.sums.N else (right, left)
         small.hist = self._row_hist(small)
+        if self.fast and counts is not None:  # the split's waiting pair placing and this row histogram: one launch
+            gpu.partitions.place_sides(gpu.histograms.take_waiting())
         parent.hist -= small.hist
         large.hist = parent.hist
         if counts is not None and not self.fast:
