@@ -219,10 +219,10 @@ class PairSides(NamedTuple):
     pi: Any
     pj: Any
     pc: Any
-    start: int
+    start: int  # the parent's pairs: start:start+n, in nb partition blocks
     n: int
     nb: int
-    counts: Any
+    counts: Any  # count_sides_blocks' per-block counts and their totals
     totals: Any
 
 
