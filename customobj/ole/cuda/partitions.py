@@ -227,20 +227,19 @@ class DevicePartitions:
     def place_sides(self, row_hist: Optional[tuple]) -> None:
         """Launch the waiting pair placing (:meth:`pairs` with ``wait``), if any: with ``row_hist``
         (``DeviceHistograms.take_waiting``'s ``(bins_rm, tables, build, shape)``) in the same launch
-        (``place_sides_row_hist``), else alone. A row histogram given with nothing waiting is built alone
-        by the same kernel (its placing blocks return)."""
+        (``place_sides_row_hist``), else alone."""
         waiting, self._sides = self._sides, None
-        if waiting is None and row_hist is None:
-            return
         if row_hist is None:
+            if waiting is None:
+                return
             s, place = waiting
             self._kernels.place_sides_blocks[_blocks(s.nb)](s.pi, s.pj, s.pc, s.start, s.n, s.nb, self.go_left,
                                                             s.counts, s.totals, place)
             return
+        if waiting is None:
+            raise RuntimeError("a row histogram joins a waiting pair placing: pairs(..., wait=True) first")
         bins_rm, tables, build, ((chunks, n_groups), threads) = row_hist
-        sides, place = waiting if waiting is not None else (PairSides(build.rows, build.rows, build.g, 0, 0, 0,
-                                                                      self._counts, self._counts[0]),
-                                                            PairPlace(build.rows, build.rows, build.g, self.rho))
+        sides, place = waiting
         per = threads[0] * threads[1]
         blocks = max(chunks, -(-sides.nb // per))
         self._kernels.place_sides_row_hist[(blocks, n_groups, 2), threads](bins_rm, *tables, build, sides, self.go_left,
