@@ -239,8 +239,9 @@ class DeviceTree:
         got = [(pool.index_of(h), -1 if ph is None else pool.index_of(ph)) for h, ph, _, _ in searches]
         if any(h < 0 or (ph >= 0) != self.use_pairs for h, ph in got) or (counts is not None and rec < 0):
             return False
-        for k, ((h, ph), s) in enumerate(zip(got, searches)):  # ole_fast: each node's own choice, by result row
-            self._deferred.append([h, ph, rec if k == 0 else -1, row + k, row + k if self.fast else 0, *_node(s[3])])
+        chosen = self.fast and self.use_pairs  # ole_fast's nodes: each one's own choice, by result row
+        for k, ((h, ph), s) in enumerate(zip(got, searches)):
+            self._deferred.append([h, ph, rec if k == 0 else -1, row + k, row + k if chosen else 0, *_node(s[3])])
         return True
 
     def _read(self) -> list:
@@ -252,8 +253,9 @@ class DeviceTree:
         if not pending:
             return []
         if deferred:
-            masks = gpu.choice.masks if self.fast else gpu.pool.mask
-            if not self.fast:
+            chosen = self.fast and self.use_pairs  # each node's choice (_defer's mask rows), else the fit's mask
+            masks = gpu.choice.masks if chosen else gpu.pool.mask
+            if not chosen:
                 gpu.pool.feature_mask(self.mask, 0)
             gpu.search.launch_batch(np.array(deferred, dtype=np.float64), gpu.pool.hists, gpu.partitions.records,
                                     masks, self.use_pairs, gpu.rules)
