@@ -268,7 +268,8 @@ class MultiObjective(Objective):
         ``DeviceRoute.grad_hess_loss``), the Gram matrix and the costs summed on the card in a fixed order,
         one read of those ``m^2 + m`` numbers a round, the CPU's solve and record (``_choose``), the
         weights written back and the combination on the card. ``NotImplementedError`` naming a per-label
-        loss without a GPU route, or without a GPU cost for a method that reads costs (LambdaRank has one).
+        loss without a GPU route, or without a GPU cost for a method that reads costs (YetiRank, StructuredDCG,
+        McRank, ``Affine`` have none).
 
         Examples
         --------
@@ -284,7 +285,7 @@ class MultiObjective(Objective):
             if spec.needs_costs and route.grad_hess_loss is None:
                 raise NotImplementedError(
                     f"MultiObjective(method={self.method!r}) reads each label's cost every round, and objectives[{k}] "
-                    f"({type(o).__name__}) has no GPU cost (its GPU route computes no loss; LambdaRank's does): pass "
+                    f"({type(o).__name__}) has no GPU cost (its GPU route computes no loss, or a part's does not): pass "
                     "host (numpy) scores, or a method that reads no costs ('linear', 'stochastic') on the GPU")
         if spec.method == Method.LINEAR:
             return DeviceRoute(_weighted_route.grad_hess)
