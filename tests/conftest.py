@@ -61,6 +61,30 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     sleep_at_simulator_barriers()  # the block's threads sleep at barriers: no polling launcher
 
 
+#: The suite's longest modules, longest first (stop 48's CI runs, `--durations`, and `-n 0` CPU time per
+#: module): xdist (pyproject's addopts: ``--dist loadfile --no-loadscope-reorder``) hands modules to the
+#: workers in collection order, so these start first and the short ones fill in at the end. xdist's own
+#: order (most tests first) left minute-long modules of a few tests (the installs, mypy, the Sphinx
+#: build, the simulated OLE fits) to the end, one worker running them while the other idled.
+LONGEST_FIRST = (
+    "test_ole_cuda_backend.py", "test_ole_cuda_stats.py", "test_ole_cuda_scores.py", "test_doctests.py",
+    "test_docs.py", "test_numba_cache.py", "test_install.py", "test_ole_sklearn.py",
+    "test_objectives_listwise_cuda.py", "test_ole_cuda_split_kernels.py", "test_benchmark_gpu_suite.py",
+    "test_api_docs.py", "test_typing.py", "test_objectives_devices.py", "test_benchmark_sass.py",
+    "test_benchmark_trust_study.py", "test_objectives_couplings_route.py", "test_adapters_dask.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    """Modules in :data:`LONGEST_FIRST`'s order, then the others by test count (xdist's heuristic: the
+    larger first) and path; a module's tests stay together and in their order (a stable sort)."""
+    from collections import Counter
+
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    count = Counter(str(item.path) for item in items)
+    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -count[str(item.path)], str(item.path)))
+
+
 @pytest.fixture
 def two_threads() -> int:
     """2, the thread count that thread-count tests compare with 1; skips when numba's pool is smaller."""
