@@ -28,18 +28,14 @@ if "NUMBA_ENABLE_CUDASIM" not in os.environ:
     if ctypes.util.find_library("cuda") is None:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
-# The simulator runs a block's threads as Python threads while the launching thread busy-polls them
-# (numba_cuda/simulator/kernel.py, BlockThread.run's caller), so a woken thread waits up to one GIL
-# switch interval (5 ms by default) for the poller to let go: at every thread start and every
-# syncthreads. 0.2 ms halves the simulator's CPU time (a tiny OLE fit: 4.4 s -> 1.8 s) and changes
-# no result (thread scheduling only); below ~1 ms it is flat. With the sleeping barriers installed
-# below (customobj/_simulator_barrier.py: nothing polls) the interval hardly matters (6.1 s vs 5.8 s
-# CPU at 5 ms, a 100-row ole_fast fit); it stays for kernels run before they are installed.
-if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-    import sys
-
-    sys.setswitchinterval(2e-4)
-
+# The simulator's own block manager (numba_cuda/simulator/kernel.py) busy-polls a block's threads, so
+# a woken thread waits up to one GIL switch interval (5 ms by default) for the poller to let go: 0.2
+# ms halved the simulator's CPU time then (a tiny OLE fit: 4.4 s -> 1.8 s). With the sleeping barriers
+# installed below (customobj/_simulator_barrier.py: nothing polls; a waiting thread blocks, releasing
+# the GIL at once) the short interval only adds GIL hand-offs between runnable threads: at Python's 5 ms
+# the simulated OLE modules take a fifth less CPU, mostly system time (`-n 0`, user + system s, 0.2 ms
+# -> 5 ms: test_ole_cuda_stats 65.9 -> 50.2, test_ole_cuda_backend 69.0 -> 60.8), the same results
+# (thread scheduling only). So 0.2 ms is set only where the barriers cannot be installed.
 REPO = Path(__file__).resolve().parent.parent
 
 from customobj import _numba_cache  # noqa: E402  (after NUMBA_NUM_THREADS: importing customobj loads numba)
@@ -58,7 +54,10 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     from customobj._simulator_barrier import sleep_at_simulator_barriers  # noqa: E402
 
     lock_simulator_shared_arrays()
-    sleep_at_simulator_barriers()  # the block's threads sleep at barriers: no polling launcher
+    if not sleep_at_simulator_barriers():  # the block's threads sleep at barriers: no polling launcher
+        import sys
+
+        sys.setswitchinterval(2e-4)  # the simulator's polling launcher: hand the GIL on sooner (above)
 
 
 #: The suite's longest modules, longest first (stop 48's CI runs, `--durations`, and `-n 0` CPU time per
