@@ -33,9 +33,9 @@ if "NUMBA_ENABLE_CUDASIM" not in os.environ:
 # ms halved the simulator's CPU time then (a tiny OLE fit: 4.4 s -> 1.8 s). With the sleeping barriers
 # installed below (customobj/_simulator_barrier.py: nothing polls; a waiting thread blocks, releasing
 # the GIL at once) the short interval only adds GIL hand-offs between runnable threads: at Python's 5 ms
-# the simulated OLE modules take a fifth less CPU, mostly system time (`-n 0`, user + system s, 0.2 ms
-# -> 5 ms: test_ole_cuda_stats 65.9 -> 50.2, test_ole_cuda_backend 69.0 -> 60.8), the same results
-# (thread scheduling only). So 0.2 ms is set only where the barriers cannot be installed.
+# a simulated OLE fit takes ~15% less CPU and wall time, mostly system time (200 rows, "ole", 2 trees,
+# the two intervals interleaved in one process, 3 fits each: 10.5, 10.4, 9.9 s CPU -> 8.8, 8.6, 7.9 s),
+# the same trees (thread scheduling only). So 0.2 ms is set only where the barriers cannot be installed.
 REPO = Path(__file__).resolve().parent.parent
 
 from customobj import _numba_cache  # noqa: E402  (after NUMBA_NUM_THREADS: importing customobj loads numba)
