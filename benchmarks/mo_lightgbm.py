@@ -14,9 +14,10 @@ that the fork also has (``FORK``: its ``mg_combination`` names, read from its ``
 - constrained methods (``epsilon_constraint``: the fork's ``e_constraint``; ``ec_mgda``), per bound: each
   library's bound is label 2's training cost (mean LambdaRank loss per query, each library's own loss) of
   its own linear model at ``w`` (``--bound-weights``), so some model of each meets it. customobj's costs are
-  ``LambdaRank().loss``; the fork's (:func:`fork_costs`) its ``rank_objective.hpp`` formula, checked
-  against the costs the fork prints in every ``e_constraint`` run (``cost_check``). Reported: label 1's test
-  NDCG@10, and whether the bound is met on the held-out fold (label 2's test NDCG@10 at least that linear
+  its per-label loss's (``LambdaRank().loss``, or with ``--per-label lightgbm`` that of
+  ``LambdaRank.like_lightgbm()``, the fork's per-label loss); the fork's (:func:`fork_costs`) its
+  ``rank_objective.hpp`` formula, checked against the costs the fork prints in every ``e_constraint`` run
+  (``cost_check``). Reported: label 1's test NDCG@10, and whether the bound is met on the held-out fold (label 2's test NDCG@10 at least that linear
   model's minus 0.01) and on the training data (label 2's training cost at most the bound).
 
 Times are the libraries' own: customobj's the ``lightgbm.train`` call (the ``Dataset`` built before it),
@@ -28,6 +29,7 @@ built here).
     nice -n 10 python benchmarks/mo_lightgbm.py --molgbm /path/to/MO-LightGBM/LightGBM/lightgbm \\
         [--data ../shared/data/mq2008] [--folds 1,2,3,4,5] [--rounds 100] [--rays 0.2,0.5,0.8] \\
         [--methods linear,epo,...] [--bound-weights 0.3,0.7] [--secondary-cap 0.9] [--fork-tunes-u] \\
+        [--per-label customobj|lightgbm] [--mgda-u 0.1] \\
         [--out mo_lightgbm.json]
 """
 from __future__ import annotations
@@ -67,12 +69,17 @@ def _study_module():
 STUDY = _study_module()
 # customobj's method -> MO-LightGBM's ``mg_combination`` and the settings that make it the same method.
 # ``mo_mgda_use_fix_u``: customobj's WC-MGDA and EC-MGDA keep ``u`` fixed (``mgda_u`` 0.1 = the fork's
-# ``mo_mgda_min_u``); the fork's own default tunes it from round 2.
+# ``mo_mgda_min_u``); the fork's own default tunes it from its third round (``n_iter > 1``), within
+# [``mo_mgda_min_u``, 10] for WC-MGDA and [``mo_mgda_min_u``, 0.3] for EC-MGDA (its ``max_u``).
 FORK = {"linear": ("linear_scalarization", {}), "stochastic": ("stochastic_label_aggregation", {}),
         "chebyshev": ("chebyshev_scalarization", {}), "epo": ("epo_search", {}),
         "wc_mgda": ("wc_mgda", {"mo_mgda_use_fix_u": "true"}),
         "epsilon_constraint": ("e_constraint", {}), "ec_mgda": ("ec_mgda", {"mo_mgda_use_fix_u": "true"})}
 CONSTRAINED = ("epsilon_constraint", "ec_mgda")
+# the methods with the MGDA min-max's ``u`` (customobj's ``mgda_u``, the fork's ``mo_mgda_min_u``; ``--mgda-u``)
+U_METHODS = ("wc_mgda", "ec_mgda")
+# ``--per-label``: customobj's loss for each label (:func:`per_label_loss`)
+PER_LABEL = {"customobj": LambdaRank, "lightgbm": LambdaRank.like_lightgbm}
 MO_NAMES = {k: v[0] for k, v in FORK.items()}
 _ELAPSED = re.compile(r"([0-9.]+) seconds elapsed, finished iteration (\d+)")
 # the weights the fork logs each round (its secondary label first): its combinators', or the share of
@@ -99,14 +106,17 @@ def _conf(params):
     return "".join(f"{k} = {v}\n" for k, v in params.items())
 
 
-def fork_settings(method, *, w=None, bound=None, cap=None, tune_u=False):
+def fork_settings(method, *, w=None, bound=None, cap=None, tune_u=False, u=None):
     """The fork's configuration entries of one model: ``mo_preferences`` (the ray ``(1 - w, w)``, secondary
     first) for the preference methods; for the constrained ones ``mo_ub_sec_obj`` (and ``ec_mgda``'s
     ``mo_ec_mgda_w``, customobj's ``secondary_cap``). The fork needs ``mo_preferences`` in every run (its
     loader sizes ``mo_ec_mu`` by them, ``size() - 1`` of an empty list), so the constrained runs get 0.5,0.5,
     which they do not read. ``tune_u``: the fork's own default for WC-MGDA and EC-MGDA (``u`` tuned from
-    round 2), not customobj's method."""
+    its third round), not customobj's method. ``u``: WC-MGDA's and EC-MGDA's ``u`` (``mo_mgda_min_u``: the fixed ``u``,
+    or the least the tuning may take; None: the fork's default 0.1)."""
     conf = {k: v for k, v in FORK[method][1].items() if not (tune_u and k == "mo_mgda_use_fix_u")}
+    if u is not None and method in U_METHODS:
+        conf["mo_mgda_min_u"] = f"{u:.9g}"
     if method in CONSTRAINED:
         conf.update(mo_preferences="0.5,0.5", mo_ub_sec_obj=f"{bound:.9g}")
         if method == "ec_mgda":
@@ -118,8 +128,8 @@ def fork_settings(method, *, w=None, bound=None, cap=None, tune_u=False):
 
 def mo_lightgbm(binary, workdir, method, settings, rounds, tag):
     """Train with MO-LightGBM (``model_{tag}.txt`` in ``workdir``) with :func:`fork_settings`' ``settings``.
-    Returns the training seconds from its log, the weights of its last round (label 2 first, as the fork
-    orders them) and, for ``e_constraint``, the costs it printed at the start of its last round."""
+    Returns the training seconds from its log, the weights of every round (rounds x 2, label 2 first, as the
+    fork orders them) and, for ``e_constraint``, the costs it printed at the start of its last round."""
     p = STUDY.LGB
     common = dict(header="true", label_column="name:target", group_column="name:qid",
                   ignore_column="name:label2")
@@ -148,7 +158,7 @@ def mo_lightgbm(binary, workdir, method, settings, rounds, tag):
         raise RuntimeError(f"MO-LightGBM logged {len(weights)} rounds of weights for {rounds} rounds, or a "
                            f"weight that is not finite ({method}, {settings}): {weights[-3:]}")
     losses = [(float(a), float(b)) for a, b in _LOSSES.findall(log)]
-    return seconds[-1], weights[-1], (losses[-1] if losses else None)
+    return seconds[-1], weights, (losses[-1] if losses else None)
 
 
 def predict_fork_model(model, split, num_iteration=None):
@@ -210,15 +220,30 @@ def train_dataset(train_split):
     return lgb.Dataset(X, y, group=group, free_raw_data=False).construct()
 
 
-def customobj_model(train_split, method, rounds, ds=None, *, w=None, bound=None, cap=None):
+def per_label_loss(per_label="customobj"):
+    """customobj's loss for each label (``--per-label``): ``"customobj"``, ``LambdaRank()`` (every pair, NDCG of
+    the whole list, no norm); ``"lightgbm"``, ``LambdaRank.like_lightgbm()``, the fork's own per-label loss
+    (LightGBM's ``lambdarank``: upper rows in the top 30, IDCG@30, ``lambdarank_norm``), so that the two sides
+    differ only in how they combine the labels. Its cost (what the methods weigh and the bounds are on) is
+    still customobj's: that loss with the norm's per-query factor, not the fork's cost (:func:`fork_costs`)."""
+    return PER_LABEL[per_label]()
+
+
+def customobj_model(train_split, method, rounds, ds=None, *, w=None, bound=None, cap=None, per_label="customobj",
+                    u=None):
     """customobj's model of the same method and ray (``w``) or bound through stock LightGBM (on ``ds``, the
-    split's :func:`train_dataset`, built here when not given); (booster, training seconds)."""
+    split's :func:`train_dataset`, built here when not given), each label trained with
+    :func:`per_label_loss`, WC-MGDA and EC-MGDA with ``mgda_u = u`` (None: customobj's default, 0.1); (booster,
+    training seconds)."""
     y2 = train_split[2]
     if method in CONSTRAINED:
         kw = dict(bounds=[bound], **({"secondary_cap": cap} if method == "ec_mgda" else {}))
     else:
         kw = dict(preference=[1 - w, w], **({"random_state": 0} if method == "stochastic" else {}))
-    obj = MultiObjective([LambdaRank(), LambdaRank()], labels=[None, y2], method=method, **kw)
+    if u is not None and method in U_METHODS:
+        kw["mgda_u"] = u
+    obj = MultiObjective([per_label_loss(per_label), per_label_loss(per_label)], labels=[None, y2], method=method,
+                         **kw)
     f = adapters.lightgbm_objective(obj)
     ds = train_dataset(train_split) if ds is None else ds
     t0 = time.perf_counter()
@@ -226,9 +251,9 @@ def customobj_model(train_split, method, rounds, ds=None, *, w=None, bound=None,
     return booster, time.perf_counter() - t0
 
 
-def customobj_cost(scores, label, group):
-    """customobj's cost of label ``label`` (mean ``LambdaRank().loss`` per query): what its bounds are on."""
-    return float(LambdaRank().loss(scores, label, group) / len(group))
+def customobj_cost(scores, label, group, per_label="customobj"):
+    """customobj's cost of label ``label`` (mean :func:`per_label_loss` per query): what its bounds are on."""
+    return float(per_label_loss(per_label).loss(scores, label, group) / len(group))
 
 
 def evaluate(scores, split, w):
@@ -251,10 +276,12 @@ class Fold:
     def pair(self, method, tag, ours, theirs):
         """Both libraries' models of one method: customobj's with the keywords ``ours`` of
         :func:`customobj_model`, the fork's with those ``theirs`` of :func:`fork_settings`. Returns (customobj
-        booster, seconds), (fork's model path, seconds, last weights, printed costs)."""
-        mine = customobj_model(self.train, method, self.args.rounds, self.ds, **ours)
+        booster, seconds), (fork's model path, seconds, every round's weights, printed costs)."""
+        u = self.args.mgda_u
+        mine = customobj_model(self.train, method, self.args.rounds, self.ds, per_label=self.args.per_label, u=u,
+                               **ours)
         fork = mo_lightgbm(self.args.molgbm, self.workdir, method,
-                           fork_settings(method, tune_u=self.args.fork_tunes_u, **theirs), self.args.rounds, tag)
+                           fork_settings(method, tune_u=self.args.fork_tunes_u, u=u, **theirs), self.args.rounds, tag)
         return mine, (os.path.join(self.workdir, f"model_{tag}.txt"), *fork)
 
 
@@ -265,7 +292,8 @@ def preference_rows(fold, method):
         ours = evaluate(booster.predict(fold.test[0]), fold.test, w)
         theirs = evaluate(predict_fork_model(model, fold.test), fold.test, w)
         rows.append(dict(fold=fold.fold, method=method, w=w, customobj=dict(ours, seconds=ours_s),
-                         mo_lightgbm=dict(theirs, seconds=theirs_s, last_weights=weights)))
+                         mo_lightgbm=dict(theirs, seconds=theirs_s, last_weights=weights[-1],
+                                          mean_weights=np.mean(weights, axis=0).tolist())))
         print(f"Fold{fold.fold} {method:10s} w={w:.2f}: customobj NDCG@10 {ours['ndcg1']:.4f}/{ours['ndcg2']:.4f} "
               f"mwl {ours['mwl']:.4f} {ours_s:.2f} s | MO-LightGBM {theirs['ndcg1']:.4f}/{theirs['ndcg2']:.4f} "
               f"mwl {theirs['mwl']:.4f} {theirs_s:.2f} s", flush=True)
@@ -279,7 +307,8 @@ def bounds_of(fold):
     out = {}
     for w in fold.args.bound_weights:
         (booster, _), (model, *_) = fold.pair("linear", f"bound_{w:g}", {"w": w}, {"w": w})
-        out[w] = dict(customobj=dict(bound=customobj_cost(booster.predict(fold.train[0]), y2, group),
+        out[w] = dict(customobj=dict(bound=customobj_cost(booster.predict(fold.train[0]), y2, group,
+                                                          fold.args.per_label),
                                      target=ndcg(booster.predict(fold.test[0]), fold.test[2], fold.test[3], 10)),
                       mo_lightgbm=dict(bound=fork_costs(predict_fork_model(model, fold.train), y2, group),
                                        target=ndcg(predict_fork_model(model, fold.test), fold.test[2], fold.test[3], 10)))
@@ -313,11 +342,11 @@ def constrained_rows(fold, methods):
                 method, f"{method}_{w:g}", {"bound": ref["customobj"]["bound"], "cap": cap},
                 {"bound": ref["mo_lightgbm"]["bound"], "cap": cap})
             ours = constrained_result(booster.predict(fold.test[0]), booster.predict(fold.train[0]), fold,
-                                      ref["customobj"], customobj_cost)
+                                      ref["customobj"], lambda s, y, g: customobj_cost(s, y, g, fold.args.per_label))
             theirs = constrained_result(predict_fork_model(model, fold.test), predict_fork_model(model, fold.train),
                                         fold, ref["mo_lightgbm"], fork_costs)
             rows.append(dict(fold=fold.fold, method=method, w=w, customobj=dict(ours, seconds=ours_s),
-                             mo_lightgbm=dict(theirs, seconds=theirs_s, last_weights=weights,
+                             mo_lightgbm=dict(theirs, seconds=theirs_s, last_weights=weights[-1],
                                               cost_check=cost_check(model, fold, printed))))
             print(f"Fold{fold.fold} {method:10s} bound from w={w:.2f}: customobj NDCG@10 {ours['ndcg1']:.4f}, label 2 "
                   f"{ours['ndcg2']:.4f} (target {ours['target']:.4f}) met test/train {ours['met_test']:d}/"
@@ -334,7 +363,7 @@ def warm_up(args):
     rows = int(group[:20].sum())
     small = (X[:rows], y[:rows], y2[:rows], group[:20])
     for method in args.methods:
-        customobj_model(small, method, 2, w=0.5, bound=1.0, cap=args.secondary_cap)
+        customobj_model(small, method, 2, w=0.5, bound=1.0, cap=args.secondary_cap, per_label=args.per_label)
 
 
 def run_fold(args, fold):
@@ -385,6 +414,12 @@ def parser() -> argparse.ArgumentParser:
                     help="the linear weights on label 2 whose models' training costs are the bounds")
     ap.add_argument("--secondary-cap", type=float, default=0.9,
                     help="ec_mgda's cap on the secondary weight (customobj's secondary_cap, the fork's mo_ec_mgda_w)")
+    ap.add_argument("--mgda-u", type=float, default=None,
+                    help="WC-MGDA's and EC-MGDA's u on both sides (customobj's mgda_u, the fork's mo_mgda_min_u); "
+                         "default: both libraries' 0.1")
+    ap.add_argument("--per-label", choices=sorted(PER_LABEL), default="customobj",
+                    help="customobj's loss for each label: LambdaRank() (customobj) or LambdaRank.like_lightgbm(), the "
+                         "fork's own per-label loss (lightgbm)")
     ap.add_argument("--fork-tunes-u", action="store_true",
                     help="the fork's WC-MGDA and EC-MGDA tune u (its default) instead of keeping it fixed as customobj does")
     ap.add_argument("--out", default=None, help="write every model's figures to this JSON file, atomically")
@@ -400,6 +435,8 @@ def main(argv=None):
         parser().error(f"--methods: {bad} not among {sorted(FORK)}")
     if args.rounds < 2 or not all(0 < w < 1 for w in args.rays + args.bound_weights):
         parser().error("--rounds must be at least 2 and every --rays and --bound-weights entry in (0, 1)")
+    if args.mgda_u is not None and not 0 < args.mgda_u <= 1e6:
+        parser().error("--mgda-u must be positive (at most 1e6)")
     if not 0 < args.secondary_cap < 1:
         parser().error("--secondary-cap must be in (0, 1) (the primary keeps 1 minus it)")
     warm_up(args)

@@ -42,6 +42,11 @@ as above).
 
     python benchmarks/multi_objective.py kernel [--data ../shared/data/mq2008/Fold1] [--repeats 200] [--scales 1,10]
 
+``train``: a user's whole training (``lightgbm.train`` / ``xgboost.train``, ``--rounds`` rounds, trees included)
+with m labels against one label's, interleaved: the medians of ``multi / (m * single)`` and ``multi / single``.
+
+    python benchmarks/multi_objective.py train [--rounds 20] [--repeats 10] [--labels 2,4] [--methods ...]
+
 ``lp``: one call of EPO's per-round LP on random rounds (``--labels`` m), timed interleaved per call:
 scipy's ``linprog`` (HiGHS, the route before), ``milp`` (the same HiGHS solve, the route without highspy),
 the closed form (``m = 2``), and the kept model (``customobj.multi.highs_lp``: one highspy model whose
@@ -259,6 +264,27 @@ def scaled_split(X, y, group, scale):
     return np.tile(X, (scale, 1)), np.tile(y, scale), np.tile(group, scale)
 
 
+def interleaved(first, second, repeats):
+    """``second``'s time over ``first``'s, per pair of calls (first, second, first, second, ...), after one
+    untimed call of each (preparation, compilation)."""
+    first(), second()
+    ratios = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        first()
+        t1 = time.perf_counter()
+        second()
+        ratios.append((time.perf_counter() - t1) / (t1 - t0))
+    return ratios
+
+
+def multi_of(m, method, cols):
+    """``MultiObjective`` of ``m`` LambdaRank labels (the split's label, then ``cols``) by ``method``
+    (epsilon_constraint: every secondary cost bounded by 1)."""
+    kw = {"bounds": [1.0] * (m - 1)} if method == "epsilon_constraint" else {}
+    return MultiObjective([LambdaRank()] * m, labels=[None, *cols[:m - 1]], method=method, **kw)
+
+
 def time_rounds(args):
     import xgboost as xgb
 
@@ -272,24 +298,39 @@ def time_rounds(args):
         dm = xgb.DMatrix(X, y, group=group)
         for m in (2, 4):
             for method in args.methods:
-                kw = {"bounds": [1.0] * (m - 1)} if method == "epsilon_constraint" else {}
-                multi = MultiObjective([LambdaRank()] * m, labels=[None, *cols[:m - 1]], method=method, **kw)
+                multi = multi_of(m, method, cols)
                 for lib, data, make in (("lightgbm", ds, adapters.lightgbm_objective),
                                         ("xgboost", dm, adapters.xgboost_objective)):
                     single_f, multi_f = make(LambdaRank()), make(multi)
-                    single_f(scores, data), multi_f(scores, data)  # prepare and compile outside the timing
-                    ratios = []
-                    for _ in range(args.repeats):  # interleaved: single, multi, single, multi, ...
-                        t0 = time.perf_counter()
-                        single_f(scores, data)
-                        t1 = time.perf_counter()
-                        multi_f(scores, data)
-                        t2 = time.perf_counter()
-                        ratios.append((t2 - t1) / (m * (t1 - t0)))
+                    ratios = np.array(interleaved(lambda: single_f(scores, data), lambda: multi_f(scores, data),
+                                                  args.repeats)) / m
                     q = np.percentile(ratios, [25, 50, 75])
                     print(f"rows={y.size} m={m} {method:18s} {lib:8s}: round / (m x single round) median "
                           f"{q[1]:.3f} (quartiles {q[0]:.3f}-{q[2]:.3f}, {args.repeats} interleaved pairs)",
                           flush=True)
+
+
+def time_training(args):
+    """Whole trainings (trees included), multi against single, interleaved; the median ratios."""
+    import xgboost as xgb
+
+    X, y, _, group = load_split(os.path.join(args.data, "train.txt.gz"), 41)
+    rng = np.random.default_rng(0)
+    cols = [grade_per_query(rng.permutation(y), group) for _ in range(max(args.labels) - 1)]
+    ds, dm = lgb.Dataset(X, y, group=group).construct(), xgb.DMatrix(X, y, group=group)
+    xgb_params = dict(eta=0.1, max_depth=6, nthread=LGB["num_threads"], tree_method="hist")
+    fits = {"lightgbm": lambda o: lgb.train(dict(LGB, objective=adapters.lightgbm_objective(o)), ds, args.rounds),
+            "xgboost": lambda o: xgb.train(adapters.xgboost_params(o, xgb_params), dm, args.rounds,
+                                           obj=adapters.xgboost_objective(o))}
+    for m in args.labels:
+        for method in args.methods:
+            multi = multi_of(m, method, cols)
+            for lib, fit in fits.items():
+                r = np.median(interleaved(lambda: fit(LambdaRank()), lambda: fit(multi), args.repeats))
+                print(f"rows={y.size} rounds={args.rounds} m={m} {method:18s} {lib:8s}: training / (m x single "
+                      f"training) median {r / m:.3f}, training / single training median {r:.3f} ({args.repeats} "
+                      "interleaved pairs)",
+                      flush=True)
 
 
 def time_kernel(args):
@@ -302,15 +343,8 @@ def time_kernel(args):
         prep = obj.prepare(y, group=group)
         scores = np.random.default_rng(0).normal(size=y.size)
         g, h = np.zeros(y.size), np.zeros(y.size)
-        obj._grad_hess(scores, prep, None, g, h), obj._grad_hess_loss(scores, prep, None, g, h)  # compile
-        ratios = []
-        for _ in range(args.repeats):
-            t0 = time.perf_counter()
-            obj._grad_hess(scores, prep, None, g, h)
-            t1 = time.perf_counter()
-            obj._grad_hess_loss(scores, prep, None, g, h)
-            t2 = time.perf_counter()
-            ratios.append((t2 - t1) / (t1 - t0))
+        ratios = interleaved(lambda: obj._grad_hess(scores, prep, None, g, h),
+                             lambda: obj._grad_hess_loss(scores, prep, None, g, h), args.repeats)
         q = np.percentile(ratios, [25, 50, 75])
         print(f"rows={y.size} GRAD_LOSS / GRAD median {q[1]:.3f} (quartiles {q[0]:.3f}-{q[2]:.3f}, "
               f"{args.repeats} interleaved pairs)", flush=True)
@@ -383,6 +417,12 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--methods", type=lambda t: t.split(","), default=["linear", "epsilon_constraint", "epo"],
                    help="linear reads nothing; epsilon_constraint the per-label costs (fused into the gradients' "
                         "pass); epo the costs, the Gram matrix and its LP")
+    t = sub.add_parser("train")
+    t.add_argument("--data", default="../shared/data/mq2008/Fold1")
+    t.add_argument("--rounds", type=int, default=20)
+    t.add_argument("--repeats", type=int, default=10)
+    t.add_argument("--labels", type=lambda v: [int(x) for x in v.split(",")], default=[2, 4], help="values of m")
+    t.add_argument("--methods", type=lambda v: v.split(","), default=["linear", "epsilon_constraint", "epo"])
     k = sub.add_parser("kernel")
     k.add_argument("--data", default="../shared/data/mq2008/Fold1")
     k.add_argument("--repeats", type=int, default=200)
@@ -401,7 +441,10 @@ def main(argv=None):
     for v in getattr(args, "rays", []) + getattr(args, "bound_weights", []):
         if v not in GRID:
             p.error(f"--rays and --bound-weights must be points of the grid {GRID.tolist()}, got {v}")
-    {"study": study, "rounds": time_rounds, "kernel": time_kernel, "lp": time_lp}[args.command](args)
+    if args.command == "train" and (min(args.labels) < 2 or args.rounds < 1):
+        p.error(f"train: --labels must be at least 2 and --rounds positive, got {args.labels}, {args.rounds}")
+    {"study": study, "rounds": time_rounds, "train": time_training, "kernel": time_kernel,
+     "lp": time_lp}[args.command](args)
 
 
 if __name__ == "__main__":

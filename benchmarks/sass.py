@@ -364,6 +364,7 @@ def histogram_kernels(every_signature: bool = True) -> dict:
         dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))
     from customobj.ole.cuda import _choice_kernels as C
     from customobj.ole.cuda import _histograms_kernels as HK
+    from customobj.ole.cuda import _partitions_kernels as P
     from customobj.ole.cuda.histograms import ChildPlan, ChosenPairs, RowBuild
     f1, i1, f2, i, f, b = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.int64, T.float64, T.boolean
     i2, j1, b1, u8, u16 = T.int64[:, ::1], T.int32[::1], T.boolean[::1], T.uint8[:, ::1], T.uint16[:, ::1]
@@ -373,6 +374,7 @@ def histogram_kernels(every_signature: bool = True) -> dict:
     chosen = T.NamedTuple([i1, i, i, i, j1, j1, f1, f1], ChosenPairs)
     node = T.NamedTuple([f1, i1, i], HK.NodeRows)
     root32, root64 = (T.NamedTuple([p, p, f1, i, i, i1, b, f1], HK.RootPairs) for p in (j1, i1))
+    sides32, place32 = T.NamedTuple([j1, j1, f1, i, i, i, i2, i1], P.PairSides), T.NamedTuple([j1, j1, f1, f1], P.PairPlace)
     found = {
         "row_hist_shared[u8]": (HK.row_hist_shared, (u8, i1, i, f1, f1, f1, i2, i2, i1, f2, root32)),
         "row_hist_shared[u16]": (HK.row_hist_shared, (u16, i1, i, f1, f1, f1, i2, i2, i1, f2, root64)),
@@ -381,6 +383,8 @@ def histogram_kernels(every_signature: bool = True) -> dict:
         "child_hists[u8,i32]": (HK.child_hists, (u8, i2, i2, i1, plan32, build, node, node)),
         "child_hists[u16,i64]": (HK.child_hists, (u16, i2, i2, i1, plan64, build, node, node)),
         "chosen_child_pairs[u8]": (HK.chosen_child_pairs, (u8, chosen, choice, f2, f2, node, node)),
+        # ole_fast's pair placing with the smaller child's row histogram (its row update is row_hist_shared's)
+        "place_sides_row_hist[u8,i32]": (P.place_sides_row_hist, (u8, i2, i2, i1, build, sides32, b1, place32)),
     }
     if not every_signature:
         firsts = {name.split("[")[0]: name for name in reversed(list(found))}

@@ -115,6 +115,32 @@ def assert_simulated_bits(gpu, cpu, rtol=1e-12):
         np.testing.assert_allclose(gpu, cpu, rtol=rtol, atol=rtol * float(np.abs(cpu).max(initial=0.0)))
 
 
+def route_cost(obj, s, y, sizes, w=None):
+    """``(the CPU's _grad_hess_loss, the per-query costs of obj.device_route().grad_hess_loss)`` at ``s`` (every
+    entry written: NaN before); the route's gradients and hessians asserted to be the CPU's."""
+    from numba import cuda
+
+    from customobj.objectives import devices
+
+    prep = obj.prepare(y, sizes, w)
+    g, h = np.zeros(y.size), np.zeros(y.size)
+    loss = obj._grad_hess_loss(s, prep, prep.state_for(obj), g, h)
+    gd, hd = cuda.to_device(np.zeros(y.size)), cuda.to_device(np.zeros(y.size))
+    per_query = cuda.to_device(np.full(len(sizes), np.nan))
+    obj.device_route().grad_hess_loss(obj, to_device(s), prep, devices.device_data(prep, cuda), gd, hd, per_query)
+    assert_simulated_bits(gd.copy_to_host(), g)
+    assert_simulated_bits(hd.copy_to_host(), h)
+    return loss, per_query.copy_to_host()
+
+
+def query_order_sum(values):
+    """``values`` added from 0 in order: how ``MultiObjective``'s GPU round adds the per-query costs."""
+    total = 0.0
+    for v in values:
+        total += v
+    return total
+
+
 def assert_case_gpu_equals_cpu(case, obj):
     """:func:`assert_gpu_equals_cpu` on a ``(name, scores, labels, sizes, weight)`` case; the result finite."""
     _, s, y, sizes, w = case

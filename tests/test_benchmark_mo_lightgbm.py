@@ -59,6 +59,71 @@ def test_customobj_side_trains_every_method(bench, split, method):
     assert booster.num_trees() == 2 and np.isfinite(booster.predict(split[0])).all()
 
 
+def _fork_chebyshev_round(bench, scores, labels, group, w):
+    """One round of the fork's ``chebyshev_scalarization`` with two labels, transcribed: each label's gradient
+    from its LambdaRank loop (``GetGradientsForOneQuery``; the exact sigmoid for its table), all weight on the
+    label of larger ``r_k cost_k / queries`` (``ChebyshevScalarization::GetCoefficients``), its cost
+    :func:`fork_costs` (held to the fork's loop above)."""
+    parts = [ref_lightgbm(list(scores), [float(v) for v in lab], list(group)) for lab in labels]
+    k = int(np.argmax([(1 - w) * bench.fork_costs(scores, labels[0], group),
+                       w * bench.fork_costs(scores, labels[1], group)]))
+    return parts[k][0], parts[k][1], k
+
+
+def test_per_label_lightgbm_takes_the_forks_chebyshev_step(bench):
+    """With ``--per-label lightgbm`` a Chebyshev round's gradient is the fork's (its per-label LambdaRank, the
+    label it picks): the default ``LambdaRank()`` trains another per-label loss, which is why customobj's
+    Chebyshev at ``w = .8`` lay farther from its ray than the fork's (docs/multi-objective.md). Queries longer
+    than the fork's truncation (30), scores where the two costs pick different labels."""
+    from customobj.multi import MultiObjective
+
+    rng = np.random.default_rng(5)
+    group = np.array([45, 12, 33, 8])
+    y1 = rng.integers(0, 3, group.sum()).astype(float)
+    y2 = rng.integers(0, 4, group.sum()).astype(float)
+    checked = set()
+    for w in (0.2, 0.5, 0.8):
+        scores = rng.normal(size=group.sum()) + 0.8 * (y2 if w == 0.8 else y1)
+        want_g, want_h, want_k = _fork_chebyshev_round(bench, scores, (y1, y2), group, w)
+        for per_label in ("lightgbm", "customobj"):
+            obj = MultiObjective([bench.per_label_loss(per_label), bench.per_label_loss(per_label)], labels=[None, y2],
+                                 method="chebyshev", preference=[1 - w, w])
+            g, h = obj.grad_hess(scores, y1, group=group)
+            if per_label == "lightgbm":  # customobj picks by its own cost: here the same label as the fork's
+                assert obj.fitted_attributes()["label_weights_"][0].tolist() == [1.0 - want_k, float(want_k)]
+                np.testing.assert_allclose(g, want_g, rtol=1e-10, atol=1e-13)
+                np.testing.assert_allclose(h, want_h, rtol=1e-10, atol=1e-13)
+            else:
+                assert np.abs(g - want_g).max() > 0.05 * np.abs(want_g).max()
+        checked.add(want_k)
+    assert checked == {0, 1}  # both labels picked on some ray
+
+
+def test_per_label_lightgbm_trains_stock_lambdarank_on_a_label(bench, split):
+    """The fork's per-label loss is LightGBM's ``lambdarank``: customobj's side with all weight on label 1
+    (``w = 0``) and ``per_label="lightgbm"`` trains stock LightGBM's model; with ``LambdaRank()`` it does not."""
+    import lightgbm as lgb
+
+    X, y, _, group = split
+    native = lgb.train(dict(bench.STUDY.LGB, objective="lambdarank"), lgb.Dataset(X, y, group=group), 3).predict(X)
+    ours = bench.customobj_model(split, "linear", 3, w=0.0, per_label="lightgbm")[0].predict(X)
+    other = bench.customobj_model(split, "linear", 3, w=0.0)[0].predict(X)
+    assert np.ptp(native) > 0.1
+    np.testing.assert_allclose(ours, native, rtol=0, atol=1e-4)  # LightGBM's sigmoid table: the one difference
+    assert np.abs(other - native).max() > 1e-2
+    assert bench.customobj_cost(native, y, group, "lightgbm") != pytest.approx(bench.customobj_cost(native, y, group))
+
+
+def test_mgda_u_reaches_customobjs_side(bench, split):
+    """``u`` is read by EC-MGDA (a different model), and not passed to a method that refuses it (EPO)."""
+    base = bench.customobj_model(split, "ec_mgda", 3, bound=1.0, cap=0.9)[0].predict(split[0])
+    same = bench.customobj_model(split, "ec_mgda", 3, bound=1.0, cap=0.9, u=0.1)[0].predict(split[0])
+    big = bench.customobj_model(split, "ec_mgda", 3, bound=1.0, cap=0.9, u=10.0)[0].predict(split[0])
+    np.testing.assert_array_equal(same, base)  # 0.1 is the default
+    assert np.abs(big - base).max() > 1e-6
+    assert bench.customobj_model(split, "epo", 2, w=0.5, u=10.0)[0].num_trees() == 2
+
+
 def test_fork_settings_map_each_method(bench):
     assert bench.fork_settings("linear", w=0.2) == {"mo_preferences": "0.2,0.8"}  # label 2 first in the fork
     assert bench.fork_settings("wc_mgda", w=0.5) == {"mo_preferences": "0.5,0.5", "mo_mgda_use_fix_u": "true"}
@@ -68,6 +133,11 @@ def test_fork_settings_map_each_method(bench):
         "mo_preferences": "0.5,0.5", "mo_ub_sec_obj": "1.25", "mo_ec_mgda_w": "0.9", "mo_mgda_use_fix_u": "true"}
     assert bench.fork_settings("ec_mgda", bound=1.0, cap=0.5, tune_u=True) == {
         "mo_preferences": "0.5,0.5", "mo_ub_sec_obj": "1", "mo_ec_mgda_w": "0.5"}  # the fork's own default
+    assert bench.fork_settings("ec_mgda", bound=1.0, cap=0.5, u=0.3) == {  # --mgda-u: the fixed u
+        "mo_preferences": "0.5,0.5", "mo_ub_sec_obj": "1", "mo_ec_mgda_w": "0.5", "mo_mgda_use_fix_u": "true",
+        "mo_mgda_min_u": "0.3"}
+    assert bench.fork_settings("wc_mgda", w=0.5, u=2.0)["mo_mgda_min_u"] == "2"
+    assert "mo_mgda_min_u" not in bench.fork_settings("epo", w=0.5, u=2.0)  # a method without u: not passed on
     assert set(bench.FORK) == set(METHODS)  # every method of customobj's that the fork has, and no other
     assert bench.MO_NAMES["epsilon_constraint"] == "e_constraint"
 
@@ -162,7 +232,7 @@ def test_a_finished_run_that_crashes_at_exit_gives_its_time_weights_and_costs(be
                      f"{_W.format('0.25,0.75')}; echo '[LightGBM] [Debug] losses (before norm) =  1.5 2.25'; "
                      "echo '1.25 seconds elapsed, finished iteration 2'; echo Finished training; kill -SEGV $$")
     got = bench.mo_lightgbm(binary, str(tmp_path), "epsilon_constraint", {"mo_ub_sec_obj": "1"}, 2, "t")
-    assert got == (1.25, [0.25, 0.75], (1.5, 2.25))
+    assert got == (1.25, [[0.4, 0.6], [0.25, 0.75]], (1.5, 2.25))
 
 
 @pytest.mark.parametrize("weights", [["0.5,0.5"], ["0.5,0.5", "nan,0.5"], ["0.5,0.5", "1"]])
@@ -180,7 +250,7 @@ def test_stochastic_label_aggregation_reports_its_draws(bench, tmp_path):
     binary = _script(tmp_path, f"touch {tmp_path}/model_t.txt; {draw}; {draw}; echo '2 seconds elapsed, finished iteration 2';"
                      " echo Finished training")
     assert bench.mo_lightgbm(binary, str(tmp_path), "stochastic", {"mo_preferences": "0.5,0.5"}, 2, "t") == (
-        2.0, [0.45, 0.55], None)
+        2.0, [[0.45, 0.55], [0.45, 0.55]], None)
 
 
 # A stand-in for the fork: no imports beyond the standard library (numpy and LightGBM take seconds to import
@@ -203,19 +273,26 @@ print("[LightGBM] [Info] Finished training")
 """
 
 
+def small_fold(data_dir, root):
+    """``root/Fold1`` with MQ2008 Fold 1's first 600 validation rows (about 30 queries) as both its training
+    and its test split; returns the fold's folder."""
+    fold = root / "Fold1"
+    fold.mkdir(parents=True)
+    with gzip.open(data_dir / "mq2008" / "Fold1" / "vali.txt.gz", "rt") as f:
+        head = [next(f) for _ in range(600)]
+    for part in ("train", "test"):
+        with gzip.open(fold / f"{part}.txt.gz", "wt") as f:
+            f.writelines(head)
+    return fold
+
+
 def test_the_whole_script_runs_against_a_stand_in_binary(bench, data_dir, tmp_path, capsys):
     """Every method of one kind and the other on a small fold (MQ2008 Fold 1's first 600 validation rows as
     both splits), two rounds: one row per model with both sides' figures, each bound from its own linear model,
     the fork's configuration as :func:`fork_settings` says, and the summary lines."""
     import lightgbm as lgb
 
-    fold = tmp_path / "data" / "Fold1"
-    fold.mkdir(parents=True)
-    with gzip.open(data_dir / "mq2008" / "Fold1" / "vali.txt.gz", "rt") as f:
-        head = [next(f) for _ in range(600)]  # about 30 queries
-    for part in ("train", "test"):
-        with gzip.open(fold / f"{part}.txt.gz", "wt") as f:
-            f.writelines(head)
+    fold = small_fold(data_dir, tmp_path / "data")
     X, y, y2, group = bench.STUDY.load_split(str(fold / "train.txt.gz"), 41)
     columns = np.column_stack([np.repeat(np.arange(group.size), group), y2, X])  # the fork's: qid, label2, features
     booster = lgb.train(dict(objective="lambdarank", verbose=-1, num_threads=1), lgb.Dataset(columns, y, group=group), 2)
@@ -268,6 +345,8 @@ def test_fork_model_files_predict_through_stock_lightgbm(bench, split, tmp_path)
     (["--molgbm", "{exe}", "--bound-weights", "1"], "--bound-weights"),
     (["--molgbm", "{exe}", "--rounds", "1"], "--rounds"),
     (["--molgbm", "{exe}", "--secondary-cap", "1"], "--secondary-cap"),
+    (["--molgbm", "{exe}", "--mgda-u", "0"], "--mgda-u"),
+    (["--molgbm", "{exe}", "--per-label", "xgboost"], "--per-label"),
 ])
 def test_bad_arguments_are_refused(bench, tmp_path, capsys, argv, message):
     exe = _script(tmp_path, "exit 0")

@@ -56,6 +56,20 @@ def test_kernel_benchmark_runs(bench, data_dir, capsys):
     assert len(lines) == 2 and float(lines[0].split("median ")[1].split()[0]) > 0
 
 
+def test_train_benchmark_runs(bench, data_dir, capsys):
+    bench.main(["train", "--data", str(data_dir / "mq2008" / "Fold1"), "--rounds", "1", "--repeats", "1",
+                "--labels", "2", "--methods", "linear,epo"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if "training / (m x single training)" in line]
+    assert len(lines) == 2 * 2  # methods x libraries
+    for line in lines:
+        per_m, whole = (float(line.split(key)[1].split()[0].rstrip(","))
+                        for key in ("single training) median ", "training median "))
+        assert whole > 0 and per_m == pytest.approx(whole / 2, abs=1e-3)  # m = 2 (both printed to 3 decimals)
+    for bad in (["--labels", "1"], ["--rounds", "0"]):
+        with pytest.raises(SystemExit):
+            bench.main(["train", *bad])
+
+
 def test_scaled_split_repeats_the_queries(bench):
     X, y, group = np.arange(10.0).reshape(5, 2), np.array([0.0, 1, 2, 0, 1]), np.array([3, 2])
     X3, y3, g3 = bench.scaled_split(X, y, group, 3)

@@ -11,7 +11,7 @@ import pytest
 import customobj
 from customobj import LambdaRank, MPBoost, PreferencePairs, QBRank, RankNet, RankSVM, SquaredError, Unbiased
 from customobj.objectives import devices
-from _cuda_cases import compile_listed_kernels, needs_gpu, to_device
+from _cuda_cases import assert_simulated_bits, compile_listed_kernels, needs_gpu, query_order_sum, to_device
 
 ROUNDS = 3
 
@@ -135,10 +135,66 @@ def test_tree_booster_on_the_device_grows_the_cpus_trees():
     np.testing.assert_allclose(fits["cuda"][1], fits["cpu"][1], rtol=1e-9, atol=1e-12)
 
 
+#: The wrapped losses whose debiased cost is one pairwise leaf's: the GPU's per-query costs are the CPU's bits.
+ONE_LEAF = {repr(o.objective) for o in WRAPPED[:6]}
+
+
+@needs_gpu
+@pytest.mark.parametrize("obj", WRAPPED, ids=lambda o: repr(o.objective))
+def test_each_querys_debiased_cost_is_the_cpus(obj):
+    """``grad_hess_loss`` (``MultiObjective``'s per-label GPU cost), two rounds: the gradients, and the
+    per-query costs added in query order equal ``Unbiased._grad_hess_loss`` (the loss at the propensities the
+    round's gradients take): the same bits for one pairwise leaf; a wrapped sum's parts (and QBRank's labelled
+    rows) added query by query, where the CPU adds their totals: within 4 ulps of the total's scale."""
+    clicks = _clicks(1)
+    cpu, gpu = (obj.prepare(clicks.y, clicks.group, position=clicks.position) for _ in range(2))
+    route = obj.device_route().grad_hess_loss
+    nq = len(clicks.group)
+    s = clicks.X[:, 0].astype(np.float64) * 0.3  # the float64 scores the boundary hands the kernels
+    for r in range(2):
+        g, h = np.zeros_like(s), np.zeros_like(s)
+        want = obj._grad_hess_loss(s, cpu, cpu.state_for(obj), g, h)
+        from numba import cuda
+
+        data = devices.device_data(gpu, cuda)
+        gd, hd, pq = to_device(np.zeros(s.size)), to_device(np.zeros(s.size)), to_device(np.full(nq, np.nan))
+        route(obj, to_device(s), gpu, data, gd, hd, pq)
+        per_query = pq.copy_to_host()
+        got = query_order_sum(per_query)  # as MultiObjective's GPU round adds them (one chunk of queries)
+        _assert_close(gd.copy_to_host(), g, f"{obj!r} round {r} grad")
+        _assert_close(hd.copy_to_host(), h, f"{obj!r} round {r} hess")
+        assert want > 0 and np.count_nonzero(per_query) > 1 and np.isfinite(per_query).all()
+        if repr(obj.objective) in ONE_LEAF:
+            assert_simulated_bits(got, want)
+        else:
+            assert abs(got - want) <= 4 * np.spacing(want), (got, want)
+        fc, fg = obj.fitted_attributes(cpu), obj.fitted_attributes(gpu)
+        np.testing.assert_allclose(fg["position_bias_"], fc["position_bias_"], rtol=1e-9, atol=1e-12)
+        s = s - 0.5 * g / np.maximum(h, 1e-3)
+
+
+def test_the_cpu_cost_is_the_loss_before_the_rounds_estimate():
+    """``Unbiased._grad_hess_loss`` (``MultiObjective``'s per-label cost): the round's gradients and, from the same
+    pass, the loss at the propensities they take (what ``loss`` gave before the round); the estimate still moves."""
+    clicks = _clicks(1)
+    obj = Unbiased(RankNet())
+    prep = obj.prepare(clicks.y, clicks.group, position=clicks.position)
+    s = clicks.X[:, 0].astype(np.float64) * 0.3
+    obj.grad_hess_prepared(s, prep)  # a first round: the propensities move off 1
+    before = obj.loss_prepared(s, prep)
+    g, h = np.zeros_like(s), np.zeros_like(s)
+    cost = obj._grad_hess_loss(s, prep, prep.state_for(obj), g, h)
+    assert cost == before and obj.loss_prepared(s, prep) != before  # the estimate moved after the cost
+    other = obj.prepare(clicks.y, clicks.group, position=clicks.position)
+    obj.grad_hess_prepared(s, other)
+    np.testing.assert_array_equal(g, obj.grad_hess_prepared(s, other)[0])
+
+
 def test_the_route_is_unbiaseds_own():
     obj = Unbiased(RankNet() + SquaredError())
     assert devices.kernels_for(obj, devices.Device.CUDA).__module__ == "customobj.clicks._unbiased_route"
     assert obj.device_route().couplings is None  # TreeBooster(device="cuda") with OLE takes its pairs on the host
+    assert obj.device_route().grad_hess_loss.__name__ == "grad_hess_loss"
 
 
 _PTX_CHECK = """
@@ -155,7 +211,7 @@ QP = T.NamedTuple([i1, i1, i1, b, i1], CU.QueryPairs)
 TERMS = T.NamedTuple([f1, f1, f1, f1], CK.DebiasedTerms)
 PW = T.NamedTuple([f1, b, f1, b], CK.PairWeights)
 PROPS = T.NamedTuple([i1, f1, f1], CK.Propensities)
-OUT = T.NamedTuple([f1, f1, f1, f2, i2], CU.Outputs)
+OUT = T.NamedTuple([f1, f1, f1, f2, i2, f1], CU.Outputs)
 SIGNATURES = [
     (CU.loss_terms_pairs, (f1, i1, i1, f1, i, f, b, PROPS, TERMS)),
     (CU.debias_queries, (QP, TERMS, PW, PROPS, f, b, b, OUT)),

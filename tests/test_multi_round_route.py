@@ -1,14 +1,17 @@
 """customobj/multi/_round_route.py (MultiObjective's GPU round for every method but "linear") and its
 kernels, customobj/multi/_combine_cuda.py, under the CUDA simulator (tests/conftest.py): for every
 method, with 2 and 3 labels, the GPU route's combined gradients and hessians and its recorded weights,
-costs and duals equal the CPU route's; one blocking read a round; a per-label loss without a GPU cost
-refused by name; the route reached through xgboost_objective(device="cuda")."""
+costs and duals equal the CPU route's; one blocking read a round; Unbiased on a click label and the
+composites with their GPU costs; a per-label loss without a GPU cost refused by name; the route reached
+through xgboost_objective(device="cuda")."""
 import numpy as np
 import pytest
 
 from customobj import adapters  # before xgboost: sets the OpenMP wait policy
 
-from customobj import LambdaRank, ListNet, RankNet, SquaredError
+import customobj
+from customobj import (XENDCG, LambdaRank, ListNet, PreferencePairs, QBRank, QueryRMSE, QuerySoftMax, RankNet,
+                       SquaredError, Unbiased, YetiRank)
 from customobj.multi import MultiObjective
 from customobj.objectives._launch import LaunchCount
 from _cuda_cases import assert_simulated_bits, compile_listed_kernels, needs_gpu, needs_real_gpu, to_device
@@ -108,6 +111,96 @@ def test_other_losses_with_a_gpu_cost_beside_lambdarank(method, loss):
         np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=1e-14)
 
 
+def click_data():
+    """``(clicks, graded)``: a simulated click log (labels, sessions, positions) and a graded label on its rows."""
+    d = customobj.data.synthetic(4, 5, 3, seed=0)
+    clicks = customobj.data.simulate_clicks(d, ranker=d.X[:, 0], sessions=1, seed=0)
+    return clicks, np.random.default_rng(2).integers(0, 4, clicks.y.size).astype(float)
+
+
+def run_click_rounds(make, clicks, rounds=2):
+    """:func:`run_rounds` on the click log (positions given): the fitted values and the GPU's reads per round."""
+    rng = np.random.default_rng(1)
+    cpu, gpu = make(), make()
+    pc, pg = (o.prepare(clicks.y, clicks.group, position=clicks.position) for o in (cpu, gpu))
+    reads = []
+    for _ in range(rounds):
+        s = rng.normal(size=clicks.y.size)
+        g, h = cpu.grad_hess_prepared(s, pc)
+        before = LaunchCount.snapshot()
+        gd, hd = (a.copy_to_host() for a in gpu.grad_hess_prepared(to_device(s), pg))
+        reads.append(LaunchCount.since(before)[1])
+        for cpu_out, gpu_out in ((g, gd), (h, hd)):
+            np.testing.assert_allclose(gpu_out, cpu_out, rtol=1e-10, atol=1e-13 * np.abs(cpu_out).max())
+    fitted = []
+    for obj, prep in ((cpu, pc), (gpu, pg)):  # the click label's propensities beside the round's record
+        click = obj.objectives[1].fitted_attributes(prep.state_for(obj).preps[1])
+        fitted.append({**obj.fitted_attributes(prep), **click})
+    return fitted[0], fitted[1], reads
+
+
+def own_reads(obj, clicks):
+    """The blocking reads of ``obj``'s own GPU round (Unbiased(LambdaRank()): its pair count)."""
+    prep = obj.prepare(clicks.y, clicks.group, position=clicks.position)
+    before = LaunchCount.snapshot()
+    obj.grad_hess_prepared(to_device(np.zeros(clicks.y.size)), prep)
+    return LaunchCount.since(before)[1]
+
+
+@pytest.mark.filterwarnings("ignore:bounds\\[")
+@pytest.mark.parametrize("click_loss", [Unbiased(LambdaRank()), Unbiased(RankNet(), cost="loss")],
+                         ids=["lambdarank", "ranknet"])
+def test_unbiased_on_a_click_label_has_the_cpus_costs(click_loss):
+    """``Unbiased`` on the click label (the main label graded): its GPU cost (``_unbiased_route.grad_hess_loss``,
+    each query's debiased loss) is the CPU's to the bit; weights, duals and both propensity vectors equal; the
+    round reads the ``m^2 + m`` sums once beyond what the click loss's own route reads."""
+    clicks, graded = click_data()
+    make = lambda: MultiObjective([LambdaRank(), click_loss], labels=[graded, clicks.y], method="epsilon_constraint",  # noqa: E731
+                                  bounds=[0.3], dual_interval=1)
+    want, got, reads = run_click_rounds(make, clicks)
+    assert reads == [own_reads(click_loss, clicks) + 1] * 2
+    assert_simulated_bits(got["label_costs_"], want["label_costs_"])
+    assert (want["label_costs_"] > 0).all() and not np.allclose(want["position_bias_"], 1.0)  # it estimated
+    for name in ("label_weights_", "label_duals_", "position_bias_", "position_bias_unclicked_"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-10, atol=1e-13, err_msg=name)
+
+
+@pytest.mark.parametrize("method", ["epo", "chebyshev"])
+def test_composites_have_their_parts_costs(method):
+    """``a + b`` and ``c * a`` (``_composite_route.sum_parts_loss``, ``scaled_loss``): each query's cost the
+    parts' combined. The CPU combines the parts' totals, so the costs are equal to rounding (bound: 4 ulps
+    of the cost on these data); one read a round."""
+    y, cols = labels(2)
+    make = lambda: MultiObjective([LambdaRank() + 0.5 * RankNet(), 2.0 * (LambdaRank() + SquaredError())],  # noqa: E731
+                                  labels=cols, method=method, **OPTIONS[method](2))
+    cpu, gpu = make(), make()
+    want, got, reads = run_rounds(cpu, gpu, y, rounds=2)
+    assert reads == [1, 1]
+    np.testing.assert_allclose(got["label_costs_"], want["label_costs_"], rtol=4 * np.finfo(float).eps, atol=0)
+    np.testing.assert_allclose(got["label_weights_"], want["label_weights_"], rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.filterwarnings("ignore:bounds\\[")
+@pytest.mark.parametrize("method, losses", [
+    ("wc_mgda", (ListNet(), QueryRMSE())),
+    ("epo", (XENDCG(seed=2), QuerySoftMax(beta=2.0))),
+    ("ec_mgda", (QBRank(pairs=np.array([[0, 2], [9, 4], [5, 8]])), PreferencePairs(np.array([[3, 4], [8, 7]])))),
+], ids=["listwise", "xendcg", "explicit-pairs"])
+def test_listwise_and_explicit_pair_costs(method, losses):
+    """ListNet's, QueryRMSE's, XENDCG's and QuerySoftMax's GPU costs (``_listwise_loss_cuda``: each query's the
+    CPU's bits; XENDCG's at each round's noise, drawn alike on both), QBRank's
+    and PreferencePairs' (``pair_list_loss_rows``: each pair at its first row's query, equal to rounding):
+    the recorded costs and weights equal the CPU's, one read a round."""
+    y, cols = labels(2)
+    cpu, gpu = (MultiObjective(list(losses), labels=cols, method=method, **OPTIONS[method](2)) for _ in range(2))
+    want, got, reads = run_rounds(cpu, gpu, y, rounds=2)
+    assert reads == [1, 1] and (want["label_costs_"] > 0).all()
+    if method != "ec_mgda":
+        assert_simulated_bits(got["label_costs_"], want["label_costs_"])
+    np.testing.assert_allclose(got["label_costs_"], want["label_costs_"], rtol=1e-13, atol=0)
+    np.testing.assert_allclose(got["label_weights_"], want["label_weights_"], rtol=1e-10, atol=1e-13)
+
+
 def test_stochastic_draws_the_cpu_labels_and_reads_nothing():
     cpu, gpu, y = twins("stochastic", 3, random_state=4, preference=[1, 2, 3])
     want, got, reads = run_rounds(cpu, gpu, y, rounds=2)
@@ -115,20 +208,30 @@ def test_stochastic_draws_the_cpu_labels_and_reads_nothing():
     np.testing.assert_array_equal(got["label_weights_"], want["label_weights_"])
 
 
+# YetiRank's seeded streams run as Python under the simulator, where numpy warns on their uint64 wraparound
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 def test_a_per_label_loss_without_a_gpu_cost_is_refused_by_name():
+    """YetiRank, StructuredDCG and Affine have no GPU cost: refused before round 1, naming the label."""
     y, cols = labels(2)
     for method in OPTIONS:
-        obj = MultiObjective([LambdaRank(), ListNet()], labels=cols, method=method, **OPTIONS[method](2))
-        with pytest.raises(NotImplementedError, match=rf"method='{method}'.*objectives\[1\] \(ListNet\) has no GPU cost"):
+        obj = MultiObjective([LambdaRank(), YetiRank()], labels=cols, method=method, **OPTIONS[method](2))
+        with pytest.raises(NotImplementedError, match=rf"method='{method}'.*objectives\[1\] \(YetiRank\) has no GPU cost"):
             obj.device_route()
-    with pytest.raises(NotImplementedError, match=r"ListNet\) has no GPU cost"):
+    with pytest.raises(NotImplementedError, match=r"YetiRank\) has no GPU cost"):
         obj.grad_hess(to_device(np.zeros(y.size)), y, SIZES)
     assert np.isfinite(obj.grad_hess(np.zeros(y.size), y, SIZES)[0]).all()  # host scores: the CPU route
+    for loss in (customobj.StructuredDCG(), customobj.Affine(RankNet())):
+        with pytest.raises(NotImplementedError, match=rf"\({type(loss).__name__}\) has no GPU cost"):
+            MultiObjective([LambdaRank(), loss], method="epo").device_route()
     # the methods that read no costs take any loss with a GPU route
-    obj = MultiObjective([LambdaRank(), ListNet()], labels=cols, method="stochastic")
+    obj = MultiObjective([LambdaRank(), YetiRank()], labels=cols, method="stochastic")
     assert obj.grad_hess(to_device(np.zeros(y.size)), y, SIZES)[0].copy_to_host().shape == (y.size,)
+    # a composite has a cost when every part has one: with a YetiRank part it has none
     with pytest.raises(NotImplementedError, match=r"objectives\[0\] \(Sum\) has no GPU cost"):
-        MultiObjective([LambdaRank() + RankNet(), LambdaRank()], method="epo").device_route()
+        MultiObjective([LambdaRank() + YetiRank(), LambdaRank()], method="epo").device_route()
+    with pytest.raises(NotImplementedError, match=r"objectives\[1\] \(Scaled\) has no GPU cost"):
+        MultiObjective([LambdaRank(), 2.0 * YetiRank()], method="epo").device_route()
+    MultiObjective([LambdaRank() + RankNet(), 2.0 * LambdaRank()], method="epo").device_route()  # both have one
 
 
 @pytest.mark.filterwarnings("ignore:bounds\\[")

@@ -37,3 +37,27 @@ def test_scale_is_bounded_through_nesting():
         Scaled(SquaredError(), 10**400)
     with pytest.raises(TypeError, match=r"factor must be a real number, got bool"):
         Scaled(SquaredError(), True)
+
+
+def test_the_gradient_and_loss_pass_is_the_parts_own():
+    """``Sum._grad_hess_loss`` / ``Scaled._grad_hess_loss`` (``MultiObjective``'s per-label costs): each part's own
+    gradient-and-loss pass (LambdaRank's one walk over its pairs), added in part order, the scaled child's times
+    its factor; the gradients those of ``grad_hess``."""
+    from customobj import LambdaRank, RankNet
+
+    s, y, g, w = data()
+    lam, net = LambdaRank(), RankNet()
+    combo = lam + 2.0 * (net + SquaredError())
+    prep = combo.prepare(y, g, w)
+    grad, hess = np.zeros_like(s), np.zeros_like(s)
+    cost = combo._grad_hess_loss(s, prep, prep.state_for(combo), grad, hess)
+
+    def own(obj):
+        return obj._grad_hess_loss(s, prep, prep.state_for(obj), np.zeros_like(s), np.zeros_like(s))
+
+    inner = 0.0 + own(net) + own(SquaredError())
+    assert cost == 0.0 + own(lam) + 2.0 * inner
+    assert cost == pytest.approx(combo.loss_prepared(s, prep), rel=1e-6)  # LambdaRank's pass: a softplus table
+    want_g, want_h = combo.grad_hess_prepared(s, prep)
+    np.testing.assert_allclose(grad, want_g, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(hess, want_h, rtol=1e-14, atol=1e-15)

@@ -198,7 +198,7 @@ except GPUUnavailableError as exc:
 
 
 _PTX_CHECK = """
-OWN_PTX_TESTS = ("_listwise_cuda", "_sampled_pairs_cuda")
+OWN_PTX_TESTS = ("_listwise_cuda", "_listwise_loss_cuda", "_sampled_pairs_cuda")
 import types as pytypes
 from numba import cuda, types as T
 import numba.cuda.dispatcher as dispatcher
@@ -230,6 +230,7 @@ SIGNATURES = [
     (CC.loss_queries, (LR, i2, f2, f1, f1)),
     (CP.label_pairs_rows, (f1, LROWS, SPEC, f1, f1)),
     (CP.pair_list_rows, (f1, PL, i1, i1, i1, SPEC, f1, f1)),
+    (CP.pair_list_loss_rows, (f1, PL, i1, i1, i1, SPEC, f1)),
     # the label pair losses' per-query cost (customobj/objectives/_pairwise_route.py: label_pair_loss_with_cost)
     (CP.label_pairs_loss_rows, (f1, LROWS, SPEC, f1)),
     (CW.query_sums, (i1, f1, f1)),

@@ -14,7 +14,7 @@ def test_channels_are_distinct_rows_of_the_scratch():
     assert sorted(int(c) for c in R.Channel) == list(range(R.N_CHANNELS))
     assert sorted(int(c) for c in R.IntChannel) == list(range(R.N_INT_CHANNELS))
     F, I = R.block_scratch_arrays(5)
-    assert F.shape == (R.N_CHANNELS, 5) and F.dtype == np.float64
+    assert F.shape == (R.N_CHANNELS + R.LOSS_ROWS, 5 + R.LOSS_LANES) and F.dtype == np.float64
     assert I.shape == (R.N_INT_CHANNELS, 5) and I.dtype == np.int64
 
 

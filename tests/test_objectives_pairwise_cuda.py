@@ -1,15 +1,17 @@
 """GPU pairwise losses (customobj/objectives/_pairwise_cuda.py) against their CPU twins: RankNet,
 RankSVM, MPBoost with every DDF, QBRank (label pairs, explicit pairs across queries, both hessians,
 labelled rows), PreferencePairs (with pair weights), on random and degenerate data; the label pair
-losses' per-query cost (``label_pairs_loss_rows``, ``query_sums``: ``DeviceRoute.grad_hess_loss``, which
-MultiObjective's cost-reading methods read) against the CPU's loss."""
+losses', QBRank's and PreferencePairs' per-query cost (``label_pairs_loss_rows``, ``pair_list_loss_rows``,
+``query_sums``: ``DeviceRoute.grad_hess_loss``, which MultiObjective's cost-reading methods read) against the
+CPU's loss."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from customobj import MPBoost, PreferencePairs, QBRank, RankNet, RankSVM
-from _cuda_cases import SIZES, assert_gpu_equals_cpu, data, degenerate_cases, needs_gpu
+from _cuda_cases import (SIZES, assert_gpu_equals_cpu, data, degenerate_cases, needs_gpu, query_order_sum,
+                         route_cost)
 
 pytestmark = needs_gpu
 
@@ -59,21 +61,19 @@ def test_rows_in_no_pair_get_zero():
 @pytest.mark.parametrize("obj", LABEL_PAIR_LOSSES[::2], ids=repr)
 @pytest.mark.parametrize("case", list(degenerate_cases())[::2], ids=lambda c: c[0])
 def test_label_pair_losses_cost_equals_the_cpu_loss(obj, case):
-    from numba import cuda
-
-    from customobj.objectives import devices
-    from _cuda_cases import assert_simulated_bits, to_device
-
     _, s, y, sizes, w = case
-    prep = obj.prepare(y, sizes, w)
-    g, h = np.zeros(y.size), np.zeros(y.size)
-    loss = obj._grad_hess_loss(s, prep, prep.state_for(obj), g, h)
-    gd, hd = cuda.to_device(np.zeros(y.size)), cuda.to_device(np.zeros(y.size))
-    per_query = cuda.to_device(np.full(len(sizes), np.nan))  # every entry written
-    obj.device_route().grad_hess_loss(obj, to_device(s), prep, devices.device_data(prep, cuda), gd, hd, per_query)
-    assert_simulated_bits(gd.copy_to_host(), g)  # the gradients: the gradient-only route's
-    assert_simulated_bits(hd.copy_to_host(), h)
-    got = per_query.copy_to_host()
+    loss, got = route_cost(obj, s, y, sizes, w)
     # each query's pairs summed upper row by upper row (the CPU: one running sum): equal to rounding
     np.testing.assert_allclose(got.sum(), loss, rtol=1e-13, atol=0)
     assert np.isfinite(got).all() and (got >= 0).all()
+
+
+@pytest.mark.parametrize("obj", QBRANKS + [PreferencePairs(PAIRS, margin=0.5, weight=np.arange(1.0, 7.0))], ids=repr)
+def test_explicit_pair_losses_cost_equals_the_cpu_loss(obj):
+    """QBRank's label pairs, explicit pairs (across queries: each pair counted at its first row's query) and
+    labelled rows, PreferencePairs' weighted pairs: the per-query costs sum to the CPU's loss to rounding (the
+    CPU adds one running sum over each pair set); the gradients those of the gradient-only route."""
+    s, y, sizes, w = data(8, weights=True)
+    loss, got = route_cost(obj, s, y, sizes, w)
+    np.testing.assert_allclose(query_order_sum(got), loss, rtol=1e-13, atol=0)
+    assert np.isfinite(got).all() and (got >= 0).all() and loss > 0

@@ -12,7 +12,7 @@ from customobj import LambdaLoss, YetiRank
 from _cuda_cases import (COUPLING_CASES, assert_bits_equal_cpu, assert_case_gpu_equals_cpu,
                          assert_device_trees_equal_cpu, assert_gpu_equals_cpu, assert_kept_couplings_equal_cpu,
                          assert_kernels_compile, assert_rounds_equal_cpu, data, long_query_cases, needs_gpu,
-                         query_level_cases, to_device)
+                         query_level_cases, query_order_sum, route_cost, to_device)
 
 # The simulator runs the seeded streams' Python source, where numpy warns on the uint64 wraparound
 # the generators rely on (compiled code, on the CPU or a GPU, wraps silently).
@@ -26,6 +26,19 @@ LOSSES = [LambdaLoss(weighting="ndcg1"), LambdaLoss(weighting="ndcg2", sigma=2.0
 @pytest.mark.parametrize("case", list(query_level_cases()), ids=lambda c: c[0])
 def test_gpu_equals_cpu(case, obj):
     assert_case_gpu_equals_cpu(case, obj)
+
+
+@pytest.mark.parametrize("obj", LOSSES[:4], ids=repr)
+@pytest.mark.parametrize("case", list(query_level_cases())[::3], ids=lambda c: c[0])
+def test_lambdaloss_cost_equals_the_cpu_loss(obj, case):
+    """LambdaLoss's ``grad_hess_loss`` (``MultiObjective``'s per-label GPU cost): each pair's loss at its first
+    row (``pair_list_loss_rows``), the rows of a query in order; their sum in query order is the CPU's
+    ``_grad_hess_loss`` to rounding (the CPU keeps one running sum over the pair list); the gradients those of
+    the gradient-only route."""
+    _, s, y, sizes, w = case
+    want, got = route_cost(obj, s, y, sizes, w)
+    np.testing.assert_allclose(query_order_sum(got), want, rtol=1e-13, atol=0)
+    assert np.isfinite(got).all() and (got >= 0).all()
 
 
 def test_yetirank_rounds_sample_the_cpus_permutations():

@@ -38,10 +38,12 @@ def _data():
     return mapper, hists, sums
 
 
-def _choose(mapper, hists, sums, mask, k, capacity, subtract=None):
+def _choose(mapper, hists, sums, mask, k, capacity, subtract=None, keep_row=None):
     """``wse_choose`` launched as DeviceSearch.choose_features does, with a given capacity;
     ``subtract``: ``(node, small)``, node ``node``'s histogram completed there as ``-= small``
-    (then returned as well, after the launch)."""
+    (then returned as well, after the launch); ``keep_row``: each node's choice also copied to
+    rows ``keep_row, keep_row + 1`` of a 4-row mask table (-1: not; the table, filled with True
+    before, returned last)."""
     from customobj._cuda_runtime import cuda_module
     from customobj.ole.cuda import _choice_kernels as K
     from customobj.ole.cuda.search import NodeHists, SearchOut
@@ -58,11 +60,14 @@ def _choose(mapper, hists, sums, mask, k, capacity, subtract=None):
     rules = SplitRules(WSE, 0.1, 2.0, 0.0)
     node = [ChildSums(float(s.G), float(s.H), float(s.N), 0.0) for s in sums]
     sub, small = (-1, d[0]) if subtract is None else (subtract[0], cuda.to_device(subtract[1]))
+    masks = cuda.to_device(np.ones((4, f), np.bool_))
     K.wse_choose[(3, 2), 4](NodeHists(d[0], d[1], no_ph, no_ph, choice.mask, choice.mask), bins, node[0], node[1], rules,
                             cuda.to_device(np.zeros(4)), False, out, choice, k, capacity,
-                            K.Completion(sub, d[max(sub, 0)], small))
+                            K.Completion(sub, d[max(sub, 0)], small, -1 if keep_row is None else keep_row, masks))
     assert out.done.copy_to_host()[0] == 0  # the ticket counter is back to 0 for the next search
     got = out.gains.copy_to_host(), [a.copy_to_host() for a in choice[1:]]
+    if keep_row is not None:
+        return (*got, masks.copy_to_host())
     return got if subtract is None else (*got, d[sub].copy_to_host())
 
 
@@ -135,3 +140,18 @@ def test_a_larger_childs_subtraction_runs_in_the_choice_and_before_its_search(no
     np.testing.assert_array_equal(gains, want_gains)
     for got, want in zip(tables, want_tables):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("row", [-1, 1, 2])
+def test_each_nodes_choice_is_kept_by_its_result_row_for_the_batch_search(row):
+    # a breadth-first level's ole_fast nodes are searched in one launch (search_batch) after every
+    # split's choice has overwritten the two keep slots: each node's choice is copied to its result
+    # row of the mask table, the other rows untouched (-1: none copied)
+    mapper, hists, sums = _data()
+    mask = np.array([1, 1, 0, 1, 1, 1, 1], np.bool_)
+    gains, (keep, *_), masks = _choose(mapper, hists, sums, mask, 3, 12, keep_row=row)
+    want = np.ones((4, N_FEAT), np.bool_)
+    if row >= 0:
+        want[row:row + 2] = keep
+    np.testing.assert_array_equal(masks, want)
+    assert keep.sum(axis=1).tolist() == [3, 3]

@@ -21,13 +21,16 @@ def _parts(n_rows):
     from customobj._cuda_runtime import cuda_module
     from customobj.ole.cuda import _histograms_kernels, _partitions_kernels, _reduce_kernels
     from customobj.ole.cuda.memory import DeviceMemory
+    from customobj.ole.cuda.stats import CountedKernels
     mem = DeviceMemory(cuda_module())
-    return mem, partitions.DevicePartitions(mem, _partitions_kernels, _reduce_kernels,
+    return mem, partitions.DevicePartitions(mem, CountedKernels(_partitions_kernels, mem.counter), _reduce_kernels,
                                                  _histograms_kernels.zero, n_rows=n_rows)
 
 
-@pytest.mark.parametrize("block", [128, 7])
-def test_rows_then_pairs_equal_the_cpu(monkeypatch, block):
+@pytest.mark.parametrize("block, wait", [(128, False), (7, False), (7, True)])
+def test_rows_then_pairs_equal_the_cpu(monkeypatch, block, wait):
+    # wait: the pairs' placing waits (ole_fast: for the smaller child's row histogram, one launch) and
+    # is launched alone by place_sides(None); a row histogram with nothing waiting is refused
     monkeypatch.setattr(partitions, "PARTITION_BLOCK", block)  # 7: many blocks
     pi, pj, pc, _ = random_pairs(1, n_queries=4, max_rows=9)
     pi, pj = pi.astype(np.int32), pj.astype(np.int32)
@@ -48,7 +51,16 @@ def test_rows_then_pairs_equal_the_cpu(monkeypatch, block):
     src = tuple(mem.upload(a) for a in (pi, pj, pc))
     dst = tuple(mem.array(a.shape, a.dtype) for a in (pi, pj, pc))
     reads = mem.counter.stats().outside.reads
-    got = parts.pairs(src, 1, pi.size, dst)
+    launches = mem.counter.stats().outside.launches
+    got = parts.pairs(src, 1, pi.size, dst, wait=wait)
+    assert mem.counter.stats().outside.launches - launches == (1 if wait else 2)  # counting (, placing)
+    if wait:
+        parts.place_sides(None)
+        assert mem.counter.stats().outside.launches - launches == 2
+        parts.place_sides(None)  # nothing waits now: nothing launched
+        assert mem.counter.stats().outside.launches - launches == 2
+        with pytest.raises(RuntimeError, match="waiting pair placing"):
+            parts.place_sides(("bins", "tables", "build", "shape"))
     assert mem.counter.stats().outside.reads == reads  # the counts stay on the card
     oi, oj, oc = (np.zeros_like(a) for a in (pi, pj, pc))
     nl, nr = partition_pairs(pi, pj, pc, 1, pi.size, go_left, oi, oj, oc)

@@ -97,3 +97,54 @@ def test_the_pair_partition_and_its_totals_are_the_cpus(nb, threads):
     np.add.at(kept, want[0][start:start + tl + tr], want[2][start:start + tl + tr])
     np.add.at(kept, want[1][start:start + tl + tr], want[2][start:start + tl + tr])
     np.testing.assert_allclose(rho.copy_to_host(), kept, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("nb,threads,chunks", [(1, (1, 1), 1), (9, (2, 2), 1), (13, (2, 4), 3)])
+def test_the_fused_pair_placing_and_row_histogram_are_the_separate_launches(nb, threads, chunks):
+    # ole_fast's place_sides_row_hist: blocks of depth 1 place the pairs as place_sides_blocks (the
+    # block's 2-D threads as one row; nb over several of them: 13 blocks of 8 threads), blocks of
+    # depth 0 build the rows' histogram as row_hist_shared (the CPU's, bit for bit, on a grid)
+    from customobj.ole.common import HIST_CHANNELS
+    from customobj.ole.cuda import _histograms_kernels as K
+    from customobj.ole.cuda.histograms import RowBuild
+    from customobj.ole.histogram import build_row_hist_fm
+    cuda, P, R = _cuda()
+    pi, pj, pc, ptr = random_pairs(2, n_queries=10, max_rows=12)
+    n_rows = int(ptr[-1])
+    rng = np.random.default_rng(5)
+    go = rng.random(n_rows) < 0.5
+    start, end = 5, pi.size - 3
+    n = end - start
+    want = tuple(np.zeros_like(a) for a in (pi, pj, pc))
+    tl, tr = partition_pairs(pi, pj, pc, start, end, go, *want)
+    X = make_X(1, n=n_rows, n_features=3)
+    mapper = BinMapper.fit(X, 8)
+    fm = mapper.bins_feature_major(X)
+    rows = np.flatnonzero(go).astype(np.int64)
+    g, h = np.round(rng.normal(size=n_rows) * 64) / 64, np.round(rng.uniform(0.5, 2.0, n_rows) * 64) / 64
+    cpu = build_row_hist_fm(fm, rows, 0, rows.size, g, h, mapper.offsets, mapper.n_slots)
+    groups, members, smap = K.feature_groups(mapper.offsets, mapper.n_bins.astype(np.int64),
+                                             np.arange(fm.shape[0], dtype=np.int64))
+    src = tuple(cuda.to_device(a) for a in (pi, pj, pc))
+    dst = tuple(cuda.to_device(np.zeros_like(a)) for a in (pi, pj, pc))
+    counts, d_go = cuda.device_array((nb, 2), np.int64), cuda.to_device(go)
+    totals = cuda.to_device(np.zeros(2, np.int64))
+    P.count_sides_blocks[_blocks(nb, 4)](src[0], src[1], start, n, nb, d_go, counts, totals)
+    rho = cuda.to_device(np.zeros(n_rows))
+    out = cuda.to_device(np.zeros((mapper.n_slots, HIST_CHANNELS)))
+    build = RowBuild(cuda.to_device(rows), rows.size, cuda.to_device(g), cuda.to_device(h),
+                     cuda.to_device(np.array([1 / 64, 1 / 64])), out)
+    per = threads[0] * threads[1]
+    grid = (max(chunks, -(-nb // per)), groups.shape[0], 2)
+    P.place_sides_row_hist[grid, threads](cuda.to_device(np.ascontiguousarray(fm.T)), cuda.to_device(groups),
+                                          cuda.to_device(members), cuda.to_device(smap), build,
+                                          P.PairSides(*src, start, n, nb, counts, totals), d_go,
+                                          P.PairPlace(*dst, rho))
+    for got, w in zip(dst, want):
+        np.testing.assert_array_equal(got.copy_to_host(), w)
+    split = want[2][start + tl + tr:end]  # the split pairs' couplings, out of their rows' sums
+    taken = np.zeros(n_rows)
+    np.add.at(taken, want[0][start + tl + tr:end], -split)
+    np.add.at(taken, want[1][start + tl + tr:end], -split)
+    np.testing.assert_allclose(rho.copy_to_host(), taken, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(out.copy_to_host(), cpu)

@@ -11,7 +11,8 @@ No atomics, float64, results independent of the launch:
   the CPU's list order (``QueryPairs``: LambdaRank's device pairs come by query; a listed pair
   list is permuted by query once per data set). Every pair of a query joins two of its rows, so a
   query's thread owns its rows' gradients: a row adds its pairs in the CPU's order, and the
-  per-query sums (LambdaRank's normalisation, the debiased ``sum 2 lambda``) are the CPU's too.
+  per-query sums (LambdaRank's normalisation, the debiased ``sum 2 lambda``, the query's debiased
+  loss ``Outputs.loss``: ``MultiObjective``'s GPU cost) are the CPU's too.
 - eq. 30-31's per-position sums: each query's thread writes each pair's two terms and the
   positions they count for (``Outputs.terms``, ``Outputs.at``), then ``position_sums`` (one thread
   per channel and position) adds them in list order, the CPU's running sum bit for bit (a sum of
@@ -52,6 +53,7 @@ class Outputs(NamedTuple):
     c: Any
     terms: Any  # (2, pairs): each pair's term of eq. 30's and eq. 31's sums
     at: Any  # (2, pairs): the position each term counts for (-1: none)
+    loss: Any  # (queries,): each query's debiased loss, its pairs in list order (the CPU's per-query sums)
 
 
 @cuda.jit(device=True)
@@ -98,6 +100,7 @@ def debias_queries(qp, terms, weights, props, scale, norm, estimate, out):
                 out.terms[1, p] = scale * terms.est[p] / tp
         total += 2.0 * terms.lam[p]
     f = _norm_factor(norm, total)
+    loss = 0.0
     for t in range(lo, hi):
         p = _pair(qp, t)
         i = qp.i[p]
@@ -110,6 +113,8 @@ def debias_queries(qp, terms, weights, props, scale, norm, estimate, out):
         out.hess[i] += hh
         out.hess[j] += hh
         out.c[p] = hh
+        loss += wt * terms.cost[p]
+    out.loss[q] = loss
 
 
 @cuda.jit(cache=True)

@@ -135,7 +135,9 @@ def debias_pairs(rows, terms, weights, props, n_queries, scale, norm, estimate, 
     with propensities at least ``TINY_PROPENSITY`` divided by ``t+[pos_i] t-[pos_j]``, others with
     weight 1 (as in XGBoost). ``norm``: the query's terms are multiplied by ``log2(1 + S') / S'``,
     ``S'`` the sum of the debiased ``2 lam``. With ``estimate``, ``li[pos_i] += est / t-[pos_j]``
-    and ``lj[pos_j] += est / t+[pos_i]`` (eq. 30-31), unweighted, over tracked pairs.
+    and ``lj[pos_j] += est / t+[pos_i]`` (eq. 30-31), unweighted, over tracked pairs. The loss is each
+    query's pairs summed in list order, then the queries in order (``_unbiased_cuda.debias_queries``'
+    per-query costs, which ``MultiObjective``'s GPU round adds in query order: the same bits).
     """
     pi, pj, qid = rows.i, rows.j, rows.qid
     lam, h, cost, est = terms.lam, terms.hess, terms.cost, terms.est
@@ -156,7 +158,7 @@ def debias_pairs(rows, terms, weights, props, n_queries, scale, norm, estimate, 
     f = np.ones(n_queries)
     for q in range(n_queries):
         f[q] = norm_factor(norm, total[q])
-    loss = 0.0
+    per_query = np.zeros(n_queries)  # each query's loss first, in list order: the GPU's per-query costs, bit for bit
     for p in range(m):
         i = pi[p]
         j = pj[p]
@@ -168,7 +170,10 @@ def debias_pairs(rows, terms, weights, props, n_queries, scale, norm, estimate, 
         out_hess[i] += hh
         out_hess[j] += hh
         out_c[p] = hh
-        loss += wt * cost[p]
+        per_query[qid[p]] += wt * cost[p]
+    loss = 0.0
+    for q in range(n_queries):  # the queries in order, as MultiObjective's GPU round adds them
+        loss += per_query[q]
     return loss
 
 

@@ -10,7 +10,8 @@ Per round, for each pairwise leaf of the wrapped loss (as ``Unbiased._run`` on t
 - a pair loss (RankNet, RankSVM, MPBoost, QBRank, PreferencePairs): its ``listed_pairs`` (label
   only: uploaded once, with their order by query), ``loss_terms_pairs`` for the debiased terms.
 
-then ``debias_queries`` adds the debiased terms and writes each query's partial sums. Pointwise
+then ``debias_queries`` adds the debiased terms and writes each query's partial sums (and its debiased
+loss: ``grad_hess_loss``, ``MultiObjective``'s per-label GPU cost). Pointwise
 parts of a sum (and QBRank's labelled rows) run their own GPU route into scratch, added times their
 factor. Only the propensities (``n_positions`` each) go up and the ``2 n_positions`` sums come back;
 the host updates the propensities with the CPU's ``update_propensities`` (pooled over distributed
@@ -30,7 +31,7 @@ from ..objectives.base import PairSource
 from . import _unbiased_kernels as CK
 from ._pairs import leaf_parts
 
-__all__ = ["grad_hess"]
+__all__ = ["grad_hess", "grad_hess_loss"]
 
 
 def _padded(a: np.ndarray, dtype: type) -> np.ndarray:
@@ -101,29 +102,44 @@ def _listed(obj: Any, part: Any, s: Any, prep: Any, data: Any, state: Any, props
     return CU.QueryPairs(pi, pj, perm, True, qptr), terms, weights, False, m
 
 
-def _add_part(key: Any, route: Any, part: Any, scale: float, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
-    """``out += scale * (part's route into scratch)``: an undebiased part, as the CPU adds it."""
+def _add_part(key: Any, route: Any, part: Any, scale: float, s: Any, prep: Any, data: Any, g: Any, h: Any,
+              per_query: Any = None) -> None:
+    """``out += scale * (part's route into scratch)``: an undebiased part, as the CPU adds it; with
+    ``per_query``, ``route`` is the part's ``grad_hess_loss`` and its per-query losses are added times ``scale``
+    (the CPU adds ``scale`` times the part's total: equal to rounding)."""
     from ..objectives import _pointwise_cuda as CW
 
     cg = data.scratch(("unbiased_part_grad", key), g.shape, np.float64)
     ch = data.scratch(("unbiased_part_hess", key), h.shape, np.float64)
     R.zero(cg, ch)
-    route(part, s, prep, data, cg, ch)
+    if per_query is None:
+        route(part, s, prep, data, cg, ch)
+    else:
+        pq = data.scratch(("unbiased_part_loss", key), per_query.shape, np.float64)
+        route(part, s, prep, data, cg, ch, pq)
+        R.launch(CW.add_scaled, per_query.shape[0], per_query, pq, scale)
     for dst, src in ((g, cg), (h, ch)):
         R.launch(CW.add_scaled, dst.size, R.flat(dst), R.flat(src), scale)
 
 
-def _labelled_rows(part: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
-    """QBRank's squared error on its labelled rows (``_pairs.pair_terms_of``: undebiased)."""
+def _labelled_rows(part: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any = None) -> None:
+    """QBRank's squared error on its labelled rows (``_pairs.pair_terms_of``: undebiased); with ``per_query``,
+    also each query's loss of them (the rows in order, ``_pointwise_cuda.query_sums``)."""
     from ..objectives import _pointwise_cuda as CW
 
     lab_w = part.squared_error_weight(prep)
     w = data.array((part, "unbiased_labeled_weight"), lambda: lab_w)
-    R.launch(CW.pointwise_rows, data.n_rows, int(RowKind.SQUARED_ERROR), s, data.labels, w, True, 0.0, g, h)
+    kind = int(RowKind.SQUARED_ERROR)
+    R.launch(CW.pointwise_rows, data.n_rows, kind, s, data.labels, w, True, 0.0, g, h)
+    if per_query is not None:
+        rows = data.scratch("unbiased_labelled_loss_rows", (max(data.n_rows, 1),), np.float64)
+        R.launch(CW.pointwise_loss_rows, data.n_rows, kind, s, data.labels, w, True, 0.0, rows)
+        R.launch(CW.query_sums, data.n_queries, data.ptr, rows, per_query)
 
 
-def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
-    """One round of ``obj`` (an ``Unbiased``) at device scores ``s`` into the device outputs (``base.DeviceRoute``)."""
+def _round(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any) -> None:
+    """One round of ``obj`` (an ``Unbiased``); each query's loss into ``per_query`` unless it is None."""
+    from ..objectives import _pointwise_cuda as CW
     from . import _unbiased_cuda as CU
 
     state = prep.state_for(obj)
@@ -134,21 +150,42 @@ def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     props = CK.Propensities(pos, cuda.to_device(state.tplus), cuda.to_device(state.tminus))  # 2k floats up
     sums = data.scratch(("unbiased_sums", obj), (2, k), np.float64)
     R.zero(sums)
+    if per_query is not None:
+        R.zero(per_query)
     for n, (part, scale) in enumerate(leaf_parts(obj.objective)):
         prep.state_for(part)
         if not part.pairwise:
-            _add_part((obj, n), part.device_route().grad_hess, part, scale, s, prep, data, g, h)
+            route = part.device_route()
+            _add_part((obj, n), route.grad_hess if per_query is None else route.grad_hess_loss, part, scale, s, prep,
+                      data, g, h, per_query)
             continue
         if part.squared_error_weight(prep) is not None:
-            _add_part((obj, n), _labelled_rows, part, scale, s, prep, data, g, h)
+            _add_part((obj, n), _labelled_rows, part, scale, s, prep, data, g, h, per_query)
         pairs_of = _own_pass if part.pair_source() == PairSource.OWN_PASS else _listed  # leaf_parts: OWN_PASS or LISTED
         qp, terms, weights, norm, m = pairs_of(obj, part, s, prep, data, state, props, obj._swapped)
         size = max(m, 1)
+        loss = data.scratch(("unbiased_loss", obj, n), (max(nq, 1),), np.float64)
         out = CU.Outputs(g, h, cuda.device_array(size, np.float64), cuda.device_array((2, size), np.float64),
-                         cuda.device_array((2, size), np.int64))
+                         cuda.device_array((2, size), np.int64), loss)
         R.launch(CU.debias_queries, nq, qp, terms, weights, props, float(scale), norm or obj.query_norm, estimate, out)
+        if per_query is not None:  # 0 + x and 1 x are x: one pairwise leaf gives the CPU's per-query sums' bits
+            R.launch(CW.add_scaled, per_query.shape[0], per_query, loss, 1.0)
         if estimate:
             R.launch(CU.position_sums, 2 * k, out.terms, out.at, m, sums)
     if estimate:
         li, lj = sums.copy_to_host()  # 2k floats down
         obj._finish_estimate(prep, state, li.copy(), lj.copy())
+
+
+def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """One round of ``obj`` (an ``Unbiased``) at device scores ``s`` into the device outputs (``base.DeviceRoute``)."""
+    _round(obj, s, prep, data, g, h, None)
+
+
+def grad_hess_loss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any) -> None:
+    """:func:`grad_hess`, and each query's debiased loss at the propensities the round's gradients take (before
+    the round's estimate: ``Unbiased._grad_hess_loss``) into ``per_query`` (``base.DeviceRoute.grad_hess_loss``).
+    Its pairs' losses are summed in the CPU's order (``_unbiased_kernels.debias_pairs``): with one pairwise
+    leaf and no QBRank labelled rows, the CPU's per-query sums to the bit; the parts of a wrapped sum are
+    added query by query, where the CPU adds their totals (equal to rounding)."""
+    _round(obj, s, prep, data, g, h, per_query)

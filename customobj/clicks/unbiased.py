@@ -295,17 +295,28 @@ class Unbiased(Objective):
         >>> import customobj
         >>> customobj.Unbiased(customobj.LambdaRank()).device_route().grad_hess.__module__
         'customobj.clicks._unbiased_route'
+
+        Its ``grad_hess_loss`` (``MultiObjective``'s per-label GPU cost) writes each query's debiased loss, as
+        :meth:`_grad_hess_loss` computes it; ``None`` when a pointwise part of the wrapped sum has no GPU cost.
         """
+        with_cost = True
         for part, _ in leaf_parts(self.objective):
-            if not part.pairwise:
-                part.device_route()  # NotImplementedError naming a part without one
-        return DeviceRoute(_unbiased_route.grad_hess)
+            if not part.pairwise:  # NotImplementedError naming a part without a route
+                with_cost = with_cost and part.device_route().grad_hess_loss is not None
+        return DeviceRoute(_unbiased_route.grad_hess, None,
+                           _unbiased_route.grad_hess_loss if with_cost else None)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         self._run(scores, prep, state, out_grad, out_hess, True)
 
     def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
         return self._run(scores, prep, state, out_grad, out_hess, True)[1]
+
+    def _grad_hess_loss(self, scores, prep, state, out_grad, out_hess):
+        """The round's gradients and the debiased loss at the propensities they take, from the one pass (the
+        estimate is updated after it): the cost whose derivative the round's gradient is, which
+        ``MultiObjective`` reads (the GPU's, ``_unbiased_route.grad_hess_loss``, query by query)."""
+        return self._run(scores, prep, state, out_grad, out_hess, True)[0]
 
     def _loss(self, scores, prep, state):
         g = np.zeros(prep.n_rows)

@@ -235,6 +235,8 @@ _NO_F = np.zeros(0, dtype=np.float64)
 #: The TERMS record of every other mode (nothing read, nothing written).
 _NO_DEBIAS = Debias(_NO_I, _NO_F, _NO_F, False, _NO_F, _NO_F, _NO_F)
 
+# The drivers pass the mode as a plain int: numba types an IntEnum member argument by walking its class's
+# members, about half a millisecond a call (cProfile, issue 41), more than a round's other Python.
 # The drivers below are plain Python calling the one parallel block loop: numba writes a cached
 # kernel that calls a ``parallel=True`` kernel whose code came from the cache into a library that
 # segfaults when loaded by the next process (tests/test_numba_cache.py replays it), so no cached
@@ -252,7 +254,7 @@ def _serial_sum(values):
 
 def lambdarank_grad_hess(inp: PassInputs, out_grad: np.ndarray, out_hess: np.ndarray) -> int:
     """Adds every query's gradients and hessians into ``out_grad`` / ``out_hess``; returns the status."""
-    return _run_blocks(Mode.GRAD, inp, PassOutputs(out_grad, out_hess, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I, _NO_F,
+    return _run_blocks(int(Mode.GRAD), inp, PassOutputs(out_grad, out_hess, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I, _NO_F,
                        _NO_DEBIAS)
 
 
@@ -262,7 +264,7 @@ def lambdarank_grad_hess_loss(inp: PassInputs, out_grad: np.ndarray, out_hess: n
     ``SOFTPLUS_TABLE_ERROR`` times the sum of the pairs' ``w |dZ|`` times the norm factors), from one sort
     and one pair pass per query (GRAD_LOSS; ``MultiObjective`` reads both each round)."""
     per_query = np.zeros(inp.ptr.size - 1)
-    status = _run_blocks(Mode.GRAD_LOSS, inp, PassOutputs(out_grad, out_hess, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I,
+    status = _run_blocks(int(Mode.GRAD_LOSS), inp, PassOutputs(out_grad, out_hess, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I,
                          per_query, _NO_DEBIAS)
     return _serial_sum(per_query), status
 
@@ -273,16 +275,23 @@ def lambdarank_labels(inps: tuple, with_loss: bool, grads: np.ndarray,
     ``lambdarank_grad_hess``'s additions into ``grads[k]`` / ``hess[k]`` and, ``with_loss``,
     ``lambdarank_grad_hess_loss``'s loss as ``losses[k]`` (else 0), the same bits as those calls per label,
     with one sort of each query for all labels (``MultiObjective``'s LambdaRank labels)."""
-    per_query = np.zeros((len(inps), inps[0].ptr.size - 1))
-    status = _run_labels(Mode.GRAD_LOSS if with_loss else Mode.GRAD, label_inputs(inps), grads, hess, per_query,
-                         _NO_I, _NO_F, _NO_DEBIAS)
-    return np.array([_serial_sum(per_query[k]) for k in range(len(inps))]), status
+    return lambdarank_stacked_labels(label_inputs(inps), with_loss, grads, hess)
+
+
+def lambdarank_stacked_labels(L: LabelInputs, with_loss: bool, grads: np.ndarray,
+                              hess: np.ndarray) -> "tuple[np.ndarray, int]":
+    """:func:`lambdarank_labels` of labels already stacked by :func:`label_inputs` (``MultiObjective``
+    stacks its labels once and replaces only the scores each round)."""
+    per_query = np.zeros((L.metric.size, L.ptr.size - 1))
+    status = _run_labels(int(Mode.GRAD_LOSS if with_loss else Mode.GRAD), L, grads, hess, per_query, _NO_I, _NO_F,
+                         _NO_DEBIAS)
+    return np.array([_serial_sum(per_query[k]) for k in range(L.metric.size)]), status
 
 
 def lambdarank_loss(inp: PassInputs) -> "tuple[float, int]":
     """``(loss, status)``: the utility summed over queries (serially, in query order)."""
     per_query = np.zeros(inp.ptr.size - 1)
-    status = _run_blocks(Mode.LOSS, inp, PassOutputs(_NO_F, _NO_F, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I, per_query,
+    status = _run_blocks(int(Mode.LOSS), inp, PassOutputs(_NO_F, _NO_F, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I, per_query,
                          _NO_DEBIAS)
     return _serial_sum(per_query), status
 
@@ -292,7 +301,7 @@ def lambdarank_pair_offsets(inp: PassInputs, order: np.ndarray) -> "tuple[np.nda
     of each query's pairs with nonzero ``|dZ|`` (size n_queries + 1; the last is the pair count)."""
     nq = inp.ptr.size - 1
     per_query = np.zeros(nq)
-    status = _run_blocks(Mode.COUNT, inp, PassOutputs(_NO_F, _NO_F, _NO_I, _NO_I, _NO_F), order, _NO_I, per_query,
+    status = _run_blocks(int(Mode.COUNT), inp, PassOutputs(_NO_F, _NO_F, _NO_I, _NO_I, _NO_F), order, _NO_I, per_query,
                          _NO_DEBIAS)
     counts = np.zeros(nq + 1, dtype=np.int64)
     counts[1:] = per_query  # pair counts are below 2**53: exact in float64
@@ -306,7 +315,7 @@ def lambdarank_pair_fill(inp: PassInputs, with_grad: bool, out: PassOutputs, ord
     ``out.grad`` / ``out.hess`` (one pair pass: GRAD_FILL). ``order`` and ``offsets`` come from
     ``lambdarank_pair_offsets``. Returns the status."""
     mode = Mode.GRAD_FILL if with_grad else Mode.FILL
-    return _run_blocks(mode, inp, out, order, offsets, _NO_F, _NO_DEBIAS)
+    return _run_blocks(int(mode), inp, out, order, offsets, _NO_F, _NO_DEBIAS)
 
 
 def lambdarank_pair_terms(inp: PassInputs, deb: Debias, out: PassOutputs, order: np.ndarray,
@@ -316,7 +325,7 @@ def lambdarank_pair_terms(inp: PassInputs, deb: Debias, out: PassOutputs, order:
     estimate costs to ``deb.lam`` / ``deb.cost`` / ``deb.est`` (unweighted, unnormalised;
     ``_lambdarank_terms.unbiased_pair``). ``order`` and ``offsets`` come from
     ``lambdarank_pair_offsets``. Returns the status."""
-    return _run_blocks(Mode.TERMS, inp, out, order, offsets, _NO_F, deb)
+    return _run_blocks(int(Mode.TERMS), inp, out, order, offsets, _NO_F, deb)
 
 
 def lambdarank_couplings(inp: PassInputs, with_grad: bool, out_grad: np.ndarray,

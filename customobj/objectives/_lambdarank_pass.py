@@ -34,7 +34,7 @@ lambda, hessian) and the prefix tables are ``_lambdarank_terms``', shared with t
 import numpy as np
 from numba import njit
 
-from ._lambdarank_records import Channel, IntChannel, Metric, Mode
+from ._lambdarank_records import LOSS_LANES, LOSS_ROWS, N_CHANNELS, Channel, IntChannel, Metric, Mode
 from ._lambdarank_terms import (EXP_FLOOR, damped, err_dz, exp_table, fill_prefixes, lambda_hess, map_dz, mrr_dz,
                                 SOFTPLUS_STEP, ndcg_dz, norm_factor, pair_weight, rho, softplus, softplus_sorted,
                                 unbiased_pair)
@@ -85,12 +85,54 @@ def _ndcg_count(q, disc, g):
 
 
 @njit(cache=True)
+def _pad_losses(inp, n, F):
+    """Before NDCG's GRAD_LOSS pairs of a sorted query of ``n`` rows: ``D`` into ``F[P]`` (read beside
+    the other channels), and the ``LOSS_LANES`` columns past the query made harmless for
+    :func:`_rows_losses`' last vector of a row (finite, gap 0: their losses are computed, never read)."""
+    g, s, w, d = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.P]
+    d[:n] = inp.disc[:n]
+    for r in range(n, n + LOSS_LANES):
+        g[r] = 0.0
+        s[r] = s[n - 1]
+        w[r] = 0.0
+        d[r] = 0.0
+
+
+@njit(cache=True, error_model="numpy")
+def _rows_losses(F, a0, a1, n, qn, sigma, zscale, damp):
+    """GRAD_LOSS's pair losses of the upper positions ``a0 <= a < a1`` (at most ``LOSS_ROWS``): row
+    ``N_CHANNELS + a - a0`` of ``F`` holds at ``b`` the pair's ``w_ab |dZ_ab| softplus_sorted(s_a - s_b)``
+    for ``b`` in ``a + 1 .. n - 1``, as ``_ndcg_pairs``' loop computed it inline before (the same
+    expressions, so the same bits; 0 for equal grades), and on to a whole number of ``LOSS_LANES`` (the
+    padding of :func:`_pad_losses`). Its own loop, without the gradients' scatter, is one LLVM vectorises
+    (the softplus knots by a gather) with no scalar remainder; the pair loop then only adds each value in
+    its order. Unsigned indices: no negative-index wraparound. ``error_model="numpy"``: no zero-division
+    branch (``0.01 + |d| > 0``). Not inlined (its vector registers pushed the pair loop's values onto the
+    stack: about 7 instructions a pair), so it is called once per ``LOSS_ROWS`` upper rows, with
+    scalars and ``F`` (a call per row cost about 10 instructions a pair)."""
+    g, s, w, d = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.P]
+    for a in range(a0, a1):
+        ga, da, sa, wa = g[a], d[a], s[a], w[a]
+        out = F[N_CHANNELS + a - a0]
+        for t in range(a + 1, a + 1 + (n - a + LOSS_LANES - 2) // LOSS_LANES * LOSS_LANES):
+            b = np.uint64(t)
+            gb = g[b]
+            dz = abs(ga - gb) * (da - d[b])
+            dz *= qn
+            gap = sa - s[b]
+            if damp:
+                dz = dz / (0.01 + abs(gap))
+            out[b] = 0.5 * (wa + w[b]) * dz * softplus_sorted(gap, ga > gb, sigma, zscale)
+
+
+@njit(cache=True, inline="always")
 def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
     """NDCG pairs of one sorted query without data-dependent branches; returns (count, sum_lambda,
     total), ``total`` GRAD_LOSS's utility when ``loss`` (LOSS's terms, each upper row's summed first as the
     GPU sums them, ``_lambdarank_loss_cuda``, each with
     ``_lambdarank_terms.softplus_tabled``, read by ``softplus_sorted``: within ``SOFTPLUS_TABLE_ERROR`` per
-    unit of ``w |dZ|``).
+    unit of ``w |dZ|``; the pair terms from :func:`_rows_losses`, ``LOSS_ROWS`` upper rows at a time).
+    Compiled once per mode by :func:`_ndcg_loop` (``grad``, ``fill``, ``loss`` constants there).
 
     Needs every ``e[r] > EXP_FLOOR`` (``_lambdarank_terms.rho``'s table branch for all pairs). ``rho`` is
     ``e_lo / (e_a + e_b)``, the same bits as ``rho``. FILL writes each upper row's pairs to the
@@ -108,6 +150,8 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
     count = 0
     sum_lambda = 0.0
     total = 0.0
+    if loss:
+        _pad_losses(inp, n, F)
     # The walk over (a, b) repeats _metric_pairs' on purpose: this copy has no branch on the grades,
     # measured about 10% faster for NDCG (docs/kernel-notes.md, one thread, truncation 30)
     for a in range(min(n - 1, lim)):
@@ -121,6 +165,9 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
         acc_h = 0.0
         row_lambda = 0.0  # a's own sum first: the GPU sums each upper row's pairs on its own (pair_rows)
         row_total = 0.0  # likewise its losses (the GPU's loss_rows), so the query's cost has the GPU's bits
+        if loss and a % LOSS_ROWS == 0:
+            _rows_losses(F, a, min(a + LOSS_ROWS, n - 1, lim), n, qn, sigma, zscale, damp)
+        la = F[N_CHANNELS + a % LOSS_ROWS]  # the pair losses of a (GRAD_LOSS)
         m = 0
         for b in range(a + 1, n):
             gb = g[b]
@@ -136,8 +183,8 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
             row_lambda += 2.0 * lam
             pw = 0.5 * (wa + w[b])
             h = sig2 * dz * rho * (1.0 - rho) * pw
-            if loss:  # GRAD_LOSS's costs: tabled softplus (dz = 0 for equal grades adds exact zeros)
-                row_total += pw * dz * softplus_sorted(sa - s[b], up, sigma, zscale)
+            if loss:  # GRAD_LOSS's costs, from _rows_losses (equal grades add exact zeros)
+                row_total += la[b]
             if grad:
                 lam *= pw * (1.0 if up else -1.0)
                 acc_g -= lam
@@ -162,6 +209,41 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
                 out_c[at + count + t] = lc[t]
             count += m
     return count, sum_lambda, total
+
+
+def _ndcg_loop(grad, fill, loss):
+    """The NDCG pair loop of one mode, its flags compile-time constants (the loop's closure): each mode's
+    loop holds only its own work and registers (a flag tested per pair, and the other modes' values kept
+    live across the loop, cost GRAD_LOSS about 20 instructions a pair: ``benchmarks/multi_objective.py
+    kernel-asm``). Returns the njit kernel ``pairs(inp, q, spread, order, F, I, out)``."""
+
+    # error_model="numpy": no zero-division branch per pair (3 instructions a division); no division here
+    # can be by 0: rho's e_a + e_b > 2 EXP_FLOOR (query_grad's check) and damped's 0.01 + |d|
+    @njit(cache=True, error_model="numpy")
+    def pairs(inp, q, spread, order, F, I, out):
+        return _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out)
+
+    return pairs
+
+
+_NDCG_GRAD = _ndcg_loop(True, False, False)
+_NDCG_GRAD_LOSS = _ndcg_loop(True, False, True)
+_NDCG_FILL = _ndcg_loop(False, True, False)
+_NDCG_GRAD_FILL = _ndcg_loop(True, True, False)
+
+
+@njit(cache=True)
+def _ndcg_mode_pairs(mode, inp, q, spread, order, F, I, out):
+    """``_ndcg_pairs`` of ``mode`` (GRAD, GRAD_LOSS, FILL, GRAD_FILL) through its own compiled loop."""
+    if mode == Mode.GRAD:
+        return _NDCG_GRAD(inp, q, spread, order, F, I, out)
+    if mode == Mode.GRAD_LOSS:
+        return _NDCG_GRAD_LOSS(inp, q, spread, order, F, I, out)
+    if mode == Mode.FILL:
+        return _NDCG_FILL(inp, q, spread, order, F, I, out)
+    if mode == Mode.GRAD_FILL:
+        return _NDCG_GRAD_FILL(inp, q, spread, order, F, I, out)
+    return 0, 0.0, 0.0  # unreachable: query_grad sends only these modes here
 
 
 @njit(cache=True)
@@ -291,7 +373,7 @@ def query_grad(mode, inp, out, q, order, F, I, deb):
         lg[:n] = 0.0
         lh[:n] = 0.0
     if inp.metric == Metric.NDCG and F[Channel.EXP, n - 1] > EXP_FLOOR and mode != Mode.TERMS:
-        count, sum_lambda, total = _ndcg_pairs(grad, fill, mode == Mode.GRAD_LOSS, inp, q, spread, order, F, I, out)
+        count, sum_lambda, total = _ndcg_mode_pairs(mode, inp, q, spread, order, F, I, out)
     else:
         count, sum_lambda, total = _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb)
     factor = 1.0 if mode == Mode.TERMS else norm_factor(inp.norm, sum_lambda)

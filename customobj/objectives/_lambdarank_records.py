@@ -12,7 +12,7 @@ of all fifteen views would add that cost to every call of every query.
 Examples
 --------
 >>> F, I = block_scratch_arrays(4)
->>> F.shape == (N_CHANNELS, 4) and I.shape == (N_INT_CHANNELS, 4)
+>>> F.shape == (N_CHANNELS + LOSS_ROWS, 4 + LOSS_LANES) and I.shape == (N_INT_CHANNELS, 4)
 True
 >>> int(Channel.SCORE), int(IntChannel.ORDER), int(Metric.ERR), int(Mode.GRAD_FILL)
 (1, 0, 1, 4)
@@ -57,7 +57,7 @@ class Channel(IntEnum):
     GAIN = 0  # g: row_gain of the row at each sorted position
     SCORE = 1  # s: its score
     WEIGHT = 2  # w: its weight (1 without weights)
-    P = 3  # ERR: prod_{m<r} T_m / (r + 1); MAP: hits_r / (r + 1)  (0 beyond the cutoff)
+    P = 3  # ERR: prod_{m<r} T_m / (r + 1); MAP: hits_r / (r + 1)  (0 beyond the cutoff); NDCG's GRAD_LOSS: D
     A = 4  # ERR: ERR summed up to r; MAP: (hits_r + 1) / (r + 1); MRR: 1 / (r + 1)
     C = 5  # ERR: 1 / T_r
     S = 6  # MAP: sum of 1 / (m + 1) over relevant m <= r within the cutoff
@@ -77,6 +77,11 @@ class IntChannel(IntEnum):
 
 
 N_CHANNELS = len(Channel)
+#: NDCG's GRAD_LOSS computes the pair losses of ``LOSS_ROWS`` upper rows at a time, each row's in whole
+#: vectors of ``LOSS_LANES`` (``_lambdarank_pass._rows_losses``): the block scratch has ``LOSS_ROWS`` rows
+#: past the channels for them and ``LOSS_LANES`` columns past its largest query.
+LOSS_ROWS = 8
+LOSS_LANES = 8
 N_INT_CHANNELS = len(IntChannel)
 
 
@@ -139,5 +144,6 @@ class Query(NamedTuple):
 
 @njit(cache=True)
 def block_scratch_arrays(size):
-    """Float and int scratch for queries of at most ``size`` rows (``N_CHANNELS`` / ``N_INT_CHANNELS`` rows)."""
-    return np.empty((N_CHANNELS, size)), np.empty((N_INT_CHANNELS, size), dtype=np.int64)
+    """Float and int scratch for queries of at most ``size`` rows (``N_CHANNELS + LOSS_ROWS`` rows of
+    ``size + LOSS_LANES`` / ``N_INT_CHANNELS`` rows of ``size``)."""
+    return np.empty((N_CHANNELS + LOSS_ROWS, size + LOSS_LANES)), np.empty((N_INT_CHANNELS, size), dtype=np.int64)

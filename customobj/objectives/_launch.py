@@ -58,7 +58,8 @@ class LaunchCount:
 def launch(kernel: Any, n: int, *args: Any) -> None:
     """``kernel`` over ``n`` work items (threads), :data:`THREADS` per block; a kernel that works a
     block per segment (a query, an upper position or a row: the ``BLOCK_PER_SEGMENT`` of
-    ``_lambdarank_cuda``, ``_listwise_cuda``, ``_sampled_pairs_cuda``, ``_structured_cuda``) gets ``n``
+    ``_lambdarank_cuda``, ``_listwise_cuda``, ``_listwise_loss_cuda``, ``_sampled_pairs_cuda``,
+    ``_structured_cuda``) gets ``n``
     blocks of :func:`query_threads` (:func:`launch_per_segment`)."""
     if any(kernel is k for k in _block_per_segment()):
         launch_per_segment(kernel, n, *args)
@@ -79,10 +80,12 @@ def launch_per_segment(kernel: Any, n: int, *args: Any) -> None:
 def _block_per_segment() -> tuple:
     from . import _lambdarank_cuda as CL
     from . import _listwise_cuda as CQ
+    from . import _listwise_loss_cuda as CQL
     from . import _sampled_pairs_cuda as CS
     from . import _structured_cuda as CT
 
-    return CL.BLOCK_PER_SEGMENT + CQ.BLOCK_PER_SEGMENT + CS.BLOCK_PER_SEGMENT + CT.BLOCK_PER_SEGMENT
+    return (CL.BLOCK_PER_SEGMENT + CQ.BLOCK_PER_SEGMENT + CQL.BLOCK_PER_SEGMENT + CS.BLOCK_PER_SEGMENT
+            + CT.BLOCK_PER_SEGMENT)
 
 
 def query_threads() -> int:

@@ -17,15 +17,13 @@ parallel (their rows are disjoint); sums over queries are serial, in query order
 import numpy as np
 from numba import njit, prange
 
-from ._listwise_terms import (centred_row, log_partition, query_centre, row_weight, softmax_row, softmax_share,
-                              xendcg_first, xendcg_phi, xendcg_query_mass, xendcg_row, xendcg_second, xendcg_stream)
+from ._listwise_terms import (centred_loss, centred_row, exp_log_ratio, log_partition, log_ratio, query_centre,
+                              row_weight, softmax_ce_row, softmax_row, softmax_share, xendcg_first, xendcg_phi,
+                              xendcg_query_mass, xendcg_row, xendcg_second, xendcg_stream)
 from ._noise import lcg_next
 
 #: LightGBM's ``kEpsilon``: the floor of XENDCG's ``sum phi`` in its gradient loop.
 LIGHTGBM_EPSILON = 1e-15
-#: float64's normal range: a weight ratio inside it is exact to one rounding (``_log_ratio``).
-_TINY_NORMAL = 2.2250738585072014e-308
-_HUGE = 1.7976931348623157e308
 
 
 @njit(cache=True)
@@ -72,58 +70,30 @@ def softmax_ce_grad_hess(scores, ptr, mass, vw, use_vw, beta, out_grad, out_hess
             out_hess[t] += h
 
 
-@njit(cache=True, inline="always")
-def _log_ratio(scores, vw, use_vw, beta, j, k):
-    """``log(v_j e^{beta s_j}) - log(v_k e^{beta s_k})`` as a difference of scores plus the log of the
-    weights' ratio: never the difference of two large logits, which cancels (scores of 1e36, or
-    weights 1e-300 and 1e50, leave nothing of the smaller term). ``log(v_j / v_k)`` rounds once
-    (error ~1e-16 absolute), where ``log v_j - log v_k`` carries the rounding of each log (~57
-    ulp of 1 at weights 1e25: the loss of a query whose top row has nearly all the mass lost ~1e-14
-    of itself); a ratio outside the normal range (weights 1e-300 and 1e50) falls back to the
-    difference of logs, whose size (> 708) then dwarfs that error."""
-    d = beta * (scores[j] - scores[k])
-    if use_vw:
-        ratio = vw[j] / vw[k]
-        if _TINY_NORMAL <= ratio <= _HUGE:
-            d += np.log(ratio)
-        else:
-            d += np.log(vw[j]) - np.log(vw[k])
-    return d
-
-
-@njit(cache=True, inline="always")
-def _exp_log_ratio(scores, vw, use_vw, beta, j, k):
-    """``e^{r}`` of :func:`_log_ratio`'s ``r <= 0`` (``k`` the query's largest logit): with a normal
-    weight ratio ``(v_j / v_k) e^{beta (s_j - s_k)}``, two roundings, where ``e^{r}`` takes the
-    rounding of ``r`` itself (~1e-14 of the result at ``r = -76``, weights 1e-25 and 1e8) into its
-    relative error. ``e^{beta (s_j - s_k)} <= v_k / v_j`` is finite there."""
-    if use_vw:
-        ratio = vw[j] / vw[k]
-        if _TINY_NORMAL <= ratio <= _HUGE:
-            return ratio * np.exp(beta * (scores[j] - scores[k]))
-    return np.exp(_log_ratio(scores, vw, use_vw, beta, j, k))
-
-
 @njit(cache=True)
 def _query_ce_loss(scores, mass, vw, use_vw, beta, lo, hi):
     """One query's ``-sum_i m_i log p_i`` by log-sum-exp around its largest logit ``k``:
     ``-log p_t = -r_t + log1p(sum_{j != k} e^{r_j})`` with ``r_j = log(p_j / p_k) <= 0``, a sum
-    of two non-negative terms (no cancellation; ``log1p`` keeps a tiny rest)."""
+    of two non-negative terms (no cancellation; ``log1p`` keeps a tiny rest). The GPU's per-query
+    cost (``_listwise_loss_cuda.softmax_ce_loss_queries``) is this walk, its sums in row order."""
     k = -1
     for j in range(lo, hi):
-        if row_weight(vw, use_vw, j) > 0.0 and (k < 0 or _log_ratio(scores, vw, use_vw, beta, j, k) > 0.0):
+        if row_weight(vw, use_vw, j) > 0.0 and (k < 0 or log_ratio(scores[j], scores[k], row_weight(vw, use_vw, j),
+                                                                    row_weight(vw, use_vw, k), use_vw, beta) > 0.0):
             k = j
     if k < 0:  # no row in the softmax; callers give the rows of weight 0 no mass either
         return 0.0
+    vk = row_weight(vw, use_vw, k)
     rest = 0.0
     for j in range(lo, hi):
         if j != k and row_weight(vw, use_vw, j) > 0.0:
-            rest += _exp_log_ratio(scores, vw, use_vw, beta, j, k)
+            rest += exp_log_ratio(scores[j], scores[k], row_weight(vw, use_vw, j), vk, use_vw, beta)
     log_z = np.log1p(rest)
     total = 0.0
     for t in range(lo, hi):
         if mass[t] > 0.0:
-            total += mass[t] * (log_z - min(_log_ratio(scores, vw, use_vw, beta, t, k), 0.0) if t != k else log_z)
+            r = log_ratio(scores[t], scores[k], row_weight(vw, use_vw, t), vk, use_vw, beta) if t != k else 0.0
+            total += softmax_ce_row(mass[t], log_z, r, t == k)
     return total
 
 
@@ -188,9 +158,7 @@ def query_rmse_loss(scores, labels, ptr, weights, use_w):
         mean, big_w = query_centre(scores, labels, weights, use_w, lo, hi)
         total = 0.0
         for t in range(lo, hi):
-            w = row_weight(weights, use_w, t)
-            r = labels[t] - scores[t] - mean
-            total += 0.5 * w * r * r
+            total += centred_loss(scores[t], labels[t], row_weight(weights, use_w, t), mean)
         per_query[q] = total
     total = 0.0
     for q in range(nq):

@@ -7,7 +7,8 @@ out_grad, out_hess)``: ``scores`` the checked float64 device scores, ``data`` th
 adds into. Label-only state (targets, query weights, pair lists) is the CPU objective's own
 ``_state``, uploaded once; per-round values (XENDCG's noise, LambdaLoss's ranks, YetiRank's
 sampled pairs) are computed on the device: one integer (the round) crosses the bus, never an array.
-The kernels live in ``_listwise_cuda`` and ``_sampled_pairs_cuda``, their math in ``_listwise_terms``.
+The kernels live in ``_listwise_cuda`` and ``_sampled_pairs_cuda`` (the costs of ``grad_hess_loss``:
+``_listwise_loss_cuda``), their math in ``_listwise_terms``.
 """
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ import numpy as np
 from ._launch import PairBuffer, launch, query_pairs
 from ._pairwise_route import kept_pairs
 
-__all__ = ["query_rmse", "softmax", "xendcg", "lambdaloss", "lambdaloss_device_pairs", "yetirank",
-           "yetirank_device_state", "lambdaloss_couplings", "yetirank_couplings", "query_rmse_couplings",
-           "softmax_couplings", "xendcg_couplings"]
+__all__ = ["query_rmse", "query_rmse_loss", "softmax", "softmax_loss", "xendcg", "xendcg_loss", "lambdaloss",
+           "lambdaloss_device_pairs", "yetirank", "yetirank_device_state", "lambdaloss_couplings", "yetirank_couplings",
+           "query_rmse_couplings", "softmax_couplings", "xendcg_couplings"]
 
 
 def _padded(a: np.ndarray) -> np.ndarray:
@@ -38,12 +39,36 @@ def query_rmse(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
            stats, g, h)
 
 
+def query_rmse_loss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any) -> None:
+    """QueryRMSE's ``grad_hess_loss``: :func:`query_rmse`, then each query's loss from the mean residuals it
+    left (``_listwise_loss_cuda``: the CPU's per-query values, the same bits)."""
+    from . import _listwise_cuda as CQ
+    from . import _listwise_loss_cuda as CQL
+
+    query_rmse(obj, s, prep, data, g, h)
+    stats = data.scratch("query_rmse_stats", (CQ.N_RMSE, max(data.n_queries, 1)), np.float64)
+    launch(CQL.query_rmse_loss_queries, data.n_queries, s, data.labels, data.ptr, data.weights, data.use_weights,
+           stats, per_query)
+
+
 def _softmax_ce(s: Any, data: Any, mass: Any, vw: Any, use_vw: bool, beta: float, g: Any, h: Any) -> None:
     from . import _listwise_cuda as CQ
 
     stats = data.scratch("softmax_stats", (CQ.N_SM, max(data.n_queries, 1)), np.float64)
     launch(CQ.softmax_queries, data.n_queries, s, data.ptr, mass, vw, use_vw, beta, stats)
     launch(CQ.query_rows, data.n_rows, CQ.SOFTMAX_ROWS, s, data.qid, mass, vw, use_vw, beta, stats, g, h)
+
+
+def softmax_loss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any) -> None:
+    """ListNet's, QuerySoftMax's ``grad_hess_loss``: :func:`softmax`, then each query's cross-entropy
+    (``_listwise_loss_cuda``: the CPU's per-query values, the same bits)."""
+    from . import _listwise_cuda as CQ
+    from . import _listwise_loss_cuda as CQL
+
+    mass, vw, use_vw, beta = _softmax_targets(obj, prep, data)
+    _softmax_ce(s, data, mass, vw, use_vw, beta, g, h)
+    stats = data.scratch("softmax_stats", (CQ.N_SM, max(data.n_queries, 1)), np.float64)
+    launch(CQL.softmax_ce_loss_queries, data.n_queries, s, data.ptr, mass, vw, use_vw, beta, stats, per_query)
 
 
 def _softmax_targets(obj: Any, prep: Any, data: Any) -> "tuple[Any, Any, bool, float]":
@@ -85,6 +110,19 @@ def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     _softmax_ce(s, data, mass, mass, False, 1.0, g, h)
 
 
+def xendcg_loss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any) -> None:
+    """XENDCG's ``grad_hess_loss``: :func:`xendcg` (a new round), then each query's softmax cross-entropy against
+    the round's noisy masses (the CPU's ``_loss`` after its ``_grad_hess``, either convention; the same bits)."""
+    from . import _listwise_cuda as CQ
+    from . import _listwise_loss_cuda as CQL
+
+    xendcg(obj, s, prep, data, g, h)
+    mass = _xendcg_mass(obj, prep, data, prep.state_for(obj).rounds.current)
+    stats = data.scratch("softmax_stats", (CQ.N_SM, max(data.n_queries, 1)), np.float64)
+    launch(CQ.softmax_queries, data.n_queries, s, data.ptr, mass, mass, False, 1.0, stats)  # M: which queries count
+    launch(CQL.softmax_ce_loss_queries, data.n_queries, s, data.ptr, mass, mass, False, 1.0, stats, per_query)
+
+
 def _softmax_factors(s: Any, data: Any, mass: Any, vw: Any, use_vw: bool, beta: float) -> tuple:
     """The device ``(p, qscale)`` of the softmax's dense couplings ``qscale_q p_a p_b`` at ``s``."""
     from . import _listwise_cuda as CQ
@@ -115,9 +153,11 @@ def lambdaloss_device_pairs(obj: Any, prep: Any, data: Any) -> tuple:
     return arrays, data.scratch("lambdaloss_pair_w", (max(arrays[0].shape[0], 1),), np.float64)
 
 
-def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any = None) -> None:
     """LambdaLoss: a round ranks the rows, weighs the label pairs and sums each row's pairs
-    (``_sampled_pairs_cuda``)."""
+    (``_sampled_pairs_cuda``). Given ``per_query`` (its ``grad_hess_loss``), each query's loss at those
+    weights: each pair's at its first row, the rows in order (the CPU keeps one running sum over the pair
+    list: equal to rounding)."""
     from . import _lambdarank_cuda as CL
     from . import _pairwise_cuda as CP
     from . import _sampled_pairs_cuda as CS
@@ -134,6 +174,12 @@ def lambdaloss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     plist = CP.PairList(pi, pj, theta, pair_w, True, data.weights, data.use_weights)
     spec = PK.PairSpec(int(PK.LOGISTIC), int(PK.Theta.CONST), obj.sigma, 1.0, 1.0)  # theta is listed per pair
     launch(CP.pair_list_rows, n, s, plist, inc_ptr, inc_pair, inc_sign, spec, g, h)
+    if per_query is not None:
+        from . import _pointwise_cuda as CW
+
+        rows = data.scratch("lambdaloss_loss_rows", (max(n, 1),), np.float64)
+        launch(CP.pair_list_loss_rows, n, s, plist, inc_ptr, inc_pair, inc_sign, spec, rows)
+        launch(CW.query_sums, data.n_queries, data.ptr, rows, per_query)
 
 
 def yetirank_device_state(obj: Any, prep: Any, data: Any) -> tuple:

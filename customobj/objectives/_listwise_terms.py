@@ -116,6 +116,59 @@ def log_partition(scores, vw, use_vw, beta, lo, hi):
     return top, z
 
 
+#: float64's normal range: a weight ratio inside it is exact to one rounding (:func:`log_ratio`).
+TINY_NORMAL = 2.2250738585072014e-308
+HUGE = 1.7976931348623157e308
+
+
+@njit(cache=True, inline="always")
+def log_ratio(sj, sk, vj, vk, use_vw, beta):
+    """``log(v_j e^{beta s_j}) - log(v_k e^{beta s_k})`` as a difference of scores plus the log of the
+    weights' ratio: never the difference of two large logits, which cancels (scores of 1e36, or
+    weights 1e-300 and 1e50, leave nothing of the smaller term). ``log(v_j / v_k)`` rounds once
+    (error ~1e-16 absolute), where ``log v_j - log v_k`` carries the rounding of each log (~57
+    ulp of 1 at weights 1e25: the loss of a query whose top row has nearly all the mass lost ~1e-14
+    of itself); a ratio outside the normal range (weights 1e-300 and 1e50) falls back to the
+    difference of logs, whose size (> 708) then dwarfs that error."""
+    d = beta * (sj - sk)
+    if use_vw:
+        ratio = vj / vk
+        if TINY_NORMAL <= ratio <= HUGE:
+            d += math.log(ratio)
+        else:
+            d += math.log(vj) - math.log(vk)
+    return d
+
+
+@njit(cache=True, inline="always")
+def exp_log_ratio(sj, sk, vj, vk, use_vw, beta):
+    """``e^{r}`` of :func:`log_ratio`'s ``r <= 0`` (``k`` the query's largest logit): with a normal
+    weight ratio ``(v_j / v_k) e^{beta (s_j - s_k)}``, two roundings, where ``e^{r}`` takes the
+    rounding of ``r`` itself (~1e-14 of the result at ``r = -76``, weights 1e-25 and 1e8) into its
+    relative error. ``e^{beta (s_j - s_k)} <= v_k / v_j`` is finite there."""
+    if use_vw:
+        ratio = vj / vk
+        if TINY_NORMAL <= ratio <= HUGE:
+            return ratio * math.exp(beta * (sj - sk))
+    return math.exp(log_ratio(sj, sk, vj, vk, use_vw, beta))
+
+
+@njit(cache=True, inline="always")
+def softmax_ce_row(m, log_z, r, is_top):
+    """A row's term of its query's ``-sum_i m_i log p_i`` around the largest logit ``k``: ``m (log z - r)``,
+    ``r = log(p_i / p_k)`` (clipped at 0), ``m log z`` for ``k`` itself; 0 without mass."""
+    if m > 0.0:
+        return m * (log_z if is_top else log_z - min(r, 0.0))
+    return 0.0
+
+
+@njit(cache=True, inline="always")
+def centred_loss(s, y, w, mean):
+    """QueryRMSE's loss of one row: ``w (y - s - mu)^2 / 2``."""
+    r = y - s - mean
+    return 0.5 * w * r * r
+
+
 @njit(cache=True)
 def softmax_share(s, v, beta, top, z):
     """``(p, 1 - p)`` of one row: ``p = v exp(beta s - top) / z``; ``1 - p`` as ``(z - e) / z``

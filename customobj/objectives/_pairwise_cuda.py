@@ -13,7 +13,8 @@ them into that row, so a row's sum equals the CPU's bit for bit where ``exp`` / 
   rows of lower labels (positions ``lower[t]:ptr[q + 1]``).
 - explicit pairs (``pair_list_rows``): pairs may share rows across queries, so each row reads
   its own pairs from an incidence list (``inc_ptr``, ``inc_pair``, ``inc_sign``; pairs in list
-  order, built once per data set by ``_pairwise_route``) instead of adding atomically.
+  order, built once per data set by ``_pairwise_route``) instead of adding atomically. Their losses
+  (``pair_list_loss_rows``, ``MultiObjective``'s costs): each pair at its first row, per row in list order.
 
 The listed pairs' couplings (driven by ``_pairwise_route.listed_couplings``: the label pair list of
 ``_pair_sets.LabelPairs.pair_list``, QBRank's label and explicit pairs, PreferencePairs' pairs), one
@@ -142,6 +143,28 @@ def pair_list_rows(scores, pl, inc_ptr, inc_pair, inc_sign, spec, out_grad, out_
         acc_h += spec.hmul * pw * c
     out_grad[r] += acc_g
     out_hess[r] += acc_h
+
+
+@cuda.jit(cache=True)
+def pair_list_loss_rows(scores, pl, inc_ptr, inc_pair, inc_sign, spec, out):
+    """One thread per row ``r``: ``out[r]`` = the losses ``pw phi`` of the listed pairs ``pl`` whose first row
+    ``pi`` it is, in list order (each pair counted once, for ``pi``'s query: ``MultiObjective``'s per-label
+    cost, ``_pairwise_route.qbrank_with_cost`` / ``preference_pairs_with_cost``)."""
+    r = cuda.grid(1)
+    if r >= scores.shape[0]:
+        return
+    acc = 0.0
+    for e in range(inc_ptr[r], inc_ptr[r + 1]):
+        if inc_sign[e] > 0:
+            k = inc_pair[e]
+            phi, _, _ = _terms(spec.kind, scores[pl.pi[k]] - scores[pl.pj[k]], pl.theta[k])
+            pw = spec.scale
+            if pl.use_pw:
+                pw *= pl.pair_w[k]
+            if pl.use_w:
+                pw *= _pair_weight(pl.weights[pl.pi[k]], pl.weights[pl.pj[k]])
+            acc += pw * phi
+    out[r] = acc
 
 
 @cuda.jit(device=True)

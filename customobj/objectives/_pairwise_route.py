@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _launch as L
 from . import _pairwise_kernels as PK
-from ._launch import PairBuffer, chunks, launch, segments, sized
+from ._launch import PairBuffer, chunks, launch, segments, sized, zero
 from ._pair_sets import row_incidence
 from ._pointwise_terms import RowKind
 
@@ -61,13 +61,25 @@ def _device_list(obj: Any, name: str, data: Any, pi: np.ndarray, pj: np.ndarray,
 
 
 def _pair_list(obj: Any, name: str, s: Any, data: Any, g: Any, h: Any, pairs: tuple,
-               pair_w: Optional[np.ndarray], spec: PK.PairSpec) -> None:
+               pair_w: Optional[np.ndarray], spec: PK.PairSpec, by_row: Any = None) -> None:
+    """The listed pairs' gradients; with ``by_row``, each row's losses of the pairs it is first in."""
     from . import _pairwise_cuda as CP
 
     check_spec(spec)
     plist = _device_list(obj, name, data, pairs[0], pairs[1], pairs[2], pair_w)
     incidence = data.arrays((obj, name, "incidence"), lambda: row_incidence(pairs[0], pairs[1], data.n_rows))
     launch(CP.pair_list_rows, data.n_rows, s, plist, *incidence, spec, g, h)
+    if by_row is not None:
+        launch(CP.pair_list_loss_rows, data.n_rows, s, plist, *incidence, spec, by_row)
+
+
+def _add_query_sums(data: Any, rows: Any, per_query: Any) -> None:
+    """``per_query[q] +=`` the values of ``rows`` over query ``q``'s rows, in row order."""
+    from . import _pointwise_cuda as CW
+
+    part = data.scratch("pair_loss_part", per_query.shape, np.float64)
+    launch(CW.query_sums, data.n_queries, data.ptr, rows, part)
+    launch(CW.add_scaled, per_query.shape[0], per_query, part, 1.0)
 
 
 def label_pair_loss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
@@ -103,9 +115,41 @@ def qbrank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
         launch(CW.pointwise_rows, data.n_rows, int(RowKind.SQUARED_ERROR), s, data.labels, lab_w, True, 0.0, g, h)
 
 
-def preference_pairs(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
-    """PreferencePairs: its explicit pairs with their own weights."""
-    _pair_list(obj, "explicit", s, data, g, h, tuple(prep.state_for(obj)), obj.weight, obj.pair_spec())
+def qbrank_with_cost(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any) -> None:
+    """:func:`qbrank`, then each query's loss into ``per_query``: its label pairs' (as RankNet's), its explicit
+    pairs' (each at its first row's query) and its labelled rows' squared error, added in that order query by
+    query (the CPU adds the three totals, each over all queries: equal to rounding)."""
+    from . import _pairwise_cuda as CP
+    from . import _pointwise_cuda as CW
+
+    state = prep.state_for(obj)
+    spec = obj.pair_spec()
+    rows = data.scratch("pair_loss_rows", (max(data.n_rows, 1),), np.float64)
+    zero(per_query)
+    if state.label_pairs is not None and spec.scale > 0.0:
+        _label_pairs(state.label_pairs, obj, s, prep, data, g, h, spec)
+        launch(CP.label_pairs_loss_rows, data.n_rows, s, _label_rows(state.label_pairs, obj, prep, data), spec, rows)
+        _add_query_sums(data, rows, per_query)
+    if state.explicit is not None and spec.scale > 0.0:
+        _pair_list(obj, "explicit", s, data, g, h, tuple(state.explicit), None, spec, rows)
+        _add_query_sums(data, rows, per_query)
+    if state.labeled_weight is not None:
+        kind = int(RowKind.SQUARED_ERROR)
+        lab_w = data.array((obj, "labeled_weight"), lambda: state.labeled_weight)
+        launch(CW.pointwise_rows, data.n_rows, kind, s, data.labels, lab_w, True, 0.0, g, h)
+        launch(CW.pointwise_loss_rows, data.n_rows, kind, s, data.labels, lab_w, True, 0.0, rows)
+        _add_query_sums(data, rows, per_query)
+
+
+def preference_pairs(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any = None) -> None:
+    """PreferencePairs: its explicit pairs with their own weights; given ``per_query`` (its ``grad_hess_loss``),
+    each query's loss, each pair counted at its first row's query (the CPU keeps one running sum over the
+    list: equal to rounding)."""
+    by_row = None if per_query is None else data.scratch("pair_loss_rows", (max(data.n_rows, 1),), np.float64)
+    _pair_list(obj, "explicit", s, data, g, h, tuple(prep.state_for(obj)), obj.weight, obj.pair_spec(), by_row)
+    if per_query is not None:
+        zero(per_query)
+        _add_query_sums(data, by_row, per_query)
 
 
 def listed_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:

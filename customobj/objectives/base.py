@@ -78,8 +78,8 @@ class DeviceRoute(NamedTuple):
     its pairs on the host); ``grad_hess_loss(objective, scores, prep, device_data, out_grad, out_hess,
     per_query)`` adds what ``grad_hess`` adds and writes each query's loss into the float64 device array
     ``per_query`` (one entry per query), whose sum in query order is the CPU's ``_grad_hess_loss``
-    (``None``: the loss has no GPU cost, which ``MultiObjective``'s cost-reading methods need; LambdaRank's:
-    ``_lambdarank_loss_cuda``).
+    (``None``: no GPU cost, which ``MultiObjective``'s cost-reading methods need; LambdaRank's:
+    ``_lambdarank_loss_cuda``; a composite or ``Unbiased`` has one when each of its parts has).
     """
 
     grad_hess: Callable

@@ -107,12 +107,12 @@ class Sum(Objective):
 
     def device_route(self) -> DeviceRoute:
         """Each part's route in turn (``NotImplementedError`` from the first part without one); the
-        pair couplings of a sum are taken on the host."""
+        pair couplings of a sum are taken on the host. A GPU cost (``grad_hess_loss``, each query's the sum of
+        the parts') when every part has one."""
         from . import _composite_route as R
 
-        for part in self.parts:
-            part.device_route()
-        return DeviceRoute(R.sum_parts)
+        costs = all([part.device_route().grad_hess_loss is not None for part in self.parts])
+        return DeviceRoute(R.sum_parts, None, R.sum_parts_loss if costs else None)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         for p in self.parts:
@@ -120,6 +120,13 @@ class Sum(Objective):
 
     def _loss(self, scores, prep, state):
         return sum(p._loss(scores, prep, prep.state_for(p)) for p in self.parts)
+
+    def _grad_hess_loss(self, scores, prep, state, out_grad, out_hess):
+        # each part's own gradient-and-loss pass (LambdaRank's one walk; Unbiased's loss before its estimate)
+        total = 0.0
+        for p in self.parts:
+            total += p._grad_hess_loss(scores, prep, prep.state_for(p), out_grad, out_hess)
+        return total
 
     def _pair_couplings(self, scores, prep, state):
         pieces = [p._pair_couplings(scores, prep, prep.state_for(p)) for p in self.parts if p.pairwise]
@@ -209,11 +216,12 @@ class Scaled(Objective):
         return self.objective._convert_labels(labels)
 
     def device_route(self) -> DeviceRoute:
-        """The child's route, scaled (``NotImplementedError`` when the child has none)."""
+        """The child's route, scaled (``NotImplementedError`` when the child has none); a GPU cost
+        (``grad_hess_loss``) when the child has one."""
         from . import _composite_route as R
 
-        self.objective.device_route()
-        return DeviceRoute(R.scaled)
+        costs = self.objective.device_route().grad_hess_loss is not None
+        return DeviceRoute(R.scaled, None, R.scaled_loss if costs else None)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         # Children add into the outputs; scale only what this child contributes.
@@ -225,6 +233,14 @@ class Scaled(Objective):
 
     def _loss(self, scores, prep, state):
         return self.factor * self.objective._loss(scores, prep, prep.state_for(self.objective))
+
+    def _grad_hess_loss(self, scores, prep, state, out_grad, out_hess):
+        g = np.zeros_like(out_grad)
+        h = np.zeros_like(out_hess)
+        loss = self.objective._grad_hess_loss(scores, prep, prep.state_for(self.objective), g, h)
+        out_grad += self.factor * g
+        out_hess += self.factor * h
+        return self.factor * loss
 
     def _pair_couplings(self, scores, prep, state):
         i, j, c = self.objective._pair_couplings(scores, prep, prep.state_for(self.objective))

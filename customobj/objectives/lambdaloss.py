@@ -62,7 +62,7 @@ class LambdaLoss(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _listwise_route as LR
 
-        return DeviceRoute(LR.lambdaloss, LR.lambdaloss_couplings)
+        return DeviceRoute(LR.lambdaloss, LR.lambdaloss_couplings, LR.lambdaloss)
 
     def __init__(self, *, weighting: str = "ndcg2++", mu: float = 1.0, sigma: float = 1.0) -> None:
         self.weighting = check_choice(weighting, "weighting", set(LLK.WEIGHTINGS))

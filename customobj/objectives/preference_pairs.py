@@ -97,7 +97,7 @@ class PreferencePairs(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _pairwise_route as R
 
-        return DeviceRoute(R.preference_pairs, R.listed_couplings)
+        return DeviceRoute(R.preference_pairs, R.listed_couplings, R.preference_pairs)
 
     def _args(self, prep, state):
         w, use_w = kernel_weights(prep.weight)

@@ -41,7 +41,7 @@ class QueryRMSE(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _listwise_route as LR
 
-        return DeviceRoute(LR.query_rmse, LR.query_rmse_couplings)
+        return DeviceRoute(LR.query_rmse, LR.query_rmse_couplings, LR.query_rmse_loss)
 
     def __init__(self) -> None:
         pass

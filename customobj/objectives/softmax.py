@@ -40,7 +40,7 @@ class SoftmaxCrossEntropy(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _listwise_route as LR
 
-        return DeviceRoute(LR.softmax, LR.softmax_couplings)
+        return DeviceRoute(LR.softmax, LR.softmax_couplings, LR.softmax_loss)
 
     def _targets(self, scores, prep, state, new_round):  # pragma: no cover - abstract
         raise NotImplementedError

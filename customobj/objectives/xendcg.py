@@ -68,7 +68,7 @@ class XENDCG(SoftmaxCrossEntropy):
     def device_route(self) -> DeviceRoute:
         from . import _listwise_route as LR
 
-        return DeviceRoute(LR.xendcg, LR.xendcg_couplings)
+        return DeviceRoute(LR.xendcg, LR.xendcg_couplings, LR.xendcg_loss)
 
     def __init__(self, *, seed: int = LIGHTGBM_SEED, convention: str = "customobj") -> None:
         self.seed = check_int(seed, "seed", minimum=0, maximum=2**31 - 1)

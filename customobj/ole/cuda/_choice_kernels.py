@@ -93,11 +93,16 @@ def _pack(keep, node, offsets, n_bins, capacity, groups, members, counts):
 
 
 class Completion(NamedTuple):
-    """:func:`wse_choose`'s ``big -= small`` of node ``node``'s row histogram ``big`` (-1: none)."""
+    """What :func:`wse_choose` does beside the choice: ``big -= small`` of node ``node``'s row histogram
+    ``big`` (-1: none), and each node ``b``'s chosen features copied to ``masks[row + b]`` (``row`` -1:
+    none), where a batch's one search (``_search_kernels.search_batch``) finds them after later
+    choices have overwritten ``choice.keep``."""
 
     node: int
     big: Any
     small: Any
+    row: int
+    masks: Any
 
 
 class FeatureChoice(NamedTuple):
@@ -167,7 +172,9 @@ def wse_choose(h, bins, node_a, node_b, rules, sums, on_device, out, choice, k, 
     With ``sub.node`` 0 or 1 (:class:`Completion`), that node's row histogram is first completed
     here: ``sub.big -= sub.small`` (``big`` is the node's: a split's larger child, its parent's
     histogram less the smaller child's), each feature's slots by the block that searches them
-    next, so no launch of its own (-1: none)."""
+    next, so no launch of its own (-1: none). With ``sub.row >= 0`` node ``b``'s choice is also
+    copied to ``sub.masks[sub.row + b]``: a breadth-first level's nodes are searched in one launch
+    after every split's choice (:class:`Completion`)."""
     counts = cuda.shared.array(2, dtype=int64)
     last = cuda.shared.array(1, dtype=int64)
     if cuda.blockIdx.y == sub.node:  # the whole block: the barrier in it is the block's
@@ -177,3 +184,6 @@ def wse_choose(h, bins, node_a, node_b, rules, sums, on_device, out, choice, k, 
         return
     for b in range(cuda.gridDim.y):
         choose_top(out.gains, b, k, bins.offsets, bins.n_bins, capacity, choice, counts)
+        if sub.row >= 0:  # kept for the batch's search (choose_top ends with a barrier: keep is written)
+            for f in range(cuda.threadIdx.x, choice.mask.shape[0], cuda.blockDim.x):
+                sub.masks[sub.row + b, f] = choice.keep[b, f]

@@ -24,7 +24,12 @@ from typing import Any, NamedTuple
 
 from numba import int64
 
+import numpy as np
+from numba import uint32
+
 from ..._cuda_runtime import THREADS, cuda_module, device_function
+from ._hist_layout import SHARED_SLOTS
+from ._histograms_kernels import WORDS, _row_updates
 from ._reduce_kernels import block_sums
 from ..pair_partition import _count_sides, _place_sides
 from ..partition import _mark_rows, _place_rows
@@ -32,7 +37,7 @@ from ..partition import _mark_rows, _place_rows
 cuda = cuda_module()
 
 __all__ = ["mark_rows_blocks", "place_rows_blocks", "count_sides_blocks", "place_rows_count_sides",
-           "place_sides_blocks", "PairPlace"]
+           "place_sides_blocks", "place_sides_row_hist", "PairPlace", "PairSides"]
 
 
 _mark, _place, _count, _sides = device_function(_mark_rows), device_function(_place_rows), device_function(_count_sides), device_function(_place_sides)
@@ -44,12 +49,13 @@ def _block(b, start, n, nb):
 
 
 @cuda.jit(device=True)
-def _scan2(sh, t, a, c):
-    """Inclusive scan of the block's ``(a, c)`` into ``sh[0], sh[1]`` (Hillis-Steele, ``log2(blockDim)`` steps)."""
+def _scan2(sh, t, nt, a, c):
+    """Inclusive scan of the block's ``(a, c)`` into ``sh[0], sh[1]`` (Hillis-Steele, ``log2(nt)`` steps;
+    thread ``t`` of ``nt``, a power of two)."""
     sh[0, t] = a
     sh[1, t] = c
     d = 1
-    while d < cuda.blockDim.x:
+    while d < nt:
         cuda.syncthreads()
         va = 0
         vc = 0
@@ -66,25 +72,33 @@ def _scan2(sh, t, a, c):
 @cuda.jit(device=True)
 def _offsets(counts, nb, sh):
     """Thread ``b = cuda.grid(1)``: ``counts[:b].sum(axis=0)`` (0 past ``nb``); every thread of the block
+    must call it (:func:`_offsets_at` at the block's own threads)."""
+    return _offsets_at(counts, nb, sh, (cuda.threadIdx.x, cuda.blockDim.x, cuda.blockIdx.x))
+
+
+@cuda.jit(device=True)
+def _offsets_at(counts, nb, sh, pos):
+    """Thread ``t`` of ``nt`` (a power of two) in partition block group ``blk`` (``pos``), partition
+    block ``b = blk * nt + t``: ``counts[:b].sum(axis=0)`` (0 past ``nb``); every thread of the block
     must call it. The block first sums the counts of the blocks before its own (strided, then scanned),
     then scans its own."""
-    t = cuda.threadIdx.x
-    b0 = cuda.blockIdx.x * cuda.blockDim.x
+    t, nt, blk = pos
+    b0 = blk * nt
     a = 0
     c = 0
-    for k in range(t, min(b0, nb), cuda.blockDim.x):
+    for k in range(t, min(b0, nb), nt):
         a += counts[k, 0]
         c += counts[k, 1]
-    _scan2(sh, t, a, c)
-    base_a = sh[0, cuda.blockDim.x - 1]
-    base_c = sh[1, cuda.blockDim.x - 1]
+    _scan2(sh, t, nt, a, c)
+    base_a = sh[0, nt - 1]
+    base_c = sh[1, nt - 1]
     cuda.syncthreads()
     a = 0
     c = 0
     if b0 + t < nb:
         a = counts[b0 + t, 0]
         c = counts[b0 + t, 1]
-    _scan2(sh, t, a, c)
+    _scan2(sh, t, nt, a, c)
     return base_a + sh[0, t] - a, base_c + sh[1, t] - c
 
 
@@ -173,8 +187,15 @@ def place_sides_blocks(pi, pj, pc, start, n, nb, go_left, counts, totals, out):
     offsets: :func:`_offsets`), and take each split pair's coupling out of both its rows' ``out.rho``:
     each row's then is its child's (float64 global adds of on-grid values: exact in any order)."""
     sh = cuda.shared.array((2, THREADS), dtype=int64)
-    bl, br = _offsets(counts, nb, sh)
-    b = cuda.grid(1)
+    _put_sides(pi, pj, pc, start, n, nb, go_left, counts, totals, out, sh,
+               (cuda.threadIdx.x, cuda.blockDim.x, cuda.blockIdx.x))
+
+
+@cuda.jit(device=True)
+def _put_sides(pi, pj, pc, start, n, nb, go_left, counts, totals, out, sh, pos):
+    """:func:`place_sides_blocks`' body by thread ``pos = (t, nt, blk)`` (:func:`_offsets_at`)."""
+    bl, br = _offsets_at(counts, nb, sh, pos)
+    b = pos[2] * pos[1] + pos[0]
     if b >= nb:
         return
     tl = totals[0]
@@ -189,3 +210,40 @@ def place_sides_blocks(pi, pj, pc, start, n, nb, go_left, counts, totals, out):
         if go_left[a] != go_left[c]:
             cuda.atomic.add(rho, a, -pc[k])
             cuda.atomic.add(rho, c, -pc[k])
+
+
+class PairSides(NamedTuple):
+    """A pair partition's placing (``place_sides_blocks``' arguments but the sides and ``out``), as a
+    record of :func:`place_sides_row_hist`."""
+
+    pi: Any
+    pj: Any
+    pc: Any
+    start: int  # the parent's pairs: start:start+n, in nb partition blocks
+    n: int
+    nb: int
+    counts: Any  # count_sides_blocks' per-block counts and their totals
+    totals: Any
+
+
+@cuda.jit(cache=True)
+def place_sides_row_hist(bins_rm, groups, members, slot_map, build, sides, go_left, out):
+    """``ole_fast``: a split's pairs placed and its smaller child's row histogram built in one launch
+    (both read only what :func:`place_rows_count_sides` wrote: the placed rows, the sides, the pair
+    counts). Blocks ``(x, y, 0)``: ``_histograms_kernels.row_hist_shared``'s block ``(x, y)`` on
+    ``build`` (``histograms.RowBuild``; the rows in ``gridDim.x`` chunks); blocks ``(x, 0, 1)``:
+    :func:`place_sides_blocks` on ``sides`` (:class:`PairSides`) and ``out`` (:class:`PairPlace`), the
+    block's threads as one row of ``blockDim.x * blockDim.y`` (a power of two), partition blocks
+    ``x * that`` on. The scan's int64 scratch is the histogram's shared array seen as int64: one
+    48,000-byte array, under the 48 KiB a block may declare."""
+    sh = cuda.shared.array((SHARED_SLOTS, WORDS), dtype=uint32)
+    if cuda.blockIdx.z == 0:
+        _row_updates(sh, bins_rm, build.rows, build.n, build.g, build.h, build.steps, groups, members, slot_map,
+                     build.out)
+        return
+    nt = cuda.blockDim.x * cuda.blockDim.y
+    if cuda.blockIdx.y != 0 or cuda.blockIdx.x * nt >= sides.nb:  # the whole block returns (no barrier split)
+        return
+    t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+    _put_sides(sides.pi, sides.pj, sides.pc, sides.start, sides.n, sides.nb, go_left, sides.counts, sides.totals, out,
+               sh.view(np.int64).T, (t, nt, cuda.blockIdx.x))

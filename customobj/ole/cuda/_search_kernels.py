@@ -32,19 +32,21 @@ from ..common import HIST_COUNT, NODE_SUMS, PAIR_COUNTS, PART_N_LEFT, SPLIT_SIZE
 cuda = cuda_module()
 
 __all__ = ["search_nodes", "search_batch", "BatchNodes", "BATCH_HIST", "BATCH_PAIRS", "BATCH_RECORD", "BATCH_ROW",
-           "BATCH_SUMS", "BATCH_COLUMNS"]
+           "BATCH_MASK", "BATCH_SUMS", "BATCH_COLUMNS"]
 
 #: Columns of :class:`BatchNodes`' table, per node (float64: the indices are exact): its row
 #: histogram's and pair histogram's index in the pool (-1: none), its split's partition record's row
-#: in the ring (-1: none; the counts come back in its result), its result row, then ``G, H, N, C``.
-BATCH_HIST, BATCH_PAIRS, BATCH_RECORD, BATCH_ROW, BATCH_SUMS = 0, 1, 2, 3, 4
+#: in the ring (-1: none; the counts come back in its result), its result row, its features' row of
+#: ``BatchNodes.mask`` (``ole_fast``: its own choice; else the fit's mask), then ``G, H, N, C``.
+BATCH_HIST, BATCH_PAIRS, BATCH_RECORD, BATCH_ROW, BATCH_MASK, BATCH_SUMS = 0, 1, 2, 3, 4, 5
 BATCH_COLUMNS = BATCH_SUMS + 4
 
 
 class BatchNodes(NamedTuple):
     """A batch's nodes for :func:`search_batch`: ``hists`` the pool's histograms, ``(n, slots, 3)``;
     ``table`` a row per node (``BATCH_*`` columns); ``records`` the partitions' record ring;
-    ``mask`` the features searched (every node's); ``no_ph`` a ``(1, 3)`` pair histogram of zeros."""
+    ``mask`` ``(masks, features)``: the features searched, a row per mask (a node's: its
+    ``BATCH_MASK``); ``no_ph`` a ``(1, 3)`` pair histogram of zeros."""
 
     hists: Any
     table: Any
@@ -101,7 +103,7 @@ def search_batch(nodes, use_pairs, bins, rules, out, with_nan):
     ph = nodes.no_ph
     if use_pairs and k >= 0:
         ph = nodes.hists[k]
-    node_features(nodes.hists[int64(me[BATCH_HIST])], ph, use_pairs, nodes.mask, bins, node, rules,
+    node_features(nodes.hists[int64(me[BATCH_HIST])], ph, use_pairs, nodes.mask[int64(me[BATCH_MASK])], bins, node, rules,
                   out.per[cuda.blockIdx.y], out.gains[cuda.blockIdx.y])
     if not last_block(out.done, last):
         return

@@ -134,7 +134,7 @@ class CUDABackend:
                                    tail=3 * params.num_leaves if params.criterion.prunes_pairs else 0,
                                    nodes=2 * params.num_leaves)  # a batch's children, read at once
         self.choice = DeviceFeatureChoice(mem, CountedKernels(_choice_kernels, counter), self.pool,
-                                          n_features=n_feat, n_slots=d.n_slots)
+                                          n_features=n_feat, n_slots=d.n_slots, rows=self.search.result_rows)
         self.partitions = DevicePartitions(mem, partition_kernels, reduce_kernels, histogram_kernels.zero,
                                            n_rows=d.n_rows)
         self.pruning = DevicePruning.for_fit(mem, ctx, params)  # ole_fast's, or None

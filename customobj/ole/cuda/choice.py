@@ -72,7 +72,8 @@ class DeviceFeatureChoice:
         Features and histogram slots of the binned matrix.
     """
 
-    def __init__(self, memory: DeviceMemory, kernels: Any, pool: Any, *, n_features: int, n_slots: int) -> None:
+    def __init__(self, memory: DeviceMemory, kernels: Any, pool: Any, *, n_features: int, n_slots: int,
+                 rows: int = 2) -> None:
         self._kernels, self._pool, self._memory = kernels, pool, memory
         f = max(int(n_features), 1)
         self._n_features = int(n_features)
@@ -80,19 +81,23 @@ class DeviceFeatureChoice:
                                     memory.array((2, f, MEMBER_COLUMNS), np.int64),
                                     memory.array((2, max(int(n_slots), 1)), np.int64))
         self._mask_host: Optional[np.ndarray] = None
+        #: each searched node's chosen features by its result row, kept for a batch's one search
+        self.masks = memory.array((max(int(rows), 2), f), np.bool_)
 
     def choose(self, search: Any, nodes: list, mask: np.ndarray, k: int, rules: Any, root: Any,
-               root_on_device: bool, subtract: Optional[tuple] = None) -> int:
+               root_on_device: bool, subtract: Optional[tuple] = None, row: int = -1) -> int:
         """The WSE gains of one or two nodes (``(device hist, sums)`` each) and each one's top ``k``
         features of ``mask`` (:meth:`~customobj.ole.cuda.search.DeviceSearch.choose_features`: one
-        launch); returns the bound on their number, ``min(k, mask.sum())`` (the histograms' launch)."""
+        launch; with ``row >= 0`` also into :attr:`masks` rows ``row, row + 1``, for a batch's one
+        search); returns the bound on their number, ``min(k, mask.sum())`` (the histograms' launch)."""
         host = np.ascontiguousarray(mask, dtype=np.bool_)
         if host.shape != (self._n_features,):
             raise ValueError(f"mask must have one entry per feature ({self._n_features}), got shape {host.shape}")
         if self._mask_host is None or not np.array_equal(host, self._mask_host):
             self._mask_host = host.copy()
             self._memory.copy_in(self.record.mask, host)
-        search.choose_features(nodes, self._kernels.wse_choose, self.record, k, rules, root, root_on_device, subtract)
+        search.choose_features(nodes, self._kernels.wse_choose, self.record, k, rules, root, root_on_device, subtract,
+                               None if row < 0 else (int(row), self.masks))
         self._pool.masks_written()
         return int(min(int(k), int(host.sum())))
 

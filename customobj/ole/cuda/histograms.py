@@ -165,6 +165,15 @@ class DeviceHistograms:
             self._kernels.row_hist_shared[grid, threads](self._bins_rm, build.rows, build.n, build.g, build.h,
                                                          build.steps, *dev, build.out, pairs)
 
+    def take_waiting(self) -> Optional[tuple]:
+        """The waiting row histogram's build handed to another launch (``partitions.DevicePartitions.place_sides``):
+        ``(bins_rm, (groups, members, slot_map), build, launch shape)``, or None when none waits."""
+        build, self._waiting = self._waiting, None
+        if build is None:
+            return None
+        groups, dev = self._all_groups
+        return self._bins_rm, dev, build, self._kernels.launch_for(build.n, groups)
+
     @staticmethod
     def _no_pairs(build: RowBuild) -> Any:
         from ._histograms_kernels import RootPairs

@@ -9,7 +9,8 @@ launches, through the fit's counted kernels (:mod:`.stats`):
   count is the split's own, exact histogram count); the placing waits (:meth:`DevicePartitions.flush`)
   until the order is used or the split's pairs are partitioned;
 - a pair partition: ``count_sides_blocks`` (the counts and their totals; in the same launch as the
-  waiting rows' placing: ``place_rows_count_sides``), ``place_sides_blocks``
+  waiting rows' placing: ``place_rows_count_sides``), ``place_sides_blocks`` (``ole_fast``: in the
+  launch of the smaller child's row histogram, ``place_sides_row_hist``, :meth:`DevicePartitions.place_sides`)
   (1 or 2 launches, nothing read; the placing also takes the split pairs' couplings out of their
   rows' sums, :attr:`DevicePartitions.rho`, so each row's is its child's: the pair histograms' ``R``). The totals stay on the card in a record
   (:class:`DevicePairCounts`, a row of a ring of accumulators zeroed in one launch each time it
@@ -51,7 +52,7 @@ from ..._cuda_runtime import THREADS
 from ._launch import grid_launch, pow2_threads
 from ..backend import PairCounts
 from ..common import PART_N_LEFT, PART_N_RIGHT, PART_RECORD
-from ._partitions_kernels import PairPlace
+from ._partitions_kernels import PairPlace, PairSides
 from .memory import DeviceMemory
 
 __all__ = ["DevicePartitions", "DevicePairCounts", "RowPlace", "PairCount", "PARTITION_BLOCK",
@@ -152,6 +153,7 @@ class DevicePartitions:
         self._counts = memory.array((MAX_PARTITION_BLOCKS, 2), np.int64)
         self._pair_counts = memory.array((MAX_PARTITION_BLOCKS, 2), np.int64)  # beside the rows' in one launch
         self._waiting: Optional[RowPlace] = None  # the last row partition's placing, not launched yet
+        self._sides: Optional[tuple] = None  # ole_fast: a pair partition's placing, for place_sides
         # accumulators, a ring zeroed in one launch each time it wraps (not one per sum): per use, a
         # pair partition's record (common.PART_RECORD: totals, the plan) or a coupling sum's two float64
         self._acc, self._acc_next = memory.upload(np.zeros((ACC_RING, PART_RECORD), np.int64)), 0  # made zeroed
@@ -199,10 +201,12 @@ class DevicePartitions:
             self._kernels.place_rows_blocks[_blocks(r.nb)](r.tmp, r.order, r.start, r.n, r.nb, r.n_left, self.go_left,
                                                       r.counts)
 
-    def pairs(self, src: tuple, start: int, end: int, dst: tuple) -> DevicePairCounts:
+    def pairs(self, src: tuple, start: int, end: int, dst: tuple, wait: bool = False) -> DevicePairCounts:
         """Copy the pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right | split]
         by :attr:`go_left`; the counts stay on the card, in the record of the :class:`DevicePairCounts`
-        returned: nothing is read."""
+        returned: nothing is read. ``wait``: the placing waits for :meth:`place_sides` (with the
+        smaller child's row histogram in one launch); the counting is launched now."""
+        self.place_sides(None)  # one waiting at a time
         n = end - start
         nb, kernels, acc = partition_blocks(n), self._kernels, self._next_acc()
         counts, totals = self._pair_counts, acc[PART_N_LEFT:PART_N_RIGHT + 1]
@@ -213,9 +217,33 @@ class DevicePartitions:
             bx, per = _blocks(max(nb, rows.nb))
             pairs = PairCount(src[0], src[1], counts, totals, int(start), int(n), nb)
             kernels.place_rows_count_sides[(bx, 2), per](rows, pairs, self.go_left)
-        kernels.place_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals,
-                                                PairPlace(dst[0], dst[1], dst[2], self.rho))
+        place = PairPlace(dst[0], dst[1], dst[2], self.rho)
+        if wait:
+            self._sides = (PairSides(src[0], src[1], src[2], int(start), int(n), nb, counts, totals), place)
+        else:
+            kernels.place_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals, place)
         return DevicePairCounts(self.memory, acc, self._acc_next - 1)
+
+    def place_sides(self, row_hist: Optional[tuple]) -> None:
+        """Launch the waiting pair placing (:meth:`pairs` with ``wait``), if any: with ``row_hist``
+        (``DeviceHistograms.take_waiting``'s ``(bins_rm, tables, build, shape)``) in the same launch
+        (``place_sides_row_hist``), else alone."""
+        waiting, self._sides = self._sides, None
+        if row_hist is None:
+            if waiting is None:
+                return
+            s, place = waiting
+            self._kernels.place_sides_blocks[_blocks(s.nb)](s.pi, s.pj, s.pc, s.start, s.n, s.nb, self.go_left,
+                                                            s.counts, s.totals, place)
+            return
+        if waiting is None:
+            raise RuntimeError("a row histogram joins a waiting pair placing: pairs(..., wait=True) first")
+        bins_rm, tables, build, ((chunks, n_groups), threads) = row_hist
+        sides, place = waiting
+        per = threads[0] * threads[1]
+        blocks = max(chunks, -(-sides.nb // per))
+        self._kernels.place_sides_row_hist[(blocks, n_groups, 2), threads](bins_rm, *tables, build, sides, self.go_left,
+                                                                            place)
 
     def node_rows(self, order: Any, sides: list, root: Any) -> list:
         """The rows of the last row partition's children on ``sides`` (0 left, 1 right) as the pair

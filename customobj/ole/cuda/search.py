@@ -52,7 +52,7 @@ import numpy as np
 from ._histograms_kernels import SHARED_SLOTS
 from ._launch import feature_launch
 from ._choice_kernels import Completion
-from ._search_kernels import BATCH_COLUMNS, BATCH_ROW, BatchNodes
+from ._search_kernels import BATCH_COLUMNS, BATCH_MASK, BATCH_ROW, BatchNodes
 from ..backend import _node
 from ..common import PART_RECORD, PH_CHANNELS, RESULT_SIZE, SPLIT_SIZE
 from ..criterion import WSE
@@ -177,12 +177,13 @@ class DeviceSearch:
             hists, searches[0][1] is not None, self._bins, nodes[0], nodes[-1], rules, root, root_on_device,
             out, self._has_nan, self._no_record if pair_record is None else pair_record, pair_record is not None)
 
-    def launch_batch(self, table: np.ndarray, hists: Any, records: Any, mask: np.ndarray, use_pairs: bool,
+    def launch_batch(self, table: np.ndarray, hists: Any, records: Any, masks: Any, use_pairs: bool,
                      rules: Any) -> None:
         """The searches of a batch's nodes in one launch (:func:`._search_kernels.search_batch`), nothing
         read: ``table``, a row per node (``_search_kernels.BATCH_*`` columns: its histograms' rows of
         ``hists``, the pool's, its split's partition record's row of ``records`` or -1, its result row,
-        its sums), copied to the card in one copy; ``mask``: every node's features."""
+        its row of ``masks``, its sums), copied to the card in one copy; ``masks``: ``(masks, features)``
+        on the card (the pool's slots, or ``ole_fast``'s choices, :attr:`.choice.DeviceFeatureChoice.masks`)."""
         n = int(table.shape[0])
         if not 0 < n <= self.result_rows or table.shape[1] != BATCH_COLUMNS:
             raise ValueError(f"a batch's table has 1 to {self.result_rows} rows of {BATCH_COLUMNS}, got {table.shape}")
@@ -191,7 +192,9 @@ class DeviceSearch:
             raise ValueError(f"a batch's result rows must be distinct, 0 to {self.result_rows - 1}: {rows.tolist()}")
         self._table_host[:n] = table
         dev = self.memory.copy_in_queued(self._table, self._table_host, n)
-        nodes = BatchNodes(hists, dev, records, self._pool.feature_mask(mask, 0), self._no_ph)
+        if table[:, BATCH_MASK].min() < 0 or table[:, BATCH_MASK].max() >= masks.shape[0]:
+            raise ValueError(f"a batch's mask rows must be 0 to {masks.shape[0] - 1}: {table[:, BATCH_MASK].tolist()}")
+        nodes = BatchNodes(hists, dev, records, masks, self._no_ph)
         self._kernels.search_batch[self._launch(n)](nodes, bool(use_pairs), self._bins, rules,
                                                     self._batch._replace(per=self._batch.per[:n],
                                                                          gains=self._batch.gains[:n]),
@@ -220,12 +223,13 @@ class DeviceSearch:
         return list(self.memory.read(self._wse[:len(nodes)]))
 
     def choose_features(self, nodes: list, choose: Any, choice: Any, k: int, rules: Any, root: Any,
-                        root_on_device: bool, subtract: Optional[tuple] = None) -> None:
+                        root_on_device: bool, subtract: Optional[tuple] = None, keep: Optional[tuple] = None) -> None:
         """``ole_fast``: the WSE gains of one or two nodes (``(hist, sums)`` each) and each node's top ``k``
         features with their groups, into ``choice`` (:func:`._choice_kernels.wse_choose`, given as
         ``choose``: one launch, no read; the fit's mask is ``choice.mask``; :mod:`.choice`).
         ``subtract``: ``(node, big, small)``, node ``node``'s histogram ``big`` completed first as
-        ``big -= small`` in the same launch."""
+        ``big -= small`` in the same launch; ``keep``: ``(row, masks)``, node ``b``'s choice also copied to
+        ``masks[row + b]`` (a batch's one search reads it there, :meth:`launch_batch`)."""
         if not 0 < len(nodes) <= 2:
             raise ValueError("DeviceSearch.choose_features takes one or two nodes")
         hists = NodeHists(nodes[0][0], nodes[-1][0], self._no_ph, self._no_ph, choice.mask, choice.mask)
@@ -233,6 +237,9 @@ class DeviceSearch:
         node, big, small = (-1, nodes[0][0], nodes[0][0]) if subtract is None else subtract
         if not -1 <= node < len(nodes):
             raise ValueError(f"subtract's node must be one of the {len(nodes)} searched, got {node}")
+        row, masks = (-1, choice.keep) if keep is None else keep
+        if not -1 <= row <= masks.shape[0] - len(nodes):
+            raise ValueError(f"keep's row must be -1 or 0 to {masks.shape[0] - len(nodes)}, got {row}")
         choose[self._launch(len(nodes))](hists, self._bins, sums[0], sums[-1], rules._replace(score=WSE), root,
                                          root_on_device, self._out._replace(gains=self._wse), choice, int(k),
-                                         SHARED_SLOTS, Completion(int(node), big, small))
+                                         SHARED_SLOTS, Completion(int(node), big, small, int(row), masks))

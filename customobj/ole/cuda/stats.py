@@ -44,8 +44,9 @@ FIELDS = ("launches", "reads", "allocations", "bytes_to_device", "bytes_to_host"
 BUDGET = {"launches": 8.0, "reads": 1.0, "allocations": 0}
 
 #: Issue 42's budget per batch of splits (a best-first leaf, a breadth-first level: the grower's
-#: ``expand`` call): blocking reads, and split-search launches (``ole_fast``: one per split, as it
-#: chooses each split's features first). A batch whose children are never searched reads nothing.
+#: ``expand`` call): blocking reads, and split-search launches (every criterion; ``ole_fast`` chooses
+#: each split's features first and keeps each node's choice for the batch's one search). A batch
+#: whose children are never searched reads nothing.
 BATCH_BUDGET = {"reads": 1, "search_launches": 1}
 
 

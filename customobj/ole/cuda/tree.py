@@ -14,9 +14,9 @@ the card needs is decided here, not by the grower:
   and come back with them (:meth:`DeviceTree.end` finds each final leaf's part of that plan);
 - a split whose children are never searched partitions no rows when nothing reads the order;
 - a batch of splits (the grower's ``expand``: a breadth-first level) is read once: each split's
-  children's search is launched into its own result rows (or, several splits outside ``ole_fast``,
-  all of them in one ``search_batch`` launch at the end) and one read brings them all, as XGBoost's
-  GPU driver syncs once per frontier (``stats.BATCH_BUDGET``).
+  children's search is launched into its own result rows (or, several splits, all of them in one
+  ``search_batch`` launch at the end; ``ole_fast``'s choices kept by result row for it) and one
+  read brings them all, as XGBoost's GPU driver syncs once per frontier (``stats.BATCH_BUDGET``).
 """
 from __future__ import annotations
 
@@ -64,6 +64,7 @@ class DeviceTree:
         self._pending: list = []  # the searches launched since the last read: (nodes, root's sums?, counts?)
         self._tail_n = 0  # values of the search's tail the next read brings (the planned sums)
         self._deferred: Optional[list] = None  # a batch's searches for one launch: their table rows
+        self._planned_launch: Any = None  # ole_fast: the plan's sums, launched after the batch's search
 
     # --- the seam's steps ---------------------------------------------------------------------------
     def start(self, searched: bool) -> TreeStart:
@@ -91,10 +92,10 @@ class DeviceTree:
         their own result rows; then one read brings every child's split, with the pair counts that set
         their ranges (XGBoost's GPU driver: a frontier's splits in one copy)."""
         gpu = self.gpu
-        # every child's search in one launch when the batch has several splits (ole_fast chooses each
-        # node's features per split: its searches stay a launch per split) and their partition records
-        # all live until it runs
-        self._deferred = [] if (not self.fast and len(batch) > 1
+        # every child's search in one launch when the batch has several splits (ole_fast: each split's
+        # features chosen first, its choice kept by result row for the batch's search) and their
+        # partition records all live until it runs
+        self._deferred = [] if (len(batch) > 1
                                 and (not self.use_pairs or gpu.partitions.reserve(len(batch)))) else None
         done = [self._expand(e) for e in batch]
         got = iter(self._read())  # one entry per search launched, in order
@@ -118,7 +119,8 @@ class DeviceTree:
         counts, gain, row = None, float(split.gain), -1
         if self.use_pairs:
             if any(e.need):  # nothing read: the counts stay on the card
-                counts = gpu.partitions.pairs(self.bufs[parent.pbuf], parent.pstart, parent.pend, self.bufs[left.pbuf])
+                counts = gpu.partitions.pairs(self.bufs[parent.pbuf], parent.pstart, parent.pend, self.bufs[left.pbuf],
+                                              wait=self.fast)  # ole_fast: placed with the row histogram
             gain = gpu.host.split_gain(parent.sums, split.left, split.right)
         if any(e.need):
             self._child_histograms(parent, left, right, e.need, counts)
@@ -131,6 +133,7 @@ class DeviceTree:
         gpu = self.gpu
         gpu.histograms.queue.flush()  # none is left to a later tree
         gpu.partitions.flush()
+        gpu.partitions.place_sides(None)  # none is left waiting (ole_fast's are taken at their split)
         gpu.inputs.end_tree()
         if gpu.pruning is None or not gpu.pruning.pending:  # else the tree ends with its dropped couplings
             gpu.memory.counter.end_tree()
@@ -166,6 +169,8 @@ class DeviceTree:
         gpu = self.gpu
         small, large = (left, right) if left.sums.N <= right.sums.N else (right, left)
         small.hist = self._row_hist(small)
+        if self.fast and counts is not None:  # the split's waiting pair placing and this row histogram: one launch
+            gpu.partitions.place_sides(gpu.histograms.take_waiting())
         parent.hist -= small.hist
         large.hist = parent.hist
         if counts is not None and not self.fast:
@@ -192,12 +197,21 @@ class DeviceTree:
         searches: list  # (row hist, pair hist or None, mask or None, sums) on the card, per node
         if self.use_pairs and self.fast:  # features chosen on the card, their pair histograms, the OLE search
             sub = gpu.histograms.queue.take([n.hist for n in nodes], drop_others=True)
+            keep = row if self._deferred is not None and not inputs.root_pending else -1  # for the batch's search
             bound = gpu.choice.choose(gpu.search, [(n.hist.array, n.sums) for n in nodes], self.mask, self.k,
-                                      gpu.rules, inputs.root, inputs.root_pending, sub)
+                                      gpu.rules, inputs.root, inputs.root_pending, sub, keep)
             pairs = [n.pairs(self.bufs, counts) for n in nodes]
             rows = gpu.partitions.node_rows(inputs.order, [p.side for p in pairs], inputs.root_rows())  # their R
             phists = gpu.choice.pair_hists(gpu.histograms, pairs, inputs.pair_stats[2:4], bound, rows)
             searches = [(n.hist.array, ph.array, None, n.sums) for n, ph in zip(nodes, phists)]  # masks: the pool's
+            if keep >= 0 and self._defer(searches, counts, row):
+                for node, ph in zip(nodes, phists):
+                    node.phist = ph  # held (not back in the pool) until the batch's search
+                planned = inputs.planned_sums()
+                if planned is not None:  # summed after the batch's search, before its read (_read)
+                    self._planned_launch, self._tail_n = planned
+                self._pending.append((nodes, False, counts is not None))
+                return row
         else:
             searches = [(n.hist.array, None if n.phist is None or not self.use_pairs else n.phist.array, self.mask, n.sums)
                         for n in nodes]
@@ -225,8 +239,9 @@ class DeviceTree:
         got = [(pool.index_of(h), -1 if ph is None else pool.index_of(ph)) for h, ph, _, _ in searches]
         if any(h < 0 or (ph >= 0) != self.use_pairs for h, ph in got) or (counts is not None and rec < 0):
             return False
+        chosen = self.fast and self.use_pairs  # ole_fast's nodes: each one's own choice, by result row
         for k, ((h, ph), s) in enumerate(zip(got, searches)):
-            self._deferred.append([h, ph, rec if k == 0 else -1, row + k, *_node(s[3])])
+            self._deferred.append([h, ph, rec if k == 0 else -1, row + k, row + k if chosen else 0, *_node(s[3])])
         return True
 
     def _read(self) -> list:
@@ -238,8 +253,19 @@ class DeviceTree:
         if not pending:
             return []
         if deferred:
+            chosen = self.fast and self.use_pairs  # each node's choice (_defer's mask rows), else the fit's mask
+            masks = gpu.choice.masks if chosen else gpu.pool.mask
+            if not chosen:
+                gpu.pool.feature_mask(self.mask, 0)
             gpu.search.launch_batch(np.array(deferred, dtype=np.float64), gpu.pool.hists, gpu.partitions.records,
-                                    self.mask, self.use_pairs, gpu.rules)
+                                    masks, self.use_pairs, gpu.rules)
+            planned, self._planned_launch = self._planned_launch, None
+            if planned is not None:
+                planned()
+            if self.fast:
+                for nodes, _, _ in pending:
+                    for node in nodes:
+                        node.phist = None  # no subtraction in ole_fast: each node's features differ
         res = gpu.search.read(sum(len(p[0]) for p in pending), tail_n)
         if tail_n:
             gpu.inputs.planned_got = gpu.search.tail_values

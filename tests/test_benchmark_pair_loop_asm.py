@@ -1,0 +1,72 @@
+"""benchmarks/pair_loop_asm.py: the loop finder on a known assembly listing (an outer loop around an inner loop
+unrolled by two, a vector loop beside them), then the count of the compiled NDCG pair loops (GRAD, GRAD_LOSS) and of
+GRAD_LOSS's cost loop: each plain pair loop does one division a pair, and the report prints its summary."""
+import runpy
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import REPO
+
+ASM = """\
+_ZN3foo6kernelB2v1E5ArrayIdLi1E1C7mutable7alignedE:
+\tpushq\t%rbp
+\txorl\t%eax, %eax
+\tjmp\t.LBB0_2
+.LBB0_1:
+\tincq\t%rsi
+\tcmpq\t%rsi, %rdi
+\tje\t.LBB0_5
+.LBB0_2:
+\tmovq\t%rsi, %rcx
+.LBB0_3:
+\tvmovsd\t(%rdx,%rcx,8), %xmm0
+\tvdivsd\t%xmm1, %xmm0, %xmm0
+\tvmovsd\t8(%rdx,%rcx,8), %xmm2
+\tvdivsd\t%xmm1, %xmm2, %xmm2
+\taddq\t$2, %rcx
+\tcmpq\t%rcx, %rax
+\tjne\t.LBB0_3
+\tjmp\t.LBB0_1
+.LBB0_4:
+\tvmovupd\t(%rdx,%r8,8), %zmm0
+\tvgatherqpd\t(%r9,%zmm1,8), %zmm2 {%k1}
+\taddq\t$8, %r8
+\tcmpq\t%r8, %r10
+\tjne\t.LBB0_4
+.LBB0_5:
+\tpopq\t%rbp
+\tretq
+.Lfunc_end0:
+"""
+
+
+@pytest.fixture(scope="module")
+def asm_mod():
+    return SimpleNamespace(**runpy.run_path(str(REPO / "benchmarks" / "pair_loop_asm.py")))  # not a package
+
+
+def test_the_innermost_loops_of_a_known_listing(asm_mod):
+    loops = {lp.header: lp for lp in asm_mod.loops_of(ASM, "kernel")}
+    assert sorted(loops) == [".LBB0_3", ".LBB0_4"]  # the outer loop (.LBB0_1 .. .LBB0_3) holds .LBB0_3
+    inner, vec = loops[".LBB0_3"], loops[".LBB0_4"]
+    assert len(inner.instructions) == 7 and inner.step == 2 and inner.per_pair == 3.5
+    assert inner.divisions == 2 and inner.gathers == 0 and not inner.vector
+    assert len(vec.instructions) == 5 and vec.step == 8 and vec.vector and vec.gathers == 1 and vec.divisions == 0
+    with pytest.raises(ValueError, match="missing"):
+        asm_mod.function_blocks(ASM, "missing")
+
+
+def test_the_compiled_pair_loops(asm_mod, capsys):
+    asm = asm_mod.compiled_asm()
+    r = asm_mod.report(asm)
+    for mode in ("GRAD", "GRAD_LOSS"):
+        plain = [lp for lp in r[mode]["pairs"] if lp.divisions == lp.step]  # rho's division, once a pair
+        assert plain and all(lp.per_pair > 10 for lp in plain)
+    assert r["GRAD_LOSS"]["costs"]
+    s = r["summary"]
+    assert s["grad"] == min(lp.per_pair for lp in r["GRAD"]["pairs"] if lp.divisions == lp.step)
+    assert s["cost_lane"] > 0
+    asm_mod.main([], asm)  # compiled once
+    out = capsys.readouterr().out
+    assert "instructions per pair (plain pair loop): GRAD" in out and out.count(" loop .LBB") >= 3
