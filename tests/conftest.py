@@ -28,18 +28,14 @@ if "NUMBA_ENABLE_CUDASIM" not in os.environ:
     if ctypes.util.find_library("cuda") is None:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
-# The simulator runs a block's threads as Python threads while the launching thread busy-polls them
-# (numba_cuda/simulator/kernel.py, BlockThread.run's caller), so a woken thread waits up to one GIL
-# switch interval (5 ms by default) for the poller to let go: at every thread start and every
-# syncthreads. 0.2 ms halves the simulator's CPU time (a tiny OLE fit: 4.4 s -> 1.8 s) and changes
-# no result (thread scheduling only); below ~1 ms it is flat. With the sleeping barriers installed
-# below (customobj/_simulator_barrier.py: nothing polls) the interval hardly matters (6.1 s vs 5.8 s
-# CPU at 5 ms, a 100-row ole_fast fit); it stays for kernels run before they are installed.
-if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-    import sys
-
-    sys.setswitchinterval(2e-4)
-
+# The simulator's own block manager (numba_cuda/simulator/kernel.py) busy-polls a block's threads, so
+# a woken thread waits up to one GIL switch interval (5 ms by default) for the poller to let go: 0.2
+# ms halved the simulator's CPU time then (a tiny OLE fit: 4.4 s -> 1.8 s). With the sleeping barriers
+# installed below (customobj/_simulator_barrier.py: nothing polls; a waiting thread blocks, releasing
+# the GIL at once) the short interval only adds GIL hand-offs between runnable threads: at Python's 5 ms
+# a simulated OLE fit takes ~15% less CPU and wall time, mostly system time (200 rows, "ole", 2 trees,
+# the two intervals interleaved in one process, 3 fits each: 10.5, 10.4, 9.9 s CPU -> 8.8, 8.6, 7.9 s),
+# the same trees (thread scheduling only). So 0.2 ms is set only where the barriers cannot be installed.
 REPO = Path(__file__).resolve().parent.parent
 
 from customobj import _numba_cache  # noqa: E402  (after NUMBA_NUM_THREADS: importing customobj loads numba)
@@ -58,7 +54,34 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     from customobj._simulator_barrier import sleep_at_simulator_barriers  # noqa: E402
 
     lock_simulator_shared_arrays()
-    sleep_at_simulator_barriers()  # the block's threads sleep at barriers: no polling launcher
+    if not sleep_at_simulator_barriers():  # the block's threads sleep at barriers: no polling launcher
+        import sys
+
+        sys.setswitchinterval(2e-4)  # the simulator's polling launcher: hand the GIL on sooner (above)
+
+
+#: The suite's longest modules, longest first (stop 48's CI runs, `--durations`, and `-n 0` CPU time per
+#: module): xdist (pyproject's addopts: ``--dist loadfile --no-loadscope-reorder``) hands modules to the
+#: workers in collection order, so these start first and the short ones fill in at the end. xdist's own
+#: order (most tests first) left minute-long modules of a few tests (the installs, mypy, the Sphinx
+#: build, the simulated OLE fits) to the end, one worker running them while the other idled.
+LONGEST_FIRST = (
+    "test_ole_cuda_backend.py", "test_ole_cuda_stats.py", "test_ole_cuda_scores.py", "test_doctests.py",
+    "test_docs.py", "test_numba_cache.py", "test_install.py", "test_ole_sklearn.py",
+    "test_objectives_listwise_cuda.py", "test_ole_cuda_split_kernels.py", "test_benchmark_gpu_suite.py",
+    "test_api_docs.py", "test_typing.py", "test_objectives_devices.py", "test_benchmark_sass.py",
+    "test_benchmark_trust_study.py", "test_objectives_couplings_route.py", "test_adapters_dask.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    """Modules in :data:`LONGEST_FIRST`'s order, then the others by test count (xdist's heuristic: the
+    larger first) and path; a module's tests stay together and in their order (a stable sort)."""
+    from collections import Counter
+
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    count = Counter(str(item.path) for item in items)
+    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -count[str(item.path)], str(item.path)))
 
 
 @pytest.fixture
