@@ -214,8 +214,8 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
 def _ndcg_loop(grad, fill, loss):
     """The NDCG pair loop of one mode, its flags compile-time constants (the loop's closure): each mode's
     loop holds only its own work and registers (a flag tested per pair, and the other modes' values kept
-    live across the loop, cost GRAD_LOSS about 20 instructions a pair: ``benchmarks/multi_objective.py
-    kernel-asm``). Returns the njit kernel ``pairs(inp, q, spread, order, F, I, out)``."""
+    live across the loop, cost GRAD_LOSS about 20 instructions a pair: ``benchmarks/pair_loop_asm.py``).
+    Returns the njit kernel ``pairs(inp, q, spread, order, F, I, out)``."""
 
     # error_model="numpy": no zero-division branch per pair (3 instructions a division); no division here
     # can be by 0: rho's e_a + e_b > 2 EXP_FLOOR (query_grad's check) and damped's 0.01 + |d|

@@ -94,9 +94,10 @@ def _xendcg_mass(obj: Any, prep: Any, data: Any, rnd: int) -> Any:
     return mass
 
 
-def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
-    """XENDCG: a new round (as the CPU's ``grad_hess``), its noise drawn on the device from the same
-    per-query generators; LightGBM's gradients or the softmax cross-entropy against the noisy masses."""
+def _xendcg_round(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> "tuple[int, Any]":
+    """XENDCG's round into ``g`` / ``h``; returns ``(round, masses)``, the masses None under LightGBM's
+    convention (its gradients draw none), else the round's, with their softmax statistics in
+    ``softmax_stats`` (``_softmax_ce``'s)."""
     from . import _listwise_cuda as CQ
 
     rnd = obj._round(prep.state_for(obj), True)
@@ -105,9 +106,16 @@ def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
         launch(CQ.xendcg_lightgbm_queries, data.n_queries, s, data.labels, data.ptr, rnd, obj.seed, stats)
         launch(CQ.xendcg_lightgbm_rows, data.n_rows, s, data.labels, data.ptr, data.qid, rnd, obj.seed, data.weights,
                 data.use_weights, stats, g, h)
-        return
+        return rnd, None
     mass = _xendcg_mass(obj, prep, data, rnd)
     _softmax_ce(s, data, mass, mass, False, 1.0, g, h)
+    return rnd, mass
+
+
+def xendcg(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+    """XENDCG: a new round (as the CPU's ``grad_hess``), its noise drawn on the device from the same
+    per-query generators; LightGBM's gradients or the softmax cross-entropy against the noisy masses."""
+    _xendcg_round(obj, s, prep, data, g, h)
 
 
 def xendcg_loss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any) -> None:
@@ -116,10 +124,11 @@ def xendcg_loss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_quer
     from . import _listwise_cuda as CQ
     from . import _listwise_loss_cuda as CQL
 
-    xendcg(obj, s, prep, data, g, h)
-    mass = _xendcg_mass(obj, prep, data, prep.state_for(obj).rounds.current)
+    rnd, mass = _xendcg_round(obj, s, prep, data, g, h)
     stats = data.scratch("softmax_stats", (CQ.N_SM, max(data.n_queries, 1)), np.float64)
-    launch(CQ.softmax_queries, data.n_queries, s, data.ptr, mass, mass, False, 1.0, stats)  # M: which queries count
+    if mass is None:  # LightGBM's gradients drew no masses: the round's, and their softmax statistics
+        mass = _xendcg_mass(obj, prep, data, rnd)
+        launch(CQ.softmax_queries, data.n_queries, s, data.ptr, mass, mass, False, 1.0, stats)  # M: which queries count
     launch(CQL.softmax_ce_loss_queries, data.n_queries, s, data.ptr, mass, mass, False, 1.0, stats, per_query)
 
 

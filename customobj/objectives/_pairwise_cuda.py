@@ -149,7 +149,7 @@ def pair_list_rows(scores, pl, inc_ptr, inc_pair, inc_sign, spec, out_grad, out_
 def pair_list_loss_rows(scores, pl, inc_ptr, inc_pair, inc_sign, spec, out):
     """One thread per row ``r``: ``out[r]`` = the losses ``pw phi`` of the listed pairs ``pl`` whose first row
     ``pi`` it is, in list order (each pair counted once, for ``pi``'s query: ``MultiObjective``'s per-label
-    cost, ``_pairwise_route.qbrank_with_cost`` / ``preference_pairs_with_cost``)."""
+    cost, ``_pairwise_route.qbrank`` / ``preference_pairs`` given ``per_query``)."""
     r = cuda.grid(1)
     if r >= scores.shape[0]:
         return

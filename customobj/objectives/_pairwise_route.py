@@ -100,45 +100,36 @@ def label_pair_loss_with_cost(obj: Any, s: Any, prep: Any, data: Any, g: Any, h:
     launch(CW.query_sums, data.n_queries, data.ptr, by_position, per_query)
 
 
-def qbrank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
-    """QBRank: its label pairs, its explicit pairs, and the squared error of its labelled rows."""
-    from . import _pointwise_cuda as CW
-
-    state = prep.state_for(obj)
-    spec = obj.pair_spec()
-    if state.label_pairs is not None and spec.scale > 0.0:
-        _label_pairs(state.label_pairs, obj, s, prep, data, g, h, spec)
-    if state.explicit is not None and spec.scale > 0.0:
-        _pair_list(obj, "explicit", s, data, g, h, tuple(state.explicit), None, spec)
-    if state.labeled_weight is not None:
-        lab_w = data.array((obj, "labeled_weight"), lambda: state.labeled_weight)
-        launch(CW.pointwise_rows, data.n_rows, int(RowKind.SQUARED_ERROR), s, data.labels, lab_w, True, 0.0, g, h)
-
-
-def qbrank_with_cost(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any) -> None:
-    """:func:`qbrank`, then each query's loss into ``per_query``: its label pairs' (as RankNet's), its explicit
-    pairs' (each at its first row's query) and its labelled rows' squared error, added in that order query by
-    query (the CPU adds the three totals, each over all queries: equal to rounding)."""
+def qbrank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any = None) -> None:
+    """QBRank: its label pairs, its explicit pairs, and the squared error of its labelled rows. Given
+    ``per_query`` (its ``grad_hess_loss``), each query's loss too: its label pairs' (as RankNet's), its
+    explicit pairs' (each at its first row's query) and its labelled rows' squared error, added in that order
+    query by query (the CPU adds the three totals, each over all queries: equal to rounding)."""
     from . import _pairwise_cuda as CP
     from . import _pointwise_cuda as CW
 
     state = prep.state_for(obj)
     spec = obj.pair_spec()
-    rows = data.scratch("pair_loss_rows", (max(data.n_rows, 1),), np.float64)
-    zero(per_query)
+    rows = None if per_query is None else data.scratch("pair_loss_rows", (max(data.n_rows, 1),), np.float64)
+    if per_query is not None:
+        zero(per_query)
     if state.label_pairs is not None and spec.scale > 0.0:
         _label_pairs(state.label_pairs, obj, s, prep, data, g, h, spec)
-        launch(CP.label_pairs_loss_rows, data.n_rows, s, _label_rows(state.label_pairs, obj, prep, data), spec, rows)
-        _add_query_sums(data, rows, per_query)
+        if per_query is not None:
+            launch(CP.label_pairs_loss_rows, data.n_rows, s, _label_rows(state.label_pairs, obj, prep, data), spec,
+                   rows)
+            _add_query_sums(data, rows, per_query)
     if state.explicit is not None and spec.scale > 0.0:
         _pair_list(obj, "explicit", s, data, g, h, tuple(state.explicit), None, spec, rows)
-        _add_query_sums(data, rows, per_query)
+        if per_query is not None:
+            _add_query_sums(data, rows, per_query)
     if state.labeled_weight is not None:
         kind = int(RowKind.SQUARED_ERROR)
         lab_w = data.array((obj, "labeled_weight"), lambda: state.labeled_weight)
         launch(CW.pointwise_rows, data.n_rows, kind, s, data.labels, lab_w, True, 0.0, g, h)
-        launch(CW.pointwise_loss_rows, data.n_rows, kind, s, data.labels, lab_w, True, 0.0, rows)
-        _add_query_sums(data, rows, per_query)
+        if per_query is not None:
+            launch(CW.pointwise_loss_rows, data.n_rows, kind, s, data.labels, lab_w, True, 0.0, rows)
+            _add_query_sums(data, rows, per_query)
 
 
 def preference_pairs(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any = None) -> None:

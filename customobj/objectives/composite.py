@@ -223,24 +223,24 @@ class Scaled(Objective):
         costs = self.objective.device_route().grad_hess_loss is not None
         return DeviceRoute(R.scaled, None, R.scaled_loss if costs else None)
 
-    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        # Children add into the outputs; scale only what this child contributes.
+    def _scaled_child(self, run, scores, prep, out_grad, out_hess):
+        # Children add into the outputs; scale only what this child contributes. ``run``: the child's
+        # ``_grad_hess`` or ``_grad_hess_loss``; returns what it returns.
         g = np.zeros_like(out_grad)
         h = np.zeros_like(out_hess)
-        self.objective._grad_hess(scores, prep, prep.state_for(self.objective), g, h)
+        got = run(scores, prep, prep.state_for(self.objective), g, h)
         out_grad += self.factor * g
         out_hess += self.factor * h
+        return got
+
+    def _grad_hess(self, scores, prep, state, out_grad, out_hess):
+        self._scaled_child(self.objective._grad_hess, scores, prep, out_grad, out_hess)
 
     def _loss(self, scores, prep, state):
         return self.factor * self.objective._loss(scores, prep, prep.state_for(self.objective))
 
     def _grad_hess_loss(self, scores, prep, state, out_grad, out_hess):
-        g = np.zeros_like(out_grad)
-        h = np.zeros_like(out_hess)
-        loss = self.objective._grad_hess_loss(scores, prep, prep.state_for(self.objective), g, h)
-        out_grad += self.factor * g
-        out_hess += self.factor * h
-        return self.factor * loss
+        return self.factor * self._scaled_child(self.objective._grad_hess_loss, scores, prep, out_grad, out_hess)
 
     def _pair_couplings(self, scores, prep, state):
         i, j, c = self.objective._pair_couplings(scores, prep, prep.state_for(self.objective))

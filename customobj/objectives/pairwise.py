@@ -377,7 +377,7 @@ class QBRank(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _pairwise_route as R
 
-        return DeviceRoute(R.qbrank, R.listed_couplings, R.qbrank_with_cost)
+        return DeviceRoute(R.qbrank, R.listed_couplings, R.qbrank)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         lp, ex, lab_w = state.label_pairs, state.explicit, state.labeled_weight
