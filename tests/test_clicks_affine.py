@@ -123,6 +123,24 @@ def test_pair_terms_match_a_slow_reference(log, name, query_norm):
     np.testing.assert_allclose(np.bincount(i, c, log.y.size) + np.bincount(j, c, log.y.size), h, rtol=1e-10)
 
 
+@pytest.mark.parametrize("name", ["LambdaRank(k=3,truncation=5,sigma=2)", "RankNet"])
+def test_the_cost_comes_from_the_gradients_pass(log, name):
+    """``_grad_hess_loss`` (MultiObjective's per-label cost): ``grad_hess``'s bits and ``loss``'s, from one pass;
+    the loss the slow reference's to rounding (its terms now added row by row, then query by query)."""
+    alpha, beta = true_params()
+    s = np.random.default_rng(3).normal(size=log.y.size)
+    obj = Affine(BASES[name], alpha=alpha, beta=beta)
+    prep = obj.prepare(log.y, log.group, position=log.position)
+    g, h = np.zeros(s.size), np.zeros(s.size)
+    cost = obj._grad_hess_loss(s, prep, prep.state_for(obj), g, h)
+    want_g, want_h = obj.grad_hess_prepared(s, prep)
+    np.testing.assert_array_equal(g, want_g)
+    np.testing.assert_array_equal(h, want_h)
+    assert cost == obj.loss_prepared(s, prep)
+    assert cost == pytest.approx(slow_affine(BASES[name], s, log.y, log.group, log.position, alpha, beta,
+                                             query_norm=True)[2], rel=1e-10)
+
+
 def _central(f, s, r, eps=1e-6):
     """The central difference of ``f`` in ``s[r]``."""
     up, dn = s.copy(), s.copy()

@@ -4,7 +4,8 @@ scalings too), ``query_norm`` on and off, tied scores, weights; bit for bit on q
 simulator's block (a block per query, a thread per row), with weights and a session without clicks,
 and one launch a leaf; the pair couplings the OLE criteria
 take and ``TreeBooster(device="cuda", criterion="ole")``'s trees; ``xgboost_objective(device="cuda")``'s
-float32 round; the refusal without parameters;
+float32 round; each query's loss (``grad_hess_loss``, MultiObjective's per-label GPU cost) the CPU's
+bits; the refusal without parameters;
 and the kernel typed and compiled to PTX for sm_80 (listed from the module, not counted by hand)."""
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import customobj
 from customobj import Affine, LambdaRank, MPBoost, RankNet, RankSVM, SquaredError
 from customobj.clicks.simulation import trust_defaults
 from customobj.objectives import devices
-from _cuda_cases import (LONG_SIZES, STATUS, assert_kept_couplings_equal_cpu, compile_listed_kernels, needs_gpu,
-                         to_device)
+from customobj.clicks import _affine_kernels as AK
+from _cuda_cases import (LONG_SIZES, STATUS, assert_kept_couplings_equal_cpu, assert_simulated_bits,
+                         compile_listed_kernels, needs_gpu, query_order_sum, route_cost, to_device)
 
 needs_simulator = pytest.mark.skipif(not STATUS.available or not STATUS.simulator,
                                      reason="reads the launches' grids through numba's CUDA simulator")
@@ -141,6 +143,47 @@ def test_one_launch_a_pairwise_leaf_a_block_per_query():
     assert [k for k in grids if k[0] == "affine_queries"] == [("affine_queries", len(sizes), query_threads())]
 
 
+def _cpu_query_losses(obj, s, prep):
+    """Each query's loss by the CPU's own kernel (``affine_pairs`` on that query alone), the pairwise leaves'
+    added in leaf order: what the GPU's ``grad_hess_loss`` writes for an ``Affine`` of pairwise leaves."""
+    rhat = prep.state_for(obj).rhat
+    out = np.zeros(prep.groups.n_groups)
+    for q in range(out.size):
+        lo, hi = prep.ptr[q], prep.ptr[q + 1]
+        w, use_w = (prep.weight[lo:hi], True) if prep.weight is not None else (np.ones(1), False)
+        for _, record, _ in obj._leaf_records():
+            m = (hi - lo) * (hi - lo - 1) // 2
+            z = np.zeros(hi - lo)
+            out[q] += AK.affine_pairs(s[lo:hi], np.array([0, hi - lo]), rhat[lo:hi], w, use_w, record, z, z.copy(),
+                                      np.zeros(m))
+    return out
+
+
+@needs_gpu
+@pytest.mark.parametrize("name, weighted", [("LambdaRank", False), ("RankNet", True), ("2(LambdaRank+RankSVM)", False),
+                                            ("RankNet+SquaredError", True)])
+def test_each_querys_cost_is_the_cpus(name, weighted):
+    """``device_route().grad_hess_loss`` (MultiObjective's per-label GPU cost): each query's loss from the
+    gradients' launch, on queries longer than the simulator's block. One pairwise leaf: each query the CPU's
+    bits and their sum in query order ``_grad_hess_loss``'s total; a sum of pairwise leaves: each query the
+    CPU kernel's per leaf, added in leaf order; a sum's total equal to rounding (the CPU adds the leaves' totals)."""
+    for seed in (6, 7):
+        s, y, sizes, w = _long_clicks(seed)
+        if name == "LambdaRank":
+            s = np.round(s)  # ties: ranked by row order on both
+        plus, minus = trust_defaults(max(sizes))
+        obj = Affine(WRAPPED[name], alpha=0.9 * (plus - minus), beta=0.9 * minus)
+        w = w if weighted else None
+        want, per_query = route_cost(obj, s, y, sizes, w)
+        assert np.isfinite(per_query).all() and abs(want) > 0.0
+        if len(obj._leaf_records()) > 1:  # the CPU adds the leaves' totals: equal to rounding (bound measured: 1 ulp)
+            np.testing.assert_allclose(query_order_sum(per_query), want, rtol=4 * np.finfo(float).eps, atol=0)
+        if name != "RankNet+SquaredError":  # pairwise leaves only: each query the CPU kernel's, leaf by leaf
+            assert_simulated_bits(per_query, _cpu_query_losses(obj, s, obj.prepare(y, sizes, w)))
+        if len(obj._leaf_records()) == 1:
+            assert_simulated_bits(query_order_sum(per_query), want)
+
+
 @needs_gpu
 def test_one_row_queries_have_no_pairs_on_the_device():
     obj = Affine(LambdaRank(), alpha=[0.5], beta=[0.1])
@@ -188,6 +231,7 @@ def test_the_route_is_affines_own_with_couplings():
     obj = Affine(RankNet() + SquaredError(), alpha=[0.5], beta=[0.1])
     assert devices.kernels_for(obj, devices.Device.CUDA).__module__ == "customobj.clicks._affine_route"
     assert obj.device_route().couplings is not None  # TreeBooster(device="cuda") with OLE keeps its pairs there
+    assert obj.device_route().grad_hess_loss is not None  # MultiObjective's cost: its pointwise part has one too
 
 
 _PTX_CHECK = """
@@ -203,7 +247,7 @@ f1, i1, b, i, f = T.float64[::1], T.int64[::1], T.boolean, T.int64, T.float64
 LOSS = T.NamedTuple([i, f, f, f, b, i, i, b], AK.AffinePairLoss)
 ROWS = T.NamedTuple([f1, f1, f1, b], AK.AffineRows)
 OUT = T.NamedTuple([f1, f1, f1], AK.PairOutputs)
-SIGNATURES = [(CA.affine_queries, (ROWS, i1, i1, LOSS, i1, OUT))]
+SIGNATURES = [(CA.affine_queries, (ROWS, i1, i1, LOSS, i1, OUT, b, f1))]
 for kernel, sig in SIGNATURES:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
 print("COMPILED", len(SIGNATURES))

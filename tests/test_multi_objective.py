@@ -11,7 +11,7 @@ import pytest
 from customobj import adapters  # before lightgbm / xgboost: sets the OpenMP wait policy
 
 import customobj
-from customobj import LambdaRank, ListNet, RankNet, Unbiased, YetiRank
+from customobj import LambdaRank, ListNet, RankNet, Unbiased
 from customobj.multi import MultiObjective
 from _cuda_cases import assert_gpu_equals_cpu, to_device
 
@@ -272,9 +272,13 @@ def test_identity_repr_and_a_loss_without_a_gpu_cost():
     assert a == b and hash(a) == hash(b)
     assert a != MultiObjective([RankNet(), ListNet()], labels=[None, y2 + 1], method="epo", preference=[1, 2])
     assert "method='epo'" in repr(a) and "<5 values>" in repr(a)
-    # EPO reads each label's cost, which YetiRank's GPU route does not compute (tests/test_multi_round_route.py)
-    c = MultiObjective([RankNet(), YetiRank()], labels=[None, y2], method="epo", preference=[1, 2])
-    with pytest.raises(NotImplementedError, match=r"MultiObjective\(method='epo'\).*objectives\[1\] \(YetiRank\)"):
+    # EPO reads each label's cost, which this loss's GPU route does not compute (tests/test_multi_round_route.py)
+    class NoCostListNet(ListNet):
+        def device_route(self):
+            return super().device_route()._replace(grad_hess_loss=None)
+
+    c = MultiObjective([RankNet(), NoCostListNet()], labels=[None, y2], method="epo", preference=[1, 2])
+    with pytest.raises(NotImplementedError, match=r"MultiObjective\(method='epo'\).*objectives\[1\] \(NoCostListNet\)"):
         c.device_route()
     with pytest.raises(NotImplementedError, match=r"MultiObjective\(method='epo'\)"):
         c.grad_hess(to_device(np.zeros(5)), np.zeros(5), [5])

@@ -1,9 +1,9 @@
 """customobj/multi/_round_route.py (MultiObjective's GPU round for every method but "linear") and its
 kernels, customobj/multi/_combine_cuda.py, under the CUDA simulator (tests/conftest.py): for every
 method, with 2 and 3 labels, the GPU route's combined gradients and hessians and its recorded weights,
-costs and duals equal the CPU route's; one blocking read a round; Unbiased on a click label and the
-composites with their GPU costs; a per-label loss without a GPU cost refused by name; the route reached
-through xgboost_objective(device="cuda")."""
+costs and duals equal the CPU route's; one blocking read a round; Unbiased and Affine on a click label,
+YetiRank, StructuredDCG and the composites with their GPU costs; a per-label loss without a GPU cost
+refused by name; the route reached through xgboost_objective(device="cuda")."""
 import numpy as np
 import pytest
 
@@ -11,7 +11,7 @@ from customobj import adapters  # before xgboost: sets the OpenMP wait policy
 
 import customobj
 from customobj import (XENDCG, LambdaRank, ListNet, PreferencePairs, QBRank, QueryRMSE, QuerySoftMax, RankNet,
-                       SquaredError, Unbiased, YetiRank)
+                       SquaredError, StructuredDCG, Unbiased, YetiRank)
 from customobj.multi import MultiObjective
 from customobj.objectives._launch import LaunchCount
 from _cuda_cases import assert_simulated_bits, compile_listed_kernels, needs_gpu, needs_real_gpu, to_device
@@ -210,28 +210,74 @@ def test_stochastic_draws_the_cpu_labels_and_reads_nothing():
 
 # YetiRank's seeded streams run as Python under the simulator, where numpy warns on their uint64 wraparound
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.parametrize("loss", [YetiRank(permutations=3, seed=5), StructuredDCG(k=3)], ids=repr)
+def test_yetirank_and_structured_dcg_have_the_cpus_costs(loss):
+    """YetiRank's GPU cost (the loss at the round's sampled pairs, ``_sampled_pairs_cuda.yetirank_query_losses``)
+    and StructuredDCG's (each query's from its gradient's assignment, ``structured_queries``): EPO's recorded
+    costs the CPU's bits, weights equal, 2 rounds (YetiRank: new permutations each), one read a round."""
+    y, cols = labels(2)
+    cpu, gpu = (MultiObjective([LambdaRank(), loss], labels=cols, method="epo", **OPTIONS["epo"](2)) for _ in range(2))
+    want, got, reads = run_rounds(cpu, gpu, y, rounds=2)
+    assert reads == [1, 1] and (want["label_costs_"] > 0).all()
+    assert_simulated_bits(got["label_costs_"], want["label_costs_"])
+    np.testing.assert_allclose(got["label_weights_"], want["label_weights_"], rtol=1e-10, atol=1e-13)
+
+
+def test_affine_on_a_click_label_has_the_cpus_costs():
+    """``Affine`` on the click label: its GPU cost (``_affine_route.grad_hess_loss``: each query's loss from the
+    gradients' launch) is the CPU's to the bit; EPO's weights equal, 2 rounds, one read a round (Affine's own
+    route reads nothing)."""
+    from customobj.clicks.simulation import trust_defaults
+
+    clicks, graded = click_data()
+    plus, minus = trust_defaults(int(clicks.position.max()) + 1)
+    click_loss = customobj.Affine(LambdaRank(), alpha=0.9 * (plus - minus), beta=0.9 * minus)
+    make = lambda: MultiObjective([LambdaRank(), click_loss], labels=[graded, clicks.y], method="epo",  # noqa: E731
+                                  **OPTIONS["epo"](2))
+    want, got, reads = run_click_rounds(make, clicks)
+    assert reads == [1, 1] and (want["label_costs_"] != 0).all()
+    assert_simulated_bits(got["label_costs_"], want["label_costs_"])
+    np.testing.assert_allclose(got["label_weights_"], want["label_weights_"], rtol=1e-10, atol=1e-13)
+
+
+class NoCostRankNet(RankNet):
+    """A user's loss with a GPU route but no GPU cost (its ``device_route`` gives no ``grad_hess_loss``)."""
+
+    def device_route(self):
+        return super().device_route()._replace(grad_hess_loss=None)
+
+
+class NoCostSquaredError(SquaredError):
+    def device_route(self):
+        return super().device_route()._replace(grad_hess_loss=None)
+
+
 def test_a_per_label_loss_without_a_gpu_cost_is_refused_by_name():
-    """YetiRank, StructuredDCG and Affine have no GPU cost: refused before round 1, naming the label."""
+    """Every customobj loss of one score a row has a GPU cost; a loss without one (a user's route, or a
+    composite or click estimator holding one) is refused before round 1, naming the label."""
     y, cols = labels(2)
     for method in OPTIONS:
-        obj = MultiObjective([LambdaRank(), YetiRank()], labels=cols, method=method, **OPTIONS[method](2))
-        with pytest.raises(NotImplementedError, match=rf"method='{method}'.*objectives\[1\] \(YetiRank\) has no GPU cost"):
+        obj = MultiObjective([LambdaRank(), NoCostRankNet()], labels=cols, method=method, **OPTIONS[method](2))
+        with pytest.raises(NotImplementedError,
+                           match=rf"method='{method}'.*objectives\[1\] \(NoCostRankNet\) has no GPU cost"):
             obj.device_route()
-    with pytest.raises(NotImplementedError, match=r"YetiRank\) has no GPU cost"):
+    with pytest.raises(NotImplementedError, match=r"NoCostRankNet\) has no GPU cost"):
         obj.grad_hess(to_device(np.zeros(y.size)), y, SIZES)
     assert np.isfinite(obj.grad_hess(np.zeros(y.size), y, SIZES)[0]).all()  # host scores: the CPU route
-    for loss in (customobj.StructuredDCG(), customobj.Affine(RankNet())):
-        with pytest.raises(NotImplementedError, match=rf"\({type(loss).__name__}\) has no GPU cost"):
-            MultiObjective([LambdaRank(), loss], method="epo").device_route()
     # the methods that read no costs take any loss with a GPU route
-    obj = MultiObjective([LambdaRank(), YetiRank()], labels=cols, method="stochastic")
+    obj = MultiObjective([LambdaRank(), NoCostRankNet()], labels=cols, method="stochastic")
     assert obj.grad_hess(to_device(np.zeros(y.size)), y, SIZES)[0].copy_to_host().shape == (y.size,)
-    # a composite has a cost when every part has one: with a YetiRank part it has none
+    # a composite or click estimator has a cost when every part has one
     with pytest.raises(NotImplementedError, match=r"objectives\[0\] \(Sum\) has no GPU cost"):
-        MultiObjective([LambdaRank() + YetiRank(), LambdaRank()], method="epo").device_route()
+        MultiObjective([LambdaRank() + NoCostRankNet(), LambdaRank()], method="epo").device_route()
     with pytest.raises(NotImplementedError, match=r"objectives\[1\] \(Scaled\) has no GPU cost"):
-        MultiObjective([LambdaRank(), 2.0 * YetiRank()], method="epo").device_route()
-    MultiObjective([LambdaRank() + RankNet(), 2.0 * LambdaRank()], method="epo").device_route()  # both have one
+        MultiObjective([LambdaRank(), 2.0 * NoCostRankNet()], method="epo").device_route()
+    for click in (Unbiased, customobj.Affine):
+        with pytest.raises(NotImplementedError, match=rf"objectives\[1\] \({click.__name__}\) has no GPU cost"):
+            MultiObjective([LambdaRank(), click(RankNet() + NoCostSquaredError())], method="epo").device_route()
+    for loss in (LambdaRank() + RankNet(), 2.0 * YetiRank(), customobj.StructuredDCG(),
+                 customobj.Affine(RankNet() + SquaredError())):  # each has one
+        MultiObjective([LambdaRank(), loss], method="epo").device_route()
 
 
 @pytest.mark.filterwarnings("ignore:bounds\\[")

@@ -244,7 +244,7 @@ SIGNATURES = [
     (CW.fill, (i1, i)),
     (CW.to_float32, (f1, T.float32[::1], f, i1)),
     (CS.ideal_rank_rows, (f1, f1, i1, i1, i1)),
-    (CS.structured_queries, (f1, SROWS, i, f, f2, i2, f1, f1, i1)),
+    (CS.structured_queries, (f1, SROWS, i, f, f2, i2, f1, f1, i1, f1)),
     # the pair couplings (customobj/objectives/_couplings_route.py), rows as int32 (the booster's) and int64
     (CL.count_pairs, (LR, f2, i2, i1)),
     (CL.scan_pairs, (i1, i, i1)),

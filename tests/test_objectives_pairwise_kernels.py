@@ -126,3 +126,29 @@ def test_an_objective_raises_when_its_kernel_signals(monkeypatch):
     for call in (obj.grad_hess, obj.loss):
         with pytest.raises(ValueError, match="RankNet: the kernel met a dispatch code it does not know"):
             call(s, y, SIZES)
+
+
+def test_pair_list_query_losses_are_the_pair_list_loss_query_by_query():
+    """``pair_list_query_losses``: each query's entry the pair-list loss of that query's pairs alone (the same
+    terms in list order), the total those entries added in query order; the bad-code status as the others'."""
+    rng = np.random.default_rng(5)
+    s = rng.normal(size=N)
+    pi, pj = (a.astype(np.int64) for a in label_pairs(LABELS, SIZES)[:2])
+    theta, pw, w = rng.uniform(0.5, 2.0, pi.size), rng.uniform(0.0, 3.0, pi.size), rng.uniform(0.5, 2.0, N)
+    query = np.searchsorted(PTR, pi, side="right") - 1
+    assert (np.diff(query) >= 0).all()  # label_pairs lists them query by query
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(query, minlength=len(SIZES)))]).astype(np.int64)
+    spec = PK.pair_spec(PK.PairKind.LOGISTIC, PK.Theta.CONST, 0.0, 1.5)
+    out = np.full(len(SIZES), np.nan)
+    total, status = PK.pair_list_query_losses(s, pi, pj, theta, pw, True, w, True, spec, offsets, out)
+    assert status == KernelStatus.OK
+    for q in range(len(SIZES)):
+        k = slice(offsets[q], offsets[q + 1])
+        assert out[q] == PK.pair_list_loss(s, pi[k], pj[k], theta[k], pw[k], True, w, True, spec)[0]
+    acc = 0.0
+    for v in out:
+        acc += v
+    assert total == acc and total == pytest.approx(PK.pair_list_loss(s, pi, pj, theta, pw, True, w, True, spec)[0])
+    bad = PK.PairSpec(99, 0, 0.0, 1.0, 1.0)
+    assert PK.pair_list_query_losses(s, pi, pj, theta, pw, True, w, True, bad, offsets, out)[1] == \
+        KernelStatus.UNKNOWN_CODE

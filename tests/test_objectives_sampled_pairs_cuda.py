@@ -2,7 +2,8 @@
 routed by _listwise_route.py) against their CPU twins under the simulator: random and degenerate data
 (one-row queries, equal labels, tied or equal scores, weights, an empty query, extreme scores), YetiRank's
 seeded permutations over several rounds (the same draws), the pair budget, YetiRank's pair couplings (the
-CPU's sampled pairs, in order), and the kernels typed and compiled to PTX for sm_80."""
+CPU's sampled pairs, in order), YetiRank's per-query cost at the round's pairs (the CPU's bits), and the
+kernels typed and compiled to PTX for sm_80."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,8 @@ import pytest
 from customobj import LambdaLoss, YetiRank
 from _cuda_cases import (COUPLING_CASES, assert_bits_equal_cpu, assert_case_gpu_equals_cpu,
                          assert_device_trees_equal_cpu, assert_gpu_equals_cpu, assert_kept_couplings_equal_cpu,
-                         assert_kernels_compile, assert_rounds_equal_cpu, data, long_query_cases, needs_gpu,
+                         assert_kernels_compile, assert_rounds_equal_cpu, assert_simulated_bits, data,
+                         long_query_cases, needs_gpu,
                          query_level_cases, query_order_sum, route_cost, to_device)
 
 # The simulator runs the seeded streams' Python source, where numpy warns on the uint64 wraparound
@@ -39,6 +41,52 @@ def test_lambdaloss_cost_equals_the_cpu_loss(obj, case):
     want, got = route_cost(obj, s, y, sizes, w)
     np.testing.assert_allclose(query_order_sum(got), want, rtol=1e-13, atol=0)
     assert np.isfinite(got).all() and (got >= 0).all()
+
+
+def _yetirank_query_losses(obj, s, prep):
+    """Each query's loss at the pairs of ``prep``'s latest round, by the CPU's pair-list loss kernel on that
+    query's pairs alone (the kept pairs of a query are contiguous in the list)."""
+    from customobj.objectives import _pairwise_kernels as PK
+    from customobj.objectives.yetirank import _LOGISTIC
+
+    pi, pj, theta, pw, _, none, _ = obj._pairs(s, prep, prep.state_for(obj), False)
+    query = np.searchsorted(prep.ptr, pi, side="right") - 1
+    out = np.zeros(prep.groups.n_groups)
+    for q in range(out.size):
+        k = query == q
+        out[q] = PK.pair_list_loss(s, pi[k], pj[k], theta[k], pw[k], True, none, False, _LOGISTIC)[0]
+    return out
+
+
+@pytest.mark.parametrize("obj", LOSSES[4:], ids=repr)
+@pytest.mark.parametrize("case", list(query_level_cases())[::3] + list(long_query_cases())[:2], ids=lambda c: c[0])
+def test_yetirank_cost_is_the_loss_at_the_rounds_pairs(obj, case):
+    """YetiRank's ``grad_hess_loss`` (``MultiObjective``'s per-label GPU cost): each query's loss at the round's
+    sampled pairs, from the round's own permutations (``yetirank_query_losses``), is the CPU's for that query
+    (its pair-list loss kernel on the query's pairs); their sum in query order the CPU's ``_grad_hess_loss``
+    (one sampling), and the public loss after the round (one running sum over the list) to rounding. A
+    second round: new pairs, still equal."""
+    from numba import cuda
+
+    from customobj.objectives import devices
+
+    _, s, y, sizes, w = case
+    pc, pg = obj.prepare(y, sizes, w), obj.prepare(y, sizes, w)
+    data = devices.device_data(pg, cuda)
+    for _ in range(2):
+        g, h = np.zeros(y.size), np.zeros(y.size)
+        want = obj._grad_hess_loss(s, pc, pc.state_for(obj), g, h)
+        gd, hd = cuda.to_device(np.zeros(y.size)), cuda.to_device(np.zeros(y.size))
+        per_query = cuda.to_device(np.full(len(sizes), np.nan))  # every entry written
+        obj.device_route().grad_hess_loss(obj, to_device(s), pg, data, gd, hd, per_query)
+        got = per_query.copy_to_host()
+        assert_simulated_bits(gd.copy_to_host(), g)
+        assert_simulated_bits(hd.copy_to_host(), h)
+        assert_simulated_bits(got, _yetirank_query_losses(obj, s, pc))
+        assert_simulated_bits(query_order_sum(got), want)
+        np.testing.assert_allclose(obj._loss(s, pc, pc.state_for(obj)), want, rtol=1e-13, atol=0)
+        assert np.isfinite(got).all() and (got >= 0).all()
+        s = s - 0.3 * g
 
 
 def test_yetirank_rounds_sample_the_cpus_permutations():
@@ -76,6 +124,7 @@ def test_every_kernel_compiles_for_a_real_gpu():
         "yetirank_rows": ("f1", "f1", "i1", "i1", "f1", SAMPLED, "f1", "f1"),
         "yetirank_count_pairs": ("f1", "f1", "i1", "f1", SAMPLED, "i1"),
         "yetirank_fill_pairs": ("f1", "f1", "i1", "f1", SAMPLED, "i1", "j1", "j1", "f1"),
+        "yetirank_query_losses": ("f1", "f1", "i1", "f1", SAMPLED, "f1"),
     })
 
 

@@ -1,14 +1,16 @@
 """GPU StructuredDCG (customobj/objectives/_structured_cuda.py) against its CPU twin: the same
 assignment, subgradient and surrogate hessian for several ``k``, on random and degenerate data
-(one-row queries, equal labels, tied scores, weights), and the guard on a failed assignment."""
+(one-row queries, equal labels, tied scores, weights), and the guard on a failed assignment; each query's
+loss from the gradients' launch (``grad_hess_loss``, MultiObjective's per-label GPU cost) the CPU's bits."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from customobj import StructuredDCG
-from _cuda_cases import (assert_bits_equal_cpu, assert_gpu_equals_cpu, data, degenerate_cases, long_query_cases,
-                         needs_gpu)
+from customobj.objectives import _structured_kernels as SK
+from _cuda_cases import (assert_bits_equal_cpu, assert_gpu_equals_cpu, assert_simulated_bits, data, degenerate_cases,
+                         long_query_cases, needs_gpu, query_order_sum, route_cost)
 
 pytestmark = needs_gpu
 
@@ -39,3 +41,31 @@ def test_ideal_scores_give_zero_gradient():
     _, y, sizes, _ = data(41)
     g, _ = assert_gpu_equals_cpu(StructuredDCG(k=3), 10.0 * y, y, sizes)
     assert not g.any()
+
+
+def _cpu_query_losses(obj, s, y, sizes, w):
+    """Each query's loss by the CPU's loss kernel on that query alone (``structured_dcg_loss``)."""
+    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    gain = np.exp2(y) - 1.0
+    out = []
+    for lo, hi in zip(ptr[:-1], ptr[1:]):
+        ww, use_w = (w[lo:hi], True) if w is not None else (np.ones(1), False)
+        out.append(SK.structured_dcg_loss(s[lo:hi], np.array([0, hi - lo]), gain[lo:hi], obj.k, ww, use_w,
+                                          np.zeros(1, dtype=np.bool_)))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("case", [c for c in degenerate_cases() if c[0] in ("random", "weights", "one-row queries")]
+                         + list(long_query_cases())[:2], ids=lambda c: c[0])
+def test_each_querys_cost_is_the_cpus(case):
+    """Each query's loss from the gradients' launch (MultiObjective's per-label GPU cost) is the CPU loss
+    kernel's for that query, and their sum in query order the CPU's ``_grad_hess_loss`` (one pass), which is
+    ``_loss``'s bits."""
+    _, s, y, sizes, w = case
+    obj = StructuredDCG(k=3, hess=2.0)
+    want, per_query = route_cost(obj, 3.0 * s, y, sizes, w)
+    assert_simulated_bits(per_query, _cpu_query_losses(obj, 3.0 * s, y, sizes, w))
+    assert_simulated_bits(query_order_sum(per_query), want)
+    prep = obj.prepare(y, sizes, w)
+    assert want == obj._loss(3.0 * s, prep, prep.state_for(obj))
+    assert (per_query > 0).any() == (max(sizes) > 1)  # one-row queries: nothing to misorder

@@ -93,3 +93,19 @@ def test_structured_dcg_matches_scipy_assignment_on_larger_queries():
         star = np.lexsort((np.arange(n), -s, -y))[:m]
         want = max(w[r, c].sum() - np.sum(s[star] * A - G[star] * D), 0.0)
         assert StructuredDCG(k=k).loss(s, y, [n]) == pytest.approx(want, rel=1e-10, abs=1e-9)
+
+
+def test_one_pass_cost_is_the_loss_from_the_gradients_assignments():
+    """``_grad_hess_loss`` (MultiObjective's per-label cost): the gradients' and hessians' bits of ``grad_hess``
+    and the loss's of ``loss`` (each query's from the gradient's assignment, added in query order), one pass."""
+    rng = np.random.default_rng(7)
+    s, y, sizes = random_queries(rng, n_queries=6, max_size=9)
+    w = rng.uniform(0.5, 2.0, size=s.size)
+    obj = StructuredDCG(k=3, hess=0.5)
+    prep = obj.prepare(y, sizes, w)
+    g, h = np.zeros(s.size), np.zeros(s.size)
+    cost = obj._grad_hess_loss(3.0 * s, prep, prep.state_for(obj), g, h)
+    want_g, want_h = obj.grad_hess_prepared(3.0 * s, prep)
+    np.testing.assert_array_equal(g, want_g)
+    np.testing.assert_array_equal(h, want_h)
+    assert cost == obj.loss_prepared(3.0 * s, prep) and cost > 0

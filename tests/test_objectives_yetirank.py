@@ -111,3 +111,23 @@ def test_bad_options(options, error):
 @pytest.mark.parametrize("library", ["lightgbm", "xgboost", "ole"])
 def test_training_improves_ranking(library):
     training_improves(YetiRank(), library)
+
+
+def test_cost_is_the_loss_at_the_rounds_own_pairs():
+    """``_grad_hess_loss`` (MultiObjective's per-label cost): one sampling for a new round, the gradients'
+    bits of that round's ``grad_hess`` and its loss at that round's pairs: ``loss`` after the round to
+    rounding (it adds the pairs in one running sum, the cost query by query), round after round."""
+    s = scores(12)
+    w = np.linspace(0.5, 2.0, s.size)
+    obj = YetiRank(permutations=4, seed=9)
+    pc, pg = obj.prepare(LABELS, SIZES, w), obj.prepare(LABELS, SIZES, w)
+    costs = []
+    for _ in range(3):
+        g, h = np.zeros(s.size), np.zeros(s.size)
+        costs.append(obj._grad_hess_loss(s, pc, pc.state_for(obj), g, h))
+        want_g, want_h = obj.grad_hess_prepared(s, pg)
+        np.testing.assert_array_equal(g, want_g)
+        np.testing.assert_array_equal(h, want_h)
+        assert costs[-1] == pytest.approx(obj.loss_prepared(s, pg), rel=1e-13, abs=0)
+        assert costs[-1] == pytest.approx(obj.loss_prepared(s, pc), rel=1e-13, abs=0)  # the round's pairs
+    assert len(set(costs)) == 3  # each round its own pairs

@@ -16,7 +16,10 @@ computes it (twice the pair math, no atomics), and each row adds its own terms i
    (``query_pairs``), so ``S`` is its bits;
 3. the terms: row ``r`` starts from its gradient and hessian as they are, adds its pairs with the rows
    before it (as their lower row, ``-g``), then with the rows after it (``+g``; it writes these pairs'
-   couplings), each in row order: the order ``query_pairs`` adds them into that row.
+   couplings), each in row order: the order ``query_pairs`` adds them into that row;
+4. with ``with_loss`` (``MultiObjective``'s per-label GPU cost, ``_affine_route.grad_hess_loss``): each
+   row's loss terms of its pairs with the rows after it, then those parts in row order by thread 0
+   (``add_staged``), written to ``per_query[q]``: ``query_pairs``' order, its bits.
 
 The running sums a thread keeps in registers use ``add_rn`` (``__nv_dadd_rn`` on a card): numba-cuda
 would fuse ``acc += m * x`` into an ``fma``, which the CPU does not round the same. No atomics, float64,
@@ -72,8 +75,10 @@ def _norm(sh, loss, rows, rank, a, n):
 def _row_terms(loss, rows, rank, a, n, r, f, p, out):
     """Row ``r``'s terms at norm factor ``f`` added into its gradient and hessian, in ``query_pairs``'
     order: its pairs with the rows before it (the lower row: ``-g``), then with the rows after it (the
-    upper row: ``+g``, their couplings written from ``out.c[p]``, 0 for a pair of factor 0)."""
+    upper row: ``+g``, their couplings written from ``out.c[p]``, 0 for a pair of factor 0). Returns the
+    loss terms of the pairs with the rows after it, added in row order (``query_pairs``' row part)."""
     scores, rhat = rows.scores, rows.rhat
+    part = 0.0
     i = a + r
     g = out.grad[i]
     h = out.hess[i]
@@ -87,21 +92,31 @@ def _row_terms(loss, rows, rank, a, n, r, f, p, out):
         m = _multiplier(loss, rows, rank, a, a, r, jj) * f
         c = 0.0
         if m != 0.0:
-            gp, c, _ = _pair_step(loss, m, scores[i] - scores[a + jj], rhat[i], rhat[a + jj])
+            gp, c, cost = _pair_step(loss, m, scores[i] - scores[a + jj], rhat[i], rhat[a + jj])
             g = add_rn(g, gp)
             h = add_rn(h, c)
+            part = add_rn(part, cost)
         out.c[p] = c
         p += 1
     out.grad[i] = g
     out.hess[i] = h
+    return part
+
+
+@cuda.jit(device=True)
+def _pair_start(pair_ptr, q, n, r):
+    """Where row ``r``'s pairs with the rows after it start: the pairs before them, sum over ii < r of (n - 1 - ii)."""
+    return pair_ptr[q] + r * n - r * (r + 1) // 2
 
 
 @cuda.jit(cache=True)
-def affine_queries(rows, ptr, pair_ptr, loss, rank, out):
+def affine_queries(rows, ptr, pair_ptr, loss, rank, out, with_loss, per_query):
     """Block ``q`` (a thread per row): ``_affine_kernels.affine_pairs`` of query ``q``'s pairs (``rows``: an
     ``AffineRows`` record) into ``out`` (a ``PairOutputs`` record: gradients and hessians added,
     ``c[pair_ptr[q]:pair_ptr[q + 1]]`` written, each pair's coupling, 0 for a pair of factor 0).
-    ``rank``: a row's scratch (written and read only for a LambdaRank record)."""
+    ``rank``: a row's scratch (written and read only for a LambdaRank record). With ``with_loss``, the
+    query's loss written to ``per_query[q]`` (``query_pairs``' order: the rows' parts in row order);
+    without, ``per_query`` is not touched."""
     sh = cuda.shared.array(QUERY_THREADS, dtype=float64)
     q, a, b = query_block(ptr)
     if q < 0:
@@ -110,6 +125,15 @@ def affine_queries(rows, ptr, pair_ptr, loss, rank, out):
     if loss.lambdarank:
         _rank_rows(rows.scores, a, n, rank)
     f = _norm(sh, loss, rows, rank, a, n) if loss.norm else 1.0
-    for r in range(cuda.threadIdx.x, n, cuda.blockDim.x):
-        # the pairs before row r's pairs with the rows after it: sum over ii < r of (n - 1 - ii)
-        _row_terms(loss, rows, rank, a, n, r, f, pair_ptr[q] + r * n - r * (r + 1) // 2, out)
+    if not with_loss:
+        for r in range(cuda.threadIdx.x, n, cuda.blockDim.x):
+            _row_terms(loss, rows, rank, a, n, r, f, _pair_start(pair_ptr, q, n, r), out)
+        return
+    total = 0.0  # every thread takes every step: the staged sums' barriers
+    for r0 in range(0, n, cuda.blockDim.x):
+        r = r0 + cuda.threadIdx.x
+        sh[cuda.threadIdx.x] = _row_terms(loss, rows, rank, a, n, r, f, _pair_start(pair_ptr, q, n, r), out) \
+            if r < n else 0.0
+        total = add_staged(sh, total, min(cuda.blockDim.x, n - r0))
+    if cuda.threadIdx.x == 0:
+        per_query[q] = total

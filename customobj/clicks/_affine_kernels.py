@@ -136,7 +136,12 @@ def pair_multiplier(loss, rows, rank, r0, a, ii, jj):
 def query_pairs(loss, rows, rank, r0, a, n, p, out, total):
     """One query's part of ``affine_pairs`` (rows ``a:a + n`` of :class:`AffineRows` ``rows``, its first
     pair ``p``, the rank of its row ``ii`` at ``rank[r0 + ii]``) into :class:`PairOutputs` ``out``;
-    returns ``total`` plus its loss terms, added in order.
+    returns ``total`` plus the query's loss.
+
+    The query's loss is added as ``S`` is: each row's terms (its pairs with the rows after it, in
+    order), then those parts in row order, so the GPU's per-query loss (``_affine_cuda``, a thread per
+    row: ``MultiObjective``'s per-label cost) is this one bit for bit; ``affine_pairs`` adds the
+    queries' losses in query order, the order ``MultiObjective``'s GPU round sums them in.
 
     The query's norm ``log2(1 + S) / S`` (``norm``) takes ``S``, the sum of its lambdas with unit
     estimates ``m (|phi'(d)| + |phi'(-d)|)``, ``m`` each pair's factor before the norm (scale,
@@ -158,7 +163,9 @@ def query_pairs(loss, rows, rank, r0, a, n, p, out, total):
                     part += pair_lambda(loss, m, scores[a + ii] - scores[a + jj], 1.0, 1.0)
             s_total += part
     f = norm_factor(loss, s_total)
+    query_loss = 0.0
     for ii in range(n):
+        part = 0.0  # the row's loss terms (its pairs with the rows after it), as the GPU's thread for the row adds them
         for jj in range(ii + 1, n):
             i = a + ii
             j = a + jj
@@ -173,8 +180,9 @@ def query_pairs(loss, rows, rank, r0, a, n, p, out, total):
             out_hess[i] += h
             out_hess[j] += h
             out_c[p - 1] = h
-            total += cost
-    return total
+            part += cost
+        query_loss += part
+    return total + query_loss
 
 
 @njit(cache=True)

@@ -322,7 +322,9 @@ class Affine(Objective):
     def device_route(self) -> DeviceRoute:
         """The GPU route (``customobj.clicks._affine_route``): the corrected pair terms a block per query
         and a thread per row (``_affine_cuda``), pointwise parts of a sum through their own routes, and
-        the pair couplings the OLE criteria of ``TreeBooster(device="cuda")`` take.
+        the pair couplings the OLE criteria of ``TreeBooster(device="cuda")`` take. Its ``grad_hess_loss``
+        (``MultiObjective``'s per-label GPU cost) writes each query's loss from the same launch, as
+        :meth:`_grad_hess_loss` adds it; ``None`` when a pointwise part of the wrapped sum has no GPU cost.
 
         Examples
         --------
@@ -330,10 +332,12 @@ class Affine(Objective):
         >>> customobj.Affine(customobj.RankNet()).device_route().grad_hess.__module__
         'customobj.clicks._affine_route'
         """
+        with_cost = True
         for part, record, _ in self._leaf_records():
-            if record is None:
-                part.device_route()  # NotImplementedError naming a part without one
-        return DeviceRoute(_affine_route.grad_hess, _affine_route.couplings)
+            if record is None:  # NotImplementedError naming a part without a route
+                with_cost = with_cost and part.device_route().grad_hess_loss is not None
+        return DeviceRoute(_affine_route.grad_hess, _affine_route.couplings,
+                           _affine_route.grad_hess_loss if with_cost else None)
 
     def _leaf_records(self) -> list:
         """``[(leaf, AffinePairLoss or None for a pointwise leaf, factor)]``, in the order both routes add them."""
@@ -348,6 +352,12 @@ class Affine(Objective):
 
     def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
         return self._run(scores, prep, state, out_grad, out_hess)[1]
+
+    def _grad_hess_loss(self, scores, prep, state, out_grad, out_hess):
+        """The round's gradients and its loss from the one pass (``MultiObjective``'s per-label cost): a
+        pairwise leaf's losses summed row part by row part, then query by query (``_affine_kernels.query_pairs``),
+        the order the GPU's ``_affine_route.grad_hess_loss`` writes each query's loss in."""
+        return self._run(scores, prep, state, out_grad, out_hess)[0]
 
     def _loss(self, scores, prep, state):
         g = np.zeros(prep.n_rows)

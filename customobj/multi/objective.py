@@ -268,8 +268,8 @@ class MultiObjective(Objective):
         ``DeviceRoute.grad_hess_loss``), the Gram matrix and the costs summed on the card in a fixed order,
         one read of those ``m^2 + m`` numbers a round, the CPU's solve and record (``_choose``), the
         weights written back and the combination on the card. ``NotImplementedError`` naming a per-label
-        loss without a GPU route, or without a GPU cost for a method that reads costs (YetiRank, StructuredDCG,
-        McRank, ``Affine`` have none).
+        loss without a GPU route, or without a GPU cost for a method that reads costs (every customobj loss
+        of one score a row has one; a user's ``device_route`` without ``grad_hess_loss`` has none).
 
         Examples
         --------

@@ -207,9 +207,11 @@ def yetirank_device_state(obj: Any, prep: Any, data: Any) -> tuple:
                                data.scratch("yetirank_rank", size, np.int64), decays)
 
 
-def yetirank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
+def yetirank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any = None) -> None:
     """YetiRank: a new round (as the CPU's ``grad_hess``, within the same pair budget), its permutations
-    sampled on the device from the same per-query streams, then each row's pairs summed."""
+    sampled on the device from the same per-query streams, then each row's pairs summed. Given ``per_query``
+    (its ``grad_hess_loss``), each query's loss at the round's sampled pairs (the CPU's ``_grad_hess_loss``
+    per query, its bits)."""
     from . import _sampled_pairs_cuda as CS
 
     rnd = prep.state_for(obj).rounds.advance()
@@ -217,6 +219,8 @@ def yetirank(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
     qweight, sampled = yetirank_device_state(obj, prep, data)
     launch(CS.yetirank_ranks, data.n_rows * obj.permutations, s, data.ptr, data.qid, sampled, obj.seed, rnd)
     launch(CS.yetirank_rows, data.n_rows, s, data.labels, data.ptr, data.qid, qweight, sampled, g, h)
+    if per_query is not None:
+        launch(CS.yetirank_query_losses, data.n_queries, s, data.labels, data.ptr, qweight, sampled, per_query)
 
 
 # --- pair couplings (``device_route().couplings``, for TreeBooster(device="cuda")'s OLE criteria) ------

@@ -204,6 +204,28 @@ def pair_list_loss(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, spec):
     return total, status
 
 
+@njit(cache=True)
+def pair_list_query_losses(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, spec, offsets, out):
+    """:func:`pair_list_loss` with the pairs grouped by query (query ``q``'s are ``offsets[q]:offsets[q + 1]``):
+    each query's terms added in list order into ``out[q]``, then the queries in order; ``(loss, status)``.
+    The order a GPU writes per-query costs in and ``MultiObjective``'s GPU round adds them (YetiRank's cost)."""
+    status = _spec_status(spec)
+    if status != KernelStatus.OK:
+        return 0.0, status
+    kind, scale = spec.kind, spec.scale
+    total = 0.0
+    for q in range(offsets.size - 1):
+        acc = 0.0
+        for k in range(offsets[q], offsets[q + 1]):
+            i = pi[k]
+            j = pj[k]
+            phi, _, _ = pair_terms(kind, scores[i] - scores[j], theta[k])
+            acc += _listed_pair_weight(scale, pair_w, use_pw, weights, use_w, k, i, j) * phi
+        out[q] = acc
+        total += acc
+    return total, status
+
+
 @njit(cache=True, parallel=True)
 def pair_list_couplings(scores, pi, pj, theta, pair_w, use_pw, weights, use_w, spec, out_c):
     """Coupling ``h_ij`` times the pair weight, one entry per pair (entries are independent);

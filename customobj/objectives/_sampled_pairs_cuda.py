@@ -21,7 +21,9 @@ seeded streams) and ``_pairwise_kernels.pair_grad`` (the logistic pair gradient)
   couplings (``TreeBooster(device="cuda")``'s OLE criteria, driven by ``_couplings_route``) walk the
   same pairs again, a warp per query (``yetirank_count_pairs``: a warp sum; ``yetirank_fill_pairs``:
   a fixed-order warp scan places the kept pairs) and keep those of coupling > 0, in the CPU's order,
-  as the CPU booster does.
+  as the CPU booster does. Its cost (``grad_hess_loss``, ``MultiObjective``'s per-label GPU cost):
+  ``yetirank_query_losses`` (one thread per query) adds the logistic losses of the query's sampled pairs
+  of the round, in the CPU's list order (``_pairwise_kernels.pair_list_query_losses``: its bits).
 """
 from typing import Any, NamedTuple
 
@@ -33,6 +35,7 @@ from . import _block_cuda as CB
 from ._block_cuda import QUERY_THREADS
 from ._noise import splitmix_at
 from ._pairwise_kernels import LOGISTIC, pair_grad
+from ._pairwise_terms import pair_terms
 
 cuda = cuda_module()
 
@@ -43,6 +46,7 @@ _key = device_function(LT.yetirank_key)
 _neighbours = device_function(LT.yetirank_pair)
 _yeti_weight = device_function(LT.yetirank_weight)
 _grad = device_function(pair_grad)
+_terms = device_function(pair_terms)
 #: The pair loss of both (RankNet's logistic, ``theta`` = sigma for LambdaLoss, 1 for YetiRank).
 _LOGISTIC = int(LOGISTIC)
 
@@ -123,6 +127,25 @@ def yetirank_rows(scores, labels, ptr, qid, qweight, sampled, out_grad, out_hess
                 h += w * pc
     out_grad[i] = g
     out_hess[i] = h
+
+
+@cuda.jit(cache=True)
+def yetirank_query_losses(scores, labels, ptr, qweight, sampled, per_query):
+    """Thread ``q``: query ``q``'s loss at the round's sampled pairs, ``w log(1 + e^{-(s_a - s_b)})`` of each
+    neighbour pair of weight > 0 added in the CPU's list order (by permutation, then position), into
+    ``per_query[q]`` (0 for a query of fewer than two rows): ``pair_list_query_losses``' terms and order."""
+    q = CB.grid_item(ptr.shape[0] - 1)
+    if q < 0:
+        return
+    lo = ptr[q]
+    n = ptr[q + 1] - lo
+    acc = 0.0
+    for p in range(sampled.n_perm if n >= 2 else 0):
+        for r in range(1, n):
+            a, b, w = _neighbours_at(labels, sampled, sampled.n_perm * lo + p * n + r, qweight[q], r)
+            if w > 0.0:  # the CPU drops the pairs of weight 0 (equal labels)
+                acc = CB.add_rn(acc, w * _terms(_LOGISTIC, scores[a] - scores[b], 1.0)[0])
+    per_query[q] = acc
 
 
 @cuda.jit(device=True)

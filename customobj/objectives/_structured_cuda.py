@@ -9,7 +9,9 @@ Two launches:
    order, ``_block_cuda.add_staged``) and its rows' hessians by the block's threads; then, by its
    thread 0, the candidates, the exact assignment and the subgradient, the CPU's own steps
    (``_structured_terms``: ``select_candidates``, ``assign_core``, ``assignment_loss``,
-   ``position_weights``). Each query's scratch is its own slice
+   ``position_weights``), and the query's loss ``w_q R_q`` into ``per_query[q]`` (``MultiObjective``'s
+   per-label GPU cost, ``grad_hess_loss``: ``structured_dcg_loss``' per-query value, the same bits;
+   0 for a query of fewer than two rows or whose ideal ranking attains the max). Each query's scratch is its own slice
    ``[start + q, stop + q + 1)`` of arrays of ``n_rows + n_queries`` entries (a query of ``n`` rows
    needs ``n + 1``).
 """
@@ -72,10 +74,10 @@ def _query_weight(sh, weights, use_weights, start, stop):
 
 
 @cuda.jit(cache=True)
-def structured_queries(scores, rows, k, hess, SF, SI, out_grad, out_hess, failed):
+def structured_queries(scores, rows, k, hess, SF, SI, out_grad, out_hess, failed, per_query):
     """Block ``q``: query ``q``'s weight and hessian by the block's threads, then its candidates,
-    assignment and subgradient by thread 0 (the exact assignment is a sequential algorithm: the
-    CPU's own code, run as it is)."""
+    assignment, subgradient and loss (``per_query[q]``) by thread 0 (the exact assignment is a
+    sequential algorithm: the CPU's own code, run as it is)."""
     sh = cuda.shared.array(QUERY_THREADS, dtype=float64)
     gain, ptr, weights, use_weights, star = rows
     q, start, stop = CB.query_block(ptr)
@@ -88,6 +90,7 @@ def structured_queries(scores, rows, k, hess, SF, SI, out_grad, out_hess, failed
     if cuda.threadIdx.x != 0:
         return
     failed[q] = 0
+    per_query[q] = 0.0
     if n < 2:
         return
     m = min(k, n)
@@ -109,6 +112,7 @@ def structured_queries(scores, rows, k, hess, SF, SI, out_grad, out_hess, failed
     loss, scale = _loss(s, g, cand, at, st, A, D)
     if loss <= 1e-12 * scale:
         return  # pi* attains the max: zero loss and zero subgradient
+    per_query[q] = wq * loss  # structured_dcg_loss' per-query value
     for r in range(m):
         a = A[r]
         out_grad[start + cand[at[r]]] += wq * a

@@ -87,11 +87,15 @@ def _query_weight(weights, use_weights, start, stop):
 
 
 @njit(cache=True, parallel=True)
-def structured_dcg_grad_hess(scores, ptr, row_gain, k, weights, use_weights, hess, out_grad, out_hess, out_failed):
-    """Adds each query's subgradient and surrogate hessian; ``out_failed[q]`` marks a failed assignment."""
+def structured_dcg_grad_hess(scores, ptr, row_gain, k, weights, use_weights, hess, out_grad, out_hess, out_failed,
+                             out_loss):
+    """Adds each query's subgradient and surrogate hessian; ``out_failed[q]`` marks a failed assignment;
+    ``out_loss[q]`` the query's loss ``w_q R_q`` from the same assignment (:func:`structured_dcg_loss`' per-query
+    value: ``MultiObjective``'s per-label cost in one pass, the GPU's ``structured_queries`` writes the same)."""
     for q in prange(ptr.size - 1):
         start = ptr[q]
         stop = ptr[q + 1]
+        out_loss[q] = 0.0
         if stop == start:
             continue
         wq = _query_weight(weights, use_weights, start, stop)
@@ -103,6 +107,7 @@ def structured_dcg_grad_hess(scores, ptr, row_gain, k, weights, use_weights, hes
         out_failed[q] = not ok
         if loss == 0.0:
             continue
+        out_loss[q] = wq * loss
         for r in range(hat.size):
             a = float(k - r)
             out_grad[start + hat[r]] += wq * a

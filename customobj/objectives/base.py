@@ -79,7 +79,7 @@ class DeviceRoute(NamedTuple):
     per_query)`` adds what ``grad_hess`` adds and writes each query's loss into the float64 device array
     ``per_query`` (one entry per query), whose sum in query order is the CPU's ``_grad_hess_loss``
     (``None``: no GPU cost, which ``MultiObjective``'s cost-reading methods need; LambdaRank's:
-    ``_lambdarank_loss_cuda``; a composite or ``Unbiased`` has one when each of its parts has).
+    ``_lambdarank_loss_cuda``; a composite, ``Unbiased`` or ``Affine`` has one when each of its parts has).
     """
 
     grad_hess: Callable

@@ -425,7 +425,7 @@ class StructuredDCG(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _structured_route as R
 
-        return DeviceRoute(R.structured)
+        return DeviceRoute(R.structured, None, R.structured)  # its launch also writes each query's loss
 
     def _raise_if_failed(self, status):
         # The assignment stops (never spins) on non-finite costs; the input limits make that
@@ -440,9 +440,15 @@ class StructuredDCG(Objective):
         return prep.ptr, state.row_gain, self.k, w, use_w
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
-        status = np.zeros(prep.groups.n_groups, dtype=np.bool_)
-        SK.structured_dcg_grad_hess(scores, *self._args(prep, state), self.hess, out_grad, out_hess, status)
+        self._grad_hess_loss(scores, prep, state, out_grad, out_hess)  # the loss comes from the same assignments
+
+    def _grad_hess_loss(self, scores, prep, state, out_grad, out_hess):
+        """One pass (``MultiObjective``'s per-label cost): each query's loss from its gradient's assignment, added
+        in query order, :meth:`_loss`'s bits (the GPU's route writes the same per-query values)."""
+        status, per_query = np.zeros(prep.groups.n_groups, dtype=np.bool_), np.empty(prep.groups.n_groups)
+        SK.structured_dcg_grad_hess(scores, *self._args(prep, state), self.hess, out_grad, out_hess, status, per_query)
         self._raise_if_failed(status)
+        return float(LK._serial_sum(per_query))
 
     def _loss(self, scores, prep, state):
         status = np.zeros(prep.groups.n_groups, dtype=np.bool_)

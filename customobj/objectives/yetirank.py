@@ -66,7 +66,7 @@ class YetiRank(Objective):
     def device_route(self) -> DeviceRoute:
         from . import _listwise_route as LR
 
-        return DeviceRoute(LR.yetirank, LR.yetirank_couplings)
+        return DeviceRoute(LR.yetirank, LR.yetirank_couplings, LR.yetirank)  # its cost: the round's sampled pairs
 
     def __init__(self, *, permutations: int = 10, decay: float = 0.85, seed: int = 0) -> None:
         self.permutations = check_int(permutations, "permutations", minimum=1, maximum=MAX_PERMUTATIONS)
@@ -86,6 +86,11 @@ class YetiRank(Objective):
         return offsets
 
     def _pairs(self, scores, prep, state, new_round):
+        return self._sampled(scores, prep, state, new_round)[0]
+
+    def _sampled(self, scores, prep, state, new_round):
+        """``(pair-list kernel arguments, offsets)``: the round's sampled pairs of weight > 0, query ``q``'s
+        at ``offsets[q]:offsets[q + 1]``."""
         rnd = state.rounds.advance() if new_round else state.rounds.current
         offsets = self._pair_offsets(prep)
         m = int(offsets[-1])
@@ -93,12 +98,24 @@ class YetiRank(Objective):
         YK.yetirank_pairs(scores, prep.labels, prep.ptr, state.qweight, self.permutations, self.decay,
                           self.seed, rnd, offsets, pi, pj, pw)
         keep = pw > 0.0
+        kept = np.concatenate([[0], np.cumsum(keep)])[offsets].astype(np.int64)
         pi, pj, pw = pi[keep], pj[keep], pw[keep]
-        return pi, pj, np.ones(pi.size), pw, True, pw[:0], False
+        return (pi, pj, np.ones(pi.size), pw, True, pw[:0], False), kept
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         args = self._pairs(scores, prep, state, True)
         check_status(PK.pair_list_grad_hess(scores, *args, _LOGISTIC, out_grad, out_hess), "YetiRank")
+
+    def _grad_hess_loss(self, scores, prep, state, out_grad, out_hess):
+        """A round (new permutations) and the loss at its sampled pairs, from one sampling: ``MultiObjective``'s
+        per-label cost, the cost whose gradient the round's is. Each query's pairs added in list order, then the
+        queries in order (``pair_list_query_losses``): the GPU's per-query costs (``_sampled_pairs_cuda.
+        yetirank_query_losses``) summed as its round sums them; :meth:`loss` after the round (one running sum
+        over the list) equals it to rounding."""
+        args, offsets = self._sampled(scores, prep, state, True)
+        check_status(PK.pair_list_grad_hess(scores, *args, _LOGISTIC, out_grad, out_hess), "YetiRank")
+        per_query = np.empty(offsets.size - 1)
+        return checked_value(PK.pair_list_query_losses(scores, *args, _LOGISTIC, offsets, per_query), "YetiRank")
 
     def _loss(self, scores, prep, state):
         args = self._pairs(scores, prep, state, False)
