@@ -114,3 +114,97 @@ def test_the_coupling_ring_is_cleared_when_it_wraps(monkeypatch):
     sums = [parts.coupling_sum(mem.upload(pc), s, 4) for s in (0, 1, 2, 3, 0)]
     assert sums == [3.75, 3.25, 3.0, 2.0, 3.75]
 
+
+
+def _level_case(seed):
+    """Rows split into four disjoint leaves of a level (``order`` ranges), each leaf's pairs among its own
+    rows: leaf 0's in pair buffer 0, leaf 1's in buffer 1, leaves 2 and 3 without pairs."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    order = rng.permutation(n).astype(np.int64)
+    bins = rng.integers(0, 5, (3, n)).astype(np.uint8)  # 3 features, bin 4: NaN
+    ranges = [(0, 17), (17, 40), (40, 52), (52, 60)]
+    bufs = [[np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0)] for _ in range(2)]
+    pair_ranges = []
+    for leaf in (0, 1):  # leaf k's pairs in buffer k, after buffer k's earlier pairs
+        rows = order[ranges[leaf][0]:ranges[leaf][1]]
+        m = 40 + 13 * leaf
+        pi, pj = rng.choice(rows, m).astype(np.int32), rng.choice(rows, m).astype(np.int32)
+        pc = rng.integers(1, 9, m) / 8.0  # on a grid: exact sums in any order
+        pad = 5 * (1 + leaf)  # the leaf's pairs start past other leaves' in its buffer
+        for buf in range(2):
+            filler = [np.zeros(pad, np.int32), np.zeros(pad, np.int32), np.zeros(pad)]
+            got = (pi, pj, pc) if buf == leaf else tuple(np.zeros(m, a.dtype) for a in (pi, pj, pc))
+            bufs[buf] = [np.r_[filler[c], got[c], np.zeros(7, got[c].dtype)] for c in range(3)]
+        pair_ranges.append((leaf, pad, pad + m))
+    size = max(b[0].size for b in bufs)  # both buffers one size (the pool's)
+    bufs = [[np.r_[a, np.zeros(size - a.size, a.dtype)] for a in b] for b in bufs]
+    splits = [partitions.LevelSplit(f, s, e - s, tbin, 4, nan_left, 0, rows, pr)
+              for (s, e), f, tbin, nan_left, rows, pr in zip(ranges, (0, 2, 1, 0), (1, 2, 0, 3), (True, False, True, False),
+                                                          (True, True, True, False), pair_ranges + [None, None])]
+    return order, bins, bufs, splits
+
+
+@pytest.mark.parametrize("block, wait", [(128, False), (4, False), (4, True)])
+def test_a_levels_splits_partition_in_two_launches_as_one_by_one(monkeypatch, block, wait):
+    # issue 42, item 3: a breadth-first level's row partitions (marked, placed) and pair countings in two
+    # launches (mark_rows_level, place_rows_count_sides_level), each split's pairs placed at its turn
+    # (placed): the order, sides, pairs, counts and rho are the CPU's split-by-split partitions'
+    monkeypatch.setattr(partitions, "PARTITION_BLOCK", block)  # 4: many blocks a split, offsets in one scratch
+    order, bins, bufs, splits = _level_case(block)
+    n = order.size
+    go, host, tmp = np.zeros(n, np.bool_), order.copy(), np.zeros(n, np.int64)
+    rho0 = np.zeros(n)
+    for buf, s, e in (sp.pairs for sp in splits if sp.pairs is not None):
+        np.add.at(rho0, bufs[buf][0][s:e], bufs[buf][2][s:e])
+        np.add.at(rho0, bufs[buf][1][s:e], bufs[buf][2][s:e])
+    want_pairs, rho = [], rho0.copy()
+    for k, sp in enumerate(splits):
+        if sp.rows:  # the CPU's split by split
+            nl = partition_rows(bins[sp.feature], host, sp.start, sp.start + sp.n, sp.tbin, sp.nan_bin, sp.nan_left,
+                                go, tmp)
+            splits[k] = sp._replace(n_left=nl)
+            assert 0 < nl < sp.n
+        if sp.pairs is not None:
+            buf, s, e = sp.pairs
+            out = tuple(np.zeros_like(a) for a in bufs[1 - buf])
+            tl, tr = partition_pairs(*bufs[buf], s, e, go, *out)
+            split_pairs = slice(s + tl + tr, e)
+            np.add.at(rho, out[0][split_pairs], -out[2][split_pairs])
+            np.add.at(rho, out[1][split_pairs], -out[2][split_pairs])
+            want_pairs.append(((tl, tr), out, (s, e)))
+    mem, parts = _parts(n)
+    parts = partitions.DevicePartitions(mem, parts._kernels, parts._reduce_kernels, parts._zero, n_rows=n, splits=4)
+    dev_order, dev_bins = mem.upload(order), mem.upload(bins)
+    dev_bufs = tuple(tuple(mem.upload(a) for a in b) for b in bufs)
+    dsts = [tuple(mem.upload(np.zeros_like(a)) for a in b) for b in bufs]
+    parts.rho.copy_to_device(rho0)
+    before = mem.counter.stats().outside
+    got = parts.level(dev_bins, dev_order, splits, dev_bufs)
+    after = mem.counter.stats().outside
+    assert (after.launches - before.launches, after.reads - before.reads) == (2, 0)  # nothing read
+    assert [g is None for g in got] == [False, False, True, True]
+    np.testing.assert_array_equal(mem.read(dev_order), host)  # leaf 3's rows untouched (not partitioned)
+    moved = host[:52]
+    np.testing.assert_array_equal(mem.read(parts.go_left)[moved], go[moved])
+    for k, (counts, (totals, out, (s, e))) in enumerate(zip(got, want_pairs)):
+        assert _record(mem, counts) == totals
+        parts.placed(k, dsts[1 - splits[k].pairs[0]], wait=wait)
+        if wait:  # ole_fast: waits for the smaller child's row histogram (or for place_sides(None))
+            assert parts.children_rows == (splits[k].start, splits[k].start + splits[k].n_left,
+                                           splits[k].start + splits[k].n)
+            parts.place_sides(None)
+        for d, h in zip(dsts[1 - splits[k].pairs[0]], out):
+            np.testing.assert_array_equal(mem.read(d)[s:e], h[s:e])
+    assert mem.counter.stats().outside.launches - after.launches == 2  # a placing a split with pairs
+    np.testing.assert_array_equal(mem.read(parts.rho), rho)
+    with pytest.raises(ValueError, match="no pairs counted"):
+        parts.placed(2, dsts[0])
+    with pytest.raises(ValueError, match="1 to 4 splits"):
+        parts.level(dev_bins, dev_order, splits + splits[:1], dev_bufs)
+
+
+def test_a_levels_blocks_fit_the_block_scratch():
+    assert partitions.level_blocks([0, 1, 128, 129]) == [0, 1, 1, 2]
+    big = partitions.level_blocks([10 ** 9, 10 ** 6, 3, 0])
+    assert sum(big) <= partitions.MAX_PARTITION_BLOCKS and big[-1] == 0 and min(big[:3]) >= 1 and big[0] > big[1]

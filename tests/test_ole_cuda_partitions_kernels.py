@@ -148,3 +148,53 @@ def test_the_fused_pair_placing_and_row_histogram_are_the_separate_launches(nb, 
     np.add.at(taken, want[1][start + tl + tr:end], -split)
     np.testing.assert_allclose(rho.copy_to_host(), taken, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(out.copy_to_host(), cpu)
+
+
+@pytest.mark.parametrize("threads,blocks", [(1, (1, 3, 2)), (2, (4, 1, 5)), (8, (7, 2, 3))])
+def test_a_levels_partitions_are_each_splits_in_two_launches(threads, blocks):
+    # mark_rows_level and place_rows_count_sides_level on a table of three splits (disjoint rows, each
+    # with its own feature, bin, NaN side and block count, blocks at their own rows of one scratch;
+    # split 1's pairs in buffer 1, split 2 has none): the CPU's partitions, split by split
+    from customobj.ole.common import PART_N_LEFT, PART_N_RIGHT, PART_RECORD
+    cuda, P, _ = _cuda()
+    X = make_X(7, n=90, n_features=3, nan_frac=0.2)
+    mapper = BinMapper.fit(X, 8)
+    fm = mapper.bins_feature_major(X)
+    rng = np.random.default_rng(threads)
+    order = rng.permutation(90).astype(np.int64)
+    ranges, feats, tbins, nan_lefts = [(0, 30), (30, 70), (70, 90)], (0, 2, 1), (2, 3, 1), (True, False, True)
+    bufs = [[np.zeros(80, np.int32), np.zeros(80, np.int32)] for _ in range(2)]
+    pranges = [(0, 4, 50), (1, 10, 75), None]  # (buffer, start, end)
+    for k, pr in enumerate(pranges[:2]):
+        rows = order[ranges[k][0]:ranges[k][1]]
+        buf, s, e = pr
+        bufs[buf][0][s:e], bufs[buf][1][s:e] = rng.choice(rows, e - s), rng.choice(rows, e - s)
+    want, go, tmp = order.copy(), np.zeros(90, np.bool_), np.zeros(90, np.int64)
+    table = np.zeros((3, P.LEVEL_COLUMNS), np.int64)
+    base, pbase, totals = 0, 0, []
+    for k, ((s, e), f, tbin, nl_side, pr, nb) in enumerate(zip(ranges, feats, tbins, nan_lefts, pranges, blocks)):
+        nl = partition_rows(fm[f], want, s, e, tbin, int(mapper.n_bins[f]), nl_side, go, tmp)
+        row = table[k]
+        row[[P.LV_START, P.LV_N, P.LV_NB, P.LV_BASE, P.LV_N_LEFT]] = s, e - s, nb, base, nl
+        row[[P.LV_FEATURE, P.LV_TBIN, P.LV_NAN_BIN, P.LV_NAN_LEFT, P.LV_PBUF]] = f, tbin, mapper.n_bins[f], nl_side, -1
+        base += nb
+        if pr is not None:
+            buf, ps, pe = pr
+            out = [np.zeros(80, np.int32) for _ in range(2)] + [np.zeros(80)]
+            totals.append(partition_pairs(*bufs[buf], np.zeros(80), ps, pe, go, *out))
+            row[[P.LV_PBUF, P.LV_PSTART, P.LV_PN, P.LV_PNB, P.LV_PBASE, P.LV_RECORD]] = buf, ps, pe - ps, nb + 1, pbase, k
+            pbase += nb + 1
+    d_order, d_go = cuda.to_device(order), cuda.to_device(np.zeros(90, np.bool_))
+    counts, pair_counts = cuda.device_array((base, 2), np.int64), cuda.device_array((pbase, 2), np.int64)
+    records = cuda.to_device(np.zeros((3, PART_RECORD), np.int64))
+    d_table, tmp_d = cuda.to_device(table), cuda.device_array(90, np.int64)
+    grid = -(-(max(blocks) + 1) // threads)
+    P.mark_rows_level[(grid, 3), threads](d_table, cuda.to_device(fm), d_order, d_go, tmp_d, counts)
+    sources = P.PairSources(*(cuda.to_device(a) for b in bufs for a in b))
+    P.place_rows_count_sides_level[(grid, 3, 2), threads](d_table, d_order, tmp_d, counts, sources, pair_counts,
+                                                           records, d_go)
+    np.testing.assert_array_equal(d_order.copy_to_host(), want)
+    np.testing.assert_array_equal(d_go.copy_to_host(), go)
+    got = records.copy_to_host()
+    assert [tuple(got[k, [PART_N_LEFT, PART_N_RIGHT]]) for k in range(2)] == totals and not got[2].any()
+    assert all(0 < t[0] and 0 < t[1] for t in totals)

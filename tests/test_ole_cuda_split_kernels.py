@@ -232,6 +232,8 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (P.count_sides_blocks, (j1, j1, i, i, i, b1, i2, i1)),
         (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, place32)),
         (P.place_rows_count_sides, (place, count, b1)),
+        (P.mark_rows_level, (i2, u8, i1, b1, i1, i2)),
+        (P.place_rows_count_sides_level, (i2, i1, i1, i2, T.NamedTuple([j1, j1, j1, j1], P.PairSources), i2, i2, b1)),
         (P.place_sides_row_hist, (u8, i2, i2, i1, build, T.NamedTuple([j1, j1, f1, i, i, i, i2, i1], P.PairSides), b1,
                                   place32)),
         (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b, i1, b)),

@@ -4,7 +4,8 @@ reads, allocations, bytes each way), checked by hand on a stump, the objective's
 reads apart from the trees', and the launch budget of issue 32
 (``stats.BUDGET``): met by every criterion (``ole_fast``: 7.2 launches, 1.0 read per split);
 a tree's grid accumulators come from a ring zeroed once per ``TREE_RING`` trees; the pool knows its
-clean histograms; a breadth-first level costs one read and one search launch (``stats.BATCH_BUDGET``).
+clean histograms; a breadth-first level costs one read, one search launch and two row-partition
+launches (``stats.BATCH_BUDGET``).
 
 Under numba's CUDA simulator (tests/conftest.py) the counts are those of a real card: they are Python
 counters at the backend's calls, not measurements."""
@@ -191,20 +192,25 @@ def test_a_breadth_first_level_is_one_read_and_one_search_launch(criterion, monk
     # children searched in one launch (ole_fast too: each split's features chosen first);
     # a tree reads its root's split, once per searched level, and ole_fast's dropped couplings when no
     # plan brought them; the trees are the CPU's
-    from customobj.ole.cuda import _search_kernels
+    from customobj.ole.cuda import _partitions_kernels, _search_kernels
     from customobj.ole.cuda.backend import CUDABackend
     from _ole_cases import tree_dicts
-    log, batches = [], []
+    log, batches, partitions = [], [], []
     for name in ("search_nodes", "search_batch"):
         monkeypatch.setattr(_search_kernels, name, _Spy(getattr(_search_kernels, name), log, name))
+    rows_log = []  # the row partitions' launches (and the pair countings launched with them)
+    for name in ("mark_rows_blocks", "place_rows_blocks", "place_rows_count_sides", "mark_rows_level",
+                 "place_rows_count_sides_level"):
+        monkeypatch.setattr(_partitions_kernels, name, _Spy(getattr(_partitions_kernels, name), rows_log, name))
     expand = CUDABackend.expand
 
     def counted(self, batch):
         tree = self.memory.counter.stats().trees
-        reads, launched = tree[-1].reads, len(log)
+        reads, launched, parted = tree[-1].reads, len(log), len(rows_log)
         out = expand(self, batch)
         batches.append((len(tree) - 1, sum(any(e.need) for e in batch),
                         self.memory.counter.stats().trees[-1].reads - reads, log[launched:]))
+        partitions.append((len(batch), sum(any(e.need) for e in batch), rows_log[parted:]))
         return out
 
     monkeypatch.setattr(CUDABackend, "expand", counted)
@@ -220,6 +226,15 @@ def test_a_breadth_first_level_is_one_read_and_one_search_launch(criterion, monk
         # features chosen first, kept by result row for the batch's one search)
         assert len(launched) == min(searched, BATCH_BUDGET["search_launches"])
         assert launched == ([] if not searched else ["search_nodes" if searched == 1 else "search_batch"])
+    # a level of several splits: every split's rows marked in one launch, placed (and its pairs counted)
+    # in a second (mark_rows_level, place_rows_count_sides_level); a lone split: its own partition
+    assert max(p[0] for p in partitions) >= 2
+    for splits, searched, launched in partitions:
+        if splits >= 2:
+            assert len(launched) <= BATCH_BUDGET["partition_launches"]
+            assert launched == ["mark_rows_level", "place_rows_count_sides_level"] or (not searched and not launched)
+        elif searched:
+            assert launched[0] == "mark_rows_blocks" and len(launched) == 2
     st = gpu.device_stats_
     assert st.total(first=1).allocations == 0
     for t, counts in enumerate(st.trees):

@@ -19,6 +19,11 @@ A split with pairs places its rows and counts its pairs in one launch
 launches; the last also takes the split pairs' couplings out of their rows' sums (``rho``: the
 pair histograms' ``R`` is their histogram, ``_histograms_kernels``). The partitions are stable, so their result is the CPU's whatever the block count: [left | right]
 rows and [both left | both right | split] pairs, each in node order.
+
+A breadth-first level's splits are marked in one launch (:func:`mark_rows_level`) and placed, with
+their pairs counted, in another (:func:`place_rows_count_sides_level`): blocks ``(x, split)`` run the
+one-split code on the split's row of a table (``LV_*`` columns), its block counts at its own rows of
+the scratch (issue 42, item 3: a level's partitions in two launches, not two a split).
 """
 from typing import Any, NamedTuple
 
@@ -31,13 +36,27 @@ from ..._cuda_runtime import THREADS, cuda_module, device_function
 from ._hist_layout import SHARED_SLOTS
 from ._histograms_kernels import WORDS, _row_updates
 from ._reduce_kernels import block_sums
+from ..common import PART_N_LEFT, PART_N_RIGHT
 from ..pair_partition import _count_sides, _place_sides
 from ..partition import _mark_rows, _place_rows
 
 cuda = cuda_module()
 
 __all__ = ["mark_rows_blocks", "place_rows_blocks", "count_sides_blocks", "place_rows_count_sides",
-           "place_sides_blocks", "place_sides_row_hist", "PairPlace", "PairSides"]
+           "place_sides_blocks", "place_sides_row_hist", "mark_rows_level", "place_rows_count_sides_level",
+           "PairPlace", "PairSides", "PairSources", "LEVEL_COLUMNS", "LV_START", "LV_N", "LV_NB", "LV_BASE",
+           "LV_N_LEFT", "LV_FEATURE", "LV_TBIN", "LV_NAN_BIN", "LV_NAN_LEFT", "LV_PBUF", "LV_PSTART", "LV_PN",
+           "LV_PNB", "LV_PBASE", "LV_RECORD"]
+
+#: Columns of a breadth-first level's partition table (int64, a row per split: :func:`mark_rows_level`,
+#: :func:`place_rows_count_sides_level`): the parent's rows ``order[start:start+n]`` in ``nb`` partition
+#: blocks whose counts are rows ``base:base+nb`` of the block counts, the split's exact left count, its
+#: feature, bin, NaN bin and NaN side (0/1); its pairs: the parent's buffer (0/1; -1: its pairs are not
+#: partitioned), ``pstart:pstart+pn`` in ``pnb`` blocks counted into rows ``pbase:pbase+pnb``, and the
+#: row of the record ring that receives their totals. ``nb`` 0: the split's rows are not partitioned.
+(LV_START, LV_N, LV_NB, LV_BASE, LV_N_LEFT, LV_FEATURE, LV_TBIN, LV_NAN_BIN, LV_NAN_LEFT, LV_PBUF, LV_PSTART, LV_PN,
+ LV_PNB, LV_PBASE, LV_RECORD) = range(15)
+LEVEL_COLUMNS = 15
 
 
 _mark, _place, _count, _sides = device_function(_mark_rows), device_function(_place_rows), device_function(_count_sides), device_function(_place_sides)
@@ -247,3 +266,62 @@ def place_sides_row_hist(bins_rm, groups, members, slot_map, build, sides, go_le
     t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
     _put_sides(sides.pi, sides.pj, sides.pc, sides.start, sides.n, sides.nb, go_left, sides.counts, sides.totals, out,
                sh.view(np.int64).T, (t, nt, cuda.blockIdx.x))
+
+
+@cuda.jit(cache=True)
+def mark_rows_level(table, bins, order, go_left, tmp, counts):
+    """Every split of a breadth-first level marked in one launch: block ``(x, s)`` runs
+    :func:`mark_rows_blocks`' threads ``x * blockDim.x ...`` on split ``s``'s row of ``table``
+    (``LV_*`` columns; its feature's bins ``bins[feature]``, feature-major; its block counts at rows
+    ``base:base+nb`` of ``counts``). The splits' rows are disjoint (a level's leaves), so one
+    ``go_left`` and one ``tmp`` serve them all."""
+    me = table[cuda.blockIdx.y]
+    b = cuda.grid(1)
+    nb = me[LV_NB]
+    if b < nb:
+        lo, hi = _block(b, me[LV_START], me[LV_N], nb)
+        at = me[LV_BASE] + b
+        counts[at, 0] = _mark(bins[me[LV_FEATURE]], order, lo, hi, me[LV_TBIN], me[LV_NAN_BIN], me[LV_NAN_LEFT] != 0,
+                              go_left)
+        counts[at, 1] = 0
+        for k in range(lo, hi):
+            tmp[k] = order[k]
+
+
+class PairSources(NamedTuple):
+    """A tree's two pair buffers' row indices (``pi``, ``pj`` of buffers 0 and 1): a level's splits
+    count the pairs of their parent's buffer (``LV_PBUF``)."""
+
+    pi0: Any
+    pj0: Any
+    pi1: Any
+    pj1: Any
+
+
+@cuda.jit(cache=True)
+def place_rows_count_sides_level(table, order, tmp, counts, pairs, pair_counts, records, go_left):
+    """Every split of a breadth-first level placed (its rows) and counted (its pairs) in one launch, as
+    :func:`place_rows_count_sides` does one split's: blocks ``(x, s, 0)`` place split ``s``'s rows
+    (``table`` row ``s``, ``LV_*``; ``tmp``, ``counts``: :func:`mark_rows_level`'s), blocks ``(x, s, 1)``
+    count its pairs (``pairs``: :class:`PairSources`; block counts into ``pair_counts``, totals added
+    to ``records[LV_RECORD]``'s ``PART_N_LEFT``, ``PART_N_RIGHT``, zeroed before). A block past its
+    split's partition blocks returns whole (no barrier split)."""
+    shn = cuda.shared.array((2, THREADS), dtype=int64)
+    me = table[cuda.blockIdx.y]
+    first = cuda.blockIdx.x * cuda.blockDim.x
+    if cuda.blockIdx.z == 0:
+        nb = me[LV_NB]
+        if first >= nb:
+            return
+        base = me[LV_BASE]
+        _put_rows(tmp, order, me[LV_START], me[LV_N], nb, me[LV_N_LEFT], go_left, counts[base:base + nb], shn)
+        return
+    nb = me[LV_PNB]
+    if me[LV_PBUF] < 0 or first >= nb:
+        return
+    pi, pj = pairs.pi0, pairs.pj0
+    if me[LV_PBUF] == 1:
+        pi, pj = pairs.pi1, pairs.pj1
+    base = me[LV_PBASE]
+    _count_pairs(pi, pj, me[LV_PSTART], me[LV_PN], nb, go_left, pair_counts[base:base + nb],
+                 records[me[LV_RECORD], PART_N_LEFT:PART_N_RIGHT + 1], shn)

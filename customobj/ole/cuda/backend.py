@@ -136,7 +136,7 @@ class CUDABackend:
         self.choice = DeviceFeatureChoice(mem, CountedKernels(_choice_kernels, counter), self.pool,
                                           n_features=n_feat, n_slots=d.n_slots, rows=self.search.result_rows)
         self.partitions = DevicePartitions(mem, partition_kernels, reduce_kernels, histogram_kernels.zero,
-                                           n_rows=d.n_rows)
+                                           n_rows=d.n_rows, splits=params.num_leaves)  # a level's, in one table
         self.pruning = DevicePruning.for_fit(mem, ctx, params)  # ole_fast's, or None
         self.inputs = TreeInputs(mem, self.pool, self.histograms, self.partitions, self.search, self.pruning,
                                  reduce_kernels, histogram_kernels.zero, self.bins, self._n_bins_d, shape=shape,

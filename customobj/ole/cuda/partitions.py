@@ -17,6 +17,13 @@ launches, through the fit's counted kernels (:mod:`.stats`):
   wraps: ``common.PART_RECORD``), where the children's pair histograms are planned and built from
   them (``histograms.ChildPlan``, ``_histograms_kernels.child_hists``); the counts come back with the
   children's splits (``search``), or in a read of their own when the host asks first.
+- a breadth-first level's partitions (:meth:`DevicePartitions.level`): every split's rows marked in
+  one launch (``mark_rows_level``), placed with every split's pairs counted in a second
+  (``place_rows_count_sides_level``), from one table (a row per split, ``_partitions_kernels.LV_*``)
+  copied in one queued copy; each split's pairs are then placed at its turn
+  (:meth:`DevicePartitions.placed`), as its pair histograms read them split by split. A level's
+  leaves hold disjoint rows: one ``go_left``, scratch order and ``rho`` serve them all, and each
+  split's block counts take their own rows of the scratch (:func:`level_blocks`).
 
 A partition is stable (the CPU's order, :mod:`.partition` and :mod:`.pair_partition`), so its
 result does not depend on its block count. :meth:`DevicePartitions.coupling_sum` (a range's
@@ -52,11 +59,13 @@ from ..._cuda_runtime import THREADS
 from ._launch import grid_launch, pow2_threads
 from ..backend import PairCounts
 from ..common import PART_N_LEFT, PART_N_RIGHT, PART_RECORD
-from ._partitions_kernels import PairPlace, PairSides
+from ._partitions_kernels import (LEVEL_COLUMNS, LV_BASE, LV_FEATURE, LV_N, LV_N_LEFT, LV_NAN_BIN, LV_NAN_LEFT, LV_NB,
+                                  LV_PBASE, LV_PBUF, LV_PN, LV_PNB, LV_PSTART, LV_RECORD, LV_START, LV_TBIN, PairPlace,
+                                  PairSides, PairSources)
 from .memory import DeviceMemory
 
-__all__ = ["DevicePartitions", "DevicePairCounts", "RowPlace", "PairCount", "PARTITION_BLOCK",
-           "MAX_PARTITION_BLOCKS", "ACC_RING"]
+__all__ = ["DevicePartitions", "DevicePairCounts", "RowPlace", "PairCount", "LevelSplit", "PARTITION_BLOCK",
+           "MAX_PARTITION_BLOCKS", "ACC_RING", "level_blocks"]
 
 #: Rows (or pairs) per block of a partition, and most blocks: a partition's result does not depend on
 #: its block count (it is stable), so it takes many short blocks (one thread each: 30,000 threads at
@@ -90,6 +99,24 @@ class PairCount(NamedTuple):
     nb: int
 
 
+class LevelSplit(NamedTuple):
+    """One split of a breadth-first level's partitions (:meth:`DevicePartitions.level`): the parent's
+    rows ``order[start:start+n]``, ``n_left`` of them to the left (the split's exact count), by
+    ``bins[feature] <= tbin`` (NaN bin ``nan_bin`` left when ``nan_left``); ``rows`` False: its rows are
+    not partitioned (nothing reads them); ``pairs``: ``(buffer, start, end)``, the parent's pairs in
+    pair buffer ``buffer`` (0/1) to count, or None."""
+
+    feature: int
+    start: int
+    n: int
+    tbin: int
+    nan_bin: int
+    nan_left: bool
+    n_left: int
+    rows: bool = True
+    pairs: Optional[tuple] = None
+
+
 class DevicePairCounts(PairCounts):
     """A pair partition's counts, in its ``record`` on the card (``common.PART_RECORD`` int64), where the
     children's pair histograms are planned from them; they come back with the children's splits
@@ -117,6 +144,22 @@ def _blocks(nb: int) -> tuple:
     return (-(-nb // per), per)
 
 
+def level_blocks(sizes: list) -> list:
+    """Partition blocks of each range of a level (sizes ``sizes``; 0: not partitioned, 0 blocks), their
+    sum at most ``MAX_PARTITION_BLOCKS`` (the scratch of block counts holds one level): each range's
+    :func:`partition_blocks`, or, when those sum past it, a share of it by size (a partition's result
+    does not depend on its block count).
+
+    >>> level_blocks([0, 129, 1]), sum(level_blocks([10**9, 10**9, 5])) <= MAX_PARTITION_BLOCKS
+    ([0, 2, 1], True)
+    """
+    want = [partition_blocks(n) if n > 0 else 0 for n in sizes]
+    if sum(want) <= MAX_PARTITION_BLOCKS:
+        return want
+    total, spare = max(sum(sizes), 1), MAX_PARTITION_BLOCKS - len(sizes)
+    return [0 if n <= 0 else max(1, min(w, n * spare // total)) for n, w in zip(sizes, want)]
+
+
 def partition_blocks(n: int) -> int:
     """Blocks of a partition of ``n`` items (at most ``MAX_PARTITION_BLOCKS``).
 
@@ -139,9 +182,13 @@ class DevicePartitions:
         ``zero(flat)`` (:mod:`._histograms_kernels`): clears the coupling accumulators.
     n_rows : int
         Rows of the training set.
+    splits : int
+        Most splits of a breadth-first level partitioned in one launch (:meth:`level`; its table is made
+        here, once per fit).
     """
 
-    def __init__(self, memory: DeviceMemory, kernels: Any, reduce_kernels: Any, zero: Any, *, n_rows: int) -> None:
+    def __init__(self, memory: DeviceMemory, kernels: Any, reduce_kernels: Any, zero: Any, *, n_rows: int,
+                 splits: int = 1) -> None:
         self.memory, self._kernels, self._reduce_kernels, self._zero = memory, kernels, reduce_kernels, zero
         n = max(int(n_rows), 1)
         self.go_left = memory.array((n,), np.bool_)  # each row's side at the last row partition
@@ -157,6 +204,12 @@ class DevicePartitions:
         # accumulators, a ring zeroed in one launch each time it wraps (not one per sum): per use, a
         # pair partition's record (common.PART_RECORD: totals, the plan) or a coupling sum's two float64
         self._acc, self._acc_next = memory.upload(np.zeros((ACC_RING, PART_RECORD), np.int64)), 0  # made zeroed
+        # a breadth-first level's splits (level): their table, staged and on the card, and each one's
+        # pair placing left for its turn (placed): (PairSides-like arguments, record index) or None
+        self.level_splits = max(int(splits), 1)
+        self._level_table = memory.array((self.level_splits, LEVEL_COLUMNS), np.int64)
+        self._level_host = memory.staged((self.level_splits, LEVEL_COLUMNS), np.int64)
+        self._level: list = []
 
     @property
     def records(self) -> Any:
@@ -193,6 +246,75 @@ class DevicePartitions:
                                          self._tmp_rows, self._counts)
         self._waiting = RowPlace(self._tmp_rows, order, self._counts, int(start), int(n), nb, int(n_left))
         self.children_rows = (int(start), int(start) + int(n_left), int(start) + int(n))
+
+    def level(self, bins: Any, order: Any, splits: list, bufs: tuple) -> list:
+        """Partition every split of a breadth-first level (:class:`LevelSplit` each, their rows disjoint)
+        in two launches: ``mark_rows_level``, then ``place_rows_count_sides_level`` (each split's rows
+        placed, its pairs counted, in ``bufs``: the tree's two pair buffers), from one table copied to
+        the card; nothing read. Returns, per split, its :class:`DevicePairCounts` (None without pairs);
+        its pairs are placed, as :meth:`pairs` would, by :meth:`placed` at its turn (the pair
+        histograms read the placed pairs split by split). Call :meth:`reserve` first: the records must
+        all live until the level's search reads them."""
+        n = len(splits)
+        if not 0 < n <= self.level_splits:
+            raise ValueError(f"a level partitions 1 to {self.level_splits} splits, got {n}")
+        self.flush()
+        self.place_sides(None)
+        nbs = level_blocks([s.n if s.rows else 0 for s in splits])
+        pnbs = level_blocks([0 if s.pairs is None else max(s.pairs[2] - s.pairs[1], 1) for s in splits])
+        table, base, pbase = self._level_host, 0, 0
+        out: list = []
+        self._level = []
+        for k, (s, nb, pnb) in enumerate(zip(splits, nbs, pnbs)):
+            row = table[k]
+            row[:] = 0
+            row[LV_START], row[LV_N], row[LV_NB], row[LV_BASE], row[LV_N_LEFT] = s.start, s.n, nb, base, s.n_left
+            row[LV_FEATURE], row[LV_TBIN], row[LV_NAN_BIN], row[LV_NAN_LEFT] = s.feature, s.tbin, s.nan_bin, s.nan_left
+            row[LV_PBUF] = -1
+            base += nb
+            rows = (int(s.start), int(s.start) + int(s.n_left), int(s.start) + int(s.n))
+            if s.pairs is None:
+                out.append(None)
+                self._level.append((rows, None))
+                continue
+            buf, start, end = (int(v) for v in s.pairs)
+            acc = self._next_acc()
+            row[LV_PBUF], row[LV_PSTART], row[LV_PN], row[LV_PNB] = buf, start, end - start, pnb
+            row[LV_PBASE], row[LV_RECORD] = pbase, self._acc_next - 1
+            counts = DevicePairCounts(self.memory, acc, self._acc_next - 1)
+            src = bufs[buf]
+            self._level.append((rows, PairSides(src[0], src[1], src[2], start, end - start, pnb,
+                                                self._pair_counts[pbase:pbase + pnb], acc[PART_N_LEFT:PART_N_RIGHT + 1])))
+            pbase += pnb
+            out.append(counts)
+        # queued behind the launches: the staged table is written again only at a later level, after
+        # this one's read (a level without a read is its tree's last; the next tree reads its root first)
+        dev = self.memory.copy_in_queued(self._level_table, table, n)
+        per = pow2_threads(max(nbs + pnbs))
+        bx = -(-max(nbs + pnbs) // per)
+        kernels = self._kernels
+        kernels.mark_rows_level[(bx, n), per](dev, bins, order, self.go_left, self._tmp_rows, self._counts)
+        sources = PairSources(bufs[0][0], bufs[0][1], bufs[-1][0], bufs[-1][1])
+        kernels.place_rows_count_sides_level[(bx, n, 1 if pbase == 0 else 2), per](
+            dev, order, self._tmp_rows, self._counts, sources, self._pair_counts, self._acc, self.go_left)
+        return out
+
+    def placed(self, k: int, dst: tuple, wait: bool = False) -> None:
+        """Split ``k`` of the last :meth:`level`: its pairs, counted there, copied to ``dst`` as
+        :meth:`pairs` copies them (``wait``: with the smaller child's row histogram, :meth:`place_sides`);
+        its children's rows are then :meth:`node_rows`'."""
+        rows, sides = self._level[k] if 0 <= k < len(self._level) else (None, None)
+        if sides is None:
+            raise ValueError(f"split {k} of the level has no pairs counted")
+        self.children_rows = rows
+        self.place_sides(None)  # one waiting at a time
+        place = PairPlace(dst[0], dst[1], dst[2], self.rho)
+        if wait:
+            self._sides = (sides, place)
+        else:
+            self._kernels.place_sides_blocks[_blocks(sides.nb)](sides.pi, sides.pj, sides.pc, sides.start, sides.n,
+                                                                sides.nb, self.go_left, sides.counts, sides.totals,
+                                                                place)
 
     def flush(self) -> None:
         """Place the rows of the last :meth:`rows` if :meth:`pairs` has not (call before using the order)."""

@@ -46,8 +46,9 @@ BUDGET = {"launches": 8.0, "reads": 1.0, "allocations": 0}
 #: Issue 42's budget per batch of splits (a best-first leaf, a breadth-first level: the grower's
 #: ``expand`` call): blocking reads, and split-search launches (every criterion; ``ole_fast`` chooses
 #: each split's features first and keeps each node's choice for the batch's one search). A batch
-#: whose children are never searched reads nothing.
-BATCH_BUDGET = {"reads": 1, "search_launches": 1}
+#: whose children are never searched reads nothing. Row partitions of a batch of several splits: its
+#: rows marked in one launch, placed (with the pairs counted) in another (``partitions.level``).
+BATCH_BUDGET = {"reads": 1, "search_launches": 1, "partition_launches": 2}
 
 
 class DeviceCounts(NamedTuple):

@@ -13,7 +13,9 @@ the card needs is decided here, not by the grower:
   dropped couplings, and each side's of each one's split, are summed before its results are read
   and come back with them (:meth:`DeviceTree.end` finds each final leaf's part of that plan);
 - a split whose children are never searched partitions no rows when nothing reads the order;
-- a batch of splits (the grower's ``expand``: a breadth-first level) is read once: each split's
+- a batch of splits (the grower's ``expand``: a breadth-first level) is partitioned in two launches
+  (every split's rows marked, then placed with its pairs counted: ``partitions.level``; each split's
+  pairs placed at its turn) and read once: each split's
   children's search is launched into its own result rows (or, several splits, all of them in one
   ``search_batch`` launch at the end; ``ole_fast``'s choices kept by result row for it) and one
   read brings them all, as XGBoost's GPU driver syncs once per frontier (``stats.BATCH_BUDGET``).
@@ -27,6 +29,7 @@ import numpy as np
 from ..backend import Expanded, Expansion, TreeRows, TreeStart, _node
 from ..common import HIST_COUNT, NO_SPLIT, NODE_SUMS, PAIR_COUNTS, SPLIT_SIZE, ChildSums, SplitInfo
 from ..leaf_table import LeafRows, LeafTable, nan_goes_left
+from .partitions import LevelSplit
 
 __all__ = ["DeviceTree"]
 
@@ -97,7 +100,10 @@ class DeviceTree:
         # partition records all live until it runs
         self._deferred = [] if (len(batch) > 1
                                 and (not self.use_pairs or gpu.partitions.reserve(len(batch)))) else None
-        done = [self._expand(e) for e in batch]
+        # the batch's row partitions and pair countings in two launches (its records reserved above)
+        level = (self._partition_level(batch) if self._deferred is not None
+                 and len(batch) <= gpu.partitions.level_splits else None)
+        done = [self._expand(e, None if level is None else (k, level[k])) for k, e in enumerate(batch)]
         got = iter(self._read())  # one entry per search launched, in order
         for _, _, parent, left, right, row in done:
             counts = next(got) if row >= 0 else None
@@ -105,20 +111,42 @@ class DeviceTree:
                 self.table.pair_ranges(parent, left, right, counts)
         return [Expanded(nan_left, gain, left.split, right.split) for nan_left, gain, _, left, right, _ in done]
 
-    def _expand(self, e: Expansion) -> tuple:
+    def _partition_level(self, batch: list) -> list:
+        """Every split of ``batch`` (a breadth-first level) partitioned at once
+        (:meth:`~customobj.ole.cuda.partitions.DevicePartitions.level`: its rows marked in one launch,
+        placed and its pairs counted in a second): per split, its pair counts on the card (None when its
+        pairs are not partitioned). A split's rows are partitioned when its children are searched or the
+        order is read (as :meth:`_expand` decides one split's); none: no launch."""
+        gpu, order_read, splits = self.gpu, self._order_read(), []
+        for e in batch:
+            parent, split, need = self.table[e.leaf], e.split, any(e.need)
+            f = split.feature
+            splits.append(LevelSplit(f, parent.start, parent.end - parent.start, split.bin, int(gpu.n_bins[f]),
+                                     nan_goes_left(gpu.data, parent.hist, split), int(split.left.N), need or order_read,
+                                     (parent.pbuf, parent.pstart, parent.pend) if self.use_pairs and need else None))
+        if not any(s.rows for s in splits):
+            return [None] * len(batch)
+        bufs = self.bufs if self.use_pairs else ((gpu.inputs.order,) * 2,) * 2  # no pairs: never read
+        return gpu.partitions.level(gpu.bins, gpu.inputs.order, splits, bufs)
+
+    def _expand(self, e: Expansion, level: Optional[tuple] = None) -> tuple:
         """Leaf ``e.leaf`` split on the card, its searched children's searches launched (nothing read):
-        ``(nan_left, gain, parent, left, right, first result row or -1)``."""
+        ``(nan_left, gain, parent, left, right, first result row or -1)``. ``level``: ``(k, counts)``, the
+        split is the batch's ``k``-th, partitioned by :meth:`_partition_level` (``counts``: its pairs')."""
         gpu, split = self.gpu, e.split
         nan_left = nan_goes_left(gpu.data, self.table[e.leaf].hist, split)
         parent, left, right = self.table.split(e.leaf, split)
         gpu.memory.counter.split()
-        if any(e.need) or self._order_read():
+        if level is None and (any(e.need) or self._order_read()):
             f = split.feature
             gpu.partitions.rows(gpu.bins[f], gpu.inputs.order, parent.start, parent.end - parent.start, split.bin,
                                 int(gpu.n_bins[f]), nan_left, left.end - left.start)
         counts, gain, row = None, float(split.gain), -1
         if self.use_pairs:
-            if any(e.need):  # nothing read: the counts stay on the card
+            if any(e.need) and level is not None:  # counted with the level's: placed now
+                counts = level[1]
+                gpu.partitions.placed(level[0], self.bufs[left.pbuf], wait=self.fast)
+            elif any(e.need):  # nothing read: the counts stay on the card
                 counts = gpu.partitions.pairs(self.bufs[parent.pbuf], parent.pstart, parent.pend, self.bufs[left.pbuf],
                                               wait=self.fast)  # ole_fast: placed with the row histogram
             gain = gpu.host.split_gain(parent.sums, split.left, split.right)
