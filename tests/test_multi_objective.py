@@ -249,6 +249,31 @@ def test_pair_couplings_are_the_parts_times_their_weights():
     np.testing.assert_allclose(c1, 0.25 * c0)
 
 
+def test_a_round_with_pairs_reads_the_costs_of_a_round_without():
+    """The costs a cost-reading method reads with pairs (``TreeBooster(criterion="ole")``: each label's
+    ``_grad_hess_couplings_loss``) are those it reads without them, bit for bit: LambdaRank's from its
+    gradients' pass (the tabled softplus, which its GPU route writes too), not its exact ``loss``; the
+    gradients and the pairs are those of LambdaRank's own fused pass."""
+    s, y, y2, sizes = data(12)
+    make = lambda: MultiObjective([LambdaRank(), LambdaRank()], labels=[None, y2], method="chebyshev")  # noqa: E731
+    with_pairs, without = make(), make()
+    pw, po = with_pairs.prepare(y, sizes), without.prepare(y, sizes)
+    g, h, (i, j, c) = with_pairs.grad_hess_couplings_prepared(s, pw)
+    g0, h0 = without.grad_hess_prepared(s, po)
+    got, want = with_pairs.fitted_attributes(pw), without.fitted_attributes(po)
+    np.testing.assert_array_equal(got["label_costs_"], want["label_costs_"])
+    exact = [LambdaRank().loss(s, lab, sizes) / sizes.size for lab in (y, y2)]
+    assert not np.array_equal(got["label_costs_"][0], exact)  # the tabled cost, within its bound of the exact
+    np.testing.assert_allclose(got["label_costs_"][0], exact, rtol=1e-4)
+    np.testing.assert_array_equal(g, g0)
+    np.testing.assert_array_equal(h, h0)
+    w = got["label_weights_"][0]
+    pairs = [LambdaRank().grad_hess_couplings_prepared(s, LambdaRank().prepare(lab, sizes))[2] for lab in (y, y2)]
+    np.testing.assert_array_equal(i, np.concatenate([p[0] for p in pairs]))
+    np.testing.assert_array_equal(j, np.concatenate([p[1] for p in pairs]))
+    np.testing.assert_array_equal(c, np.concatenate([wk * p[2] for wk, p in zip(w, pairs)]))
+
+
 def test_stochastic_couplings_are_the_drawn_labels_pairs():
     s, y, y2, sizes = data(11, n_queries=12)
     obj = MultiObjective([RankNet(), RankNet()], labels=[None, y2], method="stochastic", random_state=1)

@@ -329,14 +329,18 @@ import types as pytypes
 from numba import cuda, types as T
 import numba.cuda.dispatcher as dispatcher
 dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))
-from customobj.multi import _combine_cuda as CM
-f1, i1, f2, b, i = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.boolean, T.int64
+from customobj.multi import _combine_cuda as CM, _pairs_cuda as CP
+f1, i1, f2, b, i, f = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.boolean, T.int64, T.float64
+o1 = T.int32[::1]  # the booster's pair rows (its index dtype; int64 for more rows)
 # the argument types customobj/multi/_round_route.py launches them with
 SIGNATURES = [
     (CM.round_partials, (f2, f2, i, b, f2)),
     (CM.finish_sums, (f2, i, f1)),
     (CM.add_weighted_rows, (f2, f1, f1)),
     (CM.add_picked_rows, (f2, i1, i1, f1)),
+    (CP.place_scaled, (i1, i1, f1, f, i, o1, o1, f1)),
+    (CP.count_picked, (i1, i1, i1, i, i1)),
+    (CP.place_picked, (i1, i1, f1, i1, i1, i, i1, o1, o1, f1)),
 ]
 for kernel, sig in SIGNATURES:
     cuda.compile_ptx(kernel.py_func, T.void(*sig), cc=(8, 0))
@@ -346,4 +350,4 @@ check_listed(SIGNATURES, "customobj.multi")
 
 
 def test_every_kernel_compiles_for_a_real_gpu():
-    assert compile_listed_kernels(_PTX_CHECK) >= 4  # every kernel of multi/_combine_cuda.py, found in the code
+    assert compile_listed_kernels(_PTX_CHECK) >= 7  # every kernel of multi/_combine_cuda.py and _pairs_cuda.py

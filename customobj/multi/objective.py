@@ -267,9 +267,12 @@ class MultiObjective(Objective):
         a row of device buffers, with its per-query cost where the method reads costs (the label's
         ``DeviceRoute.grad_hess_loss``), the Gram matrix and the costs summed on the card in a fixed order,
         one read of those ``m^2 + m`` numbers a round, the CPU's solve and record (``_choose``), the
-        weights written back and the combination on the card. ``NotImplementedError`` naming a per-label
-        loss without a GPU route, or without a GPU cost for a method that reads costs (every customobj loss
-        of one score a row has one; a user's ``device_route`` without ``grad_hess_loss`` has none).
+        weights written back and the combination on the card. Where every pairwise label's route has GPU
+        couplings, the fused ``grad_hess_couplings`` (``_round_route``, every method) also writes the round's
+        pairs there, each label's times its weight (``TreeBooster(device="cuda", criterion="ole")``).
+        ``NotImplementedError`` naming a per-label loss without a GPU route, or without a GPU cost for a
+        method that reads costs (every customobj loss of one score a row has one; a user's ``device_route``
+        without ``grad_hess_loss`` has none).
 
         Examples
         --------
@@ -280,6 +283,7 @@ class MultiObjective(Objective):
         'customobj.multi._round_route'
         """
         spec = self._settings.spec
+        with_pairs = True  # every pairwise label's pairs on the card: the fused route weights them
         for k, o in enumerate(self.objectives):
             route = o.device_route()  # NotImplementedError naming a per-label loss without one
             if spec.needs_costs and route.grad_hess_loss is None:
@@ -287,9 +291,11 @@ class MultiObjective(Objective):
                     f"MultiObjective(method={self.method!r}) reads each label's cost every round, and objectives[{k}] "
                     f"({type(o).__name__}) has no GPU cost (its GPU route computes no loss, or a part's does not): pass "
                     "host (numpy) scores, or a method that reads no costs ('linear', 'stochastic') on the GPU")
+            with_pairs = with_pairs and (not o.pairwise or route.couplings is not None)
+        fused = _round_route.grad_hess_couplings if with_pairs else None
         if spec.method == Method.LINEAR:
-            return DeviceRoute(_weighted_route.grad_hess)
-        return DeviceRoute(_round_route.grad_hess)
+            return DeviceRoute(_weighted_route.grad_hess, grad_hess_couplings=fused)
+        return DeviceRoute(_round_route.grad_hess, grad_hess_couplings=fused)
 
     # --- rounds -------------------------------------------------------------------------------------
     def _parts(self, scores, prep, state, with_pairs):
@@ -317,9 +323,11 @@ class MultiObjective(Objective):
             sub = state.preps[k]
             sub.collective = prep.collective
             st = sub.state_for(o)
-            if with_pairs and o.pairwise:
+            if with_pairs and o.pairwise and costs:  # the cost read without pairs (and on the GPU)
+                couplings, losses[k] = o._grad_hess_couplings_loss(scores, sub, st, g[k], h[k])
+                pairs.append(couplings)
+            elif with_pairs and o.pairwise:
                 pairs.append(o._grad_hess_couplings(scores, sub, st, g[k], h[k]))
-                losses[k] = o._loss(scores, sub, st) if costs else 0.0
             elif costs:
                 losses[k] = o._grad_hess_loss(scores, sub, st, g[k], h[k])
                 pairs.append(None)

@@ -15,7 +15,9 @@ Only the pair count crosses the bus (one integer a round), to size the output.
 
 Every loss whose ``device_route().couplings`` is set writes its pairs with kernels of its own
 (which ones, and how they are launched: docs/gpu-design.md). Composites (``Sum``, ``Scaled``) have
-none: :func:`couplings_reason` says so.
+none: :func:`couplings_reason` says so. A route with a fused ``grad_hess_couplings`` driver
+(``MultiObjective``: its labels' pairs weighted by the round's solve) is run instead of ``grad_hess``
+then ``couplings``.
 
 Examples
 --------
@@ -46,7 +48,7 @@ def couplings_reason(obj: Objective) -> Optional[str]:
         route = obj.device_route()
     except NotImplementedError as exc:
         return str(exc)
-    if route.couplings is None:
+    if route.couplings is None and route.grad_hess_couplings is None:
         return f"the pair couplings of {type(obj).__name__} have no GPU kernel"
     return None
 
@@ -68,17 +70,26 @@ def grad_hess_couplings_prepared(obj: Objective, scores: Any, prep: Prepared, ou
     why = couplings_reason(obj)
     if why is not None:
         raise NotImplementedError(f"{why}: pass host (numpy) scores to compute them on the CPU")
-    # the float64 scores the gradient kernels read (converted and checked once) and their scratch
-    grad, hess, s, data = devices.grad_hess_scores(obj, scores, prep, out_grad, out_hess)
     if pair_buffer is None:
-        cuda = data.cuda
         index = np.dtype(index_dtype)
 
         def pair_buffer(m: int) -> tuple:
+            data = prep.device_data  # set by the gradient call, which runs first
+            assert isinstance(data, devices.DeviceData)
+            cuda = data.cuda
             return cuda.device_array(m, index), cuda.device_array(m, index), cuda.device_array(m, np.float64)
-    couplings = obj.device_route().couplings
-    assert couplings is not None  # couplings_reason said so above
-    return grad, hess, couplings(obj, s, prep, data, pair_buffer)
+    route = obj.device_route()
+    if route.grad_hess_couplings is not None:  # one driver for both (MultiObjective)
+        fused, found = route.grad_hess_couplings, []
+
+        def driver(o: Any, s: Any, p: Any, d: Any, g: Any, h: Any) -> None:
+            found.append(fused(o, s, p, d, g, h, pair_buffer))
+        grad, hess, _, _ = devices.grad_hess_scores(obj, scores, prep, out_grad, out_hess, driver)
+        return grad, hess, found[0]
+    # the float64 scores the gradient kernels read (converted and checked once) and their scratch
+    grad, hess, s, data = devices.grad_hess_scores(obj, scores, prep, out_grad, out_hess)
+    assert route.couplings is not None  # couplings_reason said so above
+    return grad, hess, route.couplings(obj, s, prep, data, pair_buffer)
 
 
 def in_bag_pairs(pairs: tuple, in_bag: Any, pair_buffer: PairBuffer) -> tuple:

@@ -80,11 +80,16 @@ class DeviceRoute(NamedTuple):
     ``per_query`` (one entry per query), whose sum in query order is the CPU's ``_grad_hess_loss``
     (``None``: no GPU cost, which ``MultiObjective``'s cost-reading methods need; LambdaRank's:
     ``_lambdarank_loss_cuda``; a composite, ``Unbiased`` or ``Affine`` has one when each of its parts has).
+    ``grad_hess_couplings(objective, scores, prep, device_data, out_grad, out_hess, pair_buffer) -> (i, j, c)``:
+    gradients, hessians and couplings in one call, for a route whose pairs cannot follow its gradient
+    launches (``MultiObjective``: each label's pairs weighted by the round's solve, which needs every
+    label's gradients first); ``_couplings_route`` runs it instead of ``grad_hess`` then ``couplings``.
     """
 
     grad_hess: Callable
     couplings: Optional[Callable] = None
     grad_hess_loss: Optional[Callable] = None
+    grad_hess_couplings: Optional[Callable] = None
 
 
 class PairSource(IntEnum):
@@ -411,6 +416,14 @@ class Objective:
 
     def _pair_couplings(self, scores, prep, state):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _grad_hess_couplings_loss(self, scores, prep, state, out_grad, out_hess):
+        """``(couplings, loss)`` of one round: ``_grad_hess_couplings`` then ``_loss`` (``MultiObjective``'s
+        per-label costs beside the pairs, ``TreeBooster(criterion="ole")``). A loss whose ``_grad_hess_loss``
+        gives another cost than ``_loss`` (LambdaRank's tabled softplus) overrides it, so that the cost read
+        with pairs is the one read without them, and the one its GPU route (``grad_hess_loss``) writes."""
+        couplings = self._grad_hess_couplings(scores, prep, state, out_grad, out_hess)
+        return couplings, float(self._loss(scores, prep, state))
 
     # --- composition -----------------------------------------------------------------------------
     def _scale_bound(self):

@@ -117,6 +117,18 @@ class DeviceData:
             self._arrays[key] = self.cuda.device_array(shape, dtype=dtype)
         return self._arrays[key]
 
+    def pair_scratch(self, name: object, m: int) -> tuple:
+        """``m`` pairs' worth ``(i, j, c)`` (int64, int64, float64) of a pair buffer reused across rounds, whose
+        count changes from round to round: grown, by half again, when too small (counted by :meth:`nbytes`)."""
+        key = ("pairs", name)
+        buf = self._arrays.get(key)
+        if buf is None or buf[0].shape[0] < m:
+            self._arrays.pop(key, None)  # freed before the larger one exists
+            c = max(1, m + m // 2)
+            buf = self._arrays[key] = (self.cuda.device_array(c, np.int64), self.cuda.device_array(c, np.int64),
+                                       self.cuda.device_array(c, np.float64))
+        return tuple(a[:m] for a in buf)
+
 
 def device_data(prep: Prepared, cuda: Any) -> DeviceData:
     """The device copies of ``prep`` (uploaded on first use, then kept on it)."""
@@ -185,13 +197,15 @@ def grad_hess_prepared(objective: RoutedObjective, scores: Any, prep: Prepared, 
     return grad_hess_scores(objective, scores, prep, out_grad, out_hess)[:2]
 
 
-def grad_hess_scores(objective: RoutedObjective, scores: Any, prep: Prepared, out_grad: Any, out_hess: Any) -> tuple:
+def grad_hess_scores(objective: RoutedObjective, scores: Any, prep: Prepared, out_grad: Any, out_hess: Any,
+                     driver: "Callable | None" = None) -> tuple:
     """:func:`grad_hess_prepared`, then the checked float64 scores the kernels read and the ``DeviceData``
-    (for kernels that read the same round again: the pair couplings)."""
+    (for kernels that read the same round again: the pair couplings). ``driver``: called instead of the
+    objective's ``grad_hess`` route, with its arguments (a fused ``DeviceRoute.grad_hess_couplings``)."""
     data = prep.device_data
     if not isinstance(data, DeviceData):  # the data set's first GPU call: the GPU looked for once
         data = device_data(prep, require_gpu(f"{type(objective).__name__}.grad_hess with scores on the GPU"))
-    route = data.route(objective)
+    route = data.route(objective) if driver is None else driver
     prep.state_for(objective)
     cuda = data.cuda
     s = _device_scores(objective, scores, prep, data, cuda)

@@ -302,6 +302,12 @@ class LambdaRank(Objective):
     def _pair_couplings(self, scores, prep, state):
         return self._couplings(scores, prep, state, False, _EMPTY, _EMPTY, None)
 
+    def _grad_hess_couplings_loss(self, scores, prep, state, out_grad, out_hess):
+        # the cost of _grad_hess_loss (tabled softplus: the GPU's cost, the one read without pairs), then the
+        # couplings at the same scores (LambdaRank keeps no round state: the pass's own couplings)
+        loss = self._grad_hess_loss(scores, prep, state, out_grad, out_hess)
+        return self._pair_couplings(scores, prep, state), loss
+
     def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
         # One sort per query and one pair pass for gradients, hessians and couplings.
         return self._couplings(scores, prep, state, True, out_grad, out_hess, None)
