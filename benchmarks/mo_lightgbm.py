@@ -278,10 +278,11 @@ class Fold:
         :func:`customobj_model`, the fork's with those ``theirs`` of :func:`fork_settings`. Returns (customobj
         booster, seconds), (fork's model path, seconds, every round's weights, printed costs)."""
         u = self.args.mgda_u
-        mine = customobj_model(self.train, method, self.args.rounds, self.ds, per_label=self.args.per_label, u=u,
-                               **ours)
+        mine = customobj_model(self.train, method, self.args.rounds, self.ds, per_label=self.args.per_label,
+                               u="auto" if self.args.tune_u else u, **ours)
+        tune = self.args.fork_tunes_u or self.args.tune_u
         fork = mo_lightgbm(self.args.molgbm, self.workdir, method,
-                           fork_settings(method, tune_u=self.args.fork_tunes_u, u=u, **theirs), self.args.rounds, tag)
+                           fork_settings(method, tune_u=tune, u=u, **theirs), self.args.rounds, tag)
         return mine, (os.path.join(self.workdir, f"model_{tag}.txt"), *fork)
 
 
@@ -422,6 +423,8 @@ def parser() -> argparse.ArgumentParser:
                          "fork's own per-label loss (lightgbm)")
     ap.add_argument("--fork-tunes-u", action="store_true",
                     help="the fork's WC-MGDA and EC-MGDA tune u (its default) instead of keeping it fixed as customobj does")
+    ap.add_argument("--tune-u", action="store_true",
+                    help="both libraries tune u: customobj's mgda_u='auto' and the fork's default (from 0.1)")
     ap.add_argument("--out", default=None, help="write every model's figures to this JSON file, atomically")
     return ap
 
@@ -437,6 +440,8 @@ def main(argv=None):
         parser().error("--rounds must be at least 2 and every --rays and --bound-weights entry in (0, 1)")
     if args.mgda_u is not None and not 0 < args.mgda_u <= 1e6:
         parser().error("--mgda-u must be positive (at most 1e6)")
+    if args.tune_u and args.mgda_u is not None:
+        parser().error("--tune-u tunes u from 0.1 on both sides; leave --mgda-u out")
     if not 0 < args.secondary_cap < 1:
         parser().error("--secondary-cap must be in (0, 1) (the primary keeps 1 minus it)")
     warm_up(args)

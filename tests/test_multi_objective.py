@@ -106,7 +106,8 @@ def test_stochastic_gives_each_query_one_drawn_label():
 
 
 @pytest.mark.parametrize("method, kw", [("epo", {"preference": [1, 2]}), ("wc_mgda", {}),
-                                        ("ec_mgda", {"bounds": [0.1]}), ("chebyshev", {"smoothing": 0.5})])
+                                        ("ec_mgda", {"bounds": [0.1]}), ("chebyshev", {"smoothing": 0.5}),
+                                        ("wc_mgda", {"mgda_u": "auto"}), ("ec_mgda", {"bounds": [0.1], "mgda_u": "auto"})])
 def test_every_method_records_its_rounds_and_combines_with_its_weights(method, kw):
     s, y, y2, sizes = data(4)
     obj = MultiObjective([LambdaRank(), RankNet()], labels=[None, y2], method=method, **kw)
@@ -122,6 +123,12 @@ def test_every_method_records_its_rounds_and_combines_with_its_weights(method, k
         s = s - 0.3 * grad / np.maximum(hess, 1e-6)
     assert fitted["label_weights_"].shape == (4, 2) and fitted["label_costs_"].shape == (4, 2)
     assert np.all(fitted["label_weights_"] >= 0)
+    if method in ("wc_mgda", "ec_mgda"):  # each round's u: fixed at 0.1, or the fork's tuning (first two at 0.1)
+        u = fitted["label_u_"]
+        assert u.shape == (4,) and u[0] == u[1] == 0.1
+        top = 10 if method == "wc_mgda" else 0.3
+        assert np.all(u == 0.1) if "mgda_u" not in kw else np.all((u >= 0.1) & (u <= top))
+        assert dict(obj._params())["mgda_u"] == kw.get("mgda_u", 0.1)  # the option as given: its identity
 
 
 @pytest.mark.parametrize("method, kw", [("linear", {}), ("epsilon_constraint", {"bounds": [0.5, 0.5]}),

@@ -73,6 +73,8 @@ METHODS = {s.name: s for s in (
 
 #: Defaults of the method-specific options (MO-LightGBM's: ``mo_mgda_min_u`` 0.1; ``mo_ec_mu`` 1).
 DEFAULT_U = 0.1
+#: ``mgda_u``'s one word: MO-LightGBM's automatic ``u`` (its ``mo_mgda_use_fix_u = false``), from ``DEFAULT_U`` up.
+AUTO_U = "auto"
 DEFAULT_PENALTY = 1.0
 #: Rounds between two updates of the augmented Lagrangian's multipliers (its outer iterations). Measured on
 #: MQ2008 (docs/multi-objective.md): updated every round, the multipliers wind up while every cost is still
@@ -96,6 +98,7 @@ class Settings(NamedTuple):
     dual_interval: int  # rounds between two multiplier updates (epsilon_constraint)
     cap: np.ndarray  # (m - 1,) in (0, 1]
     seed: int
+    tune_u: bool = False  # mgda_u="auto": u tuned each round from the third (mgda_u.py), ``u`` its least value
 
 
 def method_spec(method: Any) -> MethodSpec:
@@ -173,7 +176,10 @@ def check_settings(spec: MethodSpec, m: int, *, preference: Any, bounds: Any, re
     smooth = 0.0 if smoothing is None else check_real(smoothing, "smoothing")
     if not 0.0 <= smooth < 1.0:
         raise ValueError(f"smoothing must be in [0, 1) (the previous weights' share), got {smooth}")
-    u = DEFAULT_U if mgda_u is None else check_positive(mgda_u, "mgda_u")
+    tune_u = isinstance(mgda_u, str)
+    if tune_u:
+        check_choice(mgda_u, "mgda_u", {AUTO_U})
+    u = DEFAULT_U if mgda_u is None or tune_u else check_positive(mgda_u, "mgda_u")
     pen = DEFAULT_PENALTY if penalty is None else check_positive(penalty, "penalty")
     interval = (DEFAULT_DUAL_INTERVAL if dual_interval is None
                 else check_int(dual_interval, "dual_interval", minimum=1, maximum=10**6))
@@ -187,7 +193,7 @@ def check_settings(spec: MethodSpec, m: int, *, preference: Any, bounds: Any, re
         raise ValueError(f"secondary_cap entries must be in (0, 1] with a mean below 1 (the primary keeps "
                          f"1 - mean), got {cap.tolist()}")
     seed = 0 if random_state is None else check_int(random_state, "random_state", minimum=0, maximum=2**32 - 1)
-    return Settings(spec, m, pref, b, ref, smooth, u, pen, interval, cap, seed)
+    return Settings(spec, m, pref, b, ref, smooth, u, pen, interval, cap, seed, tune_u)
 
 
 def warn_unmet_bounds(settings: Settings, costs: np.ndarray, *, stacklevel: int = 2) -> None:

@@ -33,7 +33,7 @@ from ..objectives.listwise import LambdaRank
 from . import _combine_kernels as K
 from . import _round_route, _weighted_route
 from ._labels import check_labels, frozen_label, is_dask
-from .methods import Method, check_settings, method_spec, warn_unmet_bounds
+from .methods import AUTO_U, Method, check_settings, method_spec, warn_unmet_bounds
 from .solvers import augmented_lagrangian, first_memory, step
 
 __all__ = ["MultiObjective"]
@@ -42,7 +42,7 @@ __all__ = ["MultiObjective"]
 class _MultiState:
     """Per-data-set state: each label's prepared data, the method's memory and the rounds' record."""
 
-    __slots__ = ("preps", "memory", "weights", "costs", "duals", "fallbacks", "rng", "grads", "hess", "stacked")
+    __slots__ = ("preps", "memory", "weights", "costs", "duals", "us", "fallbacks", "rng", "grads", "hess", "stacked")
 
     def __init__(self, preps: list, m: int, seed: int) -> None:
         self.preps = preps
@@ -50,6 +50,7 @@ class _MultiState:
         self.weights: list = []
         self.costs: list = []
         self.duals: list = []
+        self.us: list = []  # wc_mgda / ec_mgda: each round's u
         self.fallbacks = 0
         self.rng = np.random.default_rng(seed)
         self.grads = np.zeros((m, 0))
@@ -95,8 +96,11 @@ class MultiObjective(Objective):
     smoothing : float in [0, 1), optional
         "chebyshev", "epo", "wc_mgda", "ec_mgda": the previous weights' share of each round's weights
         (a moving average, MO-LightGBM's ``*_decay`` methods with ``mo_ema_multiplier = 1 - smoothing``).
-    mgda_u : float > 0, optional
-        "wc_mgda", "ec_mgda": the weight of the combined gradient's norm in the round's min-max (0.1).
+    mgda_u : float > 0 or "auto", optional
+        "wc_mgda", "ec_mgda": the weight of the combined gradient's norm in the round's min-max (0.1,
+        fixed). "auto": MO-LightGBM's tuning (:mod:`customobj.multi.mgda_u`), 0.1 for two rounds, then
+        the least ``u`` that holds the round's min-max value to the second round's, in [0.1, 10]
+        ("wc_mgda") or [0.1, 0.3] ("ec_mgda").
     penalty : float > 0, optional
         "epsilon_constraint": the augmented Lagrangian's ``mu`` (1.0).
     dual_interval : int >= 1, optional
@@ -113,7 +117,8 @@ class MultiObjective(Objective):
     -----
     What each round chose is read after training with :meth:`fitted_attributes`: ``label_weights_``
     (rounds x m), ``label_costs_`` (rounds x m, the methods that read costs), ``label_duals_``
-    (rounds x m - 1, "epsilon_constraint": each round's multipliers ``nu``) and ``label_fallbacks_`` (rounds whose small problem scipy
+    (rounds x m - 1, "epsilon_constraint": each round's multipliers ``nu``), ``label_u_`` (rounds,
+    "wc_mgda", "ec_mgda": each round's ``u``) and ``label_fallbacks_`` (rounds whose small problem scipy
     could not solve, which took the method's fallback weights). The loss (``loss``) is the combined
     cost whose gradient the round takes where the method has one ("linear": ``sum r_k L_k``;
     "chebyshev": the loss of the label of largest weighted cost; "epsilon_constraint": the
@@ -141,7 +146,7 @@ class MultiObjective(Objective):
     def __init__(self, objectives: Sequence[Objective], *, labels: Optional[Sequence[Any]] = None,
                  method: str = "linear", preference: "npt.ArrayLike | None" = None,
                  bounds: "npt.ArrayLike | None" = None, reference_point: "npt.ArrayLike | None" = None,
-                 smoothing: Optional[float] = None, mgda_u: Optional[float] = None, penalty: Optional[float] = None,
+                 smoothing: Optional[float] = None, mgda_u: "float | str | None" = None, penalty: Optional[float] = None,
                  secondary_cap: "float | npt.ArrayLike | None" = None, random_state: Optional[int] = None,
                  dual_interval: Optional[int] = None) -> None:
         if isinstance(objectives, Objective) or not isinstance(objectives, (list, tuple)):
@@ -177,7 +182,7 @@ class MultiObjective(Objective):
         s = self._settings
         return (("method", self.method), ("objectives", self.objectives), ("labels", self.labels),
                 ("preference", s.preference), ("bounds", s.bounds), ("reference_point", s.reference),
-                ("smoothing", s.smoothing), ("mgda_u", s.u), ("penalty", s.penalty),
+                ("smoothing", s.smoothing), ("mgda_u", AUTO_U if s.tune_u else s.u), ("penalty", s.penalty),
                 ("dual_interval", s.dual_interval),
                 ("secondary_cap", s.cap), ("random_state", s.seed))
 
@@ -257,6 +262,8 @@ class MultiObjective(Objective):
             out["label_costs_"] = np.array(state.costs, dtype=np.float64).reshape(-1, m)
         if s.spec.method == Method.EPSILON_CONSTRAINT:
             out["label_duals_"] = np.array(state.duals, dtype=np.float64).reshape(-1, m - 1)
+        if s.spec.reads_u:
+            out["label_u_"] = np.array(state.us, dtype=np.float64)
         if state.costs:
             warn_unmet_bounds(s, out["label_costs_"], stacklevel=3)
         return out
@@ -373,6 +380,8 @@ class MultiObjective(Objective):
         if s.spec.method == Method.EPSILON_CONSTRAINT:  # the round's multipliers nu (its weights are nu / bounds)
             assert s.bounds is not None
             state.duals.append(result.weights[1:] * s.bounds)
+        if s.spec.reads_u:
+            state.us.append(result.memory.u)
         return result.weights, draws
 
     def _round(self, scores, prep, state, out_grad, out_hess, with_pairs):

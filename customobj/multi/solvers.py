@@ -37,11 +37,13 @@ Framework Induced by Pareto Stationarity", ICML (WC-MGDA, EC-MGDA).
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
 from .methods import Method, Settings
+from .mgda_u import Solve, choose_u
 
 __all__ = ["Memory", "RoundResult", "step", "first_memory", "EpoLP", "epo_adjustments", "epo_lp", "mgda_objective",
            "solve_box", "solve_simplex_lp",
@@ -69,6 +71,8 @@ class Memory(NamedTuple):
     duals: np.ndarray  # (m - 1,) the augmented Lagrangian's multiplier estimates lambda (updated every T rounds)
     scales: Optional[np.ndarray]  # WC-MGDA: r-hat; EC-MGDA: the cost normalisers (first round)
     gram_scale: float  # the first round's largest Gram eigenvalue (MGDA methods), 0 before
+    u: float = 0.0  # MGDA methods: the last round's u (mgda_u="auto": the fork's prev_u_value)
+    target: float = math.nan  # mgda_u="auto": the fork's p0, the value the tuned u holds to (mgda_u.py)
 
 
 class RoundResult(NamedTuple):
@@ -250,6 +254,11 @@ def _epo(costs, gram, s: Settings):
     return (x, True) if x is not None else (s.preference.copy(), True)
 
 
+def _norm(a: np.ndarray, k_hat: np.ndarray) -> float:
+    """``sqrt(a' K a)`` as :func:`mgda_objective` floors it."""
+    return float(np.sqrt(max(a @ k_hat @ a, 0.0) + 1e-18))
+
+
 def mgda_objective(w: np.ndarray, k_hat: np.ndarray, u: float):
     """``(f, grad)`` of ``-w.a + u sqrt(a' K a)`` (smoothed at ``K a = 0`` by a 1e-18 floor)."""
     def fun(a):
@@ -271,10 +280,18 @@ def _wc_mgda(costs, gram, s: Settings, mem: Memory):
     r_hat = mem.scales
     assert r_hat is not None  # set just above on the first round
     k_hat = gram * np.outer(r_hat, r_hat) / mem.gram_scale
-    fun, jac = mgda_objective(r_hat * (costs - s.reference), k_hat, s.u)
-    x, ok = solve_box(fun, jac, np.zeros(m), np.ones(m), np.full(m, 1.0 / m), [_simplex_eq(m)])
-    if not ok or abs(x.sum() - 1.0) > 1e-6:
-        x, ok = _vertex(r_hat * (costs - s.reference)), False
+    gains = r_hat * (costs - s.reference)
+
+    def solve_at(u):
+        fun, jac = mgda_objective(gains, k_hat, u)
+        x, ok = solve_box(fun, jac, np.zeros(m), np.ones(m), np.full(m, 1.0 / m), [_simplex_eq(m)])
+        return Solve(x, ok and abs(x.sum() - 1.0) <= 1e-6, float(gains @ x), _norm(x, k_hat))
+
+    pick = choose_u(solve_at, s, mem.rounds, mem.u, mem.target, not np.any(k_hat))
+    mem = mem._replace(u=pick.u, target=pick.target)
+    x, ok = pick.solve.x, pick.solve.ok
+    if not ok:
+        x = _vertex(gains)
     w = r_hat * x
     total = w.sum()
     return (w / total if total > 0 else s.preference.copy()), mem, not ok
@@ -305,16 +322,22 @@ def _ec_mgda(costs, gram, s: Settings, mem: Memory):
     def full(x):
         return np.concatenate([[wp], x])
 
-    def fun(x):
-        b = full(x)
-        return float(c @ x + s.u * np.sqrt(max(b @ g_hat @ b, 0.0) + 1e-18))
+    def solve_at(u):
+        def fun(x):
+            b = full(x)
+            return float(c @ x + u * np.sqrt(max(b @ g_hat @ b, 0.0) + 1e-18))
 
-    def jac(x):
-        b = full(x)
-        q = np.sqrt(max(b @ g_hat @ b, 0.0) + 1e-18)
-        return c + s.u * (g_hat @ b)[1:] / q
+        def jac(x):
+            b = full(x)
+            q = np.sqrt(max(b @ g_hat @ b, 0.0) + 1e-18)
+            return c + u * (g_hat @ b)[1:] / q
 
-    x, ok = solve_box(fun, jac, np.zeros(m - 1), s.cap.copy(), s.cap / 2)
+        x, ok = solve_box(fun, jac, np.zeros(m - 1), s.cap.copy(), s.cap / 2)
+        return Solve(x, ok, float(wp * scaled[0] - c @ x), _norm(full(x), g_hat))
+
+    pick = choose_u(solve_at, s, mem.rounds, mem.u, mem.target, not np.any(g_hat))
+    mem = mem._replace(u=pick.u, target=pick.target)
+    x, ok = pick.solve.x, pick.solve.ok
     if not ok:  # the secondaries over their bounds get their cap, the others nothing
         x = np.where(c < 0, s.cap, 0.0)
     w = full(x)
@@ -373,4 +396,4 @@ def step(s: Settings, mem: Memory, costs: np.ndarray, gram: np.ndarray) -> Round
     if s.smoothing > 0 and mem.weights is not None:  # MO-LightGBM's "*_decay": a moving average of the weights
         w = s.smoothing * mem.weights + (1.0 - s.smoothing) * w
     w = np.maximum(w, 0.0)
-    return RoundResult(w, Memory(mem.rounds + 1, w, duals, mem.scales, mem.gram_scale), fallback)
+    return RoundResult(w, mem._replace(rounds=mem.rounds + 1, weights=w, duals=duals), fallback)
