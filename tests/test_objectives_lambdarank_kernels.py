@@ -256,7 +256,7 @@ def test_every_driver_signals_an_unknown_metric_and_writes_nothing(metric):
     order = np.full(n, -1, np.int64)
     offsets, status = LK.lambdarank_pair_offsets(inp, order)
     assert status == bad and offsets[-1] == 0 and np.all(order == -1)
-    out = LK.PassOutputs(g, h, np.zeros(4, np.int64), np.zeros(4, np.int64), np.zeros(4))
+    out = LK.PassOutputs(g, h, np.zeros(4, np.int32), np.zeros(4, np.int32), np.zeros(4))  # the compiled pass's
     assert LK.lambdarank_pair_fill(inp, True, out, np.arange(n), np.zeros(len(inp.qnorm) + 1, np.int64)) == bad
     i, j, c, status = LK.lambdarank_couplings(inp, True, g, h)
     assert status == bad and i.size == j.size == c.size == 0

@@ -237,6 +237,11 @@ _NO_F = np.zeros(0, dtype=np.float64)
 #: cold cache, and the OLE booster keeps its pairs in int32 (half the index traffic). So the passes
 #: without pairs pass int32 empties too, and callers that return int64 rows convert at the end.
 _NO_PAIRS = np.zeros(0, dtype=np.int32)
+
+
+def _without_pairs(out_grad: np.ndarray, out_hess: np.ndarray) -> PassOutputs:
+    """The outputs of a pass that writes no pairs (their rows typed as every pair pass's: ``_NO_PAIRS``)."""
+    return PassOutputs(out_grad, out_hess, _NO_PAIRS, _NO_PAIRS, _NO_F)
 #: The TERMS record of every other mode (nothing read, nothing written).
 _NO_DEBIAS = Debias(_NO_I, _NO_F, _NO_F, False, _NO_F, _NO_F, _NO_F)
 
@@ -259,7 +264,7 @@ def _serial_sum(values):
 
 def lambdarank_grad_hess(inp: PassInputs, out_grad: np.ndarray, out_hess: np.ndarray) -> int:
     """Adds every query's gradients and hessians into ``out_grad`` / ``out_hess``; returns the status."""
-    return _run_blocks(int(Mode.GRAD), inp, PassOutputs(out_grad, out_hess, _NO_PAIRS, _NO_PAIRS, _NO_F), _NO_I, _NO_I, _NO_F,
+    return _run_blocks(int(Mode.GRAD), inp, _without_pairs(out_grad, out_hess), _NO_I, _NO_I, _NO_F,
                        _NO_DEBIAS)
 
 
@@ -269,7 +274,7 @@ def lambdarank_grad_hess_loss(inp: PassInputs, out_grad: np.ndarray, out_hess: n
     ``SOFTPLUS_TABLE_ERROR`` times the sum of the pairs' ``w |dZ|`` times the norm factors), from one sort
     and one pair pass per query (GRAD_LOSS; ``MultiObjective`` reads both each round)."""
     per_query = np.zeros(inp.ptr.size - 1)
-    status = _run_blocks(int(Mode.GRAD_LOSS), inp, PassOutputs(out_grad, out_hess, _NO_PAIRS, _NO_PAIRS, _NO_F), _NO_I, _NO_I,
+    status = _run_blocks(int(Mode.GRAD_LOSS), inp, _without_pairs(out_grad, out_hess), _NO_I, _NO_I,
                          per_query, _NO_DEBIAS)
     return _serial_sum(per_query), status
 
@@ -296,7 +301,7 @@ def lambdarank_stacked_labels(L: LabelInputs, with_loss: bool, grads: np.ndarray
 def lambdarank_loss(inp: PassInputs) -> "tuple[float, int]":
     """``(loss, status)``: the utility summed over queries (serially, in query order)."""
     per_query = np.zeros(inp.ptr.size - 1)
-    status = _run_blocks(int(Mode.LOSS), inp, PassOutputs(_NO_F, _NO_F, _NO_PAIRS, _NO_PAIRS, _NO_F), _NO_I, _NO_I, per_query,
+    status = _run_blocks(int(Mode.LOSS), inp, _without_pairs(_NO_F, _NO_F), _NO_I, _NO_I, per_query,
                          _NO_DEBIAS)
     return _serial_sum(per_query), status
 
@@ -306,7 +311,7 @@ def lambdarank_pair_offsets(inp: PassInputs, order: np.ndarray) -> "tuple[np.nda
     of each query's pairs with nonzero ``|dZ|`` (size n_queries + 1; the last is the pair count)."""
     nq = inp.ptr.size - 1
     per_query = np.zeros(nq)
-    status = _run_blocks(int(Mode.COUNT), inp, PassOutputs(_NO_F, _NO_F, _NO_PAIRS, _NO_PAIRS, _NO_F), order, _NO_I, per_query,
+    status = _run_blocks(int(Mode.COUNT), inp, _without_pairs(_NO_F, _NO_F), order, _NO_I, per_query,
                          _NO_DEBIAS)
     counts = np.zeros(nq + 1, dtype=np.int64)
     counts[1:] = per_query  # pair counts are below 2**53: exact in float64
