@@ -156,6 +156,35 @@ def test_public_couplings_are_int64_and_equal_the_int32_pass():
         assert np.array_equal(i, bi) and np.array_equal(j, bj) and np.array_equal(c, bc)
 
 
+def test_every_pass_runs_the_one_compiled_block_loop():
+    # the gradient, loss and count passes, the public couplings, the OLE booster's int32 buffer and the
+    # debiased terms (read-only or writable positions) share one signature of _run_blocks and of the
+    # general pair loop: each other one was a compilation of ~25 s on a cold cache (the suite's time)
+    from customobj.objectives import _lambdarank_kernels as LK, _lambdarank_pass as P
+    rng = np.random.default_rng(17)
+    s, y, sizes = random_queries(rng, n_queries=6, max_size=9)
+    for obj in (LambdaRank(), LambdaRank(metric="err")):  # NDCG's own pair loops; ERR's general one
+        prep = obj.prepare(y, sizes)
+        obj.grad_hess_prepared(s, prep)
+        blocks = set(LK._run_blocks.signatures)
+        assert len(blocks) >= 1
+        obj.loss_prepared(s, prep)
+        obj.grad_hess_couplings_prepared(s, prep)
+        obj.pair_couplings(s, y, sizes)
+        store = (np.empty(5000, np.int32), np.empty(5000, np.int32), np.empty(5000))
+        obj.grad_hess_couplings_prepared(s, prep, pair_buffer=lambda m: tuple(a[:m] for a in store))
+        position, t = np.arange(s.size) % 4, np.ones(4)
+        frozen = LK.read_only(position)
+        for pos in (position, frozen):
+            i, j, _, terms = obj.debiased_pair_terms(s, prep, pos, t, t, False)
+            assert i.dtype == j.dtype == np.int64 and not terms.pos.flags.writeable
+        assert position.flags.writeable  # the caller's array is left as it was
+        assert set(LK._run_blocks.signatures) == blocks
+    # the general pair loop's mode and spread as query_grad passes them (compiled callees are listed
+    # on a cold cache; a warm one loads _run_blocks whole and lists none)
+    assert {(str(sig[0]), str(sig[5])) for sig in P._metric_pairs.signatures} <= {("int64", "bool")}
+
+
 def test_fused_inside_sum_and_scaled():
     rng = np.random.default_rng(13)
     s, y, sizes = random_queries(rng, n_queries=10, max_size=12)

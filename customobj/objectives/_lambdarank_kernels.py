@@ -233,17 +233,29 @@ def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
 _NO_I = np.zeros(0, dtype=np.int64)
 _NO_F = np.zeros(0, dtype=np.float64)
 #: The rows of every pair output are int32 (int64 only past int32's range, ``pair_index_dtype``): numba
-#: compiles ``_run_blocks`` (and the per-query kernels it calls) once per pair dtype, ~17 s of CPU on a
+#: compiles ``_run_blocks`` (and the per-query kernels it calls) once per pair dtype, ~25 s of CPU on a
 #: cold cache, and the OLE booster keeps its pairs in int32 (half the index traffic). So the passes
-#: without pairs pass int32 empties too, and callers that return int64 rows convert at the end.
+#: without pairs pass int32 empties too, and callers that return int64 rows widen them in place
+#: (:func:`int64_pair_rows`).
 _NO_PAIRS = np.zeros(0, dtype=np.int32)
 
 
 def _without_pairs(out_grad: np.ndarray, out_hess: np.ndarray) -> PassOutputs:
     """The outputs of a pass that writes no pairs (their rows typed as every pair pass's: ``_NO_PAIRS``)."""
     return PassOutputs(out_grad, out_hess, _NO_PAIRS, _NO_PAIRS, _NO_F)
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a``. The TERMS record's positions are always passed read-only (the clicks'
+    own are, ``customobj.clicks``), the empty record's too: a writable one typed the record otherwise,
+    another whole compilation of ``_run_blocks`` (~30 s on a cold cache) in any process using both."""
+    view = a.view()
+    view.setflags(write=False)
+    return view
+
+
 #: The TERMS record of every other mode (nothing read, nothing written).
-_NO_DEBIAS = Debias(_NO_I, _NO_F, _NO_F, False, _NO_F, _NO_F, _NO_F)
+_NO_DEBIAS = Debias(read_only(_NO_I), _NO_F, _NO_F, False, _NO_F, _NO_F, _NO_F)
 
 # The drivers pass the mode as a plain int: numba types an IntEnum member argument by walking its class's
 # members, about half a millisecond a call (cProfile, issue 41), more than a round's other Python.

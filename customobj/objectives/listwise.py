@@ -354,7 +354,7 @@ class LambdaRank(Objective):
         inp, order, offsets, m = self._counted_pairs(scores, prep)
         rows_i, rows_j = LK.int64_pair_rows(m, scores.shape[0])  # written as int32: one compiled pass
         out = LK.PassOutputs(_EMPTY, _EMPTY, rows_i.written, rows_j.written, np.empty(m))
-        terms = LK.Debias(position, tplus, tminus, bool(swapped), np.empty(m), np.empty(m), np.empty(m))
+        terms = LK.Debias(LK.read_only(position), tplus, tminus, bool(swapped), np.empty(m), np.empty(m), np.empty(m))
         check_status(LK.lambdarank_pair_terms(inp, terms, out, order, offsets), "LambdaRank")
         return rows_i.widened(), rows_j.widened(), out.pair_c, terms
 
