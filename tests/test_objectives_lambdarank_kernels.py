@@ -126,6 +126,65 @@ def test_fused_couplings_written_into_a_pair_buffer(metric):
     assert len(asked) == 1 and oi.dtype == np.int64
 
 
+@pytest.mark.parametrize("m", [0, 1, 2, 3, 1001])
+def test_int64_pair_rows_are_written_as_int32_and_widened_in_place(m):
+    # the couplings' int64 rows come from the one int32 pass (LK._NO_PAIRS) written into their own memory
+    from customobj.objectives import _lambdarank_kernels as LK
+    rows_i, rows_j = LK.int64_pair_rows(m, n_rows=10)
+    assert rows_i.written.dtype == np.int32 and rows_i.rows.dtype == np.int64 and rows_i.written.size == m
+    assert m == 0 or np.shares_memory(rows_i.written, rows_i.rows) and not np.shares_memory(rows_i.rows, rows_j.rows)
+    values = np.random.default_rng(m).integers(-2**31, 2**31, size=m).astype(np.int32)
+    values[:min(m, 2)] = [2**31 - 1, -2**31][:min(m, 2)]
+    rows_i.written[:] = values
+    widened = rows_i.widened()
+    assert widened is rows_i.rows and np.array_equal(widened, values.astype(np.int64))
+    big = LK.int64_pair_rows(m, n_rows=2**31 - 1)[0]  # past int32's range the pass writes int64 itself
+    assert big.written is big.rows and big.widened() is big.rows
+
+
+def test_public_couplings_are_int64_and_equal_the_int32_pass():
+    from customobj.objectives import _lambdarank_kernels as LK
+    rng = np.random.default_rng(16)
+    s, y, sizes = random_queries(rng, n_queries=20, max_size=30)
+    obj = LambdaRank(truncation=8)
+    prep = obj.prepare(y, sizes)
+    store = (np.empty(20_000, np.int32), np.empty(20_000, np.int32), np.empty(20_000))
+    _, _, (bi, bj, bc) = obj.grad_hess_couplings_prepared(s, prep, pair_buffer=lambda m: tuple(a[:m] for a in store))
+    for i, j, c in (obj.grad_hess_couplings_prepared(s, prep)[2], obj.pair_couplings(s, y, sizes),
+                    LK.lambdarank_couplings(obj.pass_inputs(s, prep), True, np.zeros(s.size), np.zeros(s.size))[:3]):
+        assert i.dtype == j.dtype == np.int64 and i.flags.c_contiguous and i.size > 100
+        assert np.array_equal(i, bi) and np.array_equal(j, bj) and np.array_equal(c, bc)
+
+
+def test_every_pass_runs_the_one_compiled_block_loop():
+    # the gradient, loss and count passes, the public couplings, the OLE booster's int32 buffer and the
+    # debiased terms (read-only or writable positions) share one signature of _run_blocks and of the
+    # general pair loop: each other one was a compilation of ~25 s on a cold cache (the suite's time)
+    from customobj.objectives import _lambdarank_kernels as LK, _lambdarank_pass as P
+    rng = np.random.default_rng(17)
+    s, y, sizes = random_queries(rng, n_queries=6, max_size=9)
+    for obj in (LambdaRank(), LambdaRank(metric="err")):  # NDCG's own pair loops; ERR's general one
+        prep = obj.prepare(y, sizes)
+        obj.grad_hess_prepared(s, prep)
+        blocks = set(LK._run_blocks.signatures)
+        assert len(blocks) >= 1
+        obj.loss_prepared(s, prep)
+        obj.grad_hess_couplings_prepared(s, prep)
+        obj.pair_couplings(s, y, sizes)
+        store = (np.empty(5000, np.int32), np.empty(5000, np.int32), np.empty(5000))
+        obj.grad_hess_couplings_prepared(s, prep, pair_buffer=lambda m: tuple(a[:m] for a in store))
+        position, t = np.arange(s.size) % 4, np.ones(4)
+        frozen = LK.read_only(position)
+        for pos in (position, frozen):
+            i, j, _, terms = obj.debiased_pair_terms(s, prep, pos, t, t, False)
+            assert i.dtype == j.dtype == np.int64 and not terms.pos.flags.writeable
+        assert position.flags.writeable  # the caller's array is left as it was
+        assert set(LK._run_blocks.signatures) == blocks
+    # the general pair loop's mode and spread as query_grad passes them (compiled callees are listed
+    # on a cold cache; a warm one loads _run_blocks whole and lists none)
+    assert {(str(sig[0]), str(sig[5])) for sig in P._metric_pairs.signatures} <= {("int64", "bool")}
+
+
 def test_fused_inside_sum_and_scaled():
     rng = np.random.default_rng(13)
     s, y, sizes = random_queries(rng, n_queries=10, max_size=12)
@@ -226,7 +285,7 @@ def test_every_driver_signals_an_unknown_metric_and_writes_nothing(metric):
     order = np.full(n, -1, np.int64)
     offsets, status = LK.lambdarank_pair_offsets(inp, order)
     assert status == bad and offsets[-1] == 0 and np.all(order == -1)
-    out = LK.PassOutputs(g, h, np.zeros(4, np.int64), np.zeros(4, np.int64), np.zeros(4))
+    out = LK.PassOutputs(g, h, np.zeros(4, np.int32), np.zeros(4, np.int32), np.zeros(4))  # the compiled pass's
     assert LK.lambdarank_pair_fill(inp, True, out, np.arange(n), np.zeros(len(inp.qnorm) + 1, np.int64)) == bad
     i, j, c, status = LK.lambdarank_couplings(inp, True, g, h)
     assert status == bad and i.size == j.size == c.size == 0

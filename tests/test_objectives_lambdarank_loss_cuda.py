@@ -25,8 +25,7 @@ def gpu_loss(obj, s, y, sizes, w=None):
     inp = obj.pass_inputs(s, prep)
     per_query = np.zeros(len(sizes))
     # the CPU's GRAD_LOSS per query (its driver's per-query values, summed serially by lambdarank_grad_hess_loss)
-    LK._run_blocks(LK.Mode.GRAD_LOSS, inp, LK.PassOutputs(g, h, LK._NO_I, LK._NO_I, LK._NO_F), LK._NO_I, LK._NO_I,
-                   per_query, LK._NO_DEBIAS)
+    LK._run_blocks(LK.Mode.GRAD_LOSS, inp, LK._without_pairs(g, h), LK._NO_I, LK._NO_I, per_query, LK._NO_DEBIAS)
     data_ = devices.device_data(prep, cuda)
     prep.state_for(obj)
     gd, hd = cuda.to_device(np.zeros(y.size)), cuda.to_device(np.zeros(y.size))

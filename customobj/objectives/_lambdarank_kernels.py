@@ -232,8 +232,30 @@ def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
 
 _NO_I = np.zeros(0, dtype=np.int64)
 _NO_F = np.zeros(0, dtype=np.float64)
+#: The rows of every pair output are int32 (int64 only past int32's range, ``pair_index_dtype``): numba
+#: compiles ``_run_blocks`` (and the per-query kernels it calls) once per pair dtype, ~25 s of CPU on a
+#: cold cache, and the OLE booster keeps its pairs in int32 (half the index traffic). So the passes
+#: without pairs pass int32 empties too, and callers that return int64 rows widen them in place
+#: (:func:`int64_pair_rows`).
+_NO_PAIRS = np.zeros(0, dtype=np.int32)
+
+
+def _without_pairs(out_grad: np.ndarray, out_hess: np.ndarray) -> PassOutputs:
+    """The outputs of a pass that writes no pairs (their rows typed as every pair pass's: ``_NO_PAIRS``)."""
+    return PassOutputs(out_grad, out_hess, _NO_PAIRS, _NO_PAIRS, _NO_F)
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a``. The TERMS record's positions are always passed read-only (the clicks'
+    own are, ``customobj.clicks``), the empty record's too: a writable one typed the record otherwise,
+    another whole compilation of ``_run_blocks`` (~30 s on a cold cache) in any process using both."""
+    view = a.view()
+    view.setflags(write=False)
+    return view
+
+
 #: The TERMS record of every other mode (nothing read, nothing written).
-_NO_DEBIAS = Debias(_NO_I, _NO_F, _NO_F, False, _NO_F, _NO_F, _NO_F)
+_NO_DEBIAS = Debias(read_only(_NO_I), _NO_F, _NO_F, False, _NO_F, _NO_F, _NO_F)
 
 # The drivers pass the mode as a plain int: numba types an IntEnum member argument by walking its class's
 # members, about half a millisecond a call (cProfile, issue 41), more than a round's other Python.
@@ -254,7 +276,7 @@ def _serial_sum(values):
 
 def lambdarank_grad_hess(inp: PassInputs, out_grad: np.ndarray, out_hess: np.ndarray) -> int:
     """Adds every query's gradients and hessians into ``out_grad`` / ``out_hess``; returns the status."""
-    return _run_blocks(int(Mode.GRAD), inp, PassOutputs(out_grad, out_hess, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I, _NO_F,
+    return _run_blocks(int(Mode.GRAD), inp, _without_pairs(out_grad, out_hess), _NO_I, _NO_I, _NO_F,
                        _NO_DEBIAS)
 
 
@@ -264,7 +286,7 @@ def lambdarank_grad_hess_loss(inp: PassInputs, out_grad: np.ndarray, out_hess: n
     ``SOFTPLUS_TABLE_ERROR`` times the sum of the pairs' ``w |dZ|`` times the norm factors), from one sort
     and one pair pass per query (GRAD_LOSS; ``MultiObjective`` reads both each round)."""
     per_query = np.zeros(inp.ptr.size - 1)
-    status = _run_blocks(int(Mode.GRAD_LOSS), inp, PassOutputs(out_grad, out_hess, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I,
+    status = _run_blocks(int(Mode.GRAD_LOSS), inp, _without_pairs(out_grad, out_hess), _NO_I, _NO_I,
                          per_query, _NO_DEBIAS)
     return _serial_sum(per_query), status
 
@@ -283,7 +305,7 @@ def lambdarank_stacked_labels(L: LabelInputs, with_loss: bool, grads: np.ndarray
     """:func:`lambdarank_labels` of labels already stacked by :func:`label_inputs` (``MultiObjective``
     stacks its labels once and replaces only the scores each round)."""
     per_query = np.zeros((L.metric.size, L.ptr.size - 1))
-    status = _run_labels(int(Mode.GRAD_LOSS if with_loss else Mode.GRAD), L, grads, hess, per_query, _NO_I, _NO_F,
+    status = _run_labels(int(Mode.GRAD_LOSS if with_loss else Mode.GRAD), L, grads, hess, per_query, _NO_PAIRS, _NO_F,
                          _NO_DEBIAS)
     return np.array([_serial_sum(per_query[k]) for k in range(L.metric.size)]), status
 
@@ -291,7 +313,7 @@ def lambdarank_stacked_labels(L: LabelInputs, with_loss: bool, grads: np.ndarray
 def lambdarank_loss(inp: PassInputs) -> "tuple[float, int]":
     """``(loss, status)``: the utility summed over queries (serially, in query order)."""
     per_query = np.zeros(inp.ptr.size - 1)
-    status = _run_blocks(int(Mode.LOSS), inp, PassOutputs(_NO_F, _NO_F, _NO_I, _NO_I, _NO_F), _NO_I, _NO_I, per_query,
+    status = _run_blocks(int(Mode.LOSS), inp, _without_pairs(_NO_F, _NO_F), _NO_I, _NO_I, per_query,
                          _NO_DEBIAS)
     return _serial_sum(per_query), status
 
@@ -301,7 +323,7 @@ def lambdarank_pair_offsets(inp: PassInputs, order: np.ndarray) -> "tuple[np.nda
     of each query's pairs with nonzero ``|dZ|`` (size n_queries + 1; the last is the pair count)."""
     nq = inp.ptr.size - 1
     per_query = np.zeros(nq)
-    status = _run_blocks(int(Mode.COUNT), inp, PassOutputs(_NO_F, _NO_F, _NO_I, _NO_I, _NO_F), order, _NO_I, per_query,
+    status = _run_blocks(int(Mode.COUNT), inp, _without_pairs(_NO_F, _NO_F), order, _NO_I, per_query,
                          _NO_DEBIAS)
     counts = np.zeros(nq + 1, dtype=np.int64)
     counts[1:] = per_query  # pair counts are below 2**53: exact in float64
@@ -335,10 +357,41 @@ def lambdarank_couplings(inp: PassInputs, with_grad: bool, out_grad: np.ndarray,
     order = np.empty(inp.ptr[inp.ptr.size - 1], dtype=np.int64)
     offsets, status = lambdarank_pair_offsets(inp, order)
     m = int(offsets[-1])
-    out_i = np.empty(m, dtype=np.int64)
-    out_j = np.empty(m, dtype=np.int64)
+    out_i, out_j = int64_pair_rows(m, inp.scores.size)
     out_c = np.empty(m, dtype=np.float64)
     if status == KernelStatus.OK:
-        status = lambdarank_pair_fill(inp, with_grad, PassOutputs(out_grad, out_hess, out_i, out_j, out_c),
-                                      order, offsets)
-    return out_i, out_j, out_c, status
+        status = lambdarank_pair_fill(inp, with_grad, PassOutputs(out_grad, out_hess, out_i.written, out_j.written,
+                                                                  out_c), order, offsets)
+    return out_i.widened(), out_j.widened(), out_c, status
+
+
+class Int64Rows(NamedTuple):
+    """A pair-row array returned as int64 (the couplings' public dtype) that the pass writes as
+    ``written``: int32 in the int64 array's own memory (``_NO_PAIRS``), widened in place afterwards, so no
+    second array; ``written`` is the int64 array itself past int32's range."""
+
+    rows: np.ndarray
+    written: np.ndarray
+
+    def widened(self) -> np.ndarray:
+        """``rows``, holding the values the pass wrote to ``written``."""
+        if self.written.dtype != np.int64:
+            _widen_in_place(self.rows, self.written)
+        return self.rows
+
+
+def int64_pair_rows(m: int, n_rows: int) -> "tuple[Int64Rows, Int64Rows]":
+    """Two :class:`Int64Rows` of ``m`` pairs over ``n_rows`` rows: written as int32 below 2**31 - 1 rows."""
+    out = []
+    for _ in range(2):
+        rows = np.empty(m, dtype=np.int64)
+        out.append(Int64Rows(rows, rows.view(np.int32)[:m] if n_rows < 2**31 - 1 else rows))
+    return out[0], out[1]
+
+
+@njit(cache=True)
+def _widen_in_place(rows, written):
+    # written[k] lies in bytes 4k..4k+3 of rows' memory, rows[k] in 8k..8k+7: from the last down, each
+    # store overwrites only written[2k] and written[2k + 1], already read (2k >= k).
+    for k in range(written.size - 1, -1, -1):
+        rows[k] = written[k]

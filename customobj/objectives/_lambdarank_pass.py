@@ -246,6 +246,14 @@ def _ndcg_mode_pairs(mode, inp, q, spread, order, F, I, out):
     return 0, 0.0, 0.0  # unreachable: query_grad sends only these modes here
 
 
+# LOSS's and COUNT's calls of _metric_pairs pass their mode and spread typed as query_grad's (int64, bool):
+# an IntEnum member or a literal False is another signature, and each compiles this long loop again
+# (three compilations on a cold cache before). numpy scalars, not Python ones: numba types those as literals.
+_LOSS_MODE = np.int64(Mode.LOSS)
+_COUNT_MODE = np.int64(Mode.COUNT)
+_NO_SPREAD = np.bool_(False)
+
+
 @njit(cache=True)
 def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
     """The general pair loop of one sorted query (every metric; NDCG when ``_ndcg_pairs`` cannot
@@ -395,7 +403,7 @@ def query_loss(inp, out, q, order, F, deb):
     """LOSS: the query's utility ``sum_pairs w_ij |dZ_ij| log(1 + exp(-sigma d))`` (times the
     frozen norm factor). ``out`` and ``deb`` are only passed through (LOSS writes nothing)."""
     first, second, spread = _sorted_scores(inp, q, order, F)
-    _, sum_lambda, total = _metric_pairs(Mode.LOSS, inp, q, first, second, spread, order, F, out, deb)
+    _, sum_lambda, total = _metric_pairs(_LOSS_MODE, inp, q, first, second, spread, order, F, out, deb)
     return total * norm_factor(inp.norm, sum_lambda)
 
 
@@ -406,5 +414,5 @@ def query_count(inp, out, q, order, F, deb):
     first, second = _setup(inp, q.n, q.kk, order, F)
     if inp.metric == Metric.NDCG:
         return _ndcg_count(q, inp.disc, F[Channel.GAIN])
-    count, _, _ = _metric_pairs(Mode.COUNT, inp, q, first, second, False, order, F, out, deb)
+    count, _, _ = _metric_pairs(_COUNT_MODE, inp, q, first, second, _NO_SPREAD, order, F, out, deb)
     return count

@@ -358,10 +358,11 @@ class LambdaRank(Objective):
         True
         """
         inp, order, offsets, m = self._counted_pairs(scores, prep)
-        out = LK.PassOutputs(_EMPTY, _EMPTY, np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m))
-        terms = LK.Debias(position, tplus, tminus, bool(swapped), np.empty(m), np.empty(m), np.empty(m))
+        rows_i, rows_j = LK.int64_pair_rows(m, scores.shape[0])  # written as int32: one compiled pass
+        out = LK.PassOutputs(_EMPTY, _EMPTY, rows_i.written, rows_j.written, np.empty(m))
+        terms = LK.Debias(LK.read_only(position), tplus, tminus, bool(swapped), np.empty(m), np.empty(m), np.empty(m))
         check_status(LK.lambdarank_pair_terms(inp, terms, out, order, offsets), "LambdaRank")
-        return out.pair_i, out.pair_j, out.pair_c, terms
+        return rows_i.widened(), rows_j.widened(), out.pair_c, terms
 
     def _counted_pairs(self, scores, prep):
         # Count pass (no pair memory), then the pair budget: every pair path honours it.
@@ -372,13 +373,15 @@ class LambdaRank(Objective):
 
     def _couplings(self, scores, prep, state, with_grad, out_grad, out_hess, pair_buffer):
         inp, order, offsets, m = self._counted_pairs(scores, prep)
-        if pair_buffer is None:
-            out_i, out_j, out_c = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.float64)
-        else:
+        if pair_buffer is not None:
             out_i, out_j, out_c = pair_buffer(m)
-        out = LK.PassOutputs(out_grad, out_hess, out_i, out_j, out_c)
+            out = LK.PassOutputs(out_grad, out_hess, out_i, out_j, out_c)
+            check_status(LK.lambdarank_pair_fill(inp, with_grad, out, order, offsets), "LambdaRank")
+            return out_i, out_j, out_c
+        rows_i, rows_j = LK.int64_pair_rows(m, scores.shape[0])  # written as int32: one compiled pass
+        out = LK.PassOutputs(out_grad, out_hess, rows_i.written, rows_j.written, np.empty(m, np.float64))
         check_status(LK.lambdarank_pair_fill(inp, with_grad, out, order, offsets), "LambdaRank")
-        return out_i, out_j, out_c
+        return rows_i.widened(), rows_j.widened(), out.pair_c
 
 
 class StructuredDCG(Objective):
