@@ -16,8 +16,8 @@ allreduce), and kept there as one ``rows x columns`` block (a Dask future, publi
 the training's until it ends). A worker's objective takes each of its rows' labels from those blocks
 (:func:`local_objective`: from its own memory, or through its client from a block held elsewhere), and trains a
 :meth:`~customobj.multi.MultiObjective.with_labels` copy of the user's objective on them; the sums of
-the round (costs, Gram matrix) then go over the workers through XGBoost's allreduce
-(``Prepared.collective``), so every worker solves the one-machine problem.
+the round (costs, Gram matrix) then go over the workers (``Prepared.collective``: XGBoost's allreduce, or
+for LightGBM Dask ``Variable``s, ``adapters._dask_collective``), so every worker solves the one-machine problem.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ import numpy as np
 
 from customobj.multi import MultiObjective
 
+from ._dask_collective import COLLECTIVE_TIMEOUT_S, VariableCollective
 from ._dask_partition import QueryPartitions, _as_dask_array, _workers
 from .lightgbm import LightGBMObjective
 
@@ -225,30 +226,66 @@ def _run_offsets(part: np.ndarray, held: np.ndarray, sizes: np.ndarray) -> np.nd
 
 
 class LabelledLightGBMObjective(LightGBMObjective):
-    """The LightGBM objective of a ``MultiObjective`` with label columns on ``lightgbm.dask``
-    (``method="linear"``: nothing pooled). LightGBM hands a scikit-learn objective ``(y_true, y_pred,
-    weight, group)`` only, so the weights carry each row's partition index plus 2 (never 0, and never
-    all 1, which LightGBM drops as no weights; float32, exact); with a custom objective LightGBM reads
-    the weights nowhere else (the objective applies them), and the user's weights travel as the last
-    column of the label blocks. The parts arrive whole and in order, so the runs give the offsets."""
+    """The LightGBM objective of a ``MultiObjective`` with label columns on ``lightgbm.dask``. LightGBM hands a
+    scikit-learn objective ``(y_true, y_pred, weight, group)`` only, so the weights carry each row's partition
+    index plus 2 (never 0, and never all 1, which LightGBM drops as no weights; float32, exact); with a custom
+    objective LightGBM reads the weights nowhere else (the objective applies them), and the user's weights
+    travel as the last column of the label blocks. The parts arrive whole and in order, so the runs give the
+    offsets. ``collective_run`` (a method that reads costs or the Gram matrix): the training's key, under which
+    the round's sums go over the workers through Dask Variables (``adapters._dask_collective``); the callable
+    that comes back with the model carries what the workers learned (``fitted``) and the calls made."""
 
-    def __init__(self, objective: MultiObjective, *, label_blocks: "LabelBlocks | None" = None) -> None:
+    def __init__(self, objective: MultiObjective, *, label_blocks: "LabelBlocks | None" = None,
+                 collective_run: "str | None" = None, collective_timeout: float = COLLECTIVE_TIMEOUT_S) -> None:
         super().__init__(objective)
         self.label_blocks = label_blocks
+        self.collective_run = collective_run
+        self.collective_timeout = collective_timeout
+        self.collective: "VariableCollective | None" = None
+        self.fitted: dict = {}
+        self._prep: Any = None
         self._weight: "np.ndarray | None" = None
 
     def __getstate__(self) -> dict:
-        return dict(super().__getstate__(), label_blocks=self.label_blocks)
+        state = dict(super().__getstate__(), label_blocks=self.label_blocks, collective_run=self.collective_run,
+                     collective_timeout=self.collective_timeout, fitted=self._fitted())
+        c = self.collective
+        return dict(state, calls=0 if c is None else c.calls, n_ranks=0 if c is None else (c.n_ranks or 0))
 
     def __setstate__(self, state: dict) -> None:
-        type(self).__init__(self, state["objective"], label_blocks=state.get("label_blocks"))
+        type(self).__init__(self, state["objective"], label_blocks=state.get("label_blocks"),
+                            collective_run=state.get("collective_run"),
+                            collective_timeout=state.get("collective_timeout", COLLECTIVE_TIMEOUT_S))
+        self.fitted = state.get("fitted", {})
+        self.calls, self.n_ranks = state.get("calls", 0), state.get("n_ranks", 0)
+
+    def _fitted(self) -> dict:
+        """What the objective learned on this worker's training rows (every worker the same: summed rounds)."""
+        import warnings
+
+        if self._prep is None:
+            return dict(self.fitted)
+        with warnings.catch_warnings():  # an unmet bound: said on the client (train_lightgbm)
+            warnings.simplefilter("ignore", UserWarning)
+            found = self.objective.fitted_attributes(self._prep)
+        return {k: np.asarray(v) for k, v in found.items()}
+
+    def _sklearn_state(self, y_true: Any, weight: Any, group: Any) -> Any:
+        state = super()._sklearn_state(y_true, weight, group)
+        state.prep.collective = self.collective  # the rounds' sums over the workers (None: nothing summed)
+        self._prep = state.prep  # held: LightGBM's label array (the cache's key) is gone when the model ships
+        return state
 
     def __call__(self, first: Any, second: Any, weight: Any = None, group: Any = None) -> Any:
         if self.label_blocks is not None:
             if weight is None:
                 raise RuntimeError("LightGBM passed no weights: the rows' partition indices are lost")
             assert isinstance(self.objective, MultiObjective)
-            self.objective, self._weight = local_objective(self.objective, self.label_blocks,
-                                                           np.asarray(weight) - PARTITION_WEIGHT_BASE, None)
+            part = np.asarray(weight) - PARTITION_WEIGHT_BASE
+            if self.collective_run is not None and part.size:
+                self.collective = VariableCollective(self.collective_run, len(self.label_blocks.keys),
+                                                     np.unique(part.astype(np.int64)),
+                                                     timeout=self.collective_timeout)
+            self.objective, self._weight = local_objective(self.objective, self.label_blocks, part, None)
             self.label_blocks = None  # the training data's columns found: it is the only data set called
         return super().__call__(first, second, self._weight, group)

@@ -26,7 +26,10 @@ lightgbm.dask has no collective operation for Python code), and takes ``Unbiased
 Several labels (docs/multi-objective.md, "Dask"): a ``MultiObjective``'s label columns, numpy or Dask
 arrays / Series aligned with ``y``, are split with the query-aligned partitions and checked next to each
 (``adapters._dask_labels``). :func:`train_xgboost` gives the one-machine weights for every method (costs
-and Gram matrix summed by XGBoost's allreduce); :func:`train_lightgbm` takes ``method="linear"`` only.
+and Gram matrix summed by XGBoost's allreduce); so does :func:`train_lightgbm` (the sums go through Dask
+``Variable``s, ``adapters._dask_collective``: lightgbm.dask has no collective for Python code), which needs
+label columns for a method that reads costs or the Gram matrix (the rows carry their partitions, which find
+the training workers).
 
 Early stopping and histories (checked on lightgbm 4.7, xgboost 3.2):
 
@@ -85,6 +88,7 @@ from ._dask_partition import (
     repartition_by_query,
     scatter_by_query,
 )
+from ._dask_collective import lightgbm_refusal, release_collective
 from ._dask_em import train_regression_em
 from ._dask_labels import (PARTITION_WEIGHT_BASE, LabelBlocks, LabelledLightGBMObjective, has_label_columns,
                            local_objective, released, split_labels, walk_objectives)
@@ -122,32 +126,6 @@ _LGB_NO_EARLY_STOPPING = (
     "queries: predict with num_iteration = its best round. Or use train_xgboost(..., early_stopping_rounds=) "
     "with params['eval_metric'] (XGBoost reduces its metrics over the workers)"
 )
-
-
-_LGB_NO_POOLING = (
-    "train_lightgbm cannot train this {name}: Unbiased without propensity= (alone or in a sum) estimates its "
-    "propensities from all rows every round, and "
-    "lightgbm.dask gives a custom objective no way to sum the workers' statistics (no collective operations "
-    "reach Python), so each worker would estimate its own. Use train_xgboost (XGBoost's allreduce sums them: "
-    "one estimate from all workers' rows), or give known propensities, Unbiased(..., propensity=...) (for "
-    "example the position_bias_ that train_xgboost estimated): nothing is estimated then"
-)
-
-_LGB_NO_MULTI_POOLING = (
-    "train_lightgbm cannot train MultiObjective(method={method!r}): each round it reads the per-label costs (and "
-    "the m x m Gram matrix) summed over all rows, and lightgbm.dask gives a custom objective no way to sum the "
-    "workers' statistics (no collective operations reach Python), so each worker would choose its own weights. "
-    "Use train_xgboost (XGBoost's allreduce sums them: the one-machine weights), or method='linear' (fixed "
-    "weights, nothing summed)"
-)
-
-
-def _lgb_no_pooling(objective: Objective) -> str:
-    """Why lightgbm.dask cannot train an objective that pools rows, and what can."""
-    if isinstance(objective, MultiObjective) and (objective._settings.spec.needs_costs or
-                                                  objective._settings.spec.needs_gram):
-        return _LGB_NO_MULTI_POOLING.format(method=objective.method)
-    return _LGB_NO_POOLING.format(name=type(objective).__name__)
 
 
 def _is_early_stopping_callback(cb: object) -> bool:
@@ -348,10 +326,15 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     ``eval_set``...), passed to the estimator; ``objective`` must not be among them.
     ``eval_set``: ``[(X, y, qid_or_group), ...]``. Other keyword arguments go to ``fit``.
     Returns the fitted ``DaskLGBMRanker`` (``.to_local()`` for a plain ``LGBMRanker``).
-    An objective that estimates from all rows every round (``Unbiased`` without ``propensity=``, a
-    ``MultiObjective`` whose method reads costs or the Gram matrix: ``Objective.pools_rows``) is refused
-    with a ``NotImplementedError`` naming :func:`train_xgboost`. A ``MultiObjective(method="linear")`` with
-    label columns trains: the columns are split and checked as in :func:`train_xgboost`, and since
+    An objective that estimates from all rows every round (``Unbiased`` without ``propensity=``, alone or
+    inside; a ``MultiObjective`` without label columns whose method reads costs or the Gram matrix:
+    ``Objective.pools_rows``) is refused with a ``NotImplementedError`` naming :func:`train_xgboost`. A
+    ``MultiObjective`` with label columns trains with every method: the round's costs and Gram matrix are
+    summed over the workers through Dask ``Variable``s (``adapters._dask_collective``; each read waits at most
+    ``COLLECTIVE_TIMEOUT_S``, then ``TimeoutError``), so the workers choose the one-machine weights; what they
+    learned comes back as ``model.fitted_attributes_`` (``label_weights_``, ``label_costs_``, ...; ``{}`` for
+    other objectives) and an unmet bound is said with a ``UserWarning`` here. The columns are split and
+    checked as in :func:`train_xgboost`, and since
     ``lightgbm.dask`` hands the objective nothing but ``(y_true, y_pred, weight, group)``, the Dataset's
     weights carry each row's partition index (LightGBM reads them nowhere else with a custom objective;
     ``weight`` travels with the label columns and is applied by the objective as always).
@@ -364,9 +347,12 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     objective = require_objective(objective, "train_lightgbm")
     _check_single_output(objective, "LightGBM")
     _check_no_positions(objective)
-    if objective.pools_rows:
-        raise NotImplementedError(_lgb_no_pooling(objective))
     labelled = has_label_columns(objective)
+    # A MultiObjective with label columns sums its costs / Gram matrix through Dask Variables (its rows carry
+    # their partitions: _dask_collective); anything else that pools rows (Unbiased estimating) is refused.
+    summed = labelled and isinstance(objective, MultiObjective) and not any(o.pools_rows for o in objective.objectives)
+    if objective.pools_rows and not summed:
+        raise NotImplementedError(lightgbm_refusal(objective))
     params = dict(params or {})
     if "objective" in params:
         raise TypeError("train_lightgbm takes the customobj objective as objective=, not in params")
@@ -389,13 +375,22 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     f, weights, plan = lightgbm_sklearn_objective(objective), parts.weight, None
     if labelled and isinstance(objective, MultiObjective):  # label columns: the rows' partitions ride in the weights
         plan = split_labels(client, objective, parts)
-        f = LabelledLightGBMObjective(plan.template, label_blocks=plan.blocks)
+        run = f"customobj-sum-{uuid.uuid4().hex}" if objective.pools_rows else None
+        f = LabelledLightGBMObjective(plan.template, label_blocks=plan.blocks, collective_run=run)
         weights = plan.lower + PARTITION_WEIGHT_BASE
     model = DaskLGBMRanker(client=client, objective=f, n_estimators=num_boost_round, **params)
     try:
-        return model.fit(parts.X, parts.y, group=parts.group, sample_weight=weights, **fit)
+        model.fit(parts.X, parts.y, group=parts.group, sample_weight=weights, **fit)
     finally:
         released(client, plan)
+        if plan is not None:
+            release_collective(client, model.objective, f, len(plan.blocks.keys))
+    back = model.objective  # lightgbm.dask sets the trained worker's callable on the model
+    model.fitted_attributes_ = dict(getattr(back, "fitted", {}))
+    if isinstance(objective, MultiObjective) and "label_costs_" in model.fitted_attributes_:
+        # an unmet bound: said here, as on one machine (the workers' warnings stay in their logs)
+        warn_unmet_bounds(objective._settings, model.fitted_attributes_["label_costs_"], stacklevel=2)
+    return model
 
 
 def lightgbm_history(model: lightgbm.Booster | lightgbm.LGBMModel, eval_set: list, *metrics: str) -> dict:

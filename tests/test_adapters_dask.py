@@ -3,7 +3,8 @@ NDCG@10 on MQ2008 Fold1 (query-aligned partitions and their errors: tests/test_a
 propensities estimated from all workers' rows (Unbiased through train_xgboost, and RegressionEM through
 adapters/_dask_em.py's train_regression_em) equal to the one-machine estimate; MultiObjective's label
 columns split with the partitions (adapters/_dask_labels.py): two workers give the one-machine weights and
-model, hostile columns are refused before training."""
+model, on XGBoost and on LightGBM (the round's sums through Dask Variables, adapters/_dask_collective.py),
+hostile columns are refused before training."""
 import os
 
 import numpy as np
@@ -467,15 +468,123 @@ def test_multi_objective_label_columns_on_lightgbm_linear_give_the_one_machine_m
     assert np.abs(want - one_machine(None)).max() > 1e-3  # the second label (and the weights) were read
 
 
-def test_multi_objective_label_columns_that_pool_rows_are_refused_by_lightgbm(two_labels):
+def _variables_become(client, prefix, names, wait_s=20.0):
+    """Whether the scheduler's Variables named ``prefix...`` become ``names`` within ``wait_s`` (Variable.delete
+    is a message the scheduler handles when it comes: polled, not read once)."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = sorted(n for n in client.run_on_scheduler(
+            lambda dask_scheduler: list(dask_scheduler.extensions["variables"].variables)) if str(n).startswith(prefix))
+        if found == sorted(names) or time.monotonic() > deadline:
+            return found == sorted(names)
+        time.sleep(0.05)
+
+
+LGB_SUMMED = [pytest.param("epo", {"preference": [1, 2]}, id="epo"),
+              pytest.param("epsilon_constraint", {"bounds": [1.5], "dual_interval": 1}, id="epsilon_constraint")]
+
+
+@pytest.mark.parametrize("method, options", LGB_SUMMED)
+def test_lightgbm_sums_the_costs_and_gram_over_the_workers(client, two_labels, method, options):
+    """lightgbm.dask with a method that reads the round's costs (and Gram matrix): summed over the two workers
+    through Dask Variables (adapters/_dask_collective.py), the one-machine weights, costs, duals and model. One
+    binary feature: every tree has its one possible split, whatever LightGBM's rank order."""
+    import warnings
+
+    from customobj.multi import MultiObjective
+
+    X, y, g, second = two_labels
+    binary = (X[:, [1]] > 0.5).astype(np.float64)
+    params = dict(num_leaves=2, learning_rate=0.3, min_data_in_leaf=1, min_data_in_bin=1, verbose=-1)
+    losses = [customobj.LambdaRank(), customobj.RankNet()]
+
+    def one_machine(labels):
+        f = adapters.lightgbm_objective(MultiObjective(losses, labels=labels, method=method, **options))
+        ds = lgb.Dataset(binary, y, group=g, params={"min_data_in_bin": 1, "verbose": -1})
+        with warnings.catch_warnings():  # an unmet bound is said when the attributes are read: not the question
+            warnings.simplefilter("ignore", UserWarning)
+            booster = lgb.train(dict(params, objective=f, num_threads=1), ds, 3)
+            return booster.predict(binary), f.fitted_attributes(ds)
+
+    want_pred, want = one_machine([None, second])
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        model = ad.train_lightgbm(client, params, binary, y, g,
+                                  MultiObjective(losses, labels=[None, second], method=method, **options),
+                                  num_boost_round=3)
+    got = model.fitted_attributes_
+    assert _variables_become(client, "customobj-sum-", [])  # every round's Variables deleted
+    unmet = [w for w in said if "was not met" in str(w.message)]
+    if method == "epsilon_constraint":  # not met in 3 rounds: said on the client, with the cost reached
+        assert want["label_costs_"][-1, 1] > options["bounds"][0]
+        assert len(unmet) == 1 and f"is {want['label_costs_'][-1, 1]:.6g} after 3 rounds" in str(unmet[0].message)
+        assert unmet[0].filename == __file__
+    else:
+        assert not unmet
+    names = {"label_weights_", "label_costs_", "label_fallbacks_"} | (
+        {"label_duals_"} if method == "epsilon_constraint" else set())
+    assert got.keys() == want.keys() == names
+    for name in names - {"label_fallbacks_"}:
+        assert got[name].shape[0] == 3
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=1e-12 * np.abs(want[name]).max())
+    assert int(got["label_fallbacks_"]) == int(want["label_fallbacks_"]) == 0
+    np.testing.assert_allclose(model.to_local().predict(binary), want_pred, rtol=0, atol=1e-9)
+    # the weights moved, and the second label was read: its costs are not the data label's
+    assert np.ptp(got["label_weights_"][:, 1]) > 1e-3
+    assert np.abs(want["label_costs_"][:, 1] - one_machine(None)[1]["label_costs_"][:, 1]).max() > 1e-3
+
+
+def test_the_variable_collective_sums_in_rank_order_and_times_out(client):
+    """Two workers' collectives (here two threads of the client): the same bits for both, each a sum in rank
+    order, and the partitions' and previous calls' Variables deleted; a missing worker is a TimeoutError
+    naming the timeout, never a hang; bad partitions are refused."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from customobj.adapters._dask_collective import VariableCollective, drop_variables
+
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(size=(2, 3)) * 10.0 ** rng.integers(-8, 8, size=(2, 3)) for _ in range(2)]
+    pair = [VariableCollective("customobj-sum-test", 3, held, timeout=30, client=client) for held in ([2, 0], [1])]
+
+    def rounds(k):
+        return [pair[k].sum(parts[k]), pair[k].max(parts[k] * (k + 1)), pair[k].sum(parts[k] + 1.0)]
+
+    with ThreadPoolExecutor(2) as pool:
+        mine, theirs = pool.map(rounds, [0, 1])
+    for a, b in zip(mine, theirs):
+        assert a.tobytes() == b.tobytes()  # every worker the same bits
+    assert mine[0].tobytes() == (parts[0] + parts[1]).tobytes()  # rank 0 (partition 0) first
+    assert mine[1].tobytes() == np.maximum(parts[0], 2 * parts[1]).tobytes()
+    assert [c.rank for c in pair] == [0, 1] and pair[0].n_ranks == 2 and pair[0].calls == 3
+    assert _variables_become(client, "customobj-sum-test", ["customobj-sum-test-2-0", "customobj-sum-test-2-1"])
+    drop_variables(client, "customobj-sum-test", 3, 3, 2)
+    assert _variables_become(client, "customobj-sum-test", [])
+    alone = VariableCollective("customobj-sum-alone", 2, [0], timeout=0.5, client=client)
+    with pytest.raises(TimeoutError, match=r"partition 1 did not arrive within timeout=0.5 s"):
+        alone.sum(np.ones(3))
+    drop_variables(client, "customobj-sum-alone", 2, 0, 0)
+    for held in ([], [2], [-1]):
+        with pytest.raises(ValueError, match="held must name partitions"):
+            VariableCollective("x", 2, held)
+
+
+def test_multi_objective_that_pools_rows_without_label_columns_is_refused_by_lightgbm(two_labels):
+    """Without label columns the rows carry no partition (nothing finds the training workers): refused, naming
+    train_xgboost, 'linear' and label columns; an estimating Unbiased inside is refused with label columns too."""
     from customobj.multi import MultiObjective
 
     X, y, g, second = two_labels
     for method, options in (("epo", {}), ("epsilon_constraint", {"bounds": [1.0]})):
-        obj = MultiObjective([customobj.LambdaRank(), customobj.RankNet()], labels=[None, second], method=method,
-                             **options)
-        with pytest.raises(NotImplementedError, match=rf"MultiObjective\(method='{method}'\).*train_xgboost.*'linear'"):
+        obj = MultiObjective([customobj.LambdaRank(), customobj.RankNet()], method=method, **options)
+        with pytest.raises(NotImplementedError,
+                           match=rf"MultiObjective\(method='{method}'\).*train_xgboost.*'linear'.*labels="):
             ad.train_lightgbm(None, {}, X, y, g, obj)  # before anything touches a cluster
+    inner = MultiObjective([customobj.Unbiased(customobj.LambdaRank()), customobj.RankNet()], labels=[None, second],
+                           method="epo")
+    with pytest.raises(NotImplementedError, match=r"Unbiased without propensity="):
+        ad.train_lightgbm(None, {}, X, y, g, inner)
 
 
 def _bad_column(second, kind):
