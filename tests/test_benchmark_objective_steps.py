@@ -5,7 +5,8 @@ LambdaRank without truncation (and with LightGBM's norm, and QueryRMSE's dense c
 longer than several simulated warps against short queries: the long query's critical path per row is no
 more than theirs, its work per kept pair no more, and the launches are the same; the same for LightGBM's
 XENDCG and YetiRank, whose per-query kernels run a block per query (and YetiRank's sums a thread per row,
-as long in a long query as in a short one), and Affine's pair kernel (a block per query, on clicks)."""
+as long in a long query as in a short one), and Affine's pair kernel (a block per query, on clicks) and
+its in-bag coupling kernels (a block per chunk of the pair list)."""
 from __future__ import annotations
 
 import json
@@ -106,6 +107,19 @@ def test_the_per_query_kernels_run_a_block_per_query(obj):
                  and s.kernel not in ("scan_pairs", "softmax_qscale_queries") and not s.kernel.startswith("dense_")]
     assert [k for k, _, _ in per_query] == PER_QUERY[type(obj).__name__], per_query
     assert all(grid == 3 and block == query_threads() for _, grid, block in per_query), per_query
+
+
+@needs_simulator
+def test_affines_in_bag_kernels_run_a_block_per_chunk(monkeypatch):
+    # 3 queries of 5 rows: 30 listed pairs, chunks of 8: 4 blocks of the simulator's 8 threads each, every
+    # thread a run of one pair; the threads' runs are placed by one scan, so no thread walks the chunk
+    from customobj.objectives import _launch
+
+    monkeypatch.setattr(_launch, "LIST_CHUNK", 8)
+    p = S.measure(S.OBJECTIVES["affine"], [5, 5, 5])
+    bag = {s.kernel: s for s in p.steps if s.kernel.endswith("_in_bag")}
+    assert sorted(bag) == ["count_in_bag", "place_in_bag"] and p.pairs > 0
+    assert all(s.grid == 4 and s.block == _launch.query_threads() and s.barriers > 0 for s in bag.values()), bag
 
 
 @needs_simulator

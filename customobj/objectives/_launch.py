@@ -27,7 +27,8 @@ from .._cuda_runtime import THREADS, blocks
 
 #: ``m -> (i, j, c)``: device arrays of length ``m`` the pairs are written to.
 PairBuffer = Callable[[int], tuple]
-#: Listed pairs per thread of the list kernels (their result does not depend on it: stable, in order).
+#: Listed pairs per thread of the list kernels, per block of the in-bag ones (their result does not depend
+#: on it: stable, in order).
 LIST_CHUNK = 1024
 
 
@@ -57,9 +58,9 @@ class LaunchCount:
 
 def launch(kernel: Any, n: int, *args: Any) -> None:
     """``kernel`` over ``n`` work items (threads), :data:`THREADS` per block; a kernel that works a
-    block per segment (a query, an upper position or a row: the ``BLOCK_PER_SEGMENT`` of
-    ``_lambdarank_cuda``, ``_listwise_cuda``, ``_listwise_loss_cuda``, ``_sampled_pairs_cuda``,
-    ``_structured_cuda``) gets ``n``
+    block per segment (a query, an upper position, a row or a chunk of a pair list: the
+    ``BLOCK_PER_SEGMENT`` of ``_lambdarank_cuda``, ``_listwise_cuda``, ``_listwise_loss_cuda``,
+    ``_pairwise_cuda``, ``_sampled_pairs_cuda``, ``_structured_cuda``) gets ``n``
     blocks of :func:`query_threads` (:func:`launch_per_segment`)."""
     if any(kernel is k for k in _block_per_segment()):
         launch_per_segment(kernel, n, *args)
@@ -81,11 +82,12 @@ def _block_per_segment() -> tuple:
     from . import _lambdarank_cuda as CL
     from . import _listwise_cuda as CQ
     from . import _listwise_loss_cuda as CQL
+    from . import _pairwise_cuda as CP
     from . import _sampled_pairs_cuda as CS
     from . import _structured_cuda as CT
 
-    return (CL.BLOCK_PER_SEGMENT + CQ.BLOCK_PER_SEGMENT + CQL.BLOCK_PER_SEGMENT + CS.BLOCK_PER_SEGMENT
-            + CT.BLOCK_PER_SEGMENT)
+    return (CL.BLOCK_PER_SEGMENT + CQ.BLOCK_PER_SEGMENT + CQL.BLOCK_PER_SEGMENT + CP.BLOCK_PER_SEGMENT
+            + CS.BLOCK_PER_SEGMENT + CT.BLOCK_PER_SEGMENT)
 
 
 def query_threads() -> int:

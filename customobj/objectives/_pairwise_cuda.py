@@ -22,12 +22,17 @@ thread per fixed chunk of the list (pairs of several queries may share a row, an
 the work): ``count_kept_pairs`` then ``fill_kept_pairs`` keep the pairs of coupling > 0, in list
 order, as the CPU booster's ``compact_pairs`` does; the offsets come from
 ``_lambdarank_cuda.scan_pairs``. With bagging, ``count_in_bag`` / ``place_in_bag`` keep the pairs of
-coupling > 0 with both rows in the bag, in order (``compact_pairs`` with a bag).
+coupling > 0 with both rows in the bag, in order (``compact_pairs`` with a bag): a one-warp block per
+chunk, each thread a run of consecutive pairs, placed by a fixed-order scan of the runs' counts (issue
+42, item 2: one thread's chunk set ``Affine``'s coupling time on a long query).
 """
 from typing import Any, NamedTuple
 
+from numba import int64
+
 from .._cuda_runtime import cuda_module, device_function
 from . import _pairwise_terms as T
+from ._block_cuda import QUERY_THREADS, block_scan, block_sum
 
 cuda = cuda_module()
 
@@ -230,31 +235,56 @@ def _kept(pi, pj, pc, in_bag, k):
     return pc[k] > 0.0 and in_bag[pi[k]] and in_bag[pj[k]]
 
 
-@cuda.jit(cache=True)
-def count_in_bag(pi, pj, pc, in_bag, chunk, counts):
-    """Per chunk of ``chunk`` pairs: those with coupling > 0 and both rows in the bag."""
-    q = cuda.grid(1)
-    if q >= counts.shape[0]:
-        return
-    lo, hi = _chunk(q, chunk, pi.shape[0])
-    c = 0
+@cuda.jit(device=True)
+def _bag_run(pi, pj, pc, in_bag, chunk):
+    """``(lo, hi, kept)``: this thread's run of its block's chunk (``chunk`` pairs a block, block ``q``
+    the ``q``-th; thread ``t`` the ``t``-th run of ``chunk / blockDim.x`` consecutive pairs) and how many
+    of its pairs :func:`_kept` keeps. ``lo = hi`` past the list's end."""
+    m = pi.shape[0]
+    per = (chunk + cuda.blockDim.x - 1) // cuda.blockDim.x
+    start, end = _chunk(cuda.blockIdx.x, chunk, m)
+    lo = min(end, start + cuda.threadIdx.x * per)
+    hi = min(end, lo + per)
+    kept = 0
     for k in range(lo, hi):
         if _kept(pi, pj, pc, in_bag, k):
-            c += 1
-    counts[q] = c
+            kept += 1
+    return lo, hi, kept
+
+
+@cuda.jit(cache=True)
+def count_in_bag(pi, pj, pc, in_bag, chunk, counts):
+    """Block ``q`` (one warp) per chunk of ``chunk`` pairs: those with coupling > 0 and both rows in the
+    bag. Each thread counts a run of consecutive pairs, then the block sums the runs (integers)."""
+    sh = cuda.shared.array(QUERY_THREADS, dtype=int64)
+    if cuda.blockIdx.x >= counts.shape[0]:
+        return  # the whole block: no thread reaches a barrier
+    _, _, kept = _bag_run(pi, pj, pc, in_bag, chunk)
+    total = block_sum(sh, kept)
+    if cuda.threadIdx.x == 0:
+        counts[cuda.blockIdx.x] = total
 
 
 @cuda.jit(cache=True)
 def place_in_bag(pi, pj, pc, in_bag, chunk, offsets, out_i, out_j, out_c):
-    """Per chunk: the pairs ``count_in_bag`` counts, in order, from ``offsets[q]``."""
-    q = cuda.grid(1)
+    """Block ``q`` per chunk: the pairs ``count_in_bag`` counts, in list order, from ``offsets[q]``. Each
+    thread counts its run's kept pairs; one fixed-order scan of the counts over the threads (thread
+    order is list order) gives each run its start; each thread writes its run."""
+    sh = cuda.shared.array(QUERY_THREADS, dtype=int64)
+    q = cuda.blockIdx.x
     if q >= offsets.shape[0] - 1:
         return
-    lo, hi = _chunk(q, chunk, pi.shape[0])
-    t = offsets[q]
+    lo, hi, kept = _bag_run(pi, pj, pc, in_bag, chunk)
+    before, _ = block_scan(sh, kept)
+    t = offsets[q] + before
     for k in range(lo, hi):
         if _kept(pi, pj, pc, in_bag, k):
             out_i[t] = pi[k]
             out_j[t] = pj[k]
             out_c[t] = pc[k]
             t += 1
+
+
+#: The kernels that work a block of ``QUERY_THREADS`` threads per segment (``_launch.launch``): a chunk of
+#: a pair list (the in-bag compaction; the listed couplings keep a thread per chunk).
+BLOCK_PER_SEGMENT = (count_in_bag, place_in_bag)
