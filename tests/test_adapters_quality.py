@@ -24,7 +24,7 @@ def _lambdarank():
 
 
 def _structured():
-    mod = __import__("customobj.objectives.listwise", fromlist=["StructuredDCG"])
+    mod = __import__("customobj.objectives.structured_dcg", fromlist=["StructuredDCG"])
     return getattr(mod, "StructuredDCG", None)
 
 

@@ -1,4 +1,4 @@
-"""StructuredDCG (customobj/objectives/listwise.py) through its kernels
+"""StructuredDCG (customobj/objectives/structured_dcg.py) through its kernels
 customobj/objectives/_structured_kernels.py: the exact assignment against brute force over
 permutations and SciPy's assignment solver, the subgradient against finite differences, weights."""
 import itertools

@@ -4,7 +4,8 @@ from .composite import Scaled, Sum
 from .pointwise import SquaredError
 from .pointwise import Logistic, McRank, SquaredHinge
 from .pairwise import MPBoost, PreferencePairs, QBRank, RankNet, RankSVM
-from .listwise import LambdaRank, StructuredDCG
+from .listwise import LambdaRank
+from .structured_dcg import StructuredDCG
 from .softmax import ListNet, QuerySoftMax
 from .xendcg import XENDCG
 from .query_rmse import QueryRMSE
