@@ -168,7 +168,10 @@ def compiled_asm() -> dict:
 def report(asm: dict) -> dict:
     """Per kernel, its pair loops (``pairs``: divisions per pair 1 = plain, 2 = damped) and, for GRAD_LOSS,
     the cost loops; the summary's per-pair counts (``grad``, ``grad_loss``, ``cost_lane``)."""
-    out = {mode: {"pairs": loops_of(asm[mode], "_ndcg_loop")} for mode in ("GRAD", "GRAD_LOSS")}
+    from customobj.objectives import _lambdarank_pass as P
+
+    loop = {"GRAD": P._NDCG_GRAD, "GRAD_LOSS": P._NDCG_GRAD_LOSS}  # each mode's loop has its own qualname
+    out = {mode: {"pairs": loops_of(asm[mode], d.py_func.__qualname__)} for mode, d in loop.items()}
     out["GRAD_LOSS"]["costs"] = loops_of(asm["COSTS"], "_rows_losses")
 
     def plain(loops):

@@ -34,10 +34,11 @@ it first.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 #: Environment variable naming the folder for customobj's compiled kernels.
 CACHE_ENV = "CUSTOMOBJ_CACHE_DIR"
@@ -194,6 +195,38 @@ def install_cuda(caching: Any) -> None:
     _install_locator(base, impl, caching.Cache)
 
 
+@contextlib.contextmanager
+def _index_lock(cache: Any) -> Iterator[None]:
+    """Hold an exclusive lock on ``cache``'s index (a ``.lock`` file beside its ``.nbi``) across processes.
+
+    numba saves a compiled signature by reading the function's index, taking the first data file name
+    (``<name>.<n>.nbc``) no entry of that index uses, writing the index, then the data. Two processes
+    that compile two signatures of one function on a cold cache (pytest-xdist's workers, Dask workers on
+    one machine, a user's pool) both read the same index, take the same name and overwrite each other:
+    the index then maps one signature to the other's machine code, which later processes load without
+    a check (seen in the suite: LambdaRank's GRAD loop loaded from GRAD_LOSS's file). Under the lock the
+    second process reads the first's index and takes the next name. POSIX only (``fcntl``); where there is
+    none, or the lock file cannot be made, the save goes on unlocked, as numba's own does.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: numba's own behaviour
+        yield
+        return
+    try:
+        cache._impl.locator.ensure_cache_path()
+        handle = open(cache._cache_file._index_path + ".lock", "a+b")
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
 def _install_locator(base: Any, impl: Any, function_cache: Any) -> bool:
     """Insert customobj's locator into ``impl``'s locators (and read-only loads and saves into
     ``function_cache``); False when it is there already."""
@@ -248,7 +281,12 @@ def _install_locator(base: Any, impl: Any, function_cache: Any) -> bool:
             return None
 
     def save_overload(self: Any, sig: Any, data: Any) -> None:
-        if not getattr(self._impl.locator, "read_only", False):
+        if getattr(self._impl.locator, "read_only", False):
+            return
+        if not _is_ours(self._py_func):
+            save(self, sig, data)
+            return
+        with _index_lock(self):
             save(self, sig, data)
 
     function_cache.load_overload, function_cache.save_overload = load_overload, save_overload

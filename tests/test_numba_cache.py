@@ -384,3 +384,50 @@ def test_cuda_kernels_cache_in_customobj_cache_dir(tmp_path: Path) -> None:
     n, bad = proc.stdout.strip().split(" ", 1)
     assert int(n) >= 20 and bad == "[]", proc.stdout
     assert _beside_sources() == before
+
+
+_RACE_SCRIPT = textwrap.dedent("""
+    import os, sys, time
+    import numpy as np
+    import numba.core.caching as caching
+    # Both processes reach the index write only when both have read the index (or after 8 s): without a
+    # lock across processes they both read it empty and take the same data file name.
+    save_index = caching.IndexDataCacheFile._save_index
+    def save_index_after_the_other(self, overloads):
+        open(os.path.join(sys.argv[2], "ready-" + sys.argv[1]), "w").close()
+        deadline = time.monotonic() + 8.0
+        while len(os.listdir(sys.argv[2])) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return save_index(self, overloads)
+    caching.IndexDataCacheFile._save_index = save_index_after_the_other
+    from customobj.objectives._lambdarank_kernels import _widen_in_place
+    written = np.arange(5, dtype=np.int32 if sys.argv[1] == "32" else np.int64)
+    rows = np.zeros(5, dtype=np.int64)
+    _widen_in_place(rows, written)
+    assert rows.tolist() == [0, 1, 2, 3, 4]
+""")
+
+
+def test_two_processes_saving_two_signatures_keep_both(tmp_path: Path) -> None:
+    """Two processes that compile two signatures of one kernel on a cold cache at once (xdist or Dask
+    workers) each keep their own data file: the save holds a lock across processes (``_index_lock``).
+    Without it both read the empty index, take ``<name>.1.nbc`` and the index maps one signature to the
+    other's machine code."""
+    cache, barrier = tmp_path / "cache", tmp_path / "barrier"
+    barrier.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "CUSTOMOBJ_CACHE_DIR")}
+    env["CUSTOMOBJ_CACHE_DIR"] = str(cache)
+    procs = [subprocess.Popen([sys.executable, "-c", _RACE_SCRIPT, bits, str(barrier)], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for bits in ("32", "64")]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    data = sorted(p.name for p in cache.rglob("*_widen_in_place*.nbc"))
+    assert len(data) == 2, data
+    # and a third process loads each signature's own code from them, compiling nothing
+    before = _cache_files(cache)
+    _run("import numpy as np\nfrom customobj.objectives._lambdarank_kernels import _widen_in_place\n"
+         "for dt in (np.int32, np.int64):\n    rows = np.zeros(5, dtype=np.int64)\n"
+         "    _widen_in_place(rows, np.arange(5, dtype=dt))\n    assert rows.tolist() == [0, 1, 2, 3, 4]\n",
+         {"CUSTOMOBJ_CACHE_DIR": str(cache)}, tmp_path)
+    assert _cache_files(cache) == before

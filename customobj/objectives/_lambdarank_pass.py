@@ -217,13 +217,18 @@ def _ndcg_loop(grad, fill, loss):
     live across the loop, cost GRAD_LOSS about 20 instructions a pair: ``benchmarks/pair_loop_asm.py``).
     Returns the njit kernel ``pairs(inp, q, spread, order, F, I, out)``."""
 
-    # error_model="numpy": no zero-division branch per pair (3 instructions a division); no division here
-    # can be by 0: rho's e_a + e_b > 2 EXP_FLOOR (query_grad's check) and damped's 0.01 + |d|
-    @njit(cache=True, error_model="numpy")
     def pairs(inp, q, spread, order, F, I, out):
         return _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out)
 
-    return pairs
+    # Each mode's loop gets a qualname of its own, so cache files of its own: numba names a function's
+    # cache files by qualname and tells closures apart only by a key in their one shared index, so the four
+    # modes shared one index, where a cold-cache race between processes served one mode's machine code for
+    # another's (GRAD returned GRAD_LOSS's utility in the suite; _numba_cache._index_lock now closes it).
+    flags = ("grad" if grad else "") + ("fill" if fill else "") + ("loss" if loss else "")
+    pairs.__qualname__ = pairs.__name__ = f"_ndcg_pairs_{flags}"
+    # error_model="numpy": no zero-division branch per pair (3 instructions a division); no division here
+    # can be by 0: rho's e_a + e_b > 2 EXP_FLOOR (query_grad's check) and damped's 0.01 + |d|
+    return njit(cache=True, error_model="numpy")(pairs)
 
 
 _NDCG_GRAD = _ndcg_loop(True, False, False)
