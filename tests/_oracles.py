@@ -178,3 +178,17 @@ def qbrank_mask(obj, labels, ptr):
         if lab.size and np.all(lab == lab[0]):
             mask[ptr[q]:ptr[q + 1]] = True
     return mask
+
+
+def gradients(kind, m, rng, n=30):
+    """``m`` random per-label gradients of ``n`` rows, the second made degenerate by ``kind``: "parallel"
+    (2.5 times the first), "opposite", "zero", anything else left random (the multi-objective solvers'
+    degenerate Gram matrices)."""
+    g = rng.normal(size=(m, n))
+    if kind == "parallel":
+        g[1] = 2.5 * g[0]
+    elif kind == "opposite":
+        g[1] = -g[0]
+    elif kind == "zero":
+        g[1] = 0.0
+    return g

@@ -6,6 +6,8 @@ the fork's branches (first rounds, clamps, trivial, failure), bad input, and a r
 import numpy as np
 import pytest
 
+from _oracles import gradients
+
 from customobj.multi import mgda_u as MU
 from customobj.multi import solvers
 from customobj.multi.methods import METHODS, check_settings
@@ -19,17 +21,6 @@ def settings(name, m, **kw):
                 secondary_cap=None, random_state=None, dual_interval=None)
     opts.update(kw)
     return check_settings(METHODS[name], m, **opts)
-
-
-def gradients(kind, m, rng, n=30):
-    g = rng.normal(size=(m, n))
-    if kind == "parallel":
-        g[1] = 2.5 * g[0]
-    elif kind == "opposite":
-        g[1] = -g[0]
-    elif kind == "zero":
-        g[1] = 0.0
-    return g
 
 
 def simplex_grid(m, n):

@@ -6,6 +6,8 @@ import itertools
 import numpy as np
 import pytest
 
+from _oracles import gradients
+
 from customobj.multi.methods import METHODS, check_settings
 from customobj.multi.solvers import augmented_lagrangian, first_memory, step
 
@@ -24,17 +26,6 @@ def simplex_grid(m, n=400):
         return np.stack([t, 1 - t], axis=1)
     pts = [(i / n, j / n, 1 - (i + j) / n) for i in range(n + 1) for j in range(n + 1 - i)]
     return np.array(pts)
-
-
-def gradients(kind, m, rng, n=30):
-    g = rng.normal(size=(m, n))
-    if kind == "parallel":
-        g[1] = 2.5 * g[0]
-    elif kind == "opposite":
-        g[1] = -g[0]
-    elif kind == "zero":
-        g[1] = 0.0
-    return g
 
 
 KINDS = ["random", "parallel", "opposite", "zero"]
