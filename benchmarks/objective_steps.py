@@ -28,7 +28,8 @@ simulated pair evaluations: 1,210 s wall, 604 s CPU on shared cores (stop 50); t
 (tests/test_benchmark_objective_steps.py) runs small ones. ``--objective`` (repeatable) picks the
 objectives of :data:`OBJECTIVES` (default ``lambdarank``): the query-level losses' per-query kernels
 (a block per query), YetiRank's per-row sums and per-query couplings, StructuredDCG's per-query kernel,
-``Affine(LambdaRank())``'s per-query pair kernel (on clicks: the grades 3 and 4 clicked).
+``Affine(LambdaRank())``'s per-query pair kernel (on clicks: the grades 3 and 4 clicked), ``RankNet()``'s
+listed couplings (``count_kept_pairs`` / ``fill_kept_pairs``, a block per chunk of its label pair list).
 
 >>> p = measure(LambdaRank(), [3, 2])  # under the simulator
 >>> p.launches == len(p.steps), p.rows, [s.kernel for s in p.steps][-3:]
@@ -50,7 +51,7 @@ if __name__ == "__main__":  # the simulator is chosen when numba.cuda is first i
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import customobj
-from customobj import XENDCG, Affine, LambdaRank, ListNet, QueryRMSE, StructuredDCG, YetiRank
+from customobj import XENDCG, Affine, LambdaRank, ListNet, QueryRMSE, RankNet, StructuredDCG, YetiRank
 from customobj.clicks._inputs import MAX_POSITION
 from customobj.clicks.simulation import trust_defaults
 
@@ -71,6 +72,7 @@ OBJECTIVES = {
     "lambdarank": LambdaRank(), "lambdarank-norm": LambdaRank(norm=True), "queryrmse": QueryRMSE(),
     "listnet": ListNet(), "xendcg": XENDCG(seed=1), "xendcg-lightgbm": XENDCG.like_lightgbm(seed=1),
     "yetirank": YetiRank(permutations=2, seed=1), "structured": StructuredDCG(), "affine": _affine(),
+    "ranknet": RankNet(),
 }
 _PACKAGE = str(Path(customobj.__file__).resolve().parent)
 

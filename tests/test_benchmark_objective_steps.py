@@ -6,7 +6,8 @@ longer than several simulated warps against short queries: the long query's crit
 more than theirs, its work per kept pair no more, and the launches are the same; the same for LightGBM's
 XENDCG and YetiRank, whose per-query kernels run a block per query (and YetiRank's sums a thread per row,
 as long in a long query as in a short one), and Affine's pair kernel (a block per query, on clicks) and
-its in-bag coupling kernels (a block per chunk of the pair list)."""
+its in-bag coupling kernels (a block per chunk of the pair list), and RankNet's listed couplings (a block per
+chunk of its label pair list)."""
 from __future__ import annotations
 
 import json
@@ -120,6 +121,26 @@ def test_affines_in_bag_kernels_run_a_block_per_chunk(monkeypatch):
     bag = {s.kernel: s for s in p.steps if s.kernel.endswith("_in_bag")}
     assert sorted(bag) == ["count_in_bag", "place_in_bag"] and p.pairs > 0
     assert all(s.grid == 4 and s.block == _launch.query_threads() and s.barriers > 0 for s in bag.values()), bag
+
+
+@needs_simulator
+def test_ranknets_listed_coupling_kernels_run_a_block_per_chunk(monkeypatch):
+    # 3 queries of 5 rows, chunks of 8 listed pairs: a block of the simulator's 8 threads per chunk, every
+    # thread a run of one pair, placed by one scan; the chunk's path is then one pair's, not eight
+    from customobj.objectives import _launch
+
+    monkeypatch.setattr(_launch, "LIST_CHUNK", 8)
+    prep = S.OBJECTIVES["ranknet"].prepare(S.data([5, 5, 5])[1], [5, 5, 5])
+    listed = S.OBJECTIVES["ranknet"].listed_pairs(prep).pi.shape[0]
+    p = S.measure(S.OBJECTIVES["ranknet"], [5, 5, 5])
+    kept = {s.kernel: s for s in p.steps if s.kernel.endswith("_kept_pairs")}
+    assert sorted(kept) == ["count_kept_pairs", "fill_kept_pairs"] and listed > 8 and p.pairs > 0
+    assert all(s.grid == _launch.chunks(listed, 8) and s.block == _launch.query_threads() and s.barriers > 0
+               for s in kept.values()), kept
+    # a lane walks one pair: the count's path is below 8 times a pair's coupling (the old thread per chunk)
+    monkeypatch.setattr(_launch, "LIST_CHUNK", 1)
+    one = {s.kernel: s for s in S.measure(S.OBJECTIVES["ranknet"], [5, 5, 5]).steps}["count_kept_pairs"]
+    assert kept["count_kept_pairs"].critical_path < 2 * one.critical_path, (kept, one)
 
 
 @needs_simulator

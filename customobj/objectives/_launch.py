@@ -27,8 +27,8 @@ from .._cuda_runtime import THREADS, blocks
 
 #: ``m -> (i, j, c)``: device arrays of length ``m`` the pairs are written to.
 PairBuffer = Callable[[int], tuple]
-#: Listed pairs per thread of the list kernels, per block of the in-bag ones (their result does not depend
-#: on it: stable, in order).
+#: Listed pairs per block of the list kernels (the listed couplings, the in-bag compaction; their result does
+#: not depend on it: stable, in order).
 LIST_CHUNK = 1024
 
 

@@ -17,14 +17,14 @@ them into that row, so a row's sum equals the CPU's bit for bit where ``exp`` / 
   (``pair_list_loss_rows``, ``MultiObjective``'s costs): each pair at its first row, per row in list order.
 
 The listed pairs' couplings (driven by ``_pairwise_route.listed_couplings``: the label pair list of
-``_pair_sets.LabelPairs.pair_list``, QBRank's label and explicit pairs, PreferencePairs' pairs), one
-thread per fixed chunk of the list (pairs of several queries may share a row, and a chunk balances
-the work): ``count_kept_pairs`` then ``fill_kept_pairs`` keep the pairs of coupling > 0, in list
-order, as the CPU booster's ``compact_pairs`` does; the offsets come from
+``_pair_sets.LabelPairs.pair_list``, QBRank's label and explicit pairs, PreferencePairs' pairs), a
+one-warp block per fixed chunk of the list (pairs of several queries may share a row, and a chunk
+balances the work): ``count_kept_pairs`` then ``fill_kept_pairs`` keep the pairs of coupling > 0, in
+list order, as the CPU booster's ``compact_pairs`` does; the offsets come from
 ``_lambdarank_cuda.scan_pairs``. With bagging, ``count_in_bag`` / ``place_in_bag`` keep the pairs of
-coupling > 0 with both rows in the bag, in order (``compact_pairs`` with a bag): a one-warp block per
-chunk, each thread a run of consecutive pairs, placed by a fixed-order scan of the runs' counts (issue
-42, item 2: one thread's chunk set ``Affine``'s coupling time on a long query).
+coupling > 0 with both rows in the bag, in order (``compact_pairs`` with a bag). All four: each thread
+a run of consecutive pairs of its block's chunk, placed by a fixed-order scan of the runs' counts (issue
+42, item 2: one thread walking a whole chunk set the coupling time on a long query).
 """
 from typing import Any, NamedTuple
 
@@ -199,28 +199,56 @@ def _chunk(q, chunk, m):
     return q * chunk, min(m, (q + 1) * chunk)
 
 
-@cuda.jit(cache=True)
-def count_kept_pairs(scores, pl, spec, chunk, counts):
-    """Per chunk of ``chunk`` listed pairs: those with coupling > 0."""
-    q = cuda.grid(1)
-    if q >= counts.shape[0]:
-        return
-    lo, hi = _chunk(q, chunk, pl.pi.shape[0])
-    c = 0
+@cuda.jit(device=True)
+def _run(chunk, m):
+    """``(lo, hi)``: this thread's run of its block's chunk of a list of ``m`` pairs (``chunk`` pairs a
+    block, block ``q`` the ``q``-th, the last one shorter; thread ``t`` the ``t``-th run of
+    ``ceil(pairs of the chunk / blockDim.x)`` consecutive pairs: a short last chunk is spread over the
+    threads too). ``lo = hi`` past the chunk's end."""
+    start, end = _chunk(cuda.blockIdx.x, chunk, m)
+    per = (end - start + cuda.blockDim.x - 1) // cuda.blockDim.x
+    lo = min(end, start + cuda.threadIdx.x * per)
+    return lo, min(end, lo + per)
+
+
+@cuda.jit(device=True)
+def _kept_run(scores, pl, spec, chunk):
+    """``(lo, hi, kept)``: this thread's run (:func:`_run`) of the list ``pl`` and how many of its pairs
+    have coupling > 0."""
+    lo, hi = _run(chunk, pl.pi.shape[0])
+    kept = 0
     for k in range(lo, hi):
         if _coupling(scores, pl, spec, k) > 0.0:
-            c += 1
-    counts[q] = c
+            kept += 1
+    return lo, hi, kept
+
+
+@cuda.jit(cache=True)
+def count_kept_pairs(scores, pl, spec, chunk, counts):
+    """Block ``q`` (one warp) per chunk of ``chunk`` listed pairs: those with coupling > 0. Each thread
+    counts a run of consecutive pairs, then the block sums the runs (integers)."""
+    sh = cuda.shared.array(QUERY_THREADS, dtype=int64)
+    if cuda.blockIdx.x >= counts.shape[0]:
+        return  # the whole block: no thread reaches a barrier
+    _, _, kept = _kept_run(scores, pl, spec, chunk)
+    total = block_sum(sh, kept)
+    if cuda.threadIdx.x == 0:
+        counts[cuda.blockIdx.x] = total
 
 
 @cuda.jit(cache=True)
 def fill_kept_pairs(scores, pl, spec, chunk, offsets, out_i, out_j, out_c):
-    """Per chunk: its pairs with coupling > 0, in list order, from ``offsets[q]``."""
-    q = cuda.grid(1)
+    """Block ``q`` per chunk: its pairs with coupling > 0, in list order, from ``offsets[q]``. Each thread
+    counts its run's kept pairs; one fixed-order scan of the counts over the threads (thread order is
+    list order) gives each run its start; each thread computes its run's couplings again (the same
+    operations: the same bits) and writes the kept ones."""
+    sh = cuda.shared.array(QUERY_THREADS, dtype=int64)
+    q = cuda.blockIdx.x
     if q >= offsets.shape[0] - 1:
         return
-    lo, hi = _chunk(q, chunk, pl.pi.shape[0])
-    t = offsets[q]
+    lo, hi, kept = _kept_run(scores, pl, spec, chunk)
+    before, _ = block_scan(sh, kept)
+    t = offsets[q] + before
     for k in range(lo, hi):
         c = _coupling(scores, pl, spec, k)
         if c > 0.0:
@@ -237,14 +265,8 @@ def _kept(pi, pj, pc, in_bag, k):
 
 @cuda.jit(device=True)
 def _bag_run(pi, pj, pc, in_bag, chunk):
-    """``(lo, hi, kept)``: this thread's run of its block's chunk (``chunk`` pairs a block, block ``q``
-    the ``q``-th; thread ``t`` the ``t``-th run of ``chunk / blockDim.x`` consecutive pairs) and how many
-    of its pairs :func:`_kept` keeps. ``lo = hi`` past the list's end."""
-    m = pi.shape[0]
-    per = (chunk + cuda.blockDim.x - 1) // cuda.blockDim.x
-    start, end = _chunk(cuda.blockIdx.x, chunk, m)
-    lo = min(end, start + cuda.threadIdx.x * per)
-    hi = min(end, lo + per)
+    """``(lo, hi, kept)``: this thread's run (:func:`_run`) and how many of its pairs :func:`_kept` keeps."""
+    lo, hi = _run(chunk, pi.shape[0])
     kept = 0
     for k in range(lo, hi):
         if _kept(pi, pj, pc, in_bag, k):
@@ -286,5 +308,5 @@ def place_in_bag(pi, pj, pc, in_bag, chunk, offsets, out_i, out_j, out_c):
 
 
 #: The kernels that work a block of ``QUERY_THREADS`` threads per segment (``_launch.launch``): a chunk of
-#: a pair list (the in-bag compaction; the listed couplings keep a thread per chunk).
-BLOCK_PER_SEGMENT = (count_in_bag, place_in_bag)
+#: a pair list (the listed couplings, the in-bag compaction).
+BLOCK_PER_SEGMENT = (count_kept_pairs, fill_kept_pairs, count_in_bag, place_in_bag)

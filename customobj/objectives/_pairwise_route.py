@@ -146,7 +146,7 @@ def preference_pairs(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per
 def listed_couplings(obj: Any, s: Any, prep: Any, data: Any, pair_buffer: PairBuffer) -> tuple:
     """The pairs of ``obj.listed_pairs(prep)`` with coupling > 0, in list order (the CPU booster keeps
     those of the objective's list): ``_pairwise_cuda.count_kept_pairs`` / ``fill_kept_pairs``, a
-    chunk of the list a thread."""
+    chunk of the list a one-warp block."""
     lp = obj.listed_pairs(prep)
     if lp is None:  # no coupled pairs (QBRank's diagonal bound, or no pairs at all)
         return pair_buffer(0)
