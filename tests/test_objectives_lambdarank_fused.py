@@ -3,7 +3,7 @@
 Each label's gradients, hessians and GRAD_LOSS cost from the fused pass equal those of its own single-label
 call bit for bit (random data with tied scores, queries of one row, queries without a relevant row, queries
 whose exp table underflows, truncation, cutoffs, ``norm``, weights, both conventions; MQ2008 Fold 1); labels
-whose options differ fall back to the per-label walk with the same bits."""
+whose options differ fall back to the per-label walk with the same bits; one thread or two give the same bits."""
 import numpy as np
 import pytest
 
@@ -179,3 +179,30 @@ def test_multiobjective_rounds_through_the_fused_pass(method, kw):
     fa, fb = fused.fitted_attributes(), own.fitted_attributes()
     for key in fa:
         np.testing.assert_array_equal(fa[key], fb[key])
+
+
+def test_fused_labels_are_the_same_on_one_thread_and_two(two_threads):
+    """Several work items (``query_chunks``), each with its own scratch: the same bits for any thread count."""
+    import numba
+
+    rng = np.random.default_rng(19)
+    sizes = rng.integers(2, 60, size=300)
+    n = int(sizes.sum())
+    s = rng.normal(size=n)
+    labels = [rng.integers(0, 4, n).astype(float) for _ in range(2)]
+    objs = [LambdaRank(truncation=5, norm=True) for _ in labels]
+    preps = [o.prepare(y, group=sizes) for o, y in zip(objs, labels)]
+    L = LK.label_inputs(tuple(o.pass_inputs(s, p) for o, p in zip(objs, preps)))
+    assert L.fused and LK.query_chunks(L.ptr, 5, LK.CHUNK_ROWS).size > 3
+    saved = numba.get_num_threads()
+    runs = []
+    try:
+        for t in (1, two_threads):
+            numba.set_num_threads(t)
+            grads, hess = np.zeros((2, n)), np.zeros((2, n))
+            losses, _ = LK.lambdarank_stacked_labels(L, True, grads, hess)
+            runs.append((grads, hess, losses))
+    finally:
+        numba.set_num_threads(saved)
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)

@@ -187,13 +187,13 @@ def label_inputs(inps: "tuple[PassInputs, ...]") -> LabelInputs:
     for k, p in enumerate(inps):
         disc[k, :p.disc.size] = p.disc
     weights = np.stack([p.weights if p.weights.size == n else np.zeros(n) for p in inps])
-    metric, k = np.array([p.metric for p in inps], dtype=np.int64), np.array([p.k for p in inps], dtype=np.int64)
+    metric, cutoff = np.array([p.metric for p in inps], dtype=np.int64), np.array([p.k for p in inps], dtype=np.int64)
     trunc = np.array([p.trunc for p in inps], dtype=np.int64)
     sigma, norm = np.array([p.sigma for p in inps], dtype=np.float64), np.array([p.norm for p in inps])
     return LabelInputs(inps[0].scores, inps[0].ptr, np.stack([p.row_gain for p in inps]),
                        np.stack([p.qnorm for p in inps]), disc, weights, np.array([p.use_weights for p in inps]),
-                       metric, k, trunc, sigma, norm, np.array([p.hess_scale for p in inps], dtype=np.float64),
-                       _lambdarank_fused.fusable(metric, k, trunc, sigma, norm, disc))
+                       metric, cutoff, trunc, sigma, norm, np.array([p.hess_scale for p in inps], dtype=np.float64),
+                       _lambdarank_fused.fusable(metric, cutoff, trunc, sigma, norm, disc))
 
 
 @njit(cache=True)
