@@ -232,6 +232,21 @@ def fused_loops(asm: dict) -> dict:
     return out
 
 
+def outer_loops(asm: str, name: str) -> list:
+    """``[(header, instructions)]``: each loop of the function named like ``name`` that holds other loops, with the
+    instructions of its blocks outside them: every path of one trip's set-up (the runtime alias checks before
+    each vector loop, the views, the copies LLVM made of it), so an upper bound of what one trip executes."""
+    blocks = function_blocks(asm, name)
+    loops = _natural_loops([sorted(s) for s in _successors(blocks)])
+    out = []
+    for h, body in sorted(loops.items()):
+        nested = [loops[o] for o in loops if o != h and loops[o] < body]
+        if nested:
+            own = body - set().union(*nested)
+            out.append((blocks[h][0], sum(len(blocks[i][1]) for i in own)))
+    return out
+
+
 def fused_per_pair(loops: dict, m: int, lanes: float = 1.0, unrolled: float = 1.0, norm: bool = False) -> float:
     """Instructions per (pair, label) of the fused pass of ``m`` labels: ``lanes`` vector lanes a pair (the
     padding of each row to whole vectors), ``unrolled`` the share of the pairs summed in the unrolled loop (the
@@ -266,6 +281,13 @@ def mca_cycles(lp: Loop) -> float:
     return total / 200 / lp.step
 
 
+def _loop_name(mode: str) -> str:
+    """The qualname of ``mode``'s NDCG pair loop (each mode's loop has its own)."""
+    from customobj.objectives import _lambdarank_pass as P
+
+    return {"GRAD": P._NDCG_GRAD, "GRAD_LOSS": P._NDCG_GRAD_LOSS}[mode].py_func.__qualname__
+
+
 def main(argv=None, asm=None):
     """The command line; ``asm``: :func:`compiled_asm`'s result when already made (numba shows no cached code)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -273,7 +295,8 @@ def main(argv=None, asm=None):
     p.add_argument("--data", help="a LETOR file (.txt or .txt.gz): weigh the fused counts by its query sizes")
     p.add_argument("--mca", action="store_true", help="also each loop's cycles by llvm-mca's Ice Lake server model")
     args = p.parse_args(argv)
-    r = report(asm if asm is not None else compiled_asm())
+    asm_listing = asm if asm is not None else compiled_asm()
+    r = report(asm_listing)
     for mode in ("GRAD", "GRAD_LOSS"):
         for part, loops in r[mode].items():
             for lp in loops:
@@ -295,6 +318,10 @@ def main(argv=None, asm=None):
             mca = f", {mca_cycles(lp):.2f} cycles a pair/lane (llvm-mca)" if args.mca else ""
             print(f"FUSED {mode:4s} {role:9s} loop {lp.header}: {len(lp.instructions)} instructions, {lp.step} pairs "
                   f"a trip ({'vector' if lp.vector else 'scalar'}), {lp.per_pair:.2f} a pair/lane{mca}")
+    for key, name in (("GRAD", _loop_name("GRAD")), ("SHARED", "_shared_rows"), ("LABEL_LOSS", "_label_rows_loss")):
+        if key in asm_listing:
+            print(f"{key} outer loops, instructions outside their inner loops (every path; one row's or two rows' "
+                  f"set-up at most): {outer_loops(asm_listing[key], name)}")
     shares = [("every row a whole number of vectors", 1.0, 1.0)]
     if args.data:
         from customobj.data import load_letor

@@ -76,7 +76,10 @@ def test_the_compiled_pair_loops(asm_mod, capsys):
         assert asm_mod.fused_per_pair(f, 4) < asm_mod.fused_per_pair(f, 2) < s["grad"]  # the claim counted
     assert fused["loss"]["shared"].gathers > 0 and fused["grad"]["shared"].gathers == 0  # the knots for the cost
     assert asm_mod.row_shares([3]) == (16 / 3, 0.0) and asm_mod.row_shares([10], trunc=1) == (16 / 9, 8 / 9)
+    outer = asm_mod.outer_loops(asm["LABEL_LOSS"], "_label_rows_loss")  # the rows' loop and the sums' loop
+    assert len(outer) == 2 and all(count > 0 for _, count in outer)
+    assert asm_mod.outer_loops(ASM, "kernel")[0] == (".LBB0_2", 5)  # .LBB0_1: 3, .LBB0_2: 1, the jmp back: 1
     asm_mod.main([], asm)  # compiled once
     out = capsys.readouterr().out
     assert "instructions per pair (plain pair loop): GRAD" in out and out.count(" loop .LBB") >= 3
-    assert "fused instructions per (pair, label)" in out and "m = 4" in out
+    assert "fused instructions per (pair, label)" in out and "m = 4" in out and "outer loops" in out
