@@ -66,7 +66,7 @@ def scratch(m, size):
     """``(labels, shared)``: the fused pass's scratch for queries of at most ``size`` rows (each row padded by
     ``LOSS_LANES`` columns for the last vector of a pair row)."""
     # zeros: the sums' unwritten partner row (and any column a row's vectors never reach) reads as 0.0
-    return np.empty((m, N_LABEL_ROWS, size + LOSS_LANES)), np.zeros((N_SHARED_ROWS, size + LOSS_LANES))
+    return np.zeros((m, N_LABEL_ROWS, size + LOSS_LANES)), np.zeros((N_SHARED_ROWS, size + LOSS_LANES))
 
 
 @njit(cache=True, error_model="numpy")
@@ -228,9 +228,11 @@ def fused_query(loss, L, q, n, order, Xl, X, sums, grads, hess, per_query):
             w[r] = weights[order[r]] if use_weights else 1.0
             lg[r] = 0.0
             lh[r] = 0.0
-        for r in range(n, n + LOSS_LANES):
+        for r in range(n, n + LOSS_LANES):  # the padding: finite, so the scatter's last vector adds no NaN there
             g[r] = 0.0
             w[r] = 0.0
+            lg[r] = 0.0
+            lh[r] = 0.0
         sums[0, k] = 0.0
         sums[1, k] = 0.0
     for a0 in range(0, min(n - 1, lim), LOSS_ROWS):
