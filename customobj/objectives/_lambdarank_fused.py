@@ -11,9 +11,10 @@ damping ``0.01 + |s_a - s_b|`` and the softplus knot of the cost. What each labe
 
 How, per block of ``LOSS_ROWS`` upper rows: :func:`_shared_rows` writes the shared terms of every pair of
 the block, vectorised; then per label :func:`_label_rows` computes every pair's lambda, hessian and cost,
-vectorised over ``b`` (a row's pairs scatter to distinct ``b``, so the scatter ``lg[b] += lambda`` has no
-conflict), writing them to scratch rows, and adds each upper row's own sums in a scalar loop in the pair
-order (the order of the single-label pass: float sums are not reassociated). An upper row ``a`` receives
+vectorised over ``b``, writing them to scratch rows, scatters them in a vector loop of their own (a row's
+pairs go to distinct ``b``, so ``lg[b] += lambda`` has no conflict), and adds each upper row's own sums in a
+scalar loop in the pair order, two rows' sums interleaved (the order of the single-label pass: float sums
+are not reassociated). An upper row ``a`` receives
 its own sum only after every row above it has scattered into it, as in the single-label pass, so every
 value is added in the same order. A label with ``|dZ| = 0`` at a pair adds exact zeros there, as its own
 pass does. Rows run on to whole vectors of ``LOSS_LANES`` over padding columns (never read back).
@@ -29,7 +30,7 @@ from numba import njit
 from ._lambdarank_records import LOSS_LANES, LOSS_ROWS, FusedCut, Metric
 from ._lambdarank_terms import _SOFTPLUS_KNOTS, _SOFTPLUS_LAST, EXP_FLOOR, SOFTPLUS_STEP, norm_factor
 
-# Rows of a label's scratch (``labels_scratch``: one (4, width) slab a label).
+# Rows of a label's scratch (:func:`scratch`'s first array: one (N_LABEL_ROWS, width) slab a label).
 GAIN, WEIGHT, LAMBDA_G, LAMBDA_H = 0, 1, 2, 3
 N_LABEL_ROWS = 4
 # Rows of the shared scratch: the sorted query's scores, exp table and discounts, then per block row ``r``
