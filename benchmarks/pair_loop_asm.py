@@ -13,7 +13,15 @@ overlap, which they never do). The summary line: the plain pair loop's instructi
 in ``GRAD_LOSS`` (plus the cost loop's per lane): what the cost adds per pair before its per-row call and the
 padding of each row to whole vectors (those depend on the query sizes).
 
-    python benchmarks/pair_loop_asm.py [--loops]
+The fused pass of ``m`` LambdaRank labels (``customobj/objectives/_lambdarank_fused.py``): the shared pair
+terms' vector loop (``_shared_rows``, once a pair for all labels), and per label its pair values' vector loop,
+its scatter loop and its upper rows' ordered sums (scalar, unrolled by LLVM, with a scalar remainder). Its
+summary: instructions per (pair, label) for ``m`` = 2 and 4, ``main + scatter + sums + shared / m``, against
+``GRAD``'s per pair; with ``--data`` (a LETOR file) also weighed by that data's rows (each row's pairs padded
+to whole vectors, the remainder of the unrolled sums); with ``--mca`` each loop's cycles a trip by
+``llvm-mca -mcpu=icelake-server`` (an estimate from a model, not a measurement).
+
+    python benchmarks/pair_loop_asm.py [--loops] [--data FILE] [--mca]
 """
 from __future__ import annotations
 
@@ -64,8 +72,8 @@ def function_blocks(asm: str, name: str) -> list:
             break
         m = _LABEL.match(line)
         if m:
-            if body or label != "entry":
-                blocks.append((label, body))
+            if body or not label.startswith(("entry", "_after")):  # an empty block after a jump is unreachable:
+                blocks.append((label, body))  # kept, it would hide every block it falls into from the dominators
             label, body = m.group(1), []
             continue
         text = line.split("#")[0].strip()
@@ -112,9 +120,9 @@ def loop_step(instructions: list) -> int:
         m = re.match(r"^(inc|dec)q\s+%(r\w+)$", ins)
         if m and m.group(2) in regs:
             return 1
-        m = re.match(r"^(add|sub)q\s+\$(\d+), %(r\w+)$", ins)
+        m = re.match(r"^(add|sub)q\s+\$(-?\d+), %(r\w+)$", ins)
         if m and m.group(3) in regs:
-            return int(m.group(2))
+            return abs(int(m.group(2)))  # a count down by K (``addq $-8``) as a count up
     return 1
 
 
@@ -136,8 +144,8 @@ def compiled_asm() -> dict:
     from numba import njit
 
     from customobj import LambdaRank
-    from customobj.objectives import _lambdarank_pass as P
-    from customobj.objectives._lambdarank_records import PassOutputs, Query, block_scratch_arrays
+    from customobj.objectives import _lambdarank_fused as FU, _lambdarank_pass as P
+    from customobj.objectives._lambdarank_records import FusedCut, PassOutputs, Query, block_scratch_arrays
 
     def fresh(dispatcher):
         options = {k: v for k, v in dispatcher.targetoptions.items() if k != "nopython"}  # njit's own
@@ -162,6 +170,17 @@ def compiled_asm() -> dict:
         else:
             f(inp, q, True, order, F, I, out)
         asm[mode] = f.inspect_asm(f.signatures[0])
+    Xl, X = FU.scratch(1, n)
+    Xl[:] = 0.5
+    X[:] = 0.5
+    cut = FusedCut(n, 1.0, 1.0, False, False, 64.0, True)
+    fused = (("SHARED", FU._shared_rows, (X, 0, 1, cut)),
+             ("LABEL_GRAD", FU._LABEL_ROWS_GRAD, (Xl[0], X, 0, 1, cut._replace(loss=False), 0.1, 0.0, 0.0)),
+             ("LABEL_LOSS", FU._LABEL_ROWS_LOSS, (Xl[0], X, 0, 1, cut, 0.1, 0.0, 0.0)))
+    for mode, d, args in fused:
+        f = fresh(d)
+        f(*args)
+        asm[mode] = f.inspect_asm(f.signatures[0])
     return asm
 
 
@@ -182,27 +201,147 @@ def report(asm: dict) -> dict:
     out["summary"] = {"grad": plain(out["GRAD"]["pairs"]).per_pair,
                       "grad_loss": plain(out["GRAD_LOSS"]["pairs"]).per_pair,
                       "cost_lane": cost_lane, "cost_vectorised": bool(vector)}
+    if "SHARED" in asm:
+        out["FUSED"] = fused_loops(asm)
     return out
+
+
+def _is_sum(lp: Loop) -> bool:
+    # the ordered sums: scalar adds of loaded values, no product (the pair values' loops multiply)
+    return not lp.vector and not any(x.startswith("vmul") for x in lp.instructions)
+
+
+def fused_loops(asm: dict) -> dict:
+    """The fused pass's loops by role, per mode (``grad``, ``loss``): ``shared`` (``_shared_rows``' vector loop:
+    with the softplus knots' gathers for ``loss``), ``main`` (the label's pair values, the largest vector loop),
+    ``scatter`` (the smallest vector loop), ``sums`` / ``sums_norm`` (the ordered sums of two upper rows a trip,
+    unrolled, without and with ``lambdarank_norm``'s sum: the fewer and the more instructions a pair; their steps
+    doubled, a trip's pairs) and ``rest`` (their remainders, likewise).
+    LLVM's scalar copies taken when scratch rows overlap (never) are left out."""
+    shared = [lp for lp in loops_of(asm["SHARED"], "_shared_rows") if lp.vector]
+    out = {}
+    for mode, key, name in (("grad", "LABEL_GRAD", "_label_rows_grad"), ("loss", "LABEL_LOSS", "_label_rows_loss")):
+        loops = loops_of(asm[key], name)
+        vec = sorted((lp for lp in loops if lp.vector), key=lambda lp: len(lp.instructions))
+        sums = sorted((lp for lp in loops if _is_sum(lp) and lp.step > 1), key=lambda lp: lp.per_pair)
+        rest = sorted((lp for lp in loops if _is_sum(lp) and lp.step == 1), key=lambda lp: lp.per_pair)
+        two = [lp._replace(step=2 * lp.step) for lp in (sums[0], sums[-1], rest[0], rest[-1])]  # two rows a trip
+        out[mode] = {"shared": max(shared, key=lambda lp: lp.gathers) if mode == "loss" else
+                     min(shared, key=lambda lp: lp.gathers), "main": vec[-1], "scatter": vec[0],
+                     "sums": two[0], "sums_norm": two[1], "rest": two[2], "rest_norm": two[3]}
+    return out
+
+
+def outer_loops(asm: str, name: str) -> list:
+    """``[(header, instructions)]``: each loop of the function named like ``name`` that holds other loops, with the
+    instructions of its blocks outside them: every path of one trip's set-up (the runtime alias checks before
+    each vector loop, the views, the copies LLVM made of it), so an upper bound of what one trip executes."""
+    blocks = function_blocks(asm, name)
+    loops = _natural_loops([sorted(s) for s in _successors(blocks)])
+    out = []
+    for h, body in sorted(loops.items()):
+        nested = [loops[o] for o in loops if o != h and loops[o] < body]
+        if nested:
+            own = body - set().union(*nested)
+            out.append((blocks[h][0], sum(len(blocks[i][1]) for i in own)))
+    return out
+
+
+def fused_per_pair(loops: dict, m: int, lanes: float = 1.0, unrolled: float = 1.0, norm: bool = False) -> float:
+    """Instructions per (pair, label) of the fused pass of ``m`` labels: ``lanes`` vector lanes a pair (the
+    padding of each row to whole vectors), ``unrolled`` the share of the pairs summed in the unrolled loop (the
+    rest in its remainder loop)."""
+    sums, rest = (loops["sums_norm"], loops["rest_norm"]) if norm else (loops["sums"], loops["rest"])
+    vector = loops["main"].per_pair + loops["scatter"].per_pair + loops["shared"].per_pair / m
+    return lanes * vector + unrolled * sums.per_pair + (1.0 - unrolled) * rest.per_pair
+
+
+def row_shares(sizes, lanes: int = 8, trunc: "int | None" = None) -> "tuple[float, float]":
+    """``(lanes a pair, share summed unrolled)`` over every upper row of queries of ``sizes`` rows (LambdaRank's
+    default: every row but the last an upper row; ``trunc``: the first ``trunc``), unrolled by ``lanes``."""
+    pairs = padded = unrolled = 0
+    for n in np.asarray(sizes, dtype=np.int64):
+        for a in range(min(n - 1, trunc if trunc is not None else n)):
+            p = int(n - a - 1)
+            pairs += p
+            padded += -(-p // lanes) * lanes
+            unrolled += p // lanes * lanes
+    return padded / max(pairs, 1), unrolled / max(pairs, 1)
+
+
+def mca_cycles(lp: Loop) -> float:
+    """Cycles a pair (lane) of the loop by ``llvm-mca -mcpu=icelake-server`` (its jumps dropped: llvm-mca
+    repeats the block as a loop), from its ``Total Cycles`` over 200 iterations."""
+    import subprocess
+
+    body = "\n".join(x for x in lp.instructions if not re.match(r"^j\w+\s", x)) + "\n"
+    res = subprocess.run(["llvm-mca", "-mcpu=icelake-server", "-iterations=200"], input=body, capture_output=True,
+                         text=True, check=True)
+    total = float(re.search(r"Total Cycles:\s+(\d+)", res.stdout).group(1))
+    return total / 200 / lp.step
+
+
+def _loop_name(mode: str) -> str:
+    """The qualname of ``mode``'s NDCG pair loop (each mode's loop has its own)."""
+    from customobj.objectives import _lambdarank_pass as P
+
+    return {"GRAD": P._NDCG_GRAD, "GRAD_LOSS": P._NDCG_GRAD_LOSS}[mode].py_func.__qualname__
 
 
 def main(argv=None, asm=None):
     """The command line; ``asm``: :func:`compiled_asm`'s result when already made (numba shows no cached code)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--loops", action="store_true", help="also print each loop's instructions")
+    p.add_argument("--data", help="a LETOR file (.txt or .txt.gz): weigh the fused counts by its query sizes")
+    p.add_argument("--mca", action="store_true", help="also each loop's cycles by llvm-mca's Ice Lake server model")
     args = p.parse_args(argv)
-    r = report(asm if asm is not None else compiled_asm())
+    asm_listing = asm if asm is not None else compiled_asm()
+    r = report(asm_listing)
     for mode in ("GRAD", "GRAD_LOSS"):
         for part, loops in r[mode].items():
             for lp in loops:
                 kind = "vector" if lp.vector else "scalar"
+                mca = f", {mca_cycles(lp):.2f} cycles a pair/lane (llvm-mca)" if args.mca else ""
                 print(f"{mode:9s} {part:5s} loop {lp.header}: {len(lp.instructions)} instructions, {lp.step} per trip "
-                      f"({kind}), {lp.per_pair:.1f} a pair/lane, {lp.divisions} divisions, {lp.gathers} gathers")
+                      f"({kind}), {lp.per_pair:.1f} a pair/lane, {lp.divisions} divisions, {lp.gathers} gathers{mca}")
                 if args.loops:
                     print("\n".join("    " + x for x in lp.instructions))
     s = r["summary"]
     print(f"instructions per pair (plain pair loop): GRAD {s['grad']:.1f}, GRAD_LOSS {s['grad_loss']:.1f} + the cost "
           f"loop's {s['cost_lane']:.1f} a lane ({'vectorised' if s['cost_vectorised'] else 'NOT vectorised'}) = "
           f"{s['grad_loss'] + s['cost_lane']:.1f}, before the per-row call and the padding to whole vectors")
+    if "FUSED" not in r:
+        return
+    fz = r["FUSED"]
+    for mode, loops in fz.items():
+        for role, lp in loops.items():
+            mca = f", {mca_cycles(lp):.2f} cycles a pair/lane (llvm-mca)" if args.mca else ""
+            print(f"FUSED {mode:4s} {role:9s} loop {lp.header}: {len(lp.instructions)} instructions, {lp.step} pairs "
+                  f"a trip ({'vector' if lp.vector else 'scalar'}), {lp.per_pair:.2f} a pair/lane{mca}")
+    for key, name in (("GRAD", _loop_name("GRAD")), ("SHARED", "_shared_rows"), ("LABEL_LOSS", "_label_rows_loss")):
+        if key in asm_listing:
+            print(f"{key} outer loops, instructions outside their inner loops (every path; one row's or two rows' "
+                  f"set-up at most): {outer_loops(asm_listing[key], name)}")
+    shares = [("every row a whole number of vectors", 1.0, 1.0)]
+    if args.data:
+        from customobj.data import load_letor
+
+        lanes, unrolled = row_shares(load_letor(args.data)[2])
+        shares.append((f"{os.path.basename(args.data)}'s rows ({lanes:.2f} lanes a pair, {unrolled:.2f} of the "
+                       "pairs summed unrolled)", lanes, unrolled))
+    for what, lanes, unrolled in shares:
+        print(f"fused instructions per (pair, label), {what}; GRAD alone {s['grad']:.1f} a pair:")
+        for mode in ("grad", "loss"):
+            for norm in (False, True):
+                counts = ", ".join(f"m = {m}: {fused_per_pair(fz[mode], m, lanes, unrolled, norm):.1f}" for m in (2, 4))
+                print(f"    {mode.upper():4s}{' norm' if norm else '     '}  {counts}")
+    if args.mca:  # the same sum in llvm-mca's cycles, every row a whole number of vectors, without norm
+        grad = min((lp for lp in r["GRAD"]["pairs"] if lp.divisions == lp.step), key=lambda lp: lp.per_pair)
+        for mode in ("grad", "loss"):
+            c = {role: mca_cycles(lp) for role, lp in fz[mode].items()}
+            per = ", ".join(f"m = {m}: {c['shared'] / m + c['main'] + c['scatter'] + c['sums']:.1f}" for m in (2, 4))
+            print(f"fused {mode.upper()} cycles per (pair, label) by llvm-mca: {per}; "
+                  f"GRAD alone {mca_cycles(grad):.1f} a pair")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """benchmarks/pair_loop_asm.py: the loop finder on a known assembly listing (an outer loop around an inner loop
 unrolled by two, a vector loop beside them), then the count of the compiled NDCG pair loops (GRAD, GRAD_LOSS) and of
-GRAD_LOSS's cost loop: each plain pair loop does one division a pair, and the report prints its summary."""
+GRAD_LOSS's cost loop: each plain pair loop does one division a pair, and the report prints its summary; the fused
+pass of m labels' loops found by role, and its per (pair, label) count below GRAD's per pair."""
 import runpy
 from types import SimpleNamespace
 
@@ -67,6 +68,18 @@ def test_the_compiled_pair_loops(asm_mod, capsys):
     s = r["summary"]
     assert s["grad"] == min(lp.per_pair for lp in r["GRAD"]["pairs"] if lp.divisions == lp.step)
     assert s["cost_lane"] > 0
+    fused = r["FUSED"]  # the fused pass of m labels: its vector loops vectorised, its sums scalar and in order
+    for mode in ("grad", "loss"):
+        f = fused[mode]
+        assert f["main"].vector and f["scatter"].vector and f["shared"].vector and f["shared"].divisions >= 2
+        assert not f["sums"].vector and f["sums"].per_pair <= f["sums_norm"].per_pair
+        assert asm_mod.fused_per_pair(f, 4) < asm_mod.fused_per_pair(f, 2) < s["grad"]  # the claim counted
+    assert fused["loss"]["shared"].gathers > 0 and fused["grad"]["shared"].gathers == 0  # the knots for the cost
+    assert asm_mod.row_shares([3]) == (16 / 3, 0.0) and asm_mod.row_shares([10], trunc=1) == (16 / 9, 8 / 9)
+    outer = asm_mod.outer_loops(asm["LABEL_LOSS"], "_label_rows_loss")  # the rows' loop and the sums' loop
+    assert len(outer) == 2 and all(count > 0 for _, count in outer)
+    assert asm_mod.outer_loops(ASM, "kernel")[0] == (".LBB0_2", 5)  # .LBB0_1: 3, .LBB0_2: 1, the jmp back: 1
     asm_mod.main([], asm)  # compiled once
     out = capsys.readouterr().out
     assert "instructions per pair (plain pair loop): GRAD" in out and out.count(" loop .LBB") >= 3
+    assert "fused instructions per (pair, label)" in out and "m = 4" in out and "outer loops" in out

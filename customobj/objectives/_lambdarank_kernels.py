@@ -23,11 +23,12 @@ from numba import njit, prange
 
 from .._dcg_kernels import discount_table, ideal_dcg_query
 from .._kernel_status import KernelStatus
+from . import _lambdarank_fused
 from ._lambdarank_pass import (  # noqa: F401 - the pre-enum code names stay importable from here
     COUNT, ERR, FILL, GRAD, GRAD_FILL, LOSS, MAP, MRR, NDCG, _sort_query, query_count, query_grad, query_loss,
 )
 from ._lambdarank_records import (  # noqa: F401 - the codes and records are part of this module's interface
-    Channel, Debias, IntChannel, Metric, Mode, PassInputs, PassOutputs, Query, block_scratch_arrays,
+    LOSS_LANES, Channel, Debias, IntChannel, Metric, Mode, PassInputs, PassOutputs, Query, block_scratch_arrays,
 )
 
 
@@ -175,6 +176,7 @@ class LabelInputs(NamedTuple):
     sigma: np.ndarray  # (m,) float64
     norm: np.ndarray  # (m,) bool
     hess_scale: np.ndarray
+    fused: bool  # the labels share one pair pass (``_lambdarank_fused.fusable``)
 
 
 def label_inputs(inps: "tuple[PassInputs, ...]") -> LabelInputs:
@@ -185,12 +187,13 @@ def label_inputs(inps: "tuple[PassInputs, ...]") -> LabelInputs:
     for k, p in enumerate(inps):
         disc[k, :p.disc.size] = p.disc
     weights = np.stack([p.weights if p.weights.size == n else np.zeros(n) for p in inps])
+    metric, cutoff = np.array([p.metric for p in inps], dtype=np.int64), np.array([p.k for p in inps], dtype=np.int64)
+    trunc = np.array([p.trunc for p in inps], dtype=np.int64)
+    sigma, norm = np.array([p.sigma for p in inps], dtype=np.float64), np.array([p.norm for p in inps])
     return LabelInputs(inps[0].scores, inps[0].ptr, np.stack([p.row_gain for p in inps]),
-                       np.stack([p.qnorm for p in inps]), disc, weights,
-                       np.array([p.use_weights for p in inps]), np.array([p.metric for p in inps], dtype=np.int64),
-                       np.array([p.k for p in inps], dtype=np.int64), np.array([p.trunc for p in inps], dtype=np.int64),
-                       np.array([p.sigma for p in inps], dtype=np.float64), np.array([p.norm for p in inps]),
-                       np.array([p.hess_scale for p in inps], dtype=np.float64))
+                       np.stack([p.qnorm for p in inps]), disc, weights, np.array([p.use_weights for p in inps]),
+                       metric, cutoff, trunc, sigma, norm, np.array([p.hess_scale for p in inps], dtype=np.float64),
+                       _lambdarank_fused.fusable(metric, cutoff, trunc, sigma, norm, disc))
 
 
 @njit(cache=True)
@@ -202,23 +205,30 @@ def _label(L, k):
 @njit(cache=True, parallel=True)
 def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
     """``_run_blocks``' GRAD or GRAD_LOSS for the ``m`` labels of ``L`` on the same scores: each query is
-    sorted once and walked once per label into row ``k`` of ``grads`` / ``hess`` (``per_query[k]``:
-    GRAD_LOSS's utilities); ``no_i``, ``no_f``, ``deb``: the empty pair outputs and TERMS record of these
-    modes. A label's results are those of ``_run_blocks`` alone, bit for bit: the same order, the same
-    pass. Returns a KernelStatus (``UNKNOWN_CODE`` before any work)."""
+    sorted once; with ``L.fused`` its pairs are walked once for all labels (``_lambdarank_fused``), else
+    (or where its exp table underflows) once per label, into row ``k`` of ``grads`` / ``hess``
+    (``per_query[k]``: GRAD_LOSS's utilities); ``no_i``, ``no_f``, ``deb``: the empty pair outputs and TERMS
+    record of these modes. A label's results are those of ``_run_blocks`` alone, bit for bit: the same
+    order, the same expressions. Returns a KernelStatus (``UNKNOWN_CODE`` before any work)."""
     m = L.metric.size
     for k in range(m):
         if not _known(mode, L.metric[k]) or not (mode == Mode.GRAD or mode == Mode.GRAD_LOSS):
             return KernelStatus.UNKNOWN_CODE
     ptr, scores = L.ptr, L.scores
+    loss = mode == Mode.GRAD_LOSS
     bounds = query_chunks(ptr, min(L.k[0], L.trunc[0]), CHUNK_ROWS)
     for item in prange(bounds.size - 1):
         F, I = _block_scratch(ptr, bounds[item], bounds[item + 1])
+        Xl, X = _lambdarank_fused.scratch(m if L.fused else 0, F.shape[1] - LOSS_LANES if L.fused else 0)
+        sums = np.empty((2, m))
         own_order = I[IntChannel.ORDER]
         for q in range(bounds[item], bounds[item + 1]):
             n = ptr[q + 1] - ptr[q]
             if n > 1:  # once for every label: the scores are theirs
                 _sort_query(scores, ptr[q], n, F[Channel.NEG], own_order)
+            if n > 1 and L.fused and _lambdarank_fused.fused_query(loss, L, q, n, own_order, Xl, X, sums, grads,
+                                                                   hess, per_query):
+                continue
             for k in range(m if n > 1 else 0):
                 inp = _label(L, k)
                 if inp.qnorm[q] == 0.0:

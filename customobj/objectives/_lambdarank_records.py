@@ -142,6 +142,20 @@ class Query(NamedTuple):
     at: int
 
 
+class FusedCut(NamedTuple):
+    """One sorted query's options for the fused pass of several labels (``_lambdarank_fused``): ``n`` rows,
+    ``sigma`` and its square, ``damp`` (``norm`` and the scores spread), ``norm``, ``zscale = sigma /
+    SOFTPLUS_STEP``, ``loss`` (GRAD_LOSS: the costs too)."""
+
+    n: int
+    sigma: float
+    sig2: float
+    damp: bool
+    norm: bool
+    zscale: float
+    loss: bool
+
+
 @njit(cache=True)
 def block_scratch_arrays(size):
     """Float and int scratch for queries of at most ``size`` rows (``N_CHANNELS + LOSS_ROWS`` rows of
