@@ -155,3 +155,50 @@ def test_each_nodes_choice_is_kept_by_its_result_row_for_the_batch_search(row):
         want[row:row + 2] = keep
     np.testing.assert_array_equal(masks, want)
     assert keep.sum(axis=1).tolist() == [3, 3]
+
+
+def test_a_levels_nodes_are_chosen_for_in_one_launch_into_their_result_rows():
+    # wse_choose_level: three nodes of a breadth-first level in one launch, each a pool histogram, its
+    # choice into its own result row of 6-row tables (rows 4, 0, 3; the others untouched), node 1's
+    # histogram arriving as its parent's and completed there (-= node 0's): the gains, the choice and the
+    # groups are the CPU's (splitting.feature_gains, select_features, feature_groups)
+    from customobj._cuda_runtime import cuda_module
+    from customobj.ole.cuda import _choice_kernels as K
+    from customobj.ole.cuda._histograms_kernels import feature_groups
+    cuda = cuda_module()
+    mapper, hists, sums = _data()
+    hists = [np.round(h * 64) / 64 for h in hists]  # on a grid: (a + b) - b is a, as on the fit's
+    third = hists[0][::-1].copy()  # a node of its own (its slots reversed: other gains)
+    third_sums = sums[0]
+    pool = np.stack([hists[0], hists[0] + hists[1], third, np.zeros_like(third)])
+    mask = np.array([1, 1, 0, 1, 1, 1, 1], np.bool_)
+    rows, k, capacity = (4, 0, 3), 3, 12
+    table = np.array([[0, 4, -1, *sums[0][:3]], [1, 0, 0, *sums[1][:3]], [2, 3, -1, *third_sums[:3]]], np.float64)
+    n_rows, f, n_slots = 6, N_FEAT, mapper.n_slots
+    choice = K.FeatureChoice(cuda.to_device(mask), cuda.to_device(np.ones((n_rows, f), np.bool_)),
+                             cuda.to_device(np.full((n_rows, f, 5), -7, np.int64)),
+                             cuda.to_device(np.full((n_rows, f, 4), -7, np.int64)),
+                             cuda.to_device(np.full((n_rows, n_slots), -7, np.int64)))
+    bins = FeatureBins(*(cuda.to_device(np.asarray(a, np.int64)) for a in (mapper.n_bins, mapper.offsets)))
+    dpool, done = cuda.to_device(pool), cuda.to_device(np.zeros(1, np.int64))
+    rules = SplitRules(WSE, 0.1, 2.0, 0.0)
+    K.wse_choose_level[(3, 3), 4](K.LevelChoice(dpool, cuda.to_device(table)), bins, rules,
+                                  cuda.to_device(np.zeros((3, f, SPLIT_SIZE))), cuda.to_device(np.zeros((3, f))),
+                                  done, choice, k, capacity)
+    assert done.copy_to_host()[0] == 0  # the ticket counter is back to 0
+    np.testing.assert_array_equal(dpool.copy_to_host()[1], hists[1])  # completed in the launch
+    keep, groups, members, slot_map = (a.copy_to_host() for a in choice[1:])
+    cpu_bins = FeatureBins(mapper.n_bins.astype(np.int64), mapper.offsets)
+    for hist, node_sums, row in zip((hists[0], hists[1], third), (sums[0], sums[1], third_sums), rows):
+        want_gains = np.zeros(f)
+        feature_gains(hist, cpu_bins, mask, node_sums, rules, want_gains)
+        feats = select_features(want_gains, mask, k)
+        np.testing.assert_array_equal(np.flatnonzero(keep[row]), feats)
+        g, m, smap = feature_groups(mapper.offsets, cpu_bins.n_bins, feats, capacity=capacity)
+        np.testing.assert_array_equal(groups[row, :len(g)], g)
+        assert not groups[row, len(g):].any()
+        np.testing.assert_array_equal(members[row, :len(feats)], m)
+        np.testing.assert_array_equal(slot_map[row, :len(smap)], smap)
+    assert np.flatnonzero(keep[4]).tolist() != np.flatnonzero(keep[3]).tolist()  # the reversed node differs
+    for row in (1, 2, 5):  # no node's: untouched
+        assert keep[row].all() and (groups[row] == -7).all() and (slot_map[row] == -7).all()

@@ -8,6 +8,9 @@ a split's two children as :func:`._search_kernels.search_nodes` searches splits,
 block makes the choice where the gains are (:func:`choose_top`), writing what the pair histograms
 and the split search then read on the device: each node's feature mask and the chosen features'
 shared-memory groups. One launch, as the gains alone took, and the only read left is the split.
+A breadth-first level's searched children are chosen for in one launch of :func:`wse_choose_level`
+(a table row per node: its pool histogram, its result row, the histogram it is completed by), each
+choice into its result row (:func:`choose_top_at`).
 
 **The choice** is the CPU's: feature ``f`` of the mask is kept when fewer than ``k`` features of the
 mask come before it in the order (larger gain first, ties: lower index first, as the CPU's stable
@@ -28,11 +31,20 @@ from numba import int64
 from ..._cuda_runtime import cuda_module
 from ._histograms_kernels import GROUP_COLUMNS
 from ._reduce_kernels import last_block
-from ._split_kernels import node_bests
+from ._split_kernels import node_bests, node_features
+from ..common import ChildSums
 
 cuda = cuda_module()
 
-__all__ = ["wse_choose", "choose_top", "FeatureChoice", "Completion"]
+__all__ = ["wse_choose", "wse_choose_level", "choose_top", "choose_top_at", "FeatureChoice", "Completion",
+           "LevelChoice", "LC_HIST", "LC_ROW", "LC_SMALL", "LC_SUMS", "LC_COLUMNS"]
+
+#: Columns of :func:`wse_choose_level`'s table, a row per searched node of a breadth-first level
+#: (float64: the indices are exact): its row histogram's index in the pool, its result row (where its
+#: choice goes: a row of each table of :class:`FeatureChoice`), the pool index of the histogram its
+#: own is completed by (``-= small``; -1: none, it is complete), then ``G, H, N`` (``C``: 0, WSE's).
+LC_HIST, LC_ROW, LC_SMALL, LC_SUMS = 0, 1, 2, 3
+LC_COLUMNS = LC_SUMS + 3
 
 
 @cuda.jit(device=True)
@@ -117,10 +129,25 @@ class FeatureChoice(NamedTuple):
     slot_map: Any
 
 
+class LevelChoice(NamedTuple):
+    """:func:`wse_choose_level`'s nodes: ``hists`` the pool's histograms ``(n, slots, 3)``, ``table`` a
+    row per node (``LC_*`` columns)."""
+
+    hists: Any
+    table: Any
+
+
 @cuda.jit(device=True)
 def choose_top(gains, node, k, offsets, n_bins, capacity, choice, counts):
     """By every thread of one block: ``choice.keep[node, f]`` for the ``k`` features of ``choice.mask``
     of largest ``gains[node]`` (ties: the lower index), and their groups (:func:`_pack`) and slot map."""
+    choose_top_at(gains, node, node, k, offsets, n_bins, capacity, choice, counts)
+
+
+@cuda.jit(device=True)
+def choose_top_at(gains, node, at, k, offsets, n_bins, capacity, choice, counts):
+    """:func:`choose_top` from ``gains[node]`` into row ``at`` of ``choice``'s tables (a level's nodes:
+    each one's result row, :func:`wse_choose_level`)."""
     mask = choice.mask
     nf = mask.shape[0]
     for f in range(cuda.threadIdx.x, nf, cuda.blockDim.x):
@@ -132,20 +159,20 @@ def choose_top(gains, node, k, offsets, n_bins, capacity, choice, counts):
                 if mask[o] and _before(gains[node, o], o, g, f):
                     rank += 1
             kept = rank < k
-        choice.keep[node, f] = kept
+        choice.keep[at, f] = kept
     cuda.syncthreads()
     if cuda.threadIdx.x == 0:
-        _pack(choice.keep, node, offsets, n_bins, capacity, choice.groups, choice.members, counts)
+        _pack(choice.keep, at, offsets, n_bins, capacity, choice.groups, choice.members, counts)
     cuda.syncthreads()
     groups, members = choice.groups, choice.members
     for m in range(cuda.threadIdx.x, counts[0], cuda.blockDim.x):
         grp = 0
-        while grp + 1 < counts[1] and groups[node, grp + 1, 0] <= m:  # the group holding member m
+        while grp + 1 < counts[1] and groups[at, grp + 1, 0] <= m:  # the group holding member m
             grp += 1
-        base = groups[node, grp, 4] + members[node, m, 3]
-        first = members[node, m, 1]
-        for s in range(members[node, m, 2] + 1):
-            choice.slot_map[node, base + s] = first + s
+        base = groups[at, grp, 4] + members[at, m, 3]
+        first = members[at, m, 1]
+        for s in range(members[at, m, 2] + 1):
+            choice.slot_map[at, base + s] = first + s
     cuda.syncthreads()
 
 
@@ -187,3 +214,29 @@ def wse_choose(h, bins, node_a, node_b, rules, sums, on_device, out, choice, k, 
         if sub.row >= 0:  # kept for the batch's search (choose_top ends with a barrier: keep is written)
             for f in range(cuda.threadIdx.x, choice.mask.shape[0], cuda.blockDim.x):
                 sub.masks[sub.row + b, f] = choice.keep[b, f]
+
+
+@cuda.jit(cache=True)
+def wse_choose_level(nodes, bins, rules, per, gains, done, choice, k, capacity):
+    """:func:`wse_choose` for every searched node of a breadth-first level in one launch (block ``(x, b)``:
+    node ``b``, a row of ``nodes.table``, :class:`LevelChoice`). The block first completes the features
+    it searches (``x, x + gridDim.x, ...``) of its node's histogram when the node's row names one to
+    subtract (``LC_SMALL``: the larger child of a split, ``parent - smaller``, held from the split's
+    turn), then searches their WSE gains (:func:`._split_kernels.node_features` over the fit's
+    ``mask``) into ``gains[b]`` (``per[b]``: their records); the last block (a ticket, ``done``: 0 before
+    and after) chooses each node's top ``k`` and their groups into row ``LC_ROW`` of ``choice``'s tables
+    (:func:`choose_top_at`; ``choice.keep`` is the mask table ``search_batch`` reads by result row)."""
+    counts = cuda.shared.array(2, dtype=int64)
+    last = cuda.shared.array(1, dtype=int64)
+    b = cuda.blockIdx.y
+    me = nodes.table[b]
+    hist = nodes.hists[int64(me[LC_HIST])]
+    small = int64(me[LC_SMALL])
+    if small >= 0:  # the whole block: the barrier in it is the block's
+        _subtract_features(bins, hist, nodes.hists[small])
+    node = ChildSums(me[LC_SUMS], me[LC_SUMS + 1], me[LC_SUMS + 2], 0.0)
+    node_features(hist, hist, False, choice.mask, bins, node, rules, per[b], gains[b])  # no pairs: ph unread
+    if not last_block(done, last):
+        return
+    for n in range(cuda.gridDim.y):
+        choose_top_at(gains, n, int64(nodes.table[n, LC_ROW]), k, bins.offsets, bins.n_bins, capacity, choice, counts)
