@@ -108,13 +108,14 @@ def test_a_breadth_first_batch_plans_the_dropped_couplings_at_its_searches_resul
     assert tree["num_leaves"] == 7 and len(rows) > 2 and sorted(rows) == list(range(len(rows)))
 
 
-@pytest.mark.parametrize("fails", ["pool", "defer"])
+@pytest.mark.parametrize("fails", ["pool", "defer", "pairs"])
 def test_a_levels_choice_falls_back_to_each_splits_where_a_check_fails(fails, monkeypatch):
     # ole_fast's level of several splits chooses every searched child's features in one launch
     # (DeviceTree._expand_level); where a histogram is not the pool's, each split chooses its own
-    # (wse_choose, its held subtraction applied first), and where a split's search cannot join the
-    # level's, it is launched alone with its choice copied to the pool's mask slots: the trees are the
-    # CPU's either way
+    # (wse_choose, its held subtraction applied first); where the level's pair histograms cannot be
+    # one launch, each split's are built on its rows of the level's tables (chosen_child_pairs); and
+    # where a split's search cannot join the level's, it is launched alone with its choice copied to the
+    # pool's mask slots: the trees are the CPU's either way
     from customobj.ole.cuda.backend import CUDABackend
     from customobj.ole.cuda.tree import DeviceTree
     from customobj.ole.grower import TreeGrower
@@ -127,6 +128,8 @@ def test_a_levels_choice_falls_back_to_each_splits_where_a_check_fails(fails, mo
         monkeypatch.setattr(gpu.choice, name, lambda *a, _run=run, _name=name, **k: calls.append(_name) or _run(*a, **k))
     if fails == "pool":
         monkeypatch.setattr(gpu.pool, "index_of", lambda array: -1)
+    elif fails == "pairs":
+        monkeypatch.setattr(gpu.choice, "level_pair_hists", lambda *a, **k: calls.append("pairs") and None)
     else:
         monkeypatch.setattr(DeviceTree, "_defer", lambda self, searches, counts, row: False)
     (tree, _, starts, _), (want, _, cpu_starts, _) = [
@@ -134,4 +137,5 @@ def test_a_levels_choice_falls_back_to_each_splits_where_a_check_fails(fails, mo
                    np.ones(4, np.bool_), params).grow() for b in (gpu, CPUBackend(ctx(), params))]
     assert tree.nodes.tobytes() == want.nodes.tobytes() and tree.leaves.tobytes() == want.leaves.tobytes()
     np.testing.assert_array_equal(starts, cpu_starts)
-    assert ("choose_level" in calls) == (fails == "defer") and calls.count("choose") >= 2
+    assert ("choose_level" in calls) == (fails != "pool") and calls.count("choose") >= 2
+    assert ("pairs" in calls) == (fails == "pairs")

@@ -11,7 +11,8 @@ runs, for a split's two children at once:
    alone took; the larger child's row histogram, ``parent - smaller``, completed there first), into
    the pool's two mask slots and the tables held here; a breadth-first level's searched children
    all in one launch (:meth:`DeviceFeatureChoice.choose_level`, :func:`._choice_kernels.wse_choose_level`),
-   each into its result row of tables made once per fit (:meth:`DeviceFeatureChoice.level_tables`);
+   each into its result row of tables made once per fit (:meth:`DeviceFeatureChoice.level_tables`),
+   and their pair histograms in one more (:meth:`DeviceFeatureChoice.level_pair_hists`);
 2. the nodes' pair histograms from those tables: a split's children's (or a root's, from its kept
    count) in one launch from counts on the card (``chosen_child_pairs``), else one per node
    (:func:`._histograms_kernels.pair_hist_shared`), sized by the bound ``min(k, features in the
@@ -53,7 +54,8 @@ from typing import Any, Optional
 import numpy as np
 
 from ._histograms_kernels import GROUP_COLUMNS, MEMBER_COLUMNS, SHARED_SLOTS, launch_shape
-from ._choice_kernels import LC_COLUMNS, LC_HIST, LC_ROW, LC_SMALL, LC_SUMS, FeatureChoice, LevelChoice
+from ._choice_kernels import (LC_COLUMNS, LC_HIST, LC_ROW, LC_SMALL, LC_SUMS, LP_BUF, LP_COLUMNS, LP_N, LP_OUT,
+                              LP_RECORD, LP_ROW, LP_ROWS, LP_SIDE, LP_START, FeatureChoice, LevelChoice, LevelPairs)
 from ._launch import feature_launch
 from ..common import SPLIT_SIZE
 from ..criterion import WSE
@@ -109,6 +111,8 @@ class DeviceFeatureChoice:
             self._done = memory.upload(np.zeros(1, np.int64))
             self._table = memory.array((n, LC_COLUMNS), np.float64)
             self._table_host = memory.staged((n, LC_COLUMNS), np.float64)
+            self._pairs_table = memory.array((n, LP_COLUMNS), np.int64)  # the level's pair histograms, a row a split
+            self._pairs_host = memory.staged((n, LP_COLUMNS), np.int64)
 
     def choose(self, search: Any, nodes: list, mask: np.ndarray, k: int, rules: Any, root: Any,
                root_on_device: bool, subtract: Optional[tuple] = None, row: int = -1) -> int:
@@ -169,6 +173,45 @@ class DeviceFeatureChoice:
             raise ValueError(f"no level tables at row {row}")
         return FeatureChoice(lv.mask, lv.keep[row:row + 2], lv.groups[row:row + 2], lv.members[row:row + 2],
                              lv.slot_map[row:row + 2])
+
+    def level_pair_hists(self, hists: Any, splits: list, bufs: tuple, records: Any, order: Any, rho: Any, steps: Any,
+                         bound: int) -> Optional[list]:
+        """The pair histograms of every searched child of a level's splits in one launch
+        (:func:`._choice_kernels.chosen_level_pairs`, over their :meth:`choose_level` choices): ``splits``,
+        ``(children, counts, row)`` each, its searched children (:class:`~customobj.ole.leaf_table.LeafRows`:
+        their pair buffer, side and rows), its pair partition's counts on the card
+        (:class:`~.partitions.DevicePairCounts`, a row of ``records``) and its first child's result row;
+        ``bufs`` the tree's two pair buffers, ``order`` / ``rho`` the device row order and coupling sums,
+        ``hists`` the fit's :class:`~customobj.ole.cuda.histograms.DeviceHistograms`. The table travels in
+        one queued copy; nothing is read. Returns each split's histograms, or None (nothing launched)
+        when one is not the pool's or a record is not the ring's: then each split's own launch."""
+        n = len(splits)
+        if self.level is None or not 0 < n <= self._pairs_host.shape[0]:
+            raise ValueError(f"a level's pair histograms take 1 to {self._pairs_host.shape[0]} splits, got {n}")
+        if any(not 0 < len(children) <= 2 for children, _, _ in splits):
+            raise ValueError("a split has one or two searched children")
+        if any(counts.index < 0 for _, counts, _ in splits):
+            return None
+        pool = hists.pool
+        outs = [[hists.zeroed() for _ in children] for children, _, _ in splits]
+        if any(pool.index_of(o) < 0 for m in outs for o in m):
+            for o in (o for m in outs for o in m):
+                pool.give_back(o)  # not launched: free again (written: cleared again when taken)
+            return None
+        table, most = self._pairs_host, 0
+        for t, (children, counts, row), mine in zip(table, splits, outs):
+            t[:] = -1
+            t[LP_RECORD], t[LP_BUF], t[LP_START], t[LP_ROW] = counts.index, children[0].pbuf, children[0].pstart, row
+            for c, (child, o) in enumerate(zip(children, mine)):
+                t[LP_SIDE + c] = 0 if child.is_left else 1
+                t[LP_OUT + c], t[LP_ROWS + c], t[LP_N + c] = pool.index_of(o), child.start, child.end - child.start
+                most = max(most, child.pend - child.pstart, child.end - child.start)  # the parent's pairs: a bound
+        if most > 0 and bound:
+            dev = self._memory.copy_in_queued(self._pairs_table, table, n)
+            (chunks, n_groups), threads = launch_shape(most, bound, bound)
+            lv = LevelPairs(dev, records, *bufs[0], *bufs[-1], pool.hists, order, rho, steps)
+            self._kernels.chosen_level_pairs[(chunks, n_groups, 4 * n), threads](hists.bins_rm, lv, self.level)
+        return [[hists.kept(o) for o in mine] for mine in outs]
 
     def pair_hists(self, hists: Any, nodes: list, steps: Any, bound: int, rows: list,
                    tables: Optional[FeatureChoice] = None) -> list:

@@ -19,8 +19,9 @@ the card needs is decided here, not by the grower:
   children's search is launched into its own result rows (or, several splits, all of them in one
   ``search_batch`` launch at the end; ``ole_fast``'s choices kept by result row for it) and one
   read brings them all, as XGBoost's GPU driver syncs once per frontier (``stats.BATCH_BUDGET``);
-- ``ole_fast``, such a level: every searched child's features chosen in one launch
-  (:meth:`DeviceTree._expand_level`: each split's larger child's subtraction held for it).
+- ``ole_fast``, such a level: every searched child's features chosen in one launch, and their pair
+  histograms built in one more (:meth:`DeviceTree._expand_level`: each split's larger child's
+  subtraction held for the choice).
 """
 from __future__ import annotations
 
@@ -151,8 +152,9 @@ class DeviceTree:
         2. one choice of every searched child, each completed and chosen for into its result row of the
            choice's tables (:meth:`~customobj.ole.cuda.choice.DeviceFeatureChoice.choose_level`; a check
            failing, a histogram not the pool's: each split's own choice, as :meth:`_search`'s);
-        3. each split's children's pair histograms from their rows of the tables, deferred to the level's
-           one search (:meth:`_search`).
+        3. every searched child's pair histogram over its choice in one launch (``chosen_level_pairs``;
+           where that cannot be, each split's from its rows of the tables), each split's children then
+           deferred to the level's one search (:meth:`_search`).
 
         Returns :meth:`_expand`'s tuple per split."""
         gpu, done, searched, row = self.gpu, [], [], 0
@@ -190,8 +192,13 @@ class DeviceTree:
                               n.sums))
         if all(h >= 0 for h, _, _, _ in table) and all(pool.index_of(b._array) >= 0 for _, b in held):
             bound = gpu.choice.choose_level(pool.hists, table, self.mask, self.k, gpu.rules)
-            for first, nodes, counts in searched:
-                got = self._search(nodes, counts, chosen=(bound, gpu.choice.level_tables(first)))
+            inputs = gpu.inputs
+            phists = gpu.choice.level_pair_hists(gpu.histograms, [(nodes, counts, first) for first, nodes, counts in searched],
+                                                 self.bufs, gpu.partitions.records, inputs.order, gpu.partitions.rho,
+                                                 inputs.pair_stats[2:4], bound)
+            for k, (first, nodes, counts) in enumerate(searched):
+                got = self._search(nodes, counts, chosen=(bound, gpu.choice.level_tables(first)),
+                                   phists=None if phists is None else phists[k])
                 assert got == first, (got, first)
             return done
         gpu.histograms.queue.restore(held)  # the check failed: applied now, each split choosing its own
@@ -282,13 +289,14 @@ class DeviceTree:
             if not nd:  # never split: no histograms kept
                 child.hist = child.phist = None
 
-    def _search(self, nodes: list, counts: Any, chosen: Optional[tuple] = None) -> int:
+    def _search(self, nodes: list, counts: Any, chosen: Optional[tuple] = None, phists: Optional[list] = None) -> int:
         """The best splits of one or two ``nodes`` (a root, or a split's searched children) launched into
         the next result rows (one launch, nothing read: :meth:`_read` reads the batch's); returns the
         first row. ``counts``: the pair counts (on the card) that come back with them, or None.
         ``chosen``: a level's split (:meth:`_expand_level`, its plan made there), ``(bound, tables)`` when
         its features were chosen with the level's (:meth:`.choice.DeviceFeatureChoice.level_tables`), or
-        ``(None, None)`` to choose them here; either way its nodes' rows are their own leaves'."""
+        ``(None, None)`` to choose them here; either way its nodes' rows are their own leaves'. ``phists``:
+        their pair histograms, built with the level's (``chosen_level_pairs``), else built here."""
         gpu = self.gpu
         if not 0 < len(nodes) <= 2:
             raise ValueError(f"a device search takes one or two nodes, got {len(nodes)}")
@@ -304,12 +312,13 @@ class DeviceTree:
                 sub = gpu.histograms.queue.take([n.hist for n in nodes], drop_others=True)
                 bound = gpu.choice.choose(gpu.search, [(n.hist.array, n.sums) for n in nodes], self.mask, self.k,
                                           gpu.rules, inputs.root, inputs.root_pending, sub, keep)
-            pairs = [n.pairs(self.bufs, counts) for n in nodes]
-            if chosen is None:
-                rows = gpu.partitions.node_rows(inputs.order, [p.side for p in pairs], inputs.root_rows())  # their R
-            else:  # a level's: each split's own rows (the partitions' last rows are the level's last split's)
-                rows = [inputs.root_rows()._replace(rows=inputs.order[n.start:n.end], n=n.end - n.start) for n in nodes]
-            phists = gpu.choice.pair_hists(gpu.histograms, pairs, inputs.pair_stats[2:4], bound, rows, tables)
+            if phists is None:
+                pairs = [n.pairs(self.bufs, counts) for n in nodes]
+                if chosen is None:
+                    rows = gpu.partitions.node_rows(inputs.order, [p.side for p in pairs], inputs.root_rows())  # their R
+                else:  # a level's: each split's own rows (the partitions' last rows are the level's last split's)
+                    rows = [inputs.root_rows()._replace(rows=inputs.order[n.start:n.end], n=n.end - n.start) for n in nodes]
+                phists = gpu.choice.pair_hists(gpu.histograms, pairs, inputs.pair_stats[2:4], bound, rows, tables)
             searches = [(n.hist.array, ph.array, None, n.sums) for n, ph in zip(nodes, phists)]  # masks: the pool's
             if keep >= 0 and self._defer(searches, counts, row):
                 for node, ph in zip(nodes, phists):
