@@ -1,7 +1,7 @@
 """customobj/ole/cuda/choice.py: ``DeviceFeatureChoice``, ole_fast's feature choice on the device. The
 chosen masks land in the pool's two slots (and the pool copies a host mask again afterwards), the
 tables are the CPU's groups, the fit's mask is copied only when it changes, and a mask of the wrong
-shape is refused naming it. The kernel itself: tests/test_ole_cuda_choice_kernels.py; the trees:
+shape is refused naming it; a level's nodes are chosen for in one launch into their result rows. The kernel itself: tests/test_ole_cuda_choice_kernels.py; the trees:
 tests/test_ole_cuda_backend.py (ole_fast equal to the CPU's), the reads: tests/test_ole_cuda_stats.py."""
 import numpy as np
 import pytest

@@ -2,8 +2,10 @@
 are, against its CPU twin: the WSE gains (splitting.feature_gains), the top ``k`` of the mask
 (backend.select_features: larger gain first, ties to the lower index) and their shared-memory groups
 (_histograms_kernels.feature_groups), the group table zero past its last group. Capacities of a few
-slots force several groups and a feature wider than one; two identical features tie. Small data
-under numba's CUDA simulator."""
+slots force several groups and a feature wider than one; two identical features tie. A level's nodes
+in one launch (``wse_choose_level``: each choice in its result row) and their pair histograms in one
+more (``chosen_level_pairs``, against pairhist.build_pair_hist). Small data under numba's CUDA
+simulator."""
 import numpy as np
 import pytest
 

@@ -1,5 +1,6 @@
 """customobj.ole.cuda.memory: the device-memory count follows the arrays' lives (peak kept after a
-free), and a device histogram subtracts like numpy and reads one entry; a fit on the device reports
+free), and a device histogram subtracts like numpy and reads one entry (a level's subtractions held
+for its choice kernel, or applied when read first); a fit on the device reports
 its peak. Without a GPU they run on numba's CUDA simulator (tests/conftest.py)."""
 import gc
 

@@ -1,8 +1,9 @@
 """customobj/ole/cuda/tree.py: the tree a GPU backend grows. Under ``ole_fast`` the leaves' dropped
 couplings are planned with the search that may be the tree's last (the grower plans nothing), and
 each final leaf finds its part of that plan; a split whose children are never searched partitions
-no rows when nothing reads the order. Tiny data under numba's CUDA simulator; whole fits against
-the CPU: tests/test_ole_cuda_backend.py."""
+no rows when nothing reads the order; a level's feature choice and pair histograms fall back to each
+split's where a check fails. Tiny data under numba's CUDA simulator; whole fits against the CPU:
+tests/test_ole_cuda_backend.py."""
 import numpy as np
 import pytest
 

@@ -209,7 +209,8 @@ class DeviceFeatureChoice:
         if most > 0 and bound:
             dev = self._memory.copy_in_queued(self._pairs_table, table, n)
             (chunks, n_groups), threads = launch_shape(most, bound, bound)
-            lv = LevelPairs(dev, records, *bufs[0], *bufs[-1], pool.hists, order, rho, steps)
+            (pi0, pj0, pc0), (pi1, pj1, pc1) = bufs[0], bufs[-1]
+            lv = LevelPairs(dev, records, pi0, pj0, pc0, pi1, pj1, pc1, pool.hists, order, rho, steps)
             self._kernels.chosen_level_pairs[(chunks, n_groups, 4 * n), threads](hists.bins_rm, lv, self.level)
         return [[hists.kept(o) for o in mine] for mine in outs]
 

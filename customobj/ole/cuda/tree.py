@@ -157,7 +157,8 @@ class DeviceTree:
            deferred to the level's one search (:meth:`_search`).
 
         Returns :meth:`_expand`'s tuple per split."""
-        gpu, done, searched, row = self.gpu, [], [], 0
+        gpu, done, row = self.gpu, [], 0
+        searched: list = []  # (first result row, searched children, pair counts) per split with any
         for k, e in enumerate(batch):
             split = e.split
             nan_left = nan_goes_left(gpu.data, self.table[e.leaf].hist, split)
