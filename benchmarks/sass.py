@@ -372,6 +372,8 @@ def histogram_kernels(every_signature: bool = True) -> dict:
     build = T.NamedTuple([i1, i, f1, f1, f1, f2], RowBuild)
     choice = T.NamedTuple([b1, T.boolean[:, ::1], T.int64[:, :, ::1], T.int64[:, :, ::1], i2], C.FeatureChoice)
     chosen = T.NamedTuple([i1, i, i, i, j1, j1, f1, f1], ChosenPairs)
+    f3 = T.float64[:, :, ::1]
+    level = T.NamedTuple([i2, i2, j1, j1, f1, j1, j1, f1, f3, i1, f1, f1], C.LevelPairs)
     node = T.NamedTuple([f1, i1, i], HK.NodeRows)
     root32, root64 = (T.NamedTuple([p, p, f1, i, i, i1, b, f1], HK.RootPairs) for p in (j1, i1))
     sides32, place32 = T.NamedTuple([j1, j1, f1, i, i, i, i2, i1], P.PairSides), T.NamedTuple([j1, j1, f1, f1], P.PairPlace)
@@ -383,6 +385,8 @@ def histogram_kernels(every_signature: bool = True) -> dict:
         "child_hists[u8,i32]": (HK.child_hists, (u8, i2, i2, i1, plan32, build, node, node)),
         "child_hists[u16,i64]": (HK.child_hists, (u16, i2, i2, i1, plan64, build, node, node)),
         "chosen_child_pairs[u8]": (HK.chosen_child_pairs, (u8, chosen, choice, f2, f2, node, node)),
+        # ole_fast's chosen pair histograms of a breadth-first level's children, one launch a level
+        "chosen_level_pairs[u8,i32]": (C.chosen_level_pairs, (u8, level, choice)),
         # ole_fast's pair placing with the smaller child's row histogram (its row update is row_hist_shared's)
         "place_sides_row_hist[u8,i32]": (P.place_sides_row_hist, (u8, i2, i2, i1, build, sides32, b1, place32)),
     }

@@ -2,8 +2,10 @@
 are, against its CPU twin: the WSE gains (splitting.feature_gains), the top ``k`` of the mask
 (backend.select_features: larger gain first, ties to the lower index) and their shared-memory groups
 (_histograms_kernels.feature_groups), the group table zero past its last group. Capacities of a few
-slots force several groups and a feature wider than one; two identical features tie. Small data
-under numba's CUDA simulator."""
+slots force several groups and a feature wider than one; two identical features tie. A level's nodes
+in one launch (``wse_choose_level``: each choice in its result row) and their pair histograms in one
+more (``chosen_level_pairs``, against pairhist.build_pair_hist). Small data under numba's CUDA
+simulator."""
 import numpy as np
 import pytest
 
@@ -155,3 +157,140 @@ def test_each_nodes_choice_is_kept_by_its_result_row_for_the_batch_search(row):
         want[row:row + 2] = keep
     np.testing.assert_array_equal(masks, want)
     assert keep.sum(axis=1).tolist() == [3, 3]
+
+
+def test_a_levels_nodes_are_chosen_for_in_one_launch_into_their_result_rows():
+    # wse_choose_level: three nodes of a breadth-first level in one launch, each a pool histogram, its
+    # choice into its own result row of 6-row tables (rows 4, 0, 3; the others untouched), node 1's
+    # histogram arriving as its parent's and completed there (-= node 0's): the gains, the choice and the
+    # groups are the CPU's (splitting.feature_gains, select_features, feature_groups)
+    from customobj._cuda_runtime import cuda_module
+    from customobj.ole.cuda import _choice_kernels as K
+    from customobj.ole.cuda._histograms_kernels import feature_groups
+    cuda = cuda_module()
+    mapper, hists, sums = _data()
+    hists = [np.round(h * 64) / 64 for h in hists]  # on a grid: (a + b) - b is a, as on the fit's
+    third = hists[0][::-1].copy()  # a node of its own (its slots reversed: other gains)
+    third_sums = sums[0]
+    pool = np.stack([hists[0], hists[0] + hists[1], third, np.zeros_like(third)])
+    mask = np.array([1, 1, 0, 1, 1, 1, 1], np.bool_)
+    rows, k, capacity = (4, 0, 3), 3, 12
+    table = np.array([[0, 4, -1, *sums[0][:3]], [1, 0, 0, *sums[1][:3]], [2, 3, -1, *third_sums[:3]]], np.float64)
+    n_rows, f, n_slots = 6, N_FEAT, mapper.n_slots
+    choice = K.FeatureChoice(cuda.to_device(mask), cuda.to_device(np.ones((n_rows, f), np.bool_)),
+                             cuda.to_device(np.full((n_rows, f, 5), -7, np.int64)),
+                             cuda.to_device(np.full((n_rows, f, 4), -7, np.int64)),
+                             cuda.to_device(np.full((n_rows, n_slots), -7, np.int64)))
+    bins = FeatureBins(*(cuda.to_device(np.asarray(a, np.int64)) for a in (mapper.n_bins, mapper.offsets)))
+    dpool, done = cuda.to_device(pool), cuda.to_device(np.zeros(1, np.int64))
+    rules = SplitRules(WSE, 0.1, 2.0, 0.0)
+    K.wse_choose_level[(3, 3), 4](K.LevelChoice(dpool, cuda.to_device(table)), bins, rules,
+                                  cuda.to_device(np.zeros((3, f, SPLIT_SIZE))), cuda.to_device(np.zeros((3, f))),
+                                  done, choice, k, capacity)
+    assert done.copy_to_host()[0] == 0  # the ticket counter is back to 0
+    np.testing.assert_array_equal(dpool.copy_to_host()[1], hists[1])  # completed in the launch
+    keep, groups, members, slot_map = (a.copy_to_host() for a in choice[1:])
+    cpu_bins = FeatureBins(mapper.n_bins.astype(np.int64), mapper.offsets)
+    for hist, node_sums, row in zip((hists[0], hists[1], third), (sums[0], sums[1], third_sums), rows):
+        want_gains = np.zeros(f)
+        feature_gains(hist, cpu_bins, mask, node_sums, rules, want_gains)
+        feats = select_features(want_gains, mask, k)
+        np.testing.assert_array_equal(np.flatnonzero(keep[row]), feats)
+        g, m, smap = feature_groups(mapper.offsets, cpu_bins.n_bins, feats, capacity=capacity)
+        np.testing.assert_array_equal(groups[row, :len(g)], g)
+        assert not groups[row, len(g):].any()
+        np.testing.assert_array_equal(members[row, :len(feats)], m)
+        np.testing.assert_array_equal(slot_map[row, :len(smap)], smap)
+    assert np.flatnonzero(keep[4]).tolist() != np.flatnonzero(keep[3]).tolist()  # the reversed node differs
+    for row in (1, 2, 5):  # no node's: untouched
+        assert keep[row].all() and (groups[row] == -7).all() and (slot_map[row] == -7).all()
+
+
+def test_a_levels_chosen_pair_histograms_are_the_cpus_in_one_launch():
+    # chosen_level_pairs (through DeviceFeatureChoice.level_pair_hists): two splits of a level on disjoint
+    # rows, their placed pairs in the tree's two buffers (split 1's from pair 10), counts on the card in
+    # rows 1 and 3 of the record ring; split 0's two children and split 1's right child alone, each over
+    # its own chosen features (its result row of the level's tables: 0, 1, 2): every histogram is the CPU's
+    # (pairhist.build_pair_hist: hi, nanp and R) on its features and 0 elsewhere, in one launch (and a zero6)
+    from customobj._cuda_runtime import cuda_module
+    from customobj.ole.binning import BinMapper
+    from customobj.ole.common import PART_N_LEFT, PART_N_RIGHT, PART_RECORD
+    from customobj.ole.cuda import _choice_kernels, _histograms_kernels, _split_kernels
+    from customobj.ole.cuda._histograms_kernels import feature_groups
+    from customobj.ole.cuda.choice import DeviceFeatureChoice
+    from customobj.ole.cuda.histograms import DeviceHistograms
+    from customobj.ole.cuda.memory import DeviceMemory
+    from customobj.ole.cuda.partitions import DevicePairCounts
+    from customobj.ole.cuda.pool import DevicePool
+    from customobj.ole.cuda.stats import CountedKernels
+    from customobj.ole.fixed_point import grid_step_of, round_range
+    from customobj.ole.leaf_table import LeafRows
+    from customobj.ole.pair_partition import partition_pairs
+    from customobj.ole.pairhist import build_pair_hist
+    from _ole_cases import make_X
+    n, m = 60, 100
+    X = make_X(2, n=n, n_features=3, nan_frac=0.15)
+    mapper = BinMapper.fit(X, 8)
+    fm = mapper.bins_feature_major(X)
+    rng = np.random.default_rng(5)
+    go_left = rng.uniform(size=n) < 0.4
+    # each split's parent's pairs: split 0's on rows 0-29 (pairs 0-79), split 1's on rows 30-59 (pairs 10-79)
+    src = [[rng.integers(0, 30, m).astype(np.int32) + lo, rng.integers(0, 30, m).astype(np.int32) + lo,
+            rng.uniform(0.0, 2.0, m)] for lo in (0, 30)]
+    step = grid_step_of(np.concatenate([src[0][2], src[1][2]]), 0, 2 * m)
+    for s in src:
+        round_range(s[2], 0, m, step)
+    bufs = [tuple(np.zeros_like(a) for a in s) for s in src]
+    counts = [partition_pairs(*src[0], 0, 80, go_left, *bufs[0]), partition_pairs(*src[1], 10, 80, go_left, *bufs[1])]
+    rho = np.zeros(n)  # each row's coupling sum over its child's pairs (the pair partitions keep it so)
+    ranges = []  # (buffer, lo, hi) of each child's pairs: split 0's left and right, split 1's left and right
+    for b, (start, (nl, nr)) in enumerate(zip((0, 10), counts)):
+        ranges += [(b, start, start + nl), (b, start + nl, start + nl + nr)]
+    for b, lo, hi in ranges:
+        np.add.at(rho, bufs[b][0][lo:hi], bufs[b][2][lo:hi])
+        np.add.at(rho, bufs[b][1][lo:hi], bufs[b][2][lo:hi])
+    child_rows = [np.flatnonzero(side[lo:lo + 30]) + lo for lo in (0, 30) for side in (go_left, ~go_left)]
+    order = np.concatenate(child_rows).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum([r.size for r in child_rows])])
+    mem = DeviceMemory(cuda_module())
+    pool = DevicePool(mem, n_rows=n, n_features=3, n_slots=mapper.n_slots, n_hists=6)
+    hists = DeviceHistograms(mem, CountedKernels(_histograms_kernels, mem.counter), _split_kernels, pool,
+                             mem.upload(np.ascontiguousarray(fm.T)), mapper.offsets, mapper.n_bins)
+    choice = DeviceFeatureChoice(mem, CountedKernels(_choice_kernels, mem.counter), pool, n_features=3,
+                                 n_slots=mapper.n_slots, rows=4, level_slots=mapper.n_slots)
+    feats = [np.array([0, 2]), np.array([1]), np.array([1, 2])]  # result rows 0, 1, 2
+    for row, f in enumerate(feats):
+        for table, got in zip(choice.level[2:], feature_groups(mapper.offsets, mapper.n_bins, f)):
+            host = np.zeros(table.shape[1:], np.int64)
+            host[:len(got)] = got
+            table[row].copy_to_device(host)
+    records = np.zeros((4, PART_RECORD), np.int64)
+    for k, (nl, nr) in zip((1, 3), counts):
+        records[k, PART_N_LEFT], records[k, PART_N_RIGHT] = nl, nr
+    d_records = mem.upload(records)
+    sums = ChildSums(0.0, 0.0, 0.0, 0.0)
+    leaf = [LeafRows(starts[c], starts[c + 1], (0, 0, 10, 10)[c], (80, 80, 80, 80)[c], sums, pbuf=c // 2,
+                     is_left=c % 2 == 0) for c in range(4)]
+    splits = [([leaf[0], leaf[1]], DevicePairCounts(mem, d_records[1], 1), 0),
+              ([leaf[3]], DevicePairCounts(mem, d_records[3], 3), 2)]
+    steps = mem.upload(np.array([step] * 2))
+    before = mem.counter.stats().outside
+    got = choice.level_pair_hists(hists, splits, tuple(tuple(mem.upload(a) for a in b) for b in bufs), d_records,
+                                  mem.upload(order), mem.upload(rho), steps, 2)
+    after = mem.counter.stats().outside
+    assert after.launches - before.launches == 2 and after.reads == before.reads  # zero6, chosen_level_pairs
+    for hist, (b, lo, hi), f in zip([got[0][0], got[0][1], got[1][0]], [ranges[0], ranges[1], ranges[3]], feats):
+        want = build_pair_hist(fm.T.copy(), *bufs[b], lo, hi, mapper.offsets, mapper.n_bins, mapper.n_slots)
+        slots = np.concatenate([np.arange(mapper.offsets[k], mapper.offsets[k] + mapper.n_bins[k] + 1) for k in f])
+        have = hist.copy_to_host()
+        np.testing.assert_array_equal(have[slots], want[slots])
+        assert not np.delete(have, slots, axis=0).any()  # features not chosen stay 0
+        assert have[:, 2].any()  # R, from the rows, is there
+    # a split whose record is not the ring's: nothing launched, each split's own launch instead (None)
+    before = mem.counter.stats().outside.launches
+    assert choice.level_pair_hists(hists, [([leaf[3]], DevicePairCounts(mem, d_records[3]), 2)],
+                                   tuple(tuple(mem.upload(a) for a in b) for b in bufs), d_records, mem.upload(order),
+                                   mem.upload(rho), steps, 2) is None
+    assert mem.counter.stats().outside.launches == before
+    with pytest.raises(ValueError, match="1 to 4 splits"):
+        choice.level_pair_hists(hists, [], bufs, d_records, order, rho, steps, 2)

@@ -1,5 +1,6 @@
 """customobj.ole.cuda.memory: the device-memory count follows the arrays' lives (peak kept after a
-free), and a device histogram subtracts like numpy and reads one entry; a fit on the device reports
+free), and a device histogram subtracts like numpy and reads one entry (a level's subtractions held
+for its choice kernel, or applied when read first); a fit on the device reports
 its peak. Without a GPU they run on numba's CUDA simulator (tests/conftest.py)."""
 import gc
 
@@ -92,6 +93,36 @@ def test_a_splits_children_are_completed_with_its_row_subtraction_in_one_launch(
     queue.flush()
     assert mem.counter.stats().outside.launches == 3
     np.testing.assert_array_equal(hrp.copy_to_host(), rp - rs - rs - rs)
+
+
+def test_a_levels_subtractions_are_held_for_its_choice_or_applied_when_read_first():
+    # SubtractQueue.hold: each split's one queued ``a -= b`` leaves the queue (the next split's queues
+    # alone: nothing runs mid-level) and is held for the level's choice kernel when ``a`` is searched
+    # (take_held), dropped when not; one read first applies the held ones (in order, before the queue's);
+    # restore holds taken ones again (the level's fall-back)
+    from customobj.ole.cuda import _split_kernels as K
+    from customobj.ole.cuda.stats import CountedKernels
+    mem = _mem()
+    queue = SubtractQueue(CountedKernels(K, mem.counter).subtract3)
+    launches = lambda: mem.counter.stats().outside.launches
+    rng = np.random.default_rng(2)
+    vals = rng.normal(size=(8, 6, 3))
+    h = [DeviceHist(mem.upload(v), queue) for v in vals]
+    for k in range(4):  # four splits: a = h[2k], b = h[2k + 1]; split 2's larger child is not searched
+        h[2 * k] -= h[2 * k + 1]
+        queue.hold([h[2 * k]] if k != 2 else [h[7]])
+    queue.hold([h[0]])  # nothing queued: nothing taken
+    assert launches() == 0
+    held = queue.take_held()
+    assert [(a is h[2 * k], b is h[2 * k + 1]) for (a, b), k in zip(held, (0, 1, 3))] == [(True, True)] * 3
+    assert queue.take_held() == [] and launches() == 0
+    queue.restore(held[1:])  # held again: read first, applied
+    h[6] -= h[0]  # a queued one after them
+    np.testing.assert_array_equal(h[6].copy_to_host(), vals[6] - vals[7] - vals[0])  # one flush: held, then queued
+    np.testing.assert_array_equal(h[2].copy_to_host(), vals[2] - vals[3])
+    np.testing.assert_array_equal(h[4].copy_to_host(), vals[4])  # dropped: never applied
+    np.testing.assert_array_equal(h[0].copy_to_host(), vals[0])  # taken by the kernel, not the queue
+    assert launches() == 1 and queue.take_held() == []
 
 
 def test_a_device_fit_reports_its_peak_and_a_cpu_fit_none():

@@ -240,6 +240,8 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (N.search_batch, (T.NamedTuple([f3, f2, i2, T.boolean[:, ::1], f2], N.BatchNodes), b, bins, rules, out, b)),
         (C.wse_choose, (hists, bins, node, node, rules, f1, b, out, choice, i, i,
                         T.NamedTuple([i, f2, f2, i, T.boolean[:, ::1]], C.Completion))),
+        (C.wse_choose_level, (T.NamedTuple([f3, f2], C.LevelChoice), bins, rules, f3, f2, i1, choice, i, i)),
+        (C.chosen_level_pairs, (u8, T.NamedTuple([i2, i2, j1, j1, f1, j1, j1, f1, f3, i1, f1, f1], C.LevelPairs), choice)),
         (PR.query_tops, (tops32, f1, i)), (PR.query_masses, (j1, f1, i1, j1, i, i1, f2, i1, f1)),
         (PR.count_kept_blocks, (pairs, i1, j1, tables, i, i, i2, i1, f1)),
         (PR.place_kept_blocks, (pairs, i1, j1, tables, i, i, i2, i1, pairs)),

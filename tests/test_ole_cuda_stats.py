@@ -4,8 +4,9 @@ reads, allocations, bytes each way), checked by hand on a stump, the objective's
 reads apart from the trees', and the launch budget of issue 32
 (``stats.BUDGET``): met by every criterion (``ole_fast``: 7.2 launches, 1.0 read per split);
 a tree's grid accumulators come from a ring zeroed once per ``TREE_RING`` trees; the pool knows its
-clean histograms; a breadth-first level costs one read, one search launch and two row-partition
-launches (``stats.BATCH_BUDGET``).
+clean histograms; a breadth-first level costs one read, one search launch, two row-partition
+launches and, under ``ole_fast``, one feature-choice launch and one of the chosen pair histograms
+(``stats.BATCH_BUDGET``).
 
 Under numba's CUDA simulator (tests/conftest.py) the counts are those of a real card: they are Python
 counters at the backend's calls, not measurements."""
@@ -31,6 +32,11 @@ from _ole_cases import QUIET, make_rank_data
 #: the tests hold the backend to: a regression above these fails.
 NOW = {"wse": {"launches": 5.0, "reads": 1.0}, "ole": {"launches": 6.0, "reads": 1.0},
        "ole_fast": {"launches": 7.2, "reads": 1.0}}
+
+#: Launches of the two breadth-first 8-leaf trees of test_a_breadth_first_level_is_one_read_and_one_search_launch
+#: (14 splits), measured: ole_fast's with one feature-choice launch a level (wse_choose_level: 69) and one
+#: launch of the chosen pair histograms (chosen_level_pairs: 65).
+NOW_BREADTH_FIRST = {"wse": 50, "ole": 64, "ole_fast": 65}
 
 
 def _stump_data(seed=0):
@@ -192,12 +198,17 @@ def test_a_breadth_first_level_is_one_read_and_one_search_launch(criterion, monk
     # children searched in one launch (ole_fast too: each split's features chosen first);
     # a tree reads its root's split, once per searched level, and ole_fast's dropped couplings when no
     # plan brought them; the trees are the CPU's
-    from customobj.ole.cuda import _partitions_kernels, _search_kernels
+    from customobj.ole.cuda import _choice_kernels, _histograms_kernels, _partitions_kernels, _search_kernels
     from customobj.ole.cuda.backend import CUDABackend
     from _ole_cases import tree_dicts
-    log, batches, partitions = [], [], []
+    log, batches, partitions, choices = [], [], [], []
     for name in ("search_nodes", "search_batch"):
         monkeypatch.setattr(_search_kernels, name, _Spy(getattr(_search_kernels, name), log, name))
+    choice_log = []  # ole_fast's feature choices
+    for name in ("wse_choose", "wse_choose_level", "chosen_level_pairs"):
+        monkeypatch.setattr(_choice_kernels, name, _Spy(getattr(_choice_kernels, name), choice_log, name))
+    monkeypatch.setattr(_histograms_kernels, "chosen_child_pairs",
+                        _Spy(_histograms_kernels.chosen_child_pairs, choice_log, "chosen_child_pairs"))
     rows_log = []  # the row partitions' launches (and the pair countings launched with them)
     for name in ("mark_rows_blocks", "place_rows_blocks", "place_rows_count_sides", "mark_rows_level",
                  "place_rows_count_sides_level"):
@@ -206,8 +217,9 @@ def test_a_breadth_first_level_is_one_read_and_one_search_launch(criterion, monk
 
     def counted(self, batch):
         tree = self.memory.counter.stats().trees
-        reads, launched, parted = tree[-1].reads, len(log), len(rows_log)
+        reads, launched, parted, chose = tree[-1].reads, len(log), len(rows_log), len(choice_log)
         out = expand(self, batch)
+        choices.append((len(batch), sum(any(e.need) for e in batch), choice_log[chose:]))
         batches.append((len(tree) - 1, sum(any(e.need) for e in batch),
                         self.memory.counter.stats().trees[-1].reads - reads, log[launched:]))
         partitions.append((len(batch), sum(any(e.need) for e in batch), rows_log[parted:]))
@@ -235,7 +247,22 @@ def test_a_breadth_first_level_is_one_read_and_one_search_launch(criterion, monk
             assert launched == ["mark_rows_level", "place_rows_count_sides_level"] or (not searched and not launched)
         elif searched:
             assert launched[0] == "mark_rows_blocks" and len(launched) == 2
+    # ole_fast's feature choice: a level of several splits chooses for every searched child in one launch
+    # (wse_choose_level, each larger child completed there) and builds their pair histograms in one more
+    # (chosen_level_pairs); a lone split's children: wse_choose, chosen_child_pairs
+    for splits, searched, launched in choices:
+        if criterion != "ole_fast" or not searched:
+            assert launched == []
+        elif splits >= 2:
+            assert launched == ["wse_choose_level", "chosen_level_pairs"]
+            assert launched.count("wse_choose_level") == BATCH_BUDGET["choice_launches"]
+            assert launched.count("chosen_level_pairs") == BATCH_BUDGET["chosen_pairs_launches"]
+        else:
+            assert launched == ["wse_choose", "chosen_child_pairs"]
+    assert criterion != "ole_fast" or any(c[1] >= 2 and c[2][0] == "wse_choose_level" for c in choices)
     st = gpu.device_stats_
+    # the launches of both trees (14 splits), measured: a regression above them fails
+    assert st.total().launches <= NOW_BREADTH_FIRST[criterion], st.trees
     assert st.total(first=1).allocations == 0
     for t, counts in enumerate(st.trees):
         levels = sum(1 for tree, searched, _, _ in batches if tree == t and searched)

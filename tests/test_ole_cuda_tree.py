@@ -1,8 +1,9 @@
 """customobj/ole/cuda/tree.py: the tree a GPU backend grows. Under ``ole_fast`` the leaves' dropped
 couplings are planned with the search that may be the tree's last (the grower plans nothing), and
 each final leaf finds its part of that plan; a split whose children are never searched partitions
-no rows when nothing reads the order. Tiny data under numba's CUDA simulator; whole fits against
-the CPU: tests/test_ole_cuda_backend.py."""
+no rows when nothing reads the order; a level's feature choice and pair histograms fall back to each
+split's where a check fails. Tiny data under numba's CUDA simulator; whole fits against the CPU:
+tests/test_ole_cuda_backend.py."""
 import numpy as np
 import pytest
 
@@ -106,3 +107,36 @@ def test_a_breadth_first_batch_plans_the_dropped_couplings_at_its_searches_resul
     np.testing.assert_array_equal(starts, cpu_starts)
     # the plan names every child searched in its batch so far by its result row: the earlier splits' too
     assert tree["num_leaves"] == 7 and len(rows) > 2 and sorted(rows) == list(range(len(rows)))
+
+
+@pytest.mark.parametrize("fails", ["pool", "defer", "pairs"])
+def test_a_levels_choice_falls_back_to_each_splits_where_a_check_fails(fails, monkeypatch):
+    # ole_fast's level of several splits chooses every searched child's features in one launch
+    # (DeviceTree._expand_level); where a histogram is not the pool's, each split chooses its own
+    # (wse_choose, its held subtraction applied first); where the level's pair histograms cannot be
+    # one launch, each split's are built on its rows of the level's tables (chosen_child_pairs); and
+    # where a split's search cannot join the level's, it is launched alone with its choice copied to the
+    # pool's mask slots: the trees are the CPU's either way
+    from customobj.ole.cuda.backend import CUDABackend
+    from customobj.ole.cuda.tree import DeviceTree
+    from customobj.ole.grower import TreeGrower
+    ctx, params, grad, hess, pairs = backend_case(6, 8, 4, 0.1, criterion="ole_fast", num_leaves=7,
+                                                  growth="breadth_first", min_data_in_leaf=3, ole_fast_epsilon=0.3)
+    gpu = CUDABackend(ctx(), params)
+    calls = []
+    for name in ("choose", "choose_level"):
+        run = getattr(gpu.choice, name)
+        monkeypatch.setattr(gpu.choice, name, lambda *a, _run=run, _name=name, **k: calls.append(_name) or _run(*a, **k))
+    if fails == "pool":
+        monkeypatch.setattr(gpu.pool, "index_of", lambda array: -1)
+    elif fails == "pairs":
+        monkeypatch.setattr(gpu.choice, "level_pair_hists", lambda *a, **k: calls.append("pairs") and None)
+    else:
+        monkeypatch.setattr(DeviceTree, "_defer", lambda self, searches, counts, row: False)
+    (tree, _, starts, _), (want, _, cpu_starts, _) = [
+        TreeGrower(b, grad, hess, np.arange(96, dtype=np.int64), b.ctx.pairs.load(tuple(a.copy() for a in pairs), None),
+                   np.ones(4, np.bool_), params).grow() for b in (gpu, CPUBackend(ctx(), params))]
+    assert tree.nodes.tobytes() == want.nodes.tobytes() and tree.leaves.tobytes() == want.leaves.tobytes()
+    np.testing.assert_array_equal(starts, cpu_starts)
+    assert ("choose_level" in calls) == (fails != "pool") and calls.count("choose") >= 2
+    assert ("pairs" in calls) == (fails == "pairs")

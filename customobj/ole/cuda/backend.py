@@ -128,13 +128,17 @@ class CUDABackend:
         self.histograms = DeviceHistograms(mem, histogram_kernels, split_kernels, self.pool, bins_rm, d.offsets,
                                            self.n_bins)
         # the split search: a split's two children in one launch, their splits in one read
-        self.search = DeviceSearch(mem, split_kernels, search_kernels, self.pool,
-                                   FeatureBins(self._n_bins_d, offsets), n_features=n_feat,
+        feature_bins = FeatureBins(self._n_bins_d, offsets)
+        self.search = DeviceSearch(mem, split_kernels, search_kernels, self.pool, feature_bins, n_features=n_feat,
                                    has_nan=bool(np.any(d.mapper.has_nan)),
                                    tail=3 * params.num_leaves if params.criterion.prunes_pairs else 0,
                                    nodes=2 * params.num_leaves)  # a batch's children, read at once
+        # ole_fast: a level's choices kept by result row, a node's slot map at most k (max bins + 1) slots
+        fast = params.criterion.fast
+        level_slots = params.criterion.ole_fast_features * (int(self.n_bins.max(initial=0)) + 1) if fast else 0
         self.choice = DeviceFeatureChoice(mem, CountedKernels(_choice_kernels, counter), self.pool,
-                                          n_features=n_feat, n_slots=d.n_slots, rows=self.search.result_rows)
+                                          n_features=n_feat, n_slots=d.n_slots, rows=self.search.result_rows,
+                                          level_slots=level_slots, bins=feature_bins)
         self.partitions = DevicePartitions(mem, partition_kernels, reduce_kernels, histogram_kernels.zero,
                                            n_rows=d.n_rows, splits=params.num_leaves)  # a level's, in one table
         self.pruning = DevicePruning.for_fit(mem, ctx, params)  # ole_fast's, or None

@@ -146,6 +146,15 @@ class DeviceHistograms:
             self.pool.give_back(h)
         return self.pool.clear_all()
 
+    @property
+    def bins_rm(self) -> Any:
+        """The binned matrix on the card, row-major (the histogram kernels' coalesced reads)."""
+        return self._bins_rm
+
+    def kept(self, out: Any) -> DeviceHist:
+        """``out`` (a pool histogram, from :meth:`zeroed`) as a node's, back to the pool when dropped."""
+        return self._hist(out)
+
     def _hist(self, out: Any) -> DeviceHist:
         hist = DeviceHist(out, self.queue, self.memory)
         weakref.finalize(hist, self.pool.give_back, out)  # back to the pool when the grower drops it

@@ -214,6 +214,7 @@ class SubtractQueue:
         self._kernel, self._children_kernel, self._ops = subtract3, subtract_children, []  # type: Any, Any, list
         self._children: Optional[tuple] = None
         self._before = before
+        self._held: list = []  # subtractions held for a level's one kernel (hold), applied by flush if not taken
 
     def add(self, a: "DeviceHist", b: "DeviceHist") -> None:
         if (self._ops and self._ops[0][0]._array.size != a._array.size) or self._children is not None:
@@ -249,23 +250,64 @@ class SubtractQueue:
         self._ops = []
         return None if index < 0 else (index, a._array, b._array)
 
+    def hold(self, targets: list) -> None:
+        """:meth:`take` for a later kernel: the one queued ``a -= b``, when ``a`` is one of ``targets``, is
+        held (:meth:`take_held`: a breadth-first level's feature choice,
+        :func:`._choice_kernels.wse_choose_level`, applies it as it reads ``a``), else dropped (``a`` is
+        never read again: a leaf never split), so the next split's subtraction queues alone and nothing
+        runs mid-level. Both histograms are kept (none goes back to the pool) until then; a held one that
+        something reads first is applied by :meth:`flush`, before the queue's own. With anything but one
+        subtraction queued: nothing taken (the queue as it was)."""
+        if self._children is not None or len(self._ops) != 1:
+            return
+        a, b = self._ops[0]
+        if self._before is not None:
+            self._before()  # b's build, queued before the kernel that reads it
+        self._ops = []
+        if any(t is a for t in targets):
+            self._held.append((a, b))
+
+    def take_held(self) -> list:
+        """The held subtractions not applied yet, ``(a, b)`` (:class:`DeviceHist`) each, in the order held;
+        none held after (the caller keeps them until its kernel is launched)."""
+        held, self._held = self._held, []
+        return held
+
+    def restore(self, held: list) -> None:
+        """Subtractions taken by :meth:`take_held` and not launched, held again before any others (the
+        next :meth:`flush` applies them)."""
+        self._held = list(held) + self._held
+
     def flush(self) -> None:
-        """Run the queued subtractions (one launch; none: nothing)."""
+        """Run the held subtractions, then the queued ones (a launch per ``MAX_OPS`` of one size; none:
+        nothing)."""
         if self._before is not None:
             self._before()
+        held, self._held = self._held, []
         ops, self._ops, children, self._children = self._ops, [], self._children, None
+        if children is None:  # read before their level's kernel: applied now, first, with the queue's
+            held, ops = [], held + ops
+        self._run(held)
         if children is not None:
             parent, left, right, record = children
             first = (_flat(ops[0][0]._array), _flat(ops[0][1]._array)) if ops else (_flat(parent._array),) * 2
             self._children_kernel[grid_launch(int(parent._array.size))](
                 *first, len(ops), _flat(parent._array), _flat(left._array), _flat(right._array), record)
             return
-        if not ops:
-            return
-        flat = [(_flat(a._array), _flat(b._array)) for a, b in ops]
-        flat += [flat[0]] * (self.MAX_OPS - len(flat))  # not applied: n_ops
-        n = int(flat[0][0].size)
-        self._kernel[grid_launch(n)](*(x for ab in flat for x in ab), len(ops))
+        self._run(ops)
+
+    def _run(self, ops: list) -> None:
+        """``a -= b`` of each of ``ops`` in order: a ``subtract3`` launch per run of at most ``MAX_OPS`` of one size."""
+        i = 0
+        while i < len(ops):
+            n = int(ops[i][0]._array.size)
+            j = i + 1
+            while j < len(ops) and j - i < self.MAX_OPS and int(ops[j][0]._array.size) == n:
+                j += 1
+            flat = [(_flat(a._array), _flat(b._array)) for a, b in ops[i:j]]
+            flat += [flat[0]] * (self.MAX_OPS - len(flat))  # not applied: n_ops
+            self._kernel[grid_launch(n)](*(x for ab in flat for x in ab), j - i)
+            i = j
 
 
 class DeviceHist:

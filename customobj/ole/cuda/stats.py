@@ -48,7 +48,12 @@ BUDGET = {"launches": 8.0, "reads": 1.0, "allocations": 0}
 #: each split's features first and keeps each node's choice for the batch's one search). A batch
 #: whose children are never searched reads nothing. Row partitions of a batch of several splits: its
 #: rows marked in one launch, placed (with the pairs counted) in another (``partitions.level``).
-BATCH_BUDGET = {"reads": 1, "search_launches": 1, "partition_launches": 2}
+#: ``ole_fast``'s feature choice of such a batch: one launch for every searched child
+#: (``_choice_kernels.wse_choose_level``; a lone split's children: ``wse_choose``), and their pair
+#: histograms over the features chosen: one more (``chosen_level_pairs``; a lone split's:
+#: ``chosen_child_pairs``).
+BATCH_BUDGET = {"reads": 1, "search_launches": 1, "partition_launches": 2, "choice_launches": 1,
+                "chosen_pairs_launches": 1}
 
 
 class DeviceCounts(NamedTuple):

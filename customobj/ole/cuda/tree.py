@@ -18,7 +18,10 @@ the card needs is decided here, not by the grower:
   pairs placed at its turn) and read once: each split's
   children's search is launched into its own result rows (or, several splits, all of them in one
   ``search_batch`` launch at the end; ``ole_fast``'s choices kept by result row for it) and one
-  read brings them all, as XGBoost's GPU driver syncs once per frontier (``stats.BATCH_BUDGET``).
+  read brings them all, as XGBoost's GPU driver syncs once per frontier (``stats.BATCH_BUDGET``);
+- ``ole_fast``, such a level: every searched child's features chosen in one launch, and their pair
+  histograms built in one more (:meth:`DeviceTree._expand_level`: each split's larger child's
+  subtraction held for the choice).
 """
 from __future__ import annotations
 
@@ -103,7 +106,10 @@ class DeviceTree:
         # the batch's row partitions and pair countings in two launches (its records reserved above)
         level = (self._partition_level(batch) if self._deferred is not None
                  and len(batch) <= gpu.partitions.level_splits else None)
-        done = [self._expand(e, None if level is None else (k, level[k])) for k, e in enumerate(batch)]
+        if level is not None and self._level_choice(batch, level):
+            done = self._expand_level(batch, level)
+        else:
+            done = [self._expand(e, None if level is None else (k, level[k])) for k, e in enumerate(batch)]
         got = iter(self._read())  # one entry per search launched, in order
         for _, _, parent, left, right, row in done:
             counts = next(got) if row >= 0 else None
@@ -128,6 +134,79 @@ class DeviceTree:
             return [None] * len(batch)
         bufs = self.bufs if self.use_pairs else ((gpu.inputs.order,) * 2,) * 2  # no pairs: never read
         return gpu.partitions.level(gpu.bins, gpu.inputs.order, splits, bufs)
+
+    def _level_choice(self, batch: list, level: list) -> bool:
+        """Whether ``ole_fast``'s feature choice of a partitioned level runs once for the level
+        (:meth:`_expand_level`): every searched split's pairs counted there, its children deferred to the
+        level's one search, the choice tables made for the fit."""
+        return (self.fast and self.use_pairs and self.gpu.choice.level is not None
+                and not self.gpu.inputs.root_pending and any(any(e.need) for e in batch)
+                and all(c is not None for e, c in zip(batch, level) if any(e.need)))
+
+    def _expand_level(self, batch: list, level: list) -> list:
+        """:meth:`_expand` of every split of a partitioned breadth-first level under ``ole_fast``, in three
+        phases, so the level's feature choice is one launch (``wse_choose_level``) where it was one a split:
+
+        1. each split in order: its rows' leaves, its pairs placed with its smaller child's row histogram
+           (one launch), the larger child's subtraction held for the choice (nothing runs mid-level);
+        2. one choice of every searched child, each completed and chosen for into its result row of the
+           choice's tables (:meth:`~customobj.ole.cuda.choice.DeviceFeatureChoice.choose_level`; a check
+           failing, a histogram not the pool's: each split's own choice, as :meth:`_search`'s);
+        3. every searched child's pair histogram over its choice in one launch (``chosen_level_pairs``;
+           where that cannot be, each split's from its rows of the tables), each split's children then
+           deferred to the level's one search (:meth:`_search`).
+
+        Returns :meth:`_expand`'s tuple per split."""
+        gpu, done, row = self.gpu, [], 0
+        searched: list = []  # (first result row, searched children, pair counts) per split with any
+        for k, e in enumerate(batch):
+            split = e.split
+            nan_left = nan_goes_left(gpu.data, self.table[e.leaf].hist, split)
+            parent, left, right = self.table.split(e.leaf, split)
+            gpu.memory.counter.split()
+            gain, first = gpu.host.split_gain(parent.sums, split.left, split.right), -1
+            if any(e.need):
+                counts = level[k]
+                gpu.partitions.placed(k, self.bufs[left.pbuf], wait=True)
+                small, large = (left, right) if left.sums.N <= right.sums.N else (right, left)
+                small.hist = self._row_hist(small)
+                gpu.partitions.place_sides(gpu.histograms.take_waiting())  # the pairs' placing and it: one launch
+                parent.hist -= small.hist
+                large.hist = parent.hist
+                nodes = [c for c, nd in zip((left, right), e.need) if nd]
+                gpu.histograms.queue.hold([n.hist for n in nodes])  # done by the level's choice
+                for child, nd in zip((left, right), e.need):
+                    if not nd:  # never split: no histograms kept
+                        child.hist = child.phist = None
+                if self.dropped is not None and len(self.table) + 1 >= gpu.num_leaves:
+                    self._plan(nodes, row, [n for _, ns, _ in searched for n in ns])
+                searched.append((row, nodes, counts))
+                first, row = row, row + len(nodes)
+            done.append((nan_left, gain, parent, left, right, first))
+        held = gpu.histograms.queue.take_held()  # kept alive until the choice's launch
+        small_of = {id(a): b for a, b in held}
+        pool, table = gpu.pool, []
+        for first, nodes, _ in searched:
+            for j, n in enumerate(nodes):
+                sub = small_of.get(id(n.hist))
+                table.append((pool.index_of(n.hist._array), first + j, -1 if sub is None else pool.index_of(sub._array),
+                              n.sums))
+        if all(h >= 0 for h, _, _, _ in table) and all(pool.index_of(b._array) >= 0 for _, b in held):
+            bound = gpu.choice.choose_level(pool.hists, table, self.mask, self.k, gpu.rules)
+            inputs = gpu.inputs
+            phists = gpu.choice.level_pair_hists(gpu.histograms, [(nodes, counts, first) for first, nodes, counts in searched],
+                                                 self.bufs, gpu.partitions.records, inputs.order, gpu.partitions.rho,
+                                                 inputs.pair_stats[2:4], bound)
+            for k, (first, nodes, counts) in enumerate(searched):
+                got = self._search(nodes, counts, chosen=(bound, gpu.choice.level_tables(first)),
+                                   phists=None if phists is None else phists[k])
+                assert got == first, (got, first)
+            return done
+        gpu.histograms.queue.restore(held)  # the check failed: applied now, each split choosing its own
+        for first, nodes, counts in searched:
+            got = self._search(nodes, counts, chosen=(None, None))
+            assert got == first, (got, first)
+        return done
 
     def _expand(self, e: Expansion, level: Optional[tuple] = None) -> tuple:
         """Leaf ``e.leaf`` split on the card, its searched children's searches launched (nothing read):
@@ -211,26 +290,36 @@ class DeviceTree:
             if not nd:  # never split: no histograms kept
                 child.hist = child.phist = None
 
-    def _search(self, nodes: list, counts: Any) -> int:
+    def _search(self, nodes: list, counts: Any, chosen: Optional[tuple] = None, phists: Optional[list] = None) -> int:
         """The best splits of one or two ``nodes`` (a root, or a split's searched children) launched into
         the next result rows (one launch, nothing read: :meth:`_read` reads the batch's); returns the
-        first row. ``counts``: the pair counts (on the card) that come back with them, or None."""
+        first row. ``counts``: the pair counts (on the card) that come back with them, or None.
+        ``chosen``: a level's split (:meth:`_expand_level`, its plan made there), ``(bound, tables)`` when
+        its features were chosen with the level's (:meth:`.choice.DeviceFeatureChoice.level_tables`), or
+        ``(None, None)`` to choose them here; either way its nodes' rows are their own leaves'. ``phists``:
+        their pair histograms, built with the level's (``chosen_level_pairs``), else built here."""
         gpu = self.gpu
         if not 0 < len(nodes) <= 2:
             raise ValueError(f"a device search takes one or two nodes, got {len(nodes)}")
         row = sum(len(p[0]) for p in self._pending)
-        if self.dropped is not None and len(self.table) + 1 >= gpu.num_leaves:
+        if chosen is None and self.dropped is not None and len(self.table) + 1 >= gpu.num_leaves:
             self._plan(nodes, row)
         inputs = gpu.inputs
+        bound, tables = (None, None) if chosen is None else chosen
         searches: list  # (row hist, pair hist or None, mask or None, sums) on the card, per node
         if self.use_pairs and self.fast:  # features chosen on the card, their pair histograms, the OLE search
-            sub = gpu.histograms.queue.take([n.hist for n in nodes], drop_others=True)
             keep = row if self._deferred is not None and not inputs.root_pending else -1  # for the batch's search
-            bound = gpu.choice.choose(gpu.search, [(n.hist.array, n.sums) for n in nodes], self.mask, self.k,
-                                      gpu.rules, inputs.root, inputs.root_pending, sub, keep)
-            pairs = [n.pairs(self.bufs, counts) for n in nodes]
-            rows = gpu.partitions.node_rows(inputs.order, [p.side for p in pairs], inputs.root_rows())  # their R
-            phists = gpu.choice.pair_hists(gpu.histograms, pairs, inputs.pair_stats[2:4], bound, rows)
+            if tables is None:
+                sub = gpu.histograms.queue.take([n.hist for n in nodes], drop_others=True)
+                bound = gpu.choice.choose(gpu.search, [(n.hist.array, n.sums) for n in nodes], self.mask, self.k,
+                                          gpu.rules, inputs.root, inputs.root_pending, sub, keep)
+            if phists is None:
+                pairs = [n.pairs(self.bufs, counts) for n in nodes]
+                if chosen is None:
+                    rows = gpu.partitions.node_rows(inputs.order, [p.side for p in pairs], inputs.root_rows())  # their R
+                else:  # a level's: each split's own rows (the partitions' last rows are the level's last split's)
+                    rows = [inputs.root_rows()._replace(rows=inputs.order[n.start:n.end], n=n.end - n.start) for n in nodes]
+                phists = gpu.choice.pair_hists(gpu.histograms, pairs, inputs.pair_stats[2:4], bound, rows, tables)
             searches = [(n.hist.array, ph.array, None, n.sums) for n, ph in zip(nodes, phists)]  # masks: the pool's
             if keep >= 0 and self._defer(searches, counts, row):
                 for node, ph in zip(nodes, phists):
@@ -240,6 +329,10 @@ class DeviceTree:
                     self._planned_launch, self._tail_n = planned
                 self._pending.append((nodes, False, counts is not None))
                 return row
+            if tables is not None:  # not deferred: the search reads the pool's mask slots
+                for j in range(len(nodes)):
+                    gpu.pool.mask[j].copy_to_device(gpu.choice.masks[row + j])
+                gpu.pool.masks_written()
         else:
             searches = [(n.hist.array, None if n.phist is None or not self.use_pairs else n.phist.array, self.mask, n.sums)
                         for n in nodes]
@@ -311,15 +404,14 @@ class DeviceTree:
             row += len(nodes)
         return out
 
-    def _plan(self, searching: list, row: int) -> None:
+    def _plan(self, searching: list, row: int, earlier: Optional[list] = None) -> None:
         """At most one split follows this search: the leaves' dropped couplings are summed with it (each
         leaf's, and each side's of its split: those of the batch's searched leaves, this search's at
-        rows ``row, row + 1``, as the searches find them, in their result rows)."""
-        slot, at = {}, 0
-        for nodes, _, _ in self._pending:  # searched earlier in this batch, not read yet
-            for node in nodes:
-                slot[id(node)] = at
-                at += 1
+        rows ``row, row + 1``, as the searches find them, in their result rows). ``earlier``: the nodes
+        searched earlier in this batch, in their rows' order (default: those launched, not read yet)."""
+        if earlier is None:
+            earlier = [node for nodes, _, _ in self._pending for node in nodes]
+        slot = {id(node): at for at, node in enumerate(earlier)}
         slot.update((id(node), row + k) for k, node in enumerate(searching))
         self.planned = list(self.table.leaves)
         self.gpu.inputs.plan_dropped_sums([(l.start, l.end, slot.get(id(l), l.split if l.split.gain > 0 else None))
