@@ -165,12 +165,14 @@ _LGB_NO_POOLING = (
 )
 
 _LGB_NO_MULTI_POOLING = (
-    "train_lightgbm cannot train MultiObjective(method={method!r}) without label columns: each round it reads "
-    "the per-label costs (and the m x m Gram matrix) summed over all rows; lightgbm.dask gives a custom objective "
-    "no sum over the workers, and train_lightgbm's own (Dask Variables) finds the training workers from the "
-    "partitions the rows carry, which only label columns bring. Use train_xgboost (XGBoost's allreduce sums them: "
-    "the one-machine weights), or method='linear' (fixed weights, nothing summed), or give label columns "
-    "(labels=[None, y2, ...]; a column may repeat the data's label)"
+    "train_lightgbm cannot train MultiObjective(method={method!r}) without label columns when one of its losses "
+    "converts its labels (Logistic: {{-1, +1}} to {{0, 1}}): each round it reads the per-label costs (and the "
+    "m x m Gram matrix) summed over all rows; lightgbm.dask gives a custom objective no sum over the workers, and "
+    "train_lightgbm's own (Dask Variables) finds the training workers from the partitions the rows carry, which "
+    "only label columns bring. Without columns it makes the data's label the columns, which would change this "
+    "objective (the data's label passes through every loss's conversion in turn, a column through its own loss's "
+    "only). Use train_xgboost (XGBoost's allreduce sums them: the one-machine weights), or method='linear' (fixed "
+    "weights, nothing summed), or give label columns (labels=[None, y2, ...]), converted as you mean them"
 )
 
 

@@ -27,9 +27,9 @@ Several labels (docs/multi-objective.md, "Dask"): a ``MultiObjective``'s label c
 arrays / Series aligned with ``y``, are split with the query-aligned partitions and checked next to each
 (``adapters._dask_labels``). :func:`train_xgboost` gives the one-machine weights for every method (costs
 and Gram matrix summed by XGBoost's allreduce); so does :func:`train_lightgbm` (the sums go through Dask
-``Variable``s, ``adapters._dask_collective``: lightgbm.dask has no collective for Python code), which needs
-label columns for a method that reads costs or the Gram matrix (the rows carry their partitions, which find
-the training workers).
+``Variable``s, ``adapters._dask_collective``: lightgbm.dask has no collective for Python code); the rows
+carry their partitions with the label columns, which find the training workers, so a method that reads
+costs or the Gram matrix without label columns is given the data's label as its columns.
 
 Early stopping and histories (checked on lightgbm 4.7, xgboost 3.2):
 
@@ -314,6 +314,42 @@ def _fitted_attributes_callback(key: str) -> object:
     return FittedAttributes()
 
 
+def _converts_labels(objective: MultiObjective) -> bool:
+    """Whether a loss inside ``objective`` converts its labels (``Logistic``: ``{-1, +1}`` to ``{0, 1}``): the
+    data's label then passes through every ``None``-labelled loss's conversion in turn, which a column does not
+    (:func:`_data_label_columns` would change the objective). Wrappers (sums, ``Scaled``, ``Unbiased``) pass
+    their losses' conversions on, so their losses are looked at."""
+    for o in walk_objectives(objective.objectives):
+        delegates = any(hasattr(o, name) for name in ("parts", "objectives", "objective"))
+        if not delegates and type(o)._convert_labels is not Objective._convert_labels:
+            return True
+    return False
+
+
+def _data_label_columns(objective: MultiObjective, parts: Any) -> MultiObjective:
+    """``objective`` with the data's label as every label column but the first (which stays the data's label):
+    the same objective when no loss converts its labels (:func:`_converts_labels`), since a ``None`` label is
+    the data's label, which LightGBM hands the objective as float32 (so the columns are the label rounded to
+    float32). Its rows then carry their partitions (``_dask_labels``), which find the training workers the
+    round's sums need."""
+    column = parts.y.astype(np.float32).astype(np.float64)
+    labels = [None] + [column] * (len(objective.objectives) - 1)
+    return _relabelled(objective, labels)
+
+
+def _relabelled(objective: MultiObjective, labels: list) -> MultiObjective:
+    """A copy of ``objective`` reading ``labels`` (``with_labels`` keeps which losses read the data's label;
+    here the data's label becomes columns on purpose: :func:`_data_label_columns`)."""
+    import copy
+
+    from customobj.multi._labels import check_labels
+
+    out = copy.copy(objective)
+    out.__dict__.pop("_last_prep", None)  # the public calls' data set belongs to the other columns
+    out.labels = check_labels(labels, len(objective.objectives))
+    return out
+
+
 def train_lightgbm(client: Client | None, params: dict | None, X: object, y: object, qid_or_group: object,
                    objective: object, *, num_boost_round: int = 100, npartitions: int | None = None,
                    weight: object = None, eval_set: list | None = None, kind: str = "auto",
@@ -327,9 +363,9 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     ``eval_set``: ``[(X, y, qid_or_group), ...]``. Other keyword arguments go to ``fit``.
     Returns the fitted ``DaskLGBMRanker`` (``.to_local()`` for a plain ``LGBMRanker``).
     An objective that estimates from all rows every round (``Unbiased`` without ``propensity=``, alone or
-    inside; a ``MultiObjective`` without label columns whose method reads costs or the Gram matrix:
-    ``Objective.pools_rows``) is refused with a ``NotImplementedError`` naming :func:`train_xgboost`. A
-    ``MultiObjective`` with label columns trains with every method: the round's costs and Gram matrix are
+    inside: ``Objective.pools_rows``) is refused with a ``NotImplementedError`` naming :func:`train_xgboost`. A
+    ``MultiObjective`` trains with every method (without label columns, the data's label is made its columns:
+    the same objective, whose rows then carry their partitions): the round's costs and Gram matrix are
     summed over the workers through Dask ``Variable``s (``adapters._dask_collective``; each read waits at most
     ``COLLECTIVE_TIMEOUT_S``, then ``TimeoutError``), so the workers choose the one-machine weights; what they
     learned comes back as ``model.fitted_attributes_`` (``label_weights_``, ``label_costs_``, ...; ``{}`` for
@@ -348,10 +384,14 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     _check_single_output(objective, "LightGBM")
     _check_no_positions(objective)
     labelled = has_label_columns(objective)
-    # A MultiObjective with label columns sums its costs / Gram matrix through Dask Variables (its rows carry
-    # their partitions: _dask_collective); anything else that pools rows (Unbiased estimating) is refused.
-    summed = labelled and isinstance(objective, MultiObjective) and not any(o.pools_rows for o in objective.objectives)
+    # A MultiObjective sums its costs / Gram matrix through Dask Variables, its rows carrying their partitions
+    # (_dask_collective); without label columns it is given some (below); anything else that pools rows
+    # (Unbiased estimating) is refused.
+    summed = isinstance(objective, MultiObjective) and not any(o.pools_rows for o in objective.objectives)
     if objective.pools_rows and not summed:
+        raise NotImplementedError(lightgbm_refusal(objective))
+    pooled_unlabelled = isinstance(objective, MultiObjective) and summed and objective.pools_rows and not labelled
+    if isinstance(objective, MultiObjective) and pooled_unlabelled and _converts_labels(objective):
         raise NotImplementedError(lightgbm_refusal(objective))
     params = dict(params or {})
     if "objective" in params:
@@ -361,6 +401,9 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
         raise ValueError(_LGB_NO_EARLY_STOPPING)
     params.setdefault("verbose", -1)
     parts = _aligned(client, X, y, qid_or_group, npartitions, weight, kind)
+    if pooled_unlabelled:
+        assert isinstance(objective, MultiObjective)
+        objective, labelled = _data_label_columns(objective, parts), True
     fit: dict[str, Any] = dict(fit_kwargs)
     if eval_set:
         sets, groups = [], []

@@ -2,7 +2,9 @@
 against its CPU twin under the simulator: gradients, hessians and the estimated propensities
 (``position_bias_``, ``position_bias_unclicked_``) round after round, for every wrapped loss it
 debiases, weights on and off, both costs, known propensities, no query normalisation; the refusals;
-and the kernels typed and compiled to PTX for sm_80 (listed from the module, not counted by hand)."""
+its pair couplings (``_unbiased_route.grad_hess_couplings``) bit for bit and ``TreeBooster(device="cuda",
+criterion="ole")`` growing the CPU's trees with them; and the kernels typed and compiled to PTX for sm_80
+(listed from the module, not counted by hand)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,6 +13,9 @@ import pytest
 import customobj
 from customobj import LambdaRank, MPBoost, PreferencePairs, QBRank, RankNet, RankSVM, SquaredError, Unbiased
 from customobj.objectives import devices
+from customobj.objectives._couplings_route import grad_hess_couplings_prepared
+from customobj.objectives._launch import LaunchCount
+from _ole_cases import QUIET, tree_dicts
 from _cuda_cases import assert_simulated_bits, compile_listed_kernels, needs_gpu, query_order_sum, to_device
 
 ROUNDS = 3
@@ -190,11 +195,97 @@ def test_the_cpu_cost_is_the_loss_before_the_rounds_estimate():
     np.testing.assert_array_equal(g, obj.grad_hess_prepared(s, other)[0])
 
 
+def test_the_cost_beside_the_pairs_is_the_cost_without_them():
+    """``Unbiased._grad_hess_couplings_loss`` (``MultiObjective``'s cost of an Unbiased label with
+    ``criterion="ole"``): the loss at the propensities the round's gradients take, from the pass that gives the
+    pairs, as ``_grad_hess_loss`` gives it (``_loss`` after the round, what it read before, is at the estimate)."""
+    clicks = _clicks(1)
+    obj = Unbiased(LambdaRank() + RankNet())
+    preps = [obj.prepare(clicks.y, clicks.group, position=clicks.position) for _ in range(3)]
+    s = clicks.X[:, 0].astype(np.float64) * 0.3
+    for p in preps:
+        obj.grad_hess_prepared(s, p)  # a first round: the propensities move off 1
+    with_pairs, without, fused = preps
+    g, h = np.zeros_like(s), np.zeros_like(s)
+    pairs, cost = obj._grad_hess_couplings_loss(s, with_pairs, with_pairs.state_for(obj), g, h)
+    assert cost == obj._grad_hess_loss(s, without, without.state_for(obj), np.zeros_like(s), np.zeros_like(s))
+    assert obj.loss_prepared(s, with_pairs) != cost  # the estimate moved after the cost
+    # the round's gradients and pairs are those of _grad_hess_couplings at the same state
+    gf, hf, pf = obj.grad_hess_couplings_prepared(s, fused)
+    for got, want in zip((g, h) + pairs, (gf, hf) + pf):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_the_route_is_unbiaseds_own():
     obj = Unbiased(RankNet() + SquaredError())
     assert devices.kernels_for(obj, devices.Device.CUDA).__module__ == "customobj.clicks._unbiased_route"
-    assert obj.device_route().couplings is None  # TreeBooster(device="cuda") with OLE takes its pairs on the host
+    # its pairs come from the round's own pass (the estimate follows it): a fused driver, no couplings after it
+    assert obj.device_route().couplings is None
+    assert obj.device_route().grad_hess_couplings.__name__ == "grad_hess_couplings"
     assert obj.device_route().grad_hess_loss.__name__ == "grad_hess_loss"
+
+
+def _pairwise_leaves(obj):
+    from customobj.clicks._pairs import leaf_parts
+
+    return [leaf for leaf, _ in leaf_parts(obj.objective) if leaf.pairwise]
+
+
+def _leaf_pairs_read(obj):
+    """Reads of the round's pairs: LambdaRank's own pass counts its pairs (one read each); the listed losses'
+    counts are their lists' (known on the host)."""
+    from customobj.objectives.base import PairSource
+
+    return sum(leaf.pair_source() == PairSource.OWN_PASS for leaf in _pairwise_leaves(obj))
+
+
+@needs_gpu
+@pytest.mark.parametrize("obj", WRAPPED, ids=lambda o: repr(o.objective))
+def test_the_couplings_are_the_cpus_bit_for_bit(obj):
+    """``grad_hess_couplings``, two rounds (the second at the first round's estimate): every leaf's debiased
+    pairs in its list order, the leaves in order, as ``Unbiased._grad_hess_couplings`` returns them; the
+    gradients as ``grad_hess``'s; the only reads each LambdaRank leaf's pair count."""
+    clicks = _clicks(1)
+    w = _weights(clicks, per_query=obj.objective == LambdaRank.like_xgboost())
+    cpu = obj.prepare(clicks.y, clicks.group, w, position=clicks.position)
+    gpu = obj.prepare(clicks.y, clicks.group, w, position=clicks.position)
+    plain = obj.prepare(clicks.y, clicks.group, w, position=clicks.position)  # the same rounds without pairs
+    s = clicks.X[:, 0] * 0.3
+    for r in range(2):
+        g, h, pairs = obj.grad_hess_couplings_prepared(s, cpu)
+        before = LaunchCount.snapshot()
+        obj.grad_hess_prepared(to_device(s), plain)
+        without = LaunchCount.since(before)
+        before = LaunchCount.snapshot()
+        gd, hd, dpairs = grad_hess_couplings_prepared(obj, to_device(s), gpu, index_dtype=np.int32)
+        launches, reads = LaunchCount.since(before)
+        assert reads == without[1] == _leaf_pairs_read(obj)
+        # the pairs cost one launch a pairwise leaf (its couplings copied into the round's buffer)
+        assert launches == without[0] + len(_pairwise_leaves(obj))
+        assert pairs[0].size > 0 and dpairs[0].dtype == np.int32
+        for name, want, got in zip("ijc", pairs, dpairs):
+            np.testing.assert_array_equal(got.copy_to_host(), want, err_msg=f"{obj!r} round {r} {name}")
+        _assert_close(gd.copy_to_host(), g, f"{obj!r} round {r} grad")
+        _assert_close(hd.copy_to_host(), h, f"{obj!r} round {r} hess")
+        s = s - 0.5 * g / np.maximum(h, 1e-3)
+    np.testing.assert_array_equal(obj.fitted_attributes(gpu)["position_bias_"], obj.fitted_attributes(cpu)["position_bias_"])
+
+
+@needs_gpu
+@pytest.mark.parametrize("obj", [WRAPPED[0], WRAPPED[7]], ids=["lambdarank", "lambdarank+0.5*se"])
+def test_tree_booster_with_ole_grows_the_cpus_trees_with_the_pairs_on_the_card(obj):
+    clicks = _clicks()
+    fits = {}
+    for device in ("cpu", "cuda"):
+        model = customobj.TreeBooster(objective=obj, n_estimators=2, device=device, min_data_in_leaf=2, num_leaves=3,
+                                      criterion="ole", **QUIET)
+        fits[device] = model.fit(clicks.X, clicks.y, group=clicks.group)
+    cpu, gpu = fits["cpu"], fits["cuda"]
+    assert gpu.device_gradients_ == "device"  # was: the host, the pairs of Unbiased having no GPU kernel
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+    np.testing.assert_array_equal(gpu.predict(clicks.X), cpu.predict(clicks.X))
+    np.testing.assert_array_equal(gpu.position_bias_, cpu.position_bias_)
+    assert gpu.device_stats_.objective_reads == 2 * _leaf_pairs_read(obj)  # not counted: the estimate's 2k floats
 
 
 _PTX_CHECK = """

@@ -2,11 +2,12 @@
 writes them (``_round_route.grad_hess_couplings``), through ``TreeBooster(device="cuda")`` under the CUDA
 simulator (tests/conftest.py): for every method (criterion "ole") and every criterion (two methods), the
 GPU-trained model equals the CPU-trained one (trees, predictions, the recorded weights, costs and duals),
-with the gradients and pairs on the card and the round's reads counted; the weights survive save/load."""
+with the gradients and pairs on the card and the round's reads counted; the weights survive save/load; composite
+and ``Unbiased`` labels with their pairs on the card (``_composite_route.part_pairs``)."""
 import numpy as np
 import pytest
 
-from customobj import LambdaRank, RankNet
+from customobj import LambdaRank, ListNet, RankNet, SquaredError, Unbiased
 from customobj.multi import MultiObjective
 from customobj.ole import TreeBooster
 from _cuda_cases import needs_gpu
@@ -118,3 +119,23 @@ def test_a_pairwise_label_beside_lambdarank_bagged_and_the_weights_saved(tmp_pat
     for name in FITTED:
         np.testing.assert_array_equal(getattr(back, name), getattr(gpu, name), err_msg=name)
     np.testing.assert_array_equal(back.predict(X), gpu.predict(X))
+
+
+@pytest.mark.parametrize("method, criterion", [("epsilon_constraint", "ole"), ("linear", "ole_fast")])
+def test_composite_and_unbiased_labels_keep_their_pairs_on_the_card(method, criterion):
+    """A composite label (a sum with a pointwise part, nested scalings) and an ``Unbiased`` one on a click label:
+    each writes its pairs with its own fused driver (each pairwise leaf's right after its gradients), the
+    round's pairs are theirs times the weights, and nothing goes to the host. Their costs (epsilon_constraint)
+    are the CPU's to rounding (a composite's per query, where the CPU adds its parts' totals)."""
+    X, y, second = data()
+    clicks = (second > 1).astype(float)
+
+    def make():
+        return MultiObjective([0.5 * (2.0 * LambdaRank() + SquaredError()) + 3.0 * ListNet(), Unbiased(RankNet())],
+                              labels=[None, clicks], method=method, **OPTIONS[method])
+    cpu = TreeBooster(objective=make(), criterion=criterion, **KW).fit(X, y, SIZES)
+    gpu = TreeBooster(objective=make(), criterion=criterion, device="cuda", **KW).fit(X, y, SIZES)
+    assert_same_model(X, cpu, gpu, method == "linear")
+    # a round: the main label's two counted leaves (LambdaRank's, ListNet's pair counts); Unbiased(RankNet())'s
+    # pairs are its list's (known on the host); then the combination's
+    assert gpu.device_stats_.objective_reads == ROUNDS * (2 + combination_reads(method))

@@ -61,3 +61,25 @@ def test_the_gradient_and_loss_pass_is_the_parts_own():
     want_g, want_h = combo.grad_hess_prepared(s, prep)
     np.testing.assert_allclose(grad, want_g, rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(hess, want_h, rtol=1e-14, atol=1e-15)
+
+
+def test_the_cost_beside_the_pairs_is_the_cost_without_them():
+    """``_grad_hess_couplings_loss`` (``MultiObjective``'s cost of a composite label with ``criterion="ole"``):
+    each part's cost as ``_grad_hess_loss`` reads it (LambdaRank's tabled softplus, the cost its GPU route
+    writes), added in part order and scaled, beside the pairs and gradients of ``_grad_hess_couplings``. Before,
+    ``_loss`` (LambdaRank's exact softplus): another cost at the same scores."""
+    from customobj import LambdaRank, RankNet
+
+    s, y, g, w = data()
+    obj = 0.5 * (LambdaRank() + 3.0 * RankNet()) + SquaredError()
+    prep = obj.prepare(y, g, w)
+    state = prep.state_for(obj)
+    gp, hp = np.zeros_like(s), np.zeros_like(s)
+    pairs, cost = obj._grad_hess_couplings_loss(s, prep, state, gp, hp)
+    gl, hl = np.zeros_like(s), np.zeros_like(s)
+    assert cost == obj._grad_hess_loss(s, prep, state, gl, hl)  # bit for bit
+    assert cost != obj._loss(s, prep, state)  # the exact softplus: what was read beside the pairs before
+    gc, hc = np.zeros_like(s), np.zeros_like(s)
+    for got, want in zip((gp, hp) + pairs, (gc, hc) + obj._grad_hess_couplings(s, prep, state, gc, hc)):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(gp, gl)

@@ -3,16 +3,31 @@ _pairwise_cuda.py) against the CPU's ``grad_hess_couplings_prepared``: the same 
 couplings and gradients to 1e-9 relative (bit for bit under the simulator, where the device's exp is the
 host's); every LambdaRank metric and convention and every listed-pair loss (LambdaLoss too), on random and
 degenerate data (one-row queries, equal labels, tied scores, weights), and the bagged pairs against the
-CPU's compaction. Runs on the simulator where no GPU is present."""
+CPU's compaction; the composites (``Sum``, ``Scaled``: each part's pairs, scaled, in the CPU's order; nested,
+with pointwise parts) against the CPU's couplings and through ``TreeBooster(device="cuda")``, their launches
+and reads counted. Runs on the simulator where no GPU is present."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from customobj import LambdaLoss, LambdaRank, MPBoost, PreferencePairs, QBRank, RankNet, RankSVM
+from customobj import (LambdaLoss, LambdaRank, ListNet, MPBoost, PreferencePairs, QBRank, RankNet, RankSVM,
+                       SquaredError, TreeBooster)
+from customobj.objectives import devices
 from customobj.objectives._couplings_route import couplings_reason, grad_hess_couplings_prepared, in_bag_pairs
+from customobj.objectives._launch import LaunchCount
+from customobj.objectives.base import DeviceRoute
+from customobj.objectives.composite import Scaled, Sum
 from customobj.ole.pair_partition import compact_pairs
 from _cuda_cases import STATUS, data, degenerate_cases, long_query_cases, needs_gpu, to_device
+from _ole_cases import QUIET, tree_dicts
+
+
+class _NoPairs(RankNet):
+    """A user's pairwise loss whose GPU route has gradients but no coupling kernel."""
+
+    def device_route(self):
+        return DeviceRoute(RankNet().device_route().grad_hess)
 
 
 def assert_couplings_equal_cpu(obj, s, y, sizes, w=None, index_dtype=np.int64):
@@ -36,13 +51,18 @@ def assert_couplings_equal_cpu(obj, s, y, sizes, w=None, index_dtype=np.int64):
 def test_the_reason_names_objectives_without_a_coupling_kernel():
     assert couplings_reason(LambdaRank.like_lightgbm()) is None
     assert couplings_reason(RankNet()) is None and couplings_reason(QBRank()) is None
-    assert couplings_reason(LambdaRank() + RankNet()) == "the pair couplings of Sum have no GPU kernel"
+    assert couplings_reason(LambdaRank() + 2.0 * (RankNet() + SquaredError())) is None  # the parts' pairs
+    assert couplings_reason(_NoPairs()) == "the pair couplings of _NoPairs have no GPU kernel"
+    # a composite has pairs on the card when every pairwise part has
+    assert couplings_reason(LambdaRank() + _NoPairs()) == "the pair couplings of Sum have no GPU kernel"
+    assert couplings_reason(2.0 * (_NoPairs() + SquaredError())) == "the pair couplings of Scaled have no GPU kernel"
+    assert couplings_reason(_NoPairs() + SquaredError()) == "the pair couplings of Sum have no GPU kernel"
 
 
 @needs_gpu
 def test_objectives_without_a_kernel_are_refused():
     s, y, sizes, _ = data(0)
-    obj = 2.0 * RankNet()
+    obj = 2.0 * _NoPairs()
     with pytest.raises(NotImplementedError, match="couplings of Scaled"):
         grad_hess_couplings_prepared(obj, to_device(s), obj.prepare(y, sizes))
 
@@ -170,3 +190,111 @@ def test_in_bag_pairs_are_the_cpu_compaction(obj, chunk, monkeypatch):
     assert 0 < k < i.size and kept[0].size == k
     for got, want in zip(kept, out):
         np.testing.assert_array_equal(got, want[:k])
+
+
+def kept_cpu_pairs(obj, s, prep):
+    """The reference: the CPU's couplings of ``obj`` as its leaves' GPU routes keep them (a listed-pair leaf's
+    of coupling > 0, which the CPU booster keeps too), a Sum's parts concatenated in part order, a Scaled's
+    times its factor (nested factors in the CPU's order: ``2 * (3 * c)``, not ``6 * c``)."""
+    if isinstance(obj, Sum):
+        pieces = [kept_cpu_pairs(p, s, prep) for p in obj.parts if p.pairwise]
+        return tuple(np.concatenate(a) for a in zip(*pieces))
+    if isinstance(obj, Scaled):
+        i, j, c = kept_cpu_pairs(obj.objective, s, prep)
+        return i, j, obj.factor * c
+    i, j, c = obj.pair_couplings_prepared(s, prep)
+    if not obj.writes_pair_buffer:
+        keep = c > 0
+        i, j, c = i[keep], j[keep], c[keep]
+    return i, j, c
+
+
+def extra_launches(obj, with_pairs=True):
+    """What a composite adds to its leaves' own launches: a Scaled zeroes two scratch buffers and adds them
+    scaled (4), then scales its pairs in place (1, with pairs); a Sum of two or more pairwise parts copies
+    each part's pairs into the round's buffer (1 a part)."""
+    if isinstance(obj, Scaled):
+        return 4 + int(with_pairs and obj.pairwise) + extra_launches(obj.objective, with_pairs and obj.pairwise)
+    if isinstance(obj, Sum):
+        copies = sum(p.pairwise for p in obj.parts) if with_pairs and obj.pairwise else 0
+        return (copies if copies > 1 else 0) + sum(extra_launches(p, with_pairs and p.pairwise) for p in obj.parts)
+    return 0
+
+
+def leaves(obj):
+    if isinstance(obj, Sum):
+        return [leaf for p in obj.parts for leaf in leaves(p)]
+    return leaves(obj.objective) if isinstance(obj, Scaled) else [obj]
+
+
+def launches_reads(call):
+    before = LaunchCount.snapshot()
+    call()
+    return LaunchCount.since(before)
+
+
+#: Composites: two pairwise parts; a scaling; a pointwise part (no couplings); nested sums and scalings with a
+#: pointwise part inside; listed-pair parts with dropped couplings (RankSVM's hinge) and zero factors.
+COMPOSITES = [LambdaRank() + RankNet(), 2.0 * LambdaRank(), RankNet() + 0.5 * SquaredError(),
+              0.5 * (LambdaRank() + 3.0 * ListNet()) + LambdaRank(sigma=2.0) + SquaredError(),
+              2.0 * (RankSVM() + 3.0 * (MPBoost() + 0.25 * SquaredError())) + 0.0 * RankNet()]
+COMPOSITE_IDS = ["lambdarank+ranknet", "2*lambdarank", "ranknet+0.5*se", "nested", "nested-listed"]
+
+
+@needs_gpu
+@pytest.mark.parametrize("obj", COMPOSITES, ids=COMPOSITE_IDS)
+def test_composites_write_each_parts_pairs_in_the_cpus_order(obj):
+    s, y, sizes, w = data(4, weights=True, per_query=True)
+    s[:3] = [30.0, 0.0, -30.0]  # far apart: RankSVM's couplings there are 0, which its GPU pairs leave out
+    for index_dtype in (np.int64, np.int32):
+        prep = obj.prepare(y, sizes, w)
+        g, h, (i, j, c) = obj.grad_hess_couplings_prepared(s, prep)
+        want = kept_cpu_pairs(obj, s, prep)
+        if all(leaf.writes_pair_buffer for leaf in leaves(obj) if leaf.pairwise):
+            for a, b in zip(want, (i, j, c)):  # no leaf drops pairs: the reference is the CPU's output itself
+                np.testing.assert_array_equal(a, b)
+        else:  # the CPU booster keeps the pairs of coupling > 0: the same ones
+            for a, b in zip(want, (i[c > 0], j[c > 0], c[c > 0])):
+                np.testing.assert_array_equal(a[want[2] > 0], b)
+        calls = []
+        launches, reads = launches_reads(lambda: calls.append(
+            grad_hess_couplings_prepared(obj, to_device(s), prep, index_dtype=index_dtype)))
+        gd, hd, (id_, jd, cd) = calls[0]
+        assert id_.dtype == np.dtype(index_dtype)
+        for a, b in zip(want, (id_, jd, cd)):
+            np.testing.assert_array_equal(b.copy_to_host(), a, err_msg=repr(obj))  # rows, order, values: bit for bit
+        for cpu, gpu in ((g, gd.copy_to_host()), (h, hd.copy_to_host())):  # a Sum adds each part's rows: to rounding
+            np.testing.assert_allclose(gpu, cpu, rtol=1e-12, atol=1e-12 * max(1.0, float(np.abs(cpu).max())))
+    # each pairwise leaf reads its own pair count, nothing more; the launches are the leaves' own plus the composite's
+    own = 0
+    plumbing, _ = launches_reads(lambda: devices.grad_hess_scores(obj, to_device(s), prep, None, None,
+                                                                  lambda *args: None))
+    for leaf in leaves(obj):
+        lp = leaf.prepare(y, sizes, w)
+        run = ((lambda: grad_hess_couplings_prepared(leaf, to_device(s), lp)) if leaf.pairwise
+               else (lambda: leaf.grad_hess_prepared(to_device(s), lp)))
+        own += launches_reads(run)[0] - plumbing
+    assert reads == sum(leaf.pairwise for leaf in leaves(obj))
+    assert launches == plumbing + own + extra_launches(obj)
+
+
+@needs_gpu
+@pytest.mark.parametrize("obj, criterion", [(COMPOSITES[0], "ole"), (COMPOSITES[2], "ole"), (COMPOSITES[3], "ole_fast")],
+                         ids=["lambdarank+ranknet-ole", "ranknet+0.5*se-ole", "nested-ole_fast"])
+def test_tree_booster_grows_the_cpus_trees_with_a_composites_pairs_on_the_card(obj, criterion):
+    rng = np.random.default_rng(0)
+    sizes = [6] * 6
+    X = np.round(rng.normal(size=(36, 3)) * 4) / 4  # few distinct values: exact bins
+    y = rng.integers(0, 3, 36).astype(float)
+    kw = dict(objective=obj, criterion=criterion, num_leaves=3, n_estimators=2, min_data_in_leaf=3, max_bin=8,
+              ole_fast_features=2, **QUIET)
+    cpu = TreeBooster(**kw).fit(X, y, sizes)
+    gpu = TreeBooster(device="cuda", **kw).fit(X, y, sizes)
+    assert gpu.device_gradients_ == "device"  # gradients and pairs made on the card (was: the host, each round)
+    assert tree_dicts(gpu) == tree_dicts(cpu)  # splits, thresholds, gains and leaf values, exactly
+    np.testing.assert_array_equal(gpu.predict(X), cpu.predict(X))
+    # a round: the composite's launches at the round's scores (measured alone), one read per pairwise leaf
+    prep = obj.prepare(y, sizes)
+    launches, reads = launches_reads(lambda: grad_hess_couplings_prepared(obj, to_device(np.zeros(36)), prep))
+    assert gpu.device_stats_.objective_reads == 2 * reads == 2 * sum(leaf.pairwise for leaf in leaves(obj))
+    assert gpu.device_stats_.objective_launches == 2 * launches

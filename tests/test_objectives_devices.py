@@ -240,6 +240,11 @@ SIGNATURES = [
     (CW.to_float64, (T.float32[::1], f1, f, i1)),
     (CW.to_float64, (i1, f1, f, i1)),
     (CW.add_scaled, (f1, f1, f)),
+    # pairs times a factor from an offset (multi/_round_route.py; the composites' and Unbiased's couplings),
+    # into the booster's int32 rows and in place (Scaled: int64 or int32 rows)
+    (CW.place_scaled, (i1, i1, f1, f, i, j1, j1, f1)),
+    (CW.place_scaled, (i1, i1, f1, f, i, i1, i1, f1)),
+    (CW.place_scaled, (j1, j1, f1, f, i, j1, j1, f1)),
     (CW.fill, (f1, f)),
     (CW.fill, (i1, i)),
     (CW.to_float32, (f1, T.float32[::1], f, i1)),

@@ -8,7 +8,7 @@ import pytest
 
 from customobj import LambdaRank, ListNet, McRank, QBRank, RankNet, RankSVM
 from customobj._cuda_runtime import is_device_array
-from customobj.objectives.base import Objective
+from customobj.objectives.base import DeviceRoute, Objective
 from customobj.ole import TreeBooster
 from customobj.ole.cuda import backend
 from customobj.ole.cuda.scores import host_gradients_reason
@@ -19,10 +19,19 @@ from _ole_cases import QUIET, make_rank_data, tree_dicts
 KW = dict(num_leaves=5, n_estimators=2, min_data_in_leaf=4, max_bin=12, **QUIET)
 
 
+class _NoPairs(RankNet):
+    """A user's pairwise loss whose GPU route has gradients but no coupling kernel (every built-in loss, the
+    composites and Unbiased included, has one)."""
+
+    def device_route(self):
+        return DeviceRoute(RankNet().device_route().grad_hess)
+
+
 def test_the_reason_names_what_keeps_the_gradients_on_the_host():
     assert host_gradients_reason(RankNet(), need_pairs=False, line_search=False) is None
     assert host_gradients_reason(RankNet(), need_pairs=True, line_search=False) is None
-    assert "couplings of Sum" in host_gradients_reason(LambdaRank() + RankNet(), need_pairs=True, line_search=False)
+    assert host_gradients_reason(LambdaRank() + RankNet(), need_pairs=True, line_search=False) is None
+    assert "couplings of Sum" in host_gradients_reason(LambdaRank() + _NoPairs(), need_pairs=True, line_search=False)
     assert host_gradients_reason(LambdaRank(), need_pairs=True, line_search=False) is None
     assert host_gradients_reason(LambdaRank(), True, False, pairs_on_host="joint") == "joint"
     assert host_gradients_reason(LambdaRank(), False, False, pairs_on_host="joint") is None  # no pairs needed
@@ -65,7 +74,7 @@ def test_device_gradients_grow_the_cpu_trees(obj, criterion, monkeypatch):
 def test_couplings_line_search_and_cpu_only_objectives_keep_host_gradients(monkeypatch):
     X, y, group = make_rank_data(2, n_queries=4)
     seen = _spy_row_sums(monkeypatch)
-    cases = [(dict(criterion="ole", objective=LambdaRank() + RankNet()),
+    cases = [(dict(criterion="ole", objective=LambdaRank() + _NoPairs()),
               "host: the pair couplings of Sum have no GPU kernel"),
              (dict(criterion="ole", leaf_solver="joint"), 'host: leaf_solver="joint"'),
              (dict(criterion="wse", line_search=True), "host: line_search")]

@@ -16,6 +16,10 @@ parts of a sum (and QBRank's labelled rows) run their own GPU route into scratch
 factor. Only the propensities (``n_positions`` each) go up and the ``2 n_positions`` sums come back;
 the host updates the propensities with the CPU's ``update_propensities`` (pooled over distributed
 workers as on the CPU: ``Unbiased._finish_estimate``).
+
+With pairs (``grad_hess_couplings``: ``TreeBooster(device="cuda", criterion="ole")``, an ``Unbiased`` label of
+``MultiObjective``), each leaf's debiased couplings (``Outputs.c``, in its list order) are copied one leaf
+after the other into the caller's buffer (``_composite_route.concat_pairs``): one launch a pairwise leaf.
 """
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ from ..objectives.base import PairSource
 from . import _unbiased_kernels as CK
 from ._pairs import leaf_parts
 
-__all__ = ["grad_hess", "grad_hess_loss"]
+__all__ = ["grad_hess", "grad_hess_couplings", "grad_hess_loss"]
 
 
 def _padded(a: np.ndarray, dtype: type) -> np.ndarray:
@@ -137,8 +141,9 @@ def _labelled_rows(part: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_
         R.launch(CW.query_sums, data.n_queries, data.ptr, rows, per_query)
 
 
-def _round(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any) -> None:
-    """One round of ``obj`` (an ``Unbiased``); each query's loss into ``per_query`` unless it is None."""
+def _round(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: Any, pair_buffer: Any = None) -> Any:
+    """One round of ``obj`` (an ``Unbiased``); each query's loss into ``per_query`` unless it is None; with
+    ``pair_buffer``, returns the round's couplings written there (:func:`grad_hess_couplings`), else None."""
     from ..objectives import _pointwise_cuda as CW
     from . import _unbiased_cuda as CU
 
@@ -152,6 +157,7 @@ def _round(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: An
     R.zero(sums)
     if per_query is not None:
         R.zero(per_query)
+    pieces = []  # each pairwise leaf's (i, j, c), in leaf order
     for n, (part, scale) in enumerate(leaf_parts(obj.objective)):
         prep.state_for(part)
         if not part.pairwise:
@@ -172,9 +178,15 @@ def _round(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_query: An
             R.launch(CW.add_scaled, per_query.shape[0], per_query, loss, 1.0)
         if estimate:
             R.launch(CU.position_sums, 2 * k, out.terms, out.at, m, sums)
+        pieces.append((qp.i[:m], qp.j[:m], out.c[:m]))  # debias_queries wrote pair p's coupling at p: list order
     if estimate:
         li, lj = sums.copy_to_host()  # 2k floats down
         obj._finish_estimate(prep, state, li.copy(), lj.copy())
+    if pair_buffer is None:
+        return None
+    from ..objectives._composite_route import concat_pairs
+
+    return concat_pairs(pieces, pair_buffer, "pair_couplings of Unbiased")
 
 
 def grad_hess(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any) -> None:
@@ -189,3 +201,16 @@ def grad_hess_loss(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, per_q
     leaf and no QBRank labelled rows, the CPU's per-query sums to the bit; the parts of a wrapped sum are
     added query by query, where the CPU adds their totals (equal to rounding)."""
     _round(obj, s, prep, data, g, h, per_query)
+
+
+def grad_hess_couplings(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, pair_buffer: Any,
+                        per_query: Any = None) -> tuple:
+    """:func:`grad_hess` (with ``per_query``: :func:`grad_hess_loss`) and the round's pair couplings in
+    ``pair_buffer`` (``base.DeviceRoute.grad_hess_couplings``), as the CPU's ``Unbiased._grad_hess_couplings``:
+    each pairwise leaf's pairs in its list order with the debiased hessian ``debias_queries`` writes for each
+    (``w_ij h_ij``: its factor, its query's norm and the propensities in), the leaves concatenated in order;
+    every pair, as the CPU returns them (a zero coupling changes no sum of the booster). Every leaf's pair
+    count is known on the host (a listed loss's list; LambdaRank's, read by its own pass): nothing more is read."""
+    out = _round(obj, s, prep, data, g, h, per_query, pair_buffer)
+    assert out is not None
+    return out

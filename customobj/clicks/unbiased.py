@@ -297,20 +297,28 @@ class Unbiased(Objective):
         'customobj.clicks._unbiased_route'
 
         Its ``grad_hess_loss`` (``MultiObjective``'s per-label GPU cost) writes each query's debiased loss, as
-        :meth:`_grad_hess_loss` computes it; ``None`` when a pointwise part of the wrapped sum has no GPU cost.
+        :meth:`_grad_hess_loss` computes it; ``None`` when a pointwise part of the wrapped sum has no GPU cost. Its
+        ``grad_hess_couplings`` writes the round's debiased pairs (``TreeBooster(device="cuda", criterion="ole")``).
         """
         with_cost = True
         for part, _ in leaf_parts(self.objective):
             if not part.pairwise:  # NotImplementedError naming a part without a route
                 with_cost = with_cost and part.device_route().grad_hess_loss is not None
         return DeviceRoute(_unbiased_route.grad_hess, None,
-                           _unbiased_route.grad_hess_loss if with_cost else None)
+                           _unbiased_route.grad_hess_loss if with_cost else None,
+                           _unbiased_route.grad_hess_couplings)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         self._run(scores, prep, state, out_grad, out_hess, True)
 
     def _grad_hess_couplings(self, scores, prep, state, out_grad, out_hess):
         return self._run(scores, prep, state, out_grad, out_hess, True)[1]
+
+    def _grad_hess_couplings_loss(self, scores, prep, state, out_grad, out_hess):
+        # the cost of _grad_hess_loss (the propensities the round's gradients take, before its estimate), from
+        # the same pass as the pairs: _loss after the round would read the updated propensities
+        loss, pairs = self._run(scores, prep, state, out_grad, out_hess, True)
+        return pairs, loss
 
     def _grad_hess_loss(self, scores, prep, state, out_grad, out_hess):
         """The round's gradients and the debiased loss at the propensities they take, from the one pass (the

@@ -3,9 +3,10 @@
 by the round's solve, written one label after the other into the round's pair buffer, as the CPU's
 ``objective._weighted_pairs`` concatenates them.
 
-- Every method but "stochastic": label ``k``'s pairs ``(i, j, w_k c)`` from offset ``base`` (``place_scaled``,
-  a thread per pair; the host knows every label's pair count, so nothing is counted or read). A label of
-  weight 0 is left out, as the CPU's booster drops its zero couplings.
+- Every method but "stochastic": label ``k``'s pairs ``(i, j, w_k c)`` from offset ``base``
+  (``objectives._pointwise_cuda.place_scaled``, a thread per pair, which the composites' pairs share; the
+  host knows every label's pair count, so nothing is counted or read). A label of weight 0 is left out, as
+  the CPU's booster drops its zero couplings.
 - "stochastic": the pairs of the queries that drew label ``k``, couplings unscaled. Counted per chunk of
   ``CHUNK`` pairs (``count_picked``), the chunks of all labels scanned together (label order, then
   chunk order) and placed from their offsets (``place_picked``): stable, so in the CPU's order.
@@ -17,16 +18,6 @@ cuda = cuda_module()
 
 #: Pairs per thread of ``count_picked`` / ``place_picked`` (their result does not depend on it).
 CHUNK = 1024
-
-
-@cuda.jit(cache=True)
-def place_scaled(pi, pj, pc, weight, base, out_i, out_j, out_c):
-    """``out[base + t] = (pi[t], pj[t], weight * pc[t])`` (the CPU's ``weights[k] * c``)."""
-    t = grid_item(pc.shape[0])
-    if t >= 0:
-        out_i[base + t] = pi[t]
-        out_j[base + t] = pj[t]
-        out_c[base + t] = weight * pc[t]
 
 
 @cuda.jit(device=True)

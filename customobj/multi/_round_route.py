@@ -15,7 +15,8 @@ A round:
 
 With pairs (``grad_hess_couplings``, ``TreeBooster(device="cuda", criterion="ole")``, every method, "linear"
 included): each pairwise label's couplings are written right after its gradients (its route's ``couplings``,
-which read its pair count), and after the solve the round's pairs, label after label (``_pairs_cuda``).
+which read its pair count; a composite's or ``Unbiased``'s fused ``grad_hess_couplings``: one read per
+pairwise leaf), and after the solve the round's pairs, label after label (``_pairs_cuda``).
 
 "stochastic" reads nothing (with pairs: their total): its per-query draws (the CPU's generator, the same draws) are written to the
 card and each row takes its query's label. The recorded weights, costs and duals equal the CPU route's;
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..objectives._composite_route import part_pairs
 from ._weighted_route import label_data
 
 __all__ = ["grad_hess", "grad_hess_couplings"]
@@ -62,17 +64,12 @@ def _round(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, pair_buffer: 
     for k, part in enumerate(obj.objectives):
         sub = state.preps[k]
         sub_data = label_data(prep, sub, data)
-        sub.state_for(part)
-        route = part.device_route()
-        if spec.needs_costs:
-            assert route.grad_hess_loss is not None  # device_route refused a loss without one
-            route.grad_hess_loss(part, s, sub, sub_data, grads[k], hess[k], per_query[k])
-        else:
-            route.grad_hess(part, s, sub, sub_data, grads[k], hess[k])
-        if pair_buffer is not None and part.pairwise:  # right after its gradients, whose launches it reads
-            assert route.couplings is not None  # device_route offers the fused route only then
-            pairs[k] = route.couplings(part, s, sub, sub_data,
-                                       lambda size, k=k: data.pair_scratch(("multi_pairs", k), size))
+        # its gradients (and costs: device_route refused a loss without a GPU cost), its pairs right after them,
+        # whose launches they read (a composite's or Unbiased's: their own fused driver; device_route offers
+        # the fused route only when every pairwise label has pairs on the card)
+        buffer = None if pair_buffer is None else (lambda size, k=k: data.pair_scratch(("multi_pairs", k), size))
+        pairs[k] = part_pairs(part, s, sub, sub_data, grads[k], hess[k], buffer,
+                              per_query[k] if spec.needs_costs else None)
     losses, gram = np.zeros(m), np.zeros((m, m))
     if spec.needs_costs or spec.needs_gram:
         partial = data.scratch("multi_partial", (CM.chunks(n, nq), m * m + m), np.float64)
@@ -106,8 +103,8 @@ def _round(obj: Any, s: Any, prep: Any, data: Any, g: Any, h: Any, pair_buffer: 
 def _scaled_pairs(pairs: list, weights: np.ndarray, pair_buffer: Any) -> tuple:
     """Each label's pairs times its weight, label after label; a label of weight 0 left out (the CPU's
     booster drops zero couplings). Every count is known here: nothing is read."""
+    from ..objectives import _pointwise_cuda as CW
     from ..objectives._launch import launch
-    from . import _pairs_cuda as CP
 
     kept = [k for k, p in enumerate(pairs) if p is not None and weights[k] > 0.0]
     out = pair_buffer(sum(pairs[k][0].shape[0] for k in kept))
@@ -115,7 +112,7 @@ def _scaled_pairs(pairs: list, weights: np.ndarray, pair_buffer: Any) -> tuple:
     for k in kept:
         size = pairs[k][0].shape[0]
         if size > 0:
-            launch(CP.place_scaled, size, *pairs[k], float(weights[k]), base, *out)
+            launch(CW.place_scaled, size, *pairs[k], float(weights[k]), base, *out)
         base += size
     return out
 

@@ -298,7 +298,8 @@ class MultiObjective(Objective):
                     f"MultiObjective(method={self.method!r}) reads each label's cost every round, and objectives[{k}] "
                     f"({type(o).__name__}) has no GPU cost (its GPU route computes no loss, or a part's does not): pass "
                     "host (numpy) scores, or a method that reads no costs ('linear', 'stochastic') on the GPU")
-            with_pairs = with_pairs and (not o.pairwise or route.couplings is not None)
+            with_pairs = with_pairs and (not o.pairwise or route.couplings is not None
+                                         or route.grad_hess_couplings is not None)  # a composite's, Unbiased's
         fused = _round_route.grad_hess_couplings if with_pairs else None
         if spec.method == Method.LINEAR:
             return DeviceRoute(_weighted_route.grad_hess, grad_hess_couplings=fused)

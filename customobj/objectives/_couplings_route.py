@@ -14,18 +14,20 @@ the trees grown from them are the CPU's.
 Only the pair count crosses the bus (one integer a round), to size the output.
 
 Every loss whose ``device_route().couplings`` is set writes its pairs with kernels of its own
-(which ones, and how they are launched: docs/gpu-design.md). Composites (``Sum``, ``Scaled``) have
-none: :func:`couplings_reason` says so. A route with a fused ``grad_hess_couplings`` driver
-(``MultiObjective``: its labels' pairs weighted by the round's solve) is run instead of ``grad_hess``
-then ``couplings``.
+(which ones, and how they are launched: docs/gpu-design.md). A route with a fused ``grad_hess_couplings``
+driver is run instead of ``grad_hess`` then ``couplings``: ``MultiObjective`` (its labels' pairs weighted
+by the round's solve), the composites ``Sum`` and ``Scaled`` (each part's pairs right after its own
+gradients, concatenated or scaled: ``_composite_route``) and ``Unbiased`` (each leaf's debiased pairs from
+the round's pass, before its estimate: ``clicks._unbiased_route``). A user's loss without a coupling
+kernel, or a composite holding one, has none: :func:`couplings_reason` says so.
 
 Examples
 --------
 >>> import customobj
 >>> couplings_reason(customobj.LambdaRank()) is None
 True
->>> couplings_reason(customobj.LambdaRank() + customobj.RankNet())
-'the pair couplings of Sum have no GPU kernel'
+>>> couplings_reason(customobj.LambdaRank() + 2.0 * customobj.RankNet()) is None
+True
 """
 from __future__ import annotations
 

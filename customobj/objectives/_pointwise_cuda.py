@@ -1,11 +1,12 @@
 """numba.cuda kernels of the pointwise losses and of the device plumbing: the GPU drivers of
 ``_pointwise_kernels`` (SquaredError, Logistic, SquaredHinge through one kernel and their
 ``RowKind``, McRank's softmax), one thread per row, calling the CPU's own row math (``_pointwise_terms``); plus the checked score conversion, ``Scaled``'s
-``out += f x``, the float32 copy handed to XGBoost, and each query's sum of per-row values (the
+``out += f x`` (and its pairs', ``place_scaled``), the float32 copy handed to XGBoost, and each query's sum of per-row values (the
 per-query costs ``MultiObjective`` reads: ``DeviceRoute.grad_hess_loss``).
 """
 from .._cuda_runtime import cuda_module, device_function
 from . import _pointwise_terms as R
+from ._block_cuda import grid_item
 
 cuda = cuda_module()
 
@@ -85,6 +86,19 @@ def add_scaled(dst, src, factor):
     i = cuda.grid(1)
     if i < dst.shape[0]:
         dst[i] += factor * src[i]
+
+
+@cuda.jit(cache=True)
+def place_scaled(pi, pj, pc, weight, base, out_i, out_j, out_c):
+    """``out[base + t] = (pi[t], pj[t], weight * pc[t])``: pairs times a factor, from an offset (the CPU's
+    ``weight * c``; ``weight = 1.0`` copies ``c``'s bits). ``MultiObjective``'s weighted labels, a ``Sum``'s
+    parts concatenated, a ``Scaled``'s in place (``out`` the input itself: each thread reads then writes
+    its own pair), ``Unbiased``'s debiased leaves."""
+    t = grid_item(pc.shape[0])
+    if t >= 0:
+        out_i[base + t] = pi[t]
+        out_j[base + t] = pj[t]
+        out_c[base + t] = weight * pc[t]
 
 
 @cuda.jit(cache=True)

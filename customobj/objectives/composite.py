@@ -24,6 +24,11 @@ def _merge_flags(parts):
     return outputs.pop()
 
 
+def _has_pairs(route: DeviceRoute) -> bool:
+    """Whether a part's GPU route writes its pair couplings (a ``couplings`` driver, or a fused one)."""
+    return route.couplings is not None or route.grad_hess_couplings is not None
+
+
 def _concat_pairs(pieces):
     """Concatenate the parts' ``(i, j, c)``; the joined list honours the one pair budget too."""
     check_pair_budget(sum(int(p[0].size) for p in pieces), "pair_couplings of a Sum",
@@ -106,13 +111,17 @@ class Sum(Objective):
         return labels
 
     def device_route(self) -> DeviceRoute:
-        """Each part's route in turn (``NotImplementedError`` from the first part without one); the
-        pair couplings of a sum are taken on the host. A GPU cost (``grad_hess_loss``, each query's the sum of
-        the parts') when every part has one."""
+        """Each part's route in turn (``NotImplementedError`` from the first part without one). A GPU cost
+        (``grad_hess_loss``, each query's the sum of the parts') when every part has one; GPU pair couplings
+        (``grad_hess_couplings``: each part's right after its gradients, concatenated in part order) when
+        every pairwise part has them."""
         from . import _composite_route as R
 
-        costs = all([part.device_route().grad_hess_loss is not None for part in self.parts])
-        return DeviceRoute(R.sum_parts, None, R.sum_parts_loss if costs else None)
+        routes = [part.device_route() for part in self.parts]
+        costs = all([r.grad_hess_loss is not None for r in routes])
+        pairs = all([_has_pairs(r) for part, r in zip(self.parts, routes) if part.pairwise])
+        return DeviceRoute(R.sum_parts, None, R.sum_parts_loss if costs else None,
+                           R.sum_parts_couplings if pairs else None)
 
     def _grad_hess(self, scores, prep, state, out_grad, out_hess):
         for p in self.parts:
@@ -140,6 +149,19 @@ class Sum(Objective):
             else:
                 p._grad_hess(scores, prep, prep.state_for(p), out_grad, out_hess)
         return _concat_pairs(pieces)
+
+    def _grad_hess_couplings_loss(self, scores, prep, state, out_grad, out_hess):
+        # each part's cost as read without pairs (_grad_hess_loss's, added in part order): the cost a
+        # MultiObjective label reads does not depend on whether the booster asks pairs, nor on the device
+        pieces, total = [], 0.0
+        for p in self.parts:
+            if p.pairwise:
+                couplings, loss = p._grad_hess_couplings_loss(scores, prep, prep.state_for(p), out_grad, out_hess)
+                pieces.append(couplings)
+            else:
+                loss = p._grad_hess_loss(scores, prep, prep.state_for(p), out_grad, out_hess)
+            total += loss
+        return _concat_pairs(pieces), total
 
 
 class Scaled(Objective):
@@ -217,11 +239,13 @@ class Scaled(Objective):
 
     def device_route(self) -> DeviceRoute:
         """The child's route, scaled (``NotImplementedError`` when the child has none); a GPU cost
-        (``grad_hess_loss``) when the child has one."""
+        (``grad_hess_loss``) and GPU pair couplings (``grad_hess_couplings``: the child's, times ``factor``)
+        when the child has them."""
         from . import _composite_route as R
 
-        costs = self.objective.device_route().grad_hess_loss is not None
-        return DeviceRoute(R.scaled, None, R.scaled_loss if costs else None)
+        route = self.objective.device_route()
+        return DeviceRoute(R.scaled, None, R.scaled_loss if route.grad_hess_loss is not None else None,
+                           R.scaled_couplings if self.pairwise and _has_pairs(route) else None)
 
     def _scaled_child(self, run, scores, prep, out_grad, out_hess):
         # Children add into the outputs; scale only what this child contributes. ``run``: the child's
@@ -253,6 +277,15 @@ class Scaled(Objective):
         out_grad += self.factor * g
         out_hess += self.factor * h
         return i, j, self.factor * c
+
+    def _grad_hess_couplings_loss(self, scores, prep, state, out_grad, out_hess):
+        # the child's cost as read without pairs (Sum._grad_hess_couplings_loss says why), times the factor
+        g = np.zeros_like(out_grad)
+        h = np.zeros_like(out_hess)
+        (i, j, c), loss = self.objective._grad_hess_couplings_loss(scores, prep, prep.state_for(self.objective), g, h)
+        out_grad += self.factor * g
+        out_hess += self.factor * h
+        return (i, j, self.factor * c), self.factor * loss
 
 
 def scaled_leaves(objective: Objective, factor: float = 1.0) -> "list[tuple[Objective, float]]":

@@ -7,7 +7,8 @@ into two buffers it reuses, hands those device arrays to the grower (the backend
 them where they are) and adds each finished tree to the scores with :mod:`._scores_kernels`.
 When the criterion needs the objective's pair couplings (``ole``, ``ole_fast``, ``ole_float64`` with a
 pairwise objective), the same call computes them there too (``objectives._couplings_route``, the
-objective's ``device_route().couplings``: every built-in loss but the composites), into a pair
+objective's ``device_route().couplings``, or its fused ``grad_hess_couplings``: every built-in loss, the
+composites and ``Unbiased`` included), into a pair
 buffer it reuses, in the CPU's pair order with the CPU's values (with bagging, the out-of-bag pairs
 are dropped there too); the grower's pair histograms and partitions take those device arrays as they
 are. Nothing of size ``n`` (or of the pair count) crosses the bus per tree for the gradients and
@@ -15,7 +16,8 @@ pairs; ``ole_fast`` prunes them per query where they are (:mod:`.pruning`).
 
 Otherwise the gradients stay on the host, and :func:`host_gradients_reason` says why:
 
-- the criterion needs pair couplings that have no GPU kernel (composites: ``Sum``, ``Scaled``),
+- the criterion needs pair couplings that have no GPU kernel (a user's loss without a ``couplings``
+  driver, or a composite holding one),
   or that the host must see (``leaf_solver="joint"`` solves the leaves from every pair:
   ``pairs_on_host``); with ``bagging_fraction < 1`` the out-of-bag pairs are dropped on the device;
 - ``line_search`` evaluates the loss on the host;
@@ -48,8 +50,10 @@ def host_gradients_reason(obj: Any, need_pairs: bool, line_search: bool,
     >>> import customobj
     >>> host_gradients_reason(customobj.RankNet(), need_pairs=False, line_search=False) is None
     True
-    >>> host_gradients_reason(2.0 * customobj.RankNet(), need_pairs=True, line_search=False)
-    'the pair couplings of Scaled have no GPU kernel'
+    >>> host_gradients_reason(2.0 * customobj.RankNet(), need_pairs=True, line_search=False) is None  # its pairs too
+    True
+    >>> host_gradients_reason(customobj.LambdaRank(), need_pairs=True, line_search=True)
+    'line_search evaluates the loss on the host'
     >>> host_gradients_reason(customobj.LambdaRank(), need_pairs=True, line_search=False) is None
     True
     """
