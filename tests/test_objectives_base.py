@@ -1,4 +1,5 @@
-"""The objective protocol: preparation once per dataset, composition, validation at the boundary."""
+"""The objective protocol: preparation once per dataset, composition, validation at the boundary; its records
+(customobj/objectives/records.py: DeviceRoute, PairSource, RelevancePairs) through the objectives that use them."""
 import numpy as np
 import pytest
 
