@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, TypeGuard
 import numpy as np
 
 from customobj.multi import MultiObjective
+from customobj.objectives.base import Objective
 
 from ._dask_collective import COLLECTIVE_TIMEOUT_S, VariableCollective
 from ._dask_partition import QueryPartitions, _as_dask_array, _workers
@@ -289,3 +290,39 @@ class LabelledLightGBMObjective(LightGBMObjective):
             self.objective, self._weight = local_objective(self.objective, self.label_blocks, part, None)
             self.label_blocks = None  # the training data's columns found: it is the only data set called
         return super().__call__(first, second, self._weight, group)
+
+
+def converts_labels(objective: MultiObjective) -> bool:
+    """Whether a loss inside ``objective`` converts its labels (``Logistic``: ``{-1, +1}`` to ``{0, 1}``): the
+    data's label then passes through every ``None``-labelled loss's conversion in turn, which a column does not
+    (:func:`data_label_columns` would change the objective). Wrappers (sums, ``Scaled``, ``Unbiased``) pass
+    their losses' conversions on, so their losses are looked at."""
+    for o in walk_objectives(objective.objectives):
+        delegates = any(hasattr(o, name) for name in ("parts", "objectives", "objective"))
+        if not delegates and type(o)._convert_labels is not Objective._convert_labels:
+            return True
+    return False
+
+
+def data_label_columns(objective: MultiObjective, parts: Any) -> MultiObjective:
+    """``objective`` with the data's label as every label column but the first (which stays the data's label):
+    the same objective when no loss converts its labels (:func:`converts_labels`), since a ``None`` label is
+    the data's label, which LightGBM hands the objective as float32 (so the columns are the label rounded to
+    float32). Its rows then carry their partitions (this module), which find the training workers the
+    round's sums need."""
+    column = parts.y.astype(np.float32).astype(np.float64)
+    labels = [None] + [column] * (len(objective.objectives) - 1)
+    return _relabelled(objective, labels)
+
+
+def _relabelled(objective: MultiObjective, labels: list) -> MultiObjective:
+    """A copy of ``objective`` reading ``labels`` (``with_labels`` keeps which losses read the data's label;
+    here the data's label becomes columns on purpose: :func:`data_label_columns`)."""
+    import copy
+
+    from customobj.multi._labels import check_labels
+
+    out = copy.copy(objective)
+    out.__dict__.pop("_last_prep", None)  # the public calls' data set belongs to the other columns
+    out.labels = check_labels(labels, len(objective.objectives))
+    return out

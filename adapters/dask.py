@@ -90,8 +90,9 @@ from ._dask_partition import (
 )
 from ._dask_collective import lightgbm_refusal, release_collective
 from ._dask_em import train_regression_em
-from ._dask_labels import (PARTITION_WEIGHT_BASE, LabelBlocks, LabelledLightGBMObjective, has_label_columns,
-                           local_objective, released, split_labels, walk_objectives)
+from ._dask_labels import (PARTITION_WEIGHT_BASE, LabelBlocks, LabelledLightGBMObjective, converts_labels,
+                           data_label_columns, has_label_columns, local_objective, released, split_labels,
+                           walk_objectives)
 from ._data import require_objective
 from .lightgbm import lightgbm_sklearn_objective
 from .xgboost import XGBoostObjective, xgboost_params
@@ -314,42 +315,6 @@ def _fitted_attributes_callback(key: str) -> object:
     return FittedAttributes()
 
 
-def _converts_labels(objective: MultiObjective) -> bool:
-    """Whether a loss inside ``objective`` converts its labels (``Logistic``: ``{-1, +1}`` to ``{0, 1}``): the
-    data's label then passes through every ``None``-labelled loss's conversion in turn, which a column does not
-    (:func:`_data_label_columns` would change the objective). Wrappers (sums, ``Scaled``, ``Unbiased``) pass
-    their losses' conversions on, so their losses are looked at."""
-    for o in walk_objectives(objective.objectives):
-        delegates = any(hasattr(o, name) for name in ("parts", "objectives", "objective"))
-        if not delegates and type(o)._convert_labels is not Objective._convert_labels:
-            return True
-    return False
-
-
-def _data_label_columns(objective: MultiObjective, parts: Any) -> MultiObjective:
-    """``objective`` with the data's label as every label column but the first (which stays the data's label):
-    the same objective when no loss converts its labels (:func:`_converts_labels`), since a ``None`` label is
-    the data's label, which LightGBM hands the objective as float32 (so the columns are the label rounded to
-    float32). Its rows then carry their partitions (``_dask_labels``), which find the training workers the
-    round's sums need."""
-    column = parts.y.astype(np.float32).astype(np.float64)
-    labels = [None] + [column] * (len(objective.objectives) - 1)
-    return _relabelled(objective, labels)
-
-
-def _relabelled(objective: MultiObjective, labels: list) -> MultiObjective:
-    """A copy of ``objective`` reading ``labels`` (``with_labels`` keeps which losses read the data's label;
-    here the data's label becomes columns on purpose: :func:`_data_label_columns`)."""
-    import copy
-
-    from customobj.multi._labels import check_labels
-
-    out = copy.copy(objective)
-    out.__dict__.pop("_last_prep", None)  # the public calls' data set belongs to the other columns
-    out.labels = check_labels(labels, len(objective.objectives))
-    return out
-
-
 def train_lightgbm(client: Client | None, params: dict | None, X: object, y: object, qid_or_group: object,
                    objective: object, *, num_boost_round: int = 100, npartitions: int | None = None,
                    weight: object = None, eval_set: list | None = None, kind: str = "auto",
@@ -391,7 +356,7 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     if objective.pools_rows and not summed:
         raise NotImplementedError(lightgbm_refusal(objective))
     pooled_unlabelled = isinstance(objective, MultiObjective) and summed and objective.pools_rows and not labelled
-    if isinstance(objective, MultiObjective) and pooled_unlabelled and _converts_labels(objective):
+    if isinstance(objective, MultiObjective) and pooled_unlabelled and converts_labels(objective):
         raise NotImplementedError(lightgbm_refusal(objective))
     params = dict(params or {})
     if "objective" in params:
@@ -403,7 +368,7 @@ def train_lightgbm(client: Client | None, params: dict | None, X: object, y: obj
     parts = _aligned(client, X, y, qid_or_group, npartitions, weight, kind)
     if pooled_unlabelled:
         assert isinstance(objective, MultiObjective)
-        objective, labelled = _data_label_columns(objective, parts), True
+        objective, labelled = data_label_columns(objective, parts), True
     fit: dict[str, Any] = dict(fit_kwargs)
     if eval_set:
         sets, groups = [], []
