@@ -2,37 +2,27 @@
 :func:`customobj.ole.partition.partition_rows` and :func:`customobj.ole.pair_partition.partition_pairs`,
 two launches each.
 
-Like the CPU's parallel versions, a range is cut into *segments* (partition blocks) whose number depends
-only on its size (:func:`.partitions.partition_blocks`). A small CUDA block (one warp on a card,
-``partitions.segment_threads``) takes each segment (issue 42, item 4: before, one thread ran a whole
-segment of ~128 items serially, so a launch's time was one thread's loop whatever the node's size):
-each lane runs the CPU's own per-block code (``partition._mark_rows`` / ``_place_rows``,
-``pair_partition._count_sides`` / ``_place_sides``, compiled as device functions; their Python source
-under the simulator, as in :mod:`._split_kernels`) on its run of the segment (:func:`_lane`: lane ``t``
-of ``nt`` takes ``[lo + m t / nt, lo + m (t + 1) / nt)``), and a fixed-order scan of the lanes' counts in
-shared memory (:func:`_scan2`: integers, exact) gives each lane where its run goes. The first launch
-counts each segment's sides (rows: and copies the range to a scratch order, which the second reads, so
-no third launch copies it back; pairs: and adds the segment's totals, one atomic per segment, into a
-``totals`` record that stays on the card: the children's couplings are their split's, nothing sums
-them here). The second launch places each segment's items: its block sums the counts of the segments
-before its own (the lanes stride over them, then the same scan: :func:`_base`), so no scan launch sits
-between them; its cost, ``b / nt`` counts a lane for segment ``b``, is why segments grow with the range
-(``sqrt(n)`` items past 16,384: the offsets' and the items' loops about equal). A split with pairs
-places its rows and counts its pairs in one launch (:func:`place_rows_count_sides`: both read only the
-marked sides), so its rows and pairs take three launches; the last also takes the split pairs'
-couplings out of their rows' sums (``rho``: the pair histograms' ``R`` is their histogram,
-``_histograms_kernels``). The partitions are stable (segments in order, lanes in order within a
-segment, each lane's run in order), so their result is the CPU's whatever the segment count or the
-block's width: [left | right] rows and [both left | both right | split] pairs, each in node order.
+A range is cut into *segments* (:func:`.partitions.partition_segments`), and a block of lanes (a warp on
+a card, ``partitions.segment_threads``) takes each one: lane ``t`` of ``nt`` runs the CPU's own per-block
+code (``partition._mark_rows`` / ``_place_rows``, ``pair_partition._count_sides`` / ``_place_sides``, as
+device functions; their Python source under the simulator) on its run ``[lo + m t / nt, lo + m (t + 1)
+/ nt)`` (:func:`_lane`), and a fixed-order scan of the lanes' counts in shared memory (:func:`_scan2`,
+integers: exact) gives each lane where its run goes (issue 42, item 4: one thread ran a whole
+128-item block before). The first launch counts each segment's sides (rows: and copies the range to a
+scratch order, which the second reads; pairs: and adds the segment's totals, one atomic a segment, into
+a ``totals`` record that stays on the card). The second places each segment's items: its block sums the
+counts of the segments before its own (:func:`_base`, ``b / nt`` a lane: why segments grow as
+``sqrt(n)`` past 16,384 items), so no scan launch sits between them. A split's rows are placed and its
+pairs counted in one launch (:func:`place_rows_count_sides`); the pairs' placing also takes the split
+pairs' couplings out of their rows' sums (``rho``: the pair histograms' ``R``). Segments, lanes and
+each lane's run are in order, so the partitions are stable: the CPU's [left | right] rows and [both
+left | both right | split] pairs whatever the segment count or the block's width.
 
 A breadth-first level's splits are marked in one launch (:func:`mark_rows_level`) and placed, with
 their pairs counted, in another (:func:`place_rows_count_sides_level`): blocks ``(b, split)`` run the
-one-split code on segment ``b`` of the split's row of a table (``LV_*`` columns), its segment counts
-at its own rows of the scratch (issue 42, item 3: a level's partitions in two launches, not two a
-split).
-
-Every kernel here is launched a block per segment: ``blockIdx.x`` is the segment, and a block past its
-range's segments returns whole (no thread waits at a barrier the others skip).
+one-split code on segment ``b`` of the split's row of a table (``LV_*`` columns; issue 42, item 3).
+Every kernel is launched a block per segment (``blockIdx.x``); a block past its range's segments
+returns whole (no thread waits at a barrier the others skip).
 """
 from typing import Any, NamedTuple
 
