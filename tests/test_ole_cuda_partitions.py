@@ -208,3 +208,19 @@ def test_a_levels_blocks_fit_the_block_scratch():
     assert partitions.level_blocks([0, 1, 128, 129]) == [0, 1, 1, 2]
     big = partitions.level_blocks([10 ** 9, 10 ** 6, 3, 0])
     assert sum(big) <= partitions.MAX_PARTITION_BLOCKS and big[-1] == 0 and min(big[:3]) >= 1 and big[0] > big[1]
+
+
+@pytest.mark.parametrize("n", [1, 127, 129, 4000, 16384, 16385, 10 ** 5, 3_800_000, 60_000_000])
+def test_segments_grow_as_the_square_root_past_a_block_squared(n):
+    # a segment's block sums the counts of the segments before it and its lanes share its items: past
+    # PARTITION_BLOCK ** 2 items both are about sqrt(n); below, segments of PARTITION_BLOCK items
+    nb, block = partitions.partition_segments(n), partitions.PARTITION_BLOCK
+    size = -(-n // nb)
+    assert 1 <= nb <= partitions.MAX_PARTITION_BLOCKS
+    if n <= block * block:
+        assert nb == -(-n // block)
+    else:
+        root = int(np.sqrt(n))
+        assert root <= size <= root + 2 and nb <= root + 3  # n < (root + 1) ** 2
+    lanes = partitions.segment_threads(size)
+    assert lanes & (lanes - 1) == 0 and min(size, 8) <= lanes <= partitions.WARP

@@ -23,10 +23,12 @@ launches, through the fit's counted kernels (:mod:`.stats`):
   copied in one queued copy; each split's pairs are then placed at its turn
   (:meth:`DevicePartitions.placed`), as its pair histograms read them split by split. A level's
   leaves hold disjoint rows: one ``go_left``, scratch order and ``rho`` serve them all, and each
-  split's block counts take their own rows of the scratch (:func:`level_blocks`).
+  split's segment counts take their own rows of the scratch (:func:`level_blocks`).
 
-A partition is stable (the CPU's order, :mod:`.partition` and :mod:`.pair_partition`), so its
-result does not depend on its block count. :meth:`DevicePartitions.coupling_sum` (a range's
+Each kernel runs a block of lanes (:func:`segment_threads`: one warp on a card) per segment of the range
+(:func:`partition_segments`), its lanes over runs of the segment's items (issue 42, item 4). A
+partition is stable (the CPU's order, :mod:`.partition` and :mod:`.pair_partition`), so its result
+does not depend on its segment count or its blocks' width. :meth:`DevicePartitions.coupling_sum` (a range's
 couplings, one read) adds values on their grid (:mod:`.fixed_point`): exact in any order.
 
 Examples
@@ -51,12 +53,13 @@ Examples
 """
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
 from ..._cuda_runtime import THREADS
-from ._launch import grid_launch, pow2_threads
+from ._launch import WARP, grid_launch, pow2_threads
 from ..backend import PairCounts
 from ..common import PART_N_LEFT, PART_N_RIGHT, PART_RECORD
 from ._partitions_kernels import (LEVEL_COLUMNS, LV_BASE, LV_FEATURE, LV_N, LV_N_LEFT, LV_NAN_BIN, LV_NAN_LEFT, LV_NB,
@@ -65,11 +68,13 @@ from ._partitions_kernels import (LEVEL_COLUMNS, LV_BASE, LV_FEATURE, LV_N, LV_N
 from .memory import DeviceMemory
 
 __all__ = ["DevicePartitions", "DevicePairCounts", "RowPlace", "PairCount", "LevelSplit", "PARTITION_BLOCK",
-           "MAX_PARTITION_BLOCKS", "ACC_RING", "level_blocks"]
+           "MAX_PARTITION_BLOCKS", "ACC_RING", "level_blocks", "partition_segments", "segment_threads"]
 
-#: Rows (or pairs) per block of a partition, and most blocks: a partition's result does not depend on
-#: its block count (it is stable), so it takes many short blocks (one thread each: 30,000 threads at
-#: WEB30K's 3.8M rows; each CUDA block scans its blocks' offsets) for parallelism.
+#: Rows (or pairs) per block of a thread-per-block partition (``ole_fast``'s pruning, :mod:`.pruning`), and
+#: most blocks: its result does not depend on its block count (it is stable), so it takes many short
+#: blocks (one thread each: 30,000 threads at WEB30K's 3.8M rows; each CUDA block scans its blocks'
+#: offsets) for parallelism. The tree's row and pair partitions cut a range into segments of at least
+#: this many items too (:func:`partition_segments`), a block of lanes each.
 PARTITION_BLOCK = 128
 MAX_PARTITION_BLOCKS = 32768
 ACC_RING = 256  # pair partitions and coupling sums per zeroing of their accumulators
@@ -145,15 +150,15 @@ def _blocks(nb: int) -> tuple:
 
 
 def level_blocks(sizes: list) -> list:
-    """Partition blocks of each range of a level (sizes ``sizes``; 0: not partitioned, 0 blocks), their
-    sum at most ``MAX_PARTITION_BLOCKS`` (the scratch of block counts holds one level): each range's
-    :func:`partition_blocks`, or, when those sum past it, a share of it by size (a partition's result
-    does not depend on its block count).
+    """Segments of each range of a level (sizes ``sizes``; 0: not partitioned, 0 segments), their sum at
+    most ``MAX_PARTITION_BLOCKS`` (the scratch of segment counts holds one level): each range's
+    :func:`partition_segments`, or, when those sum past it, a share of it by size (a partition's result
+    does not depend on its segment count).
 
     >>> level_blocks([0, 129, 1]), sum(level_blocks([10**9, 10**9, 5])) <= MAX_PARTITION_BLOCKS
     ([0, 2, 1], True)
     """
-    want = [partition_blocks(n) if n > 0 else 0 for n in sizes]
+    want = [partition_segments(n) if n > 0 else 0 for n in sizes]
     if sum(want) <= MAX_PARTITION_BLOCKS:
         return want
     total, spare = max(sum(sizes), 1), MAX_PARTITION_BLOCKS - len(sizes)
@@ -161,12 +166,42 @@ def level_blocks(sizes: list) -> list:
 
 
 def partition_blocks(n: int) -> int:
-    """Blocks of a partition of ``n`` items (at most ``MAX_PARTITION_BLOCKS``).
+    """Blocks of a thread-per-block partition of ``n`` items (the pruning's; at most ``MAX_PARTITION_BLOCKS``).
 
     >>> partition_blocks(0), partition_blocks(PARTITION_BLOCK + 1), partition_blocks(10**12) == MAX_PARTITION_BLOCKS
     (1, 2, True)
     """
     return int(max(1, min(MAX_PARTITION_BLOCKS, (n + PARTITION_BLOCK - 1) // PARTITION_BLOCK)))
+
+
+def partition_segments(n: int) -> int:
+    """Segments of a row or pair partition of ``n`` items, a CUDA block each (``_partitions_kernels``):
+    segments of ``max(PARTITION_BLOCK, isqrt(n))`` items, at most ``MAX_PARTITION_BLOCKS`` of them. A
+    segment's block sums the counts of the segments before it (``b / lanes`` a lane) and its lanes place
+    its items (``items / lanes`` a lane), so past ``PARTITION_BLOCK ** 2`` items both grow as
+    ``sqrt(n)``: 1,950 segments of ~1,950 rows at WEB30K's 3.8M rows, not 30,000 of 128.
+
+    >>> partition_segments(0), partition_segments(4000), partition_segments(3_800_000)
+    (1, 32, 1950)
+    """
+    n = max(int(n), 0)
+    size = max(PARTITION_BLOCK, math.isqrt(n))
+    return int(max(1, min(MAX_PARTITION_BLOCKS, -(-n // size))))
+
+
+def segment_threads(items: int) -> int:
+    """Lanes of a partition's block over segments of at most ``items`` items: one warp (the simulator's
+    ``_launch.SIMULATOR_THREADS``), fewer for shorter segments (a power of two: the lanes' scans halve it).
+
+    >>> segment_threads(1), segment_threads(3)
+    (1, 4)
+    """
+    return pow2_threads(min(WARP, max(1, int(items))))
+
+
+def _segments(n: int, nb: int) -> tuple:
+    """``(segments, lanes)``: the launch of a partition kernel over ``n`` items in ``nb`` segments."""
+    return (max(1, int(nb)), segment_threads(-(-int(n) // max(1, int(nb)))))
 
 
 class DevicePartitions:
@@ -241,9 +276,9 @@ class DevicePartitions:
         ``nan_bin`` to the left when ``nan_left``), stably; each row's side in :attr:`go_left`;
         ``n_left``: the rows that go left (the split's exact count)."""
         self.flush()
-        kernels, nb = self._kernels, partition_blocks(n)
-        kernels.mark_rows_blocks[_blocks(nb)](col, order, start, n, nb, tbin, nan_bin, bool(nan_left), self.go_left,
-                                         self._tmp_rows, self._counts)
+        kernels, nb = self._kernels, partition_segments(n)
+        kernels.mark_rows_blocks[_segments(n, nb)](col, order, start, n, nb, tbin, nan_bin, bool(nan_left),
+                                                   self.go_left, self._tmp_rows, self._counts)
         self._waiting = RowPlace(self._tmp_rows, order, self._counts, int(start), int(n), nb, int(n_left))
         self.children_rows = (int(start), int(start) + int(n_left), int(start) + int(n))
 
@@ -290,8 +325,10 @@ class DevicePartitions:
         # queued behind the launches: the staged table is written again only at a later level, after
         # this one's read (a level without a read is its tree's last; the next tree reads its root first)
         dev = self.memory.copy_in_queued(self._level_table, table, n)
-        per = pow2_threads(max(nbs + pnbs))
-        bx = -(-max(nbs + pnbs) // per)
+        # a block per segment, lanes for the longest segment of any split
+        sizes = [s.n if s.rows else 0 for s in splits] + [0 if s.pairs is None else s.pairs[2] - s.pairs[1]
+                                                          for s in splits]
+        bx, per = max(nbs + pnbs), segment_threads(max(-(-m // max(nb, 1)) for m, nb in zip(sizes, nbs + pnbs)))
         kernels = self._kernels
         kernels.mark_rows_level[(bx, n), per](dev, bins, order, self.go_left, self._tmp_rows, self._counts)
         sources = PairSources(bufs[0][0], bufs[0][1], bufs[-1][0], bufs[-1][1])
@@ -312,16 +349,16 @@ class DevicePartitions:
         if wait:
             self._sides = (sides, place)
         else:
-            self._kernels.place_sides_blocks[_blocks(sides.nb)](sides.pi, sides.pj, sides.pc, sides.start, sides.n,
-                                                                sides.nb, self.go_left, sides.counts, sides.totals,
-                                                                place)
+            self._kernels.place_sides_blocks[_segments(sides.n, sides.nb)](
+                sides.pi, sides.pj, sides.pc, sides.start, sides.n, sides.nb, self.go_left, sides.counts, sides.totals,
+                place)
 
     def flush(self) -> None:
         """Place the rows of the last :meth:`rows` if :meth:`pairs` has not (call before using the order)."""
         r, self._waiting = self._waiting, None
         if r is not None:
-            self._kernels.place_rows_blocks[_blocks(r.nb)](r.tmp, r.order, r.start, r.n, r.nb, r.n_left, self.go_left,
-                                                      r.counts)
+            self._kernels.place_rows_blocks[_segments(r.n, r.nb)](r.tmp, r.order, r.start, r.n, r.nb, r.n_left,
+                                                                  self.go_left, r.counts)
 
     def pairs(self, src: tuple, start: int, end: int, dst: tuple, wait: bool = False) -> DevicePairCounts:
         """Copy the pairs ``src[start:end]`` to ``dst``, stably ordered [both left | both right | split]
@@ -330,20 +367,20 @@ class DevicePartitions:
         smaller child's row histogram in one launch); the counting is launched now."""
         self.place_sides(None)  # one waiting at a time
         n = end - start
-        nb, kernels, acc = partition_blocks(n), self._kernels, self._next_acc()
+        nb, kernels, acc = partition_segments(n), self._kernels, self._next_acc()
         counts, totals = self._pair_counts, acc[PART_N_LEFT:PART_N_RIGHT + 1]
         rows, self._waiting = self._waiting, None
         if rows is None:
-            kernels.count_sides_blocks[_blocks(nb)](src[0], src[1], start, n, nb, self.go_left, counts, totals)
-        else:  # the split's rows placed in the same launch
-            bx, per = _blocks(max(nb, rows.nb))
+            kernels.count_sides_blocks[_segments(n, nb)](src[0], src[1], start, n, nb, self.go_left, counts, totals)
+        else:  # the split's rows placed in the same launch: a block per segment of either
+            bx, per = max(nb, rows.nb), max(_segments(n, nb)[1], _segments(rows.n, rows.nb)[1])
             pairs = PairCount(src[0], src[1], counts, totals, int(start), int(n), nb)
             kernels.place_rows_count_sides[(bx, 2), per](rows, pairs, self.go_left)
         place = PairPlace(dst[0], dst[1], dst[2], self.rho)
         if wait:
             self._sides = (PairSides(src[0], src[1], src[2], int(start), int(n), nb, counts, totals), place)
         else:
-            kernels.place_sides_blocks[_blocks(nb)](*src, start, n, nb, self.go_left, counts, totals, place)
+            kernels.place_sides_blocks[_segments(n, nb)](*src, start, n, nb, self.go_left, counts, totals, place)
         return DevicePairCounts(self.memory, acc, self._acc_next - 1)
 
     def place_sides(self, row_hist: Optional[tuple]) -> None:
@@ -355,13 +392,15 @@ class DevicePartitions:
             if waiting is None:
                 return
             s, place = waiting
-            self._kernels.place_sides_blocks[_blocks(s.nb)](s.pi, s.pj, s.pc, s.start, s.n, s.nb, self.go_left,
-                                                            s.counts, s.totals, place)
+            self._kernels.place_sides_blocks[_segments(s.n, s.nb)](s.pi, s.pj, s.pc, s.start, s.n, s.nb, self.go_left,
+                                                                   s.counts, s.totals, place)
             return
         if waiting is None:
             raise RuntimeError("a row histogram joins a waiting pair placing: pairs(..., wait=True) first")
         bins_rm, tables, build, ((chunks, n_groups), threads) = row_hist
         sides, place = waiting
+        # the histogram's grid, as many blocks as its chunks, or one per ``per`` segments when those are more
+        # (each pair block takes its share of the segments as one range, the 2-D block as its lanes)
         per = threads[0] * threads[1]
         blocks = max(chunks, -(-sides.nb // per))
         self._kernels.place_sides_row_hist[(blocks, n_groups, 2), threads](bins_rm, *tables, build, sides, self.go_left,
