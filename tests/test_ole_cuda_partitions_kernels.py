@@ -90,7 +90,7 @@ def test_the_pair_partition_and_its_totals_are_the_cpus(nb, threads):
     np.add.at(rho0, pi[start:end], pc[start:end])
     np.add.at(rho0, pj[start:end], pc[start:end])
     rho = cuda.to_device(rho0)
-    P.place_sides_blocks[nb + 1, threads](*src, start, n, nb, d_go, counts, totals, P.PairPlace(*dst, rho))
+    P.place_sides_blocks[nb + 1, threads](P.PairSides(*src, start, n, nb, counts, totals), d_go, P.PairPlace(*dst, rho))
     assert tuple(counts.copy_to_host().sum(axis=0)) == (tl, tr)
     for got, w in zip(dst, want):
         np.testing.assert_array_equal(got.copy_to_host(), w)

@@ -230,7 +230,7 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (P.mark_rows_blocks, (T.uint8[::1], i1, i, i, i, i, i, b, b1, i1, i2)),
         (P.place_rows_blocks, (i1, i1, i, i, i, i, b1, i2)),
         (P.count_sides_blocks, (j1, j1, i, i, i, b1, i2, i1)),
-        (P.place_sides_blocks, (j1, j1, f1, i, i, i, b1, i2, i1, place32)),
+        (P.place_sides_blocks, (T.NamedTuple([j1, j1, f1, i, i, i, i2, i1], P.PairSides), b1, place32)),
         (P.place_rows_count_sides, (place, count, b1)),
         (P.mark_rows_level, (i2, u8, i1, b1, i1, i2)),
         (P.place_rows_count_sides_level, (i2, i1, i1, i2, T.NamedTuple([j1, j1, j1, j1], P.PairSources), i2, i2, b1)),

@@ -310,25 +310,27 @@ class PairPlace(NamedTuple):
 
 
 @cuda.jit(cache=True)
-def place_sides_blocks(pi, pj, pc, start, n, nb, go_left, counts, totals, out):
-    """Block ``b``: copy segment ``b``'s pairs to ``(out.oi, out.oj, out.oc)`` (:class:`PairPlace`),
-    stably, as [both left | both right | split] (``counts``, ``totals``: :func:`count_sides_blocks`;
-    :func:`_put_sides`), and take each split pair's coupling out of both its rows' ``out.rho``: each
-    row's then is its child's (float64 global adds of on-grid values: exact in any order)."""
+def place_sides_blocks(sides, go_left, out):
+    """Block ``b``: copy segment ``b``'s pairs of ``sides`` (:class:`PairSides`) to ``(out.oi, out.oj,
+    out.oc)`` (:class:`PairPlace`), stably, as [both left | both right | split] (``sides.counts``,
+    ``sides.totals``: :func:`count_sides_blocks`; :func:`_put_sides`), and take each split pair's
+    coupling out of both its rows' ``out.rho``: each row's then is its child's (float64 global adds of
+    on-grid values: exact in any order)."""
     b = cuda.blockIdx.x
-    if b >= nb:
+    if b >= sides.nb:
         return
     sh = cuda.shared.array((2, SCRATCH), dtype=int64)
-    _put_sides(pi, pj, pc, start, n, nb, b, b + 1, go_left, counts, totals, out, sh, cuda.threadIdx.x, cuda.blockDim.x)
+    _put_sides(sides, b, b + 1, go_left, out, sh, cuda.threadIdx.x, cuda.blockDim.x)
 
 
 @cuda.jit(device=True)
-def _put_sides(pi, pj, pc, start, n, nb, b0, b1, go_left, counts, totals, out, sh, t, nt):
+def _put_sides(sides, b0, b1, go_left, out, sh, t, nt):
     """:func:`place_sides_blocks`' segments ``b0:b1`` (consecutive: one range) by thread ``t`` of ``nt``:
     the earlier segments' counts summed (:func:`_base`, :func:`_sum2`), the lanes' own counted and
     scanned (:func:`_scan2`), then each lane places its run with the CPU's ``_place_sides`` from its
     three offsets."""
-    a, c = _base(counts, b0, t, nt)
+    pi, pj, pc, start, n, nb = sides.pi, sides.pj, sides.pc, sides.start, sides.n, sides.nb
+    a, c = _base(sides.counts, b0, t, nt)
     bl, br = _sum2(sh, t, nt, a, c)  # apart from the scan's slots: no barrier between them
     lo, _ = _block(b0, start, n, nb)
     _, hi = _block(b1 - 1, start, n, nb)
@@ -337,8 +339,8 @@ def _put_sides(pi, pj, pc, start, n, nb, b0, b1, go_left, counts, totals, out, s
     il, ir, _, _ = _scan2(sh, t, nt, nl, nr)
     ml = bl + il - nl  # both-left and both-right pairs before the run
     mr = br + ir - nr
-    tl = totals[0]
-    tr = totals[1]
+    tl = sides.totals[0]
+    tr = sides.totals[1]
     _sides(pi, pj, pc, rlo, rhi, go_left, start + ml, start + tl + mr, start + tl + tr + (rlo - start - ml - mr),
            out.oi, out.oj, out.oc)
     rho = out.rho
@@ -351,8 +353,8 @@ def _put_sides(pi, pj, pc, start, n, nb, b0, b1, go_left, counts, totals, out, s
 
 
 class PairSides(NamedTuple):
-    """A pair partition's placing (``place_sides_blocks``' arguments but the sides and ``out``), as a
-    record of :func:`place_sides_row_hist`."""
+    """A pair partition's placing: the record of :func:`place_sides_blocks` and
+    :func:`place_sides_row_hist` (all but the sides and ``out``)."""
 
     pi: Any
     pj: Any
@@ -386,8 +388,8 @@ def place_sides_row_hist(bins_rm, groups, members, slot_map, build, sides, go_le
     if cuda.blockIdx.y != 0 or b0 >= sides.nb:  # the whole block returns (no barrier split)
         return
     t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
-    _put_sides(sides.pi, sides.pj, sides.pc, sides.start, sides.n, sides.nb, b0, min(b0 + k, sides.nb), go_left,
-               sides.counts, sides.totals, out, sh.view(np.int64).T, t, cuda.blockDim.x * cuda.blockDim.y)
+    _put_sides(sides, b0, min(b0 + k, sides.nb), go_left, out, sh.view(np.int64).T, t,
+               cuda.blockDim.x * cuda.blockDim.y)
 
 
 @cuda.jit(cache=True)

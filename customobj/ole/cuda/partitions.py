@@ -349,9 +349,7 @@ class DevicePartitions:
         if wait:
             self._sides = (sides, place)
         else:
-            self._kernels.place_sides_blocks[_segments(sides.n, sides.nb)](
-                sides.pi, sides.pj, sides.pc, sides.start, sides.n, sides.nb, self.go_left, sides.counts, sides.totals,
-                place)
+            self._kernels.place_sides_blocks[_segments(sides.n, sides.nb)](sides, self.go_left, place)
 
     def flush(self) -> None:
         """Place the rows of the last :meth:`rows` if :meth:`pairs` has not (call before using the order)."""
@@ -376,11 +374,12 @@ class DevicePartitions:
             bx, per = max(nb, rows.nb), max(_segments(n, nb)[1], _segments(rows.n, rows.nb)[1])
             pairs = PairCount(src[0], src[1], counts, totals, int(start), int(n), nb)
             kernels.place_rows_count_sides[(bx, 2), per](rows, pairs, self.go_left)
-        place = PairPlace(dst[0], dst[1], dst[2], self.rho)
+        place, sides = PairPlace(dst[0], dst[1], dst[2], self.rho), PairSides(src[0], src[1], src[2], int(start),
+                                                                              int(n), nb, counts, totals)
         if wait:
-            self._sides = (PairSides(src[0], src[1], src[2], int(start), int(n), nb, counts, totals), place)
+            self._sides = (sides, place)
         else:
-            kernels.place_sides_blocks[_segments(n, nb)](*src, start, n, nb, self.go_left, counts, totals, place)
+            kernels.place_sides_blocks[_segments(n, nb)](sides, self.go_left, place)
         return DevicePairCounts(self.memory, acc, self._acc_next - 1)
 
     def place_sides(self, row_hist: Optional[tuple]) -> None:
@@ -392,8 +391,7 @@ class DevicePartitions:
             if waiting is None:
                 return
             s, place = waiting
-            self._kernels.place_sides_blocks[_segments(s.n, s.nb)](s.pi, s.pj, s.pc, s.start, s.n, s.nb, self.go_left,
-                                                                   s.counts, s.totals, place)
+            self._kernels.place_sides_blocks[_segments(s.n, s.nb)](s, self.go_left, place)
             return
         if waiting is None:
             raise RuntimeError("a row histogram joins a waiting pair placing: pairs(..., wait=True) first")
