@@ -364,6 +364,7 @@ def histogram_kernels(every_signature: bool = True) -> dict:
         dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))
     from customobj.ole.cuda import _choice_kernels as C
     from customobj.ole.cuda import _histograms_kernels as HK
+    from customobj.ole.cuda import _level_place_kernels as LP
     from customobj.ole.cuda import _partitions_kernels as P
     from customobj.ole.cuda.histograms import ChildPlan, ChosenPairs, RowBuild
     f1, i1, f2, i, f, b = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.int64, T.float64, T.boolean
@@ -389,6 +390,10 @@ def histogram_kernels(every_signature: bool = True) -> dict:
         "chosen_level_pairs[u8,i32]": (C.chosen_level_pairs, (u8, level, choice)),
         # ole_fast's pair placing with the smaller child's row histogram (its row update is row_hist_shared's)
         "place_sides_row_hist[u8,i32]": (P.place_sides_row_hist, (u8, i2, i2, i1, build, sides32, b1, place32)),
+        # the same for every searched split of a breadth-first level, one launch a level
+        "place_sides_row_hist_level[u8,i32]": (LP.place_sides_row_hist_level, (
+            u8, i2, i2, i1, T.NamedTuple([i1, f1, f1, f1, f3, i2], LP.LevelRows), i2,
+            T.NamedTuple([j1, j1, f1, j1, j1, f1, i2, i2, f1], LP.LevelPairs), b1)),
     }
     if not every_signature:
         firsts = {name.split("[")[0]: name for name in reversed(list(found))}

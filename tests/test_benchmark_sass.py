@@ -116,8 +116,8 @@ def _loops(measured, kind):
 @pytest.mark.slow  # the compilation (the fixture): ~40 s
 def test_every_histogram_kernel_is_measured_at_both_archs(measured):
     assert {n.split("[")[0] for n in measured} == {n.split("[")[0] for n in sass.histogram_kernels()}
-    assert len(measured) == 6  # row_hist_shared, pair_hist_shared, child_hists, chosen_child_pairs,
-    # chosen_level_pairs, place_sides_row_hist
+    assert len(measured) == 7  # row_hist_shared, pair_hist_shared, child_hists, chosen_child_pairs,
+    # chosen_level_pairs, place_sides_row_hist, place_sides_row_hist_level
     for name, by_cc in measured.items():
         assert set(by_cc) == {"sm_80", "sm_90", "sm_80_cas", "sm_90_cas"}, name
         for arch in ("sm_80", "sm_90"):

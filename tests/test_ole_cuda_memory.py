@@ -125,6 +125,30 @@ def test_a_levels_subtractions_are_held_for_its_choice_or_applied_when_read_firs
     assert launches() == 1 and queue.take_held() == []
 
 
+def test_a_levels_collected_builds_run_before_the_queue_applies_or_hands_out_anything():
+    # SubtractQueue.pending_builds (ole_fast's level placing, level_place.LevelPlacing): a hold leaves
+    # them collected (its kernel comes after the level's launch); a flush or a take runs them first, once
+    from customobj.ole.cuda import _split_kernels as K
+    from customobj.ole.cuda.stats import CountedKernels
+    mem = _mem()
+    order: list = []
+    queue = SubtractQueue(CountedKernels(K, mem.counter).subtract3, before=lambda: order.append("before"))
+    vals = np.random.default_rng(3).normal(size=(4, 6, 3))
+    h = [DeviceHist(mem.upload(v), queue) for v in vals]
+    queue.pending_builds = lambda: order.append("builds")
+    h[0] -= h[1]
+    queue.hold([h[0]])
+    assert order == ["before"] and queue.pending_builds is not None  # held: still collected
+    h[2] -= h[3]
+    queue.flush()
+    assert order == ["before", "builds", "before"] and queue.pending_builds is None  # run once, first
+    np.testing.assert_array_equal(h[2].copy_to_host(), vals[2] - vals[3])
+    queue.pending_builds = lambda: order.append("builds")
+    h[2] -= h[3]
+    assert queue.take([h[2]]) is not None and order[-2:] == ["builds", "before"]
+    assert queue.pending_builds is None
+
+
 def test_a_device_fit_reports_its_peak_and_a_cpu_fit_none():
     from customobj.ole import TreeBooster
     from _ole_cases import QUIET, make_rank_data

@@ -187,7 +187,7 @@ import numba.cuda.dispatcher as dispatcher
 dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))  # no GPU: sm_80
 from customobj.ole.cuda import _split_kernels as K, _scores_kernels as S, _histograms_kernels as HK
 from customobj.ole.cuda import _partitions_kernels as P, _reduce_kernels as R, _search_kernels as N
-from customobj.ole.cuda import _pruning_kernels as PR
+from customobj.ole.cuda import _pruning_kernels as PR, _level_place_kernels as LP
 f1, i1, f2, f3, b1 = T.float64[::1], T.int64[::1], T.float64[:, ::1], T.float64[:, :, ::1], T.boolean[::1]
 i, f, b, fA = T.int64, T.float64, T.boolean, T.float64[:]  # fA: a column of McRank's (n, K) gradients
 i2, j1 = T.int64[:, ::1], T.int32[::1]  # block counts, feature groups; int32 pair indices
@@ -236,6 +236,8 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (P.place_rows_count_sides_level, (i2, i1, i1, i2, T.NamedTuple([j1, j1, j1, j1], P.PairSources), i2, i2, b1)),
         (P.place_sides_row_hist, (u8, i2, i2, i1, build, T.NamedTuple([j1, j1, f1, i, i, i, i2, i1], P.PairSides), b1,
                                   place32)),
+        (LP.place_sides_row_hist_level, (u8, i2, i2, i1, T.NamedTuple([i1, f1, f1, f1, f3, i2], LP.LevelRows), i2,
+                                         T.NamedTuple([j1, j1, f1, j1, j1, f1, i2, i2, f1], LP.LevelPairs), b1)),
         (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b, i1, b)),
         (N.search_batch, (T.NamedTuple([f3, f2, i2, T.boolean[:, ::1], f2], N.BatchNodes), b, bins, rules, out, b)),
         (C.wse_choose, (hists, bins, node, node, rules, f1, b, out, choice, i, i,

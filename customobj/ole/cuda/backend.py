@@ -44,6 +44,7 @@ from ..splitting import FeatureBins, SplitRules
 from .choice import DeviceFeatureChoice
 from .histograms import DeviceHistograms
 from .inputs import TreeInputs
+from .level_place import LevelPlacing
 from .memory import (DeviceMemory, DeviceMemoryError, check_device_memory, device_memory_needed,
                      free_device_memory)
 from .partitions import DevicePartitions
@@ -97,8 +98,8 @@ class CUDABackend:
 
     def __init__(self, ctx: GrowContext, params) -> None:
         cuda = require_gpu(_WHAT)
-        from . import (_choice_kernels, _histograms_kernels, _partitions_kernels, _reduce_kernels, _search_kernels,
-                       _split_kernels)
+        from . import (_choice_kernels, _histograms_kernels, _level_place_kernels, _partitions_kernels, _reduce_kernels,
+                       _search_kernels, _split_kernels)
 
         self.host = CPUBackend(ctx, params)
         self.ctx, self.data, self.n_rows = ctx, ctx.data, ctx.data.n_rows
@@ -141,6 +142,9 @@ class CUDABackend:
                                           level_slots=level_slots, bins=feature_bins)
         self.partitions = DevicePartitions(mem, partition_kernels, reduce_kernels, histogram_kernels.zero,
                                            n_rows=d.n_rows, splits=params.num_leaves)  # a level's, in one table
+        # ole_fast: a breadth-first level's pair placings and smaller children's row histograms in one launch
+        self.level_place = (LevelPlacing(mem, CountedKernels(_level_place_kernels, counter), self.partitions,
+                                         self.histograms, splits=params.num_leaves) if fast else None)
         self.pruning = DevicePruning.for_fit(mem, ctx, params)  # ole_fast's, or None
         self.inputs = TreeInputs(mem, self.pool, self.histograms, self.partitions, self.search, self.pruning,
                                  reduce_kernels, histogram_kernels.zero, self.bins, self._n_bins_d, shape=shape,

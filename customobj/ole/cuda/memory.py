@@ -45,7 +45,7 @@ customobj.ole.cuda.memory.DeviceMemoryError: TreeBooster(device="cuda") needs 3.
 from __future__ import annotations
 
 import weakref
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from numba import config
@@ -215,6 +215,9 @@ class SubtractQueue:
         self._children: Optional[tuple] = None
         self._before = before
         self._held: list = []  # subtractions held for a level's one kernel (hold), applied by flush if not taken
+        #: Run first by :meth:`flush` and :meth:`take` (not :meth:`hold`, whose kernel comes later): a
+        #: level's row histograms not launched yet (``level_place``), which what is applied now may read.
+        self.pending_builds: Optional[Callable[[], None]] = None
 
     def add(self, a: "DeviceHist", b: "DeviceHist") -> None:
         if (self._ops and self._ops[0][0]._array.size != a._array.size) or self._children is not None:
@@ -245,6 +248,7 @@ class SubtractQueue:
         index = next((i for i, t in enumerate(targets) if t is a), -1)
         if index < 0 and not drop_others:
             return None
+        self._pending_builds()
         if self._before is not None:
             self._before()  # b's build, queued before this kernel
         self._ops = []
@@ -281,6 +285,7 @@ class SubtractQueue:
     def flush(self) -> None:
         """Run the held subtractions, then the queued ones (a launch per ``MAX_OPS`` of one size; none:
         nothing)."""
+        self._pending_builds()
         if self._before is not None:
             self._before()
         held, self._held = self._held, []
@@ -295,6 +300,11 @@ class SubtractQueue:
                 *first, len(ops), _flat(parent._array), _flat(left._array), _flat(right._array), record)
             return
         self._run(ops)
+
+    def _pending_builds(self) -> None:
+        run, self.pending_builds = self.pending_builds, None
+        if run is not None:
+            run()
 
     def _run(self, ops: list) -> None:
         """``a -= b`` of each of ``ops`` in order: a ``subtract3`` launch per run of at most ``MAX_OPS`` of one size."""

@@ -65,6 +65,7 @@ from ..common import PART_N_LEFT, PART_N_RIGHT, PART_RECORD
 from ._partitions_kernels import (LEVEL_COLUMNS, LV_BASE, LV_FEATURE, LV_N, LV_N_LEFT, LV_NAN_BIN, LV_NAN_LEFT, LV_NB,
                                   LV_PBASE, LV_PBUF, LV_PN, LV_PNB, LV_PSTART, LV_RECORD, LV_START, LV_TBIN, PairPlace,
                                   PairSides, PairSources)
+from ._level_place_kernels import LevelPairs
 from .memory import DeviceMemory
 
 __all__ = ["DevicePartitions", "DevicePairCounts", "RowPlace", "PairCount", "LevelSplit", "PARTITION_BLOCK",
@@ -340,16 +341,29 @@ class DevicePartitions:
         """Split ``k`` of the last :meth:`level`: its pairs, counted there, copied to ``dst`` as
         :meth:`pairs` copies them (``wait``: with the smaller child's row histogram, :meth:`place_sides`);
         its children's rows are then :meth:`node_rows`'."""
-        rows, sides = self._level[k] if 0 <= k < len(self._level) else (None, None)
-        if sides is None:
-            raise ValueError(f"split {k} of the level has no pairs counted")
-        self.children_rows = rows
-        self.place_sides(None)  # one waiting at a time
+        sides = self.level_sides(k)
         place = PairPlace(dst[0], dst[1], dst[2], self.rho)
         if wait:
             self._sides = (sides, place)
         else:
             self._kernels.place_sides_blocks[_segments(sides.n, sides.nb)](sides, self.go_left, place)
+
+    def level_sides(self, k: int) -> PairSides:
+        """Split ``k`` of the last :meth:`level`: its pairs' placing (:class:`PairSides`), for :meth:`placed`
+        or a level's one launch (:mod:`.level_place`); its children's rows are then :meth:`node_rows`'."""
+        rows, sides = self._level[k] if 0 <= k < len(self._level) else (None, None)
+        if sides is None:
+            raise ValueError(f"split {k} of the level has no pairs counted")
+        self.children_rows = rows
+        self.place_sides(None)  # one waiting at a time
+        return sides
+
+    def level_inputs(self, bufs: tuple) -> tuple:
+        """The last :meth:`level`'s table on the card and its pairs' placing inputs
+        (:class:`._level_place_kernels.LevelPairs`: ``bufs``, the tree's two pair buffers, and this
+        fit's segment counts, records and :attr:`rho`)."""
+        return self._level_table, LevelPairs(bufs[0][0], bufs[0][1], bufs[0][2], bufs[1][0], bufs[1][1], bufs[1][2],
+                                             self._pair_counts, self._acc, self.rho)
 
     def flush(self) -> None:
         """Place the rows of the last :meth:`rows` if :meth:`pairs` has not (call before using the order)."""

@@ -51,9 +51,10 @@ BUDGET = {"launches": 8.0, "reads": 1.0, "allocations": 0}
 #: ``ole_fast``'s feature choice of such a batch: one launch for every searched child
 #: (``_choice_kernels.wse_choose_level``; a lone split's children: ``wse_choose``), and their pair
 #: histograms over the features chosen: one more (``chosen_level_pairs``; a lone split's:
-#: ``chosen_child_pairs``).
+#: ``chosen_child_pairs``). Its searched splits' pair placings and smaller children's row histograms:
+#: one launch (``_level_place_kernels.place_sides_row_hist_level``; a lone split's: ``place_sides_row_hist``).
 BATCH_BUDGET = {"reads": 1, "search_launches": 1, "partition_launches": 2, "choice_launches": 1,
-                "chosen_pairs_launches": 1}
+                "chosen_pairs_launches": 1, "placing_launches": 1}
 
 
 class DeviceCounts(NamedTuple):

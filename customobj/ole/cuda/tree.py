@@ -147,8 +147,9 @@ class DeviceTree:
         """:meth:`_expand` of every split of a partitioned breadth-first level under ``ole_fast``, in three
         phases, so the level's feature choice is one launch (``wse_choose_level``) where it was one a split:
 
-        1. each split in order: its rows' leaves, its pairs placed with its smaller child's row histogram
-           (one launch), the larger child's subtraction held for the choice (nothing runs mid-level);
+        1. each split in order: its rows' leaves, its smaller child's row histogram and its pairs' placing
+           collected, the larger child's subtraction held for the choice (nothing runs mid-level); then
+           every split's placing and row histogram in one launch (:mod:`.level_place`);
         2. one choice of every searched child, each completed and chosen for into its result row of the
            choice's tables (:meth:`~customobj.ole.cuda.choice.DeviceFeatureChoice.choose_level`; a check
            failing, a histogram not the pool's: each split's own choice, as :meth:`_search`'s);
@@ -167,10 +168,11 @@ class DeviceTree:
             gain, first = gpu.host.split_gain(parent.sums, split.left, split.right), -1
             if any(e.need):
                 counts = level[k]
-                gpu.partitions.placed(k, self.bufs[left.pbuf], wait=True)
                 small, large = (left, right) if left.sums.N <= right.sums.N else (right, left)
                 small.hist = self._row_hist(small)
-                gpu.partitions.place_sides(gpu.histograms.take_waiting())  # the pairs' placing and it: one launch
+                # the pairs' placing and the row histogram: every split's in one launch, after the loop
+                gpu.level_place.add(k, small.start, left.pbuf, gpu.histograms.take_waiting(), gpu.inputs.order,
+                                    self.bufs)
                 parent.hist -= small.hist
                 large.hist = parent.hist
                 nodes = [c for c, nd in zip((left, right), e.need) if nd]
@@ -183,6 +185,7 @@ class DeviceTree:
                 searched.append((row, nodes, counts))
                 first, row = row, row + len(nodes)
             done.append((nan_left, gain, parent, left, right, first))
+        gpu.level_place.launch()  # before the choice reads the histograms
         held = gpu.histograms.queue.take_held()  # kept alive until the choice's launch
         small_of = {id(a): b for a, b in held}
         pool, table = gpu.pool, []

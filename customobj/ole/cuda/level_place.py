@@ -1,0 +1,90 @@
+"""A breadth-first level's pair placings and smaller children's row histograms in one launch
+(``ole_fast``, issue 42 item 3): :class:`LevelPlacing` collects each searched split's (its pairs counted by
+the level's partitions, ``partitions.DevicePartitions.level``; its smaller child's row histogram, the
+build ``histograms.DeviceHistograms.take_waiting`` hands over) and launches them all at once
+(:func:`._level_place_kernels.place_sides_row_hist_level`), where it was one
+``place_sides_row_hist`` launch a split.
+
+Nothing reads what the launch writes before the level's feature choice (the larger children's
+subtractions are held for it, ``SubtractQueue.hold``), except a flush of the subtraction queue mid-level
+(the pool short of a histogram): the queue then launches what was collected first
+(``SubtractQueue.pending_builds``). A split whose histogram is not one of the pool's (made beyond it)
+makes the level fall back to a launch a split, as before: the same results.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from ._level_place_kernels import BUILD_COLUMNS, LB_HIST, LB_N, LB_SPLIT, LB_START, LevelRows
+from .memory import DeviceMemory
+
+__all__ = ["LevelPlacing"]
+
+
+class LevelPlacing:
+    """A fit's level launches of ``place_sides_row_hist_level`` (see the module docstring).
+
+    Parameters
+    ----------
+    memory : DeviceMemory
+        The fit's allocator (the build table is made here, once per fit, and copied queued).
+    kernels : module or CountedKernels
+        :mod:`._level_place_kernels` (counted: :mod:`.stats`).
+    partitions, histograms
+        The fit's :class:`~.partitions.DevicePartitions` (the level's pairs) and
+        :class:`~.histograms.DeviceHistograms` (the builds, the pool, the subtraction queue).
+    splits : int
+        Most splits of a level (the partitions' ``level_splits``).
+    """
+
+    def __init__(self, memory: DeviceMemory, kernels: Any, partitions: Any, histograms: Any, *, splits: int) -> None:
+        self.memory, self._kernels, self._partitions, self._histograms = memory, kernels, partitions, histograms
+        n = max(int(splits), 1)
+        self._builds = memory.array((n, BUILD_COLUMNS), np.int64)
+        self._host = memory.staged((n, BUILD_COLUMNS), np.int64)
+        self._items: list = []  # (split k, smaller child's first row, dst buffer, taken build or None)
+        self._where: Optional[tuple] = None  # (order, bufs) of the level collected
+
+    def add(self, k: int, start: int, dst: int, taken: Optional[tuple], order: Any, bufs: tuple) -> None:
+        """Split ``k`` of the partitions' last level: its pairs (placed into ``bufs[dst]``) and its smaller
+        child's row histogram (its rows from position ``start`` of the device ``order``; ``taken``:
+        ``DeviceHistograms.take_waiting``'s build, None when it has none), left for :meth:`launch`."""
+        self._partitions.level_sides(k)  # checked now: a split without counted pairs is refused here
+        self._items.append((int(k), int(start), int(dst), taken))
+        self._where = (order, bufs)
+        self._histograms.queue.pending_builds = self.launch  # whatever the queue applies first may read them
+
+    def launch(self) -> None:
+        """Launch what :meth:`add` collected: one launch, or (a histogram not the pool's, a split without
+        a build, more splits than the table) each split's own ``place_sides_row_hist``. Nothing read."""
+        items, self._items = self._items, []
+        self._histograms.queue.pending_builds = None
+        if not items:
+            return
+        order, bufs = self._where
+        pool, parts = self._histograms.pool, self._partitions
+        if (len(items) > self._host.shape[0] or any(t is None for *_, t in items)
+                or any(pool.index_of(t[2].out) < 0 for *_, t in items)):
+            for k, _, dst, taken in items:  # each split's own launch, in order
+                parts.placed(k, bufs[dst], wait=True)
+                parts.place_sides(taken)
+            return
+        host, most, blocks = self._host, max(items, key=lambda it: it[3][2].n), 1
+        bins_rm, tables, first, _ = items[0][3]
+        threads = most[3][3][1]
+        per = int(threads[0]) * int(threads[1])
+        for j, (k, start, _, (_, _, build, ((chunks, _), _))) in enumerate(items):
+            row = host[j]
+            row[LB_SPLIT], row[LB_START], row[LB_N], row[LB_HIST] = k, start, build.n, pool.index_of(build.out)
+            # the histogram's chunks, or one block per ``per`` segments of its pairs when those are more
+            blocks = max(blocks, int(chunks), -(-parts.level_sides(k).nb // per))
+        n_groups = most[3][3][0][1]
+        # queued behind the launches: the staged table is written again only at a later level, after this
+        # one's read (as the partitions' level table)
+        dev = self.memory.copy_in_queued(self._builds, host, len(items))
+        table, pairs = parts.level_inputs(bufs)
+        rows = LevelRows(order, first.g, first.h, first.steps, pool.hists, dev)
+        self._kernels.place_sides_row_hist_level[(blocks, n_groups, 2 * len(items)), threads](
+            bins_rm, *tables, rows, table, pairs, parts.go_left)
