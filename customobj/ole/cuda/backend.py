@@ -142,9 +142,10 @@ class CUDABackend:
                                           level_slots=level_slots, bins=feature_bins)
         self.partitions = DevicePartitions(mem, partition_kernels, reduce_kernels, histogram_kernels.zero,
                                            n_rows=d.n_rows, splits=params.num_leaves)  # a level's, in one table
-        # ole_fast: a breadth-first level's pair placings and smaller children's row histograms in one launch
+        # a breadth-first level's pair placings (ole_fast: with the smaller children's row histograms) in one launch
         self.level_place = (LevelPlacing(mem, CountedKernels(_level_place_kernels, counter), self.partitions,
-                                         self.histograms, splits=params.num_leaves) if fast else None)
+                                         self.histograms, splits=params.num_leaves)
+                            if params.criterion.uses_pairs else None)
         self.pruning = DevicePruning.for_fit(mem, ctx, params)  # ole_fast's, or None
         self.inputs = TreeInputs(mem, self.pool, self.histograms, self.partitions, self.search, self.pruning,
                                  reduce_kernels, histogram_kernels.zero, self.bins, self._n_bins_d, shape=shape,

@@ -151,6 +151,12 @@ class DeviceHistograms:
         """The binned matrix on the card, row-major (the histogram kernels' coalesced reads)."""
         return self._bins_rm
 
+    @property
+    def row_tables(self) -> tuple:
+        """``(bins_rm, (groups, members, slot_map))``: the row histograms' binned matrix and every
+        feature's shared-memory groups on the card (a kernel's arguments where it builds none)."""
+        return self._bins_rm, self._all_groups[1]
+
     def kept(self, out: Any) -> DeviceHist:
         """``out`` (a pool histogram, from :meth:`zeroed`) as a node's, back to the pool when dropped."""
         return self._hist(out)

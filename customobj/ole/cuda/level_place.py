@@ -19,6 +19,7 @@ import numpy as np
 
 from ._level_place_kernels import BUILD_COLUMNS, LB_HIST, LB_N, LB_SPLIT, LB_START, LevelRows
 from .memory import DeviceMemory
+from .partitions import segment_threads
 
 __all__ = ["LevelPlacing"]
 
@@ -48,43 +49,51 @@ class LevelPlacing:
         self._where: Optional[tuple] = None  # (order, bufs) of the level collected
 
     def add(self, k: int, start: int, dst: int, taken: Optional[tuple], order: Any, bufs: tuple) -> None:
-        """Split ``k`` of the partitions' last level: its pairs (placed into ``bufs[dst]``) and its smaller
-        child's row histogram (its rows from position ``start`` of the device ``order``; ``taken``:
-        ``DeviceHistograms.take_waiting``'s build, None when it has none), left for :meth:`launch`."""
+        """Split ``k`` of the partitions' last level: its pairs (placed into ``bufs[dst]``) and, with
+        ``taken`` (``DeviceHistograms.take_waiting``'s build; None: its pairs only, ``ole``), its smaller
+        child's row histogram (its rows from position ``start`` of the device ``order``), left for
+        :meth:`launch`."""
         self._partitions.level_sides(k)  # checked now: a split without counted pairs is refused here
         self._items.append((int(k), int(start), int(dst), taken))
         self._where = (order, bufs)
         self._histograms.queue.pending_builds = self.launch  # whatever the queue applies first may read them
 
     def launch(self) -> None:
-        """Launch what :meth:`add` collected: one launch, or (a histogram not the pool's, a split without
-        a build, more splits than the table) each split's own ``place_sides_row_hist``. Nothing read."""
+        """Launch what :meth:`add` collected: one launch, or (a histogram not the pool's, more splits than
+        the table) each split's own ``place_sides_row_hist`` / ``place_sides_blocks``. Nothing read."""
         items, self._items = self._items, []
         self._histograms.queue.pending_builds = None
         if not items:
             return
         order, bufs = self._where
         pool, parts = self._histograms.pool, self._partitions
-        if (len(items) > self._host.shape[0] or any(t is None for *_, t in items)
-                or any(pool.index_of(t[2].out) < 0 for *_, t in items)):
+        builds = [t for *_, t in items if t is not None]
+        if len(items) > self._host.shape[0] or any(pool.index_of(t[2].out) < 0 for t in builds):
             for k, _, dst, taken in items:  # each split's own launch, in order
                 parts.placed(k, bufs[dst], wait=True)
                 parts.place_sides(taken)
             return
-        host, most, blocks = self._host, max(items, key=lambda it: it[3][2].n), 1
-        bins_rm, tables, first, _ = items[0][3]
-        threads = most[3][3][1]
-        per = int(threads[0]) * int(threads[1])
-        for j, (k, start, _, (_, _, build, ((chunks, _), _))) in enumerate(items):
+        sides = [parts.level_sides(k) for k, *_ in items]
+        if builds:  # the largest build's block shape and groups; its chunks or more
+            (_, n_groups), threads = max(builds, key=lambda t: t[2].n)[3]
+            bins_rm, tables = builds[0][0], builds[0][1]
+        else:  # pairs only: a block of lanes per segment (partitions.segment_threads)
+            n_groups, (bins_rm, tables) = 1, self._histograms.row_tables
+            threads = (max(segment_threads(-(-s.n // max(s.nb, 1))) for s in sides), 1)
+        per, blocks, host = int(threads[0]) * int(threads[1]), 1, self._host
+        for j, ((k, start, _, taken), s) in enumerate(zip(items, sides)):
             row = host[j]
-            row[LB_SPLIT], row[LB_START], row[LB_N], row[LB_HIST] = k, start, build.n, pool.index_of(build.out)
+            row[LB_SPLIT], row[LB_START], row[LB_N], row[LB_HIST] = k, start, 0, -1
+            if taken is not None:
+                row[LB_N], row[LB_HIST] = taken[2].n, pool.index_of(taken[2].out)
+                blocks = max(blocks, int(taken[3][0][0]))
             # the histogram's chunks, or one block per ``per`` segments of its pairs when those are more
-            blocks = max(blocks, int(chunks), -(-parts.level_sides(k).nb // per))
-        n_groups = most[3][3][0][1]
+            blocks = max(blocks, -(-s.nb // per))
         # queued behind the launches: the staged table is written again only at a later level, after this
         # one's read (as the partitions' level table)
         dev = self.memory.copy_in_queued(self._builds, host, len(items))
         table, pairs = parts.level_inputs(bufs)
-        rows = LevelRows(order, first.g, first.h, first.steps, pool.hists, dev)
+        g = builds[0][2] if builds else None
+        rows = LevelRows(order, *((g.g, g.h, g.steps) if g is not None else (parts.rho,) * 3), pool.hists, dev)
         self._kernels.place_sides_row_hist_level[(blocks, n_groups, 2 * len(items)), threads](
             bins_rm, *tables, rows, table, pairs, parts.go_left)

@@ -109,6 +109,11 @@ class DeviceTree:
         if level is not None and self._level_choice(batch, level):
             done = self._expand_level(batch, level)
         else:
+            if level is not None and self.use_pairs and not self.fast:  # ole: every split's pairs, one launch
+                for k, e in enumerate(batch):
+                    if any(e.need) and level[k] is not None:
+                        gpu.level_place.add(k, 0, 1 - self.table[e.leaf].pbuf, None, gpu.inputs.order, self.bufs)
+                gpu.level_place.launch()
             done = [self._expand(e, None if level is None else (k, level[k])) for k, e in enumerate(batch)]
         got = iter(self._read())  # one entry per search launched, in order
         for _, _, parent, left, right, row in done:
@@ -225,9 +230,12 @@ class DeviceTree:
                                 int(gpu.n_bins[f]), nan_left, left.end - left.start)
         counts, gain, row = None, float(split.gain), -1
         if self.use_pairs:
-            if any(e.need) and level is not None:  # counted with the level's: placed now
+            if any(e.need) and level is not None:  # counted with the level's: placed now (ole: placed already)
                 counts = level[1]
-                gpu.partitions.placed(level[0], self.bufs[left.pbuf], wait=self.fast)
+                if self.fast:
+                    gpu.partitions.placed(level[0], self.bufs[left.pbuf], wait=True)
+                else:
+                    gpu.partitions.level_sides(level[0])  # its children's rows, for their R
             elif any(e.need):  # nothing read: the counts stay on the card
                 counts = gpu.partitions.pairs(self.bufs[parent.pbuf], parent.pstart, parent.pend, self.bufs[left.pbuf],
                                               wait=self.fast)  # ole_fast: placed with the row histogram
