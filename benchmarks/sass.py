@@ -393,7 +393,7 @@ def histogram_kernels(every_signature: bool = True) -> dict:
         # the same for every searched split of a breadth-first level, one launch a level
         "place_sides_row_hist_level[u8,i32]": (LP.place_sides_row_hist_level, (
             u8, i2, i2, i1, T.NamedTuple([i1, f1, f1, f1, f3, i2], LP.LevelRows), i2,
-            T.NamedTuple([j1, j1, f1, j1, j1, f1, i2, i2, f1], LP.LevelPairs), b1)),
+            T.NamedTuple([j1, j1, f1, j1, j1, f1, i2, i2, f1], LP.LevelPlacings), b1)),
     }
     if not every_signature:
         firsts = {name.split("[")[0]: name for name in reversed(list(found))}

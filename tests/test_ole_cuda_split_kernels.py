@@ -237,7 +237,7 @@ SIGS = [(K.feature_bests, (hists, b, bins, node, node, rules, f1, b, f3, f2)), (
         (P.place_sides_row_hist, (u8, i2, i2, i1, build, T.NamedTuple([j1, j1, f1, i, i, i, i2, i1], P.PairSides), b1,
                                   place32)),
         (LP.place_sides_row_hist_level, (u8, i2, i2, i1, T.NamedTuple([i1, f1, f1, f1, f3, i2], LP.LevelRows), i2,
-                                         T.NamedTuple([j1, j1, f1, j1, j1, f1, i2, i2, f1], LP.LevelPairs), b1)),
+                                         T.NamedTuple([j1, j1, f1, j1, j1, f1, i2, i2, f1], LP.LevelPlacings), b1)),
         (N.search_nodes, (hists, b, bins, node, node, rules, f1, b, out, b, i1, b)),
         (N.search_batch, (T.NamedTuple([f3, f2, i2, T.boolean[:, ::1], f2], N.BatchNodes), b, bins, rules, out, b)),
         (C.wse_choose, (hists, bins, node, node, rules, f1, b, out, choice, i, i,

@@ -26,7 +26,7 @@ from ..common import PART_N_LEFT, PART_N_RIGHT
 
 cuda = cuda_module()
 
-__all__ = ["place_sides_row_hist_level", "LevelRows", "LevelPairs", "BUILD_COLUMNS", "LB_SPLIT", "LB_START",
+__all__ = ["place_sides_row_hist_level", "LevelRows", "LevelPlacings", "BUILD_COLUMNS", "LB_SPLIT", "LB_START",
            "LB_N", "LB_HIST"]
 
 #: Columns of a level's build table (int64, a row per searched split, in the level's order): the
@@ -49,7 +49,7 @@ class LevelRows(NamedTuple):
     builds: Any
 
 
-class LevelPairs(NamedTuple):
+class LevelPlacings(NamedTuple):
     """The pair placings' inputs: the tree's two pair buffers (``pi, pj, pc`` of buffer 0 and 1: a split's
     pairs go from its parent's, ``LV_PBUF``, to the other), the level's segment counts, the record ring
     (each split's totals at ``LV_RECORD``) and ``rho``, the rows' coupling sums."""
@@ -70,7 +70,7 @@ def place_sides_row_hist_level(bins_rm, groups, members, slot_map, rows, table, 
     """Every searched split of a level: blocks ``(x, y, 2 j)`` add chunk ``x`` of split ``j``'s smaller
     child's rows (``rows.builds`` row ``j``, :class:`LevelRows`) for feature group ``y`` to its
     histogram; blocks ``(x, 0, 2 j + 1)`` place its pairs (``table`` row ``rows.builds[j, LB_SPLIT]``,
-    :class:`LevelPairs`), block ``x`` taking ``k = ceil(nb / gridDim.x)`` consecutive segments, its
+    :class:`LevelPlacings`), block ``x`` taking ``k = ceil(nb / gridDim.x)`` consecutive segments, its
     threads one row of ``blockDim.x * blockDim.y`` lanes (a power of two). A block with nothing to do
     returns whole (no barrier split). The scans' int64 scratch is the histogram's shared array."""
     sh = cuda.shared.array((SHARED_SLOTS, WORDS), dtype=uint32)

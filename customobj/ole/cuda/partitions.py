@@ -65,7 +65,7 @@ from ..common import PART_N_LEFT, PART_N_RIGHT, PART_RECORD
 from ._partitions_kernels import (LEVEL_COLUMNS, LV_BASE, LV_FEATURE, LV_N, LV_N_LEFT, LV_NAN_BIN, LV_NAN_LEFT, LV_NB,
                                   LV_PBASE, LV_PBUF, LV_PN, LV_PNB, LV_PSTART, LV_RECORD, LV_START, LV_TBIN, PairPlace,
                                   PairSides, PairSources)
-from ._level_place_kernels import LevelPairs
+from ._level_place_kernels import LevelPlacings
 from .memory import DeviceMemory
 
 __all__ = ["DevicePartitions", "DevicePairCounts", "RowPlace", "PairCount", "LevelSplit", "PARTITION_BLOCK",
@@ -360,10 +360,10 @@ class DevicePartitions:
 
     def level_inputs(self, bufs: tuple) -> tuple:
         """The last :meth:`level`'s table on the card and its pairs' placing inputs
-        (:class:`._level_place_kernels.LevelPairs`: ``bufs``, the tree's two pair buffers, and this
+        (:class:`._level_place_kernels.LevelPlacings`: ``bufs``, the tree's two pair buffers, and this
         fit's segment counts, records and :attr:`rho`)."""
-        return self._level_table, LevelPairs(bufs[0][0], bufs[0][1], bufs[0][2], bufs[1][0], bufs[1][1], bufs[1][2],
-                                             self._pair_counts, self._acc, self.rho)
+        return self._level_table, LevelPlacings(bufs[0][0], bufs[0][1], bufs[0][2], bufs[1][0], bufs[1][1],
+                                                bufs[1][2], self._pair_counts, self._acc, self.rho)
 
     def flush(self) -> None:
         """Place the rows of the last :meth:`rows` if :meth:`pairs` has not (call before using the order)."""
