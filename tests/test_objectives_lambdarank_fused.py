@@ -3,7 +3,9 @@
 Each label's gradients, hessians and GRAD_LOSS cost from the fused pass equal those of its own single-label
 call bit for bit (random data with tied scores, queries of one row, queries without a relevant row, queries
 whose exp table underflows, truncation, cutoffs, ``norm``, weights, both conventions; MQ2008 Fold 1); labels
-whose options differ fall back to the per-label walk with the same bits; one thread or two give the same bits."""
+whose options differ fall back to the per-label walk with the same bits; one thread or two give the same
+bits; the driver's gate (the fused pass for GRAD only, on queries of at least ``FUSED_MIN_ROWS`` rows:
+benchmarks/fused_gate.py) gives the same bits as the pass on every query."""
 import numpy as np
 import pytest
 
@@ -28,14 +30,17 @@ def _check(objs, labels, sizes, s, weights, with_loss, fused):
     preps = [o.prepare(y, group=sizes, weight=w) for o, y, w in zip(objs, labels, weights)]
     L = LK.label_inputs(tuple(o.pass_inputs(s, p) for o, p in zip(objs, preps)))
     assert L.fused == fused
+    assert (L.fused_min_rows, L.fused_loss) == (FU.FUSED_MIN_ROWS, FU.FUSED_LOSS)  # the driver's gate
     n = s.size
-    grads, hess = np.zeros((len(objs), n)), np.zeros((len(objs), n))
-    losses, status = LK.lambdarank_stacked_labels(L, with_loss, grads, hess)
-    assert status == 0
     g, h, ell = _own_calls(objs, preps, s, with_loss)
-    np.testing.assert_array_equal(grads, g)
-    np.testing.assert_array_equal(hess, h)
-    np.testing.assert_array_equal(losses, ell)
+    # the gate as the driver runs it, and the fused pass on every query in both modes (the same bits)
+    for stacked in (L, L._replace(fused_min_rows=0, fused_loss=True)):
+        grads, hess = np.zeros((len(objs), n)), np.zeros((len(objs), n))
+        losses, status = LK.lambdarank_stacked_labels(stacked, with_loss, grads, hess)
+        assert status == 0
+        np.testing.assert_array_equal(grads, g)
+        np.testing.assert_array_equal(hess, h)
+        np.testing.assert_array_equal(losses, ell)
     assert np.abs(g).sum() > 0 and (not with_loss or np.all(ell > 0))
 
 
@@ -162,9 +167,12 @@ def test_fused_labels_on_mq2008_are_each_labels_own_pass(mq2008_fold1, with_loss
 
 
 @pytest.mark.parametrize("method, kw", [("linear", {}), ("epsilon_constraint", {"bounds": [2.0]}), ("epo", {})])
-def test_multiobjective_rounds_through_the_fused_pass(method, kw):
+def test_multiobjective_rounds_through_the_fused_pass(method, kw, monkeypatch):
     """MultiObjective with two LambdaRank labels of one setting: the combined gradients, hessians, weights and
-    costs of three rounds equal those of per-label calls (a LambdaRank subclass takes those)."""
+    costs of three rounds equal those of per-label calls (a LambdaRank subclass takes those). The gate opened
+    (every query fused, in both modes): these queries are below FUSED_MIN_ROWS."""
+    monkeypatch.setattr(FU, "FUSED_MIN_ROWS", 0)
+    monkeypatch.setattr(FU, "FUSED_LOSS", True)
     class OwnCalls(LambdaRank):
         pass
 
@@ -192,7 +200,7 @@ def test_fused_labels_are_the_same_on_one_thread_and_two(two_threads):
     labels = [rng.integers(0, 4, n).astype(float) for _ in range(2)]
     objs = [LambdaRank(truncation=5, norm=True) for _ in labels]
     preps = [o.prepare(y, group=sizes) for o, y in zip(objs, labels)]
-    L = LK.label_inputs(tuple(o.pass_inputs(s, p) for o, p in zip(objs, preps)))
+    L = LK.label_inputs(tuple(o.pass_inputs(s, p) for o, p in zip(objs, preps)))._replace(fused_min_rows=0)
     assert L.fused and LK.query_chunks(L.ptr, 5, LK.CHUNK_ROWS).size > 3
     saved = numba.get_num_threads()
     runs = []

@@ -20,7 +20,9 @@ value is added in the same order. A label with ``|dZ| = 0`` at a pair adds exact
 pass does. Rows run on to whole vectors of ``LOSS_LANES`` over padding columns (never read back).
 
 Queries whose ``exp`` table underflows (``_lambdarank_pass.query_grad`` then takes the general loop) are
-left to the caller's per-label walk (:func:`fused_query` returns False).
+left to the caller's per-label walk (:func:`fused_query` returns False). So are, by the driver's gate
+(``FUSED_MIN_ROWS``, ``FUSED_LOSS``: timed by benchmarks/fused_gate.py, docs/multi-objective.md), queries
+under 40 rows and every query in GRAD_LOSS, where the per-row set-up costs more than the shared terms save.
 """
 import math
 
@@ -29,6 +31,11 @@ from numba import njit
 
 from ._lambdarank_records import LOSS_LANES, LOSS_ROWS, FusedCut, Metric
 from ._lambdarank_terms import _SOFTPLUS_KNOTS, _SOFTPLUS_LAST, EXP_FLOOR, SOFTPLUS_STEP, norm_factor
+
+#: The driver's gate (``_lambdarank_kernels.LabelInputs``' defaults; benchmarks/fused_gate.py measured
+#: them): queries of fewer rows take the per-label walk, and GRAD_LOSS takes it when FUSED_LOSS is False.
+FUSED_MIN_ROWS = 40
+FUSED_LOSS = False
 
 # Rows of a label's scratch (:func:`scratch`'s first array: one (N_LABEL_ROWS, width) slab a label).
 GAIN, WEIGHT, LAMBDA_G, LAMBDA_H = 0, 1, 2, 3

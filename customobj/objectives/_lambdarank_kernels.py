@@ -177,6 +177,8 @@ class LabelInputs(NamedTuple):
     norm: np.ndarray  # (m,) bool
     hess_scale: np.ndarray
     fused: bool  # the labels share one pair pass (``_lambdarank_fused.fusable``)
+    fused_min_rows: int  # ... for queries of at least this many rows (``_lambdarank_fused.FUSED_MIN_ROWS``)
+    fused_loss: bool  # ... in GRAD_LOSS too (``_lambdarank_fused.FUSED_LOSS``)
 
 
 def label_inputs(inps: "tuple[PassInputs, ...]") -> LabelInputs:
@@ -193,7 +195,8 @@ def label_inputs(inps: "tuple[PassInputs, ...]") -> LabelInputs:
     return LabelInputs(inps[0].scores, inps[0].ptr, np.stack([p.row_gain for p in inps]),
                        np.stack([p.qnorm for p in inps]), disc, weights, np.array([p.use_weights for p in inps]),
                        metric, cutoff, trunc, sigma, norm, np.array([p.hess_scale for p in inps], dtype=np.float64),
-                       _lambdarank_fused.fusable(metric, cutoff, trunc, sigma, norm, disc))
+                       _lambdarank_fused.fusable(metric, cutoff, trunc, sigma, norm, disc),
+                       _lambdarank_fused.FUSED_MIN_ROWS, _lambdarank_fused.FUSED_LOSS)
 
 
 @njit(cache=True)
@@ -216,18 +219,19 @@ def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
             return KernelStatus.UNKNOWN_CODE
     ptr, scores = L.ptr, L.scores
     loss = mode == Mode.GRAD_LOSS
+    fused = L.fused and (L.fused_loss or not loss)
     bounds = query_chunks(ptr, min(L.k[0], L.trunc[0]), CHUNK_ROWS)
     for item in prange(bounds.size - 1):
         F, I = _block_scratch(ptr, bounds[item], bounds[item + 1])
-        Xl, X = _lambdarank_fused.scratch(m if L.fused else 0, F.shape[1] - LOSS_LANES if L.fused else 0)
+        Xl, X = _lambdarank_fused.scratch(m if fused else 0, F.shape[1] - LOSS_LANES if fused else 0)
         sums = np.empty((2, m))
         own_order = I[IntChannel.ORDER]
         for q in range(bounds[item], bounds[item + 1]):
             n = ptr[q + 1] - ptr[q]
             if n > 1:  # once for every label: the scores are theirs
                 _sort_query(scores, ptr[q], n, F[Channel.NEG], own_order)
-            if n > 1 and L.fused and _lambdarank_fused.fused_query(loss, L, q, n, own_order, Xl, X, sums, grads,
-                                                                   hess, per_query):
+            if n > 1 and fused and n >= L.fused_min_rows and _lambdarank_fused.fused_query(
+                    loss, L, q, n, own_order, Xl, X, sums, grads, hess, per_query):
                 continue
             for k in range(m if n > 1 else 0):
                 inp = _label(L, k)
