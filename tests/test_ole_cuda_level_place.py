@@ -1,7 +1,8 @@
 """customobj/ole/cuda/level_place.py and customobj/ole/cuda/_level_place_kernels.py (issue 42, item 3): a
 breadth-first level places every searched split's pairs (``ole_fast``: and builds its smaller child's row
-histogram) in one launch (``place_sides_row_hist_level``), where it was one launch a split; the trees stay the CPU's,
-and a level whose histograms are not all the pool's falls back to a launch a split with the same trees.
+histogram) in one launch (``place_sides_row_hist_level``), where it was one launch a split (that a level's placings are
+one launch, with the CPU's trees, ``ole`` and ``ole_fast``: tests/test_ole_cuda_stats.py's level test); a
+level whose histograms are not all the pool's falls back to a launch a split with the same trees.
 Under numba's CUDA simulator: small data, the kernels' Python source."""
 import numpy as np
 import pytest
@@ -28,26 +29,6 @@ def _spied(monkeypatch):
                 return kernel[config]
         monkeypatch.setattr(module, name, Spy())
     return log
-
-
-@needs_gpu
-@pytest.mark.parametrize("criterion", ["ole_fast", "ole"])
-def test_a_levels_placings_and_row_histograms_are_one_launch_with_the_cpus_trees(monkeypatch, criterion):
-    # ole_fast: the placings with the smaller children's row histograms; ole: the placings alone (its
-    # row histograms are built with its children's pair histograms, child_hists, split by split)
-    log = _spied(monkeypatch)
-    X, y, group = make_rank_data(5, n_queries=8)
-    kw = {**KW, "criterion": criterion}
-    gpu = TreeBooster(device="cuda", **kw).fit(X, y, group)
-    assert tree_dicts(gpu) == tree_dicts(TreeBooster(**kw).fit(X, y, group))
-    level = [config for name, config in log if name == "place_sides_row_hist_level"]
-    assert level, log
-    # a block plane per split's histogram and one per its placing: several splits in a launch
-    assert max(config[0][2] for config in level) >= 4 and all(config[0][2] % 2 == 0 for config in level)
-    if criterion == "ole":  # no histogram: one plane of feature groups, a 1-D block of lanes
-        assert all(config[0][1] == 1 and config[1][1] == 1 for config in level)
-        assert "place_sides_row_hist" not in [name for name, _ in log]
-    assert gpu.device_stats_.total(first=1).allocations == 0
 
 
 @needs_gpu

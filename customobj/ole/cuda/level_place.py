@@ -46,7 +46,7 @@ class LevelPlacing:
         self._builds = memory.array((n, BUILD_COLUMNS), np.int64)
         self._host = memory.staged((n, BUILD_COLUMNS), np.int64)
         self._items: list = []  # (split k, smaller child's first row, dst buffer, taken build or None)
-        self._where: Optional[tuple] = None  # (order, bufs) of the level collected
+        self._where: tuple = (None, ())  # (order, bufs) of the level collected (set by add with its items)
 
     def add(self, k: int, start: int, dst: int, taken: Optional[tuple], order: Any, bufs: tuple) -> None:
         """Split ``k`` of the partitions' last level: its pairs (placed into ``bufs[dst]``) and, with
