@@ -64,7 +64,6 @@ def _tables(K, pi, pc, qor, nq, eps, launch):
 def test_thresholds_kept_pairs_and_dropped_set_are_the_cpus(case, eps, launch):
     from numba import cuda
     from customobj.ole.cuda import _pruning_kernels as K
-    from customobj.ole.cuda.partitions import _blocks
     pi, pj, pc, ptr = _case(case)
     qor, nq, m = query_of_rows(ptr), ptr.size - 1, pc.size
     d, tables = _tables(K, pi, pc, qor, nq, eps, launch)
@@ -74,12 +73,13 @@ def test_thresholds_kept_pairs_and_dropped_set_are_the_cpus(case, eps, launch):
     cpu_table = QueryTable(qor, np.zeros(nq, np.int64), np.zeros(nq, np.int64))
     k = _prune(KeyedPairs(pi, pj, pc, pc.view(np.int64)), cpu_table, nq, eps, PairOutput(*ref), True)
     src = K.PairArrays(d[0], cuda.to_device(pj), d[1])
-    for nb in (1, 5):  # partition blocks: the result does not depend on them
+    # segments and lanes a segment (a block each; a warp on a card): the result depends on neither
+    for nb, lanes in ((1, 1), (1, 8), (5, 1), (5, 4), (2 * m, 2)):
         counts, record, kept_c = cuda.device_array((nb, 2), np.int64), cuda.to_device(np.zeros(4, np.int64)), \
             cuda.to_device(np.zeros(2))
         out = K.PairArrays(*(cuda.to_device(np.full(m, -5, a.dtype)) for a in (pi, pj, pc)))
-        K.count_kept_blocks[_blocks(nb)](src, d[2], d[3], tables, m, nb, counts, record, kept_c)
-        K.place_kept_blocks[_blocks(nb)](src, d[2], d[3], tables, m, nb, counts, record, out)
+        K.count_kept_blocks[nb, lanes](src, d[2], d[3], tables, m, nb, counts, record, kept_c)
+        K.place_kept_blocks[nb, lanes](src, d[2], d[3], tables, m, nb, counts, record, out)
         got = [a.copy_to_host() for a in out]
         assert record.copy_to_host().tolist() == [k, 0, 0, 0]  # the root's pair counts: (kept, 0)
         assert kept_c.copy_to_host()[0] == sum_couplings(ref[2], 0, k)  # exact

@@ -130,53 +130,6 @@ def _sum2(sh, t, nt, a, c):
 
 
 @cuda.jit(device=True)
-def _offsets(counts, nb, sh):
-    """A thread-per-block partition's (``ole_fast``'s pruning, ``_pruning_kernels``) offsets: thread
-    ``b = cuda.grid(1)`` gets ``counts[:b].sum(axis=0)`` (0 past ``nb``); every thread of the block must
-    call it. The block first sums the counts of the blocks before its own (strided, then scanned), then
-    scans its own (``sh``: ``(2, blockDim.x)`` int64 shared; ``blockDim.x`` a power of two)."""
-    t, nt, blk = cuda.threadIdx.x, cuda.blockDim.x, cuda.blockIdx.x
-    b0 = blk * nt
-    a = 0
-    c = 0
-    for k in range(t, min(b0, nb), nt):
-        a += counts[k, 0]
-        c += counts[k, 1]
-    _inclusive2(sh, t, nt, a, c)
-    base_a = sh[0, nt - 1]
-    base_c = sh[1, nt - 1]
-    cuda.syncthreads()
-    a = 0
-    c = 0
-    if b0 + t < nb:
-        a = counts[b0 + t, 0]
-        c = counts[b0 + t, 1]
-    _inclusive2(sh, t, nt, a, c)
-    return base_a + sh[0, t] - a, base_c + sh[1, t] - c
-
-
-@cuda.jit(device=True)
-def _inclusive2(sh, t, nt, a, c):
-    """:func:`_offsets`' inclusive scan of ``(a, c)`` into ``sh[0, :nt]``, ``sh[1, :nt]`` (in place, two
-    barriers a step)."""
-    sh[0, t] = a
-    sh[1, t] = c
-    d = 1
-    while d < nt:
-        cuda.syncthreads()
-        va = 0
-        vc = 0
-        if t >= d:
-            va = sh[0, t - d]
-            vc = sh[1, t - d]
-        cuda.syncthreads()
-        sh[0, t] += va
-        sh[1, t] += vc
-        d *= 2
-    cuda.syncthreads()
-
-
-@cuda.jit(device=True)
 def _base(counts, b, t, nt):
     """Lane ``t``'s part of ``counts[:b].sum(axis=0)`` (the segments before ``b``): the lanes stride over
     them; the caller's :func:`_sum2` adds the parts."""

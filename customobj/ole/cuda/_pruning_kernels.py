@@ -10,9 +10,9 @@ and bucket the mass, float64 atomics). The couplings are on the tree's grid when
 (:mod:`.fixed_point`: ``round_pairs`` ran first, on the card or on the host), so every partial sum
 of them is exact and the atomics' order changes no bit: the masses, the budget ``eps * M_q`` and so
 the cuts are the CPU's. Kept and dropped pairs are then placed by a stable two-launch partition
-(:func:`count_kept_blocks`, :func:`place_kept_blocks`: the per-block counting and offsets of
-:mod:`._partitions_kernels`), each computing a query's cut from its tables when its pairs begin
-(no launch of its own), the kept ones in their order (the CPU's), the dropped ones behind them in
+(:func:`count_kept_blocks`, :func:`place_kept_blocks`: a block of lanes, a warp on a card, per segment,
+with :mod:`._partitions_kernels`' fixed-order lane sums and scans), each lane computing a query's cut
+from its tables when its pairs begin (no launch of its own), the kept ones in their order (the CPU's), the dropped ones behind them in
 theirs (the CPU writes them reversed, or not at all; only their set matters: their sums are exact).
 The kept count and coupling stay on the card, as the root's pair counts and ``C``.
 
@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from numba import float64, int64
 
 from ..._cuda_runtime import THREADS, cuda_module, device_function
-from ._partitions_kernels import _block, _offsets
+from ._partitions_kernels import SCRATCH, _base, _block, _lane, _scan2, _sum2
 from ..common import PART_N_LEFT, SPLIT_BIN, SPLIT_FEATURE, SPLIT_GAIN, SPLIT_NAN_LEFT
 from ._reduce_kernels import add_top, block_sums
 from ..pair_pruning_kernels import N_BUCKETS, _bucket, _first_dropped_bucket, _kept
@@ -101,46 +101,68 @@ def _keeps(pc, bits, k, q, tables, cut):
     return _kept_d(pc[k], bits[k], cut[1], cut[2])
 
 
+@cuda.jit(device=True)
+def _kept_run(src, bits, query_of_row, tables, lo, hi, cut):
+    """``(kept pairs, their coupling)`` of ``src[lo:hi]`` (:func:`_keeps`, ``cut`` its cache)."""
+    kept = 0
+    ck = 0.0
+    for k in range(lo, hi):
+        keep = _keeps(src.pc, bits, k, query_of_row[src.pi[k]], tables, cut)
+        kept += keep
+        ck += src.pc[k] * keep
+    return kept, ck
+
+
 @cuda.jit(cache=True)
 def count_kept_blocks(src, bits, query_of_row, tables, m, nb, counts, record, kept_c):
-    """Thread ``b``: ``counts[b] = (kept, dropped)`` pairs of its block of ``src[0:m]`` (each query's
-    threshold from its :class:`QueryTables`, :func:`_keeps`); the kept pairs counted into ``record[PART_N_LEFT]``
-    (the root's pair counts: ``[kept | 0]``) and their couplings into ``kept_c[0]`` (the root's ``C``),
-    one atomic each per CUDA block (both zeroed before: :func:`query_masses`)."""
-    shn = cuda.shared.array((2, THREADS), dtype=int64)
+    """Block ``b`` (a warp on a card): segment ``b`` of ``src[0:m]``'s ``counts[b] = (kept, dropped)``,
+    each lane counting its run (``_lane``; each query's threshold from its :class:`QueryTables`,
+    :func:`_keeps`, cached per lane); the kept pairs counted into ``record[PART_N_LEFT]`` (the root's pair
+    counts: ``[kept | 0]``) and their couplings into ``kept_c[0]`` (the root's ``C``: on-grid values,
+    exact in any order), one atomic each per block (both zeroed before: :func:`query_masses`)."""
+    b = cuda.blockIdx.x
+    if b >= nb:  # the whole block returns (no barrier split)
+        return
+    t, nt = cuda.threadIdx.x, cuda.blockDim.x
+    sh = cuda.shared.array((2, SCRATCH), dtype=int64)
     shc = cuda.shared.array((2, THREADS), dtype=float64)
     cut = cuda.local.array(3, dtype=int64)
     cut[0] = -1
-    b = cuda.grid(1)
-    kept = 0
-    ck = 0.0
-    if b < nb:
-        lo, hi = _block(b, 0, m, nb)
-        for k in range(lo, hi):
-            keep = _keeps(src.pc, bits, k, query_of_row[src.pi[k]], tables, cut)
-            kept += keep
-            ck += src.pc[k] * keep
-        counts[b, 0] = kept
-        counts[b, 1] = hi - lo - kept
-    block_sums(shn, kept, 0, record)
+    lo, hi = _block(b, 0, m, nb)
+    rlo, rhi = _lane(lo, hi, t, nt)
+    kept, ck = _kept_run(src, bits, query_of_row, tables, rlo, rhi, cut)
+    total, _ = _sum2(sh, t, nt, kept, 0)
+    if t == 0:
+        counts[b, 0] = total
+        counts[b, 1] = hi - lo - total
+        cuda.atomic.add(record, PART_N_LEFT, total)
     block_sums(shc, ck, 0.0, kept_c)
 
 
 @cuda.jit(cache=True)
 def place_kept_blocks(src, bits, query_of_row, tables, m, nb, counts, record, dst):
-    """Thread ``b``: copy its block's pairs of ``src`` to ``dst`` (:class:`PairArrays`), stably, the kept
-    ones to the front ``[0, record[PART_N_LEFT])`` and the dropped ones behind (``counts``, ``record``:
-    :func:`count_kept_blocks`)."""
-    sh = cuda.shared.array((2, THREADS), dtype=int64)
-    cut = cuda.local.array(3, dtype=int64)
-    cut[0] = -1
-    fk, fd = _offsets(counts, nb, sh)
-    b = cuda.grid(1)
+    """Block ``b`` (a warp on a card): copy segment ``b``'s pairs of ``src`` to ``dst``
+    (:class:`PairArrays`), stably, the kept ones to the front ``[0, record[PART_N_LEFT])`` and the
+    dropped ones behind (``counts``, ``record``: :func:`count_kept_blocks`). The lanes' parts of the
+    earlier segments' counts are summed (``_sum2``) and their runs' kept and dropped pairs scanned in
+    lane order (``_scan2``): each lane then places its run in order, so the kept pairs keep the CPU's
+    order whatever the segments and lanes."""
+    b = cuda.blockIdx.x
     if b >= nb:
         return
-    fd += record[PART_N_LEFT]
+    t, nt = cuda.threadIdx.x, cuda.blockDim.x
+    sh = cuda.shared.array((2, SCRATCH), dtype=int64)
+    cut = cuda.local.array(3, dtype=int64)
+    cut[0] = -1
+    a, c = _base(counts, b, t, nt)
+    bk, bd = _sum2(sh, t, nt, a, c)  # apart from the scan's slots: no barrier between them
     lo, hi = _block(b, 0, m, nb)
-    for k in range(lo, hi):
+    rlo, rhi = _lane(lo, hi, t, nt)
+    kept, _ = _kept_run(src, bits, query_of_row, tables, rlo, rhi, cut)
+    ik, idr, _, _ = _scan2(sh, t, nt, kept, rhi - rlo - kept)
+    fk = bk + ik - kept
+    fd = record[PART_N_LEFT] + bd + idr - (rhi - rlo - kept)
+    for k in range(rlo, rhi):
         if _keeps(src.pc, bits, k, query_of_row[src.pi[k]], tables, cut):
             d = fk
             fk += 1

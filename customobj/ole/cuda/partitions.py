@@ -143,13 +143,6 @@ def launch(n_threads: int) -> tuple:
     return (max(1, -(-n_threads // per)), per)
 
 
-def _blocks(nb: int) -> tuple:
-    """``(blocks, threads)`` of a partition kernel over ``nb`` partition blocks: a power of two threads
-    per block (their offsets are scanned across the block)."""
-    per = pow2_threads(nb)
-    return (-(-nb // per), per)
-
-
 def level_blocks(sizes: list) -> list:
     """Segments of each range of a level (sizes ``sizes``; 0: not partitioned, 0 segments), their sum at
     most ``MAX_PARTITION_BLOCKS`` (the scratch of segment counts holds one level): each range's
@@ -164,15 +157,6 @@ def level_blocks(sizes: list) -> list:
         return want
     total, spare = max(sum(sizes), 1), MAX_PARTITION_BLOCKS - len(sizes)
     return [0 if n <= 0 else max(1, min(w, n * spare // total)) for n, w in zip(sizes, want)]
-
-
-def partition_blocks(n: int) -> int:
-    """Blocks of a thread-per-block partition of ``n`` items (the pruning's; at most ``MAX_PARTITION_BLOCKS``).
-
-    >>> partition_blocks(0), partition_blocks(PARTITION_BLOCK + 1), partition_blocks(10**12) == MAX_PARTITION_BLOCKS
-    (1, 2, True)
-    """
-    return int(max(1, min(MAX_PARTITION_BLOCKS, (n + PARTITION_BLOCK - 1) // PARTITION_BLOCK)))
 
 
 def partition_segments(n: int) -> int:

@@ -60,7 +60,7 @@ from .memory import DeviceMemory
 from ._pruning_kernels import LeafSplits, PairArrays, QueryTables
 from ._reduce_kernels import QueryTops
 from ..common import PART_RECORD, RESULT_SIZE
-from .partitions import MAX_PARTITION_BLOCKS, DevicePairCounts, _blocks, partition_blocks
+from .partitions import MAX_PARTITION_BLOCKS, DevicePairCounts, _segments, partition_segments
 from ..pair_pruning_kernels import N_BUCKETS
 
 __all__ = ["DevicePruning", "DeviceDropped", "LEAF_BITS"]
@@ -177,11 +177,11 @@ class DevicePruning:
         self._tops_of = None
         kernels.query_masses[launch](pi, pc, bits, self._qor, m, self._tables.tops, self._tables.mass, self._record,
                                      kept_c)
-        nb = partition_blocks(m)
-        kernels.count_kept_blocks[_blocks(nb)](PairArrays(*src), bits, self._qor, self._tables, m, nb, self._counts,
-                                               self._record, kept_c)
-        kernels.place_kept_blocks[_blocks(nb)](PairArrays(*src), bits, self._qor, self._tables, m, nb, self._counts,
-                                               self._record, PairArrays(*dst[:3]))
+        nb = partition_segments(m)  # a block of lanes (a warp) per segment, as the partitions'
+        kernels.count_kept_blocks[_segments(m, nb)](PairArrays(*src), bits, self._qor, self._tables, m, nb,
+                                                    self._counts, self._record, kept_c)
+        kernels.place_kept_blocks[_segments(m, nb)](PairArrays(*src), bits, self._qor, self._tables, m, nb,
+                                                    self._counts, self._record, PairArrays(*dst[:3]))
         self.pending = True
         kept, other = tuple(a[:m] for a in dst), src
         return (kept, other), DevicePairCounts(self.memory, self._record), DeviceDropped(kept, self._record)
