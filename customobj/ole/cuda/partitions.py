@@ -71,11 +71,10 @@ from .memory import DeviceMemory
 __all__ = ["DevicePartitions", "DevicePairCounts", "RowPlace", "PairCount", "LevelSplit", "PARTITION_BLOCK",
            "MAX_PARTITION_BLOCKS", "ACC_RING", "level_blocks", "partition_segments", "segment_threads"]
 
-#: Rows (or pairs) per block of a thread-per-block partition (``ole_fast``'s pruning, :mod:`.pruning`), and
-#: most blocks: its result does not depend on its block count (it is stable), so it takes many short
-#: blocks (one thread each: 30,000 threads at WEB30K's 3.8M rows; each CUDA block scans its blocks'
-#: offsets) for parallelism. The tree's row and pair partitions cut a range into segments of at least
-#: this many items too (:func:`partition_segments`), a block of lanes each.
+#: The fewest items of a partition's segment and the most segments (:func:`partition_segments`: the
+#: tree's row and pair partitions and ``ole_fast``'s pruning, a block of lanes each). A partition is
+#: stable, so its result does not depend on its segment count: it takes many short segments for
+#: parallelism, growing them as ``sqrt(n)`` past ``PARTITION_BLOCK ** 2`` items.
 PARTITION_BLOCK = 128
 MAX_PARTITION_BLOCKS = 32768
 ACC_RING = 256  # pair partitions and coupling sums per zeroing of their accumulators
