@@ -156,9 +156,8 @@ def main(argv: Any = None) -> int:
             ap.error(f"--data: {data} is not a file (or pass --no-data)")
     results = measure(data, a.sizes, a.labels, a.repeats, a.rows, a.inner, gate=a.gate)
     if a.out is not None:
-        tmp = a.out.with_name(a.out.name + ".tmp")
-        tmp.write_text(json.dumps(results, indent=1))
-        os.replace(tmp, a.out)
+        from customobj._io import atomic_write_text
+        atomic_write_text(a.out, json.dumps(results, indent=1))
     return 0
 
 

@@ -152,9 +152,8 @@ def main(argv: Any = None) -> int:
             print(report(r, a.top), flush=True)
             results.append(r)
     if a.out is not None:
-        tmp = a.out.with_name(a.out.name + ".tmp")
-        tmp.write_text(json.dumps(results, indent=1))
-        os.replace(tmp, a.out)
+        from customobj._io import atomic_write_text
+        atomic_write_text(a.out, json.dumps(results, indent=1))
     return 0
 
 

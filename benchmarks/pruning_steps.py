@@ -131,9 +131,8 @@ def main(argv: Any = None) -> int:
                 print(f"    {s.kernel:20s} grid {s.grid:6d} x {s.block:4d}  path {s.critical_path:7d}  "
                       f"work {s.work:8d}  barriers {s.barriers}")
     if a.out is not None:
-        tmp = a.out.with_name(a.out.name + ".tmp")
-        tmp.write_text(json.dumps(results, indent=1))
-        os.replace(tmp, a.out)
+        from customobj._io import atomic_write_text
+        atomic_write_text(a.out, json.dumps(results, indent=1))
     return 0
 
 
