@@ -63,3 +63,25 @@ def test_a_split_without_counted_pairs_is_refused_when_collected():
         placing.add(0, 0, 1, None, mem.upload(np.arange(8)), ())
     placing.launch()  # nothing collected: nothing launched
     assert mem.counter.stats().outside.launches == 0
+
+
+@needs_gpu
+def test_a_queue_flush_mid_level_launches_what_was_collected_first_with_the_same_trees(monkeypatch):
+    # as when the pool runs short of a histogram mid-level: every zeroed histogram flushes the subtraction
+    # queue first, which must launch the level's collected placings and row histograms before it applies
+    # anything that reads them (SubtractQueue.pending_builds); each launch of a level takes its own rows of
+    # the build table (a queued copy from page-locked memory is not overwritten before it runs)
+    from customobj.ole.cuda.histograms import DeviceHistograms
+    log = _spied(monkeypatch)
+    X, y, group = make_rank_data(5, n_queries=8)
+    want = tree_dicts(TreeBooster(**KW).fit(X, y, group))
+    zeroed = DeviceHistograms.zeroed
+
+    def flushing(self):
+        self.queue.flush()
+        return zeroed(self)
+    monkeypatch.setattr(DeviceHistograms, "zeroed", flushing)
+    gpu = TreeBooster(device="cuda", **KW).fit(X, y, group)
+    assert tree_dicts(gpu) == want
+    level = [config for name, config in log if name == "place_sides_row_hist_level"]
+    assert level and min(config[0][2] for config in level) == 2  # one split a launch: flushed before the next

@@ -43,8 +43,12 @@ class LevelPlacing:
     def __init__(self, memory: DeviceMemory, kernels: Any, partitions: Any, histograms: Any, *, splits: int) -> None:
         self.memory, self._kernels, self._partitions, self._histograms = memory, kernels, partitions, histograms
         n = max(int(splits), 1)
-        self._builds = memory.array((n, BUILD_COLUMNS), np.int64)
-        self._host = memory.staged((n, BUILD_COLUMNS), np.int64)
+        self._splits = n
+        # twice a level's splits, used in turn: a level flushed mid-way launches twice, and a launch's
+        # rows are written again only after the level's read (the copy is queued, from page-locked memory)
+        self._builds = memory.array((2 * n, BUILD_COLUMNS), np.int64)
+        self._host = memory.staged((2 * n, BUILD_COLUMNS), np.int64)
+        self._at = 0  # the next launch's first row of the tables
         self._items: list = []  # (split k, smaller child's first row, dst buffer, taken build or None)
         self._where: tuple = (None, ())  # (order, bufs) of the level collected (set by add with its items)
 
@@ -68,7 +72,7 @@ class LevelPlacing:
         order, bufs = self._where
         pool, parts = self._histograms.pool, self._partitions
         builds = [t for *_, t in items if t is not None]
-        if len(items) > self._host.shape[0] or any(pool.index_of(t[2].out) < 0 for t in builds):
+        if len(items) > self._splits or any(pool.index_of(t[2].out) < 0 for t in builds):
             for k, _, dst, taken in items:  # each split's own launch, in order
                 parts.placed(k, bufs[dst], wait=True)
                 parts.place_sides(taken)
@@ -80,7 +84,10 @@ class LevelPlacing:
         else:  # pairs only: a block of lanes per segment (partitions.segment_threads)
             n_groups, (bins_rm, tables) = 1, self._histograms.row_tables
             threads = (max(segment_threads(-(-s.n // max(s.nb, 1))) for s in sides), 1)
-        per, blocks, host = int(threads[0]) * int(threads[1]), 1, self._host
+        if self._at + len(items) > self._host.shape[0]:
+            self._at = 0  # the rows before: an earlier level's, read since (a level's are at most splits)
+        at, self._at = self._at, self._at + len(items)
+        per, blocks, host = int(threads[0]) * int(threads[1]), 1, self._host[at:]
         for j, ((k, start, _, taken), s) in enumerate(zip(items, sides)):
             row = host[j]
             row[LB_SPLIT], row[LB_START], row[LB_N], row[LB_HIST] = k, start, 0, -1
@@ -89,9 +96,9 @@ class LevelPlacing:
                 blocks = max(blocks, int(taken[3][0][0]))
             # the histogram's chunks, or one block per ``per`` segments of its pairs when those are more
             blocks = max(blocks, -(-s.nb // per))
-        # queued behind the launches: the staged table is written again only at a later level, after this
-        # one's read (as the partitions' level table)
-        dev = self.memory.copy_in_queued(self._builds, host, len(items))
+        # queued behind the launches: these staged rows are written again only at a later level, after
+        # this one's read
+        dev = self.memory.copy_in_queued(self._builds[at:], host, len(items))
         table, pairs = parts.level_inputs(bufs)
         g = builds[0][2] if builds else None
         rows = LevelRows(order, *((g.g, g.h, g.steps) if g is not None else (parts.rho,) * 3), pool.hists, dev)
