@@ -49,7 +49,7 @@ class LevelPlacing:
         self._builds = memory.array((2 * n, BUILD_COLUMNS), np.int64)
         self._host = memory.staged((2 * n, BUILD_COLUMNS), np.int64)
         self._at = 0  # the next launch's first row of the tables
-        self._items: list = []  # (split k, smaller child's first row, dst buffer, taken build or None)
+        self._items: list = []  # (split k, smaller child's first row, dst buffer, taken build or None, its sides)
         self._where: tuple = (None, ())  # (order, bufs) of the level collected (set by add with its items)
 
     def add(self, k: int, start: int, dst: int, taken: Optional[tuple], order: Any, bufs: tuple) -> None:
@@ -57,8 +57,8 @@ class LevelPlacing:
         ``taken`` (``DeviceHistograms.take_waiting``'s build; None: its pairs only, ``ole``), its smaller
         child's row histogram (its rows from position ``start`` of the device ``order``), left for
         :meth:`launch`."""
-        self._partitions.level_sides(k)  # checked now: a split without counted pairs is refused here
-        self._items.append((int(k), int(start), int(dst), taken))
+        sides = self._partitions.level_sides(k)  # checked now: a split without counted pairs is refused here
+        self._items.append((int(k), int(start), int(dst), taken, sides))
         self._where = (order, bufs)
         self._histograms.queue.pending_builds = self.launch  # whatever the queue applies first may read them
 
@@ -71,13 +71,13 @@ class LevelPlacing:
             return
         order, bufs = self._where
         pool, parts = self._histograms.pool, self._partitions
-        builds = [t for *_, t in items if t is not None]
+        builds = [t for _, _, _, t, _ in items if t is not None]
         if len(items) > self._splits or any(pool.index_of(t[2].out) < 0 for t in builds):
-            for k, _, dst, taken in items:  # each split's own launch, in order
+            for k, _, dst, taken, _ in items:  # each split's own launch, in order
                 parts.placed(k, bufs[dst], wait=True)
                 parts.place_sides(taken)
             return
-        sides = [parts.level_sides(k) for k, *_ in items]
+        sides = [s for *_, s in items]
         if builds:  # the largest build's block shape and groups; its chunks or more
             (_, n_groups), threads = max(builds, key=lambda t: t[2].n)[3]
             bins_rm, tables = builds[0][0], builds[0][1]
@@ -88,7 +88,7 @@ class LevelPlacing:
             self._at = 0  # the rows before: an earlier level's, read since (a level's are at most splits)
         at, self._at = self._at, self._at + len(items)
         per, blocks, host = int(threads[0]) * int(threads[1]), 1, self._host[at:]
-        for j, ((k, start, _, taken), s) in enumerate(zip(items, sides)):
+        for j, (k, start, _, taken, s) in enumerate(items):
             row = host[j]
             row[LB_SPLIT], row[LB_START], row[LB_N], row[LB_HIST] = k, start, 0, -1
             if taken is not None:
