@@ -7,11 +7,12 @@ it finds each kernel's innermost loops (natural loops of the control-flow graph 
 and prints, per loop, its instructions, how many pairs (or vector lanes) one trip handles, the
 instructions per pair, its divisions and gathers. A loop's pairs per trip is the step of the register its
 closing compare reads (``incq``/``decq``: 1; ``addq $K``: K). The pair loop comes twice (LLVM unswitches
-``lambdarank_norm``'s damping, two divisions a pair instead of one); ``GRAD_LOSS``'s costs are computed
-ahead of it in ``_rows_losses``' vector loop (plus its scalar fallback, taken only when the scratch rows
-overlap, which they never do). The summary line: the plain pair loop's instructions per pair in ``GRAD`` and
-in ``GRAD_LOSS`` (plus the cost loop's per lane): what the cost adds per pair before its per-row call and the
-padding of each row to whole vectors (those depend on the query sizes).
+``lambdarank_norm``'s damping, two divisions a pair instead of one). ``GRAD_LOSS``'s pair terms (cost,
+lambdas, hessian, both divisions) are computed ahead in ``_rows_losses``' vector loop (plus its scalar
+fallback, taken only when the scratch rows overlap, which they never do) and its pair loop only adds them in
+order. The summary line: ``GRAD``'s plain pair loop's instructions per pair, and ``GRAD_LOSS``'s ordered sums
+per pair plus the terms loop's per lane, before its per-row call and the padding of each row to whole vectors
+(those depend on the query sizes).
 
 The fused pass of ``m`` LambdaRank labels (``customobj/objectives/_lambdarank_fused.py``): the shared pair
 terms' vector loop (``_shared_rows``, once a pair for all labels), and per label its pair values' vector loop,
@@ -185,8 +186,10 @@ def compiled_asm() -> dict:
 
 
 def report(asm: dict) -> dict:
-    """Per kernel, its pair loops (``pairs``: divisions per pair 1 = plain, 2 = damped) and, for GRAD_LOSS,
-    the cost loops; the summary's per-pair counts (``grad``, ``grad_loss``, ``cost_lane``)."""
+    """Per kernel, its pair loops (``pairs``; GRAD: divisions per pair 1 = plain, 2 = damped; GRAD_LOSS: its
+    ordered sums, no division) and, for GRAD_LOSS, the terms loop (``costs``: every pair's cost, lambdas and
+    hessian in whole vectors, the divisions there); the summary's per-pair counts (``grad``, ``grad_loss``,
+    ``cost_lane``) and ``grad_loss_divisions`` (0: none left in GRAD_LOSS's scalar pair loops)."""
     from customobj.objectives import _lambdarank_pass as P
 
     loop = {"GRAD": P._NDCG_GRAD, "GRAD_LOSS": P._NDCG_GRAD_LOSS}  # each mode's loop has its own qualname
@@ -196,10 +199,12 @@ def report(asm: dict) -> dict:
     def plain(loops):
         return min((lp for lp in loops if lp.divisions == lp.step), key=lambda lp: lp.per_pair)
 
-    vector = [lp for lp in out["GRAD_LOSS"]["costs"] if lp.vector and lp.divisions == 0]
+    vector = [lp for lp in out["GRAD_LOSS"]["costs"] if lp.vector]
     cost_lane = min(lp.per_pair for lp in vector) if vector else min(lp.per_pair for lp in out["GRAD_LOSS"]["costs"])
+    sums = out["GRAD_LOSS"]["pairs"]
     out["summary"] = {"grad": plain(out["GRAD"]["pairs"]).per_pair,
-                      "grad_loss": plain(out["GRAD_LOSS"]["pairs"]).per_pair,
+                      "grad_loss": min(lp.per_pair for lp in sums),
+                      "grad_loss_divisions": sum(lp.divisions for lp in sums),
                       "cost_lane": cost_lane, "cost_vectorised": bool(vector)}
     if "SHARED" in asm:
         out["FUSED"] = fused_loops(asm)
@@ -226,8 +231,10 @@ def fused_loops(asm: dict) -> dict:
         sums = sorted((lp for lp in loops if _is_sum(lp) and lp.step > 1), key=lambda lp: lp.per_pair)
         rest = sorted((lp for lp in loops if _is_sum(lp) and lp.step == 1), key=lambda lp: lp.per_pair)
         two = [lp._replace(step=2 * lp.step) for lp in (sums[0], sums[-1], rest[0], rest[-1])]  # two rows a trip
-        out[mode] = {"shared": max(shared, key=lambda lp: lp.gathers) if mode == "loss" else
-                     min(shared, key=lambda lp: lp.gathers), "main": vec[-1], "scatter": vec[0],
+        # the knots' loads: gathers where LLVM takes them (AVX-512), else lane by lane (AVX2): more instructions
+        knots = (lambda lp: (lp.gathers, len(lp.instructions)))  # noqa: E731
+        out[mode] = {"shared": max(shared, key=knots) if mode == "loss" else
+                     min(shared, key=knots), "main": vec[-1], "scatter": vec[0],
                      "sums": two[0], "sums_norm": two[1], "rest": two[2], "rest_norm": two[3]}
     return out
 
@@ -307,9 +314,10 @@ def main(argv=None, asm=None):
                 if args.loops:
                     print("\n".join("    " + x for x in lp.instructions))
     s = r["summary"]
-    print(f"instructions per pair (plain pair loop): GRAD {s['grad']:.1f}, GRAD_LOSS {s['grad_loss']:.1f} + the cost "
-          f"loop's {s['cost_lane']:.1f} a lane ({'vectorised' if s['cost_vectorised'] else 'NOT vectorised'}) = "
-          f"{s['grad_loss'] + s['cost_lane']:.1f}, before the per-row call and the padding to whole vectors")
+    print(f"instructions per pair: GRAD {s['grad']:.1f} (its plain pair loop), GRAD_LOSS {s['grad_loss']:.1f} (its "
+          f"ordered sums, {s['grad_loss_divisions']} divisions) + the terms loop's {s['cost_lane']:.1f} a lane "
+          f"({'vectorised' if s['cost_vectorised'] else 'NOT vectorised'}) = {s['grad_loss'] + s['cost_lane']:.1f}, "
+          "before the per-row call and the padding to whole vectors")
     if "FUSED" not in r:
         return
     fz = r["FUSED"]

@@ -14,7 +14,9 @@ def test_channels_are_distinct_rows_of_the_scratch():
     assert sorted(int(c) for c in R.Channel) == list(range(R.N_CHANNELS))
     assert sorted(int(c) for c in R.IntChannel) == list(range(R.N_INT_CHANNELS))
     F, I = R.block_scratch_arrays(5)
-    assert F.shape == (R.N_CHANNELS + R.LOSS_ROWS, 5 + R.LOSS_LANES) and F.dtype == np.float64
+    assert F.shape == (R.N_CHANNELS + R.LOSS_TERMS * R.LOSS_ROWS, 5 + R.LOSS_LANES) and F.dtype == np.float64
+    terms = (R.TERM_COST, R.TERM_LAMBDA2, R.TERM_LAMBDA, R.TERM_HESS)  # GRAD_LOSS's term rows: disjoint sets
+    assert sorted(terms) == [k * R.LOSS_ROWS for k in range(R.LOSS_TERMS)]
     assert I.shape == (R.N_INT_CHANNELS, 5) and I.dtype == np.int64
 
 

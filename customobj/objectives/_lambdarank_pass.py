@@ -34,7 +34,8 @@ lambda, hessian) and the prefix tables are ``_lambdarank_terms``', shared with t
 import numpy as np
 from numba import njit
 
-from ._lambdarank_records import LOSS_LANES, LOSS_ROWS, N_CHANNELS, Channel, IntChannel, Metric, Mode
+from ._lambdarank_records import (LOSS_LANES, LOSS_ROWS, N_CHANNELS, TERM_COST, TERM_HESS, TERM_LAMBDA, TERM_LAMBDA2,
+                                  Channel, IntChannel, Metric, Mode)
 from ._lambdarank_terms import (EXP_FLOOR, damped, err_dz, exp_table, fill_prefixes, lambda_hess, map_dz, mrr_dz,
                                 SOFTPLUS_STEP, ndcg_dz, norm_factor, pair_weight, rho, softplus, softplus_sorted,
                                 unbiased_pair)
@@ -89,40 +90,122 @@ def _pad_losses(inp, n, F):
     """Before NDCG's GRAD_LOSS pairs of a sorted query of ``n`` rows: ``D`` into ``F[P]`` (read beside
     the other channels), and the ``LOSS_LANES`` columns past the query made harmless for
     :func:`_rows_losses`' last vector of a row (finite, gap 0: their losses are computed, never read)."""
-    g, s, w, d = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.P]
+    g, s, w, d, e = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.P], F[Channel.EXP]
     d[:n] = inp.disc[:n]
     for r in range(n, n + LOSS_LANES):
         g[r] = 0.0
         s[r] = s[n - 1]
         w[r] = 0.0
         d[r] = 0.0
+        e[r] = e[n - 1]  # > EXP_FLOOR (query_grad's check): rho's denominator stays positive
 
 
 @njit(cache=True, error_model="numpy")
 def _rows_losses(F, a0, a1, n, qn, sigma, zscale, damp):
-    """GRAD_LOSS's pair losses of the upper positions ``a0 <= a < a1`` (at most ``LOSS_ROWS``): row
-    ``N_CHANNELS + a - a0`` of ``F`` holds at ``b`` the pair's ``w_ab |dZ_ab| softplus_sorted(s_a - s_b)``
-    for ``b`` in ``a + 1 .. n - 1``, as ``_ndcg_pairs``' loop computed it inline before (the same
-    expressions, so the same bits; 0 for equal grades), and on to a whole number of ``LOSS_LANES`` (the
-    padding of :func:`_pad_losses`). Its own loop, without the gradients' scatter, is one LLVM vectorises
-    (the softplus knots by a gather) with no scalar remainder; the pair loop then only adds each value in
-    its order. Unsigned indices: no negative-index wraparound. ``error_model="numpy"``: no zero-division
-    branch (``0.01 + |d| > 0``). Not inlined (its vector registers pushed the pair loop's values onto the
-    stack: about 7 instructions a pair), so it is called once per ``LOSS_ROWS`` upper rows, with
-    scalars and ``F`` (a call per row cost about 10 instructions a pair)."""
-    g, s, w, d = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.P]
+    """GRAD_LOSS's pair terms of the upper positions ``a0 <= a < a1`` (at most ``LOSS_ROWS``): for ``b`` in
+    ``a + 1 .. n - 1`` (and on to a whole number of ``LOSS_LANES``, the padding of :func:`_pad_losses`) the
+    pair's cost ``w_ab |dZ_ab| softplus_sorted(s_a - s_b)``, ``2 lambda``, the signed weighted lambda and the
+    weighted hessian, in the rows ``TERM_*`` of ``a`` (``N_CHANNELS + TERM_* + a - a0``), each with
+    ``_ndcg_row``'s expressions, so the same bits (0 for equal grades). Its own loop, without the gradients'
+    scatter and ordered sums, is one LLVM vectorises (both divisions in whole vectors, the softplus knots by
+    a gather) with no scalar remainder; :func:`_ndcg_row_loss` then only adds each value in its order (the
+    scalar loop did two divisions a pair: on AMD Zen 3 the loss pass took 1.4x the gradient pass).
+    Unsigned indices: no negative-index wraparound. ``error_model="numpy"``: no zero-division branch
+    (``0.01 + |d| > 0``, ``e_a + e_b > 0``). Not inlined (its vector registers pushed the pair loop's values
+    onto the stack), so it is called once per ``LOSS_ROWS`` upper rows, with scalars and ``F``."""
+    g, s, w, d, e = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.P], F[Channel.EXP]
+    sig2 = sigma * sigma
     for a in range(a0, a1):
-        ga, da, sa, wa = g[a], d[a], s[a], w[a]
-        out = F[N_CHANNELS + a - a0]
+        ga, da, sa, wa, ea = g[a], d[a], s[a], w[a], e[a]
+        row = N_CHANNELS + a - a0
+        cost, lam2, lams, hess = F[row + TERM_COST], F[row + TERM_LAMBDA2], F[row + TERM_LAMBDA], F[row + TERM_HESS]
         for t in range(a + 1, a + 1 + (n - a + LOSS_LANES - 2) // LOSS_LANES * LOSS_LANES):
             b = np.uint64(t)
             gb = g[b]
+            eb = e[b]
+            up = ga > gb
+            rho = (eb if up else ea) / (ea + eb)
             dz = abs(ga - gb) * (da - d[b])
             dz *= qn
             gap = sa - s[b]
             if damp:
                 dz = dz / (0.01 + abs(gap))
-            out[b] = 0.5 * (wa + w[b]) * dz * softplus_sorted(gap, ga > gb, sigma, zscale)
+            lam = sigma * dz * rho
+            lam2[b] = 2.0 * lam
+            pw = 0.5 * (wa + w[b])
+            lams[b] = lam * (pw * (1.0 if up else -1.0))
+            hess[b] = sig2 * dz * rho * (1.0 - rho) * pw
+            cost[b] = pw * dz * softplus_sorted(gap, up, sigma, zscale)
+
+
+@njit(cache=True, inline="always")
+def _ndcg_row_loss(a, n, F):
+    """GRAD_LOSS's sums of the upper position ``a`` from :func:`_rows_losses`' terms, in ``_ndcg_row``'s
+    order: ``(acc_g, acc_h, row_lambda, row_total)``, each lower row's lambda and hessian added to it."""
+    lg, lh = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H]
+    row = N_CHANNELS + a % LOSS_ROWS
+    cost, lam2, lams, hess = F[row + TERM_COST], F[row + TERM_LAMBDA2], F[row + TERM_LAMBDA], F[row + TERM_HESS]
+    acc_g = 0.0
+    acc_h = 0.0
+    row_lambda = 0.0
+    row_total = 0.0
+    for b in range(a + 1, n):
+        lam = lams[b]
+        h = hess[b]
+        row_lambda += lam2[b]
+        row_total += cost[b]
+        acc_g -= lam
+        lg[b] += lam
+        acc_h += h
+        lh[b] += h
+    return acc_g, acc_h, row_lambda, row_total
+
+
+@njit(cache=True, inline="always")
+def _ndcg_row(grad, fill, damp, a, q, sigma, disc, order, F, I):
+    """The pairs ``(a, b)``, ``b > a``, of the upper position ``a`` of a sorted NDCG query; returns
+    ``(acc_g, acc_h, row_lambda, m)`` (GRAD_LOSS's rows: :func:`_ndcg_row_loss`). ``damp`` (``lambdarank_norm``'s division by
+    ``0.01 + |s_a - s_b|``) is a constant of each inlined copy (:func:`_ndcg_pairs` calls it with ``True``
+    and with ``False``): LLVM unswitched that test out of GRAD's loop but left it inside GRAD_LOSS's on
+    AMD Zen 3 (about 12 more instructions a pair, both divisions' registers live); a constant decides it
+    the same way on every CPU (``benchmarks/pair_loop_asm.py``)."""
+    n, qn = q.n, q.qn
+    g, s, w, e = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.EXP]
+    lg, lh, lc = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H], F[Channel.LOCAL_C]
+    li, lj = I[IntChannel.LOCAL_I], I[IntChannel.LOCAL_J]
+    sig2 = sigma * sigma
+    ga, da, ea, sa, wa, oa = g[a], disc[a], e[a], s[a], w[a], order[a]
+    acc_g = 0.0
+    acc_h = 0.0
+    row_lambda = 0.0  # a's own sum first: the GPU sums each upper row's pairs on its own (pair_rows)
+    m = 0
+    for b in range(a + 1, n):
+        gb = g[b]
+        up = ga > gb  # the upper position a holds the better row
+        eb = e[b]
+        rho = (eb if up else ea) / (ea + eb)
+        dz = abs(ga - gb) * (da - disc[b])
+        dz *= qn  # 0 for equal grades: the pair then adds exact zeros
+        nz = dz != 0.0
+        if damp:
+            dz = dz / (0.01 + abs(sa - s[b]))
+        lam = sigma * dz * rho
+        row_lambda += 2.0 * lam
+        pw = 0.5 * (wa + w[b])
+        h = sig2 * dz * rho * (1.0 - rho) * pw
+        if grad:
+            lam *= pw * (1.0 if up else -1.0)
+            acc_g -= lam
+            lg[b] += lam
+            acc_h += h
+            lh[b] += h
+        if fill:
+            ob = order[b]
+            li[m] = oa if up else ob
+            lj[m] = ob if up else oa
+            lc[m] = h
+            m += 1 if nz else 0
+    return acc_g, acc_h, row_lambda, m
 
 
 @njit(cache=True, inline="always")
@@ -132,7 +215,8 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
     GPU sums them, ``_lambdarank_loss_cuda``, each with
     ``_lambdarank_terms.softplus_tabled``, read by ``softplus_sorted``: within ``SOFTPLUS_TABLE_ERROR`` per
     unit of ``w |dZ|``; the pair terms from :func:`_rows_losses`, ``LOSS_ROWS`` upper rows at a time).
-    Compiled once per mode by :func:`_ndcg_loop` (``grad``, ``fill``, ``loss`` constants there).
+    Compiled once per mode by :func:`_ndcg_loop` (``grad``, ``fill``, ``loss`` constants there); each
+    upper row's pairs by :func:`_ndcg_row`, damped or not.
 
     Needs every ``e[r] > EXP_FLOOR`` (``_lambdarank_terms.rho``'s table branch for all pairs). ``rho`` is
     ``e_lo / (e_a + e_b)``, the same bits as ``rho``. FILL writes each upper row's pairs to the
@@ -140,11 +224,9 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
     """
     disc, sigma, norm = inp.disc, inp.sigma, inp.norm
     n, lim, qn, at = q.n, q.lim, q.qn, q.at
-    g, s, w, e = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.EXP]
     lg, lh, lc = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H], F[Channel.LOCAL_C]
     li, lj = I[IntChannel.LOCAL_I], I[IntChannel.LOCAL_J]
     out_i, out_j, out_c = out.pair_i, out.pair_j, out.pair_c
-    sig2 = sigma * sigma
     zscale = sigma * (1.0 / SOFTPLUS_STEP)
     damp = norm and spread
     count = 0
@@ -155,48 +237,16 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
     # The walk over (a, b) repeats _metric_pairs' on purpose: this copy has no branch on the grades,
     # measured about 10% faster for NDCG (docs/kernel-notes.md, one thread, truncation 30)
     for a in range(min(n - 1, lim)):
-        ga = g[a]
-        da = disc[a]
-        ea = e[a]
-        sa = s[a]
-        wa = w[a]
-        oa = order[a]
-        acc_g = 0.0
-        acc_h = 0.0
-        row_lambda = 0.0  # a's own sum first: the GPU sums each upper row's pairs on its own (pair_rows)
-        row_total = 0.0  # likewise its losses (the GPU's loss_rows), so the query's cost has the GPU's bits
         if loss and a % LOSS_ROWS == 0:
             _rows_losses(F, a, min(a + LOSS_ROWS, n - 1, lim), n, qn, sigma, zscale, damp)
-        la = F[N_CHANNELS + a % LOSS_ROWS]  # the pair losses of a (GRAD_LOSS)
         m = 0
-        for b in range(a + 1, n):
-            gb = g[b]
-            up = ga > gb  # the upper position a holds the better row
-            dz = abs(ga - gb) * (da - disc[b])
-            dz *= qn  # 0 for equal grades: the pair then adds exact zeros
-            nz = dz != 0.0
-            eb = e[b]
-            rho = (eb if up else ea) / (ea + eb)
-            if damp:
-                dz = dz / (0.01 + abs(sa - s[b]))
-            lam = sigma * dz * rho
-            row_lambda += 2.0 * lam
-            pw = 0.5 * (wa + w[b])
-            h = sig2 * dz * rho * (1.0 - rho) * pw
-            if loss:  # GRAD_LOSS's costs, from _rows_losses (equal grades add exact zeros)
-                row_total += la[b]
-            if grad:
-                lam *= pw * (1.0 if up else -1.0)
-                acc_g -= lam
-                lg[b] += lam
-                acc_h += h
-                lh[b] += h
-            if fill:
-                ob = order[b]
-                li[m] = oa if up else ob
-                lj[m] = ob if up else oa
-                lc[m] = h
-                m += 1 if nz else 0
+        row_total = 0.0  # a's own sums first: the GPU sums each upper row's pairs (and losses) on its own
+        if loss:
+            acc_g, acc_h, row_lambda, row_total = _ndcg_row_loss(a, n, F)
+        elif damp:
+            acc_g, acc_h, row_lambda, m = _ndcg_row(grad, fill, True, a, q, sigma, disc, order, F, I)
+        else:
+            acc_g, acc_h, row_lambda, m = _ndcg_row(grad, fill, False, a, q, sigma, disc, order, F, I)
         sum_lambda += row_lambda
         total += row_total
         if grad:

@@ -12,7 +12,7 @@ of all fifteen views would add that cost to every call of every query.
 Examples
 --------
 >>> F, I = block_scratch_arrays(4)
->>> F.shape == (N_CHANNELS + LOSS_ROWS, 4 + LOSS_LANES) and I.shape == (N_INT_CHANNELS, 4)
+>>> F.shape == (N_CHANNELS + LOSS_TERMS * LOSS_ROWS, 4 + LOSS_LANES) and I.shape == (N_INT_CHANNELS, 4)
 True
 >>> int(Channel.SCORE), int(IntChannel.ORDER), int(Metric.ERR), int(Mode.GRAD_FILL)
 (1, 0, 1, 4)
@@ -78,10 +78,16 @@ class IntChannel(IntEnum):
 
 N_CHANNELS = len(Channel)
 #: NDCG's GRAD_LOSS computes the pair losses of ``LOSS_ROWS`` upper rows at a time, each row's in whole
-#: vectors of ``LOSS_LANES`` (``_lambdarank_pass._rows_losses``): the block scratch has ``LOSS_ROWS`` rows
-#: past the channels for them and ``LOSS_LANES`` columns past its largest query.
+#: vectors of ``LOSS_LANES`` (``_lambdarank_pass._rows_losses``): the block scratch has four sets of
+#: ``LOSS_ROWS`` rows past the channels for them (``TERM_*`` below) and ``LOSS_LANES`` columns past its
+#: largest query.
 LOSS_ROWS = 8
 LOSS_LANES = 8
+#: The first of each set of ``LOSS_ROWS`` rows past the channels (``_rows_losses`` writes them,
+#: ``_ndcg_row_loss`` sums them in order): the pair's cost, ``2 lambda`` (the norm's sum), the signed
+#: weighted lambda and the weighted hessian.
+LOSS_TERMS = 4
+TERM_COST, TERM_LAMBDA2, TERM_LAMBDA, TERM_HESS = (k * LOSS_ROWS for k in range(LOSS_TERMS))
 N_INT_CHANNELS = len(IntChannel)
 
 
@@ -158,6 +164,7 @@ class FusedCut(NamedTuple):
 
 @njit(cache=True)
 def block_scratch_arrays(size):
-    """Float and int scratch for queries of at most ``size`` rows (``N_CHANNELS + LOSS_ROWS`` rows of
-    ``size + LOSS_LANES`` / ``N_INT_CHANNELS`` rows of ``size``)."""
-    return np.empty((N_CHANNELS + LOSS_ROWS, size + LOSS_LANES)), np.empty((N_INT_CHANNELS, size), dtype=np.int64)
+    """Float and int scratch for queries of at most ``size`` rows (``N_CHANNELS + LOSS_TERMS LOSS_ROWS``
+    rows of ``size + LOSS_LANES`` / ``N_INT_CHANNELS`` rows of ``size``)."""
+    rows = N_CHANNELS + LOSS_TERMS * LOSS_ROWS
+    return np.empty((rows, size + LOSS_LANES)), np.empty((N_INT_CHANNELS, size), dtype=np.int64)
