@@ -74,6 +74,34 @@ LONGEST_FIRST = (
 )
 
 
+#: Workers per CPU for ``-n auto`` (pyproject's addopts). The GPU kernels' tests run on numba's CUDA
+#: simulator, a Python thread per simulated thread handing the GIL on at every barrier: a worker there
+#: leaves its core about half idle (each worker at 45-50% of a core through the suite's first 12 minutes,
+#: 2 workers on 2 cores, 27,000 context switches a second). Two workers a CPU fill that idle time.
+WORKERS_PER_CPU = 2
+#: Memory a worker may take (the simulated OLE fits' workers peak near 1.2 GiB): ``-n auto`` starts no
+#: more workers than the available memory holds.
+WORKER_MEMORY = 1.5 * 2**30
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: :data:`WORKERS_PER_CPU` workers a CPU this process may run on, at most as many as the
+    available memory holds (:data:`WORKER_MEMORY` each), at least one; ``PYTEST_XDIST_AUTO_NUM_WORKERS``
+    (xdist's own override) wins."""
+    pinned = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if pinned:
+        return int(pinned)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        memory = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # no sysconf (Windows): the CPUs alone
+        memory = None
+    workers = WORKERS_PER_CPU * cpus
+    if memory is not None:
+        workers = min(workers, int(memory // WORKER_MEMORY))
+    return max(1, workers)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     """Modules in :data:`LONGEST_FIRST`'s order, then the others by test count (xdist's heuristic: the
     larger first) and path; a module's tests stay together and in their order (a stable sort)."""

@@ -143,10 +143,10 @@ def _run_blocks(mode, inp, out, order, offsets, per_query, deb):
             cut = Query(n, qnorm[q], kk, min(kk, inp.trunc), offsets[q] if fills else 0)
             if mode == Mode.GRAD:
                 _sort_query(scores, start, n, neg, own_order)
-                query_grad(mode, inp, out, cut, own_order, F, I, deb)
+                query_grad(mode, inp, out, cut, own_order, F, I, deb, False)
             elif mode == Mode.GRAD_LOSS:
                 _sort_query(scores, start, n, neg, own_order)
-                per_query[q] = query_grad(mode, inp, out, cut, own_order, F, I, deb)
+                per_query[q] = query_grad(mode, inp, out, cut, own_order, F, I, deb, False)
             elif mode == Mode.LOSS:
                 _sort_query(scores, start, n, neg, own_order)
                 per_query[q] = query_loss(inp, out, cut, own_order, F, deb)
@@ -155,7 +155,7 @@ def _run_blocks(mode, inp, out, order, offsets, per_query, deb):
                 _sort_query(scores, start, n, neg, o)
                 per_query[q] = query_count(inp, out, cut, o, F, deb)
             else:
-                query_grad(mode, inp, out, cut, order[start:start + n], F, I, deb)
+                query_grad(mode, inp, out, cut, order[start:start + n], F, I, deb, False)
     return KernelStatus.OK
 
 
@@ -233,6 +233,7 @@ def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
             if n > 1 and fused and n >= L.fused_min_rows and _lambdarank_fused.fused_query(
                     loss, L, q, n, own_order, Xl, X, sums, grads, hess, per_query):
                 continue
+            exp_sigma = np.nan  # the sigma of the query's exp table in F (NaN: none yet)
             for k in range(m if n > 1 else 0):
                 inp = _label(L, k)
                 if inp.qnorm[q] == 0.0:
@@ -240,7 +241,9 @@ def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
                 kk = min(inp.k, n)
                 cut = Query(n, inp.qnorm[q], kk, min(kk, inp.trunc), 0)
                 out = PassOutputs(grads[k], hess[k], no_i, no_i, no_f)
-                per_query[k, q] = query_grad(mode, inp, out, cut, own_order, F, I, deb)
+                # the exp table depends on the scores and sigma only: made once for the labels that share sigma
+                per_query[k, q] = query_grad(mode, inp, out, cut, own_order, F, I, deb, inp.sigma == exp_sigma)
+                exp_sigma = inp.sigma
     return KernelStatus.OK
 
 

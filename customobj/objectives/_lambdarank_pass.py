@@ -411,14 +411,22 @@ def _metric_pairs(mode, inp, q, first, second, spread, order, F, out, deb):
 @njit(cache=True)
 def _sorted_scores(inp, q, order, F):
     """``_setup`` and the exp table of one query; returns (first, second, spread)."""
+    return _sorted_scores_ready(inp, q, order, F, False)
+
+
+@njit(cache=True)
+def _sorted_scores_ready(inp, q, order, F, exp_ready):
+    """:func:`_sorted_scores`, its exp table left as it is when ``exp_ready`` (another label's pass of the
+    same query and ``sigma`` made it: ``_lambdarank_kernels._run_labels``; the same bits)."""
     first, second = _setup(inp, q.n, q.kk, order, F)
-    exp_table(F, 0, q.n, inp.sigma)
+    if not exp_ready:
+        exp_table(F, 0, q.n, inp.sigma)
     s = F[Channel.SCORE]
     return first, second, s[0] != s[q.n - 1]
 
 
 @njit(cache=True)
-def query_grad(mode, inp, out, q, order, F, I, deb):
+def query_grad(mode, inp, out, q, order, F, I, deb, exp_ready):
     """GRAD adds the query's gradients and hessians into ``out.grad/out.hess``; FILL writes its
     pairs with nonzero ``|dZ|`` (rows, coupling) to ``out.pair_*`` from ``q.at``; GRAD_FILL does
     both in one pair pass; GRAD_LOSS adds GRAD's (the same bits) and returns the query's utility from the
@@ -426,9 +434,10 @@ def query_grad(mode, inp, out, q, order, F, I, deb):
     the caller normalises the debiased sums). Hessians and couplings are multiplied by
     ``inp.hess_scale`` (1 but for XGBoost's convention, see ``_parity.py``) once per row, outside
     the pair loop. ``order[:n]`` are the query's rows by score, ``F`` / ``I`` the block's scratch
-    (rows named by ``Channel`` / ``IntChannel``)."""
+    (rows named by ``Channel`` / ``IntChannel``). ``exp_ready``: ``F``'s exp table is already this query's at
+    ``inp.sigma`` (another label's pass made it)."""
     n = q.n
-    first, second, spread = _sorted_scores(inp, q, order, F)
+    first, second, spread = _sorted_scores_ready(inp, q, order, F, exp_ready)
     grad = mode == Mode.GRAD or mode == Mode.GRAD_FILL or mode == Mode.GRAD_LOSS
     fill = mode == Mode.FILL or mode == Mode.GRAD_FILL or mode == Mode.TERMS
     lg, lh = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H]
