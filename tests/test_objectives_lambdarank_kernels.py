@@ -1,6 +1,7 @@
 """The LambdaRank drivers (customobj/objectives/_lambdarank_kernels.py): the count pass, the pair
 fill, the fused gradient + couplings pass (GRAD_FILL) and the fused gradient + loss pass (GRAD_LOSS)
-give the same values as separate calls (GRAD_LOSS's loss within its tabled softplus' stated bound),
+give the same values as separate calls (GRAD_LOSS's loss within its tabled softplus' stated bound, its
+gradients GRAD's bits from the vector terms of customobj/objectives/_lambdarank_loss_rows.py),
 keep the pair order, write into caller buffers, and do not depend on the thread count; an unknown
 metric code is signalled by every driver (customobj/objectives/_lambdarank_records.py holds the codes)."""
 import numba
