@@ -56,13 +56,8 @@ def measure(n: int, per_row: float = 1.0, lanes: int = 0, seed: int = 0) -> Dict
     and as a level's one split (see the module docstring); ``lanes`` > 0: at most that many threads a block."""
     from customobj.ole.cuda import _launch
 
-    saved = _launch.SIMULATOR_THREADS
-    if lanes:
-        _launch.SIMULATOR_THREADS = lanes
-    try:
+    with _launch.simulator_threads(lanes):
         return _measure(n, per_row, seed)
-    finally:
-        _launch.SIMULATOR_THREADS = saved
 
 
 def _measure(n: int, per_row: float, seed: int) -> Dict[str, List[Any]]:

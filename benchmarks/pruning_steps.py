@@ -58,13 +58,8 @@ def measure(m: int, eps: float, lanes: int = 0, seed: int = 0) -> Dict[str, Any]
     many threads a block), and the kept count; the kept pairs checked against the CPU's."""
     from customobj.ole.cuda import _launch
 
-    saved = _launch.SIMULATOR_THREADS
-    if lanes:
-        _launch.SIMULATOR_THREADS = lanes
-    try:
+    with _launch.simulator_threads(lanes):
         return _measure(m, eps, seed)
-    finally:
-        _launch.SIMULATOR_THREADS = saved
 
 
 def _measure(m: int, eps: float, seed: int) -> Dict[str, Any]:

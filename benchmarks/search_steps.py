@@ -97,12 +97,8 @@ def measure(features: int = 4, bins: int = 255, rows: int = 2000, lanes: int = 8
                           DevicePool(mem, n_rows=rows, n_features=features, n_slots=mapper.n_slots, n_hists=1),
                           fb, n_features=features, has_nan=True)
     searches = [(mem.upload(h), mem.upload(p), mask, ChildSums(*s)) for h, p, s in children]
-    saved = _launch.SIMULATOR_THREADS
-    _launch.SIMULATOR_THREADS = int(lanes)
-    try:
+    with _launch.simulator_threads(lanes):
         got, steps = counted(lambda: search.splits(searches, rules, mem.upload(np.zeros(4)), False))
-    finally:
-        _launch.SIMULATOR_THREADS = saved
     want = np.zeros((2, SPLIT_SIZE))
     for k, (h, p, s) in enumerate(children):
         splitting.find_best_split(h, p, True, splitting.FeatureBins(mapper.n_bins, mapper.offsets), mask,

@@ -5,18 +5,12 @@ arguments are refused."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import import_benchmark
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCH))
-try:
-    import fused_gate as S
-finally:
-    sys.path.remove(str(BENCH))
+S = import_benchmark("fused_gate")
 
 
 def test_synthetic_settings_get_a_ratio_per_mode(tmp_path, capsys):

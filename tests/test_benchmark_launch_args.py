@@ -5,21 +5,14 @@ sizes."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import pytest
-
 from _cuda_cases import STATUS
+from conftest import import_benchmark
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCH))
-try:
-    import launch_args as S
-finally:
-    sys.path.remove(str(BENCH))
+S = import_benchmark("launch_args")
 
 needs_simulator = pytest.mark.skipif(not STATUS.available or not STATUS.simulator,
                                      reason="the arguments are counted under numba's CUDA simulator")

@@ -11,21 +11,15 @@ chunk of its label pair list)."""
 from __future__ import annotations
 
 import json
-import sys
 import types
-from pathlib import Path
 
 import pytest
+from _cuda_cases import STATUS
+from conftest import import_benchmark
 
 from customobj import XENDCG, LambdaRank, ListNet, QueryRMSE, StructuredDCG, YetiRank
-from _cuda_cases import STATUS, needs_gpu
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCH))
-try:
-    import objective_steps as S
-finally:
-    sys.path.remove(str(BENCH))
+S = import_benchmark("objective_steps")
 
 if STATUS.available:  # a kernel of the test's own (the simulator swaps ``cuda`` among its module's globals)
     from numba import cuda

@@ -6,19 +6,12 @@ and refuses bad sizes."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
-
 from _cuda_cases import STATUS
+from conftest import import_benchmark
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCH))
-try:
-    import partition_steps as S
-finally:
-    sys.path.remove(str(BENCH))
+S = import_benchmark("partition_steps")
 
 pytestmark = pytest.mark.skipif(not STATUS.available or not STATUS.simulator,
                                 reason="the steps are counted under numba's CUDA simulator")

@@ -10,17 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
 
 import pytest
+from conftest import BENCH, import_benchmark
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCH))
-try:
-    import sass
-finally:
-    sys.path.remove(str(BENCH))
+sass = import_benchmark("sass")
 
 #: Issue 42's budget per update: instructions on the longest path of one iteration, native shared atomics.
 MAX_INSTRUCTIONS = 60

@@ -4,19 +4,11 @@ One split's two children searched by ``search_nodes`` as the grower launches it:
 walking the feature's thresholds alone (the search before item 4), for the same launch grid."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
 from _cuda_cases import STATUS
+from conftest import import_benchmark
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCH))
-try:
-    import search_steps as S
-finally:
-    sys.path.remove(str(BENCH))
+S = import_benchmark("search_steps")
 
 needs_simulator = pytest.mark.skipif(not STATUS.available or not STATUS.simulator,
                                      reason="the steps are counted under numba's CUDA simulator")

@@ -9,9 +9,12 @@ writes each output from one thread), so they are chosen for the card's occupancy
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 from ..._cuda_runtime import THREADS, simulated
 
-__all__ = ["pow2_threads", "grid_launch", "feature_launch", "MAX_GRID_BLOCKS", "SIMULATOR_THREADS", "SIMULATOR_BLOCKS",
+__all__ = ["pow2_threads", "simulator_threads", "grid_launch", "feature_launch", "MAX_GRID_BLOCKS", "SIMULATOR_THREADS", "SIMULATOR_BLOCKS",
            "WARP"]
 
 #: Most blocks of a grid-stride kernel (:mod:`._reduce_kernels`): a few per SM of a large card.
@@ -23,6 +26,21 @@ SIMULATOR_THREADS = 8
 SIMULATOR_BLOCKS = 2
 #: Threads of a warp: the split search's block per feature (:func:`feature_launch`).
 WARP = 32
+
+
+@contextmanager
+def simulator_threads(lanes: int) -> Iterator[None]:
+    """:data:`SIMULATOR_THREADS` set to ``lanes`` inside the ``with`` block (0: left as it is), then restored:
+    the step counts of ``benchmarks/partition_steps.py``, ``pruning_steps.py`` and ``search_steps.py`` run a
+    block of ``lanes`` threads, as a card's warp would be."""
+    global SIMULATOR_THREADS
+    saved = SIMULATOR_THREADS
+    if lanes:
+        SIMULATOR_THREADS = int(lanes)
+    try:
+        yield
+    finally:
+        SIMULATOR_THREADS = saved
 
 
 def pow2_threads(n_items: int) -> int:
