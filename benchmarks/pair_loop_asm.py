@@ -10,9 +10,12 @@ closing compare reads (``incq``/``decq``: 1; ``addq $K``: K). The pair loop come
 ``lambdarank_norm``'s damping, two divisions a pair instead of one). ``GRAD_LOSS``'s pair terms (cost,
 lambdas, hessian, both divisions) are computed ahead in ``_rows_losses``' vector loop (plus its scalar
 fallback, taken only when the scratch rows overlap, which they never do) and its pair loop only adds them in
-order. The summary line: ``GRAD``'s plain pair loop's instructions per pair, and ``GRAD_LOSS``'s ordered sums
-per pair plus the terms loop's per lane, before its per-row call and the padding of each row to whole vectors
-(those depend on the query sizes).
+order. Both kernels also hold the grade walk's pair loops (``_lambdarank_grades``: the pairs of different gains
+only, each lower row's index loaded from a list, GRAD_LOSS's cost computed in the loop), damped and not: in
+``GRAD`` they are among the plain loops, in ``GRAD_LOSS`` the loops with divisions (``walk``). The summary line:
+``GRAD``'s plain pair loop's instructions per pair, ``GRAD_LOSS``'s ordered sums per pair plus the terms loop's
+per lane, before its per-row call and the padding of each row to whole vectors (those depend on the query
+sizes), and ``GRAD_LOSS``'s plain walk loop per pair.
 
 The fused pass of ``m`` LambdaRank labels (``customobj/objectives/_lambdarank_fused.py``): the shared pair
 terms' vector loop (``_shared_rows``, once a pair for all labels), and per label its pair values' vector loop,
@@ -186,14 +189,17 @@ def compiled_asm() -> dict:
 
 
 def report(asm: dict) -> dict:
-    """Per kernel, its pair loops (``pairs``; GRAD: divisions per pair 1 = plain, 2 = damped; GRAD_LOSS: its
-    ordered sums, no division) and, for GRAD_LOSS, the terms loop (``costs``: every pair's cost, lambdas and
-    hessian in whole vectors, the divisions there); the summary's per-pair counts (``grad``, ``grad_loss``,
-    ``cost_lane``) and ``grad_loss_divisions`` (0: none left in GRAD_LOSS's scalar pair loops)."""
+    """Per kernel, its pair loops (``pairs``; GRAD: divisions per pair 1 = plain, 2 = damped, both walks; GRAD_LOSS:
+    the every-pair walk's ordered sums, no division) and, for GRAD_LOSS, the terms loop (``costs``: every pair's
+    cost, lambdas and hessian in whole vectors, the divisions there) and the grade walk's loops (``walk``); the
+    summary's per-pair counts (``grad``, ``grad_loss``, ``cost_lane``, ``grad_loss_walk``) and
+    ``grad_loss_divisions`` (0: none left in GRAD_LOSS's ordered sums)."""
     from customobj.objectives import _lambdarank_pass as P
 
     loop = {"GRAD": P._NDCG_GRAD, "GRAD_LOSS": P._NDCG_GRAD_LOSS}  # each mode's loop has its own qualname
     out = {mode: {"pairs": loops_of(asm[mode], d.py_func.__qualname__)} for mode, d in loop.items()}
+    both = out["GRAD_LOSS"]["pairs"]  # the every-pair walk's ordered sums (no division), the grade walk's loops
+    out["GRAD_LOSS"] = {"pairs": [lp for lp in both if lp.divisions == 0], "walk": [lp for lp in both if lp.divisions]}
     out["GRAD_LOSS"]["costs"] = loops_of(asm["COSTS"], "_rows_losses")
 
     def plain(loops):
@@ -205,7 +211,8 @@ def report(asm: dict) -> dict:
     out["summary"] = {"grad": plain(out["GRAD"]["pairs"]).per_pair,
                       "grad_loss": min(lp.per_pair for lp in sums),
                       "grad_loss_divisions": sum(lp.divisions for lp in sums),
-                      "cost_lane": cost_lane, "cost_vectorised": bool(vector)}
+                      "cost_lane": cost_lane, "cost_vectorised": bool(vector),
+                      "grad_loss_walk": plain(out["GRAD_LOSS"]["walk"]).per_pair}
     if "SHARED" in asm:
         out["FUSED"] = fused_loops(asm)
     return out
@@ -317,7 +324,8 @@ def main(argv=None, asm=None):
     print(f"instructions per pair: GRAD {s['grad']:.1f} (its plain pair loop), GRAD_LOSS {s['grad_loss']:.1f} (its "
           f"ordered sums, {s['grad_loss_divisions']} divisions) + the terms loop's {s['cost_lane']:.1f} a lane "
           f"({'vectorised' if s['cost_vectorised'] else 'NOT vectorised'}) = {s['grad_loss'] + s['cost_lane']:.1f}, "
-          "before the per-row call and the padding to whole vectors")
+          "before the per-row call and the padding to whole vectors; the grade walk's GRAD_LOSS "
+          f"{s['grad_loss_walk']:.1f} a pair of different gains")
     if "FUSED" not in r:
         return
     fz = r["FUSED"]

@@ -1,6 +1,7 @@
 """benchmarks/pair_loop_asm.py: the loop finder on a known assembly listing (an outer loop around an inner loop
 unrolled by two, a vector loop beside them), then the count of the compiled NDCG pair loops (GRAD, GRAD_LOSS) and of
-GRAD_LOSS's cost loop: each plain pair loop does one division a pair, and the report prints its summary; the fused
+GRAD_LOSS's cost loop: each plain pair loop does one division a pair, the grade walk's GRAD_LOSS loops hold the
+divisions GRAD_LOSS's every-pair sums do not, and the report prints its summary; the fused
 pass of m labels' loops found by role, and its per (pair, label) count below GRAD's per pair."""
 import runpy
 from types import SimpleNamespace
@@ -68,6 +69,10 @@ def test_the_compiled_pair_loops(asm_mod, capsys):
     assert any(lp.vector and lp.divisions > 0 for lp in r["GRAD_LOSS"]["costs"])
     s = r["summary"]
     assert s["grad"] == min(lp.per_pair for lp in plain) and s["grad_loss_divisions"] == 0
+    # the grade walk's GRAD_LOSS loops: rho's division a pair (plain), both divisions (damped), the cost inline
+    walk = r["GRAD_LOSS"]["walk"]
+    assert {lp.divisions // lp.step for lp in walk} == {1, 2} and not any(lp.vector for lp in walk)
+    assert s["grad_loss_walk"] == min(lp.per_pair for lp in walk if lp.divisions == lp.step) > s["grad"]
     assert 0 < s["grad_loss"] < s["grad"] and s["cost_lane"] > 0 and s["cost_vectorised"]
     fused = r["FUSED"]  # the fused pass of m labels: its vector loops vectorised, its sums scalar and in order
     for mode in ("grad", "loss"):

@@ -105,6 +105,16 @@ def test_stochastic_gives_each_query_one_drawn_label():
     assert obj.loss(s, y, sizes) == pytest.approx(0.3 * RankNet().loss(s, y, sizes) + 0.7 * ListNet().loss(s, y2, sizes))
 
 
+def test_the_two_label_gram_is_the_product_in_row_order():
+    from customobj.multi._combine_kernels import gram_two
+
+    g = np.random.default_rng(2).normal(size=(2, 1001)) * [[1.0], [1e3]]
+    got = gram_two(g)
+    np.testing.assert_allclose(got, g @ g.T, rtol=1e-12)
+    assert got[0, 1] == got[1, 0] == float(sum(a * b for a, b in zip(g[0], g[1])))  # each entry in row order
+    assert gram_two(np.zeros((2, 0))).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
 @pytest.mark.parametrize("method, kw", [("epo", {"preference": [1, 2]}), ("wc_mgda", {}),
                                         ("ec_mgda", {"bounds": [0.1]}), ("chebyshev", {"smoothing": 0.5}),
                                         ("wc_mgda", {"mgda_u": "auto"}), ("ec_mgda", {"bounds": [0.1], "mgda_u": "auto"})])

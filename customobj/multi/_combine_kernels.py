@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["add_weighted", "add_picked", "weighted_row"]
+__all__ = ["add_weighted", "add_picked", "weighted_row", "gram_two"]
 
 
 @njit(cache=True, inline="always")
@@ -39,3 +39,20 @@ def add_picked(parts: np.ndarray, row_label: np.ndarray, out: np.ndarray) -> Non
     n = parts.shape[1]
     for i in range(n):
         out[i] += parts[row_label[i], i]
+
+
+
+@njit(cache=True)
+def gram_two(parts: np.ndarray) -> np.ndarray:  # pragma: no cover - numba
+    """``parts @ parts.T`` for two labels (``parts``: 2 x n), in one pass over the rows, each entry added in row
+    order: 12 us against numpy's 25 us at 2 x 9,630 (a call on a transposed view; issue 41's round cost). More
+    labels take numpy's product (BLAS: 40 us at 4 x 9,630, where a loop here took 270)."""
+    s00 = s01 = s11 = 0.0
+    for i in range(parts.shape[1]):
+        a, b = parts[0, i], parts[1, i]
+        s00 += a * a
+        s01 += a * b
+        s11 += b * b
+    out = np.empty((2, 2))
+    out[0, 0], out[0, 1], out[1, 0], out[1, 1] = s00, s01, s01, s11
+    return out

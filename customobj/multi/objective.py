@@ -307,11 +307,9 @@ class MultiObjective(Objective):
 
     # --- rounds -------------------------------------------------------------------------------------
     def _parts(self, scores, prep, state, with_pairs):
-        """Each label's gradient and hessian (rows of ``state``'s buffers), its couplings or None, and,
-        for the methods that read costs, its loss (every label LambdaRank: one driver for all labels, one
-        sort per query, ``_lambdarank_kernels.lambdarank_labels``): from the gradients' own pass where the loss has one
-        (``_grad_hess_loss``; LambdaRank walks its pairs once for both, each pair's softplus from a table:
-        within ``SOFTPLUS_TABLE_ERROR`` per unit of ``w |dZ|``, docs/multi-objective.md), else a second pass."""
+        """Each label's gradient and hessian (rows of ``state``'s buffers), its couplings or None, and, for the
+        methods that read costs, its loss from the gradients' own pass where the loss has one (``_grad_hess_loss``;
+        every label LambdaRank: one driver, one sort a query, ``_lambdarank_kernels.lambdarank_labels``)."""
         g, h = state.buffers(prep.n_rows)
         pairs: list = []
         costs = self._settings.spec.needs_costs
@@ -379,7 +377,6 @@ class MultiObjective(Objective):
         if s.spec.needs_costs:
             state.costs.append(costs)
         if s.spec.method == Method.EPSILON_CONSTRAINT:  # the round's multipliers nu (its weights are nu / bounds)
-            assert s.bounds is not None
             state.duals.append(result.weights[1:] * s.bounds)
         if s.spec.reads_u:
             state.us.append(result.memory.u)
@@ -388,7 +385,8 @@ class MultiObjective(Objective):
     def _round(self, scores, prep, state, out_grad, out_hess, with_pairs):
         s = self._settings
         g, h, pairs, losses = self._parts(scores, prep, state, with_pairs)
-        weights, draws = self._choose(prep, state, losses, g @ g.T if s.spec.needs_gram else np.zeros((s.m, s.m)))
+        gram = (K.gram_two(g) if s.m == 2 else g @ g.T) if s.spec.needs_gram else np.zeros((s.m, s.m))
+        weights, draws = self._choose(prep, state, losses, gram)
         row_label = None
         if draws is not None:
             row_label = np.repeat(draws, prep.groups.sizes)
@@ -440,10 +438,7 @@ class MultiObjective(Objective):
 def _weighted_pairs(pairs: list, weights: np.ndarray, row_label: "np.ndarray | None"):
     """The parts' couplings times their weights, concatenated (stochastic: each query's drawn label's pairs)."""
     pieces = []
-    for k, p in enumerate(pairs):
-        if p is None:
-            continue
-        i, j, c = p
+    for k, (i, j, c) in ((k, p) for k, p in enumerate(pairs) if p is not None):
         if row_label is None:
             pieces.append((i, j, weights[k] * c))
         else:

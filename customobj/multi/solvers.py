@@ -42,6 +42,7 @@ from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
+from ._epo_terms import epo_terms
 from .methods import Method, Settings
 from .mgda_u import Solve, choose_u
 
@@ -115,6 +116,7 @@ class EpoLP(NamedTuple):
     balance: bool
     relaxed: "tuple[np.ndarray, np.ndarray]"  # descent: the rows without the ray's (its fallback LP)
     top: int  # the label of largest relative cost r_k l_k (balance's fallback vertex)
+    relative: np.ndarray  # r l, the relative costs (costs floored at 0)
 
 
 def epo_adjustments(costs: np.ndarray, pref: np.ndarray) -> "tuple[np.ndarray, float, np.ndarray]":
@@ -142,10 +144,7 @@ def epo_lp(costs: np.ndarray, gram: np.ndarray, pref: np.ndarray) -> EpoLP:
     :math:`1^\top C\alpha` (every cost descends, as much as possible) with :math:`C\alpha \ge 0` and
     :math:`\alpha^\top Ca \ge \min(\max_j (Ca)_j, 0)` (no step off the ray); without the last row if infeasible."""
     m = pref.size
-    top = float(np.max(np.diag(gram))) if gram.size else 0.0
-    c = gram / top if top > 0 else np.zeros_like(gram)
-    rl, mu, a = epo_adjustments(costs, pref)
-    ca = c @ a
+    c, rl, mu, a, ca = epo_terms(costs, gram, pref, TINY)  # compiled: epo_adjustments' terms to rounding
     relaxed = (c, np.zeros(m))
     top_label = int(np.argmax(rl))
     if mu > EPO_BALANCED:
@@ -158,10 +157,10 @@ def epo_lp(costs: np.ndarray, gram: np.ndarray, pref: np.ndarray) -> EpoLP:
             rhs = np.where(rising, ca, 0.0)
             rhs[top_label] = 0.0
             lhs, rhs = c[keep], rhs[keep]
-        return EpoLP(ca, lhs, rhs, True, relaxed, top_label)
+        return EpoLP(ca, lhs, rhs, True, relaxed, top_label, rl)
     lhs = np.vstack([c, ca[None, :]])
     rhs = np.concatenate([np.zeros(m), [min(float(ca.max()), 0.0)]])
-    return EpoLP(c.sum(axis=0), lhs, rhs, False, relaxed, top_label)
+    return EpoLP(c.sum(axis=0), lhs, rhs, False, relaxed, top_label, rl)
 
 
 def solve_simplex_lp(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> "np.ndarray | None":
@@ -169,10 +168,12 @@ def solve_simplex_lp(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) ->
     form for two weights (:func:`simplex_lp_two`), else HiGHS on a model kept across rounds
     (:func:`customobj.multi.highs_lp.model_for`, highspy; scipy's HiGHS, :func:`simplex_lp_highs`, for
     non-finite input or without highspy)."""
-    if not (np.all(np.isfinite(objective)) and np.all(np.isfinite(lhs)) and np.all(np.isfinite(rhs))):
+    if objective.size == 2:  # a handful of numbers: checked as Python floats (numpy's calls cost more)
+        if all(math.isfinite(v) for v in objective.tolist() + lhs.ravel().tolist() + rhs.tolist()):
+            return simplex_lp_two(objective, lhs, rhs)
         return simplex_lp_highs(objective, lhs, rhs)  # HiGHS judges non-finite input, as it did before
-    if objective.size == 2:
-        return simplex_lp_two(objective, lhs, rhs)
+    if not (np.all(np.isfinite(objective)) and np.all(np.isfinite(lhs)) and np.all(np.isfinite(rhs))):
+        return simplex_lp_highs(objective, lhs, rhs)
     from .highs_lp import model_for
 
     try:
@@ -242,9 +243,9 @@ def simplex_lp_two(objective: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> "
 def _epo(costs, gram, s: Settings):
     """EPO's weights: its LP; balance falls back to the vertex of the largest relative cost, descent to
     the LP without the ray's row, then to the preference (MO-LightGBM's fallbacks)."""
-    if not np.any(s.preference * costs > 0):  # every cost is 0: nothing to balance or descend
-        return s.preference.copy(), False
     lp = epo_lp(costs, gram, s.preference)
+    if not lp.relative.max() > 0:  # every cost is 0: nothing to balance or descend
+        return s.preference.copy(), False
     x = solve_simplex_lp(lp.objective, lp.lhs, lp.rhs)
     if x is not None:
         return x, False

@@ -24,6 +24,7 @@ from numba import njit, prange
 from .._dcg_kernels import discount_table, ideal_dcg_query
 from .._kernel_status import KernelStatus
 from . import _lambdarank_fused
+from . import _lambdarank_grades as GR
 from ._lambdarank_pass import (  # noqa: F401 - the pre-enum code names stay importable from here
     COUNT, ERR, FILL, GRAD, GRAD_FILL, LOSS, MAP, MRR, NDCG, _sort_query, query_count, query_grad, query_loss,
 )
@@ -205,11 +206,23 @@ def _label(L, k):
                       L.metric[k], L.k[k], L.trunc[k], L.sigma[k], L.norm[k], L.hess_scale[k])
 
 
+@njit(cache=True)
+def _label_walks(L, q, n, I):
+    """Whether a label of ``L`` has few enough pairs of different gains on query ``q`` (``_lambdarank_grades``'
+    ``WALK_SHARE_FUSED``) that each label's own walk beats the fused pass (which walks every pair:
+    benchmarks/grade_walk.py, docs/multi-objective.md)."""
+    start = L.ptr[q]
+    for k in range(L.metric.size):
+        if L.qnorm[k][q] != 0.0 and GR.grade_count(L.row_gain[k][start:start + n], n, I, GR.WALK_SHARE_FUSED) > 0:
+            return True
+    return False
+
+
 @njit(cache=True, parallel=True)
 def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
     """``_run_blocks``' GRAD or GRAD_LOSS for the ``m`` labels of ``L`` on the same scores: each query is
     sorted once; with ``L.fused`` its pairs are walked once for all labels (``_lambdarank_fused``), else
-    (or where its exp table underflows) once per label, into row ``k`` of ``grads`` / ``hess``
+    (or where its exp table underflows, or a label takes the grade walk: :func:`_label_walks`) once per label, into row ``k`` of ``grads`` / ``hess``
     (``per_query[k]``: GRAD_LOSS's utilities); ``no_i``, ``no_f``, ``deb``: the empty pair outputs and TERMS
     record of these modes. A label's results are those of ``_run_blocks`` alone, bit for bit: the same
     order, the same expressions. Returns a KernelStatus (``UNKNOWN_CODE`` before any work)."""
@@ -230,8 +243,8 @@ def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
             n = ptr[q + 1] - ptr[q]
             if n > 1:  # once for every label: the scores are theirs
                 _sort_query(scores, ptr[q], n, F[Channel.NEG], own_order)
-            if n > 1 and fused and n >= L.fused_min_rows and _lambdarank_fused.fused_query(
-                    loss, L, q, n, own_order, Xl, X, sums, grads, hess, per_query):
+            if n > 1 and fused and n >= L.fused_min_rows and not _label_walks(L, q, n, I) and \
+                    _lambdarank_fused.fused_query(loss, L, q, n, own_order, Xl, X, sums, grads, hess, per_query):
                 continue
             exp_sigma = np.nan  # the sigma of the query's exp table in F (NaN: none yet)
             for k in range(m if n > 1 else 0):

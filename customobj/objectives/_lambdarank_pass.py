@@ -20,8 +20,10 @@ keeps only pairs whose upper row is in the top ``trunc``; the outer loop stops a
 
 NDCG pairs run through ``_ndcg_pairs`` (counted by ``_ndcg_count``), a branch-free loop (the
 ``y_i > y_j`` / ``y_i == y_j`` branches are unpredictable on real labels); equal-grade pairs add
-exact zeros there, so it returns the same bits as the general loop. Each query is sorted by numba's
-mergesort argsort. What both choices were measured against: docs/kernel-notes.md.
+exact zeros there, so it returns the same bits as the general loop. Where a query has few gains, each
+upper row walks only its lower rows of another gain (``_lambdarank_grades``' lists: the same bits for a
+fraction of the pairs). Each query is sorted by numba's mergesort argsort. What these choices were measured
+against: docs/kernel-notes.md.
 
 ``row_gain`` holds, per row: NDCG the gain ``G(y)``; ERR the probability ``R``; MAP/MRR the binary
 relevance. ``qnorm`` per query: NDCG ``1/IDCG@k``, MAP ``1/#relevant`` (capped at ``k``), ERR/MRR 1;
@@ -34,11 +36,12 @@ lambda, hessian) and the prefix tables are ``_lambdarank_terms``', shared with t
 import numpy as np
 from numba import njit
 
+from . import _lambdarank_grades as GR  # WALK_SHARE_* read from there (benchmarks/grade_walk.py sets them)
+from ._lambdarank_loss_rows import _ndcg_row_loss, _pad_losses, _rows_losses
 from ._lambdarank_records import LOSS_ROWS, Channel, IntChannel, Metric, Mode
 from ._lambdarank_terms import (EXP_FLOOR, damped, err_dz, exp_table, fill_prefixes, lambda_hess, map_dz, mrr_dz,
                                 SOFTPLUS_STEP, ndcg_dz, norm_factor, pair_weight, rho, softplus, softplus_sorted,
                                 unbiased_pair)
-from ._lambdarank_loss_rows import _ndcg_row_loss, _pad_losses, _rows_losses
 from ._pairwise_terms import tracked_propensities
 
 #: The pre-enum names of the codes (aliases of the members; the codes' home is ``_lambdarank_records``).
@@ -86,14 +89,18 @@ def _ndcg_count(q, disc, g):
 
 
 @njit(cache=True, inline="always")
-def _ndcg_row(grad, fill, damp, a, q, sigma, disc, order, F, I):
-    """The pairs ``(a, b)``, ``b > a``, of the upper position ``a`` of a sorted NDCG query; returns
-    ``(acc_g, acc_h, row_lambda, m)`` (GRAD_LOSS's rows: :func:`_ndcg_row_loss`). ``damp`` (``lambdarank_norm``'s division by
-    ``0.01 + |s_a - s_b|``) is a constant of each inlined copy (:func:`_ndcg_pairs` calls it with ``True``
-    and with ``False``): LLVM unswitched that test out of GRAD's loop but left it inside GRAD_LOSS's on
-    AMD Zen 3 (about 12 more instructions a pair, both divisions' registers live); a constant decides it
-    the same way on every CPU (``benchmarks/pair_loop_asm.py``)."""
-    n, qn = q.n, q.qn
+def _ndcg_row(grad, fill, loss, damp, walk, a, t0, t1, lower, q, sigma, zscale, disc, order, F, I):
+    """The pairs ``(a, b)``, ``b > a``, of the upper position ``a`` of a sorted NDCG query: ``b`` in
+    ``t0 .. t1 - 1`` (the walk over every pair), or ``lower[t0:t1]`` when ``walk`` (the grade walk,
+    ``_lambdarank_grades``: the lower rows of another gain); returns ``(acc_g, acc_h, row_lambda, m,
+    row_total)``, ``row_total`` the pairs' costs when ``loss`` (GRAD_LOSS on the grade walk; the walk over
+    every pair takes :func:`_ndcg_row_loss`' vector terms), with ``_rows_losses``' expressions: the same bits.
+    ``grad``, ``fill``, ``loss``, ``damp`` (``lambdarank_norm``'s division by ``0.01 + |s_a - s_b|``) and
+    ``walk`` are constants of each inlined copy (:func:`_ndcg_pairs`): LLVM unswitched the damping test out
+    of GRAD's loop but left it inside GRAD_LOSS's on AMD Zen 3 (about 12 more instructions a pair, both
+    divisions' registers live); a constant decides it the same way on every CPU
+    (``benchmarks/pair_loop_asm.py``)."""
+    qn = q.qn
     g, s, w, e = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.EXP]
     lg, lh, lc = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H], F[Channel.LOCAL_C]
     li, lj = I[IntChannel.LOCAL_I], I[IntChannel.LOCAL_J]
@@ -102,8 +109,10 @@ def _ndcg_row(grad, fill, damp, a, q, sigma, disc, order, F, I):
     acc_g = 0.0
     acc_h = 0.0
     row_lambda = 0.0  # a's own sum first: the GPU sums each upper row's pairs on its own (pair_rows)
+    row_total = 0.0
     m = 0
-    for b in range(a + 1, n):
+    for t in range(t0, t1):
+        b = np.uint64(lower[np.uint64(t)]) if walk else np.uint64(t)  # unsigned: no negative-index wraparound
         gb = g[b]
         up = ga > gb  # the upper position a holds the better row
         eb = e[b]
@@ -111,12 +120,15 @@ def _ndcg_row(grad, fill, damp, a, q, sigma, disc, order, F, I):
         dz = abs(ga - gb) * (da - disc[b])
         dz *= qn  # 0 for equal grades: the pair then adds exact zeros
         nz = dz != 0.0
+        gap = sa - s[b]
         if damp:
-            dz = dz / (0.01 + abs(sa - s[b]))
+            dz = dz / (0.01 + abs(gap))
         lam = sigma * dz * rho
         row_lambda += 2.0 * lam
         pw = 0.5 * (wa + w[b])
         h = sig2 * dz * rho * (1.0 - rho) * pw
+        if loss:
+            row_total += pw * dz * softplus_sorted(gap, up, sigma, zscale)
         if grad:
             lam *= pw * (1.0 if up else -1.0)
             acc_g -= lam
@@ -129,7 +141,7 @@ def _ndcg_row(grad, fill, damp, a, q, sigma, disc, order, F, I):
             lj[m] = ob if up else oa
             lc[m] = h
             m += 1 if nz else 0
-    return acc_g, acc_h, row_lambda, m
+    return acc_g, acc_h, row_lambda, m, row_total
 
 
 @njit(cache=True, inline="always")
@@ -138,9 +150,13 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
     total), ``total`` GRAD_LOSS's utility when ``loss`` (LOSS's terms, each upper row's summed first as the
     GPU sums them, ``_lambdarank_loss_cuda``, each with
     ``_lambdarank_terms.softplus_tabled``, read by ``softplus_sorted``: within ``SOFTPLUS_TABLE_ERROR`` per
-    unit of ``w |dZ|``; the pair terms from :func:`_rows_losses`, ``LOSS_ROWS`` upper rows at a time).
-    Compiled once per mode by :func:`_ndcg_loop` (``grad``, ``fill``, ``loss`` constants there); each
-    upper row's pairs by :func:`_ndcg_row`, damped or not.
+    unit of ``w |dZ|``). Compiled once per mode by :func:`_ndcg_loop` (``grad``, ``fill``, ``loss``
+    constants there); each upper row's pairs by :func:`_ndcg_row`, damped or not.
+
+    Two walks, the same bits (``_lambdarank_grades``): where :func:`~._lambdarank_grades.grade_lists` finds
+    few gains and few pairs of different gains, each upper row walks only its lower rows of another gain;
+    else every pair, GRAD_LOSS's pair terms from :func:`_rows_losses` (``LOSS_ROWS`` upper rows at a time,
+    in whole vectors).
 
     Needs every ``e[r] > EXP_FLOOR`` (``_lambdarank_terms.rho``'s table branch for all pairs). ``rho`` is
     ``e_lo / (e_a + e_b)``, the same bits as ``rho``. FILL writes each upper row's pairs to the
@@ -150,27 +166,42 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
     n, lim, qn, at = q.n, q.lim, q.qn, q.at
     lg, lh, lc = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H], F[Channel.LOCAL_C]
     li, lj = I[IntChannel.LOCAL_I], I[IntChannel.LOCAL_J]
+    grade, above, same = I[IntChannel.GRADE], I[IntChannel.SAME_ABOVE], I[IntChannel.GRADE_COUNT]
     out_i, out_j, out_c = out.pair_i, out.pair_j, out.pair_c
     zscale = sigma * (1.0 / SOFTPLUS_STEP)
     damp = norm and spread
     count = 0
     sum_lambda = 0.0
     total = 0.0
-    if loss:
+    share = GR.WALK_SHARE_FILL if fill else GR.WALK_SHARE_LOSS if loss else GR.WALK_SHARE_GRAD  # this mode's
+    walk = GR.grade_lists(n, F, I, share) > 0
+    if loss and not walk:
         _pad_losses(inp, n, F)
     # The walk over (a, b) repeats _metric_pairs' on purpose: this copy has no branch on the grades,
     # measured about 10% faster for NDCG (docs/kernel-notes.md, one thread, truncation 30)
     for a in range(min(n - 1, lim)):
-        if loss and a % LOSS_ROWS == 0:
-            _rows_losses(F, a, min(a + LOSS_ROWS, n - 1, lim), n, qn, sigma, zscale, damp)
         m = 0
         row_total = 0.0  # a's own sums first: the GPU sums each upper row's pairs (and losses) on its own
-        if loss:
+        if walk:
+            k = grade[a]
+            lower = I[IntChannel.OTHERS + k]
+            t0, t1 = a - above[a], n - same[k]  # a's lower rows of another gain
+            if damp:
+                acc_g, acc_h, row_lambda, m, row_total = _ndcg_row(grad, fill, loss, True, True, a, t0, t1, lower, q,
+                                                                   sigma, zscale, disc, order, F, I)
+            else:
+                acc_g, acc_h, row_lambda, m, row_total = _ndcg_row(grad, fill, loss, False, True, a, t0, t1, lower, q,
+                                                                   sigma, zscale, disc, order, F, I)
+        elif loss:
+            if a % LOSS_ROWS == 0:
+                _rows_losses(F, a, min(a + LOSS_ROWS, n - 1, lim), n, qn, sigma, zscale, damp)
             acc_g, acc_h, row_lambda, row_total = _ndcg_row_loss(a, n, F)
         elif damp:
-            acc_g, acc_h, row_lambda, m = _ndcg_row(grad, fill, True, a, q, sigma, disc, order, F, I)
+            acc_g, acc_h, row_lambda, m, _ = _ndcg_row(grad, fill, False, True, False, a, a + 1, n, grade, q, sigma,
+                                                       zscale, disc, order, F, I)
         else:
-            acc_g, acc_h, row_lambda, m = _ndcg_row(grad, fill, False, a, q, sigma, disc, order, F, I)
+            acc_g, acc_h, row_lambda, m, _ = _ndcg_row(grad, fill, False, False, False, a, a + 1, n, grade, q, sigma,
+                                                       zscale, disc, order, F, I)
         sum_lambda += row_lambda
         total += row_total
         if grad:

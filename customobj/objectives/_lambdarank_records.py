@@ -74,6 +74,15 @@ class IntChannel(IntEnum):
     ORDER = 0  # rows of the query by descending score (GRAD and LOSS sort here)
     LOCAL_I = 1  # FILL's upper rows of one upper position (branch-free NDCG loop)
     LOCAL_J = 2  # their lower rows
+    # NDCG's grade walk (``_lambdarank_grades``): per position, its grade (the index of its gain among the
+    # query's distinct gains) and the positions above it of the same gain; per grade (rows of at most
+    # MAX_GRADES entries), its first position and its number of positions; then MAX_GRADES rows, one a
+    # grade: the positions of every other gain, in order (the lower rows whose pairs have a nonzero ``|dZ|``).
+    GRADE = 3
+    SAME_ABOVE = 4
+    GRADE_FIRST = 5
+    GRADE_COUNT = 6
+    OTHERS = 7  # the first of MAX_GRADES rows
 
 
 N_CHANNELS = len(Channel)
@@ -88,7 +97,10 @@ LOSS_LANES = 8
 #: weighted lambda and the weighted hessian.
 LOSS_TERMS = 4
 TERM_COST, TERM_LAMBDA2, TERM_LAMBDA, TERM_HESS = (k * LOSS_ROWS for k in range(LOSS_TERMS))
-N_INT_CHANNELS = len(IntChannel)
+#: The most distinct gains a query may have for NDCG's grade walk (``_lambdarank_grades``; LETOR's and
+#: MSLR's labels have 3 to 5): a query with more walks every pair.
+MAX_GRADES = 8
+N_INT_CHANNELS = len(IntChannel) + MAX_GRADES - 1  # OTHERS is the first of MAX_GRADES rows
 
 
 class PassInputs(NamedTuple):
