@@ -12,9 +12,9 @@ median over ``--repeats`` of the walk / every-pair time ratio (below 1: the grad
 
 Settings: MQ2008 Fold 1 (its labels; ``LambdaRank()``'s GRAD, GRAD_LOSS and FILL passes, and the GRAD and GRAD_LOSS
 of ``MultiObjective``'s driver for 2 and 4 labels of the same mix, where the walk stands against the fused pass of
-queries of 40+ rows too) and synthetic queries of 30 and 120 rows (the latter with the driver too) whose grades give a chosen
-share of pairs of different gains (two grades at 0.2, 0.35, 0.5; MSLR-WEB30K's label mix, 0.62; three and five
-uniform grades at 0.67 and 0.8).
+queries of 40+ rows too) and synthetic queries of 30 and 120 rows (the latter with the driver too) whose grades
+give a chosen share of pairs of different gains (two grades at 0.2, 0.35, 0.5; MSLR-WEB30K's label mix, 0.62;
+three and five uniform grades at 0.67 and 0.8).
 
     python benchmarks/grade_walk.py [--data ../shared/data/mq2008/Fold1/train.txt.gz] [--repeats 15]
         [--calls 10] [--only MQ2008] [--out grade_walk.json]

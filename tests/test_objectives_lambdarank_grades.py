@@ -79,16 +79,16 @@ def _rows(walk, damp, inp, q, order, F, I):
         lower = I[IntChannel.OTHERS + k]
         t0, t1 = (a - I[IntChannel.SAME_ABOVE, a], n - I[IntChannel.GRADE_COUNT, k]) if walk else (a + 1, n)
         if walk and damp:
-            acc_g, acc_h, lam, m, cost = P._ndcg_row(True, True, True, True, True, a, t0, t1, lower, q, inp.sigma,
+            acc_g, acc_h, lam, m, cost = P._ndcg_row((True, True, True, True, True), a, t0, t1, lower, q, inp.sigma,
                                                      zscale, inp.disc, order, F, I)
         elif walk:
-            acc_g, acc_h, lam, m, cost = P._ndcg_row(True, True, True, False, True, a, t0, t1, lower, q, inp.sigma,
+            acc_g, acc_h, lam, m, cost = P._ndcg_row((True, True, True, False, True), a, t0, t1, lower, q, inp.sigma,
                                                      zscale, inp.disc, order, F, I)
         elif damp:
-            acc_g, acc_h, lam, m, cost = P._ndcg_row(True, True, True, True, False, a, t0, t1, lower, q, inp.sigma,
+            acc_g, acc_h, lam, m, cost = P._ndcg_row((True, True, True, True, False), a, t0, t1, lower, q, inp.sigma,
                                                      zscale, inp.disc, order, F, I)
         else:
-            acc_g, acc_h, lam, m, cost = P._ndcg_row(True, True, True, False, False, a, t0, t1, lower, q, inp.sigma,
+            acc_g, acc_h, lam, m, cost = P._ndcg_row((True, True, True, False, False), a, t0, t1, lower, q, inp.sigma,
                                                      zscale, inp.disc, order, F, I)
         sums[a, 0], sums[a, 1], sums[a, 2], sums[a, 3] = acc_g, acc_h, lam, cost
         counts[a] = m

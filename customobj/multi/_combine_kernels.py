@@ -41,7 +41,6 @@ def add_picked(parts: np.ndarray, row_label: np.ndarray, out: np.ndarray) -> Non
         out[i] += parts[row_label[i], i]
 
 
-
 @njit(cache=True)
 def gram_two(parts: np.ndarray) -> np.ndarray:  # pragma: no cover - numba
     """``parts @ parts.T`` for two labels (``parts``: 2 x n), in one pass over the rows, each entry added in row

@@ -23,8 +23,8 @@ Queries whose ``exp`` table underflows (``_lambdarank_pass.query_grad`` then tak
 left to the caller's per-label walk (:func:`fused_query` returns False). So are, by the driver's gate
 (``FUSED_MIN_ROWS``, ``FUSED_LOSS``: timed by benchmarks/fused_gate.py, docs/multi-objective.md), queries
 under 40 rows and every query in GRAD_LOSS, where the per-row set-up costs more than the shared terms save,
-and queries where a label takes NDCG's grade walk (``_lambdarank_grades``: its own pairs of different gains
-only, fewer than the fused pass walks).
+and queries where a label has at most ``_lambdarank_grades.WALK_SHARE_FUSED`` of its pairs of different gains
+(its own grade walk, over those pairs only, is faster than the fused pass over every pair).
 """
 import math
 

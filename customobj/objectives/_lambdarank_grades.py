@@ -29,10 +29,10 @@ from ._lambdarank_records import MAX_GRADES, Channel, IntChannel
 __all__ = ["WALK_SHARE_GRAD", "WALK_SHARE_LOSS", "WALK_SHARE_FILL", "WALK_SHARE_FUSED", "grade_count", "grade_lists"]
 
 # The largest share of a query's pairs with different gains for which each mode takes the grade walk, from
-# ``python benchmarks/grade_walk.py`` on AMD Zen 3 (docs/kernel-notes.md, "The grade walk"): the walk's time over
-# every pair's on 30- / 120-row queries at 0.62 / 0.67 / 0.80 of the pairs: GRAD 0.87, 0.83 / 0.85, 0.81 / 0.96,
-# 0.94 (so every share: 1.0); GRAD_LOSS 0.90, 0.85 / 0.94, 0.87 / 0.98, 1.04; FILL (and GRAD_FILL) 0.97, 0.90 /
-# 0.94, 0.89 / 0.99, 1.06.
+# ``python benchmarks/grade_walk.py`` on AMD Zen 3 (docs/multi-objective.md, "Only the pairs of different
+# gains"): the walk's time over every pair's on 30- / 120-row queries at 0.62 / 0.67 / 0.80 of the pairs:
+# GRAD 0.87, 0.80 / 0.86, 0.81 / 0.99, 0.94 (so every share: 1.0); GRAD_LOSS 0.84, 0.83 / 0.87, 0.92 / 0.98,
+# 1.08; FILL (and GRAD_FILL) 0.96, 0.91 / 0.93, 0.99 / 0.99, 0.97.
 WALK_SHARE_GRAD = 1.0
 WALK_SHARE_LOSS = 0.7
 WALK_SHARE_FILL = 0.7

@@ -222,10 +222,11 @@ def _label_walks(L, q, n, I):
 def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
     """``_run_blocks``' GRAD or GRAD_LOSS for the ``m`` labels of ``L`` on the same scores: each query is
     sorted once; with ``L.fused`` its pairs are walked once for all labels (``_lambdarank_fused``), else
-    (or where its exp table underflows, or a label takes the grade walk: :func:`_label_walks`) once per label, into row ``k`` of ``grads`` / ``hess``
-    (``per_query[k]``: GRAD_LOSS's utilities); ``no_i``, ``no_f``, ``deb``: the empty pair outputs and TERMS
-    record of these modes. A label's results are those of ``_run_blocks`` alone, bit for bit: the same
-    order, the same expressions. Returns a KernelStatus (``UNKNOWN_CODE`` before any work)."""
+    (or where its exp table underflows, or a label's own grade walk is faster: :func:`_label_walks`) once per
+    label, into row ``k`` of ``grads`` / ``hess`` (``per_query[k]``: GRAD_LOSS's utilities); ``no_i``, ``no_f``,
+    ``deb``: the empty pair outputs and TERMS record of these modes. A label's results are those of
+    ``_run_blocks`` alone, bit for bit: the same order, the same expressions. Returns a KernelStatus
+    (``UNKNOWN_CODE`` before any work)."""
     m = L.metric.size
     for k in range(m):
         if not _known(mode, L.metric[k]) or not (mode == Mode.GRAD or mode == Mode.GRAD_LOSS):

@@ -89,17 +89,19 @@ def _ndcg_count(q, disc, g):
 
 
 @njit(cache=True, inline="always")
-def _ndcg_row(grad, fill, loss, damp, walk, a, t0, t1, lower, q, sigma, zscale, disc, order, F, I):
+def _ndcg_row(flags, a, t0, t1, lower, q, sigma, zscale, disc, order, F, I):
     """The pairs ``(a, b)``, ``b > a``, of the upper position ``a`` of a sorted NDCG query: ``b`` in
     ``t0 .. t1 - 1`` (the walk over every pair), or ``lower[t0:t1]`` when ``walk`` (the grade walk,
     ``_lambdarank_grades``: the lower rows of another gain); returns ``(acc_g, acc_h, row_lambda, m,
     row_total)``, ``row_total`` the pairs' costs when ``loss`` (GRAD_LOSS on the grade walk; the walk over
     every pair takes :func:`_ndcg_row_loss`' vector terms), with ``_rows_losses``' expressions: the same bits.
-    ``grad``, ``fill``, ``loss``, ``damp`` (``lambdarank_norm``'s division by ``0.01 + |s_a - s_b|``) and
-    ``walk`` are constants of each inlined copy (:func:`_ndcg_pairs`): LLVM unswitched the damping test out
+    ``flags`` = ``(grad, fill, loss, damp, walk)``, ``damp`` ``lambdarank_norm``'s division by
+    ``0.01 + |s_a - s_b|``: a tuple of constants of each inlined copy (:func:`_ndcg_pairs`; one argument, not
+    five: tests/test_kernel_arguments.py): LLVM unswitched the damping test out
     of GRAD's loop but left it inside GRAD_LOSS's on AMD Zen 3 (about 12 more instructions a pair, both
     divisions' registers live); a constant decides it the same way on every CPU
     (``benchmarks/pair_loop_asm.py``)."""
+    grad, fill, loss, damp, walk = flags
     qn = q.qn
     g, s, w, e = F[Channel.GAIN], F[Channel.SCORE], F[Channel.WEIGHT], F[Channel.EXP]
     lg, lh, lc = F[Channel.LAMBDA_G], F[Channel.LAMBDA_H], F[Channel.LOCAL_C]
@@ -187,20 +189,20 @@ def _ndcg_pairs(grad, fill, loss, inp, q, spread, order, F, I, out):
             lower = I[IntChannel.OTHERS + k]
             t0, t1 = a - above[a], n - same[k]  # a's lower rows of another gain
             if damp:
-                acc_g, acc_h, row_lambda, m, row_total = _ndcg_row(grad, fill, loss, True, True, a, t0, t1, lower, q,
+                acc_g, acc_h, row_lambda, m, row_total = _ndcg_row((grad, fill, loss, True, True), a, t0, t1, lower, q,
                                                                    sigma, zscale, disc, order, F, I)
             else:
-                acc_g, acc_h, row_lambda, m, row_total = _ndcg_row(grad, fill, loss, False, True, a, t0, t1, lower, q,
+                acc_g, acc_h, row_lambda, m, row_total = _ndcg_row((grad, fill, loss, False, True), a, t0, t1, lower, q,
                                                                    sigma, zscale, disc, order, F, I)
         elif loss:
             if a % LOSS_ROWS == 0:
                 _rows_losses(F, a, min(a + LOSS_ROWS, n - 1, lim), n, qn, sigma, zscale, damp)
             acc_g, acc_h, row_lambda, row_total = _ndcg_row_loss(a, n, F)
         elif damp:
-            acc_g, acc_h, row_lambda, m, _ = _ndcg_row(grad, fill, False, True, False, a, a + 1, n, grade, q, sigma,
+            acc_g, acc_h, row_lambda, m, _ = _ndcg_row((grad, fill, False, True, False), a, a + 1, n, grade, q, sigma,
                                                        zscale, disc, order, F, I)
         else:
-            acc_g, acc_h, row_lambda, m, _ = _ndcg_row(grad, fill, False, False, False, a, a + 1, n, grade, q, sigma,
+            acc_g, acc_h, row_lambda, m, _ = _ndcg_row((grad, fill, False, False, False), a, a + 1, n, grade, q, sigma,
                                                        zscale, disc, order, F, I)
         sum_lambda += row_lambda
         total += row_total
