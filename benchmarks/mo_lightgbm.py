@@ -17,20 +17,18 @@ that the fork also has (``FORK``: its ``mg_combination`` names, read from its ``
   its per-label loss's (``LambdaRank().loss``, or with ``--per-label lightgbm`` that of
   ``LambdaRank.like_lightgbm()``, the fork's per-label loss); the fork's (:func:`fork_costs`) its
   ``rank_objective.hpp`` formula, checked against the costs the fork prints in every ``e_constraint`` run
-  (``cost_check``). Reported: label 1's test NDCG@10, and whether the bound is met on the held-out fold (label 2's test NDCG@10 at least that linear
-  model's minus 0.01) and on the training data (label 2's training cost at most the bound).
+  (``cost_check``). Reported: label 1's test NDCG@10, and whether the bound is met on the held-out fold (label
+  2's test NDCG@10 at least that linear model's minus 0.01) and on the training data (its cost at most the bound).
 
 Times are the libraries' own: customobj's the ``lightgbm.train`` call (the ``Dataset`` built before it),
-MO-LightGBM's the elapsed time its log prints at the last iteration (after it has read the files), so
-neither counts reading data. MO-LightGBM is not a dependency: build it yourself and pass the binary (its
-README; Debian needs ``libblas-dev liblapack-dev`` and cmake; ``docs/multi-objective.md`` says how it was
-built here).
+MO-LightGBM's the elapsed time its log prints at the last iteration (after it has read the files), so neither
+counts reading data. MO-LightGBM is not a dependency: build it yourself and pass the binary (its README; Debian
+needs ``libblas-dev liblapack-dev`` and cmake; ``docs/multi-objective.md`` says how it was built here).
 
     nice -n 10 python benchmarks/mo_lightgbm.py --molgbm /path/to/MO-LightGBM/LightGBM/lightgbm \\
         [--data ../shared/data/mq2008] [--folds 1,2,3,4,5] [--rounds 100] [--rays 0.2,0.5,0.8] \\
         [--methods linear,epo,...] [--bound-weights 0.3,0.7] [--secondary-cap 0.9] [--fork-tunes-u] \\
-        [--per-label customobj|lightgbm] [--mgda-u 0.1] \\
-        [--out mo_lightgbm.json]
+        [--per-label customobj|lightgbm] [--mgda-u 0.1] [--out mo_lightgbm.json]
 """
 from __future__ import annotations
 
@@ -67,14 +65,13 @@ def _study_module():
 
 
 STUDY = _study_module()
-# customobj's method -> MO-LightGBM's ``mg_combination`` and the settings that make it the same method.
-# ``mo_mgda_use_fix_u``: customobj's WC-MGDA and EC-MGDA keep ``u`` fixed (``mgda_u`` 0.1 = the fork's
-# ``mo_mgda_min_u``); the fork's own default tunes it from its third round (``n_iter > 1``), within
-# [``mo_mgda_min_u``, 10] for WC-MGDA and [``mo_mgda_min_u``, 0.3] for EC-MGDA (its ``max_u``).
+# customobj's method -> MO-LightGBM's ``mg_combination`` and the settings that make it the same method. ``_FIX_U``:
+# customobj's WC-MGDA and EC-MGDA keep ``u`` fixed (``mgda_u`` 0.1 = the fork's ``mo_mgda_min_u``); the fork's own
+# default tunes it from its third round, within [``mo_mgda_min_u``, 10] (WC-MGDA) or [.., 0.3] (EC-MGDA, ``max_u``).
+_FIX_U = {"mo_mgda_use_fix_u": "true"}
 FORK = {"linear": ("linear_scalarization", {}), "stochastic": ("stochastic_label_aggregation", {}),
-        "chebyshev": ("chebyshev_scalarization", {}), "epo": ("epo_search", {}),
-        "wc_mgda": ("wc_mgda", {"mo_mgda_use_fix_u": "true"}),
-        "epsilon_constraint": ("e_constraint", {}), "ec_mgda": ("ec_mgda", {"mo_mgda_use_fix_u": "true"})}
+        "chebyshev": ("chebyshev_scalarization", {}), "epo": ("epo_search", {}), "wc_mgda": ("wc_mgda", _FIX_U),
+        "epsilon_constraint": ("e_constraint", {}), "ec_mgda": ("ec_mgda", _FIX_U)}
 CONSTRAINED = ("epsilon_constraint", "ec_mgda")
 # the methods with the MGDA min-max's ``u`` (customobj's ``mgda_u``, the fork's ``mo_mgda_min_u``; ``--mgda-u``)
 U_METHODS = ("wc_mgda", "ec_mgda")
@@ -111,9 +108,9 @@ def fork_settings(method, *, w=None, bound=None, cap=None, tune_u=False, u=None)
     first) for the preference methods; for the constrained ones ``mo_ub_sec_obj`` (and ``ec_mgda``'s
     ``mo_ec_mgda_w``, customobj's ``secondary_cap``). The fork needs ``mo_preferences`` in every run (its
     loader sizes ``mo_ec_mu`` by them, ``size() - 1`` of an empty list), so the constrained runs get 0.5,0.5,
-    which they do not read. ``tune_u``: the fork's own default for WC-MGDA and EC-MGDA (``u`` tuned from
-    its third round), not customobj's method. ``u``: WC-MGDA's and EC-MGDA's ``u`` (``mo_mgda_min_u``: the fixed ``u``,
-    or the least the tuning may take; None: the fork's default 0.1)."""
+    which they do not read. ``tune_u``: the fork's own default for WC-MGDA and EC-MGDA (``u`` tuned from its
+    third round), not customobj's method. ``u``: their ``u`` (``mo_mgda_min_u``: the fixed ``u``, or the least
+    the tuning may take; None: the fork's default 0.1)."""
     conf = {k: v for k, v in FORK[method][1].items() if not (tune_u and k == "mo_mgda_use_fix_u")}
     if u is not None and method in U_METHODS:
         conf["mo_mgda_min_u"] = f"{u:.9g}"
@@ -131,8 +128,7 @@ def mo_lightgbm(binary, workdir, method, settings, rounds, tag):
     Returns the training seconds from its log, the weights of every round (rounds x 2, label 2 first, as the
     fork orders them) and, for ``e_constraint``, the costs it printed at the start of its last round."""
     p = STUDY.LGB
-    common = dict(header="true", label_column="name:target", group_column="name:qid",
-                  ignore_column="name:label2")
+    common = dict(header="true", label_column="name:target", group_column="name:qid", ignore_column="name:label2")
     model = os.path.join(workdir, f"model_{tag}.txt")
     # verbosity 2 (debug) makes e_constraint print its costs; the cone methods print pages at that level
     train = dict(task="train", objective="lambdarank", boosting_type="gbdt", data=os.path.join(workdir, "train.tsv"),
@@ -145,9 +141,8 @@ def mo_lightgbm(binary, workdir, method, settings, rounds, tag):
         f.write(_conf(train))
     run = subprocess.run([binary, f"config={conf}"], cwd=workdir, capture_output=True, text=True, check=False)
     log = run.stdout + run.stderr
-    # The fork (built here from its last commit) ends the runs of its cone-program methods (epo_search,
-    # wc_mgda, ec_mgda) with a segmentation fault after their work (rc 139, after "Finished training" and the
-    # model written): a finished run is one that says so.
+    # The fork's cone-program methods (epo_search, wc_mgda, ec_mgda) end in a segmentation fault after their work
+    # (rc 139, after "Finished training" and the model written): a finished run is one that says so.
     if "Finished training" not in log or not os.path.isfile(model):
         raise RuntimeError(f"MO-LightGBM failed ({method}, {settings}, rc {run.returncode}): {log[-2000:]}")
     seconds = [float(s) for s, _ in _ELAPSED.findall(log)]

@@ -2,19 +2,18 @@
 
     python benchmarks/sass.py [--cc 80 90] [--out sass.json] [--show KERNEL]
 
-Each kernel is compiled as a card would compile it: numba-cuda types it with its launch signature
-and NVVM makes PTX (``cuda.compile_ptx``); ``ptxas`` (NVIDIA's ``nvidia-cuda-nvcc-cu12`` wheel, which
-the ``cuda`` extra brings) assembles the PTX into a cubin for ``sm_80`` or ``sm_90``; ``nvdisasm``
-(the ``nvidia-cuda-nvdisasm`` wheel, in the ``test`` extra) prints its SASS. None of it needs a card.
+Each kernel is compiled as a card would compile it: numba-cuda types it with its launch signature and NVVM makes PTX
+(``cuda.compile_ptx``); ``ptxas`` (NVIDIA's ``nvidia-cuda-nvcc-cu12`` wheel, which the ``cuda`` extra brings)
+assembles the PTX into a cubin for ``sm_80`` or ``sm_90``; ``nvdisasm`` (the ``nvidia-cuda-nvdisasm`` wheel, in the
+``test`` extra) prints its SASS. None of it needs a card.
 
-What is measured, per kernel: its **update loops** (the innermost loop around each shared-memory
-atomic, a compare-and-swap spin loop of its own looked through) and for each one the instructions of
-one iteration (one (item, feature) update) on its longest and its shortest path through the loop
-body, subroutines it calls (``div_s64``, ``div_rn_f64``) counted at their size, the loop's static
-size, and its atomics by kind: native shared adds (``ATOMS.ADD``), compare-and-swap (``ATOMS.CAS``,
-``ATOMS.CAST.SPIN``: a 64-bit shared add on sm_80/sm_90 is one of these, the hardware has no native
-64-bit shared add) and global ones (``RED``, ``ATOM``). The loops are found on the control-flow graph
-(natural loops of its back edges), not on the text's order.
+What is measured, per kernel: its **update loops** (the innermost loop around each shared-memory atomic, a
+compare-and-swap spin loop of its own looked through) and for each one the instructions of one iteration (one (item,
+feature) update) on its longest and its shortest path through the loop body, subroutines it calls (``div_s64``,
+``div_rn_f64``) counted at their size, the loop's static size, and its atomics by kind: native shared adds
+(``ATOMS.ADD``), compare-and-swap (``ATOMS.CAS``, ``ATOMS.CAST.SPIN``: a 64-bit shared add on sm_80/sm_90 is one of
+these, the hardware has no native 64-bit shared add) and global ones (``RED``, ``ATOM``). The loops are found on the
+control-flow graph (natural loops of its back edges), not on the text's order.
 
 >>> text = '''
 ...         /*0000*/                   MOV R1, 0x0 ;
@@ -58,11 +57,10 @@ class Instr(NamedTuple):
 
 
 class UpdateLoop(NamedTuple):
-    """An update loop's measures: instructions of one iteration on its ``longest`` and ``shortest``
-    path (subroutine calls counted at their size), its ``static`` size, and its shared atomics:
-    ``native`` adds, ``cas`` compare-and-swaps (each a spin loop), and ``global_`` global atomics
-    (static counts); ``fewest_atomics``: the shared atomics of the iteration that runs fewest (those
-    every update runs, a carry's conditional add left out)."""
+    """An update loop's measures: instructions of one iteration on its ``longest`` and ``shortest`` path
+    (subroutine calls counted at their size), its ``static`` size, and its shared atomics: ``native`` adds, ``cas``
+    compare-and-swaps (each a spin loop), and ``global_`` global atomics (static counts); ``fewest_atomics``: the
+    shared atomics of the iteration that runs fewest (those every update runs, a carry's conditional add left out)."""
 
     header: int
     longest: int
@@ -168,7 +166,8 @@ def _blocks(instrs: list, labels: dict) -> tuple:
     return spans, succ
 
 
-def _dominators(succ: list) -> list:
+def _dominators(succ: list) -> tuple:
+    """``(dominators, predecessors)`` of each block (block 0 the entry)."""
     n = len(succ)
     pred: list = [[] for _ in range(n)]
     for b, out in enumerate(succ):
@@ -184,16 +183,12 @@ def _dominators(succ: list) -> list:
             new = new | {b}
             if new != dom[b]:
                 dom[b], changed = new, True
-    return dom
+    return dom, pred
 
 
 def _natural_loops(succ: list) -> dict:
     """``{header: set of blocks}``: the natural loops of the back edges (``b -> h``, ``h`` dominates ``b``)."""
-    dom = _dominators(succ)
-    pred: list = [[] for _ in succ]
-    for b, out in enumerate(succ):
-        for c in out:
-            pred[c].append(b)
+    dom, pred = _dominators(succ)
     loops: dict = {}
     for b, out in enumerate(succ):
         for h in out:
@@ -230,16 +225,11 @@ def update_loops(funcs: dict) -> list:
 
     def cost(b):
         s, e = spans[b]
-        extra = 0
-        for ins in instrs[s:e]:
-            t = _TARGET.search(ins.text)
-            if ins.op.startswith("CALL") and t:
-                extra += sizes.get(t.group(1), 0)
-        return e - s + extra
+        calls = (_TARGET.search(ins.text) for ins in instrs[s:e] if ins.op.startswith("CALL"))
+        return e - s + sum(sizes.get(t.group(1), 0) for t in calls if t)
 
     def block_atomics(b):
-        s, e = spans[b]
-        return instrs[s:e]
+        return instrs[spans[b][0]:spans[b][1]]
 
     def is_spin(h):
         body = loops[h]
@@ -258,9 +248,8 @@ def update_loops(funcs: dict) -> list:
         inner = {x: loops[x] for x in loops if x != h and loops[x] < body}
         # one iteration: a DAG of the body without back edges (inner loops counted once)
         back = {(b, c) for b in body for c in succ[b] if c == h or any(c == x and b in inner[x] for x in inner)}
-        longest: dict = {}
-        shortest: dict = {}
-        fewest: dict = {}
+        longest: dict = {}  # per block of the iteration: the most, the fewest instructions, the fewest atomics
+        shortest, fewest = dict(longest), dict(longest)
         order = _topo(body, succ, back, h)
         for b in order:
             ins_pred = [p for p in body if b in succ[p] and (p, b) not in back]
