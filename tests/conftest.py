@@ -71,6 +71,7 @@ LONGEST_FIRST = (
     "test_objectives_listwise_cuda.py", "test_ole_cuda_split_kernels.py", "test_benchmark_gpu_suite.py",
     "test_api_docs.py", "test_typing.py", "test_objectives_devices.py", "test_benchmark_sass.py",
     "test_benchmark_trust_study.py", "test_objectives_couplings_route.py", "test_adapters_dask.py",
+    "test_adapters_dask_labels.py",
 )
 
 
@@ -217,3 +218,24 @@ def in_empty_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     Modules whose every test runs the CLI use it with ``pytestmark = pytest.mark.usefixtures(...)``."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(scope="module")
+def _dask_cluster_client():
+    """A 2-worker Dask LocalCluster and its client, one per test module (tests/test_adapters_dask*.py).
+    Separate processes: LightGBM's network is one per process, so threads cannot host two workers."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=40)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture
+def client(_dask_cluster_client):
+    """The module's Dask client, both workers registered at the start of each test: a worker its nanny restarts
+    (after a crash, or a missed heartbeat on a loaded machine) is absent for a moment, and a test scattering its
+    rows then failed with "the Dask cluster has no workers" (seen once, suite on 2 cores)."""
+    _dask_cluster_client.wait_for_workers(2, timeout=120)
+    return _dask_cluster_client
