@@ -105,6 +105,28 @@ def test_stochastic_gives_each_query_one_drawn_label():
     assert obj.loss(s, y, sizes) == pytest.approx(0.3 * RankNet().loss(s, y, sizes) + 0.7 * ListNet().loss(s, y2, sizes))
 
 
+@pytest.mark.parametrize("m", [2, 3, 7])
+def test_the_blocked_combination_is_each_rows_sum_bit_for_bit(m):
+    """add_weighted sums blocks of rows label by label: each row's sum is weighted_row's (from 0.0, in label
+    order; the GPU's), bit for bit, across block edges, with signed zeros and subnormals, C and Fortran order."""
+    from customobj.multi._combine_kernels import WEIGHTED_BLOCK, add_weighted, weighted_row
+
+    rng = np.random.default_rng(m)
+    for n in (0, 1, WEIGHTED_BLOCK - 1, WEIGHTED_BLOCK, 3 * WEIGHTED_BLOCK + 5):
+        parts = rng.normal(size=(m, n))
+        parts[:, ::7] = -0.0
+        parts[:, 3::11] *= 1e-310
+        weights = rng.normal(size=m)
+        weights[-1] = -0.0
+        start = rng.normal(size=n)
+        start[::5] = -0.0
+        want = start + np.array([weighted_row(parts, weights, i) for i in range(n)])
+        for layout in (parts, np.asfortranarray(parts)):
+            got = start.copy()
+            add_weighted(layout, weights, got)
+            np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
 def test_the_two_label_gram_is_the_product_in_row_order():
     from customobj.multi._combine_kernels import gram_two
 

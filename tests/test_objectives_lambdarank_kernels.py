@@ -328,7 +328,8 @@ def test_lambdarank_raises_when_its_kernel_signals(monkeypatch):
 def test_labels_driver_is_each_labels_own_pass_bit_for_bit(with_loss):
     """lambdarank_labels (one sort per query for every label, MultiObjective's LambdaRank labels): each
     label's gradients, hessians and GRAD_LOSS cost are those of its own call, bit for bit, with labels
-    of different metrics, options and weights, queries of one row and queries that contribute nothing."""
+    of different metrics, options and weights, queries of one row and queries that contribute nothing. The driver
+    writes every row (MultiObjective does not zero its buffers first): what they held, NaN here, is not read."""
     from customobj.objectives import _lambdarank_kernels as LK
     rng = np.random.default_rng(23)
     s, y, sizes = random_queries(rng, n_queries=30, max_size=25)
@@ -343,7 +344,7 @@ def test_labels_driver_is_each_labels_own_pass_bit_for_bit(with_loss):
     per_query = np.repeat(rng.uniform(0.5, 2.0, len(sizes)), sizes)  # XGBoost's convention: one weight a query
     weights = [None, w, None, per_query]
     preps = [o.prepare(c, group=sizes, weight=wk) for o, c, wk in zip(objs, labels, weights)]
-    grads, hess = np.zeros((4, n)), np.zeros((4, n))
+    grads, hess = np.full((4, n), np.nan), np.full((4, n), np.nan)
     losses, status = LK.lambdarank_labels(tuple(o.pass_inputs(s, p) for o, p in zip(objs, preps)), with_loss,
                                           grads, hess)
     assert status == 0

@@ -57,12 +57,13 @@ class _MultiState:
         self.hess = np.zeros((m, 0))
         self.stacked: "LK.LabelInputs | None" = None  # every label LambdaRank: their kernel inputs, stacked once
 
-    def buffers(self, n: int) -> "tuple[np.ndarray, np.ndarray]":
-        """The per-label gradient and hessian rows, zeroed (allocated once per data set)."""
+    def buffers(self, n: int, zeroed: bool = True) -> "tuple[np.ndarray, np.ndarray]":
+        """The per-label gradient and hessian rows (allocated once per data set), zeroed unless the caller
+        writes every entry (``zeroed=False``: the LambdaRank labels' driver zeroes each query's rows itself)."""
         if self.grads.shape[1] != n:
             self.grads = np.zeros((self.grads.shape[0], n))
             self.hess = np.zeros_like(self.grads)
-        else:
+        elif zeroed:
             self.grads.fill(0.0)
             self.hess.fill(0.0)
         return self.grads, self.hess
@@ -310,11 +311,12 @@ class MultiObjective(Objective):
         """Each label's gradient and hessian (rows of ``state``'s buffers), its couplings or None, and, for the
         methods that read costs, its loss from the gradients' own pass where the loss has one (``_grad_hess_loss``;
         every label LambdaRank: one driver, one sort a query, ``_lambdarank_kernels.lambdarank_labels``)."""
-        g, h = state.buffers(prep.n_rows)
+        stacked = not with_pairs and all(type(o) is LambdaRank for o in self.objectives)
+        g, h = state.buffers(prep.n_rows, zeroed=not stacked)  # the stacked driver writes every row
         pairs: list = []
         costs = self._settings.spec.needs_costs
         losses = np.zeros(len(self.objectives))
-        if not with_pairs and all(type(o) is LambdaRank for o in self.objectives):
+        if stacked:
             # Every label LambdaRank: one driver sorts each query once for all labels (the scores are
             # theirs), each label's gradients, hessians and cost the bits of its own call.
             for sub in state.preps:

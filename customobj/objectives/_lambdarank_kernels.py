@@ -223,7 +223,8 @@ def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
     """``_run_blocks``' GRAD or GRAD_LOSS for the ``m`` labels of ``L`` on the same scores: each query is
     sorted once; with ``L.fused`` its pairs are walked once for all labels (``_lambdarank_fused``), else
     (or where its exp table underflows, or a label's own grade walk is faster: :func:`_label_walks`) once per
-    label, into row ``k`` of ``grads`` / ``hess`` (``per_query[k]``: GRAD_LOSS's utilities); ``no_i``, ``no_f``,
+    label, written into row ``k`` of ``grads`` / ``hess`` (each query's rows zeroed, then added to as
+    ``_run_blocks`` adds; ``per_query[k]``: GRAD_LOSS's utilities); ``no_i``, ``no_f``,
     ``deb``: the empty pair outputs and TERMS record of these modes. A label's results are those of
     ``_run_blocks`` alone, bit for bit: the same order, the same expressions. Returns a KernelStatus
     (``UNKNOWN_CODE`` before any work)."""
@@ -242,6 +243,9 @@ def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
         own_order = I[IntChannel.ORDER]
         for q in range(bounds[item], bounds[item + 1]):
             n = ptr[q + 1] - ptr[q]
+            for k in range(m):  # written, not added to: the caller's rows need no zeroing pass (cache-hot here)
+                grads[k, ptr[q]:ptr[q + 1]] = 0.0
+                hess[k, ptr[q]:ptr[q + 1]] = 0.0
             if n > 1:  # once for every label: the scores are theirs
                 _sort_query(scores, ptr[q], n, F[Channel.NEG], own_order)
             if n > 1 and fused and n >= L.fused_min_rows and not _label_walks(L, q, n, I) and \
@@ -325,7 +329,8 @@ def lambdarank_grad_hess_loss(inp: PassInputs, out_grad: np.ndarray, out_hess: n
 def lambdarank_labels(inps: tuple, with_loss: bool, grads: np.ndarray,
                       hess: np.ndarray) -> "tuple[np.ndarray, int]":
     """``(losses, status)``: for label ``k`` of ``inps`` (PassInputs on the same scores and queries),
-    ``lambdarank_grad_hess``'s additions into ``grads[k]`` / ``hess[k]`` and, ``with_loss``,
+    ``lambdarank_grad_hess``'s gradients and hessians written into ``grads[k]`` / ``hess[k]`` (what they held is
+    not read) and, ``with_loss``,
     ``lambdarank_grad_hess_loss``'s loss as ``losses[k]`` (else 0), the same bits as those calls per label,
     with one sort of each query for all labels (``MultiObjective``'s LambdaRank labels)."""
     return lambdarank_stacked_labels(label_inputs(inps), with_loss, grads, hess)
