@@ -57,6 +57,19 @@ def _mo_data(X, g, second, how):
     return ddf.drop(columns="second"), ddf["second"]
 
 
+def _assert_the_one_machine_attributes(got, want, method, rounds):
+    """A Dask run's fitted attributes are one machine's: the same names (costs but for ``linear``, duals for
+    ``epsilon_constraint``), one row a round, equal to 1e-12 (the round's sums over two workers differ from one
+    machine's in their last bits: summation order), no fallback."""
+    names = {"label_weights_", "label_fallbacks_"} | ({"label_costs_"} if method != "linear" else set()) | (
+        {"label_duals_"} if method == "epsilon_constraint" else set())
+    assert got.keys() == want.keys() == names
+    for name in names - {"label_fallbacks_"}:
+        assert got[name].shape[0] == rounds
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=1e-12 * np.abs(want[name]).max())
+    assert int(got["label_fallbacks_"]) == int(want["label_fallbacks_"]) == 0
+
+
 MO_CASES = [pytest.param("linear", {"preference": [1, 3]}, "numpy", id="linear-numpy"),
             pytest.param("epo", {"preference": [1, 2]}, "array", id="epo-dask_array"),
             pytest.param("epsilon_constraint", {"bounds": [1.5], "dual_interval": 1}, "frame",
@@ -94,14 +107,7 @@ def test_multi_objective_label_columns_two_workers_give_the_one_machine_model(cl
         assert [w.filename for w in said if "was not met" in str(w.message)] == [__file__]
     else:
         assert not unmet
-    names = {"label_weights_", "label_fallbacks_"} | ({"label_costs_"} if method != "linear" else set()) | (
-        {"label_duals_"} if method == "epsilon_constraint" else set())
-    assert got.keys() == want.keys() == names
-    for name in names - {"label_fallbacks_"}:
-        assert got[name].shape[0] == 4
-        # the round's sums over two workers differ from one machine's in their last bits (summation order)
-        np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=1e-12 * np.abs(want[name]).max())
-    assert int(got["label_fallbacks_"]) == int(want["label_fallbacks_"]) == 0
+    _assert_the_one_machine_attributes(got, want, method, rounds=4)
     dx = xgb.DMatrix(X)
     np.testing.assert_allclose(out["booster"].predict(dx), local.predict(dx), rtol=0, atol=1e-9)
     # the second label was read: trained on the data's label twice, the model is another one
@@ -193,13 +199,7 @@ def test_lightgbm_sums_the_costs_and_gram_over_the_workers(client, two_labels, m
         assert unmet[0].filename == __file__
     else:
         assert not unmet
-    names = {"label_weights_", "label_costs_", "label_fallbacks_"} | (
-        {"label_duals_"} if method == "epsilon_constraint" else set())
-    assert got.keys() == want.keys() == names
-    for name in names - {"label_fallbacks_"}:
-        assert got[name].shape[0] == 3
-        np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=1e-12 * np.abs(want[name]).max())
-    assert int(got["label_fallbacks_"]) == int(want["label_fallbacks_"]) == 0
+    _assert_the_one_machine_attributes(got, want, method, rounds=3)
     np.testing.assert_allclose(model.to_local().predict(binary), want_pred, rtol=0, atol=1e-9)
     # the weights moved, and the second label was read: its costs are not the data label's
     assert np.ptp(got["label_weights_"][:, 1]) > 1e-3
