@@ -50,7 +50,7 @@ def grade_count(g, n, I, share):
     ``SAME_ABOVE`` rows, each grade's first position and count in ``GRADE_FIRST``, ``GRADE_COUNT``; or 0
     where the walk over every pair is to be taken: more than ``MAX_GRADES`` gains, or more than ``share`` (the
     mode's ``WALK_SHARE_*``) of the pairs of different gains. The choice depends on the labels only, not on the
-    order (``_lambdarank_kernels._run_labels`` asks it of each label's unsorted rows).
+    order (``_lambdarank_kernels._label_walks`` asks it of each label's unsorted rows, once per data set).
 
     >>> from customobj.objectives._lambdarank_records import block_scratch_arrays
     >>> I = block_scratch_arrays(4)[1]

@@ -180,6 +180,7 @@ class LabelInputs(NamedTuple):
     fused: bool  # the labels share one pair pass (``_lambdarank_fused.fusable``)
     fused_min_rows: int  # ... for queries of at least this many rows (``_lambdarank_fused.FUSED_MIN_ROWS``)
     fused_loss: bool  # ... in GRAD_LOSS too (``_lambdarank_fused.FUSED_LOSS``)
+    walks: np.ndarray  # (n_queries,) bool: a label walks the query's pairs of different gains (:func:`_label_walks`)
 
 
 def label_inputs(inps: "tuple[PassInputs, ...]") -> LabelInputs:
@@ -193,11 +194,13 @@ def label_inputs(inps: "tuple[PassInputs, ...]") -> LabelInputs:
     metric, cutoff = np.array([p.metric for p in inps], dtype=np.int64), np.array([p.k for p in inps], dtype=np.int64)
     trunc = np.array([p.trunc for p in inps], dtype=np.int64)
     sigma, norm = np.array([p.sigma for p in inps], dtype=np.float64), np.array([p.norm for p in inps])
-    return LabelInputs(inps[0].scores, inps[0].ptr, np.stack([p.row_gain for p in inps]),
-                       np.stack([p.qnorm for p in inps]), disc, weights, np.array([p.use_weights for p in inps]),
-                       metric, cutoff, trunc, sigma, norm, np.array([p.hess_scale for p in inps], dtype=np.float64),
+    row_gain, qnorm = np.stack([p.row_gain for p in inps]), np.stack([p.qnorm for p in inps])
+    return LabelInputs(inps[0].scores, inps[0].ptr, row_gain, qnorm, disc, weights,
+                       np.array([p.use_weights for p in inps]), metric, cutoff, trunc, sigma, norm,
+                       np.array([p.hess_scale for p in inps], dtype=np.float64),
                        _lambdarank_fused.fusable(metric, cutoff, trunc, sigma, norm, disc),
-                       _lambdarank_fused.FUSED_MIN_ROWS, _lambdarank_fused.FUSED_LOSS)
+                       _lambdarank_fused.FUSED_MIN_ROWS, _lambdarank_fused.FUSED_LOSS,
+                       _label_walks(inps[0].ptr, row_gain, qnorm, GR.WALK_SHARE_FUSED))
 
 
 @njit(cache=True)
@@ -207,22 +210,32 @@ def _label(L, k):
 
 
 @njit(cache=True)
-def _label_walks(L, q, n, I):
-    """Whether a label of ``L`` has few enough pairs of different gains on query ``q`` (``_lambdarank_grades``'
-    ``WALK_SHARE_FUSED``) that each label's own walk beats the fused pass (which walks every pair:
-    benchmarks/grade_walk.py, docs/multi-objective.md)."""
-    start = L.ptr[q]
-    for k in range(L.metric.size):
-        if L.qnorm[k][q] != 0.0 and GR.grade_count(L.row_gain[k][start:start + n], n, I, GR.WALK_SHARE_FUSED) > 0:
-            return True
-    return False
+def _label_walks(ptr, row_gain, qnorm, share):
+    """Per query, whether a label (row ``k`` of ``row_gain`` / ``qnorm``) has few enough pairs of different gains
+    (at most ``share``, ``_lambdarank_grades``' ``WALK_SHARE_FUSED``) that each label's own walk beats the fused
+    pass (which walks every pair: benchmarks/grade_walk.py, docs/multi-objective.md). It depends on the labels
+    only, so :func:`label_inputs` asks it once per data set (it was asked every round, per label: about 2% of a
+    two-label round on MQ2008)."""
+    nq = ptr.size - 1
+    walks = np.zeros(nq, dtype=np.bool_)
+    size = 1
+    for q in range(nq):
+        size = max(size, ptr[q + 1] - ptr[q])
+    I = block_scratch_arrays(size)[1]
+    for q in range(nq):
+        start, n = ptr[q], ptr[q + 1] - ptr[q]
+        for k in range(row_gain.shape[0]):
+            if n > 1 and qnorm[k][q] != 0.0 and GR.grade_count(row_gain[k][start:start + n], n, I, share) > 0:
+                walks[q] = True
+                break
+    return walks
 
 
 @njit(cache=True, parallel=True)
 def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
     """``_run_blocks``' GRAD or GRAD_LOSS for the ``m`` labels of ``L`` on the same scores: each query is
     sorted once; with ``L.fused`` its pairs are walked once for all labels (``_lambdarank_fused``), else
-    (or where its exp table underflows, or a label's own grade walk is faster: :func:`_label_walks`) once per
+    (or where its exp table underflows, or a label's own grade walk is faster: ``L.walks``) once per
     label, written into row ``k`` of ``grads`` / ``hess`` (each query's rows zeroed, then added to as
     ``_run_blocks`` adds; ``per_query[k]``: GRAD_LOSS's utilities); ``no_i``, ``no_f``,
     ``deb``: the empty pair outputs and TERMS record of these modes. A label's results are those of
@@ -248,7 +261,7 @@ def _run_labels(mode, L, grads, hess, per_query, no_i, no_f, deb):
                 hess[k, ptr[q]:ptr[q + 1]] = 0.0
             if n > 1:  # once for every label: the scores are theirs
                 _sort_query(scores, ptr[q], n, F[Channel.NEG], own_order)
-            if n > 1 and fused and n >= L.fused_min_rows and not _label_walks(L, q, n, I) and \
+            if n > 1 and fused and n >= L.fused_min_rows and not L.walks[q] and \
                     _lambdarank_fused.fused_query(loss, L, q, n, own_order, Xl, X, sums, grads, hess, per_query):
                 continue
             exp_sigma = np.nan  # the sigma of the query's exp table in F (NaN: none yet)
