@@ -240,3 +240,20 @@ def test_tiny_fits_with_exact_ties_grow_the_cpu_trees(seed):
     gpu = TreeBooster(criterion="ole", device="cuda", **kw).fit(X, y, group)
     assert tree_dicts(gpu) == tree_dicts(cpu)  # the same splits, gains and leaf values, bit for bit
     np.testing.assert_array_equal(gpu.predict(X), cpu.predict(X))
+
+
+@needs_gpu
+@pytest.mark.parametrize("criterion, kw", [("ole_fast", dict(ole_fast_epsilon=0.05, ole_fast_features=2)),
+                                           ("ole", dict(leaf_solver="joint"))])
+def test_best_first_lookahead_grows_the_cpu_trees_in_fewer_reads(criterion, kw):
+    # the GPU's best-first batches hold the tree's next split and up to BEST_FIRST_LOOKAHEAD - 1 more
+    # (the CPU splits one leaf a batch); expansions the tree never used are given back whole: ole_fast's
+    # dropped couplings from their rows, the joint solve's rows from the order read back
+    X, y, group = make_rank_data(1, n_queries=6)
+    params = dict(num_leaves=8, n_estimators=2, min_data_in_leaf=4, max_bin=16, **QUIET, **kw)
+    cpu = TreeBooster(criterion=criterion, **params).fit(X, y, group)
+    gpu = TreeBooster(criterion=criterion, device="cuda", **params).fit(X, y, group)
+    assert tree_dicts(gpu) == tree_dicts(cpu)
+    st = gpu.device_stats_.total()
+    assert backend.BEST_FIRST_LOOKAHEAD > 1 and st.splits == sum(len(t.nodes) for t in cpu.trees_) == 2 * 7
+    assert st.expansions > st.splits and st.reads < st.splits  # expanded ahead, some never used; fewer reads

@@ -19,17 +19,22 @@ from _ole_cases import backend_case, make_X
 pytestmark = needs_gpu
 
 
+@pytest.mark.parametrize("lookahead", [1, 4])
 @pytest.mark.parametrize("num_leaves, max_depth", [(7, 0), (2, 0), (7, 2), (40, 0)])
-def test_the_leaves_dropped_couplings_are_planned_with_the_trees_last_search(num_leaves, max_depth):
+def test_the_leaves_dropped_couplings_are_planned_with_the_trees_last_search(num_leaves, max_depth, lookahead):
     # when at most one split follows a search, the device tree sums the leaves' dropped couplings
     # with it; at the end each leaf's source in that plan is itself or a side of the one split made
     # after it. A tree that stops before (max_depth, few rows) has no plan and sums them at its end.
+    # Best-first lookahead (the backend's, 4): a plan at num_leaves - 1 and num_leaves leaves of the
+    # table, and a tree whose leaves are not the last plan's (a leaf expanded ahead and never split)
+    # sums them from its rows at its end; the leaf values (from them) are the CPU's either way.
     from customobj.ole.cuda.backend import CUDABackend
     from customobj.ole.grower import TreeGrower
     ctx, params, grad, hess, pairs = backend_case(6, 8, 4, 0.1, criterion="ole_fast", num_leaves=num_leaves,
                                                   max_depth=max_depth, min_data_in_leaf=3,
                                                   ole_fast_epsilon=0.3)
     gpu = CUDABackend(ctx(), params)
+    gpu.lookahead = lookahead  # the grower and the device tree read it (the pool holds 4's leaves)
     seen = {"plans": [], "sources": None}
     plan, couplings = gpu.inputs.plan_dropped_sums, gpu.inputs.dropped_couplings
 
@@ -52,11 +57,13 @@ def test_the_leaves_dropped_couplings_are_planned_with_the_trees_last_search(num
     if not seen["plans"]:
         assert seen["sources"] is None and (max_depth or num_leaves == 40)
         return
-    assert len(seen["plans"]) == 1
-    (leaves,), sources = seen["plans"], seen["sources"]
+    # the table may reach num_leaves - 1 and num_leaves leaves ahead, a plan each (DeviceTree._plans)
+    assert len(seen["plans"]) == 1 or (lookahead > 1 and len(seen["plans"]) == 2)
+    assert all(len(p) <= num_leaves for p in seen["plans"])
+    leaves, sources = seen["plans"][-1], seen["sources"]  # the last one's sums are the ones read
     assert len(leaves) >= num_leaves - 1 or n_leaves < num_leaves
-    if sources is None:  # the tree stopped early: the plan's leaves were not its leaves
-        assert n_leaves < num_leaves
+    if sources is None:  # the tree stopped early, or (ahead) its leaves are not the plan's
+        assert n_leaves < num_leaves or lookahead > 1
         return
     assert len(sources) == n_leaves
     for (s, e), (p, part) in zip(zip(starts, ends), sources):

@@ -156,3 +156,84 @@ def test_the_backend_gets_one_leaf_best_first_and_a_level_breadth_first(growth):
     else:  # the root, its two children, then as many of the next level as fit (2 more leaves)
         assert batches == [[0], [0, 1], batches[2]] and len(batches[2]) == 2
         assert all(leaf in (0, 1, 2, 3) for leaf in batches[2])
+
+
+def _grow_with_lookahead(lookahead, criterion, seed=11, n=240, num_leaves=9, **params):
+    """One tree grown best-first by a CPUBackend expanding ``lookahead`` leaves ahead (1: one at a
+    time); the grown tree, each leaf's rows as a set, its dropped couplings' C and the backend's batches."""
+    from customobj.ole.backend import CPUBackend
+    from customobj.ole.context import GrowContext
+    from customobj.ole.grower import TreeGrower
+    from customobj.ole.training import query_of_rows
+    X = make_X(seed, n=n, n_features=5, nan_frac=0.1)
+    y = np.random.default_rng(seed).integers(0, 4, n).astype(float)
+    obj = RankNet()
+    p = TreeBooster(obj, criterion=criterion, num_leaves=num_leaves, min_data_in_leaf=3, verbose=False,
+                    **params)._grow_params()
+    mapper = BinMapper.fit(X, 12)
+    ctx = GrowContext(mapper.bins_feature_major(X), mapper)
+    prep = obj.prepare(y, [n // 12] * 12, None)
+    if p.criterion.fast:
+        ctx.queries = (query_of_rows(prep.ptr), prep.ptr.shape[0] - 1)
+    grad, hess, (pi, pj, pc) = obj.grad_hess_couplings_prepared(np.zeros(n), prep)
+    batches, spans = [], []
+
+    class Ahead(CPUBackend):
+        def expand(self, batch):
+            batches.append([e.leaf for e in batch])
+            return super().expand(batch)
+
+        def end_tree(self, s=None):
+            spans.append(s)
+            return super().end_tree(s)
+
+    backend = Ahead(ctx, p)
+    backend.lookahead = lookahead
+    grower = TreeGrower(backend, grad, hess, np.arange(n, dtype=np.int64), ctx.pairs.load((pi, pj, pc), None),
+                        np.ones(5, np.bool_), p)
+    tree, order, starts, ends = grower.grow()
+    rows = [frozenset(order[s:e].tolist()) for s, e in zip(starts, ends)]
+    return tree, rows, [leaf.C for leaf in grower.leaves], batches, spans[0]
+
+
+@pytest.mark.parametrize("criterion, params", [("wse", {}), ("ole", {}), ("ole_fast", {"ole_fast_epsilon": 0.05}),
+                                               ("ole", {"leaf_solver": "joint"}), ("ole", {"max_depth": 3})])
+@pytest.mark.parametrize("lookahead", [2, 4, 64])
+def test_best_first_lookahead_grows_the_one_at_a_time_tree_bit_for_bit(criterion, params, lookahead):
+    """Leaves expanded ahead of their turn (the GPU's one read a batch) change nothing in the tree:
+    the same nodes and leaves, numbered the same, each leaf the same rows and coupling (ole_fast: its
+    dropped pairs' added from its rows, also for a leaf whose expansion the tree never used)."""
+    want, want_rows, want_c, one_each, none = _grow_with_lookahead(1, criterion, **params)
+    got, got_rows, got_c, batches, spans = _grow_with_lookahead(lookahead, criterion, **params)
+    assert all(len(b) == 1 for b in one_each) and none is None
+    np.testing.assert_array_equal(got.nodes, want.nodes)
+    np.testing.assert_array_equal(got.leaves, want.leaves)
+    assert got_rows == want_rows and got_c == want_c
+    assert len(batches) < len(one_each) and max(len(b) for b in batches) <= lookahead  # fewer batches, reads
+    expanded = sum(len(b) for b in batches)
+    assert expanded >= len(one_each)  # those the tree never split are given back whole (spans)
+    if expanded > len(one_each):
+        assert spans is not None and any(first != last for first, last in spans)
+
+
+def test_a_lookahead_batch_is_the_tree_order_replayed_over_what_is_expanded():
+    """The first batch after the root holds the root's two children (both known, the larger gain
+    first); a batch never names a leaf twice, nor one expanded before."""
+    _, _, _, batches, _ = _grow_with_lookahead(4, "ole", num_leaves=15, n=480)
+    assert batches[0] == [0]
+    assert sorted(batches[1]) == [0, 1]
+    assert all(len(set(b)) == len(b) for b in batches) and max(len(b) for b in batches) == 4
+
+
+def test_lookahead_gives_back_whole_the_leaves_the_tree_never_split():
+    """With room for 9 leaves and 64 ahead, expansions outrun the tree: the leaves it never split are
+    handed to end_tree as their subtrees' first and last leaves, and hold the same rows."""
+    _, want_rows, _, one_each, _ = _grow_with_lookahead(1, "ole", num_leaves=9, n=480, seed=5)
+    _, got_rows, _, batches, spans = _grow_with_lookahead(64, "ole", num_leaves=9, n=480, seed=5)
+    assert sum(len(b) for b in batches) > len(one_each) == 8
+    assert any(first != last for first, last in spans) and got_rows == want_rows
+
+
+def test_leaves_held_sizes_the_backends_table_for_what_lookahead_may_leave_unused():
+    from customobj.ole.grower import leaves_held
+    assert leaves_held(31, 1) == 31 and leaves_held(31, 4) == 61 and leaves_held(0, 4) == 1

@@ -2,6 +2,7 @@
 (the left child keeps the index, the right one is appended), the children's rows and pairs inside
 their parent's, and where a split sends NaN."""
 import numpy as np
+import pytest
 
 from customobj.ole.binning import BinMapper
 from customobj.ole.common import ChildSums, SplitInfo
@@ -48,3 +49,26 @@ def test_nan_goes_where_the_search_said_only_when_the_node_holds_nan():
     assert nan_goes_left(data, hist, split) is zero_left  # no NaN in the node: where 0 goes
     hist[mapper.offsets[f] + int(mapper.n_bins[f]), 2] = 3.0
     assert nan_goes_left(data, hist, split) is False  # NaN in the node: the search's side
+
+
+def test_spans_give_each_tree_leaf_its_rows_whole_subtrees_included():
+    # leaves 0 | 2 | 1 after two splits; a tree that never split leaf 0 sees it whole (0 .. 2)
+    table = LeafTable(LeafRows(0, 10, 0, 0, ChildSums(0.0, 2.0, 10.0, 0.0)))
+    table.split(0, _split(4, 6))
+    table.split(0, _split(1, 3))
+    assert table.spans(None) == table.ranges() == [(0, 1), (4, 10), (1, 4)]
+    assert table.spans([(1, 1), (0, 2)]) == [(4, 10), (0, 4)]
+    assert table.spans([(0, 1)]) == [(0, 10)]  # the root's rows, whatever was expanded under it
+
+
+@pytest.mark.parametrize("spans", [[(0, 0), (1, 1)],  # leaf 2's rows named by none: a gap
+                                   [(0, 2), (2, 2), (1, 1)],  # rows 1..4 twice
+                                   [(0, 3), (1, 1)],  # no leaf 3
+                                   [(-1, 0), (1, 1), (2, 2)],
+                                   [(2, 0), (1, 1)]])  # an empty range
+def test_spans_that_do_not_tile_the_rows_are_refused(spans):
+    table = LeafTable(LeafRows(0, 10, 0, 0, ChildSums(0.0, 2.0, 10.0, 0.0)))
+    table.split(0, _split(4, 6))
+    table.split(0, _split(1, 3))
+    with pytest.raises(ValueError, match="spans"):
+        table.spans(spans)

@@ -20,8 +20,11 @@ The seam, typed by the :class:`TreeBackend` protocol:
   its right child gets the next one (:mod:`.leaf_table`). Returns per expansion an
   :class:`Expanded`: where the split sends NaN, its gain from the children's exact sums and the
   searched children's best splits (``NO_SPLIT`` for the others);
-- ``end_tree()``: where the training rows ended up and, for ``ole_fast``, each leaf's coupling of
-  the pairs its search left out (a :class:`TreeRows`);
+- ``end_tree(spans=None)``: where the training rows ended up and, for ``ole_fast``, each leaf's
+  coupling of the pairs its search left out (a :class:`TreeRows`), per leaf of the table or, with
+  ``spans``, per leaf of the tree: ``(first, last)`` of the table, a leaf or a split's two children
+  when the grower expanded it ahead and never split it (best-first lookahead, ``lookahead`` > 1:
+  a backend that reads once per batch expands the next open leaves by gain with the best one);
 - per fit: ``device_scores`` (the scores kept on the device, or None: the CPU keeps them on the
   host), ``device_memory_peak`` and ``device_stats`` (None on the CPU), ``data`` (the binned
   training set's description), ``n_rows``, ``gradients_where``.
@@ -104,6 +107,7 @@ class TreeBackend(Protocol):
     data: BinnedData
     n_rows: int
     gradients_where: Optional[str]
+    lookahead: int
 
     def device_scores(self, obj: Any, prep: Any, scores: np.ndarray, need_pairs: bool, line_search: bool, *,
                       pairs_on_host: Optional[str] = None) -> Any: ...
@@ -117,7 +121,7 @@ class TreeBackend(Protocol):
 
     def expand(self, batch: List[Expansion]) -> List[Expanded]: ...
 
-    def end_tree(self) -> TreeRows: ...
+    def end_tree(self, spans: Optional[list] = None) -> TreeRows: ...
 
 
 class CPUBackend:
@@ -135,6 +139,8 @@ class CPUBackend:
 
     #: Where a device fit's gradients ran ("device" or "host: <why>"); None on the CPU.
     gradients_where: Optional[str] = None
+    #: Best-first leaves expanded per batch at most (:mod:`.grower`): 1, each answer is at once here.
+    lookahead: int = 1
 
     def __init__(self, ctx: GrowContext, params) -> None:
         self.ctx, self.data = ctx, ctx.data
@@ -184,13 +190,15 @@ class CPUBackend:
         tree = self._current()
         return [tree.expand(e) for e in batch]
 
-    def end_tree(self) -> TreeRows:
-        """The grown tree's rows per leaf and, for ``ole_fast``, its leaves' dropped couplings."""
+    def end_tree(self, spans: Optional[list] = None) -> TreeRows:
+        """The grown tree's rows per leaf and, for ``ole_fast``, its leaves' dropped couplings
+        (``spans``: the tree's leaves in the table's, :meth:`~.leaf_table.LeafTable.spans`)."""
         tree, self._tree = self._current(), None
-        starts, ends = tree.table.bounds()
+        ranges = tree.table.spans(spans)
+        starts, ends = (np.array(r, dtype=np.int64) for r in zip(*ranges))
         dropped = None
         if tree.dropped is not None:
-            dropped = self.dropped_couplings(tree.order, tree.table.ranges(), tree.dropped)
+            dropped = self.dropped_couplings(tree.order, ranges, tree.dropped)
         return TreeRows(tree.order, starts, ends, dropped)
 
     def _current(self) -> "_HostTree":

@@ -46,12 +46,20 @@ tree at the root, then expands the next batch of open leaves (``_split_next``: t
 largest gain best-first, the open leaves of a level breadth-first) until ``num_leaves`` leaves or
 no leaf with a split of gain > 0 remain; every new leaf that may be split is searched by the
 backend in the same call and, when its split has gain > 0, opens for splitting.
+
+**Best-first lookahead.** A backend whose answers cost a read (the GPU's, ``lookahead`` 4) is handed
+the tree's next split and the leaves best-first would split after it as far as the expansions made
+tell (:meth:`TreeGrower._best_first_batch`), in one batch. The tree still pops its heap one leaf at a
+time and splits each leaf with its expansion's answer when its turn comes (:meth:`TreeGrower._commit`):
+the same nodes, numbered the same, as a leaf a batch. The backend numbers its leaves in its own order
+(the grower keeps each leaf's index there); a leaf expanded ahead and never split is handed back whole
+at the tree's end (``end_tree(spans)``). docs/gpu-design.md, "Best-first, a few leaves ahead".
 """
 from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import Deque, List, NamedTuple, Optional
+from typing import Deque, Dict, List, NamedTuple, Optional
 
 import numpy as np
 from numba import njit
@@ -64,7 +72,7 @@ from .joint_leaves import joint_newton_step
 from .splitting import node_hessian
 from .tree import LEAF_DTYPE, NODE_DTYPE, Tree
 
-__all__ = ["GrowParams", "GrownTree", "Leaf", "TreeGrower", "add_leaf_values", "select_features"]
+__all__ = ["GrowParams", "GrownTree", "Leaf", "TreeGrower", "add_leaf_values", "leaves_held", "select_features"]
 
 
 class GrowParams(NamedTuple):
@@ -96,6 +104,23 @@ def add_leaf_values(order, starts, ends, values, out):
         v = values[leaf]
         for k in range(starts[leaf], ends[leaf]):
             out[order[k]] += v
+
+
+class _Ahead(NamedTuple):
+    """A leaf expanded by the backend and not yet split in the tree: which children it searched, the
+    backend's answer and its right child's index in the backend's table."""
+    need: tuple
+    got: Expanded
+    right: int
+
+
+def leaves_held(num_leaves: int, lookahead: int) -> int:
+    """Leaves a backend's table is sized for in a tree: ``num_leaves``, or with best-first lookahead
+    (``lookahead`` > 1) ``2 num_leaves - 1``, the tree's leaves and as many expansions it may never
+    use. The grower expands ahead only while the table holds fewer (:meth:`TreeGrower._best_first_batch`);
+    the tree's next split is expanded even then (a backend makes what it lacks, and counts it)."""
+    n = max(int(num_leaves), 1)
+    return 2 * n - 1 if lookahead > 1 else n
 
 
 class Leaf:
@@ -136,6 +161,12 @@ class TreeGrower:
         self.nodes = np.zeros(max(p.num_leaves - 1, 0), dtype=NODE_DTYPE)  # the first len(leaves) - 1 are used
         self.open_best: List[tuple] = []  # best-first: heap of (-gain, leaf index) of leaves with a split
         self.open_fifo: Deque[int] = deque()  # breadth-first: leaf indices with a split, oldest first
+        # best-first lookahead (the backend's): leaves expanded ahead of their turn, and the backend's numbers
+        self.lookahead = max(1, int(getattr(backend, "lookahead", 1))) if p.best_first else 1
+        self.backend_cap = leaves_held(p.num_leaves, self.lookahead)
+        self.slot: List[int] = [0]  # each leaf's index in the backend's table (the batches' order)
+        self.n_backend = 1  # leaves in the backend's table
+        self.ahead: Dict[tuple, _Ahead] = {}  # _key -> its expansion, not split in the tree yet
 
     # --- the algorithm ---------------------------------------------------------------------------
     def grow(self) -> GrownTree:
@@ -169,41 +200,114 @@ class TreeGrower:
         if self.params.best_first:
             if not self.open_best:
                 return False
-            batch = [heapq.heappop(self.open_best)[1]]
-        else:
-            if not self.open_fifo:
-                return False
-            room = self.params.num_leaves - len(self.leaves)  # each split adds one leaf
-            batch = [self.open_fifo.popleft() for _ in range(min(room, len(self.open_fifo)))]
-        self._split_leaves(batch)
+            index = self.open_best[0][1]
+            if self._key(index) not in self.ahead:
+                self._expand(self._best_first_batch())
+            heapq.heappop(self.open_best)
+            self._commit(index)
+            return True
+        if not self.open_fifo:
+            return False
+        room = self.params.num_leaves - len(self.leaves)  # each split adds one leaf
+        batch = [self.open_fifo.popleft() for _ in range(min(room, len(self.open_fifo)))]
+        n = len(self.leaves)  # the level's j-th split leaves the tree n + j + 1 leaves
+        self._expand([(self._key(i), self.leaves[i].depth, self.leaves[i].split, n + j + 1)
+                      for j, i in enumerate(batch)])
+        for index in batch:
+            self._commit(index)
         return True
 
-    def _split_leaves(self, batch: list) -> None:
-        """Split the leaves ``batch`` in order: each one's left child keeps its index, its right child
-        gets the next; the backend partitions them and searches the children that may be split."""
-        expansions, made = [], []
-        for index in batch:
-            leaf = self.leaves[index]
-            split = leaf.split
-            left = Leaf(leaf.depth + 1, -1, True, split.left)
-            right = Leaf(leaf.depth + 1, -1, False, split.right)
-            n_after = len(self.leaves) + 1
-            need = tuple(n_after < self.params.num_leaves and self._can_split(c) for c in (left, right))
-            expansions.append(Expansion(index, split, need))
-            made.append((index, len(self.leaves), leaf, left, right))
-            self.leaves[index] = left
-            self.leaves.append(right)
+    def _key(self, index: int) -> tuple:
+        """Leaf ``index``'s node in the backend's table: ``(its index there, its depth)`` (a split's left
+        child keeps its parent's index there, one level deeper)."""
+        return self.slot[index], self.leaves[index].depth
+
+    def _best_first_batch(self) -> list:
+        """The open leaf of largest gain and, when the backend expands ahead (``lookahead`` > 1), the
+        leaves best-first would split next as far as the tree's expansions tell: the splits left are
+        replayed by gain over the leaves expanded already (their children's splits known) and each
+        one not expanded yet is taken, in the replay's order. The first is the tree's next split; the
+        others are split in the tree when their turn comes, after children of larger gain that no
+        expansion knew yet, or never, when the tree is full first (:meth:`_finish` gives their rows
+        back whole). ``(key, depth, split, least leaves after it)`` each."""
+        n, p = len(self.leaves), self.params
+        limit = max(1, min(self.lookahead, self.backend_cap - self.n_backend))
+        heap = [(gain, index, self._key(index), self.leaves[index].split) for gain, index in self.open_best]
+        heapq.heapify(heap)  # the tree's heap order: gain, then the lower index
+        batch: list = []
+        right = n  # the index each replayed split gives its right child
+        for _ in range(p.num_leaves - n):
+            if not heap or len(batch) == limit:
+                break
+            _, index, key, split = heapq.heappop(heap)
+            right += 1
+            got = self.ahead.get(key)
+            if got is None:  # split after the top at the earliest: its tree then has n + 2 leaves at least
+                batch.append((key, key[1], split, n + 1 if not batch else n + 2))
+                continue
+            for child, slot, found, asked in ((index, key[0], got.got.left, got.need[0]),
+                                              (right - 1, got.right, got.got.right, got.need[1])):
+                if asked and found.gain > 0:
+                    heapq.heappush(heap, (-found.gain, child, (slot, key[1] + 1), found))
+        return batch
+
+    def _expand(self, batch: list) -> None:
+        """Hand the backend the leaves ``batch`` to split, in order (each one's right child gets the
+        backend's next leaf), and keep each answer until the leaf is split in the tree
+        (:meth:`_commit`). Each item: ``(key, depth, split, least leaves after it)``: the tree has at
+        least that many leaves once it makes the split, so a child is searched unless that fills the
+        tree (the tree's own test when the split's turn comes asks no more: :meth:`_commit`)."""
+        p = self.params
+        expansions = []
+        for key, depth, split, after in batch:
+            children = (Leaf(depth + 1, -1, True, split.left), Leaf(depth + 1, -1, False, split.right))
+            need = tuple(after < p.num_leaves and self._can_split(c) for c in children)
+            expansions.append(Expansion(key[0], split, need))
         got = self.backend.expand(expansions)
         if len(got) != len(expansions):
             raise RuntimeError(f"the backend expanded {len(got)} leaves of {len(expansions)}")
-        for (index, right_index, leaf, left, right), e in zip(made, got):
-            self._record_node(leaf, index, right_index, (left, right), e)
-            self._open(index, e.left)
-            self._open(right_index, e.right)
+        for (key, *_), e, answer in zip(batch, expansions, got):
+            self.ahead[key] = _Ahead(e.need, answer, self.n_backend)
+            self.n_backend += 1
+
+    def _commit(self, index: int) -> None:
+        """Split leaf ``index`` in the tree with its expansion's answer: its left child keeps the
+        index, its right child gets the next; each child opens when the tree may still split it."""
+        leaf = self.leaves[index]
+        ahead = self.ahead.pop(self._key(index))
+        split = leaf.split
+        left = Leaf(leaf.depth + 1, -1, True, split.left)
+        right = Leaf(leaf.depth + 1, -1, False, split.right)
+        right_index = len(self.leaves)
+        self.leaves[index] = left
+        self.leaves.append(right)
+        self.slot.append(ahead.right)
+        self._record_node(leaf, index, right_index, (left, right), ahead.got)
+        room = len(self.leaves) < self.params.num_leaves
+        for child_index, child, asked, found in ((index, left, ahead.need[0], ahead.got.left),
+                                                 (right_index, right, ahead.need[1], ahead.got.right)):
+            wanted = room and self._can_split(child)
+            if wanted and not asked:
+                raise RuntimeError(f"leaf {child_index} may be split but its expansion did not search it")
+            self._open(child_index, found if wanted else NO_SPLIT)
+
+    def _spans(self) -> Optional[list]:
+        """Each leaf's rows in the backend's table, ``(first, last)``: the leaf's own, or, for a leaf
+        expanded ahead and never split, from its node's index (its leftmost descendant's) to its
+        rightmost descendant's (None: the table's leaves are the tree's)."""
+        if not self.ahead and self.slot == list(range(len(self.leaves))):
+            return None
+        spans = []
+        for i in range(len(self.leaves)):
+            key = last = self._key(i)
+            while last in self.ahead:
+                last = (self.ahead[last].right, last[1] + 1)
+            spans.append((key[0], last[0]))
+        return spans
 
     def _finish(self) -> GrownTree:
         p, leaves = self.params, self.leaves
-        rows = self.backend.end_tree()
+        rows = self.backend.end_tree(self._spans())
         if rows.dropped is not None:  # leaf values from every pair (pair_pruning: the bound)
             for leaf, c in zip(leaves, rows.dropped):
                 leaf.C += c

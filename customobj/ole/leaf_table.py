@@ -129,6 +129,34 @@ class LeafTable:
         """Each leaf's ``(start, end)`` in the row order."""
         return [(leaf.start, leaf.end) for leaf in self.leaves]
 
+    def spans(self, spans: Optional[list] = None) -> list:
+        """Each tree leaf's ``(start, end)`` in the row order: the table's leaves (``spans`` None), or per
+        ``(first, last)`` of ``spans`` the rows from leaf ``first``'s start to leaf ``last``'s end (a
+        leaf, ``last == first``, or the leaves of a subtree the grower expanded ahead and never split
+        in the tree: its leftmost and rightmost, :mod:`.grower`). The ranges must tile the table's rows.
+
+        >>> from customobj.ole.common import ChildSums, SplitInfo
+        >>> table = LeafTable(LeafRows(0, 10, 0, 0, ChildSums(0.0, 5.0, 10.0, 0.0)))
+        >>> half = ChildSums(0.0, 2.5, 5.0, 0.0)
+        >>> _ = table.split(0, SplitInfo(1.0, 0, 3, False, half, half))
+        >>> table.spans([(0, 1)]), table.spans([(1, 1), (0, 0)])
+        ([(0, 10)], [(5, 10), (0, 5)])
+        """
+        if spans is None:
+            return self.ranges()
+        n = len(self.leaves)
+        out = []
+        for first, last in spans:
+            if not (0 <= first < n and 0 <= last < n):
+                raise ValueError(f"spans must name leaves of the table (< {n}): {(first, last)} in {spans}")
+            out.append((self.leaves[first].start, self.leaves[last].end))
+        tiled = sorted(out)
+        lo, hi = min(l.start for l in self.leaves), max(l.end for l in self.leaves)
+        if (tiled[0][0] != lo or tiled[-1][1] != hi or any(s >= e for s, e in tiled)
+                or any(a[1] != b[0] for a, b in zip(tiled, tiled[1:]))):
+            raise ValueError(f"spans must tile the table's rows [{lo}, {hi}) with non-empty ranges: {out}")
+        return out
+
     def bounds(self) -> tuple:
         """``(starts, ends)`` of the leaves' rows, int64 arrays."""
         return (np.array([leaf.start for leaf in self.leaves], dtype=np.int64),

@@ -40,6 +40,7 @@ import numpy as np
 from ..._cuda_runtime import require_gpu
 from ..backend import CPUBackend, Expanded, Expansion, TreeRows, TreeStart
 from ..context import GrowContext
+from ..grower import leaves_held
 from ..splitting import FeatureBins, SplitRules
 from .choice import DeviceFeatureChoice
 from .histograms import DeviceHistograms
@@ -54,9 +55,15 @@ from .search import DeviceSearch
 from .stats import CountedKernels, DeviceStats
 from .tree import DeviceTree
 
-__all__ = ["CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory"]
+__all__ = ["BEST_FIRST_LOOKAHEAD", "CUDABackend", "DeviceMemoryError", "device_memory_needed", "check_device_memory", "free_device_memory"]
 
 _WHAT = 'TreeBooster(device="cuda")'
+
+#: Best-first growth: leaves expanded per batch at most, the best one and the next by gain
+#: (:meth:`customobj.ole.grower.TreeGrower._best_first_batch`): one read a batch instead of one a
+#: split, at the price of expansions the tree never uses. 4 on MQ2008 Fold 1, 31 leaves: 30 -> 10.6
+#: reads a tree for 11% more rows expanded (docs/gpu-design.md, "Best-first, a few leaves ahead").
+BEST_FIRST_LOOKAHEAD = 4
 
 
 class CUDABackend:
@@ -87,6 +94,9 @@ class CUDABackend:
         The binned matrix on the card (feature-major) and each feature's bin count.
     num_leaves : int
         The fit's leaves per tree (a search after which at most one split is left is planned with).
+    lookahead : int
+        Best-first leaves expanded per batch at most (:data:`BEST_FIRST_LOOKAHEAD`; 1 breadth-first,
+        whose batches are levels).
 
     Raises
     ------
@@ -98,6 +108,8 @@ class CUDABackend:
 
     def __init__(self, ctx: GrowContext, params) -> None:
         cuda = require_gpu(_WHAT)
+        # best-first: the next leaves by gain expanded with the best one, a read a batch (..grower)
+        self.lookahead = lookahead = BEST_FIRST_LOOKAHEAD if params.best_first else 1
         from . import (_choice_kernels, _histograms_kernels, _level_place_kernels, _partitions_kernels, _reduce_kernels,
                        _search_kernels, _split_kernels)
 
@@ -108,7 +120,7 @@ class CUDABackend:
         n_feat = d.feature_major.shape[0]
         shape = dict(n_rows=d.n_rows, n_features=n_feat, bin_itemsize=d.feature_major.dtype.itemsize,
                      n_slots=d.n_slots, index_itemsize=np.dtype(d.index_dtype()).itemsize,
-                     n_hists=hists_per_tree(params.num_leaves))
+                     n_hists=hists_per_tree(leaves_held(params.num_leaves, lookahead)))
         need = {**device_memory_needed(**shape), **DevicePruning.memory_for_fit(ctx, params)}
         check_device_memory(need, free=free_device_memory())
         # what this fit keeps on the device from here on: later checks count it as theirs, not as taken
@@ -172,11 +184,11 @@ class CUDABackend:
         come back in one read (with the pair counts that set their ranges)."""
         return self._current().expand(batch)
 
-    def end_tree(self) -> TreeRows:
+    def end_tree(self, spans: Optional[list] = None) -> TreeRows:
         """The tree's rows per leaf (its row order read only when the host needs it) and, for
-        ``ole_fast``, its leaves' dropped couplings."""
+        ``ole_fast``, its leaves' dropped couplings (``spans``: :mod:`customobj.ole.backend`)."""
         tree, self._tree = self._current(), None
-        return tree.end()
+        return tree.end(spans)
 
     def _current(self) -> DeviceTree:
         if self._tree is None:

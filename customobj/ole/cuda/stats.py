@@ -15,8 +15,11 @@ the backend: their launches and reads over the fit are counted apart
 trees' budget stays the trees'; the arrays they keep on the device are in
 ``TreeBooster.device_memory_peak_``.
 
-A split is one expansion of the backend's ``expand`` batch; :meth:`DeviceStats.per_split` divides the
-trees' counts by their splits: what the launch budget of :data:`BUDGET` bounds.
+A split is one of the tree's nodes; :meth:`DeviceStats.per_split` divides the trees' counts by their
+splits: what the launch budget of :data:`BUDGET` bounds. ``expansions`` counts the splits the card
+made (one a leaf of the backend's ``expand`` batches): the tree's and, best-first with lookahead
+(:data:`customobj.ole.cuda.backend.BEST_FIRST_LOOKAHEAD`), those it never used; their work is in the
+tree's counts.
 
 Examples
 --------
@@ -36,7 +39,7 @@ from typing import Any, Dict, NamedTuple, Tuple
 __all__ = ["DeviceCounts", "DeviceStats", "DeviceCounter", "CountedKernels", "BUDGET", "BATCH_BUDGET", "FIELDS"]
 
 #: The counted quantities, in the order of :class:`DeviceCounts`.
-FIELDS = ("launches", "reads", "allocations", "bytes_to_device", "bytes_to_host", "splits")
+FIELDS = ("launches", "reads", "allocations", "bytes_to_device", "bytes_to_host", "splits", "expansions")
 
 #: Issue 32's launch budget, per split on average over a fit's trees: kernel launches and
 #: blocking device-to-host reads; allocations: in every tree (the pool is made before the first).
@@ -65,7 +68,8 @@ class DeviceCounts(NamedTuple):
     allocations: int  # device arrays allocated (uploads included)
     bytes_to_device: int
     bytes_to_host: int
-    splits: int  # the tree's splits (partitions); 0 outside
+    splits: int  # the tree's splits; 0 outside
+    expansions: int = 0  # the splits made on the card: the tree's and, best-first, those it never used
 
 
 class DeviceStats(NamedTuple):
@@ -144,7 +148,14 @@ class DeviceCounter:
         self._now[3] += int(nbytes)
 
     def split(self) -> None:
+        """A split made on the card (counted as the tree's until :meth:`tree_splits` says otherwise)."""
         self._now[5] += 1
+        self._now[6] += 1
+
+    def tree_splits(self, n: int) -> None:
+        """The last tree begun has ``n`` splits (best-first lookahead: fewer than the card made)."""
+        if self._trees:
+            self._trees[-1][5] = int(n)
 
     def stats(self) -> DeviceStats:
         return DeviceStats(tuple(DeviceCounts(*t) for t in self._trees), DeviceCounts(*self._outside))

@@ -185,7 +185,7 @@ class DeviceTree:
                 for child, nd in zip((left, right), e.need):
                     if not nd:  # never split: no histograms kept
                         child.hist = child.phist = None
-                if self.dropped is not None and len(self.table) + 1 >= gpu.num_leaves:
+                if self.dropped is not None and self._plans():
                     self._plan(nodes, row, [n for _, ns, _ in searched for n in ns])
                 searched.append((row, nodes, counts))
                 first, row = row, row + len(nodes)
@@ -245,10 +245,12 @@ class DeviceTree:
             row = self._search([c for c, nd in zip((left, right), e.need) if nd], counts)
         return nan_left, gain, parent, left, right, row
 
-    def end(self) -> TreeRows:
+    def end(self, spans: Optional[list] = None) -> TreeRows:
         """The tree's row order (read only when the host needs it) and ``ole_fast``'s dropped couplings:
-        from the plan's sums when the final leaves are its, else summed now (one read)."""
+        from the plan's sums when the final leaves are its (in any order), else summed now (one read).
+        ``spans``: the tree's leaves in the table's (:meth:`~customobj.ole.leaf_table.LeafTable.spans`)."""
         gpu = self.gpu
+        gpu.memory.counter.tree_splits((len(self.table) if spans is None else len(spans)) - 1)
         gpu.histograms.queue.flush()  # none is left to a later tree
         gpu.partitions.flush()
         gpu.partitions.place_sides(None)  # none is left waiting (ole_fast's are taken at their split)
@@ -259,19 +261,30 @@ class DeviceTree:
         if gpu.order_on_host():
             order = self.order
             order[:] = gpu.memory.read(gpu.inputs.order)
-        starts, ends = self.table.bounds()
+        ranges = self.table.spans(spans)
+        starts, ends = (np.array(r, dtype=np.int64) for r in zip(*ranges))
         dropped = None
         if self.dropped is not None:
-            dropped = gpu.inputs.dropped_couplings(self.table.ranges(), self.dropped, self._planned_sources())
+            sources = self._planned_sources()  # per leaf of the table; the tree's: those, in its order?
+            if sources is not None and spans is not None:
+                whole = len(spans) == len(sources) and all(first == last for first, last in spans)
+                sources = [sources[first] for first, _ in spans] if whole else None
+            dropped = gpu.inputs.dropped_couplings(ranges, self.dropped, sources)
         return TreeRows(order, starts, ends, dropped)
 
     # --- the steps ----------------------------------------------------------------------------------
     def _order_read(self) -> bool:
         """Whether the row order is read after the tree (the host's scores, the joint solve, the
-        dropped couplings of leaves no plan summed): then every split partitions its rows."""
+        dropped couplings of leaves no plan summed): then every split partitions its rows, and always
+        under best-first lookahead, whose plan may go unused (a leaf expanded ahead and never split)."""
         gpu = self.gpu
         planned = gpu.inputs.planned_got is not None or self._tail_n > 0  # read, or to be read with the batch
-        return gpu.order_on_host() or (gpu.pruning is not None and not planned)
+        return gpu.order_on_host() or (gpu.pruning is not None and (gpu.lookahead > 1 or not planned))
+
+    def _plans(self) -> bool:
+        """Whether a search plans the leaves' dropped couplings (:meth:`_plan`): with ``num_leaves - 1``
+        leaves (at most one split follows), or ``num_leaves`` (lookahead; the plan's sums hold no more)."""
+        return self.gpu.num_leaves - 1 <= len(self.table) <= self.gpu.num_leaves
 
     def _row_hist(self, leaf: LeafRows, root: bool = False) -> Any:
         """The row histogram of ``leaf``, built on the card from the device order and on-grid gradients."""
@@ -313,7 +326,7 @@ class DeviceTree:
         if not 0 < len(nodes) <= 2:
             raise ValueError(f"a device search takes one or two nodes, got {len(nodes)}")
         row = sum(len(p[0]) for p in self._pending)
-        if chosen is None and self.dropped is not None and len(self.table) + 1 >= gpu.num_leaves:
+        if chosen is None and self.dropped is not None and self._plans():
             self._plan(nodes, row)
         inputs = gpu.inputs
         bound, tables = (None, None) if chosen is None else chosen
