@@ -47,13 +47,13 @@ largest gain best-first, the open leaves of a level breadth-first) until ``num_l
 no leaf with a split of gain > 0 remain; every new leaf that may be split is searched by the
 backend in the same call and, when its split has gain > 0, opens for splitting.
 
-**Best-first lookahead.** A backend whose answers cost a read (the GPU's, ``lookahead`` 4) is handed
+**Best-first lookahead.** A backend whose answers cost a read (its ``lookahead`` > 1) is handed
 the tree's next split and the leaves best-first would split after it as far as the expansions made
 tell (:meth:`TreeGrower._best_first_batch`), in one batch. The tree still pops its heap one leaf at a
 time and splits each leaf with its expansion's answer when its turn comes (:meth:`TreeGrower._commit`):
 the same nodes, numbered the same, as a leaf a batch. The backend numbers its leaves in its own order
 (the grower keeps each leaf's index there); a leaf expanded ahead and never split is handed back whole
-at the tree's end (``end_tree(spans)``). docs/gpu-design.md, "Best-first, a few leaves ahead".
+at the tree's end (``end_tree(spans)``). The backends say how they use it (:mod:`.backend`).
 """
 from __future__ import annotations
 

@@ -67,6 +67,7 @@ class DeviceTree:
         self.table = LeafTable(LeafRows(0, order.shape[0], 0, self.n_pairs, ChildSums(0.0, 0.0, float(order.shape[0]),
                                                                                         0.0)))
         self.planned: Optional[list] = None  # the leaves when their dropped couplings were planned
+        self._planned_sides: list = []  # per planned leaf: its split's sides summed too
         self._pending: list = []  # the searches launched since the last read: (nodes, root's sums?, counts?)
         self._tail_n = 0  # values of the search's tail the next read brings (the planned sums)
         self._deferred: Optional[list] = None  # a batch's searches for one launch: their table rows
@@ -247,7 +248,8 @@ class DeviceTree:
 
     def end(self, spans: Optional[list] = None) -> TreeRows:
         """The tree's row order (read only when the host needs it) and ``ole_fast``'s dropped couplings:
-        from the plan's sums when the final leaves are its (in any order), else summed now (one read).
+        from the plan's sums when each final leaf is a planned leaf or a side of its split, else summed now
+        (one read).
         ``spans``: the tree's leaves in the table's (:meth:`~customobj.ole.leaf_table.LeafTable.spans`)."""
         gpu = self.gpu
         gpu.memory.counter.tree_splits((len(self.table) if spans is None else len(spans)) - 1)
@@ -265,11 +267,7 @@ class DeviceTree:
         starts, ends = (np.array(r, dtype=np.int64) for r in zip(*ranges))
         dropped = None
         if self.dropped is not None:
-            sources = self._planned_sources()  # per leaf of the table; the tree's: those, in its order?
-            if sources is not None and spans is not None:
-                whole = len(spans) == len(sources) and all(first == last for first, last in spans)
-                sources = [sources[first] for first, _ in spans] if whole else None
-            dropped = gpu.inputs.dropped_couplings(ranges, self.dropped, sources)
+            dropped = gpu.inputs.dropped_couplings(ranges, self.dropped, self._planned_sources(ranges))
         return TreeRows(order, starts, ends, dropped)
 
     # --- the steps ----------------------------------------------------------------------------------
@@ -438,17 +436,21 @@ class DeviceTree:
         slot = {id(node): at for at, node in enumerate(earlier)}
         slot.update((id(node), row + k) for k, node in enumerate(searching))
         self.planned = list(self.table.leaves)
-        self.gpu.inputs.plan_dropped_sums([(l.start, l.end, slot.get(id(l), l.split if l.split.gain > 0 else None))
-                                           for l in self.planned], self.dropped)
+        plan = [(l.start, l.end, slot.get(id(l), l.split if l.split.gain > 0 else None)) for l in self.planned]
+        self._planned_sides = [side is not None for _, _, side in plan]
+        self.gpu.inputs.plan_dropped_sums(plan, self.dropped)
 
-    def _planned_sources(self) -> Optional[list]:
-        """Each final leaf's ``(planned leaf, part)`` (part 0: the leaf, 1 / 2: its split's left / right),
-        or None when the leaves are not those of the plan with at most one of them split."""
-        plan, leaves = self.planned, self.table.leaves
-        if plan is None or len(leaves) - len(plan) not in (0, 1):
+    def _planned_sources(self, ranges: list) -> Optional[list]:
+        """Each final leaf's ``(planned leaf, part)`` by its rows ``ranges``: part 0, a planned leaf's
+        rows; 1 / 2, the left / right side of the split a planned leaf's sums were planned with (found by
+        the plan's search, or known then). None when a leaf is neither (split twice after the plan)."""
+        if self.planned is None:
             return None
-        out = [(i, 0 if leaf is plan[i] else 1) for i, leaf in enumerate(leaves[:len(plan)])]
-        split = [i for i, part in out if part]
-        if len(split) != len(leaves) - len(plan):
-            return None
-        return out + [(split[0], 2)] if split else out
+        where = {(leaf.start, leaf.end): (i, 0) for i, leaf in enumerate(self.planned)}
+        for i, (leaf, sides) in enumerate(zip(self.planned, self._planned_sides)):
+            if sides and leaf.split.gain > 0:
+                mid = leaf.start + int(leaf.split.left.N)
+                where.setdefault((leaf.start, mid), (i, 1))
+                where.setdefault((mid, leaf.end), (i, 2))
+        out = [where.get((int(s), int(e))) for s, e in ranges]
+        return None if any(o is None for o in out) else out
