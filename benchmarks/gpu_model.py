@@ -63,9 +63,10 @@ ASSUMED = {
     # the counts issue 42's rest (REST_MS) was set against: best-first, a read a split. What the rest holds
     # besides the objective and this host term (the small latency-bound kernels) is derived at these
     "CALIBRATION_COUNTS": (178, 29, 30),
-    # best-first lookahead's kernel work over a read a split's: the rows of the leaves expanded, lookahead 4,
-    # 31 leaves, 20 trees on MQ2008 Fold 1 (benchmarks/lookahead.py; OHSUMED Fold 1: ole_fast 1.048)
-    "BEST_FIRST_WORK": {"ole": 1.037, "ole_fast": 1.112},
+    # best-first lookahead's kernel work over a read a split's: the rows of the leaves expanded (their pairs
+    # grow less), lookahead 4, 31 leaves, 20 trees, the larger of MQ2008 and OHSUMED Fold 1
+    # (benchmarks/lookahead.py): ole 1.037 / 1.108 (pairs 1.020 / 1.090), ole_fast 1.112 / 1.048 (1.008 / 1.006)
+    "BEST_FIRST_WORK": {"ole": 1.108, "ole_fast": 1.112},
 }
 CASES = ("low", "central", "high")
 #: The suite's timers (gpu_suite.PHASES) of the pair-histogram launches, and of every step that runs

@@ -12,8 +12,9 @@ far as the expansions made tell (``customobj.ole.grower.TreeGrower._best_first_b
 are the same bit for bit (checked here on every tree), the reads fewer, and the expansions the tree
 never uses (a child of larger gain came first and the tree filled) are work for nothing. Measured on
 the CPU backend, whose batches are the GPU's (the same grower; counts, not times): per tree, the
-batches, the expansions, and the rows of the leaves expanded (what the partitions and the children's
-histograms walk), each against ``lookahead`` 1, and the most leaves the backend's table held in a tree
+batches, the expansions, the rows of the leaves expanded (what the partitions and the children's row
+histograms walk) and their in-node pairs (what the pair partitions and pair histograms walk; ``ole_fast``:
+the pairs its pruning kept), each against ``lookahead`` 1, and the most leaves the backend's table held in a tree
 (``customobj.ole.grower.leaves_held``: ``2 num_leaves - 1`` with lookahead).
 
 >>> r = measure(_tiny(), "ole", num_leaves=8, trees=2, lookaheads=(1, 4), min_data_in_leaf=5)
@@ -66,6 +67,8 @@ def measure(data: tuple, criterion: str, *, num_leaves: int = 31, trees: int = 2
             counts["expansions"] += len(batch)
             counts["tree_expansions"] += len(batch)
             counts["rows"] += float(sum(e.split.left.N + e.split.right.N for e in batch))
+            table = self._current().table  # the pairs each leaf holds before its split (criteria on pairs)
+            counts["pairs"] += float(sum(table[e.leaf].pend - table[e.leaf].pstart for e in batch))
             return super().expand(batch)
 
         def end_tree(self, spans=None):
@@ -84,7 +87,7 @@ def measure(data: tuple, criterion: str, *, num_leaves: int = 31, trees: int = 2
         training.CPUBackend = Counting  # make_backend's CPU class for these fits
         for k in lookaheads:
             Counting.lookahead = int(k)
-            counts.update(batches=0, expansions=0, rows=0.0, trees=0, tree_expansions=0, most_held=0)
+            counts.update(batches=0, expansions=0, rows=0.0, pairs=0.0, trees=0, tree_expansions=0, most_held=0)
             t0 = time.perf_counter()
             model = TreeBooster(LambdaRank(), criterion=criterion, num_leaves=num_leaves, n_estimators=trees,
                                 min_data_in_leaf=min_data_in_leaf, verbose=False).fit(X, y, group)
@@ -93,6 +96,7 @@ def measure(data: tuple, criterion: str, *, num_leaves: int = 31, trees: int = 2
             out["lookahead"][str(k)] = {"batches_per_tree": counts["batches"] / n,
                                         "expansions_per_tree": counts["expansions"] / n,
                                         "rows_expanded_per_tree": counts["rows"] / n,
+                                        "pairs_expanded_per_tree": counts["pairs"] / n,
                                         "splits_per_tree": sum(len(t.nodes) for t in model.trees_) / n,
                                         "most_leaves_held": int(counts["most_held"]),
                                         "seconds": seconds}
@@ -107,6 +111,7 @@ def measure(data: tuple, criterion: str, *, num_leaves: int = 31, trees: int = 2
     base = out["lookahead"][str(lookaheads[0])]
     for r in out["lookahead"].values():
         r["rows_ratio"] = r["rows_expanded_per_tree"] / max(base["rows_expanded_per_tree"], 1.0)
+        r["pairs_ratio"] = r["pairs_expanded_per_tree"] / max(base["pairs_expanded_per_tree"], 1.0)
     out["same_trees"] = bool(same)
     return out
 
@@ -143,10 +148,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         r = measure(data, criterion, num_leaves=a.num_leaves, trees=a.trees, lookaheads=lookaheads)
         results.append(r)
         print(f"{criterion}, {a.num_leaves} leaves, {r['rows']} rows, {a.trees} trees; same trees: {r['same_trees']}")
-        print("  lookahead  batches/tree  expansions/tree  rows expanded (x lookahead 1)  most leaves held")
+        print("  lookahead  batches/tree  expansions/tree  rows expanded (x lookahead 1)  pairs expanded (x)  "
+              "most leaves held")
         for k, v in r["lookahead"].items():
             print(f"  {k:>9}  {v['batches_per_tree']:12.2f}  {v['expansions_per_tree']:15.2f}  "
-                  f"{v['rows_expanded_per_tree']:10.0f} ({v['rows_ratio']:.3f})  {v['most_leaves_held']:>17}")
+                  f"{v['rows_expanded_per_tree']:10.0f} ({v['rows_ratio']:.3f})  "
+                  f"{v['pairs_expanded_per_tree']:9.0f} ({v['pairs_ratio']:.3f})  {v['most_leaves_held']:>16}")
     if a.out is not None:
         from customobj._io import atomic_write_text
         atomic_write_text(a.out, json.dumps({"data": str(a.data), "results": results}, indent=2))

@@ -17,11 +17,12 @@ def test_more_lookahead_means_fewer_batches_for_the_same_trees():
     assert r["same_trees"] and set(got) == {"1", "2", "4", "64"}
     one = got["1"]
     assert one["batches_per_tree"] == one["expansions_per_tree"] == one["splits_per_tree"]
-    assert one["rows_ratio"] == 1.0 and one["most_leaves_held"] == one["splits_per_tree"] + 1
+    assert one["rows_ratio"] == one["pairs_ratio"] == 1.0 and one["pairs_expanded_per_tree"] > 0
+    assert one["most_leaves_held"] == one["splits_per_tree"] + 1
     batches = [got[k]["batches_per_tree"] for k in ("1", "2", "4", "64")]
     expansions = [got[k]["expansions_per_tree"] for k in ("1", "2", "4", "64")]
     assert batches == sorted(batches, reverse=True) and batches[-1] < batches[0]
-    assert expansions == sorted(expansions) and all(got[k]["rows_ratio"] >= 1.0 for k in got)
+    assert expansions == sorted(expansions) and all(got[k]["rows_ratio"] >= 1.0 <= got[k]["pairs_ratio"] for k in got)
     assert all(got[k]["most_leaves_held"] <= 2 * 12 - 1 for k in got)  # grower.leaves_held
 
 
