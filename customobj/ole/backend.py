@@ -22,9 +22,10 @@ The seam, typed by the :class:`TreeBackend` protocol:
   searched children's best splits (``NO_SPLIT`` for the others);
 - ``end_tree(spans=None)``: where the training rows ended up and, for ``ole_fast``, each leaf's
   coupling of the pairs its search left out (a :class:`TreeRows`), per leaf of the table or, with
-  ``spans``, per leaf of the tree: ``(first, last)`` of the table, a leaf or a split's two children
-  when the grower expanded it ahead and never split it (best-first lookahead, ``lookahead`` > 1:
-  a backend that reads once per batch expands the next open leaves by gain with the best one);
+  ``spans``, per leaf of the tree: ``(first, last)`` of the table, the leaf itself or the first and
+  last leaf of what the grower expanded under it ahead and never split in the tree (best-first
+  lookahead, ``lookahead`` > 1: a backend whose answers cost a read is handed the leaves best-first
+  will probably split next with the one it splits now, :mod:`.grower`);
 - per fit: ``device_scores`` (the scores kept on the device, or None: the CPU keeps them on the
   host), ``device_memory_peak`` and ``device_stats`` (None on the CPU), ``data`` (the binned
   training set's description), ``n_rows``, ``gradients_where``.
