@@ -196,7 +196,7 @@ class CPUBackend:
         (``spans``: the tree's leaves in the table's, :meth:`~.leaf_table.LeafTable.spans`)."""
         tree, self._tree = self._current(), None
         ranges = tree.table.spans(spans)
-        starts, ends = (np.array(r, dtype=np.int64) for r in zip(*ranges))
+        starts, ends = tree.table.bounds(ranges)
         dropped = None
         if tree.dropped is not None:
             dropped = self.dropped_couplings(tree.order, ranges, tree.dropped)

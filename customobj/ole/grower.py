@@ -162,7 +162,7 @@ class TreeGrower:
         self.open_best: List[tuple] = []  # best-first: heap of (-gain, leaf index) of leaves with a split
         self.open_fifo: Deque[int] = deque()  # breadth-first: leaf indices with a split, oldest first
         # best-first lookahead (the backend's): leaves expanded ahead of their turn, and the backend's numbers
-        self.lookahead = max(1, int(getattr(backend, "lookahead", 1))) if p.best_first else 1
+        self.lookahead = max(1, int(backend.lookahead)) if p.best_first else 1
         self.backend_cap = leaves_held(p.num_leaves, self.lookahead)
         self.slot: List[int] = [0]  # each leaf's index in the backend's table (the batches' order)
         self.n_backend = 1  # leaves in the backend's table

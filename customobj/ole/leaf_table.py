@@ -157,10 +157,10 @@ class LeafTable:
             raise ValueError(f"spans must tile the table's rows [{lo}, {hi}) with non-empty ranges: {out}")
         return out
 
-    def bounds(self) -> tuple:
-        """``(starts, ends)`` of the leaves' rows, int64 arrays."""
-        return (np.array([leaf.start for leaf in self.leaves], dtype=np.int64),
-                np.array([leaf.end for leaf in self.leaves], dtype=np.int64))
+    def bounds(self, ranges: Optional[list] = None) -> tuple:
+        """``(starts, ends)`` of ``ranges`` (default: the leaves' rows), int64 arrays."""
+        ranges = self.ranges() if ranges is None else ranges
+        return (np.array([s for s, _ in ranges], dtype=np.int64), np.array([e for _, e in ranges], dtype=np.int64))
 
 
 def nan_goes_left(data: Any, hist: Any, split: SplitInfo) -> bool:

@@ -66,8 +66,8 @@ class DeviceTree:
         # the root's sums: (0, 0, N, 0) until they are known (a searched root's are read with its split)
         self.table = LeafTable(LeafRows(0, order.shape[0], 0, self.n_pairs, ChildSums(0.0, 0.0, float(order.shape[0]),
                                                                                         0.0)))
-        self.planned: Optional[list] = None  # the leaves when their dropped couplings were planned
-        self._planned_sides: list = []  # per planned leaf: its split's sides summed too
+        # the leaves when their dropped couplings were planned, each with whether its split's sides were too
+        self.planned: Optional[list] = None
         self._pending: list = []  # the searches launched since the last read: (nodes, root's sums?, counts?)
         self._tail_n = 0  # values of the search's tail the next read brings (the planned sums)
         self._deferred: Optional[list] = None  # a batch's searches for one launch: their table rows
@@ -264,7 +264,7 @@ class DeviceTree:
             order = self.order
             order[:] = gpu.memory.read(gpu.inputs.order)
         ranges = self.table.spans(spans)
-        starts, ends = (np.array(r, dtype=np.int64) for r in zip(*ranges))
+        starts, ends = self.table.bounds(ranges)
         dropped = None
         if self.dropped is not None:
             dropped = gpu.inputs.dropped_couplings(ranges, self.dropped, self._planned_sources(ranges))
@@ -435,9 +435,8 @@ class DeviceTree:
             earlier = [node for nodes, _, _ in self._pending for node in nodes]
         slot = {id(node): at for at, node in enumerate(earlier)}
         slot.update((id(node), row + k) for k, node in enumerate(searching))
-        self.planned = list(self.table.leaves)
-        plan = [(l.start, l.end, slot.get(id(l), l.split if l.split.gain > 0 else None)) for l in self.planned]
-        self._planned_sides = [side is not None for _, _, side in plan]
+        plan = [(l.start, l.end, slot.get(id(l), l.split if l.split.gain > 0 else None)) for l in self.table.leaves]
+        self.planned = [(l, side is not None) for l, (_, _, side) in zip(self.table.leaves, plan)]
         self.gpu.inputs.plan_dropped_sums(plan, self.dropped)
 
     def _planned_sources(self, ranges: list) -> Optional[list]:
@@ -446,8 +445,8 @@ class DeviceTree:
         the plan's search, or known then). None when a leaf is neither (split twice after the plan)."""
         if self.planned is None:
             return None
-        where = {(leaf.start, leaf.end): (i, 0) for i, leaf in enumerate(self.planned)}
-        for i, (leaf, sides) in enumerate(zip(self.planned, self._planned_sides)):
+        where = {(leaf.start, leaf.end): (i, 0) for i, (leaf, _) in enumerate(self.planned)}
+        for i, (leaf, sides) in enumerate(self.planned):
             if sides and leaf.split.gain > 0:
                 mid = leaf.start + int(leaf.split.left.N)
                 where.setdefault((leaf.start, mid), (i, 1))
